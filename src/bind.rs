@@ -1,0 +1,383 @@
+//! `bind`: give a session its own detached worktree next to the source, fail-closed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::context::{Context, Located};
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::now_ms;
+use crate::isolation;
+use crate::owner::{Liveness, Owner, parent_pid};
+use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
+
+/// The name every isolation starts with; nothing else is ever treated as a3s-iso's own.
+pub const ISOLATION_PREFIX: &str = ".a3s-isolate-";
+
+/// How many dirty paths a `dirty_source` error lists.
+const DIRTY_PATHS_SHOWN: usize = 10;
+
+#[derive(Debug, Clone, Default)]
+pub struct BindOptions {
+    pub session_id: Option<String>,
+    pub allow_dirty: bool,
+    pub read_only: bool,
+    pub base_dir: Option<PathBuf>,
+    pub owner_pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct BindOutcome {
+    pub session_id: String,
+    pub source: PathBuf,
+    pub worktree: Option<PathBuf>,
+    pub bound_revision: String,
+    pub base_tree: String,
+    pub reused: bool,
+    pub read_only: bool,
+    pub carried_wip: bool,
+    pub wip_left_out: bool,
+    pub owner: Owner,
+    pub warnings: Vec<String>,
+}
+
+impl BindOutcome {
+    fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
+        BindOutcome {
+            session_id: record.session_id.clone(),
+            source: record.source.clone(),
+            worktree: record.worktree.clone(),
+            bound_revision: record.bound_revision.clone(),
+            base_tree: record.base_tree.clone(),
+            reused,
+            read_only: record.read_only,
+            carried_wip: record.carried_wip,
+            wip_left_out: record.wip_left_out,
+            owner: record.owner.clone(),
+            warnings,
+        }
+    }
+}
+
+pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let session_id = match &opts.session_id {
+        Some(id) => {
+            crate::ids::validate(id)?;
+            id.clone()
+        }
+        None => crate::ids::generate("s"),
+    };
+    let owner = match opts.owner_pid {
+        Some(pid) => Owner::of_pid(pid).ok_or_else(|| Error::Usage {
+            message: format!("--owner-pid {pid} is not a running process on this host"),
+        })?,
+        None => Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process),
+    };
+    let located = ctx.locate()?;
+    let (bound_revision, base_tree) = located.repo.head(&ctx.git)?;
+
+    // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
+    if let Some(existing) = located.store.load_session(&session_id)?
+        && existing.state != SessionState::Discarded
+    {
+        let _lock = ctx.lock(&located.repo)?;
+        if let Some(existing) = located.store.load_session(&session_id)?
+            && existing.state != SessionState::Discarded
+        {
+            return reuse(&located, existing, owner);
+        }
+    }
+
+    let mut warnings = Vec::new();
+    let mut wip_left_out = false;
+    if !opts.read_only {
+        let (paths, more) = located.repo.local_changes(&ctx.git, DIRTY_PATHS_SHOWN)?;
+        if !paths.is_empty() {
+            if !opts.allow_dirty {
+                return Err(Error::DirtySource { paths, more });
+            }
+            wip_left_out = true;
+            warnings.push(format!(
+                "the source's local changes ({} paths) are not in the isolation (--allow-dirty)",
+                paths.len() + more
+            ));
+        }
+    }
+
+    let now = now_ms();
+    let mut record = SessionRecord {
+        session_id: session_id.clone(),
+        state: SessionState::Bound,
+        source: located.repo.toplevel.clone(),
+        common_dir: located.repo.common_dir.clone(),
+        worktree: None,
+        admin_dir: None,
+        bound_revision,
+        base_tree,
+        read_only: opts.read_only,
+        carried_wip: false,
+        wip_left_out,
+        owner,
+        created_at_ms: now,
+        updated_at_ms: now,
+        last_run: None,
+    };
+
+    let lock = ctx.lock(&located.repo)?;
+    if let Some(existing) = located.store.load_session(&session_id)?
+        && existing.state != SessionState::Discarded
+    {
+        return reuse(&located, existing, record.owner);
+    }
+    if let Some(claim) = located.store.load_claim(&session_id)? {
+        match claim.bind_process.liveness() {
+            Liveness::Dead => clear_dead_claim(ctx, &located, &claim)?,
+            _ => {
+                return Err(Error::SessionExists {
+                    message: format!(
+                        "a bind of session {session_id:?} is in progress ({})",
+                        claim.bind_process.describe()
+                    ),
+                    hint: Some("wait for it to finish, or use another session id".into()),
+                });
+            }
+        }
+    }
+
+    if opts.read_only {
+        publish(ctx, &located, &record)?;
+        drop(lock);
+        return Ok(BindOutcome::from_record(&record, false, warnings));
+    }
+
+    let base = isolation_base(&located, opts.base_dir.as_deref(), &mut warnings)?;
+    let path = base.join(format!("{ISOLATION_PREFIX}{session_id}"));
+    clear_path(&path, &mut warnings)?;
+    let claim = ClaimRecord {
+        session_id: session_id.clone(),
+        path: path.clone(),
+        bind_process: Owner::this_process(),
+        created_at_ms: now,
+    };
+    located.store.save_claim(&claim)?;
+    // The checkout runs without the lock, so binds of other sessions proceed meanwhile; the
+    // claim keeps this id (and this path) ours until the session is published.
+    drop(lock);
+
+    let built = build(ctx, &located, &path, &record.bound_revision);
+    let lock = ctx.lock(&located.repo)?;
+    match built {
+        Ok(admin_dir) => {
+            record.worktree = Some(path);
+            record.admin_dir = Some(admin_dir);
+            publish(ctx, &located, &record)?;
+            located.store.remove_claim(&session_id)?;
+        }
+        Err(err) => {
+            let _ = clear_dead_claim(ctx, &located, &claim);
+            return Err(err);
+        }
+    }
+    drop(lock);
+    Ok(BindOutcome::from_record(&record, false, warnings))
+}
+
+/// The same owner (or the heir of a dead one) gets the existing binding back; another live
+/// owner's session is refused rather than shared.
+fn reuse(located: &Located, mut existing: SessionRecord, owner: Owner) -> Result<BindOutcome> {
+    if !existing.read_only && !isolation::is_healthy(&existing) {
+        return Err(Error::SessionExists {
+            message: format!(
+                "session {:?} is bound but its isolation {} is missing or damaged",
+                existing.session_id,
+                existing
+                    .worktree
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+            hint: Some(format!(
+                "discard it (a3s-iso discard -s {}) and bind again",
+                existing.session_id
+            )),
+        });
+    }
+    let mut warnings = Vec::new();
+    if existing.owner != owner {
+        match existing.owner.liveness() {
+            Liveness::Dead => {
+                warnings.push(format!(
+                    "took the session over from its previous owner ({}), which has exited",
+                    existing.owner.describe()
+                ));
+                existing.owner = owner;
+                existing.updated_at_ms = now_ms();
+                located.store.save_session(&existing)?;
+            }
+            _ => {
+                return Err(Error::SessionExists {
+                    message: format!(
+                        "session {:?} is bound by another owner ({}) that may still be running",
+                        existing.session_id,
+                        existing.owner.describe()
+                    ),
+                    hint: Some(format!(
+                        "use another session id, or act for that owner with --owner-pid {}",
+                        existing.owner.pid
+                    )),
+                });
+            }
+        }
+    }
+    Ok(BindOutcome::from_record(&existing, true, warnings))
+}
+
+/// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory.
+fn isolation_base(
+    located: &Located,
+    base_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<PathBuf> {
+    let source = &located.repo.toplevel;
+    if let Some(dir) = base_dir {
+        let dir = fs::canonicalize(dir).map_err(|e| Error::Usage {
+            message: format!("--base-dir {}: {e}", dir.display()),
+        })?;
+        if dir.starts_with(source) {
+            return Err(Error::Usage {
+                message: format!(
+                    "--base-dir {} is inside the source; isolations live outside it",
+                    dir.display()
+                ),
+            });
+        }
+        return Ok(dir);
+    }
+    let parent = source.parent().unwrap_or(Path::new("/"));
+    let writable = rustix::fs::access(
+        parent,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok();
+    if writable {
+        return Ok(parent.to_path_buf());
+    }
+    let fallback = crate::state::user_data_dir()
+        .map(|d| {
+            d.join("isolations")
+                .join(crate::fsutil::path_key(&[source]))
+        })
+        .ok_or_else(|| Error::IsolationUnavailable {
+            message: format!(
+                "{} is not writable and there is no per-user data directory",
+                parent.display()
+            ),
+            hint: Some("name a writable directory with --base-dir".into()),
+        })?;
+    fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
+    warnings.push(format!(
+        "{} is not writable; the isolation lives under {} instead",
+        parent.display(),
+        fallback.display()
+    ));
+    Ok(fallback)
+}
+
+/// An empty leftover directory is cleared; anything else at the path is refused, untouched.
+fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot inspect {}", path.display()), e)),
+    };
+    let file_type = meta.file_type();
+    let found = if file_type.is_symlink() {
+        "a symbolic link"
+    } else if !file_type.is_dir() {
+        "a file"
+    } else if crate::fsutil::is_empty_dir(path).ctx(|| format!("cannot read {}", path.display()))? {
+        fs::remove_dir(path).ctx(|| format!("cannot remove empty {}", path.display()))?;
+        warnings.push(format!(
+            "cleared an empty leftover directory at {}",
+            path.display()
+        ));
+        return Ok(());
+    } else {
+        "a non-empty directory"
+    };
+    Err(Error::IsolationPathOccupied {
+        path: path.to_path_buf(),
+        found: found.into(),
+    })
+}
+
+/// Checks the bound revision out into a new detached worktree at `path`; returns its admin dir.
+fn build(ctx: &Context, located: &Located, path: &Path, revision: &str) -> Result<PathBuf> {
+    ctx.git
+        .at(&located.repo.toplevel)
+        // Parallel checkout: as many workers as cores.
+        .args([
+            "-c",
+            "checkout.workers=0",
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+        ])
+        .arg(path)
+        .arg(revision)
+        .run()?;
+    isolation::read_admin_dir(&located.repo, path)
+}
+
+/// Makes the session visible: base ref, record, registry. Called under the repository lock.
+fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args([
+            "update-ref",
+            &base_ref(&record.session_id),
+            &record.bound_revision,
+        ])
+        .run()?;
+    located.store.save_session(record)?;
+    register_source(&RegistryEntry {
+        source: located.repo.toplevel.clone(),
+        common_dir: located.repo.common_dir.clone(),
+        state_dir: located.store.dir().to_path_buf(),
+    })
+}
+
+pub fn base_ref(session_id: &str) -> String {
+    format!("refs/a3s-iso/sessions/{session_id}/base")
+}
+
+/// Removes what a bind that died (or failed) left: its tree and registration, then its claim.
+/// The claim proves the tree is a3s-iso's: the path was free when the claim was taken.
+pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -> Result<()> {
+    let tree = &claim.path;
+    {
+        let published = located
+            .store
+            .load_session(&claim.session_id)?
+            .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
+        if published {
+            return located.store.remove_claim(&claim.session_id);
+        }
+        let admins = isolation::admin_dirs_for(&located.repo, tree);
+        let is_dir = fs::symlink_metadata(tree)
+            .map(|m| m.file_type().is_dir())
+            .unwrap_or(false);
+        if admins.is_empty() {
+            if is_dir {
+                isolation::remove(&ctx.git, &located.repo, tree, None)?;
+            }
+        } else {
+            for admin in admins {
+                isolation::remove(&ctx.git, &located.repo, tree, Some(&admin))?;
+            }
+        }
+    }
+    located.store.remove_claim(&claim.session_id)
+}

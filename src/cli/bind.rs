@@ -1,0 +1,90 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use a3s_iso::bind::{BindOptions, bind};
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+
+use super::Output;
+
+#[derive(Debug, Args)]
+pub struct BindArgs {
+    /// The session id (generated when omitted); letters, digits, '.', '_' and '-'
+    #[arg(
+        short = 's',
+        long = "session",
+        value_name = "ID",
+        env = "A3S_ISO_SESSION_ID"
+    )]
+    pub session: Option<String>,
+
+    /// Bind at HEAD even though the source has local changes (they stay out of the isolation)
+    #[arg(long)]
+    pub allow_dirty: bool,
+
+    /// Record a session without an isolation tree; writing commands then refuse it
+    #[arg(long)]
+    pub read_only: bool,
+
+    /// Create the isolation in DIR instead of next to the source
+    #[arg(long, value_name = "DIR")]
+    pub base_dir: Option<PathBuf>,
+
+    /// The process that owns the session (default: the parent of a3s-iso, e.g. your shell)
+    #[arg(long, value_name = "PID")]
+    pub owner_pid: Option<u32>,
+}
+
+pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
+    let outcome = bind(
+        ctx,
+        &BindOptions {
+            session_id: args.session.clone(),
+            allow_dirty: args.allow_dirty,
+            read_only: args.read_only,
+            base_dir: args.base_dir.clone(),
+            owner_pid: args.owner_pid,
+        },
+    )?;
+    for warning in &outcome.warnings {
+        out.warn(warning);
+    }
+    if out.json {
+        out.document("a3s-iso.bind.v1", &outcome);
+        return Ok(0);
+    }
+    match &outcome.worktree {
+        Some(tree) => out.headline(&tree.display().to_string()),
+        None => out.headline("(read-only session: no isolation)"),
+    }
+    let mut flags = Vec::new();
+    if outcome.reused {
+        flags.push("reused");
+    }
+    if outcome.read_only {
+        flags.push("read-only");
+    }
+    if outcome.wip_left_out {
+        flags.push("wip-left-out");
+    }
+    if outcome.carried_wip {
+        flags.push("carried-wip");
+    }
+    out.fields(&[
+        ("session", outcome.session_id.clone()),
+        ("source", outcome.source.display().to_string()),
+        ("revision", outcome.bound_revision.clone()),
+        ("base tree", outcome.base_tree.clone()),
+        ("owner", outcome.owner.describe()),
+        (
+            "flags",
+            if flags.is_empty() {
+                "-".into()
+            } else {
+                flags.join(", ")
+            },
+        ),
+    ]);
+    Ok(0)
+}

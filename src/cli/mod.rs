@@ -1,0 +1,129 @@
+//! The thin command-line layer: parse, call the library, render the outcome.
+
+mod bind;
+mod discard;
+mod list;
+mod output;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
+use a3s_iso::error::{Error, Result};
+use a3s_iso::git::Git;
+
+pub use output::Output;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "a3s-iso",
+    version,
+    about = "Effect isolation for AI coding agents and CI jobs on git repositories",
+    long_about = "Effect isolation for AI coding agents and CI jobs on git repositories.\n\n\
+        Each session works in its own detached git worktree next to the repository; its work \
+        comes back only through an explicit, verifiable, exactly-once promote.",
+    after_help = "Exit status: 0 success, 1 error, 2 usage, 3 conflict, 4 isolation or sandbox \
+        unavailable, 5 invalid input, 6 lock timeout, 130 interrupted."
+)]
+pub struct Cli {
+    /// Run as if started in PATH (the source checkout or any directory in it)
+    #[arg(short = 'C', long = "repo", value_name = "PATH", global = true)]
+    pub repo: Option<PathBuf>,
+
+    /// Print exactly one JSON document on stdout (success or failure)
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    /// Print no narration or warnings on stderr
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+
+    /// Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso
+    #[arg(long, value_name = "DIR", env = "A3S_ISO_STATE_DIR", global = true)]
+    pub state_dir: Option<PathBuf>,
+
+    /// When to colour human output
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    pub color: ColorChoice,
+
+    /// The git binary to run (default: git on PATH)
+    #[arg(long, value_name = "PATH", env = "A3S_ISO_GIT", global = true)]
+    pub git: Option<PathBuf>,
+
+    /// How long to wait for the repository lock held by another a3s-iso command
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, global = true)]
+    pub lock_timeout: Option<Duration>,
+
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Create (or reuse) a session's isolation: a detached worktree next to the source
+    Bind(bind::BindArgs),
+    /// List sessions with their state, owner liveness and whether HEAD moved
+    List(list::ListArgs),
+    /// Remove a session's isolation; never touches the source
+    Discard(discard::DiscardArgs),
+}
+
+/// `-s/--session`, shared by the commands that act on one session.
+#[derive(Debug, Args)]
+pub struct SessionArg {
+    /// The session (default: the isolation you are in, or the source's only live session)
+    #[arg(
+        short = 's',
+        long = "session",
+        value_name = "ID",
+        env = "A3S_ISO_SESSION_ID"
+    )]
+    pub session: Option<String>,
+}
+
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    a3s_iso::lock::parse_duration(text)
+}
+
+pub fn main() -> i32 {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&raw) {
+        Ok(cli) => cli,
+        Err(err) => return output::usage_error(err, &raw),
+    };
+    let out = Output::new(cli.json, cli.quiet, cli.color);
+    match run(&cli, &out) {
+        Ok(code) => code,
+        Err(err) => out.error(&err),
+    }
+}
+
+fn context(cli: &Cli) -> Result<Context> {
+    let git = Git::locate(cli.git.as_deref())?;
+    let start_dir = match &cli.repo {
+        Some(dir) => dir.clone(),
+        None => std::env::current_dir()
+            .map_err(|e| Error::io("cannot read the current directory", e))?,
+    };
+    let start_dir = std::path::absolute(&start_dir).unwrap_or(start_dir);
+    let mut ctx = Context::new(git, start_dir, cli.state_dir.clone());
+    ctx.lock_timeout = cli.lock_timeout.unwrap_or(DEFAULT_LOCK_TIMEOUT);
+    Ok(ctx)
+}
+
+fn run(cli: &Cli, out: &Output) -> Result<i32> {
+    match &cli.command {
+        Command::Bind(args) => bind::run(&context(cli)?, args, out),
+        Command::List(args) => list::run(&context(cli)?, args, out),
+        Command::Discard(args) => discard::run(&context(cli)?, args, out),
+    }
+}

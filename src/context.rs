@@ -1,0 +1,117 @@
+//! What every command starts from: git, the directory it was called in, the state store, the
+//! repository lock, and which session it is about.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+use crate::lock::FileLock;
+use crate::repo::Repo;
+use crate::state::{SessionRecord, SessionState, Store};
+
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub git: Git,
+    /// `-C/--repo`, else the current directory.
+    pub start_dir: PathBuf,
+    /// `--state-dir` / `A3S_ISO_STATE_DIR`.
+    pub state_dir: Option<PathBuf>,
+    pub lock_timeout: Duration,
+}
+
+/// The source a command works on, its store, and the session whose isolation the command was
+/// started in, if any.
+#[derive(Debug, Clone)]
+pub struct Located {
+    pub repo: Repo,
+    pub store: Store,
+    pub inside: Option<SessionRecord>,
+}
+
+impl Context {
+    pub fn new(git: Git, start_dir: PathBuf, state_dir: Option<PathBuf>) -> Context {
+        Context {
+            git,
+            start_dir,
+            state_dir,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+        }
+    }
+
+    /// Finds the source. Started inside an isolation, the source is that session's source.
+    pub fn locate(&self) -> Result<Located> {
+        let repo = Repo::discover(&self.git, &self.start_dir)?;
+        let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
+        let inside = store.sessions()?.into_iter().flatten().find(|s| {
+            s.state != SessionState::Discarded && s.worktree.as_deref() == Some(&repo.toplevel)
+        });
+        let repo = match &inside {
+            Some(session) => Repo {
+                toplevel: session.source.clone(),
+                common_dir: repo.common_dir,
+            },
+            None => repo,
+        };
+        Ok(Located {
+            repo,
+            store,
+            inside,
+        })
+    }
+
+    pub fn lock(&self, repo: &Repo) -> Result<FileLock> {
+        FileLock::acquire(&repo.lock_path(), self.lock_timeout)
+    }
+
+    /// The session a command is about: `-s ID`; else the isolation it was started in; else the
+    /// source's only live session; else `session_not_found` with the candidates.
+    pub fn resolve_session(
+        &self,
+        located: &Located,
+        explicit: Option<&str>,
+    ) -> Result<SessionRecord> {
+        if let Some(id) = explicit {
+            crate::ids::validate(id)?;
+            return located
+                .store
+                .load_session(id)?
+                .ok_or_else(|| Error::SessionNotFound {
+                    message: format!("no session {id:?} in {}", located.store.dir().display()),
+                    candidates: Vec::new(),
+                });
+        }
+        if let Some(session) = &located.inside {
+            return Ok(session.clone());
+        }
+        let live: Vec<SessionRecord> = located
+            .store
+            .sessions()?
+            .into_iter()
+            .flatten()
+            .filter(|s| s.state != SessionState::Discarded && s.source == located.repo.toplevel)
+            .collect();
+        match live.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Err(Error::SessionNotFound {
+                message: if live.is_empty() {
+                    format!("{} has no live session", located.repo.toplevel.display())
+                } else {
+                    format!(
+                        "{} has {} live sessions; name one with -s",
+                        located.repo.toplevel.display(),
+                        live.len()
+                    )
+                },
+                candidates: live.into_iter().map(|s| s.session_id).collect(),
+            }),
+        }
+    }
+}
+
+/// Where the caller's directory lies inside the source, for finding its counterpart.
+pub fn relative_to(path: &Path, base: &Path) -> Option<PathBuf> {
+    path.strip_prefix(base).ok().map(Path::to_path_buf)
+}

@@ -1,0 +1,84 @@
+//! `discard`: remove a session's isolation; never touches the source. Idempotent.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::fsutil::now_ms;
+use crate::isolation;
+use crate::state::SessionState;
+
+#[derive(Debug, Clone, Default)]
+pub struct DiscardOptions {
+    pub session_id: Option<String>,
+    /// Also drop the session's refs and records (evidence included).
+    pub purge: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardOutcome {
+    pub session_id: String,
+    /// Whether an isolation tree (or its registration) was removed by this call.
+    pub removed: bool,
+    pub worktree: Option<PathBuf>,
+    pub purged: bool,
+}
+
+pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
+    let located = ctx.locate()?;
+    let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut record = located
+        .store
+        .load_session(&session.session_id)?
+        .unwrap_or(session);
+    let mut removed = false;
+    if record.state != SessionState::Discarded
+        && let Some(tree) = &record.worktree
+    {
+        removed = isolation::remove(&ctx.git, &located.repo, tree, record.admin_dir.as_deref())?;
+    }
+    let id = record.session_id.clone();
+    if opts.purge {
+        purge_refs(ctx, &located.repo, &id)?;
+        located.store.remove_runs(&id)?;
+        located.store.remove_session(&id)?;
+    } else if record.state != SessionState::Discarded {
+        record.state = SessionState::Discarded;
+        record.updated_at_ms = now_ms();
+        located.store.save_session(&record)?;
+    }
+    Ok(DiscardOutcome {
+        session_id: id,
+        removed,
+        worktree: record.worktree,
+        purged: opts.purge,
+    })
+}
+
+/// Deletes every private ref of the session (base, runs, swept) in one transaction.
+fn purge_refs(ctx: &Context, repo: &crate::repo::Repo, id: &str) -> Result<()> {
+    let refs = ctx
+        .git
+        .at(&repo.toplevel)
+        .args(["for-each-ref", "--format=%(refname)"])
+        .arg(format!("refs/a3s-iso/sessions/{id}/"))
+        .arg(format!("refs/a3s-iso/runs/{id}/"))
+        .arg(format!("refs/a3s-iso/swept/{id}"))
+        .run_text()?;
+    if refs.is_empty() {
+        return Ok(());
+    }
+    let mut script = String::new();
+    for name in refs.lines() {
+        script.push_str(&format!("delete {name}\n"));
+    }
+    ctx.git
+        .at(&repo.toplevel)
+        .args(["update-ref", "--stdin"])
+        .stdin(script.into_bytes())
+        .run()?;
+    Ok(())
+}

@@ -1,0 +1,259 @@
+//! The one error type of a3s-iso, with stable codes and the one table from code to exit status.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+/// A git invocation that failed: what ran, how it ended, what it said.
+#[derive(Debug, Clone, Serialize)]
+pub struct GitFailure {
+    pub args: Vec<String>,
+    pub exit_code: Option<i32>,
+    pub stderr: String,
+}
+
+/// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    IsolationUnavailable,
+    InvalidId,
+    SessionNotFound,
+    SessionExists,
+    DirtySource,
+    IsolationPathOccupied,
+    ReadOnlySession,
+    CaptureConflict,
+    ChangeSetTooLarge,
+    ChangeSetInvalid,
+    ChangeSetUnavailable,
+    SandboxUnavailable,
+    LockTimeout,
+    GitFailed,
+    GitTooOld,
+    Io,
+    Internal,
+    Usage,
+}
+
+impl ErrorCode {
+    pub const ALL: [ErrorCode; 18] = [
+        ErrorCode::IsolationUnavailable,
+        ErrorCode::InvalidId,
+        ErrorCode::SessionNotFound,
+        ErrorCode::SessionExists,
+        ErrorCode::DirtySource,
+        ErrorCode::IsolationPathOccupied,
+        ErrorCode::ReadOnlySession,
+        ErrorCode::CaptureConflict,
+        ErrorCode::ChangeSetTooLarge,
+        ErrorCode::ChangeSetInvalid,
+        ErrorCode::ChangeSetUnavailable,
+        ErrorCode::SandboxUnavailable,
+        ErrorCode::LockTimeout,
+        ErrorCode::GitFailed,
+        ErrorCode::GitTooOld,
+        ErrorCode::Io,
+        ErrorCode::Internal,
+        ErrorCode::Usage,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::IsolationUnavailable => "isolation_unavailable",
+            ErrorCode::InvalidId => "invalid_id",
+            ErrorCode::SessionNotFound => "session_not_found",
+            ErrorCode::SessionExists => "session_exists",
+            ErrorCode::DirtySource => "dirty_source",
+            ErrorCode::IsolationPathOccupied => "isolation_path_occupied",
+            ErrorCode::ReadOnlySession => "read_only_session",
+            ErrorCode::CaptureConflict => "capture_conflict",
+            ErrorCode::ChangeSetTooLarge => "change_set_too_large",
+            ErrorCode::ChangeSetInvalid => "change_set_invalid",
+            ErrorCode::ChangeSetUnavailable => "change_set_unavailable",
+            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
+            ErrorCode::LockTimeout => "lock_timeout",
+            ErrorCode::GitFailed => "git_failed",
+            ErrorCode::GitTooOld => "git_too_old",
+            ErrorCode::Io => "io",
+            ErrorCode::Internal => "internal",
+            ErrorCode::Usage => "usage",
+        }
+    }
+
+    /// The one table from error to exit status (see the README's contract).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorCode::Usage => 2,
+            ErrorCode::CaptureConflict => 3,
+            ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
+            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid => 5,
+            ErrorCode::LockTimeout => 6,
+            ErrorCode::SessionNotFound
+            | ErrorCode::SessionExists
+            | ErrorCode::DirtySource
+            | ErrorCode::IsolationPathOccupied
+            | ErrorCode::ReadOnlySession
+            | ErrorCode::ChangeSetTooLarge
+            | ErrorCode::ChangeSetUnavailable
+            | ErrorCode::GitFailed
+            | ErrorCode::GitTooOld
+            | ErrorCode::Io
+            | ErrorCode::Internal => 1,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{message}")]
+    IsolationUnavailable {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error("invalid id {id:?}: {reason}")]
+    InvalidId { id: String, reason: String },
+    #[error("{message}")]
+    SessionNotFound {
+        message: String,
+        candidates: Vec<String>,
+    },
+    #[error("{message}")]
+    SessionExists {
+        message: String,
+        hint: Option<String>,
+    },
+    #[error("the source has local changes that the isolation would not contain: {}{}", paths.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
+    DirtySource { paths: Vec<String>, more: usize },
+    #[error("{} is occupied by {found} that a3s-iso did not publish", path.display())]
+    IsolationPathOccupied { path: PathBuf, found: String },
+    #[error("session {session_id:?} is read-only: it has no isolation to write to")]
+    ReadOnlySession { session_id: String },
+    #[error("{message}")]
+    CaptureConflict { message: String },
+    #[error("the patch is {bytes} bytes, over the {limit}-byte limit of a change-set document")]
+    ChangeSetTooLarge { bytes: u64, limit: u64 },
+    #[error("change set invalid ({rule}) at {field}: {detail}")]
+    ChangeSetInvalid {
+        rule: String,
+        field: String,
+        detail: String,
+    },
+    #[error("{message}")]
+    ChangeSetUnavailable { message: String },
+    #[error("{message}")]
+    SandboxUnavailable { message: String },
+    #[error("the repository lock is held by {holder}")]
+    LockTimeout { holder: String },
+    #[error("git {} failed{}: {}", failure.args.join(" "), failure.exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_default(), failure.stderr.trim())]
+    GitFailed { failure: GitFailure },
+    #[error("git {found} is too old; a3s-iso needs git {required} or newer")]
+    GitTooOld { found: String, required: String },
+    #[error("{context}: {source}")]
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("internal error: {message}")]
+    Internal { message: String },
+    #[error("{message}")]
+    Usage { message: String },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
+            Error::InvalidId { .. } => ErrorCode::InvalidId,
+            Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
+            Error::SessionExists { .. } => ErrorCode::SessionExists,
+            Error::DirtySource { .. } => ErrorCode::DirtySource,
+            Error::IsolationPathOccupied { .. } => ErrorCode::IsolationPathOccupied,
+            Error::ReadOnlySession { .. } => ErrorCode::ReadOnlySession,
+            Error::CaptureConflict { .. } => ErrorCode::CaptureConflict,
+            Error::ChangeSetTooLarge { .. } => ErrorCode::ChangeSetTooLarge,
+            Error::ChangeSetInvalid { .. } => ErrorCode::ChangeSetInvalid,
+            Error::ChangeSetUnavailable { .. } => ErrorCode::ChangeSetUnavailable,
+            Error::SandboxUnavailable { .. } => ErrorCode::SandboxUnavailable,
+            Error::LockTimeout { .. } => ErrorCode::LockTimeout,
+            Error::GitFailed { .. } => ErrorCode::GitFailed,
+            Error::GitTooOld { .. } => ErrorCode::GitTooOld,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Internal { .. } => ErrorCode::Internal,
+            Error::Usage { .. } => ErrorCode::Usage,
+        }
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        self.code().exit_code()
+    }
+
+    /// What the user can do about it, where there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::IsolationUnavailable { hint, .. } | Error::SessionExists { hint, .. } => {
+                hint.clone()
+            }
+            Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
+                "choose one with -s: {}",
+                candidates.join(", ")
+            )),
+            Error::SessionNotFound { .. } => {
+                Some("bind a session first (a3s-iso bind), or name one with -s".into())
+            }
+            Error::DirtySource { .. } => Some(
+                "commit or stash them, or bind with --allow-dirty (isolation at HEAD, local changes left out)".into(),
+            ),
+            Error::IsolationPathOccupied { .. } => Some(
+                "move that path away, or bind with another session id or --base-dir".into(),
+            ),
+            Error::ReadOnlySession { .. } => {
+                Some("bind a new session without --read-only to make changes".into())
+            }
+            Error::LockTimeout { .. } => {
+                Some("wait for the other a3s-iso command, or raise --lock-timeout".into())
+            }
+            Error::SandboxUnavailable { .. } => Some(
+                "run with --no-sandbox to run the command as a plain host process".into(),
+            ),
+            Error::ChangeSetTooLarge { .. } => Some(
+                "the result tree is pinned; promote locally with promote -s ID".into(),
+            ),
+            Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+            _ => None,
+        }
+    }
+
+    pub fn git_failure(&self) -> Option<&GitFailure> {
+        match self {
+            Error::GitFailed { failure } => Some(failure),
+            _ => None,
+        }
+    }
+
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    pub fn internal(message: impl Into<String>) -> Error {
+        Error::Internal {
+            message: message.into(),
+        }
+    }
+}
+
+/// Attach a context line to `std::io::Result`s.
+pub trait IoContext<T> {
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::io(context(), source))
+    }
+}

@@ -1,0 +1,99 @@
+//! Small file-system helpers: atomic writes, time, emptiness checks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::error::{IoContext, Result};
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
+/// of the directory. A reader sees the old content or the new, never half of one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().ok_or_else(|| {
+        crate::error::Error::internal(format!("{} has no parent", path.display()))
+    })?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(
+        ".{name}.tmp-{}-{}",
+        std::process::id(),
+        crate::ids::generate("t")
+    ));
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// Serialises `value` as pretty JSON and writes it atomically.
+pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| crate::error::Error::internal(format!("cannot serialise: {e}")))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Reads a JSON file; `Ok(None)` when it does not exist.
+pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(crate::error::Error::io(
+                format!("cannot read {}", path.display()),
+                e,
+            ));
+        }
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        crate::error::Error::io(
+            format!("cannot parse {}", path.display()),
+            io::Error::new(io::ErrorKind::InvalidData, e),
+        )
+    })
+}
+
+/// True when `dir` is a directory (not a symlink to one) with no entries.
+pub fn is_empty_dir(dir: &Path) -> io::Result<bool> {
+    Ok(fs::read_dir(dir)?.next().is_none())
+}
+
+/// Removes a file if present; absence is not an error.
+pub fn remove_file_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(crate::error::Error::io(
+            format!("cannot remove {}", path.display()),
+            e,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A short stable hex name for a path, for file names derived from paths.
+pub fn path_key(parts: &[&Path]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_os_str().as_encoded_bytes());
+        hasher.update([0u8]);
+    }
+    hex::encode(&hasher.finalize()[..8])
+}

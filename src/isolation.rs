@@ -1,0 +1,119 @@
+//! The isolation as a linked worktree: health, admin dir, removal.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoContext, Result};
+use crate::git::Git;
+use crate::repo::Repo;
+use crate::state::SessionRecord;
+
+/// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
+/// Read once, right after `git worktree add` created it, and recorded from then on.
+pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
+    let dot_git = worktree.join(".git");
+    let text = fs::read_to_string(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    let admin = text
+        .strip_prefix("gitdir: ")
+        .map(|rest| PathBuf::from(rest.trim_end()))
+        .ok_or_else(|| Error::internal(format!("{} is not a gitdir link", dot_git.display())))?;
+    let admin = if admin.is_absolute() {
+        admin
+    } else {
+        worktree.join(admin)
+    };
+    let admin = fs::canonicalize(&admin).ctx(|| format!("cannot resolve {}", admin.display()))?;
+    let worktrees = fs::canonicalize(repo.worktrees_dir())
+        .ctx(|| format!("cannot resolve {}", repo.worktrees_dir().display()))?;
+    if admin.parent() != Some(worktrees.as_path()) {
+        return Err(Error::internal(format!(
+            "{} does not belong to {}",
+            admin.display(),
+            repo.common_dir.display()
+        )));
+    }
+    Ok(admin)
+}
+
+/// The admin dir's own record of where its tree is (`<admin>/gitdir` → `<tree>/.git`).
+fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
+    fs::read_to_string(admin.join("gitdir"))
+        .map(|text| Path::new(text.trim_end()) == worktree.join(".git"))
+        .unwrap_or(false)
+}
+
+/// A healthy isolation: a real directory (not a symlink) registered with the source's repository
+/// through the recorded admin dir.
+pub fn is_healthy(record: &SessionRecord) -> bool {
+    let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
+        return false;
+    };
+    let is_dir = fs::symlink_metadata(tree)
+        .map(|m| m.file_type().is_dir())
+        .unwrap_or(false);
+    is_dir && admin.join("HEAD").is_file() && admin_points_at(admin, tree)
+}
+
+/// Removes a linked worktree and its registration. The `.git` file inside the tree is restored
+/// first if it was rewritten, so git removes this tree and no other. Returns whether anything
+/// was removed. A symlink at the path is never followed.
+pub fn remove(git: &Git, repo: &Repo, tree: &Path, admin: Option<&Path>) -> Result<bool> {
+    let meta = fs::symlink_metadata(tree);
+    let tree_is_dir = meta
+        .as_ref()
+        .map(|m| m.file_type().is_dir())
+        .unwrap_or(false);
+    let admin_exists = admin.is_some_and(|a| a.is_dir());
+    if tree_is_dir && let Some(admin) = admin.filter(|_| admin_exists) {
+        let expected = format!("gitdir: {}\n", admin.display());
+        let dot_git = tree.join(".git");
+        if fs::read_to_string(&dot_git).ok().as_deref() != Some(expected.as_str()) {
+            crate::fsutil::write_atomic(&dot_git, expected.as_bytes())?;
+        }
+        if !admin_points_at(admin, tree) {
+            git.at(&repo.common_dir)
+                .args(["worktree", "repair"])
+                .arg(tree)
+                .run()?;
+        }
+        git.at(&repo.common_dir)
+            .args(["worktree", "remove", "--force", "--force"])
+            .arg(tree)
+            .run()?;
+        return Ok(true);
+    }
+    let mut removed = false;
+    if tree_is_dir {
+        // Not (or no longer) registered: only a3s-iso's own record led here.
+        fs::remove_dir_all(tree).ctx(|| format!("cannot remove {}", tree.display()))?;
+        removed = true;
+    }
+    if let Some(admin) = admin.filter(|_| admin_exists) {
+        remove_admin_dir(repo, admin)?;
+        removed = true;
+    }
+    Ok(removed)
+}
+
+/// Drops a stale registration, only ever a direct child of `<common>/worktrees`.
+pub fn remove_admin_dir(repo: &Repo, admin: &Path) -> Result<()> {
+    if admin.parent() == Some(repo.worktrees_dir().as_path())
+        || fs::canonicalize(admin.parent().unwrap_or(admin)).ok()
+            == fs::canonicalize(repo.worktrees_dir()).ok()
+    {
+        fs::remove_dir_all(admin).ctx(|| format!("cannot remove {}", admin.display()))?;
+    }
+    Ok(())
+}
+
+/// Admin dirs whose recorded tree is `tree` (for leftovers whose admin dir was never recorded).
+pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = fs::read_dir(repo.worktrees_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|admin| admin_points_at(admin, tree))
+        .collect()
+}

@@ -1,0 +1,21 @@
+//! a3s-iso: effect isolation for AI coding agents and CI jobs on git repositories.
+//!
+//! The library holds the logic; the binary only parses arguments and renders outcomes. Each
+//! command is one module returning a typed outcome; every git call goes through [`git`].
+
+pub mod bind;
+pub mod context;
+pub mod discard;
+pub mod error;
+pub mod fsutil;
+pub mod git;
+pub mod ids;
+pub mod isolation;
+pub mod list;
+pub mod lock;
+pub mod owner;
+pub mod repo;
+pub mod state;
+
+pub use context::Context;
+pub use error::{Error, ErrorCode, Result};

@@ -1,0 +1,191 @@
+//! OS file locks (flock): the repository lock and a run's session lease. The kernel releases them
+//! when their holder dies, so they cannot go stale.
+
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use rustix::fs::{FlockOperation, flock};
+
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::now_ms;
+use crate::owner::hostname;
+
+/// A held exclusive lock; released on drop (or by the kernel if the process dies).
+#[derive(Debug)]
+pub struct FileLock {
+    file: File,
+    path: PathBuf,
+}
+
+impl FileLock {
+    fn open(path: &Path) -> Result<File> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        }
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .ctx(|| format!("cannot open lock {}", path.display()))
+    }
+
+    fn try_lock(file: &File) -> Result<bool> {
+        match flock(file, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => Ok(true),
+            Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+            Err(e) => Err(Error::io("cannot take a file lock", e.into())),
+        }
+    }
+
+    /// Takes the lock, waiting up to `timeout`; on timeout `lock_timeout` names the holder.
+    pub fn acquire(path: &Path, timeout: Duration) -> Result<FileLock> {
+        let mut file = Self::open(path)?;
+        let deadline = Instant::now() + timeout;
+        let mut pause = Duration::from_millis(2);
+        loop {
+            if Self::try_lock(&file)? {
+                let mut lock = FileLock {
+                    file,
+                    path: path.to_path_buf(),
+                };
+                lock.record_holder();
+                return Ok(lock);
+            }
+            if Instant::now() >= deadline {
+                let mut holder = String::new();
+                let _ = file.seek(SeekFrom::Start(0));
+                let _ = file.read_to_string(&mut holder);
+                let holder = holder.trim();
+                return Err(Error::LockTimeout {
+                    holder: if holder.is_empty() {
+                        format!("another process ({})", path.display())
+                    } else {
+                        format!("{holder} ({})", path.display())
+                    },
+                });
+            }
+            std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
+            pause = (pause * 2).min(Duration::from_millis(50));
+        }
+    }
+
+    /// Takes the lock only if it is free right now.
+    pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+        let file = Self::open(path)?;
+        if Self::try_lock(&file)? {
+            let mut lock = FileLock {
+                file,
+                path: path.to_path_buf(),
+            };
+            lock.record_holder();
+            Ok(Some(lock))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// True when some process holds the lock at `path` now.
+    pub fn is_held(path: &Path) -> Result<bool> {
+        let file = match OpenOptions::new().read(true).open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(Error::io(format!("cannot open {}", path.display()), e)),
+        };
+        if Self::try_lock(&file)? {
+            let _ = flock(&file, FlockOperation::Unlock);
+            Ok(false)
+        } else {
+            Ok(true)
+        }
+    }
+
+    // Who holds the lock, for the `lock_timeout` message of whoever waits. Best effort.
+    fn record_holder(&mut self) {
+        let line = format!(
+            "pid {} on {} since {} ms\n",
+            std::process::id(),
+            hostname(),
+            now_ms()
+        );
+        let _ = self.file.set_len(0);
+        let _ = self.file.seek(SeekFrom::Start(0));
+        let _ = self.file.write_all(line.as_bytes());
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for FileLock {
+    fn drop(&mut self) {
+        let _ = self.file.set_len(0);
+        let _ = flock(&self.file, FlockOperation::Unlock);
+    }
+}
+
+/// Parses `500ms`, `10s`, `5m`, `2h`, `1d` (or a bare number of seconds).
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let value: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 30s, 10m or 500ms"))?;
+    let millis = match unit {
+        "ms" => Some(value),
+        "" | "s" => value.checked_mul(1000),
+        "m" => value.checked_mul(60_000),
+        "h" => value.checked_mul(3_600_000),
+        "d" => value.checked_mul(86_400_000),
+        _ => {
+            return Err(format!(
+                "{text:?} has an unknown unit (use ms, s, m, h or d)"
+            ));
+        }
+    };
+    millis
+        .map(Duration::from_millis)
+        .ok_or_else(|| format!("{text:?} is too long"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("s").is_err());
+        assert!(parse_duration("1y").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn second_holder_times_out_naming_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("lock");
+        let held = FileLock::acquire(&path, Duration::ZERO).unwrap();
+        assert!(FileLock::is_held(&path).unwrap());
+        let err = FileLock::acquire(&path, Duration::from_millis(30)).unwrap_err();
+        assert_eq!(err.code().as_str(), "lock_timeout");
+        assert!(
+            err.to_string()
+                .contains(&format!("pid {}", std::process::id()))
+        );
+        drop(held);
+        assert!(!FileLock::is_held(&path).unwrap());
+        FileLock::acquire(&path, Duration::ZERO).unwrap();
+    }
+}

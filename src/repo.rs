@@ -1,0 +1,142 @@
+//! The source: which repository a directory belongs to, and whether it can be isolated.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::git::Git;
+
+#[derive(Debug, Clone)]
+pub struct Repo {
+    /// The checkout's top level (`git rev-parse --show-toplevel`).
+    pub toplevel: PathBuf,
+    /// Shared by the main checkout and its linked worktrees.
+    pub common_dir: PathBuf,
+}
+
+impl Repo {
+    /// Finds the repository of `dir`. Not a repository, a bare one, or a `.git` directory →
+    /// `isolation_unavailable`; nothing is written.
+    pub fn discover(git: &Git, dir: &Path) -> Result<Repo> {
+        if !dir.is_dir() {
+            return Err(Error::IsolationUnavailable {
+                message: format!("{} is not a directory", dir.display()),
+                hint: None,
+            });
+        }
+        let out = git
+            .at(dir)
+            .args([
+                "rev-parse",
+                "--is-bare-repository",
+                "--path-format=absolute",
+                "--git-common-dir",
+                "--show-toplevel",
+            ])
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        match (out.exit_code, lines.as_slice()) {
+            (Some(0), ["false", common_dir, toplevel]) => Ok(Repo {
+                toplevel: PathBuf::from(toplevel),
+                common_dir: PathBuf::from(common_dir),
+            }),
+            (_, ["true", ..]) => Err(Error::IsolationUnavailable {
+                message: format!(
+                    "{} is a bare repository: it has no checkout to isolate",
+                    dir.display()
+                ),
+                hint: Some("run a3s-iso in a repository with a working tree".into()),
+            }),
+            (_, ["false", ..]) => Err(Error::IsolationUnavailable {
+                message: format!(
+                    "{} is inside a git directory, not a working tree",
+                    dir.display()
+                ),
+                hint: None,
+            }),
+            _ => Err(Error::IsolationUnavailable {
+                message: format!("{} is not in a git repository", dir.display()),
+                hint: Some("run a3s-iso inside a git checkout, or name one with -C".into()),
+            }),
+        }
+    }
+
+    /// The commit and tree at HEAD; `isolation_unavailable` for an unborn HEAD.
+    pub fn head(&self, git: &Git) -> Result<(String, String)> {
+        let out = git
+            .at(&self.toplevel)
+            .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+            .output()?;
+        let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.exit_code != Some(0) || commit.is_empty() {
+            return Err(Error::IsolationUnavailable {
+                message: format!(
+                    "{} has no commit yet (unborn HEAD)",
+                    self.toplevel.display()
+                ),
+                hint: Some("create an initial commit".into()),
+            });
+        }
+        let tree = git
+            .at(&self.toplevel)
+            .args(["rev-parse", &format!("{commit}^{{tree}}")])
+            .run_text()?;
+        Ok((commit, tree))
+    }
+
+    /// The commit at HEAD, or `None` for an unborn HEAD or a missing checkout.
+    pub fn head_commit(&self, git: &Git) -> Option<String> {
+        let out = git
+            .at(&self.toplevel)
+            .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
+            .output()
+            .ok()?;
+        let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        (out.exit_code == Some(0) && !commit.is_empty()).then_some(commit)
+    }
+
+    /// Local changes (modified tracked files, untracked non-ignored files): the first `limit`
+    /// paths and how many more there are.
+    pub fn local_changes(&self, git: &Git, limit: usize) -> Result<(Vec<String>, usize)> {
+        let out = git
+            .at(&self.toplevel)
+            .args([
+                "status",
+                "--porcelain=v1",
+                "-z",
+                "--untracked-files=normal",
+                "--ignore-submodules=none",
+            ])
+            .run()?;
+        let mut paths = Vec::new();
+        let mut total = 0;
+        let mut records = crate::git::split_nul(&out);
+        while let Some(record) = records.next() {
+            if record.len() < 4 {
+                continue;
+            }
+            let status = &record[..2];
+            if status.contains(&b'R') || status.contains(&b'C') {
+                // Renames and copies carry their origin as the next record.
+                records.next();
+            }
+            total += 1;
+            if paths.len() < limit {
+                paths.push(String::from_utf8_lossy(&record[3..]).into_owned());
+            }
+        }
+        let more = total - paths.len();
+        Ok((paths, more))
+    }
+
+    /// The lock that serialises every change to the source, the worktree registry and the state
+    /// of this repository (shared by its linked worktrees).
+    pub fn lock_path(&self) -> PathBuf {
+        self.common_dir.join("a3s-iso.lock")
+    }
+
+    /// Where git keeps the admin directories of linked worktrees.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.common_dir.join("worktrees")
+    }
+}

@@ -1,0 +1,212 @@
+//! The state store: session records, in-flight claims, and the user-level registry of sources.
+//! Layout under the state dir: `sessions/<id>.json`, `claims/<id>.json`, `runs/<id>/<run>.json`,
+//! `promoted/<digest-hex>.json`.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
+use crate::owner::Owner;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionState {
+    Bound,
+    Retained,
+    Discarded,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LastRun {
+    pub run_id: String,
+    pub state: String,
+    pub observed_at_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session_id: String,
+    pub state: SessionState,
+    pub source: PathBuf,
+    pub common_dir: PathBuf,
+    /// The isolation; `None` for a read-only session.
+    pub worktree: Option<PathBuf>,
+    /// The isolation's git admin dir (`<common>/worktrees/<name>`), recorded at bind so that the
+    /// `.git` file inside the tree is never trusted.
+    pub admin_dir: Option<PathBuf>,
+    pub bound_revision: String,
+    pub base_tree: String,
+    pub read_only: bool,
+    pub carried_wip: bool,
+    /// The source had local changes that the isolation does not contain (`--allow-dirty`).
+    pub wip_left_out: bool,
+    pub owner: Owner,
+    pub created_at_ms: u64,
+    pub updated_at_ms: u64,
+    #[serde(default)]
+    pub last_run: Option<LastRun>,
+}
+
+/// An in-flight bind: written before the checkout starts, removed once the session is
+/// published. Names the bind process, so a dead bind's leftovers can be proven dead.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClaimRecord {
+    pub session_id: String,
+    /// Where the tree is being built (in place, at the isolation path).
+    pub path: PathBuf,
+    pub bind_process: Owner,
+    pub created_at_ms: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+impl Store {
+    /// The store of a repository: `--state-dir` when given, else `<common dir>/a3s-iso`.
+    pub fn new(common_dir: &Path, override_dir: Option<&Path>) -> Store {
+        Store {
+            dir: override_dir
+                .map(Path::to_path_buf)
+                .unwrap_or_else(|| common_dir.join("a3s-iso")),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn session_file(&self, id: &str) -> PathBuf {
+        self.dir.join("sessions").join(format!("{id}.json"))
+    }
+
+    fn claim_file(&self, id: &str) -> PathBuf {
+        self.dir.join("claims").join(format!("{id}.json"))
+    }
+
+    pub fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
+        read_json(&self.session_file(id))
+    }
+
+    pub fn save_session(&self, record: &SessionRecord) -> Result<()> {
+        write_json_atomic(&self.session_file(&record.session_id), record)
+    }
+
+    pub fn remove_session(&self, id: &str) -> Result<()> {
+        remove_file_if_exists(&self.session_file(id))
+    }
+
+    /// Every session record, sorted by id; unreadable records are reported by name.
+    pub fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
+        let mut out = Vec::new();
+        for id in self.ids_in("sessions")? {
+            out.push(match self.load_session(&id) {
+                Ok(Some(record)) => Ok(record),
+                Ok(None) => continue,
+                Err(e) => Err(format!("{id}: {e}")),
+            });
+        }
+        Ok(out)
+    }
+
+    pub fn load_claim(&self, id: &str) -> Result<Option<ClaimRecord>> {
+        read_json(&self.claim_file(id))
+    }
+
+    pub fn save_claim(&self, claim: &ClaimRecord) -> Result<()> {
+        write_json_atomic(&self.claim_file(&claim.session_id), claim)
+    }
+
+    pub fn remove_claim(&self, id: &str) -> Result<()> {
+        remove_file_if_exists(&self.claim_file(id))
+    }
+
+    /// Drops the stored change-set documents of a session's runs.
+    pub fn remove_runs(&self, id: &str) -> Result<()> {
+        let dir = self.dir.join("runs").join(id);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(Error::io(format!("cannot remove {}", dir.display()), e))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn ids_in(&self, sub: &str) -> Result<Vec<String>> {
+        let dir = self.dir.join(sub);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+        };
+        let mut ids = Vec::new();
+        for entry in entries {
+            let entry = entry.ctx(|| format!("cannot read {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(id) = name.strip_suffix(".json")
+                && !name.starts_with('.')
+            {
+                ids.push(id.to_string());
+            }
+        }
+        ids.sort();
+        Ok(ids)
+    }
+}
+
+/// The user-level registry: one small file per (source, state dir) a session was bound from,
+/// so that `--all` reaches every repository. One file each, so concurrent binds never race on
+/// a shared list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RegistryEntry {
+    pub source: PathBuf,
+    pub common_dir: PathBuf,
+    pub state_dir: PathBuf,
+}
+
+/// The per-user data directory (`$XDG_DATA_HOME/a3s-iso` on Linux).
+pub fn user_data_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "a3s-iso").map(|d| d.data_dir().to_path_buf())
+}
+
+fn registry_dir() -> Option<PathBuf> {
+    user_data_dir().map(|d| d.join("sources"))
+}
+
+pub fn register_source(entry: &RegistryEntry) -> Result<()> {
+    let Some(dir) = registry_dir() else {
+        return Ok(());
+    };
+    let file = dir.join(format!(
+        "{}.json",
+        path_key(&[&entry.source, &entry.state_dir])
+    ));
+    if read_json::<RegistryEntry>(&file).ok().flatten().as_ref() == Some(entry) {
+        return Ok(());
+    }
+    write_json_atomic(&file, entry)
+}
+
+pub fn registered_sources() -> Result<Vec<RegistryEntry>> {
+    let Some(dir) = registry_dir() else {
+        return Ok(Vec::new());
+    };
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    };
+    let mut out = Vec::new();
+    for entry in entries.flatten() {
+        if entry.file_name().to_string_lossy().ends_with(".json")
+            && let Ok(Some(record)) = read_json::<RegistryEntry>(&entry.path())
+        {
+            out.push(record);
+        }
+    }
+    out.sort_by(|a, b| a.source.cmp(&b.source));
+    Ok(out)
+}
