@@ -375,7 +375,15 @@ pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -
             }
         } else {
             for admin in admins {
-                isolation::remove(&ctx.git, &located.repo, tree, Some(&admin))?;
+                // A checkout killed early leaves an admin dir git itself no longer accepts;
+                // the claim proves both are ours, so remove them directly then.
+                if isolation::remove(&ctx.git, &located.repo, tree, Some(&admin)).is_err() {
+                    if tree.is_dir() {
+                        fs::remove_dir_all(tree)
+                            .ctx(|| format!("cannot remove {}", tree.display()))?;
+                    }
+                    isolation::remove_admin_dir(&located.repo, &admin)?;
+                }
             }
         }
     }

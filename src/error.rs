@@ -257,3 +257,56 @@ impl<T> IoContext<T> for std::io::Result<T> {
         self.map_err(|source| Error::io(context(), source))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The exit-code contract: scripts depend on it, so it is pinned here code by code.
+    #[test]
+    fn exit_code_table_is_pinned() {
+        let table: Vec<(&str, i32)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str(), c.exit_code()))
+            .collect();
+        assert_eq!(
+            table,
+            vec![
+                ("isolation_unavailable", 4),
+                ("invalid_id", 5),
+                ("session_not_found", 1),
+                ("session_exists", 1),
+                ("dirty_source", 1),
+                ("isolation_path_occupied", 1),
+                ("read_only_session", 1),
+                ("capture_conflict", 3),
+                ("change_set_too_large", 1),
+                ("change_set_invalid", 5),
+                ("change_set_unavailable", 1),
+                ("sandbox_unavailable", 4),
+                ("lock_timeout", 6),
+                ("git_failed", 1),
+                ("git_too_old", 1),
+                ("io", 1),
+                ("internal", 1),
+                ("usage", 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn every_variant_maps_to_its_code() {
+        let e = Error::ChangeSetInvalid {
+            rule: "digest".into(),
+            field: "patch_digest".into(),
+            detail: "mismatch".into(),
+        };
+        assert_eq!(e.code(), ErrorCode::ChangeSetInvalid);
+        assert_eq!(e.exit_code(), 5);
+        let e = Error::LockTimeout {
+            holder: "pid 1".into(),
+        };
+        assert_eq!(e.exit_code(), 6);
+        assert!(e.hint().unwrap().contains("--lock-timeout"));
+    }
+}

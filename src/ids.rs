@@ -89,6 +89,34 @@ mod tests {
         }
     }
 
+    /// The rules as the contract states them, for comparison with the validator.
+    fn contract_accepts(id: &str) -> bool {
+        let bytes = id.as_bytes();
+        !bytes.is_empty()
+            && bytes.len() <= 128
+            && bytes[0].is_ascii_alphanumeric()
+            && bytes
+                .iter()
+                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(b))
+            && !id.contains("..")
+            && !id.ends_with('.')
+            && !id.ends_with(".lock")
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn validator_matches_the_contract(id in "[A-Za-z0-9._/ \\n\\x00-]{0,140}") {
+            proptest::prop_assert_eq!(validate(&id).is_ok(), contract_accepts(&id));
+        }
+
+        #[test]
+        fn valid_ids_are_safe_file_and_ref_names(id in "[A-Za-z0-9][A-Za-z0-9._-]{0,127}") {
+            if validate(&id).is_ok() {
+                proptest::prop_assert!(!id.contains('/') && !id.starts_with('.') && id != "..");
+            }
+        }
+    }
+
     #[test]
     fn generated_ids_are_valid_and_distinct() {
         let a = generate("s");

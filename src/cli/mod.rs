@@ -41,7 +41,13 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso
-    #[arg(long, value_name = "DIR", env = "A3S_ISO_STATE_DIR", global = true)]
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "A3S_ISO_STATE_DIR",
+        hide_env_values = true,
+        global = true
+    )]
     pub state_dir: Option<PathBuf>,
 
     /// When to colour human output
@@ -49,7 +55,13 @@ pub struct Cli {
     pub color: ColorChoice,
 
     /// The git binary to run (default: git on PATH)
-    #[arg(long, value_name = "PATH", env = "A3S_ISO_GIT", global = true)]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "A3S_ISO_GIT",
+        hide_env_values = true,
+        global = true
+    )]
     pub git: Option<PathBuf>,
 
     /// How long to wait for the repository lock held by another a3s-iso command

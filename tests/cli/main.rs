@@ -1,2 +1,6 @@
-#[test]
-fn t() {}
+//! Integration tests: the real binary against temporary repositories.
+
+mod bind;
+mod discard_list;
+mod fixture;
+mod help;

@@ -1,0 +1,225 @@
+//! Temporary repositories with git isolated from the machine: no global or system config,
+//! HOME and XDG dirs inside the tempdir, pinned identities and dates.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_a3s-iso");
+
+pub struct Fixture {
+    _tmp: tempfile::TempDir,
+    /// The tempdir (canonical): holds `home/` and `work/`.
+    pub root: PathBuf,
+    pub home: PathBuf,
+    /// The source checkout, `work/src`.
+    pub src: PathBuf,
+}
+
+/// Applies the isolated environment to any command (git or a3s-iso).
+pub fn isolate(cmd: &mut Command, home: &Path) {
+    for (key, _) in std::env::vars_os() {
+        let key = key.to_string_lossy().into_owned();
+        if key.starts_with("GIT_") || key.starts_with("A3S_ISO_") || key.starts_with("XDG_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env("HOME", home)
+        .env("XDG_DATA_HOME", home.join(".local/share"))
+        .env("XDG_CONFIG_HOME", home.join(".config"))
+        .env("XDG_CACHE_HOME", home.join(".cache"))
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_AUTHOR_NAME", "Ada Agent")
+        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+        .env("GIT_AUTHOR_DATE", "2026-01-02T03:04:05Z")
+        .env("GIT_COMMITTER_NAME", "Ada Agent")
+        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .env("GIT_COMMITTER_DATE", "2026-01-02T03:04:05Z")
+        .env("TZ", "UTC")
+        .env("NO_COLOR", "1")
+        .env_remove("LC_ALL");
+}
+
+impl Fixture {
+    /// A source with one commit (`README.md`, `src/lib.txt`) at `work/src`.
+    pub fn new() -> Fixture {
+        let fx = Fixture::bare_root();
+        std::fs::create_dir_all(&fx.src).unwrap();
+        fx.git(&fx.src, &["init", "-q", "-b", "main"]);
+        fx.write("README.md", "hello\n");
+        fx.write("src/lib.txt", "one\ntwo\n");
+        fx.commit_all("initial");
+        fx
+    }
+
+    /// Only the tempdir layout; nothing at `work/src`.
+    pub fn bare_root() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(tmp.path()).unwrap();
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        Fixture {
+            src: root.join("work/src"),
+            _tmp: tmp,
+            root,
+            home,
+        }
+    }
+
+    pub fn write(&self, rel: &str, content: &str) {
+        let path = self.src.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    pub fn commit_all(&self, message: &str) -> String {
+        self.git(&self.src, &["add", "-A"]);
+        self.git(&self.src, &["commit", "-q", "-m", message]);
+        self.git(&self.src, &["rev-parse", "HEAD"])
+    }
+
+    /// Runs git in `dir`; panics on failure; returns trimmed stdout.
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(args);
+        isolate(&mut cmd, &self.home);
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    /// An a3s-iso command started in the source.
+    pub fn cmd(&self) -> Command {
+        self.cmd_in(&self.src)
+    }
+
+    pub fn cmd_in(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(dir);
+        isolate(&mut cmd, &self.home);
+        cmd
+    }
+
+    /// Runs a3s-iso with `--json` in the source; returns the exit status and the document.
+    pub fn json(&self, args: &[&str]) -> (i32, Value) {
+        json_of(self.cmd().arg("--json").args(args).output().unwrap())
+    }
+
+    pub fn json_in(&self, dir: &Path, args: &[&str]) -> (i32, Value) {
+        json_of(self.cmd_in(dir).arg("--json").args(args).output().unwrap())
+    }
+
+    /// `bind -s ID` that must succeed; returns the document.
+    pub fn bind(&self, id: &str) -> Value {
+        let (code, doc) = self.json(&["bind", "-s", id]);
+        assert_eq!(code, 0, "{doc}");
+        doc
+    }
+
+    pub fn isolation(&self, id: &str) -> PathBuf {
+        self.root.join("work").join(format!(".a3s-isolate-{id}"))
+    }
+
+    /// Registered worktree paths of the source.
+    pub fn worktrees(&self) -> Vec<String> {
+        self.git(&self.src, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter_map(|l| l.strip_prefix("worktree "))
+            .map(String::from)
+            .collect()
+    }
+}
+
+/// Parses the one JSON document a3s-iso printed and checks the schema name.
+pub fn json_of(out: Output) -> (i32, Value) {
+    let code = out.status.code().unwrap_or(-1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "stdout is not one JSON document ({e}):\n{stdout}\nstderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let schema = doc["schema"].as_str().expect("a schema field");
+    assert!(
+        schema.starts_with("a3s-iso.") && schema.ends_with(".v1"),
+        "{schema}"
+    );
+    if code == 0 {
+        assert_ne!(schema, "a3s-iso.error.v1", "{doc}");
+    } else {
+        assert_eq!(schema, "a3s-iso.error.v1", "{doc}");
+        assert!(doc["error"]["message"].is_string(), "{doc}");
+    }
+    (code, doc)
+}
+
+pub fn error_code(doc: &Value) -> &str {
+    doc["error"]["code"].as_str().unwrap_or("")
+}
+
+/// Every entry under `dir` (symlinks not followed): relative path → kind, mode and content hash.
+pub fn listing(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out, &|_| true);
+    out
+}
+
+/// A checkout as a user sees it: every file outside `.git`, plus the index and HEAD.
+pub fn checkout_listing(src: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    walk(src, src, &mut out, &|rel| rel != Path::new(".git"));
+    for extra in [".git/index", ".git/HEAD"] {
+        if let Some(entry) = describe(&src.join(extra)) {
+            out.insert(extra.into(), entry);
+        }
+    }
+    out
+}
+
+fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>, keep: &dyn Fn(&Path) -> bool) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let rel = path.strip_prefix(base).unwrap().to_path_buf();
+        if !keep(&rel) {
+            continue;
+        }
+        if let Some(desc) = describe(&path) {
+            out.insert(rel.to_string_lossy().into_owned(), desc);
+        }
+        if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+            walk(base, &path, out, keep);
+        }
+    }
+}
+
+fn describe(path: &Path) -> Option<String> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    let mode = meta.permissions().mode() & 0o7777;
+    let ft = meta.file_type();
+    Some(if ft.is_symlink() {
+        format!("link {}", std::fs::read_link(path).ok()?.display())
+    } else if ft.is_dir() {
+        format!("dir {mode:o}")
+    } else {
+        let bytes = std::fs::read(path).ok()?;
+        format!(
+            "file {mode:o} {} {}",
+            meta.size(),
+            hex::encode(Sha256::digest(&bytes))
+        )
+    })
+}
