@@ -15,7 +15,8 @@ pub struct BindArgs {
         short = 's',
         long = "session",
         value_name = "ID",
-        env = "A3S_ISO_SESSION_ID"
+        env = "A3S_ISO_SESSION_ID",
+        hide_env_values = true
     )]
     pub session: Option<String>,
 

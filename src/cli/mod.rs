@@ -97,7 +97,8 @@ pub struct SessionArg {
         short = 's',
         long = "session",
         value_name = "ID",
-        env = "A3S_ISO_SESSION_ID"
+        env = "A3S_ISO_SESSION_ID",
+        hide_env_values = true
     )]
     pub session: Option<String>,
 }
