@@ -25,6 +25,9 @@ pub struct BindOptions {
     pub read_only: bool,
     pub base_dir: Option<PathBuf>,
     pub owner_pid: Option<u32>,
+    /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
+    /// result restored as uncommitted changes.
+    pub resume: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +78,9 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
         None => Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process),
     };
     let located = ctx.locate()?;
+    if opts.resume {
+        return resume(ctx, &located, &session_id, owner, opts);
+    }
     let (bound_revision, base_tree) = located.repo.head(&ctx.git)?;
 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
@@ -106,7 +112,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     }
 
     let now = now_ms();
-    let mut record = SessionRecord {
+    let record = SessionRecord {
         session_id: session_id.clone(),
         state: SessionState::Bound,
         source: located.repo.toplevel.clone(),
@@ -130,9 +136,25 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     {
         return reuse(&located, existing, record.owner);
     }
+    create(ctx, &located, lock, record, opts, None, warnings)
+}
+
+/// Claims the id, builds the isolation (restoring `restore_tree` into it, if given) and
+/// publishes the session. Called with the repository lock held; releases it for the checkout.
+fn create(
+    ctx: &Context,
+    located: &Located,
+    lock: crate::lock::FileLock,
+    mut record: SessionRecord,
+    opts: &BindOptions,
+    restore_tree: Option<&str>,
+    mut warnings: Vec<String>,
+) -> Result<BindOutcome> {
+    let session_id = record.session_id.clone();
+    let now = now_ms();
     if let Some(claim) = located.store.load_claim(&session_id)? {
         match claim.bind_process.liveness() {
-            Liveness::Dead => clear_dead_claim(ctx, &located, &claim)?,
+            Liveness::Dead => clear_dead_claim(ctx, located, &claim)?,
             _ => {
                 return Err(Error::SessionExists {
                     message: format!(
@@ -145,13 +167,13 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
         }
     }
 
-    if opts.read_only {
-        publish(ctx, &located, &record)?;
+    if record.read_only {
+        publish(ctx, located, &record)?;
         drop(lock);
         return Ok(BindOutcome::from_record(&record, false, warnings));
     }
 
-    let base = isolation_base(&located, opts.base_dir.as_deref(), &mut warnings)?;
+    let base = isolation_base(located, opts.base_dir.as_deref(), &mut warnings)?;
     let path = base.join(format!("{ISOLATION_PREFIX}{session_id}"));
     clear_path(&path, &mut warnings)?;
     let claim = ClaimRecord {
@@ -165,22 +187,88 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     // claim keeps this id (and this path) ours until the session is published.
     drop(lock);
 
-    let built = build(ctx, &located, &path, &record.bound_revision);
+    let built = build(ctx, located, &path, &record.bound_revision).and_then(|admin_dir| {
+        if let Some(tree) = restore_tree {
+            restore(ctx, &path, &admin_dir, tree)?;
+        }
+        Ok(admin_dir)
+    });
     let lock = ctx.lock(&located.repo)?;
     match built {
         Ok(admin_dir) => {
             record.worktree = Some(path);
             record.admin_dir = Some(admin_dir);
-            publish(ctx, &located, &record)?;
+            record.state = SessionState::Bound;
+            record.updated_at_ms = now_ms();
+            publish(ctx, located, &record)?;
             located.store.remove_claim(&session_id)?;
         }
         Err(err) => {
-            let _ = clear_dead_claim(ctx, &located, &claim);
+            let _ = clear_dead_claim(ctx, located, &claim);
             return Err(err);
         }
     }
     drop(lock);
     Ok(BindOutcome::from_record(&record, false, warnings))
+}
+
+/// `--resume`: a session whose isolation is gone gets a new one at its bound revision, with the
+/// latest captured result tree restored as uncommitted changes. A healthy one is reused.
+fn resume(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    owner: Owner,
+    opts: &BindOptions,
+) -> Result<BindOutcome> {
+    let lock = ctx.lock(&located.repo)?;
+    let Some(mut record) = located.store.load_session(session_id)? else {
+        return Err(Error::SessionNotFound {
+            message: format!("no session {session_id:?} to resume"),
+            candidates: Vec::new(),
+        });
+    };
+    if record.state != SessionState::Discarded
+        && (record.read_only || isolation::is_healthy(&record))
+    {
+        return reuse(located, record, owner);
+    }
+    let restore_tree = record.last_run.as_ref().map(|run| run.result_tree.clone());
+    let mut warnings = Vec::new();
+    if restore_tree.is_none() {
+        warnings.push(
+            "nothing was captured in this session: the isolation starts at the bound revision"
+                .into(),
+        );
+    }
+    if let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir)
+        && record.state != SessionState::Discarded
+    {
+        // The old tree is damaged or gone: drop what is left of its registration.
+        isolation::remove(&ctx.git, &located.repo, tree, Some(admin))?;
+    }
+    record.owner = owner;
+    record.read_only = false;
+    create(
+        ctx,
+        located,
+        lock,
+        record,
+        opts,
+        restore_tree.as_deref(),
+        warnings,
+    )
+}
+
+/// Puts `tree` into a fresh isolation as uncommitted changes on its HEAD: the working tree
+/// becomes `tree`, the index stays at HEAD (new files are untracked).
+fn restore(ctx: &Context, path: &Path, admin: &Path, tree: &str) -> Result<()> {
+    ctx.git
+        .worktree(admin, path)
+        .args(["read-tree", "-u", "--reset", tree])
+        .run()?;
+    ctx.git.worktree(admin, path).args(["reset", "-q"]).run()?;
+    Ok(())
 }
 
 /// The same owner (or the heir of a dead one) gets the existing binding back; another live

@@ -4,6 +4,8 @@
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
 pub mod bind;
+pub mod capture;
+pub mod changeset;
 pub mod context;
 pub mod discard;
 pub mod error;
@@ -15,6 +17,7 @@ pub mod list;
 pub mod lock;
 pub mod owner;
 pub mod repo;
+pub mod snapshot;
 pub mod state;
 
 pub use context::Context;

@@ -23,6 +23,8 @@ pub struct LastRun {
     pub run_id: String,
     pub state: String,
     pub observed_at_ms: u64,
+    /// The run's result tree: what `bind --resume` restores.
+    pub result_tree: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +124,32 @@ impl Store {
 
     pub fn remove_claim(&self, id: &str) -> Result<()> {
         remove_file_if_exists(&self.claim_file(id))
+    }
+
+    fn run_file(&self, id: &str, run_id: &str) -> PathBuf {
+        self.dir
+            .join("runs")
+            .join(id)
+            .join(format!("{run_id}.json"))
+    }
+
+    /// The stored change-set document of a run, as its exact bytes.
+    pub fn load_run_doc(&self, id: &str, run_id: &str) -> Result<Option<Vec<u8>>> {
+        let path = self.run_file(id, run_id);
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        }
+    }
+
+    pub fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
+        crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
+    }
+
+    /// Scratch space for temporary indexes and patches, on the repository's file system.
+    pub fn scratch_dir(&self) -> PathBuf {
+        self.dir.join("tmp")
     }
 
     /// Drops the stored change-set documents of a session's runs.

@@ -32,6 +32,11 @@ pub struct BindArgs {
     #[arg(long, value_name = "DIR")]
     pub base_dir: Option<PathBuf>,
 
+    /// Rebuild a discarded or missing isolation at the bound revision and restore the latest
+    /// captured result into it as uncommitted changes
+    #[arg(long, requires = "session", conflicts_with = "read_only")]
+    pub resume: bool,
+
     /// The process that owns the session (default: the parent of a3s-iso, e.g. your shell)
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
@@ -46,6 +51,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             read_only: args.read_only,
             base_dir: args.base_dir.clone(),
             owner_pid: args.owner_pid,
+            resume: args.resume,
         },
     )?;
     for warning in &outcome.warnings {

@@ -1,9 +1,11 @@
 //! The thin command-line layer: parse, call the library, render the outcome.
 
 mod bind;
+mod capture;
 mod discard;
 mod list;
 mod output;
+mod verify;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -85,8 +87,12 @@ pub enum Command {
     Bind(bind::BindArgs),
     /// List sessions with their state, owner liveness and whether HEAD moved
     List(list::ListArgs),
+    /// Snapshot a session into a pinned tree and a change-set document
+    Capture(capture::CaptureArgs),
     /// Remove a session's isolation; never touches the source
     Discard(discard::DiscardArgs),
+    /// Check a change-set document against every rule of the format
+    Verify(verify::VerifyArgs),
 }
 
 /// `-s/--session`, shared by the commands that act on one session.
@@ -137,6 +143,8 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
     match &cli.command {
         Command::Bind(args) => bind::run(&context(cli)?, args, out),
         Command::List(args) => list::run(&context(cli)?, args, out),
+        Command::Capture(args) => capture::run(&context(cli)?, args, out),
         Command::Discard(args) => discard::run(&context(cli)?, args, out),
+        Command::Verify(args) => verify::run(args, out),
     }
 }

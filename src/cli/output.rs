@@ -53,6 +53,12 @@ impl Output {
         let _ = writeln!(stdout, "{text}");
     }
 
+    /// A document that carries its own schema (the change-set document).
+    pub fn raw_json<T: Serialize>(&self, value: &T) {
+        let text = serde_json::to_string_pretty(value).unwrap_or_default();
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    }
+
     /// A line of the answer (stdout).
     pub fn line(&self, text: &str) {
         let _ = writeln!(std::io::stdout().lock(), "{text}");

@@ -176,8 +176,12 @@ impl<'g> GitCmd<'g> {
             .env("GIT_OPTIONAL_LOCKS", "0")
             .stderr_capture()
             .unchecked();
+        // duct lets the innermost modifier win, so a variable this command sets explicitly
+        // (GIT_INDEX_FILE for a temporary index) must not also be removed.
         for var in REPO_SELECTING_VARS {
-            expr = expr.env_remove(var);
+            if !self.envs.iter().any(|(key, _)| key == var) {
+                expr = expr.env_remove(var);
+            }
         }
         for (key, value) in &self.envs {
             expr = expr.env(key, value);

@@ -15,7 +15,7 @@ fn help(args: &[&str]) -> String {
 #[test]
 fn help_texts() {
     insta::assert_snapshot!("help", help(&[]));
-    for sub in ["bind", "list", "discard"] {
+    for sub in ["bind", "capture", "discard", "list", "verify"] {
         insta::assert_snapshot!(format!("help_{sub}"), help(&[sub]));
     }
 }

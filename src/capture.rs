@@ -1,0 +1,266 @@
+//! `capture`: snapshot a session into a pinned tree and a change-set document.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet};
+use crate::context::{Context, Located};
+use crate::error::{Error, Result};
+use crate::fsutil::now_ms;
+use crate::snapshot::{self, Worktree};
+use crate::state::{LastRun, SessionRecord, SessionState};
+
+#[derive(Debug, Clone, Default)]
+pub struct CaptureOptions {
+    pub session_id: Option<String>,
+    pub run_id: Option<String>,
+    /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
+    pub release_identity: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureOutcome {
+    pub change_set: ChangeSet,
+    pub result_ref: String,
+    pub files_changed: u64,
+    /// The run id was captured before with the same result: this is the stored document.
+    pub replayed: bool,
+}
+
+pub fn run_ref(session_id: &str, run_id: &str) -> String {
+    format!("refs/a3s-iso/runs/{session_id}/{run_id}")
+}
+
+/// Checks a `--release-identity` value.
+pub fn release_identity(given: Option<&str>) -> Result<String> {
+    match given {
+        None => Ok(changeset::default_release_identity()),
+        Some(value) => {
+            let ok = value.strip_prefix("sha256:").is_some_and(|h| {
+                h.len() == 64
+                    && h.bytes()
+                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+            });
+            if ok {
+                Ok(value.to_string())
+            } else {
+                Err(Error::Usage {
+                    message: format!(
+                        "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
+                    ),
+                })
+            }
+        }
+    }
+}
+
+pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
+    if let Some(run_id) = &opts.run_id {
+        crate::ids::validate(run_id)?;
+    }
+    let identity = release_identity(opts.release_identity.as_deref())?;
+    let located = ctx.locate()?;
+    let record = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let (tree, admin) = writable_isolation(&record)?;
+    let run_id = opts
+        .run_id
+        .clone()
+        .unwrap_or_else(|| crate::ids::generate("r"));
+    let result = snapshot::snapshot(
+        &ctx.git,
+        &Worktree {
+            tree: &tree,
+            admin_dir: &admin,
+        },
+        &located.store.scratch_dir(),
+    )?;
+    record_evidence(
+        ctx,
+        &located,
+        &Evidence {
+            session_id: &record.session_id,
+            run_id: &run_id,
+            state: "completed",
+            base_tree: &record.base_tree,
+            result_tree: &result,
+            release_identity: &identity,
+        },
+    )
+}
+
+/// The isolation of a session that can be written and captured.
+pub fn writable_isolation(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
+    if record.read_only {
+        return Err(Error::ReadOnlySession {
+            session_id: record.session_id.clone(),
+        });
+    }
+    if record.state == SessionState::Discarded || !crate::isolation::is_healthy(record) {
+        return Err(Error::ChangeSetUnavailable {
+            message: format!(
+                "session {:?} has no isolation to capture ({})",
+                record.session_id,
+                if record.state == SessionState::Discarded {
+                    "discarded"
+                } else {
+                    "missing"
+                }
+            ),
+        });
+    }
+    match (&record.worktree, &record.admin_dir) {
+        (Some(tree), Some(admin)) => Ok((tree.clone(), admin.clone())),
+        _ => Err(Error::internal("a healthy isolation without paths")),
+    }
+}
+
+/// What one run (or capture) produced.
+pub struct Evidence<'a> {
+    pub session_id: &'a str,
+    pub run_id: &'a str,
+    pub state: &'a str,
+    pub base_tree: &'a str,
+    pub result_tree: &'a str,
+    pub release_identity: &'a str,
+}
+
+/// Pins the result tree, builds and stores the change-set document, and records the session's
+/// last run. A run id is immutable evidence: the same result again returns the stored document;
+/// a different one is `capture_conflict` and changes nothing.
+pub fn record_evidence(
+    ctx: &Context,
+    located: &Located,
+    ev: &Evidence<'_>,
+) -> Result<CaptureOutcome> {
+    let store = &located.store;
+    let source = &located.repo.toplevel;
+    let reference = run_ref(ev.session_id, ev.run_id);
+    let conflict = |pinned: &str| Error::CaptureConflict {
+        message: format!(
+            "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
+            ev.run_id, ev.session_id, ev.result_tree
+        ),
+    };
+    // Fast path for a replay, without the lock: the stored document decides.
+    if let Some(outcome) = replay(
+        store.load_run_doc(ev.session_id, ev.run_id)?,
+        ev,
+        &reference,
+        &conflict,
+    )? {
+        return Ok(outcome);
+    }
+    let patch = snapshot::patch(
+        &ctx.git,
+        source,
+        ev.base_tree,
+        ev.result_tree,
+        &store.scratch_dir(),
+    )?;
+    let _lock = ctx.lock(&located.repo)?;
+    if let Some(outcome) = replay(
+        store.load_run_doc(ev.session_id, ev.run_id)?,
+        ev,
+        &reference,
+        &conflict,
+    )? {
+        return Ok(outcome);
+    }
+    // Create the ref only if it does not exist yet (empty old value).
+    let created = ctx
+        .git
+        .at(source)
+        .args(["update-ref", &reference, ev.result_tree, ""])
+        .output()?;
+    if created.exit_code != Some(0) {
+        let pinned = ctx
+            .git
+            .at(source)
+            .args(["rev-parse", "-q", "--verify", &reference])
+            .run_text()?;
+        if pinned != ev.result_tree {
+            return Err(conflict(&pinned));
+        }
+    }
+    let observed_at_ms = now_ms();
+    update_last_run(located, ev, observed_at_ms)?;
+    if patch.bytes > MAX_PATCH_BYTES {
+        return Err(Error::ChangeSetTooLarge {
+            bytes: patch.bytes,
+            limit: MAX_PATCH_BYTES,
+        });
+    }
+    let change_set = ChangeSet::new(NewChangeSet {
+        release_identity: ev.release_identity,
+        session_id: ev.session_id,
+        run_id: ev.run_id,
+        state: ev.state,
+        base_tree: ev.base_tree,
+        result_tree: ev.result_tree,
+        patch: &patch.read()?,
+        patch_digest: &patch.digest,
+        observed_at_ms,
+    });
+    store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
+    Ok(CaptureOutcome {
+        change_set,
+        result_ref: reference,
+        files_changed: patch.files_changed,
+        replayed: false,
+    })
+}
+
+fn replay(
+    stored: Option<Vec<u8>>,
+    ev: &Evidence<'_>,
+    reference: &str,
+    conflict: &dyn Fn(&str) -> Error,
+) -> Result<Option<CaptureOutcome>> {
+    let Some(bytes) = stored else {
+        return Ok(None);
+    };
+    let verified = changeset::verify(&bytes)?;
+    let pinned = changeset::tree_id(&verified.change_set.result_tree).to_string();
+    if pinned != ev.result_tree {
+        return Err(conflict(&pinned));
+    }
+    let files_changed = count_sections(&verified.patch);
+    Ok(Some(CaptureOutcome {
+        change_set: verified.change_set,
+        result_ref: reference.to_string(),
+        files_changed,
+        replayed: true,
+    }))
+}
+
+fn count_sections(patch: &[u8]) -> u64 {
+    let mut count = u64::from(patch.starts_with(b"diff --git "));
+    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
+    count
+}
+
+fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) -> Result<()> {
+    if let Some(mut record) = located.store.load_session(ev.session_id)? {
+        let newer = record
+            .last_run
+            .as_ref()
+            .is_none_or(|last| last.observed_at_ms <= observed_at_ms);
+        if newer {
+            record.last_run = Some(LastRun {
+                run_id: ev.run_id.to_string(),
+                state: ev.state.to_string(),
+                observed_at_ms,
+                result_tree: ev.result_tree.to_string(),
+            });
+            record.updated_at_ms = observed_at_ms;
+            located.store.save_session(&record)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a document to `path` atomically.
+pub fn write_document(path: &Path, change_set: &ChangeSet) -> Result<()> {
+    crate::fsutil::write_atomic(path, &change_set.to_json()?)
+}

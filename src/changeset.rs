@@ -1,0 +1,481 @@
+//! The portable change-set document (`a3s.code.agent-change-set.v1`): building, reading and
+//! validating. Validation checks every rule and names the rule and the field that failed.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+pub const SCHEMA: &str = "a3s.code.agent-change-set.v1";
+pub const IDENTITY_SCHEMA: &str = "a3s.code.agent-run-identity.v1";
+pub const PROTOCOL: &str = "a3s.code.agent.v1";
+pub const FORMAT: &str = "git_unified_diff_v1";
+pub const ENCODING: &str = "base64";
+/// The largest patch a document carries.
+pub const MAX_PATCH_BYTES: u64 = 4_194_304;
+/// The largest document: a 4 MiB patch in base64 plus room for the other fields.
+pub const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub schema: String,
+    pub protocol: String,
+    pub agent_release_identity: String,
+    pub session_id: String,
+    pub run_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChangeSet {
+    pub schema: String,
+    pub identity: Identity,
+    pub state: String,
+    pub format: String,
+    pub encoding: String,
+    pub base_tree: String,
+    pub result_tree: String,
+    pub patch_digest: String,
+    pub patch_bytes: u64,
+    pub patch_base64: String,
+    pub observed_at_ms: u64,
+}
+
+/// The default `agent_release_identity`: the sha256 of `a3s-iso/<version>`.
+pub fn default_release_identity() -> String {
+    crate::snapshot::digest_bytes(format!("a3s-iso/{}", env!("CARGO_PKG_VERSION")).as_bytes())
+}
+
+pub fn tree_field(tree: &str) -> String {
+    format!("git-tree:{tree}")
+}
+
+/// The bare object id of a `git-tree:<hex>` field.
+pub fn tree_id(field: &str) -> &str {
+    field.strip_prefix("git-tree:").unwrap_or(field)
+}
+
+pub struct NewChangeSet<'a> {
+    pub release_identity: &'a str,
+    pub session_id: &'a str,
+    pub run_id: &'a str,
+    pub state: &'a str,
+    pub base_tree: &'a str,
+    pub result_tree: &'a str,
+    pub patch: &'a [u8],
+    pub patch_digest: &'a str,
+    pub observed_at_ms: u64,
+}
+
+impl ChangeSet {
+    pub fn new(n: NewChangeSet<'_>) -> ChangeSet {
+        ChangeSet {
+            schema: SCHEMA.into(),
+            identity: Identity {
+                schema: IDENTITY_SCHEMA.into(),
+                protocol: PROTOCOL.into(),
+                agent_release_identity: n.release_identity.into(),
+                session_id: n.session_id.into(),
+                run_id: n.run_id.into(),
+            },
+            state: n.state.into(),
+            format: FORMAT.into(),
+            encoding: ENCODING.into(),
+            base_tree: tree_field(n.base_tree),
+            result_tree: tree_field(n.result_tree),
+            patch_digest: n.patch_digest.into(),
+            patch_bytes: n.patch.len() as u64,
+            patch_base64: BASE64.encode(n.patch),
+            observed_at_ms: n.observed_at_ms,
+        }
+    }
+
+    pub fn to_json(&self) -> Result<Vec<u8>> {
+        let mut bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| Error::internal(format!("cannot serialise a change set: {e}")))?;
+        bytes.push(b'\n');
+        Ok(bytes)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.patch_bytes == 0
+    }
+}
+
+/// A document that passed every rule, with its decoded patch.
+#[derive(Debug, Clone)]
+pub struct Verified {
+    pub change_set: ChangeSet,
+    pub patch: Vec<u8>,
+}
+
+fn invalid(rule: &str, field: &str, detail: impl Into<String>) -> Error {
+    Error::ChangeSetInvalid {
+        rule: rule.into(),
+        field: field.into(),
+        detail: detail.into(),
+    }
+}
+
+const TOP_FIELDS: &[&str] = &[
+    "schema",
+    "identity",
+    "state",
+    "format",
+    "encoding",
+    "base_tree",
+    "result_tree",
+    "patch_digest",
+    "patch_bytes",
+    "patch_base64",
+    "observed_at_ms",
+];
+const IDENTITY_FIELDS: &[&str] = &[
+    "schema",
+    "protocol",
+    "agent_release_identity",
+    "session_id",
+    "run_id",
+];
+
+fn check_fields(object: &Map<String, Value>, allowed: &[&str], prefix: &str) -> Result<()> {
+    if let Some(unknown) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(invalid(
+            "unknown_field",
+            &format!("{prefix}{unknown}"),
+            "fields not in the format are rejected",
+        ));
+    }
+    if let Some(missing) = allowed.iter().find(|k| !object.contains_key(**k)) {
+        return Err(invalid(
+            "missing_field",
+            &format!("{prefix}{missing}"),
+            "required",
+        ));
+    }
+    Ok(())
+}
+
+fn string<'a>(object: &'a Map<String, Value>, key: &str, field: &str) -> Result<&'a str> {
+    object[key]
+        .as_str()
+        .ok_or_else(|| invalid("type", field, "must be a string"))
+}
+
+fn exact(object: &Map<String, Value>, key: &str, field: &str, expected: &str) -> Result<()> {
+    let value = string(object, key, field)?;
+    if value != expected {
+        return Err(invalid(
+            "exact_string",
+            field,
+            format!("must be {expected:?}, not {value:?}"),
+        ));
+    }
+    Ok(())
+}
+
+fn is_lower_hex(text: &str, lengths: &[usize]) -> bool {
+    lengths.contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
+    let value = string(object, key, field)?;
+    match value.strip_prefix("sha256:") {
+        Some(hex) if is_lower_hex(hex, &[64]) => Ok(()),
+        _ => Err(invalid(
+            "sha256_format",
+            field,
+            "must be sha256: and 64 lowercase hex digits",
+        )),
+    }
+}
+
+fn id_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
+    let value = string(object, key, field)?;
+    if value.trim().is_empty() {
+        return Err(invalid("id_format", field, "must not be blank"));
+    }
+    if value.len() > 256 {
+        return Err(invalid("id_format", field, "must be at most 256 bytes"));
+    }
+    if value.contains(['\0', '\r', '\n']) {
+        return Err(invalid(
+            "id_format",
+            field,
+            "must not contain NUL, CR or LF",
+        ));
+    }
+    Ok(())
+}
+
+fn tree_check(object: &Map<String, Value>, key: &str) -> Result<()> {
+    let value = string(object, key, key)?;
+    match value.strip_prefix("git-tree:") {
+        Some(hex) if is_lower_hex(hex, &[40, 64]) => Ok(()),
+        _ => Err(invalid(
+            "tree_format",
+            key,
+            "must be git-tree: and 40 or 64 lowercase hex digits",
+        )),
+    }
+}
+
+fn integer(object: &Map<String, Value>, key: &str) -> Result<u64> {
+    object[key]
+        .as_u64()
+        .ok_or_else(|| invalid("type", key, "must be a non-negative integer"))
+}
+
+/// Checks a document against every rule of the format. Reads nothing but `bytes`.
+pub fn verify(bytes: &[u8]) -> Result<Verified> {
+    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
+        return Err(invalid(
+            "document_size",
+            "(document)",
+            format!(
+                "{} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit",
+                bytes.len()
+            ),
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| invalid("json", "(document)", format!("not a JSON document: {e}")))?;
+    let top = value
+        .as_object()
+        .ok_or_else(|| invalid("type", "(document)", "must be a JSON object"))?;
+    check_fields(top, TOP_FIELDS, "")?;
+    let identity = top["identity"]
+        .as_object()
+        .ok_or_else(|| invalid("type", "identity", "must be an object"))?;
+    check_fields(identity, IDENTITY_FIELDS, "identity.")?;
+
+    exact(top, "schema", "schema", SCHEMA)?;
+    exact(identity, "schema", "identity.schema", IDENTITY_SCHEMA)?;
+    exact(identity, "protocol", "identity.protocol", PROTOCOL)?;
+    exact(top, "format", "format", FORMAT)?;
+    exact(top, "encoding", "encoding", ENCODING)?;
+    sha256_field(
+        identity,
+        "agent_release_identity",
+        "identity.agent_release_identity",
+    )?;
+    sha256_field(top, "patch_digest", "patch_digest")?;
+    id_field(identity, "session_id", "identity.session_id")?;
+    id_field(identity, "run_id", "identity.run_id")?;
+    let state = string(top, "state", "state")?;
+    if !["completed", "failed", "cancelled"].contains(&state) {
+        return Err(invalid(
+            "state",
+            "state",
+            format!("must be completed, failed or cancelled, not {state:?}"),
+        ));
+    }
+    tree_check(top, "base_tree")?;
+    tree_check(top, "result_tree")?;
+    if integer(top, "observed_at_ms")? == 0 {
+        return Err(invalid(
+            "observed_at",
+            "observed_at_ms",
+            "must be greater than 0",
+        ));
+    }
+    let patch_bytes = integer(top, "patch_bytes")?;
+    if patch_bytes > MAX_PATCH_BYTES {
+        return Err(invalid(
+            "patch_size",
+            "patch_bytes",
+            format!("{patch_bytes} is over {MAX_PATCH_BYTES}"),
+        ));
+    }
+    let encoded = string(top, "patch_base64", "patch_base64")?;
+    let patch = BASE64.decode(encoded).map_err(|e| {
+        invalid(
+            "base64",
+            "patch_base64",
+            format!("not standard padded base64: {e}"),
+        )
+    })?;
+    if patch.len() as u64 != patch_bytes {
+        return Err(invalid(
+            "patch_bytes",
+            "patch_bytes",
+            format!("says {patch_bytes}, the decoded patch has {}", patch.len()),
+        ));
+    }
+    let digest = crate::snapshot::digest_bytes(&patch);
+    if digest != string(top, "patch_digest", "patch_digest")? {
+        return Err(invalid(
+            "digest",
+            "patch_digest",
+            format!("the patch's sha256 is {digest}"),
+        ));
+    }
+    let change_set: ChangeSet = serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
+    Ok(Verified { change_set, patch })
+}
+
+/// Reads and verifies a document from a file (or `-` for standard input).
+pub fn verify_file(path: &std::path::Path) -> Result<Verified> {
+    let bytes = if path == std::path::Path::new("-") {
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| Error::io("cannot read standard input", e))?;
+        bytes
+    } else {
+        // Read at most one byte past the limit, so a huge file is refused without loading it.
+        let file = std::fs::File::open(path).map_err(|e| Error::ChangeSetUnavailable {
+            message: format!("cannot read {}: {e}", path.display()),
+        })?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, MAX_DOCUMENT_BYTES + 1),
+            &mut bytes,
+        )
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        bytes
+    };
+    verify(&bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(patch: &[u8]) -> ChangeSet {
+        ChangeSet::new(NewChangeSet {
+            release_identity: &default_release_identity(),
+            session_id: "s",
+            run_id: "r",
+            state: "completed",
+            base_tree: crate::snapshot::EMPTY_TREE_SHA1,
+            result_tree: crate::snapshot::EMPTY_TREE_SHA1,
+            patch,
+            patch_digest: &crate::snapshot::digest_bytes(patch),
+            observed_at_ms: 1,
+        })
+    }
+
+    fn rule_of(doc: &Value) -> String {
+        match verify(&serde_json::to_vec(doc).unwrap()) {
+            Err(Error::ChangeSetInvalid { rule, field, .. }) => format!("{rule}@{field}"),
+            other => panic!("expected invalid, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_built_document_verifies_including_an_empty_patch() {
+        for patch in [&b""[..], b"diff --git a/x b/x\n"] {
+            let doc = sample(patch);
+            let verified = verify(&doc.to_json().unwrap()).unwrap();
+            assert_eq!(verified.change_set, doc);
+            assert_eq!(verified.patch, patch);
+        }
+    }
+
+    #[test]
+    fn each_rule_names_itself_and_its_field() {
+        let good = serde_json::to_value(sample(b"abc")).unwrap();
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut doc = good.clone();
+            f(&mut doc);
+            rule_of(&doc)
+        };
+        assert_eq!(with(&|d| d["extra"] = 1.into()), "unknown_field@extra");
+        assert_eq!(
+            with(&|d| d["identity"]["extra"] = 1.into()),
+            "unknown_field@identity.extra"
+        );
+        assert_eq!(
+            with(&|d| {
+                d.as_object_mut().unwrap().remove("state");
+            }),
+            "missing_field@state"
+        );
+        assert_eq!(with(&|d| d["schema"] = "x".into()), "exact_string@schema");
+        assert_eq!(
+            with(&|d| d["identity"]["protocol"] = "x".into()),
+            "exact_string@identity.protocol"
+        );
+        assert_eq!(with(&|d| d["format"] = "x".into()), "exact_string@format");
+        assert_eq!(
+            with(&|d| d["encoding"] = "hex".into()),
+            "exact_string@encoding"
+        );
+        assert_eq!(
+            with(&|d| d["patch_digest"] = "sha256:ABC".into()),
+            "sha256_format@patch_digest"
+        );
+        assert_eq!(
+            with(&|d| d["identity"]["agent_release_identity"] = "md5:x".into()),
+            "sha256_format@identity.agent_release_identity"
+        );
+        assert_eq!(
+            with(&|d| d["identity"]["run_id"] = "a\nb".into()),
+            "id_format@identity.run_id"
+        );
+        assert_eq!(
+            with(&|d| d["identity"]["session_id"] = "  ".into()),
+            "id_format@identity.session_id"
+        );
+        assert_eq!(
+            with(&|d| d["identity"]["session_id"] = "x".repeat(257).into()),
+            "id_format@identity.session_id"
+        );
+        assert_eq!(with(&|d| d["state"] = "done".into()), "state@state");
+        assert_eq!(
+            with(&|d| d["base_tree"] = "git-tree:123".into()),
+            "tree_format@base_tree"
+        );
+        assert_eq!(
+            with(&|d| d["result_tree"] = "tree:abc".into()),
+            "tree_format@result_tree"
+        );
+        assert_eq!(
+            with(&|d| d["observed_at_ms"] = 0.into()),
+            "observed_at@observed_at_ms"
+        );
+        assert_eq!(
+            with(&|d| d["patch_bytes"] = 4_194_305.into()),
+            "patch_size@patch_bytes"
+        );
+        assert_eq!(
+            with(&|d| d["patch_base64"] = "YWJj".trim_end_matches('j').into()),
+            "base64@patch_base64"
+        );
+        assert_eq!(
+            with(&|d| d["patch_bytes"] = 4.into()),
+            "patch_bytes@patch_bytes"
+        );
+        assert_eq!(
+            with(&|d| d["patch_digest"] = crate::snapshot::digest_bytes(b"abd").into()),
+            "digest@patch_digest"
+        );
+        let huge = vec![b' '; MAX_DOCUMENT_BYTES as usize + 1];
+        assert!(
+            matches!(verify(&huge), Err(Error::ChangeSetInvalid { rule, .. }) if rule == "document_size")
+        );
+    }
+
+    proptest::proptest! {
+        /// Any patch round-trips through a document; flipping any byte of it breaks the digest.
+        #[test]
+        fn documents_round_trip(patch in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..512), flip in 0usize..512) {
+            let doc = sample(&patch);
+            let verified = verify(&doc.to_json().unwrap()).unwrap();
+            proptest::prop_assert_eq!(&verified.patch, &patch);
+            if !patch.is_empty() {
+                let mut tampered = patch.clone();
+                let i = flip % tampered.len();
+                tampered[i] ^= 0x01;
+                let mut value = serde_json::to_value(&doc).unwrap();
+                value["patch_base64"] = BASE64.encode(&tampered).into();
+                proptest::prop_assert!(verify(&serde_json::to_vec(&value).unwrap()).is_err());
+            }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+use std::path::PathBuf;
+
+use clap::Args;
+
+use a3s_iso::capture::{CaptureOptions, capture, write_document};
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+
+use super::{Output, SessionArg};
+
+#[derive(Debug, Args)]
+pub struct CaptureArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Name the capture; capturing the same run id again returns the stored document
+    #[arg(long, value_name = "RID")]
+    pub run_id: Option<String>,
+
+    /// Also write the change-set document to FILE
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+
+    /// The agent_release_identity recorded in the document (sha256:<64 hex>)
+    #[arg(
+        long,
+        value_name = "SHA256",
+        env = "A3S_ISO_RELEASE_IDENTITY",
+        hide_env_values = true
+    )]
+    pub release_identity: Option<String>,
+}
+
+pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
+    let outcome = capture(
+        ctx,
+        &CaptureOptions {
+            session_id: args.session.session.clone(),
+            run_id: args.run_id.clone(),
+            release_identity: args.release_identity.clone(),
+        },
+    )?;
+    if let Some(path) = &args.output {
+        write_document(path, &outcome.change_set)?;
+    }
+    if out.json {
+        // The document itself, so it can be handed to any consumer.
+        out.raw_json(&outcome.change_set);
+        return Ok(0);
+    }
+    let cs = &outcome.change_set;
+    out.headline(&format!(
+        "{} file{} changed, {} bytes{}",
+        outcome.files_changed,
+        if outcome.files_changed == 1 { "" } else { "s" },
+        cs.patch_bytes,
+        if outcome.replayed {
+            " (stored capture, unchanged)"
+        } else {
+            ""
+        }
+    ));
+    let mut fields = vec![
+        ("session", cs.identity.session_id.clone()),
+        ("run", cs.identity.run_id.clone()),
+        ("digest", cs.patch_digest.clone()),
+        ("base", cs.base_tree.clone()),
+        ("result", cs.result_tree.clone()),
+        ("ref", outcome.result_ref.clone()),
+    ];
+    if let Some(path) = &args.output {
+        fields.push(("written", path.display().to_string()));
+    }
+    out.fields(&fields);
+    Ok(0)
+}

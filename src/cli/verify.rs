@@ -1,0 +1,52 @@
+use std::path::PathBuf;
+
+use clap::Args;
+use serde::Serialize;
+
+use a3s_iso::changeset::verify_file;
+use a3s_iso::error::Result;
+
+use super::Output;
+
+#[derive(Debug, Args)]
+pub struct VerifyArgs {
+    /// The change-set document to check (- for standard input)
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+}
+
+#[derive(Serialize)]
+struct VerifyOutcome {
+    valid: bool,
+    patch_digest: String,
+    patch_bytes: u64,
+    session_id: String,
+    run_id: String,
+    state: String,
+}
+
+pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
+    let verified = verify_file(&args.file)?;
+    let cs = verified.change_set;
+    let outcome = VerifyOutcome {
+        valid: true,
+        patch_digest: cs.patch_digest,
+        patch_bytes: cs.patch_bytes,
+        session_id: cs.identity.session_id,
+        run_id: cs.identity.run_id,
+        state: cs.state,
+    };
+    if out.json {
+        out.document("a3s-iso.verify.v1", &outcome);
+        return Ok(0);
+    }
+    out.headline("valid");
+    out.fields(&[
+        ("digest", outcome.patch_digest),
+        ("bytes", outcome.patch_bytes.to_string()),
+        ("session", outcome.session_id),
+        ("run", outcome.run_id),
+        ("state", outcome.state),
+    ]);
+    Ok(0)
+}
