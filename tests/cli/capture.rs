@@ -426,8 +426,4 @@ fn capture_refuses_sessions_without_an_isolation() {
     let missing = fx.root.join("nope.json");
     let (code, doc) = fx.json(&["verify", missing.to_str().unwrap()]);
     assert_eq!((code, error_code(&doc)), (1, "change_set_unavailable"));
-    let _ = (
-        listing(Path::new("/nonexistent")),
-        isolate as fn(&mut Command, &Path),
-    );
 }
