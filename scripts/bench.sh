@@ -97,6 +97,22 @@ for size in $sizes; do
     'git worktree remove --force "../raw$k"' \
     'k=$((k+1))'
   git worktree prune
+
+  # capture with 10 changed files, against the seeded-index floor and a from-scratch index
+  "$bin" bind -q -s cap >/dev/null
+  iso="$work/r$size/.a3s-isolate-cap"
+  admin=$(git -C "$iso" rev-parse --absolute-git-dir)
+  base=$(git rev-parse 'HEAD^{tree}')
+  for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$iso/$f"; done
+  tmpidx="$work/tmp-index"
+  measure "$size" "capture vs seeded floor" \
+    '"$bin" capture -q -s cap' \
+    'cp "$admin/index" "$tmpidx" && (cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && t=$(GIT_INDEX_FILE="$tmpidx" git write-tree) && git diff --binary "$base" "$t" >/dev/null)' \
+    'rm -f "$tmpidx"'
+  measure "$size" "capture vs from-scratch index" \
+    '"$bin" capture -q -s cap' \
+    '(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && t=$(GIT_INDEX_FILE="$tmpidx" git write-tree) && git diff --binary "$base" "$t" >/dev/null)' \
+    'rm -f "$tmpidx"'
 done
 
 printf '%-9s %-34s %10s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio

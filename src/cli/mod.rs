@@ -1,5 +1,6 @@
 //! The thin command-line layer: parse, call the library, render the outcome.
 
+mod assets;
 mod bind;
 mod capture;
 mod discard;
@@ -93,6 +94,18 @@ pub enum Command {
     Discard(discard::DiscardArgs),
     /// Check a change-set document against every rule of the format
     Verify(verify::VerifyArgs),
+    /// Print shell completions
+    Completions {
+        /// The shell to complete for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write completions/ and man/ under DIR (used to refresh the committed copies)
+    #[command(hide = true)]
+    GenerateAssets {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
 }
 
 /// `-s/--session`, shared by the commands that act on one session.
@@ -146,5 +159,10 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Capture(args) => capture::run(&context(cli)?, args, out),
         Command::Discard(args) => discard::run(&context(cli)?, args, out),
         Command::Verify(args) => verify::run(args, out),
+        Command::Completions { shell } => {
+            assets::completions(*shell, &mut std::io::stdout().lock());
+            Ok(0)
+        }
+        Command::GenerateAssets { dir } => assets::generate(dir).map(|()| 0),
     }
 }

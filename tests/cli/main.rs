@@ -1,5 +1,6 @@
 //! Integration tests: the real binary against temporary repositories.
 
+mod assets;
 mod bind;
 mod capture;
 mod discard_list;

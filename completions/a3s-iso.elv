@@ -1,0 +1,179 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[a3s-iso] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'a3s-iso'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'a3s-iso'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'
+            cand list 'List sessions with their state, owner liveness and whether HEAD moved'
+            cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand discard 'Remove a session''s isolation; never touches the source'
+            cand verify 'Check a change-set document against every rule of the format'
+            cand completions 'Print shell completions'
+            cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'a3s-iso;bind'= {
+            cand -s 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
+            cand --session 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
+            cand --base-dir 'Create the isolation in DIR instead of next to the source'
+            cand --owner-pid 'The process that owns the session (default: the parent of a3s-iso, e.g. your shell)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-dirty 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
+            cand --read-only 'Record a session without an isolation tree; writing commands then refuse it'
+            cand --resume 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;list'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --all 'Every source this user has bound from, not only this repository'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;capture'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --run-id 'Name the capture; capturing the same run id again returns the stored document'
+            cand -o 'Also write the change-set document to FILE'
+            cand --output 'Also write the change-set document to FILE'
+            cand --release-identity 'The agent_release_identity recorded in the document (sha256:<64 hex>)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;discard'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --purge 'Also delete the session''s record, refs and stored change sets (its evidence)'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;verify'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;completions'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;generate-assets'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;help'= {
+            cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'
+            cand list 'List sessions with their state, owner liveness and whether HEAD moved'
+            cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand discard 'Remove a session''s isolation; never touches the source'
+            cand verify 'Check a change-set document against every rule of the format'
+            cand completions 'Print shell completions'
+            cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'a3s-iso;help;bind'= {
+        }
+        &'a3s-iso;help;list'= {
+        }
+        &'a3s-iso;help;capture'= {
+        }
+        &'a3s-iso;help;discard'= {
+        }
+        &'a3s-iso;help;verify'= {
+        }
+        &'a3s-iso;help;completions'= {
+        }
+        &'a3s-iso;help;generate-assets'= {
+        }
+        &'a3s-iso;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

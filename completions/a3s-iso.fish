@@ -1,0 +1,136 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_a3s_iso_global_optspecs
+    string join \n C/repo= json q/quiet state-dir= color= git= lock-timeout= h/help V/version
+end
+
+function __fish_a3s_iso_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_a3s_iso_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_a3s_iso_using_subcommand
+    set -l cmd (__fish_a3s_iso_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s V -l version -d 'Print version'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s s -l session -d 'The session id (generated when omitted); letters, digits, \'.\', \'_\' and \'-\'' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l base-dir -d 'Create the isolation in DIR instead of next to the source' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner-pid -d 'The process that owns the session (default: the parent of a3s-iso, e.g. your shell)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l allow-dirty -d 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'Record a session without an isolation tree; writing commands then refuse it'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every source this user has bound from, not only this repository'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l run-id -d 'Name the capture; capturing the same run id again returns the stored document' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s o -l output -d 'Also write the change-set document to FILE' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l release-identity -d 'The agent_release_identity recorded in the document (sha256:<64 hex>)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l purge -d 'Also delete the session\'s record, refs and stored change sets (its evidence)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,87 @@
+//! Shell completions and man pages, generated from the clap definition.
+
+use std::io::Write;
+use std::path::Path;
+
+use clap::CommandFactory;
+use clap_complete::Shell;
+
+use a3s_iso::error::{Error, IoContext, Result};
+
+use super::Cli;
+
+pub fn completions(shell: Shell, out: &mut dyn Write) {
+    clap_complete::generate(shell, &mut Cli::command(), "a3s-iso", out);
+}
+
+const EXIT_STATUS: &str = "0 success (for promote: applied, idempotent, empty, planned); \
+1 error; 2 usage; 3 conflict (promote conflict, capture conflict); 4 unavailable (isolation, \
+sandbox); 5 invalid input (change set, id); 6 busy (lock timeout); 130 interrupted. \
+run exits with its command's status (128+signal for a signal; 125 when a3s-iso fails, 126 not \
+executable, 127 not found).";
+
+const ENVIRONMENT: &[(&str, &str)] = &[
+    (
+        "A3S_ISO_SESSION_ID",
+        "the session, as -s/--session; run sets it for its command",
+    ),
+    ("A3S_ISO_STATE_DIR", "the state store, as --state-dir"),
+    ("A3S_ISO_GIT", "the git binary, as --git"),
+    (
+        "A3S_ISO_RELEASE_IDENTITY",
+        "the agent_release_identity of captured change sets",
+    ),
+    (
+        "NO_COLOR",
+        "when set and not empty, no colour in human output (--color auto)",
+    ),
+];
+
+/// Writes `completions/` and `man/` under `dir`.
+pub fn generate(dir: &Path) -> Result<()> {
+    let completions_dir = dir.join("completions");
+    let man = dir.join("man");
+    for sub in [&completions_dir, &man] {
+        std::fs::create_dir_all(sub).ctx(|| format!("cannot create {}", sub.display()))?;
+    }
+    for (shell, name) in [
+        (Shell::Bash, "a3s-iso.bash"),
+        (Shell::Zsh, "_a3s-iso"),
+        (Shell::Fish, "a3s-iso.fish"),
+        (Shell::Elvish, "a3s-iso.elv"),
+        (Shell::PowerShell, "_a3s-iso.ps1"),
+    ] {
+        let mut bytes = Vec::new();
+        completions(shell, &mut bytes);
+        write(&completions_dir.join(name), &bytes)?;
+    }
+    let root = Cli::command();
+    write(&man.join("a3s-iso.1"), &man_page(root.clone())?)?;
+    for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let name = format!("a3s-iso-{}", sub.get_name());
+        let page = sub
+            .clone()
+            .display_name(name.clone())
+            .bin_name(format!("a3s-iso {}", sub.get_name()));
+        write(&man.join(format!("{name}.1")), &man_page(page)?)?;
+    }
+    Ok(())
+}
+
+fn man_page(cmd: clap::Command) -> Result<Vec<u8>> {
+    let man = clap_mangen::Man::new(cmd);
+    let mut out = Vec::new();
+    let io = |e: std::io::Error| Error::io("cannot render a man page", e);
+    man.render(&mut out).map_err(io)?;
+    out.extend_from_slice(b".SH \"EXIT STATUS\"\n");
+    out.extend_from_slice(EXIT_STATUS.as_bytes());
+    out.extend_from_slice(b"\n.SH ENVIRONMENT\n");
+    for (name, meaning) in ENVIRONMENT {
+        out.extend_from_slice(format!(".TP\n\\fB{name}\\fR\n{meaning}\n").as_bytes());
+    }
+    Ok(out)
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(path, bytes).ctx(|| format!("cannot write {}", path.display()))
+}
