@@ -33,10 +33,12 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --version 'Print version'
             cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
+            cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
+            cand sandbox-exec 'Enter the run sandbox, then exec the command (used by run)'
             cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
@@ -68,6 +70,27 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --all 'Every source this user has bound from, not only this repository'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;run'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --run-id 'Name the run (generated when omitted); a run id is never reused'
+            cand --timeout 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)'
+            cand --allow-write 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)'
+            cand --release-identity 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-network 'Let the command reach the network (it is denied by default)'
+            cand --no-sandbox 'Run the command as a plain host process, without the sandbox'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -135,6 +158,21 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'a3s-iso;sandbox-exec'= {
+            cand --status-file 'status-file'
+            cand --spec 'spec'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'a3s-iso;generate-assets'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -151,16 +189,20 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help'= {
             cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
+            cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
+            cand sandbox-exec 'Enter the run sandbox, then exec the command (used by run)'
             cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'a3s-iso;help;bind'= {
         }
         &'a3s-iso;help;list'= {
+        }
+        &'a3s-iso;help;run'= {
         }
         &'a3s-iso;help;capture'= {
         }
@@ -169,6 +211,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;verify'= {
         }
         &'a3s-iso;help;completions'= {
+        }
+        &'a3s-iso;help;sandbox-exec'= {
         }
         &'a3s-iso;help;generate-assets'= {
         }

@@ -37,10 +37,12 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s h -l help -d 'Print hel
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s V -l version -d 'Print version'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "verify" -d 'Check a change-set document against every rule of the format'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s s -l session -d 'The session id (generated when omitted); letters, digits, \'.\', \'_\' and \'-\'' -r
@@ -70,6 +72,23 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every s
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l run-id -d 'Name the run (generated when omitted); a run id is never reused' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l timeout -d 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-network -d 'Let the command reach the network (it is denied by default)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l no-sandbox -d 'Run the command as a plain host process, without the sandbox'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l run-id -d 'Name the capture; capturing the same run id again returns the stored document' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s o -l output -d 'Also write the change-set document to FILE' -r -F
@@ -116,6 +135,18 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l lock-tim
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l status-file -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l spec -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -126,11 +157,13 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l lock
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list capture discard verify completions generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -33,10 +33,13 @@ pub enum ErrorCode {
     Io,
     Internal,
     Usage,
+    SessionBusy,
+    CommandNotFound,
+    CommandNotExecutable,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 18] = [
+    pub const ALL: [ErrorCode; 21] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -55,6 +58,9 @@ impl ErrorCode {
         ErrorCode::Io,
         ErrorCode::Internal,
         ErrorCode::Usage,
+        ErrorCode::SessionBusy,
+        ErrorCode::CommandNotFound,
+        ErrorCode::CommandNotExecutable,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +83,9 @@ impl ErrorCode {
             ErrorCode::Io => "io",
             ErrorCode::Internal => "internal",
             ErrorCode::Usage => "usage",
+            ErrorCode::SessionBusy => "session_busy",
+            ErrorCode::CommandNotFound => "command_not_found",
+            ErrorCode::CommandNotExecutable => "command_not_executable",
         }
     }
 
@@ -87,7 +96,9 @@ impl ErrorCode {
             ErrorCode::CaptureConflict => 3,
             ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
             ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid => 5,
-            ErrorCode::LockTimeout => 6,
+            ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
+            ErrorCode::CommandNotExecutable => 126,
+            ErrorCode::CommandNotFound => 127,
             ErrorCode::SessionNotFound
             | ErrorCode::SessionExists
             | ErrorCode::DirtySource
@@ -158,6 +169,12 @@ pub enum Error {
     Internal { message: String },
     #[error("{message}")]
     Usage { message: String },
+    #[error("session {session_id:?} is busy: {message}")]
+    SessionBusy { session_id: String, message: String },
+    #[error("command not found: {program}")]
+    CommandNotFound { program: String },
+    #[error("command not executable: {program}: {reason}")]
+    CommandNotExecutable { program: String, reason: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -183,6 +200,9 @@ impl Error {
             Error::Io { .. } => ErrorCode::Io,
             Error::Internal { .. } => ErrorCode::Internal,
             Error::Usage { .. } => ErrorCode::Usage,
+            Error::SessionBusy { .. } => ErrorCode::SessionBusy,
+            Error::CommandNotFound { .. } => ErrorCode::CommandNotFound,
+            Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
         }
     }
 
@@ -222,6 +242,9 @@ impl Error {
                 "the result tree is pinned; promote locally with promote -s ID".into(),
             ),
             Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+            Error::SessionBusy { .. } => {
+                Some("wait for the other run to finish; one run at a time per session".into())
+            }
             _ => None,
         }
     }
@@ -290,6 +313,9 @@ mod tests {
                 ("io", 1),
                 ("internal", 1),
                 ("usage", 2),
+                ("session_busy", 6),
+                ("command_not_found", 127),
+                ("command_not_executable", 126),
             ]
         );
     }

@@ -17,6 +17,8 @@ pub mod list;
 pub mod lock;
 pub mod owner;
 pub mod repo;
+pub mod run;
+pub mod sandbox;
 pub mod snapshot;
 pub mod state;
 

@@ -84,11 +84,12 @@ impl Drop for TempFile {
 pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<String> {
     let index = TempFile::new(scratch, "index")?;
     let own_index = wt.admin_dir.join("index");
-    if own_index.is_file() && !split_or_sparse(git, wt)? {
+    if own_index.is_file() && !is_split(wt.admin_dir) {
         fs::copy(&own_index, index.path())
             .ctx(|| format!("cannot copy {}", own_index.display()))?;
     } else {
-        // Split or sparse indexes cannot be copied alone: rebuild from HEAD instead.
+        // A split index keeps its entries in a shared file beside it: a copy of the index
+        // file alone is not the index, so rebuild from HEAD (everything is re-hashed).
         git.worktree(wt.admin_dir, wt.tree)
             .env("GIT_INDEX_FILE", index.path())
             .args(["read-tree", "HEAD"])
@@ -97,39 +98,32 @@ pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<String> 
     git.worktree(wt.admin_dir, wt.tree)
         .env("GIT_INDEX_FILE", index.path())
         // Nested repositories stay gitlinks here; promote reports them.
-        .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+        .args([
+            "-c",
+            "advice.addEmbeddedRepo=false",
+            "-c",
+            "core.splitIndex=false",
+            "add",
+            "-A",
+            "--",
+            ".",
+        ])
         .run()?;
     git.worktree(wt.admin_dir, wt.tree)
         .env("GIT_INDEX_FILE", index.path())
-        .arg("write-tree")
+        .args(["-c", "core.splitIndex=false", "write-tree"])
         .run_text()
 }
 
-/// A split index keeps entries in a shared file; a sparse index collapses directories. Either
-/// way a copy of the index file alone is not the index.
-fn split_or_sparse(git: &Git, wt: &Worktree<'_>) -> Result<bool> {
-    let has_shared = fs::read_dir(wt.admin_dir)
+/// Whether the worktree's index is split (its entries live partly in `sharedindex.*`).
+fn is_split(admin_dir: &Path) -> bool {
+    fs::read_dir(admin_dir)
         .map(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_string_lossy().starts_with("sharedindex."))
         })
-        .unwrap_or(false);
-    if has_shared {
-        return Ok(true);
-    }
-    let out = git
-        .worktree(wt.admin_dir, wt.tree)
-        .args([
-            "config",
-            "--type=bool",
-            "--get-regexp",
-            r"^(core\.splitindex|index\.sparse)$",
-        ])
-        .output()?;
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .any(|line| line.ends_with(" true")))
+        .unwrap_or(false)
 }
 
 /// A patch on disk with its digest and size.

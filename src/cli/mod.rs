@@ -6,6 +6,7 @@ mod capture;
 mod discard;
 mod list;
 mod output;
+mod run;
 mod verify;
 
 use std::path::PathBuf;
@@ -88,6 +89,8 @@ pub enum Command {
     Bind(bind::BindArgs),
     /// List sessions with their state, owner liveness and whether HEAD moved
     List(list::ListArgs),
+    /// Run a command inside a session's isolation (sandboxed) and record its change set
+    Run(run::RunArgs),
     /// Snapshot a session into a pinned tree and a change-set document
     Capture(capture::CaptureArgs),
     /// Remove a session's isolation; never touches the source
@@ -100,6 +103,9 @@ pub enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Enter the run sandbox, then exec the command (used by run)
+    #[command(hide = true)]
+    SandboxExec(run::SandboxExecArgs),
     /// Write completions/ and man/ under DIR (used to refresh the committed copies)
     #[command(hide = true)]
     GenerateAssets {
@@ -154,6 +160,11 @@ fn context(cli: &Cli) -> Result<Context> {
 
 fn run(cli: &Cli, out: &Output) -> Result<i32> {
     match &cli.command {
+        Command::SandboxExec(args) => Ok(run::sandbox_exec(args)),
+        Command::Run(args) => Ok(match context(cli) {
+            Ok(ctx) => run::execute(&ctx, args, out),
+            Err(err) => run::failed(&err, out),
+        }),
         Command::Bind(args) => bind::run(&context(cli)?, args, out),
         Command::List(args) => list::run(&context(cli)?, args, out),
         Command::Capture(args) => capture::run(&context(cli)?, args, out),

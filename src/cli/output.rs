@@ -88,6 +88,14 @@ impl Output {
         }
     }
 
+    /// A result line on stderr (when stdout belongs to someone else), silenced by `-q`.
+    pub fn note(&self, text: &str) {
+        if !self.quiet {
+            let label = self.paint_stderr("a3s-iso:", "1");
+            let _ = writeln!(std::io::stderr().lock(), "{label} {text}");
+        }
+    }
+
     fn paint_stdout(&self, text: &str, sgr: &str) -> String {
         paint(self.color_stdout, text, sgr)
     }

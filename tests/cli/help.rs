@@ -15,7 +15,15 @@ fn help(args: &[&str]) -> String {
 #[test]
 fn help_texts() {
     insta::assert_snapshot!("help", help(&[]));
-    for sub in ["bind", "capture", "discard", "list", "verify"] {
+    for sub in [
+        "bind",
+        "capture",
+        "completions",
+        "discard",
+        "list",
+        "run",
+        "verify",
+    ] {
         insta::assert_snapshot!(format!("help_{sub}"), help(&[sub]));
     }
 }

@@ -6,3 +6,5 @@ mod capture;
 mod discard_list;
 mod fixture;
 mod help;
+mod run;
+mod sandbox;

@@ -1,0 +1,145 @@
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::{ErrorCode, Result};
+use a3s_iso::run::{RunOptions, SandboxRequest, run};
+
+use super::{Output, SessionArg, parse_duration};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Name the run (generated when omitted); a run id is never reused
+    #[arg(long, value_name = "RID")]
+    pub run_id: Option<String>,
+
+    /// Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// Let the command reach the network (it is denied by default)
+    #[arg(long)]
+    pub allow_network: bool,
+
+    /// Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)
+    #[arg(long, value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+
+    /// Run the command as a plain host process, without the sandbox
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write"])]
+    pub no_sandbox: bool,
+
+    /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
+    #[arg(
+        long,
+        value_name = "SHA256",
+        env = "A3S_ISO_RELEASE_IDENTITY",
+        hide_env_values = true
+    )]
+    pub release_identity: Option<String>,
+
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// The hidden helper `run` re-executes to enter the sandbox before exec'ing the command.
+#[derive(Debug, Args)]
+pub struct SandboxExecArgs {
+    #[arg(long)]
+    pub status_file: PathBuf,
+    #[arg(long)]
+    pub spec: String,
+    #[arg(last = true, required = true)]
+    pub command: Vec<OsString>,
+}
+
+pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
+    match serde_json::from_str(&args.spec) {
+        Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &args.status_file, &args.command),
+        Err(e) => {
+            eprintln!("a3s-iso: invalid sandbox spec: {e}");
+            125
+        }
+    }
+}
+
+pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
+    match run_command(ctx, args, out) {
+        Ok(status) => status,
+        Err(err) => failed(&err, out),
+    }
+}
+
+/// Renders a3s-iso's own failure in `run`. Like env(1), such failures exit 125 so they never
+/// pass for the command's status; the contract's unavailable (4), usage (2), not executable
+/// (126) and not found (127) keep their codes.
+pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
+    out.error(err);
+    match err.code() {
+        ErrorCode::SandboxUnavailable
+        | ErrorCode::IsolationUnavailable
+        | ErrorCode::CommandNotFound
+        | ErrorCode::CommandNotExecutable
+        | ErrorCode::Usage => err.exit_code(),
+        _ => 125,
+    }
+}
+
+fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
+    let mut allow_write = args.allow_write.clone();
+    if let Some(paths) = std::env::var_os("A3S_ISO_ALLOW_WRITE") {
+        allow_write.extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()));
+    }
+    let outcome = run(
+        ctx,
+        &RunOptions {
+            session_id: args.session.session.clone(),
+            run_id: args.run_id.clone(),
+            timeout: args.timeout,
+            command: args.command.clone(),
+            stdout_to_stderr: out.json,
+            sandbox: (!args.no_sandbox).then_some(SandboxRequest {
+                allow_network: args.allow_network,
+                allow_write,
+            }),
+            release_identity: args.release_identity.clone(),
+            helper: None,
+        },
+    )?;
+    for warning in &outcome.warnings {
+        out.warn(warning);
+    }
+    if out.json {
+        out.document("a3s-iso.run.v1", &outcome);
+    } else if !out.quiet {
+        let how = match (outcome.exit_code, outcome.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(signal)) => format!("signal {signal}"),
+            _ => "no status".into(),
+        };
+        let summary = match &outcome.change_set {
+            Some(cs) => format!(
+                "{} file{} changed, {} bytes, {}",
+                cs.files_changed,
+                if cs.files_changed == 1 { "" } else { "s" },
+                cs.patch_bytes,
+                cs.patch_digest
+            ),
+            None => "change set too large for a document".into(),
+        };
+        out.note(&format!(
+            "run {} {} ({how}{}): {summary}",
+            outcome.run_id,
+            outcome.state,
+            if outcome.timed_out { ", timed out" } else { "" }
+        ));
+    }
+    Ok(outcome.status)
+}

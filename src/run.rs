@@ -1,0 +1,438 @@
+//! `run`: execute a command inside a session's isolation, sandboxed by default, and record what
+//! it did as the run's change set (base = before the command, result = after).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::capture::{Evidence, record_evidence, release_identity, run_ref, writable_isolation};
+use crate::context::{Context, Located};
+use crate::error::{Error, IoContext, Result};
+use crate::git::REPO_SELECTING_VARS;
+use crate::lock::FileLock;
+use crate::sandbox::{self, SandboxReport, SandboxSpec};
+use crate::snapshot::{self, Worktree};
+use crate::state::SessionRecord;
+
+/// How long a timed-out command gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, Default)]
+pub struct SandboxRequest {
+    pub allow_network: bool,
+    pub allow_write: Vec<PathBuf>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    pub session_id: Option<String>,
+    pub run_id: Option<String>,
+    pub timeout: Option<Duration>,
+    pub command: Vec<OsString>,
+    /// Send the command's stdout to stderr (so stdout can carry one JSON document).
+    pub stdout_to_stderr: bool,
+    /// `None`: `--no-sandbox`, a plain host process.
+    pub sandbox: Option<SandboxRequest>,
+    pub release_identity: Option<String>,
+    /// The a3s-iso executable, re-executed as the sandbox helper.
+    pub helper: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeSetSummary {
+    pub patch_digest: String,
+    pub patch_bytes: u64,
+    pub files_changed: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    pub session_id: String,
+    pub run_id: String,
+    /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
+    pub state: &'static str,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub result_ref: String,
+    pub base_tree: String,
+    pub result_tree: String,
+    /// `null` when the patch is too large to travel as a document (the tree is still pinned).
+    pub change_set: Option<ChangeSetSummary>,
+    pub sandbox: SandboxReport,
+    pub warnings: Vec<String>,
+    /// The exit status for a3s-iso itself.
+    #[serde(skip)]
+    pub status: i32,
+}
+
+/// The session's run lease: held for the whole run, so `sweep` sees the session as live and a
+/// second run of the same session is refused.
+pub fn lease_path(located: &Located, session_id: &str) -> PathBuf {
+    located
+        .store
+        .dir()
+        .join("leases")
+        .join(format!("{session_id}.lock"))
+}
+
+struct Signals {
+    flags: Vec<(i32, Arc<AtomicBool>)>,
+}
+
+impl Signals {
+    fn register() -> Result<Signals> {
+        let mut flags = Vec::new();
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            let flag = Arc::new(AtomicBool::new(false));
+            signal_hook::flag::register(signal, flag.clone())
+                .map_err(|e| Error::io("cannot install a signal handler", e))?;
+            flags.push((signal, flag));
+        }
+        Ok(Signals { flags })
+    }
+
+    fn take(&self) -> Option<i32> {
+        self.flags
+            .iter()
+            .find(|(_, flag)| flag.swap(false, Ordering::SeqCst))
+            .map(|(signal, _)| *signal)
+    }
+}
+
+pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
+    if opts.command.is_empty() {
+        return Err(Error::Usage {
+            message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
+        });
+    }
+    if let Some(run_id) = &opts.run_id {
+        crate::ids::validate(run_id)?;
+    }
+    let identity = release_identity(opts.release_identity.as_deref())?;
+    let located = ctx.locate()?;
+    let record = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let (tree, admin) = writable_isolation(&record)?;
+    let run_id = opts
+        .run_id
+        .clone()
+        .unwrap_or_else(|| crate::ids::generate("r"));
+    if located
+        .store
+        .load_run_doc(&record.session_id, &run_id)?
+        .is_some()
+        || (opts.run_id.is_some()
+            && ref_exists(ctx, &located, &run_ref(&record.session_id, &run_id))?)
+    {
+        return Err(Error::CaptureConflict {
+            message: format!(
+                "run {run_id:?} of session {:?} already holds evidence; runs are never redone under the same id",
+                record.session_id
+            ),
+        });
+    }
+    let Some(_lease) = FileLock::try_acquire(&lease_path(&located, &record.session_id))? else {
+        return Err(Error::SessionBusy {
+            session_id: record.session_id.clone(),
+            message: "another run holds its lease".into(),
+        });
+    };
+
+    let private_tmp = PrivateTmp::create(&run_id)?;
+    let sandbox_spec = match &opts.sandbox {
+        None => None,
+        Some(request) => {
+            let common_objects = located.repo.common_dir.join("objects");
+            let spec = SandboxSpec::for_run(
+                !request.allow_network,
+                &[&tree, &admin, &common_objects, private_tmp.path()],
+                &request.allow_write,
+            );
+            sandbox::probe(&spec)?;
+            Some(spec)
+        }
+    };
+
+    let wt = Worktree {
+        tree: &tree,
+        admin_dir: &admin,
+    };
+    let base_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let signals = Signals::register()?;
+    let workdir = counterpart(ctx, &located, &record, &tree);
+    let ended = execute(
+        opts,
+        &record,
+        &run_id,
+        &workdir,
+        private_tmp.path(),
+        sandbox_spec.as_ref(),
+        &signals,
+    )?;
+
+    let result_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let state = ended.state();
+    let mut warnings = Vec::new();
+    let change_set = match record_evidence(
+        ctx,
+        &located,
+        &Evidence {
+            session_id: &record.session_id,
+            run_id: &run_id,
+            state,
+            base_tree: &base_tree,
+            result_tree: &result_tree,
+            release_identity: &identity,
+        },
+    ) {
+        Ok(captured) => Some(ChangeSetSummary {
+            patch_digest: captured.change_set.patch_digest,
+            patch_bytes: captured.change_set.patch_bytes,
+            files_changed: captured.files_changed,
+        }),
+        Err(err @ Error::ChangeSetTooLarge { .. }) => {
+            warnings.push(format!("{err}; the result tree is pinned"));
+            None
+        }
+        Err(err) => return Err(err),
+    };
+    Ok(RunOutcome {
+        session_id: record.session_id.clone(),
+        run_id: run_id.clone(),
+        state,
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        timed_out: ended.timed_out,
+        result_ref: run_ref(&record.session_id, &run_id),
+        base_tree,
+        result_tree,
+        change_set,
+        sandbox: sandbox_spec
+            .as_ref()
+            .map(SandboxReport::of)
+            .unwrap_or_else(SandboxReport::disabled),
+        warnings,
+        status: ended.status(),
+    })
+}
+
+fn ref_exists(ctx: &Context, located: &Located, reference: &str) -> Result<bool> {
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args(["rev-parse", "-q", "--verify", reference])
+        .succeeds()
+}
+
+/// The isolation's counterpart of the caller's directory (the isolation root when the caller
+/// is outside the source, or when the counterpart does not exist).
+fn counterpart(ctx: &Context, located: &Located, record: &SessionRecord, tree: &Path) -> PathBuf {
+    let start = std::fs::canonicalize(&ctx.start_dir).unwrap_or_else(|_| ctx.start_dir.clone());
+    if start.starts_with(tree) {
+        return start;
+    }
+    match start
+        .strip_prefix(&record.source)
+        .or_else(|_| start.strip_prefix(&located.repo.toplevel))
+    {
+        Ok(rel) if tree.join(rel).is_dir() => tree.join(rel),
+        _ => tree.to_path_buf(),
+    }
+}
+
+/// A per-run TMPDIR, removed when the run ends.
+struct PrivateTmp {
+    path: PathBuf,
+}
+
+impl PrivateTmp {
+    fn create(run_id: &str) -> Result<PrivateTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        let path =
+            std::env::temp_dir().join(format!("a3s-iso-{run_id}-{}", crate::ids::generate("t")));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .ctx(|| format!("cannot create {}", path.display()))?;
+        Ok(PrivateTmp { path })
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// How the command ended.
+struct Ended {
+    exit_code: Option<i32>,
+    signal: Option<i32>,
+    /// A signal a3s-iso received and passed on (Ctrl-C, SIGTERM, SIGHUP).
+    forwarded: Option<i32>,
+    timed_out: bool,
+}
+
+impl Ended {
+    fn state(&self) -> &'static str {
+        if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
+            "cancelled"
+        } else if self.exit_code == Some(0) {
+            "completed"
+        } else {
+            "failed"
+        }
+    }
+
+    /// Like env(1) and timeout(1): the command's status, 128+signal, 124 on timeout, and
+    /// 128+signal of what a3s-iso itself received.
+    fn status(&self) -> i32 {
+        if let Some(signal) = self.forwarded {
+            128 + signal
+        } else if self.timed_out {
+            124
+        } else if let Some(signal) = self.signal {
+            128 + signal
+        } else {
+            self.exit_code.unwrap_or(125)
+        }
+    }
+}
+
+fn execute(
+    opts: &RunOptions,
+    record: &SessionRecord,
+    run_id: &str,
+    workdir: &Path,
+    private_tmp: &Path,
+    spec: Option<&SandboxSpec>,
+    signals: &Signals,
+) -> Result<Ended> {
+    use std::os::unix::process::{CommandExt, ExitStatusExt};
+    let status_file = private_tmp.join(".a3s-iso-helper-status");
+    let mut command = match spec {
+        None => {
+            let mut command = Command::new(&opts.command[0]);
+            command.args(&opts.command[1..]);
+            command
+        }
+        Some(spec) => {
+            let helper = opts
+                .helper
+                .clone()
+                .or_else(|| std::env::current_exe().ok())
+                .ok_or_else(|| {
+                    Error::internal("cannot find the a3s-iso executable for the sandbox helper")
+                })?;
+            let mut command = Command::new(helper);
+            command
+                .arg("sandbox-exec")
+                .arg("--status-file")
+                .arg(&status_file)
+                .arg("--spec")
+                .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
+                .arg("--")
+                .args(&opts.command);
+            command
+        }
+    };
+    for var in REPO_SELECTING_VARS {
+        command.env_remove(var);
+    }
+    command
+        .current_dir(workdir)
+        .env("A3S_ISO_SESSION_ID", &record.session_id)
+        .env("A3S_ISO_RUN_ID", run_id)
+        .env(
+            "A3S_ISO_WORKTREE",
+            record.worktree.as_deref().unwrap_or(workdir),
+        )
+        .env("A3S_ISO_SOURCE", &record.source)
+        .env("TMPDIR", private_tmp)
+        // Its own process group, so that signals reach everything it started.
+        .process_group(0);
+    if opts.stdout_to_stderr {
+        use std::os::fd::AsFd;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("cannot duplicate stderr", e))?;
+        command.stdout(Stdio::from(stderr));
+    }
+    let child = match command.spawn() {
+        Ok(child) => child,
+        Err(err) => {
+            return Err(
+                sandbox::spawn_failure(&opts.command[0], &err).unwrap_or_else(|| {
+                    Error::io(
+                        format!("cannot run {}", opts.command[0].to_string_lossy()),
+                        err,
+                    )
+                }),
+            );
+        }
+    };
+    let group = rustix::process::Pid::from_raw(child.id() as i32)
+        .ok_or_else(|| Error::internal("a child without a pid"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut child = child;
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let kill = |signal: rustix::process::Signal| {
+        let _ = rustix::process::kill_process_group(group, signal);
+    };
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let mut forwarded = None;
+    let mut timed_out = false;
+    let mut kill_at: Option<Instant> = None;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(status) => break status.map_err(|e| Error::io("cannot wait for the command", e))?,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(Error::internal("lost track of the command"));
+            }
+        }
+        if let Some(signal) = signals.take() {
+            forwarded = Some(signal);
+            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+                kill(sig);
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
+            timed_out = true;
+            kill(rustix::process::Signal::TERM);
+            kill_at = Some(Instant::now() + KILL_GRACE);
+        }
+        if kill_at.is_some_and(|k| Instant::now() >= k) {
+            kill(rustix::process::Signal::KILL);
+            kill_at = None;
+        }
+    };
+    if forwarded.is_some() || timed_out {
+        // Cancelled: nothing it started may outlive the run.
+        kill(rustix::process::Signal::KILL);
+    }
+    // A helper that never became the command says why in the status file.
+    if spec.is_some()
+        && matches!(status.code(), Some(125..=127))
+        && let Some(err) = sandbox::read_failure(&status_file)
+    {
+        return Err(err);
+    }
+    Ok(Ended {
+        exit_code: status.code(),
+        signal: status.signal(),
+        forwarded,
+        timed_out,
+    })
+}

@@ -1,0 +1,270 @@
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::fixture::{Fixture, error_code};
+use crate::run::sandbox_available;
+
+/// Skips (with the reason printed) where the machine itself lacks Landlock or namespaces.
+macro_rules! require_sandbox {
+    () => {
+        if !sandbox_available() {
+            eprintln!("SKIPPED: this kernel cannot give the run sandbox (Landlock, namespaces)");
+            return;
+        }
+    };
+}
+
+/// A server on the host's loopback that counts the connections it accepts.
+fn host_server() -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = accepted.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut stream = stream;
+            let _ = stream.read(&mut [0u8; 1]);
+        }
+    });
+    (port, accepted)
+}
+
+fn connect_script(port: u16) -> String {
+    format!(
+        "if (exec 3<>/dev/tcp/127.0.0.1/{port}) 2>/dev/null; then echo connected; else echo refused; fi > net.txt"
+    )
+}
+
+#[test]
+fn the_network_is_denied_but_loopback_works_inside() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("net");
+    let iso = fx.isolation("net");
+    let (port, accepted) = host_server();
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "net",
+        "--",
+        "bash",
+        "-c",
+        &connect_script(port),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sandbox"]["network"], "denied");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("net.txt")).unwrap().trim(),
+        "refused"
+    );
+    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+
+    // A server started inside the command on 127.0.0.1 is reachable from inside.
+    if Command::new("python3").arg("--version").output().is_ok() {
+        let script = "import socket\ns=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1)\n\
+                      c=socket.create_connection(s.getsockname()); a,_=s.accept(); a.sendall(b'ok')\n\
+                      open('inside.txt','w').write(c.recv(2).decode())\n";
+        let (code, doc) = fx.json(&["run", "-s", "net", "--", "python3", "-c", script]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(
+            std::fs::read_to_string(iso.join("inside.txt")).unwrap(),
+            "ok"
+        );
+    } else {
+        eprintln!("SKIPPED part: python3 is not installed, no server inside the command");
+    }
+
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "net",
+        "--allow-network",
+        "--",
+        "bash",
+        "-c",
+        &connect_script(port),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sandbox"]["network"], "allowed");
+    assert_eq!(doc["sandbox"]["filesystem"], "confined");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("net.txt")).unwrap().trim(),
+        "connected"
+    );
+    assert!(accepted.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn writes_outside_the_isolation_fail() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("w");
+    let outside_tmp = std::env::temp_dir().join(format!("a3s-iso-escape-{}", std::process::id()));
+    let script = format!(
+        "for f in '{}' '{}' '{}' '{}'; do if echo x > \"$f\" 2>/dev/null; then echo \"wrote $f\"; fi; done > attempts.txt; \
+         echo ok > \"$TMPDIR/private.txt\" && cat \"$TMPDIR/private.txt\" > tmpdir.txt",
+        fx.src.join("escape.txt").display(),
+        fx.home.join("escape.txt").display(),
+        outside_tmp.display(),
+        fx.root.join("escape.txt").display(),
+    );
+    let (code, doc) = fx.json(&["run", "-s", "w", "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("w");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("attempts.txt")).unwrap(),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(iso.join("tmpdir.txt"))
+            .unwrap()
+            .trim(),
+        "ok"
+    );
+    for path in [
+        fx.src.join("escape.txt"),
+        fx.home.join("escape.txt"),
+        outside_tmp,
+        fx.root.join("escape.txt"),
+    ] {
+        assert!(!path.exists(), "{} was written", path.display());
+    }
+    // The private TMPDIR is gone afterwards.
+    let writable: Vec<String> = doc["sandbox"]["writable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    let private = writable.iter().find(|p| p.contains("/a3s-iso-r-")).unwrap();
+    assert!(!std::path::Path::new(private).exists());
+}
+
+#[test]
+fn branches_are_not_writable_but_commits_on_the_detached_head_are() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("g");
+    let branches = fx.git(&fx.src, &["for-each-ref", "refs/heads/"]);
+    let config = std::fs::read(fx.src.join(".git/config")).unwrap();
+    let script = "git update-ref refs/heads/main HEAD~0 && echo update-ref >> escaped.txt; \
+                  git branch x && echo branch >> escaped.txt; \
+                  git config user.name intruder && echo config >> escaped.txt; \
+                  echo work > work.txt && git add work.txt && git commit -q -m 'agent commit' && echo ok > committed.txt";
+    let (code, doc) = fx.json(&["run", "-s", "g", "--", "sh", "-c", script]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("g");
+    assert!(
+        !iso.join("escaped.txt").exists(),
+        "{}",
+        std::fs::read_to_string(iso.join("escaped.txt")).unwrap_or_default()
+    );
+    assert!(
+        iso.join("committed.txt").exists(),
+        "the commit on the detached HEAD failed"
+    );
+    assert_eq!(fx.git(&iso, &["log", "-1", "--format=%s"]), "agent commit");
+    assert_eq!(fx.git(&fx.src, &["for-each-ref", "refs/heads/"]), branches);
+    assert_eq!(std::fs::read(fx.src.join(".git/config")).unwrap(), config);
+}
+
+#[test]
+fn allow_write_opens_exactly_that_directory() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("aw");
+    let cache = fx.root.join("cache");
+    let other = fx.root.join("other");
+    std::fs::create_dir_all(&cache).unwrap();
+    std::fs::create_dir_all(&other).unwrap();
+    let script = format!(
+        "echo c > '{}/c.txt'; echo o > '{}/o.txt'; true",
+        cache.display(),
+        other.display()
+    );
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "aw",
+        "--allow-write",
+        cache.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(cache.join("c.txt").is_file());
+    assert!(!other.join("o.txt").exists());
+    assert!(
+        doc["sandbox"]["writable"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p == cache.to_str().unwrap())
+    );
+    // Also through the environment, colon-separated.
+    let out = fx
+        .cmd()
+        .env(
+            "A3S_ISO_ALLOW_WRITE",
+            format!("{}:{}", other.display(), fx.root.join("missing").display()),
+        )
+        .args(["run", "-s", "aw", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(other.join("o.txt").is_file());
+}
+
+#[test]
+fn without_landlock_run_fails_closed_unless_no_sandbox() {
+    let fx = Fixture::new();
+    fx.bind("nl");
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")
+        .args(["--json", "run", "-s", "nl", "--", "touch", "ran.txt"])
+        .output()
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(code, 4, "{doc}");
+    assert_eq!(error_code(&doc), "sandbox_unavailable");
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("--no-sandbox")
+    );
+    assert!(
+        !fx.isolation("nl").join("ran.txt").exists(),
+        "nothing may run"
+    );
+    assert_eq!(fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/runs/"]), "");
+
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")
+        .args([
+            "--json",
+            "run",
+            "-s",
+            "nl",
+            "--no-sandbox",
+            "--",
+            "touch",
+            "ran.txt",
+        ])
+        .output()
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(code, 0, "{doc}");
+    assert!(fx.isolation("nl").join("ran.txt").exists());
+    assert_eq!(doc["sandbox"]["enabled"], false);
+    assert_eq!(doc["sandbox"]["network"], "allowed");
+    assert_eq!(doc["sandbox"]["filesystem"], "unconfined");
+}
