@@ -38,6 +38,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions with their state, owner liveness and whether HEAD moved')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
+            [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
@@ -124,6 +125,27 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
             break
         }
+        'a3s-iso;promote' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Promote a change-set document instead of a session (validated completely first)')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How the work lands in the source')
+            [CompletionResult]::new('--artifacts', '--artifacts', [CompletionResultType]::ParameterName, 'Where to write the patch and summary.json (default: under the state dir)')
+            [CompletionResult]::new('--note', '--note', [CompletionResultType]::ParameterName, 'Record DIGEST as promoted by other means, so that promoting it later is idempotent')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Write the artifacts (patch, summary.json) and stop: the source is left untouched')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;discard' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
@@ -204,6 +226,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions with their state, owner liveness and whether HEAD moved')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
+            [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
@@ -222,6 +245,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;capture' {
+            break
+        }
+        'a3s-iso;help;promote' {
             break
         }
         'a3s-iso;help;discard' {

@@ -37,6 +37,9 @@ _a3s__iso() {
             a3s__iso,list)
                 cmd="a3s__iso__subcmd__list"
                 ;;
+            a3s__iso,promote)
+                cmd="a3s__iso__subcmd__promote"
+                ;;
             a3s__iso,run)
                 cmd="a3s__iso__subcmd__run"
                 ;;
@@ -67,6 +70,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,list)
                 cmd="a3s__iso__subcmd__help__subcmd__list"
                 ;;
+            a3s__iso__subcmd__help,promote)
+                cmd="a3s__iso__subcmd__help__subcmd__promote"
+                ;;
             a3s__iso__subcmd__help,run)
                 cmd="a3s__iso__subcmd__help__subcmd__run"
                 ;;
@@ -83,7 +89,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture discard verify completions sandbox-exec generate-assets help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture promote discard verify completions sandbox-exec generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -359,7 +365,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__help)
-            opts="bind list run capture discard verify completions sandbox-exec generate-assets help"
+            opts="bind list run capture promote discard verify completions sandbox-exec generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -470,6 +476,20 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__subcmd__iso__subcmd__help__subcmd__promote)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__subcmd__iso__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -519,6 +539,68 @@ _a3s__iso() {
                 return 0
             fi
             case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__subcmd__iso__subcmd__promote)
+            opts="-s -C -q -h --session --change-set --mode --no-apply --artifacts --note --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --change-set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --mode)
+                    COMPREPLY=($(compgen -W "patch" -- "${cur}"))
+                    return 0
+                    ;;
+                --artifacts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --note)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -35,6 +35,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
@@ -116,6 +117,26 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'a3s-iso;promote'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --change-set 'Promote a change-set document instead of a session (validated completely first)'
+            cand --mode 'How the work lands in the source'
+            cand --artifacts 'Where to write the patch and summary.json (default: under the state dir)'
+            cand --note 'Record DIGEST as promoted by other means, so that promoting it later is idempotent'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;discard'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -191,6 +212,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
@@ -205,6 +227,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;run'= {
         }
         &'a3s-iso;help;capture'= {
+        }
+        &'a3s-iso;help;promote'= {
         }
         &'a3s-iso;help;discard'= {
         }

@@ -39,6 +39,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "bind" -d 'Create (o
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "verify" -d 'Check a change-set document against every rule of the format'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "completions" -d 'Print shell completions'
@@ -103,6 +104,22 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l lock-timeout
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l change-set -d 'Promote a change-set document instead of a session (validated completely first)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l artifacts -d 'Where to write the patch and summary.json (default: under the state dir)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l note -d 'Record DIGEST as promoted by other means, so that promoting it later is idempotent' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l no-apply -d 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
@@ -157,13 +174,14 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l lock
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

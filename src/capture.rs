@@ -26,6 +26,8 @@ pub struct CaptureOutcome {
     pub files_changed: u64,
     /// The run id was captured before with the same result: this is the stored document.
     pub replayed: bool,
+    /// Nested repositories left out of the snapshot (never folded in as gitlinks).
+    pub nested_repositories: Vec<String>,
 }
 
 pub fn run_ref(session_id: &str, run_id: &str) -> String {
@@ -67,7 +69,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         .run_id
         .clone()
         .unwrap_or_else(|| crate::ids::generate("r"));
-    let result = snapshot::snapshot(
+    let snap = snapshot::snapshot(
         &ctx.git,
         &Worktree {
             tree: &tree,
@@ -83,10 +85,14 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
             run_id: &run_id,
             state: "completed",
             base_tree: &record.base_tree,
-            result_tree: &result,
+            result_tree: &snap.tree,
             release_identity: &identity,
         },
     )
+    .map(|mut outcome| {
+        outcome.nested_repositories = snap.nested;
+        outcome
+    })
 }
 
 /// The isolation of a session that can be written and captured.
@@ -208,6 +214,7 @@ pub fn record_evidence(
         result_ref: reference,
         files_changed: patch.files_changed,
         replayed: false,
+        nested_repositories: Vec::new(),
     })
 }
 
@@ -231,6 +238,7 @@ fn replay(
         result_ref: reference.to_string(),
         files_changed,
         replayed: true,
+        nested_repositories: Vec::new(),
     }))
 }
 

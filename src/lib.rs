@@ -16,6 +16,7 @@ pub mod isolation;
 pub mod list;
 pub mod lock;
 pub mod owner;
+pub mod promote;
 pub mod repo;
 pub mod run;
 pub mod sandbox;

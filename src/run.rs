@@ -162,7 +162,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         tree: &tree,
         admin_dir: &admin,
     };
-    let base_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let base_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?.tree;
     let signals = Signals::register()?;
     let workdir = counterpart(ctx, &located, &record, &tree);
     let ended = execute(
@@ -175,9 +175,14 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         &signals,
     )?;
 
-    let result_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let result = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let result_tree = result.tree;
     let state = ended.state();
-    let mut warnings = Vec::new();
+    let mut warnings: Vec<String> = result
+        .nested
+        .iter()
+        .map(|path| format!("nested repository {path} is not part of the change set"))
+        .collect();
     let change_set = match record_evidence(
         ctx,
         &located,

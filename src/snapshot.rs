@@ -79,9 +79,20 @@ impl Drop for TempFile {
     }
 }
 
-/// Writes the snapshot tree of `wt` and returns its id. Neither the isolation's index nor any
-/// other index is modified; `scratch` is where the temporary index lives.
-pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<String> {
+/// A snapshot: its tree, and the nested repositories that were left out of it.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub tree: String,
+    /// Directories with their own `.git` that are not submodules. They are never folded into
+    /// the snapshot as gitlinks; callers report them.
+    pub nested: Vec<String>,
+}
+
+const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
+
+/// Writes the snapshot tree of `wt`. Neither the isolation's index nor any other index is
+/// modified; `scratch` is where the temporary index lives.
+pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
     let own_index = wt.admin_dir.join("index");
     if own_index.is_file() && !is_split(wt.admin_dir) {
@@ -95,24 +106,38 @@ pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<String> 
             .args(["read-tree", "HEAD"])
             .run()?;
     }
-    git.worktree(wt.admin_dir, wt.tree)
-        .env("GIT_INDEX_FILE", index.path())
-        // Nested repositories stay gitlinks here; promote reports them.
-        .args([
-            "-c",
-            "advice.addEmbeddedRepo=false",
-            "-c",
-            "core.splitIndex=false",
-            "add",
-            "-A",
-            "--",
-            ".",
-        ])
-        .run()?;
-    git.worktree(wt.admin_dir, wt.tree)
-        .env("GIT_INDEX_FILE", index.path())
-        .args(["-c", "core.splitIndex=false", "write-tree"])
-        .run_text()
+    let on_index = || {
+        git.worktree(wt.admin_dir, wt.tree)
+            .env("GIT_INDEX_FILE", index.path())
+            .args(["-c", "core.splitIndex=false"])
+    };
+    let added = on_index()
+        .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+        .output()?;
+    if added.exit_code != Some(0) {
+        return Err(Error::GitFailed {
+            failure: crate::error::GitFailure {
+                args: vec!["add".into(), "-A".into()],
+                exit_code: added.exit_code,
+                stderr: added.stderr,
+            },
+        });
+    }
+    // git names each nested repository it would fold in as a gitlink; take them out again.
+    let nested: Vec<String> = added
+        .stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix(EMBEDDED_REPO_WARNING))
+        .map(str::to_string)
+        .collect();
+    if !nested.is_empty() {
+        on_index()
+            .args(["update-index", "--force-remove", "--"])
+            .args(&nested)
+            .run()?;
+    }
+    let tree = on_index().arg("write-tree").run_text()?;
+    Ok(Snapshot { tree, nested })
 }
 
 /// Whether the worktree's index is split (its entries live partly in `sharedindex.*`).

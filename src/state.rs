@@ -147,6 +147,32 @@ impl Store {
         crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
     }
 
+    fn journal_file(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+        self.dir.join("promoted").join(format!("{hex}.json"))
+    }
+
+    /// The promote journal's entry for a digest, if it was promoted.
+    pub fn journal_entry(&self, digest: &str) -> Result<Option<JournalEntry>> {
+        read_json(&self.journal_file(digest))
+    }
+
+    /// Records a promoted digest (atomic, fsynced).
+    pub fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
+        write_json_atomic(&self.journal_file(&entry.digest), entry)
+    }
+
+    /// Every digest in the journal.
+    pub fn journal(&self) -> Result<Vec<JournalEntry>> {
+        let mut out = Vec::new();
+        for hex in self.ids_in("promoted")? {
+            if let Some(entry) = self.journal_entry(&hex)? {
+                out.push(entry);
+            }
+        }
+        Ok(out)
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")
@@ -183,6 +209,21 @@ impl Store {
         ids.sort();
         Ok(ids)
     }
+}
+
+/// One line of the promote journal: a digest that landed in the source, exactly once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    pub digest: String,
+    pub session_id: Option<String>,
+    pub promoted_at_ms: u64,
+    /// The source's HEAD when it landed.
+    pub source_head: Option<String>,
+    pub patch_bytes: u64,
+    /// `applied`, `noted` (promoted by other means), or `recovered` (found applied after a crash
+    /// between apply and journal).
+    pub how: String,
+    pub mode: String,
 }
 
 /// The user-level registry: one small file per (source, state dir) a session was bound from,

@@ -43,6 +43,11 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     if let Some(path) = &args.output {
         write_document(path, &outcome.change_set)?;
     }
+    for nested in &outcome.nested_repositories {
+        out.warn(&format!(
+            "nested repository {nested} is not part of the change set"
+        ));
+    }
     if out.json {
         // The document itself, so it can be handed to any consumer.
         out.raw_json(&outcome.change_set);

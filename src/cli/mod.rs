@@ -6,6 +6,7 @@ mod capture;
 mod discard;
 mod list;
 mod output;
+mod promote;
 mod run;
 mod verify;
 
@@ -93,6 +94,8 @@ pub enum Command {
     Run(run::RunArgs),
     /// Snapshot a session into a pinned tree and a change-set document
     Capture(capture::CaptureArgs),
+    /// Apply a session's (or a document's) change set to the source, exactly once
+    Promote(promote::PromoteArgs),
     /// Remove a session's isolation; never touches the source
     Discard(discard::DiscardArgs),
     /// Check a change-set document against every rule of the format
@@ -169,6 +172,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::List(args) => list::run(&context(cli)?, args, out),
         Command::Capture(args) => capture::run(&context(cli)?, args, out),
         Command::Discard(args) => discard::run(&context(cli)?, args, out),
+        Command::Promote(args) => promote::run(&context(cli)?, args, out),
         Command::Verify(args) => verify::run(args, out),
         Command::Completions { shell } => {
             assets::completions(*shell, &mut std::io::stdout().lock());

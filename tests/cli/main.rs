@@ -6,5 +6,6 @@ mod capture;
 mod discard_list;
 mod fixture;
 mod help;
+mod promote;
 mod run;
 mod sandbox;

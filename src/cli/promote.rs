@@ -1,0 +1,99 @@
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::promote::{Mode, PromoteOptions, promote};
+
+use super::{Output, SessionArg};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// Apply the session's change set as uncommitted changes
+    Patch,
+}
+
+#[derive(Debug, Args)]
+pub struct PromoteArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Promote a change-set document instead of a session (validated completely first)
+    #[arg(long, value_name = "FILE", conflicts_with = "session")]
+    pub change_set: Option<PathBuf>,
+
+    /// How the work lands in the source
+    #[arg(long, value_enum, default_value_t = ModeArg::Patch)]
+    pub mode: ModeArg,
+
+    /// Write the artifacts (patch, summary.json) and stop: the source is left untouched
+    #[arg(long)]
+    pub no_apply: bool,
+
+    /// Where to write the patch and summary.json (default: under the state dir)
+    #[arg(long, value_name = "DIR")]
+    pub artifacts: Option<PathBuf>,
+
+    /// Record DIGEST as promoted by other means, so that promoting it later is idempotent
+    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["change_set", "no_apply"])]
+    pub note: Option<String>,
+}
+
+pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
+    let outcome = promote(
+        ctx,
+        &PromoteOptions {
+            session_id: args.session.session.clone(),
+            change_set: args.change_set.clone(),
+            mode: match args.mode {
+                ModeArg::Patch => Mode::Patch,
+            },
+            no_apply: args.no_apply,
+            artifacts: args.artifacts.clone(),
+            note: args.note.clone(),
+        },
+    )?;
+    for warning in &outcome.warnings {
+        out.warn(warning);
+    }
+    if out.json {
+        out.document("a3s-iso.promote.v1", &outcome);
+        return Ok(outcome.exit_code());
+    }
+    let headline = match (outcome.outcome, outcome.reason) {
+        ("empty", _) => "empty: the session changed nothing; nothing was applied".to_string(),
+        ("applied", _) => format!("applied {} file(s)", outcome.files_changed),
+        ("idempotent", _) => {
+            "idempotent: this change set was promoted before; nothing applied".into()
+        }
+        ("planned", _) => "planned: artifacts written, source untouched (--no-apply)".into(),
+        ("noted", _) => "noted: recorded as promoted".into(),
+        ("conflict", Some(reason)) => format!("conflict ({reason}): nothing applied"),
+        (other, _) => other.to_string(),
+    };
+    out.headline(&headline);
+    let mut fields = Vec::new();
+    let mut push = |key: &'static str, value: Option<String>| {
+        if let Some(value) = value {
+            fields.push((key, value));
+        }
+    };
+    push("session", outcome.session_id.clone());
+    push("digest", outcome.digest.clone());
+    push("bound", outcome.bound_revision.clone());
+    push("current", outcome.current_revision.clone());
+    push(
+        "artifacts",
+        outcome.artifacts.as_ref().map(|p| p.display().to_string()),
+    );
+    if !outcome.conflicting_paths.is_empty() {
+        push("paths", Some(outcome.conflicting_paths.join(", ")));
+    }
+    push("detail", outcome.detail.clone());
+    out.fields(&fields);
+    if outcome.reason == Some("head_moved") && !out.quiet {
+        out.warn("the source's HEAD moved since bind; bind a new session on the new HEAD, or apply the change set with promote --change-set (the patch is checked against your checkout)");
+    }
+    Ok(outcome.exit_code())
+}

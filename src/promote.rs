@@ -1,0 +1,378 @@
+//! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
+//! digest already in the journal, `conflict` when the source moved or the patch does not apply
+//! (nothing applied), `empty`, or `planned` with `--no-apply`.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::changeset::{self, tree_id};
+use crate::context::{Context, Located};
+use crate::error::{Error, Result};
+use crate::fsutil::{now_ms, write_atomic, write_json_atomic};
+use crate::snapshot::{self, Worktree, digest_bytes};
+use crate::state::{JournalEntry, SessionRecord};
+
+/// Test-only: `A3S_ISO_TEST_FAULT=promote-after-apply` kills the process between `git apply`
+/// and the journal write, to prove that the next promote recovers.
+pub const FAULT_VAR: &str = "A3S_ISO_TEST_FAULT";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    #[default]
+    Patch,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Patch => "patch",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct PromoteOptions {
+    pub session_id: Option<String>,
+    pub change_set: Option<PathBuf>,
+    pub mode: Mode,
+    pub no_apply: bool,
+    pub artifacts: Option<PathBuf>,
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PromoteOutcome {
+    /// `applied`, `idempotent`, `conflict`, `empty`, `planned` or `noted`.
+    pub outcome: &'static str,
+    pub digest: Option<String>,
+    pub session_id: Option<String>,
+    pub mode: &'static str,
+    /// For `conflict`: `head_moved`, `patch_does_not_apply` or `replay_failed`.
+    pub reason: Option<&'static str>,
+    pub bound_revision: Option<String>,
+    pub current_revision: Option<String>,
+    pub artifacts: Option<PathBuf>,
+    pub patch_bytes: u64,
+    pub files_changed: u64,
+    /// Paths of the patch that collide with the source's uncommitted work (for `conflict`).
+    pub conflicting_paths: Vec<String>,
+    pub nested_repositories: Vec<String>,
+    pub detail: Option<String>,
+    pub warnings: Vec<String>,
+}
+
+impl PromoteOutcome {
+    pub fn new(outcome: &'static str, mode: Mode) -> PromoteOutcome {
+        PromoteOutcome {
+            outcome,
+            digest: None,
+            session_id: None,
+            mode: mode.as_str(),
+            reason: None,
+            bound_revision: None,
+            current_revision: None,
+            artifacts: None,
+            patch_bytes: 0,
+            files_changed: 0,
+            conflicting_paths: Vec::new(),
+            nested_repositories: Vec::new(),
+            detail: None,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// 0 for every outcome but `conflict` (3).
+    pub fn exit_code(&self) -> i32 {
+        if self.outcome == "conflict" { 3 } else { 0 }
+    }
+}
+
+/// A change set ready to promote: its patch bytes and where they came from.
+pub struct Candidate {
+    pub patch: Vec<u8>,
+    pub digest: String,
+    pub session: Option<SessionRecord>,
+    pub result_tree: Option<String>,
+    pub nested: Vec<String>,
+}
+
+fn check_digest_format(digest: &str) -> Result<()> {
+    let ok = digest.strip_prefix("sha256:").is_some_and(|h| {
+        h.len() == 64
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Usage {
+            message: format!("--note {digest:?} is not sha256: and 64 lowercase hex digits"),
+        })
+    }
+}
+
+pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
+    if let Some(digest) = &opts.note {
+        return note(ctx, opts, digest);
+    }
+    // A document is checked completely before anything else.
+    let verified = match &opts.change_set {
+        Some(path) => Some(changeset::verify_file(path)?),
+        None => None,
+    };
+    let located = ctx.locate()?;
+    let session = match &verified {
+        Some(_) => None,
+        None => Some(ctx.resolve_session(&located, opts.session_id.as_deref())?),
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let candidate = match (verified, session) {
+        (Some(verified), _) => Candidate {
+            digest: verified.change_set.patch_digest.clone(),
+            result_tree: Some(tree_id(&verified.change_set.result_tree).to_string()),
+            patch: verified.patch,
+            session: None,
+            nested: Vec::new(),
+        },
+        (None, Some(session)) => fresh_capture(ctx, &located, session)?,
+        (None, None) => return Err(Error::internal("nothing to promote")),
+    };
+    apply_candidate(ctx, &located, candidate, opts)
+}
+
+/// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
+fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
+    let (tree, admin) = crate::capture::writable_isolation(&session)?;
+    let snap = snapshot::snapshot(
+        &ctx.git,
+        &Worktree {
+            tree: &tree,
+            admin_dir: &admin,
+        },
+        &located.store.scratch_dir(),
+    )?;
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.toplevel,
+        &session.base_tree,
+        &snap.tree,
+        &located.store.scratch_dir(),
+    )?;
+    Ok(Candidate {
+        patch: patch.read()?,
+        digest: patch.digest,
+        session: Some(session),
+        result_tree: Some(snap.tree),
+        nested: snap.nested,
+    })
+}
+
+/// Steps 2–6 under the repository lock: empty, journal, HEAD, check and apply, journal.
+pub fn apply_candidate(
+    ctx: &Context,
+    located: &Located,
+    candidate: Candidate,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let source = candidate
+        .session
+        .as_ref()
+        .map(|s| s.source.clone())
+        .unwrap_or_else(|| located.repo.toplevel.clone());
+    let mut out = PromoteOutcome::new("empty", Mode::Patch);
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.patch_bytes = candidate.patch.len() as u64;
+    out.files_changed = count_files(&candidate.patch);
+    out.nested_repositories = candidate.nested.clone();
+    out.warnings.extend(candidate.nested.iter().map(|p| {
+        format!("nested repository {p} is not part of the change set; promote it on its own")
+    }));
+    if candidate.patch.is_empty() {
+        return Ok(out);
+    }
+    out.digest = Some(candidate.digest.clone());
+    if located.store.journal_entry(&candidate.digest)?.is_some() {
+        out.outcome = "idempotent";
+        return Ok(out);
+    }
+    let head = crate::repo::Repo {
+        toplevel: source.clone(),
+        common_dir: located.repo.common_dir.clone(),
+    }
+    .head_commit(&ctx.git);
+    if let Some(session) = &candidate.session {
+        out.bound_revision = Some(session.bound_revision.clone());
+        out.current_revision = head.clone();
+        if head.as_deref() != Some(session.bound_revision.as_str()) {
+            out.outcome = "conflict";
+            out.reason = Some("head_moved");
+            return Ok(out);
+        }
+    }
+
+    let artifacts = opts.artifacts.clone().unwrap_or_else(|| {
+        located
+            .store
+            .dir()
+            .join("artifacts")
+            .join(candidate.digest.trim_start_matches("sha256:"))
+    });
+    let patch_file = artifacts.join("change.patch");
+    write_atomic(&patch_file, &candidate.patch)?;
+    out.artifacts = Some(artifacts.clone());
+    out.outcome = "planned";
+    write_summary(&artifacts, &out)?;
+    if opts.no_apply {
+        return Ok(out);
+    }
+
+    let apply = |extra: &[&str]| {
+        ctx.git
+            .at(&source)
+            .args(["-c", "apply.whitespace=nowarn", "apply", "--binary"])
+            .args(extra)
+            .arg(&patch_file)
+            .output()
+    };
+    let forward = apply(&["--check"])?;
+    if forward.exit_code != Some(0) {
+        // Already there (a crash between apply and journal)? Then it is this promote's own
+        // earlier landing: repair the journal.
+        if apply(&["--check", "--reverse"])?.exit_code == Some(0) {
+            journal(located, &candidate, head.as_deref(), "recovered")?;
+            out.outcome = "idempotent";
+            out.warnings.push("the patch was already present (an earlier promote was interrupted); journal repaired".into());
+            write_summary(&artifacts, &out)?;
+            return Ok(out);
+        }
+        out.outcome = "conflict";
+        out.reason = Some("patch_does_not_apply");
+        out.current_revision = head.clone();
+        out.detail = Some(forward.stderr.trim().to_string());
+        write_summary(&artifacts, &out)?;
+        return Ok(out);
+    }
+    let touched = touched_paths(ctx, &source, &patch_file)?;
+    let overlap = uncommitted_among(ctx, &source, &touched)?;
+    if !overlap.is_empty() {
+        out.outcome = "conflict";
+        out.reason = Some("patch_does_not_apply");
+        out.current_revision = head.clone();
+        out.detail = Some("the patch touches files with uncommitted changes in the source".into());
+        out.conflicting_paths = overlap;
+        write_summary(&artifacts, &out)?;
+        return Ok(out);
+    }
+    let applied = apply(&[])?;
+    if applied.exit_code != Some(0) {
+        return Err(Error::GitFailed {
+            failure: crate::error::GitFailure {
+                args: vec!["apply".into(), patch_file.display().to_string()],
+                exit_code: applied.exit_code,
+                stderr: applied.stderr,
+            },
+        });
+    }
+    if std::env::var(FAULT_VAR).as_deref() == Ok("promote-after-apply") {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+    journal(located, &candidate, head.as_deref(), "applied")?;
+    out.outcome = "applied";
+    write_summary(&artifacts, &out)?;
+    Ok(out)
+}
+
+fn journal(located: &Located, candidate: &Candidate, head: Option<&str>, how: &str) -> Result<()> {
+    located.store.record_promoted(&JournalEntry {
+        digest: candidate.digest.clone(),
+        session_id: candidate.session.as_ref().map(|s| s.session_id.clone()),
+        promoted_at_ms: now_ms(),
+        source_head: head.map(str::to_string),
+        patch_bytes: candidate.patch.len() as u64,
+        how: how.into(),
+        mode: "patch".into(),
+    })
+}
+
+fn write_summary(dir: &Path, out: &PromoteOutcome) -> Result<()> {
+    write_json_atomic(&dir.join("summary.json"), out)
+}
+
+/// `--note DIGEST`: the host promoted this change set by its own means.
+fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOutcome> {
+    check_digest_format(digest)?;
+    let located = ctx.locate()?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = PromoteOutcome::new("noted", opts.mode);
+    out.digest = Some(digest.to_string());
+    out.session_id = opts.session_id.clone();
+    if located.store.journal_entry(digest)?.is_some() {
+        out.outcome = "idempotent";
+        return Ok(out);
+    }
+    located.store.record_promoted(&JournalEntry {
+        digest: digest.to_string(),
+        session_id: opts.session_id.clone(),
+        promoted_at_ms: now_ms(),
+        source_head: located.repo.head_commit(&ctx.git),
+        patch_bytes: 0,
+        how: "noted".into(),
+        mode: opts.mode.as_str().into(),
+    })?;
+    Ok(out)
+}
+
+fn count_files(patch: &[u8]) -> u64 {
+    let mut count = u64::from(patch.starts_with(b"diff --git "));
+    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
+    count
+}
+
+/// The paths a patch touches, as git apply reads them.
+fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<String>> {
+    let out = ctx
+        .git
+        .at(source)
+        .args(["apply", "--numstat", "-z"])
+        .arg(patch_file)
+        .run()?;
+    // Records: "added\tdeleted\tpath\0" (no renames: --no-renames patches).
+    Ok(crate::git::split_nul(&out)
+        .filter_map(|record| {
+            let text = String::from_utf8_lossy(record);
+            text.splitn(3, '\t').nth(2).map(str::to_string)
+        })
+        .collect())
+}
+
+/// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
+fn uncommitted_among(ctx: &Context, source: &Path, paths: &[String]) -> Result<Vec<String>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = ctx
+        .git
+        .at(source)
+        .args([
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+        ])
+        .args(paths)
+        .run()?;
+    Ok(crate::git::split_nul(&out)
+        .filter(|record| record.len() > 3)
+        .map(|record| String::from_utf8_lossy(&record[3..]).into_owned())
+        .collect())
+}
+
+/// The digest of patch bytes (shared with branch mode).
+pub fn digest_of(patch: &[u8]) -> String {
+    digest_bytes(patch)
+}
