@@ -127,7 +127,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__bind)
-            opts="-s -C -q -h --session --allow-dirty --read-only --base-dir --resume --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --session --allow-dirty --carry-wip --read-only --base-dir --resume --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,7 +590,7 @@ _a3s__iso() {
                     return 0
                     ;;
                 --mode)
-                    COMPREPLY=($(compgen -W "patch" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "patch branch" -- "${cur}"))
                     return 0
                     ;;
                 --artifacts)

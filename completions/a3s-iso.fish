@@ -57,6 +57,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l allow-dirty -d 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l carry-wip -d 'Start from the source\'s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session\'s base, so change sets hold only the session\'s own work)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'Record a session without an isolation tree; writing commands then refuse it'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
@@ -106,7 +107,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s q -l quiet -
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l change-set -d 'Promote a change-set document instead of a session (validated completely first)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'
+branch\t'Replay the session\'s commits (plus one for uncommitted leftovers) onto the current branch'"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l artifacts -d 'Where to write the patch and summary.json (default: under the state dir)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l note -d 'Record DIGEST as promoted by other means, so that promoting it later is idempotent' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F

@@ -28,6 +28,9 @@ pub struct BindOptions {
     /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
     /// result restored as uncommitted changes.
     pub resume: bool,
+    /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
+    /// untracked changes); that state becomes the session's base.
+    pub carry_wip: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -97,7 +100,17 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
 
     let mut warnings = Vec::new();
     let mut wip_left_out = false;
-    if !opts.read_only {
+    let mut carried = None;
+    if opts.carry_wip {
+        let state = crate::wip::snapshot_source(
+            &ctx.git,
+            &located.repo.toplevel,
+            &located.store.scratch_dir(),
+        )?;
+        if state.worktree_tree != base_tree || state.index_tree != base_tree {
+            carried = Some(state);
+        }
+    } else if !opts.read_only {
         let (paths, more) = located.repo.local_changes(&ctx.git, DIRTY_PATHS_SHOWN)?;
         if !paths.is_empty() {
             if !opts.allow_dirty {
@@ -120,9 +133,13 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
         worktree: None,
         admin_dir: None,
         bound_revision,
-        base_tree,
+        base_tree: carried
+            .as_ref()
+            .map(|c| c.worktree_tree.clone())
+            .unwrap_or(base_tree),
         read_only: opts.read_only,
-        carried_wip: false,
+        carried_wip: carried.is_some(),
+        carried_index_tree: carried.as_ref().map(|c| c.index_tree.clone()),
         wip_left_out,
         owner,
         created_at_ms: now,
@@ -136,7 +153,19 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     {
         return reuse(&located, existing, record.owner);
     }
-    create(ctx, &located, lock, record, opts, None, warnings)
+    let restore = carried.map(|c| Restore {
+        tree: c.worktree_tree,
+        index_tree: Some(c.index_tree),
+    });
+    create(ctx, &located, lock, record, opts, restore, warnings)
+}
+
+/// What a new isolation starts from besides its bound revision.
+struct Restore {
+    /// The working tree's content.
+    tree: String,
+    /// What is staged; `None`: nothing (the index stays at the bound revision).
+    index_tree: Option<String>,
 }
 
 /// Claims the id, builds the isolation (restoring `restore_tree` into it, if given) and
@@ -147,7 +176,7 @@ fn create(
     lock: crate::lock::FileLock,
     mut record: SessionRecord,
     opts: &BindOptions,
-    restore_tree: Option<&str>,
+    restore_state: Option<Restore>,
     mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
     let session_id = record.session_id.clone();
@@ -188,8 +217,8 @@ fn create(
     drop(lock);
 
     let built = build(ctx, located, &path, &record.bound_revision).and_then(|admin_dir| {
-        if let Some(tree) = restore_tree {
-            restore(ctx, &path, &admin_dir, tree)?;
+        if let Some(state) = &restore_state {
+            restore(ctx, &path, &admin_dir, state)?;
         }
         Ok(admin_dir)
     });
@@ -233,12 +262,22 @@ fn resume(
     {
         return reuse(located, record, owner);
     }
-    let restore_tree = record.last_run.as_ref().map(|run| run.result_tree.clone());
+    // The latest capture; else, for carried WIP, the state the session started from.
+    let restore_state = match (&record.last_run, record.carried_wip) {
+        (Some(run), _) => Some(Restore {
+            tree: run.result_tree.clone(),
+            index_tree: None,
+        }),
+        (None, true) => Some(Restore {
+            tree: record.base_tree.clone(),
+            index_tree: record.carried_index_tree.clone(),
+        }),
+        (None, false) => None,
+    };
     let mut warnings = Vec::new();
-    if restore_tree.is_none() {
+    if record.last_run.is_none() {
         warnings.push(
-            "nothing was captured in this session: the isolation starts at the bound revision"
-                .into(),
+            "nothing was captured in this session: the isolation starts as the session did".into(),
         );
     }
     if let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir)
@@ -249,25 +288,23 @@ fn resume(
     }
     record.owner = owner;
     record.read_only = false;
-    create(
-        ctx,
-        located,
-        lock,
-        record,
-        opts,
-        restore_tree.as_deref(),
-        warnings,
-    )
+    create(ctx, located, lock, record, opts, restore_state, warnings)
 }
 
-/// Puts `tree` into a fresh isolation as uncommitted changes on its HEAD: the working tree
-/// becomes `tree`, the index stays at HEAD (new files are untracked).
-fn restore(ctx: &Context, path: &Path, admin: &Path, tree: &str) -> Result<()> {
-    ctx.git
-        .worktree(admin, path)
-        .args(["read-tree", "-u", "--reset", tree])
+/// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
+/// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
+/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay cheap.
+fn restore(ctx: &Context, path: &Path, admin: &Path, state: &Restore) -> Result<()> {
+    let git = || ctx.git.worktree(admin, path);
+    git()
+        .args(["read-tree", "-u", "--reset", &state.tree])
         .run()?;
-    ctx.git.worktree(admin, path).args(["reset", "-q"]).run()?;
+    match &state.index_tree {
+        Some(index_tree) => git()
+            .args(["read-tree", "-m", &state.tree, index_tree])
+            .run()?,
+        None => git().args(["reset", "-q"]).run()?,
+    };
     Ok(())
 }
 

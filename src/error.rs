@@ -36,10 +36,11 @@ pub enum ErrorCode {
     SessionBusy,
     CommandNotFound,
     CommandNotExecutable,
+    DetachedSource,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 21] = [
+    pub const ALL: [ErrorCode; 22] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -61,6 +62,7 @@ impl ErrorCode {
         ErrorCode::SessionBusy,
         ErrorCode::CommandNotFound,
         ErrorCode::CommandNotExecutable,
+        ErrorCode::DetachedSource,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -86,6 +88,7 @@ impl ErrorCode {
             ErrorCode::SessionBusy => "session_busy",
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::CommandNotExecutable => "command_not_executable",
+            ErrorCode::DetachedSource => "detached_source",
         }
     }
 
@@ -109,7 +112,8 @@ impl ErrorCode {
             | ErrorCode::GitFailed
             | ErrorCode::GitTooOld
             | ErrorCode::Io
-            | ErrorCode::Internal => 1,
+            | ErrorCode::Internal
+            | ErrorCode::DetachedSource => 1,
         }
     }
 }
@@ -175,6 +179,8 @@ pub enum Error {
     CommandNotFound { program: String },
     #[error("command not executable: {program}: {reason}")]
     CommandNotExecutable { program: String, reason: String },
+    #[error("{} has no current branch (detached HEAD): branch mode replays commits onto a branch", source_path.display())]
+    DetachedSource { source_path: PathBuf },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -203,6 +209,7 @@ impl Error {
             Error::SessionBusy { .. } => ErrorCode::SessionBusy,
             Error::CommandNotFound { .. } => ErrorCode::CommandNotFound,
             Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
+            Error::DetachedSource { .. } => ErrorCode::DetachedSource,
         }
     }
 
@@ -224,7 +231,7 @@ impl Error {
                 Some("bind a session first (a3s-iso bind), or name one with -s".into())
             }
             Error::DirtySource { .. } => Some(
-                "commit or stash them, or bind with --allow-dirty (isolation at HEAD, local changes left out)".into(),
+                "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
             ),
             Error::IsolationPathOccupied { .. } => Some(
                 "move that path away, or bind with another session id or --base-dir".into(),
@@ -242,6 +249,9 @@ impl Error {
                 "the result tree is pinned; promote locally with promote -s ID".into(),
             ),
             Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+            Error::DetachedSource { .. } => Some(
+                "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
+            ),
             Error::SessionBusy { .. } => {
                 Some("wait for the other run to finish; one run at a time per session".into())
             }
@@ -316,6 +326,7 @@ mod tests {
                 ("session_busy", 6),
                 ("command_not_found", 127),
                 ("command_not_executable", 126),
+                ("detached_source", 1),
             ]
         );
     }

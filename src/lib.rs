@@ -4,6 +4,7 @@
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
 pub mod bind;
+pub mod branch;
 pub mod capture;
 pub mod changeset;
 pub mod context;
@@ -22,6 +23,7 @@ pub mod run;
 pub mod sandbox;
 pub mod snapshot;
 pub mod state;
+pub mod wip;
 
 pub use context::Context;
 pub use error::{Error, ErrorCode, Result};

@@ -21,12 +21,14 @@ pub const FAULT_VAR: &str = "A3S_ISO_TEST_FAULT";
 pub enum Mode {
     #[default]
     Patch,
+    Branch,
 }
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Patch => "patch",
+            Mode::Branch => "branch",
         }
     }
 }
@@ -60,6 +62,9 @@ pub struct PromoteOutcome {
     pub nested_repositories: Vec<String>,
     pub detail: Option<String>,
     pub warnings: Vec<String>,
+    /// Branch mode: the retained branch, the commits replayed and skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<crate::branch::BranchReport>,
 }
 
 impl PromoteOutcome {
@@ -79,6 +84,7 @@ impl PromoteOutcome {
             nested_repositories: Vec::new(),
             detail: None,
             warnings: Vec::new(),
+            branch: None,
         }
     }
 
@@ -94,6 +100,9 @@ pub struct Candidate {
     pub digest: String,
     pub session: Option<SessionRecord>,
     pub result_tree: Option<String>,
+    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's), or
+    /// for a document, the source's HEAD.
+    pub base_tree: Option<String>,
     pub nested: Vec<String>,
 }
 
@@ -126,6 +135,14 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         Some(_) => None,
         None => Some(ctx.resolve_session(&located, opts.session_id.as_deref())?),
     };
+    if opts.mode == Mode::Branch {
+        let Some(session) = session else {
+            return Err(Error::Usage {
+                message: "branch mode promotes a session (-s ID), not a change-set file".into(),
+            });
+        };
+        return crate::branch::promote_branch(ctx, &located, session, opts);
+    }
     let _lock = ctx.lock(&located.repo)?;
     let candidate = match (verified, session) {
         (Some(verified), _) => Candidate {
@@ -133,6 +150,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             result_tree: Some(tree_id(&verified.change_set.result_tree).to_string()),
             patch: verified.patch,
             session: None,
+            base_tree: None,
             nested: Vec::new(),
         },
         (None, Some(session)) => fresh_capture(ctx, &located, session)?,
@@ -162,6 +180,7 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
     Ok(Candidate {
         patch: patch.read()?,
         digest: patch.digest,
+        base_tree: Some(session.base_tree.clone()),
         session: Some(session),
         result_tree: Some(snap.tree),
         nested: snap.nested,
@@ -253,8 +272,20 @@ pub fn apply_candidate(
         write_summary(&artifacts, &out)?;
         return Ok(out);
     }
+    // The source's uncommitted work must not meet the patch: any touched path whose current
+    // state differs from the change set's base is a conflict, even where git could merge it.
     let touched = touched_paths(ctx, &source, &patch_file)?;
-    let overlap = uncommitted_among(ctx, &source, &touched)?;
+    let base = candidate
+        .base_tree
+        .clone()
+        .unwrap_or_else(|| head.clone().unwrap_or_default());
+    let overlap = crate::wip::changed_since(
+        &ctx.git,
+        &source,
+        &base,
+        &touched,
+        &located.store.scratch_dir(),
+    )?;
     if !overlap.is_empty() {
         out.outcome = "conflict";
         out.reason = Some("patch_does_not_apply");
@@ -344,31 +375,6 @@ fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<
             let text = String::from_utf8_lossy(record);
             text.splitn(3, '\t').nth(2).map(str::to_string)
         })
-        .collect())
-}
-
-/// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(ctx: &Context, source: &Path, paths: &[String]) -> Result<Vec<String>> {
-    if paths.is_empty() {
-        return Ok(Vec::new());
-    }
-    let out = ctx
-        .git
-        .at(source)
-        .args([
-            "--literal-pathspecs",
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--",
-        ])
-        .args(paths)
-        .run()?;
-    Ok(crate::git::split_nul(&out)
-        .filter(|record| record.len() > 3)
-        .map(|record| String::from_utf8_lossy(&record[3..]).into_owned())
         .collect())
 }
 

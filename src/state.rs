@@ -42,6 +42,9 @@ pub struct SessionRecord {
     pub base_tree: String,
     pub read_only: bool,
     pub carried_wip: bool,
+    /// With carried WIP: what the source had staged (the base tree is its working state).
+    #[serde(default)]
+    pub carried_index_tree: Option<String>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
     pub owner: Owner,

@@ -24,6 +24,11 @@ pub struct BindArgs {
     #[arg(long)]
     pub allow_dirty: bool,
 
+    /// Start from the source's working state: HEAD plus staged, unstaged and untracked changes
+    /// (that state becomes the session's base, so change sets hold only the session's own work)
+    #[arg(long, conflicts_with_all = ["allow_dirty", "read_only", "resume"])]
+    pub carry_wip: bool,
+
     /// Record a session without an isolation tree; writing commands then refuse it
     #[arg(long)]
     pub read_only: bool,
@@ -52,6 +57,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             base_dir: args.base_dir.clone(),
             owner_pid: args.owner_pid,
             resume: args.resume,
+            carry_wip: args.carry_wip,
         },
     )?;
     for warning in &outcome.warnings {

@@ -12,6 +12,8 @@ use super::{Output, SessionArg};
 pub enum ModeArg {
     /// Apply the session's change set as uncommitted changes
     Patch,
+    /// Replay the session's commits (plus one for uncommitted leftovers) onto the current branch
+    Branch,
 }
 
 #[derive(Debug, Args)]
@@ -48,6 +50,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             change_set: args.change_set.clone(),
             mode: match args.mode {
                 ModeArg::Patch => Mode::Patch,
+                ModeArg::Branch => Mode::Branch,
             },
             no_apply: args.no_apply,
             artifacts: args.artifacts.clone(),
@@ -91,6 +94,25 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         push("paths", Some(outcome.conflicting_paths.join(", ")));
     }
     push("detail", outcome.detail.clone());
+    if let Some(branch) = &outcome.branch {
+        push("retained", branch.retained_branch.clone());
+        push("branch", Some(branch.target_branch.clone()));
+        push("replayed", Some(branch.replayed.len().to_string()));
+        if !branch.skipped.is_empty() {
+            push(
+                "skipped",
+                Some(
+                    branch
+                        .skipped
+                        .iter()
+                        .map(|s| s.commit.clone())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                ),
+            );
+        }
+        push("failed", branch.failed_commit.clone());
+    }
     out.fields(&fields);
     if outcome.reason == Some("head_moved") && !out.quiet {
         out.warn("the source's HEAD moved since bind; bind a new session on the new HEAD, or apply the change set with promote --change-set (the patch is checked against your checkout)");

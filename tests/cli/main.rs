@@ -2,6 +2,7 @@
 
 mod assets;
 mod bind;
+mod branch;
 mod capture;
 mod discard_list;
 mod fixture;

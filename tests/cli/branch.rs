@@ -1,0 +1,294 @@
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, checkout_listing, error_code, isolate};
+
+/// Commits everything in `dir` as a given author at a given date (an agent's commit).
+fn agent_commit(fx: &Fixture, dir: &Path, message: &str, author: &str, date: &str) {
+    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(&args);
+        isolate(&mut cmd, &fx.home);
+        cmd.env("GIT_AUTHOR_NAME", author)
+            .env(
+                "GIT_AUTHOR_EMAIL",
+                format!("{}@agents.example", author.to_lowercase()),
+            )
+            .env("GIT_AUTHOR_DATE", date);
+        assert!(cmd.status().unwrap().success());
+    }
+}
+
+fn log(fx: &Fixture, range: &str) -> Vec<String> {
+    fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--reverse",
+            "--format=%s|%an|%ae|%ad",
+            "--date=iso-strict",
+            range,
+        ],
+    )
+    .lines()
+    .map(String::from)
+    .collect()
+}
+
+fn promote_branch(fx: &Fixture, id: &str) -> (i32, Value) {
+    fx.json(&["promote", "-s", id, "--mode", "branch"])
+}
+
+#[test]
+fn agent_commits_land_as_commits_with_a_leftovers_commit() {
+    let fx = Fixture::new();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.bind("b");
+    let iso = fx.isolation("b");
+    std::fs::write(iso.join("one.txt"), "1\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "first agent commit",
+        "Alice",
+        "2026-02-03T04:05:06Z",
+    );
+    std::fs::write(iso.join("two.txt"), "2\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "second agent commit",
+        "Bob",
+        "2026-03-04T05:06:07Z",
+    );
+    std::fs::write(iso.join("left.txt"), "uncommitted\n").unwrap();
+
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied");
+    assert_eq!(doc["mode"], "branch");
+    assert_eq!(doc["branch"]["retained_branch"], "a3s-iso/b");
+    assert_eq!(doc["branch"]["target_branch"], "refs/heads/main");
+    let landed = log(&fx, &format!("{old_tip}..HEAD"));
+    assert_eq!(landed.len(), 3, "{landed:?}");
+    assert_eq!(
+        landed[0],
+        "first agent commit|Alice|alice@agents.example|2026-02-03T04:05:06Z"
+    );
+    assert_eq!(
+        landed[1],
+        "second agent commit|Bob|bob@agents.example|2026-03-04T05:06:07Z"
+    );
+    assert!(
+        landed[2].starts_with("a3s-iso: uncommitted changes of session b|"),
+        "{landed:?}"
+    );
+    for (file, content) in [
+        ("one.txt", "1\n"),
+        ("two.txt", "2\n"),
+        ("left.txt", "uncommitted\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(fx.src.join(file)).unwrap(), content);
+    }
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+    fx.git(&fx.src, &["rev-parse", "--verify", "refs/heads/a3s-iso/b"]);
+    // Again: idempotent, nothing changes.
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "idempotent"),
+        "{doc}"
+    );
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), before);
+}
+
+#[test]
+fn carried_wip_is_never_committed_and_comes_back_exactly() {
+    let fx = Fixture::new();
+    fx.write("tracked.txt", "base\n");
+    fx.commit_all("tracked");
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    // The user's WIP: one staged, one unstaged, one untracked binary.
+    fx.write("staged.txt", "staged by the user\n");
+    fx.git(&fx.src, &["add", "staged.txt"]);
+    fx.write("tracked.txt", "base\nunstaged user edit\n");
+    let binary: Vec<u8> = (0..600u32).map(|i| (i * 37 % 256) as u8).collect();
+    std::fs::write(fx.src.join("blob.bin"), &binary).unwrap();
+    let wip_before = checkout_listing(&fx.src);
+    let status_before = fx.git(&fx.src, &["status", "--porcelain"]);
+
+    let (code, doc) = fx.json(&["bind", "-s", "cw", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["carried_wip"], true);
+    let iso = fx.isolation("cw");
+    // The isolation starts from the user's real working state, staging included.
+    assert_eq!(fx.git(&iso, &["status", "--porcelain"]), status_before);
+    assert_eq!(std::fs::read(iso.join("blob.bin")).unwrap(), binary);
+
+    // The agent works and commits everything with `git add -A`, WIP included.
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+
+    // Patch mode first, on a copy of the situation: only the agent's edit.
+    let (_, captured) = fx.json(&["capture", "-s", "cw"]);
+    use base64::Engine;
+    let patch = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(captured["patch_base64"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(patch.contains("agent.txt"), "{patch}");
+    for wip in ["staged.txt", "tracked.txt", "blob.bin"] {
+        assert!(
+            !patch.contains(wip),
+            "{wip} leaked into the change set:\n{patch}"
+        );
+    }
+
+    let (code, doc) = promote_branch(&fx, "cw");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let landed = fx.git(
+        &fx.src,
+        &["log", "--format=%H", &format!("{old_tip}..HEAD")],
+    );
+    assert_eq!(landed.lines().count(), 1);
+    let files = fx.git(&fx.src, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files, "agent.txt", "only the agent's change is committed");
+    assert_eq!(
+        fx.git(&fx.src, &["log", "-1", "--format=%an|%s", "HEAD"]),
+        "Agent|agent commit"
+    );
+    // The user's WIP is back exactly: staged stays staged, bytes identical, untracked untracked.
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), status_before);
+    let mut after = checkout_listing(&fx.src);
+    after.remove("agent.txt");
+    let mut expected = wip_before.clone();
+    expected.remove(".git/index");
+    after.remove(".git/index");
+    expected.remove(".git/HEAD");
+    after.remove(".git/HEAD");
+    assert_eq!(after, expected);
+    assert_eq!(
+        fx.git(&fx.src, &["stash", "list"]),
+        "",
+        "no stash left behind"
+    );
+}
+
+#[test]
+fn patch_mode_on_carried_wip_lands_on_top_of_the_wip() {
+    let fx = Fixture::new();
+    fx.write("README.md", "hello\nuser wip\n");
+    fx.write("notes.txt", "untracked user notes\n");
+    fx.json(&["bind", "-s", "pw", "--carry-wip"]);
+    let iso = fx.isolation("pw");
+    std::fs::write(iso.join("README.md"), "hello\nuser wip\nagent line\n").unwrap();
+    std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+    let (code, doc) = fx.json(&["promote", "-s", "pw"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied");
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+        "hello\nuser wip\nagent line\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("notes.txt")).unwrap(),
+        "untracked user notes\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("agent.txt")).unwrap(),
+        "agent\n"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["log", "--format=%s"]),
+        "initial",
+        "nothing committed"
+    );
+}
+
+#[test]
+fn a_replay_conflict_restores_everything() {
+    let fx = Fixture::new();
+    fx.bind("rc");
+    let iso = fx.isolation("rc");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits README",
+        "Agent",
+        "2026-05-01T00:00:00Z",
+    );
+    // Meanwhile the user commits a conflicting change and keeps some WIP and a stash.
+    fx.write("README.md", "user version\n");
+    let user_tip = fx.commit_all("user edits README");
+    fx.write("keep.txt", "stashed by the user\n");
+    fx.git(&fx.src, &["stash", "push", "-u", "-q", "-m", "user stash"]);
+    let user_stash = fx.git(&fx.src, &["rev-parse", "refs/stash"]);
+    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    fx.write("untracked.txt", "u\n");
+    let before = checkout_listing(&fx.src);
+
+    let (code, doc) = promote_branch(&fx, "rc");
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "conflict");
+    assert_eq!(doc["reason"], "replay_failed");
+    assert_eq!(doc["branch"]["retained_branch"], "a3s-iso/rc");
+    assert!(doc["branch"]["failed_commit"].is_string());
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), user_tip);
+    assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
+    assert_eq!(fx.git(&fx.src, &["ls-files", "-u"]), "");
+    let mut after = checkout_listing(&fx.src);
+    let mut expected = before;
+    after.remove(".git/index");
+    expected.remove(".git/index");
+    assert_eq!(after, expected, "the user's WIP is restored");
+    // The user's own stash is neither popped nor dropped.
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "refs/stash"]), user_stash);
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]).lines().count(), 1);
+    fx.git(&fx.src, &["rev-parse", "--verify", "refs/heads/a3s-iso/rc"]);
+}
+
+#[test]
+fn a_user_stash_survives_a_successful_branch_promote() {
+    let fx = Fixture::new();
+    fx.write("stashed.txt", "mine\n");
+    fx.git(&fx.src, &["stash", "push", "-u", "-q"]);
+    let user_stash = fx.git(&fx.src, &["rev-parse", "refs/stash"]);
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("a.txt"), "a\n").unwrap();
+    fx.write("wip.txt", "wip\n");
+    let (code, doc) = fx.json(&["promote", "-s", "s", "--mode", "branch"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        fx.git(&fx.src, &["stash", "list", "--format=%H"]),
+        user_stash
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("wip.txt")).unwrap(),
+        "wip\n"
+    );
+}
+
+#[test]
+fn a_detached_source_is_refused_in_branch_mode() {
+    let fx = Fixture::new();
+    fx.bind("d");
+    std::fs::write(fx.isolation("d").join("a.txt"), "a\n").unwrap();
+    fx.git(&fx.src, &["checkout", "-q", "--detach"]);
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = promote_branch(&fx, "d");
+    assert_eq!((code, error_code(&doc)), (1, "detached_source"), "{doc}");
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("patch mode")
+    );
+    assert_eq!(checkout_listing(&fx.src), before);
+}
