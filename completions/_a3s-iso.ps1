@@ -39,6 +39,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
+            [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
@@ -147,6 +149,42 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;sweep' {
+            [CompletionResult]::new('--grace', '--grace', [CompletionResultType]::ParameterName, 'Keep in-flight, malformed and unrecorded isolations younger than DUR')
+            [CompletionResult]::new('--retained-older-than', '--retained-older-than', [CompletionResultType]::ParameterName, 'Also reclaim retained isolations retained longer than DUR ago')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Sweep every source this user has bound from, not only this repository')
+            [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Report what a sweep would do, and change nothing')
+            [CompletionResult]::new('--no-capture', '--no-capture', [CompletionResultType]::ParameterName, 'Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
+        'a3s-iso;retain' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--reason', '--reason', [CompletionResultType]::ParameterName, 'Why the isolation is kept (recorded, and shown by git worktree list)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            break
+        }
         'a3s-iso;discard' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
@@ -228,6 +266,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
+            [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
@@ -249,6 +289,12 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;promote' {
+            break
+        }
+        'a3s-iso;help;sweep' {
+            break
+        }
+        'a3s-iso;help;retain' {
             break
         }
         'a3s-iso;help;discard' {

@@ -40,11 +40,17 @@ _a3s__iso() {
             a3s__iso,promote)
                 cmd="a3s__iso__subcmd__promote"
                 ;;
+            a3s__iso,retain)
+                cmd="a3s__iso__subcmd__retain"
+                ;;
             a3s__iso,run)
                 cmd="a3s__iso__subcmd__run"
                 ;;
             a3s__iso,sandbox-exec)
                 cmd="a3s__iso__subcmd__sandbox__subcmd__exec"
+                ;;
+            a3s__iso,sweep)
+                cmd="a3s__iso__subcmd__sweep"
                 ;;
             a3s__iso,verify)
                 cmd="a3s__iso__subcmd__verify"
@@ -73,11 +79,17 @@ _a3s__iso() {
             a3s__iso__subcmd__help,promote)
                 cmd="a3s__iso__subcmd__help__subcmd__promote"
                 ;;
+            a3s__iso__subcmd__help,retain)
+                cmd="a3s__iso__subcmd__help__subcmd__retain"
+                ;;
             a3s__iso__subcmd__help,run)
                 cmd="a3s__iso__subcmd__help__subcmd__run"
                 ;;
             a3s__iso__subcmd__help,sandbox-exec)
                 cmd="a3s__iso__subcmd__help__subcmd__sandbox__subcmd__exec"
+                ;;
+            a3s__iso__subcmd__help,sweep)
+                cmd="a3s__iso__subcmd__help__subcmd__sweep"
                 ;;
             a3s__iso__subcmd__help,verify)
                 cmd="a3s__iso__subcmd__help__subcmd__verify"
@@ -89,7 +101,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture promote discard verify completions sandbox-exec generate-assets help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -365,7 +377,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__help)
-            opts="bind list run capture promote discard verify completions sandbox-exec generate-assets help"
+            opts="bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -490,6 +502,20 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__subcmd__iso__subcmd__help__subcmd__retain)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__subcmd__iso__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -505,6 +531,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__help__subcmd__sandbox__subcmd__exec)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__subcmd__iso__subcmd__help__subcmd__sweep)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -632,6 +672,56 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__subcmd__iso__subcmd__retain)
+            opts="-s -C -q -h --session --reason --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --session)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --reason)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__subcmd__iso__subcmd__run)
             opts="-s -C -q -h --session --run-id --timeout --allow-network --allow-write --no-sandbox --release-identity --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -706,6 +796,52 @@ _a3s__iso() {
                     return 0
                     ;;
                 --spec)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__subcmd__iso__subcmd__sweep)
+            opts="-C -q -h --all --dry-run --grace --no-capture --retained-older-than --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --retained-older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -36,6 +36,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+            cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
@@ -138,6 +140,40 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;sweep'= {
+            cand --grace 'Keep in-flight, malformed and unrecorded isolations younger than DUR'
+            cand --retained-older-than 'Also reclaim retained isolations retained longer than DUR ago'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --all 'Sweep every source this user has bound from, not only this repository'
+            cand --dry-run 'Report what a sweep would do, and change nothing'
+            cand --no-capture 'Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;retain'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --reason 'Why the isolation is kept (recorded, and shown by git worktree list)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'a3s-iso;discard'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -214,6 +250,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+            cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
             cand completions 'Print shell completions'
@@ -230,6 +268,10 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;capture'= {
         }
         &'a3s-iso;help;promote'= {
+        }
+        &'a3s-iso;help;sweep'= {
+        }
+        &'a3s-iso;help;retain'= {
         }
         &'a3s-iso;help;discard'= {
         }

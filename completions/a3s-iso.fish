@@ -40,6 +40,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "list" -d 'List sess
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "verify" -d 'Check a change-set document against every rule of the format'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "completions" -d 'Print shell completions'
@@ -122,6 +124,33 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l no-apply -d 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l grace -d 'Keep in-flight, malformed and unrecorded isolations younger than DUR' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l retained-older-than -d 'Also reclaim retained isolations retained longer than DUR ago' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l all -d 'Sweep every source this user has bound from, not only this repository'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l dry-run -d 'Report what a sweep would do, and change nothing'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l no-capture -d 'Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l reason -d 'Why the isolation is kept (recorded, and shown by git worktree list)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
@@ -176,14 +205,16 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l lock
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

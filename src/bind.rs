@@ -145,6 +145,8 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
         created_at_ms: now,
         updated_at_ms: now,
         last_run: None,
+        retained_reason: None,
+        retained_at_ms: None,
     };
 
     let lock = ctx.lock(&located.repo)?;

@@ -97,3 +97,34 @@ pub fn path_key(parts: &[&Path]) -> String {
     }
     hex::encode(&hasher.finalize()[..8])
 }
+
+/// A path's modification time in milliseconds since the epoch (symlinks not followed).
+pub fn modified_ms(path: &Path) -> Option<u64> {
+    let modified = fs::symlink_metadata(path).ok()?.modified().ok()?;
+    modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_millis() as u64)
+}
+
+/// The bytes of the regular files under `dir` (symlinks are not followed).
+pub fn tree_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}

@@ -19,10 +19,12 @@ pub mod lock;
 pub mod owner;
 pub mod promote;
 pub mod repo;
+pub mod retain;
 pub mod run;
 pub mod sandbox;
 pub mod snapshot;
 pub mod state;
+pub mod sweep;
 pub mod wip;
 
 pub use context::Context;

@@ -52,6 +52,22 @@ pub struct SessionRecord {
     pub updated_at_ms: u64,
     #[serde(default)]
     pub last_run: Option<LastRun>,
+    /// Why the session was retained (`retain --reason`), and when.
+    #[serde(default)]
+    pub retained_reason: Option<String>,
+    #[serde(default)]
+    pub retained_at_ms: Option<u64>,
+}
+
+/// What is on disk for a session id.
+#[derive(Debug, Clone)]
+pub enum RecordStatus {
+    Missing,
+    Found(Box<SessionRecord>),
+    /// There, but not a session record (corrupt or truncated).
+    Malformed(String),
+    /// There, but it cannot be read.
+    Unreadable(String),
 }
 
 /// An in-flight bind: written before the checkout starts, removed once the session is
@@ -113,6 +129,34 @@ impl Store {
                 Ok(None) => continue,
                 Err(e) => Err(format!("{id}: {e}")),
             });
+        }
+        Ok(out)
+    }
+
+    /// A session record as found on disk, telling a corrupt record from one that cannot be read.
+    pub fn session_status(&self, id: &str) -> RecordStatus {
+        let path = self.session_file(id);
+        match std::fs::read(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordStatus::Missing,
+            Err(e) => RecordStatus::Unreadable(format!("{}: {e}", path.display())),
+            Ok(bytes) => match serde_json::from_slice(&bytes) {
+                Ok(record) => RecordStatus::Found(Box::new(record)),
+                Err(e) => RecordStatus::Malformed(format!("{}: {e}", path.display())),
+            },
+        }
+    }
+
+    /// When the session record was last written (for the age of a malformed one).
+    pub fn session_modified_ms(&self, id: &str) -> Option<u64> {
+        crate::fsutil::modified_ms(&self.session_file(id))
+    }
+
+    pub fn claims(&self) -> Result<Vec<ClaimRecord>> {
+        let mut out = Vec::new();
+        for id in self.ids_in("claims")? {
+            if let Ok(Some(claim)) = self.load_claim(&id) {
+                out.push(claim);
+            }
         }
         Ok(out)
     }

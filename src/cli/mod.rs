@@ -6,8 +6,11 @@ mod capture;
 mod discard;
 mod list;
 mod output;
+mod progress;
 mod promote;
+mod retain;
 mod run;
+mod sweep;
 mod verify;
 
 use std::path::PathBuf;
@@ -96,6 +99,10 @@ pub enum Command {
     Capture(capture::CaptureArgs),
     /// Apply a session's (or a document's) change set to the source, exactly once
     Promote(promote::PromoteArgs),
+    /// Reclaim dead isolations; never live, foreign, unknown or retained ones
+    Sweep(sweep::SweepArgs),
+    /// Pin a session's isolation for inspection, safe from sweep and git worktree prune
+    Retain(retain::RetainArgs),
     /// Remove a session's isolation; never touches the source
     Discard(discard::DiscardArgs),
     /// Check a change-set document against every rule of the format
@@ -173,6 +180,8 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Capture(args) => capture::run(&context(cli)?, args, out),
         Command::Discard(args) => discard::run(&context(cli)?, args, out),
         Command::Promote(args) => promote::run(&context(cli)?, args, out),
+        Command::Sweep(args) => sweep::run(&context(cli)?, args, out),
+        Command::Retain(args) => retain::run(&context(cli)?, args, out),
         Command::Verify(args) => verify::run(args, out),
         Command::Completions { shell } => {
             assets::completions(*shell, &mut std::io::stdout().lock());

@@ -10,3 +10,4 @@ mod help;
 mod promote;
 mod run;
 mod sandbox;
+mod sweep;

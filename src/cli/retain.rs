@@ -1,0 +1,32 @@
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::retain::retain;
+
+use super::{Output, SessionArg};
+
+#[derive(Debug, Args)]
+pub struct RetainArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Why the isolation is kept (recorded, and shown by git worktree list)
+    #[arg(long, value_name = "TEXT")]
+    pub reason: String,
+}
+
+pub fn run(ctx: &Context, args: &RetainArgs, out: &Output) -> Result<i32> {
+    let outcome = retain(ctx, args.session.session.as_deref(), &args.reason)?;
+    if out.json {
+        out.document("a3s-iso.retain.v1", &outcome);
+        return Ok(0);
+    }
+    out.headline(&outcome.worktree.display().to_string());
+    out.fields(&[
+        ("session", outcome.session_id.clone()),
+        ("was", outcome.previous_worktree.display().to_string()),
+        ("reason", outcome.reason.clone()),
+    ]);
+    Ok(0)
+}

@@ -1,0 +1,100 @@
+use std::time::Duration;
+
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::sweep::{SweepOptions, reasons, sweep};
+
+use super::progress::Bar;
+use super::{Output, parse_duration};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// Sweep every source this user has bound from, not only this repository
+    #[arg(long)]
+    pub all: bool,
+
+    /// Report what a sweep would do, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Keep in-flight, malformed and unrecorded isolations younger than DUR
+    #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10m")]
+    pub grace: Duration,
+
+    /// Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it
+    #[arg(long)]
+    pub no_capture: bool,
+
+    /// Also reclaim retained isolations retained longer than DUR ago
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub retained_older_than: Option<Duration>,
+}
+
+pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
+    let bar = Bar::new(!out.json && !out.quiet, "sweeping");
+    let outcome = sweep(
+        ctx,
+        &SweepOptions {
+            all: args.all,
+            dry_run: args.dry_run,
+            grace: args.grace,
+            no_capture: args.no_capture,
+            retained_older_than: args.retained_older_than,
+        },
+        &bar,
+    )?;
+    if out.json {
+        out.document("a3s-iso.sweep.v1", &outcome);
+        return Ok(0);
+    }
+    let verb = if outcome.dry_run {
+        "would reclaim"
+    } else {
+        "reclaimed"
+    };
+    out.headline(&format!(
+        "{verb} {} isolation{} ({} bytes), kept {}, skipped {}",
+        outcome.reclaimed.len(),
+        if outcome.reclaimed.len() == 1 {
+            ""
+        } else {
+            "s"
+        },
+        outcome.bytes_freed,
+        outcome.kept.len(),
+        outcome.skipped.len()
+    ));
+    for item in &outcome.reclaimed {
+        out.line(&format!(
+            "  reclaim  {}  ({}, {} bytes)",
+            item.path.display(),
+            item.why,
+            item.bytes
+        ));
+    }
+    for item in &outcome.kept {
+        out.line(&format!(
+            "  keep     {}  ({}: {})",
+            item.path.display(),
+            item.reason,
+            item.detail
+        ));
+    }
+    for item in &outcome.skipped {
+        out.line(&format!(
+            "  skip     {}  ({})",
+            item.path.display(),
+            item.reason
+        ));
+    }
+    if !outcome.kept.is_empty() && !out.quiet {
+        let summary: Vec<String> = reasons(&outcome)
+            .into_iter()
+            .map(|(r, n)| format!("{n} {r}"))
+            .collect();
+        out.warn(&format!("kept: {}", summary.join(", ")));
+    }
+    Ok(0)
+}
