@@ -117,9 +117,10 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
                 return Err(Error::DirtySource { paths, more });
             }
             wip_left_out = true;
+            let count = paths.len() + more;
             warnings.push(format!(
-                "the source's local changes ({} paths) are not in the isolation (--allow-dirty)",
-                paths.len() + more
+                "the source's local changes ({count} path{}) are not in the isolation (--allow-dirty)",
+                if count == 1 { "" } else { "s" }
             ));
         }
     }

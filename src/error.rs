@@ -159,7 +159,7 @@ pub enum Error {
     SandboxUnavailable { message: String },
     #[error("the repository lock is held by {holder}")]
     LockTimeout { holder: String },
-    #[error("git {} failed{}: {}", failure.args.join(" "), failure.exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_default(), failure.stderr.trim())]
+    #[error("git {} failed{}: {}", failure.args.join(" "), failure.exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_default(), failure.stderr.trim().lines().next().unwrap_or("(no message)"))]
     GitFailed { failure: GitFailure },
     #[error("git {found} is too old; a3s-iso needs git {required} or newer")]
     GitTooOld { found: String, required: String },
@@ -249,6 +249,15 @@ impl Error {
                 "the result tree is pinned; promote locally with promote -s ID".into(),
             ),
             Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+            Error::Internal { .. } => {
+                Some("this is a bug in a3s-iso: please report it with this message".into())
+            }
+            Error::CaptureConflict { .. } => Some(
+                "evidence is immutable: capture under a new run id; the stored document is unchanged".into(),
+            ),
+            Error::ChangeSetInvalid { .. } => Some(
+                "the document was altered after capture, or was not written by a capture".into(),
+            ),
             Error::DetachedSource { .. } => Some(
                 "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
             ),
@@ -264,6 +273,51 @@ impl Error {
             Error::GitFailed { failure } => Some(failure),
             _ => None,
         }
+    }
+
+    /// The `error` object of an `a3s-iso.error.v1` document.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "code": self.code().as_str(),
+            "message": self.to_string(),
+        });
+        if let Some(hint) = self.hint() {
+            body["hint"] = hint.into();
+        }
+        if let Some(git) = self.git_failure() {
+            body["git"] = serde_json::to_value(git).unwrap_or_default();
+        }
+        if let Error::DirtySource { paths, more } = self {
+            body["paths"] = serde_json::json!(paths);
+            body["more_paths"] = serde_json::json!(more);
+        }
+        if let Error::SessionNotFound { candidates, .. } = self {
+            body["candidates"] = serde_json::json!(candidates);
+        }
+        body
+    }
+
+    /// The human rendering: `error[code]: cause`, then the hint, each on one line.
+    pub fn render(&self, color: bool) -> String {
+        let label = format!("error[{}]:", self.code().as_str());
+        let label = if color {
+            format!("\x1b[31;1m{label}\x1b[0m")
+        } else {
+            label
+        };
+        let mut text = format!("{label} {self}\n");
+        if let Some(git) = self.git_failure()
+            && !git.stderr.trim().is_empty()
+        {
+            // The cause is in the message already; the full git stderr follows, indented.
+            for line in git.stderr.trim().lines().skip(1) {
+                text.push_str(&format!("  | {line}\n"));
+            }
+        }
+        if let Some(hint) = self.hint() {
+            text.push_str(&format!("  hint: {hint}\n"));
+        }
+        text
     }
 
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
@@ -329,6 +383,104 @@ mod tests {
                 ("detached_source", 1),
             ]
         );
+    }
+
+    /// One example of every error, for the rendering snapshots.
+    fn one_of_each() -> Vec<Error> {
+        let errors = vec![
+            Error::IsolationUnavailable {
+                message: "/work/src has no commit yet (unborn HEAD)".into(),
+                hint: Some("create an initial commit".into()),
+            },
+            Error::InvalidId {
+                id: "../x".into(),
+                reason: "it must start with a letter or a digit".into(),
+            },
+            Error::SessionNotFound {
+                message: "/work/src has 2 live sessions; name one with -s".into(),
+                candidates: vec!["a".into(), "b".into()],
+            },
+            Error::SessionExists {
+                message: "session \"task\" is bound by another owner (pid 42 on host) that may still be running".into(),
+                hint: Some("use another session id, or act for that owner with --owner-pid 42".into()),
+            },
+            Error::DirtySource {
+                paths: vec!["README.md".into(), "notes.txt".into()],
+                more: 3,
+            },
+            Error::IsolationPathOccupied {
+                path: "/work/.a3s-isolate-task".into(),
+                found: "a symbolic link".into(),
+            },
+            Error::ReadOnlySession { session_id: "ro".into() },
+            Error::CaptureConflict {
+                message: "run \"r1\" of session \"s\" was captured with result tree 1111; it is now 2222".into(),
+            },
+            Error::ChangeSetTooLarge {
+                bytes: 5_000_000,
+                limit: 4_194_304,
+            },
+            Error::ChangeSetInvalid {
+                rule: "digest".into(),
+                field: "patch_digest".into(),
+                detail: "the patch's sha256 is sha256:00".into(),
+            },
+            Error::ChangeSetUnavailable {
+                message: "cannot read cs.json: No such file or directory (os error 2)".into(),
+            },
+            Error::SandboxUnavailable {
+                message: "the kernel does not offer Landlock, so writes cannot be confined".into(),
+            },
+            Error::LockTimeout {
+                holder: "pid 42 on host since 1764500000000 ms (/work/src/.git/a3s-iso.lock)".into(),
+            },
+            Error::GitFailed {
+                failure: GitFailure {
+                    args: vec!["worktree".into(), "add".into()],
+                    exit_code: Some(128),
+                    stderr: "fatal: invalid reference: nope\nhint: more detail\n".into(),
+                },
+            },
+            Error::GitTooOld {
+                found: "2.20.1".into(),
+                required: "2.31".into(),
+            },
+            Error::io(
+                "cannot write /work/state/sessions/a.json",
+                std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            ),
+            Error::internal("a healthy isolation without paths"),
+            Error::Usage {
+                message: "--owner-pid 42 is not a running process on this host".into(),
+            },
+            Error::SessionBusy {
+                session_id: "s".into(),
+                message: "another run holds its lease".into(),
+            },
+            Error::CommandNotFound { program: "nope".into() },
+            Error::CommandNotExecutable {
+                program: "./README.md".into(),
+                reason: "Permission denied (os error 13)".into(),
+            },
+            Error::DetachedSource {
+                source_path: "/work/src".into(),
+            },
+        ];
+        let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();
+        assert_eq!(codes.len(), ErrorCode::ALL.len(), "one example per code");
+        errors
+    }
+
+    #[test]
+    fn every_error_renders_its_code_cause_and_hint() {
+        let rendered: String = one_of_each().iter().map(|e| e.render(false)).collect();
+        insta::assert_snapshot!("error_renderings", rendered);
+        for err in one_of_each() {
+            let json = err.to_json();
+            assert_eq!(json["code"], err.code().as_str());
+            assert!(!err.render(false).contains('\x1b'));
+            assert!(err.render(true).contains("\x1b[31;1m"));
+        }
     }
 
     #[test]

@@ -14,11 +14,11 @@ pub fn completions(shell: Shell, out: &mut dyn Write) {
     clap_complete::generate(shell, &mut Cli::command(), "a3s-iso", out);
 }
 
-const EXIT_STATUS: &str = "0 success (for promote: applied, idempotent, empty, planned); \
-1 error; 2 usage; 3 conflict (promote conflict, capture conflict); 4 unavailable (isolation, \
-sandbox); 5 invalid input (change set, id); 6 busy (lock timeout); 130 interrupted. \
-run exits with its command's status (128+signal for a signal; 125 when a3s-iso fails, 126 not \
-executable, 127 not found).";
+const EXIT_STATUS: &str = "0 success (for promote: applied, idempotent, empty, planned, \
+noted); 1 error; 2 usage; 3 conflict (promote conflict, capture conflict); 4 unavailable \
+(isolation, sandbox); 5 invalid input (change set, id); 6 busy (lock timeout, session busy); \
+130 interrupted. run exits with its command's status (128+signal for a signal, 124 on \
+timeout; 125 when a3s-iso itself fails, 126 not executable, 127 not found).";
 
 const ENVIRONMENT: &[(&str, &str)] = &[
     (

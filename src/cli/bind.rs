@@ -48,6 +48,7 @@ pub struct BindArgs {
 }
 
 pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "binding");
     let outcome = bind(
         ctx,
         &BindOptions {
@@ -60,6 +61,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             carry_wip: args.carry_wip,
         },
     )?;
+    drop(spinner);
     for warning in &outcome.warnings {
         out.warn(warning);
     }

@@ -32,6 +32,7 @@ pub struct CaptureArgs {
 }
 
 pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "capturing");
     let outcome = capture(
         ctx,
         &CaptureOptions {
@@ -40,6 +41,7 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
             release_identity: args.release_identity.clone(),
         },
     )?;
+    drop(spinner);
     if let Some(path) = &args.output {
         write_document(path, &outcome.change_set)?;
     }

@@ -106,35 +106,19 @@ impl Output {
 
     /// Renders an error and returns its exit status.
     pub fn error(&self, err: &Error) -> i32 {
-        let code = err.code();
         if self.json {
-            let mut body = serde_json::json!({
-                "code": code.as_str(),
-                "message": err.to_string(),
-            });
-            if let Some(hint) = err.hint() {
-                body["hint"] = hint.into();
-            }
-            if let Some(git) = err.git_failure() {
-                body["git"] = serde_json::to_value(git).unwrap_or_default();
-            }
-            if let Error::DirtySource { paths, more } = err {
-                body["paths"] = serde_json::json!(paths);
-                body["more_paths"] = serde_json::json!(more);
-            }
-            if let Error::SessionNotFound { candidates, .. } = err {
-                body["candidates"] = serde_json::json!(candidates);
-            }
-            self.document("a3s-iso.error.v1", &serde_json::json!({ "error": body }));
+            self.document(
+                "a3s-iso.error.v1",
+                &serde_json::json!({ "error": err.to_json() }),
+            );
         } else {
-            let label = self.paint_stderr(&format!("error[{}]:", code.as_str()), "31;1");
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "{label} {err}");
-            if let Some(hint) = err.hint() {
-                let _ = writeln!(stderr, "  hint: {hint}");
-            }
+            let _ = write!(
+                std::io::stderr().lock(),
+                "{}",
+                err.render(self.color_stderr)
+            );
         }
-        code.exit_code()
+        err.exit_code()
     }
 }
 

@@ -54,3 +54,45 @@ impl a3s_iso::sweep::Progress for Bar {
         }
     }
 }
+
+/// A spinner for one long step (a checkout, a snapshot of a large tree), shown only when the
+/// step takes longer than a moment.
+pub struct Spinner {
+    bar: Option<ProgressBar>,
+    done: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Spinner {
+    pub fn start(enabled: bool, message: &'static str) -> Spinner {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if !(enabled && std::io::stderr().is_terminal()) {
+            return Spinner { bar: None, done };
+        }
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+            bar.set_style(style);
+        }
+        bar.set_message(message);
+        let (shown, finished) = (bar.clone(), done.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(SHOW_AFTER);
+            if !finished.load(std::sync::atomic::Ordering::SeqCst) {
+                shown.set_draw_target(ProgressDrawTarget::stderr());
+                shown.enable_steady_tick(Duration::from_millis(100));
+            }
+        });
+        Spinner {
+            bar: Some(bar),
+            done,
+        }
+    }
+}
+
+impl Drop for Spinner {
+    fn drop(&mut self) {
+        self.done.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}

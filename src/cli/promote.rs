@@ -43,6 +43,7 @@ pub struct PromoteArgs {
 }
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "promoting");
     let outcome = promote(
         ctx,
         &PromoteOptions {
@@ -57,6 +58,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             note: args.note.clone(),
         },
     )?;
+    drop(spinner);
     for warning in &outcome.warnings {
         out.warn(warning);
     }
@@ -66,7 +68,11 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     }
     let headline = match (outcome.outcome, outcome.reason) {
         ("empty", _) => "empty: the session changed nothing; nothing was applied".to_string(),
-        ("applied", _) => format!("applied {} file(s)", outcome.files_changed),
+        ("applied", _) => format!(
+            "applied: {} file{} changed",
+            outcome.files_changed,
+            if outcome.files_changed == 1 { "" } else { "s" }
+        ),
         ("idempotent", _) => {
             "idempotent: this change set was promoted before; nothing applied".into()
         }

@@ -27,6 +27,127 @@ fn committed_completions_and_man_pages_are_fresh() {
     }
 }
 
+fn have(program: &str) -> bool {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        eprintln!("SKIPPED: {program} is not installed here");
+    }
+    found
+}
+
+fn completion_script(fx: &Fixture, shell: &str, name: &str) -> std::path::PathBuf {
+    let script = fx.root.join(name);
+    let out = fx
+        .cmd_in(&fx.root)
+        .args(["completions", shell])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&script, out.stdout).unwrap();
+    script
+}
+
+#[test]
+fn fish_completion_completes_subcommands() {
+    if !have("fish") {
+        return;
+    }
+    let fx = Fixture::bare_root();
+    let script = completion_script(&fx, "fish", "a3s-iso.fish");
+    let probe = format!("source '{}'; complete -C 'a3s-iso pro'", script.display());
+    let out = Command::new("fish")
+        .args(["--no-config", "-c", &probe])
+        .env("HOME", &fx.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let offered = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        offered.lines().any(|l| l.starts_with("promote")),
+        "{offered}"
+    );
+}
+
+#[test]
+fn zsh_completion_loads() {
+    if !have("zsh") {
+        return;
+    }
+    let fx = Fixture::bare_root();
+    let dir = fx.root.join("zfunc");
+    std::fs::create_dir(&dir).unwrap();
+    let out = fx
+        .cmd_in(&fx.root)
+        .args(["completions", "zsh"])
+        .output()
+        .unwrap();
+    std::fs::write(dir.join("_a3s-iso"), out.stdout).unwrap();
+    let probe = format!(
+        "fpath=('{}' $fpath); autoload -U compinit; compinit -u -d '{}/zcompdump'; autoload -U +X _a3s-iso && (( $+functions[_a3s-iso] )) && print loaded",
+        dir.display(),
+        fx.root.display()
+    );
+    let out = Command::new("zsh")
+        .args(["-f", "-c", &probe])
+        .env("HOME", &fx.home)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "loaded");
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn man_pages_render_without_warnings() {
+    if !have("man") {
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for entry in std::fs::read_dir(repo.join("man")).unwrap() {
+        let page = entry.unwrap().path();
+        let out = Command::new("man")
+            .args(["--warnings", "-l"])
+            .arg(&page)
+            .env("MANWIDTH", "80")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            page.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "{}: {}",
+            page.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("EXIT STATUS") && text.contains("ENVIRONMENT"),
+            "{}",
+            page.display()
+        );
+    }
+}
+
 #[test]
 fn bash_completion_loads_and_completes_subcommands() {
     let fx = Fixture::bare_root();
@@ -38,7 +159,7 @@ fn bash_completion_loads_and_completes_subcommands() {
         .unwrap();
     std::fs::write(&script, out.stdout).unwrap();
     let probe = format!(
-        "source '{}' && COMP_WORDS=(a3s-iso ca) COMP_CWORD=1 && _a3s__iso a3s-iso ca a3s-iso && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "source '{}' && COMP_WORDS=(a3s-iso pro) COMP_CWORD=1 && _a3s__iso a3s-iso pro a3s-iso && printf '%s\\n' \"${{COMPREPLY[@]}}\"",
         script.display()
     );
     let out = Command::new("bash")
@@ -51,5 +172,5 @@ fn bash_completion_loads_and_completes_subcommands() {
         String::from_utf8_lossy(&out.stderr)
     );
     let offered = String::from_utf8(out.stdout).unwrap();
-    assert!(offered.lines().any(|l| l == "capture"), "{offered}");
+    assert!(offered.lines().any(|l| l == "promote"), "{offered}");
 }

@@ -229,3 +229,56 @@ fn describe(path: &Path) -> Option<String> {
         )
     })
 }
+
+/// Output with what differs from run to run replaced: the tempdir, object ids and digests,
+/// generated ids, pids, the host name, times in names.
+pub fn normalize(fx: &Fixture, text: &str) -> String {
+    let text = text
+        .replace(fx.root.to_str().unwrap(), "[ROOT]")
+        .replace(&a3s_iso::owner::hostname(), "[HOST]");
+    let chars: Vec<char> = text.chars().collect();
+    let is_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
+    let mut out = String::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let boundary = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
+        // Generated ids: <letter>-<11 hex>-<8 hex>.
+        if boundary && i + 22 <= chars.len() && chars[i].is_ascii_lowercase() && chars[i + 1] == '-'
+        {
+            let first = chars[i + 2..i + 13].iter().all(|c| is_hex(*c));
+            let second = chars[i + 13] == '-' && chars[i + 14..i + 22].iter().all(|c| is_hex(*c));
+            if first && second {
+                out.push_str("[ID]");
+                i += 22;
+                continue;
+            }
+        }
+        if is_hex(chars[i]) && boundary {
+            let end = (i..chars.len())
+                .find(|&j| !is_hex(chars[j]))
+                .unwrap_or(chars.len());
+            if end - i >= 40 {
+                out.push_str("[HASH]");
+                i = end;
+                continue;
+            }
+        }
+        for (marker, placeholder) in [("pid ", "pid [PID]"), ("retained-", "retained-[MS]")] {
+            let m: Vec<char> = marker.chars().collect();
+            if chars[i..].starts_with(&m)
+                && chars.get(i + m.len()).is_some_and(|c| c.is_ascii_digit())
+            {
+                out.push_str(placeholder);
+                i += m.len();
+                while i < chars.len() && chars[i].is_ascii_digit() {
+                    i += 1;
+                }
+            }
+        }
+        if i < chars.len() {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
+}

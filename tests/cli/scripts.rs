@@ -1,0 +1,101 @@
+//! The scripts a user runs from the README: the demo and the CI step.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::fixture::{BIN, Fixture, isolate};
+
+fn script(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(name)
+}
+
+#[test]
+fn the_demo_runs_the_whole_lifecycle() {
+    let fx = Fixture::bare_root();
+    let mut cmd = Command::new("bash");
+    cmd.arg(script("demo.sh"));
+    isolate(&mut cmd, &fx.home);
+    let out = cmd
+        .env("A3S_ISO_BIN", BIN)
+        .env("TMPDIR", &fx.root)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for expected in [
+        "applied: 2 files changed",
+        "idempotent",
+        "conflict (head_moved)",
+        "would reclaim 1 isolation",
+        "== done",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "missing {expected:?} in:\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
+    let fx = Fixture::new();
+    fx.bind("ci");
+    std::fs::write(fx.isolation("ci").join("README.md"), "agent change\n").unwrap();
+    let doc = fx.root.join("ci.json");
+    let (code, _) = fx.json(&["capture", "-s", "ci", "-o", doc.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let job = |checkout: &Path| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("ci-promote.sh"))
+            .arg(&doc)
+            .arg(checkout)
+            .current_dir(&fx.root);
+        isolate(&mut cmd, &fx.home);
+        cmd.env("A3S_ISO_BIN", BIN)
+            .env("A3S_ISO_ARTIFACTS", fx.root.join("artifacts"))
+            .output()
+            .unwrap()
+    };
+    let clone = fx.root.join("job");
+    fx.git(
+        &fx.root,
+        &[
+            "clone",
+            "-q",
+            fx.src.to_str().unwrap(),
+            clone.to_str().unwrap(),
+        ],
+    );
+    assert!(job(&clone).status.success());
+    assert_eq!(
+        std::fs::read_to_string(clone.join("README.md")).unwrap(),
+        "agent change\n"
+    );
+    assert!(job(&clone).status.success(), "a re-run is idempotent");
+    // Another checkout whose README moved on: the job fails and nothing is applied.
+    let moved = fx.root.join("moved");
+    fx.git(
+        &fx.root,
+        &[
+            "clone",
+            "-q",
+            fx.src.to_str().unwrap(),
+            moved.to_str().unwrap(),
+        ],
+    );
+    std::fs::write(moved.join("README.md"), "someone else's change\n").unwrap();
+    fx.git(&moved, &["commit", "-qam", "moved"]);
+    let out = job(&moved);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("conflicts with this checkout"));
+    assert_eq!(
+        std::fs::read_to_string(moved.join("README.md")).unwrap(),
+        "someone else's change\n"
+    );
+}
