@@ -139,7 +139,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__bind)
-            opts="-s -C -q -h --session --allow-dirty --carry-wip --read-only --base-dir --resume --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --session --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

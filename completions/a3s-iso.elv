@@ -58,6 +58,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --allow-dirty 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
             cand --carry-wip 'Start from the source''s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session''s base, so change sets hold only the session''s own work)'
+            cand --submodules 'Initialise submodules (recursively) in the isolation'
             cand --read-only 'Record a session without an isolation tree; writing commands then refuse it'
             cand --resume 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'

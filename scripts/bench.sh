@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Measures a3s-iso against the raw git plumbing that does the same job, on generated
-# repositories, and prints medians and ratios (a3s-iso / raw). Runs alternate between the two
-# sides so that drift on the machine affects both alike.
+# repositories, and prints medians and ratios (a3s-iso / raw). The two sides alternate run by
+# run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"]
 #
-# Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN.
+#   --quick   1,000 and 10,000 files only (a few minutes on 2 cores)
+#   --runs N  timed runs per side and case (default 5)
+#
+# Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
+# generate repositories and read peak memory).
 set -euo pipefail
 
 runs=5
@@ -15,7 +19,7 @@ while [ $# -gt 0 ]; do
     --quick) sizes="1000 10000" ;;
     --runs) runs="$2"; shift ;;
     --sizes) sizes="$2"; shift ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -23,9 +27,10 @@ done
 
 bin="${A3S_ISO_BIN:-$(command -v a3s-iso || true)}"
 [ -x "$bin" ] || { echo "a3s-iso not found: run 'cargo install --locked --path .' or set A3S_ISO_BIN" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 is needed to generate repositories" >&2; exit 2; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-bench.XXXXXX")
-trap 'chattr -R -i "$work" 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"' EXIT
 
 # git isolated from the machine's configuration, with pinned identities.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME="$work/home" XDG_DATA_HOME="$work/home/share"
@@ -62,59 +67,110 @@ PY
 }
 
 results=()
-row() { results+=("$(printf '%-9s %-34s %10s %10s %7s' "$@")"); }
+row() { results+=("$(printf '%-9s %-38s %11s %10s %7s' "$@")"); }
 
-# measure SIZE NAME OURS RAW PREP: runs PREP before every timed run of each side.
+# measure SIZE NAME OURS RAW PREP: PREP runs (untimed) before every timed run of either side.
 measure() {
   local size=$1 name=$2 ours=$3 raw=$4 prep=$5
   local o=() r=() i t
   for i in $(seq "$runs"); do
     eval "$prep"; t=$(now_ns); eval "$raw" >/dev/null 2>&1; r+=($(( $(now_ns) - t )))
-    eval "$prep"; t=$(now_ns); eval "$ours" >/dev/null; o+=($(( $(now_ns) - t )))
+    eval "$prep"; t=$(now_ns); eval "$ours" >/dev/null 2>&1; o+=($(( $(now_ns) - t )))
   done
   local mo mr
   mo=$(printf '%s\n' "${o[@]}" | median); mr=$(printf '%s\n' "${r[@]}" | median)
   row "$size" "$name" "$(ms "$mo")" "$(ms "$mr")" "$(ratio "$mo" "$mr")"
 }
 
+# peak RSS (KiB) of a command: the largest of its process and the processes it waited for.
+peak_kib() {
+  python3 -c 'import os, subprocess, sys
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+_, _, usage = os.wait4(p.pid, 0)
+print(usage.ru_maxrss)' "$@"
+}
+
+sandbox=()
+largest=""
 for size in $sizes; do
   src="$work/r$size/src"
   echo "generating $size files…" >&2
   generate "$src" "$size"
   cd "$src"
-  n=0
+  largest=$size
+  if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
+    echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
+    sandbox=(--no-sandbox)
+  fi
+  "$bin" discard -q -s probe --purge >/dev/null 2>&1 || true
 
-  # bind vs git worktree add --detach
-  measure "$size" "bind vs worktree add" \
+  echo "bind and discard…" >&2
+  n=0
+  measure "$size" "bind vs worktree add --detach" \
     '"$bin" bind -q -s "b$n"' \
     'git worktree add -q --detach "../raw$n" HEAD' \
     'n=$((n+1))'
-
-  # discard vs git worktree remove --force
   k=0
-  measure "$size" "discard vs worktree remove" \
+  measure "$size" "discard vs worktree remove --force" \
     '"$bin" discard -q -s "b$k"' \
     'git worktree remove --force "../raw$k"' \
     'k=$((k+1))'
-  git worktree prune
 
-  # capture with 10 changed files, against the seeded-index floor and a from-scratch index
+  echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null
   iso="$work/r$size/.a3s-isolate-cap"
   admin=$(git -C "$iso" rev-parse --absolute-git-dir)
   base=$(git rev-parse 'HEAD^{tree}')
   for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$iso/$f"; done
   tmpidx="$work/tmp-index"
-  measure "$size" "capture vs seeded floor" \
+  snap='cp "$admin/index" "$tmpidx" && tree=$(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && GIT_INDEX_FILE="$tmpidx" git write-tree)'
+  measure "$size" "capture (10 files) vs seeded-index floor" \
     '"$bin" capture -q -s cap' \
-    'cp "$admin/index" "$tmpidx" && (cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && t=$(GIT_INDEX_FILE="$tmpidx" git write-tree) && git diff --binary "$base" "$t" >/dev/null)' \
+    "$snap"' && git diff --binary "$base" "$tree" >/dev/null' \
     'rm -f "$tmpidx"'
-  measure "$size" "capture vs from-scratch index" \
+  measure "$size" "capture (10 files) vs from-scratch index" \
     '"$bin" capture -q -s cap' \
-    '(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && t=$(GIT_INDEX_FILE="$tmpidx" git write-tree) && git diff --binary "$base" "$t" >/dev/null)' \
+    'tree=$(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && GIT_INDEX_FILE="$tmpidx" git write-tree) && git diff --binary "$base" "$tree" >/dev/null' \
     'rm -f "$tmpidx"'
+  measure "$size" "run -- true vs two raw snapshots" \
+    '"$bin" run -q -s cap "${sandbox[@]}" -- true' \
+    "$snap && $snap" \
+    'rm -f "$tmpidx"'
+  reset_source='git checkout -q -- . && git clean -fdq && rm -rf .git/a3s-iso/promoted'
+  patch="$work/p.patch"
+  measure "$size" "promote (10 files) vs floor+apply+sha256" \
+    '"$bin" promote -q -s cap' \
+    "$snap"' && git diff --binary "$base" "$tree" > "$patch" && git apply --check "$patch" && git apply "$patch" && sha256sum "$patch"' \
+    "rm -f \"\$tmpidx\"; $reset_source"
+  eval "$reset_source"
+  git worktree prune
 done
 
-printf '%-9s %-34s %10s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
+# sweep --dry-run over 200 isolations of one source (the smallest repository).
+small=${sizes%% *}
+cd "$work/r$small/src"
+echo "binding 200 isolations for sweep…" >&2
+for i in $(seq 200); do "$bin" bind -q -s "many$i" >/dev/null; done
+s=()
+for i in $(seq "$runs"); do t=$(now_ns); "$bin" sweep -q --dry-run >/dev/null; s+=($(( $(now_ns) - t ))); done
+row "$small" "sweep --dry-run, 200 isolations" "$(ms "$(printf '%s\n' "${s[@]}" | median)")" "-" "-"
+
+# peak memory of capture and promote with a patch just under 4 MiB, on the largest repository.
+cd "$work/r$largest/src"
+"$bin" bind -q -s mem >/dev/null
+python3 - "$work/r$largest/.a3s-isolate-mem" <<'PY'
+import os, sys, random
+rng = random.Random(7)
+with open(os.path.join(sys.argv[1], "big.txt"), "w") as f:
+    for i in range(60000):
+        f.write(f"{i:06d} " + "".join(rng.choice("abcdefghij") for _ in range(56)) + "\n")
+PY
+capture_kib=$(peak_kib "$bin" capture -q -s mem)
+promote_kib=$(peak_kib "$bin" promote -q -s mem)
+patch_bytes=$("$bin" capture -s mem --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["patch_bytes"])')
+row "$largest" "peak RSS capture, ${patch_bytes}-byte patch" "$((capture_kib / 1024)) MiB" "-" "-"
+row "$largest" "peak RSS promote, ${patch_bytes}-byte patch" "$((promote_kib / 1024)) MiB" "-" "-"
+
+printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
 printf '%s\n' "${results[@]}"
-echo "medians of $runs alternating runs; $(nproc) cores; $(git --version)"
+echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"

@@ -28,6 +28,8 @@ pub struct BindOptions {
     /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
     /// result restored as uncommitted changes.
     pub resume: bool,
+    /// Initialise the submodules in the isolation.
+    pub submodules: bool,
     /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
     /// untracked changes); that state becomes the session's base.
     pub carry_wip: bool,
@@ -219,12 +221,13 @@ fn create(
     // claim keeps this id (and this path) ours until the session is published.
     drop(lock);
 
-    let built = build(ctx, located, &path, &record.bound_revision).and_then(|admin_dir| {
-        if let Some(state) = &restore_state {
-            restore(ctx, &path, &admin_dir, state)?;
-        }
-        Ok(admin_dir)
-    });
+    let built =
+        build(ctx, located, &path, &record.bound_revision, opts.submodules).and_then(|admin_dir| {
+            if let Some(state) = &restore_state {
+                restore(ctx, &path, &admin_dir, state)?;
+            }
+            Ok(admin_dir)
+        });
     let lock = ctx.lock(&located.repo)?;
     match built {
         Ok(admin_dir) => {
@@ -440,8 +443,16 @@ fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
     })
 }
 
-/// Checks the bound revision out into a new detached worktree at `path`; returns its admin dir.
-fn build(ctx: &Context, located: &Located, path: &Path, revision: &str) -> Result<PathBuf> {
+/// Checks the bound revision out into a new detached worktree at `path` (with its submodules
+/// initialised, if asked); returns its admin dir. The tree is built in place, never renamed
+/// afterwards, so submodule links stay valid.
+fn build(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    revision: &str,
+    submodules: bool,
+) -> Result<PathBuf> {
     ctx.git
         .at(&located.repo.toplevel)
         // Parallel checkout: as many workers as cores.
@@ -456,7 +467,22 @@ fn build(ctx: &Context, located: &Located, path: &Path, revision: &str) -> Resul
         .arg(path)
         .arg(revision)
         .run()?;
-    isolation::read_admin_dir(&located.repo, path)
+    let admin = isolation::read_admin_dir(&located.repo, path)?;
+    if submodules {
+        ctx.git
+            .worktree(&admin, path)
+            .args([
+                "-c",
+                "checkout.workers=0",
+                "submodule",
+                "update",
+                "--init",
+                "--recursive",
+                "--quiet",
+            ])
+            .run()?;
+    }
+    Ok(admin)
 }
 
 /// Makes the session visible: base ref, record, registry. Called under the repository lock.

@@ -45,9 +45,15 @@ impl Context {
     pub fn locate(&self) -> Result<Located> {
         let repo = Repo::discover(&self.git, &self.start_dir)?;
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
-        let inside = store.sessions()?.into_iter().flatten().find(|s| {
-            s.state != SessionState::Discarded && s.worktree.as_deref() == Some(&repo.toplevel)
-        });
+        // Only a linked worktree (a `.git` file, not a directory) can be an isolation: in the
+        // main checkout the records need not be read at all.
+        let inside = if repo.toplevel.join(".git").is_file() {
+            store.sessions()?.into_iter().flatten().find(|s| {
+                s.state != SessionState::Discarded && s.worktree.as_deref() == Some(&repo.toplevel)
+            })
+        } else {
+            None
+        };
         let repo = match &inside {
             Some(session) => Repo {
                 toplevel: session.source.clone(),

@@ -10,7 +10,7 @@ use crate::changeset::{self, tree_id};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{now_ms, write_atomic, write_json_atomic};
-use crate::snapshot::{self, Worktree, digest_bytes};
+use crate::snapshot::{self, Worktree};
 use crate::state::{JournalEntry, SessionRecord};
 
 /// Test-only: `A3S_ISO_TEST_FAULT=promote-after-apply` kills the process between `git apply`
@@ -275,17 +275,20 @@ pub fn apply_candidate(
     // The source's uncommitted work must not meet the patch: any touched path whose current
     // state differs from the change set's base is a conflict, even where git could merge it.
     let touched = touched_paths(ctx, &source, &patch_file)?;
-    let base = candidate
-        .base_tree
-        .clone()
-        .unwrap_or_else(|| head.clone().unwrap_or_default());
-    let overlap = crate::wip::changed_since(
-        &ctx.git,
-        &source,
-        &base,
-        &touched,
-        &located.store.scratch_dir(),
-    )?;
+    let overlap = match &candidate.base_tree {
+        // The base is a carried WIP snapshot: compare the checkout with it.
+        Some(base) if candidate.session.as_ref().is_some_and(|s| s.carried_wip) => {
+            crate::wip::changed_since(
+                &ctx.git,
+                &source,
+                base,
+                &touched,
+                &located.store.scratch_dir(),
+            )?
+        }
+        // The base is HEAD's tree: anything uncommitted at a touched path collides.
+        _ => uncommitted_among(ctx, &source, &touched)?,
+    };
     if !overlap.is_empty() {
         out.outcome = "conflict";
         out.reason = Some("patch_does_not_apply");
@@ -378,7 +381,27 @@ fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<
         .collect())
 }
 
-/// The digest of patch bytes (shared with branch mode).
-pub fn digest_of(patch: &[u8]) -> String {
-    digest_bytes(patch)
+/// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
+fn uncommitted_among(ctx: &Context, source: &Path, paths: &[String]) -> Result<Vec<String>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = ctx
+        .git
+        .at(source)
+        .args([
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+        ])
+        .args(paths)
+        .run()?;
+    Ok(crate::git::split_nul(&out)
+        .filter(|record| record.len() > 3)
+        .map(|record| String::from_utf8_lossy(&record[3..]).into_owned())
+        .collect())
 }

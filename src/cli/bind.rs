@@ -29,6 +29,10 @@ pub struct BindArgs {
     #[arg(long, conflicts_with_all = ["allow_dirty", "read_only", "resume"])]
     pub carry_wip: bool,
 
+    /// Initialise submodules (recursively) in the isolation
+    #[arg(long, conflicts_with = "read_only")]
+    pub submodules: bool,
+
     /// Record a session without an isolation tree; writing commands then refuse it
     #[arg(long)]
     pub read_only: bool,
@@ -59,6 +63,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             owner_pid: args.owner_pid,
             resume: args.resume,
             carry_wip: args.carry_wip,
+            submodules: args.submodules,
         },
     )?;
     drop(spinner);

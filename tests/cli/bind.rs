@@ -510,3 +510,50 @@ fn a_bind_killed_during_checkout_leaves_nothing_bound_and_can_be_redone() {
     assert_eq!(fx.git(&iso, &["status", "--porcelain"]), "");
     assert_eq!(fx.worktrees().len(), 2);
 }
+
+#[test]
+fn submodules_are_initialised_when_asked() {
+    let fx = Fixture::new();
+    let lib = fx.root.join("work/lib");
+    std::fs::create_dir(&lib).unwrap();
+    fx.git(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    fx.git(&lib, &["add", "-A"]);
+    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    // Local submodules need the file transport allowed (git refuses it by default).
+    let allow_file = |cmd: &mut Command| {
+        cmd.env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
+            .env("GIT_CONFIG_VALUE_0", "always");
+    };
+    let mut add = Command::new("git");
+    add.current_dir(&fx.src).args([
+        "submodule",
+        "add",
+        "-q",
+        lib.to_str().unwrap(),
+        "vendor/lib",
+    ]);
+    crate::fixture::isolate(&mut add, &fx.home);
+    allow_file(&mut add);
+    assert!(add.status().unwrap().success());
+    fx.commit_all("add a submodule");
+
+    let mut bind = fx.cmd();
+    bind.args(["--json", "bind", "-s", "sub", "--submodules"]);
+    allow_file(&mut bind);
+    let (code, doc) = json_of(bind.output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("sub");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("vendor/lib/lib.txt")).unwrap(),
+        "library\n"
+    );
+    // Without the flag the submodule stays uninitialised (an empty directory).
+    fx.bind("plain");
+    assert!(!fx.isolation("plain").join("vendor/lib/lib.txt").exists());
+    // Discard removes a tree with an initialised submodule.
+    let (code, doc) = fx.json(&["discard", "-s", "sub"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!iso.exists());
+}
