@@ -427,3 +427,29 @@ fn capture_refuses_sessions_without_an_isolation() {
     let (code, doc) = fx.json(&["verify", missing.to_str().unwrap()]);
     assert_eq!((code, error_code(&doc)), (1, "change_set_unavailable"));
 }
+
+#[test]
+fn a_split_index_falls_back_to_read_tree_and_stays_untouched() {
+    let fx = Fixture::new();
+    fx.bind("split");
+    let iso = fx.isolation("split");
+    fx.git(&iso, &["update-index", "--split-index"]);
+    let admin = std::path::PathBuf::from(fx.git(&iso, &["rev-parse", "--absolute-git-dir"]));
+    assert!(
+        std::fs::read_dir(&admin)
+            .unwrap()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("sharedindex.")),
+        "git made no shared index"
+    );
+    std::fs::write(iso.join("README.md"), "split\n").unwrap();
+    let index_before = std::fs::read(admin.join("index")).unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "split"]);
+    assert_eq!(code, 0, "{doc}");
+    let patch = String::from_utf8(decode_patch(&doc)).unwrap();
+    assert!(
+        patch.contains("+split") && patch.matches("diff --git").count() == 1,
+        "{patch}"
+    );
+    assert_eq!(std::fs::read(admin.join("index")).unwrap(), index_before);
+}
