@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
 use crate::git::{Git, split_nul};
 use crate::promote::{Mode, PromoteOptions, PromoteOutcome};
-use crate::snapshot::{self, TempFile, Worktree};
+use crate::snapshot::{self, TempFile};
 use crate::state::{JournalEntry, SessionRecord};
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,7 +60,7 @@ pub fn promote_branch(
     session: SessionRecord,
     _opts: &PromoteOptions,
 ) -> Result<PromoteOutcome> {
-    let (tree, admin) = writable_isolation(&session)?;
+    let isolation = writable_isolation(&session)?;
     let source = session.source.clone();
     let git = &ctx.git;
     let _lock = ctx.lock(&located.repo)?;
@@ -68,14 +68,7 @@ pub fn promote_branch(
     out.session_id = Some(session.session_id.clone());
     out.bound_revision = Some(session.bound_revision.clone());
 
-    let snap = snapshot::snapshot(
-        git,
-        &Worktree {
-            tree: &tree,
-            admin_dir: &admin,
-        },
-        &located.store.scratch_dir(),
-    )?;
+    let snap = isolation.snapshot(ctx, located)?;
     out.nested_repositories = snap.nested.clone();
     let patch = snapshot::patch(
         git,
@@ -111,7 +104,7 @@ pub fn promote_branch(
     // The chain to replay, WIP filtered out, kept on the retained branch.
     let wip = WipFilter::new(git, &source, &session, &located.store.scratch_dir())?;
     let isolation_head = git
-        .worktree(&admin, &tree)
+        .worktree(&isolation.admin, &isolation.tree)
         .args(["rev-parse", "HEAD"])
         .run_text()?;
     let originals = git

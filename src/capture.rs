@@ -58,35 +58,23 @@ pub fn release_identity(given: Option<&str>) -> Result<String> {
 }
 
 pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
-    if let Some(run_id) = &opts.run_id {
-        crate::ids::validate(run_id)?;
-    }
-    let identity = release_identity(opts.release_identity.as_deref())?;
-    let located = ctx.locate()?;
-    let record = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    let (tree, admin) = writable_isolation(&record)?;
-    let run_id = opts
-        .run_id
-        .clone()
-        .unwrap_or_else(|| crate::ids::generate("r"));
-    let snap = snapshot::snapshot(
-        &ctx.git,
-        &Worktree {
-            tree: &tree,
-            admin_dir: &admin,
-        },
-        &located.store.scratch_dir(),
+    let target = Target::prepare(
+        ctx,
+        opts.session_id.as_deref(),
+        opts.run_id.as_deref(),
+        opts.release_identity.as_deref(),
     )?;
+    let snap = target.isolation.snapshot(ctx, &target.located)?;
     record_evidence(
         ctx,
-        &located,
+        &target.located,
         &Evidence {
-            session_id: &record.session_id,
-            run_id: &run_id,
+            session_id: &target.record.session_id,
+            run_id: &target.run_id,
             state: "completed",
-            base_tree: &record.base_tree,
+            base_tree: &target.record.base_tree,
             result_tree: &snap.tree,
-            release_identity: &identity,
+            release_identity: &target.identity,
         },
     )
     .map(|mut outcome| {
@@ -95,8 +83,64 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     })
 }
 
+/// What `capture` and `run` start from: the session, its isolation, the run id (given or
+/// generated) and the release identity, all checked.
+pub struct Target {
+    pub located: Located,
+    pub record: SessionRecord,
+    pub isolation: Isolation,
+    pub run_id: String,
+    pub identity: String,
+}
+
+impl Target {
+    pub fn prepare(
+        ctx: &Context,
+        session_id: Option<&str>,
+        run_id: Option<&str>,
+        release: Option<&str>,
+    ) -> Result<Target> {
+        if let Some(run_id) = run_id {
+            crate::ids::validate(run_id)?;
+        }
+        let identity = release_identity(release)?;
+        let located = ctx.locate()?;
+        let record = ctx.resolve_session(&located, session_id)?;
+        let isolation = writable_isolation(&record)?;
+        Ok(Target {
+            located,
+            record,
+            isolation,
+            run_id: run_id
+                .map(str::to_string)
+                .unwrap_or_else(|| crate::ids::generate("r")),
+            identity,
+        })
+    }
+}
+
+/// A session's isolation, located through its record (never through its `.git` file).
+#[derive(Debug, Clone)]
+pub struct Isolation {
+    pub tree: PathBuf,
+    pub admin: PathBuf,
+}
+
+impl Isolation {
+    pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
+        snapshot::snapshot(
+            &ctx.git,
+            &Worktree {
+                tree: &self.tree,
+                admin_dir: &self.admin,
+            },
+            &located.store.scratch_dir(),
+        )
+    }
+}
+
 /// The isolation of a session that can be written and captured.
-pub fn writable_isolation(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
+pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
             session_id: record.session_id.clone(),
@@ -116,7 +160,10 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> 
         });
     }
     match (&record.worktree, &record.admin_dir) {
-        (Some(tree), Some(admin)) => Ok((tree.clone(), admin.clone())),
+        (Some(tree), Some(admin)) => Ok(Isolation {
+            tree: tree.clone(),
+            admin: admin.clone(),
+        }),
         _ => Err(Error::internal("a healthy isolation without paths")),
     }
 }
@@ -232,7 +279,7 @@ fn replay(
     if pinned != ev.result_tree {
         return Err(conflict(&pinned));
     }
-    let files_changed = count_sections(&verified.patch);
+    let files_changed = snapshot::count_files(&verified.patch);
     Ok(Some(CaptureOutcome {
         change_set: verified.change_set,
         result_ref: reference.to_string(),
@@ -240,12 +287,6 @@ fn replay(
         replayed: true,
         nested_repositories: Vec::new(),
     }))
-}
-
-fn count_sections(patch: &[u8]) -> u64 {
-    let mut count = u64::from(patch.starts_with(b"diff --git "));
-    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
-    count
 }
 
 fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) -> Result<()> {

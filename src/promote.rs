@@ -10,7 +10,7 @@ use crate::changeset::{self, tree_id};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{now_ms, write_atomic, write_json_atomic};
-use crate::snapshot::{self, Worktree};
+use crate::snapshot;
 use crate::state::{JournalEntry, SessionRecord};
 
 /// Test-only: `A3S_ISO_TEST_FAULT=promote-after-apply` kills the process between `git apply`
@@ -161,15 +161,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
 
 /// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
 fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
-    let (tree, admin) = crate::capture::writable_isolation(&session)?;
-    let snap = snapshot::snapshot(
-        &ctx.git,
-        &Worktree {
-            tree: &tree,
-            admin_dir: &admin,
-        },
-        &located.store.scratch_dir(),
-    )?;
+    let snap = crate::capture::writable_isolation(&session)?.snapshot(ctx, located)?;
     let patch = snapshot::patch(
         &ctx.git,
         &located.repo.toplevel,
@@ -202,7 +194,7 @@ pub fn apply_candidate(
     let mut out = PromoteOutcome::new("empty", Mode::Patch);
     out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
     out.patch_bytes = candidate.patch.len() as u64;
-    out.files_changed = count_files(&candidate.patch);
+    out.files_changed = snapshot::count_files(&candidate.patch);
     out.nested_repositories = candidate.nested.clone();
     out.warnings.extend(candidate.nested.iter().map(|p| {
         format!("nested repository {p} is not part of the change set; promote it on its own")
@@ -356,12 +348,6 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
         mode: opts.mode.as_str().into(),
     })?;
     Ok(out)
-}
-
-fn count_files(patch: &[u8]) -> u64 {
-    let mut count = u64::from(patch.starts_with(b"diff --git "));
-    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
-    count
 }
 
 /// The paths a patch touches, as git apply reads them.

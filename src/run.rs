@@ -10,13 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::capture::{Evidence, record_evidence, release_identity, run_ref, writable_isolation};
+use crate::capture::{Evidence, Target, record_evidence, run_ref};
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::lock::FileLock;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
-use crate::snapshot::{self, Worktree};
 use crate::state::SessionRecord;
 
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
@@ -111,17 +110,18 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
             message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
         });
     }
-    if let Some(run_id) = &opts.run_id {
-        crate::ids::validate(run_id)?;
-    }
-    let identity = release_identity(opts.release_identity.as_deref())?;
-    let located = ctx.locate()?;
-    let record = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    let (tree, admin) = writable_isolation(&record)?;
-    let run_id = opts
-        .run_id
-        .clone()
-        .unwrap_or_else(|| crate::ids::generate("r"));
+    let Target {
+        located,
+        record,
+        isolation,
+        run_id,
+        identity,
+    } = Target::prepare(
+        ctx,
+        opts.session_id.as_deref(),
+        opts.run_id.as_deref(),
+        opts.release_identity.as_deref(),
+    )?;
     if located
         .store
         .load_run_doc(&record.session_id, &run_id)?
@@ -150,7 +150,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
             let common_objects = located.repo.common_dir.join("objects");
             let spec = SandboxSpec::for_run(
                 !request.allow_network,
-                &[&tree, &admin, &common_objects, private_tmp.path()],
+                &[
+                    &isolation.tree,
+                    &isolation.admin,
+                    &common_objects,
+                    private_tmp.path(),
+                ],
                 &request.allow_write,
             );
             sandbox::probe(&spec)?;
@@ -158,13 +163,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         }
     };
 
-    let wt = Worktree {
-        tree: &tree,
-        admin_dir: &admin,
-    };
-    let base_tree = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?.tree;
+    let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let signals = Signals::register()?;
-    let workdir = counterpart(ctx, &located, &record, &tree);
+    let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let ended = execute(
         opts,
         &record,
@@ -175,7 +176,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         &signals,
     )?;
 
-    let result = snapshot::snapshot(&ctx.git, &wt, &located.store.scratch_dir())?;
+    let result = isolation.snapshot(ctx, &located)?;
     let result_tree = result.tree;
     let state = ended.state();
     let mut warnings: Vec<String> = result

@@ -235,6 +235,13 @@ fn digest_file(path: &Path) -> Result<(u64, String, u64)> {
     ))
 }
 
+/// How many files a patch touches (its `diff --git` sections).
+pub fn count_files(patch: &[u8]) -> u64 {
+    let mut count = u64::from(patch.starts_with(b"diff --git "));
+    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
+    count
+}
+
 /// `sha256:<hex>` of bytes in memory.
 pub fn digest_bytes(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
