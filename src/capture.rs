@@ -39,11 +39,7 @@ pub fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
         None => Ok(changeset::default_release_identity()),
         Some(value) => {
-            let ok = value.strip_prefix("sha256:").is_some_and(|h| {
-                h.len() == 64
-                    && h.bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            });
+            let ok = crate::changeset::is_sha256_digest(value);
             if ok {
                 Ok(value.to_string())
             } else {

@@ -182,11 +182,17 @@ fn is_lower_hex(text: &str, lengths: &[usize]) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
+/// `sha256:` followed by 64 lowercase hex digits.
+pub fn is_sha256_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:")
+        .is_some_and(|hex| is_lower_hex(hex, &[64]))
+}
+
 fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
     let value = string(object, key, field)?;
-    match value.strip_prefix("sha256:") {
-        Some(hex) if is_lower_hex(hex, &[64]) => Ok(()),
-        _ => Err(invalid(
+    match is_sha256_digest(value) {
+        true => Ok(()),
+        false => Err(invalid(
             "sha256_format",
             field,
             "must be sha256: and 64 lowercase hex digits",

@@ -107,11 +107,7 @@ pub struct Candidate {
 }
 
 fn check_digest_format(digest: &str) -> Result<()> {
-    let ok = digest.strip_prefix("sha256:").is_some_and(|h| {
-        h.len() == 64
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    });
+    let ok = crate::changeset::is_sha256_digest(digest);
     if ok {
         Ok(())
     } else {
