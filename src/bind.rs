@@ -203,6 +203,11 @@ fn create(
 
     if record.read_only {
         publish(ctx, located, &record)?;
+        if let Err(err) = register(located) {
+            warnings.push(format!(
+                "the source could not be added to the user registry: {err}"
+            ));
+        }
         drop(lock);
         return Ok(BindOutcome::from_record(&record, false, warnings));
     }
@@ -235,8 +240,17 @@ fn create(
             record.admin_dir = Some(admin_dir);
             record.state = SessionState::Bound;
             record.updated_at_ms = now_ms();
-            publish(ctx, located, &record)?;
+            if let Err(err) = publish(ctx, located, &record) {
+                // Not published: the tree goes, as if the bind had never started.
+                let _ = clear_dead_claim(ctx, located, &claim);
+                return Err(err);
+            }
             located.store.remove_claim(&session_id)?;
+            if let Err(err) = register(located) {
+                warnings.push(format!(
+                    "the source could not be added to the user registry: {err}"
+                ));
+            }
         }
         Err(err) => {
             let _ = clear_dead_claim(ctx, located, &claim);
@@ -485,7 +499,7 @@ fn build(
     Ok(admin)
 }
 
-/// Makes the session visible: base ref, record, registry. Called under the repository lock.
+/// Makes the session visible: base ref, then record. Called under the repository lock.
 fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
     ctx.git
         .at(&located.repo.toplevel)
@@ -495,7 +509,11 @@ fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<(
             &record.bound_revision,
         ])
         .run()?;
-    located.store.save_session(record)?;
+    located.store.save_session(record)
+}
+
+/// Adds the source to the user-level registry (for `list --all` and `sweep --all`).
+fn register(located: &Located) -> Result<()> {
     register_source(&RegistryEntry {
         source: located.repo.toplevel.clone(),
         common_dir: located.repo.common_dir.clone(),

@@ -142,6 +142,9 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
             session_id: record.session_id.clone(),
         });
     }
+    if record.state != SessionState::Discarded {
+        crate::isolation::repair_links(record)?;
+    }
     if record.state == SessionState::Discarded || !crate::isolation::is_healthy(record) {
         return Err(Error::ChangeSetUnavailable {
             message: format!(

@@ -29,6 +29,7 @@ pub struct DiscardOutcome {
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    crate::run::refuse_if_running(&located, &session.session_id)?;
     let _lock = ctx.lock(&located.repo)?;
     let mut record = located
         .store

@@ -42,6 +42,36 @@ fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
         .unwrap_or(false)
 }
 
+/// Puts back the admin dir's links (`gitdir`, `commondir`) if the isolation's user rewrote
+/// them: a3s-iso's own git calls go through the admin dir and must reach this repository.
+pub fn repair_links(record: &SessionRecord) -> Result<()> {
+    let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
+        return Ok(());
+    };
+    if !admin.is_dir()
+        || !fs::symlink_metadata(tree)
+            .map(|m| m.is_dir())
+            .unwrap_or(false)
+    {
+        return Ok(());
+    }
+    let gitdir = format!("{}\n", tree.join(".git").display());
+    if fs::read_to_string(admin.join("gitdir")).ok().as_deref() != Some(gitdir.as_str()) {
+        crate::fsutil::write_atomic(&admin.join("gitdir"), gitdir.as_bytes())?;
+    }
+    let points_home = fs::read_to_string(admin.join("commondir"))
+        .ok()
+        .map(|text| admin.join(text.trim_end()))
+        .and_then(|dir| fs::canonicalize(dir).ok())
+        .zip(fs::canonicalize(&record.common_dir).ok())
+        .is_some_and(|(found, expected)| found == expected);
+    if !points_home {
+        // Admin dirs live in <common>/worktrees/<name>: the common dir is two levels up.
+        crate::fsutil::write_atomic(&admin.join("commondir"), b"../..\n")?;
+    }
+    Ok(())
+}
+
 /// A healthy isolation: a real directory (not a symlink) registered with the source's repository
 /// through the recorded admin dir.
 pub fn is_healthy(record: &SessionRecord) -> bool {

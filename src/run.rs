@@ -80,6 +80,17 @@ pub fn lease_path(located: &Located, session_id: &str) -> PathBuf {
         .join(format!("{session_id}.lock"))
 }
 
+/// Refuses to change a session's isolation under a running command.
+pub fn refuse_if_running(located: &Located, session_id: &str) -> Result<()> {
+    if FileLock::is_held(&lease_path(located, session_id))? {
+        return Err(Error::SessionBusy {
+            session_id: session_id.to_string(),
+            message: "a run is in progress in its isolation".into(),
+        });
+    }
+    Ok(())
+}
+
 struct Signals {
     flags: Vec<(i32, Arc<AtomicBool>)>,
 }

@@ -557,3 +557,58 @@ fn submodules_are_initialised_when_asked() {
     assert_eq!(code, 0, "{doc}");
     assert!(!iso.exists());
 }
+
+#[test]
+fn an_unwritable_state_dir_is_an_io_error_and_builds_nothing() {
+    let fx = Fixture::new();
+    let blocker = fx.root.join("a-file");
+    std::fs::write(&blocker, "not a directory\n").unwrap();
+    let state = blocker.join("state");
+    let before = listing(&fx.root.join("work"));
+    let (code, doc) = fx.json(&["--state-dir", state.to_str().unwrap(), "bind", "-s", "io"]);
+    assert_eq!((code, error_code(&doc)), (1, "io"), "{doc}");
+    let mut after = listing(&fx.root.join("work"));
+    after.remove("src/.git/a3s-iso.lock");
+    assert_eq!(after, before, "nothing built");
+    assert_eq!(fx.worktrees().len(), 1);
+}
+
+#[test]
+fn a_failing_git_is_reported_with_its_args_and_stderr() {
+    let fx = Fixture::new();
+    // A git that works, except that it cannot add worktrees.
+    let wrapper = fx.root.join("git-wrapper");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = worktree ] && { echo 'fatal: simulated failure' >&2; exit 128; }; done\nexec git \"$@\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let (code, doc) = fx.json(&["--git", wrapper.to_str().unwrap(), "bind", "-s", "gf"]);
+    assert_eq!((code, error_code(&doc)), (1, "git_failed"), "{doc}");
+    let git = &doc["error"]["git"];
+    assert_eq!(git["exit_code"], 128);
+    assert!(
+        git["stderr"]
+            .as_str()
+            .unwrap()
+            .contains("simulated failure")
+    );
+    assert!(
+        git["args"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "worktree")
+    );
+    assert!(!fx.isolation("gf").exists());
+    assert!(!fx.src.join(".git/a3s-iso/sessions/gf.json").exists());
+    assert!(
+        !fx.src.join(".git/a3s-iso/claims/gf.json").exists(),
+        "the claim is released"
+    );
+}

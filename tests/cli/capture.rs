@@ -453,3 +453,37 @@ fn a_split_index_falls_back_to_read_tree_and_stays_untouched() {
     );
     assert_eq!(std::fs::read(admin.join("index")).unwrap(), index_before);
 }
+
+#[test]
+fn rewritten_admin_links_are_put_back_before_a_capture() {
+    let fx = Fixture::new();
+    let other = fx.root.join("work/other");
+    std::fs::create_dir(&other).unwrap();
+    fx.git(&other, &["init", "-q"]);
+    fx.bind("links");
+    let iso = fx.isolation("links");
+    let admin = std::path::PathBuf::from(fx.git(&iso, &["rev-parse", "--absolute-git-dir"]));
+    std::fs::write(
+        admin.join("commondir"),
+        format!("{}\n", other.join(".git").display()),
+    )
+    .unwrap();
+    std::fs::write(admin.join("gitdir"), "/nowhere/.git\n").unwrap();
+    std::fs::write(iso.join("work.txt"), "work\n").unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "links", "--run-id", "r"]);
+    assert_eq!(code, 0, "{doc}");
+    let result = tree(&doc, "result_tree");
+    assert_eq!(
+        fx.git(&fx.src, &["cat-file", "-t", &result]),
+        "tree",
+        "the objects landed in this repository"
+    );
+    assert_eq!(
+        fx.git(&other, &["count-objects"]).split_whitespace().next(),
+        Some("0")
+    );
+    assert_eq!(
+        std::fs::read_to_string(admin.join("commondir")).unwrap(),
+        "../..\n"
+    );
+}

@@ -12,4 +12,5 @@ mod promote;
 mod run;
 mod sandbox;
 mod scripts;
+mod state_machine;
 mod sweep;

@@ -370,3 +370,41 @@ fn a_second_concurrent_run_of_a_session_is_refused() {
     assert_eq!(error_code(&doc), "session_busy");
     assert!(!iso.join("second").exists());
 }
+
+#[test]
+fn discard_and_retain_wait_for_a_running_command() {
+    let fx = Fixture::new();
+    fx.bind("hold");
+    let iso = fx.isolation("hold");
+    let mut running = fx
+        .cmd()
+        .args(run_args(
+            "hold",
+            &["--", "sh", "-c", "touch started; sleep 30"],
+        ))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&iso.join("started"));
+    let (discard_code, discarded) = fx.json(&["discard", "-s", "hold"]);
+    let (retain_code, retained) = fx.json(&["retain", "-s", "hold", "--reason", "x"]);
+    Command::new("kill")
+        .args(["-TERM", &running.id().to_string()])
+        .status()
+        .unwrap();
+    running.wait().unwrap();
+    assert_eq!(
+        (discard_code, error_code(&discarded)),
+        (6, "session_busy"),
+        "{discarded}"
+    );
+    assert_eq!(
+        (retain_code, error_code(&retained)),
+        (6, "session_busy"),
+        "{retained}"
+    );
+    assert!(iso.join("started").exists(), "the isolation is untouched");
+    let (code, doc) = fx.json(&["discard", "-s", "hold"]);
+    assert_eq!(code, 0, "{doc}");
+}
