@@ -97,10 +97,6 @@ impl ChangeSet {
         bytes.push(b'\n');
         Ok(bytes)
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.patch_bytes == 0
-    }
 }
 
 /// A document that passed every rule, with its decoded patch.

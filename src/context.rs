@@ -1,7 +1,7 @@
 //! What every command starts from: git, the directory it was called in, the state store, the
 //! repository lock, and which session it is about.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -115,9 +115,4 @@ impl Context {
             }),
         }
     }
-}
-
-/// Where the caller's directory lies inside the source, for finding its counterpart.
-pub fn relative_to(path: &Path, base: &Path) -> Option<PathBuf> {
-    path.strip_prefix(base).ok().map(Path::to_path_buf)
 }

@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
@@ -16,7 +16,6 @@ use crate::owner::hostname;
 #[derive(Debug)]
 pub struct FileLock {
     file: File,
-    path: PathBuf,
 }
 
 impl FileLock {
@@ -48,10 +47,7 @@ impl FileLock {
         let mut pause = Duration::from_millis(2);
         loop {
             if Self::try_lock(&file)? {
-                let mut lock = FileLock {
-                    file,
-                    path: path.to_path_buf(),
-                };
+                let mut lock = FileLock { file };
                 lock.record_holder();
                 return Ok(lock);
             }
@@ -77,10 +73,7 @@ impl FileLock {
     pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         if Self::try_lock(&file)? {
-            let mut lock = FileLock {
-                file,
-                path: path.to_path_buf(),
-            };
+            let mut lock = FileLock { file };
             lock.record_holder();
             Ok(Some(lock))
         } else {
@@ -114,10 +107,6 @@ impl FileLock {
         let _ = self.file.set_len(0);
         let _ = self.file.seek(SeekFrom::Start(0));
         let _ = self.file.write_all(line.as_bytes());
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 }
 

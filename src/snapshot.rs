@@ -246,11 +246,3 @@ pub fn count_files(patch: &[u8]) -> u64 {
 pub fn digest_bytes(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
-
-/// The tree a revision (or tree) names.
-pub fn tree_of(git: &Git, repo_dir: &Path, rev: &str) -> Result<String> {
-    git.at(repo_dir)
-        .args(["rev-parse", "--verify", "-q", &format!("{rev}^{{tree}}")])
-        .run_text()
-        .map_err(|_| Error::internal(format!("{rev} does not name a tree")))
-}

@@ -209,17 +209,6 @@ impl Store {
         write_json_atomic(&self.journal_file(&entry.digest), entry)
     }
 
-    /// Every digest in the journal.
-    pub fn journal(&self) -> Result<Vec<JournalEntry>> {
-        let mut out = Vec::new();
-        for hex in self.ids_in("promoted")? {
-            if let Some(entry) = self.journal_entry(&hex)? {
-                out.push(entry);
-            }
-        }
-        Ok(out)
-    }
-
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")
