@@ -458,7 +458,20 @@ fn identify(
             };
         }
         RecordStatus::Unreadable(detail) => return Found::Unreadable { id, detail },
-        RecordStatus::Found(_) | RecordStatus::Missing => {}
+        RecordStatus::Found(record) => {
+            // Named like a session whose isolation is elsewhere (or discarded): not this one's.
+            return Found::Stranger {
+                detail: format!(
+                    "named like session {id:?}, whose record points elsewhere ({})",
+                    record
+                        .worktree
+                        .as_deref()
+                        .map(|p| p.display().to_string())
+                        .unwrap_or_else(|| "no isolation".into())
+                ),
+            };
+        }
+        RecordStatus::Missing => {}
     }
     if let Some(admin) = admins.get(&path.join(".git")) {
         return Found::Unrecorded {

@@ -407,3 +407,39 @@ fn sweep_all_reports_sources_that_are_gone() {
     );
     assert_eq!(paths(&doc, "reclaimed"), [".a3s-isolate-x"]);
 }
+
+#[test]
+fn a_lookalike_of_a_recorded_session_is_never_reclaimed_in_its_name() {
+    let fx = Fixture::new();
+    let elsewhere = fx.root.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let (code, doc) = fx.json(&[
+        "bind",
+        "-s",
+        "twin",
+        "--base-dir",
+        elsewhere.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    // A registered worktree next to the source, named like that session.
+    let lookalike = fx.isolation("twin");
+    fx.git(
+        &fx.src,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            lookalike.to_str().unwrap(),
+        ],
+    );
+    make_old(&lookalike);
+    let (code, doc) = fx.json(&["sweep", "--grace", "0s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc["reclaimed"].as_array().unwrap().is_empty(), "{doc}");
+    assert!(lookalike.exists());
+    assert!(elsewhere.join(".a3s-isolate-twin").exists());
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["state"], "bound");
+    fx.git(&fx.src, &["rev-parse", "refs/a3s-iso/sessions/twin/base"]);
+}
