@@ -268,3 +268,61 @@ fn without_landlock_run_fails_closed_unless_no_sandbox() {
     assert_eq!(doc["sandbox"]["network"], "allowed");
     assert_eq!(doc["sandbox"]["filesystem"], "unconfined");
 }
+
+/// The unprivileged path: a user namespace gives the caller its own network namespace.
+#[test]
+fn the_sandbox_works_for_an_unprivileged_user() {
+    require_sandbox!();
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false);
+    let has_setpriv = Command::new("setpriv").arg("--version").output().is_ok();
+    if !is_root || !has_setpriv {
+        eprintln!("SKIPPED: needs root and setpriv to run a3s-iso as an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::copy(crate::fixture::BIN, root.join("a3s-iso")).unwrap();
+    let script = "set -e; mkdir -p home; git init -q src; cd src; echo a > a; git add a; \
+                  git -c user.name=u -c user.email=u@example.com commit -qm init; \
+                  ../a3s-iso bind -q -s u >/dev/null; \
+                  ../a3s-iso --json run -s u -- sh -c 'echo x > ../escape.txt 2>/dev/null; echo ok > inside.txt' > ../run.json";
+    assert!(
+        Command::new("chown")
+            .args(["-R", "65534:65534"])
+            .arg(&root)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut cmd = Command::new("setpriv");
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sh",
+        "-c",
+        script,
+    ])
+    .current_dir(&root);
+    crate::fixture::isolate(&mut cmd, &root.join("home"));
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(root.join("run.json")).unwrap()).unwrap();
+    assert_eq!(run["sandbox"]["network"], "denied", "{run}");
+    assert_eq!(run["sandbox"]["filesystem"], "confined");
+    assert_eq!(
+        std::fs::read_to_string(root.join(".a3s-isolate-u/inside.txt")).unwrap(),
+        "ok\n"
+    );
+    assert!(!root.join("escape.txt").exists());
+}
