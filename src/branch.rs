@@ -13,7 +13,7 @@ use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
 use crate::git::{Git, split_nul};
-use crate::promote::{Mode, PromoteOptions, PromoteOutcome};
+use crate::promote::{Mode, PromoteOptions, PromoteOutcome, write_artifacts, write_summary};
 use crate::snapshot::{self, TempFile};
 use crate::state::{JournalEntry, SessionRecord};
 
@@ -58,7 +58,7 @@ pub fn promote_branch(
     ctx: &Context,
     located: &Located,
     session: SessionRecord,
-    _opts: &PromoteOptions,
+    opts: &PromoteOptions,
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
     let source = session.source.clone();
@@ -85,6 +85,10 @@ pub fn promote_branch(
     out.digest = Some(patch.digest.clone());
     if located.store.journal_entry(&patch.digest)?.is_some() {
         out.outcome = "idempotent";
+        return Ok(out);
+    }
+    let (artifacts, _) = write_artifacts(located, opts, &patch.digest, &patch.read()?, &mut out)?;
+    if opts.no_apply {
         return Ok(out);
     }
     let target = git
@@ -123,14 +127,15 @@ pub fn promote_branch(
         let filtered = match wip.filter(&commit_tree)? {
             Ok(tree) => tree,
             Err(path) => {
-                return Ok(replay_failed(
+                return replay_failed(
                     out,
+                    &artifacts,
                     &target,
                     original,
                     format!(
                         "commit {original} changes {path}, which carries your uncommitted work; promote it in patch mode"
                     ),
-                ));
+                );
             }
         };
         let rebuilt = if filtered == commit_tree && parent == first_parent(git, &source, original)?
@@ -148,14 +153,15 @@ pub fn promote_branch(
     let leftovers = match wip.filter(&snap.tree)? {
         Ok(tree) => tree,
         Err(path) => {
-            return Ok(replay_failed(
+            return replay_failed(
                 out,
+                &artifacts,
                 &target,
                 &isolation_head,
                 format!(
                     "uncommitted changes to {path} sit on top of your uncommitted work; promote in patch mode"
                 ),
-            ));
+            );
         }
     };
     let parent_tree = git
@@ -238,15 +244,17 @@ pub fn promote_branch(
         }
     }
     out.branch = Some(report);
+    write_summary(&artifacts, &out)?;
     Ok(out)
 }
 
 fn replay_failed(
     mut out: PromoteOutcome,
+    artifacts: &Path,
     target: &str,
     commit: &str,
     detail: String,
-) -> PromoteOutcome {
+) -> Result<PromoteOutcome> {
     out.outcome = "conflict";
     out.reason = Some("replay_failed");
     out.detail = Some(detail);
@@ -258,7 +266,8 @@ fn replay_failed(
         failed_commit: Some(commit.to_string()),
         kept_stash: None,
     });
-    out
+    write_summary(artifacts, &out)?;
+    Ok(out)
 }
 
 /// Cherry-picks the chain onto the current branch. Returns the commit that failed, if any.

@@ -218,18 +218,8 @@ pub fn apply_candidate(
         }
     }
 
-    let artifacts = opts.artifacts.clone().unwrap_or_else(|| {
-        located
-            .store
-            .dir()
-            .join("artifacts")
-            .join(candidate.digest.trim_start_matches("sha256:"))
-    });
-    let patch_file = artifacts.join("change.patch");
-    write_atomic(&patch_file, &candidate.patch)?;
-    out.artifacts = Some(artifacts.clone());
-    out.outcome = "planned";
-    write_summary(&artifacts, &out)?;
+    let (artifacts, patch_file) =
+        write_artifacts(located, opts, &candidate.digest, &candidate.patch, &mut out)?;
     if opts.no_apply {
         return Ok(out);
     }
@@ -318,7 +308,31 @@ fn journal(located: &Located, candidate: &Candidate, head: Option<&str>, how: &s
     })
 }
 
-fn write_summary(dir: &Path, out: &PromoteOutcome) -> Result<()> {
+/// Writes the patch and a `planned` summary before anything is applied; returns the artifacts
+/// dir and the patch file.
+pub fn write_artifacts(
+    located: &Located,
+    opts: &PromoteOptions,
+    digest: &str,
+    patch: &[u8],
+    out: &mut PromoteOutcome,
+) -> Result<(PathBuf, PathBuf)> {
+    let artifacts = opts.artifacts.clone().unwrap_or_else(|| {
+        located
+            .store
+            .dir()
+            .join("artifacts")
+            .join(digest.trim_start_matches("sha256:"))
+    });
+    let patch_file = artifacts.join("change.patch");
+    write_atomic(&patch_file, patch)?;
+    out.artifacts = Some(artifacts.clone());
+    out.outcome = "planned";
+    write_summary(&artifacts, out)?;
+    Ok((artifacts, patch_file))
+}
+
+pub fn write_summary(dir: &Path, out: &PromoteOutcome) -> Result<()> {
     write_json_atomic(&dir.join("summary.json"), out)
 }
 

@@ -292,3 +292,68 @@ fn a_detached_source_is_refused_in_branch_mode() {
     );
     assert_eq!(checkout_listing(&fx.src), before);
 }
+
+#[test]
+fn branch_mode_plans_without_applying() {
+    let fx = Fixture::new();
+    fx.bind("plan");
+    let iso = fx.isolation("plan");
+    std::fs::write(iso.join("p.txt"), "p\n").unwrap();
+    agent_commit(&fx, &iso, "planned commit", "Agent", "2026-06-01T00:00:00Z");
+    let before = checkout_listing(&fx.src);
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["promote", "-s", "plan", "--mode", "branch", "--no-apply"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "planned");
+    assert_eq!(checkout_listing(&fx.src), before);
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head);
+    let artifacts = std::path::PathBuf::from(doc["artifacts"].as_str().unwrap());
+    assert!(
+        std::fs::read_to_string(artifacts.join("change.patch"))
+            .unwrap()
+            .contains("p.txt")
+    );
+}
+
+#[test]
+fn a_commit_that_changes_carried_wip_further_is_refused_not_committed() {
+    let fx = Fixture::new();
+    fx.write("README.md", "hello\nuser wip\n");
+    let (code, doc) = fx.json(&["bind", "-s", "mix", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("mix");
+    std::fs::write(iso.join("README.md"), "hello\nuser wip\nagent on top\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits a WIP file",
+        "Agent",
+        "2026-06-02T00:00:00Z",
+    );
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = promote_branch(&fx, "mix");
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["reason"], "replay_failed");
+    assert!(
+        doc["detail"].as_str().unwrap().contains("README.md"),
+        "{doc}"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", "HEAD"]),
+        head,
+        "nothing committed"
+    );
+    assert_eq!(checkout_listing(&fx.src), before);
+    // Patch mode lands it on top of the WIP instead.
+    let (code, doc) = fx.json(&["promote", "-s", "mix"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "applied"),
+        "{doc}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+        "hello\nuser wip\nagent on top\n"
+    );
+}
