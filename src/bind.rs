@@ -501,13 +501,25 @@ fn build(
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.
 fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
+    // The refs keep what the record names alive through `git gc`: the bound commit and, for
+    // carried WIP, the snapshot trees the session started from.
+    let id = &record.session_id;
+    let mut script = format!("update {} {}\n", base_ref(id), record.bound_revision);
+    if record.carried_wip {
+        script.push_str(&format!(
+            "update refs/a3s-iso/sessions/{id}/wip {}\n",
+            record.base_tree
+        ));
+        if let Some(index_tree) = &record.carried_index_tree {
+            script.push_str(&format!(
+                "update refs/a3s-iso/sessions/{id}/wip-index {index_tree}\n"
+            ));
+        }
+    }
     ctx.git
         .at(&located.repo.toplevel)
-        .args([
-            "update-ref",
-            &base_ref(&record.session_id),
-            &record.bound_revision,
-        ])
+        .args(["update-ref", "--stdin"])
+        .stdin(script.into_bytes())
         .run()?;
     located.store.save_session(record)
 }

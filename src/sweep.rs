@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bind::{ISOLATION_PREFIX, base_ref, clear_dead_claim};
+use crate::bind::{ISOLATION_PREFIX, clear_dead_claim};
 use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::fsutil::{modified_ms, now_ms, tree_size};
@@ -594,7 +594,8 @@ fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Re
     let refs = ctx
         .git
         .at(&located.repo.toplevel)
-        .args(["for-each-ref", "--format=%(refname)", &base_ref(id)])
+        .args(["for-each-ref", "--format=%(refname)"])
+        .arg(format!("refs/a3s-iso/sessions/{id}/"))
         .arg(format!("refs/a3s-iso/runs/{id}/"))
         .run_text()?;
     let script: String = refs

@@ -124,6 +124,18 @@ fn carried_wip_is_never_committed_and_comes_back_exactly() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["carried_wip"], true);
     let iso = fx.isolation("cw");
+    // The carried state is pinned, so git gc cannot take it.
+    assert_eq!(
+        fx.git(&fx.src, &["cat-file", "-t", "refs/a3s-iso/sessions/cw/wip"]),
+        "tree"
+    );
+    assert_eq!(
+        fx.git(
+            &fx.src,
+            &["cat-file", "-t", "refs/a3s-iso/sessions/cw/wip-index"]
+        ),
+        "tree"
+    );
     // The isolation starts from the user's real working state, staging included.
     assert_eq!(fx.git(&iso, &["status", "--porcelain"]), status_before);
     assert_eq!(std::fs::read(iso.join("blob.bin")).unwrap(), binary);
