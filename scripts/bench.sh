@@ -64,6 +64,9 @@ for i in range(n):
 PY
   git -C "$dir" add -A
   git -C "$dir" commit -q -m "generated $files files"
+  # As after any `git status` a user runs: the index's stat data is fresh, not racy.
+  sleep 1
+  git -C "$dir" status --porcelain >/dev/null
 }
 
 results=()
@@ -109,12 +112,12 @@ for size in $sizes; do
   measure "$size" "bind vs worktree add --detach" \
     '"$bin" bind -q -s "b$n"' \
     'git worktree add -q --detach "../raw$n" HEAD' \
-    'n=$((n+1))'
+    'n=$((n+1)); sync'
   k=0
   measure "$size" "discard vs worktree remove --force" \
     '"$bin" discard -q -s "b$k"' \
     'git worktree remove --force "../raw$k"' \
-    'k=$((k+1))'
+    'k=$((k+1)); sync'
 
   echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null

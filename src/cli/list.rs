@@ -26,13 +26,15 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         out.line("no sessions");
         return Ok(0);
     }
-    let rows: Vec<[String; 5]> = outcome
+    let header = ["SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH"].map(String::from);
+    let rows: Vec<[String; 7]> = outcome
         .sessions
         .iter()
         .map(|s| {
             [
                 s.session_id.clone(),
                 s.state.to_string(),
+                s.bound_revision.chars().take(12).collect(),
                 match s.head_moved {
                     Some(true) => "moved".into(),
                     Some(false) => "same".into(),
@@ -43,6 +45,10 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
                     Some(false) => "dead".into(),
                     None => "unknown".into(),
                 },
+                s.last_run
+                    .as_ref()
+                    .map(|run| format!("{} {}", run.run_id, run.state))
+                    .unwrap_or_else(|| "-".into()),
                 s.worktree
                     .as_deref()
                     .map(|p| p.display().to_string())
@@ -50,26 +56,23 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
             ]
         })
         .collect();
-    let header = ["SESSION", "STATE", "HEAD", "OWNER", "PATH"].map(String::from);
-    let mut widths = [0usize; 4];
+    // Every column but the last (the path) is padded to its widest cell.
+    let mut widths = [0usize; 7];
     for row in std::iter::once(&header).chain(rows.iter()) {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
     for row in std::iter::once(&header).chain(rows.iter()) {
-        out.line(&format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {:<w3$}  {}",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2],
-            w3 = widths[3]
-        ));
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            if i + 1 == row.len() {
+                line.push_str(cell);
+            } else {
+                line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            }
+        }
+        out.line(&line);
     }
     Ok(0)
 }
