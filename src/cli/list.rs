@@ -26,7 +26,10 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         out.line("no sessions");
         return Ok(0);
     }
-    let header = ["SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH"].map(String::from);
+    let header = [
+        "SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH",
+    ]
+    .map(String::from);
     let rows: Vec<[String; 7]> = outcome
         .sessions
         .iter()
