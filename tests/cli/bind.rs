@@ -453,16 +453,7 @@ fn eight_concurrent_binds_of_one_id_have_one_winner() {
 #[test]
 fn a_bind_killed_during_checkout_leaves_nothing_bound_and_can_be_redone() {
     let fx = Fixture::new();
-    // Enough files that the checkout takes a while.
-    for dir in 0..20 {
-        for file in 0..150 {
-            fx.write(
-                &format!("d{dir}/f{file}.txt"),
-                &format!("{dir} {file}\n").repeat(20),
-            );
-        }
-    }
-    fx.commit_all("many files");
+    fx.commit_many_files();
     let iso = fx.isolation("killed");
     let mut killed_mid_checkout = false;
     for _attempt in 0..5 {

@@ -78,6 +78,19 @@ impl Fixture {
         std::fs::write(path, content).unwrap();
     }
 
+    /// Commits 3,000 small files, so that a checkout takes long enough to be interrupted.
+    pub fn commit_many_files(&self) {
+        for dir in 0..20 {
+            for file in 0..150 {
+                self.write(
+                    &format!("d{dir}/f{file}.txt"),
+                    &format!("{dir} {file}\n").repeat(20),
+                );
+            }
+        }
+        self.commit_all("many files");
+    }
+
     pub fn commit_all(&self, message: &str) -> String {
         self.git(&self.src, &["add", "-A"]);
         self.git(&self.src, &["commit", "-q", "-m", message]);

@@ -344,22 +344,28 @@ fn json_stdout_holds_one_document_even_when_the_command_prints() {
     assert!(stderr.contains("plain"), "{stderr}");
 }
 
-#[test]
-fn a_second_concurrent_run_of_a_session_is_refused() {
-    let fx = Fixture::new();
-    fx.bind("busy");
-    let iso = fx.isolation("busy");
-    let mut first = fx
+/// A `run` of `session` that holds its lease (it sleeps), once its command has started.
+fn start_long_run(fx: &Fixture, session: &str) -> std::process::Child {
+    let child = fx
         .cmd()
         .args(run_args(
-            "busy",
+            session,
             &["--", "sh", "-c", "touch started; sleep 30"],
         ))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&iso.join("started"));
+    wait_for(&fx.isolation(session).join("started"));
+    child
+}
+
+#[test]
+fn a_second_concurrent_run_of_a_session_is_refused() {
+    let fx = Fixture::new();
+    fx.bind("busy");
+    let iso = fx.isolation("busy");
+    let mut first = start_long_run(&fx, "busy");
     let (code, doc) = fx.json(&run_args("busy", &["--", "touch", "second"]));
     Command::new("kill")
         .args(["-INT", &first.id().to_string()])
@@ -376,17 +382,7 @@ fn discard_and_retain_wait_for_a_running_command() {
     let fx = Fixture::new();
     fx.bind("hold");
     let iso = fx.isolation("hold");
-    let mut running = fx
-        .cmd()
-        .args(run_args(
-            "hold",
-            &["--", "sh", "-c", "touch started; sleep 30"],
-        ))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_for(&iso.join("started"));
+    let mut running = start_long_run(&fx, "hold");
     let (discard_code, discarded) = fx.json(&["discard", "-s", "hold"]);
     let (retain_code, retained) = fx.json(&["retain", "-s", "hold", "--reason", "x"]);
     Command::new("kill")

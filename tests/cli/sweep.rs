@@ -303,15 +303,7 @@ fn a_hand_made_directory_is_kept_as_unknown() {
 #[test]
 fn a_sweep_during_a_bind_leaves_the_bind_alone() {
     let fx = Fixture::new();
-    for dir in 0..20 {
-        for file in 0..150 {
-            fx.write(
-                &format!("d{dir}/f{file}.txt"),
-                &format!("{dir} {file}\n").repeat(20),
-            );
-        }
-    }
-    fx.commit_all("many files");
+    fx.commit_many_files();
     let iso = fx.isolation("racing");
     let binding = fx
         .cmd()
