@@ -343,7 +343,7 @@ fn reuse(located: &Located, mut existing: SessionRecord, owner: Owner) -> Result
                     .unwrap_or_default()
             ),
             hint: Some(format!(
-                "discard it (a3s-iso discard -s {}) and bind again",
+                "bring it back with a3s-iso bind -s {0} --resume (the last capture restored), or discard it (a3s-iso discard -s {0})",
                 existing.session_id
             )),
         });

@@ -487,3 +487,29 @@ fn rewritten_admin_links_are_put_back_before_a_capture() {
         "../..\n"
     );
 }
+
+#[test]
+fn resume_rebuilds_an_isolation_deleted_behind_a3s_isos_back() {
+    let fx = Fixture::new();
+    fx.bind("lost");
+    let iso = fx.isolation("lost");
+    std::fs::write(iso.join("kept.txt"), "captured before the loss\n").unwrap();
+    let (_, captured) = fx.json(&["capture", "-s", "lost"]);
+    std::fs::remove_dir_all(&iso).unwrap();
+    let (code, doc) = fx.json(&["bind", "-s", "lost"]);
+    assert_eq!((code, error_code(&doc)), (1, "session_exists"));
+    assert!(doc["error"]["hint"].as_str().unwrap().contains("--resume"));
+    let (code, doc) = fx.json(&["bind", "-s", "lost", "--resume"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("kept.txt")).unwrap(),
+        "captured before the loss\n"
+    );
+    let (_, again) = fx.json(&["capture", "-s", "lost"]);
+    assert_eq!(again["result_tree"], captured["result_tree"]);
+    assert_eq!(
+        fx.worktrees().len(),
+        2,
+        "the stale registration was replaced, not duplicated"
+    );
+}
