@@ -206,12 +206,20 @@ pub fn promote_branch(
         failed_commit: None,
         kept_stash: None,
     };
+    // From the stash to the journal nothing may stop halfway: interrupts wait, and git runs
+    // where a Ctrl-C at the terminal cannot reach it.
+    let interrupts = crate::signals::Signals::register()?;
     let stash = stash_wip(git, &source, &ident, &session.session_id)?;
     let failure = replay(git, &source, &ident, &chain, &mut report);
     if failure.is_some() {
         // Abort the whole replay: the branch goes back to where it was.
-        let _ = git.at(&source).args(["cherry-pick", "--abort"]).output();
+        let _ = git
+            .at(&source)
+            .shielded()
+            .args(["cherry-pick", "--abort"])
+            .output();
         git.at(&source)
+            .shielded()
             .args(["reset", "-q", "--hard", &old_tip])
             .run()?;
     }
@@ -240,6 +248,11 @@ pub fn promote_branch(
                 mode: "branch".into(),
             })?;
             out.outcome = "applied";
+            if interrupts.received().is_some() {
+                out.warnings.push(
+                    "an interrupt arrived during the replay; the promote finished first".into(),
+                );
+            }
             out.current_revision = Some(git.at(&source).args(["rev-parse", "HEAD"]).run_text()?);
         }
     }
@@ -281,6 +294,7 @@ fn replay(
     for pick in chain {
         let result = git
             .at(source)
+            .shielded()
             .args(ident)
             .args([
                 "-c",
@@ -309,17 +323,25 @@ fn replay(
         }
         let unmerged = git
             .at(source)
+            .shielded()
             .args(["ls-files", "-u"])
             .run_text()
             .unwrap_or_default();
         let staged = git
             .at(source)
+            .shielded()
             .args(["diff", "--cached", "--quiet"])
             .succeeds()
             .unwrap_or(false);
         if unmerged.is_empty() && staged {
             // Nothing left to commit: its change is already on the branch.
-            if git.at(source).args(["cherry-pick", "--skip"]).run().is_ok() {
+            if git
+                .at(source)
+                .shielded()
+                .args(["cherry-pick", "--skip"])
+                .run()
+                .is_ok()
+            {
                 report.skipped.push(SkippedCommit {
                     commit: pick.commit.clone(),
                     subject: pick.subject.clone(),
@@ -343,6 +365,7 @@ fn stash_wip(
 ) -> Result<Option<String>> {
     let status = git
         .at(source)
+        .shielded()
         .args(["status", "--porcelain", "--untracked-files=normal"])
         .run_text()?;
     if status.is_empty() {
@@ -350,6 +373,7 @@ fn stash_wip(
     }
     let before = stash_top(git, source);
     git.at(source)
+        .shielded()
         .args(ident)
         .args(["stash", "push", "--include-untracked", "-q", "-m"])
         .arg(format!(
@@ -373,16 +397,18 @@ fn stash_top(git: &Git, source: &Path) -> Option<String> {
 fn restore_wip(git: &Git, source: &Path, stash: &str) -> std::result::Result<(), String> {
     let applied = git
         .at(source)
+        .shielded()
         .args(["stash", "apply", "--index", "-q", stash])
         .output();
     if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
         let unmerged = git
             .at(source)
+            .shielded()
             .args(["ls-files", "-u"])
             .run_text()
             .unwrap_or_default();
         if !unmerged.is_empty() {
-            let _ = git.at(source).args(["reset", "-q"]).output();
+            let _ = git.at(source).shielded().args(["reset", "-q"]).output();
         }
         return Err(format!(
             "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
@@ -391,12 +417,14 @@ fn restore_wip(git: &Git, source: &Path, stash: &str) -> std::result::Result<(),
     // Drop exactly this stash, wherever it now sits in the list.
     let list = git
         .at(source)
+        .shielded()
         .args(["reflog", "show", "--format=%H", "refs/stash"])
         .run_text()
         .unwrap_or_default();
     if let Some(position) = list.lines().position(|oid| oid == stash) {
         let _ = git
             .at(source)
+            .shielded()
             .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
             .output();
     }

@@ -22,6 +22,7 @@ pub mod repo;
 pub mod retain;
 pub mod run;
 pub mod sandbox;
+pub mod signals;
 pub mod snapshot;
 pub mod state;
 pub mod sweep;

@@ -13,8 +13,9 @@ use crate::fsutil::{now_ms, write_atomic, write_json_atomic};
 use crate::snapshot;
 use crate::state::{JournalEntry, SessionRecord};
 
-/// Test-only: `A3S_ISO_TEST_FAULT=promote-after-apply` kills the process between `git apply`
-/// and the journal write, to prove that the next promote recovers.
+/// Test-only fault points between `git apply` and the journal write:
+/// `A3S_ISO_TEST_FAULT=promote-after-apply` kills the process (the next promote must recover);
+/// `promote-interrupt-during-apply` sends it SIGINT (the promote must finish first).
 pub const FAULT_VAR: &str = "A3S_ISO_TEST_FAULT";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -230,13 +231,12 @@ pub fn apply_candidate(
             .args(["-c", "apply.whitespace=nowarn", "apply", "--binary"])
             .args(extra)
             .arg(&patch_file)
-            .output()
     };
-    let forward = apply(&["--check"])?;
+    let forward = apply(&["--check"]).output()?;
     if forward.exit_code != Some(0) {
         // Already there (a crash between apply and journal)? Then it is this promote's own
         // earlier landing: repair the journal.
-        if apply(&["--check", "--reverse"])?.exit_code == Some(0) {
+        if apply(&["--check", "--reverse"]).output()?.exit_code == Some(0) {
             journal(located, &candidate, head.as_deref(), "recovered")?;
             out.outcome = "idempotent";
             out.warnings.push("the patch was already present (an earlier promote was interrupted); journal repaired".into());
@@ -276,7 +276,10 @@ pub fn apply_candidate(
         write_summary(&artifacts, &out)?;
         return Ok(out);
     }
-    let applied = apply(&[])?;
+    // From here to the journal nothing may stop halfway: interrupts wait, and git apply runs
+    // where a Ctrl-C at the terminal cannot reach it.
+    let interrupts = crate::signals::Signals::register()?;
+    let applied = apply(&[]).shielded().output()?;
     if applied.exit_code != Some(0) {
         return Err(Error::GitFailed {
             failure: crate::error::GitFailure {
@@ -286,12 +289,22 @@ pub fn apply_candidate(
             },
         });
     }
+    if std::env::var(FAULT_VAR).as_deref() == Ok("promote-interrupt-during-apply") {
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::INT);
+    }
     if std::env::var(FAULT_VAR).as_deref() == Ok("promote-after-apply") {
         let _ =
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
     journal(located, &candidate, head.as_deref(), "applied")?;
     out.outcome = "applied";
+    if interrupts.received().is_some() {
+        out.warnings.push(
+            "an interrupt arrived while the patch was being applied; the promote finished first"
+                .into(),
+        );
+    }
     write_summary(&artifacts, &out)?;
     Ok(out)
 }

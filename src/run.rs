@@ -4,8 +4,6 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
@@ -16,6 +14,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::lock::FileLock;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
+use crate::signals::Signals;
 use crate::state::SessionRecord;
 
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
@@ -89,30 +88,6 @@ pub fn refuse_if_running(located: &Located, session_id: &str) -> Result<()> {
         });
     }
     Ok(())
-}
-
-struct Signals {
-    flags: Vec<(i32, Arc<AtomicBool>)>,
-}
-
-impl Signals {
-    fn register() -> Result<Signals> {
-        let mut flags = Vec::new();
-        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            let flag = Arc::new(AtomicBool::new(false));
-            signal_hook::flag::register(signal, flag.clone())
-                .map_err(|e| Error::io("cannot install a signal handler", e))?;
-            flags.push((signal, flag));
-        }
-        Ok(Signals { flags })
-    }
-
-    fn take(&self) -> Option<i32> {
-        self.flags
-            .iter()
-            .find(|(_, flag)| flag.swap(false, Ordering::SeqCst))
-            .map(|(signal, _)| *signal)
-    }
 }
 
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {

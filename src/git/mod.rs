@@ -100,6 +100,7 @@ impl Git {
             shown_args_from: 3,
             envs: Vec::new(),
             stdin: None,
+            shielded: false,
         }
     }
 
@@ -134,9 +135,18 @@ pub struct GitCmd<'g> {
     shown_args_from: usize,
     envs: Vec<(OsString, OsString)>,
     stdin: Option<Vec<u8>>,
+    /// In a process group of its own: a Ctrl-C at the terminal does not reach it.
+    shielded: bool,
 }
 
 impl<'g> GitCmd<'g> {
+    /// Keeps the terminal's interrupts away from this git, for steps that must not stop halfway
+    /// (the caller defers its own interrupts meanwhile, see `signals`).
+    pub fn shielded(mut self) -> Self {
+        self.shielded = true;
+        self
+    }
+
     pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
@@ -185,6 +195,12 @@ impl<'g> GitCmd<'g> {
         }
         for (key, value) in &self.envs {
             expr = expr.env(key, value);
+        }
+        if self.shielded {
+            expr = expr.before_spawn(|cmd| {
+                std::os::unix::process::CommandExt::process_group(cmd, 0);
+                Ok(())
+            });
         }
         match &self.stdin {
             Some(bytes) => expr.stdin_bytes(bytes.clone()),

@@ -574,3 +574,42 @@ fn promote_waits_for_the_lock_and_times_out() {
     let (code, doc) = promote(&fx, &["-s", "ro"]);
     assert_eq!((code, error_code(&doc)), (1, "read_only_session"));
 }
+
+#[test]
+fn an_interrupt_while_applying_waits_for_the_promote_to_finish() {
+    let fx = Fixture::new();
+    fx.bind("int");
+    std::fs::write(fx.isolation("int").join("a.txt"), "a\n").unwrap();
+    std::fs::write(fx.isolation("int").join("b.txt"), "b\n").unwrap();
+    // Test-only fault point: a3s-iso sends itself SIGINT between git apply and the journal.
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "promote-interrupt-during-apply")
+        .args(["--json", "promote", "-s", "int"])
+        .output()
+        .unwrap();
+    let (code, doc) = json_of(out);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("interrupt")),
+        "{doc}"
+    );
+    assert!(
+        fx.src.join("a.txt").exists() && fx.src.join("b.txt").exists(),
+        "every file or none"
+    );
+    let hex = doc["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    assert!(
+        fx.src
+            .join(format!(".git/a3s-iso/promoted/{hex}.json"))
+            .exists()
+    );
+}
