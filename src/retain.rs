@@ -78,9 +78,12 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
             found: "an entry".into(),
         });
     }
+    // Moving, locking and recording go together: interrupts wait until the record is saved.
+    let _interrupts = crate::signals::Signals::register()?;
     let moved = ctx
         .git
         .at(&located.repo.toplevel)
+        .shielded()
         .args(["worktree", "move"])
         .arg(&old)
         .arg(&new)
@@ -95,12 +98,14 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
         })?;
         ctx.git
             .at(&located.repo.toplevel)
+            .shielded()
             .args(["worktree", "repair"])
             .arg(&new)
             .run()?;
     }
     ctx.git
         .at(&located.repo.toplevel)
+        .shielded()
         .args(["worktree", "lock", "--reason", reason])
         .arg(&new)
         .run()?;
