@@ -88,6 +88,13 @@ impl Output {
         }
     }
 
+    /// What to do next (stderr), silenced by `-q`.
+    pub fn hint(&self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr().lock(), "  hint: {text}");
+        }
+    }
+
     /// A result line on stderr (when stdout belongs to someone else), silenced by `-q`.
     pub fn note(&self, text: &str) {
         if !self.quiet {

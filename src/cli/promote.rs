@@ -120,8 +120,14 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         push("failed", branch.failed_commit.clone());
     }
     out.fields(&fields);
-    if outcome.reason == Some("head_moved") && !out.quiet {
-        out.warn("the source's HEAD moved since bind; bind a new session on the new HEAD, or apply the change set with promote --change-set (the patch is checked against your checkout)");
+    if outcome.reason == Some("patch_does_not_apply") {
+        out.hint("commit or stash your own changes to those paths (or let them go), then promote again; nothing was applied");
+    }
+    if outcome.reason == Some("replay_failed") {
+        out.hint("nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode");
+    }
+    if outcome.reason == Some("head_moved") {
+        out.hint("the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD");
     }
     Ok(outcome.exit_code())
 }
