@@ -463,6 +463,315 @@ mod tests {
         );
     }
 
+    /// One change to a built document: a field set to a value, removed, or an unknown one added.
+    #[derive(Debug, Clone)]
+    enum Mutation {
+        Set(&'static str, Value),
+        Remove(&'static str),
+        Add(&'static str, String),
+    }
+
+    /// The object that holds `path` (`"a.b"` → `doc["a"]`) and the last key, if that object is
+    /// still there (an earlier mutation may have removed or replaced it).
+    fn parent_of<'a>(
+        doc: &'a mut Value,
+        path: &'a str,
+    ) -> Option<(&'a mut Map<String, Value>, &'a str)> {
+        let (parent, key) = match path.rsplit_once('.') {
+            Some((parent, key)) => (doc.get_mut(parent)?, key),
+            None => (doc, path),
+        };
+        Some((parent.as_object_mut()?, key))
+    }
+
+    impl Mutation {
+        fn apply(&self, doc: &mut Value) {
+            match self {
+                Mutation::Set(path, value) => {
+                    if let Some((object, key)) = parent_of(doc, path) {
+                        object.insert(key.to_string(), value.clone());
+                    }
+                }
+                Mutation::Remove(path) => {
+                    if let Some((object, key)) = parent_of(doc, path) {
+                        object.remove(key);
+                    }
+                }
+                Mutation::Add(parent, key) => {
+                    let parent = if parent.is_empty() {
+                        Some(doc)
+                    } else {
+                        doc.get_mut(*parent)
+                    };
+                    if let Some(object) = parent.and_then(Value::as_object_mut) {
+                        object.insert(key.clone(), Value::from(1));
+                    }
+                }
+            }
+        }
+    }
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        use sha2::Digest;
+        hex::encode(sha2::Sha256::digest(bytes))
+    }
+
+    /// Values for one field: the right ones, near misses, and values of the wrong type.
+    fn mutation() -> impl proptest::strategy::Strategy<Value = Mutation> {
+        use proptest::prelude::*;
+        let text = |s: &str| Value::from(s.to_string());
+        let exact = |field: &'static str, good: &'static str| {
+            prop_oneof![
+                Just(good.to_string()),
+                Just(good.to_uppercase()),
+                Just(format!("{good} ")),
+                Just(good.replace("v1", "v2")),
+                Just(String::new()),
+            ]
+            .prop_map(move |v| Mutation::Set(field, Value::from(v)))
+        };
+        let id = |field: &'static str| {
+            prop_oneof![
+                "[A-Za-z0-9._-]{1,12}",
+                "[ -~]{1,16}",
+                Just(String::new()),
+                "[ \t]{1,3}",
+                "[a-z]{0,3}[\0\r\n][a-z]{0,3}",
+                "x{254,258}",
+                "é{127,129}",
+                "[a-zé🦀 ]{1,8}",
+            ]
+            .prop_map(move |v| Mutation::Set(field, Value::from(v)))
+        };
+        let digest = |field: &'static str| {
+            prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..8)
+                    .prop_map(|b| format!("sha256:{}", sha256_hex(&b))),
+                "sha256:[0-9a-f]{63,65}",
+                "sha256:[0-9A-F]{64}",
+                "sha1:[0-9a-f]{64}",
+                "[0-9a-f]{64}",
+                "sha256:[0-9a-g]{64}",
+            ]
+            .prop_map(move |v| Mutation::Set(field, Value::from(v)))
+        };
+        let tree = |field: &'static str| {
+            prop_oneof![
+                "git-tree:[0-9a-f]{40}",
+                "git-tree:[0-9a-f]{64}",
+                "git-tree:[0-9a-f]{39}",
+                "git-tree:[0-9a-f]{41}",
+                "git-tree:[0-9a-f]{63}",
+                "git-tree:[0-9A-F]{40}",
+                "tree:[0-9a-f]{40}",
+                "[0-9a-f]{40}",
+            ]
+            .prop_map(move |v| Mutation::Set(field, Value::from(v)))
+        };
+        let number = |field: &'static str| {
+            prop_oneof![
+                Just(Value::from(0)),
+                Just(Value::from(1)),
+                (0u64..=8).prop_map(Value::from),
+                Just(Value::from(MAX_PATCH_BYTES)),
+                Just(Value::from(MAX_PATCH_BYTES + 1)),
+                Just(Value::from(u64::MAX)),
+                Just(Value::from(-1)),
+                Just(Value::from(1.5)),
+                Just(Value::from("1")),
+                Just(Value::Null),
+            ]
+            .prop_map(move |v| Mutation::Set(field, v))
+        };
+        let base64 = prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..8).prop_map(|b| BASE64.encode(b)),
+            proptest::collection::vec(any::<u8>(), 1..8)
+                .prop_map(|b| BASE64.encode(b).trim_end_matches('=').to_string()),
+            proptest::collection::vec(any::<u8>(), 1..8)
+                .prop_map(|b| base64::engine::general_purpose::URL_SAFE.encode(b)),
+            "[A-Za-z0-9+/=\\- \n]{0,12}",
+        ]
+        .prop_map(|v| Mutation::Set("patch_base64", Value::from(v)));
+        let field = prop_oneof![
+            Just("schema"),
+            Just("identity"),
+            Just("state"),
+            Just("format"),
+            Just("encoding"),
+            Just("base_tree"),
+            Just("result_tree"),
+            Just("patch_digest"),
+            Just("patch_bytes"),
+            Just("patch_base64"),
+            Just("observed_at_ms"),
+            Just("identity.schema"),
+            Just("identity.protocol"),
+            Just("identity.agent_release_identity"),
+            Just("identity.session_id"),
+            Just("identity.run_id"),
+        ];
+        prop_oneof![
+            exact("schema", SCHEMA),
+            exact("identity.schema", IDENTITY_SCHEMA),
+            exact("identity.protocol", PROTOCOL),
+            exact("format", FORMAT),
+            exact("encoding", ENCODING),
+            id("identity.session_id"),
+            id("identity.run_id"),
+            digest("identity.agent_release_identity"),
+            digest("patch_digest"),
+            tree("base_tree"),
+            tree("result_tree"),
+            number("observed_at_ms"),
+            number("patch_bytes"),
+            base64,
+            prop_oneof![
+                Just(text("completed")),
+                Just(text("failed")),
+                Just(text("cancelled")),
+                Just(text("Completed")),
+                Just(text("running")),
+                Just(text("")),
+                Just(Value::Null),
+            ]
+            .prop_map(|v| Mutation::Set("state", v)),
+            field.clone().prop_map(Mutation::Remove),
+            field.prop_map(|f| Mutation::Set(f, Value::from(vec![1, 2]))),
+            (prop_oneof![Just(""), Just("identity")], "[a-z_]{1,8}")
+                .prop_map(|(parent, key)| Mutation::Add(parent, key)),
+        ]
+    }
+
+    /// The rules of the format, written out from the contract independently of `verify`.
+    fn rules_accept(doc: &Value) -> bool {
+        let pattern = |re: &str, v: &Value| {
+            v.as_str()
+                .is_some_and(|s| regex::Regex::new(re).unwrap().is_match(s))
+        };
+        let has_exactly = |v: &Value, keys: &[&str]| {
+            v.as_object()
+                .is_some_and(|o| o.len() == keys.len() && keys.iter().all(|k| o.contains_key(*k)))
+        };
+        let id_ok = |v: &Value| {
+            v.as_str().is_some_and(|s| {
+                !s.chars().all(char::is_whitespace)
+                    && s.len() <= 256
+                    && !s.contains(['\0', '\r', '\n'])
+            })
+        };
+        if !has_exactly(doc, TOP_FIELDS) || !has_exactly(&doc["identity"], IDENTITY_FIELDS) {
+            return false;
+        }
+        let identity = &doc["identity"];
+        let Some(patch) = doc["patch_base64"]
+            .as_str()
+            .and_then(|s| BASE64.decode(s).ok())
+        else {
+            return false;
+        };
+        doc["schema"] == SCHEMA
+            && identity["schema"] == IDENTITY_SCHEMA
+            && identity["protocol"] == PROTOCOL
+            && doc["format"] == FORMAT
+            && doc["encoding"] == ENCODING
+            && pattern("^sha256:[0-9a-f]{64}$", &identity["agent_release_identity"])
+            && pattern("^sha256:[0-9a-f]{64}$", &doc["patch_digest"])
+            && id_ok(&identity["session_id"])
+            && id_ok(&identity["run_id"])
+            && ["completed", "failed", "cancelled"]
+                .iter()
+                .any(|s| doc["state"] == *s)
+            && pattern("^git-tree:([0-9a-f]{40}|[0-9a-f]{64})$", &doc["base_tree"])
+            && pattern(
+                "^git-tree:([0-9a-f]{40}|[0-9a-f]{64})$",
+                &doc["result_tree"],
+            )
+            && doc["observed_at_ms"].as_u64().is_some_and(|n| n > 0)
+            && doc["patch_bytes"].as_u64() == Some(patch.len() as u64)
+            && patch.len() as u64 <= MAX_PATCH_BYTES
+            && doc["patch_digest"] == format!("sha256:{}", sha256_hex(&patch))
+    }
+
+    /// A document built from `patch`, then changed by each mutation in turn.
+    fn mutated(patch: &[u8], mutations: &[Mutation]) -> Value {
+        let mut doc = serde_json::to_value(sample(patch)).unwrap();
+        for m in mutations {
+            m.apply(&mut doc);
+        }
+        doc
+    }
+
+    /// The generated documents reach every rule, and some pass: the property below can fail.
+    #[test]
+    fn the_mutations_reach_every_rule() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = proptest::collection::vec(mutation(), 1..3);
+        let mut rules = std::collections::BTreeSet::new();
+        let mut accepted = 0;
+        for _ in 0..4096 {
+            let mutations = strategy.new_tree(&mut runner).unwrap().current();
+            match verify(&serde_json::to_vec(&mutated(b"abc", &mutations)).unwrap()) {
+                Ok(_) => accepted += 1,
+                Err(Error::ChangeSetInvalid { rule, .. }) => {
+                    rules.insert(rule);
+                }
+                Err(other) => panic!("{other:?}"),
+            }
+        }
+        assert!(accepted >= 100, "only {accepted} documents passed");
+        let every: std::collections::BTreeSet<String> = [
+            "unknown_field",
+            "missing_field",
+            "type",
+            "exact_string",
+            "sha256_format",
+            "id_format",
+            "state",
+            "tree_format",
+            "observed_at",
+            "patch_size",
+            "base64",
+            "patch_bytes",
+            "digest",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect();
+        let missed: Vec<_> = every.difference(&rules).collect();
+        assert!(missed.is_empty(), "rules never reached: {missed:?}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 1024,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        /// Built documents with fields changed to good values, near misses and wrong types: the
+        /// validator accepts exactly those the rules accept, and says so as `change_set_invalid`.
+        #[test]
+        fn verify_accepts_exactly_what_the_rules_accept(
+            patch in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            mutations in proptest::collection::vec(mutation(), 0..3),
+        ) {
+            let doc = mutated(&patch, &mutations);
+            let result = verify(&serde_json::to_vec(&doc).unwrap());
+            proptest::prop_assert_eq!(result.is_ok(), rules_accept(&doc), "{}", doc);
+            match result {
+                Ok(verified) => proptest::prop_assert_eq!(
+                    verified.patch,
+                    BASE64.decode(doc["patch_base64"].as_str().unwrap()).unwrap()
+                ),
+                Err(err) => proptest::prop_assert!(
+                    matches!(err, Error::ChangeSetInvalid { .. }),
+                    "{:?}", err
+                ),
+            }
+        }
+    }
+
     proptest::proptest! {
         /// Any patch round-trips through a document; flipping any byte of it breaks the digest.
         #[test]

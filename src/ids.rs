@@ -89,31 +89,174 @@ mod tests {
         }
     }
 
-    /// The rules as the contract states them, for comparison with the validator.
+    /// The contract's own words: the pattern of §3, without `..`, not ending in `.` or `.lock`.
     fn contract_accepts(id: &str) -> bool {
-        let bytes = id.as_bytes();
-        !bytes.is_empty()
-            && bytes.len() <= 128
-            && bytes[0].is_ascii_alphanumeric()
-            && bytes
-                .iter()
-                .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(b))
+        static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        PATTERN
+            .get_or_init(|| regex::Regex::new(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$").unwrap())
+            .is_match(id)
             && !id.contains("..")
             && !id.ends_with('.')
             && !id.ends_with(".lock")
     }
 
+    /// A name that is safe as one file name and as one component of a git ref, by the rules of
+    /// `git check-ref-format` (and of the file system), written out independently of `validate`.
+    fn safe_file_and_ref_component(id: &str) -> Result<(), String> {
+        let bad_char = |c: char| {
+            c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\')
+        };
+        let problems = [
+            (id.is_empty(), "empty"),
+            (id.len() > 255, "longer than a file name may be"),
+            (id == "." || id == "..", "a directory entry of its own"),
+            (id.contains('/'), "contains a path separator"),
+            (id.contains('\0'), "contains NUL"),
+            (
+                id.starts_with('.'),
+                "starts with '.' (hidden file, invalid ref component)",
+            ),
+            (id.starts_with('-'), "starts with '-' (read as an option)"),
+            (id.contains(".."), "contains '..'"),
+            (id.ends_with('.'), "ends with '.'"),
+            (id.ends_with(".lock"), "ends with '.lock'"),
+            (id.contains("@{"), "contains '@{'"),
+            (id == "@", "is '@'"),
+            (
+                id.chars().any(bad_char),
+                "contains a control character, a space or ~^:?*[\\",
+            ),
+            (!id.is_ascii(), "is not ASCII"),
+        ];
+        match problems.iter().find(|(bad, _)| *bad) {
+            Some((_, why)) => Err(format!("{id:?} {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Ids of every kind the rules are about: arbitrary text over an alphabet that holds every
+    /// troublesome character, and well-formed ids with one flaw put in at the start, in the
+    /// middle or at the end, and ids around the length limit.
+    fn any_id() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let troublesome = prop_oneof![
+            Just("/".to_string()),
+            Just("..".to_string()),
+            Just(".".to_string()),
+            Just("-".to_string()),
+            Just("_".to_string()),
+            Just(" ".to_string()),
+            Just("\0".to_string()),
+            Just("\n".to_string()),
+            Just("\r".to_string()),
+            Just("\t".to_string()),
+            Just("\x7f".to_string()),
+            Just(".lock".to_string()),
+            Just("@{".to_string()),
+            Just("~".to_string()),
+            Just(":".to_string()),
+            Just("\\".to_string()),
+            Just("é".to_string()),
+            Just("\u{301}".to_string()),
+            Just("\u{ff0e}".to_string()),
+            Just("🦀".to_string()),
+        ];
+        let core = "[A-Za-z0-9][A-Za-z0-9._-]{0,20}";
+        prop_oneof![
+            // Free text, mostly short, over an alphabet of good and bad characters.
+            r"[A-Za-z0-9._/ @{}~^:?*\[\\\x00-\x1f\x7fé🦀-]{0,12}",
+            // One flaw at the start, inside or at the end of a well-formed id.
+            (troublesome.clone(), core).prop_map(|(bad, id)| format!("{bad}{id}")),
+            (core, troublesome.clone(), core).prop_map(|(a, bad, b)| format!("{a}{bad}{b}")),
+            (core, troublesome).prop_map(|(id, bad)| format!("{id}{bad}")),
+            // Around the length limit, in bytes (a multi-byte character counts as its bytes).
+            (
+                120usize..=136,
+                "[A-Za-z0-9]",
+                proptest::option::of(Just("é"))
+            )
+                .prop_map(|(n, c, wide)| format!(
+                    "{}{}",
+                    c.repeat(n),
+                    wide.unwrap_or("")
+                )),
+            // Well-formed ids of every length.
+            "[A-Za-z0-9][A-Za-z0-9._-]{0,127}",
+        ]
+    }
+
     proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 2048,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
         #[test]
-        fn validator_matches_the_contract(id in "[A-Za-z0-9._/ \\n\\x00-]{0,140}") {
-            proptest::prop_assert_eq!(validate(&id).is_ok(), contract_accepts(&id));
+        fn validate_rejects_exactly_what_the_contract_rejects(id in any_id()) {
+            let accepted = validate(&id).is_ok();
+            proptest::prop_assert_eq!(accepted, contract_accepts(&id), "{:?}", id);
+            if let Err(err) = validate(&id) {
+                proptest::prop_assert_eq!(err.code(), crate::error::ErrorCode::InvalidId);
+            }
         }
 
         #[test]
-        fn valid_ids_are_safe_file_and_ref_names(id in "[A-Za-z0-9][A-Za-z0-9._-]{0,127}") {
+        fn valid_ids_are_safe_file_and_ref_names(id in any_id()) {
             if validate(&id).is_ok() {
-                proptest::prop_assert!(!id.contains('/') && !id.starts_with('.') && id != "..");
+                if let Err(why) = safe_file_and_ref_component(&id) {
+                    return Err(proptest::test_runner::TestCaseError::fail(why));
+                }
+                // And as the file and ref names a3s-iso builds from it.
+                for name in [format!(".a3s-isolate-{id}"), format!("{id}.json"), format!("{id}.lock")] {
+                    proptest::prop_assert!(name.len() <= 255, "{}", name);
+                }
             }
+        }
+    }
+
+    /// The generator reaches every kind of id the two properties above are about; without that
+    /// they could not fail (an earlier version only ever generated well-formed ids).
+    #[test]
+    fn the_generator_produces_every_kind_of_id() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = any_id();
+        let samples: Vec<String> = (0..4096)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect();
+        type Kind<'a> = (&'a str, &'a dyn Fn(&str) -> bool);
+        let kinds: &[Kind] = &[
+            ("empty", &|s| s.is_empty()),
+            ("with '/'", &|s| s.contains('/')),
+            ("with '..'", &|s| s.contains("..")),
+            ("leading '.'", &|s| s.starts_with('.')),
+            ("leading '-'", &|s| s.starts_with('-')),
+            ("leading '_'", &|s| s.starts_with('_')),
+            ("trailing '.'", &|s| s.ends_with('.')),
+            ("trailing '.lock'", &|s| s.ends_with(".lock")),
+            ("with a space", &|s| s.contains(' ')),
+            ("with NUL", &|s| s.contains('\0')),
+            ("with a newline", &|s| s.contains('\n')),
+            ("with '@{'", &|s| s.contains("@{")),
+            ("non-ASCII", &|s| !s.is_ascii()),
+            ("exactly 128 bytes", &|s| s.len() == 128),
+            ("over 128 bytes", &|s| s.len() > 128),
+            ("accepted", &|s| validate(s).is_ok()),
+            ("accepted, 128 bytes", &|s| {
+                s.len() == 128 && validate(s).is_ok()
+            }),
+            ("accepted, with '.' inside", &|s| {
+                s.contains('.') && validate(s).is_ok()
+            }),
+        ];
+        for (kind, is) in kinds {
+            let n = samples.iter().filter(|s| is(s)).count();
+            assert!(
+                n >= 5,
+                "only {n} of {} generated ids are {kind}",
+                samples.len()
+            );
         }
     }
 
