@@ -1,7 +1,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::fixture::Fixture;
+use crate::fixture::{Fixture, require_tool};
 
 #[test]
 fn committed_completions_and_man_pages_are_fresh() {
@@ -27,18 +27,6 @@ fn committed_completions_and_man_pages_are_fresh() {
     }
 }
 
-fn have(program: &str) -> bool {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if !found {
-        eprintln!("SKIPPED: {program} is not installed here");
-    }
-    found
-}
-
 fn completion_script(fx: &Fixture, shell: &str, name: &str) -> std::path::PathBuf {
     let script = fx.root.join(name);
     let out = fx
@@ -53,7 +41,7 @@ fn completion_script(fx: &Fixture, shell: &str, name: &str) -> std::path::PathBu
 
 #[test]
 fn fish_completion_completes_subcommands() {
-    if !have("fish") {
+    if !require_tool("fish") {
         return;
     }
     let fx = Fixture::bare_root();
@@ -78,7 +66,7 @@ fn fish_completion_completes_subcommands() {
 
 #[test]
 fn zsh_completion_loads() {
-    if !have("zsh") {
+    if !require_tool("zsh") {
         return;
     }
     let fx = Fixture::bare_root();
@@ -115,7 +103,7 @@ fn zsh_completion_loads() {
 
 #[test]
 fn man_pages_render_without_warnings() {
-    if !have("man") {
+    if !require_tool("man") {
         return;
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -150,6 +138,9 @@ fn man_pages_render_without_warnings() {
 
 #[test]
 fn bash_completion_loads_and_completes_subcommands() {
+    if !require_tool("bash") {
+        return;
+    }
     let fx = Fixture::bare_root();
     let script = fx.root.join("a3s-iso.bash");
     let out = fx

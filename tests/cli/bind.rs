@@ -1,8 +1,9 @@
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::fixture::{Fixture, error_code, json_of, listing};
+use crate::fixture::{Fixture, error_code, json_of, listing, require_tool};
 
 #[test]
 fn binds_a_detached_worktree_next_to_the_source() {
@@ -322,18 +323,44 @@ fn binding_from_a_subdirectory_binds_the_top_level() {
 fn falls_back_to_the_user_data_dir_when_the_parent_is_not_writable() {
     let fx = Fixture::new();
     let work = fx.root.join("work");
-    // Root ignores permission bits; the immutable attribute binds even root.
-    let locked = Command::new("chattr").arg("+i").arg(&work).status();
-    if !matches!(locked, Ok(s) if s.success()) {
-        eprintln!("SKIPPED: chattr +i is not available on this file system");
-        return;
+    // Root ignores permission bits; the immutable attribute binds even root. Anyone else gets
+    // a directory without write permission.
+    let as_root = crate::fixture::is_root();
+    if as_root {
+        if !require_tool("chattr") {
+            return;
+        }
+        let locked = Command::new("chattr")
+            .arg("+i")
+            .arg(&work)
+            .output()
+            .unwrap();
+        assert!(
+            locked.status.success(),
+            "chattr +i {} failed (the file system of the temp dir must support the immutable \
+             attribute): {}",
+            work.display(),
+            String::from_utf8_lossy(&locked.stderr)
+        );
+    } else {
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o555)).unwrap();
     }
-    let (code, doc) = fx.json(&["bind", "-s", "fb"]);
-    Command::new("chattr")
-        .arg("-i")
-        .arg(&work)
-        .status()
+    let out = fx
+        .cmd()
+        .args(["--json", "bind", "-s", "fb"])
+        .output()
         .unwrap();
+    if as_root {
+        let unlocked = Command::new("chattr")
+            .arg("-i")
+            .arg(&work)
+            .status()
+            .unwrap();
+        assert!(unlocked.success());
+    } else {
+        std::fs::set_permissions(&work, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let (code, doc) = json_of(out);
     assert_eq!(code, 0, "{doc}");
     let tree = std::path::PathBuf::from(doc["worktree"].as_str().unwrap());
     assert!(

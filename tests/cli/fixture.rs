@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -151,6 +152,83 @@ impl Fixture {
             .map(String::from)
             .collect()
     }
+}
+
+/// The variable that lets a test whose tool is missing skip instead of failing: a
+/// comma-separated list of tool names (as given to [`require_tool`]), or `all`.
+pub const ALLOW_MISSING: &str = "A3S_ISO_TEST_ALLOW_MISSING";
+
+/// What a test needs besides git and the binary. `tool` is a program looked up on PATH, or
+/// `sandbox` (this kernel gives the run sandbox: Landlock and namespaces), or `root` (the
+/// tests run as root). Returns true when it is there. When it is missing the test fails,
+/// unless [`ALLOW_MISSING`] names it: then this says so, returns false, and the test returns.
+///
+/// ```ignore
+/// if !require_tool("zsh") {
+///     return;
+/// }
+/// ```
+pub fn require_tool(tool: &str) -> bool {
+    let present = match tool {
+        "sandbox" => sandbox_available(),
+        "root" => is_root(),
+        program => on_path(program),
+    };
+    if present {
+        return true;
+    }
+    let allowed = std::env::var(ALLOW_MISSING).unwrap_or_default();
+    if allowed
+        .split(',')
+        .map(str::trim)
+        .any(|name| name == tool || name == "all")
+    {
+        eprintln!("SKIPPED: {tool} missing, allowed by {ALLOW_MISSING}");
+        return false;
+    }
+    panic!(
+        "this test needs {tool}, which is missing here: {}; or let the tests that need it skip \
+         with {ALLOW_MISSING}={tool}",
+        match tool {
+            "sandbox" => "the kernel cannot give the run sandbox (Landlock, namespaces)",
+            "root" => "run the tests as root",
+            _ => "install it (.ci/run does)",
+        }
+    );
+}
+
+fn on_path(program: &str) -> bool {
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|dir| {
+        std::fs::metadata(dir.join(program))
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    })
+}
+
+pub fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Whether this machine can give the sandbox (Landlock and namespaces): a sandboxed run of
+/// `true` succeeds. Probed once per test binary.
+pub fn sandbox_available() -> bool {
+    static AVAILABLE: OnceLock<bool> = OnceLock::new();
+    *AVAILABLE.get_or_init(|| {
+        let fx = Fixture::new();
+        fx.bind("probe");
+        let (code, doc) = fx.json(&["run", "-s", "probe", "--", "true"]);
+        if code != 0 {
+            eprintln!("sandbox unavailable on this machine: {doc}");
+        }
+        code == 0
+    })
 }
 
 /// Parses the one JSON document a3s-iso printed and checks the schema name.

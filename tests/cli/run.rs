@@ -1,29 +1,13 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, error_code, json_of};
+use crate::fixture::{Fixture, checkout_listing, error_code, json_of, sandbox_available};
 
-/// Whether this machine can give the sandbox (Landlock and namespaces). Tests of the sandbox
-/// itself skip with a printed reason where it cannot; tests of process semantics then run
-/// without it.
-pub fn sandbox_available() -> bool {
-    static AVAILABLE: OnceLock<bool> = OnceLock::new();
-    *AVAILABLE.get_or_init(|| {
-        let fx = Fixture::new();
-        fx.bind("probe");
-        let (code, doc) = fx.json(&["run", "-s", "probe", "--", "true"]);
-        if code != 0 {
-            eprintln!("sandbox unavailable on this machine: {doc}");
-        }
-        code == 0
-    })
-}
-
-/// `run` arguments with the sandbox where the machine has it.
+/// `run` arguments with the sandbox where the machine has it: these tests are about process
+/// semantics, which hold with or without it (the sandbox tests themselves require it).
 fn run_args<'a>(session: &'a str, rest: &[&'a str]) -> Vec<&'a str> {
     let mut args = vec!["run", "-s", session];
     if !sandbox_available() {

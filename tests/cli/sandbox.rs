@@ -4,14 +4,12 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::fixture::{Fixture, error_code};
-use crate::run::sandbox_available;
+use crate::fixture::{Fixture, error_code, require_tool};
 
-/// Skips (with the reason printed) where the machine itself lacks Landlock or namespaces.
+/// Fails where the machine lacks Landlock or namespaces, unless that is allowed (then skips).
 macro_rules! require_sandbox {
     () => {
-        if !sandbox_available() {
-            eprintln!("SKIPPED: this kernel cannot give the run sandbox (Landlock, namespaces)");
+        if !require_tool("sandbox") {
             return;
         }
     };
@@ -42,6 +40,9 @@ fn connect_script(port: u16) -> String {
 #[test]
 fn the_network_is_denied_but_loopback_works_inside() {
     require_sandbox!();
+    if !require_tool("bash") {
+        return;
+    }
     let fx = Fixture::new();
     fx.bind("net");
     let iso = fx.isolation("net");
@@ -64,7 +65,7 @@ fn the_network_is_denied_but_loopback_works_inside() {
     assert_eq!(accepted.load(Ordering::SeqCst), 0);
 
     // A server started inside the command on 127.0.0.1 is reachable from inside.
-    if Command::new("python3").arg("--version").output().is_ok() {
+    if require_tool("python3") {
         let script = "import socket\ns=socket.socket(); s.bind(('127.0.0.1',0)); s.listen(1)\n\
                       c=socket.create_connection(s.getsockname()); a,_=s.accept(); a.sendall(b'ok')\n\
                       open('inside.txt','w').write(c.recv(2).decode())\n";
@@ -74,8 +75,6 @@ fn the_network_is_denied_but_loopback_works_inside() {
             std::fs::read_to_string(iso.join("inside.txt")).unwrap(),
             "ok"
         );
-    } else {
-        eprintln!("SKIPPED part: python3 is not installed, no server inside the command");
     }
 
     let (code, doc) = fx.json(&[
@@ -273,15 +272,8 @@ fn without_landlock_run_fails_closed_unless_no_sandbox() {
 #[test]
 fn the_sandbox_works_for_an_unprivileged_user() {
     require_sandbox!();
-    let is_root = std::fs::read_to_string("/proc/self/status")
-        .map(|s| {
-            s.lines()
-                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
-        })
-        .unwrap_or(false);
-    let has_setpriv = Command::new("setpriv").arg("--version").output().is_ok();
-    if !is_root || !has_setpriv {
-        eprintln!("SKIPPED: needs root and setpriv to run a3s-iso as an unprivileged user");
+    // Root hands the test files to an unprivileged user and becomes it with setpriv.
+    if !require_tool("root") || !require_tool("setpriv") {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
