@@ -268,23 +268,38 @@ pub fn error_code(doc: &Value) -> &str {
 /// Every entry under `dir` (symlinks not followed): relative path → kind, mode and content hash.
 pub fn listing(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    walk(dir, dir, &mut out, &|_| true);
+    walk(dir, dir, &mut out, &|_| true, true);
+    out
+}
+
+/// Every entry under `dir` by name and content only: relative path → `dir`, `link <target>`
+/// or `file <size> <sha256>`. Modes are left out, so the umask a file was written under does
+/// not count.
+pub fn content_listing(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    walk(dir, dir, &mut out, &|_| true, false);
     out
 }
 
 /// A checkout as a user sees it: every file outside `.git`, plus the index and HEAD.
 pub fn checkout_listing(src: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    walk(src, src, &mut out, &|rel| rel != Path::new(".git"));
+    walk(src, src, &mut out, &|rel| rel != Path::new(".git"), true);
     for extra in [".git/index", ".git/HEAD"] {
-        if let Some(entry) = describe(&src.join(extra)) {
+        if let Some(entry) = describe(&src.join(extra), true) {
             out.insert(extra.into(), entry);
         }
     }
     out
 }
 
-fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>, keep: &dyn Fn(&Path) -> bool) {
+fn walk(
+    base: &Path,
+    dir: &Path,
+    out: &mut BTreeMap<String, String>,
+    keep: &dyn Fn(&Path) -> bool,
+    modes: bool,
+) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
@@ -294,27 +309,31 @@ fn walk(base: &Path, dir: &Path, out: &mut BTreeMap<String, String>, keep: &dyn 
         if !keep(&rel) {
             continue;
         }
-        if let Some(desc) = describe(&path) {
+        if let Some(desc) = describe(&path, modes) {
             out.insert(rel.to_string_lossy().into_owned(), desc);
         }
         if entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-            walk(base, &path, out, keep);
+            walk(base, &path, out, keep, modes);
         }
     }
 }
 
-fn describe(path: &Path) -> Option<String> {
+/// `link <target>`, `dir [mode]` or `file [mode] <size> <sha256>`.
+fn describe(path: &Path, modes: bool) -> Option<String> {
     let meta = std::fs::symlink_metadata(path).ok()?;
-    let mode = meta.permissions().mode() & 0o7777;
+    let mode = match modes {
+        true => format!(" {:o}", meta.permissions().mode() & 0o7777),
+        false => String::new(),
+    };
     let ft = meta.file_type();
     Some(if ft.is_symlink() {
         format!("link {}", std::fs::read_link(path).ok()?.display())
     } else if ft.is_dir() {
-        format!("dir {mode:o}")
+        format!("dir{mode}")
     } else {
         let bytes = std::fs::read(path).ok()?;
         format!(
-            "file {mode:o} {} {}",
+            "file{mode} {} {}",
             meta.size(),
             hex::encode(Sha256::digest(&bytes))
         )
