@@ -1,34 +1,64 @@
-//! Random sequences of bind, edit, capture, promote, discard, sweep and user commits, checked
-//! against the promises: a change set lands at most once, a refused or empty promote leaves the
-//! source byte-identical, nothing but an applied promote changes the source, and a sweep never
-//! reclaims a live session.
+//! Random sequences of bind (by this process or by another owner, which may exit), edit,
+//! capture, promote, discard, list, sweep and user commits, checked against a model and the
+//! promises: a change set lands at most once, a refused or empty promote leaves the source
+//! byte-identical, nothing but an applied promote changes the source, a sweep reclaims exactly
+//! the sessions whose owner is dead (never a live one) and keeps their work reachable at
+//! `refs/a3s-iso/swept/<id>`, and the heir of a dead owner takes its session over.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+use std::process::{Child, Command, Stdio};
 
 use proptest::prelude::*;
+use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing};
+use crate::fixture::{Fixture, checkout_listing, error_code, listing};
+
+const SESSIONS: usize = 2;
+const FILES: usize = 3;
 
 #[derive(Debug, Clone)]
 enum Op {
+    /// `bind` owned by this process (the parent of a3s-iso).
     Bind(usize),
+    /// `bind --owner-pid` of a new process that stays alive until `OwnerExits`.
+    BindAsOther(usize),
+    /// `bind --owner-pid` of a new process that exits right after.
+    BindAsShortLived(usize),
+    /// `bind --owner-pid` of a process that has exited and been reaped: refused.
+    BindAsReaped(usize),
+    /// The other owner of a session (else of any session) exits and is reaped.
+    OwnerExits(usize),
+    /// A write into a session's isolation (else into any bound session's).
     Edit(usize, usize, u8),
     Capture(usize),
     Promote(usize),
+    /// Promote a session that has work, if there is one (else `s`).
+    PromoteWork(usize),
     Discard(usize),
-    Sweep,
+    List,
+    Sweep {
+        dry_run: bool,
+    },
     UserCommit(u8),
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    let s = || 0..SESSIONS;
     prop_oneof![
-        (0..3usize).prop_map(Op::Bind),
-        (0..3usize, 0..3usize, any::<u8>()).prop_map(|(s, f, c)| Op::Edit(s, f, c)),
-        (0..3usize).prop_map(Op::Capture),
-        (0..3usize).prop_map(Op::Promote),
-        (0..3usize).prop_map(Op::Discard),
-        Just(Op::Sweep),
-        any::<u8>().prop_map(Op::UserCommit),
+        3 => s().prop_map(Op::Bind),
+        2 => s().prop_map(Op::BindAsOther),
+        3 => s().prop_map(Op::BindAsShortLived),
+        1 => s().prop_map(Op::BindAsReaped),
+        2 => s().prop_map(Op::OwnerExits),
+        5 => (s(), 0..FILES, any::<u8>()).prop_map(|(s, f, c)| Op::Edit(s, f, c)),
+        1 => s().prop_map(Op::Capture),
+        2 => s().prop_map(Op::Promote),
+        3 => s().prop_map(Op::PromoteWork),
+        1 => s().prop_map(Op::Discard),
+        1 => Just(Op::List),
+        3 => Just(Op::Sweep { dry_run: false }),
+        1 => Just(Op::Sweep { dry_run: true }),
+        1 => any::<u8>().prop_map(Op::UserCommit),
     ]
 }
 
@@ -36,88 +66,426 @@ fn id(session: usize) -> String {
     format!("sm{session}")
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 6, failure_persistence: None, ..ProptestConfig::default() })]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// This test process.
+    Me,
+    /// One of `Others`, by index.
+    Other(usize),
+}
 
-    #[test]
-    fn the_promises_hold_for_any_sequence(ops in proptest::collection::vec(op(), 1..10)) {
-        let fx = Fixture::new();
-        let mut applied: BTreeSet<String> = BTreeSet::new();
-        let mut bound: HashMap<usize, bool> = HashMap::new();
-        for op in ops {
-            let before = checkout_listing(&fx.src);
-            match op {
-                Op::Bind(s) => {
-                    let (code, doc) = fx.json(&["bind", "-s", &id(s)]);
-                    prop_assert!(code == 0 || doc["error"]["code"] == "session_exists", "{doc}");
-                    if code == 0 {
-                        bound.insert(s, true);
-                    }
-                    prop_assert_eq!(checkout_listing(&fx.src), before);
-                }
-                Op::Edit(s, file, content) => {
-                    if bound.get(&s) == Some(&true) {
-                        let iso = fx.isolation(&id(s));
-                        std::fs::write(iso.join(format!("f{file}.txt")), format!("{content}\n")).unwrap();
-                    }
-                }
-                Op::Capture(s) => {
-                    let (code, doc) = fx.json(&["capture", "-s", &id(s)]);
-                    prop_assert!(code == 0 || ["session_not_found", "change_set_unavailable"].contains(&doc["error"]["code"].as_str().unwrap_or("")), "{doc}");
-                    prop_assert_eq!(checkout_listing(&fx.src), before);
-                }
-                Op::Promote(s) => {
-                    let (code, doc) = fx.json(&["promote", "-s", &id(s)]);
-                    let outcome = doc["outcome"].as_str().unwrap_or("error");
-                    match outcome {
-                        "applied" => {
-                            prop_assert_eq!(code, 0);
-                            let digest = doc["digest"].as_str().unwrap().to_string();
-                            prop_assert!(applied.insert(digest), "a change set landed twice: {}", doc);
-                            // The user accepts the work, so the checkout is clean again.
-                            fx.commit_all(&format!("accept {}", id(s)));
-                        }
-                        "conflict" => {
-                            prop_assert_eq!(code, 3);
-                            prop_assert_eq!(checkout_listing(&fx.src), before);
-                        }
-                        "idempotent" | "empty" => {
-                            prop_assert_eq!(code, 0);
-                            prop_assert_eq!(checkout_listing(&fx.src), before);
-                        }
-                        _ => {
-                            prop_assert!(["session_not_found", "change_set_unavailable"].contains(&doc["error"]["code"].as_str().unwrap_or("")), "{doc}");
-                            prop_assert_eq!(checkout_listing(&fx.src), before);
-                        }
-                    }
-                    if outcome == "idempotent" {
-                        prop_assert!(applied.contains(doc["digest"].as_str().unwrap()), "idempotent for a digest never applied: {}", doc);
-                    }
-                }
-                Op::Discard(s) => {
-                    let (code, _) = fx.json(&["discard", "-s", &id(s)]);
-                    if code == 0 {
-                        bound.insert(s, false);
-                    }
-                    prop_assert!(!fx.isolation(&id(s)).exists() || bound.get(&s) == Some(&true));
-                    prop_assert_eq!(checkout_listing(&fx.src), before);
-                }
-                Op::Sweep => {
-                    let (code, doc) = fx.json(&["sweep", "--grace", "0s"]);
-                    prop_assert_eq!(code, 0);
-                    // Every session here is owned by this live test process.
-                    prop_assert!(doc["reclaimed"].as_array().unwrap().is_empty(), "{doc}");
-                    for (s, is_bound) in &bound {
-                        prop_assert_eq!(fx.isolation(&id(*s)).exists(), *is_bound);
-                    }
-                    prop_assert_eq!(checkout_listing(&fx.src), before);
-                }
-                Op::UserCommit(content) => {
-                    fx.write("user.txt", &format!("{content}\n"));
-                    fx.git(&fx.src, &["add", "-A"]);
-                    fx.git(&fx.src, &["commit", "-q", "--allow-empty", "-m", "user"]);
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum State {
+    Bound,
+    Discarded,
+}
+
+/// What the model knows of a session (no entry: never bound, or reclaimed by a sweep).
+#[derive(Debug, Clone)]
+struct Session {
+    state: State,
+    owner: Owner,
+    /// The files this session wrote in its isolation, with their last content.
+    edits: BTreeMap<usize, u8>,
+}
+
+/// The other owners: processes this test started. Killed at the end whatever happens.
+#[derive(Default)]
+struct Others(Vec<(Child, bool)>);
+
+impl Others {
+    fn spawn(&mut self) -> usize {
+        let child = Command::new("sleep")
+            .arg("600")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.0.push((child, true));
+        self.0.len() - 1
+    }
+
+    fn pid(&self, i: usize) -> String {
+        self.0[i].0.id().to_string()
+    }
+
+    fn exit(&mut self, i: usize) {
+        let (child, alive) = &mut self.0[i];
+        if *alive {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            *alive = false;
+        }
+    }
+
+    fn alive(&self, owner: Owner) -> bool {
+        match owner {
+            Owner::Me => true,
+            Owner::Other(i) => self.0[i].1,
+        }
+    }
+}
+
+impl Drop for Others {
+    fn drop(&mut self) {
+        for i in 0..self.0.len() {
+            let (child, alive) = &mut self.0[i];
+            if *alive {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
+
+/// A pid that was a process of this host a moment ago and is now gone (exited and reaped).
+fn reaped_pid() -> String {
+    let mut child = Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid.to_string()
+}
+
+/// The content of `rev` (`<ref>:<path>`) in the source's repository, if it is there.
+fn blob(fx: &Fixture, rev: &str) -> Option<String> {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(&fx.src).args(["cat-file", "blob", rev]);
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let out = cmd.output().unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+fn code_of(doc: &Value) -> &str {
+    error_code(doc)
+}
+
+struct Machine {
+    fx: Fixture,
+    others: Others,
+    sessions: BTreeMap<usize, Session>,
+    applied: BTreeSet<String>,
+}
+
+impl Machine {
+    fn bound(&self, s: usize) -> Option<&Session> {
+        self.sessions.get(&s).filter(|x| x.state == State::Bound)
+    }
+
+    /// The sessions a sweep must reclaim: bound, and their owner is dead.
+    fn dead(&self) -> BTreeSet<String> {
+        self.sessions
+            .iter()
+            .filter(|(_, x)| x.state == State::Bound && !self.others.alive(x.owner))
+            .map(|(s, _)| id(*s))
+            .collect()
+    }
+
+    /// A bind (`args`) by `owner`, against the model.
+    fn bind(&mut self, s: usize, owner: Owner, args: &[&str]) -> Result<(), TestCaseError> {
+        let (code, doc) = self.fx.json(args);
+        match self.bound(s).map(|x| x.owner) {
+            None => {
+                prop_assert_eq!(code, 0, "{}", doc);
+                prop_assert_eq!(&doc["reused"], false);
+                self.sessions.insert(
+                    s,
+                    Session {
+                        state: State::Bound,
+                        owner,
+                        edits: BTreeMap::new(),
+                    },
+                );
+            }
+            Some(previous) if previous == owner => {
+                prop_assert_eq!(code, 0, "{}", doc);
+                prop_assert_eq!(&doc["reused"], true);
+            }
+            Some(previous) if self.others.alive(previous) => {
+                // Another live owner's session is never shared.
+                prop_assert_eq!(code, 1, "{}", doc);
+                prop_assert_eq!(code_of(&doc), "session_exists");
+            }
+            Some(_) => {
+                // The heir of a dead owner takes the session over, isolation and work included.
+                prop_assert_eq!(code, 0, "{}", doc);
+                prop_assert_eq!(&doc["reused"], true);
+                prop_assert!(
+                    doc["warnings"]
+                        .to_string()
+                        .contains("took the session over"),
+                    "{}",
+                    doc
+                );
+                self.sessions.get_mut(&s).unwrap().owner = owner;
+            }
+        }
+        if code == 0 {
+            let pid = match owner {
+                Owner::Me => std::process::id().to_string(),
+                Owner::Other(i) => self.others.pid(i),
+            };
+            prop_assert_eq!(doc["owner"]["pid"].to_string(), pid);
+        }
+        Ok(())
+    }
+
+    /// The files a session wrote are in its isolation as it wrote them.
+    fn check_isolation(&self, s: usize) -> Result<(), TestCaseError> {
+        let iso = self.fx.isolation(&id(s));
+        prop_assert!(iso.is_dir(), "{} is gone", iso.display());
+        for (file, content) in &self.bound(s).unwrap().edits {
+            let text = std::fs::read_to_string(iso.join(format!("f{file}.txt"))).unwrap();
+            prop_assert_eq!(text, format!("{content}\n"));
+        }
+        Ok(())
+    }
+
+    fn step(&mut self, op: Op) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let before = checkout_listing(&fx.src);
+        let mut source_may_change = false;
+        match op {
+            Op::Bind(s) => self.bind(s, Owner::Me, &["bind", "-s", &id(s)])?,
+            Op::BindAsOther(s) => {
+                let other = self.others.spawn();
+                let pid = self.others.pid(other);
+                self.bind(
+                    s,
+                    Owner::Other(other),
+                    &["bind", "-s", &id(s), "--owner-pid", &pid],
+                )?;
+                if self.bound(s).map(|x| x.owner) != Some(Owner::Other(other)) {
+                    self.others.exit(other);
                 }
             }
+            Op::BindAsShortLived(s) => {
+                let other = self.others.spawn();
+                let pid = self.others.pid(other);
+                self.bind(
+                    s,
+                    Owner::Other(other),
+                    &["bind", "-s", &id(s), "--owner-pid", &pid],
+                )?;
+                self.others.exit(other);
+            }
+            Op::BindAsReaped(s) => {
+                let iso = fx.isolation(&id(s));
+                let existed = iso.exists();
+                let records = listing(&fx.src.join(".git/a3s-iso/sessions"));
+                let pid = reaped_pid();
+                let (code, doc) = fx.json(&["bind", "-s", &id(s), "--owner-pid", &pid]);
+                prop_assert_eq!(code, 2, "{}", doc);
+                prop_assert_eq!(code_of(&doc), "usage");
+                prop_assert_eq!(iso.exists(), existed);
+                prop_assert_eq!(listing(&fx.src.join(".git/a3s-iso/sessions")), records);
+            }
+            Op::OwnerExits(s) => {
+                let other_of = |x: &Session| match x.owner {
+                    Owner::Other(i) if x.state == State::Bound && self.others.alive(x.owner) => {
+                        Some(i)
+                    }
+                    _ => None,
+                };
+                let owner = self
+                    .sessions
+                    .get(&s)
+                    .and_then(other_of)
+                    .or_else(|| self.sessions.values().find_map(other_of));
+                if let Some(i) = owner {
+                    self.others.exit(i);
+                }
+            }
+            Op::Edit(s, file, content) => {
+                // Into session `s`, else into any bound one.
+                let s = Some(s)
+                    .filter(|s| self.bound(*s).is_some())
+                    .or_else(|| (0..SESSIONS).find(|s| self.bound(*s).is_some()))
+                    .unwrap_or(s);
+                if let Some(session) = self.sessions.get_mut(&s)
+                    && session.state == State::Bound
+                {
+                    let iso = fx.isolation(&id(s));
+                    std::fs::write(iso.join(format!("f{file}.txt")), format!("{content}\n"))
+                        .unwrap();
+                    session.edits.insert(file, content);
+                }
+            }
+            Op::Capture(s) => {
+                let (code, doc) = fx.json(&["capture", "-s", &id(s)]);
+                match self.sessions.get(&s).map(|x| &x.state) {
+                    Some(State::Bound) => prop_assert_eq!(code, 0, "{}", doc),
+                    Some(State::Discarded) => {
+                        prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
+                    }
+                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+                }
+            }
+            Op::PromoteWork(s) => {
+                let with_work = |s: &usize| self.bound(*s).is_some_and(|x| !x.edits.is_empty());
+                let s = Some(s)
+                    .filter(with_work)
+                    .or_else(|| (0..SESSIONS).find(with_work))
+                    .unwrap_or(s);
+                return self.step(Op::Promote(s));
+            }
+            Op::Promote(s) => {
+                let (code, doc) = fx.json(&["promote", "-s", &id(s)]);
+                let outcome = doc["outcome"].as_str().unwrap_or("error");
+                match self.sessions.get(&s).map(|x| &x.state) {
+                    Some(State::Bound) => prop_assert!(
+                        ["applied", "idempotent", "conflict", "empty"].contains(&outcome),
+                        "{}",
+                        doc
+                    ),
+                    Some(State::Discarded) => {
+                        prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
+                    }
+                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+                }
+                match outcome {
+                    "applied" => {
+                        prop_assert_eq!(code, 0);
+                        let digest = doc["digest"].as_str().unwrap().to_string();
+                        prop_assert!(
+                            self.applied.insert(digest),
+                            "a change set landed twice: {}",
+                            doc
+                        );
+                        prop_assert_ne!(checkout_listing(&fx.src), before.clone());
+                        for (file, content) in &self.bound(s).unwrap().edits {
+                            let text = std::fs::read_to_string(fx.src.join(format!("f{file}.txt")))
+                                .unwrap();
+                            prop_assert_eq!(text, format!("{content}\n"));
+                        }
+                        // The user accepts the work, so the checkout is clean again.
+                        fx.commit_all(&format!("accept {}", id(s)));
+                        source_may_change = true;
+                    }
+                    "conflict" => prop_assert_eq!(code, 3),
+                    "idempotent" => {
+                        prop_assert_eq!(code, 0);
+                        prop_assert!(
+                            self.applied.contains(doc["digest"].as_str().unwrap()),
+                            "idempotent for a digest never applied: {}",
+                            doc
+                        );
+                    }
+                    "empty" => prop_assert_eq!(code, 0),
+                    _ => prop_assert_eq!(code, 1),
+                }
+            }
+            Op::Discard(s) => {
+                let (code, doc) = fx.json(&["discard", "-s", &id(s)]);
+                match self.sessions.get_mut(&s) {
+                    Some(session) => {
+                        prop_assert_eq!(code, 0, "{}", doc);
+                        session.state = State::Discarded;
+                        session.edits.clear();
+                    }
+                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+                }
+                prop_assert!(!fx.isolation(&id(s)).exists());
+            }
+            Op::List => {
+                let (code, doc) = fx.json(&["list"]);
+                prop_assert_eq!(code, 0, "{}", doc);
+                let listed: BTreeMap<String, &Value> = doc["sessions"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| (x["session_id"].as_str().unwrap().to_string(), x))
+                    .collect();
+                let known: BTreeSet<String> = self.sessions.keys().map(|s| id(*s)).collect();
+                prop_assert_eq!(listed.keys().cloned().collect::<BTreeSet<_>>(), known);
+                for (s, session) in &self.sessions {
+                    let entry = listed[&id(*s)];
+                    let state = match session.state {
+                        State::Bound => "bound",
+                        State::Discarded => "discarded",
+                    };
+                    prop_assert_eq!(&entry["state"], state, "{}", entry);
+                    if session.state == State::Bound {
+                        prop_assert_eq!(
+                            &entry["owner_alive"],
+                            self.others.alive(session.owner),
+                            "{}",
+                            entry
+                        );
+                    }
+                }
+            }
+            Op::Sweep { dry_run } => {
+                let mut args = vec!["sweep", "--grace", "0s"];
+                if dry_run {
+                    args.push("--dry-run");
+                }
+                let (code, doc) = fx.json(&args);
+                prop_assert_eq!(code, 0, "{}", doc);
+                let reclaimed: BTreeSet<String> = doc["reclaimed"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|r| r["session_id"].as_str().unwrap().to_string())
+                    .collect();
+                // Exactly the dead: never a live session, and no dead one left behind.
+                let dead = self.dead();
+                prop_assert_eq!(&reclaimed, &dead, "{}", doc);
+                for item in doc["reclaimed"].as_array().unwrap() {
+                    prop_assert_eq!(&item["why"], "owner_dead", "{}", item);
+                }
+                for s in 0..SESSIONS {
+                    if !dry_run && dead.contains(&id(s)) {
+                        prop_assert!(!fx.isolation(&id(s)).exists());
+                        // Its work is still reachable at refs/a3s-iso/swept/<id>.
+                        let session = self.sessions.remove(&s).unwrap();
+                        for (file, content) in &session.edits {
+                            let swept = format!("refs/a3s-iso/swept/{}:f{file}.txt", id(s));
+                            prop_assert_eq!(
+                                blob(fx, &swept),
+                                Some(format!("{content}\n")),
+                                "{} after {}",
+                                swept,
+                                doc
+                            );
+                        }
+                    } else if self.bound(s).is_some() {
+                        self.check_isolation(s)?;
+                    }
+                }
+            }
+            Op::UserCommit(content) => {
+                fx.write("user.txt", &format!("{content}\n"));
+                fx.git(&fx.src, &["add", "-A"]);
+                fx.git(&fx.src, &["commit", "-q", "--allow-empty", "-m", "user"]);
+                source_may_change = true;
+            }
+        }
+        if !source_may_change {
+            // Only an applied promote (or the user) changes the source, byte for byte.
+            prop_assert_eq!(checkout_listing(&self.fx.src), before);
+        }
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 256,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_promises_hold_for_any_sequence(ops in proptest::collection::vec(op(), 2..14)) {
+        let mut machine = Machine {
+            fx: Fixture::new(),
+            others: Others::default(),
+            sessions: BTreeMap::new(),
+            applied: BTreeSet::new(),
+        };
+        for op in ops {
+            machine.step(op)?;
         }
     }
 }
