@@ -340,55 +340,35 @@ fn describe(path: &Path, modes: bool) -> Option<String> {
     })
 }
 
-/// Output with what differs from run to run replaced: the tempdir, object ids and digests,
-/// generated ids, pids, the host name, times in names.
-pub fn normalize(fx: &Fixture, text: &str) -> String {
-    let text = text
-        .replace(fx.root.to_str().unwrap(), "[ROOT]")
-        .replace(&a3s_iso::owner::hostname(), "[HOST]");
-    let chars: Vec<char> = text.chars().collect();
-    let is_hex = |c: char| c.is_ascii_digit() || ('a'..='f').contains(&c);
-    let mut out = String::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let boundary = i == 0 || !chars[i - 1].is_ascii_alphanumeric();
-        // Generated ids: <letter>-<11 hex>-<8 hex>.
-        if boundary && i + 22 <= chars.len() && chars[i].is_ascii_lowercase() && chars[i + 1] == '-'
-        {
-            let first = chars[i + 2..i + 13].iter().all(|c| is_hex(*c));
-            let second = chars[i + 13] == '-' && chars[i + 14..i + 22].iter().all(|c| is_hex(*c));
-            if first && second {
-                out.push_str("[ID]");
-                i += 22;
-                continue;
-            }
-        }
-        if is_hex(chars[i]) && boundary {
-            let end = (i..chars.len())
-                .find(|&j| !is_hex(chars[j]))
-                .unwrap_or(chars.len());
-            if end - i >= 40 {
-                out.push_str("[HASH]");
-                i = end;
-                continue;
-            }
-        }
-        for (marker, placeholder) in [("pid ", "pid [PID]"), ("retained-", "retained-[MS]")] {
-            let m: Vec<char> = marker.chars().collect();
-            if chars[i..].starts_with(&m)
-                && chars.get(i + m.len()).is_some_and(|c| c.is_ascii_digit())
-            {
-                out.push_str(placeholder);
-                i += m.len();
-                while i < chars.len() && chars[i].is_ascii_digit() {
-                    i += 1;
-                }
-            }
-        }
-        if i < chars.len() {
-            out.push(chars[i]);
-            i += 1;
-        }
+/// Snapshot settings for output of a3s-iso run in `fx`: insta filters replace what differs
+/// from run to run (the tempdir, generated ids, object ids and digests, pids, host names,
+/// start identities, times, sizes that count the tempdir's path).
+pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
+    let mut settings = insta::Settings::clone_current();
+    let root = regex::escape(fx.root.to_str().unwrap());
+    let tmp = regex::escape(std::env::temp_dir().to_str().unwrap().trim_end_matches('/'));
+    let filters: &[(&str, &str)] = &[
+        (&root, "[ROOT]"),
+        (&format!("{tmp}/"), "[TMP]/"),
+        // Generated session and run ids: <letter>-<ms, 11 hex>-<random, 8 hex>.
+        (r"\b[a-z]-[0-9a-f]{11}-[0-9a-f]{8}\b", "[ID]"),
+        // Object ids (sha1 or sha256) and sha256 digests.
+        (r"\b[0-9a-f]{40}([0-9a-f]{24})?\b", "[HASH]"),
+        (r"\bpid \d+ on [^\s)]+", "pid [PID] on [HOST]"),
+        (r"--owner-pid \d+", "--owner-pid [PID]"),
+        (r#"("--owner-pid",\s*)"\d+""#, r#"$1"[PID]""#),
+        (r#""pid": \d+"#, r#""pid": "[PID]""#),
+        (r#""hostname": "[^"]*""#, r#""hostname": "[HOST]""#),
+        (
+            r"linux-proc-start-ticks:\d+",
+            "linux-proc-start-ticks:[TICKS]",
+        ),
+        (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
+        (r"\.retained-\d+", ".retained-[MS]"),
+        (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
+    ];
+    for (pattern, replacement) in filters {
+        settings.add_filter(pattern, *replacement);
     }
-    out
+    settings
 }

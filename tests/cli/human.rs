@@ -1,6 +1,6 @@
 //! What a person sees: the human output of each command, piped (no colour, no progress).
 
-use crate::fixture::{Fixture, normalize};
+use crate::fixture::{Fixture, snapshot_settings};
 
 struct Session<'a> {
     fx: &'a Fixture,
@@ -78,7 +78,7 @@ fn the_whole_lifecycle_as_a_person_sees_it() {
     s.run(&["discard", "-s", "idle"]);
     s.run(&["discard", "-s", "idle"]);
     s.run(&["capture", "-s", "nope"]);
-    insta::assert_snapshot!("lifecycle", normalize(&fx, &s.transcript));
+    snapshot_settings(&fx).bind(|| insta::assert_snapshot!("lifecycle", s.transcript));
 }
 
 #[test]

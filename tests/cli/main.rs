@@ -8,6 +8,7 @@ mod discard_list;
 mod fixture;
 mod help;
 mod human;
+mod json;
 mod promote;
 mod run;
 mod sandbox;
