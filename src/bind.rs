@@ -13,7 +13,6 @@ use crate::owner::{Liveness, Owner, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
 
 /// The name every isolation starts with; nothing else is ever treated as a3s-iso's own.
-pub const ISOLATION_PREFIX: &str = ".a3s-isolate-";
 
 /// How many dirty paths a `dirty_source` error lists.
 const DIRTY_PATHS_SHOWN: usize = 10;
@@ -188,7 +187,7 @@ fn create(
     let now = now_ms();
     if let Some(claim) = located.store.load_claim(&session_id)? {
         match claim.bind_process.liveness() {
-            Liveness::Dead => clear_dead_claim(ctx, located, &claim)?,
+            Liveness::Dead => isolation::clear_dead_claim(ctx, located, &claim)?,
             _ => {
                 return Err(Error::SessionExists {
                     message: format!(
@@ -213,7 +212,7 @@ fn create(
     }
 
     let base = isolation_base(located, opts.base_dir.as_deref(), &mut warnings)?;
-    let path = base.join(format!("{ISOLATION_PREFIX}{session_id}"));
+    let path = base.join(format!("{}{session_id}", isolation::NAME_PREFIX));
     clear_path(&path, &mut warnings)?;
     let claim = ClaimRecord {
         session_id: session_id.clone(),
@@ -242,7 +241,7 @@ fn create(
             record.updated_at_ms = now_ms();
             if let Err(err) = publish(ctx, located, &record) {
                 // Not published: the tree goes, as if the bind had never started.
-                let _ = clear_dead_claim(ctx, located, &claim);
+                let _ = isolation::clear_dead_claim(ctx, located, &claim);
                 return Err(err);
             }
             located.store.remove_claim(&session_id)?;
@@ -253,7 +252,7 @@ fn create(
             }
         }
         Err(err) => {
-            let _ = clear_dead_claim(ctx, located, &claim);
+            let _ = isolation::clear_dead_claim(ctx, located, &claim);
             return Err(err);
         }
     }
@@ -501,26 +500,7 @@ fn build(
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.
 fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
-    // The refs keep what the record names alive through `git gc`: the bound commit and, for
-    // carried WIP, the snapshot trees the session started from.
-    let id = &record.session_id;
-    let mut script = format!("update {} {}\n", base_ref(id), record.bound_revision);
-    if record.carried_wip {
-        script.push_str(&format!(
-            "update refs/a3s-iso/sessions/{id}/wip {}\n",
-            record.base_tree
-        ));
-        if let Some(index_tree) = &record.carried_index_tree {
-            script.push_str(&format!(
-                "update refs/a3s-iso/sessions/{id}/wip-index {index_tree}\n"
-            ));
-        }
-    }
-    ctx.git
-        .at(&located.repo.toplevel)
-        .args(["update-ref", "--stdin"])
-        .stdin(script.into_bytes())
-        .run()?;
+    crate::refs::pin_session(&ctx.git, &located.repo.toplevel, record)?;
     located.store.save_session(record)
 }
 
@@ -531,45 +511,4 @@ fn register(located: &Located) -> Result<()> {
         common_dir: located.repo.common_dir.clone(),
         state_dir: located.store.dir().to_path_buf(),
     })
-}
-
-pub fn base_ref(session_id: &str) -> String {
-    format!("refs/a3s-iso/sessions/{session_id}/base")
-}
-
-/// Removes what a bind that died (or failed) left: its tree and registration, then its claim.
-/// The claim proves the tree is a3s-iso's: the path was free when the claim was taken.
-pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -> Result<()> {
-    let tree = &claim.path;
-    {
-        let published = located
-            .store
-            .load_session(&claim.session_id)?
-            .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
-        if published {
-            return located.store.remove_claim(&claim.session_id);
-        }
-        let admins = isolation::admin_dirs_for(&located.repo, tree);
-        let is_dir = fs::symlink_metadata(tree)
-            .map(|m| m.file_type().is_dir())
-            .unwrap_or(false);
-        if admins.is_empty() {
-            if is_dir {
-                isolation::remove(&ctx.git, &located.repo, tree, None)?;
-            }
-        } else {
-            for admin in admins {
-                // A checkout killed early leaves an admin dir git itself no longer accepts;
-                // the claim proves both are ours, so remove them directly then.
-                if isolation::remove(&ctx.git, &located.repo, tree, Some(&admin)).is_err() {
-                    if tree.is_dir() {
-                        fs::remove_dir_all(tree)
-                            .ctx(|| format!("cannot remove {}", tree.display()))?;
-                    }
-                    isolation::remove_admin_dir(&located.repo, &admin)?;
-                }
-            }
-        }
-    }
-    located.store.remove_claim(&claim.session_id)
 }

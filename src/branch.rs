@@ -8,11 +8,11 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::capture::writable_isolation;
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
 use crate::git::{Git, split_nul};
+use crate::isolation::writable_isolation;
 use crate::promote::{Mode, PromoteOptions, PromoteOutcome, write_artifacts, write_summary};
 use crate::snapshot::{self, TempFile};
 use crate::state::{JournalEntry, SessionRecord};

@@ -1,6 +1,6 @@
 //! `capture`: snapshot a session into a pinned tree and a change-set document.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -8,8 +8,9 @@ use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
-use crate::snapshot::{self, Worktree};
-use crate::state::{LastRun, SessionRecord, SessionState};
+use crate::isolation::{Isolation, writable_isolation};
+use crate::snapshot;
+use crate::state::{LastRun, SessionRecord};
 
 #[derive(Debug, Clone, Default)]
 pub struct CaptureOptions {
@@ -28,10 +29,6 @@ pub struct CaptureOutcome {
     pub replayed: bool,
     /// Nested repositories left out of the snapshot (never folded in as gitlinks).
     pub nested_repositories: Vec<String>,
-}
-
-pub fn run_ref(session_id: &str, run_id: &str) -> String {
-    format!("refs/a3s-iso/runs/{session_id}/{run_id}")
 }
 
 /// Checks a `--release-identity` value.
@@ -115,58 +112,6 @@ impl Target {
     }
 }
 
-/// A session's isolation, located through its record (never through its `.git` file).
-#[derive(Debug, Clone)]
-pub struct Isolation {
-    pub tree: PathBuf,
-    pub admin: PathBuf,
-}
-
-impl Isolation {
-    pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
-        snapshot::snapshot(
-            &ctx.git,
-            &Worktree {
-                tree: &self.tree,
-                admin_dir: &self.admin,
-            },
-            &located.store.scratch_dir(),
-        )
-    }
-}
-
-/// The isolation of a session that can be written and captured.
-pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
-    if record.read_only {
-        return Err(Error::ReadOnlySession {
-            session_id: record.session_id.clone(),
-        });
-    }
-    if record.state != SessionState::Discarded {
-        crate::isolation::repair_links(record)?;
-    }
-    if record.state == SessionState::Discarded || !crate::isolation::is_healthy(record) {
-        return Err(Error::ChangeSetUnavailable {
-            message: format!(
-                "session {:?} has no isolation to capture ({})",
-                record.session_id,
-                if record.state == SessionState::Discarded {
-                    "discarded"
-                } else {
-                    "missing"
-                }
-            ),
-        });
-    }
-    match (&record.worktree, &record.admin_dir) {
-        (Some(tree), Some(admin)) => Ok(Isolation {
-            tree: tree.clone(),
-            admin: admin.clone(),
-        }),
-        _ => Err(Error::internal("a healthy isolation without paths")),
-    }
-}
-
 /// What one run (or capture) produced.
 pub struct Evidence<'a> {
     pub session_id: &'a str,
@@ -187,7 +132,7 @@ pub fn record_evidence(
 ) -> Result<CaptureOutcome> {
     let store = &located.store;
     let source = &located.repo.toplevel;
-    let reference = run_ref(ev.session_id, ev.run_id);
+    let reference = crate::refs::run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| Error::CaptureConflict {
         message: format!(
             "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
@@ -219,21 +164,9 @@ pub fn record_evidence(
     )? {
         return Ok(outcome);
     }
-    // Create the ref only if it does not exist yet (empty old value).
-    let created = ctx
-        .git
-        .at(source)
-        .args(["update-ref", &reference, ev.result_tree, ""])
-        .output()?;
-    if created.exit_code != Some(0) {
-        let pinned = ctx
-            .git
-            .at(source)
-            .args(["rev-parse", "-q", "--verify", &reference])
-            .run_text()?;
-        if pinned != ev.result_tree {
-            return Err(conflict(&pinned));
-        }
+    let pinned = crate::refs::pin_run(&ctx.git, source, ev.session_id, ev.run_id, ev.result_tree)?;
+    if let crate::refs::Pinned::Other(pinned) = pinned {
+        return Err(conflict(&pinned));
     }
     let observed_at_ms = now_ms();
     update_last_run(located, ev, observed_at_ms)?;

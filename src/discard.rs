@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::fsutil::now_ms;
 use crate::isolation;
+use crate::refs;
 use crate::state::SessionState;
 
 #[derive(Debug, Clone, Default)]
@@ -29,7 +30,7 @@ pub struct DiscardOutcome {
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    crate::run::refuse_if_running(&located, &session.session_id)?;
+    located.store.refuse_if_leased(&session.session_id)?;
     let _lock = ctx.lock(&located.repo)?;
     let mut record = located
         .store
@@ -43,7 +44,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     }
     let id = record.session_id.clone();
     if opts.purge {
-        purge_refs(ctx, &located.repo, &id)?;
+        refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &id, refs::Scope::All)?;
         located.store.remove_runs(&id)?;
         located.store.remove_session(&id)?;
     } else if record.state != SessionState::Discarded {
@@ -57,29 +58,4 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         worktree: record.worktree,
         purged: opts.purge,
     })
-}
-
-/// Deletes every private ref of the session (base, runs, swept) in one transaction.
-fn purge_refs(ctx: &Context, repo: &crate::repo::Repo, id: &str) -> Result<()> {
-    let refs = ctx
-        .git
-        .at(&repo.toplevel)
-        .args(["for-each-ref", "--format=%(refname)"])
-        .arg(format!("refs/a3s-iso/sessions/{id}/"))
-        .arg(format!("refs/a3s-iso/runs/{id}/"))
-        .arg(format!("refs/a3s-iso/swept/{id}"))
-        .run_text()?;
-    if refs.is_empty() {
-        return Ok(());
-    }
-    let mut script = String::new();
-    for name in refs.lines() {
-        script.push_str(&format!("delete {name}\n"));
-    }
-    ctx.git
-        .at(&repo.toplevel)
-        .args(["update-ref", "--stdin"])
-        .stdin(script.into_bytes())
-        .run()?;
-    Ok(())
 }

@@ -14,6 +14,18 @@ pub fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// A suffix no other temp file of this process or another one uses: pid, a per-process counter
+/// and the clock.
+pub fn unique_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{n}-{nanos:08x}", std::process::id())
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
 /// of the directory. A reader sees the old content or the new, never half of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -25,11 +37,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        crate::ids::generate("t")
-    ));
+    let tmp = dir.join(format!(".{name}.tmp-{}", unique_suffix()));
     let result = (|| -> io::Result<()> {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;

@@ -158,7 +158,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
 
 /// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
 fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
-    let snap = crate::capture::writable_isolation(&session)?.snapshot(ctx, located)?;
+    let snap = crate::isolation::writable_isolation(&session)?.snapshot(ctx, located)?;
     let patch = snapshot::patch(
         &ctx.git,
         &located.repo.toplevel,

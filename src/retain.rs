@@ -29,7 +29,7 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     }
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, session_id)?;
-    crate::run::refuse_if_running(&located, &session.session_id)?;
+    located.store.refuse_if_leased(&session.session_id)?;
     let _lock = ctx.lock(&located.repo)?;
     let mut record = located
         .store

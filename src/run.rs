@@ -8,11 +8,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::capture::{Evidence, Target, record_evidence, run_ref};
+use crate::capture::{Evidence, Target, record_evidence};
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
-use crate::lock::FileLock;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
 use crate::state::SessionRecord;
@@ -69,27 +68,6 @@ pub struct RunOutcome {
     pub status: i32,
 }
 
-/// The session's run lease: held for the whole run, so `sweep` sees the session as live and a
-/// second run of the same session is refused.
-pub fn lease_path(located: &Located, session_id: &str) -> PathBuf {
-    located
-        .store
-        .dir()
-        .join("leases")
-        .join(format!("{session_id}.lock"))
-}
-
-/// Refuses to change a session's isolation under a running command.
-pub fn refuse_if_running(located: &Located, session_id: &str) -> Result<()> {
-    if FileLock::is_held(&lease_path(located, session_id))? {
-        return Err(Error::SessionBusy {
-            session_id: session_id.to_string(),
-            message: "a run is in progress in its isolation".into(),
-        });
-    }
-    Ok(())
-}
-
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     if opts.command.is_empty() {
         return Err(Error::Usage {
@@ -113,7 +91,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         .load_run_doc(&record.session_id, &run_id)?
         .is_some()
         || (opts.run_id.is_some()
-            && ref_exists(ctx, &located, &run_ref(&record.session_id, &run_id))?)
+            && crate::refs::run_exists(
+                &ctx.git,
+                &located.repo.toplevel,
+                &record.session_id,
+                &run_id,
+            )?)
     {
         return Err(Error::CaptureConflict {
             message: format!(
@@ -122,7 +105,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
             ),
         });
     }
-    let Some(_lease) = FileLock::try_acquire(&lease_path(&located, &record.session_id))? else {
+    let Some(_lease) = located.store.try_lease(&record.session_id)? else {
         return Err(Error::SessionBusy {
             session_id: record.session_id.clone(),
             message: "another run holds its lease".into(),
@@ -200,7 +183,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         exit_code: ended.exit_code,
         signal: ended.signal,
         timed_out: ended.timed_out,
-        result_ref: run_ref(&record.session_id, &run_id),
+        result_ref: crate::refs::run_result(&record.session_id, &run_id),
         base_tree,
         result_tree,
         change_set,
@@ -211,13 +194,6 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         warnings,
         status: ended.status(),
     })
-}
-
-fn ref_exists(ctx: &Context, located: &Located, reference: &str) -> Result<bool> {
-    ctx.git
-        .at(&located.repo.toplevel)
-        .args(["rev-parse", "-q", "--verify", reference])
-        .succeeds()
 }
 
 /// The isolation's counterpart of the caller's directory (the isolation root when the caller

@@ -59,11 +59,7 @@ impl TempFile {
     pub fn new(dir: &Path, stem: &str) -> Result<TempFile> {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(TempFile {
-            path: dir.join(format!(
-                "{stem}-{}-{}",
-                std::process::id(),
-                crate::ids::generate("t")
-            )),
+            path: dir.join(format!("{stem}-{}", crate::fsutil::unique_suffix())),
         })
     }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
+use crate::lock::FileLock;
 use crate::owner::Owner;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -98,6 +99,32 @@ impl Store {
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    fn lease_file(&self, id: &str) -> PathBuf {
+        self.dir.join("leases").join(format!("{id}.lock"))
+    }
+
+    /// Takes the session's run lease if it is free: held for a whole run, so `sweep` sees the
+    /// session as live and a second run of it is refused.
+    pub fn try_lease(&self, id: &str) -> Result<Option<FileLock>> {
+        FileLock::try_acquire(&self.lease_file(id))
+    }
+
+    /// Whether a run holds the session's lease now.
+    pub fn is_leased(&self, id: &str) -> Result<bool> {
+        FileLock::is_held(&self.lease_file(id))
+    }
+
+    /// Refuses to change a session's isolation under a running command (`session_busy`).
+    pub fn refuse_if_leased(&self, id: &str) -> Result<()> {
+        if self.is_leased(id)? {
+            return Err(Error::SessionBusy {
+                session_id: id.to_string(),
+                message: "a run is in progress in its isolation".into(),
+            });
+        }
+        Ok(())
     }
 
     fn session_file(&self, id: &str) -> PathBuf {

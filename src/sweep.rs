@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bind::{ISOLATION_PREFIX, clear_dead_claim};
 use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::fsutil::{modified_ms, now_ms, tree_size};
-use crate::lock::FileLock;
+use crate::isolation::{NAME_PREFIX, clear_dead_claim, registered_admins};
 use crate::owner::Liveness;
+use crate::refs;
 use crate::repo::Repo;
 use crate::snapshot::{self, Worktree};
 use crate::state::{
@@ -240,11 +240,7 @@ fn sweep_source(
             continue;
         };
         for entry in entries.flatten() {
-            if entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(ISOLATION_PREFIX)
-            {
+            if entry.file_name().to_string_lossy().starts_with(NAME_PREFIX) {
                 candidates.push(entry.path());
             }
         }
@@ -287,10 +283,7 @@ fn sweep_source(
             });
             continue;
         }
-        let lease_held = |id: &str| {
-            FileLock::is_held(&store.dir().join("leases").join(format!("{id}.lock")))
-                .unwrap_or(true)
-        };
+        let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
             Decision::Keep(reason, detail) => out.kept.push(Kept {
                 path,
@@ -406,7 +399,7 @@ fn id_of(found: &Found) -> Option<String> {
 /// The session id an isolation's name carries (`.a3s-isolate-<id>[.retained-<ms>]`).
 fn id_from_name(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.strip_prefix(ISOLATION_PREFIX)?;
+    let rest = name.strip_prefix(NAME_PREFIX)?;
     let id = match rest.rfind(".retained-") {
         Some(at) => &rest[..at],
         None => rest,
@@ -415,20 +408,6 @@ fn id_from_name(path: &Path) -> Option<String> {
 }
 
 /// `<tree>/.git` → admin dir, for every worktree registered with this repository.
-fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
-    let Ok(entries) = std::fs::read_dir(repo.worktrees_dir()) else {
-        return HashMap::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let admin = e.path();
-            let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-            Some((PathBuf::from(gitdir.trim_end()), admin))
-        })
-        .collect()
-}
-
 fn identify(
     path: &Path,
     store: &Store,
@@ -515,7 +494,7 @@ fn reclaim(
     };
     // An interrupted bind never held anyone's work: nothing to snapshot.
     let capture = !opts.no_capture && !matches!(found, Found::Claimed(_));
-    let swept_ref = capture.then(|| format!("refs/a3s-iso/swept/{id}"));
+    let swept_ref = capture.then(|| refs::swept(&id));
     let keep = |out: &mut SweepOutcome, reason: &str, detail: String| {
         out.kept.push(Kept {
             path: path.to_path_buf(),
@@ -536,7 +515,7 @@ fn reclaim(
         return Ok(());
     }
     let _lock = ctx.lock(&located.repo)?;
-    if let Some(reference) = &swept_ref {
+    if swept_ref.is_some() {
         let snapped = match &admin {
             Some(admin) => snapshot::snapshot(
                 &ctx.git,
@@ -546,13 +525,7 @@ fn reclaim(
                 },
                 &located.store.scratch_dir(),
             )
-            .and_then(|snap| {
-                ctx.git
-                    .at(&located.repo.toplevel)
-                    .args(["update-ref", "-m", "a3s-iso sweep", reference, &snap.tree])
-                    .run()
-                    .map(|_| ())
-            }),
+            .and_then(|snap| refs::pin_swept(&ctx.git, &located.repo.toplevel, &id, &snap.tree)),
             None => Err(crate::error::Error::internal(
                 "it is not a registered worktree",
             )),
@@ -591,25 +564,7 @@ fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Re
     if id.is_empty() {
         return Ok(());
     }
-    let refs = ctx
-        .git
-        .at(&located.repo.toplevel)
-        .args(["for-each-ref", "--format=%(refname)"])
-        .arg(format!("refs/a3s-iso/sessions/{id}/"))
-        .arg(format!("refs/a3s-iso/runs/{id}/"))
-        .run_text()?;
-    let script: String = refs
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|r| format!("delete {r}\n"))
-        .collect();
-    if !script.is_empty() {
-        ctx.git
-            .at(&located.repo.toplevel)
-            .args(["update-ref", "--stdin"])
-            .stdin(script.into_bytes())
-            .run()?;
-    }
+    refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
     if !matches!(found, Found::Unreadable { .. }) {
         located.store.remove_session(id)?;
     }

@@ -8,6 +8,32 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, GitFailure, Result};
 
+mod ops;
+pub use ops::{CatFile, RefUpdate};
+
+/// The environment every git process gets: C messages, no pager, no prompt, no editor, and
+/// reads that never rewrite an index behind its owner's back.
+const FIXED_ENV: &[(&str, &str)] = &[
+    ("LC_MESSAGES", "C"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("GIT_OPTIONAL_LOCKS", "0"),
+];
+
+/// Locale variables removed so that `LC_MESSAGES=C` is what git obeys.
+const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE"];
+
+/// Applies the fixed environment to a process started without duct (for streaming protocols).
+fn hermetic_env(cmd: &mut std::process::Command) {
+    for var in REMOVED_ENV.iter().chain(REPO_SELECTING_VARS) {
+        cmd.env_remove(var);
+    }
+    for (key, value) in FIXED_ENV {
+        cmd.env(key, value);
+    }
+}
+
 /// The oldest git whose features a3s-iso relies on (`rev-parse --path-format`, `worktree repair`).
 pub const MIN_VERSION: (u32, u32) = (2, 31);
 
@@ -176,16 +202,14 @@ impl<'g> GitCmd<'g> {
     fn expression(&self) -> duct::Expression {
         let mut expr = duct::cmd(&self.git.bin, &self.args)
             .dir(&self.dir)
-            .env_remove("LC_ALL")
-            .env_remove("LANGUAGE")
-            .env("LC_MESSAGES", "C")
-            .env("GIT_PAGER", "cat")
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_EDITOR", "true")
-            // Reads must not rewrite the user's index behind their back.
-            .env("GIT_OPTIONAL_LOCKS", "0")
             .stderr_capture()
             .unchecked();
+        for var in REMOVED_ENV {
+            expr = expr.env_remove(var);
+        }
+        for (key, value) in FIXED_ENV {
+            expr = expr.env(key, value);
+        }
         // duct lets the innermost modifier win, so a variable this command sets explicitly
         // (GIT_INDEX_FILE for a temporary index) must not also be removed.
         for var in REPO_SELECTING_VARS {
@@ -242,10 +266,15 @@ impl<'g> GitCmd<'g> {
 
     /// Runs and fails with `git_failed` unless git exits 0; returns stdout.
     pub fn run(self) -> Result<Vec<u8>> {
+        self.run_output().map(|out| out.stdout)
+    }
+
+    /// Runs and fails with `git_failed` unless git exits 0; returns stdout and stderr.
+    pub fn run_output(self) -> Result<GitOutput> {
         let args = self.shown_args();
         let out = self.output()?;
         if out.exit_code == Some(0) {
-            Ok(out.stdout)
+            Ok(out)
         } else {
             Err(failure(args, out))
         }
@@ -295,11 +324,16 @@ impl<'g> GitCmd<'g> {
 }
 
 fn failure(args: Vec<String>, out: GitOutput) -> Error {
+    failure_of(args, out.exit_code, out.stderr)
+}
+
+/// The `git_failed` error for a git process that did not succeed.
+pub fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: String) -> Error {
     Error::GitFailed {
         failure: GitFailure {
             args,
-            exit_code: out.exit_code,
-            stderr: out.stderr,
+            exit_code,
+            stderr,
         },
     }
 }
