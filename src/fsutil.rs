@@ -51,6 +51,27 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result.ctx(|| format!("cannot write {}", path.display()))
 }
 
+/// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
+pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
+    let dir = path.parent().ok_or_else(|| {
+        crate::error::Error::internal(format!("{} has no parent", path.display()))
+    })?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!(".copy.tmp-{}", unique_suffix()));
+    let result = (|| -> io::Result<()> {
+        let mut input = File::open(from)?;
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        io::copy(&mut input, &mut file)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
+}
+
 /// Serialises `value` as pretty JSON and writes it atomically.
 pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)

@@ -4,13 +4,13 @@
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
 pub mod bind;
-pub mod branch;
 pub mod capture;
 pub mod changeset;
 pub mod context;
 pub mod discard;
 pub mod duration;
 pub mod error;
+pub mod fault;
 pub mod fsutil;
 pub mod git;
 pub mod ids;

@@ -157,8 +157,22 @@ pub struct Patch {
 }
 
 impl Patch {
+    /// The patch's bytes, for a document (which is bounded in size); everything else streams.
     pub fn read(&self) -> Result<Vec<u8>> {
         fs::read(self.file.path()).ctx(|| format!("cannot read {}", self.file.path().display()))
+    }
+
+    /// A patch held in memory (a decoded document), written to a scratch file and measured.
+    pub fn from_bytes(bytes: &[u8], scratch: &Path) -> Result<Patch> {
+        let file = TempFile::new(scratch, "patch")?;
+        fs::write(file.path(), bytes).ctx(|| format!("cannot write {}", file.path().display()))?;
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        })
     }
 }
 

@@ -283,10 +283,43 @@ pub struct JournalEntry {
     /// The source's HEAD when it landed.
     pub source_head: Option<String>,
     pub patch_bytes: u64,
-    /// `applied`, `noted` (promoted by other means), or `recovered` (found applied after a crash
-    /// between apply and journal).
-    pub how: String,
-    pub mode: String,
+    /// How it landed.
+    pub how: Landing,
+    /// Which promote mode landed it.
+    pub mode: PromoteMode,
+}
+
+/// How a journaled change set came to be in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Landing {
+    /// A promote applied it.
+    Applied,
+    /// Found applied after a crash between apply and journal.
+    Recovered,
+    /// The host promoted it by its own means (`promote --note`).
+    Noted,
+}
+
+/// How a change set lands in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromoteMode {
+    /// As uncommitted changes, with `git apply`.
+    #[default]
+    Patch,
+    /// As commits replayed onto the current branch.
+    Branch,
+}
+
+impl PromoteMode {
+    /// The mode's name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromoteMode::Patch => "patch",
+            PromoteMode::Branch => "branch",
+        }
+    }
 }
 
 /// The user-level registry: one small file per (source, state dir) a session was bound from,
