@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::{Git, failure_of, split_nul};
+use super::runner::{Git, failure_of, hermetic_env, split_nul};
 use crate::error::{Error, IoContext, Result};
 
 /// One change in an `update-ref --stdin` transaction.
@@ -229,7 +229,7 @@ impl Git {
         cmd.current_dir(dir)
             .args(["--no-pager", "-c", "core.fsmonitor=false"])
             .args(args);
-        super::hermetic_env(&mut cmd);
+        hermetic_env(&mut cmd);
         cmd
     }
 }

@@ -10,10 +10,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::artifacts::Artifacts;
+use super::journal::journal;
+use super::options::PromoteOptions;
 use super::outcome::{
     BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
 };
-use super::{PromoteOptions, journal};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::git::{CatFile, Git};

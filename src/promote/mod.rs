@@ -10,11 +10,14 @@
 
 mod artifacts;
 mod branch;
+mod journal;
+mod options;
 mod outcome;
 mod patch;
 
-use std::path::PathBuf;
-
+use journal::journal;
+use options::Candidate;
+pub use options::PromoteOptions;
 pub use outcome::{
     BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
 };
@@ -22,37 +25,9 @@ pub use outcome::{
 use crate::changeset;
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
-use crate::fsutil::now_ms;
 use crate::isolation::writable_isolation;
 use crate::snapshot::{self, Patch};
-use crate::state::{JournalEntry, Landing, SessionRecord};
-
-/// What to promote and how.
-#[derive(Debug, Clone, Default)]
-pub struct PromoteOptions {
-    /// The session to promote (default: the one `-s` resolution finds).
-    pub session_id: Option<String>,
-    /// A change-set document to promote instead of a session.
-    pub change_set: Option<PathBuf>,
-    /// How the work lands.
-    pub mode: Mode,
-    /// Write the artifacts and stop.
-    pub no_apply: bool,
-    /// Where the artifacts go (default: under the state dir).
-    pub artifacts: Option<PathBuf>,
-    /// `--note DIGEST`: record the digest as promoted by other means.
-    pub note: Option<String>,
-}
-
-/// A change set ready to promote: its patch on disk and where it came from.
-pub(crate) struct Candidate {
-    pub(crate) patch: Patch,
-    pub(crate) session: Option<SessionRecord>,
-    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's); none
-    /// for a document.
-    pub(crate) base_tree: Option<String>,
-    pub(crate) nested: Vec<String>,
-}
+use crate::state::{Landing, SessionRecord};
 
 /// Promotes a session or a change-set document; see the module's order of steps.
 pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
@@ -104,27 +79,6 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
         base_tree: Some(session.base_tree.clone()),
         session: Some(session),
         nested: snap.nested,
-    })
-}
-
-/// Records that `digest` landed: the promote journal's entry, fsynced.
-fn journal(
-    located: &Located,
-    digest: &str,
-    session_id: Option<&str>,
-    head: Option<&str>,
-    patch_bytes: u64,
-    how: Landing,
-    mode: Mode,
-) -> Result<()> {
-    located.store.record_promoted(&JournalEntry {
-        digest: digest.to_string(),
-        session_id: session_id.map(str::to_string),
-        promoted_at_ms: now_ms(),
-        source_head: head.map(str::to_string),
-        patch_bytes,
-        how,
-        mode,
     })
 }
 

@@ -4,8 +4,9 @@
 use std::path::Path;
 
 use super::artifacts::Artifacts;
+use super::journal::journal;
+use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
-use super::{Candidate, PromoteOptions, journal};
 use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::git::split_nul;
