@@ -12,8 +12,6 @@ use crate::isolation;
 use crate::owner::{Liveness, Owner, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
 
-/// The name every isolation starts with; nothing else is ever treated as a3s-iso's own.
-
 /// How many dirty paths a `dirty_source` error lists.
 const DIRTY_PATHS_SHOWN: usize = 10;
 
