@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::capture::{Evidence, Target, record_evidence};
+use crate::changeset::RunState;
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
@@ -52,7 +53,7 @@ pub struct RunOutcome {
     pub session_id: String,
     pub run_id: String,
     /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
-    pub state: &'static str,
+    pub state: RunState,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
@@ -250,13 +251,13 @@ struct Ended {
 }
 
 impl Ended {
-    fn state(&self) -> &'static str {
+    fn state(&self) -> RunState {
         if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
-            "cancelled"
+            RunState::Cancelled
         } else if self.exit_code == Some(0) {
-            "completed"
+            RunState::Completed
         } else {
-            "failed"
+            RunState::Failed
         }
     }
 
