@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet};
+use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
@@ -64,7 +64,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         &Evidence {
             session_id: &target.record.session_id,
             run_id: &target.run_id,
-            state: "completed",
+            state: RunState::Completed,
             base_tree: &target.record.base_tree,
             result_tree: &snap.tree,
             release_identity: &target.identity,
@@ -116,7 +116,7 @@ impl Target {
 pub struct Evidence<'a> {
     pub session_id: &'a str,
     pub run_id: &'a str,
-    pub state: &'a str,
+    pub state: RunState,
     pub base_tree: &'a str,
     pub result_tree: &'a str,
     pub release_identity: &'a str,
@@ -230,7 +230,7 @@ fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) ->
         if newer {
             record.last_run = Some(LastRun {
                 run_id: ev.run_id.to_string(),
-                state: ev.state.to_string(),
+                state: ev.state,
                 observed_at_ms,
                 result_tree: ev.result_tree.to_string(),
             });

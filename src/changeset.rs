@@ -18,6 +18,47 @@ pub const MAX_PATCH_BYTES: u64 = 4_194_304;
 /// The largest document: a 4 MiB patch in base64 plus room for the other fields.
 pub const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
 
+/// How a run ended: the `state` of a change-set document, of a run's result and of a session's
+/// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// The command exited 0 (and every `capture`).
+    Completed,
+    /// The command exited non-zero.
+    Failed,
+    /// A signal, an interrupt or `--timeout` ended the command.
+    Cancelled,
+}
+
+impl RunState {
+    /// Every state, in the order the format lists them.
+    pub const ALL: [RunState; 3] = [RunState::Completed, RunState::Failed, RunState::Cancelled];
+
+    /// The state as the document spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state a document spells as `text`, if it is one of the three.
+    pub fn parse(text: &str) -> Option<RunState> {
+        RunState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `identity` object of a document: who produced the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
     pub schema: String,
@@ -31,7 +72,7 @@ pub struct Identity {
 pub struct ChangeSet {
     pub schema: String,
     pub identity: Identity,
-    pub state: String,
+    pub state: RunState,
     pub format: String,
     pub encoding: String,
     pub base_tree: String,
@@ -60,7 +101,7 @@ pub struct NewChangeSet<'a> {
     pub release_identity: &'a str,
     pub session_id: &'a str,
     pub run_id: &'a str,
-    pub state: &'a str,
+    pub state: RunState,
     pub base_tree: &'a str,
     pub result_tree: &'a str,
     pub patch: &'a [u8],
@@ -79,7 +120,7 @@ impl ChangeSet {
                 session_id: n.session_id.into(),
                 run_id: n.run_id.into(),
             },
-            state: n.state.into(),
+            state: n.state,
             format: FORMAT.into(),
             encoding: ENCODING.into(),
             base_tree: tree_field(n.base_tree),
@@ -269,7 +310,7 @@ pub fn verify(bytes: &[u8]) -> Result<Verified> {
     id_field(identity, "session_id", "identity.session_id")?;
     id_field(identity, "run_id", "identity.run_id")?;
     let state = string(top, "state", "state")?;
-    if !["completed", "failed", "cancelled"].contains(&state) {
+    if RunState::parse(state).is_none() {
         return Err(invalid(
             "state",
             "state",
@@ -353,7 +394,7 @@ mod tests {
             release_identity: &default_release_identity(),
             session_id: "s",
             run_id: "r",
-            state: "completed",
+            state: RunState::Completed,
             base_tree: crate::snapshot::EMPTY_TREE_SHA1,
             result_tree: crate::snapshot::EMPTY_TREE_SHA1,
             patch,
@@ -461,6 +502,22 @@ mod tests {
         assert!(
             matches!(verify(&huge), Err(Error::ChangeSetInvalid { rule, .. }) if rule == "document_size")
         );
+    }
+
+    #[test]
+    fn run_states_keep_their_document_spelling() {
+        for state in RunState::ALL {
+            let json = serde_json::to_value(state).unwrap();
+            assert_eq!(json, state.as_str());
+            assert_eq!(serde_json::from_value::<RunState>(json).unwrap(), state);
+            assert_eq!(RunState::parse(state.as_str()), Some(state));
+        }
+        assert!(serde_json::from_value::<RunState>("done".into()).is_err());
+        assert_eq!(RunState::parse("Completed"), None);
+        let mut doc = serde_json::to_value(sample(b"")).unwrap();
+        assert_eq!(doc["state"], "completed");
+        doc["state"] = "done".into();
+        assert!(serde_json::from_value::<ChangeSet>(doc).is_err());
     }
 
     proptest::proptest! {

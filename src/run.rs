@@ -3,15 +3,17 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
 use crate::capture::{Evidence, Target, record_evidence};
+use crate::changeset::RunState;
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
+use crate::isolation::Isolation;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
 use crate::state::SessionRecord;
@@ -52,7 +54,7 @@ pub struct RunOutcome {
     pub session_id: String,
     pub run_id: String,
     /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
-    pub state: &'static str,
+    pub state: RunState,
     pub exit_code: Option<i32>,
     pub signal: Option<i32>,
     pub timed_out: bool,
@@ -68,6 +70,8 @@ pub struct RunOutcome {
     pub status: i32,
 }
 
+/// Runs a command in the session's isolation and records its change set. The command's own
+/// exit status is in the outcome; an `Err` is a3s-iso's own failure.
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     if opts.command.is_empty() {
         return Err(Error::Usage {
@@ -86,25 +90,13 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    if located
-        .store
-        .load_run_doc(&record.session_id, &run_id)?
-        .is_some()
-        || (opts.run_id.is_some()
-            && crate::refs::run_exists(
-                &ctx.git,
-                &located.repo.toplevel,
-                &record.session_id,
-                &run_id,
-            )?)
-    {
-        return Err(Error::CaptureConflict {
-            message: format!(
-                "run {run_id:?} of session {:?} already holds evidence; runs are never redone under the same id",
-                record.session_id
-            ),
-        });
-    }
+    refuse_redo(
+        ctx,
+        &located,
+        &record.session_id,
+        &run_id,
+        opts.run_id.is_some(),
+    )?;
     let Some(_lease) = located.store.try_lease(&record.session_id)? else {
         return Err(Error::SessionBusy {
             session_id: record.session_id.clone(),
@@ -113,58 +105,112 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
 
     let private_tmp = PrivateTmp::create(&run_id)?;
-    let sandbox_spec = match &opts.sandbox {
-        None => None,
-        Some(request) => {
-            let common_objects = located.repo.common_dir.join("objects");
-            let spec = SandboxSpec::for_run(
-                !request.allow_network,
-                &[
-                    &isolation.tree,
-                    &isolation.admin,
-                    &common_objects,
-                    private_tmp.path(),
-                ],
-                &request.allow_write,
-            );
-            sandbox::probe(&spec)?;
-            Some(spec)
-        }
-    };
-
+    let sandbox_spec = sandbox_for(opts, &located, &isolation, private_tmp.path())?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let signals = Signals::register()?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
-    let ended = execute(
-        opts,
-        &record,
-        &run_id,
-        &workdir,
-        private_tmp.path(),
-        sandbox_spec.as_ref(),
-        &signals,
-    )?;
+    let launch = Launch {
+        record: &record,
+        run_id: &run_id,
+        workdir: &workdir,
+        private_tmp: private_tmp.path(),
+        spec: sandbox_spec.as_ref(),
+    };
+    let ended = execute(opts, &launch, &signals)?;
 
     let result = isolation.snapshot(ctx, &located)?;
-    let result_tree = result.tree;
     let state = ended.state();
-    let mut warnings: Vec<String> = result
-        .nested
+    let evidence = Evidence {
+        session_id: &record.session_id,
+        run_id: &run_id,
+        state,
+        base_tree: &base_tree,
+        result_tree: &result.tree,
+        release_identity: &identity,
+    };
+    let (change_set, warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
+    Ok(RunOutcome {
+        session_id: record.session_id.clone(),
+        run_id: run_id.clone(),
+        state,
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        timed_out: ended.timed_out,
+        result_ref: crate::refs::run_result(&record.session_id, &run_id),
+        base_tree,
+        result_tree: result.tree,
+        change_set,
+        sandbox: sandbox_spec
+            .as_ref()
+            .map(SandboxReport::of)
+            .unwrap_or_else(SandboxReport::disabled),
+        warnings,
+        status: ended.status(),
+    })
+}
+
+/// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
+/// pinned result): runs are never redone under the same id.
+fn refuse_redo(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    explicit: bool,
+) -> Result<()> {
+    let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
+        || (explicit
+            && crate::refs::run_exists(&ctx.git, &located.repo.toplevel, session_id, run_id)?);
+    if redone {
+        return Err(Error::CaptureConflict {
+            message: format!(
+                "run {run_id:?} of session {session_id:?} already holds evidence; runs are never redone under the same id"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel before
+/// anything runs: writable are the isolation, its admin dir, the common object store (so
+/// commits on the detached HEAD work), the private TMPDIR and what the caller allowed.
+fn sandbox_for(
+    opts: &RunOptions,
+    located: &Located,
+    isolation: &Isolation,
+    private_tmp: &Path,
+) -> Result<Option<SandboxSpec>> {
+    let Some(request) = &opts.sandbox else {
+        return Ok(None);
+    };
+    let common_objects = located.repo.common_dir.join("objects");
+    let spec = SandboxSpec::for_run(
+        !request.allow_network,
+        &[
+            &isolation.tree,
+            &isolation.admin,
+            &common_objects,
+            private_tmp,
+        ],
+        &request.allow_write,
+    );
+    sandbox::probe(&spec)?;
+    Ok(Some(spec))
+}
+
+/// Records the run's evidence and summarises its change set. A change set too large for a
+/// document is a warning, not a failure: its result tree is pinned all the same.
+fn record_run(
+    ctx: &Context,
+    located: &Located,
+    evidence: &Evidence<'_>,
+    nested: &[String],
+) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
+    let mut warnings: Vec<String> = nested
         .iter()
         .map(|path| format!("nested repository {path} is not part of the change set"))
         .collect();
-    let change_set = match record_evidence(
-        ctx,
-        &located,
-        &Evidence {
-            session_id: &record.session_id,
-            run_id: &run_id,
-            state,
-            base_tree: &base_tree,
-            result_tree: &result_tree,
-            release_identity: &identity,
-        },
-    ) {
+    let change_set = match record_evidence(ctx, located, evidence) {
         Ok(captured) => Some(ChangeSetSummary {
             patch_digest: captured.change_set.patch_digest,
             patch_bytes: captured.change_set.patch_bytes,
@@ -176,24 +222,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         }
         Err(err) => return Err(err),
     };
-    Ok(RunOutcome {
-        session_id: record.session_id.clone(),
-        run_id: run_id.clone(),
-        state,
-        exit_code: ended.exit_code,
-        signal: ended.signal,
-        timed_out: ended.timed_out,
-        result_ref: crate::refs::run_result(&record.session_id, &run_id),
-        base_tree,
-        result_tree,
-        change_set,
-        sandbox: sandbox_spec
-            .as_ref()
-            .map(SandboxReport::of)
-            .unwrap_or_else(SandboxReport::disabled),
-        warnings,
-        status: ended.status(),
-    })
+    Ok((change_set, warnings))
 }
 
 /// The isolation's counterpart of the caller's directory (the isolation root when the caller
@@ -250,13 +279,13 @@ struct Ended {
 }
 
 impl Ended {
-    fn state(&self) -> &'static str {
+    fn state(&self) -> RunState {
         if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
-            "cancelled"
+            RunState::Cancelled
         } else if self.exit_code == Some(0) {
-            "completed"
+            RunState::Completed
         } else {
-            "failed"
+            RunState::Failed
         }
     }
 
@@ -275,66 +304,24 @@ impl Ended {
     }
 }
 
-fn execute(
-    opts: &RunOptions,
-    record: &SessionRecord,
-    run_id: &str,
-    workdir: &Path,
-    private_tmp: &Path,
-    spec: Option<&SandboxSpec>,
-    signals: &Signals,
-) -> Result<Ended> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let status_file = private_tmp.join(".a3s-iso-helper-status");
-    let mut command = match spec {
-        None => {
-            let mut command = Command::new(&opts.command[0]);
-            command.args(&opts.command[1..]);
-            command
-        }
-        Some(spec) => {
-            let helper = opts
-                .helper
-                .clone()
-                .or_else(|| std::env::current_exe().ok())
-                .ok_or_else(|| {
-                    Error::internal("cannot find the a3s-iso executable for the sandbox helper")
-                })?;
-            let mut command = Command::new(helper);
-            command
-                .arg("sandbox-exec")
-                .arg("--status-file")
-                .arg(&status_file)
-                .arg("--spec")
-                .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
-                .arg("--")
-                .args(&opts.command);
-            command
-        }
-    };
-    for var in REPO_SELECTING_VARS {
-        command.env_remove(var);
-    }
-    command
-        .current_dir(workdir)
-        .env("A3S_ISO_SESSION_ID", &record.session_id)
-        .env("A3S_ISO_RUN_ID", run_id)
-        .env(
-            "A3S_ISO_WORKTREE",
-            record.worktree.as_deref().unwrap_or(workdir),
-        )
-        .env("A3S_ISO_SOURCE", &record.source)
-        .env("TMPDIR", private_tmp)
-        // Its own process group, so that signals reach everything it started.
-        .process_group(0);
-    if opts.stdout_to_stderr {
-        use std::os::fd::AsFd;
-        let stderr = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| Error::io("cannot duplicate stderr", e))?;
-        command.stdout(Stdio::from(stderr));
-    }
+/// What the command is started with.
+struct Launch<'a> {
+    record: &'a SessionRecord,
+    run_id: &'a str,
+    /// Its working directory, inside the isolation.
+    workdir: &'a Path,
+    /// Its TMPDIR.
+    private_tmp: &'a Path,
+    /// `None`: a plain host process.
+    spec: Option<&'a SandboxSpec>,
+}
+
+/// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
+/// how it ended.
+fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<Ended> {
+    let status_file = launch.private_tmp.join(".a3s-iso-helper-status");
+    let mut command = command_for(opts, launch.spec, &status_file)?;
+    set_up(&mut command, opts, launch)?;
     let child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -348,25 +335,102 @@ fn execute(
             );
         }
     };
+    let ended = supervise(child, opts.timeout, signals)?;
+    // A helper that never became the command says why in the status file.
+    if launch.spec.is_some()
+        && matches!(ended.exit_code, Some(125..=127))
+        && let Some(err) = sandbox::read_failure(&status_file)
+    {
+        return Err(err);
+    }
+    Ok(ended)
+}
+
+/// The process to start: the command itself, or (sandboxed) a3s-iso re-executed as the helper
+/// that enters the sandbox and then execs the command.
+fn command_for(
+    opts: &RunOptions,
+    spec: Option<&SandboxSpec>,
+    status_file: &Path,
+) -> Result<Command> {
+    let Some(spec) = spec else {
+        let mut command = Command::new(&opts.command[0]);
+        command.args(&opts.command[1..]);
+        return Ok(command);
+    };
+    let helper = opts
+        .helper
+        .clone()
+        .or_else(|| std::env::current_exe().ok())
+        .ok_or_else(|| {
+            Error::internal("cannot find the a3s-iso executable for the sandbox helper")
+        })?;
+    let mut command = Command::new(helper);
+    command
+        .arg("sandbox-exec")
+        .arg("--status-file")
+        .arg(status_file)
+        .arg("--spec")
+        .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
+        .arg("--")
+        .args(&opts.command);
+    Ok(command)
+}
+
+/// The command's environment (the session's variables, no repository-selecting `GIT_*`), its
+/// working directory, its own process group, and its stdout (stderr with `--json`).
+fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    for var in REPO_SELECTING_VARS {
+        command.env_remove(var);
+    }
+    command
+        .current_dir(launch.workdir)
+        .env("A3S_ISO_SESSION_ID", &launch.record.session_id)
+        .env("A3S_ISO_RUN_ID", launch.run_id)
+        .env(
+            "A3S_ISO_WORKTREE",
+            launch.record.worktree.as_deref().unwrap_or(launch.workdir),
+        )
+        .env("A3S_ISO_SOURCE", &launch.record.source)
+        .env("TMPDIR", launch.private_tmp)
+        // Its own process group, so that signals reach everything it started.
+        .process_group(0);
+    if opts.stdout_to_stderr {
+        use std::os::fd::AsFd;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("cannot duplicate stderr", e))?;
+        command.stdout(Stdio::from(stderr));
+    }
+    Ok(())
+}
+
+/// Waits for the command. Signals a3s-iso receives go on to its process group; at the timeout
+/// it gets SIGTERM, then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed
+/// once it has ended, so nothing it started outlives the run.
+fn supervise(mut child: Child, timeout: Option<Duration>, signals: &Signals) -> Result<Ended> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::mpsc::RecvTimeoutError;
     let group = rustix::process::Pid::from_raw(child.id() as i32)
         .ok_or_else(|| Error::internal("a child without a pid"))?;
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut child = child;
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
     let kill = |signal: rustix::process::Signal| {
         let _ = rustix::process::kill_process_group(group, signal);
     };
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.map(|t| Instant::now() + t);
     let mut forwarded = None;
     let mut timed_out = false;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(status) => break status.map_err(|e| Error::io("cannot wait for the command", e))?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
                 return Err(Error::internal("lost track of the command"));
             }
         }
@@ -389,13 +453,6 @@ fn execute(
     if forwarded.is_some() || timed_out {
         // Cancelled: nothing it started may outlive the run.
         kill(rustix::process::Signal::KILL);
-    }
-    // A helper that never became the command says why in the status file.
-    if spec.is_some()
-        && matches!(status.code(), Some(125..=127))
-        && let Some(err) = sandbox::read_failure(&status_file)
-    {
-        return Err(err);
     }
     Ok(Ended {
         exit_code: status.code(),

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::changeset::RunState;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
 use crate::lock::FileLock;
@@ -22,7 +23,7 @@ pub enum SessionState {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastRun {
     pub run_id: String,
-    pub state: String,
+    pub state: RunState,
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
     pub result_tree: String,

@@ -36,7 +36,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         .map(|s| {
             [
                 s.session_id.clone(),
-                s.state.to_string(),
+                s.state.as_str().to_string(),
                 s.bound_revision.chars().take(12).collect(),
                 match s.head_moved {
                     Some(true) => "moved".into(),

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use a3s_iso::changeset::verify_file;
+use a3s_iso::changeset::{RunState, verify_file};
 use a3s_iso::error::Result;
 
 use super::Output;
@@ -22,7 +22,7 @@ struct VerifyOutcome {
     patch_bytes: u64,
     session_id: String,
     run_id: String,
-    state: String,
+    state: RunState,
 }
 
 pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
@@ -46,7 +46,7 @@ pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
         ("bytes", outcome.patch_bytes.to_string()),
         ("session", outcome.session_id),
         ("run", outcome.run_id),
-        ("state", outcome.state),
+        ("state", outcome.state.to_string()),
     ]);
     Ok(0)
 }
