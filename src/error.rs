@@ -37,10 +37,11 @@ pub enum ErrorCode {
     CommandNotFound,
     CommandNotExecutable,
     DetachedSource,
+    InvalidInput,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 22] = [
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -63,6 +64,7 @@ impl ErrorCode {
         ErrorCode::CommandNotFound,
         ErrorCode::CommandNotExecutable,
         ErrorCode::DetachedSource,
+        ErrorCode::InvalidInput,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -89,6 +91,7 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::CommandNotExecutable => "command_not_executable",
             ErrorCode::DetachedSource => "detached_source",
+            ErrorCode::InvalidInput => "invalid_input",
         }
     }
 
@@ -98,7 +101,7 @@ impl ErrorCode {
             ErrorCode::Usage => 2,
             ErrorCode::CaptureConflict => 3,
             ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
-            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid => 5,
+            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid | ErrorCode::InvalidInput => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
             ErrorCode::CommandNotExecutable => 126,
             ErrorCode::CommandNotFound => 127,
@@ -181,6 +184,9 @@ pub enum Error {
     CommandNotExecutable { program: String, reason: String },
     #[error("{} has no current branch (detached HEAD): branch mode replays commits onto a branch", source_path.display())]
     DetachedSource { source_path: PathBuf },
+    /// An argument names something that cannot be used (e.g. a path that does not exist).
+    #[error("{message}")]
+    InvalidInput { message: String },
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -190,6 +196,7 @@ impl Error {
         match self {
             Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
             Error::InvalidId { .. } => ErrorCode::InvalidId,
+            Error::InvalidInput { .. } => ErrorCode::InvalidInput,
             Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::DirtySource { .. } => ErrorCode::DirtySource,
@@ -381,6 +388,7 @@ mod tests {
                 ("command_not_found", 127),
                 ("command_not_executable", 126),
                 ("detached_source", 1),
+                ("invalid_input", 5),
             ]
         );
     }
@@ -464,6 +472,9 @@ mod tests {
             },
             Error::DetachedSource {
                 source_path: "/work/src".into(),
+            },
+            Error::InvalidInput {
+                message: "--allow-write /nowhere does not exist".into(),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -19,6 +19,7 @@ pub mod list;
 pub mod lock;
 pub mod owner;
 pub mod promote;
+pub mod quarantine;
 pub mod refs;
 pub mod repo;
 pub mod retain;

@@ -14,6 +14,7 @@ use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::isolation::Isolation;
+use crate::quarantine::Quarantine;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
 use crate::state::SessionRecord;
@@ -21,10 +22,15 @@ use crate::state::SessionRecord;
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
+/// What the caller lets a sandboxed command do beyond the defaults.
 #[derive(Debug, Clone, Default)]
 pub struct SandboxRequest {
+    /// Reach the network (and the host's sockets under `/run`).
     pub allow_network: bool,
+    /// Also write these paths (each must exist).
     pub allow_write: Vec<PathBuf>,
+    /// Also read these hidden or private paths (each must exist).
+    pub allow_read: Vec<PathBuf>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -105,18 +111,28 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
 
     let private_tmp = PrivateTmp::create(&run_id)?;
-    let sandbox_spec = sandbox_for(opts, &located, &isolation, private_tmp.path())?;
+    let quarantine = Quarantine::create(&located.store, &run_id)?;
+    let workdir = counterpart(ctx, &located, &record, &isolation.tree);
+    let run_dirs = (private_tmp.path(), quarantine.dir());
+    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let signals = Signals::register()?;
-    let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let launch = Launch {
         record: &record,
         run_id: &run_id,
         workdir: &workdir,
         private_tmp: private_tmp.path(),
         spec: sandbox_spec.as_ref(),
+        git_env: match &sandbox_spec {
+            Some(_) => quarantine.environment(&located.repo),
+            None => Vec::new(),
+        },
     };
     let ended = execute(opts, &launch, &signals)?;
+    if sandbox_spec.is_some() {
+        // The command's new objects join the store only once they pass the checks.
+        quarantine.migrate(&ctx.git, &located.repo)?;
+    }
 
     let result = isolation.snapshot(ctx, &located)?;
     let state = ended.state();
@@ -172,30 +188,95 @@ fn refuse_redo(
 }
 
 /// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel before
-/// anything runs: writable are the isolation, its admin dir, the common object store (so
-/// commits on the detached HEAD work), the private TMPDIR and what the caller allowed.
+/// anything runs. Writable: the isolation, its admin dir, the run's quarantine object dir and
+/// TMPDIR, the device nodes and what the caller allowed; the repository's own git dir stays
+/// readable; the links between the isolation and its repository are frozen.
 fn sandbox_for(
     opts: &RunOptions,
     located: &Located,
     isolation: &Isolation,
-    private_tmp: &Path,
+    run_dirs: (&Path, &Path),
+    workdir: &Path,
 ) -> Result<Option<SandboxSpec>> {
     let Some(request) = &opts.sandbox else {
         return Ok(None);
     };
-    let common_objects = located.repo.common_dir.join("objects");
-    let spec = SandboxSpec::for_run(
-        !request.allow_network,
-        &[
-            &isolation.tree,
-            &isolation.admin,
-            &common_objects,
-            private_tmp,
-        ],
-        &request.allow_write,
-    );
+    let (private_tmp, quarantine) = run_dirs;
+    let allow_write = existing("--allow-write", &request.allow_write)?;
+    let allow_read = existing("--allow-read", &request.allow_read)?;
+    let mut writable = vec![
+        isolation.tree.clone(),
+        isolation.admin.clone(),
+        quarantine.to_path_buf(),
+        private_tmp.to_path_buf(),
+    ];
+    writable.extend(sandbox::DEVICE_NODES.iter().map(PathBuf::from));
+    writable.extend(allow_write);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut visible = vec![located.repo.common_dir.clone()];
+    visible.extend(home.iter().cloned());
+    visible.extend(allow_read.iter().cloned());
+    visible.extend(program_path(&opts.command[0]));
+    let spec = SandboxSpec {
+        deny_network: !request.allow_network,
+        writable,
+        visible,
+        private: private_dirs(!request.allow_network),
+        frozen: ["commondir", "gitdir"]
+            .iter()
+            .map(|f| isolation.admin.join(f))
+            .chain([isolation.tree.join(".git")])
+            .filter(|p| p.is_file())
+            .collect(),
+        hidden: home
+            .map(|home| sandbox::secrets::to_hide(&home, &allow_read))
+            .unwrap_or_default(),
+        workdir: workdir.to_path_buf(),
+        own_terminal: false,
+    };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
+}
+
+/// Canonical forms of paths a caller named; a path that does not exist is `invalid_input`.
+fn existing(flag: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::canonicalize(path).map_err(|e| Error::InvalidInput {
+                message: format!("{flag} {}: {e}", path.display()),
+            })
+        })
+        .collect()
+}
+
+/// The program itself, when it is named by an absolute path (it may live under a private
+/// directory); a relative path is found from the working directory, inside the isolation.
+fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let path = Path::new(program);
+    path.is_absolute()
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten()
+}
+
+/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev/shm`,
+/// the runtime dir, and with the network denied `/run` (host sockets live there).
+fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
+    if deny_network {
+        dirs.push(PathBuf::from("/run"));
+    }
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && runtime.is_absolute()
+        && !dirs.iter().any(|d| runtime.starts_with(d))
+    {
+        dirs.push(runtime);
+    }
+    dirs.retain(|d| {
+        std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+            && std::fs::canonicalize(d).ok().as_deref() == Some(d.as_path())
+    });
+    dirs
 }
 
 /// Records the run's evidence and summarises its change set. A change set too large for a
@@ -314,6 +395,8 @@ struct Launch<'a> {
     private_tmp: &'a Path,
     /// `None`: a plain host process.
     spec: Option<&'a SandboxSpec>,
+    /// Variables for the command's git (the quarantine object dir).
+    git_env: Vec<(String, PathBuf)>,
 }
 
 /// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
@@ -335,7 +418,7 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
             );
         }
     };
-    let ended = supervise(child, opts.timeout, signals)?;
+    let ended = supervise(child, opts.timeout, signals, launch.spec.is_some())?;
     // A helper that never became the command says why in the status file.
     if launch.spec.is_some()
         && matches!(ended.exit_code, Some(125..=127))
@@ -394,6 +477,7 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
         )
         .env("A3S_ISO_SOURCE", &launch.record.source)
         .env("TMPDIR", launch.private_tmp)
+        .envs(launch.git_env.iter().map(|(k, v)| (k, v)))
         // Its own process group, so that signals reach everything it started.
         .process_group(0);
     if opts.stdout_to_stderr {
@@ -410,7 +494,12 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
 /// Waits for the command. Signals a3s-iso receives go on to its process group; at the timeout
 /// it gets SIGTERM, then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed
 /// once it has ended, so nothing it started outlives the run.
-fn supervise(mut child: Child, timeout: Option<Duration>, signals: &Signals) -> Result<Ended> {
+fn supervise(
+    mut child: Child,
+    timeout: Option<Duration>,
+    signals: &Signals,
+    sandboxed: bool,
+) -> Result<Ended> {
     use std::os::unix::process::ExitStatusExt;
     use std::sync::mpsc::RecvTimeoutError;
     let group = rustix::process::Pid::from_raw(child.id() as i32)
@@ -446,7 +535,12 @@ fn supervise(mut child: Child, timeout: Option<Duration>, signals: &Signals) -> 
             kill_at = Some(Instant::now() + KILL_GRACE);
         }
         if kill_at.is_some_and(|k| Instant::now() >= k) {
-            kill(rustix::process::Signal::KILL);
+            if sandboxed {
+                // The helper ends the whole sandbox and waits until nothing in it runs.
+                let _ = rustix::process::kill_process(group, rustix::process::Signal::USR1);
+            } else {
+                kill(rustix::process::Signal::KILL);
+            }
             kill_at = None;
         }
     };

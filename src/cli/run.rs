@@ -31,8 +31,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
 
+    /// Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private
+    /// (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read"])]
     pub no_sandbox: bool,
 
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
@@ -87,16 +92,22 @@ pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
         | ErrorCode::IsolationUnavailable
         | ErrorCode::CommandNotFound
         | ErrorCode::CommandNotExecutable
+        | ErrorCode::InvalidInput
         | ErrorCode::Usage => err.exit_code(),
         _ => 125,
     }
 }
 
 fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
-    let mut allow_write = args.allow_write.clone();
-    if let Some(paths) = std::env::var_os("A3S_ISO_ALLOW_WRITE") {
-        allow_write.extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()));
-    }
+    let with_env = |given: &[PathBuf], var: &str| {
+        let mut paths = given.to_vec();
+        if let Some(listed) = std::env::var_os(var) {
+            paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
+        }
+        paths
+    };
+    let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
+    let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
         ctx,
         &RunOptions {
@@ -108,6 +119,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             sandbox: (!args.no_sandbox).then_some(SandboxRequest {
                 allow_network: args.allow_network,
                 allow_write,
+                allow_read,
             }),
             release_identity: args.release_identity.clone(),
             helper: None,

@@ -224,6 +224,52 @@ impl Git {
         Ok("0".repeat(if format == "sha256" { 64 } else { 40 }))
     }
 
+    /// Copies every object of the object directory `from` (and nothing it borrows) into the
+    /// repository at `dir` as one pack, each object checked as `receive-pack` checks a push
+    /// (`index-pack --strict`: well-formed, and everything it links to present). Objects that
+    /// fail leave the repository untouched.
+    pub fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
+        let listed = self
+            .at(dir)
+            .env("GIT_OBJECT_DIRECTORY", from)
+            .args([
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ])
+            .run()?;
+        let count = listed
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if count == 0 {
+            return Ok(0);
+        }
+        let pack = self
+            .at(dir)
+            .env("GIT_OBJECT_DIRECTORY", from)
+            .args(["pack-objects", "--stdout", "-q"])
+            .stdin(listed);
+        let index = self.at(dir).args(["index-pack", "--stdin", "--strict"]);
+        let args = index.shown_args();
+        let out = pack
+            .expression()
+            .pipe(index.piped_expression())
+            .stdout_capture()
+            .stderr_capture()
+            .run()
+            .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
+        if out.status.success() {
+            Ok(count)
+        } else {
+            Err(failure_of(
+                args,
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ))
+        }
+    }
+
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.bin());
         cmd.current_dir(dir)

@@ -195,7 +195,17 @@ impl<'g> GitCmd<'g> {
         self
     }
 
-    fn expression(&self) -> duct::Expression {
+    /// The process with its input as chosen (bytes, or nothing).
+    pub(super) fn expression(&self) -> duct::Expression {
+        let expr = self.piped_expression();
+        match &self.stdin {
+            Some(bytes) => expr.stdin_bytes(bytes.clone()),
+            None => expr.stdin_null(),
+        }
+    }
+
+    /// The process reading whatever its input is connected to (the right side of a pipe).
+    pub(super) fn piped_expression(&self) -> duct::Expression {
         let mut expr = duct::cmd(&self.git.bin, &self.args)
             .dir(&self.dir)
             .stderr_capture()
@@ -222,13 +232,10 @@ impl<'g> GitCmd<'g> {
                 Ok(())
             });
         }
-        match &self.stdin {
-            Some(bytes) => expr.stdin_bytes(bytes.clone()),
-            None => expr.stdin_null(),
-        }
+        expr
     }
 
-    fn shown_args(&self) -> Vec<String> {
+    pub(super) fn shown_args(&self) -> Vec<String> {
         self.args[self.shown_args_from..]
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
