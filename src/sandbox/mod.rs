@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 
 /// Setting this makes a3s-iso behave as on a kernel without Landlock (for testing the
 /// fail-closed path).
-pub const SIMULATE_NO_LANDLOCK: &str = "A3S_ISO_SIMULATE_NO_LANDLOCK";
+pub(crate) const SIMULATE_NO_LANDLOCK: &str = "A3S_ISO_SIMULATE_NO_LANDLOCK";
 
 /// The device nodes a command may write to besides its allowed directories.
 const DEVICE_NODES: &[&str] = &[
@@ -34,41 +34,66 @@ const DEVICE_NODES: &[&str] = &[
 /// What the helper sets up before exec'ing the command.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SandboxSpec {
+    /// Run in a network namespace of its own (loopback only).
     pub deny_network: bool,
     /// Directories (and files) that stay writable; everything else is read-only.
     pub writable: Vec<PathBuf>,
 }
 
+/// Whether a run's command could reach the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    /// Its own network namespace: loopback only.
+    Denied,
+    /// The host's network.
+    Allowed,
+}
+
+/// Whether a run's command could write outside its allowed paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesystemAccess {
+    /// Landlock: writes only to the writable paths.
+    Confined,
+    /// Writes wherever the user may write.
+    Unconfined,
+}
+
 /// Which protections were in force for a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SandboxReport {
+    /// Whether the command ran in the sandbox at all (`false` with `--no-sandbox`).
     pub enabled: bool,
     /// `denied` (own network namespace, loopback only) or `allowed`.
-    pub network: &'static str,
+    pub network: NetworkAccess,
     /// `confined` (Landlock: writes only to `writable`) or `unconfined`.
-    pub filesystem: &'static str,
+    pub filesystem: FilesystemAccess,
+    /// What the command could write to (empty when unconfined).
     pub writable: Vec<PathBuf>,
 }
 
 impl SandboxReport {
-    pub fn disabled() -> SandboxReport {
+    /// `--no-sandbox`: a plain host process.
+    pub(crate) fn disabled() -> SandboxReport {
         SandboxReport {
             enabled: false,
-            network: "allowed",
-            filesystem: "unconfined",
+            network: NetworkAccess::Allowed,
+            filesystem: FilesystemAccess::Unconfined,
             writable: Vec::new(),
         }
     }
 
-    pub fn of(spec: &SandboxSpec) -> SandboxReport {
+    /// What a run under `spec` gets.
+    pub(crate) fn of(spec: &SandboxSpec) -> SandboxReport {
         SandboxReport {
             enabled: true,
             network: if spec.deny_network {
-                "denied"
+                NetworkAccess::Denied
             } else {
-                "allowed"
+                NetworkAccess::Allowed
             },
-            filesystem: "confined",
+            filesystem: FilesystemAccess::Confined,
             writable: spec.writable.clone(),
         }
     }
@@ -77,7 +102,7 @@ impl SandboxReport {
 impl SandboxSpec {
     /// The writable set of a run: the isolation, its admin dir, the common object store, the
     /// private TMPDIR, the usual device nodes, and what the caller allowed.
-    pub fn for_run(deny_network: bool, own: &[&Path], allowed: &[PathBuf]) -> SandboxSpec {
+    pub(crate) fn for_run(deny_network: bool, own: &[&Path], allowed: &[PathBuf]) -> SandboxSpec {
         let mut writable: Vec<PathBuf> = own.iter().map(|p| p.to_path_buf()).collect();
         writable.extend(DEVICE_NODES.iter().map(PathBuf::from));
         writable.extend(allowed.iter().cloned());
@@ -95,7 +120,7 @@ fn unavailable(message: impl Into<String>) -> Error {
 }
 
 /// Checks, before anything runs, that this kernel can give the sandbox.
-pub fn probe(spec: &SandboxSpec) -> Result<()> {
+pub(crate) fn probe(spec: &SandboxSpec) -> Result<()> {
     if std::env::var_os(SIMULATE_NO_LANDLOCK).is_some_and(|v| !v.is_empty())
         || sys::landlock_abi().is_none()
     {
@@ -110,7 +135,7 @@ pub fn probe(spec: &SandboxSpec) -> Result<()> {
 }
 
 /// Enters the sandbox in this process (the helper): namespaces first, then Landlock.
-pub fn enter(spec: &SandboxSpec) -> Result<()> {
+pub(crate) fn enter(spec: &SandboxSpec) -> Result<()> {
     probe(spec)?;
     if spec.deny_network {
         enter_network_namespace()?;
@@ -158,7 +183,7 @@ fn confine_writes(writable: &[PathBuf]) -> Result<()> {
 
 /// How the helper ended when it did not become the command.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct HelperFailure {
+pub(crate) struct HelperFailure {
     pub code: String,
     pub message: String,
     pub program: String,
@@ -206,7 +231,7 @@ pub fn exec_sandboxed(spec: &SandboxSpec, status_file: &Path, command: &[OsStrin
 }
 
 /// The error for a command that could not be started: not found (127) or not executable (126).
-pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<Error> {
+pub(crate) fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<Error> {
     let program = program.to_string_lossy().into_owned();
     match err.kind() {
         std::io::ErrorKind::NotFound => Some(Error::CommandNotFound { program }),
@@ -227,7 +252,7 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
 }
 
 /// Reads what a failed helper left for the parent.
-pub fn read_failure(status_file: &Path) -> Option<Error> {
+pub(crate) fn read_failure(status_file: &Path) -> Option<Error> {
     let bytes = std::fs::read(status_file).ok()?;
     let failure: HelperFailure = serde_json::from_slice(&bytes).ok()?;
     Some(match failure.code.as_str() {
