@@ -25,7 +25,7 @@ use crate::state::{
 };
 
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 
 /// What `sweep` is asked to do.
 #[derive(Debug, Clone)]
