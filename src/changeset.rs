@@ -325,7 +325,16 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
         .as_object()
         .ok_or_else(|| invalid("type", "identity", "must be an object"))?;
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
+    check_values(top, identity)?;
+    let patch = decode_patch(top)?;
+    let change_set: ChangeSet = serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
+    Ok(Verified { change_set, patch })
+}
 
+/// Checks every field but the patch, rule by rule in a fixed order: the first rule broken is
+/// the one reported.
+fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Result<()> {
     exact(top, "schema", "schema", SCHEMA)?;
     exact(identity, "schema", "identity.schema", IDENTITY_SCHEMA)?;
     exact(identity, "protocol", "identity.protocol", PROTOCOL)?;
@@ -356,6 +365,11 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
             "must be greater than 0",
         ));
     }
+    Ok(())
+}
+
+/// The patch, decoded, after its size and its digest were checked.
+fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     let patch_bytes = integer(top, "patch_bytes")?;
     if patch_bytes > MAX_PATCH_BYTES {
         return Err(invalid(
@@ -387,9 +401,7 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
             format!("the patch's sha256 is {digest}"),
         ));
     }
-    let change_set: ChangeSet = serde_json::from_value(value)
-        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
-    Ok(Verified { change_set, patch })
+    Ok(patch)
 }
 
 /// Reads and verifies a document from a file (or `-` for standard input).
