@@ -12,18 +12,25 @@ use crate::isolation::{Isolation, writable_isolation};
 use crate::snapshot;
 use crate::state::{LastRun, SessionRecord};
 
+/// What `capture` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
+    /// The run id to record the capture under; generated when `None` (a cumulative capture).
     pub run_id: Option<String>,
     /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
     pub release_identity: Option<String>,
 }
 
+/// A capture: the change-set document and where its result tree is pinned.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaptureOutcome {
+    /// The document (the stored one, on a replay).
     pub change_set: ChangeSet,
+    /// The ref that pins the result tree.
     pub result_ref: String,
+    /// How many files the patch touches.
     pub files_changed: u64,
     /// The run id was captured before with the same result: this is the stored document.
     pub replayed: bool,
@@ -32,7 +39,7 @@ pub struct CaptureOutcome {
 }
 
 /// Checks a `--release-identity` value.
-pub fn release_identity(given: Option<&str>) -> Result<String> {
+pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
         None => Ok(changeset::default_release_identity()),
         Some(value) => {
@@ -50,6 +57,8 @@ pub fn release_identity(given: Option<&str>) -> Result<String> {
     }
 }
 
+/// Captures the session's isolation against its base tree: pins the result and stores the
+/// document under the run id.
 pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     let target = Target::prepare(
         ctx,
@@ -78,16 +87,19 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
 
 /// What `capture` and `run` start from: the session, its isolation, the run id (given or
 /// generated) and the release identity, all checked.
-pub struct Target {
+pub(crate) struct Target {
     pub located: Located,
     pub record: SessionRecord,
     pub isolation: Isolation,
+    /// The run id given, or a generated one.
     pub run_id: String,
+    /// The checked `agent_release_identity`.
     pub identity: String,
 }
 
 impl Target {
-    pub fn prepare(
+    /// Checks the ids and the release identity, then finds the session and its isolation.
+    pub(crate) fn prepare(
         ctx: &Context,
         session_id: Option<&str>,
         run_id: Option<&str>,
@@ -113,7 +125,7 @@ impl Target {
 }
 
 /// What one run (or capture) produced.
-pub struct Evidence<'a> {
+pub(crate) struct Evidence<'a> {
     pub session_id: &'a str,
     pub run_id: &'a str,
     pub state: RunState,
@@ -125,7 +137,7 @@ pub struct Evidence<'a> {
 /// Pins the result tree, builds and stores the change-set document, and records the session's
 /// last run. A run id is immutable evidence: the same result again returns the stored document;
 /// a different one is `capture_conflict` and changes nothing.
-pub fn record_evidence(
+pub(crate) fn record_evidence(
     ctx: &Context,
     located: &Located,
     ev: &Evidence<'_>,

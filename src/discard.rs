@@ -11,22 +11,30 @@ use crate::isolation;
 use crate::refs;
 use crate::state::SessionState;
 
+/// What `discard` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct DiscardOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
     /// Also drop the session's refs and records (evidence included).
     pub purge: bool,
 }
 
+/// What `discard` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscardOutcome {
+    /// The session discarded.
     pub session_id: String,
     /// Whether an isolation tree (or its registration) was removed by this call.
     pub removed: bool,
+    /// Where its isolation was.
     pub worktree: Option<PathBuf>,
+    /// Whether its refs and records went too (`--purge`).
     pub purged: bool,
 }
 
+/// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
+/// evidence). Never touches the source; discarding twice is not an error.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;

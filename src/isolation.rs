@@ -159,11 +159,14 @@ pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
 /// A session's isolation, located through its record (never through its `.git` file).
 #[derive(Debug, Clone)]
 pub struct Isolation {
+    /// The isolation's working tree.
     pub tree: PathBuf,
+    /// Its git admin dir (`<common>/worktrees/<name>`).
     pub admin: PathBuf,
 }
 
 impl Isolation {
+    /// The snapshot of the isolation as it is now (nested repositories left out).
     pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
         snapshot::snapshot(
             &ctx.git,

@@ -3,6 +3,8 @@
 //! The library holds the logic; the binary only parses arguments and renders outcomes. Each
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
+#![deny(missing_docs)]
+
 pub mod bind;
 pub mod capture;
 pub mod changeset;

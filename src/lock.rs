@@ -70,7 +70,7 @@ impl FileLock {
     }
 
     /// Takes the lock only if it is free right now.
-    pub fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+    pub(crate) fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         if Self::try_lock(&file)? {
             let mut lock = FileLock { file };
@@ -82,7 +82,7 @@ impl FileLock {
     }
 
     /// True when some process holds the lock at `path` now.
-    pub fn is_held(path: &Path) -> Result<bool> {
+    pub(crate) fn is_held(path: &Path) -> Result<bool> {
         let file = match OpenOptions::new().read(true).open(path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),

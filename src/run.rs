@@ -33,43 +33,64 @@ pub struct SandboxRequest {
     pub allow_read: Vec<PathBuf>,
 }
 
+/// What `run` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
+    /// The run id; generated when `None`. A run id is never reused.
     pub run_id: Option<String>,
+    /// Stop the command after this long (SIGTERM, then SIGKILL).
     pub timeout: Option<Duration>,
+    /// The command and its arguments.
     pub command: Vec<OsString>,
     /// Send the command's stdout to stderr (so stdout can carry one JSON document).
     pub stdout_to_stderr: bool,
     /// `None`: `--no-sandbox`, a plain host process.
     pub sandbox: Option<SandboxRequest>,
+    /// The `agent_release_identity` of the run's change set; default: a3s-iso's own.
     pub release_identity: Option<String>,
     /// The a3s-iso executable, re-executed as the sandbox helper.
     pub helper: Option<PathBuf>,
 }
 
+/// The run's change set in brief (the document itself is stored with the run).
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeSetSummary {
+    /// `sha256:` and the hex digest of the patch.
     pub patch_digest: String,
+    /// The patch's size.
     pub patch_bytes: u64,
+    /// How many files the patch touches.
     pub files_changed: u64,
 }
 
+/// How a run ended and what it changed.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
+    /// The session the command ran in.
     pub session_id: String,
+    /// The run's id (generated ones included).
     pub run_id: String,
     /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
     pub state: RunState,
+    /// The command's exit code; `null` when a signal ended it.
     pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
     pub signal: Option<i32>,
+    /// Whether `--timeout` stopped it.
     pub timed_out: bool,
+    /// The ref that pins the run's result tree.
     pub result_ref: String,
+    /// The isolation's snapshot before the command.
     pub base_tree: String,
+    /// The isolation's snapshot after the command.
     pub result_tree: String,
     /// `null` when the patch is too large to travel as a document (the tree is still pinned).
     pub change_set: Option<ChangeSetSummary>,
+    /// Which protections the command ran under.
     pub sandbox: SandboxReport,
+    /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
@@ -360,6 +381,8 @@ struct Ended {
 }
 
 impl Ended {
+    /// The terminal state: a signal of any kind (passed on, a timeout, or one the command got)
+    /// cancels the run; otherwise the exit code decides.
     fn state(&self) -> RunState {
         if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
             RunState::Cancelled

@@ -25,7 +25,7 @@ use crate::state::{
 };
 
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 
 /// What `sweep` is asked to do.
 #[derive(Debug, Clone)]
@@ -362,6 +362,8 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
         .collect())
 }
 
+/// Sweeps the isolations of one source: each candidate is inspected, judged, and acted on
+/// only when the decision is to reclaim it.
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -410,6 +412,7 @@ struct Known {
 }
 
 impl Known {
+    /// Reads the store's records and claims, the repository's worktrees and the other stores.
     fn load(repo: &Repo, store: &Store) -> Result<Known> {
         let records: Vec<SessionRecord> = store.sessions()?.into_iter().flatten().collect();
         let claims = store.claims()?;
@@ -726,6 +729,8 @@ struct ReclaimPlan {
     swept_ref: Option<String>,
 }
 
+/// The reclaim of one isolation, decided from what was found: its id, size, admin dir and
+/// whether it is snapshotted first.
 fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Found) -> ReclaimPlan {
     let id = id_of(found).unwrap_or_default();
     let admin = match found {

@@ -6,10 +6,11 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
-use a3s_iso::run::{RunOptions, SandboxRequest, run};
+use a3s_iso::run::{RunOptions, RunOutcome, SandboxRequest, run};
 
 use super::{Output, SessionArg, parse_duration};
 
+/// `a3s-iso run`'s arguments.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -65,6 +66,7 @@ pub struct SandboxExecArgs {
     pub command: Vec<OsString>,
 }
 
+/// The hidden helper: enters the sandbox and execs the command; returns only on failure.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     match serde_json::from_str(&args.spec) {
         Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &args.status_file, &args.command),
@@ -75,6 +77,8 @@ pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     }
 }
 
+/// Runs `a3s-iso run` and returns its exit status: the command's own, or 125 and the like for
+/// a3s-iso's failures.
 pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
     match run_command(ctx, args, out) {
         Ok(status) => status,
@@ -131,27 +135,32 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     if out.json {
         out.document("a3s-iso.run.v1", &outcome);
     } else if !out.quiet {
-        let how = match (outcome.exit_code, outcome.signal) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(signal)) => format!("signal {signal}"),
-            _ => "no status".into(),
-        };
-        let summary = match &outcome.change_set {
-            Some(cs) => format!(
-                "{} file{} changed, {} bytes, {}",
-                cs.files_changed,
-                if cs.files_changed == 1 { "" } else { "s" },
-                cs.patch_bytes,
-                cs.patch_digest
-            ),
-            None => "change set too large for a document".into(),
-        };
-        out.note(&format!(
-            "run {} {} ({how}{}): {summary}",
-            outcome.run_id,
-            outcome.state,
-            if outcome.timed_out { ", timed out" } else { "" }
-        ));
+        out.note(&summary(&outcome));
     }
     Ok(outcome.status)
+}
+
+/// `run <id> <state> (<how it ended>): <what changed>`, the line on stderr after a run.
+fn summary(outcome: &RunOutcome) -> String {
+    let how = match (outcome.exit_code, outcome.signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        _ => "no status".into(),
+    };
+    let changed = match &outcome.change_set {
+        Some(cs) => format!(
+            "{} file{} changed, {} bytes, {}",
+            cs.files_changed,
+            if cs.files_changed == 1 { "" } else { "s" },
+            cs.patch_bytes,
+            cs.patch_digest
+        ),
+        None => "change set too large for a document".into(),
+    };
+    format!(
+        "run {} {} ({how}{}): {changed}",
+        outcome.run_id,
+        outcome.state,
+        if outcome.timed_out { ", timed out" } else { "" }
+    )
 }

@@ -8,6 +8,7 @@ use a3s_iso::error::Result;
 
 use super::Output;
 
+/// `a3s-iso verify`'s arguments.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The change-set document to check (- for standard input)
@@ -25,6 +26,7 @@ struct VerifyOutcome {
     state: RunState,
 }
 
+/// Verifies the document and renders what it holds.
 pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
     let verified = verify_file(&args.file)?;
     let cs = verified.change_set;

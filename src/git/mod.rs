@@ -6,5 +6,6 @@
 mod ops;
 mod runner;
 
-pub use ops::{CatFile, RefUpdate};
-pub use runner::{Git, GitCmd, GitOutput, MIN_VERSION, REPO_SELECTING_VARS, failure_of, split_nul};
+pub(crate) use ops::{CatFile, RefUpdate};
+pub use runner::Git;
+pub(crate) use runner::{REPO_SELECTING_VARS, split_nul};

@@ -11,7 +11,7 @@ use crate::error::{Error, IoContext, Result};
 
 /// One change in an `update-ref --stdin` transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RefUpdate {
+pub(crate) enum RefUpdate {
     /// Point `name` at `target` (created if missing).
     Set {
         /// The full ref name.
@@ -45,7 +45,7 @@ impl RefUpdate {
 
 /// What `cat-file --batch` found for one object name.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CatFile {
+pub(crate) enum CatFile {
     /// The object exists: its type (`blob`, `tree`, `commit`, `tag`) and content.
     Found {
         /// `blob`, `tree`, `commit` or `tag`.
@@ -59,7 +59,7 @@ pub enum CatFile {
 
 impl Git {
     /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing.
-    pub fn rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>> {
+    pub(crate) fn rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>> {
         let out = self
             .at(dir)
             .args(["rev-parse", "-q", "--verify", "--end-of-options", rev])
@@ -69,14 +69,14 @@ impl Git {
     }
 
     /// Like [`Git::rev_parse`], failing with `git_failed` when `rev` names nothing.
-    pub fn rev_parse_required(&self, dir: &Path, rev: &str) -> Result<String> {
+    pub(crate) fn rev_parse_required(&self, dir: &Path, rev: &str) -> Result<String> {
         self.at(dir)
             .args(["rev-parse", "--verify", "--end-of-options", rev])
             .run_text()
     }
 
     /// The tree of the index at `index` (`write-tree` with `GIT_INDEX_FILE`).
-    pub fn write_tree(&self, dir: &Path, index: &Path) -> Result<String> {
+    pub(crate) fn write_tree(&self, dir: &Path, index: &Path) -> Result<String> {
         self.at(dir)
             .env("GIT_INDEX_FILE", index)
             .arg("write-tree")
@@ -84,7 +84,7 @@ impl Git {
     }
 
     /// The paths that differ between two trees, recursively, renames off.
-    pub fn diff_trees(&self, dir: &Path, a: &str, b: &str) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn diff_trees(&self, dir: &Path, a: &str, b: &str) -> Result<Vec<Vec<u8>>> {
         let out = self
             .at(dir)
             .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
@@ -95,7 +95,7 @@ impl Git {
 
     /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
     /// forwards or in reverse; `Err(stderr)` says why not.
-    pub fn apply_check(
+    pub(crate) fn apply_check(
         &self,
         dir: &Path,
         patch: &Path,
@@ -120,7 +120,12 @@ impl Git {
     }
 
     /// Applies `updates` in one `update-ref --stdin` transaction: all or nothing.
-    pub fn update_refs(&self, dir: &Path, updates: &[RefUpdate], message: &str) -> Result<()> {
+    pub(crate) fn update_refs(
+        &self,
+        dir: &Path,
+        updates: &[RefUpdate],
+        message: &str,
+    ) -> Result<()> {
         if updates.is_empty() {
             return Ok(());
         }
@@ -134,7 +139,7 @@ impl Git {
 
     /// The full names of the refs under each prefix (a prefix ending in `/` is a folder; one
     /// without names exactly that ref).
-    pub fn list_refs(&self, dir: &Path, prefixes: &[String]) -> Result<Vec<String>> {
+    pub(crate) fn list_refs(&self, dir: &Path, prefixes: &[String]) -> Result<Vec<String>> {
         let text = self
             .at(dir)
             .args(["for-each-ref", "--format=%(refname)"])
@@ -148,7 +153,7 @@ impl Git {
     }
 
     /// Looks up many objects with one `cat-file --batch` process.
-    pub fn cat_file_batch(&self, dir: &Path, names: &[String]) -> Result<Vec<CatFile>> {
+    pub(crate) fn cat_file_batch(&self, dir: &Path, names: &[String]) -> Result<Vec<CatFile>> {
         if names.is_empty() {
             return Ok(Vec::new());
         }
@@ -190,7 +195,7 @@ impl Git {
     }
 
     /// `path → "mode oid"` for the given paths of a tree (absent paths are left out).
-    pub fn tree_entries(
+    pub(crate) fn tree_entries(
         &self,
         dir: &Path,
         tree: &str,
@@ -216,7 +221,7 @@ impl Git {
     }
 
     /// The all-zero object id of the repository's hash (40 or 64 digits).
-    pub fn null_oid(&self, dir: &Path) -> Result<String> {
+    pub(crate) fn null_oid(&self, dir: &Path) -> Result<String> {
         let format = self
             .at(dir)
             .args(["rev-parse", "--show-object-format"])
@@ -228,7 +233,7 @@ impl Git {
     /// repository at `dir` as one pack, each object checked as `receive-pack` checks a push
     /// (`index-pack --strict`: well-formed, and everything it links to present). Objects that
     /// fail leave the repository untouched.
-    pub fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
+    pub(crate) fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
         let listed = self
             .at(dir)
             .env("GIT_OBJECT_DIRECTORY", from)

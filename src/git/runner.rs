@@ -31,11 +31,11 @@ pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
 }
 
 /// The oldest git whose features a3s-iso relies on (`rev-parse --path-format`, `worktree repair`).
-pub const MIN_VERSION: (u32, u32) = (2, 31);
+pub(crate) const MIN_VERSION: (u32, u32) = (2, 31);
 
 /// Variables that would make git operate on another repository, index or object store than the
 /// one a3s-iso names explicitly. They are never passed on to git or to a run's command.
-pub const REPO_SELECTING_VARS: &[&str] = &[
+pub(crate) const REPO_SELECTING_VARS: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_INDEX_FILE",
@@ -52,6 +52,7 @@ pub const REPO_SELECTING_VARS: &[&str] = &[
     "GIT_IMPLICIT_WORK_TREE",
 ];
 
+/// The git binary a3s-iso runs, found and version-checked once.
 #[derive(Debug, Clone)]
 pub struct Git {
     bin: PathBuf,
@@ -60,7 +61,8 @@ pub struct Git {
 
 /// What a git process produced, whatever its exit status.
 #[derive(Debug)]
-pub struct GitOutput {
+pub(crate) struct GitOutput {
+    /// `None` when a signal ended it.
     pub exit_code: Option<i32>,
     pub stdout: Vec<u8>,
     pub stderr: String,
@@ -101,16 +103,18 @@ impl Git {
         Ok(git)
     }
 
+    /// The version git reported (`2.47.3`).
     pub fn version(&self) -> &str {
         &self.version
     }
 
-    pub fn bin(&self) -> &Path {
+    /// Where the git binary is.
+    pub(crate) fn bin(&self) -> &Path {
         &self.bin
     }
 
     /// A git command run with `dir` as its working directory.
-    pub fn at(&self, dir: &Path) -> GitCmd<'_> {
+    pub(crate) fn at(&self, dir: &Path) -> GitCmd<'_> {
         GitCmd {
             git: self,
             dir: dir.to_path_buf(),
@@ -128,7 +132,7 @@ impl Git {
 
     /// A git command on a linked worktree, located by its admin directory, never by the `.git`
     /// file inside the tree (which the tree's user can rewrite).
-    pub fn worktree(&self, admin_dir: &Path, worktree: &Path) -> GitCmd<'_> {
+    pub(crate) fn worktree(&self, admin_dir: &Path, worktree: &Path) -> GitCmd<'_> {
         let mut cmd = self.at(worktree);
         cmd.args.push(OsString::from("--git-dir"));
         cmd.args.push(admin_dir.as_os_str().to_owned());
@@ -149,7 +153,8 @@ fn parse_version(version: &str) -> Option<(u32, u32)> {
     Some((major, minor_text.parse().ok()?))
 }
 
-pub struct GitCmd<'g> {
+/// One git invocation being put together; run it with one of the `run*` methods or `output`.
+pub(crate) struct GitCmd<'g> {
     git: &'g Git,
     dir: PathBuf,
     args: Vec<OsString>,
@@ -164,17 +169,19 @@ pub struct GitCmd<'g> {
 impl<'g> GitCmd<'g> {
     /// Keeps the terminal's interrupts away from this git, for steps that must not stop halfway
     /// (the caller defers its own interrupts meanwhile, see `signals`).
-    pub fn shielded(mut self) -> Self {
+    pub(crate) fn shielded(mut self) -> Self {
         self.shielded = true;
         self
     }
 
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+    /// Adds an argument.
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
-    pub fn args<I, S>(mut self, args: I) -> Self
+    /// Adds arguments.
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -184,13 +191,15 @@ impl<'g> GitCmd<'g> {
         self
     }
 
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index).
+    pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         self.envs
             .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
         self
     }
 
-    pub fn stdin(mut self, bytes: Vec<u8>) -> Self {
+    /// Feeds `bytes` to git's stdin (closed otherwise).
+    pub(crate) fn stdin(mut self, bytes: Vec<u8>) -> Self {
         self.stdin = Some(bytes);
         self
     }
@@ -254,7 +263,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// Runs and returns the output whatever the exit status.
-    pub fn output(self) -> Result<GitOutput> {
+    pub(crate) fn output(self) -> Result<GitOutput> {
         let out = self
             .expression()
             .stdout_capture()
@@ -268,12 +277,12 @@ impl<'g> GitCmd<'g> {
     }
 
     /// Runs and fails with `git_failed` unless git exits 0; returns stdout.
-    pub fn run(self) -> Result<Vec<u8>> {
+    pub(crate) fn run(self) -> Result<Vec<u8>> {
         self.run_output().map(|out| out.stdout)
     }
 
     /// Runs and fails with `git_failed` unless git exits 0; returns stdout and stderr.
-    pub fn run_output(self) -> Result<GitOutput> {
+    pub(crate) fn run_output(self) -> Result<GitOutput> {
         let args = self.shown_args();
         let out = self.output()?;
         if out.exit_code == Some(0) {
@@ -284,7 +293,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// Like `run`, as text without the trailing newline.
-    pub fn run_text(self) -> Result<String> {
+    pub(crate) fn run_text(self) -> Result<String> {
         let stdout = self.run()?;
         let mut text = String::from_utf8_lossy(&stdout).into_owned();
         while text.ends_with('\n') {
@@ -294,7 +303,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// Runs with stdout streamed into `file` (for output that grows with the repository).
-    pub fn run_to_file(self, file: File) -> Result<()> {
+    pub(crate) fn run_to_file(self, file: File) -> Result<()> {
         let out = self
             .expression()
             .stdout_file(file)
@@ -315,7 +324,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// For git's yes/no questions: exit 0 is yes, exit 1 is no, anything else a failure.
-    pub fn succeeds(self) -> Result<bool> {
+    pub(crate) fn succeeds(self) -> Result<bool> {
         let args = self.shown_args();
         let out = self.output()?;
         match out.exit_code {
@@ -331,7 +340,7 @@ fn failure(args: Vec<String>, out: GitOutput) -> Error {
 }
 
 /// The `git_failed` error for a git process that did not succeed.
-pub fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: String) -> Error {
+pub(crate) fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: String) -> Error {
     Error::GitFailed {
         failure: GitFailure {
             args,
@@ -342,7 +351,7 @@ pub fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: String) -> 
 }
 
 /// Splits NUL-terminated git output (`-z`) into its records.
-pub fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+pub(crate) fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes.split(|b| *b == 0).filter(|record| !record.is_empty())
 }
 

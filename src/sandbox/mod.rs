@@ -23,7 +23,7 @@ mod status;
 mod sys;
 
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
-pub use spec::{DEVICE_NODES, SandboxReport, SandboxSpec};
+pub use spec::{DEVICE_NODES, FilesystemAccess, NetworkAccess, SandboxReport, SandboxSpec};
 pub use status::{HelperFailure, read_failure, spawn_failure};
 
 use std::ffi::OsString;

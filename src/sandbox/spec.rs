@@ -43,15 +43,35 @@ pub struct SandboxSpec {
     pub own_terminal: bool,
 }
 
+/// Whether a run's command could reach the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    /// Its own network namespace: loopback only.
+    Denied,
+    /// The host's network.
+    Allowed,
+}
+
+/// Whether a run's command could write outside its allowed paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesystemAccess {
+    /// Writes only to the writable paths.
+    Confined,
+    /// Writes wherever the user may write.
+    Unconfined,
+}
+
 /// Which protections were in force for a run (`sandbox` in `a3s-iso.run.v1`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SandboxReport {
     /// Whether the command ran sandboxed at all.
     pub enabled: bool,
     /// `denied` (own network namespace, loopback only) or `allowed`.
-    pub network: &'static str,
+    pub network: NetworkAccess,
     /// `confined` (writes only to `writable`) or `unconfined`.
-    pub filesystem: &'static str,
+    pub filesystem: FilesystemAccess,
     /// The paths the command could write.
     pub writable: Vec<PathBuf>,
     /// Own mount namespace with the host read-only and private `/tmp`.
@@ -71,8 +91,8 @@ impl SandboxReport {
     pub fn disabled() -> SandboxReport {
         SandboxReport {
             enabled: false,
-            network: "allowed",
-            filesystem: "unconfined",
+            network: NetworkAccess::Allowed,
+            filesystem: FilesystemAccess::Unconfined,
             writable: Vec::new(),
             mounts: false,
             pid: false,
@@ -87,11 +107,11 @@ impl SandboxReport {
         SandboxReport {
             enabled: true,
             network: if spec.deny_network {
-                "denied"
+                NetworkAccess::Denied
             } else {
-                "allowed"
+                NetworkAccess::Allowed
             },
-            filesystem: "confined",
+            filesystem: FilesystemAccess::Confined,
             writable: spec.writable.clone(),
             mounts: true,
             pid: true,
