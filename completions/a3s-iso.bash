@@ -723,7 +723,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__run)
-            opts="-s -C -q -h --session --run-id --timeout --allow-network --allow-write --no-sandbox --release-identity --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --session --run-id --timeout --allow-network --allow-write --allow-read --no-sandbox --release-identity --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -746,6 +746,10 @@ _a3s__iso() {
                     return 0
                     ;;
                 --allow-write)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-read)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -87,6 +87,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --run-id 'Name the run (generated when omitted); a run id is never reused'
             cand --timeout 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)'
             cand --allow-write 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)'
+            cand --allow-read 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)'
             cand --release-identity 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'

@@ -81,6 +81,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l run-id -d 'Name the run (generated when omitted); a run id is never reused' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l timeout -d 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-read -d 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F

@@ -11,19 +11,23 @@ use crate::fsutil::now_ms;
 use crate::isolation;
 use crate::owner::{Liveness, Owner, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
-
-/// The name every isolation starts with; nothing else is ever treated as a3s-iso's own.
-pub const ISOLATION_PREFIX: &str = ".a3s-isolate-";
+use crate::wip::WorkingState;
 
 /// How many dirty paths a `dirty_source` error lists.
 const DIRTY_PATHS_SHOWN: usize = 10;
 
+/// What `bind` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct BindOptions {
+    /// The session id; generated when `None`.
     pub session_id: Option<String>,
+    /// Bind at HEAD even though the source has local changes (they stay out of the isolation).
     pub allow_dirty: bool,
+    /// Record a session with no isolation tree.
     pub read_only: bool,
+    /// Where the isolation goes instead of beside the source.
     pub base_dir: Option<PathBuf>,
+    /// The owner's pid; default: the parent of a3s-iso.
     pub owner_pid: Option<u32>,
     /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
     /// result restored as uncommitted changes.
@@ -35,18 +39,30 @@ pub struct BindOptions {
     pub carry_wip: bool,
 }
 
+/// The bound session, as `bind` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BindOutcome {
+    /// The session's id (generated ones included).
     pub session_id: String,
+    /// The source checkout.
     pub source: PathBuf,
+    /// The isolation; `null` for a read-only session.
     pub worktree: Option<PathBuf>,
+    /// The commit the isolation is detached at.
     pub bound_revision: String,
+    /// The tree change sets are taken against (with carried WIP, the source's working state).
     pub base_tree: String,
+    /// An existing binding was returned as it was.
     pub reused: bool,
+    /// No isolation: writing commands refuse the session.
     pub read_only: bool,
+    /// The isolation started from the source's local changes.
     pub carried_wip: bool,
+    /// The source had local changes that the isolation does not contain.
     pub wip_left_out: bool,
+    /// Who owns the session.
     pub owner: Owner,
+    /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
 }
 
@@ -68,49 +84,96 @@ impl BindOutcome {
     }
 }
 
+/// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
+/// (with `--carry-wip`, plus the source's local changes).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
-    let session_id = match &opts.session_id {
-        Some(id) => {
-            crate::ids::validate(id)?;
-            id.clone()
-        }
-        None => crate::ids::generate("s"),
-    };
-    let owner = match opts.owner_pid {
-        Some(pid) => Owner::of_pid(pid).ok_or_else(|| Error::Usage {
-            message: format!("--owner-pid {pid} is not a running process on this host"),
-        })?,
-        None => Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process),
-    };
+    let session_id = session_id_for(opts)?;
+    let owner = owner_for(opts)?;
     let located = ctx.locate()?;
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }
-    let (bound_revision, base_tree) = located.repo.head(&ctx.git)?;
+    let head = located.repo.head(&ctx.git)?;
 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
-    if let Some(existing) = located.store.load_session(&session_id)?
-        && existing.state != SessionState::Discarded
-    {
+    if live_record(&located, &session_id)?.is_some() {
         let _lock = ctx.lock(&located.repo)?;
-        if let Some(existing) = located.store.load_session(&session_id)?
-            && existing.state != SessionState::Discarded
-        {
+        if let Some(existing) = live_record(&located, &session_id)? {
             return reuse(&located, existing, owner);
         }
     }
 
-    let mut warnings = Vec::new();
-    let mut wip_left_out = false;
-    let mut carried = None;
+    let wip = plan_wip(ctx, &located, opts, &head.1)?;
+    let record = new_record(session_id, &located, head, opts, &wip, owner);
+    let lock = ctx.lock(&located.repo)?;
+    if let Some(existing) = live_record(&located, &record.session_id)? {
+        return reuse(&located, existing, record.owner);
+    }
+    let restore = wip.carried.map(|c| Restore {
+        tree: c.worktree_tree,
+        index_tree: Some(c.index_tree),
+    });
+    create(ctx, &located, lock, record, opts, restore, wip.warnings)
+}
+
+/// The id given (checked), else a generated one.
+fn session_id_for(opts: &BindOptions) -> Result<String> {
+    match &opts.session_id {
+        Some(id) => {
+            crate::ids::validate(id)?;
+            Ok(id.clone())
+        }
+        None => Ok(crate::ids::generate("s")),
+    }
+}
+
+/// `--owner-pid` (which must be running here), else the parent of a3s-iso.
+fn owner_for(opts: &BindOptions) -> Result<Owner> {
+    match opts.owner_pid {
+        Some(pid) => Owner::of_pid(pid).ok_or_else(|| Error::Usage {
+            message: format!("--owner-pid {pid} is not a running process on this host"),
+        }),
+        None => Ok(Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process)),
+    }
+}
+
+/// The session's record unless it is missing or discarded.
+fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionRecord>> {
+    Ok(located
+        .store
+        .load_session(session_id)?
+        .filter(|record| record.state != SessionState::Discarded))
+}
+
+/// What becomes of the source's local changes: carried into the isolation, left out (with a
+/// warning), or refused as `dirty_source`. Local changes are never silently omitted.
+struct WipPlan {
+    /// `--carry-wip` with local changes: the state the isolation starts from.
+    carried: Option<WorkingState>,
+    /// `--allow-dirty` with local changes: they are not in the isolation.
+    left_out: bool,
+    warnings: Vec<String>,
+}
+
+fn plan_wip(
+    ctx: &Context,
+    located: &Located,
+    opts: &BindOptions,
+    head_tree: &str,
+) -> Result<WipPlan> {
+    let mut plan = WipPlan {
+        carried: None,
+        left_out: false,
+        warnings: Vec::new(),
+    };
     if opts.carry_wip {
         let state = crate::wip::snapshot_source(
             &ctx.git,
             &located.repo.toplevel,
             &located.store.scratch_dir(),
         )?;
-        if state.worktree_tree != base_tree || state.index_tree != base_tree {
-            carried = Some(state);
+        if state.worktree_tree != head_tree || state.index_tree != head_tree {
+            plan.carried = Some(state);
         }
     } else if !opts.read_only {
         let (paths, more) = located.repo.local_changes(&ctx.git, DIRTY_PATHS_SHOWN)?;
@@ -118,18 +181,31 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
             if !opts.allow_dirty {
                 return Err(Error::DirtySource { paths, more });
             }
-            wip_left_out = true;
+            plan.left_out = true;
             let count = paths.len() + more;
-            warnings.push(format!(
+            plan.warnings.push(format!(
                 "the source's local changes ({count} path{}) are not in the isolation (--allow-dirty)",
                 if count == 1 { "" } else { "s" }
             ));
         }
     }
+    Ok(plan)
+}
 
+/// The record of a new session bound at `head` (commit, tree); with carried WIP its base tree
+/// is the source's working state. Not yet published: it has no isolation.
+fn new_record(
+    session_id: String,
+    located: &Located,
+    (bound_revision, head_tree): (String, String),
+    opts: &BindOptions,
+    wip: &WipPlan,
+    owner: Owner,
+) -> SessionRecord {
     let now = now_ms();
-    let record = SessionRecord {
-        session_id: session_id.clone(),
+    let carried = wip.carried.as_ref();
+    SessionRecord {
+        session_id,
         state: SessionState::Bound,
         source: located.repo.toplevel.clone(),
         common_dir: located.repo.common_dir.clone(),
@@ -137,32 +213,19 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
         admin_dir: None,
         bound_revision,
         base_tree: carried
-            .as_ref()
             .map(|c| c.worktree_tree.clone())
-            .unwrap_or(base_tree),
+            .unwrap_or(head_tree),
         read_only: opts.read_only,
         carried_wip: carried.is_some(),
-        carried_index_tree: carried.as_ref().map(|c| c.index_tree.clone()),
-        wip_left_out,
+        carried_index_tree: carried.map(|c| c.index_tree.clone()),
+        wip_left_out: wip.left_out,
         owner,
         created_at_ms: now,
         updated_at_ms: now,
         last_run: None,
         retained_reason: None,
         retained_at_ms: None,
-    };
-
-    let lock = ctx.lock(&located.repo)?;
-    if let Some(existing) = located.store.load_session(&session_id)?
-        && existing.state != SessionState::Discarded
-    {
-        return reuse(&located, existing, record.owner);
     }
-    let restore = carried.map(|c| Restore {
-        tree: c.worktree_tree,
-        index_tree: Some(c.index_tree),
-    });
-    create(ctx, &located, lock, record, opts, restore, warnings)
 }
 
 /// What a new isolation starts from besides its bound revision.
@@ -173,91 +236,110 @@ struct Restore {
     index_tree: Option<String>,
 }
 
-/// Claims the id, builds the isolation (restoring `restore_tree` into it, if given) and
+/// Claims the id, builds the isolation (restoring `restore_state` into it, if given) and
 /// publishes the session. Called with the repository lock held; releases it for the checkout.
 fn create(
     ctx: &Context,
     located: &Located,
     lock: crate::lock::FileLock,
-    mut record: SessionRecord,
+    record: SessionRecord,
     opts: &BindOptions,
     restore_state: Option<Restore>,
     mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
-    let session_id = record.session_id.clone();
-    let now = now_ms();
-    if let Some(claim) = located.store.load_claim(&session_id)? {
-        match claim.bind_process.liveness() {
-            Liveness::Dead => clear_dead_claim(ctx, located, &claim)?,
-            _ => {
-                return Err(Error::SessionExists {
-                    message: format!(
-                        "a bind of session {session_id:?} is in progress ({})",
-                        claim.bind_process.describe()
-                    ),
-                    hint: Some("wait for it to finish, or use another session id".into()),
-                });
-            }
-        }
-    }
-
+    refuse_bind_in_progress(ctx, located, &record.session_id)?;
     if record.read_only {
         publish(ctx, located, &record)?;
-        if let Err(err) = register(located) {
-            warnings.push(format!(
-                "the source could not be added to the user registry: {err}"
-            ));
-        }
+        register_or_warn(located, &mut warnings);
         drop(lock);
         return Ok(BindOutcome::from_record(&record, false, warnings));
     }
-
-    let base = isolation_base(located, opts.base_dir.as_deref(), &mut warnings)?;
-    let path = base.join(format!("{ISOLATION_PREFIX}{session_id}"));
-    clear_path(&path, &mut warnings)?;
-    let claim = ClaimRecord {
-        session_id: session_id.clone(),
-        path: path.clone(),
-        bind_process: Owner::this_process(),
-        created_at_ms: now,
-    };
-    located.store.save_claim(&claim)?;
+    let claim = claim_path(located, opts, &record.session_id, &mut warnings)?;
     // The checkout runs without the lock, so binds of other sessions proceed meanwhile; the
     // claim keeps this id (and this path) ours until the session is published.
     drop(lock);
 
-    let built =
-        build(ctx, located, &path, &record.bound_revision, opts.submodules).and_then(|admin_dir| {
-            if let Some(state) = &restore_state {
-                restore(ctx, &path, &admin_dir, state)?;
-            }
-            Ok(admin_dir)
-        });
-    let lock = ctx.lock(&located.repo)?;
-    match built {
-        Ok(admin_dir) => {
-            record.worktree = Some(path);
-            record.admin_dir = Some(admin_dir);
-            record.state = SessionState::Bound;
-            record.updated_at_ms = now_ms();
-            if let Err(err) = publish(ctx, located, &record) {
-                // Not published: the tree goes, as if the bind had never started.
-                let _ = clear_dead_claim(ctx, located, &claim);
-                return Err(err);
-            }
-            located.store.remove_claim(&session_id)?;
-            if let Err(err) = register(located) {
-                warnings.push(format!(
-                    "the source could not be added to the user registry: {err}"
-                ));
-            }
+    let built = build(
+        ctx,
+        located,
+        &claim.path,
+        &record.bound_revision,
+        opts.submodules,
+    )
+    .and_then(|admin_dir| {
+        if let Some(state) = &restore_state {
+            restore(ctx, &claim.path, &admin_dir, state)?;
         }
+        Ok(admin_dir)
+    });
+    let _lock = ctx.lock(&located.repo)?;
+    match built {
+        Ok(admin_dir) => publish_isolation(ctx, located, record, &claim, admin_dir, warnings),
         Err(err) => {
-            let _ = clear_dead_claim(ctx, located, &claim);
-            return Err(err);
+            let _ = isolation::clear_dead_claim(ctx, located, &claim);
+            Err(err)
         }
     }
-    drop(lock);
+}
+
+/// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.
+fn refuse_bind_in_progress(ctx: &Context, located: &Located, session_id: &str) -> Result<()> {
+    let Some(claim) = located.store.load_claim(session_id)? else {
+        return Ok(());
+    };
+    match claim.bind_process.liveness() {
+        Liveness::Dead => isolation::clear_dead_claim(ctx, located, &claim),
+        _ => Err(Error::SessionExists {
+            message: format!(
+                "a bind of session {session_id:?} is in progress ({})",
+                claim.bind_process.describe()
+            ),
+            hint: Some("wait for it to finish, or use another session id".into()),
+        }),
+    }
+}
+
+/// Picks the isolation's path (clearing an empty leftover there) and records the claim on it,
+/// naming this process, before anything is built.
+fn claim_path(
+    located: &Located,
+    opts: &BindOptions,
+    session_id: &str,
+    warnings: &mut Vec<String>,
+) -> Result<ClaimRecord> {
+    let base = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
+    let path = base.join(format!("{}{session_id}", isolation::NAME_PREFIX));
+    clear_path(&path, warnings)?;
+    let claim = ClaimRecord {
+        session_id: session_id.to_string(),
+        path,
+        bind_process: Owner::this_process(),
+        created_at_ms: now_ms(),
+    };
+    located.store.save_claim(&claim)?;
+    Ok(claim)
+}
+
+/// Publishes a built isolation and drops its claim; called under the repository lock. If it
+/// cannot be published, the tree goes, as if the bind had never started.
+fn publish_isolation(
+    ctx: &Context,
+    located: &Located,
+    mut record: SessionRecord,
+    claim: &ClaimRecord,
+    admin_dir: PathBuf,
+    mut warnings: Vec<String>,
+) -> Result<BindOutcome> {
+    record.worktree = Some(claim.path.clone());
+    record.admin_dir = Some(admin_dir);
+    record.state = SessionState::Bound;
+    record.updated_at_ms = now_ms();
+    if let Err(err) = publish(ctx, located, &record) {
+        let _ = isolation::clear_dead_claim(ctx, located, claim);
+        return Err(err);
+    }
+    located.store.remove_claim(&record.session_id)?;
+    register_or_warn(located, &mut warnings);
     Ok(BindOutcome::from_record(&record, false, warnings))
 }
 
@@ -501,27 +583,17 @@ fn build(
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.
 fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
-    // The refs keep what the record names alive through `git gc`: the bound commit and, for
-    // carried WIP, the snapshot trees the session started from.
-    let id = &record.session_id;
-    let mut script = format!("update {} {}\n", base_ref(id), record.bound_revision);
-    if record.carried_wip {
-        script.push_str(&format!(
-            "update refs/a3s-iso/sessions/{id}/wip {}\n",
-            record.base_tree
-        ));
-        if let Some(index_tree) = &record.carried_index_tree {
-            script.push_str(&format!(
-                "update refs/a3s-iso/sessions/{id}/wip-index {index_tree}\n"
-            ));
-        }
-    }
-    ctx.git
-        .at(&located.repo.toplevel)
-        .args(["update-ref", "--stdin"])
-        .stdin(script.into_bytes())
-        .run()?;
+    crate::refs::pin_session(&ctx.git, &located.repo.toplevel, record)?;
     located.store.save_session(record)
+}
+
+/// Registers the source; failing that only keeps it out of `--all`, so it is a warning.
+fn register_or_warn(located: &Located, warnings: &mut Vec<String>) {
+    if let Err(err) = register(located) {
+        warnings.push(format!(
+            "the source could not be added to the user registry: {err}"
+        ));
+    }
 }
 
 /// Adds the source to the user-level registry (for `list --all` and `sweep --all`).
@@ -531,45 +603,4 @@ fn register(located: &Located) -> Result<()> {
         common_dir: located.repo.common_dir.clone(),
         state_dir: located.store.dir().to_path_buf(),
     })
-}
-
-pub fn base_ref(session_id: &str) -> String {
-    format!("refs/a3s-iso/sessions/{session_id}/base")
-}
-
-/// Removes what a bind that died (or failed) left: its tree and registration, then its claim.
-/// The claim proves the tree is a3s-iso's: the path was free when the claim was taken.
-pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -> Result<()> {
-    let tree = &claim.path;
-    {
-        let published = located
-            .store
-            .load_session(&claim.session_id)?
-            .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
-        if published {
-            return located.store.remove_claim(&claim.session_id);
-        }
-        let admins = isolation::admin_dirs_for(&located.repo, tree);
-        let is_dir = fs::symlink_metadata(tree)
-            .map(|m| m.file_type().is_dir())
-            .unwrap_or(false);
-        if admins.is_empty() {
-            if is_dir {
-                isolation::remove(&ctx.git, &located.repo, tree, None)?;
-            }
-        } else {
-            for admin in admins {
-                // A checkout killed early leaves an admin dir git itself no longer accepts;
-                // the claim proves both are ours, so remove them directly then.
-                if isolation::remove(&ctx.git, &located.repo, tree, Some(&admin)).is_err() {
-                    if tree.is_dir() {
-                        fs::remove_dir_all(tree)
-                            .ctx(|| format!("cannot remove {}", tree.display()))?;
-                    }
-                    isolation::remove_admin_dir(&located.repo, &admin)?;
-                }
-            }
-        }
-    }
-    located.store.remove_claim(&claim.session_id)
 }

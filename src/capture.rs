@@ -1,28 +1,36 @@
 //! `capture`: snapshot a session into a pinned tree and a change-set document.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
-use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet};
+use crate::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
-use crate::snapshot::{self, Worktree};
-use crate::state::{LastRun, SessionRecord, SessionState};
+use crate::isolation::{Isolation, writable_isolation};
+use crate::snapshot;
+use crate::state::{LastRun, SessionRecord};
 
+/// What `capture` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct CaptureOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
+    /// The run id to record the capture under; generated when `None` (a cumulative capture).
     pub run_id: Option<String>,
     /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
     pub release_identity: Option<String>,
 }
 
+/// A capture: the change-set document and where its result tree is pinned.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaptureOutcome {
+    /// The document (the stored one, on a replay).
     pub change_set: ChangeSet,
+    /// The ref that pins the result tree.
     pub result_ref: String,
+    /// How many files the patch touches.
     pub files_changed: u64,
     /// The run id was captured before with the same result: this is the stored document.
     pub replayed: bool,
@@ -30,12 +38,8 @@ pub struct CaptureOutcome {
     pub nested_repositories: Vec<String>,
 }
 
-pub fn run_ref(session_id: &str, run_id: &str) -> String {
-    format!("refs/a3s-iso/runs/{session_id}/{run_id}")
-}
-
 /// Checks a `--release-identity` value.
-pub fn release_identity(given: Option<&str>) -> Result<String> {
+pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
         None => Ok(changeset::default_release_identity()),
         Some(value) => {
@@ -53,6 +57,8 @@ pub fn release_identity(given: Option<&str>) -> Result<String> {
     }
 }
 
+/// Captures the session's isolation against its base tree: pins the result and stores the
+/// document under the run id.
 pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     let target = Target::prepare(
         ctx,
@@ -67,7 +73,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         &Evidence {
             session_id: &target.record.session_id,
             run_id: &target.run_id,
-            state: "completed",
+            state: RunState::Completed,
             base_tree: &target.record.base_tree,
             result_tree: &snap.tree,
             release_identity: &target.identity,
@@ -81,16 +87,19 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
 
 /// What `capture` and `run` start from: the session, its isolation, the run id (given or
 /// generated) and the release identity, all checked.
-pub struct Target {
+pub(crate) struct Target {
     pub located: Located,
     pub record: SessionRecord,
     pub isolation: Isolation,
+    /// The run id given, or a generated one.
     pub run_id: String,
+    /// The checked `agent_release_identity`.
     pub identity: String,
 }
 
 impl Target {
-    pub fn prepare(
+    /// Checks the ids and the release identity, then finds the session and its isolation.
+    pub(crate) fn prepare(
         ctx: &Context,
         session_id: Option<&str>,
         run_id: Option<&str>,
@@ -115,63 +124,11 @@ impl Target {
     }
 }
 
-/// A session's isolation, located through its record (never through its `.git` file).
-#[derive(Debug, Clone)]
-pub struct Isolation {
-    pub tree: PathBuf,
-    pub admin: PathBuf,
-}
-
-impl Isolation {
-    pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
-        snapshot::snapshot(
-            &ctx.git,
-            &Worktree {
-                tree: &self.tree,
-                admin_dir: &self.admin,
-            },
-            &located.store.scratch_dir(),
-        )
-    }
-}
-
-/// The isolation of a session that can be written and captured.
-pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
-    if record.read_only {
-        return Err(Error::ReadOnlySession {
-            session_id: record.session_id.clone(),
-        });
-    }
-    if record.state != SessionState::Discarded {
-        crate::isolation::repair_links(record)?;
-    }
-    if record.state == SessionState::Discarded || !crate::isolation::is_healthy(record) {
-        return Err(Error::ChangeSetUnavailable {
-            message: format!(
-                "session {:?} has no isolation to capture ({})",
-                record.session_id,
-                if record.state == SessionState::Discarded {
-                    "discarded"
-                } else {
-                    "missing"
-                }
-            ),
-        });
-    }
-    match (&record.worktree, &record.admin_dir) {
-        (Some(tree), Some(admin)) => Ok(Isolation {
-            tree: tree.clone(),
-            admin: admin.clone(),
-        }),
-        _ => Err(Error::internal("a healthy isolation without paths")),
-    }
-}
-
 /// What one run (or capture) produced.
-pub struct Evidence<'a> {
+pub(crate) struct Evidence<'a> {
     pub session_id: &'a str,
     pub run_id: &'a str,
-    pub state: &'a str,
+    pub state: RunState,
     pub base_tree: &'a str,
     pub result_tree: &'a str,
     pub release_identity: &'a str,
@@ -180,14 +137,14 @@ pub struct Evidence<'a> {
 /// Pins the result tree, builds and stores the change-set document, and records the session's
 /// last run. A run id is immutable evidence: the same result again returns the stored document;
 /// a different one is `capture_conflict` and changes nothing.
-pub fn record_evidence(
+pub(crate) fn record_evidence(
     ctx: &Context,
     located: &Located,
     ev: &Evidence<'_>,
 ) -> Result<CaptureOutcome> {
     let store = &located.store;
     let source = &located.repo.toplevel;
-    let reference = run_ref(ev.session_id, ev.run_id);
+    let reference = crate::refs::run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| Error::CaptureConflict {
         message: format!(
             "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
@@ -219,21 +176,9 @@ pub fn record_evidence(
     )? {
         return Ok(outcome);
     }
-    // Create the ref only if it does not exist yet (empty old value).
-    let created = ctx
-        .git
-        .at(source)
-        .args(["update-ref", &reference, ev.result_tree, ""])
-        .output()?;
-    if created.exit_code != Some(0) {
-        let pinned = ctx
-            .git
-            .at(source)
-            .args(["rev-parse", "-q", "--verify", &reference])
-            .run_text()?;
-        if pinned != ev.result_tree {
-            return Err(conflict(&pinned));
-        }
+    let pinned = crate::refs::pin_run(&ctx.git, source, ev.session_id, ev.run_id, ev.result_tree)?;
+    if let crate::refs::Pinned::Other(pinned) = pinned {
+        return Err(conflict(&pinned));
     }
     let observed_at_ms = now_ms();
     update_last_run(located, ev, observed_at_ms)?;
@@ -297,7 +242,7 @@ fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) ->
         if newer {
             record.last_run = Some(LastRun {
                 run_id: ev.run_id.to_string(),
-                state: ev.state.to_string(),
+                state: ev.state,
                 observed_at_ms,
                 result_tree: ev.result_tree.to_string(),
             });

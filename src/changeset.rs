@@ -8,59 +8,126 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 
-pub const SCHEMA: &str = "a3s.code.agent-change-set.v1";
-pub const IDENTITY_SCHEMA: &str = "a3s.code.agent-run-identity.v1";
-pub const PROTOCOL: &str = "a3s.code.agent.v1";
-pub const FORMAT: &str = "git_unified_diff_v1";
-pub const ENCODING: &str = "base64";
+/// The document's `schema`.
+pub(crate) const SCHEMA: &str = "a3s.code.agent-change-set.v1";
+/// The `identity` object's `schema`.
+pub(crate) const IDENTITY_SCHEMA: &str = "a3s.code.agent-run-identity.v1";
+/// The `identity` object's `protocol`.
+pub(crate) const PROTOCOL: &str = "a3s.code.agent.v1";
+/// The patch's `format`.
+pub(crate) const FORMAT: &str = "git_unified_diff_v1";
+/// How the patch is carried (`encoding`).
+pub(crate) const ENCODING: &str = "base64";
 /// The largest patch a document carries.
-pub const MAX_PATCH_BYTES: u64 = 4_194_304;
+pub(crate) const MAX_PATCH_BYTES: u64 = 4_194_304;
 /// The largest document: a 4 MiB patch in base64 plus room for the other fields.
-pub const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
+pub(crate) const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
 
+/// How a run ended: the `state` of a change-set document, of a run's result and of a session's
+/// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    /// The command exited 0 (and every `capture`).
+    Completed,
+    /// The command exited non-zero.
+    Failed,
+    /// A signal, an interrupt or `--timeout` ended the command.
+    Cancelled,
+}
+
+impl RunState {
+    /// Every state, in the order the format lists them.
+    pub(crate) const ALL: [RunState; 3] =
+        [RunState::Completed, RunState::Failed, RunState::Cancelled];
+
+    /// The state as the document spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunState::Completed => "completed",
+            RunState::Failed => "failed",
+            RunState::Cancelled => "cancelled",
+        }
+    }
+
+    /// The state a document spells as `text`, if it is one of the three.
+    pub(crate) fn parse(text: &str) -> Option<RunState> {
+        RunState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+}
+
+impl std::fmt::Display for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `identity` object of a document: who produced the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Identity {
+    /// Always `a3s.code.agent-run-identity.v1`.
     pub schema: String,
+    /// Always `a3s.code.agent.v1`.
     pub protocol: String,
+    /// `sha256:<64 hex>` naming the release of the agent (or a3s-iso) that ran.
     pub agent_release_identity: String,
+    /// The session the run belongs to.
     pub session_id: String,
+    /// The run.
     pub run_id: String,
 }
 
+/// A change-set document: the patch from a base tree to a result tree, with its digest, in the
+/// field order and spelling of the format.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChangeSet {
+    /// Always `a3s.code.agent-change-set.v1`.
     pub schema: String,
+    /// Who produced the run.
     pub identity: Identity,
-    pub state: String,
+    /// How the run ended.
+    pub state: RunState,
+    /// Always `git_unified_diff_v1`.
     pub format: String,
+    /// Always `base64`.
     pub encoding: String,
+    /// `git-tree:<hex>`: the tree the patch applies to.
     pub base_tree: String,
+    /// `git-tree:<hex>`: the tree the patch produces.
     pub result_tree: String,
+    /// `sha256:<64 hex>` of exactly the patch bytes.
     pub patch_digest: String,
+    /// The decoded patch's size.
     pub patch_bytes: u64,
+    /// The patch, standard base64 with padding.
     pub patch_base64: String,
+    /// When the result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
 }
 
 /// The default `agent_release_identity`: the sha256 of `a3s-iso/<version>`.
-pub fn default_release_identity() -> String {
+pub(crate) fn default_release_identity() -> String {
     crate::snapshot::digest_bytes(format!("a3s-iso/{}", env!("CARGO_PKG_VERSION")).as_bytes())
 }
 
-pub fn tree_field(tree: &str) -> String {
+/// The `git-tree:<hex>` field of a tree id.
+pub(crate) fn tree_field(tree: &str) -> String {
     format!("git-tree:{tree}")
 }
 
 /// The bare object id of a `git-tree:<hex>` field.
-pub fn tree_id(field: &str) -> &str {
+pub(crate) fn tree_id(field: &str) -> &str {
     field.strip_prefix("git-tree:").unwrap_or(field)
 }
 
-pub struct NewChangeSet<'a> {
+/// What a new document is built from; the constant fields are filled in.
+pub(crate) struct NewChangeSet<'a> {
     pub release_identity: &'a str,
     pub session_id: &'a str,
     pub run_id: &'a str,
-    pub state: &'a str,
+    pub state: RunState,
     pub base_tree: &'a str,
     pub result_tree: &'a str,
     pub patch: &'a [u8],
@@ -69,7 +136,8 @@ pub struct NewChangeSet<'a> {
 }
 
 impl ChangeSet {
-    pub fn new(n: NewChangeSet<'_>) -> ChangeSet {
+    /// Builds a document (the patch is encoded, its size taken).
+    pub(crate) fn new(n: NewChangeSet<'_>) -> ChangeSet {
         ChangeSet {
             schema: SCHEMA.into(),
             identity: Identity {
@@ -79,7 +147,7 @@ impl ChangeSet {
                 session_id: n.session_id.into(),
                 run_id: n.run_id.into(),
             },
-            state: n.state.into(),
+            state: n.state,
             format: FORMAT.into(),
             encoding: ENCODING.into(),
             base_tree: tree_field(n.base_tree),
@@ -91,7 +159,8 @@ impl ChangeSet {
         }
     }
 
-    pub fn to_json(&self) -> Result<Vec<u8>> {
+    /// The document as stored and written out: pretty JSON with a final newline.
+    pub(crate) fn to_json(&self) -> Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(self)
             .map_err(|e| Error::internal(format!("cannot serialise a change set: {e}")))?;
         bytes.push(b'\n');
@@ -102,7 +171,9 @@ impl ChangeSet {
 /// A document that passed every rule, with its decoded patch.
 #[derive(Debug, Clone)]
 pub struct Verified {
+    /// The document.
     pub change_set: ChangeSet,
+    /// Its patch, decoded.
     pub patch: Vec<u8>,
 }
 
@@ -179,7 +250,7 @@ fn is_lower_hex(text: &str, lengths: &[usize]) -> bool {
 }
 
 /// `sha256:` followed by 64 lowercase hex digits.
-pub fn is_sha256_digest(text: &str) -> bool {
+pub(crate) fn is_sha256_digest(text: &str) -> bool {
     text.strip_prefix("sha256:")
         .is_some_and(|hex| is_lower_hex(hex, &[64]))
 }
@@ -233,7 +304,7 @@ fn integer(object: &Map<String, Value>, key: &str) -> Result<u64> {
 }
 
 /// Checks a document against every rule of the format. Reads nothing but `bytes`.
-pub fn verify(bytes: &[u8]) -> Result<Verified> {
+pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
     if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
         return Err(invalid(
             "document_size",
@@ -254,7 +325,16 @@ pub fn verify(bytes: &[u8]) -> Result<Verified> {
         .as_object()
         .ok_or_else(|| invalid("type", "identity", "must be an object"))?;
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
+    check_values(top, identity)?;
+    let patch = decode_patch(top)?;
+    let change_set: ChangeSet = serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
+    Ok(Verified { change_set, patch })
+}
 
+/// Checks every field but the patch, rule by rule in a fixed order: the first rule broken is
+/// the one reported.
+fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Result<()> {
     exact(top, "schema", "schema", SCHEMA)?;
     exact(identity, "schema", "identity.schema", IDENTITY_SCHEMA)?;
     exact(identity, "protocol", "identity.protocol", PROTOCOL)?;
@@ -269,7 +349,7 @@ pub fn verify(bytes: &[u8]) -> Result<Verified> {
     id_field(identity, "session_id", "identity.session_id")?;
     id_field(identity, "run_id", "identity.run_id")?;
     let state = string(top, "state", "state")?;
-    if !["completed", "failed", "cancelled"].contains(&state) {
+    if RunState::parse(state).is_none() {
         return Err(invalid(
             "state",
             "state",
@@ -285,6 +365,11 @@ pub fn verify(bytes: &[u8]) -> Result<Verified> {
             "must be greater than 0",
         ));
     }
+    Ok(())
+}
+
+/// The patch, decoded, after its size and its digest were checked.
+fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     let patch_bytes = integer(top, "patch_bytes")?;
     if patch_bytes > MAX_PATCH_BYTES {
         return Err(invalid(
@@ -316,9 +401,7 @@ pub fn verify(bytes: &[u8]) -> Result<Verified> {
             format!("the patch's sha256 is {digest}"),
         ));
     }
-    let change_set: ChangeSet = serde_json::from_value(value)
-        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
-    Ok(Verified { change_set, patch })
+    Ok(patch)
 }
 
 /// Reads and verifies a document from a file (or `-` for standard input).
@@ -353,7 +436,7 @@ mod tests {
             release_identity: &default_release_identity(),
             session_id: "s",
             run_id: "r",
-            state: "completed",
+            state: RunState::Completed,
             base_tree: crate::snapshot::EMPTY_TREE_SHA1,
             result_tree: crate::snapshot::EMPTY_TREE_SHA1,
             patch,
@@ -770,6 +853,22 @@ mod tests {
                 ),
             }
         }
+    }
+
+    #[test]
+    fn run_states_keep_their_document_spelling() {
+        for state in RunState::ALL {
+            let json = serde_json::to_value(state).unwrap();
+            assert_eq!(json, state.as_str());
+            assert_eq!(serde_json::from_value::<RunState>(json).unwrap(), state);
+            assert_eq!(RunState::parse(state.as_str()), Some(state));
+        }
+        assert!(serde_json::from_value::<RunState>("done".into()).is_err());
+        assert_eq!(RunState::parse("Completed"), None);
+        let mut doc = serde_json::to_value(sample(b"")).unwrap();
+        assert_eq!(doc["state"], "completed");
+        doc["state"] = "done".into();
+        assert!(serde_json::from_value::<ChangeSet>(doc).is_err());
     }
 
     proptest::proptest! {

@@ -10,15 +10,19 @@ use crate::lock::FileLock;
 use crate::repo::Repo;
 use crate::state::{SessionRecord, SessionState, Store};
 
+/// How long a command waits for the repository lock unless `--lock-timeout` says otherwise.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// What a command was started with: git, where, which state store, how patiently.
 #[derive(Debug, Clone)]
 pub struct Context {
+    /// The git every call goes through.
     pub git: Git,
     /// `-C/--repo`, else the current directory.
     pub start_dir: PathBuf,
     /// `--state-dir` / `A3S_ISO_STATE_DIR`.
     pub state_dir: Option<PathBuf>,
+    /// How long to wait for the repository lock (`--lock-timeout`).
     pub lock_timeout: Duration,
 }
 
@@ -26,12 +30,16 @@ pub struct Context {
 /// started in, if any.
 #[derive(Debug, Clone)]
 pub struct Located {
+    /// The source (for a command started inside an isolation, that session's source).
     pub repo: Repo,
+    /// The state store of the source.
     pub store: Store,
+    /// The session whose isolation the command was started in.
     pub inside: Option<SessionRecord>,
 }
 
 impl Context {
+    /// A context with the default lock timeout.
     pub fn new(git: Git, start_dir: PathBuf, state_dir: Option<PathBuf>) -> Context {
         Context {
             git,
@@ -42,7 +50,7 @@ impl Context {
     }
 
     /// Finds the source. Started inside an isolation, the source is that session's source.
-    pub fn locate(&self) -> Result<Located> {
+    pub(crate) fn locate(&self) -> Result<Located> {
         let repo = Repo::discover(&self.git, &self.start_dir)?;
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
         // Only a linked worktree (a `.git` file, not a directory) can be an isolation: in the
@@ -68,13 +76,14 @@ impl Context {
         })
     }
 
-    pub fn lock(&self, repo: &Repo) -> Result<FileLock> {
+    /// Takes the repository lock, waiting up to the lock timeout.
+    pub(crate) fn lock(&self, repo: &Repo) -> Result<FileLock> {
         FileLock::acquire(&repo.lock_path(), self.lock_timeout)
     }
 
     /// The session a command is about: `-s ID`; else the isolation it was started in; else the
     /// source's only live session; else `session_not_found` with the candidates.
-    pub fn resolve_session(
+    pub(crate) fn resolve_session(
         &self,
         located: &Located,
         explicit: Option<&str>,

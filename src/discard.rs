@@ -8,28 +8,37 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::fsutil::now_ms;
 use crate::isolation;
+use crate::refs;
 use crate::state::SessionState;
 
+/// What `discard` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct DiscardOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
     /// Also drop the session's refs and records (evidence included).
     pub purge: bool,
 }
 
+/// What `discard` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscardOutcome {
+    /// The session discarded.
     pub session_id: String,
     /// Whether an isolation tree (or its registration) was removed by this call.
     pub removed: bool,
+    /// Where its isolation was.
     pub worktree: Option<PathBuf>,
+    /// Whether its refs and records went too (`--purge`).
     pub purged: bool,
 }
 
+/// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
+/// evidence). Never touches the source; discarding twice is not an error.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    crate::run::refuse_if_running(&located, &session.session_id)?;
+    located.store.refuse_if_leased(&session.session_id)?;
     let _lock = ctx.lock(&located.repo)?;
     let mut record = located
         .store
@@ -43,7 +52,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     }
     let id = record.session_id.clone();
     if opts.purge {
-        purge_refs(ctx, &located.repo, &id)?;
+        refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &id, refs::Scope::All)?;
         located.store.remove_runs(&id)?;
         located.store.remove_session(&id)?;
     } else if record.state != SessionState::Discarded {
@@ -57,29 +66,4 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         worktree: record.worktree,
         purged: opts.purge,
     })
-}
-
-/// Deletes every private ref of the session (base, runs, swept) in one transaction.
-fn purge_refs(ctx: &Context, repo: &crate::repo::Repo, id: &str) -> Result<()> {
-    let refs = ctx
-        .git
-        .at(&repo.toplevel)
-        .args(["for-each-ref", "--format=%(refname)"])
-        .arg(format!("refs/a3s-iso/sessions/{id}/"))
-        .arg(format!("refs/a3s-iso/runs/{id}/"))
-        .arg(format!("refs/a3s-iso/swept/{id}"))
-        .run_text()?;
-    if refs.is_empty() {
-        return Ok(());
-    }
-    let mut script = String::new();
-    for name in refs.lines() {
-        script.push_str(&format!("delete {name}\n"));
-    }
-    ctx.git
-        .at(&repo.toplevel)
-        .args(["update-ref", "--stdin"])
-        .stdin(script.into_bytes())
-        .run()?;
-    Ok(())
 }

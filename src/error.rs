@@ -7,40 +7,68 @@ use serde::Serialize;
 /// A git invocation that failed: what ran, how it ended, what it said.
 #[derive(Debug, Clone, Serialize)]
 pub struct GitFailure {
+    /// git's arguments (without the fixed preamble a3s-iso adds to every call).
     pub args: Vec<String>,
+    /// Its exit code; `None` when a signal ended it.
     pub exit_code: Option<i32>,
+    /// What it said on stderr.
     pub stderr: String,
 }
 
 /// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
+    /// `isolation_unavailable`: no repository, a bare one, an unborn HEAD, or no git.
     IsolationUnavailable,
+    /// `invalid_id`: a session or run id that breaks the id rules.
     InvalidId,
+    /// `session_not_found`: no such session, or no single one to choose.
     SessionNotFound,
+    /// `session_exists`: the id is bound by another owner, in flight, or damaged.
     SessionExists,
+    /// `dirty_source`: the source has local changes and no choice was made about them.
     DirtySource,
+    /// `isolation_path_occupied`: something a3s-iso did not publish is at the isolation path.
     IsolationPathOccupied,
+    /// `read_only_session`: a writing command on a session with no isolation.
     ReadOnlySession,
+    /// `capture_conflict`: a run id already holds different evidence.
     CaptureConflict,
+    /// `change_set_too_large`: the patch is over the document limit.
     ChangeSetTooLarge,
+    /// `change_set_invalid`: a document breaks a rule of the format.
     ChangeSetInvalid,
+    /// `change_set_unavailable`: a document cannot be read.
     ChangeSetUnavailable,
+    /// `sandbox_unavailable`: the kernel cannot give the run its sandbox.
     SandboxUnavailable,
+    /// `lock_timeout`: another a3s-iso command held the repository lock too long.
     LockTimeout,
+    /// `git_failed`: a git call failed.
     GitFailed,
+    /// `git_too_old`: git is older than a3s-iso needs.
     GitTooOld,
+    /// `io`: a file-system operation failed.
     Io,
+    /// `internal`: a bug in a3s-iso.
     Internal,
+    /// `usage`: the command line is wrong.
     Usage,
+    /// `session_busy`: a run holds the session's lease.
     SessionBusy,
+    /// `command_not_found`: `run`'s command does not exist.
     CommandNotFound,
+    /// `command_not_executable`: `run`'s command cannot be executed.
     CommandNotExecutable,
+    /// `detached_source`: branch mode needs a current branch in the source.
     DetachedSource,
+    /// `invalid_input`: an argument names something that cannot be used.
+    InvalidInput,
 }
 
 impl ErrorCode {
-    pub const ALL: [ErrorCode; 22] = [
+    /// Every code, in the order of the exit-code table.
+    pub const ALL: [ErrorCode; 23] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -63,8 +91,10 @@ impl ErrorCode {
         ErrorCode::CommandNotFound,
         ErrorCode::CommandNotExecutable,
         ErrorCode::DetachedSource,
+        ErrorCode::InvalidInput,
     ];
 
+    /// The code as JSON and human output spell it.
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorCode::IsolationUnavailable => "isolation_unavailable",
@@ -89,6 +119,7 @@ impl ErrorCode {
             ErrorCode::CommandNotFound => "command_not_found",
             ErrorCode::CommandNotExecutable => "command_not_executable",
             ErrorCode::DetachedSource => "detached_source",
+            ErrorCode::InvalidInput => "invalid_input",
         }
     }
 
@@ -98,7 +129,7 @@ impl ErrorCode {
             ErrorCode::Usage => 2,
             ErrorCode::CaptureConflict => 3,
             ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
-            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid => 5,
+            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid | ErrorCode::InvalidInput => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
             ErrorCode::CommandNotExecutable => 126,
             ErrorCode::CommandNotFound => 127,
@@ -118,78 +149,186 @@ impl ErrorCode {
     }
 }
 
+/// Every failure of a3s-iso; each variant has one [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The source cannot be isolated (no repository, a bare one, an unborn HEAD, no git).
     #[error("{message}")]
     IsolationUnavailable {
+        /// What is wrong.
         message: String,
+        /// What to do about it.
         hint: Option<String>,
     },
+    /// An id that breaks the id rules; nothing was written.
     #[error("invalid id {id:?}: {reason}")]
-    InvalidId { id: String, reason: String },
+    InvalidId {
+        /// The id given.
+        id: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// No such session, or no single one to choose.
     #[error("{message}")]
     SessionNotFound {
+        /// What was looked for.
         message: String,
+        /// The live sessions one could name with `-s`.
         candidates: Vec<String>,
     },
+    /// The session id is taken (another owner, a bind in flight, a damaged isolation).
     #[error("{message}")]
     SessionExists {
+        /// Who has it, or what is wrong with it.
         message: String,
+        /// What to do about it.
         hint: Option<String>,
     },
+    /// The source has local changes and the caller did not say what becomes of them.
     #[error("the source has local changes that the isolation would not contain: {}{}", paths.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
-    DirtySource { paths: Vec<String>, more: usize },
+    DirtySource {
+        /// The first changed paths.
+        paths: Vec<String>,
+        /// How many more there are.
+        more: usize,
+    },
+    /// Something a3s-iso did not publish is at the isolation path; nothing was deleted.
     #[error("{} is occupied by {found} that a3s-iso did not publish", path.display())]
-    IsolationPathOccupied { path: PathBuf, found: String },
+    IsolationPathOccupied {
+        /// The isolation path.
+        path: PathBuf,
+        /// What is there ("a symbolic link", "a file", ...).
+        found: String,
+    },
+    /// A writing command on a session bound `--read-only`.
     #[error("session {session_id:?} is read-only: it has no isolation to write to")]
-    ReadOnlySession { session_id: String },
+    ReadOnlySession {
+        /// The session.
+        session_id: String,
+    },
+    /// A run id that already holds other (or any, for `run`) evidence.
     #[error("{message}")]
-    CaptureConflict { message: String },
+    CaptureConflict {
+        /// Which run, and what it holds.
+        message: String,
+    },
+    /// A patch too large to travel as a document (its result tree is still pinned).
     #[error("the patch is {bytes} bytes, over the {limit}-byte limit of a change-set document")]
-    ChangeSetTooLarge { bytes: u64, limit: u64 },
+    ChangeSetTooLarge {
+        /// The patch's size.
+        bytes: u64,
+        /// The largest patch a document carries.
+        limit: u64,
+    },
+    /// A document that breaks a rule of the format.
     #[error("change set invalid ({rule}) at {field}: {detail}")]
     ChangeSetInvalid {
+        /// The rule (`digest`, `unknown_field`, ...).
         rule: String,
+        /// The field it concerns.
         field: String,
+        /// What is wrong.
         detail: String,
     },
+    /// A document that cannot be read.
     #[error("{message}")]
-    ChangeSetUnavailable { message: String },
+    ChangeSetUnavailable {
+        /// What could not be read, and why.
+        message: String,
+    },
+    /// The kernel cannot give the run its sandbox.
     #[error("{message}")]
-    SandboxUnavailable { message: String },
+    SandboxUnavailable {
+        /// What is missing.
+        message: String,
+    },
+    /// The repository lock stayed held past the lock timeout.
     #[error("the repository lock is held by {holder}")]
-    LockTimeout { holder: String },
+    LockTimeout {
+        /// Who holds it, as the lock file says.
+        holder: String,
+    },
+    /// A git call failed.
     #[error("git {} failed{}: {}", failure.args.join(" "), failure.exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_default(), failure.stderr.trim().lines().next().unwrap_or("(no message)"))]
-    GitFailed { failure: GitFailure },
+    GitFailed {
+        /// What ran and what it said.
+        failure: GitFailure,
+    },
+    /// git is older than a3s-iso needs.
     #[error("git {found} is too old; a3s-iso needs git {required} or newer")]
-    GitTooOld { found: String, required: String },
+    GitTooOld {
+        /// The version found.
+        found: String,
+        /// The oldest version that works.
+        required: String,
+    },
+    /// A file-system operation failed.
     #[error("{context}: {source}")]
     Io {
+        /// What a3s-iso was doing.
         context: String,
+        /// The operating system's error.
         #[source]
         source: std::io::Error,
     },
+    /// A bug in a3s-iso.
     #[error("internal error: {message}")]
-    Internal { message: String },
+    Internal {
+        /// What went wrong.
+        message: String,
+    },
+    /// The command line is wrong.
     #[error("{message}")]
-    Usage { message: String },
+    Usage {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A run holds the session's lease.
     #[error("session {session_id:?} is busy: {message}")]
-    SessionBusy { session_id: String, message: String },
+    SessionBusy {
+        /// The session.
+        session_id: String,
+        /// What holds it.
+        message: String,
+    },
+    /// `run`'s command does not exist.
     #[error("command not found: {program}")]
-    CommandNotFound { program: String },
+    CommandNotFound {
+        /// The command.
+        program: String,
+    },
+    /// `run`'s command cannot be executed.
     #[error("command not executable: {program}: {reason}")]
-    CommandNotExecutable { program: String, reason: String },
+    CommandNotExecutable {
+        /// The command.
+        program: String,
+        /// Why it cannot run.
+        reason: String,
+    },
+    /// Branch mode needs a current branch in the source.
     #[error("{} has no current branch (detached HEAD): branch mode replays commits onto a branch", source_path.display())]
-    DetachedSource { source_path: PathBuf },
+    DetachedSource {
+        /// The source checkout.
+        source_path: PathBuf,
+    },
+    /// An argument names something that cannot be used (e.g. a path that does not exist).
+    #[error("{message}")]
+    InvalidInput {
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
+/// a3s-iso's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {
         match self {
             Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
             Error::InvalidId { .. } => ErrorCode::InvalidId,
+            Error::InvalidInput { .. } => ErrorCode::InvalidInput,
             Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::DirtySource { .. } => ErrorCode::DirtySource,
@@ -213,6 +352,7 @@ impl Error {
         }
     }
 
+    /// The exit status for this error (see [`ErrorCode::exit_code`]).
     pub fn exit_code(&self) -> i32 {
         self.code().exit_code()
     }
@@ -268,7 +408,8 @@ impl Error {
         }
     }
 
-    pub fn git_failure(&self) -> Option<&GitFailure> {
+    /// What git said, for a `git_failed` error.
+    pub(crate) fn git_failure(&self) -> Option<&GitFailure> {
         match self {
             Error::GitFailed { failure } => Some(failure),
             _ => None,
@@ -320,6 +461,7 @@ impl Error {
         text
     }
 
+    /// An `io` error with what a3s-iso was doing.
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             context: context.into(),
@@ -327,7 +469,8 @@ impl Error {
         }
     }
 
-    pub fn internal(message: impl Into<String>) -> Error {
+    /// An `internal` error: a bug.
+    pub(crate) fn internal(message: impl Into<String>) -> Error {
         Error::Internal {
             message: message.into(),
         }
@@ -336,6 +479,7 @@ impl Error {
 
 /// Attach a context line to `std::io::Result`s.
 pub trait IoContext<T> {
+    /// Turns an I/O error into an `io` error with `context` (computed only on failure).
     fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
 }
 
@@ -381,6 +525,7 @@ mod tests {
                 ("command_not_found", 127),
                 ("command_not_executable", 126),
                 ("detached_source", 1),
+                ("invalid_input", 5),
             ]
         );
     }
@@ -464,6 +609,9 @@ mod tests {
             },
             Error::DetachedSource {
                 source_path: "/work/src".into(),
+            },
+            Error::InvalidInput {
+                message: "--allow-write /nowhere does not exist".into(),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -7,16 +7,28 @@ use std::path::Path;
 use crate::error::{IoContext, Result};
 
 /// Milliseconds since the Unix epoch.
-pub fn now_ms() -> u64 {
+pub(crate) fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0)
 }
 
+/// A suffix no other temp file of this process or another one uses: pid, a per-process counter
+/// and the clock.
+pub(crate) fn unique_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{n}-{nanos:08x}", std::process::id())
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
 /// of the directory. A reader sees the old content or the new, never half of one.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().ok_or_else(|| {
         crate::error::Error::internal(format!("{} has no parent", path.display()))
     })?;
@@ -25,11 +37,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(
-        ".{name}.tmp-{}-{}",
-        std::process::id(),
-        crate::ids::generate("t")
-    ));
+    let tmp = dir.join(format!(".{name}.tmp-{}", unique_suffix()));
     let result = (|| -> io::Result<()> {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         file.write_all(bytes)?;
@@ -43,8 +51,29 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     result.ctx(|| format!("cannot write {}", path.display()))
 }
 
+/// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
+pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
+    let dir = path.parent().ok_or_else(|| {
+        crate::error::Error::internal(format!("{} has no parent", path.display()))
+    })?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!(".copy.tmp-{}", unique_suffix()));
+    let result = (|| -> io::Result<()> {
+        let mut input = File::open(from)?;
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        io::copy(&mut input, &mut file)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
+}
+
 /// Serialises `value` as pretty JSON and writes it atomically.
-pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| crate::error::Error::internal(format!("cannot serialise: {e}")))?;
     bytes.push(b'\n');
@@ -52,7 +81,7 @@ pub fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<
 }
 
 /// Reads a JSON file; `Ok(None)` when it does not exist.
-pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     let bytes = match fs::read(path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -72,12 +101,12 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T
 }
 
 /// True when `dir` is a directory (not a symlink to one) with no entries.
-pub fn is_empty_dir(dir: &Path) -> io::Result<bool> {
+pub(crate) fn is_empty_dir(dir: &Path) -> io::Result<bool> {
     Ok(fs::read_dir(dir)?.next().is_none())
 }
 
 /// Removes a file if present; absence is not an error.
-pub fn remove_file_if_exists(path: &Path) -> Result<()> {
+pub(crate) fn remove_file_if_exists(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(crate::error::Error::io(
             format!("cannot remove {}", path.display()),
@@ -88,7 +117,7 @@ pub fn remove_file_if_exists(path: &Path) -> Result<()> {
 }
 
 /// A short stable hex name for a path, for file names derived from paths.
-pub fn path_key(parts: &[&Path]) -> String {
+pub(crate) fn path_key(parts: &[&Path]) -> String {
     use sha2::{Digest, Sha256};
     let mut hasher = Sha256::new();
     for part in parts {
@@ -99,7 +128,7 @@ pub fn path_key(parts: &[&Path]) -> String {
 }
 
 /// A path's modification time in milliseconds since the epoch (symlinks not followed).
-pub fn modified_ms(path: &Path) -> Option<u64> {
+pub(crate) fn modified_ms(path: &Path) -> Option<u64> {
     let modified = fs::symlink_metadata(path).ok()?.modified().ok()?;
     modified
         .duration_since(std::time::UNIX_EPOCH)
@@ -108,7 +137,7 @@ pub fn modified_ms(path: &Path) -> Option<u64> {
 }
 
 /// The bytes of the regular files under `dir` (symlinks are not followed).
-pub fn tree_size(dir: &Path) -> u64 {
+pub(crate) fn tree_size(dir: &Path) -> u64 {
     let mut total = 0;
     let mut stack = vec![dir.to_path_buf()];
     while let Some(dir) = stack.pop() {

@@ -2,11 +2,12 @@
 
 use crate::error::{Error, Result};
 
-pub const MAX_ID_LEN: usize = 128;
+/// The longest id accepted.
+pub(crate) const MAX_ID_LEN: usize = 128;
 
 /// Checks an id against `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, without `..`, not ending in `.`
 /// or `.lock`. Ids become file names and ref components, so nothing else is accepted.
-pub fn validate(id: &str) -> Result<()> {
+pub(crate) fn validate(id: &str) -> Result<()> {
     let reason = if id.is_empty() {
         Some("it is empty")
     } else if id.len() > MAX_ID_LEN {
@@ -35,7 +36,7 @@ pub fn validate(id: &str) -> Result<()> {
 }
 
 /// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
-pub fn generate(prefix: &str) -> String {
+pub(crate) fn generate(prefix: &str) -> String {
     let mut random = [0u8; 4];
     if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
         use std::io::Read;

@@ -1,12 +1,20 @@
-//! The isolation as a linked worktree: health, admin dir, removal.
+//! The isolation as a linked worktree: how it is named, located (through the admin dir a3s-iso
+//! recorded, never the `.git` file inside the tree), checked, snapshotted and removed, and how a
+//! dead bind's claim is cleared.
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::Git;
 use crate::repo::Repo;
-use crate::state::SessionRecord;
+use crate::snapshot::{self, Worktree};
+use crate::state::{ClaimRecord, SessionRecord, SessionState};
+
+/// Every isolation's directory name starts with this, followed by the session id.
+pub const NAME_PREFIX: &str = ".a3s-isolate-";
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.
@@ -145,5 +153,112 @@ pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .filter(|admin| admin_points_at(admin, tree))
+        .collect()
+}
+
+/// A session's isolation, located through its record (never through its `.git` file).
+#[derive(Debug, Clone)]
+pub struct Isolation {
+    /// The isolation's working tree.
+    pub tree: PathBuf,
+    /// Its git admin dir (`<common>/worktrees/<name>`).
+    pub admin: PathBuf,
+}
+
+impl Isolation {
+    /// The snapshot of the isolation as it is now (nested repositories left out).
+    pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
+        snapshot::snapshot(
+            &ctx.git,
+            &Worktree {
+                tree: &self.tree,
+                admin_dir: &self.admin,
+            },
+            &located.store.scratch_dir(),
+        )
+    }
+}
+
+/// The isolation of a session that can be written and captured.
+pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
+    if record.read_only {
+        return Err(Error::ReadOnlySession {
+            session_id: record.session_id.clone(),
+        });
+    }
+    if record.state != SessionState::Discarded {
+        repair_links(record)?;
+    }
+    if record.state == SessionState::Discarded || !is_healthy(record) {
+        return Err(Error::ChangeSetUnavailable {
+            message: format!(
+                "session {:?} has no isolation to capture ({})",
+                record.session_id,
+                if record.state == SessionState::Discarded {
+                    "discarded"
+                } else {
+                    "missing"
+                }
+            ),
+        });
+    }
+    match (&record.worktree, &record.admin_dir) {
+        (Some(tree), Some(admin)) => Ok(Isolation {
+            tree: tree.clone(),
+            admin: admin.clone(),
+        }),
+        _ => Err(Error::internal("a healthy isolation without paths")),
+    }
+}
+
+/// Removes what a bind that died (or failed) left: its tree and registration, then its claim.
+/// The claim proves the tree is a3s-iso's: the path was free when the claim was taken.
+pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -> Result<()> {
+    let tree = &claim.path;
+    {
+        let published = located
+            .store
+            .load_session(&claim.session_id)?
+            .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
+        if published {
+            return located.store.remove_claim(&claim.session_id);
+        }
+        let admins = admin_dirs_for(&located.repo, tree);
+        let is_dir = fs::symlink_metadata(tree)
+            .map(|m| m.file_type().is_dir())
+            .unwrap_or(false);
+        if admins.is_empty() {
+            if is_dir {
+                remove(&ctx.git, &located.repo, tree, None)?;
+            }
+        } else {
+            for admin in admins {
+                // A checkout killed early leaves an admin dir git itself no longer accepts;
+                // the claim proves both are ours, so remove them directly then.
+                if remove(&ctx.git, &located.repo, tree, Some(&admin)).is_err() {
+                    if tree.is_dir() {
+                        fs::remove_dir_all(tree)
+                            .ctx(|| format!("cannot remove {}", tree.display()))?;
+                    }
+                    remove_admin_dir(&located.repo, &admin)?;
+                }
+            }
+        }
+    }
+    located.store.remove_claim(&claim.session_id)
+}
+
+/// Every registered linked worktree of the repository: `<tree>/.git` → its admin dir.
+pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
+    let Ok(entries) = std::fs::read_dir(repo.worktrees_dir()) else {
+        return HashMap::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let admin = e.path();
+            let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
+            Some((PathBuf::from(gitdir.trim_end()), admin))
+        })
         .collect()
 }

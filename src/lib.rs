@@ -3,13 +3,16 @@
 //! The library holds the logic; the binary only parses arguments and renders outcomes. Each
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
+#![deny(missing_docs)]
+
 pub mod bind;
-pub mod branch;
 pub mod capture;
 pub mod changeset;
 pub mod context;
 pub mod discard;
+pub mod duration;
 pub mod error;
+pub mod fault;
 pub mod fsutil;
 pub mod git;
 pub mod ids;
@@ -18,6 +21,8 @@ pub mod list;
 pub mod lock;
 pub mod owner;
 pub mod promote;
+pub mod quarantine;
+pub mod refs;
 pub mod repo;
 pub mod retain;
 pub mod run;

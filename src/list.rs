@@ -12,29 +12,76 @@ use crate::owner::Liveness;
 use crate::repo::Repo;
 use crate::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
 
+/// A session's state as `list` shows it: its recorded state, except that a session whose tree
+/// is gone is `missing`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ListedState {
+    /// Bound, with a healthy isolation (or read-only, with none).
+    Bound,
+    /// Retained for inspection, with a healthy isolation.
+    Retained,
+    /// Discarded: its isolation was removed.
+    Discarded,
+    /// Recorded as bound or retained, but its isolation is gone or damaged.
+    Missing,
+}
+
+impl ListedState {
+    /// The state as the JSON and the table spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ListedState::Bound => "bound",
+            ListedState::Retained => "retained",
+            ListedState::Discarded => "discarded",
+            ListedState::Missing => "missing",
+        }
+    }
+
+    /// What `list` shows for a record: the recorded state, unless the tree is gone.
+    fn of(record: &SessionRecord) -> ListedState {
+        match record.state {
+            SessionState::Discarded => ListedState::Discarded,
+            _ if !record.read_only && !isolation::is_healthy(record) => ListedState::Missing,
+            SessionState::Retained => ListedState::Retained,
+            SessionState::Bound => ListedState::Bound,
+        }
+    }
+}
+
+/// One row of `list`: a session, whether its source moved on, and its owner's liveness.
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionView {
+    /// The session's id.
     pub session_id: String,
     /// `bound`, `retained`, `discarded`, or `missing` (recorded as bound, tree gone).
-    pub state: &'static str,
+    pub state: ListedState,
+    /// The source checkout the session was bound from.
     pub source: PathBuf,
+    /// The isolation's path; `null` for a read-only session.
     pub worktree: Option<PathBuf>,
+    /// The commit the session was bound at.
     pub bound_revision: String,
     /// `null` when the source cannot be read.
     pub head_moved: Option<bool>,
     /// `null` when it cannot be told (another host, no start identity).
     pub owner_alive: Option<bool>,
+    /// The latest run or capture recorded for the session.
     pub last_run: Option<LastRun>,
+    /// Whether the session was bound `--read-only` (no isolation).
     pub read_only: bool,
 }
 
+/// What `list` found: the sessions of every store it looked at.
 #[derive(Debug, Clone, Serialize)]
 pub struct ListOutcome {
+    /// The sessions, store by store, each sorted by id.
     pub sessions: Vec<SessionView>,
     /// Records that could not be read, by file.
     pub unreadable: Vec<String>,
 }
 
+/// Lists the sessions of this repository's store, or with `all` of every registered one.
 pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {
@@ -78,15 +125,9 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
 }
 
 fn view(record: &SessionRecord, source_head: Option<&str>) -> SessionView {
-    let state = match record.state {
-        SessionState::Discarded => "discarded",
-        _ if !record.read_only && !isolation::is_healthy(record) => "missing",
-        SessionState::Retained => "retained",
-        SessionState::Bound => "bound",
-    };
     SessionView {
         session_id: record.session_id.clone(),
-        state,
+        state: ListedState::of(record),
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),

@@ -2,16 +2,21 @@
 
 use serde::{Deserialize, Serialize};
 
+/// A process that owns a session (or runs a bind), recorded so that its death can be proven.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Owner {
+    /// Its process id.
     pub pid: u32,
     /// `linux-proc-start-ticks:<n>`: tells a live owner from a reused pid.
     pub start_identity: Option<String>,
+    /// The host it runs on.
     pub hostname: String,
 }
 
+/// Whether a recorded owner is still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Liveness {
+pub(crate) enum Liveness {
+    /// Running, with the recorded start identity.
     Alive,
     /// Gone, a zombie, or the pid now belongs to another process.
     Dead,
@@ -23,7 +28,7 @@ pub enum Liveness {
 
 impl Owner {
     /// The owner record for a process of this host, if it is running.
-    pub fn of_pid(pid: u32) -> Option<Owner> {
+    pub(crate) fn of_pid(pid: u32) -> Option<Owner> {
         let start_identity = start_identity(pid)?;
         Some(Owner {
             pid,
@@ -32,7 +37,8 @@ impl Owner {
         })
     }
 
-    pub fn this_process() -> Owner {
+    /// The owner record of a3s-iso's own process.
+    pub(crate) fn this_process() -> Owner {
         Owner::of_pid(std::process::id()).unwrap_or_else(|| Owner {
             pid: std::process::id(),
             start_identity: None,
@@ -40,7 +46,8 @@ impl Owner {
         })
     }
 
-    pub fn liveness(&self) -> Liveness {
+    /// Whether the owner still runs; only a process of this host can be told.
+    pub(crate) fn liveness(&self) -> Liveness {
         if self.hostname != hostname() {
             return Liveness::Foreign;
         }
@@ -53,18 +60,20 @@ impl Owner {
         }
     }
 
+    /// `pid <n> on <host>`, for messages.
     pub fn describe(&self) -> String {
         format!("pid {} on {}", self.pid, self.hostname)
     }
 }
 
 /// The parent of this process: the shell or harness that called a3s-iso.
-pub fn parent_pid() -> u32 {
+pub(crate) fn parent_pid() -> u32 {
     rustix::process::getppid()
         .map(|p| p.as_raw_nonzero().get() as u32)
         .unwrap_or(1)
 }
 
+/// This host's name (from `uname`).
 pub fn hostname() -> String {
     let uname = rustix::system::uname();
     uname.nodename().to_string_lossy().into_owned()
@@ -72,7 +81,7 @@ pub fn hostname() -> String {
 
 /// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot); `None` for a process
 /// that does not exist or is a zombie (it has exited; only its exit status is left).
-pub fn start_identity(pid: u32) -> Option<String> {
+pub(crate) fn start_identity(pid: u32) -> Option<String> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];

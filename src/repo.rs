@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{Error, Result};
 use crate::git::Git;
 
+/// A source repository: its checkout and its common git dir.
 #[derive(Debug, Clone)]
 pub struct Repo {
     /// The checkout's top level (`git rev-parse --show-toplevel`).
@@ -16,7 +17,7 @@ pub struct Repo {
 impl Repo {
     /// Finds the repository of `dir`. Not a repository, a bare one, or a `.git` directory →
     /// `isolation_unavailable`; nothing is written.
-    pub fn discover(git: &Git, dir: &Path) -> Result<Repo> {
+    pub(crate) fn discover(git: &Git, dir: &Path) -> Result<Repo> {
         if !dir.is_dir() {
             return Err(Error::IsolationUnavailable {
                 message: format!("{} is not a directory", dir.display()),
@@ -62,7 +63,7 @@ impl Repo {
     }
 
     /// The commit and tree at HEAD; `isolation_unavailable` for an unborn HEAD.
-    pub fn head(&self, git: &Git) -> Result<(String, String)> {
+    pub(crate) fn head(&self, git: &Git) -> Result<(String, String)> {
         let out = git
             .at(&self.toplevel)
             .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
@@ -85,7 +86,7 @@ impl Repo {
     }
 
     /// The commit at HEAD, or `None` for an unborn HEAD or a missing checkout.
-    pub fn head_commit(&self, git: &Git) -> Option<String> {
+    pub(crate) fn head_commit(&self, git: &Git) -> Option<String> {
         let out = git
             .at(&self.toplevel)
             .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
@@ -97,7 +98,7 @@ impl Repo {
 
     /// Local changes (modified tracked files, untracked non-ignored files): the first `limit`
     /// paths and how many more there are.
-    pub fn local_changes(&self, git: &Git, limit: usize) -> Result<(Vec<String>, usize)> {
+    pub(crate) fn local_changes(&self, git: &Git, limit: usize) -> Result<(Vec<String>, usize)> {
         let out = git
             .at(&self.toplevel)
             .args([
@@ -131,12 +132,12 @@ impl Repo {
 
     /// The lock that serialises every change to the source, the worktree registry and the state
     /// of this repository (shared by its linked worktrees).
-    pub fn lock_path(&self) -> PathBuf {
+    pub(crate) fn lock_path(&self) -> PathBuf {
         self.common_dir.join("a3s-iso.lock")
     }
 
     /// Where git keeps the admin directories of linked worktrees.
-    pub fn worktrees_dir(&self) -> PathBuf {
+    pub(crate) fn worktrees_dir(&self) -> PathBuf {
         self.common_dir.join("worktrees")
     }
 }

@@ -2,25 +2,31 @@
 //! locked against `git worktree prune` with the reason, and `sweep` leaves it alone unless
 //! asked explicitly (`--retained-older-than`).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::context::Context;
+use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
 use crate::isolation;
-use crate::state::SessionState;
+use crate::state::{SessionRecord, SessionState};
 
+/// A retained isolation: where it is now, where it was, and why it is kept.
 #[derive(Debug, Clone, Serialize)]
 pub struct RetainOutcome {
+    /// The session whose isolation was retained.
     pub session_id: String,
     /// The new path; the old one is no longer valid.
     pub worktree: PathBuf,
+    /// Where the isolation was before (the same path when it was retained already).
     pub previous_worktree: PathBuf,
+    /// Why it is kept, as given.
     pub reason: String,
 }
 
+/// Retains the session's isolation with `reason`: moved aside, locked, and recorded. An
+/// already retained one keeps its path; only its reason changes.
 pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<RetainOutcome> {
     if reason.trim().is_empty() {
         return Err(Error::Usage {
@@ -29,47 +35,76 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     }
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, session_id)?;
-    crate::run::refuse_if_running(&located, &session.session_id)?;
+    located.store.refuse_if_leased(&session.session_id)?;
     let _lock = ctx.lock(&located.repo)?;
-    let mut record = located
+    let record = located
         .store
         .load_session(&session.session_id)?
         .unwrap_or(session);
+    let (old, admin) = retainable(&record)?;
+    if record.state == SessionState::Retained {
+        return change_reason(ctx, &located, record, old, reason);
+    }
+    move_aside(ctx, &located, record, old, admin, reason)
+}
+
+/// The isolation's path and admin dir, when the session has a healthy isolation to retain.
+fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
             session_id: record.session_id.clone(),
         });
     }
-    if record.state == SessionState::Discarded || !isolation::is_healthy(&record) {
+    if record.state == SessionState::Discarded || !isolation::is_healthy(record) {
         return Err(Error::SessionNotFound {
             message: format!("session {:?} has no isolation to retain", record.session_id),
             candidates: Vec::new(),
         });
     }
-    let (Some(old), Some(admin)) = (record.worktree.clone(), record.admin_dir.clone()) else {
-        return Err(Error::internal("a healthy isolation without paths"));
-    };
-    if record.state == SessionState::Retained {
-        // Already retained: only the reason changes.
-        ctx.git
-            .at(&located.repo.toplevel)
-            .args(["worktree", "unlock"])
-            .arg(&old)
-            .output()?;
-        ctx.git
-            .at(&located.repo.toplevel)
-            .args(["worktree", "lock", "--reason", reason])
-            .arg(&old)
-            .run()?;
-        record.retained_reason = Some(reason.to_string());
-        located.store.save_session(&record)?;
-        return Ok(RetainOutcome {
-            session_id: record.session_id,
-            worktree: old.clone(),
-            previous_worktree: old,
-            reason: reason.to_string(),
-        });
+    match (record.worktree.clone(), record.admin_dir.clone()) {
+        (Some(old), Some(admin)) => Ok((old, admin)),
+        _ => Err(Error::internal("a healthy isolation without paths")),
     }
+}
+
+/// Already retained: the tree stays where it is, locked again with the new reason.
+fn change_reason(
+    ctx: &Context,
+    located: &Located,
+    mut record: SessionRecord,
+    path: PathBuf,
+    reason: &str,
+) -> Result<RetainOutcome> {
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args(["worktree", "unlock"])
+        .arg(&path)
+        .output()?;
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args(["worktree", "lock", "--reason", reason])
+        .arg(&path)
+        .run()?;
+    record.retained_reason = Some(reason.to_string());
+    located.store.save_session(&record)?;
+    Ok(RetainOutcome {
+        session_id: record.session_id,
+        worktree: path.clone(),
+        previous_worktree: path,
+        reason: reason.to_string(),
+    })
+}
+
+/// Moves the isolation to `<old>.retained-<ms>`, locks it with the reason and records it as
+/// retained. Called under the repository lock.
+fn move_aside(
+    ctx: &Context,
+    located: &Located,
+    mut record: SessionRecord,
+    old: PathBuf,
+    admin: PathBuf,
+    reason: &str,
+) -> Result<RetainOutcome> {
     let now = now_ms();
     let new = PathBuf::from(format!("{}.retained-{now}", old.display()));
     if std::fs::symlink_metadata(&new).is_ok() {
@@ -80,29 +115,7 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     }
     // Moving, locking and recording go together: interrupts wait until the record is saved.
     let _interrupts = crate::signals::Signals::register()?;
-    let moved = ctx
-        .git
-        .at(&located.repo.toplevel)
-        .shielded()
-        .args(["worktree", "move"])
-        .arg(&old)
-        .arg(&new)
-        .output()?;
-    if moved.exit_code != Some(0) {
-        // git refuses to move trees with submodules: move it ourselves and repair the links.
-        std::fs::rename(&old, &new).map_err(|e| {
-            Error::io(
-                format!("cannot move {} to {}", old.display(), new.display()),
-                e,
-            )
-        })?;
-        ctx.git
-            .at(&located.repo.toplevel)
-            .shielded()
-            .args(["worktree", "repair"])
-            .arg(&new)
-            .run()?;
-    }
+    move_tree(ctx, located, &old, &new)?;
     ctx.git
         .at(&located.repo.toplevel)
         .shielded()
@@ -122,4 +135,33 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
         previous_worktree: old,
         reason: reason.to_string(),
     })
+}
+
+/// Moves a worktree with git; where git refuses (a tree with submodules), renames it and
+/// repairs the links.
+fn move_tree(ctx: &Context, located: &Located, old: &Path, new: &Path) -> Result<()> {
+    let moved = ctx
+        .git
+        .at(&located.repo.toplevel)
+        .shielded()
+        .args(["worktree", "move"])
+        .arg(old)
+        .arg(new)
+        .output()?;
+    if moved.exit_code == Some(0) {
+        return Ok(());
+    }
+    std::fs::rename(old, new).map_err(|e| {
+        Error::io(
+            format!("cannot move {} to {}", old.display(), new.display()),
+            e,
+        )
+    })?;
+    ctx.git
+        .at(&located.repo.toplevel)
+        .shielded()
+        .args(["worktree", "repair"])
+        .arg(new)
+        .run()?;
+    Ok(())
 }

@@ -3,16 +3,18 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::capture::{Evidence, Target, record_evidence, run_ref};
+use crate::capture::{Evidence, Target, record_evidence};
+use crate::changeset::RunState;
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
-use crate::lock::FileLock;
+use crate::isolation::Isolation;
+use crate::quarantine::Quarantine;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
 use crate::state::SessionRecord;
@@ -20,76 +22,83 @@ use crate::state::SessionRecord;
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
 
+/// What the caller lets a sandboxed command do beyond the defaults.
 #[derive(Debug, Clone, Default)]
 pub struct SandboxRequest {
+    /// Reach the network (and the host's sockets under `/run`).
     pub allow_network: bool,
+    /// Also write these paths (each must exist).
     pub allow_write: Vec<PathBuf>,
+    /// Also read these hidden or private paths (each must exist).
+    pub allow_read: Vec<PathBuf>,
 }
 
+/// What `run` is asked to do.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
+    /// The session; resolved as for every command when `None`.
     pub session_id: Option<String>,
+    /// The run id; generated when `None`. A run id is never reused.
     pub run_id: Option<String>,
+    /// Stop the command after this long (SIGTERM, then SIGKILL).
     pub timeout: Option<Duration>,
+    /// The command and its arguments.
     pub command: Vec<OsString>,
     /// Send the command's stdout to stderr (so stdout can carry one JSON document).
     pub stdout_to_stderr: bool,
     /// `None`: `--no-sandbox`, a plain host process.
     pub sandbox: Option<SandboxRequest>,
+    /// The `agent_release_identity` of the run's change set; default: a3s-iso's own.
     pub release_identity: Option<String>,
     /// The a3s-iso executable, re-executed as the sandbox helper.
     pub helper: Option<PathBuf>,
 }
 
+/// The run's change set in brief (the document itself is stored with the run).
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeSetSummary {
+    /// `sha256:` and the hex digest of the patch.
     pub patch_digest: String,
+    /// The patch's size.
     pub patch_bytes: u64,
+    /// How many files the patch touches.
     pub files_changed: u64,
 }
 
+/// How a run ended and what it changed.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
+    /// The session the command ran in.
     pub session_id: String,
+    /// The run's id (generated ones included).
     pub run_id: String,
     /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
-    pub state: &'static str,
+    pub state: RunState,
+    /// The command's exit code; `null` when a signal ended it.
     pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
     pub signal: Option<i32>,
+    /// Whether `--timeout` stopped it.
     pub timed_out: bool,
+    /// The ref that pins the run's result tree.
     pub result_ref: String,
+    /// The isolation's snapshot before the command.
     pub base_tree: String,
+    /// The isolation's snapshot after the command.
     pub result_tree: String,
     /// `null` when the patch is too large to travel as a document (the tree is still pinned).
     pub change_set: Option<ChangeSetSummary>,
+    /// Which protections the command ran under.
     pub sandbox: SandboxReport,
+    /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
 }
 
-/// The session's run lease: held for the whole run, so `sweep` sees the session as live and a
-/// second run of the same session is refused.
-pub fn lease_path(located: &Located, session_id: &str) -> PathBuf {
-    located
-        .store
-        .dir()
-        .join("leases")
-        .join(format!("{session_id}.lock"))
-}
-
-/// Refuses to change a session's isolation under a running command.
-pub fn refuse_if_running(located: &Located, session_id: &str) -> Result<()> {
-    if FileLock::is_held(&lease_path(located, session_id))? {
-        return Err(Error::SessionBusy {
-            session_id: session_id.to_string(),
-            message: "a run is in progress in its isolation".into(),
-        });
-    }
-    Ok(())
-}
-
+/// Runs a command in the session's isolation and records its change set. The command's own
+/// exit status is in the outcome; an `Err` is a3s-iso's own failure.
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     if opts.command.is_empty() {
         return Err(Error::Usage {
@@ -108,21 +117,14 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    if located
-        .store
-        .load_run_doc(&record.session_id, &run_id)?
-        .is_some()
-        || (opts.run_id.is_some()
-            && ref_exists(ctx, &located, &run_ref(&record.session_id, &run_id))?)
-    {
-        return Err(Error::CaptureConflict {
-            message: format!(
-                "run {run_id:?} of session {:?} already holds evidence; runs are never redone under the same id",
-                record.session_id
-            ),
-        });
-    }
-    let Some(_lease) = FileLock::try_acquire(&lease_path(&located, &record.session_id))? else {
+    refuse_redo(
+        ctx,
+        &located,
+        &record.session_id,
+        &run_id,
+        opts.run_id.is_some(),
+    )?;
+    let Some(_lease) = located.store.try_lease(&record.session_id)? else {
         return Err(Error::SessionBusy {
             session_id: record.session_id.clone(),
             message: "another run holds its lease".into(),
@@ -130,58 +132,187 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
 
     let private_tmp = PrivateTmp::create(&run_id)?;
-    let sandbox_spec = match &opts.sandbox {
-        None => None,
-        Some(request) => {
-            let common_objects = located.repo.common_dir.join("objects");
-            let spec = SandboxSpec::for_run(
-                !request.allow_network,
-                &[
-                    &isolation.tree,
-                    &isolation.admin,
-                    &common_objects,
-                    private_tmp.path(),
-                ],
-                &request.allow_write,
-            );
-            sandbox::probe(&spec)?;
-            Some(spec)
-        }
-    };
-
+    let quarantine = Quarantine::create(&located.store, &run_id)?;
+    let workdir = counterpart(ctx, &located, &record, &isolation.tree);
+    let run_dirs = (private_tmp.path(), quarantine.dir());
+    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let signals = Signals::register()?;
-    let workdir = counterpart(ctx, &located, &record, &isolation.tree);
-    let ended = execute(
-        opts,
-        &record,
-        &run_id,
-        &workdir,
-        private_tmp.path(),
-        sandbox_spec.as_ref(),
-        &signals,
-    )?;
+    let launch = Launch {
+        record: &record,
+        run_id: &run_id,
+        workdir: &workdir,
+        private_tmp: private_tmp.path(),
+        spec: sandbox_spec.as_ref(),
+        git_env: match &sandbox_spec {
+            Some(_) => quarantine.environment(&located.repo),
+            None => Vec::new(),
+        },
+    };
+    let ended = execute(opts, &launch, &signals)?;
+    if sandbox_spec.is_some() {
+        // The command's new objects join the store only once they pass the checks.
+        quarantine.migrate(&ctx.git, &located.repo)?;
+    }
 
     let result = isolation.snapshot(ctx, &located)?;
-    let result_tree = result.tree;
     let state = ended.state();
-    let mut warnings: Vec<String> = result
-        .nested
+    let evidence = Evidence {
+        session_id: &record.session_id,
+        run_id: &run_id,
+        state,
+        base_tree: &base_tree,
+        result_tree: &result.tree,
+        release_identity: &identity,
+    };
+    let (change_set, warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
+    Ok(RunOutcome {
+        session_id: record.session_id.clone(),
+        run_id: run_id.clone(),
+        state,
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        timed_out: ended.timed_out,
+        result_ref: crate::refs::run_result(&record.session_id, &run_id),
+        base_tree,
+        result_tree: result.tree,
+        change_set,
+        sandbox: sandbox_spec
+            .as_ref()
+            .map(SandboxReport::of)
+            .unwrap_or_else(SandboxReport::disabled),
+        warnings,
+        status: ended.status(),
+    })
+}
+
+/// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
+/// pinned result): runs are never redone under the same id.
+fn refuse_redo(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    explicit: bool,
+) -> Result<()> {
+    let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
+        || (explicit
+            && crate::refs::run_exists(&ctx.git, &located.repo.toplevel, session_id, run_id)?);
+    if redone {
+        return Err(Error::CaptureConflict {
+            message: format!(
+                "run {run_id:?} of session {session_id:?} already holds evidence; runs are never redone under the same id"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel before
+/// anything runs. Writable: the isolation, its admin dir, the run's quarantine object dir and
+/// TMPDIR, the device nodes and what the caller allowed; the repository's own git dir stays
+/// readable; the links between the isolation and its repository are frozen.
+fn sandbox_for(
+    opts: &RunOptions,
+    located: &Located,
+    isolation: &Isolation,
+    run_dirs: (&Path, &Path),
+    workdir: &Path,
+) -> Result<Option<SandboxSpec>> {
+    let Some(request) = &opts.sandbox else {
+        return Ok(None);
+    };
+    let (private_tmp, quarantine) = run_dirs;
+    let allow_write = existing("--allow-write", &request.allow_write)?;
+    let allow_read = existing("--allow-read", &request.allow_read)?;
+    let mut writable = vec![
+        isolation.tree.clone(),
+        isolation.admin.clone(),
+        quarantine.to_path_buf(),
+        private_tmp.to_path_buf(),
+    ];
+    writable.extend(sandbox::DEVICE_NODES.iter().map(PathBuf::from));
+    writable.extend(allow_write);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut visible = vec![located.repo.common_dir.clone()];
+    visible.extend(home.iter().cloned());
+    visible.extend(allow_read.iter().cloned());
+    visible.extend(program_path(&opts.command[0]));
+    let spec = SandboxSpec {
+        deny_network: !request.allow_network,
+        writable,
+        visible,
+        private: private_dirs(!request.allow_network),
+        frozen: ["commondir", "gitdir"]
+            .iter()
+            .map(|f| isolation.admin.join(f))
+            .chain([isolation.tree.join(".git")])
+            .filter(|p| p.is_file())
+            .collect(),
+        hidden: home
+            .map(|home| sandbox::secrets::to_hide(&home, &allow_read))
+            .unwrap_or_default(),
+        workdir: workdir.to_path_buf(),
+        own_terminal: false,
+    };
+    sandbox::probe(&spec)?;
+    Ok(Some(spec))
+}
+
+/// Canonical forms of paths a caller named; a path that does not exist is `invalid_input`.
+fn existing(flag: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::canonicalize(path).map_err(|e| Error::InvalidInput {
+                message: format!("{flag} {}: {e}", path.display()),
+            })
+        })
+        .collect()
+}
+
+/// The program itself, when it is named by an absolute path (it may live under a private
+/// directory); a relative path is found from the working directory, inside the isolation.
+fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
+    let path = Path::new(program);
+    path.is_absolute()
+        .then(|| std::fs::canonicalize(path).ok())
+        .flatten()
+}
+
+/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev/shm`,
+/// the runtime dir, and with the network denied `/run` (host sockets live there).
+fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
+    if deny_network {
+        dirs.push(PathBuf::from("/run"));
+    }
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && runtime.is_absolute()
+        && !dirs.iter().any(|d| runtime.starts_with(d))
+    {
+        dirs.push(runtime);
+    }
+    dirs.retain(|d| {
+        std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+            && std::fs::canonicalize(d).ok().as_deref() == Some(d.as_path())
+    });
+    dirs
+}
+
+/// Records the run's evidence and summarises its change set. A change set too large for a
+/// document is a warning, not a failure: its result tree is pinned all the same.
+fn record_run(
+    ctx: &Context,
+    located: &Located,
+    evidence: &Evidence<'_>,
+    nested: &[String],
+) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
+    let mut warnings: Vec<String> = nested
         .iter()
         .map(|path| format!("nested repository {path} is not part of the change set"))
         .collect();
-    let change_set = match record_evidence(
-        ctx,
-        &located,
-        &Evidence {
-            session_id: &record.session_id,
-            run_id: &run_id,
-            state,
-            base_tree: &base_tree,
-            result_tree: &result_tree,
-            release_identity: &identity,
-        },
-    ) {
+    let change_set = match record_evidence(ctx, located, evidence) {
         Ok(captured) => Some(ChangeSetSummary {
             patch_digest: captured.change_set.patch_digest,
             patch_bytes: captured.change_set.patch_bytes,
@@ -193,31 +324,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         }
         Err(err) => return Err(err),
     };
-    Ok(RunOutcome {
-        session_id: record.session_id.clone(),
-        run_id: run_id.clone(),
-        state,
-        exit_code: ended.exit_code,
-        signal: ended.signal,
-        timed_out: ended.timed_out,
-        result_ref: run_ref(&record.session_id, &run_id),
-        base_tree,
-        result_tree,
-        change_set,
-        sandbox: sandbox_spec
-            .as_ref()
-            .map(SandboxReport::of)
-            .unwrap_or_else(SandboxReport::disabled),
-        warnings,
-        status: ended.status(),
-    })
-}
-
-fn ref_exists(ctx: &Context, located: &Located, reference: &str) -> Result<bool> {
-    ctx.git
-        .at(&located.repo.toplevel)
-        .args(["rev-parse", "-q", "--verify", reference])
-        .succeeds()
+    Ok((change_set, warnings))
 }
 
 /// The isolation's counterpart of the caller's directory (the isolation root when the caller
@@ -274,13 +381,15 @@ struct Ended {
 }
 
 impl Ended {
-    fn state(&self) -> &'static str {
+    /// The terminal state: a signal of any kind (passed on, a timeout, or one the command got)
+    /// cancels the run; otherwise the exit code decides.
+    fn state(&self) -> RunState {
         if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
-            "cancelled"
+            RunState::Cancelled
         } else if self.exit_code == Some(0) {
-            "completed"
+            RunState::Completed
         } else {
-            "failed"
+            RunState::Failed
         }
     }
 
@@ -299,66 +408,26 @@ impl Ended {
     }
 }
 
-fn execute(
-    opts: &RunOptions,
-    record: &SessionRecord,
-    run_id: &str,
-    workdir: &Path,
-    private_tmp: &Path,
-    spec: Option<&SandboxSpec>,
-    signals: &Signals,
-) -> Result<Ended> {
-    use std::os::unix::process::{CommandExt, ExitStatusExt};
-    let status_file = private_tmp.join(".a3s-iso-helper-status");
-    let mut command = match spec {
-        None => {
-            let mut command = Command::new(&opts.command[0]);
-            command.args(&opts.command[1..]);
-            command
-        }
-        Some(spec) => {
-            let helper = opts
-                .helper
-                .clone()
-                .or_else(|| std::env::current_exe().ok())
-                .ok_or_else(|| {
-                    Error::internal("cannot find the a3s-iso executable for the sandbox helper")
-                })?;
-            let mut command = Command::new(helper);
-            command
-                .arg("sandbox-exec")
-                .arg("--status-file")
-                .arg(&status_file)
-                .arg("--spec")
-                .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
-                .arg("--")
-                .args(&opts.command);
-            command
-        }
-    };
-    for var in REPO_SELECTING_VARS {
-        command.env_remove(var);
-    }
-    command
-        .current_dir(workdir)
-        .env("A3S_ISO_SESSION_ID", &record.session_id)
-        .env("A3S_ISO_RUN_ID", run_id)
-        .env(
-            "A3S_ISO_WORKTREE",
-            record.worktree.as_deref().unwrap_or(workdir),
-        )
-        .env("A3S_ISO_SOURCE", &record.source)
-        .env("TMPDIR", private_tmp)
-        // Its own process group, so that signals reach everything it started.
-        .process_group(0);
-    if opts.stdout_to_stderr {
-        use std::os::fd::AsFd;
-        let stderr = std::io::stderr()
-            .as_fd()
-            .try_clone_to_owned()
-            .map_err(|e| Error::io("cannot duplicate stderr", e))?;
-        command.stdout(Stdio::from(stderr));
-    }
+/// What the command is started with.
+struct Launch<'a> {
+    record: &'a SessionRecord,
+    run_id: &'a str,
+    /// Its working directory, inside the isolation.
+    workdir: &'a Path,
+    /// Its TMPDIR.
+    private_tmp: &'a Path,
+    /// `None`: a plain host process.
+    spec: Option<&'a SandboxSpec>,
+    /// Variables for the command's git (the quarantine object dir).
+    git_env: Vec<(String, PathBuf)>,
+}
+
+/// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
+/// how it ended.
+fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<Ended> {
+    let status_file = launch.private_tmp.join(".a3s-iso-helper-status");
+    let mut command = command_for(opts, launch.spec, &status_file)?;
+    set_up(&mut command, opts, launch)?;
     let child = match command.spawn() {
         Ok(child) => child,
         Err(err) => {
@@ -372,25 +441,108 @@ fn execute(
             );
         }
     };
+    let ended = supervise(child, opts.timeout, signals, launch.spec.is_some())?;
+    // A helper that never became the command says why in the status file.
+    if launch.spec.is_some()
+        && matches!(ended.exit_code, Some(125..=127))
+        && let Some(err) = sandbox::read_failure(&status_file)
+    {
+        return Err(err);
+    }
+    Ok(ended)
+}
+
+/// The process to start: the command itself, or (sandboxed) a3s-iso re-executed as the helper
+/// that enters the sandbox and then execs the command.
+fn command_for(
+    opts: &RunOptions,
+    spec: Option<&SandboxSpec>,
+    status_file: &Path,
+) -> Result<Command> {
+    let Some(spec) = spec else {
+        let mut command = Command::new(&opts.command[0]);
+        command.args(&opts.command[1..]);
+        return Ok(command);
+    };
+    let helper = opts
+        .helper
+        .clone()
+        .or_else(|| std::env::current_exe().ok())
+        .ok_or_else(|| {
+            Error::internal("cannot find the a3s-iso executable for the sandbox helper")
+        })?;
+    let mut command = Command::new(helper);
+    command
+        .arg("sandbox-exec")
+        .arg("--status-file")
+        .arg(status_file)
+        .arg("--spec")
+        .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
+        .arg("--")
+        .args(&opts.command);
+    Ok(command)
+}
+
+/// The command's environment (the session's variables, no repository-selecting `GIT_*`), its
+/// working directory, its own process group, and its stdout (stderr with `--json`).
+fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    for var in REPO_SELECTING_VARS {
+        command.env_remove(var);
+    }
+    command
+        .current_dir(launch.workdir)
+        .env("A3S_ISO_SESSION_ID", &launch.record.session_id)
+        .env("A3S_ISO_RUN_ID", launch.run_id)
+        .env(
+            "A3S_ISO_WORKTREE",
+            launch.record.worktree.as_deref().unwrap_or(launch.workdir),
+        )
+        .env("A3S_ISO_SOURCE", &launch.record.source)
+        .env("TMPDIR", launch.private_tmp)
+        .envs(launch.git_env.iter().map(|(k, v)| (k, v)))
+        // Its own process group, so that signals reach everything it started.
+        .process_group(0);
+    if opts.stdout_to_stderr {
+        use std::os::fd::AsFd;
+        let stderr = std::io::stderr()
+            .as_fd()
+            .try_clone_to_owned()
+            .map_err(|e| Error::io("cannot duplicate stderr", e))?;
+        command.stdout(Stdio::from(stderr));
+    }
+    Ok(())
+}
+
+/// Waits for the command. Signals a3s-iso receives go on to its process group; at the timeout
+/// it gets SIGTERM, then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed
+/// once it has ended, so nothing it started outlives the run.
+fn supervise(
+    mut child: Child,
+    timeout: Option<Duration>,
+    signals: &Signals,
+    sandboxed: bool,
+) -> Result<Ended> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::mpsc::RecvTimeoutError;
     let group = rustix::process::Pid::from_raw(child.id() as i32)
         .ok_or_else(|| Error::internal("a child without a pid"))?;
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut child = child;
     std::thread::spawn(move || {
         let _ = tx.send(child.wait());
     });
     let kill = |signal: rustix::process::Signal| {
         let _ = rustix::process::kill_process_group(group, signal);
     };
-    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let deadline = timeout.map(|t| Instant::now() + t);
     let mut forwarded = None;
     let mut timed_out = false;
     let mut kill_at: Option<Instant> = None;
     let status = loop {
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(status) => break status.map_err(|e| Error::io("cannot wait for the command", e))?,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
                 return Err(Error::internal("lost track of the command"));
             }
         }
@@ -406,20 +558,18 @@ fn execute(
             kill_at = Some(Instant::now() + KILL_GRACE);
         }
         if kill_at.is_some_and(|k| Instant::now() >= k) {
-            kill(rustix::process::Signal::KILL);
+            if sandboxed {
+                // The helper ends the whole sandbox and waits until nothing in it runs.
+                let _ = rustix::process::kill_process(group, rustix::process::Signal::USR1);
+            } else {
+                kill(rustix::process::Signal::KILL);
+            }
             kill_at = None;
         }
     };
     if forwarded.is_some() || timed_out {
         // Cancelled: nothing it started may outlive the run.
         kill(rustix::process::Signal::KILL);
-    }
-    // A helper that never became the command says why in the status file.
-    if spec.is_some()
-        && matches!(status.code(), Some(125..=127))
-        && let Some(err) = sandbox::read_failure(&status_file)
-    {
-        return Err(err);
     }
     Ok(Ended {
         exit_code: status.code(),

@@ -9,12 +9,14 @@ use signal_hook::SigId;
 
 use crate::error::{Error, Result};
 
-pub struct Signals {
+/// SIGINT, SIGTERM and SIGHUP held back while this lives.
+pub(crate) struct Signals {
     flags: Vec<(i32, Arc<AtomicBool>, SigId)>,
 }
 
 impl Signals {
-    pub fn register() -> Result<Signals> {
+    /// Starts deferring the interrupts.
+    pub(crate) fn register() -> Result<Signals> {
         let mut flags = Vec::new();
         for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
             let flag = Arc::new(AtomicBool::new(false));
@@ -26,7 +28,7 @@ impl Signals {
     }
 
     /// The first signal received since the last call, if any (and forgets it).
-    pub fn take(&self) -> Option<i32> {
+    pub(crate) fn take(&self) -> Option<i32> {
         self.flags
             .iter()
             .find(|(_, flag, _)| flag.swap(false, Ordering::SeqCst))
@@ -34,7 +36,7 @@ impl Signals {
     }
 
     /// Whether any signal arrived (without forgetting it).
-    pub fn received(&self) -> Option<i32> {
+    pub(crate) fn received(&self) -> Option<i32> {
         self.flags
             .iter()
             .find(|(_, flag, _)| flag.load(Ordering::SeqCst))

@@ -45,29 +45,27 @@ const PATCH_FLAGS: &[&str] = &[
 ];
 
 /// A worktree to snapshot: its tree and the admin dir that git metadata is read from.
-pub struct Worktree<'a> {
+pub(crate) struct Worktree<'a> {
     pub tree: &'a Path,
     pub admin_dir: &'a Path,
 }
 
 /// A scratch file removed on drop.
-pub struct TempFile {
+pub(crate) struct TempFile {
     path: PathBuf,
 }
 
 impl TempFile {
-    pub fn new(dir: &Path, stem: &str) -> Result<TempFile> {
+    /// A fresh name in `dir` (created if needed); the file itself is not created.
+    pub(crate) fn new(dir: &Path, stem: &str) -> Result<TempFile> {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(TempFile {
-            path: dir.join(format!(
-                "{stem}-{}-{}",
-                std::process::id(),
-                crate::ids::generate("t")
-            )),
+            path: dir.join(format!("{stem}-{}", crate::fsutil::unique_suffix())),
         })
     }
 
-    pub fn path(&self) -> &Path {
+    /// Where the file is.
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 }
@@ -82,6 +80,7 @@ impl Drop for TempFile {
 /// A snapshot: its tree, and the nested repositories that were left out of it.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
+    /// The snapshot's tree id.
     pub tree: String,
     /// Directories with their own `.git` that are not submodules. They are never folded into
     /// the snapshot as gitlinks; callers report them.
@@ -92,7 +91,7 @@ const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
 
 /// Writes the snapshot tree of `wt`. Neither the isolation's index nor any other index is
 /// modified; `scratch` is where the temporary index lives.
-pub fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<Snapshot> {
+pub(crate) fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
     let own_index = wt.admin_dir.join("index");
     if own_index.is_file() && !is_split(wt.admin_dir) {
@@ -152,7 +151,7 @@ fn is_split(admin_dir: &Path) -> bool {
 }
 
 /// A patch on disk with its digest and size.
-pub struct Patch {
+pub(crate) struct Patch {
     pub file: TempFile,
     pub bytes: u64,
     /// `sha256:<64 lowercase hex>` of exactly the patch bytes.
@@ -161,13 +160,27 @@ pub struct Patch {
 }
 
 impl Patch {
-    pub fn read(&self) -> Result<Vec<u8>> {
+    /// The patch's bytes, for a document (which is bounded in size); everything else streams.
+    pub(crate) fn read(&self) -> Result<Vec<u8>> {
         fs::read(self.file.path()).ctx(|| format!("cannot read {}", self.file.path().display()))
+    }
+
+    /// A patch held in memory (a decoded document), written to a scratch file and measured.
+    pub(crate) fn from_bytes(bytes: &[u8], scratch: &Path) -> Result<Patch> {
+        let file = TempFile::new(scratch, "patch")?;
+        fs::write(file.path(), bytes).ctx(|| format!("cannot write {}", file.path().display()))?;
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        })
     }
 }
 
 /// The patch from `base` to `result` (tree ids), streamed to a scratch file and hashed.
-pub fn patch(
+pub(crate) fn patch(
     git: &Git,
     repo_dir: &Path,
     base: &str,
@@ -236,13 +249,13 @@ fn digest_file(path: &Path) -> Result<(u64, String, u64)> {
 }
 
 /// How many files a patch touches (its `diff --git` sections).
-pub fn count_files(patch: &[u8]) -> u64 {
+pub(crate) fn count_files(patch: &[u8]) -> u64 {
     let mut count = u64::from(patch.starts_with(b"diff --git "));
     count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
     count
 }
 
 /// `sha256:<hex>` of bytes in memory.
-pub fn digest_bytes(bytes: &[u8]) -> String {
+pub(crate) fn digest_bytes(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }

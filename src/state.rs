@@ -6,63 +6,89 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::changeset::RunState;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
+use crate::lock::FileLock;
 use crate::owner::Owner;
 
+/// A session's recorded state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SessionState {
+    /// Bound to its source; its isolation (if not read-only) is where the record says.
     Bound,
+    /// Retained for inspection: moved aside and locked; sweep leaves it alone.
     Retained,
+    /// Discarded: its isolation is gone; its evidence stays unless purged.
     Discarded,
 }
 
+/// The latest run (or capture) of a session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastRun {
+    /// The run's id.
     pub run_id: String,
-    pub state: String,
+    /// How it ended.
+    pub state: RunState,
+    /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
     pub result_tree: String,
 }
 
+/// A session as the store records it (`sessions/<id>.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
+    /// The session's id.
     pub session_id: String,
+    /// Bound, retained or discarded.
     pub state: SessionState,
+    /// The source checkout it was bound from.
     pub source: PathBuf,
+    /// The source's common git dir.
     pub common_dir: PathBuf,
     /// The isolation; `None` for a read-only session.
     pub worktree: Option<PathBuf>,
     /// The isolation's git admin dir (`<common>/worktrees/<name>`), recorded at bind so that the
     /// `.git` file inside the tree is never trusted.
     pub admin_dir: Option<PathBuf>,
+    /// The commit the isolation was detached at.
     pub bound_revision: String,
+    /// The tree change sets are taken against (with carried WIP, the source's working state).
     pub base_tree: String,
+    /// No isolation: writing commands refuse the session.
     pub read_only: bool,
+    /// The isolation started from the source's local changes (`--carry-wip`).
     pub carried_wip: bool,
     /// With carried WIP: what the source had staged (the base tree is its working state).
     #[serde(default)]
     pub carried_index_tree: Option<String>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
+    /// Who owns the session.
     pub owner: Owner,
+    /// When it was bound, in milliseconds since the epoch.
     pub created_at_ms: u64,
+    /// When the record last changed.
     pub updated_at_ms: u64,
+    /// The latest run or capture.
     #[serde(default)]
     pub last_run: Option<LastRun>,
-    /// Why the session was retained (`retain --reason`), and when.
+    /// Why the session was retained (`retain --reason`).
     #[serde(default)]
     pub retained_reason: Option<String>,
+    /// When the session was retained.
     #[serde(default)]
     pub retained_at_ms: Option<u64>,
 }
 
 /// What is on disk for a session id.
 #[derive(Debug, Clone)]
-pub enum RecordStatus {
+pub(crate) enum RecordStatus {
+    /// No record.
     Missing,
+    /// A record, read.
     Found(Box<SessionRecord>),
     /// There, but not a session record (corrupt or truncated).
     Malformed(String),
@@ -74,13 +100,18 @@ pub enum RecordStatus {
 /// published. Names the bind process, so a dead bind's leftovers can be proven dead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRecord {
+    /// The session being bound.
     pub session_id: String,
     /// Where the tree is being built (in place, at the isolation path).
     pub path: PathBuf,
+    /// The bind's own process.
     pub bind_process: Owner,
+    /// When the claim was made.
     pub created_at_ms: u64,
 }
 
+/// A state store (the state dir): sessions, claims, run documents, the promote journal and
+/// leases, each in its own file.
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -88,7 +119,7 @@ pub struct Store {
 
 impl Store {
     /// The store of a repository: `--state-dir` when given, else `<common dir>/a3s-iso`.
-    pub fn new(common_dir: &Path, override_dir: Option<&Path>) -> Store {
+    pub(crate) fn new(common_dir: &Path, override_dir: Option<&Path>) -> Store {
         Store {
             dir: override_dir
                 .map(Path::to_path_buf)
@@ -96,8 +127,35 @@ impl Store {
         }
     }
 
-    pub fn dir(&self) -> &Path {
+    /// The state dir.
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    fn lease_file(&self, id: &str) -> PathBuf {
+        self.dir.join("leases").join(format!("{id}.lock"))
+    }
+
+    /// Takes the session's run lease if it is free: held for a whole run, so `sweep` sees the
+    /// session as live and a second run of it is refused.
+    pub(crate) fn try_lease(&self, id: &str) -> Result<Option<FileLock>> {
+        FileLock::try_acquire(&self.lease_file(id))
+    }
+
+    /// Whether a run holds the session's lease now.
+    pub(crate) fn is_leased(&self, id: &str) -> Result<bool> {
+        FileLock::is_held(&self.lease_file(id))
+    }
+
+    /// Refuses to change a session's isolation under a running command (`session_busy`).
+    pub(crate) fn refuse_if_leased(&self, id: &str) -> Result<()> {
+        if self.is_leased(id)? {
+            return Err(Error::SessionBusy {
+                session_id: id.to_string(),
+                message: "a run is in progress in its isolation".into(),
+            });
+        }
+        Ok(())
     }
 
     fn session_file(&self, id: &str) -> PathBuf {
@@ -108,20 +166,23 @@ impl Store {
         self.dir.join("claims").join(format!("{id}.json"))
     }
 
-    pub fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
+    /// The session record of `id`, if there is one.
+    pub(crate) fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
         read_json(&self.session_file(id))
     }
 
-    pub fn save_session(&self, record: &SessionRecord) -> Result<()> {
+    /// Writes a session record (atomically).
+    pub(crate) fn save_session(&self, record: &SessionRecord) -> Result<()> {
         write_json_atomic(&self.session_file(&record.session_id), record)
     }
 
-    pub fn remove_session(&self, id: &str) -> Result<()> {
+    /// Removes a session record; a missing one is not an error.
+    pub(crate) fn remove_session(&self, id: &str) -> Result<()> {
         remove_file_if_exists(&self.session_file(id))
     }
 
     /// Every session record, sorted by id; unreadable records are reported by name.
-    pub fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
+    pub(crate) fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
         let mut out = Vec::new();
         for id in self.ids_in("sessions")? {
             out.push(match self.load_session(&id) {
@@ -134,7 +195,7 @@ impl Store {
     }
 
     /// A session record as found on disk, telling a corrupt record from one that cannot be read.
-    pub fn session_status(&self, id: &str) -> RecordStatus {
+    pub(crate) fn session_status(&self, id: &str) -> RecordStatus {
         let path = self.session_file(id);
         match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordStatus::Missing,
@@ -147,11 +208,12 @@ impl Store {
     }
 
     /// When the session record was last written (for the age of a malformed one).
-    pub fn session_modified_ms(&self, id: &str) -> Option<u64> {
+    pub(crate) fn session_modified_ms(&self, id: &str) -> Option<u64> {
         crate::fsutil::modified_ms(&self.session_file(id))
     }
 
-    pub fn claims(&self) -> Result<Vec<ClaimRecord>> {
+    /// Every in-flight claim that can be read.
+    pub(crate) fn claims(&self) -> Result<Vec<ClaimRecord>> {
         let mut out = Vec::new();
         for id in self.ids_in("claims")? {
             if let Ok(Some(claim)) = self.load_claim(&id) {
@@ -161,15 +223,18 @@ impl Store {
         Ok(out)
     }
 
-    pub fn load_claim(&self, id: &str) -> Result<Option<ClaimRecord>> {
+    /// The in-flight claim on `id`, if there is one.
+    pub(crate) fn load_claim(&self, id: &str) -> Result<Option<ClaimRecord>> {
         read_json(&self.claim_file(id))
     }
 
-    pub fn save_claim(&self, claim: &ClaimRecord) -> Result<()> {
+    /// Writes a claim (atomically), before the bind builds anything.
+    pub(crate) fn save_claim(&self, claim: &ClaimRecord) -> Result<()> {
         write_json_atomic(&self.claim_file(&claim.session_id), claim)
     }
 
-    pub fn remove_claim(&self, id: &str) -> Result<()> {
+    /// Removes a claim; a missing one is not an error.
+    pub(crate) fn remove_claim(&self, id: &str) -> Result<()> {
         remove_file_if_exists(&self.claim_file(id))
     }
 
@@ -181,7 +246,7 @@ impl Store {
     }
 
     /// The stored change-set document of a run, as its exact bytes.
-    pub fn load_run_doc(&self, id: &str, run_id: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn load_run_doc(&self, id: &str, run_id: &str) -> Result<Option<Vec<u8>>> {
         let path = self.run_file(id, run_id);
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
@@ -190,7 +255,8 @@ impl Store {
         }
     }
 
-    pub fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
+    /// Stores a run's change-set document (atomically).
+    pub(crate) fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
         crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
     }
 
@@ -200,22 +266,22 @@ impl Store {
     }
 
     /// The promote journal's entry for a digest, if it was promoted.
-    pub fn journal_entry(&self, digest: &str) -> Result<Option<JournalEntry>> {
+    pub(crate) fn journal_entry(&self, digest: &str) -> Result<Option<JournalEntry>> {
         read_json(&self.journal_file(digest))
     }
 
     /// Records a promoted digest (atomic, fsynced).
-    pub fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
+    pub(crate) fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
         write_json_atomic(&self.journal_file(&entry.digest), entry)
     }
 
     /// Scratch space for temporary indexes and patches, on the repository's file system.
-    pub fn scratch_dir(&self) -> PathBuf {
+    pub(crate) fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")
     }
 
     /// Drops the stored change-set documents of a session's runs.
-    pub fn remove_runs(&self, id: &str) -> Result<()> {
+    pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
         let dir = self.dir.join("runs").join(id);
         match std::fs::remove_dir_all(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -249,31 +315,71 @@ impl Store {
 
 /// One line of the promote journal: a digest that landed in the source, exactly once.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct JournalEntry {
+pub(crate) struct JournalEntry {
+    /// The patch digest that landed.
     pub digest: String,
+    /// The session it came from (`None` for a document or a noted digest).
     pub session_id: Option<String>,
+    /// When it landed, in milliseconds since the epoch.
     pub promoted_at_ms: u64,
     /// The source's HEAD when it landed.
     pub source_head: Option<String>,
+    /// The patch's size.
     pub patch_bytes: u64,
-    /// `applied`, `noted` (promoted by other means), or `recovered` (found applied after a crash
-    /// between apply and journal).
-    pub how: String,
-    pub mode: String,
+    /// How it landed.
+    pub how: Landing,
+    /// Which promote mode landed it.
+    pub mode: PromoteMode,
+}
+
+/// How a journaled change set came to be in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Landing {
+    /// A promote applied it.
+    Applied,
+    /// Found applied after a crash between apply and journal.
+    Recovered,
+    /// The host promoted it by its own means (`promote --note`).
+    Noted,
+}
+
+/// How a change set lands in the source.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PromoteMode {
+    /// As uncommitted changes, with `git apply`.
+    #[default]
+    Patch,
+    /// As commits replayed onto the current branch.
+    Branch,
+}
+
+impl PromoteMode {
+    /// The mode's name, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PromoteMode::Patch => "patch",
+            PromoteMode::Branch => "branch",
+        }
+    }
 }
 
 /// The user-level registry: one small file per (source, state dir) a session was bound from,
 /// so that `--all` reaches every repository. One file each, so concurrent binds never race on
 /// a shared list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RegistryEntry {
+pub(crate) struct RegistryEntry {
+    /// The source checkout.
     pub source: PathBuf,
+    /// Its common git dir.
     pub common_dir: PathBuf,
+    /// The state dir its sessions are recorded in.
     pub state_dir: PathBuf,
 }
 
 /// The per-user data directory (`$XDG_DATA_HOME/a3s-iso` on Linux).
-pub fn user_data_dir() -> Option<PathBuf> {
+pub(crate) fn user_data_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "a3s-iso").map(|d| d.data_dir().to_path_buf())
 }
 
@@ -281,7 +387,8 @@ fn registry_dir() -> Option<PathBuf> {
     user_data_dir().map(|d| d.join("sources"))
 }
 
-pub fn register_source(entry: &RegistryEntry) -> Result<()> {
+/// Adds a (source, state dir) to the user-level registry, unless it is there already.
+pub(crate) fn register_source(entry: &RegistryEntry) -> Result<()> {
     let Some(dir) = registry_dir() else {
         return Ok(());
     };
@@ -295,7 +402,8 @@ pub fn register_source(entry: &RegistryEntry) -> Result<()> {
     write_json_atomic(&file, entry)
 }
 
-pub fn registered_sources() -> Result<Vec<RegistryEntry>> {
+/// Every registered (source, state dir), sorted by source.
+pub(crate) fn registered_sources() -> Result<Vec<RegistryEntry>> {
     let Some(dir) = registry_dir() else {
         return Ok(Vec::new());
     };

@@ -1,33 +1,44 @@
 //! `sweep`: reclaim dead isolations. Ownership first, age second, and a snapshot before any
 //! deletion. Only a3s-iso's own isolations are considered (its naming and its records); live,
 //! foreign, unknown and retained ones are never touched.
+//!
+//! Each candidate goes through three steps: [`inspect`] reads what it is (a [`Found`]),
+//! [`decide`] applies the decision table to that (a [`Decision`], nothing touched), and only a
+//! `Reclaim` acts, in [`reclaim`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize, Serializer};
 
-use crate::bind::{ISOLATION_PREFIX, clear_dead_claim};
 use crate::context::{Context, Located};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::fsutil::{modified_ms, now_ms, tree_size};
-use crate::lock::FileLock;
+use crate::isolation::{NAME_PREFIX, clear_dead_claim, registered_admins};
 use crate::owner::Liveness;
+use crate::refs;
 use crate::repo::Repo;
 use crate::snapshot::{self, Worktree};
 use crate::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
 };
 
-pub const DEFAULT_GRACE: Duration = Duration::from_secs(600);
+/// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
+pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(600);
 
+/// What `sweep` is asked to do.
 #[derive(Debug, Clone)]
 pub struct SweepOptions {
+    /// Every registered source, not only the current repository.
     pub all: bool,
+    /// Report what would be reclaimed, and change nothing.
     pub dry_run: bool,
+    /// In-flight, malformed and unrecorded isolations younger than this are kept.
     pub grace: Duration,
+    /// Remove without snapshotting into `refs/a3s-iso/swept/<id>` first.
     pub no_capture: bool,
+    /// Also reclaim isolations retained longer ago than this.
     pub retained_older_than: Option<Duration>,
 }
 
@@ -43,50 +54,199 @@ impl Default for SweepOptions {
     }
 }
 
+/// Why an isolation could be reclaimed (`reclaimed[].why`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReclaimReason {
+    /// Its owner is gone, or its pid now belongs to another process.
+    OwnerDead,
+    /// An interrupted bind whose process is gone, older than the grace period.
+    InFlightDead,
+    /// Its session record is corrupt, and it is older than the grace period.
+    Malformed,
+    /// A worktree of this repository named like an isolation, with no record, older than the grace.
+    Unrecorded,
+    /// Retained longer ago than `--retained-older-than`.
+    RetainedExpired,
+}
+
+impl ReclaimReason {
+    /// The reason as the report spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReclaimReason::OwnerDead => "owner_dead",
+            ReclaimReason::InFlightDead => "in_flight_dead",
+            ReclaimReason::Malformed => "malformed",
+            ReclaimReason::Unrecorded => "unrecorded",
+            ReclaimReason::RetainedExpired => "retained_expired",
+        }
+    }
+}
+
+/// Why an isolation was kept (`kept[].reason`): the decision table's keeps, or a reclaim that
+/// failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeepReason {
+    /// Retained (`retain`), and not asked to reclaim retained ones this old.
+    Retained,
+    /// Owned by a process of another host.
+    Foreign,
+    /// Whether its owner lives cannot be told, or it is not clearly an a3s-iso isolation.
+    Unknown,
+    /// A run holds its lease, or its owner is alive.
+    Live,
+    /// A bind is building it now.
+    InFlight,
+    /// Reclaimable, but within the grace period.
+    Young,
+    /// It could not be snapshotted first, so it was not removed.
+    SnapshotFailed,
+    /// Removing it failed; the tree stays.
+    RemovalFailed,
+}
+
+impl KeepReason {
+    /// The reason as the report spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeepReason::Retained => "retained",
+            KeepReason::Foreign => "foreign",
+            KeepReason::Unknown => "unknown",
+            KeepReason::Live => "live",
+            KeepReason::InFlight => "in_flight",
+            KeepReason::Young => "young",
+            KeepReason::SnapshotFailed => "snapshot_failed",
+            KeepReason::RemovalFailed => "removal_failed",
+        }
+    }
+}
+
+/// Why an entry was not considered at all (`skipped[].reason`). The report carries the
+/// sentence of [`SkipReason::message`], not a code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// A registered source (with `--all`) that is gone.
+    SourceGone,
+    /// A symbolic link named like an isolation: never followed.
+    SymbolicLink,
+    /// A file named like an isolation.
+    NotADirectory,
+    /// An isolation that another state store (a `--state-dir` tenant) of this repository holds.
+    OtherStore,
+    /// A worktree of another repository; `gitdir` is what its `.git` file names (read, never
+    /// trusted to act on).
+    OtherRepository {
+        /// The admin dir its `.git` file points at.
+        gitdir: String,
+    },
+}
+
+impl SkipReason {
+    /// The sentence the report carries.
+    pub fn message(&self) -> String {
+        match self {
+            SkipReason::SourceGone => "registered source no longer exists".into(),
+            SkipReason::SymbolicLink => "a symbolic link: never followed".into(),
+            SkipReason::NotADirectory => "not a directory".into(),
+            SkipReason::OtherStore => "recorded by another state store of this repository".into(),
+            SkipReason::OtherRepository { gitdir } => {
+                format!("belongs to another repository ({gitdir})")
+            }
+        }
+    }
+}
+
+impl Serialize for SkipReason {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.message())
+    }
+}
+
+impl std::fmt::Display for ReclaimReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for KeepReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
+/// An isolation that was (or, with `--dry-run`, would be) removed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Reclaimed {
+    /// Its session id (empty when none could be told).
     pub session_id: String,
+    /// Where it was.
     pub path: PathBuf,
     /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`, `retained_expired`.
-    pub why: String,
+    pub why: ReclaimReason,
+    /// The bytes of its regular files.
     pub bytes: u64,
     /// Where its last state was snapshotted (null with `--no-capture` or for an in-flight bind,
     /// which never held anyone's work).
     pub swept_ref: Option<String>,
 }
 
+/// An isolation left in place, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
+    /// Where it is.
     pub path: PathBuf,
+    /// Its session id, when it is known to be one.
     pub session_id: Option<String>,
     /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, or why a reclaim failed.
-    pub reason: String,
+    pub reason: KeepReason,
+    /// The particulars, for a human.
     pub detail: String,
 }
 
+/// An entry named like an isolation that sweep does not consider, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
+    /// Where it is.
     pub path: PathBuf,
-    pub reason: String,
+    /// Why it is not considered, as a sentence.
+    pub reason: SkipReason,
 }
 
+/// What a sweep did (or would do, with `--dry-run`).
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct SweepOutcome {
+    /// Whether nothing was changed.
     pub dry_run: bool,
+    /// The isolations removed.
     pub reclaimed: Vec<Reclaimed>,
+    /// The isolations left in place, with reasons.
     pub kept: Vec<Kept>,
+    /// The entries not considered, with reasons.
     pub skipped: Vec<Skipped>,
+    /// The bytes of the reclaimed isolations.
     pub bytes_freed: u64,
+    /// The sources swept.
     pub sources: Vec<PathBuf>,
 }
 
 /// Progress of a long sweep; the command line shows it as a bar on a terminal.
 pub trait Progress {
+    /// Sweeping starts, with `total` candidates.
     fn start(&self, total: u64);
+    /// One candidate is done.
     fn advance(&self);
+    /// Sweeping is over.
     fn finish(&self);
 }
 
+/// Progress that shows nothing.
 pub struct NoProgress;
 
 impl Progress for NoProgress {
@@ -115,23 +275,51 @@ enum Found {
         admin: PathBuf,
         age_ms: u64,
     },
-    /// Neither recorded nor a worktree of this repository.
-    Stranger {
-        detail: String,
+    /// A symbolic link (never followed).
+    Symlink,
+    /// Not a directory.
+    NotADirectory,
+    /// What another state store of this repository records or claims.
+    OtherStore,
+    /// No session id can be read from its name.
+    Unnamed,
+    /// Named like a session whose record points elsewhere (or to no isolation): not its tree.
+    Lookalike {
+        id: String,
+        recorded: Option<PathBuf>,
     },
+    /// A worktree of another repository, as its `.git` file says.
+    OtherRepository {
+        gitdir: String,
+    },
+    /// Neither recorded nor a worktree of any repository it names (made by hand?).
+    Stranger,
 }
 
+/// What the decision table says about one entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Decision {
-    Keep(&'static str, String),
-    Reclaim(&'static str),
+    Skip(SkipReason),
+    Keep(KeepReason, String),
+    Reclaim(ReclaimReason),
 }
 
+/// Sweeps the current repository (and with `all`, every registered source).
 pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
     let mut out = SweepOutcome {
         dry_run: opts.dry_run,
         ..SweepOutcome::default()
     };
+    for located in sources(ctx, opts, &mut out)? {
+        out.sources.push(located.repo.toplevel.clone());
+        sweep_source(ctx, &located, opts, progress, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// The sources to sweep: this repository (optional with `--all`), then every registered one
+/// not yet listed. A registered source that is gone is reported as skipped.
+fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
     let mut targets: Vec<(Repo, Store)> = Vec::new();
     let here = if opts.all {
         ctx.locate().ok()
@@ -146,7 +334,7 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
             if !entry.source.is_dir() {
                 out.skipped.push(Skipped {
                     path: entry.source.clone(),
-                    reason: "registered source no longer exists".into(),
+                    reason: SkipReason::SourceGone,
                 });
                 continue;
             }
@@ -164,18 +352,18 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
             ));
         }
     }
-    for (repo, store) in targets {
-        out.sources.push(repo.toplevel.clone());
-        let located = Located {
+    Ok(targets
+        .into_iter()
+        .map(|(repo, store)| Located {
             repo,
             store,
             inside: None,
-        };
-        sweep_source(ctx, &located, opts, progress, &mut out)?;
-    }
-    Ok(out)
+        })
+        .collect())
 }
 
+/// Sweeps the isolations of one source: each candidate is inspected, judged, and acted on
+/// only when the decision is to reclaim it.
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -184,20 +372,68 @@ fn sweep_source(
     out: &mut SweepOutcome,
 ) -> Result<()> {
     let store = &located.store;
-    let repo = &located.repo;
-    let records: Vec<SessionRecord> = store.sessions()?.into_iter().flatten().collect();
-    let claims = store.claims()?;
-    let by_path: HashMap<PathBuf, &SessionRecord> = records
-        .iter()
-        .filter(|r| r.state != SessionState::Discarded)
-        .filter_map(|r| r.worktree.clone().map(|w| (w, r)))
-        .collect();
-    let claim_by_path: HashMap<&Path, &ClaimRecord> =
-        claims.iter().map(|c| (c.path.as_path(), c)).collect();
-    let admins = registered_admins(repo);
-    // Isolations that other state stores of this repository (--state-dir tenants) record or
-    // claim are theirs, not unrecorded.
-    let mut elsewhere: BTreeSet<PathBuf> = BTreeSet::new();
+    let known = Known::load(&located.repo, store)?;
+    let candidates = candidates(&known.dirs);
+    progress.start(candidates.len() as u64);
+    for path in candidates {
+        progress.advance();
+        let Some(found) = inspect(&path, store, &known) else {
+            continue;
+        };
+        let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
+        match decide(&found, opts, now_ms(), &lease_held) {
+            Decision::Skip(reason) => out.skipped.push(Skipped { path, reason }),
+            Decision::Keep(reason, detail) => out.kept.push(Kept {
+                path,
+                session_id: id_of(&found),
+                reason,
+                detail,
+            }),
+            Decision::Reclaim(why) => reclaim(ctx, located, opts, &path, &found, why, out)?,
+        }
+    }
+    progress.finish();
+    Ok(())
+}
+
+/// What a sweep of one source reads once, before it looks at any candidate.
+struct Known {
+    /// The live (not discarded) records of this store, by isolation path.
+    records: HashMap<PathBuf, SessionRecord>,
+    /// This store's in-flight binds, by the path they build at.
+    claims: HashMap<PathBuf, ClaimRecord>,
+    /// `<tree>/.git` → admin dir, for every worktree registered with the repository.
+    admins: HashMap<PathBuf, PathBuf>,
+    /// Isolations that other state stores of this repository (`--state-dir` tenants) record
+    /// or claim: theirs, not unrecorded.
+    elsewhere: BTreeSet<PathBuf>,
+    /// Where isolations of this source can be: beside it, and wherever its records point.
+    dirs: BTreeSet<PathBuf>,
+}
+
+impl Known {
+    /// Reads the store's records and claims, the repository's worktrees and the other stores.
+    fn load(repo: &Repo, store: &Store) -> Result<Known> {
+        let records: Vec<SessionRecord> = store.sessions()?.into_iter().flatten().collect();
+        let claims = store.claims()?;
+        let dirs = search_dirs(repo, &records, &claims);
+        Ok(Known {
+            records: records
+                .into_iter()
+                .filter(|r| r.state != SessionState::Discarded)
+                .filter_map(|r| r.worktree.clone().map(|w| (w, r)))
+                .collect(),
+            claims: claims.into_iter().map(|c| (c.path.clone(), c)).collect(),
+            admins: registered_admins(repo),
+            elsewhere: held_by_other_stores(repo, store),
+            dirs,
+        })
+    }
+}
+
+/// The isolation paths that the other state stores of this repository record or claim.
+fn held_by_other_stores(repo: &Repo, store: &Store) -> BTreeSet<PathBuf> {
+    let mut elsewhere = BTreeSet::new();
     for entry in registered_sources().unwrap_or_default() {
         if entry.common_dir == repo.common_dir && entry.state_dir != store.dir() {
             let other = Store::new(&entry.common_dir, Some(&entry.state_dir));
@@ -213,8 +449,16 @@ fn sweep_source(
             );
         }
     }
+    elsewhere
+}
 
-    // Where isolations of this source can be: beside it, and wherever its records point.
+/// The directories that can hold isolations of this source: its parent, the parents of every
+/// recorded or claimed isolation (discarded ones included), and the per-user fallback.
+fn search_dirs(
+    repo: &Repo,
+    records: &[SessionRecord],
+    claims: &[ClaimRecord],
+) -> BTreeSet<PathBuf> {
     let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
     if let Some(parent) = repo.toplevel.parent() {
         dirs.insert(parent.to_path_buf());
@@ -234,79 +478,42 @@ fn sweep_source(
                 .join(crate::fsutil::path_key(&[&repo.toplevel])),
         );
     }
+    dirs
+}
+
+/// Every entry of `dirs` named like an isolation, sorted.
+fn candidates(dirs: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
     let mut candidates: Vec<PathBuf> = Vec::new();
-    for dir in &dirs {
+    for dir in dirs {
         let Ok(entries) = std::fs::read_dir(dir) else {
             continue;
         };
         for entry in entries.flatten() {
-            if entry
-                .file_name()
-                .to_string_lossy()
-                .starts_with(ISOLATION_PREFIX)
-            {
+            if entry.file_name().to_string_lossy().starts_with(NAME_PREFIX) {
                 candidates.push(entry.path());
             }
         }
     }
     candidates.sort();
-    progress.start(candidates.len() as u64);
-    for path in candidates {
-        progress.advance();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
-        if meta.file_type().is_symlink() {
-            out.skipped.push(Skipped {
-                path,
-                reason: "a symbolic link: never followed".into(),
-            });
-            continue;
-        }
-        if !meta.is_dir() {
-            out.skipped.push(Skipped {
-                path,
-                reason: "not a directory".into(),
-            });
-            continue;
-        }
-        if elsewhere.contains(&path) && !by_path.contains_key(&path) {
-            out.skipped.push(Skipped {
-                path,
-                reason: "recorded by another state store of this repository".into(),
-            });
-            continue;
-        }
-        let found = identify(&path, store, &by_path, &claim_by_path, &admins);
-        if let Found::Stranger { detail } = &found
-            && detail.starts_with("belongs to")
-        {
-            out.skipped.push(Skipped {
-                path,
-                reason: detail.clone(),
-            });
-            continue;
-        }
-        let lease_held = |id: &str| {
-            FileLock::is_held(&store.dir().join("leases").join(format!("{id}.lock")))
-                .unwrap_or(true)
-        };
-        match decide(&found, opts, now_ms(), &lease_held) {
-            Decision::Keep(reason, detail) => out.kept.push(Kept {
-                path,
-                session_id: id_of(&found),
-                reason: reason.into(),
-                detail,
-            }),
-            Decision::Reclaim(why) => reclaim(ctx, located, opts, &path, &found, why, out)?,
-        }
-    }
-    progress.finish();
-    Ok(())
+    candidates
+}
+
+/// What a candidate is, read without changing anything; `None` when it is gone already.
+fn inspect(path: &Path, store: &Store, known: &Known) -> Option<Found> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some(if meta.file_type().is_symlink() {
+        Found::Symlink
+    } else if !meta.is_dir() {
+        Found::NotADirectory
+    } else if known.elsewhere.contains(path) && !known.records.contains_key(path) {
+        Found::OtherStore
+    } else {
+        identify(path, store, known)
+    })
 }
 
 /// The decision table, in its precedence: retained, foreign, unknown, live, in flight with a
-/// live owner, young, then reclaimable.
+/// live owner, young, then reclaimable. Entries that are not a3s-iso's to judge are skipped.
 fn decide(
     found: &Found,
     opts: &SweepOptions,
@@ -315,83 +522,126 @@ fn decide(
 ) -> Decision {
     let grace = opts.grace.as_millis() as u64;
     match found {
-        Found::Recorded(record) => {
-            if record.state == SessionState::Retained {
-                let retained_for = now.saturating_sub(record.retained_at_ms.unwrap_or(now));
-                return match opts.retained_older_than {
-                    Some(limit) if retained_for >= limit.as_millis() as u64 => {
-                        Decision::Reclaim("retained_expired")
-                    }
-                    _ => Decision::Keep(
-                        "retained",
-                        record.retained_reason.clone().unwrap_or_default(),
-                    ),
-                };
-            }
-            match record.owner.liveness() {
-                Liveness::Foreign => {
-                    Decision::Keep("foreign", format!("owned by {}", record.owner.describe()))
-                }
-                Liveness::Unknown => Decision::Keep(
-                    "unknown",
-                    "the owner's liveness cannot be determined".into(),
-                ),
-                _ if lease_held(&record.session_id) => {
-                    Decision::Keep("live", "a run holds its lease".into())
-                }
-                Liveness::Alive => Decision::Keep(
-                    "live",
-                    format!("owner {} is alive", record.owner.describe()),
-                ),
-                Liveness::Dead => Decision::Reclaim("owner_dead"),
-            }
-        }
-        Found::Claimed(claim) => match claim.bind_process.liveness() {
-            Liveness::Foreign => Decision::Keep(
-                "foreign",
-                format!("bind by {}", claim.bind_process.describe()),
+        Found::Recorded(record) => decide_recorded(record, opts, now, lease_held),
+        Found::Claimed(claim) => decide_claimed(claim, now, grace),
+        Found::Unreadable { detail, .. } => Decision::Keep(
+            KeepReason::Unknown,
+            format!("owner record unreadable: {detail}"),
+        ),
+        Found::Malformed { id, age_ms, detail } => decide_unowned(
+            lease_held(id),
+            *age_ms < grace,
+            format!("malformed record, within the grace period: {detail}"),
+            ReclaimReason::Malformed,
+        ),
+        Found::Unrecorded { id, age_ms, .. } => decide_unowned(
+            lease_held(id),
+            *age_ms < grace,
+            "unrecorded, within the grace period".into(),
+            ReclaimReason::Unrecorded,
+        ),
+        Found::Symlink => Decision::Skip(SkipReason::SymbolicLink),
+        Found::NotADirectory => Decision::Skip(SkipReason::NotADirectory),
+        Found::OtherStore => Decision::Skip(SkipReason::OtherStore),
+        Found::OtherRepository { gitdir } => Decision::Skip(SkipReason::OtherRepository {
+            gitdir: gitdir.clone(),
+        }),
+        Found::Unnamed => Decision::Keep(
+            KeepReason::Unknown,
+            "named like an isolation, but no session id can be read from its name".into(),
+        ),
+        Found::Lookalike { id, recorded } => Decision::Keep(
+            KeepReason::Unknown,
+            format!(
+                "named like session {id:?}, whose record points elsewhere ({})",
+                recorded
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_else(|| "no isolation".into())
             ),
-            Liveness::Unknown => {
-                Decision::Keep("unknown", "the bind's liveness cannot be determined".into())
-            }
-            Liveness::Alive => Decision::Keep(
-                "in_flight",
-                format!("bind {} in progress", claim.bind_process.describe()),
-            ),
-            Liveness::Dead if now.saturating_sub(claim.created_at_ms) < grace => Decision::Keep(
-                "young",
-                "an interrupted bind, within the grace period".into(),
-            ),
-            Liveness::Dead => Decision::Reclaim("in_flight_dead"),
-        },
-        Found::Unreadable { detail, .. } => {
-            Decision::Keep("unknown", format!("owner record unreadable: {detail}"))
-        }
-        Found::Stranger { detail } => Decision::Keep("unknown", detail.clone()),
-        Found::Malformed { id, age_ms, detail } => {
-            if lease_held(id) {
-                Decision::Keep("live", "a run holds its lease".into())
-            } else if *age_ms < grace {
-                Decision::Keep(
-                    "young",
-                    format!("malformed record, within the grace period: {detail}"),
-                )
-            } else {
-                Decision::Reclaim("malformed")
-            }
-        }
-        Found::Unrecorded { id, age_ms, .. } => {
-            if lease_held(id) {
-                Decision::Keep("live", "a run holds its lease".into())
-            } else if *age_ms < grace {
-                Decision::Keep("young", "unrecorded, within the grace period".into())
-            } else {
-                Decision::Reclaim("unrecorded")
-            }
-        }
+        ),
+        Found::Stranger => Decision::Keep(
+            KeepReason::Unknown,
+            "no a3s-iso record and not a worktree of this repository (made by hand?)".into(),
+        ),
     }
 }
 
+/// A recorded session: retained first, then its owner's liveness (a held lease means live).
+fn decide_recorded(
+    record: &SessionRecord,
+    opts: &SweepOptions,
+    now: u64,
+    lease_held: &dyn Fn(&str) -> bool,
+) -> Decision {
+    if record.state == SessionState::Retained {
+        let retained_for = now.saturating_sub(record.retained_at_ms.unwrap_or(now));
+        return match opts.retained_older_than {
+            Some(limit) if retained_for >= limit.as_millis() as u64 => {
+                Decision::Reclaim(ReclaimReason::RetainedExpired)
+            }
+            _ => Decision::Keep(
+                KeepReason::Retained,
+                record.retained_reason.clone().unwrap_or_default(),
+            ),
+        };
+    }
+    match record.owner.liveness() {
+        Liveness::Foreign => Decision::Keep(
+            KeepReason::Foreign,
+            format!("owned by {}", record.owner.describe()),
+        ),
+        Liveness::Unknown => Decision::Keep(
+            KeepReason::Unknown,
+            "the owner's liveness cannot be determined".into(),
+        ),
+        _ if lease_held(&record.session_id) => {
+            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+        }
+        Liveness::Alive => Decision::Keep(
+            KeepReason::Live,
+            format!("owner {} is alive", record.owner.describe()),
+        ),
+        Liveness::Dead => Decision::Reclaim(ReclaimReason::OwnerDead),
+    }
+}
+
+/// An in-flight bind: kept while its process lives, and for the grace period after.
+fn decide_claimed(claim: &ClaimRecord, now: u64, grace: u64) -> Decision {
+    match claim.bind_process.liveness() {
+        Liveness::Foreign => Decision::Keep(
+            KeepReason::Foreign,
+            format!("bind by {}", claim.bind_process.describe()),
+        ),
+        Liveness::Unknown => Decision::Keep(
+            KeepReason::Unknown,
+            "the bind's liveness cannot be determined".into(),
+        ),
+        Liveness::Alive => Decision::Keep(
+            KeepReason::InFlight,
+            format!("bind {} in progress", claim.bind_process.describe()),
+        ),
+        Liveness::Dead if now.saturating_sub(claim.created_at_ms) < grace => Decision::Keep(
+            KeepReason::Young,
+            "an interrupted bind, within the grace period".into(),
+        ),
+        Liveness::Dead => Decision::Reclaim(ReclaimReason::InFlightDead),
+    }
+}
+
+/// An isolation with no owner to ask (a malformed record, or none): live while a run holds its
+/// lease, young within the grace period, else reclaimable.
+fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimReason) -> Decision {
+    if leased {
+        Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+    } else if young {
+        Decision::Keep(KeepReason::Young, young_detail)
+    } else {
+        Decision::Reclaim(why)
+    }
+}
+
+/// The session id a found entry stands for; `None` for what is not (or not clearly) a session's.
 fn id_of(found: &Found) -> Option<String> {
     match found {
         Found::Recorded(r) => Some(r.session_id.clone()),
@@ -399,14 +649,21 @@ fn id_of(found: &Found) -> Option<String> {
         Found::Malformed { id, .. }
         | Found::Unreadable { id, .. }
         | Found::Unrecorded { id, .. } => Some(id.clone()),
-        Found::Stranger { .. } => None,
+        // A lookalike carries a session's name, but it is not that session's tree.
+        Found::Lookalike { .. }
+        | Found::Symlink
+        | Found::NotADirectory
+        | Found::OtherStore
+        | Found::Unnamed
+        | Found::OtherRepository { .. }
+        | Found::Stranger => None,
     }
 }
 
 /// The session id an isolation's name carries (`.a3s-isolate-<id>[.retained-<ms>]`).
 fn id_from_name(path: &Path) -> Option<String> {
     let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.strip_prefix(ISOLATION_PREFIX)?;
+    let rest = name.strip_prefix(NAME_PREFIX)?;
     let id = match rest.rfind(".retained-") {
         Some(at) => &rest[..at],
         None => rest,
@@ -414,39 +671,18 @@ fn id_from_name(path: &Path) -> Option<String> {
     crate::ids::validate(id).ok().map(|()| id.to_string())
 }
 
-/// `<tree>/.git` → admin dir, for every worktree registered with this repository.
-fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
-    let Ok(entries) = std::fs::read_dir(repo.worktrees_dir()) else {
-        return HashMap::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let admin = e.path();
-            let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-            Some((PathBuf::from(gitdir.trim_end()), admin))
-        })
-        .collect()
-}
-
-fn identify(
-    path: &Path,
-    store: &Store,
-    by_path: &HashMap<PathBuf, &SessionRecord>,
-    claims: &HashMap<&Path, &ClaimRecord>,
-    admins: &HashMap<PathBuf, PathBuf>,
-) -> Found {
-    if let Some(record) = by_path.get(path) {
-        return Found::Recorded(Box::new((*record).clone()));
+/// What a directory named like an isolation is: recorded, claimed, a damaged or missing
+/// record, a worktree of this repository with no record, or something that is not ours.
+fn identify(path: &Path, store: &Store, known: &Known) -> Found {
+    if let Some(record) = known.records.get(path) {
+        return Found::Recorded(Box::new(record.clone()));
     }
-    if let Some(claim) = claims.get(path) {
-        return Found::Claimed((*claim).clone());
+    if let Some(claim) = known.claims.get(path) {
+        return Found::Claimed(claim.clone());
     }
     let age_ms = now_ms().saturating_sub(modified_ms(path).unwrap_or(0));
     let Some(id) = id_from_name(path) else {
-        return Found::Stranger {
-            detail: "named like an isolation, but no session id can be read from its name".into(),
-        };
+        return Found::Unnamed;
     };
     match store.session_status(&id) {
         RecordStatus::Malformed(detail) => {
@@ -460,20 +696,14 @@ fn identify(
         RecordStatus::Unreadable(detail) => return Found::Unreadable { id, detail },
         RecordStatus::Found(record) => {
             // Named like a session whose isolation is elsewhere (or discarded): not this one's.
-            return Found::Stranger {
-                detail: format!(
-                    "named like session {id:?}, whose record points elsewhere ({})",
-                    record
-                        .worktree
-                        .as_deref()
-                        .map(|p| p.display().to_string())
-                        .unwrap_or_else(|| "no isolation".into())
-                ),
+            return Found::Lookalike {
+                id,
+                recorded: record.worktree,
             };
         }
         RecordStatus::Missing => {}
     }
-    if let Some(admin) = admins.get(&path.join(".git")) {
+    if let Some(admin) = known.admins.get(&path.join(".git")) {
         return Found::Unrecorded {
             id,
             admin: admin.clone(),
@@ -482,30 +712,27 @@ fn identify(
     }
     // Not ours to judge: say whose it is if its .git file tells (read, never trusted to act).
     match std::fs::read_to_string(path.join(".git")) {
-        Ok(text) if text.starts_with("gitdir: ") => Found::Stranger {
-            detail: format!(
-                "belongs to another repository ({})",
-                text.trim_end().trim_start_matches("gitdir: ")
-            ),
+        Ok(text) if text.starts_with("gitdir: ") => Found::OtherRepository {
+            gitdir: text.trim_end().trim_start_matches("gitdir: ").to_string(),
         },
-        _ => Found::Stranger {
-            detail: "no a3s-iso record and not a worktree of this repository (made by hand?)"
-                .into(),
-        },
+        _ => Found::Stranger,
     }
 }
 
-fn reclaim(
-    ctx: &Context,
-    located: &Located,
-    opts: &SweepOptions,
-    path: &Path,
-    found: &Found,
-    why: &'static str,
-    out: &mut SweepOutcome,
-) -> Result<()> {
+/// How a reclaim goes, settled before anything is touched.
+struct ReclaimPlan {
+    id: String,
+    bytes: u64,
+    /// The isolation's admin dir, where git knows it.
+    admin: Option<PathBuf>,
+    /// Where it is snapshotted first; `None` with `--no-capture` or for an in-flight bind.
+    swept_ref: Option<String>,
+}
+
+/// The reclaim of one isolation, decided from what was found: its id, size, admin dir and
+/// whether it is snapshotted first.
+fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Found) -> ReclaimPlan {
     let id = id_of(found).unwrap_or_default();
-    let bytes = tree_size(path);
     let admin = match found {
         Found::Recorded(record) => record.admin_dir.clone(),
         Found::Unrecorded { admin, .. } => Some(admin.clone()),
@@ -515,75 +742,105 @@ fn reclaim(
     };
     // An interrupted bind never held anyone's work: nothing to snapshot.
     let capture = !opts.no_capture && !matches!(found, Found::Claimed(_));
-    let swept_ref = capture.then(|| format!("refs/a3s-iso/swept/{id}"));
-    let keep = |out: &mut SweepOutcome, reason: &str, detail: String| {
-        out.kept.push(Kept {
-            path: path.to_path_buf(),
-            session_id: Some(id.clone()),
-            reason: reason.into(),
-            detail,
-        });
-    };
-    if opts.dry_run {
-        out.bytes_freed += bytes;
-        out.reclaimed.push(Reclaimed {
-            session_id: id,
-            path: path.to_path_buf(),
-            why: why.into(),
-            bytes,
-            swept_ref,
-        });
-        return Ok(());
+    ReclaimPlan {
+        swept_ref: capture.then(|| refs::swept(&id)),
+        bytes: tree_size(path),
+        admin,
+        id,
     }
-    let _lock = ctx.lock(&located.repo)?;
-    if let Some(reference) = &swept_ref {
-        let snapped = match &admin {
-            Some(admin) => snapshot::snapshot(
-                &ctx.git,
-                &Worktree {
-                    tree: path,
-                    admin_dir: admin,
-                },
-                &located.store.scratch_dir(),
-            )
-            .and_then(|snap| {
-                ctx.git
-                    .at(&located.repo.toplevel)
-                    .args(["update-ref", "-m", "a3s-iso sweep", reference, &snap.tree])
-                    .run()
-                    .map(|_| ())
-            }),
-            None => Err(crate::error::Error::internal(
-                "it is not a registered worktree",
-            )),
-        };
-        if let Err(err) = snapped {
-            keep(
-                out,
-                "snapshot_failed",
-                format!("not removed, because it could not be snapshotted first: {err}"),
-            );
+}
+
+/// Reclaims one isolation (with `--dry-run`, only reports it). A snapshot or removal that
+/// fails keeps the tree, reported under `kept` with why.
+fn reclaim(
+    ctx: &Context,
+    located: &Located,
+    opts: &SweepOptions,
+    path: &Path,
+    found: &Found,
+    why: ReclaimReason,
+    out: &mut SweepOutcome,
+) -> Result<()> {
+    let plan = plan_reclaim(located, opts, path, found);
+    if !opts.dry_run {
+        let _lock = ctx.lock(&located.repo)?;
+        if let Removal::Kept(reason, detail) = remove_isolation(ctx, located, path, found, &plan)? {
+            out.kept.push(Kept {
+                path: path.to_path_buf(),
+                session_id: Some(plan.id),
+                reason,
+                detail,
+            });
             return Ok(());
         }
     }
-    let removed = match found {
-        Found::Claimed(claim) => clear_dead_claim(ctx, located, claim),
-        _ => crate::isolation::remove(&ctx.git, &located.repo, path, admin.as_deref()).map(|_| ()),
-    };
-    if let Err(err) = removed {
-        keep(out, "removal_failed", err.to_string());
-        return Ok(());
-    }
-    drop_session(ctx, located, &id, found)?;
-    out.bytes_freed += bytes;
+    out.bytes_freed += plan.bytes;
     out.reclaimed.push(Reclaimed {
-        session_id: id,
+        session_id: plan.id,
         path: path.to_path_buf(),
-        why: why.into(),
-        bytes,
-        swept_ref,
+        why,
+        bytes: plan.bytes,
+        swept_ref: plan.swept_ref,
     });
     Ok(())
+}
+
+/// How a removal ended.
+enum Removal {
+    /// Snapshotted (as planned), removed, and its session forgotten.
+    Done,
+    /// Left in place, with why: the snapshot or the removal failed.
+    Kept(KeepReason, String),
+}
+
+/// Snapshots (as planned), removes and forgets one isolation; called under the repository
+/// lock. A failed snapshot keeps the tree: nothing is removed without one.
+fn remove_isolation(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    found: &Found,
+    plan: &ReclaimPlan,
+) -> Result<Removal> {
+    if plan.swept_ref.is_some()
+        && let Err(err) = snapshot_into_swept(ctx, located, path, plan)
+    {
+        return Ok(Removal::Kept(
+            KeepReason::SnapshotFailed,
+            format!("not removed, because it could not be snapshotted first: {err}"),
+        ));
+    }
+    let removed = match found {
+        Found::Claimed(claim) => clear_dead_claim(ctx, located, claim),
+        _ => crate::isolation::remove(&ctx.git, &located.repo, path, plan.admin.as_deref())
+            .map(|_| ()),
+    };
+    if let Err(err) = removed {
+        return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
+    }
+    drop_session(ctx, located, &plan.id, found)?;
+    Ok(Removal::Done)
+}
+
+/// Snapshots the tree and pins the snapshot under the session's swept ref.
+fn snapshot_into_swept(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    plan: &ReclaimPlan,
+) -> Result<()> {
+    let Some(admin) = &plan.admin else {
+        return Err(Error::internal("it is not a registered worktree"));
+    };
+    let snap = snapshot::snapshot(
+        &ctx.git,
+        &Worktree {
+            tree: path,
+            admin_dir: admin,
+        },
+        &located.store.scratch_dir(),
+    )?;
+    refs::pin_swept(&ctx.git, &located.repo.toplevel, &plan.id, &snap.tree)
 }
 
 /// Drops a reclaimed session's refs (base and runs) and records; the swept snapshot stays.
@@ -591,25 +848,7 @@ fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Re
     if id.is_empty() {
         return Ok(());
     }
-    let refs = ctx
-        .git
-        .at(&located.repo.toplevel)
-        .args(["for-each-ref", "--format=%(refname)"])
-        .arg(format!("refs/a3s-iso/sessions/{id}/"))
-        .arg(format!("refs/a3s-iso/runs/{id}/"))
-        .run_text()?;
-    let script: String = refs
-        .lines()
-        .filter(|l| !l.is_empty())
-        .map(|r| format!("delete {r}\n"))
-        .collect();
-    if !script.is_empty() {
-        ctx.git
-            .at(&located.repo.toplevel)
-            .args(["update-ref", "--stdin"])
-            .stdin(script.into_bytes())
-            .run()?;
-    }
+    refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
     if !matches!(found, Found::Unreadable { .. }) {
         located.store.remove_session(id)?;
     }
@@ -617,11 +856,11 @@ fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Re
     located.store.remove_runs(id)
 }
 
-/// A summary line per reason, for the human report.
-pub fn reasons(out: &SweepOutcome) -> BTreeMap<String, usize> {
+/// How many isolations were kept for each reason, for the human report's summary line.
+pub fn reasons(out: &SweepOutcome) -> BTreeMap<&'static str, usize> {
     let mut counts = BTreeMap::new();
     for kept in &out.kept {
-        *counts.entry(kept.reason.clone()).or_insert(0) += 1;
+        *counts.entry(kept.reason.as_str()).or_insert(0) += 1;
     }
     counts
 }
@@ -683,27 +922,27 @@ mod tests {
         };
         assert!(matches!(
             decide_rec(&dead, SessionState::Retained, &no_lease),
-            Decision::Keep("retained", _)
+            Decision::Keep(KeepReason::Retained, _)
         ));
         assert!(matches!(
             decide_rec(&foreign, SessionState::Bound, &leased),
-            Decision::Keep("foreign", _)
+            Decision::Keep(KeepReason::Foreign, _)
         ));
         assert!(matches!(
             decide_rec(&unknown, SessionState::Bound, &no_lease),
-            Decision::Keep("unknown", _)
+            Decision::Keep(KeepReason::Unknown, _)
         ));
         assert!(matches!(
             decide_rec(&dead, SessionState::Bound, &leased),
-            Decision::Keep("live", _)
+            Decision::Keep(KeepReason::Live, _)
         ));
         assert!(matches!(
             decide_rec(&me, SessionState::Bound, &no_lease),
-            Decision::Keep("live", _)
+            Decision::Keep(KeepReason::Live, _)
         ));
         assert_eq!(
             decide_rec(&dead, SessionState::Bound, &no_lease),
-            Decision::Reclaim("owner_dead")
+            Decision::Reclaim(ReclaimReason::OwnerDead)
         );
         let expired = SweepOptions {
             retained_older_than: Some(Duration::ZERO),
@@ -712,7 +951,7 @@ mod tests {
         let retained = Found::Recorded(Box::new(record(me.clone(), SessionState::Retained)));
         assert_eq!(
             decide(&retained, &expired, now, &no_lease),
-            Decision::Reclaim("retained_expired")
+            Decision::Reclaim(ReclaimReason::RetainedExpired)
         );
         let young = Found::Malformed {
             id: "m".into(),
@@ -721,7 +960,7 @@ mod tests {
         };
         assert!(matches!(
             decide(&young, &opts, now, &no_lease),
-            Decision::Keep("young", _)
+            Decision::Keep(KeepReason::Young, _)
         ));
         let old = Found::Malformed {
             id: "m".into(),
@@ -730,7 +969,7 @@ mod tests {
         };
         assert_eq!(
             decide(&old, &opts, now, &no_lease),
-            Decision::Reclaim("malformed")
+            Decision::Reclaim(ReclaimReason::Malformed)
         );
         let claim = |owner: Owner, created| {
             Found::Claimed(ClaimRecord {
@@ -742,15 +981,56 @@ mod tests {
         };
         assert!(matches!(
             decide(&claim(me.clone(), 0), &opts, now, &no_lease),
-            Decision::Keep("in_flight", _)
+            Decision::Keep(KeepReason::InFlight, _)
         ));
         assert!(matches!(
             decide(&claim(dead.clone(), now - 1), &opts, now, &no_lease),
-            Decision::Keep("young", _)
+            Decision::Keep(KeepReason::Young, _)
         ));
         assert_eq!(
             decide(&claim(dead, 0), &opts, now, &no_lease),
-            Decision::Reclaim("in_flight_dead")
+            Decision::Reclaim(ReclaimReason::InFlightDead)
+        );
+    }
+
+    #[test]
+    fn reasons_keep_their_report_spelling() {
+        use serde_json::to_value;
+        for why in [
+            ReclaimReason::OwnerDead,
+            ReclaimReason::InFlightDead,
+            ReclaimReason::Malformed,
+            ReclaimReason::Unrecorded,
+            ReclaimReason::RetainedExpired,
+        ] {
+            assert_eq!(to_value(why).unwrap(), why.as_str());
+        }
+        for reason in [
+            KeepReason::Retained,
+            KeepReason::Foreign,
+            KeepReason::Unknown,
+            KeepReason::Live,
+            KeepReason::InFlight,
+            KeepReason::Young,
+            KeepReason::SnapshotFailed,
+            KeepReason::RemovalFailed,
+        ] {
+            assert_eq!(to_value(reason).unwrap(), reason.as_str());
+        }
+        assert_eq!(to_value(KeepReason::InFlight).unwrap(), "in_flight");
+        let other = Found::OtherRepository {
+            gitdir: "/r/.git/worktrees/x".into(),
+        };
+        let Decision::Skip(reason) = decide(&other, &SweepOptions::default(), 0, &|_| false) else {
+            panic!("another repository's worktree is skipped");
+        };
+        assert_eq!(
+            to_value(&reason).unwrap(),
+            "belongs to another repository (/r/.git/worktrees/x)"
+        );
+        assert_eq!(
+            to_value(SkipReason::SymbolicLink).unwrap(),
+            "a symbolic link: never followed"
         );
     }
 

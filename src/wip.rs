@@ -9,7 +9,7 @@ use crate::git::Git;
 use crate::snapshot::{self, TempFile, Worktree};
 
 /// The git dir of a checkout (for a linked worktree, its admin dir).
-pub fn git_dir(git: &Git, checkout: &Path) -> Result<PathBuf> {
+pub(crate) fn git_dir(git: &Git, checkout: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(
         git.at(checkout)
             .args(["rev-parse", "--absolute-git-dir"])
@@ -19,12 +19,13 @@ pub fn git_dir(git: &Git, checkout: &Path) -> Result<PathBuf> {
 
 /// The source's working state: `worktree_tree` is what is on disk (tracked plus untracked
 /// non-ignored), `index_tree` what is staged.
-pub struct WorkingState {
+pub(crate) struct WorkingState {
     pub worktree_tree: String,
     pub index_tree: String,
 }
 
-pub fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Result<WorkingState> {
+/// Snapshots the source's working state without touching its index (`bind --carry-wip`).
+pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Result<WorkingState> {
     let dir = git_dir(git, source)?;
     let worktree_tree = snapshot::snapshot(
         git,
@@ -57,7 +58,7 @@ pub fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Result<Worki
 
 /// Which of `paths` differ in the source's working state (staged, unstaged or untracked) from
 /// `base_tree`. Only those paths are looked at, through a throwaway copy of the index.
-pub fn changed_since(
+pub(crate) fn changed_since(
     git: &Git,
     source: &Path,
     base_tree: &str,

@@ -2,12 +2,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use a3s_iso::bind::{BindOptions, bind};
+use a3s_iso::bind::{BindOptions, BindOutcome, bind};
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 
 use super::Output;
 
+/// `a3s-iso bind`'s arguments.
 #[derive(Debug, Args)]
 pub struct BindArgs {
     /// The session id (generated when omitted); letters, digits, '.', '_' and '-'
@@ -51,6 +52,7 @@ pub struct BindArgs {
     pub owner_pid: Option<u32>,
 }
 
+/// Binds the session and renders it.
 pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "binding");
     let outcome = bind(
@@ -78,33 +80,31 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         Some(tree) => out.headline(&tree.display().to_string()),
         None => out.headline("(read-only session: no isolation)"),
     }
-    let mut flags = Vec::new();
-    if outcome.reused {
-        flags.push("reused");
-    }
-    if outcome.read_only {
-        flags.push("read-only");
-    }
-    if outcome.wip_left_out {
-        flags.push("wip-left-out");
-    }
-    if outcome.carried_wip {
-        flags.push("carried-wip");
-    }
     out.fields(&[
         ("session", outcome.session_id.clone()),
         ("source", outcome.source.display().to_string()),
         ("revision", outcome.bound_revision.clone()),
         ("base tree", outcome.base_tree.clone()),
         ("owner", outcome.owner.describe()),
-        (
-            "flags",
-            if flags.is_empty() {
-                "-".into()
-            } else {
-                flags.join(", ")
-            },
-        ),
+        ("flags", flags(&outcome)),
     ]);
     Ok(0)
+}
+
+/// The session's flags, comma-separated (`-` for none).
+fn flags(outcome: &BindOutcome) -> String {
+    let flags: Vec<&str> = [
+        (outcome.reused, "reused"),
+        (outcome.read_only, "read-only"),
+        (outcome.wip_left_out, "wip-left-out"),
+        (outcome.carried_wip, "carried-wip"),
+    ]
+    .into_iter()
+    .filter_map(|(set, flag)| set.then_some(flag))
+    .collect();
+    if flags.is_empty() {
+        "-".into()
+    } else {
+        flags.join(", ")
+    }
 }

@@ -2,10 +2,11 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::list::list;
+use a3s_iso::list::{SessionView, list};
 
 use super::Output;
 
+/// `a3s-iso list`'s arguments.
 #[derive(Debug, Args)]
 pub struct ListArgs {
     /// Every source this user has bound from, not only this repository
@@ -13,6 +14,7 @@ pub struct ListArgs {
     pub all: bool,
 }
 
+/// Lists the sessions, as a table or a JSON document.
 pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     let outcome = list(ctx, args.all)?;
     for unreadable in &outcome.unreadable {
@@ -30,43 +32,48 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         "SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH",
     ]
     .map(String::from);
-    let rows: Vec<[String; 7]> = outcome
-        .sessions
-        .iter()
-        .map(|s| {
-            [
-                s.session_id.clone(),
-                s.state.to_string(),
-                s.bound_revision.chars().take(12).collect(),
-                match s.head_moved {
-                    Some(true) => "moved".into(),
-                    Some(false) => "same".into(),
-                    None => "?".into(),
-                },
-                match s.owner_alive {
-                    Some(true) => "alive".into(),
-                    Some(false) => "dead".into(),
-                    None => "unknown".into(),
-                },
-                s.last_run
-                    .as_ref()
-                    .map(|run| format!("{} {}", run.run_id, run.state))
-                    .unwrap_or_else(|| "-".into()),
-                s.worktree
-                    .as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "-".into()),
-            ]
-        })
-        .collect();
-    // Every column but the last (the path) is padded to its widest cell.
+    let rows: Vec<[String; 7]> = outcome.sessions.iter().map(row).collect();
+    print_table(out, &header, &rows);
+    Ok(0)
+}
+
+/// One session's cells, in the header's order.
+fn row(s: &SessionView) -> [String; 7] {
+    [
+        s.session_id.clone(),
+        s.state.as_str().to_string(),
+        s.bound_revision.chars().take(12).collect(),
+        match s.head_moved {
+            Some(true) => "moved".into(),
+            Some(false) => "same".into(),
+            None => "?".into(),
+        },
+        match s.owner_alive {
+            Some(true) => "alive".into(),
+            Some(false) => "dead".into(),
+            None => "unknown".into(),
+        },
+        s.last_run
+            .as_ref()
+            .map(|run| format!("{} {}", run.run_id, run.state))
+            .unwrap_or_else(|| "-".into()),
+        s.worktree
+            .as_deref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+/// Prints the header and rows; every column but the last (the path) is padded to its widest
+/// cell.
+fn print_table(out: &Output, header: &[String; 7], rows: &[[String; 7]]) {
     let mut widths = [0usize; 7];
-    for row in std::iter::once(&header).chain(rows.iter()) {
+    for row in std::iter::once(header).chain(rows.iter()) {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    for row in std::iter::once(&header).chain(rows.iter()) {
+    for row in std::iter::once(header).chain(rows.iter()) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
             if i + 1 == row.len() {
@@ -77,5 +84,4 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         }
         out.line(&line);
     }
-    Ok(0)
 }

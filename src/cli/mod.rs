@@ -139,7 +139,7 @@ pub struct SessionArg {
 }
 
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    a3s_iso::lock::parse_duration(text)
+    a3s_iso::duration::parse_duration(text)
 }
 
 pub fn main() -> i32 {

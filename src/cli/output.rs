@@ -9,8 +9,11 @@ use a3s_iso::error::{Error, ErrorCode};
 
 use super::ColorChoice;
 
+/// Where and how a command's answer, narration and errors are printed.
 pub struct Output {
+    /// `--json`: exactly one JSON document on stdout.
     pub json: bool,
+    /// `-q`: no narration or warnings on stderr.
     pub quiet: bool,
     color_stderr: bool,
     color_stdout: bool,
@@ -34,6 +37,7 @@ fn colour_wanted(choice: ColorChoice, is_terminal: bool) -> bool {
 }
 
 impl Output {
+    /// Output for the global flags; colour only where the stream is a terminal (or `always`).
     pub fn new(json: bool, quiet: bool, color: ColorChoice) -> Output {
         Output {
             json,

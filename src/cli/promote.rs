@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::promote::{Mode, PromoteOptions, promote};
+use a3s_iso::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
 
 use super::{Output, SessionArg};
 
@@ -66,22 +66,35 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         out.document("a3s-iso.promote.v1", &outcome);
         return Ok(outcome.exit_code());
     }
-    let headline = match (outcome.outcome, outcome.reason) {
-        ("empty", _) => "empty: the session changed nothing; nothing was applied".to_string(),
-        ("applied", _) => format!(
+    out.headline(&headline(&outcome));
+    out.fields(&fields(&outcome));
+    if let Some(reason) = outcome.reason {
+        out.hint(hint(reason));
+    }
+    Ok(outcome.exit_code())
+}
+
+fn headline(outcome: &PromoteOutcome) -> String {
+    match (outcome.outcome, outcome.reason) {
+        (Outcome::Empty, _) => "empty: the session changed nothing; nothing was applied".into(),
+        (Outcome::Applied, _) => format!(
             "applied: {} file{} changed",
             outcome.files_changed,
             if outcome.files_changed == 1 { "" } else { "s" }
         ),
-        ("idempotent", _) => {
+        (Outcome::Idempotent, _) => {
             "idempotent: this change set was promoted before; nothing applied".into()
         }
-        ("planned", _) => "planned: artifacts written, source untouched (--no-apply)".into(),
-        ("noted", _) => "noted: recorded as promoted".into(),
-        ("conflict", Some(reason)) => format!("conflict ({reason}): nothing applied"),
-        (other, _) => other.to_string(),
-    };
-    out.headline(&headline);
+        (Outcome::Planned, _) => "planned: artifacts written, source untouched (--no-apply)".into(),
+        (Outcome::Noted, _) => "noted: recorded as promoted".into(),
+        (Outcome::Conflict, Some(reason)) => {
+            format!("conflict ({}): nothing applied", reason.as_str())
+        }
+        (Outcome::Conflict, None) => "conflict: nothing applied".into(),
+    }
+}
+
+fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
     let mut fields = Vec::new();
     let mut push = |key: &'static str, value: Option<String>| {
         if let Some(value) = value {
@@ -105,29 +118,24 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         push("branch", Some(branch.target_branch.clone()));
         push("replayed", Some(branch.replayed.len().to_string()));
         if !branch.skipped.is_empty() {
-            push(
-                "skipped",
-                Some(
-                    branch
-                        .skipped
-                        .iter()
-                        .map(|s| s.commit.clone())
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                ),
-            );
+            let skipped: Vec<&str> = branch.skipped.iter().map(|s| s.commit.as_str()).collect();
+            push("skipped", Some(skipped.join(", ")));
         }
         push("failed", branch.failed_commit.clone());
     }
-    out.fields(&fields);
-    if outcome.reason == Some("patch_does_not_apply") {
-        out.hint("commit or stash your own changes to those paths (or let them go), then promote again; nothing was applied");
+    fields
+}
+
+fn hint(reason: Reason) -> &'static str {
+    match reason {
+        Reason::PatchDoesNotApply => {
+            "commit or stash your own changes to those paths (or let them go), then promote again; nothing was applied"
+        }
+        Reason::ReplayFailed => {
+            "nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode"
+        }
+        Reason::HeadMoved => {
+            "the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD"
+        }
     }
-    if outcome.reason == Some("replay_failed") {
-        out.hint("nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode");
-    }
-    if outcome.reason == Some("head_moved") {
-        out.hint("the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD");
-    }
-    Ok(outcome.exit_code())
 }

@@ -6,6 +6,7 @@ use a3s_iso::retain::retain;
 
 use super::{Output, SessionArg};
 
+/// `a3s-iso retain`'s arguments.
 #[derive(Debug, Args)]
 pub struct RetainArgs {
     #[command(flatten)]
@@ -16,6 +17,7 @@ pub struct RetainArgs {
     pub reason: String,
 }
 
+/// Retains the isolation and renders where it is now.
 pub fn run(ctx: &Context, args: &RetainArgs, out: &Output) -> Result<i32> {
     let outcome = retain(ctx, args.session.session.as_deref(), &args.reason)?;
     if out.json {

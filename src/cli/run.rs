@@ -6,10 +6,11 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
-use a3s_iso::run::{RunOptions, SandboxRequest, run};
+use a3s_iso::run::{RunOptions, RunOutcome, SandboxRequest, run};
 
 use super::{Output, SessionArg, parse_duration};
 
+/// `a3s-iso run`'s arguments.
 #[derive(Debug, Args)]
 pub struct RunArgs {
     #[command(flatten)]
@@ -31,8 +32,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub allow_write: Vec<PathBuf>,
 
+    /// Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private
+    /// (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read"])]
     pub no_sandbox: bool,
 
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
@@ -60,6 +66,7 @@ pub struct SandboxExecArgs {
     pub command: Vec<OsString>,
 }
 
+/// The hidden helper: enters the sandbox and execs the command; returns only on failure.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     match serde_json::from_str(&args.spec) {
         Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &args.status_file, &args.command),
@@ -70,6 +77,8 @@ pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     }
 }
 
+/// Runs `a3s-iso run` and returns its exit status: the command's own, or 125 and the like for
+/// a3s-iso's failures.
 pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
     match run_command(ctx, args, out) {
         Ok(status) => status,
@@ -87,16 +96,22 @@ pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
         | ErrorCode::IsolationUnavailable
         | ErrorCode::CommandNotFound
         | ErrorCode::CommandNotExecutable
+        | ErrorCode::InvalidInput
         | ErrorCode::Usage => err.exit_code(),
         _ => 125,
     }
 }
 
 fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
-    let mut allow_write = args.allow_write.clone();
-    if let Some(paths) = std::env::var_os("A3S_ISO_ALLOW_WRITE") {
-        allow_write.extend(std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()));
-    }
+    let with_env = |given: &[PathBuf], var: &str| {
+        let mut paths = given.to_vec();
+        if let Some(listed) = std::env::var_os(var) {
+            paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
+        }
+        paths
+    };
+    let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
+    let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
         ctx,
         &RunOptions {
@@ -108,6 +123,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             sandbox: (!args.no_sandbox).then_some(SandboxRequest {
                 allow_network: args.allow_network,
                 allow_write,
+                allow_read,
             }),
             release_identity: args.release_identity.clone(),
             helper: None,
@@ -119,27 +135,32 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     if out.json {
         out.document("a3s-iso.run.v1", &outcome);
     } else if !out.quiet {
-        let how = match (outcome.exit_code, outcome.signal) {
-            (Some(code), _) => format!("exit {code}"),
-            (None, Some(signal)) => format!("signal {signal}"),
-            _ => "no status".into(),
-        };
-        let summary = match &outcome.change_set {
-            Some(cs) => format!(
-                "{} file{} changed, {} bytes, {}",
-                cs.files_changed,
-                if cs.files_changed == 1 { "" } else { "s" },
-                cs.patch_bytes,
-                cs.patch_digest
-            ),
-            None => "change set too large for a document".into(),
-        };
-        out.note(&format!(
-            "run {} {} ({how}{}): {summary}",
-            outcome.run_id,
-            outcome.state,
-            if outcome.timed_out { ", timed out" } else { "" }
-        ));
+        out.note(&summary(&outcome));
     }
     Ok(outcome.status)
+}
+
+/// `run <id> <state> (<how it ended>): <what changed>`, the line on stderr after a run.
+fn summary(outcome: &RunOutcome) -> String {
+    let how = match (outcome.exit_code, outcome.signal) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        _ => "no status".into(),
+    };
+    let changed = match &outcome.change_set {
+        Some(cs) => format!(
+            "{} file{} changed, {} bytes, {}",
+            cs.files_changed,
+            if cs.files_changed == 1 { "" } else { "s" },
+            cs.patch_bytes,
+            cs.patch_digest
+        ),
+        None => "change set too large for a document".into(),
+    };
+    format!(
+        "run {} {} ({how}{}): {changed}",
+        outcome.run_id,
+        outcome.state,
+        if outcome.timed_out { ", timed out" } else { "" }
+    )
 }

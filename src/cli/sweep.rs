@@ -4,11 +4,12 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::sweep::{SweepOptions, reasons, sweep};
+use a3s_iso::sweep::{SweepOptions, SweepOutcome, reasons, sweep};
 
 use super::progress::Bar;
 use super::{Output, parse_duration};
 
+/// `a3s-iso sweep`'s arguments.
 #[derive(Debug, Args)]
 pub struct SweepArgs {
     /// Sweep every source this user has bound from, not only this repository
@@ -32,6 +33,7 @@ pub struct SweepArgs {
     pub retained_older_than: Option<Duration>,
 }
 
+/// Sweeps and renders the report.
 pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
     let bar = Bar::new(!out.json && !out.quiet, "sweeping");
     let outcome = sweep(
@@ -47,8 +49,14 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
     )?;
     if out.json {
         out.document("a3s-iso.sweep.v1", &outcome);
-        return Ok(0);
+    } else {
+        render(out, &outcome);
     }
+    Ok(0)
+}
+
+/// The human report: a headline, a line per isolation, and on stderr how many were kept why.
+fn render(out: &Output, outcome: &SweepOutcome) {
     let verb = if outcome.dry_run {
         "would reclaim"
     } else {
@@ -90,11 +98,10 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
         ));
     }
     if !outcome.kept.is_empty() && !out.quiet {
-        let summary: Vec<String> = reasons(&outcome)
+        let summary: Vec<String> = reasons(outcome)
             .into_iter()
             .map(|(r, n)| format!("{n} {r}"))
             .collect();
         out.warn(&format!("kept: {}", summary.join(", ")));
     }
-    Ok(0)
 }

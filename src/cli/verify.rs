@@ -3,11 +3,12 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use a3s_iso::changeset::verify_file;
+use a3s_iso::changeset::{RunState, verify_file};
 use a3s_iso::error::Result;
 
 use super::Output;
 
+/// `a3s-iso verify`'s arguments.
 #[derive(Debug, Args)]
 pub struct VerifyArgs {
     /// The change-set document to check (- for standard input)
@@ -22,9 +23,10 @@ struct VerifyOutcome {
     patch_bytes: u64,
     session_id: String,
     run_id: String,
-    state: String,
+    state: RunState,
 }
 
+/// Verifies the document and renders what it holds.
 pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
     let verified = verify_file(&args.file)?;
     let cs = verified.change_set;
@@ -46,7 +48,7 @@ pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
         ("bytes", outcome.patch_bytes.to_string()),
         ("session", outcome.session_id),
         ("run", outcome.run_id),
-        ("state", outcome.state),
+        ("state", outcome.state.to_string()),
     ]);
     Ok(0)
 }

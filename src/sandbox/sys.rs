@@ -4,7 +4,7 @@ use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
 /// Leaves the current user and/or network namespace for new ones.
-pub fn unshare(flags: rustix::thread::UnshareFlags) -> io::Result<()> {
+pub(super) fn unshare(flags: rustix::thread::UnshareFlags) -> io::Result<()> {
     // SAFETY: the flags never include CLONE_FILES (the only flag whose effect on other threads'
     // file descriptors makes unshare unsafe); the sandbox helper calls this before it starts any
     // thread and then execs.
@@ -12,7 +12,7 @@ pub fn unshare(flags: rustix::thread::UnshareFlags) -> io::Result<()> {
 }
 
 /// The Landlock ABI version the kernel offers; `None` when Landlock is unavailable.
-pub fn landlock_abi() -> Option<i64> {
+pub(super) fn landlock_abi() -> Option<i64> {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
     // SAFETY: landlock_create_ruleset with a null attribute pointer, size 0 and the VERSION flag
     // only returns the ABI version (or -1 with errno); it touches no memory of ours.
@@ -28,7 +28,7 @@ pub fn landlock_abi() -> Option<i64> {
 }
 
 /// Brings the loopback interface of the current network namespace up.
-pub fn loopback_up() -> io::Result<()> {
+pub(super) fn loopback_up() -> io::Result<()> {
     // SAFETY: socket(2) with constant arguments; the returned descriptor is owned below.
     let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
     if raw < 0 {
@@ -55,5 +55,56 @@ pub fn loopback_up() -> io::Result<()> {
     if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
         return Err(io::Error::last_os_error());
     }
+    Ok(())
+}
+
+/// Forks this process: `None` in the child, the child's pid in the parent.
+pub(super) fn fork() -> io::Result<Option<rustix::process::Pid>> {
+    // SAFETY: the sandbox helper is single-threaded when it forks (it starts no thread, and
+    // signal-hook's flag handlers start none), so the child's state is consistent; the child
+    // only sets up its namespace and execs or exits.
+    let pid = unsafe { libc::fork() };
+    match pid {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(rustix::process::Pid::from_raw(pid)),
+    }
+}
+
+/// Ends this process at once with `code`, without running destructors or atexit handlers
+/// (a forked child must not flush its parent's buffers twice).
+pub(super) fn exit(code: i32) -> ! {
+    // SAFETY: _exit only ends the process.
+    unsafe { libc::_exit(code) }
+}
+
+/// Drops every capability for good: the bounding set, the ambient set, and the effective,
+/// permitted and inheritable sets; a later exec (even of a set-uid program, or as uid 0) gains
+/// none back.
+pub(super) fn drop_capabilities() -> io::Result<()> {
+    let last: libc::c_ulong = std::fs::read_to_string("/proc/sys/kernel/cap_last_cap")
+        .ok()
+        .and_then(|text| text.trim().parse().ok())
+        .unwrap_or(63);
+    for cap in 0..=last {
+        // SAFETY: PR_CAPBSET_DROP takes a capability number and touches no memory of ours.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() != Some(libc::EINVAL) {
+                return Err(err);
+            }
+        }
+    }
+    rustix::thread::clear_ambient_capability_set()?;
+    let none = rustix::thread::CapabilitySet::empty();
+    rustix::thread::set_capabilities(
+        None,
+        rustix::thread::CapabilitySets {
+            effective: none,
+            permitted: none,
+            inheritable: none,
+        },
+    )?;
+    rustix::thread::set_no_new_privs(true)?;
     Ok(())
 }

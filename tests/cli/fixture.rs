@@ -342,7 +342,7 @@ fn describe(path: &Path, modes: bool) -> Option<String> {
 
 /// Snapshot settings for output of a3s-iso run in `fx`: insta filters replace what differs
 /// from run to run (the tempdir, generated ids, object ids and digests, pids, host names,
-/// start identities, times, sizes that count the tempdir's path).
+/// start identities, times, sizes that count the tempdir's path, the kernel's Landlock ABI).
 pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     let root = regex::escape(fx.root.to_str().unwrap());
@@ -366,6 +366,8 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
         (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
         (r"\.retained-\d+", ".retained-[MS]"),
         (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
+        // What this kernel offers.
+        (r#""landlock_abi": \d+"#, r#""landlock_abi": "[ABI]""#),
     ];
     for (pattern, replacement) in filters {
         settings.add_filter(pattern, *replacement);

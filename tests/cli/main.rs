@@ -7,6 +7,7 @@ mod capture;
 mod discard_list;
 mod fixture;
 mod help;
+mod house;
 mod human;
 mod json;
 mod promote;

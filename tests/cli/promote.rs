@@ -330,6 +330,7 @@ fn every_kind_of_change_lands_exactly() {
     );
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_crash_between_apply_and_journal_is_recovered_as_idempotent() {
     let fx = Fixture::new();
@@ -575,6 +576,7 @@ fn promote_waits_for_the_lock_and_times_out() {
     assert_eq!((code, error_code(&doc)), (1, "read_only_session"));
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn an_interrupt_while_applying_waits_for_the_promote_to_finish() {
     let fx = Fixture::new();
@@ -612,4 +614,14 @@ fn an_interrupt_while_applying_waits_for_the_promote_to_finish() {
             .join(format!(".git/a3s-iso/promoted/{hex}.json"))
             .exists()
     );
+}
+
+/// The fault points exist exactly in a build with the `fault-injection` feature: a release
+/// build carries neither the points nor the variable that selects them.
+#[test]
+fn fault_points_are_compiled_only_with_their_feature() {
+    let binary = std::fs::read(crate::fixture::BIN).unwrap();
+    let needle = b"A3S_ISO_TEST_FAULT";
+    let present = binary.windows(needle.len()).any(|w| w == needle);
+    assert_eq!(present, cfg!(feature = "fault-injection"));
 }

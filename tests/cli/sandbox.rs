@@ -114,10 +114,16 @@ fn writes_outside_the_isolation_fail() {
     let (code, doc) = fx.json(&["run", "-s", "w", "--", "sh", "-c", &script]);
     assert_eq!(code, 0, "{doc}");
     let iso = fx.isolation("w");
-    assert_eq!(
-        std::fs::read_to_string(iso.join("attempts.txt")).unwrap(),
-        ""
-    );
+    // Writes under the private /tmp land in the sandbox's own tmpfs; none reaches the host.
+    for outside in [
+        fx.src.join("escape.txt"),
+        fx.home.join("escape.txt"),
+        outside_tmp.clone(),
+        fx.root.join("escape.txt"),
+    ] {
+        assert!(!outside.exists(), "{} was written", outside.display());
+    }
+    assert!(iso.join("attempts.txt").is_file());
     assert_eq!(
         std::fs::read_to_string(iso.join("tmpdir.txt"))
             .unwrap()
@@ -206,13 +212,25 @@ fn allow_write_opens_exactly_that_directory() {
             .iter()
             .any(|p| p == cache.to_str().unwrap())
     );
-    // Also through the environment, colon-separated.
+    // A path that does not exist is refused before anything runs.
+    let missing = fx.root.join("missing");
     let out = fx
         .cmd()
         .env(
             "A3S_ISO_ALLOW_WRITE",
-            format!("{}:{}", other.display(), fx.root.join("missing").display()),
+            format!("{}:{}", other.display(), missing.display()),
         )
+        .args(["--json", "run", "-s", "aw", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(code, 5, "{doc}");
+    assert_eq!(error_code(&doc), "invalid_input");
+    assert!(!other.join("o.txt").exists());
+    // Also through the environment, colon-separated.
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_ALLOW_WRITE", format!("{}:", other.display()))
         .args(["run", "-s", "aw", "--", "sh", "-c", &script])
         .output()
         .unwrap();
@@ -221,12 +239,12 @@ fn allow_write_opens_exactly_that_directory() {
 }
 
 #[test]
-fn without_landlock_run_fails_closed_unless_no_sandbox() {
+fn without_namespaces_run_fails_closed_unless_no_sandbox() {
     let fx = Fixture::new();
     fx.bind("nl");
     let out = fx
         .cmd()
-        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")
+        .env("A3S_ISO_SIMULATE_NO_NAMESPACES", "1")
         .args(["--json", "run", "-s", "nl", "--", "touch", "ran.txt"])
         .output()
         .unwrap();
@@ -247,7 +265,7 @@ fn without_landlock_run_fails_closed_unless_no_sandbox() {
 
     let out = fx
         .cmd()
-        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")
+        .env("A3S_ISO_SIMULATE_NO_NAMESPACES", "1")
         .args([
             "--json",
             "run",
@@ -317,4 +335,27 @@ fn the_sandbox_works_for_an_unprivileged_user() {
         "ok\n"
     );
     assert!(!root.join("escape.txt").exists());
+}
+
+/// Landlock is the second layer: without it the mounts still confine writes, and the report
+/// says Landlock was not in force.
+#[test]
+fn without_landlock_the_mounts_still_confine_writes() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("ll");
+    let outside = fx.home.join("ll-escape.txt");
+    let script = format!("echo x > '{}'; echo inside > inside.txt", outside.display());
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")
+        .args(["--json", "run", "-s", "ll", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sandbox"]["landlock_abi"], serde_json::Value::Null);
+    assert_eq!(doc["sandbox"]["mounts"], true);
+    assert!(!outside.exists());
+    assert!(fx.isolation("ll").join("inside.txt").is_file());
 }

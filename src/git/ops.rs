@@ -1,0 +1,311 @@
+//! Typed git operations: the plumbing that domain code needs, so that it never assembles argv
+//! itself. Each takes the directory git runs in (a repository or a checkout of it).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::runner::{Git, failure_of, hermetic_env, split_nul};
+use crate::error::{Error, IoContext, Result};
+
+/// One change in an `update-ref --stdin` transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RefUpdate {
+    /// Point `name` at `target` (created if missing).
+    Set {
+        /// The full ref name.
+        name: String,
+        /// The object id it points to afterwards.
+        target: String,
+    },
+    /// Point `name` at `target` only if it does not exist yet.
+    Create {
+        /// The full ref name.
+        name: String,
+        /// The object id it points to afterwards.
+        target: String,
+    },
+    /// Delete `name` (nothing happens when it does not exist).
+    Delete {
+        /// The full ref name.
+        name: String,
+    },
+}
+
+impl RefUpdate {
+    fn line(&self) -> String {
+        match self {
+            RefUpdate::Set { name, target } => format!("update {name} {target}\n"),
+            RefUpdate::Create { name, target } => format!("create {name} {target}\n"),
+            RefUpdate::Delete { name } => format!("delete {name}\n"),
+        }
+    }
+}
+
+/// What `cat-file --batch` found for one object name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum CatFile {
+    /// The object exists: its type (`blob`, `tree`, `commit`, `tag`) and content.
+    Found {
+        /// `blob`, `tree`, `commit` or `tag`.
+        kind: String,
+        /// The object's content.
+        content: Vec<u8>,
+    },
+    /// No such object.
+    Missing,
+}
+
+impl Git {
+    /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing.
+    pub(crate) fn rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>> {
+        let out = self
+            .at(dir)
+            .args(["rev-parse", "-q", "--verify", "--end-of-options", rev])
+            .output()?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
+    }
+
+    /// Like [`Git::rev_parse`], failing with `git_failed` when `rev` names nothing.
+    pub(crate) fn rev_parse_required(&self, dir: &Path, rev: &str) -> Result<String> {
+        self.at(dir)
+            .args(["rev-parse", "--verify", "--end-of-options", rev])
+            .run_text()
+    }
+
+    /// The tree of the index at `index` (`write-tree` with `GIT_INDEX_FILE`).
+    pub(crate) fn write_tree(&self, dir: &Path, index: &Path) -> Result<String> {
+        self.at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .arg("write-tree")
+            .run_text()
+    }
+
+    /// The paths that differ between two trees, recursively, renames off.
+    pub(crate) fn diff_trees(&self, dir: &Path, a: &str, b: &str) -> Result<Vec<Vec<u8>>> {
+        let out = self
+            .at(dir)
+            .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+            .args([a, b])
+            .run()?;
+        Ok(split_nul(&out).map(<[u8]>::to_vec).collect())
+    }
+
+    /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
+    /// forwards or in reverse; `Err(stderr)` says why not.
+    pub(crate) fn apply_check(
+        &self,
+        dir: &Path,
+        patch: &Path,
+        reverse: bool,
+    ) -> Result<std::result::Result<(), String>> {
+        let mut cmd = self.at(dir).args([
+            "-c",
+            "apply.whitespace=nowarn",
+            "apply",
+            "--binary",
+            "--check",
+        ]);
+        if reverse {
+            cmd = cmd.arg("--reverse");
+        }
+        let out = cmd.arg(patch).output()?;
+        Ok(if out.exit_code == Some(0) {
+            Ok(())
+        } else {
+            Err(out.stderr.trim().to_string())
+        })
+    }
+
+    /// Applies `updates` in one `update-ref --stdin` transaction: all or nothing.
+    pub(crate) fn update_refs(
+        &self,
+        dir: &Path,
+        updates: &[RefUpdate],
+        message: &str,
+    ) -> Result<()> {
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let script: String = updates.iter().map(RefUpdate::line).collect();
+        self.at(dir)
+            .args(["update-ref", "-m", message, "--stdin"])
+            .stdin(script.into_bytes())
+            .run()
+            .map(|_| ())
+    }
+
+    /// The full names of the refs under each prefix (a prefix ending in `/` is a folder; one
+    /// without names exactly that ref).
+    pub(crate) fn list_refs(&self, dir: &Path, prefixes: &[String]) -> Result<Vec<String>> {
+        let text = self
+            .at(dir)
+            .args(["for-each-ref", "--format=%(refname)"])
+            .args(prefixes)
+            .run_text()?;
+        Ok(text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Looks up many objects with one `cat-file --batch` process.
+    pub(crate) fn cat_file_batch(&self, dir: &Path, names: &[String]) -> Result<Vec<CatFile>> {
+        if names.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut child = self
+            .command(dir, &["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .ctx(|| "cannot run git cat-file --batch".to_string())?;
+        let mut stdin = child
+            .stdin
+            .take()
+            .ok_or_else(|| Error::internal("no stdin"))?;
+        let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+        // Feed from a thread: git answers while it reads, and both pipes have bounded buffers.
+        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| Error::internal("no stdout"))?;
+        let found = read_batch(BufReader::new(stdout), names.len());
+        let _ = feeder.join();
+        let status = child
+            .wait()
+            .ctx(|| "cannot wait for git cat-file".to_string())?;
+        let mut stderr = String::new();
+        if let Some(mut err) = child.stderr.take() {
+            let _ = err.read_to_string(&mut stderr);
+        }
+        match found {
+            Ok(found) if status.success() => Ok(found),
+            _ => Err(failure_of(
+                vec!["cat-file".into(), "--batch".into()],
+                status.code(),
+                stderr,
+            )),
+        }
+    }
+
+    /// `path → "mode oid"` for the given paths of a tree (absent paths are left out).
+    pub(crate) fn tree_entries(
+        &self,
+        dir: &Path,
+        tree: &str,
+        paths: &[String],
+    ) -> Result<BTreeMap<String, String>> {
+        let out = self
+            .at(dir)
+            .args(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree"])
+            .args([tree, "--"])
+            .args(paths)
+            .run()?;
+        Ok(split_nul(&out)
+            .filter_map(|record| {
+                let text = String::from_utf8_lossy(record);
+                let (meta, path) = text.split_once('\t')?;
+                let mut parts = meta.split(' ');
+                let mode = parts.next()?;
+                let _kind = parts.next()?;
+                let oid = parts.next()?;
+                Some((path.to_string(), format!("{mode} {oid}")))
+            })
+            .collect())
+    }
+
+    /// The all-zero object id of the repository's hash (40 or 64 digits).
+    pub(crate) fn null_oid(&self, dir: &Path) -> Result<String> {
+        let format = self
+            .at(dir)
+            .args(["rev-parse", "--show-object-format"])
+            .run_text()?;
+        Ok("0".repeat(if format == "sha256" { 64 } else { 40 }))
+    }
+
+    /// Copies every object of the object directory `from` (and nothing it borrows) into the
+    /// repository at `dir` as one pack, each object checked as `receive-pack` checks a push
+    /// (`index-pack --strict`: well-formed, and everything it links to present). Objects that
+    /// fail leave the repository untouched.
+    pub(crate) fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
+        let listed = self
+            .at(dir)
+            .env("GIT_OBJECT_DIRECTORY", from)
+            .args([
+                "cat-file",
+                "--batch-all-objects",
+                "--batch-check=%(objectname)",
+            ])
+            .run()?;
+        let count = listed
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        if count == 0 {
+            return Ok(0);
+        }
+        let pack = self
+            .at(dir)
+            .env("GIT_OBJECT_DIRECTORY", from)
+            .args(["pack-objects", "--stdout", "-q"])
+            .stdin(listed);
+        let index = self.at(dir).args(["index-pack", "--stdin", "--strict"]);
+        let args = index.shown_args();
+        let out = pack
+            .expression()
+            .pipe(index.piped_expression())
+            .stdout_capture()
+            .stderr_capture()
+            .run()
+            .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
+        if out.status.success() {
+            Ok(count)
+        } else {
+            Err(failure_of(
+                args,
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            ))
+        }
+    }
+
+    fn command(&self, dir: &Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(self.bin());
+        cmd.current_dir(dir)
+            .args(["--no-pager", "-c", "core.fsmonitor=false"])
+            .args(args);
+        hermetic_env(&mut cmd);
+        cmd
+    }
+}
+
+fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<CatFile>> {
+    let mut found = Vec::with_capacity(count);
+    let mut header = String::new();
+    for _ in 0..count {
+        header.clear();
+        reader.read_line(&mut header)?;
+        let fields: Vec<&str> = header.trim_end().split(' ').collect();
+        match fields.as_slice() {
+            [_, "missing"] | [_, "ambiguous"] => found.push(CatFile::Missing),
+            [_, kind, size] => {
+                let size: usize = size.parse().map_err(std::io::Error::other)?;
+                let mut content = vec![0u8; size + 1];
+                reader.read_exact(&mut content)?;
+                content.pop();
+                found.push(CatFile::Found {
+                    kind: (*kind).to_string(),
+                    content,
+                });
+            }
+            _ => return Err(std::io::Error::other(format!("unexpected {header:?}"))),
+        }
+    }
+    Ok(found)
+}

@@ -1,0 +1,369 @@
+//! The runner: how one git process is started (fixed environment, stdin closed or fed,
+//! output captured) and how its failure becomes a typed error.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, GitFailure, Result};
+
+/// The environment every git process gets: C messages, no pager, no prompt, no editor, and
+/// reads that never rewrite an index behind its owner's back.
+const FIXED_ENV: &[(&str, &str)] = &[
+    ("LC_MESSAGES", "C"),
+    ("GIT_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("GIT_EDITOR", "true"),
+    ("GIT_OPTIONAL_LOCKS", "0"),
+];
+
+/// Locale variables removed so that `LC_MESSAGES=C` is what git obeys.
+const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE"];
+
+/// Applies the fixed environment to a process started without duct (for streaming protocols).
+pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
+    for var in REMOVED_ENV.iter().chain(REPO_SELECTING_VARS) {
+        cmd.env_remove(var);
+    }
+    for (key, value) in FIXED_ENV {
+        cmd.env(key, value);
+    }
+}
+
+/// The oldest git whose features a3s-iso relies on (`rev-parse --path-format`, `worktree repair`).
+pub(crate) const MIN_VERSION: (u32, u32) = (2, 31);
+
+/// Variables that would make git operate on another repository, index or object store than the
+/// one a3s-iso names explicitly. They are never passed on to git or to a run's command.
+pub(crate) const REPO_SELECTING_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_INTERNAL_SUPER_PREFIX",
+    "GIT_QUARANTINE_PATH",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_SHALLOW_FILE",
+    "GIT_GRAFT_FILE",
+    "GIT_IMPLICIT_WORK_TREE",
+];
+
+/// The git binary a3s-iso runs, found and version-checked once.
+#[derive(Debug, Clone)]
+pub struct Git {
+    bin: PathBuf,
+    version: String,
+}
+
+/// What a git process produced, whatever its exit status.
+#[derive(Debug)]
+pub(crate) struct GitOutput {
+    /// `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Git {
+    /// Finds git (`explicit`, else `git` on PATH) and checks its version once.
+    pub fn locate(explicit: Option<&Path>) -> Result<Git> {
+        let bin = match explicit {
+            Some(path) => which::which(path).map_err(|e| Error::Usage {
+                message: format!("cannot use git at {}: {e}", path.display()),
+            })?,
+            None => which::which("git").map_err(|e| Error::IsolationUnavailable {
+                message: format!("git was not found on PATH: {e}"),
+                hint: Some("install git, or name it with --git / A3S_ISO_GIT".into()),
+            })?,
+        };
+        let mut git = Git {
+            bin,
+            version: String::new(),
+        };
+        let out = git.at(Path::new(".")).arg("--version").run_text()?;
+        let version = out
+            .strip_prefix("git version ")
+            .unwrap_or(&out)
+            .trim()
+            .to_string();
+        match parse_version(&version) {
+            Some(found) if found >= MIN_VERSION => {}
+            _ => {
+                return Err(Error::GitTooOld {
+                    found: version,
+                    required: format!("{}.{}", MIN_VERSION.0, MIN_VERSION.1),
+                });
+            }
+        }
+        git.version = version;
+        Ok(git)
+    }
+
+    /// The version git reported (`2.47.3`).
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// Where the git binary is.
+    pub(crate) fn bin(&self) -> &Path {
+        &self.bin
+    }
+
+    /// A git command run with `dir` as its working directory.
+    pub(crate) fn at(&self, dir: &Path) -> GitCmd<'_> {
+        GitCmd {
+            git: self,
+            dir: dir.to_path_buf(),
+            args: vec![
+                "--no-pager".into(),
+                "-c".into(),
+                "core.fsmonitor=false".into(),
+            ],
+            shown_args_from: 3,
+            envs: Vec::new(),
+            stdin: None,
+            shielded: false,
+        }
+    }
+
+    /// A git command on a linked worktree, located by its admin directory, never by the `.git`
+    /// file inside the tree (which the tree's user can rewrite).
+    pub(crate) fn worktree(&self, admin_dir: &Path, worktree: &Path) -> GitCmd<'_> {
+        let mut cmd = self.at(worktree);
+        cmd.args.push(OsString::from("--git-dir"));
+        cmd.args.push(admin_dir.as_os_str().to_owned());
+        cmd.args.push(OsString::from("--work-tree"));
+        cmd.args.push(worktree.as_os_str().to_owned());
+        cmd
+    }
+}
+
+fn parse_version(version: &str) -> Option<(u32, u32)> {
+    let mut parts = version.split('.');
+    let major = parts.next()?.parse().ok()?;
+    let minor_text: String = parts
+        .next()?
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .collect();
+    Some((major, minor_text.parse().ok()?))
+}
+
+/// One git invocation being put together; run it with one of the `run*` methods or `output`.
+pub(crate) struct GitCmd<'g> {
+    git: &'g Git,
+    dir: PathBuf,
+    args: Vec<OsString>,
+    /// Arguments before this index are the fixed preamble, left out of error reports.
+    shown_args_from: usize,
+    envs: Vec<(OsString, OsString)>,
+    stdin: Option<Vec<u8>>,
+    /// In a process group of its own: a Ctrl-C at the terminal does not reach it.
+    shielded: bool,
+}
+
+impl<'g> GitCmd<'g> {
+    /// Keeps the terminal's interrupts away from this git, for steps that must not stop halfway
+    /// (the caller defers its own interrupts meanwhile, see `signals`).
+    pub(crate) fn shielded(mut self) -> Self {
+        self.shielded = true;
+        self
+    }
+
+    /// Adds an argument.
+    pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
+        self.args.push(arg.as_ref().to_owned());
+        self
+    }
+
+    /// Adds arguments.
+    pub(crate) fn args<I, S>(mut self, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index).
+    pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
+        self.envs
+            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        self
+    }
+
+    /// Feeds `bytes` to git's stdin (closed otherwise).
+    pub(crate) fn stdin(mut self, bytes: Vec<u8>) -> Self {
+        self.stdin = Some(bytes);
+        self
+    }
+
+    /// The process with its input as chosen (bytes, or nothing).
+    pub(super) fn expression(&self) -> duct::Expression {
+        let expr = self.piped_expression();
+        match &self.stdin {
+            Some(bytes) => expr.stdin_bytes(bytes.clone()),
+            None => expr.stdin_null(),
+        }
+    }
+
+    /// The process reading whatever its input is connected to (the right side of a pipe).
+    pub(super) fn piped_expression(&self) -> duct::Expression {
+        let mut expr = duct::cmd(&self.git.bin, &self.args)
+            .dir(&self.dir)
+            .stderr_capture()
+            .unchecked();
+        for var in REMOVED_ENV {
+            expr = expr.env_remove(var);
+        }
+        for (key, value) in FIXED_ENV {
+            expr = expr.env(key, value);
+        }
+        // duct lets the innermost modifier win, so a variable this command sets explicitly
+        // (GIT_INDEX_FILE for a temporary index) must not also be removed.
+        for var in REPO_SELECTING_VARS {
+            if !self.envs.iter().any(|(key, _)| key == var) {
+                expr = expr.env_remove(var);
+            }
+        }
+        for (key, value) in &self.envs {
+            expr = expr.env(key, value);
+        }
+        if self.shielded {
+            expr = expr.before_spawn(|cmd| {
+                std::os::unix::process::CommandExt::process_group(cmd, 0);
+                Ok(())
+            });
+        }
+        expr
+    }
+
+    pub(super) fn shown_args(&self) -> Vec<String> {
+        self.args[self.shown_args_from..]
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    fn spawn_error(&self, err: std::io::Error) -> Error {
+        Error::io(
+            format!(
+                "cannot run {} {}",
+                self.git.bin.display(),
+                self.shown_args().join(" ")
+            ),
+            err,
+        )
+    }
+
+    /// Runs and returns the output whatever the exit status.
+    pub(crate) fn output(self) -> Result<GitOutput> {
+        let out = self
+            .expression()
+            .stdout_capture()
+            .run()
+            .map_err(|e| self.spawn_error(e))?;
+        Ok(GitOutput {
+            exit_code: out.status.code(),
+            stdout: out.stdout,
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+
+    /// Runs and fails with `git_failed` unless git exits 0; returns stdout.
+    pub(crate) fn run(self) -> Result<Vec<u8>> {
+        self.run_output().map(|out| out.stdout)
+    }
+
+    /// Runs and fails with `git_failed` unless git exits 0; returns stdout and stderr.
+    pub(crate) fn run_output(self) -> Result<GitOutput> {
+        let args = self.shown_args();
+        let out = self.output()?;
+        if out.exit_code == Some(0) {
+            Ok(out)
+        } else {
+            Err(failure(args, out))
+        }
+    }
+
+    /// Like `run`, as text without the trailing newline.
+    pub(crate) fn run_text(self) -> Result<String> {
+        let stdout = self.run()?;
+        let mut text = String::from_utf8_lossy(&stdout).into_owned();
+        while text.ends_with('\n') {
+            text.pop();
+        }
+        Ok(text)
+    }
+
+    /// Runs with stdout streamed into `file` (for output that grows with the repository).
+    pub(crate) fn run_to_file(self, file: File) -> Result<()> {
+        let out = self
+            .expression()
+            .stdout_file(file)
+            .run()
+            .map_err(|e| self.spawn_error(e))?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(failure(
+                self.shown_args(),
+                GitOutput {
+                    exit_code: out.status.code(),
+                    stdout: Vec::new(),
+                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                },
+            ))
+        }
+    }
+
+    /// For git's yes/no questions: exit 0 is yes, exit 1 is no, anything else a failure.
+    pub(crate) fn succeeds(self) -> Result<bool> {
+        let args = self.shown_args();
+        let out = self.output()?;
+        match out.exit_code {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(failure(args, out)),
+        }
+    }
+}
+
+fn failure(args: Vec<String>, out: GitOutput) -> Error {
+    failure_of(args, out.exit_code, out.stderr)
+}
+
+/// The `git_failed` error for a git process that did not succeed.
+pub(crate) fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: String) -> Error {
+    Error::GitFailed {
+        failure: GitFailure {
+            args,
+            exit_code,
+            stderr,
+        },
+    }
+}
+
+/// Splits NUL-terminated git output (`-z`) into its records.
+pub(crate) fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
+    bytes.split(|b| *b == 0).filter(|record| !record.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_versions() {
+        assert_eq!(parse_version("2.47.3"), Some((2, 47)));
+        assert_eq!(parse_version("2.31.0.windows.1"), Some((2, 31)));
+        assert_eq!(parse_version("2.30rc1"), Some((2, 30)));
+        assert_eq!(parse_version("junk"), None);
+    }
+}

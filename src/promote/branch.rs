@@ -1,0 +1,631 @@
+//! `promote --mode branch`: the session's commits come back as commits. They are kept on the
+//! retained branch `a3s-iso/<id>` and replayed onto the source's current branch with their
+//! messages, authors and dates; uncommitted leftovers become one trailing commit. Carried WIP is
+//! filtered out of every replayed commit: the user's uncommitted work is never committed.
+//!
+//! [`plan`] decides what would happen and writes nothing but objects (no ref, no checkout);
+//! [`execute`] moves refs and the checkout.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::artifacts::Artifacts;
+use super::journal::journal;
+use super::options::PromoteOptions;
+use super::outcome::{
+    BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
+};
+use crate::context::{Context, Located};
+use crate::error::{Error, Result};
+use crate::git::{CatFile, Git};
+use crate::isolation::writable_isolation;
+use crate::snapshot::{self, Patch, TempFile};
+use crate::state::{Landing, SessionRecord};
+
+/// A commit to replay: the commit object and its subject line.
+struct Pick {
+    commit: String,
+    subject: String,
+}
+
+/// Where the replay lands and who commits.
+struct Target {
+    /// The source's current branch (`refs/heads/…`).
+    branch: String,
+    /// Its tip before the replay.
+    old_tip: String,
+    /// `-c user.name/-c user.email` when git has no identity of its own.
+    ident: Vec<String>,
+}
+
+/// What the plan found: the chain to replay, or why there is none.
+enum Planned {
+    /// The commits to replay in order (WIP filtered out), ending at the retained branch's tip.
+    Chain(Vec<Pick>),
+    /// A commit that cannot be separated from the carried WIP.
+    Refused { commit: String, detail: String },
+}
+
+/// Promotes a session in branch mode, under the repository lock.
+pub(super) fn promote_branch(
+    ctx: &Context,
+    located: &Located,
+    session: SessionRecord,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let isolation = writable_isolation(&session)?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
+    out.session_id = Some(session.session_id.clone());
+    out.bound_revision = Some(session.bound_revision.clone());
+    let snap = isolation.snapshot(ctx, located)?;
+    out.nested_repositories = snap.nested.clone();
+    let scratch = located.store.scratch_dir();
+    let patch = snapshot::patch(
+        &ctx.git,
+        &session.source,
+        &session.base_tree,
+        &snap.tree,
+        &scratch,
+    )?;
+    out.patch_bytes = patch.bytes;
+    out.files_changed = patch.files_changed;
+    if patch.bytes == 0 {
+        return Ok(out);
+    }
+    out.digest = Some(patch.digest.clone());
+    if located.store.journal_entry(&patch.digest)?.is_some() {
+        out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    let artifacts = Artifacts::write(located, opts.artifacts.as_deref(), &patch, &mut out)?;
+    if opts.no_apply {
+        return Ok(out);
+    }
+    let target = target(&ctx.git, &session.source)?;
+    out.current_revision = Some(target.old_tip.clone());
+    let isolation_head = ctx
+        .git
+        .worktree(&isolation.admin, &isolation.tree)
+        .args(["rev-parse", "HEAD"])
+        .run_text()?;
+    match plan(
+        ctx,
+        &session,
+        &target,
+        &isolation_head,
+        &snap.tree,
+        &scratch,
+    )? {
+        Planned::Chain(chain) => {
+            execute(ctx, located, &session, &target, &chain, &patch, &mut out)?
+        }
+        Planned::Refused { commit, detail } => {
+            out.conflict(Reason::ReplayFailed, Some(detail));
+            let mut report = BranchReport::new(&target.branch, None);
+            report.failed_commit = Some(commit);
+            out.branch = Some(report);
+        }
+    }
+    artifacts.summarise(&out)?;
+    Ok(out)
+}
+
+/// The source's current branch and tip; a detached source has no branch to replay onto.
+fn target(git: &Git, source: &Path) -> Result<Target> {
+    let symbolic = git
+        .at(source)
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()?;
+    let branch = String::from_utf8_lossy(&symbolic.stdout).trim().to_string();
+    if branch.is_empty() {
+        return Err(Error::DetachedSource {
+            source_path: source.to_path_buf(),
+        });
+    }
+    Ok(Target {
+        branch,
+        old_tip: git.rev_parse_required(source, "HEAD")?,
+        ident: identity_args(git, source),
+    })
+}
+
+/// Plans the replay: the session's first-parent commits since the bound revision, rebuilt
+/// without the carried WIP where needed, plus one commit for uncommitted leftovers. Writes
+/// only objects.
+fn plan(
+    ctx: &Context,
+    session: &SessionRecord,
+    target: &Target,
+    isolation_head: &str,
+    snapshot_tree: &str,
+    scratch: &Path,
+) -> Result<Planned> {
+    let git = &ctx.git;
+    let source = session.source.as_path();
+    let wip = WipFilter::new(git, source, session, scratch)?;
+    let originals = first_parent_chain(git, source, &session.bound_revision, isolation_head)?;
+    let raw = raw_commits(git, source, &originals)?;
+    let mut chain: Vec<Pick> = Vec::new();
+    let mut parent = session.bound_revision.clone();
+    for (original, raw) in originals.iter().zip(&raw) {
+        let filtered = match wip.filter(&original.tree)? {
+            Filtered::Tree(tree) => tree,
+            Filtered::Inseparable(path) => {
+                return Ok(Planned::Refused {
+                    detail: format!(
+                        "commit {} changes {path}, which carries your uncommitted work; promote it in patch mode",
+                        original.commit
+                    ),
+                    commit: original.commit.clone(),
+                });
+            }
+        };
+        let rebuilt = if filtered == original.tree && parent == original.first_parent {
+            original.commit.clone()
+        } else {
+            recommit(git, source, &target.ident, raw, &filtered, &parent)?
+        };
+        chain.push(Pick {
+            subject: original.subject.clone(),
+            commit: rebuilt.clone(),
+        });
+        parent = rebuilt;
+    }
+    let leftovers = match wip.filter(snapshot_tree)? {
+        Filtered::Tree(tree) => tree,
+        Filtered::Inseparable(path) => {
+            return Ok(Planned::Refused {
+                commit: isolation_head.to_string(),
+                detail: format!(
+                    "uncommitted changes to {path} sit on top of your uncommitted work; promote in patch mode"
+                ),
+            });
+        }
+    };
+    if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        chain.push(leftovers_commit(
+            git, source, target, session, &leftovers, &parent,
+        )?);
+    }
+    Ok(Planned::Chain(chain))
+}
+
+/// One commit holding the session's uncommitted leftovers, on top of the chain.
+fn leftovers_commit(
+    git: &Git,
+    source: &Path,
+    target: &Target,
+    session: &SessionRecord,
+    tree: &str,
+    parent: &str,
+) -> Result<Pick> {
+    let subject = format!(
+        "a3s-iso: uncommitted changes of session {}",
+        session.session_id
+    );
+    let commit = git
+        .at(source)
+        .args(&target.ident)
+        .args(["commit-tree", tree, "-p", parent])
+        .stdin(format!("{subject}\n").into_bytes())
+        .run_text()?;
+    Ok(Pick { subject, commit })
+}
+
+/// Keeps the chain on the retained branch, sets the user's WIP aside, replays, restores the
+/// WIP and journals. From the stash to the journal nothing may stop halfway: interrupts wait,
+/// and git runs where a Ctrl-C at the terminal cannot reach it.
+fn execute(
+    ctx: &Context,
+    located: &Located,
+    session: &SessionRecord,
+    target: &Target,
+    chain: &[Pick],
+    patch: &Patch,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let git = &ctx.git;
+    let source = session.source.as_path();
+    let id = &session.session_id;
+    let tip = chain
+        .last()
+        .map_or(session.bound_revision.as_str(), |p| p.commit.as_str());
+    crate::refs::set_retained_branch(git, source, id, tip)?;
+    let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
+    let interrupts = crate::signals::Signals::register()?;
+    let stash = stash_wip(git, source, &target.ident, id)?;
+    let failure = replay(git, source, &target.ident, chain, &mut report);
+    if failure.is_some() {
+        // Abort the whole replay: the branch goes back to where it was.
+        let _ = git
+            .at(source)
+            .shielded()
+            .args(["cherry-pick", "--abort"])
+            .output();
+        git.at(source)
+            .shielded()
+            .args(["reset", "-q", "--hard", &target.old_tip])
+            .run()?;
+    }
+    if let Some(stash) = &stash
+        && let Err(warning) = restore_wip(git, source, stash)
+    {
+        out.warnings.push(warning);
+        report.kept_stash = Some(stash.clone());
+    }
+    match failure {
+        Some((commit, detail)) => {
+            out.conflict(Reason::ReplayFailed, Some(detail));
+            report.failed_commit = Some(commit);
+            report.replayed.clear();
+        }
+        None => {
+            journal(
+                located,
+                &patch.digest,
+                Some(id),
+                Some(&target.old_tip),
+                patch.bytes,
+                Landing::Applied,
+                Mode::Branch,
+            )?;
+            out.outcome = Outcome::Applied;
+            if interrupts.received().is_some() {
+                out.warnings.push(
+                    "an interrupt arrived during the replay; the promote finished first".into(),
+                );
+            }
+            out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
+        }
+    }
+    out.branch = Some(report);
+    Ok(())
+}
+
+/// Cherry-picks the chain onto the current branch; a commit whose change is already there is
+/// skipped. Returns the commit that failed and why, if any.
+fn replay(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    chain: &[Pick],
+    report: &mut BranchReport,
+) -> Option<(String, String)> {
+    let mut landed: Vec<&Pick> = Vec::new();
+    for pick in chain {
+        let result = git
+            .at(source)
+            .shielded()
+            .args(ident)
+            .args(["-c", "commit.gpgSign=false", "cherry-pick", "--no-edit"])
+            .args(["--allow-empty-message", &pick.commit])
+            .output();
+        let Ok(result) = result else {
+            return Some((pick.commit.clone(), "git cherry-pick could not run".into()));
+        };
+        if result.exit_code == Some(0) {
+            landed.push(pick);
+        } else if skip_if_empty(git, source) {
+            report.skipped.push(SkippedCommit {
+                commit: pick.commit.clone(),
+                subject: pick.subject.clone(),
+                reason: SkipReason::Empty,
+            });
+        } else {
+            return Some((pick.commit.clone(), result.stderr.trim().to_string()));
+        }
+    }
+    // What each pick became, read once: the new first-parent commits, oldest first.
+    let new_commits = replayed_commits(git, source, landed.len());
+    for (pick, replayed) in landed.into_iter().zip(new_commits) {
+        report.replayed.push(ReplayedCommit {
+            commit: pick.commit.clone(),
+            replayed,
+            subject: pick.subject.clone(),
+        });
+    }
+    None
+}
+
+/// After a failed pick: when nothing is left to commit (its change is already on the branch),
+/// skips it and says so.
+fn skip_if_empty(git: &Git, source: &Path) -> bool {
+    let unmerged = git
+        .at(source)
+        .shielded()
+        .args(["ls-files", "-u"])
+        .run_text()
+        .unwrap_or_default();
+    let nothing_staged = git
+        .at(source)
+        .shielded()
+        .args(["diff", "--cached", "--quiet"])
+        .succeeds()
+        .unwrap_or(false);
+    unmerged.is_empty()
+        && nothing_staged
+        && git
+            .at(source)
+            .shielded()
+            .args(["cherry-pick", "--skip"])
+            .run()
+            .is_ok()
+}
+
+/// The last `count` first-parent commits of HEAD, oldest first.
+fn replayed_commits(git: &Git, source: &Path, count: usize) -> Vec<String> {
+    if count == 0 {
+        return Vec::new();
+    }
+    let listed = git
+        .at(source)
+        .args([
+            "rev-list",
+            "--first-parent",
+            &format!("--max-count={count}"),
+            "HEAD",
+        ])
+        .run_text()
+        .unwrap_or_default();
+    let mut commits: Vec<String> = listed.lines().map(str::to_string).collect();
+    commits.reverse();
+    commits
+}
+
+/// Stashes the source's WIP (untracked included) and returns the stash commit, found by
+/// identity afterwards, never by position.
+fn stash_wip(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    session_id: &str,
+) -> Result<Option<String>> {
+    let status = git
+        .at(source)
+        .shielded()
+        .args(["status", "--porcelain", "--untracked-files=normal"])
+        .run_text()?;
+    if status.is_empty() {
+        return Ok(None);
+    }
+    let before = git.rev_parse(source, "refs/stash")?;
+    git.at(source)
+        .shielded()
+        .args(ident)
+        .args(["stash", "push", "--include-untracked", "-q", "-m"])
+        .arg(format!(
+            "a3s-iso: your WIP, set aside while promoting session {session_id}"
+        ))
+        .run()?;
+    let after = git.rev_parse(source, "refs/stash")?;
+    Ok(if after != before { after } else { None })
+}
+
+/// Restores a stash with its index and drops it; on failure the stash is kept and no unmerged
+/// entries are left behind. The error is the warning to show.
+fn restore_wip(git: &Git, source: &Path, stash: &str) -> std::result::Result<(), String> {
+    let applied = git
+        .at(source)
+        .shielded()
+        .args(["stash", "apply", "--index", "-q", stash])
+        .output();
+    if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
+        let unmerged = git
+            .at(source)
+            .shielded()
+            .args(["ls-files", "-u"])
+            .run_text()
+            .unwrap_or_default();
+        if !unmerged.is_empty() {
+            let _ = git.at(source).shielded().args(["reset", "-q"]).output();
+        }
+        return Err(format!(
+            "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
+        ));
+    }
+    // Drop exactly this stash, wherever it now sits in the list.
+    let list = git
+        .at(source)
+        .shielded()
+        .args(["reflog", "show", "--format=%H", "refs/stash"])
+        .run_text()
+        .unwrap_or_default();
+    if let Some(position) = list.lines().position(|oid| oid == stash) {
+        let _ = git
+            .at(source)
+            .shielded()
+            .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
+            .output();
+    }
+    Ok(())
+}
+
+/// `-c user.name/-c user.email` when git has no identity of its own to commit with.
+fn identity_args(git: &Git, source: &Path) -> Vec<String> {
+    let known = git.at(source).args(["var", "GIT_COMMITTER_IDENT"]).output();
+    if matches!(known, Ok(out) if out.exit_code == Some(0)) {
+        Vec::new()
+    } else {
+        [
+            "-c",
+            "user.name=a3s-iso",
+            "-c",
+            "user.email=a3s-iso@localhost",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+/// A commit of the session's chain, as one `git log` lists it.
+struct Original {
+    commit: String,
+    tree: String,
+    first_parent: String,
+    subject: String,
+}
+
+/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process.
+fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Result<Vec<Original>> {
+    let out = git
+        .at(source)
+        .args([
+            "log",
+            "-z",
+            "--reverse",
+            "--first-parent",
+            "--format=%H %T %P%n%s",
+        ])
+        .arg(format!("{bound}..{head}"))
+        .arg("--")
+        .run()?;
+    // Records are NUL-separated; a subject never holds a newline (%s joins its lines).
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|record| !record.is_empty())
+        .filter_map(|record| {
+            let text = String::from_utf8_lossy(record);
+            let (ids, subject) = text.split_once('\n').unwrap_or((&text, ""));
+            let mut ids = ids.split(' ');
+            Some(Original {
+                commit: ids.next()?.to_string(),
+                tree: ids.next()?.to_string(),
+                first_parent: ids.next().unwrap_or_default().to_string(),
+                subject: subject.to_string(),
+            })
+        })
+        .collect())
+}
+
+/// The raw commit objects of the chain, in one `cat-file --batch`.
+fn raw_commits(git: &Git, source: &Path, chain: &[Original]) -> Result<Vec<Vec<u8>>> {
+    let names: Vec<String> = chain.iter().map(|c| c.commit.clone()).collect();
+    git.cat_file_batch(source, &names)?
+        .into_iter()
+        .zip(&names)
+        .map(|(found, name)| match found {
+            CatFile::Found { content, .. } => Ok(content),
+            CatFile::Missing => Err(Error::internal(format!("commit {name} is missing"))),
+        })
+        .collect()
+}
+
+/// A copy of a commit (its raw object) with another tree and parent, keeping message, author
+/// and committer.
+fn recommit(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    raw: &[u8],
+    tree: &str,
+    parent: &str,
+) -> Result<String> {
+    let text = String::from_utf8_lossy(raw);
+    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let mut cmd = git.at(source).args(ident);
+    for line in headers.lines() {
+        for (prefix, kind) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
+            if let Some(rest) = line.strip_prefix(prefix)
+                && let Some((name, rest)) = rest.split_once(" <")
+                && let Some((email, date)) = rest.split_once("> ")
+            {
+                cmd = cmd
+                    .env(format!("GIT_{kind}_NAME"), name)
+                    .env(format!("GIT_{kind}_EMAIL"), email)
+                    .env(format!("GIT_{kind}_DATE"), format!("@{date}"));
+            }
+        }
+    }
+    cmd.args(["commit-tree", tree, "-p", parent])
+        .stdin(message.as_bytes().to_vec())
+        .run_text()
+}
+
+/// A tree with the carried WIP taken out, or the path where that is impossible.
+enum Filtered {
+    Tree(String),
+    Inseparable(String),
+}
+
+/// Takes the carried WIP back out of trees: a WIP path whose content in the tree is still the
+/// WIP's goes back to its HEAD version. A WIP path the agent changed further cannot be
+/// separated from the WIP and is refused.
+struct WipFilter<'a> {
+    git: &'a Git,
+    source: &'a Path,
+    scratch: std::path::PathBuf,
+    /// The all-zero object id of the repository's hash, for removals.
+    null_oid: String,
+    /// path → (entry at HEAD, entry in the WIP); an entry is `mode oid`, or None when absent.
+    paths: BTreeMap<String, (Option<String>, Option<String>)>,
+}
+
+impl<'a> WipFilter<'a> {
+    fn new(
+        git: &'a Git,
+        source: &'a Path,
+        session: &SessionRecord,
+        scratch: &Path,
+    ) -> Result<WipFilter<'a>> {
+        let mut paths = BTreeMap::new();
+        let mut null_oid = String::new();
+        if session.carried_wip {
+            let head_tree =
+                git.rev_parse_required(source, &format!("{}^{{tree}}", session.bound_revision))?;
+            let names: Vec<String> = git
+                .diff_trees(source, &head_tree, &session.base_tree)?
+                .iter()
+                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .collect();
+            let at_head = git.tree_entries(source, &head_tree, &names)?;
+            let in_wip = git.tree_entries(source, &session.base_tree, &names)?;
+            for name in names {
+                let pair = (at_head.get(&name).cloned(), in_wip.get(&name).cloned());
+                paths.insert(name, pair);
+            }
+            null_oid = git.null_oid(source)?;
+        }
+        Ok(WipFilter {
+            git,
+            source,
+            scratch: scratch.to_path_buf(),
+            null_oid,
+            paths,
+        })
+    }
+
+    /// The tree without the WIP, or the path that cannot be separated from it.
+    fn filter(&self, tree: &str) -> Result<Filtered> {
+        if self.paths.is_empty() {
+            return Ok(Filtered::Tree(tree.to_string()));
+        }
+        let names: Vec<String> = self.paths.keys().cloned().collect();
+        let current = self.git.tree_entries(self.source, tree, &names)?;
+        let mut info = String::new();
+        for (name, (at_head, in_wip)) in &self.paths {
+            let now = current.get(name);
+            if now == in_wip.as_ref() {
+                match at_head {
+                    Some(entry) => info.push_str(&format!("{entry}\t{name}\0")),
+                    None => info.push_str(&format!("0 {}\t{name}\0", self.null_oid)),
+                }
+            } else if now != at_head.as_ref() && now.is_some() {
+                return Ok(Filtered::Inseparable(name.clone()));
+            }
+        }
+        if info.is_empty() {
+            return Ok(Filtered::Tree(tree.to_string()));
+        }
+        let index = TempFile::new(&self.scratch, "index")?;
+        let on_index = || self.git.at(self.source).env("GIT_INDEX_FILE", index.path());
+        on_index().args(["read-tree", tree]).run()?;
+        on_index()
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info.into_bytes())
+            .run()?;
+        Ok(Filtered::Tree(
+            self.git.write_tree(self.source, index.path())?,
+        ))
+    }
+}

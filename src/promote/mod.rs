@@ -1,0 +1,112 @@
+//! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
+//! digest already in the journal, `conflict` when the source moved or the patch does not apply
+//! (nothing applied), `empty`, or `planned` with `--no-apply`.
+//!
+//! The order of steps: (1) a document is verified completely, or a session is captured afresh;
+//! (2) an empty change set stops; (3) a journaled digest is `idempotent`; (4) a session whose
+//! source HEAD moved is `head_moved`; (5) artifacts are written (`--no-apply` stops); (6) the
+//! patch is checked, applied and journaled with interrupts deferred. Branch mode replaces (6)
+//! with a replay of the session's commits.
+
+mod artifacts;
+mod branch;
+mod journal;
+mod options;
+mod outcome;
+mod patch;
+
+use journal::journal;
+use options::Candidate;
+pub use options::PromoteOptions;
+pub use outcome::{
+    BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
+};
+
+use crate::changeset;
+use crate::context::{Context, Located};
+use crate::error::{Error, Result};
+use crate::isolation::writable_isolation;
+use crate::snapshot::{self, Patch};
+use crate::state::{Landing, SessionRecord};
+
+/// Promotes a session or a change-set document; see the module's order of steps.
+pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
+    if let Some(digest) = &opts.note {
+        return note(ctx, opts, digest);
+    }
+    // A document is checked completely before anything else.
+    let verified = match &opts.change_set {
+        Some(path) => Some(changeset::verify_file(path)?),
+        None => None,
+    };
+    let located = ctx.locate()?;
+    let Some(verified) = verified else {
+        let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+        if opts.mode == Mode::Branch {
+            return branch::promote_branch(ctx, &located, session, opts);
+        }
+        let _lock = ctx.lock(&located.repo)?;
+        let candidate = fresh_capture(ctx, &located, session)?;
+        return patch::promote_patch(ctx, &located, candidate, opts);
+    };
+    if opts.mode == Mode::Branch {
+        return Err(Error::Usage {
+            message: "branch mode promotes a session (-s ID), not a change-set file".into(),
+        });
+    }
+    let _lock = ctx.lock(&located.repo)?;
+    let candidate = Candidate {
+        patch: Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
+        session: None,
+        base_tree: None,
+        nested: Vec::new(),
+    };
+    patch::promote_patch(ctx, &located, candidate, opts)
+}
+
+/// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
+fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
+    let snap = writable_isolation(&session)?.snapshot(ctx, located)?;
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.toplevel,
+        &session.base_tree,
+        &snap.tree,
+        &located.store.scratch_dir(),
+    )?;
+    Ok(Candidate {
+        patch,
+        base_tree: Some(session.base_tree.clone()),
+        session: Some(session),
+        nested: snap.nested,
+    })
+}
+
+/// `--note DIGEST`: the host promoted this change set by its own means.
+fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOutcome> {
+    if !changeset::is_sha256_digest(digest) {
+        return Err(Error::Usage {
+            message: format!("--note {digest:?} is not sha256: and 64 lowercase hex digits"),
+        });
+    }
+    let located = ctx.locate()?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
+    out.digest = Some(digest.to_string());
+    out.session_id = opts.session_id.clone();
+    if located.store.journal_entry(digest)?.is_some() {
+        out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    let head = located.repo.head_commit(&ctx.git);
+    journal(
+        &located,
+        digest,
+        opts.session_id.as_deref(),
+        head.as_deref(),
+        0,
+        Landing::Noted,
+        opts.mode,
+    )?;
+    Ok(out)
+}

@@ -1,0 +1,200 @@
+//! What a promote reports: the outcome, the reason for a conflict, and the details, serialised
+//! with the stable codes of `a3s-iso.promote.v1`.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use crate::state::PromoteMode as Mode;
+
+/// The outcome of a promote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The change set landed in the source, now.
+    Applied,
+    /// The change set had landed before (its digest is in the journal); nothing applied.
+    Idempotent,
+    /// It cannot land as it stands; nothing applied.
+    Conflict,
+    /// The change set is empty; nothing to apply.
+    Empty,
+    /// `--no-apply`: artifacts written, the source untouched.
+    Planned,
+    /// `--note`: recorded as promoted by other means.
+    Noted,
+}
+
+impl Outcome {
+    /// The outcome's code, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Applied => "applied",
+            Outcome::Idempotent => "idempotent",
+            Outcome::Conflict => "conflict",
+            Outcome::Empty => "empty",
+            Outcome::Planned => "planned",
+            Outcome::Noted => "noted",
+        }
+    }
+}
+
+/// Why a promote is a conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Reason {
+    /// The source's HEAD is not the session's bound revision.
+    HeadMoved,
+    /// The patch does not apply, or touches paths with uncommitted changes in the source.
+    PatchDoesNotApply,
+    /// Branch mode: a commit could not be replayed (or separated from carried WIP).
+    ReplayFailed,
+}
+
+impl Reason {
+    /// The reason's code, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::HeadMoved => "head_moved",
+            Reason::PatchDoesNotApply => "patch_does_not_apply",
+            Reason::ReplayFailed => "replay_failed",
+        }
+    }
+}
+
+/// The report of a promote (`a3s-iso.promote.v1`, also `summary.json` in the artifacts).
+#[derive(Debug, Clone, Serialize)]
+pub struct PromoteOutcome {
+    /// What happened.
+    pub outcome: Outcome,
+    /// The change set's `sha256:` digest (none for an empty one).
+    pub digest: Option<String>,
+    /// The promoted session, if a session was promoted.
+    pub session_id: Option<String>,
+    /// How the change set lands.
+    pub mode: Mode,
+    /// For `conflict`: why.
+    pub reason: Option<Reason>,
+    /// The revision the session was bound at.
+    pub bound_revision: Option<String>,
+    /// The source's HEAD when the promote looked.
+    pub current_revision: Option<String>,
+    /// Where the patch and `summary.json` were written.
+    pub artifacts: Option<PathBuf>,
+    /// The patch's size in bytes.
+    pub patch_bytes: u64,
+    /// How many files the patch touches.
+    pub files_changed: u64,
+    /// Paths of the patch that collide with the source's uncommitted work (for `conflict`).
+    pub conflicting_paths: Vec<String>,
+    /// Nested repositories left out of the change set.
+    pub nested_repositories: Vec<String>,
+    /// What git said, or what collided.
+    pub detail: Option<String>,
+    /// Things the user should know that did not stop the promote.
+    pub warnings: Vec<String>,
+    /// Branch mode: the retained branch, the commits replayed and skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchReport>,
+}
+
+impl PromoteOutcome {
+    /// A report with only an outcome and a mode; the rest is filled in as the promote goes.
+    pub fn new(outcome: Outcome, mode: Mode) -> PromoteOutcome {
+        PromoteOutcome {
+            outcome,
+            digest: None,
+            session_id: None,
+            mode,
+            reason: None,
+            bound_revision: None,
+            current_revision: None,
+            artifacts: None,
+            patch_bytes: 0,
+            files_changed: 0,
+            conflicting_paths: Vec::new(),
+            nested_repositories: Vec::new(),
+            detail: None,
+            warnings: Vec::new(),
+            branch: None,
+        }
+    }
+
+    /// Marks the report a conflict for `reason`, with git's or a3s-iso's explanation.
+    pub fn conflict(&mut self, reason: Reason, detail: Option<String>) {
+        self.outcome = Outcome::Conflict;
+        self.reason = Some(reason);
+        self.detail = detail;
+    }
+
+    /// 0 for every outcome but `conflict` (3).
+    pub fn exit_code(&self) -> i32 {
+        if self.outcome == Outcome::Conflict {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// A commit replayed onto the source's branch.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplayedCommit {
+    /// The commit on the retained branch.
+    pub commit: String,
+    /// The commit it became on the source's branch.
+    pub replayed: String,
+    /// Its subject line.
+    pub subject: String,
+}
+
+/// Why a commit of the chain was not replayed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SkipReason {
+    /// Its change is already on the branch.
+    Empty,
+}
+
+/// A commit of the chain that was not replayed.
+#[derive(Debug, Clone, Serialize)]
+pub struct SkippedCommit {
+    /// The commit on the retained branch.
+    pub commit: String,
+    /// Its subject line.
+    pub subject: String,
+    /// Why it was skipped.
+    pub reason: SkipReason,
+}
+
+/// What branch mode did.
+#[derive(Debug, Clone, Serialize)]
+pub struct BranchReport {
+    /// `a3s-iso/<id>`: the session's commits (WIP filtered out), kept whatever happens; null
+    /// when the commits could not be rebuilt without the WIP.
+    pub retained_branch: Option<String>,
+    /// The source's branch the commits were replayed onto.
+    pub target_branch: String,
+    /// The commits replayed, in order.
+    pub replayed: Vec<ReplayedCommit>,
+    /// The commits skipped, in order.
+    pub skipped: Vec<SkippedCommit>,
+    /// For `replay_failed`: the commit that could not be replayed.
+    pub failed_commit: Option<String>,
+    /// A stash of the source's WIP that could not be restored (kept, see warnings).
+    pub kept_stash: Option<String>,
+}
+
+impl BranchReport {
+    /// A report of a replay onto `target_branch` that has not started.
+    pub fn new(target_branch: &str, retained_branch: Option<String>) -> BranchReport {
+        BranchReport {
+            retained_branch,
+            target_branch: target_branch.to_string(),
+            replayed: Vec::new(),
+            skipped: Vec::new(),
+            failed_commit: None,
+            kept_stash: None,
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! A run's quarantine object directory. Inside the sandbox the repository's object store is
+//! read-only; git writes the command's new objects (commits on the detached HEAD, `git add`)
+//! here instead, with the real store as an alternate. After the run, a3s-iso checks every new
+//! object as a push would be checked and only then moves them into the store. Nothing the
+//! command wrote can replace or delete an existing object.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{IoContext, Result};
+use crate::git::Git;
+use crate::repo::Repo;
+use crate::state::Store;
+
+/// A run's quarantine: `<state>/quarantine/<run id>/`, removed when dropped.
+#[derive(Debug)]
+pub struct Quarantine {
+    dir: PathBuf,
+}
+
+impl Quarantine {
+    /// Creates an empty quarantine for a run.
+    pub fn create(store: &Store, run_id: &str) -> Result<Quarantine> {
+        let dir = store.dir().join("quarantine").join(run_id);
+        std::fs::create_dir_all(dir.join("pack"))
+            .ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(Quarantine { dir })
+    }
+
+    /// The object directory the command writes to.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The variables that point the command's git at the quarantine, with the repository's
+    /// store as an alternate, and keep it from packing refs or objects (it cannot write them).
+    pub fn environment(&self, repo: &Repo) -> Vec<(String, PathBuf)> {
+        let mut vars = vec![
+            ("GIT_OBJECT_DIRECTORY".to_string(), self.dir.clone()),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES".to_string(),
+                repo.common_dir.join("objects"),
+            ),
+        ];
+        let settings = [("gc.auto", "0"), ("maintenance.auto", "false")];
+        vars.push(("GIT_CONFIG_COUNT".into(), settings.len().to_string().into()));
+        for (i, (key, value)) in settings.iter().enumerate() {
+            vars.push((format!("GIT_CONFIG_KEY_{i}"), PathBuf::from(key)));
+            vars.push((format!("GIT_CONFIG_VALUE_{i}"), PathBuf::from(value)));
+        }
+        vars
+    }
+
+    /// Checks and moves the quarantined objects into the repository's store; returns how many
+    /// moved. Anything the command pointed the quarantine at (`info/alternates`) is dropped
+    /// first, so only objects it really wrote are considered.
+    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<usize> {
+        let info = self.dir.join("info");
+        if std::fs::symlink_metadata(&info).is_ok() {
+            std::fs::remove_dir_all(&info).ctx(|| format!("cannot remove {}", info.display()))?;
+        }
+        git.copy_objects(&repo.toplevel, &self.dir)
+    }
+}
+
+impl Drop for Quarantine {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,161 @@
+//! Every private ref a3s-iso writes, named in one place, with its lifecycle: a session's refs
+//! are created at bind (pinned base and carried WIP), a run's result is pinned once at capture,
+//! a sweep pins a final snapshot, and discard or reclaim deletes them.
+//!
+//! ```text
+//! refs/a3s-iso/sessions/<id>/base        the bound commit
+//! refs/a3s-iso/sessions/<id>/wip         the carried WIP snapshot (the session's base tree)
+//! refs/a3s-iso/sessions/<id>/wip-index   what the source had staged when WIP was carried
+//! refs/a3s-iso/runs/<id>/<run>           a run's result tree (immutable evidence)
+//! refs/a3s-iso/swept/<id>                the snapshot taken before a sweep removed the tree
+//! refs/heads/a3s-iso/<id>                branch mode's retained branch (a user-visible branch)
+//! ```
+
+use std::path::Path;
+
+use crate::error::Result;
+use crate::git::{Git, RefUpdate};
+use crate::state::SessionRecord;
+
+/// The private namespace; nothing outside it is ever written but the retained branch.
+pub const NAMESPACE: &str = "refs/a3s-iso/";
+
+/// The ref pinning a session's bound commit.
+pub fn session_base(session_id: &str) -> String {
+    format!("{NAMESPACE}sessions/{session_id}/base")
+}
+
+/// The ref pinning a run's result tree.
+pub fn run_result(session_id: &str, run_id: &str) -> String {
+    format!("{NAMESPACE}runs/{session_id}/{run_id}")
+}
+
+/// The ref pinning the snapshot a sweep took before it removed the isolation.
+pub fn swept(session_id: &str) -> String {
+    format!("{NAMESPACE}swept/{session_id}")
+}
+
+/// The short name of branch mode's retained branch.
+pub fn retained_branch(session_id: &str) -> String {
+    format!("a3s-iso/{session_id}")
+}
+
+/// Which of a session's refs a deletion covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Base, WIP and run refs; the swept snapshot stays (a reclaim keeps the last work).
+    KeepSwept,
+    /// Everything, the swept snapshot included (`discard --purge`).
+    All,
+}
+
+/// Pins what a session record names (the bound commit and any carried WIP trees) in one
+/// transaction, so `git gc` keeps them.
+pub fn pin_session(git: &Git, dir: &Path, record: &SessionRecord) -> Result<()> {
+    let id = &record.session_id;
+    let mut updates = vec![RefUpdate::Set {
+        name: session_base(id),
+        target: record.bound_revision.clone(),
+    }];
+    if record.carried_wip {
+        updates.push(RefUpdate::Set {
+            name: format!("{NAMESPACE}sessions/{id}/wip"),
+            target: record.base_tree.clone(),
+        });
+        if let Some(index_tree) = &record.carried_index_tree {
+            updates.push(RefUpdate::Set {
+                name: format!("{NAMESPACE}sessions/{id}/wip-index"),
+                target: index_tree.clone(),
+            });
+        }
+    }
+    git.update_refs(dir, &updates, "a3s-iso: bind")
+}
+
+/// What pinning a run's result found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pinned {
+    /// The ref is new, or already held this very tree.
+    Held,
+    /// The run id was pinned to another tree before (immutable evidence).
+    Other(String),
+}
+
+/// Pins a run's result tree, only if the run id has no result yet.
+pub fn pin_run(
+    git: &Git,
+    dir: &Path,
+    session_id: &str,
+    run_id: &str,
+    tree: &str,
+) -> Result<Pinned> {
+    let name = run_result(session_id, run_id);
+    let created = git.update_refs(
+        dir,
+        &[RefUpdate::Create {
+            name: name.clone(),
+            target: tree.to_string(),
+        }],
+        "a3s-iso: capture",
+    );
+    if created.is_ok() {
+        return Ok(Pinned::Held);
+    }
+    match git.rev_parse(dir, &name)? {
+        Some(pinned) if pinned == tree => Ok(Pinned::Held),
+        Some(pinned) => Ok(Pinned::Other(pinned)),
+        None => created.map(|()| Pinned::Held),
+    }
+}
+
+/// Whether a run id already has a pinned result.
+pub fn run_exists(git: &Git, dir: &Path, session_id: &str, run_id: &str) -> Result<bool> {
+    Ok(git
+        .rev_parse(dir, &run_result(session_id, run_id))?
+        .is_some())
+}
+
+/// Pins the snapshot a sweep takes before removing an isolation.
+pub fn pin_swept(git: &Git, dir: &Path, session_id: &str, tree: &str) -> Result<()> {
+    git.update_refs(
+        dir,
+        &[RefUpdate::Set {
+            name: swept(session_id),
+            target: tree.to_string(),
+        }],
+        "a3s-iso: sweep",
+    )
+}
+
+/// Points the retained branch at `commit`.
+pub fn set_retained_branch(git: &Git, dir: &Path, session_id: &str, commit: &str) -> Result<()> {
+    git.update_refs(
+        dir,
+        &[RefUpdate::Set {
+            name: format!("refs/heads/{}", retained_branch(session_id)),
+            target: commit.to_string(),
+        }],
+        "a3s-iso: retained commits of the session",
+    )
+}
+
+/// The session's private refs within `scope`.
+pub fn session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope) -> Result<Vec<String>> {
+    let mut prefixes = vec![
+        format!("{NAMESPACE}sessions/{session_id}/"),
+        format!("{NAMESPACE}runs/{session_id}/"),
+    ];
+    if scope == Scope::All {
+        prefixes.push(swept(session_id));
+    }
+    git.list_refs(dir, &prefixes)
+}
+
+/// Deletes the session's private refs within `scope`, in one transaction.
+pub fn delete_session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope) -> Result<()> {
+    let updates: Vec<RefUpdate> = session_refs(git, dir, session_id, scope)?
+        .into_iter()
+        .map(|name| RefUpdate::Delete { name })
+        .collect();
+    git.update_refs(dir, &updates, "a3s-iso: drop session")
+}

@@ -1,0 +1,314 @@
+//! The sandbox's view of the file system, in its own mount namespace: every host mount
+//! read-only; fresh, private `/tmp`, `/dev/shm`, `$XDG_RUNTIME_DIR` (and `/run` when the
+//! network is denied, which hides host sockets there); the isolation, its quarantine and the
+//! allowed paths writable; the links that locate the isolation's repository read-only; and the
+//! secrets covered.
+//!
+//! [`plan`] decides the steps from the spec and the mount table; [`apply`] performs them in
+//! the sandbox helper, which holds every capability in its new user namespace.
+
+use std::ffi::OsString;
+use std::os::fd::{BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use rustix::fs::{CWD, StatVfsMountFlags, statvfs};
+use rustix::mount::{
+    MountFlags, MountPropagationFlags, MoveMountFlags, OpenTreeFlags, mount, mount_bind,
+    mount_change, mount_remount, move_mount, open_tree,
+};
+
+use super::spec::SandboxSpec;
+
+/// One step of the mount setup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Take a detached copy of the tree at `path` before the host mounts change.
+    Stage(PathBuf),
+    /// Make a host mount read-only.
+    ReadOnly(PathBuf),
+    /// Cover a directory with a fresh, empty, writable tmpfs.
+    Private { path: PathBuf, mode: u32 },
+    /// Put a staged copy back at its path, writable or read-only.
+    Restore { path: PathBuf, writable: bool },
+    /// Mount a file or directory read-only over itself.
+    Freeze(PathBuf),
+    /// Cover a secret: an empty read-only directory, or an empty file.
+    Hide(PathBuf),
+}
+
+/// Decodes the octal escapes of `/proc/self/mountinfo` (`\040` for a space).
+fn unescape(field: &str) -> PathBuf {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let octal = bytes.get(i + 1..i + 4).filter(|_| bytes[i] == b'\\');
+        match octal.and_then(|o| u8::from_str_radix(std::str::from_utf8(o).ok()?, 8).ok()) {
+            Some(byte) => {
+                out.push(byte);
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+/// The mount points of this mount namespace, shallowest first.
+pub(super) fn mount_points() -> std::io::Result<Vec<PathBuf>> {
+    let table = std::fs::read_to_string("/proc/self/mountinfo")?;
+    let mut points: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(unescape)
+        .collect();
+    points.sort_by_key(|p| p.components().count());
+    points.dedup();
+    Ok(points)
+}
+
+/// Plans the mount setup. Pure: the caller passes the mount table and the spec.
+pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
+    let under_private = |p: &Path| spec.private.iter().any(|private| p.starts_with(private));
+    let mut restores: Vec<(PathBuf, bool)> = Vec::new();
+    restores.extend(spec.writable.iter().map(|p| (p.clone(), true)));
+    restores.extend(
+        spec.visible
+            .iter()
+            .filter(|p| under_private(p))
+            .map(|p| (p.clone(), false)),
+    );
+    restores.sort_by_key(|(p, _)| p.components().count());
+    let mut steps: Vec<Step> = restores
+        .iter()
+        .map(|(p, _)| Step::Stage(p.clone()))
+        .collect();
+    steps.extend(
+        host_mounts
+            .iter()
+            .filter(|p| !p.starts_with("/proc") && !under_private(p))
+            .map(|p| Step::ReadOnly(p.clone())),
+    );
+    steps.extend(spec.private.iter().map(|p| Step::Private {
+        path: p.clone(),
+        mode: if p == Path::new("/tmp") || p == Path::new("/dev/shm") {
+            0o1777
+        } else if p == Path::new("/run") {
+            0o755
+        } else {
+            0o700
+        },
+    }));
+    steps.extend(
+        restores
+            .into_iter()
+            .map(|(path, writable)| Step::Restore { path, writable }),
+    );
+    steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
+    steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
+    steps
+}
+
+/// Why a step failed, naming the path.
+fn failed(what: &str, path: &Path, err: impl std::fmt::Display) -> String {
+    format!("cannot {what} {}: {err}", path.display())
+}
+
+/// The flags a remount must keep: a user namespace may add `ro` but not drop the others.
+fn kept_flags(path: &Path) -> MountFlags {
+    let Ok(stat) = statvfs(path) else {
+        return MountFlags::empty();
+    };
+    let pairs = [
+        (StatVfsMountFlags::NOSUID, MountFlags::NOSUID),
+        (StatVfsMountFlags::NODEV, MountFlags::NODEV),
+        (StatVfsMountFlags::NOEXEC, MountFlags::NOEXEC),
+        (StatVfsMountFlags::NOATIME, MountFlags::NOATIME),
+        (StatVfsMountFlags::NODIRATIME, MountFlags::NODIRATIME),
+        (StatVfsMountFlags::RELATIME, MountFlags::RELATIME),
+    ];
+    pairs
+        .iter()
+        .filter(|(stat_flag, _)| stat.f_flag.contains(*stat_flag))
+        .fold(MountFlags::empty(), |acc, (_, flag)| acc | *flag)
+}
+
+/// Makes the topmost mount at `path` read-only.
+pub(super) fn remount_read_only(path: &Path) -> std::io::Result<()> {
+    let flags = MountFlags::BIND | MountFlags::RDONLY | kept_flags(path);
+    mount_remount(path, flags, "").map_err(Into::into)
+}
+
+/// Applies the planned steps, in order. Staged copies are held as detached mounts until
+/// they are put back.
+pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
+    mount_change(
+        "/",
+        MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
+    )
+    .map_err(|e| failed("make private", Path::new("/"), e))?;
+    // Each copy with whether it is a directory (its place may have to be made again).
+    let mut staged: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
+    for step in steps {
+        match step {
+            Step::Stage(path) => {
+                let flags = OpenTreeFlags::OPEN_TREE_CLONE
+                    | OpenTreeFlags::AT_RECURSIVE
+                    | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+                let copy = open_tree(CWD, path, flags).map_err(|e| failed("copy", path, e))?;
+                staged.push((path.clone(), copy, path.is_dir()));
+            }
+            Step::ReadOnly(path) => read_only_host_mount(path)?,
+            Step::Private { path, mode } => private_tmpfs(path, *mode)?,
+            Step::Restore { path, writable } => {
+                let at = staged.iter().position(|(p, ..)| p == path);
+                let at = at.ok_or_else(|| failed("find", path, "no copy"))?;
+                let (_, copy, is_dir) = staged.swap_remove(at);
+                restore(path, copy.as_fd_borrowed(), is_dir, *writable)?;
+            }
+            Step::Freeze(path) => {
+                mount_bind(path, path).map_err(|e| failed("bind", path, e))?;
+                remount_read_only(path).map_err(|e| failed("freeze", path, e))?;
+            }
+            Step::Hide(path) => hide(path)?,
+        }
+    }
+    Ok(())
+}
+
+/// A host mount that cannot be reached cannot be written through either; any other failure
+/// leaves a hole, so it fails the sandbox.
+fn read_only_host_mount(path: &Path) -> std::result::Result<(), String> {
+    match remount_read_only(path) {
+        Ok(()) => Ok(()),
+        Err(e)
+            if matches!(
+                e.raw_os_error(),
+                Some(libc::ENOENT | libc::EACCES | libc::ENOTDIR)
+            ) =>
+        {
+            Ok(())
+        }
+        Err(e) => Err(failed("make read-only", path, e)),
+    }
+}
+
+fn private_tmpfs(path: &Path, mode: u32) -> std::result::Result<(), String> {
+    if !path.is_dir() {
+        // Under another private tmpfs (e.g. $XDG_RUNTIME_DIR under /run): make it there.
+        std::fs::create_dir_all(path).map_err(|e| failed("create", path, e))?;
+    }
+    let options = std::ffi::CString::new(format!("mode={mode:o}"))
+        .map_err(|e| failed("mount tmpfs on", path, e))?;
+    mount(
+        "tmpfs",
+        path,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        options.as_c_str(),
+    )
+    .map_err(|e| failed("mount tmpfs on", path, e))
+}
+
+fn restore(
+    path: &Path,
+    copy: BorrowedFd<'_>,
+    is_dir: bool,
+    writable: bool,
+) -> std::result::Result<(), String> {
+    if std::fs::symlink_metadata(path).is_err() {
+        // Its place is on a private tmpfs now: make it again there.
+        let made = match (is_dir, path.parent()) {
+            (true, _) => std::fs::create_dir_all(path),
+            (false, Some(parent)) => {
+                std::fs::create_dir_all(parent).and_then(|()| std::fs::File::create(path).map(drop))
+            }
+            (false, None) => Ok(()),
+        };
+        made.map_err(|e| failed("create", path, e))?;
+    }
+    move_mount(copy, "", CWD, path, MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH)
+        .map_err(|e| failed("put back", path, e))?;
+    if !writable {
+        remount_read_only(path).map_err(|e| failed("make read-only", path, e))?;
+    }
+    Ok(())
+}
+
+fn hide(path: &Path) -> std::result::Result<(), String> {
+    let is_dir = std::fs::metadata(path).map(|m| m.is_dir()).unwrap_or(false);
+    if is_dir {
+        mount(
+            "tmpfs",
+            path,
+            "tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            c"mode=000,size=4k",
+        )
+        .map_err(|e| failed("hide", path, e))?;
+    } else {
+        mount_bind("/dev/null", path).map_err(|e| failed("hide", path, e))?;
+    }
+    remount_read_only(path).map_err(|e| failed("hide", path, e))
+}
+
+/// Borrowing an owned descriptor, named for what the mount calls take.
+trait AsFdBorrowed {
+    fn as_fd_borrowed(&self) -> BorrowedFd<'_>;
+}
+
+impl AsFdBorrowed for OwnedFd {
+    fn as_fd_borrowed(&self) -> BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mountinfo_escapes_are_decoded() {
+        assert_eq!(unescape("/a\\040b"), PathBuf::from("/a b"));
+        assert_eq!(unescape("/plain"), PathBuf::from("/plain"));
+    }
+
+    #[test]
+    fn writable_paths_are_staged_before_the_host_turns_read_only() {
+        let spec = SandboxSpec {
+            writable: vec!["/tmp/w/iso".into()],
+            visible: vec!["/tmp/w/src/.git".into(), "/home/u".into()],
+            private: vec!["/tmp".into()],
+            frozen: vec!["/tmp/w/iso/.git".into()],
+            hidden: vec!["/home/u/.ssh".into()],
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into(), "/tmp".into(), "/proc".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/tmp/w/iso".into()),
+                Step::Stage("/tmp/w/src/.git".into()),
+                Step::ReadOnly("/".into()),
+                Step::Private {
+                    path: "/tmp".into(),
+                    mode: 0o1777
+                },
+                Step::Restore {
+                    path: "/tmp/w/iso".into(),
+                    writable: true
+                },
+                Step::Restore {
+                    path: "/tmp/w/src/.git".into(),
+                    writable: false
+                },
+                Step::Freeze("/tmp/w/iso/.git".into()),
+                Step::Hide("/home/u/.ssh".into()),
+            ]
+        );
+    }
+}

@@ -1,0 +1,123 @@
+//! What the sandbox helper is asked to set up, and what a run reports of it.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::landlock::landlock_abi;
+
+/// The device nodes a command may write to besides its allowed directories.
+pub const DEVICE_NODES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+];
+
+/// What the helper sets up before exec'ing the command. Paths are absolute.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SandboxSpec {
+    /// A network namespace with only loopback (also hides host sockets under `/run`).
+    pub deny_network: bool,
+    /// Paths that stay writable (the isolation, its admin dir and quarantine, the allowed
+    /// paths, device nodes); everything else is read-only.
+    pub writable: Vec<PathBuf>,
+    /// Paths the command must still read when they lie under a private directory (the common
+    /// git dir, the home directory, `--allow-read` paths).
+    pub visible: Vec<PathBuf>,
+    /// Directories replaced by a fresh, empty tmpfs (`/tmp`, `/dev/shm`, the runtime dir).
+    pub private: Vec<PathBuf>,
+    /// Files mounted read-only over themselves: the links that tie the isolation to its
+    /// repository (`<tree>/.git`, `<admin>/commondir`, `<admin>/gitdir`).
+    pub frozen: Vec<PathBuf>,
+    /// Secrets covered with empty ones.
+    pub hidden: Vec<PathBuf>,
+    /// The directory the command starts in.
+    pub workdir: PathBuf,
+    /// The command runs in a session of its own with its stdin (a pseudo-terminal) as its
+    /// controlling terminal.
+    pub own_terminal: bool,
+}
+
+/// Whether a run's command could reach the network.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NetworkAccess {
+    /// Its own network namespace: loopback only.
+    Denied,
+    /// The host's network.
+    Allowed,
+}
+
+/// Whether a run's command could write outside its allowed paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FilesystemAccess {
+    /// Writes only to the writable paths.
+    Confined,
+    /// Writes wherever the user may write.
+    Unconfined,
+}
+
+/// Which protections were in force for a run (`sandbox` in `a3s-iso.run.v1`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SandboxReport {
+    /// Whether the command ran sandboxed at all.
+    pub enabled: bool,
+    /// `denied` (own network namespace, loopback only) or `allowed`.
+    pub network: NetworkAccess,
+    /// `confined` (writes only to `writable`) or `unconfined`.
+    pub filesystem: FilesystemAccess,
+    /// The paths the command could write.
+    pub writable: Vec<PathBuf>,
+    /// Own mount namespace with the host read-only and private `/tmp`.
+    pub mounts: bool,
+    /// Own PID namespace: nothing the command starts outlives it.
+    pub pid: bool,
+    /// The seccomp deny list was installed.
+    pub seccomp: bool,
+    /// The secrets that were hidden.
+    pub secrets_hidden: Vec<PathBuf>,
+    /// The kernel's Landlock ABI version, when Landlock was a second layer.
+    pub landlock_abi: Option<i64>,
+}
+
+impl SandboxReport {
+    /// The report of an unsandboxed run (`--no-sandbox`).
+    pub fn disabled() -> SandboxReport {
+        SandboxReport {
+            enabled: false,
+            network: NetworkAccess::Allowed,
+            filesystem: FilesystemAccess::Unconfined,
+            writable: Vec::new(),
+            mounts: false,
+            pid: false,
+            seccomp: false,
+            secrets_hidden: Vec::new(),
+            landlock_abi: None,
+        }
+    }
+
+    /// The report of a run under `spec`, on this kernel.
+    pub fn of(spec: &SandboxSpec) -> SandboxReport {
+        SandboxReport {
+            enabled: true,
+            network: if spec.deny_network {
+                NetworkAccess::Denied
+            } else {
+                NetworkAccess::Allowed
+            },
+            filesystem: FilesystemAccess::Confined,
+            writable: spec.writable.clone(),
+            mounts: true,
+            pid: true,
+            seccomp: true,
+            secrets_hidden: spec.hidden.clone(),
+            landlock_abi: landlock_abi(),
+        }
+    }
+}
