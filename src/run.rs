@@ -249,10 +249,10 @@ fn sandbox_for(
             .chain([isolation.tree.join(".git")])
             .filter(|p| p.is_file())
             .collect(),
-        sealed: ["objects", "refs"]
+        sealed: ["objects", "refs", "config"]
             .iter()
             .map(|d| located.repo.common_dir.join(d))
-            .filter(|p| p.is_dir())
+            .filter(|p| p.exists())
             .collect(),
         scratch_layer: Some(located.repo.common_dir.clone()),
         hidden: hidden_paths(home.as_deref(), &allow_read, !request.allow_network),

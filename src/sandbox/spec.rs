@@ -34,7 +34,7 @@ pub struct SandboxSpec {
     /// Files mounted read-only over themselves: the links that tie the isolation to its
     /// repository (`<tree>/.git`, `<admin>/commondir`, `<admin>/gitdir`).
     pub frozen: Vec<PathBuf>,
-    /// Paths restored read-only in any case (the repository's `objects` and `refs`).
+    /// Paths restored read-only in any case (the repository's `objects`, `refs` and `config`).
     pub sealed: Vec<PathBuf>,
     /// A directory whose view the command may change privately (the repository's git dir):
     /// writes there land in a throwaway layer, so git's own lock files work; what `sealed`
