@@ -295,3 +295,29 @@ pub fn normalize(fx: &Fixture, text: &str) -> String {
     }
     out
 }
+
+/// Whether a tool a test needs is here ("sandbox" for the kernel's sandbox, "root" for root,
+/// else a program on PATH). Missing, it fails the test unless `A3S_ISO_TEST_ALLOW_MISSING`
+/// names it (or says `all`); then it says why and the test skips.
+pub fn require_tool(tool: &str) -> bool {
+    let present = match tool {
+        "sandbox" => crate::run::sandbox_available(),
+        program => std::process::Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false),
+    };
+    if present {
+        return true;
+    }
+    let allowed = std::env::var("A3S_ISO_TEST_ALLOW_MISSING").unwrap_or_default();
+    if allowed
+        .split(',')
+        .any(|name| name.trim() == tool || name.trim() == "all")
+    {
+        eprintln!("SKIPPED: {tool} missing, allowed by A3S_ISO_TEST_ALLOW_MISSING");
+        return false;
+    }
+    panic!("this test needs {tool}, which is missing here");
+}
