@@ -93,6 +93,22 @@ _, _, usage = os.wait4(p.pid, 0)
 print(usage.ru_maxrss)' "$@"
 }
 
+# peak RSS (KiB) of a3s-iso's own process, without the git processes it runs (sampled).
+own_peak_kib() {
+  python3 -c 'import subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+peak = 0
+while p.poll() is None:
+    try:
+        for line in open(f"/proc/{p.pid}/status"):
+            if line.startswith("VmHWM:"):
+                peak = max(peak, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.002)
+print(peak)' "$@"
+}
+
 sandbox=()
 largest=""
 for size in $sizes; do
@@ -173,6 +189,21 @@ promote_kib=$(peak_kib "$bin" promote -q -s mem)
 patch_bytes=$("$bin" capture -s mem --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["patch_bytes"])')
 row "$largest" "peak RSS capture, ${patch_bytes}-byte patch" "$((capture_kib / 1024)) MiB" "-" "-"
 row "$largest" "peak RSS promote, ${patch_bytes}-byte patch" "$((promote_kib / 1024)) MiB" "-" "-"
+
+# a3s-iso's own memory promoting a 64 MiB patch: the patch streams from file to file.
+"$bin" discard -q -s mem --purge >/dev/null 2>&1 || true
+git checkout -q -- . && git clean -fdq
+"$bin" bind -q -s huge >/dev/null
+python3 - "$work/r$largest/.a3s-isolate-huge" <<'PY'
+import os, sys, random
+rng = random.Random(11)
+with open(os.path.join(sys.argv[1], "huge.txt"), "w") as f:
+    for i in range(1_050_000):
+        f.write(f"{i:07d} " + "".join(rng.choice("klmnopqrst") for _ in range(55)) + "\n")
+PY
+huge_kib=$(own_peak_kib "$bin" promote -q -s huge)
+huge_bytes=$(wc -c < "$(ls -td .git/a3s-iso/artifacts/*/ | head -1)change.patch" 2>/dev/null || echo 0)
+row "$largest" "own peak RSS promote, ${huge_bytes}-byte patch" "$((huge_kib / 1024)) MiB" "-" "-"
 
 printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
 printf '%s\n' "${results[@]}"

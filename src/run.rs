@@ -249,14 +249,35 @@ fn sandbox_for(
             .chain([isolation.tree.join(".git")])
             .filter(|p| p.is_file())
             .collect(),
-        hidden: home
-            .map(|home| sandbox::secrets::to_hide(&home, &allow_read))
-            .unwrap_or_default(),
+        sealed: ["objects", "refs", "config"]
+            .iter()
+            .map(|d| located.repo.common_dir.join(d))
+            .filter(|p| p.exists())
+            .collect(),
+        scratch_layer: Some(located.repo.common_dir.clone()),
+        hidden: hidden_paths(home.as_deref(), &allow_read, !request.allow_network),
         workdir: workdir.to_path_buf(),
         own_terminal: false,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
+}
+
+/// The secrets to cover, and with the network denied the caller's ssh agent socket (it may
+/// live outside the private directories).
+fn hidden_paths(home: Option<&Path>, allow_read: &[PathBuf], deny_network: bool) -> Vec<PathBuf> {
+    let mut hidden = home
+        .map(|home| sandbox::secrets::to_hide(home, allow_read))
+        .unwrap_or_default();
+    if deny_network
+        && let Some(agent) = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from)
+        && agent.is_absolute()
+        && std::fs::symlink_metadata(&agent).is_ok()
+        && !allow_read.iter().any(|allowed| agent.starts_with(allowed))
+    {
+        hidden.push(agent);
+    }
+    hidden
 }
 
 /// Canonical forms of paths a caller named; a path that does not exist is `invalid_input`.

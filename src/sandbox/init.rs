@@ -22,7 +22,7 @@ use super::landlock::confine_writes;
 use super::mounts;
 use super::seccomp;
 use super::spec::SandboxSpec;
-use super::status::{report_failure, spawn_failure};
+use super::status::{HelperCode, report_failure, spawn_failure};
 use super::sys;
 
 /// `/proc` files a process mapped to the host's root could otherwise write (sysctls).
@@ -45,7 +45,7 @@ pub(super) fn run(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
         Err(e) => {
             return report_failure(
                 status_file,
-                "sandbox_unavailable",
+                HelperCode::SandboxUnavailable,
                 format!("cannot make a pipe: {e}"),
                 &program,
             );
@@ -54,7 +54,7 @@ pub(super) fn run(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
     match sys::fork() {
         Err(e) => report_failure(
             status_file,
-            "sandbox_unavailable",
+            HelperCode::SandboxUnavailable,
             format!("cannot start the sandbox's init: {e}"),
             &program,
         ),
@@ -114,13 +114,23 @@ fn be_init(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> Ende
     let program = command[0].to_string_lossy().into_owned();
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
     if let Err(message) = mount_proc() {
-        let code = report_failure(status_file, "sandbox_unavailable", message, &program);
+        let code = report_failure(
+            status_file,
+            HelperCode::SandboxUnavailable,
+            message,
+            &program,
+        );
         return Ended { code, signal: None };
     }
     let child = match sys::fork() {
         Err(e) => {
             let message = format!("cannot start the command: {e}");
-            let code = report_failure(status_file, "sandbox_unavailable", message, &program);
+            let code = report_failure(
+                status_file,
+                HelperCode::SandboxUnavailable,
+                message,
+                &program,
+            );
             return Ended { code, signal: None };
         }
         Ok(None) => sys::exit(become_command(spec, status_file, command)),
@@ -167,8 +177,14 @@ fn mount_proc() -> std::result::Result<(), String> {
 /// Returns only on failure, with the status to exit with.
 fn become_command(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> i32 {
     let program = command[0].to_string_lossy().into_owned();
-    let fail =
-        |message: String| report_failure(status_file, "sandbox_unavailable", message, &program);
+    let fail = |message: String| {
+        report_failure(
+            status_file,
+            HelperCode::SandboxUnavailable,
+            message,
+            &program,
+        )
+    };
     if spec.own_terminal {
         if let Err(e) = rustix::process::setsid() {
             return fail(format!("cannot start a session: {e}"));
@@ -193,10 +209,10 @@ fn become_command(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
         .args(&command[1..])
         .exec();
     match spawn_failure(&command[0], &err) {
-        Some(e) => report_failure(status_file, e.code().as_str(), e.to_string(), &program),
+        Some(e) => report_failure(status_file, HelperCode::of(&e), e.to_string(), &program),
         None => report_failure(
             status_file,
-            "internal",
+            HelperCode::Internal,
             format!("cannot run {program}: {err}"),
             &program,
         ),

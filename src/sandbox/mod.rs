@@ -24,7 +24,7 @@ mod sys;
 
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use spec::{DEVICE_NODES, FilesystemAccess, NetworkAccess, SandboxReport, SandboxSpec};
-pub use status::{HelperFailure, read_failure, spawn_failure};
+pub use status::{HelperCode, HelperFailure, read_failure, spawn_failure};
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -65,10 +65,21 @@ pub fn exec_sandboxed(spec: &SandboxSpec, status_file: &Path, command: &[OsStrin
         .first()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let fail =
-        |message: String| report_failure(status_file, "sandbox_unavailable", message, &program);
+    let fail = |message: String| {
+        report_failure(
+            status_file,
+            HelperCode::SandboxUnavailable,
+            message,
+            &program,
+        )
+    };
     if command.is_empty() {
-        return report_failure(status_file, "usage", "no command to run".into(), &program);
+        return report_failure(
+            status_file,
+            HelperCode::Usage,
+            "no command to run".into(),
+            &program,
+        );
     }
     if let Err(err) = probe(spec) {
         return fail(err.to_string());

@@ -31,6 +31,8 @@ pub(super) enum Step {
     Private { path: PathBuf, mode: u32 },
     /// Put a staged copy back at its path, writable or read-only.
     Restore { path: PathBuf, writable: bool },
+    /// Cover a directory with a throwaway writable layer over its current content.
+    Layer(PathBuf),
     /// Mount a file or directory read-only over itself.
     Freeze(PathBuf),
     /// Cover a secret: an empty read-only directory, or an empty file.
@@ -82,6 +84,7 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
             .filter(|p| under_private(p))
             .map(|p| (p.clone(), false)),
     );
+    restores.extend(spec.sealed.iter().map(|p| (p.clone(), false)));
     restores.sort_by_key(|(p, _)| p.components().count());
     let mut steps: Vec<Step> = restores
         .iter()
@@ -103,11 +106,22 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
             0o700
         },
     }));
-    steps.extend(
-        restores
-            .into_iter()
-            .map(|(path, writable)| Step::Restore { path, writable }),
-    );
+    let layer_depth = spec.scratch_layer.as_ref().map(|p| p.components().count());
+    let mut layered = false;
+    for (path, writable) in restores {
+        // The layer goes over its directory once that is back, below anything deeper.
+        if let (Some(layer), Some(depth)) = (&spec.scratch_layer, layer_depth)
+            && !layered
+            && path.components().count() > depth
+        {
+            steps.push(Step::Layer(layer.clone()));
+            layered = true;
+        }
+        steps.push(Step::Restore { path, writable });
+    }
+    if let (Some(layer), false) = (&spec.scratch_layer, layered) {
+        steps.push(Step::Layer(layer.clone()));
+    }
     steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
     steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
     steps
@@ -170,6 +184,7 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
                 let (_, copy, is_dir) = staged.swap_remove(at);
                 restore(path, copy.as_fd_borrowed(), is_dir, *writable)?;
             }
+            Step::Layer(path) => scratch_layer(path),
             Step::Freeze(path) => {
                 mount_bind(path, path).map_err(|e| failed("bind", path, e))?;
                 remount_read_only(path).map_err(|e| failed("freeze", path, e))?;
@@ -237,6 +252,36 @@ fn restore(
         remount_read_only(path).map_err(|e| failed("make read-only", path, e))?;
     }
     Ok(())
+}
+
+/// Where the throwaway layers live: on the private /tmp, which nothing outside sees.
+const LAYER_DIR: &str = "/tmp/.a3s-iso-layer";
+
+/// An overlay of a throwaway tmpfs layer over `path`. Best effort: without it git inside
+/// only prints errors about locks it cannot take (kernels or file systems without overlays).
+fn scratch_layer(path: &Path) {
+    let base = Path::new(LAYER_DIR);
+    let (upper, work) = (base.join("upper"), base.join("work"));
+    if std::fs::create_dir_all(&upper).is_err() || std::fs::create_dir_all(&work).is_err() {
+        return;
+    }
+    let plain = |p: &Path| {
+        let text = p.to_string_lossy();
+        (!text.contains([',', ':', '\\'])).then(|| text.into_owned())
+    };
+    let (Some(lower), Some(upper), Some(work)) = (plain(path), plain(&upper), plain(&work)) else {
+        return;
+    };
+    for extra in [",userxattr", ""] {
+        let options = format!("lowerdir={lower},upperdir={upper},workdir={work}{extra}");
+        let Ok(options) = std::ffi::CString::new(options) else {
+            return;
+        };
+        let flags = MountFlags::NOSUID | MountFlags::NODEV;
+        if mount("overlay", path, "overlay", flags, options.as_c_str()).is_ok() {
+            return;
+        }
+    }
 }
 
 fn hide(path: &Path) -> std::result::Result<(), String> {

@@ -34,6 +34,12 @@ pub struct SandboxSpec {
     /// Files mounted read-only over themselves: the links that tie the isolation to its
     /// repository (`<tree>/.git`, `<admin>/commondir`, `<admin>/gitdir`).
     pub frozen: Vec<PathBuf>,
+    /// Paths restored read-only in any case (the repository's `objects`, `refs` and `config`).
+    pub sealed: Vec<PathBuf>,
+    /// A directory whose view the command may change privately (the repository's git dir):
+    /// writes there land in a throwaway layer, so git's own lock files work; what `sealed`
+    /// names inside it stays read-only.
+    pub scratch_layer: Option<PathBuf>,
     /// Secrets covered with empty ones.
     pub hidden: Vec<PathBuf>,
     /// The directory the command starts in.

@@ -7,11 +7,48 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 
+/// Why the helper did not become the command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HelperCode {
+    /// A layer of the sandbox could not be set up.
+    SandboxUnavailable,
+    /// The command does not exist.
+    CommandNotFound,
+    /// The command cannot be executed.
+    CommandNotExecutable,
+    /// The helper was called wrongly.
+    Usage,
+    /// Anything else.
+    Internal,
+}
+
+impl HelperCode {
+    /// The helper's exit status: like `env`, 127 and 126 for a command that could not start,
+    /// 125 for a failure of its own.
+    fn exit_status(self) -> i32 {
+        match self {
+            HelperCode::CommandNotFound => 127,
+            HelperCode::CommandNotExecutable => 126,
+            _ => 125,
+        }
+    }
+
+    /// The code of a failure to start the command.
+    pub(super) fn of(err: &Error) -> HelperCode {
+        match err {
+            Error::CommandNotFound { .. } => HelperCode::CommandNotFound,
+            Error::CommandNotExecutable { .. } => HelperCode::CommandNotExecutable,
+            _ => HelperCode::Internal,
+        }
+    }
+}
+
 /// How the helper ended when it did not become the command.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct HelperFailure {
-    /// The error code (`sandbox_unavailable`, `command_not_found`, …).
-    pub code: String,
+    /// Why.
+    pub code: HelperCode,
     /// What went wrong.
     pub message: String,
     /// The command that was to run.
@@ -21,12 +58,12 @@ pub struct HelperFailure {
 /// Writes the helper's failure for the parent and returns the exit status to use.
 pub(super) fn report_failure(
     status_file: &Path,
-    code: &str,
+    code: HelperCode,
     message: String,
     program: &str,
 ) -> i32 {
     let failure = HelperFailure {
-        code: code.into(),
+        code,
         message,
         program: program.into(),
     };
@@ -37,11 +74,7 @@ pub(super) fn report_failure(
                 .as_bytes(),
         );
     }
-    match code {
-        "command_not_found" => 127,
-        "command_not_executable" => 126,
-        _ => 125,
-    }
+    code.exit_status()
 }
 
 /// The error for a command that could not be started: not found (127) or not executable (126).
@@ -69,20 +102,20 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
 pub fn read_failure(status_file: &Path) -> Option<Error> {
     let bytes = std::fs::read(status_file).ok()?;
     let failure: HelperFailure = serde_json::from_slice(&bytes).ok()?;
-    Some(match failure.code.as_str() {
-        "command_not_found" => Error::CommandNotFound {
+    Some(match failure.code {
+        HelperCode::CommandNotFound => Error::CommandNotFound {
             program: failure.program,
         },
-        "command_not_executable" => Error::CommandNotExecutable {
+        HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
             program: failure.program,
             reason: "permission denied or not an executable".into(),
         },
-        "sandbox_unavailable" => Error::SandboxUnavailable {
+        HelperCode::SandboxUnavailable => Error::SandboxUnavailable {
             message: failure.message,
         },
-        "usage" => Error::Usage {
+        HelperCode::Usage => Error::Usage {
             message: failure.message,
         },
-        _ => Error::internal(failure.message),
+        HelperCode::Internal => Error::internal(failure.message),
     })
 }

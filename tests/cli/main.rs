@@ -5,6 +5,7 @@ mod bind;
 mod branch;
 mod capture;
 mod discard_list;
+mod escape;
 mod fixture;
 mod help;
 mod house;
