@@ -297,10 +297,18 @@ fn the_sandbox_works_for_an_unprivileged_user() {
     let dir = tempfile::tempdir().unwrap();
     let root = std::fs::canonicalize(dir.path()).unwrap();
     std::fs::copy(crate::fixture::BIN, root.join("a3s-iso")).unwrap();
-    let script = "set -e; mkdir -p home; git init -q src; cd src; echo a > a; git add a; \
-                  git -c user.name=u -c user.email=u@example.com commit -qm init; \
-                  ../a3s-iso bind -q -s u >/dev/null; \
-                  ../a3s-iso --json run -s u -- sh -c 'echo x > ../escape.txt 2>/dev/null; echo ok > inside.txt' > ../run.json";
+    // Inside: an escape, a secret, the object store, a commit, a detached writer, capabilities.
+    let inside = "echo x > ../escape.txt 2>/dev/null; cat ~/.ssh/key > seen.txt 2>/dev/null; \
+                  rm -rf \"$(git rev-parse --git-common-dir)\"/objects/?? 2>/dev/null; \
+                  echo c > c.txt; git add c.txt; git -c user.name=u -c user.email=u@example.com commit -qm inside 2> commit.err; \
+                  setsid sh -c 'while :; do echo t >> ticks.txt; sleep 0.02; done' </dev/null >/dev/null 2>&1 & \
+                  grep CapEff /proc/self/status | tr -d '\\t' > caps.txt; sleep 0.2; echo ok > inside.txt";
+    let script = format!(
+        "set -e; mkdir -p home/.ssh; echo SECRET > home/.ssh/key; git init -q src; cd src; echo a > a; git add a; \
+         git -c user.name=u -c user.email=u@example.com commit -qm init; \
+         ../a3s-iso bind -q -s u >/dev/null; \
+         ../a3s-iso --json run -s u -- sh -c \"{inside}\" > ../run.json"
+    );
     assert!(
         Command::new("chown")
             .args(["-R", "65534:65534"])
@@ -316,7 +324,7 @@ fn the_sandbox_works_for_an_unprivileged_user() {
         "--clear-groups",
         "sh",
         "-c",
-        script,
+        &script,
     ])
     .current_dir(&root);
     crate::fixture::isolate(&mut cmd, &root.join("home"));
@@ -335,6 +343,28 @@ fn the_sandbox_works_for_an_unprivileged_user() {
         "ok\n"
     );
     assert!(!root.join("escape.txt").exists());
+    let iso = root.join(".a3s-isolate-u");
+    let read = |name: &str| std::fs::read_to_string(iso.join(name)).unwrap_or_default();
+    assert_eq!(read("seen.txt"), "", "a secret was readable");
+    assert_eq!(read("commit.err"), "", "git commit printed errors");
+    assert_eq!(read("caps.txt").trim(), "CapEff:0000000000000000");
+    let ticks = read("ticks.txt").len();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(
+        read("ticks.txt").len(),
+        ticks,
+        "a detached writer outlived the run"
+    );
+    let fsck = Command::new("git")
+        .args(["-c", "safe.directory=*", "fsck", "--no-dangling"])
+        .current_dir(root.join("src"))
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
 }
 
 /// Landlock is the second layer: without it the mounts still confine writes, and the report
