@@ -14,6 +14,7 @@ use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::isolation::Isolation;
+use crate::lock::FileLock;
 use crate::quarantine::Quarantine;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
@@ -117,19 +118,13 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    refuse_redo(
+    let _lease = claim(
         ctx,
         &located,
         &record.session_id,
         &run_id,
         opts.run_id.is_some(),
     )?;
-    let Some(_lease) = located.store.try_lease(&record.session_id)? else {
-        return Err(Error::SessionBusy {
-            session_id: record.session_id.clone(),
-            message: "another run holds its lease".into(),
-        });
-    };
 
     let private_tmp = PrivateTmp::create(&run_id)?;
     let quarantine = Quarantine::create(&located.store, &run_id)?;
@@ -177,13 +172,33 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         base_tree,
         result_tree: result.tree,
         change_set,
-        sandbox: sandbox_spec
-            .as_ref()
-            .map(SandboxReport::of)
-            .unwrap_or_else(SandboxReport::disabled),
+        sandbox: report(sandbox_spec.as_ref()),
         warnings,
         status: ended.status(),
     })
+}
+
+/// What a run reports of its sandbox (`None`: `--no-sandbox`).
+fn report(spec: Option<&SandboxSpec>) -> SandboxReport {
+    spec.map_or_else(SandboxReport::disabled, SandboxReport::of)
+}
+
+/// Takes the session's lease for the run, after checking that the run id is new.
+fn claim(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    explicit: bool,
+) -> Result<FileLock> {
+    refuse_redo(ctx, located, session_id, run_id, explicit)?;
+    located
+        .store
+        .try_lease(session_id)?
+        .ok_or_else(|| Error::SessionBusy {
+            session_id: session_id.to_string(),
+            message: "another run holds its lease".into(),
+        })
 }
 
 /// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
