@@ -10,6 +10,7 @@ mod help;
 mod house;
 mod human;
 mod promote;
+mod pty;
 mod run;
 mod sandbox;
 mod scripts;
