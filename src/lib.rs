@@ -21,6 +21,7 @@ pub mod list;
 pub mod lock;
 pub mod owner;
 pub mod promote;
+mod pty;
 pub mod quarantine;
 pub mod refs;
 pub mod repo;

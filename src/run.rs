@@ -14,6 +14,8 @@ use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::isolation::Isolation;
+use crate::lock::FileLock;
+use crate::pty::CommandTerminal;
 use crate::quarantine::Quarantine;
 use crate::sandbox::{self, SandboxReport, SandboxSpec};
 use crate::signals::Signals;
@@ -117,25 +119,21 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    refuse_redo(
+    let _lease = claim(
         ctx,
         &located,
         &record.session_id,
         &run_id,
         opts.run_id.is_some(),
     )?;
-    let Some(_lease) = located.store.try_lease(&record.session_id)? else {
-        return Err(Error::SessionBusy {
-            session_id: record.session_id.clone(),
-            message: "another run holds its lease".into(),
-        });
-    };
 
     let private_tmp = PrivateTmp::create(&run_id)?;
     let quarantine = Quarantine::create(&located.store, &run_id)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
-    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir)?;
+    // With a terminal on stdin, the command gets a pseudo-terminal of its own.
+    let pty = crate::pty::stdin_is_terminal();
+    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir, pty)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let signals = Signals::register()?;
     let launch = Launch {
@@ -144,10 +142,11 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         workdir: &workdir,
         private_tmp: private_tmp.path(),
         spec: sandbox_spec.as_ref(),
-        git_env: match &sandbox_spec {
-            Some(_) => quarantine.environment(&located.repo),
-            None => Vec::new(),
-        },
+        pty,
+        git_env: sandbox_spec
+            .as_ref()
+            .map(|_| quarantine.environment(&located.repo))
+            .unwrap_or_default(),
     };
     let ended = execute(opts, &launch, &signals)?;
     if sandbox_spec.is_some() {
@@ -177,13 +176,33 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         base_tree,
         result_tree: result.tree,
         change_set,
-        sandbox: sandbox_spec
-            .as_ref()
-            .map(SandboxReport::of)
-            .unwrap_or_else(SandboxReport::disabled),
+        sandbox: report(sandbox_spec.as_ref()),
         warnings,
         status: ended.status(),
     })
+}
+
+/// What a run reports of its sandbox (`None`: `--no-sandbox`).
+fn report(spec: Option<&SandboxSpec>) -> SandboxReport {
+    spec.map_or_else(SandboxReport::disabled, SandboxReport::of)
+}
+
+/// Takes the session's lease for the run, after checking that the run id is new.
+fn claim(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    explicit: bool,
+) -> Result<FileLock> {
+    refuse_redo(ctx, located, session_id, run_id, explicit)?;
+    located
+        .store
+        .try_lease(session_id)?
+        .ok_or_else(|| Error::SessionBusy {
+            session_id: session_id.to_string(),
+            message: "another run holds its lease".into(),
+        })
 }
 
 /// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
@@ -211,13 +230,15 @@ fn refuse_redo(
 /// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel before
 /// anything runs. Writable: the isolation, its admin dir, the run's quarantine object dir and
 /// TMPDIR, the device nodes and what the caller allowed; the repository's own git dir stays
-/// readable; the links between the isolation and its repository are frozen.
+/// readable; the links between the isolation and its repository are frozen. With `pty`, the
+/// command takes its stdin as its controlling terminal in a session of its own.
 fn sandbox_for(
     opts: &RunOptions,
     located: &Located,
     isolation: &Isolation,
     run_dirs: (&Path, &Path),
     workdir: &Path,
+    pty: bool,
 ) -> Result<Option<SandboxSpec>> {
     let Some(request) = &opts.sandbox else {
         return Ok(None);
@@ -257,7 +278,7 @@ fn sandbox_for(
         scratch_layer: Some(located.repo.common_dir.clone()),
         hidden: hidden_paths(home.as_deref(), &allow_read, !request.allow_network),
         workdir: workdir.to_path_buf(),
-        own_terminal: false,
+        own_terminal: pty,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
@@ -439,30 +460,39 @@ struct Launch<'a> {
     private_tmp: &'a Path,
     /// `None`: a plain host process.
     spec: Option<&'a SandboxSpec>,
+    /// Give the command a pseudo-terminal (a3s-iso's stdin is a terminal).
+    pty: bool,
     /// Variables for the command's git (the quarantine object dir).
     git_env: Vec<(String, PathBuf)>,
 }
 
 /// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
-/// how it ended.
+/// how it ended. With a pty, the caller's terminal is in raw mode from just before the
+/// command starts until its output is drained, and restored on every way out.
 fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<Ended> {
     let status_file = launch.private_tmp.join(".a3s-iso-helper-status");
     let mut command = command_for(opts, launch.spec, &status_file)?;
     set_up(&mut command, opts, launch)?;
-    let child = match command.spawn() {
-        Ok(child) => child,
-        Err(err) => {
-            return Err(
-                sandbox::spawn_failure(&opts.command[0], &err).unwrap_or_else(|| {
-                    Error::io(
-                        format!("cannot run {}", opts.command[0].to_string_lossy()),
-                        err,
-                    )
-                }),
-            );
-        }
+    let mut terminal = if launch.pty {
+        Some(pty_for(&mut command, opts, launch)?)
+    } else {
+        None
     };
-    let ended = supervise(child, opts.timeout, signals, launch.spec.is_some())?;
+    let child = spawn(command, &opts.command[0])?;
+    if let Some(terminal) = &mut terminal {
+        terminal.started();
+    }
+    let ended = supervise(
+        child,
+        opts.timeout,
+        signals,
+        launch.spec.is_some(),
+        terminal.as_ref(),
+    );
+    if let Some(terminal) = terminal {
+        terminal.finish();
+    }
+    let ended = ended?;
     // A helper that never became the command says why in the status file.
     if launch.spec.is_some()
         && matches!(ended.exit_code, Some(125..=127))
@@ -471,6 +501,29 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
         return Err(err);
     }
     Ok(ended)
+}
+
+/// A pty for the command, relayed to the caller's terminal (in raw mode from now on). Without
+/// the sandbox, the command is made a session leader here; the helper does it otherwise.
+fn pty_for(
+    command: &mut Command,
+    opts: &RunOptions,
+    launch: &Launch<'_>,
+) -> Result<CommandTerminal> {
+    let terminal = CommandTerminal::open(opts.stdout_to_stderr)
+        .map_err(|e| Error::io("cannot open a pty for the command", e))?;
+    terminal
+        .attach(command, launch.spec.is_none())
+        .map_err(|e| Error::io("cannot give the command its pty", e))?;
+    Ok(terminal)
+}
+
+/// Starts `command` and lets go of it (its copies of the command's stdio are closed).
+fn spawn(mut command: Command, program: &std::ffi::OsStr) -> Result<Child> {
+    command.spawn().map_err(|err| {
+        sandbox::spawn_failure(program, &err)
+            .unwrap_or_else(|| Error::io(format!("cannot run {}", program.to_string_lossy()), err))
+    })
 }
 
 /// The process to start: the command itself, or (sandboxed) a3s-iso re-executed as the helper
@@ -505,7 +558,8 @@ fn command_for(
 }
 
 /// The command's environment (the session's variables, no repository-selecting `GIT_*`), its
-/// working directory, its own process group, and its stdout (stderr with `--json`).
+/// working directory, its own process group (with a pty and no sandbox: its own session, made
+/// just before exec), and its stdout (stderr with `--json`).
 fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Result<()> {
     use std::os::unix::process::CommandExt;
     for var in REPO_SELECTING_VARS {
@@ -521,9 +575,11 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
         )
         .env("A3S_ISO_SOURCE", &launch.record.source)
         .env("TMPDIR", launch.private_tmp)
-        .envs(launch.git_env.iter().map(|(k, v)| (k, v)))
+        .envs(launch.git_env.iter().map(|(k, v)| (k, v)));
+    if !(launch.pty && launch.spec.is_none()) {
         // Its own process group, so that signals reach everything it started.
-        .process_group(0);
+        command.process_group(0);
+    }
     if opts.stdout_to_stderr {
         use std::os::fd::AsFd;
         let stderr = std::io::stderr()
@@ -535,14 +591,16 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
     Ok(())
 }
 
-/// Waits for the command. Signals a3s-iso receives go on to its process group; at the timeout
-/// it gets SIGTERM, then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed
-/// once it has ended, so nothing it started outlives the run.
+/// Waits for the command. Signals a3s-iso receives go on to its process group (and, with a
+/// pty, to the foreground group of the command's terminal); at the timeout it gets SIGTERM,
+/// then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed once it has
+/// ended, so nothing it started outlives the run.
 fn supervise(
     mut child: Child,
     timeout: Option<Duration>,
     signals: &Signals,
     sandboxed: bool,
+    terminal: Option<&CommandTerminal>,
 ) -> Result<Ended> {
     use std::os::unix::process::ExitStatusExt;
     use std::sync::mpsc::RecvTimeoutError;
@@ -554,6 +612,12 @@ fn supervise(
     });
     let kill = |signal: rustix::process::Signal| {
         let _ = rustix::process::kill_process_group(group, signal);
+        // In the sandbox, the command leads a session of its own, outside the helper's group.
+        if let Some(foreground) = terminal.and_then(CommandTerminal::foreground)
+            && foreground != group
+        {
+            let _ = rustix::process::kill_process_group(foreground, signal);
+        }
     };
     let deadline = timeout.map(|t| Instant::now() + t);
     let mut forwarded = None;

@@ -25,6 +25,7 @@ mod sys;
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use spec::{DEVICE_NODES, FilesystemAccess, NetworkAccess, SandboxReport, SandboxSpec};
 pub use status::{HelperCode, HelperFailure, read_failure, spawn_failure};
+pub(crate) use sys::own_terminal_on_exec;
 
 use std::ffi::OsString;
 use std::path::Path;

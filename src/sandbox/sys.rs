@@ -108,3 +108,20 @@ pub(super) fn drop_capabilities() -> io::Result<()> {
     rustix::thread::set_no_new_privs(true)?;
     Ok(())
 }
+
+/// Makes `command`'s process, just before it execs, the leader of a new session with its stdin
+/// (a pseudo-terminal) as its controlling terminal. The command must not be given a process
+/// group of its own (`setsid` makes one; it fails in a process group leader).
+pub(crate) fn own_terminal_on_exec(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child between fork and exec. It only makes two
+    // system calls through rustix (setsid, and ioctl TIOCSCTTY on fd 0), both async-signal-safe;
+    // it allocates nothing (an errno becomes an io::Error without allocating) and takes no lock.
+    unsafe {
+        command.pre_exec(|| {
+            rustix::process::setsid()?;
+            rustix::process::ioctl_tiocsctty(rustix::stdio::stdin())?;
+            Ok(())
+        });
+    }
+}

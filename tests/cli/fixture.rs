@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -117,9 +117,11 @@ impl Fixture {
         self.cmd_in(&self.src)
     }
 
+    /// An a3s-iso command started in `dir`. Its stdin is `/dev/null` unless a test gives it one:
+    /// a3s-iso never gets the terminal the tests were started from.
     pub fn cmd_in(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.current_dir(dir);
+        cmd.current_dir(dir).stdin(Stdio::null());
         isolate(&mut cmd, &self.home);
         cmd
     }

@@ -12,6 +12,7 @@ mod house;
 mod human;
 mod json;
 mod promote;
+mod pty;
 mod run;
 mod sandbox;
 mod scripts;
