@@ -17,8 +17,10 @@ const FIXED_ENV: &[(&str, &str)] = &[
     ("GIT_OPTIONAL_LOCKS", "0"),
 ];
 
-/// Locale variables removed so that `LC_MESSAGES=C` is what git obeys.
-const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE"];
+/// Removed from every git's environment: locale variables (so that `LC_MESSAGES=C` is what git
+/// obeys) and the variables that would reshape diff output behind the pinned options
+/// (`GIT_DIFF_OPTS` overrides `-U`; `GIT_EXTERNAL_DIFF` names a program to run).
+const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE", "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"];
 
 /// Applies the fixed environment to a process started without duct (for streaming protocols).
 pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
@@ -191,10 +193,12 @@ impl<'g> GitCmd<'g> {
         self
     }
 
-    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index).
+    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index). Setting a
+    /// variable again replaces the earlier value.
     pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.envs
-            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        let key = key.as_ref().to_owned();
+        self.envs.retain(|(k, _)| *k != key);
+        self.envs.push((key, value.as_ref().to_owned()));
         self
     }
 
