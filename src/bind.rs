@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::now_ms;
+use crate::git::HermeticGit;
 use crate::isolation;
 use crate::owner::{Liveness, Owner, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
@@ -268,7 +269,13 @@ fn create(
     )
     .and_then(|admin_dir| {
         if let Some(state) = &restore_state {
-            restore(ctx, &claim.path, &admin_dir, state)?;
+            restore(
+                ctx,
+                located,
+                (&claim.path, &admin_dir),
+                &record.bound_revision,
+                state,
+            )?;
         }
         Ok(admin_dir)
     });
@@ -393,11 +400,27 @@ fn resume(
     create(ctx, located, lock, record, opts, restore_state, warnings)
 }
 
-/// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
-/// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
-/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay cheap.
-fn restore(ctx: &Context, path: &Path, admin: &Path, state: &Restore) -> Result<()> {
-    let git = || ctx.git.worktree(admin, path);
+/// Puts a state into a fresh isolation (detached at `revision`) as uncommitted changes on its
+/// HEAD: the working tree becomes `state.tree`; the index becomes `state.index_tree`, or stays
+/// at HEAD (new files untracked). Both steps keep the stat data of unchanged entries, so later
+/// snapshots stay cheap. Git runs through a private git dir whose HEAD is `revision`, writing
+/// the isolation's own index.
+fn restore(
+    ctx: &Context,
+    located: &Located,
+    (path, admin): (&Path, &Path),
+    revision: &str,
+    state: &Restore,
+) -> Result<()> {
+    let wt = HermeticGit::private(
+        &ctx.git,
+        path,
+        &located.repo.common_dir,
+        revision,
+        &located.store.scratch_dir(),
+    )?
+    .with_index(&admin.join("index"));
+    let git = || wt.cmd();
     git()
         .args(["read-tree", "-u", "--reset", &state.tree])
         .run()?;
@@ -565,8 +588,10 @@ fn build(
         .run()?;
     let admin = isolation::read_admin_dir(&located.repo, path)?;
     if submodules {
-        ctx.git
-            .worktree(&admin, path)
+        // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
+        // admin dir (`<admin>/modules`), so this one call goes through the admin dir itself.
+        HermeticGit::own(&ctx.git, path, &admin, &located.repo.common_dir)
+            .cmd()
             .args([
                 "-c",
                 "checkout.workers=0",

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
-use crate::git::Git;
+use crate::git::{Git, HermeticGit};
 use crate::repo::Repo;
-use crate::snapshot::{self, Worktree};
+use crate::snapshot;
 use crate::state::{ClaimRecord, SessionRecord, SessionState};
 
 /// Every isolation's directory name starts with this, followed by the session id.
@@ -161,21 +161,42 @@ pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
 pub struct Isolation {
     /// The isolation's working tree.
     pub tree: PathBuf,
-    /// Its git admin dir (`<common>/worktrees/<name>`).
+    /// Its git admin dir (`<common>/worktrees/<name>`). The command in the isolation can write
+    /// it: a3s-iso's own git never reads configuration, links or HEAD from it.
     pub admin: PathBuf,
+    /// The repository's common dir: where a3s-iso's git finds objects, refs and configuration.
+    pub common_dir: PathBuf,
+    /// The commit the session was bound at, when a session record says so.
+    pub bound_revision: Option<String>,
 }
 
 impl Isolation {
+    /// The commit the isolation's HEAD names, resolved without trusting the admin dir
+    /// ([`crate::git::resolve_head`]); `change_set_unavailable` when it names none.
+    pub(crate) fn head(&self, git: &Git) -> Result<String> {
+        crate::git::resolve_head(git, &self.common_dir, &self.admin)
+    }
+
+    /// Git on this isolation through a private git dir under `scratch`: the way every git call
+    /// a3s-iso makes on an isolation runs. Its HEAD is the isolation's HEAD, or, when that
+    /// names no commit of the repository, the bound revision: a snapshot is the working
+    /// tree's content and uses HEAD only to seed an index it cannot copy, so a rewritten HEAD
+    /// must not cost the work in the tree. (Branch mode, which promotes the commits HEAD
+    /// names, asks for [`Isolation::head`] and refuses an unusable one.)
+    pub(crate) fn git(&self, git: &Git, scratch: &Path) -> Result<HermeticGit> {
+        let head = match (self.head(git), &self.bound_revision) {
+            (Ok(head), _) => head,
+            (Err(_), Some(bound)) => bound.clone(),
+            (Err(err), None) => return Err(err),
+        };
+        HermeticGit::private(git, &self.tree, &self.common_dir, &head, scratch)
+    }
+
     /// The snapshot of the isolation as it is now (nested repositories left out).
     pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
-        snapshot::snapshot(
-            &ctx.git,
-            &Worktree {
-                tree: &self.tree,
-                admin_dir: &self.admin,
-            },
-            &located.store.scratch_dir(),
-        )
+        let scratch = located.store.scratch_dir();
+        let wt = self.git(&ctx.git, &scratch)?;
+        snapshot::snapshot(&wt, &self.admin.join("index"), &scratch)
     }
 }
 
@@ -206,6 +227,8 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         (Some(tree), Some(admin)) => Ok(Isolation {
             tree: tree.clone(),
             admin: admin.clone(),
+            common_dir: record.common_dir.clone(),
+            bound_revision: Some(record.bound_revision.clone()),
         }),
         _ => Err(Error::internal("a healthy isolation without paths")),
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
-use crate::git::Git;
+use crate::git::{Git, HermeticGit};
 
 /// The tree of git's empty tree object (SHA-1 repositories).
 pub const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
@@ -43,12 +43,6 @@ const PATCH_FLAGS: &[&str] = &[
     "--submodule=short",
     "-O/dev/null",
 ];
-
-/// A worktree to snapshot: its tree and the admin dir that git metadata is read from.
-pub(crate) struct Worktree<'a> {
-    pub tree: &'a Path,
-    pub admin_dir: &'a Path,
-}
 
 /// A scratch file removed on drop.
 pub(crate) struct TempFile {
@@ -89,24 +83,25 @@ pub struct Snapshot {
 
 const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
 
-/// Writes the snapshot tree of `wt`. Neither the isolation's index nor any other index is
-/// modified; `scratch` is where the temporary index lives.
-pub(crate) fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<Snapshot> {
+/// Writes the snapshot tree of the working tree `wt` is pointed at, seeding the temporary
+/// index from a copy of `own_index` (the checkout's index) where that is a plain index file.
+/// Neither that index nor any other is modified; `scratch` is where the temporary index lives.
+pub(crate) fn snapshot(wt: &HermeticGit, own_index: &Path, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
-    let own_index = wt.admin_dir.join("index");
-    if own_index.is_file() && !is_split(wt.admin_dir) {
-        fs::copy(&own_index, index.path())
-            .ctx(|| format!("cannot copy {}", own_index.display()))?;
+    // Never follow a link or wait on a FIFO planted where the index should be.
+    let plain = fs::symlink_metadata(own_index).is_ok_and(|m| m.is_file());
+    if plain && !own_index.parent().is_some_and(is_split) {
+        fs::copy(own_index, index.path()).ctx(|| format!("cannot copy {}", own_index.display()))?;
     } else {
         // A split index keeps its entries in a shared file beside it: a copy of the index
         // file alone is not the index, so rebuild from HEAD (everything is re-hashed).
-        git.worktree(wt.admin_dir, wt.tree)
+        wt.cmd()
             .env("GIT_INDEX_FILE", index.path())
             .args(["read-tree", "HEAD"])
             .run()?;
     }
     let on_index = || {
-        git.worktree(wt.admin_dir, wt.tree)
+        wt.cmd()
             .env("GIT_INDEX_FILE", index.path())
             .args(["-c", "core.splitIndex=false"])
     };
@@ -139,9 +134,9 @@ pub(crate) fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<S
     Ok(Snapshot { tree, nested })
 }
 
-/// Whether the worktree's index is split (its entries live partly in `sharedindex.*`).
-fn is_split(admin_dir: &Path) -> bool {
-    fs::read_dir(admin_dir)
+/// Whether the index in `git_dir` is split (its entries live partly in `sharedindex.*`).
+fn is_split(git_dir: &Path) -> bool {
+    fs::read_dir(git_dir)
         .map(|entries| {
             entries
                 .flatten()

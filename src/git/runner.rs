@@ -131,17 +131,6 @@ impl Git {
             shielded: false,
         }
     }
-
-    /// A git command on a linked worktree, located by its admin directory, never by the `.git`
-    /// file inside the tree (which the tree's user can rewrite).
-    pub(crate) fn worktree(&self, admin_dir: &Path, worktree: &Path) -> GitCmd<'_> {
-        let mut cmd = self.at(worktree);
-        cmd.args.push(OsString::from("--git-dir"));
-        cmd.args.push(admin_dir.as_os_str().to_owned());
-        cmd.args.push(OsString::from("--work-tree"));
-        cmd.args.push(worktree.as_os_str().to_owned());
-        cmd
-    }
 }
 
 fn parse_version(version: &str) -> Option<(u32, u32)> {
