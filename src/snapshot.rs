@@ -11,19 +11,22 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
-use crate::git::{Git, HermeticGit};
+use crate::git::{Git, HermeticGit, ObjectView};
 
 /// The tree of git's empty tree object (SHA-1 repositories).
 pub const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Options that pin every aspect of `git diff` output that user configuration could change.
+/// (Attributes and the repository's own configuration do not reach the diff at all: it runs in
+/// an [`ObjectView`].) Git judges files over `core.bigFileThreshold` binary without reading
+/// them on some diff paths, so its default is pinned as well.
 const PATCH_CONFIG: &[&str] = &[
     "-c",
     "core.quotePath=true",
     "-c",
     "diff.suppressBlankEmpty=false",
     "-c",
-    "core.attributesFile=/dev/null",
+    "core.bigFileThreshold=512m",
 ];
 const PATCH_FLAGS: &[&str] = &[
     "--binary",
@@ -174,10 +177,12 @@ impl Patch {
     }
 }
 
-/// The patch from `base` to `result` (tree ids), streamed to a scratch file and hashed.
+/// The patch from `base` to `result` (tree ids of the repository whose common dir is
+/// `common_dir`), streamed to a scratch file and hashed. Its bytes depend on the two trees
+/// only: the diff runs in an [`ObjectView`] with every output option pinned.
 pub(crate) fn patch(
     git: &Git,
-    repo_dir: &Path,
+    common_dir: &Path,
     base: &str,
     result: &str,
     scratch: &Path,
@@ -185,7 +190,8 @@ pub(crate) fn patch(
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
-    git.at(repo_dir)
+    ObjectView::new(git, common_dir, scratch)?
+        .cmd()
         .args(PATCH_CONFIG)
         .arg("diff")
         .args(PATCH_FLAGS)

@@ -14,6 +14,10 @@
 //! private dir has no `config.worktree`). Attributes in the tree's `.gitattributes` are content
 //! and still apply, but only drivers the user configured (system, global or the common
 //! `config`) can run.
+//!
+//! Patches are computed in an [`ObjectView`]: a private bare git dir that sees the repository's
+//! objects and nothing else, so that no attributes file (not even `<common>/info/attributes`)
+//! and no repository configuration can shape their bytes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -185,4 +189,57 @@ fn shared_ref(git: &Git, common_dir: &Path, name: &str) -> Result<Option<String>
         .output()?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
+}
+
+/// The repository's objects and nothing else: a private bare git dir with an unborn `HEAD`, no
+/// refs, no configuration of the repository (only its object format) and no `info/`, reading
+/// objects from the common dir's object store (and its alternates). With no working tree, no
+/// index and `GIT_ATTR_SOURCE` at the empty tree, `core.attributesFile` and the system file
+/// turned off, git finds no attributes anywhere; with no repository config, none of its
+/// settings apply either. Tree-to-tree diffs need nothing more.
+pub(crate) struct ObjectView {
+    git: Git,
+    dir: PrivateDir,
+    objects: PathBuf,
+    format: ObjectFormat,
+}
+
+impl ObjectView {
+    /// A view of the objects of the repository whose common dir is `common_dir`.
+    pub(crate) fn new(git: &Git, common_dir: &Path, scratch: &Path) -> Result<ObjectView> {
+        let format = git.object_format(common_dir)?;
+        let dir = PrivateDir::create(scratch, "objects")?;
+        let refs = dir.0.join("refs");
+        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
+        // Unborn: a bare repository of git 2.42 and later reads attributes from HEAD's tree.
+        dir.write("HEAD", "ref: refs/heads/unborn\n")?;
+        dir.write(
+            "config",
+            match format {
+                ObjectFormat::Sha1 => "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+                ObjectFormat::Sha256 => {
+                    "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectFormat = sha256\n"
+                }
+            },
+        )?;
+        Ok(ObjectView {
+            git: git.clone(),
+            dir,
+            objects: common_dir.join("objects"),
+            format,
+        })
+    }
+
+    /// A git command on the view. `GIT_ATTR_SOURCE` is set unconditionally: git 2.40 and later
+    /// read attributes from that tree (the empty one) instead of `attr.tree` or HEAD; older
+    /// gits do not know the variable and, in a bare repository, read no tree's attributes.
+    pub(crate) fn cmd(&self) -> GitCmd<'_> {
+        self.git
+            .at(&self.dir.0)
+            .env("GIT_DIR", &self.dir.0)
+            .env("GIT_OBJECT_DIRECTORY", &self.objects)
+            .env("GIT_ATTR_NOSYSTEM", "1")
+            .env("GIT_ATTR_SOURCE", self.format.empty_tree())
+            .args(["-c", "core.attributesFile=/dev/null"])
+    }
 }

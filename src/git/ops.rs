@@ -75,6 +75,16 @@ impl ObjectFormat {
         }
     }
 
+    /// The id of the empty tree (which every git knows without storing it).
+    pub(crate) fn empty_tree(self) -> &'static str {
+        match self {
+            ObjectFormat::Sha1 => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+            ObjectFormat::Sha256 => {
+                "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+            }
+        }
+    }
+
     /// Whether `text` is a full object id of this hash, in lowercase hex.
     pub(crate) fn is_full_id(self, text: &str) -> bool {
         text.len() == self.hex_len()

@@ -63,7 +63,7 @@ pub(super) fn promote_branch(
     let scratch = located.store.scratch_dir();
     let patch = snapshot::patch(
         &ctx.git,
-        &session.source,
+        &located.repo.common_dir,
         &session.base_tree,
         &snap.tree,
         &scratch,
