@@ -248,7 +248,7 @@ fn create(
     restore_state: Option<Restore>,
     mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
-    refuse_bind_in_progress(ctx, located, &record.session_id)?;
+    refuse_bind_in_progress(located, &record.session_id)?;
     if record.read_only {
         publish(ctx, located, &record)?;
         register_or_warn(located, &mut warnings);
@@ -283,19 +283,19 @@ fn create(
     match built {
         Ok(admin_dir) => publish_isolation(ctx, located, record, &claim, admin_dir, warnings),
         Err(err) => {
-            let _ = isolation::clear_dead_claim(ctx, located, &claim);
+            let _ = isolation::clear_dead_claim(located, &claim);
             Err(err)
         }
     }
 }
 
 /// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.
-fn refuse_bind_in_progress(ctx: &Context, located: &Located, session_id: &str) -> Result<()> {
+fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
     let Some(claim) = located.store.load_claim(session_id)? else {
         return Ok(());
     };
     match claim.bind_process.liveness() {
-        Liveness::Dead => isolation::clear_dead_claim(ctx, located, &claim),
+        Liveness::Dead => isolation::clear_dead_claim(located, &claim),
         _ => Err(Error::SessionExists {
             message: format!(
                 "a bind of session {session_id:?} is in progress ({})",
@@ -342,7 +342,7 @@ fn publish_isolation(
     record.state = SessionState::Bound;
     record.updated_at_ms = now_ms();
     if let Err(err) = publish(ctx, located, &record) {
-        let _ = isolation::clear_dead_claim(ctx, located, claim);
+        let _ = isolation::clear_dead_claim(located, claim);
         return Err(err);
     }
     located.store.remove_claim(&record.session_id)?;
@@ -393,7 +393,7 @@ fn resume(
         && record.state != SessionState::Discarded
     {
         // The old tree is damaged or gone: drop what is left of its registration.
-        isolation::remove(&ctx.git, &located.repo, tree, Some(admin))?;
+        isolation::remove(&located.repo, tree, Some(admin))?;
     }
     record.owner = owner;
     record.read_only = false;

@@ -817,9 +817,8 @@ fn remove_isolation(
         ));
     }
     let removed = match found {
-        Found::Claimed(claim) => clear_dead_claim(ctx, located, claim),
-        _ => crate::isolation::remove(&ctx.git, &located.repo, path, plan.admin.as_deref())
-            .map(|_| ()),
+        Found::Claimed(claim) => clear_dead_claim(located, claim),
+        _ => crate::isolation::remove(&located.repo, path, plan.admin.as_deref()).map(|_| ()),
     };
     if let Err(err) = removed {
         return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));

@@ -111,6 +111,7 @@ fn trusting_git_runs_the_filter(fx: &Fixture, id: &str, mark: &Path) -> bool {
     ran
 }
 
+/// Binds session `id` for an owner that has exited since: sweep reclaims it.
 fn dead_owner_bind(fx: &Fixture, id: &str) {
     let mut owner: Child = Command::new("sleep")
         .arg("120")
@@ -484,4 +485,55 @@ fn patch_bytes_depend_on_the_two_trees_only() {
             std::fs::remove_file(file).unwrap();
         }
     }
+}
+
+/// Runs `cmd` and fails the test if it has not finished within `secs` seconds.
+fn output_within(mut cmd: Command, secs: u64) -> std::process::Output {
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("{cmd:?} hung");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Replaces the admin dir's `commondir` with a FIFO, which any git that reads it waits on.
+fn fifo_commondir(fx: &Fixture, id: &str) {
+    let commondir = admin_dir(fx, id).join("commondir");
+    std::fs::remove_file(&commondir).unwrap();
+    assert!(
+        Command::new("mkfifo")
+            .arg(&commondir)
+            .status()
+            .unwrap()
+            .success()
+    );
+}
+
+#[test]
+fn a_fifo_in_the_admin_dir_hangs_nothing() {
+    let fx = Fixture::new();
+    dead_owner_bind(&fx, "s");
+    std::fs::write(fx.isolation("s").join("work.txt"), "kept\n").unwrap();
+    fifo_commondir(&fx, "s");
+    let mut capture = fx.cmd();
+    capture.args(["--json", "capture", "-s", "s"]);
+    let (code, doc) = json_of(output_within(capture, 60));
+    assert_eq!(code, 0, "{doc}");
+    fifo_commondir(&fx, "s");
+    let mut sweep = fx.cmd();
+    sweep.args(["--json", "sweep", "--grace", "0s"]);
+    let (code, doc) = json_of(output_within(sweep, 60));
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["reclaimed"].as_array().unwrap().len(), 1, "{doc}");
+    assert!(!fx.isolation("s").exists());
+    assert_eq!(fx.worktrees().len(), 1);
 }
