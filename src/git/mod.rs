@@ -12,4 +12,4 @@ mod runner;
 pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use ops::{CatFile, RefUpdate};
 pub use runner::Git;
-pub(crate) use runner::{REPO_SELECTING_VARS, split_nul};
+pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};

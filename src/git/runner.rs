@@ -18,9 +18,19 @@ const FIXED_ENV: &[(&str, &str)] = &[
 ];
 
 /// Removed from every git's environment: locale variables (so that `LC_MESSAGES=C` is what git
-/// obeys) and the variables that would reshape diff output behind the pinned options
-/// (`GIT_DIFF_OPTS` overrides `-U`; `GIT_EXTERNAL_DIFF` names a program to run).
-const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE", "GIT_DIFF_OPTS", "GIT_EXTERNAL_DIFF"];
+/// obeys), the variables that would reshape diff output behind the pinned options
+/// (`GIT_DIFF_OPTS` overrides `-U`; `GIT_EXTERNAL_DIFF` names a program to run), and the ones
+/// that change what a pathspec means (a3s-iso spells its pathspecs' magic itself).
+const REMOVED_ENV: &[&str] = &[
+    "LC_ALL",
+    "LANGUAGE",
+    "GIT_DIFF_OPTS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+];
 
 /// Applies the fixed environment to a process started without duct (for streaming protocols).
 pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
