@@ -537,3 +537,151 @@ fn a_fifo_in_the_admin_dir_hangs_nothing() {
     assert!(!fx.isolation("s").exists());
     assert_eq!(fx.worktrees().len(), 1);
 }
+
+/// A script for the command: a nested repository whose own config names a filter (and whose
+/// attributes send its file through it), with a file git must hash again, registered as a
+/// gitlink in the isolation's index. A git that checks whether that "submodule" is dirty runs
+/// `git status` inside it, with its config.
+fn nested_filter_script(mark: &Path) -> String {
+    format!(
+        "set -e
+# The nested repository keeps its objects to itself, out of the run's quarantine.
+unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+git init -q nest
+cd nest
+echo a > a.txt
+echo '* filter=x' > .gitattributes
+git add a.txt .gitattributes
+git -c user.name=n -c user.email=n@n commit -q -m nested
+git config filter.x.clean \"touch '{}'; cat\"
+touch -t 200001010000 a.txt
+cd ..
+git update-index --add --cacheinfo 160000,$(git -C nest rev-parse HEAD),nest
+cp -R nest unregistered
+echo work > work.txt
+",
+        mark.display()
+    )
+}
+
+#[test]
+fn a_gitlink_the_command_registers_gets_no_git_run_inside_it() {
+    let sandboxes: &[bool] = if crate::run::sandbox_available() {
+        &[false, true]
+    } else {
+        eprintln!("the sandboxed case is skipped: this kernel cannot give the run sandbox");
+        &[false]
+    };
+    for &sandboxed in sandboxes {
+        let fx = Fixture::new();
+        fx.bind("s");
+        let mark = fx.root.join("nested-filter-ran");
+        let script = nested_filter_script(&mark);
+        let mut args = vec!["run", "-s", "s"];
+        if !sandboxed {
+            args.push("--no-sandbox");
+        }
+        args.extend(["--", "sh", "-c", &script]);
+        let (code, doc) = fx.json(&args);
+        assert_eq!(code, 0, "sandboxed {sandboxed}: {doc}");
+        assert!(
+            !mark.exists(),
+            "sandboxed {sandboxed}: the nested filter ran"
+        );
+        // It would have: git add -A on the isolation runs `git status` in the gitlink.
+        assert!(
+            trusting_git_runs_the_filter(&fx, "s", &mark),
+            "sandboxed {sandboxed}: the planted filter is not live"
+        );
+        for args in [
+            vec!["capture", "-s", "s"],
+            vec!["promote", "-s", "s", "--mode", "branch", "--no-apply"],
+            vec!["promote", "-s", "s"],
+        ] {
+            let (code, doc) = fx.json(&args);
+            assert_eq!(code, 0, "{args:?}: {doc}");
+            assert!(!mark.exists(), "{args:?}: the nested filter ran");
+        }
+        assert_eq!(
+            std::fs::read_to_string(fx.src.join("work.txt")).unwrap(),
+            "work\n"
+        );
+    }
+}
+
+/// The tree plain `git add -A` and `git write-tree` give for the isolation, through a copy of
+/// its index (what a3s-iso's snapshot did before it kept gitlinks out of `add`).
+fn plain_snapshot(fx: &Fixture, id: &str) -> String {
+    let index = fx.root.join(format!("plain-index-{id}"));
+    std::fs::copy(admin_dir(fx, id).join("index"), &index).unwrap();
+    let git = |args: &[&str]| {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(fx.isolation(id)).args(args);
+        isolate(&mut cmd, &fx.home);
+        let out = cmd.env("GIT_INDEX_FILE", &index).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    git(&["add", "-A"]);
+    git(&["write-tree"])
+}
+
+/// Submodules are snapshotted as before: a new commit in one is taken, an uninitialised one is
+/// kept, a deleted one is dropped.
+#[test]
+fn submodules_are_snapshotted_as_plain_git_add_would() {
+    let fx = Fixture::new();
+    let lib = fx.root.join("work/lib");
+    std::fs::create_dir(&lib).unwrap();
+    fx.git(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    fx.git(&lib, &["add", "-A"]);
+    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    let allow_file = [
+        ("GIT_CONFIG_COUNT", "1"),
+        ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
+        ("GIT_CONFIG_VALUE_0", "always"),
+    ];
+    let mut add = Command::new("git");
+    add.current_dir(&fx.src).args([
+        "submodule",
+        "add",
+        "-q",
+        lib.to_str().unwrap(),
+        "vendor/lib",
+    ]);
+    isolate(&mut add, &fx.home);
+    add.envs(allow_file);
+    assert!(add.status().unwrap().success());
+    fx.commit_all("add a submodule");
+    for id in ["bumped", "gone"] {
+        let mut bind = fx.cmd();
+        bind.args(["--json", "bind", "-s", id, "--submodules"])
+            .envs(allow_file);
+        let (code, doc) = json_of(bind.output().unwrap());
+        assert_eq!(code, 0, "{doc}");
+    }
+    fx.bind("uninitialised");
+    let sub = fx.isolation("bumped").join("vendor/lib");
+    std::fs::write(sub.join("lib.txt"), "library, improved\n").unwrap();
+    fx.git(&sub, &["commit", "-q", "-a", "-m", "improve"]);
+    std::fs::write(sub.join("scratch.txt"), "untracked in the submodule\n").unwrap();
+    std::fs::remove_dir_all(fx.isolation("gone").join("vendor/lib")).unwrap();
+    for id in ["bumped", "gone", "uninitialised"] {
+        std::fs::write(fx.isolation(id).join("README.md"), format!("{id}\n")).unwrap();
+        let (code, doc) = fx.json(&["capture", "-s", id]);
+        assert_eq!(code, 0, "{id}: {doc}");
+        let result = &doc["result_tree"].as_str().unwrap()["git-tree:".len()..];
+        assert_eq!(result, plain_snapshot(&fx, id), "{id}");
+    }
+    let bumped = fx.git(&sub, &["rev-parse", "HEAD"]);
+    let (_, doc) = fx.json(&["capture", "-s", "bumped"]);
+    let result = &doc["result_tree"].as_str().unwrap()["git-tree:".len()..];
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", &format!("{result}:vendor/lib")]),
+        bumped
+    );
+}
