@@ -269,13 +269,7 @@ fn create(
     )
     .and_then(|admin_dir| {
         if let Some(state) = &restore_state {
-            restore(
-                ctx,
-                located,
-                (&claim.path, &admin_dir),
-                &record.bound_revision,
-                state,
-            )?;
+            restore(ctx, located, (&claim.path, &admin_dir), state)?;
         }
         Ok(admin_dir)
     });
@@ -400,26 +394,19 @@ fn resume(
     create(ctx, located, lock, record, opts, restore_state, warnings)
 }
 
-/// Puts a state into a fresh isolation (detached at `revision`) as uncommitted changes on its
-/// HEAD: the working tree becomes `state.tree`; the index becomes `state.index_tree`, or stays
-/// at HEAD (new files untracked). Both steps keep the stat data of unchanged entries, so later
-/// snapshots stay cheap. Git runs through a private git dir whose HEAD is `revision`, writing
-/// the isolation's own index.
+/// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
+/// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
+/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay
+/// cheap. Like the submodule initialisation, this runs before anything else has run in the
+/// tree, through its own admin dir (with every location named): with `submodule.recurse` set,
+/// `read-tree -u` updates the submodules, whose git dirs live there.
 fn restore(
     ctx: &Context,
     located: &Located,
     (path, admin): (&Path, &Path),
-    revision: &str,
     state: &Restore,
 ) -> Result<()> {
-    let wt = HermeticGit::private(
-        &ctx.git,
-        path,
-        &located.repo.common_dir,
-        revision,
-        &located.store.scratch_dir(),
-    )?
-    .with_index(&admin.join("index"));
+    let wt = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
     let git = || wt.cmd();
     git()
         .args(["read-tree", "-u", "--reset", &state.tree])

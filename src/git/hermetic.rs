@@ -87,7 +87,7 @@ impl HermeticGit {
 
     /// An isolation through a private git dir, created under `scratch`, whose `HEAD` is the
     /// commit `head` (detached). The index defaults to one in the private dir (none); callers
-    /// name theirs with [`HermeticGit::with_index`] or `GIT_INDEX_FILE`.
+    /// name theirs with `GIT_INDEX_FILE`.
     pub(crate) fn private(
         git: &Git,
         tree: &Path,
@@ -113,12 +113,6 @@ impl HermeticGit {
             index: dir.0.join("index"),
             _private: Some(dir),
         })
-    }
-
-    /// Uses `index` as the index (`GIT_INDEX_FILE`) unless a command names another.
-    pub(crate) fn with_index(mut self, index: &Path) -> HermeticGit {
-        self.index = index.to_path_buf();
-        self
     }
 
     /// A git command on the tree, run in it, with every location set.

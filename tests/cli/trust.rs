@@ -685,3 +685,57 @@ fn submodules_are_snapshotted_as_plain_git_add_would() {
         bumped
     );
 }
+
+/// A resumed isolation is restored through its new admin dir, where its submodules' git dirs
+/// are: with `submodule.recurse` set, `read-tree -u` updates the submodules too.
+#[test]
+fn a_resume_with_submodules_restores_through_the_new_admin_dir() {
+    let fx = Fixture::new();
+    let lib = fx.root.join("work/lib");
+    std::fs::create_dir(&lib).unwrap();
+    fx.git(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    fx.git(&lib, &["add", "-A"]);
+    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    let config = [
+        ("GIT_CONFIG_COUNT", "2"),
+        ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
+        ("GIT_CONFIG_VALUE_0", "always"),
+        ("GIT_CONFIG_KEY_1", "submodule.recurse"),
+        ("GIT_CONFIG_VALUE_1", "true"),
+    ];
+    let mut add = Command::new("git");
+    add.current_dir(&fx.src).args([
+        "submodule",
+        "add",
+        "-q",
+        lib.to_str().unwrap(),
+        "vendor/lib",
+    ]);
+    isolate(&mut add, &fx.home);
+    add.envs(config);
+    assert!(add.status().unwrap().success());
+    fx.commit_all("add a submodule");
+    let a3s = |args: &[&str]| {
+        let mut cmd = fx.cmd();
+        cmd.arg("--json").args(args).envs(config);
+        json_of(cmd.output().unwrap())
+    };
+    let (code, doc) = a3s(&["bind", "-s", "s", "--submodules"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("s");
+    std::fs::write(iso.join("README.md"), "captured\n").unwrap();
+    let (code, doc) = a3s(&["capture", "-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    std::fs::remove_dir_all(&iso).unwrap();
+    let (code, doc) = a3s(&["bind", "-s", "s", "--resume", "--submodules"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("README.md")).unwrap(),
+        "captured\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(iso.join("vendor/lib/lib.txt")).unwrap(),
+        "library\n"
+    );
+}
