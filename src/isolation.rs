@@ -14,7 +14,7 @@ use crate::snapshot;
 use crate::state::{ClaimRecord, SessionRecord, SessionState};
 
 /// Every isolation's directory name starts with this, followed by the session id.
-pub const NAME_PREFIX: &str = ".a3s-isolate-";
+pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.

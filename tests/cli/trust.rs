@@ -739,3 +739,62 @@ fn a_resume_with_submodules_restores_through_the_new_admin_dir() {
         "library\n"
     );
 }
+
+/// Started inside an isolation whose `.git` file the command pointed at a repository of its
+/// own (with a state store claiming the isolation, and a filter), a3s-iso still finds the real
+/// session: through the stores it knows, not through git's discovery in the tree.
+#[test]
+fn started_inside_an_isolation_a3s_iso_finds_its_session_without_asking_its_git() {
+    let fx = Fixture::new();
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    let mark = fx.root.join("fake-repository-filter-ran");
+    content_for_the_filter(&iso);
+    // The fake repository, its admin dir for the isolation, and its own state store, all in
+    // the tree the command can write.
+    let fake = iso.join(".fake/common");
+    fx.git(
+        &fx.root,
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            fx.src.to_str().unwrap(),
+            fake.to_str().unwrap(),
+        ],
+    );
+    evil_filter(&fx, &fake.join("config"), &mark);
+    let fake_admin = fake.join("worktrees/s");
+    std::fs::create_dir_all(&fake_admin).unwrap();
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    std::fs::write(fake_admin.join("HEAD"), format!("{head}\n")).unwrap();
+    std::fs::write(fake_admin.join("commondir"), "../..\n").unwrap();
+    std::fs::write(
+        fake_admin.join("gitdir"),
+        format!("{}\n", iso.join(".git").display()),
+    )
+    .unwrap();
+    let real = fx.src.join(".git/a3s-iso/sessions/s.json");
+    let mut record: Value = serde_json::from_slice(&std::fs::read(&real).unwrap()).unwrap();
+    record["common_dir"] = fake.to_str().unwrap().into();
+    record["admin_dir"] = fake_admin.to_str().unwrap().into();
+    let sessions = fake.join("a3s-iso/sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    std::fs::write(
+        sessions.join("s.json"),
+        serde_json::to_vec(&record).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        iso.join(".git"),
+        format!("gitdir: {}\n", fake_admin.display()),
+    )
+    .unwrap();
+    let (code, doc) = fx.json_in(&iso, &["capture"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["identity"]["session_id"], "s");
+    assert!(!mark.exists(), "the fake repository's filter ran");
+    // The capture went to the real store.
+    let runs = fx.src.join(".git/a3s-iso/runs/s");
+    assert_eq!(std::fs::read_dir(runs).unwrap().count(), 1);
+}
