@@ -276,7 +276,7 @@ pub(crate) fn patch(
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
-    ObjectView::new(git, common_dir, scratch)?
+    ObjectView::new(git, common_dir, &[base, result], scratch)?
         .cmd()
         .args(PATCH_CONFIG)
         .arg("diff")

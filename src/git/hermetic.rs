@@ -141,8 +141,10 @@ pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result
         .map_err(|e| unusable(format!("cannot be read: {e}")))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| unusable("is not text".into()))?;
     let text = text.strip_suffix('\n').unwrap_or(text);
-    let format = git.object_format(common_dir)?;
-    let named = if format.is_full_id(text) {
+    let full_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+        .iter()
+        .any(|format| format.is_full_id(text));
+    let named = if full_id {
         text.to_string()
     } else if let Some(name) = text.strip_prefix("ref: ") {
         if !is_shared_ref_name(git, common_dir, name)? {
@@ -157,7 +159,10 @@ pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result
             "is neither a full commit id nor a symbolic ref".into(),
         ));
     };
+    // The commit comes back as a full id of the repository's hash: an id of the other hash's
+    // length (which git would take as an abbreviation) does not match it.
     git.rev_parse(common_dir, &format!("{named}^{{commit}}"))?
+        .filter(|commit| !full_id || commit.len() == named.len())
         .ok_or_else(|| {
             unusable(format!(
                 "names {named}, which is not a commit of the repository"
@@ -199,9 +204,22 @@ pub(crate) struct ObjectView {
 }
 
 impl ObjectView {
-    /// A view of the objects of the repository whose common dir is `common_dir`.
-    pub(crate) fn new(git: &Git, common_dir: &Path, scratch: &Path) -> Result<ObjectView> {
-        let format = git.object_format(common_dir)?;
+    /// A view of the objects of the repository whose common dir is `common_dir`, to work on
+    /// the objects `ids`: when they are full ids of one hash, that is the repository's, and git
+    /// need not be asked.
+    pub(crate) fn new(
+        git: &Git,
+        common_dir: &Path,
+        ids: &[&str],
+        scratch: &Path,
+    ) -> Result<ObjectView> {
+        let told = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+            .into_iter()
+            .find(|format| !ids.is_empty() && ids.iter().all(|id| format.is_full_id(id)));
+        let format = match told {
+            Some(format) => format,
+            None => git.object_format(common_dir)?,
+        };
         let dir = PrivateDir::create(scratch, "objects")?;
         let refs = dir.0.join("refs");
         fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;

@@ -274,10 +274,18 @@ fn a_head_that_names_no_commit_of_the_repository_is_never_followed() {
         "ref: refs/heads/does-not-exist\n".to_string(),
         format!("{evil_commit}\n"),
         "not a head at all\n".to_string(),
+        "padded".to_string(),
     ];
     for head in heads {
         let fx = Fixture::new();
         fx.bind("s");
+        // The real commit, padded to the other hash's length.
+        let padded = format!(
+            "{}{}\n",
+            fx.git(&fx.src, &["rev-parse", "HEAD"]),
+            "0".repeat(24)
+        );
+        let head = if head == "padded" { padded } else { head };
         std::fs::write(fx.isolation("s").join("work.txt"), "kept\n").unwrap();
         set_head(&fx, "s", &head);
         // A snapshot is the tree's content: it still holds the work.
