@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::now_ms;
+use crate::git::HermeticGit;
 use crate::isolation;
 use crate::owner::{Liveness, Owner, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
@@ -247,7 +248,7 @@ fn create(
     restore_state: Option<Restore>,
     mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
-    refuse_bind_in_progress(ctx, located, &record.session_id)?;
+    refuse_bind_in_progress(located, &record.session_id)?;
     if record.read_only {
         publish(ctx, located, &record)?;
         register_or_warn(located, &mut warnings);
@@ -268,7 +269,7 @@ fn create(
     )
     .and_then(|admin_dir| {
         if let Some(state) = &restore_state {
-            restore(ctx, &claim.path, &admin_dir, state)?;
+            restore(ctx, located, (&claim.path, &admin_dir), state)?;
         }
         Ok(admin_dir)
     });
@@ -276,19 +277,19 @@ fn create(
     match built {
         Ok(admin_dir) => publish_isolation(ctx, located, record, &claim, admin_dir, warnings),
         Err(err) => {
-            let _ = isolation::clear_dead_claim(ctx, located, &claim);
+            let _ = isolation::clear_dead_claim(located, &claim);
             Err(err)
         }
     }
 }
 
 /// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.
-fn refuse_bind_in_progress(ctx: &Context, located: &Located, session_id: &str) -> Result<()> {
+fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
     let Some(claim) = located.store.load_claim(session_id)? else {
         return Ok(());
     };
     match claim.bind_process.liveness() {
-        Liveness::Dead => isolation::clear_dead_claim(ctx, located, &claim),
+        Liveness::Dead => isolation::clear_dead_claim(located, &claim),
         _ => Err(Error::SessionExists {
             message: format!(
                 "a bind of session {session_id:?} is in progress ({})",
@@ -335,7 +336,7 @@ fn publish_isolation(
     record.state = SessionState::Bound;
     record.updated_at_ms = now_ms();
     if let Err(err) = publish(ctx, located, &record) {
-        let _ = isolation::clear_dead_claim(ctx, located, claim);
+        let _ = isolation::clear_dead_claim(located, claim);
         return Err(err);
     }
     located.store.remove_claim(&record.session_id)?;
@@ -386,7 +387,7 @@ fn resume(
         && record.state != SessionState::Discarded
     {
         // The old tree is damaged or gone: drop what is left of its registration.
-        isolation::remove(&ctx.git, &located.repo, tree, Some(admin))?;
+        isolation::remove(&located.repo, tree, Some(admin))?;
     }
     record.owner = owner;
     record.read_only = false;
@@ -395,9 +396,18 @@ fn resume(
 
 /// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
 /// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
-/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay cheap.
-fn restore(ctx: &Context, path: &Path, admin: &Path, state: &Restore) -> Result<()> {
-    let git = || ctx.git.worktree(admin, path);
+/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay
+/// cheap. Like the submodule initialisation, this runs before anything else has run in the
+/// tree, through its own admin dir (with every location named): with `submodule.recurse` set,
+/// `read-tree -u` updates the submodules, whose git dirs live there.
+fn restore(
+    ctx: &Context,
+    located: &Located,
+    (path, admin): (&Path, &Path),
+    state: &Restore,
+) -> Result<()> {
+    let wt = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
+    let git = || wt.cmd();
     git()
         .args(["read-tree", "-u", "--reset", &state.tree])
         .run()?;
@@ -565,8 +575,10 @@ fn build(
         .run()?;
     let admin = isolation::read_admin_dir(&located.repo, path)?;
     if submodules {
-        ctx.git
-            .worktree(&admin, path)
+        // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
+        // admin dir (`<admin>/modules`), so this one call goes through the admin dir itself.
+        HermeticGit::own(&ctx.git, path, &admin, &located.repo.common_dir)
+            .cmd()
             .args([
                 "-c",
                 "checkout.workers=0",

@@ -162,7 +162,7 @@ pub(crate) fn record_evidence(
     }
     let patch = snapshot::patch(
         &ctx.git,
-        source,
+        &located.repo.common_dir,
         ev.base_tree,
         ev.result_tree,
         &store.scratch_dir(),

@@ -51,6 +51,9 @@ impl Context {
 
     /// Finds the source. Started inside an isolation, the source is that session's source.
     pub(crate) fn locate(&self) -> Result<Located> {
+        if let Some(located) = self.locate_isolation() {
+            return Ok(located);
+        }
         let repo = Repo::discover(&self.git, &self.start_dir)?;
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
         // Only a linked worktree (a `.git` file, not a directory) can be an isolation: in the
@@ -73,6 +76,50 @@ impl Context {
             repo,
             store,
             inside,
+        })
+    }
+
+    /// Started inside an isolation: its session, found by path in the state stores a3s-iso knows
+    /// itself (`--state-dir`, else every store in the user-level registry), not through git's
+    /// discovery there. The isolation's `.git` file and its admin dir are the command's to
+    /// rewrite, so they could name a repository, and a state store with records, of its
+    /// choosing; the source and the common dir come from the session record instead. Only a
+    /// path with an isolation's name in it is looked up; where no store knows it (an
+    /// unregistered source), git's discovery decides, as for any checkout.
+    fn locate_isolation(&self) -> Option<Located> {
+        let start = std::fs::canonicalize(&self.start_dir).ok()?;
+        let named = start.components().any(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .starts_with(crate::ids::ISOLATION_NAME_PREFIX)
+        });
+        if !named {
+            return None;
+        }
+        let stores: Vec<Store> = match &self.state_dir {
+            Some(dir) => vec![Store::at(dir)],
+            None => crate::state::registered_sources()
+                .unwrap_or_default()
+                .iter()
+                .map(|entry| Store::at(&entry.state_dir))
+                .collect(),
+        };
+        stores.into_iter().find_map(|store| {
+            let session = store.sessions().ok()?.into_iter().flatten().find(|s| {
+                s.state != SessionState::Discarded
+                    && s.worktree
+                        .as_deref()
+                        .is_some_and(|tree| start.starts_with(tree))
+            })?;
+            let repo = Repo {
+                toplevel: session.source.clone(),
+                common_dir: session.common_dir.clone(),
+            };
+            Some(Located {
+                repo,
+                store,
+                inside: Some(session),
+            })
         })
     }
 

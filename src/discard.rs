@@ -48,7 +48,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
-        removed = isolation::remove(&ctx.git, &located.repo, tree, record.admin_dir.as_deref())?;
+        removed = isolation::remove(&located.repo, tree, record.admin_dir.as_deref())?;
     }
     let id = record.session_id.clone();
     if opts.purge {

@@ -157,3 +157,31 @@ pub(crate) fn tree_size(dir: &Path) -> u64 {
     }
     total
 }
+
+/// The bytes of a small regular file that someone else may have planted: a symbolic link at
+/// `path` is not followed, a FIFO or device is not waited on, and more than `limit` bytes is
+/// an error, so reading it can neither hang nor grow without bound.
+pub(crate) fn read_small_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags.bits() as i32)
+        .open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a regular file",
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}

@@ -2,6 +2,9 @@
 
 use crate::error::{Error, Result};
 
+/// Every isolation's directory name starts with this, followed by the session id.
+pub const ISOLATION_NAME_PREFIX: &str = ".a3s-isolate-";
+
 /// The longest id accepted.
 pub(crate) const MAX_ID_LEN: usize = 128;
 

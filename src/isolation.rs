@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
-use crate::git::Git;
+use crate::git::{Git, HermeticGit};
 use crate::repo::Repo;
-use crate::snapshot::{self, Worktree};
+use crate::snapshot;
 use crate::state::{ClaimRecord, SessionRecord, SessionState};
 
 /// Every isolation's directory name starts with this, followed by the session id.
-pub const NAME_PREFIX: &str = ".a3s-isolate-";
+pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.
@@ -43,15 +43,27 @@ pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     Ok(admin)
 }
 
+/// The most a link file of an admin dir (`gitdir`, `commondir`) holds: one path.
+const LINK_LIMIT: u64 = 64 * 1024;
+
+/// The first line of a link file in an admin dir, read without following a link or waiting on
+/// a FIFO planted there (the isolation's command can write the admin dir).
+fn read_link_file(path: &Path) -> Option<String> {
+    let bytes = crate::fsutil::read_small_regular_file(path, LINK_LIMIT).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    Some(text.trim_end_matches('\n').to_string())
+}
+
 /// The admin dir's own record of where its tree is (`<admin>/gitdir` → `<tree>/.git`).
 fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
-    fs::read_to_string(admin.join("gitdir"))
-        .map(|text| Path::new(text.trim_end()) == worktree.join(".git"))
-        .unwrap_or(false)
+    read_link_file(&admin.join("gitdir"))
+        .is_some_and(|text| Path::new(&text) == worktree.join(".git"))
 }
 
 /// Puts back the admin dir's links (`gitdir`, `commondir`) if the isolation's user rewrote
-/// them: a3s-iso's own git calls go through the admin dir and must reach this repository.
+/// them, so that the command's own git in the isolation (and `git worktree` in the source)
+/// reaches this repository again. a3s-iso's own git on the isolation does not depend on them:
+/// it names every location itself (`Isolation::git`).
 pub fn repair_links(record: &SessionRecord) -> Result<()> {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return Ok(());
@@ -63,13 +75,12 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
     {
         return Ok(());
     }
-    let gitdir = format!("{}\n", tree.join(".git").display());
-    if fs::read_to_string(admin.join("gitdir")).ok().as_deref() != Some(gitdir.as_str()) {
+    if !admin_points_at(admin, tree) {
+        let gitdir = format!("{}\n", tree.join(".git").display());
         crate::fsutil::write_atomic(&admin.join("gitdir"), gitdir.as_bytes())?;
     }
-    let points_home = fs::read_to_string(admin.join("commondir"))
-        .ok()
-        .map(|text| admin.join(text.trim_end()))
+    let points_home = read_link_file(&admin.join("commondir"))
+        .map(|text| admin.join(text))
         .and_then(|dir| fs::canonicalize(dir).ok())
         .zip(fs::canonicalize(&record.common_dir).ok())
         .is_some_and(|(found, expected)| found == expected);
@@ -92,56 +103,43 @@ pub fn is_healthy(record: &SessionRecord) -> bool {
     is_dir && admin.join("HEAD").is_file() && admin_points_at(admin, tree)
 }
 
-/// Removes a linked worktree and its registration. The `.git` file inside the tree is restored
-/// first if it was rewritten, so git removes this tree and no other. Returns whether anything
-/// was removed. A symlink at the path is never followed.
-pub fn remove(git: &Git, repo: &Repo, tree: &Path, admin: Option<&Path>) -> Result<bool> {
-    let meta = fs::symlink_metadata(tree);
-    let tree_is_dir = meta
-        .as_ref()
-        .map(|m| m.file_type().is_dir())
-        .unwrap_or(false);
-    let admin_exists = admin.is_some_and(|a| a.is_dir());
-    if tree_is_dir && let Some(admin) = admin.filter(|_| admin_exists) {
-        let expected = format!("gitdir: {}\n", admin.display());
-        let dot_git = tree.join(".git");
-        if fs::read_to_string(&dot_git).ok().as_deref() != Some(expected.as_str()) {
-            crate::fsutil::write_atomic(&dot_git, expected.as_bytes())?;
-        }
-        if !admin_points_at(admin, tree) {
-            git.at(&repo.common_dir)
-                .args(["worktree", "repair"])
-                .arg(tree)
-                .run()?;
-        }
-        git.at(&repo.common_dir)
-            .args(["worktree", "remove", "--force", "--force"])
-            .arg(tree)
-            .run()?;
-        return Ok(true);
-    }
+/// Removes a linked worktree and its registration directly: the tree, then its admin dir (only
+/// ever a direct child of `<common>/worktrees`). That is what `git worktree remove --force
+/// --force` does, but git would first read the admin dir (`gitdir`, `commondir`, `HEAD`),
+/// which the isolation's command can rewrite (a FIFO there hangs every `git worktree`); the
+/// session record or the bind's claim is what proves the tree and the admin dir are
+/// a3s-iso's. An empty `<common>/worktrees` is left for git (it is harmless, and removing it
+/// could race with a concurrent `git worktree add`). Returns whether anything was removed. A
+/// symlink at the path is never followed.
+pub fn remove(repo: &Repo, tree: &Path, admin: Option<&Path>) -> Result<bool> {
+    let tree_is_dir = fs::symlink_metadata(tree).is_ok_and(|m| m.file_type().is_dir());
     let mut removed = false;
     if tree_is_dir {
-        // Not (or no longer) registered: only a3s-iso's own record led here.
+        // The tree first: a removal that fails halfway keeps the registration, so the session
+        // still knows where its leftovers are and a later attempt finishes the job.
         fs::remove_dir_all(tree).ctx(|| format!("cannot remove {}", tree.display()))?;
         removed = true;
     }
-    if let Some(admin) = admin.filter(|_| admin_exists) {
-        remove_admin_dir(repo, admin)?;
-        removed = true;
+    if let Some(admin) = admin.filter(|a| fs::symlink_metadata(a).is_ok()) {
+        removed |= remove_admin_dir(repo, admin)?;
     }
     Ok(removed)
 }
 
-/// Drops a stale registration, only ever a direct child of `<common>/worktrees`.
-pub fn remove_admin_dir(repo: &Repo, admin: &Path) -> Result<()> {
-    if admin.parent() == Some(repo.worktrees_dir().as_path())
-        || fs::canonicalize(admin.parent().unwrap_or(admin)).ok()
-            == fs::canonicalize(repo.worktrees_dir()).ok()
-    {
-        fs::remove_dir_all(admin).ctx(|| format!("cannot remove {}", admin.display()))?;
+/// Drops a registration, only ever a direct child of `<common>/worktrees`; returns whether it
+/// did.
+pub fn remove_admin_dir(repo: &Repo, admin: &Path) -> Result<bool> {
+    let worktrees = repo.worktrees_dir();
+    let in_worktrees = admin.parent() == Some(worktrees.as_path())
+        || admin
+            .parent()
+            .and_then(|p| fs::canonicalize(p).ok())
+            .is_some_and(|p| Some(p) == fs::canonicalize(&worktrees).ok());
+    if !in_worktrees {
+        return Ok(false);
     }
-    Ok(())
+    fs::remove_dir_all(admin).ctx(|| format!("cannot remove {}", admin.display()))?;
+    Ok(true)
 }
 
 /// Admin dirs whose recorded tree is `tree` (for leftovers whose admin dir was never recorded).
@@ -161,21 +159,42 @@ pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
 pub struct Isolation {
     /// The isolation's working tree.
     pub tree: PathBuf,
-    /// Its git admin dir (`<common>/worktrees/<name>`).
+    /// Its git admin dir (`<common>/worktrees/<name>`). The command in the isolation can write
+    /// it: a3s-iso's own git never reads configuration, links or HEAD from it.
     pub admin: PathBuf,
+    /// The repository's common dir: where a3s-iso's git finds objects, refs and configuration.
+    pub common_dir: PathBuf,
+    /// The commit the session was bound at, when a session record says so.
+    pub bound_revision: Option<String>,
 }
 
 impl Isolation {
+    /// The commit the isolation's HEAD names, resolved without trusting the admin dir
+    /// ([`crate::git::resolve_head`]); `change_set_unavailable` when it names none.
+    pub(crate) fn head(&self, git: &Git) -> Result<String> {
+        crate::git::resolve_head(git, &self.common_dir, &self.admin)
+    }
+
+    /// Git on this isolation through a private git dir under `scratch`: the way every git call
+    /// a3s-iso makes on an isolation runs. Its HEAD is the isolation's HEAD, or, when that
+    /// names no commit of the repository, the bound revision: a snapshot is the working
+    /// tree's content and uses HEAD only to seed an index it cannot copy, so a rewritten HEAD
+    /// must not cost the work in the tree. (Branch mode, which promotes the commits HEAD
+    /// names, asks for [`Isolation::head`] and refuses an unusable one.)
+    pub(crate) fn git(&self, git: &Git, scratch: &Path) -> Result<HermeticGit> {
+        let head = match (self.head(git), &self.bound_revision) {
+            (Ok(head), _) => head,
+            (Err(_), Some(bound)) => bound.clone(),
+            (Err(err), None) => return Err(err),
+        };
+        HermeticGit::private(git, &self.tree, &self.common_dir, &head, scratch)
+    }
+
     /// The snapshot of the isolation as it is now (nested repositories left out).
     pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
-        snapshot::snapshot(
-            &ctx.git,
-            &Worktree {
-                tree: &self.tree,
-                admin_dir: &self.admin,
-            },
-            &located.store.scratch_dir(),
-        )
+        let scratch = located.store.scratch_dir();
+        let wt = self.git(&ctx.git, &scratch)?;
+        snapshot::snapshot(&wt, &self.admin.join("index"), &scratch)
     }
 }
 
@@ -206,6 +225,8 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         (Some(tree), Some(admin)) => Ok(Isolation {
             tree: tree.clone(),
             admin: admin.clone(),
+            common_dir: record.common_dir.clone(),
+            bound_revision: Some(record.bound_revision.clone()),
         }),
         _ => Err(Error::internal("a healthy isolation without paths")),
     }
@@ -213,36 +234,19 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
 
 /// Removes what a bind that died (or failed) left: its tree and registration, then its claim.
 /// The claim proves the tree is a3s-iso's: the path was free when the claim was taken.
-pub fn clear_dead_claim(ctx: &Context, located: &Located, claim: &ClaimRecord) -> Result<()> {
+pub fn clear_dead_claim(located: &Located, claim: &ClaimRecord) -> Result<()> {
     let tree = &claim.path;
-    {
-        let published = located
-            .store
-            .load_session(&claim.session_id)?
-            .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
-        if published {
-            return located.store.remove_claim(&claim.session_id);
-        }
+    let published = located
+        .store
+        .load_session(&claim.session_id)?
+        .is_some_and(|s| s.worktree.as_deref() == Some(tree.as_path()));
+    if !published {
+        // A checkout killed early may leave an admin dir git itself no longer accepts; the
+        // claim proves the tree and whatever registration records it are ours.
         let admins = admin_dirs_for(&located.repo, tree);
-        let is_dir = fs::symlink_metadata(tree)
-            .map(|m| m.file_type().is_dir())
-            .unwrap_or(false);
-        if admins.is_empty() {
-            if is_dir {
-                remove(&ctx.git, &located.repo, tree, None)?;
-            }
-        } else {
-            for admin in admins {
-                // A checkout killed early leaves an admin dir git itself no longer accepts;
-                // the claim proves both are ours, so remove them directly then.
-                if remove(&ctx.git, &located.repo, tree, Some(&admin)).is_err() {
-                    if tree.is_dir() {
-                        fs::remove_dir_all(tree)
-                            .ctx(|| format!("cannot remove {}", tree.display()))?;
-                    }
-                    remove_admin_dir(&located.repo, &admin)?;
-                }
-            }
+        remove(&located.repo, tree, None)?;
+        for admin in admins {
+            remove_admin_dir(&located.repo, &admin)?;
         }
     }
     located.store.remove_claim(&claim.session_id)
@@ -257,8 +261,8 @@ pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
         .flatten()
         .filter_map(|e| {
             let admin = e.path();
-            let gitdir = std::fs::read_to_string(admin.join("gitdir")).ok()?;
-            Some((PathBuf::from(gitdir.trim_end()), admin))
+            let gitdir = read_link_file(&admin.join("gitdir"))?;
+            Some((PathBuf::from(gitdir), admin))
         })
         .collect()
 }

@@ -4,26 +4,31 @@
 //! trees with every output-shaping option fixed, so the same trees give the same bytes
 //! whatever the user's git configuration.
 
+use std::ffi::OsString;
 use std::fs::{self, File};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, IoContext, Result};
-use crate::git::Git;
+use crate::git::{Git, GitCmd, HermeticGit, ObjectView};
 
 /// The tree of git's empty tree object (SHA-1 repositories).
 pub const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Options that pin every aspect of `git diff` output that user configuration could change.
+/// (Attributes and the repository's own configuration do not reach the diff at all: it runs in
+/// an [`ObjectView`].) Git judges files over `core.bigFileThreshold` binary without reading
+/// them on some diff paths, so its default is pinned as well.
 const PATCH_CONFIG: &[&str] = &[
     "-c",
     "core.quotePath=true",
     "-c",
     "diff.suppressBlankEmpty=false",
     "-c",
-    "core.attributesFile=/dev/null",
+    "core.bigFileThreshold=512m",
 ];
 const PATCH_FLAGS: &[&str] = &[
     "--binary",
@@ -43,12 +48,6 @@ const PATCH_FLAGS: &[&str] = &[
     "--submodule=short",
     "-O/dev/null",
 ];
-
-/// A worktree to snapshot: its tree and the admin dir that git metadata is read from.
-pub(crate) struct Worktree<'a> {
-    pub tree: &'a Path,
-    pub admin_dir: &'a Path,
-}
 
 /// A scratch file removed on drop.
 pub(crate) struct TempFile {
@@ -89,29 +88,58 @@ pub struct Snapshot {
 
 const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
 
-/// Writes the snapshot tree of `wt`. Neither the isolation's index nor any other index is
-/// modified; `scratch` is where the temporary index lives.
-pub(crate) fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<Snapshot> {
+/// A gitlink's mode (`0o160000`) as every index version (2 to 4) stores it: four raw bytes,
+/// big-endian. An index without them has no gitlink.
+const GITLINK_MODE: [u8; 4] = [0, 0, 0xe0, 0];
+
+/// Writes the snapshot tree of the working tree `wt` is pointed at, seeding the temporary
+/// index from a copy of `own_index` (the checkout's index) where that is a plain index file.
+/// Neither that index nor any other is modified; `scratch` is where the temporary index lives.
+///
+/// Gitlinks (submodules, and any the command registered in its index) are kept out of
+/// `git add -A`: for each one whose commit is unchanged, `add` runs `git status` inside it to
+/// see whether it is dirty, and that git takes the nested repository's configuration (and
+/// filters) from wherever the `.git` file in the tree points, which the command in the
+/// isolation controls. `git update-index` reads their HEADs instead, running nothing.
+pub(crate) fn snapshot(wt: &HermeticGit, own_index: &Path, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
-    let own_index = wt.admin_dir.join("index");
-    if own_index.is_file() && !is_split(wt.admin_dir) {
-        fs::copy(&own_index, index.path())
-            .ctx(|| format!("cannot copy {}", own_index.display()))?;
-    } else {
-        // A split index keeps its entries in a shared file beside it: a copy of the index
-        // file alone is not the index, so rebuild from HEAD (everything is re-hashed).
-        git.worktree(wt.admin_dir, wt.tree)
-            .env("GIT_INDEX_FILE", index.path())
-            .args(["read-tree", "HEAD"])
-            .run()?;
-    }
     let on_index = || {
-        git.worktree(wt.admin_dir, wt.tree)
+        wt.cmd()
             .env("GIT_INDEX_FILE", index.path())
             .args(["-c", "core.splitIndex=false"])
     };
+    // Never follow a link or wait on a FIFO planted where the index should be.
+    let plain = fs::symlink_metadata(own_index).is_ok_and(|m| m.is_file());
+    if plain && !own_index.parent().is_some_and(is_split) {
+        fs::copy(own_index, index.path()).ctx(|| format!("cannot copy {}", own_index.display()))?;
+    } else {
+        // A split index keeps its entries in a shared file beside it: a copy of the index
+        // file alone is not the index, so rebuild from HEAD (everything is re-hashed).
+        on_index().args(["read-tree", "HEAD"]).run()?;
+    }
+    let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
+    let nested = add_all(&on_index, &gitlinks)?;
+    if !gitlinks.is_empty() {
+        on_index()
+            .args(["update-index", "--add", "--remove", "--"])
+            .args(&gitlinks)
+            .run()?;
+    }
+    let tree = on_index().arg("write-tree").run_text()?;
+    Ok(Snapshot { tree, nested })
+}
+
+/// `git add -A` of everything but the gitlinks; returns the nested repositories it found,
+/// taken out of the index again (they are never folded in as gitlinks).
+fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Result<Vec<String>> {
+    let excluded = gitlinks.iter().map(|path| {
+        let mut spec = OsString::from(":(exclude,literal)");
+        spec.push(path);
+        spec
+    });
     let added = on_index()
         .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+        .args(excluded)
         .output()?;
     if added.exit_code != Some(0) {
         return Err(Error::GitFailed {
@@ -135,13 +163,69 @@ pub(crate) fn snapshot(git: &Git, wt: &Worktree<'_>, scratch: &Path) -> Result<S
             .args(&nested)
             .run()?;
     }
-    let tree = on_index().arg("write-tree").run_text()?;
-    Ok(Snapshot { tree, nested })
+    Ok(nested)
 }
 
-/// Whether the worktree's index is split (its entries live partly in `sharedindex.*`).
-fn is_split(admin_dir: &Path) -> bool {
-    fs::read_dir(admin_dir)
+/// The paths of the gitlink entries of the index at `index` (as bytes: paths need not be
+/// UTF-8). git is asked only when the file holds a gitlink's mode somewhere.
+fn gitlinks<'g>(
+    on_index: &dyn Fn() -> GitCmd<'g>,
+    index: &Path,
+    scratch: &Path,
+) -> Result<Vec<OsString>> {
+    if !holds_bytes(index, &GITLINK_MODE)? {
+        return Ok(Vec::new());
+    }
+    let listing = TempFile::new(scratch, "ls-files")?;
+    let file = File::create(listing.path())
+        .ctx(|| format!("cannot create {}", listing.path().display()))?;
+    on_index()
+        .args(["ls-files", "--stage", "-z"])
+        .run_to_file(file)?;
+    let file =
+        File::open(listing.path()).ctx(|| format!("cannot open {}", listing.path().display()))?;
+    let mut paths = Vec::new();
+    for record in BufReader::new(file).split(0) {
+        let record = record.ctx(|| format!("cannot read {}", listing.path().display()))?;
+        // `<mode> <oid> <stage>\t<path>`
+        let Some(rest) = record.strip_prefix(b"160000 ") else {
+            continue;
+        };
+        if let Some(tab) = rest.iter().position(|b| *b == b'\t') {
+            paths.push(OsString::from_vec(rest[tab + 1..].to_vec()));
+        }
+    }
+    paths.dedup();
+    Ok(paths)
+}
+
+/// Whether the file at `path` contains `needle` anywhere, read in chunks.
+fn holds_bytes(path: &Path, needle: &[u8]) -> Result<bool> {
+    let mut file = File::open(path).ctx(|| format!("cannot open {}", path.display()))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    // The tail of the previous chunk, so that a match across chunks is seen.
+    let keep = needle.len().saturating_sub(1);
+    let mut filled = 0;
+    loop {
+        let n = file
+            .read(&mut buf[filled..])
+            .ctx(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = filled + n;
+        if buf[..end].windows(needle.len()).any(|w| w == needle) {
+            return Ok(true);
+        }
+        let tail = end.saturating_sub(keep);
+        buf.copy_within(tail..end, 0);
+        filled = end - tail;
+    }
+}
+
+/// Whether the index in `git_dir` is split (its entries live partly in `sharedindex.*`).
+fn is_split(git_dir: &Path) -> bool {
+    fs::read_dir(git_dir)
         .map(|entries| {
             entries
                 .flatten()
@@ -179,10 +263,12 @@ impl Patch {
     }
 }
 
-/// The patch from `base` to `result` (tree ids), streamed to a scratch file and hashed.
+/// The patch from `base` to `result` (tree ids of the repository whose common dir is
+/// `common_dir`), streamed to a scratch file and hashed. Its bytes depend on the two trees
+/// only: the diff runs in an [`ObjectView`] with every output option pinned.
 pub(crate) fn patch(
     git: &Git,
-    repo_dir: &Path,
+    common_dir: &Path,
     base: &str,
     result: &str,
     scratch: &Path,
@@ -190,7 +276,8 @@ pub(crate) fn patch(
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
-    git.at(repo_dir)
+    ObjectView::new(git, common_dir, &[base, result], scratch)?
+        .cmd()
         .args(PATCH_CONFIG)
         .arg("diff")
         .args(PATCH_FLAGS)

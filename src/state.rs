@@ -127,6 +127,13 @@ impl Store {
         }
     }
 
+    /// The store in the state dir `dir`.
+    pub(crate) fn at(dir: &Path) -> Store {
+        Store {
+            dir: dir.to_path_buf(),
+        }
+    }
+
     /// The state dir.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir

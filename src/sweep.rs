@@ -15,11 +15,10 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{modified_ms, now_ms, tree_size};
-use crate::isolation::{NAME_PREFIX, clear_dead_claim, registered_admins};
+use crate::isolation::{Isolation, NAME_PREFIX, clear_dead_claim, registered_admins};
 use crate::owner::Liveness;
 use crate::refs;
 use crate::repo::Repo;
-use crate::snapshot::{self, Worktree};
 use crate::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
 };
@@ -725,6 +724,8 @@ struct ReclaimPlan {
     bytes: u64,
     /// The isolation's admin dir, where git knows it.
     admin: Option<PathBuf>,
+    /// The commit its session was bound at, when a record says so.
+    bound_revision: Option<String>,
     /// Where it is snapshotted first; `None` with `--no-capture` or for an in-flight bind.
     swept_ref: Option<String>,
 }
@@ -742,10 +743,15 @@ fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Fou
     };
     // An interrupted bind never held anyone's work: nothing to snapshot.
     let capture = !opts.no_capture && !matches!(found, Found::Claimed(_));
+    let bound_revision = match found {
+        Found::Recorded(record) => Some(record.bound_revision.clone()),
+        _ => None,
+    };
     ReclaimPlan {
         swept_ref: capture.then(|| refs::swept(&id)),
         bytes: tree_size(path),
         admin,
+        bound_revision,
         id,
     }
 }
@@ -811,9 +817,8 @@ fn remove_isolation(
         ));
     }
     let removed = match found {
-        Found::Claimed(claim) => clear_dead_claim(ctx, located, claim),
-        _ => crate::isolation::remove(&ctx.git, &located.repo, path, plan.admin.as_deref())
-            .map(|_| ()),
+        Found::Claimed(claim) => clear_dead_claim(located, claim),
+        _ => crate::isolation::remove(&located.repo, path, plan.admin.as_deref()).map(|_| ()),
     };
     if let Err(err) = removed {
         return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
@@ -832,14 +837,13 @@ fn snapshot_into_swept(
     let Some(admin) = &plan.admin else {
         return Err(Error::internal("it is not a registered worktree"));
     };
-    let snap = snapshot::snapshot(
-        &ctx.git,
-        &Worktree {
-            tree: path,
-            admin_dir: admin,
-        },
-        &located.store.scratch_dir(),
-    )?;
+    let isolation = Isolation {
+        tree: path.to_path_buf(),
+        admin: admin.clone(),
+        common_dir: located.repo.common_dir.clone(),
+        bound_revision: plan.bound_revision.clone(),
+    };
+    let snap = isolation.snapshot(ctx, located)?;
     refs::pin_swept(&ctx.git, &located.repo.toplevel, &plan.id, &snap.tree)
 }
 

@@ -5,16 +5,32 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
-use crate::git::Git;
-use crate::snapshot::{self, TempFile, Worktree};
+use crate::git::{Git, HermeticGit};
+use crate::snapshot::{self, TempFile};
 
-/// The git dir of a checkout (for a linked worktree, its admin dir).
-pub(crate) fn git_dir(git: &Git, checkout: &Path) -> Result<PathBuf> {
-    Ok(PathBuf::from(
-        git.at(checkout)
-            .args(["rev-parse", "--absolute-git-dir"])
-            .run_text()?,
-    ))
+/// Git on a checkout of the user's through its own git dir, with the git dir and the common
+/// dir named explicitly (as git itself reports them for the checkout); also returns that git
+/// dir (for a linked worktree, its admin dir).
+pub(crate) fn checkout_git(git: &Git, checkout: &Path) -> Result<(HermeticGit, PathBuf)> {
+    let out = git
+        .at(checkout)
+        .args([
+            "rev-parse",
+            "--absolute-git-dir",
+            "--path-format=absolute",
+            "--git-common-dir",
+        ])
+        .run_text()?;
+    let mut lines = out.lines();
+    let (Some(git_dir), Some(common_dir)) = (lines.next(), lines.next()) else {
+        return Err(Error::internal(format!(
+            "git named no git dir for {}",
+            checkout.display()
+        )));
+    };
+    let git_dir = PathBuf::from(git_dir);
+    let wt = HermeticGit::own(git, checkout, &git_dir, Path::new(common_dir));
+    Ok((wt, git_dir))
 }
 
 /// The source's working state: `worktree_tree` is what is on disk (tracked plus untracked
@@ -26,23 +42,15 @@ pub(crate) struct WorkingState {
 
 /// Snapshots the source's working state without touching its index (`bind --carry-wip`).
 pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Result<WorkingState> {
-    let dir = git_dir(git, source)?;
-    let worktree_tree = snapshot::snapshot(
-        git,
-        &Worktree {
-            tree: source,
-            admin_dir: &dir,
-        },
-        scratch,
-    )?
-    .tree;
+    let (wt, dir) = checkout_git(git, source)?;
+    let worktree_tree = snapshot::snapshot(&wt, &dir.join("index"), scratch)?.tree;
     let index = TempFile::new(scratch, "index")?;
     let own = dir.join("index");
     if own.is_file() {
         fs::copy(&own, index.path()).ctx(|| format!("cannot copy {}", own.display()))?;
     }
-    let index_tree = git
-        .worktree(&dir, source)
+    let index_tree = wt
+        .cmd()
         .env("GIT_INDEX_FILE", index.path())
         .arg("write-tree")
         .run_text()
@@ -68,16 +76,13 @@ pub(crate) fn changed_since(
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let dir = git_dir(git, source)?;
+    let (wt, dir) = checkout_git(git, source)?;
     let index = TempFile::new(scratch, "index")?;
     let own = dir.join("index");
     if own.is_file() {
         fs::copy(&own, index.path()).ctx(|| format!("cannot copy {}", own.display()))?;
     }
-    let on_index = || {
-        git.worktree(&dir, source)
-            .env("GIT_INDEX_FILE", index.path())
-    };
+    let on_index = || wt.cmd().env("GIT_INDEX_FILE", index.path());
     on_index()
         .args(["update-index", "--add", "--remove", "--"])
         .args(paths)

@@ -1,11 +1,15 @@
 //! The only place that runs git. Every call: stdin closed (or fed), output captured, a fixed
 //! environment (no pager, no prompt, C messages, no fsmonitor, no repository-selecting variables
 //! from the caller), and a typed failure carrying args, exit code and stderr. Domain code uses
-//! the typed operations (`ops.rs`) where they exist, and [`Git::at`] otherwise.
+//! the typed operations (`ops.rs`) where they exist, and [`Git::at`] otherwise. Git on an
+//! isolation goes through [`HermeticGit`], which names every location git reads, and patches
+//! are computed in an [`ObjectView`] (`hermetic.rs`).
 
+mod hermetic;
 mod ops;
 mod runner;
 
+pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use ops::{CatFile, RefUpdate};
 pub use runner::Git;
-pub(crate) use runner::{REPO_SELECTING_VARS, split_nul};
+pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};

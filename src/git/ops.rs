@@ -57,7 +57,60 @@ pub(crate) enum CatFile {
     Missing,
 }
 
+/// The hash a repository names its objects with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ObjectFormat {
+    /// 40 hex digits.
+    Sha1,
+    /// 64 hex digits.
+    Sha256,
+}
+
+impl ObjectFormat {
+    /// How many hex digits a full object id has.
+    pub(crate) fn hex_len(self) -> usize {
+        match self {
+            ObjectFormat::Sha1 => 40,
+            ObjectFormat::Sha256 => 64,
+        }
+    }
+
+    /// The id of the empty tree (which every git knows without storing it).
+    pub(crate) fn empty_tree(self) -> &'static str {
+        match self {
+            ObjectFormat::Sha1 => "4b825dc642cb6eb9a060e54bf8d69288fbee4904",
+            ObjectFormat::Sha256 => {
+                "6ef19b41225c5369f1c104d45d8d85efa9b057b53b14b4b9b939dd74decc5321"
+            }
+        }
+    }
+
+    /// Whether `text` is a full object id of this hash, in lowercase hex.
+    pub(crate) fn is_full_id(self, text: &str) -> bool {
+        text.len() == self.hex_len()
+            && text
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    }
+}
+
 impl Git {
+    /// The hash of the repository at `dir` (`rev-parse --show-object-format`).
+    pub(crate) fn object_format(&self, dir: &Path) -> Result<ObjectFormat> {
+        let format = self
+            .at(dir)
+            .args(["rev-parse", "--show-object-format"])
+            .run_text()?;
+        match format.as_str() {
+            "sha1" => Ok(ObjectFormat::Sha1),
+            "sha256" => Ok(ObjectFormat::Sha256),
+            other => Err(Error::internal(format!(
+                "{} uses an object format a3s-iso does not know: {other}",
+                dir.display()
+            ))),
+        }
+    }
+
     /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing.
     pub(crate) fn rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>> {
         let out = self
@@ -222,11 +275,7 @@ impl Git {
 
     /// The all-zero object id of the repository's hash (40 or 64 digits).
     pub(crate) fn null_oid(&self, dir: &Path) -> Result<String> {
-        let format = self
-            .at(dir)
-            .args(["rev-parse", "--show-object-format"])
-            .run_text()?;
-        Ok("0".repeat(if format == "sha256" { 64 } else { 40 }))
+        Ok("0".repeat(self.object_format(dir)?.hex_len()))
     }
 
     /// Copies every object of the object directory `from` (and nothing it borrows) into the

@@ -17,8 +17,20 @@ const FIXED_ENV: &[(&str, &str)] = &[
     ("GIT_OPTIONAL_LOCKS", "0"),
 ];
 
-/// Locale variables removed so that `LC_MESSAGES=C` is what git obeys.
-const REMOVED_ENV: &[&str] = &["LC_ALL", "LANGUAGE"];
+/// Removed from every git's environment: locale variables (so that `LC_MESSAGES=C` is what git
+/// obeys), the variables that would reshape diff output behind the pinned options
+/// (`GIT_DIFF_OPTS` overrides `-U`; `GIT_EXTERNAL_DIFF` names a program to run), and the ones
+/// that change what a pathspec means (a3s-iso spells its pathspecs' magic itself).
+const REMOVED_ENV: &[&str] = &[
+    "LC_ALL",
+    "LANGUAGE",
+    "GIT_DIFF_OPTS",
+    "GIT_EXTERNAL_DIFF",
+    "GIT_LITERAL_PATHSPECS",
+    "GIT_GLOB_PATHSPECS",
+    "GIT_NOGLOB_PATHSPECS",
+    "GIT_ICASE_PATHSPECS",
+];
 
 /// Applies the fixed environment to a process started without duct (for streaming protocols).
 pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
@@ -129,17 +141,6 @@ impl Git {
             shielded: false,
         }
     }
-
-    /// A git command on a linked worktree, located by its admin directory, never by the `.git`
-    /// file inside the tree (which the tree's user can rewrite).
-    pub(crate) fn worktree(&self, admin_dir: &Path, worktree: &Path) -> GitCmd<'_> {
-        let mut cmd = self.at(worktree);
-        cmd.args.push(OsString::from("--git-dir"));
-        cmd.args.push(admin_dir.as_os_str().to_owned());
-        cmd.args.push(OsString::from("--work-tree"));
-        cmd.args.push(worktree.as_os_str().to_owned());
-        cmd
-    }
 }
 
 fn parse_version(version: &str) -> Option<(u32, u32)> {
@@ -191,10 +192,12 @@ impl<'g> GitCmd<'g> {
         self
     }
 
-    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index).
+    /// Sets a variable for this git only (`GIT_INDEX_FILE` for a temporary index). Setting a
+    /// variable again replaces the earlier value.
     pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.envs
-            .push((key.as_ref().to_owned(), value.as_ref().to_owned()));
+        let key = key.as_ref().to_owned();
+        self.envs.retain(|(k, _)| *k != key);
+        self.envs.push((key, value.as_ref().to_owned()));
         self
     }
 

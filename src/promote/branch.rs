@@ -63,7 +63,7 @@ pub(super) fn promote_branch(
     let scratch = located.store.scratch_dir();
     let patch = snapshot::patch(
         &ctx.git,
-        &session.source,
+        &located.repo.common_dir,
         &session.base_tree,
         &snap.tree,
         &scratch,
@@ -84,11 +84,9 @@ pub(super) fn promote_branch(
     }
     let target = target(&ctx.git, &session.source)?;
     out.current_revision = Some(target.old_tip.clone());
-    let isolation_head = ctx
-        .git
-        .worktree(&isolation.admin, &isolation.tree)
-        .args(["rev-parse", "HEAD"])
-        .run_text()?;
+    // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
+    // replaced by a guess.
+    let isolation_head = isolation.head(&ctx.git)?;
     match plan(
         ctx,
         &session,

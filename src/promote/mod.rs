@@ -69,7 +69,7 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
     let snap = writable_isolation(&session)?.snapshot(ctx, located)?;
     let patch = snapshot::patch(
         &ctx.git,
-        &located.repo.toplevel,
+        &located.repo.common_dir,
         &session.base_tree,
         &snap.tree,
         &located.store.scratch_dir(),

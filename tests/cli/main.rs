@@ -18,3 +18,4 @@ mod sandbox;
 mod scripts;
 mod state_machine;
 mod sweep;
+mod trust;

@@ -1,0 +1,257 @@
+//! Git on a working tree with every location it reads named by a3s-iso. An isolation is
+//! written by the command that runs in it: its tree, its `.git` file, and its admin dir
+//! (`<common>/worktrees/<name>`: `HEAD`, `index`, `commondir`, `gitdir`, and a
+//! `config.worktree` that git reads when the repository sets `extensions.worktreeConfig`). A git
+//! that a3s-iso runs outside the sandbox must take none of its configuration, links or HEAD
+//! from there, or the command could choose the filters, hooks and repository it runs with.
+//!
+//! So git on an isolation runs with `GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE` and
+//! `GIT_INDEX_FILE` all set explicitly ([`HermeticGit`]). `GIT_DIR` is a *private* git dir that
+//! a3s-iso creates in its scratch space and that holds only a `HEAD` a3s-iso wrote: the
+//! isolation's HEAD resolved by [`resolve_head`]. Objects, refs, hooks, `info/` and `config`
+//! come from the repository's common dir, which the command cannot write; the per-worktree
+//! files of the admin dir are never read (`GIT_COMMON_DIR` wins over a `commondir` file, and the
+//! private dir has no `config.worktree`). Attributes in the tree's `.gitattributes` are content
+//! and still apply, but only drivers the user configured (system, global or the common
+//! `config`) can run.
+//!
+//! Patches are computed in an [`ObjectView`]: a private bare git dir that sees the repository's
+//! objects and nothing else, so that no attributes file (not even `<common>/info/attributes`)
+//! and no repository configuration can shape their bytes.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::ops::ObjectFormat;
+use super::runner::{Git, GitCmd};
+use crate::error::{Error, IoContext, Result};
+
+/// Ref namespaces that belong to one worktree (stored in its admin dir): they cannot be
+/// resolved against the common dir alone.
+const PER_WORKTREE_REFS: &[&str] = &["refs/bisect/", "refs/worktree/", "refs/rewritten/"];
+
+/// The most a HEAD file holds (`ref: ` and a long ref name); a larger one is not a HEAD.
+const HEAD_LIMIT: u64 = 4096;
+
+/// A directory a3s-iso made in its scratch space for one use, removed when dropped.
+struct PrivateDir(PathBuf);
+
+impl PrivateDir {
+    fn create(scratch: &Path, stem: &str) -> Result<PrivateDir> {
+        fs::create_dir_all(scratch).ctx(|| format!("cannot create {}", scratch.display()))?;
+        let path = scratch.join(format!("{stem}-{}", crate::fsutil::unique_suffix()));
+        fs::create_dir(&path).ctx(|| format!("cannot create {}", path.display()))?;
+        Ok(PrivateDir(path))
+    }
+
+    fn write(&self, name: &str, content: &str) -> Result<()> {
+        let path = self.0.join(name);
+        fs::write(&path, content).ctx(|| format!("cannot write {}", path.display()))
+    }
+}
+
+impl Drop for PrivateDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Git on one working tree with `GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE` and
+/// `GIT_INDEX_FILE` set explicitly: nothing in the tree (its `.git` file) or in a git dir that
+/// a3s-iso did not name chooses where git looks. The one way a3s-iso runs git on an isolation.
+pub(crate) struct HermeticGit {
+    git: Git,
+    tree: PathBuf,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    index: PathBuf,
+    /// The private git dir, when `git_dir` is one: removed with this value.
+    _private: Option<PrivateDir>,
+}
+
+impl HermeticGit {
+    /// A checkout through its own git dir: the user's source checkout, or an isolation that
+    /// a3s-iso created a moment ago and in which nothing else has run yet (its admin dir holds
+    /// only what `git worktree add` wrote, and per-worktree state such as submodules' git dirs
+    /// must land there).
+    pub(crate) fn own(git: &Git, tree: &Path, git_dir: &Path, common_dir: &Path) -> HermeticGit {
+        HermeticGit {
+            git: git.clone(),
+            tree: tree.to_path_buf(),
+            git_dir: git_dir.to_path_buf(),
+            common_dir: common_dir.to_path_buf(),
+            index: git_dir.join("index"),
+            _private: None,
+        }
+    }
+
+    /// An isolation through a private git dir, created under `scratch`, whose `HEAD` is the
+    /// commit `head` (detached). The index defaults to one in the private dir (none); callers
+    /// name theirs with `GIT_INDEX_FILE`.
+    pub(crate) fn private(
+        git: &Git,
+        tree: &Path,
+        common_dir: &Path,
+        head: &str,
+        scratch: &Path,
+    ) -> Result<HermeticGit> {
+        let is_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+            .iter()
+            .any(|format| format.is_full_id(head));
+        if !is_id {
+            return Err(Error::internal(format!(
+                "a private HEAD must be a full commit id, not {head:?}"
+            )));
+        }
+        let dir = PrivateDir::create(scratch, "gitdir")?;
+        dir.write("HEAD", &format!("{head}\n"))?;
+        Ok(HermeticGit {
+            git: git.clone(),
+            tree: tree.to_path_buf(),
+            git_dir: dir.0.clone(),
+            common_dir: common_dir.to_path_buf(),
+            index: dir.0.join("index"),
+            _private: Some(dir),
+        })
+    }
+
+    /// A git command on the tree, run in it, with every location set.
+    pub(crate) fn cmd(&self) -> GitCmd<'_> {
+        self.git
+            .at(&self.tree)
+            .env("GIT_DIR", &self.git_dir)
+            .env("GIT_COMMON_DIR", &self.common_dir)
+            .env("GIT_WORK_TREE", &self.tree)
+            .env("GIT_INDEX_FILE", &self.index)
+    }
+}
+
+/// The commit an isolation's HEAD names, decided without trusting its admin dir:
+/// `<admin>/HEAD` is read as a small regular file (never followed if it is a link, never
+/// waited on if it is a FIFO); a full object id of the repository's hash length is taken as
+/// it is, `ref: refs/…` must pass `git check-ref-format`, must not be a per-worktree ref, and
+/// is resolved against the common dir only; either way the result must name a commit there.
+/// Anything else is `change_set_unavailable`.
+pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result<String> {
+    let path = admin.join("HEAD");
+    let unusable = |why: String| Error::ChangeSetUnavailable {
+        message: format!("the isolation's HEAD ({}) {why}", path.display()),
+    };
+    let bytes = crate::fsutil::read_small_regular_file(&path, HEAD_LIMIT)
+        .map_err(|e| unusable(format!("cannot be read: {e}")))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| unusable("is not text".into()))?;
+    let text = text.strip_suffix('\n').unwrap_or(text);
+    let full_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+        .iter()
+        .any(|format| format.is_full_id(text));
+    let named = if full_id {
+        text.to_string()
+    } else if let Some(name) = text.strip_prefix("ref: ") {
+        if !is_shared_ref_name(git, common_dir, name)? {
+            return Err(unusable(format!(
+                "points at {name:?}, which is not a shared ref of the repository"
+            )));
+        }
+        shared_ref(git, common_dir, name)?
+            .ok_or_else(|| unusable(format!("points at {name}, which does not exist")))?
+    } else {
+        return Err(unusable(
+            "is neither a full commit id nor a symbolic ref".into(),
+        ));
+    };
+    // The commit comes back as a full id of the repository's hash: an id of the other hash's
+    // length (which git would take as an abbreviation) does not match it.
+    git.rev_parse(common_dir, &format!("{named}^{{commit}}"))?
+        .filter(|commit| !full_id || commit.len() == named.len())
+        .ok_or_else(|| {
+            unusable(format!(
+                "names {named}, which is not a commit of the repository"
+            ))
+        })
+}
+
+/// A well-formed ref name under `refs/` that lives in the common dir.
+fn is_shared_ref_name(git: &Git, common_dir: &Path, name: &str) -> Result<bool> {
+    if !name.starts_with("refs/") || PER_WORKTREE_REFS.iter().any(|p| name.starts_with(p)) {
+        return Ok(false);
+    }
+    git.at(common_dir)
+        .args(["check-ref-format", name])
+        .succeeds()
+}
+
+/// The object id of the ref `name` in the common dir (exactly that ref, no abbreviation rules).
+fn shared_ref(git: &Git, common_dir: &Path, name: &str) -> Result<Option<String>> {
+    let out = git
+        .at(common_dir)
+        .args(["show-ref", "--verify", "--hash", "--", name])
+        .output()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
+}
+
+/// The repository's objects and nothing else: a private bare git dir with an unborn `HEAD`, no
+/// refs, no configuration of the repository (only its object format) and no `info/`, reading
+/// objects from the common dir's object store (and its alternates). With no working tree, no
+/// index and `GIT_ATTR_SOURCE` at the empty tree, `core.attributesFile` and the system file
+/// turned off, git finds no attributes anywhere; with no repository config, none of its
+/// settings apply either. Tree-to-tree diffs need nothing more.
+pub(crate) struct ObjectView {
+    git: Git,
+    dir: PrivateDir,
+    objects: PathBuf,
+    format: ObjectFormat,
+}
+
+impl ObjectView {
+    /// A view of the objects of the repository whose common dir is `common_dir`, to work on
+    /// the objects `ids`: when they are full ids of one hash, that is the repository's, and git
+    /// need not be asked.
+    pub(crate) fn new(
+        git: &Git,
+        common_dir: &Path,
+        ids: &[&str],
+        scratch: &Path,
+    ) -> Result<ObjectView> {
+        let told = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+            .into_iter()
+            .find(|format| !ids.is_empty() && ids.iter().all(|id| format.is_full_id(id)));
+        let format = match told {
+            Some(format) => format,
+            None => git.object_format(common_dir)?,
+        };
+        let dir = PrivateDir::create(scratch, "objects")?;
+        let refs = dir.0.join("refs");
+        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
+        // Unborn: a bare repository of git 2.42 and later reads attributes from HEAD's tree.
+        dir.write("HEAD", "ref: refs/heads/unborn\n")?;
+        dir.write(
+            "config",
+            match format {
+                ObjectFormat::Sha1 => "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+                ObjectFormat::Sha256 => {
+                    "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectFormat = sha256\n"
+                }
+            },
+        )?;
+        Ok(ObjectView {
+            git: git.clone(),
+            dir,
+            objects: common_dir.join("objects"),
+            format,
+        })
+    }
+
+    /// A git command on the view. `GIT_ATTR_SOURCE` is set unconditionally: git 2.40 and later
+    /// read attributes from that tree (the empty one) instead of `attr.tree` or HEAD; older
+    /// gits do not know the variable and, in a bare repository, read no tree's attributes.
+    pub(crate) fn cmd(&self) -> GitCmd<'_> {
+        self.git
+            .at(&self.dir.0)
+            .env("GIT_DIR", &self.dir.0)
+            .env("GIT_OBJECT_DIRECTORY", &self.objects)
+            .env("GIT_ATTR_NOSYSTEM", "1")
+            .env("GIT_ATTR_SOURCE", self.format.empty_tree())
+            .args(["-c", "core.attributesFile=/dev/null"])
+    }
+}
