@@ -271,6 +271,9 @@ fn create(
         if let Some(state) = &restore_state {
             restore(ctx, located, (&claim.path, &admin_dir), state)?;
         }
+        // The index git just wrote is a3s-iso's own: the seed of the session's snapshots.
+        let seed = located.store.seed_index(&admin_dir)?;
+        crate::snapshot::copy_index(&admin_dir.join("index"), &seed)?;
         Ok(admin_dir)
     });
     let _lock = ctx.lock(&located.repo)?;

@@ -194,7 +194,8 @@ impl Isolation {
     pub fn snapshot(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
         let scratch = located.store.scratch_dir();
         let wt = self.git(&ctx.git, &scratch)?;
-        snapshot::snapshot(&wt, &self.admin.join("index"), &scratch)
+        let seed = located.store.seed_index(&self.admin)?;
+        snapshot::snapshot(&wt, snapshot::Seed::Own(&seed), &scratch)
     }
 }
 

@@ -49,6 +49,48 @@ const PATCH_FLAGS: &[&str] = &[
     "-O/dev/null",
 ];
 
+/// The index a snapshot starts from, so that unchanged files are not hashed again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Seed<'a> {
+    /// An index the caller trusts (the source's own, which only its user writes).
+    Trusted(&'a Path),
+    /// a3s-iso's own index of an isolation, kept in the state store: the command in the
+    /// isolation cannot have written it, so no flag (`assume-unchanged`, `skip-worktree`,
+    /// `intent-to-add`) and no forged stat data hide an edit. The snapshot's index replaces
+    /// it afterwards; where there is none yet, the index is rebuilt from HEAD.
+    Own(&'a Path),
+}
+
+/// Settings that make git's stat check compare everything a command cannot forge (ctime and
+/// inode included), and keep caches of the checkout's state out of the snapshot.
+const SNAPSHOT_CONFIG: &[&str] = &[
+    "-c",
+    "core.splitIndex=false",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.ignoreStat=false",
+];
+
+/// Copies an index file with its modification time, so that git's racy-entry check still
+/// knows when the index was really written (a fresh time would make a same-size edit made in
+/// the same instant as the index look unchanged).
+pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
+    let modified = fs::metadata(from)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", from.display()))?;
+    fs::copy(from, to).ctx(|| format!("cannot copy {}", from.display()))?;
+    fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|file| file.set_modified(modified))
+        .ctx(|| format!("cannot set the time of {}", to.display()))
+}
+
 /// A scratch file removed on drop.
 pub(crate) struct TempFile {
     path: PathBuf,
@@ -93,28 +135,32 @@ const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
 const GITLINK_MODE: [u8; 4] = [0, 0, 0xe0, 0];
 
 /// Writes the snapshot tree of the working tree `wt` is pointed at, seeding the temporary
-/// index from a copy of `own_index` (the checkout's index) where that is a plain index file.
-/// Neither that index nor any other is modified; `scratch` is where the temporary index lives.
+/// index from `seed` (copied with its time) where that is a plain, unsplit index file. The
+/// checkout's own index is never read or modified; `scratch` is where the temporary index lives.
 ///
 /// Gitlinks (submodules, and any the command registered in its index) are kept out of
 /// `git add -A`: for each one whose commit is unchanged, `add` runs `git status` inside it to
 /// see whether it is dirty, and that git takes the nested repository's configuration (and
 /// filters) from wherever the `.git` file in the tree points, which the command in the
 /// isolation controls. `git update-index` reads their HEADs instead, running nothing.
-pub(crate) fn snapshot(wt: &HermeticGit, own_index: &Path, scratch: &Path) -> Result<Snapshot> {
+pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
     let on_index = || {
         wt.cmd()
             .env("GIT_INDEX_FILE", index.path())
-            .args(["-c", "core.splitIndex=false"])
+            .args(SNAPSHOT_CONFIG)
+    };
+    let seed_path = match seed {
+        Seed::Trusted(path) | Seed::Own(path) => path,
     };
     // Never follow a link or wait on a FIFO planted where the index should be.
-    let plain = fs::symlink_metadata(own_index).is_ok_and(|m| m.is_file());
-    if plain && !own_index.parent().is_some_and(is_split) {
-        fs::copy(own_index, index.path()).ctx(|| format!("cannot copy {}", own_index.display()))?;
+    let plain = fs::symlink_metadata(seed_path).is_ok_and(|m| m.is_file());
+    let split = matches!(seed, Seed::Trusted(_)) && seed_path.parent().is_some_and(is_split);
+    if plain && !split {
+        copy_index(seed_path, index.path())?;
     } else {
-        // A split index keeps its entries in a shared file beside it: a copy of the index
-        // file alone is not the index, so rebuild from HEAD (everything is re-hashed).
+        // No seed yet, or a split index (its entries live in a shared file beside it):
+        // rebuild from HEAD, and everything is hashed once.
         on_index().args(["read-tree", "HEAD"]).run()?;
     }
     let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
@@ -126,6 +172,10 @@ pub(crate) fn snapshot(wt: &HermeticGit, own_index: &Path, scratch: &Path) -> Re
             .run()?;
     }
     let tree = on_index().arg("write-tree").run_text()?;
+    if let Seed::Own(path) = seed {
+        // The next snapshot starts from this one's index, as git wrote it.
+        fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
+    }
     Ok(Snapshot { tree, nested })
 }
 

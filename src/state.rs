@@ -282,6 +282,18 @@ impl Store {
         write_json_atomic(&self.journal_file(&entry.digest), entry)
     }
 
+    /// Where a3s-iso keeps its own index of the isolation whose admin dir is `admin` (the seed
+    /// of its next snapshot); the directory is created.
+    pub(crate) fn seed_index(&self, admin: &Path) -> Result<PathBuf> {
+        let dir = self.dir.join("seeds");
+        std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        let name = admin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        Ok(dir.join(format!("{name}.index")))
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")

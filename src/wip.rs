@@ -43,7 +43,8 @@ pub(crate) struct WorkingState {
 /// Snapshots the source's working state without touching its index (`bind --carry-wip`).
 pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Result<WorkingState> {
     let (wt, dir) = checkout_git(git, source)?;
-    let worktree_tree = snapshot::snapshot(&wt, &dir.join("index"), scratch)?.tree;
+    let worktree_tree =
+        snapshot::snapshot(&wt, snapshot::Seed::Trusted(&dir.join("index")), scratch)?.tree;
     let index = TempFile::new(scratch, "index")?;
     let own = dir.join("index");
     if own.is_file() {

@@ -13,6 +13,7 @@ mod human;
 mod json;
 mod promote;
 mod pty;
+mod racy;
 mod run;
 mod sandbox;
 mod scripts;

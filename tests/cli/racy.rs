@@ -1,0 +1,105 @@
+//! What the isolation holds is what is captured: edits that git's stat check could miss
+//! (made in the same instant as an index was written), and edits an index flag would hide,
+//! are all captured with the file's content.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::fixture::Fixture;
+use base64::Engine;
+
+fn captured_patch(fx: &Fixture, session: &str) -> String {
+    let (code, doc) = fx.json(&["capture", "-s", session]);
+    assert_eq!(code, 0, "{doc}");
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(doc["patch_base64"].as_str().unwrap())
+        .unwrap();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Sleeps until just after the next whole second.
+fn to_second_boundary() {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    std::thread::sleep(Duration::from_nanos(
+        1_000_000_000 - u64::from(now.subsec_nanos()),
+    ));
+}
+
+#[test]
+fn a_same_size_edit_right_after_bind_is_captured() {
+    let fx = Fixture::new();
+    for round in 0..5 {
+        let id = format!("racy{round}");
+        to_second_boundary();
+        fx.bind(&id);
+        let iso = fx.isolation(&id);
+        // Same size as "hello\n", written at once.
+        std::fs::write(iso.join("README.md"), format!("hell{round}\n")).unwrap();
+        std::thread::sleep(Duration::from_millis(1100));
+        let patch = captured_patch(&fx, &id);
+        assert!(
+            patch.contains(&format!("+hell{round}")),
+            "round {round}: {patch}"
+        );
+    }
+}
+
+#[test]
+fn a_file_staged_then_modified_is_captured_as_it_is_on_disk() {
+    let fx = Fixture::new();
+    for round in 0..5 {
+        let id = format!("staged{round}");
+        fx.bind(&id);
+        let iso = fx.isolation(&id);
+        std::fs::write(iso.join("f.txt"), "v1\n").unwrap();
+        fx.git(&iso, &["add", "f.txt"]);
+        std::fs::write(iso.join("f.txt"), "v2\n").unwrap();
+        let patch = captured_patch(&fx, &id);
+        assert!(patch.contains("+v2"), "round {round}: {patch}");
+        assert!(!patch.contains("+v1"), "round {round}: {patch}");
+    }
+}
+
+#[test]
+fn index_flags_set_in_the_isolation_hide_nothing() {
+    let fx = Fixture::new();
+    fx.write("other.txt", "x\n");
+    fx.commit_all("another file");
+    fx.bind("flags");
+    let iso = fx.isolation("flags");
+    // A first capture, so that a3s-iso's own index of the isolation exists.
+    captured_patch(&fx, "flags");
+    std::fs::write(iso.join("README.md"), "hidden by assume-unchanged\n").unwrap();
+    std::fs::write(iso.join("other.txt"), "hidden by skip-worktree\n").unwrap();
+    fx.git(&iso, &["update-index", "--assume-unchanged", "README.md"]);
+    fx.git(&iso, &["update-index", "--skip-worktree", "other.txt"]);
+    assert_eq!(
+        fx.git(&iso, &["status", "--porcelain"]),
+        "",
+        "git itself is fooled"
+    );
+    let patch = captured_patch(&fx, "flags");
+    assert!(patch.contains("+hidden by assume-unchanged"), "{patch}");
+    assert!(patch.contains("+hidden by skip-worktree"), "{patch}");
+}
+
+#[test]
+fn a_forged_index_in_the_isolation_hides_nothing() {
+    let fx = Fixture::new();
+    fx.bind("forged");
+    let iso = fx.isolation("forged");
+    captured_patch(&fx, "forged");
+    // Edit, then make the isolation's index claim the file is unchanged: refresh it with the
+    // old content, then put the new content back with the old times.
+    std::fs::write(iso.join("README.md"), "HELLO\n").unwrap();
+    let before = std::fs::metadata(iso.join("README.md")).unwrap();
+    std::fs::write(iso.join("README.md"), "hello\n").unwrap();
+    fx.git(&iso, &["update-index", "--refresh"]);
+    std::fs::write(iso.join("README.md"), "HELLO\n").unwrap();
+    let file = std::fs::File::options()
+        .write(true)
+        .open(iso.join("README.md"))
+        .unwrap();
+    file.set_modified(before.modified().unwrap()).unwrap();
+    let patch = captured_patch(&fx, "forged");
+    assert!(patch.contains("+HELLO"), "{patch}");
+}
