@@ -1,6 +1,7 @@
 //! Snapshots and patches. A snapshot is the tree of an isolation's tracked plus untracked
-//! non-ignored content, written through a temporary index seeded from a copy of the
-//! isolation's own index (so unchanged files are not re-hashed). A patch is the diff of two
+//! non-ignored content, written through a temporary index seeded from a copy of a3s-iso's own
+//! index of the isolation (so unchanged files are not re-hashed, and nothing the command wrote
+//! into its index decides what is captured). A patch is the diff of two
 //! trees with every output-shaping option fixed, so the same trees give the same bytes
 //! whatever the user's git configuration.
 
