@@ -165,11 +165,15 @@ fn a_hostile_user_config_gives_byte_identical_patches() {
     assert_eq!(code, 0, "{plain}");
 
     let hostile = fx.root.join("hostile.gitconfig");
+    std::fs::write(fx.root.join("order.txt"), "nëw name.txt\nbin.dat\n").unwrap();
     std::fs::write(
         &hostile,
-        "[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\talgorithm = patience\n\trenames = copies\n\
+        format!("[diff]\n\tnoprefix = true\n\tmnemonicPrefix = true\n\talgorithm = patience\n\trenames = copies\n\
          \texternal = /bin/false\n\tcontext = 9\n\tsuppressBlankEmpty = true\n\tinterHunkContext = 5\n\
-         [color]\n\tui = always\n[core]\n\tquotePath = false\n",
+         \tindentHeuristic = false\n\trelative = true\n\torderFile = {order}\n\tdirstat = files\n\
+         [color]\n\tui = always\n[core]\n\tquotePath = false\n\tbigFileThreshold = 1\n\tautocrlf = true\n",
+        order = fx.root.join("order.txt").display()
+        ),
     )
     .unwrap();
     let out = fx
