@@ -58,8 +58,24 @@ impl Quarantine {
         if std::fs::symlink_metadata(&info).is_ok() {
             std::fs::remove_dir_all(&info).ctx(|| format!("cannot remove {}", info.display()))?;
         }
+        if !holds_files(&self.dir) {
+            return Ok(0);
+        }
         git.copy_objects(&repo.toplevel, &self.dir)
     }
+}
+
+/// Whether any file lies under `dir` (a run that wrote no object leaves only empty folders,
+/// and git need not be asked).
+fn holds_files(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|entry| match entry.file_type() {
+        Ok(kind) if kind.is_dir() => holds_files(&entry.path()),
+        Ok(_) => true,
+        Err(_) => true,
+    })
 }
 
 impl Drop for Quarantine {
