@@ -112,27 +112,21 @@ struct Ended {
 /// Init's life: `/proc`, the command, reaping until the command ends.
 fn be_init(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> Ended {
     let program = command[0].to_string_lossy().into_owned();
-    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
-    if let Err(message) = mount_proc() {
-        let code = report_failure(
+    let unavailable = |message: String| Ended {
+        code: report_failure(
             status_file,
             HelperCode::SandboxUnavailable,
             message,
             &program,
-        );
-        return Ended { code, signal: None };
+        ),
+        signal: None,
+    };
+    let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
+    if let Err(message) = mount_proc() {
+        return unavailable(message);
     }
     let child = match sys::fork() {
-        Err(e) => {
-            let message = format!("cannot start the command: {e}");
-            let code = report_failure(
-                status_file,
-                HelperCode::SandboxUnavailable,
-                message,
-                &program,
-            );
-            return Ended { code, signal: None };
-        }
+        Err(e) => return unavailable(format!("cannot start the command: {e}")),
         Ok(None) => sys::exit(become_command(spec, status_file, command)),
         Ok(Some(child)) => child,
     };
