@@ -3,9 +3,10 @@
 //! from the caller), and a typed failure carrying args, exit code and stderr. Domain code uses
 //! the typed operations (`ops.rs`) where they exist, and [`Git::at`] otherwise.
 
+mod blobs;
 mod ops;
 mod runner;
 
 pub(crate) use ops::{CatFile, RefUpdate};
 pub use runner::Git;
-pub(crate) use runner::{REPO_SELECTING_VARS, split_nul};
+pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};
