@@ -1,0 +1,353 @@
+//! Crash safety: the real binary SIGKILLed, with its whole process group, at random points of
+//! a promote (a cancelled CI job, a stopped container). Whatever the point, after the next
+//! command the checkout is the state before the promote or the state after it — plus the
+//! user's WIP byte for byte — never anything in between, and promoting again lands it once.
+//!
+//! The delays are drawn from a seeded generator; the seed is printed (set
+//! `A3S_ISO_CRASH_SEED` to replay a run, `A3S_ISO_CRASH_ITERATIONS` for more or fewer kills).
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::fixture::{Fixture, checkout_listing, isolate};
+
+/// splitmix64: small, seedable, good enough to spread delays.
+struct Rng(u64);
+
+impl Rng {
+    fn seeded(name: &str) -> Rng {
+        let seed = std::env::var("A3S_ISO_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap()
+                    .as_nanos() as u64
+            });
+        eprintln!("{name}: seed {seed} (A3S_ISO_CRASH_SEED={seed} replays it)");
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn iterations() -> usize {
+    std::env::var("A3S_ISO_CRASH_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(50)
+}
+
+/// Starts `a3s-iso ARGS` in a process group of its own, waits `delay`, and SIGKILLs the whole
+/// group. Returns whether the kill came before the promote had finished.
+fn kill_after(fx: &Fixture, args: &[&str], delay: Duration) -> bool {
+    let mut cmd = fx.cmd();
+    cmd.args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0);
+    let mut child = cmd.spawn().unwrap();
+    std::thread::sleep(delay);
+    let group = rustix::process::Pid::from_child(&child);
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let status = child.wait().unwrap();
+    std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
+}
+
+/// How long a promote takes here, uninterrupted, and its document.
+fn timed(fx: &Fixture, args: &[&str]) -> (Duration, Value) {
+    let started = Instant::now();
+    let (code, doc) = fx.json(args);
+    assert_eq!(code, 0, "{doc}");
+    (started.elapsed(), doc)
+}
+
+fn sha(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The checkout as a user sees it, without the index file's stat data: every file outside
+/// `.git` (bytes and mode), HEAD, the index's entries, and the stash list.
+fn state(fx: &Fixture) -> BTreeMap<String, String> {
+    let mut state = checkout_listing(&fx.src);
+    state.remove(".git/index");
+    state.insert(
+        "<index entries>".into(),
+        sha(&fx.git(&fx.src, &["ls-files", "-s"])),
+    );
+    state.insert("<HEAD>".into(), fx.git(&fx.src, &["rev-parse", "HEAD"]));
+    state.insert(
+        "<stash list>".into(),
+        fx.git(&fx.src, &["stash", "list", "--format=%H %gs"]),
+    );
+    state
+}
+
+/// The first differences between two states, for a failure message.
+fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .take(8)
+        .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
+        .collect()
+}
+
+/// Where a kill landed, judged from the checkout right after it.
+#[derive(Default, Debug)]
+struct Phases {
+    before: usize,
+    during: usize,
+    after: usize,
+}
+
+impl Phases {
+    fn count(
+        &mut self,
+        now: &BTreeMap<String, String>,
+        pre: &BTreeMap<String, String>,
+        post: &BTreeMap<String, String>,
+    ) -> &'static str {
+        if now == pre {
+            self.before += 1;
+            "before"
+        } else if now == post {
+            self.after += 1;
+            "after"
+        } else {
+            self.during += 1;
+            "during"
+        }
+    }
+}
+
+/// The next command after a kill: `bind -s ID` reuses the session, taking the repository lock
+/// (so recovery runs) and changing nothing else. Returns its warnings.
+fn next_command(fx: &Fixture, id: &str) -> String {
+    let out = fx.cmd().args(["bind", "-s", id]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "bind after a kill: {stderr}");
+    stderr
+}
+
+/// Outcome of the rerun, tallied.
+fn tally(outcomes: &mut BTreeMap<String, usize>, doc: &Value) {
+    *outcomes
+        .entry(doc["outcome"].as_str().unwrap_or("?").to_string())
+        .or_default() += 1;
+}
+
+/// Forgets every promote of the store, so that the same change set can land again.
+fn forget_promotes(fx: &Fixture) {
+    let store = fx.src.join(".git/a3s-iso");
+    for dir in ["promoted", "intents"] {
+        let _ = std::fs::remove_dir_all(store.join(dir));
+    }
+}
+
+/// The user's WIP, outside every path the promotes touch: an unstaged edit, a staged one and
+/// an untracked binary file.
+fn make_wip(fx: &Fixture) {
+    fx.write("README.md", "hello\nunstaged user edit\n");
+    fx.write("src/lib.txt", "one\ntwo\nstaged user edit\n");
+    fx.git(&fx.src, &["add", "src/lib.txt"]);
+    let binary: Vec<u8> = (0..700u32).map(|i| (i * 31 % 256) as u8).collect();
+    std::fs::create_dir_all(fx.src.join("notes")).unwrap();
+    std::fs::write(fx.src.join("notes/scratch.bin"), binary).unwrap();
+}
+
+/// A source with 700 files in `keep/` and 100 in `gone/`; the session's change set modifies
+/// 600, deletes the 100 (and with them `gone/`) and creates 300 under `new/deep/`: 1,000 paths.
+fn thousand_file_session(fx: &Fixture, id: &str) {
+    for i in 0..700 {
+        fx.write(
+            &format!("keep/f{i:04}.txt"),
+            &format!("line {i}\n").repeat(8),
+        );
+    }
+    for i in 0..100 {
+        fx.write(&format!("gone/g{i:03}.txt"), &format!("gone {i}\n"));
+    }
+    fx.commit_all("many files");
+    fx.bind(id);
+    let iso = fx.isolation(id);
+    for i in 0..600 {
+        let path = iso.join(format!("keep/f{i:04}.txt"));
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str(&format!("agent {i}\n"));
+        std::fs::write(path, text).unwrap();
+    }
+    std::fs::remove_dir_all(iso.join("gone")).unwrap();
+    std::fs::create_dir_all(iso.join("new/deep")).unwrap();
+    for i in 0..300 {
+        std::fs::write(
+            iso.join(format!("new/deep/n{i:03}.txt")),
+            format!("new {i}\n"),
+        )
+        .unwrap();
+    }
+}
+
+/// Promotes killed at random points, each followed by the next command and a rerun.
+struct Rounds<'a> {
+    name: &'a str,
+    promote: &'a [&'a str],
+    session: &'a str,
+    /// Kills land within 0..span ms of the start.
+    span: u64,
+}
+
+impl Rounds<'_> {
+    /// Resets to `pre`, kills a promote, runs the next command (the checkout must then be
+    /// `pre` or `post`, the WIP and the stash list included), reruns the promote (`applied` or
+    /// `idempotent`, and `post`); prints where the kills landed.
+    fn run(
+        &self,
+        fx: &Fixture,
+        pre: &BTreeMap<String, String>,
+        post: &BTreeMap<String, String>,
+        reset: impl Fn(),
+    ) {
+        let mut rng = Rng::seeded(self.name);
+        let (mut phases, mut outcomes, mut notices) = (Phases::default(), BTreeMap::new(), 0);
+        for round in 0..iterations() {
+            reset();
+            assert_eq!(&state(fx), pre, "round {round}: the reset");
+            let delay = rng.below(self.span);
+            let killed = kill_after(fx, self.promote, Duration::from_millis(delay));
+            let phase = phases.count(&state(fx), pre, post);
+            let warnings = next_command(fx, self.session);
+            notices += warnings.contains("an interrupted promote") as usize;
+            eprintln!(
+                "{} round {round}: kill at {delay} ms ({}), {phase}; {}",
+                self.name,
+                if killed { "killed" } else { "had finished" },
+                warnings.trim()
+            );
+            let now = state(fx);
+            assert!(
+                &now == pre || &now == post,
+                "round {round} (kill at {delay} ms): neither before nor after: {:?} / {:?}\n{warnings}",
+                differences(&now, pre),
+                differences(&now, post)
+            );
+            let (code, doc) = fx.json(self.promote);
+            let outcome = doc["outcome"].as_str().unwrap_or("?");
+            assert!(
+                code == 0 && ["applied", "idempotent"].contains(&outcome),
+                "round {round}: {doc}"
+            );
+            tally(&mut outcomes, &doc);
+            assert_eq!(&state(fx), post, "round {round}: after the rerun");
+        }
+        eprintln!(
+            "{}: kills before the change {}, during {}, after {}; recoveries reported {notices}; reruns {outcomes:?}",
+            self.name, phases.before, phases.during, phases.after
+        );
+    }
+}
+
+/// Back to the state before the promote: HEAD's files, the WIP, no record of the promote.
+fn reset_patch(fx: &Fixture) {
+    fx.git(&fx.src, &["reset", "-q", "--hard"]);
+    fx.git(&fx.src, &["clean", "-fdq"]);
+    forget_promotes(fx);
+    make_wip(fx);
+}
+
+#[test]
+fn patch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
+    let fx = Fixture::in_memory();
+    thousand_file_session(&fx, "k");
+    let promote = ["promote", "-s", "k"];
+    reset_patch(&fx);
+    let pre = state(&fx);
+    let (took, doc) = timed(&fx, &promote);
+    assert_eq!(doc["files_changed"], 1000, "{doc}");
+    let post = state(&fx);
+    reset_patch(&fx);
+    let (again, _) = timed(&fx, &promote);
+    let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
+    eprintln!("patch promote of 1,000 files takes {took:?} / {again:?}; kills within 0..{span} ms");
+    let rounds = Rounds {
+        name: "patch crash",
+        promote: &promote,
+        session: "k",
+        span,
+    };
+    rounds.run(&fx, &pre, &post, || reset_patch(&fx));
+}
+
+/// Commits everything in the isolation as the agent.
+fn agent_commit(fx: &Fixture, dir: &Path, message: &str) {
+    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(&args);
+        isolate(&mut cmd, &fx.home);
+        assert!(cmd.status().unwrap().success());
+    }
+}
+
+/// Back to the state before a branch promote: the old tip, the WIP, no record, no stash.
+fn reset_branch(fx: &Fixture, old_tip: &str) {
+    fx.git(&fx.src, &["reset", "-q", "--hard", old_tip]);
+    fx.git(&fx.src, &["clean", "-fdq"]);
+    forget_promotes(fx);
+    make_wip(fx);
+}
+
+#[test]
+fn branch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
+    let fx = Fixture::in_memory();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.bind("b");
+    let iso = fx.isolation("b");
+    for n in 0..4 {
+        std::fs::create_dir_all(iso.join(format!("d{n}"))).unwrap();
+        for i in 0..25 {
+            std::fs::write(iso.join(format!("d{n}/f{i}.txt")), format!("commit {n}\n")).unwrap();
+        }
+        std::fs::write(iso.join(format!("agent{n}.txt")), format!("{n}\n")).unwrap();
+        agent_commit(&fx, &iso, &format!("agent commit {n}"));
+    }
+    let promote = ["promote", "-s", "b", "--mode", "branch"];
+    reset_branch(&fx, &old_tip);
+    let pre = state(&fx);
+    let (took, doc) = timed(&fx, &promote);
+    assert_eq!(
+        doc["branch"]["replayed"].as_array().unwrap().len(),
+        4,
+        "{doc}"
+    );
+    let post = state(&fx);
+    assert_eq!(post["<stash list>"], "", "no stash left");
+    reset_branch(&fx, &old_tip);
+    let (again, _) = timed(&fx, &promote);
+    assert_eq!(state(&fx), post, "a branch promote is deterministic here");
+    let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
+    eprintln!("branch promote of 4 commits takes {took:?} / {again:?}; kills within 0..{span} ms");
+    let rounds = Rounds {
+        name: "branch crash",
+        promote: &promote,
+        session: "b",
+        span,
+    };
+    rounds.run(&fx, &pre, &post, || reset_branch(&fx, &old_tip));
+}
