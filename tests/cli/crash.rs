@@ -351,3 +351,326 @@ fn branch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
     };
     rounds.run(&fx, &pre, &post, || reset_branch(&fx, &old_tip));
 }
+
+/// A file whose three-line block appears three times: a patch that inserts a line after the
+/// first block has context that matches again after it is applied, so only a record (never
+/// whether the patch applies) can say that it is there already.
+const BLOCKS: &str = "top\na\nb\nc\na\nb\nc\na\nb\nc\nbottom\n";
+const INSERTED: &str = "top\na\nb\nc\ninserted\na\nb\nc\na\nb\nc\nbottom\n";
+
+/// A session whose change set inserts one line into `blocks.txt`; returns its patch.
+fn repeated_context_session(fx: &Fixture, id: &str) -> Vec<u8> {
+    fx.write("blocks.txt", BLOCKS);
+    fx.commit_all("blocks");
+    fx.bind(id);
+    std::fs::write(fx.isolation(id).join("blocks.txt"), INSERTED).unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", id]);
+    assert_eq!(code, 0, "{doc}");
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(doc["patch_base64"].as_str().unwrap())
+        .unwrap()
+}
+
+fn blocks(fx: &Fixture) -> String {
+    std::fs::read_to_string(fx.src.join("blocks.txt")).unwrap()
+}
+
+#[test]
+fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
+    let fx = Fixture::new();
+    let patch = repeated_context_session(&fx, "r");
+    let patch_file = fx.root.join("by-hand.patch");
+    std::fs::write(&patch_file, &patch).unwrap();
+    // The patch would apply a second time (the context repeats): git alone cannot tell.
+    fx.git(&fx.src, &["apply", patch_file.to_str().unwrap()]);
+    assert_eq!(blocks(&fx), INSERTED);
+    fx.git(&fx.src, &["apply", "--check", patch_file.to_str().unwrap()]);
+
+    // Applied by hand, uncommitted.
+    let (code, doc) = fx.json(&["promote", "-s", "r"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (3, "conflict"),
+        "{doc}"
+    );
+    assert_eq!(doc["reason"], "patch_does_not_apply");
+    assert!(doc["detail"].as_str().unwrap().contains("already"), "{doc}");
+    assert_eq!(doc["conflicting_paths"], serde_json::json!(["blocks.txt"]));
+    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+
+    // The same change set as a document, after the change was committed by hand.
+    let (_, captured) = fx.json(&["capture", "-s", "r"]);
+    let doc_file = fx.root.join("r.json");
+    std::fs::write(&doc_file, serde_json::to_vec(&captured).unwrap()).unwrap();
+    fx.commit_all("the agent's change, by hand");
+    let (code, doc) = fx.json(&["promote", "--change-set", doc_file.to_str().unwrap()]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (3, "conflict"),
+        "{doc}"
+    );
+    assert_eq!(doc["reason"], "patch_does_not_apply");
+    assert!(doc["detail"].as_str().unwrap().contains("already"), "{doc}");
+    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    // The session itself: its HEAD moved.
+    let (code, doc) = fx.json(&["promote", "-s", "r"]);
+    assert_eq!(
+        (code, doc["reason"].as_str().unwrap()),
+        (3, "head_moved"),
+        "{doc}"
+    );
+    assert_eq!(blocks(&fx), INSERTED);
+
+    // Once a record says it landed, it is idempotent.
+    let digest = captured["patch_digest"].as_str().unwrap();
+    let (code, doc) = fx.json(&["promote", "--note", digest]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "noted"),
+        "{doc}"
+    );
+    let (code, doc) = fx.json(&["promote", "--change-set", doc_file.to_str().unwrap()]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "idempotent"),
+        "{doc}"
+    );
+    assert_eq!(blocks(&fx), INSERTED);
+}
+
+/// The same crashes at chosen points (test-only fault points that SIGKILL the process).
+#[cfg(feature = "fault-injection")]
+mod faults {
+    use std::os::unix::ffi::OsStrExt;
+
+    use super::*;
+
+    fn intents(fx: &Fixture) -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(fx.src.join(".git/a3s-iso/intents"))
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Runs `promote ARGS` with a fault point that SIGKILLs it.
+    fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
+        let out = fx
+            .cmd()
+            .env("A3S_ISO_TEST_FAULT", fault)
+            .args(["--json", "promote"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(9),
+            "the fault point {fault} must kill it: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+
+    #[test]
+    fn repeated_context_killed_after_the_apply_lands_exactly_once() {
+        let fx = Fixture::new();
+        repeated_context_session(&fx, "rc");
+        fx.write("wip.txt", "the user's own work\n");
+        promote_killed_at(&fx, "promote-after-apply", &["-s", "rc"]);
+        assert_eq!(blocks(&fx), INSERTED);
+        assert_eq!(intents(&fx).len(), 1, "the intent outlives the crash");
+        let (code, doc) = fx.json(&["promote", "-s", "rc"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (0, "idempotent"),
+            "{doc}"
+        );
+        let warnings = doc["warnings"].to_string();
+        assert!(
+            warnings.contains("an interrupted promote of sha256:"),
+            "{doc}"
+        );
+        assert!(warnings.contains("was completed"), "{doc}");
+        assert_eq!(blocks(&fx), INSERTED, "the insertion appears exactly once");
+        assert_eq!(
+            std::fs::read_to_string(fx.src.join("wip.txt")).unwrap(),
+            "the user's own work\n"
+        );
+        assert!(intents(&fx).is_empty());
+        let (code, doc) = fx.json(&["promote", "-s", "rc"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (0, "idempotent"),
+            "{doc}"
+        );
+        assert_eq!(blocks(&fx), INSERTED);
+    }
+
+    /// A session that changes ten files (and adds one whose name is not UTF-8).
+    fn ten_file_session(fx: &Fixture, id: &str) -> Vec<String> {
+        let names: Vec<String> = (0..10).map(|i| format!("t/f{i}.txt")).collect();
+        for name in &names {
+            fx.write(name, "before\n");
+        }
+        fx.commit_all("ten files");
+        fx.bind(id);
+        for name in &names {
+            std::fs::write(fx.isolation(id).join(name), "after\n").unwrap();
+        }
+        let odd = std::ffi::OsStr::from_bytes(b"t/caf\xe9.bin");
+        std::fs::write(fx.isolation(id).join(odd), [0u8, 1, 2, 255]).unwrap();
+        names
+    }
+
+    fn contents(fx: &Fixture, names: &[String]) -> Vec<String> {
+        names
+            .iter()
+            .map(|n| std::fs::read_to_string(fx.src.join(n)).unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn a_promote_killed_halfway_is_completed_from_its_intent() {
+        let fx = Fixture::new();
+        let names = ten_file_session(&fx, "h");
+        promote_killed_at(&fx, "promote-during-apply", &["-s", "h"]);
+        let halfway = contents(&fx, &names);
+        assert!(halfway.contains(&"after\n".to_string()), "{halfway:?}");
+        assert!(halfway.contains(&"before\n".to_string()), "{halfway:?}");
+        // The intent names every path losslessly: the odd one as base64.
+        let intent = std::fs::read_to_string(&intents(&fx)[0]).unwrap();
+        assert!(
+            intent.contains(r#""bytes_base64": "dC9jYWbpLmJpbg==""#),
+            "{intent}"
+        );
+        assert!(intent.contains(r#""text": "t/f0.txt""#), "{intent}");
+        // The next command (any that takes the lock) completes it, and says so.
+        let out = fx.cmd().args(["bind", "-s", "h"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("an interrupted promote of sha256:"),
+            "{stderr}"
+        );
+        assert!(stderr.contains("was completed"), "{stderr}");
+        assert_eq!(contents(&fx, &names), vec!["after\n".to_string(); 10]);
+        let odd = fx.src.join(std::ffi::OsStr::from_bytes(b"t/caf\xe9.bin"));
+        assert_eq!(std::fs::read(odd).unwrap(), [0u8, 1, 2, 255]);
+        assert!(intents(&fx).is_empty());
+        let (code, doc) = fx.json(&["promote", "-s", "h"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (0, "idempotent"),
+            "{doc}"
+        );
+        let hex = doc["digest"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        let entry =
+            std::fs::read_to_string(fx.src.join(format!(".git/a3s-iso/promoted/{hex}.json")));
+        assert!(entry.unwrap().contains(r#""how": "recovered""#));
+    }
+
+    #[test]
+    fn a_path_changed_after_the_crash_is_a_conflict_never_a_guess() {
+        let fx = Fixture::new();
+        let names = ten_file_session(&fx, "g");
+        promote_killed_at(&fx, "promote-during-apply", &["-s", "g"]);
+        let halfway = contents(&fx, &names);
+        let pending = names[halfway.iter().position(|c| c == "before\n").unwrap()].clone();
+        fx.write(&pending, "someone else\n");
+        let before = checkout_listing(&fx.src);
+        let (code, doc) = fx.json(&["promote", "-s", "g"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (3, "conflict"),
+            "{doc}"
+        );
+        assert_eq!(doc["reason"], "patch_does_not_apply");
+        assert_eq!(doc["conflicting_paths"], serde_json::json!([pending]));
+        assert!(
+            doc["detail"]
+                .as_str()
+                .unwrap()
+                .contains("interrupted promote"),
+            "{doc}"
+        );
+        assert!(
+            doc["warnings"].to_string().contains("cannot be completed"),
+            "{doc}"
+        );
+        assert_eq!(
+            checkout_listing(&fx.src),
+            before,
+            "nothing guessed, nothing written"
+        );
+        assert_eq!(intents(&fx).len(), 1, "the intent is kept");
+        // Put back, the promote completes from its intent.
+        fx.write(&pending, "before\n");
+        let (code, doc) = fx.json(&["promote", "-s", "g"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (0, "idempotent"),
+            "{doc}"
+        );
+        assert_eq!(contents(&fx, &names), vec!["after\n".to_string(); 10]);
+        assert!(intents(&fx).is_empty());
+    }
+
+    #[test]
+    fn a_promote_killed_before_writing_is_rolled_back_and_applies_on_rerun() {
+        let fx = Fixture::new();
+        let names = ten_file_session(&fx, "p");
+        let before = checkout_listing(&fx.src);
+        promote_killed_at(&fx, "promote-after-intent", &["-s", "p"]);
+        assert_eq!(checkout_listing(&fx.src), before);
+        assert_eq!(intents(&fx).len(), 1);
+        let (code, doc) = fx.json(&["promote", "-s", "p"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (0, "applied"),
+            "{doc}"
+        );
+        assert!(
+            doc["warnings"].to_string().contains("was rolled back"),
+            "{doc}"
+        );
+        assert_eq!(contents(&fx, &names), vec!["after\n".to_string(); 10]);
+    }
+
+    #[test]
+    fn a_branch_promote_killed_mid_way_never_leaves_the_wip_in_a_stash() {
+        for (fault, expect) in [
+            ("promote-branch-after-intent", "rolled back"),
+            ("promote-branch-after-restore", "completed"),
+        ] {
+            let fx = Fixture::new();
+            let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+            fx.bind("w");
+            let iso = fx.isolation("w");
+            std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+            agent_commit(&fx, &iso, "agent commit");
+            make_wip(&fx);
+            let wip = state(&fx);
+            promote_killed_at(&fx, fault, &["-s", "w", "--mode", "branch"]);
+            let out = fx.cmd().args(["bind", "-s", "w"]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(stderr.contains(expect), "{fault}: {stderr}");
+            assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "{fault}");
+            let mut now = state(&fx);
+            let mut then = wip.clone();
+            for s in [&mut now, &mut then] {
+                s.remove("<HEAD>");
+                s.remove("<index entries>");
+                s.remove("agent.txt");
+            }
+            assert_eq!(now, then, "{fault}: the WIP byte for byte");
+            let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+            assert_eq!(head == old_tip, expect == "rolled back", "{fault}");
+            let (code, doc) = fx.json(&["promote", "-s", "w", "--mode", "branch"]);
+            assert_eq!(code, 0, "{doc}");
+            assert_eq!(
+                fx.git(&fx.src, &["log", "--format=%s", "-1"]),
+                "agent commit"
+            );
+        }
+    }
+}
