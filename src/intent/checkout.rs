@@ -46,24 +46,47 @@ pub(crate) enum PathState {
     Other,
 }
 
-/// A checkout, its git, and whether it tracks the executable bit.
+/// A checkout, its git, and the settings that decide how files are compared and written.
 pub(crate) struct Checkout<'a> {
     /// The git that hashes and reads blobs.
     pub(crate) git: &'a Git,
     /// The checkout's top level.
     pub(crate) top: &'a Path,
+    /// `core.filemode`: whether the executable bit counts.
     filemode: bool,
+    /// `core.autocrlf=true`: every text file is converted on checkout.
+    autocrlf: bool,
 }
 
 impl<'a> Checkout<'a> {
-    /// The checkout at `top`; reads `core.filemode` once.
+    /// The checkout at `top`; reads `core.filemode` and `core.autocrlf` with one git.
     pub(crate) fn open(git: &'a Git, top: &'a Path) -> Result<Checkout<'a>> {
         let out = git
             .at(top)
-            .args(["config", "--bool", "--get", "core.filemode"])
+            .args([
+                "config",
+                "-z",
+                "--get-regexp",
+                r"^core\.(filemode|autocrlf)$",
+            ])
             .output()?;
-        let filemode = String::from_utf8_lossy(&out.stdout).trim() != "false";
-        Ok(Checkout { git, top, filemode })
+        let (mut filemode, mut autocrlf) = (true, false);
+        for record in split_nul(&out.stdout) {
+            let text = String::from_utf8_lossy(record).to_ascii_lowercase();
+            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
+            let yes = matches!(value, "true" | "yes" | "on" | "1");
+            match key {
+                "core.filemode" => filemode = yes,
+                "core.autocrlf" => autocrlf = yes,
+                _ => {}
+            }
+        }
+        Ok(Checkout {
+            git,
+            top,
+            filemode,
+            autocrlf,
+        })
     }
 
     /// What each path holds now; `write` also stores the blobs in the object store (so that
@@ -360,12 +383,7 @@ impl<'a> Checkout<'a> {
         if paths.is_empty() {
             return Ok(BTreeSet::new());
         }
-        let autocrlf = self
-            .git
-            .at(self.top)
-            .args(["config", "--get", "core.autocrlf"])
-            .output()?;
-        if String::from_utf8_lossy(&autocrlf.stdout).trim() == "true" {
+        if self.autocrlf {
             return Ok(paths.into_iter().cloned().collect());
         }
         let mut input = Vec::new();

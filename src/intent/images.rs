@@ -125,14 +125,15 @@ fn created_dirs(top: &Path, changes: &[PathChange]) -> Vec<RepoPath> {
     dirs
 }
 
-/// What `tree` holds at each of `paths` (`None`: absent), read with one `ls-tree`.
+/// What `tree` holds at each of `paths` (`None`: absent), read with one `ls-tree`; `None`
+/// when the repository does not have the tree.
 pub(crate) fn tree_images(
     git: &Git,
     top: &Path,
     tree: &str,
     paths: &[RepoPath],
-) -> Result<Vec<Option<Entry>>> {
-    let listed = git
+) -> Result<Option<Vec<Option<Entry>>>> {
+    let out = git
         .at(top)
         .args([
             "--literal-pathspecs",
@@ -144,7 +145,11 @@ pub(crate) fn tree_images(
             "--",
         ])
         .args(paths.iter().map(RepoPath::as_os))
-        .run()?;
+        .output()?;
+    if out.exit_code != Some(0) {
+        return Ok(None);
+    }
+    let listed = out.stdout;
     // ls-tree prints "mode type oid\tpath"; keep mode and oid.
     let mut found = BTreeMap::new();
     for record in split_nul(&listed) {
@@ -160,5 +165,5 @@ pub(crate) fn tree_images(
             found.insert(record[tab + 1..].to_vec(), entry);
         }
     }
-    Ok(paths.iter().map(|p| found.remove(&p.0)).collect())
+    Ok(Some(paths.iter().map(|p| found.remove(&p.0)).collect()))
 }

@@ -195,15 +195,13 @@ fn already_present(
     let Some(tree) = &candidate.result_tree else {
         return Ok(false);
     };
-    if touched.is_empty()
-        || ctx
-            .git
-            .rev_parse(checkout.top, &format!("{tree}^{{tree}}"))?
-            .is_none()
-    {
+    if touched.is_empty() {
         return Ok(false);
     }
-    let result = intent::tree_images(&ctx.git, checkout.top, tree, touched)?;
+    // A document's result tree may not be in this repository: then nothing can be told.
+    let Some(result) = intent::tree_images(&ctx.git, checkout.top, tree, touched)? else {
+        return Ok(false);
+    };
     Ok(states
         .iter()
         .zip(&result)
