@@ -135,6 +135,10 @@ pub(crate) struct BranchPlan {
     pub(crate) token: String,
     /// The stash commit holding the user's WIP, once it exists.
     pub(crate) stash: Option<String>,
+    /// The commits to replay, in order.
+    pub(crate) chain: Vec<String>,
+    /// How many of them the replay has dealt with (replayed or skipped as empty).
+    pub(crate) processed: usize,
     /// The commits the replay made so far, oldest first.
     pub(crate) replayed: Vec<String>,
     /// The branch tip once the replay finished.

@@ -208,7 +208,11 @@ fn decide_branch(plan: &BranchPlan, found: &BranchFound) -> BranchVerdict {
         return BranchVerdict::Foreign(format!("HEAD is no longer on {}", plan.branch));
     }
     let stashed = found.stash.is_some();
-    if plan.done.as_deref() == Some(tip) {
+    // Finished: the tip recorded at the end, or every commit of the chain dealt with and the
+    // branch at the last one replayed (a crash just before the end was recorded).
+    let last = plan.replayed.last().unwrap_or(&plan.old_tip);
+    let finished = plan.processed == plan.chain.len() && tip == last;
+    if plan.done.as_deref() == Some(tip) || finished {
         return BranchVerdict::Forward { reset: stashed };
     }
     let ours_or_next =
@@ -338,6 +342,8 @@ mod tests {
             had_wip: true,
             token: "t".into(),
             stash: None,
+            chain: vec!["c1".into(), "c2".into()],
+            processed: 1,
             replayed: vec!["r1".into()],
             done: None,
         }
@@ -375,6 +381,14 @@ mod tests {
             decide_branch(&p, &found("r1", "old", false)),
             BranchVerdict::Foreign(_)
         ));
+        p.processed = 2;
+        p.replayed.push("r2".into());
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", true)),
+            BranchVerdict::Forward { reset: true }
+        );
+        p.processed = 1;
+        p.replayed.pop();
         p.done = Some("r2".into());
         assert_eq!(
             decide_branch(&p, &found("r2", "r1", true)),

@@ -232,17 +232,21 @@ impl<'a> Recorder<'a> {
         located: &'a Located,
         session: &SessionRecord,
         target: &Target,
-        retained_tip: &str,
+        chain: &[Pick],
         patch: &Patch,
         had_wip: bool,
     ) -> Result<Recorder<'a>> {
         let plan = BranchPlan {
             branch: target.branch.clone(),
             old_tip: target.old_tip.clone(),
-            retained_tip: retained_tip.to_string(),
+            retained_tip: chain
+                .last()
+                .map_or(session.bound_revision.clone(), |p| p.commit.clone()),
             had_wip,
             token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
             stash: None,
+            chain: chain.iter().map(|p| p.commit.clone()).collect(),
+            processed: 0,
             replayed: Vec::new(),
             done: None,
         };
@@ -305,7 +309,7 @@ fn execute(
     crate::refs::set_retained_branch(git, source, id, tip)?;
     let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
-    let mut recorder = Recorder::begin(located, session, target, tip, patch, had_wip)?;
+    let mut recorder = Recorder::begin(located, session, target, chain, patch, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::signals::Signals::register()?;
     let stash = match had_wip {
@@ -407,13 +411,17 @@ fn replay(
         };
         if result.exit_code == Some(0) {
             let replayed = git.rev_parse_required(source, "HEAD")?;
-            recorder.record(|plan| plan.replayed.push(replayed.clone()))?;
+            recorder.record(|plan| {
+                plan.replayed.push(replayed.clone());
+                plan.processed += 1;
+            })?;
             report.replayed.push(ReplayedCommit {
                 commit: pick.commit.clone(),
                 replayed,
                 subject: pick.subject.clone(),
             });
         } else if skip_if_empty(git, source, recorder.token()) {
+            recorder.record(|plan| plan.processed += 1)?;
             report.skipped.push(SkippedCommit {
                 commit: pick.commit.clone(),
                 subject: pick.subject.clone(),
