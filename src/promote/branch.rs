@@ -50,6 +50,9 @@ enum Planned {
     Refused { commit: String, detail: String },
 }
 
+/// The detail of a promote whose earlier, interrupted promote is still pending.
+const PENDING: &str = "an interrupted promote of this change set is still pending and could not be finished now (see the warnings); nothing was done";
+
 /// Promotes a session in branch mode, under the repository lock.
 pub(super) fn promote_branch(
     ctx: &Context,
@@ -81,6 +84,11 @@ pub(super) fn promote_branch(
     out.digest = Some(patch.digest.clone());
     if located.store.journal_entry(&patch.digest)?.is_some() {
         out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    if intent::load(&located.store, &patch.digest)?.is_some() {
+        // Recovery under the lock could not finish it (see the warnings): never start over it.
+        out.conflict(Reason::ReplayFailed, Some(PENDING.into()));
         return Ok(out);
     }
     let artifacts = Artifacts::write(located, opts.artifacts.as_deref(), &patch, &mut out)?;

@@ -439,6 +439,48 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
     assert_eq!(blocks(&fx), INSERTED);
 }
 
+/// An intent recovery cannot finish (here: its checkout is gone) is never started over: promote
+/// of its change set is a conflict, and every command says why.
+#[test]
+fn a_pending_intent_that_cannot_be_finished_blocks_its_change_set() {
+    let fx = Fixture::new();
+    fx.bind("x");
+    std::fs::write(fx.isolation("x").join("x.txt"), "x\n").unwrap();
+    let (_, captured) = fx.json(&["capture", "-s", "x"]);
+    let digest = captured["patch_digest"].as_str().unwrap();
+    let hex = digest.trim_start_matches("sha256:");
+    let intent = serde_json::json!({
+        "schema": "a3s-iso.intent.v1",
+        "digest": digest,
+        "session_id": "x",
+        "mode": "branch",
+        "source": fx.root.join("gone").to_str().unwrap(),
+        "source_head": null,
+        "patch_bytes": 1,
+        "created_at_ms": 1,
+        "pid": 1,
+        "changes": {"branch": {
+            "branch": "refs/heads/main", "old_tip": "0", "retained_tip": "0", "had_wip": false,
+            "token": "t", "stash": null, "chain": [], "processed": 0, "replayed": [], "done": null
+        }}
+    });
+    let dir = fx.src.join(".git/a3s-iso/intents");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(format!("{hex}.json")), intent.to_string()).unwrap();
+    for mode in ["branch", "patch"] {
+        let (code, doc) = fx.json(&["promote", "-s", "x", "--mode", mode]);
+        assert_eq!(
+            (code, doc["outcome"].as_str().unwrap()),
+            (3, "conflict"),
+            "{doc}"
+        );
+        assert!(doc["warnings"].to_string().contains("is pending"), "{doc}");
+        assert!(!fx.src.join("x.txt").exists());
+    }
+    let out = fx.cmd().args(["bind", "-s", "x"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is pending"));
+}
+
 /// The same crashes at chosen points (test-only fault points that SIGKILL the process).
 #[cfg(feature = "fault-injection")]
 mod faults {
