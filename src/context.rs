@@ -2,6 +2,7 @@
 //! repository lock, and which session it is about.
 
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -24,6 +25,9 @@ pub struct Context {
     pub state_dir: Option<PathBuf>,
     /// How long to wait for the repository lock (`--lock-timeout`).
     pub lock_timeout: Duration,
+    /// What recovery did under the lock (interrupted promotes completed or rolled back), for
+    /// the command to report.
+    notices: Arc<Mutex<Vec<String>>>,
 }
 
 /// The source a command works on, its store, and the session whose isolation the command was
@@ -46,6 +50,7 @@ impl Context {
             start_dir,
             state_dir,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            notices: Arc::default(),
         }
     }
 
@@ -123,9 +128,24 @@ impl Context {
         })
     }
 
-    /// Takes the repository lock, waiting up to the lock timeout.
+    /// Takes the repository lock, waiting up to the lock timeout, then finishes every promote
+    /// a crash interrupted (see `intent`) before the command goes on; what recovery did is
+    /// kept for [`Context::take_notices`].
     pub(crate) fn lock(&self, repo: &Repo) -> Result<FileLock> {
-        FileLock::acquire(&repo.lock_path(), self.lock_timeout)
+        let lock = FileLock::acquire(&repo.lock_path(), self.lock_timeout)?;
+        let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
+        let notices = crate::intent::recover(&self.git, &store);
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(notices);
+        Ok(lock)
+    }
+
+    /// What recovery under the lock did since the last call (one line each: an interrupted
+    /// promote completed, rolled back, or left pending), each handed out once.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The session a command is about: `-s ID`; else the isolation it was started in; else the

@@ -16,6 +16,7 @@ pub mod fault;
 pub mod fsutil;
 pub mod git;
 pub mod ids;
+pub mod intent;
 pub mod isolation;
 pub mod list;
 pub mod lock;

@@ -168,20 +168,43 @@ fn context(cli: &Cli) -> Result<Context> {
     Ok(ctx)
 }
 
+/// Runs a command with its context, then reports what recovery under the repository lock did
+/// (a command that reports it itself, like promote, has taken its notices already).
+fn with_context(
+    cli: &Cli,
+    out: &Output,
+    command: impl FnOnce(&Context) -> Result<i32>,
+) -> Result<i32> {
+    let ctx = context(cli)?;
+    let result = command(&ctx);
+    report_notices(&ctx, out);
+    result
+}
+
+fn report_notices(ctx: &Context, out: &Output) {
+    for notice in ctx.take_notices() {
+        out.warn(&notice);
+    }
+}
+
 fn run(cli: &Cli, out: &Output) -> Result<i32> {
     match &cli.command {
         Command::SandboxExec(args) => Ok(run::sandbox_exec(args)),
         Command::Run(args) => Ok(match context(cli) {
-            Ok(ctx) => run::execute(&ctx, args, out),
+            Ok(ctx) => {
+                let code = run::execute(&ctx, args, out);
+                report_notices(&ctx, out);
+                code
+            }
             Err(err) => run::failed(&err, out),
         }),
-        Command::Bind(args) => bind::run(&context(cli)?, args, out),
-        Command::List(args) => list::run(&context(cli)?, args, out),
-        Command::Capture(args) => capture::run(&context(cli)?, args, out),
-        Command::Discard(args) => discard::run(&context(cli)?, args, out),
-        Command::Promote(args) => promote::run(&context(cli)?, args, out),
-        Command::Sweep(args) => sweep::run(&context(cli)?, args, out),
-        Command::Retain(args) => retain::run(&context(cli)?, args, out),
+        Command::Bind(args) => with_context(cli, out, |ctx| bind::run(ctx, args, out)),
+        Command::List(args) => with_context(cli, out, |ctx| list::run(ctx, args, out)),
+        Command::Capture(args) => with_context(cli, out, |ctx| capture::run(ctx, args, out)),
+        Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
+        Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
+        Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
+        Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
         Command::Verify(args) => verify::run(args, out),
         Command::Completions { shell } => {
             assets::completions(*shell, &mut std::io::stdout().lock());

@@ -5,6 +5,7 @@
 //! isolation goes through [`HermeticGit`], which names every location git reads, and patches
 //! are computed in an [`ObjectView`] (`hermetic.rs`).
 
+mod blobs;
 mod hermetic;
 mod ops;
 mod runner;

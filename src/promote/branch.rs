@@ -4,7 +4,9 @@
 //! filtered out of every replayed commit: the user's uncommitted work is never committed.
 //!
 //! [`plan`] decides what would happen and writes nothing but objects (no ref, no checkout);
-//! [`execute`] moves refs and the checkout.
+//! [`execute`] moves refs and the checkout, recording an intent first (the old tip, the stash
+//! of the user's WIP, each replayed commit, the finished tip) so that a crash is completed or
+//! rolled back by the next command, and the WIP never stays only in a stash.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -17,10 +19,12 @@ use super::outcome::{
 };
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
+use crate::fsutil::{now_ms, unique_suffix};
 use crate::git::{CatFile, Git};
+use crate::intent::{self, BranchPlan, Changes, Intent};
 use crate::isolation::writable_isolation;
 use crate::snapshot::{self, Patch, TempFile};
-use crate::state::{Landing, SessionRecord};
+use crate::state::{Landing, SessionRecord, Store};
 
 /// A commit to replay: the commit object and its subject line.
 struct Pick {
@@ -46,6 +50,9 @@ enum Planned {
     Refused { commit: String, detail: String },
 }
 
+/// The detail of a promote whose earlier, interrupted promote is still pending.
+const PENDING: &str = "an interrupted promote of this change set is still pending and could not be finished now (see the warnings); nothing was done";
+
 /// Promotes a session in branch mode, under the repository lock.
 pub(super) fn promote_branch(
     ctx: &Context,
@@ -56,6 +63,7 @@ pub(super) fn promote_branch(
     let isolation = writable_isolation(&session)?;
     let _lock = ctx.lock(&located.repo)?;
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
+    out.warnings.extend(ctx.take_notices());
     out.session_id = Some(session.session_id.clone());
     out.bound_revision = Some(session.bound_revision.clone());
     let snap = isolation.snapshot(ctx, located)?;
@@ -76,6 +84,11 @@ pub(super) fn promote_branch(
     out.digest = Some(patch.digest.clone());
     if located.store.journal_entry(&patch.digest)?.is_some() {
         out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    if intent::load(&located.store, &patch.digest)?.is_some() {
+        // Recovery under the lock could not finish it (see the warnings): never start over it.
+        out.conflict(Reason::ReplayFailed, Some(PENDING.into()));
         return Ok(out);
     }
     let artifacts = Artifacts::write(located, opts.artifacts.as_deref(), &patch, &mut out)?;
@@ -211,9 +224,79 @@ fn leftovers_commit(
     Ok(Pick { subject, commit })
 }
 
-/// Keeps the chain on the retained branch, sets the user's WIP aside, replays, restores the
-/// WIP and journals. From the stash to the journal nothing may stop halfway: interrupts wait,
-/// and git runs where a Ctrl-C at the terminal cannot reach it.
+/// The branch promote's intent, rewritten (fsynced) as the promote goes: before the WIP is
+/// stashed, once the stash exists, after every replayed commit, and when the replay finished.
+struct Recorder<'a> {
+    store: &'a Store,
+    intent: Intent,
+    plan: BranchPlan,
+}
+
+impl<'a> Recorder<'a> {
+    /// Writes the intent before anything in the checkout changes.
+    fn begin(
+        located: &'a Located,
+        session: &SessionRecord,
+        target: &Target,
+        chain: &[Pick],
+        patch: &Patch,
+        had_wip: bool,
+    ) -> Result<Recorder<'a>> {
+        let plan = BranchPlan {
+            branch: target.branch.clone(),
+            old_tip: target.old_tip.clone(),
+            retained_tip: chain
+                .last()
+                .map_or(session.bound_revision.clone(), |p| p.commit.clone()),
+            had_wip,
+            token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
+            stash: None,
+            chain: chain.iter().map(|p| p.commit.clone()).collect(),
+            processed: 0,
+            replayed: Vec::new(),
+            done: None,
+        };
+        let recorder = Recorder {
+            store: &located.store,
+            intent: Intent {
+                schema: intent::SCHEMA.into(),
+                digest: patch.digest.clone(),
+                session_id: Some(session.session_id.clone()),
+                mode: Mode::Branch,
+                source: session.source.clone(),
+                source_head: Some(target.old_tip.clone()),
+                patch_bytes: patch.bytes,
+                created_at_ms: now_ms(),
+                pid: std::process::id(),
+                changes: Changes::Branch(plan.clone()),
+            },
+            plan,
+        };
+        intent::save(recorder.store, &recorder.intent)?;
+        Ok(recorder)
+    }
+
+    /// Changes the plan and writes the intent again.
+    fn record(&mut self, change: impl FnOnce(&mut BranchPlan)) -> Result<()> {
+        change(&mut self.plan);
+        self.intent.changes = Changes::Branch(self.plan.clone());
+        intent::save(self.store, &self.intent)
+    }
+
+    fn token(&self) -> &str {
+        &self.plan.token
+    }
+
+    /// Nothing is left to finish.
+    fn end(self) -> Result<()> {
+        intent::remove(self.store, &self.intent.digest)
+    }
+}
+
+/// Keeps the chain on the retained branch, records the intent, sets the user's WIP aside,
+/// replays, restores the WIP and journals. From the stash to the journal nothing may stop
+/// halfway: interrupts wait, git runs where a Ctrl-C at the terminal cannot reach it, and a
+/// crash is finished (or rolled back) by the next command from the intent.
 fn execute(
     ctx: &Context,
     located: &Located,
@@ -231,27 +314,62 @@ fn execute(
         .map_or(session.bound_revision.as_str(), |p| p.commit.as_str());
     crate::refs::set_retained_branch(git, source, id, tip)?;
     let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
+    let had_wip = intent::has_wip(git, source)?;
+    let mut recorder = Recorder::begin(located, session, target, chain, patch, had_wip)?;
+    crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::signals::Signals::register()?;
-    let stash = stash_wip(git, source, &target.ident, id)?;
-    let failure = replay(git, source, &target.ident, chain, &mut report);
+    let stash = match had_wip {
+        true => intent::stash_push(git, source, &target.ident, recorder.token(), id)?,
+        false => None,
+    };
+    recorder.record(|plan| plan.stash = stash.clone())?;
+    let failure = replay(
+        git,
+        source,
+        &target.ident,
+        chain,
+        &mut recorder,
+        &mut report,
+    )?;
+    let marked = || intent::marked(git, source, recorder.token());
     if failure.is_some() {
         // Abort the whole replay: the branch goes back to where it was.
-        let _ = git
-            .at(source)
-            .shielded()
-            .args(["cherry-pick", "--abort"])
-            .output();
-        git.at(source)
-            .shielded()
+        let _ = marked().args(["cherry-pick", "--abort"]).output();
+        marked()
             .args(["reset", "-q", "--hard", &target.old_tip])
             .run()?;
+    } else {
+        let done = git.rev_parse_required(source, "HEAD")?;
+        recorder.record(|plan| plan.done = Some(done))?;
     }
     if let Some(stash) = &stash
-        && let Err(warning) = restore_wip(git, source, stash)
+        && let Err(warning) = intent::restore_stash(git, source, recorder.token(), stash)
     {
         out.warnings.push(warning);
         report.kept_stash = Some(stash.clone());
     }
+    crate::fault_point!("promote-branch-after-restore");
+    conclude(located, session, target, patch, failure, &mut report, out)?;
+    recorder.end()?;
+    if out.outcome == Outcome::Applied && interrupts.received().is_some() {
+        out.warnings
+            .push("an interrupt arrived during the replay; the promote finished first".into());
+    }
+    out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
+    out.branch = Some(report);
+    Ok(())
+}
+
+/// The outcome of a replay: a conflict naming the commit, or the journal entry and `applied`.
+fn conclude(
+    located: &Located,
+    session: &SessionRecord,
+    target: &Target,
+    patch: &Patch,
+    failure: Option<(String, String)>,
+    report: &mut BranchReport,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
     match failure {
         Some((commit, detail)) => {
             out.conflict(Reason::ReplayFailed, Some(detail));
@@ -262,181 +380,88 @@ fn execute(
             journal(
                 located,
                 &patch.digest,
-                Some(id),
+                Some(&session.session_id),
                 Some(&target.old_tip),
                 patch.bytes,
                 Landing::Applied,
                 Mode::Branch,
             )?;
             out.outcome = Outcome::Applied;
-            if interrupts.received().is_some() {
-                out.warnings.push(
-                    "an interrupt arrived during the replay; the promote finished first".into(),
-                );
-            }
-            out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
         }
     }
-    out.branch = Some(report);
     Ok(())
 }
 
-/// Cherry-picks the chain onto the current branch; a commit whose change is already there is
-/// skipped. Returns the commit that failed and why, if any.
+/// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
+/// commit whose change is already there is skipped. Returns the commit that failed and why,
+/// if any.
 fn replay(
     git: &Git,
     source: &Path,
     ident: &[String],
     chain: &[Pick],
+    recorder: &mut Recorder<'_>,
     report: &mut BranchReport,
-) -> Option<(String, String)> {
-    let mut landed: Vec<&Pick> = Vec::new();
+) -> Result<Option<(String, String)>> {
     for pick in chain {
-        let result = git
-            .at(source)
-            .shielded()
+        let result = intent::marked(git, source, recorder.token())
             .args(ident)
             .args(["-c", "commit.gpgSign=false", "cherry-pick", "--no-edit"])
             .args(["--allow-empty-message", &pick.commit])
             .output();
         let Ok(result) = result else {
-            return Some((pick.commit.clone(), "git cherry-pick could not run".into()));
+            return Ok(Some((
+                pick.commit.clone(),
+                "git cherry-pick could not run".into(),
+            )));
         };
         if result.exit_code == Some(0) {
-            landed.push(pick);
-        } else if skip_if_empty(git, source) {
+            let replayed = git.rev_parse_required(source, "HEAD")?;
+            recorder.record(|plan| {
+                plan.replayed.push(replayed.clone());
+                plan.processed += 1;
+            })?;
+            report.replayed.push(ReplayedCommit {
+                commit: pick.commit.clone(),
+                replayed,
+                subject: pick.subject.clone(),
+            });
+        } else if skip_if_empty(git, source, recorder.token()) {
+            recorder.record(|plan| plan.processed += 1)?;
             report.skipped.push(SkippedCommit {
                 commit: pick.commit.clone(),
                 subject: pick.subject.clone(),
                 reason: SkipReason::Empty,
             });
         } else {
-            return Some((pick.commit.clone(), result.stderr.trim().to_string()));
+            return Ok(Some((
+                pick.commit.clone(),
+                result.stderr.trim().to_string(),
+            )));
         }
     }
-    // What each pick became, read once: the new first-parent commits, oldest first.
-    let new_commits = replayed_commits(git, source, landed.len());
-    for (pick, replayed) in landed.into_iter().zip(new_commits) {
-        report.replayed.push(ReplayedCommit {
-            commit: pick.commit.clone(),
-            replayed,
-            subject: pick.subject.clone(),
-        });
-    }
-    None
+    Ok(None)
 }
 
 /// After a failed pick: when nothing is left to commit (its change is already on the branch),
 /// skips it and says so.
-fn skip_if_empty(git: &Git, source: &Path) -> bool {
+fn skip_if_empty(git: &Git, source: &Path, token: &str) -> bool {
     let unmerged = git
         .at(source)
-        .shielded()
         .args(["ls-files", "-u"])
         .run_text()
         .unwrap_or_default();
     let nothing_staged = git
         .at(source)
-        .shielded()
         .args(["diff", "--cached", "--quiet"])
         .succeeds()
         .unwrap_or(false);
     unmerged.is_empty()
         && nothing_staged
-        && git
-            .at(source)
-            .shielded()
+        && intent::marked(git, source, token)
             .args(["cherry-pick", "--skip"])
             .run()
             .is_ok()
-}
-
-/// The last `count` first-parent commits of HEAD, oldest first.
-fn replayed_commits(git: &Git, source: &Path, count: usize) -> Vec<String> {
-    if count == 0 {
-        return Vec::new();
-    }
-    let listed = git
-        .at(source)
-        .args([
-            "rev-list",
-            "--first-parent",
-            &format!("--max-count={count}"),
-            "HEAD",
-        ])
-        .run_text()
-        .unwrap_or_default();
-    let mut commits: Vec<String> = listed.lines().map(str::to_string).collect();
-    commits.reverse();
-    commits
-}
-
-/// Stashes the source's WIP (untracked included) and returns the stash commit, found by
-/// identity afterwards, never by position.
-fn stash_wip(
-    git: &Git,
-    source: &Path,
-    ident: &[String],
-    session_id: &str,
-) -> Result<Option<String>> {
-    let status = git
-        .at(source)
-        .shielded()
-        .args(["status", "--porcelain", "--untracked-files=normal"])
-        .run_text()?;
-    if status.is_empty() {
-        return Ok(None);
-    }
-    let before = git.rev_parse(source, "refs/stash")?;
-    git.at(source)
-        .shielded()
-        .args(ident)
-        .args(["stash", "push", "--include-untracked", "-q", "-m"])
-        .arg(format!(
-            "a3s-iso: your WIP, set aside while promoting session {session_id}"
-        ))
-        .run()?;
-    let after = git.rev_parse(source, "refs/stash")?;
-    Ok(if after != before { after } else { None })
-}
-
-/// Restores a stash with its index and drops it; on failure the stash is kept and no unmerged
-/// entries are left behind. The error is the warning to show.
-fn restore_wip(git: &Git, source: &Path, stash: &str) -> std::result::Result<(), String> {
-    let applied = git
-        .at(source)
-        .shielded()
-        .args(["stash", "apply", "--index", "-q", stash])
-        .output();
-    if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
-        let unmerged = git
-            .at(source)
-            .shielded()
-            .args(["ls-files", "-u"])
-            .run_text()
-            .unwrap_or_default();
-        if !unmerged.is_empty() {
-            let _ = git.at(source).shielded().args(["reset", "-q"]).output();
-        }
-        return Err(format!(
-            "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
-        ));
-    }
-    // Drop exactly this stash, wherever it now sits in the list.
-    let list = git
-        .at(source)
-        .shielded()
-        .args(["reflog", "show", "--format=%H", "refs/stash"])
-        .run_text()
-        .unwrap_or_default();
-    if let Some(position) = list.lines().position(|oid| oid == stash) {
-        let _ = git
-            .at(source)
-            .shielded()
-            .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
-            .output();
-    }
-    Ok(())
 }
 
 /// `-c user.name/-c user.email` when git has no identity of its own to commit with.

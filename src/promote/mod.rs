@@ -5,8 +5,10 @@
 //! The order of steps: (1) a document is verified completely, or a session is captured afresh;
 //! (2) an empty change set stops; (3) a journaled digest is `idempotent`; (4) a session whose
 //! source HEAD moved is `head_moved`; (5) artifacts are written (`--no-apply` stops); (6) the
-//! patch is checked, applied and journaled with interrupts deferred. Branch mode replaces (6)
-//! with a replay of the session's commits.
+//! patch is checked, its images planned, an intent recorded, and the checkout written and
+//! journaled with interrupts deferred. Branch mode replaces (6) with a replay of the session's
+//! commits. Taking the repository lock first finishes any promote a crash interrupted
+//! (`intent`), so "already promoted" is decided from records, never from the checkout.
 
 mod artifacts;
 mod branch;
@@ -59,6 +61,11 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         patch: Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
         session: None,
         base_tree: None,
+        result_tree: verified
+            .change_set
+            .result_tree
+            .strip_prefix("git-tree:")
+            .map(str::to_string),
         nested: Vec::new(),
     };
     patch::promote_patch(ctx, &located, candidate, opts)
@@ -77,6 +84,7 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
     Ok(Candidate {
         patch,
         base_tree: Some(session.base_tree.clone()),
+        result_tree: Some(snap.tree.clone()),
         session: Some(session),
         nested: snap.nested,
     })
@@ -92,6 +100,7 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
     let located = ctx.locate()?;
     let _lock = ctx.lock(&located.repo)?;
     let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
+    out.warnings.extend(ctx.take_notices());
     out.digest = Some(digest.to_string());
     out.session_id = opts.session_id.clone();
     if located.store.journal_entry(digest)?.is_some() {

@@ -30,5 +30,8 @@ pub(crate) struct Candidate {
     /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's); none
     /// for a document.
     pub(crate) base_tree: Option<String>,
+    /// What the patch makes of its base: the session's snapshot, or a document's result tree
+    /// (which this repository may not have).
+    pub(crate) result_tree: Option<String>,
     pub(crate) nested: Vec<String>,
 }

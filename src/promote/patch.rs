@@ -1,5 +1,8 @@
-//! Patch mode: the change set lands as uncommitted changes through `git apply`, never merged
-//! into the user's own uncommitted work, and journaled in the same uninterruptible step.
+//! Patch mode: the change set lands as uncommitted changes, never merged into the user's own
+//! uncommitted work. `git apply --check` decides whether it applies; `git apply --cached` on a
+//! temporary index of the touched paths computes the post-images; an fsynced intent records
+//! both sides; then each path is written by rename and the digest journaled, in one
+//! uninterruptible step. A crash anywhere in it is finished by the next command (`intent`).
 
 use std::path::Path;
 
@@ -10,39 +13,49 @@ use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
 use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::git::split_nul;
+use crate::intent::{
+    self, Changes, Checkout, Intent, PatchPlan, PathState, Planned, RepoPath, Side,
+};
 use crate::repo::Repo;
 use crate::state::Landing;
 
 /// What the checks before applying found.
 enum Check {
-    /// The patch applies and meets no uncommitted work.
-    Applies,
-    /// The patch is already there: an earlier promote landed it and died before its journal.
-    AlreadyPresent,
+    /// The patch applies and meets no uncommitted work: every touched path's images.
+    Applies(PatchPlan),
+    /// Every touched path already holds what the change set makes of it, but no record says
+    /// that a promote put it there.
+    Present(Vec<String>),
     /// The patch does not apply; git's explanation.
     DoesNotApply(String),
     /// The patch touches paths the user changed and has not committed.
     MeetsWip(Vec<String>),
 }
 
-/// Steps 2–6 under the repository lock: empty, journal, HEAD, artifacts, check, apply, journal.
+/// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD, artifacts,
+/// check, apply, journal.
 pub(super) fn promote_patch(
     ctx: &Context,
     located: &Located,
     candidate: Candidate,
     opts: &PromoteOptions,
 ) -> Result<PromoteOutcome> {
-    let mut out = initial_report(&candidate);
+    let mut out = initial_report(ctx, &candidate);
     if candidate.patch.bytes == 0 {
         return Ok(out);
     }
-    out.digest = Some(candidate.patch.digest.clone());
-    if located
-        .store
-        .journal_entry(&candidate.patch.digest)?
-        .is_some()
-    {
+    let digest = candidate.patch.digest.clone();
+    out.digest = Some(digest.clone());
+    if located.store.journal_entry(&digest)?.is_some() {
         out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    if let Some(paths) = intent::blocking(&ctx.git, &located.store, &digest)? {
+        out.conflict(
+            Reason::PatchDoesNotApply,
+            Some("an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again".into()),
+        );
+        out.conflicting_paths = paths;
         return Ok(out);
     }
     let source = source_of(located, &candidate);
@@ -65,51 +78,54 @@ pub(super) fn promote_patch(
         return Ok(out);
     }
     match check(ctx, located, &candidate, &source.toplevel, &artifacts.patch)? {
-        Check::Applies => {}
-        Check::AlreadyPresent => {
-            record(located, &candidate, head.as_deref(), Landing::Recovered)?;
-            out.outcome = Outcome::Idempotent;
-            out.warnings.push("the patch was already present (an earlier promote was interrupted); journal repaired".into());
+        Check::Applies(plan) => {
+            let landing = Lander {
+                ctx,
+                located,
+                candidate: &candidate,
+                source: &source.toplevel,
+                head: head.as_deref(),
+            };
+            landing.apply_and_journal(plan, &mut out)?;
         }
-        Check::DoesNotApply(detail) => {
-            out.conflict(Reason::PatchDoesNotApply, Some(detail));
-            out.current_revision = head.clone();
-        }
-        Check::MeetsWip(paths) => {
-            out.conflict(
-                Reason::PatchDoesNotApply,
-                Some("the patch touches files with uncommitted changes in the source".into()),
-            );
-            out.current_revision = head.clone();
-            out.conflicting_paths = paths;
-        }
-    }
-    if out.outcome == Outcome::Planned {
-        apply_and_journal(
-            ctx,
-            located,
-            &candidate,
-            &source.toplevel,
-            &artifacts,
-            head.as_deref(),
-            &mut out,
-        )?;
+        conflict => report_conflict(conflict, head, &mut out),
     }
     artifacts.summarise(&out)?;
     Ok(out)
 }
 
-/// The report before any check: sizes, session and nested repositories.
-fn initial_report(candidate: &Candidate) -> PromoteOutcome {
+/// The report before any check: sizes, session, nested repositories, and what recovery under
+/// the lock did.
+fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
     out.patch_bytes = candidate.patch.bytes;
     out.files_changed = candidate.patch.files_changed;
     out.nested_repositories = candidate.nested.clone();
+    out.warnings.extend(ctx.take_notices());
     out.warnings.extend(candidate.nested.iter().map(|p| {
         format!("nested repository {p} is not part of the change set; promote it on its own")
     }));
     out
+}
+
+/// A check that stops the promote, as a conflict.
+fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+    let (detail, paths) = match check {
+        Check::Applies(_) => return,
+        Check::Present(paths) => (
+            "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
+            paths,
+        ),
+        Check::DoesNotApply(detail) => (detail, Vec::new()),
+        Check::MeetsWip(paths) => (
+            "the patch touches files with uncommitted changes in the source".to_string(),
+            paths,
+        ),
+    };
+    out.conflict(Reason::PatchDoesNotApply, Some(detail));
+    out.current_revision = head;
+    out.conflicting_paths = paths;
 }
 
 /// The checkout the change set lands in: the session's source, or the located one.
@@ -124,7 +140,7 @@ fn source_of(located: &Located, candidate: &Candidate) -> Repo {
     }
 }
 
-/// Decides whether the patch can land: it applies, it is already there, or it collides.
+/// Decides whether the patch can land, and plans every touched path's images if it can.
 fn check(
     ctx: &Context,
     located: &Located,
@@ -132,88 +148,167 @@ fn check(
     source: &Path,
     patch_file: &Path,
 ) -> Result<Check> {
+    let touched = touched_paths(ctx, source, patch_file)?;
+    let checkout = Checkout::open(&ctx.git, source)?;
+    let states = checkout.states(&touched, true)?;
+    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+        return Ok(Check::Present(
+            touched.iter().map(RepoPath::shown).collect(),
+        ));
+    }
     if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
-        // Already there (a crash between apply and journal)? Then it is this promote's own
-        // earlier landing.
-        return Ok(match ctx.git.apply_check(source, patch_file, true)? {
-            Ok(()) => Check::AlreadyPresent,
-            Err(_) => Check::DoesNotApply(detail),
-        });
+        return Ok(Check::DoesNotApply(detail));
     }
     // The source's uncommitted work must not meet the patch: any touched path whose current
     // state differs from the change set's base is a conflict, even where git could merge it.
-    let touched = touched_paths(ctx, source, patch_file)?;
     let overlap = match &candidate.base_tree {
         // The base is a carried WIP snapshot: compare the checkout with it.
         Some(base) if candidate.session.as_ref().is_some_and(|s| s.carried_wip) => {
-            crate::wip::changed_since(
-                &ctx.git,
-                source,
-                base,
-                &touched,
-                &located.store.scratch_dir(),
-            )?
+            let names: Vec<String> = touched.iter().map(RepoPath::shown).collect();
+            let scratch = located.store.scratch_dir();
+            crate::wip::changed_since(&ctx.git, source, base, &names, &scratch)?
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
         _ => uncommitted_among(ctx, source, &touched)?,
     };
-    Ok(if overlap.is_empty() {
-        Check::Applies
-    } else {
-        Check::MeetsWip(overlap)
-    })
-}
-
-/// Applies the patch and journals it. From here to the journal nothing may stop halfway:
-/// interrupts wait, and git apply runs where a Ctrl-C at the terminal cannot reach it.
-fn apply_and_journal(
-    ctx: &Context,
-    located: &Located,
-    candidate: &Candidate,
-    source: &Path,
-    artifacts: &Artifacts,
-    head: Option<&str>,
-    out: &mut PromoteOutcome,
-) -> Result<()> {
-    let interrupts = crate::signals::Signals::register()?;
-    ctx.git
-        .at(source)
-        .args(["-c", "apply.whitespace=nowarn", "apply", "--binary"])
-        .arg(&artifacts.patch)
-        .shielded()
-        .run()?;
-    crate::fault_point!("promote-interrupt-during-apply");
-    crate::fault_point!("promote-after-apply");
-    record(located, candidate, head, Landing::Applied)?;
-    out.outcome = Outcome::Applied;
-    if interrupts.received().is_some() {
-        out.warnings.push(
-            "an interrupt arrived while the patch was being applied; the promote finished first"
-                .into(),
-        );
+    if !overlap.is_empty() {
+        return Ok(Check::MeetsWip(overlap));
     }
-    Ok(())
-}
-
-fn record(
-    located: &Located,
-    candidate: &Candidate,
-    head: Option<&str>,
-    how: Landing,
-) -> Result<()> {
-    journal(
-        located,
-        &candidate.patch.digest,
-        candidate.session.as_ref().map(|s| s.session_id.as_str()),
-        head,
-        candidate.patch.bytes,
-        how,
-        Mode::Patch,
+    let scratch = located.store.scratch_dir();
+    Ok(
+        match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
+            Planned::Plan(plan) => Check::Applies(plan),
+            Planned::DoesNotApply(detail) => Check::DoesNotApply(detail),
+        },
     )
 }
 
-/// The paths a patch touches, as git apply reads them.
-fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<String>> {
+/// Whether every touched path already holds the change set's result (the session's snapshot,
+/// or a document's result tree when this repository has it): decided from blob ids.
+fn already_present(
+    ctx: &Context,
+    checkout: &Checkout<'_>,
+    candidate: &Candidate,
+    touched: &[RepoPath],
+    states: &[PathState],
+) -> Result<bool> {
+    let Some(tree) = &candidate.result_tree else {
+        return Ok(false);
+    };
+    if touched.is_empty() {
+        return Ok(false);
+    }
+    // A document's result tree may not be in this repository: then nothing can be told.
+    let Some(result) = intent::tree_images(&ctx.git, checkout.top, tree, touched)? else {
+        return Ok(false);
+    };
+    Ok(states
+        .iter()
+        .zip(&result)
+        .all(|(state, want)| checkout.holds(state, want.as_ref())))
+}
+
+/// Where a planned change set lands, and who journals it.
+struct Lander<'a> {
+    ctx: &'a Context,
+    located: &'a Located,
+    candidate: &'a Candidate,
+    source: &'a Path,
+    head: Option<&'a str>,
+}
+
+impl Lander<'_> {
+    /// The intent of this promote: both images of every touched path.
+    fn intent(&self, plan: &PatchPlan) -> Intent {
+        Intent {
+            schema: intent::SCHEMA.into(),
+            digest: self.candidate.patch.digest.clone(),
+            session_id: self
+                .candidate
+                .session
+                .as_ref()
+                .map(|s| s.session_id.clone()),
+            mode: Mode::Patch,
+            source: self.source.to_path_buf(),
+            source_head: self.head.map(str::to_string),
+            patch_bytes: self.candidate.patch.bytes,
+            created_at_ms: crate::fsutil::now_ms(),
+            pid: std::process::id(),
+            changes: Changes::Patch(plan.clone()),
+        }
+    }
+
+    /// Records the intent, writes every touched path and journals. From the intent to the
+    /// journal nothing may stop halfway: interrupts wait. A crash is finished by the next
+    /// command; a failure to write puts back what was written.
+    fn apply_and_journal(&self, plan: PatchPlan, out: &mut PromoteOutcome) -> Result<()> {
+        let store = &self.located.store;
+        let digest = &self.candidate.patch.digest;
+        intent::save(store, &self.intent(&plan))?;
+        crate::fault_point!("promote-after-intent");
+        let interrupts = crate::signals::Signals::register()?;
+        let checkout = Checkout::open(&self.ctx.git, self.source)?;
+        let tag = intent::tag(digest);
+        let todo: Vec<usize> = (0..plan.paths.len()).collect();
+        if let Err(e) = checkout.write(&tag, &plan, &todo, Side::Post) {
+            self.put_back(&checkout, &tag, &plan);
+            return Err(e);
+        }
+        crate::fault_point!("promote-interrupt-during-apply");
+        crate::fault_point!("promote-after-apply");
+        self.record(Landing::Applied)?;
+        crate::fault_point!("promote-after-journal");
+        intent::remove(store, digest)?;
+        out.outcome = Outcome::Applied;
+        if interrupts.received().is_some() {
+            out.warnings.push(
+                "an interrupt arrived while the patch was being applied; the promote finished first"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// After a failed write: every path back to its pre-image and the intent dropped; if that
+    /// fails too, the intent stays for the next command to finish.
+    fn put_back(&self, checkout: &Checkout<'_>, tag: &str, plan: &PatchPlan) {
+        checkout.clear_temps(tag, plan);
+        let paths: Vec<RepoPath> = plan.paths.iter().map(|c| c.path.clone()).collect();
+        let Ok(states) = checkout.states(&paths, false) else {
+            return;
+        };
+        let todo: Vec<usize> = plan
+            .paths
+            .iter()
+            .zip(&states)
+            .enumerate()
+            .filter(|(_, (change, state))| !checkout.holds(state, change.pre.as_ref()))
+            .map(|(i, _)| i)
+            .collect();
+        if checkout.write(tag, plan, &todo, Side::Pre).is_ok() {
+            checkout.remove_created_dirs(plan);
+            let _ = intent::remove(&self.located.store, &self.candidate.patch.digest);
+        }
+    }
+
+    fn record(&self, how: Landing) -> Result<()> {
+        journal(
+            self.located,
+            &self.candidate.patch.digest,
+            self.candidate
+                .session
+                .as_ref()
+                .map(|s| s.session_id.as_str()),
+            self.head,
+            self.candidate.patch.bytes,
+            how,
+            Mode::Patch,
+        )
+    }
+}
+
+/// The paths a patch touches, as git apply reads them (bytes, exactly).
+fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<RepoPath>> {
     let out = ctx
         .git
         .at(source)
@@ -221,16 +316,18 @@ fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<
         .arg(patch_file)
         .run()?;
     // Records: "added\tdeleted\tpath\0" (no renames: --no-renames patches).
-    Ok(split_nul(&out)
+    let mut paths: Vec<RepoPath> = split_nul(&out)
         .filter_map(|record| {
-            let text = String::from_utf8_lossy(record);
-            text.splitn(3, '\t').nth(2).map(str::to_string)
+            let mut fields = record.splitn(3, |b| *b == b'\t');
+            fields.nth(2).map(|path| RepoPath(path.to_vec()))
         })
-        .collect())
+        .collect();
+    paths.dedup();
+    Ok(paths)
 }
 
 /// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(ctx: &Context, source: &Path, paths: &[String]) -> Result<Vec<String>> {
+fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<String>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -246,7 +343,7 @@ fn uncommitted_among(ctx: &Context, source: &Path, paths: &[String]) -> Result<V
             "--no-renames",
             "--",
         ])
-        .args(paths)
+        .args(paths.iter().map(RepoPath::as_os))
         .run()?;
     Ok(split_nul(&out)
         .filter(|record| record.len() > 3)

@@ -58,9 +58,33 @@ impl Fixture {
         fx
     }
 
+    /// Like [`Fixture::new`], on a memory file system (`/dev/shm`) when there is one: for
+    /// tests that rewrite thousands of files many times over, where a slow disk's writeback
+    /// would dominate. Elsewhere, the usual temporary directory.
+    pub fn in_memory() -> Fixture {
+        let shm = Path::new("/dev/shm");
+        let usable =
+            std::fs::metadata(shm).is_ok_and(|m| m.is_dir()) && tempfile::tempdir_in(shm).is_ok();
+        let fx = Fixture::bare_root_in(usable.then_some(shm));
+        std::fs::create_dir_all(&fx.src).unwrap();
+        fx.git(&fx.src, &["init", "-q", "-b", "main"]);
+        fx.write("README.md", "hello\n");
+        fx.write("src/lib.txt", "one\ntwo\n");
+        fx.commit_all("initial");
+        fx
+    }
+
     /// Only the tempdir layout; nothing at `work/src`.
     pub fn bare_root() -> Fixture {
-        let tmp = tempfile::tempdir().unwrap();
+        Fixture::bare_root_in(None)
+    }
+
+    /// The tempdir layout in `dir` (default: the system's temporary directory).
+    fn bare_root_in(dir: Option<&Path>) -> Fixture {
+        let tmp = match dir {
+            Some(dir) => tempfile::tempdir_in(dir).unwrap(),
+            None => tempfile::tempdir().unwrap(),
+        };
         let root = std::fs::canonicalize(tmp.path()).unwrap();
         let home = root.join("home");
         std::fs::create_dir_all(&home).unwrap();

@@ -4,6 +4,7 @@ mod assets;
 mod bind;
 mod branch;
 mod capture;
+mod crash;
 mod discard_list;
 mod escape;
 mod fixture;

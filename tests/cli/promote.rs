@@ -330,9 +330,12 @@ fn every_kind_of_change_lands_exactly() {
     );
 }
 
+/// A SIGKILL between writing the checkout and the journal: the intent says what landed, so the
+/// next promote completes the journal from it (never from whether the patch applies in
+/// reverse) and is idempotent.
 #[cfg(feature = "fault-injection")]
 #[test]
-fn a_crash_between_apply_and_journal_is_recovered_as_idempotent() {
+fn a_crash_between_apply_and_journal_is_completed_from_the_intent() {
     let fx = Fixture::new();
     fx.bind("crash");
     std::fs::write(fx.isolation("crash").join("new.txt"), "landed\n").unwrap();
@@ -358,10 +361,30 @@ fn a_crash_between_apply_and_journal_is_recovered_as_idempotent() {
                 .next()
                 .is_none()
     );
+    let intents = fx.src.join(".git/a3s-iso/intents");
+    assert_eq!(
+        std::fs::read_dir(&intents).unwrap().count(),
+        1,
+        "the intent survives"
+    );
     let before = checkout_listing(&fx.src);
     let (code, doc) = promote(&fx, &["-s", "crash"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["outcome"], "idempotent");
+    assert!(
+        doc["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("an interrupted promote of sha256:"),
+        "{doc}"
+    );
+    assert!(
+        doc["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("was completed")
+    );
+    assert_eq!(std::fs::read_dir(&intents).unwrap().count(), 0);
     assert_eq!(checkout_listing(&fx.src), before);
     let hex = doc["digest"]
         .as_str()
