@@ -648,3 +648,36 @@ fn fault_points_are_compiled_only_with_their_feature() {
     let present = binary.windows(needle.len()).any(|w| w == needle);
     assert_eq!(present, cfg!(feature = "fault-injection"));
 }
+
+/// A WIP file whose name is not UTF-8 is checked like any other: a patch touching it is a
+/// conflict naming it, and the user's bytes stay as they were.
+#[test]
+fn a_non_utf8_name_in_the_wip_overlapping_the_patch_is_a_conflict() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    let lines = |first: &str, last: &str| {
+        let middle: String = (2..10).map(|i| format!("line {i}\n")).collect();
+        format!("{first}\n{middle}{last}\n")
+    };
+    std::fs::write(fx.src.join(name), lines("one", "ten")).unwrap();
+    fx.git(&fx.src, &["add", "-A"]);
+    fx.git(&fx.src, &["commit", "-qm", "latin-1 name"]);
+    fx.bind("nonutf8");
+    // The agent changes the first line, the user the last: git could merge them, a3s-iso won't.
+    std::fs::write(fx.isolation("nonutf8").join(name), lines("ONE", "ten")).unwrap();
+    std::fs::write(fx.src.join(name), lines("one", "mine")).unwrap();
+    let before = crate::fixture::checkout_listing(&fx.src);
+    let (code, doc) = fx.json(&["promote", "-s", "nonutf8"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "conflict");
+    assert_eq!(doc["reason"], "patch_does_not_apply");
+    let paths = doc["conflicting_paths"].as_array().unwrap();
+    assert_eq!(paths.len(), 1, "{doc}");
+    assert!(paths[0].as_str().unwrap().starts_with("caf"), "{doc}");
+    assert_eq!(crate::fixture::checkout_listing(&fx.src), before);
+    assert_eq!(
+        std::fs::read(fx.src.join(name)).unwrap(),
+        lines("one", "mine").as_bytes()
+    );
+}
