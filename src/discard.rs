@@ -34,12 +34,15 @@ pub struct DiscardOutcome {
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
-/// evidence). Never touches the source; discarding twice is not an error.
+/// evidence). Never touches the source; discarding twice is not an error. A session whose
+/// command is running is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    located.store.refuse_if_leased(&session.session_id)?;
+    // Decided under the lock, with the session's lease held until the tree is gone: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
         .store
         .load_session(&session.session_id)?

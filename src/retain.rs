@@ -35,8 +35,10 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     }
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, session_id)?;
-    located.store.refuse_if_leased(&session.session_id)?;
+    // Decided under the lock, with the session's lease held until the record is saved: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
         .store
         .load_session(&session.session_id)?

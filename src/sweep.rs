@@ -362,8 +362,9 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
         .collect())
 }
 
-/// Sweeps the isolations of one source: each candidate is inspected, judged, and acted on
-/// only when the decision is to reclaim it.
+/// Sweeps the isolations of one source: each candidate is inspected and judged without the
+/// lock (cheap, and most are kept); a reclaim is decided again under the lock and the session's
+/// lease before anything is touched ([`reclaim`]).
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -382,18 +383,42 @@ fn sweep_source(
         };
         let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
-            Decision::Skip(reason) => out.skipped.push(Skipped { path, reason }),
-            Decision::Keep(reason, detail) => out.kept.push(Kept {
-                path,
-                session_id: id_of(&found),
-                reason,
-                detail,
-            }),
-            Decision::Reclaim(why) => reclaim(ctx, located, opts, &path, &found, why, out)?,
+            Decision::Reclaim(why) if opts.dry_run => {
+                let plan = plan_reclaim(located, opts, &path, &found);
+                report_reclaimed(out, plan, &path, why);
+            }
+            Decision::Reclaim(_) => reclaim(ctx, located, opts, &path, &found, &known, out)?,
+            other => report_kept(out, path, &found, other),
         }
     }
     progress.finish();
     Ok(())
+}
+
+/// Reports a decision to keep or skip an entry.
+fn report_kept(out: &mut SweepOutcome, path: PathBuf, found: &Found, decision: Decision) {
+    match decision {
+        Decision::Skip(reason) => out.skipped.push(Skipped { path, reason }),
+        Decision::Keep(reason, detail) => out.kept.push(Kept {
+            path,
+            session_id: id_of(found),
+            reason,
+            detail,
+        }),
+        Decision::Reclaim(_) => {}
+    }
+}
+
+/// Reports an isolation reclaimed (or, with `--dry-run`, to be reclaimed).
+fn report_reclaimed(out: &mut SweepOutcome, plan: ReclaimPlan, path: &Path, why: ReclaimReason) {
+    out.bytes_freed += plan.bytes;
+    out.reclaimed.push(Reclaimed {
+        session_id: plan.id,
+        path: path.to_path_buf(),
+        why,
+        bytes: plan.bytes,
+        swept_ref: plan.swept_ref,
+    });
 }
 
 /// What a sweep of one source reads once, before it looks at any candidate.
@@ -428,6 +453,36 @@ impl Known {
             elsewhere: held_by_other_stores(repo, store),
             dirs,
         })
+    }
+
+    /// What the store and the repository say about one candidate now, read again under the
+    /// lock: the records and claims of session `id` and of the session the path is named
+    /// after, and the registered worktrees. What other stores hold is kept from `before`.
+    fn fresh(repo: &Repo, store: &Store, path: &Path, id: &str, before: &Known) -> Known {
+        let mut ids = vec![id.to_string()];
+        ids.extend(id_from_name(path).filter(|named| named != id));
+        let mut records = HashMap::new();
+        let mut claims = HashMap::new();
+        for id in &ids {
+            if let RecordStatus::Found(record) = store.session_status(id)
+                && record.state != SessionState::Discarded
+                && record.worktree.as_deref() == Some(path)
+            {
+                records.insert(path.to_path_buf(), *record);
+            }
+            if let Ok(Some(claim)) = store.load_claim(id)
+                && claim.path == path
+            {
+                claims.insert(path.to_path_buf(), claim);
+            }
+        }
+        Known {
+            records,
+            claims,
+            admins: registered_admins(repo),
+            elsewhere: before.elsewhere.clone(),
+            dirs: BTreeSet::new(),
+        }
     }
 }
 
@@ -567,7 +622,8 @@ fn decide(
     }
 }
 
-/// A recorded session: retained first, then its owner's liveness (a held lease means live).
+/// A recorded session: retained first, then its owner's liveness (a dead owner's session is
+/// still live while a run holds its lease).
 fn decide_recorded(
     record: &SessionRecord,
     opts: &SweepOptions,
@@ -595,13 +651,15 @@ fn decide_recorded(
             KeepReason::Unknown,
             "the owner's liveness cannot be determined".into(),
         ),
-        _ if lease_held(&record.session_id) => {
-            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
-        }
+        // A live owner keeps it without a look at the lease: a probe of a free lease holds it
+        // for an instant, which only a dead owner's session needs to risk.
         Liveness::Alive => Decision::Keep(
             KeepReason::Live,
             format!("owner {} is alive", record.owner.describe()),
         ),
+        Liveness::Dead if lease_held(&record.session_id) => {
+            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+        }
         Liveness::Dead => Decision::Reclaim(ReclaimReason::OwnerDead),
     }
 }
@@ -750,39 +808,76 @@ fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Fou
     }
 }
 
-/// Reclaims one isolation (with `--dry-run`, only reports it). A snapshot or removal that
-/// fails keeps the tree, reported under `kept` with why.
+/// Reclaims one candidate that the unlocked pass would reclaim. Under the repository lock, and
+/// with the session's lease taken (a run holding it keeps the tree, `live`) and held until the
+/// tree is gone, its record and claim are read again and the decision table is applied afresh:
+/// a bind may have taken the session over or published it meanwhile, or it may be gone. Only a
+/// fresh `Reclaim` removes anything, so nothing happens between the decision and the deletion.
+/// A snapshot or removal that fails keeps the tree, reported under `kept` with why.
 fn reclaim(
     ctx: &Context,
     located: &Located,
     opts: &SweepOptions,
     path: &Path,
     found: &Found,
-    why: ReclaimReason,
+    known: &Known,
     out: &mut SweepOutcome,
 ) -> Result<()> {
-    let plan = plan_reclaim(located, opts, path, found);
-    if !opts.dry_run {
-        let _lock = ctx.lock(&located.repo)?;
-        if let Removal::Kept(reason, detail) = remove_isolation(ctx, located, path, found, &plan)? {
-            out.kept.push(Kept {
-                path: path.to_path_buf(),
-                session_id: Some(plan.id),
-                reason,
-                detail,
-            });
-            return Ok(());
-        }
+    let Some(id) = id_of(found) else {
+        return Ok(());
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let Some(_lease) = located.store.try_lease(&id)? else {
+        out.kept.push(Kept {
+            path: path.to_path_buf(),
+            session_id: Some(id),
+            reason: KeepReason::Live,
+            detail: "a run holds its lease".into(),
+        });
+        return Ok(());
+    };
+    let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
+        return Ok(());
+    };
+    let Decision::Reclaim(why) = decision else {
+        report_kept(out, path.to_path_buf(), &found, decision);
+        return Ok(());
+    };
+    let plan = plan_reclaim(located, opts, path, &found);
+    match remove_isolation(ctx, located, path, &found, &plan)? {
+        Removal::Done => report_reclaimed(out, plan, path, why),
+        Removal::Kept(reason, detail) => out.kept.push(Kept {
+            path: path.to_path_buf(),
+            session_id: Some(plan.id),
+            reason,
+            detail,
+        }),
     }
-    out.bytes_freed += plan.bytes;
-    out.reclaimed.push(Reclaimed {
-        session_id: plan.id,
-        path: path.to_path_buf(),
-        why,
-        bytes: plan.bytes,
-        swept_ref: plan.swept_ref,
-    });
     Ok(())
+}
+
+/// The decision taken again on what is there now (`None`: the entry is gone). Called under the
+/// repository lock with the lease of session `id` held, so that lease does not count as a run's.
+/// A candidate that is no longer session `id`'s is kept for the next sweep.
+fn confirm(
+    located: &Located,
+    opts: &SweepOptions,
+    path: &Path,
+    id: &str,
+    known: &Known,
+) -> Option<(Found, Decision)> {
+    let fresh = Known::fresh(&located.repo, &located.store, path, id, known);
+    let found = inspect(path, &located.store, &fresh)?;
+    let store = &located.store;
+    let lease_held = |other: &str| other != id && store.is_leased(other).unwrap_or(true);
+    let decision = match decide(&found, opts, now_ms(), &lease_held) {
+        Decision::Reclaim(_) if id_of(&found).as_deref() != Some(id) => Decision::Keep(
+            KeepReason::Unknown,
+            "it changed hands while the sweep ran; left for the next sweep".into(),
+        ),
+        decision => decision,
+    };
+    Some((found, decision))
 }
 
 /// How a removal ended.
@@ -847,6 +942,13 @@ fn snapshot_into_swept(
 fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Result<()> {
     if id.is_empty() {
         return Ok(());
+    }
+    // An interrupted bind of a session that has a record (a resume, or a new bind of a
+    // discarded id) held none of its work: the record and its evidence stay.
+    if matches!(found, Found::Claimed(_))
+        && !matches!(located.store.session_status(id), RecordStatus::Missing)
+    {
+        return located.store.remove_claim(id);
     }
     refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
     if !matches!(found, Found::Unreadable { .. }) {
