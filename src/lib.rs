@@ -27,6 +27,7 @@ pub mod repo;
 pub mod retain;
 pub mod run;
 pub mod sandbox;
+pub mod scratch;
 pub mod signals;
 pub mod snapshot;
 pub mod state;
