@@ -20,6 +20,7 @@ pub mod isolation;
 pub mod list;
 pub mod lock;
 pub mod owner;
+pub mod pending;
 pub mod promote;
 pub mod quarantine;
 pub mod refs;

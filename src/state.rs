@@ -1,6 +1,6 @@
 //! The state store: session records, in-flight claims, and the user-level registry of sources.
 //! Layout under the state dir: `sessions/<id>.json`, `claims/<id>.json`, `runs/<id>/<run>.json`,
-//! `promoted/<digest-hex>.json`.
+//! `promoted/<digest-hex>.json`, `pending/<id>.json`, `leases/<id>.lock`, `tmp/`.
 
 use std::path::{Path, PathBuf};
 
@@ -245,6 +245,17 @@ impl Store {
     /// Removes a claim; a missing one is not an error.
     pub(crate) fn remove_claim(&self, id: &str) -> Result<()> {
         remove_file_if_exists(&self.claim_file(id))
+    }
+
+    /// Where the intent of a tree operation on session `id` (a retain's move, a sweep's
+    /// reclaim) is kept while it is in progress (see `pending`).
+    pub(crate) fn pending_file(&self, id: &str) -> PathBuf {
+        self.dir.join("pending").join(format!("{id}.json"))
+    }
+
+    /// The sessions with a tree operation's intent pending, sorted.
+    pub(crate) fn pending_ids(&self) -> Result<Vec<String>> {
+        self.ids_in("pending")
     }
 
     fn run_file(&self, id: &str, run_id: &str) -> PathBuf {

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::{modified_ms, now_ms, tree_size};
 use crate::isolation::{NAME_PREFIX, clear_dead_claim, registered_admins};
 use crate::owner::Liveness;
+use crate::pending::{self, Intent};
 use crate::refs;
 use crate::repo::Repo;
 use crate::snapshot::{self, Worktree};
@@ -372,6 +373,9 @@ fn sweep_source(
     progress: &dyn Progress,
     out: &mut SweepOutcome,
 ) -> Result<()> {
+    if !opts.dry_run {
+        crate::pending::repair(ctx, located);
+    }
     let store = &located.store;
     let known = Known::load(&located.repo, store)?;
     let candidates = candidates(&known.dirs);
@@ -889,7 +893,9 @@ enum Removal {
 }
 
 /// Snapshots (as planned), removes and forgets one isolation; called under the repository
-/// lock. A failed snapshot keeps the tree: nothing is removed without one.
+/// lock, with the session's lease held. A failed snapshot keeps the tree: nothing is removed
+/// without one. The tree leaves its path in one rename, after an intent is written, so that a
+/// crash at any step leaves what the next command finishes (see `pending`).
 fn remove_isolation(
     ctx: &Context,
     located: &Located,
@@ -905,15 +911,32 @@ fn remove_isolation(
             format!("not removed, because it could not be snapshotted first: {err}"),
         ));
     }
-    let removed = match found {
-        Found::Claimed(claim) => clear_dead_claim(ctx, located, claim),
-        _ => crate::isolation::remove(&ctx.git, &located.repo, path, plan.admin.as_deref())
-            .map(|_| ()),
-    };
-    if let Err(err) = removed {
-        return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
+    crate::fault_point!("sweep-after-snapshot");
+    if let Found::Claimed(claim) = found {
+        // The claim is the interrupted bind's own intent: clearing it can be done again.
+        if let Err(err) = clear_dead_claim(ctx, located, claim) {
+            return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
+        }
+        drop_claimed(ctx, located, &plan.id)?;
+        return Ok(Removal::Done);
     }
-    drop_session(ctx, located, &plan.id, found)?;
+    let intent = pending::Reclaim {
+        session_id: plan.id.clone(),
+        path: path.to_path_buf(),
+        admin: plan.admin.clone(),
+        trash: pending::trash_path(path, &plan.id),
+    };
+    pending::save(&located.store, &Intent::Reclaim(intent.clone()))?;
+    crate::fault_point!("sweep-after-intent");
+    if let Err(err) = std::fs::rename(path, &intent.trash) {
+        pending::remove(&located.store, &plan.id)?;
+        return Ok(Removal::Kept(
+            KeepReason::RemovalFailed,
+            format!("cannot move it aside to remove it: {err}"),
+        ));
+    }
+    crate::fault_point!("sweep-after-move");
+    pending::complete_reclaim(&ctx.git, &located.repo, &located.store, &intent)?;
     Ok(Removal::Done)
 }
 
@@ -938,23 +961,15 @@ fn snapshot_into_swept(
     refs::pin_swept(&ctx.git, &located.repo.toplevel, &plan.id, &snap.tree)
 }
 
-/// Drops a reclaimed session's refs (base and runs) and records; the swept snapshot stays.
-fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Result<()> {
-    if id.is_empty() {
+/// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
+/// session has no record at all, the refs and run documents it may have pinned before it died.
+/// A session with a record (a resume, or a new bind of a discarded id) keeps them: the bind held
+/// none of its work.
+fn drop_claimed(ctx: &Context, located: &Located, id: &str) -> Result<()> {
+    if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());
     }
-    // An interrupted bind of a session that has a record (a resume, or a new bind of a
-    // discarded id) held none of its work: the record and its evidence stay.
-    if matches!(found, Found::Claimed(_))
-        && !matches!(located.store.session_status(id), RecordStatus::Missing)
-    {
-        return located.store.remove_claim(id);
-    }
     refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
-    if !matches!(found, Found::Unreadable { .. }) {
-        located.store.remove_session(id)?;
-    }
-    located.store.remove_claim(id)?;
     located.store.remove_runs(id)
 }
 
