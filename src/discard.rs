@@ -56,6 +56,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     }
     let id = record.session_id.clone();
     if opts.purge {
+        refs::clear_stale_locks(&located.repo.common_dir, &id);
         refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &id, refs::Scope::All)?;
         located.store.remove_runs(&id)?;
         located.store.remove_session(&id)?;

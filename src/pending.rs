@@ -181,6 +181,7 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
             store.remove_claim(id)?;
         }
         store.remove_runs(id)?;
+        crate::refs::clear_stale_locks(&repo.common_dir, id);
         crate::refs::delete_session_refs(git, &repo.toplevel, id, crate::refs::Scope::KeepSwept)?;
     }
     crate::fault_point!("sweep-after-records");

@@ -903,6 +903,8 @@ fn remove_isolation(
     found: &Found,
     plan: &ReclaimPlan,
 ) -> Result<Removal> {
+    // A git killed while it changed one of the session's refs must not block this one.
+    refs::clear_stale_locks(&located.repo.common_dir, &plan.id);
     if plan.swept_ref.is_some()
         && let Err(err) = snapshot_into_swept(ctx, located, path, plan)
     {
