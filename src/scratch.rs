@@ -126,14 +126,64 @@ fn remove_dead(what: &Sweepable<'_>) -> usize {
     removed
 }
 
-/// Removes what dead processes left in a state store's scratch (`tmp/`), its quarantine object
-/// dirs, and runs' private TMPDIRs in the system's temporary directory; returns how many
-/// entries went. Best effort: what cannot be removed stays for the next command.
+/// The pid in the name of an atomic write's temporary file (`.<name>.tmp-<pid>-<n>-<nanos>`,
+/// see `fsutil::write_atomic`).
+fn writer_of(name: &str) -> Option<u32> {
+    let (_, suffix) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let mut parts = suffix.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let n = parts.next()?;
+    let nanos = parts.next()?;
+    let valid = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    (valid && nanos.len() == 8 && nanos.bytes().all(|b| b.is_ascii_hexdigit())).then_some(pid)
+}
+
+/// Removes the temporary files of atomic writes in `dir` whose writer no longer runs (no
+/// process has its pid: a pid in use now, even by another process, keeps the file).
+fn remove_dead_writes(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(pid) = writer_of(&name)
+            && start_identity(pid).is_none()
+            && entry.file_type().is_ok_and(|t| t.is_file())
+        {
+            removed += usize::from(std::fs::remove_file(entry.path()).is_ok());
+        }
+    }
+    removed
+}
+
+/// The state dirs that records are written into atomically.
+const RECORD_DIRS: &[&str] = &["sessions", "claims", "pending", "promoted"];
+
+/// Removes what dead processes left in a state store: its scratch (`tmp/`), its quarantine
+/// object dirs, the temporary files of atomic writes, and runs' private TMPDIRs in the
+/// system's temporary directory; returns how many entries went. Best effort: what cannot be
+/// removed stays for the next command.
 pub(crate) fn clean(state_dir: &Path) -> usize {
     // Nothing can be proven dead where this process cannot read its own start identity.
     if start_ticks(std::process::id()).is_none() {
         return 0;
     }
+    let mut removed: usize = RECORD_DIRS
+        .iter()
+        .map(|dir| remove_dead_writes(&state_dir.join(dir)))
+        .sum();
+    if let Ok(runs) = std::fs::read_dir(state_dir.join("runs")) {
+        removed += runs
+            .flatten()
+            .map(|session| remove_dead_writes(&session.path()))
+            .sum::<usize>();
+    }
+    removed + remove_dead_scratch(state_dir)
+}
+
+/// Removes the scratch entries of dead makers (see [`clean`]).
+fn remove_dead_scratch(state_dir: &Path) -> usize {
     let tmp = std::env::temp_dir();
     [
         Sweepable {
@@ -208,5 +258,16 @@ mod tests {
         };
         assert_eq!(remove_dead(&sweepable), 2);
         assert!(mine.exists() && foreign.exists() && !dead.exists());
+    }
+
+    #[test]
+    fn atomic_writes_name_their_writer() {
+        let suffix = crate::fsutil::unique_suffix();
+        assert_eq!(
+            writer_of(&format!(".s-1.json.tmp-{suffix}")),
+            Some(std::process::id())
+        );
+        assert_eq!(writer_of("s-1.json"), None);
+        assert_eq!(writer_of(".s.json.tmp-x-1-0000abcd"), None);
     }
 }
