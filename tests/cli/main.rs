@@ -12,6 +12,7 @@ mod house;
 mod human;
 mod json;
 mod promote;
+mod races;
 mod run;
 mod sandbox;
 mod scripts;
