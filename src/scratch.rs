@@ -1,9 +1,9 @@
 //! Scratch entries that name their maker: temporary indexes and patches under `<state>/tmp/`,
 //! runs' quarantine object dirs under `<state>/quarantine/`, and runs' private TMPDIRs. Every
 //! such name ends in `-<pid>-<start ticks>-<host key>-<n>-<nanos>`, so that the next command can
-//! remove what a process left that is provably dead: a process of this host whose pid is gone or
-//! now belongs to another process (its start identity differs). What a live process, a process
-//! of another host, or an unknown maker left stays.
+//! remove what a process left that is provably dead: a process of this host (and PID namespace)
+//! whose pid is gone or now belongs to another process (its start identity differs). What a live
+//! process, a process of another host or namespace, or an unknown maker left stays.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -11,6 +11,9 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::owner::{hostname, start_identity};
+
+/// Set for a run's command (see `run`): a3s-iso started by it cleans nothing.
+const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
 
 /// The prefix of a run's private TMPDIR in the system's temporary directory.
 pub(crate) const PRIVATE_TMP_PREFIX: &str = "a3s-iso-";
@@ -23,10 +26,20 @@ fn start_ticks(pid: u32) -> Option<u64> {
         .ok()
 }
 
-/// Eight hex digits standing for a host name.
-fn host_key(host: &str) -> String {
-    use sha2::{Digest, Sha256};
-    hex::encode(&Sha256::digest(host.as_bytes())[..4])
+/// Eight hex digits standing for where a pid means this process: the host name and the PID
+/// namespace. A command in a run's sandbox (a PID namespace of its own, where the host's pids
+/// are not visible) sees the makers outside as foreign, never as dead.
+fn host_key() -> &'static str {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let namespace = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
+        let mut hasher = Sha256::new();
+        hasher.update(hostname().as_bytes());
+        hasher.update([0u8]);
+        hasher.update(namespace.as_os_str().as_encoded_bytes());
+        hex::encode(&hasher.finalize()[..4])
+    })
 }
 
 /// `<pid>-<start ticks>-<host key>` of this process (ticks 0 when they cannot be read: then
@@ -36,7 +49,7 @@ fn maker_tag() -> &'static str {
     TAG.get_or_init(|| {
         let pid = std::process::id();
         let ticks = start_ticks(pid).unwrap_or(0);
-        format!("{pid}-{ticks}-{}", host_key(&hostname()))
+        format!("{pid}-{ticks}-{}", host_key())
     })
 }
 
@@ -83,10 +96,10 @@ fn maker_of(name: &str) -> Option<Maker> {
     (maker.pid > 0 && maker.ticks > 0).then_some(maker)
 }
 
-/// Whether a maker is provably dead: of this host, and its pid gone, a zombie, or another
-/// process now.
+/// Whether a maker is provably dead: of this host and PID namespace, and its pid gone, a
+/// zombie, or another process now.
 fn is_dead(maker: &Maker) -> bool {
-    maker.host == host_key(&hostname()) && start_ticks(maker.pid) != Some(maker.ticks)
+    maker.host == host_key() && start_ticks(maker.pid) != Some(maker.ticks)
 }
 
 /// What the cleaning may remove in one directory.
@@ -165,8 +178,9 @@ const RECORD_DIRS: &[&str] = &["sessions", "claims", "pending", "promoted"];
 /// system's temporary directory; returns how many entries went. Best effort: what cannot be
 /// removed stays for the next command.
 pub(crate) fn clean(state_dir: &Path) -> usize {
-    // Nothing can be proven dead where this process cannot read its own start identity.
-    if start_ticks(std::process::id()).is_none() {
+    // Nothing can be proven dead where this process cannot read its own start identity, nor
+    // from inside a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
+    if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
         return 0;
     }
     let mut removed: usize = RECORD_DIRS
