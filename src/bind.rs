@@ -91,6 +91,8 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let session_id = session_id_for(opts)?;
     let owner = owner_for(opts)?;
     let located = ctx.locate()?;
+    // A takeover or a rebind sees the session as an interrupted retain or sweep left it, finished.
+    crate::pending::repair(ctx, &located);
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }

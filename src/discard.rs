@@ -34,12 +34,16 @@ pub struct DiscardOutcome {
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
-/// evidence). Never touches the source; discarding twice is not an error.
+/// evidence). Never touches the source; discarding twice is not an error. A session whose
+/// command is running is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    located.store.refuse_if_leased(&session.session_id)?;
+    // Decided under the lock, with the session's lease held until the tree is gone: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
+    crate::pending::repair_locked(&ctx.git, &located);
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
         .store
         .load_session(&session.session_id)?
@@ -52,6 +56,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     }
     let id = record.session_id.clone();
     if opts.purge {
+        refs::clear_stale_locks(&located.repo.common_dir, &id);
         refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &id, refs::Scope::All)?;
         located.store.remove_runs(&id)?;
         located.store.remove_session(&id)?;

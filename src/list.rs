@@ -90,6 +90,9 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
         Some(ctx.locate()?)
     };
     if let Some(located) = &here {
+        // What a crashed retain or sweep left is finished first, so that nothing is reported
+        // missing that is only half moved.
+        crate::pending::repair(ctx, located);
         stores.insert(located.store.dir().to_path_buf(), located.store.clone());
     }
     if all {

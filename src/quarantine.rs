@@ -11,16 +11,21 @@ use crate::git::Git;
 use crate::repo::Repo;
 use crate::state::Store;
 
-/// A run's quarantine: `<state>/quarantine/<run id>/`, removed when dropped.
+/// A run's quarantine: `<state>/quarantine/<run id>-<maker>/` (see `scratch`), removed when
+/// dropped.
 #[derive(Debug)]
 pub struct Quarantine {
     dir: PathBuf,
 }
 
 impl Quarantine {
-    /// Creates an empty quarantine for a run.
+    /// Creates an empty quarantine for a run, named after the run and this process (so that
+    /// the next command removes it if the run is killed).
     pub fn create(store: &Store, run_id: &str) -> Result<Quarantine> {
-        let dir = store.dir().join("quarantine").join(run_id);
+        let dir = store
+            .dir()
+            .join("quarantine")
+            .join(crate::scratch::owned_name(run_id));
         std::fs::create_dir_all(dir.join("pack"))
             .ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(Quarantine { dir })

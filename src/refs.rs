@@ -159,3 +159,43 @@ pub fn delete_session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope
         .collect();
     git.update_refs(dir, &updates, "a3s-iso: drop session")
 }
+
+/// How old a lock file on a private ref must be to count as left by a killed git: a live git
+/// holds one for milliseconds (and one that outlived a killed a3s-iso, see `update_refs`, only a
+/// little longer).
+const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Removes the lock files a killed git left on the session's private refs (the files backend
+/// keeps `<ref>.lock` beside a ref while it changes it; a git killed then leaves it, and every
+/// later change of that ref fails). Called under the repository lock with the session's lease
+/// held: every a3s-iso writer of these refs holds the lock, so a lock file older than
+/// [`STALE_REF_LOCK`] found then is a dead git's. Returns how many went.
+pub(crate) fn clear_stale_locks(common_dir: &Path, session_id: &str) -> usize {
+    let refs = common_dir.join(NAMESPACE);
+    let mut locks = vec![refs.join(format!("swept/{session_id}.lock"))];
+    for dir in [
+        refs.join(format!("sessions/{session_id}")),
+        refs.join(format!("runs/{session_id}")),
+    ] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        locks.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|e| e == "lock")),
+        );
+    }
+    let stale = |lock: &Path| {
+        std::fs::symlink_metadata(lock)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age >= STALE_REF_LOCK)
+    };
+    locks
+        .iter()
+        .filter(|lock| stale(lock) && std::fs::remove_file(lock).is_ok())
+        .count()
+}

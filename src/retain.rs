@@ -2,7 +2,7 @@
 //! locked against `git worktree prune` with the reason, and `sweep` leaves it alone unless
 //! asked explicitly (`--retained-older-than`).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -10,6 +10,7 @@ use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::now_ms;
 use crate::isolation;
+use crate::pending::{self, Intent, RetainMove};
 use crate::state::{SessionRecord, SessionState};
 
 /// A retained isolation: where it is now, where it was, and why it is kept.
@@ -35,8 +36,11 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     }
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, session_id)?;
-    located.store.refuse_if_leased(&session.session_id)?;
+    // Decided under the lock, with the session's lease held until the record is saved: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
+    pending::repair_locked(&ctx.git, &located);
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
         .store
         .load_session(&session.session_id)?
@@ -96,11 +100,13 @@ fn change_reason(
 }
 
 /// Moves the isolation to `<old>.retained-<ms>`, locks it with the reason and records it as
-/// retained. Called under the repository lock.
+/// retained. Called under the repository lock, with the session's lease held. The intent is
+/// written first and the tree moves in one rename, so that a crash at any step leaves what the
+/// next command finishes or undoes (see `pending`).
 fn move_aside(
     ctx: &Context,
     located: &Located,
-    mut record: SessionRecord,
+    record: SessionRecord,
     old: PathBuf,
     admin: PathBuf,
     reason: &str,
@@ -113,55 +119,31 @@ fn move_aside(
             found: "an entry".into(),
         });
     }
+    let intent = RetainMove {
+        session_id: record.session_id.clone(),
+        from: old.clone(),
+        to: new.clone(),
+        admin,
+        reason: reason.to_string(),
+        retained_at_ms: now,
+    };
     // Moving, locking and recording go together: interrupts wait until the record is saved.
     let _interrupts = crate::signals::Signals::register()?;
-    move_tree(ctx, located, &old, &new)?;
-    ctx.git
-        .at(&located.repo.toplevel)
-        .shielded()
-        .args(["worktree", "lock", "--reason", reason])
-        .arg(&new)
-        .run()?;
-    record.state = SessionState::Retained;
-    record.worktree = Some(new.clone());
-    record.admin_dir = Some(admin);
-    record.retained_reason = Some(reason.to_string());
-    record.retained_at_ms = Some(now);
-    record.updated_at_ms = now;
-    located.store.save_session(&record)?;
+    pending::save(&located.store, &Intent::Retain(intent.clone()))?;
+    crate::fault_point!("retain-after-intent");
+    if let Err(err) = std::fs::rename(&old, &new) {
+        pending::remove(&located.store, &record.session_id)?;
+        return Err(Error::io(
+            format!("cannot move {} to {}", old.display(), new.display()),
+            err,
+        ));
+    }
+    crate::fault_point!("retain-after-move");
+    pending::complete_retain(&ctx.git, &located.repo, &located.store, &intent)?;
     Ok(RetainOutcome {
         session_id: record.session_id,
         worktree: new,
         previous_worktree: old,
         reason: reason.to_string(),
     })
-}
-
-/// Moves a worktree with git; where git refuses (a tree with submodules), renames it and
-/// repairs the links.
-fn move_tree(ctx: &Context, located: &Located, old: &Path, new: &Path) -> Result<()> {
-    let moved = ctx
-        .git
-        .at(&located.repo.toplevel)
-        .shielded()
-        .args(["worktree", "move"])
-        .arg(old)
-        .arg(new)
-        .output()?;
-    if moved.exit_code == Some(0) {
-        return Ok(());
-    }
-    std::fs::rename(old, new).map_err(|e| {
-        Error::io(
-            format!("cannot move {} to {}", old.display(), new.display()),
-            e,
-        )
-    })?;
-    ctx.git
-        .at(&located.repo.toplevel)
-        .shielded()
-        .args(["worktree", "repair"])
-        .arg(new)
-        .run()?;
-    Ok(())
 }

@@ -393,8 +393,11 @@ struct PrivateTmp {
 impl PrivateTmp {
     fn create(run_id: &str) -> Result<PrivateTmp> {
         use std::os::unix::fs::DirBuilderExt;
-        let path =
-            std::env::temp_dir().join(format!("a3s-iso-{run_id}-{}", crate::ids::generate("t")));
+        // Named after this process, so that the next command removes it if the run is killed.
+        let path = std::env::temp_dir().join(crate::scratch::owned_name(&format!(
+            "{}{run_id}",
+            crate::scratch::PRIVATE_TMP_PREFIX
+        )));
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(&path)

@@ -98,11 +98,12 @@ pub(crate) struct TempFile {
 }
 
 impl TempFile {
-    /// A fresh name in `dir` (created if needed); the file itself is not created.
+    /// A fresh name in `dir` (created if needed) that names this process, so that the next
+    /// command removes it if this process dies first; the file itself is not created.
     pub(crate) fn new(dir: &Path, stem: &str) -> Result<TempFile> {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(TempFile {
-            path: dir.join(format!("{stem}-{}", crate::fsutil::unique_suffix())),
+            path: dir.join(crate::scratch::owned_name(stem)),
         })
     }
 

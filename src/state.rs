@@ -1,6 +1,6 @@
 //! The state store: session records, in-flight claims, and the user-level registry of sources.
 //! Layout under the state dir: `sessions/<id>.json`, `claims/<id>.json`, `runs/<id>/<run>.json`,
-//! `promoted/<digest-hex>.json`.
+//! `promoted/<digest-hex>.json`, `pending/<id>.json`, `leases/<id>.lock`, `tmp/`.
 
 use std::path::{Path, PathBuf};
 
@@ -143,26 +143,35 @@ impl Store {
         self.dir.join("leases").join(format!("{id}.lock"))
     }
 
-    /// Takes the session's run lease if it is free: held for a whole run, so `sweep` sees the
-    /// session as live and a second run of it is refused.
+    /// Takes the session's lease if no one holds it (`None` if someone does): a run holds it for
+    /// its whole duration, and `sweep`, `retain` and `discard` hold it while they change the
+    /// session's tree, so none of them can start in the middle of another. Never waits for a
+    /// holder; it only steps over a probe of [`Store::is_leased`], which holds the lock for an
+    /// instant.
     pub(crate) fn try_lease(&self, id: &str) -> Result<Option<FileLock>> {
-        FileLock::try_acquire(&self.lease_file(id))
+        let path = self.lease_file(id);
+        for pause_ms in [1, 3, 0] {
+            if let Some(lease) = FileLock::try_acquire(&path)? {
+                return Ok(Some(lease));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+        }
+        Ok(None)
     }
 
-    /// Whether a run holds the session's lease now.
+    /// Whether someone holds the session's lease now (a probe: it takes the lease for an
+    /// instant when it is free).
     pub(crate) fn is_leased(&self, id: &str) -> Result<bool> {
         FileLock::is_held(&self.lease_file(id))
     }
 
-    /// Refuses to change a session's isolation under a running command (`session_busy`).
-    pub(crate) fn refuse_if_leased(&self, id: &str) -> Result<()> {
-        if self.is_leased(id)? {
-            return Err(Error::SessionBusy {
-                session_id: id.to_string(),
-                message: "a run is in progress in its isolation".into(),
-            });
-        }
-        Ok(())
+    /// Takes the session's lease to change its tree, held until dropped; a running command (or
+    /// another command changing the tree) holding it is `session_busy`, without waiting.
+    pub(crate) fn lease_or_busy(&self, id: &str) -> Result<FileLock> {
+        self.try_lease(id)?.ok_or_else(|| Error::SessionBusy {
+            session_id: id.to_string(),
+            message: "a run is in progress in its isolation".into(),
+        })
     }
 
     fn session_file(&self, id: &str) -> PathBuf {
@@ -243,6 +252,17 @@ impl Store {
     /// Removes a claim; a missing one is not an error.
     pub(crate) fn remove_claim(&self, id: &str) -> Result<()> {
         remove_file_if_exists(&self.claim_file(id))
+    }
+
+    /// Where the intent of a tree operation on session `id` (a retain's move, a sweep's
+    /// reclaim) is kept while it is in progress (see `pending`).
+    pub(crate) fn pending_file(&self, id: &str) -> PathBuf {
+        self.dir.join("pending").join(format!("{id}.json"))
+    }
+
+    /// The sessions with a tree operation's intent pending, sorted.
+    pub(crate) fn pending_ids(&self) -> Result<Vec<String>> {
+        self.ids_in("pending")
     }
 
     fn run_file(&self, id: &str, run_id: &str) -> PathBuf {

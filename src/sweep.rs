@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::fsutil::{modified_ms, now_ms, tree_size};
 use crate::isolation::{Isolation, NAME_PREFIX, clear_dead_claim, registered_admins};
 use crate::owner::Liveness;
+use crate::pending::{self, Intent};
 use crate::refs;
 use crate::repo::Repo;
 use crate::state::{
@@ -361,8 +362,9 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
         .collect())
 }
 
-/// Sweeps the isolations of one source: each candidate is inspected, judged, and acted on
-/// only when the decision is to reclaim it.
+/// Sweeps the isolations of one source: each candidate is inspected and judged without the
+/// lock (cheap, and most are kept); a reclaim is decided again under the lock and the session's
+/// lease before anything is touched ([`reclaim`]).
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -370,6 +372,9 @@ fn sweep_source(
     progress: &dyn Progress,
     out: &mut SweepOutcome,
 ) -> Result<()> {
+    if !opts.dry_run {
+        crate::pending::repair(ctx, located);
+    }
     let store = &located.store;
     let known = Known::load(&located.repo, store)?;
     let candidates = candidates(&known.dirs);
@@ -381,18 +386,42 @@ fn sweep_source(
         };
         let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
-            Decision::Skip(reason) => out.skipped.push(Skipped { path, reason }),
-            Decision::Keep(reason, detail) => out.kept.push(Kept {
-                path,
-                session_id: id_of(&found),
-                reason,
-                detail,
-            }),
-            Decision::Reclaim(why) => reclaim(ctx, located, opts, &path, &found, why, out)?,
+            Decision::Reclaim(why) if opts.dry_run => {
+                let plan = plan_reclaim(located, opts, &path, &found);
+                report_reclaimed(out, plan, &path, why);
+            }
+            Decision::Reclaim(_) => reclaim(ctx, located, opts, &path, &found, &known, out)?,
+            other => report_kept(out, path, &found, other),
         }
     }
     progress.finish();
     Ok(())
+}
+
+/// Reports a decision to keep or skip an entry.
+fn report_kept(out: &mut SweepOutcome, path: PathBuf, found: &Found, decision: Decision) {
+    match decision {
+        Decision::Skip(reason) => out.skipped.push(Skipped { path, reason }),
+        Decision::Keep(reason, detail) => out.kept.push(Kept {
+            path,
+            session_id: id_of(found),
+            reason,
+            detail,
+        }),
+        Decision::Reclaim(_) => {}
+    }
+}
+
+/// Reports an isolation reclaimed (or, with `--dry-run`, to be reclaimed).
+fn report_reclaimed(out: &mut SweepOutcome, plan: ReclaimPlan, path: &Path, why: ReclaimReason) {
+    out.bytes_freed += plan.bytes;
+    out.reclaimed.push(Reclaimed {
+        session_id: plan.id,
+        path: path.to_path_buf(),
+        why,
+        bytes: plan.bytes,
+        swept_ref: plan.swept_ref,
+    });
 }
 
 /// What a sweep of one source reads once, before it looks at any candidate.
@@ -427,6 +456,36 @@ impl Known {
             elsewhere: held_by_other_stores(repo, store),
             dirs,
         })
+    }
+
+    /// What the store and the repository say about one candidate now, read again under the
+    /// lock: the records and claims of session `id` and of the session the path is named
+    /// after, and the registered worktrees. What other stores hold is kept from `before`.
+    fn fresh(repo: &Repo, store: &Store, path: &Path, id: &str, before: &Known) -> Known {
+        let mut ids = vec![id.to_string()];
+        ids.extend(id_from_name(path).filter(|named| named != id));
+        let mut records = HashMap::new();
+        let mut claims = HashMap::new();
+        for id in &ids {
+            if let RecordStatus::Found(record) = store.session_status(id)
+                && record.state != SessionState::Discarded
+                && record.worktree.as_deref() == Some(path)
+            {
+                records.insert(path.to_path_buf(), *record);
+            }
+            if let Ok(Some(claim)) = store.load_claim(id)
+                && claim.path == path
+            {
+                claims.insert(path.to_path_buf(), claim);
+            }
+        }
+        Known {
+            records,
+            claims,
+            admins: registered_admins(repo),
+            elsewhere: before.elsewhere.clone(),
+            dirs: BTreeSet::new(),
+        }
     }
 }
 
@@ -566,7 +625,8 @@ fn decide(
     }
 }
 
-/// A recorded session: retained first, then its owner's liveness (a held lease means live).
+/// A recorded session: retained first, then its owner's liveness (a dead owner's session is
+/// still live while a run holds its lease).
 fn decide_recorded(
     record: &SessionRecord,
     opts: &SweepOptions,
@@ -594,13 +654,15 @@ fn decide_recorded(
             KeepReason::Unknown,
             "the owner's liveness cannot be determined".into(),
         ),
-        _ if lease_held(&record.session_id) => {
-            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
-        }
+        // A live owner keeps it without a look at the lease: a probe of a free lease holds it
+        // for an instant, which only a dead owner's session needs to risk.
         Liveness::Alive => Decision::Keep(
             KeepReason::Live,
             format!("owner {} is alive", record.owner.describe()),
         ),
+        Liveness::Dead if lease_held(&record.session_id) => {
+            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+        }
         Liveness::Dead => Decision::Reclaim(ReclaimReason::OwnerDead),
     }
 }
@@ -756,39 +818,76 @@ fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Fou
     }
 }
 
-/// Reclaims one isolation (with `--dry-run`, only reports it). A snapshot or removal that
-/// fails keeps the tree, reported under `kept` with why.
+/// Reclaims one candidate that the unlocked pass would reclaim. Under the repository lock, and
+/// with the session's lease taken (a run holding it keeps the tree, `live`) and held until the
+/// tree is gone, its record and claim are read again and the decision table is applied afresh:
+/// a bind may have taken the session over or published it meanwhile, or it may be gone. Only a
+/// fresh `Reclaim` removes anything, so nothing happens between the decision and the deletion.
+/// A snapshot or removal that fails keeps the tree, reported under `kept` with why.
 fn reclaim(
     ctx: &Context,
     located: &Located,
     opts: &SweepOptions,
     path: &Path,
     found: &Found,
-    why: ReclaimReason,
+    known: &Known,
     out: &mut SweepOutcome,
 ) -> Result<()> {
-    let plan = plan_reclaim(located, opts, path, found);
-    if !opts.dry_run {
-        let _lock = ctx.lock(&located.repo)?;
-        if let Removal::Kept(reason, detail) = remove_isolation(ctx, located, path, found, &plan)? {
-            out.kept.push(Kept {
-                path: path.to_path_buf(),
-                session_id: Some(plan.id),
-                reason,
-                detail,
-            });
-            return Ok(());
-        }
+    let Some(id) = id_of(found) else {
+        return Ok(());
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let Some(_lease) = located.store.try_lease(&id)? else {
+        out.kept.push(Kept {
+            path: path.to_path_buf(),
+            session_id: Some(id),
+            reason: KeepReason::Live,
+            detail: "a run holds its lease".into(),
+        });
+        return Ok(());
+    };
+    let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
+        return Ok(());
+    };
+    let Decision::Reclaim(why) = decision else {
+        report_kept(out, path.to_path_buf(), &found, decision);
+        return Ok(());
+    };
+    let plan = plan_reclaim(located, opts, path, &found);
+    match remove_isolation(ctx, located, path, &found, &plan)? {
+        Removal::Done => report_reclaimed(out, plan, path, why),
+        Removal::Kept(reason, detail) => out.kept.push(Kept {
+            path: path.to_path_buf(),
+            session_id: Some(plan.id),
+            reason,
+            detail,
+        }),
     }
-    out.bytes_freed += plan.bytes;
-    out.reclaimed.push(Reclaimed {
-        session_id: plan.id,
-        path: path.to_path_buf(),
-        why,
-        bytes: plan.bytes,
-        swept_ref: plan.swept_ref,
-    });
     Ok(())
+}
+
+/// The decision taken again on what is there now (`None`: the entry is gone). Called under the
+/// repository lock with the lease of session `id` held, so that lease does not count as a run's.
+/// A candidate that is no longer session `id`'s is kept for the next sweep.
+fn confirm(
+    located: &Located,
+    opts: &SweepOptions,
+    path: &Path,
+    id: &str,
+    known: &Known,
+) -> Option<(Found, Decision)> {
+    let fresh = Known::fresh(&located.repo, &located.store, path, id, known);
+    let found = inspect(path, &located.store, &fresh)?;
+    let store = &located.store;
+    let lease_held = |other: &str| other != id && store.is_leased(other).unwrap_or(true);
+    let decision = match decide(&found, opts, now_ms(), &lease_held) {
+        Decision::Reclaim(_) if id_of(&found).as_deref() != Some(id) => Decision::Keep(
+            KeepReason::Unknown,
+            "it changed hands while the sweep ran; left for the next sweep".into(),
+        ),
+        decision => decision,
+    };
+    Some((found, decision))
 }
 
 /// How a removal ended.
@@ -800,7 +899,9 @@ enum Removal {
 }
 
 /// Snapshots (as planned), removes and forgets one isolation; called under the repository
-/// lock. A failed snapshot keeps the tree: nothing is removed without one.
+/// lock, with the session's lease held. A failed snapshot keeps the tree: nothing is removed
+/// without one. The tree leaves its path in one rename, after an intent is written, so that a
+/// crash at any step leaves what the next command finishes (see `pending`).
 fn remove_isolation(
     ctx: &Context,
     located: &Located,
@@ -808,6 +909,8 @@ fn remove_isolation(
     found: &Found,
     plan: &ReclaimPlan,
 ) -> Result<Removal> {
+    // A git killed while it changed one of the session's refs must not block this one.
+    refs::clear_stale_locks(&located.repo.common_dir, &plan.id);
     if plan.swept_ref.is_some()
         && let Err(err) = snapshot_into_swept(ctx, located, path, plan)
     {
@@ -816,14 +919,32 @@ fn remove_isolation(
             format!("not removed, because it could not be snapshotted first: {err}"),
         ));
     }
-    let removed = match found {
-        Found::Claimed(claim) => clear_dead_claim(located, claim),
-        _ => crate::isolation::remove(&located.repo, path, plan.admin.as_deref()).map(|_| ()),
-    };
-    if let Err(err) = removed {
-        return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
+    crate::fault_point!("sweep-after-snapshot");
+    if let Found::Claimed(claim) = found {
+        // The claim is the interrupted bind's own intent: clearing it can be done again.
+        if let Err(err) = clear_dead_claim(located, claim) {
+            return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
+        }
+        drop_claimed(ctx, located, &plan.id)?;
+        return Ok(Removal::Done);
     }
-    drop_session(ctx, located, &plan.id, found)?;
+    let intent = pending::Reclaim {
+        session_id: plan.id.clone(),
+        path: path.to_path_buf(),
+        admin: plan.admin.clone(),
+        trash: pending::trash_path(path, &plan.id),
+    };
+    pending::save(&located.store, &Intent::Reclaim(intent.clone()))?;
+    crate::fault_point!("sweep-after-intent");
+    if let Err(err) = std::fs::rename(path, &intent.trash) {
+        pending::remove(&located.store, &plan.id)?;
+        return Ok(Removal::Kept(
+            KeepReason::RemovalFailed,
+            format!("cannot move it aside to remove it: {err}"),
+        ));
+    }
+    crate::fault_point!("sweep-after-move");
+    pending::complete_reclaim(&ctx.git, &located.repo, &located.store, &intent)?;
     Ok(Removal::Done)
 }
 
@@ -847,16 +968,15 @@ fn snapshot_into_swept(
     refs::pin_swept(&ctx.git, &located.repo.toplevel, &plan.id, &snap.tree)
 }
 
-/// Drops a reclaimed session's refs (base and runs) and records; the swept snapshot stays.
-fn drop_session(ctx: &Context, located: &Located, id: &str, found: &Found) -> Result<()> {
-    if id.is_empty() {
+/// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
+/// session has no record at all, the refs and run documents it may have pinned before it died.
+/// A session with a record (a resume, or a new bind of a discarded id) keeps them: the bind held
+/// none of its work.
+fn drop_claimed(ctx: &Context, located: &Located, id: &str) -> Result<()> {
+    if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());
     }
     refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
-    if !matches!(found, Found::Unreadable { .. }) {
-        located.store.remove_session(id)?;
-    }
-    located.store.remove_claim(id)?;
     located.store.remove_runs(id)
 }
 

@@ -172,7 +172,10 @@ impl Git {
         })
     }
 
-    /// Applies `updates` in one `update-ref --stdin` transaction: all or nothing.
+    /// Applies `updates` in one `update-ref --stdin` transaction: all or nothing. The git runs
+    /// shielded: an interrupt, or a kill of a3s-iso's process group, does not cut it off while it
+    /// holds the ref locks (and `packed-refs.lock`), which a killed git leaves behind for every
+    /// later change to trip over.
     pub(crate) fn update_refs(
         &self,
         dir: &Path,
@@ -184,6 +187,7 @@ impl Git {
         }
         let script: String = updates.iter().map(RefUpdate::line).collect();
         self.at(dir)
+            .shielded()
             .args(["update-ref", "-m", message, "--stdin"])
             .stdin(script.into_bytes())
             .run()

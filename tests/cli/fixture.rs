@@ -376,6 +376,8 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
     let filters: &[(&str, &str)] = &[
         (&root, "[ROOT]"),
         (&format!("{tmp}/"), "[TMP]/"),
+        // Scratch names carry their maker: -<pid>-<start ticks>-<host key>-<n>-<nanos>.
+        (r"-\d+-\d+-[0-9a-f]{8}-\d+-[0-9a-f]{8}\b", "-[MAKER]"),
         // Generated session and run ids: <letter>-<ms, 11 hex>-<random, 8 hex>.
         (r"\b[a-z]-[0-9a-f]{11}-[0-9a-f]{8}\b", "[ID]"),
         // Object ids (sha1 or sha256) and sha256 digests.

@@ -14,6 +14,7 @@ mod human;
 mod json;
 mod promote;
 mod pty;
+mod races;
 mod racy;
 mod run;
 mod sandbox;

@@ -1,0 +1,286 @@
+//! Tree operations that a crash must not leave half done: `retain` moving an isolation aside,
+//! and `sweep` reclaiming one. Each writes its intent first (`<state>/pending/<id>.json`,
+//! fsynced), under the repository lock and the session's lease, and removes it as its last
+//! step. The next command finds an intent whose writer died and finishes the operation, or
+//! undoes it where the tree never moved, so that record, tree, admin dir and refs agree again:
+//!
+//! | intent | the tree is | the next command |
+//! | --- | --- | --- |
+//! | retain | at its new path | relinks the admin dir, locks it, records the session retained |
+//! | retain | still at its old path | drops the intent: nothing moved |
+//! | reclaim | still at its path | drops the intent: the session stands, the next sweep decides again |
+//! | reclaim | renamed aside (or gone) | removes the admin dir, the records and refs, and the renamed tree |
+//!
+//! A tree moves in one `rename`, so it is always wholly at one path or the other. A session
+//! whose lease is held (a run started on it meanwhile) is left for a later command.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::{Context, Located};
+use crate::error::Result;
+use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_json_atomic};
+use crate::git::Git;
+use crate::repo::Repo;
+use crate::state::{RecordStatus, SessionState, Store};
+
+/// How long a command that only repairs in passing (`list`, `bind`, `sweep`) waits for the
+/// repository lock; a command holding it that long is not a crashed one.
+const REPAIR_WAIT: Duration = Duration::from_secs(2);
+
+/// A tree operation in progress, as its intent records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "operation", rename_all = "snake_case")]
+pub(crate) enum Intent {
+    /// `retain` moves the isolation aside.
+    Retain(RetainMove),
+    /// `sweep` removes an isolation it has snapshotted.
+    Reclaim(Reclaim),
+}
+
+impl Intent {
+    fn session_id(&self) -> &str {
+        match self {
+            Intent::Retain(m) => &m.session_id,
+            Intent::Reclaim(r) => &r.session_id,
+        }
+    }
+}
+
+/// `retain`: the isolation moves from `from` to `to`, is locked with `reason`, and its record
+/// follows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RetainMove {
+    /// The session retained.
+    pub session_id: String,
+    /// Where the isolation was.
+    pub from: PathBuf,
+    /// Where it goes (`<from>.retained-<ms>`).
+    pub to: PathBuf,
+    /// Its admin dir, which stays where it is.
+    pub admin: PathBuf,
+    /// Why it is kept.
+    pub reason: String,
+    /// When it was retained.
+    pub retained_at_ms: u64,
+}
+
+/// `sweep`: the isolation at `path` (snapshotted already, if asked) is renamed to `trash`; then
+/// its admin dir, the session's records and refs (the swept snapshot stays), and the renamed
+/// tree go.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Reclaim {
+    /// The session reclaimed.
+    pub session_id: String,
+    /// Where the isolation is.
+    pub path: PathBuf,
+    /// Its admin dir, where git knows it.
+    pub admin: Option<PathBuf>,
+    /// Where it is renamed to before it is deleted: a sibling sweep never considers.
+    pub trash: PathBuf,
+}
+
+/// Where a reclaimed isolation is renamed to before it is deleted: beside it (the same file
+/// system), under a name that is not an isolation's.
+pub(crate) fn trash_path(path: &Path, id: &str) -> PathBuf {
+    let parent = path.parent().unwrap_or(Path::new("/"));
+    parent.join(crate::scratch::owned_name(&format!(".a3s-reclaimed-{id}")))
+}
+
+/// Writes an intent (atomically, fsynced) before the operation touches anything.
+pub(crate) fn save(store: &Store, intent: &Intent) -> Result<()> {
+    write_json_atomic(&store.pending_file(intent.session_id()), intent)
+}
+
+/// Removes a session's intent: its operation is over (or was undone).
+pub(crate) fn remove(store: &Store, id: &str) -> Result<()> {
+    remove_file_if_exists(&store.pending_file(id))
+}
+
+/// Points a moved isolation's admin dir at it again (`<admin>/gitdir` names `<tree>/.git`).
+/// The tree's own `.git` file names the admin dir, which does not move.
+pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
+    let gitdir = format!("{}\n", tree.join(".git").display());
+    let file = admin.join("gitdir");
+    if std::fs::read_to_string(&file).ok().as_deref() != Some(gitdir.as_str()) {
+        crate::fsutil::write_atomic(&file, gitdir.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// A retain's last steps, after the move (and the repair of one a crash interrupted): the
+/// admin dir relinked, the tree locked against `git worktree prune`, the record pointed at the
+/// new path, the intent removed. Called under the repository lock and the session's lease.
+pub(crate) fn complete_retain(git: &Git, repo: &Repo, store: &Store, m: &RetainMove) -> Result<()> {
+    let record = store
+        .load_session(&m.session_id)?
+        .filter(|r| r.state != SessionState::Discarded);
+    if let Some(mut record) = record {
+        relink(&m.to, &m.admin)?;
+        lock_worktree(git, repo, m)?;
+        crate::fault_point!("retain-after-lock");
+        record.state = SessionState::Retained;
+        record.worktree = Some(m.to.clone());
+        record.admin_dir = Some(m.admin.clone());
+        record.retained_reason = Some(m.reason.clone());
+        record.retained_at_ms = Some(m.retained_at_ms);
+        record.updated_at_ms = now_ms();
+        store.save_session(&record)?;
+    }
+    remove(store, &m.session_id)
+}
+
+/// Locks the moved tree with the reason, unless it is locked already (by the interrupted
+/// retain's git, which may have outlived it).
+fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
+    let locked = || m.admin.join("locked").is_file();
+    if locked() {
+        return Ok(());
+    }
+    let result = git
+        .at(&repo.toplevel)
+        .shielded()
+        .args(["worktree", "lock", "--reason", &m.reason])
+        .arg(&m.to)
+        .run();
+    match result {
+        Err(_) if locked() => Ok(()),
+        other => other.map(|_| ()),
+    }
+}
+
+/// A reclaim's last steps, once the tree is renamed aside (and the repair of one a crash
+/// interrupted): its admin dir, the session's records (when they are still this tree's), its
+/// refs but the swept snapshot, the renamed tree, and the intent. Called under the repository
+/// lock and the session's lease. Each step can be done again.
+pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
+    if let Some(admin) = &r.admin
+        && admin_is_for(admin, &r.path)
+    {
+        crate::isolation::remove_admin_dir(repo, admin)?;
+    }
+    crate::fault_point!("sweep-after-admin");
+    let id = &r.session_id;
+    let forget = match store.session_status(id) {
+        RecordStatus::Found(record) => {
+            record.state != SessionState::Discarded && record.worktree.as_deref() == Some(&r.path)
+        }
+        RecordStatus::Malformed(_) | RecordStatus::Missing => true,
+        RecordStatus::Unreadable(_) => false,
+    };
+    if forget {
+        store.remove_session(id)?;
+        if store
+            .load_claim(id)
+            .ok()
+            .flatten()
+            .is_some_and(|c| c.path == r.path)
+        {
+            store.remove_claim(id)?;
+        }
+        store.remove_runs(id)?;
+        crate::refs::clear_stale_locks(&repo.common_dir, id);
+        crate::refs::delete_session_refs(git, &repo.toplevel, id, crate::refs::Scope::KeepSwept)?;
+    }
+    crate::fault_point!("sweep-after-records");
+    match std::fs::remove_dir_all(&r.trash) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(crate::error::Error::io(
+                format!("cannot remove {}", r.trash.display()),
+                e,
+            ));
+        }
+        _ => {}
+    }
+    remove(store, id)
+}
+
+/// Whether an admin dir still stands for the isolation at `path`: it names that path (or
+/// nothing readable), and no tree is there any more.
+fn admin_is_for(admin: &Path, path: &Path) -> bool {
+    let names = match std::fs::read_to_string(admin.join("gitdir")) {
+        Ok(text) => Path::new(text.trim_end()) == path.join(".git"),
+        Err(_) => true,
+    };
+    admin.is_dir() && names && std::fs::symlink_metadata(path).is_err()
+}
+
+/// What to do with an intent found pending.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// The tree moved: finish the operation.
+    Finish,
+    /// The tree never moved: drop the intent (and, for a reclaim, anything renamed aside).
+    Undo,
+}
+
+/// Whether an interrupted operation is finished or undone: it depends only on where the tree is.
+fn plan(intent: &Intent) -> Step {
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    match intent {
+        Intent::Retain(m) if is_dir(&m.to) => Step::Finish,
+        Intent::Retain(_) => Step::Undo,
+        Intent::Reclaim(r) if is_dir(&r.path) => Step::Undo,
+        Intent::Reclaim(_) => Step::Finish,
+    }
+}
+
+/// Finishes or undoes one interrupted operation. Called under the repository lock and the
+/// session's lease.
+fn repair_one(git: &Git, located: &Located, intent: &Intent) -> Result<()> {
+    let (repo, store) = (&located.repo, &located.store);
+    match (intent, plan(intent)) {
+        (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
+        (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
+        (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
+        (Intent::Reclaim(r), Step::Undo) => {
+            if std::fs::symlink_metadata(&r.trash).is_ok() {
+                std::fs::remove_dir_all(&r.trash).map_err(|e| {
+                    crate::error::Error::io(format!("cannot remove {}", r.trash.display()), e)
+                })?;
+            }
+            remove(store, &r.session_id)
+        }
+    }
+}
+
+/// Repairs every pending operation whose session's lease is free; called under the repository
+/// lock, so the writer of each intent is gone. Best effort: one that fails stays pending.
+/// Returns how many were repaired.
+pub(crate) fn repair_locked(git: &Git, located: &Located) -> usize {
+    let store = &located.store;
+    let mut repaired = 0;
+    for id in store.pending_ids().unwrap_or_default() {
+        let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
+            continue;
+        };
+        let Ok(Some(_lease)) = store.try_lease(&id) else {
+            continue;
+        };
+        repaired += usize::from(repair_one(git, located, &intent).is_ok());
+    }
+    repaired
+}
+
+/// What every command that changes state (and `list`) does first: removes what dead processes
+/// left in the scratch dirs, and repairs interrupted tree operations, taking the repository
+/// lock only when one is pending. Best effort: what cannot be repaired now stays for the next
+/// command. Returns how many operations were repaired.
+pub(crate) fn repair(ctx: &Context, located: &Located) -> usize {
+    crate::scratch::clean(located.store.dir());
+    if located
+        .store
+        .pending_ids()
+        .map_or(true, |ids| ids.is_empty())
+    {
+        return 0;
+    }
+    let mut patient = ctx.clone();
+    patient.lock_timeout = ctx.lock_timeout.min(REPAIR_WAIT);
+    match patient.lock(&located.repo) {
+        Ok(_lock) => repair_locked(&ctx.git, located),
+        Err(_) => 0,
+    }
+}
