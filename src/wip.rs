@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
 use crate::git::{Git, HermeticGit};
+use crate::paths::RepoPath;
 use crate::snapshot::{self, TempFile};
 
 /// Git on a checkout of the user's through its own git dir, with the git dir and the common
@@ -71,9 +72,9 @@ pub(crate) fn changed_since(
     git: &Git,
     source: &Path,
     base_tree: &str,
-    paths: &[String],
+    paths: &[RepoPath],
     scratch: &Path,
-) -> Result<Vec<String>> {
+) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -86,7 +87,7 @@ pub(crate) fn changed_since(
     let on_index = || wt.cmd().env("GIT_INDEX_FILE", index.path());
     on_index()
         .args(["update-index", "--add", "--remove", "--"])
-        .args(paths)
+        .args(paths.iter().map(RepoPath::as_os))
         .run()?;
     let out = on_index()
         .args([
@@ -99,9 +100,9 @@ pub(crate) fn changed_since(
             base_tree,
             "--",
         ])
-        .args(paths)
+        .args(paths.iter().map(RepoPath::as_os))
         .run()?;
     Ok(crate::git::split_nul(&out)
-        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .map(|p| RepoPath(p.to_vec()))
         .collect())
 }

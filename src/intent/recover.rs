@@ -28,7 +28,7 @@ pub(crate) enum PatchVerdict {
     /// Some paths hold their post-image, the rest (numbered here) their pre-image.
     Halfway(Vec<usize>),
     /// Paths that hold neither: changed by someone since.
-    Changed(Vec<String>),
+    Changed(Vec<RepoPath>),
 }
 
 /// Plans: compares each path's state with its recorded pre- and post-image.
@@ -46,7 +46,7 @@ pub(crate) fn classify(
         } else if checkout.holds(state, change.pre.as_ref()) {
             pending.push(i);
         } else {
-            changed.push(change.path.shown());
+            changed.push(change.path.clone());
         }
     }
     if !changed.is_empty() {
@@ -141,7 +141,11 @@ fn recover_patch(
         PatchVerdict::Changed(paths) => {
             return Ok(Some(format!(
                 "an interrupted promote of {digest} cannot be completed: {} changed since it stopped; promoting it reports a conflict until they hold what it recorded",
-                paths.join(", ")
+                paths
+                    .iter()
+                    .map(RepoPath::shown)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             )));
         }
     };
@@ -151,7 +155,7 @@ fn recover_patch(
 
 /// For a promote of `digest` whose intent is still pending after recovery: the paths that keep
 /// it from completing (empty when the intent is a branch promote's).
-pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<Vec<String>>> {
+pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<Vec<RepoPath>>> {
     let Some(intent) = record::load(store, digest)? else {
         return Ok(None);
     };
@@ -162,7 +166,7 @@ pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<
     let states = checkout.states(&paths_of(plan), false)?;
     Ok(Some(match classify(&checkout, plan, &states) {
         PatchVerdict::Changed(paths) => paths,
-        _ => paths_of(plan).iter().map(RepoPath::shown).collect(),
+        _ => paths_of(plan),
     }))
 }
 

@@ -5,6 +5,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::paths::RepoPath;
+
 pub use crate::state::PromoteMode as Mode;
 
 /// The outcome of a promote.
@@ -87,6 +89,9 @@ pub struct PromoteOutcome {
     pub files_changed: u64,
     /// Paths of the patch that collide with the source's uncommitted work (for `conflict`).
     pub conflicting_paths: Vec<String>,
+    /// The same paths exactly, as bytes: `{"text": …}`, or `{"bytes_base64": …}` for a name
+    /// that is not UTF-8 (which `conflicting_paths` shows with replacement characters).
+    pub conflicting_paths_exact: Vec<RepoPath>,
     /// Nested repositories left out of the change set.
     pub nested_repositories: Vec<String>,
     /// What git said, or what collided.
@@ -113,6 +118,7 @@ impl PromoteOutcome {
             patch_bytes: 0,
             files_changed: 0,
             conflicting_paths: Vec::new(),
+            conflicting_paths_exact: Vec::new(),
             nested_repositories: Vec::new(),
             detail: None,
             warnings: Vec::new(),
@@ -125,6 +131,12 @@ impl PromoteOutcome {
         self.outcome = Outcome::Conflict;
         self.reason = Some(reason);
         self.detail = detail;
+    }
+
+    /// Records the paths that stop the promote, shown and exact.
+    pub fn set_conflicting_paths(&mut self, paths: Vec<RepoPath>) {
+        self.conflicting_paths = paths.iter().map(RepoPath::shown).collect();
+        self.conflicting_paths_exact = paths;
     }
 
     /// 0 for every outcome but `conflict` (3).

@@ -25,11 +25,11 @@ enum Check {
     Applies(PatchPlan),
     /// Every touched path already holds what the change set makes of it, but no record says
     /// that a promote put it there.
-    Present(Vec<String>),
+    Present(Vec<RepoPath>),
     /// The patch does not apply; git's explanation.
     DoesNotApply(String),
     /// The patch touches paths the user changed and has not committed.
-    MeetsWip(Vec<String>),
+    MeetsWip(Vec<RepoPath>),
 }
 
 /// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD, artifacts,
@@ -55,7 +55,7 @@ pub(super) fn promote_patch(
             Reason::PatchDoesNotApply,
             Some("an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again".into()),
         );
-        out.conflicting_paths = paths;
+        out.set_conflicting_paths(paths);
         return Ok(out);
     }
     let source = source_of(located, &candidate);
@@ -125,7 +125,7 @@ fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome)
     };
     out.conflict(Reason::PatchDoesNotApply, Some(detail));
     out.current_revision = head;
-    out.conflicting_paths = paths;
+    out.set_conflicting_paths(paths);
 }
 
 /// The checkout the change set lands in: the session's source, or the located one.
@@ -152,9 +152,7 @@ fn check(
     let checkout = Checkout::open(&ctx.git, source)?;
     let states = checkout.states(&touched, true)?;
     if already_present(ctx, &checkout, candidate, &touched, &states)? {
-        return Ok(Check::Present(
-            touched.iter().map(RepoPath::shown).collect(),
-        ));
+        return Ok(Check::Present(touched.clone()));
     }
     if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
         return Ok(Check::DoesNotApply(detail));
@@ -164,9 +162,8 @@ fn check(
     let overlap = match &candidate.base_tree {
         // The base is a carried WIP snapshot: compare the checkout with it.
         Some(base) if candidate.session.as_ref().is_some_and(|s| s.carried_wip) => {
-            let names: Vec<String> = touched.iter().map(RepoPath::shown).collect();
             let scratch = located.store.scratch_dir();
-            crate::wip::changed_since(&ctx.git, source, base, &names, &scratch)?
+            crate::wip::changed_since(&ctx.git, source, base, &touched, &scratch)?
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
         _ => uncommitted_among(ctx, source, &touched)?,
@@ -327,7 +324,7 @@ fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<
 }
 
 /// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<String>> {
+fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
@@ -347,6 +344,6 @@ fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result
         .run()?;
     Ok(split_nul(&out)
         .filter(|record| record.len() > 3)
-        .map(|record| String::from_utf8_lossy(&record[3..]).into_owned())
+        .map(|record| RepoPath(record[3..].to_vec()))
         .collect())
 }

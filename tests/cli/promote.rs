@@ -675,6 +675,11 @@ fn a_non_utf8_name_in_the_wip_overlapping_the_patch_is_a_conflict() {
     let paths = doc["conflicting_paths"].as_array().unwrap();
     assert_eq!(paths.len(), 1, "{doc}");
     assert!(paths[0].as_str().unwrap().starts_with("caf"), "{doc}");
+    // The exact name travels as bytes.
+    assert_eq!(
+        doc["conflicting_paths_exact"][0]["bytes_base64"], "Y2Fm6S50eHQ=",
+        "{doc}"
+    );
     assert_eq!(crate::fixture::checkout_listing(&fx.src), before);
     assert_eq!(
         std::fs::read(fx.src.join(name)).unwrap(),

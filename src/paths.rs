@@ -1,0 +1,65 @@
+//! Paths as git holds them: bytes. In JSON a path is `{"text": "…"}` when it is UTF-8 and
+//! `{"bytes_base64": "…"}` (standard base64 with padding) otherwise, so that any path survives
+//! the round trip exactly (file names on Linux need not be UTF-8).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// A path inside the checkout, relative to its top level, as the bytes git holds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "PathText", into = "PathText")]
+pub struct RepoPath(pub Vec<u8>);
+
+/// How a path is written in JSON.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+enum PathText {
+    Text(String),
+    BytesBase64(String),
+}
+
+impl From<RepoPath> for PathText {
+    fn from(path: RepoPath) -> PathText {
+        match String::from_utf8(path.0) {
+            Ok(text) => PathText::Text(text),
+            Err(e) => PathText::BytesBase64(
+                base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
+            ),
+        }
+    }
+}
+
+impl TryFrom<PathText> for RepoPath {
+    type Error = String;
+
+    fn try_from(text: PathText) -> std::result::Result<RepoPath, String> {
+        match text {
+            PathText::Text(text) => Ok(RepoPath(text.into_bytes())),
+            PathText::BytesBase64(b64) => base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map(RepoPath)
+                .map_err(|e| format!("a path's bytes_base64 is not base64: {e}")),
+        }
+    }
+}
+
+impl RepoPath {
+    /// The path as an OS string (relative).
+    pub fn as_os(&self) -> &OsStr {
+        OsStr::from_bytes(&self.0)
+    }
+
+    /// Where the path is in the checkout at `top`.
+    pub fn under(&self, top: &Path) -> PathBuf {
+        top.join(self.as_os())
+    }
+
+    /// The path for people to read (invalid UTF-8 replaced).
+    pub fn shown(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
