@@ -8,6 +8,7 @@ use crate::context::Context;
 use crate::error::Result;
 use crate::fsutil::now_ms;
 use crate::isolation;
+use crate::pending;
 use crate::refs;
 use crate::state::SessionState;
 
@@ -52,7 +53,11 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
-        removed = isolation::remove(&located.repo, tree, record.admin_dir.as_deref())?;
+        removed = remove_tree(&located, &record, tree)?;
+        record = located
+            .store
+            .load_session(&record.session_id)?
+            .unwrap_or(record);
     }
     let id = record.session_id.clone();
     if opts.purge {
@@ -71,4 +76,37 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         worktree: record.worktree,
         purged: opts.purge,
     })
+}
+
+/// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside in one
+/// step, then its registration and the renamed tree; the record is marked `discarded` on the
+/// way. A kill at any point is finished (or, before the rename, undone) by the next command.
+/// A tree already gone leaves only its registration to remove.
+fn remove_tree(
+    located: &crate::context::Located,
+    record: &crate::state::SessionRecord,
+    tree: &std::path::Path,
+) -> Result<bool> {
+    let is_dir = std::fs::symlink_metadata(tree).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        return isolation::remove(&located.repo, tree, record.admin_dir.as_deref());
+    }
+    let intent = pending::Reclaim {
+        session_id: record.session_id.clone(),
+        path: tree.to_path_buf(),
+        admin: record.admin_dir.clone(),
+        trash: pending::trash_path(tree, &record.session_id),
+    };
+    pending::save(&located.store, &pending::Intent::Discard(intent.clone()))?;
+    crate::fault_point!("discard-after-intent");
+    if let Err(err) = std::fs::rename(tree, &intent.trash) {
+        pending::remove(&located.store, &record.session_id)?;
+        return Err(crate::error::Error::io(
+            format!("cannot move {} aside to remove it", tree.display()),
+            err,
+        ));
+    }
+    crate::fault_point!("discard-after-move");
+    pending::complete_discard(&located.repo, &located.store, &intent)?;
+    Ok(true)
 }

@@ -38,13 +38,15 @@ pub(crate) enum Intent {
     Retain(RetainMove),
     /// `sweep` removes an isolation it has snapshotted.
     Reclaim(Reclaim),
+    /// `discard` removes an isolation and keeps the session's record and evidence.
+    Discard(Reclaim),
 }
 
 impl Intent {
     fn session_id(&self) -> &str {
         match self {
             Intent::Retain(m) => &m.session_id,
-            Intent::Reclaim(r) => &r.session_id,
+            Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
         }
     }
 }
@@ -197,6 +199,39 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
     remove(store, id)
 }
 
+/// A discard's last steps, after the tree was renamed aside (and the repair of one a crash
+/// interrupted): its admin dir, the session's record marked `discarded` (its evidence stays),
+/// the renamed tree, and the intent. Called under the repository lock and the session's lease.
+/// Each step can be done again.
+pub(crate) fn complete_discard(repo: &Repo, store: &Store, d: &Reclaim) -> Result<()> {
+    if let Some(admin) = &d.admin
+        && admin_is_for(admin, &d.path)
+    {
+        crate::isolation::remove_admin_dir(repo, admin)?;
+    }
+    crate::fault_point!("discard-after-admin");
+    if let Some(mut record) = store.load_session(&d.session_id)?
+        && record.state != SessionState::Discarded
+        && record.worktree.as_deref() == Some(&d.path)
+    {
+        record.state = SessionState::Discarded;
+        record.updated_at_ms = crate::fsutil::now_ms();
+        store.save_session(&record)?;
+    }
+    remove_trash(&d.trash)?;
+    remove(store, &d.session_id)
+}
+
+fn remove_trash(trash: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(trash) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(crate::error::Error::io(
+            format!("cannot remove {}", trash.display()),
+            e,
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Whether an admin dir still stands for the isolation at `path`: it names that path (or
 /// nothing readable), and no tree is there any more.
 fn admin_is_for(admin: &Path, path: &Path) -> bool {
@@ -222,8 +257,8 @@ fn plan(intent: &Intent) -> Step {
     match intent {
         Intent::Retain(m) if is_dir(&m.to) => Step::Finish,
         Intent::Retain(_) => Step::Undo,
-        Intent::Reclaim(r) if is_dir(&r.path) => Step::Undo,
-        Intent::Reclaim(_) => Step::Finish,
+        Intent::Reclaim(r) | Intent::Discard(r) if is_dir(&r.path) => Step::Undo,
+        Intent::Reclaim(_) | Intent::Discard(_) => Step::Finish,
     }
 }
 
@@ -234,13 +269,10 @@ fn repair_one(git: &Git, located: &Located, intent: &Intent) -> Result<()> {
     match (intent, plan(intent)) {
         (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
         (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
+        (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
         (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
-        (Intent::Reclaim(r), Step::Undo) => {
-            if std::fs::symlink_metadata(&r.trash).is_ok() {
-                std::fs::remove_dir_all(&r.trash).map_err(|e| {
-                    crate::error::Error::io(format!("cannot remove {}", r.trash.display()), e)
-                })?;
-            }
+        (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
+            remove_trash(&r.trash)?;
             remove(store, &r.session_id)
         }
     }
