@@ -63,3 +63,10 @@ impl RepoPath {
         String::from_utf8_lossy(&self.0).into_owned()
     }
 }
+
+impl std::fmt::Display for RepoPath {
+    /// The path for people to read (invalid UTF-8 replaced).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}

@@ -8,6 +8,7 @@ use std::process::{Command, Stdio};
 
 use super::runner::{Git, failure_of, hermetic_env, split_nul};
 use crate::error::{Error, IoContext, Result};
+use crate::paths::RepoPath;
 
 /// One change in an `update-ref --stdin` transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,23 +257,25 @@ impl Git {
         &self,
         dir: &Path,
         tree: &str,
-        paths: &[String],
-    ) -> Result<BTreeMap<String, String>> {
+        paths: &[RepoPath],
+    ) -> Result<BTreeMap<RepoPath, String>> {
         let out = self
             .at(dir)
             .args(["--literal-pathspecs", "ls-tree", "-r", "-z", "--full-tree"])
             .args([tree, "--"])
-            .args(paths)
+            .args(paths.iter().map(RepoPath::as_os))
             .run()?;
         Ok(split_nul(&out)
             .filter_map(|record| {
-                let text = String::from_utf8_lossy(record);
-                let (meta, path) = text.split_once('\t')?;
+                // `<mode> <kind> <oid>\t<path>`: the path is bytes, the rest ASCII.
+                let tab = record.iter().position(|b| *b == b'\t')?;
+                let meta = std::str::from_utf8(&record[..tab]).ok()?;
                 let mut parts = meta.split(' ');
                 let mode = parts.next()?;
                 let _kind = parts.next()?;
                 let oid = parts.next()?;
-                Some((path.to_string(), format!("{mode} {oid}")))
+                let path = RepoPath(record[tab + 1..].to_vec());
+                Some((path, format!("{mode} {oid}")))
             })
             .collect())
     }

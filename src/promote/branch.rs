@@ -23,6 +23,7 @@ use crate::fsutil::{now_ms, unique_suffix};
 use crate::git::{CatFile, Git};
 use crate::intent::{self, BranchPlan, Changes, Intent};
 use crate::isolation::writable_isolation;
+use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch, TempFile};
 use crate::state::{Landing, SessionRecord, Store};
 
@@ -568,7 +569,7 @@ fn recommit(
 /// A tree with the carried WIP taken out, or the path where that is impossible.
 enum Filtered {
     Tree(String),
-    Inseparable(String),
+    Inseparable(RepoPath),
 }
 
 /// Takes the carried WIP back out of trees: a WIP path whose content in the tree is still the
@@ -581,7 +582,7 @@ struct WipFilter<'a> {
     /// The all-zero object id of the repository's hash, for removals.
     null_oid: String,
     /// path → (entry at HEAD, entry in the WIP); an entry is `mode oid`, or None when absent.
-    paths: BTreeMap<String, (Option<String>, Option<String>)>,
+    paths: BTreeMap<RepoPath, (Option<String>, Option<String>)>,
 }
 
 impl<'a> WipFilter<'a> {
@@ -596,10 +597,10 @@ impl<'a> WipFilter<'a> {
         if session.carried_wip {
             let head_tree =
                 git.rev_parse_required(source, &format!("{}^{{tree}}", session.bound_revision))?;
-            let names: Vec<String> = git
+            let names: Vec<RepoPath> = git
                 .diff_trees(source, &head_tree, &session.base_tree)?
-                .iter()
-                .map(|p| String::from_utf8_lossy(p).into_owned())
+                .into_iter()
+                .map(RepoPath)
                 .collect();
             let at_head = git.tree_entries(source, &head_tree, &names)?;
             let in_wip = git.tree_entries(source, &session.base_tree, &names)?;
@@ -623,16 +624,20 @@ impl<'a> WipFilter<'a> {
         if self.paths.is_empty() {
             return Ok(Filtered::Tree(tree.to_string()));
         }
-        let names: Vec<String> = self.paths.keys().cloned().collect();
+        let names: Vec<RepoPath> = self.paths.keys().cloned().collect();
         let current = self.git.tree_entries(self.source, tree, &names)?;
-        let mut info = String::new();
+        // `--index-info -z` records: `<mode> <oid>\t<path>\0`, the path as bytes.
+        let mut info: Vec<u8> = Vec::new();
         for (name, (at_head, in_wip)) in &self.paths {
             let now = current.get(name);
             if now == in_wip.as_ref() {
-                match at_head {
-                    Some(entry) => info.push_str(&format!("{entry}\t{name}\0")),
-                    None => info.push_str(&format!("0 {}\t{name}\0", self.null_oid)),
-                }
+                let entry = at_head
+                    .clone()
+                    .unwrap_or_else(|| format!("0 {}", self.null_oid));
+                info.extend_from_slice(entry.as_bytes());
+                info.push(b'\t');
+                info.extend_from_slice(&name.0);
+                info.push(0);
             } else if now != at_head.as_ref() && now.is_some() {
                 return Ok(Filtered::Inseparable(name.clone()));
             }
@@ -645,7 +650,7 @@ impl<'a> WipFilter<'a> {
         on_index().args(["read-tree", tree]).run()?;
         on_index()
             .args(["update-index", "-z", "--index-info"])
-            .stdin(info.into_bytes())
+            .stdin(info)
             .run()?;
         Ok(Filtered::Tree(
             self.git.write_tree(self.source, index.path())?,

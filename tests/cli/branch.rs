@@ -369,3 +369,37 @@ fn a_commit_that_changes_carried_wip_further_is_refused_not_committed() {
         "hello\nuser wip\nagent on top\n"
     );
 }
+
+/// Carried WIP under a name that is not UTF-8 is filtered out of the replayed commits like any
+/// other: it is never committed and comes back byte for byte.
+#[test]
+fn carried_wip_under_a_non_utf8_name_is_never_committed() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let name = std::ffi::OsStr::from_bytes(b"wip-\xff.txt");
+    std::fs::write(fx.src.join(name), "the user's work\n").unwrap();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["bind", "-s", "nu", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("nu");
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+    let (code, doc) = promote_branch(&fx, "nu");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let files = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--name-only",
+            "--format=",
+            &format!("{old_tip}..HEAD"),
+        ],
+    );
+    assert_eq!(files, "agent.txt", "only the agent's change is committed");
+    assert_eq!(
+        std::fs::read(fx.src.join(name)).unwrap(),
+        b"the user's work\n"
+    );
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+}
