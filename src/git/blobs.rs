@@ -1,11 +1,10 @@
 //! Blobs of a checkout: hashing files and bytes into object ids (optionally writing them to the
 //! object store), and streaming blob contents out of it, one git process for many paths.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::process::{Command, Stdio};
 
-use super::runner::{Git, failure_of, hermetic_env};
+use super::runner::{Git, failure_of};
 use crate::error::{Error, IoContext, Result};
 
 impl Git {
@@ -63,39 +62,9 @@ impl Git {
         if oids.is_empty() {
             return Ok(());
         }
-        let mut cmd = Command::new(self.bin());
-        cmd.current_dir(dir).args([
-            "--no-pager",
-            "-c",
-            "core.fsmonitor=false",
-            "cat-file",
-            "--batch",
-        ]);
-        hermetic_env(&mut cmd);
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .ctx(|| "cannot run git cat-file --batch".to_string())?;
-        let mut stdin = child
-            .stdin
-            .take()
-            .ok_or_else(|| Error::internal("no stdin"))?;
-        let input: String = oids.iter().map(|n| format!("{n}\n")).collect();
-        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let stdout = child
-            .stdout
-            .take()
-            .ok_or_else(|| Error::internal("no stdout"))?;
-        let streamed = stream_batch(BufReader::new(stdout), oids.len(), &mut sink);
-        if streamed.is_err() {
-            let _ = child.kill();
-        }
-        let _ = feeder.join();
-        let status = child
-            .wait()
-            .ctx(|| "cannot wait for git cat-file".to_string())?;
+        let mut batch = self.start_batch(dir, oids)?;
+        let streamed = stream_batch(BufReader::new(&mut batch.stdout), oids.len(), &mut sink);
+        let status = batch.finish(streamed.is_err())?;
         streamed?;
         if !status.success() {
             return Err(failure_of(

@@ -2,7 +2,7 @@
 //! itself. Each takes the directory git runs in (a repository or a checkout of it).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -41,6 +41,27 @@ impl RefUpdate {
             RefUpdate::Create { name, target } => format!("create {name} {target}\n"),
             RefUpdate::Delete { name } => format!("delete {name}\n"),
         }
+    }
+}
+
+/// A running `cat-file --batch`: its answers on `stdout`.
+pub(super) struct Batch {
+    child: std::process::Child,
+    /// Where git answers.
+    pub(super) stdout: std::process::ChildStdout,
+    feeder: std::thread::JoinHandle<std::io::Result<()>>,
+}
+
+impl Batch {
+    /// Waits for git (killing it first when the reader `gave_up`) and the feeder.
+    pub(super) fn finish(mut self, gave_up: bool) -> Result<std::process::ExitStatus> {
+        if gave_up {
+            let _ = self.child.kill();
+        }
+        let _ = self.feeder.join();
+        self.child
+            .wait()
+            .ctx(|| "cannot wait for git cat-file".to_string())
     }
 }
 
@@ -215,41 +236,44 @@ impl Git {
         if names.is_empty() {
             return Ok(Vec::new());
         }
+        let mut batch = self.start_batch(dir, names)?;
+        let found = read_batch(BufReader::new(&mut batch.stdout), names.len());
+        let status = batch.finish(found.is_err())?;
+        match found {
+            Ok(found) if status.success() => Ok(found),
+            _ => Err(failure_of(
+                vec!["cat-file".into(), "--batch".into()],
+                status.code(),
+                String::new(),
+            )),
+        }
+    }
+
+    /// Starts one `git cat-file --batch` in `dir` and feeds it `names` from a thread: git
+    /// answers while it reads, and both pipes have bounded buffers.
+    pub(super) fn start_batch(&self, dir: &Path, names: &[String]) -> Result<Batch> {
         let mut child = self
             .command(dir, &["cat-file", "--batch"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::null())
             .spawn()
             .ctx(|| "cannot run git cat-file --batch".to_string())?;
         let mut stdin = child
             .stdin
             .take()
             .ok_or_else(|| Error::internal("no stdin"))?;
-        let input: String = names.iter().map(|n| format!("{n}\n")).collect();
-        // Feed from a thread: git answers while it reads, and both pipes have bounded buffers.
-        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
         let stdout = child
             .stdout
             .take()
             .ok_or_else(|| Error::internal("no stdout"))?;
-        let found = read_batch(BufReader::new(stdout), names.len());
-        let _ = feeder.join();
-        let status = child
-            .wait()
-            .ctx(|| "cannot wait for git cat-file".to_string())?;
-        let mut stderr = String::new();
-        if let Some(mut err) = child.stderr.take() {
-            let _ = err.read_to_string(&mut stderr);
-        }
-        match found {
-            Ok(found) if status.success() => Ok(found),
-            _ => Err(failure_of(
-                vec!["cat-file".into(), "--batch".into()],
-                status.code(),
-                stderr,
-            )),
-        }
+        let input: String = names.iter().map(|n| format!("{n}\n")).collect();
+        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        Ok(Batch {
+            child,
+            stdout,
+            feeder,
+        })
     }
 
     /// `path → "mode oid"` for the given paths of a tree (absent paths are left out).
