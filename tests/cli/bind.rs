@@ -630,3 +630,21 @@ fn a_failing_git_is_reported_with_its_args_and_stderr() {
         "the claim is released"
     );
 }
+
+/// The suite's object-format switch reaches every repository a fixture makes: a SHA-256 run
+/// that silently tested SHA-1 repositories would prove nothing.
+#[test]
+fn fixtures_use_the_object_format_the_run_asked_for() {
+    let fx = Fixture::new();
+    let format = fx.git(&fx.src, &["rev-parse", "--show-object-format"]);
+    assert_eq!(format, crate::fixture::object_format());
+    let other = fx.root.join("work/other");
+    std::fs::create_dir_all(&other).unwrap();
+    fx.git(&other, &["init", "-q"]);
+    let format = fx.git(&other, &["rev-parse", "--show-object-format"]);
+    assert_eq!(
+        format,
+        crate::fixture::object_format(),
+        "a test's own git init"
+    );
+}

@@ -403,3 +403,55 @@ fn carried_wip_under_a_non_utf8_name_is_never_committed() {
     );
     assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
 }
+
+/// On a SHA-256 repository (whatever format the rest of this run uses): WIP carried with an
+/// untracked file stays out of the replayed commits and comes back, and the object ids in the
+/// result are SHA-256 ones.
+#[test]
+fn sha256_carried_wip_with_an_untracked_file_in_branch_mode() {
+    let fx = Fixture::with_object_format("sha256");
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", "--show-object-format"]),
+        "sha256"
+    );
+    fx.write("README.md", "hello\nstaged by the user\n");
+    fx.git(&fx.src, &["add", "README.md"]);
+    fx.write("untracked.txt", "the user's untracked work\n");
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["bind", "-s", "sha", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["bound_revision"].as_str().unwrap().len(), 64, "{doc}");
+    let iso = fx.isolation("sha");
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+    std::fs::write(iso.join("leftover.txt"), "not committed by the agent\n").unwrap();
+    let (code, doc) = promote_branch(&fx, "sha");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let files = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--name-only",
+            "--format=",
+            &format!("{old_tip}..HEAD"),
+        ],
+    );
+    let mut files: Vec<&str> = files.lines().filter(|l| !l.is_empty()).collect();
+    files.sort_unstable();
+    assert_eq!(
+        files,
+        ["agent.txt", "leftover.txt"],
+        "only the agent's work is committed"
+    );
+    assert_eq!(
+        std::fs::read(fx.src.join("untracked.txt")).unwrap(),
+        b"the user's untracked work\n"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["diff", "--cached", "--name-only"]),
+        "README.md",
+        "the user's staged change is staged again"
+    );
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+}

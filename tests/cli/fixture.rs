@@ -21,6 +21,19 @@ pub struct Fixture {
     pub src: PathBuf,
 }
 
+/// The object format every repository a test creates uses: `sha1` (git's default), or
+/// `sha256` when `A3S_ISO_TEST_OBJECT_FORMAT=sha256` (CI runs the whole suite both ways).
+pub fn object_format() -> &'static str {
+    static FORMAT: OnceLock<&'static str> = OnceLock::new();
+    FORMAT.get_or_init(
+        || match std::env::var("A3S_ISO_TEST_OBJECT_FORMAT").as_deref() {
+            Ok("sha256") => "sha256",
+            Ok("sha1") | Err(_) => "sha1",
+            Ok(other) => panic!("A3S_ISO_TEST_OBJECT_FORMAT={other}: expected sha1 or sha256"),
+        },
+    )
+}
+
 /// Applies the isolated environment to any command (git or a3s-iso).
 pub fn isolate(cmd: &mut Command, home: &Path) {
     for (key, _) in std::env::vars_os() {
@@ -44,14 +57,22 @@ pub fn isolate(cmd: &mut Command, home: &Path) {
         .env("TZ", "UTC")
         .env("NO_COLOR", "1")
         .env_remove("LC_ALL");
+    // Every `git init` (the fixture's, a test's own, or one a3s-iso runs) picks the format.
+    cmd.env("GIT_DEFAULT_HASH", object_format());
 }
 
 impl Fixture {
     /// A source with one commit (`README.md`, `src/lib.txt`) at `work/src`.
     pub fn new() -> Fixture {
+        Fixture::with_object_format(object_format())
+    }
+
+    /// Like [`Fixture::new`], whatever format the run uses otherwise (`sha1` or `sha256`).
+    pub fn with_object_format(format: &str) -> Fixture {
         let fx = Fixture::bare_root();
         std::fs::create_dir_all(&fx.src).unwrap();
-        fx.git(&fx.src, &["init", "-q", "-b", "main"]);
+        let format = format!("--object-format={format}");
+        fx.git(&fx.src, &["init", "-q", "-b", "main", &format]);
         fx.write("README.md", "hello\n");
         fx.write("src/lib.txt", "one\ntwo\n");
         fx.commit_all("initial");
@@ -394,6 +415,17 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
         (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
         (r"\.retained-\d+", ".retained-[MS]"),
         (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
+        // Patches name object ids, so their size and bytes depend on the object format (the
+        // suite runs with SHA-1 and SHA-256); `verify` checks size against content.
+        (r#""patch_bytes": \d+"#, r#""patch_bytes": "[PATCH_BYTES]""#),
+        (
+            r#""patch_base64": "[A-Za-z0-9+/=]+""#,
+            r#""patch_base64": "[PATCH]""#,
+        ),
+        (r"\b\d+ bytes\b", "[N] bytes"),
+        (r"(?m)^bytes +\d+$", "bytes    [N]"),
+        // Abbreviated revisions in human output.
+        (r"\b[0-9a-f]{12}\b", "[REV]"),
         // What this kernel offers.
         (r#""landlock_abi": \d+"#, r#""landlock_abi": "[ABI]""#),
     ];

@@ -78,6 +78,17 @@ fn run_capture_and_verify() {
     let stored = fx.src.join(".git/a3s-iso/runs/demo/cap.json");
     snap(&fx, "verify_valid", &["verify", stored.to_str().unwrap()]);
     let mut doc: Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
+    // The patch itself, byte for byte but for its object ids (the snapshots above filter it).
+    let patch = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD
+            .decode(doc["patch_base64"].as_str().unwrap())
+            .unwrap()
+    };
+    assert_eq!(doc["patch_bytes"], json!(patch.len()));
+    snapshot_settings(&fx).bind(|| {
+        insta::assert_snapshot!("capture_patch", String::from_utf8(patch).unwrap());
+    });
     doc["patch_bytes"] = json!(1);
     let tampered = fx.root.join("tampered.json");
     std::fs::write(&tampered, serde_json::to_vec(&doc).unwrap()).unwrap();
