@@ -46,8 +46,10 @@ pub struct BindOutcome {
     /// The session's id (generated ones included).
     pub session_id: String,
     /// The source checkout.
+    #[serde(with = "crate::paths::fs_path")]
     pub source: PathBuf,
     /// The isolation; `null` for a read-only session.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub worktree: Option<PathBuf>,
     /// The commit the isolation is detached at.
     pub bound_revision: String,

@@ -29,6 +29,7 @@ pub struct DiscardOutcome {
     /// Whether an isolation tree (or its registration) was removed by this call.
     pub removed: bool,
     /// Where its isolation was.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub worktree: Option<PathBuf>,
     /// Whether its refs and records went too (`--purge`).
     pub purged: bool,

@@ -3,7 +3,9 @@
 //! dead bind's claim is cleared.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::fs;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::context::{Context, Located};
@@ -20,10 +22,16 @@ pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     let dot_git = worktree.join(".git");
-    let text = fs::read_to_string(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
-    let admin = text
-        .strip_prefix("gitdir: ")
-        .map(|rest| PathBuf::from(rest.trim_end()))
+    let bytes = fs::read(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    let admin = bytes
+        .strip_prefix(b"gitdir: ")
+        .map(|rest| {
+            let end = rest
+                .iter()
+                .rposition(|b| !b.is_ascii_whitespace())
+                .map_or(0, |at| at + 1);
+            PathBuf::from(OsStr::from_bytes(&rest[..end]))
+        })
         .ok_or_else(|| Error::internal(format!("{} is not a gitdir link", dot_git.display())))?;
     let admin = if admin.is_absolute() {
         admin
@@ -48,16 +56,19 @@ const LINK_LIMIT: u64 = 64 * 1024;
 
 /// The first line of a link file in an admin dir, read without following a link or waiting on
 /// a FIFO planted there (the isolation's command can write the admin dir).
-fn read_link_file(path: &Path) -> Option<String> {
+fn read_link_file(path: &Path) -> Option<PathBuf> {
     let bytes = crate::fsutil::read_small_regular_file(path, LINK_LIMIT).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    Some(text.trim_end_matches('\n').to_string())
+    let end = bytes
+        .iter()
+        .rposition(|b| *b != b'\n')
+        .map_or(0, |at| at + 1);
+    // As bytes: the path need not be UTF-8.
+    Some(PathBuf::from(OsStr::from_bytes(&bytes[..end])))
 }
 
 /// The admin dir's own record of where its tree is (`<admin>/gitdir` → `<tree>/.git`).
 fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
-    read_link_file(&admin.join("gitdir"))
-        .is_some_and(|text| Path::new(&text) == worktree.join(".git"))
+    read_link_file(&admin.join("gitdir")).is_some_and(|linked| linked == worktree.join(".git"))
 }
 
 /// Puts back the admin dir's links (`gitdir`, `commondir`) if the isolation's user rewrote
@@ -76,8 +87,9 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
         return Ok(());
     }
     if !admin_points_at(admin, tree) {
-        let gitdir = format!("{}\n", tree.join(".git").display());
-        crate::fsutil::write_atomic(&admin.join("gitdir"), gitdir.as_bytes())?;
+        let mut gitdir = tree.join(".git").into_os_string().into_vec();
+        gitdir.push(b'\n');
+        crate::fsutil::write_atomic(&admin.join("gitdir"), &gitdir)?;
     }
     let points_home = read_link_file(&admin.join("commondir"))
         .map(|text| admin.join(text))
@@ -263,7 +275,7 @@ pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
         .filter_map(|e| {
             let admin = e.path();
             let gitdir = read_link_file(&admin.join("gitdir"))?;
-            Some((PathBuf::from(gitdir), admin))
+            Some((gitdir, admin))
         })
         .collect()
 }

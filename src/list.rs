@@ -57,8 +57,10 @@ pub struct SessionView {
     /// `bound`, `retained`, `discarded`, or `missing` (recorded as bound, tree gone).
     pub state: ListedState,
     /// The source checkout the session was bound from.
+    #[serde(with = "crate::paths::fs_path")]
     pub source: PathBuf,
     /// The isolation's path; `null` for a read-only session.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub worktree: Option<PathBuf>,
     /// The commit the session was bound at.
     pub bound_revision: String,

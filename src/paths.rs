@@ -70,3 +70,108 @@ impl std::fmt::Display for RepoPath {
         f.write_str(&String::from_utf8_lossy(&self.0))
     }
 }
+
+/// Paths git printed one per line (`rev-parse` has no `-z` for them), as bytes: a repository
+/// may live under a directory whose name is not UTF-8.
+pub(crate) fn path_lines(out: &[u8]) -> Vec<PathBuf> {
+    out.strip_suffix(b"\n")
+        .unwrap_or(out)
+        .split(|b| *b == b'\n')
+        .map(|line| PathBuf::from(OsStr::from_bytes(line)))
+        .collect()
+}
+
+/// A file-system path as a3s-iso writes it in records and JSON output: a string when it is
+/// UTF-8 (almost always), else `{"bytes_base64": "…"}`, so that a source, an isolation or a
+/// state dir under a directory whose name is not UTF-8 round-trips exactly.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum FsPathText {
+    Text(String),
+    Bytes(PathBytes),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathBytes {
+    bytes_base64: String,
+}
+
+fn fs_path_text(path: &Path) -> FsPathText {
+    match path.to_str() {
+        Some(text) => FsPathText::Text(text.to_string()),
+        None => FsPathText::Bytes(PathBytes {
+            bytes_base64: base64::engine::general_purpose::STANDARD
+                .encode(path.as_os_str().as_bytes()),
+        }),
+    }
+}
+
+fn fs_path_from(text: FsPathText) -> std::result::Result<PathBuf, String> {
+    match text {
+        FsPathText::Text(text) => Ok(PathBuf::from(text)),
+        FsPathText::Bytes(PathBytes { bytes_base64 }) => base64::engine::general_purpose::STANDARD
+            .decode(bytes_base64)
+            .map(|bytes| PathBuf::from(OsStr::from_bytes(&bytes)))
+            .map_err(|e| format!("a path's bytes_base64 is not base64: {e}")),
+    }
+}
+
+/// `#[serde(with = "crate::paths::fs_path")]` for a `PathBuf` (see [`FsPathText`]).
+pub mod fs_path {
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes the path as a string, or as its bytes when it is not UTF-8.
+    pub fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        super::fs_path_text(path).serialize(s)
+    }
+
+    /// Reads either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        super::fs_path_from(super::FsPathText::deserialize(d)?).map_err(serde::de::Error::custom)
+    }
+}
+
+/// `#[serde(with = "crate::paths::fs_path_opt")]` for an `Option<PathBuf>` (`null` for none).
+pub mod fs_path_opt {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes `null` or the path as [`super::fs_path`] does.
+    pub fn serialize<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        path.as_deref().map(super::fs_path_text).serialize(s)
+    }
+
+    /// Reads `null` or either form of a path.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        Option::<super::FsPathText>::deserialize(d)?
+            .map(super::fs_path_from)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `#[serde(with = "crate::paths::fs_path_list")]` for a `Vec<PathBuf>`.
+pub mod fs_path_list {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes each path as [`super::fs_path`] does.
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<super::FsPathText> = paths.iter().map(|p| super::fs_path_text(p)).collect();
+        texts.serialize(s)
+    }
+
+    /// Reads a list of paths in either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+        Vec::<super::FsPathText>::deserialize(d)?
+            .into_iter()
+            .map(super::fs_path_from)
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)
+    }
+}

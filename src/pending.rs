@@ -58,10 +58,13 @@ pub(crate) struct RetainMove {
     /// The session retained.
     pub session_id: String,
     /// Where the isolation was.
+    #[serde(with = "crate::paths::fs_path")]
     pub from: PathBuf,
     /// Where it goes (`<from>.retained-<ms>`).
+    #[serde(with = "crate::paths::fs_path")]
     pub to: PathBuf,
     /// Its admin dir, which stays where it is.
+    #[serde(with = "crate::paths::fs_path")]
     pub admin: PathBuf,
     /// Why it is kept.
     pub reason: String,
@@ -77,10 +80,13 @@ pub(crate) struct Reclaim {
     /// The session reclaimed.
     pub session_id: String,
     /// Where the isolation is.
+    #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
     /// Its admin dir, where git knows it.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub admin: Option<PathBuf>,
     /// Where it is renamed to before it is deleted: a sibling sweep never considers.
+    #[serde(with = "crate::paths::fs_path")]
     pub trash: PathBuf,
 }
 

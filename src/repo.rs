@@ -1,5 +1,7 @@
 //! The source: which repository a directory belongs to, and whether it can be isolated.
 
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -34,21 +36,21 @@ impl Repo {
                 "--show-toplevel",
             ])
             .output()?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<&str> = stdout.lines().collect();
+        let lines = crate::paths::path_lines(&out.stdout);
+        let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_os_str().as_bytes()).collect();
         match (out.exit_code, lines.as_slice()) {
-            (Some(0), ["false", common_dir, toplevel]) => Ok(Repo {
-                toplevel: PathBuf::from(toplevel),
-                common_dir: PathBuf::from(common_dir),
+            (Some(0), [b"false", common_dir, toplevel]) => Ok(Repo {
+                toplevel: PathBuf::from(OsStr::from_bytes(toplevel)),
+                common_dir: PathBuf::from(OsStr::from_bytes(common_dir)),
             }),
-            (_, ["true", ..]) => Err(Error::IsolationUnavailable {
+            (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(
                     "{} is a bare repository: it has no checkout to isolate",
                     dir.display()
                 ),
                 hint: Some("run a3s-iso in a repository with a working tree".into()),
             }),
-            (_, ["false", ..]) => Err(Error::IsolationUnavailable {
+            (_, [b"false", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(
                     "{} is inside a git directory, not a working tree",
                     dir.display()

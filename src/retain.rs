@@ -19,8 +19,10 @@ pub struct RetainOutcome {
     /// The session whose isolation was retained.
     pub session_id: String,
     /// The new path; the old one is no longer valid.
+    #[serde(with = "crate::paths::fs_path")]
     pub worktree: PathBuf,
     /// Where the isolation was before (the same path when it was retained already).
+    #[serde(with = "crate::paths::fs_path")]
     pub previous_worktree: PathBuf,
     /// Why it is kept, as given.
     pub reason: String,

@@ -187,6 +187,7 @@ pub struct Reclaimed {
     /// Its session id (empty when none could be told).
     pub session_id: String,
     /// Where it was.
+    #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
     /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`, `retained_expired`.
     pub why: ReclaimReason,
@@ -201,6 +202,7 @@ pub struct Reclaimed {
 #[derive(Debug, Clone, Serialize)]
 pub struct Kept {
     /// Where it is.
+    #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
     /// Its session id, when it is known to be one.
     pub session_id: Option<String>,
@@ -214,6 +216,7 @@ pub struct Kept {
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
     /// Where it is.
+    #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
     /// Why it is not considered, as a sentence.
     pub reason: SkipReason,
@@ -233,6 +236,7 @@ pub struct SweepOutcome {
     /// The bytes of the reclaimed isolations.
     pub bytes_freed: u64,
     /// The sources swept.
+    #[serde(with = "crate::paths::fs_path_list")]
     pub sources: Vec<PathBuf>,
 }
 

@@ -21,16 +21,17 @@ pub(crate) fn checkout_git(git: &Git, checkout: &Path) -> Result<(HermeticGit, P
             "--path-format=absolute",
             "--git-common-dir",
         ])
-        .run_text()?;
-    let mut lines = out.lines();
-    let (Some(git_dir), Some(common_dir)) = (lines.next(), lines.next()) else {
-        return Err(Error::internal(format!(
-            "git named no git dir for {}",
-            checkout.display()
-        )));
+        .run()?;
+    let (git_dir, common_dir) = match crate::paths::path_lines(&out).as_slice() {
+        [git_dir, common_dir] => (git_dir.clone(), common_dir.clone()),
+        _ => {
+            return Err(Error::internal(format!(
+                "git named no git dir for {}",
+                checkout.display()
+            )));
+        }
     };
-    let git_dir = PathBuf::from(git_dir);
-    let wt = HermeticGit::own(git, checkout, &git_dir, Path::new(common_dir));
+    let wt = HermeticGit::own(git, checkout, &git_dir, &common_dir);
     Ok((wt, git_dir))
 }
 

@@ -109,6 +109,7 @@ pub(crate) struct Intent {
     /// Patch or branch.
     pub(crate) mode: PromoteMode,
     /// The checkout being changed (its top level).
+    #[serde(with = "crate::paths::fs_path")]
     pub(crate) source: PathBuf,
     /// The source's HEAD when the promote started (for the journal).
     pub(crate) source_head: Option<String>,

@@ -82,6 +82,7 @@ pub struct PromoteOutcome {
     /// The source's HEAD when the promote looked.
     pub current_revision: Option<String>,
     /// Where the patch and `summary.json` were written.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub artifacts: Option<PathBuf>,
     /// The patch's size in bytes.
     pub patch_bytes: u64,

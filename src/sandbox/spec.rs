@@ -25,24 +25,32 @@ pub struct SandboxSpec {
     pub deny_network: bool,
     /// Paths that stay writable (the isolation, its admin dir and quarantine, the allowed
     /// paths, device nodes); everything else is read-only.
+    #[serde(with = "crate::paths::fs_path_list")]
     pub writable: Vec<PathBuf>,
     /// Paths the command must still read when they lie under a private directory (the common
     /// git dir, the home directory, `--allow-read` paths).
+    #[serde(with = "crate::paths::fs_path_list")]
     pub visible: Vec<PathBuf>,
     /// Directories replaced by a fresh, empty tmpfs (`/tmp`, `/dev/shm`, the runtime dir).
+    #[serde(with = "crate::paths::fs_path_list")]
     pub private: Vec<PathBuf>,
     /// Files mounted read-only over themselves: the links that tie the isolation to its
     /// repository (`<tree>/.git`, `<admin>/commondir`, `<admin>/gitdir`).
+    #[serde(with = "crate::paths::fs_path_list")]
     pub frozen: Vec<PathBuf>,
     /// Paths restored read-only in any case (the repository's `objects`, `refs` and `config`).
+    #[serde(with = "crate::paths::fs_path_list")]
     pub sealed: Vec<PathBuf>,
     /// A directory whose view the command may change privately (the repository's git dir):
     /// writes there land in a throwaway layer, so git's own lock files work; what `sealed`
     /// names inside it stays read-only.
+    #[serde(with = "crate::paths::fs_path_opt")]
     pub scratch_layer: Option<PathBuf>,
     /// Secrets covered with empty ones.
+    #[serde(with = "crate::paths::fs_path_list")]
     pub hidden: Vec<PathBuf>,
     /// The directory the command starts in.
+    #[serde(with = "crate::paths::fs_path")]
     pub workdir: PathBuf,
     /// The command runs in a session of its own with its stdin (a pseudo-terminal) as its
     /// controlling terminal.
@@ -79,6 +87,7 @@ pub struct SandboxReport {
     /// `confined` (writes only to `writable`) or `unconfined`.
     pub filesystem: FilesystemAccess,
     /// The paths the command could write.
+    #[serde(with = "crate::paths::fs_path_list")]
     pub writable: Vec<PathBuf>,
     /// Own mount namespace with the host read-only and private `/tmp`.
     pub mounts: bool,
@@ -87,6 +96,7 @@ pub struct SandboxReport {
     /// The seccomp deny list was installed.
     pub seccomp: bool,
     /// The secrets that were hidden.
+    #[serde(with = "crate::paths::fs_path_list")]
     pub secrets_hidden: Vec<PathBuf>,
     /// The kernel's Landlock ABI version, when Landlock was a second layer.
     pub landlock_abi: Option<i64>,

@@ -19,6 +19,7 @@ mod racy;
 mod run;
 mod sandbox;
 mod scripts;
+mod shapes;
 mod state_machine;
 mod sweep;
 mod trust;
