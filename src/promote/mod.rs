@@ -17,7 +17,7 @@ mod options;
 mod outcome;
 mod patch;
 
-use journal::journal;
+use journal::{Landed, journal};
 use options::Candidate;
 pub use options::PromoteOptions;
 pub use outcome::{
@@ -25,11 +25,10 @@ pub use outcome::{
 };
 
 use crate::changeset;
-use crate::context::{Context, Located};
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::isolation::writable_isolation;
-use crate::snapshot::{self, Patch};
-use crate::state::{Landing, SessionRecord};
+use crate::snapshot::Patch;
+use crate::state::Landing;
 
 /// Promotes a session or a change-set document; see the module's order of steps.
 pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
@@ -48,7 +47,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             return branch::promote_branch(ctx, &located, session, opts);
         }
         let _lock = ctx.lock(&located.repo)?;
-        let candidate = fresh_capture(ctx, &located, session)?;
+        let candidate = Candidate::of_session(ctx, &located, session)?;
         return patch::promote_patch(ctx, &located, candidate, opts);
     };
     if opts.mode == Mode::Branch {
@@ -57,37 +56,17 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         });
     }
     let _lock = ctx.lock(&located.repo)?;
+    let cs = &verified.change_set;
     let candidate = Candidate {
         patch: Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
         session: None,
-        base_tree: None,
-        result_tree: verified
-            .change_set
-            .result_tree
-            .strip_prefix("git-tree:")
-            .map(str::to_string),
+        base_tree: Some(changeset::tree_id(&cs.base_tree).to_string()),
+        result_tree: Some(changeset::tree_id(&cs.result_tree).to_string()),
         nested: Vec::new(),
+        previous: None,
+        isolation_head: None,
     };
     patch::promote_patch(ctx, &located, candidate, opts)
-}
-
-/// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
-fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
-    let snap = writable_isolation(&session)?.snapshot(ctx, located)?;
-    let patch = snapshot::patch(
-        &ctx.git,
-        &located.repo.common_dir,
-        &session.base_tree,
-        &snap.tree,
-        &located.store.scratch_dir(),
-    )?;
-    Ok(Candidate {
-        patch,
-        base_tree: Some(session.base_tree.clone()),
-        result_tree: Some(snap.tree.clone()),
-        session: Some(session),
-        nested: snap.nested,
-    })
 }
 
 /// `--note DIGEST`: the host promoted this change set by its own means.
@@ -110,12 +89,15 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
     let head = located.repo.head_commit(&ctx.git);
     journal(
         &located,
-        digest,
-        opts.session_id.as_deref(),
-        head.as_deref(),
-        0,
-        Landing::Noted,
-        opts.mode,
+        Landed {
+            digest,
+            session_id: opts.session_id.as_deref(),
+            head: head.as_deref(),
+            patch_bytes: 0,
+            how: Landing::Noted,
+            mode: opts.mode,
+            step: None,
+        },
     )?;
     Ok(out)
 }

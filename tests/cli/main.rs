@@ -20,5 +20,6 @@ mod run;
 mod sandbox;
 mod scripts;
 mod state_machine;
+mod steps;
 mod sweep;
 mod trust;
