@@ -402,6 +402,9 @@ pub(crate) struct Step {
     pub isolation_head: Option<String>,
     /// The source's HEAD once the step landed (branch mode moves it).
     pub head_after: Option<String>,
+    /// How many files the step's patch touches.
+    #[serde(default)]
+    pub files_changed: u64,
     /// Branch mode: the last commit of the replayed chain (its tree is this step's result
     /// without carried WIP), which the next step's commits are rebuilt on.
     #[serde(default)]

@@ -57,6 +57,7 @@ impl Candidate {
             result_tree: self.result_tree.clone()?,
             isolation_head: self.isolation_head.clone(),
             head_after: head_after.map(str::to_string),
+            files_changed: self.patch.files_changed,
             chain_tip: None,
         })
     }
@@ -128,11 +129,17 @@ impl Candidate {
             out.step = Some(previous.step.number);
             out.from_tree = Some(previous.step.from_tree.clone());
             out.patch_bytes = previous.patch_bytes;
+            out.files_changed = previous.step.files_changed;
         }
     }
 
-    /// Fills in the step this promote lands and where its delta starts (sessions only).
+    /// Fills in the step this promote lands and where its delta starts (sessions with something
+    /// to land only).
     pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
+        if self.patch.bytes == 0 {
+            // Nothing to land is no step (a replay reports the last one).
+            return;
+        }
         if let Some(step) = self.step(None) {
             out.step = Some(step.number);
             out.from_tree = Some(step.from_tree);

@@ -6,6 +6,7 @@ mod branch;
 mod capture;
 mod crash;
 mod discard_list;
+mod documents;
 mod escape;
 mod fixture;
 mod help;
