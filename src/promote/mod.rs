@@ -2,9 +2,12 @@
 //! digest already in the journal, `conflict` when the source moved or the patch does not apply
 //! (nothing applied), `empty`, or `planned` with `--no-apply`.
 //!
-//! The order of steps: (1) a document is verified completely, or a session is captured afresh;
-//! (2) an empty change set stops; (3) a journaled digest is `idempotent`; (4) a session whose
-//! source HEAD moved is `head_moved`; (5) artifacts are written (`--no-apply` stops); (6) the
+//! The order of steps: (1) a document is verified completely, or a session is captured afresh
+//! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
+//! (nothing new since a step is a replay of it, `idempotent`); (3) a journaled digest is
+//! `idempotent`; (4) a session whose source HEAD is not where its bind or last step left it is
+//! `head_moved`, a document whose base tree is unknown or not HEAD's is `base_unknown` or
+//! `base_differs`; (5) artifacts are written (`--no-apply` stops); (6) the
 //! patch is checked, its images planned, an intent recorded, and the checkout written and
 //! journaled with interrupts deferred. Branch mode replaces (6) with a replay of the session's
 //! commits. Taking the repository lock first finishes any promote a crash interrupted
