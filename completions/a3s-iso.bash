@@ -611,7 +611,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__promote)
-            opts="-s -C -q -h --session --change-set --mode --no-apply --artifacts --note --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --session --change-set --mode --no-apply --artifacts --note --onto-head --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -136,6 +136,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+            cand --onto-head 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

@@ -123,6 +123,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l no-apply -d 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l onto-head -d 'Apply a change-set document onto the checkout even though its base tree is not HEAD\'s (when it applies cleanly)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s h -l help -d 'Print help (see more with \'--help\')'

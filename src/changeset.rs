@@ -317,6 +317,13 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
     }
     let value: Value = serde_json::from_slice(bytes)
         .map_err(|e| invalid("json", "(document)", format!("not a JSON document: {e}")))?;
+    if let Some(path) = crate::strictjson::first_duplicate_key(bytes) {
+        return Err(invalid(
+            "duplicate_key",
+            &path,
+            "a key appears twice in one object",
+        ));
+    }
     let top = value
         .as_object()
         .ok_or_else(|| invalid("type", "(document)", "must be a JSON object"))?;
@@ -404,27 +411,30 @@ fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     Ok(patch)
 }
 
-/// Reads and verifies a document from a file (or `-` for standard input).
+/// Reads and verifies a document from a file (or `-` for standard input). Either source is
+/// read to at most one byte past the size limit, so a huge document is refused by the size rule
+/// without being buffered whole.
 pub fn verify_file(path: &std::path::Path) -> Result<Verified> {
     let bytes = if path == std::path::Path::new("-") {
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|e| Error::io("cannot read standard input", e))?;
-        bytes
+        read_bounded(std::io::stdin().lock())
+            .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
-        // Read at most one byte past the limit, so a huge file is refused without loading it.
         let file = std::fs::File::open(path).map_err(|e| Error::ChangeSetUnavailable {
             message: format!("cannot read {}: {e}", path.display()),
         })?;
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(
-            &mut std::io::Read::take(file, MAX_DOCUMENT_BYTES + 1),
-            &mut bytes,
-        )
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        bytes
+        read_bounded(file).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
     };
     verify(&bytes)
+}
+
+/// At most `MAX_DOCUMENT_BYTES + 1` bytes of `input`: enough to tell that it is too large.
+fn read_bounded(input: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(input, MAX_DOCUMENT_BYTES + 1),
+        &mut bytes,
+    )?;
+    Ok(bytes)
 }
 
 #[cfg(test)]

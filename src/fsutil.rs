@@ -26,12 +26,23 @@ pub(crate) fn unique_suffix() -> String {
     format!("{}-{n}-{nanos:08x}", std::process::id())
 }
 
+/// The directory a file lives in; a bare file name (`cs.json`) lives in the current directory,
+/// which `Path::parent` spells as an empty path that cannot be opened.
+fn parent_dir(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(dir) if dir.as_os_str().is_empty() => Ok(Path::new(".")),
+        Some(dir) => Ok(dir),
+        None => Err(crate::error::Error::internal(format!(
+            "{} has no parent",
+            path.display()
+        ))),
+    }
+}
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
 /// of the directory. A reader sees the old content or the new, never half of one.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().ok_or_else(|| {
-        crate::error::Error::internal(format!("{} has no parent", path.display()))
-    })?;
+    let dir = parent_dir(path)?;
     fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let name = path
         .file_name()
@@ -53,9 +64,7 @@ pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 
 /// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
 pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
-    let dir = path.parent().ok_or_else(|| {
-        crate::error::Error::internal(format!("{} has no parent", path.display()))
-    })?;
+    let dir = parent_dir(path)?;
     fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let tmp = dir.join(format!(".copy.tmp-{}", unique_suffix()));
     let result = (|| -> io::Result<()> {

@@ -35,6 +35,7 @@ pub mod scratch;
 pub mod signals;
 pub mod snapshot;
 pub mod state;
+mod strictjson;
 pub mod sweep;
 pub mod wip;
 

@@ -302,6 +302,16 @@ impl Store {
         read_json(&self.journal_file(digest))
     }
 
+    /// Every entry of the promote journal that can be read (one that cannot is skipped: it
+    /// names no step anyone could continue from).
+    pub(crate) fn journal_entries(&self) -> Result<Vec<JournalEntry>> {
+        Ok(self
+            .ids_in("promoted")?
+            .into_iter()
+            .filter_map(|hex| self.journal_entry(&hex).ok().flatten())
+            .collect())
+    }
+
     /// Records a promoted digest (atomic, fsynced).
     pub(crate) fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
         write_json_atomic(&self.journal_file(&entry.digest), entry)
@@ -374,6 +384,36 @@ pub(crate) struct JournalEntry {
     pub how: Landing,
     /// Which promote mode landed it.
     pub mode: PromoteMode,
+    /// For a session's promote: which step of the session it was (absent for a document, a
+    /// noted digest, and entries written before promotes came in steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<Step>,
+}
+
+/// One step of a session promoted in steps: the delta from the tree the previous step left to
+/// the session's result at the time. The journal entry that records it is the only record of
+/// "last promoted", so a step has landed exactly when its entry exists.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Step {
+    /// 1 for the session's first promote, then 2, 3, …
+    pub number: u64,
+    /// The session's `created_at_ms`: a session bound again under the same id starts over.
+    pub session_created_at_ms: u64,
+    /// The tree the delta starts from: the session's base tree, or the previous step's result.
+    pub from_tree: String,
+    /// The session's snapshot this step brought into the source.
+    pub result_tree: String,
+    /// The isolation's HEAD at the snapshot (branch mode replays the commits after it next).
+    pub isolation_head: Option<String>,
+    /// The source's HEAD once the step landed (branch mode moves it).
+    pub head_after: Option<String>,
+    /// How many files the step's patch touches.
+    #[serde(default)]
+    pub files_changed: u64,
+    /// Branch mode: the last commit of the replayed chain (its tree is this step's result
+    /// without carried WIP), which the next step's commits are rebuilt on.
+    #[serde(default)]
+    pub chain_tip: Option<String>,
 }
 
 /// How a journaled change set came to be in the source.

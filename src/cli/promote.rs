@@ -40,6 +40,11 @@ pub struct PromoteArgs {
     /// Record DIGEST as promoted by other means, so that promoting it later is idempotent
     #[arg(long, value_name = "DIGEST", conflicts_with_all = ["change_set", "no_apply"])]
     pub note: Option<String>,
+
+    /// Apply a change-set document onto the checkout even though its base tree is not HEAD's
+    /// (when it applies cleanly)
+    #[arg(long, requires = "change_set")]
+    pub onto_head: bool,
 }
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
@@ -56,6 +61,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             no_apply: args.no_apply,
             artifacts: args.artifacts.clone(),
             note: args.note.clone(),
+            onto_head: args.onto_head,
         },
     )?;
     drop(spinner);
@@ -103,6 +109,7 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
     };
     push("session", outcome.session_id.clone());
     push("digest", outcome.digest.clone());
+    push("step", outcome.step.map(|n| n.to_string()));
     push("bound", outcome.bound_revision.clone());
     push("current", outcome.current_revision.clone());
     push(
@@ -133,6 +140,15 @@ fn hint(reason: Reason) -> &'static str {
         }
         Reason::ReplayFailed => {
             "nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode"
+        }
+        Reason::BaseUnknown => {
+            "the change set was taken from another repository (its base tree is not here); fetch that history first, or apply the patch by hand"
+        }
+        Reason::BaseDiffers => {
+            "the change set was taken against another state than HEAD: promote --change-set FILE --onto-head applies it onto your checkout if it applies cleanly"
+        }
+        Reason::ModeChanged => {
+            "earlier steps of this session are uncommitted changes in your checkout: promote the session in patch mode"
         }
         Reason::HeadMoved => {
             "the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD"

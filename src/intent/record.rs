@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::Result;
 use crate::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
 pub(crate) use crate::paths::RepoPath;
-use crate::state::{PromoteMode, Store};
+use crate::state::{PromoteMode, Step, Store};
 
 /// The schema name of an intent record.
 pub(crate) const SCHEMA: &str = "a3s-iso.intent.v1";
@@ -121,6 +121,10 @@ pub(crate) struct Intent {
     pub(crate) pid: u32,
     /// What changes.
     pub(crate) changes: Changes,
+    /// For a session's promote: the step it lands, journaled with it (by the promote, or by
+    /// recovery), so that a crash neither loses the step nor records it twice.
+    #[serde(default)]
+    pub(crate) step: Option<Step>,
 }
 
 /// A short tag of a digest for file names (the first 12 hex digits).

@@ -170,9 +170,18 @@ pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<
     }))
 }
 
-/// Records a recovered landing in the promote journal.
+/// Records a recovered landing in the promote journal, with the step it landed (branch mode:
+/// the source's HEAD is where the finished replay left it).
 fn journal(store: &Store, intent: &Intent) -> Result<()> {
+    let step = intent.step.clone().map(|mut step| {
+        if let Changes::Branch(plan) = &intent.changes {
+            let tip = plan.done.as_ref().or(plan.replayed.last());
+            step.head_after = Some(tip.unwrap_or(&plan.old_tip).clone());
+        }
+        step
+    });
     store.record_promoted(&JournalEntry {
+        step,
         digest: intent.digest.clone(),
         session_id: intent.session_id.clone(),
         promoted_at_ms: now_ms(),

@@ -12,11 +12,12 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::artifacts::Artifacts;
-use super::journal::journal;
-use super::options::PromoteOptions;
+use super::journal::{Landed, journal, landed_before};
+use super::options::{Candidate, PromoteOptions};
 use super::outcome::{
     BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
 };
+use super::patch::touched_paths;
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{now_ms, unique_suffix};
@@ -24,8 +25,8 @@ use crate::git::{CatFile, Git};
 use crate::intent::{self, BranchPlan, Changes, Intent};
 use crate::isolation::writable_isolation;
 use crate::paths::RepoPath;
-use crate::snapshot::{self, Patch, TempFile};
-use crate::state::{Landing, SessionRecord, Store};
+use crate::snapshot::TempFile;
+use crate::state::{Landing, SessionRecord, Step, Store};
 
 /// A commit to replay: the commit object and its subject line.
 struct Pick {
@@ -67,33 +68,31 @@ pub(super) fn promote_branch(
     out.warnings.extend(ctx.take_notices());
     out.session_id = Some(session.session_id.clone());
     out.bound_revision = Some(session.bound_revision.clone());
-    let snap = isolation.snapshot(ctx, located)?;
-    out.nested_repositories = snap.nested.clone();
-    let scratch = located.store.scratch_dir();
-    let patch = snapshot::patch(
-        &ctx.git,
-        &located.repo.common_dir,
-        &session.base_tree,
-        &snap.tree,
-        &scratch,
+    let candidate = Candidate::of_session(ctx, located, session)?;
+    if stops_before_planning(located, &candidate, &mut out)? {
+        return Ok(out);
+    }
+    let artifacts = Artifacts::write(
+        located,
+        opts.artifacts.as_deref(),
+        &candidate.patch,
+        &mut out,
     )?;
-    out.patch_bytes = patch.bytes;
-    out.files_changed = patch.files_changed;
-    if patch.bytes == 0 {
-        return Ok(out);
-    }
-    out.digest = Some(patch.digest.clone());
-    if located.store.journal_entry(&patch.digest)?.is_some() {
-        out.outcome = Outcome::Idempotent;
-        return Ok(out);
-    }
-    if intent::load(&located.store, &patch.digest)?.is_some() {
-        // Recovery under the lock could not finish it (see the warnings): never start over it.
-        out.conflict(Reason::ReplayFailed, Some(PENDING.into()));
-        return Ok(out);
-    }
-    let artifacts = Artifacts::write(located, opts.artifacts.as_deref(), &patch, &mut out)?;
     if opts.no_apply {
+        return Ok(out);
+    }
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch promote without a session"));
+    };
+    let scratch = located.store.scratch_dir();
+    let changed = changed_since_last_step(ctx, &candidate, session, &scratch)?;
+    if !changed.is_empty() {
+        out.conflict(
+            Reason::PatchDoesNotApply,
+            Some("the checkout no longer holds what the last step left at these paths, which this step changes".into()),
+        );
+        out.set_conflicting_paths(changed);
+        artifacts.summarise(&out)?;
         return Ok(out);
     }
     let target = target(&ctx.git, &session.source)?;
@@ -101,16 +100,15 @@ pub(super) fn promote_branch(
     // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
     // replaced by a guess.
     let isolation_head = isolation.head(&ctx.git)?;
-    match plan(
-        ctx,
-        &session,
-        &target,
-        &isolation_head,
-        &snap.tree,
-        &scratch,
-    )? {
+    match plan(ctx, &candidate, &target, &isolation_head, &scratch)? {
         Planned::Chain(chain) => {
-            execute(ctx, located, &session, &target, &chain, &patch, &mut out)?
+            let job = Job {
+                located,
+                candidate: &candidate,
+                session,
+                target: &target,
+            };
+            execute(ctx, &job, &chain, &mut out)?
         }
         Planned::Refused { commit, detail } => {
             out.conflict(Reason::ReplayFailed, Some(detail));
@@ -121,6 +119,97 @@ pub(super) fn promote_branch(
     }
     artifacts.summarise(&out)?;
     Ok(out)
+}
+
+/// The outcomes decided before anything is planned: empty (or nothing new since the last step),
+/// journaled, an interrupted promote still pending, or a session whose earlier step landed in
+/// patch mode. Returns whether the promote stops.
+fn stops_before_planning(
+    located: &Located,
+    candidate: &Candidate,
+    out: &mut PromoteOutcome,
+) -> Result<bool> {
+    out.nested_repositories = candidate.nested.clone();
+    out.patch_bytes = candidate.patch.bytes;
+    out.files_changed = candidate.patch.files_changed;
+    candidate.report_step(out);
+    if candidate.patch.bytes == 0 {
+        candidate.replay_last_step(out);
+        return Ok(true);
+    }
+    out.digest = Some(candidate.patch.digest.clone());
+    if landed_before(&located.store, candidate)? {
+        out.outcome = Outcome::Idempotent;
+        return Ok(true);
+    }
+    if intent::load(&located.store, &candidate.patch.digest)?.is_some() {
+        // Recovery under the lock could not finish it (see the warnings): never start over it.
+        out.conflict(Reason::ReplayFailed, Some(PENDING.into()));
+        return Ok(true);
+    }
+    if let Some(previous) = &candidate.previous
+        && previous.mode == Mode::Patch
+    {
+        out.conflict(
+            Reason::ModeChanged,
+            Some(format!(
+                "step {} of this session landed in patch mode, as uncommitted changes; the session continues in patch mode",
+                previous.step.number
+            )),
+        );
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// After a step: the paths this step changes where the checkout no longer holds what the last
+/// step left (the user changed them since), which a replay would merge with or set aside.
+fn changed_since_last_step(
+    ctx: &Context,
+    candidate: &Candidate,
+    session: &SessionRecord,
+    scratch: &Path,
+) -> Result<Vec<RepoPath>> {
+    let Some(previous) = &candidate.previous else {
+        return Ok(Vec::new());
+    };
+    let source = session.source.as_path();
+    let touched = touched_paths(ctx, source, candidate.patch.file.path())?;
+    let last = &previous.step.result_tree;
+    crate::wip::changed_since(&ctx.git, source, last, &touched, scratch)
+}
+
+/// What a branch promote lands and where.
+struct Job<'a> {
+    located: &'a Located,
+    candidate: &'a Candidate,
+    session: &'a SessionRecord,
+    target: &'a Target,
+}
+
+impl Job<'_> {
+    /// The commit the replayed chain starts from: the last step's chain tip (its tree is that
+    /// step's result without carried WIP), else the bound revision.
+    fn start(&self) -> &str {
+        chain_start(self.candidate, self.session)
+    }
+
+    /// The step this promote lands, ending at `chain_tip`.
+    fn step(&self, chain_tip: &str, head_after: Option<&str>) -> Option<Step> {
+        self.candidate.step(head_after).map(|mut step| {
+            step.chain_tip = Some(chain_tip.to_string());
+            step
+        })
+    }
+}
+
+/// The commit a step's chain is rebuilt on: the last step's chain tip, else the bound revision.
+fn chain_start<'a>(candidate: &'a Candidate, session: &'a SessionRecord) -> &'a str {
+    candidate
+        .previous
+        .as_ref()
+        .and_then(|p| p.step.chain_tip.as_deref())
+        .unwrap_or(&session.bound_revision)
 }
 
 /// The source's current branch and tip; a detached source has no branch to replay onto.
@@ -142,24 +231,33 @@ fn target(git: &Git, source: &Path) -> Result<Target> {
     })
 }
 
-/// Plans the replay: the session's first-parent commits since the bound revision, rebuilt
-/// without the carried WIP where needed, plus one commit for uncommitted leftovers. Writes
-/// only objects.
+/// Plans the replay: the session's first-parent commits since the bound revision (or, after a
+/// step, since the isolation's HEAD that step saw), rebuilt without the carried WIP where
+/// needed and on top of where the last step's chain ended, plus one commit for uncommitted
+/// leftovers. Writes only objects.
 fn plan(
     ctx: &Context,
-    session: &SessionRecord,
+    candidate: &Candidate,
     target: &Target,
     isolation_head: &str,
-    snapshot_tree: &str,
     scratch: &Path,
 ) -> Result<Planned> {
     let git = &ctx.git;
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch plan without a session"));
+    };
+    let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
     let source = session.source.as_path();
     let wip = WipFilter::new(git, source, session, scratch)?;
-    let originals = first_parent_chain(git, source, &session.bound_revision, isolation_head)?;
+    let since = candidate
+        .previous
+        .as_ref()
+        .and_then(|p| p.step.isolation_head.as_deref())
+        .unwrap_or(&session.bound_revision);
+    let originals = first_parent_chain(git, source, since, isolation_head)?;
     let raw = raw_commits(git, source, &originals)?;
     let mut chain: Vec<Pick> = Vec::new();
-    let mut parent = session.bound_revision.clone();
+    let mut parent = chain_start(candidate, session).to_string();
     for (original, raw) in originals.iter().zip(&raw) {
         let filtered = match wip.filter(&original.tree)? {
             Filtered::Tree(tree) => tree,
@@ -235,20 +333,13 @@ struct Recorder<'a> {
 
 impl<'a> Recorder<'a> {
     /// Writes the intent before anything in the checkout changes.
-    fn begin(
-        located: &'a Located,
-        session: &SessionRecord,
-        target: &Target,
-        chain: &[Pick],
-        patch: &Patch,
-        had_wip: bool,
-    ) -> Result<Recorder<'a>> {
+    fn begin(job: &Job<'a>, chain: &[Pick], had_wip: bool) -> Result<Recorder<'a>> {
+        let patch = &job.candidate.patch;
+        let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
         let plan = BranchPlan {
-            branch: target.branch.clone(),
-            old_tip: target.old_tip.clone(),
-            retained_tip: chain
-                .last()
-                .map_or(session.bound_revision.clone(), |p| p.commit.clone()),
+            branch: job.target.branch.clone(),
+            old_tip: job.target.old_tip.clone(),
+            retained_tip: tip.to_string(),
             had_wip,
             token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
             stash: None,
@@ -258,18 +349,20 @@ impl<'a> Recorder<'a> {
             done: None,
         };
         let recorder = Recorder {
-            store: &located.store,
+            store: &job.located.store,
             intent: Intent {
                 schema: intent::SCHEMA.into(),
                 digest: patch.digest.clone(),
-                session_id: Some(session.session_id.clone()),
+                session_id: Some(job.session.session_id.clone()),
                 mode: Mode::Branch,
-                source: session.source.clone(),
-                source_head: Some(target.old_tip.clone()),
+                source: job.session.source.clone(),
+                source_head: Some(job.target.old_tip.clone()),
                 patch_bytes: patch.bytes,
                 created_at_ms: now_ms(),
                 pid: std::process::id(),
                 changes: Changes::Branch(plan.clone()),
+                // Recovery fills in where HEAD ends up.
+                step: job.step(tip, None),
             },
             plan,
         };
@@ -298,25 +391,16 @@ impl<'a> Recorder<'a> {
 /// replays, restores the WIP and journals. From the stash to the journal nothing may stop
 /// halfway: interrupts wait, git runs where a Ctrl-C at the terminal cannot reach it, and a
 /// crash is finished (or rolled back) by the next command from the intent.
-fn execute(
-    ctx: &Context,
-    located: &Located,
-    session: &SessionRecord,
-    target: &Target,
-    chain: &[Pick],
-    patch: &Patch,
-    out: &mut PromoteOutcome,
-) -> Result<()> {
+fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcome) -> Result<()> {
     let git = &ctx.git;
-    let source = session.source.as_path();
-    let id = &session.session_id;
-    let tip = chain
-        .last()
-        .map_or(session.bound_revision.as_str(), |p| p.commit.as_str());
+    let source = job.session.source.as_path();
+    let target = job.target;
+    let id = &job.session.session_id;
+    let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
     crate::refs::set_retained_branch(git, source, id, tip)?;
     let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
-    let mut recorder = Recorder::begin(located, session, target, chain, patch, had_wip)?;
+    let mut recorder = Recorder::begin(job, chain, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::signals::Signals::register()?;
     let stash = match had_wip {
@@ -333,16 +417,21 @@ fn execute(
         &mut report,
     )?;
     let marked = || intent::marked(git, source, recorder.token());
-    if failure.is_some() {
-        // Abort the whole replay: the branch goes back to where it was.
-        let _ = marked().args(["cherry-pick", "--abort"]).output();
-        marked()
-            .args(["reset", "-q", "--hard", &target.old_tip])
-            .run()?;
-    } else {
-        let done = git.rev_parse_required(source, "HEAD")?;
-        recorder.record(|plan| plan.done = Some(done))?;
-    }
+    let done = match failure {
+        Some(_) => {
+            // Abort the whole replay: the branch goes back to where it was.
+            let _ = marked().args(["cherry-pick", "--abort"]).output();
+            marked()
+                .args(["reset", "-q", "--hard", &target.old_tip])
+                .run()?;
+            None
+        }
+        None => {
+            let done = git.rev_parse_required(source, "HEAD")?;
+            recorder.record(|plan| plan.done = Some(done.clone()))?;
+            Some(done)
+        }
+    };
     if let Some(stash) = &stash
         && let Err(warning) = intent::restore_stash(git, source, recorder.token(), stash)
     {
@@ -350,7 +439,8 @@ fn execute(
         report.kept_stash = Some(stash.clone());
     }
     crate::fault_point!("promote-branch-after-restore");
-    conclude(located, session, target, patch, failure, &mut report, out)?;
+    let step = job.step(tip, done.as_deref());
+    conclude(job, step, failure, &mut report, out)?;
     recorder.end()?;
     if out.outcome == Outcome::Applied && interrupts.received().is_some() {
         out.warnings
@@ -361,12 +451,11 @@ fn execute(
     Ok(())
 }
 
-/// The outcome of a replay: a conflict naming the commit, or the journal entry and `applied`.
+/// The outcome of a replay: a conflict naming the commit, or the journal entry (with the step
+/// and where it left HEAD) and `applied`.
 fn conclude(
-    located: &Located,
-    session: &SessionRecord,
-    target: &Target,
-    patch: &Patch,
+    job: &Job<'_>,
+    step: Option<Step>,
     failure: Option<(String, String)>,
     report: &mut BranchReport,
     out: &mut PromoteOutcome,
@@ -378,14 +467,18 @@ fn conclude(
             report.replayed.clear();
         }
         None => {
+            let patch = &job.candidate.patch;
             journal(
-                located,
-                &patch.digest,
-                Some(&session.session_id),
-                Some(&target.old_tip),
-                patch.bytes,
-                Landing::Applied,
-                Mode::Branch,
+                job.located,
+                Landed {
+                    digest: &patch.digest,
+                    session_id: Some(&job.session.session_id),
+                    head: Some(&job.target.old_tip),
+                    patch_bytes: patch.bytes,
+                    how: Landing::Applied,
+                    mode: Mode::Branch,
+                    step,
+                },
             )?;
             out.outcome = Outcome::Applied;
         }

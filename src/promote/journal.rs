@@ -1,29 +1,53 @@
 //! The promote journal: one fsynced entry per digest that landed, so a change set lands at
-//! most once.
+//! most once; a session's entries also record its steps, the last of which is where the next
+//! promote of the session starts.
 
+use super::options::Candidate;
 use super::outcome::Mode;
 use crate::context::Located;
 use crate::error::Result;
 use crate::fsutil::now_ms;
-use crate::state::{JournalEntry, Landing};
+use crate::state::{JournalEntry, Landing, Step, Store};
 
-/// Records that `digest` landed: the promote journal's entry, fsynced.
-pub(super) fn journal(
-    located: &Located,
-    digest: &str,
-    session_id: Option<&str>,
-    head: Option<&str>,
-    patch_bytes: u64,
-    how: Landing,
-    mode: Mode,
-) -> Result<()> {
+/// What lands, for the journal.
+pub(super) struct Landed<'a> {
+    pub(super) digest: &'a str,
+    pub(super) session_id: Option<&'a str>,
+    pub(super) head: Option<&'a str>,
+    pub(super) patch_bytes: u64,
+    pub(super) how: Landing,
+    pub(super) mode: Mode,
+    pub(super) step: Option<Step>,
+}
+
+/// Records that a change set landed: the promote journal's entry, fsynced.
+pub(super) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
     located.store.record_promoted(&JournalEntry {
-        digest: digest.to_string(),
-        session_id: session_id.map(str::to_string),
+        digest: landed.digest.to_string(),
+        session_id: landed.session_id.map(str::to_string),
         promoted_at_ms: now_ms(),
-        source_head: head.map(str::to_string),
-        patch_bytes,
-        how,
-        mode,
+        source_head: landed.head.map(str::to_string),
+        patch_bytes: landed.patch_bytes,
+        how: landed.how,
+        mode: landed.mode,
+        step: landed.step,
+    })
+}
+
+/// Whether the candidate's digest is in the journal as having landed. An entry that is an
+/// earlier step of this very session is not: the session undid a change and made it again,
+/// so the delta repeats an earlier one but has not landed this time.
+pub(super) fn landed_before(store: &Store, candidate: &Candidate) -> Result<bool> {
+    let Some(entry) = store.journal_entry(&candidate.patch.digest)? else {
+        return Ok(false);
+    };
+    Ok(match &candidate.session {
+        Some(session) if candidate.previous.is_some() => {
+            entry.session_id.as_deref() != Some(session.session_id.as_str())
+                || entry
+                    .step
+                    .is_none_or(|s| s.session_created_at_ms != session.created_at_ms)
+        }
+        _ => true,
     })
 }

@@ -2,9 +2,12 @@
 //! digest already in the journal, `conflict` when the source moved or the patch does not apply
 //! (nothing applied), `empty`, or `planned` with `--no-apply`.
 //!
-//! The order of steps: (1) a document is verified completely, or a session is captured afresh;
-//! (2) an empty change set stops; (3) a journaled digest is `idempotent`; (4) a session whose
-//! source HEAD moved is `head_moved`; (5) artifacts are written (`--no-apply` stops); (6) the
+//! The order of steps: (1) a document is verified completely, or a session is captured afresh
+//! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
+//! (nothing new since a step is a replay of it, `idempotent`); (3) a journaled digest is
+//! `idempotent`; (4) a session whose source HEAD is not where its bind or last step left it is
+//! `head_moved`, a document whose base tree is unknown or not HEAD's is `base_unknown` or
+//! `base_differs`; (5) artifacts are written (`--no-apply` stops); (6) the
 //! patch is checked, its images planned, an intent recorded, and the checkout written and
 //! journaled with interrupts deferred. Branch mode replaces (6) with a replay of the session's
 //! commits. Taking the repository lock first finishes any promote a crash interrupted
@@ -17,7 +20,7 @@ mod options;
 mod outcome;
 mod patch;
 
-use journal::journal;
+use journal::{Landed, journal};
 use options::Candidate;
 pub use options::PromoteOptions;
 pub use outcome::{
@@ -25,11 +28,10 @@ pub use outcome::{
 };
 
 use crate::changeset;
-use crate::context::{Context, Located};
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::isolation::writable_isolation;
-use crate::snapshot::{self, Patch};
-use crate::state::{Landing, SessionRecord};
+use crate::snapshot::Patch;
+use crate::state::Landing;
 
 /// Promotes a session or a change-set document; see the module's order of steps.
 pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
@@ -48,7 +50,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             return branch::promote_branch(ctx, &located, session, opts);
         }
         let _lock = ctx.lock(&located.repo)?;
-        let candidate = fresh_capture(ctx, &located, session)?;
+        let candidate = Candidate::of_session(ctx, &located, session)?;
         return patch::promote_patch(ctx, &located, candidate, opts);
     };
     if opts.mode == Mode::Branch {
@@ -57,37 +59,17 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         });
     }
     let _lock = ctx.lock(&located.repo)?;
+    let cs = &verified.change_set;
     let candidate = Candidate {
         patch: Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
         session: None,
-        base_tree: None,
-        result_tree: verified
-            .change_set
-            .result_tree
-            .strip_prefix("git-tree:")
-            .map(str::to_string),
+        base_tree: Some(changeset::tree_id(&cs.base_tree).to_string()),
+        result_tree: Some(changeset::tree_id(&cs.result_tree).to_string()),
         nested: Vec::new(),
+        previous: None,
+        isolation_head: None,
     };
     patch::promote_patch(ctx, &located, candidate, opts)
-}
-
-/// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
-fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
-    let snap = writable_isolation(&session)?.snapshot(ctx, located)?;
-    let patch = snapshot::patch(
-        &ctx.git,
-        &located.repo.common_dir,
-        &session.base_tree,
-        &snap.tree,
-        &located.store.scratch_dir(),
-    )?;
-    Ok(Candidate {
-        patch,
-        base_tree: Some(session.base_tree.clone()),
-        result_tree: Some(snap.tree.clone()),
-        session: Some(session),
-        nested: snap.nested,
-    })
 }
 
 /// `--note DIGEST`: the host promoted this change set by its own means.
@@ -110,12 +92,15 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
     let head = located.repo.head_commit(&ctx.git);
     journal(
         &located,
-        digest,
-        opts.session_id.as_deref(),
-        head.as_deref(),
-        0,
-        Landing::Noted,
-        opts.mode,
+        Landed {
+            digest,
+            session_id: opts.session_id.as_deref(),
+            head: head.as_deref(),
+            patch_bytes: 0,
+            how: Landing::Noted,
+            mode: opts.mode,
+            step: None,
+        },
     )?;
     Ok(out)
 }

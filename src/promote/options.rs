@@ -2,9 +2,12 @@
 
 use std::path::PathBuf;
 
-use super::outcome::Mode;
-use crate::snapshot::Patch;
-use crate::state::SessionRecord;
+use super::outcome::{Mode, Outcome, PromoteOutcome};
+use crate::context::{Context, Located};
+use crate::error::Result;
+use crate::isolation::writable_isolation;
+use crate::snapshot::{self, Patch};
+use crate::state::{SessionRecord, Step, Store};
 
 /// What to promote and how.
 #[derive(Debug, Clone, Default)]
@@ -21,17 +24,144 @@ pub struct PromoteOptions {
     pub artifacts: Option<PathBuf>,
     /// `--note DIGEST`: record the digest as promoted by other means.
     pub note: Option<String>,
+    /// `--onto-head`: a document whose base tree is not HEAD's may still apply onto the
+    /// checkout, when `git apply --check` passes.
+    pub onto_head: bool,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.
 pub(crate) struct Candidate {
     pub(crate) patch: Patch,
     pub(crate) session: Option<SessionRecord>,
-    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's); none
-    /// for a document.
+    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's), the
+    /// result of the session's last promoted step, or a document's `base_tree`.
     pub(crate) base_tree: Option<String>,
     /// What the patch makes of its base: the session's snapshot, or a document's result tree
     /// (which this repository may not have).
     pub(crate) result_tree: Option<String>,
     pub(crate) nested: Vec<String>,
+    /// A session's last promoted step: the patch is the delta since its result.
+    pub(crate) previous: Option<Previous>,
+    /// The isolation's HEAD at the snapshot, for the step's record.
+    pub(crate) isolation_head: Option<String>,
+}
+
+impl Candidate {
+    /// The step this promote lands, for the intent and the journal (none for a document).
+    pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
+        let session = self.session.as_ref()?;
+        Some(Step {
+            number: self.previous.as_ref().map_or(1, |p| p.step.number + 1),
+            session_created_at_ms: session.created_at_ms,
+            from_tree: self.base_tree.clone()?,
+            result_tree: self.result_tree.clone()?,
+            isolation_head: self.isolation_head.clone(),
+            head_after: head_after.map(str::to_string),
+            files_changed: self.patch.files_changed,
+            chain_tip: None,
+        })
+    }
+
+    /// The revision the source's HEAD must be at: where the last step left it, else the bound
+    /// revision.
+    pub(crate) fn expected_head(&self) -> Option<&str> {
+        let bound = self.session.as_ref()?.bound_revision.as_str();
+        Some(
+            self.previous
+                .as_ref()
+                .and_then(|p| p.step.head_after.as_deref())
+                .unwrap_or(bound),
+        )
+    }
+}
+
+/// A session's last promoted step.
+#[derive(Debug, Clone)]
+pub(crate) struct Previous {
+    /// The digest of the delta that step landed.
+    pub(crate) digest: String,
+    /// How it landed.
+    pub(crate) mode: Mode,
+    /// The size of its patch.
+    pub(crate) patch_bytes: u64,
+    /// What it landed.
+    pub(crate) step: Step,
+}
+
+impl Candidate {
+    /// Step 1 for a session: a fresh capture, as the delta since the session's last promoted step
+    /// (or, before the first, since its base tree).
+    pub(crate) fn of_session(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+    ) -> Result<Candidate> {
+        let isolation = writable_isolation(&session)?;
+        let snap = isolation.snapshot(ctx, located)?;
+        let previous = last_step(&located.store, &session)?;
+        let from = previous
+            .as_ref()
+            .map_or(session.base_tree.clone(), |p| p.step.result_tree.clone());
+        let patch = snapshot::patch(
+            &ctx.git,
+            &located.repo.common_dir,
+            &from,
+            &snap.tree,
+            &located.store.scratch_dir(),
+        )?;
+        Ok(Candidate {
+            patch,
+            base_tree: Some(from),
+            result_tree: Some(snap.tree.clone()),
+            isolation_head: isolation.head(&ctx.git).ok(),
+            session: Some(session),
+            nested: snap.nested,
+            previous,
+        })
+    }
+
+    /// Nothing new since the session's last promoted step: a replay of that step, reported
+    /// `idempotent` with its digest (without a step before, the change set is `empty`).
+    pub(crate) fn replay_last_step(&self, out: &mut PromoteOutcome) {
+        if let Some(previous) = &self.previous {
+            out.outcome = Outcome::Idempotent;
+            out.digest = Some(previous.digest.clone());
+            out.step = Some(previous.step.number);
+            out.from_tree = Some(previous.step.from_tree.clone());
+            out.patch_bytes = previous.patch_bytes;
+            out.files_changed = previous.step.files_changed;
+        }
+    }
+
+    /// Fills in the step this promote lands and where its delta starts (sessions with something
+    /// to land only).
+    pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
+        if self.patch.bytes == 0 {
+            // Nothing to land is no step (a replay reports the last one).
+            return;
+        }
+        if let Some(step) = self.step(None) {
+            out.step = Some(step.number);
+            out.from_tree = Some(step.from_tree);
+        }
+    }
+}
+
+/// The session's last promoted step, with its digest: the journal entry of this session (this
+/// binding of its id) with the highest step number.
+pub(crate) fn last_step(store: &Store, session: &SessionRecord) -> Result<Option<Previous>> {
+    Ok(store
+        .journal_entries()?
+        .into_iter()
+        .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|entry| {
+            let step = entry.step?;
+            (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
+                digest: entry.digest,
+                mode: entry.mode,
+                patch_bytes: entry.patch_bytes,
+                step,
+            })
+        })
+        .max_by_key(|previous| previous.step.number))
 }

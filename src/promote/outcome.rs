@@ -51,6 +51,14 @@ pub enum Reason {
     PatchDoesNotApply,
     /// Branch mode: a commit could not be replayed (or separated from carried WIP).
     ReplayFailed,
+    /// A document's `base_tree` is not an object of this repository: it was taken elsewhere.
+    BaseUnknown,
+    /// A document's `base_tree` is not the tree of the source's HEAD (`--onto-head` applies
+    /// it onto the checkout anyway, when it applies).
+    BaseDiffers,
+    /// Branch mode after a step promoted in patch mode: that step is uncommitted work in the
+    /// source, which a replay would have to commit; the session continues in patch mode.
+    ModeChanged,
 }
 
 impl Reason {
@@ -60,6 +68,9 @@ impl Reason {
             Reason::HeadMoved => "head_moved",
             Reason::PatchDoesNotApply => "patch_does_not_apply",
             Reason::ReplayFailed => "replay_failed",
+            Reason::BaseUnknown => "base_unknown",
+            Reason::BaseDiffers => "base_differs",
+            Reason::ModeChanged => "mode_changed",
         }
     }
 }
@@ -99,6 +110,15 @@ pub struct PromoteOutcome {
     pub detail: Option<String>,
     /// Things the user should know that did not stop the promote.
     pub warnings: Vec<String>,
+    /// A session's promote: which step of the session this is (1, 2, …); for `idempotent`
+    /// with nothing new, the step that landed last. Null for a document.
+    pub step: Option<u64>,
+    /// A session's promote: the tree the delta starts from (the session's base tree for step
+    /// 1, the previous step's result after that).
+    pub from_tree: Option<String>,
+    /// A document's promote: whether its `base_tree` is the tree of the source's HEAD (null
+    /// for a session, or when the base is not in this repository).
+    pub base_matches_head: Option<bool>,
     /// Branch mode: the retained branch, the commits replayed and skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<BranchReport>,
@@ -123,6 +143,9 @@ impl PromoteOutcome {
             nested_repositories: Vec::new(),
             detail: None,
             warnings: Vec::new(),
+            step: None,
+            from_tree: None,
+            base_matches_head: None,
             branch: None,
         }
     }

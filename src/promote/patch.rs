@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::artifacts::Artifacts;
-use super::journal::journal;
+use super::journal::{Landed, journal, landed_before};
 use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
 use crate::context::{Context, Located};
@@ -26,14 +26,14 @@ enum Check {
     /// Every touched path already holds what the change set makes of it, but no record says
     /// that a promote put it there.
     Present(Vec<RepoPath>),
-    /// The patch does not apply; git's explanation.
-    DoesNotApply(String),
+    /// The patch does not apply; git's explanation and the paths it names.
+    DoesNotApply(String, Vec<RepoPath>),
     /// The patch touches paths the user changed and has not committed.
     MeetsWip(Vec<RepoPath>),
 }
 
-/// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD, artifacts,
-/// check, apply, journal.
+/// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD (or a
+/// document's base), artifacts, check, apply, journal.
 pub(super) fn promote_patch(
     ctx: &Context,
     located: &Located,
@@ -42,11 +42,12 @@ pub(super) fn promote_patch(
 ) -> Result<PromoteOutcome> {
     let mut out = initial_report(ctx, &candidate);
     if candidate.patch.bytes == 0 {
+        candidate.replay_last_step(&mut out);
         return Ok(out);
     }
     let digest = candidate.patch.digest.clone();
     out.digest = Some(digest.clone());
-    if located.store.journal_entry(&digest)?.is_some() {
+    if landed_before(&located.store, &candidate)? {
         out.outcome = Outcome::Idempotent;
         return Ok(out);
     }
@@ -60,13 +61,9 @@ pub(super) fn promote_patch(
     }
     let source = source_of(located, &candidate);
     let head = source.head_commit(&ctx.git);
-    if let Some(session) = &candidate.session {
-        out.bound_revision = Some(session.bound_revision.clone());
-        out.current_revision = head.clone();
-        if head.as_deref() != Some(session.bound_revision.as_str()) {
-            out.conflict(Reason::HeadMoved, None);
-            return Ok(out);
-        }
+    out.current_revision = head.clone();
+    if refused_where_it_lands(ctx, &source.toplevel, &candidate, opts, &mut out)? {
+        return Ok(out);
     }
     let artifacts = Artifacts::write(
         located,
@@ -94,19 +91,74 @@ pub(super) fn promote_patch(
     Ok(out)
 }
 
-/// The report before any check: sizes, session, nested repositories, and what recovery under
-/// the lock did.
+/// The report before any check: sizes, session and step, nested repositories, and what
+/// recovery under the lock did.
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
     out.patch_bytes = candidate.patch.bytes;
     out.files_changed = candidate.patch.files_changed;
+    candidate.report_step(&mut out);
     out.nested_repositories = candidate.nested.clone();
     out.warnings.extend(ctx.take_notices());
     out.warnings.extend(candidate.nested.iter().map(|p| {
         format!("nested repository {p} is not part of the change set; promote it on its own")
     }));
     out
+}
+
+/// The checks on where the change set lands, before anything is written: a session's source
+/// HEAD must be where its last step (or bind) left it; a document's base tree must be in this
+/// repository, and HEAD's tree unless `--onto-head`. Returns whether the promote stops.
+fn refused_where_it_lands(
+    ctx: &Context,
+    source: &Path,
+    candidate: &Candidate,
+    opts: &PromoteOptions,
+    out: &mut PromoteOutcome,
+) -> Result<bool> {
+    if let Some(session) = &candidate.session {
+        out.bound_revision = Some(session.bound_revision.clone());
+        if out.current_revision.as_deref() != candidate.expected_head() {
+            let detail = candidate.previous.as_ref().map(|p| {
+                format!(
+                    "step {} of this session left HEAD at {}",
+                    p.step.number,
+                    p.step.head_after.as_deref().unwrap_or("(none)")
+                )
+            });
+            out.conflict(Reason::HeadMoved, detail);
+            return Ok(true);
+        }
+        return Ok(false);
+    }
+    let Some(base) = &candidate.base_tree else {
+        return Ok(false);
+    };
+    let found = ctx.git.rev_parse(source, &format!("{base}^{{tree}}"))?;
+    if found.as_deref() != Some(base.as_str()) {
+        out.conflict(
+            Reason::BaseUnknown,
+            Some(format!(
+                "the change set's base tree {base} is not a tree of this repository: it was taken from another one"
+            )),
+        );
+        return Ok(true);
+    }
+    let head_tree = ctx.git.rev_parse(source, "HEAD^{tree}")?;
+    let matches = head_tree.as_deref() == Some(base.as_str());
+    out.base_matches_head = Some(matches);
+    if !matches && !opts.onto_head {
+        out.conflict(
+            Reason::BaseDiffers,
+            Some(format!(
+                "the change set was taken against tree {base}, HEAD's tree is {}; --onto-head applies it onto the checkout if it applies",
+                head_tree.as_deref().unwrap_or("(none)")
+            )),
+        );
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 /// A check that stops the promote, as a conflict.
@@ -117,7 +169,7 @@ fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome)
             "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
             paths,
         ),
-        Check::DoesNotApply(detail) => (detail, Vec::new()),
+        Check::DoesNotApply(detail, paths) => (detail, paths),
         Check::MeetsWip(paths) => (
             "the patch touches files with uncommitted changes in the source".to_string(),
             paths,
@@ -154,15 +206,17 @@ fn check(
     if already_present(ctx, &checkout, candidate, &touched, &states)? {
         return Ok(Check::Present(touched.clone()));
     }
-    if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
-        return Ok(Check::DoesNotApply(detail));
-    }
     // The source's uncommitted work must not meet the patch: any touched path whose current
-    // state differs from the change set's base is a conflict, even where git could merge it.
+    // state differs from the change set's base is a conflict, even where git could merge it
+    // (and where it could not, this names the paths).
+    let scratch = located.store.scratch_dir();
     let overlap = match &candidate.base_tree {
-        // The base is a carried WIP snapshot: compare the checkout with it.
-        Some(base) if candidate.session.as_ref().is_some_and(|s| s.carried_wip) => {
-            let scratch = located.store.scratch_dir();
+        // The base is a carried WIP snapshot, or what the last step left as uncommitted
+        // changes: compare the checkout with it.
+        Some(base)
+            if candidate.previous.is_some()
+                || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
+        {
             crate::wip::changed_since(&ctx.git, source, base, &touched, &scratch)?
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
@@ -171,13 +225,39 @@ fn check(
     if !overlap.is_empty() {
         return Ok(Check::MeetsWip(overlap));
     }
-    let scratch = located.store.scratch_dir();
+    if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
+        let paths = failing_paths(&detail, &touched);
+        return Ok(Check::DoesNotApply(detail, paths));
+    }
     Ok(
         match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
             Planned::Plan(plan) => Check::Applies(plan),
-            Planned::DoesNotApply(detail) => Check::DoesNotApply(detail),
+            Planned::DoesNotApply(detail) => {
+                let paths = failing_paths(&detail, &touched);
+                Check::DoesNotApply(detail, paths)
+            }
         },
     )
+}
+
+/// The touched paths git's refusal names (`error: patch failed: <path>:<line>`, `error:
+/// <path>: <why>`); all of them when it names none that can be told (a name that is not UTF-8).
+fn failing_paths(detail: &str, touched: &[RepoPath]) -> Vec<RepoPath> {
+    let named = |path: &RepoPath| {
+        let Ok(name) = std::str::from_utf8(&path.0) else {
+            return false;
+        };
+        detail.lines().any(|line| {
+            let rest = line.strip_prefix("error: ").unwrap_or(line);
+            let rest = rest.strip_prefix("patch failed: ").unwrap_or(rest);
+            rest.strip_prefix(name).is_some_and(|r| r.starts_with(':'))
+        })
+    };
+    let found: Vec<RepoPath> = touched.iter().filter(|p| named(p)).cloned().collect();
+    match found.is_empty() {
+        true => touched.to_vec(),
+        false => found,
+    }
 }
 
 /// Whether every touched path already holds the change set's result (the session's snapshot,
@@ -232,6 +312,7 @@ impl Lander<'_> {
             created_at_ms: crate::fsutil::now_ms(),
             pid: std::process::id(),
             changes: Changes::Patch(plan.clone()),
+            step: self.candidate.step(self.head),
         }
     }
 
@@ -291,21 +372,30 @@ impl Lander<'_> {
     fn record(&self, how: Landing) -> Result<()> {
         journal(
             self.located,
-            &self.candidate.patch.digest,
-            self.candidate
-                .session
-                .as_ref()
-                .map(|s| s.session_id.as_str()),
-            self.head,
-            self.candidate.patch.bytes,
-            how,
-            Mode::Patch,
+            Landed {
+                digest: &self.candidate.patch.digest,
+                session_id: self
+                    .candidate
+                    .session
+                    .as_ref()
+                    .map(|s| s.session_id.as_str()),
+                head: self.head,
+                patch_bytes: self.candidate.patch.bytes,
+                how,
+                mode: Mode::Patch,
+                // Patch mode leaves HEAD where it was.
+                step: self.candidate.step(self.head),
+            },
         )
     }
 }
 
 /// The paths a patch touches, as git apply reads them (bytes, exactly).
-fn touched_paths(ctx: &Context, source: &Path, patch_file: &Path) -> Result<Vec<RepoPath>> {
+pub(super) fn touched_paths(
+    ctx: &Context,
+    source: &Path,
+    patch_file: &Path,
+) -> Result<Vec<RepoPath>> {
     let out = ctx
         .git
         .at(source)

@@ -406,6 +406,19 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
     fx.commit_all("the agent's change, by hand");
     let (code, doc) = fx.json(&["promote", "--change-set", doc_file.to_str().unwrap()]);
     assert_eq!(
+        (code, doc["reason"].as_str().unwrap()),
+        (3, "base_differs"),
+        "{doc}"
+    );
+    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    // Onto HEAD, it would apply again: the checkout already holds its result.
+    let (code, doc) = fx.json(&[
+        "promote",
+        "--change-set",
+        doc_file.to_str().unwrap(),
+        "--onto-head",
+    ]);
+    assert_eq!(
         (code, doc["outcome"].as_str().unwrap()),
         (3, "conflict"),
         "{doc}"
