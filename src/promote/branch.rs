@@ -313,8 +313,9 @@ fn execute(
     let tip = chain
         .last()
         .map_or(session.bound_revision.as_str(), |p| p.commit.as_str());
-    crate::refs::set_retained_branch(git, source, id, tip)?;
-    let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
+    let ns = located.store.refs();
+    crate::refs::set_retained_branch(git, source, &ns, id, tip)?;
+    let mut report = BranchReport::new(&target.branch, Some(ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(located, session, target, chain, patch, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
