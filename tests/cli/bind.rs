@@ -293,9 +293,12 @@ fn base_dir_places_the_isolation_and_must_be_outside_the_source() {
     std::fs::create_dir(&base).unwrap();
     let (code, doc) = fx.json(&["bind", "-s", "b", "--base-dir", base.to_str().unwrap()]);
     assert_eq!(code, 0, "{doc}");
+    // A shared directory: the name carries the source's hash, so same-named sources differ.
     assert_eq!(
         doc["worktree"],
-        base.join(".a3s-isolate-b").to_str().unwrap()
+        base.join(format!(".src-{}.a3s-isolate-b", source_hash(&fx.src)))
+            .to_str()
+            .unwrap()
     );
     let inside = fx.src.join("sub");
     std::fs::create_dir(&inside).unwrap();
@@ -367,7 +370,7 @@ fn falls_back_to_the_user_data_dir_when_the_parent_is_not_writable() {
         tree.starts_with(fx.home.join(".local/share/a3s-iso/isolations")),
         "{tree:?}"
     );
-    assert!(tree.ends_with(".a3s-isolate-fb"));
+    assert!(tree.ends_with(format!(".src-{}.a3s-isolate-fb", source_hash(&fx.src))));
     assert!(tree.join("README.md").is_file());
     assert!(
         doc["warnings"][0]
@@ -629,4 +632,13 @@ fn a_failing_git_is_reported_with_its_args_and_stderr() {
         !fx.src.join(".git/a3s-iso/claims/gf.json").exists(),
         "the claim is released"
     );
+}
+
+/// The first 8 hex of sha256 of a source's canonical path: what isolation names in a shared
+/// directory carry.
+pub fn source_hash(source: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = std::fs::canonicalize(source).unwrap();
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
