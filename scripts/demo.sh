@@ -58,7 +58,8 @@ git add -A && git commit -q -m "take the agent's work"
 
 step "the conflict case: the repository moved on after bind"
 a3s bind -s agent-2
-printf 'agent two\n' > "$work/.a3s-isolate-agent-2/TWO.md"
+# The isolation is named .<repository>.a3s-isolate-<id>, beside the repository.
+printf 'agent two\n' > "$work/.demo.a3s-isolate-agent-2/TWO.md"
 printf 'a commit of my own\n' >> README.md && git commit -q -am "my own change"
 status=0
 a3s promote -s agent-2 || status=$?

@@ -1,5 +1,6 @@
 //! The source: which repository a directory belongs to, and whether it can be isolated.
 
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
@@ -34,21 +35,27 @@ impl Repo {
                 "--show-toplevel",
             ])
             .output()?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<&str> = stdout.lines().collect();
+        // Paths as bytes: a directory name need not be UTF-8.
+        let path = |line: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(line));
+        let lines: Vec<&[u8]> = out
+            .stdout
+            .strip_suffix(b"\n")
+            .unwrap_or(&out.stdout)
+            .split(|b| *b == b'\n')
+            .collect();
         match (out.exit_code, lines.as_slice()) {
-            (Some(0), ["false", common_dir, toplevel]) => Ok(Repo {
-                toplevel: PathBuf::from(toplevel),
-                common_dir: PathBuf::from(common_dir),
+            (Some(0), [b"false", common_dir, toplevel]) => Ok(Repo {
+                toplevel: path(toplevel),
+                common_dir: path(common_dir),
             }),
-            (_, ["true", ..]) => Err(Error::IsolationUnavailable {
+            (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(
                     "{} is a bare repository: it has no checkout to isolate",
                     dir.display()
                 ),
                 hint: Some("run a3s-iso in a repository with a working tree".into()),
             }),
-            (_, ["false", ..]) => Err(Error::IsolationUnavailable {
+            (_, [b"false", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(
                     "{} is inside a git directory, not a working tree",
                     dir.display()

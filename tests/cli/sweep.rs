@@ -302,7 +302,11 @@ fn a_hand_made_directory_is_kept_as_unknown() {
     std::fs::write(orphan.join("left.txt"), "left behind\n").unwrap();
     make_old(&orphan);
     let (_, doc) = fx.json(&["sweep", "--grace", "1m"]);
-    assert_eq!(paths(&doc, "reclaimed"), [".src.a3s-isolate-orphan"], "{doc}");
+    assert_eq!(
+        paths(&doc, "reclaimed"),
+        [".src.a3s-isolate-orphan"],
+        "{doc}"
+    );
     assert_eq!(
         fx.git(&fx.src, &["show", "refs/a3s-iso/swept/orphan:left.txt"]),
         "left behind"
