@@ -202,7 +202,7 @@ fn occupied_paths_are_refused_and_left_untouched() {
     std::fs::write(fx.isolation("dir").join("keep.txt"), "mine\n").unwrap();
     let occupants = || {
         let mut all = listing(&work);
-        all.retain(|path, _| path.starts_with(".a3s-isolate-"));
+        all.retain(|path, _| path.starts_with(".src.a3s-isolate-"));
         all
     };
     for id in ["link", "file", "dir"] {

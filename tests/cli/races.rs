@@ -786,7 +786,18 @@ fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
         // Before the tree moves the session stands; once it moved, the reclaim is finished.
         let undone = ["sweep-after-snapshot", "sweep-after-intent"].contains(fault);
         assert_eq!(gone, !undone, "{fault}: {list}");
-        if !gone {
+        if gone {
+            // Killed after the tree moved: the session is swept, and its work comes back.
+            let (code, doc) = fx.json(&["bind", "-s", &id, "--resume"]);
+            assert_eq!(code, 0, "{fault}: {doc}");
+            assert_eq!(
+                std::fs::read_to_string(fx.isolation(&id).join("work.txt")).unwrap(),
+                "work of the session\n",
+                "{fault}"
+            );
+            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+            assert_eq!(code, 0, "{doc}");
+        } else {
             let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
             assert_eq!(code, 0, "{doc}");
         }
