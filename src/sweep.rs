@@ -1,6 +1,8 @@
 //! `sweep`: reclaim dead isolations. Ownership first, age second, and a snapshot before any
-//! deletion. Only a3s-iso's own isolations are considered (its naming and its records); live,
-//! foreign, unknown and retained ones are never touched.
+//! deletion. Only what this store can prove is its own is reclaimed: its records, or an
+//! unrecorded worktree of this repository named with this store's exact prefix for this source
+//! (`names`); live, foreign, unknown, ownerless, retained and other tenants' ones are never
+//! touched. A reclaimed session stays recorded `swept`, so that `bind --resume` brings it back.
 //!
 //! Each candidate goes through three steps: [`inspect`] reads what it is (a [`Found`]),
 //! [`decide`] applies the decision table to that (a [`Decision`], nothing touched), and only a
@@ -202,7 +204,8 @@ pub struct Reclaimed {
     pub session_id: String,
     /// Where it was.
     pub path: PathBuf,
-    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`, `retained_expired`.
+    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`,
+    /// `retained_expired`, `ownerless`.
     pub why: ReclaimReason,
     /// The bytes of its regular files.
     pub bytes: u64,
@@ -218,7 +221,8 @@ pub struct Kept {
     pub path: PathBuf,
     /// Its session id, when it is known to be one.
     pub session_id: Option<String>,
-    /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, or why a reclaim failed.
+    /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, `ownerless`,
+    /// `other_tenant`, `not_ours`, or why a reclaim failed.
     pub reason: KeepReason,
     /// The particulars, for a human.
     pub detail: String,
