@@ -20,10 +20,11 @@ pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     let dot_git = worktree.join(".git");
-    let text = fs::read_to_string(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
-    let admin = text
-        .strip_prefix("gitdir: ")
-        .map(|rest| PathBuf::from(rest.trim_end()))
+    let bytes = fs::read(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    // Bytes: the path need not be UTF-8.
+    let admin = bytes
+        .strip_prefix(b"gitdir: ")
+        .map(|rest| path_of(rest.trim_ascii_end()))
         .ok_or_else(|| Error::internal(format!("{} is not a gitdir link", dot_git.display())))?;
     let admin = if admin.is_absolute() {
         admin
@@ -46,18 +47,34 @@ pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
 /// The most a link file of an admin dir (`gitdir`, `commondir`) holds: one path.
 const LINK_LIMIT: u64 = 64 * 1024;
 
+/// A path from the bytes git wrote (a path need not be UTF-8).
+fn path_of(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// The contents of a link file naming `path`, as git writes them: the path and a newline.
+pub(crate) fn link_contents(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = path.as_os_str().as_bytes().to_vec();
+    bytes.push(b'\n');
+    bytes
+}
+
 /// The first line of a link file in an admin dir, read without following a link or waiting on
 /// a FIFO planted there (the isolation's command can write the admin dir).
-fn read_link_file(path: &Path) -> Option<String> {
+fn read_link_file(path: &Path) -> Option<PathBuf> {
     let bytes = crate::fsutil::read_small_regular_file(path, LINK_LIMIT).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    Some(text.trim_end_matches('\n').to_string())
+    let mut line = bytes.as_slice();
+    while let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest;
+    }
+    Some(path_of(line))
 }
 
 /// The admin dir's own record of where its tree is (`<admin>/gitdir` → `<tree>/.git`).
 fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
-    read_link_file(&admin.join("gitdir"))
-        .is_some_and(|text| Path::new(&text) == worktree.join(".git"))
+    read_link_file(&admin.join("gitdir")).is_some_and(|named| named == worktree.join(".git"))
 }
 
 /// Puts back the admin dir's links (`gitdir`, `commondir`) if the isolation's user rewrote
@@ -76,8 +93,7 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
         return Ok(());
     }
     if !admin_points_at(admin, tree) {
-        let gitdir = format!("{}\n", tree.join(".git").display());
-        crate::fsutil::write_atomic(&admin.join("gitdir"), gitdir.as_bytes())?;
+        crate::fsutil::write_atomic(&admin.join("gitdir"), &link_contents(&tree.join(".git")))?;
     }
     let points_home = read_link_file(&admin.join("commondir"))
         .map(|text| admin.join(text))
@@ -263,7 +279,7 @@ pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
         .filter_map(|e| {
             let admin = e.path();
             let gitdir = read_link_file(&admin.join("gitdir"))?;
-            Some((PathBuf::from(gitdir), admin))
+            Some((gitdir, admin))
         })
         .collect()
 }

@@ -70,3 +70,72 @@ impl std::fmt::Display for RepoPath {
         f.write_str(&String::from_utf8_lossy(&self.0))
     }
 }
+
+/// A file-system path as a state record stores it: a string when it is UTF-8 (as every record
+/// always did), else `{"bytes_base64": "…"}`, so that a directory name that is not UTF-8
+/// survives the round trip. For `#[serde(with = "…")]`.
+pub(crate) mod os_path {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::path::{Path, PathBuf};
+
+    use base64::Engine;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    #[derive(Serialize, Deserialize)]
+    #[serde(untagged)]
+    enum Stored {
+        Text(String),
+        Bytes { bytes_base64: String },
+    }
+
+    fn stored(path: &Path) -> Stored {
+        match path.to_str() {
+            Some(text) => Stored::Text(text.to_string()),
+            None => Stored::Bytes {
+                bytes_base64: base64::engine::general_purpose::STANDARD
+                    .encode(path.as_os_str().as_bytes()),
+            },
+        }
+    }
+
+    fn path<E: serde::de::Error>(stored: Stored) -> Result<PathBuf, E> {
+        match stored {
+            Stored::Text(text) => Ok(PathBuf::from(text)),
+            Stored::Bytes { bytes_base64 } => base64::engine::general_purpose::STANDARD
+                .decode(bytes_base64)
+                .map(|bytes| PathBuf::from(OsStr::from_bytes(&bytes)))
+                .map_err(E::custom),
+        }
+    }
+
+    /// Writes a path.
+    pub(crate) fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        stored(path).serialize(s)
+    }
+
+    /// Reads a path.
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        path(Stored::deserialize(d)?)
+    }
+
+    /// The same for an optional path (`null` when absent).
+    pub(crate) mod opt {
+        use super::*;
+
+        /// Writes an optional path.
+        pub(crate) fn serialize<S: Serializer>(
+            path: &Option<PathBuf>,
+            s: S,
+        ) -> Result<S::Ok, S::Error> {
+            path.as_deref().map(stored).serialize(s)
+        }
+
+        /// Reads an optional path.
+        pub(crate) fn deserialize<'de, D: Deserializer<'de>>(
+            d: D,
+        ) -> Result<Option<PathBuf>, D::Error> {
+            Option::<Stored>::deserialize(d)?.map(path).transpose()
+        }
+    }
+}

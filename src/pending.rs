@@ -58,10 +58,13 @@ pub(crate) struct RetainMove {
     /// The session retained.
     pub session_id: String,
     /// Where the isolation was.
+    #[serde(with = "crate::paths::os_path")]
     pub from: PathBuf,
     /// Where it goes (`<from>.retained-<ms>`).
+    #[serde(with = "crate::paths::os_path")]
     pub to: PathBuf,
     /// Its admin dir, which stays where it is.
+    #[serde(with = "crate::paths::os_path")]
     pub admin: PathBuf,
     /// Why it is kept.
     pub reason: String,
@@ -77,10 +80,13 @@ pub(crate) struct Reclaim {
     /// The session reclaimed.
     pub session_id: String,
     /// Where the isolation is.
+    #[serde(with = "crate::paths::os_path")]
     pub path: PathBuf,
     /// Its admin dir, where git knows it.
+    #[serde(default, with = "crate::paths::os_path::opt")]
     pub admin: Option<PathBuf>,
     /// Where it is renamed to before it is deleted: a sibling sweep never considers.
+    #[serde(with = "crate::paths::os_path")]
     pub trash: PathBuf,
     /// Where the sweep snapshotted it (`None`: not snapshotted, or a discard).
     #[serde(default)]
@@ -110,10 +116,10 @@ pub(crate) fn remove(store: &Store, id: &str) -> Result<()> {
 /// Points a moved isolation's admin dir at it again (`<admin>/gitdir` names `<tree>/.git`).
 /// The tree's own `.git` file names the admin dir, which does not move.
 pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
-    let gitdir = format!("{}\n", tree.join(".git").display());
+    let gitdir = crate::isolation::link_contents(&tree.join(".git"));
     let file = admin.join("gitdir");
-    if std::fs::read_to_string(&file).ok().as_deref() != Some(gitdir.as_str()) {
-        crate::fsutil::write_atomic(&file, gitdir.as_bytes())?;
+    if std::fs::read(&file).ok().as_deref() != Some(gitdir.as_slice()) {
+        crate::fsutil::write_atomic(&file, &gitdir)?;
     }
     Ok(())
 }
@@ -263,8 +269,8 @@ fn remove_trash(trash: &Path) -> Result<()> {
 /// Whether an admin dir still stands for the isolation at `path`: it names that path (or
 /// nothing readable), and no tree is there any more.
 fn admin_is_for(admin: &Path, path: &Path) -> bool {
-    let names = match std::fs::read_to_string(admin.join("gitdir")) {
-        Ok(text) => Path::new(text.trim_end()) == path.join(".git"),
+    let names = match std::fs::read(admin.join("gitdir")) {
+        Ok(bytes) => bytes.trim_ascii_end() == path.join(".git").as_os_str().as_encoded_bytes(),
         Err(_) => true,
     };
     admin.is_dir() && names && std::fs::symlink_metadata(path).is_err()

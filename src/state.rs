@@ -44,6 +44,7 @@ pub struct SweptInfo {
     /// Where its last state was snapshotted (`None` when swept with `--no-capture`).
     pub swept_ref: Option<String>,
     /// Where the isolation was.
+    #[serde(with = "crate::paths::os_path")]
     pub path: PathBuf,
 }
 
@@ -68,13 +69,17 @@ pub struct SessionRecord {
     /// Bound, retained or discarded.
     pub state: SessionState,
     /// The source checkout it was bound from.
+    #[serde(with = "crate::paths::os_path")]
     pub source: PathBuf,
     /// The source's common git dir.
+    #[serde(with = "crate::paths::os_path")]
     pub common_dir: PathBuf,
     /// The isolation; `None` for a read-only session.
+    #[serde(default, with = "crate::paths::os_path::opt")]
     pub worktree: Option<PathBuf>,
     /// The isolation's git admin dir (`<common>/worktrees/<name>`), recorded at bind so that the
     /// `.git` file inside the tree is never trusted.
+    #[serde(default, with = "crate::paths::os_path::opt")]
     pub admin_dir: Option<PathBuf>,
     /// The commit the isolation was detached at.
     pub bound_revision: String,
@@ -157,6 +162,7 @@ pub struct ClaimRecord {
     /// The session being bound.
     pub session_id: String,
     /// Where the tree is being built (in place, at the isolation path).
+    #[serde(with = "crate::paths::os_path")]
     pub path: PathBuf,
     /// The bind's own process.
     pub bind_process: Owner,
@@ -482,10 +488,13 @@ impl PromoteMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RegistryEntry {
     /// The source checkout.
+    #[serde(with = "crate::paths::os_path")]
     pub source: PathBuf,
     /// Its common git dir.
+    #[serde(with = "crate::paths::os_path")]
     pub common_dir: PathBuf,
     /// The state dir its sessions are recorded in.
+    #[serde(with = "crate::paths::os_path")]
     pub state_dir: PathBuf,
 }
 

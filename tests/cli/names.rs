@@ -379,3 +379,47 @@ fn owner_pid_forms_name_a_running_process() {
     let (code, err) = fx.json(&["bind", "-s", "q", "--owner", "none", "--owner-pid", &me]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A source directory whose name is not UTF-8: its isolation's name keeps those bytes, and the
+/// session can be bound, reused, captured, listed and discarded (the human output; JSON has no
+/// way to carry such a path as a string).
+#[test]
+fn a_source_name_that_is_not_utf8_names_its_isolation() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let source = fx.root.join("work").join(OsStr::from_bytes(b"caf\xe9"));
+    std::fs::rename(&fx.src, &source).unwrap();
+    let a3s = |args: &[&str]| {
+        let out = fx.cmd_in(&source).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out
+    };
+    a3s(&["bind", "-s", "u"]);
+    let tree = fx
+        .root
+        .join("work")
+        .join(OsStr::from_bytes(b".caf\xe9.a3s-isolate-u"));
+    assert!(tree.join("README.md").is_file());
+    std::fs::write(tree.join("README.md"), "edited\n").unwrap();
+    // Binding again reuses it: the record and the admin dir's links survived the bytes.
+    let again = a3s(&["bind", "-s", "u"]);
+    assert!(String::from_utf8_lossy(&again.stdout).contains("reused"));
+    let captured = a3s(&["capture", "-s", "u"]);
+    assert!(String::from_utf8_lossy(&captured.stdout).contains("1 file changed"));
+    let listed = a3s(&["list"]);
+    assert!(String::from_utf8_lossy(&listed.stdout).contains("bound"));
+    a3s(&["discard", "-s", "u"]);
+    assert!(!tree.exists());
+    assert_eq!(
+        fx.git(&source, &["worktree", "list", "--porcelain"])
+            .lines()
+            .filter(|l| l.starts_with("worktree "))
+            .count(),
+        1
+    );
+}
