@@ -423,3 +423,68 @@ fn a_source_name_that_is_not_utf8_names_its_isolation() {
         1
     );
 }
+
+/// A tenant's session, used from inside its isolation: runs pin under the tenant's namespace,
+/// branch mode retains its commits on the tenant's branch, and `discard --purge` drops only the
+/// tenant's refs, never the default store's session of the same id.
+#[test]
+fn a_tenant_uses_its_own_refs_from_inside_its_isolation() {
+    let fx = Fixture::new();
+    let state = fx.root.join("tenant");
+    std::fs::create_dir(&state).unwrap();
+    let tenant = ["--state-dir", state.to_str().unwrap()];
+    let ns = format!("refs/a3s-iso-tenants/{}/", tag(&state));
+    fx.bind("t");
+    let (code, doc) = fx.json(&[&tenant[..], &["bind", "-s", "t"]].concat());
+    assert_eq!(code, 0, "{doc}");
+    let tree = worktree_of(&doc);
+    assert_ne!(tree, fx.isolation("t"));
+
+    // Inside the isolation, no -s: the tenant's session is found through its store.
+    let (code, run) = fx.json_in(
+        &tree,
+        &[
+            &tenant[..],
+            &[
+                "run",
+                "--no-sandbox",
+                "--",
+                "sh",
+                "-c",
+                "echo one > one.txt",
+            ],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["session_id"], "t");
+    let result_ref = run["result_ref"].as_str().unwrap();
+    assert!(result_ref.starts_with(&format!("{ns}runs/t/")), "{run}");
+    fx.git(&fx.src, &["rev-parse", "--verify", result_ref]);
+    fx.git(&tree, &["add", "one.txt"]);
+    fx.git(&tree, &["commit", "-q", "-m", "tenant commit"]);
+
+    let (code, doc) = fx.json(&[&tenant[..], &["promote", "-s", "t", "--mode", "branch"]].concat());
+    assert_eq!(code, 0, "{doc}");
+    let retained = format!("a3s-iso-tenants/{}/t", tag(&state));
+    assert_eq!(doc["branch"]["retained_branch"], retained.as_str(), "{doc}");
+    fx.git(
+        &fx.src,
+        &["rev-parse", "--verify", &format!("refs/heads/{retained}")],
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["log", "-1", "--format=%s"]),
+        "tenant commit"
+    );
+
+    let (code, doc) = fx.json(&[&tenant[..], &["discard", "-s", "t", "--purge"]].concat());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.git(&fx.src, &["for-each-ref", &ns]), "");
+    fx.git(
+        &fx.src,
+        &["rev-parse", "--verify", "refs/a3s-iso/sessions/t/base"],
+    );
+    assert!(fx.isolation("t").join("README.md").is_file());
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["state"], "bound", "{list}");
+}
