@@ -65,7 +65,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--carry-wip', '--carry-wip', [CompletionResultType]::ParameterName, 'Start from the source''s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session''s base, so change sets hold only the session''s own work)')
             [CompletionResult]::new('--submodules', '--submodules', [CompletionResultType]::ParameterName, 'Initialise submodules (recursively) in the isolation')
             [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Record a session without an isolation tree; writing commands then refuse it')
-            [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes')
+            [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

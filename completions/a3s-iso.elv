@@ -61,7 +61,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --carry-wip 'Start from the source''s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session''s base, so change sets hold only the session''s own work)'
             cand --submodules 'Initialise submodules (recursively) in the isolation'
             cand --read-only 'Record a session without an isolation tree; writing commands then refuse it'
-            cand --resume 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
+            cand --resume 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

@@ -63,7 +63,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l allow-dirty -d 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l carry-wip -d 'Start from the source\'s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session\'s base, so change sets hold only the session\'s own work)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l submodules -d 'Initialise submodules (recursively) in the isolation'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'Record a session without an isolation tree; writing commands then refuse it'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session\'s snapshot, else the latest capture)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help'

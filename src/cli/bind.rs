@@ -42,8 +42,8 @@ pub struct BindArgs {
     #[arg(long, value_name = "DIR")]
     pub base_dir: Option<PathBuf>,
 
-    /// Rebuild a discarded or missing isolation at the bound revision and restore the latest
-    /// captured result into it as uncommitted changes
+    /// Rebuild a swept, discarded or missing isolation at the bound revision and restore its work
+    /// into it as uncommitted changes (a swept session's snapshot, else the latest capture)
     #[arg(long, requires = "session", conflicts_with = "read_only")]
     pub resume: bool,
 
