@@ -180,7 +180,8 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
     match store.session_status(id) {
         RecordStatus::Found(record) => {
             if record.state.has_tree() && record.worktree.as_deref() == Some(&r.path) {
-                mark_swept(store, *record, r)?;
+                let swept_ref = swept_ref_of(git, repo, store, r);
+                mark_swept(store, *record, r, swept_ref)?;
             }
         }
         RecordStatus::Malformed(_) | RecordStatus::Missing => forget(git, repo, store, r)?,
@@ -199,13 +200,29 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
     remove(store, id)
 }
 
+/// Where the reclaim's snapshot is. An intent written before intents recorded it (no time
+/// either) names none: then the session's swept ref, if there is one.
+fn swept_ref_of(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Option<String> {
+    if r.at_ms > 0 {
+        return r.swept_ref.clone();
+    }
+    let name = store.refs().swept(&r.session_id);
+    let pinned = git.rev_parse(&repo.toplevel, &name).ok().flatten();
+    pinned.map(|_| name)
+}
+
 /// The session stays, recorded `swept`: its refs, run documents and claims stay too, so that
 /// `bind --resume` can bring its work back.
-fn mark_swept(store: &Store, mut record: SessionRecord, r: &Reclaim) -> Result<()> {
+fn mark_swept(
+    store: &Store,
+    mut record: SessionRecord,
+    r: &Reclaim,
+    swept_ref: Option<String>,
+) -> Result<()> {
     record.state = SessionState::Swept;
     record.swept = Some(SweptInfo {
         at_ms: if r.at_ms > 0 { r.at_ms } else { now_ms() },
-        swept_ref: r.swept_ref.clone(),
+        swept_ref,
         path: r.path.clone(),
     });
     record.worktree = None;

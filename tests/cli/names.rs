@@ -488,3 +488,44 @@ fn a_tenant_uses_its_own_refs_from_inside_its_isolation() {
     let (_, list) = fx.json(&["list"]);
     assert_eq!(list["sessions"][0]["state"], "bound", "{list}");
 }
+
+/// A reclaim interrupted by a kill under an earlier version, whose intent does not record the
+/// swept ref: the next command finishes it and still records where the snapshot is.
+#[test]
+fn an_older_reclaim_intent_is_finished_as_a_swept_session() {
+    let fx = Fixture::new();
+    let (code, doc) = from_script(&fx, &fx.src, &["bind", "-s", "old"]);
+    assert_eq!(code, 0, "{doc}");
+    let tree = worktree_of(&doc);
+    let state = fx.src.join(".git/a3s-iso");
+    let record: Value =
+        serde_json::from_slice(&std::fs::read(state.join("sessions/old.json")).unwrap()).unwrap();
+    let head_tree = fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"]);
+    fx.git(
+        &fx.src,
+        &["update-ref", "refs/a3s-iso/swept/old", &head_tree],
+    );
+    let trash = fx.root.join("work/.a3s-reclaimed-old-killed");
+    std::fs::rename(&tree, &trash).unwrap();
+    let intent = serde_json::json!({
+        "operation": "reclaim",
+        "session_id": "old",
+        "path": tree,
+        "admin": record["admin_dir"],
+        "trash": trash,
+    });
+    std::fs::create_dir_all(state.join("pending")).unwrap();
+    std::fs::write(
+        state.join("pending/old.json"),
+        serde_json::to_vec(&intent).unwrap(),
+    )
+    .unwrap();
+
+    let (code, list) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list["sessions"][0]["state"], "swept", "{list}");
+    assert_eq!(list["sessions"][0]["swept_ref"], "refs/a3s-iso/swept/old");
+    assert!(!trash.exists());
+    assert!(!state.join("pending/old.json").exists());
+    assert_eq!(fx.worktrees().len(), 1);
+}
