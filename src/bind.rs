@@ -30,8 +30,8 @@ pub struct BindOptions {
     pub base_dir: Option<PathBuf>,
     /// Who owns the session; default: the parent of a3s-iso.
     pub owner: OwnerChoice,
-    /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
-    /// result restored as uncommitted changes.
+    /// Rebuild a swept, discarded or missing isolation at the bound revision, with its work
+    /// restored as uncommitted changes (a swept session's snapshot, else the latest capture).
     pub resume: bool,
     /// Initialise the submodules in the isolation.
     pub submodules: bool,

@@ -1,6 +1,6 @@
-//! The isolation as a linked worktree: how it is named, located (through the admin dir a3s-iso
-//! recorded, never the `.git` file inside the tree), checked, snapshotted and removed, and how a
-//! dead bind's claim is cleared.
+//! The isolation as a linked worktree (its name comes from `names`): how it is located
+//! (through the admin dir a3s-iso recorded, never the `.git` file inside the tree), checked,
+//! snapshotted and removed, and how a dead bind's claim is cleared.
 
 use std::collections::HashMap;
 use std::fs;
@@ -12,9 +12,6 @@ use crate::git::{Git, HermeticGit};
 use crate::repo::Repo;
 use crate::snapshot;
 use crate::state::{ClaimRecord, SessionRecord, SessionState};
-
-/// Every isolation's directory name starts with this, followed by the session id.
-pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.
