@@ -139,7 +139,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__bind)
-            opts="-s -C -q -h --session --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --session --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -154,6 +154,10 @@ _a3s__iso() {
                     return 0
                     ;;
                 --base-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --owner)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -835,7 +839,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__subcmd__iso__subcmd__sweep)
-            opts="-C -q -h --all --dry-run --grace --no-capture --retained-older-than --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-C -q -h --all --dry-run --grace --no-capture --retained-older-than --include-ownerless --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -50,7 +50,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "generate-assets" -d
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s s -l session -d 'The session id (generated when omitted); letters, digits, \'.\', \'_\' and \'-\'' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l base-dir -d 'Create the isolation in DIR instead of next to the source' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner-pid -d 'The process that owns the session (default: the parent of a3s-iso, e.g. your shell)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner -d 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner-pid -d 'The process that owns the session (the same as --owner pid:PID)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -62,7 +63,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l allow-dirty -d 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l carry-wip -d 'Start from the source\'s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session\'s base, so change sets hold only the session\'s own work)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l submodules -d 'Initialise submodules (recursively) in the isolation'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'Record a session without an isolation tree; writing commands then refuse it'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a discarded or missing isolation at the bound revision and restore the latest captured result into it as uncommitted changes'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session\'s snapshot, else the latest capture)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help'
@@ -138,7 +139,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l git -d 'The gi
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l all -d 'Sweep every source this user has bound from, not only this repository'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l dry-run -d 'Report what a sweep would do, and change nothing'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l no-capture -d 'Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l no-capture -d 'Do not snapshot an isolation into its swept ref (refs/a3s-iso/swept/<id>) before removing it'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l include-ownerless -d 'Also reclaim ownerless sessions (bind --owner none) idle for longer than the grace'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s h -l help -d 'Print help'

@@ -137,7 +137,7 @@ for size in $sizes; do
 
   echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null
-  iso="$work/r$size/.a3s-isolate-cap"
+  iso="$work/r$size/.src.a3s-isolate-cap"
   admin=$(git -C "$iso" rev-parse --absolute-git-dir)
   base=$(git rev-parse 'HEAD^{tree}')
   for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$iso/$f"; done
@@ -177,7 +177,7 @@ row "$small" "sweep --dry-run, 200 isolations" "$(ms "$(printf '%s\n' "${s[@]}" 
 # peak memory of capture and promote with a patch just under 4 MiB, on the largest repository.
 cd "$work/r$largest/src"
 "$bin" bind -q -s mem >/dev/null
-python3 - "$work/r$largest/.a3s-isolate-mem" <<'PY'
+python3 - "$work/r$largest/.src.a3s-isolate-mem" <<'PY'
 import os, sys, random
 rng = random.Random(7)
 with open(os.path.join(sys.argv[1], "big.txt"), "w") as f:
@@ -194,7 +194,7 @@ row "$largest" "peak RSS promote, ${patch_bytes}-byte patch" "$((promote_kib / 1
 "$bin" discard -q -s mem --purge >/dev/null 2>&1 || true
 git checkout -q -- . && git clean -fdq
 "$bin" bind -q -s huge >/dev/null
-python3 - "$work/r$largest/.a3s-isolate-huge" <<'PY'
+python3 - "$work/r$largest/.src.a3s-isolate-huge" <<'PY'
 import os, sys, random
 rng = random.Random(11)
 with open(os.path.join(sys.argv[1], "huge.txt"), "w") as f:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole a3s-iso lifecycle on a throwaway repository: bind, run, capture, verify, promote
-# (applied, then idempotent), the conflict case, a change set promoted into another clone, retain
-# and sweep. Nothing outside a temporary directory is touched.
+# (applied, then idempotent), the conflict case, a change set promoted into another clone, retain,
+# sweep and resume. Nothing outside a temporary directory is touched.
 #
 #   scripts/demo.sh            (uses a3s-iso on PATH, or A3S_ISO_BIN)
 set -euo pipefail
@@ -58,7 +58,8 @@ git add -A && git commit -q -m "take the agent's work"
 
 step "the conflict case: the repository moved on after bind"
 a3s bind -s agent-2
-printf 'agent two\n' > "$work/.a3s-isolate-agent-2/TWO.md"
+# The isolation is named .<repository>.a3s-isolate-<id>, beside the repository.
+printf 'agent two\n' > "$work/.demo.a3s-isolate-agent-2/TWO.md"
 printf 'a commit of my own\n' >> README.md && git commit -q -am "my own change"
 status=0
 a3s promote -s agent-2 || status=$?
@@ -76,5 +77,8 @@ sh -c "\"$iso\" bind -q -s agent-3 >/dev/null"   # its owner (that shell) is gon
 a3s sweep --dry-run
 a3s sweep
 a3s list
+
+step "a swept session is not lost: bind --resume brings its last state back"
+a3s bind -s agent-3 --resume
 
 step "done"

@@ -28,16 +28,29 @@ pub struct BindOptions {
     pub read_only: bool,
     /// Where the isolation goes instead of beside the source.
     pub base_dir: Option<PathBuf>,
-    /// The owner's pid; default: the parent of a3s-iso.
-    pub owner_pid: Option<u32>,
-    /// Rebuild a discarded or missing isolation at the bound revision, with the latest captured
-    /// result restored as uncommitted changes.
+    /// Who owns the session; default: the parent of a3s-iso.
+    pub owner: OwnerChoice,
+    /// Rebuild a swept, discarded or missing isolation at the bound revision, with its work
+    /// restored as uncommitted changes (a swept session's snapshot, else the latest capture).
     pub resume: bool,
     /// Initialise the submodules in the isolation.
     pub submodules: bool,
     /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
     /// untracked changes); that state becomes the session's base.
     pub carry_wip: bool,
+}
+
+/// Who is to own a session (`--owner`, `--owner-pid`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OwnerChoice {
+    /// The parent of a3s-iso (the shell or harness that called it).
+    #[default]
+    Parent,
+    /// This process of this host (`--owner pid:N`, `--owner-pid N`).
+    Pid(u32),
+    /// No owner process (`--owner none`): for scripts and CI, whose bind's parent exits at
+    /// once. Sweep keeps such a session unless `--include-ownerless`.
+    Nobody,
 }
 
 /// The bound session, as `bind` reports it.
@@ -63,8 +76,8 @@ pub struct BindOutcome {
     pub carried_wip: bool,
     /// The source had local changes that the isolation does not contain.
     pub wip_left_out: bool,
-    /// Who owns the session.
-    pub owner: Owner,
+    /// Who owns the session; `null` for an ownerless one.
+    pub owner: Option<Owner>,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
 }
@@ -92,6 +105,7 @@ impl BindOutcome {
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let session_id = session_id_for(opts)?;
     let owner = owner_for(opts)?;
+    let explicit = opts.owner != OwnerChoice::Parent;
     let located = ctx.locate()?;
     // A takeover or a rebind sees the session as an interrupted retain or sweep left it, finished.
     crate::pending::repair(ctx, &located);
@@ -104,7 +118,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     if live_record(&located, &session_id)?.is_some() {
         let _lock = ctx.lock(&located.repo)?;
         if let Some(existing) = live_record(&located, &session_id)? {
-            return reuse(&located, existing, owner);
+            return reuse(&located, existing, owner, explicit);
         }
     }
 
@@ -112,7 +126,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let record = new_record(session_id, &located, head, opts, &wip, owner);
     let lock = ctx.lock(&located.repo)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
-        return reuse(&located, existing, record.owner);
+        return reuse(&located, existing, record.owner, explicit);
     }
     let restore = wip.carried.map(|c| Restore {
         tree: c.worktree_tree,
@@ -132,22 +146,33 @@ fn session_id_for(opts: &BindOptions) -> Result<String> {
     }
 }
 
-/// `--owner-pid` (which must be running here), else the parent of a3s-iso.
-fn owner_for(opts: &BindOptions) -> Result<Owner> {
-    match opts.owner_pid {
-        Some(pid) => Owner::of_pid(pid).ok_or_else(|| Error::Usage {
-            message: format!("--owner-pid {pid} is not a running process on this host"),
+/// The owner asked for: a process (which must be running here), none, or by default the
+/// parent of a3s-iso.
+fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
+    match opts.owner {
+        OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| Error::Usage {
+            message: format!("owner pid {pid} is not a running process on this host"),
         }),
-        None => Ok(Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process)),
+        OwnerChoice::Nobody => Ok(None),
+        OwnerChoice::Parent => Ok(Some(
+            Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process),
+        )),
     }
 }
 
-/// The session's record unless it is missing or discarded.
+/// The session's record unless it is missing or discarded. A swept session is refused with
+/// `session_exists`: a new binding would shadow the work its swept snapshot holds.
 fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionRecord>> {
-    Ok(located
-        .store
-        .load_session(session_id)?
-        .filter(|record| record.state != SessionState::Discarded))
+    let record = located.store.load_session(session_id)?;
+    if let Some(summary) = record.as_ref().and_then(SessionRecord::swept_summary) {
+        return Err(Error::SessionExists {
+            message: summary,
+            hint: Some(format!(
+                "restore it with a3s-iso bind -s {session_id} --resume, or forget it first with a3s-iso discard -s {session_id}"
+            )),
+        });
+    }
+    Ok(record.filter(|record| record.state != SessionState::Discarded))
 }
 
 /// What becomes of the source's local changes: carried into the isolation, left out (with a
@@ -205,7 +230,7 @@ fn new_record(
     (bound_revision, head_tree): (String, String),
     opts: &BindOptions,
     wip: &WipPlan,
-    owner: Owner,
+    owner: Option<Owner>,
 ) -> SessionRecord {
     let now = now_ms();
     let carried = wip.carried.as_ref();
@@ -230,6 +255,7 @@ fn new_record(
         last_run: None,
         retained_reason: None,
         retained_at_ms: None,
+        swept: None,
     }
 }
 
@@ -315,8 +341,9 @@ fn claim_path(
     session_id: &str,
     warnings: &mut Vec<String>,
 ) -> Result<ClaimRecord> {
-    let base = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
-    let path = base.join(format!("{}{session_id}", isolation::NAME_PREFIX));
+    let (base, shared) = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
+    let names = located.store.isolation_names(&located.repo.toplevel);
+    let path = base.join(names.name(session_id, shared));
     clear_path(&path, warnings)?;
     let claim = ClaimRecord {
         session_id: session_id.to_string(),
@@ -341,6 +368,7 @@ fn publish_isolation(
     record.worktree = Some(claim.path.clone());
     record.admin_dir = Some(admin_dir);
     record.state = SessionState::Bound;
+    record.swept = None;
     record.updated_at_ms = now_ms();
     if let Err(err) = publish(ctx, located, &record) {
         let _ = isolation::clear_dead_claim(located, claim);
@@ -351,13 +379,15 @@ fn publish_isolation(
     Ok(BindOutcome::from_record(&record, false, warnings))
 }
 
-/// `--resume`: a session whose isolation is gone gets a new one at its bound revision, with the
-/// latest captured result tree restored as uncommitted changes. A healthy one is reused.
+/// `--resume`: a session whose isolation is gone gets a new one at its bound revision, with its
+/// work restored as uncommitted changes: a swept session's swept snapshot, else the latest
+/// captured result. The base tree stays, so change sets stay relative to the original base. A
+/// healthy one is reused.
 fn resume(
     ctx: &Context,
     located: &Located,
     session_id: &str,
-    owner: Owner,
+    owner: Option<Owner>,
     opts: &BindOptions,
 ) -> Result<BindOutcome> {
     let lock = ctx.lock(&located.repo)?;
@@ -367,13 +397,21 @@ fn resume(
             candidates: Vec::new(),
         });
     };
-    if record.state != SessionState::Discarded
-        && (record.read_only || isolation::is_healthy(&record))
-    {
-        return reuse(located, record, owner);
+    if record.state.has_tree() && (record.read_only || isolation::is_healthy(&record)) {
+        return reuse(located, record, owner, opts.owner != OwnerChoice::Parent);
     }
-    // The latest capture; else, for carried WIP, the state the session started from.
-    let restore_state = match (&record.last_run, record.carried_wip) {
+    let mut warnings = Vec::new();
+    let swept = swept_restore(ctx, located, &record)?;
+    if let (Some(_), Some(summary)) = (&swept, record.swept_summary()) {
+        warnings.push(format!("{summary}: restored it as uncommitted changes"));
+    } else if record.last_run.is_none() {
+        warnings.push(
+            "nothing was captured in this session: the isolation starts as the session did".into(),
+        );
+    }
+    // The swept snapshot; else the latest capture; else, for carried WIP, the state the
+    // session started from.
+    let restore_state = swept.or(match (&record.last_run, record.carried_wip) {
         (Some(run), _) => Some(Restore {
             tree: run.result_tree.clone(),
             index_tree: None,
@@ -383,15 +421,9 @@ fn resume(
             index_tree: record.carried_index_tree.clone(),
         }),
         (None, false) => None,
-    };
-    let mut warnings = Vec::new();
-    if record.last_run.is_none() {
-        warnings.push(
-            "nothing was captured in this session: the isolation starts as the session did".into(),
-        );
-    }
+    });
     if let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir)
-        && record.state != SessionState::Discarded
+        && record.state.has_tree()
     {
         // The old tree is damaged or gone: drop what is left of its registration.
         isolation::remove(&located.repo, tree, Some(admin))?;
@@ -399,6 +431,31 @@ fn resume(
     record.owner = owner;
     record.read_only = false;
     create(ctx, located, lock, record, opts, restore_state, warnings)
+}
+
+/// A swept session's snapshot (`None` for a session that is not swept, or was swept without
+/// one). Until the resumed session is published its record stays `swept`, so a resume that is
+/// killed can be run again.
+fn swept_restore(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<Option<Restore>> {
+    let reference = record
+        .swept
+        .as_ref()
+        .filter(|_| record.state == SessionState::Swept)
+        .and_then(|swept| swept.swept_ref.clone());
+    let Some(reference) = reference else {
+        return Ok(None);
+    };
+    let tree = ctx
+        .git
+        .rev_parse(&located.repo.toplevel, &format!("{reference}^{{tree}}"))?;
+    Ok(tree.map(|tree| Restore {
+        tree,
+        index_tree: None,
+    }))
 }
 
 /// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
@@ -428,8 +485,14 @@ fn restore(
 }
 
 /// The same owner (or the heir of a dead one) gets the existing binding back; another live
-/// owner's session is refused rather than shared.
-fn reuse(located: &Located, mut existing: SessionRecord, owner: Owner) -> Result<BindOutcome> {
+/// owner's session is refused rather than shared. An ownerless session is shared: it stays
+/// ownerless unless an owner is named explicitly (`explicit`), which adopts it.
+fn reuse(
+    located: &Located,
+    mut existing: SessionRecord,
+    owner: Option<Owner>,
+    explicit: bool,
+) -> Result<BindOutcome> {
     if !existing.read_only && !isolation::is_healthy(&existing) {
         return Err(Error::SessionExists {
             message: format!(
@@ -449,40 +512,47 @@ fn reuse(located: &Located, mut existing: SessionRecord, owner: Owner) -> Result
     }
     let mut warnings = Vec::new();
     if existing.owner != owner {
-        match existing.owner.liveness() {
-            Liveness::Dead => {
-                warnings.push(format!(
-                    "took the session over from its previous owner ({}), which has exited",
-                    existing.owner.describe()
-                ));
-                existing.owner = owner;
-                existing.updated_at_ms = now_ms();
-                located.store.save_session(&existing)?;
-            }
-            _ => {
-                return Err(Error::SessionExists {
-                    message: format!(
-                        "session {:?} is bound by another owner ({}) that may still be running",
-                        existing.session_id,
-                        existing.owner.describe()
-                    ),
-                    hint: Some(format!(
-                        "use another session id, or act for that owner with --owner-pid {}",
-                        existing.owner.pid
-                    )),
-                });
-            }
+        let warning = match &existing.owner {
+            None if !explicit => None,
+            None => Some("the ownerless session now has an owner".to_string()),
+            Some(previous) if previous.liveness() == Liveness::Dead => Some(format!(
+                "took the session over from its previous owner ({}), which has exited",
+                previous.describe()
+            )),
+            Some(previous) => return Err(owned_elsewhere(&existing.session_id, previous)),
+        };
+        if let Some(warning) = warning {
+            warnings.push(warning);
+            existing.owner = owner;
+            existing.updated_at_ms = now_ms();
+            located.store.save_session(&existing)?;
         }
     }
     Ok(BindOutcome::from_record(&existing, true, warnings))
 }
 
-/// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory.
+/// `session_exists`: another owner, which may still be running, holds the session.
+fn owned_elsewhere(session_id: &str, owner: &Owner) -> Error {
+    Error::SessionExists {
+        message: format!(
+            "session {session_id:?} is bound by another owner ({}) that may still be running",
+            owner.describe()
+        ),
+        hint: Some(format!(
+            "use another session id, or act for that owner with --owner-pid {}",
+            owner.pid
+        )),
+    }
+}
+
+/// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory;
+/// and whether it is a directory that many sources share (`--base-dir`, the per-user one),
+/// where isolation names carry the source's hash.
 fn isolation_base(
     located: &Located,
     base_dir: Option<&Path>,
     warnings: &mut Vec<String>,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, bool)> {
     let source = &located.repo.toplevel;
     if let Some(dir) = base_dir {
         let dir = fs::canonicalize(dir).map_err(|e| Error::Usage {
@@ -496,7 +566,7 @@ fn isolation_base(
                 ),
             });
         }
-        return Ok(dir);
+        return Ok((dir, true));
     }
     let parent = source.parent().unwrap_or(Path::new("/"));
     let writable = rustix::fs::access(
@@ -505,7 +575,7 @@ fn isolation_base(
     )
     .is_ok();
     if writable {
-        return Ok(parent.to_path_buf());
+        return Ok((parent.to_path_buf(), false));
     }
     let fallback = crate::state::user_data_dir()
         .map(|d| {
@@ -525,7 +595,7 @@ fn isolation_base(
         parent.display(),
         fallback.display()
     ));
-    Ok(fallback)
+    Ok((fallback, true))
 }
 
 /// An empty leftover directory is cleared; anything else at the path is refused, untouched.
@@ -602,7 +672,12 @@ fn build(
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.
 fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
-    crate::refs::pin_session(&ctx.git, &located.repo.toplevel, record)?;
+    crate::refs::pin_session(
+        &ctx.git,
+        &located.repo.toplevel,
+        &located.store.refs(),
+        record,
+    )?;
     located.store.save_session(record)
 }
 

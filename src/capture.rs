@@ -144,7 +144,7 @@ pub(crate) fn record_evidence(
 ) -> Result<CaptureOutcome> {
     let store = &located.store;
     let source = &located.repo.toplevel;
-    let reference = crate::refs::run_result(ev.session_id, ev.run_id);
+    let reference = store.refs().run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| Error::CaptureConflict {
         message: format!(
             "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
@@ -176,7 +176,14 @@ pub(crate) fn record_evidence(
     )? {
         return Ok(outcome);
     }
-    let pinned = crate::refs::pin_run(&ctx.git, source, ev.session_id, ev.run_id, ev.result_tree)?;
+    let pinned = crate::refs::pin_run(
+        &ctx.git,
+        source,
+        &store.refs(),
+        ev.session_id,
+        ev.run_id,
+        ev.result_tree,
+    )?;
     if let crate::refs::Pinned::Other(pinned) = pinned {
         return Err(conflict(&pinned));
     }

@@ -64,9 +64,11 @@ impl Context {
         // Only a linked worktree (a `.git` file, not a directory) can be an isolation: in the
         // main checkout the records need not be read at all.
         let inside = if repo.toplevel.join(".git").is_file() {
-            store.sessions()?.into_iter().flatten().find(|s| {
-                s.state != SessionState::Discarded && s.worktree.as_deref() == Some(&repo.toplevel)
-            })
+            store
+                .sessions()?
+                .into_iter()
+                .flatten()
+                .find(|s| s.state.has_tree() && s.worktree.as_deref() == Some(&repo.toplevel))
         } else {
             None
         };
@@ -93,25 +95,26 @@ impl Context {
     /// unregistered source), git's discovery decides, as for any checkout.
     fn locate_isolation(&self) -> Option<Located> {
         let start = std::fs::canonicalize(&self.start_dir).ok()?;
-        let named = start.components().any(|c| {
-            c.as_os_str()
-                .to_string_lossy()
-                .starts_with(crate::ids::ISOLATION_NAME_PREFIX)
-        });
+        let named = start
+            .components()
+            .any(|c| crate::names::looks_like_isolation(c.as_os_str()));
         if !named {
             return None;
         }
-        let stores: Vec<Store> = match &self.state_dir {
-            Some(dir) => vec![Store::at(dir)],
+        // (state dir, common dir when known): a bare `--state-dir` learns its repository from
+        // the record it holds, and only then whether it is a tenant.
+        let stores: Vec<(PathBuf, Option<PathBuf>)> = match &self.state_dir {
+            Some(dir) => vec![(dir.clone(), None)],
             None => crate::state::registered_sources()
                 .unwrap_or_default()
-                .iter()
-                .map(|entry| Store::at(&entry.state_dir))
+                .into_iter()
+                .map(|entry| (entry.state_dir, Some(entry.common_dir)))
                 .collect(),
         };
-        stores.into_iter().find_map(|store| {
-            let session = store.sessions().ok()?.into_iter().flatten().find(|s| {
-                s.state != SessionState::Discarded
+        stores.into_iter().find_map(|(dir, common)| {
+            let reader = Store::new(common.as_deref().unwrap_or(&dir), Some(&dir));
+            let session = reader.sessions().ok()?.into_iter().flatten().find(|s| {
+                s.state.has_tree()
                     && s.worktree
                         .as_deref()
                         .is_some_and(|tree| start.starts_with(tree))
@@ -121,8 +124,8 @@ impl Context {
                 common_dir: session.common_dir.clone(),
             };
             Some(Located {
+                store: Store::new(&repo.common_dir, Some(&dir)),
                 repo,
-                store,
                 inside: Some(session),
             })
         })
@@ -149,8 +152,25 @@ impl Context {
     }
 
     /// The session a command is about: `-s ID`; else the isolation it was started in; else the
-    /// source's only live session; else `session_not_found` with the candidates.
+    /// source's only live session; else `session_not_found` with the candidates. A swept
+    /// session is `session_not_found` saying where its work is and how to resume it.
     pub(crate) fn resolve_session(
+        &self,
+        located: &Located,
+        explicit: Option<&str>,
+    ) -> Result<SessionRecord> {
+        let record = self.resolve_record(located, explicit)?;
+        match record.swept_summary() {
+            Some(summary) => Err(Error::SessionSwept {
+                session_id: record.session_id,
+                summary,
+            }),
+            None => Ok(record),
+        }
+    }
+
+    /// Like [`Context::resolve_session`], a swept session included (for `discard`).
+    pub(crate) fn resolve_record(
         &self,
         located: &Located,
         explicit: Option<&str>,
@@ -173,7 +193,10 @@ impl Context {
             .sessions()?
             .into_iter()
             .flatten()
-            .filter(|s| s.state != SessionState::Discarded && s.source == located.repo.toplevel)
+            .filter(|s| {
+                !matches!(s.state, SessionState::Discarded | SessionState::Swept)
+                    && s.source == located.repo.toplevel
+            })
             .collect();
         match live.as_slice() {
             [only] => Ok(only.clone()),

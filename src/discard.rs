@@ -40,7 +40,7 @@ pub struct DiscardOutcome {
 /// command is running is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
-    let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
     // Decided under the lock, with the session's lease held until the tree is gone: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
@@ -62,8 +62,9 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     }
     let id = record.session_id.clone();
     if opts.purge {
-        refs::clear_stale_locks(&located.repo.common_dir, &id);
-        refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &id, refs::Scope::All)?;
+        let ns = located.store.refs();
+        refs::clear_stale_locks(&located.repo.common_dir, &ns, &id);
+        refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &ns, &id, refs::Scope::All)?;
         located.store.remove_runs(&id)?;
         located.store.remove_session(&id)?;
     } else if record.state != SessionState::Discarded {
@@ -97,6 +98,8 @@ fn remove_tree(
         path: tree.to_path_buf(),
         admin: record.admin_dir.clone(),
         trash: pending::trash_path(tree, &record.session_id),
+        swept_ref: None,
+        at_ms: now_ms(),
     };
     pending::save(&located.store, &pending::Intent::Discard(intent.clone()))?;
     crate::fault_point!("discard-after-intent");

@@ -176,6 +176,15 @@ pub enum Error {
         /// The live sessions one could name with `-s`.
         candidates: Vec<String>,
     },
+    /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
+    /// in the swept snapshot, and `bind --resume` brings it back.
+    #[error("{summary}")]
+    SessionSwept {
+        /// The session.
+        session_id: String,
+        /// When it was swept and where its last state is.
+        summary: String,
+    },
     /// The session id is taken (another owner, a bind in flight, a damaged isolation).
     #[error("{message}")]
     SessionExists {
@@ -329,7 +338,9 @@ impl Error {
             Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
             Error::InvalidId { .. } => ErrorCode::InvalidId,
             Error::InvalidInput { .. } => ErrorCode::InvalidInput,
-            Error::SessionNotFound { .. } => ErrorCode::SessionNotFound,
+            Error::SessionNotFound { .. } | Error::SessionSwept { .. } => {
+                ErrorCode::SessionNotFound
+            }
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::DirtySource { .. } => ErrorCode::DirtySource,
             Error::IsolationPathOccupied { .. } => ErrorCode::IsolationPathOccupied,
@@ -370,6 +381,9 @@ impl Error {
             Error::SessionNotFound { .. } => {
                 Some("bind a session first (a3s-iso bind), or name one with -s".into())
             }
+            Error::SessionSwept { session_id, .. } => Some(format!(
+                "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
+            )),
             Error::DirtySource { .. } => Some(
                 "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
             ),
@@ -544,6 +558,10 @@ mod tests {
             Error::SessionNotFound {
                 message: "/work/src has 2 live sessions; name one with -s".into(),
                 candidates: vec!["a".into(), "b".into()],
+            },
+            Error::SessionSwept {
+                session_id: "task".into(),
+                summary: "session \"task\" was swept at 2026-01-02T03:04:05Z; its last state is in refs/a3s-iso/swept/task".into(),
             },
             Error::SessionExists {
                 message: "session \"task\" is bound by another owner (pid 42 on host) that may still be running".into(),

@@ -2,7 +2,8 @@
 
 use crate::error::{Error, Result};
 
-/// Every isolation's directory name starts with this, followed by the session id.
+/// What every isolation's directory name carries just before the session id (see `names`):
+/// `.<source name>[-<hash>][.<tenant>].a3s-isolate-<id>`, or the legacy `.a3s-isolate-<id>`.
 pub const ISOLATION_NAME_PREFIX: &str = ".a3s-isolate-";
 
 /// The longest id accepted.

@@ -1,11 +1,9 @@
-//! The isolation as a linked worktree: how it is named, located (through the admin dir a3s-iso
-//! recorded, never the `.git` file inside the tree), checked, snapshotted and removed, and how a
-//! dead bind's claim is cleared.
+//! The isolation as a linked worktree (its name comes from `names`): how it is located
+//! (through the admin dir a3s-iso recorded, never the `.git` file inside the tree), checked,
+//! snapshotted and removed, and how a dead bind's claim is cleared.
 
 use std::collections::HashMap;
-use std::ffi::OsStr;
 use std::fs;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use crate::context::{Context, Located};
@@ -15,23 +13,15 @@ use crate::repo::Repo;
 use crate::snapshot;
 use crate::state::{ClaimRecord, SessionRecord, SessionState};
 
-/// Every isolation's directory name starts with this, followed by the session id.
-pub const NAME_PREFIX: &str = crate::ids::ISOLATION_NAME_PREFIX;
-
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     let dot_git = worktree.join(".git");
     let bytes = fs::read(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    // Bytes: the path need not be UTF-8.
     let admin = bytes
         .strip_prefix(b"gitdir: ")
-        .map(|rest| {
-            let end = rest
-                .iter()
-                .rposition(|b| !b.is_ascii_whitespace())
-                .map_or(0, |at| at + 1);
-            PathBuf::from(OsStr::from_bytes(&rest[..end]))
-        })
+        .map(|rest| path_of(rest.trim_ascii_end()))
         .ok_or_else(|| Error::internal(format!("{} is not a gitdir link", dot_git.display())))?;
     let admin = if admin.is_absolute() {
         admin
@@ -54,21 +44,34 @@ pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
 /// The most a link file of an admin dir (`gitdir`, `commondir`) holds: one path.
 const LINK_LIMIT: u64 = 64 * 1024;
 
+/// A path from the bytes git wrote (a path need not be UTF-8).
+fn path_of(bytes: &[u8]) -> PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    PathBuf::from(std::ffi::OsStr::from_bytes(bytes))
+}
+
+/// The contents of a link file naming `path`, as git writes them: the path and a newline.
+pub(crate) fn link_contents(path: &Path) -> Vec<u8> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = path.as_os_str().as_bytes().to_vec();
+    bytes.push(b'\n');
+    bytes
+}
+
 /// The first line of a link file in an admin dir, read without following a link or waiting on
 /// a FIFO planted there (the isolation's command can write the admin dir).
 fn read_link_file(path: &Path) -> Option<PathBuf> {
     let bytes = crate::fsutil::read_small_regular_file(path, LINK_LIMIT).ok()?;
-    let end = bytes
-        .iter()
-        .rposition(|b| *b != b'\n')
-        .map_or(0, |at| at + 1);
-    // As bytes: the path need not be UTF-8.
-    Some(PathBuf::from(OsStr::from_bytes(&bytes[..end])))
+    let mut line = bytes.as_slice();
+    while let Some(rest) = line.strip_suffix(b"\n") {
+        line = rest;
+    }
+    Some(path_of(line))
 }
 
 /// The admin dir's own record of where its tree is (`<admin>/gitdir` → `<tree>/.git`).
 fn admin_points_at(admin: &Path, worktree: &Path) -> bool {
-    read_link_file(&admin.join("gitdir")).is_some_and(|linked| linked == worktree.join(".git"))
+    read_link_file(&admin.join("gitdir")).is_some_and(|named| named == worktree.join(".git"))
 }
 
 /// Puts back the admin dir's links (`gitdir`, `commondir`) if the isolation's user rewrote
@@ -87,9 +90,7 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
         return Ok(());
     }
     if !admin_points_at(admin, tree) {
-        let mut gitdir = tree.join(".git").into_os_string().into_vec();
-        gitdir.push(b'\n');
-        crate::fsutil::write_atomic(&admin.join("gitdir"), &gitdir)?;
+        crate::fsutil::write_atomic(&admin.join("gitdir"), &link_contents(&tree.join(".git")))?;
     }
     let points_home = read_link_file(&admin.join("commondir"))
         .map(|text| admin.join(text))

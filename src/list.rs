@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::error::Result;
 use crate::isolation;
-use crate::owner::Liveness;
+use crate::owner::{Liveness, Owner};
 use crate::repo::Repo;
 use crate::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
 
@@ -25,6 +25,9 @@ pub enum ListedState {
     Discarded,
     /// Recorded as bound or retained, but its isolation is gone or damaged.
     Missing,
+    /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
+    /// it back.
+    Swept,
 }
 
 impl ListedState {
@@ -35,6 +38,7 @@ impl ListedState {
             ListedState::Retained => "retained",
             ListedState::Discarded => "discarded",
             ListedState::Missing => "missing",
+            ListedState::Swept => "swept",
         }
     }
 
@@ -42,6 +46,7 @@ impl ListedState {
     fn of(record: &SessionRecord) -> ListedState {
         match record.state {
             SessionState::Discarded => ListedState::Discarded,
+            SessionState::Swept => ListedState::Swept,
             _ if !record.read_only && !isolation::is_healthy(record) => ListedState::Missing,
             SessionState::Retained => ListedState::Retained,
             SessionState::Bound => ListedState::Bound,
@@ -72,6 +77,12 @@ pub struct SessionView {
     pub last_run: Option<LastRun>,
     /// Whether the session was bound `--read-only` (no isolation).
     pub read_only: bool,
+    /// Whether the session has no owner process (`bind --owner none`).
+    pub ownerless: bool,
+    /// For a swept session: where its last state is (null when swept with `--no-capture`).
+    pub swept_ref: Option<String>,
+    /// For a swept session: when it was swept, in milliseconds since the epoch.
+    pub swept_at_ms: Option<u64>,
 }
 
 /// What `list` found: the sessions of every store it looked at.
@@ -137,12 +148,15 @@ fn view(record: &SessionRecord, source_head: Option<&str>) -> SessionView {
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),
         head_moved: source_head.map(|head| head != record.bound_revision),
-        owner_alive: match record.owner.liveness() {
-            Liveness::Alive => Some(true),
-            Liveness::Dead => Some(false),
-            Liveness::Foreign | Liveness::Unknown => None,
+        owner_alive: match record.owner.as_ref().map(Owner::liveness) {
+            Some(Liveness::Alive) => Some(true),
+            Some(Liveness::Dead) => Some(false),
+            Some(Liveness::Foreign | Liveness::Unknown) | None => None,
         },
         last_run: record.last_run.clone(),
         read_only: record.read_only,
+        ownerless: record.owner.is_none(),
+        swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
+        swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
     }
 }

@@ -9,7 +9,7 @@
 //! | retain | at its new path | relinks the admin dir, locks it, records the session retained |
 //! | retain | still at its old path | drops the intent: nothing moved |
 //! | reclaim | still at its path | drops the intent: the session stands, the next sweep decides again |
-//! | reclaim | renamed aside (or gone) | removes the admin dir, the records and refs, and the renamed tree |
+//! | reclaim | renamed aside (or gone) | removes the admin dir, records the session `swept` (or forgets an unrecorded one), removes the renamed tree |
 //!
 //! A tree moves in one `rename`, so it is always wholly at one path or the other. A session
 //! whose lease is held (a run started on it meanwhile) is left for a later command.
@@ -24,7 +24,7 @@ use crate::error::Result;
 use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_json_atomic};
 use crate::git::Git;
 use crate::repo::Repo;
-use crate::state::{RecordStatus, SessionState, Store};
+use crate::state::{RecordStatus, SessionRecord, SessionState, Store, SweptInfo};
 
 /// How long a command that only repairs in passing (`list`, `bind`, `sweep`) waits for the
 /// repository lock; a command holding it that long is not a crashed one.
@@ -73,8 +73,8 @@ pub(crate) struct RetainMove {
 }
 
 /// `sweep`: the isolation at `path` (snapshotted already, if asked) is renamed to `trash`; then
-/// its admin dir, the session's records and refs (the swept snapshot stays), and the renamed
-/// tree go.
+/// its admin dir goes, its session is recorded `swept` (a session with no usable record is
+/// forgotten: its records and refs go, the swept snapshot stays), and the renamed tree goes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Reclaim {
     /// The session reclaimed.
@@ -83,11 +83,17 @@ pub(crate) struct Reclaim {
     #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
     /// Its admin dir, where git knows it.
-    #[serde(with = "crate::paths::fs_path_opt")]
+    #[serde(default, with = "crate::paths::fs_path_opt")]
     pub admin: Option<PathBuf>,
     /// Where it is renamed to before it is deleted: a sibling sweep never considers.
     #[serde(with = "crate::paths::fs_path")]
     pub trash: PathBuf,
+    /// Where the sweep snapshotted it (`None`: not snapshotted, or a discard).
+    #[serde(default)]
+    pub swept_ref: Option<String>,
+    /// When the sweep decided to reclaim it.
+    #[serde(default)]
+    pub at_ms: u64,
 }
 
 /// Where a reclaimed isolation is renamed to before it is deleted: beside it (the same file
@@ -110,10 +116,10 @@ pub(crate) fn remove(store: &Store, id: &str) -> Result<()> {
 /// Points a moved isolation's admin dir at it again (`<admin>/gitdir` names `<tree>/.git`).
 /// The tree's own `.git` file names the admin dir, which does not move.
 pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
-    let gitdir = format!("{}\n", tree.join(".git").display());
+    let gitdir = crate::isolation::link_contents(&tree.join(".git"));
     let file = admin.join("gitdir");
-    if std::fs::read_to_string(&file).ok().as_deref() != Some(gitdir.as_str()) {
-        crate::fsutil::write_atomic(&file, gitdir.as_bytes())?;
+    if std::fs::read(&file).ok().as_deref() != Some(gitdir.as_slice()) {
+        crate::fsutil::write_atomic(&file, &gitdir)?;
     }
     Ok(())
 }
@@ -124,7 +130,7 @@ pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
 pub(crate) fn complete_retain(git: &Git, repo: &Repo, store: &Store, m: &RetainMove) -> Result<()> {
     let record = store
         .load_session(&m.session_id)?
-        .filter(|r| r.state != SessionState::Discarded);
+        .filter(|r| r.state.has_tree());
     if let Some(mut record) = record {
         relink(&m.to, &m.admin)?;
         lock_worktree(git, repo, m)?;
@@ -171,26 +177,15 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
     }
     crate::fault_point!("sweep-after-admin");
     let id = &r.session_id;
-    let forget = match store.session_status(id) {
+    match store.session_status(id) {
         RecordStatus::Found(record) => {
-            record.state != SessionState::Discarded && record.worktree.as_deref() == Some(&r.path)
+            if record.state.has_tree() && record.worktree.as_deref() == Some(&r.path) {
+                let swept_ref = swept_ref_of(git, repo, store, r);
+                mark_swept(store, *record, r, swept_ref)?;
+            }
         }
-        RecordStatus::Malformed(_) | RecordStatus::Missing => true,
-        RecordStatus::Unreadable(_) => false,
-    };
-    if forget {
-        store.remove_session(id)?;
-        if store
-            .load_claim(id)
-            .ok()
-            .flatten()
-            .is_some_and(|c| c.path == r.path)
-        {
-            store.remove_claim(id)?;
-        }
-        store.remove_runs(id)?;
-        crate::refs::clear_stale_locks(&repo.common_dir, id);
-        crate::refs::delete_session_refs(git, &repo.toplevel, id, crate::refs::Scope::KeepSwept)?;
+        RecordStatus::Malformed(_) | RecordStatus::Missing => forget(git, repo, store, r)?,
+        RecordStatus::Unreadable(_) => {}
     }
     crate::fault_point!("sweep-after-records");
     match std::fs::remove_dir_all(&r.trash) {
@@ -203,6 +198,56 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
         _ => {}
     }
     remove(store, id)
+}
+
+/// Where the reclaim's snapshot is. An intent written before intents recorded it (no time
+/// either) names none: then the session's swept ref, if there is one.
+fn swept_ref_of(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Option<String> {
+    if r.at_ms > 0 {
+        return r.swept_ref.clone();
+    }
+    let name = store.refs().swept(&r.session_id);
+    let pinned = git.rev_parse(&repo.toplevel, &name).ok().flatten();
+    pinned.map(|_| name)
+}
+
+/// The session stays, recorded `swept`: its refs, run documents and claims stay too, so that
+/// `bind --resume` can bring its work back.
+fn mark_swept(
+    store: &Store,
+    mut record: SessionRecord,
+    r: &Reclaim,
+    swept_ref: Option<String>,
+) -> Result<()> {
+    record.state = SessionState::Swept;
+    record.swept = Some(SweptInfo {
+        at_ms: if r.at_ms > 0 { r.at_ms } else { now_ms() },
+        swept_ref,
+        path: r.path.clone(),
+    });
+    record.worktree = None;
+    record.admin_dir = None;
+    record.updated_at_ms = now_ms();
+    store.save_session(&record)
+}
+
+/// A tree with no usable record (malformed, or none): what it may have left goes, but the
+/// swept snapshot.
+fn forget(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
+    let id = &r.session_id;
+    store.remove_session(id)?;
+    if store
+        .load_claim(id)
+        .ok()
+        .flatten()
+        .is_some_and(|c| c.path == r.path)
+    {
+        store.remove_claim(id)?;
+    }
+    store.remove_runs(id)?;
+    let ns = store.refs();
+    crate::refs::clear_stale_locks(&repo.common_dir, &ns, id);
+    crate::refs::delete_session_refs(git, &repo.toplevel, &ns, id, crate::refs::Scope::KeepSwept)
 }
 
 /// A discard's last steps, after the tree was renamed aside (and the repair of one a crash
@@ -241,8 +286,8 @@ fn remove_trash(trash: &Path) -> Result<()> {
 /// Whether an admin dir still stands for the isolation at `path`: it names that path (or
 /// nothing readable), and no tree is there any more.
 fn admin_is_for(admin: &Path, path: &Path) -> bool {
-    let names = match std::fs::read_to_string(admin.join("gitdir")) {
-        Ok(text) => Path::new(text.trim_end()) == path.join(".git"),
+    let names = match std::fs::read(admin.join("gitdir")) {
+        Ok(bytes) => bytes.trim_ascii_end() == path.join(".git").as_os_str().as_encoded_bytes(),
         Err(_) => true,
     };
     admin.is_dir() && names && std::fs::symlink_metadata(path).is_err()

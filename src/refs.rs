@@ -1,44 +1,25 @@
 //! Every private ref a3s-iso writes, named in one place, with its lifecycle: a session's refs
 //! are created at bind (pinned base and carried WIP), a run's result is pinned once at capture,
-//! a sweep pins a final snapshot, and discard or reclaim deletes them.
+//! a sweep pins a final snapshot, and discard deletes them. Every name comes from the store's
+//! namespace ([`RefNames`], `Store::refs`): `refs/a3s-iso/` for the default store,
+//! `refs/a3s-iso-tenants/<tag>/` for a tenant (`--state-dir`), so tenants never share a ref.
 //!
 //! ```text
-//! refs/a3s-iso/sessions/<id>/base        the bound commit
-//! refs/a3s-iso/sessions/<id>/wip         the carried WIP snapshot (the session's base tree)
-//! refs/a3s-iso/sessions/<id>/wip-index   what the source had staged when WIP was carried
-//! refs/a3s-iso/runs/<id>/<run>           a run's result tree (immutable evidence)
-//! refs/a3s-iso/swept/<id>                the snapshot taken before a sweep removed the tree
-//! refs/heads/a3s-iso/<id>                branch mode's retained branch (a user-visible branch)
+//! <ns>sessions/<id>/base        the bound commit
+//! <ns>sessions/<id>/wip         the carried WIP snapshot (the session's base tree)
+//! <ns>sessions/<id>/wip-index   what the source had staged when WIP was carried
+//! <ns>runs/<id>/<run>           a run's result tree (immutable evidence)
+//! <ns>swept/<id>                the snapshot taken before a sweep removed the tree
+//! refs/heads/a3s-iso/<id>       branch mode's retained branch (a user-visible branch;
+//!                               refs/heads/a3s-iso-tenants/<tag>/<id> for a tenant)
 //! ```
 
 use std::path::Path;
 
 use crate::error::Result;
 use crate::git::{Git, RefUpdate};
+pub use crate::names::RefNames;
 use crate::state::SessionRecord;
-
-/// The private namespace; nothing outside it is ever written but the retained branch.
-pub const NAMESPACE: &str = "refs/a3s-iso/";
-
-/// The ref pinning a session's bound commit.
-pub fn session_base(session_id: &str) -> String {
-    format!("{NAMESPACE}sessions/{session_id}/base")
-}
-
-/// The ref pinning a run's result tree.
-pub fn run_result(session_id: &str, run_id: &str) -> String {
-    format!("{NAMESPACE}runs/{session_id}/{run_id}")
-}
-
-/// The ref pinning the snapshot a sweep took before it removed the isolation.
-pub fn swept(session_id: &str) -> String {
-    format!("{NAMESPACE}swept/{session_id}")
-}
-
-/// The short name of branch mode's retained branch.
-pub fn retained_branch(session_id: &str) -> String {
-    format!("a3s-iso/{session_id}")
-}
 
 /// Which of a session's refs a deletion covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,20 +32,20 @@ pub enum Scope {
 
 /// Pins what a session record names (the bound commit and any carried WIP trees) in one
 /// transaction, so `git gc` keeps them.
-pub fn pin_session(git: &Git, dir: &Path, record: &SessionRecord) -> Result<()> {
+pub fn pin_session(git: &Git, dir: &Path, ns: &RefNames, record: &SessionRecord) -> Result<()> {
     let id = &record.session_id;
     let mut updates = vec![RefUpdate::Set {
-        name: session_base(id),
+        name: ns.session_base(id),
         target: record.bound_revision.clone(),
     }];
     if record.carried_wip {
         updates.push(RefUpdate::Set {
-            name: format!("{NAMESPACE}sessions/{id}/wip"),
+            name: ns.session_wip(id),
             target: record.base_tree.clone(),
         });
         if let Some(index_tree) = &record.carried_index_tree {
             updates.push(RefUpdate::Set {
-                name: format!("{NAMESPACE}sessions/{id}/wip-index"),
+                name: ns.session_wip_index(id),
                 target: index_tree.clone(),
             });
         }
@@ -85,11 +66,12 @@ pub enum Pinned {
 pub fn pin_run(
     git: &Git,
     dir: &Path,
+    ns: &RefNames,
     session_id: &str,
     run_id: &str,
     tree: &str,
 ) -> Result<Pinned> {
-    let name = run_result(session_id, run_id);
+    let name = ns.run_result(session_id, run_id);
     let created = git.update_refs(
         dir,
         &[RefUpdate::Create {
@@ -109,18 +91,24 @@ pub fn pin_run(
 }
 
 /// Whether a run id already has a pinned result.
-pub fn run_exists(git: &Git, dir: &Path, session_id: &str, run_id: &str) -> Result<bool> {
+pub fn run_exists(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    run_id: &str,
+) -> Result<bool> {
     Ok(git
-        .rev_parse(dir, &run_result(session_id, run_id))?
+        .rev_parse(dir, &ns.run_result(session_id, run_id))?
         .is_some())
 }
 
 /// Pins the snapshot a sweep takes before removing an isolation.
-pub fn pin_swept(git: &Git, dir: &Path, session_id: &str, tree: &str) -> Result<()> {
+pub fn pin_swept(git: &Git, dir: &Path, ns: &RefNames, session_id: &str, tree: &str) -> Result<()> {
     git.update_refs(
         dir,
         &[RefUpdate::Set {
-            name: swept(session_id),
+            name: ns.swept(session_id),
             target: tree.to_string(),
         }],
         "a3s-iso: sweep",
@@ -128,11 +116,17 @@ pub fn pin_swept(git: &Git, dir: &Path, session_id: &str, tree: &str) -> Result<
 }
 
 /// Points the retained branch at `commit`.
-pub fn set_retained_branch(git: &Git, dir: &Path, session_id: &str, commit: &str) -> Result<()> {
+pub fn set_retained_branch(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    commit: &str,
+) -> Result<()> {
     git.update_refs(
         dir,
         &[RefUpdate::Set {
-            name: format!("refs/heads/{}", retained_branch(session_id)),
+            name: format!("refs/heads/{}", ns.retained_branch(session_id)),
             target: commit.to_string(),
         }],
         "a3s-iso: retained commits of the session",
@@ -140,20 +134,29 @@ pub fn set_retained_branch(git: &Git, dir: &Path, session_id: &str, commit: &str
 }
 
 /// The session's private refs within `scope`.
-pub fn session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope) -> Result<Vec<String>> {
-    let mut prefixes = vec![
-        format!("{NAMESPACE}sessions/{session_id}/"),
-        format!("{NAMESPACE}runs/{session_id}/"),
-    ];
+pub fn session_refs(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    scope: Scope,
+) -> Result<Vec<String>> {
+    let mut prefixes = vec![ns.session_dir(session_id), ns.runs_dir(session_id)];
     if scope == Scope::All {
-        prefixes.push(swept(session_id));
+        prefixes.push(ns.swept(session_id));
     }
     git.list_refs(dir, &prefixes)
 }
 
 /// Deletes the session's private refs within `scope`, in one transaction.
-pub fn delete_session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope) -> Result<()> {
-    let updates: Vec<RefUpdate> = session_refs(git, dir, session_id, scope)?
+pub fn delete_session_refs(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    scope: Scope,
+) -> Result<()> {
+    let updates: Vec<RefUpdate> = session_refs(git, dir, ns, session_id, scope)?
         .into_iter()
         .map(|name| RefUpdate::Delete { name })
         .collect();
@@ -170,8 +173,8 @@ const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 /// later change of that ref fails). Called under the repository lock with the session's lease
 /// held: every a3s-iso writer of these refs holds the lock, so a lock file older than
 /// [`STALE_REF_LOCK`] found then is a dead git's. Returns how many went.
-pub(crate) fn clear_stale_locks(common_dir: &Path, session_id: &str) -> usize {
-    let refs = common_dir.join(NAMESPACE);
+pub(crate) fn clear_stale_locks(common_dir: &Path, ns: &RefNames, session_id: &str) -> usize {
+    let refs = common_dir.join(ns.root());
     let mut locks = vec![refs.join(format!("swept/{session_id}.lock"))];
     for dir in [
         refs.join(format!("sessions/{session_id}")),

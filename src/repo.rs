@@ -1,6 +1,5 @@
 //! The source: which repository a directory belongs to, and whether it can be isolated.
 
-use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
@@ -36,12 +35,18 @@ impl Repo {
                 "--show-toplevel",
             ])
             .output()?;
-        let lines = crate::paths::path_lines(&out.stdout);
-        let lines: Vec<&[u8]> = lines.iter().map(|l| l.as_os_str().as_bytes()).collect();
+        // Paths as bytes: a directory name need not be UTF-8.
+        let path = |line: &[u8]| PathBuf::from(std::ffi::OsStr::from_bytes(line));
+        let lines: Vec<&[u8]> = out
+            .stdout
+            .strip_suffix(b"\n")
+            .unwrap_or(&out.stdout)
+            .split(|b| *b == b'\n')
+            .collect();
         match (out.exit_code, lines.as_slice()) {
             (Some(0), [b"false", common_dir, toplevel]) => Ok(Repo {
-                toplevel: PathBuf::from(OsStr::from_bytes(toplevel)),
-                common_dir: PathBuf::from(OsStr::from_bytes(common_dir)),
+                toplevel: path(toplevel),
+                common_dir: path(common_dir),
             }),
             (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(

@@ -172,7 +172,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         exit_code: ended.exit_code,
         signal: ended.signal,
         timed_out: ended.timed_out,
-        result_ref: crate::refs::run_result(&record.session_id, &run_id),
+        result_ref: located.store.refs().run_result(&record.session_id, &run_id),
         base_tree,
         result_tree: result.tree,
         change_set,
@@ -216,7 +216,13 @@ fn refuse_redo(
 ) -> Result<()> {
     let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
         || (explicit
-            && crate::refs::run_exists(&ctx.git, &located.repo.toplevel, session_id, run_id)?);
+            && crate::refs::run_exists(
+                &ctx.git,
+                &located.repo.toplevel,
+                &located.store.refs(),
+                session_id,
+                run_id,
+            )?);
     if redone {
         return Err(Error::CaptureConflict {
             message: format!(

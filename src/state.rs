@@ -10,6 +10,7 @@ use crate::changeset::RunState;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
 use crate::lock::FileLock;
+use crate::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::owner::Owner;
 
 /// A session's recorded state.
@@ -22,6 +23,29 @@ pub enum SessionState {
     Retained,
     /// Discarded: its isolation is gone; its evidence stays unless purged.
     Discarded,
+    /// Swept: a sweep reclaimed its isolation after snapshotting it; `bind --resume` brings
+    /// the work back (see [`SweptInfo`]).
+    Swept,
+}
+
+impl SessionState {
+    /// Whether a session in this state has an isolation tree where its record says (bound or
+    /// retained; a read-only one has none at all).
+    pub fn has_tree(self) -> bool {
+        matches!(self, SessionState::Bound | SessionState::Retained)
+    }
+}
+
+/// What a sweep left of a session it reclaimed: enough to find the work and resume it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SweptInfo {
+    /// When the isolation was reclaimed, in milliseconds since the epoch.
+    pub at_ms: u64,
+    /// Where its last state was snapshotted (`None` when swept with `--no-capture`).
+    pub swept_ref: Option<String>,
+    /// Where the isolation was.
+    #[serde(with = "crate::paths::fs_path")]
+    pub path: PathBuf,
 }
 
 /// The latest run (or capture) of a session.
@@ -51,11 +75,11 @@ pub struct SessionRecord {
     #[serde(with = "crate::paths::fs_path")]
     pub common_dir: PathBuf,
     /// The isolation; `None` for a read-only session.
-    #[serde(with = "crate::paths::fs_path_opt")]
+    #[serde(default, with = "crate::paths::fs_path_opt")]
     pub worktree: Option<PathBuf>,
     /// The isolation's git admin dir (`<common>/worktrees/<name>`), recorded at bind so that the
     /// `.git` file inside the tree is never trusted.
-    #[serde(with = "crate::paths::fs_path_opt")]
+    #[serde(default, with = "crate::paths::fs_path_opt")]
     pub admin_dir: Option<PathBuf>,
     /// The commit the isolation was detached at.
     pub bound_revision: String,
@@ -70,8 +94,9 @@ pub struct SessionRecord {
     pub carried_index_tree: Option<String>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
-    /// Who owns the session.
-    pub owner: Owner,
+    /// Who owns the session; `None` for an ownerless one (`bind --owner none`), which only
+    /// `sweep --include-ownerless` reclaims.
+    pub owner: Option<Owner>,
     /// When it was bound, in milliseconds since the epoch.
     pub created_at_ms: u64,
     /// When the record last changed.
@@ -85,6 +110,36 @@ pub struct SessionRecord {
     /// When the session was retained.
     #[serde(default)]
     pub retained_at_ms: Option<u64>,
+    /// Set when a sweep reclaimed the isolation (state `swept`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swept: Option<SweptInfo>,
+}
+
+impl SessionRecord {
+    /// For a swept session: when it was swept and where its last state is, as a sentence.
+    pub fn swept_summary(&self) -> Option<String> {
+        let swept = self
+            .swept
+            .as_ref()
+            .filter(|_| self.state == SessionState::Swept)?;
+        let at = crate::fsutil::format_utc(swept.at_ms);
+        Some(match &swept.swept_ref {
+            Some(reference) => format!(
+                "session {:?} was swept at {at}; its last state is in {reference}",
+                self.session_id
+            ),
+            None => format!(
+                "session {:?} was swept at {at} without a snapshot (--no-capture); its last capture is kept",
+                self.session_id
+            ),
+        })
+    }
+
+    /// When the session last showed a sign of life: bound, changed or captured.
+    pub fn last_activity_ms(&self) -> u64 {
+        let captured = self.last_run.as_ref().map_or(0, |r| r.observed_at_ms);
+        self.created_at_ms.max(self.updated_at_ms).max(captured)
+    }
 }
 
 /// What is on disk for a session id.
@@ -116,32 +171,50 @@ pub struct ClaimRecord {
 }
 
 /// A state store (the state dir): sessions, claims, run documents, the promote journal and
-/// leases, each in its own file.
+/// leases, each in its own file. A store other than the repository's default one is a
+/// tenant: its private refs and isolation names carry its tag (see `names`).
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
+    /// The tenant's tag; `None` for the default store `<common dir>/a3s-iso`.
+    tag: Option<String>,
 }
 
 impl Store {
-    /// The store of a repository: `--state-dir` when given, else `<common dir>/a3s-iso`.
+    /// The store of a repository: `--state-dir` when given, else `<common dir>/a3s-iso`. A
+    /// `--state-dir` that names the default store (canonically) is the default tenant.
     pub(crate) fn new(common_dir: &Path, override_dir: Option<&Path>) -> Store {
-        Store {
-            dir: override_dir
-                .map(Path::to_path_buf)
-                .unwrap_or_else(|| common_dir.join("a3s-iso")),
-        }
-    }
-
-    /// The store in the state dir `dir`.
-    pub(crate) fn at(dir: &Path) -> Store {
-        Store {
-            dir: dir.to_path_buf(),
+        let default = common_dir.join("a3s-iso");
+        match override_dir {
+            Some(dir) if canonical(dir) != canonical(&default) => Store {
+                dir: dir.to_path_buf(),
+                tag: Some(tenant_tag(dir)),
+            },
+            _ => Store {
+                dir: override_dir.map_or(default, Path::to_path_buf),
+                tag: None,
+            },
         }
     }
 
     /// The state dir.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The tenant's tag; `None` for the repository's default store.
+    pub fn tenant(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
+    /// This store's private ref namespace.
+    pub fn refs(&self) -> RefNames {
+        RefNames::new(self.tag.as_deref())
+    }
+
+    /// This store's names for the isolations of `source`.
+    pub fn isolation_names(&self, source: &Path) -> IsolationNames {
+        IsolationNames::new(source, self.tag.as_deref())
     }
 
     fn lease_file(&self, id: &str) -> PathBuf {

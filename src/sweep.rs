@@ -1,6 +1,8 @@
 //! `sweep`: reclaim dead isolations. Ownership first, age second, and a snapshot before any
-//! deletion. Only a3s-iso's own isolations are considered (its naming and its records); live,
-//! foreign, unknown and retained ones are never touched.
+//! deletion. Only what this store can prove is its own is reclaimed: its records, or an
+//! unrecorded worktree of this repository named with this store's exact prefix for this source
+//! (`names`); live, foreign, unknown, ownerless, retained and other tenants' ones are never
+//! touched. A reclaimed session stays recorded `swept`, so that `bind --resume` brings it back.
 //!
 //! Each candidate goes through three steps: [`inspect`] reads what it is (a [`Found`]),
 //! [`decide`] applies the decision table to that (a [`Decision`], nothing touched), and only a
@@ -15,7 +17,8 @@ use serde::{Deserialize, Serialize, Serializer};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{modified_ms, now_ms, tree_size};
-use crate::isolation::{Isolation, NAME_PREFIX, clear_dead_claim, registered_admins};
+use crate::isolation::{Isolation, clear_dead_claim, registered_admins};
+use crate::names::{IsolationNames, looks_like_isolation};
 use crate::owner::Liveness;
 use crate::pending::{self, Intent};
 use crate::refs;
@@ -40,6 +43,8 @@ pub struct SweepOptions {
     pub no_capture: bool,
     /// Also reclaim isolations retained longer ago than this.
     pub retained_older_than: Option<Duration>,
+    /// Also reclaim ownerless sessions (`bind --owner none`) idle longer than the grace.
+    pub include_ownerless: bool,
 }
 
 impl Default for SweepOptions {
@@ -50,6 +55,7 @@ impl Default for SweepOptions {
             grace: DEFAULT_GRACE,
             no_capture: false,
             retained_older_than: None,
+            include_ownerless: false,
         }
     }
 }
@@ -68,6 +74,8 @@ pub enum ReclaimReason {
     Unrecorded,
     /// Retained longer ago than `--retained-older-than`.
     RetainedExpired,
+    /// An ownerless session idle longer than the grace, with `--include-ownerless`.
+    Ownerless,
 }
 
 impl ReclaimReason {
@@ -79,6 +87,7 @@ impl ReclaimReason {
             ReclaimReason::Malformed => "malformed",
             ReclaimReason::Unrecorded => "unrecorded",
             ReclaimReason::RetainedExpired => "retained_expired",
+            ReclaimReason::Ownerless => "ownerless",
         }
     }
 }
@@ -104,6 +113,13 @@ pub enum KeepReason {
     SnapshotFailed,
     /// Removing it failed; the tree stays.
     RemovalFailed,
+    /// An ownerless session (`bind --owner none`): only `--include-ownerless` reclaims it.
+    Ownerless,
+    /// Recorded, claimed or named by another state store (tenant) of this repository.
+    OtherTenant,
+    /// Named like an isolation, but not with this store's name for this source, and not
+    /// recorded here: its ownership cannot be established, so it is not this sweep's.
+    NotOurs,
 }
 
 impl KeepReason {
@@ -118,6 +134,9 @@ impl KeepReason {
             KeepReason::Young => "young",
             KeepReason::SnapshotFailed => "snapshot_failed",
             KeepReason::RemovalFailed => "removal_failed",
+            KeepReason::Ownerless => "ownerless",
+            KeepReason::OtherTenant => "other_tenant",
+            KeepReason::NotOurs => "not_ours",
         }
     }
 }
@@ -132,8 +151,6 @@ pub enum SkipReason {
     SymbolicLink,
     /// A file named like an isolation.
     NotADirectory,
-    /// An isolation that another state store (a `--state-dir` tenant) of this repository holds.
-    OtherStore,
     /// A worktree of another repository; `gitdir` is what its `.git` file names (read, never
     /// trusted to act on).
     OtherRepository {
@@ -149,7 +166,6 @@ impl SkipReason {
             SkipReason::SourceGone => "registered source no longer exists".into(),
             SkipReason::SymbolicLink => "a symbolic link: never followed".into(),
             SkipReason::NotADirectory => "not a directory".into(),
-            SkipReason::OtherStore => "recorded by another state store of this repository".into(),
             SkipReason::OtherRepository { gitdir } => {
                 format!("belongs to another repository ({gitdir})")
             }
@@ -189,7 +205,8 @@ pub struct Reclaimed {
     /// Where it was.
     #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
-    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`, `retained_expired`.
+    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`,
+    /// `retained_expired`, `ownerless`.
     pub why: ReclaimReason,
     /// The bytes of its regular files.
     pub bytes: u64,
@@ -206,7 +223,8 @@ pub struct Kept {
     pub path: PathBuf,
     /// Its session id, when it is known to be one.
     pub session_id: Option<String>,
-    /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, or why a reclaim failed.
+    /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, `ownerless`,
+    /// `other_tenant`, `not_ours`, or why a reclaim failed.
     pub reason: KeepReason,
     /// The particulars, for a human.
     pub detail: String,
@@ -283,10 +301,10 @@ enum Found {
     Symlink,
     /// Not a directory.
     NotADirectory,
-    /// What another state store of this repository records or claims.
-    OtherStore,
-    /// No session id can be read from its name.
-    Unnamed,
+    /// What another state store of this repository records, claims or names.
+    OtherTenant,
+    /// Named like an isolation, but not with this store's name for this source.
+    NotOurs,
     /// Named like a session whose record points elsewhere (or to no isolation): not its tree.
     Lookalike {
         id: String,
@@ -441,6 +459,9 @@ struct Known {
     elsewhere: BTreeSet<PathBuf>,
     /// Where isolations of this source can be: beside it, and wherever its records point.
     dirs: BTreeSet<PathBuf>,
+    /// This store's names for this source's isolations: an unrecorded tree is judged only
+    /// when its name carries one of them.
+    names: IsolationNames,
 }
 
 impl Known {
@@ -452,13 +473,14 @@ impl Known {
         Ok(Known {
             records: records
                 .into_iter()
-                .filter(|r| r.state != SessionState::Discarded)
+                .filter(|r| r.state.has_tree())
                 .filter_map(|r| r.worktree.clone().map(|w| (w, r)))
                 .collect(),
             claims: claims.into_iter().map(|c| (c.path.clone(), c)).collect(),
             admins: registered_admins(repo),
             elsewhere: held_by_other_stores(repo, store),
             dirs,
+            names: store.isolation_names(&repo.toplevel),
         })
     }
 
@@ -467,12 +489,13 @@ impl Known {
     /// after, and the registered worktrees. What other stores hold is kept from `before`.
     fn fresh(repo: &Repo, store: &Store, path: &Path, id: &str, before: &Known) -> Known {
         let mut ids = vec![id.to_string()];
-        ids.extend(id_from_name(path).filter(|named| named != id));
+        let named = path.file_name().and_then(|n| before.names.id_of(n));
+        ids.extend(named.filter(|named| named != id));
         let mut records = HashMap::new();
         let mut claims = HashMap::new();
         for id in &ids {
             if let RecordStatus::Found(record) = store.session_status(id)
-                && record.state != SessionState::Discarded
+                && record.state.has_tree()
                 && record.worktree.as_deref() == Some(path)
             {
                 records.insert(path.to_path_buf(), *record);
@@ -489,6 +512,7 @@ impl Known {
             admins: registered_admins(repo),
             elsewhere: before.elsewhere.clone(),
             dirs: BTreeSet::new(),
+            names: before.names.clone(),
         }
     }
 }
@@ -551,7 +575,7 @@ fn candidates(dirs: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
             continue;
         };
         for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with(NAME_PREFIX) {
+            if looks_like_isolation(&entry.file_name()) {
                 candidates.push(entry.path());
             }
         }
@@ -568,7 +592,7 @@ fn inspect(path: &Path, store: &Store, known: &Known) -> Option<Found> {
     } else if !meta.is_dir() {
         Found::NotADirectory
     } else if known.elsewhere.contains(path) && !known.records.contains_key(path) {
-        Found::OtherStore
+        Found::OtherTenant
     } else {
         identify(path, store, known)
     })
@@ -604,13 +628,16 @@ fn decide(
         ),
         Found::Symlink => Decision::Skip(SkipReason::SymbolicLink),
         Found::NotADirectory => Decision::Skip(SkipReason::NotADirectory),
-        Found::OtherStore => Decision::Skip(SkipReason::OtherStore),
+        Found::OtherTenant => Decision::Keep(
+            KeepReason::OtherTenant,
+            "another state store (tenant) of this repository records or names it".into(),
+        ),
         Found::OtherRepository { gitdir } => Decision::Skip(SkipReason::OtherRepository {
             gitdir: gitdir.clone(),
         }),
-        Found::Unnamed => Decision::Keep(
-            KeepReason::Unknown,
-            "named like an isolation, but no session id can be read from its name".into(),
+        Found::NotOurs => Decision::Keep(
+            KeepReason::NotOurs,
+            "named like an isolation, but not with this store's name for this source, and not recorded here".into(),
         ),
         Found::Lookalike { id, recorded } => Decision::Keep(
             KeepReason::Unknown,
@@ -649,10 +676,13 @@ fn decide_recorded(
             ),
         };
     }
-    match record.owner.liveness() {
+    let Some(owner) = &record.owner else {
+        return decide_ownerless(record, opts, now, lease_held);
+    };
+    match owner.liveness() {
         Liveness::Foreign => Decision::Keep(
             KeepReason::Foreign,
-            format!("owned by {}", record.owner.describe()),
+            format!("owned by {}", owner.describe()),
         ),
         Liveness::Unknown => Decision::Keep(
             KeepReason::Unknown,
@@ -662,13 +692,38 @@ fn decide_recorded(
         // for an instant, which only a dead owner's session needs to risk.
         Liveness::Alive => Decision::Keep(
             KeepReason::Live,
-            format!("owner {} is alive", record.owner.describe()),
+            format!("owner {} is alive", owner.describe()),
         ),
         Liveness::Dead if lease_held(&record.session_id) => {
             Decision::Keep(KeepReason::Live, "a run holds its lease".into())
         }
         Liveness::Dead => Decision::Reclaim(ReclaimReason::OwnerDead),
     }
+}
+
+/// An ownerless session (`bind --owner none`): kept unless `--include-ownerless`, then
+/// reclaimed like a dead owner's once it has been idle (no bind, change or capture) for the
+/// grace period.
+fn decide_ownerless(
+    record: &SessionRecord,
+    opts: &SweepOptions,
+    now: u64,
+    lease_held: &dyn Fn(&str) -> bool,
+) -> Decision {
+    if !opts.include_ownerless {
+        return Decision::Keep(
+            KeepReason::Ownerless,
+            "no owner process (bound with --owner none); sweep --include-ownerless reclaims it"
+                .into(),
+        );
+    }
+    let idle = now.saturating_sub(record.last_activity_ms());
+    decide_unowned(
+        lease_held(&record.session_id),
+        idle < opts.grace.as_millis() as u64,
+        "ownerless, active within the grace period".into(),
+        ReclaimReason::Ownerless,
+    )
 }
 
 /// An in-flight bind: kept while its process lives, and for the grace period after.
@@ -718,22 +773,11 @@ fn id_of(found: &Found) -> Option<String> {
         Found::Lookalike { .. }
         | Found::Symlink
         | Found::NotADirectory
-        | Found::OtherStore
-        | Found::Unnamed
+        | Found::OtherTenant
+        | Found::NotOurs
         | Found::OtherRepository { .. }
         | Found::Stranger => None,
     }
-}
-
-/// The session id an isolation's name carries (`.a3s-isolate-<id>[.retained-<ms>]`).
-fn id_from_name(path: &Path) -> Option<String> {
-    let name = path.file_name()?.to_string_lossy().into_owned();
-    let rest = name.strip_prefix(NAME_PREFIX)?;
-    let id = match rest.rfind(".retained-") {
-        Some(at) => &rest[..at],
-        None => rest,
-    };
-    crate::ids::validate(id).ok().map(|()| id.to_string())
 }
 
 /// What a directory named like an isolation is: recorded, claimed, a damaged or missing
@@ -746,8 +790,8 @@ fn identify(path: &Path, store: &Store, known: &Known) -> Found {
         return Found::Claimed(claim.clone());
     }
     let age_ms = now_ms().saturating_sub(modified_ms(path).unwrap_or(0));
-    let Some(id) = id_from_name(path) else {
-        return Found::Unnamed;
+    let Some(id) = path.file_name().and_then(|n| known.names.id_of(n)) else {
+        return not_ours(path, known);
     };
     match store.session_status(&id) {
         RecordStatus::Malformed(detail) => {
@@ -775,12 +819,37 @@ fn identify(path: &Path, store: &Store, known: &Known) -> Found {
             age_ms,
         };
     }
-    // Not ours to judge: say whose it is if its .git file tells (read, never trusted to act).
+    other_repository(path).unwrap_or(Found::Stranger)
+}
+
+/// Not ours to judge: say whose it is if its .git file names another repository (read, never
+/// trusted to act on).
+fn other_repository(path: &Path) -> Option<Found> {
     match std::fs::read_to_string(path.join(".git")) {
-        Ok(text) if text.starts_with("gitdir: ") => Found::OtherRepository {
+        Ok(text) if text.starts_with("gitdir: ") => Some(Found::OtherRepository {
             gitdir: text.trim_end().trim_start_matches("gitdir: ").to_string(),
-        },
-        _ => Found::Stranger,
+        }),
+        _ => None,
+    }
+}
+
+/// A name without this store's prefix for this source: another tenant's name for it, another
+/// repository's worktree, or something whose ownership cannot be established. None of them is
+/// this sweep's to reclaim.
+fn not_ours(path: &Path, known: &Known) -> Found {
+    let other_tenant = path
+        .file_name()
+        .is_some_and(|n| known.names.is_other_tenants(n));
+    if other_tenant {
+        return Found::OtherTenant;
+    }
+    match other_repository(path) {
+        Some(Found::OtherRepository { gitdir })
+            if !known.admins.contains_key(&path.join(".git")) =>
+        {
+            Found::OtherRepository { gitdir }
+        }
+        _ => Found::NotOurs,
     }
 }
 
@@ -814,7 +883,7 @@ fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Fou
         _ => None,
     };
     ReclaimPlan {
-        swept_ref: capture.then(|| refs::swept(&id)),
+        swept_ref: capture.then(|| located.store.refs().swept(&id)),
         bytes: tree_size(path),
         admin,
         bound_revision,
@@ -914,7 +983,7 @@ fn remove_isolation(
     plan: &ReclaimPlan,
 ) -> Result<Removal> {
     // A git killed while it changed one of the session's refs must not block this one.
-    refs::clear_stale_locks(&located.repo.common_dir, &plan.id);
+    refs::clear_stale_locks(&located.repo.common_dir, &located.store.refs(), &plan.id);
     if plan.swept_ref.is_some()
         && let Err(err) = snapshot_into_swept(ctx, located, path, plan)
     {
@@ -937,6 +1006,8 @@ fn remove_isolation(
         path: path.to_path_buf(),
         admin: plan.admin.clone(),
         trash: pending::trash_path(path, &plan.id),
+        swept_ref: plan.swept_ref.clone(),
+        at_ms: now_ms(),
     };
     pending::save(&located.store, &Intent::Reclaim(intent.clone()))?;
     crate::fault_point!("sweep-after-intent");
@@ -969,7 +1040,13 @@ fn snapshot_into_swept(
         bound_revision: plan.bound_revision.clone(),
     };
     let snap = isolation.snapshot(ctx, located)?;
-    refs::pin_swept(&ctx.git, &located.repo.toplevel, &plan.id, &snap.tree)
+    refs::pin_swept(
+        &ctx.git,
+        &located.repo.toplevel,
+        &located.store.refs(),
+        &plan.id,
+        &snap.tree,
+    )
 }
 
 /// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
@@ -980,7 +1057,13 @@ fn drop_claimed(ctx: &Context, located: &Located, id: &str) -> Result<()> {
     if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());
     }
-    refs::delete_session_refs(&ctx.git, &located.repo.toplevel, id, refs::Scope::KeepSwept)?;
+    refs::delete_session_refs(
+        &ctx.git,
+        &located.repo.toplevel,
+        &located.store.refs(),
+        id,
+        refs::Scope::KeepSwept,
+    )?;
     located.store.remove_runs(id)
 }
 
@@ -1012,12 +1095,13 @@ mod tests {
             carried_wip: false,
             carried_index_tree: None,
             wip_left_out: false,
-            owner,
+            owner: Some(owner),
             created_at_ms: 0,
             updated_at_ms: 0,
             last_run: None,
             retained_reason: Some("inspect".into()),
             retained_at_ms: Some(1_000),
+            swept: None,
         }
     }
 
@@ -1122,6 +1206,37 @@ mod tests {
     }
 
     #[test]
+    fn ownerless_sessions_are_kept_unless_asked() {
+        let mut ownerless = record(Owner::this_process(), SessionState::Bound);
+        ownerless.owner = None;
+        ownerless.updated_at_ms = 9_000_000;
+        let found = Found::Recorded(Box::new(ownerless));
+        let now = 10_000_000;
+        let no_lease = |_: &str| false;
+        assert!(matches!(
+            decide(&found, &SweepOptions::default(), now, &no_lease),
+            Decision::Keep(KeepReason::Ownerless, _)
+        ));
+        let include = |grace| SweepOptions {
+            include_ownerless: true,
+            grace,
+            ..SweepOptions::default()
+        };
+        assert!(matches!(
+            decide(&found, &include(Duration::from_secs(3600)), now, &no_lease),
+            Decision::Keep(KeepReason::Young, _)
+        ));
+        assert!(matches!(
+            decide(&found, &include(Duration::ZERO), now, &|_| true),
+            Decision::Keep(KeepReason::Live, _)
+        ));
+        assert_eq!(
+            decide(&found, &include(Duration::ZERO), now, &no_lease),
+            Decision::Reclaim(ReclaimReason::Ownerless)
+        );
+    }
+
+    #[test]
     fn reasons_keep_their_report_spelling() {
         use serde_json::to_value;
         for why in [
@@ -1130,6 +1245,7 @@ mod tests {
             ReclaimReason::Malformed,
             ReclaimReason::Unrecorded,
             ReclaimReason::RetainedExpired,
+            ReclaimReason::Ownerless,
         ] {
             assert_eq!(to_value(why).unwrap(), why.as_str());
         }
@@ -1142,6 +1258,9 @@ mod tests {
             KeepReason::Young,
             KeepReason::SnapshotFailed,
             KeepReason::RemovalFailed,
+            KeepReason::Ownerless,
+            KeepReason::OtherTenant,
+            KeepReason::NotOurs,
         ] {
             assert_eq!(to_value(reason).unwrap(), reason.as_str());
         }
@@ -1160,18 +1279,5 @@ mod tests {
             to_value(SkipReason::SymbolicLink).unwrap(),
             "a symbolic link: never followed"
         );
-    }
-
-    #[test]
-    fn ids_come_from_isolation_names() {
-        assert_eq!(
-            id_from_name(Path::new("/p/.a3s-isolate-abc")),
-            Some("abc".into())
-        );
-        assert_eq!(
-            id_from_name(Path::new("/p/.a3s-isolate-a.b.retained-17")),
-            Some("a.b".into())
-        );
-        assert_eq!(id_from_name(Path::new("/p/.a3s-isolate-")), None);
     }
 }

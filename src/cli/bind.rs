@@ -2,7 +2,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use a3s_iso::bind::{BindOptions, BindOutcome, bind};
+use a3s_iso::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 
@@ -42,14 +42,30 @@ pub struct BindArgs {
     #[arg(long, value_name = "DIR")]
     pub base_dir: Option<PathBuf>,
 
-    /// Rebuild a discarded or missing isolation at the bound revision and restore the latest
-    /// captured result into it as uncommitted changes
+    /// Rebuild a swept, discarded or missing isolation at the bound revision and restore its work
+    /// into it as uncommitted changes (a swept session's snapshot, else the latest capture)
     #[arg(long, requires = "session", conflicts_with = "read_only")]
     pub resume: bool,
 
-    /// The process that owns the session (default: the parent of a3s-iso, e.g. your shell)
+    /// Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it
+    /// unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)
+    #[arg(long, value_name = "none|pid:N", value_parser = parse_owner, conflicts_with = "owner_pid")]
+    pub owner: Option<OwnerChoice>,
+
+    /// The process that owns the session (the same as --owner pid:PID)
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
+}
+
+/// `none` or `pid:N`.
+fn parse_owner(text: &str) -> std::result::Result<OwnerChoice, String> {
+    if text == "none" {
+        return Ok(OwnerChoice::Nobody);
+    }
+    text.strip_prefix("pid:")
+        .and_then(|pid| pid.parse::<u32>().ok())
+        .map(OwnerChoice::Pid)
+        .ok_or_else(|| format!("{text:?}: expected none or pid:N"))
 }
 
 /// Binds the session and renders it.
@@ -62,7 +78,10 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             allow_dirty: args.allow_dirty,
             read_only: args.read_only,
             base_dir: args.base_dir.clone(),
-            owner_pid: args.owner_pid,
+            owner: args
+                .owner
+                .or(args.owner_pid.map(OwnerChoice::Pid))
+                .unwrap_or_default(),
             resume: args.resume,
             carry_wip: args.carry_wip,
             submodules: args.submodules,
@@ -85,7 +104,13 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         ("source", outcome.source.display().to_string()),
         ("revision", outcome.bound_revision.clone()),
         ("base tree", outcome.base_tree.clone()),
-        ("owner", outcome.owner.describe()),
+        (
+            "owner",
+            outcome
+                .owner
+                .as_ref()
+                .map_or_else(|| "none (ownerless)".into(), |o| o.describe()),
+        ),
         ("flags", flags(&outcome)),
     ]);
     Ok(0)

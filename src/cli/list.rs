@@ -48,19 +48,22 @@ fn row(s: &SessionView) -> [String; 7] {
             Some(false) => "same".into(),
             None => "?".into(),
         },
-        match s.owner_alive {
-            Some(true) => "alive".into(),
-            Some(false) => "dead".into(),
-            None => "unknown".into(),
+        match (s.ownerless, s.owner_alive) {
+            (true, _) => "none".into(),
+            (false, Some(true)) => "alive".into(),
+            (false, Some(false)) => "dead".into(),
+            (false, None) => "unknown".into(),
         },
         s.last_run
             .as_ref()
             .map(|run| format!("{} {}", run.run_id, run.state))
             .unwrap_or_else(|| "-".into()),
-        s.worktree
-            .as_deref()
-            .map(|p| p.display().to_string())
-            .unwrap_or_else(|| "-".into()),
+        match (&s.worktree, &s.swept_ref) {
+            (Some(path), _) => path.display().to_string(),
+            // A swept session's work is in its swept ref: the way back is bind --resume.
+            (None, Some(swept)) => format!("{swept} (bind -s {} --resume)", s.session_id),
+            (None, None) => "-".into(),
+        },
     ]
 }
 

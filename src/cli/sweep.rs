@@ -24,13 +24,17 @@ pub struct SweepArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_duration, default_value = "10m")]
     pub grace: Duration,
 
-    /// Do not snapshot an isolation into refs/a3s-iso/swept/<id> before removing it
+    /// Do not snapshot an isolation into its swept ref (refs/a3s-iso/swept/<id>) before removing it
     #[arg(long)]
     pub no_capture: bool,
 
     /// Also reclaim retained isolations retained longer than DUR ago
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub retained_older_than: Option<Duration>,
+
+    /// Also reclaim ownerless sessions (bind --owner none) idle for longer than the grace
+    #[arg(long)]
+    pub include_ownerless: bool,
 }
 
 /// Sweeps and renders the report.
@@ -44,6 +48,7 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
             grace: args.grace,
             no_capture: args.no_capture,
             retained_older_than: args.retained_older_than,
+            include_ownerless: args.include_ownerless,
         },
         &bar,
     )?;

@@ -397,8 +397,9 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let target = job.target;
     let id = &job.session.session_id;
     let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
-    crate::refs::set_retained_branch(git, source, id, tip)?;
-    let mut report = BranchReport::new(&target.branch, Some(crate::refs::retained_branch(id)));
+    let ns = job.located.store.refs();
+    crate::refs::set_retained_branch(git, source, &ns, id, tip)?;
+    let mut report = BranchReport::new(&target.branch, Some(ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");

@@ -202,7 +202,7 @@ fn occupied_paths_are_refused_and_left_untouched() {
     std::fs::write(fx.isolation("dir").join("keep.txt"), "mine\n").unwrap();
     let occupants = || {
         let mut all = listing(&work);
-        all.retain(|path, _| path.starts_with(".a3s-isolate-"));
+        all.retain(|path, _| path.starts_with(".src.a3s-isolate-"));
         all
     };
     for id in ["link", "file", "dir"] {
@@ -293,9 +293,12 @@ fn base_dir_places_the_isolation_and_must_be_outside_the_source() {
     std::fs::create_dir(&base).unwrap();
     let (code, doc) = fx.json(&["bind", "-s", "b", "--base-dir", base.to_str().unwrap()]);
     assert_eq!(code, 0, "{doc}");
+    // A shared directory: the name carries the source's hash, so same-named sources differ.
     assert_eq!(
         doc["worktree"],
-        base.join(".a3s-isolate-b").to_str().unwrap()
+        base.join(format!(".src-{}.a3s-isolate-b", source_hash(&fx.src)))
+            .to_str()
+            .unwrap()
     );
     let inside = fx.src.join("sub");
     std::fs::create_dir(&inside).unwrap();
@@ -367,7 +370,7 @@ fn falls_back_to_the_user_data_dir_when_the_parent_is_not_writable() {
         tree.starts_with(fx.home.join(".local/share/a3s-iso/isolations")),
         "{tree:?}"
     );
-    assert!(tree.ends_with(".a3s-isolate-fb"));
+    assert!(tree.ends_with(format!(".src-{}.a3s-isolate-fb", source_hash(&fx.src))));
     assert!(tree.join("README.md").is_file());
     assert!(
         doc["warnings"][0]
@@ -647,4 +650,13 @@ fn fixtures_use_the_object_format_the_run_asked_for() {
         crate::fixture::object_format(),
         "a test's own git init"
     );
+}
+
+/// The first 8 hex of sha256 of a source's canonical path: what isolation names in a shared
+/// directory carry.
+pub fn source_hash(source: &std::path::Path) -> String {
+    use sha2::{Digest, Sha256};
+    let canonical = std::fs::canonicalize(source).unwrap();
+    let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -188,7 +188,9 @@ impl Fixture {
     }
 
     pub fn isolation(&self, id: &str) -> PathBuf {
-        self.root.join("work").join(format!(".a3s-isolate-{id}"))
+        self.root
+            .join("work")
+            .join(format!(".src.a3s-isolate-{id}"))
     }
 
     /// Registered worktree paths of the source.

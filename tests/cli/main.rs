@@ -13,6 +13,7 @@ mod help;
 mod house;
 mod human;
 mod json;
+mod names;
 mod promote;
 mod pty;
 mod races;

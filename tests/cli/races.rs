@@ -169,7 +169,7 @@ fn run_in_racing_session(fx: &Fixture, binds: &Mutex<()>, id: &str, orphaned: bo
 enum Takeover {
     /// The heir got the session back, tree and all.
     TookOver,
-    /// A sweep had reclaimed it first: the heir got a fresh one.
+    /// A sweep had reclaimed it first: the heir's bind was refused, pointing at `--resume`.
     Fresh,
     /// The heir's bind looked while the owner still lived, and was refused.
     Refused,
@@ -207,7 +207,11 @@ fn takeover_survives(fx: &Fixture, binds: &Mutex<()>, id: &str, pause: Duration)
     drop(one_bind_at_a_time);
     if code != 0 {
         end(heir);
+        let swept = doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was swept"));
         return match doc["error"]["code"].as_str() {
+            Some("session_exists") if swept => Takeover::Fresh,
             Some("session_exists") => Takeover::Refused,
             _ => Takeover::Lost(format!("bind failed: {doc}")),
         };
@@ -416,7 +420,8 @@ fn entries(dir: &Path) -> Vec<String> {
 /// registered worktree (locked when retained), and holds its work; every registered worktree
 /// but the source is a recorded session's; no session is `missing`; nothing is half moved or
 /// half removed; nothing is pending and no scratch is left. `reclaimed` lists the sessions
-/// recorded before that are gone now: each has its swept snapshot and no other refs.
+/// live before that are swept now: each is listed `swept`, with its swept snapshot and its
+/// session refs kept for a resume.
 fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
     let state = state_dir(fx);
     for dir in ["pending", "tmp", "quarantine"] {
@@ -433,8 +438,9 @@ fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
         .filter_map(|l| l.strip_prefix("worktree "))
         .collect();
     registered.retain(|p| Path::new(p) != fx.src);
-    let sessions = list["sessions"].as_array().unwrap();
-    for session in sessions {
+    let all = list["sessions"].as_array().unwrap();
+    let sessions: Vec<&Value> = all.iter().filter(|s| s["state"] != "swept").collect();
+    for session in &sessions {
         let tree = session["worktree"].as_str().unwrap();
         assert_ne!(session["state"], "missing", "{session}\n{porcelain}");
         assert!(
@@ -454,7 +460,7 @@ fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
     let parent = fx.src.parent().unwrap();
     let isolations = entries(parent)
         .into_iter()
-        .filter(|n| n.starts_with(".a3s-"))
+        .filter(|n| n.starts_with(".a3s-reclaimed-") || n.contains(".a3s-isolate-"))
         .count();
     assert_eq!(isolations, sessions.len(), "{:?}", entries(parent));
     for id in reclaimed {
@@ -464,16 +470,19 @@ fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
             &fx.src,
             &["for-each-ref", &format!("refs/a3s-iso/sessions/{id}/")],
         );
-        assert_eq!(refs, "", "{id} keeps its session refs");
+        assert_ne!(refs, "", "{id} lost its session refs");
+        let listed = all.iter().find(|s| s["session_id"] == id.as_str());
+        assert_eq!(listed.map(|s| &s["state"]), Some(&Value::from("swept")));
     }
 }
 
-/// The session ids `list` shows.
+/// The session ids `list` shows, but the swept ones.
 fn listed(list: &Value) -> Vec<String> {
     list["sessions"]
         .as_array()
         .unwrap()
         .iter()
+        .filter(|s| s["state"] != "swept")
         .map(|s| s["session_id"].as_str().unwrap().to_string())
         .collect()
 }
@@ -777,7 +786,18 @@ fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
         // Before the tree moves the session stands; once it moved, the reclaim is finished.
         let undone = ["sweep-after-snapshot", "sweep-after-intent"].contains(fault);
         assert_eq!(gone, !undone, "{fault}: {list}");
-        if !gone {
+        if gone {
+            // Killed after the tree moved: the session is swept, and its work comes back.
+            let (code, doc) = fx.json(&["bind", "-s", &id, "--resume"]);
+            assert_eq!(code, 0, "{fault}: {doc}");
+            assert_eq!(
+                std::fs::read_to_string(fx.isolation(&id).join("work.txt")).unwrap(),
+                "work of the session\n",
+                "{fault}"
+            );
+            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+            assert_eq!(code, 0, "{doc}");
+        } else {
             let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
             assert_eq!(code, 0, "{doc}");
         }

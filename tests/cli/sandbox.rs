@@ -339,11 +339,11 @@ fn the_sandbox_works_for_an_unprivileged_user() {
     assert_eq!(run["sandbox"]["network"], "denied", "{run}");
     assert_eq!(run["sandbox"]["filesystem"], "confined");
     assert_eq!(
-        std::fs::read_to_string(root.join(".a3s-isolate-u/inside.txt")).unwrap(),
+        std::fs::read_to_string(root.join(".src.a3s-isolate-u/inside.txt")).unwrap(),
         "ok\n"
     );
     assert!(!root.join("escape.txt").exists());
-    let iso = root.join(".a3s-isolate-u");
+    let iso = root.join(".src.a3s-isolate-u");
     let read = |name: &str| std::fs::read_to_string(iso.join(name)).unwrap_or_default();
     assert_eq!(read("seen.txt"), "", "a secret was readable");
     assert_eq!(read("commit.err"), "", "git commit printed errors");

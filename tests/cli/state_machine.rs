@@ -2,8 +2,9 @@
 //! capture, promote, discard, list, sweep and user commits, checked against a model and the
 //! promises: a change set lands at most once, a refused or empty promote leaves the source
 //! byte-identical, nothing but an applied promote changes the source, a sweep reclaims exactly
-//! the sessions whose owner is dead (never a live one) and keeps their work reachable at
-//! `refs/a3s-iso/swept/<id>`, and the heir of a dead owner takes its session over.
+//! the sessions whose owner is dead (never a live one), keeps their work reachable at
+//! `refs/a3s-iso/swept/<id>` and the session listed `swept` until `bind --resume` brings the
+//! work back, and the heir of a dead owner takes its session over.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::{Child, Command, Stdio};
@@ -35,6 +36,8 @@ enum Op {
     /// Promote a session that has work, if there is one (else `s`).
     PromoteWork(usize),
     Discard(usize),
+    /// `bind --resume` of a swept session (nothing for any other).
+    Resume(usize),
     List,
     Sweep {
         dry_run: bool,
@@ -55,6 +58,7 @@ fn op() -> impl Strategy<Value = Op> {
         2 => s().prop_map(Op::Promote),
         3 => s().prop_map(Op::PromoteWork),
         1 => s().prop_map(Op::Discard),
+        2 => s().prop_map(Op::Resume),
         1 => Just(Op::List),
         3 => Just(Op::Sweep { dry_run: false }),
         1 => Just(Op::Sweep { dry_run: true }),
@@ -78,9 +82,11 @@ enum Owner {
 enum State {
     Bound,
     Discarded,
+    /// Reclaimed by a sweep; its edits wait in the swept snapshot.
+    Swept,
 }
 
-/// What the model knows of a session (no entry: never bound, or reclaimed by a sweep).
+/// What the model knows of a session (no entry: never bound).
 #[derive(Debug, Clone)]
 struct Session {
     state: State,
@@ -184,6 +190,16 @@ impl Machine {
     /// A bind (`args`) by `owner`, against the model.
     fn bind(&mut self, s: usize, owner: Owner, args: &[&str]) -> Result<(), TestCaseError> {
         let (code, doc) = self.fx.json(args);
+        if self
+            .sessions
+            .get(&s)
+            .is_some_and(|x| x.state == State::Swept)
+        {
+            // A plain bind never shadows a swept session's work.
+            prop_assert_eq!(code, 1, "{}", doc);
+            prop_assert_eq!(code_of(&doc), "session_exists");
+            return Ok(());
+        }
         match self.bound(s).map(|x| x.owner) {
             None => {
                 prop_assert_eq!(code, 0, "{}", doc);
@@ -318,7 +334,9 @@ impl Machine {
                     Some(State::Discarded) => {
                         prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
                     }
-                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+                    Some(State::Swept) | None => {
+                        prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
+                    }
                 }
             }
             Op::PromoteWork(s) => {
@@ -341,7 +359,9 @@ impl Machine {
                     Some(State::Discarded) => {
                         prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
                     }
-                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+                    Some(State::Swept) | None => {
+                        prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
+                    }
                 }
                 match outcome {
                     "applied" => {
@@ -387,6 +407,21 @@ impl Machine {
                 }
                 prop_assert!(!fx.isolation(&id(s)).exists());
             }
+            Op::Resume(s) => {
+                if self
+                    .sessions
+                    .get(&s)
+                    .is_some_and(|x| x.state == State::Swept)
+                {
+                    let (code, doc) = fx.json(&["bind", "-s", &id(s), "--resume"]);
+                    prop_assert_eq!(code, 0, "{}", doc);
+                    let session = self.sessions.get_mut(&s).unwrap();
+                    session.state = State::Bound;
+                    session.owner = Owner::Me;
+                    // The work comes back as it was when the sweep took it.
+                    self.check_isolation(s)?;
+                }
+            }
             Op::List => {
                 let (code, doc) = fx.json(&["list"]);
                 prop_assert_eq!(code, 0, "{}", doc);
@@ -403,6 +438,7 @@ impl Machine {
                     let state = match session.state {
                         State::Bound => "bound",
                         State::Discarded => "discarded",
+                        State::Swept => "swept",
                     };
                     prop_assert_eq!(&entry["state"], state, "{}", entry);
                     if session.state == State::Bound {
@@ -438,7 +474,9 @@ impl Machine {
                     if !dry_run && dead.contains(&id(s)) {
                         prop_assert!(!fx.isolation(&id(s)).exists());
                         // Its work is still reachable at refs/a3s-iso/swept/<id>.
-                        let session = self.sessions.remove(&s).unwrap();
+                        let session = self.sessions.get_mut(&s).unwrap();
+                        session.state = State::Swept;
+                        let session = session.clone();
                         for (file, content) in &session.edits {
                             let swept = format!("refs/a3s-iso/swept/{}:f{file}.txt", id(s));
                             prop_assert_eq!(

@@ -183,10 +183,10 @@ fn every_row_of_the_decision_table_at_once() {
     assert_eq!(
         reclaimed,
         [
-            ".a3s-isolate-dead",
-            ".a3s-isolate-flight-old",
-            ".a3s-isolate-malformed",
-            ".a3s-isolate-reused"
+            ".src.a3s-isolate-dead",
+            ".src.a3s-isolate-flight-old",
+            ".src.a3s-isolate-malformed",
+            ".src.a3s-isolate-reused"
         ],
         "{doc}"
     );
@@ -212,18 +212,18 @@ fn every_row_of_the_decision_table_at_once() {
             )
         })
         .collect();
-    assert_eq!(kept[".a3s-isolate-alive"], "live");
-    assert_eq!(kept[".a3s-isolate-leased"], "live");
-    assert_eq!(kept[".a3s-isolate-foreign"], "foreign");
-    assert_eq!(kept[".a3s-isolate-unknown"], "unknown");
-    assert_eq!(kept[".a3s-isolate-flight-young"], "young");
+    assert_eq!(kept[".src.a3s-isolate-alive"], "live");
+    assert_eq!(kept[".src.a3s-isolate-leased"], "live");
+    assert_eq!(kept[".src.a3s-isolate-foreign"], "foreign");
+    assert_eq!(kept[".src.a3s-isolate-unknown"], "unknown");
+    assert_eq!(kept[".src.a3s-isolate-flight-young"], "young");
     assert_eq!(
         kept[retained_path.file_name().unwrap().to_str().unwrap()],
         "retained"
     );
     assert_eq!(
         paths(&doc, "skipped"),
-        [".a3s-isolate-file", ".a3s-isolate-symlink"]
+        [".src.a3s-isolate-file", ".src.a3s-isolate-symlink"]
     );
     for (id, listing_before) in &before {
         let mut now = listing(&fx.isolation(id));
@@ -247,10 +247,20 @@ fn every_row_of_the_decision_table_at_once() {
         fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:unsaved.txt"]),
         "work in progress"
     );
-    assert_eq!(
+    // The session is not forgotten: it is recorded swept, its refs kept for a resume.
+    assert_ne!(
         fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/dead/"]),
         ""
     );
+    let (_, list) = fx.json(&["list"]);
+    let dead = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "dead")
+        .unwrap();
+    assert_eq!(dead["state"], "swept", "{list}");
+    assert_eq!(dead["swept_ref"], "refs/a3s-iso/swept/dead");
 }
 
 #[test]
@@ -260,7 +270,7 @@ fn dry_run_changes_nothing() {
     let before = listing(&fx.root);
     let (code, doc) = fx.json(&["sweep", "--dry-run"]);
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(paths(&doc, "reclaimed"), [".a3s-isolate-d"]);
+    assert_eq!(paths(&doc, "reclaimed"), [".src.a3s-isolate-d"]);
     assert_eq!(listing(&fx.root), before);
 }
 
@@ -292,7 +302,11 @@ fn a_hand_made_directory_is_kept_as_unknown() {
     std::fs::write(orphan.join("left.txt"), "left behind\n").unwrap();
     make_old(&orphan);
     let (_, doc) = fx.json(&["sweep", "--grace", "1m"]);
-    assert_eq!(paths(&doc, "reclaimed"), [".a3s-isolate-orphan"], "{doc}");
+    assert_eq!(
+        paths(&doc, "reclaimed"),
+        [".src.a3s-isolate-orphan"],
+        "{doc}"
+    );
     assert_eq!(
         fx.git(&fx.src, &["show", "refs/a3s-iso/swept/orphan:left.txt"]),
         "left behind"
@@ -338,7 +352,7 @@ fn retained_isolations_survive_prune_and_sweep_until_asked() {
             .file_name()
             .unwrap()
             .to_string_lossy()
-            .starts_with(".a3s-isolate-r.retained-")
+            .starts_with(".src.a3s-isolate-r.retained-")
     );
     assert!(
         !fx.isolation("r").exists(),
@@ -397,7 +411,7 @@ fn sweep_all_reports_sources_that_are_gone() {
             .any(|s| s["reason"] == "registered source no longer exists"),
         "{doc}"
     );
-    assert_eq!(paths(&doc, "reclaimed"), [".a3s-isolate-x"]);
+    assert_eq!(paths(&doc, "reclaimed"), [".src.a3s-isolate-x"]);
 }
 
 #[test]
@@ -413,6 +427,7 @@ fn a_lookalike_of_a_recorded_session_is_never_reclaimed_in_its_name() {
         elsewhere.to_str().unwrap(),
     ]);
     assert_eq!(code, 0, "{doc}");
+    let bound = PathBuf::from(doc["worktree"].as_str().unwrap());
     // A registered worktree next to the source, named like that session.
     let lookalike = fx.isolation("twin");
     fx.git(
@@ -430,7 +445,7 @@ fn a_lookalike_of_a_recorded_session_is_never_reclaimed_in_its_name() {
     assert_eq!(code, 0, "{doc}");
     assert!(doc["reclaimed"].as_array().unwrap().is_empty(), "{doc}");
     assert!(lookalike.exists());
-    assert!(elsewhere.join(".a3s-isolate-twin").exists());
+    assert!(bound.starts_with(&elsewhere) && bound.exists());
     let (_, list) = fx.json(&["list"]);
     assert_eq!(list["sessions"][0]["state"], "bound");
     fx.git(&fx.src, &["rev-parse", "refs/a3s-iso/sessions/twin/base"]);
