@@ -134,6 +134,9 @@ fn hint(reason: Reason) -> &'static str {
         Reason::ReplayFailed => {
             "nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode"
         }
+        Reason::SubmoduleNotUpdated => {
+            "initialise the named submodules in your checkout (git submodule update --init) and leave them clean at the commit your superproject records, then promote again; nothing was applied"
+        }
         Reason::HeadMoved => {
             "the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD"
         }

@@ -51,6 +51,9 @@ pub enum Reason {
     PatchDoesNotApply,
     /// Branch mode: a commit could not be replayed (or separated from carried WIP).
     ReplayFailed,
+    /// The patch moves a submodule (a gitlink) that the source's submodule cannot follow:
+    /// not initialised, not at the change set's base commit, dirty, or without the commit.
+    SubmoduleNotUpdated,
 }
 
 impl Reason {
@@ -60,6 +63,7 @@ impl Reason {
             Reason::HeadMoved => "head_moved",
             Reason::PatchDoesNotApply => "patch_does_not_apply",
             Reason::ReplayFailed => "replay_failed",
+            Reason::SubmoduleNotUpdated => "submodule_not_updated",
         }
     }
 }

@@ -30,6 +30,8 @@ enum Check {
     DoesNotApply(String),
     /// The patch touches paths the user changed and has not committed.
     MeetsWip(Vec<RepoPath>),
+    /// The patch moves submodules that cannot be moved in the source; why.
+    Gitlinks(Vec<RepoPath>, String),
 }
 
 /// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD, artifacts,
@@ -122,6 +124,12 @@ fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome)
             "the patch touches files with uncommitted changes in the source".to_string(),
             paths,
         ),
+        Check::Gitlinks(paths, detail) => {
+            out.conflict(Reason::SubmoduleNotUpdated, Some(detail));
+            out.current_revision = head;
+            out.set_conflicting_paths(paths);
+            return;
+        }
     };
     out.conflict(Reason::PatchDoesNotApply, Some(detail));
     out.current_revision = head;
@@ -174,7 +182,14 @@ fn check(
     let scratch = located.store.scratch_dir();
     Ok(
         match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
-            Planned::Plan(plan) => Check::Applies(plan),
+            Planned::Plan(plan) => match gitlink_changes(&plan) {
+                bumps if bumps.is_empty() => Check::Applies(plan),
+                bumps => Check::Gitlinks(
+                    bumps,
+                    "the patch moves submodules, which patch mode does not update; nothing applied"
+                        .into(),
+                ),
+            },
             Planned::DoesNotApply(detail) => Check::DoesNotApply(detail),
         },
     )
@@ -302,6 +317,15 @@ impl Lander<'_> {
             Mode::Patch,
         )
     }
+}
+
+/// The submodules (gitlinks) whose commit the plan changes, adds or removes.
+fn gitlink_changes(plan: &PatchPlan) -> Vec<RepoPath> {
+    plan.paths
+        .iter()
+        .filter(|change| change.is_gitlink() && change.pre != change.post)
+        .map(|change| change.path.clone())
+        .collect()
 }
 
 /// The paths a patch touches, as git apply reads them (bytes, exactly).

@@ -12,6 +12,7 @@ mod help;
 mod house;
 mod human;
 mod json;
+mod nested;
 mod promote;
 mod pty;
 mod races;
