@@ -20,6 +20,7 @@ pub mod intent;
 pub mod isolation;
 pub mod list;
 pub mod lock;
+pub mod nested;
 pub mod owner;
 pub mod paths;
 pub mod pending;

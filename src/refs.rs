@@ -7,6 +7,8 @@
 //! refs/a3s-iso/sessions/<id>/wip         the carried WIP snapshot (the session's base tree)
 //! refs/a3s-iso/sessions/<id>/wip-index   what the source had staged when WIP was carried
 //! refs/a3s-iso/runs/<id>/<run>           a run's result tree (immutable evidence)
+//! refs/a3s-iso/nested/<id>/<run>/<n>/base    a nested change set's base tree (n: 0, 1, …)
+//! refs/a3s-iso/nested/<id>/<run>/<n>/result  its result tree
 //! refs/a3s-iso/swept/<id>                the snapshot taken before a sweep removed the tree
 //! refs/heads/a3s-iso/<id>                branch mode's retained branch (a user-visible branch)
 //! ```
@@ -38,6 +40,34 @@ pub fn swept(session_id: &str) -> String {
 /// The short name of branch mode's retained branch.
 pub fn retained_branch(session_id: &str) -> String {
     format!("a3s-iso/{session_id}")
+}
+
+/// Pins the base and result trees of a run's nested change sets, in one transaction.
+pub(crate) fn pin_nested(
+    git: &Git,
+    dir: &Path,
+    session_id: &str,
+    run_id: &str,
+    sets: &[crate::nested::NestedChangeSet],
+) -> Result<()> {
+    let updates: Vec<RefUpdate> = sets
+        .iter()
+        .enumerate()
+        .flat_map(|(n, set)| {
+            let name = |side: &str| format!("{NAMESPACE}nested/{session_id}/{run_id}/{n}/{side}");
+            [
+                RefUpdate::Set {
+                    name: name("base"),
+                    target: set.base_tree.clone(),
+                },
+                RefUpdate::Set {
+                    name: name("result"),
+                    target: set.result_tree.clone(),
+                },
+            ]
+        })
+        .collect();
+    git.update_refs(dir, &updates, "a3s-iso: capture nested")
 }
 
 /// Which of a session's refs a deletion covers.
@@ -144,6 +174,7 @@ pub fn session_refs(git: &Git, dir: &Path, session_id: &str, scope: Scope) -> Re
     let mut prefixes = vec![
         format!("{NAMESPACE}sessions/{session_id}/"),
         format!("{NAMESPACE}runs/{session_id}/"),
+        format!("{NAMESPACE}nested/{session_id}/"),
     ];
     if scope == Scope::All {
         prefixes.push(swept(session_id));

@@ -94,6 +94,9 @@ pub struct RunOutcome {
     pub sandbox: SandboxReport,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
+    /// The nested change sets (submodules and nested repositories with uncommitted work),
+    /// stored beside the run's document.
+    pub nested: Vec<crate::nested::NestedChangeSet>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
@@ -154,7 +157,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         quarantine.migrate(&ctx.git, &located.repo)?;
     }
 
-    let result = isolation.snapshot(ctx, &located)?;
+    let mut result = isolation.snapshot(ctx, &located)?;
+    let nested = crate::nested::capture_isolation(&ctx.git, &located, &isolation, &mut result)?;
     let state = ended.state();
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -164,7 +168,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         result_tree: &result.tree,
         release_identity: &identity,
     };
-    let (change_set, warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
+    let (change_set, mut warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
+    crate::capture::record_nested(ctx, &located, &record.session_id, &run_id, &nested)?;
+    warnings.extend(nested.warnings());
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
@@ -178,6 +184,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         change_set,
         sandbox: report(sandbox_spec.as_ref()),
         warnings,
+        nested: nested.sets(),
         status: ended.status(),
     })
 }

@@ -96,3 +96,51 @@ fn a_gitlink_bump_is_never_reported_applied_while_dropped() {
         assert_eq!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]), before);
     }
 }
+
+/// An edit inside the isolation's submodule is captured as a nested change set: reported by
+/// `run`, stored beside the run's document, its trees pinned; the document stays flat.
+#[test]
+fn a_submodule_edit_is_captured_as_a_nested_change_set() {
+    let fx = with_submodule("s");
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "s",
+        "--run-id",
+        "r1",
+        "--no-sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo 'library, edited' > vendor/lib/lib.txt",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let nested = doc["nested"].as_array().expect("a nested list");
+    assert_eq!(nested.len(), 1, "{doc}");
+    assert_eq!(nested[0]["path"], SUB, "{doc}");
+    assert_eq!(nested[0]["kind"], "submodule", "{doc}");
+    assert!(nested[0]["patch_bytes"].as_u64().unwrap() > 0, "{doc}");
+    // The root change set does not see inside the submodule: it is empty.
+    assert_eq!(doc["change_set"]["files_changed"], 0, "{doc}");
+    let result = nested[0]["result_tree"].as_str().unwrap();
+    let pinned = fx.git(&fx.src, &["rev-parse", "refs/a3s-iso/nested/s/r1/0/result"]);
+    assert_eq!(pinned, result);
+    assert_eq!(
+        fx.git(&fx.src, &["cat-file", "-p", &format!("{result}:lib.txt")]),
+        "library, edited"
+    );
+    let stored = fx.src.join(".git/a3s-iso/nested/s/r1.json");
+    let stored: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    assert_eq!(
+        stored["nested"][0]["patch_digest"],
+        nested[0]["patch_digest"]
+    );
+    // The document of the run carries the root only, flat.
+    let (code, cap) = fx.json(&["capture", "-s", "s", "--run-id", "r1"]);
+    assert_eq!(code, 0, "{cap}");
+    assert!(cap.get("nested").is_none(), "{cap}");
+    // Human output names the nested change set.
+    let out = fx.cmd().args(["capture", "-s", "s"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("nested") && text.contains(SUB), "{text}");
+}
