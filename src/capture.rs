@@ -71,9 +71,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    let mut snap = target.isolation.snapshot(ctx, &target.located)?;
-    let nested =
-        crate::nested::capture_isolation(&ctx.git, &target.located, &target.isolation, &mut snap)?;
+    let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
     let mut outcome = record_evidence(
         ctx,
         &target.located,
@@ -97,6 +95,18 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     outcome.nested = nested.sets();
     outcome.warnings = nested.warnings();
     Ok(outcome)
+}
+
+/// The isolation's snapshot and its nested change sets; the snapshot's `nested` keeps only the
+/// nested repositories that were not captured.
+pub(crate) fn snapshot_all(
+    ctx: &Context,
+    located: &Located,
+    isolation: &Isolation,
+) -> Result<(snapshot::Snapshot, crate::nested::Nested)> {
+    let mut snap = isolation.snapshot(ctx, located)?;
+    let nested = crate::nested::capture_isolation(&ctx.git, located, isolation, &mut snap)?;
+    Ok((snap, nested))
 }
 
 /// Pins and stores a run's nested change sets beside its document.

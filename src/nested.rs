@@ -405,7 +405,11 @@ pub(crate) fn record(
     if sets.is_empty() {
         return Ok(());
     }
-    crate::refs::pin_nested(git, common_dir, session_id, run_id, sets)?;
+    let trees: Vec<(String, String)> = sets
+        .iter()
+        .map(|s| (s.base_tree.clone(), s.result_tree.clone()))
+        .collect();
+    crate::refs::pin_nested(git, common_dir, session_id, run_id, &trees)?;
     let path = stored_path(store, session_id, run_id);
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
@@ -417,23 +421,6 @@ pub(crate) fn record(
     let bytes = serde_json::to_vec_pretty(&doc)
         .map_err(|e| crate::error::Error::internal(format!("cannot encode: {e}")))?;
     crate::fsutil::write_atomic(&path, &bytes)
-}
-
-/// A run's stored nested change sets (none when it had none).
-pub(crate) fn load(store: &Store, session_id: &str, run_id: &str) -> Result<Vec<NestedChangeSet>> {
-    let path = stored_path(store, session_id, run_id);
-    match fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice::<StoredNested>(&bytes)
-            .map(|doc| doc.nested)
-            .map_err(|e| {
-                crate::error::Error::internal(format!("{} is unreadable: {e}", path.display()))
-            }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(crate::error::Error::io(
-            format!("cannot read {}", path.display()),
-            e,
-        )),
-    }
 }
 
 impl Nested {
@@ -471,7 +458,6 @@ pub(crate) fn capture_isolation(
     let covered = |name: &String| {
         let path = name.trim_end_matches('/').as_bytes();
         nested.covered.iter().any(|p| p.0 == path)
-            || nested.skipped.iter().any(|(p, _)| p.0 == path)
     };
     snap.nested.retain(|name| !covered(name));
     Ok(nested)

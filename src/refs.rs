@@ -42,27 +42,28 @@ pub fn retained_branch(session_id: &str) -> String {
     format!("a3s-iso/{session_id}")
 }
 
-/// Pins the base and result trees of a run's nested change sets, in one transaction.
+/// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
+/// their order), in one transaction.
 pub(crate) fn pin_nested(
     git: &Git,
     dir: &Path,
     session_id: &str,
     run_id: &str,
-    sets: &[crate::nested::NestedChangeSet],
+    trees: &[(String, String)],
 ) -> Result<()> {
-    let updates: Vec<RefUpdate> = sets
+    let updates: Vec<RefUpdate> = trees
         .iter()
         .enumerate()
-        .flat_map(|(n, set)| {
+        .flat_map(|(n, (base, result))| {
             let name = |side: &str| format!("{NAMESPACE}nested/{session_id}/{run_id}/{n}/{side}");
             [
                 RefUpdate::Set {
                     name: name("base"),
-                    target: set.base_tree.clone(),
+                    target: base.clone(),
                 },
                 RefUpdate::Set {
                     name: name("result"),
-                    target: set.result_tree.clone(),
+                    target: result.clone(),
                 },
             ]
         })

@@ -157,24 +157,20 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         quarantine.migrate(&ctx.git, &located.repo)?;
     }
 
-    let mut result = isolation.snapshot(ctx, &located)?;
-    let nested = crate::nested::capture_isolation(&ctx.git, &located, &isolation, &mut result)?;
-    let state = ended.state();
+    let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
         run_id: &run_id,
-        state,
+        state: ended.state(),
         base_tree: &base_tree,
         result_tree: &result.tree,
         release_identity: &identity,
     };
-    let (change_set, mut warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
-    crate::capture::record_nested(ctx, &located, &record.session_id, &run_id, &nested)?;
-    warnings.extend(nested.warnings());
+    let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
-        state,
+        state: ended.state(),
         exit_code: ended.exit_code,
         signal: ended.signal,
         timed_out: ended.timed_out,
@@ -355,12 +351,14 @@ fn record_run(
     ctx: &Context,
     located: &Located,
     evidence: &Evidence<'_>,
-    nested: &[String],
+    (left_out, nested): (&[String], &crate::nested::Nested),
 ) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
-    let mut warnings: Vec<String> = nested
+    let mut warnings: Vec<String> = left_out
         .iter()
         .map(|path| format!("nested repository {path} is not part of the change set"))
         .collect();
+    warnings.extend(nested.warnings());
+    crate::capture::record_nested(ctx, located, evidence.session_id, evidence.run_id, nested)?;
     let change_set = match record_evidence(ctx, located, evidence) {
         Ok(captured) => Some(ChangeSetSummary {
             patch_digest: captured.change_set.patch_digest,

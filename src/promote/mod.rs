@@ -12,7 +12,9 @@
 
 mod artifacts;
 mod branch;
+mod gitlink;
 mod journal;
+mod nested;
 mod options;
 mod outcome;
 mod patch;
@@ -21,7 +23,8 @@ use journal::journal;
 use options::Candidate;
 pub use options::PromoteOptions;
 pub use outcome::{
-    BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
+    BranchReport, Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
+    ReplayedCommit, SkipReason, SkippedCommit,
 };
 
 use crate::changeset;
@@ -49,7 +52,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         }
         let _lock = ctx.lock(&located.repo)?;
         let candidate = fresh_capture(ctx, &located, session)?;
-        return patch::promote_patch(ctx, &located, candidate, opts);
+        return promote_patch(ctx, &located, candidate, opts);
     };
     if opts.mode == Mode::Branch {
         return Err(Error::Usage {
@@ -67,13 +70,33 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             .strip_prefix("git-tree:")
             .map(str::to_string),
         nested: Vec::new(),
+        nested_sets: Vec::new(),
+        submodule_objects: Vec::new(),
+        nested_warnings: Vec::new(),
     };
-    patch::promote_patch(ctx, &located, candidate, opts)
+    promote_patch(ctx, &located, candidate, opts)
+}
+
+/// Patch mode: the root change set (steps 2–6), then each nested change set in its own
+/// repository; the artifacts' summary covers both.
+fn promote_patch(
+    ctx: &Context,
+    located: &Located,
+    candidate: Candidate,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let (mut out, artifacts) = patch::promote_patch(ctx, located, &candidate, opts)?;
+    nested::land_nested(ctx, located, &candidate, opts, &mut out)?;
+    if let Some(artifacts) = artifacts {
+        artifacts.summarise(&out)?;
+    }
+    Ok(out)
 }
 
 /// Step 1 for a session: a fresh cumulative capture (base = the session's base tree).
 fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Result<Candidate> {
-    let snap = writable_isolation(&session)?.snapshot(ctx, located)?;
+    let isolation = writable_isolation(&session)?;
+    let (snap, nested) = crate::capture::snapshot_all(ctx, located, &isolation)?;
     let patch = snapshot::patch(
         &ctx.git,
         &located.repo.common_dir,
@@ -87,6 +110,9 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
         result_tree: Some(snap.tree.clone()),
         session: Some(session),
         nested: snap.nested,
+        nested_warnings: nested.warnings(),
+        nested_sets: nested.captured,
+        submodule_objects: nested.objects,
     })
 }
 

@@ -34,4 +34,12 @@ pub(crate) struct Candidate {
     /// (which this repository may not have).
     pub(crate) result_tree: Option<String>,
     pub(crate) nested: Vec<String>,
+    /// The nested change sets (submodules and nested repositories), landed after the root;
+    /// none for a document, which carries the root only.
+    pub(crate) nested_sets: Vec<crate::nested::Captured>,
+    /// Where the isolation's submodules keep their objects: a gitlink bump copies its
+    /// commits from there into the source's submodule.
+    pub(crate) submodule_objects: Vec<(crate::paths::RepoPath, std::path::PathBuf)>,
+    /// Nested repositories that could not be captured, and why.
+    pub(crate) nested_warnings: Vec<String>,
 }

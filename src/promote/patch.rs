@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use super::artifacts::Artifacts;
+use super::gitlink::{Bump, move_submodules, prepare_bumps};
 use super::journal::journal;
 use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
@@ -20,9 +21,10 @@ use crate::repo::Repo;
 use crate::state::Landing;
 
 /// What the checks before applying found.
-enum Check {
-    /// The patch applies and meets no uncommitted work: every touched path's images.
-    Applies(PatchPlan),
+pub(super) enum Check {
+    /// The patch applies and meets no uncommitted work: every touched path's images, and the
+    /// submodules it moves (their new commits already in the source's submodules).
+    Applies(PatchPlan, Vec<Bump>),
     /// Every touched path already holds what the change set makes of it, but no record says
     /// that a promote put it there.
     Present(Vec<RepoPath>),
@@ -34,40 +36,38 @@ enum Check {
     Gitlinks(Vec<RepoPath>, String),
 }
 
-/// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD, artifacts,
-/// check, apply, journal.
+/// Steps 2–6 for the root change set: empty, journal, pending intent, HEAD, artifacts,
+/// check, apply, journal. The artifacts' summary is the caller's to write, once the nested
+/// change sets are done.
 pub(super) fn promote_patch(
     ctx: &Context,
     located: &Located,
-    candidate: Candidate,
+    candidate: &Candidate,
     opts: &PromoteOptions,
-) -> Result<PromoteOutcome> {
-    let mut out = initial_report(ctx, &candidate);
+) -> Result<(PromoteOutcome, Option<Artifacts>)> {
+    let mut out = initial_report(ctx, candidate);
     if candidate.patch.bytes == 0 {
-        return Ok(out);
+        return Ok((out, None));
     }
     let digest = candidate.patch.digest.clone();
     out.digest = Some(digest.clone());
     if located.store.journal_entry(&digest)?.is_some() {
         out.outcome = Outcome::Idempotent;
-        return Ok(out);
+        return Ok((out, None));
     }
     if let Some(paths) = intent::blocking(&ctx.git, &located.store, &digest)? {
-        out.conflict(
-            Reason::PatchDoesNotApply,
-            Some("an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again".into()),
-        );
+        out.conflict(Reason::PatchDoesNotApply, Some(INTERRUPTED.into()));
         out.set_conflicting_paths(paths);
-        return Ok(out);
+        return Ok((out, None));
     }
-    let source = source_of(located, &candidate);
+    let source = source_of(located, candidate);
     let head = source.head_commit(&ctx.git);
     if let Some(session) = &candidate.session {
         out.bound_revision = Some(session.bound_revision.clone());
         out.current_revision = head.clone();
         if head.as_deref() != Some(session.bound_revision.as_str()) {
             out.conflict(Reason::HeadMoved, None);
-            return Ok(out);
+            return Ok((out, None));
         }
     }
     let artifacts = Artifacts::write(
@@ -77,24 +77,28 @@ pub(super) fn promote_patch(
         &mut out,
     )?;
     if opts.no_apply {
-        return Ok(out);
+        return Ok((out, Some(artifacts)));
     }
-    match check(ctx, located, &candidate, &source.toplevel, &artifacts.patch)? {
-        Check::Applies(plan) => {
+    match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
+        Check::Applies(plan, bumps) => {
             let landing = Lander {
                 ctx,
                 located,
-                candidate: &candidate,
+                candidate,
+                key: &digest,
                 source: &source.toplevel,
                 head: head.as_deref(),
+                bumps: &bumps,
             };
             landing.apply_and_journal(plan, &mut out)?;
         }
         conflict => report_conflict(conflict, head, &mut out),
     }
-    artifacts.summarise(&out)?;
-    Ok(out)
+    Ok((out, Some(artifacts)))
 }
+
+/// Why a change set whose promote was interrupted cannot be promoted again yet.
+pub(super) const INTERRUPTED: &str = "an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again";
 
 /// The report before any check: sizes, session, nested repositories, and what recovery under
 /// the lock did.
@@ -108,13 +112,15 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     out.warnings.extend(candidate.nested.iter().map(|p| {
         format!("nested repository {p} is not part of the change set; promote it on its own")
     }));
+    out.warnings
+        .extend(candidate.nested_warnings.iter().cloned());
     out
 }
 
 /// A check that stops the promote, as a conflict.
-fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+pub(super) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
     let (detail, paths) = match check {
-        Check::Applies(_) => return,
+        Check::Applies(..) => return,
         Check::Present(paths) => (
             "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
             paths,
@@ -149,7 +155,7 @@ fn source_of(located: &Located, candidate: &Candidate) -> Repo {
 }
 
 /// Decides whether the patch can land, and plans every touched path's images if it can.
-fn check(
+pub(super) fn check(
     ctx: &Context,
     located: &Located,
     candidate: &Candidate,
@@ -182,14 +188,12 @@ fn check(
     let scratch = located.store.scratch_dir();
     Ok(
         match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
-            Planned::Plan(plan) => match gitlink_changes(&plan) {
-                bumps if bumps.is_empty() => Check::Applies(plan),
-                bumps => Check::Gitlinks(
-                    bumps,
-                    "the patch moves submodules, which patch mode does not update; nothing applied"
-                        .into(),
-                ),
-            },
+            Planned::Plan(plan) => {
+                match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
+                    Ok(bumps) => Check::Applies(plan, bumps),
+                    Err((paths, detail)) => Check::Gitlinks(paths, detail),
+                }
+            }
             Planned::DoesNotApply(detail) => Check::DoesNotApply(detail),
         },
     )
@@ -221,12 +225,17 @@ fn already_present(
 }
 
 /// Where a planned change set lands, and who journals it.
-struct Lander<'a> {
-    ctx: &'a Context,
-    located: &'a Located,
-    candidate: &'a Candidate,
-    source: &'a Path,
-    head: Option<&'a str>,
+pub(super) struct Lander<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) located: &'a Located,
+    pub(super) candidate: &'a Candidate,
+    /// The journal's key: the root patch's digest, or a nested change set's key.
+    pub(super) key: &'a str,
+    /// The checkout it lands in: the source, or one of its nested repositories.
+    pub(super) source: &'a Path,
+    pub(super) head: Option<&'a str>,
+    /// The submodules the patch moves.
+    pub(super) bumps: &'a [Bump],
 }
 
 impl Lander<'_> {
@@ -234,7 +243,7 @@ impl Lander<'_> {
     fn intent(&self, plan: &PatchPlan) -> Intent {
         Intent {
             schema: intent::SCHEMA.into(),
-            digest: self.candidate.patch.digest.clone(),
+            digest: self.key.to_string(),
             session_id: self
                 .candidate
                 .session
@@ -253,16 +262,23 @@ impl Lander<'_> {
     /// Records the intent, writes every touched path and journals. From the intent to the
     /// journal nothing may stop halfway: interrupts wait. A crash is finished by the next
     /// command; a failure to write puts back what was written.
-    fn apply_and_journal(&self, plan: PatchPlan, out: &mut PromoteOutcome) -> Result<()> {
+    pub(super) fn apply_and_journal(
+        &self,
+        plan: PatchPlan,
+        out: &mut PromoteOutcome,
+    ) -> Result<()> {
         let store = &self.located.store;
-        let digest = &self.candidate.patch.digest;
+        let digest = self.key;
         intent::save(store, &self.intent(&plan))?;
         crate::fault_point!("promote-after-intent");
         let interrupts = crate::signals::Signals::register()?;
         let checkout = Checkout::open(&self.ctx.git, self.source)?;
         let tag = intent::tag(digest);
         let todo: Vec<usize> = (0..plan.paths.len()).collect();
-        if let Err(e) = checkout.write(&tag, &plan, &todo, Side::Post) {
+        let written = checkout
+            .write(&tag, &plan, &todo, Side::Post)
+            .and_then(|()| move_submodules(&self.ctx.git, self.source, self.bumps));
+        if let Err(e) = written {
             self.put_back(&checkout, &tag, &plan);
             return Err(e);
         }
@@ -299,14 +315,14 @@ impl Lander<'_> {
             .collect();
         if checkout.write(tag, plan, &todo, Side::Pre).is_ok() {
             checkout.remove_created_dirs(plan);
-            let _ = intent::remove(&self.located.store, &self.candidate.patch.digest);
+            let _ = intent::remove(&self.located.store, self.key);
         }
     }
 
     fn record(&self, how: Landing) -> Result<()> {
         journal(
             self.located,
-            &self.candidate.patch.digest,
+            self.key,
             self.candidate
                 .session
                 .as_ref()
@@ -317,15 +333,6 @@ impl Lander<'_> {
             Mode::Patch,
         )
     }
-}
-
-/// The submodules (gitlinks) whose commit the plan changes, adds or removes.
-fn gitlink_changes(plan: &PatchPlan) -> Vec<RepoPath> {
-    plan.paths
-        .iter()
-        .filter(|change| change.is_gitlink() && change.pre != change.post)
-        .map(|change| change.path.clone())
-        .collect()
 }
 
 /// The paths a patch touches, as git apply reads them (bytes, exactly).

@@ -144,3 +144,134 @@ fn a_submodule_edit_is_captured_as_a_nested_change_set() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("nested") && text.contains(SUB), "{text}");
 }
+
+fn read(path: PathBuf) -> String {
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn nested_of<'a>(doc: &'a Value, path: &str) -> &'a Value {
+    doc["nested"]
+        .as_array()
+        .and_then(|all| all.iter().find(|n| n["path"] == path))
+        .unwrap_or_else(|| panic!("no nested result for {path}: {doc}"))
+}
+
+/// An uncommitted edit inside the submodule lands in the source's submodule; a promote again
+/// is idempotent.
+#[test]
+fn a_submodule_edit_lands_in_the_source_submodule() {
+    let fx = with_submodule("s");
+    let iso = fx.isolation("s");
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, edited\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
+    // The user's own work in the submodule, outside the touched paths, survives.
+    std::fs::write(sub_in(&fx.src).join("notes.txt"), "mine\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    assert_eq!(nested_of(&doc, SUB)["outcome"], "applied", "{doc}");
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, edited\n");
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    assert_eq!(read(sub_in(&fx.src).join("notes.txt")), "mine\n");
+    let (code, again) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["outcome"], "idempotent", "{again}");
+    assert_eq!(nested_of(&again, SUB)["outcome"], "idempotent", "{again}");
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, edited\n");
+}
+
+/// A commit inside the isolation's submodule moves the source's submodule (checkout and the
+/// superproject's index entry) to that commit, copied from the isolation; with an uncommitted
+/// edit on top, both land.
+#[test]
+fn a_gitlink_bump_and_an_edit_on_top_land_together() {
+    let fx = with_submodule("s");
+    let bumped = commit_in_isolation_submodule(&fx, "s");
+    let sub = sub_in(&fx.isolation("s"));
+    std::fs::write(sub.join("extra.txt"), "uncommitted on top\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    assert_eq!(nested_of(&doc, SUB)["outcome"], "applied", "{doc}");
+    assert_eq!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]), bumped);
+    assert_eq!(index_gitlink(&fx), bumped);
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, improved\n");
+    assert_eq!(
+        read(sub_in(&fx.src).join("extra.txt")),
+        "uncommitted on top\n"
+    );
+    let (code, again) = promote(&fx, &["-s", "s"]);
+    assert_eq!(
+        (code, again["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
+}
+
+/// The source's submodule has its own uncommitted change at the path the nested change set
+/// touches: the root lands, the nested one does not (`partial`, exit 3, naming it); once the
+/// user's change is gone, a promote again lands the rest and leaves the root as it is.
+#[test]
+fn a_blocked_nested_change_set_is_partial_and_a_rerun_lands_it() {
+    let fx = with_submodule("s");
+    let iso = fx.isolation("s");
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, edited\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
+    std::fs::write(sub_in(&fx.src).join("lib.txt"), "the user's own edit\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "partial", "{doc}");
+    let nested = nested_of(&doc, SUB);
+    assert_eq!(nested["outcome"], "conflict", "{doc}");
+    assert_eq!(nested["reason"], "patch_does_not_apply", "{doc}");
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    assert_eq!(
+        read(sub_in(&fx.src).join("lib.txt")),
+        "the user's own edit\n"
+    );
+    // The human report names the submodule too.
+    let out = fx.cmd().args(["promote", "-s", "s"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("partial") && text.contains(SUB), "{text}");
+
+    fx.git(&sub_in(&fx.src), &["checkout", "--", "lib.txt"]);
+    let (code, again) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["outcome"], "applied", "{again}");
+    assert_eq!(nested_of(&again, SUB)["outcome"], "applied", "{again}");
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, edited\n");
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    let (code, third) = promote(&fx, &["-s", "s"]);
+    assert_eq!(
+        (code, third["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{third}"
+    );
+}
+
+/// A source whose submodule is not initialised: a nested edit alone cannot land anywhere
+/// (`conflict`, nothing applied); a gitlink bump cannot move it (`conflict` naming it).
+#[test]
+fn an_uninitialised_source_submodule_takes_nothing() {
+    let fx = with_submodule("s");
+    fx.git(&fx.src, &["submodule", "deinit", "-q", "--force", SUB]);
+    let before = crate::fixture::checkout_listing(&fx.src);
+    std::fs::write(sub_in(&fx.isolation("s")).join("lib.txt"), "edited\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "conflict", "{doc}");
+    assert_eq!(doc["reason"], "nested_unavailable", "{doc}");
+    assert_eq!(doc["conflicting_paths"][0], SUB, "{doc}");
+    assert_eq!(crate::fixture::checkout_listing(&fx.src), before);
+
+    bind_submodules(&fx, "t");
+    commit_in_isolation_submodule(&fx, "t");
+    std::fs::write(fx.isolation("t").join("README.md"), "bumped\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "t"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "conflict", "{doc}");
+    assert_eq!(doc["reason"], "submodule_not_updated", "{doc}");
+    assert_eq!(doc["conflicting_paths"][0], SUB, "{doc}");
+    assert_eq!(crate::fixture::checkout_listing(&fx.src), before);
+}
