@@ -325,6 +325,33 @@ fn object_dir(git_dir: &Path) -> std::result::Result<PathBuf, String> {
     Ok(objects)
 }
 
+/// The object directories of an isolation's initialised submodules (`<admin>/modules/…`,
+/// names may hold slashes), each a real directory naming no alternates.
+pub(crate) fn module_stores(admin: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![(admin.join("modules"), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.join("HEAD").is_file() {
+                if let Ok(objects) = object_dir(&path) {
+                    found.push(objects);
+                }
+            } else if depth < 8 {
+                todo.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
 /// The most a HEAD or loose ref file holds.
 const REF_LIMIT: u64 = 4096;
 

@@ -131,7 +131,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     )?;
 
     let private_tmp = PrivateTmp::create(&run_id)?;
-    let quarantine = Quarantine::create(&located.store, &run_id)?;
+    let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
     // With a terminal on stdin, the command gets a pseudo-terminal of its own.

@@ -359,31 +359,19 @@ impl Git {
             .args(["pack-objects", "--stdout", "-q"])
             .args(skip_seen.then_some("--local"))
             .stdin(ids);
-        let index = self.at(into).args(["index-pack", "--stdin", "--strict"]);
-        let args = index.shown_args();
-        let out = pack
-            .expression()
-            .pipe(index.piped_expression())
-            .stdout_capture()
-            .stderr_capture()
-            .run()
-            .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(failure_of(
-                args,
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            ))
-        }
+        pipe_into(pack, self.at(into))
     }
 
-    /// Copies every object of the object directory `from` (and nothing it borrows) into the
-    /// repository at `dir` as one pack, each object checked as `receive-pack` checks a push
-    /// (`index-pack --strict`: well-formed, and everything it links to present). Objects that
-    /// fail leave the repository untouched.
-    pub(crate) fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
+    /// Copies every object in the object directory `from` into the store that `receiver` (a
+    /// git command on the receiving repository, without arguments) writes to, checked as a
+    /// push would be (`index-pack --strict`); returns how many there were. `dir` is where the
+    /// listing and packing git runs (its configuration applies).
+    pub(crate) fn copy_objects(
+        &self,
+        dir: &Path,
+        from: &Path,
+        receiver: super::runner::GitCmd<'_>,
+    ) -> Result<usize> {
         let listed = self
             .at(dir)
             .env("GIT_OBJECT_DIRECTORY", from)
@@ -405,24 +393,7 @@ impl Git {
             .env("GIT_OBJECT_DIRECTORY", from)
             .args(["pack-objects", "--stdout", "-q"])
             .stdin(listed);
-        let index = self.at(dir).args(["index-pack", "--stdin", "--strict"]);
-        let args = index.shown_args();
-        let out = pack
-            .expression()
-            .pipe(index.piped_expression())
-            .stdout_capture()
-            .stderr_capture()
-            .run()
-            .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
-        if out.status.success() {
-            Ok(count)
-        } else {
-            Err(failure_of(
-                args,
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            ))
-        }
+        pipe_into(pack, receiver).map(|()| count)
     }
 
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
@@ -458,4 +429,27 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
         }
     }
     Ok(found)
+}
+
+/// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
+/// push.
+fn pipe_into(pack: super::runner::GitCmd<'_>, receiver: super::runner::GitCmd<'_>) -> Result<()> {
+    let index = receiver.args(["index-pack", "--stdin", "--strict"]);
+    let args = index.shown_args();
+    let out = pack
+        .expression()
+        .pipe(index.piped_expression())
+        .stdout_capture()
+        .stderr_capture()
+        .run()
+        .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(failure_of(
+            args,
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    }
 }

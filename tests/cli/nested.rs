@@ -275,3 +275,90 @@ fn an_uninitialised_source_submodule_takes_nothing() {
     assert_eq!(doc["conflicting_paths"][0], SUB, "{doc}");
     assert_eq!(crate::fixture::checkout_listing(&fx.src), before);
 }
+
+/// A script for the command: in the isolation's submodule, a commit, then its own git dir's
+/// config names a clean filter, an fsmonitor hook and a hooks path (all leaving marks), its
+/// attributes send every file through the filter, and a file is edited so git must hash it.
+fn hostile_submodule_script(marks: &Path) -> String {
+    let mark = |name: &str| marks.join(name).display().to_string();
+    format!(
+        "set -e
+cd {SUB}
+echo committed > committed.txt
+git add committed.txt
+git -c user.name=n -c user.email=n@n commit -q -m 'in the submodule'
+git config filter.x.clean \"touch '{filter}'; cat\"
+git config core.fsmonitor \"touch '{fsmonitor}'; false\"
+mkdir -p hooks && printf '#!/bin/sh\\ntouch \"{hook}\"\\n' > hooks/post-checkout
+chmod +x hooks/post-checkout
+git config core.hooksPath \"$PWD/hooks\"
+echo '* filter=x' > .gitattributes
+echo 'library, edited' > lib.txt
+",
+        filter = mark("filter"),
+        fsmonitor = mark("fsmonitor"),
+        hook = mark("hook"),
+    )
+}
+
+/// Whether a git that trusts the isolation's submodule (plain `git add` in it) runs the
+/// planted filter: proves the planted config is live.
+fn trusting_git_runs_the_filter(fx: &Fixture, id: &str, marks: &Path) -> bool {
+    let sub = sub_in(&fx.isolation(id));
+    let mut cmd = Command::new("git");
+    cmd.current_dir(&sub).args(["add", "-A"]);
+    isolate(&mut cmd, &fx.home);
+    let _ = cmd.output().unwrap();
+    marks.join("filter").exists()
+}
+
+/// The sandboxed command controls its submodules' git dirs (under the isolation's admin dir):
+/// capturing and promoting their work runs none of their configuration. The commit made
+/// under the sandbox still lands.
+#[test]
+fn hostile_submodule_config_does_not_run_outside_the_sandbox() {
+    let sandboxed = crate::fixture::sandbox_available();
+    if !sandboxed {
+        eprintln!("the sandboxed case is skipped: this kernel cannot give the run sandbox");
+    }
+    let fx = with_submodule("s");
+    let marks = fx.root.join("marks");
+    std::fs::create_dir(&marks).unwrap();
+    let script = hostile_submodule_script(&marks);
+    let mut args = vec!["run", "-s", "s", "--allow-write", marks.to_str().unwrap()];
+    if !sandboxed {
+        args.push("--no-sandbox");
+    }
+    args.extend(["--", "sh", "-c", &script]);
+    let out = fx.cmd().arg("--json").args(&args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (code, doc) = json_of(out);
+    assert_eq!(code, 0, "{doc}\n{stderr}");
+    let clear = |what: &str| {
+        let left: Vec<_> = std::fs::read_dir(&marks).unwrap().flatten().collect();
+        assert!(left.is_empty(), "{what}: a planted command ran: {left:?}");
+    };
+    clear("run");
+    assert_eq!(doc["nested"][0]["path"], SUB, "{doc}");
+    let (code, doc) = fx.json(&["capture", "-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    clear("capture");
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    clear("promote");
+    let src_sub = sub_in(&fx.src);
+    assert_eq!(read(src_sub.join("committed.txt")), "committed\n");
+    assert_eq!(read(src_sub.join("lib.txt")), "library, edited\n");
+    assert_eq!(
+        fx.git(&src_sub, &["rev-parse", "HEAD"]),
+        fx.git(&sub_in(&fx.isolation("s")), &["rev-parse", "HEAD"])
+    );
+    assert!(
+        trusting_git_runs_the_filter(&fx, "s", &marks),
+        "the planted filter is not live"
+    );
+}
