@@ -63,11 +63,34 @@ pub(super) fn promote_branch(
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
     let _lock = ctx.lock(&located.repo)?;
+    let (snap, nested) = crate::capture::snapshot_all(ctx, located, &isolation)?;
+    let mut out = replay_root(ctx, located, &session, &isolation, &snap, opts)?;
+    out.warnings.extend(nested.warnings());
+    let ident = identity_args(&ctx.git, &session.source);
+    let branch = super::nested::BranchNested {
+        session: &session,
+        snap: &snap,
+        ident: &ident,
+    };
+    super::nested::commit_nested(ctx, located, &branch, nested, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Branch mode for the root change set: the session's commits replayed onto the source's
+/// branch, with a trailing commit for the uncommitted leftovers.
+fn replay_root(
+    ctx: &Context,
+    located: &Located,
+    session: &SessionRecord,
+    isolation: &crate::isolation::Isolation,
+    snap: &crate::snapshot::Snapshot,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let session = session.clone();
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
     out.warnings.extend(ctx.take_notices());
     out.session_id = Some(session.session_id.clone());
     out.bound_revision = Some(session.bound_revision.clone());
-    let snap = isolation.snapshot(ctx, located)?;
     out.nested_repositories = snap.nested.clone();
     let scratch = located.store.scratch_dir();
     let patch = snapshot::patch(

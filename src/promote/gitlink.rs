@@ -22,6 +22,13 @@ pub(super) struct Bump {
     new: String,
 }
 
+impl Bump {
+    /// The submodule at `path` moving from `old` to `new`.
+    pub(super) fn new(path: RepoPath, old: String, new: String) -> Bump {
+        Bump { path, old, new }
+    }
+}
+
 /// Why the source cannot take the gitlink changes: the submodules, and an explanation.
 pub(super) type Refusal = (Vec<RepoPath>, String);
 
@@ -82,7 +89,7 @@ pub(super) fn prepare_bumps(
 
 /// Whether the source's submodule can move as `bump` says; copies the new commit into it
 /// from the isolation's submodule's objects (`objects`) when it lacks it.
-fn ready(
+pub(super) fn ready(
     git: &Git,
     located: &Located,
     source: &Path,

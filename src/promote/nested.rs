@@ -5,17 +5,20 @@
 //! digest. When the root landed (now or before) and a nested one cannot, the promote is
 //! `partial`; a promote again lands what is left and leaves what landed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::gitlink::is_toplevel;
+use super::gitlink::{Bump, is_toplevel, move_submodules, ready};
 use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason};
 use super::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
 use crate::context::{Context, Located};
 use crate::error::Result;
+use crate::git::Git;
 use crate::intent;
-use crate::nested::{Captured, NestedChangeSet};
-use crate::snapshot::{Patch, digest_bytes};
+use crate::nested::{Captured, Nested, NestedChangeSet};
+use crate::paths::RepoPath;
+use crate::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
+use crate::state::SessionRecord;
 
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
 /// that the same patch in two repositories is promoted once in each.
@@ -48,21 +51,11 @@ pub(super) fn land_nested(
         .as_ref()
         .map_or(located.repo.toplevel.as_path(), |s| s.source.as_path());
     for captured in &candidate.nested_sets {
-        let mut result = NestedResult {
-            path: captured.set.path.clone(),
-            path_exact: captured.set.path_exact.clone(),
-            kind: captured.set.kind,
-            outcome: NestedOutcome::NotAttempted,
-            reason: None,
-            digest: captured.set.patch_digest.clone(),
-            journal_key: journal_key(&captured.set),
-            conflicting_paths: Vec::new(),
-            detail: None,
-        };
+        let mut result = new_result(captured);
         if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
             result.outcome = NestedOutcome::Planned;
         } else if root_landed {
-            land_one(ctx, located, source, captured, &mut result, out)?;
+            land_one(ctx, located, (source, captured), None, &mut result, out)?;
         }
         out.nested.push(result);
     }
@@ -70,12 +63,13 @@ pub(super) fn land_nested(
     Ok(())
 }
 
-/// Lands one nested change set in `source`'s repository at its path.
+/// Lands one nested change set in `source`'s repository at its path; branch mode commits it
+/// there (`commit`: the message and identity arguments).
 fn land_one(
     ctx: &Context,
     located: &Located,
-    source: &Path,
-    captured: &Captured,
+    (source, captured): (&Path, &Captured),
+    commit: Option<(&str, &[String])>,
     result: &mut NestedResult,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
@@ -114,6 +108,12 @@ fn land_one(
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     match check(ctx, located, &nested, &target, nested.patch.file.path())? {
         Check::Applies(plan, bumps) => {
+            let commit_it = |plan: &crate::intent::PatchPlan| match commit {
+                Some((message, ident)) => {
+                    commit_plan(&ctx.git, &target, &scratch, (message, ident), plan)
+                }
+                None => Ok(()),
+            };
             let landing = Lander {
                 ctx,
                 located,
@@ -122,9 +122,17 @@ fn land_one(
                 source: &target,
                 head: head.as_deref(),
                 bumps: &bumps,
+                then: Some(&commit_it),
             };
-            landing.apply_and_journal(plan, &mut report)?;
-            result.outcome = NestedOutcome::Applied;
+            match landing.apply_and_journal(plan, &mut report) {
+                Ok(()) => result.outcome = NestedOutcome::Applied,
+                // Its files are back as they were; the root (and what landed) stays.
+                Err(e) if commit.is_some() => {
+                    result.reason = Some(Reason::ReplayFailed);
+                    result.detail = Some(e.to_string());
+                }
+                Err(e) => return Err(e),
+            }
         }
         conflict => {
             report_conflict(conflict, head, &mut report);
@@ -178,4 +186,156 @@ fn fold(out: &mut PromoteOutcome) {
         Outcome::Empty if nested_before => out.outcome = Outcome::Idempotent,
         _ => {}
     }
+}
+
+/// What branch mode's nested step needs of the session: its snapshot (for the gitlinks) and
+/// the identity arguments of its commits.
+pub(super) struct BranchNested<'a> {
+    /// The session promoted.
+    pub(super) session: &'a SessionRecord,
+    /// The isolation's snapshot the root replay used.
+    pub(super) snap: &'a Snapshot,
+    /// `-c user.name/-c user.email` when git has no identity of its own.
+    pub(super) ident: &'a [String],
+}
+
+/// Branch mode, after the root replay: each submodule the replayed commits moved is checked
+/// out at its new commit where the source's submodule is clean (else a warning), and each
+/// nested change set is committed in its own repository, one commit each. A failure there is
+/// `partial`; the root commits stay.
+pub(super) fn commit_nested(
+    ctx: &Context,
+    located: &Located,
+    branch: &BranchNested<'_>,
+    nested: Nested,
+    opts: &PromoteOptions,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let source = branch.session.source.as_path();
+    if out.outcome == Outcome::Applied {
+        follow_bumps(ctx, located, branch, &nested.objects, out)?;
+    }
+    let root_landed = matches!(
+        out.outcome,
+        Outcome::Applied | Outcome::Idempotent | Outcome::Empty
+    );
+    for captured in &nested.captured {
+        let mut result = new_result(captured);
+        let message = format!(
+            "a3s-iso: uncommitted changes of session {} in {}",
+            branch.session.session_id, captured.set.path
+        );
+        if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
+            result.outcome = NestedOutcome::Planned;
+        } else if root_landed {
+            let commit = Some((message.as_str(), branch.ident));
+            land_one(ctx, located, (source, captured), commit, &mut result, out)?;
+        }
+        out.nested.push(result);
+    }
+    fold(out);
+    Ok(())
+}
+
+/// A result not yet decided.
+fn new_result(captured: &Captured) -> NestedResult {
+    NestedResult {
+        path: captured.set.path.clone(),
+        path_exact: captured.set.path_exact.clone(),
+        kind: captured.set.kind,
+        outcome: NestedOutcome::NotAttempted,
+        reason: None,
+        digest: captured.set.patch_digest.clone(),
+        journal_key: journal_key(&captured.set),
+        conflicting_paths: Vec::new(),
+        detail: None,
+    }
+}
+
+/// Checks out each submodule the replayed commits moved at its new commit (copied from the
+/// isolation), where the source's submodule is initialised, clean and at the old one.
+fn follow_bumps(
+    ctx: &Context,
+    located: &Located,
+    branch: &BranchNested<'_>,
+    objects: &[(RepoPath, PathBuf)],
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let links = &branch.snap.gitlinks;
+    if links.is_empty() {
+        return Ok(());
+    }
+    let common = &located.repo.common_dir;
+    let before = intent::tree_images(&ctx.git, common, &branch.session.base_tree, links)?;
+    let after = intent::tree_images(&ctx.git, common, &branch.snap.tree, links)?;
+    let (Some(before), Some(after)) = (before, after) else {
+        return Ok(());
+    };
+    let source = branch.session.source.as_path();
+    for ((path, old), new) in links.iter().zip(before).zip(after) {
+        let (Some(old), Some(new)) = (old, new) else {
+            continue;
+        };
+        if old.oid == new.oid || !old.is_gitlink() || !new.is_gitlink() {
+            continue;
+        }
+        let bump = Bump::new(path.clone(), old.oid, new.oid);
+        let dir = objects
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.as_path());
+        match ready(&ctx.git, located, source, &bump, dir)? {
+            Ok(()) => move_submodules(&ctx.git, source, std::slice::from_ref(&bump))?,
+            Err(why) => out.warnings.push(format!(
+                "submodule {path} stays where it was ({why}); git submodule update moves it"
+            )),
+        }
+    }
+    Ok(())
+}
+
+/// Commits what a nested change set's plan wrote, in the nested repository at `top`: a tree
+/// of its HEAD with the post-images, a commit on it, HEAD (its branch) moved only if it is
+/// still where it was, and the index entries of the touched paths set to match.
+fn commit_plan(
+    git: &Git,
+    top: &Path,
+    scratch: &Path,
+    (message, ident): (&str, &[String]),
+    plan: &crate::intent::PatchPlan,
+) -> Result<()> {
+    let head = git.rev_parse_required(top, "HEAD")?;
+    let null = git.null_oid(top)?;
+    let mut info = Vec::new();
+    for change in &plan.paths {
+        let line = match &change.post {
+            Some(entry) => format!("{} {}\t", entry.mode, entry.oid),
+            None => format!("0 {null}\t"),
+        };
+        info.extend_from_slice(line.as_bytes());
+        info.extend_from_slice(&change.path.0);
+        info.push(0);
+    }
+    let index = TempFile::new(scratch, "nested-commit-index")?;
+    let on_index = || git.at(top).env("GIT_INDEX_FILE", index.path());
+    on_index().args(["read-tree", &head]).run()?;
+    on_index()
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(info.clone())
+        .run()?;
+    let tree = on_index().arg("write-tree").run_text()?;
+    let commit = git
+        .at(top)
+        .args(ident)
+        .args(["commit-tree", &tree, "-p", &head])
+        .stdin(format!("{message}\n").into_bytes())
+        .run_text()?;
+    git.at(top)
+        .args(["update-ref", "-m", message, "HEAD", &commit, &head])
+        .run()?;
+    git.at(top)
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(info)
+        .run()
+        .map(|_| ())
 }

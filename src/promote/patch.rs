@@ -89,6 +89,7 @@ pub(super) fn promote_patch(
                 source: &source.toplevel,
                 head: head.as_deref(),
                 bumps: &bumps,
+                then: None,
             };
             landing.apply_and_journal(plan, &mut out)?;
         }
@@ -236,6 +237,9 @@ pub(super) struct Lander<'a> {
     pub(super) head: Option<&'a str>,
     /// The submodules the patch moves.
     pub(super) bumps: &'a [Bump],
+    /// What else must happen once the files are written and before the journal (branch
+    /// mode's commit in a nested repository); a failure puts the files back.
+    pub(super) then: Option<&'a dyn Fn(&PatchPlan) -> Result<()>>,
 }
 
 impl Lander<'_> {
@@ -277,7 +281,8 @@ impl Lander<'_> {
         let todo: Vec<usize> = (0..plan.paths.len()).collect();
         let written = checkout
             .write(&tag, &plan, &todo, Side::Post)
-            .and_then(|()| move_submodules(&self.ctx.git, self.source, self.bumps));
+            .and_then(|()| move_submodules(&self.ctx.git, self.source, self.bumps))
+            .and_then(|()| self.then.map_or(Ok(()), |then| then(&plan)));
         if let Err(e) = written {
             self.put_back(&checkout, &tag, &plan);
             return Err(e);

@@ -362,3 +362,40 @@ fn hostile_submodule_config_does_not_run_outside_the_sandbox() {
         "the planted filter is not live"
     );
 }
+
+/// Branch mode: the session's root commits are replayed onto the source's branch (the gitlink
+/// bump among them, the source's submodule following it), and the uncommitted edit inside the
+/// submodule becomes one commit in the source's submodule.
+#[test]
+fn branch_mode_commits_in_both_repositories() {
+    let fx = with_submodule("s");
+    let bumped = commit_in_isolation_submodule(&fx, "s");
+    let iso = fx.isolation("s");
+    fx.git(&iso, &["add", SUB]);
+    fx.git(&iso, &["commit", "-q", "-m", "bump the library"]);
+    std::fs::write(sub_in(&iso).join("extra.txt"), "uncommitted on top\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote(&fx, &["-s", "s", "--mode", "branch"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    assert_eq!(nested_of(&doc, SUB)["outcome"], "applied", "{doc}");
+    // The superproject: the bump and the leftovers, as commits on top of where it was.
+    let log = fx.git(&fx.src, &["log", "--format=%s", &format!("{before}..HEAD")]);
+    assert!(log.contains("bump the library"), "{log}");
+    assert_eq!(fx.git(&fx.src, &["rev-parse", &format!("HEAD:{SUB}")]), bumped);
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    // The submodule: one commit on the bumped one, holding the edit.
+    let src_sub = sub_in(&fx.src);
+    assert_eq!(fx.git(&src_sub, &["rev-parse", "HEAD^"]), bumped);
+    let subject = fx.git(&src_sub, &["log", "-1", "--format=%s"]);
+    assert!(subject.contains("session s") && subject.contains(SUB), "{subject}");
+    assert_eq!(
+        fx.git(&src_sub, &["show", "HEAD:extra.txt"]),
+        "uncommitted on top"
+    );
+    assert_eq!(read(src_sub.join("extra.txt")), "uncommitted on top\n");
+    assert_eq!(fx.git(&src_sub, &["status", "--porcelain"]), "");
+    let (code, again) = promote(&fx, &["-s", "s", "--mode", "branch"]);
+    assert_eq!((code, again["outcome"].as_str()), (0, Some("idempotent")), "{again}");
+}
