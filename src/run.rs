@@ -95,7 +95,8 @@ pub struct RunOutcome {
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
-    /// stored beside the run's document.
+    /// stored beside the run's document (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<crate::nested::NestedChangeSet>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]

@@ -12,7 +12,7 @@ use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason};
 use super::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
 use crate::context::{Context, Located};
-use crate::error::Result;
+use crate::error::{IoContext, Result};
 use crate::git::Git;
 use crate::intent;
 use crate::nested::{Captured, Nested, NestedChangeSet};
@@ -54,12 +54,27 @@ pub(super) fn land_nested(
         let mut result = new_result(captured);
         if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
             result.outcome = NestedOutcome::Planned;
+            keep_patch(out, captured, &mut result)?;
         } else if root_landed {
             land_one(ctx, located, (source, captured), None, &mut result, out)?;
         }
         out.nested.push(result);
     }
     fold(out);
+    Ok(())
+}
+
+/// `--no-apply`: the nested patch beside the root's artifacts, as `nested/<hex of the
+/// path>.patch` (nothing when the root wrote none, as for an empty root change set).
+fn keep_patch(out: &PromoteOutcome, captured: &Captured, result: &mut NestedResult) -> Result<()> {
+    let Some(dir) = &out.artifacts else {
+        return Ok(());
+    };
+    let dir = dir.join("nested");
+    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("{}.patch", hex::encode(&captured.set.path_exact.0)));
+    crate::fsutil::write_atomic(&path, &captured.patch.read()?)?;
+    result.detail = Some(format!("patch written to {}", path.display()));
     Ok(())
 }
 

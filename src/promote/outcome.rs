@@ -237,7 +237,8 @@ pub enum NestedOutcome {
     Idempotent,
     /// It cannot land as it stands; nothing of it applied.
     Conflict,
-    /// `--no-apply`: its patch is in the artifacts.
+    /// `--no-apply`: nothing applied; its patch is in the artifacts (`nested/`) when the root
+    /// wrote artifacts.
     Planned,
     /// The root change set did not land, so it was not tried.
     NotAttempted,

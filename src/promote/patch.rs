@@ -225,6 +225,9 @@ fn already_present(
         .all(|(state, want)| checkout.holds(state, want.as_ref())))
 }
 
+/// A step after the files are written and before the journal.
+pub(super) type AfterWrite<'a> = dyn Fn(&PatchPlan) -> Result<()> + 'a;
+
 /// Where a planned change set lands, and who journals it.
 pub(super) struct Lander<'a> {
     pub(super) ctx: &'a Context,
@@ -239,7 +242,7 @@ pub(super) struct Lander<'a> {
     pub(super) bumps: &'a [Bump],
     /// What else must happen once the files are written and before the journal (branch
     /// mode's commit in a nested repository); a failure puts the files back.
-    pub(super) then: Option<&'a dyn Fn(&PatchPlan) -> Result<()>>,
+    pub(super) then: Option<&'a AfterWrite<'a>>,
 }
 
 impl Lander<'_> {

@@ -166,6 +166,18 @@ fn a_submodule_edit_lands_in_the_source_submodule() {
     std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
     // The user's own work in the submodule, outside the touched paths, survives.
     std::fs::write(sub_in(&fx.src).join("notes.txt"), "mine\n").unwrap();
+    // --no-apply: both patches written out, nothing applied.
+    let (code, plan) = promote(&fx, &["-s", "s", "--no-apply"]);
+    assert_eq!(
+        (code, plan["outcome"].as_str()),
+        (0, Some("planned")),
+        "{plan}"
+    );
+    assert_eq!(nested_of(&plan, SUB)["outcome"], "planned", "{plan}");
+    let written = PathBuf::from(plan["artifacts"].as_str().unwrap())
+        .join(format!("nested/{}.patch", hex::encode(SUB)));
+    assert!(read(written).contains("+library, edited"));
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library\n");
     let (code, doc) = promote(&fx, &["-s", "s"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["outcome"], "applied", "{doc}");
@@ -383,13 +395,19 @@ fn branch_mode_commits_in_both_repositories() {
     // The superproject: the bump and the leftovers, as commits on top of where it was.
     let log = fx.git(&fx.src, &["log", "--format=%s", &format!("{before}..HEAD")]);
     assert!(log.contains("bump the library"), "{log}");
-    assert_eq!(fx.git(&fx.src, &["rev-parse", &format!("HEAD:{SUB}")]), bumped);
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", &format!("HEAD:{SUB}")]),
+        bumped
+    );
     assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
     // The submodule: one commit on the bumped one, holding the edit.
     let src_sub = sub_in(&fx.src);
     assert_eq!(fx.git(&src_sub, &["rev-parse", "HEAD^"]), bumped);
     let subject = fx.git(&src_sub, &["log", "-1", "--format=%s"]);
-    assert!(subject.contains("session s") && subject.contains(SUB), "{subject}");
+    assert!(
+        subject.contains("session s") && subject.contains(SUB),
+        "{subject}"
+    );
     assert_eq!(
         fx.git(&src_sub, &["show", "HEAD:extra.txt"]),
         "uncommitted on top"
@@ -397,5 +415,9 @@ fn branch_mode_commits_in_both_repositories() {
     assert_eq!(read(src_sub.join("extra.txt")), "uncommitted on top\n");
     assert_eq!(fx.git(&src_sub, &["status", "--porcelain"]), "");
     let (code, again) = promote(&fx, &["-s", "s", "--mode", "branch"]);
-    assert_eq!((code, again["outcome"].as_str()), (0, Some("idempotent")), "{again}");
+    assert_eq!(
+        (code, again["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
 }
