@@ -232,9 +232,12 @@ fn submodule(
     head: String,
 ) -> std::result::Result<Option<Found>, String> {
     let tree = path.under(&iso.tree);
-    let initialised = fs::symlink_metadata(tree.join(".git")).is_ok();
-    if !initialised || !real_dir_below(&iso.tree, &tree) {
+    if fs::symlink_metadata(tree.join(".git")).is_err() {
+        // Not initialised: nothing in it to capture.
         return Ok(None);
+    }
+    if !real_dir_below(&iso.tree, &tree) {
+        return Err("its directory is reached through a symbolic link".into());
     }
     let name = names
         .iter()

@@ -421,3 +421,37 @@ fn branch_mode_commits_in_both_repositories() {
         "{again}"
     );
 }
+
+/// A nested repository that is not a submodule, present at the same path in the source (a
+/// clone of it in the isolation): its uncommitted work travels as a nested change set and
+/// lands in the source's nested repository; the root patch never holds it as a gitlink.
+#[test]
+fn a_nested_repository_the_source_also_has_travels_as_a_nested_change_set() {
+    let fx = Fixture::new();
+    let tools = fx.src.join("tools");
+    std::fs::create_dir(&tools).unwrap();
+    fx.git(&tools, &["init", "-q", "-b", "main"]);
+    std::fs::write(tools.join("tool.txt"), "tool\n").unwrap();
+    fx.git(&tools, &["add", "-A"]);
+    fx.git(&tools, &["commit", "-q", "-m", "tool"]);
+    let (code, doc) = fx.json(&["bind", "-s", "s", "--allow-dirty"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("s");
+    fx.git(&iso, &["clone", "-q", tools.to_str().unwrap(), "tools"]);
+    std::fs::write(iso.join("tools/tool.txt"), "tool, edited\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let nested = nested_of(&doc, "tools");
+    assert_eq!(nested["kind"], "repository", "{doc}");
+    assert_eq!(nested["outcome"], "applied", "{doc}");
+    assert_eq!(read(tools.join("tool.txt")), "tool, edited\n");
+    // Not folded into the superproject: its index has no entry for it.
+    assert_eq!(fx.git(&fx.src, &["ls-files", "--", "tools"]), "");
+    let (code, again) = promote(&fx, &["-s", "s"]);
+    assert_eq!(
+        (code, again["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
+}
