@@ -33,15 +33,15 @@ impl Bump {
 pub(super) type Refusal = (Vec<RepoPath>, String);
 
 /// Checks every gitlink change of `plan` against the source's submodules and makes each new
-/// commit available there; the submodules to move, or why they cannot be.
+/// commit available there (writing the plan moves them: `Checkout::write`); or why they
+/// cannot be moved.
 pub(super) fn prepare_bumps(
     git: &Git,
     located: &Located,
     candidate: &Candidate,
     source: &Path,
     plan: &PatchPlan,
-) -> Result<std::result::Result<Vec<Bump>, Refusal>> {
-    let mut bumps = Vec::new();
+) -> Result<std::result::Result<(), Refusal>> {
     let mut refused = Vec::new();
     let mut why = Vec::new();
     let changes = plan
@@ -70,7 +70,7 @@ pub(super) fn prepare_bumps(
             .find(|(path, _)| *path == moved.path)
             .map(|(_, dir)| dir.as_path());
         match ready(git, located, source, &moved, objects)? {
-            Ok(()) => bumps.push(moved),
+            Ok(()) => {}
             Err(reason) => {
                 why.push(format!("{}: {reason}", moved.path));
                 refused.push(moved.path);
@@ -78,7 +78,7 @@ pub(super) fn prepare_bumps(
         }
     }
     if refused.is_empty() {
-        Ok(Ok(bumps))
+        Ok(Ok(()))
     } else {
         Ok(Err((
             refused,

@@ -122,7 +122,7 @@ fn land_one(
     let head = located_head(ctx, &target);
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     match check(ctx, located, &nested, &target, nested.patch.file.path())? {
-        Check::Applies(plan, bumps) => {
+        Check::Applies(plan) => {
             let commit_it = |plan: &crate::intent::PatchPlan| match commit {
                 Some((message, ident)) => {
                     commit_plan(&ctx.git, &target, &scratch, (message, ident), plan)
@@ -136,7 +136,6 @@ fn land_one(
                 key: &key,
                 source: &target,
                 head: head.as_deref(),
-                bumps: &bumps,
                 then: Some(&commit_it),
             };
             match landing.apply_and_journal(plan, &mut report) {

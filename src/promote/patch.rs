@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use super::artifacts::Artifacts;
-use super::gitlink::{Bump, move_submodules, prepare_bumps};
+use super::gitlink::prepare_bumps;
 use super::journal::journal;
 use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
@@ -22,9 +22,9 @@ use crate::state::Landing;
 
 /// What the checks before applying found.
 pub(super) enum Check {
-    /// The patch applies and meets no uncommitted work: every touched path's images, and the
-    /// submodules it moves (their new commits already in the source's submodules).
-    Applies(PatchPlan, Vec<Bump>),
+    /// The patch applies and meets no uncommitted work: every touched path's images (a
+    /// submodule's new commit already in the source's submodule).
+    Applies(PatchPlan),
     /// Every touched path already holds what the change set makes of it, but no record says
     /// that a promote put it there.
     Present(Vec<RepoPath>),
@@ -80,7 +80,7 @@ pub(super) fn promote_patch(
         return Ok((out, Some(artifacts)));
     }
     match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
-        Check::Applies(plan, bumps) => {
+        Check::Applies(plan) => {
             let landing = Lander {
                 ctx,
                 located,
@@ -88,7 +88,6 @@ pub(super) fn promote_patch(
                 key: &digest,
                 source: &source.toplevel,
                 head: head.as_deref(),
-                bumps: &bumps,
                 then: None,
             };
             landing.apply_and_journal(plan, &mut out)?;
@@ -191,7 +190,7 @@ pub(super) fn check(
         match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
             Planned::Plan(plan) => {
                 match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
-                    Ok(bumps) => Check::Applies(plan, bumps),
+                    Ok(()) => Check::Applies(plan),
                     Err((paths, detail)) => Check::Gitlinks(paths, detail),
                 }
             }
@@ -238,8 +237,6 @@ pub(super) struct Lander<'a> {
     /// The checkout it lands in: the source, or one of its nested repositories.
     pub(super) source: &'a Path,
     pub(super) head: Option<&'a str>,
-    /// The submodules the patch moves.
-    pub(super) bumps: &'a [Bump],
     /// What else must happen once the files are written and before the journal (branch
     /// mode's commit in a nested repository); a failure puts the files back.
     pub(super) then: Option<&'a AfterWrite<'a>>,
@@ -282,9 +279,10 @@ impl Lander<'_> {
         let checkout = Checkout::open(&self.ctx.git, self.source)?;
         let tag = intent::tag(digest);
         let todo: Vec<usize> = (0..plan.paths.len()).collect();
+        // Submodules move with the other paths (`Checkout::write`): a gitlink's image is its
+        // commit, so recovery moves them too.
         let written = checkout
             .write(&tag, &plan, &todo, Side::Post)
-            .and_then(|()| move_submodules(&self.ctx.git, self.source, self.bumps))
             .and_then(|()| self.then.map_or(Ok(()), |then| then(&plan)));
         if let Err(e) = written {
             self.put_back(&checkout, &tag, &plan);

@@ -455,3 +455,40 @@ fn a_nested_repository_the_source_also_has_travels_as_a_nested_change_set() {
         "{again}"
     );
 }
+
+/// A promote killed after the files were written but before the submodule moved: the next
+/// command finishes it from the intent, submodule included (a gitlink's image is its commit),
+/// and the change set is then `idempotent`.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_crash_before_the_submodule_moved_is_finished_by_the_next_command() {
+    let fx = with_submodule("s");
+    let bumped = commit_in_isolation_submodule(&fx, "s");
+    std::fs::write(fx.isolation("s").join("README.md"), "hello, edited\n").unwrap();
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "promote-before-direct-writes")
+        .args(["--json", "promote", "-s", "s"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "the fault point must kill it"
+    );
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    assert_ne!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]), bumped);
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{doc}"
+    );
+    assert!(
+        doc["warnings"].to_string().contains("was completed"),
+        "{doc}"
+    );
+    assert_eq!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]), bumped);
+    assert_eq!(index_gitlink(&fx), bumped);
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, improved\n");
+}
