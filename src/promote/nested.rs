@@ -54,7 +54,7 @@ pub(super) fn land_nested(
         let mut result = new_result(captured);
         if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
             result.outcome = NestedOutcome::Planned;
-            keep_patch(out, captured, &mut result)?;
+            keep_patch(located, opts, captured, &mut result, out)?;
         } else if root_landed {
             land_one(ctx, located, (source, captured), None, &mut result, out)?;
         }
@@ -65,12 +65,25 @@ pub(super) fn land_nested(
 }
 
 /// `--no-apply`: the nested patch beside the root's artifacts, as `nested/<hex of the
-/// path>.patch` (nothing when the root wrote none, as for an empty root change set).
-fn keep_patch(out: &PromoteOutcome, captured: &Captured, result: &mut NestedResult) -> Result<()> {
-    let Some(dir) = &out.artifacts else {
-        return Ok(());
+/// path>.patch`; with no root artifacts (an empty root change set), in `--artifacts DIR` or
+/// `<state>/artifacts/<hex of the journal key>/`.
+fn keep_patch(
+    located: &Located,
+    opts: &PromoteOptions,
+    captured: &Captured,
+    result: &mut NestedResult,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let root = match (&out.artifacts, &opts.artifacts) {
+        (Some(dir), _) | (None, Some(dir)) => dir.clone(),
+        (None, None) => located
+            .store
+            .dir()
+            .join("artifacts")
+            .join(result.journal_key.trim_start_matches("sha256:")),
     };
-    let dir = dir.join("nested");
+    out.artifacts = Some(root.clone());
+    let dir = root.join("nested");
     std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join(format!("{}.patch", hex::encode(&captured.set.path_exact.0)));
     crate::fsutil::write_atomic(&path, &captured.patch.read()?)?;
@@ -195,8 +208,13 @@ fn fold(out: &mut PromoteOutcome) {
         out.set_conflicting_paths(paths);
         return;
     }
+    let planned = out
+        .nested
+        .iter()
+        .any(|r| r.outcome == NestedOutcome::Planned);
     match out.outcome {
         Outcome::Empty | Outcome::Idempotent if nested_now => out.outcome = Outcome::Applied,
+        Outcome::Empty if planned => out.outcome = Outcome::Planned,
         Outcome::Empty if nested_before => out.outcome = Outcome::Idempotent,
         _ => {}
     }

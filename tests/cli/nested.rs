@@ -163,6 +163,13 @@ fn a_submodule_edit_lands_in_the_source_submodule() {
     let fx = with_submodule("s");
     let iso = fx.isolation("s");
     std::fs::write(sub_in(&iso).join("lib.txt"), "library, edited\n").unwrap();
+    // Only the submodule changed: the root change set is empty, and --no-apply says planned.
+    let (code, plan) = promote(&fx, &["-s", "s", "--no-apply"]);
+    assert_eq!(
+        (code, plan["outcome"].as_str()),
+        (0, Some("planned")),
+        "{plan}"
+    );
     std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
     // The user's own work in the submodule, outside the touched paths, survives.
     std::fs::write(sub_in(&fx.src).join("notes.txt"), "mine\n").unwrap();
