@@ -499,3 +499,44 @@ fn a_crash_before_the_submodule_moved_is_finished_by_the_next_command() {
     assert_eq!(index_gitlink(&fx), bumped);
     assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, improved\n");
 }
+
+/// Branch mode with a nested change set that meets the user's own edit in the source's
+/// submodule: the root commit stays, the outcome is `partial` naming the submodule, and the
+/// submodule is as it was; once the edit is gone, a promote again commits the rest.
+#[test]
+fn branch_mode_keeps_the_root_commits_when_a_nested_one_fails() {
+    let fx = with_submodule("s");
+    let iso = fx.isolation("s");
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, edited\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
+    std::fs::write(sub_in(&fx.src).join("lib.txt"), "the user's own edit\n").unwrap();
+    let sub_head = fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]);
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote(&fx, &["-s", "s", "--mode", "branch"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "partial", "{doc}");
+    assert_eq!(nested_of(&doc, SUB)["outcome"], "conflict", "{doc}");
+    assert_ne!(fx.git(&fx.src, &["rev-parse", "HEAD"]), before);
+    assert_eq!(
+        fx.git(&fx.src, &["show", "HEAD:README.md"]),
+        "hello, edited"
+    );
+    assert_eq!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD"]), sub_head);
+    assert_eq!(
+        read(sub_in(&fx.src).join("lib.txt")),
+        "the user's own edit\n"
+    );
+
+    fx.git(&sub_in(&fx.src), &["checkout", "--", "lib.txt"]);
+    let (code, again) = promote(&fx, &["-s", "s", "--mode", "branch"]);
+    assert_eq!(
+        (code, again["outcome"].as_str()),
+        (0, Some("applied")),
+        "{again}"
+    );
+    assert_eq!(fx.git(&sub_in(&fx.src), &["rev-parse", "HEAD^"]), sub_head);
+    assert_eq!(
+        fx.git(&sub_in(&fx.src), &["show", "HEAD:lib.txt"]),
+        "library, edited"
+    );
+}
