@@ -68,13 +68,25 @@ pub(crate) struct Captured {
 pub(crate) struct Nested {
     /// The nested repositories with uncommitted work.
     pub(crate) captured: Vec<Captured>,
-    /// Nested repositories that could not be captured, with why.
-    pub(crate) skipped: Vec<(RepoPath, String)>,
+    /// Nested repositories that could not be captured (they may hold work that does not
+    /// travel: a promote never reports `applied` while there are any).
+    pub(crate) skipped: Vec<Skipped>,
     /// Where each submodule's objects are in the isolation (for a promote that must copy
     /// the commits a gitlink bump names).
     pub(crate) objects: Vec<(RepoPath, PathBuf)>,
     /// Every nested repository found, captured or unchanged.
     pub(crate) covered: Vec<RepoPath>,
+}
+
+/// A nested repository that could not be captured.
+#[derive(Debug, Clone)]
+pub(crate) struct Skipped {
+    /// Its path in the superproject.
+    pub(crate) path: RepoPath,
+    /// Submodule or nested repository.
+    pub(crate) kind: NestedKind,
+    /// Why it could not be captured.
+    pub(crate) why: String,
 }
 
 /// A nested repository of the isolation, located by a3s-iso.
@@ -119,7 +131,7 @@ pub(crate) fn capture(
             match submodule(iso, path, &names, entry.oid) {
                 Ok(Some(repo)) => found.push(repo),
                 Ok(None) => {}
-                Err(why) => out.skipped.push((path.clone(), why)),
+                Err(why) => out.skip(path.clone(), NestedKind::Submodule, why),
             }
         }
     }
@@ -128,7 +140,7 @@ pub(crate) fn capture(
         match nested_repository(git, iso, top, &path) {
             Ok(Some(repo)) => found.push(repo),
             Ok(None) => {}
-            Err(why) => out.skipped.push((path, why)),
+            Err(why) => out.skip(path, NestedKind::Repository, why),
         }
     }
     for repo in found {
@@ -136,8 +148,11 @@ pub(crate) fn capture(
         if repo.kind == NestedKind::Submodule {
             out.objects.push((repo.path.clone(), repo.objects.clone()));
         }
-        if let Some(captured) = capture_one(git, iso, top, &repo)? {
-            out.captured.push(captured);
+        match capture_one(git, iso, top, &repo) {
+            Ok(Some(captured)) => out.captured.push(captured),
+            Ok(None) => {}
+            // Its HEAD's objects missing, say: reported, never silently left out.
+            Err(e) => out.skip(repo.path.clone(), repo.kind, e.to_string()),
         }
     }
     Ok(out)
@@ -464,15 +479,23 @@ impl Nested {
     pub(crate) fn warnings(&self) -> Vec<String> {
         self.skipped
             .iter()
-            .map(|(path, why)| {
-                format!("nested repository {path} is not part of the change set: {why}")
+            .map(|s| {
+                format!(
+                    "nested repository {} could not be captured: {}",
+                    s.path, s.why
+                )
             })
             .collect()
+    }
+
+    fn skip(&mut self, path: RepoPath, kind: NestedKind, why: String) {
+        self.skipped.push(Skipped { path, kind, why });
     }
 }
 
 /// The nested change sets of an isolation whose root snapshot is `snap`; the names in
-/// `snap.nested` that are not captured are left there (reported as before).
+/// `snap.nested` that are not nested repositories of the source are left there (reported as
+/// before).
 pub(crate) fn capture_isolation(
     git: &Git,
     located: &crate::context::Located,
@@ -485,9 +508,11 @@ pub(crate) fn capture_isolation(
         store: &located.store,
     };
     let nested = capture(git, iso, &top, &snap.tree, (&snap.gitlinks, &snap.nested))?;
+    // Those found, captured or not, are reported as nested change sets or skipped ones.
     let covered = |name: &String| {
         let path = name.trim_end_matches('/').as_bytes();
         nested.covered.iter().any(|p| p.0 == path)
+            || nested.skipped.iter().any(|s| s.path.0 == path)
     };
     snap.nested.retain(|name| !covered(name));
     Ok(nested)

@@ -72,7 +72,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         nested: Vec::new(),
         nested_sets: Vec::new(),
         submodule_objects: Vec::new(),
-        nested_warnings: Vec::new(),
+        nested_skipped: Vec::new(),
     };
     promote_patch(ctx, &located, candidate, opts)
 }
@@ -110,7 +110,7 @@ fn fresh_capture(ctx: &Context, located: &Located, session: SessionRecord) -> Re
         result_tree: Some(snap.tree.clone()),
         session: Some(session),
         nested: snap.nested,
-        nested_warnings: nested.warnings(),
+        nested_skipped: nested.skipped,
         nested_sets: nested.captured,
         submodule_objects: nested.objects,
     })

@@ -15,7 +15,7 @@ use crate::context::{Context, Located};
 use crate::error::{IoContext, Result};
 use crate::git::Git;
 use crate::intent;
-use crate::nested::{Captured, Nested, NestedChangeSet};
+use crate::nested::{Captured, Nested, NestedChangeSet, Skipped};
 use crate::paths::RepoPath;
 use crate::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
 use crate::state::SessionRecord;
@@ -39,7 +39,7 @@ pub(super) fn land_nested(
     opts: &PromoteOptions,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
-    if candidate.nested_sets.is_empty() {
+    if candidate.nested_sets.is_empty() && candidate.nested_skipped.is_empty() {
         return Ok(());
     }
     let root_landed = matches!(
@@ -60,8 +60,31 @@ pub(super) fn land_nested(
         }
         out.nested.push(result);
     }
+    report_skipped(&candidate.nested_skipped, root_landed, out);
     fold(out);
     Ok(())
+}
+
+/// The nested repositories that could not be captured, as results that did not land (when the
+/// root did): whatever work they hold does not travel.
+fn report_skipped(skipped: &[Skipped], root_landed: bool, out: &mut PromoteOutcome) {
+    for skip in skipped {
+        let attempted = root_landed && out.outcome != Outcome::Planned;
+        out.nested.push(NestedResult {
+            path: skip.path.shown(),
+            path_exact: skip.path.clone(),
+            kind: skip.kind,
+            outcome: match attempted {
+                true => NestedOutcome::Conflict,
+                false => NestedOutcome::NotAttempted,
+            },
+            reason: attempted.then_some(Reason::NestedUnavailable),
+            digest: None,
+            journal_key: None,
+            conflicting_paths: Vec::new(),
+            detail: Some(format!("it could not be captured: {}", skip.why)),
+        });
+    }
 }
 
 /// `--no-apply`: the nested patch beside the root's artifacts, as `nested/<hex of the
@@ -80,7 +103,7 @@ fn keep_patch(
             .store
             .dir()
             .join("artifacts")
-            .join(result.journal_key.trim_start_matches("sha256:")),
+            .join(journal_key(&captured.set).trim_start_matches("sha256:")),
     };
     out.artifacts = Some(root.clone());
     let dir = root.join("nested");
@@ -101,7 +124,7 @@ fn land_one(
     result: &mut NestedResult,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
-    let key = result.journal_key.clone();
+    let key = journal_key(&captured.set);
     if located.store.journal_entry(&key)?.is_some() {
         result.outcome = NestedOutcome::Idempotent;
         return Ok(());
@@ -130,7 +153,7 @@ fn land_one(
         nested: Vec::new(),
         nested_sets: Vec::new(),
         submodule_objects: Vec::new(),
-        nested_warnings: Vec::new(),
+        nested_skipped: Vec::new(),
     };
     let head = located_head(ctx, &target);
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
@@ -265,6 +288,7 @@ pub(super) fn commit_nested(
         }
         out.nested.push(result);
     }
+    report_skipped(&nested.skipped, root_landed, out);
     fold(out);
     Ok(())
 }
@@ -277,8 +301,8 @@ fn new_result(captured: &Captured) -> NestedResult {
         kind: captured.set.kind,
         outcome: NestedOutcome::NotAttempted,
         reason: None,
-        digest: captured.set.patch_digest.clone(),
-        journal_key: journal_key(&captured.set),
+        digest: Some(captured.set.patch_digest.clone()),
+        journal_key: Some(journal_key(&captured.set)),
         conflicting_paths: Vec::new(),
         detail: None,
     }

@@ -41,5 +41,5 @@ pub(crate) struct Candidate {
     /// commits from there into the source's submodule.
     pub(crate) submodule_objects: Vec<(crate::paths::RepoPath, std::path::PathBuf)>,
     /// Nested repositories that could not be captured, and why.
-    pub(crate) nested_warnings: Vec<String>,
+    pub(crate) nested_skipped: Vec<crate::nested::Skipped>,
 }

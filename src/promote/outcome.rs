@@ -271,10 +271,11 @@ pub struct NestedResult {
     /// For `conflict`: why.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
-    /// The nested patch's `sha256:` digest.
-    pub digest: String,
-    /// The journal's key for it: the digest of the path and the nested digest.
-    pub journal_key: String,
+    /// The nested patch's `sha256:` digest (null when it could not be captured).
+    pub digest: Option<String>,
+    /// The journal's key for it: the digest of the path and the nested digest (null when it
+    /// could not be captured).
+    pub journal_key: Option<String>,
     /// Its paths that collide with the repository's uncommitted work (for `conflict`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicting_paths: Vec<String>,

@@ -113,7 +113,12 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
         format!("nested repository {p} is not part of the change set; promote it on its own")
     }));
     out.warnings
-        .extend(candidate.nested_warnings.iter().cloned());
+        .extend(candidate.nested_skipped.iter().map(|s| {
+            format!(
+                "nested repository {} could not be captured: {}",
+                s.path, s.why
+            )
+        }));
     out
 }
 

@@ -540,3 +540,32 @@ fn branch_mode_keeps_the_root_commits_when_a_nested_one_fails() {
         "library, edited"
     );
 }
+
+/// A submodule whose object store names alternates is not read (they would choose where
+/// a3s-iso's git reads from): it is reported, and a promote whose root lands is `partial`,
+/// never `applied`, since whatever work it holds does not travel.
+#[test]
+fn an_unreadable_submodule_is_reported_never_silently_dropped() {
+    let fx = with_submodule("s");
+    let iso = fx.isolation("s");
+    let record = fx.src.join(".git/a3s-iso/sessions/s.json");
+    let record: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    let admin = PathBuf::from(record["admin_dir"].as_str().unwrap());
+    let info = admin.join("modules").join(SUB).join("objects/info");
+    std::fs::create_dir_all(&info).unwrap();
+    std::fs::write(info.join("alternates"), "/nonexistent/objects\n").unwrap();
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, edited\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "s"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "partial", "{doc}");
+    let nested = nested_of(&doc, SUB);
+    assert_eq!(nested["outcome"], "conflict", "{doc}");
+    assert_eq!(nested["reason"], "nested_unavailable", "{doc}");
+    assert!(
+        nested["detail"].as_str().unwrap().contains("alternates"),
+        "{doc}"
+    );
+    assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library\n");
+}
