@@ -36,6 +36,11 @@ pub struct CaptureOutcome {
     pub replayed: bool,
     /// Nested repositories left out of the snapshot (never folded in as gitlinks).
     pub nested_repositories: Vec<String>,
+    /// The nested change sets (submodules and nested repositories with uncommitted work),
+    /// kept beside the document, which carries the root only.
+    pub nested: Vec<crate::nested::NestedChangeSet>,
+    /// What the user should know (nested repositories that could not be captured).
+    pub warnings: Vec<String>,
 }
 
 /// Checks a `--release-identity` value.
@@ -66,8 +71,8 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    let snap = target.isolation.snapshot(ctx, &target.located)?;
-    record_evidence(
+    let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
+    let mut outcome = record_evidence(
         ctx,
         &target.located,
         &Evidence {
@@ -78,11 +83,47 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
             result_tree: &snap.tree,
             release_identity: &target.identity,
         },
+    )?;
+    record_nested(
+        ctx,
+        &target.located,
+        &target.record.session_id,
+        &target.run_id,
+        &nested,
+    )?;
+    outcome.nested_repositories = snap.nested;
+    outcome.nested = nested.sets();
+    outcome.warnings = nested.warnings();
+    Ok(outcome)
+}
+
+/// The isolation's snapshot and its nested change sets; the snapshot's `nested` keeps only the
+/// nested repositories that were not captured.
+pub(crate) fn snapshot_all(
+    ctx: &Context,
+    located: &Located,
+    isolation: &Isolation,
+) -> Result<(snapshot::Snapshot, crate::nested::Nested)> {
+    let mut snap = isolation.snapshot(ctx, located)?;
+    let nested = crate::nested::capture_isolation(&ctx.git, located, isolation, &mut snap)?;
+    Ok((snap, nested))
+}
+
+/// Pins and stores a run's nested change sets beside its document.
+pub(crate) fn record_nested(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    nested: &crate::nested::Nested,
+) -> Result<()> {
+    crate::nested::record(
+        &ctx.git,
+        &located.repo.common_dir,
+        &located.store,
+        (session_id, run_id),
+        &nested.sets(),
     )
-    .map(|mut outcome| {
-        outcome.nested_repositories = snap.nested;
-        outcome
-    })
 }
 
 /// What `capture` and `run` start from: the session, its isolation, the run id (given or
@@ -213,6 +254,8 @@ pub(crate) fn record_evidence(
         files_changed: patch.files_changed,
         replayed: false,
         nested_repositories: Vec::new(),
+        nested: Vec::new(),
+        warnings: Vec::new(),
     })
 }
 
@@ -237,6 +280,8 @@ fn replay(
         files_changed,
         replayed: true,
         nested_repositories: Vec::new(),
+        nested: Vec::new(),
+        warnings: Vec::new(),
     }))
 }
 

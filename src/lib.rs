@@ -21,6 +21,7 @@ pub mod isolation;
 pub mod list;
 pub mod lock;
 pub mod names;
+pub mod nested;
 pub mod owner;
 pub mod paths;
 pub mod pending;

@@ -125,6 +125,16 @@ impl RefNames {
         format!("{}{run_id}", self.runs_dir(id))
     }
 
+    /// Where a session's nested change sets pin their trees (ends in `/`).
+    pub fn nested_dir(&self, id: &str) -> String {
+        format!("{}nested/{id}/", self.root())
+    }
+
+    /// The ref pinning one side (`base` or `result`) of a run's `n`th nested change set.
+    pub fn nested_tree(&self, id: &str, run_id: &str, n: usize, side: &str) -> String {
+        format!("{}{run_id}/{n}/{side}", self.nested_dir(id))
+    }
+
     /// The ref pinning the snapshot a sweep took before it removed the isolation.
     pub fn swept(&self, id: &str) -> String {
         format!("{}swept/{id}", self.root())

@@ -9,6 +9,8 @@
 //! <ns>sessions/<id>/wip         the carried WIP snapshot (the session's base tree)
 //! <ns>sessions/<id>/wip-index   what the source had staged when WIP was carried
 //! <ns>runs/<id>/<run>           a run's result tree (immutable evidence)
+//! <ns>nested/<id>/<run>/<n>/base    a nested change set's base tree (n: 0, 1, …)
+//! <ns>nested/<id>/<run>/<n>/result  its result tree
 //! <ns>swept/<id>                the snapshot taken before a sweep removed the tree
 //! refs/heads/a3s-iso/<id>       branch mode's retained branch (a user-visible branch;
 //!                               refs/heads/a3s-iso-tenants/<tag>/<id> for a tenant)
@@ -20,6 +22,29 @@ use crate::error::Result;
 use crate::git::{Git, RefUpdate};
 pub use crate::names::RefNames;
 use crate::state::SessionRecord;
+
+/// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
+/// their order), in one transaction.
+pub(crate) fn pin_nested(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    run_id: &str,
+    trees: &[(String, String)],
+) -> Result<()> {
+    let updates: Vec<RefUpdate> = trees
+        .iter()
+        .enumerate()
+        .flat_map(|(n, (base, result))| {
+            [("base", base), ("result", result)].map(|(side, tree)| RefUpdate::Set {
+                name: ns.nested_tree(session_id, run_id, n, side),
+                target: tree.clone(),
+            })
+        })
+        .collect();
+    git.update_refs(dir, &updates, "a3s-iso: capture nested")
+}
 
 /// Which of a session's refs a deletion covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,7 +166,11 @@ pub fn session_refs(
     session_id: &str,
     scope: Scope,
 ) -> Result<Vec<String>> {
-    let mut prefixes = vec![ns.session_dir(session_id), ns.runs_dir(session_id)];
+    let mut prefixes = vec![
+        ns.session_dir(session_id),
+        ns.runs_dir(session_id),
+        ns.nested_dir(session_id),
+    ];
     if scope == Scope::All {
         prefixes.push(ns.swept(session_id));
     }

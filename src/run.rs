@@ -94,6 +94,10 @@ pub struct RunOutcome {
     pub sandbox: SandboxReport,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
+    /// The nested change sets (submodules and nested repositories with uncommitted work),
+    /// stored beside the run's document (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<crate::nested::NestedChangeSet>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
@@ -128,7 +132,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     )?;
 
     let private_tmp = PrivateTmp::create(&run_id)?;
-    let quarantine = Quarantine::create(&located.store, &run_id)?;
+    let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
     // With a terminal on stdin, the command gets a pseudo-terminal of its own.
@@ -154,21 +158,20 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         quarantine.migrate(&ctx.git, &located.repo)?;
     }
 
-    let result = isolation.snapshot(ctx, &located)?;
-    let state = ended.state();
+    let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
         run_id: &run_id,
-        state,
+        state: ended.state(),
         base_tree: &base_tree,
         result_tree: &result.tree,
         release_identity: &identity,
     };
-    let (change_set, warnings) = record_run(ctx, &located, &evidence, &result.nested)?;
+    let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
-        state,
+        state: ended.state(),
         exit_code: ended.exit_code,
         signal: ended.signal,
         timed_out: ended.timed_out,
@@ -178,6 +181,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         change_set,
         sandbox: report(sandbox_spec.as_ref()),
         warnings,
+        nested: nested.sets(),
         status: ended.status(),
     })
 }
@@ -354,12 +358,14 @@ fn record_run(
     ctx: &Context,
     located: &Located,
     evidence: &Evidence<'_>,
-    nested: &[String],
+    (left_out, nested): (&[String], &crate::nested::Nested),
 ) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
-    let mut warnings: Vec<String> = nested
+    let mut warnings: Vec<String> = left_out
         .iter()
         .map(|path| format!("nested repository {path} is not part of the change set"))
         .collect();
+    warnings.extend(nested.warnings());
+    crate::capture::record_nested(ctx, located, evidence.session_id, evidence.run_id, nested)?;
     let change_set = match record_evidence(ctx, located, evidence) {
         Ok(captured) => Some(ChangeSetSummary {
             patch_digest: captured.change_set.patch_digest,

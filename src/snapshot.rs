@@ -128,6 +128,8 @@ pub struct Snapshot {
     /// Directories with their own `.git` that are not submodules. They are never folded into
     /// the snapshot as gitlinks; callers report them.
     pub nested: Vec<String>,
+    /// The gitlinks (submodules) the snapshot recorded, whose content is captured apart.
+    pub gitlinks: Vec<crate::paths::RepoPath>,
 }
 
 const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
@@ -178,7 +180,15 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         // The next snapshot starts from this one's index, as git wrote it.
         fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
     }
-    Ok(Snapshot { tree, nested })
+    let gitlinks = gitlinks
+        .into_iter()
+        .map(|p| crate::paths::RepoPath(p.into_vec()))
+        .collect();
+    Ok(Snapshot {
+        tree,
+        nested,
+        gitlinks,
+    })
 }
 
 /// `git add -A` of everything but the gitlinks; returns the nested repositories it found,

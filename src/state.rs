@@ -407,15 +407,19 @@ impl Store {
         self.dir.join("tmp")
     }
 
-    /// Drops the stored change-set documents of a session's runs.
+    /// Drops the stored change-set documents of a session's runs, and their nested change
+    /// sets (whose refs go with the session's).
     pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
-        let dir = self.dir.join("runs").join(id);
-        match std::fs::remove_dir_all(&dir) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io(format!("cannot remove {}", dir.display()), e))
+        for kind in ["runs", "nested"] {
+            let dir = self.dir.join(kind).join(id);
+            match std::fs::remove_dir_all(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::io(format!("cannot remove {}", dir.display()), e));
+                }
+                _ => {}
             }
-            _ => Ok(()),
         }
+        Ok(())
     }
 
     fn ids_in(&self, sub: &str) -> Result<Vec<String>> {

@@ -50,6 +50,9 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
             "nested repository {nested} is not part of the change set"
         ));
     }
+    for warning in &outcome.warnings {
+        out.warn(warning);
+    }
     if out.json {
         // The document itself, so it can be handed to any consumer.
         out.raw_json(&outcome.change_set);
@@ -77,6 +80,16 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     ];
     if let Some(path) = &args.output {
         fields.push(("written", path.display().to_string()));
+    }
+    // Nested change sets travel beside the document (which carries the root only).
+    for nested in &outcome.nested {
+        fields.push((
+            "nested",
+            format!(
+                "{} ({} bytes, {})",
+                nested.path, nested.patch_bytes, nested.patch_digest
+            ),
+        ));
     }
     out.fields(&fields);
     Ok(0)

@@ -74,7 +74,8 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     }
     out.headline(&headline(&outcome));
     out.fields(&fields(&outcome));
-    if let Some(reason) = outcome.reason {
+    let nested_reason = outcome.nested.iter().find_map(|n| n.reason);
+    if let Some(reason) = outcome.reason.or(nested_reason) {
         out.hint(hint(reason));
     }
     Ok(outcome.exit_code())
@@ -97,6 +98,9 @@ fn headline(outcome: &PromoteOutcome) -> String {
             format!("conflict ({}): nothing applied", reason.as_str())
         }
         (Outcome::Conflict, None) => "conflict: nothing applied".into(),
+        (Outcome::Partial, _) => {
+            "partial: the change set landed, but not every nested change set did; see below".into()
+        }
     }
 }
 
@@ -130,6 +134,23 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
         }
         push("failed", branch.failed_commit.clone());
     }
+    for nested in &outcome.nested {
+        let reason = nested
+            .reason
+            .map_or(String::new(), |r| format!(" ({})", r.as_str()));
+        let detail = nested
+            .detail
+            .as_ref()
+            .map_or(String::new(), |d| format!(": {d}"));
+        fields.push((
+            "nested",
+            format!(
+                "{} {}{reason}{detail}",
+                nested.path,
+                nested.outcome.as_str()
+            ),
+        ));
+    }
     fields
 }
 
@@ -149,6 +170,12 @@ fn hint(reason: Reason) -> &'static str {
         }
         Reason::ModeChanged => {
             "earlier steps of this session are uncommitted changes in your checkout: promote the session in patch mode"
+        }
+        Reason::NestedUnavailable => {
+            "initialise the submodule in your checkout (git submodule update --init), then promote again; what landed stays, and only the rest is applied"
+        }
+        Reason::SubmoduleNotUpdated => {
+            "initialise the named submodules in your checkout (git submodule update --init) and leave them clean at the commit your superproject records, then promote again; nothing was applied"
         }
         Reason::HeadMoved => {
             "the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD"

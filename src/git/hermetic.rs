@@ -65,6 +65,9 @@ pub(crate) struct HermeticGit {
     git_dir: PathBuf,
     common_dir: PathBuf,
     index: PathBuf,
+    /// For a nested repository: the object directory git writes to (the superproject's own)
+    /// and the one it only reads (the nested repository's, in the isolation).
+    objects: Option<(PathBuf, PathBuf)>,
     /// The private git dir, when `git_dir` is one: removed with this value.
     _private: Option<PrivateDir>,
 }
@@ -81,6 +84,7 @@ impl HermeticGit {
             git_dir: git_dir.to_path_buf(),
             common_dir: common_dir.to_path_buf(),
             index: git_dir.join("index"),
+            objects: None,
             _private: None,
         }
     }
@@ -111,18 +115,78 @@ impl HermeticGit {
             git_dir: dir.0.clone(),
             common_dir: common_dir.to_path_buf(),
             index: dir.0.join("index"),
+            objects: None,
+            _private: Some(dir),
+        })
+    }
+
+    /// A nested repository of an isolation (a submodule, or a repository inside the tree)
+    /// through a private git dir that is its own common dir: `HEAD` (the commit `head`),
+    /// `config` (only the object format) and `refs/` are a3s-iso's. Nothing of the nested
+    /// repository's git dir is read but its objects, as data, from `read_objects`; what git
+    /// writes goes to `write_objects` (the superproject's store, which the command cannot
+    /// write). Its config, hooks, `info/` and HEAD are never seen.
+    pub(crate) fn nested(
+        git: &Git,
+        tree: &Path,
+        head: &str,
+        write_objects: &Path,
+        read_objects: &Path,
+        scratch: &Path,
+    ) -> Result<HermeticGit> {
+        let format = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+            .into_iter()
+            .find(|format| format.is_full_id(head))
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "a private HEAD must be a full commit id, not {head:?}"
+                ))
+            })?;
+        let dir = PrivateDir::create(scratch, "nested")?;
+        dir.write("HEAD", &format!("{head}\n"))?;
+        // Not bare: the work tree is named by GIT_WORK_TREE.
+        dir.write(
+            "config",
+            &format_config(format).replace("\tbare = true\n", ""),
+        )?;
+        let refs = dir.0.join("refs");
+        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
+        Ok(HermeticGit {
+            git: git.clone(),
+            tree: tree.to_path_buf(),
+            git_dir: dir.0.clone(),
+            common_dir: dir.0.clone(),
+            index: dir.0.join("index"),
+            objects: Some((write_objects.to_path_buf(), read_objects.to_path_buf())),
             _private: Some(dir),
         })
     }
 
     /// A git command on the tree, run in it, with every location set.
     pub(crate) fn cmd(&self) -> GitCmd<'_> {
-        self.git
+        let cmd = self
+            .git
             .at(&self.tree)
             .env("GIT_DIR", &self.git_dir)
             .env("GIT_COMMON_DIR", &self.common_dir)
             .env("GIT_WORK_TREE", &self.tree)
-            .env("GIT_INDEX_FILE", &self.index)
+            .env("GIT_INDEX_FILE", &self.index);
+        match &self.objects {
+            Some((write, read)) => cmd
+                .env("GIT_OBJECT_DIRECTORY", write)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", read),
+            None => cmd,
+        }
+    }
+}
+
+/// The `config` of a private bare git dir: nothing but the object format.
+fn format_config(format: ObjectFormat) -> &'static str {
+    match format {
+        ObjectFormat::Sha1 => "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
+        ObjectFormat::Sha256 => {
+            "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectFormat = sha256\n"
+        }
     }
 }
 
@@ -225,15 +289,7 @@ impl ObjectView {
         fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
         // Unborn: a bare repository of git 2.42 and later reads attributes from HEAD's tree.
         dir.write("HEAD", "ref: refs/heads/unborn\n")?;
-        dir.write(
-            "config",
-            match format {
-                ObjectFormat::Sha1 => "[core]\n\trepositoryformatversion = 0\n\tbare = true\n",
-                ObjectFormat::Sha256 => {
-                    "[core]\n\trepositoryformatversion = 1\n\tbare = true\n[extensions]\n\tobjectFormat = sha256\n"
-                }
-            },
-        )?;
+        dir.write("config", format_config(format))?;
         Ok(ObjectView {
             git: git.clone(),
             dir,

@@ -309,11 +309,69 @@ impl Git {
         Ok("0".repeat(self.object_format(dir)?.hex_len()))
     }
 
-    /// Copies every object of the object directory `from` (and nothing it borrows) into the
-    /// repository at `dir` as one pack, each object checked as `receive-pack` checks a push
-    /// (`index-pack --strict`: well-formed, and everything it links to present). Objects that
-    /// fail leave the repository untouched.
-    pub(crate) fn copy_objects(&self, dir: &Path, from: &Path) -> Result<usize> {
+    /// Copies the objects reachable from `revs` (`rev-list` arguments: tips, and `^base` for
+    /// what the receiver has) from the object directory `from`, read as data, into the
+    /// repository at `into`. `from` is read with `seen` as its alternate (objects that moved
+    /// elsewhere, such as a run's quarantine migrated into the superproject's store), and
+    /// nothing of the repository `from` belongs to is read but objects. The receiver checks
+    /// every object (`index-pack --strict`), as for a push. With `skip_seen`, objects `seen`
+    /// already holds are not sent (when `seen` is the receiver's own store).
+    pub(crate) fn copy_reachable(
+        &self,
+        into: &Path,
+        (from, seen): (&Path, &Path),
+        revs: &[String],
+        skip_seen: bool,
+    ) -> Result<()> {
+        fn objects<'g>(
+            cmd: super::runner::GitCmd<'g>,
+            from: &Path,
+            seen: &Path,
+        ) -> super::runner::GitCmd<'g> {
+            cmd.env("GIT_OBJECT_DIRECTORY", from)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", seen)
+        }
+        // The listing runs in the receiver (its config is trusted), reading `from`'s objects.
+        let listed = objects(self.at(into), from, seen)
+            .args(["rev-list", "--objects", "--stdin"])
+            .stdin(
+                revs.iter()
+                    .flat_map(|r| format!("{r}\n").into_bytes())
+                    .collect(),
+            )
+            .run()?;
+        let ids: Vec<u8> = listed
+            .split(|b| *b == b'\n')
+            .filter(|l| l.len() >= 40)
+            .flat_map(|l| {
+                l.split(|b| *b == b' ')
+                    .next()
+                    .unwrap_or_default()
+                    .iter()
+                    .copied()
+                    .chain([b'\n'])
+            })
+            .collect();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let pack = objects(self.at(into), from, seen)
+            .args(["pack-objects", "--stdout", "-q"])
+            .args(skip_seen.then_some("--local"))
+            .stdin(ids);
+        pipe_into(pack, self.at(into))
+    }
+
+    /// Copies every object in the object directory `from` into the store that `receiver` (a
+    /// git command on the receiving repository, without arguments) writes to, checked as a
+    /// push would be (`index-pack --strict`); returns how many there were. `dir` is where the
+    /// listing and packing git runs (its configuration applies).
+    pub(crate) fn copy_objects(
+        &self,
+        dir: &Path,
+        from: &Path,
+        receiver: super::runner::GitCmd<'_>,
+    ) -> Result<usize> {
         let listed = self
             .at(dir)
             .env("GIT_OBJECT_DIRECTORY", from)
@@ -335,24 +393,7 @@ impl Git {
             .env("GIT_OBJECT_DIRECTORY", from)
             .args(["pack-objects", "--stdout", "-q"])
             .stdin(listed);
-        let index = self.at(dir).args(["index-pack", "--stdin", "--strict"]);
-        let args = index.shown_args();
-        let out = pack
-            .expression()
-            .pipe(index.piped_expression())
-            .stdout_capture()
-            .stderr_capture()
-            .run()
-            .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
-        if out.status.success() {
-            Ok(count)
-        } else {
-            Err(failure_of(
-                args,
-                out.status.code(),
-                String::from_utf8_lossy(&out.stderr).into_owned(),
-            ))
-        }
+        pipe_into(pack, receiver).map(|()| count)
     }
 
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
@@ -388,4 +429,27 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
         }
     }
     Ok(found)
+}
+
+/// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
+/// push.
+fn pipe_into(pack: super::runner::GitCmd<'_>, receiver: super::runner::GitCmd<'_>) -> Result<()> {
+    let index = receiver.args(["index-pack", "--stdin", "--strict"]);
+    let args = index.shown_args();
+    let out = pack
+        .expression()
+        .pipe(index.piped_expression())
+        .stdout_capture()
+        .stderr_capture()
+        .run()
+        .map_err(|e| Error::io("cannot run git pack-objects | git index-pack", e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(failure_of(
+            args,
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        ))
+    }
 }

@@ -274,6 +274,7 @@ impl<'a> Checkout<'a> {
                 content,
             )
         })?;
+        crate::fault_point!("promote-before-direct-writes");
         for i in direct {
             let change = &plan.paths[i];
             if let Some(entry) = side.of(change) {
@@ -326,7 +327,8 @@ impl<'a> Checkout<'a> {
         let full = change.path.under(self.top);
         match post.mode.as_str() {
             "160000" => {
-                fs::create_dir_all(&full).ctx(|| format!("cannot create {}", full.display()))
+                fs::create_dir_all(&full).ctx(|| format!("cannot create {}", full.display()))?;
+                self.move_gitlink(&change.path, post)
             }
             "120000" => {
                 let target = self
@@ -353,6 +355,30 @@ impl<'a> Checkout<'a> {
                 fs::rename(temp, &full).ctx(|| format!("cannot write {}", full.display()))
             }
         }
+    }
+
+    /// A submodule's image is its commit: the superproject's index entry says which, and an
+    /// initialised submodule is checked out (detached) at it. The promote checked beforehand
+    /// that the submodule is clean and has the commit; recovery writes it the same way.
+    fn move_gitlink(&self, path: &RepoPath, entry: &Entry) -> Result<()> {
+        let dir = path.under(self.top);
+        if fs::symlink_metadata(dir.join(".git")).is_ok()
+            && self.git.rev_parse(&dir, "HEAD")?.as_deref() != Some(entry.oid.as_str())
+        {
+            self.git
+                .at(&dir)
+                .args(["checkout", "-q", "--detach", &entry.oid])
+                .run()?;
+        }
+        let mut info = format!("160000 {}\t", entry.oid).into_bytes();
+        info.extend_from_slice(&path.0);
+        info.push(0);
+        self.git
+            .at(self.top)
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()
+            .map(|_| ())
     }
 
     fn make_parent(&self, full: &Path) -> Result<()> {

@@ -37,11 +37,11 @@ pub(crate) fn classify(
     plan: &PatchPlan,
     states: &[PathState],
 ) -> PatchVerdict {
-    let (mut landed, mut pending, mut links, mut changed) = (0, Vec::new(), Vec::new(), Vec::new());
+    // A submodule's state is the superproject's index entry (its commit), moved together with
+    // its checkout when written: it counts like any other path.
+    let (mut landed, mut pending, mut changed) = (0, Vec::new(), Vec::new());
     for (i, (change, state)) in plan.paths.iter().zip(states).enumerate() {
-        if change.is_gitlink() {
-            links.push(i);
-        } else if checkout.holds(state, change.post.as_ref()) {
+        if checkout.holds(state, change.post.as_ref()) {
             landed += 1;
         } else if checkout.holds(state, change.pre.as_ref()) {
             pending.push(i);
@@ -56,7 +56,6 @@ pub(crate) fn classify(
     } else if landed == 0 {
         PatchVerdict::Untouched
     } else {
-        pending.extend(links);
         PatchVerdict::Halfway(pending)
     }
 }

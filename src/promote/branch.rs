@@ -64,12 +64,37 @@ pub(super) fn promote_branch(
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
     let _lock = ctx.lock(&located.repo)?;
+    let mut candidate = Candidate::of_session(ctx, located, session)?;
+    let mut out = replay_root(ctx, located, &candidate, &isolation, opts)?;
+    let nested = candidate.take_nested();
+    out.warnings.extend(nested.warnings());
+    let (Some(session), Some(snap)) = (&candidate.session, &candidate.snapshot) else {
+        return Err(Error::internal("a branch promote without a session"));
+    };
+    let ident = identity_args(&ctx.git, &session.source);
+    let branch = super::nested::BranchNested {
+        session,
+        snap,
+        ident: &ident,
+    };
+    super::nested::commit_nested(ctx, located, &branch, nested, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Branch mode for the root change set: the session's commits (since its last step) replayed
+/// onto the source's branch, with a trailing commit for the uncommitted leftovers.
+fn replay_root(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    isolation: &crate::isolation::Isolation,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
     out.warnings.extend(ctx.take_notices());
-    out.session_id = Some(session.session_id.clone());
-    out.bound_revision = Some(session.bound_revision.clone());
-    let candidate = Candidate::of_session(ctx, located, session)?;
-    if stops_before_planning(located, &candidate, &mut out)? {
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
+    if stops_before_planning(located, candidate, &mut out)? {
         return Ok(out);
     }
     let artifacts = Artifacts::write(
@@ -85,7 +110,7 @@ pub(super) fn promote_branch(
         return Err(Error::internal("a branch promote without a session"));
     };
     let scratch = located.store.scratch_dir();
-    let changed = changed_since_last_step(ctx, &candidate, session, &scratch)?;
+    let changed = changed_since_last_step(ctx, candidate, session, &scratch)?;
     if !changed.is_empty() {
         out.conflict(
             Reason::PatchDoesNotApply,
@@ -100,11 +125,11 @@ pub(super) fn promote_branch(
     // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
     // replaced by a guess.
     let isolation_head = isolation.head(&ctx.git)?;
-    match plan(ctx, &candidate, &target, &isolation_head, &scratch)? {
+    match plan(ctx, candidate, &target, &isolation_head, &scratch)? {
         Planned::Chain(chain) => {
             let job = Job {
                 located,
-                candidate: &candidate,
+                candidate,
                 session,
                 target: &target,
             };

@@ -15,7 +15,9 @@
 
 mod artifacts;
 mod branch;
+mod gitlink;
 mod journal;
+mod nested;
 mod options;
 mod outcome;
 mod patch;
@@ -24,11 +26,12 @@ use journal::{Landed, journal};
 use options::Candidate;
 pub use options::PromoteOptions;
 pub use outcome::{
-    BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
+    BranchReport, Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
+    ReplayedCommit, SkipReason, SkippedCommit,
 };
 
 use crate::changeset;
-use crate::context::Context;
+use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::snapshot::Patch;
 use crate::state::Landing;
@@ -51,7 +54,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         }
         let _lock = ctx.lock(&located.repo)?;
         let candidate = Candidate::of_session(ctx, &located, session)?;
-        return patch::promote_patch(ctx, &located, candidate, opts);
+        return promote_patch(ctx, &located, candidate, opts);
     };
     if opts.mode == Mode::Branch {
         return Err(Error::Usage {
@@ -68,8 +71,28 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         nested: Vec::new(),
         previous: None,
         isolation_head: None,
+        nested_sets: Vec::new(),
+        submodule_objects: Vec::new(),
+        nested_skipped: Vec::new(),
+        snapshot: None,
     };
-    patch::promote_patch(ctx, &located, candidate, opts)
+    promote_patch(ctx, &located, candidate, opts)
+}
+
+/// Patch mode: the root change set (steps 2–6), then each nested change set in its own
+/// repository; the artifacts' summary covers both.
+fn promote_patch(
+    ctx: &Context,
+    located: &Located,
+    candidate: Candidate,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let (mut out, artifacts) = patch::promote_patch(ctx, located, &candidate, opts)?;
+    nested::land_nested(ctx, located, &candidate, opts, &mut out)?;
+    if let Some(artifacts) = artifacts {
+        artifacts.summarise(&out)?;
+    }
+    Ok(out)
 }
 
 /// `--note DIGEST`: the host promoted this change set by its own means.

@@ -44,6 +44,16 @@ pub(crate) struct Candidate {
     pub(crate) previous: Option<Previous>,
     /// The isolation's HEAD at the snapshot, for the step's record.
     pub(crate) isolation_head: Option<String>,
+    /// The nested change sets (submodules and nested repositories), landed after the root;
+    /// none for a document, which carries the root only.
+    pub(crate) nested_sets: Vec<crate::nested::Captured>,
+    /// Where the isolation's submodules keep their objects: a gitlink bump copies its
+    /// commits from there into the source's submodule.
+    pub(crate) submodule_objects: Vec<(crate::paths::RepoPath, std::path::PathBuf)>,
+    /// Nested repositories that could not be captured, and why.
+    pub(crate) nested_skipped: Vec<crate::nested::Skipped>,
+    /// A session's snapshot of its isolation (with the gitlinks it recorded).
+    pub(crate) snapshot: Option<crate::snapshot::Snapshot>,
 }
 
 impl Candidate {
@@ -97,7 +107,7 @@ impl Candidate {
         session: SessionRecord,
     ) -> Result<Candidate> {
         let isolation = writable_isolation(&session)?;
-        let snap = isolation.snapshot(ctx, located)?;
+        let (snap, nested) = crate::capture::snapshot_all(ctx, located, &isolation)?;
         let previous = last_step(&located.store, &session)?;
         let from = previous
             .as_ref()
@@ -115,9 +125,23 @@ impl Candidate {
             result_tree: Some(snap.tree.clone()),
             isolation_head: isolation.head(&ctx.git).ok(),
             session: Some(session),
-            nested: snap.nested,
+            nested: snap.nested.clone(),
+            snapshot: Some(snap),
+            nested_skipped: nested.skipped,
+            nested_sets: nested.captured,
+            submodule_objects: nested.objects,
             previous,
         })
+    }
+
+    /// The nested change sets, taken out (branch mode commits them after the root replay).
+    pub(crate) fn take_nested(&mut self) -> crate::nested::Nested {
+        crate::nested::Nested {
+            captured: std::mem::take(&mut self.nested_sets),
+            skipped: std::mem::take(&mut self.nested_skipped),
+            objects: std::mem::take(&mut self.submodule_objects),
+            covered: Vec::new(),
+        }
     }
 
     /// Nothing new since the session's last promoted step: a replay of that step, reported

@@ -25,6 +25,9 @@ pub enum Outcome {
     Planned,
     /// `--note`: recorded as promoted by other means.
     Noted,
+    /// The root change set landed (now or before) but a nested one did not: each nested
+    /// result says which and why. A promote again after the blocker is gone lands the rest.
+    Partial,
 }
 
 impl Outcome {
@@ -37,6 +40,7 @@ impl Outcome {
             Outcome::Empty => "empty",
             Outcome::Planned => "planned",
             Outcome::Noted => "noted",
+            Outcome::Partial => "partial",
         }
     }
 }
@@ -59,6 +63,12 @@ pub enum Reason {
     /// Branch mode after a step promoted in patch mode: that step is uncommitted work in the
     /// source, which a replay would have to commit; the session continues in patch mode.
     ModeChanged,
+    /// The patch moves a submodule (a gitlink) that the source's submodule cannot follow:
+    /// not initialised, not at the change set's base commit, dirty, or without the commit.
+    SubmoduleNotUpdated,
+    /// A nested change set has no repository to land in: the source's submodule is not
+    /// initialised, or the source has no repository at that path.
+    NestedUnavailable,
 }
 
 impl Reason {
@@ -71,6 +81,8 @@ impl Reason {
             Reason::BaseUnknown => "base_unknown",
             Reason::BaseDiffers => "base_differs",
             Reason::ModeChanged => "mode_changed",
+            Reason::SubmoduleNotUpdated => "submodule_not_updated",
+            Reason::NestedUnavailable => "nested_unavailable",
         }
     }
 }
@@ -122,6 +134,9 @@ pub struct PromoteOutcome {
     /// Branch mode: the retained branch, the commits replayed and skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub branch: Option<BranchReport>,
+    /// What became of each nested change set (absent when there were none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<NestedResult>,
 }
 
 impl PromoteOutcome {
@@ -147,6 +162,7 @@ impl PromoteOutcome {
             from_tree: None,
             base_matches_head: None,
             branch: None,
+            nested: Vec::new(),
         }
     }
 
@@ -163,9 +179,9 @@ impl PromoteOutcome {
         self.conflicting_paths_exact = paths;
     }
 
-    /// 0 for every outcome but `conflict` (3).
+    /// 0 for every outcome but `conflict` and `partial` (3: not everything landed).
     pub fn exit_code(&self) -> i32 {
-        if self.outcome == Outcome::Conflict {
+        if matches!(self.outcome, Outcome::Conflict | Outcome::Partial) {
             3
         } else {
             0
@@ -233,4 +249,61 @@ impl BranchReport {
             kept_stash: None,
         }
     }
+}
+
+/// What became of one nested change set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NestedOutcome {
+    /// It landed in its repository, now.
+    Applied,
+    /// It had landed before (its key is in the journal).
+    Idempotent,
+    /// It cannot land as it stands; nothing of it applied.
+    Conflict,
+    /// `--no-apply`: nothing applied; its patch is in the artifacts (`nested/`) when the root
+    /// wrote artifacts.
+    Planned,
+    /// The root change set did not land, so it was not tried.
+    NotAttempted,
+}
+
+impl NestedOutcome {
+    /// The outcome's code, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NestedOutcome::Applied => "applied",
+            NestedOutcome::Idempotent => "idempotent",
+            NestedOutcome::Conflict => "conflict",
+            NestedOutcome::Planned => "planned",
+            NestedOutcome::NotAttempted => "not_attempted",
+        }
+    }
+}
+
+/// One nested change set's result, in `nested` of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct NestedResult {
+    /// The repository's path in the source, for people.
+    pub path: String,
+    /// The same path exactly, as bytes.
+    pub path_exact: RepoPath,
+    /// Submodule or nested repository.
+    pub kind: crate::nested::NestedKind,
+    /// What happened to it.
+    pub outcome: NestedOutcome,
+    /// For `conflict`: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<Reason>,
+    /// The nested patch's `sha256:` digest (null when it could not be captured).
+    pub digest: Option<String>,
+    /// The journal's key for it: the digest of the path and the nested digest (null when it
+    /// could not be captured).
+    pub journal_key: Option<String>,
+    /// Its paths that collide with the repository's uncommitted work (for `conflict`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicting_paths: Vec<String>,
+    /// What git said, or what stopped it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }

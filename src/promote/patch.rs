@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use super::artifacts::Artifacts;
+use super::gitlink::prepare_bumps;
 use super::journal::{Landed, journal, landed_before};
 use super::options::{Candidate, PromoteOptions};
 use super::outcome::{Mode, Outcome, PromoteOutcome, Reason};
@@ -20,8 +21,9 @@ use crate::repo::Repo;
 use crate::state::Landing;
 
 /// What the checks before applying found.
-enum Check {
-    /// The patch applies and meets no uncommitted work: every touched path's images.
+pub(super) enum Check {
+    /// The patch applies and meets no uncommitted work: every touched path's images (a
+    /// submodule's new commit already in the source's submodule).
     Applies(PatchPlan),
     /// Every touched path already holds what the change set makes of it, but no record says
     /// that a promote put it there.
@@ -30,40 +32,40 @@ enum Check {
     DoesNotApply(String, Vec<RepoPath>),
     /// The patch touches paths the user changed and has not committed.
     MeetsWip(Vec<RepoPath>),
+    /// The patch moves submodules that cannot be moved in the source; why.
+    Gitlinks(Vec<RepoPath>, String),
 }
 
-/// Steps 2–6 under the repository lock: empty, journal, pending intent, HEAD (or a
-/// document's base), artifacts, check, apply, journal.
+/// Steps 2–6 for the root change set under the repository lock: empty, journal, pending
+/// intent, HEAD (or a document's base), artifacts, check, apply, journal. The artifacts'
+/// summary is the caller's to write, once the nested change sets are done.
 pub(super) fn promote_patch(
     ctx: &Context,
     located: &Located,
-    candidate: Candidate,
+    candidate: &Candidate,
     opts: &PromoteOptions,
-) -> Result<PromoteOutcome> {
-    let mut out = initial_report(ctx, &candidate);
+) -> Result<(PromoteOutcome, Option<Artifacts>)> {
+    let mut out = initial_report(ctx, candidate);
     if candidate.patch.bytes == 0 {
         candidate.replay_last_step(&mut out);
-        return Ok(out);
+        return Ok((out, None));
     }
     let digest = candidate.patch.digest.clone();
     out.digest = Some(digest.clone());
-    if landed_before(&located.store, &candidate)? {
+    if landed_before(&located.store, candidate)? {
         out.outcome = Outcome::Idempotent;
-        return Ok(out);
+        return Ok((out, None));
     }
     if let Some(paths) = intent::blocking(&ctx.git, &located.store, &digest)? {
-        out.conflict(
-            Reason::PatchDoesNotApply,
-            Some("an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again".into()),
-        );
+        out.conflict(Reason::PatchDoesNotApply, Some(INTERRUPTED.into()));
         out.set_conflicting_paths(paths);
-        return Ok(out);
+        return Ok((out, None));
     }
-    let source = source_of(located, &candidate);
+    let source = source_of(located, candidate);
     let head = source.head_commit(&ctx.git);
     out.current_revision = head.clone();
-    if refused_where_it_lands(ctx, &source.toplevel, &candidate, opts, &mut out)? {
-        return Ok(out);
+    if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
+        return Ok((out, None));
     }
     let artifacts = Artifacts::write(
         located,
@@ -72,24 +74,28 @@ pub(super) fn promote_patch(
         &mut out,
     )?;
     if opts.no_apply {
-        return Ok(out);
+        return Ok((out, Some(artifacts)));
     }
-    match check(ctx, located, &candidate, &source.toplevel, &artifacts.patch)? {
+    match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
         Check::Applies(plan) => {
             let landing = Lander {
                 ctx,
                 located,
-                candidate: &candidate,
+                candidate,
+                key: &digest,
                 source: &source.toplevel,
                 head: head.as_deref(),
+                then: None,
             };
             landing.apply_and_journal(plan, &mut out)?;
         }
         conflict => report_conflict(conflict, head, &mut out),
     }
-    artifacts.summarise(&out)?;
-    Ok(out)
+    Ok((out, Some(artifacts)))
 }
+
+/// Why a change set whose promote was interrupted cannot be promoted again yet.
+pub(super) const INTERRUPTED: &str = "an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again";
 
 /// The report before any check: sizes, session and step, nested repositories, and what
 /// recovery under the lock did.
@@ -104,6 +110,13 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     out.warnings.extend(candidate.nested.iter().map(|p| {
         format!("nested repository {p} is not part of the change set; promote it on its own")
     }));
+    out.warnings
+        .extend(candidate.nested_skipped.iter().map(|s| {
+            format!(
+                "nested repository {} could not be captured: {}",
+                s.path, s.why
+            )
+        }));
     out
 }
 
@@ -162,9 +175,9 @@ fn refused_where_it_lands(
 }
 
 /// A check that stops the promote, as a conflict.
-fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+pub(super) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
     let (detail, paths) = match check {
-        Check::Applies(_) => return,
+        Check::Applies(..) => return,
         Check::Present(paths) => (
             "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
             paths,
@@ -174,6 +187,12 @@ fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome)
             "the patch touches files with uncommitted changes in the source".to_string(),
             paths,
         ),
+        Check::Gitlinks(paths, detail) => {
+            out.conflict(Reason::SubmoduleNotUpdated, Some(detail));
+            out.current_revision = head;
+            out.set_conflicting_paths(paths);
+            return;
+        }
     };
     out.conflict(Reason::PatchDoesNotApply, Some(detail));
     out.current_revision = head;
@@ -193,7 +212,7 @@ fn source_of(located: &Located, candidate: &Candidate) -> Repo {
 }
 
 /// Decides whether the patch can land, and plans every touched path's images if it can.
-fn check(
+pub(super) fn check(
     ctx: &Context,
     located: &Located,
     candidate: &Candidate,
@@ -231,7 +250,12 @@ fn check(
     }
     Ok(
         match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
-            Planned::Plan(plan) => Check::Applies(plan),
+            Planned::Plan(plan) => {
+                match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
+                    Ok(()) => Check::Applies(plan),
+                    Err((paths, detail)) => Check::Gitlinks(paths, detail),
+                }
+            }
             Planned::DoesNotApply(detail) => {
                 let paths = failing_paths(&detail, &touched);
                 Check::DoesNotApply(detail, paths)
@@ -285,13 +309,22 @@ fn already_present(
         .all(|(state, want)| checkout.holds(state, want.as_ref())))
 }
 
+/// A step after the files are written and before the journal.
+pub(super) type AfterWrite<'a> = dyn Fn(&PatchPlan) -> Result<()> + 'a;
+
 /// Where a planned change set lands, and who journals it.
-struct Lander<'a> {
-    ctx: &'a Context,
-    located: &'a Located,
-    candidate: &'a Candidate,
-    source: &'a Path,
-    head: Option<&'a str>,
+pub(super) struct Lander<'a> {
+    pub(super) ctx: &'a Context,
+    pub(super) located: &'a Located,
+    pub(super) candidate: &'a Candidate,
+    /// The journal's key: the root patch's digest, or a nested change set's key.
+    pub(super) key: &'a str,
+    /// The checkout it lands in: the source, or one of its nested repositories.
+    pub(super) source: &'a Path,
+    pub(super) head: Option<&'a str>,
+    /// What else must happen once the files are written and before the journal (branch
+    /// mode's commit in a nested repository); a failure puts the files back.
+    pub(super) then: Option<&'a AfterWrite<'a>>,
 }
 
 impl Lander<'_> {
@@ -299,7 +332,7 @@ impl Lander<'_> {
     fn intent(&self, plan: &PatchPlan) -> Intent {
         Intent {
             schema: intent::SCHEMA.into(),
-            digest: self.candidate.patch.digest.clone(),
+            digest: self.key.to_string(),
             session_id: self
                 .candidate
                 .session
@@ -319,16 +352,25 @@ impl Lander<'_> {
     /// Records the intent, writes every touched path and journals. From the intent to the
     /// journal nothing may stop halfway: interrupts wait. A crash is finished by the next
     /// command; a failure to write puts back what was written.
-    fn apply_and_journal(&self, plan: PatchPlan, out: &mut PromoteOutcome) -> Result<()> {
+    pub(super) fn apply_and_journal(
+        &self,
+        plan: PatchPlan,
+        out: &mut PromoteOutcome,
+    ) -> Result<()> {
         let store = &self.located.store;
-        let digest = &self.candidate.patch.digest;
+        let digest = self.key;
         intent::save(store, &self.intent(&plan))?;
         crate::fault_point!("promote-after-intent");
         let interrupts = crate::signals::Signals::register()?;
         let checkout = Checkout::open(&self.ctx.git, self.source)?;
         let tag = intent::tag(digest);
         let todo: Vec<usize> = (0..plan.paths.len()).collect();
-        if let Err(e) = checkout.write(&tag, &plan, &todo, Side::Post) {
+        // Submodules move with the other paths (`Checkout::write`): a gitlink's image is its
+        // commit, so recovery moves them too.
+        let written = checkout
+            .write(&tag, &plan, &todo, Side::Post)
+            .and_then(|()| self.then.map_or(Ok(()), |then| then(&plan)));
+        if let Err(e) = written {
             self.put_back(&checkout, &tag, &plan);
             return Err(e);
         }
@@ -365,7 +407,7 @@ impl Lander<'_> {
             .collect();
         if checkout.write(tag, plan, &todo, Side::Pre).is_ok() {
             checkout.remove_created_dirs(plan);
-            let _ = intent::remove(&self.located.store, &self.candidate.patch.digest);
+            let _ = intent::remove(&self.located.store, self.key);
         }
     }
 
@@ -373,7 +415,7 @@ impl Lander<'_> {
         journal(
             self.located,
             Landed {
-                digest: &self.candidate.patch.digest,
+                digest: self.key,
                 session_id: self
                     .candidate
                     .session

@@ -14,6 +14,7 @@ mod house;
 mod human;
 mod json;
 mod names;
+mod nested;
 mod promote;
 mod pty;
 mod races;

@@ -1,0 +1,519 @@
+//! Nested change sets: the work done inside an isolation's submodules, and inside nested
+//! repositories that the source has at the same path, captured per repository beside the
+//! root change set (which stays flat: gitlinks are all the root patch knows of them).
+//!
+//! A nested repository's git dir is written by the sandboxed command (a submodule's lives in
+//! the isolation's admin dir, `<admin>/modules/<name>`; a nested repository's is its `.git`
+//! directory in the tree). So a3s-iso reads nothing from it but objects, as data: git runs
+//! through a private git dir whose `HEAD` (the commit the superproject's snapshot recorded, or
+//! HEAD read as a plain file) and `config` a3s-iso wrote ([`HermeticGit::nested`]), new
+//! objects go to the superproject's store, and a nested object store that names alternates is
+//! not read at all. Captured trees are copied into the superproject's store, where private refs
+//! keep them through `git gc` and a promote finds them after the isolation is gone.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{IoContext, Result};
+use crate::git::{Git, HermeticGit, split_nul};
+use crate::isolation::Isolation;
+use crate::paths::RepoPath;
+use crate::snapshot::{self, Patch, Seed};
+use crate::state::Store;
+
+/// What kind of repository a nested change set belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NestedKind {
+    /// A submodule of the superproject (a gitlink with a `.gitmodules` entry).
+    Submodule,
+    /// A directory with its own `.git` that is not a submodule.
+    Repository,
+}
+
+/// One nested change set: the uncommitted work of one nested repository, against the tree of
+/// the commit its HEAD names (commits in a submodule travel as the root patch's gitlink).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NestedChangeSet {
+    /// The repository's path in the superproject, for people (invalid UTF-8 replaced).
+    pub path: String,
+    /// The same path exactly, as bytes.
+    pub path_exact: RepoPath,
+    /// Submodule or nested repository.
+    pub kind: NestedKind,
+    /// The commit the nested repository's HEAD named.
+    pub head: String,
+    /// That commit's tree: the nested change set's base.
+    pub base_tree: String,
+    /// The snapshot of the nested repository's working tree.
+    pub result_tree: String,
+    /// `sha256:` of the nested patch.
+    pub patch_digest: String,
+    /// The nested patch's size.
+    pub patch_bytes: u64,
+}
+
+/// A nested change set with its patch on disk.
+pub(crate) struct Captured {
+    /// What is reported and stored.
+    pub(crate) set: NestedChangeSet,
+    /// The patch (the same fixed diff options as the root patch).
+    pub(crate) patch: Patch,
+}
+
+/// What capturing the nested repositories found.
+#[derive(Default)]
+pub(crate) struct Nested {
+    /// The nested repositories with uncommitted work.
+    pub(crate) captured: Vec<Captured>,
+    /// Nested repositories that could not be captured (they may hold work that does not
+    /// travel: a promote never reports `applied` while there are any).
+    pub(crate) skipped: Vec<Skipped>,
+    /// Where each submodule's objects are in the isolation (for a promote that must copy
+    /// the commits a gitlink bump names).
+    pub(crate) objects: Vec<(RepoPath, PathBuf)>,
+    /// Every nested repository found, captured or unchanged.
+    pub(crate) covered: Vec<RepoPath>,
+}
+
+/// A nested repository that could not be captured.
+#[derive(Debug, Clone)]
+pub(crate) struct Skipped {
+    /// Its path in the superproject.
+    pub(crate) path: RepoPath,
+    /// Submodule or nested repository.
+    pub(crate) kind: NestedKind,
+    /// Why it could not be captured.
+    pub(crate) why: String,
+}
+
+/// A nested repository of the isolation, located by a3s-iso.
+struct Found {
+    path: RepoPath,
+    kind: NestedKind,
+    /// Its git dir's object directory (read as data only).
+    objects: PathBuf,
+    /// The commit its HEAD names.
+    head: String,
+}
+
+/// Where the superproject is: its common dir and the store.
+pub(crate) struct Superproject<'a> {
+    /// The superproject's common dir (objects, trusted configuration).
+    pub(crate) common_dir: &'a Path,
+    /// The source checkout (nested repositories count only where it has one too).
+    pub(crate) source: &'a Path,
+    /// The state store (seed indexes, scratch).
+    pub(crate) store: &'a Store,
+}
+
+/// Captures every initialised submodule of the isolation (its gitlinks in `result_tree`, the
+/// root snapshot) and every nested repository in `embedded` that the source also has.
+pub(crate) fn capture(
+    git: &Git,
+    iso: &Isolation,
+    top: &Superproject<'_>,
+    result_tree: &str,
+    (gitlinks, embedded): (&[RepoPath], &[String]),
+) -> Result<Nested> {
+    let mut out = Nested::default();
+    let mut found = Vec::new();
+    if !gitlinks.is_empty() {
+        let heads = crate::intent::tree_images(git, top.common_dir, result_tree, gitlinks)?
+            .unwrap_or_default();
+        let names = module_names(git, top.common_dir, result_tree)?;
+        for (path, entry) in gitlinks.iter().zip(heads) {
+            let Some(entry) = entry.filter(|e| e.is_gitlink()) else {
+                continue;
+            };
+            match submodule(iso, path, &names, entry.oid) {
+                Ok(Some(repo)) => found.push(repo),
+                Ok(None) => {}
+                Err(why) => out.skip(path.clone(), NestedKind::Submodule, why),
+            }
+        }
+    }
+    for name in embedded {
+        let path = RepoPath(name.trim_end_matches('/').as_bytes().to_vec());
+        match nested_repository(git, iso, top, &path) {
+            Ok(Some(repo)) => found.push(repo),
+            Ok(None) => {}
+            Err(why) => out.skip(path, NestedKind::Repository, why),
+        }
+    }
+    for repo in found {
+        out.covered.push(repo.path.clone());
+        if repo.kind == NestedKind::Submodule {
+            out.objects.push((repo.path.clone(), repo.objects.clone()));
+        }
+        match capture_one(git, iso, top, &repo) {
+            Ok(Some(captured)) => out.captured.push(captured),
+            Ok(None) => {}
+            // Its HEAD's objects missing, say: reported, never silently left out.
+            Err(e) => out.skip(repo.path.clone(), repo.kind, e.to_string()),
+        }
+    }
+    Ok(out)
+}
+
+/// Snapshots one nested repository; `None` when its working tree is its HEAD's tree.
+fn capture_one(
+    git: &Git,
+    iso: &Isolation,
+    top: &Superproject<'_>,
+    repo: &Found,
+) -> Result<Option<Captured>> {
+    let scratch = top.store.scratch_dir();
+    let root_objects = top.common_dir.join("objects");
+    let tree = repo.path.under(&iso.tree);
+    let wt = HermeticGit::nested(
+        git,
+        &tree,
+        &repo.head,
+        &root_objects,
+        &repo.objects,
+        &scratch,
+    )?;
+    let seed = seed_index(top.store, iso, &repo.path)?;
+    let snap = snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?;
+    let base_tree = wt
+        .cmd()
+        .args(["rev-parse", "--verify"])
+        .arg(format!("{}^{{tree}}", repo.head))
+        .run_text()?;
+    if base_tree == snap.tree {
+        return Ok(None);
+    }
+    // Both trees into the superproject's store: the patch is computed there, and its refs
+    // pin them.
+    git.copy_reachable(
+        top.common_dir,
+        (&repo.objects, &root_objects),
+        &[base_tree.clone(), snap.tree.clone()],
+        true,
+    )?;
+    let patch = snapshot::patch(git, top.common_dir, &base_tree, &snap.tree, &scratch)?;
+    Ok(Some(Captured {
+        set: NestedChangeSet {
+            path: repo.path.shown(),
+            path_exact: repo.path.clone(),
+            kind: repo.kind,
+            head: repo.head.clone(),
+            base_tree,
+            result_tree: snap.tree,
+            patch_digest: patch.digest.clone(),
+            patch_bytes: patch.bytes,
+        },
+        patch,
+    }))
+}
+
+/// The seed index of one nested repository of an isolation, beside the isolation's own.
+fn seed_index(store: &Store, iso: &Isolation, path: &RepoPath) -> Result<PathBuf> {
+    let own = store.seed_index(&iso.admin)?;
+    let name = own
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(own.with_file_name(format!("{name}.nested-{}.index", hex::encode(&path.0))))
+}
+
+/// `path` → submodule name, from the `.gitmodules` of `tree` (parsed as data).
+fn module_names(git: &Git, common_dir: &Path, tree: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+    let out = git
+        .at(common_dir)
+        .args(["config", "-z", "--blob"])
+        .arg(format!("{tree}:.gitmodules"))
+        .args(["--get-regexp", r"^submodule\..*\.path$"])
+        .output()?;
+    Ok(split_nul(&out.stdout)
+        .filter_map(|record| {
+            let newline = record.iter().position(|b| *b == b'\n')?;
+            let key = &record[..newline];
+            let name = key.strip_prefix(b"submodule.")?.strip_suffix(b".path")?;
+            Some((record[newline + 1..].to_vec(), name.to_vec()))
+        })
+        .collect())
+}
+
+/// The submodule at `path`, if it is initialised in the isolation: its git dir must be
+/// `<admin>/modules/<name>` exactly (a real directory there, not reached through a link).
+fn submodule(
+    iso: &Isolation,
+    path: &RepoPath,
+    names: &[(Vec<u8>, Vec<u8>)],
+    head: String,
+) -> std::result::Result<Option<Found>, String> {
+    let tree = path.under(&iso.tree);
+    if fs::symlink_metadata(tree.join(".git")).is_err() {
+        // Not initialised: nothing in it to capture.
+        return Ok(None);
+    }
+    if !real_dir_below(&iso.tree, &tree) {
+        return Err("its directory is reached through a symbolic link".into());
+    }
+    let name = names
+        .iter()
+        .find(|(p, _)| *p == path.0)
+        .map(|(_, name)| name.clone())
+        .unwrap_or_else(|| path.0.clone());
+    let modules = iso.admin.join("modules");
+    let git_dir = RepoPath(name).under(&modules);
+    if !real_dir_below(&modules, &git_dir) {
+        return Err(format!(
+            "its git dir is not where a3s-iso expects it ({})",
+            git_dir.display()
+        ));
+    }
+    Ok(Some(Found {
+        path: path.clone(),
+        kind: NestedKind::Submodule,
+        objects: object_dir(&git_dir)?,
+        head,
+    }))
+}
+
+/// A nested repository (not a submodule) at `path` in the isolation, counted only where the
+/// source has a repository at the same path; its `.git` must be a directory.
+fn nested_repository(
+    git: &Git,
+    iso: &Isolation,
+    top: &Superproject<'_>,
+    path: &RepoPath,
+) -> std::result::Result<Option<Found>, String> {
+    let in_source = path.under(top.source).join(".git");
+    if fs::symlink_metadata(&in_source).is_err() {
+        return Ok(None);
+    }
+    let tree = path.under(&iso.tree);
+    let git_dir = tree.join(".git");
+    if !real_dir_below(&iso.tree, &tree) || !real_dir_below(&tree, &git_dir) {
+        return Err("its .git is not a directory of its own".into());
+    }
+    let objects = object_dir(&git_dir)?;
+    let head = read_head(&git_dir)?;
+    // The commit must be there, read through the same private git as the snapshot.
+    let known = git
+        .at(top.common_dir)
+        .env("GIT_OBJECT_DIRECTORY", &objects)
+        .env(
+            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+            top.common_dir.join("objects"),
+        )
+        .args(["cat-file", "-e"])
+        .arg(format!("{head}^{{commit}}"))
+        .succeeds()
+        .unwrap_or(false);
+    if !known {
+        return Err(format!(
+            "its HEAD names {head}, which is not a commit there"
+        ));
+    }
+    Ok(Some(Found {
+        path: path.clone(),
+        kind: NestedKind::Repository,
+        objects,
+        head,
+    }))
+}
+
+/// `dir` (a path under `top`) is a directory reached without a symbolic link on the way.
+fn real_dir_below(top: &Path, dir: &Path) -> bool {
+    let Ok(rel) = dir.strip_prefix(top) else {
+        return false;
+    };
+    match (fs::canonicalize(top), fs::canonicalize(dir)) {
+        (Ok(top), Ok(found)) => found == top.join(rel) && found.is_dir(),
+        _ => false,
+    }
+}
+
+/// The object directory of a git dir the command could write: a real directory, and one that
+/// names no alternates (they would choose where a3s-iso's git reads from).
+fn object_dir(git_dir: &Path) -> std::result::Result<PathBuf, String> {
+    let objects = git_dir.join("objects");
+    if !real_dir_below(git_dir, &objects) {
+        return Err("its object directory is not a directory of its own".into());
+    }
+    if fs::symlink_metadata(objects.join("info/alternates")).is_ok() {
+        return Err("its object directory names alternates, which a3s-iso does not follow".into());
+    }
+    Ok(objects)
+}
+
+/// The object directories of an isolation's initialised submodules (`<admin>/modules/…`,
+/// names may hold slashes), each a real directory naming no alternates.
+pub(crate) fn module_stores(admin: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![(admin.join("modules"), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.join("HEAD").is_file() {
+                if let Ok(objects) = object_dir(&path) {
+                    found.push(objects);
+                }
+            } else if depth < 8 {
+                todo.push((path, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The most a HEAD or loose ref file holds.
+const REF_LIMIT: u64 = 4096;
+
+/// The commit a nested repository's HEAD names, read as plain files: a full id, or
+/// `ref: refs/heads/<name>` resolved through its loose ref or `packed-refs`.
+fn read_head(git_dir: &Path) -> std::result::Result<String, String> {
+    let read = |path: &Path| -> std::result::Result<String, String> {
+        let bytes = crate::fsutil::read_small_regular_file(path, REF_LIMIT)
+            .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+        Ok(String::from_utf8_lossy(&bytes).trim_end().to_string())
+    };
+    let head = read(&git_dir.join("HEAD"))?;
+    let Some(name) = head.strip_prefix("ref: ") else {
+        return full_id(&head);
+    };
+    let safe = name.starts_with("refs/heads/")
+        && !name
+            .split('/')
+            .any(|c| c.is_empty() || c == "." || c == "..");
+    if !safe {
+        return Err(format!("its HEAD points at {name:?}, not a branch"));
+    }
+    if let Ok(id) = read(&git_dir.join(name)) {
+        return full_id(&id);
+    }
+    let packed = crate::fsutil::read_small_regular_file(&git_dir.join("packed-refs"), 1 << 24)
+        .map_err(|_| format!("its HEAD points at {name}, which does not exist"))?;
+    String::from_utf8_lossy(&packed)
+        .lines()
+        .find_map(|line| {
+            line.strip_suffix(name)?
+                .strip_suffix(' ')
+                .map(str::to_string)
+        })
+        .map_or_else(
+            || Err(format!("its HEAD points at {name}, which does not exist")),
+            |id| full_id(&id),
+        )
+}
+
+fn full_id(text: &str) -> std::result::Result<String, String> {
+    let ok = matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
+    if ok {
+        Ok(text.to_ascii_lowercase())
+    } else {
+        Err(format!("its HEAD ({text:?}) is not a commit id"))
+    }
+}
+
+/// The stored nested change sets of one run.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StoredNested {
+    schema: String,
+    nested: Vec<NestedChangeSet>,
+}
+
+const STORED_SCHEMA: &str = "a3s-iso.nested.v1";
+
+/// Where a run's nested change sets are kept: `<state>/nested/<id>/<run>.json` (the patches
+/// themselves are computed again from the pinned trees).
+fn stored_path(store: &Store, session_id: &str, run_id: &str) -> PathBuf {
+    store
+        .dir()
+        .join("nested")
+        .join(session_id)
+        .join(format!("{run_id}.json"))
+}
+
+/// Pins a run's nested trees and stores their change sets beside the run's document.
+pub(crate) fn record(
+    git: &Git,
+    common_dir: &Path,
+    store: &Store,
+    (session_id, run_id): (&str, &str),
+    sets: &[NestedChangeSet],
+) -> Result<()> {
+    if sets.is_empty() {
+        return Ok(());
+    }
+    let trees: Vec<(String, String)> = sets
+        .iter()
+        .map(|s| (s.base_tree.clone(), s.result_tree.clone()))
+        .collect();
+    crate::refs::pin_nested(git, common_dir, &store.refs(), session_id, run_id, &trees)?;
+    let path = stored_path(store, session_id, run_id);
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    }
+    let doc = StoredNested {
+        schema: STORED_SCHEMA.into(),
+        nested: sets.to_vec(),
+    };
+    let bytes = serde_json::to_vec_pretty(&doc)
+        .map_err(|e| crate::error::Error::internal(format!("cannot encode: {e}")))?;
+    crate::fsutil::write_atomic(&path, &bytes)
+}
+
+impl Nested {
+    /// The change sets, as reported and stored.
+    pub(crate) fn sets(&self) -> Vec<NestedChangeSet> {
+        self.captured.iter().map(|c| c.set.clone()).collect()
+    }
+
+    /// Warnings for what was not captured: the nested repositories of the snapshot that are
+    /// not the source's too (never folded in as gitlinks), and those that could not be read.
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        self.skipped
+            .iter()
+            .map(|s| {
+                format!(
+                    "nested repository {} could not be captured: {}",
+                    s.path, s.why
+                )
+            })
+            .collect()
+    }
+
+    fn skip(&mut self, path: RepoPath, kind: NestedKind, why: String) {
+        self.skipped.push(Skipped { path, kind, why });
+    }
+}
+
+/// The nested change sets of an isolation whose root snapshot is `snap`; the names in
+/// `snap.nested` that are not nested repositories of the source are left there (reported as
+/// before).
+pub(crate) fn capture_isolation(
+    git: &Git,
+    located: &crate::context::Located,
+    iso: &Isolation,
+    snap: &mut snapshot::Snapshot,
+) -> Result<Nested> {
+    let top = Superproject {
+        common_dir: &located.repo.common_dir,
+        source: &located.repo.toplevel,
+        store: &located.store,
+    };
+    let nested = capture(git, iso, &top, &snap.tree, (&snap.gitlinks, &snap.nested))?;
+    // Those found, captured or not, are reported as nested change sets or skipped ones.
+    let covered = |name: &String| {
+        let path = name.trim_end_matches('/').as_bytes();
+        nested.covered.iter().any(|p| p.0 == path)
+            || nested.skipped.iter().any(|s| s.path.0 == path)
+    };
+    snap.nested.retain(|name| !covered(name));
+    Ok(nested)
+}
