@@ -60,7 +60,7 @@ pub fn script(shell: Shell) -> Vec<u8> {
         Shell::Bash => bash(&text),
         Shell::Zsh => zsh(&text),
         Shell::Fish => text.replace(
-            &format!("-f -a \"{SESSIONS}\""),
+            &format!("-f -a \"{SESSIONS}\\t''\""),
             "-f -a \"(command a3s-iso __complete sessions 2>/dev/null)\"",
         ),
         // These shells complete no option values: the stand-in cannot show.
