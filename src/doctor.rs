@@ -206,9 +206,21 @@ fn sandbox_checks(helper: Option<&Path>) -> Vec<Check> {
     let simulated = std::env::var_os(SIMULATE_NO_NAMESPACES).is_some_and(|v| !v.is_empty());
     let mut checks = vec![landlock_check(), user_namespace_check(simulated)];
     for (name, kind, what) in [
-        (CheckName::MountNamespace, "mnt", "the read-only view of the host"),
-        (CheckName::PidNamespace, "pid", "ending every process a run starts"),
-        (CheckName::NetNamespace, "net", "denying the network (the default)"),
+        (
+            CheckName::MountNamespace,
+            "mnt",
+            "the read-only view of the host",
+        ),
+        (
+            CheckName::PidNamespace,
+            "pid",
+            "ending every process a run starts",
+        ),
+        (
+            CheckName::NetNamespace,
+            "net",
+            "denying the network (the default)",
+        ),
     ] {
         checks.push(if probe::has_namespace(kind) && !simulated {
             Check::ok(name, format!("{kind} namespaces available"))
@@ -273,8 +285,7 @@ fn user_namespace_check(simulated: bool) -> Check {
         if probe::sysctl_number("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
             return Check::fail(name, "kernel.unprivileged_userns_clone is 0", hint);
         }
-        if probe::sysctl_number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns")
-            == Some(1)
+        if probe::sysctl_number("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == Some(1)
         {
             return Check::warn(
                 name,

@@ -156,7 +156,9 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
     if status.success() {
         Ok(())
     } else {
-        Err(unavailable(format!("a sandboxed trial ended with {status}")))
+        Err(unavailable(format!(
+            "a sandboxed trial ended with {status}"
+        )))
     }
 }
 
@@ -171,10 +173,8 @@ struct TrialDir(PathBuf);
 
 impl TrialDir {
     fn new() -> Result<TrialDir> {
-        let dir = std::env::temp_dir().join(format!(
-            "a3s-iso-doctor-{}",
-            crate::fsutil::unique_suffix()
-        ));
+        let dir =
+            std::env::temp_dir().join(format!("a3s-iso-doctor-{}", crate::fsutil::unique_suffix()));
         std::fs::create_dir(&dir)
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
         // Canonical, so the sandbox's mount plan sees the path the kernel reports.

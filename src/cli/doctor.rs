@@ -51,7 +51,11 @@ fn print_report(report: &DoctorReport, out: &Output) {
             name_of(check),
             check.detail
         ));
-        if let Some(hint) = check.hint.as_deref().filter(|_| check.status != CheckStatus::Ok) {
+        if let Some(hint) = check
+            .hint
+            .as_deref()
+            .filter(|_| check.status != CheckStatus::Ok)
+        {
             out.line(&format!("      {:<width$}  hint: {hint}", ""));
         }
     }

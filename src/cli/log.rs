@@ -32,7 +32,15 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
         out.line("no promotions");
         return Ok(0);
     }
-    let header = ["TIME", "SESSION", "DIGEST", "LANDING", "FILES", "SOURCE HEAD"].map(String::from);
+    let header = [
+        "TIME",
+        "SESSION",
+        "DIGEST",
+        "LANDING",
+        "FILES",
+        "SOURCE HEAD",
+    ]
+    .map(String::from);
     let rows: Vec<[String; 6]> = outcome.promotions.iter().map(row).collect();
     let mut widths = [0usize; 6];
     for row in std::iter::once(&header).chain(rows.iter()) {

@@ -146,7 +146,10 @@ fn fish_completes_session_ids_and_hides_hidden_subcommands() {
         fish_offers(&fx, &script, "a3s-iso promote -s "),
         ["alpha", "beta"]
     );
-    assert_eq!(fish_offers(&fx, &script, "a3s-iso run --session b"), ["beta"]);
+    assert_eq!(
+        fish_offers(&fx, &script, "a3s-iso run --session b"),
+        ["beta"]
+    );
     let top = fish_offers(&fx, &script, "a3s-iso ");
     assert!(top.iter().any(|w| w == "shell-init"), "{top:?}");
     for hidden in HIDDEN {

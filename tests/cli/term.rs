@@ -40,7 +40,12 @@ fn path_prints_the_isolation_that_list_reports() {
     assert_eq!(doc["session_id"], "two");
     assert_eq!(doc["worktree"], worktree.as_str());
     // Inside an isolation, the session is the one it belongs to.
-    let inside = stdout_of(fx.cmd_in(Path::new(&worktree)).arg("path").output().unwrap());
+    let inside = stdout_of(
+        fx.cmd_in(Path::new(&worktree))
+            .arg("path")
+            .output()
+            .unwrap(),
+    );
     assert_eq!(inside, format!("{worktree}\n"));
 }
 
@@ -157,7 +162,10 @@ fn log_lists_promotions_newest_first() {
     assert_eq!(newest["mode"], "patch");
     assert_eq!(newest["files_changed"], 1);
     assert_eq!(newest["source_head"], head_before_second.as_str());
-    assert!(newest["promoted_at_ms"].as_u64().unwrap() >= promotions[1]["promoted_at_ms"].as_u64().unwrap());
+    assert!(
+        newest["promoted_at_ms"].as_u64().unwrap()
+            >= promotions[1]["promoted_at_ms"].as_u64().unwrap()
+    );
 
     let (_, limited) = fx.json(&["log", "--limit", "1"]);
     assert_eq!(limited["promotions"].as_array().unwrap().len(), 1);
@@ -169,8 +177,14 @@ fn log_lists_promotions_newest_first() {
     let table = stdout_of(fx.cmd().arg("log").output().unwrap());
     let lines: Vec<&str> = table.lines().collect();
     assert!(lines[0].starts_with("TIME"), "{table}");
-    assert!(lines[1].contains("second") && lines[1].contains(&second[..19]), "{table}");
-    assert!(lines[2].contains("first") && lines[2].contains("applied (patch)"), "{table}");
+    assert!(
+        lines[1].contains("second") && lines[1].contains(&second[..19]),
+        "{table}"
+    );
+    assert!(
+        lines[2].contains("first") && lines[2].contains("applied (patch)"),
+        "{table}"
+    );
 }
 
 fn check<'a>(doc: &'a Value, name: &str) -> &'a Value {
@@ -215,10 +229,27 @@ fn doctor_reports_git_and_the_sandbox_layers() {
     assert_eq!(doc["git_version"], git_version);
     let git = check(&doc, "git");
     assert_eq!(git["status"], "ok");
-    assert!(git["detail"].as_str().unwrap().contains(git_version), "{git}");
-    for name in SANDBOX_CHECKS.iter().chain(&["repository", "filesystem", "reflink", "state_dir", "lock", "stale_claims", "unfinished_intents", "pending_tree_operations", "scratch_leftovers", "user_registry"]) {
+    assert!(
+        git["detail"].as_str().unwrap().contains(git_version),
+        "{git}"
+    );
+    for name in SANDBOX_CHECKS.iter().chain(&[
+        "repository",
+        "filesystem",
+        "reflink",
+        "state_dir",
+        "lock",
+        "stale_claims",
+        "unfinished_intents",
+        "pending_tree_operations",
+        "scratch_leftovers",
+        "user_registry",
+    ]) {
         let c = check(&doc, name);
-        assert!(["ok", "warn", "fail"].contains(&c["status"].as_str().unwrap()), "{c}");
+        assert!(
+            ["ok", "warn", "fail"].contains(&c["status"].as_str().unwrap()),
+            "{c}"
+        );
         assert!(c["detail"].is_string() && c.get("hint").is_some(), "{c}");
         if c["status"] != "ok" {
             assert!(c["hint"].is_string(), "a finding without a hint: {c}");
@@ -289,38 +320,76 @@ fn doctor_reports_leftovers() {
     let (_, doc) = doctor(&fx, &[]);
     let intents = check(&doc, "unfinished_intents");
     assert_eq!(intents["status"], "warn", "{intents}");
-    assert!(intents["detail"].as_str().unwrap().starts_with("1 "), "{intents}");
+    assert!(
+        intents["detail"].as_str().unwrap().starts_with("1 "),
+        "{intents}"
+    );
     let claims = check(&doc, "stale_claims");
     assert_eq!(claims["status"], "warn", "{claims}");
     assert_eq!(check(&doc, "pending_tree_operations")["status"], "ok");
-    assert_eq!(listing(&state), before, "doctor reports, it does not repair");
+    assert_eq!(
+        listing(&state),
+        before,
+        "doctor reports, it does not repair"
+    );
 }
 
 #[test]
 fn doctor_outside_a_repository_checks_the_machine_only() {
     let fx = Fixture::bare_root();
-    let out = fx.cmd_in(&fx.root).args(["--json", "doctor"]).output().unwrap();
+    let out = fx
+        .cmd_in(&fx.root)
+        .args(["--json", "doctor"])
+        .output()
+        .unwrap();
     let (_, doc) = crate::fixture::json_of(out);
     assert_eq!(check(&doc, "repository")["status"], "warn");
     assert_eq!(check(&doc, "git")["status"], "ok");
-    assert!(doc["checks"].as_array().unwrap().iter().all(|c| c["name"] != "state_dir"));
+    assert!(
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["name"] != "state_dir")
+    );
 }
 
 #[test]
 fn version_reports_git_and_kernel_features() {
     let fx = Fixture::bare_root();
-    let out = fx.cmd_in(&fx.root).args(["--json", "version"]).output().unwrap();
+    let out = fx
+        .cmd_in(&fx.root)
+        .args(["--json", "version"])
+        .output()
+        .unwrap();
     let (code, doc) = crate::fixture::json_of(out);
     assert_eq!(code, 0);
     assert_eq!(doc["schema"], "a3s-iso.version.v1");
     assert_eq!(doc["version"], env!("CARGO_PKG_VERSION"));
-    assert!(doc["git"]["version"].as_str().unwrap().starts_with('2'), "{doc}");
-    for key in ["kernel", "landlock_abi", "user_namespaces", "mount_namespaces", "pid_namespaces", "net_namespaces", "seccomp"] {
+    assert!(
+        doc["git"]["version"].as_str().unwrap().starts_with('2'),
+        "{doc}"
+    );
+    for key in [
+        "kernel",
+        "landlock_abi",
+        "user_namespaces",
+        "mount_namespaces",
+        "pid_namespaces",
+        "net_namespaces",
+        "seccomp",
+    ] {
         assert!(doc.get(key).is_some(), "{key} in {doc}");
     }
     let text = stdout_of(fx.cmd_in(&fx.root).arg("version").output().unwrap());
-    assert!(text.starts_with(&format!("a3s-iso {}\n", env!("CARGO_PKG_VERSION"))), "{text}");
-    assert!(text.contains("landlock") && text.contains("namespaces"), "{text}");
+    assert!(
+        text.starts_with(&format!("a3s-iso {}\n", env!("CARGO_PKG_VERSION"))),
+        "{text}"
+    );
+    assert!(
+        text.contains("landlock") && text.contains("namespaces"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -331,7 +400,11 @@ fn durations_accept_fractions_and_compounds() {
         assert_eq!(code, 0, "{good}: {doc}");
     }
     for bad in ["1y", "1.5.0s", "30s1m", "soon"] {
-        let out = fx.cmd().args(["--lock-timeout", bad, "list"]).output().unwrap();
+        let out = fx
+            .cmd()
+            .args(["--lock-timeout", bad, "list"])
+            .output()
+            .unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("1m30s"), "{bad}: {err}");
