@@ -153,13 +153,16 @@ pub struct DoctorOptions {
     pub state_dir: Option<PathBuf>,
     /// The a3s-iso executable that runs the sandbox helper (default: this one).
     pub helper: Option<PathBuf>,
+    /// Count a kernel without Landlock (ABI 3 or later) as unable to sandbox, for hosts that
+    /// want both layers; by default the mounts alone are enough and Landlock is a warning.
+    pub require_landlock: bool,
 }
 
 /// Runs every check.
 pub fn doctor(opts: &DoctorOptions) -> DoctorReport {
     let (git, git_check) = git_check(opts.git.as_deref());
     let mut checks = vec![git_check];
-    checks.extend(sandbox_checks(opts.helper.as_deref()));
+    checks.extend(sandbox_checks(opts));
     let sandbox_available = !checks.iter().any(|c| {
         c.status == CheckStatus::Fail && c.name != CheckName::Git && c.name != CheckName::Pty
     });
@@ -202,9 +205,12 @@ fn git_check(explicit: Option<&Path>) -> (Option<Git>, Check) {
 }
 
 /// The layers `run` enforces, each as this kernel offers it, then a trial of all of them.
-fn sandbox_checks(helper: Option<&Path>) -> Vec<Check> {
+fn sandbox_checks(opts: &DoctorOptions) -> Vec<Check> {
     let simulated = std::env::var_os(SIMULATE_NO_NAMESPACES).is_some_and(|v| !v.is_empty());
-    let mut checks = vec![landlock_check(), user_namespace_check(simulated)];
+    let mut checks = vec![
+        landlock_check(opts.require_landlock),
+        user_namespace_check(simulated),
+    ];
     for (name, kind, what) in [
         (
             CheckName::MountNamespace,
@@ -248,26 +254,35 @@ fn sandbox_checks(helper: Option<&Path>) -> Vec<Check> {
             "interactive runs need /dev/ptmx (mount devpts); other runs are unaffected",
         ),
     });
-    checks.push(trial_check(helper));
+    checks.push(trial_check(opts.helper.as_deref()));
     checks
 }
 
-fn landlock_check() -> Check {
-    match landlock_abi() {
-        Some(abi) if abi >= 3 => Check::ok(
-            CheckName::Landlock,
-            format!("ABI {abi}: writes confined by Landlock as a second layer"),
-        ),
-        Some(abi) => Check::warn(
-            CheckName::Landlock,
+fn landlock_check(required: bool) -> Check {
+    let (detail, hint) = match landlock_abi() {
+        Some(abi) if abi >= 3 => {
+            return Check::ok(
+                CheckName::Landlock,
+                format!("ABI {abi}: writes confined by Landlock as a second layer"),
+            );
+        }
+        Some(abi) => (
             format!("ABI {abi}: a second layer with fewer write rights than ABI 3"),
             "a kernel of 6.2 or later gives every write right; the mounts confine writes anyway",
         ),
-        None => Check::warn(
-            CheckName::Landlock,
-            "no Landlock: the read-only mounts alone confine a run's writes",
+        None => (
+            "no Landlock: the read-only mounts alone confine a run's writes".to_string(),
             "enable Landlock (CONFIG_SECURITY_LANDLOCK, lsm=landlock) for a second layer",
         ),
+    };
+    if required {
+        Check::fail(
+            CheckName::Landlock,
+            format!("{detail} (Landlock required)"),
+            hint,
+        )
+    } else {
+        Check::warn(CheckName::Landlock, detail, hint)
     }
 }
 

@@ -8,7 +8,16 @@ use a3s_iso::probe::{Features, features};
 
 use super::{Cli, Output};
 
-fn options(cli: &Cli) -> DoctorOptions {
+/// `a3s-iso doctor`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct DoctorArgs {
+    /// Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by
+    /// default the read-only mounts are enough and a missing Landlock is a warning
+    #[arg(long)]
+    pub require_landlock: bool,
+}
+
+fn options(cli: &Cli, args: &DoctorArgs) -> DoctorOptions {
     let start_dir = cli
         .repo
         .clone()
@@ -19,12 +28,13 @@ fn options(cli: &Cli) -> DoctorOptions {
         start_dir: std::path::absolute(&start_dir).unwrap_or(start_dir),
         state_dir: cli.state_dir.clone(),
         helper: None,
+        require_landlock: args.require_landlock,
     }
 }
 
 /// Runs every check and prints them; exits 4 when something needed is unavailable.
-pub fn run(cli: &Cli, out: &Output) -> i32 {
-    let report = doctor(&options(cli));
+pub fn run(cli: &Cli, args: &DoctorArgs, out: &Output) -> i32 {
+    let report = doctor(&options(cli, args));
     if out.json {
         out.document("a3s-iso.doctor.v1", &report);
     } else {

@@ -117,7 +117,7 @@ pub enum Command {
     /// List promotions from the journal, newest first
     Log(log::LogArgs),
     /// Check whether a3s-iso can work here: git, the run sandbox, file system, state
-    Doctor,
+    Doctor(doctor::DoctorArgs),
     /// Print the version of a3s-iso and git, and the kernel features the sandbox relies on
     Version,
     /// Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell's rc file)
@@ -233,7 +233,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Verify(args) => verify::run(args, out),
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
-        Command::Doctor => Ok(doctor::run(cli, out)),
+        Command::Doctor(args) => Ok(doctor::run(cli, args, out)),
         Command::Version => Ok(doctor::version(cli, out)),
         Command::ShellInit { shell } => {
             out.line(shell_init::script(*shell).trim_end());

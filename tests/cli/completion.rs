@@ -158,7 +158,9 @@ fn fish_completes_session_ids_and_hides_hidden_subcommands() {
 }
 
 /// Types `typed` followed by a Tab into an interactive zsh (driven through zpty) with the
-/// completion loaded, and returns the line as zsh redrew it.
+/// completion loaded, and returns the command line as zle holds it after the completion (a
+/// widget bound to ^T writes `$BUFFER` to a file). Waits for each step instead of sleeping,
+/// so a loaded machine only makes it slower.
 fn zsh_complete(fx: &Fixture, typed: &str) -> String {
     let dir = fx.root.join("zfunc");
     std::fs::create_dir_all(&dir).unwrap();
@@ -168,29 +170,38 @@ fn zsh_complete(fx: &Fixture, typed: &str) -> String {
         .output()
         .unwrap();
     std::fs::write(dir.join("_a3s-iso"), out.stdout).unwrap();
+    let buffer = fx.root.join("zbuffer");
+    let _ = std::fs::remove_file(&buffer);
     let driver = format!(
         r#"zmodload zsh/zpty
 zpty z zsh -f -i
-zpty -w z "PS1='> '; fpath=('{dir}' \$fpath); autoload -U compinit; compinit -u -d '{dump}'; bindkey -e"
-zpty -w -n z $'{typed}\t'
-sleep 1
-out=""
-while zpty -r -t z chunk; do out+=$chunk; done
+zpty -w z "fpath=('{dir}' \$fpath); autoload -U compinit; compinit -u -d '{dump}'; bindkey -e"
+zpty -w z "dump-buffer() {{ print -r -- \"\$BUFFER\" > '{buffer}.tmp' && mv '{buffer}.tmp' '{buffer}' }}; zle -N dump-buffer; bindkey '^T' dump-buffer; print READY-\$((20+22))"
+seen=""
+for i in {{1..400}}; do
+  zpty -r -t z chunk && seen+=$chunk
+  [[ $seen == *READY-42* ]] && break
+  sleep 0.05
+done
+zpty -w -n z $'{typed}\t\x14'
+for i in {{1..400}}; do
+  [[ -s '{buffer}' ]] && break
+  zpty -r -t z chunk
+  sleep 0.05
+done
 zpty -d z
-print -r -- "$out"
 "#,
         dir = dir.display(),
         dump = fx.root.join("zcompdump").display(),
+        buffer = buffer.display(),
     );
     let mut cmd = shell(fx, "zsh");
     cmd.args(["-f", "-c", &driver]);
-    let screen = run_ok(cmd);
-    // The last prompt line: the completed command line.
-    screen
-        .rsplit("> ")
-        .next()
-        .unwrap_or_default()
-        .replace(|c: char| c.is_control(), " ")
+    run_ok(cmd);
+    std::fs::read_to_string(&buffer)
+        .unwrap_or_else(|_| panic!("zsh never reached the completion of {typed:?}"))
+        .trim_end_matches('\n')
+        .to_string()
 }
 
 #[test]
@@ -199,12 +210,20 @@ fn zsh_completes_session_ids_not_discarded_ones() {
         return;
     }
     let fx = with_sessions();
-    let line = zsh_complete(&fx, "a3s-iso promote -s al");
-    assert!(line.contains("-s alpha"), "{line:?}");
-    let line = zsh_complete(&fx, "a3s-iso promote -s go");
-    assert!(!line.contains("gone"), "{line:?}");
-    let line = zsh_complete(&fx, "a3s-iso sandbox-e");
-    assert!(!line.contains("sandbox-exec"), "{line:?}");
+    assert_eq!(
+        zsh_complete(&fx, "a3s-iso promote -s al"),
+        "a3s-iso promote -s alpha "
+    );
+    assert_eq!(
+        zsh_complete(&fx, "a3s-iso path --session b"),
+        "a3s-iso path --session beta "
+    );
+    assert_eq!(
+        zsh_complete(&fx, "a3s-iso promote -s go"),
+        "a3s-iso promote -s go"
+    );
+    assert_eq!(zsh_complete(&fx, "a3s-iso sandbox-e"), "a3s-iso sandbox-e");
+    assert_eq!(zsh_complete(&fx, "a3s-iso shell-i"), "a3s-iso shell-init ");
 }
 
 #[test]

@@ -298,6 +298,14 @@ fn doctor_fails_closed_without_namespaces_and_warns_without_landlock() {
         assert_eq!(code, 0, "{doc}");
         assert_eq!(check(&doc, "sandbox_trial")["status"], "ok");
     }
+    // A host that wants both layers asks for Landlock: then its absence is a failure.
+    let mut cmd = fx.cmd();
+    cmd.args(["--json", "doctor", "--require-landlock"])
+        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1");
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 4, "{doc}");
+    assert_eq!(check(&doc, "landlock")["status"], "fail");
+    assert_eq!(doc["sandbox_available"], false);
 }
 
 #[test]
