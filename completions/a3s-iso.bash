@@ -28,14 +28,20 @@ _a3s__iso() {
             a3s__iso,discard)
                 cmd="a3s__iso__subcmd__discard"
                 ;;
-            a3s__iso,generate-assets)
-                cmd="a3s__iso__subcmd__generate__subcmd__assets"
+            a3s__iso,doctor)
+                cmd="a3s__iso__subcmd__doctor"
                 ;;
             a3s__iso,help)
                 cmd="a3s__iso__subcmd__help"
                 ;;
             a3s__iso,list)
                 cmd="a3s__iso__subcmd__list"
+                ;;
+            a3s__iso,log)
+                cmd="a3s__iso__subcmd__log"
+                ;;
+            a3s__iso,path)
+                cmd="a3s__iso__subcmd__path"
                 ;;
             a3s__iso,promote)
                 cmd="a3s__iso__subcmd__promote"
@@ -46,14 +52,17 @@ _a3s__iso() {
             a3s__iso,run)
                 cmd="a3s__iso__subcmd__run"
                 ;;
-            a3s__iso,sandbox-exec)
-                cmd="a3s__iso__subcmd__sandbox__subcmd__exec"
+            a3s__iso,shell-init)
+                cmd="a3s__iso__subcmd__shell__subcmd__init"
                 ;;
             a3s__iso,sweep)
                 cmd="a3s__iso__subcmd__sweep"
                 ;;
             a3s__iso,verify)
                 cmd="a3s__iso__subcmd__verify"
+                ;;
+            a3s__iso,version)
+                cmd="a3s__iso__subcmd__version"
                 ;;
             a3s__iso__subcmd__help,bind)
                 cmd="a3s__iso__subcmd__help__subcmd__bind"
@@ -67,14 +76,20 @@ _a3s__iso() {
             a3s__iso__subcmd__help,discard)
                 cmd="a3s__iso__subcmd__help__subcmd__discard"
                 ;;
-            a3s__iso__subcmd__help,generate-assets)
-                cmd="a3s__iso__subcmd__help__subcmd__generate__subcmd__assets"
+            a3s__iso__subcmd__help,doctor)
+                cmd="a3s__iso__subcmd__help__subcmd__doctor"
                 ;;
             a3s__iso__subcmd__help,help)
                 cmd="a3s__iso__subcmd__help__subcmd__help"
                 ;;
             a3s__iso__subcmd__help,list)
                 cmd="a3s__iso__subcmd__help__subcmd__list"
+                ;;
+            a3s__iso__subcmd__help,log)
+                cmd="a3s__iso__subcmd__help__subcmd__log"
+                ;;
+            a3s__iso__subcmd__help,path)
+                cmd="a3s__iso__subcmd__help__subcmd__path"
                 ;;
             a3s__iso__subcmd__help,promote)
                 cmd="a3s__iso__subcmd__help__subcmd__promote"
@@ -85,14 +100,17 @@ _a3s__iso() {
             a3s__iso__subcmd__help,run)
                 cmd="a3s__iso__subcmd__help__subcmd__run"
                 ;;
-            a3s__iso__subcmd__help,sandbox-exec)
-                cmd="a3s__iso__subcmd__help__subcmd__sandbox__subcmd__exec"
+            a3s__iso__subcmd__help,shell-init)
+                cmd="a3s__iso__subcmd__help__subcmd__shell__subcmd__init"
                 ;;
             a3s__iso__subcmd__help,sweep)
                 cmd="a3s__iso__subcmd__help__subcmd__sweep"
                 ;;
             a3s__iso__subcmd__help,verify)
                 cmd="a3s__iso__subcmd__help__subcmd__verify"
+                ;;
+            a3s__iso__subcmd__help,version)
+                cmd="a3s__iso__subcmd__help__subcmd__version"
                 ;;
             *)
                 ;;
@@ -101,7 +119,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -138,21 +156,13 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__bind)
-            opts="-s -C -q -h --session --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --owner-pid --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__bind)
+            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --owner-pid --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --base-dir)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -163,6 +173,14 @@ _a3s__iso() {
                     ;;
                 --owner-pid)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --repo)
@@ -196,21 +214,13 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__capture)
-            opts="-s -o -C -q -h --session --run-id --output --release-identity --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__capture)
+            opts="-o -s -C -q -h --run-id --output --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --run-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -227,6 +237,14 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -258,7 +276,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__completions)
+        a3s__iso__subcmd__completions)
             opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -296,19 +314,19 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__discard)
-            opts="-s -C -q -h --session --purge --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__discard)
+            opts="-s -C -q -h --purge --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 --repo)
@@ -342,8 +360,8 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__generate__subcmd__assets)
-            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__doctor)
+            opts="-C -q -h --require-landlock --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -380,8 +398,8 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help)
-            opts="bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help"
+        a3s__iso__subcmd__help)
+            opts="bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -394,7 +412,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__bind)
+        a3s__iso__subcmd__help__subcmd__bind)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -408,7 +426,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__capture)
+        a3s__iso__subcmd__help__subcmd__capture)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -422,7 +440,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__completions)
+        a3s__iso__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -436,7 +454,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__discard)
+        a3s__iso__subcmd__help__subcmd__discard)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -450,7 +468,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__generate__subcmd__assets)
+        a3s__iso__subcmd__help__subcmd__doctor)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -464,7 +482,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__help)
+        a3s__iso__subcmd__help__subcmd__help)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -478,7 +496,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__list)
+        a3s__iso__subcmd__help__subcmd__list)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -492,7 +510,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__promote)
+        a3s__iso__subcmd__help__subcmd__log)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -506,7 +524,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__retain)
+        a3s__iso__subcmd__help__subcmd__path)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -520,7 +538,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__run)
+        a3s__iso__subcmd__help__subcmd__promote)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -534,7 +552,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__sandbox__subcmd__exec)
+        a3s__iso__subcmd__help__subcmd__retain)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -548,7 +566,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__sweep)
+        a3s__iso__subcmd__help__subcmd__run)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -562,7 +580,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__help__subcmd__verify)
+        a3s__iso__subcmd__help__subcmd__shell__subcmd__init)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -576,7 +594,49 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__list)
+        a3s__iso__subcmd__help__subcmd__sweep)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__verify)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__version)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__list)
             opts="-C -q -h --all --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -614,21 +674,109 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__promote)
-            opts="-s -C -q -h --session --change-set --mode --no-apply --artifacts --note --onto-head --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__log)
+            opts="-s -C -q -h --limit --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --limit)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__path)
+            opts="-s -C -q -h --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__promote)
+            opts="-s -C -q -h --change-set --mode --no-apply --artifacts --note --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --change-set)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -645,6 +793,14 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -676,25 +832,25 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__retain)
-            opts="-s -C -q -h --session --reason --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__retain)
+            opts="-s -C -q -h --reason --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --reason)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -726,21 +882,13 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__run)
-            opts="-s -C -q -h --session --run-id --timeout --allow-network --allow-write --allow-read --no-sandbox --release-identity --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__run)
+            opts="-s -C -q -h --run-id --timeout --allow-network --allow-write --allow-read --no-sandbox --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --session)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -s)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --run-id)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -761,6 +909,14 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -792,21 +948,13 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__sandbox__subcmd__exec)
-            opts="-C -q -h --status-file --spec --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+        a3s__iso__subcmd__shell__subcmd__init)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help bash zsh fish"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
-                --status-file)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --spec)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -838,7 +986,7 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__sweep)
+        a3s__iso__subcmd__sweep)
             opts="-C -q -h --all --dry-run --grace --no-capture --retained-older-than --include-ownerless --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -884,7 +1032,45 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        a3s__subcmd__iso__subcmd__verify)
+        a3s__iso__subcmd__verify)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__version)
             opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

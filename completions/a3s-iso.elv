@@ -27,8 +27,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help (see more with ''--help'')'
-            cand --help 'Print help (see more with ''--help'')'
+            cand -h 'Print help'
+            cand --help 'Print help'
             cand -V 'Print version'
             cand --version 'Print version'
             cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'
@@ -40,17 +40,20 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
+            cand path 'Print a session''s isolation path (for cd)'
+            cand log 'List promotions from the journal, newest first'
+            cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
+            cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+            cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
             cand completions 'Print shell completions'
-            cand sandbox-exec 'Enter the run sandbox, then exec the command (used by run)'
-            cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'a3s-iso;bind'= {
-            cand -s 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
-            cand --session 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
             cand --base-dir 'Create the isolation in DIR instead of next to the source'
             cand --owner 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)'
             cand --owner-pid 'The process that owns the session (the same as --owner pid:PID)'
+            cand -s 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
+            cand --session 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -83,13 +86,13 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help'
         }
         &'a3s-iso;run'= {
-            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
-            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --run-id 'Name the run (generated when omitted); a run id is never reused'
             cand --timeout 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)'
             cand --allow-write 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)'
             cand --allow-read 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)'
             cand --release-identity 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -105,12 +108,12 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help'
         }
         &'a3s-iso;capture'= {
-            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
-            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --run-id 'Name the capture; capturing the same run id again returns the stored document'
             cand -o 'Also write the change-set document to FILE'
             cand --output 'Also write the change-set document to FILE'
             cand --release-identity 'The agent_release_identity recorded in the document (sha256:<64 hex>)'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -124,12 +127,12 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help'
         }
         &'a3s-iso;promote'= {
-            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
-            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --change-set 'Promote a change-set document instead of a session (validated completely first)'
             cand --mode 'How the work lands in the source'
             cand --artifacts 'Where to write the patch and summary.json (default: under the state dir)'
             cand --note 'Record DIGEST as promoted by other means, so that promoting it later is idempotent'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -164,9 +167,9 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help'
         }
         &'a3s-iso;retain'= {
+            cand --reason 'Why the isolation is kept (recorded, and shown by git worktree list)'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
-            cand --reason 'Why the isolation is kept (recorded, and shown by git worktree list)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -208,35 +211,78 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help'
             cand --help 'Print help'
         }
+        &'a3s-iso;path'= {
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;log'= {
+            cand --limit 'At most N promotions (the newest)'
+            cand -s 'Only the promotions of this session'
+            cand --session 'Only the promotions of this session'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;doctor'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --require-landlock 'Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by default the read-only mounts are enough and a missing Landlock is a warning'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;version'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
+        &'a3s-iso;shell-init'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help'
+            cand --help 'Print help'
+        }
         &'a3s-iso;completions'= {
-            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
-            cand --color 'When to colour human output'
-            cand --git 'The git binary to run (default: git on PATH)'
-            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
-            cand --json 'Print exactly one JSON document on stdout (success or failure)'
-            cand -q 'Print no narration or warnings on stderr'
-            cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
-        &'a3s-iso;sandbox-exec'= {
-            cand --status-file 'status-file'
-            cand --spec 'spec'
-            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
-            cand --color 'When to colour human output'
-            cand --git 'The git binary to run (default: git on PATH)'
-            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
-            cand --json 'Print exactly one JSON document on stdout (success or failure)'
-            cand -q 'Print no narration or warnings on stderr'
-            cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
-        &'a3s-iso;generate-assets'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -259,9 +305,12 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand verify 'Check a change-set document against every rule of the format'
+            cand path 'Print a session''s isolation path (for cd)'
+            cand log 'List promotions from the journal, newest first'
+            cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
+            cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+            cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
             cand completions 'Print shell completions'
-            cand sandbox-exec 'Enter the run sandbox, then exec the command (used by run)'
-            cand generate-assets 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'a3s-iso;help;bind'= {
@@ -282,11 +331,17 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         }
         &'a3s-iso;help;verify'= {
         }
+        &'a3s-iso;help;path'= {
+        }
+        &'a3s-iso;help;log'= {
+        }
+        &'a3s-iso;help;doctor'= {
+        }
+        &'a3s-iso;help;version'= {
+        }
+        &'a3s-iso;help;shell-init'= {
+        }
         &'a3s-iso;help;completions'= {
-        }
-        &'a3s-iso;help;sandbox-exec'= {
-        }
-        &'a3s-iso;help;generate-assets'= {
         }
         &'a3s-iso;help;help'= {
         }

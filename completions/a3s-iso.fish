@@ -33,7 +33,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l git -d 'The git binary 
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -s V -l version -d 'Print version'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
@@ -44,14 +44,17 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "sweep" -d 'Reclaim 
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "path" -d 'Print a session\'s isolation path (for cd)'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "log" -d 'List promotions from the journal, newest first'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "doctor" -d 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "version" -d 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "shell-init" -d 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell\'s rc file)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
-complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s s -l session -d 'The session id (generated when omitted); letters, digits, \'.\', \'_\' and \'-\'' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l base-dir -d 'Create the isolation in DIR instead of next to the source' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner -d 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l owner-pid -d 'The process that owns the session (the same as --owner pid:PID)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s s -l session -d 'The session id (generated when omitted); letters, digits, \'.\', \'_\' and \'-\'' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -78,12 +81,12 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every s
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l run-id -d 'Name the run (generated when omitted); a run id is never reused' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l timeout -d 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-read -d 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -96,10 +99,10 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l no-sandbox -d 'R
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l run-id -d 'Name the capture; capturing the same run id again returns the stored document' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s o -l output -d 'Also write the change-set document to FILE' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l release-identity -d 'The agent_release_identity recorded in the document (sha256:<64 hex>)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -110,12 +113,12 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l lock-timeout
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l change-set -d 'Promote a change-set document instead of a session (validated completely first)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'
 branch\t'Replay the session\'s commits (plus one for uncommitted leftovers) onto the current branch'"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l artifacts -d 'Where to write the patch and summary.json (default: under the state dir)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l note -d 'Record DIGEST as promoted by other means, so that promoting it later is idempotent' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -144,8 +147,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l include-ownerl
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l reason -d 'Why the isolation is kept (recorded, and shown by git worktree list)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -156,7 +159,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l lock-timeout 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -178,6 +181,60 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l lock-timeout 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l limit -d 'At most N promotions (the newest)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s s -l session -d 'Only the promotions of this session' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l require-landlock -d 'Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by default the read-only mounts are enough and a missing Landlock is a warning'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s h -l help -d 'Print help'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -188,38 +245,19 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l lock-tim
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l status-file -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l spec -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l color -d 'When to colour human output' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l git -d 'The git binary to run (default: git on PATH)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sandbox-exec" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l color -d 'When to colour human output' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l git -d 'The git binary to run (default: git on PATH)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand generate-assets" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "sandbox-exec" -d 'Enter the run sandbox, then exec the command (used by run)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "generate-assets" -d 'Write completions/ and man/ under DIR (used to refresh the committed copies)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify completions sandbox-exec generate-assets help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "path" -d 'Print a session\'s isolation path (for cd)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "log" -d 'List promotions from the journal, newest first'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "doctor" -d 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "version" -d 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "shell-init" -d 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell\'s rc file)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

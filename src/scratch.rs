@@ -196,6 +196,19 @@ pub(crate) fn clean(state_dir: &Path) -> usize {
     removed + remove_dead_scratch(state_dir)
 }
 
+/// How many entries of the scratch (`tmp/`) and quarantine dirs a provably dead process left
+/// (what the next command that cleans will remove). Reads only.
+pub(crate) fn dead_leftovers(state_dir: &Path) -> usize {
+    ["tmp", "quarantine"]
+        .iter()
+        .filter_map(|sub| std::fs::read_dir(state_dir.join(sub)).ok())
+        .flat_map(|entries| entries.flatten())
+        .filter(|entry| {
+            maker_of(&entry.file_name().to_string_lossy()).is_some_and(|maker| is_dead(&maker))
+        })
+        .count()
+}
+
 /// Removes the scratch entries of dead makers (see [`clean`]).
 fn remove_dead_scratch(state_dir: &Path) -> usize {
     let tmp = std::env::temp_dir();

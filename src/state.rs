@@ -385,6 +385,22 @@ impl Store {
             .collect())
     }
 
+    /// Every entry of the promote journal, in no particular order; entries that cannot be read
+    /// are reported by name.
+    pub(crate) fn journal_entries_checked(
+        &self,
+    ) -> Result<Vec<std::result::Result<JournalEntry, String>>> {
+        let mut out = Vec::new();
+        for hex in self.ids_in("promoted")? {
+            out.push(match self.journal_entry(&hex) {
+                Ok(Some(entry)) => Ok(entry),
+                Ok(None) => continue,
+                Err(e) => Err(format!("{hex}: {e}")),
+            });
+        }
+        Ok(out)
+    }
+
     /// Records a promoted digest (atomic, fsynced).
     pub(crate) fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
         write_json_atomic(&self.journal_file(&entry.digest), entry)

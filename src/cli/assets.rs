@@ -1,6 +1,5 @@
 //! Shell completions and man pages, generated from the clap definition.
 
-use std::io::Write;
 use std::path::Path;
 
 use clap::CommandFactory;
@@ -9,10 +8,6 @@ use clap_complete::Shell;
 use a3s_iso::error::{Error, IoContext, Result};
 
 use super::Cli;
-
-pub fn completions(shell: Shell, out: &mut dyn Write) {
-    clap_complete::generate(shell, &mut Cli::command(), "a3s-iso", out);
-}
 
 const EXIT_STATUS: &str = "0 success (for promote: applied, idempotent, empty, planned, \
 noted); 1 error; 2 usage; 3 conflict (promote conflict, capture conflict); 4 unavailable \
@@ -51,9 +46,7 @@ pub fn generate(dir: &Path) -> Result<()> {
         (Shell::Elvish, "a3s-iso.elv"),
         (Shell::PowerShell, "_a3s-iso.ps1"),
     ] {
-        let mut bytes = Vec::new();
-        completions(shell, &mut bytes);
-        write(&completions_dir.join(name), &bytes)?;
+        write(&completions_dir.join(name), &super::complete::script(shell))?;
     }
     let root = Cli::command();
     write(&man.join("a3s-iso.1"), &man_page(root.clone())?)?;

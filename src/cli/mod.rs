@@ -3,13 +3,18 @@
 mod assets;
 mod bind;
 mod capture;
+mod complete;
 mod discard;
+mod doctor;
 mod list;
+mod log;
 mod output;
+mod path;
 mod progress;
 mod promote;
 mod retain;
 mod run;
+mod shell_init;
 mod sweep;
 mod verify;
 
@@ -107,6 +112,20 @@ pub enum Command {
     Discard(discard::DiscardArgs),
     /// Check a change-set document against every rule of the format
     Verify(verify::VerifyArgs),
+    /// Print a session's isolation path (for cd)
+    Path(path::PathArgs),
+    /// List promotions from the journal, newest first
+    Log(log::LogArgs),
+    /// Check whether a3s-iso can work here: git, the run sandbox, file system, state
+    Doctor(doctor::DoctorArgs),
+    /// Print the version of a3s-iso and git, and the kernel features the sandbox relies on
+    Version,
+    /// Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell's rc file)
+    ShellInit {
+        /// The shell to write the function for
+        #[arg(value_enum)]
+        shell: shell_init::InitShell,
+    },
     /// Print shell completions
     Completions {
         /// The shell to complete for
@@ -121,6 +140,12 @@ pub enum Command {
     GenerateAssets {
         #[arg(value_name = "DIR")]
         dir: PathBuf,
+    },
+    /// Print what the shell completions complete at completion time
+    #[command(hide = true, name = "__complete")]
+    Complete {
+        #[command(subcommand)]
+        what: complete::CompleteWhat,
     },
 }
 
@@ -206,8 +231,17 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
         Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
         Command::Verify(args) => verify::run(args, out),
+        Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
+        Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
+        Command::Doctor(args) => Ok(doctor::run(cli, args, out)),
+        Command::Version => Ok(doctor::version(cli, out)),
+        Command::ShellInit { shell } => {
+            out.line(shell_init::script(*shell).trim_end());
+            Ok(0)
+        }
+        Command::Complete { what } => Ok(complete::run(context(cli), *what, out)),
         Command::Completions { shell } => {
-            assets::completions(*shell, &mut std::io::stdout().lock());
+            complete::completions(*shell, &mut std::io::stdout().lock());
             Ok(0)
         }
         Command::GenerateAssets { dir } => assets::generate(dir).map(|()| 0),

@@ -115,6 +115,16 @@ impl Git {
         Ok(git)
     }
 
+    /// Where the git binary is.
+    pub fn path(&self) -> &Path {
+        &self.bin
+    }
+
+    /// The oldest git a3s-iso accepts (`2.31`).
+    pub fn minimum_version() -> String {
+        format!("{}.{}", MIN_VERSION.0, MIN_VERSION.1)
+    }
+
     /// The version git reported (`2.47.3`).
     pub fn version(&self) -> &str {
         &self.version

@@ -296,14 +296,14 @@ pub fn json_of(out: Output) -> (i32, Value) {
             || schema == "a3s.code.agent-change-set.v1",
         "{schema}"
     );
-    // Failures are error documents; a run's or a promote's outcome may carry a non-zero status.
+    // Failures are error documents; a run's, a promote's or doctor's outcome may carry a non-zero status.
     if schema == "a3s-iso.error.v1" {
         assert_ne!(code, 0, "{doc}");
         assert!(doc["error"]["message"].is_string(), "{doc}");
         assert!(doc["error"]["code"].is_string(), "{doc}");
     } else if code != 0 {
         assert!(
-            ["a3s-iso.run.v1", "a3s-iso.promote.v1"].contains(&schema),
+            ["a3s-iso.run.v1", "a3s-iso.promote.v1", "a3s-iso.doctor.v1"].contains(&schema),
             "exit {code} with {doc}"
         );
     }

@@ -44,6 +44,11 @@ fn help_texts() {
         "discard",
         "verify",
         "completions",
+        "path",
+        "log",
+        "doctor",
+        "version",
+        "shell-init",
     ] {
         assert!(subs.iter().any(|s| s == required), "{required} in {subs:?}");
     }
