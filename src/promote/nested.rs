@@ -145,19 +145,7 @@ fn land_one(
         return Ok(());
     }
     let scratch = located.store.scratch_dir();
-    let nested = Candidate {
-        patch: Patch::from_bytes(&captured.patch.read()?, &scratch)?,
-        session: None,
-        base_tree: Some(captured.set.base_tree.clone()),
-        result_tree: Some(captured.set.result_tree.clone()),
-        nested: Vec::new(),
-        previous: None,
-        isolation_head: None,
-        nested_sets: Vec::new(),
-        submodule_objects: Vec::new(),
-        nested_skipped: Vec::new(),
-        snapshot: None,
-    };
+    let nested = candidate_of(captured, &scratch)?;
     let head = located_head(ctx, &target);
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     match check(ctx, located, &nested, &target, nested.patch.file.path())? {
@@ -196,6 +184,23 @@ fn land_one(
     }
     out.warnings.extend(report.warnings);
     Ok(())
+}
+
+/// A nested change set as a candidate of its own: no session, no steps, no nested sets.
+fn candidate_of(captured: &Captured, scratch: &Path) -> Result<Candidate> {
+    Ok(Candidate {
+        patch: Patch::from_bytes(&captured.patch.read()?, scratch)?,
+        session: None,
+        base_tree: Some(captured.set.base_tree.clone()),
+        result_tree: Some(captured.set.result_tree.clone()),
+        nested: Vec::new(),
+        previous: None,
+        isolation_head: None,
+        nested_sets: Vec::new(),
+        submodule_objects: Vec::new(),
+        nested_skipped: Vec::new(),
+        snapshot: None,
+    })
 }
 
 fn located_head(ctx: &Context, top: &Path) -> Option<String> {

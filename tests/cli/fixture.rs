@@ -425,6 +425,7 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
             r#""patch_base64": "[PATCH]""#,
         ),
         (r"\b\d+ bytes\b", "[N] bytes"),
+        (r"the decoded patch has \d+", "the decoded patch has [N]"),
         (r"(?m)^bytes +\d+$", "bytes    [N]"),
         // Abbreviated revisions in human output.
         (r"\b[0-9a-f]{12}\b", "[REV]"),
