@@ -507,6 +507,10 @@ pub(crate) struct Step {
     /// without carried WIP), which the next step's commits are rebuilt on.
     #[serde(default)]
     pub chain_tip: Option<String>,
+    /// A nested change set's step: the path of its repository in the source (its steps are
+    /// counted apart from the root's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<crate::paths::RepoPath>,
 }
 
 /// How a journaled change set came to be in the source.

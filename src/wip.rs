@@ -75,6 +75,7 @@ pub(crate) fn changed_since(
     base_tree: &str,
     paths: &[RepoPath],
     scratch: &Path,
+    alternate: Option<&Path>,
 ) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());
@@ -85,7 +86,15 @@ pub(crate) fn changed_since(
     if own.is_file() {
         fs::copy(&own, index.path()).ctx(|| format!("cannot copy {}", own.display()))?;
     }
-    let on_index = || wt.cmd().env("GIT_INDEX_FILE", index.path());
+    let on_index = || {
+        let cmd = wt.cmd().env("GIT_INDEX_FILE", index.path());
+        // The base tree may be pinned elsewhere (a nested repository's last step lives in
+        // the superproject's store): read it from there, as data.
+        match alternate {
+            Some(dir) => cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir),
+            None => cmd,
+        }
+    };
     on_index()
         .args(["update-index", "--add", "--remove", "--"])
         .args(paths.iter().map(RepoPath::as_os))

@@ -75,6 +75,8 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         submodule_objects: Vec::new(),
         nested_skipped: Vec::new(),
         snapshot: None,
+        nested_path: None,
+        alternate_objects: None,
     };
     promote_patch(ctx, &located, candidate, opts)
 }

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::gitlink::{Bump, is_toplevel, move_submodules, ready};
-use super::options::{Candidate, PromoteOptions};
+use super::options::{Candidate, PromoteOptions, last_step};
 use super::outcome::{Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason};
 use super::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
 use crate::context::{Context, Located};
@@ -23,10 +23,15 @@ use crate::state::SessionRecord;
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
 /// that the same patch in two repositories is promoted once in each.
 pub(crate) fn journal_key(set: &NestedChangeSet) -> String {
+    key_of(&set.path_exact, &set.patch_digest)
+}
+
+/// The journal's key of the patch with `digest` landing in the nested repository at `path`.
+fn key_of(path: &RepoPath, digest: &str) -> String {
     let mut bytes = b"a3s-iso nested\0".to_vec();
-    bytes.extend_from_slice(&set.path_exact.0);
+    bytes.extend_from_slice(&path.0);
     bytes.push(0);
-    bytes.extend_from_slice(set.patch_digest.as_bytes());
+    bytes.extend_from_slice(digest.as_bytes());
     digest_bytes(&bytes)
 }
 
@@ -56,7 +61,8 @@ pub(super) fn land_nested(
             result.outcome = NestedOutcome::Planned;
             keep_patch(located, opts, captured, &mut result, out)?;
         } else if root_landed {
-            land_one(ctx, located, (source, captured), None, &mut result, out)?;
+            let at = (source, candidate.session.as_ref(), captured);
+            land_one(ctx, located, at, None, &mut result, out)?;
         }
         out.nested.push(result);
     }
@@ -119,13 +125,21 @@ fn keep_patch(
 fn land_one(
     ctx: &Context,
     located: &Located,
-    (source, captured): (&Path, &Captured),
+    (source, session, captured): (&Path, Option<&SessionRecord>, &Captured),
     commit: Option<(&str, &[String])>,
     result: &mut NestedResult,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
-    let key = journal_key(&captured.set);
-    if located.store.journal_entry(&key)?.is_some() {
+    let scratch = located.store.scratch_dir();
+    let Some(nested) = candidate_of(ctx, located, session, captured, &scratch)? else {
+        // Nothing new since this repository's last step: a replay of it.
+        result.outcome = NestedOutcome::Idempotent;
+        return Ok(());
+    };
+    let key = key_of(&captured.set.path_exact, &nested.patch.digest);
+    result.digest = Some(nested.patch.digest.clone());
+    result.journal_key = Some(key.clone());
+    if located.store.journal_entry(&key)?.is_some() && nested.previous.is_none() {
         result.outcome = NestedOutcome::Idempotent;
         return Ok(());
     }
@@ -144,8 +158,6 @@ fn land_one(
         ));
         return Ok(());
     }
-    let scratch = located.store.scratch_dir();
-    let nested = candidate_of(captured, &scratch)?;
     let head = located_head(ctx, &target);
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     match check(ctx, located, &nested, &target, nested.patch.file.path())? {
@@ -186,21 +198,50 @@ fn land_one(
     Ok(())
 }
 
-/// A nested change set as a candidate of its own: no session, no steps, no nested sets.
-fn candidate_of(captured: &Captured, scratch: &Path) -> Result<Candidate> {
-    Ok(Candidate {
-        patch: Patch::from_bytes(&captured.patch.read()?, scratch)?,
-        session: None,
-        base_tree: Some(captured.set.base_tree.clone()),
-        result_tree: Some(captured.set.result_tree.clone()),
+/// A nested change set as a candidate of its own, in steps like the root: the delta since the
+/// last step of this session that landed in this repository (the trees are pinned in the
+/// superproject's store), else the whole nested change set. `None`: nothing new since.
+fn candidate_of(
+    ctx: &Context,
+    located: &Located,
+    session: Option<&SessionRecord>,
+    captured: &Captured,
+    scratch: &Path,
+) -> Result<Option<Candidate>> {
+    let path = &captured.set.path_exact;
+    let previous = match session {
+        Some(session) => last_step(&located.store, session, Some(path))?,
+        None => None,
+    };
+    let result_tree = captured.set.result_tree.clone();
+    let (patch, base_tree) = match &previous {
+        Some(p) if p.step.result_tree == result_tree => return Ok(None),
+        Some(p) => {
+            let from = p.step.result_tree.clone();
+            let common = &located.repo.common_dir;
+            let patch = crate::snapshot::patch(&ctx.git, common, &from, &result_tree, scratch)?;
+            (patch, from)
+        }
+        None => (
+            Patch::from_bytes(&captured.patch.read()?, scratch)?,
+            captured.set.base_tree.clone(),
+        ),
+    };
+    Ok(Some(Candidate {
+        patch,
+        session: session.cloned(),
+        base_tree: Some(base_tree),
+        result_tree: Some(result_tree),
         nested: Vec::new(),
-        previous: None,
+        previous,
         isolation_head: None,
         nested_sets: Vec::new(),
         submodule_objects: Vec::new(),
         nested_skipped: Vec::new(),
         snapshot: None,
-    })
+        nested_path: Some(path.clone()),
+        alternate_objects: Some(located.repo.common_dir.join("objects")),
+    }))
 }
 
 fn located_head(ctx: &Context, top: &Path) -> Option<String> {
@@ -292,7 +333,8 @@ pub(super) fn commit_nested(
             result.outcome = NestedOutcome::Planned;
         } else if root_landed {
             let commit = Some((message.as_str(), branch.ident));
-            land_one(ctx, located, (source, captured), commit, &mut result, out)?;
+            let at = (source, Some(branch.session), captured);
+            land_one(ctx, located, at, commit, &mut result, out)?;
         }
         out.nested.push(result);
     }

@@ -54,6 +54,11 @@ pub(crate) struct Candidate {
     pub(crate) nested_skipped: Vec<crate::nested::Skipped>,
     /// A session's snapshot of its isolation (with the gitlinks it recorded).
     pub(crate) snapshot: Option<crate::snapshot::Snapshot>,
+    /// A nested change set's path: its steps are its own.
+    pub(crate) nested_path: Option<crate::paths::RepoPath>,
+    /// An object directory the checks may read trees from besides the checkout's own (a
+    /// nested repository's last step, pinned in the superproject's store).
+    pub(crate) alternate_objects: Option<std::path::PathBuf>,
 }
 
 impl Candidate {
@@ -69,6 +74,7 @@ impl Candidate {
             head_after: head_after.map(str::to_string),
             files_changed: self.patch.files_changed,
             chain_tip: None,
+            nested: self.nested_path.clone(),
         })
     }
 
@@ -108,7 +114,7 @@ impl Candidate {
     ) -> Result<Candidate> {
         let isolation = writable_isolation(&session)?;
         let (snap, nested) = crate::capture::snapshot_all(ctx, located, &isolation)?;
-        let previous = last_step(&located.store, &session)?;
+        let previous = last_step(&located.store, &session, None)?;
         let from = previous
             .as_ref()
             .map_or(session.base_tree.clone(), |p| p.step.result_tree.clone());
@@ -127,6 +133,8 @@ impl Candidate {
             session: Some(session),
             nested: snap.nested.clone(),
             snapshot: Some(snap),
+            nested_path: None,
+            alternate_objects: None,
             nested_skipped: nested.skipped,
             nested_sets: nested.captured,
             submodule_objects: nested.objects,
@@ -172,14 +180,19 @@ impl Candidate {
 }
 
 /// The session's last promoted step, with its digest: the journal entry of this session (this
-/// binding of its id) with the highest step number.
-pub(crate) fn last_step(store: &Store, session: &SessionRecord) -> Result<Option<Previous>> {
+/// binding of its id) with the highest step number — of the root, or (`nested`) of the nested
+/// repository at that path.
+pub(crate) fn last_step(
+    store: &Store,
+    session: &SessionRecord,
+    nested: Option<&crate::paths::RepoPath>,
+) -> Result<Option<Previous>> {
     Ok(store
         .journal_entries()?
         .into_iter()
         .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
         .filter_map(|entry| {
-            let step = entry.step?;
+            let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
             (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
                 digest: entry.digest,
                 mode: entry.mode,

@@ -236,7 +236,8 @@ pub(super) fn check(
             if candidate.previous.is_some()
                 || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
         {
-            crate::wip::changed_since(&ctx.git, source, base, &touched, &scratch)?
+            let alternate = candidate.alternate_objects.as_deref();
+            crate::wip::changed_since(&ctx.git, source, base, &touched, &scratch, alternate)?
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
         _ => uncommitted_among(ctx, source, &touched)?,

@@ -569,3 +569,42 @@ fn an_unreadable_submodule_is_reported_never_silently_dropped() {
     assert_eq!(read(fx.src.join("README.md")), "hello, edited\n");
     assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library\n");
 }
+
+/// Promote in steps with a submodule: each step's nested change set is the delta since the
+/// last step that landed in that submodule, so a second step of work inside the submodule
+/// lands on top of the first (and a third promote with nothing new is idempotent).
+#[test]
+fn a_submodule_is_promoted_in_steps() {
+    let fx = with_submodule("st");
+    let iso = fx.isolation("st");
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, step 1\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "st"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 1\n");
+
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, step 2\n").unwrap();
+    std::fs::write(sub_in(&iso).join("new.txt"), "new in step 2\n").unwrap();
+    std::fs::write(iso.join("README.md"), "hello, step 2\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "st"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(nested_of(&doc, SUB)["outcome"], "applied", "{doc}");
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 2\n");
+    assert_eq!(read(sub_in(&fx.src).join("new.txt")), "new in step 2\n");
+    assert_eq!(read(fx.src.join("README.md")), "hello, step 2\n");
+
+    let (code, doc) = promote(&fx, &["-s", "st"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{doc}"
+    );
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 2\n");
+}
