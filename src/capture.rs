@@ -41,6 +41,10 @@ pub struct CaptureOutcome {
     pub nested: Vec<crate::nested::NestedChangeSet>,
     /// What the user should know (nested repositories that could not be captured).
     pub warnings: Vec<String>,
+    /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
+    /// output.
+    #[serde(skip)]
+    pub files: Vec<String>,
 }
 
 /// Checks a `--release-identity` value.
@@ -256,6 +260,7 @@ pub(crate) fn record_evidence(
         nested_repositories: Vec::new(),
         nested: Vec::new(),
         warnings: Vec::new(),
+        files: patch.listed_paths(),
     })
 }
 
@@ -282,6 +287,7 @@ fn replay(
         nested_repositories: Vec::new(),
         nested: Vec::new(),
         warnings: Vec::new(),
+        files: snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
     }))
 }
 

@@ -306,6 +306,14 @@ pub(crate) struct Patch {
 }
 
 impl Patch {
+    /// The first paths the patch touches, for people (best effort: none if it cannot be read).
+    pub(crate) fn listed_paths(&self) -> Vec<String> {
+        match fs::File::open(self.file.path()) {
+            Ok(file) => patch_paths(std::io::BufReader::new(file), LISTED_PATHS),
+            Err(_) => Vec::new(),
+        }
+    }
+
     /// The patch's bytes, for a document (which is bounded in size); everything else streams.
     pub(crate) fn read(&self) -> Result<Vec<u8>> {
         fs::read(self.file.path()).ctx(|| format!("cannot read {}", self.file.path().display()))
@@ -404,7 +412,92 @@ pub(crate) fn count_files(patch: &[u8]) -> u64 {
     count
 }
 
+/// How many paths a report lists for people before it says "and N more".
+pub const LISTED_PATHS: usize = 10;
+
+/// The first `limit` paths a patch touches (the new side of each `diff --git` header), read
+/// line by line so that a large patch is not held in memory. Quoted names are unquoted; a
+/// name that is not UTF-8 is shown with replacement characters.
+pub(crate) fn patch_paths(patch: impl std::io::BufRead, limit: usize) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in patch.split(b'\n') {
+        if paths.len() >= limit {
+            break;
+        }
+        let Ok(line) = line else { break };
+        if let Some(header) = line.strip_prefix(b"diff --git ") {
+            paths.push(String::from_utf8_lossy(&header_path(header)).into_owned());
+        }
+    }
+    paths
+}
+
+/// The path of a `diff --git a/P b/P` header (`--no-renames`: both sides name it).
+fn header_path(header: &[u8]) -> Vec<u8> {
+    if header.first() == Some(&b'"') {
+        let name = unquote(&header[1..]);
+        return name.strip_prefix(b"a/").unwrap_or(&name).to_vec();
+    }
+    // `a/` + P + ` b/` + P: both halves are the same length.
+    let half = header.len().saturating_sub(5) / 2;
+    match header.get(2..2 + half) {
+        Some(path) if header.len() == 2 * half + 5 => path.to_vec(),
+        _ => header.strip_prefix(b"a/").unwrap_or(header).to_vec(),
+    }
+}
+
+/// A C-quoted name as git writes it, up to its closing quote.
+fn unquote(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() && text[i] != b'"' {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        let next = text[i + 1];
+        let octal = text
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        if let Some(digits) = octal {
+            out.push(
+                digits
+                    .iter()
+                    .fold(0u8, |n, d| n.wrapping_mul(8) + (d - b'0')),
+            );
+            i += 4;
+            continue;
+        }
+        out.push(match next {
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'a' => 7,
+            b'b' => 8,
+            b'f' => 12,
+            b'v' => 11,
+            other => other,
+        });
+        i += 2;
+    }
+    out
+}
+
 /// `sha256:<hex>` of bytes in memory.
 pub(crate) fn digest_bytes(bytes: &[u8]) -> String {
     format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn patch_paths_reads_plain_and_quoted_headers() {
+        let patch = b"diff --git a/x y b/x y\n--- a/x y\n+++ b/x y\n@@ -1 +1 @@\n-a\n+b\ndiff --git \"a/t\\tb\\303\\251\" \"b/t\\tb\\303\\251\"\nnew file mode 100644\n";
+        assert_eq!(
+            super::patch_paths(&patch[..], 10),
+            vec!["x y".to_string(), "t\tb\u{e9}".to_string()]
+        );
+        assert_eq!(super::patch_paths(&patch[..], 1).len(), 1);
+    }
 }

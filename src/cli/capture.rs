@@ -60,10 +60,10 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     }
     let cs = &outcome.change_set;
     out.headline(&format!(
-        "{} file{} changed, {} bytes{}",
+        "{} file{} changed, {}{}",
         outcome.files_changed,
         if outcome.files_changed == 1 { "" } else { "s" },
-        cs.patch_bytes,
+        super::human_bytes(cs.patch_bytes),
         if outcome.replayed {
             " (stored capture, unchanged)"
         } else {
@@ -86,11 +86,16 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
         fields.push((
             "nested",
             format!(
-                "{} ({} bytes, {})",
-                nested.path, nested.patch_bytes, nested.patch_digest
+                "{} ({}, {})",
+                nested.path,
+                super::human_bytes(nested.patch_bytes),
+                nested.patch_digest
             ),
         ));
     }
     out.fields(&fields);
+    for line in super::path_list(&outcome.files, outcome.files_changed) {
+        out.line(&format!("  {line}"));
+    }
     Ok(0)
 }

@@ -2,9 +2,9 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::list::{SessionView, list};
+use a3s_iso::list::{ListedState, SessionView, list};
 
-use super::Output;
+use super::{Output, Tone};
 
 /// `a3s-iso list`'s arguments.
 #[derive(Debug, Args)]
@@ -28,61 +28,116 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         out.line("no sessions");
         return Ok(0);
     }
-    let header = [
+    let mut header: Vec<String> = [
         "SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH",
     ]
-    .map(String::from);
-    let rows: Vec<[String; 7]> = outcome.sessions.iter().map(row).collect();
+    .map(String::from)
+    .to_vec();
+    if args.all {
+        // Sessions of several sources: say whose each one is.
+        header.insert(1, "SOURCE".into());
+    }
+    let rows: Vec<Vec<Cell>> = outcome
+        .sessions
+        .iter()
+        .map(|s| {
+            let mut cells = row(s);
+            if args.all {
+                cells.insert(1, Cell::plain(s.source.display().to_string()));
+            }
+            cells
+        })
+        .collect();
+    let header: Vec<Cell> = header.into_iter().map(Cell::plain).collect();
     print_table(out, &header, &rows);
     Ok(0)
 }
 
-/// One session's cells, in the header's order.
-fn row(s: &SessionView) -> [String; 7] {
-    [
-        s.session_id.clone(),
-        s.state.as_str().to_string(),
-        s.bound_revision.chars().take(12).collect(),
-        match s.head_moved {
-            Some(true) => "moved".into(),
-            Some(false) => "same".into(),
-            None => "?".into(),
+/// A table cell and the colour it is shown in.
+struct Cell {
+    text: String,
+    tone: Option<Tone>,
+}
+
+impl Cell {
+    fn plain(text: String) -> Cell {
+        Cell { text, tone: None }
+    }
+}
+
+/// The colour of a state: live is green, kept for inspection cyan, gone dim, damaged red.
+fn state_tone(state: ListedState) -> Tone {
+    match state {
+        ListedState::Bound => Tone::Good,
+        ListedState::Retained => Tone::Note,
+        ListedState::Discarded | ListedState::Swept => Tone::Quiet,
+        ListedState::Missing => Tone::Bad,
+    }
+}
+
+/// One session's cells, in the header's order (without SOURCE).
+fn row(s: &SessionView) -> Vec<Cell> {
+    let owner = match (s.ownerless, s.owner_alive) {
+        (true, _) => ("none", None),
+        (false, Some(true)) => ("alive", Some(Tone::Good)),
+        (false, Some(false)) => ("dead", Some(Tone::Quiet)),
+        (false, None) => ("unknown", None),
+    };
+    let head = match s.head_moved {
+        Some(true) => ("moved", Some(Tone::Note)),
+        Some(false) => ("same", None),
+        None => ("?", None),
+    };
+    vec![
+        Cell::plain(s.session_id.clone()),
+        Cell {
+            text: s.state.as_str().to_string(),
+            tone: Some(state_tone(s.state)),
         },
-        match (s.ownerless, s.owner_alive) {
-            (true, _) => "none".into(),
-            (false, Some(true)) => "alive".into(),
-            (false, Some(false)) => "dead".into(),
-            (false, None) => "unknown".into(),
+        Cell::plain(s.bound_revision.chars().take(12).collect()),
+        Cell {
+            text: head.0.into(),
+            tone: head.1,
         },
-        s.last_run
-            .as_ref()
-            .map(|run| format!("{} {}", run.run_id, run.state))
-            .unwrap_or_else(|| "-".into()),
-        match (&s.worktree, &s.swept_ref) {
+        Cell {
+            text: owner.0.into(),
+            tone: owner.1,
+        },
+        Cell::plain(
+            s.last_run
+                .as_ref()
+                .map(|run| format!("{} {}", run.run_id, run.state))
+                .unwrap_or_else(|| "-".into()),
+        ),
+        Cell::plain(match (&s.worktree, &s.swept_ref) {
             (Some(path), _) => path.display().to_string(),
             // A swept session's work is in its swept ref: the way back is bind --resume.
             (None, Some(swept)) => format!("{swept} (bind -s {} --resume)", s.session_id),
             (None, None) => "-".into(),
-        },
+        }),
     ]
 }
 
 /// Prints the header and rows; every column but the last (the path) is padded to its widest
-/// cell.
-fn print_table(out: &Output, header: &[String; 7], rows: &[[String; 7]]) {
-    let mut widths = [0usize; 7];
-    for row in std::iter::once(header).chain(rows.iter()) {
+/// cell, and padding stays outside the colour codes so that columns line up.
+fn print_table(out: &Output, header: &[Cell], rows: &[Vec<Cell>]) {
+    let mut widths = vec![0usize; header.len()];
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(cell.text.chars().count());
         }
     }
-    for row in std::iter::once(header).chain(rows.iter()) {
+    for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
-            if i + 1 == row.len() {
-                line.push_str(cell);
-            } else {
-                line.push_str(&format!("{cell:<width$}  ", width = widths[i]));
+            let shown = match cell.tone {
+                Some(tone) => out.toned(&cell.text, tone),
+                None => cell.text.clone(),
+            };
+            line.push_str(&shown);
+            if i + 1 < row.len() {
+                let pad = widths[i] - cell.text.chars().count();
+                line.push_str(&" ".repeat(pad + 2));
             }
         }
         out.line(&line);

@@ -84,6 +84,24 @@ impl Output {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
+    /// A headline whose colour says how it went (an outcome).
+    pub fn headline_toned(&self, text: &str, tone: Tone) {
+        let text = self.paint_stdout(text, tone.sgr());
+        let _ = writeln!(std::io::stdout().lock(), "{text}");
+    }
+
+    /// `text` coloured by `tone` when stdout is coloured (a table cell, a state).
+    pub fn toned(&self, text: &str, tone: Tone) -> String {
+        self.paint_stdout(text, tone.sgr())
+    }
+
+    /// Information on stderr that is not a warning (a normal state), silenced by `-q`.
+    pub fn info(&self, text: &str) {
+        if !self.quiet {
+            let _ = writeln!(std::io::stderr().lock(), "{text}");
+        }
+    }
+
     /// Narration and warnings (stderr), silenced by `-q`.
     pub fn warn(&self, text: &str) {
         if !self.quiet {
@@ -131,6 +149,56 @@ impl Output {
         }
         err.exit_code()
     }
+}
+
+/// How an outcome or a state went, as a colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tone {
+    /// It worked and changed something (green).
+    Good,
+    /// Nothing to do (dim).
+    Quiet,
+    /// It did not work, or not all of it (red).
+    Bad,
+    /// Recorded or planned, nothing applied yet (cyan).
+    Note,
+}
+
+impl Tone {
+    fn sgr(self) -> &'static str {
+        match self {
+            Tone::Good => "32",
+            Tone::Quiet => "2",
+            Tone::Bad => "31",
+            Tone::Note => "36",
+        }
+    }
+}
+
+/// A size for people: `512 bytes`, `1.2 KiB`, `675.1 MiB` (JSON keeps exact bytes).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
+    if bytes < 1024 {
+        return format!("{bytes} byte{}", if bytes == 1 { "" } else { "s" });
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// The first paths of a list, then `and N more` for the rest of `total`.
+pub fn path_list(paths: &[String], total: u64) -> Vec<String> {
+    const SHOWN: usize = 10;
+    let mut lines: Vec<String> = paths.iter().take(SHOWN).cloned().collect();
+    let rest = total.saturating_sub(lines.len() as u64);
+    if rest > 0 {
+        lines.push(format!("and {rest} more"));
+    }
+    lines
 }
 
 fn paint(enabled: bool, text: &str, sgr: &str) -> String {

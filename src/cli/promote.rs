@@ -6,7 +6,7 @@ use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
 
-use super::{Output, SessionArg};
+use super::{Output, SessionArg, Tone, path_list};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ModeArg {
@@ -72,13 +72,30 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         out.document("a3s-iso.promote.v1", &outcome);
         return Ok(outcome.exit_code());
     }
-    out.headline(&headline(&outcome));
+    out.headline_toned(&headline(&outcome), tone(outcome.outcome));
     out.fields(&fields(&outcome));
+    if matches!(outcome.outcome, Outcome::Applied | Outcome::Planned) {
+        for line in path_list(&outcome.files, outcome.files_changed) {
+            out.line(&format!("  {line}"));
+        }
+    }
     let nested_reason = outcome.nested.iter().find_map(|n| n.reason);
-    if let Some(reason) = outcome.reason.or(nested_reason) {
+    if outcome.already_present {
+        out.hint(ALREADY_PRESENT);
+    } else if let Some(reason) = outcome.reason.or(nested_reason) {
         out.hint(hint(reason));
     }
     Ok(outcome.exit_code())
+}
+
+/// Applied is green; nothing to do dim; not (all) applied red; recorded or planned cyan.
+fn tone(outcome: Outcome) -> Tone {
+    match outcome {
+        Outcome::Applied => Tone::Good,
+        Outcome::Idempotent | Outcome::Empty => Tone::Quiet,
+        Outcome::Conflict | Outcome::Partial => Tone::Bad,
+        Outcome::Planned | Outcome::Noted => Tone::Note,
+    }
 }
 
 fn headline(outcome: &PromoteOutcome) -> String {
@@ -113,6 +130,9 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
     };
     push("session", outcome.session_id.clone());
     push("digest", outcome.digest.clone());
+    if outcome.patch_bytes > 0 {
+        push("size", Some(super::human_bytes(outcome.patch_bytes)));
+    }
     push("step", outcome.step.map(|n| n.to_string()));
     push("bound", outcome.bound_revision.clone());
     push("current", outcome.current_revision.clone());
@@ -153,6 +173,10 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
     }
     fields
 }
+
+/// The hint when the change set's result is in the checkout already but no promote of it is
+/// recorded: nothing was interrupted, and nothing of the user's needs to move.
+const ALREADY_PRESENT: &str = "your checkout already holds this change set's result (committed or written by other means, as in a clone that has it); a3s-iso has no record of promoting it here: promote --note DIGEST records it, so that promoting it again is idempotent";
 
 fn hint(reason: Reason) -> &'static str {
     match reason {

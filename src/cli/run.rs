@@ -149,10 +149,10 @@ fn summary(outcome: &RunOutcome) -> String {
     };
     let changed = match &outcome.change_set {
         Some(cs) => format!(
-            "{} file{} changed, {} bytes, {}",
+            "{} file{} changed, {}, {}",
             cs.files_changed,
             if cs.files_changed == 1 { "" } else { "s" },
-            cs.patch_bytes,
+            super::human_bytes(cs.patch_bytes),
             cs.patch_digest
         ),
         None => "change set too large for a document".into(),

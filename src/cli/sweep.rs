@@ -7,7 +7,7 @@ use a3s_iso::error::Result;
 use a3s_iso::sweep::{SweepOptions, SweepOutcome, reasons, sweep};
 
 use super::progress::Bar;
-use super::{Output, parse_duration};
+use super::{Output, human_bytes, parse_duration};
 
 /// `a3s-iso sweep`'s arguments.
 #[derive(Debug, Args)]
@@ -68,23 +68,23 @@ fn render(out: &Output, outcome: &SweepOutcome) {
         "reclaimed"
     };
     out.headline(&format!(
-        "{verb} {} isolation{} ({} bytes), kept {}, skipped {}",
+        "{verb} {} isolation{} ({}), kept {}, skipped {}",
         outcome.reclaimed.len(),
         if outcome.reclaimed.len() == 1 {
             ""
         } else {
             "s"
         },
-        outcome.bytes_freed,
+        human_bytes(outcome.bytes_freed),
         outcome.kept.len(),
         outcome.skipped.len()
     ));
     for item in &outcome.reclaimed {
         out.line(&format!(
-            "  reclaim  {}  ({}, {} bytes)",
+            "  reclaim  {}  ({}, {})",
             item.path.display(),
             item.why,
-            item.bytes
+            human_bytes(item.bytes)
         ));
     }
     for item in &outcome.kept {
@@ -107,6 +107,7 @@ fn render(out: &Output, outcome: &SweepOutcome) {
             .into_iter()
             .map(|(r, n)| format!("{n} {r}"))
             .collect();
-        out.warn(&format!("kept: {}", summary.join(", ")));
+        // Keeping live or retained isolations is the normal case, not a warning.
+        out.info(&format!("kept: {}", summary.join(", ")));
     }
 }

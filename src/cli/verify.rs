@@ -42,10 +42,10 @@ pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
         out.document("a3s-iso.verify.v1", &outcome);
         return Ok(0);
     }
-    out.headline("valid");
+    out.headline_toned("valid", super::Tone::Good);
     out.fields(&[
         ("digest", outcome.patch_digest),
-        ("bytes", outcome.patch_bytes.to_string()),
+        ("size", super::human_bytes(outcome.patch_bytes)),
         ("session", outcome.session_id),
         ("run", outcome.run_id),
         ("state", outcome.state.to_string()),

@@ -166,12 +166,13 @@ impl Candidate {
     }
 
     /// Fills in the step this promote lands and where its delta starts (sessions with something
-    /// to land only).
+    /// to land only), and the first paths the patch touches.
     pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
         if self.patch.bytes == 0 {
             // Nothing to land is no step (a replay reports the last one).
             return;
         }
+        out.files = self.patch.listed_paths();
         if let Some(step) = self.step(None) {
             out.step = Some(step.number);
             out.from_tree = Some(step.from_tree);

@@ -137,6 +137,14 @@ pub struct PromoteOutcome {
     /// What became of each nested change set (absent when there were none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<NestedResult>,
+    /// The first paths the patch touches, in patch order (at most
+    /// [`crate::snapshot::LISTED_PATHS`]), for human output; not part of the JSON.
+    #[serde(skip)]
+    pub files: Vec<String>,
+    /// The conflict is that the change set's result is in the checkout already with no
+    /// promote of it recorded (a clone that has it committed, say); for the hint.
+    #[serde(skip)]
+    pub already_present: bool,
 }
 
 impl PromoteOutcome {
@@ -163,6 +171,8 @@ impl PromoteOutcome {
             base_matches_head: None,
             branch: None,
             nested: Vec::new(),
+            files: Vec::new(),
+            already_present: false,
         }
     }
 

@@ -178,10 +178,13 @@ fn refused_where_it_lands(
 pub(super) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
     let (detail, paths) = match check {
         Check::Applies(..) => return,
-        Check::Present(paths) => (
+        Check::Present(paths) => {
+            out.already_present = true;
+            (
             "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
             paths,
-        ),
+            )
+        }
         Check::DoesNotApply(detail, paths) => (detail, paths),
         Check::MeetsWip(paths) => (
             "the patch touches files with uncommitted changes in the source".to_string(),
