@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use rustix::fs::{FlockOperation, flock};
 
 use crate::error::{Error, IoContext, Result};
-use crate::fsutil::now_ms;
+use crate::fsutil::{format_utc, now_ms};
 use crate::owner::hostname;
 
 /// A held exclusive lock; released on drop (or by the kernel if the process dies).
@@ -96,17 +96,50 @@ impl FileLock {
         }
     }
 
-    // Who holds the lock, for the `lock_timeout` message of whoever waits. Best effort.
+    // Who holds the lock (pid, command line, since when), written once the lock is taken, for
+    // the `lock_timeout` message of whoever waits. Best effort.
     fn record_holder(&mut self) {
         let line = format!(
-            "pid {} on {} since {} ms\n",
+            "pid {} ({}) on {} since {}\n",
             std::process::id(),
+            own_command_line(),
             hostname(),
-            now_ms()
+            format_utc(now_ms())
         );
         let _ = self.file.set_len(0);
         let _ = self.file.seek(SeekFrom::Start(0));
         let _ = self.file.write_all(line.as_bytes());
+    }
+}
+
+/// This process's command line, one line, shortened for a message.
+fn own_command_line() -> String {
+    const LIMIT: usize = 200;
+    let words: Vec<String> = match std::fs::read("/proc/self/cmdline") {
+        Ok(raw) => raw
+            .split(|b| *b == 0)
+            .filter(|w| !w.is_empty())
+            .map(|w| String::from_utf8_lossy(w).into_owned())
+            .collect(),
+        Err(_) => std::env::args_os()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect(),
+    };
+    // The program by its name only; a newline would end the record early.
+    let mut words = words.into_iter();
+    let program = words
+        .next()
+        .map(|p| p.rsplit('/').next().unwrap_or(&p).to_string())
+        .unwrap_or_default();
+    let line: String = std::iter::once(program)
+        .chain(words)
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace(['\n', '\r'], " ");
+    if line.chars().count() > LIMIT {
+        format!("{}…", line.chars().take(LIMIT).collect::<String>())
+    } else {
+        line
     }
 }
 
