@@ -392,10 +392,7 @@ fn resume(
 ) -> Result<BindOutcome> {
     let lock = ctx.lock(&located.repo)?;
     let Some(mut record) = located.store.load_session(session_id)? else {
-        return Err(Error::SessionNotFound {
-            message: format!("no session {session_id:?} to resume"),
-            candidates: Vec::new(),
-        });
+        return Err(crate::context::not_found(located, session_id));
     };
     if record.state.has_tree() && (record.read_only || isolation::is_healthy(&record)) {
         return reuse(located, record, owner, opts.owner != OwnerChoice::Parent);

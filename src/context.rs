@@ -170,6 +170,7 @@ impl Context {
     }
 
     /// Like [`Context::resolve_session`], a swept session included (for `discard`).
+    /// (An unknown id names the store's ids within two edits of it.)
     pub(crate) fn resolve_record(
         &self,
         located: &Located,
@@ -177,13 +178,10 @@ impl Context {
     ) -> Result<SessionRecord> {
         if let Some(id) = explicit {
             crate::ids::validate(id)?;
-            return located
-                .store
-                .load_session(id)?
-                .ok_or_else(|| Error::SessionNotFound {
-                    message: format!("no session {id:?} in {}", located.store.dir().display()),
-                    candidates: Vec::new(),
-                });
+            return match located.store.load_session(id)? {
+                Some(record) => Ok(record),
+                None => Err(not_found(located, id)),
+            };
         }
         if let Some(session) = &located.inside {
             return Ok(session.clone());
@@ -212,6 +210,31 @@ impl Context {
                 },
                 candidates: live.into_iter().map(|s| s.session_id).collect(),
             }),
+        }
+    }
+}
+
+/// `session_not_found` for an id the store does not have, with the ids close to it if any.
+pub(crate) fn not_found(located: &Located, id: &str) -> Error {
+    let message = format!("no session {id:?} in {}", located.store.dir().display());
+    let known: Vec<String> = located
+        .store
+        .sessions()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .map(|s| s.session_id)
+        .collect();
+    let candidates = crate::ids::near_misses(id, known.iter().map(String::as_str));
+    if candidates.is_empty() {
+        Error::SessionNotFound {
+            message,
+            candidates,
+        }
+    } else {
+        Error::SessionNearMiss {
+            message,
+            candidates,
         }
     }
 }

@@ -176,6 +176,14 @@ pub enum Error {
         /// The live sessions one could name with `-s`.
         candidates: Vec<String>,
     },
+    /// No session by the id given, but the store has ids close to it (`session_not_found`).
+    #[error("{message}")]
+    SessionNearMiss {
+        /// What was looked for.
+        message: String,
+        /// The ids within two edits of the one given, closest first.
+        candidates: Vec<String>,
+    },
     /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
     /// in the swept snapshot, and `bind --resume` brings it back.
     #[error("{summary}")]
@@ -338,9 +346,9 @@ impl Error {
             Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
             Error::InvalidId { .. } => ErrorCode::InvalidId,
             Error::InvalidInput { .. } => ErrorCode::InvalidInput,
-            Error::SessionNotFound { .. } | Error::SessionSwept { .. } => {
-                ErrorCode::SessionNotFound
-            }
+            Error::SessionNotFound { .. }
+            | Error::SessionNearMiss { .. }
+            | Error::SessionSwept { .. } => ErrorCode::SessionNotFound,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::DirtySource { .. } => ErrorCode::DirtySource,
             Error::IsolationPathOccupied { .. } => ErrorCode::IsolationPathOccupied,
@@ -377,6 +385,14 @@ impl Error {
             Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
                 "choose one with -s: {}",
                 candidates.join(", ")
+            )),
+            Error::SessionNearMiss { candidates, .. } => Some(format!(
+                "did you mean {}? name it with -s",
+                candidates
+                    .iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             )),
             Error::SessionNotFound { .. } => {
                 Some("bind a session first (a3s-iso bind), or name one with -s".into())
@@ -446,7 +462,9 @@ impl Error {
             body["paths"] = serde_json::json!(paths);
             body["more_paths"] = serde_json::json!(more);
         }
-        if let Error::SessionNotFound { candidates, .. } = self {
+        if let Error::SessionNotFound { candidates, .. }
+        | Error::SessionNearMiss { candidates, .. } = self
+        {
             body["candidates"] = serde_json::json!(candidates);
         }
         body

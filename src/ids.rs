@@ -40,6 +40,38 @@ pub(crate) fn validate(id: &str) -> Result<()> {
 }
 
 /// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
+/// The ids among `known` within two edits (insert, delete, substitute a character) of `id`,
+/// closest first: the "did you mean" of an unknown session id.
+pub(crate) fn near_misses<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut close: Vec<(usize, &str)> = known
+        .into_iter()
+        .filter(|k| *k != id)
+        .map(|k| (edit_distance(id, k), k))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    close.sort();
+    close.dedup();
+    close.into_iter().map(|(_, k)| k.to_string()).collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
 pub(crate) fn generate(prefix: &str) -> String {
     let mut random = [0u8; 4];
     if let Ok(mut file) = std::fs::File::open("/dev/urandom") {

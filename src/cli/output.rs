@@ -220,6 +220,7 @@ pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
         let _ = err.print();
         return 0;
     }
+    let hint = missing_separator(&err, raw).then_some(RUN_SEPARATOR_HINT);
     if raw.iter().any(|a| a == "--json") {
         let message = err.kind().as_str().map(str::to_string).unwrap_or_else(|| {
             err.to_string()
@@ -234,9 +235,32 @@ pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
             .next()
             .map(|l| l.trim_start_matches("error: ").to_string())
             .unwrap_or(message);
+        let message = match hint {
+            Some(hint) => format!("{first} ({hint})"),
+            None => first,
+        };
         let out = Output::new(true, false, ColorChoice::Never);
-        return out.error(&Error::Usage { message: first });
+        return out.error(&Error::Usage { message });
     }
     let _ = err.print();
+    if let Some(hint) = hint {
+        eprintln!("  hint: {hint}");
+    }
     ErrorCode::Usage.exit_code()
+}
+
+const RUN_SEPARATOR_HINT: &str =
+    "put -- before the command: a3s-iso run [OPTIONS] -- CMD [ARGS]...";
+
+/// `run` refused a word it took for one of its own arguments, and no `--` was given: the
+/// word was most likely the command to run.
+fn missing_separator(err: &clap::Error, raw: &[std::ffi::OsString]) -> bool {
+    use clap::error::ErrorKind;
+    let is_run = raw.iter().skip(1).any(|a| a == "run");
+    is_run
+        && !raw.iter().any(|a| a == "--")
+        && matches!(
+            err.kind(),
+            ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
+        )
 }
