@@ -68,8 +68,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;list'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -82,8 +82,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;run'= {
             cand --run-id 'Name the run (generated when omitted); a run id is never reused'
@@ -104,8 +104,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;capture'= {
             cand --run-id 'Name the capture; capturing the same run id again returns the stored document'
@@ -123,8 +123,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;promote'= {
             cand --change-set 'Promote a change-set document instead of a session (validated completely first)'
@@ -163,8 +163,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;retain'= {
             cand --reason 'Why the isolation is kept (recorded, and shown by git worktree list)'
@@ -179,8 +179,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;discard'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -195,8 +195,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;verify'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -208,8 +208,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;path'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -223,8 +223,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;log'= {
             cand --limit 'At most N promotions (the newest)'
@@ -239,8 +239,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;doctor'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -253,8 +253,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;version'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -266,8 +266,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;shell-init'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -279,8 +279,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;completions'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -292,8 +292,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;help'= {
             cand bind 'Create (or reuse) a session''s isolation: a detached worktree next to the source'

@@ -69,7 +69,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'R
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session\'s snapshot, else the latest capture)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -80,7 +80,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every source this user has bound from, not only this repository'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l run-id -d 'Name the run (generated when omitted); a run id is never reused' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l timeout -d 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
@@ -98,7 +98,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-network -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l no-sandbox -d 'Run the command as a plain host process, without the sandbox'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l run-id -d 'Name the capture; capturing the same run id again returns the stored document' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s o -l output -d 'Also write the change-set document to FILE' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l release-identity -d 'The agent_release_identity recorded in the document (sha256:<64 hex>)' -r
@@ -112,7 +112,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l git -d 'The 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand capture" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l change-set -d 'Promote a change-set document instead of a session (validated completely first)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'
 branch\t'Replay the session\'s commits (plus one for uncommitted leftovers) onto the current branch'"
@@ -146,7 +146,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l no-capture -d 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l include-ownerless -d 'Also reclaim ownerless sessions (bind --owner none) idle for longer than the grace'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l reason -d 'Why the isolation is kept (recorded, and shown by git worktree list)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
@@ -158,7 +158,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l git -d 'The g
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand retain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
@@ -170,7 +170,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l lock-timeout
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l purge -d 'Also delete the session\'s record, refs and stored change sets (its evidence)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -180,7 +180,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l git -d 'The g
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
@@ -191,7 +191,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l git -d 'The git
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l limit -d 'At most N promotions (the newest)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s s -l session -d 'Only the promotions of this session' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
@@ -203,7 +203,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l git -d 'The git 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -214,7 +214,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l lock-timeout 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l require-landlock -d 'Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by default the read-only mounts are enough and a missing Landlock is a warning'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -224,7 +224,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l git -d 'The 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand version" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -234,7 +234,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l git -d 'T
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand shell-init" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -244,7 +244,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l git -d '
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture promote sweep retain discard verify path log doctor version shell-init completions help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'

@@ -9,12 +9,6 @@ use a3s_iso::error::{Error, IoContext, Result};
 
 use super::Cli;
 
-const EXIT_STATUS: &str = "0 success (for promote: applied, idempotent, empty, planned, \
-noted); 1 error; 2 usage; 3 conflict (promote conflict, capture conflict); 4 unavailable \
-(isolation, sandbox); 5 invalid input (change set, id); 6 busy (lock timeout, session busy); \
-130 interrupted. run exits with its command's status (128+signal for a signal, 124 on \
-timeout; 125 when a3s-iso itself fails, 126 not executable, 127 not found).";
-
 const ENVIRONMENT: &[(&str, &str)] = &[
     (
         "A3S_ISO_SESSION_ID",
@@ -48,31 +42,58 @@ pub fn generate(dir: &Path) -> Result<()> {
     ] {
         write(&completions_dir.join(name), &super::complete::script(shell))?;
     }
-    let root = Cli::command();
-    write(&man.join("a3s-iso.1"), &man_page(root.clone())?)?;
+    // No `help` subcommand in the pages: there is no a3s-iso-help(1) to link to.
+    let root = Cli::command().disable_help_subcommand(true);
+    write(&man.join("a3s-iso.1"), &man_page(root.clone(), "")?)?;
     for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("a3s-iso-{}", sub.get_name());
         let page = sub
             .clone()
             .display_name(name.clone())
             .bin_name(format!("a3s-iso {}", sub.get_name()));
-        write(&man.join(format!("{name}.1")), &man_page(page)?)?;
+        write(
+            &man.join(format!("{name}.1")),
+            &man_page(page, sub.get_name())?,
+        )?;
     }
     Ok(())
 }
 
-fn man_page(cmd: clap::Command) -> Result<Vec<u8>> {
+/// A page: clap's sections without its EXTRA (the help's closing text, which would repeat
+/// the exit statuses), then EXAMPLES, EXIT STATUS and ENVIRONMENT, each once.
+fn man_page(cmd: clap::Command, name: &str) -> Result<Vec<u8>> {
+    let cmd = cmd.after_help(None::<&str>).after_long_help(None::<&str>);
     let man = clap_mangen::Man::new(cmd);
     let mut out = Vec::new();
     let io = |e: std::io::Error| Error::io("cannot render a man page", e);
     man.render(&mut out).map_err(io)?;
+    let examples = super::examples::text(name);
+    if !examples.is_empty() {
+        out.extend_from_slice(b".SH EXAMPLES\n.nf\n");
+        for line in examples.lines() {
+            out.extend_from_slice(roff_literal(line.trim_start()).as_bytes());
+            out.push(b'\n');
+        }
+        out.extend_from_slice(b".fi\n");
+    }
     out.extend_from_slice(b".SH \"EXIT STATUS\"\n");
-    out.extend_from_slice(EXIT_STATUS.as_bytes());
+    out.extend_from_slice(super::examples::EXIT_STATUS.as_bytes());
     out.extend_from_slice(b"\n.SH ENVIRONMENT\n");
     for (name, meaning) in ENVIRONMENT {
         out.extend_from_slice(format!(".TP\n\\fB{name}\\fR\n{meaning}\n").as_bytes());
     }
     Ok(out)
+}
+
+/// A line shown as is in roff: backslashes escaped, and a leading `.` or `'` kept from
+/// being read as a request.
+fn roff_literal(line: &str) -> String {
+    let line = line.replace('\\', "\\e").replace('-', "\\-");
+    if line.starts_with(['.', '\'']) {
+        format!("\\&{line}")
+    } else {
+        line
+    }
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {

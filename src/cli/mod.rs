@@ -6,6 +6,7 @@ mod capture;
 mod complete;
 mod discard;
 mod doctor;
+mod examples;
 mod list;
 mod log;
 mod output;
@@ -37,20 +38,26 @@ pub use output::{Output, Tone, human_bytes, path_list};
     long_about = "Effect isolation for AI coding agents and CI jobs on git repositories.\n\n\
         Each session works in its own detached git worktree next to the repository; its work \
         comes back only through an explicit, verifiable, exactly-once promote.",
-    after_help = "Exit status: 0 success, 1 error, 2 usage, 3 conflict, 4 isolation or sandbox \
-        unavailable, 5 invalid input, 6 lock timeout, 130 interrupted."
+    after_help = examples::top_short(),
+    after_long_help = examples::top_long()
 )]
 pub struct Cli {
     /// Run as if started in PATH (the source checkout or any directory in it)
-    #[arg(short = 'C', long = "repo", value_name = "PATH", global = true)]
+    #[arg(
+        short = 'C',
+        long = "repo",
+        value_name = "PATH",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub repo: Option<PathBuf>,
 
     /// Print exactly one JSON document on stdout (success or failure)
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = "Global options")]
     pub json: bool,
 
     /// Print no narration or warnings on stderr
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global options")]
     pub quiet: bool,
 
     /// Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso
@@ -59,12 +66,14 @@ pub struct Cli {
         value_name = "DIR",
         env = "A3S_ISO_STATE_DIR",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub state_dir: Option<PathBuf>,
 
     /// When to colour human output
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true,
+        help_heading = "Global options")]
     pub color: ColorChoice,
 
     /// The git binary to run (default: git on PATH)
@@ -73,12 +82,20 @@ pub struct Cli {
         value_name = "PATH",
         env = "A3S_ISO_GIT",
         hide_env_values = true,
-        global = true
+        global = true,
+        help_heading = "Global options"
     )]
     pub git: Option<PathBuf>,
 
     /// How long to wait for the repository lock held by another a3s-iso command
-    #[arg(long, value_name = "DUR", value_parser = parse_duration, global = true)]
+    #[arg(
+        long,
+        value_name = "DUR",
+        value_parser = parse_duration,
+        default_value = "60s",
+        global = true,
+        help_heading = "Global options"
+    )]
     pub lock_timeout: Option<Duration>,
 
     #[command(subcommand)]
@@ -95,38 +112,53 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create (or reuse) a session's isolation: a detached worktree next to the source
+    #[command(after_long_help = examples::long("bind"))]
     Bind(bind::BindArgs),
     /// List sessions with their state, owner liveness and whether HEAD moved
+    #[command(after_long_help = examples::long("list"))]
     List(list::ListArgs),
     /// Run a command inside a session's isolation (sandboxed) and record its change set
+    #[command(after_long_help = examples::long("run"))]
     Run(run::RunArgs),
     /// Snapshot a session into a pinned tree and a change-set document
+    #[command(after_long_help = examples::long("capture"))]
     Capture(capture::CaptureArgs),
     /// Apply a session's (or a document's) change set to the source, exactly once
+    #[command(after_long_help = examples::long("promote"))]
     Promote(promote::PromoteArgs),
     /// Reclaim dead isolations; never live, foreign, unknown or retained ones
+    #[command(after_long_help = examples::long("sweep"))]
     Sweep(sweep::SweepArgs),
     /// Pin a session's isolation for inspection, safe from sweep and git worktree prune
+    #[command(after_long_help = examples::long("retain"))]
     Retain(retain::RetainArgs),
     /// Remove a session's isolation; never touches the source
+    #[command(after_long_help = examples::long("discard"))]
     Discard(discard::DiscardArgs),
     /// Check a change-set document against every rule of the format
+    #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
     /// Print a session's isolation path (for cd)
+    #[command(after_long_help = examples::long("path"))]
     Path(path::PathArgs),
     /// List promotions from the journal, newest first
+    #[command(after_long_help = examples::long("log"))]
     Log(log::LogArgs),
     /// Check whether a3s-iso can work here: git, the run sandbox, file system, state
+    #[command(after_long_help = examples::long("doctor"))]
     Doctor(doctor::DoctorArgs),
     /// Print the version of a3s-iso and git, and the kernel features the sandbox relies on
+    #[command(after_long_help = examples::long("version"))]
     Version,
     /// Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell's rc file)
+    #[command(after_long_help = examples::long("shell-init"))]
     ShellInit {
         /// The shell to write the function for
         #[arg(value_enum)]
         shell: shell_init::InitShell,
     },
     /// Print shell completions
+    #[command(after_long_help = examples::long("completions"))]
     Completions {
         /// The shell to complete for
         #[arg(value_enum)]
