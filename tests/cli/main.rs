@@ -16,6 +16,7 @@ mod human;
 mod json;
 mod names;
 mod nested;
+mod polish;
 mod promote;
 mod pty;
 mod races;
