@@ -196,13 +196,16 @@ pub(crate) fn record_evidence(
             ev.run_id, ev.session_id, ev.result_tree
         ),
     };
+    let stored = || -> Result<Option<CaptureOutcome>> {
+        replay(
+            store.load_run_doc(ev.session_id, ev.run_id)?,
+            ev,
+            &reference,
+            &conflict,
+        )
+    };
     // Fast path for a replay, without the lock: the stored document decides.
-    if let Some(outcome) = replay(
-        store.load_run_doc(ev.session_id, ev.run_id)?,
-        ev,
-        &reference,
-        &conflict,
-    )? {
+    if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
     let patch = snapshot::patch(
@@ -213,12 +216,7 @@ pub(crate) fn record_evidence(
         &store.scratch_dir(),
     )?;
     let _lock = ctx.lock(&located.repo)?;
-    if let Some(outcome) = replay(
-        store.load_run_doc(ev.session_id, ev.run_id)?,
-        ev,
-        &reference,
-        &conflict,
-    )? {
+    if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
     let pinned = crate::refs::pin_run(
