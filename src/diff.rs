@@ -87,8 +87,11 @@ pub struct FileChange {
 
 /// Where the patch's bytes are.
 enum Body {
-    /// A scratch file, removed when the outcome is dropped.
-    Scratch(Patch),
+    /// A scratch file, removed when the outcome is dropped (before its directory).
+    Scratch {
+        patch: Patch,
+        _dir: ReadScratch,
+    },
     /// A decoded document's patch.
     Memory(Vec<u8>),
     /// A promote's artifact.
@@ -98,7 +101,7 @@ enum Body {
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Body::Scratch(patch) => write!(f, "Scratch({})", patch.file.path().display()),
+            Body::Scratch { patch, .. } => write!(f, "Scratch({})", patch.file.path().display()),
             Body::Memory(bytes) => write!(f, "Memory({} bytes)", bytes.len()),
             Body::Stored(path) => write!(f, "Stored({})", path.display()),
         }
@@ -134,7 +137,7 @@ impl DiffOutcome {
     /// The patch's bytes, exactly as promote would write them to `change.patch`.
     pub fn open_patch(&self) -> Result<Box<dyn Read + '_>> {
         Ok(match &self.body {
-            Body::Scratch(patch) => Box::new(open(patch.file.path())?),
+            Body::Scratch { patch, .. } => Box::new(open(patch.file.path())?),
             Body::Memory(bytes) => Box::new(bytes.as_slice()),
             Body::Stored(path) => Box::new(open(path)?),
         })
@@ -156,13 +159,27 @@ pub fn diff(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     session(ctx, opts)
 }
 
+/// The source's `core.pager`, if it sets one (the caller's environment comes first).
+pub fn configured_pager(ctx: &Context) -> Option<String> {
+    let located = ctx.locate().ok()?;
+    let out = ctx
+        .git
+        .at(&located.repo.toplevel)
+        .args(["config", "--get", "core.pager"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.exit_code == Some(0) && !text.is_empty()).then_some(text)
+}
+
 /// A session's change set from a fresh snapshot of its isolation.
 fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
     let isolation = crate::isolation::writable_isolation(&session)?;
     // The snapshot needs no lock: it reads the isolation and writes objects only.
-    let snap = isolation.peek(ctx, &located)?;
+    let scratch = ReadScratch::new(&located.store)?;
+    let snap = isolation.peek(ctx, &located, scratch.path())?;
     let (scope, from) = if opts.cumulative {
         (Scope::Cumulative, session.base_tree.clone())
     } else {
@@ -178,7 +195,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         &located.repo.common_dir,
         &from,
         &snap.tree,
-        &located.store.scratch_dir(),
+        scratch.path(),
     )?;
     let files = files_of(BufReader::new(open(patch.file.path())?))?;
     let mut nested = snap.gitlinks.clone();
@@ -196,7 +213,10 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         to_tree: Some(snap.tree),
         files,
         nested,
-        body: Body::Scratch(patch),
+        body: Body::Scratch {
+            patch,
+            _dir: scratch,
+        },
     })
 }
 
@@ -267,6 +287,38 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         nested: Vec::new(),
         body: Body::Stored(path),
     })
+}
+
+/// Scratch space for a command that writes nothing into the store: the store's `tmp/` when
+/// it is there already (its files are removed as always), else a directory of this process's
+/// own under the system's temporary directory, removed with it.
+pub(crate) struct ReadScratch {
+    dir: PathBuf,
+    own: bool,
+}
+
+impl ReadScratch {
+    pub(crate) fn new(store: &crate::state::Store) -> Result<ReadScratch> {
+        let dir = store.scratch_dir();
+        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            return Ok(ReadScratch { dir, own: false });
+        }
+        let dir = std::env::temp_dir().join(crate::scratch::owned_name("a3s-iso-read"));
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(ReadScratch { dir, own: true })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ReadScratch {
+    fn drop(&mut self) {
+        if self.own {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
 }
 
 /// A reader that hashes what passes through it.

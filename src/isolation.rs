@@ -212,12 +212,16 @@ impl Isolation {
     }
 
     /// The snapshot of the isolation as it is now, leaving a3s-iso's own index of it as it was
-    /// (only objects are written, as for any snapshot).
-    pub(crate) fn peek(&self, ctx: &Context, located: &Located) -> Result<snapshot::Snapshot> {
-        let scratch = located.store.scratch_dir();
-        let wt = self.git(&ctx.git, &scratch)?;
+    /// (only objects are written, as for any snapshot), with its temporary files in `scratch`.
+    pub(crate) fn peek(
+        &self,
+        ctx: &Context,
+        located: &Located,
+        scratch: &Path,
+    ) -> Result<snapshot::Snapshot> {
+        let wt = self.git(&ctx.git, scratch)?;
         let seed = located.store.seed_index_path(&self.admin);
-        snapshot::snapshot(&wt, snapshot::Seed::Peek(&seed), &scratch)
+        snapshot::snapshot(&wt, snapshot::Seed::Peek(&seed), scratch)
     }
 }
 

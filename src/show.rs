@@ -214,7 +214,10 @@ fn counts(
         common_dir: record.common_dir.clone(),
         bound_revision: Some(record.bound_revision.clone()),
     };
-    let Ok(snap) = isolation.peek(ctx, located) else {
+    let Ok(scratch) = crate::diff::ReadScratch::new(&located.store) else {
+        return (None, None);
+    };
+    let Ok(snap) = isolation.peek(ctx, located, scratch.path()) else {
         return (None, None);
     };
     let count = |base: &str| {

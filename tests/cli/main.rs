@@ -17,6 +17,7 @@ mod json;
 mod names;
 mod nested;
 mod promote;
+mod review;
 mod pty;
 mod races;
 mod racy;
