@@ -178,7 +178,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
     let isolation = crate::isolation::writable_isolation(&session)?;
     // The snapshot needs no lock: it reads the isolation and writes objects only.
-    let scratch = ReadScratch::new(&located.store)?;
+    let scratch = ReadScratch::new()?;
     let snap = isolation.peek(ctx, &located, scratch.path())?;
     let (scope, from) = if opts.cumulative {
         (Scope::Cumulative, session.base_tree.clone())
@@ -289,23 +289,18 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     })
 }
 
-/// Scratch space for a command that writes nothing into the store: the store's `tmp/` when
-/// it is there already (its files are removed as always), else a directory of this process's
-/// own under the system's temporary directory, removed with it.
+/// Scratch space for a command that writes nothing into the store (not even a file it
+/// removes again): a directory of this process's own under the system's temporary directory,
+/// removed with it.
 pub(crate) struct ReadScratch {
     dir: PathBuf,
-    own: bool,
 }
 
 impl ReadScratch {
-    pub(crate) fn new(store: &crate::state::Store) -> Result<ReadScratch> {
-        let dir = store.scratch_dir();
-        if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            return Ok(ReadScratch { dir, own: false });
-        }
+    pub(crate) fn new() -> Result<ReadScratch> {
         let dir = std::env::temp_dir().join(crate::scratch::owned_name("a3s-iso-read"));
         std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-        Ok(ReadScratch { dir, own: true })
+        Ok(ReadScratch { dir })
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -315,9 +310,7 @@ impl ReadScratch {
 
 impl Drop for ReadScratch {
     fn drop(&mut self) {
-        if self.own {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -214,7 +214,7 @@ fn counts(
         common_dir: record.common_dir.clone(),
         bound_revision: Some(record.bound_revision.clone()),
     };
-    let Ok(scratch) = crate::diff::ReadScratch::new(&located.store) else {
+    let Ok(scratch) = crate::diff::ReadScratch::new() else {
         return (None, None);
     };
     let Ok(snap) = isolation.peek(ctx, located, scratch.path()) else {
