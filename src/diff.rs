@@ -88,10 +88,7 @@ pub struct FileChange {
 /// Where the patch's bytes are.
 enum Body {
     /// A scratch file, removed when the outcome is dropped (before its directory).
-    Scratch {
-        patch: Patch,
-        _dir: ReadScratch,
-    },
+    Scratch { patch: Patch, _dir: ReadScratch },
     /// A decoded document's patch.
     Memory(Vec<u8>),
     /// A promote's artifact.

@@ -207,11 +207,16 @@ fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Res
     let digits = most.to_string().len().max(3);
     for file in &outcome.files {
         let path = file.path.shown();
-        writeln!(w, " {path:<width$} | {}", counts(file, most, digits, painted))?;
+        writeln!(
+            w,
+            " {path:<width$} | {}",
+            counts(file, most, digits, painted)
+        )?;
     }
-    let (added, removed) = outcome.files.iter().fold((0, 0), |(a, d), f| {
-        (a + f.additions, d + f.deletions)
-    });
+    let (added, removed) = outcome
+        .files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
     let n = outcome.files.len();
     writeln!(
         w,
@@ -250,10 +255,12 @@ fn counts(file: &FileChange, most: u64, digits: usize, painted: bool) -> String 
         "-".repeat(scale(file.deletions) as usize),
     );
     let (plus, minus) = if painted {
-        (format!("\x1b[32m{plus}\x1b[m"), format!("\x1b[31m{minus}\x1b[m"))
+        (
+            format!("\x1b[32m{plus}\x1b[m"),
+            format!("\x1b[31m{minus}\x1b[m"),
+        )
     } else {
         (plus, minus)
     };
     format!("{total:>digits$} {plus}{minus}{status}")
 }
-

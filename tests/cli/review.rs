@@ -24,7 +24,10 @@ fn everything(fx: &Fixture, iso: &Path) -> (BTreeMap<String, String>, String) {
         for entry in std::fs::read_dir(&dir).unwrap().flatten() {
             let meta = entry.metadata().unwrap();
             let when = meta.modified().unwrap();
-            all.insert(format!("mtime/{}", entry.path().display()), format!("{when:?}"));
+            all.insert(
+                format!("mtime/{}", entry.path().display()),
+                format!("{when:?}"),
+            );
             if meta.is_dir() {
                 stack.push(entry.path());
             }
@@ -96,8 +99,7 @@ fn diff_prints_what_promote_would_write_and_changes_nothing() {
     assert_eq!(everything(&fx, &iso), before, "diff and show only read");
 
     assert_eq!(
-        names,
-        "README.md\nblob.bin\nlink\nnew.txt\nsrc/lib.txt\n",
+        names, "README.md\nblob.bin\nlink\nnew.txt\nsrc/lib.txt\n",
         "--name-only"
     );
     for name in ["README.md", "blob.bin", "link", "new.txt", "src/lib.txt"] {
@@ -115,7 +117,11 @@ fn diff_prints_what_promote_would_write_and_changes_nothing() {
         ("new.txt", "added", 2, 0, false),
         ("src/lib.txt", "modified", 2, 1, false),
     ];
-    assert_eq!(doc["files"].as_array().unwrap().len(), expect.len(), "{doc}");
+    assert_eq!(
+        doc["files"].as_array().unwrap().len(),
+        expect.len(),
+        "{doc}"
+    );
     for (path, status, additions, deletions, binary) in expect {
         let f = file(&doc, path);
         assert_eq!(f["status"], status, "{f}");
@@ -138,7 +144,11 @@ fn diff_after_a_promoted_step_is_the_next_step() {
     let iso = fx.isolation("s");
     std::fs::write(iso.join("README.md"), "hello\nstep one\n").unwrap();
     let (code, first) = fx.json(&["promote", "-s", "s"]);
-    assert_eq!((code, first["outcome"].as_str()), (0, Some("applied")), "{first}");
+    assert_eq!(
+        (code, first["outcome"].as_str()),
+        (0, Some("applied")),
+        "{first}"
+    );
     // Right after a step there is nothing new to promote.
     assert!(stdout(&fx, &["diff", "-s", "s"]).is_empty());
 
@@ -154,14 +164,23 @@ fn diff_after_a_promoted_step_is_the_next_step() {
     let (_, planned) = planned_patch(&fx, "s");
     assert_eq!(step, planned, "the delta since the promoted step");
     let text = String::from_utf8(step).unwrap();
-    assert!(text.contains("+step two") && !text.contains("+step one"), "{text}");
+    assert!(
+        text.contains("+step two") && !text.contains("+step one"),
+        "{text}"
+    );
     let whole = String::from_utf8(cumulative).unwrap();
-    assert!(whole.contains("+step one") && whole.contains("+step two"), "{whole}");
+    assert!(
+        whole.contains("+step one") && whole.contains("+step two"),
+        "{whole}"
+    );
     assert_eq!(file(&doc, "README.md")["additions"], 1, "{doc}");
     assert_eq!(file(&doc, "notes.txt")["status"], "added", "{doc}");
 
     // A promoted step from its artifacts, and a document's patch.
-    let promoted = stdout(&fx, &["diff", "--digest", first["digest"].as_str().unwrap()]);
+    let promoted = stdout(
+        &fx,
+        &["diff", "--digest", first["digest"].as_str().unwrap()],
+    );
     assert!(String::from_utf8(promoted).unwrap().contains("+step one"));
     let doc_path = fx.root.join("cs.json");
     let out = fx
@@ -170,7 +189,11 @@ fn diff_after_a_promoted_step_is_the_next_step() {
         .arg(&doc_path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let shown = stdout(&fx, &["diff", "--change-set", doc_path.to_str().unwrap()]);
     assert_eq!(shown, whole.as_bytes(), "a capture is cumulative");
 }
@@ -194,7 +217,11 @@ fn diff_refuses_what_it_cannot_show() {
     std::fs::write(iso.join("README.md"), "changed\n").unwrap();
     let (digest, _) = planned_patch(&fx, "e");
     let hex = digest.strip_prefix("sha256:").unwrap();
-    let artifact = fx.src.join(".git/a3s-iso/artifacts").join(hex).join("change.patch");
+    let artifact = fx
+        .src
+        .join(".git/a3s-iso/artifacts")
+        .join(hex)
+        .join("change.patch");
     std::fs::write(&artifact, "tampered\n").unwrap();
     let (_, doc) = fx.json(&["diff", "--digest", &digest]);
     assert_eq!(error_code(&doc), "change_set_unavailable", "{doc}");
@@ -232,7 +259,10 @@ fn show_names_runs_and_promotions() {
     let human = String::from_utf8(stdout(&fx, &["show", "-s", "w"])).unwrap();
     let hex = digest.strip_prefix("sha256:").unwrap();
     assert!(human.contains("r1  completed"), "{human}");
-    assert!(human.contains(&format!("step 1  sha256:{}", &hex[..12])), "{human}");
+    assert!(
+        human.contains(&format!("step 1  sha256:{}", &hex[..12])),
+        "{human}"
+    );
     assert!(human.contains(iso.to_str().unwrap()), "{human}");
 
     // A retained session says why; a swept one where its work is.
