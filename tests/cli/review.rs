@@ -130,6 +130,18 @@ fn diff_prints_what_promote_would_write_and_changes_nothing() {
         assert_eq!(f["binary"], binary, "{f}");
     }
 
+    // Coloured when asked: the same lines, each wrapped in its colour.
+    let painted = stdout(&fx, &["--color", "always", "diff", "-s", "r"]);
+    let text = String::from_utf8_lossy(&painted);
+    assert!(text.contains("\x1b[32m+TWO\x1b[m\n"), "{text}");
+    assert!(text.contains("\x1b[31m-two\x1b[m\n"), "{text}");
+    let plain = text.replace("\x1b[32m", "").replace("\x1b[31m", "");
+    let plain = plain
+        .replace("\x1b[36m", "")
+        .replace("\x1b[1m", "")
+        .replace("\x1b[m", "");
+    assert_eq!(plain, String::from_utf8_lossy(&patch));
+
     let (digest, planned) = planned_patch(&fx, "r");
     assert_eq!(patch, planned, "diff prints exactly promote's patch");
     assert_eq!(doc["digest"], digest.as_str());
