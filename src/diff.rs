@@ -116,6 +116,10 @@ pub struct DiffOutcome {
     pub digest: String,
     /// The patch's size.
     pub patch_bytes: u64,
+    /// Whether the source's HEAD is elsewhere than the bind (or the session's last promoted
+    /// step) left it, so that a promote now would be refused (`head_moved`); `null` for
+    /// `cumulative`, a document and a promoted change set.
+    pub head_moved: Option<bool>,
     /// The tree the patch applies to, where known.
     pub from_tree: Option<String>,
     /// The tree it makes, where known.
@@ -177,15 +181,21 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     // The snapshot needs no lock: it reads the isolation and writes objects only.
     let scratch = ReadScratch::new()?;
     let snap = isolation.peek(ctx, &located, scratch.path())?;
-    let (scope, from) = if opts.cumulative {
-        (Scope::Cumulative, session.base_tree.clone())
+    let (scope, from, head_moved) = if opts.cumulative {
+        (Scope::Cumulative, session.base_tree.clone(), None)
     } else {
         // The lock only while the journal is read, so that a promote in flight (or one a crash
         // interrupted) has finished and its step counts.
         let _lock = ctx.lock(&located.repo)?;
         let previous = crate::promote::last_step(&located.store, &session, None)?;
         let from = crate::promote::delta_base(&session, previous.as_ref());
-        (Scope::SincePromote, from)
+        let expected = previous
+            .as_ref()
+            .and_then(|p| p.step.head_after.as_deref())
+            .unwrap_or(&session.bound_revision);
+        let head = located.repo.head_commit(&ctx.git);
+        let moved = head.map(|head| head != expected);
+        (Scope::SincePromote, from, moved)
     };
     let patch = snapshot::patch(
         &ctx.git,
@@ -204,6 +214,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     Ok(DiffOutcome {
         session_id: Some(session.session_id),
         scope,
+        head_moved,
         digest: patch.digest.clone(),
         patch_bytes: patch.bytes,
         from_tree: Some(from),
@@ -225,6 +236,7 @@ fn document(path: &Path) -> Result<DiffOutcome> {
     Ok(DiffOutcome {
         session_id: Some(cs.identity.session_id),
         scope: Scope::ChangeSet,
+        head_moved: None,
         digest: cs.patch_digest,
         patch_bytes: cs.patch_bytes,
         from_tree: Some(crate::changeset::tree_id(&cs.base_tree).to_string()),
@@ -276,6 +288,7 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     Ok(DiffOutcome {
         session_id: entry.and_then(|e| e.session_id),
         scope: Scope::Promoted,
+        head_moved: None,
         digest: digest.to_string(),
         patch_bytes: bytes,
         from_tree: step.as_ref().map(|s| s.from_tree.clone()),

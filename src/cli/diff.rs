@@ -69,6 +69,12 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
             paths.join(", ")
         ));
     }
+    if outcome.head_moved == Some(true) {
+        out.warn(
+            "the source's HEAD moved since the session was bound (or last promoted): \
+             promote would refuse it (head_moved)",
+        );
+    }
     if out.json {
         out.document("a3s-iso.diff.v1", &outcome);
         return Ok(0);

@@ -187,6 +187,16 @@ fn diff_after_a_promoted_step_is_the_next_step() {
     );
     assert_eq!(file(&doc, "README.md")["additions"], 1, "{doc}");
     assert_eq!(file(&doc, "notes.txt")["status"], "added", "{doc}");
+    assert_eq!(doc["head_moved"], false, "{doc}");
+
+    // The source moves on: promote would refuse, and diff says so.
+    fx.write("other.txt", "user\n");
+    fx.commit_all("the user's own commit");
+    let out = fx.cmd().args(["diff", "-s", "s"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("head_moved"));
+    let (_, moved) = fx.json(&["diff", "-s", "s"]);
+    assert_eq!(moved["head_moved"], true, "{moved}");
 
     // A promoted step from its artifacts, and a document's patch.
     let promoted = stdout(
