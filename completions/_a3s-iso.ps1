@@ -38,6 +38,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions with their state, owner liveness and whether HEAD moved')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
@@ -119,6 +121,44 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Also write the change-set document to FILE')
             [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Also write the change-set document to FILE')
             [CompletionResult]::new('--release-identity', '--release-identity', [CompletionResultType]::ParameterName, 'The agent_release_identity recorded in the document (sha256:<64 hex>)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;diff' {
+            [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Show a change-set document''s patch (verified first) instead of a session''s')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--stat', '--stat', [CompletionResultType]::ParameterName, 'Only the files, with lines added and removed')
+            [CompletionResult]::new('--name-only', '--name-only', [CompletionResultType]::ParameterName, 'Only the paths, one a line')
+            [CompletionResult]::new('--since-promote', '--since-promote', [CompletionResultType]::ParameterName, 'What promote would apply now: the delta since the session''s last promoted step (the default)')
+            [CompletionResult]::new('--cumulative', '--cumulative', [CompletionResultType]::ParameterName, 'The session''s whole work since its base tree, promoted steps included')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;show' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -319,6 +359,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('list', 'list', [CompletionResultType]::ParameterValue, 'List sessions with their state, owner liveness and whether HEAD moved')
             [CompletionResult]::new('run', 'run', [CompletionResultType]::ParameterValue, 'Run a command inside a session''s isolation (sandboxed) and record its change set')
             [CompletionResult]::new('capture', 'capture', [CompletionResultType]::ParameterValue, 'Snapshot a session into a pinned tree and a change-set document')
+            [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
+            [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
@@ -343,6 +385,12 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;capture' {
+            break
+        }
+        'a3s-iso;help;diff' {
+            break
+        }
+        'a3s-iso;help;show' {
             break
         }
         'a3s-iso;help;promote' {

@@ -35,6 +35,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
+            cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
@@ -112,6 +114,42 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -o 'Also write the change-set document to FILE'
             cand --output 'Also write the change-set document to FILE'
             cand --release-identity 'The agent_release_identity recorded in the document (sha256:<64 hex>)'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;diff'= {
+            cand --change-set 'Show a change-set document''s patch (verified first) instead of a session''s'
+            cand --digest 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --stat 'Only the files, with lines added and removed'
+            cand --name-only 'Only the paths, one a line'
+            cand --since-promote 'What promote would apply now: the delta since the session''s last promoted step (the default)'
+            cand --cumulative 'The session''s whole work since its base tree, promoted steps included'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;show'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -300,6 +338,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand list 'List sessions with their state, owner liveness and whether HEAD moved'
             cand run 'Run a command inside a session''s isolation (sandboxed) and record its change set'
             cand capture 'Snapshot a session into a pinned tree and a change-set document'
+            cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
+            cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
@@ -320,6 +360,10 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;run'= {
         }
         &'a3s-iso;help;capture'= {
+        }
+        &'a3s-iso;help;diff'= {
+        }
+        &'a3s-iso;help;show'= {
         }
         &'a3s-iso;help;promote'= {
         }

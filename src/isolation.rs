@@ -210,6 +210,19 @@ impl Isolation {
         let seed = located.store.seed_index(&self.admin)?;
         snapshot::snapshot(&wt, snapshot::Seed::Own(&seed), &scratch)
     }
+
+    /// The snapshot of the isolation as it is now, leaving a3s-iso's own index of it as it was
+    /// (only objects are written, as for any snapshot), with its temporary files in `scratch`.
+    pub(crate) fn peek(
+        &self,
+        ctx: &Context,
+        located: &Located,
+        scratch: &Path,
+    ) -> Result<snapshot::Snapshot> {
+        let wt = self.git(&ctx.git, scratch)?;
+        let seed = located.store.seed_index_path(&self.admin);
+        snapshot::snapshot(&wt, snapshot::Seed::Peek(&seed), scratch)
+    }
 }
 
 /// The isolation of a session that can be written and captured.

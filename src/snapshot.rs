@@ -60,6 +60,9 @@ pub(crate) enum Seed<'a> {
     /// `intent-to-add`) and no forged stat data hide an edit. The snapshot's index replaces
     /// it afterwards; where there is none yet, the index is rebuilt from HEAD.
     Own(&'a Path),
+    /// a3s-iso's own index read as [`Seed::Own`] is, but left as it was (a look that writes
+    /// nothing into the state store: `diff`, `show`).
+    Peek(&'a Path),
 }
 
 /// Settings that make git's stat check compare everything a command cannot forge (ctime and
@@ -155,7 +158,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
             .args(SNAPSHOT_CONFIG)
     };
     let seed_path = match seed {
-        Seed::Trusted(path) | Seed::Own(path) => path,
+        Seed::Trusted(path) | Seed::Own(path) | Seed::Peek(path) => path,
     };
     // Never follow a link or wait on a FIFO planted where the index should be.
     let plain = fs::symlink_metadata(seed_path).is_ok_and(|m| m.is_file());

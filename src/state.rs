@@ -360,6 +360,11 @@ impl Store {
         }
     }
 
+    /// The run ids with a stored document for a session, sorted.
+    pub(crate) fn run_ids(&self, id: &str) -> Result<Vec<String>> {
+        self.ids_in(&format!("runs/{id}"))
+    }
+
     /// Stores a run's change-set document (atomically).
     pub(crate) fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
         crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
@@ -411,11 +416,16 @@ impl Store {
     pub(crate) fn seed_index(&self, admin: &Path) -> Result<PathBuf> {
         let dir = self.dir.join("seeds");
         std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(self.seed_index_path(admin))
+    }
+
+    /// Where [`Store::seed_index`] is, without creating anything.
+    pub(crate) fn seed_index_path(&self, admin: &Path) -> PathBuf {
         let name = admin
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        Ok(dir.join(format!("{name}.index")))
+        self.dir.join("seeds").join(format!("{name}.index"))
     }
 
     /// Scratch space for temporary indexes and patches, on the repository's file system.

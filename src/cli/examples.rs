@@ -63,6 +63,16 @@ pub fn text(command: &str) -> &'static str {
             "  cd \"$(a3s-iso path -s task-42)\"
   a3s-iso path                              # inside an isolation: its own path"
         }
+        "diff" => {
+            "  a3s-iso diff -s task-42                   # what promote would apply now
+  a3s-iso diff -s task-42 --stat            # the files, with added and deleted lines
+  a3s-iso diff -s task-42 --cumulative      # everything since the session's base
+  a3s-iso diff --digest sha256:…            # a promoted change set, from its artifacts"
+        }
+        "show" => {
+            "  a3s-iso show -s task-42                   # the session in full: runs, promotions
+  a3s-iso --json show -s task-42"
+        }
         "log" => {
             "  a3s-iso log                               # every promotion, newest first
   a3s-iso log -s task-42 --limit 5"

@@ -4,6 +4,7 @@ mod assets;
 mod bind;
 mod capture;
 mod complete;
+mod diff;
 mod discard;
 mod doctor;
 mod examples;
@@ -16,6 +17,7 @@ mod promote;
 mod retain;
 mod run;
 mod shell_init;
+mod show;
 mod sweep;
 mod verify;
 
@@ -123,6 +125,12 @@ pub enum Command {
     /// Snapshot a session into a pinned tree and a change-set document
     #[command(after_long_help = examples::long("capture"))]
     Capture(capture::CaptureArgs),
+    /// Show the change set a promote would apply now (or a document's, or a promoted one's)
+    #[command(after_long_help = examples::long("diff"))]
+    Diff(diff::DiffArgs),
+    /// Show one session in full: its isolation, owner, runs and promotions
+    #[command(after_long_help = examples::long("show"))]
+    Show(show::ShowArgs),
     /// Apply a session's (or a document's) change set to the source, exactly once
     #[command(after_long_help = examples::long("promote"))]
     Promote(promote::PromoteArgs),
@@ -260,6 +268,8 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Capture(args) => with_context(cli, out, |ctx| capture::run(ctx, args, out)),
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
+        Command::Diff(args) => with_context(cli, out, |ctx| diff::run(ctx, args, cli.color, out)),
+        Command::Show(args) => with_context(cli, out, |ctx| show::run(ctx, args, out)),
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
         Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
         Command::Verify(args) => verify::run(args, out),

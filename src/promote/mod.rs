@@ -25,6 +25,7 @@ mod patch;
 use journal::{Landed, journal};
 use options::Candidate;
 pub use options::PromoteOptions;
+pub(crate) use options::{delta_base, last_step};
 pub use outcome::{
     BranchReport, Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
     ReplayedCommit, SkipReason, SkippedCommit,

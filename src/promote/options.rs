@@ -115,9 +115,7 @@ impl Candidate {
         let isolation = writable_isolation(&session)?;
         let (snap, nested) = crate::capture::snapshot_all(ctx, located, &isolation)?;
         let previous = last_step(&located.store, &session, None)?;
-        let from = previous
-            .as_ref()
-            .map_or(session.base_tree.clone(), |p| p.step.result_tree.clone());
+        let from = delta_base(&session, previous.as_ref());
         let patch = snapshot::patch(
             &ctx.git,
             &located.repo.common_dir,
@@ -178,6 +176,11 @@ impl Candidate {
             out.from_tree = Some(step.from_tree);
         }
     }
+}
+
+/// Where a session's delta starts: the result of its last promoted step, else its base tree.
+pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> String {
+    previous.map_or(session.base_tree.clone(), |p| p.step.result_tree.clone())
 }
 
 /// The session's last promoted step, with its digest: the journal entry of this session (this

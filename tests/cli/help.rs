@@ -49,6 +49,8 @@ fn help_texts() {
         "doctor",
         "version",
         "shell-init",
+        "diff",
+        "show",
     ] {
         assert!(subs.iter().any(|s| s == required), "{required} in {subs:?}");
     }

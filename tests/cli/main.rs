@@ -21,6 +21,7 @@ mod promote;
 mod pty;
 mod races;
 mod racy;
+mod review;
 mod run;
 mod sandbox;
 mod scripts;

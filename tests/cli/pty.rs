@@ -1,6 +1,7 @@
 //! `run` with a terminal on stdin: the command gets a pseudo-terminal of its own. Each test
 //! opens a pty of its own (the "outer" terminal), gives its slave to a3s-iso as stdin, types
 //! on its master and reads there what a3s-iso wrote. Every wait is bounded.
+//! `diff` on a terminal writes through the pager.
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
@@ -490,4 +491,54 @@ fn a_command_that_cannot_start_leaves_the_terminal_as_it_was() {
     let (code, doc) = json_of(outer.finish(child));
     assert_eq!(code, 127, "{doc}");
     assert_eq!(outer.modes(), before);
+}
+
+#[test]
+fn diff_on_a_terminal_goes_through_the_pager() {
+    let fx = Fixture::new();
+    fx.bind("pg");
+    std::fs::write(fx.isolation("pg").join("README.md"), "hello\npaged\n").unwrap();
+    let piped = fx.cmd().args(["diff", "-s", "pg"]).output().unwrap();
+    assert!(piped.status.success());
+    assert!(!piped.stdout.is_empty());
+    let paged = fx.root.join("paged");
+    let configured = fx.root.join("configured");
+    fx.git(
+        &fx.src,
+        &[
+            "config",
+            "core.pager",
+            &format!("cat > '{}'", configured.display()),
+        ],
+    );
+    // GIT_PAGER first; without it (and PAGER), the source's core.pager.
+    for (pager, file) in [(Some(&paged), &paged), (None, &configured)] {
+        let mut outer = Outer::open();
+        let mut cmd = a3s_iso(&fx, false);
+        cmd.args(["diff", "-s", "pg"]).env_remove("PAGER");
+        match pager {
+            Some(path) => cmd.env("GIT_PAGER", format!("cat > '{}'", path.display())),
+            None => cmd.env_remove("GIT_PAGER"),
+        };
+        let child = cmd
+            .stdin(Stdio::null())
+            .stdout(outer.stdio())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = outer.finish(child);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            std::fs::read(file).unwrap(),
+            piped.stdout,
+            "{}",
+            file.display()
+        );
+        assert!(!outer.text().contains("paged"), "{}", outer.text());
+    }
 }

@@ -1,0 +1,272 @@
+use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, diff};
+use a3s_iso::error::{Error, Result};
+
+use super::{ColorChoice, Output};
+
+/// `a3s-iso diff`'s arguments.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The session (default: the isolation you are in, or the source's only live session)
+    #[arg(
+        short = 's',
+        long = "session",
+        value_name = "ID",
+        env = "A3S_ISO_SESSION_ID",
+        hide_env_values = true
+    )]
+    pub session: Option<String>,
+
+    /// Show a change-set document's patch (verified first) instead of a session's
+    #[arg(long, value_name = "FILE", conflicts_with = "digest")]
+    pub change_set: Option<PathBuf>,
+
+    /// Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)
+    #[arg(long, value_name = "DIGEST")]
+    pub digest: Option<String>,
+
+    /// Only the files, with lines added and removed
+    #[arg(long, conflicts_with = "name_only")]
+    pub stat: bool,
+
+    /// Only the paths, one a line
+    #[arg(long)]
+    pub name_only: bool,
+
+    /// What promote would apply now: the delta since the session's last promoted step (the
+    /// default)
+    #[arg(long, conflicts_with_all = ["cumulative", "change_set", "digest"])]
+    pub since_promote: bool,
+
+    /// The session's whole work since its base tree, promoted steps included
+    #[arg(long, conflicts_with_all = ["change_set", "digest"])]
+    pub cumulative: bool,
+}
+
+/// Shows the change set: the patch (through the pager on a terminal), `--stat`,
+/// `--name-only`, or one JSON document.
+pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> Result<i32> {
+    let env_session = args.change_set.is_none() && args.digest.is_none();
+    let outcome = diff(
+        ctx,
+        &DiffOptions {
+            session_id: args.session.clone().filter(|_| env_session),
+            change_set: args.change_set.clone(),
+            digest: args.digest.clone(),
+            cumulative: args.cumulative,
+        },
+    )?;
+    if !outcome.nested.is_empty() {
+        let paths: Vec<String> = outcome.nested.iter().map(|p| p.shown()).collect();
+        out.warn(&format!(
+            "not shown: the change sets of {} (they land in their own repositories)",
+            paths.join(", ")
+        ));
+    }
+    if outcome.head_moved == Some(true) {
+        out.warn(
+            "the source's HEAD moved since the session was bound (or last promoted): \
+             promote would refuse it (head_moved)",
+        );
+    }
+    if out.json {
+        out.document("a3s-iso.diff.v1", &outcome);
+        return Ok(0);
+    }
+    if outcome.files.is_empty() && !out.quiet {
+        out.note("no changes");
+        return Ok(0);
+    }
+    let terminal = std::io::stdout().is_terminal();
+    let painted = match color {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => terminal && std::env::var_os("NO_COLOR").is_none(),
+    };
+    let pager = if terminal { pager(ctx) } else { None };
+    write_through(pager.as_deref(), |w| {
+        if args.name_only {
+            name_only(&outcome, w)
+        } else if args.stat {
+            stat(&outcome, painted, w)
+        } else {
+            patch(&outcome, painted, w)
+        }
+    })?;
+    Ok(0)
+}
+
+/// The pager: `GIT_PAGER`, then `PAGER`, then the source's `core.pager`, else `less -FRX`;
+/// `cat` or an empty one means none.
+fn pager(ctx: &Context) -> Option<String> {
+    let chosen = ["GIT_PAGER", "PAGER"]
+        .iter()
+        .find_map(|name| std::env::var(name).ok())
+        .or_else(|| a3s_iso::diff::configured_pager(ctx))
+        .unwrap_or_else(|| "less -FRX".into());
+    let trimmed = chosen.trim();
+    (!trimmed.is_empty() && trimmed != "cat").then(|| trimmed.to_string())
+}
+
+/// Writes to stdout, or to the pager's stdin when there is one (waiting for it to end).
+fn write_through(
+    pager: Option<&str>,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<()> {
+    let started = pager.and_then(|command| {
+        let mut cmd = Command::new("sh");
+        cmd.arg("-c").arg(command).stdin(Stdio::piped());
+        if std::env::var_os("LESS").is_none() {
+            cmd.env("LESS", "FRX");
+        }
+        cmd.spawn().ok()
+    });
+    let result = match started {
+        Some(mut child) => {
+            let result = match child.stdin.take() {
+                Some(mut stdin) => write(&mut stdin),
+                None => Ok(()),
+            };
+            let _ = child.wait();
+            result
+        }
+        None => write(&mut std::io::stdout().lock()),
+    };
+    match result {
+        // A pager (or `head`) that stopped reading is the reader's choice, not a failure.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.map_err(|e| Error::io("cannot write the diff", e)),
+    }
+}
+
+/// The patch's bytes; on a terminal, each line coloured as git colours a diff.
+fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut reader = outcome.open_patch().map_err(std::io::Error::other)?;
+    if !painted {
+        std::io::copy(&mut reader, w)?;
+        return w.flush();
+    }
+    let mut reader = BufReader::new(reader);
+    let mut line = Vec::new();
+    let mut in_header = false;
+    loop {
+        line.clear();
+        if reader.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if line.starts_with(b"diff --git ") {
+            in_header = true;
+        } else if line.starts_with(b"@@") {
+            in_header = false;
+        }
+        let body = line.strip_suffix(b"\n").unwrap_or(&line);
+        let sgr: &[u8] = match body.first() {
+            _ if in_header => b"1",
+            Some(b'@') => b"36",
+            Some(b'+') => b"32",
+            Some(b'-') => b"31",
+            _ => b"",
+        };
+        if sgr.is_empty() || body.is_empty() {
+            w.write_all(&line)?;
+        } else {
+            w.write_all(b"\x1b[")?;
+            w.write_all(sgr)?;
+            w.write_all(b"m")?;
+            w.write_all(body)?;
+            w.write_all(b"\x1b[m")?;
+            w.write_all(&line[body.len()..])?;
+        }
+    }
+    w.flush()
+}
+
+/// One path a line.
+fn name_only(outcome: &DiffOutcome, w: &mut dyn Write) -> std::io::Result<()> {
+    for file in &outcome.files {
+        w.write_all(&file.path.0)?;
+        w.write_all(b"\n")?;
+    }
+    w.flush()
+}
+
+/// ` path | N ++--` for each file, then the totals, as `git diff --stat` writes them.
+fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let width = outcome
+        .files
+        .iter()
+        .map(|f| f.path.shown().chars().count())
+        .max()
+        .unwrap_or(0);
+    let most = outcome
+        .files
+        .iter()
+        .map(|f| f.additions + f.deletions)
+        .max()
+        .unwrap_or(0);
+    let digits = most.to_string().len().max(3);
+    for file in &outcome.files {
+        let path = file.path.shown();
+        writeln!(
+            w,
+            " {path:<width$} | {}",
+            counts(file, most, digits, painted)
+        )?;
+    }
+    let (added, removed) = outcome
+        .files
+        .iter()
+        .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
+    let n = outcome.files.len();
+    writeln!(
+        w,
+        " {n} file{} changed, {added} insertion{}(+), {removed} deletion{}(-)",
+        plural(n as u64),
+        plural(added),
+        plural(removed)
+    )?;
+    w.flush()
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `N +++--` scaled to at most 40 marks, `Bin` for binary data, with the file's status when it
+/// is not a modification.
+fn counts(file: &FileChange, most: u64, digits: usize, painted: bool) -> String {
+    let status = match file.status {
+        FileStatus::Modified => String::new(),
+        other => format!(" ({})", other.as_str().replace('_', " ")),
+    };
+    if file.binary {
+        return format!("{:>digits$}{status}", "Bin");
+    }
+    let total = file.additions + file.deletions;
+    let scale = |n: u64| {
+        if most <= 40 {
+            n
+        } else {
+            (n * 40).div_ceil(most)
+        }
+    };
+    let (plus, minus) = (
+        "+".repeat(scale(file.additions) as usize),
+        "-".repeat(scale(file.deletions) as usize),
+    );
+    let (plus, minus) = if painted {
+        (
+            format!("\x1b[32m{plus}\x1b[m"),
+            format!("\x1b[31m{minus}\x1b[m"),
+        )
+    } else {
+        (plus, minus)
+    };
+    format!("{total:>digits$} {plus}{minus}{status}")
+}

@@ -1,0 +1,144 @@
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::log::format_utc;
+use a3s_iso::show::{OwnerLiveness, ShowOutcome, TreeHealth, show};
+use a3s_iso::state::{Landing, SessionState};
+
+use super::{Output, SessionArg};
+
+/// `a3s-iso show`'s arguments.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub session: SessionArg,
+}
+
+/// Shows one session as `key  value` lines, or one JSON document.
+pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
+    let outcome = show(ctx, args.session.session.as_deref())?;
+    if out.json {
+        out.document("a3s-iso.show.v1", &outcome);
+        return Ok(0);
+    }
+    out.headline(&outcome.session_id);
+    out.fields(&fields(&outcome));
+    if !outcome.runs.is_empty() {
+        out.line("");
+        out.line("runs:");
+        for run in &outcome.runs {
+            out.line(&format!(
+                "  {}  {}  {}  {}",
+                run.run_id,
+                run.state.map_or("unreadable", |s| s.as_str()),
+                run.digest.as_deref().map_or("-".into(), short_digest),
+                run.observed_at_ms.map_or("-".into(), format_utc),
+            ));
+        }
+    }
+    if !outcome.promotions.is_empty() {
+        out.line("");
+        out.line("promotions:");
+        for p in &outcome.promotions {
+            let step = p.step.map_or("-".into(), |n| format!("step {n}"));
+            let nested = p
+                .nested
+                .as_ref()
+                .map(|path| format!(" in {}", path.shown()))
+                .unwrap_or_default();
+            out.line(&format!(
+                "  {step}{nested}  {}  {}  {} ({})",
+                short_digest(&p.digest),
+                format_utc(p.promoted_at_ms),
+                landing(p.how),
+                p.mode.as_str(),
+            ));
+        }
+    }
+    Ok(0)
+}
+
+/// The session's fields, in the order `bind` prints its own.
+fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
+    let mut fields = vec![
+        ("state", state(o.state).to_string()),
+        ("source", o.source.display().to_string()),
+        (
+            "isolation",
+            match &o.worktree {
+                Some(tree) => format!("{} ({})", tree.display(), health(o.tree)),
+                None => "none (read-only)".into(),
+            },
+        ),
+        ("revision", o.bound_revision.clone()),
+        ("base tree", o.base_tree.clone()),
+        (
+            "head moved",
+            o.head_moved
+                .map_or("unknown".into(), |m| if m { "yes" } else { "no" }.into()),
+        ),
+        ("owner", owner(o)),
+        ("bound at", format_utc(o.created_at_ms)),
+        (
+            "files changed",
+            match (o.files_changed, o.files_to_promote) {
+                (Some(all), Some(next)) => format!("{all} ({next} not yet promoted)"),
+                _ => "-".into(),
+            },
+        ),
+    ];
+    if let Some(reason) = &o.retained_reason {
+        fields.push(("retained", reason.clone()));
+    }
+    if let Some(at) = o.swept_at_ms {
+        let snapshot = o.swept_ref.clone().unwrap_or_else(|| "no snapshot".into());
+        fields.push(("swept", format!("{} ({snapshot})", format_utc(at))));
+    }
+    fields
+}
+
+fn owner(o: &ShowOutcome) -> String {
+    let liveness = match o.owner_liveness {
+        OwnerLiveness::Alive => "alive",
+        OwnerLiveness::Dead => "dead",
+        OwnerLiveness::Foreign => "on another host",
+        OwnerLiveness::Unknown => "liveness unknown",
+        OwnerLiveness::Ownerless => return "none (ownerless)".into(),
+    };
+    match &o.owner {
+        Some(owner) => format!("{} ({liveness})", owner.describe()),
+        None => "none (ownerless)".into(),
+    }
+}
+
+fn state(state: SessionState) -> &'static str {
+    match state {
+        SessionState::Bound => "bound",
+        SessionState::Retained => "retained",
+        SessionState::Discarded => "discarded",
+        SessionState::Swept => "swept",
+    }
+}
+
+fn health(tree: TreeHealth) -> &'static str {
+    match tree {
+        TreeHealth::Healthy => "healthy",
+        TreeHealth::Missing => "missing",
+        TreeHealth::None => "none",
+        TreeHealth::Removed => "removed",
+    }
+}
+
+fn landing(how: Landing) -> &'static str {
+    match how {
+        Landing::Applied => "applied",
+        Landing::Recovered => "recovered",
+        Landing::Noted => "noted",
+    }
+}
+
+fn short_digest(digest: &str) -> String {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    format!("sha256:{}", hex.chars().take(12).collect::<String>())
+}
