@@ -7,93 +7,118 @@ pub const EXIT_STATUS: &str = "0 success; 1 error; 2 usage; 3 conflict; 4 unavai
 command's status (128+signal for a signal, 124 on timeout; 125 when a3s-iso itself fails, \
 126 not executable, 127 not found).";
 
-/// A command's examples (`""` for the top level), one per line with a comment.
-pub fn text(command: &str) -> &'static str {
-    match command {
-        "" => {
-            "  a3s-iso bind -s task-42                  # an isolation next to the repository
+/// Each command's examples (`""` for the top level), one per line with a comment.
+const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "",
+        "  a3s-iso bind -s task-42                  # an isolation next to the repository
   a3s-iso run -s task-42 -- make test       # run a command in it, sandboxed
-  a3s-iso promote -s task-42                # land its work in your checkout, once"
-        }
-        "bind" => {
-            "  a3s-iso bind -s task-42                  # isolate at HEAD; prints the path
+  a3s-iso promote -s task-42                # land its work in your checkout, once",
+    ),
+    (
+        "bind",
+        "  a3s-iso bind -s task-42                  # isolate at HEAD; prints the path
   a3s-iso bind -s task-42 --carry-wip       # start from your uncommitted work too
   a3s-iso bind -s ci-7 --owner none         # a session with no owner process (CI)
-  a3s-iso bind -s task-42 --resume          # rebuild a swept session with its work"
-        }
-        "list" => {
-            "  a3s-iso list                             # the sessions of this repository
+  a3s-iso bind -s task-42 --resume          # rebuild a swept session with its work",
+    ),
+    (
+        "list",
+        "  a3s-iso list                             # the sessions of this repository
   a3s-iso list --all                        # of every repository you bound from
-  a3s-iso list --json | jq '.sessions[].session_id'"
-        }
-        "run" => {
-            "  a3s-iso run -s task-42 -- make test
+  a3s-iso list --json | jq '.sessions[].session_id'",
+    ),
+    (
+        "run",
+        "  a3s-iso run -s task-42 -- make test
   a3s-iso run -s task-42 --timeout 10m -- ./agent --task fix-bug
   a3s-iso run -s task-42 --allow-network -- cargo fetch
-  a3s-iso run -s task-42 --no-sandbox -- sh -c 'echo hi > hi.txt'"
-        }
-        "capture" => {
-            "  a3s-iso capture -s task-42                # snapshot and print the change set
+  a3s-iso run -s task-42 --no-sandbox -- sh -c 'echo hi > hi.txt'",
+    ),
+    (
+        "capture",
+        "  a3s-iso capture -s task-42                # snapshot and print the change set
   a3s-iso capture -s task-42 -o change.json # also write the document to a file
-  a3s-iso --json capture -s task-42         # the document itself on stdout"
-        }
-        "promote" => {
-            "  a3s-iso promote -s task-42                # apply as uncommitted changes
+  a3s-iso --json capture -s task-42         # the document itself on stdout",
+    ),
+    (
+        "promote",
+        "  a3s-iso promote -s task-42                # apply as uncommitted changes
   a3s-iso promote -s task-42 --mode branch  # replay the session's commits onto your branch
   a3s-iso promote -s task-42 --no-apply     # write the patch and summary only
   a3s-iso promote --change-set change.json  # promote a change-set document
-  a3s-iso promote --note sha256:…           # record a digest as promoted by other means"
-        }
-        "sweep" => {
-            "  a3s-iso sweep --dry-run                   # what would be reclaimed
+  a3s-iso promote --note sha256:…           # record a digest as promoted by other means",
+    ),
+    (
+        "sweep",
+        "  a3s-iso sweep --dry-run                   # what would be reclaimed
   a3s-iso sweep                             # reclaim dead isolations of this repository
   a3s-iso sweep --all --grace 1h            # of every repository, sparing the last hour
-  a3s-iso sweep --retained-older-than 7d    # also retained ones older than a week"
-        }
-        "retain" => "  a3s-iso retain -s task-42 --reason 'flaky test to inspect'",
-        "discard" => {
-            "  a3s-iso discard -s task-42                # remove the isolation, keep its evidence
-  a3s-iso discard -s task-42 --purge        # also its record, refs and change sets"
-        }
-        "verify" => {
-            "  a3s-iso verify change.json
-  a3s-iso --json verify change.json"
-        }
-        "path" => {
-            "  cd \"$(a3s-iso path -s task-42)\"
-  a3s-iso path                              # inside an isolation: its own path"
-        }
-        "diff" => {
-            "  a3s-iso diff -s task-42                   # what promote would apply now
+  a3s-iso sweep --retained-older-than 7d    # also retained ones older than a week",
+    ),
+    (
+        "retain",
+        "  a3s-iso retain -s task-42 --reason 'flaky test to inspect'",
+    ),
+    (
+        "discard",
+        "  a3s-iso discard -s task-42                # remove the isolation, keep its evidence
+  a3s-iso discard -s task-42 --purge        # also its record, refs and change sets",
+    ),
+    (
+        "verify",
+        "  a3s-iso verify change.json
+  a3s-iso --json verify change.json",
+    ),
+    (
+        "path",
+        "  cd \"$(a3s-iso path -s task-42)\"
+  a3s-iso path                              # inside an isolation: its own path",
+    ),
+    (
+        "diff",
+        "  a3s-iso diff -s task-42                   # what promote would apply now
   a3s-iso diff -s task-42 --stat            # the files, with added and deleted lines
   a3s-iso diff -s task-42 --cumulative      # everything since the session's base
-  a3s-iso diff --digest sha256:…            # a promoted change set, from its artifacts"
-        }
-        "show" => {
-            "  a3s-iso show -s task-42                   # the session in full: runs, promotions
-  a3s-iso --json show -s task-42"
-        }
-        "log" => {
-            "  a3s-iso log                               # every promotion, newest first
-  a3s-iso log -s task-42 --limit 5"
-        }
-        "doctor" => {
-            "  a3s-iso doctor
-  a3s-iso doctor --require-landlock         # fail unless Landlock confines writes"
-        }
-        "version" => {
-            "  a3s-iso version
-  a3s-iso --json version"
-        }
-        "shell-init" => {
-            "  eval \"$(a3s-iso shell-init bash)\"        # in ~/.bashrc; then: a3s-iso cd task-42"
-        }
-        "completions" => {
-            "  a3s-iso completions bash > ~/.local/share/bash-completion/completions/a3s-iso
-  a3s-iso completions zsh > ~/.zfunc/_a3s-iso"
-        }
-        _ => "",
-    }
+  a3s-iso diff --digest sha256:…            # a promoted change set, from its artifacts",
+    ),
+    (
+        "show",
+        "  a3s-iso show -s task-42                   # the session in full: runs, promotions
+  a3s-iso --json show -s task-42",
+    ),
+    (
+        "log",
+        "  a3s-iso log                               # every promotion, newest first
+  a3s-iso log -s task-42 --limit 5",
+    ),
+    (
+        "doctor",
+        "  a3s-iso doctor
+  a3s-iso doctor --require-landlock         # fail unless Landlock confines writes",
+    ),
+    (
+        "version",
+        "  a3s-iso version
+  a3s-iso --json version",
+    ),
+    (
+        "shell-init",
+        "  eval \"$(a3s-iso shell-init bash)\"        # in ~/.bashrc; then: a3s-iso cd task-42",
+    ),
+    (
+        "completions",
+        "  a3s-iso completions bash > ~/.local/share/bash-completion/completions/a3s-iso
+  a3s-iso completions zsh > ~/.zfunc/_a3s-iso",
+    ),
+];
+
+/// A command's examples (`""` for the top level); none for a command without any.
+pub fn text(command: &str) -> &'static str {
+    EXAMPLES
+        .iter()
+        .find(|(name, _)| *name == command)
+        .map_or("", |(_, text)| text)
 }
 
 /// The long help's closing section of a command: its examples.
