@@ -14,27 +14,28 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-/// Milliseconds since the epoch as an RFC 3339 time in UTC (`2026-01-02T03:04:05Z`), for
-/// messages.
-pub(crate) fn format_utc(ms: u64) -> String {
+/// A time in milliseconds since the epoch as its UTC calendar parts: year, month, day, hour,
+/// minute, second (Howard Hinnant's civil-from-days algorithm).
+pub fn utc_parts(ms: u64) -> [u64; 6] {
     let secs = ms / 1000;
-    let (days, rest) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let (days, rest) = (secs / 86_400, secs % 86_400);
     let z = days + 719_468;
-    let era = z.div_euclid(146_097);
+    let era = z / 146_097;
     let doe = z - era * 146_097;
     let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
     let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    [year, month, day, rest / 3600, rest % 3600 / 60, rest % 60]
+}
+
+/// Milliseconds since the epoch as an RFC 3339 time in UTC (`2026-01-02T03:04:05Z`), for
+/// messages.
+pub(crate) fn format_utc(ms: u64) -> String {
+    let [year, month, day, hour, minute, second] = utc_parts(ms);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
 /// A suffix no other temp file of this process or another one uses: pid, a per-process counter

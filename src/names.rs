@@ -22,8 +22,30 @@ use sha2::{Digest, Sha256};
 /// What every isolation's name carries just before the session id.
 pub const MARKER: &str = crate::ids::ISOLATION_NAME_PREFIX;
 
-/// The suffix a retained isolation's name gets (followed by milliseconds since the epoch).
+/// The suffix a retained isolation's name gets, followed by the UTC time it was retained
+/// (`yyyymmdd-hhmmss`; isolations retained by earlier versions carry milliseconds instead).
 const RETAINED: &str = ".retained-";
+
+/// Where an isolation at `path` is moved when it is retained at `at_ms`:
+/// `<path>.retained-<yyyymmdd-hhmmss>` (UTC), built from bytes.
+pub(crate) fn retained_path(path: &Path, at_ms: u64) -> PathBuf {
+    let [year, month, day, hour, minute, second] = crate::fsutil::utc_parts(at_ms);
+    let mut name = path.as_os_str().to_os_string();
+    name.push(format!(
+        "{RETAINED}{year:04}{month:02}{day:02}-{hour:02}{minute:02}{second:02}"
+    ));
+    PathBuf::from(name)
+}
+
+/// Whether `suffix` is what follows `.retained-`: a UTC time `yyyymmdd-hhmmss`, or the
+/// milliseconds earlier versions wrote.
+fn is_retained_stamp(suffix: &str) -> bool {
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    match suffix.split_once('-') {
+        Some((date, time)) => date.len() == 8 && time.len() == 6 && digits(date) && digits(time),
+        None => digits(suffix),
+    }
+}
 
 /// The longest a file name may be.
 const NAME_MAX: usize = 255;
@@ -31,7 +53,7 @@ const NAME_MAX: usize = 255;
 /// The most bytes of the source's directory name an isolation's name keeps, so that the
 /// longest id, a tenant tag, the hash and the retained suffix still fit in one file name.
 const SOURCE_NAME_MAX: usize =
-    NAME_MAX - RETAINED.len() - 13 - 1 - 9 - 1 - 9 - MARKER.len() - crate::ids::MAX_ID_LEN;
+    NAME_MAX - RETAINED.len() - 15 - 1 - 9 - 1 - 9 - MARKER.len() - crate::ids::MAX_ID_LEN;
 
 /// The first 8 lowercase hex digits of the sha256 of `bytes`.
 fn short_hash(bytes: &[u8]) -> String {
@@ -228,13 +250,7 @@ impl IsolationNames {
             let rest = bytes.strip_prefix(prefix.as_bytes())?;
             let rest = std::str::from_utf8(rest).ok()?;
             let id = match rest.rfind(RETAINED) {
-                Some(at)
-                    if rest[at + RETAINED.len()..]
-                        .bytes()
-                        .all(|b| b.is_ascii_digit()) =>
-                {
-                    &rest[..at]
-                }
+                Some(at) if is_retained_stamp(&rest[at + RETAINED.len()..]) => &rest[..at],
                 _ => rest,
             };
             crate::ids::validate(id).ok().map(|()| id.to_string())
@@ -304,6 +320,15 @@ mod tests {
             id(&names, ".src.a3s-isolate-a.b.retained-17"),
             Some("a.b".into())
         );
+        assert_eq!(
+            id(&names, ".src.a3s-isolate-a.b.retained-20261130-183000"),
+            Some("a.b".into())
+        );
+        assert_eq!(
+            id(&names, ".src.a3s-isolate-a.retained-2026-1"),
+            Some("a.retained-2026-1".into()),
+            "not a retained stamp: part of the id"
+        );
         assert_eq!(id(&names, ".a3s-isolate-legacy"), Some("legacy".into()));
         assert_eq!(id(&names, ".src.a3s-isolate-"), None);
         assert_eq!(id(&names, ".src.t0123abcd.a3s-isolate-abc"), None);
@@ -329,7 +354,14 @@ mod tests {
         let long = "r".repeat(250);
         let names = IsolationNames::new(&Path::new("/p").join(&long), Some("t0123abcd"));
         let name = names.name(&"i".repeat(128), false);
-        assert!(name.len() + ".retained-1764500000000".len() <= NAME_MAX);
+        let retained = retained_path(Path::new(&name), 1_796_061_810_999);
+        assert!(retained.as_os_str().len() <= NAME_MAX);
+        assert!(
+            retained
+                .as_os_str()
+                .to_string_lossy()
+                .ends_with(".retained-20261130-180330")
+        );
         assert_eq!(names.id_of(&name), Some("i".repeat(128)));
     }
 

@@ -114,7 +114,7 @@ fn move_aside(
     reason: &str,
 ) -> Result<RetainOutcome> {
     let now = now_ms();
-    let new = PathBuf::from(format!("{}.retained-{now}", old.display()));
+    let new = crate::names::retained_path(&old, now);
     if std::fs::symlink_metadata(&new).is_ok() {
         return Err(Error::IsolationPathOccupied {
             path: new,

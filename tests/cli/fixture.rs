@@ -415,7 +415,7 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
             "linux-proc-start-ticks:[TICKS]",
         ),
         (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
-        (r"\.retained-\d+", ".retained-[MS]"),
+        (r"\.retained-\d{8}-\d{6}", ".retained-[TIME]"),
         (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
         // Patches name object ids, so their size and bytes depend on the object format (the
         // suite runs with SHA-1 and SHA-256); `verify` checks size against content.

@@ -114,4 +114,18 @@ fn the_lifecycle_under_a_non_utf8_parent_directory() {
         std::fs::read(src.join("wip.txt")).unwrap(),
         b"the user's work\n"
     );
+    // Retained there: the new name keeps the bytes of the old one and gets a readable stamp.
+    let (code, retained) = a3s(&["retain", "-s", "br", "--reason", "look"]);
+    assert_eq!(code, 0, "{retained}");
+    let moved = json_path(&retained["worktree"]);
+    let (old, new) = (iso.as_os_str().as_bytes(), moved.as_os_str().as_bytes());
+    assert!(new.starts_with(old), "{}", moved.display());
+    let stamp = std::str::from_utf8(&new[old.len()..]).unwrap();
+    assert!(
+        regex::Regex::new(r"^\.retained-\d{8}-\d{6}$")
+            .unwrap()
+            .is_match(stamp),
+        "{stamp}"
+    );
+    assert!(moved.join("agent.txt").is_file());
 }
