@@ -168,6 +168,14 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         release_identity: &identity,
     };
     let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    let exit = crate::state::RunExit {
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        timed_out: ended.timed_out,
+    };
+    located
+        .store
+        .save_run_exit(&record.session_id, &run_id, &exit)?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),

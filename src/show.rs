@@ -244,7 +244,10 @@ fn runs(located: &Located, session_id: &str) -> Result<Vec<RunView>> {
                 .and_then(|bytes| serde_json::from_slice::<ChangeSet>(&bytes).ok());
             RunView {
                 state: doc.as_ref().map(|d| d.state),
-                exit_code: None,
+                exit_code: located
+                    .store
+                    .load_run_exit(session_id, &run_id)
+                    .and_then(|exit| exit.exit_code),
                 digest: doc.as_ref().map(|d| d.patch_digest.clone()),
                 patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
                 observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),

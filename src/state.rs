@@ -365,6 +365,27 @@ impl Store {
         self.ids_in(&format!("runs/{id}"))
     }
 
+    /// Records how a run's command ended (`run-exits/<id>/<run>.json`), beside its document,
+    /// which has no place for it.
+    pub(crate) fn save_run_exit(&self, id: &str, run_id: &str, exit: &RunExit) -> Result<()> {
+        let path = self
+            .dir
+            .join("run-exits")
+            .join(id)
+            .join(format!("{run_id}.json"));
+        write_json_atomic(&path, exit)
+    }
+
+    /// How a run's command ended, if a3s-iso recorded it.
+    pub(crate) fn load_run_exit(&self, id: &str, run_id: &str) -> Option<RunExit> {
+        let path = self
+            .dir
+            .join("run-exits")
+            .join(id)
+            .join(format!("{run_id}.json"));
+        read_json(&path).ok().flatten()
+    }
+
     /// Stores a run's change-set document (atomically).
     pub(crate) fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
         crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
@@ -436,7 +457,7 @@ impl Store {
     /// Drops the stored change-set documents of a session's runs, and their nested change
     /// sets (whose refs go with the session's).
     pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
-        for kind in ["runs", "nested"] {
+        for kind in ["runs", "nested", "run-exits"] {
             let dir = self.dir.join(kind).join(id);
             match std::fs::remove_dir_all(&dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
@@ -521,6 +542,17 @@ pub(crate) struct Step {
     /// counted apart from the root's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<crate::paths::RepoPath>,
+}
+
+/// How a run's command ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct RunExit {
+    /// Its exit code (none when a signal ended it).
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    pub signal: Option<i32>,
+    /// Whether `--timeout` ended it.
+    pub timed_out: bool,
 }
 
 /// How a journaled change set came to be in the source.

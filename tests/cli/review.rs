@@ -271,6 +271,11 @@ fn show_names_runs_and_promotions() {
     assert_eq!(doc["runs"][0]["run_id"], "r1", "{doc}");
     assert_eq!(doc["runs"][0]["state"], "completed");
     assert_eq!(doc["runs"][0]["digest"], run["patch_digest"]);
+    assert_eq!(
+        doc["runs"][0]["exit_code"],
+        Value::Null,
+        "a capture runs no command"
+    );
     assert_eq!(doc["promotions"][0]["digest"], digest, "{doc}");
     assert_eq!(doc["promotions"][0]["step"], 1);
     assert_eq!(doc["promotions"][0]["how"], "applied");
@@ -293,4 +298,29 @@ fn show_names_runs_and_promotions() {
     let (_, doc) = fx.json(&["show", "-s", "w"]);
     assert_eq!(doc["state"], "retained");
     assert_eq!(doc["retained_reason"], "look later");
+}
+
+/// A run's exit code is recorded beside its document, and `show` reports it.
+#[test]
+fn show_reports_a_runs_exit_code() {
+    let fx = Fixture::new();
+    fx.bind("x");
+    let (code, run) = fx.json(&[
+        "run",
+        "-s",
+        "x",
+        "--no-sandbox",
+        "--run-id",
+        "r",
+        "--",
+        "sh",
+        "-c",
+        "echo a > a; exit 7",
+    ]);
+    assert_eq!(code, 7, "{run}");
+    let (code, doc) = fx.json(&["show", "-s", "x"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["runs"][0]["run_id"], "r", "{doc}");
+    assert_eq!(doc["runs"][0]["state"], "failed", "{doc}");
+    assert_eq!(doc["runs"][0]["exit_code"], 7, "{doc}");
 }
