@@ -287,7 +287,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --color 'When to colour human output'
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
-            cand --require-landlock 'Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by default the read-only mounts are enough and a missing Landlock is a warning'
+            cand --landlock-optional 'Accept a kernel without Landlock (ABI 3 or later) as a warning: run''s read-only mounts still confine writes. By default both layers are required (exit 4 without Landlock)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

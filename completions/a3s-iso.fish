@@ -241,7 +241,7 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l require-landlock -d 'Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by default the read-only mounts are enough and a missing Landlock is a warning'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l landlock-optional -d 'Accept a kernel without Landlock (ABI 3 or later) as a warning: run\'s read-only mounts still confine writes. By default both layers are required (exit 4 without Landlock)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'

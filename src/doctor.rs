@@ -278,7 +278,9 @@ fn landlock_check(required: bool) -> Check {
     if required {
         Check::fail(
             CheckName::Landlock,
-            format!("{detail} (Landlock required)"),
+            format!(
+                "{detail} (both layers required; --landlock-optional accepts the mounts alone)"
+            ),
             hint,
         )
     } else {

@@ -11,10 +11,10 @@ use super::{Cli, Output};
 /// `a3s-iso doctor`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct DoctorArgs {
-    /// Count a kernel without Landlock (ABI 3 or later) as unable to sandbox (exit 4); by
-    /// default the read-only mounts are enough and a missing Landlock is a warning
+    /// Accept a kernel without Landlock (ABI 3 or later) as a warning: run's read-only mounts
+    /// still confine writes. By default both layers are required (exit 4 without Landlock)
     #[arg(long)]
-    pub require_landlock: bool,
+    pub landlock_optional: bool,
 }
 
 fn options(cli: &Cli, args: &DoctorArgs) -> DoctorOptions {
@@ -28,7 +28,7 @@ fn options(cli: &Cli, args: &DoctorArgs) -> DoctorOptions {
         start_dir: std::path::absolute(&start_dir).unwrap_or(start_dir),
         state_dir: cli.state_dir.clone(),
         helper: None,
-        require_landlock: args.require_landlock,
+        require_landlock: !args.landlock_optional,
     }
 }
 

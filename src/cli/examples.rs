@@ -95,7 +95,7 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "doctor",
         "  a3s-iso doctor
-  a3s-iso doctor --require-landlock         # fail unless Landlock confines writes",
+  a3s-iso doctor --landlock-optional        # the read-only mounts alone are enough here",
     ),
     (
         "version",

@@ -288,24 +288,24 @@ fn doctor_fails_closed_without_namespaces_and_warns_without_landlock() {
     assert_eq!(human.status.code(), Some(4));
     assert!(String::from_utf8_lossy(&human.stdout).contains("run cannot sandbox commands here"));
 
-    // Without Landlock the mounts still confine writes: run works, so doctor only warns.
+    // Without Landlock run enforces one layer less: doctor fails (exit 4) by default.
     let (code, doc) = doctor(&fx, &[("A3S_ISO_SIMULATE_NO_LANDLOCK", "1")]);
+    assert_eq!(code, 4, "{doc}");
+    assert_eq!(check(&doc, "landlock")["status"], "fail");
+    assert_eq!(doc["sandbox_available"], false);
+    assert_eq!(doc["landlock_abi"], Value::Null);
+    // A host content with the read-only mounts alone says so: then it is a warning.
+    let mut cmd = fx.cmd();
+    cmd.args(["--json", "doctor", "--landlock-optional"])
+        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1");
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
     let landlock = check(&doc, "landlock");
     assert_eq!(landlock["status"], "warn", "{landlock}");
     assert!(landlock["hint"].is_string());
-    assert_eq!(doc["landlock_abi"], Value::Null);
     if require_tool("sandbox") {
         assert_eq!(code, 0, "{doc}");
         assert_eq!(check(&doc, "sandbox_trial")["status"], "ok");
     }
-    // A host that wants both layers asks for Landlock: then its absence is a failure.
-    let mut cmd = fx.cmd();
-    cmd.args(["--json", "doctor", "--require-landlock"])
-        .env("A3S_ISO_SIMULATE_NO_LANDLOCK", "1");
-    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
-    assert_eq!(code, 4, "{doc}");
-    assert_eq!(check(&doc, "landlock")["status"], "fail");
-    assert_eq!(doc["sandbox_available"], false);
 }
 
 #[test]
