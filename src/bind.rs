@@ -164,6 +164,13 @@ fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
 /// `session_exists`: a new binding would shadow the work its swept snapshot holds.
 fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionRecord>> {
     let record = located.store.load_session(session_id)?;
+    // Another repository's discarded session leaves the id free here.
+    if let Some(other) = record
+        .as_ref()
+        .filter(|r| r.state != SessionState::Discarded && !located.owns(r))
+    {
+        return Err(belongs_elsewhere(located, other));
+    }
     if let Some(summary) = record.as_ref().and_then(SessionRecord::swept_summary) {
         return Err(Error::SessionExists {
             message: summary,
@@ -173,6 +180,19 @@ fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionReco
         });
     }
     Ok(record.filter(|record| record.state != SessionState::Discarded))
+}
+
+/// A session id of a state dir shared with another repository, whose session it is.
+fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
+    Error::SessionExists {
+        message: format!(
+            "session {:?} in {} belongs to {}",
+            other.session_id,
+            located.store.dir().display(),
+            other.source.display()
+        ),
+        hint: Some("use another session id, or give this repository a state dir of its own".into()),
+    }
 }
 
 /// What becomes of the source's local changes: carried into the isolation, left out (with a
@@ -394,6 +414,9 @@ fn resume(
     let Some(mut record) = located.store.load_session(session_id)? else {
         return Err(crate::context::not_found(located, session_id));
     };
+    if !located.owns(&record) {
+        return Err(belongs_elsewhere(located, &record));
+    }
     if record.state.has_tree() && (record.read_only || isolation::is_healthy(&record)) {
         return reuse(located, record, owner, opts.owner != OwnerChoice::Parent);
     }

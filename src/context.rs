@@ -42,6 +42,16 @@ pub struct Located {
     pub inside: Option<SessionRecord>,
 }
 
+impl Located {
+    /// Whether a session record is of this repository: a state dir shared by several
+    /// repositories (one `--state-dir` for a whole harness) holds sessions of each, and a
+    /// command never takes another repository's session for its own.
+    pub(crate) fn owns(&self, record: &SessionRecord) -> bool {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
+        canonical(&record.common_dir) == canonical(&self.repo.common_dir)
+    }
+}
+
 impl Context {
     /// A context with the default lock timeout.
     pub fn new(git: Git, start_dir: PathBuf, state_dir: Option<PathBuf>) -> Context {
@@ -179,7 +189,15 @@ impl Context {
         if let Some(id) = explicit {
             crate::ids::validate(id)?;
             return match located.store.load_session(id)? {
-                Some(record) => Ok(record),
+                Some(record) if located.owns(&record) => Ok(record),
+                Some(record) => Err(Error::SessionNotFound {
+                    message: format!(
+                        "session {id:?} in {} belongs to {}, not to this repository",
+                        located.store.dir().display(),
+                        record.source.display()
+                    ),
+                    candidates: Vec::new(),
+                }),
                 None => Err(not_found(located, id)),
             };
         }

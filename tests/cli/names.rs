@@ -529,3 +529,52 @@ fn an_older_reclaim_intent_is_finished_as_a_swept_session() {
     assert!(!state.join("pending/old.json").exists());
     assert_eq!(fx.worktrees().len(), 1);
 }
+
+/// One state dir for two repositories (a harness's `A3S_ISO_STATE_DIR`): a session id holds
+/// one repository's session; the other repository is refused, never handed the first one's
+/// session, and nothing of the first changes.
+#[test]
+fn a_state_dir_shared_by_two_repositories_never_hands_out_the_other_ones_session() {
+    let fx = Fixture::new();
+    let other = second_repo(&fx, "other");
+    let state = fx.root.join("shared-state");
+    let state_arg = state.to_str().unwrap();
+    let (code, first) = fx.json_in(&fx.src, &["--state-dir", state_arg, "bind", "-s", "x"]);
+    assert_eq!(code, 0, "{first}");
+    let tree = worktree_of(&first);
+    std::fs::write(tree.join("made.txt"), "first\n").unwrap();
+    let record = std::fs::read(state.join("sessions/x.json")).unwrap();
+
+    let (code, doc) = fx.json_in(&other, &["--state-dir", state_arg, "bind", "-s", "x"]);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(doc["error"]["code"], "session_exists", "{doc}");
+    for args in [
+        &["promote", "-s", "x"][..],
+        &["capture", "-s", "x"],
+        &["discard", "-s", "x"],
+        &["bind", "-s", "x", "--resume"],
+    ] {
+        let mut all = vec!["--state-dir", state_arg];
+        all.extend_from_slice(args);
+        let (code, doc) = fx.json_in(&other, &all);
+        assert_ne!(code, 0, "{args:?}: {doc}");
+        assert!(
+            ["session_not_found", "session_exists"]
+                .contains(&doc["error"]["code"].as_str().unwrap()),
+            "{args:?}: {doc}"
+        );
+    }
+    assert_eq!(
+        std::fs::read(state.join("sessions/x.json")).unwrap(),
+        record
+    );
+    assert_eq!(std::fs::read(tree.join("made.txt")).unwrap(), b"first\n");
+    assert!(!other.join("made.txt").exists());
+    let (code, doc) = fx.json_in(&fx.src, &["--state-dir", state_arg, "promote", "-s", "x"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(std::fs::read(fx.src.join("made.txt")).unwrap(), b"first\n");
+}
