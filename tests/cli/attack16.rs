@@ -532,3 +532,31 @@ fn a_submodule_edit_undone_after_a_step_is_never_dropped_while_applied() {
         assert_eq!(outcome(&second).0, 3, "{}", second.1);
     }
 }
+
+/// Edit inside the submodule and at the root, promote; then undo only the submodule edit:
+/// the next promote must not call the session `idempotent` while the source's submodule
+/// still holds the undone edit.
+#[test]
+#[ignore = "broken: after a step, undoing a submodule edit is reported idempotent (exit 0, \
+            no nested entry) while the source's submodule keeps the undone edit"]
+fn a_submodule_undo_alone_is_never_idempotent() {
+    let fx = with_submodule("v");
+    let iso = fx.isolation("v");
+    std::fs::write(iso.join(SUB).join("lib.txt"), "library, step one\n").unwrap();
+    std::fs::write(iso.join("root.txt"), "root\n").unwrap();
+    let first = fx.json(&["promote", "-s", "v"]);
+    assert_eq!(outcome(&first), (0, "applied"), "{}", first.1);
+    assert_eq!(first.1["step"], 1);
+
+    std::fs::write(iso.join(SUB).join("lib.txt"), "library\n").unwrap();
+    let second = fx.json(&["promote", "-s", "v"]);
+    if second.0 == 0 {
+        assert_eq!(
+            read(fx.src.join(SUB).join("lib.txt")),
+            "library\n",
+            "{} while the undo did not land: {}",
+            outcome(&second).1,
+            second.1
+        );
+    }
+}
