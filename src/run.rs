@@ -123,14 +123,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         opts.run_id.as_deref(),
         opts.release_identity.as_deref(),
     )?;
-    let _lease = claim(
-        ctx,
-        &located,
-        &record.session_id,
-        &run_id,
-        opts.run_id.is_some(),
-    )?;
-
+    let explicit_run_id = opts.run_id.is_some();
+    let _lease = claim(ctx, &located, &record.session_id, &run_id, explicit_run_id)?;
     let private_tmp = PrivateTmp::create(&run_id)?;
     let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
@@ -168,14 +162,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         release_identity: &identity,
     };
     let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
-    let exit = crate::state::RunExit {
-        exit_code: ended.exit_code,
-        signal: ended.signal,
-        timed_out: ended.timed_out,
-    };
-    located
-        .store
-        .save_run_exit(&record.session_id, &run_id, &exit)?;
+    let store = &located.store;
+    store.save_run_exit(&record.session_id, &run_id, &ended.exit())?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
@@ -192,6 +180,17 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+impl Ended {
+    /// How the command ended, as the state dir records it beside the run's document.
+    fn exit(&self) -> crate::state::RunExit {
+        crate::state::RunExit {
+            exit_code: self.exit_code,
+            signal: self.signal,
+            timed_out: self.timed_out,
+        }
+    }
 }
 
 /// What a run reports of its sandbox (`None`: `--no-sandbox`).

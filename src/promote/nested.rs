@@ -44,17 +44,19 @@ pub(super) fn land_nested(
     opts: &PromoteOptions,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
-    if candidate.nested_sets.is_empty() && candidate.nested_skipped.is_empty() {
+    let source = candidate
+        .session
+        .as_ref()
+        .map_or(located.repo.toplevel.as_path(), |s| s.source.as_path());
+    let undone = undone_steps(ctx, located, candidate.session.as_ref(), source, candidate)?;
+    if candidate.nested_sets.is_empty() && candidate.nested_skipped.is_empty() && undone.is_empty()
+    {
         return Ok(());
     }
     let root_landed = matches!(
         out.outcome,
         Outcome::Applied | Outcome::Idempotent | Outcome::Empty
     );
-    let source = candidate
-        .session
-        .as_ref()
-        .map_or(located.repo.toplevel.as_path(), |s| s.source.as_path());
     for captured in &candidate.nested_sets {
         let mut result = new_result(captured);
         if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
@@ -67,8 +69,73 @@ pub(super) fn land_nested(
         out.nested.push(result);
     }
     report_skipped(&candidate.nested_skipped, root_landed, out);
+    if root_landed && out.outcome != Outcome::Planned {
+        out.nested.extend(undone);
+    }
     fold(out);
     Ok(())
+}
+
+/// The nested repositories this session promoted a step into that hold no nested change set
+/// now (the isolation's copy went back to its HEAD) while the source's copy still has
+/// uncommitted changes to tracked files: that undo does not travel as a nested change set, so
+/// each is a conflict — the promote is never `applied` or `idempotent` with it dropped.
+fn undone_steps(
+    ctx: &Context,
+    located: &Located,
+    session: Option<&SessionRecord>,
+    source: &Path,
+    candidate: &Candidate,
+) -> Result<Vec<NestedResult>> {
+    let Some(session) = session else {
+        return Ok(Vec::new());
+    };
+    let mut stepped: Vec<RepoPath> = located
+        .store
+        .journal_entries()?
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|e| e.step)
+        .filter(|s| s.session_created_at_ms == session.created_at_ms)
+        .filter_map(|s| s.nested)
+        .collect();
+    stepped.sort();
+    stepped.dedup();
+    let mut undone = Vec::new();
+    for path in stepped {
+        let captured = candidate
+            .nested_sets
+            .iter()
+            .any(|c| c.set.path_exact == path);
+        let target = path.under(source);
+        if captured || !is_toplevel(&ctx.git, &target) || !has_tracked_changes(ctx, &target) {
+            continue;
+        }
+        undone.push(NestedResult {
+            path: path.shown(),
+            kind: match target.join(".git").is_file() {
+                true => crate::nested::NestedKind::Submodule,
+                false => crate::nested::NestedKind::Repository,
+            },
+            path_exact: path,
+            outcome: NestedOutcome::Conflict,
+            reason: Some(Reason::PatchDoesNotApply),
+            digest: None,
+            journal_key: None,
+            conflicting_paths: Vec::new(),
+            detail: Some("the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it".into()),
+        });
+    }
+    Ok(undone)
+}
+
+/// Whether a checkout of the user's has uncommitted changes to tracked files.
+fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
+    ctx.git
+        .at(top)
+        .args(["status", "--porcelain", "-z", "--untracked-files=no"])
+        .run()
+        .is_ok_and(|out| !out.is_empty())
 }
 
 /// The nested repositories that could not be captured, as results that did not land (when the
