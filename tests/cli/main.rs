@@ -1,9 +1,9 @@
 //! Integration tests: the real binary against temporary repositories.
 
 mod assets;
-mod attack16;
 mod bind;
 mod branch;
+mod breaking;
 mod capture;
 mod completion;
 mod crash;
