@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use a3s_iso::changeset::{RunState, verify_file};
-use a3s_iso::error::Result;
+use a3s_iso::error::{Error, Result};
 
 use super::Output;
 
@@ -26,9 +26,44 @@ struct VerifyOutcome {
     state: RunState,
 }
 
-/// Verifies the document and renders what it holds.
+/// What `verify --json` says of a document that breaks a rule: the rule and the field as
+/// data, not only inside the message.
+#[derive(Serialize)]
+struct Invalid<'a> {
+    valid: bool,
+    rule: &'a str,
+    field: &'a str,
+    message: String,
+    hint: Option<String>,
+}
+
+/// Verifies the document and renders what it holds. With `--json`, a document that breaks a
+/// rule is a verify result (`valid: false`, `rule`, `field`, exit 5), not an error document;
+/// one that cannot be read is still an error (`change_set_unavailable`).
 pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
-    let verified = verify_file(&args.file)?;
+    let verified = match verify_file(&args.file) {
+        Err(Error::ChangeSetInvalid {
+            rule,
+            field,
+            detail,
+        }) if out.json => {
+            let err = Error::ChangeSetInvalid {
+                rule: rule.clone(),
+                field: field.clone(),
+                detail,
+            };
+            let invalid = Invalid {
+                valid: false,
+                rule: &rule,
+                field: &field,
+                message: err.to_string(),
+                hint: err.hint(),
+            };
+            out.document("a3s-iso.verify.v1", &invalid);
+            return Ok(err.code().exit_code());
+        }
+        verified => verified?,
+    };
     let cs = verified.change_set;
     let outcome = VerifyOutcome {
         valid: true,

@@ -302,8 +302,11 @@ pub fn json_of(out: Output) -> (i32, Value) {
         assert!(doc["error"]["message"].is_string(), "{doc}");
         assert!(doc["error"]["code"].is_string(), "{doc}");
     } else if code != 0 {
+        // An invalid document is a verify result with `valid: false` (exit 5).
+        let invalid = schema == "a3s-iso.verify.v1" && doc["valid"] == false && code == 5;
         assert!(
-            ["a3s-iso.run.v1", "a3s-iso.promote.v1", "a3s-iso.doctor.v1"].contains(&schema),
+            invalid
+                || ["a3s-iso.run.v1", "a3s-iso.promote.v1", "a3s-iso.doctor.v1"].contains(&schema),
             "exit {code} with {doc}"
         );
     }
@@ -436,4 +439,27 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
         settings.add_filter(pattern, *replacement);
     }
     settings
+}
+
+/// The rule, field and message of a refused change-set document: `verify --json`'s result
+/// (`valid: false` with `rule` and `field`), or another command's `change_set_invalid` error
+/// (`change set invalid (<rule>) at <field>: …`).
+pub fn broken_rule(doc: &Value) -> (String, String, String) {
+    if doc["schema"] == "a3s-iso.verify.v1" {
+        assert_eq!(doc["valid"], false, "{doc}");
+        let text = |key: &str| doc[key].as_str().unwrap_or_else(|| panic!("{key}: {doc}"));
+        return (
+            text("rule").into(),
+            text("field").into(),
+            text("message").into(),
+        );
+    }
+    assert_eq!(error_code(doc), "change_set_invalid", "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap().to_string();
+    let rest = message
+        .strip_prefix("change set invalid (")
+        .expect("a rule");
+    let (rule, rest) = rest.split_once(") at ").expect("a field");
+    let (field, _) = rest.split_once(": ").expect("a detail");
+    (rule.into(), field.into(), message.clone())
 }
