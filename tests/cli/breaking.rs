@@ -3,15 +3,16 @@
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::crash::{Rng, kill_after};
 use crate::fixture::{Fixture, checkout_listing, content_listing, isolate, json_of};
+use crate::nested::{SUB, read, with_submodule};
 
 fn outcome(result: &(i32, Value)) -> (i32, &str) {
     (result.0, result.1["outcome"].as_str().unwrap_or("?"))
@@ -178,33 +179,6 @@ fn tenant_sweeps_and_purges_of_one_id_touch_only_their_own_store() {
 // ---------------------------------------------------------------------------------------
 // Promote in steps, SIGKILLed in the middle of step 2.
 
-/// splitmix64, seeded from the clock (or `A3S_ISO_CRASH_SEED`), printed for replay.
-struct Rng(u64);
-
-impl Rng {
-    fn seeded(name: &str) -> Rng {
-        let seed = std::env::var("A3S_ISO_CRASH_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap()
-                    .as_nanos() as u64
-            });
-        eprintln!("{name}: seed {seed} (A3S_ISO_CRASH_SEED={seed} replays it)");
-        Rng(seed)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        (z ^ (z >> 31)) % n.max(1)
-    }
-}
-
 fn sha(text: &str) -> String {
     hex::encode(Sha256::digest(text.as_bytes()))
 }
@@ -309,21 +283,6 @@ fn fx_write_in(dir: &Path, rel: &str, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// SIGKILLs `a3s-iso ARGS`'s whole process group after `delay`.
-fn kill_after(fx: &Fixture, args: &[&str], delay: Duration) -> bool {
-    let mut cmd = fx.cmd();
-    cmd.args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0);
-    let mut child = cmd.spawn().unwrap();
-    std::thread::sleep(delay);
-    let group = rustix::process::Pid::from_child(&child);
-    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-    let status = child.wait().unwrap();
-    std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
-}
-
 /// Step 2 of a session is SIGKILLed (the whole process group) at random points: after the
 /// next command the checkout holds step 1 or step 2 byte for byte, a rerun lands step 2, and
 /// a third promote is `idempotent`.
@@ -413,44 +372,7 @@ fn a_branch_step_two_killed_at_random_points_is_step_one_or_step_two() {
 }
 
 // ---------------------------------------------------------------------------------------
-// Submodules promoted in steps.
-
-const ALLOW_FILE: [(&str, &str); 3] = [
-    ("GIT_CONFIG_COUNT", "1"),
-    ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
-    ("GIT_CONFIG_VALUE_0", "always"),
-];
-
-const SUB: &str = "vendor/lib";
-
-/// A source with a submodule at `vendor/lib` (one commit holding `lib.txt`), and session `id`
-/// bound with `--submodules`.
-fn with_submodule(id: &str) -> Fixture {
-    let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src)
-        .args(["submodule", "add", "-q", lib.to_str().unwrap(), SUB]);
-    isolate(&mut add, &fx.home);
-    add.envs(ALLOW_FILE);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
-    let mut bind = fx.cmd();
-    bind.args(["--json", "bind", "-s", id, "--submodules"])
-        .envs(ALLOW_FILE);
-    let (code, doc) = json_of(bind.output().unwrap());
-    assert_eq!(code, 0, "{doc}");
-    fx
-}
-
-fn read(path: PathBuf) -> String {
-    std::fs::read_to_string(path).unwrap()
-}
+// Submodules promoted in steps (the fixture of `nested`).
 
 /// Edit inside the submodule, promote; edit the same file further, promote again: the second
 /// promote lands the latest bytes (`applied`), never a conflict with the first step's own

@@ -18,10 +18,10 @@ use sha2::{Digest, Sha256};
 use crate::fixture::{Fixture, checkout_listing, isolate};
 
 /// splitmix64: small, seedable, good enough to spread delays.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
-    fn seeded(name: &str) -> Rng {
+    pub(crate) fn seeded(name: &str) -> Rng {
         let seed = std::env::var("A3S_ISO_CRASH_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -43,7 +43,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }
@@ -57,7 +57,7 @@ fn iterations() -> usize {
 
 /// Starts `a3s-iso ARGS` in a process group of its own, waits `delay`, and SIGKILLs the whole
 /// group. Returns whether the kill came before the promote had finished.
-fn kill_after(fx: &Fixture, args: &[&str], delay: Duration) -> bool {
+pub(crate) fn kill_after(fx: &Fixture, args: &[&str], delay: Duration) -> bool {
     let mut cmd = fx.cmd();
     cmd.args(args)
         .stdout(Stdio::null())

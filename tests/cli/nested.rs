@@ -17,11 +17,11 @@ const ALLOW_FILE: [(&str, &str); 3] = [
 ];
 
 /// Where the submodule sits in the superproject.
-const SUB: &str = "vendor/lib";
+pub(crate) const SUB: &str = "vendor/lib";
 
 /// A source with a submodule at `vendor/lib` (from a local repository `work/lib`, one commit
 /// holding `lib.txt`), and a session `id` bound with `--submodules`.
-fn with_submodule(id: &str) -> Fixture {
+pub(crate) fn with_submodule(id: &str) -> Fixture {
     let fx = Fixture::new();
     let lib = fx.root.join("work/lib");
     std::fs::create_dir(&lib).unwrap();
@@ -145,7 +145,7 @@ fn a_submodule_edit_is_captured_as_a_nested_change_set() {
     assert!(text.contains("nested") && text.contains(SUB), "{text}");
 }
 
-fn read(path: PathBuf) -> String {
+pub(crate) fn read(path: PathBuf) -> String {
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
