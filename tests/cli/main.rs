@@ -8,6 +8,7 @@ mod capture;
 mod completion;
 mod crash;
 mod discard_list;
+mod docs;
 mod documents;
 mod escape;
 mod fixture;
