@@ -85,16 +85,15 @@ fn runnable(text: &str) -> Result<Vec<Block>, String> {
         let words: Vec<&str> = block.info.split_whitespace().collect();
         match words[..] {
             ["sh"] => run.push(block),
-            ["sh", "no-run"] => {
-                if !NO_RUN_MARKERS.iter().any(|m| block.body.contains(m)) {
-                    return Err(format!(
-                        "line {}: a `sh no-run` block that installs nothing, uninstalls \
-                         nothing and needs no network: make it run, or say why with a \
-                         `# no-run: …` comment",
-                        block.line
-                    ));
-                }
+            ["sh", "no-run"] if !NO_RUN_MARKERS.iter().any(|m| block.body.contains(m)) => {
+                return Err(format!(
+                    "line {}: a `sh no-run` block that installs nothing, uninstalls nothing \
+                     and needs no network: make it run, or say why with a `# no-run: …` \
+                     comment",
+                    block.line
+                ));
             }
+            ["sh", "no-run"] => {}
             ["sh", ..] | ["bash", ..] | ["shell", ..] | ["console", ..] => {
                 return Err(format!(
                     "line {}: `{}`: shell blocks are `sh` (run by the docs test) or \
@@ -252,7 +251,10 @@ fn every_sh_block_of_the_documentation_runs() {
                 })
             })
             .collect();
-        handles.into_iter().filter_map(|h| h.join().unwrap()).collect()
+        handles
+            .into_iter()
+            .filter_map(|h| h.join().unwrap())
+            .collect()
     });
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -262,8 +264,8 @@ fn the_readme_quick_start_runs_from_bind_to_promote() {
     if !require_tool("sandbox") {
         return;
     }
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let run: String = runnable(&text)
         .unwrap()
         .iter()
@@ -294,7 +296,8 @@ fn a_failing_block_is_named_with_its_file_and_line() {
     if !require_tool("sandbox") {
         return;
     }
-    let text = "# Page\n\n```sh\na3s-iso bind -s ok\n```\n\ntext\n\n```sh\ntrue\nfalse\necho never\n```\n";
+    let text =
+        "# Page\n\n```sh\na3s-iso bind -s ok\n```\n\ntext\n\n```sh\ntrue\nfalse\necho never\n```\n";
     let err = run_file("docs/broken.md", text).err().unwrap();
     assert!(
         err.starts_with("docs/broken.md: sh block 2 (opening at line 9) failed (exit 1)"),
@@ -312,9 +315,17 @@ fn a_failing_block_is_named_with_its_file_and_line() {
 #[test]
 fn fences_without_a_language_and_unexplained_no_run_blocks_are_refused() {
     let bare = "text\n\n```\na3s-iso list\n```\n";
-    assert!(runnable(bare).unwrap_err().contains("line 3: a block without a language"));
+    assert!(
+        runnable(bare)
+            .unwrap_err()
+            .contains("line 3: a block without a language")
+    );
     let lazy = "```sh no-run\na3s-iso list\n```\n";
-    assert!(runnable(lazy).unwrap_err().contains("line 1: a `sh no-run` block"));
+    assert!(
+        runnable(lazy)
+            .unwrap_err()
+            .contains("line 1: a `sh no-run` block")
+    );
     let bash = "```bash\na3s-iso list\n```\n";
     assert!(runnable(bash).unwrap_err().contains("`bash`"));
     let unclosed = "```sh\na3s-iso list\n";

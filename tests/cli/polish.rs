@@ -287,4 +287,20 @@ fn help_shows_examples_global_options_and_defaults() {
         .unwrap();
     assert!(readme.contains(line), "README and help disagree: {line}");
     assert!(line.contains("6 busy (lock timeout, session busy)"));
+    // The README's command overview names every command the help lists.
+    let commands: Vec<&str> = help
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(commands.len() > 10, "{help}");
+    for name in commands {
+        assert!(
+            readme.contains(&format!("`{name}`")),
+            "the README's command overview lacks `{name}`"
+        );
+    }
 }
