@@ -92,8 +92,12 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     std::fs::write(moved.join("README.md"), "someone else's change\n").unwrap();
     fx.git(&moved, &["commit", "-qam", "moved"]);
     let out = job(&moved);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("conflicts with this checkout"));
+    assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("error: conflict (base_differs)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(moved.join("README.md")).unwrap(),
         "someone else's change\n"
