@@ -8,8 +8,9 @@
 #   A3S_ISO_RELEASE_URL     a release tarball (.tar.gz) holding an `a3s-iso` binary: an
 #                           https:// or file:// URL, or a path
 #   A3S_ISO_RELEASE_SHA256  the tarball's sha256 (64 hex digits); required with the URL
-#   A3S_ISO_GIT             without a release URL: the git repository to build from
-#   A3S_ISO_REV             ... and the revision to build (a commit id; required: builds are pinned)
+#   A3S_ISO_INSTALL_GIT     without a release URL: the git repository to build from
+#   A3S_ISO_INSTALL_REV     ... and the revision to build (a commit id; required: builds are pinned)
+#   (not A3S_ISO_GIT: a3s-iso reads that one as the path of the git it runs)
 #   A3S_ISO_INSTALL_ROOT    the binary goes to $A3S_ISO_INSTALL_ROOT/bin (default: ~/.local)
 #
 # Prints the installed binary's path on stdout. On GitHub Actions the bin directory is added to
@@ -55,9 +56,9 @@ install_release() {
 }
 
 install_source() {
-  local git=${A3S_ISO_GIT:-} rev=${A3S_ISO_REV:-}
-  [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_GIT and A3S_ISO_REV"
-  [ -n "$rev" ] || fail 2 "A3S_ISO_GIT is set but A3S_ISO_REV is not: name the commit to build"
+  local git=${A3S_ISO_INSTALL_GIT:-} rev=${A3S_ISO_INSTALL_REV:-}
+  [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_INSTALL_GIT and A3S_ISO_INSTALL_REV"
+  [ -n "$rev" ] || fail 2 "A3S_ISO_INSTALL_GIT is set but A3S_ISO_INSTALL_REV is not: name the commit to build"
   command -v cargo >/dev/null || fail 1 "cargo is not installed (needed to build from $git)"
   cargo install --locked --git "$git" --rev "$rev" --root "$root" a3s-iso ||
     fail 1 "cargo install from $git at $rev failed"
