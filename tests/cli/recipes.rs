@@ -521,52 +521,7 @@ fn run_github_job(
         let run = if let Some(uses) = step.get("uses").map(Yaml::str) {
             github_action(w, runner, uses, &with)
         } else {
-            let files = [
-                "GITHUB_ENV",
-                "GITHUB_PATH",
-                "GITHUB_OUTPUT",
-                "GITHUB_STEP_SUMMARY",
-            ]
-            .map(|f| (f, runner.temp.join(format!("{f}-{n}"))));
-            let file = runner.temp.join(format!("step-{n}.sh"));
-            std::fs::write(&file, &script).unwrap();
-            let mut cmd = runner.command("bash");
-            cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
-                .arg(&file);
-            let base_path = std::env::var("PATH").unwrap();
-            let path = path_dirs
-                .iter()
-                .rev()
-                .cloned()
-                .chain([base_path])
-                .collect::<Vec<_>>();
-            cmd.envs(&env)
-                .env("PATH", path.join(":"))
-                .env("GITHUB_ACTIONS", "true")
-                .env("CI", "true")
-                .env("RUNNER_TEMP", &runner.temp)
-                .env("GITHUB_WORKSPACE", &runner.workspace);
-            for (var, path) in &files {
-                std::fs::write(path, "").unwrap();
-                cmd.env(var, path);
-            }
-            let out = cmd.output().unwrap();
-            for line in std::fs::read_to_string(&files[0].1).unwrap().lines() {
-                let (k, v) = line.split_once('=').expect("KEY=VALUE in GITHUB_ENV");
-                env.insert(k.to_string(), v.to_string());
-            }
-            path_dirs.extend(
-                std::fs::read_to_string(&files[1].1)
-                    .unwrap()
-                    .lines()
-                    .map(String::from),
-            );
-            let output = format!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            (out.status.code(), output)
+            github_shell_step(runner, &script, n, &mut env, &mut path_dirs)
         };
         failed |= run.0 != Some(0);
         runner
@@ -579,6 +534,64 @@ fn run_github_job(
         });
     }
     runs
+}
+
+/// One `run:` step: a `bash --noprofile --norc -eo pipefail` script with the job's environment;
+/// what it writes to `$GITHUB_ENV` and `$GITHUB_PATH` goes into `env` and `path_dirs` for the
+/// steps after it.
+fn github_shell_step(
+    runner: &Runner,
+    script: &str,
+    n: usize,
+    env: &mut BTreeMap<String, String>,
+    path_dirs: &mut Vec<String>,
+) -> (Option<i32>, String) {
+    let files = [
+        "GITHUB_ENV",
+        "GITHUB_PATH",
+        "GITHUB_OUTPUT",
+        "GITHUB_STEP_SUMMARY",
+    ]
+    .map(|f| (f, runner.temp.join(format!("{f}-{n}"))));
+    let file = runner.temp.join(format!("step-{n}.sh"));
+    std::fs::write(&file, script).unwrap();
+    let mut cmd = runner.command("bash");
+    cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
+        .arg(&file);
+    let base_path = std::env::var("PATH").unwrap();
+    let path = path_dirs
+        .iter()
+        .rev()
+        .cloned()
+        .chain([base_path])
+        .collect::<Vec<_>>();
+    cmd.envs(&*env)
+        .env("PATH", path.join(":"))
+        .env("GITHUB_ACTIONS", "true")
+        .env("CI", "true")
+        .env("RUNNER_TEMP", &runner.temp)
+        .env("GITHUB_WORKSPACE", &runner.workspace);
+    for (var, path) in &files {
+        std::fs::write(path, "").unwrap();
+        cmd.env(var, path);
+    }
+    let out = cmd.output().unwrap();
+    for line in std::fs::read_to_string(&files[0].1).unwrap().lines() {
+        let (k, v) = line.split_once('=').expect("KEY=VALUE in GITHUB_ENV");
+        env.insert(k.to_string(), v.to_string());
+    }
+    path_dirs.extend(
+        std::fs::read_to_string(&files[1].1)
+            .unwrap()
+            .lines()
+            .map(String::from),
+    );
+    let output = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code(), output)
 }
 
 /// The actions the recipe uses, simulated: a checkout is a clone of the origin; an upload
