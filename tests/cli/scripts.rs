@@ -50,6 +50,8 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     let doc = fx.root.join("ci.json");
     let (code, _) = fx.json(&["capture", "-s", "ci", "-o", doc.to_str().unwrap()]);
     assert_eq!(code, 0);
+    let tmp = fx.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let job = |checkout: &Path| {
         let mut cmd = Command::new("bash");
         cmd.arg(script("ci-promote.sh"))
@@ -58,7 +60,7 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             .current_dir(&fx.root);
         isolate(&mut cmd, &fx.home);
         cmd.env("A3S_ISO_BIN", BIN)
-            .env("A3S_ISO_ARTIFACTS", fx.root.join("artifacts"))
+            .env("TMPDIR", &tmp)
             .output()
             .unwrap()
     };
@@ -72,12 +74,42 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             clone.to_str().unwrap(),
         ],
     );
-    assert!(job(&clone).status.success());
+    let out = job(&clone);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("a3s-iso promote: applied sha256:"),
+        "{stdout}"
+    );
     assert_eq!(
         std::fs::read_to_string(clone.join("README.md")).unwrap(),
         "agent change\n"
     );
-    assert!(job(&clone).status.success(), "a re-run is idempotent");
+    // The artifacts go beside, not into, the checkout: only the promoted path is changed.
+    assert_eq!(fx.git(&clone, &["status", "--porcelain"]), " M README.md");
+    let artifacts: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(artifacts.len(), 1, "{artifacts:?}");
+    assert!(artifacts[0].join("summary.json").is_file());
+    let outcome = |dir: &Path| std::fs::read_to_string(dir.join("outcome.env")).unwrap();
+    assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=applied\n"));
+    // A re-run reports its own outcome, not the first run's.
+    let out = job(&clone);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("a3s-iso promote: idempotent: sha256:"),
+        "{stdout}"
+    );
+    assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=idempotent\n"));
+    assert!(
+        std::fs::read_to_string(artifacts[0].join("promote.json"))
+            .unwrap()
+            .contains("\"outcome\": \"idempotent\"")
+    );
     // Another checkout whose README moved on: the job fails and nothing is applied.
     let moved = fx.root.join("moved");
     fx.git(
@@ -102,4 +134,29 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         std::fs::read_to_string(moved.join("README.md")).unwrap(),
         "someone else's change\n"
     );
+    // A document that breaks a rule: exit 5, the rule and field said, nothing applied.
+    let mut tampered: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    tampered["patch_bytes"] = serde_json::json!(1);
+    std::fs::write(&doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+    let fresh = fx.root.join("fresh");
+    fx.git(
+        &fx.root,
+        &[
+            "clone",
+            "-q",
+            fx.src.to_str().unwrap(),
+            fresh.to_str().unwrap(),
+        ],
+    );
+    let out = job(&fresh);
+    assert_eq!(out.status.code(), Some(5));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "a3s-iso promote: error: the change set is invalid: rule patch_bytes broken at field patch_bytes"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(fx.git(&fresh, &["status", "--porcelain"]), "");
 }
