@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use sha2::Digest;
+
 use crate::fixture::{BIN, Fixture, isolate};
 
 fn script(name: &str) -> std::path::PathBuf {
@@ -159,4 +161,67 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         "{stderr}"
     );
     assert_eq!(fx.git(&fresh, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn the_install_step_installs_only_a_tarball_whose_sha256_matches() {
+    let fx = Fixture::bare_root();
+    let pkg = fx.root.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::copy(BIN, pkg.join("a3s-iso")).unwrap();
+    let tarball = fx.root.join("a3s-iso.tar.gz");
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&fx.root)
+        .arg("pkg")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sha256 = hex::encode(sha2::Sha256::digest(std::fs::read(&tarball).unwrap()));
+    let installed = fx.home.join(".local/bin/a3s-iso");
+    let install = |sum: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        cmd.env(
+            "A3S_ISO_RELEASE_URL",
+            format!("file://{}", tarball.display()),
+        )
+        .env("TMPDIR", &fx.root);
+        if let Some(sum) = sum {
+            cmd.env("A3S_ISO_RELEASE_SHA256", sum);
+        }
+        cmd.output().unwrap()
+    };
+    assert_eq!(
+        install(None).status.code(),
+        Some(2),
+        "a URL needs its sha256"
+    );
+    let wrong = if sha256.starts_with('0') { "1" } else { "0" }.repeat(64);
+    let out = install(Some(&wrong));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sha256 mismatch"));
+    assert!(!installed.exists(), "nothing installed on a mismatch");
+    let out = install(Some(&sha256));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        installed.to_str().unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap()
+    );
 }
