@@ -118,7 +118,7 @@ field() {
   indent=$(printf '%*s' "${3:-2}" '')
   sed -n -e "s/^${indent}\"$2\": \"\(.*\)\",\{0,1\}\$/\1/p" \
     -e "s/^${indent}\"$2\": \([0-9][0-9]*\),\{0,1\}\$/\1/p" "$1" |
-    head -n 1 | sed -e 's/\\"/"/g' -e 's/\\\\/\\/g'
+    sed -n 1p | sed -e 's/\\"/"/g' -e 's/\\\\/\\/g'
 }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-ci.XXXXXX")
