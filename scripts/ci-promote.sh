@@ -25,8 +25,9 @@
 #   A3S_ISO_PROMOTE_FLAGS  more promote flags, split on spaces (e.g. --onto-head)
 #
 # Written to the artifacts directory on every run (overwritten, so they are this run's):
-#   verify.json, promote.json (the documents), outcome.env (A3S_ISO_OUTCOME, A3S_ISO_DIGEST,
-#   A3S_ISO_ARTIFACTS, shell-sourceable). summary.json and the patch are promote's own, written
+#   verify.json, promote.json (the documents), outcome.env (A3S_ISO_OUTCOME: promote's outcome,
+#   or `error`; A3S_ISO_DIGEST; A3S_ISO_ARTIFACTS; shell-sourceable). An invalid document is
+#   recorded (verify.json, A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly. summary.json and the patch are promote's own, written
 #   by the run that applied the change set. On GitHub, the same three values go to $GITHUB_OUTPUT
 #   (outcome, digest, artifacts) and a line to $GITHUB_STEP_SUMMARY.
 #
@@ -139,12 +140,25 @@ failed_with() {
   exit "$status"
 }
 
+# record DIR OUTCOME DIGEST: this run's documents and outcome, over any earlier run's.
+record() {
+  mkdir -p "$1"
+  rm -f "$1/verify.json" "$1/note.json" "$1/promote.json"
+  cp "$work"/*.json "$1/"
+  printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_ARTIFACTS=%q\n' "$2" "$3" "$1" >"$1/outcome.env"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    printf 'outcome=%s\ndigest=%s\nartifacts=%s\n' "$2" "$3" "$1" >>"$GITHUB_OUTPUT"
+  fi
+}
+
 status=0
 "$iso" --json verify "$change_set" >"$work/verify.json" || status=$?
 if [ "$status" -ne 0 ]; then
   if grep -q '^  "valid": false' "$work/verify.json"; then
     rule=$(field "$work/verify.json" rule)
     bad=$(field "$work/verify.json" field)
+    # No digest to name a directory by: recorded only where A3S_ISO_ARTIFACTS says.
+    [ -z "${A3S_ISO_ARTIFACTS:-}" ] || record "$A3S_ISO_ARTIFACTS" invalid ""
     annotate error "the change set is invalid: rule $rule broken at field $bad ($(field "$work/verify.json" message)); nothing was applied"
     exit "$status"
   fi
@@ -163,7 +177,8 @@ case "$(cd "$artifacts" && pwd -P)/" in
 esac
 
 # A re-run after the first run's commit was pushed: the branch holds the change set already.
-if git -C "$top" log -F --grep="A3s-Iso-Change-Set: $digest" --format=%H -n 1 HEAD 2>/dev/null | grep -q .; then
+landed=$(git -C "$top" log -F --grep="A3s-Iso-Change-Set: $digest" --format=%H -n 1 HEAD 2>/dev/null || true)
+if [ -n "$landed" ]; then
   status=0
   "$iso" --json -C "$top" promote --note "$digest" >"$work/note.json" || status=$?
   [ "$status" -eq 0 ] || failed_with "$status" "$work/note.json" "promote --note"
@@ -173,13 +188,8 @@ status=0
 # shellcheck disable=SC2086 # the extra flags are split on purpose
 "$iso" --json -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" \
   ${A3S_ISO_PROMOTE_FLAGS:-} >"$work/promote.json" || status=$?
-cp "$work/verify.json" "$work/promote.json" "$artifacts/"
 outcome=$(field "$work/promote.json" outcome)
-printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_ARTIFACTS=%q\n' \
-  "${outcome:-error}" "$digest" "$artifacts" >"$artifacts/outcome.env"
-if [ -n "${GITHUB_OUTPUT:-}" ]; then
-  printf 'outcome=%s\ndigest=%s\nartifacts=%s\n' "${outcome:-error}" "$digest" "$artifacts" >>"$GITHUB_OUTPUT"
-fi
+record "$artifacts" "${outcome:-error}" "$digest"
 
 reason=$(field "$work/promote.json" reason)
 detail=$(field "$work/promote.json" detail)

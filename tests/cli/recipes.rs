@@ -1005,3 +1005,40 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     assert!(run.output.contains("idempotent: nothing to commit"));
     assert_eq!(w.tip(), tip);
 }
+
+#[test]
+fn the_gitlab_recipe_reports_a_broken_change_set_in_red_and_pushes_nothing() {
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
+    assert_eq!(run.status, Some(0), "{}", agent.log);
+    tamper(&w.store.join("agent/change-set/change-set.json"));
+    let mut promote = w.runner();
+    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
+    assert_eq!(run.status, Some(5), "{}", promote.log);
+    assert!(
+        run.output.contains(
+            "\x1b[31;1mERROR: a3s-iso promote: the change set is invalid: rule patch_bytes broken at field patch_bytes"
+        ),
+        "{}",
+        run.output
+    );
+    assert_eq!(w.tip(), w.base);
+    // What the failed job uploads (when: always) is this run's verify result.
+    let uploaded = w.store.join("promote/a3s-iso-artifacts");
+    let verify = std::fs::read_to_string(uploaded.join("verify.json")).unwrap();
+    assert!(verify.contains("\"valid\": false"), "{verify}");
+    let outcome = std::fs::read_to_string(uploaded.join("outcome.env")).unwrap();
+    assert!(
+        outcome.starts_with("A3S_ISO_OUTCOME=invalid\n"),
+        "{outcome}"
+    );
+    assert!(
+        promote
+            .porcelain()
+            .iter()
+            .all(|l| l.starts_with("?? a3s-iso-artifacts/")),
+        "{}",
+        promote.log
+    );
+}
