@@ -48,8 +48,9 @@ install_release() {
   mkdir "$tmp/x"
   tar -xzf "$tmp/release.tar.gz" -C "$tmp/x" || fail 1 "$url is not a .tar.gz"
   found=$(find "$tmp/x" -type f -name a3s-iso)
-  [ -n "$found" ] && [ "$(printf '%s\n' "$found" | wc -l)" -eq 1 ] ||
+  if [ -z "$found" ] || [ "$(printf '%s\n' "$found" | wc -l)" -ne 1 ]; then
     fail 1 "$url holds no single a3s-iso binary"
+  fi
   mkdir -p "$bin_dir"
   install -m 0755 "$found" "$bin_dir/a3s-iso.new"
   mv -f "$bin_dir/a3s-iso.new" "$bin_dir/a3s-iso"
