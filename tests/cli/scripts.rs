@@ -225,3 +225,74 @@ fn the_install_step_installs_only_a_tarball_whose_sha256_matches() {
         std::fs::read(BIN).unwrap()
     );
 }
+
+#[test]
+fn the_install_step_builds_a_pinned_revision_with_cargo_when_there_is_no_release() {
+    let fx = Fixture::bare_root();
+    // A stand-in cargo on PATH: records its arguments and puts a binary where --root says.
+    let fake = fx.root.join("fake-bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let args_file = fx.root.join("cargo-args");
+    std::fs::write(
+        fake.join("cargo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nwhile [ \"$1\" != --root ]; do shift; done\nmkdir -p \"$2/bin\" && cp '{BIN}' \"$2/bin/a3s-iso\"\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        fake.join("cargo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root = fx.root.join("tools");
+    let install = |rev: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+        cmd.env("PATH", path)
+            .env("A3S_ISO_INSTALL_GIT", "https://git.example.com/a3s-iso.git")
+            .env("A3S_ISO_INSTALL_ROOT", &root);
+        if let Some(rev) = rev {
+            cmd.env("A3S_ISO_INSTALL_REV", rev);
+        }
+        cmd.output().unwrap()
+    };
+    let out = install(None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a build is pinned to a revision"
+    );
+    assert!(!args_file.exists(), "cargo never ran");
+    let out = install(Some("0123abcd"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root_arg = root.display().to_string();
+    assert_eq!(
+        std::fs::read_to_string(&args_file)
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        [
+            "install",
+            "--locked",
+            "--git",
+            "https://git.example.com/a3s-iso.git",
+            "--rev",
+            "0123abcd",
+            "--root",
+            root_arg.as_str(),
+            "a3s-iso"
+        ]
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        root.join("bin/a3s-iso").to_str().unwrap()
+    );
+}
