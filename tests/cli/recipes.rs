@@ -1,6 +1,7 @@
 //! The CI recipes under `examples/`: each job's shell steps are taken from the YAML and run in
 //! order against throwaway repositories (a bare origin, one clone per runner), the way the CI
-//! would run them. Artifact upload and download are simulated by copying a directory; the
+//! would run them. Checkouts are shallow (one commit fetched by id or branch, as both CIs do by
+//! default); artifact upload and download are simulated by copying a directory; the
 //! install step runs for real against a release tarball made here from the test binary.
 
 use std::collections::BTreeMap;
@@ -281,6 +282,11 @@ impl World {
             ],
         );
         fx.git(&origin, &["config", "receive.advertisePushOptions", "true"]);
+        // Both CIs fetch a commit by its id.
+        fx.git(
+            &origin,
+            &["config", "uploadpack.allowReachableSHA1InWant", "true"],
+        );
         // A release: the binary in a directory of its own, tarred, and its sha256.
         let pkg = fx.root.join("release/a3s-iso-0.1.0");
         std::fs::create_dir_all(&pkg).unwrap();
@@ -388,6 +394,27 @@ fn copy_dir(from: &Path, to: &Path) {
         .status()
         .unwrap();
     assert!(status.success(), "cp {from:?} {to:?}");
+}
+
+/// A checkout as the CIs make one by default: the one commit fetched at depth 1 from the
+/// origin's URL, detached, or as a local `branch` when one is named.
+fn shallow_checkout(w: &World, runner: &Runner, reference: &str, branch: Option<&str>) {
+    let url = format!("file://{}", w.origin.display());
+    let git = |args: &[&str]| w.fx.git(&runner.workspace, args);
+    std::fs::create_dir_all(&runner.workspace).unwrap();
+    git(&["init", "-q"]);
+    git(&["remote", "add", "origin", &url]);
+    match branch {
+        Some(branch) => {
+            let spec = format!("+refs/heads/{branch}:refs/remotes/origin/{branch}");
+            git(&["fetch", "-q", "--depth", "1", "origin", &spec]);
+            git(&["checkout", "-q", "-B", branch, &format!("origin/{branch}")]);
+        }
+        None => {
+            git(&["fetch", "-q", "--depth", "1", "origin", reference]);
+            git(&["checkout", "-q", "--detach", reference]);
+        }
+    }
 }
 
 /// The commit's changed paths.
@@ -606,18 +633,8 @@ fn github_action(
     match action {
         "actions/checkout" => {
             let reference = with("ref");
-            w.fx.git(
-                &runner.builds,
-                &["clone", "-q", w.origin.to_str().unwrap(), "project"],
-            );
-            if reference.len() >= 40 {
-                w.fx.git(
-                    &runner.workspace,
-                    &["checkout", "-q", "--detach", &reference],
-                );
-            } else {
-                w.fx.git(&runner.workspace, &["checkout", "-q", &reference]);
-            }
+            let branch = (reference.len() < 40).then_some(reference.as_str());
+            shallow_checkout(w, runner, &reference, branch);
         }
         "actions/upload-artifact" => {
             let from = PathBuf::from(with("path"));
@@ -882,11 +899,8 @@ fn run_gitlab_job(
             vars.insert(key.clone(), value);
         }
     }
-    w.fx.git(
-        &runner.builds,
-        &["clone", "-q", w.origin.to_str().unwrap(), "project"],
-    );
-    w.fx.git(&runner.workspace, &["checkout", "-q", "--detach", &w.base]);
+    // GitLab fetches the pipeline's commit, shallow, and checks it out detached.
+    shallow_checkout(w, runner, &w.base, None);
     if let Some(needs) = job_yaml.get("needs") {
         for need in needs.seq() {
             copy_dir(&w.store.join(need.str()), &runner.workspace);
