@@ -1040,3 +1040,31 @@ fn the_gitlab_recipe_reports_a_broken_change_set_in_red_and_pushes_nothing() {
     );
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
 }
+
+#[test]
+fn the_github_recipe_fails_with_nothing_applied_when_the_branch_moved_under_the_agent() {
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    all_passed(&runs, &agent);
+    // Someone pushes to the branch while the agent worked.
+    w.fx.write("src/lib.txt", "someone else\n");
+    let moved = w.fx.commit_all("moved on");
+    w.fx.git(
+        &w.fx.src,
+        &["push", "-q", w.origin.to_str().unwrap(), "feature"],
+    );
+    let mut promote = w.runner();
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
+    let verify = step(&runs, "Verify and promote");
+    assert_eq!(verify.status, Some(3), "{}", promote.log);
+    assert!(
+        verify
+            .output
+            .contains("::error title=a3s-iso promote::conflict (base_differs)"),
+        "{}",
+        verify.output
+    );
+    assert_eq!(w.tip(), moved, "nothing pushed");
+    assert_eq!(promote.porcelain(), Vec::<String>::new(), "nothing applied");
+}
