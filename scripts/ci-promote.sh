@@ -24,12 +24,14 @@
 #                          GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else plain)
 #   A3S_ISO_PROMOTE_FLAGS  more promote flags, split on spaces (e.g. --onto-head)
 #
-# Written to the artifacts directory on every run (overwritten, so they are this run's):
-#   verify.json, promote.json (the documents), outcome.env (A3S_ISO_OUTCOME: promote's outcome,
-#   or `error`; A3S_ISO_DIGEST; A3S_ISO_ARTIFACTS; shell-sourceable). An invalid document is
-#   recorded (verify.json, A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly. summary.json and the patch are promote's own, written
-#   by the run that applied the change set. On GitHub, the same three values go to $GITHUB_OUTPUT
-#   (outcome, digest, artifacts) and a line to $GITHUB_STEP_SUMMARY.
+# Written to the artifacts directory on every run, over what an earlier run left:
+#   verify.json, promote.json (this run's documents) and outcome.env (shell-sourceable:
+#   A3S_ISO_OUTCOME, promote's outcome or `error`; A3S_ISO_DIGEST; A3S_ISO_ARTIFACTS). A document
+#   that breaks a rule has no digest to name a directory by: it is recorded (verify.json,
+#   A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly. summary.json and the
+#   patch are promote's own, written by the run that applied the change set. On GitHub the same
+#   three values go to $GITHUB_OUTPUT (outcome, digest, artifacts), and each annotation to
+#   $GITHUB_STEP_SUMMARY.
 #
 # Exit status: 0 landed (applied, idempotent, empty); 2 usage; 3 conflict or partial (a
 # conflict applied nothing); 5 the document is invalid; otherwise a3s-iso's own exit status
