@@ -4,29 +4,220 @@
 #
 #   scripts/ci-promote.sh CHANGE_SET.json [CHECKOUT]
 #
-# The change set was produced elsewhere (`a3s-iso capture -s ID -o CHANGE_SET.json`, or the
-# document `a3s-iso capture --json` prints). This step:
-#   1. verifies the document, rule by rule (exit 5 on a broken rule: the job fails);
-#   2. promotes it exactly once: `applied` or `idempotent` (a re-run of the job) pass;
-#      `conflict` (the checkout moved in a way the patch does not fit) fails the job, and nothing
-#      was applied;
-#   3. leaves the applied changes uncommitted for the next step (commit, push, open a PR).
-# The promote summary is written to $A3S_ISO_ARTIFACTS (default: ./a3s-iso-artifacts).
+# The change set was produced elsewhere (`a3s-iso capture -s ID -o CHANGE_SET.json`). This step:
+#   1. verifies the document rule by rule (`verify --json`); a broken rule is annotated with the
+#      rule and the field, and fails the job;
+#   2. when the checkout's history already holds a commit with the trailer
+#      `A3s-Iso-Change-Set: <digest>` (a re-run of the job on a fresh runner, after the first run
+#      pushed its commit), records the digest as promoted (`promote --note`), so that it is not
+#      applied again;
+#   3. promotes it exactly once and reports *this* run's outcome, read from this run's
+#      `promote --json` document: `applied`, `idempotent` (a re-run) and `empty` pass;
+#      `conflict` and `partial` fail the job;
+#   4. leaves the applied changes uncommitted for the next step (commit, push).
+#
+# Environment:
+#   A3S_ISO_BIN            the binary (default: a3s-iso on PATH)
+#   A3S_ISO_ARTIFACTS      where promote's artifacts go; default, outside the checkout:
+#                          ${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-<digest hex>
+#   A3S_ISO_CI             github | gitlab | plain: the annotation format (default: github when
+#                          GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else plain)
+#   A3S_ISO_PROMOTE_FLAGS  more promote flags, split on spaces (e.g. --onto-head)
+#
+# Written to the artifacts directory on every run, over what an earlier run left:
+#   verify.json, promote.json (this run's documents) and outcome.env (shell-sourceable:
+#   A3S_ISO_OUTCOME, promote's outcome or `error`; A3S_ISO_DIGEST; A3S_ISO_ARTIFACTS). A document
+#   that breaks a rule has no digest to name a directory by: it is recorded (verify.json,
+#   A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly. summary.json and the
+#   patch are promote's own, written by the run that applied the change set. On GitHub the same
+#   three values go to $GITHUB_OUTPUT (outcome, digest, artifacts), and each annotation to
+#   $GITHUB_STEP_SUMMARY.
+#
+# Exit status: 0 landed (applied, idempotent, empty); 2 usage; 3 conflict or partial (a
+# conflict applied nothing); 5 the document is invalid; otherwise a3s-iso's own exit status
+# (1 error, 4 unavailable, 6 busy, ...), annotated with its error code.
 set -euo pipefail
 
-change_set=${1:?usage: ci-promote.sh CHANGE_SET.json [CHECKOUT]}
+if [ $# -lt 1 ] || [ $# -gt 2 ]; then
+  echo "usage: ci-promote.sh CHANGE_SET.json [CHECKOUT]" >&2
+  exit 2
+fi
+change_set=$1
 checkout=${2:-.}
-iso="${A3S_ISO_BIN:-a3s-iso}"
-artifacts="${A3S_ISO_ARTIFACTS:-$PWD/a3s-iso-artifacts}"
+iso=${A3S_ISO_BIN:-a3s-iso}
 
-"$iso" verify "$change_set"
+flavour=${A3S_ISO_CI:-}
+if [ -z "$flavour" ]; then
+  if [ "${GITHUB_ACTIONS:-}" = true ]; then
+    flavour=github
+  elif [ "${GITLAB_CI:-}" = true ]; then
+    flavour=gitlab
+  else
+    flavour=plain
+  fi
+fi
+case "$flavour" in
+  github | gitlab | plain) ;;
+  *) echo "ci-promote.sh: A3S_ISO_CI=$flavour: expected github, gitlab or plain" >&2; exit 2 ;;
+esac
+
+# GitHub reads workflow commands from stdout; data in them is %-escaped.
+gh_escape() {
+  local s=${1//'%'/%25}
+  s=${s//$'\r'/%0D}
+  printf '%s' "${s//$'\n'/%0A}"
+}
+
+# annotate LEVEL MESSAGE: LEVEL is error, warning or notice.
+annotate() {
+  local level=$1 message=$2
+  case "$flavour" in
+    github)
+      printf '::%s title=a3s-iso promote::%s\n' "$level" "$(gh_escape "$message")"
+      if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
+        printf -- '- a3s-iso promote %s: %s\n' "$level" "$message" >>"$GITHUB_STEP_SUMMARY"
+      fi
+      ;;
+    gitlab)
+      # GitLab has no annotations: a bold coloured line with a level word stands out in the log
+      # (and still reads right with NO_COLOR).
+      local colour
+      case "$level" in
+        error) colour='31;1' ;;
+        warning) colour='33;1' ;;
+        *) colour='32;1' ;;
+      esac
+      if [ -n "${NO_COLOR:-}" ]; then
+        printf '%s: a3s-iso promote: %s\n' "${level^^}" "$message"
+      else
+        printf '\e[%sm%s: a3s-iso promote: %s\e[0m\n' "$colour" "${level^^}" "$message"
+      fi
+      ;;
+    plain)
+      if [ "$level" = notice ]; then
+        printf 'a3s-iso promote: %s\n' "$message"
+      else
+        printf 'a3s-iso promote: %s: %s\n' "$level" "$message" >&2
+      fi
+      ;;
+  esac
+}
+
+# GitLab folds the step's own narration into a section of the job log.
+section() {
+  [ "$flavour" = gitlab ] || return 0
+  local which=$1
+  if [ "$which" = start ]; then
+    printf '\e[0Ksection_start:%s:a3s_iso_promote\r\e[0Ka3s-iso promote %s\n' "$(date +%s)" "$change_set"
+  else
+    printf '\e[0Ksection_end:%s:a3s_iso_promote\r\e[0K\n' "$(date +%s)"
+  fi
+}
+
+# field FILE KEY [INDENT]: a string or number field of a pretty-printed a3s-iso document (top
+# level by default; the error object's fields are at INDENT 4). Prints nothing when absent.
+field() {
+  local indent
+  indent=$(printf '%*s' "${3:-2}" '')
+  sed -n -e "s/^${indent}\"$2\": \"\(.*\)\",\{0,1\}\$/\1/p" \
+    -e "s/^${indent}\"$2\": \([0-9][0-9]*\),\{0,1\}\$/\1/p" "$1" |
+    sed -n 1p | sed -e 's/\\"/"/g' -e 's/\\\\/\\/g'
+}
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-ci.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+section start
+trap 'section end; rm -rf "$work"' EXIT
+
+# failed_with STATUS DOCUMENT WHAT: annotate an error document (or a missing one) and exit.
+failed_with() {
+  local status=$1 doc=$2 what=$3 code message
+  code=$(field "$doc" code 4)
+  message=$(field "$doc" message 4)
+  if [ -n "$code" ]; then
+    annotate error "$what failed ($code, exit $status): $message"
+  else
+    annotate error "$what failed with exit status $status"
+  fi
+  exit "$status"
+}
+
+# record DIR OUTCOME DIGEST: this run's documents and outcome, over any earlier run's.
+record() {
+  mkdir -p "$1"
+  rm -f "$1/verify.json" "$1/note.json" "$1/promote.json"
+  cp "$work"/*.json "$1/"
+  printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_ARTIFACTS=%q\n' "$2" "$3" "$1" >"$1/outcome.env"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    printf 'outcome=%s\ndigest=%s\nartifacts=%s\n' "$2" "$3" "$1" >>"$GITHUB_OUTPUT"
+  fi
+}
 
 status=0
-"$iso" -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" || status=$?
-case "$status" in
-  0) echo "change set landed (see $artifacts/summary.json)" ;;
-  3) echo "::error::the change set conflicts with this checkout; nothing was applied (see $artifacts/summary.json)" >&2
-     exit 1 ;;
-  *) echo "::error::a3s-iso promote failed with exit status $status" >&2
-     exit 1 ;;
+"$iso" --json verify "$change_set" >"$work/verify.json" || status=$?
+if [ "$status" -ne 0 ]; then
+  if grep -q '^  "valid": false' "$work/verify.json"; then
+    rule=$(field "$work/verify.json" rule)
+    bad=$(field "$work/verify.json" field)
+    # No digest to name a directory by: recorded only where A3S_ISO_ARTIFACTS says.
+    [ -z "${A3S_ISO_ARTIFACTS:-}" ] || record "$A3S_ISO_ARTIFACTS" invalid ""
+    annotate error "the change set is invalid: rule $rule broken at field $bad ($(field "$work/verify.json" message)); nothing was applied"
+    exit "$status"
+  fi
+  failed_with "$status" "$work/verify.json" verify
+fi
+digest=$(field "$work/verify.json" patch_digest)
+artifacts=${A3S_ISO_ARTIFACTS:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-${digest#sha256:}}
+mkdir -p "$artifacts"
+top=$(cd "$checkout" && git rev-parse --show-toplevel) || {
+  annotate error "$checkout is not a git checkout"
+  exit 2
+}
+case "$(cd "$artifacts" && pwd -P)/" in
+  "$(cd "$top" && pwd -P)"/*)
+    annotate warning "the artifacts directory $artifacts is inside the checkout: a later 'git add -A' would commit it" ;;
 esac
+
+# A re-run after the first run's commit was pushed: the branch holds the change set already.
+landed=$(git -C "$top" log -F --grep="A3s-Iso-Change-Set: $digest" --format=%H -n 1 HEAD 2>/dev/null || true)
+if [ -n "$landed" ]; then
+  status=0
+  "$iso" --json -C "$top" promote --note "$digest" >"$work/note.json" || status=$?
+  [ "$status" -eq 0 ] || failed_with "$status" "$work/note.json" "promote --note"
+fi
+
+status=0
+# shellcheck disable=SC2086 # the extra flags are split on purpose
+"$iso" --json -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" \
+  ${A3S_ISO_PROMOTE_FLAGS:-} >"$work/promote.json" || status=$?
+outcome=$(field "$work/promote.json" outcome)
+record "$artifacts" "${outcome:-error}" "$digest"
+
+reason=$(field "$work/promote.json" reason)
+detail=$(field "$work/promote.json" detail)
+case "$outcome" in
+  applied)
+    annotate notice "applied $digest: $(field "$work/promote.json" files_changed) file(s) changed, uncommitted in $top (artifacts: $artifacts)"
+    ;;
+  idempotent)
+    annotate notice "idempotent: $digest landed before; nothing was applied this time"
+    ;;
+  empty)
+    annotate notice "empty: the change set changes nothing"
+    ;;
+  conflict)
+    annotate error "conflict ($reason): the change set does not fit this checkout; nothing was applied${detail:+ ($detail)}"
+    exit 3
+    ;;
+  partial)
+    annotate error "partial: the change set landed but a nested one did not; see $artifacts/promote.json"
+    exit 3
+    ;;
+  "")
+    failed_with "$status" "$work/promote.json" promote
+    ;;
+  *)
+    annotate notice "$outcome"
+    ;;
+esac
+exit "$status"

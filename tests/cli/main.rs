@@ -23,6 +23,7 @@ mod promote;
 mod pty;
 mod races;
 mod racy;
+mod recipes;
 mod review;
 mod run;
 mod sandbox;

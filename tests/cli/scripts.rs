@@ -3,6 +3,8 @@
 use std::path::Path;
 use std::process::Command;
 
+use sha2::Digest;
+
 use crate::fixture::{BIN, Fixture, isolate};
 
 fn script(name: &str) -> std::path::PathBuf {
@@ -50,6 +52,8 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     let doc = fx.root.join("ci.json");
     let (code, _) = fx.json(&["capture", "-s", "ci", "-o", doc.to_str().unwrap()]);
     assert_eq!(code, 0);
+    let tmp = fx.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let job = |checkout: &Path| {
         let mut cmd = Command::new("bash");
         cmd.arg(script("ci-promote.sh"))
@@ -58,7 +62,7 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             .current_dir(&fx.root);
         isolate(&mut cmd, &fx.home);
         cmd.env("A3S_ISO_BIN", BIN)
-            .env("A3S_ISO_ARTIFACTS", fx.root.join("artifacts"))
+            .env("TMPDIR", &tmp)
             .output()
             .unwrap()
     };
@@ -72,12 +76,42 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             clone.to_str().unwrap(),
         ],
     );
-    assert!(job(&clone).status.success());
+    let out = job(&clone);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("a3s-iso promote: applied sha256:"),
+        "{stdout}"
+    );
     assert_eq!(
         std::fs::read_to_string(clone.join("README.md")).unwrap(),
         "agent change\n"
     );
-    assert!(job(&clone).status.success(), "a re-run is idempotent");
+    // The artifacts go beside, not into, the checkout: only the promoted path is changed.
+    assert_eq!(fx.git(&clone, &["status", "--porcelain"]), " M README.md");
+    let artifacts: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(artifacts.len(), 1, "{artifacts:?}");
+    assert!(artifacts[0].join("summary.json").is_file());
+    let outcome = |dir: &Path| std::fs::read_to_string(dir.join("outcome.env")).unwrap();
+    assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=applied\n"));
+    // A re-run reports its own outcome, not the first run's.
+    let out = job(&clone);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.starts_with("a3s-iso promote: idempotent: sha256:"),
+        "{stdout}"
+    );
+    assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=idempotent\n"));
+    assert!(
+        std::fs::read_to_string(artifacts[0].join("promote.json"))
+            .unwrap()
+            .contains("\"outcome\": \"idempotent\"")
+    );
     // Another checkout whose README moved on: the job fails and nothing is applied.
     let moved = fx.root.join("moved");
     fx.git(
@@ -92,10 +126,173 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     std::fs::write(moved.join("README.md"), "someone else's change\n").unwrap();
     fx.git(&moved, &["commit", "-qam", "moved"]);
     let out = job(&moved);
-    assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("conflicts with this checkout"));
+    assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("error: conflict (base_differs)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(
         std::fs::read_to_string(moved.join("README.md")).unwrap(),
         "someone else's change\n"
+    );
+    // A document that breaks a rule: exit 5, the rule and field said, nothing applied.
+    let mut tampered: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    tampered["patch_bytes"] = serde_json::json!(1);
+    std::fs::write(&doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+    let fresh = fx.root.join("fresh");
+    fx.git(
+        &fx.root,
+        &[
+            "clone",
+            "-q",
+            fx.src.to_str().unwrap(),
+            fresh.to_str().unwrap(),
+        ],
+    );
+    let out = job(&fresh);
+    assert_eq!(out.status.code(), Some(5));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(
+            "a3s-iso promote: error: the change set is invalid: rule patch_bytes broken at field patch_bytes"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(fx.git(&fresh, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn the_install_step_installs_only_a_tarball_whose_sha256_matches() {
+    let fx = Fixture::bare_root();
+    let pkg = fx.root.join("pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::copy(BIN, pkg.join("a3s-iso")).unwrap();
+    let tarball = fx.root.join("a3s-iso.tar.gz");
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&fx.root)
+        .arg("pkg")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sha256 = hex::encode(sha2::Sha256::digest(std::fs::read(&tarball).unwrap()));
+    let installed = fx.home.join(".local/bin/a3s-iso");
+    let install = |sum: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        cmd.env(
+            "A3S_ISO_RELEASE_URL",
+            format!("file://{}", tarball.display()),
+        )
+        .env("TMPDIR", &fx.root);
+        if let Some(sum) = sum {
+            cmd.env("A3S_ISO_RELEASE_SHA256", sum);
+        }
+        cmd.output().unwrap()
+    };
+    assert_eq!(
+        install(None).status.code(),
+        Some(2),
+        "a URL needs its sha256"
+    );
+    let wrong = if sha256.starts_with('0') { "1" } else { "0" }.repeat(64);
+    let out = install(Some(&wrong));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sha256 mismatch"));
+    assert!(!installed.exists(), "nothing installed on a mismatch");
+    let out = install(Some(&sha256));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        installed.to_str().unwrap()
+    );
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap()
+    );
+}
+
+#[test]
+fn the_install_step_builds_a_pinned_revision_with_cargo_when_there_is_no_release() {
+    let fx = Fixture::bare_root();
+    // A stand-in cargo on PATH: records its arguments and puts a binary where --root says.
+    let fake = fx.root.join("fake-bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let args_file = fx.root.join("cargo-args");
+    std::fs::write(
+        fake.join("cargo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nwhile [ \"$1\" != --root ]; do shift; done\nmkdir -p \"$2/bin\" && cp '{BIN}' \"$2/bin/a3s-iso\"\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        fake.join("cargo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root = fx.root.join("tools");
+    let install = |rev: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+        cmd.env("PATH", path)
+            .env("A3S_ISO_INSTALL_GIT", "https://git.example.com/a3s-iso.git")
+            .env("A3S_ISO_INSTALL_ROOT", &root);
+        if let Some(rev) = rev {
+            cmd.env("A3S_ISO_INSTALL_REV", rev);
+        }
+        cmd.output().unwrap()
+    };
+    let out = install(None);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "a build is pinned to a revision"
+    );
+    assert!(!args_file.exists(), "cargo never ran");
+    let out = install(Some("0123abcd"));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let root_arg = root.display().to_string();
+    assert_eq!(
+        std::fs::read_to_string(&args_file)
+            .unwrap()
+            .lines()
+            .collect::<Vec<_>>(),
+        [
+            "install",
+            "--locked",
+            "--git",
+            "https://git.example.com/a3s-iso.git",
+            "--rev",
+            "0123abcd",
+            "--root",
+            root_arg.as_str(),
+            "a3s-iso"
+        ]
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        root.join("bin/a3s-iso").to_str().unwrap()
     );
 }

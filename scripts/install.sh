@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Installs a3s-iso on a CI runner (or anywhere), from a release tarball checked against its
+# sha256, or else built from source with cargo at a pinned revision.
+#
+#   scripts/install.sh
+#
+# Environment (the project has no public URL: a CI variable names where it lives):
+#   A3S_ISO_RELEASE_URL     a release tarball (.tar.gz) holding an `a3s-iso` binary: an
+#                           https:// or file:// URL, or a path
+#   A3S_ISO_RELEASE_SHA256  the tarball's sha256 (64 hex digits); required with the URL
+#   A3S_ISO_INSTALL_GIT     without a release URL: the git repository to build from
+#   A3S_ISO_INSTALL_REV     ... and the revision to build (a commit id; required: builds are pinned)
+#   (not A3S_ISO_GIT: a3s-iso reads that one as the path of the git it runs)
+#   A3S_ISO_INSTALL_ROOT    the binary goes to $A3S_ISO_INSTALL_ROOT/bin (default: ~/.local)
+#
+# Prints the installed binary's path on stdout. On GitHub Actions the bin directory is added to
+# $GITHUB_PATH for the next steps; elsewhere put it on PATH yourself (the script prints how).
+#
+# Exit status: 0 installed; 1 download, build or install failed; 2 missing or bad settings;
+# 5 the tarball's sha256 does not match.
+set -euo pipefail
+
+root=${A3S_ISO_INSTALL_ROOT:-$HOME/.local}
+bin_dir=$root/bin
+url=${A3S_ISO_RELEASE_URL:-}
+
+fail() {
+  echo "install.sh: $2" >&2
+  exit "$1"
+}
+
+install_release() {
+  local want=${A3S_ISO_RELEASE_SHA256:-} tmp got found
+  [ -n "$want" ] || fail 2 "A3S_ISO_RELEASE_URL is set but A3S_ISO_RELEASE_SHA256 is not"
+  want=${want#sha256:}
+  [[ "$want" =~ ^[0-9a-fA-F]{64}$ ]] || fail 2 "A3S_ISO_RELEASE_SHA256 is not 64 hex digits"
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-install.XXXXXX")
+  # shellcheck disable=SC2064 # expand now: tmp is local
+  trap "rm -rf '$tmp'" EXIT
+  case "$url" in
+    http://* | https://* | file://*)
+      curl --fail --silent --show-error --location --retry 3 --output "$tmp/release.tar.gz" "$url" ||
+        fail 1 "could not download $url" ;;
+    *) cp -- "$url" "$tmp/release.tar.gz" || fail 1 "could not read $url" ;;
+  esac
+  got=$(sha256sum "$tmp/release.tar.gz" | cut -d' ' -f1)
+  [ "$got" = "${want,,}" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
+  mkdir "$tmp/x"
+  tar -xzf "$tmp/release.tar.gz" -C "$tmp/x" || fail 1 "$url is not a .tar.gz"
+  found=$(find "$tmp/x" -type f -name a3s-iso)
+  if [ -z "$found" ] || [ "$(printf '%s\n' "$found" | wc -l)" -ne 1 ]; then
+    fail 1 "$url holds no single a3s-iso binary"
+  fi
+  mkdir -p "$bin_dir"
+  install -m 0755 "$found" "$bin_dir/a3s-iso.new"
+  mv -f "$bin_dir/a3s-iso.new" "$bin_dir/a3s-iso"
+}
+
+install_source() {
+  local git=${A3S_ISO_INSTALL_GIT:-} rev=${A3S_ISO_INSTALL_REV:-}
+  [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_INSTALL_GIT and A3S_ISO_INSTALL_REV"
+  [ -n "$rev" ] || fail 2 "A3S_ISO_INSTALL_GIT is set but A3S_ISO_INSTALL_REV is not: name the commit to build"
+  command -v cargo >/dev/null || fail 1 "cargo is not installed (needed to build from $git)"
+  cargo install --locked --git "$git" --rev "$rev" --root "$root" a3s-iso ||
+    fail 1 "cargo install from $git at $rev failed"
+}
+
+if [ -n "$url" ]; then
+  install_release
+else
+  install_source
+fi
+
+"$bin_dir/a3s-iso" --version >/dev/null || fail 1 "the installed $bin_dir/a3s-iso does not run"
+if [ -n "${GITHUB_PATH:-}" ]; then
+  echo "$bin_dir" >>"$GITHUB_PATH"
+else
+  case ":$PATH:" in
+    *":$bin_dir:"*) ;;
+    *) echo "install.sh: add $bin_dir to PATH: export PATH=\"$bin_dir:\$PATH\"" >&2 ;;
+  esac
+fi
+echo "$bin_dir/a3s-iso"
