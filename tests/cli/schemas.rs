@@ -401,92 +401,15 @@ fn checked(
 #[test]
 fn every_command_document_matches_its_schema() {
     let fx = Fixture::new();
-    let src = fx.src.clone();
     let mut seen = BTreeSet::new();
-    let bound = checked(&fx, &src, &["bind", "-s", "demo"], 0, &mut seen);
-    checked(
-        &fx,
-        &src,
-        &["bind", "-s", "ro", "--read-only"],
-        0,
-        &mut seen,
-    );
-    checked(&fx, &src, &["path", "-s", "demo"], 0, &mut seen);
-    let edit = "echo 'agent line' >> README.md; echo new > added.txt";
-    let run = [
-        "run",
-        "-s",
-        "demo",
-        "--no-sandbox",
-        "--run-id",
-        "edit",
-        "--",
-        "sh",
-        "-c",
-        edit,
-    ];
-    checked(&fx, &src, &run, 0, &mut seen);
-    let failed = [
-        "run",
-        "-s",
-        "demo",
-        "--no-sandbox",
-        "--run-id",
-        "bad",
-        "--",
-        "sh",
-        "-c",
-        "exit 3",
-    ];
-    checked(&fx, &src, &failed, 3, &mut seen);
-    checked(
-        &fx,
-        &src,
-        &["capture", "-s", "demo", "--run-id", "cap"],
-        0,
-        &mut seen,
-    );
-    let stored = src.join(".git/a3s-iso/runs/demo/cap.json");
-    let stored_arg = stored.to_str().unwrap();
-    checked(&fx, &src, &["verify", stored_arg], 0, &mut seen);
-    let mut tampered: Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
-    assert_valid("the stored change set", &tampered);
-    tampered["patch_bytes"] = json!(1);
-    let tampered_path = fx.root.join("tampered.json");
-    std::fs::write(&tampered_path, tampered.to_string()).unwrap();
-    let invalid = checked(
-        &fx,
-        &src,
-        &["verify", tampered_path.to_str().unwrap()],
-        5,
-        &mut seen,
-    );
-    assert_eq!(
-        (invalid["valid"].clone(), invalid["rule"].clone()),
-        (json!(false), json!("patch_bytes"))
-    );
-    checked(&fx, &src, &["list"], 0, &mut seen);
-    checked(&fx, &src, &["show", "-s", "demo"], 0, &mut seen);
-    checked(&fx, &src, &["diff", "-s", "demo"], 0, &mut seen);
-    let planned = checked(
-        &fx,
-        &src,
-        &["promote", "-s", "demo", "--no-apply"],
-        0,
-        &mut seen,
-    );
-    assert_eq!(planned["outcome"], "planned");
-    let applied = checked(&fx, &src, &["promote", "-s", "demo"], 0, &mut seen);
-    assert_eq!(applied["outcome"], "applied");
-    let again = checked(&fx, &src, &["promote", "-s", "demo"], 0, &mut seen);
-    assert_eq!(again["outcome"], "idempotent");
-    checked(&fx, &src, &["log"], 0, &mut seen);
-    checked(&fx, &src, &["show", "-s", "demo"], 0, &mut seen);
+    let bound = checked(&fx, &fx.src, &["bind", "-s", "demo"], 0, &mut seen);
+    run_capture_verify(&fx, &mut seen);
+    let applied = promote_and_read(&fx, &mut seen);
     records_on_disk(&fx, &applied, &mut seen);
     fx.commit_all("take the agent's work");
     conflict_and_empty(&fx, &mut seen);
     sweep_retain_discard(&fx, &mut seen);
-    checked(&fx, &src, &["version"], 0, &mut seen);
+    checked(&fx, &fx.src, &["version"], 0, &mut seen);
     let (code, doctor) = fx.json(&["doctor"]);
     assert!(code == 0 || code == 4, "{doctor}");
     seen.insert(assert_valid("doctor", &doctor));
@@ -521,6 +444,81 @@ fn every_command_document_matches_its_schema() {
             .errors("bind.v1.schema.json", &bare)
             .is_empty()
     );
+}
+
+/// A run that changes files, one that fails, a capture, and verify of it and of a tampered copy.
+fn run_capture_verify(fx: &Fixture, seen: &mut BTreeSet<String>) {
+    let src = &fx.src;
+    checked(fx, src, &["bind", "-s", "ro", "--read-only"], 0, seen);
+    checked(fx, src, &["path", "-s", "demo"], 0, seen);
+    let edit = "echo 'agent line' >> README.md; echo new > added.txt";
+    let run = [
+        "run",
+        "-s",
+        "demo",
+        "--no-sandbox",
+        "--run-id",
+        "edit",
+        "--",
+        "sh",
+        "-c",
+        edit,
+    ];
+    checked(fx, src, &run, 0, seen);
+    let failed = [
+        "run",
+        "-s",
+        "demo",
+        "--no-sandbox",
+        "--run-id",
+        "bad",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ];
+    checked(fx, src, &failed, 3, seen);
+    checked(
+        fx,
+        src,
+        &["capture", "-s", "demo", "--run-id", "cap"],
+        0,
+        seen,
+    );
+    let stored = src.join(".git/a3s-iso/runs/demo/cap.json");
+    checked(fx, src, &["verify", stored.to_str().unwrap()], 0, seen);
+    let mut tampered: Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
+    assert_valid("the stored change set", &tampered);
+    tampered["patch_bytes"] = json!(1);
+    let tampered_path = fx.root.join("tampered.json");
+    std::fs::write(&tampered_path, tampered.to_string()).unwrap();
+    let invalid = checked(
+        fx,
+        src,
+        &["verify", tampered_path.to_str().unwrap()],
+        5,
+        seen,
+    );
+    assert_eq!(invalid["valid"], false, "{invalid}");
+    assert_eq!(invalid["rule"], "patch_bytes", "{invalid}");
+}
+
+/// The read-only views and every promote outcome up to `applied` and `idempotent`; returns
+/// the `applied` document.
+fn promote_and_read(fx: &Fixture, seen: &mut BTreeSet<String>) -> Value {
+    let src = &fx.src;
+    checked(fx, src, &["list"], 0, seen);
+    checked(fx, src, &["show", "-s", "demo"], 0, seen);
+    checked(fx, src, &["diff", "-s", "demo"], 0, seen);
+    let planned = checked(fx, src, &["promote", "-s", "demo", "--no-apply"], 0, seen);
+    assert_eq!(planned["outcome"], "planned");
+    let applied = checked(fx, src, &["promote", "-s", "demo"], 0, seen);
+    assert_eq!(applied["outcome"], "applied");
+    let again = checked(fx, src, &["promote", "-s", "demo"], 0, seen);
+    assert_eq!(again["outcome"], "idempotent");
+    checked(fx, src, &["log"], 0, seen);
+    checked(fx, src, &["show", "-s", "demo"], 0, seen);
+    applied
 }
 
 /// summary.json, the journal entry, the session record and the run exit record.
