@@ -139,6 +139,34 @@ pub(crate) fn bare_tree(text: &str) -> &str {
 mod tests {
     use super::*;
 
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Trees {
+        #[serde(with = "tree_id")]
+        tree: String,
+        #[serde(with = "tree_id_opt")]
+        maybe: Option<String>,
+    }
+
+    #[test]
+    fn tree_ids_are_written_prefixed_and_read_in_either_form() {
+        let hex = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+        let trees = Trees {
+            tree: hex.into(),
+            maybe: None,
+        };
+        let text = serde_json::to_string(&trees).unwrap();
+        assert_eq!(text, format!(r#"{{"tree":"git-tree:{hex}","maybe":null}}"#));
+        assert_eq!(serde_json::from_str::<Trees>(&text).unwrap(), trees);
+        let old = format!(r#"{{"tree":"{hex}","maybe":"{hex}"}}"#);
+        let read: Trees = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            (read.tree.as_str(), read.maybe.as_deref()),
+            (hex, Some(hex))
+        );
+        let again = serde_json::to_value(&read).unwrap();
+        assert_eq!(again["maybe"], format!("git-tree:{hex}"));
+    }
+
     #[test]
     fn accepts_good_ids() {
         for id in ["a", "task-42", "A.b_c-d", "0", &"x".repeat(128), "s-1.2"] {

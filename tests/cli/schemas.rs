@@ -518,6 +518,21 @@ fn promote_and_read(fx: &Fixture, seen: &mut BTreeSet<String>) -> Value {
     assert_eq!(again["outcome"], "idempotent");
     checked(fx, src, &["log"], 0, seen);
     checked(fx, src, &["show", "-s", "demo"], 0, seen);
+    // The other scopes of diff: a document's change set, a promoted one, the cumulative one.
+    let stored = src.join(".git/a3s-iso/runs/demo/cap.json");
+    let of_document = checked(
+        fx,
+        src,
+        &["diff", "--change-set", stored.to_str().unwrap()],
+        0,
+        seen,
+    );
+    assert_eq!(of_document["scope"], "change_set");
+    let digest = applied["digest"].as_str().unwrap();
+    let promoted = checked(fx, src, &["diff", "--digest", digest], 0, seen);
+    assert_eq!(promoted["scope"], "promoted");
+    let cumulative = checked(fx, src, &["diff", "-s", "demo", "--cumulative"], 0, seen);
+    assert_eq!(cumulative["from_tree"], of_document["from_tree"]);
     applied
 }
 
@@ -661,4 +676,81 @@ fn error_documents(fx: &Fixture, seen: &mut BTreeSet<String>) {
     other.wait().unwrap();
     fx.write("wip.txt", "local work\n");
     error(src, &["bind", "-s", "dirty"], "dirty_source", 1);
+}
+
+/// A record written before tree ids carried their prefix and records their `schema`: tree ids
+/// in bare hex, no `schema` field.
+fn make_old(path: &Path) {
+    fn strip(value: &mut Value) {
+        match value {
+            Value::String(text) => {
+                if let Some(bare) = text.strip_prefix("git-tree:") {
+                    *text = bare.to_string();
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            Value::Object(map) => map.values_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    let mut record: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    record.as_object_mut().unwrap().remove("schema");
+    strip(&mut record);
+    std::fs::write(path, serde_json::to_vec_pretty(&record).unwrap()).unwrap();
+}
+
+/// a3s-iso reads the session records and journal entries it wrote before, and writes them in
+/// the current form when it changes them.
+#[test]
+fn older_records_without_schema_and_with_bare_tree_ids_are_read() {
+    let fx = Fixture::new();
+    let state = fx.src.join(".git/a3s-iso");
+    let record = state.join("sessions/old.json");
+    fx.bind("old");
+    std::fs::write(fx.isolation("old").join("one.txt"), "one\n").unwrap();
+    let (code, first) = fx.json(&["capture", "-s", "old"]);
+    assert_eq!(code, 0, "{first}");
+    make_old(&record);
+    let before = std::fs::read_to_string(&record).unwrap();
+    assert!(
+        !before.contains("git-tree:") && !before.contains("schema"),
+        "{before}"
+    );
+    let (code, shown) = fx.json(&["show", "-s", "old"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_valid("show of an older record", &shown);
+    let (code, step1) = fx.json(&["promote", "-s", "old"]);
+    assert_eq!(
+        (code, step1["outcome"].as_str()),
+        (0, Some("applied")),
+        "{step1}"
+    );
+    assert_eq!(step1["from_tree"], first["base_tree"]);
+    let hex = step1["digest"]
+        .as_str()
+        .unwrap()
+        .trim_start_matches("sha256:");
+    let entry = state.join(format!("promoted/{hex}.json"));
+    make_old(&entry);
+    make_old(&record);
+    // Step 2 starts from step 1's result, read from the older journal entry.
+    std::fs::write(fx.isolation("old").join("two.txt"), "two\n").unwrap();
+    let (code, second) = fx.json(&["capture", "-s", "old"]);
+    assert_eq!(code, 0, "{second}");
+    let (code, step2) = fx.json(&["promote", "-s", "old"]);
+    assert_eq!(
+        (code, step2["outcome"].as_str()),
+        (0, Some("applied")),
+        "{step2}"
+    );
+    assert_eq!(step2["step"], 2, "{step2}");
+    assert_eq!(step2["from_tree"], first["result_tree"], "{step2}");
+    assert_eq!(std::fs::read(fx.src.join("two.txt")).unwrap(), b"two\n");
+    let (code, log) = fx.json(&["log"]);
+    assert_eq!(code, 0, "{log}");
+    assert_eq!(log["promotions"].as_array().unwrap().len(), 2, "{log}");
+    // The record a3s-iso rewrote is in the current form again.
+    let rewritten: Value = serde_json::from_slice(&std::fs::read(&record).unwrap()).unwrap();
+    assert_valid("the rewritten session record", &rewritten);
+    assert_eq!(rewritten["last_run"]["result_tree"], second["result_tree"]);
 }
