@@ -622,18 +622,36 @@ fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {
     checked(fx, &fx.src, &["discard", "-s", "demo"], 0, seen);
 }
 
+/// Runs a command that must fail with `code` and exit `exit`, and validates its error document.
+fn error(
+    fx: &Fixture,
+    seen: &mut BTreeSet<String>,
+    dir: &Path,
+    args: &[&str],
+    code: &str,
+    exit: i32,
+) {
+    let doc = checked(fx, dir, args, exit, seen);
+    assert_eq!(doc["error"]["code"], code, "{args:?}: {doc}");
+}
+
 /// Each error code a test can provoke, as an error document with its exit status.
 fn error_documents(fx: &Fixture, seen: &mut BTreeSet<String>) {
     let src = &fx.src;
-    let mut error = |dir: &Path, args: &[&str], code: &str, exit: i32| {
-        let doc = checked(fx, dir, args, exit, seen);
-        assert_eq!(doc["error"]["code"], code, "{args:?}: {doc}");
-    };
-    error(src, &["capture", "-s", "nope"], "session_not_found", 1);
-    error(src, &["bind", "-s", "../escape"], "invalid_id", 5);
-    error(src, &["bind", "--no-such-flag"], "usage", 2);
+    error(
+        fx,
+        seen,
+        src,
+        &["capture", "-s", "nope"],
+        "session_not_found",
+        1,
+    );
+    error(fx, seen, src, &["bind", "-s", "../escape"], "invalid_id", 5);
+    error(fx, seen, src, &["bind", "--no-such-flag"], "usage", 2);
     // Not a repository.
     error(
+        fx,
+        seen,
         &fx.root,
         &["bind", "-s", "outside"],
         "isolation_unavailable",
@@ -641,13 +659,24 @@ fn error_documents(fx: &Fixture, seen: &mut BTreeSet<String>) {
     );
     let missing = fx.root.join("missing.json");
     error(
+        fx,
+        seen,
         src,
         &["verify", missing.to_str().unwrap()],
         "change_set_unavailable",
         1,
     );
-    error(src, &["capture", "-s", "ro"], "read_only_session", 1);
     error(
+        fx,
+        seen,
+        src,
+        &["capture", "-s", "ro"],
+        "read_only_session",
+        1,
+    );
+    error(
+        fx,
+        seen,
         src,
         &[
             "run",
@@ -667,6 +696,8 @@ fn error_documents(fx: &Fixture, seen: &mut BTreeSet<String>) {
         .unwrap();
     let pid = other.id().to_string();
     error(
+        fx,
+        seen,
         src,
         &["bind", "-s", "idle", "--owner-pid", &pid],
         "session_exists",
@@ -674,8 +705,75 @@ fn error_documents(fx: &Fixture, seen: &mut BTreeSet<String>) {
     );
     other.kill().unwrap();
     other.wait().unwrap();
+    errors_of_state(fx, seen);
+}
+
+/// The errors that depend on what a session holds or where the source is, and a branch-mode
+/// report on the way.
+fn errors_of_state(fx: &Fixture, seen: &mut BTreeSet<String>) {
+    let src = &fx.src;
+    let tampered = fx.root.join("tampered.json");
+    let tampered = tampered.to_str().unwrap();
+    error(
+        fx,
+        seen,
+        src,
+        &["promote", "--change-set", tampered],
+        "change_set_invalid",
+        5,
+    );
+    std::fs::write(fx.isolation("late").join("c.txt"), "first\n").unwrap();
+    checked(
+        fx,
+        src,
+        &["capture", "-s", "late", "--run-id", "c"],
+        0,
+        seen,
+    );
+    std::fs::write(fx.isolation("late").join("c.txt"), "second\n").unwrap();
+    error(
+        fx,
+        seen,
+        src,
+        &["capture", "-s", "late", "--run-id", "c"],
+        "capture_conflict",
+        3,
+    );
+    std::fs::write(fx.isolation("occupied"), "not an isolation\n").unwrap();
+    error(
+        fx,
+        seen,
+        src,
+        &["bind", "-s", "occupied"],
+        "isolation_path_occupied",
+        1,
+    );
+    fx.bind("detached");
+    std::fs::write(fx.isolation("detached").join("d.txt"), "d\n").unwrap();
+    fx.git(src, &["checkout", "-q", "--detach"]);
+    let branch = ["promote", "-s", "detached", "--mode", "branch"];
+    error(fx, seen, src, &branch, "detached_source", 1);
+    fx.git(src, &["checkout", "-q", "-"]);
+    // Branch mode's report, with the commits it replayed.
+    fx.bind("branch");
+    let iso = fx.isolation("branch");
+    std::fs::write(iso.join("b.txt"), "b\n").unwrap();
+    fx.git(&iso, &["add", "b.txt"]);
+    fx.git(&iso, &["commit", "-q", "-m", "the agent's commit"]);
+    let report = checked(
+        fx,
+        src,
+        &["promote", "-s", "branch", "--mode", "branch"],
+        0,
+        seen,
+    );
+    assert_eq!(report["outcome"], "applied", "{report}");
+    assert!(
+        !report["branch"]["replayed"].as_array().unwrap().is_empty(),
+        "{report}"
+    );
     fx.write("wip.txt", "local work\n");
-    error(src, &["bind", "-s", "dirty"], "dirty_source", 1);
+    error(fx, seen, src, &["bind", "-s", "dirty"], "dirty_source", 1);
 }
 
 /// A record written before tree ids carried their prefix and records their `schema`: tree ids
