@@ -6,9 +6,10 @@
 //! declare is an error here (published consumers must tolerate added fields; this project
 //! must document every field it prints).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
 
 use serde_json::{Value, json};
 
@@ -50,7 +51,20 @@ impl Validator {
         }
     }
 
+    /// A schema file, parsed once per test binary (every document the suite reads is checked).
     fn load(&self, file: &str) -> Value {
+        static CACHE: OnceLock<Mutex<HashMap<PathBuf, Value>>> = OnceLock::new();
+        let path = self.dir.join(file);
+        let cache = CACHE.get_or_init(Default::default);
+        if let Some(schema) = cache.lock().unwrap().get(&path) {
+            return schema.clone();
+        }
+        let schema = self.parse(file);
+        cache.lock().unwrap().insert(path, schema.clone());
+        schema
+    }
+
+    fn parse(&self, file: &str) -> Value {
         let path = self.dir.join(file);
         let text = std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
@@ -112,7 +126,7 @@ impl Validator {
         if let (Some(pattern), Some(text)) = (
             schema.get("pattern").and_then(Value::as_str),
             value.as_str(),
-        ) && !regex::Regex::new(pattern).unwrap().is_match(text)
+        ) && !compiled(pattern).is_match(text)
         {
             errors.push(format!("{at}: {text:?} does not match {pattern}"));
         }
@@ -199,6 +213,17 @@ impl Validator {
     }
 }
 
+/// A schema's pattern, compiled once.
+fn compiled(pattern: &str) -> regex::Regex {
+    static CACHE: OnceLock<Mutex<HashMap<String, regex::Regex>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut cache = cache.lock().unwrap();
+    cache
+        .entry(pattern.to_string())
+        .or_insert_with(|| regex::Regex::new(pattern).unwrap())
+        .clone()
+}
+
 fn type_matches(types: &Value, value: &Value) -> bool {
     let one = |name: &str| match name {
         "string" => value.is_string(),
@@ -230,7 +255,7 @@ fn schema_file(doc: &Value) -> String {
 }
 
 /// Asserts that `doc` is valid against the schema its `schema` field names; returns the file.
-fn assert_valid(what: &str, doc: &Value) -> String {
+pub fn assert_valid(what: &str, doc: &Value) -> String {
     let file = schema_file(doc);
     let errors = Validator::new().errors(&file, doc);
     assert!(
