@@ -112,14 +112,14 @@ pub(crate) fn default_release_identity() -> String {
     crate::snapshot::digest_bytes(format!("a3s-iso/{}", env!("CARGO_PKG_VERSION")).as_bytes())
 }
 
-/// The `git-tree:<hex>` field of a tree id.
+/// The `git-tree:<hex>` field of a tree id (the form of every tree id in JSON).
 pub(crate) fn tree_field(tree: &str) -> String {
-    format!("git-tree:{tree}")
+    format!("{}{tree}", crate::ids::TREE_PREFIX)
 }
 
 /// The bare object id of a `git-tree:<hex>` field.
 pub(crate) fn tree_id(field: &str) -> &str {
-    field.strip_prefix("git-tree:").unwrap_or(field)
+    crate::ids::bare_tree(field)
 }
 
 /// What a new document is built from; the constant fields are filled in.
