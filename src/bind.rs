@@ -67,6 +67,7 @@ pub struct BindOutcome {
     /// The commit the isolation is detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
+    #[serde(with = "crate::ids::tree_id")]
     pub base_tree: String,
     /// An existing binding was returned as it was.
     pub reused: bool,

@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{ChangeSetRule, Error, Result};
 
 /// The document's `schema`.
 pub(crate) const SCHEMA: &str = "a3s.code.agent-change-set.v1";
@@ -112,14 +112,14 @@ pub(crate) fn default_release_identity() -> String {
     crate::snapshot::digest_bytes(format!("a3s-iso/{}", env!("CARGO_PKG_VERSION")).as_bytes())
 }
 
-/// The `git-tree:<hex>` field of a tree id.
+/// The `git-tree:<hex>` field of a tree id (the form of every tree id in JSON).
 pub(crate) fn tree_field(tree: &str) -> String {
-    format!("git-tree:{tree}")
+    format!("{}{tree}", crate::ids::TREE_PREFIX)
 }
 
 /// The bare object id of a `git-tree:<hex>` field.
 pub(crate) fn tree_id(field: &str) -> &str {
-    field.strip_prefix("git-tree:").unwrap_or(field)
+    crate::ids::bare_tree(field)
 }
 
 /// What a new document is built from; the constant fields are filled in.
@@ -177,9 +177,9 @@ pub struct Verified {
     pub patch: Vec<u8>,
 }
 
-fn invalid(rule: &str, field: &str, detail: impl Into<String>) -> Error {
+fn invalid(rule: ChangeSetRule, field: &str, detail: impl Into<String>) -> Error {
     Error::ChangeSetInvalid {
-        rule: rule.into(),
+        rule,
         field: field.into(),
         detail: detail.into(),
     }
@@ -209,14 +209,14 @@ const IDENTITY_FIELDS: &[&str] = &[
 fn check_fields(object: &Map<String, Value>, allowed: &[&str], prefix: &str) -> Result<()> {
     if let Some(unknown) = object.keys().find(|k| !allowed.contains(&k.as_str())) {
         return Err(invalid(
-            "unknown_field",
+            ChangeSetRule::UnknownField,
             &format!("{prefix}{unknown}"),
             "fields not in the format are rejected",
         ));
     }
     if let Some(missing) = allowed.iter().find(|k| !object.contains_key(**k)) {
         return Err(invalid(
-            "missing_field",
+            ChangeSetRule::MissingField,
             &format!("{prefix}{missing}"),
             "required",
         ));
@@ -227,14 +227,14 @@ fn check_fields(object: &Map<String, Value>, allowed: &[&str], prefix: &str) -> 
 fn string<'a>(object: &'a Map<String, Value>, key: &str, field: &str) -> Result<&'a str> {
     object[key]
         .as_str()
-        .ok_or_else(|| invalid("type", field, "must be a string"))
+        .ok_or_else(|| invalid(ChangeSetRule::Type, field, "must be a string"))
 }
 
 fn exact(object: &Map<String, Value>, key: &str, field: &str, expected: &str) -> Result<()> {
     let value = string(object, key, field)?;
     if value != expected {
         return Err(invalid(
-            "exact_string",
+            ChangeSetRule::ExactString,
             field,
             format!("must be {expected:?}, not {value:?}"),
         ));
@@ -260,7 +260,7 @@ fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<(
     match is_sha256_digest(value) {
         true => Ok(()),
         false => Err(invalid(
-            "sha256_format",
+            ChangeSetRule::Sha256Format,
             field,
             "must be sha256: and 64 lowercase hex digits",
         )),
@@ -270,14 +270,18 @@ fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<(
 fn id_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
     let value = string(object, key, field)?;
     if value.trim().is_empty() {
-        return Err(invalid("id_format", field, "must not be blank"));
+        return Err(invalid(ChangeSetRule::IdFormat, field, "must not be blank"));
     }
     if value.len() > 256 {
-        return Err(invalid("id_format", field, "must be at most 256 bytes"));
+        return Err(invalid(
+            ChangeSetRule::IdFormat,
+            field,
+            "must be at most 256 bytes",
+        ));
     }
     if value.contains(['\0', '\r', '\n']) {
         return Err(invalid(
-            "id_format",
+            ChangeSetRule::IdFormat,
             field,
             "must not contain NUL, CR or LF",
         ));
@@ -290,7 +294,7 @@ fn tree_check(object: &Map<String, Value>, key: &str) -> Result<()> {
     match value.strip_prefix("git-tree:") {
         Some(hex) if is_lower_hex(hex, &[40, 64]) => Ok(()),
         _ => Err(invalid(
-            "tree_format",
+            ChangeSetRule::TreeFormat,
             key,
             "must be git-tree: and 40 or 64 lowercase hex digits",
         )),
@@ -300,14 +304,14 @@ fn tree_check(object: &Map<String, Value>, key: &str) -> Result<()> {
 fn integer(object: &Map<String, Value>, key: &str) -> Result<u64> {
     object[key]
         .as_u64()
-        .ok_or_else(|| invalid("type", key, "must be a non-negative integer"))
+        .ok_or_else(|| invalid(ChangeSetRule::Type, key, "must be a non-negative integer"))
 }
 
 /// Checks a document against every rule of the format. Reads nothing but `bytes`.
 pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
     if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
         return Err(invalid(
-            "document_size",
+            ChangeSetRule::DocumentSize,
             "(document)",
             format!(
                 "{} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit",
@@ -315,22 +319,27 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
             ),
         ));
     }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| invalid("json", "(document)", format!("not a JSON document: {e}")))?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        invalid(
+            ChangeSetRule::Json,
+            "(document)",
+            format!("not a JSON document: {e}"),
+        )
+    })?;
     if let Some(path) = crate::strictjson::first_duplicate_key(bytes) {
         return Err(invalid(
-            "duplicate_key",
+            ChangeSetRule::DuplicateKey,
             &path,
             "a key appears twice in one object",
         ));
     }
     let top = value
         .as_object()
-        .ok_or_else(|| invalid("type", "(document)", "must be a JSON object"))?;
+        .ok_or_else(|| invalid(ChangeSetRule::Type, "(document)", "must be a JSON object"))?;
     check_fields(top, TOP_FIELDS, "")?;
     let identity = top["identity"]
         .as_object()
-        .ok_or_else(|| invalid("type", "identity", "must be an object"))?;
+        .ok_or_else(|| invalid(ChangeSetRule::Type, "identity", "must be an object"))?;
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
     check_values(top, identity)?;
     let patch = decode_patch(top)?;
@@ -358,7 +367,7 @@ fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Resu
     let state = string(top, "state", "state")?;
     if RunState::parse(state).is_none() {
         return Err(invalid(
-            "state",
+            ChangeSetRule::State,
             "state",
             format!("must be completed, failed or cancelled, not {state:?}"),
         ));
@@ -367,7 +376,7 @@ fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Resu
     tree_check(top, "result_tree")?;
     if integer(top, "observed_at_ms")? == 0 {
         return Err(invalid(
-            "observed_at",
+            ChangeSetRule::ObservedAt,
             "observed_at_ms",
             "must be greater than 0",
         ));
@@ -380,7 +389,7 @@ fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     let patch_bytes = integer(top, "patch_bytes")?;
     if patch_bytes > MAX_PATCH_BYTES {
         return Err(invalid(
-            "patch_size",
+            ChangeSetRule::PatchSize,
             "patch_bytes",
             format!("{patch_bytes} is over {MAX_PATCH_BYTES}"),
         ));
@@ -388,14 +397,14 @@ fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     let encoded = string(top, "patch_base64", "patch_base64")?;
     let patch = BASE64.decode(encoded).map_err(|e| {
         invalid(
-            "base64",
+            ChangeSetRule::Base64,
             "patch_base64",
             format!("not standard padded base64: {e}"),
         )
     })?;
     if patch.len() as u64 != patch_bytes {
         return Err(invalid(
-            "patch_bytes",
+            ChangeSetRule::PatchBytes,
             "patch_bytes",
             format!("says {patch_bytes}, the decoded patch has {}", patch.len()),
         ));
@@ -403,7 +412,7 @@ fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     let digest = crate::snapshot::digest_bytes(&patch);
     if digest != string(top, "patch_digest", "patch_digest")? {
         return Err(invalid(
-            "digest",
+            ChangeSetRule::Digest,
             "patch_digest",
             format!("the patch's sha256 is {digest}"),
         ));
@@ -552,7 +561,7 @@ mod tests {
         );
         let huge = vec![b' '; MAX_DOCUMENT_BYTES as usize + 1];
         assert!(
-            matches!(verify(&huge), Err(Error::ChangeSetInvalid { rule, .. }) if rule == "document_size")
+            matches!(verify(&huge), Err(Error::ChangeSetInvalid { rule, .. }) if rule == ChangeSetRule::DocumentSize)
         );
     }
 
@@ -813,23 +822,22 @@ mod tests {
             }
         }
         assert!(accepted >= 100, "only {accepted} documents passed");
-        let every: std::collections::BTreeSet<String> = [
-            "unknown_field",
-            "missing_field",
-            "type",
-            "exact_string",
-            "sha256_format",
-            "id_format",
-            "state",
-            "tree_format",
-            "observed_at",
-            "patch_size",
-            "base64",
-            "patch_bytes",
-            "digest",
+        let every: std::collections::BTreeSet<ChangeSetRule> = [
+            ChangeSetRule::UnknownField,
+            ChangeSetRule::MissingField,
+            ChangeSetRule::Type,
+            ChangeSetRule::ExactString,
+            ChangeSetRule::Sha256Format,
+            ChangeSetRule::IdFormat,
+            ChangeSetRule::State,
+            ChangeSetRule::TreeFormat,
+            ChangeSetRule::ObservedAt,
+            ChangeSetRule::PatchSize,
+            ChangeSetRule::Base64,
+            ChangeSetRule::PatchBytes,
+            ChangeSetRule::Digest,
         ]
         .into_iter()
-        .map(String::from)
         .collect();
         let missed: Vec<_> = every.difference(&rules).collect();
         assert!(missed.is_empty(), "rules never reached: {missed:?}");

@@ -121,8 +121,10 @@ pub struct DiffOutcome {
     /// `cumulative`, a document and a promoted change set.
     pub head_moved: Option<bool>,
     /// The tree the patch applies to, where known.
+    #[serde(with = "crate::ids::tree_id_opt")]
     pub from_tree: Option<String>,
     /// The tree it makes, where known.
+    #[serde(with = "crate::ids::tree_id_opt")]
     pub to_tree: Option<String>,
     /// The files, in the patch's order.
     pub files: Vec<FileChange>,

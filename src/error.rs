@@ -149,6 +149,75 @@ impl ErrorCode {
     }
 }
 
+/// The rule of the change-set format a document breaks: `rule` of `change_set_invalid` and of
+/// `verify --json`, as a code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeSetRule {
+    /// The document is not JSON.
+    Json,
+    /// A field (or the document) has the wrong JSON type.
+    Type,
+    /// The document is larger than the largest one accepted.
+    DocumentSize,
+    /// An object holds a key twice.
+    DuplicateKey,
+    /// A field the format does not have.
+    UnknownField,
+    /// A field the format requires is missing.
+    MissingField,
+    /// A field whose value the format fixes has another.
+    ExactString,
+    /// Not `sha256:` and 64 lowercase hex digits.
+    Sha256Format,
+    /// A blank, too long or multi-line id.
+    IdFormat,
+    /// Not `git-tree:` and 40 or 64 lowercase hex digits.
+    TreeFormat,
+    /// Not one of the run states.
+    State,
+    /// `observed_at_ms` out of range.
+    ObservedAt,
+    /// The patch is larger than a document carries.
+    PatchSize,
+    /// `patch_base64` is not base64.
+    Base64,
+    /// `patch_bytes` is not the decoded patch's size.
+    PatchBytes,
+    /// `patch_digest` is not the decoded patch's digest.
+    Digest,
+}
+
+impl ChangeSetRule {
+    /// The rule's code, as in JSON.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChangeSetRule::Json => "json",
+            ChangeSetRule::Type => "type",
+            ChangeSetRule::DocumentSize => "document_size",
+            ChangeSetRule::DuplicateKey => "duplicate_key",
+            ChangeSetRule::UnknownField => "unknown_field",
+            ChangeSetRule::MissingField => "missing_field",
+            ChangeSetRule::ExactString => "exact_string",
+            ChangeSetRule::Sha256Format => "sha256_format",
+            ChangeSetRule::IdFormat => "id_format",
+            ChangeSetRule::TreeFormat => "tree_format",
+            ChangeSetRule::State => "state",
+            ChangeSetRule::ObservedAt => "observed_at",
+            ChangeSetRule::PatchSize => "patch_size",
+            ChangeSetRule::Base64 => "base64",
+            ChangeSetRule::PatchBytes => "patch_bytes",
+            ChangeSetRule::Digest => "digest",
+        }
+    }
+}
+
+impl std::fmt::Display for ChangeSetRule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Every failure of a3s-iso; each variant has one [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -241,7 +310,7 @@ pub enum Error {
     #[error("change set invalid ({rule}) at {field}: {detail}")]
     ChangeSetInvalid {
         /// The rule (`digest`, `unknown_field`, ...).
-        rule: String,
+        rule: ChangeSetRule,
         /// The field it concerns.
         field: String,
         /// What is wrong.
@@ -602,7 +671,7 @@ mod tests {
                 limit: 4_194_304,
             },
             Error::ChangeSetInvalid {
-                rule: "digest".into(),
+                rule: ChangeSetRule::Digest,
                 field: "patch_digest".into(),
                 detail: "the patch's sha256 is sha256:00".into(),
             },
@@ -670,7 +739,7 @@ mod tests {
     #[test]
     fn every_variant_maps_to_its_code() {
         let e = Error::ChangeSetInvalid {
-            rule: "digest".into(),
+            rule: ChangeSetRule::Digest,
             field: "patch_digest".into(),
             detail: "mismatch".into(),
         };

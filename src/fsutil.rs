@@ -113,6 +113,28 @@ pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> 
     write_atomic(path, &bytes)
 }
 
+/// Writes a record a3s-iso keeps on disk as `{"schema": "a3s-iso.<kind>.v1", ...value}`
+/// (atomically). Readers accept a record without `schema`: older ones have none.
+pub(crate) fn write_record_atomic<T: serde::Serialize>(
+    path: &Path,
+    schema: &str,
+    value: &T,
+) -> Result<()> {
+    #[derive(serde::Serialize)]
+    struct Tagged<'a, T: serde::Serialize> {
+        schema: &'a str,
+        #[serde(flatten)]
+        body: &'a T,
+    }
+    write_json_atomic(
+        path,
+        &Tagged {
+            schema,
+            body: value,
+        },
+    )
+}
+
 /// Reads a JSON file; `Ok(None)` when it does not exist.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     let bytes = match fs::read(path) {

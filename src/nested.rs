@@ -46,8 +46,10 @@ pub struct NestedChangeSet {
     /// The commit the nested repository's HEAD named.
     pub head: String,
     /// That commit's tree: the nested change set's base.
+    #[serde(with = "crate::ids::tree_id")]
     pub base_tree: String,
     /// The snapshot of the nested repository's working tree.
+    #[serde(with = "crate::ids::tree_id")]
     pub result_tree: String,
     /// `sha256:` of the nested patch.
     pub patch_digest: String,

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::{Context, Located};
 use crate::error::Result;
-use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_json_atomic};
+use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
 use crate::git::Git;
 use crate::repo::Repo;
 use crate::state::{RecordStatus, SessionRecord, SessionState, Store, SweptInfo};
@@ -105,7 +105,11 @@ pub(crate) fn trash_path(path: &Path, id: &str) -> PathBuf {
 
 /// Writes an intent (atomically, fsynced) before the operation touches anything.
 pub(crate) fn save(store: &Store, intent: &Intent) -> Result<()> {
-    write_json_atomic(&store.pending_file(intent.session_id()), intent)
+    write_record_atomic(
+        &store.pending_file(intent.session_id()),
+        "a3s-iso.pending.v1",
+        intent,
+    )
 }
 
 /// Removes a session's intent: its operation is over (or was undone).

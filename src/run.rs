@@ -85,8 +85,10 @@ pub struct RunOutcome {
     /// The ref that pins the run's result tree.
     pub result_ref: String,
     /// The isolation's snapshot before the command.
+    #[serde(with = "crate::ids::tree_id")]
     pub base_tree: String,
     /// The isolation's snapshot after the command.
+    #[serde(with = "crate::ids::tree_id")]
     pub result_tree: String,
     /// `null` when the patch is too large to travel as a document (the tree is still pinned).
     pub change_set: Option<ChangeSetSummary>,

@@ -101,6 +101,7 @@ pub struct ShowOutcome {
     /// The commit the session was bound at.
     pub bound_revision: String,
     /// The tree its change sets start from.
+    #[serde(with = "crate::ids::tree_id")]
     pub base_tree: String,
     /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
     /// it; `null` when the source cannot be read.

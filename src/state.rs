@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::changeset::RunState;
 use crate::error::{Error, IoContext, Result};
-use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_json_atomic};
+use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
 use crate::lock::FileLock;
 use crate::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::owner::Owner;
@@ -58,8 +58,20 @@ pub struct LastRun {
     /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
+    #[serde(with = "crate::ids::tree_id")]
     pub result_tree: String,
 }
+
+/// The schema of a session record (`sessions/<id>.json`).
+pub const SESSION_SCHEMA: &str = "a3s-iso.session.v1";
+/// The schema of an in-flight bind's claim (`claims/<id>.json`).
+pub const CLAIM_SCHEMA: &str = "a3s-iso.claim.v1";
+/// The schema of a run exit record (`run-exits/<id>/<run>.json`).
+pub const RUN_EXIT_SCHEMA: &str = "a3s-iso.run_exit.v1";
+/// The schema of a promote journal entry (`promoted/<digest hex>.json`).
+pub const JOURNAL_SCHEMA: &str = "a3s-iso.journal.v1";
+/// The schema of an entry of the registry of sources.
+pub const REGISTRY_SCHEMA: &str = "a3s-iso.registry.v1";
 
 /// A session as the store records it (`sessions/<id>.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,13 +96,14 @@ pub struct SessionRecord {
     /// The commit the isolation was detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
+    #[serde(with = "crate::ids::tree_id")]
     pub base_tree: String,
     /// No isolation: writing commands refuse the session.
     pub read_only: bool,
     /// The isolation started from the source's local changes (`--carry-wip`).
     pub carried_wip: bool,
     /// With carried WIP: what the source had staged (the base tree is its working state).
-    #[serde(default)]
+    #[serde(default, with = "crate::ids::tree_id_opt")]
     pub carried_index_tree: Option<String>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
@@ -267,7 +280,11 @@ impl Store {
 
     /// Writes a session record (atomically).
     pub(crate) fn save_session(&self, record: &SessionRecord) -> Result<()> {
-        write_json_atomic(&self.session_file(&record.session_id), record)
+        write_record_atomic(
+            &self.session_file(&record.session_id),
+            SESSION_SCHEMA,
+            record,
+        )
     }
 
     /// Removes a session record; a missing one is not an error.
@@ -324,7 +341,7 @@ impl Store {
 
     /// Writes a claim (atomically), before the bind builds anything.
     pub(crate) fn save_claim(&self, claim: &ClaimRecord) -> Result<()> {
-        write_json_atomic(&self.claim_file(&claim.session_id), claim)
+        write_record_atomic(&self.claim_file(&claim.session_id), CLAIM_SCHEMA, claim)
     }
 
     /// Removes a claim; a missing one is not an error.
@@ -373,7 +390,7 @@ impl Store {
             .join("run-exits")
             .join(id)
             .join(format!("{run_id}.json"));
-        write_json_atomic(&path, exit)
+        write_record_atomic(&path, RUN_EXIT_SCHEMA, exit)
     }
 
     /// How a run's command ended, if a3s-iso recorded it.
@@ -429,7 +446,7 @@ impl Store {
 
     /// Records a promoted digest (atomic, fsynced).
     pub(crate) fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
-        write_json_atomic(&self.journal_file(&entry.digest), entry)
+        write_record_atomic(&self.journal_file(&entry.digest), JOURNAL_SCHEMA, entry)
     }
 
     /// Where a3s-iso keeps its own index of the isolation whose admin dir is `admin` (the seed
@@ -524,8 +541,10 @@ pub(crate) struct Step {
     /// The session's `created_at_ms`: a session bound again under the same id starts over.
     pub session_created_at_ms: u64,
     /// The tree the delta starts from: the session's base tree, or the previous step's result.
+    #[serde(with = "crate::ids::tree_id")]
     pub from_tree: String,
     /// The session's snapshot this step brought into the source.
+    #[serde(with = "crate::ids::tree_id")]
     pub result_tree: String,
     /// The isolation's HEAD at the snapshot (branch mode replays the commits after it next).
     pub isolation_head: Option<String>,
@@ -625,7 +644,7 @@ pub(crate) fn register_source(entry: &RegistryEntry) -> Result<()> {
     if read_json::<RegistryEntry>(&file).ok().flatten().as_ref() == Some(entry) {
         return Ok(());
     }
-    write_json_atomic(&file, entry)
+    write_record_atomic(&file, REGISTRY_SCHEMA, entry)
 }
 
 /// Every registered (source, state dir), sorted by source.

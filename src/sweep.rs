@@ -141,8 +141,8 @@ impl KeepReason {
     }
 }
 
-/// Why an entry was not considered at all (`skipped[].reason`). The report carries the
-/// sentence of [`SkipReason::message`], not a code.
+/// Why an entry was not considered at all: `skipped[].reason` carries the code
+/// ([`SkipReason::as_str`]), `skipped[].detail` the sentence ([`SkipReason::message`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
     /// A registered source (with `--all`) that is gone.
@@ -160,7 +160,17 @@ pub enum SkipReason {
 }
 
 impl SkipReason {
-    /// The sentence the report carries.
+    /// The reason as the report spells it.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SkipReason::SourceGone => "source_gone",
+            SkipReason::SymbolicLink => "symbolic_link",
+            SkipReason::NotADirectory => "not_a_directory",
+            SkipReason::OtherRepository { .. } => "other_repository",
+        }
+    }
+
+    /// The sentence for a human (`skipped[].detail`).
     pub fn message(&self) -> String {
         match self {
             SkipReason::SourceGone => "registered source no longer exists".into(),
@@ -175,7 +185,7 @@ impl SkipReason {
 
 impl Serialize for SkipReason {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_str(&self.message())
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -231,13 +241,30 @@ pub struct Kept {
 }
 
 /// An entry named like an isolation that sweep does not consider, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct Skipped {
     /// Where it is.
-    #[serde(with = "crate::paths::fs_path")]
     pub path: PathBuf,
-    /// Why it is not considered, as a sentence.
+    /// Why it is not considered: a code, with the sentence beside it as `detail`.
     pub reason: SkipReason,
+}
+
+impl Serialize for Skipped {
+    fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Shown<'a> {
+            #[serde(with = "crate::paths::fs_path")]
+            path: &'a PathBuf,
+            reason: &'a SkipReason,
+            detail: String,
+        }
+        Shown {
+            path: &self.path,
+            reason: &self.reason,
+            detail: self.reason.message(),
+        }
+        .serialize(serializer)
+    }
 }
 
 /// What a sweep did (or would do, with `--dry-run`).
@@ -1271,13 +1298,21 @@ mod tests {
         let Decision::Skip(reason) = decide(&other, &SweepOptions::default(), 0, &|_| false) else {
             panic!("another repository's worktree is skipped");
         };
+        assert_eq!(to_value(&reason).unwrap(), "other_repository");
         assert_eq!(
-            to_value(&reason).unwrap(),
+            reason.message(),
             "belongs to another repository (/r/.git/worktrees/x)"
         );
+        let shown = to_value(Skipped {
+            path: "/r/x".into(),
+            reason,
+        })
+        .unwrap();
+        assert_eq!(shown["reason"], "other_repository");
         assert_eq!(
-            to_value(SkipReason::SymbolicLink).unwrap(),
-            "a symbolic link: never followed"
+            shown["detail"],
+            "belongs to another repository (/r/.git/worktrees/x)"
         );
+        assert_eq!(to_value(SkipReason::SymbolicLink).unwrap(), "symbolic_link");
     }
 }

@@ -4,7 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use a3s_iso::changeset::{RunState, verify_file};
-use a3s_iso::error::{Error, Result};
+use a3s_iso::error::{ChangeSetRule, Error, Result};
 
 use super::Output;
 
@@ -31,7 +31,7 @@ struct VerifyOutcome {
 #[derive(Serialize)]
 struct Invalid<'a> {
     valid: bool,
-    rule: &'a str,
+    rule: ChangeSetRule,
     field: &'a str,
     message: String,
     hint: Option<String>,
@@ -48,13 +48,13 @@ pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
             detail,
         }) if out.json => {
             let err = Error::ChangeSetInvalid {
-                rule: rule.clone(),
+                rule,
                 field: field.clone(),
                 detail,
             };
             let invalid = Invalid {
                 valid: false,
-                rule: &rule,
+                rule,
                 field: &field,
                 message: err.to_string(),
                 hint: err.hint(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::outcome::{Outcome, PromoteOutcome};
 use crate::context::Located;
 use crate::error::Result;
-use crate::fsutil::{copy_atomic, write_json_atomic};
+use crate::fsutil::{copy_atomic, write_record_atomic};
 use crate::snapshot::Patch;
 
 /// Where a promote's artifacts are.
@@ -45,6 +45,6 @@ impl Artifacts {
 
     /// Writes `summary.json` with the report as it stands.
     pub(super) fn summarise(&self, out: &PromoteOutcome) -> Result<()> {
-        write_json_atomic(&self.dir.join("summary.json"), out)
+        write_record_atomic(&self.dir.join("summary.json"), super::outcome::SCHEMA, out)
     }
 }

@@ -87,6 +87,9 @@ impl Reason {
     }
 }
 
+/// The schema of a promote's report, on stdout and in `summary.json`.
+pub const SCHEMA: &str = "a3s-iso.promote.v1";
+
 /// The report of a promote (`a3s-iso.promote.v1`, also `summary.json` in the artifacts).
 #[derive(Debug, Clone, Serialize)]
 pub struct PromoteOutcome {
@@ -127,6 +130,7 @@ pub struct PromoteOutcome {
     pub step: Option<u64>,
     /// A session's promote: the tree the delta starts from (the session's base tree for step
     /// 1, the previous step's result after that).
+    #[serde(with = "crate::ids::tree_id_opt")]
     pub from_tree: Option<String>,
     /// A document's promote: whether its `base_tree` is the tree of the source's HEAD (null
     /// for a session, or when the base is not in this repository).

@@ -18,7 +18,10 @@ fn binds_a_detached_worktree_next_to_the_source() {
     assert_eq!(doc["bound_revision"], head.as_str());
     assert_eq!(
         doc["base_tree"],
-        fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"]).as_str()
+        format!(
+            "git-tree:{}",
+            fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"])
+        )
     );
     assert_eq!(doc["reused"], false);
     assert_eq!(doc["read_only"], false);

@@ -154,7 +154,7 @@ fn a_detached_daemon_is_gone_when_run_returns() {
     assert_eq!(code, 0, "{captured}");
     assert_eq!(
         captured["result_tree"].as_str().unwrap(),
-        format!("git-tree:{}", doc["result_tree"].as_str().unwrap())
+        doc["result_tree"].as_str().unwrap()
     );
 }
 

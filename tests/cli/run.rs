@@ -110,7 +110,7 @@ fn each_run_records_only_its_own_edits() {
     let (_, all) = fx.json(&["capture", "-s", "two"]);
     assert_eq!(
         all["result_tree"].as_str().unwrap(),
-        format!("git-tree:{}", second["result_tree"].as_str().unwrap())
+        second["result_tree"].as_str().unwrap()
     );
 }
 

@@ -408,7 +408,8 @@ fn sweep_all_reports_sources_that_are_gone() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|s| s["reason"] == "registered source no longer exists"),
+            .any(|s| s["reason"] == "source_gone"
+                && s["detail"] == "registered source no longer exists"),
         "{doc}"
     );
     assert_eq!(paths(&doc, "reclaimed"), [".src.a3s-isolate-x"]);
