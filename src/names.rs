@@ -162,6 +162,11 @@ impl RefNames {
         format!("{}swept/{id}", self.root())
     }
 
+    /// Where the retained branches of this store live (full name, ends in `/`).
+    pub fn branch_root(&self) -> String {
+        format!("refs/heads/{}", self.retained_branch(""))
+    }
+
     /// The short name of branch mode's retained branch.
     pub fn retained_branch(&self, id: &str) -> String {
         match &self.tag {

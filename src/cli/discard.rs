@@ -40,5 +40,11 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
     {
         out.fields(&[("removed", tree.display().to_string())]);
     }
+    for item in &outcome.purged_items {
+        out.line(&format!("  purged {}", super::gc::describe(item)));
+    }
+    for item in &outcome.kept {
+        out.line(&format!("  kept   {}", super::gc::describe(item)));
+    }
     Ok(0)
 }
