@@ -11,6 +11,7 @@ mod discard_list;
 mod documents;
 mod escape;
 mod fixture;
+mod gc;
 mod help;
 mod house;
 mod human;
