@@ -79,6 +79,9 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     let mut seen = BTreeSet::new();
     plan.remove
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
+    // What goes is not also kept (a session's journal entry past the window).
+    plan.keep
+        .retain(|item| !seen.contains(&(item.path.clone(), item.reference.clone())));
     Ok(plan)
 }
 
