@@ -11,7 +11,7 @@ pub struct DiscardArgs {
     #[command(flatten)]
     pub session: SessionArg,
 
-    /// Also delete the session's record, refs and stored change sets (its evidence)
+    /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
     #[arg(long)]
     pub purge: bool,
 }
