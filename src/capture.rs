@@ -50,6 +50,24 @@ pub struct CaptureOutcome {
     pub files: Vec<String>,
 }
 
+impl CaptureOutcome {
+    /// A capture of `change_set` pinned at `result_ref`, touching `files` (how many, and the
+    /// first paths); recorded now, nothing nested.
+    fn of(change_set: ChangeSet, result_ref: String, files: (u64, Vec<String>)) -> Self {
+        CaptureOutcome {
+            change_set,
+            result_ref,
+            files_changed: files.0,
+            replayed: false,
+            reused: false,
+            nested_repositories: Vec::new(),
+            nested: Vec::new(),
+            warnings: Vec::new(),
+            files: files.1,
+        }
+    }
+}
+
 /// Checks a `--release-identity` value.
 pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
@@ -148,16 +166,13 @@ fn reusable(
     if !same || pinned.as_deref() != Some(result_tree) {
         return Ok(None);
     }
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
     Ok(Some(CaptureOutcome {
-        files_changed: snapshot::count_files(&verified.patch),
-        files: snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
-        change_set: verified.change_set,
-        result_ref: reference,
-        replayed: false,
         reused: true,
-        nested_repositories: Vec::new(),
-        nested: Vec::new(),
-        warnings: Vec::new(),
+        ..CaptureOutcome::of(verified.change_set, reference, files)
     }))
 }
 
@@ -310,17 +325,11 @@ pub(crate) fn record_evidence(
         observed_at_ms,
     });
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
-    Ok(CaptureOutcome {
+    Ok(CaptureOutcome::of(
         change_set,
-        result_ref: reference,
-        files_changed: patch.files_changed,
-        replayed: false,
-        reused: false,
-        nested_repositories: Vec::new(),
-        nested: Vec::new(),
-        warnings: Vec::new(),
-        files: patch.listed_paths(),
-    })
+        reference,
+        (patch.files_changed, patch.listed_paths()),
+    ))
 }
 
 fn replay(
@@ -337,17 +346,13 @@ fn replay(
     if pinned != ev.result_tree {
         return Err(conflict(&pinned));
     }
-    let files_changed = snapshot::count_files(&verified.patch);
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
     Ok(Some(CaptureOutcome {
-        change_set: verified.change_set,
-        result_ref: reference.to_string(),
-        files_changed,
         replayed: true,
-        reused: false,
-        nested_repositories: Vec::new(),
-        nested: Vec::new(),
-        warnings: Vec::new(),
-        files: snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+        ..CaptureOutcome::of(verified.change_set, reference.to_string(), files)
     }))
 }
 
