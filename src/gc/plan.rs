@@ -178,21 +178,11 @@ fn ref_ids(git: &Git, located: &Located) -> Result<BTreeSet<String>> {
     let ns = located.store.refs();
     let top = &located.repo.toplevel;
     let mut ids = BTreeSet::new();
-    let root = ns.root();
-    for name in git.list_refs(top, std::slice::from_ref(&root))? {
-        let mut parts = name[root.len()..].split('/');
-        if let (Some("sessions" | "runs" | "nested" | "swept"), Some(id)) =
-            (parts.next(), parts.next())
-        {
-            ids.insert(id.to_string());
-        }
+    for name in git.list_refs(top, &[ns.root()])? {
+        ids.extend(ns.session_of(&name).map(str::to_string));
     }
-    let branches = ns.branch_root();
-    for name in git.list_refs(top, std::slice::from_ref(&branches))? {
-        let id = &name[branches.len()..];
-        if !id.contains('/') {
-            ids.insert(id.to_string());
-        }
+    for name in git.list_refs(top, &[ns.branch_root()])? {
+        ids.extend(ns.branch_session(&name).map(str::to_string));
     }
     Ok(ids)
 }
@@ -321,14 +311,9 @@ fn plan_uninstall(
     sessions: &Sessions,
     plan: &mut SessionPlan,
 ) -> Result<()> {
-    let root = located.store.refs().root();
-    for name in git.list_refs(&located.repo.toplevel, std::slice::from_ref(&root))? {
-        let mut parts = name[root.len()..].split('/');
-        let known = matches!(
-            (parts.next(), parts.next()),
-            (Some("sessions" | "runs" | "nested" | "swept"), Some(_))
-        );
-        if !known {
+    let ns = located.store.refs();
+    for name in git.list_refs(&located.repo.toplevel, &[ns.root()])? {
+        if ns.session_of(&name).is_none() {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::Uninstall));
         }
