@@ -356,3 +356,95 @@ fn capturing_an_unchanged_session_twice_records_one_run() {
         2
     );
 }
+
+#[test]
+fn a_gc_or_purge_killed_half_way_is_finished_by_the_next_one() {
+    let fx = Fixture::new();
+    for id in ["one", "two"] {
+        worked(&fx, id, "x.txt");
+        ok(&fx, &["discard", "-s", id]);
+    }
+    let killed = fx
+        .cmd()
+        .args(["gc", "--older-than", "0s"])
+        .env("A3S_ISO_TEST_FAULT", "gc-after-refs")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    // Killed after the refs went, before any file: the records still name the sessions.
+    assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
+    assert!(state(&fx).join("sessions/one.json").exists());
+    let done = ok(&fx, &["gc", "--older-than", "0s"]);
+    assert!(!done["removed"].as_array().unwrap().is_empty(), "{done}");
+    assert!(!state(&fx).join("sessions/one.json").exists());
+    assert!(!state(&fx).join("runs/two").exists());
+
+    worked(&fx, "three", "y.txt");
+    let killed = fx
+        .cmd()
+        .args(["discard", "-s", "three", "--purge"])
+        .env("A3S_ISO_TEST_FAULT", "gc-after-refs")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
+    assert!(state(&fx).join("sessions/three.json").exists());
+    let purge = ok(&fx, &["discard", "-s", "three", "--purge"]);
+    assert!(
+        items(&purge["purged_items"])
+            .iter()
+            .any(|(k, _)| k == "session_record")
+    );
+    assert!(!state(&fx).join("sessions/three.json").exists());
+    assert!(!state(&fx).join("runs/three").exists());
+    assert!(!fx.isolation("three").exists());
+}
+
+#[test]
+fn refs_of_a_session_without_record_and_registry_entries_of_gone_sources_go() {
+    let fx = Fixture::new();
+    worked(&fx, "live", "x.txt");
+    let tree = fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"]);
+    fx.git(
+        &fx.src,
+        &["update-ref", "refs/a3s-iso/runs/ghost/r1", &tree],
+    );
+    std::fs::create_dir_all(state(&fx).join("runs/ghost")).unwrap();
+    std::fs::write(state(&fx).join("runs/ghost/r1.json"), "{}").unwrap();
+    let registry = fx.home.join(".local/share/a3s-iso/sources");
+    let stale = registry.join("0000000000000000.json");
+    std::fs::write(
+        &stale,
+        r#"{"source":"/nonexistent/src","common_dir":"/nonexistent/src/.git","state_dir":"/nonexistent/src/.git/a3s-iso"}"#,
+    )
+    .unwrap();
+    let registered = std::fs::read_dir(&registry).unwrap().count();
+    assert_eq!(registered, 2);
+    // Inside the default window, nothing of it goes.
+    let dry = ok(&fx, &["gc", "--dry-run"]);
+    assert_eq!(dry["removed"], serde_json::json!([]), "{dry}");
+    let dry = ok(&fx, &["gc", "--dry-run", "--older-than", "0s"]);
+    let reasons: BTreeSet<(String, String)> = dry["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let at = i["ref"].as_str().or(i["path"].as_str()).unwrap();
+            (at.to_string(), i["reason"].as_str().unwrap().to_string())
+        })
+        .collect();
+    assert!(
+        reasons.contains(&("refs/a3s-iso/runs/ghost/r1".into(), "gone".into())),
+        "{dry}"
+    );
+    assert!(
+        reasons.contains(&(stale.display().to_string(), "source_gone".into())),
+        "{dry}"
+    );
+    ok(&fx, &["gc", "--older-than", "0s"]);
+    assert!(ns_refs(&fx, "refs/a3s-iso/runs/ghost/").is_empty());
+    assert!(!state(&fx).join("runs/ghost").exists());
+    assert!(!stale.exists());
+    assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 1);
+    assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/live/").len(), 1);
+}
