@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::item::{Item, Kind, Reason};
-use super::purge::{SessionPlan, artifacts_session, plan_session};
+use super::purge::{SessionPlan, artifacts_session, plan_session, seeds_of};
 use crate::context::Located;
 use crate::error::Result;
 use crate::fsutil::modified_ms;
@@ -267,7 +267,7 @@ fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut
         .needed
         .iter()
         .filter_map(|id| sessions.records.get(id)?.admin_dir.as_deref())
-        .map(|admin| store.seed_index_path(admin))
+        .flat_map(|admin| seeds_of(store, admin))
         .collect();
     let Ok(entries) = std::fs::read_dir(store.dir().join("seeds")) else {
         return;

@@ -79,7 +79,7 @@ fn files_of(
             .map(|p| (Kind::Artifacts, p)),
     );
     if let Some(admin) = record.and_then(|r| r.admin_dir.as_deref()) {
-        paths.push((Kind::Seed, store.seed_index_path(admin)));
+        paths.extend(seeds_of(store, admin).into_iter().map(|p| (Kind::Seed, p)));
     }
     paths.push((Kind::Lease, store.lease_file(id)));
     paths.push((Kind::SessionRecord, store.session_file(id)));
@@ -88,6 +88,26 @@ fn files_of(
         .filter(|(_, p)| std::fs::symlink_metadata(p).is_ok())
         .map(|(kind, p)| Item::path(kind, p, reason).of(id))
         .collect()
+}
+
+/// The seed indexes of the isolation whose admin dir is `admin`: its own
+/// (`<name>.index`) and its nested repositories' (`<name>.nested-<hex>.index`).
+pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> Vec<PathBuf> {
+    let own = store.seed_index_path(admin);
+    let stem = own
+        .file_stem()
+        .map(|s| format!("{}.nested-", s.to_string_lossy()))
+        .unwrap_or_default();
+    let mut seeds = vec![own.clone()];
+    if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {
+        seeds.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&stem))
+                .map(|e| e.path()),
+        );
+    }
+    seeds
 }
 
 /// The session's promote artifacts in the state dir: those of its journal entries, and those
