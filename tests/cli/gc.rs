@@ -448,3 +448,39 @@ fn refs_of_a_session_without_record_and_registry_entries_of_gone_sources_go() {
     assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 1);
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/live/").len(), 1);
 }
+
+#[test]
+fn capture_reuse_sees_nested_change_sets_and_purge_removes_them() {
+    let fx = crate::nested::with_submodule("s");
+    let lib = fx.isolation("s").join(crate::nested::SUB).join("lib.txt");
+    std::fs::write(&lib, "library, edited\n").unwrap();
+    let first = ok(&fx, &["capture", "-s", "s"]);
+    let second = ok(&fx, &["capture", "-s", "s"]);
+    assert_eq!(second["identity"]["run_id"], first["identity"]["run_id"]);
+    assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/s/").len(), 1);
+    // Only the submodule's work changed: the root tree is the same, the nested set is not.
+    std::fs::write(&lib, "library, edited twice\n").unwrap();
+    let third = ok(&fx, &["capture", "-s", "s"]);
+    assert_eq!(third["result_tree"], first["result_tree"]);
+    assert_ne!(third["identity"]["run_id"], first["identity"]["run_id"]);
+    assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/s/").len(), 2);
+    assert_eq!(ns_refs(&fx, "refs/a3s-iso/nested/s/").len(), 4);
+    let seeds = || {
+        std::fs::read_dir(state(&fx).join("seeds"))
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains("isolate-s"))
+            .count()
+    };
+    assert!(seeds() >= 2, "the isolation's seed and its submodule's");
+    let purge = ok(&fx, &["discard", "-s", "s", "--purge"]);
+    assert!(
+        items(&purge["purged_items"])
+            .iter()
+            .any(|(k, _)| k == "nested"),
+        "{purge}"
+    );
+    assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
+    assert!(!state(&fx).join("nested/s").exists());
+    assert_eq!(seeds(), 0);
+}
