@@ -166,8 +166,9 @@ pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result
     git.update_refs(&located.repo.toplevel, &updates, "a3s-iso: clean up")?;
     crate::fault_point!("gc-after-refs");
     let mut files: Vec<&Item> = items.iter().filter(|i| i.path.is_some()).collect();
-    // Records last, empty directories after what was in them.
-    files.sort_by_key(|i| (i.kind == Kind::SessionRecord, i.kind == Kind::EmptyDir));
+    // Records after everything else of their sessions, empty directories after what was in
+    // them (a stable sort keeps them deepest first).
+    files.sort_by_key(|i| (i.kind == Kind::EmptyDir, i.kind == Kind::SessionRecord));
     for item in files {
         if let Some(path) = &item.path {
             remove_path(item.kind, path)?;

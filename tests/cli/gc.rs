@@ -207,6 +207,9 @@ fn discard_purge_then_gc_all_leaves_no_refs_and_no_state_dir() {
     assert_eq!(left.len(), 1, "{left:?}");
     assert!(left[0].starts_with("promoted/"), "{left:?}");
 
+    // A session only discarded goes with --all too, whatever its age.
+    worked(&fx, "left", "left.txt");
+    ok(&fx, &["discard", "-s", "left"]);
     let registry = fx.home.join(".local/share/a3s-iso/sources");
     assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 1);
     ok(&fx, &["gc", "--all"]);
