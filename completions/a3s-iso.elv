@@ -41,6 +41,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
+            cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand verify 'Check a change-set document against every rule of the format'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
@@ -229,7 +230,23 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --color 'When to colour human output'
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
-            cand --purge 'Also delete the session''s record, refs and stored change sets (its evidence)'
+            cand --purge 'Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;gc'= {
+            cand --older-than 'Remove only what is older than DUR (default: 30d; 0s: everything no session needs)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --dry-run 'List what would be removed, and change nothing'
+            cand --all 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -344,6 +361,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
+            cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand verify 'Check a change-set document against every rule of the format'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
@@ -372,6 +390,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;retain'= {
         }
         &'a3s-iso;help;discard'= {
+        }
+        &'a3s-iso;help;gc'= {
         }
         &'a3s-iso;help;verify'= {
         }

@@ -34,6 +34,9 @@ pub struct CaptureOutcome {
     pub files_changed: u64,
     /// The run id was captured before with the same result: this is the stored document.
     pub replayed: bool,
+    /// Nothing changed since the session's last capture: that run is returned (same run id,
+    /// no new ref, no new record).
+    pub reused: bool,
     /// Nested repositories left out of the snapshot (never folded in as gitlinks).
     pub nested_repositories: Vec<String>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
@@ -45,6 +48,24 @@ pub struct CaptureOutcome {
     /// output.
     #[serde(skip)]
     pub files: Vec<String>,
+}
+
+impl CaptureOutcome {
+    /// A capture of `change_set` pinned at `result_ref`, touching `files` (how many, and the
+    /// first paths); recorded now, nothing nested.
+    fn of(change_set: ChangeSet, result_ref: String, files: (u64, Vec<String>)) -> Self {
+        CaptureOutcome {
+            change_set,
+            result_ref,
+            files_changed: files.0,
+            replayed: false,
+            reused: false,
+            nested_repositories: Vec::new(),
+            nested: Vec::new(),
+            warnings: Vec::new(),
+            files: files.1,
+        }
+    }
 }
 
 /// Checks a `--release-identity` value.
@@ -76,6 +97,14 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         opts.release_identity.as_deref(),
     )?;
     let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
+    if opts.run_id.is_none()
+        && let Some(mut outcome) = reusable(ctx, &target, &snap.tree, &nested.sets())?
+    {
+        outcome.nested_repositories = snap.nested;
+        outcome.nested = nested.sets();
+        outcome.warnings = nested.warnings();
+        return Ok(outcome);
+    }
     let mut outcome = record_evidence(
         ctx,
         &target.located,
@@ -99,6 +128,52 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     outcome.nested = nested.sets();
     outcome.warnings = nested.warnings();
     Ok(outcome)
+}
+
+/// The session's last run, when a capture now would record exactly it again: a generated run
+/// id, the same base and result trees, completed, the same release identity and the same
+/// nested change sets. Its stored document is returned as it is (`reused`), so capturing an
+/// unchanged session adds no run, ref or record.
+fn reusable(
+    ctx: &Context,
+    target: &Target,
+    result_tree: &str,
+    nested: &[crate::nested::NestedChangeSet],
+) -> Result<Option<CaptureOutcome>> {
+    let Some(last) = target.record.last_run.as_ref() else {
+        return Ok(None);
+    };
+    if last.result_tree != result_tree || last.state != RunState::Completed {
+        return Ok(None);
+    }
+    let (store, id) = (&target.located.store, &target.record.session_id);
+    let Some(bytes) = store.load_run_doc(id, &last.run_id)? else {
+        return Ok(None);
+    };
+    let Ok(verified) = changeset::verify(&bytes) else {
+        return Ok(None);
+    };
+    let doc = &verified.change_set;
+    let same = changeset::tree_id(&doc.base_tree) == target.record.base_tree
+        && changeset::tree_id(&doc.result_tree) == result_tree
+        && doc.state == RunState::Completed
+        && doc.identity.agent_release_identity == target.identity
+        && crate::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
+    let reference = store.refs().run_result(id, &last.run_id);
+    let pinned = ctx
+        .git
+        .rev_parse(&target.located.repo.toplevel, &reference)?;
+    if !same || pinned.as_deref() != Some(result_tree) {
+        return Ok(None);
+    }
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
+    Ok(Some(CaptureOutcome {
+        reused: true,
+        ..CaptureOutcome::of(verified.change_set, reference, files)
+    }))
 }
 
 /// The isolation's snapshot and its nested change sets; the snapshot's `nested` keeps only the
@@ -250,16 +325,11 @@ pub(crate) fn record_evidence(
         observed_at_ms,
     });
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
-    Ok(CaptureOutcome {
+    Ok(CaptureOutcome::of(
         change_set,
-        result_ref: reference,
-        files_changed: patch.files_changed,
-        replayed: false,
-        nested_repositories: Vec::new(),
-        nested: Vec::new(),
-        warnings: Vec::new(),
-        files: patch.listed_paths(),
-    })
+        reference,
+        (patch.files_changed, patch.listed_paths()),
+    ))
 }
 
 fn replay(
@@ -276,16 +346,13 @@ fn replay(
     if pinned != ev.result_tree {
         return Err(conflict(&pinned));
     }
-    let files_changed = snapshot::count_files(&verified.patch);
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
     Ok(Some(CaptureOutcome {
-        change_set: verified.change_set,
-        result_ref: reference.to_string(),
-        files_changed,
         replayed: true,
-        nested_repositories: Vec::new(),
-        nested: Vec::new(),
-        warnings: Vec::new(),
-        files: snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+        ..CaptureOutcome::of(verified.change_set, reference.to_string(), files)
     }))
 }
 

@@ -33,6 +33,11 @@ pub struct DiscardOutcome {
     pub worktree: Option<PathBuf>,
     /// Whether its refs and records went too (`--purge`).
     pub purged: bool,
+    /// With `--purge`: what went (refs, branch, records, artifacts, lease…).
+    pub purged_items: Vec<crate::gc::Item>,
+    /// With `--purge`: what stayed, with why (its journal entries, which make a later promote
+    /// of the same digest `idempotent`; a retained branch that is checked out).
+    pub kept: Vec<crate::gc::Item>,
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
@@ -61,12 +66,9 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
             .unwrap_or(record);
     }
     let id = record.session_id.clone();
+    let mut purge = crate::gc::purge::SessionPlan::default();
     if opts.purge {
-        let ns = located.store.refs();
-        refs::clear_stale_locks(&located.repo.common_dir, &ns, &id);
-        refs::delete_session_refs(&ctx.git, &located.repo.toplevel, &ns, &id, refs::Scope::All)?;
-        located.store.remove_runs(&id)?;
-        located.store.remove_session(&id)?;
+        purge = purge_session(ctx, &located, &record)?;
     } else if record.state != SessionState::Discarded {
         record.state = SessionState::Discarded;
         record.updated_at_ms = now_ms();
@@ -77,7 +79,38 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         removed,
         worktree: record.worktree,
         purged: opts.purge,
+        purged_items: purge.remove,
+        kept: purge.keep,
     })
+}
+
+/// Removes everything of the session (see `gc::purge`), its journal entries aside; its lease
+/// file is unlinked last, while this command still holds it.
+fn purge_session(
+    ctx: &Context,
+    located: &crate::context::Located,
+    record: &crate::state::SessionRecord,
+) -> Result<crate::gc::purge::SessionPlan> {
+    let id = &record.session_id;
+    let ns = located.store.refs();
+    refs::clear_stale_locks(&located.repo.common_dir, &ns, id);
+    let plan = crate::gc::purge::plan_session(
+        &ctx.git,
+        located,
+        id,
+        Some(record),
+        crate::gc::Reason::Purged,
+    )?;
+    let (lease, rest): (Vec<_>, Vec<_>) = plan
+        .remove
+        .iter()
+        .cloned()
+        .partition(|i| i.kind == crate::gc::Kind::Lease);
+    crate::gc::item::remove_all(&ctx.git, located, &rest)?;
+    for path in lease.iter().filter_map(|i| i.path.as_ref()) {
+        crate::fsutil::remove_file_if_exists(path)?;
+    }
+    Ok(plan)
 }
 
 /// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside in one

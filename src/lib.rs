@@ -18,6 +18,7 @@ pub mod enter;
 pub mod error;
 pub mod fault;
 pub mod fsutil;
+pub mod gc;
 pub mod git;
 pub mod ids;
 pub mod intent;

@@ -162,6 +162,28 @@ impl RefNames {
         format!("{}swept/{id}", self.root())
     }
 
+    /// The session a private ref of this namespace belongs to (`sessions/<id>/…`,
+    /// `runs/<id>/…`, `nested/<id>/…`, `swept/<id>`); `None` for a name of another shape or
+    /// outside the namespace.
+    pub(crate) fn session_of<'a>(&self, name: &'a str) -> Option<&'a str> {
+        let rest = name.strip_prefix(&self.root())?;
+        let (kind, rest) = rest.split_once('/')?;
+        let id = rest.split('/').next()?;
+        let known = matches!(kind, "sessions" | "runs" | "nested" | "swept");
+        (known && !id.is_empty()).then_some(id)
+    }
+
+    /// The session a retained branch of this store belongs to (full name), if it is one.
+    pub(crate) fn branch_session<'a>(&self, name: &'a str) -> Option<&'a str> {
+        let id = name.strip_prefix(&self.branch_root())?;
+        (!id.is_empty() && !id.contains('/')).then_some(id)
+    }
+
+    /// Where the retained branches of this store live (full name, ends in `/`).
+    pub fn branch_root(&self) -> String {
+        format!("refs/heads/{}", self.retained_branch(""))
+    }
+
     /// The short name of branch mode's retained branch.
     pub fn retained_branch(&self, id: &str) -> String {
         match &self.tag {
@@ -303,6 +325,28 @@ mod tests {
         let tenant = IsolationNames::new(Path::new("/nowhere/src"), Some("t0123abcd"));
         assert_eq!(tenant.name("t1", false), ".src.t0123abcd.a3s-isolate-t1");
         assert_eq!(tag_len(), 9);
+    }
+
+    #[test]
+    fn refs_name_their_session_only_in_their_own_namespace() {
+        let default = RefNames::new(None);
+        let tenant = RefNames::new(Some("t0123abcd"));
+        for ns in [&default, &tenant] {
+            assert_eq!(ns.session_of(&ns.session_base("s1")), Some("s1"));
+            assert_eq!(ns.session_of(&ns.run_result("s1", "r1")), Some("s1"));
+            assert_eq!(
+                ns.session_of(&ns.nested_tree("s1", "r1", 0, "base")),
+                Some("s1")
+            );
+            assert_eq!(ns.session_of(&ns.swept("s1")), Some("s1"));
+            assert_eq!(ns.session_of(&format!("{}other/x", ns.root())), None);
+            let branch = format!("refs/heads/{}", ns.retained_branch("s1"));
+            assert_eq!(ns.branch_session(&branch), Some("s1"));
+        }
+        assert_eq!(default.session_of(&tenant.session_base("s1")), None);
+        assert_eq!(tenant.session_of(&default.session_base("s1")), None);
+        let tenant_branch = format!("refs/heads/{}", tenant.retained_branch("s1"));
+        assert_eq!(default.branch_session(&tenant_branch), None);
     }
 
     fn tag_len() -> usize {

@@ -441,6 +441,21 @@ fn stored_path(store: &Store, session_id: &str, run_id: &str) -> PathBuf {
         .join(format!("{run_id}.json"))
 }
 
+/// The nested change sets stored beside a run's document (none when there is no record or
+/// it cannot be read).
+pub(crate) fn stored(
+    store: &Store,
+    session_id: &str,
+    run_id: &str,
+) -> Option<Vec<NestedChangeSet>> {
+    let path = stored_path(store, session_id, run_id);
+    match crate::fsutil::read_json::<StoredNested>(&path) {
+        Ok(Some(doc)) => Some(doc.nested),
+        Ok(None) => Some(Vec::new()),
+        Err(_) => None,
+    }
+}
+
 /// Pins a run's nested trees and stores their change sets beside the run's document.
 pub(crate) fn record(
     git: &Git,

@@ -6,7 +6,7 @@
 //! process, a process of another host or namespace, or an unknown maker left stays.
 
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -207,6 +207,23 @@ pub(crate) fn dead_leftovers(state_dir: &Path) -> usize {
             maker_of(&entry.file_name().to_string_lossy()).is_some_and(|maker| is_dead(&maker))
         })
         .count()
+}
+
+/// The entries of the scratch (`tmp/`) and quarantine dirs a provably dead process left, by
+/// path (what `gc` lists and removes). Reads only.
+pub(crate) fn dead_entries(state_dir: &Path) -> Vec<PathBuf> {
+    if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
+        return Vec::new();
+    }
+    ["tmp", "quarantine"]
+        .iter()
+        .filter_map(|sub| std::fs::read_dir(state_dir.join(sub)).ok())
+        .flat_map(|entries| entries.flatten())
+        .filter(|entry| {
+            maker_of(&entry.file_name().to_string_lossy()).is_some_and(|maker| is_dead(&maker))
+        })
+        .map(|entry| entry.path())
+        .collect()
 }
 
 /// Removes the scratch entries of dead makers (see [`clean`]).

@@ -230,7 +230,8 @@ impl Store {
         IsolationNames::new(source, self.tag.as_deref())
     }
 
-    fn lease_file(&self, id: &str) -> PathBuf {
+    /// Where the session's lease file is.
+    pub(crate) fn lease_file(&self, id: &str) -> PathBuf {
         self.dir.join("leases").join(format!("{id}.lock"))
     }
 
@@ -265,7 +266,8 @@ impl Store {
         })
     }
 
-    fn session_file(&self, id: &str) -> PathBuf {
+    /// Where the session's record is.
+    pub(crate) fn session_file(&self, id: &str) -> PathBuf {
         self.dir.join("sessions").join(format!("{id}.json"))
     }
 
@@ -408,7 +410,8 @@ impl Store {
         crate::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
     }
 
-    fn journal_file(&self, digest: &str) -> PathBuf {
+    /// Where the journal entry of a digest is.
+    pub(crate) fn journal_file(&self, digest: &str) -> PathBuf {
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
         self.dir.join("promoted").join(format!("{hex}.json"))
     }
@@ -649,6 +652,11 @@ pub(crate) fn register_source(entry: &RegistryEntry) -> Result<()> {
 
 /// Every registered (source, state dir), sorted by source.
 pub(crate) fn registered_sources() -> Result<Vec<RegistryEntry>> {
+    Ok(registry_files()?.into_iter().map(|(_, e)| e).collect())
+}
+
+/// Every registry file that can be read, with what it records, sorted by source.
+pub(crate) fn registry_files() -> Result<Vec<(PathBuf, RegistryEntry)>> {
     let Some(dir) = registry_dir() else {
         return Ok(Vec::new());
     };
@@ -662,9 +670,9 @@ pub(crate) fn registered_sources() -> Result<Vec<RegistryEntry>> {
         if entry.file_name().to_string_lossy().ends_with(".json")
             && let Ok(Some(record)) = read_json::<RegistryEntry>(&entry.path())
         {
-            out.push(record);
+            out.push((entry.path(), record));
         }
     }
-    out.sort_by(|a, b| a.source.cmp(&b.source));
+    out.sort_by(|a, b| a.1.source.cmp(&b.1.source));
     Ok(out)
 }

@@ -53,6 +53,13 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     for warning in &outcome.warnings {
         out.warn(warning);
     }
+    if outcome.reused && out.json {
+        // stdout is the document itself (strict format, no room for more); say it beside.
+        out.note(&format!(
+            "nothing changed since run {}: reused it (no new run, ref or record)",
+            outcome.change_set.identity.run_id
+        ));
+    }
     if out.json {
         // The document itself, so it can be handed to any consumer.
         out.raw_json(&outcome.change_set);
@@ -66,6 +73,8 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
         super::human_bytes(cs.patch_bytes),
         if outcome.replayed {
             " (stored capture, unchanged)"
+        } else if outcome.reused {
+            " (unchanged since the last capture: its run is reused)"
         } else {
             ""
         }

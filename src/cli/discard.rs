@@ -11,7 +11,7 @@ pub struct DiscardArgs {
     #[command(flatten)]
     pub session: SessionArg,
 
-    /// Also delete the session's record, refs and stored change sets (its evidence)
+    /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
     #[arg(long)]
     pub purge: bool,
 }
@@ -39,6 +39,12 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         && outcome.removed
     {
         out.fields(&[("removed", tree.display().to_string())]);
+    }
+    for item in &outcome.purged_items {
+        out.line(&format!("  purged {}", super::gc::describe(item)));
+    }
+    for item in &outcome.kept {
+        out.line(&format!("  kept   {}", super::gc::describe(item)));
     }
     Ok(0)
 }

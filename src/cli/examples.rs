@@ -66,6 +66,13 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso discard -s task-42 --purge        # also its record, refs and change sets",
     ),
     (
+        "gc",
+        "  a3s-iso gc --dry-run                      # what would go, changing nothing
+  a3s-iso gc                                # what no session needs, older than 30 days
+  a3s-iso gc --older-than 0s                # everything no session needs
+  a3s-iso gc --all                          # uninstall: all a3s-iso stored here",
+    ),
+    (
         "verify",
         "  a3s-iso verify change.json
   a3s-iso --json verify change.json",

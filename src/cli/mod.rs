@@ -8,6 +8,7 @@ mod diff;
 mod discard;
 mod doctor;
 mod examples;
+mod gc;
 mod list;
 mod log;
 mod output;
@@ -143,6 +144,9 @@ pub enum Command {
     /// Remove a session's isolation; never touches the source
     #[command(after_long_help = examples::long("discard"))]
     Discard(discard::DiscardArgs),
+    /// Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch
+    #[command(after_long_help = examples::long("gc"))]
+    Gc(gc::GcArgs),
     /// Check a change-set document against every rule of the format
     #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
@@ -272,6 +276,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Show(args) => with_context(cli, out, |ctx| show::run(ctx, args, out)),
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
         Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
+        Command::Gc(args) => with_context(cli, out, |ctx| gc::run(ctx, args, out)),
         Command::Verify(args) => verify::run(args, out),
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),

@@ -42,6 +42,7 @@ fn help_texts() {
         "retain",
         "list",
         "discard",
+        "gc",
         "verify",
         "completions",
         "path",

@@ -13,6 +13,7 @@ mod docs;
 mod documents;
 mod escape;
 mod fixture;
+mod gc;
 mod help;
 mod house;
 mod human;

@@ -1,0 +1,97 @@
+use std::time::Duration;
+
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::gc::{GcOptions, GcOutcome, Item, Kind, Reason, gc};
+
+use super::{Output, human_bytes, parse_duration};
+
+/// `a3s-iso gc`'s arguments.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Remove only what is older than DUR (default: 30d; 0s: everything no session needs)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub older_than: Option<Duration>,
+
+    /// List what would be removed, and change nothing
+    #[arg(long)]
+    pub dry_run: bool,
+
+    /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)
+    #[arg(long)]
+    pub all: bool,
+}
+
+pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
+    let outcome = gc(
+        ctx,
+        &GcOptions {
+            older_than: args.older_than,
+            dry_run: args.dry_run,
+            all: args.all,
+        },
+    )?;
+    if out.json {
+        out.document("a3s-iso.gc.v1", &outcome);
+    } else {
+        render(out, &outcome);
+    }
+    Ok(0)
+}
+
+fn render(out: &Output, outcome: &GcOutcome) {
+    let verb = if outcome.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    let shown: Vec<&Item> = outcome
+        .removed
+        .iter()
+        .filter(|i| i.kind != Kind::EmptyDir)
+        .collect();
+    out.headline(&format!(
+        "{verb} {} item{} ({}), kept {}",
+        shown.len(),
+        if shown.len() == 1 { "" } else { "s" },
+        human_bytes(outcome.bytes),
+        outcome.kept.len()
+    ));
+    for item in shown {
+        out.line(&format!("  {}", describe(item)));
+    }
+    for item in &outcome.kept {
+        out.line(&format!("  kept {}", describe(item)));
+    }
+}
+
+/// One line for an item: kind, where, why.
+pub fn describe(item: &Item) -> String {
+    let kind = serde_json::to_value(item.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    format!("{kind:<14} {}  ({})", item.location(), why(item.reason))
+}
+
+fn why(reason: Reason) -> &'static str {
+    match reason {
+        Reason::Discarded => "session discarded",
+        Reason::Swept => "session swept",
+        Reason::Gone => "session has no record",
+        Reason::Purged => "session purged",
+        Reason::Expired => "older than the retention window",
+        Reason::DeadHolder => "no one holds it",
+        Reason::DeadMaker => "its process is gone",
+        Reason::SourceGone => "source no longer exists",
+        Reason::Uninstall => "gc --all",
+        Reason::Live => "live session",
+        Reason::Retained => "retained session",
+        Reason::InsideWindow => "inside the retention window",
+        Reason::Idempotence => "keeps a later promote of this digest idempotent",
+        Reason::CheckedOut => "checked out in the source",
+        Reason::Busy => "in use",
+    }
+}

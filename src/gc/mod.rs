@@ -1,0 +1,79 @@
+//! `gc`: remove what a3s-iso stored for the current source and state dir that no live or
+//! retained session needs and that is older than the retention window (`--all`: whatever its
+//! age). Never touches a bound or retained session, its refs or its evidence, nor anything of
+//! another state dir. Planned under the repository lock, then removed in an order that a crash
+//! can interrupt anywhere: the next `gc` finishes the job.
+
+pub mod item;
+mod plan;
+pub(crate) mod purge;
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::context::Context;
+use crate::error::Result;
+use crate::fsutil::now_ms;
+pub use item::{Item, Kind, Reason};
+
+/// How long what no session needs is kept when `--older-than` is not given: 30 days.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);
+
+/// What `gc` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct GcOptions {
+    /// Remove only what is older than this ([`DEFAULT_RETENTION`] when `None`).
+    pub older_than: Option<Duration>,
+    /// List what would go, change nothing.
+    pub dry_run: bool,
+    /// Remove everything no live or retained session needs, whatever its age.
+    pub all: bool,
+}
+
+/// What `gc` removed (or, with `--dry-run`, would remove) and what it kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct GcOutcome {
+    /// Nothing was changed: `removed` is what would go.
+    pub dry_run: bool,
+    /// `--all` was given.
+    pub all: bool,
+    /// The retention window, in milliseconds.
+    pub older_than_ms: u64,
+    /// What went (or would go).
+    pub removed: Vec<Item>,
+    /// What was kept of what a clean-up could have touched, with why.
+    pub kept: Vec<Item>,
+    /// The bytes of what went (where known).
+    pub bytes: u64,
+}
+
+/// Plans under the repository lock and, unless `dry_run`, removes what it planned.
+pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
+    let located = ctx.locate()?;
+    let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
+    let _lock = ctx.lock(&located.repo)?;
+    if !opts.dry_run {
+        // Interrupted tree operations first: they decide what their sessions' records say.
+        crate::pending::repair_locked(&ctx.git, &located);
+    }
+    let planned = plan::plan(
+        &ctx.git,
+        &located,
+        plan::Window {
+            cutoff_ms: now_ms().saturating_sub(window.as_millis() as u64),
+            all: opts.all,
+        },
+    )?;
+    if !opts.dry_run {
+        item::remove_all(&ctx.git, &located, &planned.remove)?;
+    }
+    Ok(GcOutcome {
+        dry_run: opts.dry_run,
+        all: opts.all,
+        older_than_ms: window.as_millis() as u64,
+        bytes: planned.remove.iter().filter_map(|i| i.bytes).sum(),
+        removed: planned.remove,
+        kept: planned.keep,
+    })
+}
