@@ -54,7 +54,9 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
-        removed = remove_tree(&located, &record, tree)?;
+        // While the pool is below its size, the tree is cleaned and kept as a spare.
+        removed =
+            crate::pool::recycle(ctx, &located, &record)? || remove_tree(&located, &record, tree)?;
         record = located
             .store
             .load_session(&record.session_id)?
