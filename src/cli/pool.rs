@@ -14,9 +14,10 @@ pub struct PoolArgs {
     #[arg(long, value_name = "N")]
     pub size: Option<usize>,
 
-    /// Ignored paths (pathspecs, e.g. target) that a returned isolation keeps for the next
-    /// session; replaces the list set before. Shares build outputs between sessions
-    #[arg(long, value_name = "PATHSPEC", num_args = 1..)]
+    /// Ignored paths that a returned isolation keeps for the next session, as gitignore
+    /// patterns (e.g. target, node_modules/); replaces the list set before. Shares build
+    /// outputs between sessions
+    #[arg(long, value_name = "PATTERN", num_args = 1..)]
     pub keep_ignored: Option<Vec<String>>,
 
     /// Only report the pool; build and remove nothing

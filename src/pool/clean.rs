@@ -23,7 +23,7 @@ pub(crate) struct Tree<'a> {
 
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
 /// updated in place): tracked paths that differ are restored, everything untracked or ignored
-/// is removed except ignored paths under `keep` (pathspecs).
+/// is removed except ignored paths that `keep` (gitignore patterns) names.
 pub(crate) fn clean(
     git: &Git,
     tree: &Tree,
@@ -41,11 +41,14 @@ pub(crate) fn clean(
         cmd().args(["clean", "-ffdxq"]).run()?;
         return Ok(());
     }
-    // Untracked paths go wherever they are; ignored ones unless a kept pathspec names them.
+    // Untracked paths go wherever they are; then ignored ones, but those a kept pattern
+    // names: a negated pattern on the command line (which wins over every ignore file) makes
+    // them not ignored for this one call. (An exclude pathspec would not do: git removes an
+    // ignored directory whole.)
     cmd().args(["clean", "-ffdq"]).run()?;
-    let mut remove_ignored = cmd().args(["clean", "-ffdXq", "--", ":/"]);
-    for spec in keep {
-        remove_ignored = remove_ignored.arg(format!(":(exclude){spec}"));
+    let mut remove_ignored = cmd().args(["clean", "-ffdXq"]);
+    for pattern in keep {
+        remove_ignored = remove_ignored.arg("-e").arg(format!("!{pattern}"));
     }
     remove_ignored.run()?;
     Ok(())
@@ -111,7 +114,10 @@ pub(crate) fn reset_admin(
     write("gitdir", &link_contents(&tree.join(".git")))?;
     write("HEAD", format!("{head}\n").as_bytes())?;
     write("ORIG_HEAD", format!("{head}\n").as_bytes())?;
-    fs::create_dir(admin.join("logs")).ctx(|| format!("cannot create {}/logs", admin.display()))?;
+    for dir in ["logs", "refs"] {
+        fs::create_dir(admin.join(dir))
+            .ctx(|| format!("cannot create {}/{dir}", admin.display()))?;
+    }
     write("logs/HEAD", &reflog_line(head))?;
     crate::snapshot::copy_index(index, &admin.join("index"))?;
     let mut dot_git = b"gitdir: ".to_vec();

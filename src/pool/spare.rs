@@ -27,7 +27,7 @@ use crate::owner::{Liveness, Owner};
 pub struct PoolSettings {
     /// How many spares to keep; 0: no pool.
     pub size: usize,
-    /// Ignored paths (pathspecs) that survive recycling.
+    /// Ignored paths (gitignore patterns) that survive recycling.
     #[serde(default)]
     pub keep_ignored: Vec<String>,
 }
@@ -159,12 +159,21 @@ pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
 
 /// Removes a spare: its tree, its admin dir (and any other that names its tree), its record.
 pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
-    let admins = isolation::admin_dirs_for(&located.repo, &spare.path);
-    isolation::remove(&located.repo, &spare.path, spare.admin.as_deref())?;
-    for admin in admins {
-        isolation::remove_admin_dir(&located.repo, &admin)?;
-    }
+    remove_tree(located, &spare.path, spare.admin.as_deref())?;
     forget(located, spare.slot)
+}
+
+/// Removes a tree, the admin dir `admin` and any other admin dir that names the tree.
+fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<()> {
+    let mut admins = isolation::admin_dirs_for(&located.repo, path);
+    admins.extend(admin.map(Path::to_path_buf));
+    isolation::remove(&located.repo, path, None)?;
+    for admin in admins {
+        if fs::symlink_metadata(&admin).is_ok() {
+            isolation::remove_admin_dir(&located.repo, &admin)?;
+        }
+    }
+    Ok(())
 }
 
 /// Repairs the pool after a crash; called under the repository lock. A spare being built by a
@@ -187,11 +196,7 @@ pub(crate) fn recover(located: &Located) -> Result<()> {
             if let Some(slot) = names.spare_slot(&entry.file_name())
                 && !recorded(slot)
             {
-                let admins = isolation::admin_dirs_for(&located.repo, &entry.path());
-                isolation::remove(&located.repo, &entry.path(), None)?;
-                for admin in admins {
-                    isolation::remove_admin_dir(&located.repo, &admin)?;
-                }
+                remove_tree(located, &entry.path(), None)?;
             }
         }
     }
