@@ -172,6 +172,7 @@ fn a_warm_bind_at_a_new_head_lands_there() {
     assert_eq!(warm["warm"], true, "{warm}");
     assert_eq!(warm["bound_revision"], head.as_str());
     let cold = fx.bind("cold");
+    assert_eq!(cold["warm"], false);
     let (w, c) = (fx.isolation("warm"), fx.isolation("cold"));
     assert_eq!(fx.git(&w, &["rev-parse", "HEAD"]), head);
     assert_eq!(observed(&fx, &w), observed(&fx, &c));
