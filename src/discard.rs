@@ -33,6 +33,8 @@ pub struct DiscardOutcome {
     pub worktree: Option<PathBuf>,
     /// Whether its refs and records went too (`--purge`).
     pub purged: bool,
+    /// Whether the tree was cleaned and returned to the pool instead of deleted.
+    pub recycled: bool,
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
@@ -50,13 +52,17 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         .store
         .load_session(&session.session_id)?
         .unwrap_or(session);
-    let mut removed = false;
+    let (mut removed, mut recycled) = (false, false);
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
         // While the pool is below its size, the tree is cleaned and kept as a spare.
-        removed =
-            crate::pool::recycle(ctx, &located, &record)? || remove_tree(&located, &record, tree)?;
+        let returned = crate::pool::recycle(ctx, &located, &record)?;
+        recycled = returned == crate::pool::Returned::ToPool;
+        removed = match returned {
+            crate::pool::Returned::ToPool | crate::pool::Returned::Removed => true,
+            crate::pool::Returned::No => remove_tree(&located, &record, tree)?,
+        };
         record = located
             .store
             .load_session(&record.session_id)?
@@ -79,6 +85,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         removed,
         worktree: record.worktree,
         purged: opts.purge,
+        recycled,
     })
 }
 

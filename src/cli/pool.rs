@@ -21,8 +21,13 @@ pub struct PoolArgs {
     pub keep_ignored: Option<Vec<String>>,
 
     /// Only report the pool; build and remove nothing
-    #[arg(long, conflicts_with_all = ["size", "keep_ignored"])]
+    #[arg(long, conflicts_with_all = ["size", "keep_ignored", "no_fill"])]
     pub status: bool,
+
+    /// Record the settings but check nothing out now: spares come only from the trees that
+    /// discard returns
+    #[arg(long)]
+    pub no_fill: bool,
 }
 
 pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
@@ -40,6 +45,7 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
             size: args.size,
             keep_ignored: args.keep_ignored.clone(),
             status_only: args.status,
+            no_fill: args.no_fill,
         },
         &mut progress,
     )?;

@@ -36,6 +36,9 @@ pub struct PoolOptions {
     pub keep_ignored: Option<Vec<String>>,
     /// Only report; build and remove nothing.
     pub status_only: bool,
+    /// Record the settings and shrink, but check nothing out: spares then come only from
+    /// trees that `discard` returns.
+    pub no_fill: bool,
 }
 
 /// The pool, as `pool` reports it.
@@ -98,7 +101,7 @@ pub fn pool(
         }
         settings
     };
-    if !opts.status_only {
+    if !opts.status_only && !opts.no_fill {
         built = fill(ctx, &located, settings.size, progress)?;
     }
     let parent = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
@@ -306,15 +309,28 @@ pub(crate) fn finish_take(
     result.map(|()| taken.admin)
 }
 
+/// What became of a discarded session's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returned {
+    /// Cleaned, and a ready spare now; the session is recorded discarded.
+    ToPool,
+    /// Its cleaning failed, so it was removed as a discard removes a tree.
+    Removed,
+    /// The pool is full or the tree cannot be recycled (initialised submodules, no index of
+    /// a3s-iso's, not beside the source): the caller removes it.
+    No,
+}
+
 /// Returns a discarded session's tree to the pool while it is below its size; called by
-/// `discard` under the repository lock with the session's lease held. `Ok(false)`: the pool is
-/// full or the tree cannot be recycled (it has initialised submodules, or no index of
-/// a3s-iso's), and the caller removes it. `Ok(true)`: the tree is a ready spare, or (when
-/// cleaning failed) removed; either way the session is recorded discarded.
-pub(crate) fn recycle(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<bool> {
+/// `discard` under the repository lock with the session's lease held.
+pub(crate) fn recycle(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<Returned> {
     let settings = spare::settings(located)?;
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
-        return Ok(false);
+        return Ok(Returned::No);
     };
     spare::recover(located)?;
     let seed = located.store.seed_index_path(admin);
@@ -324,7 +340,7 @@ pub(crate) fn recycle(ctx: &Context, located: &Located, record: &SessionRecord) 
         && seed.is_file()
         && located.repo.toplevel.parent() == tree.parent();
     if settings.size == 0 || spare::spares(located)?.len() >= settings.size || !recyclable {
-        return Ok(false);
+        return Ok(Returned::No);
     }
     let intent = crate::pending::Reclaim {
         session_id: record.session_id.clone(),
@@ -360,11 +376,11 @@ pub(crate) fn recycle(ctx: &Context, located: &Located, record: &SessionRecord) 
         crate::isolation::remove(&located.repo, &intent.trash, Some(admin))?;
         spare::forget(located, slot)?;
         crate::pending::complete_discard(&located.repo, &located.store, &intent)?;
-        return Ok(true);
+        return Ok(Returned::Removed);
     }
     mark_discarded(located, record)?;
     crate::pending::remove(&located.store, &record.session_id)?;
-    Ok(true)
+    Ok(Returned::ToPool)
 }
 
 /// Cleans the tree at `trash`, resets its admin dir for the spare's path, records the spare

@@ -129,6 +129,7 @@ fn a_recycled_tree_is_indistinguishable_from_a_cold_bind() {
     let (code, doc) = fx.json(&["discard", "-s", "used"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["removed"], true);
+    assert_eq!(doc["recycled"], true);
     assert!(!tree.exists());
     assert_eq!(
         ready(&pool(&fx, &["--status"])),
