@@ -57,7 +57,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         && let Some(tree) = &record.worktree
     {
         // While the pool is below its size, the tree is cleaned and kept as a spare.
-        let returned = crate::pool::recycle(ctx, &located, &record)?;
+        let returned = crate::pool::recycle(ctx, &located, &record, crate::pool::Return::Discard)?;
         recycled = returned == crate::pool::Returned::ToPool;
         removed = match returned {
             crate::pool::Returned::ToPool | crate::pool::Returned::Removed => true,

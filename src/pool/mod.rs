@@ -24,7 +24,7 @@ use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::now_ms;
 use crate::owner::Owner;
-use crate::state::{SessionRecord, SessionState};
+use crate::state::SessionRecord;
 use clean::Tree;
 
 /// What `pool` is asked to do.
@@ -321,25 +321,33 @@ pub enum Returned {
     No,
 }
 
-/// Returns a discarded session's tree to the pool while it is below its size; called by
-/// `discard` under the repository lock with the session's lease held.
+/// Why a tree comes back: `discard`, or a `sweep` reclaim (with the swept snapshot's ref).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Return<'a> {
+    /// The session is discarded.
+    Discard,
+    /// The session is swept; its snapshot is pinned under this ref, if any.
+    Sweep(Option<&'a str>),
+}
+
+/// Returns a session's tree to the pool while the pool is below its size; called by `discard`
+/// and `sweep` under the repository lock with the session's lease held. The tree is renamed
+/// aside under the same intent a plain removal writes, so a crash is finished as one.
 pub(crate) fn recycle(
     ctx: &Context,
     located: &Located,
     record: &SessionRecord,
+    how: Return,
 ) -> Result<Returned> {
-    let settings = spare::settings(located)?;
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return Ok(Returned::No);
     };
+    let settings = spare::settings(located)?;
+    if settings.size == 0 || !recyclable(located, tree, admin) {
+        return Ok(Returned::No);
+    }
     spare::recover(located)?;
-    let seed = located.store.seed_index_path(admin);
-    let recyclable = fs::symlink_metadata(tree).is_ok_and(|m| m.file_type().is_dir())
-        && fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir())
-        && !admin.join("modules").exists()
-        && seed.is_file()
-        && located.repo.toplevel.parent() == tree.parent();
-    if settings.size == 0 || spare::spares(located)?.len() >= settings.size || !recyclable {
+    if spare::spares(located)?.len() >= settings.size {
         return Ok(Returned::No);
     }
     let intent = crate::pending::Reclaim {
@@ -347,13 +355,17 @@ pub(crate) fn recycle(
         path: tree.clone(),
         admin: Some(admin.clone()),
         trash: crate::pending::trash_path(tree, &record.session_id),
-        swept_ref: None,
+        swept_ref: match how {
+            Return::Discard => None,
+            Return::Sweep(swept) => swept.map(str::to_string),
+        },
         at_ms: now_ms(),
     };
-    crate::pending::save(
-        &located.store,
-        &crate::pending::Intent::Discard(intent.clone()),
-    )?;
+    let saved = match how {
+        Return::Discard => crate::pending::Intent::Discard(intent.clone()),
+        Return::Sweep(_) => crate::pending::Intent::Reclaim(intent.clone()),
+    };
+    crate::pending::save(&located.store, &saved)?;
     if let Err(err) = fs::rename(tree, &intent.trash) {
         crate::pending::remove(&located.store, &record.session_id)?;
         return Err(Error::io(
@@ -362,6 +374,8 @@ pub(crate) fn recycle(
         ));
     }
     crate::fault_point!("pool-return-after-move");
+    // From here the admin dir is the pool's (the intent still names it, for a crash).
+    release_admin(located, record)?;
     let slot = free_slot(located)?;
     let made = make_spare(
         ctx,
@@ -371,16 +385,33 @@ pub(crate) fn recycle(
         slot,
         &settings,
     );
-    if made.is_err() {
-        // Not clean: it goes, as a plain discard (its admin dir may name the spare's path).
+    let returned = if made.is_ok() {
+        Returned::ToPool
+    } else {
+        // Not clean: it goes, as a plain removal (its admin dir may name the spare's path).
         crate::isolation::remove(&located.repo, &intent.trash, Some(admin))?;
         spare::forget(located, slot)?;
-        crate::pending::complete_discard(&located.repo, &located.store, &intent)?;
-        return Ok(Returned::Removed);
+        Returned::Removed
+    };
+    match how {
+        Return::Discard => {
+            crate::pending::complete_discard(&located.repo, &located.store, &intent)?
+        }
+        Return::Sweep(_) => {
+            crate::pending::complete_reclaim(&ctx.git, &located.repo, &located.store, &intent)?
+        }
     }
-    mark_discarded(located, record)?;
-    crate::pending::remove(&located.store, &record.session_id)?;
-    Ok(Returned::ToPool)
+    Ok(returned)
+}
+
+/// Whether a tree can go back to the pool: a real directory beside the source, its admin
+/// dir a directory without submodules' git dirs, and a3s-iso's index of it at hand.
+fn recyclable(located: &Located, tree: &Path, admin: &Path) -> bool {
+    fs::symlink_metadata(tree).is_ok_and(|m| m.file_type().is_dir())
+        && fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir())
+        && !admin.join("modules").exists()
+        && located.store.seed_index_path(admin).is_file()
+        && located.repo.toplevel.parent() == tree.parent()
 }
 
 /// Cleans the tree at `trash`, resets its admin dir for the spare's path, records the spare
@@ -423,13 +454,13 @@ fn make_spare(
         .ctx(|| format!("cannot move {} to {}", trash.display(), path.display()))
 }
 
-/// The session's record: discarded, its admin dir no longer its own (a spare holds it).
-fn mark_discarded(located: &Located, record: &SessionRecord) -> Result<()> {
+/// The session's record no longer names the admin dir, which a spare is about to hold: nothing
+/// that acts on the session later (a discard of a swept session, a resume) may remove it.
+fn release_admin(located: &Located, record: &SessionRecord) -> Result<()> {
     let mut record = located
         .store
         .load_session(&record.session_id)?
         .unwrap_or_else(|| record.clone());
-    record.state = SessionState::Discarded;
     record.admin_dir = None;
     record.updated_at_ms = now_ms();
     located.store.save_session(&record)

@@ -386,3 +386,47 @@ fn a_kill_during_take_or_return_leaves_a_spare_or_nothing() {
         spares_are_pristine(&fx);
     }
 }
+
+#[test]
+fn sweep_returns_a_dead_sessions_tree_to_the_pool_after_its_snapshot() {
+    let fx = source();
+    pool(&fx, &["--size", "1", "--no-fill"]);
+    let mut owner = std::process::Command::new("sleep")
+        .arg("120")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (code, doc) = fx.json(&["bind", "-s", "dead", "--owner-pid", &owner.id().to_string()]);
+    assert_eq!(code, 0, "{doc}");
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let tree = fx.isolation("dead");
+    std::fs::write(tree.join("work.txt"), "unsaved work\n").unwrap();
+    std::fs::write(tree.join("build.log"), "log\n").unwrap();
+    let (code, doc) = fx.json(&["sweep", "--grace", "0s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["reclaimed"].as_array().unwrap().len(), 1, "{doc}");
+    assert!(!tree.exists());
+    assert_eq!(ready(&pool(&fx, &["--status"])), 1);
+    // The work is in the swept snapshot, not in the spare.
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["state"], "swept", "{list}");
+    let saved = fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:work.txt"]);
+    assert_eq!(saved, "unsaved work");
+    assert_eq!(
+        fx.git(&spare(&fx, 1), &["status", "--porcelain", "--ignored"]),
+        ""
+    );
+    // Discarding the swept session leaves the spare alone.
+    let (code, doc) = fx.json(&["discard", "-s", "dead"]);
+    assert_eq!(code, 0, "{doc}");
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    assert_eq!(
+        fx.git(
+            &fx.isolation("next"),
+            &["status", "--porcelain", "--ignored"]
+        ),
+        ""
+    );
+}
