@@ -430,3 +430,58 @@ fn sweep_returns_a_dead_sessions_tree_to_the_pool_after_its_snapshot() {
         ""
     );
 }
+
+#[test]
+fn a_crash_at_each_step_of_take_and_return_is_repaired() {
+    let points = [
+        ("bind", "pool-take-after-index"),
+        ("bind", "pool-take-after-move"),
+        ("bind", "pool-take-after-checkout"),
+        ("discard", "pool-return-after-move"),
+        ("discard", "pool-return-after-clean"),
+        ("discard", "pool-return-after-record"),
+    ];
+    for (command, point) in points {
+        let fx = source();
+        pool(&fx, &["--size", "1"]);
+        if command == "discard" {
+            fx.bind("victim");
+            let tree = fx.isolation("victim");
+            std::fs::write(tree.join("README.md"), "changed\n").unwrap();
+            std::fs::write(tree.join("stray.txt"), "stray\n").unwrap();
+            pool(&fx, &["--size", "0"]);
+            pool(&fx, &["--size", "1", "--no-fill"]);
+        }
+        let args = match command {
+            "bind" => vec!["bind", "--owner", "none", "-s", "victim"],
+            _ => vec!["discard", "-s", "victim"],
+        };
+        let status = fx
+            .cmd()
+            .args(&args)
+            .env("A3S_ISO_TEST_FAULT", point)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{point}"
+        );
+        spares_are_pristine(&fx);
+        let next = fx.bind("next");
+        let tree = fx.isolation("next");
+        assert_eq!(
+            fx.git(&tree, &["status", "--porcelain", "--ignored"]),
+            "",
+            "{point}"
+        );
+        assert!(!tree.join("stray.txt").exists(), "{point}");
+        let listed = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+        assert!(!listed.contains("prunable"), "{point}: {listed}");
+        let (code, doc) = fx.json(&["discard", "-s", "next"]);
+        assert_eq!(code, 0, "{point}: {doc}");
+        spares_are_pristine(&fx);
+    }
+}
