@@ -470,7 +470,7 @@ fn a_crash_at_each_step_of_take_and_return_is_repaired() {
             "{point}"
         );
         spares_are_pristine(&fx);
-        let next = fx.bind("next");
+        fx.bind("next");
         let tree = fx.isolation("next");
         assert_eq!(
             fx.git(&tree, &["status", "--porcelain", "--ignored"]),
