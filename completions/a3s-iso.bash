@@ -889,7 +889,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__pool)
-            opts="-C -q -h --size --keep-ignored --status --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-C -q -h --size --keep-ignored --status --no-fill --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -248,6 +248,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --status 'Only report the pool; build and remove nothing'
+            cand --no-fill 'Record the settings but check nothing out now: spares come only from the trees that discard returns'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

@@ -213,6 +213,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l status -d 'Only report the pool; build and remove nothing'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l no-fill -d 'Record the settings but check nothing out now: spares come only from the trees that discard returns'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -s h -l help -d 'Print help (see more with \'--help\')'
