@@ -34,8 +34,8 @@ pub(crate) fn clean(
     replace_dot_git(tree.path)?;
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
     let cmd = || wt.cmd().env("GIT_INDEX_FILE", index);
-    // Stat data first: a file touched but unchanged is not rewritten.
-    let _ = cmd().args(["update-index", "-q", "--refresh"]).output()?;
+    // One lstat pass: an entry whose stat data still matches is left alone; one that differs
+    // (changed, or only touched) is written from the object store.
     cmd().args(["reset", "-q", "--hard", head]).run()?;
     if keep.is_empty() {
         cmd().args(["clean", "-ffdxq"]).run()?;

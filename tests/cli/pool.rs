@@ -248,6 +248,9 @@ fn kept_ignored_paths_survive_recycling_and_the_rest_goes() {
     std::fs::create_dir_all(tree.join("target2")).unwrap();
     std::fs::write(tree.join("target2/untracked"), "x\n").unwrap();
     std::fs::write(tree.join("README.md"), "changed\n").unwrap();
+    let inode =
+        |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
+    let untouched = inode(&tree.join("docs/guide.txt"));
     fx.json(&["discard", "-s", "build"]);
     let next = fx.bind("next");
     assert_eq!(next["warm"], true, "{next}");
@@ -264,6 +267,8 @@ fn kept_ignored_paths_survive_recycling_and_the_rest_goes() {
         std::fs::read_to_string(tree.join("README.md")).unwrap(),
         "hello\n"
     );
+    // Only what differed was written: an untouched file is the same file.
+    assert_eq!(inode(&tree.join("docs/guide.txt")), untouched);
 }
 
 #[test]
