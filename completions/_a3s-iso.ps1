@@ -45,6 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
+            [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'List promotions from the journal, newest first')
@@ -58,6 +59,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         'a3s-iso;bind' {
             [CompletionResult]::new('--base-dir', '--base-dir', [CompletionResultType]::ParameterName, 'Create the isolation in DIR instead of next to the source')
             [CompletionResult]::new('--owner', '--owner', [CompletionResultType]::ParameterName, 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)')
+            [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Copy the source''s ignored files under PATHSPEC (build caches such as target) into the new isolation, cloned where the file system can; the session then builds on them')
             [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The process that owns the session (the same as --owner pid:PID)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-''')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-''')
@@ -268,6 +270,24 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;pool' {
+            [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'How many spare isolations to keep ready (0 removes them all); default: as set before')
+            [CompletionResult]::new('--keep-ignored', '--keep-ignored', [CompletionResultType]::ParameterName, 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--status', '--status', [CompletionResultType]::ParameterName, 'Only report the pool; build and remove nothing')
+            [CompletionResult]::new('--no-fill', '--no-fill', [CompletionResultType]::ParameterName, 'Record the settings but check nothing out now: spares come only from the trees that discard returns')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;verify' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -384,6 +404,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
+            [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'List promotions from the journal, newest first')
@@ -425,6 +446,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;gc' {
+            break
+        }
+        'a3s-iso;help;pool' {
             break
         }
         'a3s-iso;help;verify' {

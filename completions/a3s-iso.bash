@@ -49,6 +49,9 @@ _a3s__iso() {
             a3s__iso,path)
                 cmd="a3s__iso__subcmd__path"
                 ;;
+            a3s__iso,pool)
+                cmd="a3s__iso__subcmd__pool"
+                ;;
             a3s__iso,promote)
                 cmd="a3s__iso__subcmd__promote"
                 ;;
@@ -106,6 +109,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,path)
                 cmd="a3s__iso__subcmd__help__subcmd__path"
                 ;;
+            a3s__iso__subcmd__help,pool)
+                cmd="a3s__iso__subcmd__help__subcmd__pool"
+                ;;
             a3s__iso__subcmd__help,promote)
                 cmd="a3s__iso__subcmd__help__subcmd__promote"
                 ;;
@@ -137,7 +143,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote sweep retain discard gc verify path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -175,7 +181,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__bind)
-            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --owner-pid --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --copy-ignored --owner-pid --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -186,6 +192,10 @@ _a3s__iso() {
                     return 0
                     ;;
                 --owner)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --copy-ignored)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -513,7 +523,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote sweep retain discard gc verify path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -667,6 +677,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__path)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__pool)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -893,6 +917,52 @@ _a3s__iso() {
                     ;;
                 -s)
                     COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__pool)
+            opts="-C -q -h --size --keep-ignored --status --no-fill --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --keep-ignored)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --repo)

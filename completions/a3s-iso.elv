@@ -42,6 +42,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
+            cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand verify 'Check a change-set document against every rule of the format'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
@@ -54,6 +55,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;bind'= {
             cand --base-dir 'Create the isolation in DIR instead of next to the source'
             cand --owner 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)'
+            cand --copy-ignored 'Copy the source''s ignored files under PATHSPEC (build caches such as target) into the new isolation, cloned where the file system can; the session then builds on them'
             cand --owner-pid 'The process that owns the session (the same as --owner pid:PID)'
             cand -s 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
             cand --session 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
@@ -253,6 +255,23 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;pool'= {
+            cand --size 'How many spare isolations to keep ready (0 removes them all); default: as set before'
+            cand --keep-ignored 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --status 'Only report the pool; build and remove nothing'
+            cand --no-fill 'Record the settings but check nothing out now: spares come only from the trees that discard returns'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;verify'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -362,6 +381,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
+            cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand verify 'Check a change-set document against every rule of the format'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
@@ -392,6 +412,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;discard'= {
         }
         &'a3s-iso;help;gc'= {
+        }
+        &'a3s-iso;help;pool'= {
         }
         &'a3s-iso;help;verify'= {
         }

@@ -3,10 +3,15 @@
 # repositories, and prints medians and ratios (a3s-iso / raw). The two sides alternate run by
 # run, so drift on the machine affects both alike.
 #
-#   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"]
+#   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
+#                    [--only pool]
 #
-#   --quick   1,000 and 10,000 files only (a few minutes on 2 cores)
-#   --runs N  timed runs per side and case (default 5)
+#   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
+#   --runs N      timed runs per side and case (default 5)
+#   --cache-mib M size of the ignored build cache that bind --copy-ignored copies (default 64;
+#                 1024 for the 1 GiB case). The work directory is under $TMPDIR: point it at a
+#                 file system with reflink (XFS, btrfs) to measure clones instead of copies
+#   --only pool   only the pool's cases (warm bind, recycling discard, --copy-ignored)
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -14,12 +19,16 @@ set -euo pipefail
 
 runs=5
 sizes="1000 10000 100000"
+cache_mib=64
+only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) sizes="1000 10000" ;;
     --runs) runs="$2"; shift ;;
     --sizes) sizes="$2"; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --cache-mib) cache_mib="$2"; shift ;;
+    --only) only="$2"; shift ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -109,6 +118,57 @@ while p.poll() is None:
 print(peak)' "$@"
 }
 
+
+# The pool: a warm bind (a spare moved into place) against a checkout; a discard that returns
+# the tree to the pool (cleaned) against a removal; bind --copy-ignored of a build cache
+# against a checkout plus `cp -a --reflink=auto`.
+pool_cases() {
+  local size=$1
+  echo "warm bind and recycling discard…" >&2
+  "$bin" pool -q --size 1 >/dev/null
+  w=0
+  measure "$size" "warm bind vs worktree add --detach" \
+    '"$bin" bind -q -s "w$w"' \
+    'git worktree add -q --detach "../rawb$w" HEAD' \
+    'w=$((w+1)); "$bin" pool -q >/dev/null; sync'
+  # Each returned tree had ten files changed and a build output written by its session.
+  p=0
+  measure "$size" "recycling discard vs worktree remove" \
+    '"$bin" discard -q -s "w$((2*d+2))"' \
+    'git worktree remove --force "../rawb$((2*d+1))"' \
+    'p=$((p+1)); d=$(((p-1)/2)); "$bin" pool -q --size 0 >/dev/null; "$bin" pool -q --size 1 --no-fill >/dev/null; dirty "../.src.a3s-isolate-w$((2*d+2))"; dirty "../rawb$((2*d+1))"; sync'
+  "$bin" pool -q --size 0 >/dev/null
+  echo "bind --copy-ignored of a ${cache_mib} MiB cache…" >&2
+  python3 - "$cache_mib" <<'PY'
+import os, sys, random
+mib = int(sys.argv[1])
+rng = random.Random(5)
+os.makedirs("target/debug/deps", exist_ok=True)
+for i in range(mib):
+    with open(f"target/debug/deps/obj{i:05d}.rlib", "wb") as f:
+        f.write(rng.randbytes(1 << 20))
+PY
+  printf 'target/\n' > .git/info/exclude
+  local fs reflink
+  fs=$(stat -f -c %T .)
+  reflink=$("$bin" --json pool --status | python3 -c 'import json,sys; print("reflink" if json.load(sys.stdin)["reflink"] else "copy")')
+  c=0
+  measure "$size" "bind --copy-ignored ${cache_mib}MiB ($fs, $reflink)" \
+    '"$bin" bind -q -s "c$c" --copy-ignored target' \
+    'git worktree add -q --detach "../rawc$c" HEAD && cp -a --reflink=auto target "../rawc$c/"' \
+    'c=$((c+1)); sync'
+  for i in $(seq "$c"); do "$bin" discard -q -s "c$i" >/dev/null 2>&1 || true; rm -rf "../rawc$i"; done
+  rm -rf target .git/info/exclude
+  git worktree prune
+}
+
+# dirty TREE: ten tracked files changed and a build output written, as a session leaves it.
+dirty() {
+  [ -d "$1" ] || return 0
+  for f in $(git -C "$1" ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$1/$f"; done
+  mkdir -p "$1/target" && echo out > "$1/target/out"
+}
+
 sandbox=()
 largest=""
 for size in $sizes; do
@@ -117,6 +177,10 @@ for size in $sizes; do
   generate "$src" "$size"
   cd "$src"
   largest=$size
+  if [ "$only" = pool ]; then
+    pool_cases "$size"
+    continue
+  fi
   if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
     echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
     sandbox=(--no-sandbox)
@@ -163,7 +227,15 @@ for size in $sizes; do
     "rm -f \"\$tmpidx\"; $reset_source"
   eval "$reset_source"
   git worktree prune
+  pool_cases "$size"
 done
+
+if [ "$only" = pool ]; then
+  printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
+  printf '%s\n' "${results[@]}"
+  echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"
+  exit 0
+fi
 
 # sweep --dry-run over 200 isolations of one source (the smallest repository).
 small=${sizes%% *}

@@ -38,6 +38,9 @@ pub struct BindOptions {
     /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
     /// untracked changes); that state becomes the session's base.
     pub carry_wip: bool,
+    /// Ignored paths (pathspecs) of the source copied into the new isolation (cloned where
+    /// the file system can).
+    pub copy_ignored: Vec<String>,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -81,6 +84,10 @@ pub struct BindOutcome {
     pub owner: Option<Owner>,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
+    /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
+    pub warm: bool,
+    /// Ignored files copied from the source (`--copy-ignored`); `null` when none was asked.
+    pub copied_ignored: Option<crate::copyignored::CopyReport>,
 }
 
 impl BindOutcome {
@@ -97,6 +104,8 @@ impl BindOutcome {
             wip_left_out: record.wip_left_out,
             owner: record.owner.clone(),
             warnings,
+            warm: false,
+            copied_ignored: None,
         }
     }
 }
@@ -307,34 +316,100 @@ fn create(
         return Ok(BindOutcome::from_record(&record, false, warnings));
     }
     let claim = claim_path(located, opts, &record.session_id, &mut warnings)?;
+    // A spare is taken under the lock, so two binds never take the same one.
+    let taken = (restore_state.is_none() && warm_eligible(located, opts, &claim.path))
+        .then(|| crate::pool::take(located, &claim.path).ok().flatten())
+        .flatten();
     // The checkout runs without the lock, so binds of other sessions proceed meanwhile; the
     // claim keeps this id (and this path) ours until the session is published.
     drop(lock);
 
-    let built = build(
-        ctx,
-        located,
-        &claim.path,
-        &record.bound_revision,
-        opts.submodules,
-    )
-    .and_then(|admin_dir| {
-        if let Some(state) = &restore_state {
-            restore(ctx, located, (&claim.path, &admin_dir), state)?;
-        }
-        // The index git just wrote is a3s-iso's own: the seed of the session's snapshots.
-        let seed = located.store.seed_index(&admin_dir)?;
-        crate::snapshot::copy_index(&admin_dir.join("index"), &seed)?;
-        Ok(admin_dir)
-    });
+    let built = match taken {
+        Some(taken) => warm_or_cold(ctx, located, &claim.path, &record.bound_revision, taken),
+        None => cold(
+            ctx,
+            located,
+            &claim.path,
+            &record,
+            opts,
+            restore_state.as_ref(),
+        )
+        .map(|admin| (admin, false)),
+    }
+    .and_then(|built| copy_ignored(ctx, located, &claim.path, opts).map(|copied| (built, copied)));
     let _lock = ctx.lock(&located.repo)?;
     match built {
-        Ok(admin_dir) => publish_isolation(ctx, located, record, &claim, admin_dir, warnings),
+        Ok(((admin_dir, warm), copied)) => {
+            let mut outcome = publish_isolation(ctx, located, record, &claim, admin_dir, warnings)?;
+            outcome.warm = warm;
+            outcome.copied_ignored = copied;
+            Ok(outcome)
+        }
         Err(err) => {
             let _ = isolation::clear_dead_claim(located, &claim);
             Err(err)
         }
     }
+}
+
+/// A plain bind at the source's side with nothing to restore may take a spare of the pool.
+fn warm_eligible(located: &Located, opts: &BindOptions, path: &Path) -> bool {
+    !opts.submodules && opts.base_dir.is_none() && path.parent() == located.repo.toplevel.parent()
+}
+
+/// Checks the revision out into a new worktree (restoring `restore_state` into it, if given)
+/// and stores a3s-iso's index of it as the session's seed; returns the admin dir.
+fn cold(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    record: &SessionRecord,
+    opts: &BindOptions,
+    restore_state: Option<&Restore>,
+) -> Result<PathBuf> {
+    let admin_dir = build(ctx, located, path, &record.bound_revision, opts.submodules)?;
+    if let Some(state) = restore_state {
+        restore(ctx, located, (path, &admin_dir), state)?;
+    }
+    // The index git just wrote is a3s-iso's own: the seed of the session's snapshots.
+    let seed = located.store.seed_index(&admin_dir)?;
+    crate::snapshot::copy_index(&admin_dir.join("index"), &seed)?;
+    Ok(admin_dir)
+}
+
+/// Finishes a taken spare; if that fails, its tree goes and the bind checks out cold.
+fn warm_or_cold(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    revision: &str,
+    taken: crate::pool::Taken,
+) -> Result<(PathBuf, bool)> {
+    if let Ok(admin) = crate::pool::finish_take(ctx, located, taken, path, revision) {
+        return Ok((admin, true));
+    }
+    let admins = isolation::admin_dirs_for(&located.repo, path);
+    isolation::remove(&located.repo, path, None)?;
+    for admin in admins {
+        isolation::remove_admin_dir(&located.repo, &admin)?;
+    }
+    let admin = build(ctx, located, path, revision, false)?;
+    let seed = located.store.seed_index(&admin)?;
+    crate::snapshot::copy_index(&admin.join("index"), &seed)?;
+    Ok((admin, false))
+}
+
+/// `--copy-ignored`: the source's ignored files under the pathspecs, copied in.
+fn copy_ignored(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    opts: &BindOptions,
+) -> Result<Option<crate::copyignored::CopyReport>> {
+    if opts.copy_ignored.is_empty() {
+        return Ok(None);
+    }
+    crate::copyignored::copy(&ctx.git, &located.repo.toplevel, path, &opts.copy_ignored).map(Some)
 }
 
 /// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.

@@ -38,6 +38,8 @@ pub struct DiscardOutcome {
     /// With `--purge`: what stayed, with why (its journal entries, which make a later promote
     /// of the same digest `idempotent`; a retained branch that is checked out).
     pub kept: Vec<crate::gc::Item>,
+    /// Whether the tree was cleaned and returned to the pool instead of deleted.
+    pub recycled: bool,
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
@@ -55,11 +57,17 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         .store
         .load_session(&session.session_id)?
         .unwrap_or(session);
-    let mut removed = false;
+    let (mut removed, mut recycled) = (false, false);
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
-        removed = remove_tree(&located, &record, tree)?;
+        // While the pool is below its size, the tree is cleaned and kept as a spare.
+        let returned = crate::pool::recycle(ctx, &located, &record, crate::pool::Return::Discard)?;
+        recycled = returned == crate::pool::Returned::ToPool;
+        removed = match returned {
+            crate::pool::Returned::ToPool | crate::pool::Returned::Removed => true,
+            crate::pool::Returned::No => remove_tree(&located, &record, tree)?,
+        };
         record = located
             .store
             .load_session(&record.session_id)?
@@ -81,6 +89,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         purged: opts.purge,
         purged_items: purge.remove,
         kept: purge.keep,
+        recycled,
     })
 }
 

@@ -253,6 +253,23 @@ impl IsolationNames {
         name
     }
 
+    /// The name of this store's spare isolation in pool slot `slot` (beside the source):
+    /// `<prefix>.pool-<slot>`.
+    pub fn spare_name(&self, slot: u32) -> OsString {
+        let mut name = self.prefix(false);
+        name.push(format!("{SPARE_INFIX}{slot}"));
+        name
+    }
+
+    /// The pool slot a name of this store's spares carries; `None` for any other name.
+    pub fn spare_slot(&self, name: &OsStr) -> Option<u32> {
+        let prefix = self.prefix(false);
+        let rest = name.as_bytes().strip_prefix(prefix.as_bytes())?;
+        let digits = std::str::from_utf8(rest.strip_prefix(SPARE_INFIX.as_bytes())?).ok()?;
+        let slot: u32 = digits.parse().ok()?;
+        (slot.to_string() == digits).then_some(slot)
+    }
+
     /// Every prefix this store recognises as its own for this source: beside the source, in a
     /// shared directory, and (default tenant only) the legacy `.a3s-isolate-`.
     fn own_prefixes(&self) -> Vec<OsString> {
@@ -306,8 +323,19 @@ impl IsolationNames {
 /// Whether a file name looks like any isolation's (anyone's: the marker is in it).
 pub fn looks_like_isolation(name: &OsStr) -> bool {
     let marker = MARKER.as_bytes();
-    name.as_bytes().windows(marker.len()).any(|w| w == marker)
+    let bytes = name.as_bytes();
+    let spare = SPARE_MARKER.as_bytes();
+    // A pool's spare is no session's isolation: its pool keeps it or removes it.
+    !bytes.windows(spare.len()).any(|w| w == spare)
+        && bytes.windows(marker.len()).any(|w| w == marker)
 }
+
+/// What a spare isolation's name carries after the store's prefix (no session id starts with
+/// a dot, so no session's name can carry it).
+const SPARE_INFIX: &str = ".pool-";
+
+/// The marker and spare infix together: `.a3s-isolate-.pool-`.
+const SPARE_MARKER: &str = ".a3s-isolate-.pool-";
 
 #[cfg(test)]
 mod tests {
@@ -407,6 +435,24 @@ mod tests {
                 .ends_with(".retained-20261130-180330")
         );
         assert_eq!(names.id_of(&name), Some("i".repeat(128)));
+    }
+
+    #[test]
+    fn spare_names_are_no_sessions() {
+        let names = IsolationNames::new(Path::new("/p/src"), None);
+        let tenant = IsolationNames::new(Path::new("/p/src"), Some("t0123abcd"));
+        let spare = names.spare_name(3);
+        assert_eq!(spare, OsString::from(".src.a3s-isolate-.pool-3"));
+        assert_eq!(names.spare_slot(&spare), Some(3));
+        assert_eq!(names.id_of(&spare), None);
+        assert_eq!(tenant.spare_slot(&spare), None);
+        assert_eq!(tenant.spare_slot(&tenant.spare_name(1)), Some(1));
+        assert_eq!(
+            names.spare_slot(OsStr::new(".src.a3s-isolate-.pool-03")),
+            None
+        );
+        assert!(!looks_like_isolation(&spare));
+        assert!(looks_like_isolation(&names.name("s", false)));
     }
 
     #[test]

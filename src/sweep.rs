@@ -1028,6 +1028,13 @@ fn remove_isolation(
         drop_claimed(ctx, located, &plan.id)?;
         return Ok(Removal::Done);
     }
+    if let Found::Recorded(record) = found {
+        // While the pool is below its size, the tree is cleaned and kept as a spare.
+        let how = crate::pool::Return::Sweep(plan.swept_ref.as_deref());
+        if crate::pool::recycle(ctx, located, record, how)? != crate::pool::Returned::No {
+            return Ok(Removal::Done);
+        }
+    }
     let intent = pending::Reclaim {
         session_id: plan.id.clone(),
         path: path.to_path_buf(),

@@ -52,6 +52,11 @@ pub struct BindArgs {
     #[arg(long, value_name = "none|pid:N", value_parser = parse_owner, conflicts_with = "owner_pid")]
     pub owner: Option<OwnerChoice>,
 
+    /// Copy the source's ignored files under PATHSPEC (build caches such as target) into the
+    /// new isolation, cloned where the file system can; the session then builds on them
+    #[arg(long, value_name = "PATHSPEC", num_args = 1.., conflicts_with = "read_only")]
+    pub copy_ignored: Vec<String>,
+
     /// The process that owns the session (the same as --owner pid:PID)
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
@@ -85,6 +90,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             resume: args.resume,
             carry_wip: args.carry_wip,
             submodules: args.submodules,
+            copy_ignored: args.copy_ignored.clone(),
         },
     )?;
     drop(spinner);
@@ -123,6 +129,7 @@ fn flags(outcome: &BindOutcome) -> String {
         (outcome.read_only, "read-only"),
         (outcome.wip_left_out, "wip-left-out"),
         (outcome.carried_wip, "carried-wip"),
+        (outcome.warm, "warm"),
     ]
     .into_iter()
     .filter_map(|(set, flag)| set.then_some(flag))

@@ -29,6 +29,7 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         return Ok(0);
     }
     let what = match (outcome.removed, outcome.purged) {
+        (true, false) if outcome.recycled => "discarded (the tree went back to the pool, cleaned)",
         (true, true) => "discarded and purged",
         (true, false) => "discarded",
         (false, true) => "purged (no isolation was left to remove)",

@@ -73,6 +73,13 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso gc --all                          # uninstall: all a3s-iso stored here",
     ),
     (
+        "pool",
+        "  a3s-iso pool --size 4                     # keep four spare isolations ready
+  a3s-iso pool --size 4 --keep-ignored target  # returned trees keep their target/
+  a3s-iso pool --status                     # what is ready, and whether reflink works
+  a3s-iso pool --size 0                     # remove the spares",
+    ),
+    (
         "verify",
         "  a3s-iso verify change.json
   a3s-iso --json verify change.json",

@@ -13,6 +13,7 @@ mod list;
 mod log;
 mod output;
 mod path;
+mod pool;
 mod progress;
 mod promote;
 mod retain;
@@ -147,6 +148,9 @@ pub enum Command {
     /// Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch
     #[command(after_long_help = examples::long("gc"))]
     Gc(gc::GcArgs),
+    /// Keep spare isolations ready, so that bind takes one instead of checking out
+    #[command(after_long_help = examples::long("pool"))]
+    Pool(pool::PoolArgs),
     /// Check a change-set document against every rule of the format
     #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
@@ -271,6 +275,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::List(args) => with_context(cli, out, |ctx| list::run(ctx, args, out)),
         Command::Capture(args) => with_context(cli, out, |ctx| capture::run(ctx, args, out)),
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
+        Command::Pool(args) => with_context(cli, out, |ctx| pool::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
         Command::Diff(args) => with_context(cli, out, |ctx| diff::run(ctx, args, cli.color, out)),
         Command::Show(args) => with_context(cli, out, |ctx| show::run(ctx, args, out)),

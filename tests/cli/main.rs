@@ -21,6 +21,7 @@ mod json;
 mod names;
 mod nested;
 mod polish;
+mod pool;
 mod promote;
 mod pty;
 mod races;

@@ -1,0 +1,100 @@
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::pool::{PoolOptions, PoolOutcome, SpareState, pool};
+use a3s_iso::sweep::Progress;
+
+use super::Output;
+
+/// `a3s-iso pool`'s arguments.
+#[derive(Debug, Args)]
+pub struct PoolArgs {
+    /// How many spare isolations to keep ready (0 removes them all); default: as set before
+    #[arg(long, value_name = "N")]
+    pub size: Option<usize>,
+
+    /// Ignored paths that a returned isolation keeps for the next session, as gitignore
+    /// patterns (e.g. target, node_modules/); replaces the list set before. Shares build
+    /// outputs between sessions
+    #[arg(long, value_name = "PATTERN", num_args = 1..)]
+    pub keep_ignored: Option<Vec<String>>,
+
+    /// Only report the pool; build and remove nothing
+    #[arg(long, conflicts_with_all = ["size", "keep_ignored", "no_fill"])]
+    pub status: bool,
+
+    /// Record the settings but check nothing out now: spares come only from the trees that
+    /// discard returns
+    #[arg(long)]
+    pub no_fill: bool,
+}
+
+pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
+    let bar = super::progress::Bar::new(!out.json && !out.quiet, "building spares");
+    let mut progress = |done: usize, total: usize| {
+        if done == 0 {
+            bar.start(total as u64);
+        } else {
+            bar.advance();
+        }
+    };
+    let outcome = pool(
+        ctx,
+        &PoolOptions {
+            size: args.size,
+            keep_ignored: args.keep_ignored.clone(),
+            status_only: args.status,
+            no_fill: args.no_fill,
+        },
+        &mut progress,
+    )?;
+    bar.finish();
+    if out.json {
+        out.document("a3s-iso.pool.v1", &outcome);
+        return Ok(0);
+    }
+    render(&outcome, out);
+    Ok(0)
+}
+
+fn render(outcome: &PoolOutcome, out: &Output) {
+    let ready = outcome
+        .spares
+        .iter()
+        .filter(|s| s.state == SpareState::Ready)
+        .count();
+    out.headline(&format!(
+        "pool of {}: {ready} of {} spare{} ready",
+        outcome.source.display(),
+        outcome.size,
+        if outcome.size == 1 { "" } else { "s" }
+    ));
+    let reflink = match (outcome.reflink, &outcome.reflink_detail) {
+        (Some(true), _) => "available (kept and copied caches are cloned)".to_string(),
+        (Some(false), _) => "not available (caches are copied)".to_string(),
+        (None, detail) => format!("unknown ({})", detail.as_deref().unwrap_or("")),
+    };
+    let keep = if outcome.keep_ignored.is_empty() {
+        "-".to_string()
+    } else {
+        outcome.keep_ignored.join(" ")
+    };
+    out.fields(&[
+        ("built", outcome.built.to_string()),
+        ("removed", outcome.removed.to_string()),
+        ("keep ignored", keep),
+        ("reflink", reflink),
+    ]);
+    for spare in &outcome.spares {
+        let state = match spare.state {
+            SpareState::Ready => "ready",
+            SpareState::Building => "building",
+        };
+        out.line(&format!(
+            "  {} {state} {}",
+            spare.slot,
+            spare.path.display()
+        ));
+    }
+}

@@ -1,0 +1,467 @@
+//! Warm isolations: spare worktrees of a source, clean and checked out, kept beside its
+//! isolations (`<prefix>.pool-<slot>`, see `names`). `bind` takes one instead of checking out
+//! (`take`, `finish_take`), `discard` returns a session's tree instead of deleting it while
+//! the pool is below its size (`recycle`), and `pool` sets the size and builds what is
+//! missing (`pool`).
+//!
+//! A spare is cleaned on its way in: through a private git dir and a3s-iso's own index of the
+//! tree, only the tracked paths that differ are restored, everything untracked or ignored is
+//! removed (except `--keep-ignored` paths), and the admin dir is emptied and written as a cold
+//! bind writes it. Nothing in the tree or its admin dir chooses configuration, hooks or
+//! filters for that git.
+
+mod clean;
+mod spare;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use spare::{PoolSettings, Spare, SpareState};
+
+use crate::context::{Context, Located};
+use crate::error::{Error, IoContext, Result};
+use crate::fsutil::now_ms;
+use crate::owner::Owner;
+use crate::state::SessionRecord;
+use clean::Tree;
+
+/// What `pool` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct PoolOptions {
+    /// A new size (`None`: keep the recorded one).
+    pub size: Option<usize>,
+    /// New kept ignored paths (`None`: keep the recorded ones).
+    pub keep_ignored: Option<Vec<String>>,
+    /// Only report; build and remove nothing.
+    pub status_only: bool,
+    /// Record the settings and shrink, but check nothing out: spares then come only from
+    /// trees that `discard` returns.
+    pub no_fill: bool,
+}
+
+/// The pool, as `pool` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct PoolOutcome {
+    /// The source checkout.
+    #[serde(with = "crate::paths::fs_path")]
+    pub source: PathBuf,
+    /// How many spares the pool keeps.
+    pub size: usize,
+    /// Ignored paths that survive recycling.
+    pub keep_ignored: Vec<String>,
+    /// The spares now.
+    pub spares: Vec<SpareReport>,
+    /// Spares this call built.
+    pub built: usize,
+    /// Spares this call removed (the pool shrank).
+    pub removed: usize,
+    /// Whether files can be cloned (FICLONE) where the spares live; `null` when unknown.
+    pub reflink: Option<bool>,
+    /// Why reflink is unknown.
+    pub reflink_detail: Option<String>,
+}
+
+/// One spare, as reported.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpareReport {
+    /// Its slot.
+    pub slot: u32,
+    /// Building or ready.
+    pub state: SpareState,
+    /// Its tree.
+    #[serde(with = "crate::paths::fs_path")]
+    pub path: PathBuf,
+    /// The commit it holds.
+    pub head: String,
+}
+
+/// `pool`: records the settings, removes spares above the size, builds missing ones
+/// (`progress(done, total)` after each), and reports the pool.
+pub fn pool(
+    ctx: &Context,
+    opts: &PoolOptions,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<PoolOutcome> {
+    let located = ctx.locate()?;
+    let (mut built, mut removed) = (0, 0);
+    let settings = {
+        let _lock = ctx.lock(&located.repo)?;
+        crate::pending::repair_locked(&ctx.git, &located);
+        spare::recover(&located)?;
+        let mut settings = spare::settings(&located)?;
+        if !opts.status_only {
+            settings.size = opts.size.unwrap_or(settings.size);
+            if let Some(keep) = &opts.keep_ignored {
+                settings.keep_ignored = keep.clone();
+            }
+            spare::save_settings(&located, &settings)?;
+            removed = shrink(&located, settings.size)?;
+        }
+        settings
+    };
+    if !opts.status_only && !opts.no_fill {
+        built = fill(ctx, &located, settings.size, progress)?;
+    }
+    let parent = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
+    let (reflink, reflink_detail) = match crate::probe::reflink_available(parent) {
+        Ok(yes) => (Some(yes), None),
+        Err(detail) => (None, Some(detail)),
+    };
+    let spares = spare::spares(&located)?
+        .into_iter()
+        .map(|s| SpareReport {
+            slot: s.slot,
+            state: s.state,
+            path: s.path,
+            head: s.head,
+        })
+        .collect();
+    Ok(PoolOutcome {
+        source: located.repo.toplevel.clone(),
+        size: settings.size,
+        keep_ignored: settings.keep_ignored,
+        spares,
+        built,
+        removed,
+        reflink,
+        reflink_detail,
+    })
+}
+
+/// Removes ready spares above `size`, highest slots first; called under the lock.
+fn shrink(located: &Located, size: usize) -> Result<usize> {
+    let spares = spare::spares(located)?;
+    let excess = spares.len().saturating_sub(size);
+    let mut removed = 0;
+    for spare in spares
+        .iter()
+        .rev()
+        .filter(|s| s.state == SpareState::Ready)
+        .take(excess)
+    {
+        spare::destroy(located, spare)?;
+        removed += 1;
+    }
+    Ok(removed)
+}
+
+/// The lowest slot no record holds.
+fn free_slot(located: &Located) -> Result<u32> {
+    let taken: Vec<u32> = spare::spares(located)?.iter().map(|s| s.slot).collect();
+    Ok((1..).find(|slot| !taken.contains(slot)).unwrap_or(u32::MAX))
+}
+
+/// Builds spares until the pool holds `size`: each slot is claimed under the lock (a
+/// `building` record naming this process), checked out without it, then recorded ready.
+fn fill(
+    ctx: &Context,
+    located: &Located,
+    size: usize,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<usize> {
+    let mut built = 0;
+    loop {
+        let mut spare = {
+            let _lock = ctx.lock(&located.repo)?;
+            let have = spare::spares(located)?.len();
+            if have >= size {
+                return Ok(built);
+            }
+            if built == 0 {
+                progress(0, size - have);
+            }
+            let slot = free_slot(located)?;
+            let spare = Spare {
+                slot,
+                state: SpareState::Building,
+                path: spare::spare_path(located, slot),
+                admin: None,
+                head: String::new(),
+                maker: Owner::this_process(),
+                at_ms: now_ms(),
+            };
+            spare::save(located, &spare)?;
+            spare
+        };
+        let made = build(ctx, located, &mut spare);
+        let _lock = ctx.lock(&located.repo)?;
+        if let Err(err) = made {
+            spare::destroy(located, &spare)?;
+            return Err(err);
+        }
+        spare.state = SpareState::Ready;
+        spare.at_ms = now_ms();
+        spare::save(located, &spare)?;
+        built += 1;
+        progress(
+            built,
+            built + size.saturating_sub(spare::spares(located)?.len()),
+        );
+    }
+}
+
+/// Checks a spare out at the source's HEAD (as a cold bind does) and stores its index.
+fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
+    let (head, _) = located.repo.head(&ctx.git)?;
+    if fs::symlink_metadata(&spare.path).is_ok() {
+        return Err(Error::IsolationPathOccupied {
+            path: spare.path.clone(),
+            found: "something".into(),
+        });
+    }
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args([
+            "-c",
+            "checkout.workers=0",
+            "worktree",
+            "add",
+            "--detach",
+            "--quiet",
+        ])
+        .arg(&spare.path)
+        .arg(&head)
+        .run()?;
+    let admin = crate::isolation::read_admin_dir(&located.repo, &spare.path)?;
+    spare.admin = Some(admin.clone());
+    crate::snapshot::copy_index(
+        &admin.join("index"),
+        &spare::index_path(located, spare.slot),
+    )?;
+    spare.head = head;
+    Ok(())
+}
+
+/// A spare taken for a bind: moved to the bind's path, its record gone.
+#[derive(Debug)]
+pub(crate) struct Taken {
+    admin: PathBuf,
+    head: String,
+    /// a3s-iso's index of the tree, moved to scratch.
+    index: PathBuf,
+}
+
+/// Takes a ready spare for a bind at `dest` (claimed by the bind): under the repository lock
+/// (which the caller holds), so two binds never take the same one. The tree is renamed to
+/// `dest` and its admin dir relinked; `None` when there is no usable spare.
+pub(crate) fn take(located: &Located, dest: &Path) -> Result<Option<Taken>> {
+    if spare::spares(located)?.is_empty() {
+        return Ok(None);
+    }
+    spare::recover(located)?;
+    let scratch = located.store.scratch_dir();
+    for spare in spare::spares(located)? {
+        let Some(admin) = spare.admin.clone() else {
+            continue;
+        };
+        if !spare::is_healthy(located, &spare) {
+            continue;
+        }
+        let index = clean::scratch_index(&scratch)?;
+        fs::rename(spare::index_path(located, spare.slot), &index)
+            .ctx(|| format!("cannot move the index of {}", spare.path.display()))?;
+        crate::fault_point!("pool-take-after-index");
+        if fs::rename(&spare.path, dest).is_err() {
+            let _ = fs::remove_file(&index);
+            spare::destroy(located, &spare)?;
+            continue;
+        }
+        crate::fault_point!("pool-take-after-move");
+        crate::pending::relink(dest, &admin)?;
+        spare::forget(located, spare.slot)?;
+        return Ok(Some(Taken {
+            admin,
+            head: spare.head,
+            index,
+        }));
+    }
+    Ok(None)
+}
+
+/// Finishes a taken spare without the lock: moves its tree to `revision` touching only what
+/// differs, writes its admin dir as a cold bind does, and stores a3s-iso's index of it as the
+/// session's seed. Returns the admin dir.
+pub(crate) fn finish_take(
+    ctx: &Context,
+    located: &Located,
+    taken: Taken,
+    dest: &Path,
+    revision: &str,
+) -> Result<PathBuf> {
+    let scratch = located.store.scratch_dir();
+    let tree = Tree {
+        path: dest,
+        common_dir: &located.repo.common_dir,
+        scratch: &scratch,
+    };
+    let result = (|| {
+        if taken.head != revision {
+            clean::advance(&ctx.git, &tree, &taken.head, revision, &taken.index)?;
+        }
+        crate::fault_point!("pool-take-after-checkout");
+        clean::reset_admin(&taken.admin, (dest, dest), revision, &taken.index)?;
+        let seed = located.store.seed_index(&taken.admin)?;
+        crate::snapshot::copy_index(&taken.index, &seed)
+    })();
+    let _ = fs::remove_file(&taken.index);
+    result.map(|()| taken.admin)
+}
+
+/// What became of a discarded session's tree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Returned {
+    /// Cleaned, and a ready spare now; the session is recorded discarded.
+    ToPool,
+    /// Its cleaning failed, so it was removed as a discard removes a tree.
+    Removed,
+    /// The pool is full or the tree cannot be recycled (initialised submodules, no index of
+    /// a3s-iso's, not beside the source): the caller removes it.
+    No,
+}
+
+/// Why a tree comes back: `discard`, or a `sweep` reclaim (with the swept snapshot's ref).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Return<'a> {
+    /// The session is discarded.
+    Discard,
+    /// The session is swept; its snapshot is pinned under this ref, if any.
+    Sweep(Option<&'a str>),
+}
+
+/// Returns a session's tree to the pool while the pool is below its size; called by `discard`
+/// and `sweep` under the repository lock with the session's lease held. The tree is renamed
+/// aside under the same intent a plain removal writes, so a crash is finished as one.
+pub(crate) fn recycle(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    how: Return,
+) -> Result<Returned> {
+    let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
+        return Ok(Returned::No);
+    };
+    let settings = spare::settings(located)?;
+    if settings.size == 0 || !recyclable(located, tree, admin) {
+        return Ok(Returned::No);
+    }
+    spare::recover(located)?;
+    if spare::spares(located)?.len() >= settings.size {
+        return Ok(Returned::No);
+    }
+    let intent = crate::pending::Reclaim {
+        session_id: record.session_id.clone(),
+        path: tree.clone(),
+        admin: Some(admin.clone()),
+        trash: crate::pending::trash_path(tree, &record.session_id),
+        swept_ref: match how {
+            Return::Discard => None,
+            Return::Sweep(swept) => swept.map(str::to_string),
+        },
+        at_ms: now_ms(),
+    };
+    let saved = match how {
+        Return::Discard => crate::pending::Intent::Discard(intent.clone()),
+        Return::Sweep(_) => crate::pending::Intent::Reclaim(intent.clone()),
+    };
+    crate::pending::save(&located.store, &saved)?;
+    if let Err(err) = fs::rename(tree, &intent.trash) {
+        crate::pending::remove(&located.store, &record.session_id)?;
+        return Err(Error::io(
+            format!("cannot move {} aside", tree.display()),
+            err,
+        ));
+    }
+    crate::fault_point!("pool-return-after-move");
+    // From here the admin dir is the pool's (the intent still names it, for a crash).
+    release_admin(located, record)?;
+    let slot = free_slot(located)?;
+    let made = make_spare(
+        ctx,
+        located,
+        record,
+        (&intent.trash, admin),
+        slot,
+        &settings,
+    );
+    let returned = if made.is_ok() {
+        Returned::ToPool
+    } else {
+        // Not clean: it goes, as a plain removal (its admin dir may name the spare's path).
+        crate::isolation::remove(&located.repo, &intent.trash, Some(admin))?;
+        spare::forget(located, slot)?;
+        Returned::Removed
+    };
+    match how {
+        Return::Discard => {
+            crate::pending::complete_discard(&located.repo, &located.store, &intent)?
+        }
+        Return::Sweep(_) => {
+            crate::pending::complete_reclaim(&ctx.git, &located.repo, &located.store, &intent)?
+        }
+    }
+    Ok(returned)
+}
+
+/// Whether a tree can go back to the pool: a real directory beside the source, its admin
+/// dir a directory without submodules' git dirs, and a3s-iso's index of it at hand.
+fn recyclable(located: &Located, tree: &Path, admin: &Path) -> bool {
+    fs::symlink_metadata(tree).is_ok_and(|m| m.file_type().is_dir())
+        && fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir())
+        && !admin.join("modules").exists()
+        && located.store.seed_index_path(admin).is_file()
+        && located.repo.toplevel.parent() == tree.parent()
+}
+
+/// Cleans the tree at `trash`, resets its admin dir for the spare's path, records the spare
+/// ready and moves the tree there.
+fn make_spare(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    (trash, admin): (&Path, &Path),
+    slot: u32,
+    settings: &PoolSettings,
+) -> Result<()> {
+    let scratch = located.store.scratch_dir();
+    let index = spare::index_path(located, slot);
+    fs::create_dir_all(index.parent().unwrap_or(Path::new("/")))
+        .ctx(|| format!("cannot create {}", index.display()))?;
+    crate::snapshot::copy_index(&located.store.seed_index_path(admin), &index)?;
+    let tree = Tree {
+        path: trash,
+        common_dir: &located.repo.common_dir,
+        scratch: &scratch,
+    };
+    let head = &record.bound_revision;
+    clean::clean(&ctx.git, &tree, head, &index, &settings.keep_ignored)?;
+    crate::fault_point!("pool-return-after-clean");
+    let path = spare::spare_path(located, slot);
+    clean::reset_admin(admin, (trash, &path), head, &index)?;
+    let spare = Spare {
+        slot,
+        state: SpareState::Ready,
+        path: path.clone(),
+        admin: Some(admin.to_path_buf()),
+        head: head.clone(),
+        maker: Owner::this_process(),
+        at_ms: now_ms(),
+    };
+    spare::save(located, &spare)?;
+    crate::fault_point!("pool-return-after-record");
+    fs::rename(trash, &path)
+        .ctx(|| format!("cannot move {} to {}", trash.display(), path.display()))
+}
+
+/// The session's record no longer names the admin dir, which a spare is about to hold: nothing
+/// that acts on the session later (a discard of a swept session, a resume) may remove it.
+fn release_admin(located: &Located, record: &SessionRecord) -> Result<()> {
+    let mut record = located
+        .store
+        .load_session(&record.session_id)?
+        .unwrap_or_else(|| record.clone());
+    record.admin_dir = None;
+    record.updated_at_ms = now_ms();
+    located.store.save_session(&record)
+}

@@ -1,0 +1,212 @@
+//! The pool's records: its settings and one record per spare, under `<state>/pool/`, and the
+//! repair of what a crash left (run under the repository lock before the pool is used).
+//!
+//! ```text
+//! <state>/pool/settings.json      size and kept ignored paths
+//! <state>/pool/spares/<slot>.json the spare in that slot: building (by a live process) or ready
+//! <state>/pool/spares/<slot>.index a3s-iso's own index of a ready spare's tree
+//! ```
+//!
+//! A spare is handed out only when its record says `ready`, its tree is a real directory at
+//! the recorded path, its admin dir names that tree, and its index is there. Anything else is
+//! removed, so a crash leaves either a ready spare or nothing.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::context::Located;
+use crate::error::{IoContext, Result};
+use crate::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::isolation;
+use crate::owner::{Liveness, Owner};
+
+/// The pool of one source for one state store, as `pool` set it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PoolSettings {
+    /// How many spares to keep; 0: no pool.
+    pub size: usize,
+    /// Ignored paths (gitignore patterns) that survive recycling.
+    #[serde(default)]
+    pub keep_ignored: Vec<String>,
+}
+
+/// Where a spare is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SpareState {
+    /// Its tree is being checked out or cleaned by `maker`.
+    Building,
+    /// Clean and at `head`: a bind may take it.
+    Ready,
+}
+
+/// One spare isolation.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Spare {
+    /// Its slot: the number in its name.
+    pub slot: u32,
+    /// Building or ready.
+    pub state: SpareState,
+    /// Its tree (`<prefix>.pool-<slot>` beside the source).
+    #[serde(with = "crate::paths::fs_path")]
+    pub path: PathBuf,
+    /// Its admin dir, once it has one.
+    #[serde(with = "crate::paths::fs_path_opt")]
+    pub admin: Option<PathBuf>,
+    /// The commit its tree and index hold (empty while building).
+    pub head: String,
+    /// The process building it.
+    pub maker: Owner,
+    /// When the record was written.
+    pub at_ms: u64,
+}
+
+/// The pool's directory in the store.
+fn pool_dir(located: &Located) -> PathBuf {
+    located.store.dir().join("pool")
+}
+
+fn spares_dir(located: &Located) -> PathBuf {
+    pool_dir(located).join("spares")
+}
+
+/// The record file of slot `slot`.
+fn record_path(located: &Located, slot: u32) -> PathBuf {
+    spares_dir(located).join(format!("{slot}.json"))
+}
+
+/// Where a3s-iso keeps its own index of the spare in `slot`.
+pub(crate) fn index_path(located: &Located, slot: u32) -> PathBuf {
+    spares_dir(located).join(format!("{slot}.index"))
+}
+
+/// The pool's settings (none yet: size 0).
+pub(crate) fn settings(located: &Located) -> Result<PoolSettings> {
+    Ok(read_json(&pool_dir(located).join("settings.json"))?.unwrap_or_default())
+}
+
+/// Records the pool's settings.
+pub(crate) fn save_settings(located: &Located, settings: &PoolSettings) -> Result<()> {
+    let dir = pool_dir(located);
+    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    write_json_atomic(&dir.join("settings.json"), settings)
+}
+
+/// Every spare's record, by slot.
+pub(crate) fn spares(located: &Located) -> Result<Vec<Spare>> {
+    let dir = spares_dir(located);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => {
+            return Err(crate::error::Error::io(
+                format!("cannot read {}", dir.display()),
+                e,
+            ));
+        }
+    };
+    let mut spares = Vec::new();
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.extension().is_some_and(|e| e == "json")
+            && let Ok(Some(spare)) = read_json::<Spare>(&path)
+        {
+            spares.push(spare);
+        }
+    }
+    spares.sort_by_key(|s| s.slot);
+    Ok(spares)
+}
+
+/// Writes a spare's record.
+pub(crate) fn save(located: &Located, spare: &Spare) -> Result<()> {
+    let dir = spares_dir(located);
+    fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    write_json_atomic(&record_path(located, spare.slot), spare)
+}
+
+/// Drops a spare's record and index (its tree and admin dir are the caller's).
+pub(crate) fn forget(located: &Located, slot: u32) -> Result<()> {
+    remove_file_if_exists(&record_path(located, slot))?;
+    remove_file_if_exists(&index_path(located, slot))
+}
+
+/// Where the spare of `slot` lives: beside the source.
+pub(crate) fn spare_path(located: &Located, slot: u32) -> PathBuf {
+    let names = located.store.isolation_names(&located.repo.toplevel);
+    let parent = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
+    parent.join(names.spare_name(slot))
+}
+
+/// Whether a ready spare can be handed out as it is.
+pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
+    let Some(admin) = &spare.admin else {
+        return false;
+    };
+    let is_dir = fs::symlink_metadata(&spare.path).is_ok_and(|m| m.file_type().is_dir());
+    let admin_is_dir = fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir());
+    let names_tree = fs::read(admin.join("gitdir")).ok().as_deref()
+        == Some(isolation::link_contents(&spare.path.join(".git")).as_slice());
+    spare.state == SpareState::Ready
+        && is_dir
+        && admin_is_dir
+        && names_tree
+        && !spare.head.is_empty()
+        && index_path(located, spare.slot).is_file()
+}
+
+/// Removes a spare: its tree, its admin dir (and any other that names its tree), its record.
+pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
+    remove_tree(located, &spare.path, spare.admin.as_deref())?;
+    forget(located, spare.slot)
+}
+
+/// Removes a tree, the admin dir `admin` and any other admin dir that names the tree.
+fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<()> {
+    let mut admins = isolation::admin_dirs_for(&located.repo, path);
+    admins.extend(admin.map(Path::to_path_buf));
+    isolation::remove(&located.repo, path, None)?;
+    for admin in admins {
+        if fs::symlink_metadata(&admin).is_ok() {
+            isolation::remove_admin_dir(&located.repo, &admin)?;
+        }
+    }
+    Ok(())
+}
+
+/// Repairs the pool after a crash; called under the repository lock. A spare being built by a
+/// process that died, or a ready one that is not whole, is removed; so are trees named like
+/// this store's spares that no record claims, and admin dirs naming a spare's path where no
+/// tree is.
+pub(crate) fn recover(located: &Located) -> Result<()> {
+    let spares = spares(located)?;
+    for spare in &spares {
+        let alive = spare.state == SpareState::Building && spare.maker.liveness() != Liveness::Dead;
+        if !alive && !is_healthy(located, spare) {
+            destroy(located, spare)?;
+        }
+    }
+    let names = located.store.isolation_names(&located.repo.toplevel);
+    let parent = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
+    let recorded = |slot: u32| spares.iter().any(|s| s.slot == slot);
+    if let Ok(entries) = fs::read_dir(parent) {
+        for entry in entries.flatten() {
+            if let Some(slot) = names.spare_slot(&entry.file_name())
+                && !recorded(slot)
+            {
+                remove_tree(located, &entry.path(), None)?;
+            }
+        }
+    }
+    for (gitdir, admin) in isolation::registered_admins(&located.repo) {
+        let tree = gitdir.parent().unwrap_or(Path::new("/"));
+        let is_spare_path = tree.parent() == Some(parent)
+            && tree.file_name().and_then(|n| names.spare_slot(n)).is_some();
+        if is_spare_path && fs::symlink_metadata(tree).is_err() {
+            isolation::remove_admin_dir(&located.repo, &admin)?;
+        }
+    }
+    Ok(())
+}
