@@ -22,6 +22,7 @@ mod promote;
 mod pty;
 mod races;
 mod racy;
+mod remote;
 mod review;
 mod run;
 mod sandbox;
