@@ -385,7 +385,7 @@ pub(crate) fn verify_detached(bytes: &[u8]) -> Result<ChangeSet> {
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
     check_values(top, identity)?;
     integer(top, "patch_bytes")?;
-    if string(top, "patch_base64", "patch_base64")? != "" {
+    if !string(top, "patch_base64", "patch_base64")?.is_empty() {
         return Err(invalid(
             "detached_patch",
             "patch_base64",

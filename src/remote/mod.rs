@@ -188,7 +188,7 @@ fn change_set_to_push(
     if let Some((tree, _)) = trees
         .iter()
         .zip(&found)
-        .find(|(_, info)| !info.as_ref().is_some_and(|i| i.kind == "tree"))
+        .find(|(_, info)| info.as_ref().is_none_or(|i| i.kind != "tree"))
     {
         return Err(Error::InvalidInput {
             message: format!(
@@ -368,7 +368,9 @@ pub(crate) fn fetch_verified(
     select::check_digest(digest)?;
     let reference = changes_ref(digest);
     let dir = &located.repo.toplevel;
-    let listed = ctx.git.ls_remote(dir, &remote.name, &[reference.clone()])?;
+    let listed = ctx
+        .git
+        .ls_remote(dir, &remote.name, std::slice::from_ref(&reference))?;
     if !listed.iter().any(|(_, r)| *r == reference) {
         return Err(Error::ChangeSetNotFound {
             remote: remote.name.clone(),
