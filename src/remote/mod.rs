@@ -106,17 +106,15 @@ pub fn push(ctx: &Context, opts: &PushOptions) -> Result<PushOutcome> {
     let commit = carrier::write_commit(&ctx.git, &dir, &carried)?;
     let cs = &carried.change_set;
     let reference = changes_ref(&cs.patch_digest);
-    let (outcome, held) = publish(ctx, &dir, &remote, &commit, &reference)?;
-    let mut warnings = warnings;
-    if held != commit {
-        warnings.push("the remote holds this digest in another commit (another document of the same patch); it was left as it is".into());
-    }
+    // A digest already there is `unchanged`, whatever commit holds it (a capture of the same
+    // patch under another run makes another commit): `commit` is the one the remote holds.
+    let (outcome, commit) = publish(ctx, &dir, &remote, &commit, &reference)?;
     Ok(PushOutcome {
         outcome,
         digest: cs.patch_digest.clone(),
         reference,
         remote,
-        commit: held,
+        commit,
         session_id: cs.identity.session_id.clone(),
         run_id: cs.identity.run_id.clone(),
         state: cs.state,
