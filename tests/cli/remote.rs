@@ -506,3 +506,71 @@ fn twenty_change_sets_pushed_at_once_from_four_clones_are_all_listed_and_promota
         net.fx.git(&net.fx.src, &["rev-parse", "HEAD"]).len()
     );
 }
+
+#[test]
+fn a_run_pushes_its_stored_document_to_the_upstream_remote_and_old_ones_are_deleted() {
+    let net = Net::new();
+    // The current branch's upstream remote is the default: here `second`, not `origin`.
+    let work = net.fx.root.join("work");
+    net.fx
+        .git(&work, &["init", "-q", "--bare", "-b", "main", "second.git"]);
+    let second = work.join("second.git");
+    net.fx.git(
+        &net.fx.src,
+        &["remote", "add", "second", second.to_str().unwrap()],
+    );
+    net.fx
+        .git(&net.fx.src, &["config", "branch.main.remote", "second"]);
+    net.fx.bind("task");
+    std::fs::write(net.fx.isolation("task").join("run.txt"), "from a run\n").unwrap();
+    let (code, captured) = net.fx.json(&["capture", "-s", "task", "--run-id", "r1"]);
+    assert_eq!(code, 0, "{captured}");
+    let (code, pushed) = net.fx.json(&["push", "-s", "task", "--run", "r1"]);
+    assert_eq!(code, 0, "{pushed}");
+    assert_eq!(pushed["remote"]["name"], "second");
+    assert_eq!(pushed["digest"], captured["patch_digest"]);
+    assert_eq!(pushed["run_id"], "r1");
+    let digest = digest_of(&pushed);
+    let reference = format!("refs/a3s-iso/changes/{}", hex_of(&digest));
+    assert_eq!(
+        net.fx.git(&second, &["rev-parse", &reference]),
+        pushed["commit"].as_str().unwrap()
+    );
+    assert!(
+        net.in_remote(&["for-each-ref", "refs/a3s-iso/"]).is_empty(),
+        "origin untouched"
+    );
+
+    // The stored document's change set promotes from there like any other.
+    net.fx.git(
+        &net.b,
+        &["remote", "add", "second", second.to_str().unwrap()],
+    );
+    let (code, doc) = net.json_in(
+        &net.b,
+        &["promote", "--from", "second", "--digest", &digest],
+    );
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(net.b.join("run.txt")).unwrap(),
+        "from a run\n"
+    );
+
+    // Deleting by age: a window of a day keeps it, a window of nothing deletes it.
+    let (code, kept) = net.fx.json(&["push", "--delete", "--older-than", "1d"]);
+    assert_eq!(code, 0, "{kept}");
+    assert_eq!(kept["deleted"], serde_json::json!([]), "{kept}");
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, deleted) = net.fx.json(&["push", "--delete", "--older-than", "0s"]);
+    assert_eq!(code, 0, "{deleted}");
+    assert_eq!(deleted["deleted"], serde_json::json!([digest]), "{deleted}");
+    assert!(
+        net.fx
+            .git(&second, &["for-each-ref", "refs/a3s-iso/"])
+            .is_empty()
+    );
+}
