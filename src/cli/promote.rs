@@ -170,6 +170,16 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
         push("paths", Some(outcome.conflicting_paths.join(", ")));
     }
     push("detail", outcome.detail.clone());
+    if let Some(fetched) = &outcome.fetched {
+        push("commit", Some(fetched.commit.clone()));
+        push(
+            "from",
+            Some(format!(
+                "session {} run {}",
+                fetched.session_id, fetched.run_id
+            )),
+        );
+    }
     if let Some(branch) = &outcome.branch {
         push("retained", branch.retained_branch.clone());
         push("branch", Some(branch.target_branch.clone()));

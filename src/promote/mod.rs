@@ -68,6 +68,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             message: "branch mode promotes a session (-s ID), not a change-set file or a remote's change set".into(),
         });
     }
+    let mut report = None;
     let candidate = match (verified, fetched) {
         (Some(verified), _) => {
             let cs = &verified.change_set;
@@ -78,12 +79,15 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             )
         }
         (None, Some(fetched)) => {
+            report = Some(fetched.report);
             Candidate::of_document(fetched.patch, &fetched.base_tree, &fetched.result_tree)
         }
         (None, None) => return Err(Error::internal("no change set to promote")),
     };
     let _lock = ctx.lock(&located.repo)?;
-    promote_patch(ctx, &located, candidate, opts)
+    let mut out = promote_patch(ctx, &located, candidate, opts)?;
+    out.fetched = report;
+    Ok(out)
 }
 
 /// Patch mode: the root change set (steps 2–6), then each nested change set in its own

@@ -100,9 +100,14 @@ pub struct PushOutcome {
 /// Publishes a change set on a remote as `refs/a3s-iso/changes/<digest hex>`; a digest the
 /// remote holds already is `unchanged`, and nothing is pushed.
 pub fn push(ctx: &Context, opts: &PushOptions) -> Result<PushOutcome> {
+    // The remote is checked before a session is captured for it.
+    let remote = {
+        let located = ctx.locate()?;
+        let dir = &located.repo.toplevel;
+        select::choose(&ctx.git, dir, opts.remote.as_deref(), opts.allow_url)?
+    };
     let (located, carried, warnings) = change_set_to_push(ctx, &opts.source)?;
     let dir = located.repo.toplevel.clone();
-    let remote = select::choose(&ctx.git, &dir, opts.remote.as_deref(), opts.allow_url)?;
     let commit = carrier::write_commit(&ctx.git, &dir, &carried)?;
     let cs = &carried.change_set;
     let reference = changes_ref(&cs.patch_digest);

@@ -166,6 +166,8 @@ fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
     assert_eq!(code, 0, "{promoted}");
     assert_eq!(promoted["outcome"], "applied", "{promoted}");
     assert_eq!(promoted["digest"], digest.as_str());
+    assert_eq!(promoted["fetched"]["commit"], pushed["commit"], "{promoted}");
+    assert_eq!(promoted["fetched"]["session_id"], "task");
     assert_eq!(std::fs::read(net.b.join("assets/big.bin")).unwrap(), big);
     assert_eq!(
         std::fs::read(net.b.join("README.md")).unwrap(),
