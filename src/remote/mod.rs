@@ -404,6 +404,7 @@ fn fetch_many(
     }
     let dir = &located.repo.toplevel;
     let ns = located.store.refs();
+    drop_dead_fetches(ctx, located)?;
     let temps: Vec<String> = digests
         .iter()
         .map(|_| ns.fetching(&crate::scratch::owned_name("f")))
@@ -414,6 +415,7 @@ fn fetch_many(
         .map(|(digest, temp)| format!("+{}:{temp}", changes_ref(digest)))
         .collect();
     ctx.git.fetch_refs(dir, &remote.name, &refspecs)?;
+    crate::fault_point!("fetch-before-verify");
     let mut results = Vec::new();
     for (digest, temp) in digests.iter().zip(&temps) {
         let checked = check_fetched(ctx, located, temp, digest, max_bytes);
@@ -428,6 +430,23 @@ fn fetch_many(
         results.push((digest.clone(), checked));
     }
     Ok(results)
+}
+
+/// Deletes the landing refs of fetches whose process died before it verified them.
+fn drop_dead_fetches(ctx: &Context, located: &Located) -> Result<()> {
+    let dir = &located.repo.toplevel;
+    let prefix = located.store.refs().fetching("");
+    let dead: Vec<RefUpdate> = ctx
+        .git
+        .list_refs(dir, std::slice::from_ref(&prefix))?
+        .into_iter()
+        .filter(|name| {
+            name.strip_prefix(&prefix)
+                .is_some_and(crate::scratch::made_by_dead)
+        })
+        .map(|name| RefUpdate::Delete { name })
+        .collect();
+    ctx.git.update_refs(dir, &dead, "a3s-iso: fetch")
 }
 
 /// Verifies the commit at `temp` as the change set `digest`.

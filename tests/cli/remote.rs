@@ -166,7 +166,10 @@ fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
     assert_eq!(code, 0, "{promoted}");
     assert_eq!(promoted["outcome"], "applied", "{promoted}");
     assert_eq!(promoted["digest"], digest.as_str());
-    assert_eq!(promoted["fetched"]["commit"], pushed["commit"], "{promoted}");
+    assert_eq!(
+        promoted["fetched"]["commit"], pushed["commit"],
+        "{promoted}"
+    );
     assert_eq!(promoted["fetched"]["session_id"], "task");
     assert_eq!(std::fs::read(net.b.join("assets/big.bin")).unwrap(), big);
     assert_eq!(
@@ -198,8 +201,14 @@ fn list_and_fetch_read_the_remote_and_only_configured_remotes_are_taken() {
     let (pushed, _) = net.bind_edit_push(&net.fx.src, "one", &[("one.txt", b"one\n")]);
     let digest = digest_of(&pushed);
 
+    // A server that filters sends only the commits; one that does not, everything: the
+    // listing is the same.
+    let (code, unfiltered) = net.json_in(&net.b, &["list", "--remote", "origin"]);
+    assert_eq!(code, 0, "{unfiltered}");
+    net.in_remote(&["config", "uploadpack.allowFilter", "true"]);
     let (code, listed) = net.json_in(&net.b, &["list", "--remote", "origin"]);
     assert_eq!(code, 0, "{listed}");
+    assert_eq!(listed, unfiltered);
     assert_eq!(listed["schema"], "a3s-iso.remote-list.v1");
     let sets = listed["change_sets"].as_array().unwrap();
     assert_eq!(sets.len(), 1, "{listed}");
@@ -575,4 +584,36 @@ fn a_run_pushes_its_stored_document_to_the_upstream_remote_and_old_ones_are_dele
             .git(&second, &["for-each-ref", "refs/a3s-iso/"])
             .is_empty()
     );
+}
+
+#[test]
+fn a_fetch_killed_before_it_verified_leaves_a_ref_the_next_fetch_removes() {
+    let net = Net::new();
+    let (pushed, _) = net.bind_edit_push(&net.fx.src, "one", &[("one.txt", b"one\n")]);
+    let digest = digest_of(&pushed);
+    let out = net
+        .fx
+        .cmd_in(&net.b)
+        .env("A3S_ISO_TEST_FAULT", "fetch-before-verify")
+        .args(["fetch", "origin", "--digest", &digest])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let landing = net.fx.git(
+        &net.b,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/a3s-iso/fetching/",
+        ],
+    );
+    assert_eq!(landing.lines().count(), 1, "{landing}");
+
+    let (code, fetched) = net.json_in(&net.b, &["fetch", "origin", "--digest", &digest]);
+    assert_eq!(code, 0, "{fetched}");
+    let refs = net.fx.git(
+        &net.b,
+        &["for-each-ref", "--format=%(refname)", "refs/a3s-iso/"],
+    );
+    assert_eq!(refs, format!("refs/a3s-iso/fetched/{}", hex_of(&digest)));
 }
