@@ -617,3 +617,37 @@ fn a_fetch_killed_before_it_verified_leaves_a_ref_the_next_fetch_removes() {
     );
     assert_eq!(refs, format!("refs/a3s-iso/fetched/{}", hex_of(&digest)));
 }
+
+#[test]
+fn push_from_inside_an_isolation_uses_the_source_remotes_not_the_isolations() {
+    let net = Net::new();
+    let work = net.fx.root.join("work");
+    // A repository of the command's making, with an `origin` of its own, that the isolation's
+    // `.git` file is pointed at.
+    net.fx
+        .git(&work, &["init", "-q", "--bare", "-b", "main", "evil.git"]);
+    net.fx.git(&work, &["init", "-q", "-b", "main", "decoy"]);
+    let decoy = work.join("decoy");
+    let evil = work.join("evil.git");
+    net.fx
+        .git(&decoy, &["remote", "add", "origin", evil.to_str().unwrap()]);
+    net.fx.bind("task");
+    let isolation = net.fx.isolation("task");
+    std::fs::write(isolation.join("work.txt"), "work\n").unwrap();
+    std::fs::write(
+        isolation.join(".git"),
+        format!("gitdir: {}\n", decoy.join(".git").display()),
+    )
+    .unwrap();
+    let (code, pushed) = net.json_in(&isolation, &["push", "-s", "task"]);
+    assert_eq!(code, 0, "{pushed}");
+    let reference = format!("refs/a3s-iso/changes/{}", hex_of(&digest_of(&pushed)));
+    assert_eq!(
+        net.in_remote(&["rev-parse", &reference]),
+        pushed["commit"].as_str().unwrap()
+    );
+    assert!(
+        net.fx.git(&evil, &["for-each-ref"]).is_empty(),
+        "nothing reached the decoy's remote"
+    );
+}
