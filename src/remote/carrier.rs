@@ -314,3 +314,82 @@ pub(crate) struct Labels {
     pub(crate) patch_bytes: u64,
     pub(crate) digest: String,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::changeset::{NewChangeSet, RunState};
+
+    fn sample(patch: &[u8], observed_at_ms: u64) -> ChangeSet {
+        ChangeSet::new(NewChangeSet {
+            release_identity: &crate::changeset::default_release_identity(),
+            session_id: "task",
+            run_id: "r-1",
+            state: RunState::Failed,
+            base_tree: &"a".repeat(40),
+            result_tree: &"b".repeat(40),
+            patch,
+            patch_digest: &crate::snapshot::digest_bytes(patch),
+            observed_at_ms,
+        })
+        .detached()
+    }
+
+    #[test]
+    fn the_commit_follows_from_the_document_alone() {
+        let cs = sample(b"diff --git a/x b/x\n", 1_767_323_045_999);
+        let tree = "c".repeat(40);
+        let bytes = String::from_utf8(commit_bytes(&tree, &cs)).unwrap();
+        assert_eq!(
+            bytes,
+            String::from_utf8(commit_bytes(&tree, &cs.clone())).unwrap()
+        );
+        assert!(bytes.starts_with(&format!("tree {tree}\nauthor a3s-iso <a3s-iso@localhost> 1767323045 +0000\ncommitter a3s-iso <a3s-iso@localhost> 1767323045 +0000\n\na3s-iso change set sha256:")), "{bytes}");
+        assert!(!bytes.contains("parent "));
+        let later = sample(b"diff --git a/x b/x\n", 1_767_323_046_000);
+        assert_ne!(commit_bytes(&tree, &later), commit_bytes(&tree, &cs));
+    }
+
+    #[test]
+    fn the_message_reads_back_as_labels() {
+        let cs = sample(b"abc", 5_000);
+        let labels = parse_message(&message(&cs)).unwrap();
+        assert_eq!(
+            labels,
+            Labels {
+                session_id: "task".into(),
+                run_id: "r-1".into(),
+                state: "failed".into(),
+                patch_bytes: 3,
+                digest: cs.patch_digest.clone(),
+            }
+        );
+        assert_eq!(
+            parse_message("a commit of someone else's\n\nSession: x\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn the_tree_lists_its_four_entries_in_git_order() {
+        let ids = ["1", "2", "3", "4"].map(|d| d.repeat(40));
+        let bytes = tree_bytes(&ids[0], &ids[1], &ids[2], &ids[3]).unwrap();
+        let names: Vec<&[u8]> = bytes
+            .split(|b| *b == 0)
+            .filter_map(|chunk| {
+                chunk
+                    .iter()
+                    .position(|b| *b == b' ')
+                    .map(|at| &chunk[at + 1..])
+            })
+            .collect();
+        assert_eq!(
+            names,
+            [&b"base"[..], b"change-set.json", b"patch", b"result"]
+        );
+        assert_eq!(
+            bytes.len(),
+            4 * 20 + "40000 base\0100644 change-set.json\0100644 patch\040000 result\0".len()
+        );
+    }
+}
