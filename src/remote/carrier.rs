@@ -389,7 +389,16 @@ mod tests {
         );
         assert_eq!(
             bytes.len(),
-            4 * 20 + "40000 base\0100644 change-set.json\0100644 patch\040000 result\0".len()
+            4 * 20
+                + [
+                    "40000 base",
+                    "100644 change-set.json",
+                    "100644 patch",
+                    "40000 result"
+                ]
+                .iter()
+                .map(|entry| entry.len() + 1)
+                .sum::<usize>()
         );
     }
 }
