@@ -41,6 +41,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
+            [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
@@ -82,6 +84,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;list' {
+            [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
@@ -89,6 +92,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every source this user has bound from, not only this repository')
+            [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --remote: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
@@ -179,6 +183,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         }
         'a3s-iso;promote' {
             [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Promote a change-set document instead of a session (validated completely first)')
+            [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Promote a change set pushed to this remote (with --digest), fetched and verified first')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --from: the change set''s digest (sha256:<hex>)')
+            [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'With --from: the largest patch to read, in bytes (K, M, G suffixes)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How the work lands in the source')
             [CompletionResult]::new('--artifacts', '--artifacts', [CompletionResultType]::ParameterName, 'Where to write the patch and summary.json (default: under the state dir)')
             [CompletionResult]::new('--note', '--note', [CompletionResultType]::ParameterName, 'Record DIGEST as promoted by other means, so that promoting it later is idempotent')
@@ -190,8 +197,48 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
             [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --from: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Write the artifacts (patch, summary.json) and stop: the source is left untouched')
             [CompletionResult]::new('--onto-head', '--onto-head', [CompletionResultType]::ParameterName, 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;push' {
+            [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Push a change-set document instead of the session''s change set')
+            [CompletionResult]::new('--run', '--run', [CompletionResultType]::ParameterName, 'Push the stored change set of this run of the session')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --delete: the change set to delete (repeatable)')
+            [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'With --delete: every change set dated more than DUR ago')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'Accept a URL or path that is not a configured remote')
+            [CompletionResult]::new('--delete', '--delete', [CompletionResultType]::ParameterName, 'Delete change sets from the remote instead (with --digest or --older-than)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;fetch' {
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Only this change set (default: every change set on the remote)')
+            [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'Accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
@@ -400,6 +447,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
+            [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
             [CompletionResult]::new('retain', 'retain', [CompletionResultType]::ParameterValue, 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune')
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
@@ -434,6 +483,12 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;promote' {
+            break
+        }
+        'a3s-iso;help;push' {
+            break
+        }
+        'a3s-iso;help;fetch' {
             break
         }
         'a3s-iso;help;sweep' {

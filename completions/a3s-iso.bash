@@ -34,6 +34,9 @@ _a3s__iso() {
             a3s__iso,doctor)
                 cmd="a3s__iso__subcmd__doctor"
                 ;;
+            a3s__iso,fetch)
+                cmd="a3s__iso__subcmd__fetch"
+                ;;
             a3s__iso,gc)
                 cmd="a3s__iso__subcmd__gc"
                 ;;
@@ -54,6 +57,9 @@ _a3s__iso() {
                 ;;
             a3s__iso,promote)
                 cmd="a3s__iso__subcmd__promote"
+                ;;
+            a3s__iso,push)
+                cmd="a3s__iso__subcmd__push"
                 ;;
             a3s__iso,retain)
                 cmd="a3s__iso__subcmd__retain"
@@ -94,6 +100,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,doctor)
                 cmd="a3s__iso__subcmd__help__subcmd__doctor"
                 ;;
+            a3s__iso__subcmd__help,fetch)
+                cmd="a3s__iso__subcmd__help__subcmd__fetch"
+                ;;
             a3s__iso__subcmd__help,gc)
                 cmd="a3s__iso__subcmd__help__subcmd__gc"
                 ;;
@@ -114,6 +123,9 @@ _a3s__iso() {
                 ;;
             a3s__iso__subcmd__help,promote)
                 cmd="a3s__iso__subcmd__help__subcmd__promote"
+                ;;
+            a3s__iso__subcmd__help,push)
+                cmd="a3s__iso__subcmd__help__subcmd__push"
                 ;;
             a3s__iso__subcmd__help,retain)
                 cmd="a3s__iso__subcmd__help__subcmd__retain"
@@ -143,7 +155,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -480,6 +492,52 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__iso__subcmd__fetch)
+            opts="-C -q -h --digest --max-bytes --allow-url --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --digest)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-bytes)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__iso__subcmd__gc)
             opts="-C -q -h --older-than --dry-run --all --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -523,7 +581,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -607,6 +665,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__doctor)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__fetch)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -705,6 +777,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__promote)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__push)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -817,12 +903,16 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__list)
-            opts="-C -q -h --all --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-C -q -h --all --remote --allow-url --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --remote)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -997,13 +1087,25 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__promote)
-            opts="-s -C -q -h --change-set --mode --no-apply --artifacts --note --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --change-set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digest)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1016,6 +1118,68 @@ _a3s__iso() {
                     return 0
                     ;;
                 --note)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__push)
+            opts="-s -C -q -h --change-set --run --allow-url --delete --digest --older-than --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --change-set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --run)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digest)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --older-than)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -38,6 +38,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
+            cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
@@ -77,6 +79,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;list'= {
+            cand --remote 'List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -84,6 +87,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --all 'Every source this user has bound from, not only this repository'
+            cand --allow-url 'With --remote: accept a URL or path that is not a configured remote'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -169,6 +173,9 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         }
         &'a3s-iso;promote'= {
             cand --change-set 'Promote a change-set document instead of a session (validated completely first)'
+            cand --from 'Promote a change set pushed to this remote (with --digest), fetched and verified first'
+            cand --digest 'With --from: the change set''s digest (sha256:<hex>)'
+            cand --max-bytes 'With --from: the largest patch to read, in bytes (K, M, G suffixes)'
             cand --mode 'How the work lands in the source'
             cand --artifacts 'Where to write the patch and summary.json (default: under the state dir)'
             cand --note 'Record DIGEST as promoted by other means, so that promoting it later is idempotent'
@@ -180,8 +187,46 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --color 'When to colour human output'
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-url 'With --from: accept a URL or path that is not a configured remote'
             cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
             cand --onto-head 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;push'= {
+            cand --change-set 'Push a change-set document instead of the session''s change set'
+            cand --run 'Push the stored change set of this run of the session'
+            cand --digest 'With --delete: the change set to delete (repeatable)'
+            cand --older-than 'With --delete: every change set dated more than DUR ago'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-url 'Accept a URL or path that is not a configured remote'
+            cand --delete 'Delete change sets from the remote instead (with --digest or --older-than)'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;fetch'= {
+            cand --digest 'Only this change set (default: every change set on the remote)'
+            cand --max-bytes 'The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-url 'Accept a URL or path that is not a configured remote'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -377,6 +422,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
+            cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
             cand retain 'Pin a session''s isolation for inspection, safe from sweep and git worktree prune'
             cand discard 'Remove a session''s isolation; never touches the source'
@@ -404,6 +451,10 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;show'= {
         }
         &'a3s-iso;help;promote'= {
+        }
+        &'a3s-iso;help;push'= {
+        }
+        &'a3s-iso;help;fetch'= {
         }
         &'a3s-iso;help;sweep'= {
         }

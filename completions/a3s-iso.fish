@@ -42,6 +42,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "capture" -d 'Snapsh
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "diff" -d 'Show the change set a promote would apply now (or a document\'s, or a promoted one\'s)'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "show" -d 'Show one session in full: its isolation, owner, runs and promotions'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "push" -d 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
+complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "fetch" -d 'Fetch change sets from a git remote and verify them, without promoting'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
 complete -c a3s-iso -n "__fish_a3s_iso_needs_command" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
@@ -75,6 +77,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebu
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l remote -d 'List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -83,6 +86,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every source this user has bound from, not only this repository'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'
@@ -147,6 +151,9 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -l json -d 'Print 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l change-set -d 'Promote a change-set document instead of a session (validated completely first)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l from -d 'Promote a change set pushed to this remote (with --digest), fetched and verified first' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l digest -d 'With --from: the change set\'s digest (sha256:<hex>)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l max-bytes -d 'With --from: the largest patch to read, in bytes (K, M, G suffixes)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l mode -d 'How the work lands in the source' -r -f -a "patch\t'Apply the session\'s change set as uncommitted changes'
 branch\t'Replay the session\'s commits (plus one for uncommitted leftovers) onto the current branch'"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l artifacts -d 'Where to write the patch and summary.json (default: under the state dir)' -r -F
@@ -159,11 +166,42 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l allow-url -d 'With --from: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l no-apply -d 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l onto-head -d 'Apply a change-set document onto the checkout even though its base tree is not HEAD\'s (when it applies cleanly)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l change-set -d 'Push a change-set document instead of the session\'s change set' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l run -d 'Push the stored change set of this run of the session' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l digest -d 'With --delete: the change set to delete (repeatable)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l older-than -d 'With --delete: every change set dated more than DUR ago' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l allow-url -d 'Accept a URL or path that is not a configured remote'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l delete -d 'Delete change sets from the remote instead (with --digest or --older-than)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand push" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l digest -d 'Only this change set (default: every change set on the remote)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l max-bytes -d 'The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l color -d 'When to colour human output' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l allow-url -d 'Accept a URL or path that is not a configured remote'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand fetch" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l grace -d 'Keep in-flight, malformed and unrecorded isolations younger than DUR' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -l retained-older-than -d 'Also reclaim retained isolations retained longer than DUR ago' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand sweep" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
@@ -305,23 +343,25 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l lock-tim
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "diff" -d 'Show the change set a promote would apply now (or a document\'s, or a promoted one\'s)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "show" -d 'Show one session in full: its isolation, owner, runs and promotions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "gc" -d 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "pool" -d 'Keep spare isolations ready, so that bind takes one instead of checking out'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "path" -d 'Print a session\'s isolation path (for cd)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "log" -d 'List promotions from the journal, newest first'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "doctor" -d 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "version" -d 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "shell-init" -d 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell\'s rc file)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "completions" -d 'Print shell completions'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "bind" -d 'Create (or reuse) a session\'s isolation: a detached worktree next to the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "list" -d 'List sessions with their state, owner liveness and whether HEAD moved'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "run" -d 'Run a command inside a session\'s isolation (sandboxed) and record its change set'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "capture" -d 'Snapshot a session into a pinned tree and a change-set document'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "diff" -d 'Show the change set a promote would apply now (or a document\'s, or a promoted one\'s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "show" -d 'Show one session in full: its isolation, owner, runs and promotions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "promote" -d 'Apply a session\'s (or a document\'s) change set to the source, exactly once'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "push" -d 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "fetch" -d 'Fetch change sets from a git remote and verify them, without promoting'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "sweep" -d 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "retain" -d 'Pin a session\'s isolation for inspection, safe from sweep and git worktree prune'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "discard" -d 'Remove a session\'s isolation; never touches the source'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "gc" -d 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "pool" -d 'Keep spare isolations ready, so that bind takes one instead of checking out'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "verify" -d 'Check a change-set document against every rule of the format'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "path" -d 'Print a session\'s isolation path (for cd)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "log" -d 'List promotions from the journal, newest first'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "doctor" -d 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "version" -d 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "shell-init" -d 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell\'s rc file)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "completions" -d 'Print shell completions'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -332,6 +332,61 @@ pub(crate) fn record_evidence(
     ))
 }
 
+/// Records a fresh run's result for a change set that travels as a commit (no document size
+/// limit): pins the result tree, records the session's last run, and returns the patch and the
+/// detached document (the full document is stored too when it fits one).
+pub(crate) fn record_run(
+    ctx: &Context,
+    located: &Located,
+    ev: &Evidence<'_>,
+) -> Result<(snapshot::Patch, ChangeSet)> {
+    let store = &located.store;
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.common_dir,
+        ev.base_tree,
+        ev.result_tree,
+        &store.scratch_dir(),
+    )?;
+    let _lock = ctx.lock(&located.repo)?;
+    let pinned = crate::refs::pin_run(
+        &ctx.git,
+        &located.repo.toplevel,
+        &store.refs(),
+        ev.session_id,
+        ev.run_id,
+        ev.result_tree,
+    )?;
+    if let crate::refs::Pinned::Other(pinned) = pinned {
+        return Err(Error::CaptureConflict {
+            message: format!(
+                "run {:?} of session {:?} was captured with result tree {pinned}",
+                ev.run_id, ev.session_id
+            ),
+        });
+    }
+    let observed_at_ms = now_ms();
+    update_last_run(located, ev, observed_at_ms)?;
+    let fits = patch.bytes <= MAX_PATCH_BYTES;
+    let body = if fits { patch.read()? } else { Vec::new() };
+    let mut change_set = ChangeSet::new(NewChangeSet {
+        release_identity: ev.release_identity,
+        session_id: ev.session_id,
+        run_id: ev.run_id,
+        state: ev.state,
+        base_tree: ev.base_tree,
+        result_tree: ev.result_tree,
+        patch: &body,
+        patch_digest: &patch.digest,
+        observed_at_ms,
+    });
+    if fits {
+        store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
+    }
+    change_set.patch_bytes = patch.bytes;
+    Ok((patch, change_set.detached()))
+}
+
 fn replay(
     stored: Option<Vec<u8>>,
     ev: &Evidence<'_>,

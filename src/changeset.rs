@@ -159,6 +159,15 @@ impl ChangeSet {
         }
     }
 
+    /// The document without its patch (`patch_base64` empty; `patch_bytes` and `patch_digest`
+    /// still describe it), as a remote change set carries it beside the patch blob.
+    pub(crate) fn detached(&self) -> ChangeSet {
+        ChangeSet {
+            patch_base64: String::new(),
+            ..self.clone()
+        }
+    }
+
     /// The document as stored and written out: pretty JSON with a final newline.
     pub(crate) fn to_json(&self) -> Result<Vec<u8>> {
         let mut bytes = serde_json::to_vec_pretty(self)
@@ -346,6 +355,54 @@ pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
     let change_set: ChangeSet = serde_json::from_value(value)
         .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
     Ok(Verified { change_set, patch })
+}
+
+/// The largest detached document (a document without its patch, as a remote change set
+/// carries it): its fields only.
+pub(crate) const MAX_DETACHED_BYTES: u64 = 65_536;
+
+/// Checks a detached document: every rule of the format, except that `patch_base64` must be
+/// empty and `patch_bytes` (not bound to the document limit) describes a patch carried beside
+/// it, which the caller checks against `patch_bytes` and `patch_digest`.
+pub(crate) fn verify_detached(bytes: &[u8]) -> Result<ChangeSet> {
+    if bytes.len() as u64 > MAX_DETACHED_BYTES {
+        return Err(invalid(
+            ChangeSetRule::DocumentSize,
+            "(document)",
+            format!(
+                "{} bytes, over the {MAX_DETACHED_BYTES}-byte limit of a detached document",
+                bytes.len()
+            ),
+        ));
+    }
+    let value: Value = serde_json::from_slice(bytes)
+        .map_err(|e| invalid(ChangeSetRule::Json, "(document)", format!("not a JSON document: {e}")))?;
+    if let Some(path) = crate::strictjson::first_duplicate_key(bytes) {
+        return Err(invalid(
+            ChangeSetRule::DuplicateKey,
+            &path,
+            "a key appears twice in one object",
+        ));
+    }
+    let top = value
+        .as_object()
+        .ok_or_else(|| invalid(ChangeSetRule::Type, "(document)", "must be a JSON object"))?;
+    check_fields(top, TOP_FIELDS, "")?;
+    let identity = top["identity"]
+        .as_object()
+        .ok_or_else(|| invalid(ChangeSetRule::Type, "identity", "must be an object"))?;
+    check_fields(identity, IDENTITY_FIELDS, "identity.")?;
+    check_values(top, identity)?;
+    integer(top, "patch_bytes")?;
+    if !string(top, "patch_base64", "patch_base64")?.is_empty() {
+        return Err(invalid(
+            ChangeSetRule::DetachedPatch,
+            "patch_base64",
+            "must be empty: the patch is the blob beside the document",
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))
 }
 
 /// Checks every field but the patch, rule by rule in a fixed order: the first rule broken is

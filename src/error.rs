@@ -64,11 +64,13 @@ pub enum ErrorCode {
     DetachedSource,
     /// `invalid_input`: an argument names something that cannot be used.
     InvalidInput,
+    /// `change_set_not_found`: a remote has no change set with the digest asked for.
+    ChangeSetNotFound,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 23] = [
+    pub const ALL: [ErrorCode; 24] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -92,6 +94,7 @@ impl ErrorCode {
         ErrorCode::CommandNotExecutable,
         ErrorCode::DetachedSource,
         ErrorCode::InvalidInput,
+        ErrorCode::ChangeSetNotFound,
     ];
 
     /// The code as JSON and human output spell it.
@@ -120,6 +123,7 @@ impl ErrorCode {
             ErrorCode::CommandNotExecutable => "command_not_executable",
             ErrorCode::DetachedSource => "detached_source",
             ErrorCode::InvalidInput => "invalid_input",
+            ErrorCode::ChangeSetNotFound => "change_set_not_found",
         }
     }
 
@@ -144,7 +148,8 @@ impl ErrorCode {
             | ErrorCode::GitTooOld
             | ErrorCode::Io
             | ErrorCode::Internal
-            | ErrorCode::DetachedSource => 1,
+            | ErrorCode::DetachedSource
+            | ErrorCode::ChangeSetNotFound => 1,
         }
     }
 }
@@ -186,6 +191,16 @@ pub enum ChangeSetRule {
     PatchBytes,
     /// `patch_digest` is not the decoded patch's digest.
     Digest,
+    /// A detached document (a remote change set's) carries its patch inline.
+    DetachedPatch,
+    /// A remote change set's ref names another digest than its document's.
+    DigestName,
+    /// A remote change set's commit is not the one its document makes.
+    Commit,
+    /// A remote change set's commit tree does not have the carrier's layout.
+    Layout,
+    /// A remote change set carries another base or result tree than its document names.
+    CarriedTree,
 }
 
 impl ChangeSetRule {
@@ -208,6 +223,11 @@ impl ChangeSetRule {
             ChangeSetRule::Base64 => "base64",
             ChangeSetRule::PatchBytes => "patch_bytes",
             ChangeSetRule::Digest => "digest",
+            ChangeSetRule::DetachedPatch => "detached_patch",
+            ChangeSetRule::DigestName => "digest_name",
+            ChangeSetRule::Commit => "commit",
+            ChangeSetRule::Layout => "layout",
+            ChangeSetRule::CarriedTree => "carried_tree",
         }
     }
 }
@@ -403,6 +423,16 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A remote holds no change set with the digest asked for.
+    #[error("{remote} has no change set {digest} (no ref {reference})")]
+    ChangeSetNotFound {
+        /// The remote, as given.
+        remote: String,
+        /// The digest asked for.
+        digest: String,
+        /// The ref looked for there.
+        reference: String,
+    },
 }
 
 /// a3s-iso's result type.
@@ -437,6 +467,7 @@ impl Error {
             Error::CommandNotFound { .. } => ErrorCode::CommandNotFound,
             Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
             Error::DetachedSource { .. } => ErrorCode::DetachedSource,
+            Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
         }
     }
 
@@ -503,6 +534,9 @@ impl Error {
             Error::SessionBusy { .. } => {
                 Some("wait for the other run to finish; one run at a time per session".into())
             }
+            Error::ChangeSetNotFound { remote, .. } => Some(format!(
+                "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
+            )),
             _ => None,
         }
     }
@@ -627,6 +661,7 @@ mod tests {
                 ("command_not_executable", 126),
                 ("detached_source", 1),
                 ("invalid_input", 5),
+                ("change_set_not_found", 1),
             ]
         );
     }
@@ -717,6 +752,11 @@ mod tests {
             },
             Error::InvalidInput {
                 message: "--allow-write /nowhere does not exist".into(),
+            },
+            Error::ChangeSetNotFound {
+                remote: "origin".into(),
+                digest: format!("sha256:{}", "0".repeat(64)),
+                reference: format!("refs/a3s-iso/changes/{}", "0".repeat(64)),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -38,6 +38,7 @@ pub mod promote;
 mod pty;
 pub mod quarantine;
 pub mod refs;
+pub mod remote;
 pub mod repo;
 pub mod retain;
 pub mod run;

@@ -157,6 +157,17 @@ impl RefNames {
         format!("{}{run_id}/{n}/{side}", self.nested_dir(id))
     }
 
+    /// The ref pinning a change set fetched from a remote and verified (its commit carries
+    /// the document, the patch and both trees).
+    pub fn fetched(&self, digest_hex: &str) -> String {
+        format!("{}fetched/{digest_hex}", self.root())
+    }
+
+    /// Where a fetch lands before the change set is verified (`token`: unique to the fetch).
+    pub fn fetching(&self, token: &str) -> String {
+        format!("{}fetching/{token}", self.root())
+    }
+
     /// The ref pinning the snapshot a sweep took before it removed the isolation.
     pub fn swept(&self, id: &str) -> String {
         format!("{}swept/{id}", self.root())

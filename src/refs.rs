@@ -12,6 +12,9 @@
 //! <ns>nested/<id>/<run>/<n>/base    a nested change set's base tree (n: 0, 1, …)
 //! <ns>nested/<id>/<run>/<n>/result  its result tree
 //! <ns>swept/<id>                the snapshot taken before a sweep removed the tree
+//! <ns>fetched/<digest hex>      a change set fetched from a remote and verified (`remote`)
+//! <ns>fetching/<token>          a fetch's landing place until it is verified or deleted
+//! refs/a3s-iso/changes/<hex>    on a remote: a pushed change set (the same for every tenant)
 //! refs/heads/a3s-iso/<id>       branch mode's retained branch (a user-visible branch;
 //!                               refs/heads/a3s-iso-tenants/<tag>/<id> for a tenant)
 //! ```

@@ -102,6 +102,12 @@ fn is_dead(maker: &Maker) -> bool {
     maker.host == host_key() && start_ticks(maker.pid) != Some(maker.ticks)
 }
 
+/// Whether `name` (made by [`owned_name`]) names a provably dead maker; false for any other
+/// name (a private ref's token, say).
+pub(crate) fn made_by_dead(name: &str) -> bool {
+    maker_of(name).is_some_and(|maker| is_dead(&maker))
+}
+
 /// What the cleaning may remove in one directory.
 struct Sweepable<'a> {
     dir: &'a Path,

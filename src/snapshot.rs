@@ -322,6 +322,17 @@ impl Patch {
         fs::read(self.file.path()).ctx(|| format!("cannot read {}", self.file.path().display()))
     }
 
+    /// A patch already in a scratch file (a fetched blob), measured and hashed.
+    pub(crate) fn from_file(file: TempFile) -> Result<Patch> {
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        })
+    }
+
     /// A patch held in memory (a decoded document), written to a scratch file and measured.
     pub(crate) fn from_bytes(bytes: &[u8], scratch: &Path) -> Result<Patch> {
         let file = TempFile::new(scratch, "patch")?;

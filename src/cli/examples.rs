@@ -26,7 +26,8 @@ const EXAMPLES: &[(&str, &str)] = &[
         "list",
         "  a3s-iso list                             # the sessions of this repository
   a3s-iso list --all                        # of every repository you bound from
-  a3s-iso list --json | jq '.sessions[].session_id'",
+  a3s-iso list --json | jq '.sessions[].session_id'
+  a3s-iso list --remote origin              # the change sets pushed to origin",
     ),
     (
         "run",
@@ -47,7 +48,20 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso promote -s task-42 --mode branch  # replay the session's commits onto your branch
   a3s-iso promote -s task-42 --no-apply     # write the patch and summary only
   a3s-iso promote --change-set change.json  # promote a change-set document
-  a3s-iso promote --note sha256:…           # record a digest as promoted by other means",
+  a3s-iso promote --note sha256:…           # record a digest as promoted by other means
+  a3s-iso promote --from origin --digest sha256:…  # fetch, verify and promote a pushed one",
+    ),
+    (
+        "push",
+        "  a3s-iso push -s task-42                   # to the upstream remote (else origin)
+  a3s-iso push -s task-42 origin --json     # prints the digest, the ref and the remote
+  a3s-iso push --change-set change.json     # a document's change set
+  a3s-iso push --delete --digest sha256:… origin     # remove one from the remote",
+    ),
+    (
+        "fetch",
+        "  a3s-iso fetch origin --digest sha256:…    # fetch and verify one change set
+  a3s-iso fetch origin                      # every change set the remote holds",
     ),
     (
         "sweep",

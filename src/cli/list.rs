@@ -3,6 +3,7 @@ use clap::Args;
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::list::{ListedState, SessionView, list};
+use a3s_iso::remote::list_remote;
 
 use super::{Output, Tone};
 
@@ -12,10 +13,53 @@ pub struct ListArgs {
     /// Every source this user has bound from, not only this repository
     #[arg(long)]
     pub all: bool,
+
+    /// List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)
+    #[arg(long, value_name = "REMOTE", conflicts_with = "all")]
+    pub remote: Option<String>,
+
+    /// With --remote: accept a URL or path that is not a configured remote
+    #[arg(long, requires = "remote")]
+    pub allow_url: bool,
+}
+
+/// Lists the change sets on a remote: digest, session, run, size and date.
+fn run_remote(ctx: &Context, remote: &str, allow_url: bool, out: &Output) -> Result<i32> {
+    let listing = list_remote(ctx, Some(remote), allow_url)?;
+    if out.json {
+        out.document("a3s-iso.remote-list.v1", &listing);
+        return Ok(0);
+    }
+    if listing.change_sets.is_empty() {
+        out.line(&format!("no change sets on {}", listing.remote.name));
+        return Ok(0);
+    }
+    let header: Vec<Cell> = ["DIGEST", "SESSION", "RUN", "SIZE"]
+        .into_iter()
+        .map(|h| Cell::plain(h.to_string()))
+        .collect();
+    let unknown = || "?".to_string();
+    let rows: Vec<Vec<Cell>> = listing
+        .change_sets
+        .iter()
+        .map(|c| {
+            vec![
+                Cell::plain(c.digest.clone()),
+                Cell::plain(c.session_id.clone().unwrap_or_else(unknown)),
+                Cell::plain(c.run_id.clone().unwrap_or_else(unknown)),
+                Cell::plain(c.patch_bytes.map_or_else(unknown, super::human_bytes)),
+            ]
+        })
+        .collect();
+    print_table(out, &header, &rows);
+    Ok(0)
 }
 
 /// Lists the sessions, as a table or a JSON document.
 pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
+    if let Some(remote) = &args.remote {
+        return run_remote(ctx, remote, args.allow_url, out);
+    }
     let outcome = list(ctx, args.all)?;
     for unreadable in &outcome.unreadable {
         out.warn(&format!("unreadable session record {unreadable}"));

@@ -9,6 +9,7 @@ mod discard;
 mod doctor;
 mod examples;
 mod gc;
+mod fetch;
 mod list;
 mod log;
 mod output;
@@ -16,6 +17,7 @@ mod path;
 mod pool;
 mod progress;
 mod promote;
+mod push;
 mod retain;
 mod run;
 mod shell_init;
@@ -136,6 +138,12 @@ pub enum Command {
     /// Apply a session's (or a document's) change set to the source, exactly once
     #[command(after_long_help = examples::long("promote"))]
     Promote(promote::PromoteArgs),
+    /// Publish a change set on a git remote as refs/a3s-iso/changes/<digest>
+    #[command(after_long_help = examples::long("push"))]
+    Push(push::PushArgs),
+    /// Fetch change sets from a git remote and verify them, without promoting
+    #[command(after_long_help = examples::long("fetch"))]
+    Fetch(fetch::FetchArgs),
     /// Reclaim dead isolations; never live, foreign, unknown or retained ones
     #[command(after_long_help = examples::long("sweep"))]
     Sweep(sweep::SweepArgs),
@@ -277,6 +285,8 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
         Command::Pool(args) => with_context(cli, out, |ctx| pool::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
+        Command::Push(args) => with_context(cli, out, |ctx| push::run(ctx, args, out)),
+        Command::Fetch(args) => with_context(cli, out, |ctx| fetch::run(ctx, args, out)),
         Command::Diff(args) => with_context(cli, out, |ctx| diff::run(ctx, args, cli.color, out)),
         Command::Show(args) => with_context(cli, out, |ctx| show::run(ctx, args, out)),
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),

@@ -5,6 +5,7 @@ use clap::{Args, ValueEnum};
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
+use a3s_iso::remote::{DEFAULT_MAX_BYTES, FetchRequest};
 
 use super::{Output, SessionArg, Tone, path_list};
 
@@ -17,6 +18,7 @@ pub enum ModeArg {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("document").args(["change_set", "from"])))]
 pub struct PromoteArgs {
     #[command(flatten)]
     pub session: SessionArg,
@@ -24,6 +26,24 @@ pub struct PromoteArgs {
     /// Promote a change-set document instead of a session (validated completely first)
     #[arg(long, value_name = "FILE", conflicts_with = "session")]
     pub change_set: Option<PathBuf>,
+
+    /// Promote a change set pushed to this remote (with --digest), fetched and verified first
+    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["session", "change_set", "note"],
+        requires = "digest")]
+    pub from: Option<String>,
+
+    /// With --from: the change set's digest (sha256:<hex>)
+    #[arg(long, value_name = "DIGEST", requires = "from")]
+    pub digest: Option<String>,
+
+    /// With --from: the largest patch to read, in bytes (K, M, G suffixes)
+    #[arg(long, value_name = "BYTES", value_parser = super::fetch::parse_bytes,
+        default_value_t = DEFAULT_MAX_BYTES, requires = "from")]
+    pub max_bytes: u64,
+
+    /// With --from: accept a URL or path that is not a configured remote
+    #[arg(long, requires = "from")]
+    pub allow_url: bool,
 
     /// How the work lands in the source
     #[arg(long, value_enum, default_value_t = ModeArg::Patch)]
@@ -43,7 +63,7 @@ pub struct PromoteArgs {
 
     /// Apply a change-set document onto the checkout even though its base tree is not HEAD's
     /// (when it applies cleanly)
-    #[arg(long, requires = "change_set")]
+    #[arg(long, requires = "document")]
     pub onto_head: bool,
 }
 
@@ -62,6 +82,12 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             artifacts: args.artifacts.clone(),
             note: args.note.clone(),
             onto_head: args.onto_head,
+            from: args.from.as_ref().map(|remote| FetchRequest {
+                remote: remote.clone(),
+                digest: args.digest.clone(),
+                allow_url: args.allow_url,
+                max_bytes: args.max_bytes,
+            }),
         },
     )?;
     drop(spinner);
@@ -144,6 +170,16 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
         push("paths", Some(outcome.conflicting_paths.join(", ")));
     }
     push("detail", outcome.detail.clone());
+    if let Some(fetched) = &outcome.fetched {
+        push("commit", Some(fetched.commit.clone()));
+        push(
+            "from",
+            Some(format!(
+                "session {} run {}",
+                fetched.session_id, fetched.run_id
+            )),
+        );
+    }
     if let Some(branch) = &outcome.branch {
         push("retained", branch.retained_branch.clone());
         push("branch", Some(branch.target_branch.clone()));

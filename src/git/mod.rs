@@ -8,9 +8,11 @@
 mod blobs;
 mod hermetic;
 mod ops;
+mod remote;
 mod runner;
 
 pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use ops::{CatFile, RefUpdate};
+pub(crate) use remote::{ObjectInfo, TopEntry};
 pub use runner::Git;
 pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};

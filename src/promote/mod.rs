@@ -37,7 +37,8 @@ use crate::error::{Error, Result};
 use crate::snapshot::Patch;
 use crate::state::Landing;
 
-/// Promotes a session or a change-set document; see the module's order of steps.
+/// Promotes a session, a change-set document or a remote's change set; see the module's order
+/// of steps.
 pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if let Some(digest) = &opts.note {
         return note(ctx, opts, digest);
@@ -48,7 +49,12 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         None => None,
     };
     let located = ctx.locate()?;
-    let Some(verified) = verified else {
+    // A remote's change set is fetched and checked completely before the lock is taken.
+    let fetched = match &opts.from {
+        Some(request) => Some(crate::remote::fetch_for_promote(ctx, &located, request)?),
+        None => None,
+    };
+    if verified.is_none() && fetched.is_none() {
         let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
         if opts.mode == Mode::Branch {
             return branch::promote_branch(ctx, &located, session, opts);
@@ -56,30 +62,32 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         let _lock = ctx.lock(&located.repo)?;
         let candidate = Candidate::of_session(ctx, &located, session)?;
         return promote_patch(ctx, &located, candidate, opts);
-    };
+    }
     if opts.mode == Mode::Branch {
         return Err(Error::Usage {
-            message: "branch mode promotes a session (-s ID), not a change-set file".into(),
+            message: "branch mode promotes a session (-s ID), not a change-set file or a remote's change set".into(),
         });
     }
-    let _lock = ctx.lock(&located.repo)?;
-    let cs = &verified.change_set;
-    let candidate = Candidate {
-        patch: Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
-        session: None,
-        base_tree: Some(changeset::tree_id(&cs.base_tree).to_string()),
-        result_tree: Some(changeset::tree_id(&cs.result_tree).to_string()),
-        nested: Vec::new(),
-        previous: None,
-        isolation_head: None,
-        nested_sets: Vec::new(),
-        submodule_objects: Vec::new(),
-        nested_skipped: Vec::new(),
-        snapshot: None,
-        nested_path: None,
-        alternate_objects: None,
+    let mut report = None;
+    let candidate = match (verified, fetched) {
+        (Some(verified), _) => {
+            let cs = &verified.change_set;
+            Candidate::of_document(
+                Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
+                changeset::tree_id(&cs.base_tree),
+                changeset::tree_id(&cs.result_tree),
+            )
+        }
+        (None, Some(fetched)) => {
+            report = Some(fetched.report);
+            Candidate::of_document(fetched.patch, &fetched.base_tree, &fetched.result_tree)
+        }
+        (None, None) => return Err(Error::internal("no change set to promote")),
     };
-    promote_patch(ctx, &located, candidate, opts)
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = promote_patch(ctx, &located, candidate, opts)?;
+    out.fetched = report;
+    Ok(out)
 }
 
 /// Patch mode: the root change set (steps 2–6), then each nested change set in its own

@@ -27,6 +27,8 @@ pub struct PromoteOptions {
     /// `--onto-head`: a document whose base tree is not HEAD's may still apply onto the
     /// checkout, when `git apply --check` passes.
     pub onto_head: bool,
+    /// `--from REMOTE --digest D`: the change set is fetched from a remote and verified first.
+    pub from: Option<crate::remote::FetchRequest>,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.
@@ -62,6 +64,26 @@ pub(crate) struct Candidate {
 }
 
 impl Candidate {
+    /// A change set that came as a document (a file, or a remote's commit): its patch and its
+    /// two trees, nothing of a session.
+    pub(crate) fn of_document(patch: Patch, base_tree: &str, result_tree: &str) -> Candidate {
+        Candidate {
+            patch,
+            session: None,
+            base_tree: Some(base_tree.to_string()),
+            result_tree: Some(result_tree.to_string()),
+            nested: Vec::new(),
+            previous: None,
+            isolation_head: None,
+            nested_sets: Vec::new(),
+            submodule_objects: Vec::new(),
+            nested_skipped: Vec::new(),
+            snapshot: None,
+            nested_path: None,
+            alternate_objects: None,
+        }
+    }
+
     /// The step this promote lands, for the intent and the journal (none for a document).
     pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
         let session = self.session.as_ref()?;

@@ -141,6 +141,10 @@ pub struct PromoteOutcome {
     /// What became of each nested change set (absent when there were none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<NestedResult>,
+    /// `promote --from`: the change set as fetched and verified (its commit, the private ref
+    /// that keeps it, its session and run); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fetched: Option<crate::remote::FetchedChangeSet>,
     /// The first paths the patch touches, in patch order (at most
     /// [`crate::snapshot::LISTED_PATHS`]), for human output; not part of the JSON.
     #[serde(skip)]
@@ -175,6 +179,7 @@ impl PromoteOutcome {
             base_matches_head: None,
             branch: None,
             nested: Vec::new(),
+            fetched: None,
             files: Vec::new(),
             already_present: false,
         }

@@ -223,6 +223,19 @@ pub(super) fn check(
     patch_file: &Path,
 ) -> Result<Check> {
     let touched = touched_paths(ctx, source, patch_file)?;
+    // A path git apply would refuse (outside the repository, or in `.git`) is refused before
+    // any other git is asked about it.
+    let unsafe_paths: Vec<RepoPath> = touched
+        .iter()
+        .filter(|p| !is_plain_path(p))
+        .cloned()
+        .collect();
+    if !unsafe_paths.is_empty() {
+        return Ok(Check::DoesNotApply(
+            "the patch names paths outside the repository or inside .git".into(),
+            unsafe_paths,
+        ));
+    }
     let checkout = Checkout::open(&ctx.git, source)?;
     let states = checkout.states(&touched, true)?;
     if already_present(ctx, &checkout, candidate, &touched, &states)? {
@@ -457,6 +470,15 @@ pub(super) fn touched_paths(
         .collect();
     paths.dedup();
     Ok(paths)
+}
+
+/// A path inside the work tree: relative, without empty, `.` or `..` components, and not in
+/// a `.git` directory (in any case).
+fn is_plain_path(path: &RepoPath) -> bool {
+    !path.0.is_empty()
+        && path.0.split(|b| *b == b'/').all(|part| {
+            !part.is_empty() && part != b"." && part != b".." && !part.eq_ignore_ascii_case(b".git")
+        })
 }
 
 /// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.

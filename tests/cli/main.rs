@@ -27,6 +27,7 @@ mod pty;
 mod races;
 mod racy;
 mod recipes;
+mod remote;
 mod review;
 mod run;
 mod sandbox;

@@ -1,0 +1,90 @@
+use clap::Args;
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::remote::{DEFAULT_MAX_BYTES, FetchRequest, fetch};
+
+use super::{Output, Tone};
+
+/// `a3s-iso fetch`'s arguments.
+#[derive(Debug, Args)]
+pub struct FetchArgs {
+    /// The remote to fetch from (a configured remote; a URL needs --allow-url)
+    #[arg(value_name = "REMOTE")]
+    pub remote: String,
+
+    /// Only this change set (default: every change set on the remote)
+    #[arg(long, value_name = "DIGEST")]
+    pub digest: Option<String>,
+
+    /// The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)
+    #[arg(long, value_name = "BYTES", value_parser = parse_bytes,
+        default_value_t = DEFAULT_MAX_BYTES)]
+    pub max_bytes: u64,
+
+    /// Accept a URL or path that is not a configured remote
+    #[arg(long)]
+    pub allow_url: bool,
+}
+
+/// `N`, `NK`, `NM`, `NG` (powers of 1024; `KiB`, `MiB`, `GiB` too).
+pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+    let unit = match text[digits.len()..].trim() {
+        "" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?}: use K, M or G")),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{text:?} is not a size in bytes"))
+}
+
+pub fn run(ctx: &Context, args: &FetchArgs, out: &Output) -> Result<i32> {
+    let outcome = fetch(
+        ctx,
+        &FetchRequest {
+            remote: args.remote.clone(),
+            digest: args.digest.clone(),
+            allow_url: args.allow_url,
+            max_bytes: args.max_bytes,
+        },
+    )?;
+    for refused in &outcome.refused {
+        out.warn(&format!(
+            "{} refused ({}) at {}: {}",
+            refused.digest, refused.rule, refused.field, refused.detail
+        ));
+    }
+    if out.json {
+        out.document("a3s-iso.fetch.v1", &outcome);
+        return Ok(0);
+    }
+    out.headline_toned(
+        &format!(
+            "fetched {} change set{} from {}",
+            outcome.fetched.len(),
+            if outcome.fetched.len() == 1 { "" } else { "s" },
+            outcome.remote.name
+        ),
+        if outcome.refused.is_empty() {
+            Tone::Good
+        } else {
+            Tone::Bad
+        },
+    );
+    for fetched in &outcome.fetched {
+        out.line(&format!(
+            "  {}  {} {}  {}",
+            fetched.digest,
+            fetched.session_id,
+            fetched.run_id,
+            super::human_bytes(fetched.patch_bytes)
+        ));
+    }
+    Ok(0)
+}

@@ -1,0 +1,242 @@
+//! Typed operations for change sets that travel through git remotes: the transport (`ls-remote`,
+//! `push`, `fetch`) and the object plumbing that builds and reads a change set's commit. The
+//! transport is git's own (its remotes, credential helpers, ssh); a3s-iso adds nothing to it.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::runner::{Git, GitCmd, split_nul};
+use crate::error::{Error, IoContext, Result};
+
+/// One entry of a tree's top level.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TopEntry {
+    /// `100644`, `040000`, ….
+    pub(crate) mode: String,
+    /// `blob`, `tree` or `commit`.
+    pub(crate) kind: String,
+    /// The object id.
+    pub(crate) oid: String,
+    /// The entry's name, as bytes.
+    pub(crate) name: Vec<u8>,
+}
+
+/// What `cat-file --batch-check` says of one object: its type and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ObjectInfo {
+    /// `blob`, `tree`, `commit` or `tag`.
+    pub(crate) kind: String,
+    /// Its size in bytes.
+    pub(crate) size: u64,
+}
+
+/// Options every transport call carries: no hooks a3s-iso did not ask for, no submodule
+/// recursion, no tags, no maintenance started behind the caller's back.
+fn transport<'g>(git: &'g Git, dir: &Path) -> GitCmd<'g> {
+    git.at(dir).args(["-c", "fetch.fsckObjects=true"])
+}
+
+impl Git {
+    /// The names of the remotes configured in the repository at `dir` (`git remote`).
+    pub(crate) fn remote_names(&self, dir: &Path) -> Result<Vec<String>> {
+        let text = self.at(dir).arg("remote").run_text()?;
+        Ok(text.lines().map(str::to_string).collect())
+    }
+
+    /// The remote of the current branch's upstream (`branch.<name>.remote`), if there is a
+    /// current branch with one.
+    pub(crate) fn upstream_remote(&self, dir: &Path) -> Result<Option<String>> {
+        let out = self
+            .at(dir)
+            .args(["symbolic-ref", "-q", "--short", "HEAD"])
+            .output()?;
+        let branch = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if out.exit_code != Some(0) || branch.is_empty() {
+            return Ok(None);
+        }
+        let out = self
+            .at(dir)
+            .args(["config", "--get", &format!("branch.{branch}.remote")])
+            .output()?;
+        let remote = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !remote.is_empty()).then_some(remote))
+    }
+
+    /// `(object id, ref name)` of the refs on `remote` that match `patterns` (`ls-remote`).
+    pub(crate) fn ls_remote(
+        &self,
+        dir: &Path,
+        remote: &str,
+        patterns: &[String],
+    ) -> Result<Vec<(String, String)>> {
+        let text = transport(self, dir)
+            .args(["ls-remote", "--refs", "--end-of-options", remote])
+            .args(patterns)
+            .run_text()?;
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (oid, name) = line.split_once('\t')?;
+                Some((oid.to_string(), name.to_string()))
+            })
+            .collect())
+    }
+
+    /// Pushes `refspecs` to `remote` in one push, all or nothing (`--atomic`), without the
+    /// repository's push hooks: these are a3s-iso's own refs, not the user's branches.
+    pub(crate) fn push_refs(&self, dir: &Path, remote: &str, refspecs: &[String]) -> Result<()> {
+        transport(self, dir)
+            .args([
+                "push",
+                "--quiet",
+                "--no-verify",
+                "--atomic",
+                "--end-of-options",
+            ])
+            .arg(remote)
+            .args(refspecs)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Fetches exactly `refspecs` from `remote`: no tags, no `FETCH_HEAD`, no submodules, no
+    /// pruning, no maintenance, every object checked as it arrives (`fetch.fsckObjects`).
+    pub(crate) fn fetch_refs(&self, dir: &Path, remote: &str, refspecs: &[String]) -> Result<()> {
+        self.fetch_cmd(dir, remote, refspecs, None)
+            .run()
+            .map(|_| ())
+    }
+
+    /// The fetch of [`Git::fetch_refs`], with `filter` (a partial fetch: only for a repository
+    /// of a3s-iso's own, since a filter makes the repository a partial clone of `remote`).
+    pub(crate) fn fetch_cmd<'g>(
+        &'g self,
+        dir: &Path,
+        remote: &str,
+        refspecs: &[String],
+        filter: Option<&str>,
+    ) -> GitCmd<'g> {
+        transport(self, dir)
+            .args([
+                "fetch",
+                "--quiet",
+                "--no-tags",
+                "--no-write-fetch-head",
+                "--no-recurse-submodules",
+                "--no-auto-maintenance",
+                "--no-prune",
+            ])
+            .args(filter.map(|f| format!("--filter={f}")))
+            .args(["--end-of-options", remote])
+            .args(refspecs)
+    }
+
+    /// Writes `bytes` as an object of `kind` (`blob`, `tree`, `commit`) and returns its id;
+    /// with `write` false, only computes the id.
+    pub(crate) fn hash_object(
+        &self,
+        dir: &Path,
+        kind: &str,
+        bytes: Vec<u8>,
+        write: bool,
+    ) -> Result<String> {
+        self.at(dir)
+            .args(["hash-object", "-t", kind, "--stdin"])
+            .args(write.then_some("-w"))
+            .stdin(bytes)
+            .run_text()
+    }
+
+    /// Writes the file at `path` as a blob, byte for byte (no filters, no attributes).
+    pub(crate) fn hash_file(&self, dir: &Path, path: &Path) -> Result<String> {
+        self.at(dir)
+            .args(["hash-object", "-w", "-t", "blob", "--no-filters", "--"])
+            .arg(path)
+            .run_text()
+    }
+
+    /// Type and size of each object (`cat-file --batch-check`), `None` for a missing one;
+    /// nothing of the objects' content is read.
+    pub(crate) fn object_info(
+        &self,
+        dir: &Path,
+        names: &[String],
+    ) -> Result<Vec<Option<ObjectInfo>>> {
+        let input: Vec<u8> = names
+            .iter()
+            .flat_map(|n| format!("{n}\n").into_bytes())
+            .collect();
+        let text = self
+            .at(dir)
+            .args(["cat-file", "--batch-check=%(objecttype) %(objectsize)"])
+            .stdin(input)
+            .run_text()?;
+        let found: Vec<Option<ObjectInfo>> = text
+            .lines()
+            .map(|line| {
+                let (kind, size) = line.split_once(' ')?;
+                Some(ObjectInfo {
+                    kind: kind.to_string(),
+                    size: size.parse().ok()?,
+                })
+            })
+            .collect();
+        if found.len() != names.len() {
+            return Err(Error::internal(
+                "cat-file --batch-check answered too few lines",
+            ));
+        }
+        Ok(found)
+    }
+
+    /// Streams the blob `oid` into `file`.
+    pub(crate) fn blob_to_file(&self, dir: &Path, oid: &str, file: File) -> Result<()> {
+        self.at(dir)
+            .args(["cat-file", "blob", oid])
+            .run_to_file(file)
+    }
+
+    /// The raw content of a small object of `kind` (a commit, a document).
+    pub(crate) fn object_bytes(&self, dir: &Path, kind: &str, oid: &str) -> Result<Vec<u8>> {
+        self.at(dir).args(["cat-file", kind, oid]).run()
+    }
+
+    /// The top level of `tree` (`ls-tree -z`, not recursive).
+    pub(crate) fn top_entries(&self, dir: &Path, tree: &str) -> Result<Vec<TopEntry>> {
+        let out = self
+            .at(dir)
+            .args(["ls-tree", "-z", "--end-of-options", tree])
+            .run()?;
+        split_nul(&out)
+            .map(|record| {
+                let tab = record
+                    .iter()
+                    .position(|b| *b == b'\t')
+                    .ok_or_else(|| Error::internal("ls-tree printed an entry without a tab"))?;
+                let meta = String::from_utf8_lossy(&record[..tab]).into_owned();
+                let mut parts = meta.split(' ').map(str::to_string);
+                match (parts.next(), parts.next(), parts.next()) {
+                    (Some(mode), Some(kind), Some(oid)) => Ok(TopEntry {
+                        mode,
+                        kind,
+                        oid,
+                        name: record[tab + 1..].to_vec(),
+                    }),
+                    _ => Err(Error::internal(
+                        "ls-tree printed an entry git does not print",
+                    )),
+                }
+            })
+            .collect()
+    }
+
+    /// Creates a bare repository at `dir` with the object format `format` (`sha1`, `sha256`).
+    pub(crate) fn init_bare(&self, dir: &Path, format: &str) -> Result<()> {
+        std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        self.at(dir)
+            .args(["init", "-q", "--bare", &format!("--object-format={format}")])
+            .arg(dir)
+            .run()
+            .map(|_| ())
+    }
+}
