@@ -302,6 +302,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         }
         'a3s-iso;gc' {
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'Remove only what is older than DUR (default: 30d; 0s: everything no session needs)')
+            [CompletionResult]::new('--remote', '--remote', [CompletionResultType]::ParameterName, 'Also delete the change sets on REMOTE dated before the window (with --all: every one)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
@@ -310,6 +311,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'List what would be removed, and change nothing')
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)')
+            [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --remote: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

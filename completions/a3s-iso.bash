@@ -539,13 +539,17 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__gc)
-            opts="-C -q -h --older-than --dry-run --all --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-C -q -h --older-than --dry-run --all --remote --allow-url --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --remote)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

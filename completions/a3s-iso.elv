@@ -286,6 +286,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         }
         &'a3s-iso;gc'= {
             cand --older-than 'Remove only what is older than DUR (default: 30d; 0s: everything no session needs)'
+            cand --remote 'Also delete the change sets on REMOTE dated before the window (with --all: every one)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -294,6 +295,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --dry-run 'List what would be removed, and change nothing'
             cand --all 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)'
+            cand --allow-url 'With --remote: accept a URL or path that is not a configured remote'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

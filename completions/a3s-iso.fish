@@ -243,6 +243,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l json -d 'Pri
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l older-than -d 'Remove only what is older than DUR (default: 30d; 0s: everything no session needs)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l remote -d 'Also delete the change sets on REMOTE dated before the window (with --all: every one)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -252,6 +253,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l git -d 'The git b
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l dry-run -d 'List what would be removed, and change nothing'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l all -d 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -375,8 +375,13 @@ pub(crate) fn verify_detached(bytes: &[u8]) -> Result<ChangeSet> {
             ),
         ));
     }
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| invalid(ChangeSetRule::Json, "(document)", format!("not a JSON document: {e}")))?;
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        invalid(
+            ChangeSetRule::Json,
+            "(document)",
+            format!("not a JSON document: {e}"),
+        )
+    })?;
     if let Some(path) = crate::strictjson::first_duplicate_key(bytes) {
         return Err(invalid(
             ChangeSetRule::DuplicateKey,

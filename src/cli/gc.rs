@@ -4,7 +4,7 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::gc::{GcOptions, GcOutcome, Item, Kind, Reason, gc};
+use a3s_iso::gc::{GcOptions, GcOutcome, Item, Kind, Reason, RemoteTarget, gc};
 
 use super::{Output, human_bytes, parse_duration};
 
@@ -22,6 +22,14 @@ pub struct GcArgs {
     /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)
     #[arg(long)]
     pub all: bool,
+
+    /// Also delete the change sets on REMOTE dated before the window (with --all: every one)
+    #[arg(long, value_name = "REMOTE")]
+    pub remote: Option<String>,
+
+    /// With --remote: accept a URL or path that is not a configured remote
+    #[arg(long, requires = "remote")]
+    pub allow_url: bool,
 }
 
 pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
@@ -31,6 +39,10 @@ pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
             older_than: args.older_than,
             dry_run: args.dry_run,
             all: args.all,
+            remote: args.remote.as_ref().map(|name| RemoteTarget {
+                name: name.clone(),
+                allow_url: args.allow_url,
+            }),
         },
     )?;
     if out.json {
@@ -64,6 +76,17 @@ fn render(out: &Output, outcome: &GcOutcome) {
     }
     for item in &outcome.kept {
         out.line(&format!("  kept {}", describe(item)));
+    }
+    if let Some(remote) = &outcome.remote {
+        out.line(&format!(
+            "{verb} {} change set{} from {}",
+            remote.deleted.len(),
+            if remote.deleted.len() == 1 { "" } else { "s" },
+            remote.remote.name
+        ));
+        for digest in &remote.deleted {
+            out.line(&format!("  {digest}"));
+        }
     }
 }
 

@@ -111,7 +111,13 @@ fn delete(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
             });
         }
     };
-    let outcome = delete_changes(ctx, args.remote.as_deref(), args.allow_url, &selection)?;
+    let outcome = delete_changes(
+        ctx,
+        args.remote.as_deref(),
+        args.allow_url,
+        &selection,
+        false,
+    )?;
     if out.json {
         out.document("a3s-iso.push-delete.v1", &outcome);
         return Ok(0);

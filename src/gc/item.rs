@@ -36,6 +36,8 @@ pub enum Kind {
     SessionRecord,
     /// An entry of the user-level registry of sources.
     RegistryEntry,
+    /// The pool's settings, once it has no spare (`pool/settings.json`).
+    PoolSettings,
     /// A directory left empty.
     EmptyDir,
 }

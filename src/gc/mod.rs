@@ -29,6 +29,17 @@ pub struct GcOptions {
     pub dry_run: bool,
     /// Remove everything no live or retained session needs, whatever its age.
     pub all: bool,
+    /// Also delete the change sets on this remote dated before the window (`gc --remote`).
+    pub remote: Option<RemoteTarget>,
+}
+
+/// The remote `gc --remote` cleans.
+#[derive(Debug, Clone)]
+pub struct RemoteTarget {
+    /// A configured remote's name (or, with `allow_url`, a URL or path).
+    pub name: String,
+    /// Accept a URL or path that is not a configured remote.
+    pub allow_url: bool,
 }
 
 /// What `gc` removed (or, with `--dry-run`, would remove) and what it kept.
@@ -46,13 +57,15 @@ pub struct GcOutcome {
     pub kept: Vec<Item>,
     /// The bytes of what went (where known).
     pub bytes: u64,
+    /// With `--remote`: the change sets deleted (or, with `--dry-run`, that would be) there.
+    pub remote: Option<crate::remote::DeleteOutcome>,
 }
 
 /// Plans under the repository lock and, unless `dry_run`, removes what it planned.
 pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     let located = ctx.locate()?;
     let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     if !opts.dry_run {
         // Interrupted tree operations first: they decide what their sessions' records say.
         crate::pending::repair_locked(&ctx.git, &located);
@@ -68,6 +81,12 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     if !opts.dry_run {
         item::remove_all(&ctx.git, &located, &planned.remove)?;
     }
+    // The remote is the network's: never wait on it holding the repository lock.
+    drop(lock);
+    let remote = match &opts.remote {
+        Some(target) => Some(clean_remote(ctx, target, window, opts)?),
+        None => None,
+    };
     Ok(GcOutcome {
         dry_run: opts.dry_run,
         all: opts.all,
@@ -75,5 +94,23 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
         bytes: planned.remove.iter().filter_map(|i| i.bytes).sum(),
         removed: planned.remove,
         kept: planned.keep,
+        remote,
     })
+}
+
+/// The remote's change sets dated before the window (`--all`: every one) are deleted.
+fn clean_remote(
+    ctx: &Context,
+    target: &RemoteTarget,
+    window: Duration,
+    opts: &GcOptions,
+) -> Result<crate::remote::DeleteOutcome> {
+    let window = if opts.all { Duration::ZERO } else { window };
+    crate::remote::delete_changes(
+        ctx,
+        Some(&target.name),
+        target.allow_url,
+        &crate::remote::DeleteSelection::OlderThan(window),
+        opts.dry_run,
+    )
 }

@@ -68,6 +68,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     plan_journal(located, window, &sessions, &mut plan);
     plan_artifacts(located, window, &sessions, &mut plan);
     plan_seeds(located, window, &sessions, &mut plan);
+    plan_fetched(git, located, window, &mut plan)?;
     for path in crate::scratch::dead_entries(located.store.dir()) {
         plan.remove
             .push(Item::path(Kind::Temp, path, Reason::DeadMaker));
@@ -280,6 +281,24 @@ fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut
     }
 }
 
+/// Change sets fetched from a remote whose document is older than the window: a cache of the
+/// remote's (a later `promote --from` fetches again), not evidence of a session.
+fn plan_fetched(
+    git: &Git,
+    located: &Located,
+    window: Window,
+    plan: &mut SessionPlan,
+) -> Result<()> {
+    let prefix = located.store.refs().fetched("");
+    for (name, dated_ms) in git.list_refs_dated(&located.repo.toplevel, &prefix)? {
+        if window.expired(dated_ms) {
+            plan.remove
+                .push(Item::reference(Kind::Ref, name, Reason::Expired));
+        }
+    }
+    Ok(())
+}
+
 /// Registry entries whose source or git dir is gone (past the window), and with `--all` the
 /// entry of this source and state dir when none of its sessions is left.
 fn plan_registry(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
@@ -326,6 +345,10 @@ fn plan_uninstall(
     });
     if sessions.needed.is_empty() && !untouched {
         let dir = located.store.dir();
+        if let Some(settings) = crate::pool::drained_settings(located) {
+            plan.remove
+                .push(Item::path(Kind::PoolSettings, settings, Reason::Uninstall));
+        }
         let mut dirs = Vec::new();
         collect_dirs(dir, &mut dirs);
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));

@@ -89,6 +89,14 @@ pub(crate) enum ObjectFormat {
 }
 
 impl ObjectFormat {
+    /// The name git gives it (`--object-format`, `rev-parse --show-object-format`).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            ObjectFormat::Sha1 => "sha1",
+            ObjectFormat::Sha256 => "sha256",
+        }
+    }
+
     /// How many hex digits a full object id has.
     pub(crate) fn hex_len(self) -> usize {
         match self {
@@ -116,6 +124,11 @@ impl ObjectFormat {
     }
 }
 
+/// Whether git's name of an object's type (`cat-file`, `ls-tree`) is a commit's.
+pub(crate) fn is_commit_type(kind: &str) -> bool {
+    kind == "commit"
+}
+
 impl Git {
     /// The hash of the repository at `dir` (`rev-parse --show-object-format`).
     pub(crate) fn object_format(&self, dir: &Path) -> Result<ObjectFormat> {
@@ -123,14 +136,15 @@ impl Git {
             .at(dir)
             .args(["rev-parse", "--show-object-format"])
             .run_text()?;
-        match format.as_str() {
-            "sha1" => Ok(ObjectFormat::Sha1),
-            "sha256" => Ok(ObjectFormat::Sha256),
-            other => Err(Error::internal(format!(
-                "{} uses an object format a3s-iso does not know: {other}",
-                dir.display()
-            ))),
-        }
+        [ObjectFormat::Sha1, ObjectFormat::Sha256]
+            .into_iter()
+            .find(|known| known.name() == format)
+            .ok_or_else(|| {
+                Error::internal(format!(
+                    "{} uses an object format a3s-iso does not know: {format}",
+                    dir.display()
+                ))
+            })
     }
 
     /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing.
@@ -236,6 +250,27 @@ impl Git {
             .lines()
             .filter(|l| !l.is_empty())
             .map(str::to_string)
+            .collect())
+    }
+
+    /// The refs under `prefix` with the date of what each names (a commit's committer date,
+    /// in milliseconds since the epoch; 0 for an object without a date).
+    pub(crate) fn list_refs_dated(&self, dir: &Path, prefix: &str) -> Result<Vec<(String, u64)>> {
+        let text = self
+            .at(dir)
+            .args([
+                "for-each-ref",
+                "--format=%(creatordate:unix) %(refname)",
+                prefix,
+            ])
+            .run_text()?;
+        Ok(text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(date, name)| {
+                let secs: u64 = date.parse().unwrap_or(0);
+                (name.to_string(), secs.saturating_mul(1000))
+            })
             .collect())
     }
 

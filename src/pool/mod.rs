@@ -465,3 +465,11 @@ fn release_admin(located: &Located, record: &SessionRecord) -> Result<()> {
     record.updated_at_ms = now_ms();
     located.store.save_session(&record)
 }
+
+/// The pool's settings file when the pool holds no spare (drained, or never filled): what
+/// `gc --all` may remove. `None` while a spare (or its record) exists.
+pub(crate) fn drained_settings(located: &Located) -> Option<PathBuf> {
+    let file = spare::settings_file(located);
+    let spares = spare::spares(located).ok()?;
+    (spares.is_empty() && file.exists()).then_some(file)
+}

@@ -18,9 +18,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::context::Located;
 use crate::error::{IoContext, Result};
-use crate::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::isolation;
 use crate::owner::{Liveness, Owner};
+
+/// The schema of the pool's settings (`pool/settings.json`).
+const POOL_SETTINGS_SCHEMA: &str = "a3s-iso.pool-settings.v1";
+/// The schema of a spare's record (`pool/spares/<slot>.json`).
+const SPARE_SCHEMA: &str = "a3s-iso.spare.v1";
 
 /// The pool of one source for one state store, as `pool` set it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,16 +87,21 @@ pub(crate) fn index_path(located: &Located, slot: u32) -> PathBuf {
     spares_dir(located).join(format!("{slot}.index"))
 }
 
+/// Where the pool's settings are recorded.
+pub(crate) fn settings_file(located: &Located) -> PathBuf {
+    pool_dir(located).join("settings.json")
+}
+
 /// The pool's settings (none yet: size 0).
 pub(crate) fn settings(located: &Located) -> Result<PoolSettings> {
-    Ok(read_json(&pool_dir(located).join("settings.json"))?.unwrap_or_default())
+    Ok(read_json(&settings_file(located))?.unwrap_or_default())
 }
 
 /// Records the pool's settings.
 pub(crate) fn save_settings(located: &Located, settings: &PoolSettings) -> Result<()> {
     let dir = pool_dir(located);
     fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    write_json_atomic(&dir.join("settings.json"), settings)
+    write_record_atomic(&settings_file(located), POOL_SETTINGS_SCHEMA, settings)
 }
 
 /// Every spare's record, by slot.
@@ -124,7 +134,7 @@ pub(crate) fn spares(located: &Located) -> Result<Vec<Spare>> {
 pub(crate) fn save(located: &Located, spare: &Spare) -> Result<()> {
     let dir = spares_dir(located);
     fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    write_json_atomic(&record_path(located, spare.slot), spare)
+    write_record_atomic(&record_path(located, spare.slot), SPARE_SCHEMA, spare)
 }
 
 /// Drops a spare's record and index (its tree and admin dir are the caller's).

@@ -190,7 +190,8 @@ pub(crate) fn verify(
 /// The commit's tree and its entries: exactly the four of the layout, each of its kind.
 fn read_layout(git: &Git, dir: &Path, commit: &str) -> Result<Layout> {
     let info = git.object_info(dir, &[commit.to_string()])?;
-    if !matches!(info.first(), Some(Some(ObjectInfo { kind, .. })) if kind == "commit") {
+    if !matches!(info.first(), Some(Some(ObjectInfo { kind, .. })) if crate::git::is_commit_type(kind))
+    {
         return Err(invalid(
             ChangeSetRule::Commit,
             "(commit)",

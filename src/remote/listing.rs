@@ -127,11 +127,7 @@ fn read_commits(
     scratch: &Path,
     refs: &[(String, String)],
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    let format = ctx.git.object_format(&located.repo.toplevel)?;
-    let format = match format.hex_len() {
-        64 => "sha256",
-        _ => "sha1",
-    };
+    let format = ctx.git.object_format(&located.repo.toplevel)?.name();
     ctx.git.init_bare(scratch, format)?;
     let (promisor, fetch_name) = match remote.configured {
         true => (remote.name.as_str(), remote.name.as_str()),
@@ -164,7 +160,7 @@ fn read_commits(
         .cat_file_batch(scratch, &oids)?
         .into_iter()
         .map(|found| match found {
-            CatFile::Found { kind, content } if kind == "commit" => Some(content),
+            CatFile::Found { kind, content } if crate::git::is_commit_type(&kind) => Some(content),
             _ => None,
         })
         .collect())

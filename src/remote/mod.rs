@@ -520,15 +520,18 @@ pub struct DeleteOutcome {
     pub deleted: Vec<String>,
     /// The digests asked for that the remote did not hold.
     pub absent: Vec<String>,
+    /// Nothing was deleted: `deleted` is what would go.
+    pub dry_run: bool,
 }
 
-/// Deletes change sets (`refs/a3s-iso/changes/*`) from a remote, in one atomic push: the
-/// library part of a remote clean-up (`gc --remote`).
+/// Deletes change sets (`refs/a3s-iso/changes/*`) from a remote, in one atomic push (with
+/// `dry_run`, only says which): `push --delete` and `gc --remote`.
 pub fn delete_changes(
     ctx: &Context,
     remote: Option<&str>,
     allow_url: bool,
     selection: &DeleteSelection,
+    dry_run: bool,
 ) -> Result<DeleteOutcome> {
     let located = ctx.locate()?;
     let dir = &located.repo.toplevel;
@@ -563,12 +566,13 @@ pub fn delete_changes(
         .iter()
         .map(|d| format!(":{}", changes_ref(d)))
         .collect();
-    if !refspecs.is_empty() {
+    if !refspecs.is_empty() && !dry_run {
         ctx.git.push_refs(dir, &remote.name, &refspecs)?;
     }
     Ok(DeleteOutcome {
         remote,
         deleted: wanted,
         absent,
+        dry_run,
     })
 }

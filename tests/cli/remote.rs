@@ -651,3 +651,74 @@ fn push_from_inside_an_isolation_uses_the_source_remotes_not_the_isolations() {
         "nothing reached the decoy's remote"
     );
 }
+
+#[test]
+fn gc_cleans_the_remote_and_the_fetched_copies_by_age() {
+    let net = Net::new();
+    let (pushed, _) = net.bind_edit_push(&net.fx.src, "old", &[("old.txt", b"old\n")]);
+    let digest = digest_of(&pushed);
+    let (code, landed) = net.json_in(
+        &net.b,
+        &["promote", "--from", "origin", "--digest", &digest],
+    );
+    assert_eq!(
+        (code, landed["outcome"].as_str()),
+        (0, Some("applied")),
+        "{landed}"
+    );
+    let fetched = format!("refs/a3s-iso/fetched/{}", hex_of(&digest));
+    assert!(!net.fx.git(&net.b, &["for-each-ref", &fetched]).is_empty());
+
+    // Inside the window nothing goes, here or there; a dry run of an empty window only lists.
+    let (code, kept) = net.json_in(&net.b, &["gc", "--remote", "origin"]);
+    assert_eq!(code, 0, "{kept}");
+    assert_eq!(kept["remote"]["deleted"], serde_json::json!([]), "{kept}");
+    assert!(!net.fx.git(&net.b, &["for-each-ref", &fetched]).is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let dry = [
+        "gc",
+        "--older-than",
+        "0s",
+        "--remote",
+        "origin",
+        "--dry-run",
+    ];
+    let (code, planned) = net.json_in(&net.b, &dry);
+    assert_eq!(code, 0, "{planned}");
+    assert_eq!(planned["remote"]["deleted"], serde_json::json!([digest]));
+    let remote_ref = format!("refs/a3s-iso/changes/{}", hex_of(&digest));
+    assert!(
+        !net.in_remote(&["for-each-ref", &remote_ref]).is_empty(),
+        "dry run deleted it"
+    );
+
+    // Past the window: the remote's ref and the local fetched copy go; the journal entry of
+    // the promote goes too (it is past the window), the promoted file stays.
+    let (code, done) = net.json_in(&net.b, &["gc", "--older-than", "0s", "--remote", "origin"]);
+    assert_eq!(code, 0, "{done}");
+    assert_eq!(
+        done["remote"]["deleted"],
+        serde_json::json!([digest]),
+        "{done}"
+    );
+    assert!(net.in_remote(&["for-each-ref", "refs/a3s-iso/"]).is_empty());
+    assert!(
+        net.fx
+            .git(&net.b, &["for-each-ref", "refs/a3s-iso/"])
+            .is_empty()
+    );
+    assert_eq!(
+        std::fs::read_to_string(net.b.join("old.txt")).unwrap(),
+        "old\n"
+    );
+    // A remote that is not configured is refused unless --allow-url.
+    let url = net.remote.to_str().unwrap();
+    let (code, refused) = net.json_in(&net.b, &["gc", "--remote", url]);
+    assert_eq!(
+        (code, error_code(&refused)),
+        (5, "invalid_input"),
+        "{refused}"
+    );
+    let (code, allowed) = net.json_in(&net.b, &["gc", "--remote", url, "--allow-url"]);
+    assert_eq!(code, 0, "{allowed}");
+}

@@ -478,6 +478,7 @@ fn every_command_document_matches_its_schema() {
     assert!(code == 0 || code == 4, "{doctor}");
     seen.insert(assert_valid("doctor", &doctor));
     error_documents(&fx, &mut seen);
+    pool_gc_and_remote(&fx, &mut seen);
     let published: BTreeSet<String> = std::fs::read_dir(SCHEMA_DIR)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -684,6 +685,67 @@ fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {
     checked(fx, &fx.src, &["list"], 0, seen);
     checked(fx, &fx.src, &["show", "-s", "dead"], 0, seen);
     checked(fx, &fx.src, &["discard", "-s", "demo"], 0, seen);
+}
+
+/// The pool (a warm bind, a recycling discard), a change set through a bare remote (push,
+/// list, fetch, promote --from, an unknown digest, push --delete) and gc, local and remote.
+fn pool_gc_and_remote(fx: &Fixture, seen: &mut BTreeSet<String>) {
+    let src = &fx.src;
+    let work = fx.root.join("work");
+    fx.git(&work, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+    let remote = work.join("remote.git");
+    fx.git(src, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    fx.git(src, &["push", "-q", "origin", "HEAD:main"]);
+    checked(fx, src, &["pool", "--size", "1"], 0, seen);
+    let warm = checked(fx, src, &["bind", "-s", "warm", "--allow-dirty"], 0, seen);
+    assert_eq!(warm["warm"], true, "{warm}");
+    let isolation = PathBuf::from(warm["worktree"].as_str().unwrap());
+    std::fs::write(isolation.join("remote.txt"), "travels\n").unwrap();
+    let pushed = checked(fx, src, &["push", "-s", "warm"], 0, seen);
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    checked(fx, src, &["list", "--remote", "origin"], 0, seen);
+    fx.git(&work, &["clone", "-q", remote.to_str().unwrap(), "b"]);
+    let b = work.join("b");
+    checked(fx, &b, &["fetch", "origin", "--digest", &digest], 0, seen);
+    let from = ["promote", "--from", "origin", "--digest", &digest];
+    let landed = checked(fx, &b, &from, 0, seen);
+    assert_eq!(landed["outcome"], "applied", "{landed}");
+    assert!(landed["fetched"].is_object(), "{landed}");
+    let unknown = format!("sha256:{}", "ab".repeat(32));
+    error(
+        fx,
+        seen,
+        &b,
+        &["promote", "--from", "origin", "--digest", &unknown],
+        "change_set_not_found",
+        1,
+    );
+    let recycled = checked(fx, src, &["discard", "-s", "warm", "--purge"], 0, seen);
+    assert_eq!(recycled["recycled"], true, "{recycled}");
+    assert!(!recycled["purged_items"].as_array().unwrap().is_empty());
+    checked(fx, src, &["gc", "--dry-run", "--older-than", "0s"], 0, seen);
+    let remote_gc = [
+        "gc",
+        "--older-than",
+        "0s",
+        "--remote",
+        "origin",
+        "--dry-run",
+    ];
+    let planned = checked(fx, src, &remote_gc, 0, seen);
+    assert_eq!(
+        planned["remote"]["deleted"][0],
+        digest.as_str(),
+        "{planned}"
+    );
+    checked(
+        fx,
+        src,
+        &["push", "--delete", "--digest", &digest, "origin"],
+        0,
+        seen,
+    );
+    checked(fx, src, &["pool", "--size", "0"], 0, seen);
 }
 
 /// Runs a command that must fail with `code` and exit `exit`, and validates its error document.
