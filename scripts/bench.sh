@@ -131,12 +131,13 @@ pool_cases() {
     '"$bin" bind -q -s "w$w"' \
     'git worktree add -q --detach "../rawb$w" HEAD' \
     'w=$((w+1)); "$bin" pool -q >/dev/null; sync'
-  # Each returned tree had ten files changed and a build output written by its session.
+  # Each returned tree had ten files changed and a build output written by its session, which
+  # captured them (so a3s-iso's index of the tree holds the changes too).
   p=0
   measure "$size" "recycling discard vs worktree remove" \
     '"$bin" discard -q -s "w$((2*d+2))"' \
     'git worktree remove --force "../rawb$((2*d+1))"' \
-    'p=$((p+1)); d=$(((p-1)/2)); "$bin" pool -q --size 0 >/dev/null; "$bin" pool -q --size 1 --no-fill >/dev/null; dirty "../.src.a3s-isolate-w$((2*d+2))"; dirty "../rawb$((2*d+1))"; sync'
+    'p=$((p+1)); d=$(((p-1)/2)); "$bin" pool -q --size 0 >/dev/null; "$bin" pool -q --size 1 --no-fill >/dev/null; dirty "../.src.a3s-isolate-w$((2*d+2))"; "$bin" capture -q -s "w$((2*d+2))" >/dev/null; dirty "../rawb$((2*d+1))"; sync'
   "$bin" pool -q --size 0 >/dev/null
   echo "bind --copy-ignored of a ${cache_mib} MiB cache…" >&2
   python3 - "$cache_mib" <<'PY'

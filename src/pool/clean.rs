@@ -23,7 +23,8 @@ pub(crate) struct Tree<'a> {
 
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
 /// updated in place): tracked paths that differ are restored, everything untracked or ignored
-/// is removed except ignored paths that `keep` (gitignore patterns) names.
+/// is removed except ignored paths that `keep` (gitignore patterns) names. Costs one lstat pass
+/// and one directory walk plus what differs: no full checkout, no read of unchanged subtrees.
 pub(crate) fn clean(
     git: &Git,
     tree: &Tree,
@@ -34,9 +35,30 @@ pub(crate) fn clean(
     replace_dot_git(tree.path)?;
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
     let cmd = || wt.cmd().env("GIT_INDEX_FILE", index);
-    // One lstat pass: an entry whose stat data still matches is left alone; one that differs
-    // (changed, or only touched) is written from the object store.
-    cmd().args(["reset", "-q", "--hard", head]).run()?;
+    // a3s-iso's index of the tree was last written by a capture: the entries where it differs
+    // from `head` (found through its cache tree, without reading the commit's unchanged
+    // subtrees) go back to `head`'s, without stat data, and a path `head` lacks leaves it.
+    let captured = cmd()
+        .args(["diff-index", "--cached", "--name-only", "-z", head])
+        .run()?;
+    if !captured.is_empty() {
+        cmd()
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .args(["reset", "-q", head, "--pathspec-from-file=-"])
+            .arg("--pathspec-file-nul")
+            .stdin(captured)
+            .run()?;
+    }
+    // Then one lstat pass: a path whose stat data still matches the index is left alone; one
+    // that differs (changed, touched, deleted, replaced, or just reset above) is written again
+    // from the blob the index names, its stat data updated.
+    let differing = cmd().args(["diff-files", "--name-only", "-z"]).run()?;
+    if !differing.is_empty() {
+        cmd()
+            .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
+            .stdin(differing)
+            .run()?;
+    }
     if keep.is_empty() {
         cmd().args(["clean", "-ffdxq"]).run()?;
         return Ok(());

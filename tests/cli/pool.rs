@@ -162,6 +162,48 @@ fn a_recycled_tree_is_indistinguishable_from_a_cold_bind() {
 }
 
 #[test]
+fn a_captured_session_is_cleaned_back_to_the_bound_revision() {
+    // A capture writes the session's changes into a3s-iso's index of the tree: cleaning must
+    // undo those entries too (added, modified, deleted, a directory turned into a file, a
+    // name that reads as a pathspec pattern), and what changed after the capture.
+    let fx = source();
+    assert_eq!(ready(&pool(&fx, &["--size", "1"])), 1);
+    let used = fx.bind("captured");
+    assert_eq!(used["warm"], true, "{used}");
+    let tree = fx.isolation("captured");
+    std::fs::write(tree.join("README.md"), "changed and captured\n").unwrap();
+    std::fs::write(tree.join("added.txt"), "added and captured\n").unwrap();
+    std::fs::write(tree.join("glob[ab]*.txt"), "a pattern of a name\n").unwrap();
+    std::fs::remove_dir_all(tree.join("docs")).unwrap();
+    std::fs::write(tree.join("docs"), "a file where a directory was\n").unwrap();
+    let (code, captured) = fx.json(&["capture", "-s", "captured"]);
+    assert_eq!(code, 0, "{captured}");
+    std::fs::write(tree.join("README.md"), "changed after the capture\n").unwrap();
+    std::fs::write(tree.join("late.txt"), "after the capture\n").unwrap();
+
+    let (code, doc) = fx.json(&["discard", "-s", "captured"]);
+    assert_eq!(
+        (code, doc["recycled"].clone()),
+        (0, Value::Bool(true)),
+        "{doc}"
+    );
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    let cold = fx.bind("cold");
+    assert_eq!(cold["warm"], false, "{cold}");
+    let (warm_tree, cold_tree) = (fx.isolation("next"), fx.isolation("cold"));
+    assert_eq!(observed(&fx, &warm_tree), observed(&fx, &cold_tree));
+    assert_eq!(
+        fx.git(&warm_tree, &["status", "--porcelain", "--ignored"]),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(warm_tree.join("docs/guide.txt")).unwrap(),
+        "guide\n"
+    );
+}
+
+#[test]
 fn a_warm_bind_at_a_new_head_lands_there() {
     let fx = source();
     pool(&fx, &["--size", "1"]);
