@@ -134,7 +134,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
 /// id, the same base and result trees, completed, the same release identity and the same
 /// nested change sets. Its stored document is returned as it is (`reused`), so capturing an
 /// unchanged session adds no run, ref or record.
-fn reusable(
+pub(crate) fn reusable(
     ctx: &Context,
     target: &Target,
     result_tree: &str,

@@ -207,14 +207,23 @@ fn change_set_to_push(
     Ok((located, carried, Vec::new()))
 }
 
-/// A fresh cumulative capture of the session under a new run id, without the document's size
-/// limit. Nested change sets do not travel: the push carries the root.
+/// The session's change set now: its last capture when nothing changed since (as `capture`
+/// reuses it), else a fresh cumulative capture under a new run id, without the document's
+/// size limit. Nested change sets do not travel: the push carries the root.
 fn session_change_set(
     ctx: &Context,
     session: Option<&str>,
 ) -> Result<(Located, Carried, Vec<String>)> {
     let target = Target::prepare(ctx, session, None, None)?;
     let (snap, nested) = crate::capture::snapshot_all(ctx, &target.located, &target.isolation)?;
+    if let Some(last) = crate::capture::reusable(ctx, &target, &snap.tree, &nested.sets())? {
+        let stored = PushSource::Run {
+            session_id: Some(target.record.session_id.clone()),
+            run_id: last.change_set.identity.run_id,
+        };
+        let (located, carried, _) = change_set_to_push(ctx, &stored)?;
+        return Ok((located, carried, nested_warnings(&nested, &snap.nested)));
+    }
     let (patch, change_set) = crate::capture::record_run(
         ctx,
         &target.located,
@@ -227,6 +236,13 @@ fn session_change_set(
             release_identity: &target.identity,
         },
     )?;
+    let warnings = nested_warnings(&nested, &snap.nested);
+    Ok((target.located, Carried { change_set, patch }, warnings))
+}
+
+/// What a push of the root change set leaves behind: nested change sets and nested
+/// repositories, which do not travel.
+fn nested_warnings(nested: &crate::nested::Nested, left_out: &[String]) -> Vec<String> {
     let mut warnings = nested.warnings();
     warnings.extend(nested.sets().iter().map(|set| {
         format!(
@@ -235,11 +251,11 @@ fn session_change_set(
         )
     }));
     warnings.extend(
-        snap.nested
+        left_out
             .iter()
             .map(|p| format!("nested repository {p} is not part of the change set")),
     );
-    Ok((target.located, Carried { change_set, patch }, warnings))
+    warnings
 }
 
 /// What `fetch` (and `promote --from`) asks for.

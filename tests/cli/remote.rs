@@ -722,3 +722,34 @@ fn gc_cleans_the_remote_and_the_fetched_copies_by_age() {
     let (code, allowed) = net.json_in(&net.b, &["gc", "--remote", url, "--allow-url"]);
     assert_eq!(code, 0, "{allowed}");
 }
+
+#[test]
+fn pushing_an_unchanged_session_again_reuses_its_last_capture() {
+    let net = Net::new();
+    let (first, isolation) = net.bind_edit_push(&net.fx.src, "same", &[("same.txt", b"one\n")]);
+    let runs = || {
+        net.fx
+            .git(&net.fx.src, &["for-each-ref", "refs/a3s-iso/runs/same/"])
+            .lines()
+            .count()
+    };
+    assert_eq!(runs(), 1);
+    let (code, again) = net.json_in(&net.fx.src, &["push", "-s", "same"]);
+    assert_eq!(code, 0, "{again}");
+    assert_eq!(again["outcome"], "unchanged", "{again}");
+    assert_eq!(
+        (&again["run_id"], &again["digest"]),
+        (&first["run_id"], &first["digest"])
+    );
+    assert_eq!(runs(), 1, "no new run for an unchanged session");
+    // A change is a new capture, and a new change set on the remote.
+    std::fs::write(isolation.join("same.txt"), "two\n").unwrap();
+    let (code, changed) = net.json_in(&net.fx.src, &["push", "-s", "same"]);
+    assert_eq!(
+        (code, changed["outcome"].as_str()),
+        (0, Some("pushed")),
+        "{changed}"
+    );
+    assert_ne!(changed["run_id"], first["run_id"]);
+    assert_eq!(runs(), 2);
+}
