@@ -532,3 +532,39 @@ fn a_crash_at_each_step_of_take_and_return_is_repaired() {
         spares_are_pristine(&fx);
     }
 }
+
+#[test]
+fn a_sandboxed_session_cannot_reach_a_spare() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = source();
+    assert_eq!(ready(&pool(&fx, &["--size", "2"])), 2);
+    let (code, bound) = fx.json(&["bind", "-s", "agent"]);
+    assert_eq!(
+        (code, bound["warm"].clone()),
+        (0, Value::Bool(true)),
+        "{bound}"
+    );
+    let other = spare(&fx, 2);
+    let spare_path = if other.is_dir() { other } else { spare(&fx, 1) };
+    let before = content_listing(&spare_path);
+    let target = spare_path.join("README.md");
+    let script = format!(
+        "echo poisoned > '{0}'; echo planted > '{1}/planted.txt'; rm -f '{1}/.gitignore'; true",
+        target.display(),
+        spare_path.display()
+    );
+    let (code, run) = fx.json(&["run", "-s", "agent", "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(content_listing(&spare_path), before, "the spare changed");
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    assert_eq!(
+        fx.git(
+            &fx.isolation("next"),
+            &["status", "--porcelain", "--ignored"]
+        ),
+        ""
+    );
+}
