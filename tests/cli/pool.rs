@@ -176,6 +176,13 @@ fn a_captured_session_is_cleaned_back_to_the_bound_revision() {
     std::fs::write(tree.join("glob[ab]*.txt"), "a pattern of a name\n").unwrap();
     std::fs::remove_dir_all(tree.join("docs")).unwrap();
     std::fs::write(tree.join("docs"), "a file where a directory was\n").unwrap();
+    // A tracked directory turned into a link to a directory outside: cleaning must not
+    // write through it.
+    let outside = fx.root.join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("lib.txt"), "outside\n").unwrap();
+    std::fs::remove_dir_all(tree.join("src")).unwrap();
+    std::os::unix::fs::symlink(&outside, tree.join("src")).unwrap();
     let (code, captured) = fx.json(&["capture", "-s", "captured"]);
     assert_eq!(code, 0, "{captured}");
     std::fs::write(tree.join("README.md"), "changed after the capture\n").unwrap();
@@ -200,6 +207,15 @@ fn a_captured_session_is_cleaned_back_to_the_bound_revision() {
     assert_eq!(
         std::fs::read_to_string(warm_tree.join("docs/guide.txt")).unwrap(),
         "guide\n"
+    );
+    assert_eq!(
+        content_listing(&outside).len(),
+        1,
+        "nothing was written outside"
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.join("lib.txt")).unwrap(),
+        "outside\n"
     );
 }
 
