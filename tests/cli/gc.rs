@@ -487,3 +487,64 @@ fn capture_reuse_sees_nested_change_sets_and_purge_removes_them() {
     assert!(!state(&fx).join("nested/s").exists());
     assert_eq!(seeds(), 0);
 }
+
+#[test]
+fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finishes() {
+    let fx = Fixture::new();
+    worked(&fx, "live", "live.txt");
+    let live_refs = ns_refs(&fx, "refs/a3s-iso/");
+    let live_files = listing(&state(&fx));
+    // How long an uninterrupted gc of three discarded sessions takes: kills land within it.
+    for n in 0..3 {
+        let id = format!("timed{n}");
+        worked(&fx, &id, "x.txt");
+        ok(&fx, &["discard", "-s", &id]);
+    }
+    let started = std::time::Instant::now();
+    ok(&fx, &["gc", "--older-than", "0s"]);
+    let span = started.elapsed().as_millis() as u64;
+    let mut landed = 0;
+    let mut rng = crate::crash::Rng::seeded("gc kills");
+    let rounds = std::env::var("A3S_ISO_CRASH_ITERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(8usize);
+    for round in 0..rounds {
+        let ids: Vec<String> = (0..3).map(|n| format!("old{round}-{n}")).collect();
+        for id in &ids {
+            worked(&fx, id, "x.txt");
+            ok(&fx, &["discard", "-s", id]);
+        }
+        let delay = std::time::Duration::from_millis(rng.below(span + 1));
+        let args = ["gc", "--older-than", "0s"];
+        landed += usize::from(crate::crash::kill_after(&fx, &args, delay));
+        // Whatever the point: the live session is whole, and the next gc leaves nothing of
+        // the discarded ones.
+        let mut refs_now = ns_refs(&fx, "refs/a3s-iso/");
+        refs_now.retain(|r| r.contains("/live"));
+        assert_eq!(refs_now, live_refs, "round {round}");
+        assert!(fx.isolation("live").join("live.txt").exists());
+        ok(&fx, &["gc", "--older-than", "0s"]);
+        assert_eq!(ns_refs(&fx, "refs/a3s-iso/"), live_refs, "round {round}");
+        let files = listing(&state(&fx));
+        for id in &ids {
+            assert!(
+                !files.keys().any(|p| p.contains(id.as_str())),
+                "round {round}: {id} left {:?}",
+                files
+                    .keys()
+                    .filter(|p| p.contains(id.as_str()))
+                    .collect::<Vec<_>>()
+            );
+        }
+        for (path, entry) in &live_files {
+            if path.contains("sessions/live") || path.contains("runs/live") {
+                assert_eq!(files.get(path), Some(entry), "round {round}: {path}");
+            }
+        }
+        let (code, show) = fx.json(&["show", "-s", "live"]);
+        assert_eq!(code, 0, "round {round}: {show}");
+    }
+    assert!(landed > 0, "no kill landed while gc ran ({span} ms)");
+    eprintln!("gc kills: {landed} of {rounds} landed while gc ran");
+}

@@ -430,6 +430,11 @@ fn a_kill_during_take_or_return_leaves_a_spare_or_nothing() {
             std::fs::create_dir_all(tree.join("target")).unwrap();
             std::fs::write(tree.join("target/out"), "out\n").unwrap();
             std::fs::write(tree.join("stray.txt"), "stray\n").unwrap();
+            if round % 4 == 1 {
+                // A capture writes the changes into a3s-iso's index of the tree too.
+                let (code, doc) = fx.json(&["capture", "-s", &id]);
+                assert_eq!(code, 0, "{doc}");
+            }
             kill_after(&fx, &["discard", "-s", &id], delay);
         }
         spares_are_pristine(&fx);
