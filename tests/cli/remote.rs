@@ -753,3 +753,74 @@ fn pushing_an_unchanged_session_again_reuses_its_last_capture() {
     assert_ne!(changed["run_id"], first["run_id"]);
     assert_eq!(runs(), 2);
 }
+
+/// `a3s-iso ARGS` in `dir`, in a process group of its own, SIGKILLed whole after `delay`;
+/// whether it was still running then.
+fn kill_in_after(fx: &Fixture, dir: &Path, args: &[&str], delay: std::time::Duration) -> bool {
+    use std::os::unix::process::CommandExt;
+    let mut child = fx
+        .cmd_in(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let group = rustix::process::Pid::from_child(&child);
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let status = child.wait().unwrap();
+    std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
+}
+
+#[test]
+fn a_promote_from_a_remote_killed_at_random_points_lands_once_on_the_next_try() {
+    let net = Net::new();
+    let mut rng = crate::crash::Rng::seeded("promote --from kills");
+    let mut landed = 0;
+    let mut expected = Vec::new();
+    for round in 0..6 {
+        let name = format!("r{round}.bin");
+        let bytes = noise(64 * 1024, round);
+        let id = format!("s{round}");
+        let (pushed, _) = net.bind_edit_push(&net.fx.src, &id, &[(name.as_str(), &bytes[..])]);
+        let digest = digest_of(&pushed);
+        let from = ["promote", "--from", "origin", "--digest", digest.as_str()];
+        // Each round's change set is based on the commit both clones share.
+        let span = 400;
+        let delay = std::time::Duration::from_millis(rng.below(span));
+        landed += usize::from(kill_in_after(&net.fx, &net.b, &from, delay));
+        let on_disk = std::fs::read(net.b.join(&name)).ok();
+        assert!(
+            on_disk.is_none() || on_disk.as_deref() == Some(&bytes[..]),
+            "round {round}: a half-written file"
+        );
+        let (code, doc) = net.json_in(&net.b, &from);
+        assert_eq!(code, 0, "round {round}: {doc}");
+        let outcome = doc["outcome"].as_str().unwrap();
+        assert!(["applied", "idempotent"].contains(&outcome), "{doc}");
+        assert_eq!(
+            std::fs::read(net.b.join(&name)).unwrap(),
+            bytes,
+            "round {round}"
+        );
+        let (code, again) = net.json_in(&net.b, &from);
+        assert_eq!(
+            (code, again["outcome"].as_str()),
+            (0, Some("idempotent")),
+            "{again}"
+        );
+        let fetching = net
+            .fx
+            .git(&net.b, &["for-each-ref", "refs/a3s-iso/fetching/"]);
+        assert!(fetching.is_empty(), "round {round}: {fetching}");
+        expected.push(format!("?? {name}"));
+    }
+    let status = net.fx.git(&net.b, &["status", "--porcelain"]);
+    assert_eq!(
+        status.lines().collect::<Vec<_>>(),
+        expected,
+        "only the promoted files"
+    );
+    eprintln!("promote --from kills: {landed} of 6 landed while it ran");
+}
