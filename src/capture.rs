@@ -105,18 +105,7 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         outcome.warnings = nested.warnings();
         return Ok(outcome);
     }
-    let mut outcome = record_evidence(
-        ctx,
-        &target.located,
-        &Evidence {
-            session_id: &target.record.session_id,
-            run_id: &target.run_id,
-            state: RunState::Completed,
-            base_tree: &target.record.base_tree,
-            result_tree: &snap.tree,
-            release_identity: &target.identity,
-        },
-    )?;
+    let mut outcome = record_evidence(ctx, &target.located, &target.completed(&snap.tree))?;
     record_nested(
         ctx,
         &target.located,
@@ -241,6 +230,18 @@ impl Target {
                 .unwrap_or_else(|| crate::ids::generate("r")),
             identity,
         })
+    }
+
+    /// The evidence of a completed capture of this target with `result_tree`.
+    pub(crate) fn completed<'a>(&'a self, result_tree: &'a str) -> Evidence<'a> {
+        Evidence {
+            session_id: &self.record.session_id,
+            run_id: &self.run_id,
+            state: RunState::Completed,
+            base_tree: &self.record.base_tree,
+            result_tree,
+            release_identity: &self.identity,
+        }
     }
 }
 

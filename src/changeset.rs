@@ -318,40 +318,8 @@ fn integer(object: &Map<String, Value>, key: &str) -> Result<u64> {
 
 /// Checks a document against every rule of the format. Reads nothing but `bytes`.
 pub(crate) fn verify(bytes: &[u8]) -> Result<Verified> {
-    if bytes.len() as u64 > MAX_DOCUMENT_BYTES {
-        return Err(invalid(
-            ChangeSetRule::DocumentSize,
-            "(document)",
-            format!(
-                "{} bytes, over the {MAX_DOCUMENT_BYTES}-byte limit",
-                bytes.len()
-            ),
-        ));
-    }
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        invalid(
-            ChangeSetRule::Json,
-            "(document)",
-            format!("not a JSON document: {e}"),
-        )
-    })?;
-    if let Some(path) = crate::strictjson::first_duplicate_key(bytes) {
-        return Err(invalid(
-            ChangeSetRule::DuplicateKey,
-            &path,
-            "a key appears twice in one object",
-        ));
-    }
-    let top = value
-        .as_object()
-        .ok_or_else(|| invalid(ChangeSetRule::Type, "(document)", "must be a JSON object"))?;
-    check_fields(top, TOP_FIELDS, "")?;
-    let identity = top["identity"]
-        .as_object()
-        .ok_or_else(|| invalid(ChangeSetRule::Type, "identity", "must be an object"))?;
-    check_fields(identity, IDENTITY_FIELDS, "identity.")?;
-    check_values(top, identity)?;
-    let patch = decode_patch(top)?;
+    let value = checked_fields(bytes, MAX_DOCUMENT_BYTES, "")?;
+    let patch = decode_patch(object_of(&value)?)?;
     let change_set: ChangeSet = serde_json::from_value(value)
         .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))?;
     Ok(Verified { change_set, patch })
@@ -365,14 +333,35 @@ pub(crate) const MAX_DETACHED_BYTES: u64 = 65_536;
 /// empty and `patch_bytes` (not bound to the document limit) describes a patch carried beside
 /// it, which the caller checks against `patch_bytes` and `patch_digest`.
 pub(crate) fn verify_detached(bytes: &[u8]) -> Result<ChangeSet> {
-    if bytes.len() as u64 > MAX_DETACHED_BYTES {
+    let value = checked_fields(bytes, MAX_DETACHED_BYTES, " of a detached document")?;
+    let top = object_of(&value)?;
+    integer(top, "patch_bytes")?;
+    if !string(top, "patch_base64", "patch_base64")?.is_empty() {
+        return Err(invalid(
+            ChangeSetRule::DetachedPatch,
+            "patch_base64",
+            "must be empty: the patch is the blob beside the document",
+        ));
+    }
+    serde_json::from_value(value)
+        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))
+}
+
+/// The top-level object of a document [`checked_fields`] accepted.
+fn object_of(value: &Value) -> Result<&Map<String, Value>> {
+    value
+        .as_object()
+        .ok_or_else(|| Error::internal("a checked document is not an object"))
+}
+
+/// The document parsed, with every rule but the patch's checked: its size against `limit`
+/// (`what` names the limit in the message), JSON, duplicate keys, fields and their values.
+fn checked_fields(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
+    if bytes.len() as u64 > limit {
         return Err(invalid(
             ChangeSetRule::DocumentSize,
             "(document)",
-            format!(
-                "{} bytes, over the {MAX_DETACHED_BYTES}-byte limit of a detached document",
-                bytes.len()
-            ),
+            format!("{} bytes, over the {limit}-byte limit{what}", bytes.len()),
         ));
     }
     let value: Value = serde_json::from_slice(bytes).map_err(|e| {
@@ -398,16 +387,7 @@ pub(crate) fn verify_detached(bytes: &[u8]) -> Result<ChangeSet> {
         .ok_or_else(|| invalid(ChangeSetRule::Type, "identity", "must be an object"))?;
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
     check_values(top, identity)?;
-    integer(top, "patch_bytes")?;
-    if !string(top, "patch_base64", "patch_base64")?.is_empty() {
-        return Err(invalid(
-            ChangeSetRule::DetachedPatch,
-            "patch_base64",
-            "must be empty: the patch is the blob beside the document",
-        ));
-    }
-    serde_json::from_value(value)
-        .map_err(|e| Error::internal(format!("a valid document did not deserialise: {e}")))
+    Ok(value)
 }
 
 /// Checks every field but the patch, rule by rule in a fixed order: the first rule broken is

@@ -17,7 +17,7 @@ use serde::Serialize;
 pub use listing::{ListedChangeSet, RemoteListing, list_remote};
 pub use select::{CHANGES_PREFIX, Remote, changes_ref};
 
-use crate::capture::{Evidence, Target};
+use crate::capture::Target;
 use crate::changeset::{self, RunState};
 use crate::context::{Context, Located};
 use crate::error::{Error, Result};
@@ -224,18 +224,8 @@ fn session_change_set(
         let (located, carried, _) = change_set_to_push(ctx, &stored)?;
         return Ok((located, carried, nested_warnings(&nested, &snap.nested)));
     }
-    let (patch, change_set) = crate::capture::record_run(
-        ctx,
-        &target.located,
-        &Evidence {
-            session_id: &target.record.session_id,
-            run_id: &target.run_id,
-            state: RunState::Completed,
-            base_tree: &target.record.base_tree,
-            result_tree: &snap.tree,
-            release_identity: &target.identity,
-        },
-    )?;
+    let (patch, change_set) =
+        crate::capture::record_run(ctx, &target.located, &target.completed(&snap.tree))?;
     let warnings = nested_warnings(&nested, &snap.nested);
     Ok((target.located, Carried { change_set, patch }, warnings))
 }
