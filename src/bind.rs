@@ -733,19 +733,7 @@ fn build(
     submodules: bool,
 ) -> Result<PathBuf> {
     ctx.git
-        .at(&located.repo.toplevel)
-        // Parallel checkout: as many workers as cores.
-        .args([
-            "-c",
-            "checkout.workers=0",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-        ])
-        .arg(path)
-        .arg(revision)
-        .run()?;
+        .worktree_add_detached(&located.repo.toplevel, path, revision)?;
     let admin = isolation::read_admin_dir(&located.repo, path)?;
     if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its

@@ -274,6 +274,23 @@ impl Git {
             .collect())
     }
 
+    /// `git worktree add --detach` of `revision` at `path`, with parallel checkout (as many
+    /// workers as cores).
+    pub(crate) fn worktree_add_detached(
+        &self,
+        dir: &Path,
+        path: &Path,
+        revision: &str,
+    ) -> Result<()> {
+        self.at(dir)
+            .args(["-c", "checkout.workers=0", "worktree", "add"])
+            .args(["--detach", "--quiet"])
+            .arg(path)
+            .arg(revision)
+            .run()?;
+        Ok(())
+    }
+
     /// Looks up many objects with one `cat-file --batch` process.
     pub(crate) fn cat_file_batch(&self, dir: &Path, names: &[String]) -> Result<Vec<CatFile>> {
         if names.is_empty() {

@@ -212,18 +212,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
         });
     }
     ctx.git
-        .at(&located.repo.toplevel)
-        .args([
-            "-c",
-            "checkout.workers=0",
-            "worktree",
-            "add",
-            "--detach",
-            "--quiet",
-        ])
-        .arg(&spare.path)
-        .arg(&head)
-        .run()?;
+        .worktree_add_detached(&located.repo.toplevel, &spare.path, &head)?;
     let admin = crate::isolation::read_admin_dir(&located.repo, &spare.path)?;
     spare.admin = Some(admin.clone());
     crate::snapshot::copy_index(
