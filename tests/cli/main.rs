@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against temporary repositories.
 
 mod assets;
+mod attack;
 mod bind;
 mod branch;
 mod breaking;

@@ -1,0 +1,314 @@
+//! Attacks on the newest promises: `gc` and `discard --purge`, the pool's recycled trees,
+//! and change sets fetched from a remote. Each test states what it expects and why.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, checkout_listing, content_listing, json_of, listing};
+
+fn ok(fx: &Fixture, args: &[&str]) -> Value {
+    let (code, doc) = fx.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc}");
+    doc
+}
+
+fn state(fx: &Fixture) -> PathBuf {
+    fx.src.join(".git/a3s-iso")
+}
+
+/// A session with one file of work captured.
+fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
+    ok(fx, &["bind", "-s", id, "--owner", "none"]);
+    std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
+    ok(fx, &["capture", "-s", id])
+}
+
+/// The files of a tree (its `.git` link left out), by name and content.
+fn tree_files(tree: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut files = content_listing(tree);
+    files.remove(".git");
+    files
+}
+
+// ---------------------------------------------------------------------------------------
+// gc and discard --purge
+// ---------------------------------------------------------------------------------------
+
+/// docs/storage.md: the retained branch is "removed (kept if checked out)" by
+/// `discard --purge` and by `gc`. The check only looks at the source's own HEAD, so a branch
+/// checked out in another worktree of the repository (the natural way to review it:
+/// `git worktree add ../review a3s-iso/<id>`) is deleted under that worktree, which is left
+/// on an unborn branch (its files all look newly added). Expected: the branch is kept and
+/// reported `checked_out`, as when the source has it checked out.
+#[test]
+fn attack_purge_keeps_a_retained_branch_checked_out_in_another_worktree() {
+    let fx = Fixture::new();
+    worked(&fx, "rev", "rev.txt");
+    let promoted = ok(&fx, &["promote", "-s", "rev", "--mode", "branch"]);
+    assert_eq!(promoted["outcome"], "applied", "{promoted}");
+    let branch = "refs/heads/a3s-iso/rev";
+    let tip = fx.git(&fx.src, &["rev-parse", branch]);
+    let review = fx.root.join("work/review");
+    fx.git(
+        &fx.src,
+        &["worktree", "add", "-q", review.to_str().unwrap(), "a3s-iso/rev"],
+    );
+    let purge = ok(&fx, &["discard", "-s", "rev", "--purge"]);
+    let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
+    assert_eq!(
+        still, tip,
+        "the branch checked out in {} was deleted: {purge}",
+        review.display()
+    );
+    assert!(
+        purge["kept"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|i| i["kind"] == "branch" && i["reason"] == "checked_out"),
+        "{purge}"
+    );
+    assert_eq!(fx.git(&review, &["rev-parse", "HEAD"]), tip);
+}
+
+/// Same promise through `gc`: a discarded session's retained branch, checked out in another
+/// worktree, must be kept (`checked_out`), not deleted.
+#[test]
+fn attack_gc_keeps_a_retained_branch_checked_out_in_another_worktree() {
+    let fx = Fixture::new();
+    worked(&fx, "rev", "rev.txt");
+    ok(&fx, &["promote", "-s", "rev", "--mode", "branch"]);
+    let branch = "refs/heads/a3s-iso/rev";
+    let tip = fx.git(&fx.src, &["rev-parse", branch]);
+    let review = fx.root.join("work/review");
+    fx.git(
+        &fx.src,
+        &["worktree", "add", "-q", review.to_str().unwrap(), "a3s-iso/rev"],
+    );
+    ok(&fx, &["discard", "-s", "rev"]);
+    let done = ok(&fx, &["gc", "--all"]);
+    let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
+    assert_eq!(still, tip, "gc deleted a branch checked out elsewhere: {done}");
+}
+
+/// "gc (even --all) never removes a bound session's ... seed" and `discard --purge` removes
+/// "everything of one session": only of that one. The purge of session `a` takes every seed
+/// named `<a's admin name>.nested-*` as `a`'s nested seeds, but `a.nested-x` is a valid
+/// session id whose own seed has exactly that name: purging `a` deletes the seed index of
+/// the live session `a.nested-x`. (A seed is a cache, so the harm is a slower next snapshot;
+/// the promise is still broken.) Expected: the live session's seed stays.
+#[test]
+fn attack_purging_a_session_keeps_the_seed_of_a_live_session_with_a_longer_id() {
+    let fx = Fixture::new();
+    worked(&fx, "a", "a.txt");
+    worked(&fx, "a.nested-x", "x.txt");
+    let seeds = state(&fx).join("seeds");
+    let live_seed: Vec<PathBuf> = std::fs::read_dir(&seeds)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with("a3s-isolate-a.nested-x.index"))
+        .collect();
+    assert_eq!(live_seed.len(), 1, "{:?}", listing(&seeds));
+    let purge = ok(&fx, &["discard", "-s", "a", "--purge"]);
+    assert!(
+        live_seed[0].exists(),
+        "the seed of the live session a.nested-x went with a's purge: {purge}"
+    );
+}
+
+/// docs/storage.md: "`--dry-run` lists exactly what would go and changes nothing." A promote
+/// killed after it applied and before it journaled leaves an intent; `gc --dry-run` takes the
+/// repository lock, and taking it runs promote recovery, which writes the journal entry and
+/// removes the intent. Expected: a dry run leaves the state dir and the checkout as they were
+/// (recovery belongs to the next command that changes state).
+#[test]
+fn attack_gc_dry_run_changes_nothing_after_a_killed_promote() {
+    let fx = Fixture::new();
+    worked(&fx, "p", "p.txt");
+    let killed = fx
+        .cmd()
+        .args(["promote", "-s", "p"])
+        .env("A3S_ISO_TEST_FAULT", "promote-after-apply")
+        .output()
+        .unwrap();
+    assert!(!killed.status.success());
+    let intents = state(&fx).join("intents");
+    assert_eq!(
+        std::fs::read_dir(&intents).map(|d| d.count()).unwrap_or(0),
+        1,
+        "the killed promote left its intent"
+    );
+    let files = |fx: &Fixture| -> Vec<String> {
+        listing(&state(fx))
+            .into_iter()
+            .filter(|(p, _)| !p.starts_with("tmp") && !p.starts_with("leases"))
+            .map(|(p, kind)| format!("{p} {kind}"))
+            .collect()
+    };
+    let before = (files(&fx), checkout_listing(&fx.src));
+    let dry = ok(&fx, &["gc", "--dry-run", "--older-than", "0s"]);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(
+        (files(&fx), checkout_listing(&fx.src)),
+        before,
+        "gc --dry-run changed the state dir or the checkout: {dry}"
+    );
+}
+
+/// "nor anything in progress": `fetch` and `promote --from` land the fetched commit on a
+/// private ref `<ns>fetching/<token>` and verify it there without the repository lock.
+/// `gc --all` plans every ref of its namespace that names no session for removal, including
+/// the landing ref of a fetch that is still running, so the fetch then fails to find what it
+/// just fetched. Here git is slowed (a wrapper given as `A3S_ISO_GIT`) only when it is asked
+/// to resolve a `fetching/` ref, to hold the fetch in that window deterministically.
+/// Expected: the fetch verifies and keeps the change set (gc leaves a live fetch's ref alone,
+/// as `drop_dead_fetches` does).
+#[test]
+fn attack_gc_all_leaves_the_landing_ref_of_a_fetch_in_progress() {
+    let fx = Fixture::new();
+    let work = fx.root.join("work");
+    let remote = work.join("remote.git");
+    fx.git(&work, &["init", "-q", "--bare", "-b", "main", "remote.git"]);
+    fx.git(
+        &fx.src,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    fx.git(&fx.src, &["push", "-q", "origin", "main"]);
+    fx.git(&work, &["clone", "-q", remote.to_str().unwrap(), "b"]);
+    let b = work.join("b");
+    ok(&fx, &["bind", "-s", "agent", "--owner", "none"]);
+    std::fs::write(fx.isolation("agent").join("fix.txt"), "fix\n").unwrap();
+    let pushed = ok(&fx, &["push", "-s", "agent", "origin"]);
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+
+    let real_git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap()
+    .trim()
+    .to_string();
+    let wrapper = fx.root.join("slow-git");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nrp=0; slow=0\nfor a in \"$@\"; do\n  case \"$a\" in\n    rev-parse) rp=1 ;;\n    *:*) ;;\n    *fetching/*) slow=1 ;;\n  esac\ndone\nif [ $rp = 1 ] && [ $slow = 1 ]; then sleep 3; fi\nexec {real_git} \"$@\"\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let fetch = fx
+        .cmd_in(&b)
+        .args(["--json", "fetch", "origin", "--digest", &digest])
+        .env("A3S_ISO_GIT", &wrapper)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the fetch has landed its ref, then clean up while it verifies.
+    let started = std::time::Instant::now();
+    let landed = loop {
+        let refs = fx.git(&b, &["for-each-ref", "--format=%(refname)", "refs/a3s-iso/"]);
+        if refs.contains("/fetching/") {
+            break true;
+        }
+        if started.elapsed() > Duration::from_secs(20) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(landed, "the fetch never landed its ref");
+    let gc = fx.json_in(&b, &["gc", "--all"]);
+    let (code, doc) = json_of(fetch.wait_with_output().unwrap());
+    assert_eq!(
+        code, 0,
+        "a fetch in progress failed because gc --all removed its landing ref: fetch {doc}, gc {}",
+        gc.1
+    );
+    assert_eq!(doc["fetched"].as_array().map(Vec::len), Some(1), "{doc}");
+}
+
+// ---------------------------------------------------------------------------------------
+// The pool
+// ---------------------------------------------------------------------------------------
+
+/// A source with ignored build outputs and a tracked directory.
+fn pool_source() -> Fixture {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "target/\n");
+    fx.write("docs/guide.txt", "guide\n");
+    fx.commit_all("ignore build outputs");
+    fx
+}
+
+/// docs/pool.md: a recycled tree is indistinguishable from a cold bind, and "no
+/// configuration, hook or filter the session wrote applies". But the cleaning restores the
+/// changed tracked files (`checkout-index`) *before* it removes untracked files (`clean`),
+/// and git reads the work tree's `.gitattributes` for that checkout. A session that leaves
+/// an untracked `.gitattributes` (`* text eol=crlf`) and touches tracked files gets those
+/// files rewritten with CRLF line ends in the spare; the next session starts with content
+/// that is not its commit's. Expected: the warm tree's files equal a cold bind's.
+#[test]
+fn attack_a_sessions_gitattributes_do_not_shape_the_recycled_tree() {
+    let fx = pool_source();
+    let (code, doc) = fx.json(&["pool", "--size", "1"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.bind("used")["warm"], true);
+    let tree = fx.isolation("used");
+    std::fs::write(tree.join(".gitattributes"), "* text eol=crlf\n").unwrap();
+    std::fs::write(tree.join("README.md"), "changed\n").unwrap();
+    std::fs::write(tree.join("docs/guide.txt"), "changed\n").unwrap();
+    let (code, doc) = fx.json(&["discard", "-s", "used"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["recycled"], true, "{doc}");
+    assert_eq!(fx.bind("next")["warm"], true);
+    assert_eq!(fx.bind("cold")["warm"], false);
+    let (warm, cold) = (fx.isolation("next"), fx.isolation("cold"));
+    assert_eq!(
+        std::fs::read(warm.join("README.md")).unwrap(),
+        b"hello\n",
+        "the recycled tree's README.md was written through the session's .gitattributes"
+    );
+    assert_eq!(tree_files(&warm), tree_files(&cold));
+    assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
+}
+
+/// docs/pool.md: with `--keep-ignored`, "only the --keep-ignored patterns survive". The
+/// cleaning then runs `git clean -ffd` (untracked, not ignored) and `git clean -ffdX -e
+/// !PATTERN` (ignored) in two passes, and git reads the work tree's `.gitignore` files in
+/// each. A session that writes `docs/.gitignore` naming `planted.sh` makes `planted.sh`
+/// ignored in the first pass (kept) while the untracked `docs/.gitignore` itself goes; in
+/// the second pass nothing ignores `planted.sh` any more, so it is kept again. The next
+/// session finds the previous session's file. Expected: nothing but kept ignored paths
+/// survives.
+#[test]
+fn attack_a_session_cannot_plant_a_file_through_the_keep_ignored_cleaning() {
+    let fx = pool_source();
+    let (code, doc) = fx.json(&["pool", "--size", "1", "--keep-ignored", "target"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.bind("used")["warm"], true);
+    let tree = fx.isolation("used");
+    std::fs::write(tree.join("docs/.gitignore"), "planted.sh\n").unwrap();
+    std::fs::write(tree.join("docs/planted.sh"), "echo planted\n").unwrap();
+    let (code, doc) = fx.json(&["discard", "-s", "used"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["recycled"], true, "{doc}");
+    assert_eq!(fx.bind("next")["warm"], true);
+    let warm = fx.isolation("next");
+    assert!(
+        !warm.join("docs/planted.sh").exists(),
+        "the previous session's docs/planted.sh reached the next session"
+    );
+    assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
+}
