@@ -155,6 +155,12 @@ impl Context {
         Ok(lock)
     }
 
+    /// The repository lock alone, without finishing interrupted promotes: for a command that
+    /// promises to change nothing (`gc --dry-run`).
+    pub(crate) fn lock_read_only(&self, repo: &Repo) -> Result<FileLock> {
+        FileLock::acquire(&repo.lock_path(), self.lock_timeout)
+    }
+
     /// What recovery under the lock did since the last call (one line each: an interrupted
     /// promote completed, rolled back, or left pending), each handed out once.
     pub fn take_notices(&self) -> Vec<String> {

@@ -212,14 +212,23 @@ fn capture_one(
     }))
 }
 
-/// The seed index of one nested repository of an isolation, beside the isolation's own.
+/// What separates an isolation's seed name from a nested repository's in the nested seed's
+/// name.
+pub(crate) const NESTED_SEED_MARK: &str = "+nested-";
+
+/// The seed index of one nested repository of an isolation, beside the isolation's own. The
+/// `+` (never in a session id) keeps it apart from the seed of a session whose id extends this
+/// one's (`a` and `a.nested-x`).
 fn seed_index(store: &Store, iso: &Isolation, path: &RepoPath) -> Result<PathBuf> {
     let own = store.seed_index(&iso.admin)?;
     let name = own
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
-    Ok(own.with_file_name(format!("{name}.nested-{}.index", hex::encode(&path.0))))
+    Ok(own.with_file_name(format!(
+        "{name}{NESTED_SEED_MARK}{}.index",
+        hex::encode(&path.0)
+    )))
 }
 
 /// `path` → submodule name, from the `.gitmodules` of `tree` (parsed as data).

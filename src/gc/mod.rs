@@ -65,7 +65,13 @@ pub struct GcOutcome {
 pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     let located = ctx.locate()?;
     let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
-    let lock = ctx.lock(&located.repo)?;
+    // A dry run changes nothing, not even by finishing an interrupted promote (its intent
+    // makes its digest `busy` in the plan).
+    let lock = if opts.dry_run {
+        ctx.lock_read_only(&located.repo)?
+    } else {
+        ctx.lock(&located.repo)?
+    };
     if !opts.dry_run {
         // Interrupted tree operations first: they decide what their sessions' records say.
         crate::pending::repair_locked(&ctx.git, &located);

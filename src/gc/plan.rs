@@ -282,18 +282,30 @@ fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut
 }
 
 /// Change sets fetched from a remote whose document is older than the window: a cache of the
-/// remote's (a later `promote --from` fetches again), not evidence of a session.
+/// remote's (a later `promote --from` fetches again), not evidence of a session; and the
+/// landing refs of fetches whose process died before it verified them.
 fn plan_fetched(
     git: &Git,
     located: &Located,
     window: Window,
     plan: &mut SessionPlan,
 ) -> Result<()> {
-    let prefix = located.store.refs().fetched("");
-    for (name, dated_ms) in git.list_refs_dated(&located.repo.toplevel, &prefix)? {
+    let ns = located.store.refs();
+    let top = &located.repo.toplevel;
+    for (name, dated_ms) in git.list_refs_dated(top, &ns.fetched(""))? {
         if window.expired(dated_ms) {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::Expired));
+        }
+    }
+    let landing = ns.fetching("");
+    for name in git.list_refs(top, std::slice::from_ref(&landing))? {
+        if name
+            .strip_prefix(&landing)
+            .is_some_and(crate::scratch::made_by_dead)
+        {
+            plan.remove
+                .push(Item::reference(Kind::Ref, name, Reason::DeadMaker));
         }
     }
     Ok(())
@@ -331,8 +343,14 @@ fn plan_uninstall(
     plan: &mut SessionPlan,
 ) -> Result<()> {
     let ns = located.store.refs();
+    let landing = ns.fetching("");
     for name in git.list_refs(&located.repo.toplevel, &[ns.root()])? {
-        if ns.session_of(&name).is_none() {
+        // A fetch lands and verifies without the repository lock: its ref is in use while
+        // its process lives.
+        let in_flight = name
+            .strip_prefix(&landing)
+            .is_some_and(|token| !crate::scratch::made_by_dead(token));
+        if ns.session_of(&name).is_none() && !in_flight {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::Uninstall));
         }

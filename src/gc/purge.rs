@@ -22,7 +22,7 @@ pub(crate) struct SessionPlan {
 
 /// Plans the removal of everything of session `id` (its record, when `record` is given): its
 /// private refs in every namespace of this store, its retained branch (unless checked out in
-/// the source), its run documents, nested change sets, run exits, promote artifacts, seed
+/// the source or another worktree), its run documents, nested change sets, run exits, promote artifacts, seed
 /// index, lease and record. Its journal entries are kept.
 pub(crate) fn plan_session(
     git: &Git,
@@ -43,7 +43,10 @@ pub(crate) fn plan_session(
         .list_refs(top, std::slice::from_ref(&branch))?
         .is_empty()
     {
-        let checked_out = git.symbolic_head(top)?.as_deref() == Some(branch.as_str());
+        // Checked out anywhere (the source, another worktree): deleting it would leave that
+        // worktree on a branch with no commits.
+        let checked_out = git.symbolic_head(top)?.as_deref() == Some(branch.as_str())
+            || git.checked_out_branches(top)?.contains(&branch);
         let item = Item::reference(Kind::Branch, branch, reason).of(id);
         if checked_out {
             plan.keep.push(Item {
@@ -96,7 +99,7 @@ pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> 
     let own = store.seed_index_path(admin);
     let stem = own
         .file_stem()
-        .map(|s| format!("{}.nested-", s.to_string_lossy()))
+        .map(|s| format!("{}{}", s.to_string_lossy(), crate::nested::NESTED_SEED_MARK))
         .unwrap_or_default();
     let mut seeds = vec![own.clone()];
     if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {

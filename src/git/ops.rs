@@ -291,6 +291,20 @@ impl Git {
         Ok(())
     }
 
+    /// The branches (full ref names) checked out in any worktree of the repository at `dir`,
+    /// the main one included.
+    pub(crate) fn checked_out_branches(&self, dir: &Path) -> Result<Vec<String>> {
+        let text = self
+            .at(dir)
+            .args(["worktree", "list", "--porcelain"])
+            .run_text()?;
+        Ok(text
+            .lines()
+            .filter_map(|line| line.strip_prefix("branch "))
+            .map(str::to_string)
+            .collect())
+    }
+
     /// Looks up many objects with one `cat-file --batch` process.
     pub(crate) fn cat_file_batch(&self, dir: &Path, names: &[String]) -> Result<Vec<CatFile>> {
         if names.is_empty() {

@@ -5,10 +5,11 @@
 //! it.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, IoContext, Result};
-use crate::git::{Git, HermeticGit};
+use crate::git::{Git, GitCmd, HermeticGit};
 use crate::isolation::link_contents;
 
 /// Where git and a3s-iso's files for one tree are.
@@ -22,9 +23,9 @@ pub(crate) struct Tree<'a> {
 }
 
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
-/// updated in place): tracked paths that differ are restored, everything untracked or ignored
-/// is removed except ignored paths that `keep` (gitignore patterns) names. Costs one lstat pass
-/// and one directory walk plus what differs: no full checkout, no read of unchanged subtrees.
+/// updated in place): everything untracked or ignored is removed except the paths that `keep`
+/// (gitignore patterns) names, and tracked paths that differ are restored. Costs one directory
+/// walk and one lstat pass plus what differs: no full checkout, no read of unchanged subtrees.
 pub(crate) fn clean(
     git: &Git,
     tree: &Tree,
@@ -34,10 +35,48 @@ pub(crate) fn clean(
 ) -> Result<()> {
     replace_dot_git(tree.path)?;
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
-    let cmd = || wt.cmd().env("GIT_INDEX_FILE", index);
-    // a3s-iso's index of the tree was last written by a capture: the entries where it differs
-    // from `head` (found through its cache tree, without reading the commit's unchanged
-    // subtrees) go back to `head`'s, without stat data, and a path `head` lacks leaves it.
+    // Attributes come from the bound commit alone (git 2.40 and later; older gits read the
+    // tree's `.gitattributes`, which the order below makes the commit's before they are used).
+    let cmd = || {
+        wt.cmd()
+            .env("GIT_INDEX_FILE", index)
+            .env("GIT_ATTR_SOURCE", head)
+    };
+    reset_captured(&cmd, head)?;
+    // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the
+    // session wrote is read by what follows. `-x` uses none of the ignore files (the session
+    // may have written those too): only the kept patterns, given on the command line, keep a
+    // path.
+    let mut remove = cmd().args(["clean", "-ffdxq"]);
+    for pattern in keep {
+        remove = remove.arg("-e").arg(pattern);
+    }
+    remove.run()?;
+    // Then one lstat pass: a path whose stat data still matches the index is left alone; one
+    // that differs (changed, touched, deleted, replaced, or reset above) is written again from
+    // the blob the index names, its stat data updated: the `.gitattributes` files first, so
+    // that every other file is written under the commit's attributes.
+    let differing = cmd().args(["diff-files", "--name-only", "-z"]).run()?;
+    let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) =
+        crate::git::split_nul(&differing).partition(|path| is_attributes_file(path));
+    for path in &rules {
+        remove_entry(&tree.path.join(std::ffi::OsStr::from_bytes(path)))?;
+    }
+    for paths in [rules, rest] {
+        if !paths.is_empty() {
+            cmd()
+                .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
+                .stdin(paths.join(&0u8))
+                .run()?;
+        }
+    }
+    Ok(())
+}
+
+/// a3s-iso's index of the tree was last written by a capture: the entries where it differs
+/// from `head` (found through its cache tree, without reading the commit's unchanged
+/// subtrees) go back to `head`'s, without stat data, and a path `head` lacks leaves it.
+fn reset_captured<'g>(cmd: &dyn Fn() -> GitCmd<'g>, head: &str) -> Result<()> {
     let captured = cmd()
         .args(["diff-index", "--cached", "--name-only", "-z", head])
         .run()?;
@@ -49,31 +88,22 @@ pub(crate) fn clean(
             .stdin(captured)
             .run()?;
     }
-    // Then one lstat pass: a path whose stat data still matches the index is left alone; one
-    // that differs (changed, touched, deleted, replaced, or just reset above) is written again
-    // from the blob the index names, its stat data updated.
-    let differing = cmd().args(["diff-files", "--name-only", "-z"]).run()?;
-    if !differing.is_empty() {
-        cmd()
-            .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
-            .stdin(differing)
-            .run()?;
-    }
-    if keep.is_empty() {
-        cmd().args(["clean", "-ffdxq"]).run()?;
-        return Ok(());
-    }
-    // Untracked paths go wherever they are; then ignored ones, but those a kept pattern
-    // names: a negated pattern on the command line (which wins over every ignore file) makes
-    // them not ignored for this one call. (An exclude pathspec would not do: git removes an
-    // ignored directory whole.)
-    cmd().args(["clean", "-ffdq"]).run()?;
-    let mut remove_ignored = cmd().args(["clean", "-ffdXq"]);
-    for pattern in keep {
-        remove_ignored = remove_ignored.arg("-e").arg(format!("!{pattern}"));
-    }
-    remove_ignored.run()?;
     Ok(())
+}
+
+/// Whether a repository path names a `.gitattributes` file.
+fn is_attributes_file(path: &[u8]) -> bool {
+    path.rsplit(|b| *b == b'/').next() == Some(b".gitattributes".as_slice())
+}
+
+/// Removes whatever is at `path` (a file, a link, a directory); nothing there is fine.
+fn remove_entry(path: &Path) -> Result<()> {
+    let removed = match fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
+        Ok(_) => fs::remove_file(path),
+        Err(_) => Ok(()),
+    };
+    removed.ctx(|| format!("cannot remove {}", path.display()))
 }
 
 /// Moves `tree` from commit `from` to commit `to` touching only the paths that differ

@@ -1,5 +1,5 @@
 //! Attacks on the newest promises: `gc` and `discard --purge`, the pool's recycled trees,
-//! and change sets fetched from a remote. Each test states what it expects and why.
+//! and change sets fetched from a remote. Each test states the promise it attacks.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -38,11 +38,10 @@ fn tree_files(tree: &Path) -> std::collections::BTreeMap<String, String> {
 // ---------------------------------------------------------------------------------------
 
 /// docs/storage.md: the retained branch is "removed (kept if checked out)" by
-/// `discard --purge` and by `gc`. The check only looks at the source's own HEAD, so a branch
-/// checked out in another worktree of the repository (the natural way to review it:
-/// `git worktree add ../review a3s-iso/<id>`) is deleted under that worktree, which is left
-/// on an unborn branch (its files all look newly added). Expected: the branch is kept and
-/// reported `checked_out`, as when the source has it checked out.
+/// `discard --purge` and by `gc`. Checked out means in any worktree of the repository, not
+/// only the source (the natural way to review it is `git worktree add ../review
+/// a3s-iso/<id>`): deleting it there would leave that worktree on an unborn branch. The
+/// branch is kept and reported `checked_out`.
 #[test]
 fn attack_purge_keeps_a_retained_branch_checked_out_in_another_worktree() {
     let fx = Fixture::new();
@@ -54,12 +53,19 @@ fn attack_purge_keeps_a_retained_branch_checked_out_in_another_worktree() {
     let review = fx.root.join("work/review");
     fx.git(
         &fx.src,
-        &["worktree", "add", "-q", review.to_str().unwrap(), "a3s-iso/rev"],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            review.to_str().unwrap(),
+            "a3s-iso/rev",
+        ],
     );
     let purge = ok(&fx, &["discard", "-s", "rev", "--purge"]);
     let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
     assert_eq!(
-        still, tip,
+        still,
+        tip,
         "the branch checked out in {} was deleted: {purge}",
         review.display()
     );
@@ -86,20 +92,27 @@ fn attack_gc_keeps_a_retained_branch_checked_out_in_another_worktree() {
     let review = fx.root.join("work/review");
     fx.git(
         &fx.src,
-        &["worktree", "add", "-q", review.to_str().unwrap(), "a3s-iso/rev"],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            review.to_str().unwrap(),
+            "a3s-iso/rev",
+        ],
     );
     ok(&fx, &["discard", "-s", "rev"]);
     let done = ok(&fx, &["gc", "--all"]);
     let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
-    assert_eq!(still, tip, "gc deleted a branch checked out elsewhere: {done}");
+    assert_eq!(
+        still, tip,
+        "gc deleted a branch checked out elsewhere: {done}"
+    );
 }
 
 /// "gc (even --all) never removes a bound session's ... seed" and `discard --purge` removes
-/// "everything of one session": only of that one. The purge of session `a` takes every seed
-/// named `<a's admin name>.nested-*` as `a`'s nested seeds, but `a.nested-x` is a valid
-/// session id whose own seed has exactly that name: purging `a` deletes the seed index of
-/// the live session `a.nested-x`. (A seed is a cache, so the harm is a slower next snapshot;
-/// the promise is still broken.) Expected: the live session's seed stays.
+/// "everything of one session": only of that one. `a.nested-x` is a valid session id whose
+/// own seed's name starts with `a`'s seed name and `.nested-`: purging `a` must not take it
+/// for one of `a`'s nested seeds (those are marked with a `+`, which no id has).
 #[test]
 fn attack_purging_a_session_keeps_the_seed_of_a_live_session_with_a_longer_id() {
     let fx = Fixture::new();
@@ -110,7 +123,10 @@ fn attack_purging_a_session_keeps_the_seed_of_a_live_session_with_a_longer_id() 
         .unwrap()
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with("a3s-isolate-a.nested-x.index"))
+        .filter(|p| {
+            p.to_string_lossy()
+                .ends_with("a3s-isolate-a.nested-x.index")
+        })
         .collect();
     assert_eq!(live_seed.len(), 1, "{:?}", listing(&seeds));
     let purge = ok(&fx, &["discard", "-s", "a", "--purge"]);
@@ -122,9 +138,9 @@ fn attack_purging_a_session_keeps_the_seed_of_a_live_session_with_a_longer_id() 
 
 /// docs/storage.md: "`--dry-run` lists exactly what would go and changes nothing." A promote
 /// killed after it applied and before it journaled leaves an intent; `gc --dry-run` takes the
-/// repository lock, and taking it runs promote recovery, which writes the journal entry and
-/// removes the intent. Expected: a dry run leaves the state dir and the checkout as they were
-/// (recovery belongs to the next command that changes state).
+/// repository lock without the promote recovery that every other command runs under it, so
+/// the state dir and the checkout stay as they were (recovery belongs to the next command
+/// that changes state).
 #[test]
 fn attack_gc_dry_run_changes_nothing_after_a_killed_promote() {
     let fx = Fixture::new();
@@ -161,12 +177,10 @@ fn attack_gc_dry_run_changes_nothing_after_a_killed_promote() {
 
 /// "nor anything in progress": `fetch` and `promote --from` land the fetched commit on a
 /// private ref `<ns>fetching/<token>` and verify it there without the repository lock.
-/// `gc --all` plans every ref of its namespace that names no session for removal, including
-/// the landing ref of a fetch that is still running, so the fetch then fails to find what it
-/// just fetched. Here git is slowed (a wrapper given as `A3S_ISO_GIT`) only when it is asked
-/// to resolve a `fetching/` ref, to hold the fetch in that window deterministically.
-/// Expected: the fetch verifies and keeps the change set (gc leaves a live fetch's ref alone,
-/// as `drop_dead_fetches` does).
+/// `gc --all` removes every ref of its namespace that names no session, but never the
+/// landing ref of a fetch whose process lives. Here git is slowed (a wrapper given as
+/// `A3S_ISO_GIT`) only when it is asked to resolve a `fetching/` ref, to hold the fetch in
+/// that window deterministically; the fetch verifies and keeps the change set.
 #[test]
 fn attack_gc_all_leaves_the_landing_ref_of_a_fetch_in_progress() {
     let fx = Fixture::new();
@@ -219,7 +233,10 @@ fn attack_gc_all_leaves_the_landing_ref_of_a_fetch_in_progress() {
     // Wait until the fetch has landed its ref, then clean up while it verifies.
     let started = std::time::Instant::now();
     let landed = loop {
-        let refs = fx.git(&b, &["for-each-ref", "--format=%(refname)", "refs/a3s-iso/"]);
+        let refs = fx.git(
+            &b,
+            &["for-each-ref", "--format=%(refname)", "refs/a3s-iso/"],
+        );
         if refs.contains("/fetching/") {
             break true;
         }
@@ -253,12 +270,10 @@ fn pool_source() -> Fixture {
 }
 
 /// docs/pool.md: a recycled tree is indistinguishable from a cold bind, and "no
-/// configuration, hook or filter the session wrote applies". But the cleaning restores the
-/// changed tracked files (`checkout-index`) *before* it removes untracked files (`clean`),
-/// and git reads the work tree's `.gitattributes` for that checkout. A session that leaves
-/// an untracked `.gitattributes` (`* text eol=crlf`) and touches tracked files gets those
-/// files rewritten with CRLF line ends in the spare; the next session starts with content
-/// that is not its commit's. Expected: the warm tree's files equal a cold bind's.
+/// configuration, hook or filter the session wrote applies". A session that leaves an
+/// untracked `.gitattributes` (`* text eol=crlf`) and touches tracked files: the files are
+/// written again under the commit's attributes (untracked files go first, and git reads
+/// attributes from the commit), so the warm tree's files equal a cold bind's.
 #[test]
 fn attack_a_sessions_gitattributes_do_not_shape_the_recycled_tree() {
     let fx = pool_source();
@@ -284,14 +299,10 @@ fn attack_a_sessions_gitattributes_do_not_shape_the_recycled_tree() {
     assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
 }
 
-/// docs/pool.md: with `--keep-ignored`, "only the --keep-ignored patterns survive". The
-/// cleaning then runs `git clean -ffd` (untracked, not ignored) and `git clean -ffdX -e
-/// !PATTERN` (ignored) in two passes, and git reads the work tree's `.gitignore` files in
-/// each. A session that writes `docs/.gitignore` naming `planted.sh` makes `planted.sh`
-/// ignored in the first pass (kept) while the untracked `docs/.gitignore` itself goes; in
-/// the second pass nothing ignores `planted.sh` any more, so it is kept again. The next
-/// session finds the previous session's file. Expected: nothing but kept ignored paths
-/// survives.
+/// docs/pool.md: with `--keep-ignored`, "only the --keep-ignored patterns survive". A
+/// session that writes `docs/.gitignore` naming `planted.sh` and `docs/planted.sh` cannot
+/// make the file survive: the cleaning reads no `.gitignore` at all (`git clean -x`), only
+/// the kept patterns.
 #[test]
 fn attack_a_session_cannot_plant_a_file_through_the_keep_ignored_cleaning() {
     let fx = pool_source();

@@ -589,3 +589,40 @@ fn a_sandboxed_session_cannot_reach_a_spare() {
         ""
     );
 }
+
+#[test]
+fn a_tracked_gitattributes_the_session_rewrote_shapes_nothing_in_the_recycled_tree() {
+    let fx = source();
+    fx.write(".gitattributes", "*.txt text\n");
+    fx.commit_all("attributes");
+    assert_eq!(ready(&pool(&fx, &["--size", "1"])), 1);
+    let used = fx.bind("used");
+    assert_eq!(used["warm"], true, "{used}");
+    let tree = fx.isolation("used");
+    // Line ends converted for every file, the attributes file itself included.
+    std::fs::write(
+        tree.join(".gitattributes"),
+        "* text eol=crlf\n.gitattributes text eol=crlf\n",
+    )
+    .unwrap();
+    std::fs::write(tree.join("docs/guide.txt"), "changed\n").unwrap();
+    std::fs::write(tree.join("README.md"), "changed\n").unwrap();
+    let (code, captured) = fx.json(&["capture", "-s", "used"]);
+    assert_eq!(code, 0, "{captured}");
+    let (code, doc) = fx.json(&["discard", "-s", "used"]);
+    assert_eq!(
+        (code, doc["recycled"].clone()),
+        (0, Value::Bool(true)),
+        "{doc}"
+    );
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    let cold = fx.bind("cold");
+    let (warm_tree, cold_tree) = (fx.isolation("next"), fx.isolation("cold"));
+    assert_eq!(observed(&fx, &warm_tree), observed(&fx, &cold_tree));
+    assert_eq!(
+        std::fs::read(warm_tree.join(".gitattributes")).unwrap(),
+        b"*.txt text\n"
+    );
+    assert_eq!(cold["warm"], false);
+}
