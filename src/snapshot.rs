@@ -197,24 +197,38 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// `git add -A` of everything but the gitlinks; returns the nested repositories it found,
 /// taken out of the index again (they are never folded in as gitlinks).
 fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Result<Vec<String>> {
-    let excluded = gitlinks.iter().map(|path| {
-        let mut spec = OsString::from(":(exclude,literal)");
-        spec.push(path);
-        spec
-    });
-    let added = on_index()
-        .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
-        .args(excluded)
-        .output()?;
-    if added.exit_code != Some(0) {
-        return Err(Error::GitFailed {
-            failure: crate::error::GitFailure {
-                args: vec!["add".into(), "-A".into()],
-                exit_code: added.exit_code,
-                stderr: added.stderr,
-            },
+    let mut excluded: Vec<OsString> = gitlinks.to_vec();
+    // A nested repository without a commit (`git init` and nothing more) makes `git add` fail
+    // outright: it is left out like any nested repository, and the add runs again without it.
+    let mut unborn: Vec<String> = Vec::new();
+    let added = loop {
+        let specs = excluded.iter().map(|path| {
+            let mut spec = OsString::from(":(exclude,literal)");
+            spec.push(path);
+            spec
         });
-    }
+        let added = on_index()
+            .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+            .args(specs)
+            .output()?;
+        if added.exit_code == Some(0) {
+            break added;
+        }
+        let fresh: Vec<String> = unborn_repositories(&added.stderr)
+            .filter(|path| !unborn.contains(path))
+            .collect();
+        if fresh.is_empty() {
+            return Err(Error::GitFailed {
+                failure: crate::error::GitFailure {
+                    args: vec!["add".into(), "-A".into()],
+                    exit_code: added.exit_code,
+                    stderr: added.stderr,
+                },
+            });
+        }
+        excluded.extend(fresh.iter().map(OsString::from));
+        unborn.extend(fresh);
+    };
     // git names each nested repository it would fold in as a gitlink; take them out again.
     let nested: Vec<String> = added
         .stderr
@@ -228,7 +242,18 @@ fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Resu
             .args(&nested)
             .run()?;
     }
-    Ok(nested)
+    Ok(nested.into_iter().chain(unborn).collect())
+}
+
+/// The nested repositories without a commit that `git add` refused, from its stderr
+/// (`error: 'PATH/' does not have a commit checked out`), without the trailing `/`.
+fn unborn_repositories(stderr: &str) -> impl Iterator<Item = String> + '_ {
+    stderr.lines().filter_map(|line| {
+        let quoted = line
+            .strip_prefix("error: '")?
+            .strip_suffix("' does not have a commit checked out")?;
+        Some(quoted.trim_end_matches('/').to_string())
+    })
 }
 
 /// The paths of the gitlink entries of the index at `index` (as bytes: paths need not be

@@ -521,3 +521,39 @@ fn resume_rebuilds_an_isolation_deleted_behind_a3s_isos_back() {
         "the stale registration was replaced, not duplicated"
     );
 }
+
+#[test]
+fn a_nested_repository_without_a_commit_is_left_out_and_the_rest_is_captured() {
+    // An agent that scaffolds a project with `git init` and nothing more: git cannot add such
+    // a repository, and the capture must not fail for it.
+    let fx = Fixture::new();
+    fx.bind("scaffold");
+    let tree = fx.isolation("scaffold");
+    for name in ["new-project", "deeper/other"] {
+        fx.git(&tree, &["init", "-q", name]);
+        std::fs::write(tree.join(name).join("main.txt"), "scaffold\n").unwrap();
+    }
+    std::fs::write(tree.join("top.txt"), "captured\n").unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "scaffold"]);
+    assert_eq!(code, 0, "{doc}");
+    let patch = String::from_utf8(decode_patch(&doc)).unwrap();
+    assert!(patch.contains("b/top.txt"), "{patch}");
+    assert!(!patch.contains("main.txt"), "{patch}");
+    let out = fx
+        .cmd()
+        .args(["capture", "-s", "scaffold"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for name in ["new-project", "deeper/other"] {
+        assert!(stderr.contains(name), "{stderr}");
+    }
+    let (code, promoted) = fx.json(&["promote", "-s", "scaffold"]);
+    assert_eq!(code, 0, "{promoted}");
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("top.txt")).unwrap(),
+        "captured\n"
+    );
+    assert!(!fx.src.join("new-project").exists());
+}
