@@ -663,3 +663,54 @@ pub fn source_hash(source: &std::path::Path) -> String {
     let digest = Sha256::digest(canonical.as_os_str().as_encoded_bytes());
     digest[..4].iter().map(|b| format!("{b:02x}")).collect()
 }
+
+#[test]
+fn the_dirty_check_names_what_git_status_names() {
+    // Every kind of local change, against `git status` itself: the check runs its tracked
+    // and untracked halves side by side, and must see exactly what one status sees.
+    let fx = Fixture::new();
+    fx.write(".gitignore", "*.log\n");
+    fx.write("keep.txt", "kept\n");
+    fx.write("gone.txt", "to delete\n");
+    fx.write("moved.txt", "to rename\n");
+    fx.commit_all("more files");
+    fx.write("README.md", "staged then reverted\n");
+    fx.git(&fx.src, &["add", "README.md"]);
+    fx.write("README.md", "hello\n");
+    std::fs::remove_file(fx.src.join("gone.txt")).unwrap();
+    fx.git(&fx.src, &["mv", "moved.txt", "renamed.txt"]);
+    fx.write("keep.txt", "modified\n");
+    fx.write("newdir/a.txt", "untracked in a directory\n");
+    fx.write("newdir/b.log", "ignored in it\n");
+    fx.write("top.log", "ignored\n");
+    std::fs::create_dir_all(fx.src.join("emptydir")).unwrap();
+    fx.git(&fx.src, &["init", "-q", "nested"]);
+    let status = fx.git(
+        &fx.src,
+        &["status", "--porcelain=v1", "--untracked-files=normal"],
+    );
+    let expected: Vec<String> = status
+        .lines()
+        .map(|line| {
+            let path = &line[3..];
+            // A rename is `old -> new`; the check names the new path.
+            path.rsplit(" -> ").next().unwrap().to_string()
+        })
+        .collect();
+    let (code, doc) = fx.json(&["bind", "-s", "d"]);
+    assert_eq!(code, 1, "{doc}");
+    let paths: Vec<String> = doc["error"]["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(doc["error"]["more_paths"], 0, "{doc}");
+    assert_eq!(paths, expected, "{status}");
+    assert!(paths.iter().any(|p| p == "nested/"), "{paths:?}");
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.contains(".log") || p.contains("emptydir"))
+    );
+}
