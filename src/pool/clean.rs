@@ -51,12 +51,19 @@ pub(crate) fn clean(
     for pattern in keep {
         remove = remove.arg("-e").arg(pattern);
     }
-    remove.run()?;
-    // Then one lstat pass: a path whose stat data still matches the index is left alone; one
-    // that differs (changed, touched, deleted, replaced, or reset above) is written again from
-    // the blob the index names, its stat data updated: the `.gitattributes` files first, so
-    // that every other file is written under the commit's attributes.
-    let differing = cmd().args(["diff-files", "--name-only", "-z"]).run()?;
+    // Meanwhile one lstat pass over the tracked paths (which `clean` never touches): a path
+    // whose stat data still matches the index is left alone (a change always moves its
+    // ctime); one that differs (changed, touched, deleted, replaced, or reset above) is
+    // written again from the blob the index names, once `clean` is done, with its stat data
+    // updated: the `.gitattributes` files first, so that every other file is written under
+    // the commit's attributes.
+    let (removed, differing) = std::thread::scope(|scope| {
+        let differing = scope.spawn(|| cmd().args(["diff-files", "--name-only", "-z"]).run());
+        (remove.run(), differing.join())
+    });
+    removed?;
+    let differing =
+        differing.map_err(|_| crate::error::Error::internal("the lstat pass panicked"))??;
     let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) =
         crate::git::split_nul(&differing).partition(|path| is_attributes_file(path));
     for path in &rules {
