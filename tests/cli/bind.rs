@@ -714,3 +714,46 @@ fn the_dirty_check_names_what_git_status_names() {
             .any(|p| p.contains(".log") || p.contains("emptydir"))
     );
 }
+
+#[test]
+fn a_submodule_with_changes_makes_the_source_dirty() {
+    let fx = Fixture::new();
+    let lib = fx.root.join("work/lib");
+    std::fs::create_dir(&lib).unwrap();
+    fx.git(&lib, &["init", "-q", "-b", "main"]);
+    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+    fx.git(&lib, &["add", "-A"]);
+    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    let mut add = Command::new("git");
+    add.current_dir(&fx.src)
+        .args([
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ])
+        .env("GIT_CONFIG_COUNT", "1")
+        .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
+        .env("GIT_CONFIG_VALUE_0", "always");
+    crate::fixture::isolate(&mut add, &fx.home);
+    assert!(add.status().unwrap().success());
+    fx.commit_all("add a submodule");
+    let sub = fx.src.join("vendor/lib");
+    // A modified file inside the submodule, then an untracked one: each is a local change.
+    std::fs::write(sub.join("lib.txt"), "changed\n").unwrap();
+    let (code, doc) = fx.json(&["bind", "-s", "d"]);
+    assert_eq!((code, error_code(&doc)), (1, "dirty_source"), "{doc}");
+    assert_eq!(
+        doc["error"]["paths"],
+        serde_json::json!(["vendor/lib"]),
+        "{doc}"
+    );
+    fx.git(&sub, &["checkout", "-q", "--", "lib.txt"]);
+    std::fs::write(sub.join("new.txt"), "untracked\n").unwrap();
+    let (code, doc) = fx.json(&["bind", "-s", "d"]);
+    assert_eq!((code, error_code(&doc)), (1, "dirty_source"), "{doc}");
+    std::fs::remove_file(sub.join("new.txt")).unwrap();
+    let (code, doc) = fx.json(&["bind", "-s", "d"]);
+    assert_eq!(code, 0, "a clean submodule is no local change: {doc}");
+}
