@@ -43,10 +43,9 @@ pub(crate) fn plan_session(
         .list_refs(top, std::slice::from_ref(&branch))?
         .is_empty()
     {
-        // Checked out anywhere (the source, another worktree): deleting it would leave that
-        // worktree on a branch with no commits.
-        let checked_out = git.symbolic_head(top)?.as_deref() == Some(branch.as_str())
-            || git.checked_out_branches(top)?.contains(&branch);
+        // Checked out anywhere (the source or another worktree, all listed by git): deleting
+        // it would leave that worktree on a branch with no commits.
+        let checked_out = git.checked_out_branches(top)?.contains(&branch);
         let item = Item::reference(Kind::Branch, branch, reason).of(id);
         if checked_out {
             plan.keep.push(Item {

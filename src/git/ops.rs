@@ -157,14 +157,6 @@ impl Git {
         Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
     }
 
-    /// The branch HEAD is on in the checkout at `dir` (its full name), or `None` when HEAD is
-    /// detached.
-    pub(crate) fn symbolic_head(&self, dir: &Path) -> Result<Option<String>> {
-        let out = self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()?;
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
-    }
-
     /// Like [`Git::rev_parse`], failing with `git_failed` when `rev` names nothing.
     pub(crate) fn rev_parse_required(&self, dir: &Path, rev: &str) -> Result<String> {
         self.at(dir)

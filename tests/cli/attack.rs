@@ -37,6 +37,26 @@ fn tree_files(tree: &Path) -> std::collections::BTreeMap<String, String> {
 // gc and discard --purge
 // ---------------------------------------------------------------------------------------
 
+/// Session `rev`, promoted in branch mode, its retained branch checked out in another
+/// worktree (`work/review`): the branch's full name, its tip, and the review worktree.
+fn retained_branch_under_review(fx: &Fixture) -> (String, String, PathBuf) {
+    worked(fx, "rev", "rev.txt");
+    let promoted = ok(fx, &["promote", "-s", "rev", "--mode", "branch"]);
+    assert_eq!(promoted["outcome"], "applied", "{promoted}");
+    let branch = "refs/heads/a3s-iso/rev".to_string();
+    let tip = fx.git(&fx.src, &["rev-parse", &branch]);
+    let review = fx.root.join("work/review");
+    let add = [
+        "worktree",
+        "add",
+        "-q",
+        review.to_str().unwrap(),
+        "a3s-iso/rev",
+    ];
+    fx.git(&fx.src, &add);
+    (branch, tip, review)
+}
+
 /// docs/storage.md: the retained branch is "removed (kept if checked out)" by
 /// `discard --purge` and by `gc`. Checked out means in any worktree of the repository, not
 /// only the source (the natural way to review it is `git worktree add ../review
@@ -45,22 +65,8 @@ fn tree_files(tree: &Path) -> std::collections::BTreeMap<String, String> {
 #[test]
 fn attack_purge_keeps_a_retained_branch_checked_out_in_another_worktree() {
     let fx = Fixture::new();
-    worked(&fx, "rev", "rev.txt");
-    let promoted = ok(&fx, &["promote", "-s", "rev", "--mode", "branch"]);
-    assert_eq!(promoted["outcome"], "applied", "{promoted}");
-    let branch = "refs/heads/a3s-iso/rev";
-    let tip = fx.git(&fx.src, &["rev-parse", branch]);
-    let review = fx.root.join("work/review");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            review.to_str().unwrap(),
-            "a3s-iso/rev",
-        ],
-    );
+    let (branch, tip, review) = retained_branch_under_review(&fx);
+    let branch = branch.as_str();
     let purge = ok(&fx, &["discard", "-s", "rev", "--purge"]);
     let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
     assert_eq!(
@@ -85,21 +91,8 @@ fn attack_purge_keeps_a_retained_branch_checked_out_in_another_worktree() {
 #[test]
 fn attack_gc_keeps_a_retained_branch_checked_out_in_another_worktree() {
     let fx = Fixture::new();
-    worked(&fx, "rev", "rev.txt");
-    ok(&fx, &["promote", "-s", "rev", "--mode", "branch"]);
-    let branch = "refs/heads/a3s-iso/rev";
-    let tip = fx.git(&fx.src, &["rev-parse", branch]);
-    let review = fx.root.join("work/review");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            review.to_str().unwrap(),
-            "a3s-iso/rev",
-        ],
-    );
+    let (branch, tip, review) = retained_branch_under_review(&fx);
+    let branch = branch.as_str();
     ok(&fx, &["discard", "-s", "rev"]);
     let done = ok(&fx, &["gc", "--all"]);
     let still = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", branch]);
@@ -107,6 +100,7 @@ fn attack_gc_keeps_a_retained_branch_checked_out_in_another_worktree() {
         still, tip,
         "gc deleted a branch checked out elsewhere: {done}"
     );
+    assert_eq!(fx.git(&review, &["rev-parse", "HEAD"]), tip);
 }
 
 /// "gc (even --all) never removes a bound session's ... seed" and `discard --purge` removes

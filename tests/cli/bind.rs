@@ -538,30 +538,13 @@ fn a_bind_killed_during_checkout_leaves_nothing_bound_and_can_be_redone() {
 #[test]
 fn submodules_are_initialised_when_asked() {
     let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    fx.add_submodule();
     // Local submodules need the file transport allowed (git refuses it by default).
     let allow_file = |cmd: &mut Command| {
         cmd.env("GIT_CONFIG_COUNT", "1")
             .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
             .env("GIT_CONFIG_VALUE_0", "always");
     };
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src).args([
-        "submodule",
-        "add",
-        "-q",
-        lib.to_str().unwrap(),
-        "vendor/lib",
-    ]);
-    crate::fixture::isolate(&mut add, &fx.home);
-    allow_file(&mut add);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
 
     let mut bind = fx.cmd();
     bind.args(["--json", "bind", "-s", "sub", "--submodules"]);
@@ -718,28 +701,7 @@ fn the_dirty_check_names_what_git_status_names() {
 #[test]
 fn a_submodule_with_changes_makes_the_source_dirty() {
     let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src)
-        .args([
-            "submodule",
-            "add",
-            "-q",
-            lib.to_str().unwrap(),
-            "vendor/lib",
-        ])
-        .env("GIT_CONFIG_COUNT", "1")
-        .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
-        .env("GIT_CONFIG_VALUE_0", "always");
-    crate::fixture::isolate(&mut add, &fx.home);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
-    let sub = fx.src.join("vendor/lib");
+    let sub = fx.add_submodule();
     // A modified file inside the submodule, then an untracked one: each is a local change.
     std::fs::write(sub.join("lib.txt"), "changed\n").unwrap();
     let (code, doc) = fx.json(&["bind", "-s", "d"]);

@@ -143,6 +143,33 @@ impl Fixture {
         self.git(&self.src, &["rev-parse", "HEAD"])
     }
 
+    /// A repository `work/lib` with one commit (`lib.txt`), added to the source as the
+    /// submodule `vendor/lib` and committed; returns the submodule's path in the source.
+    pub fn add_submodule(&self) -> PathBuf {
+        let lib = self.root.join("work/lib");
+        std::fs::create_dir(&lib).unwrap();
+        self.git(&lib, &["init", "-q", "-b", "main"]);
+        std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
+        self.git(&lib, &["add", "-A"]);
+        self.git(&lib, &["commit", "-q", "-m", "lib"]);
+        let mut add = Command::new("git");
+        add.current_dir(&self.src).args([
+            "submodule",
+            "add",
+            "-q",
+            lib.to_str().unwrap(),
+            "vendor/lib",
+        ]);
+        isolate(&mut add, &self.home);
+        // Local submodules need the file transport allowed (git refuses it by default).
+        add.env("GIT_CONFIG_COUNT", "1")
+            .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
+            .env("GIT_CONFIG_VALUE_0", "always");
+        assert!(add.status().unwrap().success());
+        self.commit_all("add a submodule");
+        self.src.join("vendor/lib")
+    }
+
     /// Runs git in `dir`; panics on failure; returns trimmed stdout.
     pub fn git(&self, dir: &Path, args: &[&str]) -> String {
         let mut cmd = Command::new("git");

@@ -116,6 +116,25 @@ fn mess_up(fx: &Fixture, tree: &Path) {
     std::fs::create_dir_all(admin_of(tree).join("refs/bisect")).unwrap();
 }
 
+/// Discards session `id` into a pool of one, takes the spare for `next` and binds `cold` with
+/// the pool empty: the two trees must look the same in every way a session sees. Returns the
+/// recycled tree.
+fn recycled_like_a_cold_bind(fx: &Fixture, id: &str) -> PathBuf {
+    let (code, doc) = fx.json(&["discard", "-s", id]);
+    assert_eq!((code, &doc["recycled"]), (0, &Value::Bool(true)), "{doc}");
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    let cold = fx.bind("cold");
+    assert_eq!(cold["warm"], false, "the pool is empty now: {cold}");
+    let (warm_tree, cold_tree) = (fx.isolation("next"), fx.isolation("cold"));
+    assert_eq!(observed(fx, &warm_tree), observed(fx, &cold_tree));
+    assert_eq!(
+        fx.git(&warm_tree, &["status", "--porcelain", "--ignored"]),
+        ""
+    );
+    warm_tree
+}
+
 #[test]
 fn a_recycled_tree_is_indistinguishable_from_a_cold_bind() {
     let fx = source();
@@ -188,22 +207,7 @@ fn a_captured_session_is_cleaned_back_to_the_bound_revision() {
     std::fs::write(tree.join("README.md"), "changed after the capture\n").unwrap();
     std::fs::write(tree.join("late.txt"), "after the capture\n").unwrap();
 
-    let (code, doc) = fx.json(&["discard", "-s", "captured"]);
-    assert_eq!(
-        (code, doc["recycled"].clone()),
-        (0, Value::Bool(true)),
-        "{doc}"
-    );
-    let next = fx.bind("next");
-    assert_eq!(next["warm"], true, "{next}");
-    let cold = fx.bind("cold");
-    assert_eq!(cold["warm"], false, "{cold}");
-    let (warm_tree, cold_tree) = (fx.isolation("next"), fx.isolation("cold"));
-    assert_eq!(observed(&fx, &warm_tree), observed(&fx, &cold_tree));
-    assert_eq!(
-        fx.git(&warm_tree, &["status", "--porcelain", "--ignored"]),
-        ""
-    );
+    let warm_tree = recycled_like_a_cold_bind(&fx, "captured");
     assert_eq!(
         std::fs::read_to_string(warm_tree.join("docs/guide.txt")).unwrap(),
         "guide\n"
@@ -609,20 +613,9 @@ fn a_tracked_gitattributes_the_session_rewrote_shapes_nothing_in_the_recycled_tr
     std::fs::write(tree.join("README.md"), "changed\n").unwrap();
     let (code, captured) = fx.json(&["capture", "-s", "used"]);
     assert_eq!(code, 0, "{captured}");
-    let (code, doc) = fx.json(&["discard", "-s", "used"]);
-    assert_eq!(
-        (code, doc["recycled"].clone()),
-        (0, Value::Bool(true)),
-        "{doc}"
-    );
-    let next = fx.bind("next");
-    assert_eq!(next["warm"], true, "{next}");
-    let cold = fx.bind("cold");
-    let (warm_tree, cold_tree) = (fx.isolation("next"), fx.isolation("cold"));
-    assert_eq!(observed(&fx, &warm_tree), observed(&fx, &cold_tree));
+    let warm_tree = recycled_like_a_cold_bind(&fx, "used");
     assert_eq!(
         std::fs::read(warm_tree.join(".gitattributes")).unwrap(),
         b"*.txt text\n"
     );
-    assert_eq!(cold["warm"], false);
 }
