@@ -117,8 +117,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let owner = owner_for(opts)?;
     let explicit = opts.owner != OwnerChoice::Parent;
     let located = ctx.locate()?;
-    // A takeover or a rebind sees the session as an interrupted retain or sweep left it, finished.
-    crate::pending::repair(ctx, &located);
+    crate::scratch::clean(located.store.dir());
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }

@@ -14,6 +14,11 @@ use crate::state::{SessionRecord, SessionState, Store};
 /// How long a command waits for the repository lock unless `--lock-timeout` says otherwise.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// How long locating a repository waits for the lock when a record says an operation is
+/// unfinished: a process holding the lock that long is working, not crashed, and the command
+/// reports the operation as in progress instead.
+const RECOVERY_WAIT: Duration = Duration::from_secs(2);
+
 /// What a command was started with: git, where, which state store, how patiently.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -40,6 +45,21 @@ pub struct Located {
     pub store: Store,
     /// The session whose isolation the command was started in.
     pub inside: Option<SessionRecord>,
+    /// Operations in progress or interrupted that could not be finished when the repository
+    /// was located (another process held the lock): a command reports them.
+    pub interrupted: Vec<crate::recovery::Interrupted>,
+}
+
+impl Located {
+    /// A located source with nothing known to be unfinished.
+    pub(crate) fn new(repo: Repo, store: Store, inside: Option<SessionRecord>) -> Located {
+        Located {
+            repo,
+            store,
+            inside,
+            interrupted: Vec::new(),
+        }
+    }
 }
 
 impl Located {
@@ -64,8 +84,56 @@ impl Context {
         }
     }
 
-    /// Finds the source. Started inside an isolation, the source is that session's source.
+    /// Finds the source (started inside an isolation: that session's source), and finishes
+    /// what a crash left in its store first ([`Context::recover`]).
     pub(crate) fn locate(&self) -> Result<Located> {
+        let mut located = self.find_source()?;
+        self.recover(&mut located);
+        Ok(located)
+    }
+
+    /// Finishes every interrupted operation of a located store before a command reads it: when
+    /// a record of one is there, takes the repository lock (waiting briefly), whose acquisition
+    /// finishes it. If another process holds the lock that long, the operation is left to it
+    /// (or to the next command) and recorded in `located.interrupted`, with a notice, so that
+    /// nothing half done is shown as normal. One listing of each record directory when nothing
+    /// is left.
+    pub(crate) fn recover(&self, located: &mut Located) {
+        if !crate::recovery::anything_left(&located.store) {
+            return;
+        }
+        let path = located.repo.lock_path();
+        if crate::lock::FileLock::held_by_this_process(&path) {
+            return;
+        }
+        match FileLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT)) {
+            Ok(_lock) => {
+                let notices = crate::recovery::finish(&self.git, &located.repo, &located.store);
+                self.push_notices(notices);
+            }
+            Err(_) => {
+                located.interrupted = crate::recovery::left(&located.store);
+                let notices = located.interrupted.iter().map(|i| i.describe()).collect();
+                self.push_notices(notices);
+            }
+        }
+    }
+
+    /// For a command that works on no repository (`verify FILE`): finishes what a crash left
+    /// in the repository it was started in, if it was started in one, like every other
+    /// command. Nothing happens outside a repository.
+    pub fn settle(&self) {
+        let _ = self.locate();
+    }
+
+    fn push_notices(&self, notices: Vec<String>) {
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(notices);
+    }
+
+    fn find_source(&self) -> Result<Located> {
         if let Some(located) = self.locate_isolation() {
             return Ok(located);
         }
@@ -89,11 +157,7 @@ impl Context {
             },
             None => repo,
         };
-        Ok(Located {
-            repo,
-            store,
-            inside,
-        })
+        Ok(Located::new(repo, store, inside))
     }
 
     /// Started inside an isolation: its session, found by path in the state stores a3s-iso knows
@@ -133,32 +197,22 @@ impl Context {
                 toplevel: session.source.clone(),
                 common_dir: session.common_dir.clone(),
             };
-            Some(Located {
-                store: Store::new(&repo.common_dir, Some(&dir)),
-                repo,
-                inside: Some(session),
-            })
+            let store = Store::new(&repo.common_dir, Some(&dir));
+            Some(Located::new(repo, store, Some(session)))
         })
     }
 
-    /// Takes the repository lock, waiting up to the lock timeout, then finishes every promote
-    /// a crash interrupted (see `intent`) before the command goes on; what recovery did is
-    /// kept for [`Context::take_notices`].
+    /// Takes the repository lock, waiting up to the lock timeout, then finishes every
+    /// operation a crash interrupted (`recovery`: promotes, retains, sweeps, discards) before
+    /// the command goes on; what recovery did is kept for [`Context::take_notices`].
     pub(crate) fn lock(&self, repo: &Repo) -> Result<FileLock> {
         let lock = FileLock::acquire(&repo.lock_path(), self.lock_timeout)?;
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
-        let notices = crate::intent::recover(&self.git, &store);
-        self.notices
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(notices);
+        if crate::recovery::anything_left(&store) {
+            let notices = crate::recovery::finish(&self.git, repo, &store);
+            self.push_notices(notices);
+        }
         Ok(lock)
-    }
-
-    /// The repository lock alone, without finishing interrupted promotes: for a command that
-    /// promises to change nothing (`gc --dry-run`).
-    pub(crate) fn lock_read_only(&self, repo: &Repo) -> Result<FileLock> {
-        FileLock::acquire(&repo.lock_path(), self.lock_timeout)
     }
 
     /// What recovery under the lock did since the last call (one line each: an interrupted

@@ -51,7 +51,6 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     // Decided under the lock, with the session's lease held until the tree is gone: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
-    crate::pending::repair_locked(&ctx.git, &located);
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
         .store

@@ -37,6 +37,7 @@ pub mod probe;
 pub mod promote;
 mod pty;
 pub mod quarantine;
+pub mod recovery;
 pub mod refs;
 pub mod remote;
 pub mod repo;

@@ -92,6 +92,9 @@ pub struct ListOutcome {
     pub sessions: Vec<SessionView>,
     /// Records that could not be read, by file.
     pub unreadable: Vec<String>,
+    /// Operations in progress or interrupted in this repository's store that another process
+    /// kept from being finished first (it holds the repository lock).
+    pub interrupted: Vec<crate::recovery::Interrupted>,
 }
 
 /// Lists the sessions of this repository's store, or with `all` of every registered one.
@@ -103,9 +106,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
         Some(ctx.locate()?)
     };
     if let Some(located) = &here {
-        // What a crashed retain or sweep left is finished first, so that nothing is reported
-        // missing that is only half moved.
-        crate::pending::repair(ctx, located);
+        crate::scratch::clean(located.store.dir());
         stores.insert(located.store.dir().to_path_buf(), located.store.clone());
     }
     if all {
@@ -119,6 +120,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let mut outcome = ListOutcome {
         sessions: Vec::new(),
         unreadable: Vec::new(),
+        interrupted: here.map(|l| l.interrupted).unwrap_or_default(),
     };
     for store in stores.values() {
         for record in store.sessions()? {

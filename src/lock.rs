@@ -3,7 +3,8 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rustix::fs::{FlockOperation, flock};
@@ -16,6 +17,15 @@ use crate::owner::hostname;
 #[derive(Debug)]
 pub struct FileLock {
     file: File,
+    path: PathBuf,
+}
+
+/// The locks this process holds, by path: a second `flock` of one of them from this process
+/// (another open file) would wait for itself.
+static HELD_HERE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn held_here() -> std::sync::MutexGuard<'static, Vec<PathBuf>> {
+    HELD_HERE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl FileLock {
@@ -47,9 +57,7 @@ impl FileLock {
         let mut pause = Duration::from_millis(2);
         loop {
             if Self::try_lock(&file)? {
-                let mut lock = FileLock { file };
-                lock.record_holder();
-                return Ok(lock);
+                return Ok(Self::held(file, path));
             }
             if Instant::now() >= deadline {
                 let mut holder = String::new();
@@ -73,12 +81,25 @@ impl FileLock {
     pub(crate) fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         if Self::try_lock(&file)? {
-            let mut lock = FileLock { file };
-            lock.record_holder();
-            Ok(Some(lock))
+            Ok(Some(Self::held(file, path)))
         } else {
             Ok(None)
         }
+    }
+
+    fn held(file: File, path: &Path) -> FileLock {
+        let mut lock = FileLock {
+            file,
+            path: path.to_path_buf(),
+        };
+        lock.record_holder();
+        held_here().push(lock.path.clone());
+        lock
+    }
+
+    /// True when this process holds the lock at `path` (through any [`FileLock`]).
+    pub(crate) fn held_by_this_process(path: &Path) -> bool {
+        held_here().iter().any(|p| p == path)
     }
 
     /// True when some process holds the lock at `path` now.
@@ -147,6 +168,10 @@ impl Drop for FileLock {
     fn drop(&mut self) {
         let _ = self.file.set_len(0);
         let _ = flock(&self.file, FlockOperation::Unlock);
+        let mut held = held_here();
+        if let Some(i) = held.iter().position(|p| *p == self.path) {
+            held.swap_remove(i);
+        }
     }
 }
 

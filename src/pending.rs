@@ -15,20 +15,14 @@
 //! whose lease is held (a run started on it meanwhile) is left for a later command.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
 use crate::git::Git;
 use crate::repo::Repo;
 use crate::state::{RecordStatus, SessionRecord, SessionState, Store, SweptInfo};
-
-/// How long a command that only repairs in passing (`list`, `bind`, `sweep`) waits for the
-/// repository lock; a command holding it that long is not a crashed one.
-const REPAIR_WAIT: Duration = Duration::from_secs(2);
 
 /// A tree operation in progress, as its intent records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,10 +37,21 @@ pub(crate) enum Intent {
 }
 
 impl Intent {
-    fn session_id(&self) -> &str {
+    /// The session the operation is about.
+    pub(crate) fn session_id(&self) -> &str {
         match self {
             Intent::Retain(m) => &m.session_id,
             Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
+        }
+    }
+
+    /// The kind of operation, as recovery reports it.
+    pub(crate) fn operation(&self) -> crate::recovery::Operation {
+        use crate::recovery::Operation;
+        match self {
+            Intent::Retain(_) => Operation::Retain,
+            Intent::Reclaim(_) => Operation::Sweep,
+            Intent::Discard(_) => Operation::Discard,
         }
     }
 }
@@ -319,8 +324,7 @@ fn plan(intent: &Intent) -> Step {
 
 /// Finishes or undoes one interrupted operation. Called under the repository lock and the
 /// session's lease.
-fn repair_one(git: &Git, located: &Located, intent: &Intent) -> Result<()> {
-    let (repo, store) = (&located.repo, &located.store);
+fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<()> {
     match (intent, plan(intent)) {
         (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
         (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
@@ -333,11 +337,20 @@ fn repair_one(git: &Git, located: &Located, intent: &Intent) -> Result<()> {
     }
 }
 
+/// The intents of tree operations in the store (read without the lock, to be reported).
+pub(crate) fn left(store: &Store) -> Vec<Intent> {
+    store
+        .pending_ids()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|id| read_json::<Intent>(&store.pending_file(id)).ok().flatten())
+        .collect()
+}
+
 /// Repairs every pending operation whose session's lease is free; called under the repository
-/// lock, so the writer of each intent is gone. Best effort: one that fails stays pending.
-/// Returns how many were repaired.
-pub(crate) fn repair_locked(git: &Git, located: &Located) -> usize {
-    let store = &located.store;
+/// lock (by `recovery::finish`), so the writer of each intent is gone. Best effort: one that
+/// fails stays pending. Returns how many were repaired.
+pub(crate) fn repair_locked(git: &Git, repo: &Repo, store: &Store) -> usize {
     let mut repaired = 0;
     for id in store.pending_ids().unwrap_or_default() {
         let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
@@ -346,28 +359,7 @@ pub(crate) fn repair_locked(git: &Git, located: &Located) -> usize {
         let Ok(Some(_lease)) = store.try_lease(&id) else {
             continue;
         };
-        repaired += usize::from(repair_one(git, located, &intent).is_ok());
+        repaired += usize::from(repair_one(git, repo, store, &intent).is_ok());
     }
     repaired
-}
-
-/// What every command that changes state (and `list`) does first: removes what dead processes
-/// left in the scratch dirs, and repairs interrupted tree operations, taking the repository
-/// lock only when one is pending. Best effort: what cannot be repaired now stays for the next
-/// command. Returns how many operations were repaired.
-pub(crate) fn repair(ctx: &Context, located: &Located) -> usize {
-    crate::scratch::clean(located.store.dir());
-    if located
-        .store
-        .pending_ids()
-        .map_or(true, |ids| ids.is_empty())
-    {
-        return 0;
-    }
-    let mut patient = ctx.clone();
-    patient.lock_timeout = ctx.lock_timeout.min(REPAIR_WAIT);
-    match patient.lock(&located.repo) {
-        Ok(_lock) => repair_locked(&ctx.git, located),
-        Err(_) => 0,
-    }
 }

@@ -41,7 +41,6 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     // Decided under the lock, with the session's lease held until the record is saved: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
     let _lock = ctx.lock(&located.repo)?;
-    pending::repair_locked(&ctx.git, &located);
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
         .store

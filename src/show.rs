@@ -132,6 +132,9 @@ pub struct ShowOutcome {
     pub swept_ref: Option<String>,
     /// For a swept session: when.
     pub swept_at_ms: Option<u64>,
+    /// Operations on this session (or promotes of no session) in progress or interrupted that
+    /// another process kept from being finished first (it holds the repository lock).
+    pub interrupted: Vec<crate::recovery::Interrupted>,
 }
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
@@ -176,6 +179,16 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         retained_at_ms: record.retained_at_ms,
         swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
         swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
+        interrupted: located
+            .interrupted
+            .iter()
+            .filter(|i| {
+                i.session_id
+                    .as_ref()
+                    .is_none_or(|id| *id == record.session_id)
+            })
+            .cloned()
+            .collect(),
     })
 }
 

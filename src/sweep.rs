@@ -401,12 +401,14 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
             ));
         }
     }
+    // Each store's interrupted operations are finished before its isolations are judged (this
+    // repository's were, when it was located).
     Ok(targets
         .into_iter()
-        .map(|(repo, store)| Located {
-            repo,
-            store,
-            inside: None,
+        .map(|(repo, store)| {
+            let mut located = Located::new(repo, store, None);
+            ctx.recover(&mut located);
+            located
         })
         .collect())
 }
@@ -421,9 +423,7 @@ fn sweep_source(
     progress: &dyn Progress,
     out: &mut SweepOutcome,
 ) -> Result<()> {
-    if !opts.dry_run {
-        crate::pending::repair(ctx, located);
-    }
+    crate::scratch::clean(located.store.dir());
     let store = &located.store;
     let known = Known::load(&located.repo, store)?;
     let candidates = candidates(&known.dirs);

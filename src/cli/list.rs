@@ -86,6 +86,16 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         .iter()
         .map(|s| {
             let mut cells = row(s);
+            // A session an unfinished operation is about says so in its state.
+            if let Some(op) = outcome
+                .interrupted
+                .iter()
+                .find(|i| i.session_id.as_deref() == Some(s.session_id.as_str()))
+            {
+                cells[1].text =
+                    format!("{} ({} unfinished)", cells[1].text, op.operation.command());
+                cells[1].tone = Some(Tone::Note);
+            }
             if args.all {
                 cells.insert(1, Cell::plain(s.source.display().to_string()));
             }

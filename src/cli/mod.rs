@@ -292,7 +292,15 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
         Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
         Command::Gc(args) => with_context(cli, out, |ctx| gc::run(ctx, args, out)),
-        Command::Verify(args) => verify::run(args, out),
+        Command::Verify(args) => {
+            // A document needs no repository (nor git); the one verify runs in, if any, is
+            // settled first like every command's.
+            if let Ok(ctx) = context(cli) {
+                ctx.settle();
+                report_notices(&ctx, out);
+            }
+            verify::run(args, out)
+        }
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
         Command::Doctor(args) => Ok(doctor::run(cli, args, out)),

@@ -59,10 +59,20 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
     Ok(0)
 }
 
+/// The state, and any unfinished operation on the session (its promote, retain, sweep or
+/// discard is in progress, or was interrupted and waits for the lock).
+fn state_line(o: &ShowOutcome) -> String {
+    let mut line = state(o.state).to_string();
+    for op in &o.interrupted {
+        line.push_str(&format!(" ({} unfinished)", op.operation.command()));
+    }
+    line
+}
+
 /// The session's fields, in the order `bind` prints its own.
 fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
     let mut fields = vec![
-        ("state", state(o.state).to_string()),
+        ("state", state_line(o)),
         ("source", o.source.display().to_string()),
         (
             "isolation",

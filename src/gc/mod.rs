@@ -65,17 +65,9 @@ pub struct GcOutcome {
 pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     let located = ctx.locate()?;
     let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
-    // A dry run changes nothing, not even by finishing an interrupted promote (its intent
-    // makes its digest `busy` in the plan).
-    let lock = if opts.dry_run {
-        ctx.lock_read_only(&located.repo)?
-    } else {
-        ctx.lock(&located.repo)?
-    };
-    if !opts.dry_run {
-        // Interrupted tree operations first: they decide what their sessions' records say.
-        crate::pending::repair_locked(&ctx.git, &located);
-    }
+    // Taking the lock finishes interrupted operations first (a dry run too: it reports the
+    // store as the next command will find it, never a half-done one).
+    let lock = ctx.lock(&located.repo)?;
     let planned = plan::plan(
         &ctx.git,
         &located,

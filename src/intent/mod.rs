@@ -25,6 +25,6 @@ mod stash;
 pub(crate) use checkout::{Checkout, PathState, Side};
 pub(crate) use images::{Planned, plan_patch, tree_images};
 pub(crate) use record::{BranchPlan, Changes, Intent, PatchPlan, RepoPath, SCHEMA, tag};
-pub(crate) use record::{load, remove, save};
+pub(crate) use record::{load, pending, remove, save};
 pub(crate) use recover::{blocking, recover};
 pub(crate) use stash::{has_wip, marked, push as stash_push, restore as restore_stash};

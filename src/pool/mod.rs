@@ -88,7 +88,6 @@ pub fn pool(
     let (mut built, mut removed) = (0, 0);
     let settings = {
         let _lock = ctx.lock(&located.repo)?;
-        crate::pending::repair_locked(&ctx.git, &located);
         spare::recover(&located)?;
         let mut settings = spare::settings(&located)?;
         if !opts.status_only {

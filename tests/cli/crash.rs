@@ -138,13 +138,60 @@ impl Phases {
     }
 }
 
-/// The next command after a kill: `bind -s ID` reuses the session, taking the repository lock
-/// (so recovery runs) and changing nothing else. Returns its warnings.
-fn next_command(fx: &Fixture, id: &str) -> String {
-    let out = fx.cmd().args(["bind", "-s", id]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(out.status.success(), "bind after a kill: {stderr}");
-    stderr
+/// The commands drawn from after a kill: every kind, read-only ones included. Each must finish
+/// what the kill left before it reads or reports anything. `{id}` is the session, `{doc}` a
+/// change-set document outside the checkout.
+const NEXT_COMMANDS: &[&[&str]] = &[
+    &["list"],
+    &["show", "-s", "{id}"],
+    &["log"],
+    &["path", "-s", "{id}"],
+    &["verify", "{doc}"],
+    &["doctor", "--landlock-optional"],
+    &["diff", "-s", "{id}", "--stat"],
+    &["sweep", "--dry-run"],
+    &["gc", "--dry-run"],
+    &["capture", "-s", "{id}"],
+    &["sweep"],
+    &["discard", "-s", "no-such-session"],
+    &["bind", "-s", "{id}"],
+    &["pool", "--status"],
+    &["__complete", "sessions"],
+];
+
+/// The next command after a kill, the `pick`th of [`NEXT_COMMANDS`]; it may fail (an unknown
+/// session, a machine without the sandbox for `doctor`), but never leave the checkout half
+/// done. Returns its command line and warnings.
+fn next_command(fx: &Fixture, id: &str, doc: &Path, pick: usize) -> (String, String) {
+    let doc = doc.to_str().unwrap();
+    let args: Vec<String> = NEXT_COMMANDS[pick % NEXT_COMMANDS.len()]
+        .iter()
+        .map(|a| a.replace("{id}", id).replace("{doc}", doc))
+        .collect();
+    let out = fx.cmd().args(&args).output().unwrap();
+    (
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `list --json` right after a kill, before any other command: it has finished what the kill
+/// left (the checkout is `pre` or `post`), or, when it could not, says what is unfinished.
+fn list_after_kill(
+    fx: &Fixture,
+    round: usize,
+    pre: &BTreeMap<String, String>,
+    post: &BTreeMap<String, String>,
+) {
+    let (code, doc) = fx.json(&["list"]);
+    assert_eq!(code, 0, "round {round}: list after a kill: {doc}");
+    let now = state(fx);
+    let interrupted = doc["interrupted"].as_array().map_or(0, Vec::len);
+    assert!(
+        &now == pre || &now == post || interrupted > 0,
+        "round {round}: list showed a half-done checkout as normal: {doc}\n{:?}",
+        differences(&now, pre)
+    );
 }
 
 /// Outcome of the rerun, tallied.
@@ -212,6 +259,8 @@ struct Rounds<'a> {
     session: &'a str,
     /// Kills land within 0..span ms of the start.
     span: u64,
+    /// A change-set document for `verify` among the next commands.
+    doc: &'a Path,
 }
 
 impl Rounds<'_> {
@@ -233,10 +282,14 @@ impl Rounds<'_> {
             let delay = rng.below(self.span);
             let killed = kill_after(fx, self.promote, Duration::from_millis(delay));
             let phase = phases.count(&state(fx), pre, post);
-            let warnings = next_command(fx, self.session);
+            if round % 2 == 1 {
+                list_after_kill(fx, round, pre, post);
+            }
+            let pick = rng.below(NEXT_COMMANDS.len() as u64) as usize;
+            let (command, warnings) = next_command(fx, self.session, self.doc, pick);
             notices += warnings.contains("an interrupted promote") as usize;
             eprintln!(
-                "{} round {round}: kill at {delay} ms ({}), {phase}; {}",
+                "{} round {round}: kill at {delay} ms ({}), {phase}; then {command}: {}",
                 self.name,
                 if killed { "killed" } else { "had finished" },
                 warnings.trim()
@@ -244,7 +297,7 @@ impl Rounds<'_> {
             let now = state(fx);
             assert!(
                 &now == pre || &now == post,
-                "round {round} (kill at {delay} ms): neither before nor after: {:?} / {:?}\n{warnings}",
+                "round {round} (kill at {delay} ms, then {command}): neither before nor after: {:?} / {:?}\n{warnings}",
                 differences(&now, pre),
                 differences(&now, post)
             );
@@ -262,6 +315,14 @@ impl Rounds<'_> {
             self.name, phases.before, phases.during, phases.after
         );
     }
+}
+
+/// The session's change set as a document outside the checkout, for `verify`.
+fn change_set_file(fx: &Fixture, id: &str) -> std::path::PathBuf {
+    let path = fx.root.join(format!("{id}.change-set.json"));
+    let (code, doc) = fx.json(&["capture", "-s", id, "-o", path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{doc}");
+    path
 }
 
 /// Back to the state before the promote: HEAD's files, the WIP, no record of the promote.
@@ -286,11 +347,13 @@ fn patch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
     let (again, _) = timed(&fx, &promote);
     let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
     eprintln!("patch promote of 1,000 files takes {took:?} / {again:?}; kills within 0..{span} ms");
+    let doc = change_set_file(&fx, "k");
     let rounds = Rounds {
         name: "patch crash",
         promote: &promote,
         session: "k",
         span,
+        doc: &doc,
     };
     rounds.run(&fx, &pre, &post, || reset_patch(&fx));
 }
@@ -343,11 +406,13 @@ fn branch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
     assert_eq!(state(&fx), post, "a branch promote is deterministic here");
     let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
     eprintln!("branch promote of 4 commits takes {took:?} / {again:?}; kills within 0..{span} ms");
+    let doc = change_set_file(&fx, "b");
     let rounds = Rounds {
         name: "branch crash",
         promote: &promote,
         session: "b",
         span,
+        doc: &doc,
     };
     rounds.run(&fx, &pre, &post, || reset_branch(&fx, &old_tip));
 }
@@ -522,6 +587,90 @@ mod faults {
             "the fault point {fault} must kill it: {}",
             String::from_utf8_lossy(&out.stdout)
         );
+    }
+
+    /// Holds the repository lock from the test, as a live command would.
+    fn hold_repository_lock(fx: &Fixture) -> std::fs::File {
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(fx.src.join(".git/a3s-iso.lock"))
+            .unwrap();
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).unwrap();
+        file
+    }
+
+    /// A promote killed half way through writing the checkout, while another process holds
+    /// the repository lock: the read-only commands cannot finish it, and say so (a state in
+    /// `list` and `show`, a warning, the same as JSON data) instead of showing the half-done
+    /// checkout as normal. Once the lock is free, the next `list` finishes it.
+    #[test]
+    fn a_half_done_promote_behind_a_held_lock_is_reported_never_shown_as_normal() {
+        let fx = Fixture::new();
+        fx.bind("h");
+        let iso = fx.isolation("h");
+        for i in 0..8 {
+            std::fs::write(iso.join(format!("f{i}.txt")), format!("agent {i}\n")).unwrap();
+        }
+        promote_killed_at(&fx, "promote-during-apply", &["-s", "h"]);
+        let half = checkout_listing(&fx.src);
+        let held = hold_repository_lock(&fx);
+        for args in [vec!["list"], vec!["show", "-s", "h"]] {
+            let out = fx
+                .cmd()
+                .args(["--json", "--lock-timeout", "200ms"])
+                .args(&args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}");
+            let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+            let interrupted = &doc["interrupted"];
+            assert_eq!(interrupted[0]["operation"], "promote", "{args:?}: {doc}");
+            assert_eq!(interrupted[0]["session_id"], "h", "{args:?}: {doc}");
+            assert!(
+                interrupted[0]["digest"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("sha256:")
+            );
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert!(
+                stderr.contains("in progress or was interrupted"),
+                "{stderr}"
+            );
+        }
+        let human = fx
+            .cmd()
+            .args(["--lock-timeout", "200ms", "list"])
+            .output()
+            .unwrap();
+        let table = String::from_utf8_lossy(&human.stdout);
+        assert!(table.contains("promote unfinished"), "{table}");
+        assert_eq!(
+            checkout_listing(&fx.src),
+            half,
+            "nothing moved behind the lock"
+        );
+        drop(held);
+        let (code, doc) = fx.json(&["list"]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(doc["interrupted"], serde_json::json!([]), "{doc}");
+        assert!(
+            intents(&fx).is_empty(),
+            "the next list finished the promote"
+        );
+        for i in 0..8 {
+            let landed = std::fs::read_to_string(fx.src.join(format!("f{i}.txt"))).unwrap();
+            assert_eq!(landed, format!("agent {i}\n"));
+        }
+        let stray: Vec<_> = std::fs::read_dir(&fx.src)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().as_bytes().starts_with(b".a3s-iso-"))
+            .collect();
+        assert!(stray.is_empty(), "{stray:?}");
     }
 
     #[test]

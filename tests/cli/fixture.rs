@@ -268,7 +268,7 @@ pub fn require_tool(tool: &str) -> bool {
         match tool {
             "sandbox" => "the kernel cannot give the run sandbox (Landlock, namespaces)",
             "root" => "run the tests as root",
-            _ => "install it (.ci/run does)",
+            _ => "install it (scripts/test.sh does)",
         }
     );
 }

@@ -360,6 +360,7 @@ fn capturing_an_unchanged_session_twice_records_one_run() {
     );
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_gc_or_purge_killed_half_way_is_finished_by_the_next_one() {
     let fx = Fixture::new();

@@ -503,6 +503,7 @@ fn sweep_returns_a_dead_sessions_tree_to_the_pool_after_its_snapshot() {
     );
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_crash_at_each_step_of_take_and_return_is_repaired() {
     let points = [

@@ -725,6 +725,7 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
     );
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
     let fx = Fixture::new();

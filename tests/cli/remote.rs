@@ -586,6 +586,7 @@ fn a_run_pushes_its_stored_document_to_the_upstream_remote_and_old_ones_are_dele
     );
 }
 
+#[cfg(feature = "fault-injection")]
 #[test]
 fn a_fetch_killed_before_it_verified_leaves_a_ref_the_next_fetch_removes() {
     let net = Net::new();

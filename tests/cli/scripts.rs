@@ -296,3 +296,85 @@ fn the_install_step_builds_a_pinned_revision_with_cargo_when_there_is_no_release
         root.join("bin/a3s-iso").to_str().unwrap()
     );
 }
+
+/// The commands of the first `sh` block after `heading` in a markdown file, comments dropped.
+fn commands_under(file: &str, heading: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+    let section = &text[text
+        .find(heading)
+        .unwrap_or_else(|| panic!("{file}: no {heading}"))..];
+    let block = section.split("```").nth(1).expect("a code block");
+    block
+        .lines()
+        .skip(1)
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(String::from)
+        .collect()
+}
+
+/// One test command everywhere: the README's, CONTRIBUTING.md's and the one `.ci/run` runs
+/// are the same line, and it is the script that installs what the suite needs.
+#[test]
+fn ci_runs_exactly_the_readmes_test_command() {
+    let readme = commands_under("README.md", "## Development");
+    assert_eq!(readme, ["scripts/test.sh"], "the README's test command");
+    let contributing = commands_under("CONTRIBUTING.md", "## Test");
+    assert_eq!(contributing, readme, "CONTRIBUTING.md's test command");
+    let ci =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run")).unwrap();
+    let ci_commands: Vec<&str> = ci
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .collect();
+    assert!(
+        ci_commands.contains(&readme[0].as_str()),
+        ".ci/run does not run {:?}:\n{ci}",
+        readme[0]
+    );
+    // Nothing else in CI runs tests: the test command is the whole of it.
+    let other_tests: Vec<&&str> = ci_commands
+        .iter()
+        .filter(|l| l.contains("cargo test") || l.contains("nextest"))
+        .collect();
+    assert!(other_tests.is_empty(), "{other_tests:?}");
+    let script = std::fs::read_to_string(script("test.sh")).unwrap();
+    assert!(script.contains("cargo test --locked --features fault-injection"));
+    assert!(script.contains("A3S_ISO_TEST_OBJECT_FORMAT=sha256"));
+}
+
+/// The test command stops at once, naming the tool it cannot install and the variable that
+/// lets its tests skip, instead of running a suite that would fail on it.
+#[test]
+fn the_test_command_names_a_tool_it_cannot_install() {
+    let fx = Fixture::new();
+    // A PATH with bash and coreutils only: no git, zsh, fish … and no apt-get to install them.
+    let bin = fx.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    for tool in ["bash", "env", "dirname", "id", "cat"] {
+        let found = which_tool(tool);
+        std::os::unix::fs::symlink(found, bin.join(tool)).unwrap();
+    }
+    let out = Command::new(bin.join("bash"))
+        .arg(script("test.sh"))
+        .env_clear()
+        .env("PATH", &bin)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("missing git"), "{stderr}");
+    assert!(
+        stderr.contains("zsh") && stderr.contains("fish"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("A3S_ISO_TEST_ALLOW_MISSING="), "{stderr}");
+}
+
+fn which_tool(tool: &str) -> std::path::PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join(tool))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("{tool} not on PATH"))
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# The test command: installs what the suite drives besides the binary where it is missing, then
+# runs the whole suite (crash tests included) on SHA-1 and on SHA-256 repositories.
+#
+#   scripts/test.sh              # everything, as CI runs it
+#   scripts/test.sh -- FILTER    # only the tests whose name holds FILTER, both object formats
+#
+# A tool that cannot be installed stops the script at once, naming it and the variable that
+# lets the tests needing it skip: A3S_ISO_TEST_ALLOW_MISSING (comma-separated tool names,
+# `sandbox` and `root` for the kernel's sandbox and root-only tests, or `all`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# tool:package. git, chattr (an unwritable directory even for root), man, the shells whose
+# completion scripts are checked, python3 (servers and pty helpers of tests) and setpriv (the
+# sandbox as an unprivileged user).
+tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
+  setpriv:util-linux)
+
+allowed() {
+  local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"
+  [[ $allow == *",all,"* || $allow == *",$1,"* ]]
+}
+
+missing_tools() {
+  local entry
+  for entry in "${tools[@]}"; do
+    command -v "${entry%%:*}" >/dev/null 2>&1 || allowed "${entry%%:*}" || echo "$entry"
+  done
+}
+
+install_missing() {
+  local -a missing packages=()
+  mapfile -t missing < <(missing_tools)
+  [ "${#missing[@]}" -eq 0 ] && return 0
+  local entry
+  for entry in "${missing[@]}"; do packages+=("${entry##*:}"); done
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
+  if command -v apt-get >/dev/null 2>&1; then
+    echo "scripts/test.sh: installing ${packages[*]}" >&2
+    "${sudo[@]}" apt-get update -qq >/dev/null 2>&1 || true
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${packages[@]}" \
+      >/dev/null 2>&1 || true
+  fi
+  mapfile -t missing < <(missing_tools)
+  if [ "${#missing[@]}" -gt 0 ]; then
+    local names=()
+    for entry in "${missing[@]}"; do names+=("${entry%%:*}"); done
+    echo "scripts/test.sh: missing ${names[*]} and could not install them (packages:" \
+      "${packages[*]}); install them, or let the tests that need them skip with" \
+      "A3S_ISO_TEST_ALLOW_MISSING=$(IFS=,; echo "${names[*]}")" >&2
+    exit 1
+  fi
+}
+
+install_missing
+filter=()
+if [ "${1:-}" = "--" ]; then
+  shift
+  filter=("$@")
+fi
+cargo test --locked --features fault-injection -- "${filter[@]}"
+# The same suite on SHA-256 repositories: every repository a test makes uses that format.
+A3S_ISO_TEST_OBJECT_FORMAT=sha256 cargo test --locked --features fault-injection -- "${filter[@]}"
