@@ -355,7 +355,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__diff)
-            opts="-s -C -q -h --change-set --digest --stat --name-only --since-promote --cumulative --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-z -s -C -q -h --change-set --digest --stat --name-only --since-promote --cumulative --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -133,7 +133,8 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l stat -d 'Only the files, with lines added and removed'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l name-only -d 'Only the paths, one a line'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l name-only -d 'Only the paths, one a line (quoted as git quotes unusual names)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -s z -d 'With --name-only: each path exactly as its bytes, ended by NUL, never quoted'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l since-promote -d 'What promote would apply now: the delta since the session\'s last promoted step (the default)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l cumulative -d 'The session\'s whole work since its base tree, promoted steps included'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand diff" -l json -d 'Print exactly one JSON document on stdout (success or failure)'

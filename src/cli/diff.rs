@@ -35,9 +35,13 @@ pub struct DiffArgs {
     #[arg(long, conflicts_with = "name_only")]
     pub stat: bool,
 
-    /// Only the paths, one a line
+    /// Only the paths, one a line (quoted as git quotes unusual names)
     #[arg(long)]
     pub name_only: bool,
+
+    /// With --name-only: each path exactly as its bytes, ended by NUL, never quoted
+    #[arg(short = 'z', requires = "name_only")]
+    pub nul: bool,
 
     /// What promote would apply now: the delta since the session's last promoted step (the
     /// default)
@@ -92,7 +96,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
     let pager = if terminal { pager(ctx) } else { None };
     write_through(pager.as_deref(), |w| {
         if args.name_only {
-            name_only(&outcome, w)
+            name_only(&outcome, args.nul, w)
         } else if args.stat {
             stat(&outcome, painted, w)
         } else {
@@ -187,11 +191,17 @@ fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Re
     w.flush()
 }
 
-/// One path a line.
-fn name_only(outcome: &DiffOutcome, w: &mut dyn Write) -> std::io::Result<()> {
+/// One path a line, quoted as `git diff --name-only` quotes it; with `-z`, its exact bytes
+/// ended by NUL.
+fn name_only(outcome: &DiffOutcome, nul: bool, w: &mut dyn Write) -> std::io::Result<()> {
     for file in &outcome.files {
-        w.write_all(&file.path.0)?;
-        w.write_all(b"\n")?;
+        if nul {
+            w.write_all(&file.path.0)?;
+            w.write_all(b"\0")?;
+        } else {
+            w.write_all(super::quote_path(&file.path.0).as_bytes())?;
+            w.write_all(b"\n")?;
+        }
     }
     w.flush()
 }
@@ -201,7 +211,7 @@ fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Res
     let width = outcome
         .files
         .iter()
-        .map(|f| f.path.shown().chars().count())
+        .map(|f| super::quote_path(&f.path.0).chars().count())
         .max()
         .unwrap_or(0);
     let most = outcome
@@ -212,7 +222,7 @@ fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Res
         .unwrap_or(0);
     let digits = most.to_string().len().max(3);
     for file in &outcome.files {
-        let path = file.path.shown();
+        let path = super::quote_path(&file.path.0);
         writeln!(
             w,
             " {path:<width$} | {}",

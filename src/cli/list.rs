@@ -178,22 +178,23 @@ fn print_table(out: &Output, header: &[Cell], rows: &[Vec<Cell>]) {
     let mut widths = vec![0usize; header.len()];
     for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
-            *w = (*w).max(cell.text.chars().count());
+            *w = (*w).max(super::inert(&cell.text).chars().count());
         }
     }
     for row in std::iter::once(header).chain(rows.iter().map(Vec::as_slice)) {
         let mut line = String::new();
         for (i, cell) in row.iter().enumerate() {
+            let text = super::inert(&cell.text);
             let shown = match cell.tone {
-                Some(tone) => out.toned(&cell.text, tone),
-                None => cell.text.clone(),
+                Some(tone) => out.toned(&text, tone),
+                None => text.to_string(),
             };
             line.push_str(&shown);
             if i + 1 < row.len() {
-                let pad = widths[i] - cell.text.chars().count();
+                let pad = widths[i] - text.chars().count();
                 line.push_str(&" ".repeat(pad + 2));
             }
         }
-        out.line(&line);
+        out.line_composed(&line);
     }
 }

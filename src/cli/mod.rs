@@ -34,7 +34,7 @@ use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
 use a3s_iso::error::{Error, Result};
 use a3s_iso::git::Git;
 
-pub use output::{Output, Tone, human_bytes, path_list};
+pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path};
 
 #[derive(Debug, Parser)]
 #[command(

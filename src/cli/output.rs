@@ -1,6 +1,7 @@
 //! Rendering: one JSON document on stdout with `--json`; otherwise short human output on
 //! stdout and narration on stderr. Colour only on a terminal (or `--color always`).
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
@@ -63,8 +64,18 @@ impl Output {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
+    // Every method that prints human text makes it inert first ([`inert`]): ids, paths, labels,
+    // git's messages and document fields come from outside, and a control character in them
+    // must never reach a terminal as one. Only a3s-iso's own colours are added afterwards.
+
     /// A line of the answer (stdout).
     pub fn line(&self, text: &str) {
+        let _ = writeln!(std::io::stdout().lock(), "{}", inert(text));
+    }
+
+    /// A line whose parts were made inert (and coloured) by the caller: a table row of
+    /// [`Output::toned`] cells and [`inert`] text.
+    pub fn line_composed(&self, text: &str) {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
@@ -74,31 +85,31 @@ impl Output {
         let mut stdout = std::io::stdout().lock();
         for (key, value) in fields {
             let key = self.paint_stdout(&format!("{key:<width$}"), "2");
-            let _ = writeln!(stdout, "{key}  {value}");
+            let _ = writeln!(stdout, "{key}  {}", inert(value));
         }
     }
 
     /// The key value of a result, first and emphasised on a terminal.
     pub fn headline(&self, text: &str) {
-        let text = self.paint_stdout(text, "1");
+        let text = self.paint_stdout(&inert(text), "1");
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
     /// A headline whose colour says how it went (an outcome).
     pub fn headline_toned(&self, text: &str, tone: Tone) {
-        let text = self.paint_stdout(text, tone.sgr());
+        let text = self.paint_stdout(&inert(text), tone.sgr());
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
-    /// `text` coloured by `tone` when stdout is coloured (a table cell, a state).
+    /// `text`, made inert, coloured by `tone` when stdout is coloured (a table cell, a state).
     pub fn toned(&self, text: &str, tone: Tone) -> String {
-        self.paint_stdout(text, tone.sgr())
+        self.paint_stdout(&inert(text), tone.sgr())
     }
 
     /// Information on stderr that is not a warning (a normal state), silenced by `-q`.
     pub fn info(&self, text: &str) {
         if !self.quiet {
-            let _ = writeln!(std::io::stderr().lock(), "{text}");
+            let _ = writeln!(std::io::stderr().lock(), "{}", inert(text));
         }
     }
 
@@ -106,14 +117,14 @@ impl Output {
     pub fn warn(&self, text: &str) {
         if !self.quiet {
             let label = self.paint_stderr("warning:", "33");
-            let _ = writeln!(std::io::stderr().lock(), "{label} {text}");
+            let _ = writeln!(std::io::stderr().lock(), "{label} {}", inert(text));
         }
     }
 
     /// What to do next (stderr), silenced by `-q`.
     pub fn hint(&self, text: &str) {
         if !self.quiet {
-            let _ = writeln!(std::io::stderr().lock(), "  hint: {text}");
+            let _ = writeln!(std::io::stderr().lock(), "  hint: {}", inert(text));
         }
     }
 
@@ -121,7 +132,7 @@ impl Output {
     pub fn note(&self, text: &str) {
         if !self.quiet {
             let label = self.paint_stderr("a3s-iso:", "1");
-            let _ = writeln!(std::io::stderr().lock(), "{label} {text}");
+            let _ = writeln!(std::io::stderr().lock(), "{label} {}", inert(text));
         }
     }
 
@@ -141,11 +152,14 @@ impl Output {
                 &serde_json::json!({ "error": err.to_json() }),
             );
         } else {
-            let _ = write!(
-                std::io::stderr().lock(),
-                "{}",
-                err.render(self.color_stderr)
-            );
+            // Rendered plain and made inert, then only the label coloured.
+            let text = inert(&err.render(false)).into_owned();
+            let label = format!("error[{}]:", err.code().as_str());
+            let text = match text.strip_prefix(&label) {
+                Some(rest) if self.color_stderr => format!("\x1b[31;1m{label}\x1b[0m{rest}"),
+                _ => text,
+            };
+            let _ = write!(std::io::stderr().lock(), "{text}");
         }
         err.exit_code()
     }
@@ -199,6 +213,67 @@ pub fn path_list(paths: &[String], total: u64) -> Vec<String> {
         lines.push(format!("and {rest} more"));
     }
     lines
+}
+
+/// Text for a terminal: every control character but newline and tab (C0, DEL, and the C1
+/// range that some terminals take as escape sequences) shown escaped as git shows them in
+/// paths (`\033`, `\a`, `\r`, …), so that nothing from outside can move the cursor, set a
+/// title, write the clipboard or ring. Plain text comes back as it was.
+pub fn inert(text: &str) -> Cow<'_, str> {
+    let unsafe_char =
+        |c: char| (c.is_control() && c != '\n' && c != '\t') || ('\u{80}'..='\u{9f}').contains(&c);
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if !unsafe_char(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
+            '\x0b' => out.push_str("\\v"),
+            '\x0c' => out.push_str("\\f"),
+            '\r' => out.push_str("\\r"),
+            _ => {
+                let mut buf = [0u8; 4];
+                for byte in c.encode_utf8(&mut buf).bytes() {
+                    out.push_str(&format!("\\{byte:03o}"));
+                }
+            }
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// A path inside a repository as `git diff --name-only` shows it (`core.quotePath` on): in
+/// double quotes with C escapes when it holds a control character, a quote, a backslash or a
+/// byte outside ASCII; as it is otherwise.
+pub fn quote_path(path: &[u8]) -> String {
+    let needs = |b: u8| b < 0x20 || b == 0x7f || b == b'"' || b == b'\\' || b >= 0x80;
+    if !path.iter().copied().any(needs) {
+        return String::from_utf8_lossy(path).into_owned();
+    }
+    let mut out = String::from("\"");
+    for &b in path {
+        match b {
+            0x07 => out.push_str("\\a"),
+            0x08 => out.push_str("\\b"),
+            b'\t' => out.push_str("\\t"),
+            b'\n' => out.push_str("\\n"),
+            0x0b => out.push_str("\\v"),
+            0x0c => out.push_str("\\f"),
+            b'\r' => out.push_str("\\r"),
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            _ if needs(b) => out.push_str(&format!("\\{b:03o}")),
+            _ => out.push(b as char),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn paint(enabled: bool, text: &str, sgr: &str) -> String {
