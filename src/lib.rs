@@ -29,6 +29,7 @@ pub mod lock;
 pub mod log;
 pub mod names;
 pub mod nested;
+pub(crate) mod neutralize;
 pub mod owner;
 pub mod paths;
 pub mod pending;

@@ -163,7 +163,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         result_tree: &result.tree,
         release_identity: &identity,
     };
-    let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    let (change_set, mut warnings) =
+        record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
     let store = &located.store;
     store.save_run_exit(&record.session_id, &run_id, &ended.exit())?;
     Ok(RunOutcome {
@@ -686,4 +688,26 @@ fn supervise(
         forwarded,
         timed_out,
     })
+}
+
+/// Leaves nothing the run wrote that would make your own git execute code in the isolation
+/// (`neutralize`): the admin dir's `config.worktree`, and the config and hooks of every nested
+/// repository and submodule the snapshot found. Returns its warnings.
+fn neutralize(
+    ctx: &Context,
+    located: &Located,
+    isolation: &Isolation,
+    (snap, nested): (&crate::snapshot::Snapshot, &crate::nested::Nested),
+) -> Vec<String> {
+    use crate::paths::RepoPath;
+    let mut paths: Vec<RepoPath> = snap.gitlinks.clone();
+    paths.extend(nested.covered.iter().cloned());
+    paths.extend(nested.skipped.iter().map(|s| s.path.clone()));
+    paths.extend(
+        snap.nested
+            .iter()
+            .map(|name| RepoPath(name.trim_end_matches('/').as_bytes().to_vec())),
+    );
+    let dirs = crate::neutralize::git_dirs(&isolation.tree, &isolation.admin, &paths);
+    crate::neutralize::after_run(&ctx.git, &located.repo.common_dir, &isolation.admin, &dirs)
 }

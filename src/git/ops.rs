@@ -130,6 +130,32 @@ pub(crate) fn is_commit_type(kind: &str) -> bool {
 }
 
 impl Git {
+    /// The entries of one config file, read as data (`config --file F --no-includes --list
+    /// -z`): `(key, value)` in file order, `None` for a bare boolean key. Run in `dir`, a
+    /// directory a3s-iso trusts (the file's own repository may be hostile).
+    pub(crate) fn config_file_entries(
+        &self,
+        dir: &Path,
+        file: &Path,
+    ) -> Result<Vec<(String, Option<Vec<u8>>)>> {
+        let out = self
+            .at(dir)
+            .args(["config", "--no-includes", "--list", "-z", "--file"])
+            .arg(file)
+            .run()?;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| match entry.iter().position(|b| *b == b'\n') {
+                Some(at) => (
+                    String::from_utf8_lossy(&entry[..at]).into_owned(),
+                    Some(entry[at + 1..].to_vec()),
+                ),
+                None => (String::from_utf8_lossy(entry).into_owned(), None),
+            })
+            .collect())
+    }
+
     /// The hash of the repository at `dir` (`rev-parse --show-object-format`).
     pub(crate) fn object_format(&self, dir: &Path) -> Result<ObjectFormat> {
         let format = self

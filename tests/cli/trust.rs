@@ -596,10 +596,12 @@ fn a_gitlink_the_command_registers_gets_no_git_run_inside_it() {
             !mark.exists(),
             "sandboxed {sandboxed}: the nested filter ran"
         );
-        // It would have: git add -A on the isolation runs `git status` in the gitlink.
+        // git add -A on the isolation would run `git status` in the gitlink; since the run
+        // took the filter out of the nested config, even a git that trusts everything there
+        // runs nothing now.
         assert!(
-            trusting_git_runs_the_filter(&fx, "s", &mark),
-            "sandboxed {sandboxed}: the planted filter is not live"
+            !trusting_git_runs_the_filter(&fx, "s", &mark),
+            "sandboxed {sandboxed}: the planted filter is still live after the run"
         );
         for args in [
             vec!["capture", "-s", "s"],
@@ -805,4 +807,120 @@ fn started_inside_an_isolation_a3s_iso_finds_its_session_without_asking_its_git(
     // The capture went to the real store.
     let runs = fx.src.join(".git/a3s-iso/runs/s");
     assert_eq!(std::fs::read_dir(runs).unwrap().count(), 1);
+}
+
+/// What a session plants for *your* git inside `run` (sandboxed): an embedded repository
+/// registered as a gitlink whose config sets `core.fsmonitor`, `core.hooksPath`, `core.pager`,
+/// `include.path`, a filter and an alias, with an executable `pre-commit` hook; and, where the
+/// repository sets `extensions.worktreeConfig`, the isolation's own `config.worktree` with
+/// `core.fsmonitor`. Each runs `mark.sh`, which leaves a file outside the isolation when it
+/// runs on the host (inside the sandbox it cannot write there).
+const PLANT: &str = r#"set -e
+mark="$1"
+printf '#!/bin/sh\ntouch "%s"\nexit 1\n' "$mark" > mark.sh
+chmod +x mark.sh
+here="$PWD"
+# The nested repository keeps its own objects (run's quarantine is for the isolation's).
+(
+unset GIT_OBJECT_DIRECTORY GIT_ALTERNATE_OBJECT_DIRECTORIES
+git init -q nested
+cd nested
+echo x > f
+git add f
+git -c user.name=a -c user.email=a@b -c core.hooksPath=/dev/null commit -qm nested
+)
+cd nested
+git config core.fsmonitor "$here/mark.sh"
+git config core.hooksPath "$here/hooks"
+git config core.pager "$here/mark.sh"
+git config include.path "$here/evil.inc"
+git config filter.x.clean "$here/mark.sh"
+git config alias.st "!$here/mark.sh"
+printf '[core]\n\tfsmonitor = %s\n' "$here/mark.sh" > "$here/evil.inc"
+cp "$here/mark.sh" .git/hooks/pre-commit
+echo '* filter=x' > .gitattributes
+cd ..
+git add nested
+if [ "$(git config extensions.worktreeConfig)" = true ]; then
+  git config --worktree core.fsmonitor "$here/mark.sh"
+fi
+"#;
+
+/// The git commands a user runs to review an agent's work, in the isolation and in the
+/// repositories it holds.
+fn review_with_your_own_git(fx: &Fixture, iso: &Path) {
+    let nested = iso.join("nested");
+    let commands: [(&Path, &[&str]); 10] = [
+        (iso, &["status"]),
+        (iso, &["diff"]),
+        (iso, &["log", "-1"]),
+        (iso, &["add", "-A"]),
+        (iso, &["commit", "-qm", "review"]),
+        (iso, &["submodule", "status"]),
+        (&nested, &["status"]),
+        (&nested, &["diff"]),
+        (&nested, &["add", "-A"]),
+        (&nested, &["commit", "--allow-empty", "-qm", "review"]),
+    ];
+    for (dir, args) in commands {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(args).stdin(Stdio::null());
+        isolate(&mut cmd, &fx.home);
+        // Whether it succeeds is the user's business; what it runs is the test's.
+        let _ = cmd.output().unwrap();
+    }
+}
+
+#[test]
+fn your_own_git_in_an_isolation_runs_nothing_the_session_wrote() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    for worktree_config in [false, true] {
+        let fx = Fixture::new();
+        if worktree_config {
+            fx.git(&fx.src, &["config", "extensions.worktreeConfig", "true"]);
+        }
+        fx.bind("t");
+        let iso = fx.isolation("t");
+        let mark = fx.root.join("marker");
+        let out = fx
+            .cmd()
+            .args(["run", "-s", "t", "--", "sh", "-c", PLANT, "plant"])
+            .arg(&mark)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(
+            stderr.contains("nested"),
+            "the warning names the repository: {stderr}"
+        );
+        assert!(stderr.contains("core.fsmonitor"), "{stderr}");
+        assert!(!mark.exists(), "planting ran it on the host");
+        review_with_your_own_git(&fx, &iso);
+        assert!(
+            !mark.exists(),
+            "your own git ran what the session planted (worktreeConfig {worktree_config})"
+        );
+        // What stays is inert and still a working repository.
+        let config = std::fs::read_to_string(iso.join("nested/.git/config")).unwrap();
+        for planted in [
+            "fsmonitor",
+            "hooksPath",
+            "pager",
+            "include",
+            "filter",
+            "alias",
+        ] {
+            assert!(!config.contains(planted), "{planted} left in:\n{config}");
+        }
+        let head = fx.git(&iso.join("nested"), &["rev-parse", "HEAD"]);
+        let hex_len = if crate::fixture::object_format() == "sha256" {
+            64
+        } else {
+            40
+        };
+        assert_eq!(head.trim().len(), hex_len, "{head}");
+    }
 }
