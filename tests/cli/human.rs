@@ -119,7 +119,7 @@ const HOSTILE: &str = "x\u{1b}]0;pwned\u{7}\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\rY
 /// The bytes a3s-iso wrote, checked as a terminal would take them: every ESC starts one of
 /// a3s-iso's own colour sequences (`ESC [ digits ; m`); no BEL, no CR, no C1 control, no other
 /// control character but newline and tab.
-fn assert_inert(what: &str, bytes: &[u8]) {
+pub(crate) fn assert_inert(what: &str, bytes: &[u8]) {
     let text = String::from_utf8_lossy(bytes);
     let mut rest = text.as_ref();
     while let Some(at) = rest.find('\u{1b}') {

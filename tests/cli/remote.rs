@@ -825,3 +825,45 @@ fn a_promote_from_a_remote_killed_at_random_points_lands_once_on_the_next_try() 
     );
     eprintln!("promote --from kills: {landed} of 6 landed while it ran");
 }
+
+/// A commit on the remote whose `Session:` and `Run:` labels carry terminal escapes (anyone
+/// who can push can write them): `list --remote`, `fetch` and `promote --from` show them
+/// inert, colours on, and the forged change set is refused with nothing applied.
+#[test]
+fn hostile_labels_on_a_remote_reach_the_terminal_inert() {
+    let net = Net::new();
+    let (pushed, _) = net.bind_edit_push(&net.fx.src, "one", &[("one.txt", b"one\n")]);
+    let commit = pushed["commit"].as_str().unwrap();
+    let tree = net.in_remote(&["rev-parse", &format!("{commit}^{{tree}}")]);
+    let fake = "f".repeat(64);
+    let message = format!(
+        "a3s-iso change set sha256:{fake}\n\nSession: s\u{1b}]0;pwned\u{7}\nRun: r\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\nState: completed\nPatch-Bytes: 1\nDigest: sha256:{fake}\n"
+    );
+    let forged = net.in_remote_with(&["commit-tree", &tree], message.as_bytes());
+    net.in_remote(&[
+        "update-ref",
+        &format!("refs/a3s-iso/changes/{fake}"),
+        &forged,
+    ]);
+    let before = net.b_state();
+    let fake_digest = format!("sha256:{fake}");
+    for args in [
+        vec!["list", "--remote", "origin"],
+        vec!["fetch", "origin"],
+        vec!["promote", "--from", "origin", "--digest", &fake_digest],
+    ] {
+        let out = net
+            .fx
+            .cmd_in(&net.b)
+            .args(["--color", "always"])
+            .args(&args)
+            .output()
+            .unwrap();
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            crate::human::assert_inert(&format!("{args:?} {stream}"), bytes);
+        }
+    }
+    assert!(!net.b.join("one.txt").exists(), "nothing applied");
+    let (checkout, _, _) = net.b_state();
+    assert_eq!(checkout, before.0);
+}
