@@ -7,17 +7,11 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::git::Git;
-use crate::lock::FileLock;
 use crate::repo::Repo;
 use crate::state::{SessionRecord, SessionState, Store};
 
 /// How long a command waits for the repository lock unless `--lock-timeout` says otherwise.
 pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long locating a repository waits for the lock when a record says an operation is
-/// unfinished: a process holding the lock that long is working, not crashed, and the command
-/// reports the operation as in progress instead.
-const RECOVERY_WAIT: Duration = Duration::from_secs(2);
 
 /// What a command was started with: git, where, which state store, how patiently.
 #[derive(Debug, Clone)]
@@ -47,7 +41,7 @@ pub struct Located {
     pub inside: Option<SessionRecord>,
     /// Operations in progress or interrupted that could not be finished when the repository
     /// was located (another process held the lock): a command reports them.
-    pub interrupted: Vec<crate::recovery::Interrupted>,
+    pub interrupted: Vec<crate::recovery::report::Interrupted>,
 }
 
 impl Located {
@@ -92,33 +86,6 @@ impl Context {
         Ok(located)
     }
 
-    /// Finishes every interrupted operation of a located store before a command reads it: when
-    /// a record of one is there, takes the repository lock (waiting briefly), whose acquisition
-    /// finishes it. If another process holds the lock that long, the operation is left to it
-    /// (or to the next command) and recorded in `located.interrupted`, with a notice, so that
-    /// nothing half done is shown as normal. One listing of each record directory when nothing
-    /// is left.
-    pub(crate) fn recover(&self, located: &mut Located) {
-        if !crate::recovery::anything_left(&located.store) {
-            return;
-        }
-        let path = located.repo.lock_path();
-        if crate::lock::FileLock::held_by_this_process(&path) {
-            return;
-        }
-        match FileLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT)) {
-            Ok(_lock) => {
-                let notices = crate::recovery::finish(&self.git, &located.repo, &located.store);
-                self.push_notices(notices);
-            }
-            Err(_) => {
-                located.interrupted = crate::recovery::left(&located.store);
-                let notices = located.interrupted.iter().map(|i| i.describe()).collect();
-                self.push_notices(notices);
-            }
-        }
-    }
-
     /// For a command that works on no repository (`verify FILE`): finishes what a crash left
     /// in the repository it was started in, if it was started in one, like every other
     /// command. Nothing happens outside a repository.
@@ -126,7 +93,7 @@ impl Context {
         let _ = self.locate();
     }
 
-    fn push_notices(&self, notices: Vec<String>) {
+    pub(crate) fn push_notices(&self, notices: Vec<String>) {
         self.notices
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -200,19 +167,6 @@ impl Context {
             let store = Store::new(&repo.common_dir, Some(&dir));
             Some(Located::new(repo, store, Some(session)))
         })
-    }
-
-    /// Takes the repository lock, waiting up to the lock timeout, then finishes every
-    /// operation a crash interrupted (`recovery`: promotes, retains, sweeps, discards) before
-    /// the command goes on; what recovery did is kept for [`Context::take_notices`].
-    pub(crate) fn lock(&self, repo: &Repo) -> Result<FileLock> {
-        let lock = FileLock::acquire(&repo.lock_path(), self.lock_timeout)?;
-        let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
-        if crate::recovery::anything_left(&store) {
-            let notices = crate::recovery::finish(&self.git, repo, &store);
-            self.push_notices(notices);
-        }
-        Ok(lock)
     }
 
     /// What recovery under the lock did since the last call (one line each: an interrupted

@@ -44,16 +44,6 @@ impl Intent {
             Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
         }
     }
-
-    /// The kind of operation, as recovery reports it.
-    pub(crate) fn operation(&self) -> crate::recovery::Operation {
-        use crate::recovery::Operation;
-        match self {
-            Intent::Retain(_) => Operation::Retain,
-            Intent::Reclaim(_) => Operation::Sweep,
-            Intent::Discard(_) => Operation::Discard,
-        }
-    }
 }
 
 /// `retain`: the isolation moves from `from` to `to`, is locked with `reason`, and its record
