@@ -200,6 +200,16 @@ for size in $sizes; do
     'git worktree remove --force "../raw$k"' \
     'k=$((k+1)); sync'
 
+  # Ten agents started at once: their binds run side by side (only git's short registration of
+  # each worktree is serialised), so together they take no longer than one after the other.
+  echo "10 parallel binds…" >&2
+  pb=0
+  measure "$size" "10 parallel binds vs 10 sequential" \
+    'for i in $(seq 10); do "$bin" bind -q -s "par$pb-$i" --owner none >/dev/null & done; wait' \
+    'for i in $(seq 10); do "$bin" bind -q -s "seq$pb-$i" --owner none >/dev/null; done' \
+    'for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1; done; pb=$((pb+1)); sync'
+  for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1; done
+
   echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null
   iso="$work/r$size/.src.a3s-isolate-cap"

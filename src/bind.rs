@@ -731,9 +731,7 @@ fn build(
     revision: &str,
     submodules: bool,
 ) -> Result<PathBuf> {
-    ctx.git
-        .worktree_add_detached(&located.repo.toplevel, path, revision)?;
-    let admin = isolation::read_admin_dir(&located.repo, path)?;
+    let admin = isolation::add_worktree(ctx, &located.repo, path, revision)?;
     if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
         // admin dir (`<admin>/modules`), so this one call goes through the admin dir itself.

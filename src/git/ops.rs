@@ -292,8 +292,9 @@ impl Git {
             .collect())
     }
 
-    /// `git worktree add --detach` of `revision` at `path`, with parallel checkout (as many
-    /// workers as cores).
+    /// `git worktree add --detach --no-checkout` of `revision` at `path`: only the admin dir
+    /// and the tree's `.git` file, which other git processes may read half written (see
+    /// `isolation::add_worktree`). [`Git::check_out_new_worktree`] fills the tree.
     pub(crate) fn worktree_add_detached(
         &self,
         dir: &Path,
@@ -301,10 +302,19 @@ impl Git {
         revision: &str,
     ) -> Result<()> {
         self.at(dir)
-            .args(["-c", "checkout.workers=0", "worktree", "add"])
-            .args(["--detach", "--quiet"])
+            .args(["worktree", "add", "--detach", "--no-checkout", "--quiet"])
             .arg(path)
             .arg(revision)
+            .run()?;
+        Ok(())
+    }
+
+    /// Fills a worktree that `worktree add --no-checkout` registered: its index and files at
+    /// its HEAD, as `worktree add` itself does it (`reset --hard`, submodules left alone).
+    pub(crate) fn check_out_new_worktree(&self, path: &Path) -> Result<()> {
+        self.at(path)
+            .args(["-c", "checkout.workers=0", "reset", "--hard", "--quiet"])
+            .arg("--no-recurse-submodules")
             .run()?;
         Ok(())
     }

@@ -210,9 +210,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
             found: "something".into(),
         });
     }
-    ctx.git
-        .worktree_add_detached(&located.repo.toplevel, &spare.path, &head)?;
-    let admin = crate::isolation::read_admin_dir(&located.repo, &spare.path)?;
+    let admin = crate::isolation::add_worktree(ctx, &located.repo, &spare.path, &head)?;
     spare.admin = Some(admin.clone());
     crate::snapshot::copy_index(
         &admin.join("index"),
