@@ -933,7 +933,7 @@ fn concurrent_binds_of_distinct_ids_all_succeed_with_healthy_isolations() {
             );
         }
         assert!(failures.is_empty(), "binds failed: {failures:#?}");
-        let claims = entries(&state_dir(&fx).join("claims"));
+        let claims = entries(&state_dir(fx).join("claims"));
         assert!(claims.is_empty(), "round {round}: claims left: {claims:?}");
         let debris: Vec<String> = entries(&fx.root.join("work"))
             .into_iter()
