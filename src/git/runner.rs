@@ -149,6 +149,7 @@ impl Git {
             envs: Vec::new(),
             stdin: None,
             shielded: false,
+            whole_index: false,
         }
     }
 }
@@ -175,6 +176,8 @@ pub(crate) struct GitCmd<'g> {
     stdin: Option<Vec<u8>>,
     /// In a process group of its own: a Ctrl-C at the terminal does not reach it.
     shielded: bool,
+    /// The index is one a3s-iso names (`GIT_INDEX_FILE`): written whole.
+    whole_index: bool,
 }
 
 impl<'g> GitCmd<'g> {
@@ -206,9 +209,27 @@ impl<'g> GitCmd<'g> {
     /// variable again replaces the earlier value.
     pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         let key = key.as_ref().to_owned();
+        if key == "GIT_INDEX_FILE" {
+            self.write_index_whole();
+        }
         self.envs.retain(|(k, _)| *k != key);
         self.envs.push((key, value.as_ref().to_owned()));
         self
+    }
+
+    /// An index a3s-iso names (a temporary index, its own index of an isolation, a new
+    /// isolation's before anything ran in it) is never split, whatever `core.splitIndex`
+    /// says: a split index keeps most entries in a `sharedindex.*` file of the git dir, which
+    /// a copy of the index does not carry, which goes with a private git dir, and which in
+    /// the user's git dir would be a file a3s-iso left there.
+    fn write_index_whole(&mut self) {
+        if !self.whole_index {
+            let at = self.shown_args_from;
+            self.args
+                .splice(at..at, ["-c".into(), "core.splitIndex=false".into()]);
+            self.shown_args_from += 2;
+            self.whole_index = true;
+        }
     }
 
     /// Feeds `bytes` to git's stdin (closed otherwise).

@@ -215,10 +215,8 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
         .worktree_add_detached(&located.repo.toplevel, &spare.path, &head)?;
     let admin = crate::isolation::read_admin_dir(&located.repo, &spare.path)?;
     spare.admin = Some(admin.clone());
-    crate::snapshot::copy_index(
-        &admin.join("index"),
-        &spare::index_path(located, spare.slot),
-    )?;
+    let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
+    crate::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;
     spare.head = head;
     Ok(())
 }
