@@ -83,10 +83,7 @@ impl Context {
             None
         };
         let repo = match &inside {
-            Some(session) => Repo {
-                toplevel: session.source.clone(),
-                common_dir: repo.common_dir,
-            },
+            Some(session) => Repo::new(&self.git, session.source.clone(), repo.common_dir),
             None => repo,
         };
         Ok(Located {
@@ -129,10 +126,11 @@ impl Context {
                         .as_deref()
                         .is_some_and(|tree| start.starts_with(tree))
             })?;
-            let repo = Repo {
-                toplevel: session.source.clone(),
-                common_dir: session.common_dir.clone(),
-            };
+            let repo = Repo::new(
+                &self.git,
+                session.source.clone(),
+                session.common_dir.clone(),
+            );
             Some(Located {
                 store: Store::new(&repo.common_dir, Some(&dir)),
                 repo,

@@ -181,9 +181,16 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     // A trusted index may be split: git finds its shared index in the git dir it runs with,
     // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
     // not (kept by an older a3s-iso) names a shared index nobody has.
-    let unreadable = !matches!(seed, Seed::Trusted(_)) && crate::indexfile::is_split(seed_path)?;
+    let held = match plain {
+        true => crate::indexfile::summary(seed_path)?,
+        false => Default::default(),
+    };
+    let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
     if plain && !unreadable {
         copy_index(seed_path, index.path())?;
+        if held.skip_worktree {
+            unskip_present(&on_index, wt.tree())?;
+        }
     } else {
         // No seed yet, or one that cannot be read alone: rebuild from HEAD, and everything
         // is hashed once.
@@ -211,6 +218,30 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         nested,
         gitlinks,
     })
+}
+
+/// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the
+/// tree lose the mark, so that `git add -A` looks at them: a file the command wrote there is
+/// its work, and git itself (2.37 and later, in a sparse checkout) takes such a file as
+/// changed rather than as absent. The other marked entries stay as they are: what is not in
+/// the tree is not deleted.
+pub(crate) fn unskip_present<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = on_index().args(["ls-files", "-t", "-z"]).run()?;
+    let mut present = Vec::new();
+    for path in crate::git::split_nul(&listed).filter_map(|r| r.strip_prefix(b"S ")) {
+        if fs::symlink_metadata(tree.join(std::ffi::OsStr::from_bytes(path))).is_ok() {
+            present.extend_from_slice(path);
+            present.push(0);
+        }
+    }
+    if !present.is_empty() {
+        on_index()
+            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
+            .stdin(present)
+            .run()?;
+    }
+    Ok(())
 }
 
 /// `git add -A` of everything but the gitlinks; returns the nested repositories it found,

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -283,6 +284,75 @@ impl Git {
         Ok(())
     }
 
+    /// The git dir of the checkout at `dir` (for a linked worktree, its admin dir).
+    pub(crate) fn git_dir(&self, dir: &Path) -> Result<std::path::PathBuf> {
+        let out = self
+            .at(dir)
+            .args(["rev-parse", "--absolute-git-dir"])
+            .run()?;
+        let line = out.strip_suffix(b"\n").unwrap_or(&out);
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+    }
+
+    /// A boolean setting as git reads it in the checkout at `dir` (`None`: not set).
+    pub(crate) fn config_bool(&self, dir: &Path, key: &str) -> Result<Option<bool>> {
+        let out = self
+            .at(dir)
+            .args(["config", "--type=bool", "--get", key])
+            .output()?;
+        match (out.exit_code, out.stdout.trim_ascii()) {
+            (Some(0), b"true") => Ok(Some(true)),
+            (Some(0), _) => Ok(Some(false)),
+            (Some(1), _) => Ok(None),
+            _ => Err(failure_of(
+                vec!["config".into(), "--get".into(), key.into()],
+                out.exit_code,
+                out.stderr,
+            )),
+        }
+    }
+
+    /// Removes every value of `key` from the config file `file` (none there is fine).
+    pub(crate) fn config_file_unset(&self, dir: &Path, file: &Path, key: &str) -> Result<()> {
+        let out = self
+            .at(dir)
+            .arg("config")
+            .arg("--file")
+            .arg(file)
+            .args(["--unset-all", key])
+            .output()?;
+        match out.exit_code {
+            // 5: there was nothing to unset.
+            Some(0) | Some(5) => Ok(()),
+            code => Err(failure_of(
+                vec!["config".into(), "--unset-all".into(), key.into()],
+                code,
+                out.stderr,
+            )),
+        }
+    }
+
+    /// A boolean setting of the config file `file` alone (`None`: not set).
+    pub(crate) fn config_file_bool(
+        &self,
+        dir: &Path,
+        file: &Path,
+        key: &str,
+    ) -> Result<Option<bool>> {
+        let out = self
+            .at(dir)
+            .arg("config")
+            .arg("--file")
+            .arg(file)
+            .args(["--type=bool", "--get", key])
+            .output()?;
+        Ok(match (out.exit_code, out.stdout.trim_ascii()) {
+            (Some(0), b"true") => Some(true),
+            (Some(0), _) => Some(false),
+            _ => None,
+        })
+    }
+
     /// The branches (full ref names) checked out in any worktree of the repository at `dir`,
     /// the main one included.
     pub(crate) fn checked_out_branches(&self, dir: &Path) -> Result<Vec<String>> {
@@ -468,6 +538,9 @@ impl Git {
             .args(["--no-pager", "-c", "core.fsmonitor=false"])
             .args(args);
         hermetic_env(&mut cmd);
+        if let Some(git_dir) = self.named_git_dir(dir) {
+            cmd.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", dir);
+        }
         cmd
     }
 }

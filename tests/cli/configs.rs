@@ -360,6 +360,11 @@ fn lifecycle(config: Config) {
         outside_the_patterns(&source);
     }
     source.assert_no_fsmonitor_ran("the whole lifecycle");
+    if config == Config::FsmonitorHook {
+        // The hook is live: a git that does not turn it off runs it.
+        source.raw_git(&source.fx.src, &["status", "--porcelain"]);
+        assert!(source.marker.is_file(), "git runs the configured hook");
+    }
 }
 
 /// bind, run (the command runs), capture, verify, diff, promote, discard.
@@ -573,13 +578,49 @@ fn outside_the_patterns(source: &Source) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["path"].as_str().unwrap())
+        .map(|f| f["path"]["text"].as_str().unwrap())
         .collect();
     assert_eq!(
         paths,
         ["docs/guide.txt", "docs/new.txt"],
         "{config:?}: {stat}"
     );
+    // The checkout leaves those files out: the change set does not land until it has them.
+    let src = &source.fx.src;
+    let before = source.files(src);
+    let (code, refused) = source.json(&["promote", "-s", "out"]);
+    assert_eq!(code, 3, "{config:?}: {refused}");
+    assert_eq!(
+        refused["reason"], "patch_does_not_apply",
+        "{config:?}: {refused}"
+    );
+    assert_eq!(
+        refused["conflicting_paths"],
+        serde_json::json!(["docs/guide.txt"])
+    );
+    let detail = refused["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("git sparse-checkout add"),
+        "{config:?}: {detail}"
+    );
+    assert_eq!(source.files(src), before, "{config:?}: nothing landed");
+    let widen: &[&str] = match config {
+        Config::SparseCone => &["sparse-checkout", "add", "docs"],
+        _ => &["sparse-checkout", "add", "/docs/"],
+    };
+    source.git(src, widen);
+    let promoted = source.ok(&["promote", "-s", "out"]);
+    assert_eq!(promoted["outcome"], "applied", "{config:?}: {promoted}");
+    for (path, content) in [
+        ("docs/guide.txt", "written outside\n"),
+        ("docs/new.txt", "new\n"),
+    ] {
+        assert_eq!(
+            std::fs::read_to_string(src.join(path)).unwrap(),
+            content,
+            "{config:?}"
+        );
+    }
     source.ok(&["discard", "-s", "out"]);
 }
 
