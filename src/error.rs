@@ -191,6 +191,8 @@ pub enum ChangeSetRule {
     PatchBytes,
     /// `patch_digest` is not the decoded patch's digest.
     Digest,
+    /// The patch is not one git can read (garbage, cut short, a broken binary literal).
+    Patch,
     /// A detached document (a remote change set's) carries its patch inline.
     DetachedPatch,
     /// A remote change set's ref names another digest than its document's.
@@ -223,6 +225,7 @@ impl ChangeSetRule {
             ChangeSetRule::Base64 => "base64",
             ChangeSetRule::PatchBytes => "patch_bytes",
             ChangeSetRule::Digest => "digest",
+            ChangeSetRule::Patch => "patch",
             ChangeSetRule::DetachedPatch => "detached_patch",
             ChangeSetRule::DigestName => "digest_name",
             ChangeSetRule::Commit => "commit",

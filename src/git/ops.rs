@@ -66,6 +66,15 @@ impl Batch {
     }
 }
 
+/// A patch to read: in memory, or in a file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PatchInput<'a> {
+    /// The patch's bytes.
+    Bytes(&'a [u8]),
+    /// A file holding the patch.
+    File(&'a Path),
+}
+
 /// What `cat-file --batch` found for one object name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CatFile {
@@ -282,6 +291,45 @@ impl Git {
             .arg(revision)
             .run()?;
         Ok(())
+    }
+
+    /// Whether `patch` (bytes, or a file), which has `sections` `diff --git` headers, is a
+    /// patch git reads whole: `git apply --numstat` parses every section (binary literals
+    /// decoded and inflated) and touches nothing. git stops at a section it cannot read and
+    /// still succeeds with those before it, so it must also name a file for every section and
+    /// complain of nothing. It runs in an empty directory of its own where no repository is
+    /// found, so no repository's configuration has a say. `Err(why)` is git's first complaint.
+    pub(crate) fn parse_patch(
+        &self,
+        patch: PatchInput<'_>,
+        sections: u64,
+    ) -> Result<std::result::Result<(), String>> {
+        let base = std::env::temp_dir();
+        let dir = base.join(crate::scratch::owned_name("patch-parse"));
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        let cmd = self
+            .at(&dir)
+            .env("GIT_CEILING_DIRECTORIES", &base)
+            .args(["apply", "--numstat"]);
+        let out = match patch {
+            PatchInput::Bytes(bytes) => cmd.arg("-").stdin(bytes.to_vec()).output(),
+            PatchInput::File(path) => cmd.arg(path).output(),
+        };
+        let _ = std::fs::remove_dir(&dir);
+        let out = out?;
+        // One line a file (a name with a line break in it is quoted).
+        let read = out
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        let complaint = out.stderr.lines().find(|l| !l.trim().is_empty());
+        Ok(match (out.exit_code, complaint) {
+            (Some(0), None) if read as u64 >= sections => Ok(()),
+            (Some(0), None) => Err(format!("git reads {read} of its {sections} files")),
+            (_, Some(line)) => Err(line.trim_start_matches("error: ").to_string()),
+            (_, None) => Err("git apply cannot read it".into()),
+        })
     }
 
     /// The git dir of the checkout at `dir` (for a linked worktree, its admin dir).
