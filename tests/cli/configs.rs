@@ -650,3 +650,61 @@ fn a_split_seed_is_rebuilt_instead_of_read() {
     let captured = source.ok(&["capture", "-s", "old"]);
     assert_eq!(sections(&patch_of(&captured)), 1, "{captured}");
 }
+
+/// `bind --carry-wip` from a source whose index is split: the source's index is read as it is
+/// (git finds its shared index in the source's git dir), and left as it was.
+#[test]
+fn carry_wip_reads_a_split_index_and_leaves_it_alone() {
+    let source = Source::new(Config::SplitIndex);
+    let src = &source.fx.src;
+    std::fs::write(src.join("README.md"), "hello\nunstaged\n").unwrap();
+    std::fs::write(src.join("src/staged.txt"), "staged\n").unwrap();
+    source.git(src, &["add", "src/staged.txt"]);
+    let index = source.index_path();
+    let before = std::fs::read(&index).unwrap();
+    assert!(
+        before.windows(4).any(|w| w == b"link"),
+        "the index is split"
+    );
+    let shared: Vec<String> = std::fs::read_dir(index.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("sharedindex."))
+        .collect();
+    let bound = source.ok(&["bind", "-s", "wip", "--carry-wip"]);
+    assert_eq!(bound["carried_wip"], true, "{bound}");
+    let iso = source.isolation("wip");
+    assert_eq!(
+        std::fs::read_to_string(iso.join("README.md")).unwrap(),
+        "hello\nunstaged\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(iso.join("src/staged.txt")).unwrap(),
+        "staged\n"
+    );
+    assert_eq!(
+        source.git(&iso, &["diff", "--cached", "--name-only"]),
+        "src/staged.txt"
+    );
+    assert_eq!(
+        std::fs::read(&index).unwrap(),
+        before,
+        "the source's index is untouched"
+    );
+    let after: Vec<String> = std::fs::read_dir(index.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("sharedindex."))
+        .collect();
+    assert_eq!(
+        after, shared,
+        "no shared index was added to the source's git dir"
+    );
+    let captured = source.ok(&["capture", "-s", "wip"]);
+    assert_eq!(
+        captured["patch_bytes"], 0,
+        "the carried work is the base: {captured}"
+    );
+}
