@@ -370,9 +370,7 @@ fn cold(
     if let Some(state) = restore_state {
         restore(ctx, located, (path, &admin_dir), state)?;
     }
-    // The index git just wrote is a3s-iso's own: the seed of the session's snapshots.
-    let seed = located.store.seed_index(&admin_dir)?;
-    crate::snapshot::copy_index(&admin_dir.join("index"), &seed)?;
+    keep_seed(ctx, located, path, &admin_dir)?;
     Ok(admin_dir)
 }
 
@@ -393,9 +391,16 @@ fn warm_or_cold(
         isolation::remove_admin_dir(&located.repo, &admin)?;
     }
     let admin = build(ctx, located, path, revision, false)?;
-    let seed = located.store.seed_index(&admin)?;
-    crate::snapshot::copy_index(&admin.join("index"), &seed)?;
+    keep_seed(ctx, located, path, &admin)?;
     Ok((admin, false))
+}
+
+/// The index git just wrote for the new isolation at `path` is a3s-iso's own: the seed of the
+/// session's snapshots.
+fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Result<()> {
+    let seed = located.store.seed_index(admin)?;
+    let git = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
+    crate::snapshot::keep_index(&git, admin, &seed)
 }
 
 /// `--copy-ignored`: the source's ignored files under the pathspecs, copied in.

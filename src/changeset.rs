@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::error::{ChangeSetRule, Error, Result};
+use crate::git::{Git, PatchInput};
 
 /// The document's `schema`.
 pub(crate) const SCHEMA: &str = "a3s.code.agent-change-set.v1";
@@ -462,10 +463,51 @@ fn decode_patch(top: &Map<String, Value>) -> Result<Vec<u8>> {
     Ok(patch)
 }
 
+/// Checks that a document's patch (`field` names where it is, `sections` counts its `diff
+/// --git` headers) is one git reads whole: its digest only says the bytes are the ones the
+/// document names, not that they are a patch, and git applies the sections before one it
+/// cannot read and drops the rest. Parsing
+/// needs no repository (`git apply --numstat`); whether it applies is promote's to find out.
+pub(crate) fn check_patch(
+    git: &Git,
+    patch: PatchInput<'_>,
+    sections: u64,
+    field: &str,
+) -> Result<()> {
+    let empty = match patch {
+        PatchInput::Bytes(bytes) => bytes.is_empty(),
+        PatchInput::File(path) => std::fs::metadata(path).is_ok_and(|m| m.len() == 0),
+    };
+    if empty {
+        return Ok(());
+    }
+    git.parse_patch(patch, sections)?.map_err(|why| {
+        invalid(
+            ChangeSetRule::Patch,
+            field,
+            format!("not a patch git can read: {why}"),
+        )
+    })
+}
+
+/// Reads and verifies a document from a file (or `-` for standard input), its patch included
+/// ([`check_patch`]).
+pub fn verify_file(git: &Git, path: &std::path::Path) -> Result<Verified> {
+    let verified = verify_fields_of_file(path)?;
+    let sections = crate::snapshot::count_files(&verified.patch);
+    check_patch(
+        git,
+        PatchInput::Bytes(&verified.patch),
+        sections,
+        "patch_base64",
+    )?;
+    Ok(verified)
+}
+
 /// Reads and verifies a document from a file (or `-` for standard input). Either source is
 /// read to at most one byte past the size limit, so a huge document is refused by the size rule
 /// without being buffered whole.
-pub fn verify_file(path: &std::path::Path) -> Result<Verified> {
+fn verify_fields_of_file(path: &std::path::Path) -> Result<Verified> {
     let bytes = if path == std::path::Path::new("-") {
         read_bounded(std::io::stdin().lock())
             .map_err(|e| Error::io("cannot read standard input", e))?

@@ -118,10 +118,7 @@ impl Context {
             None
         };
         let repo = match &inside {
-            Some(session) => Repo {
-                toplevel: session.source.clone(),
-                common_dir: repo.common_dir,
-            },
+            Some(session) => Repo::new(&self.git, session.source.clone(), repo.common_dir),
             None => repo,
         };
         Ok(Located::new(repo, store, inside))
@@ -160,10 +157,11 @@ impl Context {
                         .as_deref()
                         .is_some_and(|tree| start.starts_with(tree))
             })?;
-            let repo = Repo {
-                toplevel: session.source.clone(),
-                common_dir: session.common_dir.clone(),
-            };
+            let repo = Repo::new(
+                &self.git,
+                session.source.clone(),
+                session.common_dir.clone(),
+            );
             let store = Store::new(&repo.common_dir, Some(&dir));
             Some(Located::new(repo, store, Some(session)))
         })

@@ -154,7 +154,7 @@ fn open(path: &Path) -> Result<File> {
 /// Shows a change set; see [`DiffOptions`]. Reads only.
 pub fn diff(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     if let Some(path) = &opts.change_set {
-        return document(path);
+        return document(ctx, path);
     }
     if let Some(digest) = &opts.digest {
         return promoted(ctx, digest);
@@ -231,8 +231,8 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
 }
 
 /// A change-set document, verified completely first.
-fn document(path: &Path) -> Result<DiffOutcome> {
-    let verified = crate::changeset::verify_file(path)?;
+fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
+    let verified = crate::changeset::verify_file(&ctx.git, path)?;
     let cs = verified.change_set;
     let files = files_of(verified.patch.as_slice())?;
     Ok(DiffOutcome {

@@ -66,11 +66,13 @@ pub enum ErrorCode {
     InvalidInput,
     /// `change_set_not_found`: a remote has no change set with the digest asked for.
     ChangeSetNotFound,
+    /// `isolation_missing`: the session is bound but its isolation is gone (removed by hand).
+    IsolationMissing,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -95,6 +97,7 @@ impl ErrorCode {
         ErrorCode::DetachedSource,
         ErrorCode::InvalidInput,
         ErrorCode::ChangeSetNotFound,
+        ErrorCode::IsolationMissing,
     ];
 
     /// The code as JSON and human output spell it.
@@ -124,6 +127,7 @@ impl ErrorCode {
             ErrorCode::DetachedSource => "detached_source",
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::ChangeSetNotFound => "change_set_not_found",
+            ErrorCode::IsolationMissing => "isolation_missing",
         }
     }
 
@@ -132,7 +136,9 @@ impl ErrorCode {
         match self {
             ErrorCode::Usage => 2,
             ErrorCode::CaptureConflict => 3,
-            ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
+            ErrorCode::IsolationUnavailable
+            | ErrorCode::SandboxUnavailable
+            | ErrorCode::IsolationMissing => 4,
             ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid | ErrorCode::InvalidInput => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
             ErrorCode::CommandNotExecutable => 126,
@@ -191,6 +197,8 @@ pub enum ChangeSetRule {
     PatchBytes,
     /// `patch_digest` is not the decoded patch's digest.
     Digest,
+    /// The patch is not one git can read (garbage, cut short, a broken binary literal).
+    Patch,
     /// A detached document (a remote change set's) carries its patch inline.
     DetachedPatch,
     /// A remote change set's ref names another digest than its document's.
@@ -223,6 +231,7 @@ impl ChangeSetRule {
             ChangeSetRule::Base64 => "base64",
             ChangeSetRule::PatchBytes => "patch_bytes",
             ChangeSetRule::Digest => "digest",
+            ChangeSetRule::Patch => "patch",
             ChangeSetRule::DetachedPatch => "detached_patch",
             ChangeSetRule::DigestName => "digest_name",
             ChangeSetRule::Commit => "commit",
@@ -423,6 +432,15 @@ pub enum Error {
         /// What is wrong with it.
         message: String,
     },
+    /// A session is bound but its isolation is gone: its tree (or its registration) was
+    /// removed outside a3s-iso.
+    #[error("session {session_id:?} is bound but its isolation {} is missing (removed outside a3s-iso?)", worktree.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    IsolationMissing {
+        /// The session.
+        session_id: String,
+        /// Where its isolation was.
+        worktree: Option<PathBuf>,
+    },
     /// A remote holds no change set with the digest asked for.
     #[error("{remote} has no change set {digest} (no ref {reference})")]
     ChangeSetNotFound {
@@ -468,6 +486,7 @@ impl Error {
             Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
             Error::DetachedSource { .. } => ErrorCode::DetachedSource,
             Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
+            Error::IsolationMissing { .. } => ErrorCode::IsolationMissing,
         }
     }
 
@@ -534,6 +553,9 @@ impl Error {
             Error::SessionBusy { .. } => {
                 Some("wait for the other run to finish; one run at a time per session".into())
             }
+            Error::IsolationMissing { session_id, .. } => Some(format!(
+                "bring it back with a3s-iso bind -s {session_id} --resume (the last capture restored), or forget it with a3s-iso discard -s {session_id}"
+            )),
             Error::ChangeSetNotFound { remote, .. } => Some(format!(
                 "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
             )),
@@ -662,6 +684,7 @@ mod tests {
                 ("detached_source", 1),
                 ("invalid_input", 5),
                 ("change_set_not_found", 1),
+                ("isolation_missing", 4),
             ]
         );
     }
@@ -757,6 +780,10 @@ mod tests {
                 remote: "origin".into(),
                 digest: format!("sha256:{}", "0".repeat(64)),
                 reference: format!("refs/a3s-iso/changes/{}", "0".repeat(64)),
+            },
+            Error::IsolationMissing {
+                session_id: "task".into(),
+                worktree: Some("/work/.src.a3s-isolate-task".into()),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -256,17 +256,18 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if record.state != SessionState::Discarded {
         repair_links(record)?;
     }
-    if record.state == SessionState::Discarded || !is_healthy(record) {
+    if record.state == SessionState::Discarded {
         return Err(Error::ChangeSetUnavailable {
             message: format!(
-                "session {:?} has no isolation to capture ({})",
-                record.session_id,
-                if record.state == SessionState::Discarded {
-                    "discarded"
-                } else {
-                    "missing"
-                }
+                "session {:?} has no isolation to capture (discarded)",
+                record.session_id
             ),
+        });
+    }
+    if !is_healthy(record) {
+        return Err(Error::IsolationMissing {
+            session_id: record.session_id.clone(),
+            worktree: record.worktree.clone(),
         });
     }
     match (&record.worktree, &record.admin_dir) {

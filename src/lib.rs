@@ -22,6 +22,7 @@ pub mod fsutil;
 pub mod gc;
 pub mod git;
 pub mod ids;
+mod indexfile;
 pub mod intent;
 pub mod isolation;
 pub mod list;

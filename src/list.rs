@@ -127,11 +127,8 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
             match record {
                 Ok(record) => {
                     let head = heads.entry(record.source.clone()).or_insert_with(|| {
-                        Repo {
-                            toplevel: record.source.clone(),
-                            common_dir: record.common_dir.clone(),
-                        }
-                        .head_commit(&ctx.git)
+                        Repo::new(&ctx.git, record.source.clone(), record.common_dir.clone())
+                            .head_commit(&ctx.git)
                     });
                     outcome.sessions.push(view(&record, head.as_deref()));
                 }

@@ -16,6 +16,20 @@ pub struct Repo {
 }
 
 impl Repo {
+    /// The repository of the checkout `toplevel` whose common dir is `common_dir`. A checkout
+    /// without a `.git` of its own is the main worktree of a repository whose `core.worktree`
+    /// names it (git finds it only from the git dir, which is then the common dir): `git`
+    /// learns to name that git dir for it.
+    pub(crate) fn new(git: &Git, toplevel: PathBuf, common_dir: PathBuf) -> Repo {
+        if std::fs::symlink_metadata(toplevel.join(".git")).is_err() && toplevel.is_dir() {
+            git.name_git_dir(&toplevel, &common_dir);
+        }
+        Repo {
+            toplevel,
+            common_dir,
+        }
+    }
+
     /// Finds the repository of `dir`. Not a repository, a bare one, or a `.git` directory →
     /// `isolation_unavailable`; nothing is written.
     pub(crate) fn discover(git: &Git, dir: &Path) -> Result<Repo> {
@@ -44,10 +58,9 @@ impl Repo {
             .split(|b| *b == b'\n')
             .collect();
         match (out.exit_code, lines.as_slice()) {
-            (Some(0), [b"false", common_dir, toplevel]) => Ok(Repo {
-                toplevel: path(toplevel),
-                common_dir: path(common_dir),
-            }),
+            (Some(0), [b"false", common_dir, toplevel]) => {
+                Ok(Repo::new(git, path(toplevel), path(common_dir)))
+            }
             (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
                 message: format!(
                     "{} is a bare repository: it has no checkout to isolate",

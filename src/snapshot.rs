@@ -95,6 +95,22 @@ pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
         .ctx(|| format!("cannot set the time of {}", to.display()))
 }
 
+/// Keeps the index git just wrote for a new checkout (`git worktree add` of an isolation or a
+/// spare, in whose tree nothing has run yet) as a3s-iso's own at `to`, with its time. A split
+/// index (`core.splitIndex`) is written whole first: its entries live mostly in a shared
+/// index in the admin dir, which a copy does not carry and which the isolation's command can
+/// rewrite later.
+pub(crate) fn keep_index(git: &HermeticGit, admin: &Path, to: &Path) -> Result<()> {
+    copy_index(&admin.join("index"), to)?;
+    if crate::indexfile::is_split(to)? {
+        git.cmd()
+            .env("GIT_INDEX_FILE", to)
+            .args(["update-index", "--no-split-index"])
+            .run()?;
+    }
+    Ok(())
+}
+
 /// A scratch file removed on drop.
 pub(crate) struct TempFile {
     path: PathBuf,
@@ -162,12 +178,22 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     };
     // Never follow a link or wait on a FIFO planted where the index should be.
     let plain = fs::symlink_metadata(seed_path).is_ok_and(|m| m.is_file());
-    let split = matches!(seed, Seed::Trusted(_)) && seed_path.parent().is_some_and(is_split);
-    if plain && !split {
+    // A trusted index may be split: git finds its shared index in the git dir it runs with,
+    // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
+    // not (kept by an older a3s-iso) names a shared index nobody has.
+    let held = match plain {
+        true => crate::indexfile::summary(seed_path)?,
+        false => Default::default(),
+    };
+    let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
+    if plain && !unreadable {
         copy_index(seed_path, index.path())?;
+        if held.skip_worktree {
+            unskip_present(&on_index, wt.tree())?;
+        }
     } else {
-        // No seed yet, or a split index (its entries live in a shared file beside it):
-        // rebuild from HEAD, and everything is hashed once.
+        // No seed yet, or one that cannot be read alone: rebuild from HEAD, and everything
+        // is hashed once.
         on_index().args(["read-tree", "HEAD"]).run()?;
     }
     let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
@@ -192,6 +218,30 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         nested,
         gitlinks,
     })
+}
+
+/// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the
+/// tree lose the mark, so that `git add -A` looks at them: a file the command wrote there is
+/// its work, and git itself (2.37 and later, in a sparse checkout) takes such a file as
+/// changed rather than as absent. The other marked entries stay as they are: what is not in
+/// the tree is not deleted.
+pub(crate) fn unskip_present<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = on_index().args(["ls-files", "-t", "-z"]).run()?;
+    let mut present = Vec::new();
+    for path in crate::git::split_nul(&listed).filter_map(|r| r.strip_prefix(b"S ")) {
+        if fs::symlink_metadata(tree.join(std::ffi::OsStr::from_bytes(path))).is_ok() {
+            present.extend_from_slice(path);
+            present.push(0);
+        }
+    }
+    if !present.is_empty() {
+        on_index()
+            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
+            .stdin(present)
+            .run()?;
+    }
+    Ok(())
 }
 
 /// `git add -A` of everything but the gitlinks; returns the nested repositories it found,
@@ -311,17 +361,6 @@ fn holds_bytes(path: &Path, needle: &[u8]) -> Result<bool> {
         buf.copy_within(tail..end, 0);
         filled = end - tail;
     }
-}
-
-/// Whether the index in `git_dir` is split (its entries live partly in `sharedindex.*`).
-fn is_split(git_dir: &Path) -> bool {
-    fs::read_dir(git_dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_string_lossy().starts_with("sharedindex."))
-        })
-        .unwrap_or(false)
 }
 
 /// A patch on disk with its digest and size.

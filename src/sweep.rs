@@ -393,10 +393,7 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
                 continue;
             }
             targets.push((
-                Repo {
-                    toplevel: entry.source.clone(),
-                    common_dir: entry.common_dir.clone(),
-                },
+                Repo::new(&ctx.git, entry.source.clone(), entry.common_dir.clone()),
                 Store::new(&entry.common_dir, Some(&entry.state_dir)),
             ));
         }

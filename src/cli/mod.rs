@@ -292,15 +292,11 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Sweep(args) => with_context(cli, out, |ctx| sweep::run(ctx, args, out)),
         Command::Retain(args) => with_context(cli, out, |ctx| retain::run(ctx, args, out)),
         Command::Gc(args) => with_context(cli, out, |ctx| gc::run(ctx, args, out)),
-        Command::Verify(args) => {
-            // A document needs no repository (nor git); the one verify runs in, if any, is
-            // settled first like every command's.
-            if let Ok(ctx) = context(cli) {
-                ctx.settle();
-                report_notices(&ctx, out);
-            }
-            verify::run(args, out)
-        }
+        Command::Verify(args) => with_context(cli, out, |ctx| {
+            // Settled first like every command's: the repository verify runs in, if any.
+            ctx.settle();
+            verify::run(ctx, args, out)
+        }),
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
         Command::Doctor(args) => Ok(doctor::run(cli, args, out)),

@@ -94,6 +94,7 @@ pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
     match err.code() {
         ErrorCode::SandboxUnavailable
         | ErrorCode::IsolationUnavailable
+        | ErrorCode::IsolationMissing
         | ErrorCode::CommandNotFound
         | ErrorCode::CommandNotExecutable
         | ErrorCode::InvalidInput

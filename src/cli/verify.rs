@@ -4,6 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use a3s_iso::changeset::{RunState, verify_file};
+use a3s_iso::context::Context;
 use a3s_iso::error::{ChangeSetRule, Error, Result};
 
 use super::Output;
@@ -40,8 +41,8 @@ struct Invalid<'a> {
 /// Verifies the document and renders what it holds. With `--json`, a document that breaks a
 /// rule is a verify result (`valid: false`, `rule`, `field`, exit 5), not an error document;
 /// one that cannot be read is still an error (`change_set_unavailable`).
-pub fn run(args: &VerifyArgs, out: &Output) -> Result<i32> {
-    let verified = match verify_file(&args.file) {
+pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
+    let verified = match verify_file(&ctx.git, &args.file) {
         Err(Error::ChangeSetInvalid {
             rule,
             field,

@@ -162,6 +162,24 @@ impl HermeticGit {
         })
     }
 
+    /// Puts a file into the private git dir (`info/sparse-checkout`, `config.worktree`): what
+    /// git would read there for a worktree of the user's. Only a private git dir takes one.
+    pub(crate) fn add_private_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let Some(dir) = &self._private else {
+            return Err(Error::internal("only a private git dir takes files"));
+        };
+        let path = dir.0.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+        }
+        fs::write(&path, bytes).ctx(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The working tree.
+    pub(crate) fn tree(&self) -> &Path {
+        &self.tree
+    }
+
     /// A git command on the tree, run in it, with every location set.
     pub(crate) fn cmd(&self) -> GitCmd<'_> {
         let cmd = self

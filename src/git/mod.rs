@@ -12,7 +12,7 @@ mod remote;
 mod runner;
 
 pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
-pub(crate) use ops::{CatFile, RefUpdate, is_commit_type};
+pub(crate) use ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
 pub(crate) use remote::{ObjectInfo, TopEntry};
 pub use runner::Git;
 pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -63,6 +64,15 @@ impl Batch {
             .wait()
             .ctx(|| "cannot wait for git cat-file".to_string())
     }
+}
+
+/// A patch to read: in memory, or in a file.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PatchInput<'a> {
+    /// The patch's bytes.
+    Bytes(&'a [u8]),
+    /// A file holding the patch.
+    File(&'a Path),
 }
 
 /// What `cat-file --batch` found for one object name.
@@ -319,6 +329,114 @@ impl Git {
         Ok(())
     }
 
+    /// Whether `patch` (bytes, or a file), which has `sections` `diff --git` headers, is a
+    /// patch git reads whole: `git apply --numstat` parses every section (binary literals
+    /// decoded and inflated) and touches nothing. git stops at a section it cannot read and
+    /// still succeeds with those before it, so it must also name a file for every section and
+    /// complain of nothing. It runs in an empty directory of its own where no repository is
+    /// found, so no repository's configuration has a say. `Err(why)` is git's first complaint.
+    pub(crate) fn parse_patch(
+        &self,
+        patch: PatchInput<'_>,
+        sections: u64,
+    ) -> Result<std::result::Result<(), String>> {
+        let base = std::env::temp_dir();
+        let dir = base.join(crate::scratch::owned_name("patch-parse"));
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        let cmd = self
+            .at(&dir)
+            .env("GIT_CEILING_DIRECTORIES", &base)
+            .args(["apply", "--numstat"]);
+        let out = match patch {
+            PatchInput::Bytes(bytes) => cmd.arg("-").stdin(bytes.to_vec()).output(),
+            PatchInput::File(path) => cmd.arg(path).output(),
+        };
+        let _ = std::fs::remove_dir(&dir);
+        let out = out?;
+        // One line a file (a name with a line break in it is quoted).
+        let read = out
+            .stdout
+            .split(|b| *b == b'\n')
+            .filter(|l| !l.is_empty())
+            .count();
+        let complaint = out.stderr.lines().find(|l| !l.trim().is_empty());
+        Ok(match (out.exit_code, complaint) {
+            (Some(0), None) if read as u64 >= sections => Ok(()),
+            (Some(0), None) => Err(format!("git reads {read} of its {sections} files")),
+            (_, Some(line)) => Err(line.trim_start_matches("error: ").to_string()),
+            (_, None) => Err("git apply cannot read it".into()),
+        })
+    }
+
+    /// The git dir of the checkout at `dir` (for a linked worktree, its admin dir).
+    pub(crate) fn git_dir(&self, dir: &Path) -> Result<std::path::PathBuf> {
+        let out = self
+            .at(dir)
+            .args(["rev-parse", "--absolute-git-dir"])
+            .run()?;
+        let line = out.strip_suffix(b"\n").unwrap_or(&out);
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+    }
+
+    /// A boolean setting as git reads it in the checkout at `dir` (`None`: not set).
+    pub(crate) fn config_bool(&self, dir: &Path, key: &str) -> Result<Option<bool>> {
+        let out = self
+            .at(dir)
+            .args(["config", "--type=bool", "--get", key])
+            .output()?;
+        match (out.exit_code, out.stdout.trim_ascii()) {
+            (Some(0), b"true") => Ok(Some(true)),
+            (Some(0), _) => Ok(Some(false)),
+            (Some(1), _) => Ok(None),
+            _ => Err(failure_of(
+                vec!["config".into(), "--get".into(), key.into()],
+                out.exit_code,
+                out.stderr,
+            )),
+        }
+    }
+
+    /// Removes every value of `key` from the config file `file` (none there is fine).
+    pub(crate) fn config_file_unset(&self, dir: &Path, file: &Path, key: &str) -> Result<()> {
+        let out = self
+            .at(dir)
+            .arg("config")
+            .arg("--file")
+            .arg(file)
+            .args(["--unset-all", key])
+            .output()?;
+        match out.exit_code {
+            // 5: there was nothing to unset.
+            Some(0) | Some(5) => Ok(()),
+            code => Err(failure_of(
+                vec!["config".into(), "--unset-all".into(), key.into()],
+                code,
+                out.stderr,
+            )),
+        }
+    }
+
+    /// A boolean setting of the config file `file` alone (`None`: not set).
+    pub(crate) fn config_file_bool(
+        &self,
+        dir: &Path,
+        file: &Path,
+        key: &str,
+    ) -> Result<Option<bool>> {
+        let out = self
+            .at(dir)
+            .arg("config")
+            .arg("--file")
+            .arg(file)
+            .args(["--type=bool", "--get", key])
+            .output()?;
+        Ok(match (out.exit_code, out.stdout.trim_ascii()) {
+            (Some(0), b"true") => Some(true),
+            (Some(0), _) => Some(false),
+            _ => None,
+        })
+    }
+
     /// The branches (full ref names) checked out in any worktree of the repository at `dir`,
     /// the main one included.
     pub(crate) fn checked_out_branches(&self, dir: &Path) -> Result<Vec<String>> {
@@ -504,6 +622,9 @@ impl Git {
             .args(["--no-pager", "-c", "core.fsmonitor=false"])
             .args(args);
         hermetic_env(&mut cmd);
+        if let Some(git_dir) = self.named_git_dir(dir) {
+            cmd.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", dir);
+        }
         cmd
     }
 }

@@ -4,6 +4,7 @@
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, GitFailure, Result};
 
@@ -69,6 +70,10 @@ pub(crate) const REPO_SELECTING_VARS: &[&str] = &[
 pub struct Git {
     bin: PathBuf,
     version: String,
+    /// Checkouts with no `.git` of their own, whose git dir names them in `core.worktree`
+    /// (git finds such a repository only from its git dir): a git started in one is told
+    /// where its git dir is. Shared by every clone.
+    checkouts: Arc<Mutex<Vec<(PathBuf, PathBuf)>>>,
 }
 
 /// What a git process produced, whatever its exit status.
@@ -95,6 +100,7 @@ impl Git {
         let mut git = Git {
             bin,
             version: String::new(),
+            checkouts: Arc::default(),
         };
         let out = git.at(Path::new(".")).arg("--version").run_text()?;
         let version = out
@@ -135,8 +141,35 @@ impl Git {
         &self.bin
     }
 
+    /// Remembers that the checkout `tree`, which has no `.git`, belongs to the git dir
+    /// `git_dir` (whose `core.worktree` names it): from now on a git started in `tree` is
+    /// told both (`GIT_DIR`, `GIT_WORK_TREE`), as the user tells their own git.
+    pub(crate) fn name_git_dir(&self, tree: &Path, git_dir: &Path) {
+        let mut checkouts = self.checkouts.lock().unwrap_or_else(|e| e.into_inner());
+        if !checkouts.iter().any(|(known, _)| known == tree) {
+            checkouts.push((tree.to_path_buf(), git_dir.to_path_buf()));
+        }
+    }
+
+    /// The git dir named for the checkout `dir` ([`Git::name_git_dir`]).
+    pub(super) fn named_git_dir(&self, dir: &Path) -> Option<PathBuf> {
+        let checkouts = self.checkouts.lock().unwrap_or_else(|e| e.into_inner());
+        checkouts
+            .iter()
+            .find(|(tree, _)| tree == dir)
+            .map(|(_, git_dir)| git_dir.clone())
+    }
+
     /// A git command run with `dir` as its working directory.
     pub(crate) fn at(&self, dir: &Path) -> GitCmd<'_> {
+        let cmd = self.plain_at(dir);
+        match self.named_git_dir(dir) {
+            Some(git_dir) => cmd.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", dir),
+            None => cmd,
+        }
+    }
+
+    fn plain_at(&self, dir: &Path) -> GitCmd<'_> {
         GitCmd {
             git: self,
             dir: dir.to_path_buf(),
@@ -149,6 +182,7 @@ impl Git {
             envs: Vec::new(),
             stdin: None,
             shielded: false,
+            whole_index: false,
         }
     }
 }
@@ -175,6 +209,8 @@ pub(crate) struct GitCmd<'g> {
     stdin: Option<Vec<u8>>,
     /// In a process group of its own: a Ctrl-C at the terminal does not reach it.
     shielded: bool,
+    /// The index is one a3s-iso names (`GIT_INDEX_FILE`): written whole.
+    whole_index: bool,
 }
 
 impl<'g> GitCmd<'g> {
@@ -206,9 +242,27 @@ impl<'g> GitCmd<'g> {
     /// variable again replaces the earlier value.
     pub(crate) fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
         let key = key.as_ref().to_owned();
+        if key == "GIT_INDEX_FILE" {
+            self.write_index_whole();
+        }
         self.envs.retain(|(k, _)| *k != key);
         self.envs.push((key, value.as_ref().to_owned()));
         self
+    }
+
+    /// An index a3s-iso names (a temporary index, its own index of an isolation, a new
+    /// isolation's before anything ran in it) is never split, whatever `core.splitIndex`
+    /// says: a split index keeps most entries in a `sharedindex.*` file of the git dir, which
+    /// a copy of the index does not carry, which goes with a private git dir, and which in
+    /// the user's git dir would be a file a3s-iso left there.
+    fn write_index_whole(&mut self) {
+        if !self.whole_index {
+            let at = self.shown_args_from;
+            self.args
+                .splice(at..at, ["-c".into(), "core.splitIndex=false".into()]);
+            self.shown_args_from += 2;
+            self.whole_index = true;
+        }
     }
 
     /// Feeds `bytes` to git's stdin (closed otherwise).

@@ -8,6 +8,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use super::inherit::Inherited;
 use crate::error::{Error, IoContext, Result};
 use crate::git::{Git, GitCmd, HermeticGit};
 use crate::isolation::link_contents;
@@ -43,6 +44,11 @@ pub(crate) fn clean(
             .env("GIT_ATTR_SOURCE", head)
     };
     reset_captured(&cmd, head)?;
+    // A file the session wrote where a sparse checkout marks the entry skip-worktree is
+    // looked at like any other (and written again or removed below).
+    if crate::indexfile::summary(index)?.skip_worktree {
+        crate::snapshot::unskip_present(&cmd, tree.path)?;
+    }
     // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the
     // session wrote is read by what follows. `-x` uses none of the ignore files (the session
     // may have written those too): only the kept patterns, given on the command line, keep a
@@ -137,14 +143,15 @@ fn replace_dot_git(tree: &Path) -> Result<()> {
 }
 
 /// Empties the admin dir and writes what `git worktree add --detach` writes: `commondir`,
-/// `gitdir` (naming `tree`), `HEAD` and `ORIG_HEAD` at `head`, the reflog of HEAD, and `index`
-/// (a copy of a3s-iso's); then the tree's `.git` file naming the admin dir. The tree is at
-/// `at` now and will be at `tree`.
+/// `gitdir` (naming `tree`), `HEAD` and `ORIG_HEAD` at `head`, the reflog of HEAD, `index`
+/// (a copy of a3s-iso's), and what the source passes on (`inherited`); then the tree's `.git`
+/// file naming the admin dir. The tree is at `at` now and will be at `tree`.
 pub(crate) fn reset_admin(
     admin: &Path,
     (at, tree): (&Path, &Path),
     head: &str,
     index: &Path,
+    inherited: &Inherited,
 ) -> Result<()> {
     let meta = fs::symlink_metadata(admin).ctx(|| format!("cannot read {}", admin.display()))?;
     if !meta.file_type().is_dir() {
@@ -178,6 +185,7 @@ pub(crate) fn reset_admin(
             .ctx(|| format!("cannot create {}/{dir}", admin.display()))?;
     }
     write("logs/HEAD", &reflog_line(head))?;
+    inherited.write_into(admin)?;
     crate::snapshot::copy_index(index, &admin.join("index"))?;
     let mut dot_git = b"gitdir: ".to_vec();
     dot_git.extend_from_slice(&link_contents(admin));

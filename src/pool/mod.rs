@@ -11,6 +11,7 @@
 //! filters for that git.
 
 mod clean;
+mod inherit;
 mod spare;
 
 use std::fs;
@@ -26,6 +27,7 @@ use crate::fsutil::now_ms;
 use crate::owner::Owner;
 use crate::state::SessionRecord;
 use clean::Tree;
+use inherit::Inherited;
 
 /// What `pool` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -212,10 +214,8 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
     }
     let admin = crate::isolation::add_worktree(ctx, &located.repo, &spare.path, &head)?;
     spare.admin = Some(admin.clone());
-    crate::snapshot::copy_index(
-        &admin.join("index"),
-        &spare::index_path(located, spare.slot),
-    )?;
+    let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
+    crate::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;
     spare.head = head;
     Ok(())
 }
@@ -286,8 +286,16 @@ pub(crate) fn finish_take(
         if taken.head != revision {
             clean::advance(&ctx.git, &tree, &taken.head, revision, &taken.index)?;
         }
+        let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
+        inherited.conform(&ctx.git, &tree, revision, &taken.index)?;
         crate::fault_point!("pool-take-after-checkout");
-        clean::reset_admin(&taken.admin, (dest, dest), revision, &taken.index)?;
+        clean::reset_admin(
+            &taken.admin,
+            (dest, dest),
+            revision,
+            &taken.index,
+            &inherited,
+        )?;
         let seed = located.store.seed_index(&taken.admin)?;
         crate::snapshot::copy_index(&taken.index, &seed)
     })();
@@ -422,9 +430,11 @@ fn make_spare(
     };
     let head = &record.bound_revision;
     clean::clean(&ctx.git, &tree, head, &index, &settings.keep_ignored)?;
+    let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
+    inherited.conform(&ctx.git, &tree, head, &index)?;
     crate::fault_point!("pool-return-after-clean");
     let path = spare::spare_path(located, slot);
-    clean::reset_admin(admin, (trash, &path), head, &index)?;
+    clean::reset_admin(admin, (trash, &path), head, &index, &inherited)?;
     let spare = Spare {
         slot,
         state: SpareState::Ready,

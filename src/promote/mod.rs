@@ -45,7 +45,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     }
     // A document is checked completely before anything else.
     let verified = match &opts.change_set {
-        Some(path) => Some(changeset::verify_file(path)?),
+        Some(path) => Some(changeset::verify_file(&ctx.git, path)?),
         None => None,
     };
     let located = ctx.locate()?;

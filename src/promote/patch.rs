@@ -61,7 +61,7 @@ pub(super) fn promote_patch(
         out.set_conflicting_paths(paths);
         return Ok((out, None));
     }
-    let source = source_of(located, candidate);
+    let source = source_of(ctx, located, candidate);
     let head = source.head_commit(&ctx.git);
     out.current_revision = head.clone();
     if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
@@ -203,15 +203,13 @@ pub(super) fn report_conflict(check: Check, head: Option<String>, out: &mut Prom
 }
 
 /// The checkout the change set lands in: the session's source, or the located one.
-fn source_of(located: &Located, candidate: &Candidate) -> Repo {
-    Repo {
-        toplevel: candidate
-            .session
-            .as_ref()
-            .map(|s| s.source.clone())
-            .unwrap_or_else(|| located.repo.toplevel.clone()),
-        common_dir: located.repo.common_dir.clone(),
-    }
+fn source_of(ctx: &Context, located: &Located, candidate: &Candidate) -> Repo {
+    let toplevel = candidate
+        .session
+        .as_ref()
+        .map(|s| s.source.clone())
+        .unwrap_or_else(|| located.repo.toplevel.clone());
+    Repo::new(&ctx.git, toplevel, located.repo.common_dir.clone())
 }
 
 /// Decides whether the patch can land, and plans every touched path's images if it can.
@@ -261,6 +259,10 @@ pub(super) fn check(
     if !overlap.is_empty() {
         return Ok(Check::MeetsWip(overlap));
     }
+    let outside = outside_sparse_patterns(ctx, source, &touched)?;
+    if !outside.is_empty() {
+        return Ok(Check::DoesNotApply(OUTSIDE_SPARSE.into(), outside));
+    }
     if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
         let paths = failing_paths(&detail, &touched);
         return Ok(Check::DoesNotApply(detail, paths));
@@ -279,6 +281,31 @@ pub(super) fn check(
             }
         },
     )
+}
+
+/// Why a change set that changes files the sparse checkout leaves out does not land.
+const OUTSIDE_SPARSE: &str = "the patch changes files outside the checkout's sparse-checkout patterns, which are not in the checkout; add them (git sparse-checkout add) and promote again";
+
+/// The touched paths that the source, a sparse checkout, leaves out (tracked, marked
+/// skip-worktree, and so not on disk): git apply cannot change a file that is not there.
+fn outside_sparse_patterns(
+    ctx: &Context,
+    source: &Path,
+    touched: &[RepoPath],
+) -> Result<Vec<RepoPath>> {
+    if touched.is_empty() || ctx.git.config_bool(source, "core.sparseCheckout")? != Some(true) {
+        return Ok(Vec::new());
+    }
+    let out = ctx
+        .git
+        .at(source)
+        .args(["--literal-pathspecs", "ls-files", "-t", "-z", "--"])
+        .args(touched.iter().map(RepoPath::as_os))
+        .run()?;
+    Ok(split_nul(&out)
+        .filter_map(|record| record.strip_prefix(b"S "))
+        .map(|path| RepoPath(path.to_vec()))
+        .collect())
 }
 
 /// The touched paths git's refusal names (`error: patch failed: <path>:<line>`, `error:

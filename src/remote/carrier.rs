@@ -17,7 +17,7 @@ use std::path::Path;
 
 use crate::changeset::{self, ChangeSet};
 use crate::error::{ChangeSetRule, Error, IoContext, Result};
-use crate::git::{Git, ObjectInfo, TopEntry};
+use crate::git::{Git, ObjectInfo, PatchInput, TopEntry};
 use crate::snapshot::{Patch, TempFile};
 
 /// The document's name in the commit's tree.
@@ -284,6 +284,12 @@ fn read_patch(
             format!("the patch blob's sha256 is {}", patch.digest),
         ));
     }
+    changeset::check_patch(
+        git,
+        PatchInput::File(patch.file.path()),
+        patch.files_changed,
+        PATCH,
+    )?;
     Ok(patch)
 }
 

@@ -167,7 +167,7 @@ fn change_set_to_push(
     let (located, verified) = match source {
         PushSource::Session(session) => return session_change_set(ctx, session.as_deref()),
         PushSource::Document(path) => {
-            let verified = changeset::verify_file(path)?;
+            let verified = changeset::verify_file(&ctx.git, path)?;
             (ctx.locate()?, verified)
         }
         PushSource::Run { session_id, run_id } => {

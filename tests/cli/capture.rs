@@ -437,7 +437,7 @@ fn capture_refuses_sessions_without_an_isolation() {
 }
 
 #[test]
-fn a_split_index_falls_back_to_read_tree_and_stays_untouched() {
+fn an_isolation_index_the_command_split_is_left_untouched() {
     let fx = Fixture::new();
     fx.bind("split");
     let iso = fx.isolation("split");

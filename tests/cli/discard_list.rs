@@ -195,3 +195,83 @@ fn usage_errors_exit_2_also_as_json() {
     assert_eq!(code, 2);
     assert_eq!(error_code(&doc), "usage");
 }
+
+/// An isolation removed by hand (`rm -rf`): `list` and `show` say `missing`, and every command
+/// that needs the tree answers `isolation_missing` (exit 4, `run` too) with the way back.
+#[test]
+fn a_hand_removed_isolation_is_missing_for_every_command_that_needs_it() {
+    let fx = Fixture::new();
+    fx.bind("gone");
+    std::fs::write(fx.isolation("gone").join("work.txt"), "captured work\n").unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "gone"]);
+    assert_eq!(code, 0, "{doc}");
+    std::fs::remove_dir_all(fx.isolation("gone")).unwrap();
+    let before = checkout_listing(&fx.src);
+
+    let (code, list) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list["sessions"][0]["state"], "missing", "{list}");
+    let (code, show) = fx.json(&["show", "-s", "gone"]);
+    assert_eq!(code, 0, "{show}");
+    assert_eq!(show["tree"], "missing", "{show}");
+
+    for args in [
+        &["run", "-s", "gone", "--", "touch", "ran.txt"][..],
+        &[
+            "run",
+            "-s",
+            "gone",
+            "--no-sandbox",
+            "--",
+            "touch",
+            "ran.txt",
+        ],
+        &["capture", "-s", "gone"],
+        &["promote", "-s", "gone"],
+        &["promote", "-s", "gone", "--mode", "branch"],
+        &["diff", "-s", "gone"],
+    ] {
+        let (code, err) = fx.json(args);
+        assert_eq!(code, 4, "{args:?}: {err}");
+        assert_eq!(error_code(&err), "isolation_missing", "{args:?}: {err}");
+        let hint = err["error"]["hint"].as_str().unwrap_or_default();
+        assert!(
+            hint.contains("bind -s gone --resume") && hint.contains("discard -s gone"),
+            "{args:?}: {hint}"
+        );
+        let human = fx.cmd().args(args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&human.stderr);
+        assert_eq!(human.status.code(), Some(4), "{args:?}: {stderr}");
+        assert!(stderr.contains("error[isolation_missing]"), "{stderr}");
+        assert!(stderr.contains("hint: "), "{stderr}");
+        assert_eq!(
+            checkout_listing(&fx.src),
+            before,
+            "{args:?}: the source is untouched"
+        );
+    }
+    assert!(
+        !fx.isolation("gone").exists(),
+        "nothing ran, nothing was recreated"
+    );
+
+    // The way back the hint names.
+    let (code, doc) = fx.json(&["bind", "-s", "gone", "--resume"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("gone").join("work.txt")).unwrap(),
+        "captured work\n"
+    );
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["state"], "bound", "{list}");
+
+    // A registration removed by hand leaves the tree without its git: missing as well.
+    fx.bind("unregistered");
+    let admin = fx.src.join(".git/worktrees/-src.a3s-isolate-unregistered");
+    assert!(admin.is_dir());
+    std::fs::remove_dir_all(&admin).unwrap();
+    let (code, err) = fx.json(&["capture", "-s", "unregistered"]);
+    assert_eq!((code, error_code(&err)), (4, "isolation_missing"), "{err}");
+    let (code, doc) = fx.json(&["discard", "-s", "unregistered"]);
+    assert_eq!(code, 0, "{doc}");
+}

@@ -252,3 +252,84 @@ fn verify_stdin_refuses_a_document_over_the_bound_without_reading_it_all() {
     );
     assert!(sent < 64 << 20, "the whole input was read: {sent} bytes");
 }
+
+/// A document whose patch is replaced, with `patch_bytes` and `patch_digest` made to match: it
+/// passes every rule of the fields, and only reading the patch tells.
+fn with_patch(doc: &Value, patch: &[u8]) -> Value {
+    use base64::Engine;
+    use sha2::Digest;
+    let mut doc = doc.clone();
+    doc["patch_base64"] = json!(base64::engine::general_purpose::STANDARD.encode(patch));
+    doc["patch_bytes"] = json!(patch.len());
+    doc["patch_digest"] = json!(format!(
+        "sha256:{}",
+        hex::encode(sha2::Sha256::digest(patch))
+    ));
+    doc
+}
+
+fn patch_of(doc: &Value) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(doc["patch_base64"].as_str().unwrap())
+        .unwrap()
+}
+
+#[test]
+fn a_digest_valid_document_whose_patch_git_cannot_read_breaks_the_patch_rule() {
+    let fx = Fixture::new();
+    fx.bind("p");
+    let iso = fx.isolation("p");
+    std::fs::write(iso.join("README.md"), "hello\nfrom\nthe\nagent\n").unwrap();
+    let binary: Vec<u8> = (0..600u32).map(|i| (i * 7919 % 251) as u8).collect();
+    std::fs::write(iso.join("blob.bin"), &binary).unwrap();
+    let (doc, _) = captured(&fx, "p", "p.json");
+    let real = patch_of(&doc);
+    let text = String::from_utf8(real.clone()).unwrap();
+    assert!(text.contains("GIT binary patch"), "{text}");
+
+    let garbage: Vec<u8> = (0..512u32).map(|i| (i * 131 % 256) as u8).collect();
+    // Cut inside the text hunk: the hunk promises more lines than it has.
+    let hunk_end = text.find("+agent\n").unwrap();
+    let truncated = real[..hunk_end].to_vec();
+    // One character of the binary literal that base85 does not have.
+    let literal = text.find("literal ").unwrap();
+    let data_line = text[literal..].find('\n').unwrap() + literal + 1;
+    let mut broken = real.clone();
+    broken[data_line + 3] = b'.';
+    let before = checkout_listing(&fx.src);
+    for (case, patch) in [
+        ("garbage", garbage),
+        ("truncated", truncated),
+        ("broken base85", broken),
+    ] {
+        let path = fx.root.join("bad.json");
+        std::fs::write(
+            &path,
+            serde_json::to_vec(&with_patch(&doc, &patch)).unwrap(),
+        )
+        .unwrap();
+        let path = path.to_str().unwrap();
+        for args in [
+            vec!["verify", path],
+            vec!["promote", "--change-set", path],
+            vec!["diff", "--change-set", path],
+        ] {
+            let (code, err) = fx.json(&args);
+            assert_eq!(code, 5, "{case}: {args:?}: {err}");
+            let (rule, field, message) = crate::fixture::broken_rule(&err);
+            assert_eq!(
+                (rule.as_str(), field.as_str()),
+                ("patch", "patch_base64"),
+                "{case}: {args:?}: {err}"
+            );
+            assert!(message.contains("not a patch git can read"), "{message}");
+        }
+        assert_eq!(checkout_listing(&fx.src), before, "{case}: nothing applied");
+    }
+    // The real patch still verifies and lands.
+    let path = fx.root.join("good.json");
+    std::fs::write(&path, serde_json::to_vec(&with_patch(&doc, &real)).unwrap()).unwrap();
+    let (code, ok) = fx.json(&["verify", path.to_str().unwrap()]);
+    assert_eq!((code, &ok["valid"]), (0, &json!(true)), "{ok}");
+}

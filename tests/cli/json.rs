@@ -222,6 +222,13 @@ fn error_documents() {
     other.wait().unwrap();
     fx.json(&["bind", "-s", "reader", "--read-only"]);
     snap(&fx, "error_read_only_session", &["capture", "-s", "reader"]);
+    fx.bind("vanished");
+    std::fs::remove_dir_all(fx.isolation("vanished")).unwrap();
+    snap(
+        &fx,
+        "error_isolation_missing",
+        &["capture", "-s", "vanished"],
+    );
     fx.write("wip.txt", "local work\n");
     snap(&fx, "error_dirty_source", &["bind", "-s", "dirty"]);
 }

@@ -8,6 +8,7 @@ mod breaking;
 mod capture;
 mod codes;
 mod completion;
+mod configs;
 mod crash;
 mod discard_list;
 mod docs;

@@ -898,6 +898,16 @@ fn errors_of_state(fx: &Fixture, seen: &mut BTreeSet<String>) {
         !report["branch"]["replayed"].as_array().unwrap().is_empty(),
         "{report}"
     );
+    fx.bind("vanished");
+    std::fs::remove_dir_all(fx.isolation("vanished")).unwrap();
+    error(
+        fx,
+        seen,
+        src,
+        &["capture", "-s", "vanished"],
+        "isolation_missing",
+        4,
+    );
     fx.write("wip.txt", "local work\n");
     error(fx, seen, src, &["bind", "-s", "dirty"], "dirty_source", 1);
 }
