@@ -695,7 +695,8 @@ fn command_for(
 /// its own (the command a session of its own inside) and gets `/dev/null` for every stream
 /// that is a terminal: the command's terminal is the sandbox's pty, never the caller's.
 /// Unsandboxed, the command leads a session of its own (with an interactive pty: that pty is
-/// its controlling terminal; otherwise it has none).
+/// its controlling terminal; otherwise it has none), except on a terminal a3s-iso is in the
+/// background of: then it is a background job of that terminal like a3s-iso.
 fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Result<()> {
     use std::os::unix::process::CommandExt;
     command
@@ -711,8 +712,14 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
         Ok(Stdio::from(stderr))
     };
     if launch.spec.is_none() {
-        if launch.terminal == TerminalSpec::None {
-            sandbox::new_session_on_exec(command);
+        match launch.terminal {
+            // The pty's own session: host_pty_for makes it.
+            TerminalSpec::Interactive => {}
+            // A background job of that terminal, whose job control applies as to any other.
+            _ if Stream::Stdin.is_terminal() => {
+                command.process_group(0);
+            }
+            _ => sandbox::new_session_on_exec(command),
         }
         if opts.stdout_to_stderr {
             command.stdout(stdout_to_stderr()?);

@@ -38,10 +38,13 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
 
-    /// Pass the variable NAME on to the command, or set NAME=VALUE (repeatable); NAME may be a
-    /// pattern such as 'NODE_*', but a name that looks like a credential (*TOKEN*, *SECRET*,
-    /// *_KEY, AWS_*, ...) passes only when named exactly. Without it the command gets PATH,
-    /// HOME, USER, LANG, LC_*, TERM, TZ, git's identity and the like, and nothing else
+    /// Pass the variable NAME to the command, or set NAME=VALUE (repeatable)
+    ///
+    /// Otherwise the command gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, COLORTERM, LANG,
+    /// LC_*, TZ, TMPDIR, EDITOR, PAGER, A3S_ISO_*, git's identity and where git's configuration
+    /// is. NAME may be a pattern ('NODE_*'), but a variable that looks like a credential
+    /// (*TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *API_KEY*, AWS_*, GITHUB_*, GH_*, *CREDENTIAL*)
+    /// passes only when named exactly. With or without the sandbox.
     #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
     pub env: Vec<EnvRequest>,
 

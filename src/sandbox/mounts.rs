@@ -412,4 +412,41 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn a_private_dev_gets_the_device_nodes_back_but_never_the_hosts_ptys() {
+        let spec = SandboxSpec {
+            writable: ["/dev/null", "/dev/tty", "/dev/ptmx", "/dev/pts"]
+                .map(PathBuf::from)
+                .to_vec(),
+            private: vec!["/dev".into(), "/dev/shm".into()],
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into(), "/dev".into(), "/dev/pts".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/dev/null".into()),
+                Step::Stage("/dev/tty".into()),
+                Step::ReadOnly("/".into()),
+                Step::Private {
+                    path: "/dev".into(),
+                    mode: 0o755
+                },
+                Step::Private {
+                    path: "/dev/shm".into(),
+                    mode: 0o1777
+                },
+                Step::Restore {
+                    path: "/dev/null".into(),
+                    writable: true
+                },
+                Step::Restore {
+                    path: "/dev/tty".into(),
+                    writable: true
+                },
+                Step::FreshDev,
+            ]
+        );
+    }
 }

@@ -14,7 +14,7 @@ use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Winsi
 use serde_json::Value;
 
 use crate::fixture::sandbox_available;
-use crate::fixture::{BIN, Fixture, isolate, json_of};
+use crate::fixture::{BIN, Fixture, isolate, json_of, kill_leftovers, processes_with};
 
 /// util-linux `setsid`, to start a3s-iso as a session leader with a controlling terminal.
 const SETSID: &str = "/usr/bin/setsid";
@@ -569,30 +569,6 @@ fn on_terminal_without_input(fx: &Fixture) -> Option<Command> {
     .current_dir(&fx.src);
     isolate(&mut cmd, &fx.home);
     Some(cmd)
-}
-
-/// The host pids of processes whose command line holds `marker` (zombies have none).
-fn processes_with(marker: &str) -> Vec<i32> {
-    let own = std::process::id() as i32;
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| *pid != own)
-        .filter(|pid| {
-            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            String::from_utf8_lossy(&cmdline).contains(marker)
-        })
-        .collect()
-}
-
-/// Kills what a failed test left behind (stopped processes would stay forever).
-fn kill_leftovers(marker: &str) {
-    for pid in processes_with(marker) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-        }
-    }
 }
 
 /// Reads a file the command wrote in its isolation (empty when it wrote none).

@@ -411,3 +411,45 @@ fn a_command_cannot_forge_the_sandbox_helpers_status() {
     assert_eq!(runs[0]["state"], "failed");
     assert_eq!(runs[0]["exit_code"], 125);
 }
+
+#[test]
+fn a_run_whose_caller_is_killed_leaves_nothing_running() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("orphan");
+    let marker = "8765432";
+    let script = format!("echo started > started.txt; sleep {marker}");
+    let mut child = fx
+        .cmd()
+        .args(["run", "-s", "orphan", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = fx.isolation("orphan").join("started.txt");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.exists(), "the command never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The kernel takes the sandbox down with its caller: give it a moment, not forever.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !crate::fixture::processes_with(marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = crate::fixture::processes_with(marker);
+    crate::fixture::kill_leftovers(marker);
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "processes of the run outlived its caller"
+    );
+    // Nothing holds the session's lease any more.
+    let (code, doc) = fx.json(&["run", "-s", "orphan", "--", "true"]);
+    assert_eq!(code, 0, "{doc}");
+}

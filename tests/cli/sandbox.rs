@@ -536,3 +536,41 @@ fn credentials_in_the_environment_reach_the_command_only_when_named() {
         no_value_printed(&printed);
     }
 }
+
+#[test]
+fn dev_holds_only_the_usual_nodes_unless_a_device_is_allowed() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("dev");
+    let iso = fx.isolation("dev");
+    let (code, doc) = fx.json(&["run", "-s", "dev", "--", "sh", "-c", "ls /dev > dev.txt"]);
+    assert_eq!(code, 0, "{doc}");
+    let listed = std::fs::read_to_string(iso.join("dev.txt")).unwrap();
+    let usual = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero";
+    assert_eq!(
+        listed.split_whitespace().collect::<Vec<_>>().join(" "),
+        usual
+    );
+    // A host device the command needs comes back when allowed.
+    let Some(device) = ["/dev/kvm", "/dev/fuse", "/dev/loop-control", "/dev/kmsg"]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).exists())
+    else {
+        return;
+    };
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "dev",
+        "--allow-read",
+        device,
+        "--",
+        "sh",
+        "-c",
+        "ls /dev > dev.txt",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let listed = std::fs::read_to_string(iso.join("dev.txt")).unwrap();
+    let name = device.trim_start_matches("/dev/");
+    assert!(listed.lines().any(|l| l == name), "{device}: {listed}");
+}
