@@ -87,10 +87,11 @@ pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     let reporter = a3s_iso::sandbox::Reporter::adopt(args.status_fd);
     match serde_json::from_str(&args.spec) {
         Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, &args.command),
-        Err(e) => {
-            eprintln!("a3s-iso: invalid sandbox spec: {e}");
-            125
-        }
+        Err(e) => reporter.fail(
+            a3s_iso::sandbox::HelperCode::Internal,
+            format!("invalid sandbox spec: {e}"),
+            &args.command[0].to_string_lossy(),
+        ),
     }
 }
 

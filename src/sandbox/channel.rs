@@ -146,7 +146,7 @@ impl Reporter {
     }
 
     /// Reports why the helper did not become the command; returns the status to exit with.
-    pub(super) fn fail(&self, code: HelperCode, message: String, program: &str) -> i32 {
+    pub fn fail(&self, code: HelperCode, message: String, program: &str) -> i32 {
         let failure = HelperFailure {
             code,
             message,
