@@ -8,6 +8,7 @@
 pub mod bind;
 pub mod capture;
 pub mod changeset;
+pub mod command_env;
 pub mod complete;
 pub mod context;
 pub mod copyignored;

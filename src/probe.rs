@@ -112,7 +112,6 @@ const TRIAL_PATIENCE: Duration = Duration::from_secs(20);
 /// `Ok` when the command ran to success inside every layer; the helper's own report otherwise.
 pub fn sandbox_trial(helper: &Path) -> Result<()> {
     let dir = TrialDir::new()?;
-    let status_file = dir.0.join("status.json");
     let spec = SandboxSpec {
         deny_network: true,
         writable: vec![dir.0.clone()],
@@ -121,10 +120,12 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
     };
     sandbox::probe(&spec)?;
     let spec_json = serde_json::to_string(&spec).map_err(|e| Error::internal(e.to_string()))?;
-    let mut child = Command::new(helper)
-        .arg("sandbox-exec")
-        .arg("--status-file")
-        .arg(&status_file)
+    let mut channel = sandbox::StatusChannel::new()
+        .map_err(|e| Error::io("cannot make the sandbox helper's channel", e))?;
+    let mut command = Command::new(helper);
+    command.arg("sandbox-exec");
+    channel.pass_to(&mut command);
+    let mut child = command
         .arg("--spec")
         .arg(spec_json)
         .arg("--")
@@ -135,6 +136,7 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| Error::io(format!("cannot start {}", helper.display()), e))?;
+    channel.spawned();
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child
@@ -150,7 +152,7 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    if let Some(err) = sandbox::read_failure(&status_file) {
+    if let Some(err) = channel.failure() {
         return Err(err);
     }
     if status.success() {

@@ -1,12 +1,18 @@
-//! The pseudo-terminal a `run` command gets when a3s-iso's stdin is a terminal.
+//! The pseudo-terminal a `run` command gets when a3s-iso's stdin is a terminal (and, in the
+//! sandbox, when only its output is one).
 //!
-//! The command's stdin, stdout and stderr are the slave side of a new pty, and it runs in a
-//! session of its own with that slave as its controlling terminal: programs that read the
-//! terminal work, Ctrl-C reaches the command through its own line discipline, and nothing the
-//! command does to its terminal (`TIOCSTI` included) reaches the caller's. While the command
-//! runs, the caller's terminal is in raw mode and a relay thread copies bytes both ways and
-//! passes window-size changes on; the caller's terminal settings come back on every way out
-//! ([`RawMode`] restores them when dropped).
+//! Interactive: the command's stdin, stdout and stderr are the slave side of a new pty, and it
+//! runs in a session of its own with that slave as its controlling terminal: programs that
+//! read the terminal work, Ctrl-C reaches the command through its own line discipline, and
+//! nothing the command does to its terminal (`TIOCSTI` included) reaches the caller's. While
+//! the command runs, the caller's terminal is in raw mode and a relay thread copies bytes both
+//! ways and passes window-size changes on; the caller's terminal settings come back on every
+//! way out ([`RawMode`] restores them when dropped).
+//!
+//! Output only (sandboxed, stdin not a terminal): the command's stdout and/or stderr are the
+//! slave, and the relay copies what it writes to the caller's terminal; nothing goes the other
+//! way and the caller's terminal settings are never touched. A sandboxed command's pty lives
+//! in the sandbox's own `devpts`: the helper makes it and hands its master over.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -78,9 +84,41 @@ impl Drop for RawMode {
     }
 }
 
-/// A new pty for the command and the relay between it and the caller's terminal, which is in
-/// raw mode while this lives. Dropping it (or [`CommandTerminal::finish`]) drains what the
-/// command left, stops the relay and only then restores the caller's terminal.
+/// One of a3s-iso's own standard streams.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stream {
+    Stdin,
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    fn fd(self) -> BorrowedFd<'static> {
+        match self {
+            Stream::Stdin => rustix::stdio::stdin(),
+            Stream::Stdout => rustix::stdio::stdout(),
+            Stream::Stderr => rustix::stdio::stderr(),
+        }
+    }
+
+    /// Whether this stream is a terminal.
+    pub(crate) fn is_terminal(self) -> bool {
+        rustix::termios::isatty(self.fd())
+    }
+}
+
+/// How the command uses its pty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Use {
+    /// Both ways: the caller's stdin (a terminal, raw meanwhile) in, the output to `to`.
+    Interactive { to: Stream },
+    /// Output only, to `to` (a terminal the caller's settings of which stay as they are).
+    Output { to: Stream },
+}
+
+/// A pty for the command and the relay between it and the caller's terminal, which is in raw
+/// mode while this lives (interactive use). Dropping it (or [`CommandTerminal::finish`]) drains
+/// what the command left, stops the relay and only then restores the caller's terminal.
 pub(crate) struct CommandTerminal {
     master: Arc<OwnedFd>,
     /// a3s-iso's copy of the slave, closed once the command has started (so that the relay
@@ -91,30 +129,60 @@ pub(crate) struct CommandTerminal {
     stop: Arc<AtomicBool>,
     signals: Vec<SigId>,
     thread: Option<JoinHandle<()>>,
-    raw: RawMode,
+    /// `None` for output only.
+    raw: Option<RawMode>,
 }
 
 impl CommandTerminal {
-    /// Opens a pty pair whose slave starts with the caller's settings and window size, puts
-    /// the caller's terminal in raw mode and starts relaying: the caller's stdin to the
-    /// command, the command's output to a3s-iso's stdout, or stderr with `to_stderr`.
-    pub(crate) fn open(to_stderr: bool) -> io::Result<CommandTerminal> {
+    /// Opens a pty pair on the host for an interactive command and relays it (see
+    /// [`CommandTerminal::relay`]); the command's output goes to `to`.
+    pub(crate) fn open(to: Stream) -> io::Result<CommandTerminal> {
         let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
         let master = rustix::pty::openpt(flags)?;
         rustix::pty::grantpt(&master)?;
         rustix::pty::unlockpt(&master)?;
         let slave = open_slave(&master, flags)?;
-        copy_window_size(&slave);
+        CommandTerminal::relay(master, Some(slave), Use::Interactive { to })
+    }
+
+    /// Relays the pty whose master is `master`: its slave starts with the settings and window
+    /// size of the caller's terminal (without output processing, for output only: the
+    /// caller's terminal does that); for interactive use the caller's terminal goes into raw
+    /// mode and its input goes to the command.
+    pub(crate) fn relay(
+        master: OwnedFd,
+        slave: Option<OwnedFd>,
+        usage: Use,
+    ) -> io::Result<CommandTerminal> {
+        let (outer, to) = match usage {
+            Use::Interactive { to } => (Stream::Stdin, to),
+            Use::Output { to } => (to, to),
+        };
+        // Through the master, the kernel sets the slave's window size and settings.
+        copy_window_size(outer, &master);
         rustix::io::ioctl_fionbio(&master, true)?;
         let (wake_reader, wake) = rustix::pipe::pipe_with(
             rustix::pipe::PipeFlags::CLOEXEC | rustix::pipe::PipeFlags::NONBLOCK,
         )?;
-        let raw = RawMode::enter()?;
-        rustix::termios::tcsetattr(&slave, OptionalActions::Now, raw.saved())?;
+        let raw = match usage {
+            Use::Interactive { .. } => {
+                let raw = RawMode::enter()?;
+                rustix::termios::tcsetattr(&master, OptionalActions::Now, raw.saved())?;
+                Some(raw)
+            }
+            Use::Output { .. } => {
+                let mut modes = rustix::termios::tcgetattr(outer.fd())?;
+                modes
+                    .output_modes
+                    .remove(rustix::termios::OutputModes::OPOST);
+                rustix::termios::tcsetattr(&master, OptionalActions::Now, &modes)?;
+                None
+            }
+        };
         // From here on, dropping `terminal` puts everything back.
         let mut terminal = CommandTerminal {
             master: Arc::new(master),
-            slave: Some(slave),
+            slave,
             wake,
             stop: Arc::new(AtomicBool::new(false)),
             signals: Vec::new(),
@@ -129,8 +197,9 @@ impl CommandTerminal {
             stop: Arc::clone(&terminal.stop),
             winch,
             cont,
-            raw: terminal.raw.saved().clone(),
-            to_stderr,
+            raw: terminal.raw.as_ref().map(|raw| raw.saved().clone()),
+            outer,
+            to,
         };
         let thread = std::thread::Builder::new()
             .name("a3s-iso-pty".into())
@@ -209,9 +278,13 @@ struct Copier {
     stop: Arc<AtomicBool>,
     winch: Arc<AtomicBool>,
     cont: Arc<AtomicBool>,
-    /// The caller's settings, to put raw mode back after a stop and continue.
-    raw: Termios,
-    to_stderr: bool,
+    /// The caller's settings, to put raw mode back after a stop and continue (interactive
+    /// use only: then the caller's stdin is relayed to the command).
+    raw: Option<Termios>,
+    /// The caller's terminal whose window size the command's follows.
+    outer: Stream,
+    /// Where the command's output goes.
+    to: Stream,
 }
 
 /// What one pass of the relay loop found.
@@ -227,13 +300,9 @@ enum Step {
 
 impl Copier {
     fn run(self) {
-        let out = Output::new(if self.to_stderr {
-            rustix::stdio::stderr()
-        } else {
-            rustix::stdio::stdout()
-        });
+        let out = Output::new(self.to.fd());
         let mut io = Streams {
-            stdin: Some(rustix::stdio::stdin()),
+            stdin: self.raw.as_ref().map(|_| rustix::stdio::stdin()),
             pending: Vec::new(),
             output_open: true,
             out,
@@ -258,13 +327,16 @@ impl Copier {
     /// Passes a window-size change on; puts raw mode back after a stop and continue.
     fn on_signals(&self) {
         if self.cont.swap(false, Ordering::SeqCst) {
-            let mut raw = self.raw.clone();
-            raw.make_raw();
-            let _ = rustix::termios::tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &raw);
-            copy_window_size(self.master.as_fd());
+            if let Some(saved) = &self.raw {
+                let mut raw = saved.clone();
+                raw.make_raw();
+                let _ =
+                    rustix::termios::tcsetattr(rustix::stdio::stdin(), OptionalActions::Now, &raw);
+            }
+            copy_window_size(self.outer, self.master.as_fd());
         }
         if self.winch.swap(false, Ordering::SeqCst) {
-            copy_window_size(self.master.as_fd());
+            copy_window_size(self.outer, self.master.as_fd());
         }
     }
 
@@ -435,9 +507,9 @@ fn open_slave(master: &OwnedFd, flags: OpenptFlags) -> io::Result<OwnedFd> {
     }
 }
 
-/// Gives `terminal` the caller's window size (when the caller has one).
-fn copy_window_size(terminal: impl AsFd) {
-    if let Ok(size) = rustix::termios::tcgetwinsize(rustix::stdio::stdin()) {
+/// Gives `terminal` the window size of the caller's `outer` terminal (when it is one).
+fn copy_window_size(outer: Stream, terminal: impl AsFd) {
+    if let Ok(size) = rustix::termios::tcgetwinsize(outer.fd()) {
         let _ = rustix::termios::tcsetwinsize(terminal, size);
     }
 }

@@ -10,14 +10,15 @@ use serde::Serialize;
 
 use crate::capture::{Evidence, Target, record_evidence};
 use crate::changeset::RunState;
+use crate::command_env::{CommandEnv, EnvRequest};
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::isolation::Isolation;
 use crate::lock::FileLock;
-use crate::pty::CommandTerminal;
+use crate::pty::{CommandTerminal, Stream, Use};
 use crate::quarantine::Quarantine;
-use crate::sandbox::{self, SandboxReport, SandboxSpec};
+use crate::sandbox::{self, SandboxReport, SandboxSpec, StatusChannel, TerminalSpec};
 use crate::signals::Signals;
 use crate::state::SessionRecord;
 
@@ -54,6 +55,9 @@ pub struct RunOptions {
     pub release_identity: Option<String>,
     /// The a3s-iso executable, re-executed as the sandbox helper.
     pub helper: Option<PathBuf>,
+    /// What of the caller's environment the command gets beyond the allowlist
+    /// ([`crate::command_env::ALLOWED`]), and what it is given.
+    pub env: Vec<EnvRequest>,
 }
 
 /// The run's change set in brief (the document itself is stored with the run).
@@ -131,22 +135,28 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
-    // With a terminal on stdin, the command gets a pseudo-terminal of its own.
-    let pty = crate::pty::stdin_is_terminal();
-    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir, pty)?;
+    // With a terminal, the command gets a pseudo-terminal of its own.
+    let terminal = terminal_for(opts);
+    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
+    let git_env = sandbox_spec
+        .as_ref()
+        .map(|_| quarantine.environment(&located.repo))
+        .unwrap_or_default();
+    let env = command_env(
+        opts,
+        &record,
+        &run_id,
+        &workdir,
+        private_tmp.path(),
+        &git_env,
+    );
     let signals = Signals::register()?;
     let launch = Launch {
-        record: &record,
-        run_id: &run_id,
         workdir: &workdir,
-        private_tmp: private_tmp.path(),
         spec: sandbox_spec.as_ref(),
-        pty,
-        git_env: sandbox_spec
-            .as_ref()
-            .map(|_| quarantine.environment(&located.repo))
-            .unwrap_or_default(),
+        terminal,
+        env: &env,
     };
     let ended = execute(opts, &launch, &signals)?;
     if sandbox_spec.is_some() {
@@ -179,7 +189,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         base_tree,
         result_tree: result.tree,
         change_set,
-        sandbox: report(sandbox_spec.as_ref()),
+        sandbox: report(sandbox_spec.as_ref(), &env),
         warnings,
         nested: nested.sets(),
         status: ended.status(),
@@ -197,9 +207,66 @@ impl Ended {
     }
 }
 
-/// What a run reports of its sandbox (`None`: `--no-sandbox`).
-fn report(spec: Option<&SandboxSpec>) -> SandboxReport {
-    spec.map_or_else(SandboxReport::disabled, SandboxReport::of)
+/// What a run reports of its sandbox (`None`: `--no-sandbox`) and of its environment.
+fn report(spec: Option<&SandboxSpec>, env: &CommandEnv) -> SandboxReport {
+    let mut report = spec.map_or_else(SandboxReport::disabled, SandboxReport::of);
+    report.env_passed = env.passed.clone();
+    report.env_dropped = env.dropped.clone();
+    report
+}
+
+/// The terminal the command gets: an interactive pty when a3s-iso's stdin is a terminal it
+/// has the foreground of; sandboxed, a pty for its output when only that goes to a terminal
+/// (the command never holds a descriptor of the caller's terminal).
+fn terminal_for(opts: &RunOptions) -> TerminalSpec {
+    if crate::pty::stdin_is_terminal() {
+        return TerminalSpec::Interactive;
+    }
+    if opts.sandbox.is_none() {
+        return TerminalSpec::None;
+    }
+    let stdout = output_target(opts).is_terminal();
+    let stderr = Stream::Stderr.is_terminal();
+    if stdout || stderr {
+        TerminalSpec::Output { stdout, stderr }
+    } else {
+        TerminalSpec::None
+    }
+}
+
+/// Where the command's stdout goes: a3s-iso's stdout, or its stderr with `--json`.
+fn output_target(opts: &RunOptions) -> Stream {
+    if opts.stdout_to_stderr {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    }
+}
+
+/// The command's environment: the caller's allowed and named variables, what `--env` sets,
+/// and run's own (the session's, TMPDIR, the quarantine for git); never a repository-selecting
+/// `GIT_*` of the caller's.
+fn command_env(
+    opts: &RunOptions,
+    record: &SessionRecord,
+    run_id: &str,
+    workdir: &Path,
+    private_tmp: &Path,
+    git_env: &[(String, PathBuf)],
+) -> CommandEnv {
+    let worktree = record.worktree.as_deref().unwrap_or(workdir);
+    let mut own: Vec<(String, OsString)> = vec![
+        (
+            "A3S_ISO_SESSION_ID".into(),
+            record.session_id.clone().into(),
+        ),
+        ("A3S_ISO_RUN_ID".into(), run_id.into()),
+        ("A3S_ISO_WORKTREE".into(), worktree.into()),
+        ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
+        ("TMPDIR".into(), private_tmp.into()),
+    ];
+    own.extend(git_env.iter().map(|(k, v)| (k.clone(), v.into())));
+    crate::command_env::plan(std::env::vars_os(), &opts.env, &own, REPO_SELECTING_VARS)
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.
@@ -259,7 +326,7 @@ fn sandbox_for(
     isolation: &Isolation,
     run_dirs: (&Path, &Path),
     workdir: &Path,
-    pty: bool,
+    terminal: TerminalSpec,
 ) -> Result<Option<SandboxSpec>> {
     let Some(request) = &opts.sandbox else {
         return Ok(None);
@@ -299,7 +366,7 @@ fn sandbox_for(
         scratch_layer: Some(located.repo.common_dir.clone()),
         hidden: hidden_paths(home.as_deref(), &allow_read, !request.allow_network),
         workdir: workdir.to_path_buf(),
-        own_terminal: pty,
+        terminal,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
@@ -343,10 +410,13 @@ fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
         .flatten()
 }
 
-/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev/shm`,
-/// the runtime dir, and with the network denied `/run` (host sockets live there).
+/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev` (where
+/// only the device nodes and a new `devpts` come back), `/dev/shm`, the runtime dir, and with
+/// the network denied `/run` (host sockets live there).
 fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev/shm"].map(PathBuf::from).to_vec();
+    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev", "/dev/shm"]
+        .map(PathBuf::from)
+        .to_vec();
     if deny_network {
         dirs.push(PathBuf::from("/run"));
     }
@@ -478,35 +548,42 @@ impl Ended {
 
 /// What the command is started with.
 struct Launch<'a> {
-    record: &'a SessionRecord,
-    run_id: &'a str,
     /// Its working directory, inside the isolation.
     workdir: &'a Path,
-    /// Its TMPDIR.
-    private_tmp: &'a Path,
     /// `None`: a plain host process.
     spec: Option<&'a SandboxSpec>,
-    /// Give the command a pseudo-terminal (a3s-iso's stdin is a terminal).
-    pty: bool,
-    /// Variables for the command's git (the quarantine object dir).
-    git_env: Vec<(String, PathBuf)>,
+    /// The terminal it gets.
+    terminal: TerminalSpec,
+    /// Its environment.
+    env: &'a CommandEnv,
 }
 
 /// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
-/// how it ended. With a pty, the caller's terminal is in raw mode from just before the
-/// command starts until its output is drained, and restored on every way out.
+/// how it ended. With an interactive pty, the caller's terminal is in raw mode from just
+/// before the command starts until its output is drained, and restored on every way out.
 fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<Ended> {
-    let status_file = launch.private_tmp.join(".a3s-iso-helper-status");
-    let mut command = command_for(opts, launch.spec, &status_file)?;
-    set_up(&mut command, opts, launch)?;
-    let mut terminal = if launch.pty {
-        Some(pty_for(&mut command, opts, launch)?)
-    } else {
-        None
+    let mut channel = match launch.spec {
+        Some(_) => Some(
+            StatusChannel::new()
+                .map_err(|e| Error::io("cannot make the sandbox helper's channel", e))?,
+        ),
+        None => None,
     };
-    let child = spawn(command, &opts.command[0])?;
+    let mut command = command_for(opts, launch.spec, channel.as_ref())?;
+    set_up(&mut command, opts, launch)?;
+    let mut terminal = match (launch.spec, launch.terminal) {
+        (None, TerminalSpec::Interactive) => Some(host_pty_for(&mut command, opts)?),
+        _ => None,
+    };
+    let mut child = spawn(command, &opts.command[0])?;
     if let Some(terminal) = &mut terminal {
         terminal.started();
+    }
+    if let Some(channel) = &mut channel {
+        channel.spawned();
+        if launch.terminal != TerminalSpec::None {
+            terminal = relay_sandbox_terminal(channel, opts, launch.terminal, &mut child)?;
+        }
     }
     let ended = supervise(
         child,
@@ -519,29 +596,62 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
         terminal.finish();
     }
     let ended = ended?;
-    // A helper that never became the command says why in the status file.
-    if launch.spec.is_some()
-        && matches!(ended.exit_code, Some(125..=127))
-        && let Some(err) = sandbox::read_failure(&status_file)
+    // A helper that never became the command says why on its channel, which the command
+    // never holds.
+    if matches!(ended.exit_code, Some(125..=127))
+        && let Some(err) = channel.as_mut().and_then(StatusChannel::failure)
     {
         return Err(err);
     }
     Ok(ended)
 }
 
-/// A pty for the command, relayed to the caller's terminal (in raw mode from now on). Without
-/// the sandbox, the command is made a session leader here; the helper does it otherwise.
-fn pty_for(
-    command: &mut Command,
-    opts: &RunOptions,
-    launch: &Launch<'_>,
-) -> Result<CommandTerminal> {
-    let terminal = CommandTerminal::open(opts.stdout_to_stderr)
+/// A host pty for an unsandboxed interactive command, relayed to the caller's terminal (in
+/// raw mode from now on); the command is made a session leader with it just before exec.
+fn host_pty_for(command: &mut Command, opts: &RunOptions) -> Result<CommandTerminal> {
+    let terminal = CommandTerminal::open(output_target(opts))
         .map_err(|e| Error::io("cannot open a pty for the command", e))?;
     terminal
-        .attach(command, launch.spec.is_none())
+        .attach(command, true)
         .map_err(|e| Error::io("cannot give the command its pty", e))?;
     Ok(terminal)
+}
+
+/// Relays the pty the sandbox helper made (its master comes over the channel) and lets the
+/// helper go on. `None` when the helper ended first (its failure is on the channel). When the
+/// relay cannot start, the helper (which has not started the command yet) is ended.
+fn relay_sandbox_terminal(
+    channel: &mut StatusChannel,
+    opts: &RunOptions,
+    terminal: TerminalSpec,
+    helper: &mut Child,
+) -> Result<Option<CommandTerminal>> {
+    let Some(master) = channel.terminal() else {
+        return Ok(None);
+    };
+    let usage = match terminal {
+        TerminalSpec::Output {
+            stdout: false,
+            stderr: true,
+        } => Use::Output { to: Stream::Stderr },
+        TerminalSpec::Output { .. } => Use::Output {
+            to: output_target(opts),
+        },
+        _ => Use::Interactive {
+            to: output_target(opts),
+        },
+    };
+    match CommandTerminal::relay(master, None, usage) {
+        Ok(relayed) => {
+            channel.go();
+            Ok(Some(relayed))
+        }
+        Err(e) => {
+            let _ = helper.kill();
+            let _ = helper.wait();
+            Err(Error::io("cannot relay the command's pty", e))
+        }
+    }
 }
 
 /// Starts `command` and lets go of it (its copies of the command's stdio are closed).
@@ -553,13 +663,13 @@ fn spawn(mut command: Command, program: &std::ffi::OsStr) -> Result<Child> {
 }
 
 /// The process to start: the command itself, or (sandboxed) a3s-iso re-executed as the helper
-/// that enters the sandbox and then execs the command.
+/// that enters the sandbox and then execs the command, with its end of `channel`.
 fn command_for(
     opts: &RunOptions,
     spec: Option<&SandboxSpec>,
-    status_file: &Path,
+    channel: Option<&StatusChannel>,
 ) -> Result<Command> {
-    let Some(spec) = spec else {
+    let (Some(spec), Some(channel)) = (spec, channel) else {
         let mut command = Command::new(&opts.command[0]);
         command.args(&opts.command[1..]);
         return Ok(command);
@@ -572,10 +682,9 @@ fn command_for(
             Error::internal("cannot find the a3s-iso executable for the sandbox helper")
         })?;
     let mut command = Command::new(helper);
+    command.arg("sandbox-exec");
+    channel.pass_to(&mut command);
     command
-        .arg("sandbox-exec")
-        .arg("--status-file")
-        .arg(status_file)
         .arg("--spec")
         .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)
         .arg("--")
@@ -583,36 +692,59 @@ fn command_for(
     Ok(command)
 }
 
-/// The command's environment (the session's variables, no repository-selecting `GIT_*`), its
-/// working directory, its own process group (with a pty and no sandbox: its own session, made
-/// just before exec), and its stdout (stderr with `--json`).
+/// The command's environment (only what [`command_env`] planned), its working directory, its
+/// session or process group, and its stdio. Sandboxed, the helper leads a process group of
+/// its own (the command a session of its own inside) and gets `/dev/null` for every stream
+/// that is a terminal: the command's terminal is the sandbox's pty, never the caller's.
+/// Unsandboxed, the command leads a session of its own (with an interactive pty: that pty is
+/// its controlling terminal; otherwise it has none), except on a terminal a3s-iso is in the
+/// background of: then it is a background job of that terminal like a3s-iso.
 fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Result<()> {
     use std::os::unix::process::CommandExt;
-    for var in REPO_SELECTING_VARS {
-        command.env_remove(var);
-    }
     command
         .current_dir(launch.workdir)
-        .env("A3S_ISO_SESSION_ID", &launch.record.session_id)
-        .env("A3S_ISO_RUN_ID", launch.run_id)
-        .env(
-            "A3S_ISO_WORKTREE",
-            launch.record.worktree.as_deref().unwrap_or(launch.workdir),
-        )
-        .env("A3S_ISO_SOURCE", &launch.record.source)
-        .env("TMPDIR", launch.private_tmp)
-        .envs(launch.git_env.iter().map(|(k, v)| (k, v)));
-    if !(launch.pty && launch.spec.is_none()) {
-        // Its own process group, so that signals reach everything it started.
-        command.process_group(0);
-    }
-    if opts.stdout_to_stderr {
+        .env_clear()
+        .envs(launch.env.vars.iter().map(|(k, v)| (k, v)));
+    let stdout_to_stderr = || -> Result<Stdio> {
         use std::os::fd::AsFd;
         let stderr = std::io::stderr()
             .as_fd()
             .try_clone_to_owned()
             .map_err(|e| Error::io("cannot duplicate stderr", e))?;
-        command.stdout(Stdio::from(stderr));
+        Ok(Stdio::from(stderr))
+    };
+    if launch.spec.is_none() {
+        match launch.terminal {
+            // The pty's own session: host_pty_for makes it.
+            TerminalSpec::Interactive => {}
+            // A background job of that terminal, whose job control applies as to any other.
+            _ if Stream::Stdin.is_terminal() => {
+                command.process_group(0);
+            }
+            _ => sandbox::new_session_on_exec(command),
+        }
+        if opts.stdout_to_stderr {
+            command.stdout(stdout_to_stderr()?);
+        }
+        return Ok(());
+    }
+    // Its own process group, so that signals reach the helper and init, which pass them on.
+    command.process_group(0);
+    let (stdout_pty, stderr_pty) = match launch.terminal {
+        TerminalSpec::None => (false, false),
+        TerminalSpec::Interactive => (true, true),
+        TerminalSpec::Output { stdout, stderr } => (stdout, stderr),
+    };
+    if launch.terminal == TerminalSpec::Interactive || Stream::Stdin.is_terminal() {
+        command.stdin(Stdio::null());
+    }
+    if stdout_pty {
+        command.stdout(Stdio::null());
+    } else if opts.stdout_to_stderr {
+        command.stdout(stdout_to_stderr()?);
+    }
+    if stderr_pty {
+        command.stderr(Stdio::null());
     }
     Ok(())
 }
@@ -666,6 +798,8 @@ fn supervise(
         if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
             timed_out = true;
             kill(rustix::process::Signal::TERM);
+            // A stopped command takes its SIGTERM once continued (as timeout(1) does).
+            kill(rustix::process::Signal::CONT);
             kill_at = Some(Instant::now() + KILL_GRACE);
         }
         if kill_at.is_some_and(|k| Instant::now() >= k) {

@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use clap::Args;
 
+use a3s_iso::command_env::EnvRequest;
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
 use a3s_iso::run::{RunOptions, RunOutcome, SandboxRequest, run};
@@ -37,6 +38,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
 
+    /// Pass the variable NAME to the command, or set NAME=VALUE (repeatable)
+    ///
+    /// Otherwise the command gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, COLORTERM, LANG,
+    /// LC_*, TZ, TMPDIR, EDITOR, PAGER, A3S_ISO_*, git's identity and where git's configuration
+    /// is. NAME may be a pattern ('NODE_*'), but a variable that looks like a credential
+    /// (*TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *API_KEY*, AWS_*, GITHUB_*, GH_*, *CREDENTIAL*)
+    /// passes only when named exactly. With or without the sandbox.
+    #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
+    pub env: Vec<EnvRequest>,
+
     /// Run the command as a plain host process, without the sandbox
     #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read"])]
     pub no_sandbox: bool,
@@ -55,11 +66,16 @@ pub struct RunArgs {
     pub command: Vec<OsString>,
 }
 
+/// `--env NAME`, `--env 'PATTERN*'` or `--env NAME=VALUE`.
+fn parse_env(arg: &str) -> std::result::Result<EnvRequest, String> {
+    EnvRequest::parse(std::ffi::OsStr::new(arg)).map_err(|e| e.to_string())
+}
+
 /// The hidden helper `run` re-executes to enter the sandbox before exec'ing the command.
 #[derive(Debug, Args)]
 pub struct SandboxExecArgs {
     #[arg(long)]
-    pub status_file: PathBuf,
+    pub status_fd: i32,
     #[arg(long)]
     pub spec: String,
     #[arg(last = true, required = true)]
@@ -68,12 +84,14 @@ pub struct SandboxExecArgs {
 
 /// The hidden helper: enters the sandbox and execs the command; returns only on failure.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
+    let reporter = a3s_iso::sandbox::Reporter::adopt(args.status_fd);
     match serde_json::from_str(&args.spec) {
-        Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &args.status_file, &args.command),
-        Err(e) => {
-            eprintln!("a3s-iso: invalid sandbox spec: {e}");
-            125
-        }
+        Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, &args.command),
+        Err(e) => reporter.fail(
+            a3s_iso::sandbox::HelperCode::Internal,
+            format!("invalid sandbox spec: {e}"),
+            &args.command[0].to_string_lossy(),
+        ),
     }
 }
 
@@ -128,6 +146,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             }),
             release_identity: args.release_identity.clone(),
             helper: None,
+            env: args.env.clone(),
         },
     )?;
     for warning in &outcome.warnings {

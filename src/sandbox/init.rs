@@ -3,11 +3,16 @@
 //! else is left in the namespace before init's exit completes. The helper reaps init, so
 //! when the helper is gone, nothing the command started still runs.
 //!
-//! The helper survives the interrupts that reach its process group (the command gets them)
-//! and ends the namespace at once on `SIGUSR1`: that is how `run` cancels a command that
-//! ignored its polite signal.
+//! The command leads a session of its own, outside the helper's process group: without a
+//! terminal it has no controlling terminal at all, so nothing it does to a terminal can stop
+//! it (or the helper). The helper and init survive the interrupts that reach the helper's
+//! process group; init passes them on to the command's process group (with an interactive
+//! terminal, `run` signals the terminal's foreground group itself). The helper ends the
+//! namespace at once on `SIGUSR1`: that is how `run` cancels a command that ignored its polite
+//! signal.
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -18,22 +23,40 @@ use rustix::io::Errno;
 use rustix::mount::{MountFlags, mount, mount_bind};
 use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
 
+use super::channel::Reporter;
 use super::landlock::confine_writes;
 use super::mounts;
 use super::seccomp;
-use super::spec::SandboxSpec;
-use super::status::{HelperCode, report_failure, spawn_failure};
+use super::spec::{SandboxSpec, TerminalSpec};
+use super::status::{HelperCode, spawn_failure};
 use super::sys;
 
 /// `/proc` files a process mapped to the host's root could otherwise write (sysctls).
 const PROC_READ_ONLY: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"];
 
-/// Interrupts the helper and init outlive (their process group's command gets them).
+/// Interrupts the helper and init outlive (init passes them on to the command).
 const SURVIVED: &[i32] = &[libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
 
+/// What init passes on to the command's process group when the command has no controlling
+/// terminal: the interrupts, and `SIGCONT` (a timeout continues a stopped command so that its
+/// `SIGTERM` lands).
+const FORWARDED: &[i32] = &[
+    libc::SIGINT,
+    libc::SIGTERM,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGCONT,
+];
+
 /// Runs the command under a new init and returns the helper's exit status (the command's),
-/// or ends this process with the signal that ended the command.
-pub(super) fn run(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> i32 {
+/// or ends this process with the signal that ended the command. `terminal` is the slave of
+/// the command's pseudo-terminal, when it gets one.
+pub(super) fn run(
+    spec: &SandboxSpec,
+    reporter: &Reporter,
+    command: &[OsString],
+    terminal: Option<OwnedFd>,
+) -> i32 {
     let program = command[0].to_string_lossy().into_owned();
     let cancel = Arc::new(AtomicBool::new(false));
     for signal in SURVIVED {
@@ -43,8 +66,7 @@ pub(super) fn run(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
     let (reader, writer) = match rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC) {
         Ok(pair) => pair,
         Err(e) => {
-            return report_failure(
-                status_file,
+            return reporter.fail(
                 HelperCode::SandboxUnavailable,
                 format!("cannot make a pipe: {e}"),
                 &program,
@@ -52,20 +74,21 @@ pub(super) fn run(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
         }
     };
     match sys::fork() {
-        Err(e) => report_failure(
-            status_file,
+        Err(e) => reporter.fail(
             HelperCode::SandboxUnavailable,
             format!("cannot start the sandbox's init: {e}"),
             &program,
         ),
         Ok(None) => {
             drop(reader);
-            let status = be_init(spec, status_file, command);
+            let status = be_init(spec, reporter, command, terminal);
             let _ = rustix::io::write(&writer, &status.signal.unwrap_or(0).to_ne_bytes());
             sys::exit(status.code)
         }
         Ok(Some(init)) => {
             drop(writer);
+            // Only the command holds its terminal: the relay sees when it lets go.
+            drop(terminal);
             let code = reap(init, &cancel);
             let mut signal = [0u8; 4];
             if rustix::io::read(&reader, &mut signal).is_ok_and(|n| n == 4) {
@@ -110,26 +133,35 @@ struct Ended {
 }
 
 /// Init's life: `/proc`, the command, reaping until the command ends.
-fn be_init(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> Ended {
+fn be_init(
+    spec: &SandboxSpec,
+    reporter: &Reporter,
+    command: &[OsString],
+    terminal: Option<OwnedFd>,
+) -> Ended {
     let program = command[0].to_string_lossy().into_owned();
     let unavailable = |message: String| Ended {
-        code: report_failure(
-            status_file,
-            HelperCode::SandboxUnavailable,
-            message,
-            &program,
-        ),
+        code: reporter.fail(HelperCode::SandboxUnavailable, message, &program),
         signal: None,
     };
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
     if let Err(message) = mount_proc() {
         return unavailable(message);
     }
+    let forward = spec.terminal != TerminalSpec::Interactive;
+    if forward && let Err(e) = sys::forward_signals(FORWARDED) {
+        return unavailable(format!("cannot pass signals on: {e}"));
+    }
     let child = match sys::fork() {
         Err(e) => return unavailable(format!("cannot start the command: {e}")),
-        Ok(None) => sys::exit(become_command(spec, status_file, command)),
+        Ok(None) => sys::exit(become_command(spec, reporter, command, terminal)),
         Ok(Some(child)) => child,
     };
+    drop(terminal);
+    if forward {
+        // The command leads its own session, and so its own process group.
+        sys::forward_to(child);
+    }
     // Reap everything (orphans are reparented to init) until the command itself ends.
     loop {
         match rustix::process::wait(WaitOptions::empty()) {
@@ -167,26 +199,45 @@ fn mount_proc() -> std::result::Result<(), String> {
     Ok(())
 }
 
+/// The command's session, and its pseudo-terminal on the streams the spec names (the
+/// controlling terminal only for an interactive one).
+fn take_terminal(spec: TerminalSpec, terminal: Option<OwnedFd>) -> rustix::io::Result<()> {
+    rustix::process::setsid()?;
+    let Some(pty) = terminal else {
+        return Ok(());
+    };
+    let (stdin, stdout, stderr) = match spec {
+        TerminalSpec::None => (false, false, false),
+        TerminalSpec::Interactive => (true, true, true),
+        TerminalSpec::Output { stdout, stderr } => (false, stdout, stderr),
+    };
+    if stdin {
+        rustix::stdio::dup2_stdin(&pty)?;
+        rustix::process::ioctl_tiocsctty(&pty)?;
+    }
+    if stdout {
+        rustix::stdio::dup2_stdout(&pty)?;
+    }
+    if stderr {
+        rustix::stdio::dup2_stderr(&pty)?;
+    }
+    Ok(())
+}
+
 /// In the command's process: terminal, directory, no capabilities, Landlock, seccomp, exec.
 /// Returns only on failure, with the status to exit with.
-fn become_command(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> i32 {
+fn become_command(
+    spec: &SandboxSpec,
+    reporter: &Reporter,
+    command: &[OsString],
+    terminal: Option<OwnedFd>,
+) -> i32 {
     let program = command[0].to_string_lossy().into_owned();
-    let fail = |message: String| {
-        report_failure(
-            status_file,
-            HelperCode::SandboxUnavailable,
-            message,
-            &program,
-        )
-    };
-    if spec.own_terminal {
-        if let Err(e) = rustix::process::setsid() {
-            return fail(format!("cannot start a session: {e}"));
-        }
-        let stdin = rustix::stdio::stdin();
-        if let Err(e) = rustix::process::ioctl_tiocsctty(stdin) {
-            return fail(format!("cannot take the terminal: {e}"));
-        }
+    let fail = |message: String| reporter.fail(HelperCode::SandboxUnavailable, message, &program);
+    if let Err(e) = take_terminal(spec.terminal, terminal) {
+        return fail(format!(
+            "cannot give the command its session and terminal: {e}"
+        ));
     }
     if let Err(e) = std::env::set_current_dir(&spec.workdir) {
         return fail(format!("cannot enter {}: {e}", spec.workdir.display()));
@@ -195,7 +246,13 @@ fn become_command(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
         return fail(format!("cannot drop capabilities: {e}"));
     }
     let mut writable: Vec<PathBuf> = spec.writable.clone();
-    writable.extend(spec.private.iter().cloned());
+    // Not the private /dev as a whole: only its device nodes (and pts) are written.
+    writable.extend(
+        spec.private
+            .iter()
+            .filter(|p| p.as_path() != Path::new("/dev"))
+            .cloned(),
+    );
     if let Err(message) = confine_writes(&writable).and_then(|()| seccomp::install()) {
         return fail(message);
     }
@@ -203,9 +260,8 @@ fn become_command(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) 
         .args(&command[1..])
         .exec();
     match spawn_failure(&command[0], &err) {
-        Some(e) => report_failure(status_file, HelperCode::of(&e), e.to_string(), &program),
-        None => report_failure(
-            status_file,
+        Some(e) => reporter.fail(HelperCode::of(&e), e.to_string(), &program),
+        None => reporter.fail(
             HelperCode::Internal,
             format!("cannot run {program}: {err}"),
             &program,

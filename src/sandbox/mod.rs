@@ -4,14 +4,18 @@
 //!    loopback unless the network is allowed), mapping the caller's own uid and gid;
 //! 2. sets up the file system view of [`mounts`]: the host read-only, private `/tmp` and
 //!    runtime dirs, the isolation and allowed paths writable, secrets hidden;
-//! 3. forks the namespace's init, which mounts `/proc`, starts the command and, when the
-//!    command ends, exits — and with it the kernel kills every process the command left;
-//! 4. in the command's process: drops every capability, confines writes with Landlock where
+//! 3. with a terminal, makes the command's pseudo-terminal in the sandbox's own `devpts` and
+//!    hands its master to `run` over the [`channel`], which also carries the helper's failures;
+//! 4. forks the namespace's init, which mounts `/proc`, starts the command in a session of its
+//!    own and, when the command ends, exits — and with it the kernel kills every process the
+//!    command left;
+//! 5. in the command's process: drops every capability, confines writes with Landlock where
 //!    the kernel has it, installs the [`seccomp`] filter and execs the command.
 //!
 //! Any layer the kernel cannot give fails the run with `sandbox_unavailable` before the
 //! command starts; the report names what was in force.
 
+mod channel;
 mod init;
 mod landlock;
 mod mounts;
@@ -22,16 +26,19 @@ mod spec;
 mod status;
 mod sys;
 
+pub use channel::{Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
-pub use spec::{DEVICE_NODES, FilesystemAccess, NetworkAccess, SandboxReport, SandboxSpec};
-pub use status::{HelperCode, HelperFailure, read_failure, spawn_failure};
-pub(crate) use sys::own_terminal_on_exec;
+pub use spec::{
+    DEVICE_NODES, FilesystemAccess, NetworkAccess, SandboxReport, SandboxSpec, TerminalSpec,
+};
+pub use status::{HelperCode, HelperFailure, spawn_failure};
+pub(crate) use sys::{new_session_on_exec, own_terminal_on_exec};
 
 use std::ffi::OsString;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use status::report_failure;
 
 /// Setting this makes a3s-iso behave as on a kernel without user namespaces (for testing the
 /// fail-closed path).
@@ -60,27 +67,17 @@ pub fn probe(spec: &SandboxSpec) -> Result<()> {
 
 /// The hidden helper: enters the namespaces, sets up the mounts, and runs the command under
 /// the namespace's init. Returns the exit status to end with; the reason for a failure of its
-/// own is written to `status_file` for the parent.
-pub fn exec_sandboxed(spec: &SandboxSpec, status_file: &Path, command: &[OsString]) -> i32 {
+/// own goes to `run` through `reporter`.
+pub fn exec_sandboxed(spec: &SandboxSpec, reporter: &Reporter, command: &[OsString]) -> i32 {
+    // Nothing of the run outlives `run` itself (init follows the helper the same way).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let program = command
         .first()
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let fail = |message: String| {
-        report_failure(
-            status_file,
-            HelperCode::SandboxUnavailable,
-            message,
-            &program,
-        )
-    };
+    let fail = |message: String| reporter.fail(HelperCode::SandboxUnavailable, message, &program);
     if command.is_empty() {
-        return report_failure(
-            status_file,
-            HelperCode::Usage,
-            "no command to run".into(),
-            &program,
-        );
+        return reporter.fail(HelperCode::Usage, "no command to run".into(), &program);
     }
     if let Err(err) = probe(spec) {
         return fail(err.to_string());
@@ -95,7 +92,26 @@ pub fn exec_sandboxed(spec: &SandboxSpec, status_file: &Path, command: &[OsStrin
     if let Err(message) = mounts::apply(&steps) {
         return fail(message);
     }
-    init::run(spec, status_file, command)
+    let terminal = match spec.terminal {
+        TerminalSpec::None => None,
+        _ => match open_terminal(reporter) {
+            Ok(slave) => Some(slave),
+            Err(e) => return fail(format!("cannot give the command a terminal: {e}")),
+        },
+    };
+    init::run(spec, reporter, command, terminal)
+}
+
+/// Makes the command's pseudo-terminal in the sandbox's own `devpts`, hands its master to
+/// `run` and waits until `run` relays it; returns the slave.
+fn open_terminal(reporter: &Reporter) -> std::io::Result<OwnedFd> {
+    use rustix::pty::OpenptFlags;
+    let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
+    let master = rustix::pty::openpt(flags)?;
+    rustix::pty::unlockpt(&master)?;
+    let slave = rustix::pty::ioctl_tiocgptpeer(&master, flags)?;
+    reporter.send_terminal(&master)?;
+    Ok(slave)
 }
 
 fn unavailable(message: impl Into<String>) -> Error {

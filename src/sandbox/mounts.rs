@@ -1,8 +1,9 @@
 //! The sandbox's view of the file system, in its own mount namespace: every host mount
 //! read-only; fresh, private `/tmp`, `/dev/shm`, `$XDG_RUNTIME_DIR` (and `/run` when the
-//! network is denied, which hides host sockets there); the isolation, its quarantine and the
-//! allowed paths writable; the links that locate the isolation's repository read-only; and the
-//! secrets covered.
+//! network is denied, which hides host sockets there); a `/dev` of its own with only the usual
+//! device nodes and a new `devpts` instance (no host terminal in it); the isolation, its
+//! quarantine and the allowed paths writable; the links that locate the isolation's repository
+//! read-only; and the secrets covered.
 //!
 //! [`plan`] decides the steps from the spec and the mount table; [`apply`] performs them in
 //! the sandbox helper, which holds every capability in its new user namespace.
@@ -37,7 +38,24 @@ pub(super) enum Step {
     Freeze(PathBuf),
     /// Cover a secret: an empty read-only directory, or an empty file.
     Hide(PathBuf),
+    /// Finish the private `/dev`: a new `devpts` instance, its links, then read-only.
+    FreshDev,
 }
+
+/// The private `/dev`, when it is one of the spec's private directories.
+const DEV: &str = "/dev";
+
+/// What the fresh `devpts` replaces in a private `/dev`: the host's are never put back.
+const HOST_PTYS: [&str; 2] = ["/dev/pts", "/dev/ptmx"];
+
+/// The links of a private `/dev`: the new instance's multiplexer and the descriptor aliases.
+const DEV_LINKS: [(&str, &str); 5] = [
+    ("/dev/ptmx", "pts/ptmx"),
+    ("/dev/fd", "/proc/self/fd"),
+    ("/dev/stdin", "/proc/self/fd/0"),
+    ("/dev/stdout", "/proc/self/fd/1"),
+    ("/dev/stderr", "/proc/self/fd/2"),
+];
 
 /// Decodes the octal escapes of `/proc/self/mountinfo` (`\040` for a space).
 fn unescape(field: &str) -> PathBuf {
@@ -76,8 +94,15 @@ pub(super) fn mount_points() -> std::io::Result<Vec<PathBuf>> {
 /// Plans the mount setup. Pure: the caller passes the mount table and the spec.
 pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let under_private = |p: &Path| spec.private.iter().any(|private| p.starts_with(private));
+    let fresh_dev = spec.private.iter().any(|p| p == Path::new(DEV));
+    let host_pty = |p: &Path| fresh_dev && HOST_PTYS.iter().any(|h| p.starts_with(h));
     let mut restores: Vec<(PathBuf, bool)> = Vec::new();
-    restores.extend(spec.writable.iter().map(|p| (p.clone(), true)));
+    restores.extend(
+        spec.writable
+            .iter()
+            .filter(|p| !host_pty(p))
+            .map(|p| (p.clone(), true)),
+    );
     restores.extend(
         spec.visible
             .iter()
@@ -100,7 +125,7 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
         path: p.clone(),
         mode: if p == Path::new("/tmp") || p == Path::new("/dev/shm") {
             0o1777
-        } else if p == Path::new("/run") {
+        } else if p == Path::new("/run") || p == Path::new(DEV) {
             0o755
         } else {
             0o700
@@ -121,6 +146,9 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     }
     if let (Some(layer), false) = (&spec.scratch_layer, layered) {
         steps.push(Step::Layer(layer.clone()));
+    }
+    if fresh_dev {
+        steps.push(Step::FreshDev);
     }
     steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
     steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
@@ -190,6 +218,7 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
                 remount_read_only(path).map_err(|e| failed("freeze", path, e))?;
             }
             Step::Hide(path) => hide(path)?,
+            Step::FreshDev => fresh_dev()?,
         }
     }
     Ok(())
@@ -284,6 +313,29 @@ fn scratch_layer(path: &Path) {
     }
 }
 
+/// A new `devpts` instance on the private `/dev/pts` (ptys made inside are the only ones
+/// there), the usual links, and the private `/dev` read-only.
+fn fresh_dev() -> std::result::Result<(), String> {
+    let pts = Path::new("/dev/pts");
+    std::fs::create_dir_all(pts).map_err(|e| failed("create", pts, e))?;
+    mount(
+        "devpts",
+        pts,
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        c"newinstance,ptmxmode=0666,mode=0620",
+    )
+    .map_err(|e| failed("mount devpts on", pts, e))?;
+    for (link, target) in DEV_LINKS {
+        let link = Path::new(link);
+        if std::fs::symlink_metadata(link).is_err() {
+            std::os::unix::fs::symlink(target, link).map_err(|e| failed("link", link, e))?;
+        }
+    }
+    let dev = Path::new(DEV);
+    remount_read_only(dev).map_err(|e| failed("make read-only", dev, e))
+}
+
 fn hide(path: &Path) -> std::result::Result<(), String> {
     // Under a private directory that was not put back, a secret is gone already.
     if std::fs::symlink_metadata(path).is_err() {
@@ -357,6 +409,43 @@ mod tests {
                 },
                 Step::Freeze("/tmp/w/iso/.git".into()),
                 Step::Hide("/home/u/.ssh".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_private_dev_gets_the_device_nodes_back_but_never_the_hosts_ptys() {
+        let spec = SandboxSpec {
+            writable: ["/dev/null", "/dev/tty", "/dev/ptmx", "/dev/pts"]
+                .map(PathBuf::from)
+                .to_vec(),
+            private: vec!["/dev".into(), "/dev/shm".into()],
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into(), "/dev".into(), "/dev/pts".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/dev/null".into()),
+                Step::Stage("/dev/tty".into()),
+                Step::ReadOnly("/".into()),
+                Step::Private {
+                    path: "/dev".into(),
+                    mode: 0o755
+                },
+                Step::Private {
+                    path: "/dev/shm".into(),
+                    mode: 0o1777
+                },
+                Step::Restore {
+                    path: "/dev/null".into(),
+                    writable: true
+                },
+                Step::Restore {
+                    path: "/dev/tty".into(),
+                    writable: true
+                },
+                Step::FreshDev,
             ]
         );
     }

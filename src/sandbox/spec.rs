@@ -52,9 +52,29 @@ pub struct SandboxSpec {
     /// The directory the command starts in.
     #[serde(with = "crate::paths::fs_path")]
     pub workdir: PathBuf,
-    /// The command runs in a session of its own with its stdin (a pseudo-terminal) as its
-    /// controlling terminal.
-    pub own_terminal: bool,
+    /// The terminal the command gets; it always runs in a session of its own.
+    pub terminal: TerminalSpec,
+}
+
+/// Which terminal a sandboxed command gets. It never gets one of the host's: the helper makes
+/// a pseudo-terminal in the sandbox's own `devpts`, whose master `run` relays.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TerminalSpec {
+    /// No terminal: no controlling terminal either.
+    #[default]
+    None,
+    /// The caller's stdin is a terminal: stdin, stdout and stderr on the pty, which is the
+    /// command's controlling terminal.
+    Interactive,
+    /// Only the caller's output is a terminal: those of stdout and stderr on the pty (which is
+    /// no controlling terminal), relayed one way.
+    Output {
+        /// The command's stdout.
+        stdout: bool,
+        /// The command's stderr.
+        stderr: bool,
+    },
 }
 
 /// Whether a run's command could reach the network.
@@ -100,6 +120,10 @@ pub struct SandboxReport {
     pub secrets_hidden: Vec<PathBuf>,
     /// The kernel's Landlock ABI version, when Landlock was a second layer.
     pub landlock_abi: Option<i64>,
+    /// The names of the variables the command got (never their values).
+    pub env_passed: Vec<String>,
+    /// The names of the caller's variables it did not get.
+    pub env_dropped: Vec<String>,
 }
 
 impl SandboxReport {
@@ -115,6 +139,8 @@ impl SandboxReport {
             seccomp: false,
             secrets_hidden: Vec::new(),
             landlock_abi: None,
+            env_passed: Vec::new(),
+            env_dropped: Vec::new(),
         }
     }
 
@@ -134,6 +160,8 @@ impl SandboxReport {
             seccomp: true,
             secrets_hidden: spec.hidden.clone(),
             landlock_abi: landlock_abi(),
+            env_passed: Vec::new(),
+            env_dropped: Vec::new(),
         }
     }
 }

@@ -1,7 +1,4 @@
-//! How the helper tells `run` why it did not become the command: a small JSON file.
-
-use std::io::Write;
-use std::path::Path;
+//! Why the helper did not become the command, as it tells `run` over its channel.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,7 +23,7 @@ pub enum HelperCode {
 impl HelperCode {
     /// The helper's exit status: like `env`, 127 and 126 for a command that could not start,
     /// 125 for a failure of its own.
-    fn exit_status(self) -> i32 {
+    pub(super) fn exit_status(self) -> i32 {
         match self {
             HelperCode::CommandNotFound => 127,
             HelperCode::CommandNotExecutable => 126,
@@ -55,28 +52,6 @@ pub struct HelperFailure {
     pub program: String,
 }
 
-/// Writes the helper's failure for the parent and returns the exit status to use.
-pub(super) fn report_failure(
-    status_file: &Path,
-    code: HelperCode,
-    message: String,
-    program: &str,
-) -> i32 {
-    let failure = HelperFailure {
-        code,
-        message,
-        program: program.into(),
-    };
-    if let Ok(mut file) = std::fs::File::create(status_file) {
-        let _ = file.write_all(
-            serde_json::to_string(&failure)
-                .unwrap_or_default()
-                .as_bytes(),
-        );
-    }
-    code.exit_status()
-}
-
 /// The error for a command that could not be started: not found (127) or not executable (126).
 pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<Error> {
     let program = program.to_string_lossy().into_owned();
@@ -98,24 +73,24 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
     }
 }
 
-/// Reads what a failed helper left for the parent.
-pub fn read_failure(status_file: &Path) -> Option<Error> {
-    let bytes = std::fs::read(status_file).ok()?;
-    let failure: HelperFailure = serde_json::from_slice(&bytes).ok()?;
-    Some(match failure.code {
-        HelperCode::CommandNotFound => Error::CommandNotFound {
-            program: failure.program,
-        },
-        HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
-            program: failure.program,
-            reason: "permission denied or not an executable".into(),
-        },
-        HelperCode::SandboxUnavailable => Error::SandboxUnavailable {
-            message: failure.message,
-        },
-        HelperCode::Usage => Error::Usage {
-            message: failure.message,
-        },
-        HelperCode::Internal => Error::internal(failure.message),
-    })
+impl HelperFailure {
+    /// The error `run` reports for it.
+    pub fn into_error(self) -> Error {
+        match self.code {
+            HelperCode::CommandNotFound => Error::CommandNotFound {
+                program: self.program,
+            },
+            HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
+                program: self.program,
+                reason: "permission denied or not an executable".into(),
+            },
+            HelperCode::SandboxUnavailable => Error::SandboxUnavailable {
+                message: self.message,
+            },
+            HelperCode::Usage => Error::Usage {
+                message: self.message,
+            },
+            HelperCode::Internal => Error::internal(self.message),
+        }
+    }
 }

@@ -125,3 +125,77 @@ pub(crate) fn own_terminal_on_exec(command: &mut std::process::Command) {
         });
     }
 }
+
+/// Makes `command`'s process, just before it execs, the leader of a new session without a
+/// controlling terminal: nothing it does to a terminal can stop it or reach the caller's.
+pub(crate) fn new_session_on_exec(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child between fork and exec and only calls
+    // setsid through rustix, which is async-signal-safe; it allocates nothing and takes no lock.
+    unsafe {
+        command.pre_exec(|| {
+            rustix::process::setsid()?;
+            Ok(())
+        });
+    }
+}
+
+/// Keeps descriptor `fd` (close-on-exec in this process) open across `command`'s exec.
+pub(super) fn keep_open_on_exec(command: &mut std::process::Command, fd: std::os::fd::RawFd) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child between fork and exec, where `fd` is still
+    // open (the parent keeps it open until the child is started); it only calls fcntl through
+    // rustix, which is async-signal-safe, and allocates nothing.
+    unsafe {
+        command.pre_exec(move || {
+            let borrowed = std::os::fd::BorrowedFd::borrow_raw(fd);
+            rustix::io::fcntl_setfd(borrowed, rustix::io::FdFlags::empty())?;
+            Ok(())
+        });
+    }
+}
+
+/// Takes ownership of the inherited descriptor `raw`, marked close-on-exec from now on.
+pub(super) fn adopt_fd(raw: std::os::fd::RawFd) -> io::Result<OwnedFd> {
+    if raw < 3 {
+        return Err(io::Error::from_raw_os_error(libc::EBADF));
+    }
+    // SAFETY: F_GETFD on any number touches no memory; it fails with EBADF if `raw` is not open.
+    if unsafe { libc::fcntl(raw, libc::F_GETFD) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `raw` is open (checked above) and was handed to this process to own: nothing else
+    // in the helper uses that number.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    rustix::io::fcntl_setfd(&fd, rustix::io::FdFlags::CLOEXEC)?;
+    Ok(fd)
+}
+
+/// The process group init passes interrupts on to (the command's), 0 until it exists.
+static COMMAND_GROUP: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// In init: from now on, each of `signals` is passed on to the command's process group once
+/// [`forward_to`] names it.
+pub(super) fn forward_signals(signals: &[i32]) -> io::Result<()> {
+    for &signal in signals {
+        let action = move || {
+            let group = COMMAND_GROUP.load(std::sync::atomic::Ordering::SeqCst);
+            if group > 0 {
+                // SAFETY: kill(2) is async-signal-safe and touches no memory.
+                unsafe { libc::kill(-group, signal) };
+            }
+        };
+        // SAFETY: the action only loads an atomic and calls kill(2), both async-signal-safe;
+        // it allocates nothing and takes no lock.
+        unsafe { signal_hook::low_level::register(signal, action) }?;
+    }
+    Ok(())
+}
+
+/// Names the command's process group for [`forward_signals`].
+pub(super) fn forward_to(group: rustix::process::Pid) {
+    COMMAND_GROUP.store(
+        group.as_raw_nonzero().get(),
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}

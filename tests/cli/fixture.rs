@@ -423,7 +423,8 @@ fn describe(path: &Path, modes: bool) -> Option<String> {
 
 /// Snapshot settings for output of a3s-iso run in `fx`: insta filters replace what differs
 /// from run to run (the tempdir, generated ids, object ids and digests, pids, host names,
-/// start identities, times, sizes that count the tempdir's path, the kernel's Landlock ABI).
+/// start identities, times, sizes that count the tempdir's path, the kernel's Landlock ABI,
+/// the names of the machine's environment variables).
 pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     let root = regex::escape(fx.root.to_str().unwrap());
@@ -463,6 +464,11 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
         (r"\b[0-9a-f]{12}\b", "[REV]"),
         // What this kernel offers.
         (r#""landlock_abi": \d+"#, r#""landlock_abi": "[ABI]""#),
+        // The names in the environment of the machine running the tests.
+        (
+            r#""(env_passed|env_dropped)": \[[^\]]*\]"#,
+            r#""$1": "[NAMES]""#,
+        ),
     ];
     for (pattern, replacement) in filters {
         settings.add_filter(pattern, *replacement);
@@ -491,4 +497,28 @@ pub fn broken_rule(doc: &Value) -> (String, String, String) {
     let (rule, rest) = rest.split_once(") at ").expect("a field");
     let (field, _) = rest.split_once(": ").expect("a detail");
     (rule.into(), field.into(), message.clone())
+}
+
+/// The host pids of processes whose command line holds `marker` (zombies have none).
+pub fn processes_with(marker: &str) -> Vec<i32> {
+    let own = std::process::id() as i32;
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != own)
+        .filter(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmdline).contains(marker)
+        })
+        .collect()
+}
+
+/// Kills what a failed test left behind (stopped processes would stay forever).
+pub fn kill_leftovers(marker: &str) {
+    for pid in processes_with(marker) {
+        if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
 }

@@ -14,13 +14,16 @@ use rustix::termios::{self, LocalModes, OptionalActions, SpecialCodeIndex, Winsi
 use serde_json::Value;
 
 use crate::fixture::sandbox_available;
-use crate::fixture::{BIN, Fixture, isolate, json_of};
+use crate::fixture::{BIN, Fixture, isolate, json_of, kill_leftovers, processes_with};
 
 /// util-linux `setsid`, to start a3s-iso as a session leader with a controlling terminal.
 const SETSID: &str = "/usr/bin/setsid";
 
 /// The longest any step may take before the test gives up (and kills what it started).
 const PATIENCE: Duration = Duration::from_secs(60);
+
+/// How long a `run --timeout 3s` may take in all, whatever its command does.
+const TIMEOUT_BOUND: Duration = Duration::from_secs(6);
 
 /// The outer terminal: the test types on its master; a3s-iso gets its slave.
 struct Outer {
@@ -427,7 +430,10 @@ fn tiocsti_never_reaches_the_outer_terminal() {
             .find(|l| l.starts_with("/dev/pts/"))
             .unwrap_or_else(|| panic!("the command has a terminal: {seen}"))
             .trim_end();
-        assert_ne!(inner, outer.name(), "{seen}");
+        // In the sandbox the pty is in a devpts of its own, where names repeat the host's.
+        if !sandboxed {
+            assert_ne!(inner, outer.name(), "{seen}");
+        }
         if sandboxed {
             assert!(seen.contains("refused 1"), "seccomp denies TIOCSTI: {seen}");
         } else {
@@ -540,5 +546,242 @@ fn diff_on_a_terminal_goes_through_the_pager() {
             file.display()
         );
         assert!(!outer.text().contains("paged"), "{}", outer.text());
+    }
+}
+
+/// a3s-iso as the leader of a session whose controlling terminal is the one given as its
+/// stdin, which it then swaps for /dev/null: a terminal it has but does not read (`run ...
+/// < /dev/null` typed in a shell). `None` without `setsid`.
+fn on_terminal_without_input(fx: &Fixture) -> Option<Command> {
+    if !Path::new(SETSID).exists() {
+        eprintln!("skipped: no {SETSID} to give a3s-iso a controlling terminal");
+        return None;
+    }
+    let mut cmd = Command::new(SETSID);
+    cmd.args([
+        "--ctty",
+        "--wait",
+        "sh",
+        "-c",
+        "exec \"$0\" \"$@\" < /dev/null",
+        BIN,
+    ])
+    .current_dir(&fx.src);
+    isolate(&mut cmd, &fx.home);
+    Some(cmd)
+}
+
+/// Reads a file the command wrote in its isolation (empty when it wrote none).
+fn written(fx: &Fixture, session: &str, name: &str) -> String {
+    std::fs::read_to_string(fx.isolation(session).join(name)).unwrap_or_default()
+}
+
+#[test]
+fn another_terminal_of_the_users_is_out_of_reach() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    // a3s-iso on a terminal of its own (the command gets a pty), and without one.
+    for with_terminal in [false, true] {
+        let session = format!("pts-{with_terminal}");
+        fx.bind(&session);
+        let mut victim = Outer::open();
+        let before = victim.modes();
+        // A password typed there, waiting for the program that asked for it.
+        victim.type_bytes(b"hunter2\n");
+        victim.read(Duration::from_millis(100));
+        // (With a pty of its own, the name may be that of the run's pty inside: the test
+        // looks at the other terminal itself.)
+        let script = r#"t=$1
+(exec 3<> "$t") 2>/dev/null && echo opened > report.txt
+(timeout 2 head -c 8 < "$t") > stolen.txt 2>/dev/null
+(printf 'pwned\033[2J' > "$t") 2>/dev/null
+(stty -echo < "$t") 2>/dev/null
+ls /dev/pts > pts.txt
+if [ -n "$2" ]; then
+  "$2" -c 'import os, pty; m, s = pty.openpty(); os.write(m, b"x\n"); print(os.ttyname(s), os.read(s, 1))' > inner.txt 2>&1
+fi
+echo done: pts-out-of-reach"#;
+        let python = python().unwrap_or("");
+        let victim_name = victim.name();
+        let args = run_args(
+            &session,
+            true,
+            &["--", "sh", "-c", script, "sh", &victim_name, python],
+        );
+        if with_terminal {
+            let mut own = Outer::open();
+            let child = a3s_iso(&fx, true)
+                .args(&args)
+                .stdin(own.stdio())
+                .stdout(own.stdio())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let out = own.finish(child);
+            kill_leftovers("pts-out-of-reach");
+            assert_eq!(out.status.code(), Some(0), "{}", own.text());
+            assert!(own.text().contains("done"), "{}", own.text());
+        } else {
+            let out = fx.cmd().args(&args).stdin(Stdio::null()).output().unwrap();
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let stolen = written(&fx, &session, "stolen.txt");
+        assert!(
+            !stolen.contains("hunter2"),
+            "the password was read: {stolen}"
+        );
+        if !with_terminal {
+            let opened = written(&fx, &session, "report.txt");
+            assert_eq!(opened, "", "{victim_name} opened inside");
+        }
+        victim.read(Duration::from_millis(100));
+        assert!(!victim.text().contains("pwned"), "{}", victim.text());
+        assert_eq!(
+            victim.modes(),
+            before,
+            "the other terminal's settings changed"
+        );
+        // Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
+        let pts = written(&fx, &session, "pts.txt");
+        let entries: Vec<&str> = pts.lines().filter(|l| *l != "ptmx").collect();
+        assert!(pts.lines().any(|l| l == "ptmx"), "{pts}");
+        assert_eq!(entries.len(), usize::from(with_terminal), "{pts}");
+        if !python.is_empty() {
+            let inner = written(&fx, &session, "inner.txt");
+            assert!(
+                inner.starts_with("/dev/pts/"),
+                "a pty opened inside: {inner}"
+            );
+        }
+        let pending = victim.pending_input();
+        assert_eq!(pending, b"hunter2\n", "the password is still there to read");
+    }
+}
+
+#[test]
+fn the_callers_terminal_is_reached_only_through_the_relay() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let Some(mut cmd) = on_terminal_without_input(&fx) else {
+        return;
+    };
+    fx.bind("relay");
+    let mut own = Outer::open();
+    let before = own.modes();
+    own.type_bytes(b"hunter2\n");
+    own.read(Duration::from_millis(100));
+    // stdout and stderr are the caller's terminal; stdin is not, and no input is relayed.
+    let script = r#"echo hello-through-the-relay
+(timeout 2 head -c 8 <&1) > stolen.txt 2>/dev/null
+(timeout 2 head -c 8 <&2) >> stolen.txt 2>/dev/null
+(stty -echo <&1) 2>/dev/null
+(stty -echo <&2) 2>/dev/null
+(exec 3< /dev/tty) 2>/dev/null && echo has-tty >> report.txt
+echo done: relay-only"#;
+    let child = cmd
+        .args(run_args("relay", true, &["--", "sh", "-c", script]))
+        .stdin(own.stdio())
+        .stdout(own.stdio())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = own.finish(child);
+    kill_leftovers("relay-only");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        own.text(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        own.text().contains("hello-through-the-relay"),
+        "{}",
+        own.text()
+    );
+    assert!(own.text().contains("done: relay-only"), "{}", own.text());
+    let stolen = written(&fx, "relay", "stolen.txt");
+    assert!(
+        !stolen.contains("hunter2"),
+        "the password was read: {stolen}"
+    );
+    assert_eq!(
+        written(&fx, "relay", "report.txt"),
+        "",
+        "/dev/tty was the caller's"
+    );
+    assert_eq!(
+        own.modes(),
+        before,
+        "the caller's terminal settings changed"
+    );
+    assert_eq!(own.pending_input(), b"hunter2\n");
+}
+
+#[test]
+fn a_timeout_ends_a_command_whatever_it_does_to_its_terminal() {
+    let fx = Fixture::new();
+    if on_terminal_without_input(&fx).is_none() {
+        return;
+    }
+    let marker = "7654321";
+    let scripts = [
+        format!("stty -echo < /dev/tty; sleep {marker}"),
+        format!("kill -STOP 0; sleep {marker}"),
+    ];
+    for sandboxed in modes() {
+        for (n, script) in scripts.iter().enumerate() {
+            eprintln!("sandboxed: {sandboxed}: {script}");
+            let session = format!("stop-{sandboxed}-{n}");
+            fx.bind(&session);
+            let mut own = Outer::open();
+            let before = own.modes();
+            let mut args = vec!["--json"];
+            args.extend(run_args(
+                &session,
+                sandboxed,
+                &["--timeout", "3s", "--", "sh", "-c", script],
+            ));
+            let started = Instant::now();
+            let mut child = on_terminal_without_input(&fx)
+                .unwrap()
+                .args(&args)
+                .stdin(own.stdio())
+                .stdout(Stdio::piped())
+                .stderr(own.stdio())
+                .spawn()
+                .unwrap();
+            // A stopped run would hang forever: it must end soon after its timeout.
+            while child.try_wait().unwrap().is_none() && started.elapsed() < TIMEOUT_BOUND {
+                own.read(Duration::from_millis(20));
+            }
+            if child.try_wait().unwrap().is_none() {
+                let _ = child.kill();
+                let _ = child.wait();
+                kill_leftovers(marker);
+                panic!("the run did not end at its timeout: {}", own.text());
+            }
+            let (code, doc) = json_of(own.finish(child));
+            assert_eq!(code, 124, "{doc}\n{}", own.text());
+            assert_eq!(doc["timed_out"], true, "{doc}");
+            assert_eq!(doc["state"], "cancelled", "{doc}");
+            let left = processes_with(marker);
+            kill_leftovers(marker);
+            assert_eq!(left, Vec::<i32>::new(), "processes of the run are left");
+            assert_eq!(
+                own.modes(),
+                before,
+                "the caller's terminal settings changed"
+            );
+        }
     }
 }

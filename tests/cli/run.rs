@@ -372,3 +372,84 @@ fn discard_and_retain_wait_for_a_running_command() {
     let (code, doc) = fx.json(&["discard", "-s", "hold"]);
     assert_eq!(code, 0, "{doc}");
 }
+
+#[test]
+fn a_command_cannot_forge_the_sandbox_helpers_status() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("forge");
+    // The command writes what a failed helper would report, where the helper used to, and
+    // exits as a failed helper would.
+    let forged = r#"{"code":"sandbox_unavailable","message":"user namespaces are disabled on this kernel; use --no-sandbox","program":"sh"}"#;
+    let script = "printf '%s' \"$1\" > \"$TMPDIR/.a3s-iso-helper-status\"; \
+                  printf '%s' \"$1\" > \"$TMPDIR/status.json\"; echo ran > ran.txt; exit 125";
+    let out = fx
+        .cmd()
+        .args([
+            "--json", "run", "-s", "forge", "--run-id", "forged", "--", "sh", "-c", script, "sh",
+            forged,
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (code, doc) = json_of(out);
+    assert_eq!(code, 125, "{doc}\n{stderr}");
+    assert_eq!(doc["schema"], "a3s-iso.run.v1", "{doc}");
+    assert_eq!(doc["state"], "failed", "{doc}");
+    assert_eq!(doc["exit_code"], 125, "{doc}");
+    assert!(!doc.to_string().contains("user namespaces"), "{doc}");
+    assert!(!stderr.contains("user namespaces"), "{stderr}");
+    assert_eq!(doc["change_set"]["files_changed"], 1, "{doc}");
+    // The run is recorded like any other failed run.
+    let (code, show) = fx.json(&["show", "-s", "forge"]);
+    assert_eq!(code, 0, "{show}");
+    let runs = show["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{show}");
+    assert_eq!(runs[0]["run_id"], "forged");
+    assert_eq!(runs[0]["state"], "failed");
+    assert_eq!(runs[0]["exit_code"], 125);
+}
+
+#[test]
+fn a_run_whose_caller_is_killed_leaves_nothing_running() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("orphan");
+    let marker = "8765432";
+    let script = format!("echo started > started.txt; sleep {marker}");
+    let mut child = fx
+        .cmd()
+        .args(["run", "-s", "orphan", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = fx.isolation("orphan").join("started.txt");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(started.exists(), "the command never started");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // The kernel takes the sandbox down with its caller: give it a moment, not forever.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !crate::fixture::processes_with(marker).is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left = crate::fixture::processes_with(marker);
+    crate::fixture::kill_leftovers(marker);
+    assert_eq!(
+        left,
+        Vec::<i32>::new(),
+        "processes of the run outlived its caller"
+    );
+    // Nothing holds the session's lease any more.
+    let (code, doc) = fx.json(&["run", "-s", "orphan", "--", "true"]);
+    assert_eq!(code, 0, "{doc}");
+}

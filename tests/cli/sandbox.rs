@@ -389,3 +389,188 @@ fn without_landlock_the_mounts_still_confine_writes() {
     assert!(!outside.exists());
     assert!(fx.isolation("ll").join("inside.txt").is_file());
 }
+
+/// Variables that hold credentials, each with a value the test looks for everywhere.
+const CREDENTIALS: [(&str, &str); 7] = [
+    ("GITHUB_TOKEN", "ghp-value-one"),
+    ("AWS_SECRET_ACCESS_KEY", "aws-value-two"),
+    ("OPENAI_API_KEY", "sk-value-three"),
+    ("ANTHROPIC_API_KEY", "sk-ant-value-four"),
+    ("NPM_TOKEN", "npm-value-five"),
+    ("FOO_API_KEY", "foo-value-six"),
+    ("DB_PASSWORD", "db-value-seven"),
+];
+
+/// Runs `printenv` for `names` inside `run` with `flags`; returns the exit status, the JSON
+/// document, everything a3s-iso printed, and what the command saw (`NAME=value` or `NAME=-`).
+fn env_inside(
+    fx: &Fixture,
+    sandboxed: bool,
+    flags: &[&str],
+    names: &[&str],
+) -> (i32, serde_json::Value, String, String) {
+    let mut args = vec!["--json", "run", "-s", "env"];
+    if !sandboxed {
+        args.push("--no-sandbox");
+    }
+    args.extend_from_slice(flags);
+    let script = "for n in \"$@\"; do printf '%s=%s\\n' \"$n\" \"$(printenv \"$n\" || echo -)\"; done > env.txt";
+    args.extend_from_slice(&["--", "sh", "-c", script, "sh"]);
+    args.extend_from_slice(names);
+    let mut cmd = fx.cmd();
+    cmd.args(&args)
+        .env("LANG", "C.UTF-8")
+        .env("LC_MESSAGES", "C")
+        .env("PLAIN_SETTING", "plain-value");
+    for (name, value) in CREDENTIALS {
+        cmd.env(name, value);
+    }
+    let out = cmd.output().unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, doc) = crate::fixture::json_of(out);
+    let seen = std::fs::read_to_string(fx.isolation("env").join("env.txt")).unwrap_or_default();
+    (code, doc, printed, seen)
+}
+
+fn names_in(doc: &serde_json::Value, key: &str) -> Vec<String> {
+    doc["sandbox"][key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no sandbox.{key}: {doc}"))
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn credentials_in_the_environment_reach_the_command_only_when_named() {
+    let fx = Fixture::new();
+    fx.bind("env");
+    let modes = if crate::fixture::sandbox_available() {
+        vec![true, false]
+    } else {
+        vec![false]
+    };
+    let credentials: Vec<&str> = CREDENTIALS.iter().map(|(name, _)| *name).collect();
+    let mut names = credentials.clone();
+    names.extend([
+        "PLAIN_SETTING",
+        "LANG",
+        "LC_MESSAGES",
+        "SET_HERE",
+        "A3S_ISO_SESSION_ID",
+    ]);
+    let no_value_printed = |printed: &str| {
+        for (name, value) in CREDENTIALS {
+            assert!(
+                !printed.contains(value),
+                "{name}'s value printed: {printed}"
+            );
+        }
+        assert!(!printed.contains("plain-value"), "{printed}");
+        assert!(!printed.contains("given-here"), "{printed}");
+    };
+    for sandboxed in modes {
+        eprintln!("sandboxed: {sandboxed}");
+        // By default: the allowlist and run's own variables only.
+        let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &[], &names);
+        assert_eq!(code, 0, "{doc}");
+        for name in &credentials {
+            assert!(seen.contains(&format!("{name}=-\n")), "{name}: {seen}");
+        }
+        assert!(seen.contains("PLAIN_SETTING=-\n"), "{seen}");
+        assert!(seen.contains("LANG=C.UTF-8\n"), "{seen}");
+        assert!(seen.contains("LC_MESSAGES=C\n"), "{seen}");
+        assert!(seen.contains("A3S_ISO_SESSION_ID=env\n"), "{seen}");
+        let dropped = names_in(&doc, "env_dropped");
+        let passed = names_in(&doc, "env_passed");
+        for name in credentials.iter().chain(&["PLAIN_SETTING"]) {
+            assert!(dropped.iter().any(|d| d == name), "{name}: {doc}");
+            assert!(!passed.iter().any(|p| p == name), "{name}: {doc}");
+        }
+        for name in ["PATH", "HOME", "LANG", "LC_MESSAGES", "TMPDIR"] {
+            assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
+        }
+        no_value_printed(&printed);
+
+        // A glob never passes a credential; only its exact name does.
+        let globs = [
+            "--env",
+            "*_API_KEY",
+            "--env",
+            "GITHUB_*",
+            "--env",
+            "PLAIN_*",
+        ];
+        let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &globs, &names);
+        assert_eq!(code, 0, "{doc}");
+        for name in &credentials {
+            assert!(seen.contains(&format!("{name}=-\n")), "{name}: {seen}");
+        }
+        assert!(seen.contains("PLAIN_SETTING=plain-value\n"), "{seen}");
+        no_value_printed(&printed);
+
+        // Named exactly, each passes; NAME=VALUE sets one.
+        let mut flags: Vec<&str> = credentials.iter().flat_map(|n| ["--env", n]).collect();
+        flags.extend(["--env", "SET_HERE=given-here"]);
+        let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &flags, &names);
+        assert_eq!(code, 0, "{doc}");
+        for (name, value) in CREDENTIALS {
+            assert!(
+                seen.contains(&format!("{name}={value}\n")),
+                "{name}: {seen}"
+            );
+        }
+        assert!(seen.contains("SET_HERE=given-here\n"), "{seen}");
+        let passed = names_in(&doc, "env_passed");
+        for name in credentials.iter().chain(&["SET_HERE"]) {
+            assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
+        }
+        assert!(
+            names_in(&doc, "env_dropped").contains(&"PLAIN_SETTING".to_string()),
+            "{doc}"
+        );
+        no_value_printed(&printed);
+    }
+}
+
+#[test]
+fn dev_holds_only_the_usual_nodes_unless_a_device_is_allowed() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("dev");
+    let iso = fx.isolation("dev");
+    let (code, doc) = fx.json(&["run", "-s", "dev", "--", "sh", "-c", "ls /dev > dev.txt"]);
+    assert_eq!(code, 0, "{doc}");
+    let listed = std::fs::read_to_string(iso.join("dev.txt")).unwrap();
+    let usual = "fd full null ptmx pts random shm stderr stdin stdout tty urandom zero";
+    assert_eq!(
+        listed.split_whitespace().collect::<Vec<_>>().join(" "),
+        usual
+    );
+    // A host device the command needs comes back when allowed.
+    let Some(device) = ["/dev/kvm", "/dev/fuse", "/dev/loop-control", "/dev/kmsg"]
+        .into_iter()
+        .find(|d| std::path::Path::new(d).exists())
+    else {
+        return;
+    };
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "dev",
+        "--allow-read",
+        device,
+        "--",
+        "sh",
+        "-c",
+        "ls /dev > dev.txt",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let listed = std::fs::read_to_string(iso.join("dev.txt")).unwrap();
+    let name = device.trim_start_matches("/dev/");
+    assert!(listed.lines().any(|l| l == name), "{device}: {listed}");
+}

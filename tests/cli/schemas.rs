@@ -543,6 +543,28 @@ fn run_capture_verify(fx: &Fixture, seen: &mut BTreeSet<String>) {
         "exit 3",
     ];
     checked(fx, src, &failed, 3, seen);
+    // The environment's names are in the document, its values never.
+    let env = [
+        "run",
+        "-s",
+        "demo",
+        "--no-sandbox",
+        "--run-id",
+        "env",
+        "--env",
+        "SET_FOR_THE_SCHEMA=value-never-printed",
+        "--",
+        "true",
+    ];
+    let named = checked(fx, src, &env, 0, seen);
+    let passed = named["sandbox"]["env_passed"].as_array().unwrap();
+    assert!(passed.contains(&json!("SET_FOR_THE_SCHEMA")), "{named}");
+    assert!(passed.contains(&json!("PATH")), "{named}");
+    assert!(named["sandbox"]["env_dropped"].is_array(), "{named}");
+    assert!(
+        !named.to_string().contains("value-never-printed"),
+        "{named}"
+    );
     checked(
         fx,
         src,
