@@ -265,9 +265,24 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         });
     }
     if !is_healthy(record) {
-        return Err(Error::IsolationMissing {
-            session_id: record.session_id.clone(),
-            worktree: record.worktree.clone(),
+        // Gone from disk: the documented way back applies. Still there but broken (its admin
+        // dir or HEAD is not what a3s-iso made): nothing is captured from it.
+        let gone = record
+            .worktree
+            .as_deref()
+            .is_none_or(|tree| fs::symlink_metadata(tree).is_err());
+        return Err(if gone {
+            Error::IsolationMissing {
+                session_id: record.session_id.clone(),
+                worktree: record.worktree.clone(),
+            }
+        } else {
+            Error::ChangeSetUnavailable {
+                message: format!(
+                    "session {:?} has an isolation that is not healthy (its git metadata is not what a3s-iso made)",
+                    record.session_id
+                ),
+            }
         });
     }
     match (&record.worktree, &record.admin_dir) {
