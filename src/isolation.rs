@@ -265,12 +265,10 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         });
     }
     if !is_healthy(record) {
-        // Gone from disk: the documented way back applies. Still there but broken (its admin
-        // dir or HEAD is not what a3s-iso made): nothing is captured from it.
-        let gone = record
-            .worktree
-            .as_deref()
-            .is_none_or(|tree| fs::symlink_metadata(tree).is_err());
+        // Its tree or its registration gone from disk: the documented way back applies. Both
+        // there but broken (a HEAD that is not what a3s-iso made): nothing is captured.
+        let absent = |path: Option<&Path>| path.is_none_or(|p| fs::symlink_metadata(p).is_err());
+        let gone = absent(record.worktree.as_deref()) || absent(record.admin_dir.as_deref());
         return Err(if gone {
             Error::IsolationMissing {
                 session_id: record.session_id.clone(),
