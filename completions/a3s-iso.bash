@@ -61,6 +61,9 @@ _a3s__iso() {
             a3s__iso,push)
                 cmd="a3s__iso__subcmd__push"
                 ;;
+            a3s__iso,rebase)
+                cmd="a3s__iso__subcmd__rebase"
+                ;;
             a3s__iso,retain)
                 cmd="a3s__iso__subcmd__retain"
                 ;;
@@ -127,6 +130,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,push)
                 cmd="a3s__iso__subcmd__help__subcmd__push"
                 ;;
+            a3s__iso__subcmd__help,rebase)
+                cmd="a3s__iso__subcmd__help__subcmd__rebase"
+                ;;
             a3s__iso__subcmd__help,retain)
                 cmd="a3s__iso__subcmd__help__subcmd__retain"
                 ;;
@@ -155,7 +161,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -585,7 +591,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote rebase push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -795,6 +801,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__rebase)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1184,6 +1204,56 @@ _a3s__iso() {
                     return 0
                     ;;
                 --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__rebase)
+            opts="-s -C -q -h --onto --continue --abort --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --onto)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -66,11 +66,13 @@ pub enum ErrorCode {
     InvalidInput,
     /// `change_set_not_found`: a remote has no change set with the digest asked for.
     ChangeSetNotFound,
+    /// `session_conflicted`: a rebase of the session stopped at a conflict that is not resolved.
+    SessionConflicted,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 24] = [
+    pub const ALL: [ErrorCode; 25] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -95,6 +97,7 @@ impl ErrorCode {
         ErrorCode::DetachedSource,
         ErrorCode::InvalidInput,
         ErrorCode::ChangeSetNotFound,
+        ErrorCode::SessionConflicted,
     ];
 
     /// The code as JSON and human output spell it.
@@ -124,6 +127,7 @@ impl ErrorCode {
             ErrorCode::DetachedSource => "detached_source",
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::ChangeSetNotFound => "change_set_not_found",
+            ErrorCode::SessionConflicted => "session_conflicted",
         }
     }
 
@@ -131,7 +135,7 @@ impl ErrorCode {
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorCode::Usage => 2,
-            ErrorCode::CaptureConflict => 3,
+            ErrorCode::CaptureConflict | ErrorCode::SessionConflicted => 3,
             ErrorCode::IsolationUnavailable | ErrorCode::SandboxUnavailable => 4,
             ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid | ErrorCode::InvalidInput => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
@@ -433,6 +437,16 @@ pub enum Error {
         /// The ref looked for there.
         reference: String,
     },
+    /// The session's rebase stopped at a conflict: nothing that needs the session whole runs.
+    #[error("session {session_id:?} is conflicted ({what}): {}", paths.join(", "))]
+    SessionConflicted {
+        /// The session.
+        session_id: String,
+        /// What is unresolved.
+        what: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
 }
 
 /// a3s-iso's result type.
@@ -468,6 +482,7 @@ impl Error {
             Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
             Error::DetachedSource { .. } => ErrorCode::DetachedSource,
             Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
+            Error::SessionConflicted { .. } => ErrorCode::SessionConflicted,
         }
     }
 
@@ -537,6 +552,9 @@ impl Error {
             Error::ChangeSetNotFound { remote, .. } => Some(format!(
                 "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
             )),
+            Error::SessionConflicted { session_id, .. } => Some(format!(
+                "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
+            )),
             _ => None,
         }
     }
@@ -564,6 +582,9 @@ impl Error {
         if let Error::DirtySource { paths, more } = self {
             body["paths"] = serde_json::json!(paths);
             body["more_paths"] = serde_json::json!(more);
+        }
+        if let Error::SessionConflicted { paths, .. } = self {
+            body["paths"] = serde_json::json!(paths);
         }
         if let Error::SessionNotFound { candidates, .. }
         | Error::SessionNearMiss { candidates, .. } = self
@@ -662,6 +683,7 @@ mod tests {
                 ("detached_source", 1),
                 ("invalid_input", 5),
                 ("change_set_not_found", 1),
+                ("session_conflicted", 3),
             ]
         );
     }
@@ -757,6 +779,11 @@ mod tests {
                 remote: "origin".into(),
                 digest: format!("sha256:{}", "0".repeat(64)),
                 reference: format!("refs/a3s-iso/changes/{}", "0".repeat(64)),
+            },
+            Error::SessionConflicted {
+                session_id: "s".into(),
+                what: "a rebase stopped at a conflict".into(),
+                paths: vec!["README.md".into()],
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

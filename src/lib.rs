@@ -38,6 +38,7 @@ pub mod probe;
 pub mod promote;
 mod pty;
 pub mod quarantine;
+pub mod rebase;
 pub mod recovery;
 pub mod refs;
 pub mod remote;

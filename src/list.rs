@@ -28,6 +28,9 @@ pub enum ListedState {
     /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
     /// it back.
     Swept,
+    /// Bound, and its rebase stopped at a conflict that waits in its isolation
+    /// (`rebase --continue` or `--abort`).
+    Conflicted,
 }
 
 impl ListedState {
@@ -39,12 +42,16 @@ impl ListedState {
             ListedState::Discarded => "discarded",
             ListedState::Missing => "missing",
             ListedState::Swept => "swept",
+            ListedState::Conflicted => "conflicted",
         }
     }
 
     /// What `list` shows for a record: the recorded state, unless the tree is gone.
-    fn of(record: &SessionRecord) -> ListedState {
+    pub(crate) fn of(record: &SessionRecord, conflicted: bool) -> ListedState {
         match record.state {
+            SessionState::Bound if conflicted && isolation::is_healthy(record) => {
+                ListedState::Conflicted
+            }
             SessionState::Discarded => ListedState::Discarded,
             SessionState::Swept => ListedState::Swept,
             _ if !record.read_only && !isolation::is_healthy(record) => ListedState::Missing,
@@ -83,6 +90,8 @@ pub struct SessionView {
     pub swept_ref: Option<String>,
     /// For a swept session: when it was swept, in milliseconds since the epoch.
     pub swept_at_ms: Option<u64>,
+    /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
+    pub conflicting_paths: Vec<String>,
 }
 
 /// What `list` found: the sessions of every store it looked at.
@@ -133,7 +142,10 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                         }
                         .head_commit(&ctx.git)
                     });
-                    outcome.sessions.push(view(&record, head.as_deref()));
+                    let conflicts = crate::rebase::conflicted_paths(store, &record);
+                    outcome
+                        .sessions
+                        .push(view(&record, head.as_deref(), conflicts));
                 }
                 Err(unreadable) => outcome.unreadable.push(unreadable),
             }
@@ -142,10 +154,15 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     Ok(outcome)
 }
 
-fn view(record: &SessionRecord, source_head: Option<&str>) -> SessionView {
+fn view(
+    record: &SessionRecord,
+    source_head: Option<&str>,
+    conflicts: Option<Vec<String>>,
+) -> SessionView {
     SessionView {
         session_id: record.session_id.clone(),
-        state: ListedState::of(record),
+        state: ListedState::of(record, conflicts.is_some()),
+        conflicting_paths: conflicts.unwrap_or_default(),
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),

@@ -125,7 +125,7 @@ fn state_tone(state: ListedState) -> Tone {
         ListedState::Bound => Tone::Good,
         ListedState::Retained => Tone::Note,
         ListedState::Discarded | ListedState::Swept => Tone::Quiet,
-        ListedState::Missing => Tone::Bad,
+        ListedState::Missing | ListedState::Conflicted => Tone::Bad,
     }
 }
 

@@ -56,6 +56,9 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     };
     if verified.is_none() && fetched.is_none() {
         let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+        if let Some(paths) = crate::rebase::conflicted_paths(&located.store, &session) {
+            return Err(crate::rebase::conflicted_error(&session.session_id, paths));
+        }
         if opts.mode == Mode::Branch {
             return branch::promote_branch(ctx, &located, session, opts);
         }
