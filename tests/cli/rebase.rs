@@ -345,3 +345,88 @@ fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
         assert_eq!(isolation_state(&fx, "C"), pre, "round {round} ({delay:?})");
     }
 }
+
+/// Commits as the agent makes them in its isolation.
+fn agent_commit(fx: &Fixture, id: &str, message: &str) {
+    iso_git(fx, id, &["add", "-A"]);
+    iso_git(fx, id, &["commit", "-q", "-m", message]);
+}
+
+#[test]
+fn a_conflict_in_a_replayed_commit_continues_with_the_rest() {
+    let fx = Fixture::new();
+    three_sessions(&fx);
+    let iso = fx.isolation("C");
+    agent_commit(&fx, "C", "C changes line two");
+    std::fs::write(iso.join("later.txt"), "a later commit\n").unwrap();
+    agent_commit(&fx, "C", "C adds later.txt");
+    std::fs::write(iso.join("wip.txt"), "uncommitted\n").unwrap();
+    let stopped = fx.json(&["rebase", "-s", "C"]);
+    assert_eq!(outcome(&stopped), (3, "conflicted"), "{}", stopped.1);
+    assert!(stopped.1["conflict_commit"].is_string(), "{}", stopped.1);
+    // Stopped inside the first commit: the later commit and the uncommitted work wait.
+    assert!(!iso.join("later.txt").exists());
+    assert!(!iso.join("wip.txt").exists());
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    assert_eq!(iso_git(&fx, "C", &["rev-parse", "HEAD"]), head);
+    std::fs::write(iso.join("src/lib.txt"), "one\ntwo from both\n").unwrap();
+    iso_git(&fx, "C", &["add", "src/lib.txt"]);
+    let done = fx.json(&["rebase", "-s", "C", "--continue"]);
+    assert_eq!(outcome(&done), (0, "continued"), "{}", done.1);
+    assert_eq!(
+        iso_git(&fx, "C", &["log", "--format=%s", &format!("{head}..HEAD")]),
+        "C adds later.txt\nC changes line two"
+    );
+    assert_eq!(
+        iso_git(&fx, "C", &["show", "HEAD^:src/lib.txt"]),
+        "one\ntwo from both"
+    );
+    assert_eq!(read(&iso, "later.txt"), "a later commit\n");
+    assert_eq!(read(&iso, "wip.txt"), "uncommitted\n");
+    assert_eq!(read(&iso, "c-notes.txt"), "untracked in C\n");
+    assert_eq!(iso_git(&fx, "C", &["status", "--porcelain"]), "?? wip.txt");
+}
+
+/// A kill at each point of the change of the isolation: the next command finishes it, to the
+/// conflicted state, and an abort then restores the isolation exactly.
+#[test]
+fn a_rebase_killed_while_it_writes_the_isolation_is_finished() {
+    for point in [
+        "rebase-after-intent",
+        "rebase-after-files",
+        "rebase-after-head",
+    ] {
+        let fx = Fixture::new();
+        three_sessions(&fx);
+        let pre = isolation_state(&fx, "C");
+        let checkout = checkout_listing(&fx.src);
+        let status = fx
+            .cmd()
+            .args(["rebase", "-s", "C"])
+            .env("A3S_ISO_TEST_FAULT", point)
+            .status()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{point}"
+        );
+        let out = fx.cmd().args(["list"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("interrupted rebase of session C was completed"),
+            "{point}: {stderr}"
+        );
+        let (_, show) = fx.json(&["show", "-s", "C"]);
+        assert_eq!(show["state"], "conflicted", "{point}: {show}");
+        assert!(
+            read(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
+            "{point}"
+        );
+        assert!(iso_git(&fx, "C", &["status", "--porcelain"]).contains("UU src/lib.txt"));
+        assert_eq!(checkout_listing(&fx.src), checkout, "{point}");
+        let aborted = fx.json(&["rebase", "-s", "C", "--abort"]);
+        assert_eq!(outcome(&aborted), (0, "aborted"), "{point}: {}", aborted.1);
+        assert_eq!(isolation_state(&fx, "C"), pre, "{point}");
+    }
+}
