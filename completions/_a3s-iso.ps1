@@ -201,6 +201,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --from: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Write the artifacts (patch, summary.json) and stop: the source is left untouched')
+            [CompletionResult]::new('--rebase', '--rebase', [CompletionResultType]::ParameterName, 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean')
             [CompletionResult]::new('--onto-head', '--onto-head', [CompletionResultType]::ParameterName, 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

@@ -1111,7 +1111,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__promote)
-            opts="-s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --rebase --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

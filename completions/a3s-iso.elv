@@ -191,6 +191,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --allow-url 'With --from: accept a URL or path that is not a configured remote'
             cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+            cand --rebase 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean'
             cand --onto-head 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'

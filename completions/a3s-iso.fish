@@ -170,6 +170,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l git -d 'The 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l allow-url -d 'With --from: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l no-apply -d 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l rebase -d 'When the source\'s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l onto-head -d 'Apply a change-set document onto the checkout even though its base tree is not HEAD\'s (when it applies cleanly)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s q -l quiet -d 'Print no narration or warnings on stderr'

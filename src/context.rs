@@ -126,7 +126,7 @@ impl Context {
         let _ = self.locate();
     }
 
-    fn push_notices(&self, notices: Vec<String>) {
+    pub(crate) fn push_notices(&self, notices: Vec<String>) {
         self.notices
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -29,6 +29,9 @@ pub struct PromoteOptions {
     pub onto_head: bool,
     /// `--from REMOTE --digest D`: the change set is fetched from a remote and verified first.
     pub from: Option<crate::remote::FetchRequest>,
+    /// `--rebase`: a session whose source HEAD moved is rebased onto it first (and promoted
+    /// only when that was clean).
+    pub rebase: bool,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.

@@ -430,3 +430,94 @@ fn a_rebase_killed_while_it_writes_the_isolation_is_finished() {
         assert_eq!(isolation_state(&fx, "C"), pre, "{point}");
     }
 }
+
+/// A, B and C from one HEAD; A promoted and committed. B (its own files) promotes with
+/// `--rebase`; C (A's line) rebases into a conflict that stays in its isolation, is resolved
+/// with `run`, continued and promoted; the checkout never sees a marker.
+#[test]
+fn three_sessions_move_on_after_one_is_promoted() {
+    let fx = Fixture::new();
+    three_sessions(&fx);
+    let plain = fx.json(&["promote", "-s", "B"]);
+    assert_eq!(plain.1["reason"], "head_moved", "{}", plain.1);
+    let human = fx.cmd().args(["promote", "-s", "B"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(
+        stderr.contains("a3s-iso rebase") && stderr.contains("promote --rebase"),
+        "{stderr}"
+    );
+    let b = fx.json(&["promote", "-s", "B", "--rebase"]);
+    assert_eq!(outcome(&b), (0, "applied"), "{}", b.1);
+    assert_eq!(read(&fx.src, "b.txt"), "from B\n");
+    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo from A\n");
+    fx.commit_all("take B");
+    let checkout = checkout_listing(&fx.src);
+    let c = fx.json(&["promote", "-s", "C", "--rebase"]);
+    assert_eq!(outcome(&c), (3, "conflict"), "{}", c.1);
+    assert_eq!(c.1["reason"], "rebase_conflicted", "{}", c.1);
+    assert_eq!(
+        c.1["conflicting_paths"],
+        serde_json::json!(["src/lib.txt"]),
+        "{}",
+        c.1
+    );
+    assert_eq!(
+        checkout_listing(&fx.src),
+        checkout,
+        "the checkout is byte for byte unchanged"
+    );
+    let (_, show) = fx.json(&["show", "-s", "C"]);
+    assert_eq!(show["state"], "conflicted");
+    let resolve = "printf 'one\\ntwo from A and C\\n' > src/lib.txt && git add src/lib.txt";
+    // In the sandbox where the machine has one.
+    let mut run = fx.cmd();
+    run.args(["run", "-s", "C"]);
+    if !crate::fixture::sandbox_available() {
+        run.arg("--no-sandbox");
+    }
+    run.args(["--", "sh", "-c", resolve]);
+    assert!(run.status().unwrap().success());
+    let continued = fx.json(&["rebase", "-s", "C", "--continue"]);
+    assert_eq!(outcome(&continued), (0, "continued"), "{}", continued.1);
+    assert_eq!(checkout_listing(&fx.src), checkout);
+    let promoted = fx.json(&["promote", "-s", "C"]);
+    assert_eq!(outcome(&promoted), (0, "applied"), "{}", promoted.1);
+    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo from A and C\n");
+    assert_eq!(read(&fx.src, "c-notes.txt"), "untracked in C\n");
+    assert_eq!(
+        fx.git(&fx.src, &["status", "--porcelain"]),
+        " M src/lib.txt\n?? c-notes.txt"
+    );
+}
+
+#[test]
+fn head_moved_after_a_committed_step_says_so_and_names_rebase() {
+    let fx = Fixture::new();
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("one.txt"), "step one\n").unwrap();
+    let first = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(outcome(&first), (0, "applied"), "{}", first.1);
+    std::fs::write(fx.isolation("s").join("two.txt"), "step two\n").unwrap();
+    // Moved, but not by committing the step: no such claim.
+    fx.write("other.txt", "other\n");
+    fx.git(&fx.src, &["add", "other.txt"]);
+    fx.git(&fx.src, &["commit", "-q", "-m", "something else"]);
+    let other = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(other.1["reason"], "head_moved", "{}", other.1);
+    assert!(
+        !other.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("you committed it"),
+        "{}",
+        other.1
+    );
+    fx.commit_all("take step one");
+    let moved = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(moved.1["reason"], "head_moved", "{}", moved.1);
+    let detail = moved.1["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("you committed it") && detail.contains("a3s-iso rebase -s s"),
+        "{detail}"
+    );
+}
