@@ -226,7 +226,7 @@ fn hint(reason: Reason) -> &'static str {
             "commit or stash your own changes to those paths (or let them go), then promote again; nothing was applied"
         }
         Reason::ReplayFailed => {
-            "nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode"
+            "nothing changed in your checkout: a3s-iso rebase -s ID moves the session onto your HEAD (conflicts stay in its isolation), then promote again; or promote in patch mode"
         }
         Reason::BaseUnknown => {
             "the change set was taken from another repository (its base tree is not here); fetch that history first, or apply the patch by hand"

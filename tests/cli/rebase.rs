@@ -521,3 +521,33 @@ fn head_moved_after_a_committed_step_says_so_and_names_rebase() {
         "{detail}"
     );
 }
+
+#[test]
+fn mode_changed_only_while_a_patch_step_is_uncommitted() {
+    let fx = Fixture::new();
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("one.txt"), "step one\n").unwrap();
+    let first = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(outcome(&first), (0, "applied"), "{}", first.1);
+    std::fs::write(fx.isolation("s").join("two.txt"), "step two\n").unwrap();
+    let uncommitted = fx.json(&["promote", "-s", "s", "--mode", "branch"]);
+    assert_eq!(uncommitted.1["reason"], "mode_changed", "{}", uncommitted.1);
+    fx.commit_all("take step one");
+    let committed = fx.json(&["promote", "-s", "s", "--mode", "branch"]);
+    assert_eq!(committed.1["reason"], "head_moved", "{}", committed.1);
+    assert!(
+        committed.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("a3s-iso rebase -s s"),
+        "{}",
+        committed.1
+    );
+    let rebased = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&rebased), (0, "rebased"), "{}", rebased.1);
+    let second = fx.json(&["promote", "-s", "s", "--mode", "branch"]);
+    assert_eq!(outcome(&second), (0, "applied"), "{}", second.1);
+    assert_eq!(second.1["files_changed"], 1, "{}", second.1);
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+    assert_eq!(read(&fx.src, "two.txt"), "step two\n");
+}
