@@ -494,9 +494,10 @@ impl Store {
         self.dir.join("tmp")
     }
 
-    /// Drops the stored change-set documents of a session's runs, and their nested change
-    /// sets (whose refs go with the session's).
+    /// Drops the stored change-set documents of a session's runs, their nested change sets
+    /// (whose refs go with the session's) and the records of its rebase.
     pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
+        crate::rebase::forget(self, id)?;
         for kind in ["runs", "nested", "run-exits"] {
             let dir = self.dir.join(kind).join(id);
             match std::fs::remove_dir_all(&dir) {

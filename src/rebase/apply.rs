@@ -15,15 +15,20 @@ use crate::snapshot::{self, Seed, TempFile};
 use crate::state::{Rebased, Store};
 
 /// Makes the isolation hold what `intent` names, then does what follows and drops the intent.
-pub(crate) fn carry_out(git: &Git, store: &Store, intent: &Applying) -> Result<()> {
-    record::save_intent(store, intent)?;
-    crate::fault_point!("rebase-after-intent");
+/// A fresh intent is first tried (`read-tree --dry-run`): what git would refuse (an ignored
+/// file where the target puts a tracked one) fails before anything is recorded or written.
+pub(crate) fn carry_out(git: &Git, store: &Store, intent: &Applying, fresh: bool) -> Result<()> {
     let session = store
         .load_session(&intent.session_id)?
         .ok_or_else(|| Error::internal("a rebase intent without its session"))?;
     let isolation = writable_isolation(&session)?;
     let scratch = store.scratch_dir();
     let wt = isolation.git(git, &scratch)?;
+    if fresh {
+        try_files(&wt, store, &isolation, &intent.tree)?;
+        record::save_intent(store, intent)?;
+    }
+    crate::fault_point!("rebase-after-intent");
     write_files(&wt, store, &isolation, &intent.tree)?;
     crate::fault_point!("rebase-after-files");
     write_index(&wt, store, &isolation, &intent.session_id, &intent.index)?;
@@ -31,6 +36,56 @@ pub(crate) fn carry_out(git: &Git, store: &Store, intent: &Applying) -> Result<(
     crate::fault_point!("rebase-after-head");
     follow_up(git, store, &intent.session_id, &intent.then)?;
     record::remove_intent(store, &intent.session_id)
+}
+
+/// Whether git would move the working tree from what it holds now to `tree`.
+fn try_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str) -> Result<()> {
+    let scratch = store.scratch_dir();
+    let seed = store.seed_index(&isolation.admin)?;
+    let now = snapshot::snapshot(wt, Seed::Own(&seed), &scratch)?;
+    // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
+    // snapshot that `--abort` restores has no copy of it.
+    let added = wt
+        .cmd()
+        .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+        .args(["--diff-filter=A", &now.tree, tree])
+        .run()?;
+    let in_the_way: Vec<String> = crate::git::split_nul(&added)
+        .filter(|path| occupied(&isolation.tree, path))
+        .map(|path| String::from_utf8_lossy(path).into_owned())
+        .collect();
+    if !in_the_way.is_empty() {
+        return Err(Error::InvalidInput {
+            message: format!(
+                "the isolation holds files its snapshot leaves out (ignored ones) where the rebased tree has tracked files: {}; move them away and rebase again",
+                in_the_way.join(", ")
+            ),
+        });
+    }
+    let index = TempFile::new(&scratch, "index")?;
+    snapshot::copy_index(&seed, index.path())?;
+    wt.cmd()
+        .env("GIT_INDEX_FILE", index.path())
+        .args(["read-tree", "--dry-run", "-m", "-u", &now.tree, tree])
+        .run()
+        .map(drop)
+}
+
+/// Whether something that is not a directory is at `path`, or at one of its leading
+/// directories, in the tree at `top`.
+fn occupied(top: &std::path::Path, path: &[u8]) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut at = top.to_path_buf();
+    let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+    for (n, part) in parts.iter().enumerate() {
+        at.push(std::ffi::OsStr::from_bytes(part));
+        match fs::symlink_metadata(&at) {
+            Err(_) => return false,
+            Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => return true,
+            Ok(_) => {}
+        }
+    }
+    false
 }
 
 /// The working tree from what it holds now to `tree`.
@@ -161,7 +216,20 @@ pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
                 Then::Conflicted(_) => "completed up to its conflict",
                 Then::Aborted => "undone",
             };
-            match carry_out(git, store, &intent) {
+            let gone = store
+                .load_session(&intent.session_id)
+                .ok()
+                .flatten()
+                .is_none_or(|s| !s.state.has_tree());
+            if gone {
+                // Nothing left to rebase: the session or its isolation went since.
+                let _ = forget(store, &intent.session_id);
+                return format!(
+                    "an interrupted rebase of session {} was dropped: the session has no isolation any more",
+                    intent.session_id
+                );
+            }
+            match carry_out(git, store, &intent, false) {
                 Ok(()) => format!(
                     "an interrupted rebase of session {} was {what}",
                     intent.session_id
@@ -173,4 +241,10 @@ pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// Drops every record of a session's rebase (its isolation or the session goes).
+pub(crate) fn forget(store: &Store, id: &str) -> Result<()> {
+    record::remove_intent(store, id)?;
+    record::remove_state(store, id)
 }

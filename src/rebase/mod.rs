@@ -23,7 +23,7 @@ use crate::isolation::{Isolation, writable_isolation};
 use crate::paths::RepoPath;
 use crate::snapshot::TempFile;
 use crate::state::SessionRecord;
-pub(crate) use apply::recover;
+pub(crate) use apply::{forget, recover};
 pub use record::Replayed;
 use record::{Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then};
 pub(crate) use record::{conflicted_paths, intents};
@@ -458,7 +458,7 @@ impl<'a> Work<'a> {
     }
 
     fn carry_out(&self, intent: Applying) -> Result<()> {
-        apply::carry_out(&self.ctx.git, &self.located.store, &intent)
+        apply::carry_out(&self.ctx.git, &self.located.store, &intent, true)
     }
 
     /// `--continue`: the conflicts must be resolved (no stages, no markers); a conflicted

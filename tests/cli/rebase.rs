@@ -551,3 +551,53 @@ fn mode_changed_only_while_a_patch_step_is_uncommitted() {
     assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
     assert_eq!(read(&fx.src, "two.txt"), "step two\n");
 }
+
+#[test]
+fn an_ignored_file_in_the_way_fails_before_anything_changes() {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "build.log\n");
+    fx.commit_all("ignore build.log");
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    std::fs::write(iso.join("build.log"), "the agent's ignored log\n").unwrap();
+    std::fs::write(iso.join("mine.txt"), "work\n").unwrap();
+    // The user now tracks a file at that path.
+    fx.write(".gitignore", "");
+    fx.write("build.log", "tracked now\n");
+    fx.commit_all("track build.log");
+    let before = isolation_state(&fx, "s");
+    let failed = fx.json(&["rebase", "-s", "s"]);
+    assert_ne!(failed.0, 0, "{}", failed.1);
+    assert_eq!(isolation_state(&fx, "s"), before);
+    let (_, show) = fx.json(&["show", "-s", "s"]);
+    assert_eq!(show["state"], "bound", "{show}");
+    let listed = fx.cmd().args(["list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&listed.stderr).contains("rebase"),
+        "no intent left behind"
+    );
+}
+
+#[test]
+fn discarding_a_conflicted_session_forgets_its_rebase() {
+    let fx = Fixture::new();
+    three_sessions(&fx);
+    let rebased = fx.json(&["rebase", "-s", "C"]);
+    assert_eq!(outcome(&rebased), (3, "conflicted"), "{}", rebased.1);
+    let state = fx.src.join(".git/a3s-iso/rebases");
+    assert!(state.join("C.json").is_file());
+    let discarded = fx.json(&["discard", "-s", "C"]);
+    assert_eq!(discarded.0, 0, "{}", discarded.1);
+    assert!(!state.join("C.json").exists() && !state.join("C.index").exists());
+    // Its evidence stays, as for any discard: the pinned pre-rebase state included.
+    let (_, show) = fx.json(&["show", "-s", "C"]);
+    assert_eq!(show["state"], "discarded", "{show}");
+    fx.git(
+        &fx.src,
+        &[
+            "rev-parse",
+            "--verify",
+            "refs/a3s-iso/sessions/C/rebase/snapshot",
+        ],
+    );
+}
