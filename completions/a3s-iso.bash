@@ -49,6 +49,9 @@ _a3s__iso() {
             a3s__iso,log)
                 cmd="a3s__iso__subcmd__log"
                 ;;
+            a3s__iso,overlaps)
+                cmd="a3s__iso__subcmd__overlaps"
+                ;;
             a3s__iso,path)
                 cmd="a3s__iso__subcmd__path"
                 ;;
@@ -118,6 +121,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,log)
                 cmd="a3s__iso__subcmd__help__subcmd__log"
                 ;;
+            a3s__iso__subcmd__help,overlaps)
+                cmd="a3s__iso__subcmd__help__subcmd__overlaps"
+                ;;
             a3s__iso__subcmd__help,path)
                 cmd="a3s__iso__subcmd__help__subcmd__path"
                 ;;
@@ -161,7 +167,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase overlaps push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -591,7 +597,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote rebase push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote rebase overlaps push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -745,6 +751,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__log)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__overlaps)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -987,6 +1007,44 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__overlaps)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

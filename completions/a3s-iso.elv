@@ -39,6 +39,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
@@ -211,6 +212,19 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --continue 'Go on after the conflicts were resolved in the isolation'
             cand --abort 'Put the isolation back exactly as it was before the rebase'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;overlaps'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -446,6 +460,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
@@ -477,6 +492,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;promote'= {
         }
         &'a3s-iso;help;rebase'= {
+        }
+        &'a3s-iso;help;overlaps'= {
         }
         &'a3s-iso;help;push'= {
         }

@@ -30,6 +30,7 @@ pub mod log;
 pub mod names;
 pub mod nested;
 pub(crate) mod neutralize;
+pub mod overlaps;
 pub mod owner;
 pub mod paths;
 pub mod pending;

@@ -59,6 +59,11 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso rebase -s task-42 --abort         # put the isolation back as it was",
     ),
     (
+        "overlaps",
+        "  a3s-iso overlaps                          # which live sessions would conflict, and where
+  a3s-iso overlaps --json | jq '.pairs[] | select(.prediction == \"conflict\")'",
+    ),
+    (
         "push",
         "  a3s-iso push -s task-42                   # to the upstream remote (else origin)
   a3s-iso push -s task-42 origin --json     # prints the digest, the ref and the remote

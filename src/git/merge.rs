@@ -95,24 +95,21 @@ impl ObjectView {
             theirs.into(),
         ];
         let out = self.cmd().args(&args).output()?;
-        if !matches!(out.exit_code, Some(0 | 1)) {
-            return Err(failure_of(args, out.exit_code, out.stderr));
-        }
-        // `<tree>\0` then `<mode> <oid> <stage>\t<path>\0` for each conflicted entry, then an
-        // empty record and the informational messages.
-        let mut records = out.stdout.split(|b| *b == 0);
-        let tree = records
-            .next()
-            .map(|r| String::from_utf8_lossy(r).into_owned())
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| Error::internal("merge-tree printed no tree"))?;
-        let mut conflicts = Vec::new();
-        if out.exit_code == Some(1) {
-            for record in records.take_while(|r| !r.is_empty()) {
-                conflicts.push(parse_entry(record)?);
-            }
-        }
-        Ok(Merged { tree, conflicts })
+        parse_merged(args, out)
+    }
+
+    /// Merges two commits at their own merge base, as `git merge` would; only objects are
+    /// written.
+    pub(crate) fn merge_commits(&self, ours: &str, theirs: &str) -> Result<Merged> {
+        let args = vec![
+            "merge-tree".to_string(),
+            "--write-tree".into(),
+            "-z".into(),
+            ours.into(),
+            theirs.into(),
+        ];
+        let out = self.cmd().args(&args).output()?;
+        parse_merged(args, out)
     }
 
     /// Reads a commit: its tree, parents, author, committer and message.
@@ -202,6 +199,27 @@ impl ObjectView {
                 .collect(),
         ))
     }
+}
+
+/// `<tree>\0`, then `<mode> <oid> <stage>\t<path>\0` for each conflicted entry (exit 1), then an
+/// empty record and the informational messages.
+fn parse_merged(args: Vec<String>, out: super::runner::GitOutput) -> Result<Merged> {
+    if !matches!(out.exit_code, Some(0 | 1)) {
+        return Err(failure_of(args, out.exit_code, out.stderr));
+    }
+    let mut records = out.stdout.split(|b| *b == 0);
+    let tree = records
+        .next()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::internal("merge-tree printed no tree"))?;
+    let mut conflicts = Vec::new();
+    if out.exit_code == Some(1) {
+        for record in records.take_while(|r| !r.is_empty()) {
+            conflicts.push(parse_entry(record)?);
+        }
+    }
+    Ok(Merged { tree, conflicts })
 }
 
 fn parse_entry(record: &[u8]) -> Result<ConflictEntry> {

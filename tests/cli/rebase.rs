@@ -601,3 +601,60 @@ fn discarding_a_conflicted_session_forgets_its_rebase() {
         ],
     );
 }
+
+#[test]
+fn overlaps_predicts_which_sessions_conflict_without_touching_a_tree() {
+    let fx = Fixture::new();
+    for id in ["A", "B", "C"] {
+        fx.bind(id);
+    }
+    std::fs::write(fx.isolation("A").join("src/lib.txt"), "one\ntwo from A\n").unwrap();
+    std::fs::write(fx.isolation("B").join("b.txt"), "from B\n").unwrap();
+    std::fs::write(fx.isolation("C").join("src/lib.txt"), "one\ntwo from C\n").unwrap();
+    let before: Vec<_> = ["A", "B", "C"]
+        .iter()
+        .map(|id| isolation_state(&fx, id))
+        .collect();
+    let seeds = listing(&fx.src.join(".git/a3s-iso/seeds"));
+    let checkout = checkout_listing(&fx.src);
+    let (code, doc) = fx.json(&["overlaps"]);
+    assert_eq!(code, 0, "{doc}");
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3, "{doc}");
+    let find = |a: &str, b: &str| {
+        pairs
+            .iter()
+            .find(|p| p["a"] == a && p["b"] == b)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(find("A", "B")["prediction"], "clean");
+    assert_eq!(find("B", "C")["prediction"], "clean");
+    let ac = find("A", "C");
+    assert_eq!(ac["prediction"], "conflict", "{ac}");
+    assert_eq!(ac["conflicting_paths"], serde_json::json!(["src/lib.txt"]));
+    assert_eq!(doc["sessions"][1]["paths"], serde_json::json!(["b.txt"]));
+    let after: Vec<_> = ["A", "B", "C"]
+        .iter()
+        .map(|id| isolation_state(&fx, id))
+        .collect();
+    assert_eq!(after, before, "no isolation is touched");
+    assert_eq!(listing(&fx.src.join(".git/a3s-iso/seeds")), seeds);
+    assert_eq!(checkout_listing(&fx.src), checkout);
+    let (_, list) = fx.json(&["list"]);
+    let with = |id: &str| {
+        list["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .unwrap()["conflicts_with"]
+            .clone()
+    };
+    assert_eq!(with("A"), serde_json::json!(["C"]));
+    assert_eq!(with("B"), serde_json::json!([]));
+    assert_eq!(with("C"), serde_json::json!(["A"]));
+    let human = fx.cmd().args(["list"]).output().unwrap();
+    let table = String::from_utf8_lossy(&human.stdout);
+    assert!(table.contains("conflicts with C"), "{table}");
+}
