@@ -41,6 +41,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('rebase', 'rebase', [CompletionResultType]::ParameterValue, 'Move a session onto a new base (default: the source''s HEAD) inside its isolation')
+            [CompletionResult]::new('overlaps', 'overlaps', [CompletionResultType]::ParameterValue, 'Predict which live sessions'' work would conflict, and where (no tree is touched)')
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
             [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
@@ -201,7 +203,41 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --from: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Write the artifacts (patch, summary.json) and stop: the source is left untouched')
+            [CompletionResult]::new('--rebase', '--rebase', [CompletionResultType]::ParameterName, 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean')
             [CompletionResult]::new('--onto-head', '--onto-head', [CompletionResultType]::ParameterName, 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;rebase' {
+            [CompletionResult]::new('--onto', '--onto', [CompletionResultType]::ParameterName, 'The commit to move the session onto (default: the source''s current HEAD)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--continue', '--continue', [CompletionResultType]::ParameterName, 'Go on after the conflicts were resolved in the isolation')
+            [CompletionResult]::new('--abort', '--abort', [CompletionResultType]::ParameterName, 'Put the isolation back exactly as it was before the rebase')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;overlaps' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
@@ -451,6 +487,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('diff', 'diff', [CompletionResultType]::ParameterValue, 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)')
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
+            [CompletionResult]::new('rebase', 'rebase', [CompletionResultType]::ParameterValue, 'Move a session onto a new base (default: the source''s HEAD) inside its isolation')
+            [CompletionResult]::new('overlaps', 'overlaps', [CompletionResultType]::ParameterValue, 'Predict which live sessions'' work would conflict, and where (no tree is touched)')
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
             [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
             [CompletionResult]::new('sweep', 'sweep', [CompletionResultType]::ParameterValue, 'Reclaim dead isolations; never live, foreign, unknown or retained ones')
@@ -487,6 +525,12 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;promote' {
+            break
+        }
+        'a3s-iso;help;rebase' {
+            break
+        }
+        'a3s-iso;help;overlaps' {
             break
         }
         'a3s-iso;help;push' {

@@ -49,6 +49,9 @@ _a3s__iso() {
             a3s__iso,log)
                 cmd="a3s__iso__subcmd__log"
                 ;;
+            a3s__iso,overlaps)
+                cmd="a3s__iso__subcmd__overlaps"
+                ;;
             a3s__iso,path)
                 cmd="a3s__iso__subcmd__path"
                 ;;
@@ -60,6 +63,9 @@ _a3s__iso() {
                 ;;
             a3s__iso,push)
                 cmd="a3s__iso__subcmd__push"
+                ;;
+            a3s__iso,rebase)
+                cmd="a3s__iso__subcmd__rebase"
                 ;;
             a3s__iso,retain)
                 cmd="a3s__iso__subcmd__retain"
@@ -115,6 +121,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,log)
                 cmd="a3s__iso__subcmd__help__subcmd__log"
                 ;;
+            a3s__iso__subcmd__help,overlaps)
+                cmd="a3s__iso__subcmd__help__subcmd__overlaps"
+                ;;
             a3s__iso__subcmd__help,path)
                 cmd="a3s__iso__subcmd__help__subcmd__path"
                 ;;
@@ -126,6 +135,9 @@ _a3s__iso() {
                 ;;
             a3s__iso__subcmd__help,push)
                 cmd="a3s__iso__subcmd__help__subcmd__push"
+                ;;
+            a3s__iso__subcmd__help,rebase)
+                cmd="a3s__iso__subcmd__help__subcmd__rebase"
                 ;;
             a3s__iso__subcmd__help,retain)
                 cmd="a3s__iso__subcmd__help__subcmd__retain"
@@ -155,7 +167,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase overlaps push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -585,7 +597,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote rebase overlaps push fetch sweep retain discard gc pool verify path log doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -752,6 +764,20 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__iso__subcmd__help__subcmd__overlaps)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__iso__subcmd__help__subcmd__path)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -795,6 +821,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__push)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__rebase)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -998,6 +1038,44 @@ _a3s__iso() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        a3s__iso__subcmd__overlaps)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         a3s__iso__subcmd__path)
             opts="-s -C -q -h --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -1091,7 +1169,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__promote)
-            opts="-s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --rebase --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1184,6 +1262,56 @@ _a3s__iso() {
                     return 0
                     ;;
                 --older-than)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                -s)
+                    COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
+                    return 0
+                    ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__rebase)
+            opts="-s -C -q -h --onto --continue --abort --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --onto)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -38,6 +38,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
@@ -191,7 +193,39 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --allow-url 'With --from: accept a URL or path that is not a configured remote'
             cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
+            cand --rebase 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean'
             cand --onto-head 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;rebase'= {
+            cand --onto 'The commit to move the session onto (default: the source''s current HEAD)'
+            cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --continue 'Go on after the conflicts were resolved in the isolation'
+            cand --abort 'Put the isolation back exactly as it was before the rebase'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;overlaps'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -426,6 +460,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand diff 'Show the change set a promote would apply now (or a document''s, or a promoted one''s)'
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
+            cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
             cand sweep 'Reclaim dead isolations; never live, foreign, unknown or retained ones'
@@ -455,6 +491,10 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;show'= {
         }
         &'a3s-iso;help;promote'= {
+        }
+        &'a3s-iso;help;rebase'= {
+        }
+        &'a3s-iso;help;overlaps'= {
         }
         &'a3s-iso;help;push'= {
         }

@@ -285,6 +285,7 @@ fn new_record(
         retained_reason: None,
         retained_at_ms: None,
         swept: None,
+        rebased: None,
     }
 }
 

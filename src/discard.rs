@@ -73,6 +73,8 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
             .unwrap_or(record);
     }
     let id = record.session_id.clone();
+    // A rebase waiting at a conflict has no isolation to wait in any more.
+    crate::rebase::forget(&located.store, &id)?;
     let mut purge = crate::gc::purge::SessionPlan::default();
     if opts.purge {
         purge = purge_session(ctx, &located, &record)?;

@@ -68,11 +68,13 @@ pub enum ErrorCode {
     ChangeSetNotFound,
     /// `isolation_missing`: the session is bound but its isolation is gone (removed by hand).
     IsolationMissing,
+    /// `session_conflicted`: a rebase of the session stopped at a conflict that is not resolved.
+    SessionConflicted,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 25] = [
+    pub const ALL: [ErrorCode; 26] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -98,6 +100,7 @@ impl ErrorCode {
         ErrorCode::InvalidInput,
         ErrorCode::ChangeSetNotFound,
         ErrorCode::IsolationMissing,
+        ErrorCode::SessionConflicted,
     ];
 
     /// The code as JSON and human output spell it.
@@ -128,6 +131,7 @@ impl ErrorCode {
             ErrorCode::InvalidInput => "invalid_input",
             ErrorCode::ChangeSetNotFound => "change_set_not_found",
             ErrorCode::IsolationMissing => "isolation_missing",
+            ErrorCode::SessionConflicted => "session_conflicted",
         }
     }
 
@@ -135,7 +139,7 @@ impl ErrorCode {
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorCode::Usage => 2,
-            ErrorCode::CaptureConflict => 3,
+            ErrorCode::CaptureConflict | ErrorCode::SessionConflicted => 3,
             ErrorCode::IsolationUnavailable
             | ErrorCode::SandboxUnavailable
             | ErrorCode::IsolationMissing => 4,
@@ -451,6 +455,16 @@ pub enum Error {
         /// The ref looked for there.
         reference: String,
     },
+    /// The session's rebase stopped at a conflict: nothing that needs the session whole runs.
+    #[error("session {session_id:?} is conflicted ({what}): {}", paths.join(", "))]
+    SessionConflicted {
+        /// The session.
+        session_id: String,
+        /// What is unresolved.
+        what: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
 }
 
 /// a3s-iso's result type.
@@ -487,6 +501,7 @@ impl Error {
             Error::DetachedSource { .. } => ErrorCode::DetachedSource,
             Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
             Error::IsolationMissing { .. } => ErrorCode::IsolationMissing,
+            Error::SessionConflicted { .. } => ErrorCode::SessionConflicted,
         }
     }
 
@@ -559,6 +574,9 @@ impl Error {
             Error::ChangeSetNotFound { remote, .. } => Some(format!(
                 "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
             )),
+            Error::SessionConflicted { session_id, .. } => Some(format!(
+                "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
+            )),
             _ => None,
         }
     }
@@ -586,6 +604,9 @@ impl Error {
         if let Error::DirtySource { paths, more } = self {
             body["paths"] = serde_json::json!(paths);
             body["more_paths"] = serde_json::json!(more);
+        }
+        if let Error::SessionConflicted { paths, .. } = self {
+            body["paths"] = serde_json::json!(paths);
         }
         if let Error::SessionNotFound { candidates, .. }
         | Error::SessionNearMiss { candidates, .. } = self
@@ -685,6 +706,7 @@ mod tests {
                 ("invalid_input", 5),
                 ("change_set_not_found", 1),
                 ("isolation_missing", 4),
+                ("session_conflicted", 3),
             ]
         );
     }
@@ -784,6 +806,11 @@ mod tests {
             Error::IsolationMissing {
                 session_id: "task".into(),
                 worktree: Some("/work/.src.a3s-isolate-task".into()),
+            },
+            Error::SessionConflicted {
+                session_id: "s".into(),
+                what: "a rebase stopped at a conflict".into(),
+                paths: vec!["README.md".into()],
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -28,6 +28,9 @@ pub enum ListedState {
     /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
     /// it back.
     Swept,
+    /// Bound, and its rebase stopped at a conflict that waits in its isolation
+    /// (`rebase --continue` or `--abort`).
+    Conflicted,
 }
 
 impl ListedState {
@@ -39,12 +42,16 @@ impl ListedState {
             ListedState::Discarded => "discarded",
             ListedState::Missing => "missing",
             ListedState::Swept => "swept",
+            ListedState::Conflicted => "conflicted",
         }
     }
 
     /// What `list` shows for a record: the recorded state, unless the tree is gone.
-    fn of(record: &SessionRecord) -> ListedState {
+    pub(crate) fn of(record: &SessionRecord, conflicted: bool) -> ListedState {
         match record.state {
+            SessionState::Bound if conflicted && isolation::is_healthy(record) => {
+                ListedState::Conflicted
+            }
             SessionState::Discarded => ListedState::Discarded,
             SessionState::Swept => ListedState::Swept,
             _ if !record.read_only && !isolation::is_healthy(record) => ListedState::Missing,
@@ -83,6 +90,11 @@ pub struct SessionView {
     pub swept_ref: Option<String>,
     /// For a swept session: when it was swept, in milliseconds since the epoch.
     pub swept_at_ms: Option<u64>,
+    /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
+    pub conflicting_paths: Vec<String>,
+    /// The live sessions of this repository whose work this session's would conflict with
+    /// (as `overlaps` predicts it), by id.
+    pub conflicts_with: Vec<String>,
 }
 
 /// What `list` found: the sessions of every store it looked at.
@@ -120,8 +132,19 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let mut outcome = ListOutcome {
         sessions: Vec::new(),
         unreadable: Vec::new(),
-        interrupted: here.map(|l| l.interrupted).unwrap_or_default(),
+        interrupted: here
+            .as_ref()
+            .map(|l| l.interrupted.clone())
+            .unwrap_or_default(),
     };
+    // What `overlaps` predicts for this repository's live sessions (two or more of them).
+    let overlapping = here
+        .as_ref()
+        .filter(|located| live_sessions(&located.store) >= 2)
+        .and_then(|located| crate::overlaps::predict(ctx, located).ok())
+        .map(|o| o.conflicts_with())
+        .unwrap_or_default();
+    let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
     for store in stores.values() {
         for record in store.sessions()? {
             match record {
@@ -130,7 +153,15 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                         Repo::new(&ctx.git, record.source.clone(), record.common_dir.clone())
                             .head_commit(&ctx.git)
                     });
-                    outcome.sessions.push(view(&record, head.as_deref()));
+                    let conflicts = crate::rebase::conflicted_paths(store, &record);
+                    let mut shown = view(&record, head.as_deref(), conflicts);
+                    if here_dir.as_deref() == Some(store.dir()) {
+                        shown.conflicts_with = overlapping
+                            .get(&record.session_id)
+                            .cloned()
+                            .unwrap_or_default();
+                    }
+                    outcome.sessions.push(shown);
                 }
                 Err(unreadable) => outcome.unreadable.push(unreadable),
             }
@@ -139,10 +170,16 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     Ok(outcome)
 }
 
-fn view(record: &SessionRecord, source_head: Option<&str>) -> SessionView {
+fn view(
+    record: &SessionRecord,
+    source_head: Option<&str>,
+    conflicts: Option<Vec<String>>,
+) -> SessionView {
     SessionView {
         session_id: record.session_id.clone(),
-        state: ListedState::of(record),
+        state: ListedState::of(record, conflicts.is_some()),
+        conflicting_paths: conflicts.unwrap_or_default(),
+        conflicts_with: Vec::new(),
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),
@@ -158,4 +195,15 @@ fn view(record: &SessionRecord, source_head: Option<&str>) -> SessionView {
         swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
         swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
     }
+}
+
+/// How many sessions of the store are bound with an isolation (what `overlaps` looks at).
+fn live_sessions(store: &Store) -> usize {
+    store.sessions().map_or(0, |records| {
+        records
+            .into_iter()
+            .flatten()
+            .filter(|r| r.state == SessionState::Bound && !r.read_only)
+            .count()
+    })
 }

@@ -268,6 +268,7 @@ pub(crate) fn complete_discard(repo: &Repo, store: &Store, d: &Reclaim) -> Resul
         record.updated_at_ms = crate::fsutil::now_ms();
         store.save_session(&record)?;
     }
+    crate::rebase::forget(store, &d.session_id)?;
     remove_trash(&d.trash)?;
     remove(store, &d.session_id)
 }

@@ -161,6 +161,25 @@ pub fn set_retained_branch(
     )
 }
 
+/// Puts the retained branch back to `previous`, or deletes it when there was none.
+pub fn reset_retained_branch(
+    git: &Git,
+    dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+    previous: Option<&str>,
+) -> Result<()> {
+    let name = format!("refs/heads/{}", ns.retained_branch(session_id));
+    let update = match previous {
+        Some(commit) => RefUpdate::Set {
+            name,
+            target: commit.to_string(),
+        },
+        None => RefUpdate::Delete { name },
+    };
+    git.update_refs(dir, &[update], "a3s-iso: replay undone")
+}
+
 /// The session's private refs within `scope`.
 pub fn session_refs(
     git: &Git,

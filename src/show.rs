@@ -83,13 +83,44 @@ pub struct PromotionView {
     pub patch_bytes: u64,
 }
 
+/// A session's state as `show` gives it: the recorded state, or `conflicted` for a bound
+/// session whose rebase stopped at a conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShownState {
+    /// Bound to its source.
+    Bound,
+    /// Retained for inspection.
+    Retained,
+    /// Discarded.
+    Discarded,
+    /// Reclaimed by a sweep.
+    Swept,
+    /// Bound, with a rebase stopped at a conflict in its isolation.
+    Conflicted,
+}
+
+impl ShownState {
+    fn of(state: SessionState, conflicted: bool) -> ShownState {
+        match state {
+            SessionState::Bound if conflicted => ShownState::Conflicted,
+            SessionState::Bound => ShownState::Bound,
+            SessionState::Retained => ShownState::Retained,
+            SessionState::Discarded => ShownState::Discarded,
+            SessionState::Swept => ShownState::Swept,
+        }
+    }
+}
+
 /// A session in full.
 #[derive(Debug, Clone, Serialize)]
 pub struct ShowOutcome {
     /// The session's id.
     pub session_id: String,
-    /// The recorded state: `bound`, `retained`, `discarded` or `swept`.
-    pub state: SessionState,
+    /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`.
+    pub state: ShownState,
+    /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
+    pub conflicting_paths: Vec<String>,
     /// The source checkout.
     #[serde(with = "crate::paths::fs_path")]
     pub source: PathBuf,
@@ -157,9 +188,11 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     } else {
         (None, None)
     };
+    let conflicts = crate::rebase::conflicted_paths(&located.store, &record);
     Ok(ShowOutcome {
         session_id: record.session_id.clone(),
-        state: record.state,
+        state: ShownState::of(record.state, conflicts.is_some()),
+        conflicting_paths: conflicts.unwrap_or_default(),
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         tree,

@@ -126,6 +126,26 @@ pub struct SessionRecord {
     /// Set when a sweep reclaimed the isolation (state `swept`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swept: Option<SweptInfo>,
+    /// Set when a rebase moved the session onto a new base (`bound_revision`, `base_tree`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rebased: Option<Rebased>,
+}
+
+/// What the last rebase of a session changed: its steps up to then are behind its new base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rebased {
+    /// When it was rebased, in milliseconds since the epoch.
+    pub at_ms: u64,
+    /// The number of the last step promoted before it (0: none): later promotes take their
+    /// delta from the new base tree and number their steps on from here.
+    pub steps_before: u64,
+}
+
+impl SessionRecord {
+    /// The number of the last step promoted before the session's last rebase (0: none).
+    pub(crate) fn steps_before_rebase(&self) -> u64 {
+        self.rebased.as_ref().map_or(0, |r| r.steps_before)
+    }
 }
 
 impl SessionRecord {
@@ -474,9 +494,10 @@ impl Store {
         self.dir.join("tmp")
     }
 
-    /// Drops the stored change-set documents of a session's runs, and their nested change
-    /// sets (whose refs go with the session's).
+    /// Drops the stored change-set documents of a session's runs, their nested change sets
+    /// (whose refs go with the session's) and the records of its rebase.
     pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
+        crate::rebase::forget(self, id)?;
         for kind in ["runs", "nested", "run-exits"] {
             let dir = self.dir.join(kind).join(id);
             match std::fs::remove_dir_all(&dir) {

@@ -1133,6 +1133,7 @@ mod tests {
             retained_reason: Some("inspect".into()),
             retained_at_ms: Some(1_000),
             swept: None,
+            rebased: None,
         }
     }
 

@@ -52,6 +52,18 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso promote --from origin --digest sha256:…  # fetch, verify and promote a pushed one",
     ),
     (
+        "rebase",
+        "  a3s-iso rebase -s task-42                 # onto the source's HEAD, inside the isolation
+  a3s-iso rebase -s task-42 --onto main     # onto another commit
+  a3s-iso rebase -s task-42 --continue      # after resolving its conflicts in the isolation
+  a3s-iso rebase -s task-42 --abort         # put the isolation back as it was",
+    ),
+    (
+        "overlaps",
+        "  a3s-iso overlaps                          # which live sessions would conflict, and where
+  a3s-iso overlaps --json | jq '.pairs[] | select(.prediction == \"conflict\")'",
+    ),
+    (
         "push",
         "  a3s-iso push -s task-42                   # to the upstream remote (else origin)
   a3s-iso push -s task-42 origin --json     # prints the digest, the ref and the remote

@@ -96,6 +96,14 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
                     format!("{} ({} unfinished)", cells[1].text, op.operation.command());
                 cells[1].tone = Some(Tone::Note);
             }
+            if !s.conflicts_with.is_empty() {
+                let ids: Vec<String> = s
+                    .conflicts_with
+                    .iter()
+                    .map(|id| super::inert(id).into_owned())
+                    .collect();
+                cells[1].text = format!("{} (conflicts with {})", cells[1].text, ids.join(", "));
+            }
             if args.all {
                 cells.insert(1, Cell::plain(s.source.display().to_string()));
             }
@@ -125,7 +133,7 @@ fn state_tone(state: ListedState) -> Tone {
         ListedState::Bound => Tone::Good,
         ListedState::Retained => Tone::Note,
         ListedState::Discarded | ListedState::Swept => Tone::Quiet,
-        ListedState::Missing => Tone::Bad,
+        ListedState::Missing | ListedState::Conflicted => Tone::Bad,
     }
 }
 

@@ -13,11 +13,13 @@ mod gc;
 mod list;
 mod log;
 mod output;
+mod overlaps;
 mod path;
 mod pool;
 mod progress;
 mod promote;
 mod push;
+mod rebase;
 mod retain;
 mod run;
 mod shell_init;
@@ -138,6 +140,12 @@ pub enum Command {
     /// Apply a session's (or a document's) change set to the source, exactly once
     #[command(after_long_help = examples::long("promote"))]
     Promote(promote::PromoteArgs),
+    /// Move a session onto a new base (default: the source's HEAD) inside its isolation
+    #[command(after_long_help = examples::long("rebase"))]
+    Rebase(rebase::RebaseArgs),
+    /// Predict which live sessions' work would conflict, and where (no tree is touched)
+    #[command(after_long_help = examples::long("overlaps"))]
+    Overlaps(overlaps::OverlapsArgs),
     /// Publish a change set on a git remote as refs/a3s-iso/changes/<digest>
     #[command(after_long_help = examples::long("push"))]
     Push(push::PushArgs),
@@ -285,6 +293,8 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
         Command::Pool(args) => with_context(cli, out, |ctx| pool::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
+        Command::Rebase(args) => with_context(cli, out, |ctx| rebase::run(ctx, args, out)),
+        Command::Overlaps(args) => with_context(cli, out, |ctx| overlaps::run(ctx, args, out)),
         Command::Push(args) => with_context(cli, out, |ctx| push::run(ctx, args, out)),
         Command::Fetch(args) => with_context(cli, out, |ctx| fetch::run(ctx, args, out)),
         Command::Diff(args) => with_context(cli, out, |ctx| diff::run(ctx, args, cli.color, out)),

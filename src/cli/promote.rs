@@ -61,6 +61,11 @@ pub struct PromoteArgs {
     #[arg(long, value_name = "DIGEST", conflicts_with_all = ["change_set", "no_apply"])]
     pub note: Option<String>,
 
+    /// When the source's HEAD moved since the bind (or the last step): rebase the session onto
+    /// it first, and promote only if that was clean
+    #[arg(long, conflicts_with_all = ["change_set", "from", "note"])]
+    pub rebase: bool,
+
     /// Apply a change-set document onto the checkout even though its base tree is not HEAD's
     /// (when it applies cleanly)
     #[arg(long, requires = "document")]
@@ -82,6 +87,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             artifacts: args.artifacts.clone(),
             note: args.note.clone(),
             onto_head: args.onto_head,
+            rebase: args.rebase,
             from: args.from.as_ref().map(|remote| FetchRequest {
                 remote: remote.clone(),
                 digest: args.digest.clone(),
@@ -220,7 +226,7 @@ fn hint(reason: Reason) -> &'static str {
             "commit or stash your own changes to those paths (or let them go), then promote again; nothing was applied"
         }
         Reason::ReplayFailed => {
-            "nothing changed in your checkout; the session's commits are on the retained branch for you to cherry-pick by hand, or promote in patch mode"
+            "nothing changed in your checkout: a3s-iso rebase -s ID moves the session onto your HEAD (conflicts stay in its isolation), then promote again; or promote in patch mode"
         }
         Reason::BaseUnknown => {
             "the change set was taken from another repository (its base tree is not here); fetch that history first, or apply the patch by hand"
@@ -238,7 +244,10 @@ fn hint(reason: Reason) -> &'static str {
             "initialise the named submodules in your checkout (git submodule update --init) and leave them clean at the commit your superproject records, then promote again; nothing was applied"
         }
         Reason::HeadMoved => {
-            "the source's HEAD moved since bind: promote with --mode branch (the session's work is replayed onto the new HEAD as commits), apply the change set to your checkout with promote --change-set (it is checked against your files), or bind a new session on the new HEAD"
+            "the source's HEAD moved since bind: a3s-iso rebase -s ID moves the session onto it (conflicts stay in its isolation), or promote --rebase does that and promotes if it was clean; --mode branch replays the session's commits onto the new HEAD instead"
+        }
+        Reason::RebaseConflicted => {
+            "the conflict waits in the session's isolation: resolve it there (a3s-iso run -s ID -- ..., or by hand) and git add, then a3s-iso rebase -s ID --continue and promote; or a3s-iso rebase -s ID --abort"
         }
     }
 }

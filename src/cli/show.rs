@@ -3,8 +3,8 @@ use clap::Args;
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::log::format_utc;
-use a3s_iso::show::{OwnerLiveness, ShowOutcome, TreeHealth, show};
-use a3s_iso::state::{Landing, SessionState};
+use a3s_iso::show::{OwnerLiveness, ShowOutcome, ShownState, TreeHealth, show};
+use a3s_iso::state::Landing;
 
 use super::{Output, SessionArg};
 
@@ -98,6 +98,14 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
             },
         ),
     ];
+    if !o.conflicting_paths.is_empty() {
+        let paths: Vec<String> = o
+            .conflicting_paths
+            .iter()
+            .map(|p| super::inert(p).into_owned())
+            .collect();
+        fields.push(("conflicts", paths.join(", ")));
+    }
     if let Some(reason) = &o.retained_reason {
         fields.push(("retained", reason.clone()));
     }
@@ -122,12 +130,13 @@ fn owner(o: &ShowOutcome) -> String {
     }
 }
 
-fn state(state: SessionState) -> &'static str {
+fn state(state: ShownState) -> &'static str {
     match state {
-        SessionState::Bound => "bound",
-        SessionState::Retained => "retained",
-        SessionState::Discarded => "discarded",
-        SessionState::Swept => "swept",
+        ShownState::Bound => "bound",
+        ShownState::Retained => "retained",
+        ShownState::Discarded => "discarded",
+        ShownState::Swept => "swept",
+        ShownState::Conflicted => "conflicted",
     }
 }
 

@@ -7,11 +7,13 @@
 
 mod blobs;
 mod hermetic;
+mod merge;
 mod ops;
 mod remote;
 mod runner;
 
 pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
+pub(crate) use merge::{CommitInfo, Merged};
 pub(crate) use ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
 pub(crate) use remote::{ObjectInfo, TopEntry};
 pub use runner::Git;

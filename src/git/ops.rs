@@ -218,6 +218,22 @@ impl Git {
         Ok(split_nul(&out).map(<[u8]>::to_vec).collect())
     }
 
+    /// Whether trees `a` and `b` hold the same at each of `paths` (literal paths).
+    pub(crate) fn tree_paths_match(
+        &self,
+        dir: &Path,
+        a: &str,
+        b: &str,
+        paths: &[Vec<u8>],
+    ) -> Result<bool> {
+        use std::os::unix::ffi::OsStrExt;
+        self.at(dir)
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .args(["diff-tree", "--quiet", "-r", "--no-renames", a, b, "--"])
+            .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+            .succeeds()
+    }
+
     /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
     /// forwards or in reverse; `Err(stderr)` says why not.
     pub(crate) fn apply_check(

@@ -94,7 +94,7 @@ fn replay_root(
     out.warnings.extend(ctx.take_notices());
     out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
     out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
-    if stops_before_planning(located, candidate, &mut out)? {
+    if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
         return Ok(out);
     }
     let artifacts = Artifacts::write(
@@ -150,6 +150,7 @@ fn replay_root(
 /// journaled, an interrupted promote still pending, or a session whose earlier step landed in
 /// patch mode. Returns whether the promote stops.
 fn stops_before_planning(
+    git: &Git,
     located: &Located,
     candidate: &Candidate,
     out: &mut PromoteOutcome,
@@ -175,6 +176,19 @@ fn stops_before_planning(
     if let Some(previous) = &candidate.previous
         && previous.mode == Mode::Patch
     {
+        if let Some(session) = &candidate.session
+            && super::committed_since(git, &session.source, &previous.step)?
+        {
+            // Not uncommitted any more: the user committed it, which moved HEAD.
+            out.conflict(
+                Reason::HeadMoved,
+                Some(format!(
+                    "step {} of this session landed in patch mode and you committed it: a3s-iso rebase -s {} moves the session onto your commit, and the next promote lands only what is new",
+                    previous.step.number, session.session_id
+                )),
+            );
+            return Ok(true);
+        }
         out.conflict(
             Reason::ModeChanged,
             Some(format!(
@@ -423,6 +437,10 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let id = &job.session.session_id;
     let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
     let ns = job.located.store.refs();
+    let retained_before = git.rev_parse(
+        source,
+        &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
+    )?;
     crate::refs::set_retained_branch(git, source, &ns, id, tip)?;
     let mut report = BranchReport::new(&target.branch, Some(ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
@@ -466,6 +484,12 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     }
     crate::fault_point!("promote-branch-after-restore");
     let step = job.step(tip, done.as_deref());
+    if failure.is_some() {
+        // The replay was undone: the branch a3s-iso made for it goes too (or back to where
+        // an earlier step left it).
+        crate::refs::reset_retained_branch(git, source, &ns, id, retained_before.as_deref())?;
+        report.retained_branch = retained_before.as_ref().map(|_| ns.retained_branch(id));
+    }
     conclude(job, step, failure, &mut report, out)?;
     recorder.end()?;
     if out.outcome == Outcome::Applied && interrupts.received().is_some() {
@@ -554,13 +578,34 @@ fn replay(
                 reason: SkipReason::Empty,
             });
         } else {
-            return Ok(Some((
-                pick.commit.clone(),
-                result.stderr.trim().to_string(),
-            )));
+            return Ok(Some((pick.commit.clone(), undone_detail(&result.stderr))));
         }
     }
     Ok(None)
+}
+
+/// What a failed cherry-pick said, for a replay a3s-iso has undone: git's own advice
+/// (`hint:` lines, "run git cherry-pick --continue", …) is about a cherry-pick in progress,
+/// which there is not, so it is left out.
+fn undone_detail(stderr: &str) -> String {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
+        .filter(|line| {
+            !["--continue", "--abort", "--skip", "--quit"]
+                .iter()
+                .any(|advice| line.contains(advice))
+        })
+        .collect();
+    format!(
+        "the replay stopped and was undone (your branch, index and work are as before): {}",
+        if said.is_empty() {
+            "git cherry-pick failed".to_string()
+        } else {
+            said.join("; ")
+        }
+    )
 }
 
 /// After a failed pick: when nothing is left to commit (its change is already on the branch),

@@ -55,7 +55,17 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         None => None,
     };
     if verified.is_none() && fetched.is_none() {
-        let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+        let mut session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+        if let Some(paths) = crate::rebase::conflicted_paths(&located.store, &session) {
+            return Err(crate::rebase::conflicted_error(&session.session_id, paths));
+        }
+        if opts.rebase {
+            if let Some(mut out) = rebase_first(ctx, &located, &session)? {
+                out.mode = opts.mode;
+                return Ok(out);
+            }
+            session = ctx.resolve_session(&located, Some(&session.session_id))?;
+        }
         if opts.mode == Mode::Branch {
             return branch::promote_branch(ctx, &located, session, opts);
         }
@@ -104,6 +114,70 @@ fn promote_patch(
         artifacts.summarise(&out)?;
     }
     Ok(out)
+}
+
+/// Whether the source's HEAD holds what `step` landed, at every path it changed: the user
+/// committed the step (with or without more).
+pub(crate) fn committed_since(
+    git: &crate::git::Git,
+    source: &std::path::Path,
+    step: &crate::state::Step,
+) -> Result<bool> {
+    let paths = git.diff_trees(source, &step.from_tree, &step.result_tree)?;
+    if paths.is_empty() {
+        return Ok(false);
+    }
+    git.tree_paths_match(source, &step.result_tree, "HEAD^{tree}", &paths)
+}
+
+/// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
+/// onto it first. `Some` when that stopped at a conflict: the promote's answer, nothing applied.
+fn rebase_first(
+    ctx: &Context,
+    located: &Located,
+    session: &crate::state::SessionRecord,
+) -> Result<Option<PromoteOutcome>> {
+    let previous = last_step(&located.store, session, None)?;
+    let expected = previous
+        .as_ref()
+        .and_then(|p| p.step.head_after.clone())
+        .unwrap_or_else(|| session.bound_revision.clone());
+    let head = located.repo.head_commit(&ctx.git);
+    if head.is_none() || head.as_deref() == Some(expected.as_str()) {
+        return Ok(None);
+    }
+    let rebased = crate::rebase::rebase(
+        ctx,
+        &crate::rebase::RebaseOptions {
+            session_id: Some(session.session_id.clone()),
+            onto: head.clone(),
+            action: crate::rebase::Action::Start,
+        },
+    )?;
+    if rebased.outcome != crate::rebase::RebaseResult::Conflicted {
+        ctx.push_notices(rebased.warnings);
+        return Ok(None);
+    }
+    let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
+    out.session_id = Some(session.session_id.clone());
+    out.bound_revision = Some(session.bound_revision.clone());
+    out.current_revision = head;
+    out.warnings = rebased.warnings;
+    out.conflict(
+        Reason::RebaseConflicted,
+        Some(format!(
+            "rebasing the session onto {} stopped at a conflict, left in its isolation; your checkout is untouched",
+            rebased.to_revision
+        )),
+    );
+    out.set_conflicting_paths(
+        rebased
+            .conflicting_paths
+            .iter()
+            .map(|p| crate::paths::RepoPath(p.clone().into_bytes()))
+            .collect(),
+    );
+    Ok(Some(out))
 }
 
 /// `--note DIGEST`: the host promoted this change set by its own means.

@@ -29,6 +29,9 @@ pub struct PromoteOptions {
     pub onto_head: bool,
     /// `--from REMOTE --digest D`: the change set is fetched from a remote and verified first.
     pub from: Option<crate::remote::FetchRequest>,
+    /// `--rebase`: a session whose source HEAD moved is rebased onto it first (and promoted
+    /// only when that was clean).
+    pub rebase: bool,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.
@@ -88,7 +91,10 @@ impl Candidate {
     pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
         let session = self.session.as_ref()?;
         Some(Step {
-            number: self.previous.as_ref().map_or(1, |p| p.step.number + 1),
+            number: self
+                .previous
+                .as_ref()
+                .map_or_else(|| self.step_floor(session) + 1, |p| p.step.number + 1),
             session_created_at_ms: session.created_at_ms,
             from_tree: self.base_tree.clone()?,
             result_tree: self.result_tree.clone()?,
@@ -98,6 +104,16 @@ impl Candidate {
             chain_tip: None,
             nested: self.nested_path.clone(),
         })
+    }
+
+    /// The steps of the root change set that a rebase put behind the session's base: numbering
+    /// goes on from there (nested repositories number their own steps).
+    fn step_floor(&self, session: &SessionRecord) -> u64 {
+        if self.nested_path.is_some() {
+            0
+        } else {
+            session.steps_before_rebase()
+        }
     }
 
     /// The revision the source's HEAD must be at: where the last step left it, else the bound
@@ -207,7 +223,8 @@ pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -
 
 /// The session's last promoted step, with its digest: the journal entry of this session (this
 /// binding of its id) with the highest step number — of the root, or (`nested`) of the nested
-/// repository at that path.
+/// repository at that path. Root steps from before the session's last rebase are behind its
+/// new base: they are not where the next delta starts.
 pub(crate) fn last_step(
     store: &Store,
     session: &SessionRecord,
@@ -219,6 +236,9 @@ pub(crate) fn last_step(
         .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
         .filter_map(|entry| {
             let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
+            if nested.is_none() && step.number <= session.steps_before_rebase() {
+                return None;
+            }
             (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
                 digest: entry.digest,
                 mode: entry.mode,

@@ -69,6 +69,9 @@ pub enum Reason {
     /// A nested change set has no repository to land in: the source's submodule is not
     /// initialised, or the source has no repository at that path.
     NestedUnavailable,
+    /// `promote --rebase`: rebasing the session onto the moved HEAD stopped at a conflict,
+    /// which waits in its isolation (the session is `conflicted`).
+    RebaseConflicted,
 }
 
 impl Reason {
@@ -83,6 +86,7 @@ impl Reason {
             Reason::ModeChanged => "mode_changed",
             Reason::SubmoduleNotUpdated => "submodule_not_updated",
             Reason::NestedUnavailable => "nested_unavailable",
+            Reason::RebaseConflicted => "rebase_conflicted",
         }
     }
 }

@@ -133,13 +133,22 @@ fn refused_where_it_lands(
     if let Some(session) = &candidate.session {
         out.bound_revision = Some(session.bound_revision.clone());
         if out.current_revision.as_deref() != candidate.expected_head() {
-            let detail = candidate.previous.as_ref().map(|p| {
-                format!(
-                    "step {} of this session left HEAD at {}",
+            let detail = match candidate.previous.as_ref() {
+                Some(p) => Some(format!(
+                    "step {} of this session left HEAD at {}{}",
                     p.step.number,
-                    p.step.head_after.as_deref().unwrap_or("(none)")
-                )
-            });
+                    p.step.head_after.as_deref().unwrap_or("(none)"),
+                    if super::committed_since(&ctx.git, source, &p.step)? {
+                        format!(
+                            "; HEAD holds what that step landed (you committed it): a3s-iso rebase -s {} moves the session onto your commit, and the next promote lands only what is new",
+                            session.session_id
+                        )
+                    } else {
+                        String::new()
+                    }
+                )),
+                None => None,
+            };
             out.conflict(Reason::HeadMoved, detail);
             return Ok(true);
         }

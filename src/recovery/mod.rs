@@ -1,6 +1,7 @@
-//! What a crash left, finished in one place. Two kinds of write-ahead records describe an
-//! operation in progress: a promote's intent (`intent`: the checkout changes) and a tree
-//! operation's (`pending`: retain, sweep and discard move or remove an isolation). Whoever
+//! What a crash left, finished in one place. Three kinds of write-ahead records describe an
+//! operation in progress: a promote's intent (`intent`: the checkout changes), a tree
+//! operation's (`pending`: retain, sweep and discard move or remove an isolation) and a
+//! rebase's (`rebase`: an isolation's files, index and HEAD change). Whoever
 //! takes the repository lock ([`crate::context::Context::lock`]) finishes both kinds before it
 //! does anything else, and every command looks for them when it locates its repository
 //! ([`crate::context::Context::locate`]): one directory listing each when nothing is left,
@@ -35,7 +36,7 @@ pub(crate) fn anything_left(store: &Store) -> bool {
             })
         })
     };
-    listed("intents") || listed("pending")
+    listed("intents") || listed("pending") || listed("rebasing")
 }
 
 /// What the records say is in progress (read without the lock, to be reported).
@@ -59,7 +60,14 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
             session_id: Some(intent.session_id().to_string()),
             digest: None,
         });
-    promotes.chain(trees).collect()
+    let rebases = crate::rebase::intents(store)
+        .into_iter()
+        .map(|intent| Interrupted {
+            operation: Operation::Rebase,
+            session_id: Some(intent.session_id),
+            digest: None,
+        });
+    promotes.chain(trees).chain(rebases).collect()
 }
 
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
@@ -67,6 +75,7 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
 pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     let mut notices = crate::intent::recover(git, store);
     let repaired = crate::pending::repair_locked(git, repo, store);
+    notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
             "{repaired} interrupted tree operation{} (retain, sweep or discard) finished",

@@ -15,6 +15,8 @@ pub enum Operation {
     Sweep,
     /// A discard removing an isolation.
     Discard,
+    /// A rebase changing an isolation.
+    Rebase,
 }
 
 impl Operation {
@@ -25,6 +27,7 @@ impl Operation {
             Operation::Retain => "retain",
             Operation::Sweep => "sweep",
             Operation::Discard => "discard",
+            Operation::Rebase => "rebase",
         }
     }
 }

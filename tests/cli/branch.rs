@@ -250,7 +250,14 @@ fn a_replay_conflict_restores_everything() {
     assert_eq!(code, 3, "{doc}");
     assert_eq!(doc["outcome"], "conflict");
     assert_eq!(doc["reason"], "replay_failed");
-    assert_eq!(doc["branch"]["retained_branch"], "a3s-iso/rc");
+    // The replay was undone: no branch of it is left, and git's advice for a cherry-pick in
+    // progress is not passed on.
+    assert_eq!(doc["branch"]["retained_branch"], Value::Null, "{doc}");
+    let detail = doc["detail"].as_str().unwrap();
+    assert!(detail.contains("undone"), "{detail}");
+    for advice in ["--continue", "--abort", "--skip", "hint:"] {
+        assert!(!detail.contains(advice), "{detail}");
+    }
     assert!(doc["branch"]["failed_commit"].is_string());
     assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), user_tip);
     assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
@@ -263,7 +270,15 @@ fn a_replay_conflict_restores_everything() {
     // The user's own stash is neither popped nor dropped.
     assert_eq!(fx.git(&fx.src, &["rev-parse", "refs/stash"]), user_stash);
     assert_eq!(fx.git(&fx.src, &["stash", "list"]).lines().count(), 1);
-    fx.git(&fx.src, &["rev-parse", "--verify", "refs/heads/a3s-iso/rc"]);
+    assert_eq!(fx.git(&fx.src, &["branch", "--list", "a3s-iso/*"]), "");
+    let human = fx
+        .cmd()
+        .args(["promote", "-s", "rc", "--mode", "branch"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(!stderr.contains("cherry-pick --continue"), "{stderr}");
+    assert!(stderr.contains("a3s-iso rebase"), "{stderr}");
 }
 
 #[test]

@@ -335,7 +335,13 @@ pub fn json_of(out: Output) -> (i32, Value) {
         let invalid = schema == "a3s-iso.verify.v1" && doc["valid"] == false && code == 5;
         assert!(
             invalid
-                || ["a3s-iso.run.v1", "a3s-iso.promote.v1", "a3s-iso.doctor.v1"].contains(&schema),
+                || [
+                    "a3s-iso.run.v1",
+                    "a3s-iso.promote.v1",
+                    "a3s-iso.doctor.v1",
+                    "a3s-iso.rebase.v1",
+                ]
+                .contains(&schema),
             "exit {code} with {doc}"
         );
     }

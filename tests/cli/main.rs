@@ -28,6 +28,7 @@ mod promote;
 mod pty;
 mod races;
 mod racy;
+mod rebase;
 mod recipes;
 mod remote;
 mod review;

@@ -669,6 +669,9 @@ fn conflict_and_empty(fx: &Fixture, seen: &mut BTreeSet<String>) {
         (conflict["outcome"].clone(), conflict["reason"].clone()),
         (json!("conflict"), json!("head_moved"))
     );
+    checked(fx, &fx.src, &["overlaps"], 0, seen);
+    let rebased = checked(fx, &fx.src, &["rebase", "-s", "late"], 0, seen);
+    assert_eq!(rebased["outcome"], "rebased", "{rebased}");
 }
 
 fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {

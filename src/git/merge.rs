@@ -1,0 +1,239 @@
+//! Three-way merges of trees with `git merge-tree --write-tree`, and commits made from trees,
+//! in an [`ObjectView`]: nothing of the repository's configuration or attributes (no merge
+//! driver, no hook) and no working tree takes part; the results are objects in the store.
+
+use super::hermetic::ObjectView;
+use super::runner::{Git, failure_of};
+use crate::error::{Error, Result};
+
+/// The oldest git whose `merge-tree` writes a tree and takes a merge base (`--merge-base`).
+pub(crate) const MERGE_TREE_VERSION: (u32, u32) = (2, 40);
+
+/// One entry of a conflicted path, as `merge-tree` lists it: `<mode> <oid> <stage>\t<path>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ConflictEntry {
+    pub(crate) mode: String,
+    pub(crate) oid: String,
+    pub(crate) stage: u8,
+    pub(crate) path: Vec<u8>,
+}
+
+/// What a three-way merge made: its tree (with conflict markers where it conflicted) and the
+/// stages of the conflicted paths (none: clean).
+#[derive(Debug, Clone)]
+pub(crate) struct Merged {
+    pub(crate) tree: String,
+    pub(crate) conflicts: Vec<ConflictEntry>,
+}
+
+impl Merged {
+    /// The conflicted paths, each once, in git's order.
+    pub(crate) fn paths(&self) -> Vec<Vec<u8>> {
+        let mut paths: Vec<Vec<u8>> = Vec::new();
+        for entry in &self.conflicts {
+            if paths.last() != Some(&entry.path) {
+                paths.push(entry.path.clone());
+            }
+        }
+        paths
+    }
+}
+
+/// Who made a commit and what it says, read from the commit object.
+#[derive(Debug, Clone)]
+pub(crate) struct CommitInfo {
+    pub(crate) tree: String,
+    pub(crate) parents: Vec<String>,
+    /// `Name <email> <seconds> <zone>`.
+    pub(crate) author: String,
+    pub(crate) committer: String,
+    pub(crate) message: Vec<u8>,
+}
+
+impl CommitInfo {
+    /// The first line of the message.
+    pub(crate) fn subject(&self) -> String {
+        let text = String::from_utf8_lossy(&self.message);
+        text.lines().next().unwrap_or("").to_string()
+    }
+}
+
+/// An identity line split into name, email and date (`<seconds> <zone>`).
+fn split_ident(ident: &str) -> Option<(&str, &str, &str)> {
+    let open = ident.find('<')?;
+    let close = ident[open..].find('>')? + open;
+    Some((
+        ident[..open].trim_end(),
+        &ident[open + 1..close],
+        ident[close + 1..].trim(),
+    ))
+}
+
+impl Git {
+    /// Whether this git's `merge-tree` can do what a rebase needs; `git_too_old` if not.
+    pub(crate) fn require_merge_tree(&self) -> Result<()> {
+        let (major, minor) = MERGE_TREE_VERSION;
+        if super::runner::version_at_least(self.version(), major, minor) {
+            return Ok(());
+        }
+        Err(Error::GitTooOld {
+            found: self.version().to_string(),
+            required: format!("{major}.{minor} (for merge-tree --write-tree --merge-base)"),
+        })
+    }
+}
+
+impl ObjectView {
+    /// Merges `theirs` into `ours` with `base` as their merge base (all commits).
+    pub(crate) fn merge(&self, base: &str, ours: &str, theirs: &str) -> Result<Merged> {
+        let args = vec![
+            "merge-tree".to_string(),
+            "--write-tree".into(),
+            "-z".into(),
+            format!("--merge-base={base}"),
+            ours.into(),
+            theirs.into(),
+        ];
+        let out = self.cmd().args(&args).output()?;
+        parse_merged(args, out)
+    }
+
+    /// Merges two commits at their own merge base, as `git merge` would; only objects are
+    /// written.
+    pub(crate) fn merge_commits(&self, ours: &str, theirs: &str) -> Result<Merged> {
+        let args = vec![
+            "merge-tree".to_string(),
+            "--write-tree".into(),
+            "-z".into(),
+            ours.into(),
+            theirs.into(),
+        ];
+        let out = self.cmd().args(&args).output()?;
+        parse_merged(args, out)
+    }
+
+    /// Reads a commit: its tree, parents, author, committer and message.
+    pub(crate) fn commit_info(&self, commit: &str) -> Result<CommitInfo> {
+        let raw = self.cmd().args(["cat-file", "commit", commit]).run()?;
+        let split = raw
+            .windows(2)
+            .position(|w| w == b"\n\n")
+            .unwrap_or(raw.len());
+        let header = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let message = raw.get(split + 2..).unwrap_or_default().to_vec();
+        let mut info = CommitInfo {
+            tree: String::new(),
+            parents: Vec::new(),
+            author: String::new(),
+            committer: String::new(),
+            message,
+        };
+        for line in header.lines() {
+            if let Some(v) = line.strip_prefix("tree ") {
+                info.tree = v.to_string();
+            } else if let Some(v) = line.strip_prefix("parent ") {
+                info.parents.push(v.to_string());
+            } else if let Some(v) = line.strip_prefix("author ") {
+                info.author = v.to_string();
+            } else if let Some(v) = line.strip_prefix("committer ") {
+                info.committer = v.to_string();
+            }
+        }
+        Ok(info)
+    }
+
+    /// A commit of `tree` on `parent`: `like`'s author (date included), committer and message,
+    /// or, without one, a3s-iso's own identity and `message`. Never signed.
+    pub(crate) fn commit_tree(
+        &self,
+        tree: &str,
+        parent: &str,
+        like: Option<&CommitInfo>,
+        message: &[u8],
+    ) -> Result<String> {
+        const OWN: (&str, &str) = ("a3s-iso", "a3s-iso@localhost");
+        let mut cmd = self
+            .cmd()
+            .args(["commit-tree", "--no-gpg-sign", tree, "-p", parent]);
+        let (author, committer) = match like {
+            Some(info) => (split_ident(&info.author), split_ident(&info.committer)),
+            None => (None, None),
+        };
+        let (an, ae) = author.map_or(OWN, |(n, e, _)| (n, e));
+        let (cn, ce) = committer.map_or(OWN, |(n, e, _)| (n, e));
+        cmd = cmd
+            .env("GIT_AUTHOR_NAME", an)
+            .env("GIT_AUTHOR_EMAIL", ae)
+            .env("GIT_COMMITTER_NAME", cn)
+            .env("GIT_COMMITTER_EMAIL", ce);
+        if let Some((_, _, date)) = author {
+            cmd = cmd.env("GIT_AUTHOR_DATE", format!("@{date}"));
+        }
+        let text = like.map_or(message, |info| info.message.as_slice());
+        Ok(String::from_utf8_lossy(&cmd.stdin(text.to_vec()).run()?)
+            .trim()
+            .to_string())
+    }
+
+    /// The commits from `from` (excluded) to `to` along first parents, oldest first;
+    /// `None` when `from` is not an ancestor of `to`.
+    pub(crate) fn first_parent_chain(&self, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+        let ancestor = self
+            .cmd()
+            .args(["merge-base", "--is-ancestor", from, to])
+            .succeeds()?;
+        if !ancestor {
+            return Ok(None);
+        }
+        let out = self
+            .cmd()
+            .args(["rev-list", "--reverse", "--first-parent", "-z"])
+            .arg(format!("{from}..{to}"))
+            .run()?;
+        let listed = String::from_utf8_lossy(&out).into_owned();
+        Ok(Some(
+            listed
+                .split(['\0', '\n'])
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+        ))
+    }
+}
+
+/// `<tree>\0`, then `<mode> <oid> <stage>\t<path>\0` for each conflicted entry (exit 1), then an
+/// empty record and the informational messages.
+fn parse_merged(args: Vec<String>, out: super::runner::GitOutput) -> Result<Merged> {
+    if !matches!(out.exit_code, Some(0 | 1)) {
+        return Err(failure_of(args, out.exit_code, out.stderr));
+    }
+    let mut records = out.stdout.split(|b| *b == 0);
+    let tree = records
+        .next()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| Error::internal("merge-tree printed no tree"))?;
+    let mut conflicts = Vec::new();
+    if out.exit_code == Some(1) {
+        for record in records.take_while(|r| !r.is_empty()) {
+            conflicts.push(parse_entry(record)?);
+        }
+    }
+    Ok(Merged { tree, conflicts })
+}
+
+fn parse_entry(record: &[u8]) -> Result<ConflictEntry> {
+    let bad = || Error::internal("merge-tree printed a conflict entry a3s-iso cannot read");
+    let tab = record.iter().position(|b| *b == b'\t').ok_or_else(bad)?;
+    let head = std::str::from_utf8(&record[..tab]).map_err(|_| bad())?;
+    let mut fields = head.split(' ');
+    let (Some(mode), Some(oid), Some(stage)) = (fields.next(), fields.next(), fields.next()) else {
+        return Err(bad());
+    };
+    Ok(ConflictEntry {
+        mode: mode.to_string(),
+        oid: oid.to_string(),
+        stage: stage.parse().map_err(|_| bad())?,
+        path: record[tab + 1..].to_vec(),
+    })
+}
