@@ -126,15 +126,25 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
 }
 
 /// A healthy isolation: a real directory (not a symlink) registered with the source's repository
-/// through the recorded admin dir.
+/// through the recorded admin dir, whose `HEAD` is a file.
 pub fn is_healthy(record: &SessionRecord) -> bool {
+    is_present(record)
+        && record
+            .admin_dir
+            .as_ref()
+            .is_some_and(|admin| admin.join("HEAD").is_file())
+}
+
+/// The isolation is there: its tree a real directory, registered through the recorded admin
+/// dir. One that is not was removed outside a3s-iso (the tree, or its registration).
+fn is_present(record: &SessionRecord) -> bool {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return false;
     };
     let is_dir = fs::symlink_metadata(tree)
         .map(|m| m.file_type().is_dir())
         .unwrap_or(false);
-    is_dir && admin.join("HEAD").is_file() && admin_points_at(admin, tree)
+    is_dir && admin_points_at(admin, tree)
 }
 
 /// Removes a linked worktree and its registration directly: the tree, then its admin dir (only
@@ -264,23 +274,24 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
             ),
         });
     }
+    if !is_present(record) {
+        return Err(Error::IsolationMissing {
+            session_id: record.session_id.clone(),
+            worktree: record.worktree.clone(),
+        });
+    }
     if !is_healthy(record) {
-        // Its tree or its registration gone from disk: the documented way back applies. Both
-        // there but broken (a HEAD that is not what a3s-iso made): nothing is captured.
-        let absent = |path: Option<&Path>| path.is_none_or(|p| fs::symlink_metadata(p).is_err());
-        let gone = absent(record.worktree.as_deref()) || absent(record.admin_dir.as_deref());
-        return Err(if gone {
-            Error::IsolationMissing {
-                session_id: record.session_id.clone(),
-                worktree: record.worktree.clone(),
-            }
-        } else {
-            Error::ChangeSetUnavailable {
-                message: format!(
-                    "session {:?} has an isolation that is not healthy (its git metadata is not what a3s-iso made)",
-                    record.session_id
-                ),
-            }
+        // There, but its HEAD is no file (the command can rewrite it): nothing is guessed.
+        return Err(Error::ChangeSetUnavailable {
+            message: format!(
+                "session {:?}'s isolation has no readable HEAD ({} is not a regular file)",
+                record.session_id,
+                record
+                    .admin_dir
+                    .as_deref()
+                    .map(|a| a.join("HEAD").display().to_string())
+                    .unwrap_or_default()
+            ),
         });
     }
     match (&record.worktree, &record.admin_dir) {

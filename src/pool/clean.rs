@@ -23,6 +23,13 @@ pub(crate) struct Tree<'a> {
     pub scratch: &'a Path,
 }
 
+impl Tree<'_> {
+    /// Git on the tree through a private git dir whose HEAD is `head`.
+    pub(crate) fn private(&self, git: &Git, head: &str) -> Result<HermeticGit> {
+        HermeticGit::private(git, self.path, self.common_dir, head, self.scratch)
+    }
+}
+
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
 /// updated in place): everything untracked or ignored is removed except the paths that `keep`
 /// (gitignore patterns) names, and tracked paths that differ are restored. Costs one directory

@@ -8,7 +8,6 @@
 use std::fs;
 use std::path::Path;
 
-use super::clean::Tree;
 use crate::error::{IoContext, Result};
 use crate::git::{Git, HermeticGit};
 
@@ -57,13 +56,13 @@ impl Inherited {
         Ok(())
     }
 
-    /// Makes the tree and a3s-iso's index of it (`index`, at `head`, clean) hold what a
-    /// checkout of `head` from the source holds: only what the source's patterns name where it
-    /// is sparse (`read-tree -mu`, with the patterns and `config.worktree` in the private git
-    /// dir, removes the rest and writes what they newly name), else every file (the marks an
-    /// earlier sparse checkout left are cleared and their files written).
-    pub(crate) fn conform(&self, git: &Git, tree: &Tree, head: &str, index: &Path) -> Result<()> {
-        let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
+    /// Makes the tree `wt` works on (through a private git dir at `head`) and a3s-iso's index
+    /// of it (`index`, clean) hold what a checkout of `head` from the source holds: only what
+    /// the source's patterns name where it is sparse (`read-tree -mu`, with the patterns and
+    /// `config.worktree` in the private git dir, removes the rest and writes what they newly
+    /// name), else every file (the marks an earlier sparse checkout left are cleared and their
+    /// files written).
+    pub(crate) fn conform(&self, wt: HermeticGit, head: &str, index: &Path) -> Result<()> {
         let cmd = || {
             wt.cmd()
                 .env("GIT_INDEX_FILE", index)

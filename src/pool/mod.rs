@@ -287,7 +287,7 @@ pub(crate) fn finish_take(
             clean::advance(&ctx.git, &tree, &taken.head, revision, &taken.index)?;
         }
         let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
-        inherited.conform(&ctx.git, &tree, revision, &taken.index)?;
+        inherited.conform(tree.private(&ctx.git, revision)?, revision, &taken.index)?;
         crate::fault_point!("pool-take-after-checkout");
         clean::reset_admin(
             &taken.admin,
@@ -431,7 +431,7 @@ fn make_spare(
     let head = &record.bound_revision;
     clean::clean(&ctx.git, &tree, head, &index, &settings.keep_ignored)?;
     let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
-    inherited.conform(&ctx.git, &tree, head, &index)?;
+    inherited.conform(tree.private(&ctx.git, head)?, head, &index)?;
     crate::fault_point!("pool-return-after-clean");
     let path = spare::spare_path(located, slot);
     clean::reset_admin(admin, (trash, &path), head, &index, &inherited)?;

@@ -297,6 +297,16 @@ fn a_digest_valid_document_whose_patch_git_cannot_read_breaks_the_patch_rule() {
     let data_line = text[literal..].find('\n').unwrap() + literal + 1;
     let mut broken = real.clone();
     broken[data_line + 3] = b'.';
+    // A remote to push to: the document is refused before anything travels.
+    let remote = fx.root.join("remote.git");
+    fx.git(
+        &fx.root,
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    fx.git(
+        &fx.src,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
     let before = checkout_listing(&fx.src);
     for (case, patch) in [
         ("garbage", garbage),
@@ -314,6 +324,7 @@ fn a_digest_valid_document_whose_patch_git_cannot_read_breaks_the_patch_rule() {
             vec!["verify", path],
             vec!["promote", "--change-set", path],
             vec!["diff", "--change-set", path],
+            vec!["push", "--change-set", path],
         ] {
             let (code, err) = fx.json(&args);
             assert_eq!(code, 5, "{case}: {args:?}: {err}");
@@ -326,6 +337,11 @@ fn a_digest_valid_document_whose_patch_git_cannot_read_breaks_the_patch_rule() {
             assert!(message.contains("not a patch git can read"), "{message}");
         }
         assert_eq!(checkout_listing(&fx.src), before, "{case}: nothing applied");
+        assert_eq!(
+            fx.git(&remote, &["for-each-ref"]),
+            "",
+            "{case}: nothing pushed"
+        );
     }
     // The real patch still verifies and lands.
     let path = fx.root.join("good.json");
