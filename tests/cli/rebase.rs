@@ -303,7 +303,8 @@ fn rounds() -> usize {
 
 /// A rebase SIGKILLed with its process group at random points: the next command leaves the
 /// isolation in the pre-rebase state or the conflicted one, never anything else, and the
-/// checkout is untouched throughout.
+/// checkout is untouched throughout. `A3S_ISO_REBASE_CRASH_ROUNDS` sets the number of kills
+/// (default 6), `A3S_ISO_CRASH_SEED` replays a run.
 #[test]
 fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
     let mut rng = crate::crash::Rng::seeded("rebase");
@@ -657,4 +658,28 @@ fn overlaps_predicts_which_sessions_conflict_without_touching_a_tree() {
     let human = fx.cmd().args(["list"]).output().unwrap();
     let table = String::from_utf8_lossy(&human.stdout);
     assert!(table.contains("conflicts with C"), "{table}");
+}
+
+#[test]
+fn onto_names_the_commit_to_move_to() {
+    let fx = Fixture::new();
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("mine.txt"), "mine\n").unwrap();
+    fx.write("first.txt", "first\n");
+    let first = fx.commit_all("first");
+    fx.write("second.txt", "second\n");
+    fx.commit_all("second");
+    let rebased = fx.json(&["rebase", "-s", "s", "--onto", "HEAD~1"]);
+    assert_eq!(outcome(&rebased), (0, "rebased"), "{}", rebased.1);
+    assert_eq!(rebased.1["to_revision"], first.as_str());
+    assert_eq!(iso_git(&fx, "s", &["rev-parse", "HEAD"]), first);
+    assert!(fx.isolation("s").join("first.txt").is_file());
+    assert!(!fx.isolation("s").join("second.txt").exists());
+    let unknown = fx.json(&["rebase", "-s", "s", "--onto", "no-such-rev"]);
+    assert_eq!(
+        (unknown.0, error_code(&unknown.1)),
+        (5, "invalid_input"),
+        "{}",
+        unknown.1
+    );
 }
