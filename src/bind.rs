@@ -372,8 +372,7 @@ fn cold(
         restore(ctx, located, (path, &admin_dir), state)?;
     }
     // The index git just wrote is a3s-iso's own: the seed of the session's snapshots.
-    let seed = located.store.seed_index(&admin_dir)?;
-    crate::snapshot::copy_index(&admin_dir.join("index"), &seed)?;
+    keep_index(located, &admin_dir)?;
     Ok(admin_dir)
 }
 
@@ -394,9 +393,16 @@ fn warm_or_cold(
         isolation::remove_admin_dir(&located.repo, &admin)?;
     }
     let admin = build(ctx, located, path, revision, false)?;
-    let seed = located.store.seed_index(&admin)?;
-    crate::snapshot::copy_index(&admin.join("index"), &seed)?;
+    keep_index(located, &admin)?;
     Ok((admin, false))
+}
+
+/// Keeps the index git just wrote in a fresh checkout as a3s-iso's own: the seed of the
+/// session's snapshots, and the index at bind that the pool's cleaning compares the tree with.
+fn keep_index(located: &Located, admin: &Path) -> Result<()> {
+    let seed = located.store.seed_index(admin)?;
+    crate::snapshot::copy_index(&admin.join("index"), &seed)?;
+    crate::snapshot::copy_index(&admin.join("index"), &located.store.bound_index_path(admin))
 }
 
 /// `--copy-ignored`: the source's ignored files under the pathspecs, copied in.

@@ -149,9 +149,10 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
             .unwrap_or_default(),
     };
     let ended = execute(opts, &launch, &signals)?;
+    let mut migrate_warnings = Vec::new();
     if sandbox_spec.is_some() {
         // The command's new objects join the store only once they pass the checks.
-        quarantine.migrate(&ctx.git, &located.repo)?;
+        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
     }
 
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
@@ -163,7 +164,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         result_tree: &result.tree,
         release_identity: &identity,
     };
-    let (change_set, warnings) = record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    let (change_set, mut warnings) =
+        record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    warnings.splice(0..0, migrate_warnings);
     let store = &located.store;
     store.save_run_exit(&record.session_id, &run_id, &ended.exit())?;
     Ok(RunOutcome {
@@ -433,7 +436,8 @@ impl PrivateTmp {
 
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        // What the command left in it (links included) goes beneath the directory's handle.
+        let _ = crate::beneath::remove_path(&self.path);
     }
 }
 

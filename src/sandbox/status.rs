@@ -100,7 +100,9 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
 
 /// Reads what a failed helper left for the parent.
 pub fn read_failure(status_file: &Path) -> Option<Error> {
-    let bytes = std::fs::read(status_file).ok()?;
+    // The command can write the directory the file is in: a link or a FIFO there is not
+    // followed or waited on.
+    let bytes = crate::fsutil::read_small_regular_file(status_file, 1 << 20).ok()?;
     let failure: HelperFailure = serde_json::from_slice(&bytes).ok()?;
     Some(match failure.code {
         HelperCode::CommandNotFound => Error::CommandNotFound {
