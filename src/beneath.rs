@@ -266,7 +266,7 @@ impl Dir {
         };
         let at = parent.as_ref().map_or(self.fd(), Dir::fd);
         match rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW) {
-            Ok(st) => Ok(Some(kind_of(st.st_mode as u32))),
+            Ok(st) => Ok(Some(kind_of(st.st_mode))),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(with_path(e.into(), &self.path.join(rel))),
         }
@@ -288,7 +288,7 @@ impl Dir {
                 FileType::Unknown => {
                     match rustix::fs::statat(self.fd(), name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
                     {
-                        Ok(st) => kind_of(st.st_mode as u32),
+                        Ok(st) => kind_of(st.st_mode),
                         Err(Errno::NOENT) => continue,
                         Err(e) => return Err(with_path(e.into(), &self.path.join(&name))),
                     }
@@ -442,7 +442,7 @@ impl Dir {
             let at = held.as_ref().unwrap_or(self);
             let last = i + 1 == parts.len();
             let kind = match rustix::fs::statat(at.fd(), *name, AtFlags::SYMLINK_NOFOLLOW) {
-                Ok(st) => kind_of(st.st_mode as u32),
+                Ok(st) => kind_of(st.st_mode),
                 Err(Errno::NOENT) => return Ok(()),
                 Err(e) => return Err(with_path(e.into(), &at.path.join(name))),
             };
@@ -476,7 +476,7 @@ fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
         Err(Errno::NOENT) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
-    if kind_of(st.st_mode as u32) != Kind::Dir {
+    if kind_of(st.st_mode) != Kind::Dir {
         return match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
             Ok(()) | Err(Errno::NOENT) => Ok(true),
             Err(e) => Err(e.into()),

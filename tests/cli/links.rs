@@ -67,7 +67,10 @@ fn a_modules_link_in_the_admin_dir_takes_no_object_elsewhere() {
         "echo work > work.txt && git add work.txt && git commit -q -m work",
     );
     let commit = fx.git(&fx.isolation("s"), &["rev-parse", "HEAD"]);
-    assert!(has_object(&fx, &fx.src, &commit), "the run's commit is in the source: {doc}");
+    assert!(
+        has_object(&fx, &fx.src, &commit),
+        "the run's commit is in the source: {doc}"
+    );
     assert_eq!(listing(&other), before, "the other repository changed");
     assert!(
         doc["warnings"].to_string().contains("symbolic link"),
@@ -97,7 +100,11 @@ fn a_link_in_a_submodule_store_is_not_written_through() {
         other.display()
     );
     let doc = run(&fx, "s", &script);
-    assert_eq!(listing(&other), before, "the other repository changed: {doc}");
+    assert_eq!(
+        listing(&other),
+        before,
+        "the other repository changed: {doc}"
+    );
     assert!(
         doc["warnings"].to_string().contains("symbolic link"),
         "the store is left out, and said so: {doc}"
@@ -135,7 +142,9 @@ fn links_in_the_quarantine_are_removed_never_followed() {
         );
     }
     assert!(
-        doc["warnings"].to_string().contains("symbolic links or special files"),
+        doc["warnings"]
+            .to_string()
+            .contains("symbolic links or special files"),
         "{doc}"
     );
     // The run's work is captured all the same.
@@ -169,7 +178,11 @@ fn links_in_the_admin_dir_are_removed_as_entries() {
         assert_eq!(code, 0, "{doc}");
         let (code, doc) = fx.json(&["discard", "-s", id]);
         assert_eq!(code, 0, "{doc}");
-        assert_eq!(listing(&other), before, "{id}: the other repository changed");
+        assert_eq!(
+            listing(&other),
+            before,
+            "{id}: the other repository changed"
+        );
     }
 }
 
@@ -276,7 +289,11 @@ fn a_nested_store_holding_a_link_is_not_read() {
     std::os::unix::fs::symlink(other.join(".git/objects/pack"), &pack).unwrap();
     std::fs::write(iso.join("README.md"), "hello, edited\n").unwrap();
     let (code, doc) = fx.json(&["promote", "-s", "s"]);
-    assert_eq!((code, &doc["outcome"]), (3, &Value::from("partial")), "{doc}");
+    assert_eq!(
+        (code, &doc["outcome"]),
+        (3, &Value::from("partial")),
+        "{doc}"
+    );
     let nested = doc["nested"]
         .as_array()
         .and_then(|n| n.iter().find(|n| n["path"] == "tools"))

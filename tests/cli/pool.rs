@@ -746,8 +746,7 @@ fn a_recycled_spare_is_a_fresh_checkout_entry_by_entry() {
         if crate::fixture::is_root() {
             // Owners only root can give (outside the sandbox, whose user namespace maps one
             // id).
-            std::os::unix::fs::lchown(tree.join("docs/guide.txt"), Some(1234), Some(1234))
-                .unwrap();
+            std::os::unix::fs::lchown(tree.join("docs/guide.txt"), Some(1234), Some(1234)).unwrap();
             std::os::unix::fs::lchown(tree.join("docs"), Some(1234), Some(4321)).unwrap();
             std::os::unix::fs::lchown(tree.join("untracked-link"), Some(1234), None).unwrap();
         }
@@ -758,7 +757,11 @@ fn a_recycled_spare_is_a_fresh_checkout_entry_by_entry() {
         assert_eq!(fx.bind(&cold)["warm"], false, "round {round}");
         let (warm_tree, cold_tree) = (fx.isolation(&warm), fx.isolation(&cold));
         assert_eq!(entries(&warm_tree), entries(&cold_tree), "round {round}");
-        assert_eq!(observed(&fx, &warm_tree), observed(&fx, &cold_tree), "round {round}");
+        assert_eq!(
+            observed(&fx, &warm_tree),
+            observed(&fx, &cold_tree),
+            "round {round}"
+        );
         // The cold tree goes for good; the warm one is the next round's.
         pool(&fx, &["--size", "0"]);
         let (code, doc) = fx.json(&["discard", "-s", &cold]);
