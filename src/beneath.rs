@@ -490,6 +490,8 @@ fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
             rustix::fs::chmodat(dir, name, Mode::from_raw_mode(0o700), AtFlags::empty())?;
             rustix::fs::openat(dir, name, flags, Mode::empty())?
         }
+        // Removed meanwhile (by `git clean` beside the pool's walk, say).
+        Err(Errno::NOENT) => return Ok(false),
         Err(e) => return Err(e.into()),
     };
     let inner = Dir {

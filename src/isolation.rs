@@ -18,7 +18,8 @@ use crate::state::{ClaimRecord, SessionRecord, SessionState};
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     let dot_git = worktree.join(".git");
-    let bytes = fs::read(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    let bytes = crate::fsutil::read_small_regular_file(&dot_git, LINK_LIMIT)
+        .ctx(|| format!("cannot read {}", dot_git.display()))?;
     // Bytes: the path need not be UTF-8.
     let admin = bytes
         .strip_prefix(b"gitdir: ")

@@ -51,9 +51,15 @@ pub(crate) fn clean(
             .env("GIT_INDEX_FILE", index)
             .env("GIT_ATTR_SOURCE", head)
     };
+    // When the index was written, before a reset below may write it again (git then marks
+    // the entries it cannot vouch for, so either time is safe; the older is stricter).
+    let written = super::index::written(index)?;
     reset_captured(&cmd, head)?;
     let (entries, pristine) = match super::index::read(index, head.len() / 2)? {
-        Some(parsed) => (parsed, pristine),
+        Some(mut parsed) => {
+            parsed.written = parsed.written.min(written);
+            (parsed, pristine)
+        }
         // A form of index this reader does not take: its paths, and no file is untouched.
         None => (listed(&cmd, index)?, false),
     };
@@ -78,11 +84,14 @@ pub(crate) fn clean(
             scope.spawn(|| walk::walk(&root, &entries, pristine, expected, !keep.is_empty()));
         (remove().run(), found.join())
     });
-    removed?;
     let found = found.map_err(|_| Error::internal("the cleaning's walk panicked"))??;
-    if found.unreadable {
-        // A directory `git clean` could not read before the walk fixed its mode.
-        remove().run()?;
+    match removed {
+        // A directory `git clean` could not read before the walk fixed its mode: again.
+        Ok(_) | Err(_) if found.unreadable => {
+            remove().run()?;
+        }
+        Ok(_) => {}
+        Err(err) => return Err(err),
     }
     let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = found
         .differing

@@ -39,18 +39,21 @@ pub(crate) struct Index {
     pub(crate) written: Time,
 }
 
+/// When the index file at `path` was written.
+pub(crate) fn written(path: &Path) -> Result<Time> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ctx(|| format!("cannot read {}", path.display()))?;
+    Ok(Time {
+        secs: meta.mtime() as u32,
+        nanos: meta.mtime_nsec() as u32,
+    })
+}
+
 /// Reads the index at `path` for a repository whose object ids have `id_len` bytes; `None`
 /// for a form this reader does not take.
 pub(crate) fn read(path: &Path, id_len: usize) -> Result<Option<Index>> {
     let bytes = std::fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
-    let meta = std::fs::metadata(path).ctx(|| format!("cannot read {}", path.display()))?;
-    let written = {
-        use std::os::unix::fs::MetadataExt;
-        Time {
-            secs: meta.mtime() as u32,
-            nanos: meta.mtime_nsec() as u32,
-        }
-    };
+    let written = written(path)?;
     let bad = || Error::internal(format!("{} is not an index git wrote", path.display()));
     Ok(parse(&bytes, id_len)
         .map_err(|()| bad())?
