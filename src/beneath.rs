@@ -352,21 +352,43 @@ impl Dir {
             .map_err(|e| with_path(e, &path))
     }
 
-    /// Writes a new file `rel` holding `bytes` (it must not exist).
-    pub(crate) fn write_new(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.create_new(rel, 0o666)?.write_all(bytes)
-    }
-
     /// Replaces whatever file is at `rel` (a link there is replaced, never followed) with
-    /// `bytes`, atomically: a temporary file beside it, synced, then renamed over it.
+    /// `bytes`, atomically and durably: a temporary file beside it, synced, then renamed over
+    /// it, and the directory synced.
     pub(crate) fn replace(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.replace_with(rel, |file| file.write_all(bytes))
+        self.via_temp(rel, true, |file| file.write_all(bytes))
     }
 
     /// Like [`Dir::replace`], the new file written by `fill`.
     pub(crate) fn replace_with(
         &self,
         rel: &Path,
+        fill: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.via_temp(rel, true, fill)
+    }
+
+    /// Like [`Dir::replace_with`] but nothing is synced: a reader sees the old file or the
+    /// new one, never half of one (as git writes the files of an admin dir).
+    pub(crate) fn put_with(
+        &self,
+        rel: &Path,
+        fill: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.via_temp(rel, false, fill)
+    }
+
+    /// Like [`Dir::put_with`], the new file holding `bytes`.
+    pub(crate) fn put(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.via_temp(rel, false, |file| file.write_all(bytes))
+    }
+
+    /// A temporary file beside `rel`, written by `fill`, renamed over `rel`; synced with
+    /// its directory when `sync`.
+    fn via_temp(
+        &self,
+        rel: &Path,
+        sync: bool,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
         let (parent, name) = self.parent(rel)?;
@@ -378,9 +400,13 @@ impl Dir {
         let result = (|| {
             let mut file = at.create_new(tmp, 0o666)?;
             fill(&mut file)?;
-            file.sync_all()?;
+            if sync {
+                file.sync_all()?;
+            }
             rustix::fs::renameat(at.fd(), tmp, at.fd(), name)?;
-            rustix::fs::fsync(at.fd())?;
+            if sync {
+                rustix::fs::fsync(at.fd())?;
+            }
             Ok(())
         })();
         if result.is_err() {
@@ -546,7 +572,8 @@ mod tests {
         assert!(is_link_error(&err), "{err}");
         let err = dir.read_small(Path::new("link/file"), 100).unwrap_err();
         assert!(is_link_error(&err), "{err}");
-        assert!(dir.write_new(Path::new("link/new"), b"x").is_err());
+        assert!(dir.put(Path::new("link/new"), b"x").is_err());
+        assert!(dir.create_new(Path::new("link/new"), 0o600).is_err());
         assert!(dir.remove(Path::new("link/file")).is_err());
         assert_eq!(dir.kind(Path::new("link")).unwrap(), Some(Kind::Symlink));
         assert!(dir.kind(Path::new("link/file")).is_err());

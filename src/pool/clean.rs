@@ -168,8 +168,10 @@ pub(crate) fn reset_admin(
     let dir = Dir::open(admin).ctx(|| format!("cannot open {}", admin.display()))?;
     dir.empty()
         .ctx(|| format!("cannot empty {}", admin.display()))?;
+    // Each file appears whole (a temporary file renamed into place): a `git worktree add`
+    // beside this reads every admin dir's `commondir`, and an empty one stops it.
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
-        dir.write_new(Path::new(name), bytes)
+        dir.put(Path::new(name), bytes)
             .ctx(|| format!("cannot write {}", admin.join(name).display()))
     };
     write("commondir", b"../..\n")?;
@@ -189,7 +191,7 @@ pub(crate) fn reset_admin(
         .remove(Path::new(".git"))
         .ctx(|| format!("cannot remove {}", at.join(".git").display()))?;
     at_dir
-        .write_new(Path::new(".git"), &dot_git)
+        .put(Path::new(".git"), &dot_git)
         .ctx(|| format!("cannot write {}", at.join(".git").display()))
 }
 
@@ -199,7 +201,7 @@ pub(crate) fn copy_index_into(from: &Path, dir: &Dir, rel: &Path) -> Result<()> 
     let copy = || -> std::io::Result<()> {
         let mut source = fs::File::open(from)?;
         let modified = source.metadata()?.modified()?;
-        dir.replace_with(rel, |file| {
+        dir.put_with(rel, |file| {
             std::io::copy(&mut source, file)?;
             file.set_modified(modified)
         })
