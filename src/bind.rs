@@ -397,11 +397,12 @@ fn warm_or_cold(
 }
 
 /// The index git just wrote for the new isolation at `path` is a3s-iso's own: the seed of the
-/// session's snapshots.
+/// session's snapshots, and the index at bind that the pool's cleaning compares the tree with.
 fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Result<()> {
     let seed = located.store.seed_index(admin)?;
     let git = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
-    crate::snapshot::keep_index(&git, admin, &seed)
+    crate::snapshot::keep_index(&git, admin, &seed)?;
+    crate::snapshot::copy_index(&seed, &located.store.bound_index_path(admin))
 }
 
 /// `--copy-ignored`: the source's ignored files under the pathspecs, copied in.

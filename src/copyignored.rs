@@ -10,6 +10,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use crate::beneath::Dir;
 use crate::error::{Error, IoContext, Result};
 use crate::git::Git;
 
@@ -41,17 +42,33 @@ pub(crate) fn copy(git: &Git, source: &Path, dest: &Path, specs: &[String]) -> R
         .args(specs)
         .run()?;
     let mut report = CopyReport::default();
+    // Written beneath the new isolation's handle: a link on the way (a tracked symbolic link
+    // where the source has a directory) is never followed; that path is skipped.
+    let into = Dir::open(dest).ctx(|| format!("cannot open {}", dest.display()))?;
     for rel in crate::git::split_nul(&listed) {
         let rel = Path::new(std::ffi::OsStr::from_bytes(rel));
-        let (from, to) = (source.join(rel), dest.join(rel));
-        if fs::symlink_metadata(&to).is_ok() {
+        let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+            continue;
+        };
+        if !matches!(into.kind(rel), Ok(None)) {
             report.skipped += 1;
             continue;
         }
-        if let Some(parent) = to.parent() {
-            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
-        }
-        let (bytes, cloned) = copy_one(&from, &to)
+        let parent = match into.create_dirs(parent) {
+            Ok(parent) => parent,
+            Err(e) if crate::beneath::is_link_error(&e) => {
+                report.skipped += 1;
+                continue;
+            }
+            Err(e) => {
+                return Err(Error::io(
+                    format!("cannot create {}", dest.join(rel).display()),
+                    e,
+                ));
+            }
+        };
+        let from = source.join(rel);
+        let (bytes, cloned) = copy_one(&from, &parent, Path::new(name))
             .map_err(|e| Error::io(format!("cannot copy {}", from.display()), e))?;
         report.files += 1;
         report.bytes += bytes;
@@ -60,28 +77,30 @@ pub(crate) fn copy(git: &Git, source: &Path, dest: &Path, specs: &[String]) -> R
     Ok(report)
 }
 
-/// Copies one file (cloned when it can be) or symbolic link; returns its size and whether it
-/// was cloned. Anything else (a socket, a FIFO) is left out.
-fn copy_one(from: &Path, to: &Path) -> io::Result<(u64, bool)> {
+/// Copies one file (cloned when it can be) or symbolic link to `name` in `to`; returns its
+/// size and whether it was cloned. Anything else (a socket, a FIFO) is left out, and so are
+/// setuid, setgid and sticky bits.
+fn copy_one(from: &Path, to: &Dir, name: &Path) -> io::Result<(u64, bool)> {
+    use std::os::unix::fs::OpenOptionsExt;
     let meta = fs::symlink_metadata(from)?;
     if meta.file_type().is_symlink() {
-        std::os::unix::fs::symlink(fs::read_link(from)?, to)?;
+        rustix::fs::symlinkat(fs::read_link(from)?, to.fd(), name)?;
         return Ok((0, false));
     }
     if !meta.is_file() {
         return Ok((0, false));
     }
-    let mut src = fs::File::open(from)?;
-    let mut dst = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(to)?;
+    let mut src = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(from)?;
+    let mut dst = to.create_new(name, 0o600)?;
     let cloned = rustix::fs::ioctl_ficlone(&dst, &src).is_ok();
     if !cloned {
         io::copy(&mut src, &mut dst)?;
     }
     dst.set_permissions(fs::Permissions::from_mode(
-        meta.permissions().mode() & 0o7777,
+        meta.permissions().mode() & 0o777,
     ))?;
     Ok((meta.len(), cloned))
 }

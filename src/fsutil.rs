@@ -120,19 +120,24 @@ pub(crate) fn write_record_atomic<T: serde::Serialize>(
     schema: &str,
     value: &T,
 ) -> Result<()> {
+    write_atomic(path, &record_bytes(schema, value)?)
+}
+
+/// The bytes [`write_record_atomic`] writes.
+pub(crate) fn record_bytes<T: serde::Serialize>(schema: &str, value: &T) -> Result<Vec<u8>> {
     #[derive(serde::Serialize)]
     struct Tagged<'a, T: serde::Serialize> {
         schema: &'a str,
         #[serde(flatten)]
         body: &'a T,
     }
-    write_json_atomic(
-        path,
-        &Tagged {
-            schema,
-            body: value,
-        },
-    )
+    let mut bytes = serde_json::to_vec_pretty(&Tagged {
+        schema,
+        body: value,
+    })
+    .map_err(|e| crate::error::Error::internal(format!("cannot serialise: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 /// Reads a JSON file; `Ok(None)` when it does not exist.
@@ -214,29 +219,24 @@ pub(crate) fn tree_size(dir: &Path) -> u64 {
 }
 
 /// The bytes of a small regular file that someone else may have planted: a symbolic link at
-/// `path` is not followed, a FIFO or device is not waited on, and more than `limit` bytes is
-/// an error, so reading it can neither hang nor grow without bound.
+/// `path` (or at its directory) is not followed, a FIFO or device is not waited on, and more
+/// than `limit` bytes is an error, so reading it can neither hang nor grow without bound.
 pub(crate) fn read_small_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let flags = rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::NONBLOCK;
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags.bits() as i32)
-        .open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not a regular file",
-        ));
-    }
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("larger than {limit} bytes"),
-        ));
-    }
-    Ok(bytes)
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (
+            if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            },
+            name,
+        ),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} names no file", path.display()),
+            ));
+        }
+    };
+    crate::beneath::Dir::open(dir)?.read_small(Path::new(name), limit)
 }

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::beneath::{Dir, Kind};
 use crate::context::{Context, Located};
 use crate::error::{Error, IoContext, Result};
 use crate::git::{Git, HermeticGit};
@@ -38,7 +39,8 @@ pub(crate) fn add_worktree(
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
     let dot_git = worktree.join(".git");
-    let bytes = fs::read(&dot_git).ctx(|| format!("cannot read {}", dot_git.display()))?;
+    let bytes = crate::fsutil::read_small_regular_file(&dot_git, LINK_LIMIT)
+        .ctx(|| format!("cannot read {}", dot_git.display()))?;
     // Bytes: the path need not be UTF-8.
     let admin = bytes
         .strip_prefix(b"gitdir: ")
@@ -103,15 +105,19 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return Ok(());
     };
-    if !admin.is_dir()
-        || !fs::symlink_metadata(tree)
-            .map(|m| m.is_dir())
-            .unwrap_or(false)
-    {
+    let tree_is_dir = fs::symlink_metadata(tree)
+        .map(|m| m.is_dir())
+        .unwrap_or(false);
+    // A link at the admin dir's path is not followed to write anything.
+    let Ok(Some(dir)) = Dir::open_if_any(admin) else {
+        return Ok(());
+    };
+    if !tree_is_dir {
         return Ok(());
     }
     if !admin_points_at(admin, tree) {
-        crate::fsutil::write_atomic(&admin.join("gitdir"), &link_contents(&tree.join(".git")))?;
+        dir.replace(Path::new("gitdir"), &link_contents(&tree.join(".git")))
+            .ctx(|| format!("cannot write {}", admin.join("gitdir").display()))?;
     }
     let points_home = read_link_file(&admin.join("commondir"))
         .map(|text| admin.join(text))
@@ -120,7 +126,8 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
         .is_some_and(|(found, expected)| found == expected);
     if !points_home {
         // Admin dirs live in <common>/worktrees/<name>: the common dir is two levels up.
-        crate::fsutil::write_atomic(&admin.join("commondir"), b"../..\n")?;
+        dir.replace(Path::new("commondir"), b"../..\n")
+            .ctx(|| format!("cannot write {}", admin.join("commondir").display()))?;
     }
     Ok(())
 }
@@ -144,7 +151,10 @@ fn is_present(record: &SessionRecord) -> bool {
     let is_dir = fs::symlink_metadata(tree)
         .map(|m| m.file_type().is_dir())
         .unwrap_or(false);
-    is_dir && admin_points_at(admin, tree)
+    let head_is_file = Dir::open(admin)
+        .and_then(|dir| dir.kind(Path::new("HEAD")))
+        .is_ok_and(|kind| kind == Some(Kind::File));
+    is_dir && head_is_file && admin_points_at(admin, tree)
 }
 
 /// Removes a linked worktree and its registration directly: the tree, then its admin dir (only
@@ -161,7 +171,7 @@ pub fn remove(repo: &Repo, tree: &Path, admin: Option<&Path>) -> Result<bool> {
     if tree_is_dir {
         // The tree first: a removal that fails halfway keeps the registration, so the session
         // still knows where its leftovers are and a later attempt finishes the job.
-        fs::remove_dir_all(tree).ctx(|| format!("cannot remove {}", tree.display()))?;
+        crate::beneath::remove_path(tree).ctx(|| format!("cannot remove {}", tree.display()))?;
         removed = true;
     }
     if let Some(admin) = admin.filter(|a| fs::symlink_metadata(a).is_ok()) {
@@ -182,19 +192,29 @@ pub fn remove_admin_dir(repo: &Repo, admin: &Path) -> Result<bool> {
     if !in_worktrees {
         return Ok(false);
     }
-    fs::remove_dir_all(admin).ctx(|| format!("cannot remove {}", admin.display()))?;
+    crate::beneath::remove_path(admin).ctx(|| format!("cannot remove {}", admin.display()))?;
     Ok(true)
 }
 
 /// Admin dirs whose recorded tree is `tree` (for leftovers whose admin dir was never recorded).
 pub fn admin_dirs_for(repo: &Repo, tree: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = fs::read_dir(repo.worktrees_dir()) else {
+    admin_dirs(repo)
+        .into_iter()
+        .filter(|admin| admin_points_at(admin, tree))
+        .collect()
+}
+
+/// The admin dirs in `<common>/worktrees`: its real directories (a link there is nobody's).
+fn admin_dirs(repo: &Repo) -> Vec<PathBuf> {
+    let worktrees = repo.worktrees_dir();
+    let Ok(Some(dir)) = Dir::open_if_any(&worktrees) else {
         return Vec::new();
     };
-    entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|admin| admin_points_at(admin, tree))
+    dir.entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.kind == Kind::Dir)
+        .map(|e| worktrees.join(e.name))
         .collect()
 }
 
@@ -327,13 +347,9 @@ pub fn clear_dead_claim(located: &Located, claim: &ClaimRecord) -> Result<()> {
 
 /// Every registered linked worktree of the repository: `<tree>/.git` → its admin dir.
 pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
-    let Ok(entries) = std::fs::read_dir(repo.worktrees_dir()) else {
-        return HashMap::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            let admin = e.path();
+    admin_dirs(repo)
+        .into_iter()
+        .filter_map(|admin| {
             let gitdir = read_link_file(&admin.join("gitdir"))?;
             Some((gitdir, admin))
         })

@@ -5,6 +5,7 @@
 
 #![deny(missing_docs)]
 
+mod beneath;
 pub mod bind;
 pub mod capture;
 pub mod changeset;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
 use crate::git::{Git, HermeticGit, split_nul};
 use crate::isolation::Isolation;
@@ -257,27 +258,28 @@ fn submodule(
     names: &[(Vec<u8>, Vec<u8>)],
     head: String,
 ) -> std::result::Result<Option<Found>, String> {
-    let tree = path.under(&iso.tree);
-    if fs::symlink_metadata(tree.join(".git")).is_err() {
+    let tree = Dir::open(&iso.tree).map_err(|e| e.to_string())?;
+    let rel = Path::new(path.as_os());
+    match tree.kind(&rel.join(".git")) {
         // Not initialised: nothing in it to capture.
-        return Ok(None);
-    }
-    if !real_dir_below(&iso.tree, &tree) {
-        return Err("its directory is reached through a symbolic link".into());
+        Ok(None) => return Ok(None),
+        Ok(Some(_)) => {}
+        Err(_) => return Err("its directory is reached through a symbolic link".into()),
     }
     let name = names
         .iter()
         .find(|(p, _)| *p == path.0)
         .map(|(_, name)| name.clone())
         .unwrap_or_else(|| path.0.clone());
-    let modules = iso.admin.join("modules");
-    let git_dir = RepoPath(name).under(&modules);
-    if !real_dir_below(&modules, &git_dir) {
-        return Err(format!(
-            "its git dir is not where a3s-iso expects it ({})",
-            git_dir.display()
-        ));
-    }
+    let name = RepoPath(name);
+    let git_dir = Dir::open(&iso.admin)
+        .and_then(|admin| admin.dir(&Path::new("modules").join(name.as_os())))
+        .map_err(|_| {
+            format!(
+                "its git dir is not where a3s-iso expects it ({})",
+                name.under(&iso.admin.join("modules")).display()
+            )
+        })?;
     Ok(Some(Found {
         path: path.clone(),
         kind: NestedKind::Submodule,
@@ -298,11 +300,9 @@ fn nested_repository(
     if fs::symlink_metadata(&in_source).is_err() {
         return Ok(None);
     }
-    let tree = path.under(&iso.tree);
-    let git_dir = tree.join(".git");
-    if !real_dir_below(&iso.tree, &tree) || !real_dir_below(&tree, &git_dir) {
-        return Err("its .git is not a directory of its own".into());
-    }
+    let git_dir = Dir::open(&iso.tree)
+        .and_then(|tree| tree.dir(&Path::new(path.as_os()).join(".git")))
+        .map_err(|_| "its .git is not a directory of its own".to_string())?;
     let objects = object_dir(&git_dir)?;
     let head = read_head(&git_dir)?;
     // The commit must be there, read through the same private git as the snapshot.
@@ -330,69 +330,113 @@ fn nested_repository(
     }))
 }
 
-/// `dir` (a path under `top`) is a directory reached without a symbolic link on the way.
-fn real_dir_below(top: &Path, dir: &Path) -> bool {
-    let Ok(rel) = dir.strip_prefix(top) else {
-        return false;
-    };
-    match (fs::canonicalize(top), fs::canonicalize(dir)) {
-        (Ok(top), Ok(found)) => found == top.join(rel) && found.is_dir(),
-        _ => false,
-    }
-}
+/// How deep an object directory's folders go (`objects/pack`, `objects/info/commit-graphs`).
+const OBJECTS_DEPTH: usize = 3;
 
-/// The object directory of a git dir the command could write: a real directory, and one that
-/// names no alternates (they would choose where a3s-iso's git reads from).
-fn object_dir(git_dir: &Path) -> std::result::Result<PathBuf, String> {
-    let objects = git_dir.join("objects");
-    if !real_dir_below(git_dir, &objects) {
-        return Err("its object directory is not a directory of its own".into());
-    }
-    if fs::symlink_metadata(objects.join("info/alternates")).is_ok() {
+/// The object directory of a git dir the command could write, checked beneath the git dir's
+/// handle: a real directory, naming no alternates (they would choose where a3s-iso's git
+/// reads from), and holding nothing but directories and regular files (git reads and writes
+/// there by path, and would follow a link). Its path is returned, for git.
+fn object_dir(git_dir: &Dir) -> std::result::Result<PathBuf, String> {
+    let objects = git_dir
+        .dir(Path::new("objects"))
+        .map_err(|_| "its object directory is not a directory of its own".to_string())?;
+    if !matches!(objects.kind(Path::new("info/alternates")), Ok(None)) {
         return Err("its object directory names alternates, which a3s-iso does not follow".into());
     }
-    Ok(objects)
+    if let Some(found) = stray_entry(&objects, OBJECTS_DEPTH) {
+        return Err(format!(
+            "its object directory holds {found}, which a3s-iso does not follow"
+        ));
+    }
+    Ok(objects.path().to_path_buf())
+}
+
+/// The first entry under `dir` that is neither a directory nor a regular file (a link, a
+/// FIFO, a socket), or a directory deeper than `depth`, as words; `None` when there is none.
+fn stray_entry(dir: &Dir, depth: usize) -> Option<String> {
+    let entries = match dir.entries() {
+        Ok(entries) => entries,
+        Err(e) => return Some(format!("an unreadable directory ({e})")),
+    };
+    for entry in entries {
+        let path = dir.path().join(&entry.name);
+        match entry.kind {
+            Kind::File => {}
+            Kind::Dir if depth == 0 => {
+                return Some(format!("a directory too deep ({})", path.display()));
+            }
+            Kind::Dir => {
+                let found = dir
+                    .dir(Path::new(&entry.name))
+                    .map_err(|e| e.to_string())
+                    .map(|inner| stray_entry(&inner, depth - 1));
+                match found {
+                    Ok(None) => {}
+                    Ok(Some(found)) => return Some(found),
+                    Err(e) => return Some(e),
+                }
+            }
+            Kind::Symlink => return Some(format!("a symbolic link ({})", path.display())),
+            Kind::Special => return Some(format!("a special file ({})", path.display())),
+        }
+    }
+    None
 }
 
 /// The object directories of an isolation's initialised submodules (`<admin>/modules/…`,
-/// names may hold slashes), each a real directory naming no alternates.
-pub(crate) fn module_stores(admin: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut todo = vec![(admin.join("modules"), 0)];
+/// names may hold slashes), each reached beneath the admin dir without a link and checked as
+/// [`object_dir`] checks one; and why the others are left out.
+pub(crate) fn module_stores(admin: &Path) -> (Vec<PathBuf>, Vec<String>) {
+    let (mut found, mut skipped) = (Vec::new(), Vec::new());
+    let modules = Dir::open(admin).and_then(|admin| admin.dir_if_any(Path::new("modules")));
+    let modules = match modules {
+        Ok(Some(modules)) => modules,
+        Ok(None) => return (found, skipped),
+        Err(e) => {
+            skipped.push(format!("no submodule's objects were used: {e}"));
+            return (found, skipped);
+        }
+    };
+    let mut todo = vec![(modules, 0)];
     while let Some((dir, depth)) = todo.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
+        let Ok(entries) = dir.entries() else {
             continue;
         };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+        for entry in entries.into_iter().filter(|e| e.kind == Kind::Dir) {
+            let Ok(inner) = dir.dir(Path::new(&entry.name)) else {
                 continue;
-            }
-            if path.join("HEAD").is_file() {
-                if let Ok(objects) = object_dir(&path) {
-                    found.push(objects);
+            };
+            if matches!(inner.kind(Path::new("HEAD")), Ok(Some(Kind::File))) {
+                match object_dir(&inner) {
+                    Ok(objects) => found.push(objects),
+                    Err(why) => skipped.push(format!(
+                        "the submodule git dir {} was not used: {why}",
+                        inner.path().display()
+                    )),
                 }
             } else if depth < 8 {
-                todo.push((path, depth + 1));
+                todo.push((inner, depth + 1));
             }
         }
     }
     found.sort();
-    found
+    (found, skipped)
 }
 
 /// The most a HEAD or loose ref file holds.
 const REF_LIMIT: u64 = 4096;
 
-/// The commit a nested repository's HEAD names, read as plain files: a full id, or
-/// `ref: refs/heads/<name>` resolved through its loose ref or `packed-refs`.
-fn read_head(git_dir: &Path) -> std::result::Result<String, String> {
-    let read = |path: &Path| -> std::result::Result<String, String> {
-        let bytes = crate::fsutil::read_small_regular_file(path, REF_LIMIT)
-            .map_err(|e| format!("{} cannot be read: {e}", path.display()))?;
+/// The commit a nested repository's HEAD names, read as plain files beneath its git dir: a
+/// full id, or `ref: refs/heads/<name>` resolved through its loose ref or `packed-refs`.
+fn read_head(git_dir: &Dir) -> std::result::Result<String, String> {
+    let read = |rel: &Path| -> std::result::Result<String, String> {
+        let bytes = git_dir
+            .read_small(rel, REF_LIMIT)
+            .map_err(|e| format!("{} cannot be read: {e}", git_dir.path().join(rel).display()))?;
         Ok(String::from_utf8_lossy(&bytes).trim_end().to_string())
     };
-    let head = read(&git_dir.join("HEAD"))?;
+    let head = read(Path::new("HEAD"))?;
     let Some(name) = head.strip_prefix("ref: ") else {
         return full_id(&head);
     };
@@ -403,10 +447,11 @@ fn read_head(git_dir: &Path) -> std::result::Result<String, String> {
     if !safe {
         return Err(format!("its HEAD points at {name:?}, not a branch"));
     }
-    if let Ok(id) = read(&git_dir.join(name)) {
+    if let Ok(id) = read(Path::new(name)) {
         return full_id(&id);
     }
-    let packed = crate::fsutil::read_small_regular_file(&git_dir.join("packed-refs"), 1 << 24)
+    let packed = git_dir
+        .read_small(Path::new("packed-refs"), 1 << 24)
         .map_err(|_| format!("its HEAD points at {name}, which does not exist"))?;
     String::from_utf8_lossy(&packed)
         .lines()

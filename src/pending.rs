@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::beneath::Dir;
+use crate::error::{IoContext, Result};
 use crate::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
 use crate::git::Git;
 use crate::repo::Repo;
@@ -117,11 +118,17 @@ pub(crate) fn remove(store: &Store, id: &str) -> Result<()> {
 pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
     let gitdir = crate::isolation::link_contents(&tree.join(".git"));
     let file = admin.join("gitdir");
-    if std::fs::read(&file).ok().as_deref() != Some(gitdir.as_slice()) {
-        crate::fsutil::write_atomic(&file, &gitdir)?;
+    let dir = Dir::open(admin).ctx(|| format!("cannot open {}", admin.display()))?;
+    let name = Path::new("gitdir");
+    if dir.read_small(name, GITDIR_LIMIT).ok().as_deref() != Some(gitdir.as_slice()) {
+        dir.replace(name, &gitdir)
+            .ctx(|| format!("cannot write {}", file.display()))?;
     }
     Ok(())
 }
+
+/// The most an admin dir's `gitdir` holds: one path.
+const GITDIR_LIMIT: u64 = 64 * 1024;
 
 /// A retain's last steps, after the move (and the repair of one a crash interrupted): the
 /// admin dir relinked, the tree locked against `git worktree prune`, the record pointed at the
@@ -148,7 +155,11 @@ pub(crate) fn complete_retain(git: &Git, repo: &Repo, store: &Store, m: &RetainM
 /// Locks the moved tree with the reason, unless it is locked already (by the interrupted
 /// retain's git, which may have outlived it).
 fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
-    let locked = || m.admin.join("locked").is_file();
+    let locked = || {
+        Dir::open(&m.admin)
+            .and_then(|dir| dir.kind(Path::new("locked")))
+            .is_ok_and(|kind| kind == Some(crate::beneath::Kind::File))
+    };
     if locked() {
         return Ok(());
     }
@@ -187,15 +198,7 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
         RecordStatus::Unreadable(_) => {}
     }
     crate::fault_point!("sweep-after-records");
-    match std::fs::remove_dir_all(&r.trash) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            return Err(crate::error::Error::io(
-                format!("cannot remove {}", r.trash.display()),
-                e,
-            ));
-        }
-        _ => {}
-    }
+    remove_trash(&r.trash)?;
     remove(store, id)
 }
 
@@ -274,7 +277,7 @@ pub(crate) fn complete_discard(repo: &Repo, store: &Store, d: &Reclaim) -> Resul
 }
 
 fn remove_trash(trash: &Path) -> Result<()> {
-    match std::fs::remove_dir_all(trash) {
+    match crate::beneath::remove_path(trash) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(crate::error::Error::io(
             format!("cannot remove {}", trash.display()),
             e,
@@ -286,11 +289,14 @@ fn remove_trash(trash: &Path) -> Result<()> {
 /// Whether an admin dir still stands for the isolation at `path`: it names that path (or
 /// nothing readable), and no tree is there any more.
 fn admin_is_for(admin: &Path, path: &Path) -> bool {
-    let names = match std::fs::read(admin.join("gitdir")) {
+    let Ok(dir) = Dir::open(admin) else {
+        return false;
+    };
+    let names = match dir.read_small(Path::new("gitdir"), GITDIR_LIMIT) {
         Ok(bytes) => bytes.trim_ascii_end() == path.join(".git").as_os_str().as_encoded_bytes(),
         Err(_) => true,
     };
-    admin.is_dir() && names && std::fs::symlink_metadata(path).is_err()
+    names && std::fs::symlink_metadata(path).is_err()
 }
 
 /// What to do with an intent found pending.

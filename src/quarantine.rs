@@ -7,6 +7,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
 use crate::git::Git;
 use crate::repo::Repo;
@@ -19,6 +20,8 @@ pub struct Quarantine {
     dir: PathBuf,
     /// The object directories of the isolation's submodules (see [`Quarantine::environment`]).
     modules: Vec<PathBuf>,
+    /// The isolation's admin dir, where the submodules' stores are found again after the run.
+    admin: Option<PathBuf>,
     /// Scratch space for the private git dirs that copy objects into them.
     scratch: PathBuf,
 }
@@ -28,19 +31,25 @@ impl Quarantine {
     /// the next command removes it if the run is killed).
     /// `modules`: the object directories of the isolation's submodules.
     pub fn create(store: &Store, run_id: &str, modules: Vec<PathBuf>) -> Result<Quarantine> {
+        Quarantine::with_modules(store, run_id, modules, None)
+    }
+
+    fn with_modules(
+        store: &Store,
+        run_id: &str,
+        modules: Vec<PathBuf>,
+        admin: Option<PathBuf>,
+    ) -> Result<Quarantine> {
         let dir = store
             .dir()
             .join("quarantine")
             .join(crate::scratch::owned_name(run_id));
         std::fs::create_dir_all(dir.join("pack"))
             .ctx(|| format!("cannot create {}", dir.display()))?;
-        let modules = modules
-            .into_iter()
-            .filter(|m| !m.as_os_str().as_bytes().contains(&b':'))
-            .collect();
         Ok(Quarantine {
             dir,
-            modules,
+            modules: usable(modules),
+            admin,
             scratch: store.scratch_dir(),
         })
     }
@@ -48,7 +57,8 @@ impl Quarantine {
     /// A quarantine for a run in the isolation whose admin dir is `admin`, with its
     /// submodules' object directories.
     pub fn for_isolation(store: &Store, run_id: &str, admin: &Path) -> Result<Quarantine> {
-        Quarantine::create(store, run_id, crate::nested::module_stores(admin))
+        let (modules, _) = crate::nested::module_stores(admin);
+        Quarantine::with_modules(store, run_id, modules, Some(admin.to_path_buf()))
     }
 
     /// The object directory the command writes to.
@@ -85,31 +95,56 @@ impl Quarantine {
     }
 
     /// Checks and moves the quarantined objects into the repository's store; returns how many
-    /// moved. Anything the command pointed the quarantine at (`info/alternates`) is dropped
-    /// first, so only objects it really wrote are considered.
+    /// moved, and warnings for what was left out. Anything the command pointed the quarantine
+    /// at (`info/alternates`) is dropped first, and so is every link, FIFO or socket it left
+    /// there (reached beneath the quarantine's handle, never followed), so only objects it
+    /// really wrote are considered.
     ///
-    /// Objects of the submodules' commits link to their history in the submodules' own stores
-    /// (`modules` of [`Quarantine::create`]): those are the superproject's alternates for the
-    /// check, and the objects
-    /// are copied into each submodule's store too (through a private git dir: nothing of the
-    /// submodule's git dir is read but objects), so its git finds its new commits.
-    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<usize> {
-        let info = self.dir.join("info");
-        if std::fs::symlink_metadata(&info).is_ok() {
-            std::fs::remove_dir_all(&info).ctx(|| format!("cannot remove {}", info.display()))?;
+    /// Objects of the submodules' commits link to their history in the submodules' own stores:
+    /// those are the superproject's alternates for the check, and the objects are copied into
+    /// each submodule's store too (through a private git dir: nothing of the submodule's git
+    /// dir is read but objects), so its git finds its new commits. The command could write
+    /// those stores during the run, so they are found and checked again now (reached beneath
+    /// the admin dir without a link, holding none): a store that no longer passes is left out.
+    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<(usize, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let quarantine =
+            Dir::open(&self.dir).ctx(|| format!("cannot open {}", self.dir.display()))?;
+        quarantine
+            .remove(Path::new("info"))
+            .ctx(|| format!("cannot remove {}", self.dir.join("info").display()))?;
+        let (files, dropped) =
+            sweep_strays(&quarantine, 0).ctx(|| format!("cannot read {}", self.dir.display()))?;
+        if dropped > 0 {
+            warnings.push(format!(
+                "the run's new objects: {dropped} symbolic links or special files left in its object directory were removed, never followed"
+            ));
         }
-        if !holds_files(&self.dir) {
-            return Ok(0);
+        if files == 0 {
+            return Ok((0, warnings));
         }
+        let modules = match &self.admin {
+            Some(admin) => {
+                let (found, skipped) = crate::nested::module_stores(admin);
+                warnings.extend(skipped);
+                usable(
+                    found
+                        .into_iter()
+                        .filter(|m| self.modules.contains(m))
+                        .collect(),
+                )
+            }
+            None => self.modules.clone(),
+        };
         let mut receiver = git.at(&repo.toplevel);
-        if !self.modules.is_empty() {
-            let joined = std::env::join_paths(&self.modules)
+        if !modules.is_empty() {
+            let joined = std::env::join_paths(&modules)
                 .map_err(|e| crate::error::Error::internal(format!("{e}")))?;
             receiver = receiver.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", joined);
         }
         let count = git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
         let root_objects = repo.common_dir.join("objects");
-        for module in &self.modules {
+        for module in &modules {
             let view = crate::git::ObjectView::new(git, &repo.common_dir, &[], &self.scratch)?;
             let receiver = view
                 .cmd()
@@ -117,25 +152,47 @@ impl Quarantine {
                 .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &root_objects);
             git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
         }
-        Ok(count)
+        Ok((count, warnings))
     }
 }
 
-/// Whether any file lies under `dir` (a run that wrote no object leaves only empty folders,
-/// and git need not be asked).
-fn holds_files(dir: &Path) -> bool {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return false;
-    };
-    entries.flatten().any(|entry| match entry.file_type() {
-        Ok(kind) if kind.is_dir() => holds_files(&entry.path()),
-        Ok(_) => true,
-        Err(_) => true,
-    })
+/// The stores whose path git can take in a list of alternates: a path with the separator `:`
+/// in it would need quoting, so such a submodule goes without.
+fn usable(modules: Vec<PathBuf>) -> Vec<PathBuf> {
+    modules
+        .into_iter()
+        .filter(|m| !m.as_os_str().as_bytes().contains(&b':'))
+        .collect()
+}
+
+/// How deep the quarantine's folders go (`pack/`, `ab/`, git's `tmp_objdir` folders).
+const QUARANTINE_DEPTH: usize = 3;
+
+/// Removes every entry under `dir` that is neither a directory nor a regular file (and every
+/// directory deeper than git makes them); returns how many regular files remain and how many
+/// entries went.
+fn sweep_strays(dir: &Dir, depth: usize) -> std::io::Result<(usize, usize)> {
+    let (mut files, mut dropped) = (0, 0);
+    for entry in dir.entries()? {
+        let name = Path::new(&entry.name);
+        match entry.kind {
+            Kind::File => files += 1,
+            Kind::Dir if depth < QUARANTINE_DEPTH => {
+                let (f, d) = sweep_strays(&dir.dir(name)?, depth + 1)?;
+                files += f;
+                dropped += d;
+            }
+            Kind::Dir | Kind::Symlink | Kind::Special => {
+                dir.remove(name)?;
+                dropped += 1;
+            }
+        }
+    }
+    Ok((files, dropped))
 }
 
 impl Drop for Quarantine {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = crate::beneath::remove_path(&self.dir);
     }
 }

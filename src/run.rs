@@ -159,9 +159,10 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         env: &env,
     };
     let ended = execute(opts, &launch, &signals)?;
+    let mut migrate_warnings = Vec::new();
     if sandbox_spec.is_some() {
         // The command's new objects join the store only once they pass the checks.
-        quarantine.migrate(&ctx.git, &located.repo)?;
+        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
     }
 
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
@@ -175,6 +176,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
     let (change_set, mut warnings) =
         record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
+    warnings.splice(0..0, migrate_warnings);
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
     let store = &located.store;
     store.save_run_exit(&record.session_id, &run_id, &ended.exit())?;
@@ -505,7 +507,8 @@ impl PrivateTmp {
 
 impl Drop for PrivateTmp {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
+        // What the command left in it (links included) goes beneath the directory's handle.
+        let _ = crate::beneath::remove_path(&self.path);
     }
 }
 

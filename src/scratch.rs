@@ -135,11 +135,9 @@ fn remove_dead(what: &Sweepable<'_>) -> usize {
         if (what.own_only && meta.uid() != uid) || !is_dead(&maker) {
             continue;
         }
-        let gone = if meta.is_dir() {
-            std::fs::remove_dir_all(entry.path())
-        } else {
-            std::fs::remove_file(entry.path())
-        };
+        // A run's quarantine or TMPDIR holds what its command left: links in it are
+        // removed as entries, never followed.
+        let gone = crate::beneath::remove_path(&entry.path());
         removed += usize::from(gone.is_ok());
     }
     removed

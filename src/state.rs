@@ -489,6 +489,18 @@ impl Store {
         self.dir.join("seeds").join(format!("{name}.index"))
     }
 
+    /// Where a3s-iso keeps the index of the isolation whose admin dir is `admin` as it was
+    /// when the tree was written at bind (the seed's stat data moves with every capture; this
+    /// one's tells the pool's cleaning what the session touched). The `+` is never in a
+    /// session id, so no other isolation's seed has this name.
+    pub(crate) fn bound_index_path(&self, admin: &Path) -> PathBuf {
+        let name = admin
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        self.dir.join("seeds").join(format!("{name}+bound.index"))
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")

@@ -849,12 +849,13 @@ fn identify(path: &Path, store: &Store, known: &Known) -> Found {
 /// Not ours to judge: say whose it is if its .git file names another repository (read, never
 /// trusted to act on).
 fn other_repository(path: &Path) -> Option<Found> {
-    match std::fs::read_to_string(path.join(".git")) {
-        Ok(text) if text.starts_with("gitdir: ") => Some(Found::OtherRepository {
+    // Never followed if it is a link, never waited on if it is a FIFO.
+    let bytes = crate::fsutil::read_small_regular_file(&path.join(".git"), 64 * 1024).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
+    text.starts_with("gitdir: ")
+        .then(|| Found::OtherRepository {
             gitdir: text.trim_end().trim_start_matches("gitdir: ").to_string(),
-        }),
-        _ => None,
-    }
+        })
 }
 
 /// A name without this store's prefix for this source: another tenant's name for it, another

@@ -197,8 +197,7 @@ fn remove_path(kind: Kind, path: &Path) -> Result<()> {
             Err(_) if meta.is_dir() => Ok(()),
             other => other,
         },
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(path),
-        Ok(_) => std::fs::remove_file(path),
+        Ok(_) => crate::beneath::remove_path(path).map(|_| ()),
     };
     match gone {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {

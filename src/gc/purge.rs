@@ -93,14 +93,15 @@ fn files_of(
 }
 
 /// The seed indexes of the isolation whose admin dir is `admin`: its own
-/// (`<name>.index`) and its nested repositories' (`<name>.nested-<hex>.index`).
+/// (`<name>.index`), its index at bind (`<name>+bound.index`) and its nested repositories'
+/// (`<name>+nested-<hex>.index`).
 pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> Vec<PathBuf> {
     let own = store.seed_index_path(admin);
     let stem = own
         .file_stem()
         .map(|s| format!("{}{}", s.to_string_lossy(), crate::nested::NESTED_SEED_MARK))
         .unwrap_or_default();
-    let mut seeds = vec![own.clone()];
+    let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
     if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {
         seeds.extend(
             entries

@@ -9,6 +9,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::inherit::Inherited;
+use super::walk::{self, Expected};
+use crate::beneath::Dir;
 use crate::error::{Error, IoContext, Result};
 use crate::git::{Git, GitCmd, HermeticGit};
 use crate::isolation::link_contents;
@@ -32,16 +34,23 @@ impl Tree<'_> {
 
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
 /// updated in place): everything untracked or ignored is removed except the paths that `keep`
-/// (gitignore patterns) names, and tracked paths that differ are restored. Costs one directory
-/// walk and one lstat pass plus what differs: no full checkout, no read of unchanged subtrees.
+/// (gitignore patterns) names, tracked paths that differ are restored, and every entry gets
+/// the kind, owner, mode and extended attributes a cold bind gives it (`walk`). `pristine`:
+/// the index's stat data is from when a3s-iso last wrote the tree. Costs one directory walk
+/// (beside `git clean`'s) plus what differs: no full checkout, no read of unchanged files.
 pub(crate) fn clean(
     git: &Git,
     tree: &Tree,
     head: &str,
     index: &Path,
-    keep: &[String],
+    (keep, pristine): (&[String], bool),
 ) -> Result<()> {
-    replace_dot_git(tree.path)?;
+    let root = Dir::open(tree.path).ctx(|| format!("cannot open {}", tree.path.display()))?;
+    // Whatever the session left at `<tree>/.git` goes (a file, a directory, a link); the link
+    // to the admin dir is written again by [`reset_admin`].
+    root.remove(Path::new(".git"))
+        .ctx(|| format!("cannot remove {}", tree.path.join(".git").display()))?;
+    let expected = Expected::in_parent(tree.path.parent().unwrap_or(Path::new("/")))?;
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
     // Attributes come from the bound commit alone (git 2.40 and later; older gits read the
     // tree's `.gitattributes`, which the order below makes the commit's before they are used).
@@ -50,37 +59,61 @@ pub(crate) fn clean(
             .env("GIT_INDEX_FILE", index)
             .env("GIT_ATTR_SOURCE", head)
     };
+    // When the index was written, before a reset below may write it again (git then marks
+    // the entries it cannot vouch for, so either time is safe; the older is stricter).
+    let written = super::index::written(index)?;
     reset_captured(&cmd, head)?;
     // A file the session wrote where a sparse checkout marks the entry skip-worktree is
     // looked at like any other (and written again or removed below).
     if crate::indexfile::summary(index)?.skip_worktree {
         crate::snapshot::unskip_present(&cmd, tree.path)?;
     }
+    let (entries, pristine) = match super::index::read(index, head.len() / 2)? {
+        Some(mut parsed) => {
+            parsed.written = parsed.written.min(written);
+            (parsed, pristine)
+        }
+        // A form of index this reader does not take: its paths, and no file is untouched.
+        None => (listed(&cmd, index)?, false),
+    };
     // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the
     // session wrote is read by what follows. `-x` uses none of the ignore files (the session
     // may have written those too): only the kept patterns, given on the command line, keep a
     // path.
-    let mut remove = cmd().args(["clean", "-ffdxq"]);
-    for pattern in keep {
-        remove = remove.arg("-e").arg(pattern);
-    }
-    // Meanwhile one lstat pass over the tracked paths (which `clean` never touches): a path
-    // whose stat data still matches the index is left alone (a change always moves its
-    // ctime); one that differs (changed, touched, deleted, replaced, or reset above) is
-    // written again from the blob the index names, once `clean` is done, with its stat data
-    // updated: the `.gitattributes` files first, so that every other file is written under
-    // the commit's attributes.
-    let (removed, differing) = std::thread::scope(|scope| {
-        let differing = scope.spawn(|| cmd().args(["diff-files", "--name-only", "-z"]).run());
-        (remove.run(), differing.join())
+    let remove = || {
+        let mut remove = cmd().args(["clean", "-ffdxq"]);
+        for pattern in keep {
+            remove = remove.arg("-e").arg(pattern);
+        }
+        remove
+    };
+    // Meanwhile the walk: every entry once, a tracked file whose stat data still matches the
+    // index left alone (a change always moves its ctime), any other removed, to be written
+    // again from the blob the index names once `clean` is done, with its stat data updated:
+    // the `.gitattributes` files first, so that every other file is written under the
+    // commit's attributes.
+    let (removed, found) = std::thread::scope(|scope| {
+        let found =
+            scope.spawn(|| walk::walk(&root, &entries, pristine, expected, !keep.is_empty()));
+        (remove().run(), found.join())
     });
-    removed?;
-    let differing =
-        differing.map_err(|_| crate::error::Error::internal("the lstat pass panicked"))??;
-    let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) =
-        crate::git::split_nul(&differing).partition(|path| is_attributes_file(path));
+    let found = found.map_err(|_| Error::internal("the cleaning's walk panicked"))??;
+    match removed {
+        // A directory `git clean` could not read before the walk fixed its mode: again.
+        Ok(_) | Err(_) if found.unreadable => {
+            remove().run()?;
+        }
+        Ok(_) => {}
+        Err(err) => return Err(err),
+    }
+    let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = found
+        .differing
+        .iter()
+        .map(Vec::as_slice)
+        .partition(|path| is_attributes_file(path));
     for path in &rules {
-        remove_entry(&tree.path.join(std::ffi::OsStr::from_bytes(path)))?;
+        root.clear_way(Path::new(std::ffi::OsStr::from_bytes(path)))
+            .ctx(|| format!("cannot clean {}", tree.path.display()))?;
     }
     for paths in [rules, rest] {
         if !paths.is_empty() {
@@ -91,6 +124,13 @@ pub(crate) fn clean(
         }
     }
     Ok(())
+}
+
+/// The index's entries as `git ls-files` lists them, without stat data.
+fn listed<'g>(cmd: &dyn Fn() -> GitCmd<'g>, index: &Path) -> Result<super::index::Index> {
+    let out = cmd().args(["ls-files", "-s", "-z"]).run()?;
+    super::index::from_listing(&out)
+        .ok_or_else(|| Error::internal(format!("cannot list {}", index.display())))
 }
 
 /// a3s-iso's index of the tree was last written by a capture: the entries where it differs
@@ -116,16 +156,6 @@ fn is_attributes_file(path: &[u8]) -> bool {
     path.rsplit(|b| *b == b'/').next() == Some(b".gitattributes".as_slice())
 }
 
-/// Removes whatever is at `path` (a file, a link, a directory); nothing there is fine.
-fn remove_entry(path: &Path) -> Result<()> {
-    let removed = match fs::symlink_metadata(path) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(path),
-        Ok(_) => fs::remove_file(path),
-        Err(_) => Ok(()),
-    };
-    removed.ctx(|| format!("cannot remove {}", path.display()))
-}
-
 /// Moves `tree` from commit `from` to commit `to` touching only the paths that differ
 /// (`index` holds `from`, with stat data, and is updated in place).
 pub(crate) fn advance(git: &Git, tree: &Tree, from: &str, to: &str, index: &Path) -> Result<()> {
@@ -137,22 +167,12 @@ pub(crate) fn advance(git: &Git, tree: &Tree, from: &str, to: &str, index: &Path
     Ok(())
 }
 
-/// Whatever the session left at `<tree>/.git` goes (a file, a directory, a link); the link to
-/// the admin dir is written again by [`reset_admin`].
-fn replace_dot_git(tree: &Path) -> Result<()> {
-    let dot_git = tree.join(".git");
-    match fs::symlink_metadata(&dot_git) {
-        Ok(m) if m.is_dir() => fs::remove_dir_all(&dot_git),
-        Ok(_) => fs::remove_file(&dot_git),
-        Err(_) => Ok(()),
-    }
-    .ctx(|| format!("cannot remove {}", dot_git.display()))
-}
-
 /// Empties the admin dir and writes what `git worktree add --detach` writes: `commondir`,
 /// `gitdir` (naming `tree`), `HEAD` and `ORIG_HEAD` at `head`, the reflog of HEAD, `index`
 /// (a copy of a3s-iso's), and what the source passes on (`inherited`); then the tree's `.git`
-/// file naming the admin dir. The tree is at `at` now and will be at `tree`.
+/// file naming the admin dir. The tree is at `at` now and will be at `tree`. Everything is
+/// reached beneath the admin dir's and the tree's handles: a link the session left there is
+/// removed as an entry, never followed.
 pub(crate) fn reset_admin(
     admin: &Path,
     (at, tree): (&Path, &Path),
@@ -160,45 +180,55 @@ pub(crate) fn reset_admin(
     index: &Path,
     inherited: &Inherited,
 ) -> Result<()> {
-    let meta = fs::symlink_metadata(admin).ctx(|| format!("cannot read {}", admin.display()))?;
-    if !meta.file_type().is_dir() {
-        return Err(Error::internal(format!(
-            "{} is not a directory",
-            admin.display()
-        )));
-    }
-    for entry in fs::read_dir(admin).ctx(|| format!("cannot read {}", admin.display()))? {
-        let path = entry
-            .ctx(|| format!("cannot read {}", admin.display()))?
-            .path();
-        let is_dir = fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir());
-        if is_dir {
-            fs::remove_dir_all(&path)
-        } else {
-            fs::remove_file(&path)
-        }
-        .ctx(|| format!("cannot remove {}", path.display()))?;
-    }
+    let dir = Dir::open(admin).ctx(|| format!("cannot open {}", admin.display()))?;
+    dir.empty()
+        .ctx(|| format!("cannot empty {}", admin.display()))?;
+    // Each file appears whole (a temporary file renamed into place): a `git worktree add`
+    // beside this reads every admin dir's `commondir`, and an empty one stops it.
     let write = |name: &str, bytes: &[u8]| -> Result<()> {
-        let path = admin.join(name);
-        fs::write(&path, bytes).ctx(|| format!("cannot write {}", path.display()))
+        dir.put(Path::new(name), bytes)
+            .ctx(|| format!("cannot write {}", admin.join(name).display()))
     };
     write("commondir", b"../..\n")?;
     write("gitdir", &link_contents(&tree.join(".git")))?;
     write("HEAD", format!("{head}\n").as_bytes())?;
     write("ORIG_HEAD", format!("{head}\n").as_bytes())?;
-    for dir in ["logs", "refs"] {
-        fs::create_dir(admin.join(dir))
-            .ctx(|| format!("cannot create {}/{dir}", admin.display()))?;
+    for name in ["logs", "refs"] {
+        dir.mkdir(Path::new(name), 0o777)
+            .ctx(|| format!("cannot create {}/{name}", admin.display()))?;
     }
     write("logs/HEAD", &reflog_line(head))?;
     inherited.write_into(admin)?;
-    crate::snapshot::copy_index(index, &admin.join("index"))?;
+    copy_index_into(index, &dir, Path::new("index"))?;
     let mut dot_git = b"gitdir: ".to_vec();
     dot_git.extend_from_slice(&link_contents(admin));
-    replace_dot_git(at)?;
-    let path = at.join(".git");
-    fs::write(&path, dot_git).ctx(|| format!("cannot write {}", path.display()))
+    let at_dir = Dir::open(at).ctx(|| format!("cannot open {}", at.display()))?;
+    at_dir
+        .remove(Path::new(".git"))
+        .ctx(|| format!("cannot remove {}", at.join(".git").display()))?;
+    at_dir
+        .put(Path::new(".git"), &dot_git)
+        .ctx(|| format!("cannot write {}", at.join(".git").display()))
+}
+
+/// Copies the index at `from` (a3s-iso's own) to `rel` beneath `dir`, with its modification
+/// time (see `snapshot::copy_index`).
+pub(crate) fn copy_index_into(from: &Path, dir: &Dir, rel: &Path) -> Result<()> {
+    let copy = || -> std::io::Result<()> {
+        let mut source = fs::File::open(from)?;
+        let modified = source.metadata()?.modified()?;
+        dir.put_with(rel, |file| {
+            std::io::copy(&mut source, file)?;
+            file.set_modified(modified)
+        })
+    };
+    copy().ctx(|| {
+        format!(
+            "cannot copy {} to {}",
+            from.display(),
+            dir.path().join(rel).display()
+        )
+    })
 }
 
 /// The reflog entry of a detached HEAD set to `head`.

@@ -11,8 +11,10 @@
 //! filters for that git.
 
 mod clean;
+mod index;
 mod inherit;
 mod spare;
+mod walk;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -297,7 +299,8 @@ pub(crate) fn finish_take(
             &inherited,
         )?;
         let seed = located.store.seed_index(&taken.admin)?;
-        crate::snapshot::copy_index(&taken.index, &seed)
+        crate::snapshot::copy_index(&taken.index, &seed)?;
+        crate::snapshot::copy_index(&taken.index, &located.store.bound_index_path(&taken.admin))
     })();
     let _ = fs::remove_file(&taken.index);
     result.map(|()| taken.admin)
@@ -401,9 +404,12 @@ pub(crate) fn recycle(
 /// Whether a tree can go back to the pool: a real directory beside the source, its admin
 /// dir a directory without submodules' git dirs, and a3s-iso's index of it at hand.
 fn recyclable(located: &Located, tree: &Path, admin: &Path) -> bool {
+    // Looked at beneath the admin dir's handle: a link at `modules` is not followed.
+    let no_modules = crate::beneath::Dir::open(admin)
+        .and_then(|dir| dir.kind(Path::new("modules")))
+        .is_ok_and(|kind| kind.is_none());
     fs::symlink_metadata(tree).is_ok_and(|m| m.file_type().is_dir())
-        && fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir())
-        && !admin.join("modules").exists()
+        && no_modules
         && located.store.seed_index_path(admin).is_file()
         && located.repo.toplevel.parent() == tree.parent()
 }
@@ -422,14 +428,29 @@ fn make_spare(
     let index = spare::index_path(located, slot);
     fs::create_dir_all(index.parent().unwrap_or(Path::new("/")))
         .ctx(|| format!("cannot create {}", index.display()))?;
-    crate::snapshot::copy_index(&located.store.seed_index_path(admin), &index)?;
+    // The index as a3s-iso wrote it at bind, when there is one: its stat data tells what the
+    // session touched (a capture refreshes the seed's).
+    let bound = located.store.bound_index_path(admin);
+    let pristine = fs::symlink_metadata(&bound).is_ok_and(|m| m.is_file());
+    let from = if pristine {
+        bound
+    } else {
+        located.store.seed_index_path(admin)
+    };
+    crate::snapshot::copy_index(&from, &index)?;
     let tree = Tree {
         path: trash,
         common_dir: &located.repo.common_dir,
         scratch: &scratch,
     };
     let head = &record.bound_revision;
-    clean::clean(&ctx.git, &tree, head, &index, &settings.keep_ignored)?;
+    clean::clean(
+        &ctx.git,
+        &tree,
+        head,
+        &index,
+        (&settings.keep_ignored, pristine),
+    )?;
     let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
     inherited.conform(tree.private(&ctx.git, head)?, head, &index)?;
     crate::fault_point!("pool-return-after-clean");

@@ -156,12 +156,14 @@ pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
         return false;
     };
     let is_dir = fs::symlink_metadata(&spare.path).is_ok_and(|m| m.file_type().is_dir());
-    let admin_is_dir = fs::symlink_metadata(admin).is_ok_and(|m| m.file_type().is_dir());
-    let names_tree = fs::read(admin.join("gitdir")).ok().as_deref()
+    // Read beneath the admin dir's handle: a link there (or at its path) is not followed.
+    let names_tree = crate::beneath::Dir::open(admin)
+        .and_then(|dir| dir.read_small(Path::new("gitdir"), 64 * 1024))
+        .ok()
+        .as_deref()
         == Some(isolation::link_contents(&spare.path.join(".git")).as_slice());
     spare.state == SpareState::Ready
         && is_dir
-        && admin_is_dir
         && names_tree
         && !spare.head.is_empty()
         && index_path(located, spare.slot).is_file()

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::outcome::{Outcome, PromoteOutcome};
+use crate::beneath::Dir;
 use crate::context::Located;
-use crate::error::Result;
-use crate::fsutil::{copy_atomic, write_record_atomic};
+use crate::error::{IoContext, Result};
+use crate::fsutil::record_bytes;
 use crate::snapshot::Patch;
 
 /// Where a promote's artifacts are.
@@ -15,28 +16,52 @@ pub(super) struct Artifacts {
     pub(super) dir: PathBuf,
     /// `change.patch` inside it: the file `git apply` reads.
     pub(super) patch: PathBuf,
+    /// The directory, opened without following a link: every file is written beneath it.
+    handle: Dir,
 }
 
 impl Artifacts {
-    /// Copies the patch (streamed, file to file) and writes a `planned` summary.
+    /// Copies the patch (streamed, file to file) and writes a `planned` summary. The default
+    /// place, `<state>/artifacts/<digest>`, is reached without following a link (one found
+    /// there is refused); a directory the caller chose is taken as the caller named it.
     pub(super) fn write(
         located: &Located,
         chosen: Option<&Path>,
         patch: &Patch,
         out: &mut PromoteOutcome,
     ) -> Result<Artifacts> {
-        let dir = chosen.map(Path::to_path_buf).unwrap_or_else(|| {
-            located
-                .store
-                .dir()
-                .join("artifacts")
-                .join(patch.digest.trim_start_matches("sha256:"))
-        });
+        let (dir, handle) = match chosen {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+                let real =
+                    std::fs::canonicalize(dir).ctx(|| format!("cannot open {}", dir.display()))?;
+                let handle = Dir::open(&real).ctx(|| format!("cannot open {}", dir.display()))?;
+                (dir.to_path_buf(), handle)
+            }
+            None => {
+                let state = located.store.dir();
+                let rel = Path::new("artifacts").join(patch.digest.trim_start_matches("sha256:"));
+                std::fs::create_dir_all(state)
+                    .ctx(|| format!("cannot create {}", state.display()))?;
+                let handle = Dir::open(state)
+                    .and_then(|state| state.create_dirs(&rel))
+                    .ctx(|| format!("cannot create {}", state.join(&rel).display()))?;
+                (state.join(rel), handle)
+            }
+        };
         let artifacts = Artifacts {
             patch: dir.join("change.patch"),
             dir,
+            handle,
         };
-        copy_atomic(patch.file.path(), &artifacts.patch)?;
+        let mut source = std::fs::File::open(patch.file.path())
+            .ctx(|| format!("cannot read {}", patch.file.path().display()))?;
+        artifacts
+            .handle
+            .replace_with(Path::new("change.patch"), |file| {
+                std::io::copy(&mut source, file).map(|_| ())
+            })
+            .ctx(|| format!("cannot write {}", artifacts.patch.display()))?;
         out.artifacts = Some(artifacts.dir.clone());
         out.outcome = Outcome::Planned;
         artifacts.summarise(out)?;
@@ -45,6 +70,9 @@ impl Artifacts {
 
     /// Writes `summary.json` with the report as it stands.
     pub(super) fn summarise(&self, out: &PromoteOutcome) -> Result<()> {
-        write_record_atomic(&self.dir.join("summary.json"), super::outcome::SCHEMA, out)
+        let bytes = record_bytes(super::outcome::SCHEMA, out)?;
+        self.handle
+            .replace(Path::new("summary.json"), &bytes)
+            .ctx(|| format!("cannot write {}", self.dir.join("summary.json").display()))
     }
 }

@@ -620,3 +620,223 @@ fn a_tracked_gitattributes_the_session_rewrote_shapes_nothing_in_the_recycled_tr
         b"*.txt text\n"
     );
 }
+
+/// Every entry of a tree but its `.git`, as the next session finds it: kind, mode (setuid,
+/// setgid and sticky bits included), owner and the names of its extended attributes.
+fn entries(tree: &Path) -> BTreeMap<String, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let mut out = BTreeMap::new();
+    let mut todo = vec![PathBuf::new()];
+    while let Some(rel) = todo.pop() {
+        let path = tree.join(&rel);
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let kind = meta.file_type();
+        let kind = if kind.is_dir() {
+            "dir"
+        } else if kind.is_file() {
+            "file"
+        } else if kind.is_symlink() {
+            "link"
+        } else if kind.is_fifo() {
+            "fifo"
+        } else if kind.is_socket() {
+            "socket"
+        } else {
+            "device"
+        };
+        let mut buf = vec![0u8; 64 * 1024];
+        let len = rustix::fs::llistxattr(&path, &mut buf[..]).unwrap_or(0);
+        let mut attrs: Vec<String> = buf[..len]
+            .split(|b| *b == 0)
+            .filter(|a| !a.is_empty() && !a.starts_with(b"security."))
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        attrs.sort();
+        out.insert(
+            format!("/{}", rel.display()),
+            format!(
+                "{kind} {:o} {}:{} [{}]",
+                meta.mode() & 0o7777,
+                meta.uid(),
+                meta.gid(),
+                attrs.join(",")
+            ),
+        );
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).unwrap().flatten() {
+                let child = rel.join(entry.file_name());
+                if child != Path::new(".git") {
+                    todo.push(child);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A POSIX ACL as the kernel keeps it in `system.posix_acl_*`: the owner, one named user (who
+/// may do everything), the group, the mask and the others.
+const ACL: &str = "struct.pack('<I', 2) + b''.join(struct.pack('<HHI', t, p, i) for t, p, i in \
+    [(1, 7, 0xffffffff), (2, 7, os.getuid()), (4, 5, 0xffffffff), (16, 7, 0xffffffff), (32, 5, 0xffffffff)])";
+
+/// What a sandboxed session leaves that git does not see: FIFOs and a bound socket (in
+/// tracked, untracked and ignored directories), odd modes on tracked files and directories
+/// (setuid and world-writable, 0666 on an executable, 000, sticky, setgid), user extended
+/// attributes and ACLs, and untracked and ignored leftovers of every kind.
+fn leave_what_git_does_not_see(fx: &Fixture, id: &str) {
+    let script = format!(
+        r#"set -e
+mkdir -p newdir target/debug deep/a/b
+mkfifo fifo docs/fifo newdir/fifo target/fifo
+echo untracked > newdir/file; echo build > target/debug/out; echo log > build.log
+ln -s README.md untracked-link
+python3 - <<'PY'
+import os, socket, struct
+s = socket.socket(socket.AF_UNIX); s.bind('docs/sock')
+t = socket.socket(socket.AF_UNIX); t.bind('target/sock')
+for path in ['README.md', 'docs', 'src/lib.txt', '.', 'target/debug/out']:
+    os.setxattr(path, 'user.x', b'y')
+acl = {ACL}
+os.setxattr('docs/guide.txt', 'system.posix_acl_access', acl)
+os.setxattr('src', 'system.posix_acl_default', acl)
+PY
+chmod 4777 README.md
+chmod 0666 run.sh
+chmod 0777 docs/guide.txt docs
+chmod 1777 src
+chmod 2755 deep
+chmod 000 src/lib.txt
+touch deep/a/b/new.txt
+chmod 000 deep/a
+"#
+    );
+    let (code, doc) = fx.json(&["run", "-s", id, "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["exit_code"], 0, "{doc}");
+}
+
+/// A source with an executable and a deep directory besides the usual files.
+fn source_with_modes() -> Fixture {
+    let fx = source();
+    fx.write("run.sh", "#!/bin/sh\necho run\n");
+    std::fs::set_permissions(
+        fx.src.join("run.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    fx.write("deep/a/b/c.txt", "deep\n");
+    fx.commit_all("modes and depth");
+    fx
+}
+
+/// The tree a session used goes round the pool, session after session, each leaving what git
+/// does not see: every time, the next session's warm tree equals a cold bind's entry by entry
+/// (kind, mode, owner, extended attributes), and git sees the same in both.
+#[test]
+fn a_recycled_spare_is_a_fresh_checkout_entry_by_entry() {
+    if !crate::fixture::require_tool("sandbox") || !crate::fixture::require_tool("python3") {
+        return;
+    }
+    let fx = source_with_modes();
+    assert_eq!(ready(&pool(&fx, &["--size", "1"])), 1);
+    let mut id = "used".to_string();
+    assert_eq!(fx.bind(&id)["warm"], true);
+    for round in 0..4 {
+        leave_what_git_does_not_see(&fx, &id);
+        let tree = fx.isolation(&id);
+        if crate::fixture::is_root() {
+            // Owners only root can give (outside the sandbox, whose user namespace maps one
+            // id).
+            std::os::unix::fs::lchown(tree.join("docs/guide.txt"), Some(1234), Some(1234)).unwrap();
+            std::os::unix::fs::lchown(tree.join("docs"), Some(1234), Some(4321)).unwrap();
+            std::os::unix::fs::lchown(tree.join("untracked-link"), Some(1234), None).unwrap();
+        }
+        let (code, doc) = fx.json(&["discard", "-s", &id]);
+        assert_eq!((code, &doc["recycled"]), (0, &Value::Bool(true)), "{doc}");
+        let (warm, cold) = (format!("warm{round}"), format!("cold{round}"));
+        assert_eq!(fx.bind(&warm)["warm"], true, "round {round}");
+        assert_eq!(fx.bind(&cold)["warm"], false, "round {round}");
+        let (warm_tree, cold_tree) = (fx.isolation(&warm), fx.isolation(&cold));
+        assert_eq!(entries(&warm_tree), entries(&cold_tree), "round {round}");
+        assert_eq!(
+            observed(&fx, &warm_tree),
+            observed(&fx, &cold_tree),
+            "round {round}"
+        );
+        // The cold tree goes for good; the warm one is the next round's.
+        pool(&fx, &["--size", "0"]);
+        let (code, doc) = fx.json(&["discard", "-s", &cold]);
+        assert_eq!(code, 0, "{doc}");
+        pool(&fx, &["--size", "1", "--no-fill"]);
+        id = warm;
+    }
+}
+
+/// Kept caches (`--keep-ignored`) keep their content, but no FIFO, socket, setuid, setgid or
+/// sticky bit, odd mode or extended attribute: a kept file gets the mode git gives a file
+/// (executable when its owner could run it), a kept directory a directory's.
+#[test]
+fn kept_caches_keep_their_content_but_no_special_file_mode_or_attribute() {
+    if !crate::fixture::require_tool("sandbox") || !crate::fixture::require_tool("python3") {
+        return;
+    }
+    let fx = source_with_modes();
+    pool(&fx, &["--size", "1", "--keep-ignored", "target"]);
+    fx.bind("build");
+    let script = r#"set -e
+mkdir -p target/debug target/shared
+printf 'app\n' > target/debug/app && chmod 4755 target/debug/app
+printf 'data\n' > target/data.bin && chmod 000 target/data.bin
+printf 'tool\n' > target/tool && chmod 6777 target/tool
+chmod 1777 target/shared
+chmod 0700 target/debug
+mkfifo target/fifo target/debug/fifo
+ln -s debug/app target/app-link
+python3 -c "
+import os, socket
+s = socket.socket(socket.AF_UNIX); s.bind('target/debug/sock')
+os.setxattr('target/debug/app', 'user.x', b'y')
+os.setxattr('target/shared', 'user.x', b'y')
+"
+"#;
+    let (code, doc) = fx.json(&["run", "-s", "build", "--", "sh", "-c", script]);
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    let (code, doc) = fx.json(&["discard", "-s", "build"]);
+    assert_eq!((code, &doc["recycled"]), (0, &Value::Bool(true)), "{doc}");
+    let next = fx.bind("next");
+    assert_eq!(next["warm"], true, "{next}");
+    let tree = fx.isolation("next");
+    let seen = entries(&tree);
+    // What git gives a directory, a file and an executable here (under this umask).
+    let like = |path: &str| seen[path].clone();
+    let (dir, file, exec, link) = (like("/docs"), like("/README.md"), like("/run.sh"), {
+        let owner = like("/README.md").split(' ').nth(2).unwrap().to_string();
+        format!("link 777 {owner} []")
+    });
+    let cache: BTreeMap<&str, String> = seen
+        .iter()
+        .filter(|(path, _)| path.starts_with("/target"))
+        .map(|(path, entry)| (path.as_str(), entry.clone()))
+        .collect();
+    let expected: BTreeMap<&str, String> = [
+        ("/target", &dir),
+        ("/target/app-link", &link),
+        ("/target/data.bin", &file),
+        ("/target/debug", &dir),
+        ("/target/debug/app", &exec),
+        ("/target/shared", &dir),
+        ("/target/tool", &exec),
+    ]
+    .into_iter()
+    .map(|(path, entry)| (path, entry.clone()))
+    .collect();
+    assert_eq!(cache, expected);
+    assert_eq!(
+        std::fs::read_to_string(tree.join("target/debug/app")).unwrap(),
+        "app\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(tree.join("target/data.bin")).unwrap(),
+        "data\n"
+    );
+}
