@@ -395,7 +395,7 @@ impl Dir {
         let at = parent.as_ref().unwrap_or(self);
         let mut tmp_name = OsString::from(".");
         tmp_name.push(name);
-        tmp_name.push(format!(".tmp-{}", crate::fsutil::unique_suffix()));
+        tmp_name.push(format!(".tmp-{}", unique_suffix()));
         let tmp = Path::new(&tmp_name);
         let result = (|| {
             let mut file = at.create_new(tmp, 0o666)?;
@@ -553,6 +553,18 @@ pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
         None => return Ok(false),
     };
     remove_at(dir.fd(), name).map_err(|e| with_path(e, path))
+}
+
+/// A suffix no other temp file of this process or another one uses: pid, a per-process counter
+/// and the clock.
+pub(crate) fn unique_suffix() -> String {
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{}-{n}-{nanos:08x}", std::process::id())
 }
 
 #[cfg(test)]

@@ -38,17 +38,7 @@ pub(crate) fn format_utc(ms: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
 }
 
-/// A suffix no other temp file of this process or another one uses: pid, a per-process counter
-/// and the clock.
-pub(crate) fn unique_suffix() -> String {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{}-{n}-{nanos:08x}", std::process::id())
-}
+pub(crate) use crate::beneath::unique_suffix;
 
 /// The directory a file lives in; a bare file name (`cs.json`) lives in the current directory,
 /// which `Path::parent` spells as an empty path that cannot be opened.

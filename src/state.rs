@@ -501,6 +501,16 @@ impl Store {
         self.dir.join("seeds").join(format!("{name}+bound.index"))
     }
 
+    /// A conflicted rebase's records (`rebases/<id>.json`, the pre-rebase `.index` and `.HEAD`).
+    pub(crate) fn rebase_file(&self, id: &str, ext: &str) -> PathBuf {
+        self.dir.join("rebases").join(format!("{id}.{ext}"))
+    }
+
+    /// A rebase's write-ahead intent (`rebasing/<id>.json`), while it changes the isolation.
+    pub(crate) fn rebase_intent_file(&self, id: &str) -> PathBuf {
+        self.dir.join("rebasing").join(format!("{id}.json"))
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")
@@ -509,7 +519,14 @@ impl Store {
     /// Drops the stored change-set documents of a session's runs, their nested change sets
     /// (whose refs go with the session's) and the records of its rebase.
     pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
-        crate::rebase::forget(self, id)?;
+        for file in [
+            self.rebase_file(id, "json"),
+            self.rebase_file(id, "index"),
+            self.rebase_file(id, "HEAD"),
+            self.rebase_intent_file(id),
+        ] {
+            remove_file_if_exists(&file)?;
+        }
         for kind in ["runs", "nested", "run-exits"] {
             let dir = self.dir.join(kind).join(id);
             match std::fs::remove_dir_all(&dir) {

@@ -106,9 +106,8 @@ fn parse(bytes: &[u8], id_len: usize) -> std::result::Result<Option<Vec<Entry>>,
         let (ino, mode, uid, gid, size) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
         r.take(id_len)?;
         let flags = r.u16()?;
-        if flags & 0x4000 != 0 {
-            r.u16()?;
-        }
+        // Skip-worktree (a sparse checkout's path outside its patterns): not in the tree.
+        let skip_worktree = flags & 0x4000 != 0 && r.u16()? & 0x4000 != 0;
         if (flags >> 12) & 3 != 0 || mode == 0o040000 {
             // Unmerged, or a sparse index's directory entry.
             return Ok(None);
@@ -127,6 +126,9 @@ fn parse(bytes: &[u8], id_len: usize) -> std::result::Result<Option<Vec<Entry>>,
             name
         };
         previous.clone_from(&path);
+        if skip_worktree {
+            continue;
+        }
         entries.push(Entry {
             path,
             mode,

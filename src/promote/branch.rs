@@ -177,7 +177,7 @@ fn stops_before_planning(
         && previous.mode == Mode::Patch
     {
         if let Some(session) = &candidate.session
-            && super::committed_since(git, &session.source, &previous.step)?
+            && super::journal::committed_since(git, &session.source, &previous.step)?
         {
             // Not uncommitted any more: the user committed it, which moved HEAD.
             out.conflict(

@@ -51,3 +51,17 @@ pub(super) fn landed_before(store: &Store, candidate: &Candidate) -> Result<bool
         _ => true,
     })
 }
+
+/// Whether the source's HEAD holds what `step` landed, at every path it changed: the user
+/// committed the step (with or without more).
+pub(crate) fn committed_since(
+    git: &crate::git::Git,
+    source: &std::path::Path,
+    step: &crate::state::Step,
+) -> Result<bool> {
+    let paths = git.diff_trees(source, &step.from_tree, &step.result_tree)?;
+    if paths.is_empty() {
+        return Ok(false);
+    }
+    git.tree_paths_match(source, &step.result_tree, "HEAD^{tree}", &paths)
+}

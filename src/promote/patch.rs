@@ -138,7 +138,7 @@ fn refused_where_it_lands(
                     "step {} of this session left HEAD at {}{}",
                     p.step.number,
                     p.step.head_after.as_deref().unwrap_or("(none)"),
-                    if super::committed_since(&ctx.git, source, &p.step)? {
+                    if super::journal::committed_since(&ctx.git, source, &p.step)? {
                         format!(
                             "; HEAD holds what that step landed (you committed it): a3s-iso rebase -s {} moves the session onto your commit, and the next promote lands only what is new",
                             session.session_id

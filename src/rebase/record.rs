@@ -138,22 +138,22 @@ fn dir(store: &Store, sub: &str) -> PathBuf {
 
 /// Where a conflicted rebase's record is.
 pub(crate) fn state_file(store: &Store, id: &str) -> PathBuf {
-    dir(store, "rebases").join(format!("{id}.json"))
+    store.rebase_file(id, "json")
 }
 
 /// Where the pre-rebase index file is kept.
 pub(crate) fn saved_index(store: &Store, id: &str) -> PathBuf {
-    dir(store, "rebases").join(format!("{id}.index"))
+    store.rebase_file(id, "index")
 }
 
 /// Where the pre-rebase HEAD file is kept.
 pub(crate) fn saved_head(store: &Store, id: &str) -> PathBuf {
-    dir(store, "rebases").join(format!("{id}.HEAD"))
+    store.rebase_file(id, "HEAD")
 }
 
 /// Where a rebase's intent is.
 pub(crate) fn intent_file(store: &Store, id: &str) -> PathBuf {
-    dir(store, "rebasing").join(format!("{id}.json"))
+    store.rebase_intent_file(id)
 }
 
 /// The conflicted rebase of a session, if any.
