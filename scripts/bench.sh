@@ -207,8 +207,8 @@ for size in $sizes; do
   measure "$size" "10 parallel binds vs 10 sequential" \
     'for i in $(seq 10); do "$bin" bind -q -s "par$pb-$i" --owner none >/dev/null & done; wait' \
     'for i in $(seq 10); do "$bin" bind -q -s "seq$pb-$i" --owner none >/dev/null; done' \
-    'for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1; done; pb=$((pb+1)); sync'
-  for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1; done
+    'for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1 || true; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1 || true; done; pb=$((pb+1)); sync'
+  for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1 || true; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1 || true; done
 
   echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null
