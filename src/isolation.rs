@@ -135,11 +135,13 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
 /// A healthy isolation: a real directory (not a symlink) registered with the source's repository
 /// through the recorded admin dir, whose `HEAD` is a file.
 pub fn is_healthy(record: &SessionRecord) -> bool {
+    // HEAD a regular file, looked at beneath the admin dir's handle (a link is not followed).
     is_present(record)
-        && record
-            .admin_dir
-            .as_ref()
-            .is_some_and(|admin| admin.join("HEAD").is_file())
+        && record.admin_dir.as_ref().is_some_and(|admin| {
+            Dir::open(admin)
+                .and_then(|dir| dir.kind(Path::new("HEAD")))
+                .is_ok_and(|kind| kind == Some(Kind::File))
+        })
 }
 
 /// The isolation is there: its tree a real directory, registered through the recorded admin
@@ -151,10 +153,7 @@ fn is_present(record: &SessionRecord) -> bool {
     let is_dir = fs::symlink_metadata(tree)
         .map(|m| m.file_type().is_dir())
         .unwrap_or(false);
-    let head_is_file = Dir::open(admin)
-        .and_then(|dir| dir.kind(Path::new("HEAD")))
-        .is_ok_and(|kind| kind == Some(Kind::File));
-    is_dir && head_is_file && admin_points_at(admin, tree)
+    is_dir && admin_points_at(admin, tree)
 }
 
 /// Removes a linked worktree and its registration directly: the tree, then its admin dir (only
