@@ -252,19 +252,14 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
 /// A promoted change set, from `<state>/artifacts/<hex>/change.patch`; its bytes must still
 /// hash to the digest.
 fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
-    if !crate::changeset::is_sha256_digest(digest) {
-        return Err(Error::Usage {
-            message: format!("--digest {digest:?} is not sha256: and 64 lowercase hex digits"),
-        });
-    }
     let located = ctx.locate()?;
-    let hex = &digest["sha256:".len()..];
-    let path = located
-        .store
-        .dir()
-        .join("artifacts")
-        .join(hex)
-        .join("change.patch");
+    let digest = match located.store.resolve_digest("--digest", digest)? {
+        Some(found) => found,
+        None => crate::changeset::DigestQuery::parse("--digest", digest)?.shown(),
+    };
+    let digest = digest.as_str();
+    let hex = digest.trim_start_matches("sha256:");
+    let path = located.store.artifacts_dir().join(hex).join("change.patch");
     let unavailable = |why: String| Error::ChangeSetUnavailable {
         message: format!("cannot show {digest}: {why}"),
     };

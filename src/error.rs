@@ -70,11 +70,13 @@ pub enum ErrorCode {
     IsolationMissing,
     /// `session_conflicted`: a rebase of the session stopped at a conflict that is not resolved.
     SessionConflicted,
+    /// `digest_ambiguous`: a digest prefix matches more than one change set.
+    DigestAmbiguous,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 26] = [
+    pub const ALL: [ErrorCode; 27] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -101,6 +103,7 @@ impl ErrorCode {
         ErrorCode::ChangeSetNotFound,
         ErrorCode::IsolationMissing,
         ErrorCode::SessionConflicted,
+        ErrorCode::DigestAmbiguous,
     ];
 
     /// The code as JSON and human output spell it.
@@ -132,6 +135,7 @@ impl ErrorCode {
             ErrorCode::ChangeSetNotFound => "change_set_not_found",
             ErrorCode::IsolationMissing => "isolation_missing",
             ErrorCode::SessionConflicted => "session_conflicted",
+            ErrorCode::DigestAmbiguous => "digest_ambiguous",
         }
     }
 
@@ -143,7 +147,10 @@ impl ErrorCode {
             ErrorCode::IsolationUnavailable
             | ErrorCode::SandboxUnavailable
             | ErrorCode::IsolationMissing => 4,
-            ErrorCode::InvalidId | ErrorCode::ChangeSetInvalid | ErrorCode::InvalidInput => 5,
+            ErrorCode::InvalidId
+            | ErrorCode::ChangeSetInvalid
+            | ErrorCode::InvalidInput
+            | ErrorCode::DigestAmbiguous => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
             ErrorCode::CommandNotExecutable => 126,
             ErrorCode::CommandNotFound => 127,
@@ -465,6 +472,16 @@ pub enum Error {
         /// The conflicting paths.
         paths: Vec<String>,
     },
+    /// A digest prefix that names more than one change set.
+    #[error("{flag} {given} is ambiguous: {} change sets start with it", candidates.len())]
+    DigestAmbiguous {
+        /// The option it was given to.
+        flag: String,
+        /// The prefix as given.
+        given: String,
+        /// The full digests it matches.
+        candidates: Vec<String>,
+    },
 }
 
 /// a3s-iso's result type.
@@ -502,6 +519,7 @@ impl Error {
             Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
             Error::IsolationMissing { .. } => ErrorCode::IsolationMissing,
             Error::SessionConflicted { .. } => ErrorCode::SessionConflicted,
+            Error::DigestAmbiguous { .. } => ErrorCode::DigestAmbiguous,
         }
     }
 
@@ -577,6 +595,10 @@ impl Error {
             Error::SessionConflicted { session_id, .. } => Some(format!(
                 "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
             )),
+            Error::DigestAmbiguous { flag, candidates, .. } => Some(format!(
+                "give more digits, e.g. {flag} {}",
+                candidates.first().map(String::as_str).unwrap_or_default()
+            )),
             _ => None,
         }
     }
@@ -609,7 +631,8 @@ impl Error {
             body["paths"] = serde_json::json!(paths);
         }
         if let Error::SessionNotFound { candidates, .. }
-        | Error::SessionNearMiss { candidates, .. } = self
+        | Error::SessionNearMiss { candidates, .. }
+        | Error::DigestAmbiguous { candidates, .. } = self
         {
             body["candidates"] = serde_json::json!(candidates);
         }
@@ -811,6 +834,14 @@ mod tests {
                 session_id: "s".into(),
                 what: "a rebase stopped at a conflict".into(),
                 paths: vec!["README.md".into()],
+            },
+            Error::DigestAmbiguous {
+                flag: "--digest".into(),
+                given: "0123abcd".into(),
+                candidates: vec![
+                    format!("sha256:0123abcd{}", "0".repeat(56)),
+                    format!("sha256:0123abcd{}", "1".repeat(56)),
+                ],
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -66,7 +66,7 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
             .then_with(|| a.digest.cmp(&b.digest))
     });
     entries.truncate(limit.unwrap_or(usize::MAX));
-    let artifacts = store.dir().join("artifacts");
+    let artifacts = store.artifacts_dir();
     let promotions = entries
         .into_iter()
         .map(|e| Promotion {

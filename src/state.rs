@@ -467,9 +467,39 @@ impl Store {
         Ok(out)
     }
 
-    /// Records a promoted digest (atomic, fsynced).
+    /// Where promoted change sets keep their artifacts (`artifacts/<digest hex>/`).
+    pub(crate) fn artifacts_dir(&self) -> PathBuf {
+        self.dir.join("artifacts")
+    }
+
+    /// The change set a `--digest` value names among those this store knows (journaled, or
+    /// with artifacts): a whole digest, or a unique prefix; `None` when none matches.
+    pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<String>> {
+        let query = crate::changeset::DigestQuery::parse(flag, given)?;
+        let mut known = self.ids_in("promoted")?;
+        if let Ok(entries) = std::fs::read_dir(self.artifacts_dir()) {
+            known.extend(
+                entries
+                    .flatten()
+                    .filter_map(|e| e.file_name().into_string().ok()),
+            );
+        }
+        query.resolve(flag, known)
+    }
+
+    /// Records a promoted digest (atomic, fsynced). A digest that landed before keeps the
+    /// times of its earlier landings, and its session and step when this landing has none.
     pub(crate) fn record_promoted(&self, entry: &JournalEntry) -> Result<()> {
-        write_record_atomic(&self.journal_file(&entry.digest), JOURNAL_SCHEMA, entry)
+        let mut entry = entry.clone();
+        if let Some(old) = self.journal_entry(&entry.digest).ok().flatten()
+            && old.promoted_at_ms != entry.promoted_at_ms
+        {
+            entry.earlier_landings = old.earlier_landings;
+            entry.earlier_landings.push(old.promoted_at_ms);
+            entry.session_id = entry.session_id.or(old.session_id);
+            entry.step = entry.step.or(old.step);
+        }
+        write_record_atomic(&self.journal_file(&entry.digest), JOURNAL_SCHEMA, &entry)
     }
 
     /// Where a3s-iso keeps its own index of the isolation whose admin dir is `admin` (the seed
@@ -582,6 +612,9 @@ pub(crate) struct JournalEntry {
     /// noted digest, and entries written before promotes came in steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<Step>,
+    /// When it landed before, oldest first (`promote --reapply` lands a change set again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_landings: Vec<u64>,
 }
 
 /// One step of a session promoted in steps: the delta from the tree the previous step left to
@@ -637,6 +670,8 @@ pub enum Landing {
     Recovered,
     /// The host promoted it by its own means (`promote --note`).
     Noted,
+    /// `promote --reapply` applied it again after its earlier landing was undone.
+    Reapplied,
 }
 
 /// How a change set lands in the source.

@@ -27,7 +27,8 @@ pub struct DiffArgs {
     #[arg(long, value_name = "FILE", conflicts_with = "digest")]
     pub change_set: Option<PathBuf>,
 
-    /// Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)
+    /// Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch):
+    /// sha256:<hex>, or a unique prefix of at least 8 hex digits
     #[arg(long, value_name = "DIGEST")]
     pub digest: Option<String>,
 

@@ -13,7 +13,8 @@ pub struct FetchArgs {
     #[arg(value_name = "REMOTE")]
     pub remote: String,
 
-    /// Only this change set (default: every change set on the remote)
+    /// Only this change set: sha256:<hex> or a unique prefix of at least 8 hex digits
+    /// (default: every change set on the remote)
     #[arg(long, value_name = "DIGEST")]
     pub digest: Option<String>,
 

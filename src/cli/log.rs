@@ -67,6 +67,7 @@ fn row(p: &Promotion) -> [String; 6] {
         Landing::Applied => "applied",
         Landing::Recovered => "recovered",
         Landing::Noted => "noted",
+        Landing::Reapplied => "reapplied",
     };
     [
         format_utc(p.promoted_at_ms),

@@ -32,8 +32,9 @@ pub struct PromoteArgs {
         requires = "digest")]
     pub from: Option<String>,
 
-    /// With --from: the change set's digest (sha256:<hex>)
-    #[arg(long, value_name = "DIGEST", requires = "from")]
+    /// With --from: the change set's digest; with --reapply: the promoted change set to land
+    /// again (sha256:<hex>, or a unique prefix of at least 8 hex digits)
+    #[arg(long, value_name = "DIGEST", conflicts_with = "change_set")]
     pub digest: Option<String>,
 
     /// With --from: the largest patch to read, in bytes (K, M, G suffixes)
@@ -66,6 +67,11 @@ pub struct PromoteArgs {
     #[arg(long, conflicts_with_all = ["change_set", "from", "note"])]
     pub rebase: bool,
 
+    /// Land again a promoted change set whose landing is no longer in the checkout (you undid
+    /// it): the session's last step, --digest's, or --change-set's; recorded as a new landing
+    #[arg(long, conflicts_with_all = ["from", "note", "rebase", "no_apply"])]
+    pub reapply: bool,
+
     /// Apply a change-set document onto the checkout even though its base tree is not HEAD's
     /// (when it applies cleanly)
     #[arg(long, requires = "document")]
@@ -73,6 +79,11 @@ pub struct PromoteArgs {
 }
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
+    if args.digest.is_some() && args.from.is_none() && !args.reapply {
+        return Err(a3s_iso::error::Error::Usage {
+            message: "--digest goes with --from REMOTE (a pushed change set) or --reapply (a promoted one)".into(),
+        });
+    }
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "promoting");
     let outcome = promote(
         ctx,
@@ -88,6 +99,8 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             note: args.note.clone(),
             onto_head: args.onto_head,
             rebase: args.rebase,
+            reapply: args.reapply,
+            digest: args.digest.clone().filter(|_| args.reapply),
             from: args.from.as_ref().map(|remote| FetchRequest {
                 remote: remote.clone(),
                 digest: args.digest.clone(),

@@ -35,7 +35,8 @@ pub struct PushArgs {
     #[arg(long, conflicts_with_all = ["change_set", "run"])]
     pub delete: bool,
 
-    /// With --delete: the change set to delete (repeatable)
+    /// With --delete: the change set to delete, or a unique prefix of at least 8 hex digits
+    /// (repeatable)
     #[arg(long, value_name = "DIGEST", requires = "delete")]
     pub digest: Vec<String>,
 

@@ -154,6 +154,7 @@ fn landing(how: Landing) -> &'static str {
         Landing::Applied => "applied",
         Landing::Recovered => "recovered",
         Landing::Noted => "noted",
+        Landing::Reapplied => "reapplied",
     }
 }
 

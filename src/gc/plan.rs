@@ -229,7 +229,7 @@ fn intent_pending(located: &Located, digest: &str) -> bool {
 
 /// Promote artifacts past the window whose session is not live or retained.
 fn plan_artifacts(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
-    let Ok(entries) = std::fs::read_dir(located.store.dir().join("artifacts")) else {
+    let Ok(entries) = std::fs::read_dir(located.store.artifacts_dir()) else {
         return;
     };
     for dir in entries.flatten().map(|e| e.path()) {

@@ -116,7 +116,7 @@ pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> 
 /// The session's promote artifacts in the state dir: those of its journal entries, and those
 /// whose `summary.json` names it (a `--no-apply` promote journals nothing).
 fn artifacts_of(located: &Located, id: &str) -> Vec<PathBuf> {
-    let root = located.store.dir().join("artifacts");
+    let root = located.store.artifacts_dir();
     let mut dirs: Vec<PathBuf> = located
         .store
         .journal_entries()

@@ -125,6 +125,17 @@ pub(crate) struct Intent {
     /// recovery), so that a crash neither loses the step nor records it twice.
     #[serde(default)]
     pub(crate) step: Option<Step>,
+    /// For `promote --reapply`: the `promoted_at_ms` of the journal entry this landing follows
+    /// (the entry is there before it lands again, so only a newer one says it is done).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) reapply_of: Option<u64>,
+}
+
+impl Intent {
+    /// Whether the journal entry `entry` (of this intent's digest) records this very landing.
+    pub(crate) fn journaled_by(&self, entry: Option<&crate::state::JournalEntry>) -> bool {
+        entry.is_some_and(|e| self.reapply_of != Some(e.promoted_at_ms))
+    }
 }
 
 /// A short tag of a digest for file names (the first 12 hex digits).

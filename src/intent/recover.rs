@@ -108,7 +108,7 @@ fn recover_patch(
     intent: &Intent,
     plan: &PatchPlan,
 ) -> Result<Option<String>> {
-    if store.journal_entry(&intent.digest)?.is_some() {
+    if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
         record::remove(store, &intent.digest)?;
         return Ok(None);
     }
@@ -188,6 +188,7 @@ fn journal(store: &Store, intent: &Intent) -> Result<()> {
         patch_bytes: intent.patch_bytes,
         how: Landing::Recovered,
         mode: intent.mode,
+        earlier_landings: Vec::new(),
     })
 }
 
@@ -276,7 +277,7 @@ fn recover_branch(
             intent.digest
         )));
     }
-    if store.journal_entry(&intent.digest)?.is_some() {
+    if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
         record::remove(store, &intent.digest)?;
         return Ok(None);
     }

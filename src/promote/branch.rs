@@ -402,6 +402,7 @@ impl<'a> Recorder<'a> {
                 changes: Changes::Branch(plan.clone()),
                 // Recovery fills in where HEAD ends up.
                 step: job.step(tip, None),
+                reapply_of: None,
             },
             plan,
         };

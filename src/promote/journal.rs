@@ -31,6 +31,7 @@ pub(super) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
         how: landed.how,
         mode: landed.mode,
         step: landed.step,
+        earlier_landings: Vec::new(),
     })
 }
 

@@ -43,6 +43,9 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if let Some(digest) = &opts.note {
         return note(ctx, opts, digest);
     }
+    if opts.reapply && opts.change_set.is_none() {
+        return reapply(ctx, opts);
+    }
     // A document is checked completely before anything else.
     let verified = match &opts.change_set {
         Some(path) => Some(changeset::verify_file(&ctx.git, path)?),
@@ -164,6 +167,40 @@ fn rebase_first(
             .collect(),
     );
     Ok(Some(out))
+}
+
+/// `--reapply` of a promoted change set (`--digest`, else the session's last step): landed
+/// again where its earlier landing is no longer in the checkout, in patch mode.
+fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
+    if opts.mode == Mode::Branch {
+        return Err(Error::Usage {
+            message: "--reapply lands a change set again as uncommitted changes: patch mode only"
+                .into(),
+        });
+    }
+    let located = ctx.locate()?;
+    let digest = match &opts.digest {
+        Some(given) => located
+            .store
+            .resolve_digest("--digest", given)?
+            .ok_or_else(|| Error::InvalidInput {
+                message: format!("no promote of {given} is recorded here (a3s-iso log lists them)"),
+            })?,
+        None => {
+            let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+            last_step(&located.store, &session, None)?
+                .map(|previous| previous.digest)
+                .ok_or_else(|| Error::InvalidInput {
+                    message: format!(
+                        "session {:?} has no promoted change set to land again",
+                        session.session_id
+                    ),
+                })?
+        }
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let candidate = Candidate::of_journal(ctx, &located, &digest)?;
+    promote_patch(ctx, &located, candidate, opts)
 }
 
 /// `--note DIGEST`: the host promoted this change set by its own means.

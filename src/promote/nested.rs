@@ -174,8 +174,7 @@ fn keep_patch(
         (Some(dir), _) | (None, Some(dir)) => dir.clone(),
         (None, None) => located
             .store
-            .dir()
-            .join("artifacts")
+            .artifacts_dir()
             .join(journal_key(&captured.set).trim_start_matches("sha256:")),
     };
     out.artifacts = Some(root.clone());
@@ -243,6 +242,7 @@ fn land_one(
                 source: &target,
                 head: head.as_deref(),
                 then: Some(&commit_it),
+                reapply_of: None,
             };
             match landing.apply_and_journal(plan, &mut report) {
                 Ok(()) => result.outcome = NestedOutcome::Applied,

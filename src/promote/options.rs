@@ -32,6 +32,12 @@ pub struct PromoteOptions {
     /// `--rebase`: a session whose source HEAD moved is rebased onto it first (and promoted
     /// only when that was clean).
     pub rebase: bool,
+    /// `--reapply`: land again a change set whose recorded landing is no longer in the
+    /// checkout (the session's last step, `digest`'s, or the document's).
+    pub reapply: bool,
+    /// With `reapply`: the promoted change set to land again (a whole digest or a unique
+    /// prefix of at least 8 hex digits).
+    pub digest: Option<String>,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.
@@ -85,6 +91,51 @@ impl Candidate {
             nested_path: None,
             alternate_objects: None,
         }
+    }
+
+    /// A change set the journal records as landed, to land again: its patch from the
+    /// artifacts, or made again from the trees its step recorded; checked against the digest.
+    pub(crate) fn of_journal(ctx: &Context, located: &Located, digest: &str) -> Result<Candidate> {
+        let entry = located.store.journal_entry(digest)?.ok_or_else(|| {
+            crate::error::Error::InvalidInput {
+                message: format!(
+                    "no promote of {digest} is recorded here (a3s-iso log lists them)"
+                ),
+            }
+        })?;
+        let step = entry.step.filter(|s| s.nested.is_none());
+        let scratch = located.store.scratch_dir();
+        let stored = located
+            .store
+            .artifacts_dir()
+            .join(digest.trim_start_matches("sha256:"))
+            .join("change.patch");
+        let mut patch = match crate::fsutil::read_small_regular_file(&stored, 1 << 40) {
+            Ok(bytes) => Some(Patch::from_bytes(&bytes, &scratch)?),
+            Err(_) => None,
+        }
+        .filter(|p| p.digest == digest);
+        if patch.is_none()
+            && let Some(step) = &step
+        {
+            let made = snapshot::patch(
+                &ctx.git,
+                &located.repo.common_dir,
+                &step.from_tree,
+                &step.result_tree,
+                &scratch,
+            );
+            patch = made.ok().filter(|p| p.digest == digest);
+        }
+        let patch = patch.ok_or_else(|| crate::error::Error::ChangeSetUnavailable {
+            message: format!(
+                "cannot land {digest} again: its patch is no longer in the artifacts and no trees it was made from are recorded"
+            ),
+        })?;
+        let mut candidate = Candidate::of_document(patch, "", "");
+        candidate.base_tree = step.as_ref().map(|s| s.from_tree.clone());
+        candidate.result_tree = step.map(|s| s.result_tree);
+        Ok(candidate)
     }
 
     /// The step this promote lands, for the intent and the journal (none for a document).

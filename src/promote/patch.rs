@@ -52,10 +52,18 @@ pub(super) fn promote_patch(
     }
     let digest = candidate.patch.digest.clone();
     out.digest = Some(digest.clone());
-    if landed_before(&located.store, candidate)? {
+    if landed_before(&located.store, candidate)? && !opts.reapply {
         out.outcome = Outcome::Idempotent;
         return Ok((out, None));
     }
+    // Landing again: the entry of the earlier landing, which this one follows.
+    let reapply_of = match opts.reapply {
+        true => located
+            .store
+            .journal_entry(&digest)?
+            .map(|e| e.promoted_at_ms),
+        false => None,
+    };
     if let Some(paths) = intent::blocking(&ctx.git, &located.store, &digest)? {
         out.conflict(Reason::PatchDoesNotApply, Some(INTERRUPTED.into()));
         out.set_conflicting_paths(paths);
@@ -76,6 +84,11 @@ pub(super) fn promote_patch(
     if opts.no_apply {
         return Ok((out, Some(artifacts)));
     }
+    if reapply_of.is_some() && still_landed(ctx, candidate, &source.toplevel, &artifacts.patch)? {
+        out.outcome = Outcome::Idempotent;
+        out.detail = Some(STILL_LANDED.into());
+        return Ok((out, Some(artifacts)));
+    }
     match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
         Check::Applies(plan) => {
             let landing = Lander {
@@ -86,12 +99,33 @@ pub(super) fn promote_patch(
                 source: &source.toplevel,
                 head: head.as_deref(),
                 then: None,
+                reapply_of,
             };
             landing.apply_and_journal(plan, &mut out)?;
         }
         conflict => report_conflict(conflict, head, &mut out),
     }
     Ok((out, Some(artifacts)))
+}
+
+/// Why `--reapply` applied nothing: the earlier landing is still there.
+const STILL_LANDED: &str = "its earlier landing is still in your checkout: nothing to apply again";
+
+/// Whether the checkout still holds what the change set makes: its result at every touched
+/// path (when its result tree is known here), or a patch that applies in reverse.
+fn still_landed(
+    ctx: &Context,
+    candidate: &Candidate,
+    source: &Path,
+    patch_file: &Path,
+) -> Result<bool> {
+    let touched = touched_paths(ctx, source, patch_file)?;
+    let checkout = Checkout::open(&ctx.git, source)?;
+    let states = checkout.states(&touched, true)?;
+    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+        return Ok(true);
+    }
+    Ok(ctx.git.apply_check(source, patch_file, true)?.is_ok())
 }
 
 /// Why a change set whose promote was interrupted cannot be promoted again yet.
@@ -170,7 +204,8 @@ fn refused_where_it_lands(
     let head_tree = ctx.git.rev_parse(source, "HEAD^{tree}")?;
     let matches = head_tree.as_deref() == Some(base.as_str());
     out.base_matches_head = Some(matches);
-    if !matches && !opts.onto_head {
+    // A change set landed again goes where it applies, as --onto-head lets it.
+    if !matches && !opts.onto_head && !opts.reapply {
         out.conflict(
             Reason::BaseDiffers,
             Some(format!(
@@ -378,6 +413,8 @@ pub(super) struct Lander<'a> {
     /// What else must happen once the files are written and before the journal (branch
     /// mode's commit in a nested repository); a failure puts the files back.
     pub(super) then: Option<&'a AfterWrite<'a>>,
+    /// `--reapply`: the `promoted_at_ms` of the journal entry this landing follows.
+    pub(super) reapply_of: Option<u64>,
 }
 
 impl Lander<'_> {
@@ -399,6 +436,7 @@ impl Lander<'_> {
             pid: std::process::id(),
             changes: Changes::Patch(plan.clone()),
             step: self.candidate.step(self.head),
+            reapply_of: self.reapply_of,
         }
     }
 
@@ -429,7 +467,10 @@ impl Lander<'_> {
         }
         crate::fault_point!("promote-interrupt-during-apply");
         crate::fault_point!("promote-after-apply");
-        self.record(Landing::Applied)?;
+        self.record(match self.reapply_of {
+            Some(_) => Landing::Reapplied,
+            None => Landing::Applied,
+        })?;
         crate::fault_point!("promote-after-journal");
         intent::remove(store, digest)?;
         out.outcome = Outcome::Applied;

@@ -374,20 +374,29 @@ pub(crate) fn fetch_verified(
     digest: &str,
     max_bytes: u64,
 ) -> Result<Fetched> {
-    select::check_digest(digest)?;
-    let reference = changes_ref(digest);
+    let query = changeset::DigestQuery::parse("--digest", digest)?;
+    let pattern = match &query {
+        changeset::DigestQuery::Full(full) => changes_ref(full),
+        changeset::DigestQuery::Prefix(prefix) => format!("{CHANGES_PREFIX}{prefix}*"),
+    };
     let dir = &located.repo.toplevel;
     let listed = ctx
         .git
-        .ls_remote(dir, &remote.name, std::slice::from_ref(&reference))?;
-    if !listed.iter().any(|(_, r)| *r == reference) {
-        return Err(Error::ChangeSetNotFound {
-            remote: remote.name.clone(),
-            digest: digest.to_string(),
-            reference,
-        });
-    }
-    let mut results = fetch_many(ctx, located, remote, &[digest.to_string()], max_bytes)?;
+        .ls_remote(dir, &remote.name, std::slice::from_ref(&pattern))?;
+    let held = listed
+        .iter()
+        .filter_map(|(_, r)| r.strip_prefix(CHANGES_PREFIX).map(str::to_string));
+    let digest = match query.resolve("--digest", held)? {
+        Some(digest) if listed.iter().any(|(_, r)| *r == changes_ref(&digest)) => digest,
+        _ => {
+            return Err(Error::ChangeSetNotFound {
+                remote: remote.name.clone(),
+                digest: query.shown(),
+                reference: pattern,
+            });
+        }
+    };
+    let mut results = fetch_many(ctx, located, remote, &[digest], max_bytes)?;
     match results.pop() {
         Some((_, result)) => result,
         None => Err(Error::internal("a fetch of one change set reported none")),
@@ -550,11 +559,21 @@ pub fn delete_changes(
         .collect();
     let (wanted, absent) = match selection {
         DeleteSelection::Digests(digests) => {
-            digests.iter().try_for_each(|d| select::check_digest(d))?;
-            digests
+            let on_remote: Vec<String> = held
                 .iter()
-                .cloned()
-                .partition(|d| held.contains(&changes_ref(d)))
+                .filter_map(|r| r.strip_prefix(CHANGES_PREFIX).map(str::to_string))
+                .collect();
+            let mut wanted = Vec::new();
+            let mut absent = Vec::new();
+            for given in digests {
+                let query = changeset::DigestQuery::parse("--digest", given)?;
+                match query.resolve("--digest", on_remote.iter().cloned())? {
+                    Some(d) if held.contains(&changes_ref(&d)) => wanted.push(d),
+                    Some(d) => absent.push(d),
+                    None => absent.push(query.shown()),
+                }
+            }
+            (wanted, absent)
         }
         DeleteSelection::OlderThan(window) => {
             let listing = list_remote(ctx, Some(&remote.name), allow_url)?;

@@ -31,16 +31,6 @@ pub(crate) fn digest_hex(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
 }
 
-/// Checks a `--digest` value: `sha256:` and 64 lowercase hex digits.
-pub(crate) fn check_digest(digest: &str) -> Result<()> {
-    match crate::changeset::is_sha256_digest(digest) {
-        true => Ok(()),
-        false => Err(Error::Usage {
-            message: format!("--digest {digest:?} is not sha256: and 64 lowercase hex digits"),
-        }),
-    }
-}
-
 /// The remote to use: `given`, else the remote of the current branch's upstream, else
 /// `origin`. A name must be a remote configured in the repository at `dir`; anything else
 /// (a URL, a path) is accepted only with `allow_url`, and nothing that git would read as an

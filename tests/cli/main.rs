@@ -26,6 +26,7 @@ mod nested;
 mod polish;
 mod pool;
 mod promote;
+mod promote_reapply;
 mod pty;
 mod races;
 mod racy;

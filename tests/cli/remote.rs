@@ -867,3 +867,62 @@ fn hostile_labels_on_a_remote_reach_the_terminal_inert() {
     let (checkout, _, _) = net.b_state();
     assert_eq!(checkout, before.0);
 }
+
+/// `fetch`, `promote --from` and `push --delete` take a unique digest prefix of at least 8 hex
+/// digits, as git takes abbreviated object ids; a prefix the remote does not hold is
+/// `change_set_not_found`.
+#[test]
+fn remote_digests_take_a_unique_prefix() {
+    let net = Net::new();
+    let (pushed, _) = net.bind_edit_push(&net.fx.src, "task", &[("README.md", b"prefixed\n")]);
+    let digest = digest_of(&pushed);
+    let prefix = &hex_of(&digest)[..8];
+    let (code, fetched) = net.json_in(&net.b, &["fetch", "origin", "--digest", prefix]);
+    assert_eq!(code, 0, "{fetched}");
+    assert_eq!(
+        fetched["fetched"][0]["digest"],
+        digest.as_str(),
+        "{fetched}"
+    );
+    let (code, promoted) = net.json_in(
+        &net.b,
+        &[
+            "promote",
+            "--from",
+            "origin",
+            "--digest",
+            &format!("sha256:{prefix}"),
+        ],
+    );
+    assert_eq!(
+        (code, promoted["outcome"].as_str()),
+        (0, Some("applied")),
+        "{promoted}"
+    );
+    assert_eq!(promoted["digest"], digest.as_str());
+    assert_eq!(
+        std::fs::read(net.b.join("README.md")).unwrap(),
+        b"prefixed\n"
+    );
+    let other = if prefix.starts_with('0') {
+        "11111111"
+    } else {
+        "00000000"
+    };
+    let (code, missing) = net.json_in(&net.b, &["fetch", "origin", "--digest", other]);
+    assert_eq!(
+        (code, error_code(&missing)),
+        (1, "change_set_not_found"),
+        "{missing}"
+    );
+    let (code, deleted) = net.json_in(
+        &net.fx.src,
+        &["push", "--delete", "origin", "--digest", prefix],
+    );
+    assert_eq!(code, 0, "{deleted}");
+    assert_eq!(deleted["deleted"], serde_json::json!([digest]), "{deleted}");
+    assert_eq!(
+        net.in_remote(&["for-each-ref", "refs/a3s-iso/changes/"]),
+        ""
+    );
+}

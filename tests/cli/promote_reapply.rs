@@ -1,0 +1,218 @@
+//! `promote --reapply` lands again a change set whose landing the user undid (plain promote
+//! stays `idempotent`), recorded as a new landing, crash-safe like any promote; every
+//! `--digest` takes a unique prefix of at least 8 hex digits, and an ambiguous one is
+//! `digest_ambiguous` with the candidates.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use std::collections::BTreeMap;
+
+use crate::fixture::{Fixture, error_code};
+
+/// The checkout's files and HEAD, without the index file's stat data.
+fn checkout_listing(src: &Path) -> BTreeMap<String, String> {
+    let mut listing = crate::fixture::checkout_listing(src);
+    listing.remove(".git/index");
+    listing
+}
+
+fn outcome(result: &(i32, Value)) -> (i32, &str) {
+    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
+}
+
+/// Session `s` changes `README.md` and adds `new.txt`; promoted; returns its digest.
+fn promoted(fx: &Fixture) -> String {
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("README.md"), "hello, again\n").unwrap();
+    std::fs::write(fx.isolation("s").join("new.txt"), "new\n").unwrap();
+    let applied = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(outcome(&applied), (0, "applied"), "{}", applied.1);
+    applied.1["digest"].as_str().unwrap().to_string()
+}
+
+/// The user undoes the landing by hand.
+fn undo(fx: &Fixture) {
+    fx.git(&fx.src, &["checkout", "--", "README.md"]);
+    std::fs::remove_file(fx.src.join("new.txt")).unwrap();
+}
+
+fn journal(fx: &Fixture, digest: &str) -> Value {
+    let hex = digest.trim_start_matches("sha256:");
+    let path = fx.src.join(format!(".git/a3s-iso/promoted/{hex}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+fn read(dir: &Path, rel: &str) -> String {
+    std::fs::read_to_string(dir.join(rel)).unwrap()
+}
+
+#[test]
+fn reapply_lands_again_what_the_user_undid_and_only_then() {
+    let fx = Fixture::new();
+    let digest = promoted(&fx);
+    let landed = checkout_listing(&fx.src);
+    undo(&fx);
+    let undone = checkout_listing(&fx.src);
+    // Plain promote keeps its word: that change set landed once.
+    let plain = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(outcome(&plain), (0, "idempotent"), "{}", plain.1);
+    assert_eq!(checkout_listing(&fx.src), undone);
+    let again = fx.json(&["promote", "-s", "s", "--reapply"]);
+    assert_eq!(outcome(&again), (0, "applied"), "{}", again.1);
+    assert_eq!(again.1["digest"], digest.as_str());
+    assert_eq!(checkout_listing(&fx.src), landed, "byte for byte as landed");
+    let entry = journal(&fx, &digest);
+    assert_eq!(entry["how"], "reapplied", "{entry}");
+    assert_eq!(entry["session_id"], "s", "{entry}");
+    assert_eq!(entry["earlier_landings"].as_array().unwrap().len(), 1);
+    assert_eq!(entry["step"]["number"], 1, "the step it landed: {entry}");
+    // Still there: nothing to apply again.
+    let twice = fx.json(&["promote", "-s", "s", "--reapply"]);
+    assert_eq!(outcome(&twice), (0, "idempotent"), "{}", twice.1);
+    assert!(
+        twice.1["detail"]
+            .as_str()
+            .unwrap()
+            .contains("still in your checkout"),
+        "{}",
+        twice.1
+    );
+    assert_eq!(checkout_listing(&fx.src), landed);
+    assert_eq!(
+        journal(&fx, &digest)["earlier_landings"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    // Work the user wrote since at those paths is never merged into: a conflict, nothing applied.
+    undo(&fx);
+    std::fs::write(fx.src.join("README.md"), "the user's own\n").unwrap();
+    let before = checkout_listing(&fx.src);
+    let refused = fx.json(&["promote", "-s", "s", "--reapply"]);
+    assert_eq!(outcome(&refused), (3, "conflict"), "{}", refused.1);
+    assert_eq!(checkout_listing(&fx.src), before);
+}
+
+#[test]
+fn reapply_by_a_digest_prefix_and_from_the_trees_once_artifacts_are_gone() {
+    let fx = Fixture::new();
+    let digest = promoted(&fx);
+    undo(&fx);
+    let hex = digest.trim_start_matches("sha256:");
+    // The artifacts are gone (gc, or another --artifacts dir): the recorded trees make the patch.
+    std::fs::remove_dir_all(fx.src.join(".git/a3s-iso/artifacts").join(hex)).unwrap();
+    let again = fx.json(&["promote", "--reapply", "--digest", &hex[..8]]);
+    assert_eq!(outcome(&again), (0, "applied"), "{}", again.1);
+    assert_eq!(read(&fx.src, "README.md"), "hello, again\n");
+    assert_eq!(read(&fx.src, "new.txt"), "new\n");
+    // A prefix too short is a usage error; one that names nothing is invalid input.
+    let short = fx.json(&["promote", "--reapply", "--digest", &hex[..7]]);
+    assert_eq!((short.0, error_code(&short.1)), (2, "usage"), "{}", short.1);
+    let other = if hex.starts_with('0') {
+        "11111111"
+    } else {
+        "00000000"
+    };
+    let unknown = fx.json(&["promote", "--reapply", "--digest", other]);
+    assert_eq!(
+        (unknown.0, error_code(&unknown.1)),
+        (5, "invalid_input"),
+        "{}",
+        unknown.1
+    );
+    // --digest alone says what it goes with.
+    let alone = fx.json(&["promote", "--digest", &hex[..8]]);
+    assert_eq!((alone.0, error_code(&alone.1)), (2, "usage"), "{}", alone.1);
+    // diff takes the prefix too, with or without sha256:.
+    let shown = fx.json(&["diff", "--digest", &format!("sha256:{}", &hex[..10])]);
+    assert_eq!(shown.0, 0, "{}", shown.1);
+}
+
+#[test]
+fn an_ambiguous_prefix_is_digest_ambiguous_and_lists_the_candidates() {
+    let fx = Fixture::new();
+    let digest = promoted(&fx);
+    let hex = digest.trim_start_matches("sha256:");
+    let shown = fx.json(&["diff", "--digest", &hex[..8]]);
+    assert_eq!(shown.0, 0, "{}", shown.1);
+    assert_eq!(shown.1["digest"], digest.as_str());
+    // A second artifact that shares the first 12 digits.
+    let twin = format!("{}{}", &hex[..12], "f".repeat(52));
+    let twin = if twin == hex {
+        format!("{}{}", &hex[..12], "e".repeat(52))
+    } else {
+        twin
+    };
+    std::fs::create_dir_all(fx.src.join(".git/a3s-iso/artifacts").join(&twin)).unwrap();
+    let before = checkout_listing(&fx.src);
+    for args in [
+        vec!["diff", "--digest", &hex[..8]],
+        vec!["promote", "--reapply", "--digest", &hex[..12]],
+    ] {
+        let refused = fx.json(&args);
+        assert_eq!(
+            (refused.0, error_code(&refused.1)),
+            (5, "digest_ambiguous"),
+            "{args:?}: {}",
+            refused.1
+        );
+        let candidates = refused.1["error"]["candidates"].as_array().unwrap();
+        assert_eq!(candidates.len(), 2, "{}", refused.1);
+        assert!(candidates.contains(&Value::from(digest.as_str())));
+        assert!(candidates.contains(&Value::from(format!("sha256:{twin}"))));
+    }
+    assert_eq!(checkout_listing(&fx.src), before);
+    // One more digit than they share tells them apart.
+    let exact = fx.json(&["diff", "--digest", &hex[..13]]);
+    assert_eq!(exact.0, 0, "{}", exact.1);
+}
+
+/// A reapply killed after its intent, and after its files: the next command rolls it back or
+/// finishes it, and the journal keeps both landings exactly once.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_killed_reapply_is_finished_or_rolled_back() {
+    for (point, lands) in [
+        ("promote-after-intent", false),
+        ("promote-after-apply", true),
+    ] {
+        let fx = Fixture::new();
+        let digest = promoted(&fx);
+        let landed = checkout_listing(&fx.src);
+        undo(&fx);
+        let undone = checkout_listing(&fx.src);
+        let status = fx
+            .cmd()
+            .args(["promote", "-s", "s", "--reapply"])
+            .env("A3S_ISO_TEST_FAULT", point)
+            .status()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{point}"
+        );
+        let (code, _) = fx.json(&["list"]);
+        assert_eq!(code, 0);
+        let entry = journal(&fx, &digest);
+        if lands {
+            assert_eq!(checkout_listing(&fx.src), landed, "{point}");
+            assert_eq!(
+                entry["earlier_landings"].as_array().unwrap().len(),
+                1,
+                "{entry}"
+            );
+        } else {
+            assert_eq!(checkout_listing(&fx.src), undone, "{point}");
+            assert!(entry.get("earlier_landings").is_none(), "{entry}");
+            let again = fx.json(&["promote", "-s", "s", "--reapply"]);
+            assert_eq!(outcome(&again), (0, "applied"), "{point}: {}", again.1);
+            assert_eq!(checkout_listing(&fx.src), landed, "{point}");
+        }
+        let plain = fx.json(&["promote", "-s", "s"]);
+        assert_eq!(outcome(&plain), (0, "idempotent"), "{point}: {}", plain.1);
+    }
+}
