@@ -27,6 +27,7 @@ pub mod ids;
 mod indexfile;
 pub mod intent;
 pub mod isolation;
+pub mod land;
 pub mod list;
 pub mod lock;
 pub mod log;

@@ -58,6 +58,9 @@ pub struct RunOptions {
     /// What of the caller's environment the command gets beyond the allowlist
     /// ([`crate::command_env::ALLOWED`]), and what it is given.
     pub env: Vec<EnvRequest>,
+    /// Where the command's stdout and stderr go instead (appended); it then gets no terminal
+    /// and `/dev/null` for stdin.
+    pub output: Option<PathBuf>,
 }
 
 /// The run's change set in brief (the document itself is stored with the run).
@@ -221,6 +224,9 @@ fn report(spec: Option<&SandboxSpec>, env: &CommandEnv) -> SandboxReport {
 /// has the foreground of; sandboxed, a pty for its output when only that goes to a terminal
 /// (the command never holds a descriptor of the caller's terminal).
 fn terminal_for(opts: &RunOptions) -> TerminalSpec {
+    if opts.output.is_some() {
+        return TerminalSpec::None;
+    }
     if crate::pty::stdin_is_terminal() {
         return TerminalSpec::Interactive;
     }
@@ -716,6 +722,27 @@ fn set_up(command: &mut Command, opts: &RunOptions, launch: &Launch<'_>) -> Resu
             .map_err(|e| Error::io("cannot duplicate stderr", e))?;
         Ok(Stdio::from(stderr))
     };
+    if let Some(path) = &opts.output {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .ctx(|| format!("cannot open {}", path.display()))?;
+        let copy = file
+            .try_clone()
+            .ctx(|| format!("cannot open {}", path.display()))?;
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(file))
+            .stderr(Stdio::from(copy));
+        match launch.spec {
+            Some(_) => {
+                command.process_group(0);
+            }
+            None => sandbox::new_session_on_exec(command),
+        }
+        return Ok(());
+    }
     if launch.spec.is_none() {
         match launch.terminal {
             // The pty's own session: host_pty_for makes it.

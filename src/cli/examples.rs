@@ -49,7 +49,9 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso promote -s task-42 --no-apply     # write the patch and summary only
   a3s-iso promote --change-set change.json  # promote a change-set document
   a3s-iso promote --note sha256:…           # record a digest as promoted by other means
-  a3s-iso promote --from origin --digest sha256:…  # fetch, verify and promote a pushed one",
+  a3s-iso promote --from origin --digest sha256:…  # fetch, verify and promote a pushed one
+  a3s-iso promote -s task-42 --reapply      # land again what you undid in your checkout
+  a3s-iso promote --reapply --digest 1a2b3c4d  # the same, by a digest prefix (a3s-iso log)",
     ),
     (
         "rebase",
@@ -62,6 +64,13 @@ const EXAMPLES: &[(&str, &str)] = &[
         "overlaps",
         "  a3s-iso overlaps                          # which live sessions would conflict, and where
   a3s-iso overlaps --json | jq '.pairs[] | select(.prediction == \"conflict\")'",
+    ),
+    (
+        "land",
+        "  a3s-iso land --all                        # every live session, oldest first, one commit each
+  a3s-iso land -s a -s b --test 'make test' # in this order; each must pass its test first
+  a3s-iso land --all --keep-going --json    # land what can land; the report says which did not
+  a3s-iso land                              # continue a queue that stopped",
     ),
     (
         "push",

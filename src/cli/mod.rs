@@ -10,6 +10,7 @@ mod doctor;
 mod examples;
 mod fetch;
 mod gc;
+mod land;
 mod list;
 mod log;
 mod output;
@@ -143,6 +144,9 @@ pub enum Command {
     /// Move a session onto a new base (default: the source's HEAD) inside its isolation
     #[command(after_long_help = examples::long("rebase"))]
     Rebase(rebase::RebaseArgs),
+    /// Land a queue of sessions in order: rebase onto HEAD, test, promote; exactly once
+    #[command(after_long_help = examples::long("land"))]
+    Land(land::LandArgs),
     /// Predict which live sessions' work would conflict, and where (no tree is touched)
     #[command(after_long_help = examples::long("overlaps"))]
     Overlaps(overlaps::OverlapsArgs),
@@ -295,6 +299,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
         Command::Rebase(args) => with_context(cli, out, |ctx| rebase::run(ctx, args, out)),
         Command::Overlaps(args) => with_context(cli, out, |ctx| overlaps::run(ctx, args, out)),
+        Command::Land(args) => with_context(cli, out, |ctx| land::run(ctx, args, out)),
         Command::Push(args) => with_context(cli, out, |ctx| push::run(ctx, args, out)),
         Command::Fetch(args) => with_context(cli, out, |ctx| fetch::run(ctx, args, out)),
         Command::Diff(args) => with_context(cli, out, |ctx| diff::run(ctx, args, cli.color, out)),

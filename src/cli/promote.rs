@@ -67,6 +67,11 @@ pub struct PromoteArgs {
     #[arg(long, conflicts_with_all = ["change_set", "from", "note"])]
     pub rebase: bool,
 
+    /// Branch mode: the message of the commit that holds the session's uncommitted changes
+    /// (default: one that names the session)
+    #[arg(long, short = 'm', value_name = "MSG")]
+    pub message: Option<String>,
+
     /// Land again a promoted change set whose landing is no longer in the checkout (you undid
     /// it): the session's last step, --digest's, or --change-set's; recorded as a new landing
     #[arg(long, conflicts_with_all = ["from", "note", "rebase", "no_apply"])]
@@ -79,6 +84,11 @@ pub struct PromoteArgs {
 }
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
+    if args.message.is_some() && args.mode != ModeArg::Branch {
+        return Err(a3s_iso::error::Error::Usage {
+            message: "--message names a commit: it goes with --mode branch".into(),
+        });
+    }
     if args.digest.is_some() && args.from.is_none() && !args.reapply {
         return Err(a3s_iso::error::Error::Usage {
             message: "--digest goes with --from REMOTE (a pushed change set) or --reapply (a promoted one)".into(),
@@ -100,6 +110,8 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             onto_head: args.onto_head,
             rebase: args.rebase,
             reapply: args.reapply,
+            squash: false,
+            message: args.message.clone(),
             digest: args.digest.clone().filter(|_| args.reapply),
             from: args.from.as_ref().map(|remote| FetchRequest {
                 remote: remote.clone(),

@@ -147,6 +147,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             release_identity: args.release_identity.clone(),
             helper: None,
             env: args.env.clone(),
+            output: None,
         },
     )?;
     for warning in &outcome.warnings {

@@ -125,7 +125,11 @@ fn replay_root(
     // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
     // replaced by a guess.
     let isolation_head = isolation.head(&ctx.git)?;
-    match plan(ctx, candidate, &target, &isolation_head, &scratch)? {
+    let planned = match opts.squash {
+        true => plan_squash(ctx, candidate, &target, &isolation_head, opts, &scratch)?,
+        false => plan(ctx, candidate, &target, &isolation_head, opts, &scratch)?,
+    };
+    match planned {
         Planned::Chain(chain) => {
             let job = Job {
                 located,
@@ -279,6 +283,7 @@ fn plan(
     candidate: &Candidate,
     target: &Target,
     isolation_head: &str,
+    opts: &PromoteOptions,
     scratch: &Path,
 ) -> Result<Planned> {
     let git = &ctx.git;
@@ -333,31 +338,90 @@ fn plan(
         }
     };
     if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
-        chain.push(leftovers_commit(
-            git, source, target, session, &leftovers, &parent,
+        let message = opts.message.clone().unwrap_or_else(|| {
+            format!(
+                "a3s-iso: uncommitted changes of session {}",
+                session.session_id
+            )
+        });
+        chain.push(commit_of(
+            git, source, target, &message, &leftovers, &parent,
         )?);
     }
     Ok(Planned::Chain(chain))
 }
 
-/// One commit holding the session's uncommitted leftovers, on top of the chain.
-fn leftovers_commit(
+/// Plans a squash: the session's whole result since its last step (its commits and its
+/// uncommitted work, carried WIP filtered out) as one commit on where that step ended, with
+/// `--message` or a message that names the session and lists its commits. Writes only objects.
+fn plan_squash(
+    ctx: &Context,
+    candidate: &Candidate,
+    target: &Target,
+    isolation_head: &str,
+    opts: &PromoteOptions,
+    scratch: &Path,
+) -> Result<Planned> {
+    let git = &ctx.git;
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a squash plan without a session"));
+    };
+    let source = session.source.as_path();
+    let wip = WipFilter::new(git, source, session, scratch)?;
+    let tree = match wip.filter(candidate.result_tree.as_deref().unwrap_or_default())? {
+        Filtered::Tree(tree) => tree,
+        Filtered::Inseparable(path) => {
+            return Ok(Planned::Refused {
+                commit: isolation_head.to_string(),
+                detail: format!(
+                    "changes to {path} sit on top of your uncommitted work; promote in patch mode"
+                ),
+            });
+        }
+    };
+    let parent = chain_start(candidate, session).to_string();
+    if tree == git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        return Ok(Planned::Chain(Vec::new()));
+    }
+    let message = match &opts.message {
+        Some(message) => message.clone(),
+        None => {
+            let since = candidate
+                .previous
+                .as_ref()
+                .and_then(|p| p.step.isolation_head.as_deref())
+                .unwrap_or(&session.bound_revision);
+            let subjects: Vec<String> = first_parent_chain(git, source, since, isolation_head)?
+                .into_iter()
+                .map(|c| format!("- {}", c.subject))
+                .collect();
+            let mut message = format!("a3s-iso: the work of session {}", session.session_id);
+            if !subjects.is_empty() {
+                message.push_str(&format!("\n\n{}", subjects.join("\n")));
+            }
+            message
+        }
+    };
+    Ok(Planned::Chain(vec![commit_of(
+        git, source, target, &message, &tree, &parent,
+    )?]))
+}
+
+/// One commit of `tree` on `parent` with `message` (its first line is the subject).
+fn commit_of(
     git: &Git,
     source: &Path,
     target: &Target,
-    session: &SessionRecord,
+    message: &str,
     tree: &str,
     parent: &str,
 ) -> Result<Pick> {
-    let subject = format!(
-        "a3s-iso: uncommitted changes of session {}",
-        session.session_id
-    );
+    let subject = message.lines().next().unwrap_or_default().to_string();
     let commit = git
         .at(source)
         .args(&target.ident)
         .args(["commit-tree", tree, "-p", parent])
-        .stdin(format!("{subject}\n").into_bytes())
+        .stdin(format!("{}\n", message.trim_end()).into_bytes())
         .run_text()?;
     Ok(Pick { subject, commit })
 }

@@ -63,7 +63,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             return Err(crate::rebase::conflicted_error(&session.session_id, paths));
         }
         if opts.rebase {
-            if let Some(mut out) = rebase_first(ctx, &located, &session)? {
+            if let Some(mut out) = rebase_if_moved(ctx, &located, &session)? {
                 out.mode = opts.mode;
                 return Ok(out);
             }
@@ -121,7 +121,7 @@ fn promote_patch(
 
 /// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
 /// onto it first. `Some` when that stopped at a conflict: the promote's answer, nothing applied.
-fn rebase_first(
+pub(crate) fn rebase_if_moved(
     ctx: &Context,
     located: &Located,
     session: &crate::state::SessionRecord,

@@ -38,6 +38,12 @@ pub struct PromoteOptions {
     /// With `reapply`: the promoted change set to land again (a whole digest or a unique
     /// prefix of at least 8 hex digits).
     pub digest: Option<String>,
+    /// Branch mode: land the session's work as one commit (its commits squashed with its
+    /// uncommitted work) instead of replaying its commits.
+    pub squash: bool,
+    /// Branch mode: the message of the squashed commit, or of the commit that holds the
+    /// uncommitted leftovers (default: one that names the session).
+    pub message: Option<String>,
 }
 
 /// A change set ready to promote: its patch on disk and where it came from.

@@ -46,7 +46,7 @@ impl Outcome {
 }
 
 /// Why a promote is a conflict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reason {
     /// The source's HEAD is not the session's bound revision.

@@ -340,6 +340,7 @@ pub fn json_of(out: Output) -> (i32, Value) {
                     "a3s-iso.promote.v1",
                     "a3s-iso.doctor.v1",
                     "a3s-iso.rebase.v1",
+                    "a3s-iso.land.v1",
                 ]
                 .contains(&schema),
             "exit {code} with {doc}"

@@ -20,6 +20,7 @@ mod help;
 mod house;
 mod human;
 mod json;
+mod land;
 mod links;
 mod names;
 mod nested;

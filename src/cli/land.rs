@@ -1,0 +1,161 @@
+use clap::{Args, ValueEnum};
+
+use a3s_iso::context::Context;
+use a3s_iso::error::Result;
+use a3s_iso::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
+
+use super::{Output, Tone, inert};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LandModeArg {
+    /// One commit per session on the current branch, its message naming the session
+    Squash,
+    /// The session's commits replayed, plus one for its uncommitted changes
+    Branch,
+    /// Uncommitted changes in the checkout (one session only)
+    Patch,
+}
+
+/// `a3s-iso land`'s arguments.
+#[derive(Debug, Args)]
+pub struct LandArgs {
+    /// A session to land, in this order (repeatable)
+    #[arg(
+        short = 's',
+        long = "session",
+        value_name = "ID",
+        conflicts_with = "all"
+    )]
+    pub sessions: Vec<String>,
+
+    /// Every live session of the source, oldest bind first
+    #[arg(long)]
+    pub all: bool,
+
+    /// A shell command that must exit 0 in each session's sandbox on its rebased tree
+    #[arg(long, value_name = "CMD")]
+    pub test: Option<String>,
+
+    /// How each session lands
+    #[arg(long, value_enum, default_value_t = LandModeArg::Squash)]
+    pub mode: LandModeArg,
+
+    /// The message of the squashed commit (branch mode: of the commit of uncommitted changes)
+    #[arg(long, short = 'm', value_name = "MSG")]
+    pub message: Option<String>,
+
+    /// Go on with the rest after a session that does not land
+    #[arg(long)]
+    pub keep_going: bool,
+
+    /// Run the test command as a plain host process, without the sandbox
+    #[arg(long, requires = "test")]
+    pub no_sandbox: bool,
+}
+
+/// Lands the queue and renders a line per session.
+pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "landing");
+    let outcome = land(
+        ctx,
+        &LandOptions {
+            sessions: args.sessions.clone(),
+            all: args.all,
+            test: args.test.clone(),
+            mode: match args.mode {
+                LandModeArg::Squash => LandMode::Squash,
+                LandModeArg::Branch => LandMode::Branch,
+                LandModeArg::Patch => LandMode::Patch,
+            },
+            message: args.message.clone(),
+            keep_going: args.keep_going,
+            no_sandbox: args.no_sandbox,
+        },
+    )?;
+    drop(spinner);
+    for warning in outcome
+        .warnings
+        .iter()
+        .chain(outcome.sessions.iter().flat_map(|s| &s.warnings))
+    {
+        out.warn(warning);
+    }
+    if out.json {
+        out.document("a3s-iso.land.v1", &outcome);
+        return Ok(outcome.exit_code());
+    }
+    render(&outcome, out);
+    Ok(outcome.exit_code())
+}
+
+fn render(outcome: &LandOutcome, out: &Output) {
+    let landed = outcome
+        .sessions
+        .iter()
+        .filter(|s| s.outcome == LandResult::Landed)
+        .count();
+    let headline = match (&outcome.stopped_at, landed) {
+        (Some(id), n) => format!("stopped at session {}: {n} landed", inert(id)),
+        (None, n) => format!("{n} of {} sessions landed", outcome.sessions.len()),
+    };
+    let tone = match outcome.exit_code() {
+        0 => Tone::Good,
+        _ => Tone::Bad,
+    };
+    out.headline_toned(&headline, tone);
+    for session in &outcome.sessions {
+        out.line(&format!("  {}", line(session)));
+    }
+    if let Some(id) = &outcome.stopped_at {
+        out.hint(&format!(
+            "see to session {} (a conflict waits in its isolation: resolve it, then a3s-iso rebase -s {0} --continue), then a3s-iso land continues the queue",
+            inert(id)
+        ));
+    }
+}
+
+fn line(session: &a3s_iso::land::LandedSession) -> String {
+    let what = match session.outcome {
+        LandResult::Landed => "landed",
+        LandResult::Idempotent => "landed before",
+        LandResult::Empty => "nothing to land",
+        LandResult::Conflict => "conflict",
+        LandResult::TestFailed => "test failed",
+        LandResult::Partial => "partial",
+        LandResult::Failed => "failed",
+        LandResult::NotReached => "not reached",
+    };
+    let mut text = format!("{}: {what}", inert(&session.session_id));
+    if let Some(commit) = &session.commit {
+        text.push_str(&format!(" as {}", &commit[..commit.len().min(12)]));
+    }
+    if let Some(reason) = session.reason {
+        text.push_str(&format!(" ({})", reason.as_str()));
+    }
+    if !session.conflicting_paths.is_empty() {
+        let paths: Vec<String> = session
+            .conflicting_paths
+            .iter()
+            .map(|p| inert(p).into_owned())
+            .collect();
+        text.push_str(&format!(": {}", paths.join(", ")));
+    }
+    if let Some(code) = session.test_exit_code {
+        text.push_str(&format!(", test exit {code}"));
+    }
+    if let Some(output) = &session.test_output
+        && session.outcome == LandResult::TestFailed
+    {
+        text.push_str(&format!(
+            ", output in {}",
+            inert(&output.display().to_string())
+        ));
+    }
+    if let Some(error) = &session.error {
+        text.push_str(&format!(": {} ({})", inert(&error.message), error.code));
+    }
+    if session.outcome != LandResult::NotReached {
+        text.push_str(&format!(", {:.1}s", session.duration_ms as f64 / 1000.0));
+    }
+    text
+}
