@@ -42,6 +42,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('rebase', 'rebase', [CompletionResultType]::ParameterValue, 'Move a session onto a new base (default: the source''s HEAD) inside its isolation')
+            [CompletionResult]::new('land', 'land', [CompletionResultType]::ParameterValue, 'Land a queue of sessions in order: rebase onto HEAD, test, promote; exactly once')
             [CompletionResult]::new('overlaps', 'overlaps', [CompletionResultType]::ParameterValue, 'Predict which live sessions'' work would conflict, and where (no tree is touched)')
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
             [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
@@ -148,7 +149,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         }
         'a3s-iso;diff' {
             [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Show a change-set document''s patch (verified first) instead of a session''s')
-            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch): sha256:<hex>, or a unique prefix of at least 8 hex digits')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -188,11 +189,13 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         'a3s-iso;promote' {
             [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Promote a change-set document instead of a session (validated completely first)')
             [CompletionResult]::new('--from', '--from', [CompletionResultType]::ParameterName, 'Promote a change set pushed to this remote (with --digest), fetched and verified first')
-            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --from: the change set''s digest (sha256:<hex>)')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --from: the change set''s digest; with --reapply: the promoted change set to land again (sha256:<hex>, or a unique prefix of at least 8 hex digits)')
             [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'With --from: the largest patch to read, in bytes (K, M, G suffixes)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How the work lands in the source')
             [CompletionResult]::new('--artifacts', '--artifacts', [CompletionResultType]::ParameterName, 'Where to write the patch and summary.json (default: under the state dir)')
             [CompletionResult]::new('--note', '--note', [CompletionResultType]::ParameterName, 'Record DIGEST as promoted by other means, so that promoting it later is idempotent')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)')
+            [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -204,6 +207,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --from: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--no-apply', '--no-apply', [CompletionResultType]::ParameterName, 'Write the artifacts (patch, summary.json) and stop: the source is left untouched')
             [CompletionResult]::new('--rebase', '--rebase', [CompletionResultType]::ParameterName, 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean')
+            [CompletionResult]::new('--reapply', '--reapply', [CompletionResultType]::ParameterName, 'Land again a promoted change set whose landing is no longer in the checkout (you undid it): the session''s last step, --digest''s, or --change-set''s; recorded as a new landing')
             [CompletionResult]::new('--onto-head', '--onto-head', [CompletionResultType]::ParameterName, 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
@@ -231,6 +235,29 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;land' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A session to land, in this order (repeatable)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'A session to land, in this order (repeatable)')
+            [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'A shell command that must exit 0 in each session''s sandbox on its rebased tree')
+            [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How each session lands')
+            [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')
+            [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every live session of the source, oldest bind first')
+            [CompletionResult]::new('--keep-going', '--keep-going', [CompletionResultType]::ParameterName, 'Go on with the rest after a session that does not land')
+            [CompletionResult]::new('--no-sandbox', '--no-sandbox', [CompletionResultType]::ParameterName, 'Run the test command as a plain host process, without the sandbox')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;overlaps' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -248,7 +275,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         'a3s-iso;push' {
             [CompletionResult]::new('--change-set', '--change-set', [CompletionResultType]::ParameterName, 'Push a change-set document instead of the session''s change set')
             [CompletionResult]::new('--run', '--run', [CompletionResultType]::ParameterName, 'Push the stored change set of this run of the session')
-            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --delete: the change set to delete (repeatable)')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'With --delete: the change set to delete, or a unique prefix of at least 8 hex digits (repeatable)')
             [CompletionResult]::new('--older-than', '--older-than', [CompletionResultType]::ParameterName, 'With --delete: every change set dated more than DUR ago')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
@@ -268,7 +295,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;fetch' {
-            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Only this change set (default: every change set on the remote)')
+            [CompletionResult]::new('--digest', '--digest', [CompletionResultType]::ParameterName, 'Only this change set: sha256:<hex> or a unique prefix of at least 8 hex digits (default: every change set on the remote)')
             [CompletionResult]::new('--max-bytes', '--max-bytes', [CompletionResultType]::ParameterName, 'The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -488,6 +515,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('show', 'show', [CompletionResultType]::ParameterValue, 'Show one session in full: its isolation, owner, runs and promotions')
             [CompletionResult]::new('promote', 'promote', [CompletionResultType]::ParameterValue, 'Apply a session''s (or a document''s) change set to the source, exactly once')
             [CompletionResult]::new('rebase', 'rebase', [CompletionResultType]::ParameterValue, 'Move a session onto a new base (default: the source''s HEAD) inside its isolation')
+            [CompletionResult]::new('land', 'land', [CompletionResultType]::ParameterValue, 'Land a queue of sessions in order: rebase onto HEAD, test, promote; exactly once')
             [CompletionResult]::new('overlaps', 'overlaps', [CompletionResultType]::ParameterValue, 'Predict which live sessions'' work would conflict, and where (no tree is touched)')
             [CompletionResult]::new('push', 'push', [CompletionResultType]::ParameterValue, 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>')
             [CompletionResult]::new('fetch', 'fetch', [CompletionResultType]::ParameterValue, 'Fetch change sets from a git remote and verify them, without promoting')
@@ -528,6 +556,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;rebase' {
+            break
+        }
+        'a3s-iso;help;land' {
             break
         }
         'a3s-iso;help;overlaps' {

@@ -39,6 +39,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand land 'Land a queue of sessions in order: rebase onto HEAD, test, promote; exactly once'
             cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
@@ -140,7 +141,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         }
         &'a3s-iso;diff'= {
             cand --change-set 'Show a change-set document''s patch (verified first) instead of a session''s'
-            cand --digest 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch)'
+            cand --digest 'Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch): sha256:<hex>, or a unique prefix of at least 8 hex digits'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -178,11 +179,13 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;promote'= {
             cand --change-set 'Promote a change-set document instead of a session (validated completely first)'
             cand --from 'Promote a change set pushed to this remote (with --digest), fetched and verified first'
-            cand --digest 'With --from: the change set''s digest (sha256:<hex>)'
+            cand --digest 'With --from: the change set''s digest; with --reapply: the promoted change set to land again (sha256:<hex>, or a unique prefix of at least 8 hex digits)'
             cand --max-bytes 'With --from: the largest patch to read, in bytes (K, M, G suffixes)'
             cand --mode 'How the work lands in the source'
             cand --artifacts 'Where to write the patch and summary.json (default: under the state dir)'
             cand --note 'Record DIGEST as promoted by other means, so that promoting it later is idempotent'
+            cand -m 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)'
+            cand --message 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -194,6 +197,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --allow-url 'With --from: accept a URL or path that is not a configured remote'
             cand --no-apply 'Write the artifacts (patch, summary.json) and stop: the source is left untouched'
             cand --rebase 'When the source''s HEAD moved since the bind (or the last step): rebase the session onto it first, and promote only if that was clean'
+            cand --reapply 'Land again a promoted change set whose landing is no longer in the checkout (you undid it): the session''s last step, --digest''s, or --change-set''s; recorded as a new landing'
             cand --onto-head 'Apply a change-set document onto the checkout even though its base tree is not HEAD''s (when it applies cleanly)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
@@ -219,6 +223,28 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;land'= {
+            cand -s 'A session to land, in this order (repeatable)'
+            cand --session 'A session to land, in this order (repeatable)'
+            cand --test 'A shell command that must exit 0 in each session''s sandbox on its rebased tree'
+            cand --mode 'How each session lands'
+            cand -m 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
+            cand --message 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --all 'Every live session of the source, oldest bind first'
+            cand --keep-going 'Go on with the rest after a session that does not land'
+            cand --no-sandbox 'Run the test command as a plain host process, without the sandbox'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;overlaps'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -235,7 +261,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;push'= {
             cand --change-set 'Push a change-set document instead of the session''s change set'
             cand --run 'Push the stored change set of this run of the session'
-            cand --digest 'With --delete: the change set to delete (repeatable)'
+            cand --digest 'With --delete: the change set to delete, or a unique prefix of at least 8 hex digits (repeatable)'
             cand --older-than 'With --delete: every change set dated more than DUR ago'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -254,7 +280,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'a3s-iso;fetch'= {
-            cand --digest 'Only this change set (default: every change set on the remote)'
+            cand --digest 'Only this change set: sha256:<hex> or a unique prefix of at least 8 hex digits (default: every change set on the remote)'
             cand --max-bytes 'The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -461,6 +487,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand show 'Show one session in full: its isolation, owner, runs and promotions'
             cand promote 'Apply a session''s (or a document''s) change set to the source, exactly once'
             cand rebase 'Move a session onto a new base (default: the source''s HEAD) inside its isolation'
+            cand land 'Land a queue of sessions in order: rebase onto HEAD, test, promote; exactly once'
             cand overlaps 'Predict which live sessions'' work would conflict, and where (no tree is touched)'
             cand push 'Publish a change set on a git remote as refs/a3s-iso/changes/<digest>'
             cand fetch 'Fetch change sets from a git remote and verify them, without promoting'
@@ -493,6 +520,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;promote'= {
         }
         &'a3s-iso;help;rebase'= {
+        }
+        &'a3s-iso;help;land'= {
         }
         &'a3s-iso;help;overlaps'= {
         }

@@ -730,6 +730,7 @@ mod tests {
                 ("change_set_not_found", 1),
                 ("isolation_missing", 4),
                 ("session_conflicted", 3),
+                ("digest_ambiguous", 5),
             ]
         );
     }

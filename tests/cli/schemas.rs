@@ -672,6 +672,8 @@ fn conflict_and_empty(fx: &Fixture, seen: &mut BTreeSet<String>) {
     checked(fx, &fx.src, &["overlaps"], 0, seen);
     let rebased = checked(fx, &fx.src, &["rebase", "-s", "late"], 0, seen);
     assert_eq!(rebased["outcome"], "rebased", "{rebased}");
+    let landed = checked(fx, &fx.src, &["land", "-s", "late"], 0, seen);
+    assert_eq!(landed["sessions"][0]["outcome"], "landed", "{landed}");
 }
 
 fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {
