@@ -4,14 +4,18 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only pool]
+#                    [--only pool|rebase|overlaps]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
+#   --sizes S     the repository sizes; without it (or --quick) rebase runs on 100,000 files
+#                 only and overlaps on 10,000 only, with it they run on every size named
 #   --cache-mib M size of the ignored build cache that bind --copy-ignored copies (default 64;
 #                 1024 for the 1 GiB case). The work directory is under $TMPDIR: point it at a
 #                 file system with reflink (XFS, btrfs) to measure clones instead of copies
 #   --only pool   only the pool's cases (warm bind, recycling discard, --copy-ignored)
+#   --only rebase   only rebase of ten changed files against git cherry-pick (100,000 files)
+#   --only overlaps only overlaps --json over 50 sessions (10,000 files; no raw side)
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -19,20 +23,31 @@ set -euo pipefail
 
 runs=5
 sizes="1000 10000 100000"
+sizes_given=""
 cache_mib=64
 only=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) sizes="1000 10000" ;;
+    --quick) sizes="1000 10000"; sizes_given=1 ;;
     --runs) runs="$2"; shift ;;
-    --sizes) sizes="$2"; shift ;;
+    --sizes) sizes="$2"; sizes_given=1; shift ;;
     --cache-mib) cache_mib="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
 done
+case "$only" in
+  ""|pool) ;;
+  rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
+  overlaps) [ -n "$sizes_given" ] || sizes=10000 ;;
+  *) echo "unknown case for --only: $only (pool, rebase or overlaps)" >&2; exit 2 ;;
+esac
+
+# runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
+# size when --sizes or --quick named them).
+runs_at() { [ -n "$sizes_given" ] || [ "$1" = "$2" ]; }
 
 bin="${A3S_ISO_BIN:-$(command -v a3s-iso || true)}"
 [ -x "$bin" ] || { echo "a3s-iso not found: run 'cargo install --locked --path .' or set A3S_ISO_BIN" >&2; exit 2; }
@@ -50,6 +65,7 @@ mkdir -p "$HOME"
 now_ns() { date +%s%N; }
 median() { sort -n | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else printf "%d\n", (a[NR/2]+a[NR/2+1])/2}'; }
 ms() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1000000}'; }
+secs() { awk -v n="$1" 'BEGIN {printf "%.3f", n/1000000000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b; else print "-"}'; }
 
 # generate DIR FILES: text files in nested directories plus a few binaries, deterministic.
@@ -163,6 +179,65 @@ PY
   git worktree prune
 }
 
+# rebase: a session that changed ten files, after the source's HEAD moved by one unrelated
+# commit (one other file changed), against `git cherry-pick` of a commit of the same ten
+# changes onto the moved HEAD in a plain worktree. Between runs (untimed) the session goes
+# back with `rebase --onto` the old HEAD and the worktree is reset to the moved HEAD.
+rebase_case() {
+  local size=$1
+  echo "rebase…" >&2
+  rb_old=$(git rev-parse HEAD)
+  rb_raw="$work/r$size/rawrb"
+  "$bin" bind -q -s rb --owner none >/dev/null
+  rb_iso="$work/r$size/.src.a3s-isolate-rb"
+  git worktree add -q --detach "$rb_raw" "$rb_old"
+  for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do
+    echo "changed" >> "$rb_iso/$f"; echo "changed" >> "$rb_raw/$f"
+  done
+  git -C "$rb_raw" commit -q -am "ten files changed"
+  rb_change=$(git -C "$rb_raw" rev-parse HEAD)
+  echo "unrelated" >> "$(git ls-files | awk 'NR % 97 == 50' | head -1)"
+  git commit -q -am "an unrelated commit"
+  rb_new=$(git rev-parse HEAD)
+  measure "$size" "rebase (10 files) vs cherry-pick" \
+    '"$bin" rebase -q -s rb' \
+    'git -C "$rb_raw" cherry-pick "$rb_change"' \
+    '"$bin" rebase -q -s rb --onto "$rb_old" >/dev/null; git -C "$rb_raw" reset -q --hard "$rb_new"; sync'
+  # Both sides do the job: the session ends on the moved HEAD with its ten changes (its last
+  # timed run), the cherry-pick (once more, untimed, as the last prep reset it) on top of it.
+  if [ "$(git -C "$rb_iso" rev-parse HEAD)" != "$rb_new" ] || [ "$(git -C "$rb_iso" status --porcelain | wc -l)" -ne 10 ] ||
+     ! git -C "$rb_raw" cherry-pick "$rb_change" >/dev/null || [ "$(git -C "$rb_raw" rev-parse HEAD^)" != "$rb_new" ]; then
+    echo "rebase case: a side did not end on the moved HEAD with the ten changes" >&2; exit 1
+  fi
+  "$bin" discard -q --purge -s rb >/dev/null
+  git worktree remove --force "$rb_raw"
+}
+
+# overlaps: 50 live sessions, each with two files changed: one of its own and one of ten that
+# five sessions each change (so 100 of the 1,225 pairs conflict). `overlaps --json` has no raw
+# git equivalent: its row gives seconds (goal: under 1 s) and no ratio.
+overlaps_case() {
+  local size=$1 i f
+  echo "binding 50 sessions for overlaps…" >&2
+  local files=($(git ls-files | awk 'NR % 13 == 1' | head -60))
+  for i in $(seq 50); do
+    "$bin" bind -q -s "ov$i" --owner none >/dev/null
+    for f in "${files[$((i + 9))]}" "${files[$((i % 10))]}"; do
+      echo "changed by ov$i" >> "$work/r$size/.src.a3s-isolate-ov$i/$f"
+    done
+  done
+  "$bin" overlaps --json | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+n = sum(p["prediction"] == "conflict" for p in d["pairs"])
+print("(%d sessions; %d of %d pairs conflict)" % (len(d["sessions"]), n, len(d["pairs"])), file=sys.stderr)
+sys.exit(len(d["sessions"]) != 50 or len(d["pairs"]) != 1225)' || { echo "overlaps case: not 50 live sessions" >&2; exit 1; }
+  local o=() t
+  for i in $(seq "$runs"); do t=$(now_ns); "$bin" overlaps --json >/dev/null; o+=($(( $(now_ns) - t ))); done
+  row "$size" "overlaps --json, 50 sessions (no raw)" "$(secs "$(printf '%s\n' "${o[@]}" | median)") s" "-" "-"
+  for i in $(seq 50); do "$bin" discard -q --purge -s "ov$i" >/dev/null 2>&1 || true; done
+  git worktree prune
+}
+
 # dirty TREE: ten tracked files changed and a build output written, as a session leaves it.
 dirty() {
   [ -d "$1" ] || return 0
@@ -178,10 +253,11 @@ for size in $sizes; do
   generate "$src" "$size"
   cd "$src"
   largest=$size
-  if [ "$only" = pool ]; then
-    pool_cases "$size"
-    continue
-  fi
+  case "$only" in
+    pool) pool_cases "$size"; continue ;;
+    rebase) rebase_case "$size"; continue ;;
+    overlaps) overlaps_case "$size"; continue ;;
+  esac
   if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
     echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
     sandbox=(--no-sandbox)
@@ -237,11 +313,14 @@ for size in $sizes; do
     "$snap"' && git diff --binary "$base" "$tree" > "$patch" && git apply --check "$patch" && git apply "$patch" && sha256sum "$patch"' \
     "rm -f \"\$tmpidx\"; $reset_source"
   eval "$reset_source"
+  "$bin" discard -q --purge -s cap >/dev/null
   git worktree prune
   pool_cases "$size"
+  if runs_at "$size" 100000; then rebase_case "$size"; fi
+  if runs_at "$size" 10000; then overlaps_case "$size"; fi
 done
 
-if [ "$only" = pool ]; then
+if [ -n "$only" ]; then
   printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
   printf '%s\n' "${results[@]}"
   echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"

@@ -42,8 +42,13 @@ pub struct Pair {
     pub a: String,
     /// The other.
     pub b: String,
-    /// Whether their work merges.
+    /// Whether their work merges: `conflict` when landing them in either order conflicts.
     pub prediction: Prediction,
+    /// What `rebase` of `b` does once `a` has landed (its commits replayed one by one, then
+    /// its uncommitted work merged, as `rebase` does them).
+    pub b_after_a: Prediction,
+    /// What `rebase` of `a` does once `b` has landed.
+    pub a_after_b: Prediction,
     /// The paths both changed.
     pub shared_paths: Vec<String>,
     /// The paths where they conflict (empty when clean).
@@ -92,10 +97,13 @@ pub fn overlaps(ctx: &Context) -> Result<OverlapsOutcome> {
     predict(ctx, &located)
 }
 
-/// One session's work as a commit on its bound revision, with what it changed.
+/// One session's work as a commit on its bound revision, with what it changed, and what a
+/// rebase of it replays: its commits since its bound revision and the HEAD they end at.
 struct Work {
     changed: Changed,
     commit: String,
+    head: String,
+    chain: Vec<String>,
 }
 
 /// Plans only: snapshots (peeks) each live session, then merges every pair in objects.
@@ -159,6 +167,10 @@ fn work_of(
         .collect();
     let message = format!("a3s-iso: the work of session {}\n", record.session_id);
     let commit = view.commit_tree(&snap.tree, &record.bound_revision, None, message.as_bytes())?;
+    let head = isolation.head(&ctx.git)?;
+    let chain = view
+        .first_parent_chain(&record.bound_revision, &head)?
+        .unwrap_or_default();
     Ok(Some(Work {
         changed: Changed {
             session_id: record.session_id.clone(),
@@ -166,7 +178,58 @@ fn work_of(
             paths,
         },
         commit,
+        head,
+        chain,
     }))
+}
+
+/// The paths where rebasing `work` onto `onto` stops: its commits replayed one by one (one
+/// that brings nothing new dropped), then its uncommitted work merged on top, exactly as
+/// `rebase` merges them; empty when it goes through.
+fn rebase_conflicts(view: &ObjectView, onto: &str, work: &Work) -> Result<Vec<String>> {
+    let mut tip = onto.to_string();
+    for commit in &work.chain {
+        let info = view.commit_info(commit)?;
+        let Some(parent) = info.parents.first() else {
+            break;
+        };
+        let merged = view.merge(parent, &tip, commit)?;
+        if !merged.conflicts.is_empty() {
+            return Ok(shown(&merged));
+        }
+        if merged.tree != view.commit_info(&tip)?.tree {
+            tip = view.commit_tree(&merged.tree, &tip, Some(&info), b"")?;
+        }
+    }
+    Ok(shown(&view.merge(&work.head, &tip, &work.commit)?))
+}
+
+/// The conflicting paths as the user knows them: where git set a file aside beside a
+/// directory (`path~<commit>`, a commit that exists only in this prediction), the path itself.
+fn shown(merged: &crate::git::Merged) -> Vec<String> {
+    let mut paths: Vec<String> = Vec::new();
+    for path in merged.paths() {
+        let path = String::from_utf8_lossy(&path).into_owned();
+        let path = match path.rsplit_once('~') {
+            Some((name, id))
+                if matches!(id.len(), 40 | 64) && id.bytes().all(|b| b.is_ascii_hexdigit()) =>
+            {
+                name.to_string()
+            }
+            _ => path,
+        };
+        if !paths.contains(&path) {
+            paths.push(path);
+        }
+    }
+    paths
+}
+
+fn prediction_of(paths: &[String]) -> Prediction {
+    match paths.is_empty() {
+        true => Prediction::Clean,
+        false => Prediction::Conflict,
+    }
 }
 
 fn pair(view: &ObjectView, a: &Work, b: &Work) -> Result<Pair> {
@@ -178,24 +241,26 @@ fn pair(view: &ObjectView, a: &Work, b: &Work) -> Result<Pair> {
         .cloned()
         .collect();
     // Paths need not be shared to conflict (a file where the other puts a directory).
-    let (prediction, conflicting) = if a.changed.paths.is_empty() || b.changed.paths.is_empty() {
-        (Prediction::Clean, Vec::new())
+    let (b_after_a, a_after_b) = if a.changed.paths.is_empty() || b.changed.paths.is_empty() {
+        (Vec::new(), Vec::new())
+    } else if a.chain.is_empty() && b.chain.is_empty() {
+        // Uncommitted work only: one merge, the same either way round.
+        let paths = shown(&view.merge_commits(&a.commit, &b.commit)?);
+        (paths.clone(), paths)
     } else {
-        let merged = view.merge_commits(&a.commit, &b.commit)?;
-        let paths: Vec<String> = merged
-            .paths()
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
-        match paths.is_empty() {
-            true => (Prediction::Clean, paths),
-            false => (Prediction::Conflict, paths),
-        }
+        (
+            rebase_conflicts(view, &a.commit, b)?,
+            rebase_conflicts(view, &b.commit, a)?,
+        )
     };
+    let mut conflicting = b_after_a.clone();
+    conflicting.extend(a_after_b.iter().filter(|p| !b_after_a.contains(p)).cloned());
     Ok(Pair {
         a: a.changed.session_id.clone(),
         b: b.changed.session_id.clone(),
-        prediction,
+        prediction: prediction_of(&conflicting),
+        b_after_a: prediction_of(&b_after_a),
+        a_after_b: prediction_of(&a_after_b),
         shared_paths: shared,
         conflicting_paths: conflicting,
     })

@@ -5,6 +5,7 @@
 //! written whole, by rename.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 
 use super::record::{self, Applying, HeadPlan, IndexPlan, Then};
 use crate::error::{Error, IoContext, Result};
@@ -50,9 +51,16 @@ fn try_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str)
         .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
         .args(["--diff-filter=A", &now.tree, tree])
         .run()?;
-    let in_the_way: Vec<String> = crate::git::split_nul(&added)
-        .filter(|path| occupied(&isolation.tree, path))
-        .map(|path| String::from_utf8_lossy(path).into_owned())
+    // What is in the way: a file (or link) at an added path or at one of its leading
+    // directories that the snapshot does not hold; one it holds, git moves out of the way.
+    let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
+        .filter_map(|path| blocker(&isolation.tree, path).map(|at| (path, at)))
+        .collect();
+    let held = held_in(wt, &now.tree, blockers.iter().map(|(_, at)| at.as_slice()))?;
+    let in_the_way: Vec<String> = blockers
+        .iter()
+        .filter(|(_, at)| !held.contains(at))
+        .map(|(path, _)| String::from_utf8_lossy(path).into_owned())
         .collect();
     if !in_the_way.is_empty() {
         return Err(Error::InvalidInput {
@@ -71,21 +79,48 @@ fn try_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str)
         .map(drop)
 }
 
-/// Whether something that is not a directory is at `path`, or at one of its leading
-/// directories, in the tree at `top`.
-fn occupied(top: &std::path::Path, path: &[u8]) -> bool {
-    use std::os::unix::ffi::OsStrExt;
+/// The path of what is not a directory at `path`, or at one of its leading directories, in
+/// the tree at `top` (`None`: nothing is in the way).
+fn blocker(top: &std::path::Path, path: &[u8]) -> Option<Vec<u8>> {
     let mut at = top.to_path_buf();
     let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
     for (n, part) in parts.iter().enumerate() {
         at.push(std::ffi::OsStr::from_bytes(part));
         match fs::symlink_metadata(&at) {
-            Err(_) => return false,
-            Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => return true,
+            Err(_) => return None,
+            Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => {
+                return Some(parts[..=n].join(&b'/'));
+            }
             Ok(_) => {}
         }
     }
-    false
+    None
+}
+
+/// Which of `paths` the tree `tree` holds as a file or link.
+fn held_in<'a>(
+    wt: &HermeticGit,
+    tree: &str,
+    paths: impl Iterator<Item = &'a [u8]>,
+) -> Result<Vec<Vec<u8>>> {
+    let paths: Vec<&[u8]> = paths.collect();
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed = wt
+        .cmd()
+        .args([
+            "--literal-pathspecs",
+            "ls-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            tree,
+            "--",
+        ])
+        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+        .run()?;
+    Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
 /// The working tree from what it holds now to `tree`.

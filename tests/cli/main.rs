@@ -24,6 +24,7 @@ mod land;
 mod links;
 mod names;
 mod nested;
+mod overlaps_property;
 mod polish;
 mod pool;
 mod promote;
