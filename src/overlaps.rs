@@ -133,12 +133,7 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
             }),
         }
     }
-    let mut pairs = Vec::new();
-    for (i, a) in works.iter().enumerate() {
-        for b in &works[i + 1..] {
-            pairs.push(pair(&view, a, b)?);
-        }
-    }
+    let pairs = pairs(&view, &works)?;
     Ok(OverlapsOutcome {
         sessions: works.into_iter().map(|w| w.changed).collect(),
         pairs,
@@ -168,9 +163,12 @@ fn work_of(
     let message = format!("a3s-iso: the work of session {}\n", record.session_id);
     let commit = view.commit_tree(&snap.tree, &record.bound_revision, None, message.as_bytes())?;
     let head = isolation.head(&ctx.git)?;
-    let chain = view
-        .first_parent_chain(&record.bound_revision, &head)?
-        .unwrap_or_default();
+    let chain = match head == record.bound_revision {
+        true => Vec::new(),
+        false => view
+            .first_parent_chain(&record.bound_revision, &head)?
+            .unwrap_or_default(),
+    };
     Ok(Some(Work {
         changed: Changed {
             session_id: record.session_id.clone(),
@@ -232,7 +230,45 @@ fn prediction_of(paths: &[String]) -> Prediction {
     }
 }
 
-fn pair(view: &ObjectView, a: &Work, b: &Work) -> Result<Pair> {
+/// Every pair of sessions. Pairs of uncommitted work only are one merge each, the same either
+/// way round, all in one batch; a session with commits is replayed as `rebase` would.
+fn pairs(view: &ObjectView, works: &[Work]) -> Result<Vec<Pair>> {
+    let mut all: Vec<(&Work, &Work)> = Vec::new();
+    for (i, a) in works.iter().enumerate() {
+        all.extend(works[i + 1..].iter().map(|b| (a, b)));
+    }
+    let touches = |w: &Work| !w.changed.paths.is_empty();
+    let simple = |a: &Work, b: &Work| a.chain.is_empty() && b.chain.is_empty();
+    let batch: Vec<(String, String)> = all
+        .iter()
+        .filter(|(a, b)| touches(a) && touches(b) && simple(a, b))
+        .map(|(a, b)| (a.commit.clone(), b.commit.clone()))
+        .collect();
+    let mut merged = view.merge_pairs(&batch)?.into_iter();
+    let mut out = Vec::with_capacity(all.len());
+    for (a, b) in all {
+        let (b_after_a, a_after_b) = if !touches(a) || !touches(b) {
+            (Vec::new(), Vec::new())
+        } else if simple(a, b) {
+            let merged = merged
+                .next()
+                .ok_or_else(|| crate::error::Error::internal("a merge of the batch is missing"))?;
+            let paths = shown(&merged);
+            (paths.clone(), paths)
+        } else {
+            (
+                rebase_conflicts(view, &a.commit, b)?,
+                rebase_conflicts(view, &b.commit, a)?,
+            )
+        };
+        out.push(pair(a, b, b_after_a, a_after_b));
+    }
+    Ok(out)
+}
+
+/// One pair, from the paths where each landing order conflicts. Paths need not be shared to
+/// conflict (a file where the other puts a directory).
+fn pair(a: &Work, b: &Work, b_after_a: Vec<String>, a_after_b: Vec<String>) -> Pair {
     let shared: Vec<String> = a
         .changed
         .paths
@@ -240,22 +276,9 @@ fn pair(view: &ObjectView, a: &Work, b: &Work) -> Result<Pair> {
         .filter(|p| b.changed.paths.contains(p))
         .cloned()
         .collect();
-    // Paths need not be shared to conflict (a file where the other puts a directory).
-    let (b_after_a, a_after_b) = if a.changed.paths.is_empty() || b.changed.paths.is_empty() {
-        (Vec::new(), Vec::new())
-    } else if a.chain.is_empty() && b.chain.is_empty() {
-        // Uncommitted work only: one merge, the same either way round.
-        let paths = shown(&view.merge_commits(&a.commit, &b.commit)?);
-        (paths.clone(), paths)
-    } else {
-        (
-            rebase_conflicts(view, &a.commit, b)?,
-            rebase_conflicts(view, &b.commit, a)?,
-        )
-    };
     let mut conflicting = b_after_a.clone();
     conflicting.extend(a_after_b.iter().filter(|p| !b_after_a.contains(p)).cloned());
-    Ok(Pair {
+    Pair {
         a: a.changed.session_id.clone(),
         b: b.changed.session_id.clone(),
         prediction: prediction_of(&conflicting),
@@ -263,5 +286,5 @@ fn pair(view: &ObjectView, a: &Work, b: &Work) -> Result<Pair> {
         a_after_b: prediction_of(&a_after_b),
         shared_paths: shared,
         conflicting_paths: conflicting,
-    })
+    }
 }

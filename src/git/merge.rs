@@ -112,6 +112,50 @@ impl ObjectView {
         parse_merged(args, out)
     }
 
+    /// Merges each pair of commits at their own merge base, in one `merge-tree --stdin` when
+    /// this git has it (one process for all, instead of one each); only objects are written.
+    pub(crate) fn merge_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<Merged>> {
+        if pairs.len() > 1
+            && let Some(merged) = self.merge_batch(pairs)?
+        {
+            return Ok(merged);
+        }
+        pairs
+            .iter()
+            .map(|(ours, theirs)| self.merge_commits(ours, theirs))
+            .collect()
+    }
+
+    /// `merge-tree --stdin`: per pair, `<status>\0<tree>\0`, a conflict entry per record,
+    /// then an empty record. `None` when this git cannot batch (older than 2.42).
+    fn merge_batch(&self, pairs: &[(String, String)]) -> Result<Option<Vec<Merged>>> {
+        let input: String = pairs.iter().map(|(a, b)| format!("{a} {b}\n")).collect();
+        let args = ["merge-tree", "--stdin", "--write-tree", "--no-messages"];
+        let out = self.cmd().args(args).stdin(input.into_bytes()).output()?;
+        if out.exit_code != Some(0) {
+            return Ok(None);
+        }
+        let mut records = out.stdout.split(|b| *b == 0);
+        let mut merged = Vec::with_capacity(pairs.len());
+        let bad = || Error::internal("merge-tree --stdin printed what a3s-iso cannot read");
+        for _ in pairs {
+            let status = records.next().ok_or_else(bad)?;
+            let tree = records.next().ok_or_else(bad)?;
+            let mut conflicts = Vec::new();
+            for record in records.by_ref().take_while(|r| !r.is_empty()) {
+                conflicts.push(parse_entry(record)?);
+            }
+            if tree.is_empty() || !matches!(status, b"0" | b"1") {
+                return Err(bad());
+            }
+            merged.push(Merged {
+                tree: String::from_utf8_lossy(tree).into_owned(),
+                conflicts,
+            });
+        }
+        Ok(Some(merged))
+    }
+
     /// Reads a commit: its tree, parents, author, committer and message.
     pub(crate) fn commit_info(&self, commit: &str) -> Result<CommitInfo> {
         let raw = self.cmd().args(["cat-file", "commit", commit]).run()?;
