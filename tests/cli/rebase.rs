@@ -298,26 +298,34 @@ fn rounds() -> usize {
     std::env::var("A3S_ISO_REBASE_CRASH_ROUNDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(6)
+        .unwrap_or(50)
 }
 
 /// A rebase SIGKILLed with its process group at random points: the next command leaves the
 /// isolation in the pre-rebase state or the conflicted one, never anything else, and the
-/// checkout is untouched throughout. `A3S_ISO_REBASE_CRASH_ROUNDS` sets the number of kills
-/// (default 6), `A3S_ISO_CRASH_SEED` replays a run.
+/// checkout is untouched throughout; the abort of a conflicted one puts the isolation back
+/// byte for byte, ready for the next kill (a fresh fixture every ten).
+/// `A3S_ISO_REBASE_CRASH_ROUNDS` sets the number of kills (default 50), `A3S_ISO_CRASH_SEED`
+/// replays a run.
 #[test]
 fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
     let mut rng = crate::crash::Rng::seeded("rebase");
+    let mut fixture = None;
+    let mut seen = BTreeMap::<&str, usize>::new();
     for round in 0..rounds() {
-        let fx = Fixture::new();
-        three_sessions(&fx);
-        for n in 0..40 {
-            std::fs::write(fx.isolation("C").join(format!("many-{n}.txt")), "x\n").unwrap();
+        if round % 10 == 0 {
+            let fx = Fixture::new();
+            three_sessions(&fx);
+            for n in 0..40 {
+                std::fs::write(fx.isolation("C").join(format!("many-{n}.txt")), "x\n").unwrap();
+            }
+            let pre = isolation_state(&fx, "C");
+            let checkout = checkout_listing(&fx.src);
+            fixture = Some((fx, pre, checkout));
         }
-        let pre = isolation_state(&fx, "C");
-        let checkout = checkout_listing(&fx.src);
+        let (fx, pre, checkout) = fixture.as_ref().unwrap();
         let delay = Duration::from_millis(rng.below(400));
-        crate::crash::kill_after(&fx, &["rebase", "-s", "C"], delay);
+        crate::crash::kill_after(fx, &["rebase", "-s", "C"], delay);
         let (_, list) = fx.json(&["list"]);
         let c = list["sessions"]
             .as_array()
@@ -326,8 +334,9 @@ fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
             .find(|s| s["session_id"] == "C")
             .unwrap()
             .clone();
-        assert_eq!(checkout_listing(&fx.src), checkout, "round {round}");
+        assert_eq!(&checkout_listing(&fx.src), checkout, "round {round}");
         if c["state"] == "conflicted" {
+            *seen.entry("conflicted").or_default() += 1;
             assert!(
                 read(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
                 "round {round}"
@@ -341,10 +350,78 @@ fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
                 aborted.1
             );
         } else {
+            *seen.entry("pre-rebase").or_default() += 1;
             assert_eq!(c["state"], "bound", "round {round}: {c}");
         }
-        assert_eq!(isolation_state(&fx, "C"), pre, "round {round} ({delay:?})");
+        assert_eq!(&isolation_state(fx, "C"), pre, "round {round} ({delay:?})");
     }
+    eprintln!("rebase kills: {seen:?}");
+}
+
+/// `promote --rebase` of a session after HEAD moved, SIGKILLed with its process group at random
+/// points: the next command shows the session before its rebase, rebased and not promoted, or
+/// promoted — never a checkout with part of it — and promoting again lands it exactly once.
+/// Each round binds a new session in the same source. `A3S_ISO_REBASE_CRASH_ROUNDS` sets the
+/// number of kills (default 50).
+#[test]
+fn a_killed_promote_rebase_lands_once_on_the_next_try() {
+    let mut rng = crate::crash::Rng::seeded("promote-rebase");
+    let fx = Fixture::new();
+    let mut seen = BTreeMap::<&str, usize>::new();
+    for round in 0..rounds() {
+        let id = format!("p{round}");
+        fx.bind(&id);
+        let iso = fx.isolation(&id);
+        for n in 0..20 {
+            std::fs::write(iso.join(format!("{id}-{n}.txt")), format!("{round}\n")).unwrap();
+        }
+        fx.write("moving.txt", &format!("the user's {round}\n"));
+        let head = fx.commit_all(&format!("the user moves on {round}"));
+        let before = checkout_listing(&fx.src);
+        let delay = Duration::from_millis(rng.below(500));
+        crate::crash::kill_after(&fx, &["promote", "-s", &id, "--rebase"], delay);
+        let (code, list) = fx.json(&["list"]);
+        assert_eq!(code, 0, "round {round}: {list}");
+        let landed: Vec<bool> = (0..20)
+            .map(|n| fx.src.join(format!("{id}-{n}.txt")).exists())
+            .collect();
+        assert_eq!(
+            fx.git(&fx.src, &["rev-parse", "HEAD"]),
+            head,
+            "round {round}"
+        );
+        if landed.iter().all(|l| *l) {
+            *seen.entry("promoted").or_default() += 1;
+        } else {
+            assert!(landed.iter().all(|l| !l), "round {round}: a part landed");
+            assert_eq!(checkout_listing(&fx.src), before, "round {round}");
+            let bound = fx.json(&["show", "-s", &id]).1["bound_revision"].clone();
+            *seen
+                .entry(if bound == head.as_str() {
+                    "rebased"
+                } else {
+                    "pre-rebase"
+                })
+                .or_default() += 1;
+        }
+        let again = fx.json(&["promote", "-s", &id, "--rebase"]);
+        assert!(
+            matches!(outcome(&again), (0, "applied" | "idempotent")),
+            "round {round}: {}",
+            again.1
+        );
+        for n in 0..20 {
+            assert_eq!(
+                read(&fx.src, &format!("{id}-{n}.txt")),
+                format!("{round}\n")
+            );
+        }
+        let status = fx.git(&fx.src, &["status", "--porcelain"]);
+        assert_eq!(status.lines().count(), 20, "round {round}: {status}");
+        fx.commit_all(&format!("take {id}"));
+        fx.json(&["discard", "-s", &id]);
+    }
+    eprintln!("promote --rebase kills: {seen:?}");
 }
 
 /// Commits as the agent makes them in its isolation.
