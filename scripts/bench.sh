@@ -4,7 +4,7 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only pool|rebase|overlaps]
+#                    [--only pool|rebase|overlaps|land]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
@@ -16,6 +16,7 @@
 #   --only pool   only the pool's cases (warm bind, recycling discard, --copy-ignored)
 #   --only rebase   only rebase of ten changed files against git cherry-pick (100,000 files)
 #   --only overlaps only overlaps --json over 50 sessions (10,000 files; no raw side)
+#   --only land     only land of ten sessions against rebase + promote of each (10,000 files)
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -33,7 +34,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; sizes_given=1; shift ;;
     --cache-mib) cache_mib="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -41,8 +42,8 @@ done
 case "$only" in
   ""|pool) ;;
   rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
-  overlaps) [ -n "$sizes_given" ] || sizes=10000 ;;
-  *) echo "unknown case for --only: $only (pool, rebase or overlaps)" >&2; exit 2 ;;
+  overlaps|land) [ -n "$sizes_given" ] || sizes=10000 ;;
+  *) echo "unknown case for --only: $only (pool, rebase, overlaps or land)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -238,6 +239,51 @@ sys.exit(len(d["sessions"]) != 50 or len(d["pairs"]) != 1225)' || { echo "overla
   git worktree prune
 }
 
+# land: ten sessions, each with two files of its own changed, bound before the source's HEAD
+# moved by one unrelated commit, so each is rebased; `land` of all ten (squash: one commit each)
+# against `a3s-iso rebase` + `a3s-iso promote --mode branch` of each in turn. Every run (either
+# side) gets ten fresh sessions from the same HEAD (untimed), and the last run's are discarded.
+land_case() {
+  local size=$1
+  echo "land…" >&2
+  ld_base=$(git rev-parse HEAD)
+  ld_files=($(git ls-files | awk 'NR % 11 == 3' | head -20))
+  ld_n=0; ld_ids=(); ld_args=()
+  ld_prep='land_prep'
+  measure "$size" "land of 10 sessions vs rebase+promote" \
+    '"$bin" land -q "${ld_args[@]}"' \
+    'for id in "${ld_ids[@]}"; do "$bin" rebase -q -s "$id" && "$bin" promote -q -s "$id" --mode branch || exit 1; done' \
+    "$ld_prep"
+  [ "$(git rev-list --count "$ld_base..HEAD")" -eq 11 ] || { echo "land case: not ten landings" >&2; exit 1; }
+  land_discard
+  git reset -q --hard "$ld_base"
+}
+
+# Ten fresh sessions from the base, the source's HEAD moved past them; the previous ten gone.
+land_prep() {
+  land_discard
+  git reset -q --hard "$ld_base"
+  ld_n=$((ld_n + 1)); ld_ids=(); ld_args=()
+  local i f
+  for i in $(seq 10); do
+    local id="ld$ld_n-$i"
+    "$bin" bind -q -s "$id" --owner none >/dev/null
+    for f in "${ld_files[$((2 * i - 2))]}" "${ld_files[$((2 * i - 1))]}"; do
+      echo "changed by $id" >> "$work/r$size/.src.a3s-isolate-$id/$f"
+    done
+    ld_ids+=("$id"); ld_args+=(-s "$id")
+  done
+  echo "unrelated $ld_n" > unrelated-by-the-user.txt
+  git add unrelated-by-the-user.txt && git commit -q -m "the user moves on"
+  sync
+}
+
+land_discard() {
+  local id
+  for id in "${ld_ids[@]}"; do "$bin" discard -q --purge -s "$id" >/dev/null 2>&1 || true; done
+  ld_ids=()
+}
+
 # dirty TREE: ten tracked files changed and a build output written, as a session leaves it.
 dirty() {
   [ -d "$1" ] || return 0
@@ -257,6 +303,7 @@ for size in $sizes; do
     pool) pool_cases "$size"; continue ;;
     rebase) rebase_case "$size"; continue ;;
     overlaps) overlaps_case "$size"; continue ;;
+    land) land_case "$size"; continue ;;
   esac
   if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
     echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
@@ -317,7 +364,7 @@ for size in $sizes; do
   git worktree prune
   pool_cases "$size"
   if runs_at "$size" 100000; then rebase_case "$size"; fi
-  if runs_at "$size" 10000; then overlaps_case "$size"; fi
+  if runs_at "$size" 10000; then overlaps_case "$size"; land_case "$size"; fi
 done
 
 if [ -n "$only" ]; then

@@ -163,12 +163,9 @@ fn work_of(
     let message = format!("a3s-iso: the work of session {}\n", record.session_id);
     let commit = view.commit_tree(&snap.tree, &record.bound_revision, None, message.as_bytes())?;
     let head = isolation.head(&ctx.git)?;
-    let chain = match head == record.bound_revision {
-        true => Vec::new(),
-        false => view
-            .first_parent_chain(&record.bound_revision, &head)?
-            .unwrap_or_default(),
-    };
+    let chain = view
+        .first_parent_chain(&record.bound_revision, &head)?
+        .unwrap_or_default();
     Ok(Some(Work {
         changed: Changed {
             session_id: record.session_id.clone(),

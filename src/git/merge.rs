@@ -222,6 +222,9 @@ impl ObjectView {
     /// The commits from `from` (excluded) to `to` along first parents, oldest first;
     /// `None` when `from` is not an ancestor of `to`.
     pub(crate) fn first_parent_chain(&self, from: &str, to: &str) -> Result<Option<Vec<String>>> {
+        if from == to {
+            return Ok(Some(Vec::new()));
+        }
         let ancestor = self
             .cmd()
             .args(["merge-base", "--is-ancestor", from, to])

@@ -15,22 +15,44 @@ use crate::isolation::{Isolation, writable_isolation};
 use crate::snapshot::{self, Seed, TempFile};
 use crate::state::{Rebased, Store};
 
+/// How an intent is carried out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start<'a> {
+    /// A new one, tried first (`read-tree --dry-run`): what git would refuse (an ignored file
+    /// where the target puts a tracked one) fails before anything is recorded or written. With
+    /// the tree of a snapshot this command took under the lock and the session's lease (the
+    /// files unchanged since), no snapshot is taken again.
+    Fresh(Option<&'a str>),
+    /// One a crash left: the files are snapshotted as they are now.
+    Recovery,
+}
+
 /// Makes the isolation hold what `intent` names, then does what follows and drops the intent.
-/// A fresh intent is first tried (`read-tree --dry-run`): what git would refuse (an ignored
-/// file where the target puts a tracked one) fails before anything is recorded or written.
-pub(crate) fn carry_out(git: &Git, store: &Store, intent: &Applying, fresh: bool) -> Result<()> {
+pub(crate) fn carry_out(
+    git: &Git,
+    store: &Store,
+    intent: &Applying,
+    start: Start<'_>,
+) -> Result<()> {
     let session = store
         .load_session(&intent.session_id)?
         .ok_or_else(|| Error::internal("a rebase intent without its session"))?;
     let isolation = writable_isolation(&session)?;
     let scratch = store.scratch_dir();
     let wt = isolation.git(git, &scratch)?;
-    if fresh {
-        try_files(&wt, store, &isolation, &intent.tree)?;
+    let seed = store.seed_index(&isolation.admin)?;
+    let now = match start {
+        Start::Fresh(Some(tree)) => tree.to_string(),
+        Start::Fresh(None) | Start::Recovery => {
+            snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree
+        }
+    };
+    if let Start::Fresh(_) = start {
+        try_files(&wt, store, &isolation, &now, &intent.tree)?;
         record::save_intent(store, intent)?;
     }
     crate::fault_point!("rebase-after-intent");
-    write_files(&wt, store, &isolation, &intent.tree)?;
+    write_files(&wt, store, &isolation, &now, &intent.tree)?;
     crate::fault_point!("rebase-after-files");
     write_index(&wt, store, &isolation, &intent.session_id, &intent.index)?;
     write_head(store, &isolation, &intent.session_id, &intent.head)?;
@@ -39,24 +61,29 @@ pub(crate) fn carry_out(git: &Git, store: &Store, intent: &Applying, fresh: bool
     record::remove_intent(store, &intent.session_id)
 }
 
-/// Whether git would move the working tree from what it holds now to `tree`.
-fn try_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str) -> Result<()> {
+/// Whether git would move the working tree from what it holds now (`now`) to `tree`.
+fn try_files(
+    wt: &HermeticGit,
+    store: &Store,
+    isolation: &Isolation,
+    now: &str,
+    tree: &str,
+) -> Result<()> {
     let scratch = store.scratch_dir();
     let seed = store.seed_index(&isolation.admin)?;
-    let now = snapshot::snapshot(wt, Seed::Own(&seed), &scratch)?;
     // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
     // snapshot that `--abort` restores has no copy of it.
     let added = wt
         .cmd()
         .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
-        .args(["--diff-filter=A", &now.tree, tree])
+        .args(["--diff-filter=A", now, tree])
         .run()?;
     // What is in the way: a file (or link) at an added path or at one of its leading
     // directories that the snapshot does not hold; one it holds, git moves out of the way.
     let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
         .filter_map(|path| blocker(&isolation.tree, path).map(|at| (path, at)))
         .collect();
-    let held = held_in(wt, &now.tree, blockers.iter().map(|(_, at)| at.as_slice()))?;
+    let held = held_in(wt, now, blockers.iter().map(|(_, at)| at.as_slice()))?;
     let in_the_way: Vec<String> = blockers
         .iter()
         .filter(|(_, at)| !held.contains(at))
@@ -74,7 +101,7 @@ fn try_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str)
     snapshot::copy_index(&seed, index.path())?;
     wt.cmd()
         .env("GIT_INDEX_FILE", index.path())
-        .args(["read-tree", "--dry-run", "-m", "-u", &now.tree, tree])
+        .args(["read-tree", "--dry-run", "-m", "-u", now, tree])
         .run()
         .map(drop)
 }
@@ -123,19 +150,25 @@ fn held_in<'a>(
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
-/// The working tree from what it holds now to `tree`.
-fn write_files(wt: &HermeticGit, store: &Store, isolation: &Isolation, tree: &str) -> Result<()> {
+/// The working tree from what it holds now (`now`, which a3s-iso's own index describes) to
+/// `tree`.
+fn write_files(
+    wt: &HermeticGit,
+    store: &Store,
+    isolation: &Isolation,
+    now: &str,
+    tree: &str,
+) -> Result<()> {
     let scratch = store.scratch_dir();
     let seed = store.seed_index(&isolation.admin)?;
-    let now = snapshot::snapshot(wt, Seed::Own(&seed), &scratch)?;
-    if now.tree == tree {
+    if now == tree {
         return Ok(());
     }
     let index = TempFile::new(&scratch, "index")?;
     snapshot::copy_index(&seed, index.path())?;
     wt.cmd()
         .env("GIT_INDEX_FILE", index.path())
-        .args(["read-tree", "-m", "-u", &now.tree, tree])
+        .args(["read-tree", "-m", "-u", now, tree])
         .run()?;
     // The next snapshot starts from the index that describes the files just written.
     fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))
@@ -264,7 +297,7 @@ pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
                     intent.session_id
                 );
             }
-            match carry_out(git, store, &intent, false) {
+            match carry_out(git, store, &intent, Start::Recovery) {
                 Ok(()) => format!(
                     "an interrupted rebase of session {} was {what}",
                     intent.session_id

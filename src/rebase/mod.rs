@@ -187,6 +187,9 @@ struct Work<'a> {
     session: &'a SessionRecord,
     isolation: Isolation,
     view: ObjectView,
+    /// The tree of the snapshot this command took of the isolation (whose files stay as they
+    /// are under the lock and the session's lease until the intent is carried out).
+    now: std::cell::RefCell<Option<String>>,
 }
 
 impl<'a> Work<'a> {
@@ -204,6 +207,7 @@ impl<'a> Work<'a> {
             session,
             isolation,
             view,
+            now: std::cell::RefCell::new(None),
         })
     }
 
@@ -277,6 +281,7 @@ impl<'a> Work<'a> {
         let store = &self.located.store;
         let id = &self.session.session_id;
         let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
+        *self.now.borrow_mut() = Some(snapshot.tree.clone());
         let admin_index = self.isolation.admin.join("index");
         let saved_index = record::saved_index(store, id);
         let index_tree = if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
@@ -457,8 +462,11 @@ impl<'a> Work<'a> {
         Ok(out)
     }
 
+    /// Carries out a fresh intent, from the snapshot this command took (none for an abort).
     fn carry_out(&self, intent: Applying) -> Result<()> {
-        apply::carry_out(&self.ctx.git, &self.located.store, &intent, true)
+        let now = self.now.borrow().clone();
+        let start = apply::Start::Fresh(now.as_deref());
+        apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
     }
 
     /// `--continue`: the conflicts must be resolved (no stages, no markers); a conflicted
@@ -466,6 +474,7 @@ impl<'a> Work<'a> {
     fn resume(&self, mut state: RebaseState) -> Result<RebaseOutcome> {
         self.check_resolved(&state)?;
         let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
+        *self.now.borrow_mut() = Some(snapshot.tree.clone());
         match state.conflict_commit.take() {
             Some(commit) => {
                 let info = self.view.commit_info(&commit)?;
