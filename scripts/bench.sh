@@ -192,12 +192,12 @@ rebase_case() {
   "$bin" bind -q -s rb --owner none >/dev/null
   rb_iso="$work/r$size/.src.a3s-isolate-rb"
   git worktree add -q --detach "$rb_raw" "$rb_old"
-  for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do
+  for f in $(git ls-files | awk 'NR % 97 == 1 && n++ < 10'); do
     echo "changed" >> "$rb_iso/$f"; echo "changed" >> "$rb_raw/$f"
   done
   git -C "$rb_raw" commit -q -am "ten files changed"
   rb_change=$(git -C "$rb_raw" rev-parse HEAD)
-  echo "unrelated" >> "$(git ls-files | awk 'NR % 97 == 50' | head -1)"
+  echo "unrelated" >> "$(git ls-files | awk 'NR % 97 == 50 && n++ < 1')"
   git commit -q -am "an unrelated commit"
   rb_new=$(git rev-parse HEAD)
   measure "$size" "rebase (10 files) vs cherry-pick" \
@@ -220,7 +220,7 @@ rebase_case() {
 overlaps_case() {
   local size=$1 i f
   echo "binding 50 sessions for overlaps…" >&2
-  local files=($(git ls-files | awk 'NR % 13 == 1' | head -60))
+  local files=($(git ls-files | awk 'NR % 13 == 1 && n++ < 60'))
   for i in $(seq 50); do
     "$bin" bind -q -s "ov$i" --owner none >/dev/null
     for f in "${files[$((i + 9))]}" "${files[$((i % 10))]}"; do
@@ -247,7 +247,7 @@ land_case() {
   local size=$1
   echo "land…" >&2
   ld_base=$(git rev-parse HEAD)
-  ld_files=($(git ls-files | awk 'NR % 11 == 3' | head -20))
+  ld_files=($(git ls-files | awk 'NR % 11 == 3 && n++ < 20'))
   ld_n=0; ld_ids=(); ld_args=()
   ld_prep='land_prep'
   measure "$size" "land of 10 sessions vs rebase+promote" \
@@ -287,7 +287,7 @@ land_discard() {
 # dirty TREE: ten tracked files changed and a build output written, as a session leaves it.
 dirty() {
   [ -d "$1" ] || return 0
-  for f in $(git -C "$1" ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$1/$f"; done
+  for f in $(git -C "$1" ls-files | awk 'NR % 97 == 1 && n++ < 10'); do echo "changed" >> "$1/$f"; done
   mkdir -p "$1/target" && echo out > "$1/target/out"
 }
 
@@ -338,7 +338,7 @@ for size in $sizes; do
   iso="$work/r$size/.src.a3s-isolate-cap"
   admin=$(git -C "$iso" rev-parse --absolute-git-dir)
   base=$(git rev-parse 'HEAD^{tree}')
-  for f in $(git ls-files | awk 'NR % 97 == 1' | head -10); do echo "changed" >> "$iso/$f"; done
+  for f in $(git ls-files | awk 'NR % 97 == 1 && n++ < 10'); do echo "changed" >> "$iso/$f"; done
   tmpidx="$work/tmp-index"
   snap='cp "$admin/index" "$tmpidx" && tree=$(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && GIT_INDEX_FILE="$tmpidx" git write-tree)'
   measure "$size" "capture (10 files) vs seeded-index floor" \

@@ -120,8 +120,9 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
         .filter(|r| r.state == SessionState::Bound && !r.read_only)
         .collect();
     records.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-    for record in records {
-        match work_of(ctx, located, &view, &record) {
+    let read = read_all(ctx, located, &view, &records);
+    for (record, result) in records.iter().zip(read) {
+        match result {
             Ok(Some(work)) => works.push(work),
             Ok(None) => skipped.push(Skipped {
                 session_id: record.session_id.clone(),
@@ -139,6 +140,39 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
         pairs,
         skipped,
     })
+}
+
+/// Each session's work, read by a few threads at once: a snapshot costs a stat pass over the
+/// isolation and a handful of git processes, which overlap well; results in `records`' order.
+fn read_all(
+    ctx: &Context,
+    located: &Located,
+    view: &ObjectView,
+    records: &[SessionRecord],
+) -> Vec<Result<Option<Work>>> {
+    let workers = std::thread::available_parallelism()
+        .map_or(2, |n| n.get())
+        .clamp(1, 4)
+        .min(records.len().max(1));
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::Mutex::new(Vec::with_capacity(records.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(record) = records.get(i) else { break };
+                    let result = work_of(ctx, located, view, record);
+                    if let Ok(mut done) = done.lock() {
+                        done.push((i, result));
+                    }
+                }
+            });
+        }
+    });
+    let mut done = done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, result)| result).collect()
 }
 
 /// A session's snapshot as a commit on its bound revision; `None` for a conflicted session
