@@ -18,8 +18,8 @@ use crate::state::{Rebased, Store};
 /// How an intent is carried out.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Start<'a> {
-    /// A new one, tried first (`read-tree --dry-run`): what git would refuse (an ignored file
-    /// where the target puts a tracked one) fails before anything is recorded or written. With
+    /// A new one, checked first: an ignored file where the target puts a tracked one (which
+    /// git would write over) fails before anything is recorded or written. With
     /// the tree of a snapshot this command took under the lock and the session's lease (the
     /// files unchanged since), no snapshot is taken again.
     Fresh(Option<&'a str>),
@@ -48,11 +48,21 @@ pub(crate) fn carry_out(
         }
     };
     if let Start::Fresh(_) = start {
-        try_files(&wt, store, &isolation, &now, &intent.tree)?;
+        try_files(&wt, &isolation, &now, &intent.tree)?;
         record::save_intent(store, intent)?;
     }
     crate::fault_point!("rebase-after-intent");
-    write_files(&wt, store, &isolation, &now, &intent.tree)?;
+    if let Err(err) = write_files(&wt, store, &isolation, &now, &intent.tree) {
+        // git refuses before it writes anything (a file changed since the snapshot): then
+        // the isolation is as it was and the intent goes; after a partial write it stays
+        // for recovery to finish.
+        if let Start::Fresh(_) = start
+            && snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree == now
+        {
+            record::remove_intent(store, &intent.session_id)?;
+        }
+        return Err(err);
+    }
     crate::fault_point!("rebase-after-files");
     write_index(&wt, store, &isolation, &intent.session_id, &intent.index)?;
     write_head(store, &isolation, &intent.session_id, &intent.head)?;
@@ -61,16 +71,9 @@ pub(crate) fn carry_out(
     record::remove_intent(store, &intent.session_id)
 }
 
-/// Whether git would move the working tree from what it holds now (`now`) to `tree`.
-fn try_files(
-    wt: &HermeticGit,
-    store: &Store,
-    isolation: &Isolation,
-    now: &str,
-    tree: &str,
-) -> Result<()> {
-    let scratch = store.scratch_dir();
-    let seed = store.seed_index(&isolation.admin)?;
+/// Refuses a move from what the working tree holds now (`now`) to `tree` that would write
+/// over a file a3s-iso has no copy of.
+fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> Result<()> {
     // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
     // snapshot that `--abort` restores has no copy of it.
     let added = wt
@@ -97,13 +100,7 @@ fn try_files(
             ),
         });
     }
-    let index = TempFile::new(&scratch, "index")?;
-    snapshot::copy_index(&seed, index.path())?;
-    wt.cmd()
-        .env("GIT_INDEX_FILE", index.path())
-        .args(["read-tree", "--dry-run", "-m", "-u", now, tree])
-        .run()
-        .map(drop)
+    Ok(())
 }
 
 /// The path of what is not a directory at `path`, or at one of its leading directories, in
