@@ -19,7 +19,6 @@ use crate::context::{Context, Located};
 use crate::error::{Error, Result};
 use crate::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
-use crate::state::{SessionRecord, SessionState};
 
 /// The schema of the recorded queue (`land.json`).
 pub const QUEUE_SCHEMA: &str = "a3s-iso.land_queue.v1";
@@ -256,13 +255,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             ids
         }
         true => {
-            let mut live: Vec<SessionRecord> = located
-                .store
-                .sessions()?
-                .into_iter()
-                .flatten()
-                .filter(|r| r.state == SessionState::Bound && !r.read_only)
-                .collect();
+            let mut live = located.store.live_sessions()?;
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });

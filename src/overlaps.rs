@@ -12,7 +12,7 @@ use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::git::ObjectView;
 use crate::isolation::writable_isolation;
-use crate::state::{SessionRecord, SessionState};
+use crate::state::SessionRecord;
 
 /// A live session and what it changed since its base.
 #[derive(Debug, Clone, Serialize)]
@@ -112,13 +112,7 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
     let view = ObjectView::new(&ctx.git, &located.repo.common_dir, &[], &scratch)?;
     let mut works: Vec<Work> = Vec::new();
     let mut skipped = Vec::new();
-    let mut records: Vec<SessionRecord> = located
-        .store
-        .sessions()?
-        .into_iter()
-        .flatten()
-        .filter(|r| r.state == SessionState::Bound && !r.read_only)
-        .collect();
+    let mut records = located.store.live_sessions()?;
     records.sort_by(|a, b| a.session_id.cmp(&b.session_id));
     let read = read_all(ctx, located, &view, &records);
     for (record, result) in records.iter().zip(read) {

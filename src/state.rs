@@ -467,6 +467,17 @@ impl Store {
         Ok(out)
     }
 
+    /// The sessions that have an isolation to work in (bound, not read-only); unreadable
+    /// records are left out.
+    pub(crate) fn live_sessions(&self) -> Result<Vec<SessionRecord>> {
+        Ok(self
+            .sessions()?
+            .into_iter()
+            .flatten()
+            .filter(|r| r.state == SessionState::Bound && !r.read_only)
+            .collect())
+    }
+
     /// Where promoted change sets keep their artifacts (`artifacts/<digest hex>/`).
     pub(crate) fn artifacts_dir(&self) -> PathBuf {
         self.dir.join("artifacts")
