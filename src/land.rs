@@ -207,6 +207,12 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
             message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
         });
     }
+    if queue.mode != LandMode::Patch && ctx.git.current_branch(&located.repo.toplevel)?.is_none() {
+        // Checked before any session is rebased or anything recorded.
+        return Err(Error::DetachedSource {
+            source_path: located.repo.toplevel.clone(),
+        });
+    }
     let mut out = LandOutcome {
         mode: queue.mode,
         resumed,
@@ -309,12 +315,21 @@ fn steps(
         take_promote(landed, stopped);
         return Ok(());
     }
-    if let Some(test) = &queue.test
-        && !test_passes(ctx, located, queue, id, test, landed)?
-    {
-        landed.outcome = LandResult::TestFailed;
-        return Ok(());
+    if let Some(test) = &queue.test {
+        let tested_on = located.repo.head_commit(&ctx.git);
+        if !test_passes(ctx, located, queue, id, test, landed)? {
+            landed.outcome = LandResult::TestFailed;
+            return Ok(());
+        }
+        if located.repo.head_commit(&ctx.git) != tested_on {
+            landed.outcome = LandResult::Conflict;
+            landed.reason = Some(Reason::HeadMoved);
+            landed.warnings.push(MOVED_DURING_TEST.into());
+            return Ok(());
+        }
     }
+    // A run that holds the session's lease is still writing its work: none of it lands.
+    let _lease = located.store.lease_or_busy(id)?;
     let promoted = crate::promote::promote(
         ctx,
         &PromoteOptions {
@@ -334,6 +349,9 @@ fn steps(
     }
     Ok(())
 }
+
+/// Why a session whose test passed did not land.
+const MOVED_DURING_TEST: &str = "the source's HEAD moved while the session's test ran: it would land on a tree its test never saw; land it again to rebase and test it anew";
 
 /// The session's result from a promote's outcome.
 fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {

@@ -23,6 +23,30 @@ pub struct Changed {
     pub bound_revision: String,
     /// The paths that differ from its base tree now (tracked and untracked).
     pub paths: Vec<String>,
+    /// What `rebase` of it onto the source's HEAD does now: the commits made there since its
+    /// bound revision against its work.
+    pub with_head: Against,
+    /// Whether its work meets your uncommitted changes (tracked and untracked) in the source:
+    /// conflicts beyond those `with_head` already has.
+    pub with_your_changes: Against,
+}
+
+/// A session's work against something of yours.
+#[derive(Debug, Clone, Serialize)]
+pub struct Against {
+    /// `clean` or `conflict`.
+    pub prediction: Prediction,
+    /// Where they conflict (empty when clean).
+    pub conflicting_paths: Vec<String>,
+}
+
+impl Against {
+    fn of(paths: Vec<String>) -> Against {
+        Against {
+            prediction: prediction_of(&paths),
+            conflicting_paths: paths,
+        }
+    }
 }
 
 /// Whether two sessions' work merges.
@@ -129,11 +153,45 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
         }
     }
     let pairs = pairs(&view, &works)?;
+    against_the_source(ctx, located, &view, &mut works)?;
     Ok(OverlapsOutcome {
         sessions: works.into_iter().map(|w| w.changed).collect(),
         pairs,
         skipped,
     })
+}
+
+/// Each session against the source: rebased onto its HEAD, and merged with its uncommitted
+/// work (a snapshot that leaves the source's index alone) on top of that HEAD.
+fn against_the_source(
+    ctx: &Context,
+    located: &Located,
+    view: &ObjectView,
+    works: &mut [Work],
+) -> Result<()> {
+    let Some(head) = located.repo.head_commit(&ctx.git) else {
+        return Ok(());
+    };
+    let scratch = located.store.scratch_dir();
+    let wip = crate::wip::snapshot_source(&ctx.git, &located.repo.toplevel, &scratch)?;
+    let head_tree = view.commit_info(&head)?.tree;
+    let checkout = match wip.worktree_tree == head_tree {
+        true => None,
+        false => Some(view.commit_tree(&wip.worktree_tree, &head, None, b"your checkout\n")?),
+    };
+    for work in works.iter_mut() {
+        let with_head = rebase_conflicts(view, &head, work)?;
+        let with_yours = match &checkout {
+            Some(checkout) => rebase_conflicts(view, checkout, work)?
+                .into_iter()
+                .filter(|p| !with_head.contains(p))
+                .collect(),
+            None => Vec::new(),
+        };
+        work.changed.with_head = Against::of(with_head);
+        work.changed.with_your_changes = Against::of(with_yours);
+    }
+    Ok(())
 }
 
 /// Each session's work, read by a few threads at once: a snapshot costs a stat pass over the
@@ -201,6 +259,8 @@ fn work_of(
             session_id: record.session_id.clone(),
             bound_revision: record.bound_revision.clone(),
             paths,
+            with_head: Against::of(Vec::new()),
+            with_your_changes: Against::of(Vec::new()),
         },
         commit,
         head,
@@ -265,7 +325,12 @@ fn pairs(view: &ObjectView, works: &[Work]) -> Result<Vec<Pair>> {
         all.extend(works[i + 1..].iter().map(|b| (a, b)));
     }
     let touches = |w: &Work| !w.changed.paths.is_empty();
-    let simple = |a: &Work, b: &Work| a.chain.is_empty() && b.chain.is_empty();
+    // Uncommitted work only, from one revision: a merge, the same either way round.
+    let simple = |a: &Work, b: &Work| {
+        a.chain.is_empty()
+            && b.chain.is_empty()
+            && a.changed.bound_revision == b.changed.bound_revision
+    };
     let batch: Vec<(String, String)> = all
         .iter()
         .filter(|(a, b)| touches(a) && touches(b) && simple(a, b))
@@ -283,14 +348,26 @@ fn pairs(view: &ObjectView, works: &[Work]) -> Result<Vec<Pair>> {
             let paths = shown(&merged);
             (paths.clone(), paths)
         } else {
-            (
-                rebase_conflicts(view, &a.commit, b)?,
-                rebase_conflicts(view, &b.commit, a)?,
-            )
+            (after(view, a, b)?, after(view, b, a)?)
         };
         out.push(pair(a, b, b_after_a, a_after_b));
     }
     Ok(out)
+}
+
+/// Where rebasing `later` after `first` landed conflicts because of `first`: onto `first`'s
+/// work, less what rebasing it onto `first`'s bound revision alone meets (commits of yours
+/// between the two bound revisions, which are no session's doing).
+fn after(view: &ObjectView, first: &Work, later: &Work) -> Result<Vec<String>> {
+    let onto_work = rebase_conflicts(view, &first.commit, later)?;
+    if onto_work.is_empty() || first.changed.bound_revision == later.changed.bound_revision {
+        return Ok(onto_work);
+    }
+    let onto_base = rebase_conflicts(view, &first.changed.bound_revision, later)?;
+    Ok(onto_work
+        .into_iter()
+        .filter(|p| !onto_base.contains(p))
+        .collect())
 }
 
 /// One pair, from the paths where each landing order conflicts. Paths need not be shared to

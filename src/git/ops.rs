@@ -234,6 +234,13 @@ impl Git {
             .succeeds()
     }
 
+    /// The branch HEAD is on in the checkout at `dir` (`refs/heads/…`), `None` when detached.
+    pub(crate) fn current_branch(&self, dir: &Path) -> Result<Option<String>> {
+        let out = self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()?;
+        let branch = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !branch.is_empty()).then_some(branch))
+    }
+
     /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
     /// forwards or in reverse; `Err(stderr)` says why not.
     pub(crate) fn apply_check(

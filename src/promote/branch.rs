@@ -9,6 +9,7 @@
 //! rolled back by the next command, and the WIP never stays only in a stash.
 
 use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::artifacts::Artifacts;
@@ -131,6 +132,14 @@ fn replay_root(
     };
     match planned {
         Planned::Chain(chain) => {
+            let start = chain_start(candidate, session);
+            let in_the_way = your_files_in_the_way(&ctx.git, &session.source, start, &chain)?;
+            if !in_the_way.is_empty() {
+                out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
+                out.set_conflicting_paths(in_the_way);
+                artifacts.summarise(&out)?;
+                return Ok(out);
+            }
             let job = Job {
                 located,
                 candidate,
@@ -257,16 +266,11 @@ fn chain_start<'a>(candidate: &'a Candidate, session: &'a SessionRecord) -> &'a 
 
 /// The source's current branch and tip; a detached source has no branch to replay onto.
 fn target(git: &Git, source: &Path) -> Result<Target> {
-    let symbolic = git
-        .at(source)
-        .args(["symbolic-ref", "-q", "HEAD"])
-        .output()?;
-    let branch = String::from_utf8_lossy(&symbolic.stdout).trim().to_string();
-    if branch.is_empty() {
+    let Some(branch) = git.current_branch(source)? else {
         return Err(Error::DetachedSource {
             source_path: source.to_path_buf(),
         });
-    }
+    };
     Ok(Target {
         branch,
         old_tip: git.rev_parse_required(source, "HEAD")?,
@@ -405,6 +409,68 @@ fn plan_squash(
     Ok(Planned::Chain(vec![commit_of(
         git, source, target, &message, &tree, &parent,
     )?]))
+}
+
+/// Why a replay stops before it starts: work of the user's at paths it changes.
+const IN_THE_WAY: &str = "your uncommitted, untracked or ignored files are at paths the session's commits change; setting them aside and back would merge them (or lose an ignored one): nothing was done";
+
+/// The paths the chain changes (from where it starts to its end, and every path a commit of
+/// it adds on the way) where the checkout holds work of the user's: changed,
+/// staged, untracked or ignored. A replay would set that work aside and merge it back with
+/// conflict markers, or write over an ignored file, which no stash keeps.
+fn your_files_in_the_way(
+    git: &Git,
+    source: &Path,
+    start: &str,
+    chain: &[Pick],
+) -> Result<Vec<RepoPath>> {
+    let Some(last) = chain.last() else {
+        return Ok(Vec::new());
+    };
+    let changed = |from: &str, to: &str, filter: &str| -> Result<Vec<Vec<u8>>> {
+        let out = git
+            .at(source)
+            .args([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--no-renames",
+                filter,
+                from,
+                to,
+            ])
+            .run()?;
+        Ok(crate::git::split_nul(&out).map(<[u8]>::to_vec).collect())
+    };
+    let mut paths = changed(start, &last.commit, "--diff-filter=ACDMRTUXB")?;
+    let mut parent = start.to_string();
+    for pick in chain {
+        for added in changed(&parent, &pick.commit, "--diff-filter=A")? {
+            if !paths.contains(&added) {
+                paths.push(added);
+            }
+        }
+        parent = pick.commit.clone();
+    }
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let status = git
+        .at(source)
+        .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"])
+        .args([
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--no-renames",
+            "--",
+        ])
+        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+        .run()?;
+    Ok(crate::git::split_nul(&status)
+        .filter(|record| record.len() > 3)
+        .map(|record| RepoPath(record[3..].to_vec()))
+        .collect())
 }
 
 /// One commit of `tree` on `parent` with `message` (its first line is the subject).

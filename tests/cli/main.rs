@@ -2,6 +2,7 @@
 
 mod assets;
 mod attack;
+mod attack_land;
 mod bind;
 mod branch;
 mod breaking;

@@ -509,3 +509,61 @@ fn a_change_committed_then_undone_is_replayed_by_rebase() {
         serde_json::json!(["src/lib.txt"])
     );
 }
+
+/// Your own commit and your uncommitted work are yours, not a session's: A (bound before your
+/// commit) and B (bound after it) do not conflict with each other, A's `with_head` names the
+/// path your commit shares with it, and `with_your_changes` the path your uncommitted edit
+/// shares with B.
+#[test]
+fn your_commits_and_your_uncommitted_work_are_named_as_yours() {
+    let fx = Fixture::new();
+    fx.bind("A");
+    write_file(&fx.isolation("A"), "README.md", "A's README\n", false);
+    fx.write("README.md", "your README\n");
+    fx.commit_all("your commit");
+    fx.bind("B");
+    write_file(&fx.isolation("B"), "b.txt", "from B\n", false);
+    write_file(
+        &fx.isolation("B"),
+        "src/lib.txt",
+        "one\ntwo from B\n",
+        false,
+    );
+    fx.write("src/lib.txt", "one\ntwo, yours, uncommitted\n");
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = fx.json(&["overlaps"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        checkout_listing(&fx.src),
+        before,
+        "overlaps changed the checkout"
+    );
+    let pair = &doc["pairs"][0];
+    assert_eq!(
+        (&pair["prediction"], &pair["conflicting_paths"]),
+        (&Value::from("clean"), &serde_json::json!([])),
+        "{doc}"
+    );
+    let session = |id: &str| {
+        doc["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session_id"] == id)
+            .unwrap()
+            .clone()
+    };
+    let (a, b) = (session("A"), session("B"));
+    assert_eq!(
+        a["with_head"]["conflicting_paths"],
+        serde_json::json!(["README.md"]),
+        "{a}"
+    );
+    assert_eq!(a["with_your_changes"]["prediction"], "clean", "{a}");
+    assert_eq!(b["with_head"]["prediction"], "clean", "{b}");
+    assert_eq!(
+        b["with_your_changes"]["conflicting_paths"],
+        serde_json::json!(["src/lib.txt"]),
+        "{b}"
+    );
+}
