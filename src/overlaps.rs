@@ -179,19 +179,41 @@ fn against_the_source(
         true => None,
         false => Some(view.commit_tree(&wip.worktree_tree, &head, None, b"your checkout\n")?),
     };
-    for work in works.iter_mut() {
-        let with_head = rebase_conflicts(view, &head, work)?;
-        let with_yours = match &checkout {
-            Some(checkout) => rebase_conflicts(view, checkout, work)?
-                .into_iter()
-                .filter(|p| !with_head.contains(p))
-                .collect(),
-            None => Vec::new(),
-        };
+    let onto_head = rebase_all(view, &head, works)?;
+    let onto_checkout = match &checkout {
+        Some(checkout) => rebase_all(view, checkout, works)?,
+        None => vec![Vec::new(); works.len()],
+    };
+    for ((work, with_head), with_yours) in works.iter_mut().zip(onto_head).zip(onto_checkout) {
+        let with_yours = with_yours
+            .into_iter()
+            .filter(|p| !with_head.contains(p))
+            .collect();
         work.changed.with_head = Against::of(with_head);
         work.changed.with_your_changes = Against::of(with_yours);
     }
     Ok(())
+}
+
+/// [`rebase_conflicts`] of every work onto `onto`: the works without commits of their own in
+/// one batch of merges.
+fn rebase_all(view: &ObjectView, onto: &str, works: &[Work]) -> Result<Vec<Vec<String>>> {
+    let plain: Vec<(String, String, String)> = works
+        .iter()
+        .filter(|w| w.chain.is_empty())
+        .map(|w| (w.head.clone(), onto.to_string(), w.commit.clone()))
+        .collect();
+    let mut merged = view.merge_based(&plain)?.into_iter();
+    works
+        .iter()
+        .map(|work| match work.chain.is_empty() {
+            true => merged
+                .next()
+                .map(|m| shown(&m))
+                .ok_or_else(|| crate::error::Error::internal("a merge of the batch is missing")),
+            false => rebase_conflicts(view, onto, work),
+        })
+        .collect()
 }
 
 /// Each session's work, read by a few threads at once: a snapshot costs a stat pass over the

@@ -115,8 +115,9 @@ impl ObjectView {
     /// Merges each pair of commits at their own merge base, in one `merge-tree --stdin` when
     /// this git has it (one process for all, instead of one each); only objects are written.
     pub(crate) fn merge_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<Merged>> {
+        let lines: Vec<String> = pairs.iter().map(|(a, b)| format!("{a} {b}")).collect();
         if pairs.len() > 1
-            && let Some(merged) = self.merge_batch(pairs)?
+            && let Some(merged) = self.merge_batch(&lines)?
         {
             return Ok(merged);
         }
@@ -126,19 +127,38 @@ impl ObjectView {
             .collect()
     }
 
-    /// `merge-tree --stdin`: per pair, `<status>\0<tree>\0`, a conflict entry per record,
-    /// then an empty record. `None` when this git cannot batch (older than 2.42).
-    fn merge_batch(&self, pairs: &[(String, String)]) -> Result<Option<Vec<Merged>>> {
-        let input: String = pairs.iter().map(|(a, b)| format!("{a} {b}\n")).collect();
+    /// Merges each `(base, ours, theirs)` with that merge base, in one `merge-tree --stdin`
+    /// when this git takes a merge base there, else one process each.
+    pub(crate) fn merge_based(&self, merges: &[(String, String, String)]) -> Result<Vec<Merged>> {
+        let lines: Vec<String> = merges
+            .iter()
+            .map(|(base, ours, theirs)| format!("{base} -- {ours} {theirs}"))
+            .collect();
+        if merges.len() > 1
+            && let Some(merged) = self.merge_batch(&lines)?
+        {
+            return Ok(merged);
+        }
+        merges
+            .iter()
+            .map(|(base, ours, theirs)| self.merge(base, ours, theirs))
+            .collect()
+    }
+
+    /// `merge-tree --stdin`: per line, `<status>\0<tree>\0`, a conflict entry per record,
+    /// then an empty record. `None` when this git cannot batch these lines (`--stdin` came in
+    /// 2.42, a merge base on its lines later).
+    fn merge_batch(&self, lines: &[String]) -> Result<Option<Vec<Merged>>> {
+        let input: String = lines.iter().map(|line| format!("{line}\n")).collect();
         let args = ["merge-tree", "--stdin", "--write-tree", "--no-messages"];
         let out = self.cmd().args(args).stdin(input.into_bytes()).output()?;
         if out.exit_code != Some(0) {
             return Ok(None);
         }
         let mut records = out.stdout.split(|b| *b == 0);
-        let mut merged = Vec::with_capacity(pairs.len());
+        let mut merged = Vec::with_capacity(lines.len());
         let bad = || Error::internal("merge-tree --stdin printed what a3s-iso cannot read");
-        for _ in pairs {
+        for _ in lines {
             let status = records.next().ok_or_else(bad)?;
             let tree = records.next().ok_or_else(bad)?;
             let mut conflicts = Vec::new();
