@@ -319,11 +319,12 @@ fn plan(
                 });
             }
         };
-        let rebuilt = if filtered == original.tree && parent == original.first_parent {
-            original.commit.clone()
-        } else {
-            recommit(git, source, &target.ident, raw, &filtered, &parent)?
-        };
+        let rebuilt =
+            if filtered == original.tree && parent == original.first_parent && !original.merge {
+                original.commit.clone()
+            } else {
+                recommit(git, source, &target.ident, raw, &filtered, &parent)?
+            };
         chain.push(Pick {
             subject: original.subject.clone(),
             commit: rebuilt.clone(),
@@ -782,6 +783,9 @@ struct Original {
     commit: String,
     tree: String,
     first_parent: String,
+    /// It has more than one parent: replayed as one commit of its tree on the chain, as
+    /// `rebase` replays a merge (a cherry-pick of it would need a parent to diff against).
+    merge: bool,
     subject: String,
 }
 
@@ -811,6 +815,7 @@ fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Resu
                 commit: ids.next()?.to_string(),
                 tree: ids.next()?.to_string(),
                 first_parent: ids.next().unwrap_or_default().to_string(),
+                merge: ids.next().is_some(),
                 subject: subject.to_string(),
             })
         })

@@ -109,7 +109,15 @@ impl Candidate {
                 ),
             }
         })?;
-        let step = entry.step.filter(|s| s.nested.is_none());
+        if let Some(path) = entry.step.as_ref().and_then(|s| s.nested.as_ref()) {
+            return Err(crate::error::Error::InvalidInput {
+                message: format!(
+                    "{digest} is the change set of the nested repository {}: --reapply lands a root change set again, not a nested one",
+                    path.shown()
+                ),
+            });
+        }
+        let step = entry.step;
         let scratch = located.store.scratch_dir();
         let stored = located
             .store

@@ -470,3 +470,48 @@ fn sha256_carried_wip_with_an_untracked_file_in_branch_mode() {
     );
     assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
 }
+
+/// A merge commit the agent made in its isolation lands in branch mode as one commit of what
+/// it brought (as `rebase` replays it), on its first parent: nothing is left out, and nothing
+/// of the user's branch moves but the replayed chain.
+#[test]
+fn a_merge_commit_in_the_isolation_is_replayed_on_its_first_parent() {
+    let fx = Fixture::new();
+    fx.bind("m");
+    let iso = fx.isolation("m");
+    let git = |args: &[&str]| fx.git(&iso, args);
+    git(&["checkout", "-q", "-b", "side"]);
+    std::fs::write(iso.join("side.txt"), "from the side branch\n").unwrap();
+    git(&["add", "side.txt"]);
+    git(&["commit", "-q", "-m", "side work"]);
+    git(&["checkout", "-q", "--detach", "HEAD~1"]);
+    std::fs::write(iso.join("main.txt"), "on the main line\n").unwrap();
+    git(&["add", "main.txt"]);
+    git(&["commit", "-q", "-m", "main-line work"]);
+    git(&["merge", "-q", "--no-edit", "-m", "merge the side", "side"]);
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote_branch(&fx, "m");
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    let subjects = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--reverse",
+            "--format=%s",
+            &format!("{before}..HEAD"),
+        ],
+    );
+    assert_eq!(subjects, "main-line work\nmerge the side", "{doc}");
+    for (file, text) in [
+        ("side.txt", "from the side branch\n"),
+        ("main.txt", "on the main line\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(fx.src.join(file)).unwrap(), text);
+    }
+    assert_eq!(fx.git(&fx.src, &["rev-list", "--merges", "HEAD"]), "");
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+}

@@ -216,3 +216,38 @@ fn a_killed_reapply_is_finished_or_rolled_back() {
         assert_eq!(outcome(&plain), (0, "idempotent"), "{point}: {}", plain.1);
     }
 }
+
+/// A nested repository's change set is not a root change set: `--reapply --digest` of its
+/// journal key says so (and changes nothing), rather than claiming no trees are recorded.
+#[test]
+fn reapply_of_a_nested_change_set_says_what_it_is() {
+    let fx = crate::nested::with_submodule("n");
+    let sub = fx.isolation("n").join("vendor/lib");
+    std::fs::write(sub.join("lib.txt"), "library, changed\n").unwrap();
+    let applied = fx.json(&["promote", "-s", "n"]);
+    assert_eq!(applied.0, 0, "{}", applied.1);
+    let nested_key = applied.1["nested"][0]["journal_key"].clone();
+    assert!(nested_key.is_string(), "{}", applied.1);
+    let before = checkout_listing(&fx.src);
+    let refused = fx.json(&[
+        "promote",
+        "--reapply",
+        "--digest",
+        nested_key.as_str().unwrap(),
+    ]);
+    assert_eq!(
+        (refused.0, error_code(&refused.1)),
+        (5, "invalid_input"),
+        "{}",
+        refused.1
+    );
+    assert!(
+        refused.1["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nested repository vendor/lib"),
+        "{}",
+        refused.1
+    );
+    assert_eq!(checkout_listing(&fx.src), before);
+}
