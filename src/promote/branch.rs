@@ -573,8 +573,19 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         source,
         &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
     )?;
-    crate::refs::set_retained_branch(git, source, &ns, id, tip)?;
-    let mut report = BranchReport::new(&target.branch, Some(ns.retained_branch(id)));
+    // The branch that keeps the chain is a convenience: a branch of the user's in the way
+    // (one named `a3s-iso`) costs it, with a warning, not the landing.
+    let kept = match crate::refs::set_retained_branch(git, source, &ns, id, tip) {
+        Ok(()) => true,
+        Err(err) => {
+            out.warnings.push(format!(
+                "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
+                ns.retained_branch(id)
+            ));
+            false
+        }
+    };
+    let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
@@ -616,7 +627,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     }
     crate::fault_point!("promote-branch-after-restore");
     let step = job.step(tip, done.as_deref());
-    if failure.is_some() {
+    if failure.is_some() && kept {
         // The replay was undone: the branch a3s-iso made for it goes too (or back to where
         // an earlier step left it).
         crate::refs::reset_retained_branch(git, source, &ns, id, retained_before.as_deref())?;

@@ -315,3 +315,33 @@ fn land_killed_at_random_points_lands_each_session_exactly_once() {
     }
     eprintln!("land: {kills} kills over {round} queues");
 }
+
+/// A branch of the user's named `a3s-iso` leaves no room for `a3s-iso/<id>`, the branch that
+/// keeps a session's commits: the session lands all the same, with a warning, and nothing else
+/// of the user's changes.
+#[test]
+fn a_branch_of_yours_named_a3s_iso_costs_the_kept_branch_not_the_landing() {
+    let fx = Fixture::new();
+    fx.git(&fx.src, &["branch", "a3s-iso"]);
+    session_adding_its_file(&fx, "a");
+    let (code, doc) = fx.json(&["land", "-s", "a"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc), [("a".to_string(), "landed".to_string())]);
+    assert!(
+        doc["sessions"][0]["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("a3s-iso/a")),
+        "{doc}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("a.txt")).unwrap(),
+        "a\n"
+    );
+    assert_eq!(
+        fx.git(
+            &fx.src,
+            &["for-each-ref", "--format=%(refname)", "refs/heads/"]
+        ),
+        "refs/heads/a3s-iso\nrefs/heads/main"
+    );
+}
