@@ -573,18 +573,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         source,
         &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
     )?;
-    // The branch that keeps the chain is a convenience: a branch of the user's in the way
-    // (one named `a3s-iso`) costs it, with a warning, not the landing.
-    let kept = match crate::refs::set_retained_branch(git, source, &ns, id, tip) {
-        Ok(()) => true,
-        Err(err) => {
-            out.warnings.push(format!(
-                "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
-                ns.retained_branch(id)
-            ));
-            false
-        }
-    };
+    let kept = keep_chain(git, source, &ns, id, tip, out);
     let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
@@ -642,6 +631,28 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
     out.branch = Some(report);
     Ok(())
+}
+
+/// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
+/// of the user's in its way (one named `a3s-iso`) costs it, with a warning, not the landing.
+fn keep_chain(
+    git: &Git,
+    source: &Path,
+    ns: &crate::names::RefNames,
+    id: &str,
+    tip: &str,
+    out: &mut PromoteOutcome,
+) -> bool {
+    match crate::refs::set_retained_branch(git, source, ns, id, tip) {
+        Ok(()) => true,
+        Err(err) => {
+            out.warnings.push(format!(
+                "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
+                ns.retained_branch(id)
+            ));
+            false
+        }
+    }
 }
 
 /// The outcome of a replay: a conflict naming the commit, or the journal entry (with the step

@@ -11,20 +11,11 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::fixture::{Fixture, checkout_listing, error_code, require_tool};
+use crate::land::{outcomes, session_adding_its_file};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// Session `id` adds `<id>.txt` (uncommitted, in its isolation).
-fn session_adding_its_file(fx: &Fixture, id: &str) {
-    fx.bind(id);
-    std::fs::write(
-        fx.isolation(id).join(format!("{id}.txt")),
-        format!("{id}\n"),
-    )
-    .unwrap();
-}
 
 /// Session `id` makes two commits of its own (`<id>-1.txt`, `<id>-2.txt`) and leaves
 /// `<id>-wip.txt` uncommitted.
@@ -37,20 +28,6 @@ fn session_with_commits(fx: &Fixture, id: &str) {
         fx.git(&iso, &["commit", "-q", "-m", &format!("{id} commit {n}")]);
     }
     std::fs::write(iso.join(format!("{id}-wip.txt")), format!("{id} wip\n")).unwrap();
-}
-
-fn outcomes(doc: &Value) -> Vec<(String, String)> {
-    doc["sessions"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no sessions: {doc}"))
-        .iter()
-        .map(|s| {
-            (
-                s["session_id"].as_str().unwrap().to_string(),
-                s["outcome"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
 }
 
 fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {

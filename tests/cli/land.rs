@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::fixture::{Fixture, require_tool};
 
 /// Session `id` adds `<id>.txt`.
-fn session_adding_its_file(fx: &Fixture, id: &str) {
+pub(crate) fn session_adding_its_file(fx: &Fixture, id: &str) {
     fx.bind(id);
     std::fs::write(
         fx.isolation(id).join(format!("{id}.txt")),
@@ -30,7 +30,7 @@ fn subjects_since(fx: &Fixture, base: &str) -> Vec<String> {
     .collect()
 }
 
-fn outcomes(doc: &Value) -> Vec<(String, String)> {
+pub(crate) fn outcomes(doc: &Value) -> Vec<(String, String)> {
     doc["sessions"]
         .as_array()
         .unwrap()
