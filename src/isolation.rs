@@ -250,7 +250,14 @@ impl Isolation {
             (Err(_), Some(bound)) => bound.clone(),
             (Err(err), None) => return Err(err),
         };
-        HermeticGit::private(git, &self.tree, &self.common_dir, &head, scratch)
+        let moved = self
+            .bound_revision
+            .as_ref()
+            .is_some_and(|bound| *bound != head);
+        Ok(
+            HermeticGit::private(git, &self.tree, &self.common_dir, &head, scratch)?
+                .with_head_moved(moved),
+        )
     }
 
     /// The snapshot of the isolation as it is now (nested repositories left out).

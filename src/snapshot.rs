@@ -198,6 +198,9 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     }
     let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
     let nested = add_all(&on_index, &gitlinks)?;
+    if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
+        add_tracked_by_head(&on_index, wt.tree())?;
+    }
     if !gitlinks.is_empty() {
         on_index()
             .args(["update-index", "--add", "--remove", "--"])
@@ -218,6 +221,47 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         nested,
         gitlinks,
     })
+}
+
+/// Files the session's own commits track (HEAD has them) that a3s-iso's index does not, and
+/// that `add -A` therefore leaves out when an ignore rule matches them (the agent added them
+/// with force): each one on disk as a file or link, reached through real directories only,
+/// joins the snapshot.
+fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let missing = on_index()
+        .args([
+            "diff-index",
+            "--cached",
+            "-z",
+            "--name-only",
+            "--no-renames",
+        ])
+        .args(["--diff-filter=D", "HEAD", "--"])
+        .run()?;
+    let mut present: Vec<u8> = Vec::new();
+    for path in crate::git::split_nul(&missing) {
+        let mut at = tree.to_path_buf();
+        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let plain = parts.iter().enumerate().all(|(n, part)| {
+            at.push(std::ffi::OsStr::from_bytes(part));
+            fs::symlink_metadata(&at).is_ok_and(|m| match n + 1 == parts.len() {
+                true => m.is_file() || m.is_symlink(),
+                false => m.is_dir(),
+            })
+        });
+        if plain {
+            present.extend_from_slice(path);
+            present.push(0);
+        }
+    }
+    if !present.is_empty() {
+        on_index()
+            .args(["update-index", "--add", "-z", "--stdin"])
+            .stdin(present)
+            .run()?;
+    }
+    Ok(())
 }
 
 /// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the

@@ -70,9 +70,24 @@ pub(crate) struct HermeticGit {
     objects: Option<(PathBuf, PathBuf)>,
     /// The private git dir, when `git_dir` is one: removed with this value.
     _private: Option<PrivateDir>,
+    /// HEAD is not the revision the tree was bound at: commits made in it may track files
+    /// a3s-iso's own index of it does not (ones an ignore rule matches, added with force).
+    head_moved: bool,
 }
 
 impl HermeticGit {
+    /// Says that HEAD is not the revision the tree was bound at (snapshots then also take
+    /// what its commits track beyond a3s-iso's own index).
+    pub(crate) fn with_head_moved(mut self, moved: bool) -> HermeticGit {
+        self.head_moved = moved;
+        self
+    }
+
+    /// Whether HEAD is not the revision the tree was bound at.
+    pub(crate) fn head_moved(&self) -> bool {
+        self.head_moved
+    }
+
     /// A checkout through its own git dir: the user's source checkout, or an isolation that
     /// a3s-iso created a moment ago and in which nothing else has run yet (its admin dir holds
     /// only what `git worktree add` wrote, and per-worktree state such as submodules' git dirs
@@ -86,6 +101,7 @@ impl HermeticGit {
             index: git_dir.join("index"),
             objects: None,
             _private: None,
+            head_moved: false,
         }
     }
 
@@ -117,6 +133,7 @@ impl HermeticGit {
             index: dir.0.join("index"),
             objects: None,
             _private: Some(dir),
+            head_moved: false,
         })
     }
 
@@ -159,6 +176,7 @@ impl HermeticGit {
             index: dir.0.join("index"),
             objects: Some((write_objects.to_path_buf(), read_objects.to_path_buf())),
             _private: Some(dir),
+            head_moved: false,
         })
     }
 

@@ -345,3 +345,36 @@ fn a_branch_of_yours_named_a3s_iso_costs_the_kept_branch_not_the_landing() {
         "refs/heads/a3s-iso\nrefs/heads/main"
     );
 }
+
+/// A file the agent committed with force although an ignore rule matches it is the session's
+/// work: capture, promote and land take it (they left it out, and a squash of it was `empty`);
+/// an ignored file it did not commit stays out.
+#[test]
+fn a_committed_ignored_file_is_the_sessions_work() {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "*.generated\n");
+    fx.commit_all("ignore generated files");
+    fx.bind("g");
+    let iso = fx.isolation("g");
+    std::fs::write(iso.join("table.generated"), "a table\n").unwrap();
+    std::fs::write(iso.join("scratch.generated"), "not committed\n").unwrap();
+    fx.git(&iso, &["add", "-f", "table.generated"]);
+    fx.git(&iso, &["commit", "-q", "-m", "add the generated table"]);
+    let (code, diff) = fx.json(&["diff", "-s", "g", "--stat"]);
+    assert_eq!(code, 0, "{diff}");
+    let shown = diff.to_string();
+    assert!(shown.contains("table.generated"), "{diff}");
+    assert!(!shown.contains("scratch.generated"), "{diff}");
+    let (code, doc) = fx.json(&["land", "-s", "g"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc), [("g".to_string(), "landed".to_string())]);
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("table.generated")).unwrap(),
+        "a table\n"
+    );
+    assert!(!fx.src.join("scratch.generated").exists());
+    assert_eq!(
+        fx.git(&fx.src, &["ls-files", "table.generated"]),
+        "table.generated"
+    );
+}
