@@ -189,7 +189,7 @@ struct Queue {
 /// Lands the queue; see the module's order of steps.
 pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     let located = ctx.locate()?;
-    let queue_file = located.store.dir().join("land.json");
+    let queue_file = located.store.land_queue_file();
     let recorded: Option<Queue> = read_json(&queue_file)?;
     let (mut queue, resumed) = match (opts.sessions.is_empty() && !opts.all, recorded) {
         (true, Some(queue)) => (queue, true),
@@ -382,7 +382,7 @@ fn test_passes(
     landed: &mut LandedSession,
 ) -> Result<bool> {
     let run_id = crate::ids::generate("r");
-    let dir = located.store.dir().join("land-tests").join(id);
+    let dir = located.store.land_tests_dir(id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let output = dir.join(format!("{run_id}.log"));

@@ -1,6 +1,7 @@
 //! The state store: session records, in-flight claims, and the user-level registry of sources.
 //! Layout under the state dir: `sessions/<id>.json`, `claims/<id>.json`, `runs/<id>/<run>.json`,
-//! `promoted/<digest-hex>.json`, `pending/<id>.json`, `leases/<id>.lock`, `tmp/`.
+//! `promoted/<digest-hex>.json`, `pending/<id>.json`, `leases/<id>.lock`, `tmp/`, `artifacts/`,
+//! `land.json` and `land-tests/<id>/`.
 
 use std::path::{Path, PathBuf};
 
@@ -476,6 +477,16 @@ impl Store {
             .flatten()
             .filter(|r| r.state == SessionState::Bound && !r.read_only)
             .collect())
+    }
+
+    /// Where `land` records its queue while it has one (`land.json`).
+    pub(crate) fn land_queue_file(&self) -> PathBuf {
+        self.dir.join("land.json")
+    }
+
+    /// Where `land --test` keeps the output of a session's tests (`land-tests/<id>/`).
+    pub(crate) fn land_tests_dir(&self, id: &str) -> PathBuf {
+        self.dir.join("land-tests").join(id)
     }
 
     /// Where promoted change sets keep their artifacts (`artifacts/<digest hex>/`).

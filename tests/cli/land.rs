@@ -203,6 +203,11 @@ fn a_stopped_queue_continues_where_it_stopped() {
     assert!(!queue_file(&fx).exists());
     let (code, nothing) = fx.json(&["land"]);
     assert_eq!((code, crate::fixture::error_code(&nothing)), (2, "usage"));
+    // The tests' output goes with the session's other records.
+    let (code, purged) = fx.json(&["discard", "-s", "b", "--purge"]);
+    assert_eq!(code, 0, "{purged}");
+    assert!(!std::path::Path::new(output).exists(), "{purged}");
+    assert!(!fx.src.join(".git/a3s-iso/land-tests/b").exists());
 }
 
 /// The test runs in the session's sandbox on the rebased tree; its output is kept; patch mode
