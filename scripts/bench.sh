@@ -206,12 +206,39 @@ rebase_case() {
     '"$bin" rebase -q -s rb --onto "$rb_old" >/dev/null; git -C "$rb_raw" reset -q --hard "$rb_new"; sync'
   # Both sides do the job: the session ends on the moved HEAD with its ten changes (its last
   # timed run), the cherry-pick (once more, untimed, as the last prep reset it) on top of it.
+  # The same move by hand in a plain worktree holding the ten changes uncommitted: stash them,
+  # check out the moved HEAD, pop them (a user's way to carry uncommitted work across).
+  rb_stash="$work/r$size/rawst"
+  git worktree add -q --detach "$rb_stash" "$rb_old"
+  for f in $(git ls-files | awk 'NR % 97 == 1 && n++ < 10'); do echo "changed" >> "$rb_stash/$f"; done
+  git -C "$rb_stash" status --porcelain >/dev/null
+  measure "$size" "rebase (10 files) vs stash, checkout, pop" \
+    '"$bin" rebase -q -s rb' \
+    'git -C "$rb_stash" stash -q && git -C "$rb_stash" checkout -q --detach "$rb_new" && git -C "$rb_stash" stash pop -q' \
+    '"$bin" rebase -q -s rb --onto "$rb_old" >/dev/null; git -C "$rb_stash" stash -q; git -C "$rb_stash" checkout -q --detach "$rb_old"; git -C "$rb_stash" stash pop -q; sync'
+  if [ "$(git -C "$rb_stash" status --porcelain | wc -l)" -ne 10 ]; then
+    echo "rebase case: the stash side lost its ten changes" >&2; exit 1
+  fi
+  git worktree remove --force "$rb_stash"
   if [ "$(git -C "$rb_iso" rev-parse HEAD)" != "$rb_new" ] || [ "$(git -C "$rb_iso" status --porcelain | wc -l)" -ne 10 ] ||
      ! git -C "$rb_raw" cherry-pick "$rb_change" >/dev/null || [ "$(git -C "$rb_raw" rev-parse HEAD^)" != "$rb_new" ]; then
     echo "rebase case: a side did not end on the moved HEAD with the ten changes" >&2; exit 1
   fi
   "$bin" discard -q --purge -s rb >/dev/null
   git worktree remove --force "$rb_raw"
+}
+
+# snapshot_sessions DIR PREFIX N: the raw snapshot of the isolations of sessions PREFIX1..PREFIXN
+# beside DIR/src (each one's index
+# copied, then `git add -A` and `git write-tree` on the copy), `nproc` at a time.
+snapshot_sessions() {
+  seq "$3" | xargs -P "$(nproc)" -I{} sh -c '
+    tree="$1/.src.a3s-isolate-$2{}"; index=$(git -C "$tree" rev-parse --git-path index)
+    case $index in /*) ;; *) index="$tree/$index" ;; esac
+    cp -p "$index" "$1/raw-index-{}" &&
+      GIT_INDEX_FILE="$1/raw-index-{}" git -C "$tree" -c core.untrackedCache=false add -A &&
+      GIT_INDEX_FILE="$1/raw-index-{}" git -C "$tree" write-tree >/dev/null
+    rm -f "$1/raw-index-{}"' sh "$1" "$2"
 }
 
 # overlaps: 50 live sessions, each with two files changed: one of its own and one of ten that
@@ -232,9 +259,16 @@ d = json.load(sys.stdin)
 n = sum(p["prediction"] == "conflict" for p in d["pairs"])
 print("(%d sessions; %d of %d pairs conflict)" % (len(d["sessions"]), n, len(d["pairs"])), file=sys.stderr)
 sys.exit(len(d["sessions"]) != 50 or len(d["pairs"]) != 1225)' || { echo "overlaps case: not 50 live sessions" >&2; exit 1; }
-  local o=() t
-  for i in $(seq "$runs"); do t=$(now_ns); "$bin" overlaps --json >/dev/null; o+=($(( $(now_ns) - t ))); done
-  row "$size" "overlaps --json, 50 sessions (no raw)" "$(secs "$(printf '%s\n' "${o[@]}" | median)") s" "-" "-"
+  # The floor under it: a snapshot of each session's work by hand (its index copied, `add -A`,
+  # `write-tree`), as many at once as there are cores. No prediction, only the reading.
+  local o=() r=() t
+  for i in $(seq "$runs"); do
+    t=$(now_ns); snapshot_sessions "$work/r$size" ov 50; r+=($(( $(now_ns) - t )))
+    t=$(now_ns); "$bin" overlaps --json >/dev/null; o+=($(( $(now_ns) - t )))
+  done
+  local mo mr
+  mo=$(printf '%s\n' "${o[@]}" | median); mr=$(printf '%s\n' "${r[@]}" | median)
+  row "$size" "overlaps, 50 sessions vs their snapshots" "$(ms "$mo")" "$(ms "$mr")" "$(ratio "$mo" "$mr")"
   for i in $(seq 50); do "$bin" discard -q --purge -s "ov$i" >/dev/null 2>&1 || true; done
   git worktree prune
 }
