@@ -427,7 +427,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__discard)
-            opts="-s -C -q -h --purge --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --all --purge --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -88,7 +88,7 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every source this user has bound from, not only this repository'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every session: discarded ones too, and those of every source this user has bound from'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
@@ -289,6 +289,7 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l all -d 'Every session bound from this checkout in this store, one after the other'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l purge -d 'Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand discard" -s q -l quiet -d 'Print no narration or warnings on stderr'

@@ -73,7 +73,9 @@ git -C "$work/elsewhere" reset -q --hard HEAD~2
 
 step "retain one isolation for inspection, then sweep the dead ones"
 a3s retain -s agent-2 --reason "look at the conflict later"
-sh -c "\"$iso\" bind -q -s agent-3 >/dev/null"   # its owner (that shell) is gone now
+sleep 60 & agent=$!                               # an agent process that owns agent-3
+"$iso" bind -q -s agent-3 --owner-pid "$agent" >/dev/null
+kill "$agent"; wait "$agent" 2>/dev/null || true   # its owner is gone now
 a3s sweep --dry-run
 a3s sweep
 a3s list

@@ -10,7 +10,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::fsutil::now_ms;
 use crate::git::HermeticGit;
 use crate::isolation;
-use crate::owner::{Liveness, Owner, parent_pid};
+use crate::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::state::{ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source};
 use crate::wip::WorkingState;
 
@@ -80,8 +80,8 @@ pub struct BindOutcome {
     pub carried_wip: bool,
     /// The source had local changes that the isolation does not contain.
     pub wip_left_out: bool,
-    /// Who owns the session; `null` for an ownerless one.
-    pub owner: Option<Owner>,
+    /// Who owns the session and whether it runs; `null` for an ownerless one.
+    pub owner: Option<OwnerView>,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
     /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
@@ -102,7 +102,7 @@ impl BindOutcome {
             read_only: record.read_only,
             carried_wip: record.carried_wip,
             wip_left_out: record.wip_left_out,
-            owner: record.owner.clone(),
+            owner: OwnerView::of(record.owner.as_ref()),
             warnings,
             warm: false,
             copied_ignored: None,
@@ -156,7 +156,8 @@ fn session_id_for(opts: &BindOptions) -> Result<String> {
 }
 
 /// The owner asked for: a process (which must be running here), none, or by default the
-/// parent of a3s-iso.
+/// parent of a3s-iso, or, when that is a shell running a command string, the first ancestor
+/// that is not (the harness or terminal that started it).
 fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
     match opts.owner {
         OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| Error::Usage {
@@ -164,7 +165,7 @@ fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
         }),
         OwnerChoice::Nobody => Ok(None),
         OwnerChoice::Parent => Ok(Some(
-            Owner::of_pid(parent_pid()).unwrap_or_else(Owner::this_process),
+            Owner::of_pid(long_lived_ancestor(parent_pid())).unwrap_or_else(Owner::this_process),
         )),
     }
 }

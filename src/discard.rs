@@ -94,6 +94,64 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     })
 }
 
+/// One session `discard --all` could not discard, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardFailure {
+    /// The session.
+    pub session_id: String,
+    /// The error's stable code (`session_busy` for one whose command runs).
+    pub code: crate::error::ErrorCode,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What `discard --all` did (`a3s-iso.discard-all.v1`).
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardAllOutcome {
+    /// Each session discarded, in id order, as `discard` reports one.
+    pub sessions: Vec<DiscardOutcome>,
+    /// The sessions left as they were (a running command holds one), with why.
+    pub failed: Vec<DiscardFailure>,
+}
+
+/// Discards every session bound from this source in this store (with `purge`, also forgets
+/// them, those discarded earlier included), one at a time, each as `discard` does it. A
+/// session that cannot be discarded now (its command runs) is reported and the rest go on.
+pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
+    let located = ctx.locate()?;
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
+    let here = canonical(&located.repo.toplevel);
+    let mut ids: Vec<String> = located
+        .store
+        .sessions()?
+        .into_iter()
+        .flatten()
+        .filter(|r| located.owns(r) && canonical(&r.source) == here)
+        .filter(|r| purge || r.state != SessionState::Discarded)
+        .map(|r| r.session_id)
+        .collect();
+    ids.sort();
+    let mut outcome = DiscardAllOutcome {
+        sessions: Vec::new(),
+        failed: Vec::new(),
+    };
+    for id in ids {
+        let opts = DiscardOptions {
+            session_id: Some(id.clone()),
+            purge,
+        };
+        match discard(ctx, &opts) {
+            Ok(done) => outcome.sessions.push(done),
+            Err(err) => outcome.failed.push(DiscardFailure {
+                session_id: id,
+                code: err.code(),
+                message: err.to_string(),
+            }),
+        }
+    }
+    Ok(outcome)
+}
+
 /// Removes everything of the session (see `gc::purge`), its journal entries aside; its lease
 /// file is unlinked last, while this command still holds it.
 fn purge_session(

@@ -15,6 +15,12 @@ pub struct GitFailure {
     pub stderr: String,
 }
 
+impl serde::Serialize for ErrorCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 /// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {

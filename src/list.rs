@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::context::Context;
 use crate::error::Result;
 use crate::isolation;
-use crate::owner::{Liveness, Owner};
+use crate::owner::OwnerView;
 use crate::repo::Repo;
 use crate::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
 
@@ -78,14 +78,12 @@ pub struct SessionView {
     pub bound_revision: String,
     /// `null` when the source cannot be read.
     pub head_moved: Option<bool>,
-    /// `null` when it cannot be told (another host, no start identity).
-    pub owner_alive: Option<bool>,
+    /// The owner and whether it runs (`null` when ownerless).
+    pub owner: Option<OwnerView>,
     /// The latest run or capture recorded for the session.
     pub last_run: Option<LastRun>,
     /// Whether the session was bound `--read-only` (no isolation).
     pub read_only: bool,
-    /// Whether the session has no owner process (`bind --owner none`).
-    pub ownerless: bool,
     /// For a swept session: where its last state is (null when swept with `--no-capture`).
     pub swept_ref: Option<String>,
     /// For a swept session: when it was swept, in milliseconds since the epoch.
@@ -107,9 +105,12 @@ pub struct ListOutcome {
     /// Operations in progress or interrupted in this repository's store that another process
     /// kept from being finished first (it holds the repository lock).
     pub interrupted: Vec<crate::recovery::Interrupted>,
+    /// How many discarded sessions were left out (`list --all` shows them).
+    pub hidden_discarded: usize,
 }
 
-/// Lists the sessions of this repository's store, or with `all` of every registered one.
+/// Lists the live sessions of this repository's store, or with `all` every session (discarded
+/// ones included) of every registered one.
 pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {
@@ -136,6 +137,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
             .as_ref()
             .map(|l| l.interrupted.clone())
             .unwrap_or_default(),
+        hidden_discarded: 0,
     };
     // What `overlaps` predicts for this repository's live sessions (two or more of them).
     let overlapping = here
@@ -148,6 +150,9 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     for store in stores.values() {
         for record in store.sessions()? {
             match record {
+                Ok(record) if !all && record.state == SessionState::Discarded => {
+                    outcome.hidden_discarded += 1;
+                }
                 Ok(record) => {
                     let head = heads.entry(record.source.clone()).or_insert_with(|| {
                         Repo::new(&ctx.git, record.source.clone(), record.common_dir.clone())
@@ -184,14 +189,9 @@ fn view(
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),
         head_moved: source_head.map(|head| head != record.bound_revision),
-        owner_alive: match record.owner.as_ref().map(Owner::liveness) {
-            Some(Liveness::Alive) => Some(true),
-            Some(Liveness::Dead) => Some(false),
-            Some(Liveness::Foreign | Liveness::Unknown) | None => None,
-        },
+        owner: OwnerView::of(record.owner.as_ref()),
         last_run: record.last_run.clone(),
         read_only: record.read_only,
-        ownerless: record.owner.is_none(),
         swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
         swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
     }

@@ -13,6 +13,64 @@ pub struct Owner {
     pub hostname: String,
 }
 
+/// An owner as every command's JSON shows it: the record and whether it runs; commands write
+/// `null` for an ownerless session.
+#[derive(Debug, Clone, Serialize)]
+pub struct OwnerView {
+    /// The recorded owner.
+    #[serde(flatten)]
+    pub owner: Owner,
+    /// Whether it still runs.
+    pub liveness: OwnerLiveness,
+    /// Its command name (`/proc/<pid>/comm`) while it runs on this host, else `null`.
+    pub name: Option<String>,
+}
+
+impl OwnerView {
+    /// The view of a recorded owner (`None` for an ownerless session).
+    pub fn of(owner: Option<&Owner>) -> Option<OwnerView> {
+        owner.map(|owner| {
+            let liveness = match owner.liveness() {
+                Liveness::Alive => OwnerLiveness::Alive,
+                Liveness::Dead => OwnerLiveness::Dead,
+                Liveness::Foreign => OwnerLiveness::Foreign,
+                Liveness::Unknown => OwnerLiveness::Unknown,
+            };
+            OwnerView {
+                name: (liveness == OwnerLiveness::Alive)
+                    .then(|| command_name(owner.pid))
+                    .flatten(),
+                liveness,
+                owner: owner.clone(),
+            }
+        })
+    }
+}
+
+impl OwnerView {
+    /// `pid <n> (<name>) on <host>`, for people.
+    pub fn describe(&self) -> String {
+        match &self.name {
+            Some(name) => format!("pid {} ({name}) on {}", self.owner.pid, self.owner.hostname),
+            None => self.owner.describe(),
+        }
+    }
+}
+
+/// Whether a session's owner still runs, as commands report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OwnerLiveness {
+    /// Running, with the recorded start identity.
+    Alive,
+    /// Gone, or its pid belongs to another process now.
+    Dead,
+    /// Recorded on another host: this one cannot tell.
+    Foreign,
+    /// No start identity to compare.
+    Unknown,
+}
+
 /// Whether a recorded owner is still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Liveness {
@@ -71,6 +129,68 @@ pub(crate) fn parent_pid() -> u32 {
     rustix::process::getppid()
         .map(|p| p.as_raw_nonzero().get() as u32)
         .unwrap_or(1)
+}
+
+/// The process that should own what a command started by `pid`'s child binds: `pid` itself,
+/// unless it is a non-interactive shell running a command string (`sh -c …`), which exits as
+/// soon as its string is done: a harness that sends each command through a fresh shell owns
+/// the session, not the shell. Such shells are skipped up to the first other process (never
+/// up to pid 1, the system's init, which outlives everything).
+pub(crate) fn long_lived_ancestor(pid: u32) -> u32 {
+    let mut current = pid;
+    // A bound on the walk: shells nested deeper than this are not a harness's doing.
+    for _ in 0..16 {
+        let Some(parent) = parent_of(current) else {
+            break;
+        };
+        if parent <= 1 || !runs_command_string(current) {
+            break;
+        }
+        current = parent;
+    }
+    current
+}
+
+/// Whether `pid` is a shell started with `-c` (and without `-i`): it runs one command string
+/// and exits.
+fn runs_command_string(pid: u32) -> bool {
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
+    let mut args = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty());
+    let Some(program) = args.next() else {
+        return false;
+    };
+    let name = program.rsplit(|b| *b == b'/').next().unwrap_or(program);
+    let name = name.strip_prefix(b"-").unwrap_or(name);
+    const SHELLS: &[&[u8]] = &[
+        b"sh", b"bash", b"dash", b"zsh", b"ksh", b"mksh", b"ash", b"fish",
+    ];
+    if !SHELLS.contains(&name) {
+        return false;
+    }
+    let options: Vec<&[u8]> = args
+        .take_while(|a| a.starts_with(b"-") && *a != b"--")
+        .filter(|a| !a.starts_with(b"--"))
+        .collect();
+    let has = |flag: u8| options.iter().any(|o| o[1..].contains(&flag));
+    has(b'c') && !has(b'i')
+}
+
+/// Field 4 of `/proc/<pid>/stat`: the parent's pid.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// A running process's command name, for messages.
+pub(crate) fn command_name(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end().to_string()).filter(|c| !c.is_empty())
 }
 
 /// This host's name (from `uname`).

@@ -1,9 +1,9 @@
-//! Paths as git holds them: bytes. In JSON a path is `{"text": "…"}` when it is UTF-8 and
-//! `{"bytes_base64": "…"}` (standard base64 with padding) otherwise, so that any path survives
-//! the round trip exactly (file names on Linux need not be UTF-8).
+//! Paths as git holds them: bytes. In JSON every path, in a repository or on disk, is a string
+//! when it is UTF-8 and `{"bytes_base64": "…"}` (standard base64 with padding) otherwise, so
+//! that any path survives the round trip exactly (file names on Linux need not be UTF-8).
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
@@ -14,22 +14,29 @@ use serde::{Deserialize, Serialize};
 #[serde(try_from = "PathText", into = "PathText")]
 pub struct RepoPath(pub Vec<u8>);
 
-/// How a path is written in JSON.
+/// How a path is written in JSON: the same form as every other path a3s-iso writes
+/// ([`FsPathText`]). Older records wrote `{"text": "…"}` for a UTF-8 name; it is still read.
 #[derive(Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[serde(untagged)]
 enum PathText {
-    Text(String),
-    BytesBase64(String),
+    Plain(FsPathText),
+    Tagged(TaggedText),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaggedText {
+    text: String,
 }
 
 impl From<RepoPath> for PathText {
     fn from(path: RepoPath) -> PathText {
-        match String::from_utf8(path.0) {
-            Ok(text) => PathText::Text(text),
-            Err(e) => PathText::BytesBase64(
-                base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
-            ),
-        }
+        PathText::Plain(match String::from_utf8(path.0) {
+            Ok(text) => FsPathText::Text(text),
+            Err(e) => FsPathText::Bytes(PathBytes {
+                bytes_base64: base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
+            }),
+        })
     }
 }
 
@@ -38,11 +45,10 @@ impl TryFrom<PathText> for RepoPath {
 
     fn try_from(text: PathText) -> std::result::Result<RepoPath, String> {
         match text {
-            PathText::Text(text) => Ok(RepoPath(text.into_bytes())),
-            PathText::BytesBase64(b64) => base64::engine::general_purpose::STANDARD
-                .decode(b64)
-                .map(RepoPath)
-                .map_err(|e| format!("a path's bytes_base64 is not base64: {e}")),
+            PathText::Tagged(TaggedText { text }) => Ok(RepoPath(text.into_bytes())),
+            PathText::Plain(plain) => {
+                fs_path_from(plain).map(|p| RepoPath(p.into_os_string().into_vec()))
+            }
         }
     }
 }

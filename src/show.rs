@@ -9,7 +9,7 @@ use serde::Serialize;
 use crate::changeset::{ChangeSet, RunState};
 use crate::context::{Context, Located};
 use crate::error::Result;
-use crate::owner::{Liveness, Owner};
+use crate::owner::OwnerView;
 use crate::paths::RepoPath;
 use crate::state::{Landing, PromoteMode, SessionRecord, SessionState};
 
@@ -25,22 +25,6 @@ pub enum TreeHealth {
     None,
     /// Discarded or swept: the tree was removed on purpose.
     Removed,
-}
-
-/// Whether the session's owner still runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum OwnerLiveness {
-    /// Running, with the recorded start identity.
-    Alive,
-    /// Gone, or its pid belongs to another process now.
-    Dead,
-    /// Recorded on another host.
-    Foreign,
-    /// No start identity to compare.
-    Unknown,
-    /// The session has no owner (`bind --owner none`).
-    Ownerless,
 }
 
 /// One run (or capture) of the session, from its stored change-set document.
@@ -137,10 +121,8 @@ pub struct ShowOutcome {
     /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
     /// it; `null` when the source cannot be read.
     pub head_moved: Option<bool>,
-    /// The owner (`null` when ownerless).
-    pub owner: Option<Owner>,
-    /// Whether the owner runs.
-    pub owner_liveness: OwnerLiveness,
+    /// The owner and whether it runs (`null` when ownerless).
+    pub owner: Option<OwnerView>,
     /// Whether the session was bound read-only.
     pub read_only: bool,
     /// Whether it started from the source's local changes.
@@ -199,8 +181,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         bound_revision: record.bound_revision.clone(),
         base_tree: record.base_tree.clone(),
         head_moved,
-        owner_liveness: liveness(record.owner.as_ref()),
-        owner: record.owner.clone(),
+        owner: OwnerView::of(record.owner.as_ref()),
         read_only: record.read_only,
         carried_wip: record.carried_wip,
         created_at_ms: record.created_at_ms,
@@ -231,16 +212,6 @@ fn tree_health(record: &SessionRecord) -> TreeHealth {
         _ if record.read_only => TreeHealth::None,
         _ if crate::isolation::is_healthy(record) => TreeHealth::Healthy,
         _ => TreeHealth::Missing,
-    }
-}
-
-fn liveness(owner: Option<&Owner>) -> OwnerLiveness {
-    match owner.map(Owner::liveness) {
-        None => OwnerLiveness::Ownerless,
-        Some(Liveness::Alive) => OwnerLiveness::Alive,
-        Some(Liveness::Dead) => OwnerLiveness::Dead,
-        Some(Liveness::Foreign) => OwnerLiveness::Foreign,
-        Some(Liveness::Unknown) => OwnerLiveness::Unknown,
     }
 }
 

@@ -60,7 +60,7 @@ impl Default for SweepOptions {
     }
 }
 
-/// Why an isolation could be reclaimed (`reclaimed[].why`).
+/// Why an isolation could be reclaimed (`reclaimed[].reason`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReclaimReason {
@@ -217,7 +217,7 @@ pub struct Reclaimed {
     pub path: PathBuf,
     /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`,
     /// `retained_expired`, `ownerless`.
-    pub why: ReclaimReason,
+    pub reason: ReclaimReason,
     /// The bytes of its regular files.
     pub bytes: u64,
     /// Where its last state was snapshotted (null with `--no-capture` or for an in-flight bind,
@@ -437,6 +437,8 @@ fn sweep_source(
                 report_reclaimed(out, plan, &path, why);
             }
             Decision::Reclaim(_) => reclaim(ctx, located, opts, &path, &found, &known, out)?,
+            // Another repository's isolation beside this one is its own sweep's business.
+            Decision::Skip(SkipReason::OtherRepository { .. }) if !opts.all => {}
             other => report_kept(out, path, &found, other),
         }
     }
@@ -464,7 +466,7 @@ fn report_reclaimed(out: &mut SweepOutcome, plan: ReclaimPlan, path: &Path, why:
     out.reclaimed.push(Reclaimed {
         session_id: plan.id,
         path: path.to_path_buf(),
-        why,
+        reason: why,
         bytes: plan.bytes,
         swept_ref: plan.swept_ref,
     });

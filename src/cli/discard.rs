@@ -1,7 +1,7 @@
 use clap::Args;
 
 use a3s_iso::context::Context;
-use a3s_iso::discard::{DiscardOptions, discard};
+use a3s_iso::discard::{DiscardAllOutcome, DiscardOptions, DiscardOutcome, discard, discard_all};
 use a3s_iso::error::Result;
 
 use super::{Output, SessionArg};
@@ -11,12 +11,20 @@ pub struct DiscardArgs {
     #[command(flatten)]
     pub session: SessionArg,
 
+    /// Every session bound from this checkout in this store, one after the other
+    #[arg(long, conflicts_with = "session")]
+    pub all: bool,
+
     /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
     #[arg(long)]
     pub purge: bool,
 }
 
 pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
+    if args.all {
+        let outcome = discard_all(ctx, args.purge)?;
+        return Ok(report_all(&outcome, out));
+    }
     let outcome = discard(
         ctx,
         &DiscardOptions {
@@ -28,6 +36,34 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         out.document("a3s-iso.discard.v1", &outcome);
         return Ok(0);
     }
+    report(&outcome, out);
+    Ok(0)
+}
+
+/// Every session's line, then those that stayed; the exit status of the first failure.
+fn report_all(outcome: &DiscardAllOutcome, out: &Output) -> i32 {
+    let status = outcome
+        .failed
+        .first()
+        .map_or(0, |failed| failed.code.exit_code());
+    if out.json {
+        out.document("a3s-iso.discard-all.v1", outcome);
+        return status;
+    }
+    for session in &outcome.sessions {
+        report(session, out);
+    }
+    for failed in &outcome.failed {
+        out.warn(&format!("{} stays: {}", failed.session_id, failed.message));
+    }
+    if outcome.sessions.is_empty() && outcome.failed.is_empty() {
+        out.info("no sessions to discard");
+    }
+    status
+}
+
+/// One session's headline; with its items unless `-q`.
+fn report(outcome: &DiscardOutcome, out: &Output) {
     let what = match (outcome.removed, outcome.purged) {
         (true, false) if outcome.recycled => "discarded (the tree went back to the pool, cleaned)",
         (true, true) => "discarded and purged",
@@ -36,6 +72,9 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         (false, false) => "already discarded (nothing to remove)",
     };
     out.headline(&format!("{}: {what}", outcome.session_id));
+    if out.quiet {
+        return;
+    }
     if let Some(tree) = &outcome.worktree
         && outcome.removed
     {
@@ -47,5 +86,4 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
     for item in &outcome.kept {
         out.line(&format!("  kept   {}", super::gc::describe(item)));
     }
-    Ok(0)
 }

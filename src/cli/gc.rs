@@ -71,6 +71,9 @@ fn render(out: &Output, outcome: &GcOutcome) {
         human_bytes(outcome.bytes),
         outcome.kept.len()
     ));
+    if out.quiet {
+        return;
+    }
     for item in shown {
         out.line(&format!("  {}", describe(item)));
     }

@@ -3,6 +3,7 @@ use clap::Args;
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::list::{ListedState, SessionView, list};
+use a3s_iso::owner::OwnerLiveness;
 use a3s_iso::remote::list_remote;
 
 use super::{Output, Tone};
@@ -10,7 +11,7 @@ use super::{Output, Tone};
 /// `a3s-iso list`'s arguments.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Every source this user has bound from, not only this repository
+    /// Every session: discarded ones too, and those of every source this user has bound from
     #[arg(long)]
     pub all: bool,
 
@@ -67,6 +68,17 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     if out.json {
         out.document("a3s-iso.list.v1", &outcome);
         return Ok(0);
+    }
+    if outcome.hidden_discarded > 0 {
+        out.info(&format!(
+            "{} discarded session{} not shown (list --all shows them)",
+            outcome.hidden_discarded,
+            if outcome.hidden_discarded == 1 {
+                ""
+            } else {
+                "s"
+            }
+        ));
     }
     if outcome.sessions.is_empty() {
         out.line("no sessions");
@@ -139,11 +151,11 @@ fn state_tone(state: ListedState) -> Tone {
 
 /// One session's cells, in the header's order (without SOURCE).
 fn row(s: &SessionView) -> Vec<Cell> {
-    let owner = match (s.ownerless, s.owner_alive) {
-        (true, _) => ("none", None),
-        (false, Some(true)) => ("alive", Some(Tone::Good)),
-        (false, Some(false)) => ("dead", Some(Tone::Quiet)),
-        (false, None) => ("unknown", None),
+    let owner = match s.owner.as_ref().map(|o| o.liveness) {
+        None => ("none", None),
+        Some(OwnerLiveness::Alive) => ("alive", Some(Tone::Good)),
+        Some(OwnerLiveness::Dead) => ("dead", Some(Tone::Quiet)),
+        Some(OwnerLiveness::Foreign | OwnerLiveness::Unknown) => ("unknown", None),
     };
     let head = match s.head_moved {
         Some(true) => ("moved", Some(Tone::Note)),

@@ -3,7 +3,8 @@ use clap::Args;
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::log::format_utc;
-use a3s_iso::show::{OwnerLiveness, ShowOutcome, ShownState, TreeHealth, show};
+use a3s_iso::owner::OwnerLiveness;
+use a3s_iso::show::{ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::state::Landing;
 
 use super::{Output, SessionArg};
@@ -117,17 +118,16 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
 }
 
 fn owner(o: &ShowOutcome) -> String {
-    let liveness = match o.owner_liveness {
+    let Some(owner) = &o.owner else {
+        return "none (ownerless)".into();
+    };
+    let liveness = match owner.liveness {
         OwnerLiveness::Alive => "alive",
         OwnerLiveness::Dead => "dead",
         OwnerLiveness::Foreign => "on another host",
         OwnerLiveness::Unknown => "liveness unknown",
-        OwnerLiveness::Ownerless => return "none (ownerless)".into(),
     };
-    match &o.owner {
-        Some(owner) => format!("{} ({liveness})", owner.describe()),
-        None => "none (ownerless)".into(),
-    }
+    format!("{} ({liveness})", owner.describe())
 }
 
 fn state(state: ShownState) -> &'static str {

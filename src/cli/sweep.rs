@@ -60,7 +60,8 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
     Ok(0)
 }
 
-/// The human report: a headline, a line per isolation, and on stderr how many were kept why.
+/// The human report: a headline, a line per isolation, and how many were kept why (only the
+/// headline with `-q`).
 fn render(out: &Output, outcome: &SweepOutcome) {
     let verb = if outcome.dry_run {
         "would reclaim"
@@ -79,11 +80,14 @@ fn render(out: &Output, outcome: &SweepOutcome) {
         outcome.kept.len(),
         outcome.skipped.len()
     ));
+    if out.quiet {
+        return;
+    }
     for item in &outcome.reclaimed {
         out.line(&format!(
             "  reclaim  {}  ({}, {})",
             item.path.display(),
-            item.why,
+            item.reason,
             human_bytes(item.bytes)
         ));
     }
@@ -102,12 +106,13 @@ fn render(out: &Output, outcome: &SweepOutcome) {
             item.reason
         ));
     }
-    if !outcome.kept.is_empty() && !out.quiet {
+    if !outcome.kept.is_empty() {
         let summary: Vec<String> = reasons(outcome)
             .into_iter()
             .map(|(r, n)| format!("{n} {r}"))
             .collect();
-        // Keeping live or retained isolations is the normal case, not a warning.
-        out.info(&format!("kept: {}", summary.join(", ")));
+        // After the list, apart from it, on the same stream.
+        out.line("");
+        out.line(&format!("kept: {}", summary.join(", ")));
     }
 }

@@ -381,6 +381,16 @@ fn plan_uninstall(
                 bytes: None,
                 ..Item::path(Kind::EmptyDir, dir.to_path_buf(), Reason::Uninstall)
             });
+            // The directories git leaves behind in the refs namespace once its refs are gone.
+            let refs_dir = located.repo.common_dir.join("refs").join("a3s-iso");
+            let mut dirs = Vec::new();
+            collect_dirs(&refs_dir, &mut dirs);
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            dirs.push(refs_dir);
+            plan.remove.extend(dirs.into_iter().map(|d| Item {
+                bytes: None,
+                ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
+            }));
         }
     }
     Ok(())

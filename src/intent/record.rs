@@ -208,7 +208,14 @@ mod tests {
         }
         assert_eq!(
             serde_json::to_string(&RepoPath(b"a.txt".to_vec())).unwrap(),
-            r#"{"text":"a.txt"}"#
+            r#""a.txt""#
+        );
+        // Older records wrote a UTF-8 name as `{"text": …}`.
+        assert_eq!(
+            serde_json::from_str::<RepoPath>(r#"{"text":"a.txt"}"#)
+                .unwrap()
+                .0,
+            b"a.txt"
         );
         assert_eq!(
             serde_json::to_string(&RepoPath(b"\xff".to_vec())).unwrap(),

@@ -51,16 +51,13 @@ fn worktree_of(doc: &Value) -> PathBuf {
 
 /// Binds `id` from a shell that exits at once, so its owner is dead when the bind returns.
 fn bind_dead_owner(fx: &Fixture, dir: &Path, state: Option<&Path>, id: &str) -> Value {
-    let mut outer = Command::new("sh");
-    outer.current_dir(dir).arg("-c").arg(format!(
-        "'{}' --json {} bind -s {id}",
-        crate::fixture::BIN,
-        state
-            .map(|s| format!("--state-dir '{}'", s.display()))
-            .unwrap_or_default()
-    ));
-    isolate(&mut outer, &fx.home);
-    let (code, doc) = json_of(outer.output().unwrap());
+    let mut args = vec!["--json".to_string()];
+    if let Some(state) = state {
+        args.extend(["--state-dir".to_string(), state.display().to_string()]);
+    }
+    args.extend(["bind".into(), "-s".into(), id.into()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let (code, doc) = crate::fixture::from_dying_script(fx, dir, &args);
     assert_eq!(code, 0, "{doc}");
     doc
 }

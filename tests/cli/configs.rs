@@ -578,7 +578,7 @@ fn outside_the_patterns(source: &Source) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["path"]["text"].as_str().unwrap())
+        .map(|f| f["path"].as_str().unwrap())
         .collect();
     assert_eq!(
         paths,

@@ -23,7 +23,7 @@ fn discard_removes_the_isolation_and_leaves_the_source_byte_identical() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["removed"], false);
     assert_eq!(checkout_listing(&fx.src), before);
-    let (_, list) = fx.json(&["list"]);
+    let (_, list) = fx.json(&["list", "--all"]);
     assert_eq!(list["sessions"][0]["state"], "discarded");
     // The evidence ref stays until --purge.
     fx.git(&fx.src, &["rev-parse", "refs/a3s-iso/sessions/gone/base"]);
@@ -117,7 +117,7 @@ fn list_reports_state_head_movement_and_owner() {
     assert_eq!(sessions[0]["session_id"], "one");
     assert_eq!(sessions[0]["state"], "bound");
     assert_eq!(sessions[0]["head_moved"], true);
-    assert_eq!(sessions[0]["owner_alive"], true);
+    assert_eq!(sessions[0]["owner"]["liveness"], "alive");
     assert!(sessions[0]["last_run"].is_null());
     assert_eq!(sessions[1]["state"], "missing");
     // A missing isolation is not silently rebuilt.

@@ -445,7 +445,12 @@ pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
         (r"\b[a-z]-[0-9a-f]{11}-[0-9a-f]{8}\b", "[ID]"),
         // Object ids (sha1 or sha256) and sha256 digests.
         (r"\b[0-9a-f]{40}([0-9a-f]{24})?\b", "[HASH]"),
-        (r"\bpid \d+ on [^\s)]+", "pid [PID] on [HOST]"),
+        (
+            r"\bpid \d+ (\([^)\s]+\) )?on [^\s)]+",
+            "pid [PID] on [HOST]",
+        ),
+        // The owner's command name: the test binary's, whose name carries a build hash.
+        (r#"("liveness": "\w+",\s*"name": )"[^"]*""#, r#"$1"[NAME]""#),
         (r"--owner-pid \d+", "--owner-pid [PID]"),
         (r#"("--owner-pid",\s*)"\d+""#, r#"$1"[PID]""#),
         (r#""pid": \d+"#, r#""pid": "[PID]""#),
@@ -528,4 +533,24 @@ pub fn kill_leftovers(marker: &str) {
             let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
         }
     }
+}
+
+/// Runs a3s-iso with `args` from a shell script that exits as soon as it returns, and so
+/// owns what it binds (a shell reading its script, not a `sh -c` command string, which a3s-iso
+/// skips for its parent): the owner is dead when this returns.
+pub fn from_dying_script(fx: &Fixture, dir: &Path, args: &[&str]) -> (i32, Value) {
+    use std::io::Write;
+    let mut cmd = Command::new("sh");
+    cmd.current_dir(dir)
+        .args(["-s", "--", BIN])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    isolate(&mut cmd, &fx.home);
+    let mut child = cmd.spawn().unwrap();
+    // `; exit` keeps the shell from replacing itself with a3s-iso: the shell is the parent.
+    let script = b"bin=$1; shift; \"$bin\" \"$@\"; exit $?\n";
+    child.stdin.take().unwrap().write_all(script).unwrap();
+    json_of(child.wait_with_output().unwrap())
 }

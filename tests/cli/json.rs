@@ -33,7 +33,7 @@ fn bind_list_and_discard() {
     snap(&fx, "list", &["list"]);
     snap(&fx, "discard", &["discard", "-s", "demo"]);
     snap(&fx, "discard_again", &["discard", "-s", "demo"]);
-    snap(&fx, "list_after_discard", &["list"]);
+    snap(&fx, "list_after_discard", &["list", "--all"]);
 }
 
 #[test]

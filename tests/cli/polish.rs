@@ -140,9 +140,10 @@ fn list_all_has_a_source_column() {
 fn sweep_reports_kept_isolations_without_a_warning() {
     let fx = Fixture::new();
     fx.bind("live");
-    let (code, _, stderr) = human(&fx, &["sweep"]);
+    let (code, stdout, stderr) = human(&fx, &["sweep"]);
     assert_eq!(code, 0);
-    assert!(stderr.contains("kept: 1 "), "{stderr}");
+    // The summary ends the report, apart from the list.
+    assert!(stdout.ends_with("\n\nkept: 1 live\n"), "{stdout}");
     assert!(!stderr.contains("warning:"), "{stderr}");
     assert!(fx.isolation("live").join("README.md").is_file());
 }

@@ -555,7 +555,7 @@ fn a_retain_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
         killed += usize::from(was_running);
         repaired += usize::from(intent);
-        let (code, list) = fx.json(&["list"]);
+        let (code, list) = fx.json(&["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         assert_consistent(&fx, &list, &[]);
         let session = &list["sessions"].as_array().unwrap()[0];
@@ -647,7 +647,7 @@ fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
         killed += usize::from(was_running);
         repaired += usize::from(intent);
-        let (code, list) = fx.json(&["list"]);
+        let (code, list) = fx.json(&["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         assert_discard_consistent(&fx, &id, &list);
         let still_bound = fx.isolation(&id).exists();
@@ -692,7 +692,7 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         attempts += 1;
         dead_owner_session(&fx, &id);
         with_work(&fx, &id);
-        let (_, before) = fx.json(&["list"]);
+        let (_, before) = fx.json(&["list", "--all"]);
         let sweep = spawn_in_group(&fx, &["sweep", "--grace", "0s"]);
         let was_running = kill_group_after(sweep, timing.delay(&mut rng));
         let intents = entries(&state_dir(&fx).join("pending"))
@@ -701,7 +701,7 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
             .count();
         killed += usize::from(was_running);
         repaired += intents;
-        let (code, list) = fx.json(&["list"]);
+        let (code, list) = fx.json(&["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         let now = listed(&list);
         let reclaimed: Vec<String> = listed(&before)
@@ -751,7 +751,7 @@ fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), None, "{fault}: killed");
-        let (code, list) = fx.json(&["list"]);
+        let (code, list) = fx.json(&["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         assert_consistent(&fx, &list, &[]);
         let expected = if *fault == "retain-after-intent" {
@@ -783,7 +783,7 @@ fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
             .output()
             .unwrap();
         assert_eq!(out.status.code(), None, "{fault}: killed");
-        let (code, list) = fx.json(&["list"]);
+        let (code, list) = fx.json(&["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         let gone = !listed(&list).contains(&id);
         let reclaimed = if gone { vec![id.clone()] } else { Vec::new() };
@@ -837,7 +837,7 @@ fn a_killed_run_leaves_no_scratch_once_the_next_command_ran() {
             !entries(&host_tmp).is_empty(),
             "the run's TMPDIR was made there"
         );
-        let (code, list) = fx.json_in_tmp(&host_tmp, &["list"]);
+        let (code, list) = fx.json_in_tmp(&host_tmp, &["list", "--all"]);
         assert_eq!(code, 0, "{list}");
         assert_eq!(entries(&host_tmp), Vec::<String>::new());
         assert_consistent(&fx, &list, &[]);

@@ -61,7 +61,7 @@ fn file<'a>(doc: &'a Value, path: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["path"]["text"] == path)
+        .find(|f| f["path"] == path)
         .unwrap_or_else(|| panic!("{path} in {doc}"))
 }
 

@@ -708,7 +708,7 @@ fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {
         .map(|k| &k["reason"])
         .collect();
     assert!(kept.contains(&&json!("retained")), "{swept}");
-    assert_eq!(swept["reclaimed"][0]["why"], "owner_dead", "{swept}");
+    assert_eq!(swept["reclaimed"][0]["reason"], "owner_dead", "{swept}");
     checked(fx, &fx.src, &["list"], 0, seen);
     checked(fx, &fx.src, &["show", "-s", "dead"], 0, seen);
     checked(fx, &fx.src, &["discard", "-s", "demo"], 0, seen);

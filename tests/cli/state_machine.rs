@@ -423,7 +423,7 @@ impl Machine {
                 }
             }
             Op::List => {
-                let (code, doc) = fx.json(&["list"]);
+                let (code, doc) = fx.json(&["list", "--all"]);
                 prop_assert_eq!(code, 0, "{}", doc);
                 let listed: BTreeMap<String, &Value> = doc["sessions"]
                     .as_array()
@@ -442,12 +442,11 @@ impl Machine {
                     };
                     prop_assert_eq!(&entry["state"], state, "{}", entry);
                     if session.state == State::Bound {
-                        prop_assert_eq!(
-                            &entry["owner_alive"],
-                            self.others.alive(session.owner),
-                            "{}",
-                            entry
-                        );
+                        let liveness = match self.others.alive(session.owner) {
+                            true => "alive",
+                            false => "dead",
+                        };
+                        prop_assert_eq!(&entry["owner"]["liveness"], liveness, "{}", entry);
                     }
                 }
             }
@@ -468,7 +467,7 @@ impl Machine {
                 let dead = self.dead();
                 prop_assert_eq!(&reclaimed, &dead, "{}", doc);
                 for item in doc["reclaimed"].as_array().unwrap() {
-                    prop_assert_eq!(&item["why"], "owner_dead", "{}", item);
+                    prop_assert_eq!(&item["reason"], "owner_dead", "{}", item);
                 }
                 for s in 0..SESSIONS {
                     if !dry_run && dead.contains(&id(s)) {

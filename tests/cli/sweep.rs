@@ -383,7 +383,7 @@ fn retained_isolations_survive_prune_and_sweep_until_asked() {
     );
     // Asked explicitly: reclaimed.
     let (_, doc) = fx.json(&["sweep", "--retained-older-than", "0s"]);
-    assert_eq!(doc["reclaimed"][0]["why"], "retained_expired", "{doc}");
+    assert_eq!(doc["reclaimed"][0]["reason"], "retained_expired", "{doc}");
     assert!(!retained.exists());
     assert_eq!(fx.worktrees().len(), 1);
 }

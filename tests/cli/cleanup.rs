@@ -1,0 +1,244 @@
+//! Cleaning up as a user means it: `discard --all`, `-q` that quiets, `list` without the
+//! discarded, `sweep` that keeps to its own repository, and an owner that outlives `sh -c`.
+
+use std::path::Path;
+
+use crate::fixture::{Fixture, checkout_listing};
+
+/// Every file and directory under `dir`, relative, sorted (links not followed).
+fn tree_names(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&at) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            out.push(path.strip_prefix(dir).unwrap().display().to_string());
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn discard_all_purge_then_gc_all_leaves_only_the_lock_file_and_says_nothing_with_q() {
+    let fx = Fixture::new();
+    for id in ["a", "b", "c"] {
+        fx.bind(id);
+        std::fs::write(fx.isolation(id).join(format!("{id}.txt")), "work\n").unwrap();
+    }
+    let (code, doc) = fx.json(&["run", "-s", "b", "--no-sandbox", "--", "true"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = fx.json(&["promote", "-s", "c"]);
+    assert_eq!(code, 0, "{doc}");
+    fx.json(&["discard", "-s", "a"]);
+    let before = checkout_listing(&fx.src);
+    let git_dir = fx.src.join(".git");
+    let git_before: Vec<String> = tree_names(&git_dir)
+        .into_iter()
+        .filter(|n| !n.starts_with("a3s-iso") && !n.starts_with("worktrees"))
+        .filter(|n| !n.starts_with("refs") && !n.starts_with("logs") && !n.starts_with("objects"))
+        .collect();
+
+    let out = fx
+        .cmd()
+        .args(["-q", "discard", "--all", "--purge"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "discard -q says nothing"
+    );
+    let out = fx.cmd().args(["-q", "gc", "--all"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "",
+        "gc -q says nothing"
+    );
+
+    // The checkout is as it was (c's landing included), and of a3s-iso only the lock is left.
+    assert_eq!(checkout_listing(&fx.src), before);
+    let ours: Vec<String> = tree_names(&git_dir)
+        .into_iter()
+        .filter(|n| n.contains("a3s-iso"))
+        .collect();
+    assert_eq!(ours, ["a3s-iso.lock"], "{ours:?}");
+    assert_eq!(
+        fx.git(
+            &fx.src,
+            &["for-each-ref", "refs/a3s-iso/", "refs/heads/a3s-iso/"]
+        ),
+        ""
+    );
+    assert_eq!(fx.worktrees().len(), 1, "{:?}", fx.worktrees());
+    for id in ["a", "b", "c"] {
+        assert!(!fx.isolation(id).exists(), "{id}");
+    }
+    let git_after: Vec<String> = tree_names(&git_dir)
+        .into_iter()
+        .filter(|n| !n.starts_with("a3s-iso") && !n.starts_with("worktrees"))
+        .filter(|n| !n.starts_with("refs") && !n.starts_with("logs") && !n.starts_with("objects"))
+        .collect();
+    assert_eq!(git_after, git_before);
+    assert_eq!(
+        tree_names(&fx.home.join(".local/share/a3s-iso/sources")),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn discard_all_reports_each_session_and_keeps_a_busy_one() {
+    let fx = Fixture::new();
+    fx.bind("one");
+    fx.bind("two");
+    let (code, doc) = fx.json(&["discard", "--all"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["schema"], "a3s-iso.discard-all.v1");
+    let ids: Vec<&str> = doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["one", "two"]);
+    assert!(
+        doc["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["removed"] == true)
+    );
+    assert_eq!(doc["failed"], serde_json::json!([]));
+    // Nothing left to discard: an empty report, not an error.
+    let (code, doc) = fx.json(&["discard", "--all"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sessions"], serde_json::json!([]));
+    // Naming a session as well is a usage error.
+    let out = fx
+        .cmd()
+        .args(["discard", "--all", "-s", "one"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn list_hides_discarded_sessions_unless_all() {
+    let fx = Fixture::new();
+    fx.bind("kept");
+    fx.bind("gone");
+    fx.json(&["discard", "-s", "gone"]);
+    let (_, list) = fx.json(&["list"]);
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["kept"], "{list}");
+    assert_eq!(list["hidden_discarded"], 1);
+    let (_, all) = fx.json(&["list", "--all"]);
+    let gone = all["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "gone")
+        .unwrap_or_else(|| panic!("{all}"));
+    assert_eq!(gone["state"], "discarded");
+    let out = fx.cmd().args(["list"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("1 discarded session not shown"), "{stderr}");
+}
+
+#[test]
+fn sweep_keeps_quiet_about_another_repositorys_isolation_unless_all() {
+    let fx = Fixture::new();
+    // Another repository beside this one, with an isolation of its own in the same parent.
+    let other = fx.root.join("work/other");
+    std::fs::create_dir(&other).unwrap();
+    fx.git(&other, &["init", "-q"]);
+    std::fs::write(other.join("o.txt"), "o\n").unwrap();
+    fx.git(&other, &["add", "-A"]);
+    fx.git(&other, &["commit", "-q", "-m", "o"]);
+    let (code, doc) = fx.json_in(&other, &["bind", "-s", "theirs"]);
+    assert_eq!(code, 0, "{doc}");
+    let theirs = fx.root.join("work/.other.a3s-isolate-theirs");
+    assert!(theirs.is_dir());
+    // Named like one of ours, as a tree of theirs could be.
+    let planted = fx.isolation("planted");
+    fx.git(
+        &other,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            planted.to_str().unwrap(),
+        ],
+    );
+    let (code, doc) = fx.json(&["sweep", "--dry-run"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!doc.to_string().contains("other_repository"), "{doc}");
+    let out = fx.cmd().args(["sweep", "--dry-run"]).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains("another repository") && !text.contains("other_repository"),
+        "{text}"
+    );
+    let (code, doc) = fx.json(&["sweep", "--dry-run", "--all"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc.to_string().contains("other_repository"), "{doc}");
+    assert!(planted.is_dir() && theirs.is_dir());
+}
+
+/// A harness runs each command through a fresh `sh -c`: the session belongs to the harness
+/// (here, this test process), not to the shell that exits at once, and sweep keeps it.
+#[test]
+fn bind_from_sh_c_is_owned_by_the_long_lived_parent() {
+    let fx = Fixture::new();
+    let bin = env!("CARGO_BIN_EXE_a3s-iso");
+    let mut cmd = std::process::Command::new("sh");
+    // Not the last command, so that the shell cannot exec a3s-iso in its own place.
+    cmd.args(["-c", &format!("'{bin}' --json bind -s harnessed; true")])
+        .current_dir(&fx.src)
+        .stdin(std::process::Stdio::null());
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["owner"]["pid"], std::process::id(), "{doc}");
+    assert_eq!(doc["owner"]["liveness"], "alive", "{doc}");
+    // The shell has exited; the session is live as long as this process runs.
+    let (_, sweep) = fx.json(&["sweep", "--dry-run"]);
+    let kept = &sweep["kept"][0];
+    assert_eq!(kept["session_id"], "harnessed", "{sweep}");
+    assert_eq!(kept["reason"], "live", "{sweep}");
+    assert_eq!(sweep["reclaimed"], serde_json::json!([]), "{sweep}");
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["owner"]["liveness"], "alive", "{list}");
+    assert_eq!(list["sessions"][0]["owner"]["pid"], std::process::id());
+    // Interactive shells and other programs own what they bind: only `-c` shells are skipped.
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args([
+        "-c",
+        &format!("'{bin}' --json bind -s direct --owner-pid $$; true"),
+    ])
+    .current_dir(&fx.src)
+    .stdin(std::process::Stdio::null());
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_ne!(
+        doc["owner"]["pid"],
+        std::process::id(),
+        "--owner-pid is taken as given"
+    );
+}
