@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
-use crate::git::{Git, HermeticGit, split_nul};
+use crate::git::{Git, HermeticGit};
 use crate::isolation::Isolation;
 use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch, Seed};
@@ -240,14 +240,7 @@ fn module_names(git: &Git, common_dir: &Path, tree: &str) -> Result<Vec<(Vec<u8>
         .arg(format!("{tree}:.gitmodules"))
         .args(["--get-regexp", r"^submodule\..*\.path$"])
         .output()?;
-    Ok(split_nul(&out.stdout)
-        .filter_map(|record| {
-            let newline = record.iter().position(|b| *b == b'\n')?;
-            let key = &record[..newline];
-            let name = key.strip_prefix(b"submodule.")?.strip_suffix(b".path")?;
-            Some((record[newline + 1..].to_vec(), name.to_vec()))
-        })
-        .collect())
+    Ok(crate::git::module_paths(&out.stdout))
 }
 
 /// The submodule at `path`, if it is initialised in the isolation: its git dir must be
