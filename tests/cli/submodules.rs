@@ -1,5 +1,5 @@
 //! `bind --submodules` without the network: each submodule is cloned from the source's own
-//! copy of it, whatever its URL says.
+//! copy of it, whatever its URL says, and `diff` shows the work done inside it.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -164,6 +164,79 @@ fn bind_submodules_clones_from_the_source_not_the_url() {
         let links = std::fs::metadata(&file).unwrap().nlink();
         assert_eq!(links, 1, "{} is hard-linked", file.display());
     }
+}
+
+/// The work done inside the submodule cloned from the source shows in `diff` (patch, `--stat`,
+/// `--name-only`, JSON), then lands in the source's submodule.
+#[test]
+fn work_in_an_offline_submodule_shows_in_diff_and_lands() {
+    let fx = unreachable_submodules();
+    bind_submodules(&fx, "d");
+    let iso = fx.isolation("d");
+    std::fs::write(iso.join(SUB).join("lib.txt"), "lib, edited\n").unwrap();
+    std::fs::write(iso.join(SUB).join("new.txt"), "new\n").unwrap();
+
+    let out = fx.cmd().args(["diff", "-s", "d"]).output().unwrap();
+    assert!(out.status.success());
+    let patch = String::from_utf8(out.stdout).unwrap();
+    let header = format!("# nested repository {SUB} (submodule)\n");
+    let at = patch.find(&header).unwrap_or_else(|| panic!("{patch}"));
+    let nested = &patch[at + header.len()..];
+    assert!(
+        nested.starts_with(&format!("diff --git a/{SUB}/lib.txt b/{SUB}/lib.txt\n")),
+        "{patch}"
+    );
+    assert!(nested.contains("-lib\n+lib, edited\n"), "{patch}");
+    assert!(
+        nested.contains(&format!("+++ b/{SUB}/new.txt\n")),
+        "{patch}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("not shown"), "{stderr}");
+
+    let stat = fx
+        .cmd()
+        .args(["diff", "-s", "d", "--stat"])
+        .output()
+        .unwrap();
+    let stat = String::from_utf8(stat.stdout).unwrap();
+    assert!(stat.contains(&header), "{stat}");
+    assert!(stat.contains(&format!(" {SUB}/lib.txt ")), "{stat}");
+    assert!(stat.contains("2 files changed"), "{stat}");
+    let names = fx
+        .cmd()
+        .args(["diff", "-s", "d", "--name-only"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(names.stdout).unwrap(),
+        format!("{SUB}/lib.txt\n{SUB}/new.txt\n")
+    );
+
+    let (code, doc) = fx.json(&["diff", "-s", "d"]);
+    assert_eq!(code, 0, "{doc}");
+    crate::schemas::assert_valid("diff with a nested change set", &doc);
+    assert_eq!(doc["files"], serde_json::json!([]), "{doc}");
+    let sets = doc["nested_change_sets"].as_array().unwrap();
+    assert_eq!(sets.len(), 1, "{doc}");
+    assert_eq!(sets[0]["path"]["text"], SUB, "{doc}");
+    assert_eq!(sets[0]["kind"], "submodule", "{doc}");
+    assert_eq!(
+        sets[0]["files"][0]["path"]["text"],
+        format!("{SUB}/lib.txt")
+    );
+    assert_eq!(sets[0]["files"][1]["status"], "added", "{doc}");
+
+    // What diff showed is what lands, with the digest diff named.
+    let (code, promoted) = fx.json(&["promote", "-s", "d"]);
+    assert_eq!(code, 0, "{promoted}");
+    assert_eq!(promoted["nested"][0]["outcome"], "applied", "{promoted}");
+    assert_eq!(
+        promoted["nested"][0]["digest"], sets[0]["digest"],
+        "{promoted}"
+    );
+    assert_eq!(read(fx.src.join(SUB).join("lib.txt")), b"lib, edited\n");
+    assert_eq!(read(fx.src.join(SUB).join("new.txt")), b"new\n");
 }
 
 /// A submodule the source never initialised stays uninitialised in the isolation, with a
