@@ -76,7 +76,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--allow-dirty', '--allow-dirty', [CompletionResultType]::ParameterName, 'Bind at HEAD even though the source has local changes (they stay out of the isolation)')
             [CompletionResult]::new('--carry-wip', '--carry-wip', [CompletionResultType]::ParameterName, 'Start from the source''s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session''s base, so change sets hold only the session''s own work)')
-            [CompletionResult]::new('--submodules', '--submodules', [CompletionResultType]::ParameterName, 'Initialise submodules (recursively) in the isolation')
+            [CompletionResult]::new('--submodules', '--submodules', [CompletionResultType]::ParameterName, 'Initialise submodules (recursively) in the isolation, each cloned from the source''s own copy of it (no network)')
             [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Record a session without an isolation tree; writing commands then refuse it')
             [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')

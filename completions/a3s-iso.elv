@@ -72,7 +72,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --allow-dirty 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
             cand --carry-wip 'Start from the source''s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session''s base, so change sets hold only the session''s own work)'
-            cand --submodules 'Initialise submodules (recursively) in the isolation'
+            cand --submodules 'Initialise submodules (recursively) in the isolation, each cloned from the source''s own copy of it (no network)'
             cand --read-only 'Record a session without an isolation tree; writing commands then refuse it'
             cand --resume 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'

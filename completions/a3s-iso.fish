@@ -74,7 +74,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l git -d 'The git
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l allow-dirty -d 'Bind at HEAD even though the source has local changes (they stay out of the isolation)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l carry-wip -d 'Start from the source\'s working state: HEAD plus staged, unstaged and untracked changes (that state becomes the session\'s base, so change sets hold only the session\'s own work)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l submodules -d 'Initialise submodules (recursively) in the isolation'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l submodules -d 'Initialise submodules (recursively) in the isolation, each cloned from the source\'s own copy of it (no network)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l read-only -d 'Record a session without an isolation tree; writing commands then refuse it'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l resume -d 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session\'s snapshot, else the latest capture)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand bind" -l json -d 'Print exactly one JSON document on stdout (success or failure)'

@@ -335,7 +335,10 @@ fn create(
             opts,
             restore_state.as_ref(),
         )
-        .map(|admin| (admin, false)),
+        .map(|(admin, more)| {
+            warnings.extend(more);
+            (admin, false)
+        }),
     }
     .and_then(|built| copy_ignored(ctx, located, &claim.path, opts).map(|copied| (built, copied)));
     let _lock = ctx.lock(&located.repo)?;
@@ -367,13 +370,13 @@ fn cold(
     record: &SessionRecord,
     opts: &BindOptions,
     restore_state: Option<&Restore>,
-) -> Result<PathBuf> {
-    let admin_dir = build(ctx, located, path, &record.bound_revision, opts.submodules)?;
+) -> Result<(PathBuf, Vec<String>)> {
+    let (admin_dir, warnings) = build(ctx, located, path, &record.bound_revision, opts.submodules)?;
     if let Some(state) = restore_state {
         restore(ctx, located, (path, &admin_dir), state)?;
     }
     keep_seed(ctx, located, path, &admin_dir)?;
-    Ok(admin_dir)
+    Ok((admin_dir, warnings))
 }
 
 /// Finishes a taken spare; if that fails, its tree goes and the bind checks out cold.
@@ -392,7 +395,7 @@ fn warm_or_cold(
     for admin in admins {
         isolation::remove_admin_dir(&located.repo, &admin)?;
     }
-    let admin = build(ctx, located, path, revision, false)?;
+    let (admin, _) = build(ctx, located, path, revision, false)?;
     keep_seed(ctx, located, path, &admin)?;
     Ok((admin, false))
 }
@@ -730,7 +733,8 @@ fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
 }
 
 /// Checks the bound revision out into a new detached worktree at `path` (with its submodules
-/// initialised, if asked); returns its admin dir. The tree is built in place, never renamed
+/// initialised from the source's copies of them, if asked); returns its admin dir and the
+/// warnings for submodules left uninitialised. The tree is built in place, never renamed
 /// afterwards, so submodule links stay valid.
 fn build(
     ctx: &Context,
@@ -738,25 +742,20 @@ fn build(
     path: &Path,
     revision: &str,
     submodules: bool,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, Vec<String>)> {
     let admin = isolation::add_worktree(ctx, &located.repo, path, revision)?;
-    if submodules {
+    let warnings = if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
-        // admin dir (`<admin>/modules`), so this one call goes through the admin dir itself.
-        HermeticGit::own(&ctx.git, path, &admin, &located.repo.common_dir)
-            .cmd()
-            .args([
-                "-c",
-                "checkout.workers=0",
-                "submodule",
-                "update",
-                "--init",
-                "--recursive",
-                "--quiet",
-            ])
-            .run()?;
-    }
-    Ok(admin)
+        // admin dir (`<admin>/modules`), so git goes through the admin dir itself.
+        crate::submodules::initialise(
+            &ctx.git,
+            (path, &admin, &located.repo.common_dir),
+            &located.repo.toplevel,
+        )?
+    } else {
+        Vec::new()
+    };
+    Ok((admin, warnings))
 }
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.

@@ -173,7 +173,13 @@ pub(crate) fn snapshot_all(
     isolation: &Isolation,
 ) -> Result<(snapshot::Snapshot, crate::nested::Nested)> {
     let mut snap = isolation.snapshot(ctx, located)?;
-    let nested = crate::nested::capture_isolation(&ctx.git, located, isolation, &mut snap)?;
+    let nested = crate::nested::capture_isolation(
+        &ctx.git,
+        located,
+        isolation,
+        &mut snap,
+        crate::nested::Look::Capture,
+    )?;
     Ok((snap, nested))
 }
 

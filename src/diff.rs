@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 
 use crate::context::Context;
 use crate::error::{Error, IoContext, Result};
+use crate::nested::NestedKind;
 use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch};
 
@@ -132,8 +133,59 @@ pub struct DiffOutcome {
     /// beside the root's and are not part of this patch.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<RepoPath>,
+    /// The change sets of the session's submodules and nested repositories that a promote
+    /// would land (each in its own repository), after the root's; none for a document or a
+    /// promoted change set, which carry the root only.
+    pub nested_change_sets: Vec<NestedDiff>,
+    /// What the user should know: nested repositories whose work is not shown, and why.
+    pub warnings: Vec<String>,
     #[serde(skip)]
     body: Body,
+}
+
+/// The change set of one submodule or nested repository of a session, as `diff` shows it.
+#[derive(Serialize)]
+pub struct NestedDiff {
+    /// The repository's path in the superproject.
+    pub path: RepoPath,
+    /// Submodule or nested repository.
+    pub kind: NestedKind,
+    /// `sha256:` of the nested patch as a promote would land it in that repository (its paths
+    /// relative to the repository).
+    pub digest: String,
+    /// That patch's size.
+    pub patch_bytes: u64,
+    /// The tree of the repository the patch applies to.
+    #[serde(with = "crate::ids::tree_id")]
+    pub from_tree: String,
+    /// The tree it makes.
+    #[serde(with = "crate::ids::tree_id")]
+    pub to_tree: String,
+    /// The files, each with its path in the superproject (`<repository path>/<file>`), in
+    /// the patch's order.
+    pub files: Vec<FileChange>,
+    /// The patch as shown: every path under the repository's (`a/<repository path>/<file>`).
+    #[serde(skip)]
+    shown: Patch,
+}
+
+impl std::fmt::Debug for NestedDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NestedDiff")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("digest", &self.digest)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NestedDiff {
+    /// The nested patch as `diff` shows it: every path under the repository's path in the
+    /// superproject (`a/<repository path>/<file>`), as `git diff --submodule=diff` shows it.
+    pub fn open_patch(&self) -> Result<Box<dyn Read + '_>> {
+        Ok(Box::new(open(self.shown.file.path())?))
+    }
 }
 
 impl DiffOutcome {
@@ -175,59 +227,148 @@ pub fn configured_pager(ctx: &Context) -> Option<String> {
     (out.exit_code == Some(0) && !text.is_empty()).then_some(text)
 }
 
-/// A session's change set from a fresh snapshot of its isolation.
+/// A session's change set from a fresh snapshot of its isolation, with the change sets of its
+/// submodules and nested repositories.
 fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let located = ctx.locate()?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
     let isolation = crate::isolation::writable_isolation(&session)?;
-    // The snapshot needs no lock: it reads the isolation and writes objects only.
+    // The snapshots need no lock: they read the isolation and write objects only.
     let scratch = ReadScratch::new()?;
-    let snap = isolation.peek(ctx, &located, scratch.path())?;
-    let (scope, from, head_moved) = if opts.cumulative {
-        (Scope::Cumulative, session.base_tree.clone(), None)
-    } else {
-        // The lock only while the journal is read, so that a promote in flight (or one a crash
-        // interrupted) has finished and its step counts.
-        let _lock = ctx.lock(&located.repo)?;
-        let previous = crate::promote::last_step(&located.store, &session, None)?;
-        let from = crate::promote::delta_base(&session, previous.as_ref());
-        let expected = previous
-            .as_ref()
-            .and_then(|p| p.step.head_after.as_deref())
-            .unwrap_or(&session.bound_revision);
-        let head = located.repo.head_commit(&ctx.git);
-        let moved = head.map(|head| head != expected);
-        (Scope::SincePromote, from, moved)
-    };
+    let mut snap = isolation.peek(ctx, &located, scratch.path())?;
+    let mut nested = snap.gitlinks.clone();
+    nested.extend(snap.nested.iter().map(|name| nested_path(name)));
+    let look = crate::nested::Look::Peek(scratch.path());
+    let found = crate::nested::capture_isolation(&ctx.git, &located, &isolation, &mut snap, look)?;
+    let bases = bases(ctx, &located, &session, opts, &found)?;
     let patch = snapshot::patch(
         &ctx.git,
         &located.repo.common_dir,
-        &from,
+        &bases.root,
         &snap.tree,
         scratch.path(),
     )?;
     let files = files_of(BufReader::new(open(patch.file.path())?))?;
-    let mut nested = snap.gitlinks.clone();
-    nested.extend(
-        snap.nested
-            .iter()
-            .map(|name| RepoPath(name.trim_end_matches('/').as_bytes().to_vec())),
-    );
+    let nested_change_sets = nested_diffs(ctx, &located, &found, &bases.nested, scratch.path())?;
+    let mut warnings = found.warnings();
+    warnings.extend(snap.nested.iter().map(|name| {
+        format!(
+            "nested repository {} is not part of the change set: the source has no repository there",
+            nested_path(name)
+        )
+    }));
     Ok(DiffOutcome {
         session_id: Some(session.session_id),
-        scope,
-        head_moved,
+        scope: bases.scope,
+        head_moved: bases.head_moved,
         digest: patch.digest.clone(),
         patch_bytes: patch.bytes,
-        from_tree: Some(from),
+        from_tree: Some(bases.root),
         to_tree: Some(snap.tree),
         files,
         nested,
+        nested_change_sets,
+        warnings,
         body: Body::Scratch {
             patch,
             _dir: scratch,
         },
     })
+}
+
+/// A nested repository's name as the snapshot gives it (`dir/`), as a path.
+fn nested_path(name: &str) -> RepoPath {
+    RepoPath(name.trim_end_matches('/').as_bytes().to_vec())
+}
+
+/// Where a session's change sets start.
+struct Bases {
+    scope: Scope,
+    /// The root's from-tree.
+    root: String,
+    head_moved: Option<bool>,
+    /// Each captured nested change set's from-tree, in order; `None`: nothing new to promote
+    /// there since its last step.
+    nested: Vec<Option<String>>,
+}
+
+/// Where the session's change sets start: its base tree (`cumulative`, the nested ones at their
+/// HEAD's tree), else where a promote now would start each (after its last promoted step).
+fn bases(
+    ctx: &Context,
+    located: &crate::context::Located,
+    session: &crate::state::SessionRecord,
+    opts: &DiffOptions,
+    found: &crate::nested::Nested,
+) -> Result<Bases> {
+    let sets = found.captured.iter().map(|c| &c.set);
+    if opts.cumulative {
+        return Ok(Bases {
+            scope: Scope::Cumulative,
+            root: session.base_tree.clone(),
+            head_moved: None,
+            nested: sets.map(|set| Some(set.base_tree.clone())).collect(),
+        });
+    }
+    // The lock only while the journal is read, so that a promote in flight (or one a crash
+    // interrupted) has finished and its step counts.
+    let _lock = ctx.lock(&located.repo)?;
+    let previous = crate::promote::last_step(&located.store, session, None)?;
+    let expected = previous
+        .as_ref()
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&session.bound_revision);
+    let head = located.repo.head_commit(&ctx.git);
+    let mut nested = Vec::new();
+    for set in sets {
+        let base = crate::promote::nested_delta_base(&located.store, Some(session), set)?;
+        nested.push(base.map(|(from, _)| from));
+    }
+    Ok(Bases {
+        scope: Scope::SincePromote,
+        root: crate::promote::delta_base(session, previous.as_ref()),
+        head_moved: head.map(|head| head != expected),
+        nested,
+    })
+}
+
+/// The nested change sets from their bases (`None`: nothing new, left out): the patch a
+/// promote would land in each repository (its digest), and the same shown within the
+/// superproject, its files with their paths there.
+fn nested_diffs(
+    ctx: &Context,
+    located: &crate::context::Located,
+    found: &crate::nested::Nested,
+    bases: &[Option<String>],
+    scratch: &Path,
+) -> Result<Vec<NestedDiff>> {
+    let common = &located.repo.common_dir;
+    let mut out = Vec::new();
+    for (captured, base) in found.captured.iter().zip(bases) {
+        let Some(from) = base else {
+            continue;
+        };
+        let set = &captured.set;
+        let (digest, patch_bytes) = if *from == set.base_tree {
+            (set.patch_digest.clone(), set.patch_bytes)
+        } else {
+            let delta = snapshot::patch(&ctx.git, common, from, &set.result_tree, scratch)?;
+            (delta.digest, delta.bytes)
+        };
+        let trees = (from.as_str(), set.result_tree.as_str());
+        let shown = snapshot::patch_under(&ctx.git, common, trees, &set.path_exact, scratch)?;
+        out.push(NestedDiff {
+            path: set.path_exact.clone(),
+            kind: set.kind,
+            digest,
+            patch_bytes,
+            from_tree: from.clone(),
+            to_tree: set.result_tree.clone(),
+            files: files_of(BufReader::new(open(shown.file.path())?))?,
+            shown,
+        });
+    }
+    Ok(out)
 }
 
 /// A change-set document, verified completely first.
@@ -245,6 +386,8 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
         to_tree: Some(crate::changeset::tree_id(&cs.result_tree).to_string()),
         files,
         nested: Vec::new(),
+        nested_change_sets: Vec::new(),
+        warnings: Vec::new(),
         body: Body::Memory(verified.patch),
     })
 }
@@ -292,6 +435,8 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         to_tree: step.map(|s| s.result_tree),
         files,
         nested: Vec::new(),
+        nested_change_sets: Vec::new(),
+        warnings: Vec::new(),
         body: Body::Stored(path),
     })
 }

@@ -57,6 +57,7 @@ pub mod signals;
 pub mod snapshot;
 pub mod state;
 mod strictjson;
+pub(crate) mod submodules;
 pub mod sweep;
 pub mod wip;
 

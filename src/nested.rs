@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
-use crate::git::{Git, HermeticGit, split_nul};
+use crate::git::{Git, HermeticGit};
 use crate::isolation::Isolation;
 use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch, Seed};
@@ -110,6 +110,19 @@ pub(crate) struct Superproject<'a> {
     pub(crate) source: &'a Path,
     /// The state store (seed indexes, scratch).
     pub(crate) store: &'a Store,
+    /// A capture, or a look that writes nothing into the store.
+    pub(crate) look: Look<'a>,
+}
+
+/// What a nested snapshot may write besides objects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Look<'a> {
+    /// A capture: a3s-iso's index of each nested repository moves with its snapshot, and
+    /// temporary files go to the store's scratch dir.
+    Capture,
+    /// A look that writes nothing into the state store (`diff`): the indexes are read and left
+    /// as they were, and temporary files go to this directory.
+    Peek(&'a Path),
 }
 
 /// Captures every initialised submodule of the isolation (its gitlinks in `result_tree`, the
@@ -168,7 +181,10 @@ fn capture_one(
     top: &Superproject<'_>,
     repo: &Found,
 ) -> Result<Option<Captured>> {
-    let scratch = top.store.scratch_dir();
+    let scratch = match top.look {
+        Look::Capture => top.store.scratch_dir(),
+        Look::Peek(dir) => dir.to_path_buf(),
+    };
     let root_objects = top.common_dir.join("objects");
     let tree = repo.path.under(&iso.tree);
     let wt = HermeticGit::nested(
@@ -179,8 +195,12 @@ fn capture_one(
         &repo.objects,
         &scratch,
     )?;
-    let seed = seed_index(top.store, iso, &repo.path)?;
-    let snap = snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?;
+    let seed = seed_index(top.store, iso, &repo.path, top.look)?;
+    let seed = match top.look {
+        Look::Capture => Seed::Own(&seed),
+        Look::Peek(_) => Seed::Peek(&seed),
+    };
+    let snap = snapshot::snapshot(&wt, seed, &scratch)?;
     let base_tree = wt
         .cmd()
         .args(["rev-parse", "--verify"])
@@ -219,9 +239,12 @@ pub(crate) const NESTED_SEED_MARK: &str = "+nested-";
 
 /// The seed index of one nested repository of an isolation, beside the isolation's own. The
 /// `+` (never in a session id) keeps it apart from the seed of a session whose id extends this
-/// one's (`a` and `a.nested-x`).
-fn seed_index(store: &Store, iso: &Isolation, path: &RepoPath) -> Result<PathBuf> {
-    let own = store.seed_index(&iso.admin)?;
+/// one's (`a` and `a.nested-x`). A look creates nothing.
+fn seed_index(store: &Store, iso: &Isolation, path: &RepoPath, look: Look<'_>) -> Result<PathBuf> {
+    let own = match look {
+        Look::Capture => store.seed_index(&iso.admin)?,
+        Look::Peek(_) => store.seed_index_path(&iso.admin),
+    };
     let name = own
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -240,14 +263,7 @@ fn module_names(git: &Git, common_dir: &Path, tree: &str) -> Result<Vec<(Vec<u8>
         .arg(format!("{tree}:.gitmodules"))
         .args(["--get-regexp", r"^submodule\..*\.path$"])
         .output()?;
-    Ok(split_nul(&out.stdout)
-        .filter_map(|record| {
-            let newline = record.iter().position(|b| *b == b'\n')?;
-            let key = &record[..newline];
-            let name = key.strip_prefix(b"submodule.")?.strip_suffix(b".path")?;
-            Some((record[newline + 1..].to_vec(), name.to_vec()))
-        })
-        .collect())
+    Ok(crate::git::module_paths(&out.stdout))
 }
 
 /// The submodule at `path`, if it is initialised in the isolation: its git dir must be
@@ -564,19 +580,21 @@ impl Nested {
     }
 }
 
-/// The nested change sets of an isolation whose root snapshot is `snap`; the names in
-/// `snap.nested` that are not nested repositories of the source are left there (reported as
-/// before).
+/// The nested change sets of an isolation whose root snapshot is `snap` (a capture, or a
+/// look: `look`); the names in `snap.nested` that are not nested repositories of the source
+/// are left there (reported as before).
 pub(crate) fn capture_isolation(
     git: &Git,
     located: &crate::context::Located,
     iso: &Isolation,
     snap: &mut snapshot::Snapshot,
+    look: Look<'_>,
 ) -> Result<Nested> {
     let top = Superproject {
         common_dir: &located.repo.common_dir,
         source: &located.repo.toplevel,
         store: &located.store,
+        look,
     };
     let nested = capture(git, iso, &top, &snap.tree, (&snap.gitlinks, &snap.nested))?;
     // Those found, captured or not, are reported as nested change sets or skipped ones.

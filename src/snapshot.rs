@@ -465,6 +465,37 @@ pub(crate) fn patch(
     result: &str,
     scratch: &Path,
 ) -> Result<Patch> {
+    patch_with(git, common_dir, (base, result), &[], scratch)
+}
+
+/// The patch from `base` to `result` as [`patch`] makes it, with every path under `prefix`
+/// (`a/<prefix>/<path>`): a nested repository's change set shown within its superproject, as
+/// `git diff --submodule=diff` shows one. For people only: its digest is not the change set's.
+pub(crate) fn patch_under(
+    git: &Git,
+    common_dir: &Path,
+    (base, result): (&str, &str),
+    prefix: &crate::paths::RepoPath,
+    scratch: &Path,
+) -> Result<Patch> {
+    let side = |letter: &str, option: &str| {
+        let mut arg = format!("--{option}={letter}/").into_bytes();
+        arg.extend_from_slice(&prefix.0);
+        arg.push(b'/');
+        std::ffi::OsString::from_vec(arg)
+    };
+    let prefixes = [side("a", "src-prefix"), side("b", "dst-prefix")];
+    patch_with(git, common_dir, (base, result), &prefixes, scratch)
+}
+
+/// The patch with the pinned options, and `more` after them (later options win).
+fn patch_with(
+    git: &Git,
+    common_dir: &Path,
+    (base, result): (&str, &str),
+    more: &[std::ffi::OsString],
+    scratch: &Path,
+) -> Result<Patch> {
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
@@ -473,6 +504,7 @@ pub(crate) fn patch(
         .args(PATCH_CONFIG)
         .arg("diff")
         .args(PATCH_FLAGS)
+        .args(more)
         .arg(base)
         .arg(result)
         .arg("--")

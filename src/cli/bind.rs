@@ -30,7 +30,8 @@ pub struct BindArgs {
     #[arg(long, conflicts_with_all = ["allow_dirty", "read_only", "resume"])]
     pub carry_wip: bool,
 
-    /// Initialise submodules (recursively) in the isolation
+    /// Initialise submodules (recursively) in the isolation, each cloned from the source's own
+    /// copy of it (no network)
     #[arg(long, conflicts_with = "read_only")]
     pub submodules: bool,
 

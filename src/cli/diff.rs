@@ -1,12 +1,13 @@
-use std::io::{BufRead, BufReader, IsTerminal, Write};
+use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use clap::Args;
 
 use a3s_iso::context::Context;
-use a3s_iso::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, diff};
+use a3s_iso::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, NestedDiff, diff};
 use a3s_iso::error::{Error, Result};
+use a3s_iso::nested::NestedKind;
 
 use super::{ColorChoice, Output};
 
@@ -67,12 +68,8 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
             cumulative: args.cumulative,
         },
     )?;
-    if !outcome.nested.is_empty() {
-        let paths: Vec<String> = outcome.nested.iter().map(|p| p.shown()).collect();
-        out.warn(&format!(
-            "not shown: the change sets of {} (they land in their own repositories)",
-            paths.join(", ")
-        ));
+    for warning in &outcome.warnings {
+        out.warn(warning);
     }
     if outcome.head_moved == Some(true) {
         out.warn(
@@ -84,7 +81,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
         out.document("a3s-iso.diff.v1", &outcome);
         return Ok(0);
     }
-    if outcome.files.is_empty() && !out.quiet {
+    if outcome.files.is_empty() && outcome.nested_change_sets.is_empty() && !out.quiet {
         out.note("no changes");
         return Ok(0);
     }
@@ -150,12 +147,47 @@ fn write_through(
     }
 }
 
-/// The patch's bytes; on a terminal, each line coloured as git colours a diff.
+/// The root's patch, then each nested repository's after a header line (see
+/// [`nested_header`]); on a terminal, each line coloured as git colours a diff. With no nested
+/// change set, the bytes are exactly the root's patch.
 fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
-    let mut reader = outcome.open_patch().map_err(std::io::Error::other)?;
+    let reader = outcome.open_patch().map_err(std::io::Error::other)?;
+    copy_painted(reader, painted, w)?;
+    for nested in &outcome.nested_change_sets {
+        header_line(nested, painted, w)?;
+        let reader = nested.open_patch().map_err(std::io::Error::other)?;
+        copy_painted(reader, painted, w)?;
+    }
+    w.flush()
+}
+
+/// `# nested repository <path> (<kind>)`: what introduces a nested repository's change set,
+/// its path quoted as `git diff` quotes a name.
+fn nested_header(nested: &NestedDiff) -> String {
+    let kind = match nested.kind {
+        NestedKind::Submodule => "submodule",
+        NestedKind::Repository => "repository",
+    };
+    format!(
+        "# nested repository {} ({kind})",
+        super::quote_path(&nested.path.0)
+    )
+}
+
+fn header_line(nested: &NestedDiff, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let header = nested_header(nested);
+    match painted {
+        true => writeln!(w, "\x1b[1m{header}\x1b[m"),
+        false => writeln!(w, "{header}"),
+    }
+}
+
+/// A patch's bytes; painted, each line coloured as git colours a diff.
+fn copy_painted(reader: impl Read, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let mut reader = reader;
     if !painted {
         std::io::copy(&mut reader, w)?;
-        return w.flush();
+        return Ok(());
     }
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
@@ -189,13 +221,15 @@ fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Re
             w.write_all(&line[body.len()..])?;
         }
     }
-    w.flush()
+    Ok(())
 }
 
 /// One path a line, quoted as `git diff --name-only` quotes it; with `-z`, its exact bytes
-/// ended by NUL.
+/// ended by NUL. The nested repositories' files follow the root's, each path within the
+/// superproject (`<repository path>/<file>`), with no header: every line is a path.
 fn name_only(outcome: &DiffOutcome, nul: bool, w: &mut dyn Write) -> std::io::Result<()> {
-    for file in &outcome.files {
+    let nested = outcome.nested_change_sets.iter().flat_map(|n| &n.files);
+    for file in outcome.files.iter().chain(nested) {
         if nul {
             w.write_all(&file.path.0)?;
             w.write_all(b"\0")?;
@@ -207,22 +241,33 @@ fn name_only(outcome: &DiffOutcome, nul: bool, w: &mut dyn Write) -> std::io::Re
     w.flush()
 }
 
-/// ` path | N ++--` for each file, then the totals, as `git diff --stat` writes them.
+/// The root's files as `git diff --stat` writes them, then each nested repository's after its
+/// header line (see [`nested_header`]).
 fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
-    let width = outcome
-        .files
+    if !outcome.files.is_empty() || outcome.nested_change_sets.is_empty() {
+        stat_block(&outcome.files, painted, w)?;
+    }
+    for nested in &outcome.nested_change_sets {
+        header_line(nested, painted, w)?;
+        stat_block(&nested.files, painted, w)?;
+    }
+    w.flush()
+}
+
+/// ` path | N ++--` for each file, then the totals, as `git diff --stat` writes them.
+fn stat_block(files: &[FileChange], painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
+    let width = files
         .iter()
         .map(|f| super::quote_path(&f.path.0).chars().count())
         .max()
         .unwrap_or(0);
-    let most = outcome
-        .files
+    let most = files
         .iter()
         .map(|f| f.additions + f.deletions)
         .max()
         .unwrap_or(0);
     let digits = most.to_string().len().max(3);
-    for file in &outcome.files {
+    for file in files {
         let path = super::quote_path(&file.path.0);
         writeln!(
             w,
@@ -230,19 +275,17 @@ fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Res
             counts(file, most, digits, painted)
         )?;
     }
-    let (added, removed) = outcome
-        .files
+    let (added, removed) = files
         .iter()
         .fold((0, 0), |(a, d), f| (a + f.additions, d + f.deletions));
-    let n = outcome.files.len();
+    let n = files.len();
     writeln!(
         w,
         " {n} file{} changed, {added} insertion{}(+), {removed} deletion{}(-)",
         plural(n as u64),
         plural(added),
         plural(removed)
-    )?;
-    w.flush()
+    )
 }
 
 fn plural(n: u64) -> &'static str {

@@ -11,6 +11,7 @@ mod merge;
 mod ops;
 mod remote;
 mod runner;
+mod submodule;
 
 pub(crate) use hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use merge::{CommitInfo, Merged};
@@ -18,3 +19,4 @@ pub(crate) use ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
 pub(crate) use remote::{ObjectInfo, TopEntry};
 pub use runner::Git;
 pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};
+pub(crate) use submodule::{Gitlink, LocalClone, file_url, module_paths};

@@ -23,6 +23,7 @@ mod outcome;
 mod patch;
 
 use journal::{Landed, journal};
+pub(crate) use nested::nested_delta_base;
 use options::Candidate;
 pub use options::PromoteOptions;
 pub(crate) use options::{delta_base, last_step};

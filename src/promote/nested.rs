@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use super::gitlink::{Bump, is_toplevel, move_submodules, ready};
-use super::options::{Candidate, PromoteOptions, last_step};
+use super::options::{Candidate, Previous, PromoteOptions, last_step};
 use super::outcome::{Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason};
 use super::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
 use crate::context::{Context, Located};
@@ -18,7 +18,7 @@ use crate::intent;
 use crate::nested::{Captured, Nested, NestedChangeSet, Skipped};
 use crate::paths::RepoPath;
 use crate::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
-use crate::state::SessionRecord;
+use crate::state::{SessionRecord, Store};
 
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
 /// that the same patch in two repositories is promoted once in each.
@@ -276,23 +276,17 @@ fn candidate_of(
     scratch: &Path,
 ) -> Result<Option<Candidate>> {
     let path = &captured.set.path_exact;
-    let previous = match session {
-        Some(session) => last_step(&located.store, session, Some(path))?,
-        None => None,
+    let Some((base_tree, previous)) = nested_delta_base(&located.store, session, &captured.set)?
+    else {
+        return Ok(None);
     };
     let result_tree = captured.set.result_tree.clone();
-    let (patch, base_tree) = match &previous {
-        Some(p) if p.step.result_tree == result_tree => return Ok(None),
-        Some(p) => {
-            let from = p.step.result_tree.clone();
+    let patch = match &previous {
+        Some(_) => {
             let common = &located.repo.common_dir;
-            let patch = crate::snapshot::patch(&ctx.git, common, &from, &result_tree, scratch)?;
-            (patch, from)
+            crate::snapshot::patch(&ctx.git, common, &base_tree, &result_tree, scratch)?
         }
-        None => (
-            Patch::from_bytes(&captured.patch.read()?, scratch)?,
-            captured.set.base_tree.clone(),
-        ),
+        None => Patch::from_bytes(&captured.patch.read()?, scratch)?,
     };
     Ok(Some(Candidate {
         patch,
@@ -309,6 +303,25 @@ fn candidate_of(
         nested_path: Some(path.clone()),
         alternate_objects: Some(located.repo.common_dir.join("objects")),
     }))
+}
+
+/// Where a promote now starts the nested change set `set` of `session`: the result of the
+/// last step of this session that landed in its repository (with that step), else the set's
+/// base tree. `None`: that step landed this very result, there is nothing new.
+pub(crate) fn nested_delta_base(
+    store: &Store,
+    session: Option<&SessionRecord>,
+    set: &NestedChangeSet,
+) -> Result<Option<(String, Option<Previous>)>> {
+    let previous = match session {
+        Some(session) => last_step(store, session, Some(&set.path_exact))?,
+        None => None,
+    };
+    Ok(match previous {
+        Some(p) if p.step.result_tree == set.result_tree => None,
+        Some(p) => Some((p.step.result_tree.clone(), Some(p))),
+        None => Some((set.base_tree.clone(), None)),
+    })
 }
 
 fn located_head(ctx: &Context, top: &Path) -> Option<String> {

@@ -45,6 +45,7 @@ mod scripts;
 mod shapes;
 mod state_machine;
 mod steps;
+mod submodules;
 mod sweep;
 mod term;
 mod trust;

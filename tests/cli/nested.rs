@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use crate::fixture::{Fixture, isolate, json_of};
 
-/// Local submodules need the file transport allowed (the fixture isolates git's config).
+/// Adding a local submodule needs the file transport allowed (the fixture isolates git's
+/// config); `bind --submodules` does not, it clones from the source's own copy.
 const ALLOW_FILE: [(&str, &str); 3] = [
     ("GIT_CONFIG_COUNT", "1"),
     ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
@@ -42,8 +43,7 @@ pub(crate) fn with_submodule(id: &str) -> Fixture {
 
 fn bind_submodules(fx: &Fixture, id: &str) {
     let mut bind = fx.cmd();
-    bind.args(["--json", "bind", "-s", id, "--submodules"])
-        .envs(ALLOW_FILE);
+    bind.args(["--json", "bind", "-s", id, "--submodules"]);
     let (code, doc) = json_of(bind.output().unwrap());
     assert_eq!(code, 0, "{doc}");
 }
@@ -451,6 +451,21 @@ fn a_nested_repository_the_source_also_has_travels_as_a_nested_change_set() {
     let iso = fx.isolation("s");
     fx.git(&iso, &["clone", "-q", tools.to_str().unwrap(), "tools"]);
     std::fs::write(iso.join("tools/tool.txt"), "tool, edited\n").unwrap();
+    // diff shows it after the root's patch, its paths within the superproject.
+    let (code, shown) = fx.json(&["diff", "-s", "s"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(
+        shown["nested_change_sets"][0]["kind"], "repository",
+        "{shown}"
+    );
+    let patch = fx.cmd().args(["diff", "-s", "s"]).output().unwrap().stdout;
+    let patch = String::from_utf8(patch).unwrap();
+    assert!(
+        patch.contains(
+            "# nested repository tools (repository)\ndiff --git a/tools/tool.txt b/tools/tool.txt\n"
+        ),
+        "{patch}"
+    );
     let (code, doc) = promote(&fx, &["-s", "s"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["outcome"], "applied", "{doc}");
@@ -458,6 +473,10 @@ fn a_nested_repository_the_source_also_has_travels_as_a_nested_change_set() {
     assert_eq!(nested["kind"], "repository", "{doc}");
     assert_eq!(nested["outcome"], "applied", "{doc}");
     assert_eq!(read(tools.join("tool.txt")), "tool, edited\n");
+    assert_eq!(
+        nested["digest"], shown["nested_change_sets"][0]["digest"],
+        "{shown}"
+    );
     // Not folded into the superproject: its index has no entry for it.
     assert_eq!(fx.git(&fx.src, &["ls-files", "--", "tools"]), "");
     let (code, again) = promote(&fx, &["-s", "s"]);
@@ -609,6 +628,78 @@ fn a_submodule_is_promoted_in_steps() {
     assert_eq!(
         (code, doc["outcome"].as_str()),
         (0, Some("idempotent")),
+        "{doc}"
+    );
+    assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 2\n");
+}
+
+/// `diff` shows a submodule's change set as a promote now would land it: the delta since the
+/// last step that landed in the submodule (nothing once that step is the latest work), the
+/// whole of it with `--cumulative`; and it reads only, as for the root.
+#[test]
+fn diff_shows_the_nested_step_a_promote_would_land() {
+    let fx = with_submodule("ds");
+    let iso = fx.isolation("ds");
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, step 1\n").unwrap();
+    let (code, first) = fx.json(&["diff", "-s", "ds"]);
+    assert_eq!(code, 0, "{first}");
+    let (code, doc) = promote(&fx, &["-s", "ds"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(
+        nested_of(&doc, SUB)["digest"],
+        first["nested_change_sets"][0]["digest"],
+        "{doc}"
+    );
+
+    // Nothing new since the step: no nested change set, and nothing to show at all.
+    let (code, none) = fx.json(&["diff", "-s", "ds"]);
+    assert_eq!(code, 0, "{none}");
+    assert_eq!(none["nested_change_sets"], serde_json::json!([]), "{none}");
+    let out = fx.cmd().args(["diff", "-s", "ds"]).output().unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no changes"));
+
+    std::fs::write(sub_in(&iso).join("lib.txt"), "library, step 2\n").unwrap();
+    let since = fx.cmd().args(["diff", "-s", "ds"]).output().unwrap().stdout;
+    let since = String::from_utf8(since).unwrap();
+    let lib = format!("a/{SUB}/lib.txt");
+    assert!(since.contains(&format!("--- {lib}\n")), "{since}");
+    assert!(
+        since.contains("-library, step 1\n+library, step 2\n"),
+        "{since}"
+    );
+    let whole = fx
+        .cmd()
+        .args(["diff", "-s", "ds", "--cumulative"])
+        .output()
+        .unwrap();
+    let whole = String::from_utf8(whole.stdout).unwrap();
+    assert!(whole.contains("-library\n+library, step 2\n"), "{whole}");
+
+    let before = crate::fixture::listing(&fx.src.join(".git/a3s-iso"));
+    let (code, second) = fx.json(&["diff", "-s", "ds"]);
+    assert_eq!(code, 0, "{second}");
+    assert_eq!(
+        crate::fixture::listing(&fx.src.join(".git/a3s-iso")),
+        before
+    );
+    let (code, doc) = promote(&fx, &["-s", "ds"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(
+        nested_of(&doc, SUB)["digest"],
+        second["nested_change_sets"][0]["digest"],
         "{doc}"
     );
     assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 2\n");

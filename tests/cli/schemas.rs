@@ -284,7 +284,7 @@ pub fn assert_conforms(doc: &Value) {
 
 /// Asserts that `doc` is valid against the schema its `schema` field names, strictly; returns
 /// the file.
-fn assert_valid(what: &str, doc: &Value) -> String {
+pub(crate) fn assert_valid(what: &str, doc: &Value) -> String {
     let file = schema_file(doc);
     let errors = Validator::new().errors(&file, doc);
     assert!(
