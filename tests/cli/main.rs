@@ -38,6 +38,7 @@ mod recipes;
 mod remote;
 mod review;
 mod run;
+mod run_record;
 mod sandbox;
 mod schemas;
 mod scripts;
