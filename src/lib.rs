@@ -5,6 +5,7 @@
 
 #![deny(missing_docs)]
 
+pub mod argv;
 mod beneath;
 pub mod bind;
 pub mod capture;

@@ -1,4 +1,5 @@
-//! `log`: the promotions the journal records, newest first.
+//! `log`: the promotions the journal records, newest first; with `--runs`, the runs of the
+//! sessions and what each ran.
 
 use std::path::Path;
 
@@ -6,6 +7,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::error::Result;
+use crate::show::RunView;
 use crate::state::{JournalEntry, Landing, PromoteMode};
 
 /// One promotion, as `log` shows it.
@@ -84,6 +86,56 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
         promotions,
         unreadable,
     })
+}
+
+/// One run, as `log --runs` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoggedRun {
+    /// The session it ran in.
+    pub session_id: String,
+    /// The run, as `show` gives it.
+    #[serde(flatten)]
+    pub run: RunView,
+}
+
+/// What `log --runs` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLog {
+    /// The runs (and captures), newest first (at most `--limit`).
+    pub runs: Vec<LoggedRun>,
+}
+
+/// The runs the state dir holds documents of (of `session` when given), with what each ran,
+/// newest first, at most `limit`. Reads only: no lock, no repair.
+pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<RunLog> {
+    if let Some(id) = session {
+        crate::ids::validate(id)?;
+    }
+    let located = ctx.locate()?;
+    let store = &located.store;
+    let sessions = match session {
+        Some(id) => vec![id.to_string()],
+        None => store.run_session_ids()?,
+    };
+    let mut runs = Vec::new();
+    for session_id in sessions {
+        for run in crate::show::runs(store, &session_id)? {
+            runs.push(LoggedRun {
+                session_id: session_id.clone(),
+                run,
+            });
+        }
+    }
+    // Newest first; the ids break ties so the order never depends on the directory's.
+    runs.sort_by(|a, b| {
+        b.run
+            .observed_at_ms
+            .cmp(&a.run.observed_at_ms)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.run.run_id.cmp(&b.run.run_id))
+    });
+    runs.truncate(limit.unwrap_or(usize::MAX));
+    Ok(RunLog { runs })
 }
 
 /// `files_changed` of the promote's summary in the default artifacts dir, if it is there.

@@ -181,3 +181,31 @@ pub mod fs_path_list {
             .map_err(serde::de::Error::custom)
     }
 }
+
+/// `#[serde(with = "crate::paths::os_string_list")]` for a `Vec<OsString>` (a command's
+/// arguments): each written as a path is (see [`FsPathText`]), so that any argument, UTF-8 or
+/// not, round-trips exactly.
+pub mod os_string_list {
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes each argument as a string, or as its bytes when it is not UTF-8.
+    pub fn serialize<S: Serializer>(args: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<super::FsPathText> = args
+            .iter()
+            .map(|arg| super::fs_path_text(Path::new(arg)))
+            .collect();
+        texts.serialize(s)
+    }
+
+    /// Reads a list of arguments in either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
+        Vec::<super::FsPathText>::deserialize(d)?
+            .into_iter()
+            .map(|text| super::fs_path_from(text).map(PathBuf::into_os_string))
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)
+    }
+}

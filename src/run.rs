@@ -18,9 +18,11 @@ use crate::isolation::Isolation;
 use crate::lock::FileLock;
 use crate::pty::{CommandTerminal, Stream, Use};
 use crate::quarantine::Quarantine;
-use crate::sandbox::{self, SandboxReport, SandboxSpec, StatusChannel, TerminalSpec};
+use crate::sandbox::{
+    self, NetworkAccess, SandboxReport, SandboxSpec, StatusChannel, TerminalSpec,
+};
 use crate::signals::Signals;
-use crate::state::SessionRecord;
+use crate::state::{Ran, RunSandbox, SessionRecord};
 
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
@@ -89,6 +91,10 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// Whether `--timeout` stopped it.
     pub timed_out: bool,
+    /// What it ran (`argv`), where (`cwd`), under which `profile` and `timeout_ms`, and when
+    /// (`started_at_ms`, `ended_at_ms`): what the run's exit record keeps.
+    #[serde(flatten)]
+    pub ran: Ran,
     /// The ref that pins the run's result tree.
     pub result_ref: String,
     /// The isolation's snapshot before the command.
@@ -140,20 +146,17 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let run_dirs = (private_tmp.path(), quarantine.dir());
     // With a terminal, the command gets a pseudo-terminal of its own.
     let terminal = terminal_for(opts);
-    let sandbox_spec = sandbox_for(opts, &located, &isolation, run_dirs, &workdir, terminal)?;
+    let mut settings = settings_of(opts)?;
+    let at = (&located, &isolation);
+    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
         .map(|_| quarantine.environment(&located.repo))
         .unwrap_or_default();
-    let env = command_env(
-        opts,
-        &record,
-        &run_id,
-        &workdir,
-        private_tmp.path(),
-        &git_env,
-    );
+    let paths = (workdir.as_path(), private_tmp.path());
+    let env = command_env(opts, &record, &run_id, paths, &git_env);
+    settings.env_passed = env.passed.clone();
     let signals = Signals::register()?;
     let launch = Launch {
         workdir: &workdir,
@@ -161,7 +164,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         terminal,
         env: &env,
     };
+    let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
+    let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
     let mut migrate_warnings = Vec::new();
     if sandbox_spec.is_some() {
         // The command's new objects join the store only once they pass the checks.
@@ -182,7 +187,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     warnings.splice(0..0, migrate_warnings);
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
     let store = &located.store;
-    store.save_run_exit(&record.session_id, &run_id, &ended.exit())?;
+    store.save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
@@ -190,11 +195,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         exit_code: ended.exit_code,
         signal: ended.signal,
         timed_out: ended.timed_out,
+        ran,
         result_ref: located.store.refs().run_result(&record.session_id, &run_id),
         base_tree,
         result_tree: result.tree,
         change_set,
-        sandbox: report(sandbox_spec.as_ref(), &env),
+        sandbox: report(sandbox_spec.as_ref(), &settings, &env),
         warnings,
         nested: nested.sets(),
         status: ended.status(),
@@ -202,22 +208,73 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
 }
 
 impl Ended {
-    /// How the command ended, as the state dir records it beside the run's document.
-    fn exit(&self) -> crate::state::RunExit {
+    /// How the command ended and what it ran, as the state dir records it beside the run's
+    /// document.
+    fn exit(&self, ran: &Ran, settings: &RunSandbox) -> crate::state::RunExit {
         crate::state::RunExit {
             exit_code: self.exit_code,
             signal: self.signal,
             timed_out: self.timed_out,
+            state: Some(self.state()),
+            ran: ran.clone(),
+            sandbox: Some(settings.clone()),
         }
     }
 }
 
 /// What a run reports of its sandbox (`None`: `--no-sandbox`) and of its environment.
-fn report(spec: Option<&SandboxSpec>, env: &CommandEnv) -> SandboxReport {
+fn report(spec: Option<&SandboxSpec>, settings: &RunSandbox, env: &CommandEnv) -> SandboxReport {
     let mut report = spec.map_or_else(SandboxReport::disabled, SandboxReport::of);
+    report.allow_write = settings.allow_write.clone();
+    report.allow_read = settings.allow_read.clone();
     report.env_passed = env.passed.clone();
     report.env_dropped = env.dropped.clone();
     report
+}
+
+/// What the run ran, where and when, now that the command started at `started_at_ms` has
+/// ended: the command line exactly, and the working directory relative to the isolation's root.
+fn ran_of(opts: &RunOptions, (tree, workdir): (&Path, &Path), started_at_ms: u64) -> Ran {
+    let cwd = match workdir.strip_prefix(tree) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ran {
+        argv: Some(crate::argv::Argv(opts.command.clone())),
+        cwd: Some(cwd),
+        profile: None,
+        timeout_ms: opts
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        started_at_ms: Some(started_at_ms),
+        ended_at_ms: Some(crate::fsutil::now_ms()),
+    }
+}
+
+/// The sandbox settings the caller asked for, the paths of `--allow-write` and `--allow-read`
+/// canonical (a path that does not exist is `invalid_input`); the environment's names are
+/// added once it is planned.
+fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
+    let Some(request) = &opts.sandbox else {
+        return Ok(RunSandbox {
+            enabled: false,
+            network: NetworkAccess::Allowed,
+            allow_write: Vec::new(),
+            allow_read: Vec::new(),
+            env_passed: Vec::new(),
+        });
+    };
+    Ok(RunSandbox {
+        enabled: true,
+        network: if request.allow_network {
+            NetworkAccess::Allowed
+        } else {
+            NetworkAccess::Denied
+        },
+        allow_write: existing("--allow-write", &request.allow_write)?,
+        allow_read: existing("--allow-read", &request.allow_read)?,
+        env_passed: Vec::new(),
+    })
 }
 
 /// The terminal the command gets: an interactive pty when a3s-iso's stdin is a terminal it
@@ -258,8 +315,7 @@ fn command_env(
     opts: &RunOptions,
     record: &SessionRecord,
     run_id: &str,
-    workdir: &Path,
-    private_tmp: &Path,
+    (workdir, private_tmp): (&Path, &Path),
     git_env: &[(String, PathBuf)],
 ) -> CommandEnv {
     let worktree = record.worktree.as_deref().unwrap_or(workdir);
@@ -323,25 +379,24 @@ fn refuse_redo(
     Ok(())
 }
 
-/// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel before
-/// anything runs. Writable: the isolation, its admin dir, the run's quarantine object dir and
-/// TMPDIR, the device nodes and what the caller allowed; the repository's own git dir stays
-/// readable; the links between the isolation and its repository are frozen. With `pty`, the
-/// command takes its stdin as its controlling terminal in a session of its own.
+/// The sandbox a run gets under `settings` (`None` with `--no-sandbox`), checked against this
+/// kernel before anything runs. Writable: the isolation, its admin dir, the run's quarantine
+/// object dir and TMPDIR, the device nodes and what the caller allowed; the repository's own
+/// git dir stays readable; the links between the isolation and its repository are frozen.
+/// With `pty`, the command takes its stdin as its controlling terminal in a session of its own.
 fn sandbox_for(
     opts: &RunOptions,
-    located: &Located,
-    isolation: &Isolation,
-    run_dirs: (&Path, &Path),
+    settings: &RunSandbox,
+    (located, isolation): (&Located, &Isolation),
+    (private_tmp, quarantine): (&Path, &Path),
     workdir: &Path,
     terminal: TerminalSpec,
 ) -> Result<Option<SandboxSpec>> {
-    let Some(request) = &opts.sandbox else {
+    if !settings.enabled {
         return Ok(None);
-    };
-    let (private_tmp, quarantine) = run_dirs;
-    let allow_write = existing("--allow-write", &request.allow_write)?;
-    let allow_read = existing("--allow-read", &request.allow_read)?;
+    }
+    let deny_network = settings.network == NetworkAccess::Denied;
+    let (allow_write, allow_read) = (&settings.allow_write, &settings.allow_read);
     let mut writable = vec![
         isolation.tree.clone(),
         isolation.admin.clone(),
@@ -349,17 +404,17 @@ fn sandbox_for(
         private_tmp.to_path_buf(),
     ];
     writable.extend(sandbox::DEVICE_NODES.iter().map(PathBuf::from));
-    writable.extend(allow_write);
+    writable.extend(allow_write.iter().cloned());
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut visible = vec![located.repo.common_dir.clone()];
     visible.extend(home.iter().cloned());
     visible.extend(allow_read.iter().cloned());
     visible.extend(program_path(&opts.command[0]));
     let spec = SandboxSpec {
-        deny_network: !request.allow_network,
+        deny_network,
         writable,
         visible,
-        private: private_dirs(!request.allow_network),
+        private: private_dirs(deny_network),
         frozen: ["commondir", "gitdir"]
             .iter()
             .map(|f| isolation.admin.join(f))
@@ -372,7 +427,7 @@ fn sandbox_for(
             .filter(|p| p.exists())
             .collect(),
         scratch_layer: Some(located.repo.common_dir.clone()),
-        hidden: hidden_paths(home.as_deref(), &allow_read, !request.allow_network),
+        hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,
     };

@@ -11,7 +11,7 @@ use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::owner::OwnerView;
 use crate::paths::RepoPath;
-use crate::state::{Landing, PromoteMode, SessionRecord, SessionState};
+use crate::state::{Landing, PromoteMode, Ran, RunSandbox, SessionRecord, SessionState, Store};
 
 /// Whether the isolation is where the record says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -27,22 +27,31 @@ pub enum TreeHealth {
     Removed,
 }
 
-/// One run (or capture) of the session, from its stored change-set document.
+/// One run (or capture) of the session, from its stored change-set document and, for a run,
+/// its exit record.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunView {
     /// The run's id.
     pub run_id: String,
     /// How it ended; `null` when the document cannot be read.
     pub state: Option<RunState>,
-    /// The command's exit code: not part of the stored document, so `null` (kept for a
-    /// later record of it).
+    /// The command's exit code, from the run's exit record: `null` for a capture (which runs
+    /// nothing) and when a signal ended the command.
     pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
+    pub signal: Option<i32>,
     /// The change set's digest.
     pub digest: Option<String>,
     /// The patch's size.
     pub patch_bytes: Option<u64>,
     /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: Option<u64>,
+    /// What the command was, where and when it ran (each `null` for a capture and in exit
+    /// records written before a3s-iso kept it).
+    #[serde(flatten)]
+    pub ran: Ran,
+    /// The sandbox settings it ran with (`null` likewise).
+    pub sandbox: Option<RunSandbox>,
 }
 
 /// One promotion of the session, from the journal.
@@ -187,7 +196,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         created_at_ms: record.created_at_ms,
         files_changed,
         files_to_promote,
-        runs: runs(&located, &record.session_id)?,
+        runs: runs(&located.store, &record.session_id)?,
         promotions: promotions(&located, &record)?,
         retained_reason: record.retained_reason.clone(),
         retained_at_ms: record.retained_at_ms,
@@ -247,31 +256,12 @@ fn counts(
     (count(&record.base_tree), count(from))
 }
 
-/// The session's stored run documents, oldest first.
-fn runs(located: &Located, session_id: &str) -> Result<Vec<RunView>> {
-    let mut runs: Vec<RunView> = located
-        .store
+/// The session's runs (those with a stored document), oldest first.
+pub(crate) fn runs(store: &Store, session_id: &str) -> Result<Vec<RunView>> {
+    let mut runs: Vec<RunView> = store
         .run_ids(session_id)?
         .into_iter()
-        .map(|run_id| {
-            let doc = located
-                .store
-                .load_run_doc(session_id, &run_id)
-                .ok()
-                .flatten()
-                .and_then(|bytes| serde_json::from_slice::<ChangeSet>(&bytes).ok());
-            RunView {
-                state: doc.as_ref().map(|d| d.state),
-                exit_code: located
-                    .store
-                    .load_run_exit(session_id, &run_id)
-                    .and_then(|exit| exit.exit_code),
-                digest: doc.as_ref().map(|d| d.patch_digest.clone()),
-                patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
-                observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),
-                run_id,
-            }
-        })
+        .map(|run_id| run_view(store, session_id, run_id))
         .collect();
     runs.sort_by(|a, b| {
         a.observed_at_ms
@@ -279,6 +269,28 @@ fn runs(located: &Located, session_id: &str) -> Result<Vec<RunView>> {
             .then_with(|| a.run_id.cmp(&b.run_id))
     });
     Ok(runs)
+}
+
+/// One run, from its stored document (when it can be read) and its exit record (when there is
+/// one).
+fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
+    let doc = store
+        .load_run_doc(session_id, &run_id)
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<ChangeSet>(&bytes).ok());
+    let exit = store.load_run_exit(session_id, &run_id);
+    RunView {
+        state: doc.as_ref().map(|d| d.state),
+        exit_code: exit.as_ref().and_then(|e| e.exit_code),
+        signal: exit.as_ref().and_then(|e| e.signal),
+        digest: doc.as_ref().map(|d| d.patch_digest.clone()),
+        patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
+        observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),
+        ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
+        sandbox: exit.and_then(|e| e.sandbox),
+        run_id,
+    }
 }
 
 /// The journal entries of this binding of the session id, oldest first.

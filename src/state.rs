@@ -405,8 +405,26 @@ impl Store {
         self.ids_in(&format!("runs/{id}"))
     }
 
-    /// Records how a run's command ended (`run-exits/<id>/<run>.json`), beside its document,
-    /// which has no place for it.
+    /// The sessions with stored run documents (a directory under `runs/`), sorted.
+    pub(crate) fn run_session_ids(&self) -> Result<Vec<String>> {
+        let dir = self.dir.join("runs");
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
+        };
+        let mut ids: Vec<String> = entries
+            .flatten()
+            .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+            .filter_map(|entry| entry.file_name().into_string().ok())
+            .filter(|id| crate::ids::validate(id).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// Records how a run's command ended and what it ran (`run-exits/<id>/<run>.json`),
+    /// beside its document, which has no place for either.
     pub(crate) fn save_run_exit(&self, id: &str, run_id: &str, exit: &RunExit) -> Result<()> {
         let path = self
             .dir
@@ -671,8 +689,10 @@ pub(crate) struct Step {
     pub nested: Option<crate::paths::RepoPath>,
 }
 
-/// How a run's command ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// How a run's command ended, and what it ran (`run-exits/<id>/<run>.json`). Records written
+/// before a3s-iso kept what a run ran have only the first three fields; the others read as
+/// `None`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RunExit {
     /// Its exit code (none when a signal ended it).
     pub exit_code: Option<i32>,
@@ -680,6 +700,56 @@ pub(crate) struct RunExit {
     pub signal: Option<i32>,
     /// Whether `--timeout` ended it.
     pub timed_out: bool,
+    /// The run's terminal state.
+    #[serde(default)]
+    pub state: Option<RunState>,
+    /// What it ran, where, and when.
+    #[serde(flatten)]
+    pub ran: Ran,
+    /// The sandbox settings it ran with.
+    #[serde(default)]
+    pub sandbox: Option<RunSandbox>,
+}
+
+/// What a run ran, where and when, as its exit record keeps it; each field is `None` in a
+/// record written before a3s-iso kept it (and for a capture, which runs nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ran {
+    /// The command and its arguments, exactly.
+    #[serde(default)]
+    pub argv: Option<crate::argv::Argv>,
+    /// The directory it started in, relative to the isolation's root (`.` for the root).
+    #[serde(default, with = "crate::paths::fs_path_opt")]
+    pub cwd: Option<PathBuf>,
+    /// The named set of settings it ran under; none exist yet, so always `None`.
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// `--timeout`, in milliseconds.
+    #[serde(default)]
+    pub timeout_ms: Option<u64>,
+    /// When the command was started, in milliseconds since the epoch.
+    #[serde(default)]
+    pub started_at_ms: Option<u64>,
+    /// When it had ended, in milliseconds since the epoch.
+    #[serde(default)]
+    pub ended_at_ms: Option<u64>,
+}
+
+/// The sandbox settings a run asked for and ran with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunSandbox {
+    /// Whether it ran sandboxed (`false`: `--no-sandbox`).
+    pub enabled: bool,
+    /// Whether it could reach the network.
+    pub network: crate::sandbox::NetworkAccess,
+    /// What `--allow-write` added to the writable paths (canonical).
+    #[serde(with = "crate::paths::fs_path_list")]
+    pub allow_write: Vec<PathBuf>,
+    /// What `--allow-read` made readable (canonical).
+    #[serde(with = "crate::paths::fs_path_list")]
+    pub allow_read: Vec<PathBuf>,
+    /// The names of the environment variables it got, sorted (never their values).
+    pub env_passed: Vec<String>,
 }
 
 /// How a journaled change set came to be in the source.

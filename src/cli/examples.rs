@@ -139,7 +139,8 @@ const EXAMPLES: &[(&str, &str)] = &[
     (
         "log",
         "  a3s-iso log                               # every promotion, newest first
-  a3s-iso log -s task-42 --limit 5",
+  a3s-iso log -s task-42 --limit 5
+  a3s-iso log --runs -s task-42             # its runs: the command each ran, and how",
     ),
     (
         "doctor",

@@ -2,7 +2,7 @@ use clap::Args;
 
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
-use a3s_iso::log::{Promotion, format_utc, log};
+use a3s_iso::log::{LoggedRun, Promotion, format_utc, log, runs};
 use a3s_iso::state::Landing;
 
 use super::Output;
@@ -10,16 +10,23 @@ use super::Output;
 /// `a3s-iso log`'s arguments.
 #[derive(Debug, Args)]
 pub struct LogArgs {
-    /// Only the promotions of this session
+    /// Only the promotions (or runs) of this session
     #[arg(short = 's', long = "session", value_name = "ID")]
     pub session: Option<String>,
-    /// At most N promotions (the newest)
+    /// At most N entries (the newest)
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
+    /// List the runs instead, with the command each ran, its working directory and sandbox
+    /// settings
+    #[arg(long)]
+    pub runs: bool,
 }
 
-/// Prints the promote journal, newest first, as a table or one JSON document.
+/// Prints the promote journal (or the runs), newest first, as a table or one JSON document.
 pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
+    if args.runs {
+        return run_log(ctx, args, out);
+    }
     let outcome = log(ctx, args.session.as_deref(), args.limit)?;
     for name in &outcome.unreadable {
         out.warn(&format!("unreadable journal entry {name}"));
@@ -39,10 +46,33 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
         "LANDING",
         "FILES",
         "SOURCE HEAD",
-    ]
-    .map(String::from);
+    ];
     let rows: Vec<[String; 6]> = outcome.promotions.iter().map(row).collect();
-    let mut widths = [0usize; 6];
+    table(out, header, &rows);
+    Ok(0)
+}
+
+/// `log --runs`: the runs, newest first, with what each ran.
+fn run_log(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
+    let outcome = runs(ctx, args.session.as_deref(), args.limit)?;
+    if out.json {
+        out.document("a3s-iso.log.v1", &outcome);
+        return Ok(0);
+    }
+    if outcome.runs.is_empty() {
+        out.line("no runs");
+        return Ok(0);
+    }
+    let header = ["TIME", "SESSION", "RUN", "STATE", "ENDED", "COMMAND"];
+    let rows: Vec<[String; 6]> = outcome.runs.iter().map(run_row).collect();
+    table(out, header, &rows);
+    Ok(0)
+}
+
+/// Prints `rows` under `header`, each column as wide as its widest cell.
+fn table<const N: usize>(out: &Output, header: [&str; N], rows: &[[String; N]]) {
+    let header = header.map(String::from);
+    let mut widths = [0usize; N];
     for row in std::iter::once(&header).chain(rows.iter()) {
         for (w, cell) in widths.iter_mut().zip(row.iter()) {
             *w = (*w).max(cell.chars().count());
@@ -56,7 +86,19 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
             .collect();
         out.line(cells.join("  ").trim_end());
     }
-    Ok(0)
+}
+
+/// One run's cells, in the header's order.
+fn run_row(logged: &LoggedRun) -> [String; 6] {
+    let run = &logged.run;
+    [
+        run.observed_at_ms.map_or("-".into(), format_utc),
+        logged.session_id.clone(),
+        run.run_id.clone(),
+        run.state.map_or("unreadable", |s| s.as_str()).to_string(),
+        super::show::ended(run).unwrap_or_else(|| "-".into()),
+        super::show::command_line(run).unwrap_or_else(|| "-".into()),
+    ]
 }
 
 /// One promotion's cells, in the header's order.

@@ -1,10 +1,12 @@
 use clap::Args;
 
+use a3s_iso::argv::shell_quote;
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
 use a3s_iso::log::format_utc;
 use a3s_iso::owner::OwnerLiveness;
-use a3s_iso::show::{ShowOutcome, ShownState, TreeHealth, show};
+use a3s_iso::sandbox::NetworkAccess;
+use a3s_iso::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::state::Landing;
 
 use super::{Output, SessionArg};
@@ -29,13 +31,7 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
         out.line("");
         out.line("runs:");
         for run in &outcome.runs {
-            out.line(&format!(
-                "  {}  {}  {}  {}",
-                run.run_id,
-                run.state.map_or("unreadable", |s| s.as_str()),
-                run.digest.as_deref().map_or("-".into(), short_digest),
-                run.observed_at_ms.map_or("-".into(), format_utc),
-            ));
+            out.line(&run_line(run));
         }
     }
     if !outcome.promotions.is_empty() {
@@ -58,6 +54,63 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `  <id>  <state>  <digest>  <when>`, and for a run with an exit record how it ended and
+/// what it ran.
+fn run_line(run: &RunView) -> String {
+    let mut line = format!(
+        "  {}  {}  {}  {}",
+        run.run_id,
+        run.state.map_or("unreadable", |s| s.as_str()),
+        run.digest.as_deref().map_or("-".into(), short_digest),
+        run.observed_at_ms.map_or("-".into(), format_utc),
+    );
+    for part in [ended(run), command_line(run)].into_iter().flatten() {
+        line.push_str("  ");
+        line.push_str(&part);
+    }
+    line
+}
+
+/// `exit N` or `signal N`, when the run's exit record says.
+pub(super) fn ended(run: &RunView) -> Option<String> {
+    match (run.exit_code, run.signal) {
+        (Some(code), _) => Some(format!("exit {code}")),
+        (None, Some(signal)) => Some(format!("signal {signal}")),
+        (None, None) => None,
+    }
+}
+
+/// The command line, shell-quoted, and in parentheses where it ran (unless at the isolation's
+/// root) and what it was allowed beyond the defaults, as `run`'s flags say it.
+pub(super) fn command_line(run: &RunView) -> Option<String> {
+    let mut line = run.ran.argv.as_ref()?.shell_line();
+    let mut notes = Vec::new();
+    if let Some(cwd) = run.ran.cwd.as_ref().filter(|cwd| cwd.as_os_str() != ".") {
+        notes.push(format!("in {}", shell_quote(cwd.as_os_str())));
+    }
+    if let Some(sandbox) = &run.sandbox {
+        if !sandbox.enabled {
+            notes.push("--no-sandbox".into());
+        } else if sandbox.network == NetworkAccess::Allowed {
+            notes.push("--allow-network".into());
+        }
+        for (flag, paths) in [
+            ("--allow-write", &sandbox.allow_write),
+            ("--allow-read", &sandbox.allow_read),
+        ] {
+            notes.extend(
+                paths
+                    .iter()
+                    .map(|p| format!("{flag} {}", shell_quote(p.as_os_str()))),
+            );
+        }
+    }
+    if !notes.is_empty() {
+        line.push_str(&format!("  ({})", notes.join(", ")));
+    }
+    Some(line)
 }
 
 /// The state, and any unfinished operation on the session (its promote, retain, sweep or
@@ -158,7 +211,7 @@ fn landing(how: Landing) -> &'static str {
     }
 }
 
-fn short_digest(digest: &str) -> String {
+pub(super) fn short_digest(digest: &str) -> String {
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
     format!("sha256:{}", hex.chars().take(12).collect::<String>())
 }

@@ -109,6 +109,12 @@ pub struct SandboxReport {
     /// The paths the command could write.
     #[serde(with = "crate::paths::fs_path_list")]
     pub writable: Vec<PathBuf>,
+    /// Of those, what `--allow-write` added (canonical).
+    #[serde(with = "crate::paths::fs_path_list")]
+    pub allow_write: Vec<PathBuf>,
+    /// What `--allow-read` made readable (canonical).
+    #[serde(with = "crate::paths::fs_path_list")]
+    pub allow_read: Vec<PathBuf>,
     /// Own mount namespace with the host read-only and private `/tmp`.
     pub mounts: bool,
     /// Own PID namespace: nothing the command starts outlives it.
@@ -134,6 +140,8 @@ impl SandboxReport {
             network: NetworkAccess::Allowed,
             filesystem: FilesystemAccess::Unconfined,
             writable: Vec::new(),
+            allow_write: Vec::new(),
+            allow_read: Vec::new(),
             mounts: false,
             pid: false,
             seccomp: false,
@@ -155,6 +163,8 @@ impl SandboxReport {
             },
             filesystem: FilesystemAccess::Confined,
             writable: spec.writable.clone(),
+            allow_write: Vec::new(),
+            allow_read: Vec::new(),
             mounts: true,
             pid: true,
             seccomp: true,

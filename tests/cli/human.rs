@@ -167,6 +167,10 @@ fn strings_from_outside_reach_the_terminal_inert() {
     let document = fx.root.join("evil.json");
     let (code, doc) = fx.json(&["capture", "-s", "evil", "-o", document.to_str().unwrap()]);
     assert_eq!(code, 0, "{doc}");
+    // A run whose command line carries them (`show` and `log --runs` print it).
+    let run = ["run", "-s", "evil", "--no-sandbox", "--", "true", HOSTILE];
+    let (code, doc) = fx.json(&run);
+    assert_eq!(code, 0, "{doc}");
     // A digest-valid document whose ids carry the escapes (the digest covers the patch only).
     let mut forged: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&document).unwrap()).unwrap();
@@ -187,6 +191,7 @@ fn strings_from_outside_reach_the_terminal_inert() {
         vec!["promote", "--change-set", forged_arg, "--no-apply"],
         vec!["promote", "--change-set", forged_arg],
         vec!["log"],
+        vec!["log", "--runs"],
         vec!["list"],
     ];
     for args in commands {

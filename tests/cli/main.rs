@@ -39,6 +39,7 @@ mod recipes;
 mod remote;
 mod review;
 mod run;
+mod run_record;
 mod sandbox;
 mod schemas;
 mod scripts;

@@ -604,6 +604,8 @@ fn promote_and_read(fx: &Fixture, seen: &mut BTreeSet<String>) -> Value {
     let again = checked(fx, src, &["promote", "-s", "demo"], 0, seen);
     assert_eq!(again["outcome"], "idempotent");
     checked(fx, src, &["log"], 0, seen);
+    let runs = checked(fx, src, &["log", "--runs"], 0, seen);
+    assert!(runs["runs"].as_array().unwrap().len() >= 4, "{runs}");
     checked(fx, src, &["show", "-s", "demo"], 0, seen);
     // The other scopes of diff: a document's change set, a promoted one, the cumulative one.
     let stored = src.join(".git/a3s-iso/runs/demo/cap.json");
