@@ -196,6 +196,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--note', '--note', [CompletionResultType]::ParameterName, 'Record DIGEST as promoted by other means, so that promoting it later is idempotent')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'Branch mode: the message of the commit that holds the session''s uncommitted changes (default: one that names the session)')
+            [CompletionResult]::new('-F', '-F ', [CompletionResultType]::ParameterName, 'Branch mode: take that commit''s message from FILE (`-` reads standard input)')
+            [CompletionResult]::new('--file', '--file', [CompletionResultType]::ParameterName, 'Branch mode: take that commit''s message from FILE (`-` reads standard input)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -434,15 +436,16 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;log' {
-            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N promotions (the newest)')
-            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Only the promotions of this session')
-            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only the promotions of this session')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'At most N entries (the newest)')
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Only the promotions (or runs) of this session')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only the promotions (or runs) of this session')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
             [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--runs', '--runs', [CompletionResultType]::ParameterName, 'List the runs instead, with the command each ran, its working directory and sandbox settings')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

@@ -1071,7 +1071,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__log)
-            opts="-s -C -q -h --limit --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --limit --runs --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1251,7 +1251,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__promote)
-            opts="-m -s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --rebase --message --reapply --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-m -F -s -C -q -h --change-set --from --digest --max-bytes --allow-url --mode --no-apply --artifacts --note --rebase --message --file --reapply --onto-head --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1290,6 +1290,14 @@ _a3s__iso() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -F)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -164,6 +164,7 @@ branch\t'Replay the session\'s commits (plus one for uncommitted leftovers) onto
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l artifacts -d 'Where to write the patch and summary.json (default: under the state dir)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l note -d 'Record DIGEST as promoted by other means, so that promoting it later is idempotent' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s m -l message -d 'Branch mode: the message of the commit that holds the session\'s uncommitted changes (default: one that names the session)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s F -l file -d 'Branch mode: take that commit\'s message from FILE (`-` reads standard input)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand promote" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
@@ -344,8 +345,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l lock-timeout -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand path" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l limit -d 'At most N promotions (the newest)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s s -l session -d 'Only the promotions of this session' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l limit -d 'At most N entries (the newest)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s s -l session -d 'Only the promotions (or runs) of this session' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -353,6 +354,7 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l runs -d 'List the runs instead, with the command each ran, its working directory and sandbox settings'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'

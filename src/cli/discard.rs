@@ -22,9 +22,12 @@ pub struct DiscardArgs {
 
 pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
     if args.all {
+        let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "discarding");
         let outcome = discard_all(ctx, args.purge)?;
+        drop(spinner);
         return Ok(report_all(&outcome, out));
     }
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "discarding");
     let outcome = discard(
         ctx,
         &DiscardOptions {
@@ -32,6 +35,7 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
             purge: args.purge,
         },
     )?;
+    drop(spinner);
     if out.json {
         out.document("a3s-iso.discard.v1", &outcome);
         return Ok(0);

@@ -33,6 +33,7 @@ pub struct GcArgs {
 }
 
 pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "collecting");
     let outcome = gc(
         ctx,
         &GcOptions {
@@ -45,6 +46,7 @@ pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
             }),
         },
     )?;
+    drop(spinner);
     if out.json {
         out.document("a3s-iso.gc.v1", &outcome);
     } else {

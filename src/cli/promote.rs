@@ -72,6 +72,15 @@ pub struct PromoteArgs {
     #[arg(long, short = 'm', value_name = "MSG")]
     pub message: Option<String>,
 
+    /// Branch mode: take that commit's message from FILE (`-` reads standard input)
+    #[arg(
+        long = "file",
+        short = 'F',
+        value_name = "FILE",
+        conflicts_with = "message"
+    )]
+    pub message_file: Option<std::path::PathBuf>,
+
     /// Land again a promoted change set whose landing is no longer in the checkout (you undid
     /// it): the session's last step, --digest's, or --change-set's; recorded as a new landing
     #[arg(long, conflicts_with_all = ["from", "note", "rebase", "no_apply"])]
@@ -84,11 +93,15 @@ pub struct PromoteArgs {
 }
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
-    if args.message.is_some() && args.mode != ModeArg::Branch {
+    if (args.message.is_some() || args.message_file.is_some()) && args.mode != ModeArg::Branch {
         return Err(a3s_iso::error::Error::Usage {
-            message: "--message names a commit: it goes with --mode branch".into(),
+            message: "--message and --file name a commit: they go with --mode branch".into(),
         });
     }
+    let message = match &args.message_file {
+        Some(file) => Some(read_message(file)?),
+        None => args.message.clone(),
+    };
     if args.digest.is_some() && args.from.is_none() && !args.reapply {
         return Err(a3s_iso::error::Error::Usage {
             message: "--digest goes with --from REMOTE (a pushed change set) or --reapply (a promoted one)".into(),
@@ -111,7 +124,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
             rebase: args.rebase,
             reapply: args.reapply,
             squash: false,
-            message: args.message.clone(),
+            message,
             digest: args.digest.clone().filter(|_| args.reapply),
             from: args.from.as_ref().map(|remote| FetchRequest {
                 remote: remote.clone(),
@@ -275,4 +288,24 @@ fn hint(reason: Reason) -> &'static str {
             "the conflict waits in the session's isolation: resolve it there (a3s-iso run -s ID -- ..., or by hand) and git add, then a3s-iso rebase -s ID --continue and promote; or a3s-iso rebase -s ID --abort"
         }
     }
+}
+
+/// A commit message from a file, or from standard input for `-`; an empty one is refused, as
+/// git refuses it.
+fn read_message(file: &std::path::Path) -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    let read = match file.as_os_str() == "-" {
+        true => std::io::stdin().read_to_string(&mut text).map(|_| ()),
+        false => std::fs::read_to_string(file).map(|t| text = t),
+    };
+    read.map_err(|e| a3s_iso::error::Error::InvalidInput {
+        message: format!("cannot read the message from {}: {e}", file.display()),
+    })?;
+    if text.trim().is_empty() {
+        return Err(a3s_iso::error::Error::InvalidInput {
+            message: format!("the message in {} is empty", file.display()),
+        });
+    }
+    Ok(text)
 }

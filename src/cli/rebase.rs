@@ -34,6 +34,7 @@ pub fn run(ctx: &Context, args: &RebaseArgs, out: &Output) -> Result<i32> {
     } else {
         Action::Start
     };
+    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "rebasing");
     let outcome = rebase(
         ctx,
         &RebaseOptions {
@@ -42,6 +43,7 @@ pub fn run(ctx: &Context, args: &RebaseArgs, out: &Output) -> Result<i32> {
             action,
         },
     )?;
+    drop(spinner);
     for warning in &outcome.warnings {
         out.warn(warning);
     }

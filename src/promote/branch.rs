@@ -128,7 +128,17 @@ fn replay_root(
     let isolation_head = isolation.head(&ctx.git)?;
     let planned = match opts.squash {
         true => plan_squash(ctx, candidate, &target, &isolation_head, opts, &scratch)?,
-        false => plan(ctx, candidate, &target, &isolation_head, opts, &scratch)?,
+        false => {
+            let message = match &opts.message {
+                Some(message) => message.clone(),
+                None => leftover_message(&located.store, session, &candidate.patch.digest)?,
+            };
+            let opts = PromoteOptions {
+                message: Some(message),
+                ..opts.clone()
+            };
+            plan(ctx, candidate, &target, &isolation_head, &opts, &scratch)?
+        }
     };
     match planned {
         Planned::Chain(chain) => {
@@ -343,17 +353,30 @@ fn plan(
         }
     };
     if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
-        let message = opts.message.clone().unwrap_or_else(|| {
-            format!(
-                "a3s-iso: uncommitted changes of session {}",
-                session.session_id
-            )
-        });
+        let message = opts.message.clone().unwrap_or_default();
         chain.push(commit_of(
             git, source, target, &message, &leftovers, &parent,
         )?);
     }
     Ok(Planned::Chain(chain))
+}
+
+/// The default message of the commit of a session's uncommitted leftovers: the session, the
+/// runs it recorded, and the digest of the change set being promoted, so that `git log` tells
+/// where the commit came from.
+fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Result<String> {
+    let runs = store.run_ids(&session.session_id)?;
+    let mut message = format!(
+        "a3s-iso: uncommitted changes of session {}\n\n",
+        session.session_id
+    );
+    match runs.as_slice() {
+        [] => message.push_str("No run recorded.\n"),
+        [one] => message.push_str(&format!("Run: {one}\n")),
+        many => message.push_str(&format!("Runs: {}\n", many.join(", "))),
+    }
+    message.push_str(&format!("Change set: {digest}\n"));
+    Ok(message)
 }
 
 /// Plans a squash: the session's whole result since its last step (its commits and its

@@ -515,3 +515,87 @@ fn a_merge_commit_in_the_isolation_is_replayed_on_its_first_parent() {
     assert_eq!(fx.git(&fx.src, &["rev-list", "--merges", "HEAD"]), "");
     assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
 }
+
+/// The commit of uncommitted leftovers names the session, its runs and the change set by
+/// default; `--message` and `-F FILE` (or `-F -`, standard input) name it instead, and an
+/// empty message is refused with nothing applied.
+#[test]
+fn the_leftovers_commit_says_where_it_came_from_or_what_the_user_wrote() {
+    let fx = Fixture::new();
+    fx.bind("m");
+    let (code, run) = fx.json(&[
+        "run",
+        "-s",
+        "m",
+        "--no-sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo one > one.txt",
+    ]);
+    assert_eq!(code, 0, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_string();
+    let (code, doc) = promote_branch(&fx, "m");
+    assert_eq!(code, 0, "{doc}");
+    let digest = doc["digest"].as_str().unwrap();
+    let message = fx.git(&fx.src, &["log", "-1", "--format=%B"]);
+    assert_eq!(
+        message.trim_end(),
+        format!("a3s-iso: uncommitted changes of session m\n\nRun: {run_id}\nChange set: {digest}")
+    );
+
+    // From a file.
+    std::fs::write(fx.isolation("m").join("two.txt"), "2\n").unwrap();
+    let file = fx.root.join("msg.txt");
+    std::fs::write(&file, "Add two\n\nWritten by hand.\n").unwrap();
+    let (code, doc) = fx.json(&[
+        "promote",
+        "-s",
+        "m",
+        "--mode",
+        "branch",
+        "-F",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let message = fx.git(&fx.src, &["log", "-1", "--format=%B"]);
+    assert_eq!(message.trim_end(), "Add two\n\nWritten by hand.");
+
+    // An empty message: refused, nothing applied.
+    std::fs::write(fx.isolation("m").join("three.txt"), "3\n").unwrap();
+    std::fs::write(&file, "\n  \n").unwrap();
+    let before = checkout_listing(&fx.src);
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let args = ["promote", "-s", "m", "--mode", "branch", "-F"];
+    let (code, doc) = fx.json(&[&args[..], &[file.to_str().unwrap()]].concat());
+    assert_eq!(code, 5, "{doc}");
+    assert_eq!(error_code(&doc), "invalid_input");
+    assert_eq!(checkout_listing(&fx.src), before);
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head);
+
+    // From standard input.
+    let mut cmd = fx.cmd();
+    cmd.args([
+        "--json", "promote", "-s", "m", "--mode", "branch", "-F", "-",
+    ])
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Add three\n")
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(child.wait_with_output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.git(&fx.src, &["log", "-1", "--format=%s"]), "Add three");
+    // Patch mode has no commit to name.
+    let out = fx
+        .cmd()
+        .args(["promote", "-s", "m", "-F", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -219,12 +219,9 @@ fn work_in_an_offline_submodule_shows_in_diff_and_lands() {
     assert_eq!(doc["files"], serde_json::json!([]), "{doc}");
     let sets = doc["nested_change_sets"].as_array().unwrap();
     assert_eq!(sets.len(), 1, "{doc}");
-    assert_eq!(sets[0]["path"]["text"], SUB, "{doc}");
+    assert_eq!(sets[0]["path"], SUB, "{doc}");
     assert_eq!(sets[0]["kind"], "submodule", "{doc}");
-    assert_eq!(
-        sets[0]["files"][0]["path"]["text"],
-        format!("{SUB}/lib.txt")
-    );
+    assert_eq!(sets[0]["files"][0]["path"], format!("{SUB}/lib.txt"));
     assert_eq!(sets[0]["files"][1]["status"], "added", "{doc}");
 
     // What diff showed is what lands, with the digest diff named.
