@@ -89,6 +89,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every session: discarded ones too, and those of every source this user has bound from'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s z -d 'For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION, HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
@@ -152,6 +153,7 @@ always\t''
 never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -s z -d 'For scripts: `key<TAB>value` records ended by NUL, paths as their exact bytes, no colour and no quoting (runs and promotions are in --json)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'

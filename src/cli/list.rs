@@ -15,6 +15,11 @@ pub struct ListArgs {
     #[arg(long)]
     pub all: bool,
 
+    /// For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION,
+    /// HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header
+    #[arg(short = 'z')]
+    pub nul: bool,
+
     /// List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)
     #[arg(long, value_name = "REMOTE", conflicts_with = "all")]
     pub remote: Option<String>,
@@ -68,6 +73,9 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     if out.json {
         out.document("a3s-iso.list.v1", &outcome);
         return Ok(0);
+    }
+    if args.nul {
+        return nul_records(&outcome.sessions);
     }
     if outcome.hidden_discarded > 0 {
         out.info(&format!(
@@ -217,4 +225,30 @@ fn print_table(out: &Output, header: &[Cell], rows: &[Vec<Cell>]) {
         }
         out.line_composed(&line);
     }
+}
+
+/// `list -z`: each session's cells joined by TAB, the path (last) as its exact bytes, the
+/// record ended by NUL.
+fn nul_records(sessions: &[SessionView]) -> Result<i32> {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut stdout = std::io::stdout().lock();
+    for s in sessions {
+        let mut record: Vec<u8> = Vec::new();
+        let mut cells = row(s);
+        cells[2] = Cell::plain(s.bound_revision.clone());
+        for cell in &cells[..cells.len() - 1] {
+            record.extend_from_slice(cell.text.as_bytes());
+            record.push(b'\t');
+        }
+        match &s.worktree {
+            Some(path) => record.extend_from_slice(path.as_os_str().as_bytes()),
+            None => record.extend_from_slice(cells[cells.len() - 1].text.as_bytes()),
+        }
+        record.push(0);
+        stdout
+            .write_all(&record)
+            .map_err(|e| a3s_iso::error::Error::io("cannot write to standard output", e))?;
+    }
+    Ok(0)
 }

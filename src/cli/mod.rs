@@ -37,7 +37,7 @@ use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
 use a3s_iso::error::{Error, Result};
 use a3s_iso::git::Git;
 
-pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path};
+pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path, write_nul_records};
 
 #[derive(Debug, Parser)]
 #[command(

@@ -339,3 +339,19 @@ fn missing_separator(err: &clap::Error, raw: &[std::ffi::OsString]) -> bool {
             ErrorKind::UnknownArgument | ErrorKind::MissingRequiredArgument
         )
 }
+
+/// `key<TAB>value<NUL>` records on stdout, the values as their bytes (`-z` output).
+pub fn write_nul_records(records: &[(&str, Vec<u8>)]) -> a3s_iso::error::Result<()> {
+    use std::io::Write;
+    let mut bytes = Vec::new();
+    for (key, value) in records {
+        bytes.extend_from_slice(key.as_bytes());
+        bytes.push(b'\t');
+        bytes.extend_from_slice(value);
+        bytes.push(0);
+    }
+    std::io::stdout()
+        .lock()
+        .write_all(&bytes)
+        .map_err(|e| Error::io("cannot write to standard output", e))
+}

@@ -8,6 +8,15 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 const SHOW_AFTER: Duration = Duration::from_millis(300);
 
+/// How long work runs before its progress shows: `A3S_ISO_PROGRESS_DELAY_MS` (0 shows it at
+/// once), else 300 ms.
+fn show_after() -> Duration {
+    std::env::var("A3S_ISO_PROGRESS_DELAY_MS")
+        .ok()
+        .and_then(|ms| ms.parse().ok())
+        .map_or(SHOW_AFTER, Duration::from_millis)
+}
+
 pub struct Bar {
     bar: Option<ProgressBar>,
     started: Instant,
@@ -42,7 +51,7 @@ impl a3s_iso::sweep::Progress for Bar {
     fn advance(&self) {
         if let Some(bar) = &self.bar {
             bar.inc(1);
-            if bar.is_hidden() && self.started.elapsed() >= SHOW_AFTER {
+            if bar.is_hidden() && self.started.elapsed() >= show_after() {
                 bar.set_draw_target(ProgressDrawTarget::stderr());
             }
         }
@@ -73,9 +82,19 @@ impl Spinner {
             bar.set_style(style);
         }
         bar.set_message(message);
+        let after = show_after();
+        if after.is_zero() {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar.tick();
+            return Spinner {
+                bar: Some(bar),
+                done,
+            };
+        }
         let (shown, finished) = (bar.clone(), done.clone());
         std::thread::spawn(move || {
-            std::thread::sleep(SHOW_AFTER);
+            std::thread::sleep(after);
             if !finished.load(std::sync::atomic::Ordering::SeqCst) {
                 shown.set_draw_target(ProgressDrawTarget::stderr());
                 shown.enable_steady_tick(Duration::from_millis(100));

@@ -16,6 +16,11 @@ use super::{Output, SessionArg};
 pub struct ShowArgs {
     #[command(flatten)]
     pub session: SessionArg,
+
+    /// For scripts: `key<TAB>value` records ended by NUL, paths as their exact bytes, no
+    /// colour and no quoting (runs and promotions are in --json)
+    #[arg(short = 'z')]
+    pub nul: bool,
 }
 
 /// Shows one session as `key  value` lines, or one JSON document.
@@ -24,6 +29,9 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
     if out.json {
         out.document("a3s-iso.show.v1", &outcome);
         return Ok(0);
+    }
+    if args.nul {
+        return nul_records(&outcome);
     }
     out.headline(&outcome.session_id);
     out.fields(&fields(&outcome));
@@ -214,4 +222,32 @@ fn landing(how: Landing) -> &'static str {
 pub(super) fn short_digest(digest: &str) -> String {
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
     format!("sha256:{}", hex.chars().take(12).collect::<String>())
+}
+
+/// `show -z`: the session's fields as `key<TAB>value<NUL>`, its paths as their bytes.
+fn nul_records(o: &ShowOutcome) -> Result<i32> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut records: Vec<(&str, Vec<u8>)> = vec![
+        ("session", o.session_id.clone().into_bytes()),
+        ("source", o.source.as_os_str().as_bytes().to_vec()),
+        (
+            "isolation",
+            o.worktree
+                .as_ref()
+                .map(|t| t.as_os_str().as_bytes().to_vec())
+                .unwrap_or_default(),
+        ),
+    ];
+    for (key, value) in fields(o) {
+        if !matches!(key, "source" | "isolation" | "conflicts") {
+            records.push((key, value.into_bytes()));
+        }
+    }
+    records.extend(
+        o.conflicting_paths
+            .iter()
+            .map(|p| ("conflict", p.clone().into_bytes())),
+    );
+    super::write_nul_records(&records)?;
+    Ok(0)
 }

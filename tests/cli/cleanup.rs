@@ -242,3 +242,61 @@ fn bind_from_sh_c_is_owned_by_the_long_lived_parent() {
         "--owner-pid is taken as given"
     );
 }
+
+/// `list -z` and `show -z` give a path whose name holds a newline, a tab and bytes that are
+/// not UTF-8 exactly as its bytes, one NUL-ended record each.
+#[test]
+fn list_and_show_z_give_paths_as_their_bytes() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let base: &[u8] = b"odd\nname\t\xff";
+    let dir = fx.root.join(std::ffi::OsStr::from_bytes(base));
+    std::fs::create_dir(&dir).unwrap();
+    let out = fx
+        .cmd()
+        .args(["-q", "bind", "-s", "z", "--base-dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = fx.cmd().args(["path", "-s", "z"]).output().unwrap();
+    let bytes = out.stdout.strip_suffix(b"\n").unwrap();
+    let tree = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(bytes));
+    assert!(
+        tree.as_os_str()
+            .as_bytes()
+            .starts_with(dir.as_os_str().as_bytes())
+    );
+    assert!(tree.is_dir());
+
+    let out = fx.cmd().args(["list", "-z"]).output().unwrap();
+    assert!(out.status.success());
+    let records: Vec<&[u8]> = out.stdout.split(|b| *b == 0).collect();
+    assert_eq!(
+        records.len(),
+        2,
+        "one record, then the end: {:?}",
+        out.stdout
+    );
+    assert_eq!(records[1], b"");
+    let fields: Vec<&[u8]> = records[0].splitn(7, |b| *b == b'\t').collect();
+    assert_eq!(fields[0], b"z");
+    assert_eq!(fields[1], b"bound");
+    assert_eq!(fields[6], tree.as_os_str().as_bytes());
+
+    let out = fx.cmd().args(["show", "-s", "z", "-z"]).output().unwrap();
+    assert!(out.status.success());
+    let isolation: Vec<u8> = [b"isolation\t", tree.as_os_str().as_bytes(), b"\0"].concat();
+    assert!(
+        out.stdout
+            .windows(isolation.len())
+            .any(|w| w == isolation.as_slice()),
+        "{:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(out.stdout.starts_with(b"session\tz\0"));
+}

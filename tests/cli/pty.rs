@@ -785,3 +785,50 @@ fn a_timeout_ends_a_command_whatever_it_does_to_its_terminal() {
         }
     }
 }
+
+/// Long operations show their progress on a terminal (here at once: the delay is set to 0),
+/// and nothing when stderr is not a terminal or with `-q`.
+#[test]
+fn progress_shows_on_a_terminal_only() {
+    let fx = Fixture::new();
+    for id in ["p1", "p2", "p3"] {
+        fx.bind(id);
+    }
+    // On the terminal: the spinner names the step.
+    let mut outer = Outer::open();
+    let child = fx
+        .cmd()
+        .env("A3S_ISO_PROGRESS_DELAY_MS", "0")
+        .args(["discard", "-s", "p1"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(outer.stdio())
+        .spawn()
+        .unwrap();
+    let out = outer.finish(child);
+    assert!(out.status.success());
+    assert!(outer.text().contains("discarding"), "{}", outer.text());
+    // Quiet on the terminal: nothing on it.
+    let mut outer = Outer::open();
+    let child = fx
+        .cmd()
+        .env("A3S_ISO_PROGRESS_DELAY_MS", "0")
+        .args(["-q", "discard", "-s", "p2"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(outer.stdio())
+        .spawn()
+        .unwrap();
+    let out = outer.finish(child);
+    assert!(out.status.success());
+    assert_eq!(outer.text(), "");
+    // Piped: nothing but the answer.
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_PROGRESS_DELAY_MS", "0")
+        .args(["discard", "-s", "p3"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}
