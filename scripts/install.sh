@@ -5,6 +5,13 @@
 #   scripts/install.sh
 #
 # Environment (the project has no public URL: a CI variable names where it lives):
+#   A3S_ISO_RELEASE_BASE    where a release's files are (a release page's download URL, a
+#                           file:// URL or a directory, as scripts/package.sh writes them):
+#                           the tarball for this machine, a3s-iso-<arch>-unknown-linux-musl.tar.gz
+#                           (x86_64 or aarch64), is taken from there, and its sum from the
+#                           .sha256 file beside it unless A3S_ISO_RELEASE_SHA256 pins it (a sum
+#                           from the same place guards against a broken download, a pinned one
+#                           against a replaced release too)
 #   A3S_ISO_RELEASE_URL     a release tarball (.tar.gz) holding an `a3s-iso` binary: an
 #                           https:// or file:// URL, or a path
 #   A3S_ISO_RELEASE_SHA256  the tarball's sha256 (64 hex digits); required with the URL
@@ -23,10 +30,38 @@ set -euo pipefail
 root=${A3S_ISO_INSTALL_ROOT:-$HOME/.local}
 bin_dir=$root/bin
 url=${A3S_ISO_RELEASE_URL:-}
+base=${A3S_ISO_RELEASE_BASE:-}
 
 fail() {
   echo "install.sh: $2" >&2
   exit "$1"
+}
+
+# fetch URL FILE: an https:// or file:// URL, or a path, to FILE.
+fetch() {
+  case "$1" in
+    http://* | https://* | file://*)
+      curl --fail --silent --show-error --location --retry 3 --output "$2" "$1" ;;
+    *) cp -- "$1" "$2" ;;
+  esac
+}
+
+# The tarball of this machine's architecture under A3S_ISO_RELEASE_BASE, and its sum.
+from_base() {
+  local arch sums
+  arch=$(uname -m)
+  case "$arch" in
+    x86_64 | amd64) arch=x86_64 ;;
+    aarch64 | arm64) arch=aarch64 ;;
+    *) fail 1 "no release binary for $arch (x86_64 and aarch64 only): build from source" ;;
+  esac
+  url="${base%/}/a3s-iso-$arch-unknown-linux-musl.tar.gz"
+  if [ -z "${A3S_ISO_RELEASE_SHA256:-}" ]; then
+    sums=$(mktemp "${TMPDIR:-/tmp}/a3s-iso-sum.XXXXXX")
+    fetch "$url.sha256" "$sums" || { rm -f "$sums"; fail 1 "could not download $url.sha256"; }
+    A3S_ISO_RELEASE_SHA256=$(cut -d' ' -f1 "$sums")
+    rm -f "$sums"
+  fi
 }
 
 install_release() {
@@ -37,12 +72,7 @@ install_release() {
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-install.XXXXXX")
   # shellcheck disable=SC2064 # expand now: tmp is local
   trap "rm -rf '$tmp'" EXIT
-  case "$url" in
-    http://* | https://* | file://*)
-      curl --fail --silent --show-error --location --retry 3 --output "$tmp/release.tar.gz" "$url" ||
-        fail 1 "could not download $url" ;;
-    *) cp -- "$url" "$tmp/release.tar.gz" || fail 1 "could not read $url" ;;
-  esac
+  fetch "$url" "$tmp/release.tar.gz" || fail 1 "could not download $url"
   got=$(sha256sum "$tmp/release.tar.gz" | cut -d' ' -f1)
   [ "$got" = "${want,,}" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
   mkdir "$tmp/x"
@@ -58,14 +88,17 @@ install_release() {
 
 install_source() {
   local git=${A3S_ISO_INSTALL_GIT:-} rev=${A3S_ISO_INSTALL_REV:-}
-  [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_INSTALL_GIT and A3S_ISO_INSTALL_REV"
+  [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_BASE, or A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_INSTALL_GIT and A3S_ISO_INSTALL_REV"
   [ -n "$rev" ] || fail 2 "A3S_ISO_INSTALL_GIT is set but A3S_ISO_INSTALL_REV is not: name the commit to build"
   command -v cargo >/dev/null || fail 1 "cargo is not installed (needed to build from $git)"
   cargo install --locked --git "$git" --rev "$rev" --root "$root" a3s-iso ||
     fail 1 "cargo install from $git at $rev failed"
 }
 
-if [ -n "$url" ]; then
+if [ -n "$base" ]; then
+  from_base
+  install_release
+elif [ -n "$url" ]; then
   install_release
 else
   install_source

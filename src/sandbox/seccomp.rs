@@ -70,6 +70,13 @@ const NAMESPACE_FLAGS: &[libc::c_int] = &[
     libc::CLONE_NEWCGROUP,
 ];
 
+/// An ioctl request number as the filter compares it: glibc declares them unsigned long, musl
+/// int (all of them positive).
+#[allow(clippy::unnecessary_cast)]
+fn request(number: libc::Ioctl) -> u64 {
+    number as u64
+}
+
 fn condition(arg: u8, op: SeccompCmpOp, value: u64) -> seccompiler::Result<SeccompCondition> {
     SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(Into::into)
 }
@@ -96,8 +103,16 @@ fn deny_rules() -> seccompiler::Result<BTreeMap<i64, Vec<SeccompRule>>> {
     rules.insert(
         libc::SYS_ioctl,
         vec![
-            rule(vec![condition(1, SeccompCmpOp::Eq, libc::TIOCSTI)?])?,
-            rule(vec![condition(1, SeccompCmpOp::Eq, libc::TIOCLINUX)?])?,
+            rule(vec![condition(
+                1,
+                SeccompCmpOp::Eq,
+                request(libc::TIOCSTI),
+            )?])?,
+            rule(vec![condition(
+                1,
+                SeccompCmpOp::Eq,
+                request(libc::TIOCLINUX),
+            )?])?,
         ],
     );
     rules.insert(libc::SYS_unshare, any_namespace_flag()?);

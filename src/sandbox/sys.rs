@@ -44,7 +44,7 @@ pub(super) fn loopback_up() -> io::Result<()> {
     }
     // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `request` into it;
     // `request` is a valid, initialised ifreq that outlives the call.
-    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) } < 0 {
+    if unsafe { libc::ioctl(fd, ioctl_request(libc::SIOCGIFFLAGS), &mut request) } < 0 {
         return Err(io::Error::last_os_error());
     }
     // SAFETY: after SIOCGIFFLAGS the flags member of the union is the initialised one.
@@ -52,7 +52,7 @@ pub(super) fn loopback_up() -> io::Result<()> {
         request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
     }
     // SAFETY: SIOCSIFFLAGS reads `request`, a valid ifreq, and sets the interface's flags.
-    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
+    if unsafe { libc::ioctl(fd, ioctl_request(libc::SIOCSIFFLAGS), &request) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
@@ -198,4 +198,11 @@ pub(super) fn forward_to(group: rustix::process::Pid) {
         group.as_raw_nonzero().get(),
         std::sync::atomic::Ordering::SeqCst,
     );
+}
+
+/// A socket ioctl's request number as `ioctl` takes it: an unsigned long with glibc, an int
+/// with musl (the static build); the numbers fit either.
+#[allow(clippy::unnecessary_cast)]
+fn ioctl_request(number: libc::c_ulong) -> libc::Ioctl {
+    number as libc::Ioctl
 }

@@ -378,3 +378,117 @@ fn which_tool(tool: &str) -> std::path::PathBuf {
         .find(|p| p.is_file())
         .unwrap_or_else(|| panic!("{tool} not on PATH"))
 }
+
+/// A release directory as scripts/package.sh writes it: install.sh picks this machine's
+/// tarball, checks it against the `.sha256` beside it (or a pinned sum, which wins), and
+/// refuses a tarball that does not match either, installing nothing.
+#[test]
+fn the_install_step_takes_this_machines_tarball_from_a_release_directory() {
+    let fx = Fixture::bare_root();
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x86_64",
+        "aarch64" => "aarch64",
+        other => panic!("no release target for {other}"),
+    };
+    let name = format!("a3s-iso-{arch}-unknown-linux-musl");
+    let release = fx.root.join("release");
+    std::fs::create_dir_all(release.join(&name)).unwrap();
+    std::fs::copy(BIN, release.join(&name).join("a3s-iso")).unwrap();
+    let tarball = release.join(format!("{name}.tar.gz"));
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&release)
+        .arg(&name)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sha256 = hex::encode(sha2::Sha256::digest(std::fs::read(&tarball).unwrap()));
+    let sum_file = release.join(format!("{name}.tar.gz.sha256"));
+    std::fs::write(&sum_file, format!("{sha256}  {name}.tar.gz\n")).unwrap();
+    let installed = fx.home.join(".local/bin/a3s-iso");
+    let install = |pinned: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        cmd.env(
+            "A3S_ISO_RELEASE_BASE",
+            format!("file://{}/", release.display()),
+        )
+        .env("TMPDIR", &fx.root);
+        if let Some(sum) = pinned {
+            cmd.env("A3S_ISO_RELEASE_SHA256", sum);
+        }
+        cmd.output().unwrap()
+    };
+    // A pinned sum that differs wins over the file beside the tarball.
+    let wrong = if sha256.starts_with('0') { "1" } else { "0" }.repeat(64);
+    let out = install(Some(&wrong));
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!installed.exists());
+    // The tarball replaced after its sum was written: refused.
+    let good = std::fs::read(&tarball).unwrap();
+    let mut bad = good.clone();
+    bad.extend_from_slice(b"tampered");
+    std::fs::write(&tarball, &bad).unwrap();
+    let out = install(None);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!installed.exists(), "nothing installed on a mismatch");
+    // The release as published: installed, byte for byte.
+    std::fs::write(&tarball, &good).unwrap();
+    let out = install(None);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap()
+    );
+}
+
+/// The release workflow packs both static targets with scripts/package.sh, each checked by the
+/// lifecycle before it is published, and CI packs, installs and runs the x86_64 one.
+#[test]
+fn the_release_workflow_and_ci_build_the_static_binary_the_installer_takes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workflow = std::fs::read_to_string(root.join(".github/workflows/release.yml")).unwrap();
+    for target in ["x86_64-unknown-linux-musl", "aarch64-unknown-linux-musl"] {
+        assert!(workflow.contains(&format!("target: {target}")), "{target}");
+    }
+    for needed in [
+        "scripts/package.sh",
+        "scripts/install.sh",
+        "scripts/demo.sh",
+        "timeout-minutes:",
+        "concurrency:",
+        "SHA256SUMS",
+    ] {
+        assert!(workflow.contains(needed), "release.yml lacks {needed}");
+    }
+    let ci = std::fs::read_to_string(root.join(".ci/run")).unwrap();
+    for needed in [
+        "scripts/package.sh x86_64-unknown-linux-musl",
+        "scripts/install.sh",
+        "scripts/demo.sh",
+    ] {
+        assert!(ci.contains(needed), ".ci/run lacks {needed}");
+    }
+    let package = std::fs::read_to_string(script("package.sh")).unwrap();
+    assert!(package.contains("rustup target add"));
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("[package.metadata.binstall]"));
+    assert!(manifest.contains("a3s-iso-{ target }.tar.gz"));
+}
