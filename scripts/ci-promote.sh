@@ -16,6 +16,8 @@
 #      `conflict` and `partial` fail the job;
 #   4. leaves the applied changes uncommitted for the next step (commit, push).
 #
+# It reads a3s-iso's JSON documents with jq, which must be on PATH (the recipes install it).
+#
 # Environment:
 #   A3S_ISO_BIN            the binary (default: a3s-iso on PATH)
 #   A3S_ISO_ARTIFACTS      where promote's artifacts go; default, outside the checkout:
@@ -33,9 +35,9 @@
 #   three values go to $GITHUB_OUTPUT (outcome, digest, artifacts), and each annotation to
 #   $GITHUB_STEP_SUMMARY.
 #
-# Exit status: 0 landed (applied, idempotent, empty); 2 usage; 3 conflict or partial (a
-# conflict applied nothing); 5 the document is invalid; otherwise a3s-iso's own exit status
-# (1 error, 4 unavailable, 6 busy, ...), annotated with its error code.
+# Exit status: 0 landed (applied, idempotent, empty); 2 usage, or jq missing; 3 conflict or
+# partial (a conflict applied nothing); 5 the document is invalid; otherwise a3s-iso's own exit
+# status (1 error, 4 unavailable, 6 busy, ...), annotated with its error code.
 set -euo pipefail
 
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then
@@ -114,15 +116,17 @@ section() {
   fi
 }
 
-# field FILE KEY [INDENT]: a string or number field of a pretty-printed a3s-iso document (top
-# level by default; the error object's fields are at INDENT 4). Prints nothing when absent.
+# field FILE FILTER: a string or number of an a3s-iso document, read with jq (`.outcome`,
+# `.error.code`). Prints nothing when it is absent, null or of another type, or when FILE is
+# not JSON (a3s-iso printed no document).
 field() {
-  local indent
-  indent=$(printf '%*s' "${3:-2}" '')
-  sed -n -e "s/^${indent}\"$2\": \"\(.*\)\",\{0,1\}\$/\1/p" \
-    -e "s/^${indent}\"$2\": \([0-9][0-9]*\),\{0,1\}\$/\1/p" "$1" |
-    sed -n 1p | sed -e 's/\\"/"/g' -e 's/\\\\/\\/g'
+  jq -r "($2) | select(type == \"string\" or type == \"number\")" "$1" 2>/dev/null || true
 }
+
+if ! command -v jq >/dev/null 2>&1; then
+  annotate error "jq is missing: this step reads a3s-iso's JSON documents with it (apt-get install jq, apk add jq)"
+  exit 2
+fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-ci.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -132,8 +136,8 @@ trap 'section end; rm -rf "$work"' EXIT
 # failed_with STATUS DOCUMENT WHAT: annotate an error document (or a missing one) and exit.
 failed_with() {
   local status=$1 doc=$2 what=$3 code message
-  code=$(field "$doc" code 4)
-  message=$(field "$doc" message 4)
+  code=$(field "$doc" .error.code)
+  message=$(field "$doc" .error.message)
   if [ -n "$code" ]; then
     annotate error "$what failed ($code, exit $status): $message"
   else
@@ -156,17 +160,17 @@ record() {
 status=0
 "$iso" --json verify "$change_set" >"$work/verify.json" || status=$?
 if [ "$status" -ne 0 ]; then
-  if grep -q '^  "valid": false' "$work/verify.json"; then
-    rule=$(field "$work/verify.json" rule)
-    bad=$(field "$work/verify.json" field)
+  if jq -e '.valid == false' "$work/verify.json" >/dev/null 2>&1; then
+    rule=$(field "$work/verify.json" .rule)
+    bad=$(field "$work/verify.json" .field)
     # No digest to name a directory by: recorded only where A3S_ISO_ARTIFACTS says.
     [ -z "${A3S_ISO_ARTIFACTS:-}" ] || record "$A3S_ISO_ARTIFACTS" invalid ""
-    annotate error "the change set is invalid: rule $rule broken at field $bad ($(field "$work/verify.json" message)); nothing was applied"
+    annotate error "the change set is invalid: rule $rule broken at field $bad ($(field "$work/verify.json" .message)); nothing was applied"
     exit "$status"
   fi
   failed_with "$status" "$work/verify.json" verify
 fi
-digest=$(field "$work/verify.json" patch_digest)
+digest=$(field "$work/verify.json" .patch_digest)
 artifacts=${A3S_ISO_ARTIFACTS:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-${digest#sha256:}}
 mkdir -p "$artifacts"
 top=$(cd "$checkout" && git rev-parse --show-toplevel) || {
@@ -190,14 +194,14 @@ status=0
 # shellcheck disable=SC2086 # the extra flags are split on purpose
 "$iso" --json -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" \
   ${A3S_ISO_PROMOTE_FLAGS:-} >"$work/promote.json" || status=$?
-outcome=$(field "$work/promote.json" outcome)
+outcome=$(field "$work/promote.json" .outcome)
 record "$artifacts" "${outcome:-error}" "$digest"
 
-reason=$(field "$work/promote.json" reason)
-detail=$(field "$work/promote.json" detail)
+reason=$(field "$work/promote.json" .reason)
+detail=$(field "$work/promote.json" .detail)
 case "$outcome" in
   applied)
-    annotate notice "applied $digest: $(field "$work/promote.json" files_changed) file(s) changed, uncommitted in $top (artifacts: $artifacts)"
+    annotate notice "applied $digest: $(field "$work/promote.json" .files_changed) file(s) changed, uncommitted in $top (artifacts: $artifacts)"
     ;;
   idempotent)
     annotate notice "idempotent: $digest landed before; nothing was applied this time"

@@ -12,10 +12,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # tool:package. git, chattr (an unwritable directory even for root), man, the shells whose
-# completion scripts are checked, python3 (servers and pty helpers of tests) and setpriv (the
-# sandbox as an unprivileged user).
+# completion scripts are checked, python3 (servers and pty helpers of tests), setpriv (the
+# sandbox as an unprivileged user) and jq (the documentation's examples and the CI step read
+# a3s-iso's JSON with it).
 tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
-  setpriv:util-linux)
+  setpriv:util-linux jq:jq)
 
 allowed() {
   local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"

@@ -120,8 +120,8 @@ pub struct PromoteOutcome {
     pub files_changed: u64,
     /// Paths of the patch that collide with the source's uncommitted work (for `conflict`).
     pub conflicting_paths: Vec<String>,
-    /// The same paths exactly, as bytes: `{"text": …}`, or `{"bytes_base64": …}` for a name
-    /// that is not UTF-8 (which `conflicting_paths` shows with replacement characters).
+    /// The same paths exactly, as bytes: a string, or `{"bytes_base64": …}` for a name that is
+    /// not UTF-8 (which `conflicting_paths` shows with replacement characters).
     pub conflicting_paths_exact: Vec<RepoPath>,
     /// Nested repositories left out of the change set.
     pub nested_repositories: Vec<String>,

@@ -234,7 +234,8 @@ fn documentation() -> Vec<PathBuf> {
 
 #[test]
 fn every_sh_block_of_the_documentation_runs() {
-    if !require_tool("sandbox") {
+    // The examples read a3s-iso's JSON with jq, as scripts should.
+    if !require_tool("sandbox") || !require_tool("jq") {
         return;
     }
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -261,7 +262,7 @@ fn every_sh_block_of_the_documentation_runs() {
 
 #[test]
 fn the_readme_quick_start_runs_from_bind_to_promote() {
-    if !require_tool("sandbox") {
+    if !require_tool("sandbox") || !require_tool("jq") {
         return;
     }
     let text =
@@ -336,4 +337,65 @@ fn fences_without_a_language_and_unexplained_no_run_blocks_are_refused() {
     let run = runnable(fine).unwrap();
     assert_eq!(run.len(), 1);
     assert_eq!((run[0].line, run[0].body.as_str()), (14, "a3s-iso list\n"));
+}
+
+/// A `grep` or `sed` whose quoted pattern holds a JSON key or value (`grep '"outcome":
+/// "applied"'`, `sed 's/"patch_bytes": …/'`): reading a document by its text.
+fn greps_json(line: &str) -> bool {
+    static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    PATTERN
+        .get_or_init(|| {
+            regex::Regex::new(r#"\b(?:grep|sed)\b[^|\n]*'[^'\n]*"[A-Za-z_]+""#).unwrap()
+        })
+        .is_match(line)
+}
+
+/// The documentation's examples, the scripts and the CI recipes read a3s-iso's JSON with jq,
+/// as docs/json.md tells scripts to: the layout of the text is no part of the contract.
+#[test]
+fn examples_and_scripts_read_json_with_jq_not_grep_or_sed() {
+    assert!(greps_json(r#"grep '"outcome": "applied"' promote.json"#));
+    assert!(greps_json(
+        r#"sed 's/"patch_bytes": [0-9]*/"patch_bytes": 1/' a.json"#
+    ));
+    assert!(greps_json(
+        r#"a3s-iso --json list | grep -A 2 '"session_id": "x"'"#
+    ));
+    assert!(!greps_json(r#"grep -q "a fix from the agent" README.md"#));
+    assert!(!greps_json(r#"jq -e '.outcome == "applied"' promote.json"#));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    for file in documentation() {
+        let name = file.strip_prefix(repo).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for block in runnable(&text).unwrap() {
+            for (n, line) in block.body.lines().enumerate() {
+                if greps_json(line) {
+                    found.push(format!("{name}:{}: {line}", block.line + 1 + n));
+                }
+            }
+        }
+    }
+    let mut sources: Vec<PathBuf> = std::fs::read_dir(repo.join("scripts"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    sources.extend([
+        repo.join("examples/github-actions/promote.yml"),
+        repo.join("examples/gitlab-ci/.gitlab-ci.yml"),
+    ]);
+    for file in sources {
+        let name = file.strip_prefix(repo).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&file).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            if greps_json(line) && !line.trim_start().starts_with('#') {
+                found.push(format!("{name}:{}: {line}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "read these with jq:\n{}",
+        found.join("\n")
+    );
 }

@@ -325,7 +325,8 @@ pub fn json_of(out: Output) -> (i32, Value) {
             || schema == "a3s.code.agent-change-set.v1",
         "{schema}"
     );
-    // Failures are error documents; a run's, a promote's or doctor's outcome may carry a non-zero status.
+    // Failures are error documents; a run's, a promote's or doctor's outcome may carry a non-zero
+    // status, and so may `discard --all`'s (its first failure's).
     if schema == "a3s-iso.error.v1" {
         assert_ne!(code, 0, "{doc}");
         assert!(doc["error"]["message"].is_string(), "{doc}");
@@ -341,6 +342,7 @@ pub fn json_of(out: Output) -> (i32, Value) {
                     "a3s-iso.doctor.v1",
                     "a3s-iso.rebase.v1",
                     "a3s-iso.land.v1",
+                    "a3s-iso.discard-all.v1",
                 ]
                 .contains(&schema),
             "exit {code} with {doc}"

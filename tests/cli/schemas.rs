@@ -479,6 +479,7 @@ fn every_command_document_matches_its_schema() {
     seen.insert(assert_valid("doctor", &doctor));
     error_documents(&fx, &mut seen);
     pool_gc_and_remote(&fx, &mut seen);
+    discard_all(&fx, &mut seen);
     let published: BTreeSet<String> = std::fs::read_dir(SCHEMA_DIR)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -775,6 +776,97 @@ fn pool_gc_and_remote(fx: &Fixture, seen: &mut BTreeSet<String>) {
         seen,
     );
     checked(fx, src, &["pool", "--size", "0"], 0, seen);
+}
+
+/// `discard --all` over every session left (read-only, retained, swept, missing, promoted …),
+/// one of them busy with a run: that one stays, in `failed` with its code, and the exit status
+/// is its failure's. Then `--purge` of them all. Each discarded session is reported as
+/// `discard -s` reports one, without `schema`.
+fn discard_all(fx: &Fixture, seen: &mut BTreeSet<String>) {
+    let src = &fx.src;
+    let (code, doc) = fx.json(&["bind", "-s", "busy", "--allow-dirty"]);
+    assert_eq!(code, 0, "{doc}");
+    let started = fx.root.join("busy-started");
+    let release = fx.root.join("busy-release");
+    let hold = format!(
+        "touch '{}'; while [ ! -e '{}' ]; do sleep 0.05; done",
+        started.display(),
+        release.display()
+    );
+    let mut run = fx
+        .cmd()
+        .args(["run", "-s", "busy", "--no-sandbox", "--", "sh", "-c", &hold])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let all = checked(fx, src, &["discard", "--all"], 6, seen);
+    std::fs::write(&release, "").unwrap();
+    assert!(run.wait().unwrap().success());
+    assert_eq!(
+        all["failed"],
+        json!([{
+            "session_id": "busy",
+            "code": "session_busy",
+            "message": all["failed"][0]["message"].clone(),
+        }]),
+        "{all}"
+    );
+    let discarded = all["sessions"].as_array().unwrap();
+    assert!(discarded.len() >= 5, "{all}");
+    for session in discarded {
+        let mut alone = session.clone();
+        alone["schema"] = json!("a3s-iso.discard.v1");
+        assert_valid("a session of discard --all", &alone);
+    }
+    let purged = checked(fx, src, &["discard", "--all", "--purge"], 0, seen);
+    assert_eq!(purged["failed"], json!([]), "{purged}");
+    assert!(
+        purged["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["purged"] == true),
+        "{purged}"
+    );
+    let (_, list) = fx.json(&["list", "--all"]);
+    assert_eq!(list["sessions"], json!([]), "{list}");
+}
+
+/// `discard --all` reports each session as `discard` does: its item schema is discard.v1's
+/// body, field for field (a `$ref` to discard.v1 would require the `schema` field, which the
+/// items do not carry).
+#[test]
+fn discard_all_reports_sessions_in_discards_shape() {
+    let validator = Validator::new();
+    let one = validator.load("discard.v1.schema.json");
+    let all = validator.load("discard-all.v1.schema.json");
+    let item = &all["$defs"]["discarded"];
+    let mut body = one["properties"].as_object().unwrap().clone();
+    body.remove("schema");
+    assert_eq!(item["properties"], Value::Object(body));
+    let required: Vec<&Value> = one["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| *r != "schema")
+        .collect();
+    assert_eq!(
+        item["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>(),
+        required
+    );
 }
 
 /// Runs a command that must fail with `code` and exit `exit`, and validates its error document.

@@ -5,7 +5,7 @@ use std::process::Command;
 
 use sha2::Digest;
 
-use crate::fixture::{BIN, Fixture, isolate};
+use crate::fixture::{BIN, Fixture, isolate, require_tool};
 
 fn script(name: &str) -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -46,6 +46,9 @@ fn the_demo_runs_the_whole_lifecycle() {
 
 #[test]
 fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
+    if !require_tool("jq") {
+        return;
+    }
     let fx = Fixture::new();
     fx.bind("ci");
     std::fs::write(fx.isolation("ci").join("README.md"), "agent change\n").unwrap();
@@ -161,6 +164,35 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         "{stderr}"
     );
     assert_eq!(fx.git(&fresh, &["status", "--porcelain"]), "");
+}
+
+/// The CI step reads a3s-iso's documents with jq: without it, it stops before running
+/// anything, saying so, rather than misreading a document.
+#[test]
+fn the_ci_step_stops_at_once_without_jq() {
+    let fx = Fixture::new();
+    // A PATH with bash alone: no jq (nor git, nor a3s-iso).
+    let bin = fx.root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(which_tool("bash"), bin.join("bash")).unwrap();
+    let mut cmd = Command::new(bin.join("bash"));
+    cmd.arg(script("ci-promote.sh"))
+        .arg(fx.root.join("change-set.json"))
+        .current_dir(&fx.src);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd
+        .env("PATH", &bin)
+        .env("A3S_ISO_BIN", BIN)
+        .env("A3S_ISO_CI", "plain")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with("a3s-iso promote: error: jq is missing"),
+        "{stderr}"
+    );
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
 }
 
 #[test]
