@@ -46,7 +46,8 @@ fn main() -> ExitCode {
 /// bind → run → capture → promote → discard; whether the change set landed.
 fn lifecycle(session: &str, command: Vec<OsString>) -> Result<bool> {
     let git = Git::locate(None)?;
-    let here = std::env::current_dir().map_err(|e| a3s_iso::error::Error::io("no working directory", e))?;
+    let here = std::env::current_dir()
+        .map_err(|e| a3s_iso::error::Error::io("no working directory", e))?;
     let ctx = Context::new(git, here, None);
     let bound = bind(
         &ctx,
@@ -67,7 +68,10 @@ fn lifecycle(session: &str, command: Vec<OsString>) -> Result<bool> {
             ..RunOptions::default()
         },
     )?;
-    println!("ran {}: {:?}, exit {:?}", ran.run_id, ran.state, ran.exit_code);
+    println!(
+        "ran {}: {:?}, exit {:?}",
+        ran.run_id, ran.state, ran.exit_code
+    );
     let captured = capture(
         &ctx,
         &CaptureOptions {

@@ -23,6 +23,7 @@ mod house;
 mod human;
 mod json;
 mod land;
+mod library;
 mod links;
 mod names;
 mod nested;
