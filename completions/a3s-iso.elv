@@ -49,6 +49,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand verify 'Check a change-set document against every rule of the format'
+            cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
@@ -399,6 +400,20 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;changes'= {
+            cand --request 'The change-set request (a3s.code.agent-change-set-request.v1) to answer (- for standard input)'
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;path'= {
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'
@@ -503,6 +518,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand verify 'Check a change-set document against every rule of the format'
+            cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
@@ -546,6 +562,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;pool'= {
         }
         &'a3s-iso;help;verify'= {
+        }
+        &'a3s-iso;help;changes'= {
         }
         &'a3s-iso;help;path'= {
         }

@@ -428,9 +428,9 @@ fn object_of(value: &Value) -> Result<&Map<String, Value>> {
         .ok_or_else(|| Error::internal("a checked document is not an object"))
 }
 
-/// The document parsed, with every rule but the patch's checked: its size against `limit`
-/// (`what` names the limit in the message), JSON, duplicate keys, fields and their values.
-fn checked_fields(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
+/// `bytes` as one JSON object under the rules every document shares: at most `limit` bytes
+/// (`what` names the limit in the message), JSON, no key twice in one object, an object.
+fn parse_object(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
     if bytes.len() as u64 > limit {
         return Err(invalid(
             ChangeSetRule::DocumentSize,
@@ -452,14 +452,46 @@ fn checked_fields(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
             "a key appears twice in one object",
         ));
     }
-    let top = value
-        .as_object()
-        .ok_or_else(|| invalid(ChangeSetRule::Type, "(document)", "must be a JSON object"))?;
-    check_fields(top, TOP_FIELDS, "")?;
+    if !value.is_object() {
+        return Err(invalid(
+            ChangeSetRule::Type,
+            "(document)",
+            "must be a JSON object",
+        ));
+    }
+    Ok(value)
+}
+
+/// The `identity` object of a document's top level, with exactly the identity's fields.
+fn identity_of(top: &Map<String, Value>) -> Result<&Map<String, Value>> {
     let identity = top["identity"]
         .as_object()
         .ok_or_else(|| invalid(ChangeSetRule::Type, "identity", "must be an object"))?;
     check_fields(identity, IDENTITY_FIELDS, "identity.")?;
+    Ok(identity)
+}
+
+/// Checks the values of a run identity (`a3s.code.agent-run-identity.v1`), rule by rule in a
+/// fixed order, wherever a document carries one.
+fn check_identity(identity: &Map<String, Value>) -> Result<()> {
+    exact(identity, "schema", "identity.schema", IDENTITY_SCHEMA)?;
+    exact(identity, "protocol", "identity.protocol", PROTOCOL)?;
+    sha256_field(
+        identity,
+        "agent_release_identity",
+        "identity.agent_release_identity",
+    )?;
+    id_field(identity, "session_id", "identity.session_id")?;
+    id_field(identity, "run_id", "identity.run_id")
+}
+
+/// The document parsed, with every rule but the patch's checked: its size against `limit`
+/// (`what` names the limit in the message), JSON, duplicate keys, fields and their values.
+fn checked_fields(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
+    let value = parse_object(bytes, limit, what)?;
+    let top = object_of(&value)?;
+    check_fields(top, TOP_FIELDS, "")?;
+    let identity = identity_of(top)?;
     check_values(top, identity)?;
     Ok(value)
 }
@@ -468,18 +500,10 @@ fn checked_fields(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
 /// the one reported.
 fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Result<()> {
     exact(top, "schema", "schema", SCHEMA)?;
-    exact(identity, "schema", "identity.schema", IDENTITY_SCHEMA)?;
-    exact(identity, "protocol", "identity.protocol", PROTOCOL)?;
+    check_identity(identity)?;
     exact(top, "format", "format", FORMAT)?;
     exact(top, "encoding", "encoding", ENCODING)?;
-    sha256_field(
-        identity,
-        "agent_release_identity",
-        "identity.agent_release_identity",
-    )?;
     sha256_field(top, "patch_digest", "patch_digest")?;
-    id_field(identity, "session_id", "identity.session_id")?;
-    id_field(identity, "run_id", "identity.run_id")?;
     let state = string(top, "state", "state")?;
     if RunState::parse(state).is_none() {
         return Err(invalid(
@@ -498,6 +522,42 @@ fn check_values(top: &Map<String, Value>, identity: &Map<String, Value>) -> Resu
         ));
     }
     Ok(())
+}
+
+/// The `schema` of a change-set request.
+pub(crate) const REQUEST_SCHEMA: &str = "a3s.code.agent-change-set-request.v1";
+/// The largest change-set request: its identity, generously escaped and indented.
+pub(crate) const MAX_REQUEST_BYTES: u64 = 16_384;
+const REQUEST_FIELDS: &[&str] = &["schema", "identity"];
+
+/// Checks a change-set request (`a3s.code.agent-change-set-request.v1`: `schema` and the run
+/// `identity`, nothing more) under the rules of the change-set document: its size, JSON,
+/// duplicate keys, unknown and missing fields at every level, the exact strings and the
+/// identity's rules. A broken rule is [`Error::RequestInvalid`], naming the rule and the field.
+pub(crate) fn verify_request(bytes: &[u8]) -> Result<Identity> {
+    let checked = || -> Result<Value> {
+        let value = parse_object(bytes, MAX_REQUEST_BYTES, " of a change-set request")?;
+        let top = object_of(&value)?;
+        check_fields(top, REQUEST_FIELDS, "")?;
+        let identity = identity_of(top)?;
+        exact(top, "schema", "schema", REQUEST_SCHEMA)?;
+        check_identity(identity)?;
+        Ok(value)
+    };
+    let value = checked().map_err(|err| match err {
+        Error::ChangeSetInvalid {
+            rule,
+            field,
+            detail,
+        } => Error::RequestInvalid {
+            rule,
+            field,
+            detail,
+        },
+        other => other,
+    })?;
+    serde_json::from_value(value["identity"].clone())
+        .map_err(|e| Error::internal(format!("a valid identity did not deserialise: {e}")))
 }
 
 /// The patch, decoded, after its size and its digest were checked.
@@ -582,24 +642,22 @@ pub fn verify_file(git: &Git, path: &std::path::Path) -> Result<Verified> {
 /// without being buffered whole.
 fn verify_fields_of_file(path: &std::path::Path) -> Result<Verified> {
     let bytes = if path == std::path::Path::new("-") {
-        read_bounded(std::io::stdin().lock())
+        read_bounded(std::io::stdin().lock(), MAX_DOCUMENT_BYTES)
             .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
         let file = std::fs::File::open(path).map_err(|e| Error::ChangeSetUnavailable {
             message: format!("cannot read {}: {e}", path.display()),
         })?;
-        read_bounded(file).map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
+        read_bounded(file, MAX_DOCUMENT_BYTES)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
     };
     verify(&bytes)
 }
 
-/// At most `MAX_DOCUMENT_BYTES + 1` bytes of `input`: enough to tell that it is too large.
-fn read_bounded(input: impl std::io::Read) -> std::io::Result<Vec<u8>> {
+/// At most `limit + 1` bytes of `input`: enough to tell that it is too large.
+pub(crate) fn read_bounded(input: impl std::io::Read, limit: u64) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
-    std::io::Read::read_to_end(
-        &mut std::io::Read::take(input, MAX_DOCUMENT_BYTES + 1),
-        &mut bytes,
-    )?;
+    std::io::Read::read_to_end(&mut std::io::Read::take(input, limit + 1), &mut bytes)?;
     Ok(bytes)
 }
 

@@ -78,11 +78,15 @@ pub enum ErrorCode {
     SessionConflicted,
     /// `digest_ambiguous`: a digest prefix matches more than one change set.
     DigestAmbiguous,
+    /// `run_not_found`: the session is known but has no run by the id asked for.
+    RunNotFound,
+    /// `change_set_pending`: the run asked for has not ended (or not been captured) yet.
+    ChangeSetPending,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 27] = [
+    pub const ALL: [ErrorCode; 29] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -110,6 +114,8 @@ impl ErrorCode {
         ErrorCode::IsolationMissing,
         ErrorCode::SessionConflicted,
         ErrorCode::DigestAmbiguous,
+        ErrorCode::RunNotFound,
+        ErrorCode::ChangeSetPending,
     ];
 
     /// The code as JSON and human output spell it.
@@ -142,6 +148,8 @@ impl ErrorCode {
             ErrorCode::IsolationMissing => "isolation_missing",
             ErrorCode::SessionConflicted => "session_conflicted",
             ErrorCode::DigestAmbiguous => "digest_ambiguous",
+            ErrorCode::RunNotFound => "run_not_found",
+            ErrorCode::ChangeSetPending => "change_set_pending",
         }
     }
 
@@ -158,6 +166,7 @@ impl ErrorCode {
             | ErrorCode::InvalidInput
             | ErrorCode::DigestAmbiguous => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
+            ErrorCode::ChangeSetPending => 75,
             ErrorCode::CommandNotExecutable => 126,
             ErrorCode::CommandNotFound => 127,
             ErrorCode::SessionNotFound
@@ -172,7 +181,8 @@ impl ErrorCode {
             | ErrorCode::Io
             | ErrorCode::Internal
             | ErrorCode::DetachedSource
-            | ErrorCode::ChangeSetNotFound => 1,
+            | ErrorCode::ChangeSetNotFound
+            | ErrorCode::RunNotFound => 1,
         }
     }
 }
@@ -226,6 +236,8 @@ pub enum ChangeSetRule {
     Layout,
     /// A remote change set carries another base or result tree than its document names.
     CarriedTree,
+    /// A change-set request's identity differs from the one the run's document carries.
+    IdentityMismatch,
 }
 
 impl ChangeSetRule {
@@ -254,6 +266,7 @@ impl ChangeSetRule {
             ChangeSetRule::Commit => "commit",
             ChangeSetRule::Layout => "layout",
             ChangeSetRule::CarriedTree => "carried_tree",
+            ChangeSetRule::IdentityMismatch => "identity_mismatch",
         }
     }
 }
@@ -356,6 +369,18 @@ pub enum Error {
     #[error("change set invalid ({rule}) at {field}: {detail}")]
     ChangeSetInvalid {
         /// The rule (`digest`, `unknown_field`, ...).
+        rule: ChangeSetRule,
+        /// The field it concerns.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A change-set request (`a3s.code.agent-change-set-request.v1`) that breaks a rule of its
+    /// format, or whose identity differs from the one its run's document carries
+    /// (`change_set_invalid`).
+    #[error("change-set request invalid ({rule}) at {field}: {detail}")]
+    RequestInvalid {
+        /// The rule (`unknown_field`, `identity_mismatch`, ...).
         rule: ChangeSetRule,
         /// The field it concerns.
         field: String,
@@ -478,6 +503,33 @@ pub enum Error {
         /// The conflicting paths.
         paths: Vec<String>,
     },
+    /// A session id that names no session of the store (`session_not_found`), asked for by a
+    /// document rather than by `-s`.
+    #[error("no session {session_id:?} in {}", store.display())]
+    UnknownSession {
+        /// The session asked for.
+        session_id: String,
+        /// The state dir looked in.
+        store: PathBuf,
+    },
+    /// A known session without the run asked for.
+    #[error("session {session_id:?} has no run {run_id:?}")]
+    RunNotFound {
+        /// The session.
+        session_id: String,
+        /// The run asked for.
+        run_id: String,
+    },
+    /// The run asked for has not ended, or its change set is not recorded yet.
+    #[error("run {run_id:?} of session {session_id:?} has not ended: {why}")]
+    ChangeSetPending {
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+        /// What it is still doing.
+        why: String,
+    },
     /// A digest prefix that names more than one change set.
     #[error("{flag} {given} is ambiguous: {} change sets start with it", candidates.len())]
     DigestAmbiguous {
@@ -502,14 +554,17 @@ impl Error {
             Error::InvalidInput { .. } => ErrorCode::InvalidInput,
             Error::SessionNotFound { .. }
             | Error::SessionNearMiss { .. }
-            | Error::SessionSwept { .. } => ErrorCode::SessionNotFound,
+            | Error::SessionSwept { .. }
+            | Error::UnknownSession { .. } => ErrorCode::SessionNotFound,
             Error::SessionExists { .. } => ErrorCode::SessionExists,
             Error::DirtySource { .. } => ErrorCode::DirtySource,
             Error::IsolationPathOccupied { .. } => ErrorCode::IsolationPathOccupied,
             Error::ReadOnlySession { .. } => ErrorCode::ReadOnlySession,
             Error::CaptureConflict { .. } => ErrorCode::CaptureConflict,
             Error::ChangeSetTooLarge { .. } => ErrorCode::ChangeSetTooLarge,
-            Error::ChangeSetInvalid { .. } => ErrorCode::ChangeSetInvalid,
+            Error::ChangeSetInvalid { .. } | Error::RequestInvalid { .. } => {
+                ErrorCode::ChangeSetInvalid
+            }
             Error::ChangeSetUnavailable { .. } => ErrorCode::ChangeSetUnavailable,
             Error::SandboxUnavailable { .. } => ErrorCode::SandboxUnavailable,
             Error::LockTimeout { .. } => ErrorCode::LockTimeout,
@@ -526,6 +581,8 @@ impl Error {
             Error::IsolationMissing { .. } => ErrorCode::IsolationMissing,
             Error::SessionConflicted { .. } => ErrorCode::SessionConflicted,
             Error::DigestAmbiguous { .. } => ErrorCode::DigestAmbiguous,
+            Error::RunNotFound { .. } => ErrorCode::RunNotFound,
+            Error::ChangeSetPending { .. } => ErrorCode::ChangeSetPending,
         }
     }
 
@@ -605,6 +662,31 @@ impl Error {
                 "give more digits, e.g. {flag} {}",
                 candidates.first().map(String::as_str).unwrap_or_default()
             )),
+            _ => self.request_hint(),
+        }
+    }
+
+    /// The hints of the errors that answer a change-set request (`changes`).
+    fn request_hint(&self) -> Option<String> {
+        match self {
+            Error::RequestInvalid {
+                rule: ChangeSetRule::IdentityMismatch,
+                ..
+            } => Some(
+                "ask with the identity the run's document carries: every field must match".into(),
+            ),
+            Error::RequestInvalid { .. } => Some(
+                "a request is {\"schema\": \"a3s.code.agent-change-set-request.v1\", \"identity\": {…}} and nothing more".into(),
+            ),
+            Error::UnknownSession { .. } => Some(
+                "a3s-iso list --all lists the sessions; -C and --state-dir choose the repository and its store".into(),
+            ),
+            Error::RunNotFound { session_id, .. } => Some(format!(
+                "a3s-iso show -s {session_id} lists its runs; a run is known once it has started or been captured"
+            )),
+            Error::ChangeSetPending { .. } => {
+                Some("ask again once the run has ended and its change set is recorded".into())
+            }
             _ => None,
         }
     }
@@ -635,6 +717,12 @@ impl Error {
         }
         if let Error::SessionConflicted { paths, .. } = self {
             body["paths"] = serde_json::json!(paths);
+        }
+        if let Error::ChangeSetInvalid { rule, field, .. }
+        | Error::RequestInvalid { rule, field, .. } = self
+        {
+            body["rule"] = serde_json::json!(rule);
+            body["field"] = serde_json::json!(field);
         }
         if let Error::SessionNotFound { candidates, .. }
         | Error::SessionNearMiss { candidates, .. }
@@ -737,6 +825,8 @@ mod tests {
                 ("isolation_missing", 4),
                 ("session_conflicted", 3),
                 ("digest_ambiguous", 5),
+                ("run_not_found", 1),
+                ("change_set_pending", 75),
             ]
         );
     }
@@ -849,6 +939,24 @@ mod tests {
                     format!("sha256:0123abcd{}", "0".repeat(56)),
                     format!("sha256:0123abcd{}", "1".repeat(56)),
                 ],
+            },
+            Error::RequestInvalid {
+                rule: ChangeSetRule::IdentityMismatch,
+                field: "identity.agent_release_identity".into(),
+                detail: format!("run \"r1\" of session \"s\" was recorded with sha256:{}", "1".repeat(64)),
+            },
+            Error::UnknownSession {
+                session_id: "gone".into(),
+                store: "/work/src/.git/a3s-iso".into(),
+            },
+            Error::RunNotFound {
+                session_id: "s".into(),
+                run_id: "r9".into(),
+            },
+            Error::ChangeSetPending {
+                session_id: "s".into(),
+                run_id: "r2".into(),
+                why: "its command is running".into(),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -9,6 +9,7 @@ pub mod argv;
 mod beneath;
 pub mod bind;
 pub mod capture;
+pub mod changes;
 pub mod changeset;
 pub mod command_env;
 pub mod complete;

@@ -57,7 +57,7 @@ impl FileLock {
         let mut pause = Duration::from_millis(2);
         loop {
             if Self::try_lock(&file)? {
-                return Ok(Self::held(file, path));
+                return Ok(Self::held(file, path, None));
             }
             if Instant::now() >= deadline {
                 let mut holder = String::new();
@@ -79,20 +79,26 @@ impl FileLock {
 
     /// Takes the lock only if it is free right now.
     pub(crate) fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
+        Self::try_acquire_noting(path, None)
+    }
+
+    /// Takes the lock only if it is free right now; the lock file then holds `note` as a line of
+    /// its own after the holder's, for as long as this holder has it.
+    pub(crate) fn try_acquire_noting(path: &Path, note: Option<&str>) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         if Self::try_lock(&file)? {
-            Ok(Some(Self::held(file, path)))
+            Ok(Some(Self::held(file, path, note)))
         } else {
             Ok(None)
         }
     }
 
-    fn held(file: File, path: &Path) -> FileLock {
+    fn held(file: File, path: &Path, note: Option<&str>) -> FileLock {
         let mut lock = FileLock {
             file,
             path: path.to_path_buf(),
         };
-        lock.record_holder();
+        lock.record_holder(note);
         held_here().push(lock.path.clone());
         lock
     }
@@ -118,15 +124,20 @@ impl FileLock {
     }
 
     // Who holds the lock (pid, command line, since when), written once the lock is taken, for
-    // the `lock_timeout` message of whoever waits. Best effort.
-    fn record_holder(&mut self) {
-        let line = format!(
+    // the `lock_timeout` message of whoever waits, then the holder's note if any, in one write.
+    // Best effort.
+    fn record_holder(&mut self, note: Option<&str>) {
+        let mut line = format!(
             "pid {} ({}) on {} since {}\n",
             std::process::id(),
             own_command_line(),
             hostname(),
             format_utc(now_ms())
         );
+        if let Some(note) = note {
+            line.push_str(note);
+            line.push('\n');
+        }
         let _ = self.file.set_len(0);
         let _ = self.file.seek(SeekFrom::Start(0));
         let _ = self.file.write_all(line.as_bytes());

@@ -344,7 +344,7 @@ fn claim(
     refuse_redo(ctx, located, session_id, run_id, explicit)?;
     located
         .store
-        .try_lease(session_id)?
+        .try_lease_for_run(session_id, run_id)?
         .ok_or_else(|| Error::SessionBusy {
             session_id: session_id.to_string(),
             message: "another run holds its lease".into(),

@@ -63,6 +63,9 @@ pub struct LastRun {
     pub result_tree: String,
 }
 
+/// How a run's lease file names the run, on a line of its own after the holder's.
+const LEASE_RUN_NOTE: &str = "run ";
+
 /// The schema of a session record (`sessions/<id>.json`).
 pub const SESSION_SCHEMA: &str = "a3s-iso.session.v1";
 /// The schema of an in-flight bind's claim (`claims/<id>.json`).
@@ -262,12 +265,45 @@ impl Store {
     /// holder; it only steps over a probe of [`Store::is_leased`], which holds the lock for an
     /// instant.
     pub(crate) fn try_lease(&self, id: &str) -> Result<Option<FileLock>> {
+        self.try_lease_noting(id, None)
+    }
+
+    /// Takes the session's lease for run `run_id`, as [`Store::try_lease`]; while it holds the
+    /// lease, the lease file names the run ([`Store::leasing_run`]).
+    pub(crate) fn try_lease_for_run(&self, id: &str, run_id: &str) -> Result<Option<FileLock>> {
+        self.try_lease_noting(id, Some(&format!("{LEASE_RUN_NOTE}{run_id}")))
+    }
+
+    fn try_lease_noting(&self, id: &str, note: Option<&str>) -> Result<Option<FileLock>> {
         let path = self.lease_file(id);
         for pause_ms in [1, 3, 0] {
-            if let Some(lease) = FileLock::try_acquire(&path)? {
+            if let Some(lease) = FileLock::try_acquire_noting(&path, note)? {
                 return Ok(Some(lease));
             }
             std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+        }
+        Ok(None)
+    }
+
+    /// The run whose command holds the session's lease now, if a run holds it (`None`: no one
+    /// does, or a command that is not a run). The holder writes the file just after taking
+    /// the lock: a file not written whole yet is read again, briefly.
+    pub(crate) fn leasing_run(&self, id: &str) -> Result<Option<String>> {
+        if !self.is_leased(id)? {
+            return Ok(None);
+        }
+        let path = self.lease_file(id);
+        for pause_ms in [0, 2, 5, 10, 20] {
+            std::thread::sleep(std::time::Duration::from_millis(pause_ms));
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            if text.ends_with('\n') {
+                // The holder's own line first (one line: its command line's breaks are blanked).
+                return Ok(text
+                    .lines()
+                    .skip(1)
+                    .find_map(|line| line.strip_prefix(LEASE_RUN_NOTE))
+                    .map(str::to_string));
+            }
         }
         Ok(None)
     }

@@ -3,7 +3,8 @@
 
 /// The exit statuses, as the README states them.
 pub const EXIT_STATUS: &str = "0 success; 1 error; 2 usage; 3 conflict; 4 unavailable; \
-5 invalid input; 6 busy (lock timeout, session busy); 130 interrupted. run exits with its \
+5 invalid input; 6 busy (lock timeout, session busy); 75 pending (changes: the run has not \
+ended yet); 130 interrupted. run exits with its \
 command's status (128+signal for a signal, 124 on timeout; 125 when a3s-iso itself fails, \
 126 not executable, 127 not found).";
 
@@ -118,6 +119,11 @@ const EXAMPLES: &[(&str, &str)] = &[
         "verify",
         "  a3s-iso verify change.json
   a3s-iso --json verify change.json",
+    ),
+    (
+        "changes",
+        "  a3s-iso changes --request request.json    # the stored change set of the run it names
+  a3s-iso changes --request - < request.json  # the request from standard input",
     ),
     (
         "path",

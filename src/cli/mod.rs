@@ -3,6 +3,7 @@
 mod assets;
 mod bind;
 mod capture;
+mod changes;
 mod complete;
 mod diff;
 mod discard;
@@ -174,6 +175,9 @@ pub enum Command {
     /// Check a change-set document against every rule of the format
     #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
+    /// Answer a change-set request: print the stored change-set document of the run it names
+    #[command(after_long_help = examples::long("changes"))]
+    Changes(changes::ChangesArgs),
     /// Print a session's isolation path (for cd)
     #[command(after_long_help = examples::long("path"))]
     Path(path::PathArgs),
@@ -312,6 +316,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
             ctx.settle();
             verify::run(ctx, args, out)
         }),
+        Command::Changes(args) => with_context(cli, out, |ctx| changes::run(ctx, args, out)),
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
         Command::Doctor(args) => Ok(doctor::run(cli, args, out)),

@@ -64,6 +64,12 @@ impl Output {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
+    /// A document that carries its own schema, exactly as it is stored (the change-set
+    /// document `changes` answers with).
+    pub fn raw_bytes(&self, bytes: &[u8]) {
+        let _ = std::io::stdout().lock().write_all(bytes);
+    }
+
     // Every method that prints human text makes it inert first ([`inert`]): ids, paths, labels,
     // git's messages and document fields come from outside, and a control character in them
     // must never reach a terminal as one. Only a3s-iso's own colours are added afterwards.

@@ -207,6 +207,23 @@ impl Fixture {
         json_of(self.cmd_in(dir).arg("--json").args(args).output().unwrap())
     }
 
+    /// `--json changes --request -` with `request` on standard input, in the source; the exit
+    /// status and the document (the run's change set, or an error document).
+    pub fn changes(&self, request: &[u8]) -> (i32, Value) {
+        use std::io::Write;
+        let mut child = self
+            .cmd()
+            .args(["--json", "changes", "--request", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // a3s-iso may refuse before it reads all of a large request: a broken pipe is fine.
+        let _ = child.stdin.take().unwrap().write_all(request);
+        json_of(child.wait_with_output().unwrap())
+    }
+
     /// `bind -s ID` that must succeed; returns the document.
     pub fn bind(&self, id: &str) -> Value {
         let (code, doc) = self.json(&["bind", "-s", id]);
@@ -349,6 +366,21 @@ pub fn json_of(out: Output) -> (i32, Value) {
         );
     }
     (code, doc)
+}
+
+/// A change-set request (`a3s.code.agent-change-set-request.v1`) for the run of `session` and
+/// `run` recorded with `release` as its `agent_release_identity`.
+pub fn change_set_request(release: &str, session: &str, run: &str) -> Value {
+    serde_json::json!({
+        "schema": "a3s.code.agent-change-set-request.v1",
+        "identity": {
+            "schema": "a3s.code.agent-run-identity.v1",
+            "protocol": "a3s.code.agent.v1",
+            "agent_release_identity": release,
+            "session_id": session,
+            "run_id": run,
+        },
+    })
 }
 
 pub fn error_code(doc: &Value) -> &str {

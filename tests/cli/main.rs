@@ -7,6 +7,7 @@ mod bind;
 mod branch;
 mod breaking;
 mod capture;
+mod changes;
 mod cleanup;
 mod codes;
 mod completion;

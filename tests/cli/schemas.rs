@@ -264,6 +264,9 @@ fn schema_file(doc: &Value) -> String {
     if name == "a3s.code.agent-change-set.v1" {
         return "change-set.schema.json".into();
     }
+    if name == "a3s.code.agent-change-set-request.v1" {
+        return "change-set-request.schema.json".into();
+    }
     let kind = name
         .strip_prefix("a3s-iso.")
         .unwrap_or_else(|| panic!("{name} is not an a3s-iso schema"));
@@ -575,6 +578,7 @@ fn run_capture_verify(fx: &Fixture, seen: &mut BTreeSet<String>) {
     );
     let stored = src.join(".git/a3s-iso/runs/demo/cap.json");
     checked(fx, src, &["verify", stored.to_str().unwrap()], 0, seen);
+    changes_request(fx, &stored, seen);
     let mut tampered: Value = serde_json::from_slice(&std::fs::read(&stored).unwrap()).unwrap();
     assert_valid("the stored change set", &tampered);
     tampered["patch_bytes"] = json!(1);
@@ -589,6 +593,39 @@ fn run_capture_verify(fx: &Fixture, seen: &mut BTreeSet<String>) {
     );
     assert_eq!(invalid["valid"], false, "{invalid}");
     assert_eq!(invalid["rule"], "patch_bytes", "{invalid}");
+}
+
+/// A change-set request for the run `stored` holds, against its schema, answered with that
+/// document; the same request for an unknown run is `run_not_found`, with an extra field
+/// `change_set_invalid` naming the rule and the field.
+fn changes_request(fx: &Fixture, stored: &Path, seen: &mut BTreeSet<String>) {
+    let document: Value = serde_json::from_slice(&std::fs::read(stored).unwrap()).unwrap();
+    let identity = &document["identity"];
+    let mut request = crate::fixture::change_set_request(
+        identity["agent_release_identity"].as_str().unwrap(),
+        identity["session_id"].as_str().unwrap(),
+        identity["run_id"].as_str().unwrap(),
+    );
+    seen.insert(assert_valid("a change-set request", &request));
+    let file = fx.root.join("request.json");
+    let args = ["changes", "--request", file.to_str().unwrap()];
+    std::fs::write(&file, request.to_string()).unwrap();
+    let answer = checked(fx, &fx.src, &args, 0, seen);
+    assert_eq!(answer, document);
+    request["identity"]["run_id"] = json!("no-such-run");
+    std::fs::write(&file, request.to_string()).unwrap();
+    error(fx, seen, &fx.src, &args, "run_not_found", 1);
+    request["identity"]["extra"] = json!(1);
+    assert!(
+        !Validator::new()
+            .errors("change-set-request.schema.json", &request)
+            .is_empty()
+    );
+    std::fs::write(&file, request.to_string()).unwrap();
+    let refused = checked(fx, &fx.src, &args, 5, seen);
+    assert_eq!(refused["error"]["code"], "change_set_invalid", "{refused}");
+    assert_eq!(refused["error"]["rule"], "unknown_field", "{refused}");
+    assert_eq!(refused["error"]["field"], "identity.extra", "{refused}");
 }
 
 /// The read-only views and every promote outcome up to `applied` and `idempotent`; returns
