@@ -14,7 +14,11 @@
 #   3. promotes it exactly once and reports *this* run's outcome, read from this run's
 #      `promote --json` document: `applied`, `idempotent` (a re-run) and `empty` pass;
 #      `conflict` and `partial` fail the job;
-#   4. leaves the applied changes uncommitted for the next step (commit, push).
+#   4. when that is `conflict` with reason `base_differs` (the branch moved since the agent
+#      started), promotes it once more with `--onto-head`: onto the moved HEAD, when the patch
+#      applies there cleanly. Landed that way it is reported as rebased (a notice, and
+#      A3S_ISO_REBASED=true); still a conflict, the job fails as in 3, with the paths;
+#   5. leaves the applied changes uncommitted for the next step (commit, push).
 #
 # It reads a3s-iso's JSON documents with jq, which must be on PATH (the recipes install it).
 #
@@ -24,16 +28,20 @@
 #                          ${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-<digest hex>
 #   A3S_ISO_CI             github | gitlab | plain: the annotation format (default: github when
 #                          GITHUB_ACTIONS=true, gitlab when GITLAB_CI=true, else plain)
-#   A3S_ISO_PROMOTE_FLAGS  more promote flags, split on spaces (e.g. --onto-head)
+#   A3S_ISO_PROMOTE_FLAGS  more promote flags, split on spaces (e.g. --reapply, to land the change
+#                          set again in a checkout reset after this script applied it)
+#   A3S_ISO_RETRY_ONTO_HEAD  false: a `base_differs` conflict fails the job without the retry
+#                          with --onto-head (default: true)
 #
 # Written to the artifacts directory on every run, over what an earlier run left:
-#   verify.json, promote.json (this run's documents) and outcome.env (shell-sourceable:
-#   A3S_ISO_OUTCOME, promote's outcome or `error`; A3S_ISO_DIGEST; A3S_ISO_ARTIFACTS). A document
-#   that breaks a rule has no digest to name a directory by: it is recorded (verify.json,
-#   A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly. summary.json and the
-#   patch are promote's own, written by the run that applied the change set. On GitHub the same
-#   three values go to $GITHUB_OUTPUT (outcome, digest, artifacts), and each annotation to
-#   $GITHUB_STEP_SUMMARY.
+#   verify.json, promote.json (this run's documents: the last promote's, after a retry) and
+#   outcome.env (shell-sourceable: A3S_ISO_OUTCOME, promote's outcome or `error`; A3S_ISO_DIGEST;
+#   A3S_ISO_REBASED, true when the change set was applied onto a HEAD whose tree is not its base;
+#   A3S_ISO_ARTIFACTS). A document that breaks a rule has no digest to name a directory by: it is
+#   recorded (verify.json, A3S_ISO_OUTCOME=invalid) only in an A3S_ISO_ARTIFACTS set explicitly.
+#   summary.json and the patch are promote's own, written by the run that applied the change
+#   set. On GitHub the same values go to $GITHUB_OUTPUT (outcome, digest, rebased, artifacts),
+#   and each annotation to $GITHUB_STEP_SUMMARY.
 #
 # Exit status: 0 landed (applied, idempotent, empty); 2 usage, or jq missing; 3 conflict or
 # partial (a conflict applied nothing); 5 the document is invalid; otherwise a3s-iso's own exit
@@ -61,6 +69,11 @@ fi
 case "$flavour" in
   github | gitlab | plain) ;;
   *) echo "ci-promote.sh: A3S_ISO_CI=$flavour: expected github, gitlab or plain" >&2; exit 2 ;;
+esac
+retry=${A3S_ISO_RETRY_ONTO_HEAD:-true}
+case "$retry" in
+  true | false) ;;
+  *) echo "ci-promote.sh: A3S_ISO_RETRY_ONTO_HEAD=$retry: expected true or false" >&2; exit 2 ;;
 esac
 
 # GitHub reads workflow commands from stdout; data in them is %-escaped.
@@ -123,6 +136,11 @@ field() {
   jq -r "($2) | select(type == \"string\" or type == \"number\")" "$1" 2>/dev/null || true
 }
 
+# paths FILE: a promote document's conflicting paths, comma-separated.
+paths() {
+  jq -r '.conflicting_paths | select(type == "array") | join(", ")' "$1" 2>/dev/null || true
+}
+
 if ! command -v jq >/dev/null 2>&1; then
   annotate error "jq is missing: this step reads a3s-iso's JSON documents with it (apt-get install jq, apk add jq)"
   exit 2
@@ -146,14 +164,15 @@ failed_with() {
   exit "$status"
 }
 
-# record DIR OUTCOME DIGEST: this run's documents and outcome, over any earlier run's.
+# record DIR OUTCOME DIGEST REBASED: this run's documents and outcome, over any earlier run's.
 record() {
   mkdir -p "$1"
   rm -f "$1/verify.json" "$1/note.json" "$1/promote.json"
   cp "$work"/*.json "$1/"
-  printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_ARTIFACTS=%q\n' "$2" "$3" "$1" >"$1/outcome.env"
+  printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_REBASED=%s\nA3S_ISO_ARTIFACTS=%q\n' \
+    "$2" "$3" "$4" "$1" >"$1/outcome.env"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
-    printf 'outcome=%s\ndigest=%s\nartifacts=%s\n' "$2" "$3" "$1" >>"$GITHUB_OUTPUT"
+    printf 'outcome=%s\ndigest=%s\nrebased=%s\nartifacts=%s\n' "$2" "$3" "$4" "$1" >>"$GITHUB_OUTPUT"
   fi
 }
 
@@ -164,7 +183,7 @@ if [ "$status" -ne 0 ]; then
     rule=$(field "$work/verify.json" .rule)
     bad=$(field "$work/verify.json" .field)
     # No digest to name a directory by: recorded only where A3S_ISO_ARTIFACTS says.
-    [ -z "${A3S_ISO_ARTIFACTS:-}" ] || record "$A3S_ISO_ARTIFACTS" invalid ""
+    [ -z "${A3S_ISO_ARTIFACTS:-}" ] || record "$A3S_ISO_ARTIFACTS" invalid "" false
     annotate error "the change set is invalid: rule $rule broken at field $bad ($(field "$work/verify.json" .message)); nothing was applied"
     exit "$status"
   fi
@@ -190,18 +209,40 @@ if [ -n "$landed" ]; then
   [ "$status" -eq 0 ] || failed_with "$status" "$work/note.json" "promote --note"
 fi
 
-status=0
-# shellcheck disable=SC2086 # the extra flags are split on purpose
-"$iso" --json -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" \
-  ${A3S_ISO_PROMOTE_FLAGS:-} >"$work/promote.json" || status=$?
-outcome=$(field "$work/promote.json" .outcome)
-record "$artifacts" "${outcome:-error}" "$digest"
+# promote [FLAG]: this run's promote document to $work/promote.json, its exit status to $status.
+promote() {
+  status=0
+  # shellcheck disable=SC2086 # the extra flags are split on purpose
+  "$iso" --json -C "$checkout" promote --change-set "$change_set" --artifacts "$artifacts" \
+    ${A3S_ISO_PROMOTE_FLAGS:-} "$@" >"$work/promote.json" || status=$?
+  outcome=$(field "$work/promote.json" .outcome)
+  reason=$(field "$work/promote.json" .reason)
+}
 
-reason=$(field "$work/promote.json" .reason)
+promote
+moved=""
+if [ "$outcome" = conflict ] && [ "$reason" = base_differs ] && [ "$retry" = true ]; then
+  # The branch moved since the agent started: once more, onto the moved HEAD, where the patch
+  # lands only if it applies cleanly (nothing was applied by the first attempt).
+  moved=" (the branch moved since the change set was taken: base_differs)"
+  annotate notice "the branch moved since the change set was taken (base_differs): promoting $digest again onto the moved HEAD with --onto-head"
+  promote --onto-head
+fi
+rebased=false
+if jq -e '.outcome == "applied" and .base_matches_head == false' "$work/promote.json" >/dev/null 2>&1; then
+  rebased=true
+fi
+record "$artifacts" "${outcome:-error}" "$digest" "$rebased"
+
 detail=$(field "$work/promote.json" .detail)
+conflicting=$(paths "$work/promote.json")
 case "$outcome" in
   applied)
-    annotate notice "applied $digest: $(field "$work/promote.json" .files_changed) file(s) changed, uncommitted in $top (artifacts: $artifacts)"
+    if [ "$rebased" = true ]; then
+      annotate notice "applied $digest: $(field "$work/promote.json" .files_changed) file(s) changed, rebased onto the moved HEAD $(field "$work/promote.json" .current_revision), uncommitted in $top (artifacts: $artifacts)"
+    else
+      annotate notice "applied $digest: $(field "$work/promote.json" .files_changed) file(s) changed, uncommitted in $top (artifacts: $artifacts)"
+    fi
     ;;
   idempotent)
     annotate notice "idempotent: $digest landed before; nothing was applied this time"
@@ -210,7 +251,7 @@ case "$outcome" in
     annotate notice "empty: the change set changes nothing"
     ;;
   conflict)
-    annotate error "conflict ($reason): the change set does not fit this checkout; nothing was applied${detail:+ ($detail)}"
+    annotate error "conflict ($reason)${moved:+ onto the moved HEAD$moved}: the change set does not fit this checkout; nothing was applied${conflicting:+; conflicting paths: $conflicting}${detail:+ ($detail)}"
     exit 3
     ;;
   partial)

@@ -20,11 +20,17 @@
 #   (not A3S_ISO_GIT: a3s-iso reads that one as the path of the git it runs)
 #   A3S_ISO_INSTALL_ROOT    the binary goes to $A3S_ISO_INSTALL_ROOT/bin (default: ~/.local)
 #
+# A CI cache may restore the install root: a binary found there is kept (nothing downloaded or
+# built) when $A3S_ISO_INSTALL_ROOT/share/a3s-iso/installed, which this script writes, says it
+# came from the same tarball (URL and sha256) or the same repository and revision, and the
+# binary's own sha256 recorded there still matches. Anything else is installed again. Either
+# way the binary must run (`a3s-iso --version`).
+#
 # Prints the installed binary's path on stdout. On GitHub Actions the bin directory is added to
 # $GITHUB_PATH for the next steps; elsewhere put it on PATH yourself (the script prints how).
 #
-# Exit status: 0 installed; 1 download, build or install failed; 2 missing or bad settings;
-# 5 the tarball's sha256 does not match.
+# Exit status: 0 installed, or kept; 1 download, build or install failed, or the binary does not
+# run; 2 missing or bad settings; 5 the tarball's sha256 does not match.
 set -euo pipefail
 
 root=${A3S_ISO_INSTALL_ROOT:-$HOME/.local}
@@ -64,17 +70,23 @@ from_base() {
   fi
 }
 
-install_release() {
-  local want=${A3S_ISO_RELEASE_SHA256:-} tmp got found
+# The pinned or fetched sum, checked for shape: 64 hex digits, lower case.
+release_sum() {
+  want=${A3S_ISO_RELEASE_SHA256:-}
   [ -n "$want" ] || fail 2 "A3S_ISO_RELEASE_URL is set but A3S_ISO_RELEASE_SHA256 is not"
   want=${want#sha256:}
   [[ "$want" =~ ^[0-9a-fA-F]{64}$ ]] || fail 2 "A3S_ISO_RELEASE_SHA256 is not 64 hex digits"
+  want=${want,,}
+}
+
+install_release() {
+  local tmp got found
   tmp=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-install.XXXXXX")
   # shellcheck disable=SC2064 # expand now: tmp is local
   trap "rm -rf '$tmp'" EXIT
   fetch "$url" "$tmp/release.tar.gz" || fail 1 "could not download $url"
   got=$(sha256sum "$tmp/release.tar.gz" | cut -d' ' -f1)
-  [ "$got" = "${want,,}" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
+  [ "$got" = "$want" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
   mkdir "$tmp/x"
   tar -xzf "$tmp/release.tar.gz" -C "$tmp/x" || fail 1 "$url is not a .tar.gz"
   found=$(find "$tmp/x" -type f -name a3s-iso)
@@ -86,25 +98,58 @@ install_release() {
   mv -f "$bin_dir/a3s-iso.new" "$bin_dir/a3s-iso"
 }
 
-install_source() {
-  local git=${A3S_ISO_INSTALL_GIT:-} rev=${A3S_ISO_INSTALL_REV:-}
+source_settings() {
+  git=${A3S_ISO_INSTALL_GIT:-}
+  rev=${A3S_ISO_INSTALL_REV:-}
   [ -n "$git" ] || fail 2 "set A3S_ISO_RELEASE_BASE, or A3S_ISO_RELEASE_URL and A3S_ISO_RELEASE_SHA256, or A3S_ISO_INSTALL_GIT and A3S_ISO_INSTALL_REV"
   [ -n "$rev" ] || fail 2 "A3S_ISO_INSTALL_GIT is set but A3S_ISO_INSTALL_REV is not: name the commit to build"
+}
+
+install_source() {
   command -v cargo >/dev/null || fail 1 "cargo is not installed (needed to build from $git)"
   cargo install --locked --git "$git" --rev "$rev" --root "$root" a3s-iso ||
     fail 1 "cargo install from $git at $rev failed"
 }
 
+# What the binary was installed from, and its own sha256: a cached install root is kept only
+# when both still hold.
+stamp=$root/share/a3s-iso/installed
+binary_sum() {
+  sha256sum "$bin_dir/a3s-iso" | cut -d' ' -f1
+}
+installed_from() {
+  [ -f "$stamp" ] && [ -x "$bin_dir/a3s-iso" ] || return 1
+  [ "$(cat "$stamp")" = "$(printf '%s\nbinary sha256:%s' "$1" "$(binary_sum)")" ] || return 1
+  "$bin_dir/a3s-iso" --version >/dev/null 2>&1
+}
+record_origin() {
+  mkdir -p "$(dirname "$stamp")"
+  printf '%s\nbinary sha256:%s\n' "$1" "$(binary_sum)" >"$stamp.new"
+  mv -f "$stamp.new" "$stamp"
+}
+
 if [ -n "$base" ]; then
   from_base
-  install_release
-elif [ -n "$url" ]; then
-  install_release
-else
-  install_source
 fi
-
-"$bin_dir/a3s-iso" --version >/dev/null || fail 1 "the installed $bin_dir/a3s-iso does not run"
+if [ -n "$url" ]; then
+  release_sum
+  origin="release $url sha256:$want"
+else
+  source_settings
+  origin="source $git $rev"
+fi
+if installed_from "$origin"; then
+  echo "install.sh: $bin_dir/a3s-iso is installed from ${origin#* } already: kept" >&2
+else
+  rm -f "$stamp"
+  if [ -n "$url" ]; then
+    install_release
+  else
+    install_source
+  fi
+  "$bin_dir/a3s-iso" --version >/dev/null || fail 1 "the installed $bin_dir/a3s-iso does not run"
+  record_origin "$origin"
+fi
 if [ -n "${GITHUB_PATH:-}" ]; then
   echo "$bin_dir" >>"$GITHUB_PATH"
 else

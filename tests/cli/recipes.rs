@@ -1,8 +1,10 @@
 //! The CI recipes under `examples/`: each job's shell steps are taken from the YAML and run in
 //! order against throwaway repositories (a bare origin, one clone per runner), the way the CI
 //! would run them. Checkouts are shallow (one commit fetched by id or branch, as both CIs do by
-//! default); artifact upload and download are simulated by copying a directory; the
-//! install step runs for real against a release tarball made here from the test binary.
+//! default); artifact upload and download, and the caches, are simulated by copying a
+//! directory; the install step runs for real against a release directory made here from the
+//! test binary, as scripts/package.sh lays one out. The forge's CLIs (`gh`, and `curl` for
+//! GitLab's notes API) are stand-ins on the runner's PATH that record what they were asked.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -241,13 +243,16 @@ fn the_yaml_reader_reads_what_the_recipes_use() {
     );
 }
 
-/// What a test sets up once: an origin with the scripts vendored, the release tarball.
+/// What a test sets up once: an origin with the scripts vendored, the release directory.
 struct World {
     fx: Fixture,
     origin: PathBuf,
     /// The uploaded artifacts, by name (GitHub) or job (GitLab).
     store: PathBuf,
-    tarball: PathBuf,
+    /// The saved caches, by key.
+    caches: PathBuf,
+    /// The release's download directory: this machine's tarball and its `.sha256`.
+    release: PathBuf,
     tarball_sha256: String,
     /// The branch's commit the agent starts from.
     base: String,
@@ -265,7 +270,7 @@ impl World {
         let vendored = fx.src.join("ci/a3s-iso");
         std::fs::create_dir_all(&vendored).unwrap();
         let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
-        for script in ["install.sh", "ci-promote.sh"] {
+        for script in ["install.sh", "ci-promote.sh", "ci-comment.sh"] {
             std::fs::copy(scripts.join(script), vendored.join(script)).unwrap();
         }
         fx.git(&fx.src, &["checkout", "-q", "-b", "feature"]);
@@ -287,48 +292,101 @@ impl World {
             &origin,
             &["config", "uploadpack.allowReachableSHA1InWant", "true"],
         );
-        // A release: the binary in a directory of its own, tarred, and its sha256.
-        let pkg = fx.root.join("release/a3s-iso-0.1.0");
-        std::fs::create_dir_all(&pkg).unwrap();
-        std::fs::copy(BIN, pkg.join("a3s-iso")).unwrap();
-        let tarball = fx.root.join("a3s-iso.tar.gz");
+        // A release as scripts/package.sh writes one: the binary in a directory of its own,
+        // tarred, and the tarball's sha256 beside it.
+        let release = fx.root.join("release");
+        let name = release_name();
+        std::fs::create_dir_all(release.join(&name)).unwrap();
+        std::fs::copy(BIN, release.join(&name).join("a3s-iso")).unwrap();
+        let tarball = release.join(format!("{name}.tar.gz"));
         let status = Command::new("tar")
             .arg("-czf")
             .arg(&tarball)
             .arg("-C")
-            .arg(fx.root.join("release"))
-            .arg("a3s-iso-0.1.0")
+            .arg(&release)
+            .arg(&name)
             .status()
             .unwrap();
         assert!(status.success());
+        std::fs::remove_dir_all(release.join(&name)).unwrap();
         let tarball_sha256 = hex::encode(Sha256::digest(std::fs::read(&tarball).unwrap()));
+        std::fs::write(
+            release.join(format!("{name}.tar.gz.sha256")),
+            format!("{tarball_sha256}  {name}.tar.gz\n"),
+        )
+        .unwrap();
         let store = fx.root.join("artifact-store");
-        std::fs::create_dir_all(&store).unwrap();
+        let caches = fx.root.join("cache-store");
+        for d in [&store, &caches] {
+            std::fs::create_dir_all(d).unwrap();
+        }
         World {
             fx,
             origin,
             store,
-            tarball,
+            caches,
+            release,
             tarball_sha256,
             base,
             runners: 0,
         }
     }
 
-    /// A fresh runner: its own home, temp dir and workspace.
+    /// Takes the release's tarball away: an install that needs it now fails, one the cache
+    /// serves does not.
+    fn withdraw_the_tarball(&self) {
+        std::fs::remove_file(self.release.join(format!("{}.tar.gz", release_name()))).unwrap();
+    }
+
+    /// Pushes a commit to the branch's tip in the origin that writes `content` to `path`, as
+    /// someone else working on the branch would; returns it.
+    fn push_to_the_branch(&self, path: &str, content: &str) -> String {
+        let tip = self.tip();
+        let src = &self.fx.src;
+        let origin = self.origin.to_str().unwrap();
+        self.fx.git(src, &["fetch", "-q", origin, "feature"]);
+        self.fx.git(src, &["reset", "-q", "--hard", &tip]);
+        self.fx.write(path, content);
+        let moved = self.fx.commit_all("someone else's change");
+        self.fx.git(src, &["push", "-q", origin, "feature"]);
+        assert_eq!(self.tip(), moved);
+        moved
+    }
+
+    /// A file of the branch's tip in the origin.
+    fn file_at_tip(&self, path: &str) -> String {
+        self.fx.git(
+            &self.origin,
+            &["show", &format!("refs/heads/feature:{path}")],
+        )
+    }
+
+    /// A fresh runner: its own home, temp dir, tool cache and workspace, and the forge's
+    /// CLIs as stand-ins.
     fn runner(&mut self) -> Runner {
         self.runners += 1;
         let dir = self.fx.root.join(format!("runner-{}", self.runners));
         let runner = Runner {
             home: dir.join("home"),
             temp: dir.join("temp"),
+            tool_cache: dir.join("toolcache"),
             builds: dir.join("builds"),
             workspace: dir.join("builds/project"),
+            tools: dir.join("tools"),
+            calls: dir.join("calls"),
             log: String::new(),
         };
-        for d in [&runner.home, &runner.temp, &runner.builds] {
+        for d in [
+            &runner.home,
+            &runner.temp,
+            &runner.tool_cache,
+            &runner.builds,
+            &runner.tools,
+            &runner.calls,
+        ] {
             std::fs::create_dir_all(d).unwrap();
         }
+        forge_stand_ins(&runner.tools, &runner.calls);
         runner
     }
 
@@ -351,8 +409,14 @@ impl World {
 struct Runner {
     home: PathBuf,
     temp: PathBuf,
+    tool_cache: PathBuf,
     builds: PathBuf,
     workspace: PathBuf,
+    /// On PATH before the system's: the stand-ins for `gh` and `curl`.
+    tools: PathBuf,
+    /// What the stand-ins recorded: `gh-args`, `gh-env`, `curl-args`, and `body.md`, the
+    /// comment they were given.
+    calls: PathBuf,
     /// Everything the steps printed, in order.
     log: String,
 }
@@ -370,6 +434,29 @@ impl Runner {
         cmd
     }
 
+    /// The PATH of a step: `first`, then the stand-ins, then the system's.
+    fn path(&self, first: &[String]) -> String {
+        let mut dirs = first.to_vec();
+        dirs.push(self.tools.display().to_string());
+        dirs.push(std::env::var("PATH").unwrap());
+        dirs.join(":")
+    }
+
+    /// The comment posted on the pull request (merge request), if one was.
+    fn posted_comment(&self) -> Option<String> {
+        std::fs::read_to_string(self.calls.join("body.md")).ok()
+    }
+
+    /// What the promote step left in outcome.env, by name.
+    fn outcome_env(&self, artifacts: &Path) -> BTreeMap<String, String> {
+        std::fs::read_to_string(artifacts.join("outcome.env"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     fn porcelain(&self) -> Vec<String> {
         let out = self
             .command("git")
@@ -382,6 +469,62 @@ impl Runner {
             .lines()
             .map(String::from)
             .collect()
+    }
+}
+
+/// The release's name for this machine, as scripts/package.sh names it.
+fn release_name() -> String {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x86_64",
+        "aarch64" => "aarch64",
+        other => panic!("no release target for {other}"),
+    };
+    format!("a3s-iso-{arch}-unknown-linux-musl")
+}
+
+/// The forge's CLIs in `tools`: `gh`, and a `curl` that takes GitLab's notes API calls (any
+/// other call goes to the real curl, which install.sh uses to download). Each records its
+/// arguments and the comment's body in `calls`.
+fn forge_stand_ins(tools: &Path, calls: &Path) {
+    let calls = calls.display();
+    let gh = format!(
+        r#"#!/usr/bin/env bash
+set -euo pipefail
+printf '%s\n' "$@" > '{calls}/gh-args'
+printf 'GH_REPO=%s\nGH_TOKEN=%s\n' "${{GH_REPO:-}}" "${{GH_TOKEN:-}}" > '{calls}/gh-env'
+while [ $# -gt 0 ]; do
+  if [ "$1" = --body-file ]; then cp -- "$2" '{calls}/body.md'; fi
+  shift
+done
+"#
+    );
+    let real_curl = std::env::split_paths(&std::env::var_os("PATH").unwrap())
+        .map(|dir| dir.join("curl"))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "false".into());
+    let curl = format!(
+        r#"#!/usr/bin/env bash
+set -euo pipefail
+for arg in "$@"; do
+  case "$arg" in
+    https://gitlab.example.com/api/v4/*/notes)
+      printf '%s\n' "$@" > '{calls}/curl-args'
+      for a in "$@"; do
+        case "$a" in body@*) cp -- "${{a#body@}}" '{calls}/body.md' ;; esac
+      done
+      exit 0
+      ;;
+  esac
+done
+exec '{real_curl}' "$@"
+"#
+    );
+    for (name, text) in [("gh", gh), ("curl", curl)] {
+        let path = tools.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
     }
 }
 
@@ -462,9 +605,11 @@ struct StepRun {
 fn github_expressions(w: &World, runner: &Runner, run_id: &str) -> BTreeMap<&'static str, String> {
     BTreeMap::from([
         (
-            "vars.A3S_ISO_RELEASE_URL",
-            format!("file://{}", w.tarball.display()),
+            "vars.A3S_ISO_RELEASE_BASE",
+            format!("file://{}/", w.release.display()),
         ),
+        ("vars.A3S_ISO_RELEASE_URL", String::new()),
+        // Pinned here; the GitLab tests take the sum from the .sha256 beside the tarball.
         ("vars.A3S_ISO_RELEASE_SHA256", w.tarball_sha256.clone()),
         ("vars.A3S_ISO_INSTALL_GIT", String::new()),
         ("vars.A3S_ISO_INSTALL_REV", String::new()),
@@ -475,7 +620,12 @@ fn github_expressions(w: &World, runner: &Runner, run_id: &str) -> BTreeMap<&'st
         ("github.run_id", run_id.to_string()),
         ("github.event.pull_request.head.sha", w.base.clone()),
         ("github.event.pull_request.head.ref", "feature".to_string()),
+        ("github.repository", "example/project".to_string()),
+        ("github.token", "token-for-the-test".to_string()),
         ("runner.temp", runner.temp.display().to_string()),
+        ("runner.tool_cache", runner.tool_cache.display().to_string()),
+        ("runner.os", "Linux".to_string()),
+        ("runner.arch", "X64".to_string()),
     ])
 }
 
@@ -503,10 +653,12 @@ fn github_workflow() -> Yaml {
 }
 
 /// Runs one job of the workflow on `runner`, step by step as the runner does: each `run:` a
-/// `bash --noprofile --norc -eo pipefail` script of its own, `$GITHUB_ENV` and `$GITHUB_PATH`
-/// carried to the next steps, the `uses:` steps simulated. `before` is called before each
-/// step with its script (empty for a `uses:` step). After a failed step only `if: always()`
-/// steps run, as on GitHub.
+/// `bash --noprofile --norc -eo pipefail` script of its own with the job's and the step's
+/// `env:`, `$GITHUB_ENV` and `$GITHUB_PATH` carried to the next steps, the `uses:` steps
+/// simulated (a cache that missed is saved at the end of a job that passed, as
+/// actions/cache's post step does). `before` is called before each step with its script
+/// (empty for a `uses:` step). After a failed step only `if: always()` steps run, as on
+/// GitHub.
 fn run_github_job(
     w: &World,
     runner: &mut Runner,
@@ -529,6 +681,7 @@ fn run_github_job(
     let mut path_dirs: Vec<String> = Vec::new();
     let mut runs = Vec::new();
     let mut failed = false;
+    let mut saves = Vec::new();
     for (n, step) in job_yaml.get("steps").unwrap().seq().iter().enumerate() {
         let always = step.get("if").map(Yaml::str) == Some("always()");
         assert!(step.get("if").is_none() || always, "unknown if: {step:?}");
@@ -550,11 +703,20 @@ fn run_github_job(
             !script.contains("${{"),
             "expressions belong in env:, not in run: ({name})"
         );
+        let step_env: BTreeMap<String, String> = step
+            .get("env")
+            .map(|e| {
+                e.entries()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), expand_github(v.str(), &values)))
+                    .collect()
+            })
+            .unwrap_or_default();
         before(&script, runner);
         let run = if let Some(uses) = step.get("uses").map(Yaml::str) {
-            github_action(w, runner, uses, &with)
+            github_action(w, runner, uses, &with, &mut saves)
         } else {
-            github_shell_step(runner, &script, n, &mut env, &mut path_dirs)
+            github_shell_step(runner, &script, n, &step_env, &mut env, &mut path_dirs)
         };
         failed |= run.0 != Some(0);
         runner
@@ -566,16 +728,22 @@ fn run_github_job(
             output: run.1,
         });
     }
+    if !failed {
+        for (path, stored) in saves.into_iter().filter(|(path, _)| path.exists()) {
+            copy_dir(&path, &stored);
+        }
+    }
     runs
 }
 
-/// One `run:` step: a `bash --noprofile --norc -eo pipefail` script with the job's environment;
-/// what it writes to `$GITHUB_ENV` and `$GITHUB_PATH` goes into `env` and `path_dirs` for the
-/// steps after it.
+/// One `run:` step: a `bash --noprofile --norc -eo pipefail` script with the job's environment
+/// and the step's own; what it writes to `$GITHUB_ENV` and `$GITHUB_PATH` goes into `env` and
+/// `path_dirs` for the steps after it.
 fn github_shell_step(
     runner: &Runner,
     script: &str,
     n: usize,
+    step_env: &BTreeMap<String, String>,
     env: &mut BTreeMap<String, String>,
     path_dirs: &mut Vec<String>,
 ) -> (Option<i32>, String) {
@@ -591,18 +759,14 @@ fn github_shell_step(
     let mut cmd = runner.command("bash");
     cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
         .arg(&file);
-    let base_path = std::env::var("PATH").unwrap();
-    let path = path_dirs
-        .iter()
-        .rev()
-        .cloned()
-        .chain([base_path])
-        .collect::<Vec<_>>();
+    let first: Vec<String> = path_dirs.iter().rev().cloned().collect();
     cmd.envs(&*env)
-        .env("PATH", path.join(":"))
+        .envs(step_env)
+        .env("PATH", runner.path(&first))
         .env("GITHUB_ACTIONS", "true")
         .env("CI", "true")
         .env("RUNNER_TEMP", &runner.temp)
+        .env("RUNNER_TOOL_CACHE", &runner.tool_cache)
         .env("GITHUB_WORKSPACE", &runner.workspace);
     for (var, path) in &files {
         std::fs::write(path, "").unwrap();
@@ -628,15 +792,36 @@ fn github_shell_step(
 }
 
 /// The actions the recipe uses, simulated: a checkout is a clone of the origin; an upload
-/// copies a directory into the store, a download copies it back out.
+/// copies a directory into the store, a download copies it back out; a cache restores a
+/// directory saved under its key, or, missing, adds the directory and where to save it to
+/// `saves` for the end of the job.
 fn github_action(
     w: &World,
     runner: &Runner,
     uses: &str,
     with: &dyn Fn(&str) -> String,
+    saves: &mut Vec<(PathBuf, PathBuf)>,
 ) -> (Option<i32>, String) {
     let action = uses.split('@').next().unwrap();
     match action {
+        "actions/cache" => {
+            let key = with("key");
+            let path = PathBuf::from(with("path"));
+            assert!(!key.contains(','), "a cache key holds no comma: {key}");
+            assert!(
+                !path.starts_with(&runner.workspace),
+                "the cache is outside the checkout"
+            );
+            let stored = w
+                .caches
+                .join(hex::encode(Sha256::digest(format!("github {key}"))));
+            if stored.is_dir() {
+                copy_dir(&stored, &path);
+                return (Some(0), format!("Cache restored from key: {key}\n"));
+            }
+            saves.push((path, stored));
+            return (Some(0), format!("Cache not found for input keys: {key}\n"));
+        }
         "actions/checkout" => {
             let reference = with("ref");
             let branch = (reference.len() < 40).then_some(reference.as_str());
@@ -674,6 +859,149 @@ fn all_passed(runs: &[StepRun], runner: &Runner) {
     );
 }
 
+/// What the stand-in `gh` was asked: `pr comment <number> --body-file <file>`, with the
+/// repository and the token in its environment; returns the body.
+fn github_comment(runner: &Runner) -> String {
+    let args = std::fs::read_to_string(runner.calls.join("gh-args"))
+        .unwrap_or_else(|_| panic!("no comment posted:\n{}", runner.log));
+    let body_file = runner.temp.join("a3s-iso-comment.md");
+    assert_eq!(
+        args.lines().collect::<Vec<_>>(),
+        [
+            "pr",
+            "comment",
+            "7",
+            "--body-file",
+            body_file.to_str().unwrap()
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(runner.calls.join("gh-env")).unwrap(),
+        "GH_REPO=example/project\nGH_TOKEN=token-for-the-test\n"
+    );
+    runner.posted_comment().unwrap()
+}
+
+/// The step outputs the job's steps wrote to `$GITHUB_OUTPUT`, by name.
+fn github_outputs(runner: &Runner) -> BTreeMap<String, String> {
+    let mut outputs = BTreeMap::new();
+    for entry in std::fs::read_dir(&runner.temp).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("GITHUB_OUTPUT-") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                let (k, v) = line.split_once('=').unwrap();
+                outputs.insert(k.to_string(), v.to_string());
+            }
+        }
+    }
+    outputs
+}
+
+/// The agent's change in the tip's tree, on top of `under`: one commit whose parent is
+/// `under`, changing exactly the agent's paths, with the change set's trailer.
+fn assert_landed_on(w: &World, under: &str, digest: &str) -> String {
+    let tip = w.tip();
+    assert_eq!(
+        w.fx.git(&w.origin, &["rev-parse", &format!("{tip}^")]),
+        under
+    );
+    assert_eq!(changed_paths(w, &tip), AGENT_PATHS);
+    assert_eq!(w.file_at_tip("src/lib.txt"), "fixed");
+    assert_eq!(w.file_at_tip("docs/agent.md"), "new");
+    let message = w.fx.git(&w.origin, &["log", "-1", "--format=%B", &tip]);
+    assert!(
+        message.contains(&format!("A3s-Iso-Change-Set: {digest}")),
+        "{message}"
+    );
+    tip
+}
+
+/// Both recipes bound their jobs in time and let one promote at a time run per pull (merge)
+/// request, never cancelling a running one; both cache the binary, keyed on the release.
+#[test]
+fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
+    let workflow = github_workflow();
+    let jobs = workflow.get("jobs").unwrap();
+    for (name, job) in jobs.entries() {
+        let minutes: u32 = job
+            .get("timeout-minutes")
+            .unwrap_or_else(|| panic!("{name} has no timeout-minutes"))
+            .str()
+            .parse()
+            .unwrap();
+        assert!((1..=360).contains(&minutes), "{name}: {minutes}");
+        let steps = job.get("steps").unwrap().seq();
+        let uses = |action: &str| {
+            steps.iter().position(|s| {
+                s.get("uses")
+                    .is_some_and(|u| u.str().starts_with(&format!("{action}@")))
+            })
+        };
+        let install = steps
+            .iter()
+            .position(|s| s.get("name").map(Yaml::str) == Some("Install a3s-iso"))
+            .unwrap();
+        let cache = uses("actions/cache").unwrap_or_else(|| panic!("{name} caches nothing"));
+        assert!(
+            cache < install,
+            "{name}: the cache is restored before the install"
+        );
+        let key = steps[cache].get("with").unwrap().get("key").unwrap().str();
+        for part in ["vars.A3S_ISO_RELEASE_BASE", "vars.A3S_ISO_RELEASE_SHA256"] {
+            assert!(key.contains(part), "{name}: the cache key lacks {part}");
+        }
+    }
+    let promote = jobs.get("promote").unwrap();
+    let concurrency = promote.get("concurrency").unwrap();
+    assert!(
+        concurrency
+            .get("group")
+            .unwrap()
+            .str()
+            .contains("${{ github.event.pull_request.number }}")
+    );
+    assert_eq!(
+        concurrency.get("cancel-in-progress").unwrap().str(),
+        "false"
+    );
+    let permissions = promote.get("permissions").unwrap();
+    assert_eq!(permissions.get("contents").unwrap().str(), "write");
+    assert_eq!(permissions.get("pull-requests").unwrap().str(), "write");
+
+    let pipeline = gitlab_pipeline();
+    for name in ["agent", "promote"] {
+        let timeout = pipeline.get(name).unwrap().get("timeout");
+        assert!(timeout.is_some(), "{name} has no timeout");
+    }
+    let group = pipeline.get("promote").unwrap().get("resource_group");
+    assert!(group.unwrap().str().contains("${CI_MERGE_REQUEST_IID}"));
+    let cache = pipeline.get("default").unwrap().get("cache").unwrap();
+    assert!(
+        cache
+            .get("key")
+            .unwrap()
+            .str()
+            .contains("${A3S_ISO_RELEASE_SHA256}")
+    );
+    assert_eq!(cache.get("paths").unwrap().seq()[0].str(), ".a3s-iso/");
+
+    // What their headers tell to copy is what the tests vendor.
+    for recipe in [
+        "examples/github-actions/promote.yml",
+        "examples/gitlab-ci/.gitlab-ci.yml",
+    ] {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(recipe)).unwrap();
+        for script in ["install.sh", "ci-promote.sh", "ci-comment.sh"] {
+            assert!(
+                text.contains(&format!("scripts/{script}")),
+                "{recipe} does not say to copy {script}"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     if !jq_present() {
@@ -687,13 +1015,22 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     let digest = uploaded_digest(&document);
     assert!(w.store.join("change-set/run.json").is_file());
     assert!(
+        step(&runs, "Restore a3s-iso from the cache")
+            .output
+            .starts_with("Cache not found"),
+        "{}",
+        agent.log
+    );
+    assert!(
         step(&runs, "Install a3s-iso")
             .output
-            .contains("runner-1/home/.local/bin/a3s-iso"),
+            .contains("runner-1/toolcache/a3s-iso/bin/a3s-iso"),
         "{}",
         agent.log
     );
 
+    // The promote job's binary can only come from the cache now.
+    w.withdraw_the_tarball();
     let mut promote = w.runner();
     let mut checked = false;
     let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |script, runner| {
@@ -705,11 +1042,24 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     });
     all_passed(&runs, &promote);
     assert!(checked, "the commit step ran");
+    assert!(
+        step(&runs, "Restore a3s-iso from the cache")
+            .output
+            .starts_with("Cache restored"),
+        "{}",
+        promote.log
+    );
+    let install = &step(&runs, "Install a3s-iso").output;
+    assert!(install.contains("already: kept"), "{install}");
+    assert!(
+        install.contains("runner-2/toolcache/a3s-iso/bin/a3s-iso"),
+        "{install}"
+    );
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
     let output = &step(&runs, "Verify and promote").output;
     assert!(
         output.contains(&format!(
-            "::notice title=a3s-iso promote::applied {digest}: 2 file(s)"
+            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, uncommitted"
         )),
         "{output}"
     );
@@ -722,17 +1072,23 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
             .contains("\"outcome\": \"applied\"")
     );
     assert!(w.store.join("a3s-iso-artifacts/promote.json").is_file());
-    let tip = w.tip();
-    assert_eq!(changed_paths(&w, &tip), AGENT_PATHS);
-    assert_eq!(
-        w.fx.git(&w.origin, &["rev-parse", &format!("{tip}^")]),
-        w.base
-    );
-    let message = w.fx.git(&w.origin, &["log", "-1", "--format=%B", &tip]);
-    assert!(
-        message.contains(&format!("A3s-Iso-Change-Set: {digest}")),
-        "{message}"
-    );
+    let tip = assert_landed_on(&w, &w.base, &digest);
+    let outcome = promote.outcome_env(&artifacts);
+    assert_eq!(outcome["A3S_ISO_OUTCOME"], "applied");
+    assert_eq!(outcome["A3S_ISO_REBASED"], "false");
+    assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(github_outputs(&promote)["rebased"], "false");
+    // The pull request is told: the files, the digest, the commit pushed.
+    let comment = github_comment(&promote);
+    for expected in [
+        "**Applied**: 2 file(s) changed, committed and pushed to the branch as",
+        &format!("`{tip}`"),
+        "- `docs/agent.md`\n- `src/lib.txt`\n",
+        &format!("Change set `{digest}`"),
+    ] {
+        assert!(comment.contains(expected), "{expected:?} in:\n{comment}");
+    }
+    assert!(!comment.contains("rebased"), "{comment}");
 
     // The job again on a fresh runner: the branch has the commit; nothing lands twice.
     let mut again = w.runner();
@@ -759,6 +1115,12 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         Some("A3S_ISO_OUTCOME=idempotent")
     );
     assert_eq!(again.porcelain(), Vec::<String>::new());
+    let comment = github_comment(&again);
+    assert!(
+        comment.contains("**Landed before** (idempotent)"),
+        "{comment}"
+    );
+    assert!(comment.contains("- `src/lib.txt`"), "{comment}");
 }
 
 #[test]
@@ -785,6 +1147,155 @@ fn the_github_recipe_annotates_a_broken_change_set_and_pushes_nothing() {
     assert!(runs.iter().all(|r| r.name != "Commit and push"));
     assert_eq!(w.tip(), w.base);
     assert_eq!(promote.porcelain(), Vec::<String>::new());
+    // The comment runs after the failure, and names the rule.
+    assert_eq!(
+        step(&runs, "Comment on the pull request").status,
+        Some(0),
+        "{}",
+        promote.log
+    );
+    let comment = github_comment(&promote);
+    assert!(
+        comment.contains(
+            "**Invalid**: the change-set document breaks rule `patch_bytes` at field `patch_bytes`"
+        ),
+        "{comment}"
+    );
+}
+
+/// The branch moved while the agent worked, in a file the agent did not touch: the change set
+/// is promoted again onto the moved branch, and lands on top of it.
+#[test]
+fn the_github_recipe_lands_the_change_on_a_branch_that_moved_elsewhere_under_the_agent() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    all_passed(&runs, &agent);
+    let digest = uploaded_digest(&w.store.join("change-set/change-set.json"));
+    let moved = w.push_to_the_branch("README.md", "someone else's line\n");
+    let mut promote = w.runner();
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
+    all_passed(&runs, &promote);
+    let output = &step(&runs, "Verify and promote").output;
+    for expected in [
+        format!(
+            "::notice title=a3s-iso promote::the branch moved since the change set was taken (base_differs): promoting {digest} again onto the moved HEAD with --onto-head"
+        ),
+        format!(
+            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
+        ),
+    ] {
+        assert!(output.contains(&expected), "{expected:?} in:\n{output}");
+    }
+    let tip = assert_landed_on(&w, &moved, &digest);
+    assert_eq!(w.file_at_tip("README.md"), "someone else's line");
+    let outcome = promote.outcome_env(&promote.temp.join("a3s-iso-artifacts"));
+    assert_eq!(outcome["A3S_ISO_OUTCOME"], "applied");
+    assert_eq!(outcome["A3S_ISO_REBASED"], "true");
+    assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    let outputs = github_outputs(&promote);
+    assert_eq!(outputs["outcome"], "applied");
+    assert_eq!(outputs["rebased"], "true");
+    let comment = github_comment(&promote);
+    assert!(
+        comment.contains("**Applied**: 2 file(s) changed, rebased onto the moved branch"),
+        "{comment}"
+    );
+    assert!(comment.contains(&format!("`{tip}`")), "{comment}");
+}
+
+/// The branch moved while the agent worked, in the lines the agent changed: nothing lands,
+/// the job fails, and the pull request is told which paths conflict.
+#[test]
+fn the_github_recipe_fails_with_nothing_applied_when_the_branch_moved_under_the_agent() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    all_passed(&runs, &agent);
+    let moved = w.push_to_the_branch("src/lib.txt", "someone else\n");
+    let mut promote = w.runner();
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
+    let verify = step(&runs, "Verify and promote");
+    assert_eq!(verify.status, Some(3), "{}", promote.log);
+    for expected in [
+        "::notice title=a3s-iso promote::the branch moved since the change set was taken (base_differs)",
+        "::error title=a3s-iso promote::conflict (patch_does_not_apply) onto the moved HEAD (the branch moved since the change set was taken: base_differs): the change set does not fit this checkout; nothing was applied; conflicting paths: src/lib.txt",
+    ] {
+        assert!(
+            verify.output.contains(expected),
+            "{expected:?} in:\n{}",
+            verify.output
+        );
+    }
+    assert!(runs.iter().all(|r| r.name != "Commit and push"));
+    assert_eq!(w.tip(), moved, "nothing pushed");
+    assert_eq!(promote.porcelain(), Vec::<String>::new(), "nothing applied");
+    let outcome = promote.outcome_env(&promote.temp.join("a3s-iso-artifacts"));
+    assert_eq!(outcome["A3S_ISO_OUTCOME"], "conflict");
+    assert_eq!(outcome["A3S_ISO_REBASED"], "false");
+    let comment = github_comment(&promote);
+    for expected in [
+        "**Conflict** (`patch_does_not_apply`): the change set does not fit the branch; nothing was applied or pushed.",
+        "Conflicting paths:\n\n- `src/lib.txt`\n",
+    ] {
+        assert!(comment.contains(expected), "{expected:?} in:\n{comment}");
+    }
+}
+
+/// The branch moves between the promote and the push: the push is refused, and the step
+/// promotes the change set again onto the new tip, and pushes that.
+#[test]
+fn the_github_recipe_promotes_again_when_the_branch_moves_before_the_push() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    all_passed(&runs, &agent);
+    let digest = uploaded_digest(&w.store.join("change-set/change-set.json"));
+    let mut promote = w.runner();
+    let mut moved = None;
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |script, _| {
+        if script.contains("git push") && moved.is_none() {
+            moved = Some(w.push_to_the_branch("README.md", "moved during the promote\n"));
+        }
+    });
+    all_passed(&runs, &promote);
+    let moved = moved.expect("the push step ran");
+    let output = &step(&runs, "Commit and push").output;
+    for expected in [
+        format!(
+            "::warning title=a3s-iso promote::feature moved before the push: promoting again onto {moved} (attempt 2 of 3)"
+        ),
+        format!(
+            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
+        ),
+    ] {
+        assert!(output.contains(&expected), "{expected:?} in:\n{output}");
+    }
+    let tip = assert_landed_on(&w, &moved, &digest);
+    assert_eq!(w.file_at_tip("README.md"), "moved during the promote");
+    assert!(
+        output.contains(&format!("pushed {tip} to feature")),
+        "{output}"
+    );
+    let outcome = promote.outcome_env(&promote.temp.join("a3s-iso-artifacts"));
+    assert_eq!(outcome["A3S_ISO_REBASED"], "true");
+    assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
+    let comment = github_comment(&promote);
+    assert!(
+        comment.contains("rebased onto the moved branch"),
+        "{comment}"
+    );
+    assert!(comment.contains(&format!("`{tip}`")), "{comment}");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -865,8 +1376,9 @@ fn feed_shell(
 }
 
 /// Runs one job on `runner` as GitLab does: a checkout of the commit (detached), the
-/// artifacts of earlier jobs put back at their paths, `before_script` and `script` in one
-/// shell, `after_script` in another, then the job's `artifacts:paths` uploaded.
+/// artifacts of earlier jobs put back at their paths, the cache restored, `before_script`
+/// and `script` in one shell, `after_script` in another, then the cache saved (when the job
+/// passed) and the job's `artifacts:paths` uploaded.
 fn run_gitlab_job(
     w: &World,
     runner: &mut Runner,
@@ -892,15 +1404,23 @@ fn run_gitlab_job(
             runner.workspace.display().to_string(),
         ),
         ("CI_BUILDS_DIR".into(), runner.builds.display().to_string()),
+        // A directory, not a URL; and no pinned sum: the .sha256 beside the tarball is taken.
         (
-            "A3S_ISO_RELEASE_URL".into(),
-            w.tarball.display().to_string(),
+            "A3S_ISO_RELEASE_BASE".into(),
+            w.release.display().to_string(),
         ),
-        ("A3S_ISO_RELEASE_SHA256".into(), w.tarball_sha256.clone()),
+        ("A3S_ISO_RELEASE_SHA256".into(), String::new()),
+        ("A3S_ISO_INSTALL_REV".into(), String::new()),
         ("AGENT_COMMAND".into(), AGENT.into()),
         ("AGENT_API_KEY".into(), "key-for-the-test".into()),
         ("A3S_ISO_RUN_FLAGS".into(), w.run_flags().into()),
         ("A3S_ISO_PUSH_URL".into(), w.origin.display().to_string()),
+        ("A3S_ISO_PUSH_TOKEN".into(), "token-for-the-test".into()),
+        (
+            "CI_API_V4_URL".into(),
+            "https://gitlab.example.com/api/v4".into(),
+        ),
+        ("CI_PROJECT_ID".into(), "42".into()),
     ]);
     for scope in [pipeline.get("variables"), job_yaml.get("variables")]
         .into_iter()
@@ -918,6 +1438,25 @@ fn run_gitlab_job(
             copy_dir(&w.store.join(need.str()), &runner.workspace);
         }
     }
+    let cache = job_yaml
+        .get("cache")
+        .or_else(|| pipeline.get("default").and_then(|d| d.get("cache")));
+    let cached = cache.map(|cache| {
+        let key = expand_gitlab(cache.get("key").unwrap().str(), &vars);
+        assert!(!key.contains('/'), "a cache key holds no '/': {key}");
+        let stored = w.caches.join(format!("gitlab {key}"));
+        if stored.is_dir() {
+            copy_dir(&stored, &runner.workspace);
+        }
+        let paths: Vec<String> = cache
+            .get("paths")
+            .unwrap()
+            .seq()
+            .iter()
+            .map(|p| p.str().trim_end_matches('/').to_string())
+            .collect();
+        (stored, paths)
+    });
     let lines = |key: &str| -> Vec<String> {
         job_yaml
             .get(key)
@@ -931,7 +1470,9 @@ fn run_gitlab_job(
     };
     let shell = || {
         let mut cmd = runner.command("bash");
-        cmd.envs(&vars).env_remove("NO_COLOR");
+        cmd.envs(&vars)
+            .env("PATH", runner.path(&[]))
+            .env_remove("NO_COLOR");
         cmd
     };
     let mut script = lines("before_script");
@@ -939,6 +1480,14 @@ fn run_gitlab_job(
     let (status, mut output) = feed_shell(shell(), &script, runner, before);
     let (_, after) = feed_shell(shell(), &lines("after_script"), runner, &mut |_, _| {});
     output.push_str(&after);
+    if let (Some((stored, paths)), Some(0)) = (cached, status) {
+        for rel in paths {
+            let from = runner.workspace.join(&rel);
+            if from.exists() {
+                copy_dir(&from, &stored.join(&rel));
+            }
+        }
+    }
     let artifacts = job_yaml.get("artifacts").unwrap();
     let always = artifacts.get("when").map(Yaml::str) == Some("always");
     if status == Some(0) || always {
@@ -971,7 +1520,17 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     assert_eq!(run.status, Some(0), "{}", agent.log);
     let document = w.store.join("agent/change-set/change-set.json");
     let digest = uploaded_digest(&document);
+    // The cache was saved from the project directory, and the binary kept out of the work.
+    assert!(agent.workspace.join(".a3s-iso/bin/a3s-iso").is_file());
+    assert_eq!(
+        agent.porcelain(),
+        ["?? change-set/change-set.json", "?? change-set/run.json"],
+        "{}",
+        agent.log
+    );
 
+    // The promote job's binary can only come from the cache now.
+    w.withdraw_the_tarball();
     let mut promote = w.runner();
     let mut checked = false;
     let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |line, runner| {
@@ -982,6 +1541,12 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     });
     assert_eq!(run.status, Some(0), "{}", promote.log);
     assert!(checked);
+    let kept = format!(
+        "install.sh: {}/.a3s-iso/bin/a3s-iso is installed from",
+        promote.workspace.display()
+    );
+    assert!(run.output.contains(&kept), "{}", run.output);
+    assert!(run.output.contains("already: kept"), "{}", run.output);
     // GitLab's log: a section around the step, and a green NOTICE line.
     assert!(
         run.output.contains("\x1b[0Ksection_start:"),
@@ -1005,12 +1570,19 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     );
     let artifacts = promote.builds.join("a3s-iso-2/artifacts");
     assert!(artifacts.join("promote.json").is_file());
-    let tip = w.tip();
-    assert_eq!(changed_paths(&w, &tip), AGENT_PATHS);
-    assert_eq!(
-        w.fx.git(&w.origin, &["rev-parse", &format!("{tip}^")]),
-        w.base
-    );
+    let tip = assert_landed_on(&w, &w.base, &digest);
+    let outcome = promote.outcome_env(&artifacts);
+    assert_eq!(outcome["A3S_ISO_REBASED"], "false");
+    assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    // The merge request is told, through the notes API, with the push token.
+    let note = gitlab_note(&promote);
+    for expected in [
+        format!("**Applied**: 2 file(s) changed, committed and pushed to the branch as `{tip}`."),
+        "- `docs/agent.md`\n- `src/lib.txt`\n".to_string(),
+        format!("Change set `{digest}`"),
+    ] {
+        assert!(note.contains(&expected), "{expected:?} in:\n{note}");
+    }
 
     // A retried promote job on a fresh runner: the branch has the commit now.
     let mut again = w.runner();
@@ -1024,6 +1596,7 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     );
     assert!(run.output.contains("idempotent: nothing to commit"));
     assert_eq!(w.tip(), tip);
+    assert!(gitlab_note(&again).contains("**Landed before** (idempotent)"));
 }
 
 #[test]
@@ -1047,6 +1620,13 @@ fn the_gitlab_recipe_reports_a_broken_change_set_in_red_and_pushes_nothing() {
         run.output
     );
     assert_eq!(w.tip(), w.base);
+    let note = gitlab_note(&promote);
+    assert!(
+        note.contains(
+            "**Invalid**: the change-set document breaks rule `patch_bytes` at field `patch_bytes`"
+        ),
+        "{note}"
+    );
     // What the failed job uploads (when: always) is this run's verify result.
     let uploaded = w.store.join("promote/a3s-iso-artifacts");
     let verify = std::fs::read_to_string(uploaded.join("verify.json")).unwrap();
@@ -1059,33 +1639,106 @@ fn the_gitlab_recipe_reports_a_broken_change_set_in_red_and_pushes_nothing() {
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
 }
 
+/// What the stand-in `curl` was asked: a POST of the note to the merge request's notes API,
+/// with the push token; returns the note.
+fn gitlab_note(runner: &Runner) -> String {
+    let args = std::fs::read_to_string(runner.calls.join("curl-args"))
+        .unwrap_or_else(|_| panic!("no note posted:\n{}", runner.log));
+    let args: Vec<&str> = args.lines().collect();
+    for expected in [
+        "POST",
+        "PRIVATE-TOKEN: token-for-the-test",
+        "https://gitlab.example.com/api/v4/projects/42/merge_requests/7/notes",
+    ] {
+        assert!(args.contains(&expected), "{expected:?} in {args:?}");
+    }
+    assert!(
+        args.iter().any(|a| a.starts_with("body@")),
+        "the note is sent from a file: {args:?}"
+    );
+    runner.posted_comment().unwrap()
+}
+
+/// The merge request's branch moved while the agent worked, in the lines the agent changed:
+/// the job fails with nothing applied or pushed, and the note names the paths.
 #[test]
-fn the_github_recipe_fails_with_nothing_applied_when_the_branch_moved_under_the_agent() {
+fn the_gitlab_recipe_fails_and_names_the_paths_when_the_branch_moved_under_the_agent() {
     if !jq_present() {
         return;
     }
     let mut w = World::new();
     let mut agent = w.runner();
-    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
-    all_passed(&runs, &agent);
-    // Someone pushes to the branch while the agent worked.
-    w.fx.write("src/lib.txt", "someone else\n");
-    let moved = w.fx.commit_all("moved on");
-    w.fx.git(
-        &w.fx.src,
-        &["push", "-q", w.origin.to_str().unwrap(), "feature"],
-    );
+    let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
+    assert_eq!(run.status, Some(0), "{}", agent.log);
+    let moved = w.push_to_the_branch("src/lib.txt", "someone else\n");
     let mut promote = w.runner();
-    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
-    let verify = step(&runs, "Verify and promote");
-    assert_eq!(verify.status, Some(3), "{}", promote.log);
+    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
+    assert_eq!(run.status, Some(3), "{}", promote.log);
     assert!(
-        verify
-            .output
-            .contains("::error title=a3s-iso promote::conflict (base_differs)"),
+        run.output.contains(
+            "ERROR: a3s-iso promote: conflict (patch_does_not_apply) onto the moved HEAD"
+        ),
         "{}",
-        verify.output
+        run.output
+    );
+    assert!(
+        run.output.contains("conflicting paths: src/lib.txt"),
+        "{}",
+        run.output
     );
     assert_eq!(w.tip(), moved, "nothing pushed");
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "nothing applied");
+    let note = gitlab_note(&promote);
+    assert!(
+        note.contains("**Conflict** (`patch_does_not_apply`)"),
+        "{note}"
+    );
+    assert!(
+        note.contains("Conflicting paths:\n\n- `src/lib.txt`\n"),
+        "{note}"
+    );
+}
+
+/// The branch moves between the promote and the push: the refused push is followed by a
+/// promote onto the new tip, and that is pushed.
+#[test]
+fn the_gitlab_recipe_promotes_again_when_the_branch_moves_before_the_push() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let mut agent = w.runner();
+    let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
+    assert_eq!(run.status, Some(0), "{}", agent.log);
+    let digest = uploaded_digest(&w.store.join("agent/change-set/change-set.json"));
+    let mut promote = w.runner();
+    let mut moved = None;
+    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |line, _| {
+        if line.contains("git push") && moved.is_none() {
+            moved = Some(w.push_to_the_branch("README.md", "moved during the promote\n"));
+        }
+    });
+    assert_eq!(run.status, Some(0), "{}", promote.log);
+    let moved = moved.expect("the push ran");
+    for expected in [
+        format!("feature moved before the push: promoting again onto {moved} (attempt 2 of 3)"),
+        format!(
+            "NOTICE: a3s-iso promote: applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
+        ),
+    ] {
+        assert!(
+            run.output.contains(&expected),
+            "{expected:?} in:\n{}",
+            run.output
+        );
+    }
+    let tip = assert_landed_on(&w, &moved, &digest);
+    assert_eq!(w.file_at_tip("README.md"), "moved during the promote");
+    let outcome = promote.outcome_env(&promote.builds.join("a3s-iso-2/artifacts"));
+    assert_eq!(outcome["A3S_ISO_REBASED"], "true");
+    assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
+    let note = gitlab_note(&promote);
+    assert!(note.contains("rebased onto the moved branch"), "{note}");
+    assert!(note.contains(&format!("`{tip}`")), "{note}");
 }

@@ -57,7 +57,7 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     assert_eq!(code, 0);
     let tmp = fx.root.join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
-    let job = |checkout: &Path| {
+    let job_with = |checkout: &Path, retry: &str| {
         let mut cmd = Command::new("bash");
         cmd.arg(script("ci-promote.sh"))
             .arg(&doc)
@@ -66,9 +66,11 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         isolate(&mut cmd, &fx.home);
         cmd.env("A3S_ISO_BIN", BIN)
             .env("TMPDIR", &tmp)
+            .env("A3S_ISO_RETRY_ONTO_HEAD", retry)
             .output()
             .unwrap()
     };
+    let job = |checkout: &Path| job_with(checkout, "true");
     let clone = fx.root.join("job");
     fx.git(
         &fx.root,
@@ -128,10 +130,28 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     );
     std::fs::write(moved.join("README.md"), "someone else's change\n").unwrap();
     fx.git(&moved, &["commit", "-qam", "moved"]);
-    let out = job(&moved);
+    // Without the retry onto the moved HEAD, the conflict is the moved base.
+    let out = job_with(&moved, "false");
     assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("error: conflict (base_differs)"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // With it (the default), the change set is tried on the moved HEAD, where it does not apply.
+    let out = job(&moved);
+    assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains(
+            "a3s-iso promote: the branch moved since the change set was taken (base_differs)"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "error: conflict (patch_does_not_apply) onto the moved HEAD (the branch moved since the change set was taken: base_differs): the change set does not fit this checkout; nothing was applied; conflicting paths: README.md"
+        ),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -139,6 +159,9 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         std::fs::read_to_string(moved.join("README.md")).unwrap(),
         "someone else's change\n"
     );
+    assert_eq!(fx.git(&moved, &["status", "--porcelain"]), "");
+    let out = job_with(&moved, "sometimes");
+    assert_eq!(out.status.code(), Some(2), "a bad setting is a usage error");
     // A document that breaks a rule: exit 5, the rule and field said, nothing applied.
     let mut tampered: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
@@ -488,6 +511,85 @@ fn the_install_step_takes_this_machines_tarball_from_a_release_directory() {
     assert_eq!(
         std::fs::read(&installed).unwrap(),
         std::fs::read(BIN).unwrap()
+    );
+    // Installed again from the same release (a CI cache restored the install root): kept,
+    // without the tarball, pinned or not.
+    std::fs::remove_file(&tarball).unwrap();
+    for pinned in [None, Some(sha256.as_str())] {
+        let out = install(pinned);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(stderr.contains("already: kept"), "{stderr}");
+    }
+    // A binary that is not the one installed is not kept: the tarball is needed again.
+    let mut changed = std::fs::read(BIN).unwrap();
+    changed.extend_from_slice(b"changed");
+    std::fs::write(&installed, &changed).unwrap();
+    let out = install(None);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::write(&tarball, &good).unwrap();
+    let out = install(None);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("kept"), "{stderr}");
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap()
+    );
+}
+
+/// The comment of the CI recipes is written from a3s-iso's documents only: anything else is
+/// refused (exit 2) before a line is printed.
+#[test]
+fn the_comment_step_refuses_what_is_not_a_document_of_a3s_iso() {
+    if !require_tool("jq") {
+        return;
+    }
+    let fx = Fixture::bare_root();
+    let comment = |args: &[&Path]| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("ci-comment.sh")).args(args);
+        isolate(&mut cmd, &fx.home);
+        cmd.env("TMPDIR", &fx.root).output().unwrap()
+    };
+    let other = fx.root.join("other.json");
+    std::fs::write(
+        &other,
+        r#"{"schema": "something.else.v1", "outcome": "applied"}"#,
+    )
+    .unwrap();
+    let text = fx.root.join("text.json");
+    std::fs::write(&text, "applied\n").unwrap();
+    let missing = fx.root.join("missing.json");
+    for args in [
+        &[][..],
+        &[other.as_path()],
+        &[text.as_path()],
+        &[missing.as_path()],
+    ] {
+        let out = comment(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A promote document, with a change set that is not one.
+    let promote = fx.root.join("promote.json");
+    std::fs::write(
+        &promote,
+        r#"{"schema": "a3s-iso.promote.v1", "outcome": "empty", "digest": null}"#,
+    )
+    .unwrap();
+    let out = comment(&[promote.as_path(), other.as_path()]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = comment(&[promote.as_path()]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "### a3s-iso: the agent's change set\n\n**Empty**: the agent changed nothing; there is nothing to commit.\n"
     );
 }
 
