@@ -55,6 +55,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'List promotions from the journal, newest first')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the commands as tools of an MCP server on stdin and stdout, for agents')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check whether a3s-iso can work here: git, the run sandbox, file system, state')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on')
             [CompletionResult]::new('shell-init', 'shell-init', [CompletionResultType]::ParameterValue, 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)')
@@ -471,6 +472,21 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;mcp' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--allow-promote', '--allow-promote', [CompletionResultType]::ParameterName, 'Also offer the promote and land tools, which write to your checkout')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;doctor' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -550,6 +566,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
             [CompletionResult]::new('log', 'log', [CompletionResultType]::ParameterValue, 'List promotions from the journal, newest first')
+            [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the commands as tools of an MCP server on stdin and stdout, for agents')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check whether a3s-iso can work here: git, the run sandbox, file system, state')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on')
             [CompletionResult]::new('shell-init', 'shell-init', [CompletionResultType]::ParameterValue, 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)')
@@ -618,6 +635,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;log' {
+            break
+        }
+        'a3s-iso;help;mcp' {
             break
         }
         'a3s-iso;help;doctor' {

@@ -22,9 +22,6 @@ _a3s__iso() {
             a3s__iso,capture)
                 cmd="a3s__iso__subcmd__capture"
                 ;;
-            a3s__iso,changes)
-                cmd="a3s__iso__subcmd__changes"
-                ;;
             a3s__iso,completions)
                 cmd="a3s__iso__subcmd__completions"
                 ;;
@@ -54,6 +51,9 @@ _a3s__iso() {
                 ;;
             a3s__iso,log)
                 cmd="a3s__iso__subcmd__log"
+                ;;
+            a3s__iso,mcp)
+                cmd="a3s__iso__subcmd__mcp"
                 ;;
             a3s__iso,overlaps)
                 cmd="a3s__iso__subcmd__overlaps"
@@ -100,9 +100,6 @@ _a3s__iso() {
             a3s__iso__subcmd__help,capture)
                 cmd="a3s__iso__subcmd__help__subcmd__capture"
                 ;;
-            a3s__iso__subcmd__help,changes)
-                cmd="a3s__iso__subcmd__help__subcmd__changes"
-                ;;
             a3s__iso__subcmd__help,completions)
                 cmd="a3s__iso__subcmd__help__subcmd__completions"
                 ;;
@@ -132,6 +129,9 @@ _a3s__iso() {
                 ;;
             a3s__iso__subcmd__help,log)
                 cmd="a3s__iso__subcmd__help__subcmd__log"
+                ;;
+            a3s__iso__subcmd__help,mcp)
+                cmd="a3s__iso__subcmd__help__subcmd__mcp"
                 ;;
             a3s__iso__subcmd__help,overlaps)
                 cmd="a3s__iso__subcmd__help__subcmd__overlaps"
@@ -179,7 +179,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log doctor version shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify path log mcp doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -307,48 +307,6 @@ _a3s__iso() {
                     ;;
                 -s)
                     COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
-                    return 0
-                    ;;
-                --repo)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -C)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --git)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --lock-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__changes)
-            opts="-C -q -h --request --repo --json --quiet --state-dir --color --git --lock-timeout --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --request)
-                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --repo)
@@ -651,7 +609,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log doctor version shell-init completions help"
+            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify path log mcp doctor version shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -679,20 +637,6 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__capture)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__help__subcmd__changes)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -833,6 +777,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__log)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__mcp)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1151,6 +1109,44 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -W "$(command a3s-iso __complete sessions 2>/dev/null)" -- "${cur}"))
                     return 0
                     ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__mcp)
+            opts="-C -q -h --allow-promote --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -52,6 +52,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
+            cand mcp 'Serve the commands as tools of an MCP server on stdin and stdout, for agents'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
             cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
             cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
@@ -446,6 +447,20 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;mcp'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --allow-promote 'Also offer the promote and land tools, which write to your checkout'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;doctor'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -521,6 +536,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
             cand log 'List promotions from the journal, newest first'
+            cand mcp 'Serve the commands as tools of an MCP server on stdin and stdout, for agents'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
             cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
             cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
@@ -568,6 +584,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;path'= {
         }
         &'a3s-iso;help;log'= {
+        }
+        &'a3s-iso;help;mcp'= {
         }
         &'a3s-iso;help;doctor'= {
         }

@@ -56,6 +56,18 @@ pub enum OwnerChoice {
     Nobody,
 }
 
+impl OwnerChoice {
+    /// `none` or `pid:N`, as `--owner` takes it.
+    pub fn parse(text: &str) -> Option<OwnerChoice> {
+        if text == "none" {
+            return Some(OwnerChoice::Nobody);
+        }
+        text.strip_prefix("pid:")
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .map(OwnerChoice::Pid)
+    }
+}
+
 /// The bound session, as `bind` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct BindOutcome {

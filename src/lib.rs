@@ -33,6 +33,7 @@ pub mod land;
 pub mod list;
 pub mod lock;
 pub mod log;
+pub mod mcp;
 pub mod names;
 pub mod nested;
 pub(crate) mod neutralize;

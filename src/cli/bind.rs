@@ -65,13 +65,7 @@ pub struct BindArgs {
 
 /// `none` or `pid:N`.
 fn parse_owner(text: &str) -> std::result::Result<OwnerChoice, String> {
-    if text == "none" {
-        return Ok(OwnerChoice::Nobody);
-    }
-    text.strip_prefix("pid:")
-        .and_then(|pid| pid.parse::<u32>().ok())
-        .map(OwnerChoice::Pid)
-        .ok_or_else(|| format!("{text:?}: expected none or pid:N"))
+    OwnerChoice::parse(text).ok_or_else(|| format!("{text:?}: expected none or pid:N"))
 }
 
 /// Binds the session and renders it.

@@ -149,6 +149,12 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso log --runs -s task-42             # its runs: the command each ran, and how",
     ),
     (
+        "mcp",
+        "  a3s-iso mcp                               # the tools for an agent's MCP client, on stdio
+  a3s-iso mcp --allow-promote               # with promote and land too
+  claude mcp add a3s-iso -- a3s-iso mcp     # register it with Claude Code",
+    ),
+    (
         "doctor",
         "  a3s-iso doctor
   a3s-iso doctor --landlock-optional        # the read-only mounts alone are enough here",

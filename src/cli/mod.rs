@@ -14,6 +14,7 @@ mod gc;
 mod land;
 mod list;
 mod log;
+mod mcp;
 mod output;
 mod overlaps;
 mod path;
@@ -184,6 +185,9 @@ pub enum Command {
     /// List promotions from the journal, newest first
     #[command(after_long_help = examples::long("log"))]
     Log(log::LogArgs),
+    /// Serve the commands as tools of an MCP server on stdin and stdout, for agents
+    #[command(after_long_help = examples::long("mcp"))]
+    Mcp(mcp::McpArgs),
     /// Check whether a3s-iso can work here: git, the run sandbox, file system, state
     #[command(after_long_help = examples::long("doctor"))]
     Doctor(doctor::DoctorArgs),
@@ -319,6 +323,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Changes(args) => with_context(cli, out, |ctx| changes::run(ctx, args, out)),
         Command::Path(args) => with_context(cli, out, |ctx| path::run(ctx, args, out)),
         Command::Log(args) => with_context(cli, out, |ctx| log::run(ctx, args, out)),
+        Command::Mcp(args) => with_context(cli, out, |ctx| mcp::run(ctx, args, out)),
         Command::Doctor(args) => Ok(doctor::run(cli, args, out)),
         Command::Version => Ok(doctor::version(cli, out)),
         Command::ShellInit { shell } => {

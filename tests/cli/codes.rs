@@ -23,9 +23,15 @@ const NOT_A_CODE: &str = r"\.extension\(\)";
 
 /// Lines that compare a literal that is also a code, but are no comparison of one: file (from
 /// the repository root) and the trimmed line.
-const ALLOWED: [(&str, &str); 2] = [
-    // `bind --owner none`: the flag's own value, parsed from the command line.
-    ("src/cli/bind.rs", r#"if text == "none" {"#),
+const ALLOWED: [(&str, &str); 3] = [
+    // `bind --owner none`: the option's own value, parsed by `OwnerChoice::parse`.
+    ("src/bind.rs", r#"if text == "none" {"#),
+    // The word `run` among the raw arguments clap refused: a subcommand's name (the MCP
+    // server's `Tool` spells the same word as a tool's).
+    (
+        "src/cli/output.rs",
+        r#"let is_run = raw.iter().skip(1).any(|a| a == "run");"#,
+    ),
     // git's own name of an object type, as `cat-file` prints it.
     ("src/git/ops.rs", r#"kind == "commit""#),
 ];
@@ -148,10 +154,7 @@ fn the_check_flags_string_comparisons_and_nothing_else() {
         assert_eq!(found.len(), 1, "not flagged: {line}");
     }
     let allowed = string_comparisons(
-        &[(
-            "/x/src/cli/bind.rs".into(),
-            "    if text == \"none\" {".into(),
-        )],
+        &[("/x/src/bind.rs".into(), "    if text == \"none\" {".into())],
         &["none".into()],
     );
     assert!(allowed.is_empty(), "{allowed:?}");

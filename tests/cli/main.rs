@@ -26,6 +26,7 @@ mod json;
 mod land;
 mod library;
 mod links;
+mod mcp;
 mod names;
 mod nested;
 mod overlaps_property;

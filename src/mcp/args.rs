@@ -1,0 +1,507 @@
+//! A tool call's `arguments`, checked as the command line checks its options (types, what
+//! goes together, what needs what), and turned into the library's options. Whatever is wrong
+//! here is an invalid-params error of the protocol, as a bad command line is a usage error:
+//! nothing has been done.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use super::protocol::RpcError;
+use crate::bind::{BindOptions, OwnerChoice};
+use crate::capture::CaptureOptions;
+use crate::command_env::EnvRequest;
+use crate::diff::DiffOptions;
+use crate::discard::DiscardOptions;
+use crate::land::{LandMode, LandOptions};
+use crate::promote::{Mode, PromoteOptions};
+use crate::run::{RunOptions, SandboxRequest};
+
+/// Where relative paths start (the server's `-C` directory, else its working directory),
+/// and the executable `run` re-executes as its sandbox helper.
+#[derive(Debug, Clone)]
+pub struct Place {
+    /// The directory the server acts from.
+    pub start_dir: PathBuf,
+    /// The a3s-iso executable for the sandbox helper (`None`: this process's own).
+    pub helper: Option<PathBuf>,
+}
+
+impl Place {
+    /// `path` as given when absolute, else under the start directory.
+    fn path(&self, path: PathBuf) -> PathBuf {
+        if path.is_absolute() {
+            path
+        } else {
+            self.start_dir.join(path)
+        }
+    }
+}
+
+/// The arguments as `T`; a `null` is taken for a left-out argument.
+fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, RpcError> {
+    let given: Map<String, Value> = args
+        .iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    serde_json::from_value(Value::Object(given)).map_err(|e| RpcError::params(e.to_string()))
+}
+
+/// Whether an argument was given a value that does something (not null, false or `[]`).
+fn given(args: &Map<String, Value>, key: &str) -> bool {
+    match args.get(key) {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
+        Some(Value::Array(items)) => !items.is_empty(),
+        Some(_) => true,
+    }
+}
+
+/// Refuses arguments that do not go together, as the command line's conflicts do.
+fn apart(args: &Map<String, Value>, pairs: &[(&str, &str)]) -> Result<(), RpcError> {
+    match pairs.iter().find(|(a, b)| given(args, a) && given(args, b)) {
+        Some((a, b)) => Err(RpcError::params(format!("{a} cannot be used with {b}"))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses `key` without one of `needs`.
+fn needs(args: &Map<String, Value>, key: &str, needs: &[&str]) -> Result<(), RpcError> {
+    if given(args, key) && !needs.iter().any(|n| given(args, n)) {
+        return Err(RpcError::params(format!(
+            "{key} goes with {}",
+            needs.join(" or ")
+        )));
+    }
+    Ok(())
+}
+
+/// The arguments of `bind`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct BindArgs {
+    session_id: Option<String>,
+    allow_dirty: bool,
+    carry_wip: bool,
+    submodules: bool,
+    read_only: bool,
+    base_dir: Option<PathBuf>,
+    resume: bool,
+    owner: Option<String>,
+    copy_ignored: Vec<String>,
+}
+
+/// `bind`'s options.
+pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptions, RpcError> {
+    let parsed: BindArgs = parse(args)?;
+    apart(
+        args,
+        &[
+            ("carry_wip", "allow_dirty"),
+            ("carry_wip", "read_only"),
+            ("carry_wip", "resume"),
+            ("submodules", "read_only"),
+            ("resume", "read_only"),
+            ("copy_ignored", "read_only"),
+        ],
+    )?;
+    needs(args, "resume", &["session_id"])?;
+    let owner = match &parsed.owner {
+        None => OwnerChoice::default(),
+        Some(text) => OwnerChoice::parse(text)
+            .ok_or_else(|| RpcError::params(format!("owner {text:?}: expected none or pid:N")))?,
+    };
+    Ok(BindOptions {
+        session_id: parsed.session_id,
+        allow_dirty: parsed.allow_dirty,
+        read_only: parsed.read_only,
+        base_dir: parsed.base_dir.map(|dir| place.path(dir)),
+        owner,
+        resume: parsed.resume,
+        carry_wip: parsed.carry_wip,
+        submodules: parsed.submodules,
+        copy_ignored: parsed.copy_ignored,
+    })
+}
+
+/// The arguments of `run`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct RunArgs {
+    session_id: Option<String>,
+    command: Vec<String>,
+    run_id: Option<String>,
+    timeout: Option<String>,
+    allow_network: bool,
+    allow_write: Vec<PathBuf>,
+    allow_read: Vec<PathBuf>,
+    env: Vec<String>,
+    no_sandbox: bool,
+    release_identity: Option<String>,
+    output: Option<PathBuf>,
+}
+
+/// `run`'s options, as the command line builds them: the allowed paths of
+/// `A3S_ISO_ALLOW_WRITE` and `A3S_ISO_ALLOW_READ` added, the release identity of
+/// `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's stdout sent to stderr as with
+/// `--json`; `output` the file the call named, if any (the tool names one otherwise).
+pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions, RpcError> {
+    let parsed: RunArgs = parse(args)?;
+    apart(
+        args,
+        &[
+            ("no_sandbox", "allow_network"),
+            ("no_sandbox", "allow_write"),
+            ("no_sandbox", "allow_read"),
+        ],
+    )?;
+    if parsed.command.is_empty() || parsed.command[0].is_empty() {
+        return Err(RpcError::params(
+            "command: the command to run and its arguments, as an array of strings",
+        ));
+    }
+    let timeout = match &parsed.timeout {
+        Some(text) => Some(
+            crate::duration::parse_duration(text)
+                .map_err(|e| RpcError::params(format!("timeout: {e}")))?,
+        ),
+        None => None,
+    };
+    let env = parsed
+        .env
+        .iter()
+        .map(|e| EnvRequest::parse(std::ffi::OsStr::new(e)))
+        .collect::<crate::error::Result<Vec<_>>>()
+        .map_err(|e| RpcError::params(format!("env: {e}")))?;
+    let paths = |given: Vec<PathBuf>, var: &str| {
+        let mut paths: Vec<PathBuf> = given.into_iter().map(|p| place.path(p)).collect();
+        if let Some(listed) = std::env::var_os(var) {
+            paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
+        }
+        paths
+    };
+    let sandbox = SandboxRequest {
+        allow_network: parsed.allow_network,
+        allow_write: paths(parsed.allow_write, "A3S_ISO_ALLOW_WRITE"),
+        allow_read: paths(parsed.allow_read, "A3S_ISO_ALLOW_READ"),
+    };
+    Ok(RunOptions {
+        session_id: parsed.session_id,
+        run_id: parsed.run_id,
+        timeout,
+        command: parsed.command.into_iter().map(OsString::from).collect(),
+        stdout_to_stderr: true,
+        sandbox: (!parsed.no_sandbox).then_some(sandbox),
+        release_identity: release_identity(parsed.release_identity),
+        helper: place.helper.clone(),
+        env,
+        output: parsed.output.map(|p| place.path(p)),
+    })
+}
+
+/// The given release identity, else `A3S_ISO_RELEASE_IDENTITY`'s (as the command line reads it).
+fn release_identity(given: Option<String>) -> Option<String> {
+    given.or_else(|| {
+        std::env::var("A3S_ISO_RELEASE_IDENTITY")
+            .ok()
+            .filter(|v| !v.is_empty())
+    })
+}
+
+/// The arguments of `diff`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct DiffArgs {
+    session_id: Option<String>,
+    change_set: Option<PathBuf>,
+    digest: Option<String>,
+    cumulative: bool,
+    patch: bool,
+}
+
+/// `diff`'s options, and whether the patch goes with the document.
+pub(crate) fn diff(
+    args: &Map<String, Value>,
+    place: &Place,
+) -> Result<(DiffOptions, bool), RpcError> {
+    let parsed: DiffArgs = parse(args)?;
+    apart(
+        args,
+        &[
+            ("change_set", "digest"),
+            ("change_set", "session_id"),
+            ("digest", "session_id"),
+            ("cumulative", "change_set"),
+            ("cumulative", "digest"),
+        ],
+    )?;
+    let options = DiffOptions {
+        session_id: parsed.session_id,
+        change_set: parsed.change_set.map(|p| place.path(p)),
+        digest: parsed.digest,
+        cumulative: parsed.cumulative,
+    };
+    Ok((options, parsed.patch))
+}
+
+/// The arguments of the tools that take a session and nothing else (`show`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct SessionArgs {
+    session_id: Option<String>,
+}
+
+/// `show`'s session.
+pub(crate) fn session(args: &Map<String, Value>) -> Result<Option<String>, RpcError> {
+    Ok(parse::<SessionArgs>(args)?.session_id)
+}
+
+/// The arguments of `list`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct ListArgs {
+    all: bool,
+}
+
+/// `list`'s `all`.
+pub(crate) fn list(args: &Map<String, Value>) -> Result<bool, RpcError> {
+    Ok(parse::<ListArgs>(args)?.all)
+}
+
+/// The arguments of `overlaps`: none.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct NoArgs {}
+
+/// Checks that `overlaps` was given no arguments.
+pub(crate) fn none(args: &Map<String, Value>) -> Result<(), RpcError> {
+    parse::<NoArgs>(args).map(|_| ())
+}
+
+/// The arguments of `capture`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct CaptureArgs {
+    session_id: Option<String>,
+    run_id: Option<String>,
+    output: Option<PathBuf>,
+    release_identity: Option<String>,
+}
+
+/// `capture`'s options, and the file to write the document to, if any.
+pub(crate) fn capture(
+    args: &Map<String, Value>,
+    place: &Place,
+) -> Result<(CaptureOptions, Option<PathBuf>), RpcError> {
+    let parsed: CaptureArgs = parse(args)?;
+    let options = CaptureOptions {
+        session_id: parsed.session_id,
+        run_id: parsed.run_id,
+        release_identity: release_identity(parsed.release_identity),
+    };
+    Ok((options, parsed.output.map(|p| place.path(p))))
+}
+
+/// The arguments of `discard`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct DiscardArgs {
+    session_id: Option<String>,
+    all: bool,
+    purge: bool,
+}
+
+/// What `discard` is asked: one session, or every session (`all`, with `purge`).
+pub(crate) enum Discarding {
+    /// One session.
+    One(DiscardOptions),
+    /// Every session of the checkout; whether to purge them.
+    All(bool),
+}
+
+/// `discard`'s options.
+pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError> {
+    let parsed: DiscardArgs = parse(args)?;
+    apart(args, &[("all", "session_id")])?;
+    Ok(match parsed.all {
+        true => Discarding::All(parsed.purge),
+        false => Discarding::One(DiscardOptions {
+            session_id: parsed.session_id,
+            purge: parsed.purge,
+        }),
+    })
+}
+
+/// The arguments of `promote`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct PromoteArgs {
+    session_id: Option<String>,
+    change_set: Option<PathBuf>,
+    mode: Mode,
+    no_apply: bool,
+    artifacts: Option<PathBuf>,
+    note: Option<String>,
+    rebase: bool,
+    reapply: bool,
+    digest: Option<String>,
+    message: Option<String>,
+    onto_head: bool,
+}
+
+/// `promote`'s options, with the command line's rules of what goes together.
+pub(crate) fn promote(
+    args: &Map<String, Value>,
+    place: &Place,
+) -> Result<PromoteOptions, RpcError> {
+    let parsed: PromoteArgs = parse(args)?;
+    apart(
+        args,
+        &[
+            ("change_set", "session_id"),
+            ("change_set", "digest"),
+            ("note", "change_set"),
+            ("note", "no_apply"),
+            ("rebase", "change_set"),
+            ("rebase", "note"),
+            ("reapply", "note"),
+            ("reapply", "rebase"),
+            ("reapply", "no_apply"),
+        ],
+    )?;
+    needs(args, "onto_head", &["change_set"])?;
+    needs(args, "digest", &["reapply"])?;
+    if parsed.message.is_some() && parsed.mode != Mode::Branch {
+        return Err(RpcError::params(
+            "message names a commit: it goes with mode branch",
+        ));
+    }
+    Ok(PromoteOptions {
+        session_id: parsed.session_id,
+        change_set: parsed.change_set.map(|p| place.path(p)),
+        mode: parsed.mode,
+        no_apply: parsed.no_apply,
+        artifacts: parsed.artifacts.map(|p| place.path(p)),
+        note: parsed.note,
+        onto_head: parsed.onto_head,
+        from: None,
+        rebase: parsed.rebase,
+        reapply: parsed.reapply,
+        digest: parsed.digest,
+        squash: false,
+        message: parsed.message,
+    })
+}
+
+/// The arguments of `land`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub(crate) struct LandArgs {
+    sessions: Vec<String>,
+    all: bool,
+    test: Option<String>,
+    mode: LandMode,
+    message: Option<String>,
+    keep_going: bool,
+    no_sandbox: bool,
+}
+
+/// `land`'s options.
+pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
+    let parsed: LandArgs = parse(args)?;
+    apart(args, &[("sessions", "all")])?;
+    needs(args, "no_sandbox", &["test"])?;
+    Ok(LandOptions {
+        sessions: parsed.sessions,
+        all: parsed.all,
+        test: parsed.test,
+        mode: parsed.mode,
+        message: parsed.message,
+        keep_going: parsed.keep_going,
+        no_sandbox: parsed.no_sandbox,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::path::Path;
+
+    fn object(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => unreachable!(),
+        }
+    }
+
+    fn place() -> Place {
+        Place {
+            start_dir: PathBuf::from("/repo"),
+            helper: Some(PathBuf::from("/bin/a3s-iso")),
+        }
+    }
+
+    #[test]
+    fn run_arguments_become_run_options() {
+        let args = object(json!({
+            "session_id": "t1",
+            "command": ["sh", "-c", "echo hi > hi.txt"],
+            "timeout": "90s",
+            "allow_write": ["cache"],
+            "env": ["NODE_*", "A=b"],
+            "output": "out.log",
+            "release_identity": null,
+        }));
+        let opts = run(&args, &place()).unwrap();
+        assert_eq!(opts.session_id.as_deref(), Some("t1"));
+        assert_eq!(opts.command.len(), 3);
+        assert_eq!(opts.timeout, Some(std::time::Duration::from_secs(90)));
+        assert!(opts.stdout_to_stderr);
+        assert_eq!(opts.helper.as_deref(), Some(Path::new("/bin/a3s-iso")));
+        let sandbox = opts.sandbox.unwrap();
+        assert_eq!(sandbox.allow_write[0], Path::new("/repo/cache"));
+        assert_eq!(opts.env.len(), 2);
+        assert_eq!(opts.output.as_deref(), Some(Path::new("/repo/out.log")));
+    }
+
+    #[test]
+    fn bad_arguments_are_invalid_params() {
+        let refused = [
+            json!({}),
+            json!({"command": []}),
+            json!({"command": "make test"}),
+            json!({"command": ["true"], "timeout": "soon"}),
+            json!({"command": ["true"], "no_sandbox": true, "allow_network": true}),
+            json!({"command": ["true"], "colour": true}),
+        ];
+        for args in refused {
+            assert!(run(&object(args.clone()), &place()).is_err(), "{args}");
+        }
+        assert!(bind(&object(json!({"owner": "someone"})), &place()).is_err());
+        assert!(bind(&object(json!({"resume": true})), &place()).is_err());
+        assert!(
+            bind(
+                &object(json!({"carry_wip": true, "allow_dirty": true})),
+                &place()
+            )
+            .is_err()
+        );
+        assert!(promote(&object(json!({"message": "m"})), &place()).is_err());
+        assert!(promote(&object(json!({"mode": "sideways"})), &place()).is_err());
+        assert!(discard(&object(json!({"all": true, "session_id": "a"}))).is_err());
+        assert!(none(&object(json!({"x": 1}))).is_err());
+    }
+
+    #[test]
+    fn false_and_null_arguments_count_as_left_out() {
+        let args = object(json!({"carry_wip": true, "allow_dirty": false, "read_only": null}));
+        let opts = bind(&args, &place()).unwrap();
+        assert!(opts.carry_wip && !opts.allow_dirty && !opts.read_only);
+        let opts = bind(&object(json!({"owner": "none"})), &place()).unwrap();
+        assert_eq!(opts.owner, OwnerChoice::Nobody);
+    }
+}

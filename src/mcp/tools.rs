@@ -1,0 +1,521 @@
+//! The tools: one per command, each one call of the library, its result the JSON document the
+//! command prints with `--json` (with its `schema`), or the error document when a3s-iso refused
+//! or failed.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use super::args::{self, Discarding, Place};
+use super::protocol::RpcError;
+use super::schema::{self, Param};
+use crate::context::Context;
+use crate::error::Error;
+
+/// The most of a command's output, or of a patch, a result carries (its end, for output).
+const SHOWN_BYTES: u64 = 64 * 1024;
+
+/// A tool, named as its command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// `bind`.
+    Bind,
+    /// `run`.
+    Run,
+    /// `diff`.
+    Diff,
+    /// `show`.
+    Show,
+    /// `list`.
+    List,
+    /// `overlaps`.
+    Overlaps,
+    /// `capture`.
+    Capture,
+    /// `discard`.
+    Discard,
+    /// `promote`: only with `--allow-promote`.
+    Promote,
+    /// `land`: only with `--allow-promote`.
+    Land,
+}
+
+impl Tool {
+    /// Every tool, in the order `tools/list` gives them.
+    pub const ALL: [Tool; 10] = [
+        Tool::Bind,
+        Tool::Run,
+        Tool::Diff,
+        Tool::Show,
+        Tool::List,
+        Tool::Overlaps,
+        Tool::Capture,
+        Tool::Discard,
+        Tool::Promote,
+        Tool::Land,
+    ];
+
+    /// Its name: the command's.
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Bind => "bind",
+            Tool::Run => "run",
+            Tool::Diff => "diff",
+            Tool::Show => "show",
+            Tool::List => "list",
+            Tool::Overlaps => "overlaps",
+            Tool::Capture => "capture",
+            Tool::Discard => "discard",
+            Tool::Promote => "promote",
+            Tool::Land => "land",
+        }
+    }
+
+    /// The tool of that name.
+    pub fn named(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Whether it writes to the source checkout, and so is offered only with `--allow-promote`.
+    pub fn writes_source(self) -> bool {
+        matches!(self, Tool::Promote | Tool::Land)
+    }
+
+    fn params(self) -> &'static [Param] {
+        match self {
+            Tool::Bind => schema::BIND,
+            Tool::Run => schema::RUN,
+            Tool::Diff => schema::DIFF,
+            Tool::Show => schema::SHOW,
+            Tool::List => schema::LIST,
+            Tool::Overlaps => schema::OVERLAPS,
+            Tool::Capture => schema::CAPTURE,
+            Tool::Discard => schema::DISCARD,
+            Tool::Promote => schema::PROMOTE,
+            Tool::Land => schema::LAND,
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Tool::Bind => {
+                "Create (or reuse) a session's isolation: a detached git worktree next to the \
+                 repository, where an agent's work stays until it is promoted. Returns the \
+                 a3s-iso.bind.v1 document (worktree, bound_revision, owner, ...)."
+            }
+            Tool::Run => {
+                "Run a command inside a session's isolation (sandboxed: no network, writes only \
+                 inside the isolation) and record what it changed. Returns the a3s-iso.run.v1 \
+                 document (state, exit_code, change_set, ...), then the command's output."
+            }
+            Tool::Diff => {
+                "Show the change set a promote would apply now: its files with lines added and \
+                 removed (the a3s-iso.diff.v1 document), and with patch the patch itself."
+            }
+            Tool::Show => {
+                "Show one session in full: its isolation, owner, runs and promotions (the \
+                 a3s-iso.show.v1 document)."
+            }
+            Tool::List => {
+                "List the sessions of the repository with their state, owner liveness and \
+                 whether the source's HEAD moved (the a3s-iso.list.v1 document)."
+            }
+            Tool::Overlaps => {
+                "Predict which live sessions' work would conflict with each other, and where, \
+                 without touching a tree (the a3s-iso.overlaps.v1 document)."
+            }
+            Tool::Capture => {
+                "Snapshot a session into a pinned tree and return its change-set document \
+                 (schema a3s.code.agent-change-set.v1), which promote can take."
+            }
+            Tool::Discard => {
+                "Remove a session's isolation, keeping its record and evidence (purge drops \
+                 those too); never touches the source (the a3s-iso.discard.v1 document)."
+            }
+            Tool::Promote => {
+                "Apply a session's (or a change-set document's) change set to the source \
+                 checkout, exactly once (the a3s-iso.promote.v1 document: outcome applied, \
+                 idempotent, conflict with a reason, ...)."
+            }
+            Tool::Land => {
+                "Land a queue of sessions in order: each rebased onto the source's HEAD, tested \
+                 (test), and promoted as one commit; exactly once (the a3s-iso.land.v1 document)."
+            }
+        }
+    }
+
+    /// What the tool does to the world, as MCP's hints say it.
+    fn annotations(self) -> Value {
+        let read_only = matches!(self, Tool::Diff | Tool::Show | Tool::List | Tool::Overlaps);
+        let mut hints = json!({ "readOnlyHint": read_only });
+        if !read_only {
+            hints["destructiveHint"] = json!(self == Tool::Discard);
+            hints["idempotentHint"] =
+                json!(matches!(self, Tool::Bind | Tool::Discard | Tool::Promote));
+        }
+        // Only a run may reach past the repository (with allow_network).
+        if self != Tool::Run {
+            hints["openWorldHint"] = json!(false);
+        }
+        hints
+    }
+
+    /// The tool's entry in `tools/list`.
+    pub fn describe(self) -> Value {
+        json!({
+            "name": self.name(),
+            "description": self.description(),
+            "inputSchema": schema::input_schema(self.params()),
+            "annotations": self.annotations(),
+        })
+    }
+}
+
+/// A document as the command line prints it: its schema first, then its fields.
+#[derive(Serialize)]
+struct Document<'a, T: Serialize> {
+    schema: &'a str,
+    #[serde(flatten)]
+    body: &'a T,
+}
+
+/// What a call of a tool gave back.
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The document as the command prints it with `--json`.
+    pub text: String,
+    /// The same document as a value.
+    pub document: Value,
+    /// Whether it is the error document of a failure.
+    pub failed: bool,
+    /// More text after the document: a command's output, a patch.
+    pub more: Option<String>,
+}
+
+impl Answer {
+    /// `{"schema": schema, ...body}`, as the command line prints it.
+    fn of<T: Serialize>(schema: &str, body: &T) -> Result<Answer, Error> {
+        Answer::raw(&Document { schema, body })
+    }
+
+    /// A document that carries its own schema.
+    fn raw<T: Serialize>(value: &T) -> Result<Answer, Error> {
+        let text =
+            serde_json::to_string_pretty(value).map_err(|e| Error::internal(e.to_string()))?;
+        let document = serde_json::from_str(&text).map_err(|e| Error::internal(e.to_string()))?;
+        Ok(Answer {
+            text,
+            document,
+            failed: false,
+            more: None,
+        })
+    }
+
+    /// The error document of a failure (`a3s-iso.error.v1`).
+    pub fn error(err: &Error) -> Answer {
+        let body = json!({ "error": err.to_json() });
+        let document = Document {
+            schema: "a3s-iso.error.v1",
+            body: &body,
+        };
+        Answer {
+            text: serde_json::to_string_pretty(&document).unwrap_or_default(),
+            document: serde_json::to_value(&document).unwrap_or_default(),
+            failed: true,
+            more: None,
+        }
+    }
+}
+
+/// Why a call gave no document: arguments the tool does not take (a protocol error), or
+/// a3s-iso's refusal or failure (an error document).
+#[derive(Debug)]
+pub enum CallError {
+    /// The arguments are wrong; nothing was done.
+    Params(RpcError),
+    /// a3s-iso refused or failed.
+    Failed(Error),
+}
+
+impl From<RpcError> for CallError {
+    fn from(err: RpcError) -> CallError {
+        CallError::Params(err)
+    }
+}
+
+impl From<Error> for CallError {
+    fn from(err: Error) -> CallError {
+        CallError::Failed(err)
+    }
+}
+
+/// Calls `tool` with `args`: the library call its command makes, in `ctx`.
+pub fn call(
+    tool: Tool,
+    ctx: &Context,
+    args: &Map<String, Value>,
+    place: &Place,
+) -> Result<Answer, CallError> {
+    Ok(match tool {
+        Tool::Bind => Answer::of(
+            "a3s-iso.bind.v1",
+            &crate::bind::bind(ctx, &args::bind(args, place)?)?,
+        )?,
+        Tool::Run => run(ctx, args, place)?,
+        Tool::Diff => diff(ctx, args, place)?,
+        Tool::Show => Answer::of(
+            "a3s-iso.show.v1",
+            &crate::show::show(ctx, args::session(args)?.as_deref())?,
+        )?,
+        Tool::List => Answer::of(
+            "a3s-iso.list.v1",
+            &crate::list::list(ctx, args::list(args)?)?,
+        )?,
+        Tool::Overlaps => {
+            args::none(args)?;
+            Answer::of("a3s-iso.overlaps.v1", &crate::overlaps::overlaps(ctx)?)?
+        }
+        Tool::Capture => capture(ctx, args, place)?,
+        Tool::Discard => match args::discard(args)? {
+            Discarding::One(opts) => {
+                Answer::of("a3s-iso.discard.v1", &crate::discard::discard(ctx, &opts)?)?
+            }
+            Discarding::All(purge) => Answer::of(
+                "a3s-iso.discard-all.v1",
+                &crate::discard::discard_all(ctx, purge)?,
+            )?,
+        },
+        Tool::Promote => Answer::of(
+            "a3s-iso.promote.v1",
+            &crate::promote::promote(ctx, &args::promote(args, place)?)?,
+        )?,
+        Tool::Land => Answer::of(
+            "a3s-iso.land.v1",
+            &crate::land::land(ctx, &args::land(args)?)?,
+        )?,
+    })
+}
+
+/// `run`, its output kept in a file of its own unless the call named one, and returned after
+/// the document (the end of it, when long): the command's stdout never reaches the protocol's
+/// stream, and its stdin is `/dev/null`.
+fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
+    let mut opts = args::run(args, place)?;
+    let kept = match opts.output {
+        Some(_) => None,
+        None => Some(OutputFile::create()?),
+    };
+    if let Some(file) = &kept {
+        opts.output = Some(file.path.clone());
+    }
+    let ran = crate::run::run(ctx, &opts);
+    let output = kept.and_then(|file| file.tail());
+    let mut answer = match ran {
+        Ok(outcome) => Answer::of("a3s-iso.run.v1", &outcome)?,
+        Err(err) => Answer::error(&err),
+    };
+    answer.more = output;
+    Ok(answer)
+}
+
+/// `diff`'s document; with `patch`, the patch after it (the root's, then each nested
+/// repository's after a `# nested repository` line, as the command prints it).
+fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
+    let (opts, with_patch) = args::diff(args, place)?;
+    let outcome = crate::diff::diff(ctx, &opts)?;
+    let mut answer = Answer::of("a3s-iso.diff.v1", &outcome)?;
+    if with_patch {
+        let mut patch = Vec::new();
+        outcome
+            .open_patch()?
+            .take(SHOWN_BYTES + 1)
+            .read_to_end(&mut patch)
+            .map_err(|e| Error::io("cannot read the patch", e))?;
+        for nested in &outcome.nested_change_sets {
+            let kind = serde_json::to_value(nested.kind).unwrap_or_default();
+            let header = format!(
+                "# nested repository {} ({})\n",
+                nested.path.shown(),
+                kind.as_str().unwrap_or_default()
+            );
+            patch.extend_from_slice(header.as_bytes());
+            nested
+                .open_patch()?
+                .take(SHOWN_BYTES + 1)
+                .read_to_end(&mut patch)
+                .map_err(|e| Error::io("cannot read the patch", e))?;
+        }
+        answer.more = Some(shown_head(&patch));
+    }
+    Ok(answer)
+}
+
+/// The first [`SHOWN_BYTES`] of a patch, saying so when there is more.
+fn shown_head(bytes: &[u8]) -> String {
+    let cut = bytes.len().min(SHOWN_BYTES as usize);
+    let mut text = String::from_utf8_lossy(&bytes[..cut]).into_owned();
+    if bytes.len() > cut {
+        text.push_str("\n[the patch goes on: promote writes it whole to its artifacts]\n");
+    }
+    text
+}
+
+/// `capture`: the change-set document itself, also written to `output` when named.
+fn capture(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
+    let (opts, output) = args::capture(args, place)?;
+    let outcome = crate::capture::capture(ctx, &opts)?;
+    if let Some(path) = &output {
+        crate::capture::write_document(path, &outcome.change_set)?;
+    }
+    Ok(Answer::raw(&outcome.change_set)?)
+}
+
+/// A private file for one run's output, removed when dropped.
+struct OutputFile {
+    path: PathBuf,
+    file: std::fs::File,
+}
+
+impl OutputFile {
+    fn create() -> Result<OutputFile, Error> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path =
+            std::env::temp_dir().join(format!("a3s-iso-mcp-{}.log", crate::ids::generate("out")));
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))?;
+        Ok(OutputFile { path, file })
+    }
+
+    /// The end of what the command wrote ([`SHOWN_BYTES`] at most); none when it wrote nothing.
+    fn tail(mut self) -> Option<String> {
+        let len = self.file.metadata().ok()?.len();
+        if len == 0 {
+            return None;
+        }
+        let start = len.saturating_sub(SHOWN_BYTES);
+        self.file.seek(SeekFrom::Start(start)).ok()?;
+        let mut bytes = Vec::new();
+        (&mut self.file)
+            .take(SHOWN_BYTES)
+            .read_to_end(&mut bytes)
+            .ok()?;
+        let text = String::from_utf8_lossy(&bytes);
+        Some(match start {
+            0 => text.into_owned(),
+            _ => format!("[the first {start} bytes of the output are left out]\n{text}"),
+        })
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::schema::Kind;
+
+    /// A value of the kind a parameter takes (one it accepts, where it reads the text).
+    fn sample(param: &Param) -> Value {
+        match (param.name, param.kind) {
+            ("owner", _) => return json!("none"),
+            ("timeout", _) => return json!("1s"),
+            _ => {}
+        }
+        match param.kind {
+            Kind::Text => json!("x"),
+            Kind::Flag => json!(true),
+            Kind::Texts => json!(["x"]),
+            Kind::Choice(values) => json!(values[0]),
+        }
+    }
+
+    /// The fields a tool's argument struct takes, read from serde's refusal of an unknown one.
+    fn fields_taken(tool: Tool) -> Vec<String> {
+        let probe: Map<String, Value> = [("__probe".to_string(), json!(1))].into_iter().collect();
+        let place = Place {
+            start_dir: PathBuf::from("/"),
+            helper: None,
+        };
+        let message = match check(tool, &probe, &place) {
+            Err(RpcError { message, .. }) => message,
+            Ok(()) => panic!("{} took an unknown argument", tool.name()),
+        };
+        message
+            .split('`')
+            .skip(3)
+            .step_by(2)
+            .map(String::from)
+            .collect()
+    }
+
+    /// Only the arguments' check of a tool, without calling the library.
+    fn check(tool: Tool, args: &Map<String, Value>, place: &Place) -> Result<(), RpcError> {
+        match tool {
+            Tool::Bind => args::bind(args, place).map(|_| ()),
+            Tool::Run => args::run(args, place).map(|_| ()),
+            Tool::Diff => args::diff(args, place).map(|_| ()),
+            Tool::Show => args::session(args).map(|_| ()),
+            Tool::List => args::list(args).map(|_| ()),
+            Tool::Overlaps => args::none(args),
+            Tool::Capture => args::capture(args, place).map(|_| ()),
+            Tool::Discard => args::discard(args).map(|_| ()),
+            Tool::Promote => args::promote(args, place).map(|_| ()),
+            Tool::Land => args::land(args).map(|_| ()),
+        }
+    }
+
+    #[test]
+    fn every_schema_property_is_an_argument_the_tool_takes_and_back() {
+        let place = Place {
+            start_dir: PathBuf::from("/"),
+            helper: None,
+        };
+        for tool in Tool::ALL {
+            let params = tool.params();
+            for param in params {
+                let mut args: Map<String, Value> = params
+                    .iter()
+                    .filter(|p| p.required)
+                    .map(|p| (p.name.to_string(), sample(p)))
+                    .collect();
+                args.insert(param.name.to_string(), sample(param));
+                if let Err(e) = check(tool, &args, &place) {
+                    // A rule of what goes with what may refuse it alone; never its type.
+                    assert!(
+                        e.message.contains(" goes with ") || e.message.contains("cannot be used"),
+                        "{}: {}: {}",
+                        tool.name(),
+                        param.name,
+                        e.message
+                    );
+                }
+            }
+            let mut declared: Vec<&str> = params.iter().map(|p| p.name).collect();
+            let mut taken = fields_taken(tool);
+            declared.sort_unstable();
+            taken.sort_unstable();
+            assert_eq!(declared, taken, "{}", tool.name());
+        }
+    }
+
+    #[test]
+    fn tool_names_are_unique_and_found_by_name() {
+        for tool in Tool::ALL {
+            assert_eq!(Tool::named(tool.name()), Some(tool));
+            let described = tool.describe();
+            assert_eq!(described["inputSchema"]["type"], "object");
+        }
+        assert_eq!(Tool::named("sweep"), None);
+    }
+}

@@ -1,0 +1,389 @@
+//! `a3s-iso mcp`: a real client's handshake and tool calls over the binary's stdio, every read
+//! bounded by a timeout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::fixture::{Fixture, sandbox_available};
+
+/// How long any one answer may take (a sandboxed run included).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// The tools a server offers without `--allow-promote`.
+const TOOLS: [&str; 8] = [
+    "bind", "run", "diff", "show", "list", "overlaps", "capture", "discard",
+];
+
+/// An MCP client of one `a3s-iso mcp` process.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: PathBuf,
+    next_id: u64,
+}
+
+impl Client {
+    /// Starts `a3s-iso mcp ARGS` in the fixture's source.
+    fn start(fx: &Fixture, args: &[&str]) -> Client {
+        let stderr = fx.root.join(format!("mcp-stderr-{}.txt", args.len()));
+        let mut child = fx
+            .cmd()
+            .arg("mcp")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Client {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            stderr,
+            next_id: 1,
+        }
+    }
+
+    fn send_line(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        writeln!(stdin, "{text}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_line(&message.to_string());
+    }
+
+    /// The next message from the server: every line it writes is one JSON document.
+    fn receive(&self) -> Value {
+        match self.lines.recv_timeout(ANSWER_TIMEOUT) {
+            Ok(line) => serde_json::from_str(&line).unwrap_or_else(|e| {
+                panic!("the server wrote a line that is not JSON ({e}): {line}")
+            }),
+            Err(RecvTimeoutError::Timeout) => panic!(
+                "no answer within {ANSWER_TIMEOUT:?}; stderr:\n{}",
+                self.stderr_text()
+            ),
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("the server closed stdout; stderr:\n{}", self.stderr_text())
+            }
+        }
+    }
+
+    fn stderr_text(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Sends a request and returns its response (the whole message).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let response = self.receive();
+        assert_eq!(response["jsonrpc"], "2.0", "{response}");
+        assert_eq!(response["id"], id, "{response}");
+        response
+    }
+
+    /// A request that must succeed; its result.
+    fn result(&mut self, method: &str, params: Value) -> Value {
+        let response = self.request(method, params);
+        assert!(response.get("error").is_none(), "{response}");
+        response["result"].clone()
+    }
+
+    /// A tool call's result (a success or a tool error, never a protocol error).
+    fn call(&mut self, tool: &str, arguments: Value) -> Value {
+        self.result("tools/call", json!({"name": tool, "arguments": arguments}))
+    }
+
+    /// A tool call that must give a document (not an error document); the document, read
+    /// from the text content, which must equal the structured content when there is one.
+    fn document(&mut self, tool: &str, arguments: Value) -> Value {
+        let result = self.call(tool, arguments);
+        assert_eq!(result["isError"], false, "{tool}: {result}");
+        let document = text_document(&result);
+        if let Some(structured) = result.get("structuredContent") {
+            assert_eq!(structured, &document, "{tool}");
+        }
+        document
+    }
+
+    /// `initialize` at `version`, then `notifications/initialized`; the initialize result.
+    fn handshake(&mut self, version: &str) -> Value {
+        let result = self.result(
+            "initialize",
+            json!({
+                "protocolVersion": version,
+                "capabilities": {},
+                "clientInfo": {"name": "a3s-iso-tests", "version": "0"},
+            }),
+        );
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        result
+    }
+
+    fn tool_names(&mut self) -> Vec<String> {
+        let listed = self.result("tools/list", json!({}));
+        listed["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// Closes stdin; the server must exit 0 by itself, soon.
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                assert!(
+                    status.success(),
+                    "{status}; stderr:\n{}",
+                    self.stderr_text()
+                );
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server did not exit at the end of stdin"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The document of a tool result's first text content.
+fn text_document(result: &Value) -> Value {
+    let content = &result["content"][0];
+    assert_eq!(content["type"], "text", "{result}");
+    serde_json::from_str(content["text"].as_str().unwrap()).unwrap()
+}
+
+/// The `run` arguments for `command` in session `id`, unsandboxed where this machine has no
+/// sandbox.
+fn run_args(id: &str, command: &str) -> Value {
+    let mut args = json!({"session_id": id, "command": ["sh", "-c", command]});
+    if !sandbox_available() {
+        args["no_sandbox"] = json!(true);
+    }
+    args
+}
+
+#[test]
+fn an_agent_binds_runs_and_reviews_through_mcp() {
+    let fx = Fixture::new();
+    let mut client = Client::start(&fx, &[]);
+    let init = client.handshake("2025-06-18");
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    assert_eq!(init["serverInfo"]["name"], "a3s-iso");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    assert_eq!(client.tool_names(), TOOLS);
+    let listed = client.result("tools/list", json!({}));
+    for tool in listed["tools"].as_array().unwrap() {
+        assert_eq!(tool["inputSchema"]["type"], "object", "{tool}");
+    }
+
+    let bound = client.document("bind", json!({"session_id": "t1", "owner": "none"}));
+    assert_eq!(bound["schema"], "a3s-iso.bind.v1");
+    assert!(std::path::Path::new(bound["worktree"].as_str().unwrap()).is_dir());
+
+    // The command writes a file, prints on stdout and stderr, and reads stdin: its stdin is
+    // /dev/null (never the client's messages) and its output comes back after the document.
+    let command = "cat; echo from mcp > MCP.txt; echo to-stdout; echo to-stderr >&2";
+    let result = client.call("run", run_args("t1", command));
+    assert_eq!(result["isError"], false, "{result}");
+    let ran = text_document(&result);
+    assert_eq!(ran["schema"], "a3s-iso.run.v1");
+    assert_eq!(ran["state"], "completed", "{ran}");
+    assert_eq!(ran["change_set"]["files_changed"], 1, "{ran}");
+    let output = result["content"][1]["text"].as_str().unwrap();
+    assert!(
+        output.contains("to-stdout") && output.contains("to-stderr"),
+        "{output}"
+    );
+
+    let diff = client.document("diff", json!({"session_id": "t1", "patch": true}));
+    assert_eq!(diff["schema"], "a3s-iso.diff.v1");
+    let paths: Vec<&str> = diff["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["MCP.txt"]);
+    let patch = client.call("diff", json!({"session_id": "t1", "patch": true}));
+    assert!(
+        patch["content"][1]["text"]
+            .as_str()
+            .unwrap()
+            .contains("+from mcp"),
+        "{patch}"
+    );
+
+    // show's document is the one `--json show` prints, byte for byte.
+    let shown = client.call("show", json!({"session_id": "t1"}));
+    let (code, cli) = fx.json(&["show", "-s", "t1"]);
+    assert_eq!(code, 0);
+    assert_eq!(text_document(&shown), cli);
+    assert_eq!(cli["runs"].as_array().unwrap().len(), 1, "{cli}");
+    let cli_text = fx
+        .cmd()
+        .args(["--json", "show", "-s", "t1"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        shown["content"][0]["text"].as_str().unwrap(),
+        String::from_utf8(cli_text.stdout).unwrap().trim_end()
+    );
+    client.close();
+    // The source was never touched.
+    assert!(!fx.src.join("MCP.txt").exists());
+}
+
+#[test]
+fn failures_are_tool_errors_and_misuse_is_a_protocol_error() {
+    let fx = Fixture::new();
+    let mut client = Client::start(&fx, &[]);
+    client.handshake("2025-06-18");
+
+    // a3s-iso's own failure: a tool result with isError and the error document.
+    let missing = client.call("show", json!({"session_id": "nobody"}));
+    assert_eq!(missing["isError"], true, "{missing}");
+    let error = text_document(&missing);
+    assert_eq!(error["schema"], "a3s-iso.error.v1");
+    assert_eq!(error["error"]["code"], "session_not_found", "{error}");
+    assert_eq!(missing["structuredContent"], error);
+
+    // promote is not offered without --allow-promote: calling it is a protocol error.
+    let refused = client.request("tools/call", json!({"name": "promote", "arguments": {}}));
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-promote"),
+        "{refused}"
+    );
+
+    // Arguments a tool does not take, an unknown tool, an unknown method.
+    for (method, params, code) in [
+        (
+            "tools/call",
+            json!({"name": "run", "arguments": {"command": "make test"}}),
+            -32602,
+        ),
+        (
+            "tools/call",
+            json!({"name": "bind", "arguments": {"colour": "red"}}),
+            -32602,
+        ),
+        (
+            "tools/call",
+            json!({"name": "sweep", "arguments": {}}),
+            -32602,
+        ),
+        ("resources/list", json!({}), -32601),
+    ] {
+        let response = client.request(method, params.clone());
+        assert_eq!(response["error"]["code"], code, "{params}: {response}");
+    }
+
+    // A line that is not JSON: a parse error with a null id, and the server goes on.
+    client.send_line("{\"jsonrpc\": \"2.0\", \"id\": 99, \"method\":");
+    let parse = client.receive();
+    assert_eq!(parse["error"]["code"], -32700, "{parse}");
+    assert_eq!(parse["id"], Value::Null);
+    assert_eq!(client.result("ping", json!({})), json!({}));
+    assert_eq!(client.tool_names(), TOOLS);
+    client.close();
+}
+
+#[test]
+fn promote_and_land_are_offered_with_allow_promote() {
+    let fx = Fixture::new();
+    let mut client = Client::start(&fx, &["--allow-promote"]);
+    // An older revision is spoken too, without structured content.
+    let init = client.handshake("2024-11-05");
+    assert_eq!(init["protocolVersion"], "2024-11-05");
+    let mut expected: Vec<&str> = TOOLS.to_vec();
+    expected.extend(["promote", "land"]);
+    assert_eq!(client.tool_names(), expected);
+
+    client.document("bind", json!({"session_id": "p1", "owner": "none"}));
+    let ran = client.call(
+        "run",
+        run_args("p1", "printf 'promoted bytes\\n' > PROMOTED.txt"),
+    );
+    assert_eq!(text_document(&ran)["state"], "completed", "{ran}");
+    assert!(ran.get("structuredContent").is_none(), "{ran}");
+
+    let promoted = client.document("promote", json!({"session_id": "p1"}));
+    assert_eq!(promoted["schema"], "a3s-iso.promote.v1");
+    assert_eq!(promoted["outcome"], "applied", "{promoted}");
+    assert_eq!(
+        std::fs::read(fx.src.join("PROMOTED.txt")).unwrap(),
+        b"promoted bytes\n"
+    );
+    let again = client.document("promote", json!({"session_id": "p1"}));
+    assert_eq!(again["outcome"], "idempotent", "{again}");
+    client.close();
+}
+
+#[test]
+fn a_client_asking_for_an_unknown_revision_gets_the_newest() {
+    let fx = Fixture::new();
+    let mut client = Client::start(&fx, &[]);
+    let init = client.handshake("1999-01-01");
+    assert_eq!(init["protocolVersion"], "2025-06-18");
+    client.close();
+}
+
+#[test]
+fn sigterm_ends_the_server_also_after_a_run() {
+    let fx = Fixture::new();
+    let mut client = Client::start(&fx, &[]);
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "s1", "owner": "none"}));
+    let ran = client.call("run", run_args("s1", "true"));
+    assert_eq!(text_document(&ran)["state"], "completed", "{ran}");
+    let pid = i32::try_from(client.child.id()).unwrap();
+    // SAFETY: signalling the server this test started.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
+    let status = loop {
+        if let Some(status) = client.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "SIGTERM did not end the server");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
+}
