@@ -58,6 +58,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the commands as tools of an MCP server on stdin and stdout, for agents')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check whether a3s-iso can work here: git, the run sandbox, file system, state')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on')
+            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run an agent harness''s hook: Claude Code''s WorktreeCreate and WorktreeRemove')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Configure an agent harness to work in a3s-iso isolations (Claude Code''s worktree hooks)')
             [CompletionResult]::new('shell-init', 'shell-init', [CompletionResultType]::ParameterValue, 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -66,7 +68,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         'a3s-iso;bind' {
             [CompletionResult]::new('--base-dir', '--base-dir', [CompletionResultType]::ParameterName, 'Create the isolation in DIR instead of next to the source')
             [CompletionResult]::new('--owner', '--owner', [CompletionResultType]::ParameterName, 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)')
-            [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Copy the source''s ignored files under PATHSPEC (build caches such as target) into the new isolation, cloned where the file system can; the session then builds on them')
+            [CompletionResult]::new('--copy-ignored', '--copy-ignored', [CompletionResultType]::ParameterName, 'Copy the source''s ignored files that the gitignore PATTERNs match (build caches such as target, node_modules/) into the new isolation, cloned where the file system can; the session then builds on them. The ignored files the source''s .worktreeinclude names are copied too, without this option')
             [CompletionResult]::new('--owner-pid', '--owner-pid', [CompletionResultType]::ParameterName, 'The process that owns the session (the same as --owner pid:PID)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-''')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-''')
@@ -393,7 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         }
         'a3s-iso;pool' {
             [CompletionResult]::new('--size', '--size', [CompletionResultType]::ParameterName, 'How many spare isolations to keep ready (0 removes them all); default: as set before')
-            [CompletionResult]::new('--keep-ignored', '--keep-ignored', [CompletionResultType]::ParameterName, 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions')
+            [CompletionResult]::new('--keep-ignored', '--keep-ignored', [CompletionResultType]::ParameterName, 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions. The ignored files the source''s .worktreeinclude names are kept too')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
@@ -516,6 +518,34 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;hook' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'a3s-iso;init' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;shell-init' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -569,6 +599,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('mcp', 'mcp', [CompletionResultType]::ParameterValue, 'Serve the commands as tools of an MCP server on stdin and stdout, for agents')
             [CompletionResult]::new('doctor', 'doctor', [CompletionResultType]::ParameterValue, 'Check whether a3s-iso can work here: git, the run sandbox, file system, state')
             [CompletionResult]::new('version', 'version', [CompletionResultType]::ParameterValue, 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on')
+            [CompletionResult]::new('hook', 'hook', [CompletionResultType]::ParameterValue, 'Run an agent harness''s hook: Claude Code''s WorktreeCreate and WorktreeRemove')
+            [CompletionResult]::new('init', 'init', [CompletionResultType]::ParameterValue, 'Configure an agent harness to work in a3s-iso isolations (Claude Code''s worktree hooks)')
             [CompletionResult]::new('shell-init', 'shell-init', [CompletionResultType]::ParameterValue, 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print shell completions')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -644,6 +676,12 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;version' {
+            break
+        }
+        'a3s-iso;help;hook' {
+            break
+        }
+        'a3s-iso;help;init' {
             break
         }
         'a3s-iso;help;shell-init' {

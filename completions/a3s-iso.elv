@@ -55,6 +55,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand mcp 'Serve the commands as tools of an MCP server on stdin and stdout, for agents'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
             cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+            cand hook 'Run an agent harness''s hook: Claude Code''s WorktreeCreate and WorktreeRemove'
+            cand init 'Configure an agent harness to work in a3s-iso isolations (Claude Code''s worktree hooks)'
             cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
             cand completions 'Print shell completions'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -62,7 +64,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;bind'= {
             cand --base-dir 'Create the isolation in DIR instead of next to the source'
             cand --owner 'Who owns the session: `none` (no owner process: for scripts and CI; sweep keeps it unless --include-ownerless) or `pid:N` (default: the parent of a3s-iso, e.g. your shell)'
-            cand --copy-ignored 'Copy the source''s ignored files under PATHSPEC (build caches such as target) into the new isolation, cloned where the file system can; the session then builds on them'
+            cand --copy-ignored 'Copy the source''s ignored files that the gitignore PATTERNs match (build caches such as target, node_modules/) into the new isolation, cloned where the file system can; the session then builds on them. The ignored files the source''s .worktreeinclude names are copied too, without this option'
             cand --owner-pid 'The process that owns the session (the same as --owner pid:PID)'
             cand -s 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
             cand --session 'The session id (generated when omitted); letters, digits, ''.'', ''_'' and ''-'''
@@ -373,7 +375,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         }
         &'a3s-iso;pool'= {
             cand --size 'How many spare isolations to keep ready (0 removes them all); default: as set before'
-            cand --keep-ignored 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions'
+            cand --keep-ignored 'Ignored paths that a returned isolation keeps for the next session, as gitignore patterns (e.g. target, node_modules/); replaces the list set before. Shares build outputs between sessions. The ignored files the source''s .worktreeinclude names are kept too'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
@@ -488,6 +490,32 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;hook'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'a3s-iso;init'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;shell-init'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -539,6 +567,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand mcp 'Serve the commands as tools of an MCP server on stdin and stdout, for agents'
             cand doctor 'Check whether a3s-iso can work here: git, the run sandbox, file system, state'
             cand version 'Print the version of a3s-iso and git, and the kernel features the sandbox relies on'
+            cand hook 'Run an agent harness''s hook: Claude Code''s WorktreeCreate and WorktreeRemove'
+            cand init 'Configure an agent harness to work in a3s-iso isolations (Claude Code''s worktree hooks)'
             cand shell-init 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell''s rc file)'
             cand completions 'Print shell completions'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -590,6 +620,10 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;doctor'= {
         }
         &'a3s-iso;help;version'= {
+        }
+        &'a3s-iso;help;hook'= {
+        }
+        &'a3s-iso;help;init'= {
         }
         &'a3s-iso;help;shell-init'= {
         }

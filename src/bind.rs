@@ -38,8 +38,9 @@ pub struct BindOptions {
     /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
     /// untracked changes); that state becomes the session's base.
     pub carry_wip: bool,
-    /// Ignored paths (pathspecs) of the source copied into the new isolation (cloned where
-    /// the file system can).
+    /// Gitignore patterns naming ignored files of the source to copy into the new isolation
+    /// (cloned where the file system can), besides those the source's `.worktreeinclude`
+    /// names.
     pub copy_ignored: Vec<String>,
 }
 
@@ -98,7 +99,8 @@ pub struct BindOutcome {
     pub warnings: Vec<String>,
     /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
     pub warm: bool,
-    /// Ignored files copied from the source (`--copy-ignored`); `null` when none was asked.
+    /// Ignored files copied from the source (`--copy-ignored`, `.worktreeinclude`); `null`
+    /// when neither names a pattern (or the isolation is not new).
     pub copied_ignored: Option<crate::copyignored::CopyReport>,
 }
 
@@ -328,6 +330,8 @@ fn create(
         drop(lock);
         return Ok(BindOutcome::from_record(&record, false, warnings));
     }
+    let sets =
+        crate::include::copy_sets(&located.repo.toplevel, &opts.copy_ignored, &mut warnings)?;
     let claim = claim_path(located, opts, &record.session_id, &mut warnings)?;
     // A spare is taken under the lock, so two binds never take the same one.
     let taken = (restore_state.is_none() && warm_eligible(located, opts, &claim.path))
@@ -352,7 +356,10 @@ fn create(
             (admin, false)
         }),
     }
-    .and_then(|built| copy_ignored(ctx, located, &claim.path, opts).map(|copied| (built, copied)));
+    .and_then(|built| {
+        copy_ignored(ctx, located, (&claim.path, &record.bound_revision), &sets)
+            .map(|copied| (built, copied))
+    });
     let _lock = ctx.lock(&located.repo)?;
     match built {
         Ok(((admin_dir, warm), copied)) => {
@@ -421,17 +428,18 @@ fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Res
     crate::snapshot::copy_index(&seed, &located.store.bound_index_path(admin))
 }
 
-/// `--copy-ignored`: the source's ignored files under the pathspecs, copied in.
+/// `--copy-ignored` and `.worktreeinclude`: the source's ignored files they match, copied in.
 fn copy_ignored(
     ctx: &Context,
     located: &Located,
-    path: &Path,
-    opts: &BindOptions,
+    (path, revision): (&Path, &str),
+    sets: &[crate::include::PatternSet],
 ) -> Result<Option<crate::copyignored::CopyReport>> {
-    if opts.copy_ignored.is_empty() {
+    if sets.is_empty() {
         return Ok(None);
     }
-    crate::copyignored::copy(&ctx.git, &located.repo.toplevel, path, &opts.copy_ignored).map(Some)
+    let top = &located.repo.toplevel;
+    crate::copyignored::copy(&ctx.git, (top, path), revision, sets).map(Some)
 }
 
 /// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.

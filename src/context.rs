@@ -78,6 +78,14 @@ impl Context {
         }
     }
 
+    /// The same context started in `dir` instead (its notices go where this one's go).
+    pub(crate) fn started_in(&self, dir: PathBuf) -> Context {
+        Context {
+            start_dir: dir,
+            ..self.clone()
+        }
+    }
+
     /// Finds the source (started inside an isolation: that session's source), and finishes
     /// what a crash left in its store first ([`Context::recover`]).
     pub(crate) fn locate(&self) -> Result<Located> {

@@ -151,6 +151,42 @@ pub(crate) fn long_lived_ancestor(pid: u32) -> u32 {
     current
 }
 
+/// The Claude Code process this one was started under (a hook runs as its grandchild, through
+/// a shell): the nearest ancestor whose command name is `claude`, or a `node` (or `bun`)
+/// whose script is Claude Code's. `None` when no ancestor is.
+pub(crate) fn claude_ancestor() -> Option<u32> {
+    let mut pid = parent_pid();
+    // A bound on the walk, as for shells.
+    for _ in 0..32 {
+        if pid <= 1 {
+            return None;
+        }
+        if runs_claude(pid) {
+            return Some(pid);
+        }
+        pid = parent_of(pid)?;
+    }
+    None
+}
+
+/// Whether `pid` is Claude Code: named `claude` (its command name, or its `argv[0]`: the
+/// native build runs from a file named after its version, through a link named `claude`), or
+/// a JavaScript runtime whose script (one of its first arguments) has `claude` in its path.
+fn runs_claude(pid: u32) -> bool {
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let mut args = cmdline.split(|b| *b == 0);
+    let program = args.next().unwrap_or_default();
+    let program = program.rsplit(|b| *b == b'/').next().unwrap_or(program);
+    match command_name(pid).as_deref() {
+        Some("claude") => true,
+        _ if program == b"claude" => true,
+        Some("node" | "bun") => args
+            .take(3)
+            .any(|arg| arg.windows(6).any(|w| w == b"claude")),
+        _ => false,
+    }
+}
+
 /// Whether `pid` is a shell started with `-c` (and without `-i`): it runs one command string
 /// and exits.
 fn runs_command_string(pid: u32) -> bool {

@@ -53,9 +53,11 @@ pub struct BindArgs {
     #[arg(long, value_name = "none|pid:N", value_parser = parse_owner, conflicts_with = "owner_pid")]
     pub owner: Option<OwnerChoice>,
 
-    /// Copy the source's ignored files under PATHSPEC (build caches such as target) into the
-    /// new isolation, cloned where the file system can; the session then builds on them
-    #[arg(long, value_name = "PATHSPEC", num_args = 1.., conflicts_with = "read_only")]
+    /// Copy the source's ignored files that the gitignore PATTERNs match (build caches such as
+    /// target, node_modules/) into the new isolation, cloned where the file system can; the
+    /// session then builds on them. The ignored files the source's .worktreeinclude names are
+    /// copied too, without this option
+    #[arg(long, value_name = "PATTERN", num_args = 1.., conflicts_with = "read_only")]
     pub copy_ignored: Vec<String>,
 
     /// The process that owns the session (the same as --owner pid:PID)

@@ -165,6 +165,15 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso --json version",
     ),
     (
+        "hook",
+        "  a3s-iso init claude                       # configures Claude Code to run these
+  echo '{\"hook_event_name\":\"WorktreeCreate\",\"name\":\"agent-1\"}' | a3s-iso hook claude worktree-create",
+    ),
+    (
+        "init",
+        "  a3s-iso init claude                       # Claude Code's worktrees become isolations",
+    ),
+    (
         "shell-init",
         "  eval \"$(a3s-iso shell-init bash)\"        # in ~/.bashrc; then: a3s-iso cd task-42",
     ),

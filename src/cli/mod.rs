@@ -11,6 +11,8 @@ mod doctor;
 mod examples;
 mod fetch;
 mod gc;
+mod hook;
+mod init;
 mod land;
 mod list;
 mod log;
@@ -194,6 +196,23 @@ pub enum Command {
     /// Print the version of a3s-iso and git, and the kernel features the sandbox relies on
     #[command(after_long_help = examples::long("version"))]
     Version,
+    /// Run an agent harness's hook: Claude Code's WorktreeCreate and WorktreeRemove
+    #[command(after_long_help = examples::long("hook"))]
+    Hook {
+        /// The harness that runs the hook
+        #[arg(value_enum)]
+        agent: hook::HookAgent,
+        /// The hook: its payload is read on stdin
+        #[arg(value_enum)]
+        event: hook::HookEvent,
+    },
+    /// Configure an agent harness to work in a3s-iso isolations (Claude Code's worktree hooks)
+    #[command(after_long_help = examples::long("init"))]
+    Init {
+        /// The harness to configure
+        #[arg(value_enum)]
+        agent: init::InitAgent,
+    },
     /// Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell's rc file)
     #[command(after_long_help = examples::long("shell-init"))]
     ShellInit {
@@ -257,9 +276,14 @@ pub fn main() -> i32 {
 }
 
 fn context(cli: &Cli) -> Result<Context> {
+    context_in(cli, None)
+}
+
+/// The context started in `-C`, else in `dir`, else in the current directory.
+fn context_in(cli: &Cli, dir: Option<&std::path::Path>) -> Result<Context> {
     let git = Git::locate(cli.git.as_deref())?;
-    let start_dir = match &cli.repo {
-        Some(dir) => dir.clone(),
+    let start_dir = match cli.repo.as_deref().or(dir) {
+        Some(dir) => dir.to_path_buf(),
         None => std::env::current_dir()
             .map_err(|e| Error::io("cannot read the current directory", e))?,
     };
@@ -326,6 +350,12 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Mcp(args) => with_context(cli, out, |ctx| mcp::run(ctx, args, out)),
         Command::Doctor(args) => Ok(doctor::run(cli, args, out)),
         Command::Version => Ok(doctor::version(cli, out)),
+        Command::Hook { agent, event } => Ok(hook::run(
+            cli,
+            (*agent, *event),
+            &Output::new(false, cli.quiet, cli.color),
+        )),
+        Command::Init { agent } => with_context(cli, out, |ctx| init::run(ctx, *agent, out)),
         Command::ShellInit { shell } => {
             out.line(shell_init::script(*shell).trim_end());
             Ok(0)

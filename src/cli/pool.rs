@@ -16,7 +16,8 @@ pub struct PoolArgs {
 
     /// Ignored paths that a returned isolation keeps for the next session, as gitignore
     /// patterns (e.g. target, node_modules/); replaces the list set before. Shares build
-    /// outputs between sessions
+    /// outputs between sessions. The ignored files the source's .worktreeinclude names are
+    /// kept too
     #[arg(long, value_name = "PATTERN", num_args = 1..)]
     pub keep_ignored: Option<Vec<String>>,
 
@@ -75,10 +76,15 @@ fn render(outcome: &PoolOutcome, out: &Output) {
         (Some(false), _) => "not available (caches are copied)".to_string(),
         (None, detail) => format!("unknown ({})", detail.as_deref().unwrap_or("")),
     };
-    let keep = if outcome.keep_ignored.is_empty() {
-        "-".to_string()
-    } else {
-        outcome.keep_ignored.join(" ")
+    let keep = match (&outcome.keep_ignored[..], &outcome.worktreeinclude[..]) {
+        ([], []) => "-".to_string(),
+        (keep, []) => keep.join(" "),
+        ([], included) => format!("(.worktreeinclude) {}", included.join(" ")),
+        (keep, included) => format!(
+            "{} (.worktreeinclude) {}",
+            keep.join(" "),
+            included.join(" ")
+        ),
     };
     out.fields(&[
         ("built", outcome.built.to_string()),

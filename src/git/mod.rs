@@ -18,5 +18,5 @@ pub(crate) use merge::{CommitInfo, Merged};
 pub(crate) use ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
 pub(crate) use remote::{ObjectInfo, TopEntry};
 pub use runner::Git;
-pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, split_nul};
+pub(crate) use runner::{GitCmd, REPO_SELECTING_VARS, failure_of, split_nul};
 pub(crate) use submodule::{Gitlink, LocalClone, file_url, module_paths};

@@ -1,8 +1,8 @@
 //! Making a used isolation as a cold bind leaves one, without trusting anything in it: git runs
 //! through a private git dir with a3s-iso's own index (never the tree's admin dir), restores
 //! only the tracked paths that differ, removes what is untracked or ignored (but the kept
-//! ignored paths), and the admin dir is emptied and written again as `git worktree add` writes
-//! it.
+//! ignored paths: `--keep-ignored`, and the ignored files `.worktreeinclude` names), and the
+//! admin dir is emptied and written again as `git worktree add` writes it.
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -32,18 +32,35 @@ impl Tree<'_> {
     }
 }
 
+/// The untracked paths a returned tree keeps, as gitignore patterns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Keep<'a> {
+    /// `pool --keep-ignored`: kept whether the commit ignores them or not.
+    pub patterns: &'a [String],
+    /// The source's `.worktreeinclude`: kept only where the commit's ignore rules (and the
+    /// repository's `info/exclude` and `core.excludesFile`) ignore them.
+    pub included: &'a [String],
+}
+
+impl Keep<'_> {
+    /// Whether any path may be kept.
+    fn any(&self) -> bool {
+        !self.patterns.is_empty() || !self.included.is_empty()
+    }
+}
+
 /// Brings the tree to commit `head` with `index` (a3s-iso's own index of it, with stat data,
 /// updated in place): everything untracked or ignored is removed except the paths that `keep`
-/// (gitignore patterns) names, tracked paths that differ are restored, and every entry gets
-/// the kind, owner, mode and extended attributes a cold bind gives it (`walk`). `pristine`:
-/// the index's stat data is from when a3s-iso last wrote the tree. Costs one directory walk
-/// (beside `git clean`'s) plus what differs: no full checkout, no read of unchanged files.
+/// names, tracked paths that differ are restored, and every entry gets the kind, owner, mode
+/// and extended attributes a cold bind gives it (`walk`). `pristine`: the index's stat data is
+/// from when a3s-iso last wrote the tree. Costs one directory walk (beside `git clean`'s) plus
+/// what differs: no full checkout, no read of unchanged files.
 pub(crate) fn clean(
     git: &Git,
     tree: &Tree,
     head: &str,
     index: &Path,
-    (keep, pristine): (&[String], bool),
+    (keep, pristine): (Keep, bool),
 ) -> Result<()> {
     let root = Dir::open(tree.path).ctx(|| format!("cannot open {}", tree.path.display()))?;
     // Whatever the session left at `<tree>/.git` goes (a file, a directory, a link); the link
@@ -82,7 +99,7 @@ pub(crate) fn clean(
     // path.
     let remove = || {
         let mut remove = cmd().args(["clean", "-ffdxq"]);
-        for pattern in keep {
+        for pattern in keep.patterns.iter().chain(keep.included) {
             remove = remove.arg("-e").arg(pattern);
         }
         remove
@@ -93,8 +110,7 @@ pub(crate) fn clean(
     // the `.gitattributes` files first, so that every other file is written under the
     // commit's attributes.
     let (removed, found) = std::thread::scope(|scope| {
-        let found =
-            scope.spawn(|| walk::walk(&root, &entries, pristine, expected, !keep.is_empty()));
+        let found = scope.spawn(|| walk::walk(&root, &entries, pristine, expected, keep.any()));
         (remove().run(), found.join())
     });
     let found = found.map_err(|_| Error::internal("the cleaning's walk panicked"))??;
@@ -122,6 +138,16 @@ pub(crate) fn clean(
                 .stdin(paths.join(&0u8))
                 .run()?;
         }
+    }
+    if !keep.included.is_empty() {
+        // With the commit's ignore files back in place: what only `.worktreeinclude` kept but
+        // no ignore rule ignores goes (`--keep-ignored` paths stay, as the first pass kept
+        // them whether ignored or not).
+        let mut unignored = cmd().args(["clean", "-ffdq"]);
+        for pattern in keep.patterns {
+            unignored = unignored.arg("-e").arg(pattern);
+        }
+        unignored.run()?;
     }
     Ok(())
 }

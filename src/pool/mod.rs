@@ -6,7 +6,8 @@
 //!
 //! A spare is cleaned on its way in: through a private git dir and a3s-iso's own index of the
 //! tree, only the tracked paths that differ are restored, everything untracked or ignored is
-//! removed (except `--keep-ignored` paths), and the admin dir is emptied and written as a cold
+//! removed (except the `--keep-ignored` paths and the ignored files the source's
+//! `.worktreeinclude` names), and the admin dir is emptied and written as a cold
 //! bind writes it. Nothing in the tree or its admin dir chooses configuration, hooks or
 //! filters for that git.
 
@@ -53,8 +54,11 @@ pub struct PoolOutcome {
     pub source: PathBuf,
     /// How many spares the pool keeps.
     pub size: usize,
-    /// Ignored paths that survive recycling.
+    /// Ignored paths that survive recycling (gitignore patterns).
     pub keep_ignored: Vec<String>,
+    /// The patterns of the source's `.worktreeinclude`: the ignored files they match survive
+    /// recycling too (empty without one).
+    pub worktreeinclude: Vec<String>,
     /// The spares now.
     pub spares: Vec<SpareReport>,
     /// Spares this call built.
@@ -97,7 +101,7 @@ pub fn pool(
         if !opts.status_only {
             settings.size = opts.size.unwrap_or(settings.size);
             if let Some(keep) = &opts.keep_ignored {
-                settings.keep_ignored = keep.clone();
+                settings.keep_ignored = crate::include::from_args(keep, "--keep-ignored")?;
             }
             spare::save_settings(&located, &settings)?;
             removed = shrink(&located, settings.size)?;
@@ -125,6 +129,8 @@ pub fn pool(
         source: located.repo.toplevel.clone(),
         size: settings.size,
         keep_ignored: settings.keep_ignored,
+        worktreeinclude: crate::include::worktreeinclude(&located.repo.toplevel, &mut Vec::new())
+            .unwrap_or_default(),
         spares,
         built,
         removed,
@@ -444,13 +450,13 @@ fn make_spare(
         scratch: &scratch,
     };
     let head = &record.bound_revision;
-    clean::clean(
-        &ctx.git,
-        &tree,
-        head,
-        &index,
-        (&settings.keep_ignored, pristine),
-    )?;
+    // The source's `.worktreeinclude` (never the returned tree's, which the session wrote).
+    let included = crate::include::worktreeinclude(&located.repo.toplevel, &mut Vec::new());
+    let keep = clean::Keep {
+        patterns: &settings.keep_ignored,
+        included: included.as_deref().unwrap_or_default(),
+    };
+    clean::clean(&ctx.git, &tree, head, &index, (keep, pristine))?;
     let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
     inherited.conform(tree.private(&ctx.git, head)?, head, &index)?;
     crate::fault_point!("pool-return-after-clean");

@@ -483,6 +483,8 @@ fn every_command_document_matches_its_schema() {
     error_documents(&fx, &mut seen);
     pool_gc_and_remote(&fx, &mut seen);
     discard_all(&fx, &mut seen);
+    let init = checked(&fx, &fx.src, &["init", "claude"], 0, &mut seen);
+    assert_eq!(init["changed"], true, "{init}");
     let published: BTreeSet<String> = std::fs::read_dir(SCHEMA_DIR)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
