@@ -21,7 +21,8 @@ rustup target add "$target" >/dev/null 2>&1 || {
   exit 1
 }
 cargo build --locked --release --target "$target" >&2 || exit 1
-binary="target/$target/release/a3s-iso"
+binary="${CARGO_TARGET_DIR:-target}/$target/release/a3s-iso"
+[ -x "$binary" ] || { echo "package.sh: the build left no $binary" >&2; exit 1; }
 # Static, or it is not what the release promises: it must run on any Linux of that machine.
 if ! ldd "$binary" 2>&1 | grep -qE 'statically linked|not a dynamic executable'; then
   echo "package.sh: $binary is dynamically linked" >&2
