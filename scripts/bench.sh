@@ -4,7 +4,7 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only pool|rebase|overlaps|land]
+#                    [--only pool|rebase|overlaps|land|include]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
@@ -17,6 +17,8 @@
 #   --only rebase   only rebase of ten changed files against git cherry-pick (100,000 files)
 #   --only overlaps only overlaps --json over 50 sessions (10,000 files; no raw side)
 #   --only land     only land of ten sessions against rebase + promote of each (10,000 files)
+#   --only include  only bind with a 200 MiB .worktreeinclude set of 10,000 files against
+#                   worktree add + cp -a --reflink=auto of the same files (10,000 files)
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -42,8 +44,8 @@ done
 case "$only" in
   ""|pool) ;;
   rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
-  overlaps|land) [ -n "$sizes_given" ] || sizes=10000 ;;
-  *) echo "unknown case for --only: $only (pool, rebase, overlaps or land)" >&2; exit 2 ;;
+  overlaps|land|include) [ -n "$sizes_given" ] || sizes=10000 ;;
+  *) echo "unknown case for --only: $only (pool, rebase, overlaps, land or include)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -177,6 +179,42 @@ PY
     'c=$((c+1)); sync'
   for i in $(seq "$c"); do "$bin" discard -q -s "c$i" >/dev/null 2>&1 || true; rm -rf "../rawc$i"; done
   rm -rf target .git/info/exclude
+  git worktree prune
+}
+
+# include: `.worktreeinclude` names an ignored set of 10,000 files, 200 MiB in all (20 KiB
+# each, in 100 directories: a node_modules-like tree), which bind copies into the new
+# isolation; the raw side is a checkout plus `cp -a --reflink=auto` of the same directory.
+include_case() {
+  local size=$1 fs reflink
+  echo "bind with a 200 MiB .worktreeinclude set…" >&2
+  python3 - <<'PY'
+import os, random
+rng = random.Random(7)
+for d in range(100):
+    os.makedirs(f"node_modules/pkg{d:03d}", exist_ok=True)
+    for f in range(100):
+        with open(f"node_modules/pkg{d:03d}/mod{f:03d}.js", "wb") as out:
+            out.write(rng.randbytes(20 * 1024))
+PY
+  printf 'node_modules/\n' > .git/info/exclude
+  printf 'node_modules/\n' > .worktreeinclude
+  git add .worktreeinclude && git commit -q -m "include node_modules"
+  fs=$(stat -f -c %T .)
+  reflink=$("$bin" --json pool --status | python3 -c 'import json,sys; print("reflink" if json.load(sys.stdin)["reflink"] else "copy")')
+  n=0
+  measure "$size" "bind, .worktreeinclude 200MiB ($fs, $reflink)" \
+    '"$bin" bind -q -s "inc$n"' \
+    'git worktree add -q --detach "../rawi$n" HEAD && cp -a --reflink=auto node_modules "../rawi$n/"' \
+    'n=$((n+1)); sync'
+  # Both sides hold the whole set, byte for byte.
+  if ! diff -r -q node_modules "../.src.a3s-isolate-inc$n/node_modules" >/dev/null ||
+     ! diff -r -q node_modules "../rawi$((n - 1))/node_modules" >/dev/null; then
+    echo "include case: a side lacks the .worktreeinclude set" >&2; exit 1
+  fi
+  for i in $(seq "$n"); do "$bin" discard -q -s "inc$i" >/dev/null 2>&1 || true; rm -rf "../rawi$i"; done
+  rm -rf node_modules .git/info/exclude
+  git rm -q .worktreeinclude && git commit -q -m "drop .worktreeinclude"
   git worktree prune
 }
 
@@ -338,6 +376,7 @@ for size in $sizes; do
     rebase) rebase_case "$size"; continue ;;
     overlaps) overlaps_case "$size"; continue ;;
     land) land_case "$size"; continue ;;
+    include) include_case "$size"; continue ;;
   esac
   if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
     echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
