@@ -28,6 +28,9 @@ _a3s__iso() {
             a3s__iso,completions)
                 cmd="a3s__iso__subcmd__completions"
                 ;;
+            a3s__iso,config)
+                cmd="a3s__iso__subcmd__config"
+                ;;
             a3s__iso,diff)
                 cmd="a3s__iso__subcmd__diff"
                 ;;
@@ -103,6 +106,18 @@ _a3s__iso() {
             a3s__iso,version)
                 cmd="a3s__iso__subcmd__version"
                 ;;
+            a3s__iso__subcmd__config,help)
+                cmd="a3s__iso__subcmd__config__subcmd__help"
+                ;;
+            a3s__iso__subcmd__config,trust)
+                cmd="a3s__iso__subcmd__config__subcmd__trust"
+                ;;
+            a3s__iso__subcmd__config__subcmd__help,help)
+                cmd="a3s__iso__subcmd__config__subcmd__help__subcmd__help"
+                ;;
+            a3s__iso__subcmd__config__subcmd__help,trust)
+                cmd="a3s__iso__subcmd__config__subcmd__help__subcmd__trust"
+                ;;
             a3s__iso__subcmd__help,bind)
                 cmd="a3s__iso__subcmd__help__subcmd__bind"
                 ;;
@@ -114,6 +129,9 @@ _a3s__iso() {
                 ;;
             a3s__iso__subcmd__help,completions)
                 cmd="a3s__iso__subcmd__help__subcmd__completions"
+                ;;
+            a3s__iso__subcmd__help,config)
+                cmd="a3s__iso__subcmd__help__subcmd__config"
                 ;;
             a3s__iso__subcmd__help,diff)
                 cmd="a3s__iso__subcmd__help__subcmd__diff"
@@ -190,6 +208,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,version)
                 cmd="a3s__iso__subcmd__help__subcmd__version"
                 ;;
+            a3s__iso__subcmd__help__subcmd__config,trust)
+                cmd="a3s__iso__subcmd__help__subcmd__config__subcmd__trust"
+                ;;
             *)
                 ;;
         esac
@@ -197,7 +218,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,7 +256,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__bind)
-            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --copy-ignored --owner-pid --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --copy-ignored --owner-pid --no-setup --ignore-config --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -403,6 +424,124 @@ _a3s__iso() {
         a3s__iso__subcmd__completions)
             opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help bash elvish fish powershell zsh"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help trust help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config__subcmd__help)
+            opts="trust help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config__subcmd__help__subcmd__trust)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config__subcmd__trust)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -669,7 +808,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -727,6 +866,34 @@ _a3s__iso() {
         a3s__iso__subcmd__help__subcmd__completions)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__config)
+            opts="trust"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__config__subcmd__trust)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
