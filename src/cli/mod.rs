@@ -176,7 +176,7 @@ pub enum Command {
     /// Keep spare isolations ready, so that bind takes one instead of checking out
     #[command(after_long_help = examples::long("pool"))]
     Pool(pool::PoolArgs),
-    /// Show the configuration in effect and where each value came from; trust the repository's
+    /// Show the configuration in effect and where each value came from (config trust: approve the repository's file)
     #[command(after_long_help = examples::long("config"))]
     Config(config::ConfigArgs),
     /// Check a change-set document against every rule of the format
