@@ -106,18 +106,6 @@ _a3s__iso() {
             a3s__iso,version)
                 cmd="a3s__iso__subcmd__version"
                 ;;
-            a3s__iso__subcmd__config,help)
-                cmd="a3s__iso__subcmd__config__subcmd__help"
-                ;;
-            a3s__iso__subcmd__config,trust)
-                cmd="a3s__iso__subcmd__config__subcmd__trust"
-                ;;
-            a3s__iso__subcmd__config__subcmd__help,help)
-                cmd="a3s__iso__subcmd__config__subcmd__help__subcmd__help"
-                ;;
-            a3s__iso__subcmd__config__subcmd__help,trust)
-                cmd="a3s__iso__subcmd__config__subcmd__help__subcmd__trust"
-                ;;
             a3s__iso__subcmd__help,bind)
                 cmd="a3s__iso__subcmd__help__subcmd__bind"
                 ;;
@@ -207,9 +195,6 @@ _a3s__iso() {
                 ;;
             a3s__iso__subcmd__help,version)
                 cmd="a3s__iso__subcmd__help__subcmd__version"
-                ;;
-            a3s__iso__subcmd__help__subcmd__config,trust)
-                cmd="a3s__iso__subcmd__help__subcmd__config__subcmd__trust"
                 ;;
             *)
                 ;;
@@ -460,88 +445,8 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__config)
-            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help trust help"
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help trust"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                --repo)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -C)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --state-dir)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --color)
-                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
-                    return 0
-                    ;;
-                --git)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --lock-timeout)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__config__subcmd__help)
-            opts="trust help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__config__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__config__subcmd__help__subcmd__trust)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__config__subcmd__trust)
-            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -878,22 +783,8 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__config)
-            opts="trust"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        a3s__iso__subcmd__help__subcmd__config__subcmd__trust)
             opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -405,29 +405,6 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --quiet 'Print no narration or warnings on stderr'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
-            cand trust 'Trust the repository''s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'
-            cand help 'Print this message or the help of the given subcommand(s)'
-        }
-        &'a3s-iso;config;trust'= {
-            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
-            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
-            cand --color 'When to colour human output'
-            cand --git 'The git binary to run (default: git on PATH)'
-            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
-            cand --json 'Print exactly one JSON document on stdout (success or failure)'
-            cand -q 'Print no narration or warnings on stderr'
-            cand --quiet 'Print no narration or warnings on stderr'
-            cand -h 'Print help'
-            cand --help 'Print help'
-        }
-        &'a3s-iso;config;help'= {
-            cand trust 'Trust the repository''s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'
-            cand help 'Print this message or the help of the given subcommand(s)'
-        }
-        &'a3s-iso;config;help;trust'= {
-        }
-        &'a3s-iso;config;help;help'= {
         }
         &'a3s-iso;verify'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -648,9 +625,6 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;pool'= {
         }
         &'a3s-iso;help;config'= {
-            cand trust 'Trust the repository''s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'
-        }
-        &'a3s-iso;help;config;trust'= {
         }
         &'a3s-iso;help;verify'= {
         }

@@ -333,30 +333,16 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l no-fill -d 'Rec
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand pool" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -l color -d 'When to colour human output' -r -f -a "auto\t''
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -l color -d 'When to colour human output' -r -f -a "auto\t''
 always\t''
 never\t''"
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -l git -d 'The git binary to run (default: git on PATH)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -f -a "trust" -d 'Trust the repository\'s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and not __fish_seen_subcommand_from trust help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -l color -d 'When to colour human output' -r -f -a "auto\t''
-always\t''
-never\t''"
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -l git -d 'The git binary to run (default: git on PATH)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -s q -l quiet -d 'Print no narration or warnings on stderr'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from trust" -s h -l help -d 'Print help'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "trust" -d 'Trust the repository\'s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config; and __fish_seen_subcommand_from help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -l git -d 'The git binary to run (default: git on PATH)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -s q -l quiet -d 'Print no narration or warnings on stderr'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand config" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand verify" -l color -d 'When to colour human output' -r -f -a "auto\t''
@@ -504,4 +490,3 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_see
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help" -f -a "shell-init" -d 'Print a shell function that adds `a3s-iso cd [ID]` (eval it in your shell\'s rc file)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help" -f -a "completions" -d 'Print shell completions'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and not __fish_seen_subcommand_from bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand help; and __fish_seen_subcommand_from config" -f -a "trust" -d 'Trust the repository\'s .a3s-iso.toml as it is now (for you only): its setup commands and network setting then apply to binds and runs, until the file changes'

@@ -1,6 +1,6 @@
 use std::io::{BufRead, IsTerminal, Write};
 
-use clap::{Args, Subcommand};
+use clap::{Args, ValueEnum};
 
 use a3s_iso::config::{ConfigReport, Loaded, Setting, Trust, load};
 use a3s_iso::context::Context;
@@ -11,14 +11,15 @@ use super::Output;
 /// `a3s-iso config`'s arguments.
 #[derive(Debug, Args)]
 pub struct ConfigArgs {
-    #[command(subcommand)]
+    /// `trust`: approve the repository's .a3s-iso.toml as it is now (for you only); its setup
+    /// commands and network setting then apply to binds and runs, until the file changes
+    #[arg(value_enum, value_name = "ACTION")]
     pub action: Option<ConfigAction>,
 }
 
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ConfigAction {
-    /// Trust the repository's .a3s-iso.toml as it is now (for you only): its setup commands
-    /// and network setting then apply to binds and runs, until the file changes
+    /// Approve the repository's .a3s-iso.toml as it is now, for you
     Trust,
 }
 
