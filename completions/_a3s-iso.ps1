@@ -51,6 +51,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
@@ -83,6 +84,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--submodules', '--submodules', [CompletionResultType]::ParameterName, 'Initialise submodules (recursively) in the isolation, each cloned from the source''s own copy of it (no network)')
             [CompletionResult]::new('--read-only', '--read-only', [CompletionResultType]::ParameterName, 'Record a session without an isolation tree; writing commands then refuse it')
             [CompletionResult]::new('--resume', '--resume', [CompletionResultType]::ParameterName, 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)')
+            [CompletionResult]::new('--no-setup', '--no-setup', [CompletionResultType]::ParameterName, 'Do not run the configuration''s setup commands in the new isolation')
+            [CompletionResult]::new('--ignore-config', '--ignore-config', [CompletionResultType]::ParameterName, 'Bind without reading the repository''s .a3s-iso.toml at all (trusted or not)')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
@@ -411,6 +414,20 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;config' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;verify' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -592,6 +609,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('discard', 'discard', [CompletionResultType]::ParameterValue, 'Remove a session''s isolation; never touches the source')
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
+            [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
@@ -655,6 +673,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;pool' {
+            break
+        }
+        'a3s-iso;help;config' {
             break
         }
         'a3s-iso;help;verify' {

@@ -28,6 +28,9 @@ _a3s__iso() {
             a3s__iso,completions)
                 cmd="a3s__iso__subcmd__completions"
                 ;;
+            a3s__iso,config)
+                cmd="a3s__iso__subcmd__config"
+                ;;
             a3s__iso,diff)
                 cmd="a3s__iso__subcmd__diff"
                 ;;
@@ -115,6 +118,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,completions)
                 cmd="a3s__iso__subcmd__help__subcmd__completions"
                 ;;
+            a3s__iso__subcmd__help,config)
+                cmd="a3s__iso__subcmd__help__subcmd__config"
+                ;;
             a3s__iso__subcmd__help,diff)
                 cmd="a3s__iso__subcmd__help__subcmd__diff"
                 ;;
@@ -197,7 +203,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -235,7 +241,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__bind)
-            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --copy-ignored --owner-pid --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --allow-dirty --carry-wip --submodules --read-only --base-dir --resume --owner --copy-ignored --owner-pid --no-setup --ignore-config --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -402,6 +408,44 @@ _a3s__iso() {
             ;;
         a3s__iso__subcmd__completions)
             opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help bash elvish fish powershell zsh"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__config)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help trust"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -669,7 +713,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -725,6 +769,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__config)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -48,6 +48,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand discard 'Remove a session''s isolation; never touches the source'
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
+            cand config 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)'
             cand verify 'Check a change-set document against every rule of the format'
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
@@ -79,6 +80,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --submodules 'Initialise submodules (recursively) in the isolation, each cloned from the source''s own copy of it (no network)'
             cand --read-only 'Record a session without an isolation tree; writing commands then refuse it'
             cand --resume 'Rebuild a swept, discarded or missing isolation at the bound revision and restore its work into it as uncommitted changes (a swept session''s snapshot, else the latest capture)'
+            cand --no-setup 'Do not run the configuration''s setup commands in the new isolation'
+            cand --ignore-config 'Bind without reading the repository''s .a3s-iso.toml at all (trusted or not)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'
@@ -390,6 +393,19 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;config'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;verify'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -560,6 +576,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand discard 'Remove a session''s isolation; never touches the source'
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
+            cand config 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)'
             cand verify 'Check a change-set document against every rule of the format'
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
@@ -606,6 +623,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;gc'= {
         }
         &'a3s-iso;help;pool'= {
+        }
+        &'a3s-iso;help;config'= {
         }
         &'a3s-iso;help;verify'= {
         }

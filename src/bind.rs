@@ -42,6 +42,9 @@ pub struct BindOptions {
     /// (cloned where the file system can), besides those the source's `.worktreeinclude`
     /// names.
     pub copy_ignored: Vec<String>,
+    /// The setup commands run in the new isolation once it is bound (none for a reused or
+    /// read-only session); the first that fails makes the bind `setup_failed`.
+    pub setup: crate::setup::Setup,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -102,6 +105,8 @@ pub struct BindOutcome {
     /// Ignored files copied from the source (`--copy-ignored`, `.worktreeinclude`); `null`
     /// when neither names a pattern (or the isolation is not new).
     pub copied_ignored: Option<crate::copyignored::CopyReport>,
+    /// The setup commands that ran in the new isolation, in order.
+    pub setup: Vec<crate::setup::SetupRun>,
 }
 
 impl BindOutcome {
@@ -120,13 +125,24 @@ impl BindOutcome {
             warnings,
             warm: false,
             copied_ignored: None,
+            setup: Vec::new(),
         }
     }
 }
 
 /// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
-/// (with `--carry-wip`, plus the source's local changes).
+/// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
+/// new isolation.
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let mut outcome = bind_isolation(ctx, opts)?;
+    if !outcome.reused && !outcome.read_only {
+        let session = outcome.session_id.clone();
+        outcome.setup = crate::setup::run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;
+    }
+    Ok(outcome)
+}
+
+fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let session_id = session_id_for(opts)?;
     let owner = owner_for(opts)?;
     let explicit = opts.owner != OwnerChoice::Parent;

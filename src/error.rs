@@ -82,11 +82,15 @@ pub enum ErrorCode {
     RunNotFound,
     /// `change_set_pending`: the run asked for has not ended (or not been captured) yet.
     ChangeSetPending,
+    /// `config_untrusted`: the repository's configuration file is not approved by this user.
+    ConfigUntrusted,
+    /// `setup_failed`: a setup command of the configuration failed after a bind.
+    SetupFailed,
 }
 
 impl ErrorCode {
     /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 29] = [
+    pub const ALL: [ErrorCode; 31] = [
         ErrorCode::IsolationUnavailable,
         ErrorCode::InvalidId,
         ErrorCode::SessionNotFound,
@@ -116,6 +120,8 @@ impl ErrorCode {
         ErrorCode::DigestAmbiguous,
         ErrorCode::RunNotFound,
         ErrorCode::ChangeSetPending,
+        ErrorCode::ConfigUntrusted,
+        ErrorCode::SetupFailed,
     ];
 
     /// The code as JSON and human output spell it.
@@ -150,6 +156,8 @@ impl ErrorCode {
             ErrorCode::DigestAmbiguous => "digest_ambiguous",
             ErrorCode::RunNotFound => "run_not_found",
             ErrorCode::ChangeSetPending => "change_set_pending",
+            ErrorCode::ConfigUntrusted => "config_untrusted",
+            ErrorCode::SetupFailed => "setup_failed",
         }
     }
 
@@ -164,7 +172,8 @@ impl ErrorCode {
             ErrorCode::InvalidId
             | ErrorCode::ChangeSetInvalid
             | ErrorCode::InvalidInput
-            | ErrorCode::DigestAmbiguous => 5,
+            | ErrorCode::DigestAmbiguous
+            | ErrorCode::ConfigUntrusted => 5,
             ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
             ErrorCode::ChangeSetPending => 75,
             ErrorCode::CommandNotExecutable => 126,
@@ -182,7 +191,8 @@ impl ErrorCode {
             | ErrorCode::Internal
             | ErrorCode::DetachedSource
             | ErrorCode::ChangeSetNotFound
-            | ErrorCode::RunNotFound => 1,
+            | ErrorCode::RunNotFound
+            | ErrorCode::SetupFailed => 1,
         }
     }
 }
@@ -540,6 +550,27 @@ pub enum Error {
         /// The full digests it matches.
         candidates: Vec<String>,
     },
+    /// The repository's configuration file is not approved by this user (never, or not as it
+    /// is now); nothing was bound.
+    #[error("{} {}: it can run commands and open the network", path.display(), if *changed { "changed since you trusted it" } else { "is not trusted by you" })]
+    ConfigUntrusted {
+        /// The file.
+        path: PathBuf,
+        /// It was trusted once, with other content.
+        changed: bool,
+    },
+    /// A setup command failed after a bind; the isolation stays bound for inspection.
+    #[error("setup command {command:?} of session {session_id:?} failed{}; its output is in {}", exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_else(|| " (no exit code)".into()), output.display())]
+    SetupFailed {
+        /// The session, left bound.
+        session_id: String,
+        /// The command that failed.
+        command: String,
+        /// Its exit code; `None` when a signal ended it.
+        exit_code: Option<i32>,
+        /// The file holding its output.
+        output: PathBuf,
+    },
 }
 
 /// a3s-iso's result type.
@@ -583,6 +614,8 @@ impl Error {
             Error::DigestAmbiguous { .. } => ErrorCode::DigestAmbiguous,
             Error::RunNotFound { .. } => ErrorCode::RunNotFound,
             Error::ChangeSetPending { .. } => ErrorCode::ChangeSetPending,
+            Error::ConfigUntrusted { .. } => ErrorCode::ConfigUntrusted,
+            Error::SetupFailed { .. } => ErrorCode::SetupFailed,
         }
     }
 
@@ -687,6 +720,12 @@ impl Error {
             Error::ChangeSetPending { .. } => {
                 Some("ask again once the run has ended and its change set is recorded".into())
             }
+            Error::ConfigUntrusted { .. } => Some(
+                "read it, then approve it with a3s-iso config trust; or bind with --ignore-config to leave it out".into(),
+            ),
+            Error::SetupFailed { session_id, .. } => Some(format!(
+                "the isolation is kept: look in $(a3s-iso path -s {session_id}), or discard it (a3s-iso discard -s {session_id}); bind --no-setup skips setup"
+            )),
             _ => None,
         }
     }
@@ -717,6 +756,18 @@ impl Error {
         }
         if let Error::SessionConflicted { paths, .. } = self {
             body["paths"] = serde_json::json!(paths);
+        }
+        if let Error::SetupFailed {
+            session_id,
+            command,
+            exit_code,
+            output,
+        } = self
+        {
+            body["session_id"] = serde_json::json!(session_id);
+            body["command"] = serde_json::json!(command);
+            body["exit_code"] = serde_json::json!(exit_code);
+            body["output"] = serde_json::json!(output.to_string_lossy());
         }
         if let Error::ChangeSetInvalid { rule, field, .. }
         | Error::RequestInvalid { rule, field, .. } = self
@@ -827,6 +878,8 @@ mod tests {
                 ("digest_ambiguous", 5),
                 ("run_not_found", 1),
                 ("change_set_pending", 75),
+                ("config_untrusted", 5),
+                ("setup_failed", 1),
             ]
         );
     }
@@ -957,6 +1010,16 @@ mod tests {
                 session_id: "s".into(),
                 run_id: "r2".into(),
                 why: "its command is running".into(),
+            },
+            Error::ConfigUntrusted {
+                path: "/work/src/.a3s-iso.toml".into(),
+                changed: true,
+            },
+            Error::SetupFailed {
+                session_id: "s".into(),
+                command: "npm ci".into(),
+                exit_code: Some(1),
+                output: "/work/src/.git/a3s-iso/setup/s/r1.log".into(),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -543,6 +543,11 @@ impl Store {
         self.dir.join("land-tests").join(id)
     }
 
+    /// Where the setup commands of a session keep their output (`setup/<id>/`).
+    pub(crate) fn setup_output_dir(&self, id: &str) -> PathBuf {
+        self.dir.join("setup").join(id)
+    }
+
     /// Where promoted change sets keep their artifacts (`artifacts/<digest hex>/`).
     pub(crate) fn artifacts_dir(&self) -> PathBuf {
         self.dir.join("artifacts")

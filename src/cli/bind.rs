@@ -5,6 +5,7 @@ use clap::Args;
 use a3s_iso::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
 use a3s_iso::context::Context;
 use a3s_iso::error::Result;
+use a3s_iso::setup::Setup;
 
 use super::Output;
 
@@ -63,6 +64,14 @@ pub struct BindArgs {
     /// The process that owns the session (the same as --owner pid:PID)
     #[arg(long, value_name = "PID")]
     pub owner_pid: Option<u32>,
+
+    /// Do not run the configuration's setup commands in the new isolation
+    #[arg(long)]
+    pub no_setup: bool,
+
+    /// Bind without reading the repository's .a3s-iso.toml at all (trusted or not)
+    #[arg(long)]
+    pub ignore_config: bool,
 }
 
 /// `none` or `pid:N`.
@@ -72,6 +81,18 @@ fn parse_owner(text: &str) -> std::result::Result<OwnerChoice, String> {
 
 /// Binds the session and renders it.
 pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
+    let loaded = super::config::approved(ctx, args.ignore_config, out)?;
+    let settings = loaded.effective(true);
+    let mut copy_ignored = args.copy_ignored.clone();
+    copy_ignored.extend(settings.copy_ignored.value);
+    let setup = Setup {
+        commands: if args.no_setup {
+            Vec::new()
+        } else {
+            settings.setup.value
+        },
+        allow_network: settings.allow_network.value,
+    };
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "binding");
     let outcome = bind(
         ctx,
@@ -87,7 +108,8 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             resume: args.resume,
             carry_wip: args.carry_wip,
             submodules: args.submodules,
-            copy_ignored: args.copy_ignored.clone(),
+            copy_ignored,
+            setup,
         },
     )?;
     drop(spinner);
@@ -116,6 +138,14 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         ),
         ("flags", flags(&outcome)),
     ]);
+    for ran in &outcome.setup {
+        out.line(&format!(
+            "  setup {} ran as {} (output in {})",
+            ran.command,
+            ran.run_id,
+            ran.output.display()
+        ));
+    }
     Ok(0)
 }
 

@@ -21,7 +21,8 @@ const EXAMPLES: &[(&str, &str)] = &[
         "  a3s-iso bind -s task-42                  # isolate at HEAD; prints the path
   a3s-iso bind -s task-42 --carry-wip       # start from your uncommitted work too
   a3s-iso bind -s ci-7 --owner none         # a session with no owner process (CI)
-  a3s-iso bind -s task-42 --resume          # rebuild a swept session with its work",
+  a3s-iso bind -s task-42 --resume          # rebuild a swept session with its work
+  a3s-iso bind -s task-42 --no-setup        # skip the configuration's setup commands",
     ),
     (
         "list",
@@ -114,6 +115,12 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso pool --size 4 --keep-ignored target  # returned trees keep their target/
   a3s-iso pool --status                     # what is ready, and whether reflink works
   a3s-iso pool --size 0                     # remove the spares",
+    ),
+    (
+        "config",
+        "  a3s-iso config                           # the settings in effect and their origins
+  a3s-iso config trust                     # approve the repository's .a3s-iso.toml
+  a3s-iso config --json | jq '.settings'",
     ),
     (
         "verify",

@@ -5,6 +5,7 @@ mod bind;
 mod capture;
 mod changes;
 mod complete;
+mod config;
 mod diff;
 mod discard;
 mod doctor;
@@ -175,6 +176,9 @@ pub enum Command {
     /// Keep spare isolations ready, so that bind takes one instead of checking out
     #[command(after_long_help = examples::long("pool"))]
     Pool(pool::PoolArgs),
+    /// Show the configuration in effect and where each value came from (config trust: approve the repository's file)
+    #[command(after_long_help = examples::long("config"))]
+    Config(config::ConfigArgs),
     /// Check a change-set document against every rule of the format
     #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
@@ -328,6 +332,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Capture(args) => with_context(cli, out, |ctx| capture::run(ctx, args, out)),
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
         Command::Pool(args) => with_context(cli, out, |ctx| pool::run(ctx, args, out)),
+        Command::Config(args) => with_context(cli, out, |ctx| config::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
         Command::Rebase(args) => with_context(cli, out, |ctx| rebase::run(ctx, args, out)),
         Command::Overlaps(args) => with_context(cli, out, |ctx| overlaps::run(ctx, args, out)),

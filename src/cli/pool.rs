@@ -40,10 +40,22 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
             bar.advance();
         }
     };
+    let size = match args.size {
+        Some(size) => Some(size),
+        None if !args.status => {
+            let mut warnings = Vec::new();
+            let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
+            for warning in &warnings {
+                out.warn(warning);
+            }
+            settings.pool_size.value
+        }
+        None => None,
+    };
     let outcome = pool(
         ctx,
         &PoolOptions {
-            size: args.size,
+            size,
             keep_ignored: args.keep_ignored.clone(),
             status_only: args.status,
             no_fill: args.no_fill,

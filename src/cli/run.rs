@@ -129,6 +129,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         }
         paths
     };
+    let allow_network = args.allow_network || (!args.no_sandbox && configured_network(ctx, out)?);
     let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
     let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
@@ -140,7 +141,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             command: args.command.clone(),
             stdout_to_stderr: out.json,
             sandbox: (!args.no_sandbox).then_some(SandboxRequest {
-                allow_network: args.allow_network,
+                allow_network,
                 allow_write,
                 allow_read,
             }),
@@ -159,6 +160,16 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         out.note(&summary(&outcome));
     }
     Ok(outcome.status)
+}
+
+/// The configuration's `run.allow_network` (a repository file's only when trusted).
+fn configured_network(ctx: &Context, out: &Output) -> Result<bool> {
+    let mut warnings = Vec::new();
+    let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
+    for warning in &warnings {
+        out.warn(warning);
+    }
+    Ok(settings.allow_network.value)
 }
 
 /// `run <id> <state> (<how it ended>): <what changed>`, the line on stderr after a run.

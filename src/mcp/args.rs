@@ -124,6 +124,7 @@ pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptio
         carry_wip: parsed.carry_wip,
         submodules: parsed.submodules,
         copy_ignored: parsed.copy_ignored,
+        setup: Default::default(),
     })
 }
 

@@ -12,6 +12,7 @@ mod claude;
 mod cleanup;
 mod codes;
 mod completion;
+mod config;
 mod configs;
 mod crash;
 mod discard_list;
