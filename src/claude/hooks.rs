@@ -29,12 +29,23 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
         .as_deref()
         .and_then(session_id_from)
         .unwrap_or_else(|| crate::ids::generate("claude"));
+    // The repository's configuration applies as to `bind` without a terminal: an untrusted
+    // file is refused (`config_untrusted`), a trusted one's setup and copies run.
+    let loaded = crate::config::load(ctx, true)?;
+    loaded.require_trusted()?;
+    let settings = loaded.effective(true);
+    let setup = crate::setup::Setup {
+        commands: settings.setup.value,
+        allow_network: settings.allow_network.value,
+    };
     let mut attempt = 1;
     let mut outcome = loop {
         let opts = BindOptions {
             session_id: Some(attempt_id(&base, attempt)),
             allow_dirty: true,
             owner,
+            copy_ignored: settings.copy_ignored.value.clone(),
+            setup: setup.clone(),
             ..BindOptions::default()
         };
         match bind(ctx, &opts) {

@@ -75,6 +75,7 @@ fn files_of(
         (Kind::Nested, dir.join("nested").join(id)),
         (Kind::RunExits, dir.join("run-exits").join(id)),
         (Kind::Runs, store.land_tests_dir(id)),
+        (Kind::Runs, store.setup_output_dir(id)),
     ];
     paths.extend(
         artifacts_of(located, id)

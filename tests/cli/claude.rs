@@ -387,3 +387,35 @@ fn claude_init_creates_the_settings_and_refuses_what_it_cannot_read() {
         assert_eq!(std::fs::read_to_string(settings_path(&fx)).unwrap(), broken);
     }
 }
+
+/// The repository's configuration applies to the hook as to a `bind` without a terminal: an
+/// untrusted file is refused with nothing bound; once trusted, its setup runs in the new
+/// isolation before the path is printed.
+#[test]
+fn claude_worktree_create_applies_the_trusted_configuration() {
+    let fx = source();
+    fx.write(
+        ".a3s-iso.toml",
+        "setup = [\"echo ready > SETUP_DONE\"]\ncopy_ignored = [\".env\"]\n",
+    );
+    fx.write(
+        ".gitignore",
+        ".env\n.claude/settings.local.json\nSETUP_DONE\n",
+    );
+    fx.commit_all("configuration");
+    let stdin = payload(&fx, CREATE_NAME, &fx.src);
+    let out = hook(&fx, &fx.src, "worktree-create", &stdin);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("config trust"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!fx.isolation("agent-a1b2c3").exists(), "nothing bound");
+    let (code, doc) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{doc}");
+    let out = hook(&fx, &fx.src, "worktree-create", &stdin);
+    let path = created(&out);
+    assert_eq!(std::fs::read(path.join("SETUP_DONE")).unwrap(), b"ready\n");
+    assert_eq!(std::fs::read(path.join(".env")).unwrap(), b"TOKEN=1\n");
+}

@@ -109,6 +109,12 @@ fn an_untrusted_repository_file_never_runs_commands_or_opens_the_network() {
     assert!(!fx.isolation("u").exists());
     let (_, shown) = fx.json(&["config"]);
     assert_eq!(shown["repository_file"]["trust"], "changed", "{shown}");
+    // The setup's output is the session's: kept with it, purged with it.
+    let output = std::path::PathBuf::from(ran["output"].as_str().unwrap());
+    assert!(output.is_file(), "{}", output.display());
+    let (code, doc) = fx.json(&["discard", "-s", "t", "--purge"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!output.exists() && !output.parent().unwrap().exists());
 }
 
 /// A loopback server on the host; whether anything connected to it.
