@@ -251,6 +251,24 @@ impl From<Error> for CallError {
     }
 }
 
+/// A bind's options with the repository's configuration applied, as `bind` applies it without
+/// a terminal: an untrusted repository file is `config_untrusted`; a trusted one adds its
+/// copies and runs its setup.
+fn configured(
+    ctx: &Context,
+    mut opts: crate::bind::BindOptions,
+) -> crate::error::Result<crate::bind::BindOptions> {
+    let loaded = crate::config::load(ctx, true)?;
+    loaded.require_trusted()?;
+    let settings = loaded.effective(true);
+    opts.copy_ignored.extend(settings.copy_ignored.value);
+    opts.setup = crate::setup::Setup {
+        commands: settings.setup.value,
+        allow_network: settings.allow_network.value,
+    };
+    Ok(opts)
+}
+
 /// Calls `tool` with `args`: the library call its command makes, in `ctx`.
 pub fn call(
     tool: Tool,
@@ -261,7 +279,7 @@ pub fn call(
     Ok(match tool {
         Tool::Bind => Answer::of(
             "a3s-iso.bind.v1",
-            &crate::bind::bind(ctx, &args::bind(args, place)?)?,
+            &crate::bind::bind(ctx, &configured(ctx, args::bind(args, place)?)?)?,
         )?,
         Tool::Run => run(ctx, args, place)?,
         Tool::Diff => diff(ctx, args, place)?,

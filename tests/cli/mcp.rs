@@ -387,3 +387,35 @@ fn sigterm_ends_the_server_also_after_a_run() {
     };
     assert_eq!(status.code(), Some(128 + libc::SIGTERM), "{status}");
 }
+
+/// `bind` through MCP applies the repository's configuration as `bind` does without a
+/// terminal: an untrusted file is `config_untrusted` with nothing bound; a trusted one's setup
+/// runs in the new isolation.
+#[test]
+fn bind_through_mcp_applies_the_trusted_configuration() {
+    if !crate::fixture::sandbox_available() {
+        eprintln!(
+            "skipping bind_through_mcp_applies_the_trusted_configuration: the sandbox is unavailable on this machine (setup runs in it)"
+        );
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write(".a3s-iso.toml", "setup = [\"echo ready > SETUP_DONE\"]\n");
+    fx.write(".gitignore", "SETUP_DONE\n");
+    fx.commit_all("configuration");
+    let mut client = Client::start(&fx, &[]);
+    client.handshake("2025-06-18");
+    let refused = client.call("bind", json!({"session_id": "c1", "owner": "none"}));
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(text_document(&refused)["error"]["code"], "config_untrusted");
+    assert!(!fx.isolation("c1").exists());
+    let (code, doc) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{doc}");
+    let bound = client.document("bind", json!({"session_id": "c1", "owner": "none"}));
+    assert_eq!(bound["setup"][0]["exit_code"], 0, "{bound}");
+    assert_eq!(
+        std::fs::read(fx.isolation("c1").join("SETUP_DONE")).unwrap(),
+        b"ready\n"
+    );
+    client.close();
+}
