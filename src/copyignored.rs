@@ -62,7 +62,36 @@ pub(crate) fn copy(
     revision: &str,
     sets: &[PatternSet],
 ) -> Result<CopyReport> {
-    let selected = select(git, source, sets)?;
+    let selected: Vec<(Vec<u8>, Vec<bool>)> = select(git, source, sets)?.into_iter().collect();
+    let shared = Shared {
+        git,
+        source,
+        dest,
+        revision,
+        from: Dir::open(source).ctx(|| format!("cannot open {}", source.display()))?,
+        into: Dir::open(dest).ctx(|| format!("cannot open {}", dest.display()))?,
+        tracked: std::sync::OnceLock::new(),
+    };
+    // Copying many small files costs system time, not disk bandwidth: a few threads, each
+    // with a run of consecutive paths (whole directories, mostly), share the work.
+    let workers = match selected.len() {
+        0..=255 => 1,
+        _ => std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
+    };
+    let chunk = selected.len().div_ceil(workers).max(1);
+    let parts: Vec<Result<CopyReport>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = selected
+            .chunks(chunk)
+            .map(|part| scope.spawn(|| shared.copy_all(part, sets.len())))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::internal("a copy thread panicked")))
+            })
+            .collect()
+    });
     let mut report = CopyReport {
         sources: sets
             .iter()
@@ -73,42 +102,165 @@ pub(crate) fn copy(
             .collect(),
         ..CopyReport::default()
     };
-    let from = Dir::open(source).ctx(|| format!("cannot open {}", source.display()))?;
-    let into = Dir::open(dest).ctx(|| format!("cannot open {}", dest.display()))?;
-    let mut tracked = None;
-    for (path, selected_by) in selected {
-        let rel = Path::new(OsStr::from_bytes(&path));
-        let stale = match into.kind(rel) {
-            Ok(None) => false,
-            Ok(Some(Kind::File | Kind::Symlink)) => {
-                let tracked = match &tracked {
-                    Some(tracked) => tracked,
-                    None => tracked.insert(tracked_paths(git, source, revision)?),
-                };
-                !tracked.contains(path.as_slice()) && differs(&from, &into, rel)
-            }
-            _ => false,
-        };
-        if stale {
-            into.remove(rel)
-                .ctx(|| format!("cannot replace {}", dest.join(rel).display()))?;
-        } else if !matches!(into.kind(rel), Ok(None)) {
-            report.skipped += 1;
-            continue;
-        }
-        let copied = copy_entry(&from, &into, rel)
-            .map_err(|e| Error::io(format!("cannot copy {}", source.join(rel).display()), e))?;
-        let Some((bytes, cloned)) = copied else {
-            continue;
-        };
-        report.files += 1;
-        report.bytes += bytes;
-        report.cloned += u64::from(cloned);
-        for (source, chosen) in report.sources.iter_mut().zip(selected_by) {
-            source.files += u64::from(chosen);
-        }
+    for part in parts {
+        report.add(&part?);
     }
     Ok(report)
+}
+
+impl CopyReport {
+    fn add(&mut self, other: &CopyReport) {
+        self.files += other.files;
+        self.bytes += other.bytes;
+        self.cloned += other.cloned;
+        self.skipped += other.skipped;
+        for (mine, theirs) in self.sources.iter_mut().zip(&other.sources) {
+            mine.files += theirs.files;
+        }
+    }
+}
+
+/// What every copying thread reads: both trees' handles, and the paths the bound revision
+/// tracks (listed once, by the first thread that needs them).
+struct Shared<'a> {
+    git: &'a Git,
+    source: &'a Path,
+    dest: &'a Path,
+    revision: &'a str,
+    from: Dir,
+    into: Dir,
+    tracked: std::sync::OnceLock<HashSet<Vec<u8>>>,
+}
+
+impl Shared<'_> {
+    fn tracked(&self) -> Result<&HashSet<Vec<u8>>> {
+        if let Some(tracked) = self.tracked.get() {
+            return Ok(tracked);
+        }
+        let listed = tracked_paths(self.git, self.source, self.revision)?;
+        Ok(self.tracked.get_or_init(|| listed))
+    }
+
+    /// Copies `selected` (sorted paths, each with the sets that chose it) in order.
+    fn copy_all(&self, selected: &[(Vec<u8>, Vec<bool>)], sets: usize) -> Result<CopyReport> {
+        let mut report = CopyReport {
+            sources: vec![
+                CopySource {
+                    from: PatternOrigin::CopyIgnored,
+                    files: 0
+                };
+                sets
+            ],
+            ..CopyReport::default()
+        };
+        // The paths come sorted, so the files of one directory follow each other: its
+        // handles on both sides are opened once for all of them.
+        let mut at = Parent::default();
+        for (path, selected_by) in selected {
+            let rel = Path::new(OsStr::from_bytes(path));
+            let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                continue;
+            };
+            if at.rel.as_deref() != Some(parent) {
+                at = Parent::open(&self.from, &self.into, parent)
+                    .ctx(|| format!("cannot open {}", self.source.join(parent).display()))?;
+            }
+            if !self.make_way(&at, path, Path::new(name), &mut report)? {
+                continue;
+            }
+            let copied = copy_entry(&self.into, &mut at, Path::new(name)).map_err(|e| {
+                Error::io(
+                    format!("cannot copy {}", self.source.join(rel).display()),
+                    e,
+                )
+            })?;
+            let Some((bytes, cloned)) = copied else {
+                continue;
+            };
+            report.files += 1;
+            report.bytes += bytes;
+            report.cloned += u64::from(cloned);
+            for (source, chosen) in report.sources.iter_mut().zip(selected_by) {
+                source.files += u64::from(*chosen);
+            }
+        }
+        Ok(report)
+    }
+
+    /// Whether `name` can be copied into the isolation's directory of `at`: nothing there, or a
+    /// stale copy (untracked, and different from the source's), which is removed. What else is
+    /// there stays, counted as skipped.
+    fn make_way(
+        &self,
+        at: &Parent,
+        path: &[u8],
+        name: &Path,
+        report: &mut CopyReport,
+    ) -> Result<bool> {
+        let Some(src_dir) = &at.from else {
+            return Ok(false);
+        };
+        let existing = match &at.into {
+            Some(dir) => dir.kind(name).unwrap_or(Some(Kind::Special)),
+            None => None,
+        };
+        let into_dir = at.into.as_ref().unwrap_or(&self.into);
+        match existing {
+            None => Ok(true),
+            Some(Kind::File | Kind::Symlink)
+                if !self.tracked()?.contains(path) && differs(src_dir, into_dir, name) =>
+            {
+                into_dir.remove(name).ctx(|| {
+                    format!(
+                        "cannot replace {}",
+                        self.dest.join(OsStr::from_bytes(path)).display()
+                    )
+                })?;
+                Ok(true)
+            }
+            Some(_) => {
+                report.skipped += 1;
+                Ok(false)
+            }
+        }
+    }
+}
+
+/// One directory's handles: the source's (`None` when it is gone or reached through a link:
+/// its files are left out) and the isolation's (`None` until it exists).
+#[derive(Default)]
+struct Parent {
+    rel: Option<std::path::PathBuf>,
+    from: Option<Dir>,
+    into: Option<Dir>,
+    /// The isolation has a link (or no directory) on the way: nothing goes there.
+    blocked: bool,
+}
+
+impl Parent {
+    fn open(from: &Dir, into: &Dir, rel: &Path) -> io::Result<Parent> {
+        let left_out =
+            |e: &io::Error| crate::beneath::is_link_error(e) || e.kind() == io::ErrorKind::NotFound;
+        let from_dir = match from.dir(rel) {
+            Ok(dir) => Some(dir),
+            Err(e) if left_out(&e) => None,
+            Err(e) => return Err(e),
+        };
+        let (into_dir, blocked) = match into.dir_if_any(rel) {
+            Ok(dir) => (dir, false),
+            Err(e) if crate::beneath::is_link_error(&e) => (None, true),
+            Err(e) if e.raw_os_error() == Some(rustix::io::Errno::NOTDIR.raw_os_error()) => {
+                (None, true)
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Parent {
+            rel: Some(rel.to_path_buf()),
+            from: from_dir,
+            into: into_dir,
+            blocked,
+        })
+    }
 }
 
 /// The paths `revision` tracks.
@@ -127,14 +279,10 @@ fn tracked_paths(git: &Git, source: &Path, revision: &str) -> Result<HashSet<Vec
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
-/// Whether the entries at `rel` beneath `from` and `into` differ in kind, size, modification
-/// time, permission bits or link target (`false` when either cannot be looked at).
-fn differs(from: &Dir, into: &Dir, rel: &Path) -> bool {
-    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
-        return false;
-    };
+/// Whether the entries `name` of `from` and `into` differ in kind, size, modification time,
+/// permission bits or link target (`false` when either cannot be looked at).
+fn differs(from: &Dir, into: &Dir, name: &Path) -> bool {
     let look = |dir: &Dir| -> io::Result<(rustix::fs::Stat, Option<std::ffi::CString>)> {
-        let dir = dir.dir(parent)?;
         let st = rustix::fs::statat(dir.fd(), name, rustix::fs::AtFlags::SYMLINK_NOFOLLOW)?;
         let target = (crate::beneath::kind_of(st.st_mode) == Kind::Symlink)
             .then(|| rustix::fs::readlinkat(dir.fd(), name, Vec::new()))
@@ -194,32 +342,35 @@ fn select(git: &Git, source: &Path, sets: &[PatternSet]) -> Result<BTreeMap<Vec<
         .collect())
 }
 
-/// Copies the file or symbolic link at `rel` beneath `from` to the same place beneath `into`
-/// (creating the directories on the way); returns its size and whether it was cloned, or
+/// Copies the file or symbolic link `name` of the source's directory of `at` into the
+/// isolation's (created on the way, beneath `into`); returns its size and whether it was cloned, or
 /// `None` when it was left out: gone, not a file or a link, or reached through a link on
 /// either side.
-fn copy_entry(from: &Dir, into: &Dir, rel: &Path) -> io::Result<Option<(u64, bool)>> {
-    let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+fn copy_entry(into: &Dir, at: &mut Parent, name: &Path) -> io::Result<Option<(u64, bool)>> {
+    if at.blocked {
+        return Ok(None);
+    }
+    let Some(kind) = at.from.as_ref().map(|dir| dir.kind(name)).transpose()? else {
         return Ok(None);
     };
-    let name = Path::new(name);
-    let left_out =
-        |e: &io::Error| crate::beneath::is_link_error(e) || e.kind() == io::ErrorKind::NotFound;
-    let src_dir = match from.dir(parent) {
-        Ok(dir) => dir,
-        Err(e) if left_out(&e) => return Ok(None),
-        Err(e) => return Err(e),
-    };
-    let kind = src_dir.kind(name)?;
     if !matches!(kind, Some(Kind::File | Kind::Symlink)) {
         return Ok(None);
     }
-    let to = match into.create_dirs(parent) {
-        Ok(dir) => dir,
-        Err(e) if crate::beneath::is_link_error(&e) => return Ok(None),
-        Err(e) => return Err(e),
+    if at.into.is_none() {
+        let rel = at.rel.clone().unwrap_or_default();
+        match into.create_dirs(&rel) {
+            Ok(dir) => at.into = Some(dir),
+            Err(e) if crate::beneath::is_link_error(&e) => {
+                at.blocked = true;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    let (Some(src_dir), Some(to)) = (&at.from, &at.into) else {
+        return Ok(None);
     };
-    match copy_one(&src_dir, &to, name, kind == Some(Kind::Symlink)) {
+    match copy_one(src_dir, to, name, kind == Some(Kind::Symlink)) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
         other => other.map(Some),
     }
