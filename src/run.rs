@@ -121,11 +121,7 @@ pub struct RunOutcome {
 /// Runs a command in the session's isolation and records its change set. The command's own
 /// exit status is in the outcome; an `Err` is a3s-iso's own failure.
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
-    if opts.command.is_empty() {
-        return Err(Error::Usage {
-            message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
-        });
-    }
+    require_command(opts)?;
     let Target {
         located,
         record,
@@ -172,7 +168,6 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         // The command's new objects join the store only once they pass the checks.
         migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
     }
-
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -186,8 +181,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
     warnings.splice(0..0, migrate_warnings);
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
-    let store = &located.store;
-    store.save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
+    (located.store).save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
@@ -205,6 +199,16 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
+fn require_command(opts: &RunOptions) -> Result<()> {
+    match opts.command.is_empty() {
+        true => Err(Error::Usage {
+            message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
+        }),
+        false => Ok(()),
+    }
 }
 
 impl Ended {

@@ -122,23 +122,7 @@ pub(crate) fn clean(
         Ok(_) => {}
         Err(err) => return Err(err),
     }
-    let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = found
-        .differing
-        .iter()
-        .map(Vec::as_slice)
-        .partition(|path| is_attributes_file(path));
-    for path in &rules {
-        root.clear_way(Path::new(std::ffi::OsStr::from_bytes(path)))
-            .ctx(|| format!("cannot clean {}", tree.path.display()))?;
-    }
-    for paths in [rules, rest] {
-        if !paths.is_empty() {
-            cmd()
-                .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
-                .stdin(paths.join(&0u8))
-                .run()?;
-        }
-    }
+    restore(&cmd, &root, tree.path, &found.differing)?;
     if !keep.included.is_empty() {
         // With the commit's ignore files back in place: what only `.worktreeinclude` kept but
         // no ignore rule ignores goes (`--keep-ignored` paths stay, as the first pass kept
@@ -148,6 +132,34 @@ pub(crate) fn clean(
             unignored = unignored.arg("-e").arg(pattern);
         }
         unignored.run()?;
+    }
+    Ok(())
+}
+
+/// Writes again from the index the tracked files the walk found changed or gone: the
+/// `.gitattributes` files first, so that every other file is written under the commit's
+/// attributes.
+fn restore<'g>(
+    cmd: &dyn Fn() -> GitCmd<'g>,
+    root: &Dir,
+    tree: &Path,
+    differing: &[Vec<u8>],
+) -> Result<()> {
+    let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = differing
+        .iter()
+        .map(Vec::as_slice)
+        .partition(|path| is_attributes_file(path));
+    for path in &rules {
+        root.clear_way(Path::new(std::ffi::OsStr::from_bytes(path)))
+            .ctx(|| format!("cannot clean {}", tree.display()))?;
+    }
+    for paths in [rules, rest] {
+        if !paths.is_empty() {
+            cmd()
+                .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
+                .stdin(paths.join(&0u8))
+                .run()?;
+        }
     }
     Ok(())
 }

@@ -126,20 +126,7 @@ fn replay_root(
     // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
     // replaced by a guess.
     let isolation_head = isolation.head(&ctx.git)?;
-    let planned = match opts.squash {
-        true => plan_squash(ctx, candidate, &target, &isolation_head, opts, &scratch)?,
-        false => {
-            let message = match &opts.message {
-                Some(message) => message.clone(),
-                None => leftover_message(&located.store, session, &candidate.patch.digest)?,
-            };
-            let opts = PromoteOptions {
-                message: Some(message),
-                ..opts.clone()
-            };
-            plan(ctx, candidate, &target, &isolation_head, &opts, &scratch)?
-        }
-    };
+    let planned = plan_any(ctx, (located, candidate), &target, &isolation_head, opts)?;
     match planned {
         Planned::Chain(chain) => {
             let start = chain_start(candidate, session);
@@ -167,6 +154,33 @@ fn replay_root(
     }
     artifacts.summarise(&out)?;
     Ok(out)
+}
+
+/// The squash or the replay, as `opts` asks; a replay's leftovers commit gets the message
+/// given, or one that names the session, its runs and the change set.
+fn plan_any(
+    ctx: &Context,
+    (located, candidate): (&Located, &Candidate),
+    target: &Target,
+    isolation_head: &str,
+    opts: &PromoteOptions,
+) -> Result<Planned> {
+    let scratch = located.store.scratch_dir();
+    if opts.squash {
+        return plan_squash(ctx, candidate, target, isolation_head, opts, &scratch);
+    }
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch plan without a session"));
+    };
+    let message = match &opts.message {
+        Some(message) => message.clone(),
+        None => leftover_message(&located.store, session, &candidate.patch.digest)?,
+    };
+    let opts = PromoteOptions {
+        message: Some(message),
+        ..opts.clone()
+    };
+    plan(ctx, candidate, target, isolation_head, &opts, &scratch)
 }
 
 /// The outcomes decided before anything is planned: empty (or nothing new since the last step),
