@@ -95,7 +95,7 @@ fn discard_all_purge_then_gc_all_leaves_only_the_lock_file_and_says_nothing_with
 }
 
 #[test]
-fn discard_all_reports_each_session_and_keeps_a_busy_one() {
+fn discard_all_reports_each_session_and_refuses_a_named_one_too() {
     let fx = Fixture::new();
     fx.bind("one");
     fx.bind("two");
@@ -162,12 +162,7 @@ fn list_hides_discarded_sessions_unless_all() {
 fn sweep_keeps_quiet_about_another_repositorys_isolation_unless_all() {
     let fx = Fixture::new();
     // Another repository beside this one, with an isolation of its own in the same parent.
-    let other = fx.root.join("work/other");
-    std::fs::create_dir(&other).unwrap();
-    fx.git(&other, &["init", "-q"]);
-    std::fs::write(other.join("o.txt"), "o\n").unwrap();
-    fx.git(&other, &["add", "-A"]);
-    fx.git(&other, &["commit", "-q", "-m", "o"]);
+    let other = fx.other_repository("other", "o.txt");
     let (code, doc) = fx.json_in(&other, &["bind", "-s", "theirs"]);
     assert_eq!(code, 0, "{doc}");
     let theirs = fx.root.join("work/.other.a3s-isolate-theirs");

@@ -50,12 +50,7 @@ fn a_discarded_id_can_be_bound_afresh() {
 #[test]
 fn a_rewritten_git_file_does_not_redirect_a3s_iso() {
     let fx = Fixture::new();
-    let other = fx.root.join("work/other");
-    std::fs::create_dir(&other).unwrap();
-    fx.git(&other, &["init", "-q"]);
-    std::fs::write(other.join("theirs.txt"), "other repo\n").unwrap();
-    fx.git(&other, &["add", "-A"]);
-    fx.git(&other, &["commit", "-q", "-m", "other"]);
+    let other = fx.other_repository("other", "theirs.txt");
     fx.bind("redirect");
     let iso = fx.isolation("redirect");
     std::fs::write(

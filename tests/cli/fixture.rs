@@ -237,6 +237,17 @@ impl Fixture {
             .join(format!(".src.a3s-isolate-{id}"))
     }
 
+    /// Another repository at `work/NAME`, beside the source, with one commit of `FILE`.
+    pub fn other_repository(&self, name: &str, file: &str) -> PathBuf {
+        let other = self.root.join("work").join(name);
+        std::fs::create_dir(&other).unwrap();
+        self.git(&other, &["init", "-q"]);
+        std::fs::write(other.join(file), format!("{name}\n")).unwrap();
+        self.git(&other, &["add", "-A"]);
+        self.git(&other, &["commit", "-q", "-m", name]);
+        other
+    }
+
     /// Registered worktree paths of the source.
     pub fn worktrees(&self) -> Vec<String> {
         self.git(&self.src, &["worktree", "list", "--porcelain"])
