@@ -27,6 +27,7 @@ pub mod fault;
 pub mod fsutil;
 pub mod gc;
 pub mod git;
+pub mod hidden_paths;
 pub mod ids;
 pub mod include;
 mod indexfile;

@@ -109,6 +109,9 @@ pub struct RunOutcome {
     pub sandbox: SandboxReport,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
+    /// When the command failed: the paths it named that the sandbox kept from it (private,
+    /// hidden or read-only), each with what to allow.
+    pub hidden_paths: Vec<crate::hidden_paths::HiddenPath>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
     /// stored beside the run's document (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -140,7 +143,6 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
-    // With a terminal, the command gets a pseudo-terminal of its own.
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
     let at = (&located, &isolation);
@@ -163,11 +165,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let mut migrate_warnings = Vec::new();
-    if sandbox_spec.is_some() {
-        // The command's new objects join the store only once they pass the checks.
-        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
-    }
+    let migrate_warnings = admit_objects(ctx, &located, sandbox_spec.is_some(), &quarantine)?;
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -196,9 +194,39 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         change_set,
         sandbox: report(sandbox_spec.as_ref(), &settings, &env),
         warnings,
+        hidden_paths: hidden_paths_of(sandbox_spec.as_ref(), ended.state(), &opts.command),
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// The command's new objects join the store only once they pass the checks (a sandboxed
+/// command writes them to the quarantine); the warnings of those that did not.
+fn admit_objects(
+    ctx: &Context,
+    located: &Located,
+    sandboxed: bool,
+    quarantine: &Quarantine,
+) -> Result<Vec<String>> {
+    match sandboxed {
+        true => Ok(quarantine.migrate(&ctx.git, &located.repo)?.1),
+        false => Ok(Vec::new()),
+    }
+}
+
+/// What a failed sandboxed command named that the sandbox kept from it.
+fn hidden_paths_of(
+    spec: Option<&SandboxSpec>,
+    state: RunState,
+    command: &[OsString],
+) -> Vec<crate::hidden_paths::HiddenPath> {
+    match (spec, state) {
+        (Some(spec), RunState::Failed) => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            crate::hidden_paths::find(spec, command, home.as_deref())
+        }
+        _ => Vec::new(),
+    }
 }
 
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.

@@ -7,6 +7,7 @@ use clap::Args;
 use a3s_iso::command_env::EnvRequest;
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
+use a3s_iso::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::run::{RunOptions, RunOutcome, SandboxRequest, run};
 
 use super::{Output, SessionArg, parse_duration};
@@ -154,6 +155,9 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     for warning in &outcome.warnings {
         out.warn(warning);
     }
+    for hidden in &outcome.hidden_paths {
+        out.hint(&hidden_hint(hidden));
+    }
     if out.json {
         out.document("a3s-iso.run.v1", &outcome);
     } else if !out.quiet {
@@ -170,6 +174,33 @@ fn configured_network(ctx: &Context, out: &Output) -> Result<bool> {
         out.warn(warning);
     }
     Ok(settings.allow_network.value)
+}
+
+/// What kept a path from the command, and the flag that lets it through.
+fn hidden_hint(hidden: &HiddenPath) -> String {
+    let path = hidden.path.display();
+    let why = match (hidden.reason, &hidden.under) {
+        (HiddenReason::Private, Some(dir)) => format!(
+            "{path} is under {}, which the sandbox replaces with an empty one",
+            dir.display()
+        ),
+        (HiddenReason::Hidden, Some(secret)) => {
+            format!(
+                "{path} is under {}, a secret the sandbox hides",
+                secret.display()
+            )
+        }
+        (HiddenReason::ReadOnly, _) => format!("{path} is read-only inside the sandbox"),
+        (_, None) => format!("{path} is out of the sandbox's reach"),
+    };
+    let flag = match hidden.allow {
+        Access::Read => "--allow-read",
+        Access::Write => "--allow-write",
+    };
+    format!(
+        "{why}; to let the command through: {flag} {}",
+        hidden.allow_path.display()
+    )
 }
 
 /// `run <id> <state> (<how it ended>): <what changed>`, the line on stderr after a run.

@@ -44,6 +44,7 @@ mod recipes;
 mod remote;
 mod review;
 mod run;
+mod run_hints;
 mod run_record;
 mod sandbox;
 mod schemas;
