@@ -425,8 +425,8 @@ fn store_checks(repo: &Repo, store: &Store) -> Vec<Check> {
         ),
         count_check(
             CheckName::ScratchLeftovers,
-            crate::scratch::dead_leftovers(dir),
-            "scratch or quarantine entries left by dead processes",
+            crate::scratch::leftovers(dir).len(),
+            "scratch, quarantine, private TMPDIR or half-written record files left by dead processes",
             "the next command that changes state removes them",
         ),
     ]

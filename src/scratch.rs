@@ -108,39 +108,56 @@ pub(crate) fn made_by_dead(name: &str) -> bool {
     maker_of(name).is_some_and(|maker| is_dead(&maker))
 }
 
-/// What the cleaning may remove in one directory.
+/// Where a dead process's leftover was found, which says how it is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeftoverKind {
+    /// A temporary index or patch under `<state>/tmp/`, or a run's quarantine object dir.
+    Scratch,
+    /// A run's private TMPDIR in the system's temporary directory.
+    PrivateTmp,
+    /// The temporary file of an atomic write of a record.
+    AtomicWrite,
+}
+
+/// One entry a provably dead process left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leftover {
+    pub(crate) path: PathBuf,
+    pub(crate) kind: LeftoverKind,
+}
+
+/// What a dead maker may have left in one directory.
 struct Sweepable<'a> {
     dir: &'a Path,
     /// Only names starting with this.
     prefix: &'a str,
     /// Only entries this user owns (in a directory other users share).
     own_only: bool,
+    kind: LeftoverKind,
 }
 
-/// Removes the entries of a directory whose maker is provably dead; returns how many went.
-fn remove_dead(what: &Sweepable<'_>) -> usize {
+/// The entries of a directory whose maker is provably dead.
+fn dead_in(what: &Sweepable<'_>) -> Vec<Leftover> {
     let Ok(entries) = std::fs::read_dir(what.dir) else {
-        return 0;
+        return Vec::new();
     };
     let uid = rustix::process::geteuid().as_raw();
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let Some(maker) = name.strip_prefix(what.prefix).and_then(|_| maker_of(&name)) else {
-            continue;
-        };
-        let Ok(meta) = std::fs::symlink_metadata(entry.path()) else {
-            continue;
-        };
-        if (what.own_only && meta.uid() != uid) || !is_dead(&maker) {
-            continue;
-        }
-        // A run's quarantine or TMPDIR holds what its command left: links in it are
-        // removed as entries, never followed.
-        let gone = crate::beneath::remove_path(&entry.path());
-        removed += usize::from(gone.is_ok());
-    }
-    removed
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let maker = name.strip_prefix(what.prefix).and_then(|_| maker_of(&name));
+            let owned = || {
+                std::fs::symlink_metadata(entry.path())
+                    .is_ok_and(|meta| !what.own_only || meta.uid() == uid)
+            };
+            maker.is_some_and(|maker| is_dead(&maker)) && owned()
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: what.kind,
+        })
+        .collect()
 }
 
 /// The pid in the name of an atomic write's temporary file (`.<name>.tmp-<pid>-<n>-<nanos>`,
@@ -155,104 +172,86 @@ fn writer_of(name: &str) -> Option<u32> {
     (valid && nanos.len() == 8 && nanos.bytes().all(|b| b.is_ascii_hexdigit())).then_some(pid)
 }
 
-/// Removes the temporary files of atomic writes in `dir` whose writer no longer runs (no
-/// process has its pid: a pid in use now, even by another process, keeps the file).
-fn remove_dead_writes(dir: &Path) -> usize {
+/// The temporary files of atomic writes in `dir` whose writer no longer runs (no process has
+/// its pid: a pid in use now, even by another process, keeps the file).
+fn dead_writes(dir: &Path) -> Vec<Leftover> {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
+        return Vec::new();
     };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if let Some(pid) = writer_of(&name)
-            && start_identity(pid).is_none()
-            && entry.file_type().is_ok_and(|t| t.is_file())
-        {
-            removed += usize::from(std::fs::remove_file(entry.path()).is_ok());
-        }
-    }
-    removed
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            writer_of(&name).is_some_and(|pid| start_identity(pid).is_none())
+                && entry.file_type().is_ok_and(|t| t.is_file())
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: LeftoverKind::AtomicWrite,
+        })
+        .collect()
 }
 
 /// The state dirs that records are written into atomically.
 const RECORD_DIRS: &[&str] = &["sessions", "claims", "pending", "promoted"];
 
-/// Removes what dead processes left in a state store: its scratch (`tmp/`), its quarantine
-/// object dirs, the temporary files of atomic writes, and runs' private TMPDIRs in the
-/// system's temporary directory; returns how many entries went. Best effort: what cannot be
-/// removed stays for the next command.
-pub(crate) fn clean(state_dir: &Path) -> usize {
-    // Nothing can be proven dead where this process cannot read its own start identity, nor
-    // from inside a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
-    if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
-        return 0;
-    }
-    let mut removed: usize = RECORD_DIRS
-        .iter()
-        .map(|dir| remove_dead_writes(&state_dir.join(dir)))
-        .sum();
-    if let Ok(runs) = std::fs::read_dir(state_dir.join("runs")) {
-        removed += runs
-            .flatten()
-            .map(|session| remove_dead_writes(&session.path()))
-            .sum::<usize>();
-    }
-    removed + remove_dead_scratch(state_dir)
-}
-
-/// How many entries of the scratch (`tmp/`) and quarantine dirs a provably dead process left
-/// (what the next command that cleans will remove). Reads only.
-pub(crate) fn dead_leftovers(state_dir: &Path) -> usize {
-    ["tmp", "quarantine"]
-        .iter()
-        .filter_map(|sub| std::fs::read_dir(state_dir.join(sub)).ok())
-        .flat_map(|entries| entries.flatten())
-        .filter(|entry| {
-            maker_of(&entry.file_name().to_string_lossy()).is_some_and(|maker| is_dead(&maker))
-        })
-        .count()
-}
-
-/// The entries of the scratch (`tmp/`) and quarantine dirs a provably dead process left, by
-/// path (what `gc` lists and removes). Reads only.
-pub(crate) fn dead_entries(state_dir: &Path) -> Vec<PathBuf> {
+/// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
+/// quarantine object dirs, the temporary files of atomic writes, and runs' private TMPDIRs in
+/// the system's temporary directory. Reads only; what [`clean`] removes, `doctor` counts and
+/// `gc` lists. Nothing where this process cannot read its own start identity, nor from inside
+/// a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
+pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
     if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
         return Vec::new();
     }
-    ["tmp", "quarantine"]
+    let mut found: Vec<Leftover> = RECORD_DIRS
         .iter()
-        .filter_map(|sub| std::fs::read_dir(state_dir.join(sub)).ok())
-        .flat_map(|entries| entries.flatten())
-        .filter(|entry| {
-            maker_of(&entry.file_name().to_string_lossy()).is_some_and(|maker| is_dead(&maker))
-        })
-        .map(|entry| entry.path())
-        .collect()
+        .flat_map(|dir| dead_writes(&state_dir.join(dir)))
+        .collect();
+    if let Ok(runs) = std::fs::read_dir(state_dir.join("runs")) {
+        found.extend(
+            runs.flatten()
+                .flat_map(|session| dead_writes(&session.path())),
+        );
+    }
+    let tmp = std::env::temp_dir();
+    let (scratch, quarantine) = (state_dir.join("tmp"), state_dir.join("quarantine"));
+    let places = [
+        (scratch.as_path(), "", false, LeftoverKind::Scratch),
+        (quarantine.as_path(), "", false, LeftoverKind::Scratch),
+        (
+            tmp.as_path(),
+            PRIVATE_TMP_PREFIX,
+            true,
+            LeftoverKind::PrivateTmp,
+        ),
+    ];
+    for (dir, prefix, own_only, kind) in places {
+        found.extend(dead_in(&Sweepable {
+            dir,
+            prefix,
+            own_only,
+            kind,
+        }));
+    }
+    found
 }
 
-/// Removes the scratch entries of dead makers (see [`clean`]).
-fn remove_dead_scratch(state_dir: &Path) -> usize {
-    let tmp = std::env::temp_dir();
-    [
-        Sweepable {
-            dir: &state_dir.join("tmp"),
-            prefix: "",
-            own_only: false,
-        },
-        Sweepable {
-            dir: &state_dir.join("quarantine"),
-            prefix: "",
-            own_only: false,
-        },
-        Sweepable {
-            dir: &tmp,
-            prefix: PRIVATE_TMP_PREFIX,
-            own_only: true,
-        },
-    ]
-    .iter()
-    .map(remove_dead)
-    .sum()
+/// Removes one leftover; whether it went. A run's quarantine or TMPDIR holds what its command
+/// left: links in it are removed as entries, never followed.
+fn remove(leftover: &Leftover) -> bool {
+    match leftover.kind {
+        LeftoverKind::AtomicWrite => std::fs::remove_file(&leftover.path).is_ok(),
+        LeftoverKind::Scratch | LeftoverKind::PrivateTmp => {
+            crate::beneath::remove_path(&leftover.path).is_ok()
+        }
+    }
+}
+
+/// Removes what [`leftovers`] lists; returns how many entries went. Best effort: what cannot
+/// be removed stays for the next command.
+pub(crate) fn clean(state_dir: &Path) -> usize {
+    leftovers(state_dir).iter().filter(|l| remove(l)).count()
 }
 
 #[cfg(test)]
@@ -303,8 +302,11 @@ mod tests {
             dir: dir.path(),
             prefix: "",
             own_only: true,
+            kind: LeftoverKind::Scratch,
         };
-        assert_eq!(remove_dead(&sweepable), 2);
+        let found = dead_in(&sweepable);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found.iter().filter(|l| remove(l)).count(), 2);
         assert!(mine.exists() && foreign.exists() && !dead.exists());
     }
 

@@ -69,9 +69,9 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     plan_artifacts(located, window, &sessions, &mut plan);
     plan_seeds(located, window, &sessions, &mut plan);
     plan_fetched(git, located, window, &mut plan)?;
-    for path in crate::scratch::dead_entries(located.store.dir()) {
+    for leftover in crate::scratch::leftovers(located.store.dir()) {
         plan.remove
-            .push(Item::path(Kind::Temp, path, Reason::DeadMaker));
+            .push(Item::path(Kind::Temp, leftover.path, Reason::DeadMaker));
     }
     plan_registry(located, window, &sessions, &mut plan);
     if window.all {
