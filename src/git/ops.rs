@@ -183,14 +183,53 @@ impl Git {
             })
     }
 
-    /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing.
+    /// The object id `rev` names (`rev-parse --verify`), or `None` when it names nothing. A
+    /// full object id peeled to a commit or tree names the same object all along: asked once.
     pub(crate) fn rev_parse(&self, dir: &Path, rev: &str) -> Result<Option<String>> {
+        let lasting = names_one_object(rev);
+        if let Some(known) = lasting.then(|| self.recall(dir, rev)).flatten() {
+            return Ok(Some(known));
+        }
         let out = self
             .at(dir)
             .args(["rev-parse", "-q", "--verify", "--end-of-options", rev])
             .output()?;
         let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
+        let found = (out.exit_code == Some(0) && !text.is_empty()).then_some(text);
+        if let (true, Some(id)) = (lasting, &found) {
+            self.remember(dir, rev, id);
+        }
+        Ok(found)
+    }
+
+    /// The checkout's `core.filemode`, `core.autocrlf` and `core.sparseCheckout`, read with one
+    /// git once per command.
+    pub(crate) fn core_settings(&self, top: &Path) -> Result<CoreSettings> {
+        const KEYS: &str = r"^core\.(filemode|autocrlf|sparsecheckout)$";
+        let raw = self.memoized(top, KEYS, || {
+            let out = self
+                .at(top)
+                .args(["config", "-z", "--get-regexp", KEYS])
+                .output()?;
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        })?;
+        let mut settings = CoreSettings {
+            filemode: true,
+            autocrlf: false,
+            sparse_checkout: false,
+        };
+        for record in raw.split('\0').filter(|r| !r.is_empty()) {
+            let text = record.to_ascii_lowercase();
+            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
+            let yes = matches!(value, "true" | "yes" | "on" | "1");
+            match key {
+                "core.filemode" => settings.filemode = yes,
+                "core.autocrlf" => settings.autocrlf = yes,
+                "core.sparsecheckout" => settings.sparse_checkout = yes,
+                _ => {}
+            }
+        }
+        Ok(settings)
     }
 
     /// Like [`Git::rev_parse`], failing with `git_failed` when `rev` names nothing.
@@ -697,5 +736,45 @@ fn pipe_into(pack: super::runner::GitCmd<'_>, receiver: super::runner::GitCmd<'_
             out.status.code(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ))
+    }
+}
+
+/// A checkout's settings that decide how files are written (see [`Git::core_settings`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CoreSettings {
+    /// `core.filemode`: whether the executable bit counts.
+    pub filemode: bool,
+    /// `core.autocrlf=true`: every text file is converted on checkout.
+    pub autocrlf: bool,
+    /// `core.sparseCheckout`.
+    pub sparse_checkout: bool,
+}
+
+/// Whether `rev` is a full object id peeled to a commit or a tree (`<id>^{commit}`), which
+/// names the same object for as long as it exists.
+fn names_one_object(rev: &str) -> bool {
+    let Some((id, peel)) = rev.split_once('^') else {
+        return false;
+    };
+    matches!(peel, "{commit}" | "{tree}")
+        && matches!(id.len(), 40 | 64)
+        && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_full_id_peeled_to_a_commit_or_tree_names_one_object_for_good() {
+        let sha1 = "a".repeat(40);
+        let sha256 = "b".repeat(64);
+        assert!(names_one_object(&format!("{sha1}^{{commit}}")));
+        assert!(names_one_object(&format!("{sha256}^{{tree}}")));
+        assert!(!names_one_object("HEAD^{commit}"));
+        assert!(!names_one_object(&format!("{}^{{commit}}", &sha1[..39])));
+        assert!(!names_one_object(&format!("{sha1}^{{blob}}")));
+        assert!(!names_one_object(&format!("{sha1}^1")));
+        assert!(!names_one_object(&sha1));
     }
 }

@@ -1,6 +1,7 @@
 //! The runner: how one git process is started (fixed environment, stdin closed or fed,
 //! output captured) and how its failure becomes a typed error.
 
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -74,6 +75,10 @@ pub struct Git {
     /// (git finds such a repository only from its git dir): a git started in one is told
     /// where its git dir is. Shared by every clone.
     checkouts: Arc<Mutex<Vec<(PathBuf, PathBuf)>>>,
+    /// Values that cannot change while one command runs, by directory and question (a full
+    /// object id's commit, a checkout's core settings), so that a command asks git once.
+    /// Shared by every clone; [`Git::for_one_command`] starts a new one.
+    memo: Arc<Mutex<HashMap<(PathBuf, String), String>>>,
 }
 
 /// What a git process produced, whatever its exit status.
@@ -101,6 +106,7 @@ impl Git {
             bin,
             version: String::new(),
             checkouts: Arc::default(),
+            memo: Arc::default(),
         };
         let out = git.at(Path::new(".")).arg("--version").run_text()?;
         let version = out
@@ -119,6 +125,47 @@ impl Git {
         }
         git.version = version;
         Ok(git)
+    }
+
+    /// The same git with an empty memo: what a long-lived host (the MCP server) uses for each
+    /// command, so that nothing one command learnt outlives it.
+    pub fn for_one_command(&self) -> Git {
+        Git {
+            memo: Arc::default(),
+            ..self.clone()
+        }
+    }
+
+    /// The memoised answer to `question` about `dir`, computed (and kept) the first time.
+    pub(crate) fn memoized(
+        &self,
+        dir: &Path,
+        question: &str,
+        compute: impl FnOnce() -> Result<String>,
+    ) -> Result<String> {
+        if let Some(known) = self.recall(dir, question) {
+            return Ok(known);
+        }
+        let answer = compute()?;
+        self.remember(dir, question, &answer);
+        Ok(answer)
+    }
+
+    /// What this command already learnt of `question` about `dir`.
+    pub(crate) fn recall(&self, dir: &Path, question: &str) -> Option<String> {
+        let memo = self.memo.lock().ok()?;
+        memo.get(&(dir.to_path_buf(), question.to_string()))
+            .cloned()
+    }
+
+    /// Keeps an answer that cannot change while this command runs.
+    pub(crate) fn remember(&self, dir: &Path, question: &str, answer: &str) {
+        if let Ok(mut memo) = self.memo.lock() {
+            memo.insert(
+                (dir.to_path_buf(), question.to_string()),
+                answer.to_string(),
+            );
+        }
     }
 
     /// Where the git binary is.

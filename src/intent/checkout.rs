@@ -59,33 +59,14 @@ pub(crate) struct Checkout<'a> {
 }
 
 impl<'a> Checkout<'a> {
-    /// The checkout at `top`; reads `core.filemode` and `core.autocrlf` with one git.
+    /// The checkout at `top`, with its `core.filemode` and `core.autocrlf`.
     pub(crate) fn open(git: &'a Git, top: &'a Path) -> Result<Checkout<'a>> {
-        let out = git
-            .at(top)
-            .args([
-                "config",
-                "-z",
-                "--get-regexp",
-                r"^core\.(filemode|autocrlf)$",
-            ])
-            .output()?;
-        let (mut filemode, mut autocrlf) = (true, false);
-        for record in split_nul(&out.stdout) {
-            let text = String::from_utf8_lossy(record).to_ascii_lowercase();
-            let (key, value) = text.split_once('\n').unwrap_or((&text, "true"));
-            let yes = matches!(value, "true" | "yes" | "on" | "1");
-            match key {
-                "core.filemode" => filemode = yes,
-                "core.autocrlf" => autocrlf = yes,
-                _ => {}
-            }
-        }
+        let settings = git.core_settings(top)?;
         Ok(Checkout {
             git,
             top,
-            filemode,
-            autocrlf,
+            filemode: settings.filemode,
+            autocrlf: settings.autocrlf,
         })
     }
 

@@ -309,7 +309,9 @@ impl Server {
             Some(Value::Object(args)) => args.clone(),
             Some(_) => return Err(RpcError::params("\"arguments\" is an object")),
         };
-        let ctx = self.opts.context.clone();
+        // Each call is one command: nothing the last one memoised about git carries over.
+        let mut ctx = self.opts.context.clone();
+        ctx.git = ctx.git.for_one_command();
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tools::call(tool, &ctx, &args, &self.place)
         }));

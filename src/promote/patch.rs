@@ -337,7 +337,7 @@ fn outside_sparse_patterns(
     source: &Path,
     touched: &[RepoPath],
 ) -> Result<Vec<RepoPath>> {
-    if touched.is_empty() || ctx.git.config_bool(source, "core.sparseCheckout")? != Some(true) {
+    if touched.is_empty() || !ctx.git.core_settings(source)?.sparse_checkout {
         return Ok(Vec::new());
     }
     let out = ctx
