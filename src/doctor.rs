@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::context::Context;
 use crate::git::Git;
+use crate::layout::StateDir;
 use crate::lock::FileLock;
 use crate::owner::Liveness;
 use crate::probe;
@@ -412,7 +413,7 @@ fn store_checks(repo: &Repo, store: &Store) -> Vec<Check> {
         claims_check(store),
         count_check(
             CheckName::UnfinishedIntents,
-            json_files(&dir.join("intents")),
+            json_files(&StateDir::Intents.under(dir)),
             "interrupted promote(s) recorded",
             "the next command that takes the repository lock (bind, promote, sweep, …) \
              finishes or rolls each back",

@@ -34,6 +34,7 @@ mod indexfile;
 pub mod intent;
 pub mod isolation;
 pub mod land;
+pub(crate) mod layout;
 pub mod list;
 pub mod lock;
 pub mod log;

@@ -20,6 +20,7 @@ use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
 use crate::git::{Git, HermeticGit};
 use crate::isolation::Isolation;
+use crate::layout::StateDir;
 use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch, Seed};
 use crate::state::Store;
@@ -504,11 +505,7 @@ const STORED_SCHEMA: &str = "a3s-iso.nested.v1";
 /// Where a run's nested change sets are kept: `<state>/nested/<id>/<run>.json` (the patches
 /// themselves are computed again from the pinned trees).
 fn stored_path(store: &Store, session_id: &str, run_id: &str) -> PathBuf {
-    store
-        .dir()
-        .join("nested")
-        .join(session_id)
-        .join(format!("{run_id}.json"))
+    StateDir::Nested.run_file(store.dir(), session_id, run_id)
 }
 
 /// The nested change sets stored beside a run's document (none when there is no record or

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::beneath::{Dir, Kind};
 use crate::error::{IoContext, Result};
 use crate::git::Git;
+use crate::layout::StateDir;
 use crate::repo::Repo;
 use crate::state::Store;
 
@@ -41,8 +42,7 @@ impl Quarantine {
         admin: Option<PathBuf>,
     ) -> Result<Quarantine> {
         let dir = store
-            .dir()
-            .join("quarantine")
+            .path(StateDir::Quarantine)
             .join(crate::scratch::owned_name(run_id));
         std::fs::create_dir_all(dir.join("pack"))
             .ctx(|| format!("cannot create {}", dir.display()))?;

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::layout::StateDir;
 use crate::owner::{hostname, start_identity};
 
 /// Set for a run's command (see `run`): a3s-iso started by it cleans nothing.
@@ -193,7 +194,12 @@ fn dead_writes(dir: &Path) -> Vec<Leftover> {
 }
 
 /// The state dirs that records are written into atomically.
-const RECORD_DIRS: &[&str] = &["sessions", "claims", "pending", "promoted"];
+const RECORD_DIRS: [StateDir; 4] = [
+    StateDir::Sessions,
+    StateDir::Claims,
+    StateDir::Pending,
+    StateDir::Promoted,
+];
 
 /// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
 /// quarantine object dirs, the temporary files of atomic writes, and runs' private TMPDIRs in
@@ -206,16 +212,17 @@ pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
     }
     let mut found: Vec<Leftover> = RECORD_DIRS
         .iter()
-        .flat_map(|dir| dead_writes(&state_dir.join(dir)))
+        .flat_map(|dir| dead_writes(&dir.under(state_dir)))
         .collect();
-    if let Ok(runs) = std::fs::read_dir(state_dir.join("runs")) {
+    if let Ok(runs) = std::fs::read_dir(StateDir::Runs.under(state_dir)) {
         found.extend(
             runs.flatten()
                 .flat_map(|session| dead_writes(&session.path())),
         );
     }
     let tmp = std::env::temp_dir();
-    let (scratch, quarantine) = (state_dir.join("tmp"), state_dir.join("quarantine"));
+    let scratch = StateDir::Tmp.under(state_dir);
+    let quarantine = StateDir::Quarantine.under(state_dir);
     let places = [
         (scratch.as_path(), "", false, LeftoverKind::Scratch),
         (quarantine.as_path(), "", false, LeftoverKind::Scratch),

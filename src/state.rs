@@ -1,7 +1,6 @@
 //! The state store: session records, in-flight claims, and the user-level registry of sources.
-//! Layout under the state dir: `sessions/<id>.json`, `claims/<id>.json`, `runs/<id>/<run>.json`,
-//! `promoted/<digest-hex>.json`, `pending/<id>.json`, `leases/<id>.lock`, `tmp/`, `artifacts/`,
-//! `land.json` and `land-tests/<id>/`.
+//! Its layout under the state dir is [`crate::layout::StateDir`]'s: every path below is built
+//! from it.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use crate::changeset::RunState;
 use crate::error::{Error, IoContext, Result};
 use crate::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
+use crate::layout::StateDir;
 use crate::lock::FileLock;
 use crate::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::owner::Owner;
@@ -239,6 +239,11 @@ impl Store {
         &self.dir
     }
 
+    /// One directory (or top-level file) of the state dir.
+    pub(crate) fn path(&self, entry: StateDir) -> PathBuf {
+        entry.under(&self.dir)
+    }
+
     /// The tenant's tag; `None` for the repository's default store.
     pub fn tenant(&self) -> Option<&str> {
         self.tag.as_deref()
@@ -256,7 +261,7 @@ impl Store {
 
     /// Where the session's lease file is.
     pub(crate) fn lease_file(&self, id: &str) -> PathBuf {
-        self.dir.join("leases").join(format!("{id}.lock"))
+        StateDir::Leases.file(&self.dir, id, ".lock")
     }
 
     /// Takes the session's lease if no one holds it (`None` if someone does): a run holds it for
@@ -325,11 +330,11 @@ impl Store {
 
     /// Where the session's record is.
     pub(crate) fn session_file(&self, id: &str) -> PathBuf {
-        self.dir.join("sessions").join(format!("{id}.json"))
+        StateDir::Sessions.file(&self.dir, id, ".json")
     }
 
     fn claim_file(&self, id: &str) -> PathBuf {
-        self.dir.join("claims").join(format!("{id}.json"))
+        StateDir::Claims.file(&self.dir, id, ".json")
     }
 
     /// The session record of `id`, if there is one.
@@ -354,7 +359,7 @@ impl Store {
     /// Every session record, sorted by id; unreadable records are reported by name.
     pub(crate) fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
         let mut out = Vec::new();
-        for id in self.ids_in("sessions")? {
+        for id in self.ids_in(&StateDir::Sessions.under(&self.dir))? {
             out.push(match self.load_session(&id) {
                 Ok(Some(record)) => Ok(record),
                 Ok(None) => continue,
@@ -385,7 +390,7 @@ impl Store {
     /// Every in-flight claim that can be read.
     pub(crate) fn claims(&self) -> Result<Vec<ClaimRecord>> {
         let mut out = Vec::new();
-        for id in self.ids_in("claims")? {
+        for id in self.ids_in(&StateDir::Claims.under(&self.dir))? {
             if let Ok(Some(claim)) = self.load_claim(&id) {
                 out.push(claim);
             }
@@ -411,19 +416,16 @@ impl Store {
     /// Where the intent of a tree operation on session `id` (a retain's move, a sweep's
     /// reclaim) is kept while it is in progress (see `pending`).
     pub(crate) fn pending_file(&self, id: &str) -> PathBuf {
-        self.dir.join("pending").join(format!("{id}.json"))
+        StateDir::Pending.file(&self.dir, id, ".json")
     }
 
     /// The sessions with a tree operation's intent pending, sorted.
     pub(crate) fn pending_ids(&self) -> Result<Vec<String>> {
-        self.ids_in("pending")
+        self.ids_in(&StateDir::Pending.under(&self.dir))
     }
 
     fn run_file(&self, id: &str, run_id: &str) -> PathBuf {
-        self.dir
-            .join("runs")
-            .join(id)
-            .join(format!("{run_id}.json"))
+        StateDir::Runs.run_file(&self.dir, id, run_id)
     }
 
     /// The stored change-set document of a run, as its exact bytes.
@@ -438,12 +440,12 @@ impl Store {
 
     /// The run ids with a stored document for a session, sorted.
     pub(crate) fn run_ids(&self, id: &str) -> Result<Vec<String>> {
-        self.ids_in(&format!("runs/{id}"))
+        self.ids_in(&StateDir::Runs.under(&self.dir).join(id))
     }
 
     /// The sessions with stored run documents (a directory under `runs/`), sorted.
     pub(crate) fn run_session_ids(&self) -> Result<Vec<String>> {
-        let dir = self.dir.join("runs");
+        let dir = StateDir::Runs.under(&self.dir);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -462,21 +464,13 @@ impl Store {
     /// Records how a run's command ended and what it ran (`run-exits/<id>/<run>.json`),
     /// beside its document, which has no place for either.
     pub(crate) fn save_run_exit(&self, id: &str, run_id: &str, exit: &RunExit) -> Result<()> {
-        let path = self
-            .dir
-            .join("run-exits")
-            .join(id)
-            .join(format!("{run_id}.json"));
+        let path = StateDir::RunExits.run_file(&self.dir, id, run_id);
         write_record_atomic(&path, RUN_EXIT_SCHEMA, exit)
     }
 
     /// How a run's command ended, if a3s-iso recorded it.
     pub(crate) fn load_run_exit(&self, id: &str, run_id: &str) -> Option<RunExit> {
-        let path = self
-            .dir
-            .join("run-exits")
-            .join(id)
-            .join(format!("{run_id}.json"));
+        let path = StateDir::RunExits.run_file(&self.dir, id, run_id);
         read_json(&path).ok().flatten()
     }
 
@@ -488,7 +482,7 @@ impl Store {
     /// Where the journal entry of a digest is.
     pub(crate) fn journal_file(&self, digest: &str) -> PathBuf {
         let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-        self.dir.join("promoted").join(format!("{hex}.json"))
+        StateDir::Promoted.file(&self.dir, hex, ".json")
     }
 
     /// The promote journal's entry for a digest, if it was promoted.
@@ -500,7 +494,7 @@ impl Store {
     /// names no step anyone could continue from).
     pub(crate) fn journal_entries(&self) -> Result<Vec<JournalEntry>> {
         Ok(self
-            .ids_in("promoted")?
+            .ids_in(&StateDir::Promoted.under(&self.dir))?
             .into_iter()
             .filter_map(|hex| self.journal_entry(&hex).ok().flatten())
             .collect())
@@ -512,7 +506,7 @@ impl Store {
         &self,
     ) -> Result<Vec<std::result::Result<JournalEntry, String>>> {
         let mut out = Vec::new();
-        for hex in self.ids_in("promoted")? {
+        for hex in self.ids_in(&StateDir::Promoted.under(&self.dir))? {
             out.push(match self.journal_entry(&hex) {
                 Ok(Some(entry)) => Ok(entry),
                 Ok(None) => continue,
@@ -535,29 +529,29 @@ impl Store {
 
     /// Where `land` records its queue while it has one (`land.json`).
     pub(crate) fn land_queue_file(&self) -> PathBuf {
-        self.dir.join("land.json")
+        StateDir::LandQueue.under(&self.dir)
     }
 
     /// Where `land --test` keeps the output of a session's tests (`land-tests/<id>/`).
     pub(crate) fn land_tests_dir(&self, id: &str) -> PathBuf {
-        self.dir.join("land-tests").join(id)
+        StateDir::LandTests.under(&self.dir).join(id)
     }
 
     /// Where the setup commands of a session keep their output (`setup/<id>/`).
     pub(crate) fn setup_output_dir(&self, id: &str) -> PathBuf {
-        self.dir.join("setup").join(id)
+        StateDir::Setup.under(&self.dir).join(id)
     }
 
     /// Where promoted change sets keep their artifacts (`artifacts/<digest hex>/`).
     pub(crate) fn artifacts_dir(&self) -> PathBuf {
-        self.dir.join("artifacts")
+        StateDir::Artifacts.under(&self.dir)
     }
 
     /// The change set a `--digest` value names among those this store knows (journaled, or
     /// with artifacts): a whole digest, or a unique prefix; `None` when none matches.
     pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<String>> {
         let query = crate::changeset::DigestQuery::parse(flag, given)?;
-        let mut known = self.ids_in("promoted")?;
+        let mut known = self.ids_in(&StateDir::Promoted.under(&self.dir))?;
         if let Ok(entries) = std::fs::read_dir(self.artifacts_dir()) {
             known.extend(
                 entries
@@ -586,7 +580,7 @@ impl Store {
     /// Where a3s-iso keeps its own index of the isolation whose admin dir is `admin` (the seed
     /// of its next snapshot); the directory is created.
     pub(crate) fn seed_index(&self, admin: &Path) -> Result<PathBuf> {
-        let dir = self.dir.join("seeds");
+        let dir = StateDir::Seeds.under(&self.dir);
         std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(self.seed_index_path(admin))
     }
@@ -597,7 +591,7 @@ impl Store {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.dir.join("seeds").join(format!("{name}.index"))
+        StateDir::Seeds.file(&self.dir, &name, ".index")
     }
 
     /// Where a3s-iso keeps the index of the isolation whose admin dir is `admin` as it was
@@ -609,22 +603,22 @@ impl Store {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        self.dir.join("seeds").join(format!("{name}+bound.index"))
+        StateDir::Seeds.file(&self.dir, &name, "+bound.index")
     }
 
     /// A conflicted rebase's records (`rebases/<id>.json`, the pre-rebase `.index` and `.HEAD`).
     pub(crate) fn rebase_file(&self, id: &str, ext: &str) -> PathBuf {
-        self.dir.join("rebases").join(format!("{id}.{ext}"))
+        StateDir::Rebases.file(&self.dir, id, &format!(".{ext}"))
     }
 
     /// A rebase's write-ahead intent (`rebasing/<id>.json`), while it changes the isolation.
     pub(crate) fn rebase_intent_file(&self, id: &str) -> PathBuf {
-        self.dir.join("rebasing").join(format!("{id}.json"))
+        StateDir::Rebasing.file(&self.dir, id, ".json")
     }
 
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
-        self.dir.join("tmp")
+        StateDir::Tmp.under(&self.dir)
     }
 
     /// Drops the stored change-set documents of a session's runs, their nested change sets
@@ -638,8 +632,8 @@ impl Store {
         ] {
             remove_file_if_exists(&file)?;
         }
-        for kind in ["runs", "nested", "run-exits"] {
-            let dir = self.dir.join(kind).join(id);
+        for kind in [StateDir::Runs, StateDir::Nested, StateDir::RunExits] {
+            let dir = kind.under(&self.dir).join(id);
             match std::fs::remove_dir_all(&dir) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(Error::io(format!("cannot remove {}", dir.display()), e));
@@ -650,9 +644,8 @@ impl Store {
         Ok(())
     }
 
-    fn ids_in(&self, sub: &str) -> Result<Vec<String>> {
-        let dir = self.dir.join(sub);
-        let entries = match std::fs::read_dir(&dir) {
+    fn ids_in(&self, dir: &Path) -> Result<Vec<String>> {
+        let entries = match std::fs::read_dir(dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),

@@ -10,6 +10,7 @@ use crate::context::Located;
 use crate::error::Result;
 use crate::fsutil::modified_ms;
 use crate::git::Git;
+use crate::layout::StateDir;
 use crate::state::{SessionRecord, SessionState};
 
 /// Which items are old enough to go.
@@ -40,7 +41,7 @@ impl Sessions {
     fn read(located: &Located) -> Result<Sessions> {
         let mut records = BTreeMap::new();
         let mut needed = BTreeSet::new();
-        for id in ids_in(&located.store.dir().join("sessions"), ".json") {
+        for id in ids_in(&located.store.path(StateDir::Sessions), ".json") {
             match located.store.load_session(&id) {
                 Ok(Some(record)) => {
                     if matches!(record.state, SessionState::Bound | SessionState::Retained) {
@@ -90,11 +91,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
 /// intent, or a held lease.
 fn busy(located: &Located, id: &str) -> bool {
     let store = &located.store;
-    store
-        .dir()
-        .join("claims")
-        .join(format!("{id}.json"))
-        .exists()
+    StateDir::Claims.file(store.dir(), id, ".json").exists()
         || store.pending_file(id).exists()
         || store.is_leased(id).unwrap_or(true)
 }
@@ -137,6 +134,9 @@ fn plan_sessions(
     Ok(())
 }
 
+/// The directories that hold a session's files under its id.
+const PER_SESSION: [StateDir; 3] = [StateDir::Runs, StateDir::Nested, StateDir::RunExits];
+
 /// Sessions with no record left (purged by an earlier version, or a record lost): their
 /// refs, branches and files, once the newest of their files is past the window.
 fn plan_gone(
@@ -148,10 +148,10 @@ fn plan_gone(
 ) -> Result<()> {
     let dir = located.store.dir();
     let mut ids: BTreeSet<String> = ref_ids(git, located)?;
-    for sub in ["runs", "nested", "run-exits"] {
-        ids.extend(ids_in(&dir.join(sub), ""));
+    for sub in PER_SESSION {
+        ids.extend(ids_in(&sub.under(dir), ""));
     }
-    ids.extend(ids_in(&dir.join("leases"), ".lock"));
+    ids.extend(ids_in(&StateDir::Leases.under(dir), ".lock"));
     for id in ids {
         if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
             continue;
@@ -159,9 +159,9 @@ fn plan_gone(
         if crate::ids::validate(&id).is_err() || busy(located, &id) {
             continue;
         }
-        let newest = ["runs", "nested", "run-exits"]
+        let newest = PER_SESSION
             .iter()
-            .map(|sub| newest_ms(&dir.join(sub).join(&id)))
+            .map(|sub| newest_ms(&sub.under(dir).join(&id)))
             .chain([newest_ms(&located.store.lease_file(&id))])
             .max()
             .unwrap_or(0);
@@ -219,11 +219,8 @@ fn plan_journal(located: &Located, window: Window, sessions: &Sessions, plan: &m
 /// Whether a promote of `digest` has an intent on disk (interrupted and not yet recovered).
 fn intent_pending(located: &Located, digest: &str) -> bool {
     let hex = digest.trim_start_matches("sha256:");
-    located
-        .store
-        .dir()
-        .join("intents")
-        .join(format!("{hex}.json"))
+    StateDir::Intents
+        .file(located.store.dir(), hex, ".json")
         .exists()
 }
 
@@ -270,7 +267,7 @@ fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut
         .filter_map(|id| sessions.records.get(id)?.admin_dir.as_deref())
         .flat_map(|admin| seeds_of(store, admin))
         .collect();
-    let Ok(entries) = std::fs::read_dir(store.dir().join("seeds")) else {
+    let Ok(entries) = std::fs::read_dir(store.path(StateDir::Seeds)) else {
         return;
     };
     for path in entries.flatten().map(|e| e.path()) {

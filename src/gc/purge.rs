@@ -8,6 +8,7 @@ use super::item::{Item, Kind, Reason};
 use crate::context::Located;
 use crate::error::Result;
 use crate::git::Git;
+use crate::layout::StateDir;
 use crate::refs::{self, Scope};
 use crate::state::SessionRecord;
 
@@ -71,9 +72,9 @@ fn files_of(
     let store = &located.store;
     let dir = store.dir();
     let mut paths: Vec<(Kind, PathBuf)> = vec![
-        (Kind::Runs, dir.join("runs").join(id)),
-        (Kind::Nested, dir.join("nested").join(id)),
-        (Kind::RunExits, dir.join("run-exits").join(id)),
+        (Kind::Runs, StateDir::Runs.under(dir).join(id)),
+        (Kind::Nested, StateDir::Nested.under(dir).join(id)),
+        (Kind::RunExits, StateDir::RunExits.under(dir).join(id)),
         (Kind::Runs, store.land_tests_dir(id)),
         (Kind::Runs, store.setup_output_dir(id)),
     ];

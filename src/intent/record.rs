@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::layout::StateDir;
 pub(crate) use crate::paths::RepoPath;
 use crate::state::{PromoteMode, Step, Store};
 
@@ -150,7 +151,7 @@ pub(crate) fn tag(digest: &str) -> String {
 
 fn file(store: &Store, digest: &str) -> PathBuf {
     let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
-    store.dir().join("intents").join(format!("{hex}.json"))
+    StateDir::Intents.file(store.dir(), hex, ".json")
 }
 
 /// Writes (or rewrites) an intent: atomic and fsynced before this returns.
@@ -170,7 +171,7 @@ pub(crate) fn remove(store: &Store, digest: &str) -> Result<()> {
 
 /// Every pending intent, by file name; one that cannot be read is reported by name.
 pub(crate) fn pending(store: &Store) -> Vec<std::result::Result<Intent, String>> {
-    let dir = store.dir().join("intents");
+    let dir = store.path(StateDir::Intents);
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };

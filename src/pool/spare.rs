@@ -20,6 +20,7 @@ use crate::context::Located;
 use crate::error::{IoContext, Result};
 use crate::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::isolation;
+use crate::layout::StateDir;
 use crate::owner::{Liveness, Owner};
 
 /// The schema of the pool's settings (`pool/settings.json`).
@@ -70,7 +71,7 @@ pub struct Spare {
 
 /// The pool's directory in the store.
 fn pool_dir(located: &Located) -> PathBuf {
-    located.store.dir().join("pool")
+    located.store.path(StateDir::Pool)
 }
 
 fn spares_dir(located: &Located) -> PathBuf {

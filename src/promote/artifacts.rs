@@ -8,6 +8,7 @@ use crate::beneath::Dir;
 use crate::context::Located;
 use crate::error::{IoContext, Result};
 use crate::fsutil::record_bytes;
+use crate::layout::StateDir;
 use crate::snapshot::Patch;
 
 /// Where a promote's artifacts are.
@@ -40,7 +41,8 @@ impl Artifacts {
             }
             None => {
                 let state = located.store.dir();
-                let rel = Path::new("artifacts").join(patch.digest.trim_start_matches("sha256:"));
+                let rel = Path::new(StateDir::Artifacts.name())
+                    .join(patch.digest.trim_start_matches("sha256:"));
                 std::fs::create_dir_all(state)
                     .ctx(|| format!("cannot create {}", state.display()))?;
                 let handle = Dir::open(state)

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::layout::StateDir;
 use crate::paths::RepoPath;
 use crate::state::Store;
 
@@ -132,10 +133,6 @@ pub(crate) struct Applying {
     pub(crate) then: Then,
 }
 
-fn dir(store: &Store, sub: &str) -> PathBuf {
-    store.dir().join(sub)
-}
-
 /// Where a conflicted rebase's record is.
 pub(crate) fn state_file(store: &Store, id: &str) -> PathBuf {
     store.rebase_file(id, "json")
@@ -185,7 +182,7 @@ pub(crate) fn remove_intent(store: &Store, id: &str) -> Result<()> {
 
 /// Every intent left in the store (unreadable ones are skipped and kept).
 pub(crate) fn intents(store: &Store) -> Vec<Applying> {
-    let Ok(entries) = std::fs::read_dir(dir(store, "rebasing")) else {
+    let Ok(entries) = std::fs::read_dir(store.path(StateDir::Rebasing)) else {
         return Vec::new();
     };
     entries

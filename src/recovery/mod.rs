@@ -18,6 +18,7 @@ pub use report::{Interrupted, Operation};
 use crate::context::{Context, Located};
 use crate::error::Result;
 use crate::git::Git;
+use crate::layout::StateDir;
 use crate::lock::FileLock;
 use crate::repo::Repo;
 use crate::state::Store;
@@ -25,8 +26,8 @@ use crate::state::Store;
 /// Whether any record of an operation in progress is in the store: one directory listing of
 /// each kind.
 pub(crate) fn anything_left(store: &Store) -> bool {
-    let listed = |dir: &str| {
-        std::fs::read_dir(store.dir().join(dir)).is_ok_and(|mut entries| {
+    let listed = |dir: StateDir| {
+        std::fs::read_dir(store.path(dir)).is_ok_and(|mut entries| {
             entries.any(|e| {
                 e.is_ok_and(|e| {
                     let name = e.file_name();
@@ -36,7 +37,9 @@ pub(crate) fn anything_left(store: &Store) -> bool {
             })
         })
     };
-    listed("intents") || listed("pending") || listed("rebasing")
+    [StateDir::Intents, StateDir::Pending, StateDir::Rebasing]
+        .into_iter()
+        .any(listed)
 }
 
 /// What the records say is in progress (read without the lock, to be reported).
