@@ -46,6 +46,7 @@ pub mod paths;
 pub mod pending;
 pub mod pool;
 pub mod probe;
+pub mod profile;
 pub mod promote;
 mod pty;
 pub mod quarantine;
@@ -67,6 +68,7 @@ mod strictjson;
 pub(crate) mod submodules;
 pub mod sweep;
 pub mod wip;
+mod writeback;
 
 pub use context::Context;
 pub use error::{Error, ErrorCode, Result};

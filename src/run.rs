@@ -32,10 +32,14 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 pub struct SandboxRequest {
     /// Reach the network (and the host's sockets under `/run`).
     pub allow_network: bool,
+    /// Hosts the network allows through the proxy (`--allow-host` forms: `host[:port]`, `*.domain`, `@preset`).
+    pub allow_hosts: Vec<String>,
     /// Also write these paths (each must exist).
     pub allow_write: Vec<PathBuf>,
     /// Also read these hidden or private paths (each must exist).
     pub allow_read: Vec<PathBuf>,
+    /// The profile the command runs under: its home paths, variables and hosts.
+    pub profile: Option<crate::profile::Profile>,
 }
 
 /// What `run` is asked to do.
@@ -143,8 +147,16 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     // With a terminal, the command gets a pseudo-terminal of its own.
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
+    let granted = Granted::prepare(opts, &settings, &run_id)?;
     let at = (&located, &isolation);
-    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
+    let sandbox_spec = sandbox_for(
+        opts,
+        &settings,
+        at,
+        run_dirs,
+        (&workdir, &granted),
+        terminal,
+    )?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -163,10 +175,11 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let mut migrate_warnings = Vec::new();
+    // The command has ended and its sandbox with it: its layers no longer change.
+    let mut migrate_warnings = granted.layers.write_back();
     if sandbox_spec.is_some() {
         // The command's new objects join the store only once they pass the checks.
-        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
+        migrate_warnings.extend(quarantine.migrate(&ctx.git, &located.repo)?.1);
     }
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
@@ -233,6 +246,7 @@ fn report(spec: Option<&SandboxSpec>, settings: &RunSandbox, env: &CommandEnv) -
     report.allow_read = settings.allow_read.clone();
     report.env_passed = env.passed.clone();
     report.env_dropped = env.dropped.clone();
+    report.profile = settings.profile.clone();
     report
 }
 
@@ -246,7 +260,11 @@ fn ran_of(opts: &RunOptions, (tree, workdir): (&Path, &Path), started_at_ms: u64
     Ran {
         argv: Some(crate::argv::Argv(opts.command.clone())),
         cwd: Some(cwd),
-        profile: None,
+        profile: opts
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .map(|p| p.name.clone()),
         timeout_ms: opts
             .timeout
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -266,6 +284,7 @@ fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
             allow_write: Vec::new(),
             allow_read: Vec::new(),
             env_passed: Vec::new(),
+            profile: None,
         });
     };
     Ok(RunSandbox {
@@ -278,6 +297,7 @@ fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
         allow_write: existing("--allow-write", &request.allow_write)?,
         allow_read: existing("--allow-read", &request.allow_read)?,
         env_passed: Vec::new(),
+        profile: request.profile.as_ref().map(crate::profile::Profile::used),
     })
 }
 
@@ -334,7 +354,15 @@ fn command_env(
         ("TMPDIR".into(), private_tmp.into()),
     ];
     own.extend(git_env.iter().map(|(k, v)| (k.clone(), v.into())));
-    crate::command_env::plan(std::env::vars_os(), &opts.env, &own, REPO_SELECTING_VARS)
+    // The profile's variables pass as if named with --env.
+    let mut requests: Vec<EnvRequest> = opts
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.profile.as_ref())
+        .map(crate::profile::Profile::env_requests)
+        .unwrap_or_default();
+    requests.extend(opts.env.iter().cloned());
+    crate::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS)
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.
@@ -393,7 +421,7 @@ fn sandbox_for(
     settings: &RunSandbox,
     (located, isolation): (&Located, &Isolation),
     (private_tmp, quarantine): (&Path, &Path),
-    workdir: &Path,
+    (workdir, granted): (&Path, &Granted),
     terminal: TerminalSpec,
 ) -> Result<Option<SandboxSpec>> {
     if !settings.enabled {
@@ -408,12 +436,20 @@ fn sandbox_for(
         private_tmp.to_path_buf(),
     ];
     writable.extend(sandbox::DEVICE_NODES.iter().map(PathBuf::from));
-    writable.extend(allow_write.iter().cloned());
+    writable.extend(
+        allow_write
+            .iter()
+            .filter(|p| !granted.layered.contains(p))
+            .cloned(),
+    );
+    writable.extend(granted.layers.root().map(Path::to_path_buf));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut visible = vec![located.repo.common_dir.clone()];
     visible.extend(home.iter().cloned());
     visible.extend(allow_read.iter().cloned());
     visible.extend(program_path(&opts.command[0]));
+    // A layered directory under a private one comes back before its layer goes on.
+    visible.extend(granted.layers.spec().into_iter().map(|l| l.dir));
     let spec = SandboxSpec {
         deny_network,
         writable,
@@ -431,12 +467,66 @@ fn sandbox_for(
             .filter(|p| p.exists())
             .collect(),
         scratch_layer: Some(located.repo.common_dir.clone()),
+        layers: granted.layers.spec(),
+        mounted: granted.mounted.clone(),
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
+}
+
+/// What a run may write beyond its writable directories: allowed files in read-only
+/// directories, written back through layers, and a profile's home paths.
+struct Granted {
+    /// The layers, read back once the command has ended.
+    layers: crate::writeback::Layers,
+    /// The profile's copies of directories, mounted over the real ones.
+    mounted: Vec<sandbox::MountedDir>,
+    /// The `--allow-write` files that are layered rather than mounted writable.
+    layered: Vec<PathBuf>,
+}
+
+impl Granted {
+    /// Makes the layers and the profile's copies a sandboxed run needs (nothing without the
+    /// sandbox): each `--allow-write` file whose directory can be layered, and with a profile
+    /// that names home paths, the home directory as a whole (where its mount points are made).
+    fn prepare(opts: &RunOptions, settings: &RunSandbox, run_id: &str) -> Result<Granted> {
+        let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
+        let private = private_dirs(settings.network == NetworkAccess::Denied);
+        let layered: Vec<PathBuf> = settings
+            .allow_write
+            .iter()
+            .filter(|p| settings.enabled && p.is_file())
+            .filter(|p| crate::writeback::layerable(p, &private))
+            .cloned()
+            .collect();
+        let mut grants: Vec<crate::writeback::FileGrant> = layered
+            .iter()
+            .map(|p| crate::writeback::FileGrant {
+                at: p.clone(),
+                kept: p.clone(),
+            })
+            .collect();
+        let mut dirs = Vec::new();
+        let mut mounted = Vec::new();
+        if let Some(profile) = profile.filter(|p| settings.enabled && !p.writable.is_empty()) {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .and_then(|h| std::fs::canonicalize(h).ok())
+                .ok_or_else(|| crate::writeback::no_home(&profile.name))?;
+            let mounts = crate::profile::prepare(profile, &home)?;
+            dirs.push(home);
+            grants.extend(mounts.files);
+            mounted = mounts.dirs;
+        }
+        Ok(Granted {
+            layers: crate::writeback::Layers::create(run_id, &dirs, grants)?,
+            mounted,
+            layered,
+        })
+    }
 }
 
 /// The secrets to cover, and with the network denied the caller's ssh agent socket (it may

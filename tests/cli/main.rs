@@ -34,6 +34,7 @@ mod nested;
 mod overlaps_property;
 mod polish;
 mod pool;
+mod profiles;
 mod promote;
 mod promote_reapply;
 mod pty;
