@@ -149,14 +149,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let mut settings = settings_of(opts)?;
     let granted = Granted::prepare(opts, &settings, &run_id)?;
     let at = (&located, &isolation);
-    let sandbox_spec = sandbox_for(
-        opts,
-        &settings,
-        at,
-        run_dirs,
-        (&workdir, &granted),
-        terminal,
-    )?;
+    let place = (workdir.as_path(), &granted);
+    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -175,12 +169,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    // The command has ended and its sandbox with it: its layers no longer change.
-    let mut migrate_warnings = granted.layers.write_back();
-    if sandbox_spec.is_some() {
-        // The command's new objects join the store only once they pass the checks.
-        migrate_warnings.extend(quarantine.migrate(&ctx.git, &located.repo)?.1);
-    }
+    let sandboxed = sandbox_spec.is_some();
+    let migrate_warnings = after_command(ctx, &located, (&quarantine, &granted), sandboxed)?;
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -212,6 +202,22 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// Once the command and its sandbox have ended (nothing can change its layers any more): the
+/// allowed files written back, and the command's new objects moved into the store once they
+/// pass the checks. Returns the warnings of both.
+fn after_command(
+    ctx: &Context,
+    located: &Located,
+    (quarantine, granted): (&Quarantine, &Granted),
+    sandboxed: bool,
+) -> Result<Vec<String>> {
+    let mut warnings = granted.layers.write_back();
+    if sandboxed {
+        warnings.extend(quarantine.migrate(&ctx.git, &located.repo)?.1);
+    }
+    Ok(warnings)
 }
 
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.

@@ -208,7 +208,10 @@ fn write_back_one(upper: &Path, rel: &Path, grant: &FileGrant) -> std::result::R
     dir.replace_with(Path::new(&file_name(&grant.kept)), |file| {
         use std::io::Write;
         file.set_permissions(std::fs::Permissions::from_mode(mode))?;
-        file.write_all(&bytes)
+        let (first, rest) = bytes.split_at(bytes.len() / 2);
+        file.write_all(first)?;
+        crate::fault_point!("run-write-back-half-written");
+        file.write_all(rest)
     })
     .map_err(|e| e.to_string())
 }

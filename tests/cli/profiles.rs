@@ -285,3 +285,40 @@ fn a_trusted_repository_file_selects_a_profile_and_a_profile_may_not_open_a_secr
     assert_eq!(code, 5, "{doc}");
     assert_eq!(error_code(&doc), "invalid_input");
 }
+
+/// A run killed while it writes an allowed file back leaves the file as it was: the new
+/// content goes to a temporary file first, renamed over the file only once complete.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_run_killed_during_the_write_back_never_leaves_a_half_written_file() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("wk");
+    let file = fx.home.join(".claude.json");
+    std::fs::write(&file, b"old content").unwrap();
+    let script = "printf 'new content, longer' > \"$HOME/.claude.json.tmp\" && mv \"$HOME/.claude.json.tmp\" \"$HOME/.claude.json\"";
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "run-write-back-half-written")
+        .args(["run", "-s", "wk", "--allow-write", file.to_str().unwrap()])
+        .args(["--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), Some(9), "{out:?}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"old content");
+    // Without the fault, the same run writes it back whole.
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "wk",
+        "--allow-write",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"new content, longer");
+}
