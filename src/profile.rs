@@ -7,11 +7,30 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::command_env::EnvRequest;
-use crate::config::{Layer, ProfileLayer};
 use crate::error::{Error, Result};
+use crate::sandbox::ProfileUsed;
+
+/// A `[profiles.NAME]` table: what a run under that profile may do beyond the defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileLayer {
+    /// Home paths made writable, each backed by the profile's own copy (`~/.tool/` for a
+    /// directory, `~/.toolrc` for a file).
+    #[serde(default)]
+    pub writable: Vec<String>,
+    /// Variables passed to the command (names or patterns, as `--env NAME`).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// Hosts the network allows (`--allow-host` forms).
+    #[serde(default)]
+    pub hosts: Vec<String>,
+}
+
+/// The user's `[profiles.NAME]` tables, by name.
+pub type UserProfiles = std::collections::BTreeMap<String, ProfileLayer>;
 
 /// Where a profile is defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -119,7 +138,7 @@ const BUILT_IN: &[BuiltIn] = &[
 
 /// Every profile: the built-in ones, then the user's (a user profile of a built-in name
 /// replaces it), sorted by name.
-pub fn all(user: &Layer) -> Result<Vec<Profile>> {
+pub fn all(user: Option<&UserProfiles>) -> Result<Vec<Profile>> {
     let mut profiles: Vec<Profile> = Vec::new();
     for (name, writable, env, hosts) in BUILT_IN {
         let layer = ProfileLayer {
@@ -129,7 +148,7 @@ pub fn all(user: &Layer) -> Result<Vec<Profile>> {
         };
         profiles.push(from_layer(name, &layer, ProfileSource::BuiltIn)?);
     }
-    for (name, layer) in user.profiles.iter().flatten() {
+    for (name, layer) in user.into_iter().flatten() {
         profiles.retain(|p| &p.name != name);
         profiles.push(from_layer(name, layer, ProfileSource::User)?);
     }
@@ -138,7 +157,7 @@ pub fn all(user: &Layer) -> Result<Vec<Profile>> {
 }
 
 /// The profile called `name`; one that does not exist is `invalid_input`.
-pub fn resolve(name: &str, user: &Layer) -> Result<Profile> {
+pub fn resolve(name: &str, user: Option<&UserProfiles>) -> Result<Profile> {
     let profiles = all(user)?;
     let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
     let message = format!("no profile {name:?} (there are: {})", names.join(", "));
@@ -146,22 +165,6 @@ pub fn resolve(name: &str, user: &Layer) -> Result<Profile> {
         .into_iter()
         .find(|p| p.name == name)
         .ok_or(Error::InvalidInput { message })
-}
-
-/// What a run's profile allowed, as its JSON and exit record keep it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct ProfileUsed {
-    /// The profile's name.
-    pub name: String,
-    /// The home paths it made writable (`~/.claude/`, `~/.claude.json`).
-    pub writable: Vec<String>,
-    /// Where a3s-iso keeps its copies of them; `null` when it has none.
-    #[serde(default, with = "crate::paths::fs_path_opt")]
-    pub kept_in: Option<PathBuf>,
-    /// The variables it passes (names or patterns).
-    pub env: Vec<String>,
-    /// The hosts the network allows.
-    pub hosts: Vec<String>,
 }
 
 impl Profile {
@@ -259,7 +262,8 @@ fn home_entry(spelled: &str) -> std::result::Result<HomeEntry, String> {
 
 /// Where a3s-iso keeps a profile's copies of its home paths: `<data>/profiles/<name>/home`.
 pub fn home_of(name: &str) -> Option<PathBuf> {
-    crate::state::user_data_dir().map(|d| d.join("profiles").join(name).join("home"))
+    directories::ProjectDirs::from("", "", "a3s-iso")
+        .map(|d| d.data_dir().join("profiles").join(name).join("home"))
 }
 
 /// What a profile gives a run inside the sandbox.
@@ -383,17 +387,17 @@ mod tests {
 
     #[test]
     fn a_user_profile_replaces_a_built_in_one() {
-        let mut user = Layer::default();
         let mine = ProfileLayer {
             env: vec!["MY_*".into()],
             ..ProfileLayer::default()
         };
-        user.profiles = Some([("claude".to_string(), mine)].into_iter().collect());
-        let claude = resolve("claude", &user).unwrap();
+        let user: UserProfiles = [("claude".to_string(), mine)].into_iter().collect();
+        let user = Some(&user);
+        let claude = resolve("claude", user).unwrap();
         assert_eq!(claude.source, ProfileSource::User);
         assert_eq!(claude.env, ["MY_*"]);
-        assert!(resolve("nosuch", &user).is_err());
-        let names: Vec<String> = all(&user).unwrap().into_iter().map(|p| p.name).collect();
+        assert!(resolve("nosuch", user).is_err());
+        let names: Vec<String> = all(user).unwrap().into_iter().map(|p| p.name).collect();
         assert_eq!(names, ["aider", "claude", "codex", "generic"]);
     }
 }

@@ -793,7 +793,7 @@ pub struct RunSandbox {
     pub env_passed: Vec<String>,
     /// The profile it ran under and what that allowed; `None` without one.
     #[serde(default)]
-    pub profile: Option<crate::profile::ProfileUsed>,
+    pub profile: Option<crate::sandbox::ProfileUsed>,
 }
 
 /// How a journaled change set came to be in the source.

@@ -142,9 +142,9 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     let allow_network =
         args.allow_network || configured.as_ref().is_some_and(|c| c.allow_network.value);
     let profile = match (&args.profile, &configured) {
-        (Some(name), Some(c)) => Some(a3s_iso::profile::resolve(name, &c.user)?),
+        (Some(name), Some(c)) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
         (None, Some(c)) => match &c.profile.value {
-            Some(name) => Some(a3s_iso::profile::resolve(name, &c.user)?),
+            Some(name) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
             None => None,
         },
         _ => None,

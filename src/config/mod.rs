@@ -34,23 +34,7 @@ pub struct Layer {
     /// `[pool]`.
     pub pool: Option<PoolLayer>,
     /// `[profiles.NAME]`: run profiles of the user's own (the user's file only).
-    pub profiles: Option<std::collections::BTreeMap<String, ProfileLayer>>,
-}
-
-/// A `[profiles.NAME]` table: what a run under that profile may do beyond the defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProfileLayer {
-    /// Home paths made writable, each backed by the profile's own copy (`~/.tool/` for a
-    /// directory, `~/.toolrc` for a file).
-    #[serde(default)]
-    pub writable: Vec<String>,
-    /// Variables passed to the command (names or patterns, as `--env NAME`).
-    #[serde(default)]
-    pub env: Vec<String>,
-    /// Hosts the network allows (`--allow-host` forms).
-    #[serde(default)]
-    pub hosts: Vec<String>,
+    pub profiles: Option<crate::profile::UserProfiles>,
 }
 
 /// The `[run]` table.
@@ -302,7 +286,7 @@ impl Loaded {
                 present: self.user_path.as_deref().is_some_and(Path::is_file),
             },
             settings: self.effective(matches!(self.trust(), Trust::Trusted)),
-            profiles: crate::profile::all(&self.user)?,
+            profiles: crate::profile::all(self.user.profiles.as_ref())?,
         })
     }
 

@@ -85,6 +85,22 @@ pub struct MountedDir {
     pub to: PathBuf,
 }
 
+/// What a run's profile allowed, as its JSON and exit record keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ProfileUsed {
+    /// The profile's name.
+    pub name: String,
+    /// The home paths it made writable (`~/.claude/`, `~/.claude.json`).
+    pub writable: Vec<String>,
+    /// Where a3s-iso keeps its copies of them; `null` when it has none.
+    #[serde(default, with = "crate::paths::fs_path_opt")]
+    pub kept_in: Option<PathBuf>,
+    /// The variables it passes (names or patterns).
+    pub env: Vec<String>,
+    /// The hosts the network allows.
+    pub hosts: Vec<String>,
+}
+
 /// Which terminal a sandboxed command gets. It never gets one of the host's: the helper makes
 /// a pseudo-terminal in the sandbox's own `devpts`, whose master `run` relays.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -160,7 +176,7 @@ pub struct SandboxReport {
     /// The names of the caller's variables it did not get.
     pub env_dropped: Vec<String>,
     /// The profile it ran under and what that allowed; `null` without one.
-    pub profile: Option<crate::profile::ProfileUsed>,
+    pub profile: Option<ProfileUsed>,
 }
 
 impl SandboxReport {

@@ -143,6 +143,9 @@ fn claude_profile_keeps_its_settings_in_its_own_home_and_never_writes_the_real_o
     let run = &show["runs"][0];
     assert_eq!(run["profile"], "claude", "{show}");
     assert_eq!(run["sandbox"]["profile"]["name"], "claude", "{show}");
+    let out = fx.cmd().args(["show", "-s", "c1"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("--profile claude"), "{text}");
 }
 
 #[test]
