@@ -147,7 +147,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     // With a terminal, the command gets a pseudo-terminal of its own.
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
-    let granted = Granted::prepare(opts, &settings, &run_id)?;
+    let granted = Granted::prepare(opts, &settings, &run_id, (&isolation, run_dirs))?;
     let at = (&located, &isolation);
     let place = (workdir.as_path(), &granted);
     let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
@@ -445,7 +445,7 @@ fn sandbox_for(
     writable.extend(
         allow_write
             .iter()
-            .filter(|p| !granted.layered.contains(p))
+            .filter(|p| !granted.not_mounted.contains(p))
             .cloned(),
     );
     writable.extend(granted.layers.root().map(Path::to_path_buf));
@@ -490,23 +490,38 @@ struct Granted {
     layers: crate::writeback::Layers,
     /// The profile's copies of directories, mounted over the real ones.
     mounted: Vec<sandbox::MountedDir>,
-    /// The `--allow-write` files that are layered rather than mounted writable.
-    layered: Vec<PathBuf>,
+    /// The `--allow-write` files that are not mounted writable: layered, or in a writable
+    /// directory already.
+    not_mounted: Vec<PathBuf>,
 }
 
 impl Granted {
     /// Makes the layers and the profile's copies a sandboxed run needs (nothing without the
-    /// sandbox): each `--allow-write` file whose directory can be layered, and with a profile
-    /// that names home paths, the home directory as a whole (where its mount points are made).
-    fn prepare(opts: &RunOptions, settings: &RunSandbox, run_id: &str) -> Result<Granted> {
+    /// sandbox): each `--allow-write` file whose directory can be layered and is not writable
+    /// already (beneath the isolation, its admin dir, the run's TMPDIR and quarantine, or an
+    /// allowed directory: such a file is left as it is), and with a profile that names home paths, the home directory as a
+    /// whole (where its mount points are made).
+    fn prepare(
+        opts: &RunOptions,
+        settings: &RunSandbox,
+        run_id: &str,
+        (isolation, (private_tmp, quarantine)): (&Isolation, (&Path, &Path)),
+    ) -> Result<Granted> {
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
         let private = private_dirs(settings.network == NetworkAccess::Denied);
-        let layered: Vec<PathBuf> = settings
-            .allow_write
-            .iter()
-            .filter(|p| settings.enabled && p.is_file())
+        let mut writable: Vec<&Path> =
+            vec![&isolation.tree, &isolation.admin, private_tmp, quarantine];
+        let allowed = settings.allow_write.iter().filter(|_| settings.enabled);
+        writable.extend(allowed.clone().filter(|p| p.is_dir()).map(PathBuf::as_path));
+        // A file in a writable directory needs nothing: renaming there works already.
+        let (unneeded, files): (Vec<PathBuf>, Vec<PathBuf>) =
+            allowed.filter(|p| p.is_file()).cloned().partition(|p| {
+                p.parent()
+                    .is_some_and(|d| writable.iter().any(|w| d.starts_with(w)))
+            });
+        let layered: Vec<PathBuf> = files
+            .into_iter()
             .filter(|p| crate::writeback::layerable(p, &private))
-            .cloned()
             .collect();
         let mut grants: Vec<crate::writeback::FileGrant> = layered
             .iter()
@@ -530,7 +545,7 @@ impl Granted {
         Ok(Granted {
             layers: crate::writeback::Layers::create(run_id, &dirs, grants)?,
             mounted,
-            layered,
+            not_mounted: [layered, unneeded].concat(),
         })
     }
 }

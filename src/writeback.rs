@@ -216,8 +216,8 @@ fn write_back_one(upper: &Path, rel: &Path, grant: &FileGrant) -> std::result::R
     .map_err(|e| e.to_string())
 }
 
-/// A run's granted files cannot be layered when their directory is `/` or one the sandbox
-/// replaces with a private one: those stay plain writable paths.
+/// A run's granted file is layered unless its directory is `/` or one the sandbox replaces
+/// with a private one: those stay plain writable paths.
 pub(crate) fn layerable(file: &Path, private: &[PathBuf]) -> bool {
     file.parent()
         .is_some_and(|dir| dir != Path::new("/") && !private.iter().any(|p| p == dir))

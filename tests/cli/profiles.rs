@@ -325,3 +325,28 @@ fn a_run_killed_during_the_write_back_never_leaves_a_half_written_file() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(std::fs::read(&file).unwrap(), b"new content, longer");
 }
+
+/// An allowed file in a directory that is writable already (the isolation) is not layered:
+/// the directory's other writes are kept and captured.
+#[test]
+fn an_allowed_file_in_the_isolation_keeps_the_isolations_writes() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("iw");
+    let readme = fx.isolation("iw").join("README.md");
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "iw",
+        "--allow-write",
+        readme.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        "echo other > other.txt && printf renamed > README.md.tmp && mv README.md.tmp README.md",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["change_set"]["files_changed"], 2, "{doc}");
+    assert_eq!(std::fs::read(&readme).unwrap(), b"renamed");
+    assert!(fx.isolation("iw").join("other.txt").is_file());
+}
