@@ -334,7 +334,14 @@ fn seed(real: &Path, kept: &Path, dir: bool) -> Result<()> {
         }
         (false, _) => return Ok(()),
     }
-    std::fs::rename(&aside, kept).map_err(fail)
+    match std::fs::rename(&aside, kept) {
+        // Another run made the copy meanwhile: that one stands.
+        Err(_) if std::fs::symlink_metadata(kept).is_ok() => {
+            let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
+            Ok(())
+        }
+        done => done.map_err(fail),
+    }
 }
 
 /// Copies a directory tree: directories, regular files (with their modes) and links (as

@@ -62,7 +62,7 @@ fn render(report: &ConfigReport, out: &Output) {
         };
         format!("{value} ({})", s.source.as_str())
     };
-    out.fields(&[
+    let mut fields = vec![
         (
             "repository file",
             format!("{} ({})", file.path.display(), file.trust.as_str()),
@@ -97,13 +97,9 @@ fn render(report: &ConfigReport, out: &Output) {
                 settings.pool_size.source.as_str()
             ),
         ),
-    ]);
-    let profiles: Vec<(&str, String)> = report
-        .profiles
-        .iter()
-        .map(|p| ("profile", profile_line(p)))
-        .collect();
-    out.fields(&profiles);
+    ];
+    fields.extend(report.profiles.iter().map(|p| ("profile", profile_line(p))));
+    out.fields(&fields);
     if matches!(file.trust, Trust::Untrusted | Trust::Changed) {
         out.hint("the repository file's settings are not applied until you trust it: a3s-iso config trust");
     }
