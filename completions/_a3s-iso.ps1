@@ -116,6 +116,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)')
             [CompletionResult]::new('--allow-write', '--allow-write', [CompletionResultType]::ParameterName, 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)')
             [CompletionResult]::new('--allow-read', '--allow-read', [CompletionResultType]::ParameterName, 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration''s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)')
             [CompletionResult]::new('--release-identity', '--release-identity', [CompletionResultType]::ParameterName, 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')

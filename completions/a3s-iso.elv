@@ -110,6 +110,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --timeout 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)'
             cand --allow-write 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)'
             cand --allow-read 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)'
+            cand --profile 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration''s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)'
             cand --env 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)'
             cand --release-identity 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'

@@ -105,6 +105,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l run-id -d 'Name 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l timeout -d 'Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-read -d 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l profile -d 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration\'s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l env -d 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"

@@ -48,6 +48,7 @@ pub mod paths;
 pub mod pending;
 pub mod pool;
 pub mod probe;
+pub mod profile;
 pub mod promote;
 mod pty;
 pub mod quarantine;
@@ -69,6 +70,7 @@ mod strictjson;
 pub(crate) mod submodules;
 pub mod sweep;
 pub mod wip;
+mod writeback;
 
 pub use context::Context;
 pub use error::{Error, ErrorCode, Result};

@@ -32,10 +32,14 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 pub struct SandboxRequest {
     /// Reach the network (and the host's sockets under `/run`).
     pub allow_network: bool,
+    /// Hosts the network allows through the proxy (`--allow-host` forms: `host[:port]`, `*.domain`, `@preset`).
+    pub allow_hosts: Vec<String>,
     /// Also write these paths (each must exist).
     pub allow_write: Vec<PathBuf>,
     /// Also read these hidden or private paths (each must exist).
     pub allow_read: Vec<PathBuf>,
+    /// The profile the command runs under: its home paths, variables and hosts.
+    pub profile: Option<crate::profile::Profile>,
 }
 
 /// What `run` is asked to do.
@@ -145,8 +149,10 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let run_dirs = (private_tmp.path(), quarantine.dir());
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
+    let granted = Granted::prepare(opts, &settings, &run_id, (&isolation, run_dirs))?;
     let at = (&located, &isolation);
-    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
+    let place = (workdir.as_path(), &granted);
+    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -165,7 +171,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let migrate_warnings = admit_objects(ctx, &located, sandbox_spec.is_some(), &quarantine)?;
+    let sandboxed = sandbox_spec.is_some();
+    let migrate_warnings = after_command(ctx, &located, (&quarantine, &granted), sandboxed)?;
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -200,18 +207,20 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
-/// The command's new objects join the store only once they pass the checks (a sandboxed
-/// command writes them to the quarantine); the warnings of those that did not.
-fn admit_objects(
+/// Once the command and its sandbox have ended (nothing can change its layers any more): the
+/// allowed files written back, and the command's new objects moved into the store once they
+/// pass the checks. Returns the warnings of both.
+fn after_command(
     ctx: &Context,
     located: &Located,
+    (quarantine, granted): (&Quarantine, &Granted),
     sandboxed: bool,
-    quarantine: &Quarantine,
 ) -> Result<Vec<String>> {
-    match sandboxed {
-        true => Ok(quarantine.migrate(&ctx.git, &located.repo)?.1),
-        false => Ok(Vec::new()),
+    let mut warnings = granted.layers.write_back();
+    if sandboxed {
+        warnings.extend(quarantine.migrate(&ctx.git, &located.repo)?.1);
     }
+    Ok(warnings)
 }
 
 /// What a failed sandboxed command named that the sandbox kept from it.
@@ -261,6 +270,7 @@ fn report(spec: Option<&SandboxSpec>, settings: &RunSandbox, env: &CommandEnv) -
     report.allow_read = settings.allow_read.clone();
     report.env_passed = env.passed.clone();
     report.env_dropped = env.dropped.clone();
+    report.profile = settings.profile.clone();
     report
 }
 
@@ -274,7 +284,11 @@ fn ran_of(opts: &RunOptions, (tree, workdir): (&Path, &Path), started_at_ms: u64
     Ran {
         argv: Some(crate::argv::Argv(opts.command.clone())),
         cwd: Some(cwd),
-        profile: None,
+        profile: opts
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .map(|p| p.name.clone()),
         timeout_ms: opts
             .timeout
             .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
@@ -294,6 +308,7 @@ fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
             allow_write: Vec::new(),
             allow_read: Vec::new(),
             env_passed: Vec::new(),
+            profile: None,
         });
     };
     Ok(RunSandbox {
@@ -306,6 +321,7 @@ fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
         allow_write: existing("--allow-write", &request.allow_write)?,
         allow_read: existing("--allow-read", &request.allow_read)?,
         env_passed: Vec::new(),
+        profile: request.profile.as_ref().map(crate::profile::Profile::used),
     })
 }
 
@@ -362,7 +378,15 @@ fn command_env(
         ("TMPDIR".into(), private_tmp.into()),
     ];
     own.extend(git_env.iter().map(|(k, v)| (k.clone(), v.into())));
-    crate::command_env::plan(std::env::vars_os(), &opts.env, &own, REPO_SELECTING_VARS)
+    // The profile's variables pass as if named with --env.
+    let mut requests: Vec<EnvRequest> = opts
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.profile.as_ref())
+        .map(crate::profile::Profile::env_requests)
+        .unwrap_or_default();
+    requests.extend(opts.env.iter().cloned());
+    crate::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS)
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.
@@ -421,7 +445,7 @@ fn sandbox_for(
     settings: &RunSandbox,
     (located, isolation): (&Located, &Isolation),
     (private_tmp, quarantine): (&Path, &Path),
-    workdir: &Path,
+    (workdir, granted): (&Path, &Granted),
     terminal: TerminalSpec,
 ) -> Result<Option<SandboxSpec>> {
     if !settings.enabled {
@@ -436,12 +460,20 @@ fn sandbox_for(
         private_tmp.to_path_buf(),
     ];
     writable.extend(sandbox::DEVICE_NODES.iter().map(PathBuf::from));
-    writable.extend(allow_write.iter().cloned());
+    writable.extend(
+        allow_write
+            .iter()
+            .filter(|p| !granted.not_mounted.contains(p))
+            .cloned(),
+    );
+    writable.extend(granted.layers.root().map(Path::to_path_buf));
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut visible = vec![located.repo.common_dir.clone()];
     visible.extend(home.iter().cloned());
     visible.extend(allow_read.iter().cloned());
     visible.extend(program_path(&opts.command[0]));
+    // A layered directory under a private one comes back before its layer goes on.
+    visible.extend(granted.layers.spec().into_iter().map(|l| l.dir));
     let spec = SandboxSpec {
         deny_network,
         writable,
@@ -459,12 +491,81 @@ fn sandbox_for(
             .filter(|p| p.exists())
             .collect(),
         scratch_layer: Some(located.repo.common_dir.clone()),
+        layers: granted.layers.spec(),
+        mounted: granted.mounted.clone(),
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
+}
+
+/// What a run may write beyond its writable directories: allowed files in read-only
+/// directories, written back through layers, and a profile's home paths.
+struct Granted {
+    /// The layers, read back once the command has ended.
+    layers: crate::writeback::Layers,
+    /// The profile's copies of directories, mounted over the real ones.
+    mounted: Vec<sandbox::MountedDir>,
+    /// The `--allow-write` files that are not mounted writable: layered, or in a writable
+    /// directory already.
+    not_mounted: Vec<PathBuf>,
+}
+
+impl Granted {
+    /// Makes the layers and the profile's copies a sandboxed run needs (nothing without the
+    /// sandbox): each `--allow-write` file whose directory can be layered and is not writable
+    /// already (beneath the isolation, its admin dir, the run's TMPDIR and quarantine, or an
+    /// allowed directory: such a file is left as it is), and with a profile that names home paths, the home directory as a
+    /// whole (where its mount points are made).
+    fn prepare(
+        opts: &RunOptions,
+        settings: &RunSandbox,
+        run_id: &str,
+        (isolation, (private_tmp, quarantine)): (&Isolation, (&Path, &Path)),
+    ) -> Result<Granted> {
+        let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
+        let private = private_dirs(settings.network == NetworkAccess::Denied);
+        let mut writable: Vec<&Path> =
+            vec![&isolation.tree, &isolation.admin, private_tmp, quarantine];
+        let allowed = settings.allow_write.iter().filter(|_| settings.enabled);
+        writable.extend(allowed.clone().filter(|p| p.is_dir()).map(PathBuf::as_path));
+        // A file in a writable directory needs nothing: renaming there works already.
+        let (unneeded, files): (Vec<PathBuf>, Vec<PathBuf>) =
+            allowed.filter(|p| p.is_file()).cloned().partition(|p| {
+                p.parent()
+                    .is_some_and(|d| writable.iter().any(|w| d.starts_with(w)))
+            });
+        let layered: Vec<PathBuf> = files
+            .into_iter()
+            .filter(|p| crate::writeback::layerable(p, &private))
+            .collect();
+        let mut grants: Vec<crate::writeback::FileGrant> = layered
+            .iter()
+            .map(|p| crate::writeback::FileGrant {
+                at: p.clone(),
+                kept: p.clone(),
+            })
+            .collect();
+        let mut dirs = Vec::new();
+        let mut mounted = Vec::new();
+        if let Some(profile) = profile.filter(|p| settings.enabled && !p.writable.is_empty()) {
+            let home = std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .and_then(|h| std::fs::canonicalize(h).ok())
+                .ok_or_else(|| crate::writeback::no_home(&profile.name))?;
+            let mounts = crate::profile::prepare(profile, &home)?;
+            dirs.push(home);
+            grants.extend(mounts.files);
+            mounted = mounts.dirs;
+        }
+        Ok(Granted {
+            layers: crate::writeback::Layers::create(run_id, &dirs, grants)?,
+            mounted,
+            not_mounted: [layered, unneeded].concat(),
+        })
+    }
 }
 
 /// The secrets to cover, and with the network denied the caller's ssh agent socket (it may

@@ -755,7 +755,7 @@ pub struct Ran {
     /// The directory it started in, relative to the isolation's root (`.` for the root).
     #[serde(default, with = "crate::paths::fs_path_opt")]
     pub cwd: Option<PathBuf>,
-    /// The named set of settings it ran under; none exist yet, so always `None`.
+    /// The name of the profile it ran under (`run --profile`); `None` without one.
     #[serde(default)]
     pub profile: Option<String>,
     /// `--timeout`, in milliseconds.
@@ -784,6 +784,9 @@ pub struct RunSandbox {
     pub allow_read: Vec<PathBuf>,
     /// The names of the environment variables it got, sorted (never their values).
     pub env_passed: Vec<String>,
+    /// The profile it ran under and what that allowed; `None` without one.
+    #[serde(default)]
+    pub profile: Option<crate::sandbox::ProfileUsed>,
 }
 
 /// How a journaled change set came to be in the source.

@@ -36,7 +36,7 @@ pub fn run(ctx: &Context, args: &ConfigArgs, out: &Output) -> Result<i32> {
         }
         loaded = load(ctx, true)?;
     }
-    let report = loaded.report();
+    let report = loaded.report()?;
     if out.json {
         out.document("a3s-iso.config.v1", &report);
     } else {
@@ -62,7 +62,7 @@ fn render(report: &ConfigReport, out: &Output) {
         };
         format!("{value} ({})", s.source.as_str())
     };
-    out.fields(&[
+    let mut fields = vec![
         (
             "repository file",
             format!("{} ({})", file.path.display(), file.trust.as_str()),
@@ -79,6 +79,14 @@ fn render(report: &ConfigReport, out: &Output) {
             ),
         ),
         (
+            "run.profile",
+            format!(
+                "{} ({})",
+                settings.profile.value.as_deref().unwrap_or("-"),
+                settings.profile.source.as_str()
+            ),
+        ),
+        (
             "pool.size",
             format!(
                 "{} ({})",
@@ -89,10 +97,31 @@ fn render(report: &ConfigReport, out: &Output) {
                 settings.pool_size.source.as_str()
             ),
         ),
-    ]);
+    ];
+    fields.extend(report.profiles.iter().map(|p| ("profile", profile_line(p))));
+    out.fields(&fields);
     if matches!(file.trust, Trust::Untrusted | Trust::Changed) {
         out.hint("the repository file's settings are not applied until you trust it: a3s-iso config trust");
     }
+}
+
+/// `NAME (SOURCE): writes ~/.a/, ~/.b; env A, B*; hosts @x` (`-` for what it has none of).
+fn profile_line(profile: &a3s_iso::profile::Profile) -> String {
+    let list = |items: Vec<String>| match items.is_empty() {
+        true => "-".to_string(),
+        false => items.join(", "),
+    };
+    let source = match profile.source {
+        a3s_iso::profile::ProfileSource::BuiltIn => "built in",
+        a3s_iso::profile::ProfileSource::User => "user",
+    };
+    format!(
+        "{} ({source}): writes {}; env {}; hosts {}",
+        profile.name,
+        list(profile.writable.iter().map(|e| e.spelled()).collect()),
+        list(profile.env.clone()),
+        list(profile.hosts.clone())
+    )
 }
 
 /// The configuration a bind uses: refused while the repository's file is untrusted, unless the

@@ -5,6 +5,7 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::command_env::EnvRequest;
+use a3s_iso::config::{Layer, Setting};
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
 use a3s_iso::hidden_paths::{Access, HiddenPath, HiddenReason};
@@ -39,6 +40,11 @@ pub struct RunArgs {
     #[arg(long, value_name = "PATH")]
     pub allow_read: Vec<PathBuf>,
 
+    /// Run under the profile NAME: claude, codex, aider, generic or one of your configuration's
+    /// (its home paths writable, kept apart by a3s-iso; its variables; its hosts)
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
     /// Pass the variable NAME to the command, or set NAME=VALUE (repeatable)
     ///
     /// Otherwise the command gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, COLORTERM, LANG,
@@ -50,7 +56,7 @@ pub struct RunArgs {
     pub env: Vec<EnvRequest>,
 
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "profile"])]
     pub no_sandbox: bool,
 
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
@@ -130,7 +136,20 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         }
         paths
     };
-    let allow_network = args.allow_network || (!args.no_sandbox && configured_network(ctx, out)?);
+    let configured = match args.no_sandbox {
+        true => None,
+        false => Some(configured(ctx, out)?),
+    };
+    let allow_network =
+        args.allow_network || configured.as_ref().is_some_and(|c| c.allow_network.value);
+    let profile = match (&args.profile, &configured) {
+        (Some(name), Some(c)) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
+        (None, Some(c)) => match &c.profile.value {
+            Some(name) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
+            None => None,
+        },
+        _ => None,
+    };
     let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
     let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
@@ -143,8 +162,13 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             stdout_to_stderr: out.json,
             sandbox: (!args.no_sandbox).then_some(SandboxRequest {
                 allow_network,
+                allow_hosts: profile
+                    .as_ref()
+                    .map(|p| p.hosts.clone())
+                    .unwrap_or_default(),
                 allow_write,
                 allow_read,
+                profile,
             }),
             release_identity: args.release_identity.clone(),
             helper: None,
@@ -166,14 +190,26 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     Ok(outcome.status)
 }
 
-/// The configuration's `run.allow_network` (a repository file's only when trusted).
-fn configured_network(ctx: &Context, out: &Output) -> Result<bool> {
+/// What the configuration says of runs: `run.allow_network` and `run.profile` (a repository
+/// file's only when trusted), and the user's profiles.
+struct Configured {
+    allow_network: Setting<bool>,
+    profile: Setting<Option<String>>,
+    user: Layer,
+}
+
+fn configured(ctx: &Context, out: &Output) -> Result<Configured> {
     let mut warnings = Vec::new();
-    let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
+    let loaded = a3s_iso::config::load(ctx, true)?;
+    let settings = loaded.trusted_effective(&mut warnings);
     for warning in &warnings {
         out.warn(warning);
     }
-    Ok(settings.allow_network.value)
+    Ok(Configured {
+        allow_network: settings.allow_network,
+        profile: settings.profile,
+        user: loaded.user,
+    })
 }
 
 /// What kept a path from the command, and the flag that lets it through.

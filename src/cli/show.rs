@@ -104,6 +104,9 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
         } else if sandbox.network == NetworkAccess::Allowed {
             notes.push("--allow-network".into());
         }
+        if let Some(profile) = &sandbox.profile {
+            notes.push(format!("--profile {}", shell_quote(profile.name.as_ref())));
+        }
         for (flag, paths) in [
             ("--allow-write", &sandbox.allow_write),
             ("--allow-read", &sandbox.allow_read),

@@ -33,6 +33,8 @@ pub struct Layer {
     pub run: Option<RunLayer>,
     /// `[pool]`.
     pub pool: Option<PoolLayer>,
+    /// `[profiles.NAME]`: run profiles of the user's own (the user's file only).
+    pub profiles: Option<crate::profile::UserProfiles>,
 }
 
 /// The `[run]` table.
@@ -41,6 +43,8 @@ pub struct Layer {
 pub struct RunLayer {
     /// The default of `run --allow-network` (and the network of setup commands).
     pub allow_network: Option<bool>,
+    /// The default of `run --profile`.
+    pub profile: Option<String>,
 }
 
 /// The `[pool]` table.
@@ -122,6 +126,9 @@ pub struct Effective {
     /// `run.allow_network`.
     #[serde(rename = "run.allow_network")]
     pub allow_network: Setting<bool>,
+    /// `run.profile`; `null`: none.
+    #[serde(rename = "run.profile")]
+    pub profile: Setting<Option<String>>,
     /// `pool.size`; `null`: as `pool` last set it.
     #[serde(rename = "pool.size")]
     pub pool_size: Setting<Option<usize>>,
@@ -163,6 +170,7 @@ impl Loaded {
             setup: Setting::default(Vec::new()),
             copy_ignored: Setting::default(Vec::new()),
             allow_network: Setting::default(false),
+            profile: Setting::default(None),
             pool_size: Setting::default(None),
         };
         let repository = self
@@ -182,6 +190,8 @@ impl Loaded {
                 .set(layer.copy_ignored.clone(), origin);
             let network = layer.run.as_ref().and_then(|r| r.allow_network);
             effective.allow_network.set(network, origin);
+            let profile = layer.run.as_ref().and_then(|r| r.profile.clone());
+            effective.profile.set(profile.map(Some), origin);
             let size = layer.pool.as_ref().and_then(|p| p.size);
             effective.pool_size.set(size.map(Some), origin);
         }
@@ -234,6 +244,8 @@ pub struct ConfigReport {
     pub user_file: UserFileReport,
     /// The settings in effect (an untrusted repository file's are not) and their origins.
     pub settings: Effective,
+    /// The run profiles: the built-in ones and the user's, sorted by name.
+    pub profiles: Vec<crate::profile::Profile>,
 }
 
 /// The repository's file in a [`ConfigReport`].
@@ -259,9 +271,10 @@ pub struct UserFileReport {
 }
 
 impl Loaded {
-    /// What `a3s-iso config` shows.
-    pub fn report(&self) -> ConfigReport {
-        ConfigReport {
+    /// What `a3s-iso config` shows; a profile of the user's that is not valid is
+    /// `invalid_input`.
+    pub fn report(&self) -> Result<ConfigReport> {
+        Ok(ConfigReport {
             source: self.source.clone(),
             repository_file: RepositoryFileReport {
                 path: self.source.join(REPOSITORY_FILE),
@@ -273,7 +286,8 @@ impl Loaded {
                 present: self.user_path.as_deref().is_some_and(Path::is_file),
             },
             settings: self.effective(matches!(self.trust(), Trust::Trusted)),
-        }
+            profiles: crate::profile::all(self.user.profiles.as_ref())?,
+        })
     }
 
     /// Records that this user trusts the repository's file as it is now.
@@ -347,6 +361,16 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
         }
     };
     let layer = parse(&path, &bytes)?;
+    if layer.profiles.is_some() {
+        // A profile says which home paths and secrets a command gets: only the user defines one.
+        return Err(Error::InvalidInput {
+            message: format!(
+                "{}: [profiles] belong in your own configuration file; a repository may only \
+                 select one with [run] profile",
+                path.display()
+            ),
+        });
+    }
     let sha256 = digest(&bytes);
     let trust = trust::state(source, &sha256)?;
     Ok(Some(RepositoryFile {

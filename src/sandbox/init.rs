@@ -253,6 +253,10 @@ fn become_command(
             .filter(|p| p.as_path() != Path::new("/dev"))
             .cloned(),
     );
+    // The layered directories write to their throwaway layers; the mounted ones are the
+    // profile's own copies.
+    writable.extend(spec.layers.iter().map(|l| l.dir.clone()));
+    writable.extend(spec.mounted.iter().map(|m| m.to.clone()));
     if let Err(message) = confine_writes(&writable).and_then(|()| seccomp::install()) {
         return fail(message);
     }

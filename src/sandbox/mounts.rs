@@ -34,6 +34,10 @@ pub(super) enum Step {
     Restore { path: PathBuf, writable: bool },
     /// Cover a directory with a throwaway writable layer over its current content.
     Layer(PathBuf),
+    /// Cover a directory with a writable layer whose upper is in `base` (on the host).
+    FileLayer { dir: PathBuf, base: PathBuf },
+    /// Put a staged copy of `from` at `to`, writable.
+    Mount { from: PathBuf, to: PathBuf },
     /// Mount a file or directory read-only over itself.
     Freeze(PathBuf),
     /// Cover a secret: an empty read-only directory, or an empty file.
@@ -114,6 +118,7 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let mut steps: Vec<Step> = restores
         .iter()
         .map(|(p, _)| Step::Stage(p.clone()))
+        .chain(spec.mounted.iter().map(|m| Step::Stage(m.from.clone())))
         .collect();
     steps.extend(
         host_mounts
@@ -131,28 +136,47 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
             0o700
         },
     }));
-    let layer_depth = spec.scratch_layer.as_ref().map(|p| p.components().count());
-    let mut layered = false;
-    for (path, writable) in restores {
-        // The layer goes over its directory once that is back, below anything deeper.
-        if let (Some(layer), Some(depth)) = (&spec.scratch_layer, layer_depth)
-            && !layered
-            && path.components().count() > depth
-        {
-            steps.push(Step::Layer(layer.clone()));
-            layered = true;
-        }
-        steps.push(Step::Restore { path, writable });
-    }
-    if let (Some(layer), false) = (&spec.scratch_layer, layered) {
-        steps.push(Step::Layer(layer.clone()));
-    }
+    steps.extend(ordered(spec, restores));
     if fresh_dev {
         steps.push(Step::FreshDev);
     }
     steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
     steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
     steps
+}
+
+/// The restores, mounts and layers in the order they go on: the layers' upper layers first
+/// (an overlay needs its upper in place), then by depth, a layer after what is back at its
+/// own depth and before anything deeper (which then stays visible on top of it).
+fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, bool)>) -> Vec<Step> {
+    let depth = |p: &Path| p.components().count();
+    let is_base = |p: &Path| spec.layers.iter().any(|l| l.base == p);
+    let mut keyed: Vec<((usize, u8), Step)> = restores
+        .into_iter()
+        .map(|(path, writable)| {
+            let key = if is_base(&path) { 0 } else { depth(&path) };
+            ((key, 0), Step::Restore { path, writable })
+        })
+        .collect();
+    keyed.extend(spec.mounted.iter().map(|m| {
+        let step = Step::Mount {
+            from: m.from.clone(),
+            to: m.to.clone(),
+        };
+        ((depth(&m.to), 0), step)
+    }));
+    keyed.extend(spec.layers.iter().map(|l| {
+        let step = Step::FileLayer {
+            dir: l.dir.clone(),
+            base: l.base.clone(),
+        };
+        ((depth(&l.dir), 1), step)
+    }));
+    if let Some(layer) = &spec.scratch_layer {
+        keyed.push(((depth(layer), 1), Step::Layer(layer.clone())));
+    }
+    keyed.sort_by_key(|(key, _)| *key);
+    keyed.into_iter().map(|(_, step)| step).collect()
 }
 
 /// Why a step failed, naming the path.
@@ -213,6 +237,18 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
                 restore(path, copy.as_fd_borrowed(), is_dir, *writable)?;
             }
             Step::Layer(path) => scratch_layer(path),
+            Step::FileLayer { dir, base } => {
+                // A directory only the layer above has (made inside another layer).
+                let _ = std::fs::create_dir_all(dir);
+                overlay(dir, &base.join("upper"), &base.join("work"))
+                    .map_err(|e| failed("layer", dir, e))?;
+            }
+            Step::Mount { from, to } => {
+                let at = staged.iter().position(|(p, ..)| p == from);
+                let at = at.ok_or_else(|| failed("find", from, "no copy"))?;
+                let (_, copy, is_dir) = staged.swap_remove(at);
+                restore(to, copy.as_fd_borrowed(), is_dir, true)?;
+            }
             Step::Freeze(path) => {
                 mount_bind(path, path).map_err(|e| failed("bind", path, e))?;
                 remount_read_only(path).map_err(|e| failed("freeze", path, e))?;
@@ -294,23 +330,33 @@ fn scratch_layer(path: &Path) {
     if std::fs::create_dir_all(&upper).is_err() || std::fs::create_dir_all(&work).is_err() {
         return;
     }
+    let _ = overlay(path, &upper, &work);
+}
+
+/// Mounts an overlay over `path` with `path` itself below and `upper` above.
+fn overlay(path: &Path, upper: &Path, work: &Path) -> std::result::Result<(), String> {
     let plain = |p: &Path| {
         let text = p.to_string_lossy();
-        (!text.contains([',', ':', '\\'])).then(|| text.into_owned())
+        match text.contains([',', ':', '\\']) {
+            true => Err(format!(
+                "{} has a character overlays cannot take",
+                p.display()
+            )),
+            false => Ok(text.into_owned()),
+        }
     };
-    let (Some(lower), Some(upper), Some(work)) = (plain(path), plain(&upper), plain(&work)) else {
-        return;
-    };
+    let (lower, upper, work) = (plain(path)?, plain(upper)?, plain(work)?);
+    let mut last = String::new();
     for extra in [",userxattr", ""] {
         let options = format!("lowerdir={lower},upperdir={upper},workdir={work}{extra}");
-        let Ok(options) = std::ffi::CString::new(options) else {
-            return;
-        };
+        let options = std::ffi::CString::new(options).map_err(|e| e.to_string())?;
         let flags = MountFlags::NOSUID | MountFlags::NODEV;
-        if mount("overlay", path, "overlay", flags, options.as_c_str()).is_ok() {
-            return;
+        match mount("overlay", path, "overlay", flags, options.as_c_str()) {
+            Ok(()) => return Ok(()),
+            Err(e) => last = e.to_string(),
         }
     }
+    Err(format!("no overlay: {last}"))
 }
 
 /// A new `devpts` instance on the private `/dev/pts` (ptys made inside are the only ones

@@ -46,6 +46,13 @@ pub struct SandboxSpec {
     /// names inside it stays read-only.
     #[serde(with = "crate::paths::fs_path_opt")]
     pub scratch_layer: Option<PathBuf>,
+    /// Directories whose view the command may change privately, over a layer kept on the host
+    /// that `run` reads back after the command (to write back the allowed files in them).
+    #[serde(default)]
+    pub layers: Vec<FileLayer>,
+    /// Directories mounted writable at another path: a profile's copies over the home paths.
+    #[serde(default)]
+    pub mounted: Vec<MountedDir>,
     /// Secrets covered with empty ones.
     #[serde(with = "crate::paths::fs_path_list")]
     pub hidden: Vec<PathBuf>,
@@ -54,6 +61,44 @@ pub struct SandboxSpec {
     pub workdir: PathBuf,
     /// The terminal the command gets; it always runs in a session of its own.
     pub terminal: TerminalSpec,
+}
+
+/// A directory covered by an overlay whose upper layer is on the host.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileLayer {
+    /// The directory the command sees changed.
+    #[serde(with = "crate::paths::fs_path")]
+    pub dir: PathBuf,
+    /// Holds the overlay's `upper` and `work` directories (writable in the sandbox).
+    #[serde(with = "crate::paths::fs_path")]
+    pub base: PathBuf,
+}
+
+/// A host directory mounted writable at another path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MountedDir {
+    /// The host directory.
+    #[serde(with = "crate::paths::fs_path")]
+    pub from: PathBuf,
+    /// Where the command sees it.
+    #[serde(with = "crate::paths::fs_path")]
+    pub to: PathBuf,
+}
+
+/// What a run's profile allowed, as its JSON and exit record keep it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct ProfileUsed {
+    /// The profile's name.
+    pub name: String,
+    /// The home paths it made writable (`~/.claude/`, `~/.claude.json`).
+    pub writable: Vec<String>,
+    /// Where a3s-iso keeps its copies of them; `null` when it has none.
+    #[serde(default, with = "crate::paths::fs_path_opt")]
+    pub kept_in: Option<PathBuf>,
+    /// The variables it passes (names or patterns).
+    pub env: Vec<String>,
+    /// The hosts the network allows.
+    pub hosts: Vec<String>,
 }
 
 /// Which terminal a sandboxed command gets. It never gets one of the host's: the helper makes
@@ -130,6 +175,8 @@ pub struct SandboxReport {
     pub env_passed: Vec<String>,
     /// The names of the caller's variables it did not get.
     pub env_dropped: Vec<String>,
+    /// The profile it ran under and what that allowed; `null` without one.
+    pub profile: Option<ProfileUsed>,
 }
 
 impl SandboxReport {
@@ -149,6 +196,7 @@ impl SandboxReport {
             landlock_abi: None,
             env_passed: Vec::new(),
             env_dropped: Vec::new(),
+            profile: None,
         }
     }
 
@@ -172,6 +220,7 @@ impl SandboxReport {
             landlock_abi: landlock_abi(),
             env_passed: Vec::new(),
             env_dropped: Vec::new(),
+            profile: None,
         }
     }
 }

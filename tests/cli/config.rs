@@ -231,8 +231,10 @@ fn config_json_shows_where_each_value_came_from() {
         before["settings"]["pool.size"],
         json!({"value": 3, "source": "user"})
     );
-    let (code, doc) = fx.json(&["config", "trust"]);
+    let (code, mut doc) = fx.json(&["config", "trust"]);
     assert_eq!(code, 0, "{doc}");
+    // The profiles are checked in profiles.rs.
+    assert!(doc.as_object_mut().unwrap().remove("profiles").is_some());
     let file = fx.src.join(".a3s-iso.toml");
     let digest = {
         use sha2::Digest;
@@ -252,6 +254,7 @@ fn config_json_shows_where_each_value_came_from() {
                 "setup": {"value": [], "source": "default"},
                 "copy_ignored": {"value": [".env"], "source": "repository"},
                 "run.allow_network": {"value": true, "source": "user"},
+                "run.profile": {"value": null, "source": "default"},
                 "pool.size": {"value": 1, "source": "repository"},
             },
         })

@@ -35,6 +35,7 @@ mod nested;
 mod overlaps_property;
 mod polish;
 mod pool;
+mod profiles;
 mod promote;
 mod promote_reapply;
 mod pty;
