@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{ChangeSetRule, Error, Result};
 use crate::git::{Git, PatchInput};
+use crate::wire::wire_enum;
 
 /// The document's `schema`.
 pub(crate) const SCHEMA: &str = "a3s.code.agent-change-set.v1";
@@ -24,44 +25,26 @@ pub(crate) const MAX_PATCH_BYTES: u64 = 4_194_304;
 /// The largest document: a 4 MiB patch in base64 plus room for the other fields.
 pub(crate) const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
 
-/// How a run ended: the `state` of a change-set document, of a run's result and of a session's
-/// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RunState {
-    /// The command exited 0 (and every `capture`).
-    Completed,
-    /// The command exited non-zero.
-    Failed,
-    /// A signal, an interrupt or `--timeout` ended the command.
-    Cancelled,
+wire_enum! {
+    /// How a run ended: the `state` of a change-set document, of a run's result and of a session's
+    /// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RunState {
+        /// The command exited 0 (and every `capture`).
+        Completed = "completed",
+        /// The command exited non-zero.
+        Failed = "failed",
+        /// A signal, an interrupt or `--timeout` ended the command.
+        Cancelled = "cancelled",
+    }
 }
 
 impl RunState {
-    /// Every state, in the order the format lists them.
-    pub(crate) const ALL: [RunState; 3] =
-        [RunState::Completed, RunState::Failed, RunState::Cancelled];
-
-    /// The state as the document spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunState::Completed => "completed",
-            RunState::Failed => "failed",
-            RunState::Cancelled => "cancelled",
-        }
-    }
-
     /// The state a document spells as `text`, if it is one of the three.
     pub(crate) fn parse(text: &str) -> Option<RunState> {
         RunState::ALL
             .into_iter()
             .find(|state| state.as_str() == text)
-    }
-}
-
-impl std::fmt::Display for RunState {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -16,6 +16,7 @@ use crate::error::{Error, IoContext, Result};
 use crate::nested::NestedKind;
 use crate::paths::RepoPath;
 use crate::snapshot::{self, Patch};
+use crate::wire::wire_enum;
 
 /// What `diff` is asked to show.
 #[derive(Debug, Clone, Default)]
@@ -45,29 +46,18 @@ pub enum Scope {
     Promoted,
 }
 
-/// How a file changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FileStatus {
-    /// The file is new.
-    Added,
-    /// The file's content or mode changes.
-    Modified,
-    /// The file is removed.
-    Deleted,
-    /// The path changes kind (file, symbolic link, submodule).
-    TypeChanged,
-}
-
-impl FileStatus {
-    /// The status as JSON spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FileStatus::Added => "added",
-            FileStatus::Modified => "modified",
-            FileStatus::Deleted => "deleted",
-            FileStatus::TypeChanged => "type_changed",
-        }
+wire_enum! {
+    /// How a file changes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum FileStatus {
+        /// The file is new.
+        Added = "added",
+        /// The file's content or mode changes.
+        Modified = "modified",
+        /// The file is removed.
+        Deleted = "deleted",
+        /// The path changes kind (file, symbolic link, submodule).
+        TypeChanged = "type_changed",
     }
 }
 

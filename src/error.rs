@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::wire::wire_enum;
+
 /// A git invocation that failed: what ran, how it ended, what it said.
 #[derive(Debug, Clone, Serialize)]
 pub struct GitFailure {
@@ -15,152 +17,76 @@ pub struct GitFailure {
     pub stderr: String,
 }
 
-impl serde::Serialize for ErrorCode {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+wire_enum! {
+    /// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum ErrorCode {
+        /// No repository, a bare one, an unborn HEAD, or no git.
+        IsolationUnavailable = "isolation_unavailable",
+        /// A session or run id that breaks the id rules.
+        InvalidId = "invalid_id",
+        /// No such session, or no single one to choose.
+        SessionNotFound = "session_not_found",
+        /// The id is bound by another owner, in flight, or damaged.
+        SessionExists = "session_exists",
+        /// The source has local changes and no choice was made about them.
+        DirtySource = "dirty_source",
+        /// Something a3s-iso did not publish is at the isolation path.
+        IsolationPathOccupied = "isolation_path_occupied",
+        /// A writing command on a session with no isolation.
+        ReadOnlySession = "read_only_session",
+        /// A run id already holds different evidence.
+        CaptureConflict = "capture_conflict",
+        /// The patch is over the document limit.
+        ChangeSetTooLarge = "change_set_too_large",
+        /// A document breaks a rule of the format.
+        ChangeSetInvalid = "change_set_invalid",
+        /// A document cannot be read.
+        ChangeSetUnavailable = "change_set_unavailable",
+        /// The kernel cannot give the run its sandbox.
+        SandboxUnavailable = "sandbox_unavailable",
+        /// Another a3s-iso command held the repository lock too long.
+        LockTimeout = "lock_timeout",
+        /// A git call failed.
+        GitFailed = "git_failed",
+        /// Git is older than a3s-iso needs.
+        GitTooOld = "git_too_old",
+        /// A file-system operation failed.
+        Io = "io",
+        /// A bug in a3s-iso.
+        Internal = "internal",
+        /// The command line is wrong.
+        Usage = "usage",
+        /// A run holds the session's lease.
+        SessionBusy = "session_busy",
+        /// `command_not_found`: `run`'s command does not exist.
+        CommandNotFound = "command_not_found",
+        /// `command_not_executable`: `run`'s command cannot be executed.
+        CommandNotExecutable = "command_not_executable",
+        /// Branch mode needs a current branch in the source.
+        DetachedSource = "detached_source",
+        /// An argument names something that cannot be used.
+        InvalidInput = "invalid_input",
+        /// A remote has no change set with the digest asked for.
+        ChangeSetNotFound = "change_set_not_found",
+        /// The session is bound but its isolation is gone (removed by hand).
+        IsolationMissing = "isolation_missing",
+        /// A rebase of the session stopped at a conflict that is not resolved.
+        SessionConflicted = "session_conflicted",
+        /// A digest prefix matches more than one change set.
+        DigestAmbiguous = "digest_ambiguous",
+        /// The session is known but has no run by the id asked for.
+        RunNotFound = "run_not_found",
+        /// The run asked for has not ended (or not been captured) yet.
+        ChangeSetPending = "change_set_pending",
+        /// The repository's configuration file is not approved by this user.
+        ConfigUntrusted = "config_untrusted",
+        /// A setup command of the configuration failed after a bind.
+        SetupFailed = "setup_failed",
     }
-}
-
-/// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ErrorCode {
-    /// `isolation_unavailable`: no repository, a bare one, an unborn HEAD, or no git.
-    IsolationUnavailable,
-    /// `invalid_id`: a session or run id that breaks the id rules.
-    InvalidId,
-    /// `session_not_found`: no such session, or no single one to choose.
-    SessionNotFound,
-    /// `session_exists`: the id is bound by another owner, in flight, or damaged.
-    SessionExists,
-    /// `dirty_source`: the source has local changes and no choice was made about them.
-    DirtySource,
-    /// `isolation_path_occupied`: something a3s-iso did not publish is at the isolation path.
-    IsolationPathOccupied,
-    /// `read_only_session`: a writing command on a session with no isolation.
-    ReadOnlySession,
-    /// `capture_conflict`: a run id already holds different evidence.
-    CaptureConflict,
-    /// `change_set_too_large`: the patch is over the document limit.
-    ChangeSetTooLarge,
-    /// `change_set_invalid`: a document breaks a rule of the format.
-    ChangeSetInvalid,
-    /// `change_set_unavailable`: a document cannot be read.
-    ChangeSetUnavailable,
-    /// `sandbox_unavailable`: the kernel cannot give the run its sandbox.
-    SandboxUnavailable,
-    /// `lock_timeout`: another a3s-iso command held the repository lock too long.
-    LockTimeout,
-    /// `git_failed`: a git call failed.
-    GitFailed,
-    /// `git_too_old`: git is older than a3s-iso needs.
-    GitTooOld,
-    /// `io`: a file-system operation failed.
-    Io,
-    /// `internal`: a bug in a3s-iso.
-    Internal,
-    /// `usage`: the command line is wrong.
-    Usage,
-    /// `session_busy`: a run holds the session's lease.
-    SessionBusy,
-    /// `command_not_found`: `run`'s command does not exist.
-    CommandNotFound,
-    /// `command_not_executable`: `run`'s command cannot be executed.
-    CommandNotExecutable,
-    /// `detached_source`: branch mode needs a current branch in the source.
-    DetachedSource,
-    /// `invalid_input`: an argument names something that cannot be used.
-    InvalidInput,
-    /// `change_set_not_found`: a remote has no change set with the digest asked for.
-    ChangeSetNotFound,
-    /// `isolation_missing`: the session is bound but its isolation is gone (removed by hand).
-    IsolationMissing,
-    /// `session_conflicted`: a rebase of the session stopped at a conflict that is not resolved.
-    SessionConflicted,
-    /// `digest_ambiguous`: a digest prefix matches more than one change set.
-    DigestAmbiguous,
-    /// `run_not_found`: the session is known but has no run by the id asked for.
-    RunNotFound,
-    /// `change_set_pending`: the run asked for has not ended (or not been captured) yet.
-    ChangeSetPending,
-    /// `config_untrusted`: the repository's configuration file is not approved by this user.
-    ConfigUntrusted,
-    /// `setup_failed`: a setup command of the configuration failed after a bind.
-    SetupFailed,
 }
 
 impl ErrorCode {
-    /// Every code, in the order of the exit-code table.
-    pub const ALL: [ErrorCode; 31] = [
-        ErrorCode::IsolationUnavailable,
-        ErrorCode::InvalidId,
-        ErrorCode::SessionNotFound,
-        ErrorCode::SessionExists,
-        ErrorCode::DirtySource,
-        ErrorCode::IsolationPathOccupied,
-        ErrorCode::ReadOnlySession,
-        ErrorCode::CaptureConflict,
-        ErrorCode::ChangeSetTooLarge,
-        ErrorCode::ChangeSetInvalid,
-        ErrorCode::ChangeSetUnavailable,
-        ErrorCode::SandboxUnavailable,
-        ErrorCode::LockTimeout,
-        ErrorCode::GitFailed,
-        ErrorCode::GitTooOld,
-        ErrorCode::Io,
-        ErrorCode::Internal,
-        ErrorCode::Usage,
-        ErrorCode::SessionBusy,
-        ErrorCode::CommandNotFound,
-        ErrorCode::CommandNotExecutable,
-        ErrorCode::DetachedSource,
-        ErrorCode::InvalidInput,
-        ErrorCode::ChangeSetNotFound,
-        ErrorCode::IsolationMissing,
-        ErrorCode::SessionConflicted,
-        ErrorCode::DigestAmbiguous,
-        ErrorCode::RunNotFound,
-        ErrorCode::ChangeSetPending,
-        ErrorCode::ConfigUntrusted,
-        ErrorCode::SetupFailed,
-    ];
-
-    /// The code as JSON and human output spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorCode::IsolationUnavailable => "isolation_unavailable",
-            ErrorCode::InvalidId => "invalid_id",
-            ErrorCode::SessionNotFound => "session_not_found",
-            ErrorCode::SessionExists => "session_exists",
-            ErrorCode::DirtySource => "dirty_source",
-            ErrorCode::IsolationPathOccupied => "isolation_path_occupied",
-            ErrorCode::ReadOnlySession => "read_only_session",
-            ErrorCode::CaptureConflict => "capture_conflict",
-            ErrorCode::ChangeSetTooLarge => "change_set_too_large",
-            ErrorCode::ChangeSetInvalid => "change_set_invalid",
-            ErrorCode::ChangeSetUnavailable => "change_set_unavailable",
-            ErrorCode::SandboxUnavailable => "sandbox_unavailable",
-            ErrorCode::LockTimeout => "lock_timeout",
-            ErrorCode::GitFailed => "git_failed",
-            ErrorCode::GitTooOld => "git_too_old",
-            ErrorCode::Io => "io",
-            ErrorCode::Internal => "internal",
-            ErrorCode::Usage => "usage",
-            ErrorCode::SessionBusy => "session_busy",
-            ErrorCode::CommandNotFound => "command_not_found",
-            ErrorCode::CommandNotExecutable => "command_not_executable",
-            ErrorCode::DetachedSource => "detached_source",
-            ErrorCode::InvalidInput => "invalid_input",
-            ErrorCode::ChangeSetNotFound => "change_set_not_found",
-            ErrorCode::IsolationMissing => "isolation_missing",
-            ErrorCode::SessionConflicted => "session_conflicted",
-            ErrorCode::DigestAmbiguous => "digest_ambiguous",
-            ErrorCode::RunNotFound => "run_not_found",
-            ErrorCode::ChangeSetPending => "change_set_pending",
-            ErrorCode::ConfigUntrusted => "config_untrusted",
-            ErrorCode::SetupFailed => "setup_failed",
-        }
-    }
-
     /// The one table from error to exit status (see the README's contract).
     pub fn exit_code(self) -> i32 {
         match self {
@@ -197,93 +123,57 @@ impl ErrorCode {
     }
 }
 
-/// The rule of the change-set format a document breaks: `rule` of `change_set_invalid` and of
-/// `verify --json`, as a code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeSetRule {
-    /// The document is not JSON.
-    Json,
-    /// A field (or the document) has the wrong JSON type.
-    Type,
-    /// The document is larger than the largest one accepted.
-    DocumentSize,
-    /// An object holds a key twice.
-    DuplicateKey,
-    /// A field the format does not have.
-    UnknownField,
-    /// A field the format requires is missing.
-    MissingField,
-    /// A field whose value the format fixes has another.
-    ExactString,
-    /// Not `sha256:` and 64 lowercase hex digits.
-    Sha256Format,
-    /// A blank, too long or multi-line id.
-    IdFormat,
-    /// Not `git-tree:` and 40 or 64 lowercase hex digits.
-    TreeFormat,
-    /// Not one of the run states.
-    State,
-    /// `observed_at_ms` out of range.
-    ObservedAt,
-    /// The patch is larger than a document carries.
-    PatchSize,
-    /// `patch_base64` is not base64.
-    Base64,
-    /// `patch_bytes` is not the decoded patch's size.
-    PatchBytes,
-    /// `patch_digest` is not the decoded patch's digest.
-    Digest,
-    /// The patch is not one git can read (garbage, cut short, a broken binary literal).
-    Patch,
-    /// A detached document (a remote change set's) carries its patch inline.
-    DetachedPatch,
-    /// A remote change set's ref names another digest than its document's.
-    DigestName,
-    /// A remote change set's commit is not the one its document makes.
-    Commit,
-    /// A remote change set's commit tree does not have the carrier's layout.
-    Layout,
-    /// A remote change set carries another base or result tree than its document names.
-    CarriedTree,
-    /// A change-set request's identity differs from the one the run's document carries.
-    IdentityMismatch,
-}
-
-impl ChangeSetRule {
-    /// The rule's code, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ChangeSetRule::Json => "json",
-            ChangeSetRule::Type => "type",
-            ChangeSetRule::DocumentSize => "document_size",
-            ChangeSetRule::DuplicateKey => "duplicate_key",
-            ChangeSetRule::UnknownField => "unknown_field",
-            ChangeSetRule::MissingField => "missing_field",
-            ChangeSetRule::ExactString => "exact_string",
-            ChangeSetRule::Sha256Format => "sha256_format",
-            ChangeSetRule::IdFormat => "id_format",
-            ChangeSetRule::TreeFormat => "tree_format",
-            ChangeSetRule::State => "state",
-            ChangeSetRule::ObservedAt => "observed_at",
-            ChangeSetRule::PatchSize => "patch_size",
-            ChangeSetRule::Base64 => "base64",
-            ChangeSetRule::PatchBytes => "patch_bytes",
-            ChangeSetRule::Digest => "digest",
-            ChangeSetRule::Patch => "patch",
-            ChangeSetRule::DetachedPatch => "detached_patch",
-            ChangeSetRule::DigestName => "digest_name",
-            ChangeSetRule::Commit => "commit",
-            ChangeSetRule::Layout => "layout",
-            ChangeSetRule::CarriedTree => "carried_tree",
-            ChangeSetRule::IdentityMismatch => "identity_mismatch",
-        }
-    }
-}
-
-impl std::fmt::Display for ChangeSetRule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+wire_enum! {
+    /// The rule of the change-set format a document breaks: `rule` of `change_set_invalid` and of
+    /// `verify --json`, as a code.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+    pub enum ChangeSetRule {
+        /// The document is not JSON.
+        Json = "json",
+        /// A field (or the document) has the wrong JSON type.
+        Type = "type",
+        /// The document is larger than the largest one accepted.
+        DocumentSize = "document_size",
+        /// An object holds a key twice.
+        DuplicateKey = "duplicate_key",
+        /// A field the format does not have.
+        UnknownField = "unknown_field",
+        /// A field the format requires is missing.
+        MissingField = "missing_field",
+        /// A field whose value the format fixes has another.
+        ExactString = "exact_string",
+        /// Not `sha256:` and 64 lowercase hex digits.
+        Sha256Format = "sha256_format",
+        /// A blank, too long or multi-line id.
+        IdFormat = "id_format",
+        /// Not `git-tree:` and 40 or 64 lowercase hex digits.
+        TreeFormat = "tree_format",
+        /// Not one of the run states.
+        State = "state",
+        /// `observed_at_ms` out of range.
+        ObservedAt = "observed_at",
+        /// The patch is larger than a document carries.
+        PatchSize = "patch_size",
+        /// `patch_base64` is not base64.
+        Base64 = "base64",
+        /// `patch_bytes` is not the decoded patch's size.
+        PatchBytes = "patch_bytes",
+        /// `patch_digest` is not the decoded patch's digest.
+        Digest = "digest",
+        /// The patch is not one git can read (garbage, cut short, a broken binary literal).
+        Patch = "patch",
+        /// A detached document (a remote change set's) carries its patch inline.
+        DetachedPatch = "detached_patch",
+        /// A remote change set's ref names another digest than its document's.
+        DigestName = "digest_name",
+        /// A remote change set's commit is not the one its document makes.
+        Commit = "commit",
+        /// A remote change set's commit tree does not have the carrier's layout.
+        Layout = "layout",
+        /// A remote change set carries another base or result tree than its document names.
+        CarriedTree = "carried_tree",
+        /// A change-set request's identity differs from the one the run's document carries.
+        IdentityMismatch = "identity_mismatch",
     }
 }
 

@@ -70,6 +70,7 @@ mod strictjson;
 pub(crate) mod submodules;
 pub mod sweep;
 pub mod wip;
+mod wire;
 mod writeback;
 
 pub use context::Context;

@@ -11,41 +11,31 @@ use crate::isolation;
 use crate::owner::OwnerView;
 use crate::repo::Repo;
 use crate::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
+use crate::wire::wire_enum;
 
-/// A session's state as `list` shows it: its recorded state, except that a session whose tree
-/// is gone is `missing`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ListedState {
-    /// Bound, with a healthy isolation (or read-only, with none).
-    Bound,
-    /// Retained for inspection, with a healthy isolation.
-    Retained,
-    /// Discarded: its isolation was removed.
-    Discarded,
-    /// Recorded as bound or retained, but its isolation is gone or damaged.
-    Missing,
-    /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
-    /// it back.
-    Swept,
-    /// Bound, and its rebase stopped at a conflict that waits in its isolation
-    /// (`rebase --continue` or `--abort`).
-    Conflicted,
+wire_enum! {
+    /// A session's state as `list` shows it: its recorded state, except that a session whose tree
+    /// is gone is `missing`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum ListedState {
+        /// Bound, with a healthy isolation (or read-only, with none).
+        Bound = "bound",
+        /// Retained for inspection, with a healthy isolation.
+        Retained = "retained",
+        /// Discarded: its isolation was removed.
+        Discarded = "discarded",
+        /// Recorded as bound or retained, but its isolation is gone or damaged.
+        Missing = "missing",
+        /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
+        /// it back.
+        Swept = "swept",
+        /// Bound, and its rebase stopped at a conflict that waits in its isolation
+        /// (`rebase --continue` or `--abort`).
+        Conflicted = "conflicted",
+    }
 }
 
 impl ListedState {
-    /// The state as the JSON and the table spell it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ListedState::Bound => "bound",
-            ListedState::Retained => "retained",
-            ListedState::Discarded => "discarded",
-            ListedState::Missing => "missing",
-            ListedState::Swept => "swept",
-            ListedState::Conflicted => "conflicted",
-        }
-    }
-
     /// What `list` shows for a record: the recorded state, unless the tree is gone.
     pub(crate) fn of(record: &SessionRecord, conflicted: bool) -> ListedState {
         match record.state {

@@ -13,6 +13,7 @@ use crate::layout::StateDir;
 use crate::lock::FileLock;
 use crate::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::owner::Owner;
+use crate::wire::wire_enum;
 
 /// A session's recorded state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -803,24 +804,15 @@ pub enum Landing {
     Reapplied,
 }
 
-/// How a change set lands in the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum PromoteMode {
-    /// As uncommitted changes, with `git apply`.
-    #[default]
-    Patch,
-    /// As commits replayed onto the current branch.
-    Branch,
-}
-
-impl PromoteMode {
-    /// The mode's name, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PromoteMode::Patch => "patch",
-            PromoteMode::Branch => "branch",
-        }
+wire_enum! {
+    /// How a change set lands in the source.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+    pub enum PromoteMode {
+        /// As uncommitted changes, with `git apply`.
+        #[default]
+        Patch = "patch",
+        /// As commits replayed onto the current branch.
+        Branch = "branch",
     }
 }
 

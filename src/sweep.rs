@@ -26,6 +26,7 @@ use crate::repo::Repo;
 use crate::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
 };
+use crate::wire::wire_enum;
 
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
 pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(600);
@@ -60,84 +61,53 @@ impl Default for SweepOptions {
     }
 }
 
-/// Why an isolation could be reclaimed (`reclaimed[].reason`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReclaimReason {
-    /// Its owner is gone, or its pid now belongs to another process.
-    OwnerDead,
-    /// An interrupted bind whose process is gone, older than the grace period.
-    InFlightDead,
-    /// Its session record is corrupt, and it is older than the grace period.
-    Malformed,
-    /// A worktree of this repository named like an isolation, with no record, older than the grace.
-    Unrecorded,
-    /// Retained longer ago than `--retained-older-than`.
-    RetainedExpired,
-    /// An ownerless session idle longer than the grace, with `--include-ownerless`.
-    Ownerless,
-}
-
-impl ReclaimReason {
-    /// The reason as the report spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReclaimReason::OwnerDead => "owner_dead",
-            ReclaimReason::InFlightDead => "in_flight_dead",
-            ReclaimReason::Malformed => "malformed",
-            ReclaimReason::Unrecorded => "unrecorded",
-            ReclaimReason::RetainedExpired => "retained_expired",
-            ReclaimReason::Ownerless => "ownerless",
-        }
+wire_enum! {
+    /// Why an isolation could be reclaimed (`reclaimed[].reason`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum ReclaimReason {
+        /// Its owner is gone, or its pid now belongs to another process.
+        OwnerDead = "owner_dead",
+        /// An interrupted bind whose process is gone, older than the grace period.
+        InFlightDead = "in_flight_dead",
+        /// Its session record is corrupt, and it is older than the grace period.
+        Malformed = "malformed",
+        /// A worktree of this repository named like an isolation, with no record, older than the grace.
+        Unrecorded = "unrecorded",
+        /// Retained longer ago than `--retained-older-than`.
+        RetainedExpired = "retained_expired",
+        /// An ownerless session idle longer than the grace, with `--include-ownerless`.
+        Ownerless = "ownerless",
     }
 }
 
-/// Why an isolation was kept (`kept[].reason`): the decision table's keeps, or a reclaim that
-/// failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KeepReason {
-    /// Retained (`retain`), and not asked to reclaim retained ones this old.
-    Retained,
-    /// Owned by a process of another host.
-    Foreign,
-    /// Whether its owner lives cannot be told, or it is not clearly an a3s-iso isolation.
-    Unknown,
-    /// A run holds its lease, or its owner is alive.
-    Live,
-    /// A bind is building it now.
-    InFlight,
-    /// Reclaimable, but within the grace period.
-    Young,
-    /// It could not be snapshotted first, so it was not removed.
-    SnapshotFailed,
-    /// Removing it failed; the tree stays.
-    RemovalFailed,
-    /// An ownerless session (`bind --owner none`): only `--include-ownerless` reclaims it.
-    Ownerless,
-    /// Recorded, claimed or named by another state store (tenant) of this repository.
-    OtherTenant,
-    /// Named like an isolation, but not with this store's name for this source, and not
-    /// recorded here: its ownership cannot be established, so it is not this sweep's.
-    NotOurs,
-}
-
-impl KeepReason {
-    /// The reason as the report spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            KeepReason::Retained => "retained",
-            KeepReason::Foreign => "foreign",
-            KeepReason::Unknown => "unknown",
-            KeepReason::Live => "live",
-            KeepReason::InFlight => "in_flight",
-            KeepReason::Young => "young",
-            KeepReason::SnapshotFailed => "snapshot_failed",
-            KeepReason::RemovalFailed => "removal_failed",
-            KeepReason::Ownerless => "ownerless",
-            KeepReason::OtherTenant => "other_tenant",
-            KeepReason::NotOurs => "not_ours",
-        }
+wire_enum! {
+    /// Why an isolation was kept (`kept[].reason`): the decision table's keeps, or a reclaim that
+    /// failed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum KeepReason {
+        /// Retained (`retain`), and not asked to reclaim retained ones this old.
+        Retained = "retained",
+        /// Owned by a process of another host.
+        Foreign = "foreign",
+        /// Whether its owner lives cannot be told, or it is not clearly an a3s-iso isolation.
+        Unknown = "unknown",
+        /// A run holds its lease, or its owner is alive.
+        Live = "live",
+        /// A bind is building it now.
+        InFlight = "in_flight",
+        /// Reclaimable, but within the grace period.
+        Young = "young",
+        /// It could not be snapshotted first, so it was not removed.
+        SnapshotFailed = "snapshot_failed",
+        /// Removing it failed; the tree stays.
+        RemovalFailed = "removal_failed",
+        /// An ownerless session (`bind --owner none`): only `--include-ownerless` reclaims it.
+        Ownerless = "ownerless",
+        /// Recorded, claimed or named by another state store (tenant) of this repository.
+        OtherTenant = "other_tenant",
+        /// Named like an isolation, but not with this store's name for this source, and not
+        /// recorded here: its ownership cannot be established, so it is not this sweep's.
+        NotOurs = "not_ours",
     }
 }
 
@@ -186,18 +156,6 @@ impl SkipReason {
 impl Serialize for SkipReason {
     fn serialize<S: Serializer>(&self, serializer: S) -> std::result::Result<S::Ok, S::Error> {
         serializer.serialize_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for ReclaimReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::fmt::Display for KeepReason {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::beneath::{Dir, Kind};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::wire::wire_enum;
 
 pub use trust::{Trust, record_trust};
 
@@ -55,29 +56,18 @@ pub struct PoolLayer {
     pub size: Option<usize>,
 }
 
-/// Where a setting's value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Origin {
-    /// The built-in default.
-    Default,
-    /// The user's configuration file.
-    User,
-    /// The repository's `.a3s-iso.toml`.
-    Repository,
-    /// A command-line flag.
-    Flag,
-}
-
-impl Origin {
-    /// The origin as output spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Origin::Default => "default",
-            Origin::User => "user",
-            Origin::Repository => "repository",
-            Origin::Flag => "flag",
-        }
+wire_enum! {
+    /// Where a setting's value came from.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Origin {
+        /// The built-in default.
+        Default = "default",
+        /// The user's configuration file.
+        User = "user",
+        /// The repository's `.a3s-iso.toml`.
+        Repository = "repository",
+        /// A command-line flag.
+        Flag = "flag",
     }
 }
 

@@ -8,33 +8,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::fsutil::{path_key, read_json, write_record_atomic};
+use crate::wire::wire_enum;
 
 /// The schema of a trust record.
 const TRUST_SCHEMA: &str = "a3s-iso.config-trust.v1";
 
-/// Whether the user approved the repository's configuration file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Trust {
-    /// The repository has no configuration file.
-    Absent,
-    /// Approved as it is now.
-    Trusted,
-    /// Never approved.
-    Untrusted,
-    /// Approved once, but its content changed since.
-    Changed,
-}
-
-impl Trust {
-    /// The state as output spells it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trust::Absent => "absent",
-            Trust::Trusted => "trusted",
-            Trust::Untrusted => "untrusted",
-            Trust::Changed => "changed",
-        }
+wire_enum! {
+    /// Whether the user approved the repository's configuration file.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Trust {
+        /// The repository has no configuration file.
+        Absent = "absent",
+        /// Approved as it is now.
+        Trusted = "trusted",
+        /// Never approved.
+        Untrusted = "untrusted",
+        /// Approved once, but its content changed since.
+        Changed = "changed",
     }
 }
 

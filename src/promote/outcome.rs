@@ -6,88 +6,59 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::paths::RepoPath;
+use crate::wire::wire_enum;
 
 pub use crate::state::PromoteMode as Mode;
 
-/// The outcome of a promote.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    /// The change set landed in the source, now.
-    Applied,
-    /// The change set had landed before (its digest is in the journal); nothing applied.
-    Idempotent,
-    /// It cannot land as it stands; nothing applied.
-    Conflict,
-    /// The change set is empty; nothing to apply.
-    Empty,
-    /// `--no-apply`: artifacts written, the source untouched.
-    Planned,
-    /// `--note`: recorded as promoted by other means.
-    Noted,
-    /// The root change set landed (now or before) but a nested one did not: each nested
-    /// result says which and why. A promote again after the blocker is gone lands the rest.
-    Partial,
-}
-
-impl Outcome {
-    /// The outcome's code, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Applied => "applied",
-            Outcome::Idempotent => "idempotent",
-            Outcome::Conflict => "conflict",
-            Outcome::Empty => "empty",
-            Outcome::Planned => "planned",
-            Outcome::Noted => "noted",
-            Outcome::Partial => "partial",
-        }
+wire_enum! {
+    /// The outcome of a promote.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Outcome {
+        /// The change set landed in the source, now.
+        Applied = "applied",
+        /// The change set had landed before (its digest is in the journal); nothing applied.
+        Idempotent = "idempotent",
+        /// It cannot land as it stands; nothing applied.
+        Conflict = "conflict",
+        /// The change set is empty; nothing to apply.
+        Empty = "empty",
+        /// `--no-apply`: artifacts written, the source untouched.
+        Planned = "planned",
+        /// `--note`: recorded as promoted by other means.
+        Noted = "noted",
+        /// The root change set landed (now or before) but a nested one did not: each nested
+        /// result says which and why. A promote again after the blocker is gone lands the rest.
+        Partial = "partial",
     }
 }
 
-/// Why a promote is a conflict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Reason {
-    /// The source's HEAD is not the session's bound revision.
-    HeadMoved,
-    /// The patch does not apply, or touches paths with uncommitted changes in the source.
-    PatchDoesNotApply,
-    /// Branch mode: a commit could not be replayed (or separated from carried WIP).
-    ReplayFailed,
-    /// A document's `base_tree` is not an object of this repository: it was taken elsewhere.
-    BaseUnknown,
-    /// A document's `base_tree` is not the tree of the source's HEAD (`--onto-head` applies
-    /// it onto the checkout anyway, when it applies).
-    BaseDiffers,
-    /// Branch mode after a step promoted in patch mode: that step is uncommitted work in the
-    /// source, which a replay would have to commit; the session continues in patch mode.
-    ModeChanged,
-    /// The patch moves a submodule (a gitlink) that the source's submodule cannot follow:
-    /// not initialised, not at the change set's base commit, dirty, or without the commit.
-    SubmoduleNotUpdated,
-    /// A nested change set has no repository to land in: the source's submodule is not
-    /// initialised, or the source has no repository at that path.
-    NestedUnavailable,
-    /// `promote --rebase`: rebasing the session onto the moved HEAD stopped at a conflict,
-    /// which waits in its isolation (the session is `conflicted`).
-    RebaseConflicted,
-}
-
-impl Reason {
-    /// The reason's code, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::HeadMoved => "head_moved",
-            Reason::PatchDoesNotApply => "patch_does_not_apply",
-            Reason::ReplayFailed => "replay_failed",
-            Reason::BaseUnknown => "base_unknown",
-            Reason::BaseDiffers => "base_differs",
-            Reason::ModeChanged => "mode_changed",
-            Reason::SubmoduleNotUpdated => "submodule_not_updated",
-            Reason::NestedUnavailable => "nested_unavailable",
-            Reason::RebaseConflicted => "rebase_conflicted",
-        }
+wire_enum! {
+    /// Why a promote is a conflict.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+    pub enum Reason {
+        /// The source's HEAD is not the session's bound revision.
+        HeadMoved = "head_moved",
+        /// The patch does not apply, or touches paths with uncommitted changes in the source.
+        PatchDoesNotApply = "patch_does_not_apply",
+        /// Branch mode: a commit could not be replayed (or separated from carried WIP).
+        ReplayFailed = "replay_failed",
+        /// A document's `base_tree` is not an object of this repository: it was taken elsewhere.
+        BaseUnknown = "base_unknown",
+        /// A document's `base_tree` is not the tree of the source's HEAD (`--onto-head` applies
+        /// it onto the checkout anyway, when it applies).
+        BaseDiffers = "base_differs",
+        /// Branch mode after a step promoted in patch mode: that step is uncommitted work in the
+        /// source, which a replay would have to commit; the session continues in patch mode.
+        ModeChanged = "mode_changed",
+        /// The patch moves a submodule (a gitlink) that the source's submodule cannot follow:
+        /// not initialised, not at the change set's base commit, dirty, or without the commit.
+        SubmoduleNotUpdated = "submodule_not_updated",
+        /// A nested change set has no repository to land in: the source's submodule is not
+        /// initialised, or the source has no repository at that path.
+        NestedUnavailable = "nested_unavailable",
+        /// `promote --rebase`: rebasing the session onto the moved HEAD stopped at a conflict,
+        /// which waits in its isolation (the session is `conflicted`).
+        RebaseConflicted = "rebase_conflicted",
     }
 }
 
@@ -274,33 +245,21 @@ impl BranchReport {
     }
 }
 
-/// What became of one nested change set.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NestedOutcome {
-    /// It landed in its repository, now.
-    Applied,
-    /// It had landed before (its key is in the journal).
-    Idempotent,
-    /// It cannot land as it stands; nothing of it applied.
-    Conflict,
-    /// `--no-apply`: nothing applied; its patch is in the artifacts (`nested/`) when the root
-    /// wrote artifacts.
-    Planned,
-    /// The root change set did not land, so it was not tried.
-    NotAttempted,
-}
-
-impl NestedOutcome {
-    /// The outcome's code, as in JSON.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            NestedOutcome::Applied => "applied",
-            NestedOutcome::Idempotent => "idempotent",
-            NestedOutcome::Conflict => "conflict",
-            NestedOutcome::Planned => "planned",
-            NestedOutcome::NotAttempted => "not_attempted",
-        }
+wire_enum! {
+    /// What became of one nested change set.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum NestedOutcome {
+        /// It landed in its repository, now.
+        Applied = "applied",
+        /// It had landed before (its key is in the journal).
+        Idempotent = "idempotent",
+        /// It cannot land as it stands; nothing of it applied.
+        Conflict = "conflict",
+        /// `--no-apply`: nothing applied; its patch is in the artifacts (`nested/`) when the root
+        /// wrote artifacts.
+        Planned = "planned",
+        /// The root change set did not land, so it was not tried.
+        NotAttempted = "not_attempted",
     }
 }
 

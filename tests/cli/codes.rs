@@ -38,11 +38,16 @@ const ALLOWED: [(&str, &str); 3] = [
 
 /// The codes the enums of `src/` spell.
 fn codes(sources: &[(String, String)]) -> Vec<String> {
+    // A match arm naming a code, or a variant of a `wire_enum!` with its name.
     let arm = Regex::new(r#"=>\s*"([a-z][a-z0-9]*(_[a-z0-9]+)*)",?\s*$"#).unwrap();
+    let named =
+        Regex::new(r#"^\s*[A-Z][A-Za-z0-9]* = "([a-z][a-z0-9]*(_[a-z0-9]+)*)",?\s*$"#).unwrap();
     let mut codes: Vec<String> = sources
         .iter()
         .flat_map(|(_, text)| text.lines())
-        .filter_map(|line| arm.captures(line).map(|c| c[1].to_string()))
+        .filter_map(|line| {
+            (arm.captures(line).or_else(|| named.captures(line))).map(|c| c[1].to_string())
+        })
         .collect();
     codes.sort();
     codes.dedup();
