@@ -48,8 +48,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
     pub env: Vec<EnvRequest>,
 
+    /// Let the command reach HOST[:PORT] through a3s-iso's HTTP proxy (repeatable)
+    ///
+    /// The command keeps its own network with only loopback; HTTP_PROXY and the like point it
+    /// at the proxy on 127.0.0.1:3128 inside. HOST is a name (api.example.com), a wildcard
+    /// (*.example.org: any subdomain, not the domain itself), an IP address (127.0.0.1:8080,
+    /// [::1]:8080) or a preset: @crates, @npm, @pypi, @github, @anthropic, @openai. Without a
+    /// port: 80 and 443 (presets: 443). Names resolving to loopback, private, link-local or
+    /// metadata addresses are refused unless that address is allowed as an IP address.
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "allow_network")]
+    pub allow_host: Vec<String>,
+
+    /// Publish PORT inside on the host's 127.0.0.1:HOST_PORT while the run lives (repeatable;
+    /// HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)
+    #[arg(
+        long,
+        value_name = "[HOST_PORT:]PORT",
+        conflicts_with = "allow_network"
+    )]
+    pub publish: Vec<String>,
+
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish"])]
     pub no_sandbox: bool,
 
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
@@ -77,6 +97,8 @@ pub struct SandboxExecArgs {
     #[arg(long)]
     pub status_fd: i32,
     #[arg(long)]
+    pub socket_fd: Option<i32>,
+    #[arg(long)]
     pub spec: String,
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
@@ -86,7 +108,12 @@ pub struct SandboxExecArgs {
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     let reporter = a3s_iso::sandbox::Reporter::adopt(args.status_fd);
     match serde_json::from_str(&args.spec) {
-        Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, &args.command),
+        Ok(spec) => {
+            let sockets = args
+                .socket_fd
+                .and_then(a3s_iso::sandbox::SocketServer::adopt);
+            a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, sockets, &args.command)
+        }
         Err(e) => reporter.fail(
             a3s_iso::sandbox::HelperCode::Internal,
             format!("invalid sandbox spec: {e}"),
@@ -129,7 +156,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         }
         paths
     };
-    let allow_network = args.allow_network || (!args.no_sandbox && configured_network(ctx, out)?);
+    // An allowlist or a published port asks for the sandbox's own network, whatever the
+    // configuration's run.allow_network says.
+    let own_network = !args.allow_host.is_empty() || !args.publish.is_empty();
+    let allow_network =
+        args.allow_network || (!args.no_sandbox && !own_network && configured_network(ctx, out)?);
     let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
     let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
@@ -144,15 +175,23 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
                 allow_network,
                 allow_write,
                 allow_read,
+                allow_hosts: args.allow_host.clone(),
+                publish: args.publish.clone(),
             }),
             release_identity: args.release_identity.clone(),
             helper: None,
             env: args.env.clone(),
             output: None,
+            on_published: Some(announce_published),
         },
     )?;
     for warning in &outcome.warnings {
         out.warn(warning);
+    }
+    if !out.json
+        && let Some(refused) = outcome.network.refusal_summary()
+    {
+        out.warn(&format!("network: {refused}"));
     }
     if out.json {
         out.document("a3s-iso.run.v1", &outcome);
@@ -160,6 +199,14 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         out.note(&summary(&outcome));
     }
     Ok(outcome.status)
+}
+
+/// `published 127.0.0.1:41234 -> 3000` on stderr, as soon as the port is bound.
+fn announce_published(published: &a3s_iso::network::Published) {
+    eprintln!(
+        "published {}:{} -> {}",
+        published.host, published.host_port, published.port
+    );
 }
 
 /// The configuration's `run.allow_network` (a repository file's only when trusted).

@@ -188,6 +188,8 @@ pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions
         allow_network: parsed.allow_network,
         allow_write: paths(parsed.allow_write, "A3S_ISO_ALLOW_WRITE"),
         allow_read: paths(parsed.allow_read, "A3S_ISO_ALLOW_READ"),
+        allow_hosts: Vec::new(),
+        publish: Vec::new(),
     };
     Ok(RunOptions {
         session_id: parsed.session_id,
@@ -200,6 +202,7 @@ pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions
         helper: place.helper.clone(),
         env,
         output: parsed.output.map(|p| place.path(p)),
+        on_published: None,
     })
 }
 
