@@ -18,7 +18,6 @@ use crate::isolation::Isolation;
 use crate::lock::FileLock;
 use crate::network::{
     Allowlist, NetworkPlan, NetworkReport, NetworkService, PROXY_PORT, PublishRequest, Published,
-    Refusal,
 };
 use crate::pty::{CommandTerminal, Stream, Use};
 use crate::quarantine::Quarantine;
@@ -157,47 +156,27 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     // With a terminal, the command gets a pseudo-terminal of its own.
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts, !allow.is_empty())?;
-    // Bound now: a host port in use fails before the command starts.
-    let plan = NetworkPlan::bind(allow, &publish)?;
-    let planned = NetworkReport::planned(settings.network, &plan.allow, plan.published());
-    let _live = crate::state::LiveRunFile::write(
-        &located.store,
-        &record.session_id,
-        &run_id,
-        &planned.published,
-    )?;
+    let run_of = (&located.store, record.session_id.as_str(), run_id.as_str());
+    let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
     let at = (&located, &isolation);
     let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
-        .map(|_| quarantine.environment(&located.repo))
-        .unwrap_or_default();
+        .map(|_| quarantine.environment(&located.repo));
     let paths = (workdir.as_path(), private_tmp.path());
-    let proxy = settings.network == NetworkAccess::Allowlist;
-    let env = command_env(opts, (&record, &run_id), paths, &git_env, proxy);
+    let env = command_env(opts, (&record, &run_id), paths, git_env, &settings);
     settings.env_passed = env.passed.clone();
-    let signals = Signals::register()?;
     let launch = Launch {
         workdir: &workdir,
         spec: sandbox_spec.as_ref(),
         terminal,
         env: &env,
     };
-    for published in &planned.published {
-        if let Some(announce) = opts.on_published {
-            announce(published);
-        }
-    }
     let started_at_ms = crate::fsutil::now_ms();
-    let (ended, refused) = execute(opts, &launch, plan, &signals)?;
-    let network = NetworkReport { refused, ..planned };
+    let (ended, network) = execute(opts, &launch, (plan, planned))?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let mut migrate_warnings = Vec::new();
-    if sandbox_spec.is_some() {
-        // The command's new objects join the store only once they pass the checks.
-        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
-    }
+    let migrate_warnings = migrate(ctx, &located, &quarantine, sandbox_spec.is_some())?;
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -231,6 +210,45 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// The run's network: the published ports bound on the host (now, so that a port in use
+/// fails before the command starts), announced, and written where `show` finds them while the
+/// run lives; and what the run reports of it before anything is refused.
+fn network_for(
+    opts: &RunOptions,
+    settings: &RunSandbox,
+    (store, session_id, run_id): (&crate::state::Store, &str, &str),
+    allow: Allowlist,
+    publish: &[PublishRequest],
+) -> Result<(
+    NetworkPlan,
+    NetworkReport,
+    Option<crate::state::LiveRunFile>,
+)> {
+    let plan = NetworkPlan::bind(allow, publish)?;
+    let planned = NetworkReport::planned(settings.network, &plan.allow, plan.published());
+    let live = crate::state::LiveRunFile::write(store, session_id, run_id, &planned.published)?;
+    for published in &planned.published {
+        if let Some(announce) = opts.on_published {
+            announce(published);
+        }
+    }
+    Ok((plan, planned, live))
+}
+
+/// Sandboxed, the command's new objects join the store only once they pass the checks;
+/// returns the warnings of that migration.
+fn migrate(
+    ctx: &Context,
+    located: &Located,
+    quarantine: &Quarantine,
+    sandboxed: bool,
+) -> Result<Vec<String>> {
+    if !sandboxed {
+        return Ok(Vec::new());
+    }
+    Ok(quarantine.migrate(&ctx.git, &located.repo)?.1)
 }
 
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
@@ -380,8 +398,8 @@ fn command_env(
     opts: &RunOptions,
     (record, run_id): (&SessionRecord, &str),
     (workdir, private_tmp): (&Path, &Path),
-    git_env: &[(String, PathBuf)],
-    proxy: bool,
+    git_env: Option<Vec<(String, PathBuf)>>,
+    settings: &RunSandbox,
 ) -> CommandEnv {
     let worktree = record.worktree.as_deref().unwrap_or(workdir);
     let mut own: Vec<(String, OsString)> = vec![
@@ -394,8 +412,13 @@ fn command_env(
         ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
         ("TMPDIR".into(), private_tmp.into()),
     ];
-    own.extend(git_env.iter().map(|(k, v)| (k.clone(), v.into())));
-    if proxy {
+    own.extend(
+        git_env
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into())),
+    );
+    if settings.network == NetworkAccess::Allowlist {
         let vars = crate::network::proxy_env();
         own.extend(vars.into_iter().map(|(k, v)| (k, v.into())));
     }
@@ -696,13 +719,13 @@ struct Launch<'a> {
 /// how it ended. With an interactive pty, the caller's terminal is in raw mode from just
 /// before the command starts until its output is drained, and restored on every way out.
 /// With a network plan to serve, the proxy and the published ports are served from the
-/// command's start to its end; returns what the proxy refused.
+/// command's start to its end; returns the network's report with what the proxy refused.
 fn execute(
     opts: &RunOptions,
     launch: &Launch<'_>,
-    plan: NetworkPlan,
-    signals: &Signals,
-) -> Result<(Ended, Vec<Refusal>)> {
+    (plan, planned): (NetworkPlan, NetworkReport),
+) -> Result<(Ended, NetworkReport)> {
+    let signals = Signals::register()?;
     let mut channel = match launch.spec {
         Some(_) => Some(
             StatusChannel::new()
@@ -737,7 +760,7 @@ fn execute(
     let ended = supervise(
         child,
         opts.timeout,
-        signals,
+        &signals,
         launch.spec.is_some(),
         terminal.as_ref(),
     );
@@ -753,7 +776,7 @@ fn execute(
     {
         return Err(err);
     }
-    Ok((ended, refused))
+    Ok((ended, NetworkReport { refused, ..planned }))
 }
 
 /// Starts the run's network service once the helper runs (`None` without a plan to serve).

@@ -105,12 +105,12 @@ impl AllowEntry {
                 rules,
             });
         }
-        let (host, port) = split_host_port(given).map_err(|why| invalid(why))?;
+        let (host, port) = split_host_port(given).map_err(&invalid)?;
         let ports = match port {
-            Some(port) => vec![parse_port(port).map_err(|why| invalid(why))?],
+            Some(port) => vec![parse_port(port).map_err(&invalid)?],
             None => DEFAULT_PORTS.to_vec(),
         };
-        let host = parse_pattern(host).map_err(|why| invalid(why))?;
+        let host = parse_pattern(host).map_err(invalid)?;
         Ok(AllowEntry {
             given: given.to_string(),
             rules: ports
@@ -327,6 +327,10 @@ mod tests {
         assert_eq!(check(&allow, "[::1]", 9), Ok(()));
         assert_eq!(
             check(&allow, "[::1]", 8080),
+            Err(RefusalReason::PortNotAllowed)
+        );
+        assert_eq!(
+            check(&allow, "[::2]", 9),
             Err(RefusalReason::HostNotAllowed)
         );
         assert!(allow.allows_address("127.0.0.1".parse().unwrap(), 8080));

@@ -342,15 +342,32 @@ fn publish(fx: &Fixture, session: &str) -> (Child, u16, BufReader<std::process::
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let Some(mut stderr) = child.stderr.take().map(BufReader::new) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("no stderr");
+    };
     let mut line = String::new();
-    loop {
+    let port = loop {
         line.clear();
-        assert_ne!(stderr.read_line(&mut line).unwrap(), 0, "no published line");
-        if let Some(rest) = line.trim_end().strip_prefix("published 127.0.0.1:") {
-            let (port, inside) = rest.split_once(" -> ").unwrap();
-            assert_eq!(inside, "3000");
-            return (child, port.parse().unwrap(), stderr);
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            break None;
+        }
+        let port = line
+            .trim_end()
+            .strip_prefix("published 127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix(" -> 3000"))
+            .and_then(|port| port.parse::<u16>().ok());
+        if port.is_some() {
+            break port;
+        }
+    };
+    match port {
+        Some(port) => (child, port, stderr),
+        None => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("no published line");
         }
     }
 }
