@@ -196,7 +196,8 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
     let allowed = format!("127.0.0.1:{p}");
     // Each attempt appends "<name> <curl's status>" to results.txt.
     let script = format!(
-        "t() {{ n=$1; shift; curl -sSf --max-time 10 --noproxy '' -o /dev/null \"$@\"; echo \"$n $?\" >> results.txt; }}\n\
+        "trap '' PIPE # the proxy closes a refused tunnel while bash may still write\n\
+         t() {{ n=$1; shift; curl -sSf --max-time 10 --noproxy '' -o /dev/null \"$@\"; echo \"$n $?\" >> results.txt; }}\n\
          t not_allowed http://evil.example/\n\
          t localhost http://localhost/\n\
          t private http://ten.test/\n\
