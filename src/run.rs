@@ -227,7 +227,7 @@ fn network_for(
     Option<crate::state::LiveRunFile>,
 )> {
     let plan = NetworkPlan::bind(allow, publish)?;
-    let planned = NetworkReport::planned(settings.network, &plan.allow, plan.published());
+    let planned = NetworkReport::planned(settings.network, plan.allow.report(), plan.published());
     let live = crate::state::LiveRunFile::write(store, session_id, run_id, &planned.published)?;
     for published in &planned.published {
         if let Some(announce) = opts.on_published {

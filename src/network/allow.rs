@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use super::{AllowedReport, RefusalReason};
+use super::report::{AllowedReport, RefusalReason};
 use crate::error::{Error, Result};
 
 /// The presets: each a list of the hosts that service's clients really use (port 443 only).

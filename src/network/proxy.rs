@@ -18,8 +18,9 @@ use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use super::address::forbidden;
 use super::allow::{Allowlist, Target, target_of};
-use super::{MAX_REFUSALS, Refusal, RefusalReason, forbidden};
+use super::report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -223,7 +224,7 @@ impl Proxy {
             RefusalReason::Unresolvable => StatusCode::BAD_GATEWAY,
             _ => StatusCode::FORBIDDEN,
         };
-        let why = super::reason_name(reason);
+        let why = reason_name(reason);
         status(code, &format!("a3s-iso refused {host}:{port}: {why}"))
     }
 }

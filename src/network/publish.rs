@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
-use super::{PROXY_PORT, Published};
+use super::report::{PROXY_PORT, Published};
 use crate::error::{Error, Result};
 use crate::sandbox::SocketFactory;
 

@@ -7,8 +7,10 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::allow::Allowlist;
 use super::proxy::{self, Proxy};
-use super::{Allowlist, PublishRequest, Published, Refusal, publish};
+use super::publish::{self, PublishRequest};
+use super::report::{Published, Refusal};
 use crate::error::Result;
 use crate::sandbox::SocketFactory;
 
