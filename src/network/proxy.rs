@@ -15,7 +15,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::address::forbidden;
@@ -23,6 +23,9 @@ use super::allow::{Allowlist, Target, target_of};
 use super::report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
 
 type Body = BoxBody<Bytes, hyper::Error>;
+
+/// The buffer of each direction of a tunnel.
+const COPY_BUFFER: usize = 256 * 1024;
 
 /// How far into a tunnel the proxy looks for a request line.
 const PEEK_LIMIT: usize = 8 * 1024;
@@ -82,9 +85,22 @@ impl Proxy {
         };
         let host = bare(host).to_string();
         tokio::spawn(async move {
-            if let Ok(upgraded) = hyper::upgrade::on(req).await {
-                self.tunnel(TokioIo::new(upgraded), upstream, &host, port)
-                    .await;
+            let Ok(upgraded) = hyper::upgrade::on(req).await else {
+                return;
+            };
+            // The command's own TCP stream back, with what it sent after the CONNECT's head:
+            // copies between two sockets, without hyper's buffering in between.
+            match upgraded.downcast::<TokioIo<TcpStream>>() {
+                Ok(parts) => {
+                    let client = parts.io.into_inner().into_split();
+                    let already = parts.read_buf.to_vec();
+                    self.tunnel(client, already, upstream, (&host, port)).await;
+                }
+                Err(upgraded) => {
+                    let client = tokio::io::split(TokioIo::new(upgraded));
+                    self.tunnel(client, Vec::new(), upstream, (&host, port))
+                        .await;
+                }
             }
         });
         Response::new(empty())
@@ -171,18 +187,26 @@ impl Proxy {
         ))
     }
 
-    /// Copies both ways; the first bytes from the command must not be another proxy hop.
-    async fn tunnel<C>(&self, client: C, upstream: TcpStream, host: &str, port: u16)
-    where
-        C: AsyncRead + tokio::io::AsyncWrite + Send + 'static,
+    /// Copies both ways; the first bytes from the command (`already` read, then more) must
+    /// not be another proxy hop.
+    async fn tunnel<R, W>(
+        &self,
+        (from_client, mut to_client): (R, W),
+        already: Vec<u8>,
+        upstream: TcpStream,
+        (host, port): (&str, u16),
+    ) where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
     {
-        let (mut from_client, mut to_client) = tokio::io::split(client);
-        let (mut from_host, mut to_host) = upstream.into_split();
+        let (from_host, mut to_host) = upstream.into_split();
         let down = tokio::spawn(async move {
-            let _ = tokio::io::copy(&mut from_host, &mut to_client).await;
+            let mut from_host = BufReader::with_capacity(COPY_BUFFER, from_host);
+            let _ = tokio::io::copy_buf(&mut from_host, &mut to_client).await;
             let _ = to_client.shutdown().await;
         });
-        match first_bytes(&mut from_client).await {
+        let mut from_client = BufReader::with_capacity(COPY_BUFFER, from_client);
+        match first_bytes(&mut from_client, already).await {
             Ok(first) if classify(&first) == Verdict::Hop => {
                 self.record(host, port, RefusalReason::ConnectInTunnel, None);
                 down.abort();
@@ -190,7 +214,7 @@ impl Proxy {
             }
             Ok(first) => {
                 if to_host.write_all(&first).await.is_ok() {
-                    let _ = tokio::io::copy(&mut from_client, &mut to_host).await;
+                    let _ = tokio::io::copy_buf(&mut from_client, &mut to_host).await;
                 }
                 let _ = to_host.shutdown().await;
             }
@@ -284,9 +308,15 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Reads from the command until [`classify`] can tell what its first bytes are.
-async fn first_bytes<R: AsyncRead + Unpin>(reader: &mut R) -> std::io::Result<Vec<u8>> {
-    let mut first = Vec::new();
+/// Reads from the command (after what `first` already holds) until [`classify`] can tell
+/// what its first bytes are.
+async fn first_bytes<R: AsyncRead + Unpin>(
+    reader: &mut R,
+    mut first: Vec<u8>,
+) -> std::io::Result<Vec<u8>> {
+    if !first.is_empty() && classify(&first) != Verdict::Undecided {
+        return Ok(first);
+    }
     let mut buf = vec![0u8; 16 * 1024];
     loop {
         let n = reader.read(&mut buf).await?;
