@@ -13,6 +13,7 @@ mod proxy;
 mod publish;
 mod report;
 mod service;
+mod tunnel;
 
 pub use address::forbidden;
 pub use allow::{AllowEntry, Allowlist, PRESETS};

@@ -15,20 +15,14 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderMap, HeaderName};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::address::forbidden;
 use super::allow::{Allowlist, Target, target_of};
 use super::report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
+use super::tunnel::{self, Relayed};
 
 type Body = BoxBody<Bytes, hyper::Error>;
-
-/// The buffer of each direction of a tunnel.
-const COPY_BUFFER: usize = 256 * 1024;
-
-/// How far into a tunnel the proxy looks for a request line.
-const PEEK_LIMIT: usize = 8 * 1024;
 
 /// The proxy's state: what it allows and what it refused.
 pub(super) struct Proxy {
@@ -89,18 +83,14 @@ impl Proxy {
                 return;
             };
             // The command's own TCP stream back, with what it sent after the CONNECT's head:
-            // copies between two sockets, without hyper's buffering in between.
-            match upgraded.downcast::<TokioIo<TcpStream>>() {
-                Ok(parts) => {
-                    let client = parts.io.into_inner().into_split();
-                    let already = parts.read_buf.to_vec();
-                    self.tunnel(client, already, upstream, (&host, port)).await;
-                }
-                Err(upgraded) => {
-                    let client = tokio::io::split(TokioIo::new(upgraded));
-                    self.tunnel(client, Vec::new(), upstream, (&host, port))
-                        .await;
-                }
+            // the tunnel relays between two sockets, without hyper's buffering in between.
+            // The connection is always a TcpStream: the proxy serves nothing else.
+            let Ok(parts) = upgraded.downcast::<TokioIo<TcpStream>>() else {
+                return;
+            };
+            let (client, already) = (parts.io.into_inner(), parts.read_buf.to_vec());
+            if tunnel::relay(client, already, upstream).await == Relayed::AnotherHop {
+                self.record(&host, port, RefusalReason::ConnectInTunnel, None);
             }
         });
         Response::new(empty())
@@ -185,42 +175,6 @@ impl Proxy {
             StatusCode::BAD_GATEWAY,
             "cannot connect to the host",
         ))
-    }
-
-    /// Copies both ways; the first bytes from the command (`already` read, then more) must
-    /// not be another proxy hop.
-    async fn tunnel<R, W>(
-        &self,
-        (from_client, mut to_client): (R, W),
-        already: Vec<u8>,
-        upstream: TcpStream,
-        (host, port): (&str, u16),
-    ) where
-        R: AsyncRead + Unpin,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
-        let (from_host, mut to_host) = upstream.into_split();
-        let down = tokio::spawn(async move {
-            let mut from_host = BufReader::with_capacity(COPY_BUFFER, from_host);
-            let _ = tokio::io::copy_buf(&mut from_host, &mut to_client).await;
-            let _ = to_client.shutdown().await;
-        });
-        let mut from_client = BufReader::with_capacity(COPY_BUFFER, from_client);
-        match first_bytes(&mut from_client, already).await {
-            Ok(first) if classify(&first) == Verdict::Hop => {
-                self.record(host, port, RefusalReason::ConnectInTunnel, None);
-                down.abort();
-                return;
-            }
-            Ok(first) => {
-                if to_host.write_all(&first).await.is_ok() {
-                    let _ = tokio::io::copy_buf(&mut from_client, &mut to_host).await;
-                }
-                let _ = to_host.shutdown().await;
-            }
-            Err(_) => {}
-        }
-        let _ = down.await;
     }
 
     fn record(&self, host: &str, port: u16, reason: RefusalReason, address: Option<IpAddr>) {
@@ -308,60 +262,6 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// Reads from the command (after what `first` already holds) until [`classify`] can tell
-/// what its first bytes are.
-async fn first_bytes<R: AsyncRead + Unpin>(
-    reader: &mut R,
-    mut first: Vec<u8>,
-) -> std::io::Result<Vec<u8>> {
-    if !first.is_empty() && classify(&first) != Verdict::Undecided {
-        return Ok(first);
-    }
-    let mut buf = vec![0u8; 16 * 1024];
-    loop {
-        let n = reader.read(&mut buf).await?;
-        first.extend_from_slice(&buf[..n]);
-        if n == 0 || classify(&first) != Verdict::Undecided {
-            return Ok(first);
-        }
-    }
-}
-
-/// What the first bytes through a tunnel are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Verdict {
-    /// Not enough yet.
-    Undecided,
-    /// A request to another proxy: `CONNECT`, or any method with an absolute URI.
-    Hop,
-    /// Anything else (TLS, an origin-form request, another protocol).
-    Other,
-}
-
-fn classify(bytes: &[u8]) -> Verdict {
-    let method = bytes.iter().take_while(|b| b.is_ascii_uppercase()).count();
-    if method == bytes.len() {
-        return if method < 16 {
-            Verdict::Undecided
-        } else {
-            Verdict::Other
-        };
-    }
-    if method == 0 || bytes[method] != b' ' {
-        return Verdict::Other;
-    }
-    if &bytes[..method] == b"CONNECT" {
-        return Verdict::Hop;
-    }
-    let target = &bytes[method + 1..];
-    match target.iter().position(|b| b" \r\n".contains(b)) {
-        Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
-        Some(_) => Verdict::Other,
-        None if bytes.len() < PEEK_LIMIT => Verdict::Undecided,
-        None => Verdict::Other,
-    }
-}
-
 /// The addresses of `name`. With the `fault-injection` feature, `A3S_ISO_TEST_RESOLVE`
 /// (`name=addr,name=addr`) answers first, so tests can make an allowed name resolve anywhere.
 async fn resolve(name: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
@@ -384,17 +284,6 @@ async fn resolve(name: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn request_lines_naming_another_hop_are_told_apart() {
-        assert_eq!(classify(b"CON"), Verdict::Undecided);
-        assert_eq!(classify(b"CONNECT evil:443 HTTP/1.1\r\n"), Verdict::Hop);
-        assert_eq!(classify(b"GET http://evil/ HTTP/1.1\r\n"), Verdict::Hop);
-        assert_eq!(classify(b"GET /model HTTP/1.1\r\n"), Verdict::Other);
-        assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
-        assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
-        assert_eq!(classify(b"SSH-2.0-OpenSSH"), Verdict::Other);
-    }
 
     #[test]
     fn hop_by_hop_and_proxy_headers_are_dropped() {
