@@ -118,6 +118,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--allow-read', '--allow-read', [CompletionResultType]::ParameterName, 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)')
             [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration''s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)')
             [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)')
+            [CompletionResult]::new('--allow-host', '--allow-host', [CompletionResultType]::ParameterName, 'Let the command reach HOST[:PORT] through a3s-iso''s HTTP proxy (repeatable)')
+            [CompletionResult]::new('--publish', '--publish', [CompletionResultType]::ParameterName, 'Publish PORT inside on the host''s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)')
             [CompletionResult]::new('--release-identity', '--release-identity', [CompletionResultType]::ParameterName, 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)')
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session (default: the isolation you are in, or the source''s only live session)')

@@ -112,6 +112,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --allow-read 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)'
             cand --profile 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration''s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)'
             cand --env 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)'
+            cand --allow-host 'Let the command reach HOST[:PORT] through a3s-iso''s HTTP proxy (repeatable)'
+            cand --publish 'Publish PORT inside on the host''s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)'
             cand --release-identity 'The agent_release_identity recorded in the run''s change set (sha256:<64 hex>)'
             cand -s 'The session (default: the isolation you are in, or the source''s only live session)'
             cand --session 'The session (default: the isolation you are in, or the source''s only live session)'

@@ -107,6 +107,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-write -d '
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-read -d 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l profile -d 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration\'s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l env -d 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-host -d 'Let the command reach HOST[:PORT] through a3s-iso\'s HTTP proxy (repeatable)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l publish -d 'Publish PORT inside on the host\'s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F

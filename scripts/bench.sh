@@ -4,7 +4,7 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only pool|rebase|overlaps|land|include]
+#                    [--only pool|rebase|overlaps|land|include|proxy]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
@@ -19,6 +19,10 @@
 #   --only land     only land of ten sessions against rebase + promote of each (10,000 files)
 #   --only include  only bind with a 200 MiB .worktreeinclude set of 10,000 files against
 #                   worktree add + cp -a --reflink=auto of the same files (10,000 files)
+#   --only proxy    only the network allowlist: a 256 MiB download from a loopback server
+#                   through run --allow-host's proxy (plain HTTP and CONNECT) against curl
+#                   straight to it (throughput ratio, goal >= 0.8), and run --allow-host
+#                   against run (added ms, goal <= 20) (1,000 files; needs curl)
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -45,7 +49,8 @@ case "$only" in
   ""|pool) ;;
   rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
   overlaps|land|include) [ -n "$sizes_given" ] || sizes=10000 ;;
-  *) echo "unknown case for --only: $only (pool, rebase, overlaps, land or include)" >&2; exit 2 ;;
+  proxy) [ -n "$sizes_given" ] || sizes=1000 ;;
+  *) echo "unknown case for --only: $only (pool, rebase, overlaps, land, include or proxy)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -218,6 +223,70 @@ PY
   git worktree prune
 }
 
+# proxy: a loopback server (python3, sendfile) serves a 256 MiB file; curl downloads it
+# straight on the host, and inside `run --allow-host 127.0.0.1:PORT` through the proxy (plain
+# HTTP, then a CONNECT tunnel). The throughput is curl's own (speed_download), so run's start
+# and capture are not in it. Then the start-up cost of the proxy: run --allow-host of `true`
+# against run of `true`.
+proxy_case() {
+  local size=$1 port served speeds direct plain tunnel i
+  command -v curl >/dev/null || { echo "the proxy case needs curl" >&2; exit 2; }
+  echo "downloads through the proxy…" >&2
+  served="$work/served"
+  mkdir -p "$served"
+  head -c $((256 * 1024 * 1024)) /dev/urandom > "$served/blob"
+  python3 - "$served/blob" > "$work/port" <<'PY' &
+import os, socket, sys, threading
+path = sys.argv[1]
+size = os.path.getsize(path)
+server = socket.create_server(("127.0.0.1", 0))
+print(server.getsockname()[1], flush=True)
+def serve(conn):
+    with conn, open(path, "rb") as f:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            data += chunk
+        conn.sendall(f"HTTP/1.1 200 OK\r\nContent-Length: {size}\r\nConnection: close\r\n\r\n".encode())
+        conn.sendfile(f)
+while True:
+    conn, _ = server.accept()
+    threading.Thread(target=serve, args=(conn,), daemon=True).start()
+PY
+  local server=$!
+  while [ ! -s "$work/port" ]; do sleep 0.05; done
+  port=$(cat "$work/port")
+  "$bin" bind -q -s px >/dev/null
+  local url="http://127.0.0.1:$port/blob" fetch="curl -s --noproxy '' -o /dev/null -w '%{speed_download}\n'"
+  speeds() { printf '%s\n' "$@" | median; }
+  direct=(); plain=(); tunnel=()
+  for i in $(seq "$runs"); do
+    direct+=("$(eval "$fetch" "$url")")
+    plain+=("$("$bin" run -q -s px --allow-host "127.0.0.1:$port" -- sh -c "$fetch $url")")
+    tunnel+=("$("$bin" run -q -s px --allow-host "127.0.0.1:$port" -- sh -c "$fetch -p $url")")
+  done
+  local d p t
+  d=$(speeds "${direct[@]%.*}"); p=$(speeds "${plain[@]%.*}"); t=$(speeds "${tunnel[@]%.*}")
+  mib() { awk -v n="$1" 'BEGIN {printf "%.0f MiB/s", n/1048576}'; }
+  row "$size" "256MiB via proxy, plain HTTP vs direct" "$(mib "$p")" "$(mib "$d")" "$(ratio "$p" "$d")"
+  row "$size" "256MiB via proxy, CONNECT vs direct" "$(mib "$t")" "$(mib "$d")" "$(ratio "$t" "$d")"
+  kill "$server" 2>/dev/null || true
+  rm -rf "$served"
+  echo "run --allow-host against run…" >&2
+  local o=() r=() tm
+  for i in $(seq "$runs"); do
+    tm=$(now_ns); "$bin" run -q -s px -- true >/dev/null 2>&1; r+=($(( $(now_ns) - tm )))
+    tm=$(now_ns); "$bin" run -q -s px --allow-host 127.0.0.1:1 -- true >/dev/null 2>&1; o+=($(( $(now_ns) - tm )))
+  done
+  local mo mr
+  mo=$(printf '%s\n' "${o[@]}" | median); mr=$(printf '%s\n' "${r[@]}" | median)
+  row "$size" "run --allow-host vs run (-- true)" "$(ms "$mo")" "$(ms "$mr")" "$(ratio "$mo" "$mr")"
+  row "$size" "  added by --allow-host" "$(ms $((mo - mr)))" "-" "-"
+  "$bin" discard -q --purge -s px >/dev/null 2>&1 || true
+}
+
 # rebase: a session that changed ten files, after the source's HEAD moved by one unrelated
 # commit (one other file changed), against `git cherry-pick` of a commit of the same ten
 # changes onto the moved HEAD in a plain worktree. Between runs (untimed) the session goes
@@ -377,6 +446,7 @@ for size in $sizes; do
     overlaps) overlaps_case "$size"; continue ;;
     land) land_case "$size"; continue ;;
     include) include_case "$size"; continue ;;
+    proxy) proxy_case "$size"; continue ;;
   esac
   if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
     echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2

@@ -106,6 +106,13 @@ pub fn find(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Ve
 
 /// Whether `path` was out of the command's reach, and why.
 fn classify(spec: &SandboxSpec, path: &Path, written: bool) -> Option<HiddenPath> {
+    // Devices and kernel views are no files of the user's (`/dev/tcp/…` is bash's own).
+    if ["/dev", "/proc", "/sys"]
+        .iter()
+        .any(|d| path.starts_with(d))
+    {
+        return None;
+    }
     let restored = |p: &Path| {
         spec.writable
             .iter()
@@ -119,7 +126,6 @@ fn classify(spec: &SandboxSpec, path: &Path, written: bool) -> Option<HiddenPath
     let private = spec
         .private
         .iter()
-        .filter(|d| d.as_path() != Path::new("/dev"))
         .find(|d| path.starts_with(d) && !restored(path));
     match private {
         Some(dir) if exists => Some(hint(path, HiddenReason::Private, Some(dir), Access::Read)),
@@ -407,5 +413,9 @@ mod tests {
         );
         assert_eq!(ro.allow_path, PathBuf::from("/etc"));
         assert_eq!(classify(&spec, Path::new("/dev/null"), false), None);
+        assert_eq!(
+            classify(&spec, Path::new("/dev/tcp/192.0.2.1/80"), true),
+            None
+        );
     }
 }

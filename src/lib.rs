@@ -41,6 +41,7 @@ pub mod log;
 pub mod mcp;
 pub mod names;
 pub mod nested;
+pub mod network;
 pub(crate) mod neutralize;
 pub mod overlaps;
 pub mod owner;

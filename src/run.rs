@@ -16,10 +16,13 @@ use crate::error::{Error, IoContext, Result};
 use crate::git::REPO_SELECTING_VARS;
 use crate::isolation::Isolation;
 use crate::lock::FileLock;
+use crate::network::{
+    Allowlist, NetworkPlan, NetworkReport, NetworkService, PROXY_PORT, PublishRequest, Published,
+};
 use crate::pty::{CommandTerminal, Stream, Use};
 use crate::quarantine::Quarantine;
 use crate::sandbox::{
-    self, NetworkAccess, SandboxReport, SandboxSpec, StatusChannel, TerminalSpec,
+    self, NetworkAccess, SandboxReport, SandboxSpec, SocketFactory, StatusChannel, TerminalSpec,
 };
 use crate::signals::Signals;
 use crate::state::{Ran, RunSandbox, SessionRecord};
@@ -32,12 +35,16 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 pub struct SandboxRequest {
     /// Reach the network (and the host's sockets under `/run`).
     pub allow_network: bool,
-    /// Hosts the network allows through the proxy (`--allow-host` forms: `host[:port]`, `*.domain`, `@preset`).
+    /// Reach these hosts through a3s-iso's proxy (`--allow-host` forms: `host[:port]`,
+    /// `*.domain`, `@preset`; not with `allow_network`).
     pub allow_hosts: Vec<String>,
     /// Also write these paths (each must exist).
     pub allow_write: Vec<PathBuf>,
     /// Also read these hidden or private paths (each must exist).
     pub allow_read: Vec<PathBuf>,
+    /// Publish these ports inside on the host's loopback (`--publish [HOST_PORT:]PORT`; not
+    /// with `allow_network`).
+    pub publish: Vec<String>,
     /// The profile the command runs under: its home paths, variables and hosts.
     pub profile: Option<crate::profile::Profile>,
 }
@@ -67,6 +74,8 @@ pub struct RunOptions {
     /// Where the command's stdout and stderr go instead (appended); it then gets no terminal
     /// and `/dev/null` for stdin.
     pub output: Option<PathBuf>,
+    /// Told of each published port once it is bound, before the command starts.
+    pub on_published: Option<fn(&Published)>,
 }
 
 /// The run's change set in brief (the document itself is stored with the run).
@@ -111,6 +120,8 @@ pub struct RunOutcome {
     pub change_set: Option<ChangeSetSummary>,
     /// Which protections the command ran under.
     pub sandbox: SandboxReport,
+    /// What it could reach of the network, and what the proxy refused.
+    pub network: NetworkReport,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<String>,
     /// When the command failed: the paths it named that the sandbox kept from it (private,
@@ -129,6 +140,7 @@ pub struct RunOutcome {
 /// exit status is in the outcome; an `Err` is a3s-iso's own failure.
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     require_command(opts)?;
+    let (allow, publish) = network_request(opts)?;
     let Target {
         located,
         record,
@@ -148,20 +160,20 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
     let terminal = terminal_for(opts);
-    let mut settings = settings_of(opts)?;
+    let mut settings = settings_of(opts, !allow.is_empty())?;
     let granted = Granted::prepare(opts, &settings, &run_id, (&isolation, run_dirs))?;
+    let run_of = (&located.store, record.session_id.as_str(), run_id.as_str());
+    let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
     let at = (&located, &isolation);
     let place = (workdir.as_path(), &granted);
     let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
-        .map(|_| quarantine.environment(&located.repo))
-        .unwrap_or_default();
+        .map(|_| quarantine.environment(&located.repo));
     let paths = (workdir.as_path(), private_tmp.path());
-    let env = command_env(opts, &record, &run_id, paths, &git_env);
+    let env = command_env(opts, (&record, &run_id), paths, git_env, &settings);
     settings.env_passed = env.passed.clone();
-    let signals = Signals::register()?;
     let launch = Launch {
         workdir: &workdir,
         spec: sandbox_spec.as_ref(),
@@ -169,7 +181,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         env: &env,
     };
     let started_at_ms = crate::fsutil::now_ms();
-    let ended = execute(opts, &launch, &signals)?;
+    let (ended, network) = execute(opts, &launch, (plan, planned))?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
     let sandboxed = sandbox_spec.is_some();
     let migrate_warnings = after_command(ctx, &located, (&quarantine, &granted), sandboxed)?;
@@ -186,7 +198,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
     warnings.splice(0..0, migrate_warnings);
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
-    (located.store).save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
+    let exit = ended.exit(&ran, &settings, &network);
+    (located.store).save_run_exit(&record.session_id, &run_id, &exit)?;
     Ok(RunOutcome {
         session_id: record.session_id.clone(),
         run_id: run_id.clone(),
@@ -200,6 +213,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         result_tree: result.tree,
         change_set,
         sandbox: report(sandbox_spec.as_ref(), &settings, &env),
+        network,
         warnings,
         hidden_paths: hidden_paths_of(sandbox_spec.as_ref(), ended.state(), &opts.command),
         nested: nested.sets(),
@@ -238,6 +252,31 @@ fn hidden_paths_of(
     }
 }
 
+/// The run's network: the published ports bound on the host (now, so that a port in use
+/// fails before the command starts), announced, and written where `show` finds them while the
+/// run lives; and what the run reports of it before anything is refused.
+fn network_for(
+    opts: &RunOptions,
+    settings: &RunSandbox,
+    (store, session_id, run_id): (&crate::state::Store, &str, &str),
+    allow: Allowlist,
+    publish: &[PublishRequest],
+) -> Result<(
+    NetworkPlan,
+    NetworkReport,
+    Option<crate::state::LiveRunFile>,
+)> {
+    let plan = NetworkPlan::bind(allow, publish)?;
+    let planned = NetworkReport::planned(settings.network, plan.allow.report(), plan.published());
+    let live = crate::state::LiveRunFile::write(store, session_id, run_id, &planned.published)?;
+    for published in &planned.published {
+        if let Some(announce) = opts.on_published {
+            announce(published);
+        }
+    }
+    Ok((plan, planned, live))
+}
+
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
 fn require_command(opts: &RunOptions) -> Result<()> {
     match opts.command.is_empty() {
@@ -251,7 +290,12 @@ fn require_command(opts: &RunOptions) -> Result<()> {
 impl Ended {
     /// How the command ended and what it ran, as the state dir records it beside the run's
     /// document.
-    fn exit(&self, ran: &Ran, settings: &RunSandbox) -> crate::state::RunExit {
+    fn exit(
+        &self,
+        ran: &Ran,
+        settings: &RunSandbox,
+        network: &NetworkReport,
+    ) -> crate::state::RunExit {
         crate::state::RunExit {
             exit_code: self.exit_code,
             signal: self.signal,
@@ -259,6 +303,7 @@ impl Ended {
             state: Some(self.state()),
             ran: ran.clone(),
             sandbox: Some(settings.clone()),
+            network: Some(network.clone()),
         }
     }
 }
@@ -297,10 +342,30 @@ fn ran_of(opts: &RunOptions, (tree, workdir): (&Path, &Path), started_at_ms: u64
     }
 }
 
-/// The sandbox settings the caller asked for, the paths of `--allow-write` and `--allow-read`
-/// canonical (a path that does not exist is `invalid_input`); the environment's names are
-/// added once it is planned.
-fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
+/// The `--allow-host` entries and `--publish` requests, parsed (an invalid one is
+/// `invalid_input`); both need the sandbox's own network namespace.
+fn network_request(opts: &RunOptions) -> Result<(Allowlist, Vec<PublishRequest>)> {
+    let Some(request) = &opts.sandbox else {
+        return Ok((Allowlist::default(), Vec::new()));
+    };
+    if request.allow_network && !(request.allow_hosts.is_empty() && request.publish.is_empty()) {
+        return Err(Error::Usage {
+            message: "--allow-host and --publish need the sandbox's own network: not with --allow-network".into(),
+        });
+    }
+    let allow = Allowlist::parse(&request.allow_hosts)?;
+    let publish = request
+        .publish
+        .iter()
+        .map(|p| PublishRequest::parse(p))
+        .collect::<Result<_>>()?;
+    Ok((allow, publish))
+}
+
+/// The sandbox settings the caller asked for (`allowlist`: a proxy serves allowed hosts), the
+/// paths of `--allow-write` and `--allow-read` canonical (a path that does not exist is
+/// `invalid_input`); the environment's names are added once it is planned.
+fn settings_of(opts: &RunOptions, allowlist: bool) -> Result<RunSandbox> {
     let Some(request) = &opts.sandbox else {
         return Ok(RunSandbox {
             enabled: false,
@@ -315,6 +380,8 @@ fn settings_of(opts: &RunOptions) -> Result<RunSandbox> {
         enabled: true,
         network: if request.allow_network {
             NetworkAccess::Allowed
+        } else if allowlist {
+            NetworkAccess::Allowlist
         } else {
             NetworkAccess::Denied
         },
@@ -359,12 +426,13 @@ fn output_target(opts: &RunOptions) -> Stream {
 /// The command's environment: the caller's allowed and named variables, what `--env` sets,
 /// and run's own (the session's, TMPDIR, the quarantine for git); never a repository-selecting
 /// `GIT_*` of the caller's.
+/// With the proxy, the variables that send HTTP clients to it.
 fn command_env(
     opts: &RunOptions,
-    record: &SessionRecord,
-    run_id: &str,
+    (record, run_id): (&SessionRecord, &str),
     (workdir, private_tmp): (&Path, &Path),
-    git_env: &[(String, PathBuf)],
+    git_env: Option<Vec<(String, PathBuf)>>,
+    settings: &RunSandbox,
 ) -> CommandEnv {
     let worktree = record.worktree.as_deref().unwrap_or(workdir);
     let mut own: Vec<(String, OsString)> = vec![
@@ -377,7 +445,16 @@ fn command_env(
         ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
         ("TMPDIR".into(), private_tmp.into()),
     ];
-    own.extend(git_env.iter().map(|(k, v)| (k.clone(), v.into())));
+    own.extend(
+        git_env
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into())),
+    );
+    if settings.network == NetworkAccess::Allowlist {
+        let vars = crate::network::proxy_env();
+        own.extend(vars.into_iter().map(|(k, v)| (k, v.into())));
+    }
     // The profile's variables pass as if named with --env.
     let mut requests: Vec<EnvRequest> = opts
         .sandbox
@@ -451,7 +528,7 @@ fn sandbox_for(
     if !settings.enabled {
         return Ok(None);
     }
-    let deny_network = settings.network == NetworkAccess::Denied;
+    let deny_network = settings.network != NetworkAccess::Allowed;
     let (allow_write, allow_read) = (&settings.allow_write, &settings.allow_read);
     let mut writable = vec![
         isolation.tree.clone(),
@@ -496,6 +573,7 @@ fn sandbox_for(
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,
+        proxy_port: (settings.network == NetworkAccess::Allowlist).then_some(PROXY_PORT),
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
@@ -758,7 +836,14 @@ struct Launch<'a> {
 /// Starts the command, waits for it (passing interrupts on, enforcing the timeout) and says
 /// how it ended. With an interactive pty, the caller's terminal is in raw mode from just
 /// before the command starts until its output is drained, and restored on every way out.
-fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<Ended> {
+/// With a network plan to serve, the proxy and the published ports are served from the
+/// command's start to its end; returns the network's report with what the proxy refused.
+fn execute(
+    opts: &RunOptions,
+    launch: &Launch<'_>,
+    (plan, planned): (NetworkPlan, NetworkReport),
+) -> Result<(Ended, NetworkReport)> {
+    let signals = Signals::register()?;
     let mut channel = match launch.spec {
         Some(_) => Some(
             StatusChannel::new()
@@ -766,7 +851,14 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
         ),
         None => None,
     };
-    let mut command = command_for(opts, launch.spec, channel.as_ref())?;
+    let mut factory = match launch.spec.filter(|_| plan.is_needed()) {
+        Some(_) => Some(
+            SocketFactory::new()
+                .map_err(|e| Error::io("cannot make the sandbox helper's socket channel", e))?,
+        ),
+        None => None,
+    };
+    let mut command = command_for(opts, launch.spec, channel.as_ref(), factory.as_ref())?;
     set_up(&mut command, opts, launch)?;
     let mut terminal = match (launch.spec, launch.terminal) {
         (None, TerminalSpec::Interactive) => Some(host_pty_for(&mut command, opts)?),
@@ -776,6 +868,7 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
     if let Some(terminal) = &mut terminal {
         terminal.started();
     }
+    let service = serve_network(factory.take(), plan, &mut child)?;
     if let Some(channel) = &mut channel {
         channel.spawned();
         if launch.terminal != TerminalSpec::None {
@@ -785,13 +878,14 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
     let ended = supervise(
         child,
         opts.timeout,
-        signals,
+        &signals,
         launch.spec.is_some(),
         terminal.as_ref(),
     );
     if let Some(terminal) = terminal {
         terminal.finish();
     }
+    let refused = service.map(NetworkService::finish).unwrap_or_default();
     let ended = ended?;
     // A helper that never became the command says why on its channel, which the command
     // never holds.
@@ -800,7 +894,28 @@ fn execute(opts: &RunOptions, launch: &Launch<'_>, signals: &Signals) -> Result<
     {
         return Err(err);
     }
-    Ok(ended)
+    Ok((ended, NetworkReport { refused, ..planned }))
+}
+
+/// Starts the run's network service once the helper runs (`None` without a plan to serve).
+/// When it cannot start, the helper (whose command cannot have started) is ended.
+fn serve_network(
+    factory: Option<SocketFactory>,
+    plan: NetworkPlan,
+    helper: &mut Child,
+) -> Result<Option<NetworkService>> {
+    let Some(mut factory) = factory else {
+        return Ok(None);
+    };
+    factory.spawned();
+    match NetworkService::start(plan, factory) {
+        Ok(service) => Ok(Some(service)),
+        Err(e) => {
+            let _ = helper.kill();
+            let _ = helper.wait();
+            Err(Error::io("cannot serve the run's network", e))
+        }
+    }
 }
 
 /// A host pty for an unsandboxed interactive command, relayed to the caller's terminal (in
@@ -865,6 +980,7 @@ fn command_for(
     opts: &RunOptions,
     spec: Option<&SandboxSpec>,
     channel: Option<&StatusChannel>,
+    factory: Option<&SocketFactory>,
 ) -> Result<Command> {
     let (Some(spec), Some(channel)) = (spec, channel) else {
         let mut command = Command::new(&opts.command[0]);
@@ -881,6 +997,9 @@ fn command_for(
     let mut command = Command::new(helper);
     command.arg("sandbox-exec");
     channel.pass_to(&mut command);
+    if let Some(factory) = factory {
+        factory.pass_to(&mut command);
+    }
     command
         .arg("--spec")
         .arg(serde_json::to_string(spec).map_err(|e| Error::internal(e.to_string()))?)

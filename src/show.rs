@@ -52,6 +52,8 @@ pub struct RunView {
     pub ran: Ran,
     /// The sandbox settings it ran with (`null` likewise).
     pub sandbox: Option<RunSandbox>,
+    /// What it could reach of the network and what the proxy refused (`null` likewise).
+    pub network: Option<crate::network::NetworkReport>,
 }
 
 /// One promotion of the session, from the journal.
@@ -157,6 +159,8 @@ pub struct ShowOutcome {
     /// Operations on this session (or promotes of no session) in progress or interrupted that
     /// another process kept from being finished first (it holds the repository lock).
     pub interrupted: Vec<crate::recovery::Interrupted>,
+    /// The run in progress, when it publishes ports: its id and its ports (`null` otherwise).
+    pub live_run: Option<crate::state::LiveRun>,
 }
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
@@ -212,6 +216,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
             })
             .cloned()
             .collect(),
+        live_run: located.store.live_run(&record.session_id),
     })
 }
 
@@ -288,6 +293,7 @@ fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
         patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
         observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),
         ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
+        network: exit.as_ref().and_then(|e| e.network.clone()),
         sandbox: exit.and_then(|e| e.sandbox),
         run_id,
     }

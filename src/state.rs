@@ -469,6 +469,18 @@ impl Store {
         write_record_atomic(&path, RUN_EXIT_SCHEMA, exit)
     }
 
+    fn live_run_path(&self, id: &str) -> PathBuf {
+        self.dir.join("live").join(format!("{id}.json"))
+    }
+
+    /// The live data of the run holding the session's lease now, if it published ports.
+    pub(crate) fn live_run(&self, id: &str) -> Option<LiveRun> {
+        let running = self.leasing_run(id).ok().flatten()?;
+        let bytes = std::fs::read(self.live_run_path(id)).ok()?;
+        let live: LiveRun = serde_json::from_slice(&bytes).ok()?;
+        (live.run_id == running).then_some(live)
+    }
+
     /// How a run's command ended, if a3s-iso recorded it.
     pub(crate) fn load_run_exit(&self, id: &str, run_id: &str) -> Option<RunExit> {
         let path = StateDir::RunExits.run_file(&self.dir, id, run_id);
@@ -744,6 +756,53 @@ pub(crate) struct RunExit {
     /// The sandbox settings it ran with.
     #[serde(default)]
     pub sandbox: Option<RunSandbox>,
+    /// What it could reach of the network, and what the proxy refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::network::NetworkReport>,
+}
+
+/// What `show` can read of a run while it lives: its published ports
+/// (`live/<session>.json`), written before the command starts and removed when the run ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveRun {
+    /// The run's id.
+    pub run_id: String,
+    /// Its published ports.
+    pub published: Vec<crate::network::Published>,
+}
+
+/// The live-run file of a run with published ports, removed when dropped.
+#[derive(Debug)]
+pub(crate) struct LiveRunFile {
+    path: PathBuf,
+}
+
+impl LiveRunFile {
+    /// Writes the file for a run that publishes ports (`None` for one that publishes none).
+    pub(crate) fn write(
+        store: &Store,
+        id: &str,
+        run_id: &str,
+        published: &[crate::network::Published],
+    ) -> Result<Option<LiveRunFile>> {
+        if published.is_empty() {
+            return Ok(None);
+        }
+        let path = store.live_run_path(id);
+        let live = LiveRun {
+            run_id: run_id.to_string(),
+            published: published.to_vec(),
+        };
+        let bytes = serde_json::to_vec(&live).map_err(|e| Error::internal(e.to_string()))?;
+        crate::fsutil::write_atomic(&path, &bytes)?;
+        Ok(Some(LiveRunFile { path }))
+    }
+}
+
+impl Drop for LiveRunFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// What a run ran, where and when, as its exit record keeps it; each field is `None` in a

@@ -55,8 +55,28 @@ pub struct RunArgs {
     #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
     pub env: Vec<EnvRequest>,
 
+    /// Let the command reach HOST[:PORT] through a3s-iso's HTTP proxy (repeatable)
+    ///
+    /// The command keeps its own network with only loopback; HTTP_PROXY and the like point it
+    /// at the proxy on 127.0.0.1:3128 inside. HOST is a name (api.example.com), a wildcard
+    /// (*.example.org: any subdomain, not the domain itself), an IP address (127.0.0.1:8080,
+    /// [::1]:8080) or a preset: @crates, @npm, @pypi, @github, @anthropic, @openai. Without a
+    /// port: 80 and 443 (presets: 443). Names resolving to loopback, private, link-local or
+    /// metadata addresses are refused unless that address is allowed as an IP address.
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "allow_network")]
+    pub allow_host: Vec<String>,
+
+    /// Publish PORT inside on the host's 127.0.0.1:HOST_PORT while the run lives (repeatable;
+    /// HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)
+    #[arg(
+        long,
+        value_name = "[HOST_PORT:]PORT",
+        conflicts_with = "allow_network"
+    )]
+    pub publish: Vec<String>,
+
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "profile"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile"])]
     pub no_sandbox: bool,
 
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
@@ -84,6 +104,8 @@ pub struct SandboxExecArgs {
     #[arg(long)]
     pub status_fd: i32,
     #[arg(long)]
+    pub socket_fd: Option<i32>,
+    #[arg(long)]
     pub spec: String,
     #[arg(last = true, required = true)]
     pub command: Vec<OsString>,
@@ -93,7 +115,12 @@ pub struct SandboxExecArgs {
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     let reporter = a3s_iso::sandbox::Reporter::adopt(args.status_fd);
     match serde_json::from_str(&args.spec) {
-        Ok(spec) => a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, &args.command),
+        Ok(spec) => {
+            let sockets = args
+                .socket_fd
+                .and_then(a3s_iso::sandbox::SocketServer::adopt);
+            a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, sockets, &args.command)
+        }
         Err(e) => reporter.fail(
             a3s_iso::sandbox::HelperCode::Internal,
             format!("invalid sandbox spec: {e}"),
@@ -140,8 +167,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         true => None,
         false => Some(configured(ctx, out)?),
     };
-    let allow_network =
-        args.allow_network || configured.as_ref().is_some_and(|c| c.allow_network.value);
+    // An allowlist or a published port asks for the sandbox's own network, whatever the
+    // configuration's run.allow_network says.
+    let own_network = !args.allow_host.is_empty() || !args.publish.is_empty();
+    let allow_network = args.allow_network
+        || (!own_network && configured.as_ref().is_some_and(|c| c.allow_network.value));
     let profile = match (&args.profile, &configured) {
         (Some(name), Some(c)) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
         (None, Some(c)) => match &c.profile.value {
@@ -150,6 +180,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         },
         _ => None,
     };
+    // With the whole network open, a profile's hosts add nothing.
+    let mut allow_hosts = args.allow_host.clone();
+    if !allow_network {
+        allow_hosts.extend(profile.iter().flat_map(|p| p.hosts.iter().cloned()));
+    }
     let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
     let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
@@ -162,18 +197,17 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             stdout_to_stderr: out.json,
             sandbox: (!args.no_sandbox).then_some(SandboxRequest {
                 allow_network,
-                allow_hosts: profile
-                    .as_ref()
-                    .map(|p| p.hosts.clone())
-                    .unwrap_or_default(),
+                allow_hosts,
                 allow_write,
                 allow_read,
+                publish: args.publish.clone(),
                 profile,
             }),
             release_identity: args.release_identity.clone(),
             helper: None,
             env: args.env.clone(),
             output: None,
+            on_published: Some(announce_published),
         },
     )?;
     for warning in &outcome.warnings {
@@ -181,6 +215,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     }
     for hidden in &outcome.hidden_paths {
         out.hint(&hidden_hint(hidden));
+    }
+    if !out.json
+        && let Some(refused) = outcome.network.refusal_summary()
+    {
+        out.warn(&format!("network: {refused}"));
     }
     if out.json {
         out.document("a3s-iso.run.v1", &outcome);
@@ -198,6 +237,15 @@ struct Configured {
     user: Layer,
 }
 
+/// `published 127.0.0.1:41234 -> 3000` on stderr, as soon as the port is bound.
+fn announce_published(published: &a3s_iso::network::Published) {
+    eprintln!(
+        "published {}:{} -> {}",
+        published.host, published.host_port, published.port
+    );
+}
+
+/// The configuration's `run.*` settings (a repository file's only when trusted).
 fn configured(ctx: &Context, out: &Output) -> Result<Configured> {
     let mut warnings = Vec::new();
     let loaded = a3s_iso::config::load(ctx, true)?;

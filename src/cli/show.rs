@@ -41,6 +41,21 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
         for run in &outcome.runs {
             out.line(&run_line(run));
         }
+        // The last run's refusals, one a line.
+        let last = outcome.runs.last().and_then(|run| run.network.as_ref());
+        for refusal in last.map(|n| n.refused.as_slice()).unwrap_or_default() {
+            out.line(&refusal_line(refusal));
+        }
+    }
+    if let Some(live) = &outcome.live_run {
+        out.line("");
+        out.line(&format!("running: {}", live.run_id));
+        for p in &live.published {
+            out.line(&format!(
+                "  published {}:{} -> {}",
+                p.host, p.host_port, p.port
+            ));
+        }
     }
     if !outcome.promotions.is_empty() {
         out.line("");
@@ -62,6 +77,19 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
         }
     }
     Ok(0)
+}
+
+/// `    refused <host>:<port>: <reason> (<address>)`.
+fn refusal_line(refusal: &a3s_iso::network::Refusal) -> String {
+    let address = refusal
+        .address
+        .map(|a| format!(" ({a})"))
+        .unwrap_or_default();
+    format!(
+        "    refused {}: {}{address}",
+        a3s_iso::network::host_port(&refusal.host, refusal.port),
+        a3s_iso::network::reason_name(refusal.reason)
+    )
 }
 
 /// `  <id>  <state>  <digest>  <when>`, and for a run with an exit record how it ended and
@@ -117,6 +145,20 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
                     .map(|p| format!("{flag} {}", shell_quote(p.as_os_str()))),
             );
         }
+    }
+    if let Some(network) = &run.network {
+        notes.extend(network.allowed.iter().map(|a| {
+            format!(
+                "--allow-host {}",
+                shell_quote(std::ffi::OsStr::new(&a.entry))
+            )
+        }));
+        notes.extend(
+            network
+                .published
+                .iter()
+                .map(|p| format!("--publish {}:{}", p.host_port, p.port)),
+        );
     }
     if !notes.is_empty() {
         line.push_str(&format!("  ({})", notes.join(", ")));

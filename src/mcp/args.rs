@@ -201,6 +201,7 @@ pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions
         helper: place.helper.clone(),
         env,
         output: parsed.output.map(|p| place.path(p)),
+        on_published: None,
     })
 }
 

@@ -27,6 +27,7 @@ use super::channel::Reporter;
 use super::landlock::confine_writes;
 use super::mounts;
 use super::seccomp;
+use super::sockets::SocketServer;
 use super::spec::{SandboxSpec, TerminalSpec};
 use super::status::{HelperCode, spawn_failure};
 use super::sys;
@@ -56,6 +57,7 @@ pub(super) fn run(
     reporter: &Reporter,
     command: &[OsString],
     terminal: Option<OwnedFd>,
+    sockets: Option<SocketServer>,
 ) -> i32 {
     let program = command[0].to_string_lossy().into_owned();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -81,6 +83,8 @@ pub(super) fn run(
         ),
         Ok(None) => {
             drop(reader);
+            // Only the helper serves sockets: init and the command hold no end of `run`'s.
+            drop(sockets);
             let status = be_init(spec, reporter, command, terminal);
             let _ = rustix::io::write(&writer, &status.signal.unwrap_or(0).to_ne_bytes());
             sys::exit(status.code)
@@ -89,7 +93,7 @@ pub(super) fn run(
             drop(writer);
             // Only the command holds its terminal: the relay sees when it lets go.
             drop(terminal);
-            let code = reap(init, &cancel);
+            let code = reap(init, &cancel, sockets.as_ref());
             let mut signal = [0u8; 4];
             if rustix::io::read(&reader, &mut signal).is_ok_and(|n| n == 4) {
                 let signal = i32::from_ne_bytes(signal);
@@ -102,8 +106,9 @@ pub(super) fn run(
     }
 }
 
-/// Waits for init; on `SIGUSR1` kills it (and so the whole namespace) first.
-fn reap(init: Pid, cancel: &AtomicBool) -> i32 {
+/// Waits for init; on `SIGUSR1` kills it (and so the whole namespace) first. Meanwhile it
+/// answers `run`'s requests for sockets.
+fn reap(init: Pid, cancel: &AtomicBool, sockets: Option<&SocketServer>) -> i32 {
     loop {
         match rustix::process::waitpid(Some(init), WaitOptions::NOHANG) {
             Ok(Some((_, status))) => return exit_code(status),
@@ -114,7 +119,10 @@ fn reap(init: Pid, cancel: &AtomicBool) -> i32 {
         if cancel.swap(false, Ordering::SeqCst) {
             let _ = rustix::process::kill_process(init, Signal::KILL);
         }
-        std::thread::sleep(Duration::from_millis(5));
+        match sockets {
+            Some(sockets) => sockets.serve_for(Duration::from_millis(5)),
+            None => std::thread::sleep(Duration::from_millis(5)),
+        }
     }
 }
 

@@ -22,12 +22,14 @@ mod mounts;
 mod namespaces;
 mod seccomp;
 pub mod secrets;
+mod sockets;
 mod spec;
 mod status;
 mod sys;
 
 pub use channel::{Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
+pub use sockets::{SocketFactory, SocketServer};
 pub use spec::{
     DEVICE_NODES, FileLayer, FilesystemAccess, MountedDir, NetworkAccess, ProfileUsed,
     SandboxReport, SandboxSpec, TerminalSpec,
@@ -68,8 +70,15 @@ pub fn probe(spec: &SandboxSpec) -> Result<()> {
 
 /// The hidden helper: enters the namespaces, sets up the mounts, and runs the command under
 /// the namespace's init. Returns the exit status to end with; the reason for a failure of its
-/// own goes to `run` through `reporter`.
-pub fn exec_sandboxed(spec: &SandboxSpec, reporter: &Reporter, command: &[OsString]) -> i32 {
+/// own goes to `run` through `reporter`. With `sockets`, the helper serves `run` sockets made
+/// in the sandbox's network namespace for as long as the command runs (and first the proxy's
+/// listener, when the spec has one).
+pub fn exec_sandboxed(
+    spec: &SandboxSpec,
+    reporter: &Reporter,
+    sockets: Option<SocketServer>,
+    command: &[OsString],
+) -> i32 {
     // Nothing of the run outlives `run` itself (init follows the helper the same way).
     let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     let program = command
@@ -86,6 +95,15 @@ pub fn exec_sandboxed(spec: &SandboxSpec, reporter: &Reporter, command: &[OsStri
     if let Err(message) = namespaces::enter(spec.deny_network) {
         return fail(message);
     }
+    if let Some(port) = spec.proxy_port {
+        let sent = match &sockets {
+            Some(sockets) if spec.deny_network => sockets.send_listener(port),
+            _ => Err(std::io::Error::other("no socket channel to run")),
+        };
+        if let Err(e) = sent {
+            return fail(format!("cannot listen for the proxy inside: {e}"));
+        }
+    }
     let steps = match mounts::mount_points() {
         Ok(points) => mounts::plan(spec, &points),
         Err(e) => return fail(format!("cannot read the mount table: {e}")),
@@ -100,7 +118,7 @@ pub fn exec_sandboxed(spec: &SandboxSpec, reporter: &Reporter, command: &[OsStri
             Err(e) => return fail(format!("cannot give the command a terminal: {e}")),
         },
     };
-    init::run(spec, reporter, command, terminal)
+    init::run(spec, reporter, command, terminal, sockets)
 }
 
 /// Makes the command's pseudo-terminal in the sandbox's own `devpts`, hands its master to

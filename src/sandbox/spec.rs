@@ -61,6 +61,10 @@ pub struct SandboxSpec {
     pub workdir: PathBuf,
     /// The terminal the command gets; it always runs in a session of its own.
     pub terminal: TerminalSpec,
+    /// With an allowlist: the port on the sandbox's loopback where the helper binds the
+    /// proxy's listener for `run` (the network namespace is the command's own).
+    #[serde(default)]
+    pub proxy_port: Option<u16>,
 }
 
 /// A directory covered by an overlay whose upper layer is on the host.
@@ -128,6 +132,8 @@ pub enum TerminalSpec {
 pub enum NetworkAccess {
     /// Its own network namespace: loopback only.
     Denied,
+    /// Its own network namespace: loopback, and through a3s-iso's proxy the allowed hosts.
+    Allowlist,
     /// The host's network.
     Allowed,
 }
@@ -147,7 +153,8 @@ pub enum FilesystemAccess {
 pub struct SandboxReport {
     /// Whether the command ran sandboxed at all.
     pub enabled: bool,
-    /// `denied` (own network namespace, loopback only) or `allowed`.
+    /// `denied` (own network namespace, loopback only), `allowlist` (the same, and the
+    /// allowed hosts through a3s-iso's proxy) or `allowed`.
     pub network: NetworkAccess,
     /// `confined` (writes only to `writable`) or `unconfined`.
     pub filesystem: FilesystemAccess,
@@ -204,7 +211,9 @@ impl SandboxReport {
     pub fn of(spec: &SandboxSpec) -> SandboxReport {
         SandboxReport {
             enabled: true,
-            network: if spec.deny_network {
+            network: if spec.proxy_port.is_some() {
+                NetworkAccess::Allowlist
+            } else if spec.deny_network {
                 NetworkAccess::Denied
             } else {
                 NetworkAccess::Allowed

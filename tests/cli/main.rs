@@ -32,6 +32,7 @@ mod links;
 mod mcp;
 mod names;
 mod nested;
+mod network;
 mod overlaps_property;
 mod polish;
 mod pool;

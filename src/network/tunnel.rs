@@ -1,0 +1,169 @@
+//! A `CONNECT` tunnel between the command's socket and the host's. The command's first bytes
+//! are read and looked at before anything reaches the host: a request for another proxy hop
+//! closes the tunnel. After them, bytes move with `splice(2)` through a pipe, socket to
+//! socket, without being copied through the proxy's memory.
+
+use std::io;
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use rustix::pipe::{PipeFlags, SpliceFlags};
+use tokio::io::Interest;
+use tokio::net::TcpStream;
+
+/// How far into a tunnel the proxy looks for a request line.
+const PEEK_LIMIT: usize = 8 * 1024;
+
+/// The pipe between the two sockets of each direction.
+const PIPE_SIZE: usize = 1024 * 1024;
+
+/// How a tunnel ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Relayed {
+    /// Both ways until each side was done (or failed).
+    Done,
+    /// Closed at once: the command's first bytes asked for another hop.
+    AnotherHop,
+}
+
+/// Relays between `client` (which already sent `already`) and `upstream` until both are done.
+pub(super) async fn relay(client: TcpStream, already: Vec<u8>, upstream: TcpStream) -> Relayed {
+    let (client, upstream) = (Arc::new(client), Arc::new(upstream));
+    let down = {
+        let (from, to) = (Arc::clone(&upstream), Arc::clone(&client));
+        tokio::spawn(async move {
+            let _ = splice_all(&from, &to).await;
+            let _ = rustix::net::shutdown(&*to, rustix::net::Shutdown::Write);
+        })
+    };
+    match first_bytes(&client, already).await {
+        Ok(first) if classify(&first) == Verdict::Hop => {
+            down.abort();
+            return Relayed::AnotherHop;
+        }
+        Ok(first) => {
+            if write_all(&upstream, &first).await.is_ok() {
+                let _ = splice_all(&client, &upstream).await;
+            }
+            let _ = rustix::net::shutdown(&*upstream, rustix::net::Shutdown::Write);
+        }
+        Err(_) => down.abort(),
+    }
+    let _ = down.await;
+    Relayed::Done
+}
+
+/// Reads from the command (after what `first` already holds) until [`classify`] can tell
+/// what its first bytes are.
+async fn first_bytes(client: &TcpStream, mut first: Vec<u8>) -> io::Result<Vec<u8>> {
+    let mut buf = vec![0u8; 16 * 1024];
+    while first.is_empty() || classify(&first) == Verdict::Undecided {
+        let n = client
+            .async_io(Interest::READABLE, || {
+                Ok(rustix::io::read(client, &mut buf)?)
+            })
+            .await?;
+        if n == 0 {
+            break;
+        }
+        first.extend_from_slice(&buf[..n]);
+    }
+    Ok(first)
+}
+
+async fn write_all(to: &TcpStream, mut bytes: &[u8]) -> io::Result<()> {
+    while !bytes.is_empty() {
+        let n = to
+            .async_io(Interest::WRITABLE, || {
+                Ok(rustix::net::send(
+                    to,
+                    bytes,
+                    rustix::net::SendFlags::NOSIGNAL,
+                )?)
+            })
+            .await?;
+        bytes = &bytes[n..];
+    }
+    Ok(())
+}
+
+/// Moves everything `from` sends to `to`, through a pipe of its own, until `from` ends.
+async fn splice_all(from: &TcpStream, to: &TcpStream) -> io::Result<()> {
+    let (pipe_out, pipe_in) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC | PipeFlags::NONBLOCK)?;
+    let chunk = rustix::pipe::fcntl_setpipe_size(&pipe_in, PIPE_SIZE).unwrap_or(64 * 1024);
+    loop {
+        // The pipe is empty here, so only the socket can make this wait.
+        let n = from
+            .async_io(Interest::READABLE, || splice(from, &pipe_in, chunk))
+            .await?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut left = n;
+        while left > 0 {
+            let moved = to
+                .async_io(Interest::WRITABLE, || splice(&pipe_out, to, left))
+                .await?;
+            if moved == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            left -= moved;
+        }
+    }
+}
+
+fn splice(from: impl AsFd, to: impl AsFd, len: usize) -> io::Result<usize> {
+    let flags = SpliceFlags::MOVE | SpliceFlags::NONBLOCK;
+    Ok(rustix::pipe::splice(from, None, to, None, len, flags)?)
+}
+
+/// What the first bytes through a tunnel are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// Not enough yet.
+    Undecided,
+    /// A request to another proxy: `CONNECT`, or any method with an absolute URI.
+    Hop,
+    /// Anything else (TLS, an origin-form request, another protocol).
+    Other,
+}
+
+fn classify(bytes: &[u8]) -> Verdict {
+    let method = bytes.iter().take_while(|b| b.is_ascii_uppercase()).count();
+    if method == bytes.len() {
+        return if method < 16 {
+            Verdict::Undecided
+        } else {
+            Verdict::Other
+        };
+    }
+    if method == 0 || bytes[method] != b' ' {
+        return Verdict::Other;
+    }
+    if &bytes[..method] == b"CONNECT" {
+        return Verdict::Hop;
+    }
+    let target = &bytes[method + 1..];
+    match target.iter().position(|b| b" \r\n".contains(b)) {
+        Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
+        Some(_) => Verdict::Other,
+        None if bytes.len() < PEEK_LIMIT => Verdict::Undecided,
+        None => Verdict::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_naming_another_hop_are_told_apart() {
+        assert_eq!(classify(b"CON"), Verdict::Undecided);
+        assert_eq!(classify(b"CONNECT evil:443 HTTP/1.1\r\n"), Verdict::Hop);
+        assert_eq!(classify(b"GET http://evil/ HTTP/1.1\r\n"), Verdict::Hop);
+        assert_eq!(classify(b"GET /model HTTP/1.1\r\n"), Verdict::Other);
+        assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
+        assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
+        assert_eq!(classify(b"SSH-2.0-OpenSSH"), Verdict::Other);
+    }
+}

@@ -1,0 +1,193 @@
+//! The socket factory: how `run` gets TCP sockets that live in the sandbox's network
+//! namespace. A socket belongs to the namespace it was created in, whatever process holds it
+//! later; so the helper (which stays in that namespace for the whole run) creates them and
+//! passes them to `run` over a unix socket pair with `SCM_RIGHTS`. `run` then accepts on the
+//! proxy's listener and connects to published ports inside, while its own connections out
+//! are made from the host's namespace. The command never holds the helper's end (it is
+//! close-on-exec, and init closes its copy), and a socket made there gives no more than the
+//! command could make itself.
+//!
+//! Messages, one per datagram: helper to `run`, `L` with the proxy's listener (bound and
+//! listening on the sandbox's loopback, sent before the command starts); `run` to helper,
+//! `S`, answered by `S` with a fresh, unbound TCP/IPv4 socket.
+
+use std::io::{self, IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::process::Command;
+use std::time::Duration;
+
+use rustix::event::{PollFd, PollFlags};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+};
+
+use super::sys;
+
+const LISTENER: u8 = b'L';
+const SOCKET: u8 = b'S';
+
+/// `run`'s end of the factory.
+#[derive(Debug)]
+pub struct SocketFactory {
+    ours: OwnedFd,
+    /// The helper's end, until the helper is started.
+    theirs: Option<OwnedFd>,
+}
+
+impl SocketFactory {
+    /// A new factory channel; both ends are close-on-exec.
+    pub fn new() -> io::Result<SocketFactory> {
+        let (ours, theirs) = rustix::net::socketpair(
+            AddressFamily::UNIX,
+            SocketType::SEQPACKET,
+            SocketFlags::CLOEXEC,
+            None,
+        )?;
+        Ok(SocketFactory {
+            ours,
+            theirs: Some(theirs),
+        })
+    }
+
+    /// Hands the helper's end to `command` (the helper): `--socket-fd N`, kept open across
+    /// the helper's exec only.
+    pub fn pass_to(&self, command: &mut Command) {
+        if let Some(theirs) = &self.theirs {
+            command
+                .arg("--socket-fd")
+                .arg(theirs.as_raw_fd().to_string());
+            sys::keep_open_on_exec(command, theirs.as_raw_fd());
+        }
+    }
+
+    /// Once the helper is started: closes `run`'s copy of its end, so that the channel ends
+    /// with the helper.
+    pub fn spawned(&mut self) {
+        self.theirs = None;
+    }
+
+    /// Waits for the proxy's listener; an error when the helper ended without sending it.
+    pub fn listener(&self) -> io::Result<OwnedFd> {
+        receive(&self.ours, LISTENER)
+    }
+
+    /// A fresh TCP socket in the sandbox's network namespace.
+    pub fn socket(&self) -> io::Result<OwnedFd> {
+        rustix::net::send(&self.ours, &[SOCKET], SendFlags::NOSIGNAL)?;
+        receive(&self.ours, SOCKET)
+    }
+}
+
+/// Receives one message of `kind` with its descriptor, skipping others.
+fn receive(fd: &OwnedFd, kind: u8) -> io::Result<OwnedFd> {
+    loop {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut buf = [0u8; 1];
+        let received = rustix::net::recvmsg(
+            fd,
+            &mut [IoSliceMut::new(&mut buf)],
+            &mut control,
+            RecvFlags::CMSG_CLOEXEC,
+        );
+        let n = match received {
+            Ok(msg) => msg.bytes,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if n == 0 {
+            return Err(io::Error::other("the sandbox helper has ended"));
+        }
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(rights) = message {
+                fds.extend(rights);
+            }
+        }
+        if buf[0] == kind
+            && let Some(socket) = fds.into_iter().next()
+        {
+            return Ok(socket);
+        }
+    }
+}
+
+fn send_fd(fd: &OwnedFd, kind: u8, socket: &OwnedFd) -> io::Result<()> {
+    let fds = [socket.as_fd()];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    control.push(SendAncillaryMessage::ScmRights(&fds));
+    rustix::net::sendmsg(
+        fd,
+        &[IoSlice::new(&[kind])],
+        &mut control,
+        SendFlags::NOSIGNAL,
+    )?;
+    Ok(())
+}
+
+/// The helper's end of the factory.
+#[derive(Debug)]
+pub struct SocketServer {
+    fd: OwnedFd,
+    /// `run` has let go of its end: nothing more to serve.
+    closed: std::cell::Cell<bool>,
+}
+
+impl SocketServer {
+    /// Takes the inherited descriptor `raw` and marks it close-on-exec.
+    pub fn adopt(raw: i32) -> Option<SocketServer> {
+        sys::adopt_fd(raw).ok().map(|fd| SocketServer {
+            fd,
+            closed: std::cell::Cell::new(false),
+        })
+    }
+
+    /// Binds and listens on `127.0.0.1:port` in this (the sandbox's) network namespace and
+    /// sends the listener to `run`; the helper keeps no copy.
+    pub(super) fn send_listener(&self, port: u16) -> io::Result<()> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+        send_fd(&self.fd, LISTENER, &OwnedFd::from(listener))
+    }
+
+    /// Answers `run`'s requests for up to `wait`; returns at once when there is none.
+    pub(super) fn serve_for(&self, wait: Duration) {
+        if self.closed.get() {
+            std::thread::sleep(wait);
+            return;
+        }
+        let mut polled = [PollFd::new(&self.fd, PollFlags::IN)];
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: wait.subsec_nanos().into(),
+        };
+        if !matches!(rustix::event::poll(&mut polled, Some(&timeout)), Ok(1..)) {
+            return;
+        }
+        let mut buf = [0u8; 1];
+        match rustix::net::recv(&self.fd, &mut buf, RecvFlags::DONTWAIT) {
+            Ok((1.., _)) if buf[0] == SOCKET => {
+                // On failure the request goes unanswered and `run` sees the channel end.
+                match new_socket() {
+                    Ok(socket) => {
+                        let _ = send_fd(&self.fd, SOCKET, &socket);
+                    }
+                    Err(_) => self.closed.set(true),
+                }
+            }
+            Ok((1.., _)) | Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            Ok(_) | Err(_) => self.closed.set(true),
+        }
+    }
+}
+
+fn new_socket() -> io::Result<OwnedFd> {
+    Ok(rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )?)
+}
