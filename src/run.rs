@@ -144,7 +144,25 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
     let at = (&located, &isolation);
-    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
+    let (git_layers, mut layer_warnings) = match settings.enabled {
+        true => {
+            let (layers, warnings) = crate::session_git::prepare(
+                &ctx.git,
+                &located.repo,
+                &located.store,
+                &record.session_id,
+                &isolation.admin,
+            )?;
+            (Some(layers), warnings)
+        }
+        false => (None, Vec::new()),
+    };
+    let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
+    if let (Some(spec), Some(layers)) = (&mut sandbox_spec, git_layers) {
+        // `refs` stays read-only only where the session's layers cannot be mounted.
+        spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
+        spec.git_layers = Some(layers);
+    }
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -167,6 +185,20 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     if sandbox_spec.is_some() {
         // The command's new objects join the store only once they pass the checks.
         migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
+        // What git inside changed in the admin dir reaches it now, HEAD detached. Recorded
+        // first: what fails here the next command finishes, and the run's evidence stands.
+        match crate::session_git::settle(
+            &ctx.git,
+            &located.repo,
+            &located.store,
+            &record.session_id,
+            &isolation.admin,
+        ) {
+            Ok(warnings) => layer_warnings.extend(warnings),
+            Err(e) => layer_warnings.push(format!(
+                "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
+            )),
+        }
     }
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
@@ -179,7 +211,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
     let (change_set, mut warnings) =
         record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
-    warnings.splice(0..0, migrate_warnings);
+    warnings.splice(0..0, migrate_warnings.into_iter().chain(layer_warnings));
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
     (located.store).save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
     Ok(RunOutcome {
@@ -431,6 +463,7 @@ fn sandbox_for(
             .filter(|p| p.exists())
             .collect(),
         scratch_layer: Some(located.repo.common_dir.clone()),
+        git_layers: None,
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,

@@ -622,6 +622,12 @@ impl Store {
         self.dir.join("rebasing").join(format!("{id}.json"))
     }
 
+    /// The session's own git layers (`session-git/<id>/`): what git inside its runs writes
+    /// to the repository's git dir and the isolation's admin dir (see `session_git`).
+    pub(crate) fn session_git_dir(&self, id: &str) -> PathBuf {
+        self.dir.join("session-git").join(id)
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         self.dir.join("tmp")
@@ -638,9 +644,10 @@ impl Store {
         ] {
             remove_file_if_exists(&file)?;
         }
-        for kind in ["runs", "nested", "run-exits"] {
+        for kind in ["runs", "nested", "run-exits", "session-git"] {
             let dir = self.dir.join(kind).join(id);
-            match std::fs::remove_dir_all(&dir) {
+            // The session's git layers hold what its command wrote: removed as entries.
+            match crate::beneath::remove_path(&dir).map(drop) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(Error::io(format!("cannot remove {}", dir.display()), e));
                 }

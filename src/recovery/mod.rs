@@ -56,6 +56,7 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
                 crate::pending::Intent::Retain(_) => Operation::Retain,
                 crate::pending::Intent::Reclaim(_) => Operation::Sweep,
                 crate::pending::Intent::Discard(_) => Operation::Discard,
+                crate::pending::Intent::SettleGit(_) => Operation::Run,
             },
             session_id: Some(intent.session_id().to_string()),
             digest: None,
@@ -78,7 +79,7 @@ pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted tree operation{} (retain, sweep or discard) finished",
+            "{repaired} interrupted tree operation{} (retain, sweep, discard, or a run's git state) finished",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }

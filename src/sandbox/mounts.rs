@@ -19,7 +19,7 @@ use rustix::mount::{
     mount_change, mount_remount, move_mount, open_tree,
 };
 
-use super::spec::SandboxSpec;
+use super::spec::{GitLayers, SandboxSpec};
 
 /// One step of the mount setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,8 +32,14 @@ pub(super) enum Step {
     Private { path: PathBuf, mode: u32 },
     /// Put a staged copy back at its path, writable or read-only.
     Restore { path: PathBuf, writable: bool },
-    /// Cover a directory with a throwaway writable layer over its current content.
+    /// Mount the session's own layer over the isolation's admin dir, ready to be put back in
+    /// its place, and keep the session's layer directory ready for [`Step::Layer`].
+    PrepareGitLayers(GitLayers),
+    /// Cover a directory with a writable layer over its current content: the session's own
+    /// when [`Step::PrepareGitLayers`] succeeded, a throwaway one otherwise.
     Layer(PathBuf),
+    /// Put a staged copy back read-only, unless the session's layers are in place.
+    RestoreUnlessLayered(PathBuf),
     /// Mount a file or directory read-only over itself.
     Freeze(PathBuf),
     /// Cover a secret: an empty read-only directory, or an empty file.
@@ -91,30 +97,42 @@ pub(super) fn mount_points() -> std::io::Result<Vec<PathBuf>> {
     Ok(points)
 }
 
+/// How a staged copy is put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Restore {
+    Writable,
+    ReadOnly,
+    /// Read-only only when the session's git layers could not be mounted.
+    UnlessLayered,
+}
+
 /// Plans the mount setup. Pure: the caller passes the mount table and the spec.
 pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let under_private = |p: &Path| spec.private.iter().any(|private| p.starts_with(private));
     let fresh_dev = spec.private.iter().any(|p| p == Path::new(DEV));
     let host_pty = |p: &Path| fresh_dev && HOST_PTYS.iter().any(|h| p.starts_with(h));
-    let mut restores: Vec<(PathBuf, bool)> = Vec::new();
+    let mut restores: Vec<(PathBuf, Restore)> = Vec::new();
     restores.extend(
         spec.writable
             .iter()
             .filter(|p| !host_pty(p))
-            .map(|p| (p.clone(), true)),
+            .map(|p| (p.clone(), Restore::Writable)),
     );
     restores.extend(
         spec.visible
             .iter()
             .filter(|p| under_private(p))
-            .map(|p| (p.clone(), false)),
+            .map(|p| (p.clone(), Restore::ReadOnly)),
     );
-    restores.extend(spec.sealed.iter().map(|p| (p.clone(), false)));
+    restores.extend(spec.sealed.iter().map(|p| (p.clone(), Restore::ReadOnly)));
+    let otherwise = spec.git_layers.iter().flat_map(|l| &l.sealed_otherwise);
+    restores.extend(otherwise.map(|p| (p.clone(), Restore::UnlessLayered)));
     restores.sort_by_key(|(p, _)| p.components().count());
     let mut steps: Vec<Step> = restores
         .iter()
         .map(|(p, _)| Step::Stage(p.clone()))
         .collect();
+    steps.extend(spec.git_layers.iter().map(|l| Step::Stage(l.dir.clone())));
     steps.extend(
         host_mounts
             .iter()
@@ -133,19 +151,33 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     }));
     let layer_depth = spec.scratch_layer.as_ref().map(|p| p.components().count());
     let mut layered = false;
-    for (path, writable) in restores {
+    let layer_steps = |layer: &PathBuf| {
+        let prepare = spec.git_layers.iter().cloned().map(Step::PrepareGitLayers);
+        prepare.chain([Step::Layer(layer.clone())]).collect::<Vec<_>>()
+    };
+    for (path, how) in restores {
         // The layer goes over its directory once that is back, below anything deeper.
         if let (Some(layer), Some(depth)) = (&spec.scratch_layer, layer_depth)
             && !layered
             && path.components().count() > depth
         {
-            steps.push(Step::Layer(layer.clone()));
+            steps.extend(layer_steps(layer));
             layered = true;
         }
-        steps.push(Step::Restore { path, writable });
+        steps.push(match how {
+            Restore::Writable => Step::Restore {
+                path,
+                writable: true,
+            },
+            Restore::ReadOnly => Step::Restore {
+                path,
+                writable: false,
+            },
+            Restore::UnlessLayered => Step::RestoreUnlessLayered(path),
+        });
     }
     if let (Some(layer), false) = (&spec.scratch_layer, layered) {
-        steps.push(Step::Layer(layer.clone()));
+        steps.extend(layer_steps(layer));
     }
     if fresh_dev {
         steps.push(Step::FreshDev);
@@ -186,8 +218,9 @@ pub(super) fn remount_read_only(path: &Path) -> std::io::Result<()> {
 }
 
 /// Applies the planned steps, in order. Staged copies are held as detached mounts until
-/// they are put back.
-pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
+/// they are put back. Returns the directory a writable layer covers, when one was mounted
+/// (writes there never reach the real directory, so Landlock may let them through).
+pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, String> {
     mount_change(
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
@@ -195,6 +228,8 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
     .map_err(|e| failed("make private", Path::new("/"), e))?;
     // Each copy with whether it is a directory (its place may have to be made again).
     let mut staged: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
+    let mut git_layers: Option<GitLayers> = None;
+    let mut layered = None;
     for step in steps {
         match step {
             Step::Stage(path) => {
@@ -207,12 +242,26 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
             Step::ReadOnly(path) => read_only_host_mount(path)?,
             Step::Private { path, mode } => private_tmpfs(path, *mode)?,
             Step::Restore { path, writable } => {
-                let at = staged.iter().position(|(p, ..)| p == path);
-                let at = at.ok_or_else(|| failed("find", path, "no copy"))?;
-                let (_, copy, is_dir) = staged.swap_remove(at);
+                let (copy, is_dir) = take_staged(&mut staged, path)?;
                 restore(path, copy.as_fd_borrowed(), is_dir, *writable)?;
             }
-            Step::Layer(path) => scratch_layer(path),
+            Step::PrepareGitLayers(layers) => {
+                git_layers = prepare_git_layers(&mut staged, layers).then(|| layers.clone());
+            }
+            Step::Layer(path) => {
+                if !layer_over(path, git_layers.as_ref(), &mut staged) {
+                    git_layers = None;
+                }
+                if mounted_over(path) {
+                    layered = Some(path.clone());
+                }
+            }
+            Step::RestoreUnlessLayered(path) => {
+                let (copy, is_dir) = take_staged(&mut staged, path)?;
+                if git_layers.is_none() {
+                    restore(path, copy.as_fd_borrowed(), is_dir, false)?;
+                }
+            }
             Step::Freeze(path) => {
                 mount_bind(path, path).map_err(|e| failed("bind", path, e))?;
                 remount_read_only(path).map_err(|e| failed("freeze", path, e))?;
@@ -221,8 +270,27 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
             Step::FreshDev => fresh_dev()?,
         }
     }
-    Ok(())
+    Ok(layered)
 }
+
+/// Takes the staged copy of `path` out of the list.
+fn take_staged(
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+    path: &Path,
+) -> std::result::Result<(OwnedFd, bool), String> {
+    let at = staged.iter().position(|(p, ..)| p == path);
+    let at = at.ok_or_else(|| failed("find", path, "no copy"))?;
+    let (_, copy, is_dir) = staged.swap_remove(at);
+    Ok((copy, is_dir))
+}
+
+/// Whether an overlay is mounted at `path` now (the layer took).
+fn mounted_over(path: &Path) -> bool {
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as i64 == OVERLAY_MAGIC)
+}
+
+/// `OVERLAYFS_SUPER_MAGIC`.
+const OVERLAY_MAGIC: i64 = 0x794c_7630;
 
 /// A host mount that cannot be reached cannot be written through either; any other failure
 /// leaves a hole, so it fails the sandbox.
@@ -283,8 +351,99 @@ fn restore(
     Ok(())
 }
 
-/// Where the throwaway layers live: on the private /tmp, which nothing outside sees.
+/// Where the layers live: on the private /tmp, which nothing outside sees.
 const LAYER_DIR: &str = "/tmp/.a3s-iso-layer";
+
+/// Where the session's layer directory, the admin dir as it is, and the admin dir's layer
+/// are attached while the layers are built (all detached again once they are in place, so
+/// the command never reaches an upper directory but through its overlay).
+const SESSION_AT: &str = "/tmp/.a3s-iso-layer/session";
+const ADMIN_LOWER_AT: &str = "/tmp/.a3s-iso-layer/admin-lower";
+const ADMIN_LAYERED_AT: &str = "/tmp/.a3s-iso-layer/admin";
+
+/// Attaches the session's layer directory and mounts its layer over a copy of the admin dir.
+/// The staged copy of the admin dir is taken; [`layer_over`] stages the one to put back.
+/// Whether the admin dir's layer took (otherwise the plain copy is staged again at once).
+fn prepare_git_layers(staged: &mut Vec<(PathBuf, OwnedFd, bool)>, layers: &GitLayers) -> bool {
+    // A copy that cannot be attached is staged again as it was.
+    let attach = |staged: &mut Vec<(PathBuf, OwnedFd, bool)>, path: &Path, at: &str| {
+        let Ok((copy, is_dir)) = take_staged(staged, path) else {
+            return false;
+        };
+        let flags = MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH;
+        let attached = std::fs::create_dir_all(at).is_ok()
+            && move_mount(copy.as_fd_borrowed(), "", CWD, at, flags).is_ok();
+        if !attached {
+            staged.push((path.to_path_buf(), copy, is_dir));
+        }
+        attached
+    };
+    if !attach(staged, &layers.dir, SESSION_AT) {
+        return false;
+    }
+    if !attach(staged, &layers.admin, ADMIN_LOWER_AT) {
+        detach_layer_mounts();
+        return false;
+    }
+    let session = Path::new(SESSION_AT).join("admin");
+    let took = std::fs::create_dir_all(ADMIN_LAYERED_AT).is_ok()
+        && overlay(
+            Path::new(ADMIN_LOWER_AT),
+            &session.join("upper"),
+            &session.join("work"),
+            Path::new(ADMIN_LAYERED_AT),
+        );
+    if !took {
+        let _ = stage_admin(staged, &layers.admin, ADMIN_LOWER_AT);
+        detach_layer_mounts();
+    }
+    took
+}
+
+/// Stages a copy of what is attached at `from` as the admin dir's copy to put back.
+fn stage_admin(
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+    admin: &Path,
+    from: &str,
+) -> std::io::Result<()> {
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::AT_RECURSIVE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+    let copy = open_tree(CWD, from, flags)?;
+    staged.retain(|(p, ..)| p != admin);
+    staged.push((admin.to_path_buf(), copy, true));
+    Ok(())
+}
+
+/// Detaches what [`prepare_git_layers`] attached; the overlays keep their own references.
+fn detach_layer_mounts() {
+    for at in [ADMIN_LAYERED_AT, ADMIN_LOWER_AT, SESSION_AT] {
+        while rustix::mount::unmount(at, rustix::mount::UnmountFlags::DETACH).is_ok() {}
+    }
+}
+
+/// Covers `path` with a writable layer: the session's own when its layers are prepared (and
+/// the admin dir's layer is staged to go back in its place), else a throwaway one (and the
+/// admin dir as it is). Whether the session's layers are in place.
+fn layer_over(
+    path: &Path,
+    layers: Option<&GitLayers>,
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+) -> bool {
+    let Some(layers) = layers else {
+        scratch_layer(path);
+        return false;
+    };
+    let session = Path::new(SESSION_AT).join("common");
+    let took = overlay(path, &session.join("upper"), &session.join("work"), path)
+        && stage_admin(staged, &layers.admin, ADMIN_LAYERED_AT).is_ok();
+    if !took {
+        let _ = stage_admin(staged, &layers.admin, ADMIN_LOWER_AT);
+        scratch_layer(path);
+    }
+    detach_layer_mounts();
+    took
+}
 
 /// An overlay of a throwaway tmpfs layer over `path`. Best effort: without it git inside
 /// only prints errors about locks it cannot take (kernels or file systems without overlays).
@@ -294,23 +453,31 @@ fn scratch_layer(path: &Path) {
     if std::fs::create_dir_all(&upper).is_err() || std::fs::create_dir_all(&work).is_err() {
         return;
     }
+    overlay(path, &upper, &work, path);
+}
+
+/// Mounts an overlay of `upper` over `lower` at `at` (in a user namespace the overlay keeps
+/// its own attributes in `user.` extended attributes); whether it took. A path the mount
+/// options cannot carry (a comma, a colon or a backslash in it) is not tried.
+fn overlay(lower: &Path, upper: &Path, work: &Path, at: &Path) -> bool {
     let plain = |p: &Path| {
         let text = p.to_string_lossy();
         (!text.contains([',', ':', '\\'])).then(|| text.into_owned())
     };
-    let (Some(lower), Some(upper), Some(work)) = (plain(path), plain(&upper), plain(&work)) else {
-        return;
+    let (Some(lower), Some(upper), Some(work)) = (plain(lower), plain(upper), plain(work)) else {
+        return false;
     };
     for extra in [",userxattr", ""] {
         let options = format!("lowerdir={lower},upperdir={upper},workdir={work}{extra}");
         let Ok(options) = std::ffi::CString::new(options) else {
-            return;
+            return false;
         };
         let flags = MountFlags::NOSUID | MountFlags::NODEV;
-        if mount("overlay", path, "overlay", flags, options.as_c_str()).is_ok() {
-            return;
+        if mount("overlay", at, "overlay", flags, options.as_c_str()).is_ok() {
+            return true;
         }
     }
+    false
 }
 
 /// A new `devpts` instance on the private `/dev/pts` (ptys made inside are the only ones

@@ -1,0 +1,68 @@
+//! Moving what git inside a run changed in the isolation's admin dir (the session's layer
+//! over it) down into the admin dir itself, where git outside the sandbox sees it: files
+//! copied over, whiteouts as deletions, opaque directories as replaced ones. `HEAD` (and the
+//! links `commondir` and `gitdir`) are the caller's. Each entry leaves the layer once it is
+//! down, so moving down again after a crash finishes what is left.
+
+use std::ffi::OsStr;
+use std::io;
+use std::path::Path;
+
+use crate::beneath::{Dir, Kind};
+
+use super::view::{is_opaque, is_whiteout};
+
+/// The entries of the admin dir's top level that never move down.
+const KEPT: [&str; 3] = ["HEAD", "commondir", "gitdir"];
+
+/// Moves the layer `upper` down into `real`; what cannot move (a link, a special file) is
+/// dropped, with a warning.
+pub(crate) fn move_down(upper: &Dir, real: &Dir, warnings: &mut Vec<String>) -> io::Result<()> {
+    merge(upper, real, true, warnings)
+}
+
+fn merge(upper: &Dir, real: &Dir, top: bool, warnings: &mut Vec<String>) -> io::Result<()> {
+    for entry in upper.entries()? {
+        let name = Path::new(&entry.name);
+        if top && KEPT.iter().any(|k| OsStr::new(k) == entry.name) {
+            continue;
+        }
+        match entry.kind {
+            Kind::Special if is_whiteout(upper, name) => {
+                real.remove(name)?;
+            }
+            Kind::Dir => {
+                let sub = upper.dir(name)?;
+                if is_opaque(&sub) {
+                    real.remove(name)?;
+                    clear_opaque(&sub);
+                } else if real.kind(name)?.is_some_and(|k| k != Kind::Dir) {
+                    real.remove(name)?;
+                }
+                let real_sub = real.create_dirs(name)?;
+                merge(&sub, &real_sub, false, warnings)?;
+            }
+            Kind::File => {
+                if real.kind(name)? == Some(Kind::Dir) {
+                    real.remove(name)?;
+                }
+                let mut from = upper.open_file(name)?;
+                real.put_with(name, |to| io::copy(&mut from, to).map(drop))?;
+            }
+            Kind::Symlink | Kind::Special => warnings.push(format!(
+                "{}: a symbolic link or special file git inside the run left in the isolation's admin dir was not kept",
+                real.path().join(name).display()
+            )),
+        }
+        upper.remove(name)?;
+    }
+    Ok(())
+}
+
+/// Drops a directory's opaque mark once what it hid is gone below, so that moving down again
+/// does not remove what already moved.
+fn clear_opaque(dir: &Dir) {
+    for name in ["user.overlay.opaque", "trusted.overlay.opaque"] {
+        let _ = rustix::fs::fremovexattr(dir.fd(), name);
+    }
+}
