@@ -157,6 +157,9 @@ pub struct ShowOutcome {
     /// Operations on this session (or promotes of no session) in progress or interrupted that
     /// another process kept from being finished first (it holds the repository lock).
     pub interrupted: Vec<crate::recovery::Interrupted>,
+    /// What git inside its runs made that only the session sees: its branches, tags and
+    /// stash (as mirrored after its last run), and the branch HEAD was on.
+    pub git: crate::session_git::PrivateRefs,
 }
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
@@ -180,6 +183,12 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         (None, None)
     };
     let conflicts = crate::rebase::conflicted_paths(&located.store, &record);
+    let git = crate::session_git::private_refs(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        &record.session_id,
+    )?;
     Ok(ShowOutcome {
         session_id: record.session_id.clone(),
         state: ShownState::of(record.state, conflicts.is_some()),
@@ -212,6 +221,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
             })
             .cloned()
             .collect(),
+        git,
     })
 }
 

@@ -79,7 +79,7 @@ pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted tree operation{} (retain, sweep, discard, or a run's git state) finished",
+            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }

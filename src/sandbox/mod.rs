@@ -29,7 +29,8 @@ mod sys;
 pub use channel::{Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use spec::{
-    DEVICE_NODES, FilesystemAccess, GitLayers, NetworkAccess, SandboxReport, SandboxSpec, TerminalSpec,
+    DEVICE_NODES, FilesystemAccess, GitLayers, NetworkAccess, SandboxReport, SandboxSpec,
+    TerminalSpec,
 };
 pub use status::{HelperCode, HelperFailure, spawn_failure};
 pub(crate) use sys::{new_session_on_exec, own_terminal_on_exec};

@@ -153,7 +153,9 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let mut layered = false;
     let layer_steps = |layer: &PathBuf| {
         let prepare = spec.git_layers.iter().cloned().map(Step::PrepareGitLayers);
-        prepare.chain([Step::Layer(layer.clone())]).collect::<Vec<_>>()
+        prepare
+            .chain([Step::Layer(layer.clone())])
+            .collect::<Vec<_>>()
     };
     for (path, how) in restores {
         // The layer goes over its directory once that is back, below anything deeper.

@@ -102,8 +102,14 @@ pub(crate) fn prepare(
         warnings.extend(finish(git, repo, store, session_id, admin)?);
     }
     let admin_upper = open(&places.upper("admin"))?;
-    if !admin_upper.entries().ctx(|| "cannot list the admin layer".into())?.is_empty() {
-        admin_upper.empty().ctx(|| "cannot empty the admin layer".into())?;
+    if !admin_upper
+        .entries()
+        .ctx(|| "cannot list the admin layer".into())?
+        .is_empty()
+    {
+        admin_upper
+            .empty()
+            .ctx(|| "cannot empty the admin layer".into())?;
         warnings.extend(drop_dangling(git, repo, &places)?);
     }
     for which in ["common", "admin"] {
@@ -112,6 +118,11 @@ pub(crate) fn prepare(
             .ctx(|| format!("cannot empty {}", places.work(which).display()))?;
     }
     restore_branch(repo, &places, admin, &admin_upper)?;
+    #[cfg(feature = "fault-injection")]
+    if std::env::var(crate::fault::VAR).as_deref() == Ok("git-layers-unmountable") {
+        // As on a file system that cannot hold the layer: the overlay over the git dir fails.
+        let _ = std::fs::remove_dir(places.upper("common"));
+    }
     let layers = GitLayers {
         dir: places.dir.clone(),
         admin: admin.to_path_buf(),
@@ -289,7 +300,9 @@ fn mirror(
         if present {
             kept.push((name, id));
         } else {
-            warnings.push(format!("{name}: names {id}, which the repository does not hold; not kept"));
+            warnings.push(format!(
+                "{name}: names {id}, which the repository does not hold; not kept"
+            ));
         }
     }
     let existing = git.list_refs_targets(&repo.toplevel, &ns.session_git_dir(session_id))?;

@@ -50,8 +50,7 @@ pub(crate) fn is_opaque(dir: &Dir) -> bool {
         .iter()
         .any(|name| {
             let mut value = [0u8; 4];
-            rustix::fs::fgetxattr(dir.fd(), *name, &mut value)
-                .is_ok_and(|n| value[..n] == *b"y")
+            rustix::fs::fgetxattr(dir.fd(), *name, &mut value).is_ok_and(|n| value[..n] == *b"y")
         })
 }
 

@@ -21,6 +21,7 @@ mod documents;
 mod escape;
 mod fixture;
 mod gc;
+mod git_inside;
 mod help;
 mod house;
 mod human;
