@@ -144,25 +144,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let terminal = terminal_for(opts);
     let mut settings = settings_of(opts)?;
     let at = (&located, &isolation);
-    let (git_layers, mut layer_warnings) = match settings.enabled {
-        true => {
-            let (layers, warnings) = crate::session_git::prepare(
-                &ctx.git,
-                &located.repo,
-                &located.store,
-                &record.session_id,
-                &isolation.admin,
-            )?;
-            (Some(layers), warnings)
-        }
-        false => (None, Vec::new()),
-    };
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
-    if let (Some(spec), Some(layers)) = (&mut sandbox_spec, git_layers) {
-        // `refs` stays read-only only where the session's layers cannot be mounted.
-        spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
-        spec.git_layers = Some(layers);
-    }
+    let git_warnings = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -181,25 +164,10 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let mut migrate_warnings = Vec::new();
-    if sandbox_spec.is_some() {
-        // The command's new objects join the store only once they pass the checks.
-        migrate_warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
-        // What git inside changed in the admin dir reaches it now, HEAD detached. Recorded
-        // first: what fails here the next command finishes, and the run's evidence stands.
-        match crate::session_git::settle(
-            &ctx.git,
-            &located.repo,
-            &located.store,
-            &record.session_id,
-            &isolation.admin,
-        ) {
-            Ok(warnings) => layer_warnings.extend(warnings),
-            Err(e) => layer_warnings.push(format!(
-                "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
-            )),
-        }
-    }
+    let migrate_warnings = match sandbox_spec {
+        Some(_) => after_sandbox(ctx, at, &quarantine, &record.session_id, git_warnings)?,
+        None => Vec::new(),
+    };
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -211,7 +179,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     };
     let (change_set, mut warnings) =
         record_run(ctx, &located, &evidence, (&result.nested, &nested))?;
-    warnings.splice(0..0, migrate_warnings.into_iter().chain(layer_warnings));
+    warnings.splice(0..0, migrate_warnings);
     warnings.extend(neutralize(ctx, &located, &isolation, (&result, &nested)));
     (located.store).save_run_exit(&record.session_id, &run_id, &ended.exit(&ran, &settings))?;
     Ok(RunOutcome {
@@ -230,6 +198,67 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         warnings,
         nested: nested.sets(),
         status: ended.status(),
+    })
+}
+
+/// Gives a sandboxed run the session's git layers, made ready (`session_git::prepare`); `refs`
+/// then stays read-only only where they cannot be mounted. Returns what the user should know.
+fn attach_layers(
+    ctx: &Context,
+    (located, isolation): (&Located, &Isolation),
+    session_id: &str,
+    spec: &mut Option<SandboxSpec>,
+) -> Result<Vec<String>> {
+    let Some(spec) = spec else {
+        return Ok(Vec::new());
+    };
+    let (layers, warnings) = crate::session_git::prepare(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        session_id,
+        &isolation.admin,
+    )?;
+    spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
+    spec.git_layers = Some(layers);
+    Ok(warnings)
+}
+
+/// After a sandboxed run: the command's new objects join the store once they pass the checks,
+/// then what git inside changed reaches the admin dir ([`settle_layers`]). Returns the
+/// warnings, after `earlier`.
+fn after_sandbox(
+    ctx: &Context,
+    at: (&Located, &Isolation),
+    quarantine: &Quarantine,
+    session_id: &str,
+    earlier: Vec<String>,
+) -> Result<Vec<String>> {
+    let mut warnings = quarantine.migrate(&ctx.git, &at.0.repo)?.1;
+    warnings.extend(earlier);
+    warnings.extend(settle_layers(ctx, at, session_id));
+    Ok(warnings)
+}
+
+/// After a sandboxed run: what git inside changed in the admin dir reaches it, HEAD detached
+/// (`session_git::settle`). Recorded first: what fails here the next command finishes, and
+/// the run's evidence stands. Returns warnings.
+fn settle_layers(
+    ctx: &Context,
+    (located, isolation): (&Located, &Isolation),
+    session_id: &str,
+) -> Vec<String> {
+    let settled = crate::session_git::settle(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        session_id,
+        &isolation.admin,
+    );
+    settled.unwrap_or_else(|e| {
+        vec![format!(
+            "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
+        )]
     })
 }
 

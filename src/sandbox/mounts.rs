@@ -106,6 +106,23 @@ enum Restore {
     UnlessLayered,
 }
 
+impl Restore {
+    /// The step that puts `path` back this way.
+    fn step(self, path: PathBuf) -> Step {
+        match self {
+            Restore::Writable => Step::Restore {
+                path,
+                writable: true,
+            },
+            Restore::ReadOnly => Step::Restore {
+                path,
+                writable: false,
+            },
+            Restore::UnlessLayered => Step::RestoreUnlessLayered(path),
+        }
+    }
+}
+
 /// Plans the mount setup. Pure: the caller passes the mount table and the spec.
 pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let under_private = |p: &Path| spec.private.iter().any(|private| p.starts_with(private));
@@ -166,17 +183,7 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
             steps.extend(layer_steps(layer));
             layered = true;
         }
-        steps.push(match how {
-            Restore::Writable => Step::Restore {
-                path,
-                writable: true,
-            },
-            Restore::ReadOnly => Step::Restore {
-                path,
-                writable: false,
-            },
-            Restore::UnlessLayered => Step::RestoreUnlessLayered(path),
-        });
+        steps.push(how.step(path));
     }
     if let (Some(layer), false) = (&spec.scratch_layer, layered) {
         steps.extend(layer_steps(layer));
@@ -288,11 +295,11 @@ fn take_staged(
 
 /// Whether an overlay is mounted at `path` now (the layer took).
 fn mounted_over(path: &Path) -> bool {
-    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as i64 == OVERLAY_MAGIC)
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as u64 == OVERLAY_MAGIC)
 }
 
 /// `OVERLAYFS_SUPER_MAGIC`.
-const OVERLAY_MAGIC: i64 = 0x794c_7630;
+const OVERLAY_MAGIC: u64 = 0x794c_7630;
 
 /// A host mount that cannot be reached cannot be written through either; any other failure
 /// leaves a hole, so it fails the sandbox.
@@ -578,6 +585,45 @@ mod tests {
                 },
                 Step::Freeze("/tmp/w/iso/.git".into()),
                 Step::Hide("/home/u/.ssh".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_sessions_layers_go_in_before_anything_deeper_and_refs_are_sealed_only_without_them() {
+        let layers = GitLayers {
+            dir: "/w/src/.git/a3s-iso/session-git/s".into(),
+            admin: "/w/src/.git/worktrees/iso".into(),
+            sealed_otherwise: vec!["/w/src/.git/refs".into()],
+        };
+        let spec = SandboxSpec {
+            writable: vec!["/w/src/.git/worktrees/iso".into()],
+            visible: vec!["/w/src/.git".into()],
+            sealed: vec!["/w/src/.git/objects".into()],
+            scratch_layer: Some("/w/src/.git".into()),
+            git_layers: Some(layers.clone()),
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/w/src/.git/objects".into()),
+                Step::Stage("/w/src/.git/refs".into()),
+                Step::Stage("/w/src/.git/worktrees/iso".into()),
+                Step::Stage(layers.dir.clone()),
+                Step::ReadOnly("/".into()),
+                Step::PrepareGitLayers(layers),
+                Step::Layer("/w/src/.git".into()),
+                Step::Restore {
+                    path: "/w/src/.git/objects".into(),
+                    writable: false
+                },
+                Step::RestoreUnlessLayered("/w/src/.git/refs".into()),
+                Step::Restore {
+                    path: "/w/src/.git/worktrees/iso".into(),
+                    writable: true
+                },
             ]
         );
     }
