@@ -74,6 +74,7 @@ fn files_of(
         (Kind::Runs, dir.join("runs").join(id)),
         (Kind::Nested, dir.join("nested").join(id)),
         (Kind::RunExits, dir.join("run-exits").join(id)),
+        (Kind::SessionGit, store.session_git_dir(id)),
         (Kind::Runs, store.land_tests_dir(id)),
         (Kind::Runs, store.setup_output_dir(id)),
     ];

@@ -206,12 +206,45 @@ pub(crate) fn finish(
         movedown::move_down(&upper, &real, &mut warnings)
             .ctx(|| format!("cannot move the run's git state into {}", admin.display()))?;
         crate::fault_point!("settle-git-after-move");
+        // What a run wrote there must run nothing for your own git (as `run` ensures too).
+        warnings.extend(crate::neutralize::after_run(
+            git,
+            &repo.common_dir,
+            admin,
+            &[],
+        ));
         let view = RefView::new(&repo.common_dir, &places.upper("common"));
         settle_head(&view, &upper, &real, &places, &mut warnings)?;
     }
-    warnings.extend(mirror(git, repo, &store.refs(), session_id, &places)?);
+    keep_only_refs(&places)?;
+    // The mirror is made again after every run: one that fails is a warning, never a move
+    // left pending forever.
+    match mirror(git, repo, &store.refs(), session_id, &places) {
+        Ok(more) => warnings.extend(more),
+        Err(e) => warnings.push(format!("the session's own refs are not mirrored: {e}")),
+    }
     crate::pending::remove(store, session_id)?;
     Ok(warnings)
+}
+
+/// What persists of the git dir's layer between runs: `refs/`, `logs/` and `packed-refs`;
+/// anything else git inside wrote there (its hooks, `rr-cache`) is dropped.
+fn keep_only_refs(places: &Places) -> Result<()> {
+    let upper = open(&places.upper("common"))?;
+    let entries = upper
+        .entries()
+        .ctx(|| "cannot list the git dir's layer".into())?;
+    for entry in entries {
+        if !["refs", "logs", "packed-refs"]
+            .iter()
+            .any(|k| entry.name == *k)
+        {
+            upper
+                .remove(std::path::Path::new(&entry.name))
+                .ctx(|| "cannot trim the git dir's layer".into())?;
+        }
+    }
+    Ok(())
 }
 
 /// Writes the admin dir's `HEAD` detached at what the layer's `HEAD` resolves to, remembers

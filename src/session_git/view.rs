@@ -230,7 +230,7 @@ fn parse_packed(bytes: &[u8]) -> BTreeMap<String, String> {
 
 /// Whether `text` is a full object id (SHA-1 or SHA-256, lower-case hex).
 pub(crate) fn is_object_id(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit())
+    matches!(text.len(), 40 | 64) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(test)]

@@ -345,3 +345,48 @@ fn without_the_layers_git_inside_falls_back_and_never_writes_the_refs() {
     assert_eq!(fx.git(&iso, &["rev-parse", "HEAD"]), base);
     assert!(mirrored(&fx, "f", "heads/feature").is_none());
 }
+
+#[test]
+fn the_layers_of_a_session_are_out_of_reach_of_its_command_and_of_another_session() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("a");
+    fx.bind("b");
+    let (code, doc) = run_script(&fx, "b", "git switch -q -c mine");
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let layers = fx.src.join(".git/a3s-iso/session-git");
+    let planted = layers.join("b/common/upper/refs/heads/planted");
+    // Session a writes where session b's layers are, and where its own were attached.
+    let script = format!(
+        "mkdir -p '{dir}' 2>/dev/null; echo {head} > '{file}' 2>/dev/null
+         echo {head} > '{own}' 2>/dev/null
+         for d in /tmp/.a3s-iso-layer/session /tmp/.a3s-iso-layer/admin; do
+           test -e \"$d/common\" && exit 1
+           test -e \"$d/HEAD\" && exit 2
+         done
+         true",
+        dir = planted.parent().unwrap().display(),
+        file = planted.display(),
+        own = layers.join("a/admin/upper/HEAD").display(),
+    );
+    let (code, doc) = run_script(&fx, "a", &script);
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    assert!(!planted.exists(), "session a wrote into session b's layer");
+    assert!(!symbolic_head(&fx, &fx.isolation("a")));
+    let (code, doc) = run_script(
+        &fx,
+        "b",
+        "set -e
+         git rev-parse -q --verify refs/heads/planted && exit 1
+         test \"$(git branch --show-current)\" = mine",
+    );
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    // What session a wrote into its view of the git dir beyond refs did not stay.
+    let kept: Vec<String> = std::fs::read_dir(layers.join("a/common/upper"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!kept.contains(&"a3s-iso".to_string()), "{kept:?}");
+}

@@ -180,7 +180,10 @@ fn branches_made_inside_stay_the_sessions_and_commits_on_the_detached_head_work(
     assert_eq!(fx.git(&iso, &["log", "-1", "--format=%s"]), "agent commit");
     assert_eq!(fx.git(&fx.src, &["for-each-ref", "refs/heads/"]), branches);
     let mirrored = fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/g/git/"]);
-    assert!(mirrored.contains("refs/a3s-iso/sessions/g/git/heads/x"), "{mirrored}");
+    assert!(
+        mirrored.contains("refs/a3s-iso/sessions/g/git/heads/x"),
+        "{mirrored}"
+    );
     assert_eq!(std::fs::read(fx.src.join(".git/config")).unwrap(), config);
 }
 
