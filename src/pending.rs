@@ -342,9 +342,8 @@ fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<
         (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
         (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
         (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
-        (Intent::SettleGit(s), _) => {
-            crate::session_git::finish(git, repo, store, &s.session_id, &s.admin).map(drop)
-        }
+        // Finished by `session_git::recover`, which `recovery` runs first.
+        (Intent::SettleGit(_), _) => Ok(()),
         (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;
@@ -372,6 +371,9 @@ pub(crate) fn repair_locked(git: &Git, repo: &Repo, store: &Store) -> usize {
         let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
             continue;
         };
+        if matches!(intent, Intent::SettleGit(_)) {
+            continue;
+        }
         let Ok(Some(_lease)) = store.try_lease(&id) else {
             continue;
         };

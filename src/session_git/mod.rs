@@ -189,6 +189,24 @@ pub(crate) fn settle(
     finish(git, repo, store, session_id, admin)
 }
 
+/// Finishes every move a crash interrupted (a `SettleGit` intent in `pending/`) whose
+/// session's lease is free; called under the repository lock (by `recovery::finish`). Best
+/// effort: one that fails stays pending. Returns how many were finished.
+pub(crate) fn recover(git: &Git, repo: &Repo, store: &Store) -> usize {
+    let mut finished = 0;
+    for intent in crate::pending::left(store) {
+        let crate::pending::Intent::SettleGit(settle) = intent else {
+            continue;
+        };
+        let Ok(Some(_lease)) = store.try_lease(&settle.session_id) else {
+            continue;
+        };
+        let done = finish(git, repo, store, &settle.session_id, &settle.admin);
+        finished += usize::from(done.is_ok());
+    }
+    finished
+}
+
 /// The move itself, and the intent's removal; each step can be done again.
 pub(crate) fn finish(
     git: &Git,
