@@ -66,3 +66,65 @@ fn clear_opaque(dir: &Dir) {
         let _ = rustix::fs::fremovexattr(dir.fd(), name);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whiteout(dir: &Path, name: &str) -> bool {
+        use rustix::fs::{FileType, Mode, mknodat};
+        let at = std::fs::File::open(dir).unwrap();
+        let kind = FileType::CharacterDevice;
+        mknodat(&at, name, kind, Mode::empty(), 0).is_ok()
+    }
+
+    #[test]
+    fn files_move_down_whiteouts_delete_and_opaque_directories_replace() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (upper, real) = (tmp.path().join("upper"), tmp.path().join("real"));
+        for dir in [&upper, &real] {
+            std::fs::create_dir_all(dir.join("rebase-merge")).unwrap();
+        }
+        std::fs::write(real.join("ORIG_HEAD"), "old\n").unwrap();
+        std::fs::write(real.join("index"), "old index").unwrap();
+        std::fs::write(real.join("rebase-merge/stale"), "stale").unwrap();
+        std::fs::write(real.join("HEAD"), "outside\n").unwrap();
+        std::fs::write(upper.join("index"), "new index").unwrap();
+        std::fs::write(upper.join("HEAD"), "ref: refs/heads/feature\n").unwrap();
+        std::fs::write(upper.join("rebase-merge/head-name"), "refs/heads/feature").unwrap();
+        std::os::unix::fs::symlink("/etc", upper.join("planted")).unwrap();
+        if !whiteout(&upper, "ORIG_HEAD") {
+            // No whiteouts without privileges on this kernel: nothing more to check here.
+            return;
+        }
+        let opaque = rustix::fs::setxattr(
+            upper.join("rebase-merge").as_path(),
+            "user.overlay.opaque",
+            b"y",
+            rustix::fs::XattrFlags::empty(),
+        )
+        .is_ok();
+        let mut warnings = Vec::new();
+        let (u, r) = (Dir::open(&upper).unwrap(), Dir::open(&real).unwrap());
+        move_down(&u, &r, &mut warnings).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(real.join("index")).unwrap(),
+            "new index"
+        );
+        assert!(!real.join("ORIG_HEAD").exists());
+        assert_eq!(
+            std::fs::read_to_string(real.join("HEAD")).unwrap(),
+            "outside\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(real.join("rebase-merge/head-name")).unwrap(),
+            "refs/heads/feature"
+        );
+        assert_eq!(real.join("rebase-merge/stale").exists(), !opaque);
+        assert!(std::fs::symlink_metadata(real.join("planted")).is_err());
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        // Everything moved left the layer; HEAD is the caller's.
+        let left: Vec<_> = std::fs::read_dir(&upper).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "{left:?}");
+    }
+}

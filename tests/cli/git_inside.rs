@@ -390,3 +390,61 @@ fn the_layers_of_a_session_are_out_of_reach_of_its_command_and_of_another_sessio
         .collect();
     assert!(!kept.contains(&"a3s-iso".to_string()), "{kept:?}");
 }
+
+#[test]
+fn discard_purge_removes_the_sessions_layers_and_mirrored_refs() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("gone");
+    let (code, doc) = run_script(&fx, "gone", "git switch -q -c feature && git tag v1");
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    let layers = fx.src.join(".git/a3s-iso/session-git/gone");
+    assert!(layers.is_dir());
+    assert!(mirrored(&fx, "gone", "heads/feature").is_some());
+    let (code, doc) = fx.json(&["discard", "-s", "gone", "--purge"]);
+    assert_eq!(code, 0, "{doc}");
+    let purged = doc["purged_items"].to_string();
+    assert!(purged.contains("session_git"), "{doc}");
+    assert!(!layers.exists());
+    assert!(mirrored(&fx, "gone", "heads/feature").is_none());
+    assert!(mirrored(&fx, "gone", "tags/v1").is_none());
+}
+
+#[test]
+fn git_gc_in_the_source_keeps_what_only_the_sessions_branches_and_stash_reach() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("kept");
+    let (code, doc) = run_script(
+        &fx,
+        "kept",
+        "set -e
+         git switch -q -c feature
+         echo f > f.txt; git add f.txt; git commit -q -m only-on-feature
+         echo s > s.txt; git add s.txt; git stash -q
+         git switch -q --detach main",
+    );
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    let feature = mirrored(&fx, "kept", "heads/feature").unwrap();
+    let stash = mirrored(&fx, "kept", "stash").unwrap();
+    fx.git(&fx.src, &["reflog", "expire", "--expire=now", "--all"]);
+    fx.git(&fx.src, &["gc", "-q", "--prune=now"]);
+    for id in [&feature, &stash] {
+        fx.git(&fx.src, &["cat-file", "-e", id]);
+    }
+    let (code, doc) = run_script(
+        &fx,
+        "kept",
+        &format!(
+            "set -e
+             test \"$(git log -1 --format=%s feature)\" = only-on-feature
+             git stash pop -q
+             test -f s.txt
+             test \"$(git rev-parse feature)\" = {feature}"
+        ),
+    );
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    // The stash is empty now: its mirror went with it.
+    assert!(mirrored(&fx, "kept", "stash").is_none());
+    assert!(mirrored(&fx, "kept", "stash-entries/0").is_none());
+}
