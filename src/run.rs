@@ -145,7 +145,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let mut settings = settings_of(opts)?;
     let at = (&located, &isolation);
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, &workdir, terminal)?;
-    let git_warnings = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
+    let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -165,7 +165,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let ended = execute(opts, &launch, &signals)?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
     let migrate_warnings = match sandbox_spec {
-        Some(_) => after_sandbox(ctx, at, &quarantine, &record.session_id, git_warnings)?,
+        Some(_) => after_sandbox(ctx, at, &quarantine, &record.session_id, git_state)?,
         None => Vec::new(),
     };
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
@@ -201,17 +201,39 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     })
 }
 
+/// What `run` keeps of the session's git state across the command.
+#[derive(Default)]
+struct GitState {
+    /// The session's layers were given to the sandbox.
+    layered: bool,
+    /// The isolation's HEAD before the command, as its file held it.
+    head_before: Vec<u8>,
+    /// What the user should know so far.
+    warnings: Vec<String>,
+}
+
 /// Gives a sandboxed run the session's git layers, made ready (`session_git::prepare`); `refs`
-/// then stays read-only only where they cannot be mounted. Returns what the user should know.
+/// then stays read-only only where they cannot be mounted. A repository whose refs are in
+/// reftable gets none (its refs are not files a layer holds).
 fn attach_layers(
     ctx: &Context,
     (located, isolation): (&Located, &Isolation),
     session_id: &str,
     spec: &mut Option<SandboxSpec>,
-) -> Result<Vec<String>> {
+) -> Result<GitState> {
     let Some(spec) = spec else {
-        return Ok(Vec::new());
+        return Ok(GitState::default());
     };
+    let mut state = GitState {
+        head_before: crate::session_git::read_head(&isolation.admin),
+        ..GitState::default()
+    };
+    if located.repo.common_dir.join("reftable").is_dir() {
+        state.warnings.push(
+            "this repository keeps its refs in reftable: git inside cannot keep branches, tags or stash entries between runs (what it writes to the refs is thrown away after the run)".into(),
+        );
+        return Ok(state);
+    }
     let (layers, warnings) = crate::session_git::prepare(
         &ctx.git,
         &located.repo,
@@ -221,45 +243,43 @@ fn attach_layers(
     )?;
     spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
     spec.git_layers = Some(layers);
-    Ok(warnings)
+    state.layered = true;
+    state.warnings = warnings;
+    Ok(state)
 }
 
 /// After a sandboxed run: the command's new objects join the store once they pass the checks,
-/// then what git inside changed reaches the admin dir ([`settle_layers`]). Returns the
-/// warnings, after `earlier`.
+/// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
+/// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
 fn after_sandbox(
     ctx: &Context,
-    at: (&Located, &Isolation),
+    (located, isolation): (&Located, &Isolation),
     quarantine: &Quarantine,
     session_id: &str,
-    earlier: Vec<String>,
+    git: GitState,
 ) -> Result<Vec<String>> {
-    let mut warnings = quarantine.migrate(&ctx.git, &at.0.repo)?.1;
-    warnings.extend(earlier);
-    warnings.extend(settle_layers(ctx, at, session_id));
-    Ok(warnings)
-}
-
-/// After a sandboxed run: what git inside changed in the admin dir reaches it, HEAD detached
-/// (`session_git::settle`). Recorded first: what fails here the next command finishes, and
-/// the run's evidence stands. Returns warnings.
-fn settle_layers(
-    ctx: &Context,
-    (located, isolation): (&Located, &Isolation),
-    session_id: &str,
-) -> Vec<String> {
+    let mut warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
+    warnings.extend(git.warnings);
+    let (repo, admin) = (&located.repo, &isolation.admin);
+    if !git.layered {
+        let kept = crate::session_git::keep_head_detached(&ctx.git, repo, admin, &git.head_before);
+        warnings.extend(kept);
+        return Ok(warnings);
+    }
     let settled = crate::session_git::settle(
         &ctx.git,
-        &located.repo,
+        repo,
         &located.store,
         session_id,
-        &isolation.admin,
+        (admin, &git.head_before),
     );
-    settled.unwrap_or_else(|e| {
+    // Recorded first: what fails here the next command finishes; the run's evidence stands.
+    warnings.extend(settled.unwrap_or_else(|e| {
         vec![format!(
             "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
         )]
-    })
+    }));
+    Ok(warnings)
 }
 
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.

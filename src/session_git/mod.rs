@@ -169,16 +169,18 @@ pub(crate) fn settle(
     repo: &Repo,
     store: &Store,
     session_id: &str,
-    admin: &Path,
+    (admin, head_before): (&Path, &[u8]),
 ) -> Result<Vec<String>> {
     let places = Places::of(store, session_id);
     if !places.were_mounted() {
         open(&places.upper("admin"))?
             .empty()
             .ctx(|| "cannot empty the admin layer".into())?;
-        return Ok(vec![
-            "the session's git layers could not be mounted (a file system or kernel without overlay support): git inside could not create branches, tags or stash entries, and nothing it tried reached the repository's refs".into(),
-        ]);
+        let mut warnings = vec![
+            "the session's git layers could not be mounted (a file system or kernel without overlay support): git inside could not create branches, tags or stash entries, and nothing it tried reached the repository's refs".to_string(),
+        ];
+        warnings.extend(keep_head_detached(git, repo, admin, head_before));
+        return Ok(warnings);
     }
     let intent = crate::pending::Intent::SettleGit(crate::pending::SettleGit {
         session_id: session_id.to_string(),
@@ -205,6 +207,51 @@ pub(crate) fn recover(git: &Git, repo: &Repo, store: &Store) -> usize {
         finished += usize::from(done.is_ok());
     }
     finished
+}
+
+/// The admin dir's `HEAD` file as it is (empty when it cannot be read).
+pub(crate) fn read_head(admin: &Path) -> Vec<u8> {
+    Dir::open(admin)
+        .and_then(|dir| dir.read_small(Path::new("HEAD"), HEAD_LIMIT))
+        .unwrap_or_default()
+}
+
+/// Without the session's layers, the command wrote the admin dir itself: a `HEAD` it left on a
+/// branch (`git symbolic-ref`) is detached again, at the commit the repository's own refs give
+/// that name, or else back where it was before the run (`before`). Returns a warning when it
+/// was.
+pub(crate) fn keep_head_detached(
+    git: &Git,
+    repo: &Repo,
+    admin: &Path,
+    before: &[u8],
+) -> Vec<String> {
+    let head = String::from_utf8_lossy(&read_head(admin))
+        .trim_end()
+        .to_string();
+    let Some(name) = head.strip_prefix("ref: ").map(str::trim) else {
+        return Vec::new();
+    };
+    let commit = git
+        .rev_parse(&repo.toplevel, &format!("{name}^{{commit}}"))
+        .ok()
+        .flatten();
+    let (bytes, where_) = match &commit {
+        Some(commit) => (format!("{commit}\n").into_bytes(), format!("at {commit}")),
+        None => (before.to_vec(), "where it was before the run".to_string()),
+    };
+    let written = !bytes.is_empty()
+        && Dir::open(admin)
+            .and_then(|dir| dir.put(Path::new("HEAD"), &bytes))
+            .is_ok();
+    match written {
+        true => vec![format!(
+            "the command left the isolation's HEAD on {name}: it is detached again, {where_}"
+        )],
+        false => vec![format!(
+            "the command left the isolation's HEAD on {name}, and it could not be detached again"
+        )],
+    }
 }
 
 /// The move itself, and the intent's removal; each step can be done again.

@@ -327,13 +327,14 @@ fn without_the_layers_git_inside_falls_back_and_never_writes_the_refs() {
     let out = fx
         .cmd()
         .env("A3S_ISO_TEST_FAULT", "git-layers-unmountable")
-        .args([
-            "--json", "run", "-s", "f", "--", "git", "checkout", "-b", "feature",
-        ])
+        .args(["--json", "run", "-s", "f", "--", "sh", "-c"])
+        .arg("git checkout -b feature && exit 0; git symbolic-ref HEAD refs/heads/nowhere; exit 3")
         .output()
         .unwrap();
     let (_, doc) = json_of(out);
-    assert_ne!(doc["exit_code"], 0, "{doc}");
+    // The branch is refused (refs/ read-only); the HEAD the command then forced onto a branch
+    // is detached again, where it was.
+    assert_eq!(doc["exit_code"], 3, "{doc}");
     let warned = doc["warnings"].as_array().unwrap().iter().any(|w| {
         w.as_str()
             .unwrap()
@@ -447,4 +448,37 @@ fn git_gc_in_the_source_keeps_what_only_the_sessions_branches_and_stash_reach() 
     // The stash is empty now: its mirror went with it.
     assert!(mirrored(&fx, "kept", "stash").is_none());
     assert!(mirrored(&fx, "kept", "stash-entries/0").is_none());
+}
+
+#[test]
+fn in_a_reftable_repository_refs_made_inside_never_reach_the_source() {
+    require_sandbox!();
+    let fx = Fixture::bare_root();
+    std::fs::create_dir_all(&fx.src).unwrap();
+    let mut init = std::process::Command::new("git");
+    init.current_dir(&fx.src)
+        .args(["init", "-q", "-b", "main", "--ref-format=reftable"]);
+    crate::fixture::isolate(&mut init, &fx.home);
+    if !init.status().unwrap().success() {
+        eprintln!("this git has no reftable: nothing to check");
+        return;
+    }
+    fx.write("README.md", "hello\n");
+    fx.commit_all("initial");
+    fx.bind("rt");
+    let before = fx.git(&fx.src, &["for-each-ref"]);
+    let (code, doc) = run_script(&fx, "rt", "git checkout -q -b feature && git tag v1");
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc["warnings"].to_string().contains("reftable"), "{doc}");
+    let after = fx.git(&fx.src, &["for-each-ref"]);
+    let own: Vec<&str> = after
+        .lines()
+        .filter(|l| !l.contains("refs/a3s-iso/"))
+        .collect();
+    let before: Vec<&str> = before
+        .lines()
+        .filter(|l| !l.contains("refs/a3s-iso/"))
+        .collect();
+    assert_eq!(own, before);
+    assert!(!fx.src.join(".git/a3s-iso/session-git/rt").exists());
 }
