@@ -117,6 +117,10 @@ pub(crate) fn prepare(
             .empty()
             .ctx(|| format!("cannot empty {}", places.work(which).display()))?;
     }
+    // The session's git is gone (its lease is ours): a lock file in its layer is a killed
+    // git's, and would fail every later change of that ref.
+    drop_locks(&open(&places.upper("common"))?)
+        .ctx(|| "cannot drop the git dir layer's lock files".into())?;
     restore_branch(repo, &places, admin, &admin_upper)?;
     #[cfg(feature = "fault-injection")]
     if std::env::var(crate::fault::VAR).as_deref() == Ok("git-layers-unmountable") {
@@ -129,6 +133,21 @@ pub(crate) fn prepare(
         sealed_otherwise: vec![repo.common_dir.join("refs")],
     };
     Ok((layers, warnings))
+}
+
+/// Removes every `*.lock` file under `dir` (links and special files are left alone).
+fn drop_locks(dir: &Dir) -> std::io::Result<()> {
+    for entry in dir.entries()? {
+        let name = Path::new(&entry.name);
+        match entry.kind {
+            crate::beneath::Kind::File if entry.name.as_encoded_bytes().ends_with(b".lock") => {
+                dir.remove(name)?;
+            }
+            crate::beneath::Kind::Dir => drop_locks(&dir.dir(name)?)?,
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 fn open(path: &Path) -> Result<Dir> {

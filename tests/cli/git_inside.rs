@@ -260,6 +260,7 @@ fn a_run_killed_inside_leaves_head_detached_and_the_source_refs_unchanged() {
         &fx,
         "k",
         "git checkout -q -b feature && echo x > x && git add x && git commit -q -m x \
+         && touch \"$(git rev-parse --git-common-dir)/refs/heads/stuck.lock\" \
          && touch ready && sleep 60",
     );
     let (code, doc) = fx.json(&["list"]);
@@ -276,6 +277,7 @@ fn a_run_killed_inside_leaves_head_detached_and_the_source_refs_unchanged() {
         "set -e
          test -z \"$(git branch --show-current)\"
          git rev-parse -q --verify refs/heads/feature && exit 1
+         git branch stuck
          git status >/dev/null",
     );
     assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
