@@ -234,13 +234,23 @@ fn attach_layers(
         );
         return Ok(state);
     }
-    let (layers, warnings) = crate::session_git::prepare(
+    let prepared = crate::session_git::prepare(
         &ctx.git,
         &located.repo,
         &located.store,
         session_id,
         &isolation.admin,
-    )?;
+    );
+    let (layers, warnings) = match prepared {
+        Ok(prepared) => prepared,
+        // As where the layers cannot be mounted: the run goes on without them.
+        Err(e) => {
+            state.warnings.push(format!(
+                "the session's git layers cannot be made ready ({e}): git inside cannot keep branches, tags or stash entries in this run"
+            ));
+            return Ok(state);
+        }
+    };
     spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
     spec.git_layers = Some(layers);
     state.layered = true;

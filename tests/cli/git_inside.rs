@@ -484,3 +484,24 @@ fn in_a_reftable_repository_refs_made_inside_never_reach_the_source() {
     assert_eq!(own, before);
     assert!(!fx.src.join(".git/a3s-iso/session-git/rt").exists());
 }
+
+#[test]
+fn layers_that_cannot_be_made_ready_leave_the_run_as_without_them() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("nr");
+    let iso = fx.isolation("nr");
+    let base = fx.git(&iso, &["rev-parse", "HEAD"]);
+    let before = source_refs(&fx);
+    // Where the session's layers would go, a file.
+    std::fs::write(fx.src.join(".git/a3s-iso/session-git"), "in the way\n").unwrap();
+    let (code, doc) = run_script(&fx, "nr", "git checkout -q -b feature || exit 3");
+    assert_eq!(code, 3, "{doc}");
+    assert!(
+        doc["warnings"].to_string().contains("cannot be made ready"),
+        "{doc}"
+    );
+    assert_eq!(source_refs(&fx), before);
+    assert!(!symbolic_head(&fx, &iso));
+    assert_eq!(fx.git(&iso, &["rev-parse", "HEAD"]), base);
+}
