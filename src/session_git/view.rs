@@ -32,6 +32,8 @@ pub(crate) struct RefView {
     upper: Option<Dir>,
     /// The repository's common git dir.
     lower: PathBuf,
+    /// The `packed-refs` of the view, read once.
+    packed: std::cell::OnceCell<BTreeMap<String, String>>,
 }
 
 /// Whether an entry of a layer is a whiteout: a character device 0/0.
@@ -70,6 +72,7 @@ impl RefView {
         RefView {
             upper: Dir::open_if_any(upper).ok().flatten(),
             lower: common_dir.to_path_buf(),
+            packed: std::cell::OnceCell::new(),
         }
     }
 
@@ -118,12 +121,14 @@ impl RefView {
         }
     }
 
-    /// The refs of a `packed-refs` file: name to object id.
-    fn packed(&self) -> BTreeMap<String, String> {
-        let bytes = self
-            .read(Path::new("packed-refs"), PACKED_LIMIT)
-            .unwrap_or_default();
-        parse_packed(&bytes)
+    /// The refs of the view's `packed-refs`: name to object id.
+    fn packed(&self) -> &BTreeMap<String, String> {
+        self.packed.get_or_init(|| {
+            let bytes = self
+                .read(Path::new("packed-refs"), PACKED_LIMIT)
+                .unwrap_or_default();
+            parse_packed(&bytes)
+        })
     }
 
     /// The object id `name` (`refs/...`) names in the session's view, following symbolic
@@ -134,7 +139,7 @@ impl RefView {
             let rel = plain_name(&name)?;
             let value = match self.read(rel, REF_LIMIT) {
                 Some(bytes) => String::from_utf8(bytes).ok()?.trim_end().to_string(),
-                None => self.packed().remove(&name)?,
+                None => self.packed().get(&name)?.clone(),
             };
             match value.strip_prefix("ref: ") {
                 Some(target) => name = target.trim().to_string(),
@@ -163,6 +168,7 @@ impl RefView {
         let own = RefView {
             upper: None,
             lower: self.lower.clone(),
+            packed: std::cell::OnceCell::new(),
         };
         for name in names {
             if let Some(id) = self.resolve(&name)

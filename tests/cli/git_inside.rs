@@ -505,3 +505,36 @@ fn layers_that_cannot_be_made_ready_leave_the_run_as_without_them() {
     assert!(!symbolic_head(&fx, &iso));
     assert_eq!(fx.git(&iso, &["rev-parse", "HEAD"]), base);
 }
+
+#[test]
+fn a_packed_ref_deleted_inside_stays_in_the_source_and_gone_for_the_session() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.git(&fx.src, &["tag", "old"]);
+    fx.git(&fx.src, &["branch", "kept"]);
+    fx.git(&fx.src, &["pack-refs", "--all"]);
+    fx.bind("pk");
+    let before = source_refs(&fx);
+    let (code, doc) = run_script(&fx, "pk", "set -e; git tag -d old >/dev/null; git tag new");
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    assert_eq!(source_refs(&fx), before);
+    let (code, doc) = run_script(
+        &fx,
+        "pk",
+        "set -e
+         git rev-parse -q --verify refs/tags/old && exit 1
+         git rev-parse -q --verify refs/heads/kept >/dev/null
+         git rev-parse -q --verify refs/tags/new >/dev/null",
+    );
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    // Only what the session made is its own: the source's packed refs are not mirrored.
+    let (code, shown) = fx.json(&["show", "-s", "pk"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(shown["git"]["tags"].as_array().unwrap().len(), 1, "{shown}");
+    assert_eq!(shown["git"]["tags"][0]["name"], "new");
+    assert_eq!(
+        shown["git"]["branches"].as_array().unwrap().len(),
+        0,
+        "{shown}"
+    );
+}
