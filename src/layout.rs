@@ -45,12 +45,16 @@ pub enum StateDir {
     Setup,
     /// `land.json`: where an interrupted land goes on.
     LandQueue,
+    /// `live/<id>.json`: what a run in progress publishes (its ports), while it lives.
+    Live,
+    /// `session-git/<id>/`: the session's own git layers (refs, logs, its admin dir's).
+    SessionGit,
 }
 
 impl StateDir {
     /// Every entry, in the order the layout lists them.
     #[cfg(test)]
-    pub const ALL: [StateDir; 19] = [
+    pub const ALL: [StateDir; 21] = [
         StateDir::Sessions,
         StateDir::Claims,
         StateDir::Leases,
@@ -70,6 +74,8 @@ impl StateDir {
         StateDir::LandTests,
         StateDir::Setup,
         StateDir::LandQueue,
+        StateDir::Live,
+        StateDir::SessionGit,
     ];
 
     /// Its name under the state dir.
@@ -94,6 +100,8 @@ impl StateDir {
             StateDir::LandTests => "land-tests",
             StateDir::Setup => "setup",
             StateDir::LandQueue => "land.json",
+            StateDir::Live => "live",
+            StateDir::SessionGit => "session-git",
         }
     }
 

@@ -62,6 +62,7 @@ pub mod retain;
 pub mod run;
 pub mod sandbox;
 pub mod scratch;
+pub mod session_git;
 pub mod setup;
 pub mod show;
 pub mod signals;

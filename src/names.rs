@@ -122,6 +122,24 @@ impl RefNames {
         format!("{}sessions/{id}/", self.root())
     }
 
+    /// Where the mirror of the refs git made inside a session's runs lives (ends in `/`):
+    /// `<session dir>git/heads/<branch>`, `git/tags/<tag>`, `git/stash` and
+    /// `git/stash-entries/<n>` (each entry of its stash, newest first).
+    pub fn session_git_dir(&self, id: &str) -> String {
+        format!("{}git/", self.session_dir(id))
+    }
+
+    /// The mirror of a ref (`refs/...`) git made inside a session's runs.
+    pub fn session_git_ref(&self, id: &str, name: &str) -> String {
+        let short = name.strip_prefix("refs/").unwrap_or(name);
+        format!("{}{short}", self.session_git_dir(id))
+    }
+
+    /// The mirror of the `n`th entry (newest first) of a session's own stash.
+    pub fn session_git_stash_entry(&self, id: &str, n: usize) -> String {
+        format!("{}stash-entries/{n}", self.session_git_dir(id))
+    }
+
     /// The ref pinning a session's bound commit.
     pub fn session_base(&self, id: &str) -> String {
         format!("{}base", self.session_dir(id))

@@ -35,6 +35,19 @@ pub(crate) enum Intent {
     Reclaim(Reclaim),
     /// `discard` removes an isolation and keeps the session's record and evidence.
     Discard(Reclaim),
+    /// `run` moves what git inside changed in the admin dir down into it (`session_git`).
+    SettleGit(SettleGit),
+}
+
+/// `run`: the session's layer over the admin dir `admin` moves down into it, `HEAD` detached,
+/// and the session's refs are mirrored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct SettleGit {
+    /// The session whose run it was.
+    pub session_id: String,
+    /// The isolation's admin dir.
+    #[serde(with = "crate::paths::fs_path")]
+    pub admin: PathBuf,
 }
 
 impl Intent {
@@ -43,6 +56,7 @@ impl Intent {
         match self {
             Intent::Retain(m) => &m.session_id,
             Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
+            Intent::SettleGit(s) => &s.session_id,
         }
     }
 }
@@ -316,6 +330,8 @@ fn plan(intent: &Intent) -> Step {
         Intent::Retain(_) => Step::Undo,
         Intent::Reclaim(r) | Intent::Discard(r) if is_dir(&r.path) => Step::Undo,
         Intent::Reclaim(_) | Intent::Discard(_) => Step::Finish,
+        // Each entry of the layer is moved once: moving what is left finishes it.
+        Intent::SettleGit(_) => Step::Finish,
     }
 }
 
@@ -326,6 +342,8 @@ fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<
         (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
         (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
         (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
+        // Finished by `session_git::recover`, which `recovery` runs first.
+        (Intent::SettleGit(_), _) => Ok(()),
         (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;
@@ -353,6 +371,9 @@ pub(crate) fn repair_locked(git: &Git, repo: &Repo, store: &Store) -> usize {
         let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
             continue;
         };
+        if matches!(intent, Intent::SettleGit(_)) {
+            continue;
+        }
         let Ok(Some(_lease)) = store.try_lease(&id) else {
             continue;
         };

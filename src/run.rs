@@ -166,7 +166,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
     let at = (&located, &isolation);
     let place = (workdir.as_path(), &granted);
-    let sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
+    let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
+    let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let base_tree = isolation.snapshot(ctx, &located)?.tree;
     let git_env = sandbox_spec
         .as_ref()
@@ -183,8 +184,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::fsutil::now_ms();
     let (ended, network) = execute(opts, &launch, (plan, planned))?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let sandboxed = sandbox_spec.is_some();
-    let migrate_warnings = after_command(ctx, &located, (&quarantine, &granted), sandboxed)?;
+    let git_state = sandbox_spec.is_some().then_some(git_state);
+    let after = (&quarantine, &granted);
+    let migrate_warnings = after_command(ctx, at, after, &record.session_id, git_state)?;
     let (result, nested) = crate::capture::snapshot_all(ctx, &located, &isolation)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -222,17 +224,18 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
 }
 
 /// Once the command and its sandbox have ended (nothing can change its layers any more): the
-/// allowed files written back, and the command's new objects moved into the store once they
-/// pass the checks. Returns the warnings of both.
+/// allowed files written back, then, sandboxed ([`after_sandbox`]), the command's new objects
+/// and what git inside changed. Returns the warnings of both.
 fn after_command(
     ctx: &Context,
-    located: &Located,
+    at: (&Located, &Isolation),
     (quarantine, granted): (&Quarantine, &Granted),
-    sandboxed: bool,
+    session_id: &str,
+    git: Option<GitState>,
 ) -> Result<Vec<String>> {
     let mut warnings = granted.layers.write_back();
-    if sandboxed {
-        warnings.extend(quarantine.migrate(&ctx.git, &located.repo)?.1);
+    if let Some(git) = git {
+        warnings.extend(after_sandbox(ctx, at, quarantine, session_id, git)?);
     }
     Ok(warnings)
 }
@@ -275,6 +278,97 @@ fn network_for(
         }
     }
     Ok((plan, planned, live))
+}
+
+/// What `run` keeps of the session's git state across the command.
+#[derive(Default)]
+struct GitState {
+    /// The session's layers were given to the sandbox.
+    layered: bool,
+    /// The isolation's HEAD before the command, as its file held it.
+    head_before: Vec<u8>,
+    /// What the user should know so far.
+    warnings: Vec<String>,
+}
+
+/// Gives a sandboxed run the session's git layers, made ready (`session_git::prepare`); `refs`
+/// then stays read-only only where they cannot be mounted. A repository whose refs are in
+/// reftable gets none (its refs are not files a layer holds).
+fn attach_layers(
+    ctx: &Context,
+    (located, isolation): (&Located, &Isolation),
+    session_id: &str,
+    spec: &mut Option<SandboxSpec>,
+) -> Result<GitState> {
+    let Some(spec) = spec else {
+        return Ok(GitState::default());
+    };
+    let mut state = GitState {
+        head_before: crate::session_git::read_head(&isolation.admin),
+        ..GitState::default()
+    };
+    if located.repo.common_dir.join("reftable").is_dir() {
+        state.warnings.push(
+            "this repository keeps its refs in reftable: git inside cannot keep branches, tags or stash entries between runs (what it writes to the refs is thrown away after the run)".into(),
+        );
+        return Ok(state);
+    }
+    let prepared = crate::session_git::prepare(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        session_id,
+        &isolation.admin,
+    );
+    let (layers, warnings) = match prepared {
+        Ok(prepared) => prepared,
+        // As where the layers cannot be mounted: the run goes on without them.
+        Err(e) => {
+            state.warnings.push(format!(
+                "the session's git layers cannot be made ready ({e}): git inside cannot keep branches, tags or stash entries in this run"
+            ));
+            return Ok(state);
+        }
+    };
+    spec.sealed.retain(|p| !layers.sealed_otherwise.contains(p));
+    spec.git_layers = Some(layers);
+    state.layered = true;
+    state.warnings = warnings;
+    Ok(state)
+}
+
+/// After a sandboxed run: the command's new objects join the store once they pass the checks,
+/// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
+/// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
+fn after_sandbox(
+    ctx: &Context,
+    (located, isolation): (&Located, &Isolation),
+    quarantine: &Quarantine,
+    session_id: &str,
+    git: GitState,
+) -> Result<Vec<String>> {
+    let mut warnings = quarantine.migrate(&ctx.git, &located.repo)?.1;
+    warnings.extend(git.warnings);
+    let (repo, admin) = (&located.repo, &isolation.admin);
+    if !git.layered {
+        let kept = crate::session_git::keep_head_detached(&ctx.git, repo, admin, &git.head_before);
+        warnings.extend(kept);
+        return Ok(warnings);
+    }
+    let settled = crate::session_git::settle(
+        &ctx.git,
+        repo,
+        &located.store,
+        session_id,
+        (admin, &git.head_before),
+    );
+    // Recorded first: what fails here the next command finishes; the run's evidence stands.
+    warnings.extend(settled.unwrap_or_else(|e| {
+        vec![format!(
+            "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
+        )]
+    }));
+    Ok(warnings)
 }
 
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
@@ -570,6 +664,7 @@ fn sandbox_for(
         scratch_layer: Some(located.repo.common_dir.clone()),
         layers: granted.layers.spec(),
         mounted: granted.mounted.clone(),
+        git_layers: None,
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,

@@ -161,6 +161,9 @@ pub struct ShowOutcome {
     pub interrupted: Vec<crate::recovery::Interrupted>,
     /// The run in progress, when it publishes ports: its id and its ports (`null` otherwise).
     pub live_run: Option<crate::state::LiveRun>,
+    /// What git inside its runs made that only the session sees: its branches, tags and
+    /// stash (as mirrored after its last run), and the branch HEAD was on.
+    pub git: crate::session_git::PrivateRefs,
 }
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
@@ -184,6 +187,12 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         (None, None)
     };
     let conflicts = crate::rebase::conflicted_paths(&located.store, &record);
+    let git = crate::session_git::private_refs(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        &record.session_id,
+    )?;
     Ok(ShowOutcome {
         session_id: record.session_id.clone(),
         state: ShownState::of(record.state, conflicts.is_some()),
@@ -217,6 +226,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
             .cloned()
             .collect(),
         live_run: located.store.live_run(&record.session_id),
+        git,
     })
 }
 

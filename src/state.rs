@@ -470,7 +470,7 @@ impl Store {
     }
 
     fn live_run_path(&self, id: &str) -> PathBuf {
-        self.dir.join("live").join(format!("{id}.json"))
+        StateDir::Live.file(&self.dir, id, ".json")
     }
 
     /// The live data of the run holding the session's lease now, if it published ports.
@@ -629,6 +629,12 @@ impl Store {
         StateDir::Rebasing.file(&self.dir, id, ".json")
     }
 
+    /// The session's own git layers (`session-git/<id>/`): what git inside its runs writes
+    /// to the repository's git dir and the isolation's admin dir (see `session_git`).
+    pub(crate) fn session_git_dir(&self, id: &str) -> PathBuf {
+        StateDir::SessionGit.under(&self.dir).join(id)
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         StateDir::Tmp.under(&self.dir)
@@ -645,9 +651,15 @@ impl Store {
         ] {
             remove_file_if_exists(&file)?;
         }
-        for kind in [StateDir::Runs, StateDir::Nested, StateDir::RunExits] {
+        for kind in [
+            StateDir::Runs,
+            StateDir::Nested,
+            StateDir::RunExits,
+            StateDir::SessionGit,
+        ] {
             let dir = kind.under(&self.dir).join(id);
-            match std::fs::remove_dir_all(&dir) {
+            // The session's git layers hold what its command wrote: removed as entries.
+            match crate::beneath::remove_path(&dir).map(drop) {
                 Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                     return Err(Error::io(format!("cannot remove {}", dir.display()), e));
                 }

@@ -6,6 +6,7 @@ use a3s_iso::error::Result;
 use a3s_iso::log::format_utc;
 use a3s_iso::owner::OwnerLiveness;
 use a3s_iso::sandbox::NetworkAccess;
+use a3s_iso::session_git::PrivateRefs;
 use a3s_iso::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::state::Landing;
 
@@ -205,6 +206,9 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
             },
         ),
     ];
+    if let Some(git) = private_git(&o.git) {
+        fields.push(("git", git));
+    }
     if !o.conflicting_paths.is_empty() {
         let paths: Vec<String> = o
             .conflicting_paths
@@ -221,6 +225,32 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
         fields.push(("swept", format!("{} ({snapshot})", format_utc(at))));
     }
     fields
+}
+
+/// The session's own branches (HEAD's marked `*`), tags and stash, when git inside its runs
+/// made any: `branches feature*, fix; tags v1; stash 2`.
+fn private_git(git: &PrivateRefs) -> Option<String> {
+    let head = git.head_branch.as_deref();
+    let branches: Vec<String> = git
+        .branches
+        .iter()
+        .map(|b| match Some(b.name.as_str()) == head {
+            true => format!("{}*", b.name),
+            false => b.name.clone(),
+        })
+        .collect();
+    let tags: Vec<&str> = git.tags.iter().map(|t| t.name.as_str()).collect();
+    let mut parts = Vec::new();
+    if !branches.is_empty() {
+        parts.push(format!("branches {}", branches.join(", ")));
+    }
+    if !tags.is_empty() {
+        parts.push(format!("tags {}", tags.join(", ")));
+    }
+    if git.stash_entries > 0 {
+        parts.push(format!("stash {}", git.stash_entries));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 fn owner(o: &ShowOutcome) -> String {

@@ -24,6 +24,8 @@ pub enum Kind {
     Nested,
     /// How a session's runs ended (`run-exits/<id>/`).
     RunExits,
+    /// What git inside a session's runs made: its layers (`session-git/<id>/`).
+    SessionGit,
     /// A seed index of an isolation (`seeds/<name>.index`).
     Seed,
     /// A session's lease file (`leases/<id>.lock`).

@@ -75,6 +75,7 @@ fn files_of(
         (Kind::Runs, StateDir::Runs.under(dir).join(id)),
         (Kind::Nested, StateDir::Nested.under(dir).join(id)),
         (Kind::RunExits, StateDir::RunExits.under(dir).join(id)),
+        (Kind::SessionGit, store.session_git_dir(id)),
         (Kind::Runs, store.land_tests_dir(id)),
         (Kind::Runs, store.setup_output_dir(id)),
     ];

@@ -343,6 +343,46 @@ impl Git {
             .collect())
     }
 
+    /// The refs under `prefix` and the object each names, sorted by name.
+    pub(crate) fn list_refs_targets(
+        &self,
+        dir: &Path,
+        prefix: &str,
+    ) -> Result<Vec<(String, String)>> {
+        let text = self
+            .at(dir)
+            .args(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+            .run_text()?;
+        Ok(text
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .map(|(id, name)| (name.to_string(), id.to_string()))
+            .collect())
+    }
+
+    /// Which of `ids` the repository at `dir` holds (`cat-file --batch-check`), in order.
+    pub(crate) fn objects_present(&self, dir: &Path, ids: &[String]) -> Result<Vec<bool>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let input: String = ids.iter().map(|id| format!("{id}\n")).collect();
+        let out = self
+            .at(dir)
+            .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+            .stdin(input.into_bytes())
+            .run_text()?;
+        let present: Vec<bool> = out
+            .lines()
+            .map(|line| !line.ends_with(" missing") && !line.ends_with(" ambiguous"))
+            .collect();
+        if present.len() != ids.len() {
+            return Err(crate::error::Error::internal(
+                "git cat-file answered for a different number of objects",
+            ));
+        }
+        Ok(present)
+    }
+
     /// The refs under `prefix` with the date of what each names (a commit's committer date,
     /// in milliseconds since the epoch; 0 for an object without a date).
     pub(crate) fn list_refs_dated(&self, dir: &Path, prefix: &str) -> Result<Vec<(String, u64)>> {

@@ -59,6 +59,7 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
                 crate::pending::Intent::Retain(_) => Operation::Retain,
                 crate::pending::Intent::Reclaim(_) => Operation::Sweep,
                 crate::pending::Intent::Discard(_) => Operation::Discard,
+                crate::pending::Intent::SettleGit(_) => Operation::Run,
             },
             session_id: Some(intent.session_id().to_string()),
             digest: None,
@@ -77,11 +78,12 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
 pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     let mut notices = crate::intent::recover(git, store);
-    let repaired = crate::pending::repair_locked(git, repo, store);
+    let repaired = crate::session_git::recover(git, repo, store)
+        + crate::pending::repair_locked(git, repo, store);
     notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted tree operation{} (retain, sweep or discard) finished",
+            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }

@@ -17,6 +17,8 @@ pub enum Operation {
     Discard,
     /// A rebase changing an isolation.
     Rebase,
+    /// A run moving what git inside changed into the isolation's admin dir.
+    Run,
 }
 
 impl Operation {
@@ -28,6 +30,7 @@ impl Operation {
             Operation::Sweep => "sweep",
             Operation::Discard => "discard",
             Operation::Rebase => "rebase",
+            Operation::Run => "run",
         }
     }
 }

@@ -31,7 +31,7 @@ pub use channel::{Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use sockets::{SocketFactory, SocketServer};
 pub use spec::{
-    DEVICE_NODES, FileLayer, FilesystemAccess, MountedDir, NetworkAccess, ProfileUsed,
+    DEVICE_NODES, FileLayer, FilesystemAccess, GitLayers, MountedDir, NetworkAccess, ProfileUsed,
     SandboxReport, SandboxSpec, TerminalSpec,
 };
 pub use status::{HelperCode, HelperFailure, spawn_failure};
@@ -108,9 +108,15 @@ pub fn exec_sandboxed(
         Ok(points) => mounts::plan(spec, &points),
         Err(e) => return fail(format!("cannot read the mount table: {e}")),
     };
-    if let Err(message) = mounts::apply(&steps) {
-        return fail(message);
-    }
+    let layered = match mounts::apply(&steps) {
+        Ok(layered) => layered,
+        Err(message) => return fail(message),
+    };
+    // Writes under a layer land in its upper directory, never in the real one: Landlock lets
+    // them through (the read-only mounts over what is sealed in it still hold).
+    let mut spec = spec.clone();
+    spec.writable.extend(layered);
+    let spec = &spec;
     let terminal = match spec.terminal {
         TerminalSpec::None => None,
         _ => match open_terminal(reporter) {

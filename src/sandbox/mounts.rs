@@ -19,7 +19,7 @@ use rustix::mount::{
     mount_change, mount_remount, move_mount, open_tree,
 };
 
-use super::spec::SandboxSpec;
+use super::spec::{GitLayers, SandboxSpec};
 
 /// One step of the mount setup.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,12 +32,18 @@ pub(super) enum Step {
     Private { path: PathBuf, mode: u32 },
     /// Put a staged copy back at its path, writable or read-only.
     Restore { path: PathBuf, writable: bool },
-    /// Cover a directory with a throwaway writable layer over its current content.
+    /// Mount the session's own layer over the isolation's admin dir, ready to be put back in
+    /// its place, and keep the session's layer directory ready for [`Step::Layer`].
+    PrepareGitLayers(GitLayers),
+    /// Cover a directory with a writable layer over its current content: the session's own
+    /// when [`Step::PrepareGitLayers`] succeeded, a throwaway one otherwise.
     Layer(PathBuf),
     /// Cover a directory with a writable layer whose upper is in `base` (on the host).
     FileLayer { dir: PathBuf, base: PathBuf },
     /// Put a staged copy of `from` at `to`, writable.
     Mount { from: PathBuf, to: PathBuf },
+    /// Put a staged copy back read-only, unless the session's layers are in place.
+    RestoreUnlessLayered(PathBuf),
     /// Mount a file or directory read-only over itself.
     Freeze(PathBuf),
     /// Cover a secret: an empty read-only directory, or an empty file.
@@ -95,31 +101,60 @@ pub(super) fn mount_points() -> std::io::Result<Vec<PathBuf>> {
     Ok(points)
 }
 
+/// How a staged copy is put back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Restore {
+    Writable,
+    ReadOnly,
+    /// Read-only only when the session's git layers could not be mounted.
+    UnlessLayered,
+}
+
+impl Restore {
+    /// The step that puts `path` back this way.
+    fn step(self, path: PathBuf) -> Step {
+        match self {
+            Restore::Writable => Step::Restore {
+                path,
+                writable: true,
+            },
+            Restore::ReadOnly => Step::Restore {
+                path,
+                writable: false,
+            },
+            Restore::UnlessLayered => Step::RestoreUnlessLayered(path),
+        }
+    }
+}
+
 /// Plans the mount setup. Pure: the caller passes the mount table and the spec.
 pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     let under_private = |p: &Path| spec.private.iter().any(|private| p.starts_with(private));
     let fresh_dev = spec.private.iter().any(|p| p == Path::new(DEV));
     let host_pty = |p: &Path| fresh_dev && HOST_PTYS.iter().any(|h| p.starts_with(h));
-    let mut restores: Vec<(PathBuf, bool)> = Vec::new();
+    let mut restores: Vec<(PathBuf, Restore)> = Vec::new();
     restores.extend(
         spec.writable
             .iter()
             .filter(|p| !host_pty(p))
-            .map(|p| (p.clone(), true)),
+            .map(|p| (p.clone(), Restore::Writable)),
     );
     restores.extend(
         spec.visible
             .iter()
             .filter(|p| under_private(p))
-            .map(|p| (p.clone(), false)),
+            .map(|p| (p.clone(), Restore::ReadOnly)),
     );
-    restores.extend(spec.sealed.iter().map(|p| (p.clone(), false)));
+    restores.extend(spec.sealed.iter().map(|p| (p.clone(), Restore::ReadOnly)));
+    let otherwise = spec.git_layers.iter().flat_map(|l| &l.sealed_otherwise);
+    restores.extend(otherwise.map(|p| (p.clone(), Restore::UnlessLayered)));
     restores.sort_by_key(|(p, _)| p.components().count());
     let mut steps: Vec<Step> = restores
         .iter()
         .map(|(p, _)| Step::Stage(p.clone()))
         .chain(spec.mounted.iter().map(|m| Step::Stage(m.from.clone())))
         .collect();
+    steps.extend(spec.git_layers.iter().map(|l| Step::Stage(l.dir.clone())));
     steps.extend(
         host_mounts
             .iter()
@@ -148,14 +183,14 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
 /// The restores, mounts and layers in the order they go on: the layers' upper layers first
 /// (an overlay needs its upper in place), then by depth, a layer after what is back at its
 /// own depth and before anything deeper (which then stays visible on top of it).
-fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, bool)>) -> Vec<Step> {
+fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, Restore)>) -> Vec<Step> {
     let depth = |p: &Path| p.components().count();
     let is_base = |p: &Path| spec.layers.iter().any(|l| l.base == p);
     let mut keyed: Vec<((usize, u8), Step)> = restores
         .into_iter()
-        .map(|(path, writable)| {
+        .map(|(path, how)| {
             let key = if is_base(&path) { 0 } else { depth(&path) };
-            ((key, 0), Step::Restore { path, writable })
+            ((key, 0), how.step(path))
         })
         .collect();
     keyed.extend(spec.mounted.iter().map(|m| {
@@ -173,6 +208,10 @@ fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, bool)>) -> Vec<Step> {
         ((depth(&l.dir), 1), step)
     }));
     if let Some(layer) = &spec.scratch_layer {
+        // The session's git layers are made ready just before the layer that uses them (the
+        // sort below is stable).
+        let prepare = spec.git_layers.iter().cloned().map(Step::PrepareGitLayers);
+        keyed.extend(prepare.map(|step| ((depth(layer), 1), step)));
         keyed.push(((depth(layer), 1), Step::Layer(layer.clone())));
     }
     keyed.sort_by_key(|(key, _)| *key);
@@ -210,8 +249,9 @@ pub(super) fn remount_read_only(path: &Path) -> std::io::Result<()> {
 }
 
 /// Applies the planned steps, in order. Staged copies are held as detached mounts until
-/// they are put back.
-pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
+/// they are put back. Returns the directory a writable layer covers, when one was mounted
+/// (writes there never reach the real directory, so Landlock may let them through).
+pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, String> {
     mount_change(
         "/",
         MountPropagationFlags::REC | MountPropagationFlags::PRIVATE,
@@ -219,6 +259,8 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
     .map_err(|e| failed("make private", Path::new("/"), e))?;
     // Each copy with whether it is a directory (its place may have to be made again).
     let mut staged: Vec<(PathBuf, OwnedFd, bool)> = Vec::new();
+    let mut git_layers: Option<GitLayers> = None;
+    let mut layered = None;
     for step in steps {
         match step {
             Step::Stage(path) => {
@@ -231,16 +273,13 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
             Step::ReadOnly(path) => read_only_host_mount(path)?,
             Step::Private { path, mode } => private_tmpfs(path, *mode)?,
             Step::Restore { path, writable } => {
-                let at = staged.iter().position(|(p, ..)| p == path);
-                let at = at.ok_or_else(|| failed("find", path, "no copy"))?;
-                let (_, copy, is_dir) = staged.swap_remove(at);
+                let (copy, is_dir) = take_staged(&mut staged, path)?;
                 restore(path, copy.as_fd_borrowed(), is_dir, *writable)?;
             }
-            Step::Layer(path) => scratch_layer(path),
             Step::FileLayer { dir, base } => {
                 // A directory only the layer above has (made inside another layer).
                 let _ = std::fs::create_dir_all(dir);
-                overlay(dir, &base.join("upper"), &base.join("work"))
+                overlay(dir, &base.join("upper"), &base.join("work"), dir)
                     .map_err(|e| failed("layer", dir, e))?;
             }
             Step::Mount { from, to } => {
@@ -248,6 +287,23 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
                 let at = at.ok_or_else(|| failed("find", from, "no copy"))?;
                 let (_, copy, is_dir) = staged.swap_remove(at);
                 restore(to, copy.as_fd_borrowed(), is_dir, true)?;
+            }
+            Step::PrepareGitLayers(layers) => {
+                git_layers = prepare_git_layers(&mut staged, layers).then(|| layers.clone());
+            }
+            Step::Layer(path) => {
+                if !layer_over(path, git_layers.as_ref(), &mut staged) {
+                    git_layers = None;
+                }
+                if mounted_over(path) {
+                    layered = Some(path.clone());
+                }
+            }
+            Step::RestoreUnlessLayered(path) => {
+                let (copy, is_dir) = take_staged(&mut staged, path)?;
+                if git_layers.is_none() {
+                    restore(path, copy.as_fd_borrowed(), is_dir, false)?;
+                }
             }
             Step::Freeze(path) => {
                 mount_bind(path, path).map_err(|e| failed("bind", path, e))?;
@@ -257,8 +313,27 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<(), String> {
             Step::FreshDev => fresh_dev()?,
         }
     }
-    Ok(())
+    Ok(layered)
 }
+
+/// Takes the staged copy of `path` out of the list.
+fn take_staged(
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+    path: &Path,
+) -> std::result::Result<(OwnedFd, bool), String> {
+    let at = staged.iter().position(|(p, ..)| p == path);
+    let at = at.ok_or_else(|| failed("find", path, "no copy"))?;
+    let (_, copy, is_dir) = staged.swap_remove(at);
+    Ok((copy, is_dir))
+}
+
+/// Whether an overlay is mounted at `path` now (the layer took).
+fn mounted_over(path: &Path) -> bool {
+    rustix::fs::statfs(path).is_ok_and(|st| st.f_type as u64 == OVERLAY_MAGIC)
+}
+
+/// `OVERLAYFS_SUPER_MAGIC`.
+const OVERLAY_MAGIC: u64 = 0x794c_7630;
 
 /// A host mount that cannot be reached cannot be written through either; any other failure
 /// leaves a hole, so it fails the sandbox.
@@ -319,8 +394,100 @@ fn restore(
     Ok(())
 }
 
-/// Where the throwaway layers live: on the private /tmp, which nothing outside sees.
+/// Where the layers live: on the private /tmp, which nothing outside sees.
 const LAYER_DIR: &str = "/tmp/.a3s-iso-layer";
+
+/// Where the session's layer directory, the admin dir as it is, and the admin dir's layer
+/// are attached while the layers are built (all detached again once they are in place, so
+/// the command never reaches an upper directory but through its overlay).
+const SESSION_AT: &str = "/tmp/.a3s-iso-layer/session";
+const ADMIN_LOWER_AT: &str = "/tmp/.a3s-iso-layer/admin-lower";
+const ADMIN_LAYERED_AT: &str = "/tmp/.a3s-iso-layer/admin";
+
+/// Attaches the session's layer directory and mounts its layer over a copy of the admin dir.
+/// The staged copy of the admin dir is taken; [`layer_over`] stages the one to put back.
+/// Whether the admin dir's layer took (otherwise the plain copy is staged again at once).
+fn prepare_git_layers(staged: &mut Vec<(PathBuf, OwnedFd, bool)>, layers: &GitLayers) -> bool {
+    // A copy that cannot be attached is staged again as it was.
+    let attach = |staged: &mut Vec<(PathBuf, OwnedFd, bool)>, path: &Path, at: &str| {
+        let Ok((copy, is_dir)) = take_staged(staged, path) else {
+            return false;
+        };
+        let flags = MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH;
+        let attached = std::fs::create_dir_all(at).is_ok()
+            && move_mount(copy.as_fd_borrowed(), "", CWD, at, flags).is_ok();
+        if !attached {
+            staged.push((path.to_path_buf(), copy, is_dir));
+        }
+        attached
+    };
+    if !attach(staged, &layers.dir, SESSION_AT) {
+        return false;
+    }
+    if !attach(staged, &layers.admin, ADMIN_LOWER_AT) {
+        detach_layer_mounts();
+        return false;
+    }
+    let session = Path::new(SESSION_AT).join("admin");
+    let took = std::fs::create_dir_all(ADMIN_LAYERED_AT).is_ok()
+        && overlay(
+            Path::new(ADMIN_LOWER_AT),
+            &session.join("upper"),
+            &session.join("work"),
+            Path::new(ADMIN_LAYERED_AT),
+        )
+        .is_ok();
+    if !took {
+        let _ = stage_admin(staged, &layers.admin, ADMIN_LOWER_AT);
+        detach_layer_mounts();
+    }
+    took
+}
+
+/// Stages a copy of what is attached at `from` as the admin dir's copy to put back.
+fn stage_admin(
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+    admin: &Path,
+    from: &str,
+) -> std::io::Result<()> {
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::AT_RECURSIVE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+    let copy = open_tree(CWD, from, flags)?;
+    staged.retain(|(p, ..)| p != admin);
+    staged.push((admin.to_path_buf(), copy, true));
+    Ok(())
+}
+
+/// Detaches what [`prepare_git_layers`] attached; the overlays keep their own references.
+fn detach_layer_mounts() {
+    for at in [ADMIN_LAYERED_AT, ADMIN_LOWER_AT, SESSION_AT] {
+        while rustix::mount::unmount(at, rustix::mount::UnmountFlags::DETACH).is_ok() {}
+    }
+}
+
+/// Covers `path` with a writable layer: the session's own when its layers are prepared (and
+/// the admin dir's layer is staged to go back in its place), else a throwaway one (and the
+/// admin dir as it is). Whether the session's layers are in place.
+fn layer_over(
+    path: &Path,
+    layers: Option<&GitLayers>,
+    staged: &mut Vec<(PathBuf, OwnedFd, bool)>,
+) -> bool {
+    let Some(layers) = layers else {
+        scratch_layer(path);
+        return false;
+    };
+    let session = Path::new(SESSION_AT).join("common");
+    let took = overlay(path, &session.join("upper"), &session.join("work"), path).is_ok()
+        && stage_admin(staged, &layers.admin, ADMIN_LAYERED_AT).is_ok();
+    if !took {
+        let _ = stage_admin(staged, &layers.admin, ADMIN_LOWER_AT);
+        scratch_layer(path);
+    }
+    detach_layer_mounts();
+    took
+}
 
 /// An overlay of a throwaway tmpfs layer over `path`. Best effort: without it git inside
 /// only prints errors about locks it cannot take (kernels or file systems without overlays).
@@ -330,11 +497,13 @@ fn scratch_layer(path: &Path) {
     if std::fs::create_dir_all(&upper).is_err() || std::fs::create_dir_all(&work).is_err() {
         return;
     }
-    let _ = overlay(path, &upper, &work);
+    let _ = overlay(path, &upper, &work, path);
 }
 
-/// Mounts an overlay over `path` with `path` itself below and `upper` above.
-fn overlay(path: &Path, upper: &Path, work: &Path) -> std::result::Result<(), String> {
+/// Mounts an overlay of `upper` over `lower` at `at` (in a user namespace the overlay keeps
+/// its own attributes in `user.` extended attributes). A path the mount options cannot carry
+/// (a comma, a colon or a backslash in it) is not tried.
+fn overlay(lower: &Path, upper: &Path, work: &Path, at: &Path) -> std::result::Result<(), String> {
     let plain = |p: &Path| {
         let text = p.to_string_lossy();
         match text.contains([',', ':', '\\']) {
@@ -345,13 +514,13 @@ fn overlay(path: &Path, upper: &Path, work: &Path) -> std::result::Result<(), St
             false => Ok(text.into_owned()),
         }
     };
-    let (lower, upper, work) = (plain(path)?, plain(upper)?, plain(work)?);
+    let (lower, upper, work) = (plain(lower)?, plain(upper)?, plain(work)?);
     let mut last = String::new();
     for extra in [",userxattr", ""] {
         let options = format!("lowerdir={lower},upperdir={upper},workdir={work}{extra}");
         let options = std::ffi::CString::new(options).map_err(|e| e.to_string())?;
         let flags = MountFlags::NOSUID | MountFlags::NODEV;
-        match mount("overlay", path, "overlay", flags, options.as_c_str()) {
+        match mount("overlay", at, "overlay", flags, options.as_c_str()) {
             Ok(()) => return Ok(()),
             Err(e) => last = e.to_string(),
         }
@@ -455,6 +624,45 @@ mod tests {
                 },
                 Step::Freeze("/tmp/w/iso/.git".into()),
                 Step::Hide("/home/u/.ssh".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_sessions_layers_go_in_before_anything_deeper_and_refs_are_sealed_only_without_them() {
+        let layers = GitLayers {
+            dir: "/w/src/.git/a3s-iso/session-git/s".into(),
+            admin: "/w/src/.git/worktrees/iso".into(),
+            sealed_otherwise: vec!["/w/src/.git/refs".into()],
+        };
+        let spec = SandboxSpec {
+            writable: vec!["/w/src/.git/worktrees/iso".into()],
+            visible: vec!["/w/src/.git".into()],
+            sealed: vec!["/w/src/.git/objects".into()],
+            scratch_layer: Some("/w/src/.git".into()),
+            git_layers: Some(layers.clone()),
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/w/src/.git/objects".into()),
+                Step::Stage("/w/src/.git/refs".into()),
+                Step::Stage("/w/src/.git/worktrees/iso".into()),
+                Step::Stage(layers.dir.clone()),
+                Step::ReadOnly("/".into()),
+                Step::PrepareGitLayers(layers),
+                Step::Layer("/w/src/.git".into()),
+                Step::Restore {
+                    path: "/w/src/.git/objects".into(),
+                    writable: false
+                },
+                Step::RestoreUnlessLayered("/w/src/.git/refs".into()),
+                Step::Restore {
+                    path: "/w/src/.git/worktrees/iso".into(),
+                    writable: true
+                },
             ]
         );
     }

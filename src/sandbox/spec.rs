@@ -53,6 +53,12 @@ pub struct SandboxSpec {
     /// Directories mounted writable at another path: a profile's copies over the home paths.
     #[serde(default)]
     pub mounted: Vec<MountedDir>,
+    /// The session's own git layers (see [`GitLayers`]): when they can be mounted, the
+    /// `scratch_layer` keeps what the command writes there for the session's later runs, and
+    /// the isolation's admin dir is layered too; when not, today's throwaway layer and
+    /// `GitLayers::sealed_otherwise` read-only.
+    #[serde(default)]
+    pub git_layers: Option<GitLayers>,
     /// Secrets covered with empty ones.
     #[serde(with = "crate::paths::fs_path_list")]
     pub hidden: Vec<PathBuf>,
@@ -103,6 +109,22 @@ pub struct ProfileUsed {
     pub env: Vec<String>,
     /// The hosts the network allows.
     pub hosts: Vec<String>,
+}
+
+/// The session's persistent overlay layers over the repository's git dir and the isolation's
+/// admin dir: what git inside writes there (branches, tags, the stash, a symbolic HEAD, the
+/// index) lands in the session's own upper directories, never in the real ones.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitLayers {
+    /// The session's layer directory: `common/{upper,work}` and `admin/{upper,work}`.
+    #[serde(with = "crate::paths::fs_path")]
+    pub dir: PathBuf,
+    /// The isolation's admin dir (one of the writable paths), layered with `admin/`.
+    #[serde(with = "crate::paths::fs_path")]
+    pub admin: PathBuf,
+    /// What stays read-only when the layers cannot be mounted (the repository's `refs`).
+    #[serde(with = "crate::paths::fs_path_list")]
+    pub sealed_otherwise: Vec<PathBuf>,
 }
 
 /// Which terminal a sandboxed command gets. It never gets one of the host's: the helper makes

@@ -53,14 +53,21 @@ fn a_modules_link_in_the_admin_dir_takes_no_object_elsewhere() {
     let fx = Fixture::new();
     let (other, before) = other_repository(&fx);
     fx.bind("s");
-    run(
-        &fx,
-        "s",
-        &format!(
-            "ln -s '{}' \"$(git rev-parse --git-dir)/modules\"",
-            other.display()
-        ),
+    let link = format!(
+        "ln -s '{}' \"$(git rev-parse --git-dir)/modules\"",
+        other.display()
     );
+    // Sandboxed, the link stays in the session's layer over the admin dir: never moved down.
+    let doc = run(&fx, "s", &link);
+    assert!(
+        doc["warnings"].to_string().contains("symbolic link"),
+        "the link is named: {doc}"
+    );
+    let admin = PathBuf::from(fx.git(&fx.isolation("s"), &["rev-parse", "--absolute-git-dir"]));
+    assert!(std::fs::symlink_metadata(admin.join("modules")).is_err());
+    // Unsandboxed, it reaches the admin dir.
+    let (code, doc) = fx.json(&["run", "-s", "s", "--no-sandbox", "--", "sh", "-c", &link]);
+    assert_eq!(code, 0, "{doc}");
     let doc = run(
         &fx,
         "s",

@@ -22,6 +22,7 @@ mod escape;
 mod fixture;
 mod gc;
 mod git_calls;
+mod git_inside;
 mod help;
 mod house;
 mod human;

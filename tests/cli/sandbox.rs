@@ -150,14 +150,14 @@ fn writes_outside_the_isolation_fail() {
 }
 
 #[test]
-fn branches_are_not_writable_but_commits_on_the_detached_head_are() {
+fn branches_made_inside_stay_the_sessions_and_commits_on_the_detached_head_work() {
     require_sandbox!();
     let fx = Fixture::new();
     fx.bind("g");
     let branches = fx.git(&fx.src, &["for-each-ref", "refs/heads/"]);
     let config = std::fs::read(fx.src.join(".git/config")).unwrap();
-    let script = "git update-ref refs/heads/main HEAD~0 && echo update-ref >> escaped.txt; \
-                  git branch x && echo branch >> escaped.txt; \
+    let script = "git update-ref refs/heads/main HEAD~0 && echo update-ref >> private.txt; \
+                  git branch x && echo branch >> private.txt; \
                   git config user.name intruder && echo config >> escaped.txt; \
                   echo work > work.txt && git add work.txt && git commit -q -m 'agent commit' && echo ok > committed.txt";
     let (code, doc) = fx.json(&["run", "-s", "g", "--", "sh", "-c", script]);
@@ -168,12 +168,22 @@ fn branches_are_not_writable_but_commits_on_the_detached_head_are() {
         "{}",
         std::fs::read_to_string(iso.join("escaped.txt")).unwrap_or_default()
     );
+    // Inside, refs can be written: into the session's own layer, never the repository's.
+    assert_eq!(
+        std::fs::read_to_string(iso.join("private.txt")).unwrap_or_default(),
+        "update-ref\nbranch\n"
+    );
     assert!(
         iso.join("committed.txt").exists(),
         "the commit on the detached HEAD failed"
     );
     assert_eq!(fx.git(&iso, &["log", "-1", "--format=%s"]), "agent commit");
     assert_eq!(fx.git(&fx.src, &["for-each-ref", "refs/heads/"]), branches);
+    let mirrored = fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/g/git/"]);
+    assert!(
+        mirrored.contains("refs/a3s-iso/sessions/g/git/heads/x"),
+        "{mirrored}"
+    );
     assert_eq!(std::fs::read(fx.src.join(".git/config")).unwrap(), config);
 }
 
