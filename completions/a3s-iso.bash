@@ -1797,7 +1797,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__run)
-            opts="-s -C -q -h --run-id --timeout --allow-network --allow-write --allow-read --profile --env --allow-host --publish --no-sandbox --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --run-id --timeout --allow-network --allow-write --allow-read --profile --env --allow-host --publish --no-sandbox --ignore-config --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -125,6 +125,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --allow-network 'Let the command reach the network (it is denied by default)'
             cand --no-sandbox 'Run the command as a plain host process, without the sandbox'
+            cand --ignore-config 'Run without reading the repository''s .a3s-iso.toml at all (trusted or not)'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

@@ -120,6 +120,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l git -d 'The git 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-network -d 'Let the command reach the network (it is denied by default)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l no-sandbox -d 'Run the command as a plain host process, without the sandbox'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l ignore-config -d 'Run without reading the repository\'s .a3s-iso.toml at all (trusted or not)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s h -l help -d 'Print help (see more with \'--help\')'

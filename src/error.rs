@@ -611,7 +611,7 @@ impl Error {
                 Some("ask again once the run has ended and its change set is recorded".into())
             }
             Error::ConfigUntrusted { .. } => Some(
-                "read it, then approve it with a3s-iso config trust; or bind with --ignore-config to leave it out".into(),
+                "read it, then approve it with a3s-iso config trust; or pass --ignore-config (bind, run) to leave it out".into(),
             ),
             Error::SetupFailed { session_id, .. } => Some(format!(
                 "the isolation is kept: look in $(a3s-iso path -s {session_id}), or discard it (a3s-iso discard -s {session_id}); bind --no-setup skips setup"

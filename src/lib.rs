@@ -60,6 +60,7 @@ pub mod remote;
 pub mod repo;
 pub mod retain;
 pub mod run;
+pub mod run_request;
 pub mod sandbox;
 pub mod scratch;
 pub mod session_git;

@@ -147,12 +147,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         isolation,
         run_id,
         identity,
-    } = Target::prepare(
-        ctx,
-        opts.session_id.as_deref(),
-        opts.run_id.as_deref(),
-        opts.release_identity.as_deref(),
-    )?;
+    } = target_of(ctx, opts)?;
     let explicit_run_id = opts.run_id.is_some();
     let _lease = claim(ctx, &located, &record.session_id, &run_id, explicit_run_id)?;
     let private_tmp = PrivateTmp::create(&run_id)?;
@@ -221,6 +216,16 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// The session, its isolation, the run's id and the release identity the run records.
+fn target_of(ctx: &Context, opts: &RunOptions) -> Result<Target> {
+    Target::prepare(
+        ctx,
+        opts.session_id.as_deref(),
+        opts.run_id.as_deref(),
+        opts.release_identity.as_deref(),
+    )
 }
 
 /// Once the command and its sandbox have ended (nothing can change its layers any more): the

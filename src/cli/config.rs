@@ -134,12 +134,18 @@ pub fn approved(ctx: &Context, ignore_repository: bool, out: &Output) -> Result<
     if file.trust == Trust::Trusted {
         return Ok(loaded);
     }
-    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    if out.json || !terminal || !ask(file) {
+    if !ask_on_terminal(file, out) {
         loaded.require_trusted()?;
     }
     loaded.trust_repository_file()?;
     load(ctx, true)
+}
+
+/// Whether the user, asked on a terminal (never with `--json` or without one), approves the
+/// repository's file now.
+pub fn ask_on_terminal(file: &a3s_iso::config::RepositoryFile, out: &Output) -> bool {
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    !out.json && terminal && ask(file)
 }
 
 /// Shows the file on stderr and asks whether to trust it; yes only on `y` or `yes`.

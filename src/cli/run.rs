@@ -5,11 +5,11 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::command_env::EnvRequest;
-use a3s_iso::config::{Layer, Setting};
 use a3s_iso::context::Context;
 use a3s_iso::error::{ErrorCode, Result};
 use a3s_iso::hidden_paths::{Access, HiddenPath, HiddenReason};
-use a3s_iso::run::{RunOptions, RunOutcome, SandboxRequest, run};
+use a3s_iso::run::{RunOptions, RunOutcome, run};
+use a3s_iso::run_request::SandboxAsk;
 
 use super::{Output, SessionArg, parse_duration};
 
@@ -79,6 +79,10 @@ pub struct RunArgs {
     #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile"])]
     pub no_sandbox: bool,
 
+    /// Run without reading the repository's .a3s-iso.toml at all (trusted or not)
+    #[arg(long)]
+    pub ignore_config: bool,
+
     /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
     #[arg(
         long,
@@ -140,7 +144,7 @@ pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
 
 /// Renders a3s-iso's own failure in `run`. Like env(1), such failures exit 125 so they never
 /// pass for the command's status; the contract's unavailable (4), usage (2), not executable
-/// (126) and not found (127) keep their codes.
+/// (126), not found (127) and an untrusted configuration (5) keep their codes.
 pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
     out.error(err);
     match err.code() {
@@ -150,6 +154,7 @@ pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
         | ErrorCode::CommandNotFound
         | ErrorCode::CommandNotExecutable
         | ErrorCode::InvalidInput
+        | ErrorCode::ConfigUntrusted
         | ErrorCode::Usage => err.exit_code(),
         _ => 125,
     }
@@ -163,30 +168,22 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         }
         paths
     };
-    let configured = match args.no_sandbox {
-        true => None,
-        false => Some(configured(ctx, out)?),
+    let ask = SandboxAsk {
+        no_sandbox: args.no_sandbox,
+        ignore_config: args.ignore_config,
+        allow_network: args.allow_network,
+        allow_hosts: args.allow_host.clone(),
+        publish: args.publish.clone(),
+        allow_write: with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE"),
+        allow_read: with_env(&args.allow_read, "A3S_ISO_ALLOW_READ"),
+        profile: args.profile.clone(),
     };
-    // An allowlist or a published port asks for the sandbox's own network, whatever the
-    // configuration's run.allow_network says.
-    let own_network = !args.allow_host.is_empty() || !args.publish.is_empty();
-    let allow_network = args.allow_network
-        || (!own_network && configured.as_ref().is_some_and(|c| c.allow_network.value));
-    let profile = match (&args.profile, &configured) {
-        (Some(name), Some(c)) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
-        (None, Some(c)) => match &c.profile.value {
-            Some(name) => Some(a3s_iso::profile::resolve(name, c.user.profiles.as_ref())?),
-            None => None,
-        },
-        _ => None,
-    };
-    // With the whole network open, a profile's hosts add nothing.
-    let mut allow_hosts = args.allow_host.clone();
-    if !allow_network {
-        allow_hosts.extend(profile.iter().flat_map(|p| p.hosts.iter().cloned()));
+    let approve =
+        &mut |file: &a3s_iso::config::RepositoryFile| super::config::ask_on_terminal(file, out);
+    let configured = a3s_iso::run_request::configure(ctx, &ask, approve)?;
+    for warning in &configured.warnings {
+        out.warn(warning);
     }
-    let allow_write = with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE");
-    let allow_read = with_env(&args.allow_read, "A3S_ISO_ALLOW_READ");
     let outcome = run(
         ctx,
         &RunOptions {
@@ -195,14 +192,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             timeout: args.timeout,
             command: args.command.clone(),
             stdout_to_stderr: out.json,
-            sandbox: (!args.no_sandbox).then_some(SandboxRequest {
-                allow_network,
-                allow_hosts,
-                allow_write,
-                allow_read,
-                publish: args.publish.clone(),
-                profile,
-            }),
+            sandbox: configured.request,
             release_identity: args.release_identity.clone(),
             helper: None,
             env: args.env.clone(),
@@ -229,35 +219,12 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     Ok(outcome.status)
 }
 
-/// What the configuration says of runs: `run.allow_network` and `run.profile` (a repository
-/// file's only when trusted), and the user's profiles.
-struct Configured {
-    allow_network: Setting<bool>,
-    profile: Setting<Option<String>>,
-    user: Layer,
-}
-
 /// `published 127.0.0.1:41234 -> 3000` on stderr, as soon as the port is bound.
 fn announce_published(published: &a3s_iso::network::Published) {
     eprintln!(
         "published {}:{} -> {}",
         published.host, published.host_port, published.port
     );
-}
-
-/// The configuration's `run.*` settings (a repository file's only when trusted).
-fn configured(ctx: &Context, out: &Output) -> Result<Configured> {
-    let mut warnings = Vec::new();
-    let loaded = a3s_iso::config::load(ctx, true)?;
-    let settings = loaded.trusted_effective(&mut warnings);
-    for warning in &warnings {
-        out.warn(warning);
-    }
-    Ok(Configured {
-        allow_network: settings.allow_network,
-        profile: settings.profile,
-        user: loaded.user,
-    })
 }
 
 /// What kept a path from the command, and the flag that lets it through.

@@ -46,6 +46,30 @@ pub struct RunLayer {
     pub allow_network: Option<bool>,
     /// The default of `run --profile`.
     pub profile: Option<String>,
+    /// Hosts every run allows through the proxy, as `--allow-host` takes them.
+    pub allow_host: Option<Vec<String>>,
+    /// Ports every run publishes, as `--publish` takes them: `3000` or `"8080:3000"`.
+    pub publish: Option<Vec<PublishEntry>>,
+}
+
+/// One `run.publish` entry: a port number, or `"HOST_PORT:PORT"` as `--publish` takes it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(untagged)]
+pub enum PublishEntry {
+    /// `3000`.
+    Port(u16),
+    /// `"8080:3000"` (or `"3000"`).
+    Spelled(String),
+}
+
+impl PublishEntry {
+    /// The entry as `--publish` spells it.
+    pub fn spelled(&self) -> String {
+        match self {
+            PublishEntry::Port(port) => port.to_string(),
+            PublishEntry::Spelled(text) => text.clone(),
+        }
+    }
 }
 
 /// The `[pool]` table.
@@ -119,6 +143,12 @@ pub struct Effective {
     /// `run.profile`; `null`: none.
     #[serde(rename = "run.profile")]
     pub profile: Setting<Option<String>>,
+    /// `run.allow_host`.
+    #[serde(rename = "run.allow_host")]
+    pub allow_host: Setting<Vec<String>>,
+    /// `run.publish`, each as `--publish` spells it.
+    #[serde(rename = "run.publish")]
+    pub publish: Setting<Vec<String>>,
     /// `pool.size`; `null`: as `pool` last set it.
     #[serde(rename = "pool.size")]
     pub pool_size: Setting<Option<usize>>,
@@ -161,6 +191,8 @@ impl Loaded {
             copy_ignored: Setting::default(Vec::new()),
             allow_network: Setting::default(false),
             profile: Setting::default(None),
+            allow_host: Setting::default(Vec::new()),
+            publish: Setting::default(Vec::new()),
             pool_size: Setting::default(None),
         };
         let repository = self
@@ -182,6 +214,11 @@ impl Loaded {
             effective.allow_network.set(network, origin);
             let profile = layer.run.as_ref().and_then(|r| r.profile.clone());
             effective.profile.set(profile.map(Some), origin);
+            let hosts = layer.run.as_ref().and_then(|r| r.allow_host.clone());
+            effective.allow_host.set(hosts, origin);
+            let publish = layer.run.as_ref().and_then(|r| r.publish.as_ref());
+            let spelled = publish.map(|p| p.iter().map(PublishEntry::spelled).collect());
+            effective.publish.set(spelled, origin);
             let size = layer.pool.as_ref().and_then(|p| p.size);
             effective.pool_size.set(size.map(Some), origin);
         }

@@ -18,7 +18,8 @@ use crate::diff::DiffOptions;
 use crate::discard::DiscardOptions;
 use crate::land::{LandMode, LandOptions};
 use crate::promote::{Mode, PromoteOptions};
-use crate::run::{RunOptions, SandboxRequest};
+use crate::run::RunOptions;
+use crate::run_request::SandboxAsk;
 
 /// Where relative paths start (the server's `-C` directory, else its working directory),
 /// and the executable `run` re-executes as its sandbox helper.
@@ -137,8 +138,12 @@ pub(crate) struct RunArgs {
     run_id: Option<String>,
     timeout: Option<String>,
     allow_network: bool,
+    allow_host: Vec<String>,
+    publish: Vec<String>,
     allow_write: Vec<PathBuf>,
     allow_read: Vec<PathBuf>,
+    profile: Option<String>,
+    ignore_config: bool,
     env: Vec<String>,
     no_sandbox: bool,
     release_identity: Option<String>,
@@ -148,8 +153,12 @@ pub(crate) struct RunArgs {
 /// `run`'s options, as the command line builds them: the allowed paths of
 /// `A3S_ISO_ALLOW_WRITE` and `A3S_ISO_ALLOW_READ` added, the release identity of
 /// `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's stdout sent to stderr as with
-/// `--json`; `output` the file the call named, if any (the tool names one otherwise).
-pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions, RpcError> {
+/// `--json`; `output` the file the call named, if any (the tool names one otherwise). The
+/// sandbox is what the call asks, for [`crate::run_request::configure`] to complete.
+pub(crate) fn run(
+    args: &Map<String, Value>,
+    place: &Place,
+) -> Result<(RunOptions, SandboxAsk), RpcError> {
     let parsed: RunArgs = parse(args)?;
     apart(
         args,
@@ -157,6 +166,11 @@ pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions
             ("no_sandbox", "allow_network"),
             ("no_sandbox", "allow_write"),
             ("no_sandbox", "allow_read"),
+            ("no_sandbox", "allow_host"),
+            ("no_sandbox", "publish"),
+            ("no_sandbox", "profile"),
+            ("allow_network", "allow_host"),
+            ("allow_network", "publish"),
         ],
     )?;
     if parsed.command.is_empty() || parsed.command[0].is_empty() {
@@ -184,25 +198,30 @@ pub(crate) fn run(args: &Map<String, Value>, place: &Place) -> Result<RunOptions
         }
         paths
     };
-    let sandbox = SandboxRequest {
+    let ask = SandboxAsk {
+        no_sandbox: parsed.no_sandbox,
+        ignore_config: parsed.ignore_config,
         allow_network: parsed.allow_network,
+        allow_hosts: parsed.allow_host,
+        publish: parsed.publish,
         allow_write: paths(parsed.allow_write, "A3S_ISO_ALLOW_WRITE"),
         allow_read: paths(parsed.allow_read, "A3S_ISO_ALLOW_READ"),
-        ..SandboxRequest::default()
+        profile: parsed.profile,
     };
-    Ok(RunOptions {
+    let opts = RunOptions {
         session_id: parsed.session_id,
         run_id: parsed.run_id,
         timeout,
         command: parsed.command.into_iter().map(OsString::from).collect(),
         stdout_to_stderr: true,
-        sandbox: (!parsed.no_sandbox).then_some(sandbox),
+        sandbox: None,
         release_identity: release_identity(parsed.release_identity),
         helper: place.helper.clone(),
         env,
         output: parsed.output.map(|p| place.path(p)),
         on_published: None,
-    })
+    };
+    Ok((opts, ask))
 }
 
 /// The given release identity, else `A3S_ISO_RELEASE_IDENTITY`'s (as the command line reads it).
@@ -455,18 +474,23 @@ mod tests {
             "command": ["sh", "-c", "echo hi > hi.txt"],
             "timeout": "90s",
             "allow_write": ["cache"],
+            "allow_host": ["@npm"],
+            "publish": ["3000"],
+            "profile": "claude",
             "env": ["NODE_*", "A=b"],
             "output": "out.log",
             "release_identity": null,
         }));
-        let opts = run(&args, &place()).unwrap();
+        let (opts, ask) = run(&args, &place()).unwrap();
         assert_eq!(opts.session_id.as_deref(), Some("t1"));
         assert_eq!(opts.command.len(), 3);
         assert_eq!(opts.timeout, Some(std::time::Duration::from_secs(90)));
         assert!(opts.stdout_to_stderr);
         assert_eq!(opts.helper.as_deref(), Some(Path::new("/bin/a3s-iso")));
-        let sandbox = opts.sandbox.unwrap();
-        assert_eq!(sandbox.allow_write[0], Path::new("/repo/cache"));
+        assert_eq!(ask.allow_write[0], Path::new("/repo/cache"));
+        assert_eq!(ask.allow_hosts, ["@npm"]);
+        assert_eq!(ask.publish, ["3000"]);
+        assert_eq!(ask.profile.as_deref(), Some("claude"));
         assert_eq!(opts.env.len(), 2);
         assert_eq!(opts.output.as_deref(), Some(Path::new("/repo/out.log")));
     }
@@ -479,6 +503,8 @@ mod tests {
             json!({"command": "make test"}),
             json!({"command": ["true"], "timeout": "soon"}),
             json!({"command": ["true"], "no_sandbox": true, "allow_network": true}),
+            json!({"command": ["true"], "allow_network": true, "allow_host": ["@npm"]}),
+            json!({"command": ["true"], "no_sandbox": true, "profile": "claude"}),
             json!({"command": ["true"], "colour": true}),
         ];
         for args in refused {

@@ -173,6 +173,30 @@ pub(crate) const RUN: &[Param] = &[
          otherwise it gets an allowlist of the server's environment",
     ),
     param(
+        "allow_host",
+        Kind::Texts,
+        "Let the command reach these hosts (HOST[:PORT], *.domain, an IP address, or @crates, \
+         @npm, @pypi, @github, @anthropic, @openai) through a3s-iso's proxy; not with \
+         allow_network",
+    ),
+    param(
+        "publish",
+        Kind::Texts,
+        "Publish these ports inside on the host's 127.0.0.1 while the run lives \
+         ([HOST_PORT:]PORT); not with allow_network",
+    ),
+    param(
+        "profile",
+        Kind::Text,
+        "Run under this profile: claude, codex, aider, generic or one of the user's \
+         configuration (its home paths, variables and hosts)",
+    ),
+    param(
+        "ignore_config",
+        Kind::Flag,
+        "Do not read the repository's .a3s-iso.toml at all",
+    ),
+    param(
         "no_sandbox",
         Kind::Flag,
         "Run the command as a plain host process, without the sandbox (no allow_* then)",

@@ -320,7 +320,11 @@ pub fn call(
 /// the document (the end of it, when long): the command's stdout never reaches the protocol's
 /// stream, and its stdin is `/dev/null`.
 fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
-    let mut opts = args::run(args, place)?;
+    let (mut opts, ask) = args::run(args, place)?;
+    // An untrusted repository file that asks for anything of a run is refused: a tool call
+    // has no terminal to approve it on.
+    let configured = crate::run_request::configure(ctx, &ask, &mut |_| false)?;
+    opts.sandbox = configured.request;
     let kept = match opts.output {
         Some(_) => None,
         None => Some(OutputFile::create()?),
@@ -331,7 +335,10 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     let ran = crate::run::run(ctx, &opts);
     let output = kept.and_then(|file| file.tail());
     let mut answer = match ran {
-        Ok(outcome) => Answer::of("a3s-iso.run.v1", &outcome)?,
+        Ok(mut outcome) => {
+            outcome.warnings.splice(0..0, configured.warnings);
+            Answer::of("a3s-iso.run.v1", &outcome)?
+        }
         Err(err) => Answer::error(&err),
     };
     answer.more = output;

@@ -66,11 +66,14 @@ fn an_untrusted_repository_file_never_runs_commands_or_opens_the_network() {
         json!({"value": false, "source": "default"})
     );
     if !skip_without_sandbox("the network part of the untrusted-file test") {
-        // Bound without the file, a run of the repository gets no network from it.
+        // Bound without the file, a run of the repository is refused while the file asks for
+        // the network, and gets none from it without the file.
         let (code, doc) = fx.json(&["bind", "-s", "plain", "--ignore-config", "--owner", "none"]);
         assert_eq!(code, 0, "{doc}");
         assert_eq!(doc["setup"], json!([]), "{doc}");
         let (code, run) = fx.json(&["run", "-s", "plain", "--", "true"]);
+        assert_eq!((code, error_code(&run)), (5, "config_untrusted"), "{run}");
+        let (code, run) = fx.json(&["run", "-s", "plain", "--ignore-config", "--", "true"]);
         assert_eq!(code, 0, "{run}");
         assert_eq!(run["sandbox"]["network"], "denied", "{run}");
         assert!(!fx.isolation("plain").join("setup.txt").exists());
@@ -255,6 +258,8 @@ fn config_json_shows_where_each_value_came_from() {
                 "copy_ignored": {"value": [".env"], "source": "repository"},
                 "run.allow_network": {"value": true, "source": "user"},
                 "run.profile": {"value": null, "source": "default"},
+                "run.allow_host": {"value": [], "source": "default"},
+                "run.publish": {"value": [], "source": "default"},
                 "pool.size": {"value": 1, "source": "repository"},
             },
         })
@@ -294,4 +299,57 @@ fn copy_ignored_from_the_configuration_copies_the_ignored_file() {
         doc["copied_ignored"]["sources"][0]["from"], "copy_ignored",
         "{doc}"
     );
+}
+
+/// `run.allow_host` and `run.publish` of a repository's file: refused while the file is
+/// untrusted (nothing runs), honoured once it is trusted, and added to the flags'.
+#[test]
+fn a_repository_file_asking_for_hosts_and_ports_is_refused_until_trusted() {
+    if skip_without_sandbox("the configured network test") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("n");
+    let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let allowed = format!("127.0.0.1:{}", server.local_addr().unwrap().port());
+    repository_config(
+        &fx,
+        &format!("[run]\nallow_host = [\"{allowed}\"]\npublish = [3000, \"0:5173\"]\n"),
+    );
+    let exits = fx.src.join(".git/a3s-iso/run-exits/n");
+    let (code, doc) = fx.json(&["run", "-s", "n", "--", "true"]);
+    assert_eq!((code, error_code(&doc)), (5, "config_untrusted"), "{doc}");
+    assert!(!exits.exists(), "a refused run was recorded");
+
+    let (code, trusted) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{trusted}");
+    assert_eq!(
+        trusted["settings"]["run.publish"],
+        json!({"value": ["3000", "0:5173"], "source": "repository"})
+    );
+    let (code, run) = fx.json(&["run", "-s", "n", "--publish", "0:5173", "--", "true"]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["sandbox"]["network"], "allowlist", "{run}");
+    let entries: Vec<&str> = run["network"]["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, [allowed.as_str()], "{run}");
+    let mut inside: Vec<u64> = run["network"]["published"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["port"].as_u64().unwrap())
+        .collect();
+    inside.sort_unstable();
+    // 5173 once: the flag's, not the file's again.
+    assert_eq!(inside, [3000, 5173], "{run}");
+
+    // With the whole network, the file's hosts and ports are left out, and said so.
+    let (code, run) = fx.json(&["run", "-s", "n", "--allow-network", "--", "true"]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["sandbox"]["network"], "allowed", "{run}");
+    assert_eq!(run["network"]["published"], json!([]), "{run}");
 }

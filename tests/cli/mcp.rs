@@ -419,3 +419,41 @@ fn bind_through_mcp_applies_the_trusted_configuration() {
     );
     client.close();
 }
+
+/// `run` through MCP reads the configuration as `run` does: a `[run]` table of an untrusted
+/// repository file refuses the call (a tool call cannot approve it), nothing runs; trusted,
+/// its profile and hosts apply, and the call's own `allow_host` adds to them.
+#[test]
+fn run_through_mcp_applies_the_trusted_run_configuration() {
+    if !crate::fixture::sandbox_available() {
+        eprintln!("skipping run_through_mcp_applies_the_trusted_run_configuration: no sandbox");
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("r1");
+    fx.write(
+        ".a3s-iso.toml",
+        "[run]\nprofile = \"generic\"\nallow_host = [\"@npm\"]\n",
+    );
+    fx.commit_all("configuration");
+    let mut client = Client::start(&fx, &[]);
+    client.handshake("2025-06-18");
+    let args = json!({"session_id": "r1", "command": ["true"], "allow_host": ["127.0.0.1:9"]});
+    let refused = client.call("run", args.clone());
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(text_document(&refused)["error"]["code"], "config_untrusted");
+    assert!(!fx.src.join(".git/a3s-iso/run-exits/r1").exists());
+    let (code, doc) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{doc}");
+    let ran = client.document("run", args);
+    assert_eq!(ran["profile"], "generic", "{ran}");
+    assert_eq!(ran["sandbox"]["network"], "allowlist", "{ran}");
+    let entries: Vec<&str> = ran["network"]["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, ["127.0.0.1:9", "@npm"], "{ran}");
+    client.close();
+}
