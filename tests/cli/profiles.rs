@@ -350,3 +350,95 @@ fn an_allowed_file_in_the_isolation_keeps_the_isolations_writes() {
     assert_eq!(std::fs::read(&readme).unwrap(), b"renamed");
     assert!(fx.isolation("iw").join("other.txt").is_file());
 }
+
+/// A stand-in API host on the host's loopback: answers one request with `ok` and hands back
+/// the `x-api-key` header it got.
+fn fake_api_host() -> (u16, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sent, got) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let Ok((stream, _)) = listener.accept() else {
+            return;
+        };
+        let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        let mut key = String::new();
+        let mut line = String::new();
+        while reader.read_line(&mut line).is_ok_and(|n| n > 0) && line != "\r\n" {
+            if let Some(value) = line.to_ascii_lowercase().strip_prefix("x-api-key:") {
+                key = value.trim().to_string();
+            }
+            line.clear();
+        }
+        let _ = (&stream).write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+        let _ = sent.send(key);
+    });
+    (port, got)
+}
+
+/// The agent a profile is for, end to end: it saves its settings by write-then-rename, reads
+/// its key from the variable the profile passes, reaches its API host through the proxy (the
+/// host allowed by address and port) and nothing else, which the run records.
+#[test]
+fn a_fake_agent_saves_its_settings_reaches_its_api_host_and_nothing_else() {
+    require_sandbox!();
+    if !require_tool("curl") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("e2e");
+    let (port, got) = fake_api_host();
+    // The stand-in is on loopback, which NO_PROXY sends straight (to the sandbox's own
+    // loopback): `--noproxy ''` sends it through the proxy, as a real API host's name goes.
+    let agent = write_script(
+        &fx,
+        "fake-agent",
+        &format!(
+            "{FAKE_CLAUDE}curl -sf --noproxy '' -H \"x-api-key: $ANTHROPIC_API_KEY\" http://127.0.0.1:{port}/v1/messages > api.txt\n\
+             if curl -sf --max-time 5 http://other.example/ > /dev/null 2>&1; then echo reached > other.txt; fi\n"
+        ),
+    );
+    let allowed = format!("127.0.0.1:{port}");
+    let args = [
+        "run",
+        "-s",
+        "e2e",
+        "--profile",
+        "claude",
+        "--allow-host",
+        &allowed,
+        "--",
+        &agent,
+        "light",
+    ];
+    let (code, doc, _) = run_with_key(&fx, &args);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("e2e");
+    assert_eq!(std::fs::read_to_string(iso.join("api.txt")).unwrap(), "ok");
+    assert!(!iso.join("other.txt").exists(), "another host was reached");
+    let key = got.recv_timeout(std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(key, "sk-test-123", "{doc}");
+    assert_eq!(doc["sandbox"]["network"], "allowlist", "{doc}");
+    let refused = doc["network"]["refused"].as_array().unwrap();
+    assert!(
+        refused
+            .iter()
+            .any(|r| r["host"] == "other.example" && r["reason"] == "host_not_allowed"),
+        "{doc}"
+    );
+    // The profile's own hosts are on the allowlist too.
+    let entries: Vec<&str> = doc["network"]["allowed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["entry"].as_str().unwrap())
+        .collect();
+    assert_eq!(entries, [allowed.as_str(), "@anthropic"], "{doc}");
+    let settings = profile_home(&fx, "claude").join(".claude/settings.json");
+    assert_eq!(
+        std::fs::read_to_string(settings).unwrap(),
+        "{\"theme\":\"light\"}"
+    );
+    assert!(!fx.home.join(".claude.json").exists());
+}
