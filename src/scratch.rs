@@ -118,6 +118,9 @@ pub(crate) enum LeftoverKind {
     PrivateTmp,
     /// The temporary file of an atomic write of a record.
     AtomicWrite,
+    /// What a run that publishes ports wrote for `show` (`live/<id>.json`), when no run holds
+    /// that session's lease any more: a run killed before it removed it.
+    LiveRun,
 }
 
 /// One entry a provably dead process left.
@@ -194,16 +197,40 @@ fn dead_writes(dir: &Path) -> Vec<Leftover> {
 }
 
 /// The state dirs that records are written into atomically.
-const RECORD_DIRS: [StateDir; 4] = [
+const RECORD_DIRS: [StateDir; 5] = [
     StateDir::Sessions,
     StateDir::Claims,
     StateDir::Pending,
     StateDir::Promoted,
+    StateDir::Live,
 ];
 
+/// The live-run files whose session no run holds (see [`LeftoverKind::LiveRun`]).
+fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
+    let Ok(entries) = std::fs::read_dir(StateDir::Live.under(state_dir)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name.strip_suffix(".json").filter(|_| !name.starts_with('.')) else {
+                return false;
+            };
+            let lease = StateDir::Leases.file(state_dir, id, ".lock");
+            // A lease that cannot be probed counts as held: the file stays.
+            !crate::lock::FileLock::is_held(&lease).unwrap_or(true)
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: LeftoverKind::LiveRun,
+        })
+        .collect()
+}
+
 /// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
-/// quarantine object dirs, the temporary files of atomic writes, and runs' private TMPDIRs in
-/// the system's temporary directory. Reads only; what [`clean`] removes, `doctor` counts and
+/// quarantine object dirs, the temporary files of atomic writes, the live-run files of killed
+/// runs, and runs' private TMPDIRs in the system's temporary directory. Reads only; what [`clean`] removes, `doctor` counts and
 /// `gc` lists. Nothing where this process cannot read its own start identity, nor from inside
 /// a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
 pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
@@ -220,6 +247,7 @@ pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
                 .flat_map(|session| dead_writes(&session.path())),
         );
     }
+    found.extend(dead_live_runs(state_dir));
     let tmp = std::env::temp_dir();
     let scratch = StateDir::Tmp.under(state_dir);
     let quarantine = StateDir::Quarantine.under(state_dir);
@@ -248,7 +276,9 @@ pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
 /// left: links in it are removed as entries, never followed.
 fn remove(leftover: &Leftover) -> bool {
     match leftover.kind {
-        LeftoverKind::AtomicWrite => std::fs::remove_file(&leftover.path).is_ok(),
+        LeftoverKind::AtomicWrite | LeftoverKind::LiveRun => {
+            std::fs::remove_file(&leftover.path).is_ok()
+        }
         LeftoverKind::Scratch | LeftoverKind::PrivateTmp => {
             crate::beneath::remove_path(&leftover.path).is_ok()
         }

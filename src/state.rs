@@ -648,6 +648,7 @@ impl Store {
             self.rebase_file(id, "index"),
             self.rebase_file(id, "HEAD"),
             self.rebase_intent_file(id),
+            self.live_run_path(id),
         ] {
             remove_file_if_exists(&file)?;
         }

@@ -381,3 +381,33 @@ fn doctor_gc_and_cleaning_agree_on_what_dead_processes_left() {
         assert!(!Path::new(&path).exists(), "{path} is still there");
     }
 }
+
+/// A run that publishes ports and is SIGKILLed leaves what it wrote for `show`; once no run
+/// holds the session, `show` ignores it and the next command that cleans removes it.
+#[test]
+fn a_killed_runs_published_ports_are_forgotten_and_cleaned() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("p");
+    let live = fx.src.join(".git/a3s-iso/live/p.json");
+    let mut run = fx.cmd();
+    run.args(["run", "-s", "p", "--publish", "3000", "--", "sleep", "30"])
+        .process_group(0);
+    let mut child = run.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !live.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(live.exists(), "the run never published");
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+    assert!(live.exists());
+    let (code, shown) = fx.json(&["show", "-s", "p"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(shown["live_run"], serde_json::Value::Null, "{shown}");
+    fx.bind("other");
+    assert!(!live.exists(), "the killed run's live file is still there");
+}
