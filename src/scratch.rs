@@ -214,7 +214,10 @@ fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
         .flatten()
         .filter(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(id) = name.strip_suffix(".json").filter(|_| !name.starts_with('.')) else {
+            let Some(id) = name
+                .strip_suffix(".json")
+                .filter(|_| !name.starts_with('.'))
+            else {
                 return false;
             };
             let lease = StateDir::Leases.file(state_dir, id, ".lock");

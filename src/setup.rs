@@ -15,6 +15,24 @@ pub struct Setup {
     pub commands: Vec<String>,
     /// Whether they may reach the network.
     pub allow_network: bool,
+    /// Otherwise, the hosts they reach through the proxy (`run.allow_host`).
+    pub allow_hosts: Vec<String>,
+}
+
+impl Setup {
+    /// The setup of the configuration in effect: its commands, with the network its `run`
+    /// table gives (the whole network, or its allowed hosts).
+    pub fn configured(settings: &crate::config::Effective) -> Setup {
+        let allow_network = settings.allow_network.value;
+        Setup {
+            commands: settings.setup.value.clone(),
+            allow_network,
+            allow_hosts: match allow_network {
+                true => Vec::new(),
+                false => settings.allow_host.value.clone(),
+            },
+        }
+    }
 }
 
 /// One setup command that ran.
@@ -58,6 +76,7 @@ pub fn run_setup(
                 command: ["sh", "-c", command].iter().map(Into::into).collect(),
                 sandbox: Some(crate::run::SandboxRequest {
                     allow_network: setup.allow_network,
+                    allow_hosts: setup.allow_hosts.clone(),
                     ..crate::run::SandboxRequest::default()
                 }),
                 output: Some(output.clone()),

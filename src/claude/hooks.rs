@@ -34,10 +34,7 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
     let loaded = crate::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
-    let setup = crate::setup::Setup {
-        commands: settings.setup.value,
-        allow_network: settings.allow_network.value,
-    };
+    let setup = crate::setup::Setup::configured(&settings);
     let mut attempt = 1;
     let mut outcome = loop {
         let opts = BindOptions {

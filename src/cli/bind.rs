@@ -84,15 +84,11 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
     let loaded = super::config::approved(ctx, args.ignore_config, out)?;
     let settings = loaded.effective(true);
     let mut copy_ignored = args.copy_ignored.clone();
-    copy_ignored.extend(settings.copy_ignored.value);
-    let setup = Setup {
-        commands: if args.no_setup {
-            Vec::new()
-        } else {
-            settings.setup.value
-        },
-        allow_network: settings.allow_network.value,
-    };
+    copy_ignored.extend(settings.copy_ignored.value.iter().cloned());
+    let mut setup = Setup::configured(&settings);
+    if args.no_setup {
+        setup.commands.clear();
+    }
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "binding");
     let outcome = bind(
         ctx,

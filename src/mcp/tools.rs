@@ -261,11 +261,8 @@ fn configured(
     let loaded = crate::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
+    opts.setup = crate::setup::Setup::configured(&settings);
     opts.copy_ignored.extend(settings.copy_ignored.value);
-    opts.setup = crate::setup::Setup {
-        commands: settings.setup.value,
-        allow_network: settings.allow_network.value,
-    };
     Ok(opts)
 }
 

@@ -353,3 +353,37 @@ fn a_repository_file_asking_for_hosts_and_ports_is_refused_until_trusted() {
     assert_eq!(run["sandbox"]["network"], "allowed", "{run}");
     assert_eq!(run["network"]["published"], json!([]), "{run}");
 }
+
+/// Setup commands get the configured network: `run.allow_host`'s hosts through the proxy.
+#[test]
+fn setup_reaches_the_configured_hosts_through_the_proxy() {
+    if skip_without_sandbox("the setup network test") || !crate::fixture::require_tool("curl") {
+        return;
+    }
+    use std::io::{Read, Write};
+    let fx = Fixture::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Ok((mut stream, _)) = listener.accept() {
+            let _ = stream.read(&mut [0u8; 4096]);
+            let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\npackages");
+        }
+    });
+    // The registry stands in on loopback, which NO_PROXY sends straight: --noproxy '' sends
+    // it through the proxy as a registry's name goes.
+    user_config(
+        &fx,
+        &format!(
+            "setup = [\"curl -sf --noproxy '' http://127.0.0.1:{port}/ > fetched.txt\"]\n\
+             [run]\nallow_host = [\"127.0.0.1:{port}\"]\n"
+        ),
+    );
+    let (code, doc) = fx.json(&["bind", "-s", "s", "--owner", "none"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["setup"][0]["exit_code"], 0, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("s").join("fetched.txt")).unwrap(),
+        "packages"
+    );
+}
