@@ -83,7 +83,7 @@ struct Word {
 /// The paths `command` named that `spec` kept from it, most likely cause first.
 pub fn find(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Vec<HiddenPath> {
     let mut words = command_words(command);
-    if let Some(script) = script_file(command, &spec.workdir, home) {
+    if let Some(script) = script_file(spec, command, home) {
         words.extend(script_words(&script));
     }
     let mut found: Vec<HiddenPath> = Vec::new();
@@ -312,8 +312,9 @@ fn end_command(command: &mut Vec<Vec<u8>>, words: &mut Vec<Word>) {
 }
 
 /// The script a shell or interpreter was asked to run (its first operand), when the host
-/// holds it as a small file (a relative name is found from the command's working directory).
-fn script_file(command: &[OsString], workdir: &Path, home: Option<&Path>) -> Option<Vec<u8>> {
+/// holds it as a small file the command could read too (a relative name is found from the
+/// command's working directory).
+fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Option<Vec<u8>> {
     let (program, rest) = command.split_first()?;
     if !is_one_of(program.as_bytes(), INTERPRETERS) {
         return None;
@@ -321,8 +322,13 @@ fn script_file(command: &[OsString], workdir: &Path, home: Option<&Path>) -> Opt
     let operand = rest.iter().find(|a| !a.as_bytes().starts_with(b"-"))?;
     let path = match absolute(operand.as_bytes(), home) {
         Some(path) => path,
-        None => workdir.join(operand),
+        None => spec.workdir.join(operand),
     };
+    // Only a script the command could read itself: never a secret's content, nor a file it
+    // could not see.
+    if classify(spec, &path, false).is_some() {
+        return None;
+    }
     let meta = std::fs::metadata(&path).ok()?;
     if !meta.is_file() || meta.len() > SCRIPT_BYTES {
         return None;
@@ -417,5 +423,24 @@ mod tests {
             classify(&spec, Path::new("/dev/tcp/192.0.2.1/80"), true),
             None
         );
+    }
+
+    #[test]
+    fn a_script_the_command_could_not_read_is_not_read_for_paths_either() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::create_dir(&secret).unwrap();
+        let script = secret.join("s.sh");
+        std::fs::write(&script, "echo x > /etc/planted\n").unwrap();
+        let spec = SandboxSpec {
+            hidden: vec![secret.clone()],
+            workdir: dir.path().to_path_buf(),
+            ..SandboxSpec::default()
+        };
+        let command = [OsString::from("sh"), script.clone().into_os_string()];
+        let found = find(&spec, &command, None);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].path, script);
+        assert_eq!(found[0].reason, HiddenReason::Hidden);
     }
 }
