@@ -61,7 +61,7 @@ if [ "${1:-}" = "--" ]; then
   shift
   filter=("$@")
 fi
-cargo test --locked --features fault-injection -- "${filter[@]}"
+cargo test --locked --workspace --features fault-injection -- "${filter[@]}"
 # The same suite on SHA-256 repositories: every repository a test makes uses that format. The
 # random-kill, race and property tests ran their full counts above; here they run fewer
 # (set the variables to run more), which keeps CI within its time.
@@ -72,4 +72,4 @@ A3S_ISO_TEST_OBJECT_FORMAT=sha256 \
   A3S_ISO_REBASE_CRASH_ROUNDS="${A3S_ISO_REBASE_CRASH_ROUNDS:-5}" \
   A3S_ISO_STATE_MACHINE_CASES="${A3S_ISO_STATE_MACHINE_CASES:-32}" \
   A3S_ISO_SWEEP_RACE_ROUNDS="${A3S_ISO_SWEEP_RACE_ROUNDS:-10}" \
-  cargo test --locked --features fault-injection -- "${filter[@]}"
+  cargo test --locked --workspace --features fault-injection -- "${filter[@]}"

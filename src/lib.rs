@@ -4,6 +4,7 @@
 //! command is one module returning a typed outcome; every git call goes through [`git`].
 
 #![deny(missing_docs)]
+#![forbid(unsafe_code)]
 
 pub mod argv;
 mod beneath;

@@ -1,3 +1,7 @@
+//! The a3s-iso command: the library behind a thin command line.
+
+#![forbid(unsafe_code)]
+
 mod cli;
 
 fn main() {

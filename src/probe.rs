@@ -152,8 +152,8 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    if let Some(err) = channel.failure() {
-        return Err(err);
+    if let Some(failure) = channel.failure() {
+        return Err(crate::sandbox::failure_error(failure));
     }
     if status.success() {
         Ok(())

@@ -990,9 +990,9 @@ fn execute(
     // A helper that never became the command says why on its channel, which the command
     // never holds.
     if matches!(ended.exit_code, Some(125..=127))
-        && let Some(err) = channel.as_mut().and_then(StatusChannel::failure)
+        && let Some(failure) = channel.as_mut().and_then(StatusChannel::failure)
     {
-        return Err(err);
+        return Err(sandbox::failure_error(failure));
     }
     Ok((ended, NetworkReport { refused, ..planned }))
 }

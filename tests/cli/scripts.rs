@@ -395,7 +395,7 @@ fn ci_runs_exactly_the_readmes_test_command() {
         .collect();
     assert!(other_tests.is_empty(), "{other_tests:?}");
     let script = std::fs::read_to_string(script("test.sh")).unwrap();
-    assert!(script.contains("cargo test --locked --features fault-injection"));
+    assert!(script.contains("cargo test --locked --workspace --features fault-injection"));
     assert!(script.contains("A3S_ISO_TEST_OBJECT_FORMAT=sha256"));
 }
 

@@ -13,7 +13,7 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Command;
 use std::time::Duration;
 
@@ -23,6 +23,7 @@ use rustix::net::{
     SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
 };
 
+use super::pair::HelperPair;
 use super::sys;
 
 const LISTENER: u8 = b'L';
@@ -31,52 +32,38 @@ const SOCKET: u8 = b'S';
 /// `run`'s end of the factory.
 #[derive(Debug)]
 pub struct SocketFactory {
-    ours: OwnedFd,
-    /// The helper's end, until the helper is started.
-    theirs: Option<OwnedFd>,
+    pair: HelperPair,
 }
 
 impl SocketFactory {
     /// A new factory channel; both ends are close-on-exec.
     pub fn new() -> io::Result<SocketFactory> {
-        let (ours, theirs) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )?;
         Ok(SocketFactory {
-            ours,
-            theirs: Some(theirs),
+            pair: HelperPair::new()?,
         })
     }
 
     /// Hands the helper's end to `command` (the helper): `--socket-fd N`, kept open across
     /// the helper's exec only.
     pub fn pass_to(&self, command: &mut Command) {
-        if let Some(theirs) = &self.theirs {
-            command
-                .arg("--socket-fd")
-                .arg(theirs.as_raw_fd().to_string());
-            sys::keep_open_on_exec(command, theirs.as_raw_fd());
-        }
+        self.pair.pass_to(command, "--socket-fd");
     }
 
     /// Once the helper is started: closes `run`'s copy of its end, so that the channel ends
     /// with the helper.
     pub fn spawned(&mut self) {
-        self.theirs = None;
+        self.pair.spawned();
     }
 
     /// Waits for the proxy's listener; an error when the helper ended without sending it.
     pub fn listener(&self) -> io::Result<OwnedFd> {
-        receive(&self.ours, LISTENER)
+        receive(&self.pair.ours, LISTENER)
     }
 
     /// A fresh TCP socket in the sandbox's network namespace.
     pub fn socket(&self) -> io::Result<OwnedFd> {
-        rustix::net::send(&self.ours, &[SOCKET], SendFlags::NOSIGNAL)?;
-        receive(&self.ours, SOCKET)
+        rustix::net::send(&self.pair.ours, &[SOCKET], SendFlags::NOSIGNAL)?;
+        receive(&self.pair.ours, SOCKET)
     }
 }
 

@@ -9,17 +9,17 @@
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Command;
 
 use rustix::net::{
-    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
-    SendAncillaryMessage, SendFlags, SocketFlags, SocketType,
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
 };
 
+use super::pair::HelperPair;
 use super::status::{HelperCode, HelperFailure};
 use super::sys;
-use crate::error::Error;
 
 const FAILURE: u8 = b'F';
 const TERMINAL: u8 = b'T';
@@ -31,9 +31,7 @@ const MAX_MESSAGE: usize = 64 * 1024;
 /// `run`'s end of the channel to the sandbox helper.
 #[derive(Debug)]
 pub struct StatusChannel {
-    ours: OwnedFd,
-    /// The helper's end, until the helper is started.
-    theirs: Option<OwnedFd>,
+    pair: HelperPair,
     /// A failure read while waiting for something else.
     failure: Option<HelperFailure>,
 }
@@ -41,15 +39,8 @@ pub struct StatusChannel {
 impl StatusChannel {
     /// A new channel; both ends are close-on-exec.
     pub fn new() -> io::Result<StatusChannel> {
-        let (ours, theirs) = rustix::net::socketpair(
-            AddressFamily::UNIX,
-            SocketType::SEQPACKET,
-            SocketFlags::CLOEXEC,
-            None,
-        )?;
         Ok(StatusChannel {
-            ours,
-            theirs: Some(theirs),
+            pair: HelperPair::new()?,
             failure: None,
         })
     }
@@ -57,18 +48,13 @@ impl StatusChannel {
     /// Hands the helper's end to `command` (the helper): `--status-fd N`, kept open across
     /// the helper's exec only.
     pub fn pass_to(&self, command: &mut Command) {
-        if let Some(theirs) = &self.theirs {
-            command
-                .arg("--status-fd")
-                .arg(theirs.as_raw_fd().to_string());
-            sys::keep_open_on_exec(command, theirs.as_raw_fd());
-        }
+        self.pair.pass_to(command, "--status-fd");
     }
 
     /// Once the helper is started: closes `run`'s copy of the helper's end, so that the
     /// channel ends when the helper and everything it started have let go of it.
     pub fn spawned(&mut self) {
-        self.theirs = None;
+        self.pair.spawned();
     }
 
     /// Waits for the master of the command's terminal. `None` when the helper ended (or
@@ -79,7 +65,7 @@ impl StatusChannel {
             let mut control = RecvAncillaryBuffer::new(&mut space);
             let mut buf = vec![0u8; MAX_MESSAGE];
             let received = rustix::net::recvmsg(
-                &self.ours,
+                &self.pair.ours,
                 &mut [IoSliceMut::new(&mut buf)],
                 &mut control,
                 RecvFlags::CMSG_CLOEXEC,
@@ -106,14 +92,14 @@ impl StatusChannel {
 
     /// Tells the helper that its terminal is relayed: the command may start.
     pub fn go(&self) {
-        let _ = rustix::net::send(&self.ours, &[GO], SendFlags::NOSIGNAL);
+        let _ = rustix::net::send(&self.pair.ours, &[GO], SendFlags::NOSIGNAL);
     }
 
     /// Once the helper has ended: the failure it reported, if it did not become the command.
-    pub fn failure(&mut self) -> Option<Error> {
+    pub fn failure(&mut self) -> Option<HelperFailure> {
         let mut buf = vec![0u8; MAX_MESSAGE];
         loop {
-            match rustix::net::recv(&self.ours, &mut buf, RecvFlags::DONTWAIT) {
+            match rustix::net::recv(&self.pair.ours, &mut buf, RecvFlags::DONTWAIT) {
                 Ok((n @ 1.., _)) if buf[0] == FAILURE => {
                     self.failure = parse(&buf[1..n.min(buf.len())]).or(self.failure.take());
                 }
@@ -122,7 +108,7 @@ impl StatusChannel {
                 Ok(_) | Err(_) => break,
             }
         }
-        self.failure.take().map(HelperFailure::into_error)
+        self.failure.take()
     }
 }
 

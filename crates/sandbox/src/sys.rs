@@ -112,7 +112,7 @@ pub(super) fn drop_capabilities() -> io::Result<()> {
 /// Makes `command`'s process, just before it execs, the leader of a new session with its stdin
 /// (a pseudo-terminal) as its controlling terminal. The command must not be given a process
 /// group of its own (`setsid` makes one; it fails in a process group leader).
-pub(crate) fn own_terminal_on_exec(command: &mut std::process::Command) {
+pub fn own_terminal_on_exec(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child between fork and exec. It only makes two
     // system calls through rustix (setsid, and ioctl TIOCSCTTY on fd 0), both async-signal-safe;
@@ -128,7 +128,7 @@ pub(crate) fn own_terminal_on_exec(command: &mut std::process::Command) {
 
 /// Makes `command`'s process, just before it execs, the leader of a new session without a
 /// controlling terminal: nothing it does to a terminal can stop it or reach the caller's.
-pub(crate) fn new_session_on_exec(command: &mut std::process::Command) {
+pub fn new_session_on_exec(command: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure runs in the forked child between fork and exec and only calls
     // setsid through rustix, which is async-signal-safe; it allocates nothing and takes no lock.

@@ -272,7 +272,7 @@ fn become_command(
         .args(&command[1..])
         .exec();
     match spawn_failure(&command[0], &err) {
-        Some(e) => reporter.fail(HelperCode::of(&e), e.to_string(), &program),
+        Some(failure) => reporter.fail(failure.code, failure.message, &program),
         None => reporter.fail(
             HelperCode::Internal,
             format!("cannot run {program}: {err}"),
