@@ -674,15 +674,10 @@ impl Error {
         body
     }
 
-    /// The human rendering: `error[code]: cause`, then the hint, each on one line.
-    pub fn render(&self, color: bool) -> String {
-        let label = format!("error[{}]:", self.code().as_str());
-        let label = if color {
-            format!("\x1b[31;1m{label}\x1b[0m")
-        } else {
-            label
-        };
-        let mut text = format!("{label} {self}\n");
+    /// The human rendering, plain text (the command line colours it): `error[code]: cause`,
+    /// then git's stderr, then the hint, each on lines of their own.
+    pub fn render(&self) -> String {
+        let mut text = format!("error[{}]: {self}\n", self.code().as_str());
         if let Some(git) = self.git_failure()
             && !git.stderr.trim().is_empty()
         {
@@ -919,13 +914,12 @@ mod tests {
 
     #[test]
     fn every_error_renders_its_code_cause_and_hint() {
-        let rendered: String = one_of_each().iter().map(|e| e.render(false)).collect();
+        let rendered: String = one_of_each().iter().map(|e| e.render()).collect();
         insta::assert_snapshot!("error_renderings", rendered);
         for err in one_of_each() {
             let json = err.to_json();
             assert_eq!(json["code"], err.code().as_str());
-            assert!(!err.render(false).contains('\x1b'));
-            assert!(err.render(true).contains("\x1b[31;1m"));
+            assert!(!err.render().contains('\x1b'));
         }
     }
 

@@ -159,7 +159,7 @@ impl Output {
             );
         } else {
             // Rendered plain and made inert, then only the label coloured.
-            let text = inert(&err.render(false)).into_owned();
+            let text = inert(&err.render()).into_owned();
             let label = format!("error[{}]:", err.code().as_str());
             let text = match text.strip_prefix(&label) {
                 Some(rest) if self.color_stderr => format!("\x1b[31;1m{label}\x1b[0m{rest}"),
