@@ -161,6 +161,58 @@ pub(crate) fn after_run(
     warnings
 }
 
+/// Neutralises the admin dir's layer `upper` before its files move down into `admin`, where
+/// your git may read them the moment they are there (and for good when `run` dies midway):
+/// its `config.worktree`, and the `config`, `config.worktree` and hooks of every directory
+/// under its `modules/` (a submodule's git dir, whole or only what the command changed of
+/// it). Returns one warning per git dir changed, named as it is in `admin`.
+pub(crate) fn layer_before_move_down(
+    git: &Git,
+    trusted: &Path,
+    upper: &Path,
+    admin: &Path,
+) -> Vec<String> {
+    let named = |dir: &Path| admin.join(dir.strip_prefix(upper).unwrap_or(dir));
+    let mut warnings = Vec::new();
+    let mut note = |dir: &Path, took: Vec<String>| {
+        if !took.is_empty() {
+            warnings.push(format!(
+                "{}: took away what would run code for your own git there: {}",
+                named(dir).display(),
+                took.join(", ")
+            ));
+        }
+    };
+    // A whiteout (a character device) deletes what is below: it stays as it is.
+    let whiteout = |p: &Path| {
+        use std::os::unix::fs::FileTypeExt;
+        fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+    };
+    let reduce = |file: PathBuf| match whiteout(&file) {
+        true => Vec::new(),
+        false => reduce_config(git, trusted, &file),
+    };
+    note(upper, reduce(upper.join("config.worktree")));
+    let mut todo = vec![(upper.join("modules"), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        if !real_dir(&dir) || depth > 16 {
+            continue;
+        }
+        let mut took = reduce(dir.join("config"));
+        took.extend(reduce(dir.join("config.worktree")));
+        if !whiteout(&dir.join("hooks")) {
+            took.extend(disarm_hooks(&dir.join("hooks")));
+        }
+        note(&dir, took);
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && entry.file_name() != "hooks" {
+                todo.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    warnings
+}
+
 /// Rewrites a config file with only its [`INERT`] settings; returns the keys it dropped. A
 /// link there is removed (never followed); a file git cannot read is removed whole.
 fn reduce_config(git: &Git, trusted: &Path, file: &Path) -> Vec<String> {

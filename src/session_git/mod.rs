@@ -287,16 +287,17 @@ pub(crate) fn finish(
         Dir::open_if_any(&places.upper("admin")).ok().flatten(),
         Dir::open(admin),
     ) {
+        // What a run wrote there must run nothing for your own git, from the moment it is
+        // down (a `run` killed right after the move never gets to the rest).
+        warnings.extend(crate::neutralize::layer_before_move_down(
+            git,
+            &repo.common_dir,
+            &places.upper("admin"),
+            admin,
+        ));
         movedown::move_down(&upper, &real, &mut warnings)
             .ctx(|| format!("cannot move the run's git state into {}", admin.display()))?;
         crate::fault_point!("settle-git-after-move");
-        // What a run wrote there must run nothing for your own git (as `run` ensures too).
-        warnings.extend(crate::neutralize::after_run(
-            git,
-            &repo.common_dir,
-            admin,
-            &[],
-        ));
         let view = RefView::new(&repo.common_dir, &places.upper("common"));
         settle_head(&view, &upper, &real, &places, &mut warnings)?;
     }
