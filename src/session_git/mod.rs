@@ -80,8 +80,8 @@ impl Places {
 /// Gets the session's layers ready for a sandboxed run (with its lease held): a move a crash
 /// interrupted is finished, what a killed run left in the admin dir's layer is dropped (with
 /// the refs it left naming objects the store never got), and a symbolic `HEAD` is put back
-/// when the admin dir's detached one is still that branch's tip. Returns the spec's layers and
-/// warnings.
+/// when the admin dir's detached one is still that branch's tip. Of the git dir's layer only
+/// `refs/`, `logs/` and `packed-refs` go on. Returns the spec's layers and warnings.
 pub(crate) fn prepare(
     git: &Git,
     repo: &Repo,
@@ -119,6 +119,8 @@ pub(crate) fn prepare(
             .empty()
             .ctx(|| format!("cannot empty {}", places.work(which).display()))?;
     }
+    // A killed run never trimmed its git dir's layer: only its refs go on.
+    keep_only_refs(&places)?;
     // The session's git is gone (its lease is ours): a lock file in its layer is a killed
     // git's, and would fail every later change of that ref.
     drop_locks(&open(&places.upper("common"))?)

@@ -228,7 +228,7 @@ fn commits_on_a_private_branch_are_captured_and_promoted_in_branch_mode() {
 
 /// Starts `run` in a process group of its own with `script`, waits until the script has
 /// written `ready` in the isolation, and SIGKILLs the whole group.
-fn kill_run_inside(fx: &Fixture, id: &str, script: &str) {
+pub(crate) fn kill_run_inside(fx: &Fixture, id: &str, script: &str) {
     let ready = fx.isolation(id).join("ready");
     let mut child = fx
         .cmd()

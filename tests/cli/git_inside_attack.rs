@@ -375,11 +375,22 @@ fn attack_modes_taken_away_in_the_layers_never_stall_an_unprivileged_users_sessi
         .unwrap();
     assert!(chown.success());
     let mut cmd = std::process::Command::new("setpriv");
-    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script])
-        .current_dir(&root);
+    cmd.args([
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "sh",
+        "-c",
+        script,
+    ])
+    .current_dir(&root);
     crate::fixture::isolate(&mut cmd, &root.join("home"));
     let out = cmd.output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let read = |name: &str| std::fs::read_to_string(root.join(name)).unwrap_or_default();
     let doc = |name: &str| -> Value { serde_json::from_str(&read(name)).unwrap() };
     let (first, second) = (doc("first.json"), doc("second.json"));
@@ -707,4 +718,32 @@ fn attack_a_script_that_is_a_proc_file_or_a_fifo_never_makes_run_read_without_bo
         &["run", "-s", "hp", "--", "bash", fifo.to_str().unwrap()],
     );
     assert_eq!(doc["state"], "failed", "{doc}");
+}
+
+#[test]
+fn attack_what_a_killed_run_left_in_the_git_dirs_layer_beyond_refs_is_gone_for_the_next_run() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("kt");
+    crate::git_inside::kill_run_inside(
+        &fx,
+        "kt",
+        "c=$(git rev-parse --git-common-dir)
+         mkdir -p \"$c/hooks\" \"$c/info\" \"$c/worktrees/planted\"
+         printf '#!/bin/sh\\nexit 0\\n' > \"$c/hooks/pre-commit\"; chmod +x \"$c/hooks/pre-commit\"
+         echo '* filter=evil' > \"$c/info/attributes\"
+         git branch kept
+         touch ready; sleep 60",
+    );
+    let (code, doc) = run_script(
+        &fx,
+        "kt",
+        "c=$(git rev-parse --git-common-dir)
+         test -e \"$c/hooks/pre-commit\" && exit 1
+         test -e \"$c/info/attributes\" && exit 2
+         test -e \"$c/worktrees/planted\" && exit 3
+         git rev-parse -q --verify refs/heads/kept >/dev/null || exit 4
+         exit 0",
+    );
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
 }
