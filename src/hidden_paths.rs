@@ -83,7 +83,7 @@ struct Word {
 /// The paths `command` named that `spec` kept from it, most likely cause first.
 pub fn find(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Vec<HiddenPath> {
     let mut words = command_words(command);
-    if let Some(script) = script_file(command, &spec.workdir, home) {
+    if let Some(script) = script_file(command, &spec.workdir, home, &spec.hidden) {
         words.extend(script_words(&script));
     }
     let mut found: Vec<HiddenPath> = Vec::new();
@@ -180,6 +180,21 @@ fn absolute(word: &[u8], home: Option<&Path>) -> Option<PathBuf> {
         }
     }
     (normal != Path::new("/")).then_some(normal)
+}
+
+/// `path` without `.` and with each `..` taking the name before it away (no link looked up).
+fn lexical(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 /// The file name of a program word (`/usr/bin/sh` → `sh`).
@@ -313,7 +328,17 @@ fn end_command(command: &mut Vec<Vec<u8>>, words: &mut Vec<Word>) {
 
 /// The script a shell or interpreter was asked to run (its first operand), when the host
 /// holds it as a small file (a relative name is found from the command's working directory).
-fn script_file(command: &[OsString], workdir: &Path, home: Option<&Path>) -> Option<Vec<u8>> {
+/// The command could have left a link where the script is named (in its isolation): the file
+/// is read only when no link leads to it, it lies under no secret the sandbox hides
+/// (`hidden`) nor in a kernel view, and never waited on nor read past its bound.
+fn script_file(
+    command: &[OsString],
+    workdir: &Path,
+    home: Option<&Path>,
+    hidden: &[PathBuf],
+) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let (program, rest) = command.split_first()?;
     if !is_one_of(program.as_bytes(), INTERPRETERS) {
         return None;
@@ -321,13 +346,28 @@ fn script_file(command: &[OsString], workdir: &Path, home: Option<&Path>) -> Opt
     let operand = rest.iter().find(|a| !a.as_bytes().starts_with(b"-"))?;
     let path = match absolute(operand.as_bytes(), home) {
         Some(path) => path,
-        None => workdir.join(operand),
+        None => lexical(&workdir.join(operand)),
     };
-    let meta = std::fs::metadata(&path).ok()?;
+    let real = std::fs::canonicalize(&path).ok()?;
+    let covered = |dir: &Path| {
+        real.starts_with(dir) || std::fs::canonicalize(dir).is_ok_and(|d| real.starts_with(d))
+    };
+    let kernel = ["/proc", "/sys", "/dev"].map(Path::new);
+    if real != path || kernel.iter().any(|d| covered(d)) || hidden.iter().any(|h| covered(h)) {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&real)
+        .ok()?;
+    let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > SCRIPT_BYTES {
         return None;
     }
-    std::fs::read(&path).ok()
+    let mut bytes = Vec::new();
+    file.take(SCRIPT_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

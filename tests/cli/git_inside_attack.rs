@@ -684,7 +684,7 @@ fn bounded_run(fx: &Fixture, args: &[&str]) -> (i32, Value) {
 }
 
 #[test]
-fn attack_a_script_that_is_a_proc_file_or_a_fifo_never_makes_run_read_without_bound() {
+fn attack_a_script_that_links_to_a_secret_a_proc_file_or_a_fifo_is_never_read_by_run() {
     require_sandbox!();
     let fx = Fixture::new();
     fx.bind("hp");
@@ -699,6 +699,26 @@ fn attack_a_script_that_is_a_proc_file_or_a_fifo_never_makes_run_read_without_bo
         &["run", "-s", "hp", "--", "bash", "/proc/self/pagemap"],
     );
     assert_eq!(doc["state"], "failed", "{code} {doc}");
+    // A link the session left to a secret the sandbox hides (it fails inside): what the
+    // secret names never reaches the run's document.
+    std::fs::create_dir_all(fx.home.join(".ssh")).unwrap();
+    std::fs::write(
+        fx.home.join(".ssh/config"),
+        "Host *\n  IdentityFile ~/.ssh/id_named_only_in_the_secret\n",
+    )
+    .unwrap();
+    let planted = format!("ln -s {} secret.sh", fx.home.join(".ssh/config").display());
+    let (code, doc) = run_script(&fx, "hp", &planted);
+    assert_eq!(code, 0, "{doc}");
+    let (_, doc) = bounded_run(&fx, &["run", "-s", "hp", "--", "bash", "secret.sh"]);
+    assert_eq!(doc["state"], "failed", "{doc}");
+    assert!(
+        !doc["hidden_paths"]
+            .to_string()
+            .contains("id_named_only_in_the_secret"),
+        "{}",
+        doc["hidden_paths"]
+    );
     // A FIFO where the script is on the host (under /tmp, empty inside): nothing waits on it.
     let dir = tempfile::Builder::new()
         .prefix("a3s-iso-attack-")
