@@ -8,6 +8,7 @@
 //!   `core.fsmonitor`, `core.hooksPath`, `core.sshCommand`, `core.pager`, `core.editor`,
 //!   filters, diff and merge drivers, `include*`, aliases, credential helpers;
 //! - hooks lose their execute bits;
+//! - a `commondir` (which would point git at another repository's config) goes;
 //!
 //! and `run` warns, naming the repository and what it took away. Files are reached without
 //! following a symbolic link (a link is never written through; a config or hooks directory
@@ -156,6 +157,7 @@ pub(crate) fn after_run(
         let mut took = reduce_config(git, trusted, &dir.join("config"));
         took.extend(reduce_config(git, trusted, &dir.join("config.worktree")));
         took.extend(disarm_hooks(&dir.join("hooks")));
+        took.extend(drop_commondir(dir));
         note(dir, took);
     }
     warnings
@@ -203,14 +205,35 @@ pub(crate) fn layer_before_move_down(
         if !whiteout(&dir.join("hooks")) {
             took.extend(disarm_hooks(&dir.join("hooks")));
         }
+        if !whiteout(&dir.join("commondir")) {
+            took.extend(drop_commondir(&dir));
+        }
         note(&dir, took);
+        // A git dir's own content holds no git dir (its refs may be called `config`).
+        const INSIDE: [&str; 6] = ["hooks", "refs", "logs", "objects", "info", "worktrees"];
         for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_dir()) && entry.file_name() != "hooks" {
+            let inside = INSIDE.iter().any(|n| entry.file_name() == *n);
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && !inside {
                 todo.push((entry.path(), depth + 1));
             }
         }
     }
     warnings
+}
+
+/// Removes a `commondir` from a repository's own git dir (a submodule's or a nested
+/// repository's): git writes one only in a linked worktree's admin dir, and one planted there
+/// would make your git read the config (and hooks) of a directory the session chose. A link
+/// there is removed, never followed.
+fn drop_commondir(dir: &Path) -> Vec<String> {
+    let file = dir.join("commondir");
+    match fs::symlink_metadata(&file) {
+        Ok(meta) => {
+            let _ = remove_entry(&file, &meta);
+            vec!["commondir".into()]
+        }
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Rewrites a config file with only its [`INERT`] settings; returns the keys it dropped. A

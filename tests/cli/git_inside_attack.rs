@@ -767,3 +767,33 @@ fn attack_what_a_killed_run_left_in_the_git_dirs_layer_beyond_refs_is_gone_for_t
     );
     assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
 }
+
+#[test]
+fn attack_a_commondir_planted_in_a_submodules_git_dir_points_your_git_at_no_config() {
+    require_sandbox!();
+    let fx = crate::nested::with_submodule("cd");
+    let iso = fx.isolation("cd");
+    let marker = fx.root.join("pwned");
+    // A common dir of the command's own in the isolation, whose config runs a command; the
+    // submodule's git dir (in the admin dir's layer) names it.
+    let script = format!(
+        "set -e
+         m=$(git rev-parse --git-dir)/modules/{sub}
+         e=$PWD/evil
+         mkdir -p \"$e/objects/info\" \"$e/refs/heads\"
+         echo \"$m/objects\" > \"$e/objects/info/alternates\"
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}; false\\n' > \"$e/config\"
+         echo \"$e\" > \"$m/commondir\"
+         echo more >> {sub}/lib.txt",
+        sub = crate::nested::SUB,
+        m = marker.display(),
+    );
+    let (code, doc) = run_script(&fx, "cd", &script);
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    user_reviews(&fx, &iso);
+    user_git(&fx, &iso.join(crate::nested::SUB), &["status"]);
+    assert!(
+        !marker.exists(),
+        "the user's own git ran what the session planted"
+    );
+}
