@@ -797,3 +797,34 @@ fn attack_a_commondir_planted_in_a_submodules_git_dir_points_your_git_at_no_conf
         "the user's own git ran what the session planted"
     );
 }
+
+#[test]
+fn attack_a_submodules_git_file_pointed_at_a_git_dir_of_the_commands_runs_nothing() {
+    require_sandbox!();
+    let fx = crate::nested::with_submodule("gf");
+    let iso = fx.isolation("gf");
+    let marker = fx.root.join("pwned");
+    let script = format!(
+        "set -e
+         m=$(git rev-parse --git-dir)/modules/{sub}
+         e=$PWD/evil.git
+         mkdir -p \"$e/objects/info\" \"$e/refs/heads\"
+         echo \"$m/objects\" > \"$e/objects/info/alternates\"
+         cp \"$m/HEAD\" \"$m/index\" \"$e/\"
+         printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}; false\\n' > \"$e/config\"
+         echo \"gitdir: $e\" > {sub}/.git
+         echo more >> {sub}/lib.txt",
+        sub = crate::nested::SUB,
+        m = marker.display(),
+    );
+    let (code, doc) = run_script(&fx, "gf", &script);
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    // The planted git dir was found and disarmed (so the attack was live).
+    assert!(doc["warnings"].to_string().contains("evil.git"), "{doc}");
+    user_reviews(&fx, &iso);
+    user_git(&fx, &iso.join(crate::nested::SUB), &["status"]);
+    assert!(
+        !marker.exists(),
+        "the user's own git ran what the session planted"
+    );
+}
