@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, json_of, require_tool};
+use crate::fixture::{Fixture, error_code, json_of, require_tool};
 use crate::git_inside::{mirrored, run_script, source_refs, symbolic_head};
 
 macro_rules! require_sandbox {
@@ -827,4 +827,58 @@ fn attack_a_submodules_git_file_pointed_at_a_git_dir_of_the_commands_runs_nothin
         !marker.exists(),
         "the user's own git ran what the session planted"
     );
+}
+
+#[test]
+fn attack_a_link_left_in_a_profiles_copy_is_never_mounted_as_a_copy_later() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("pl");
+    fx.bind("pm");
+    let target = fx.home.join("precious");
+    std::fs::create_dir(&target).unwrap();
+    std::fs::write(target.join("keep"), "mine\n").unwrap();
+    let config = fx.home.join(".config/a3s-iso/config.toml");
+    std::fs::create_dir_all(config.parent().unwrap()).unwrap();
+    let profile = |writable: &str| {
+        std::fs::write(
+            &config,
+            format!("[profiles.tool]\nwritable = [{writable}]\n"),
+        )
+        .unwrap();
+    };
+    profile("\"~/.tool/\"");
+    let plant = format!("ln -s {} ~/.tool/inner", target.display());
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "pl",
+        "--profile",
+        "tool",
+        "--",
+        "sh",
+        "-c",
+        &plant,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    // The user later keeps `~/.tool/inner/` too; another session runs under the profile.
+    profile("\"~/.tool/\", \"~/.tool/inner/\"");
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "pm",
+        "--profile",
+        "tool",
+        "--",
+        "sh",
+        "-c",
+        "echo pwned > ~/.tool/inner/keep; echo pwned > ~/.tool/inner/new",
+    ]);
+    assert_eq!((code, error_code(&doc)), (5, "invalid_input"), "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(target.join("keep")).unwrap(),
+        "mine\n",
+        "{doc}"
+    );
+    assert!(!target.join("new").exists(), "{doc}");
 }
