@@ -486,14 +486,18 @@ fn fraction(seed: &mut u64) -> f64 {
 fn attack_a_run_killed_at_random_points_after_its_command_is_finished_or_undone() {
     require_sandbox!();
     let fx = Fixture::new();
+    fx.git(&fx.src, &["config", "extensions.worktreeConfig", "true"]);
     fx.bind("rk");
     let iso = fx.isolation("rk");
     let before = source_refs(&fx);
+    let marker = fx.root.join("pwned");
     let script = |i: usize| {
         format!(
             "git switch -q -c b{i} && echo {i} > f{i} && git add f{i} && git commit -q -m c{i} \
-             && git tag t{i} && c=$(git rev-parse --git-dir) && mkdir -p \"$c/rebase-merge\" \
-             && echo x > \"$c/rebase-merge/x{i}\""
+             && git tag t{i} && c=$(git rev-parse --git-dir) && mkdir -p \"$c/extra\" \
+             && echo x > \"$c/extra/x{i}\" \
+             && git config --worktree core.fsmonitor 'touch {m}; false' && touch done{i}",
+            m = marker.display()
         )
     };
     let started = Instant::now();
@@ -506,20 +510,36 @@ fn attack_a_run_killed_at_random_points_after_its_command_is_finished_or_undone(
         .as_nanos() as u64
         | 1;
     eprintln!("seed {seed}, a whole run takes {whole:?}");
-    for i in 1..=12 {
-        let at = whole.mul_f64(0.3 + 0.8 * fraction(&mut seed));
+    let log = fx.root.join("run.log");
+    for i in 1..=20 {
+        // A point after the command ended: up to the rest of a whole run.
+        let at = whole.mul_f64(0.6 * fraction(&mut seed));
         let mut child = fx
             .cmd()
             .args(["run", "-s", "rk", "--", "sh", "-c", &script(i)])
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
             .process_group(0)
             .spawn()
             .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !iso.join(format!("done{i}")).exists() && Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                let log = std::fs::read_to_string(&log).unwrap_or_default();
+                panic!("run {i} ended ({status}) before its command did: {log}");
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         std::thread::sleep(at);
         let group = rustix::process::Pid::from_child(&child);
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
         child.wait().unwrap();
+        // The user's own git first, before any a3s-iso command finishes the move.
+        user_git(&fx, &iso, &["status"]);
+        assert!(
+            !marker.exists(),
+            "kill {i} at {at:?}: your git ran the planted fsmonitor"
+        );
         let (code, doc) = fx.json(&["list"]);
         assert_eq!(code, 0, "kill {i} at {at:?}: {doc}");
         assert!(pending(&fx).is_empty(), "kill {i} at {at:?}");
@@ -528,6 +548,10 @@ fn attack_a_run_killed_at_random_points_after_its_command_is_finished_or_undone(
         fx.git(&iso, &["cat-file", "-e", &format!("{head}^{{commit}}")]);
         assert_eq!(source_refs(&fx), before, "kill {i} at {at:?}");
         user_git(&fx, &iso, &["status"]);
+        assert!(
+            !marker.exists(),
+            "kill {i} at {at:?}: your git ran the planted fsmonitor"
+        );
     }
     let (code, doc) = run_script(
         &fx,
