@@ -906,3 +906,37 @@ fn attack_a_link_left_in_a_profiles_copy_is_never_mounted_as_a_copy_later() {
     );
     assert!(!target.join("new").exists(), "{doc}");
 }
+
+#[test]
+fn attack_a_link_made_of_the_write_back_layer_is_never_read_through() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("wl");
+    let file = fx.home.join(".tool.json");
+    std::fs::write(&file, "old").unwrap();
+    // A directory under a hidden secret, shaped as a layer would be.
+    let hidden = fx.home.join(".aws/upper");
+    std::fs::create_dir_all(&hidden).unwrap();
+    std::fs::write(hidden.join(".tool.json"), "secret-from-aws").unwrap();
+    let script = format!(
+        "set -e
+         for r in /tmp/a3s-iso-*-layers-*; do
+           for n in \"$r\"/*; do mv \"$n\" \"$n.old\"; ln -s {aws} \"$n\"; done
+         done
+         ls -la /tmp/a3s-iso-*-layers-*",
+        aws = fx.home.join(".aws").display()
+    );
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "wl",
+        "--allow-write",
+        file.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "old", "{doc}");
+}
