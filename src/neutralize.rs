@@ -107,6 +107,18 @@ pub(crate) fn git_dirs(tree: &Path, admin: &Path, nested: &[RepoPath]) -> Vec<Pa
             }
         }
     }
+    // What the session wrote can lead out of its isolation (a link on the way to a nested
+    // repository or to the git dir its `.git` file names): only a git dir that really lies in
+    // the isolation or its admin dir is touched, never another repository's.
+    let within: Vec<PathBuf> = [tree, admin]
+        .iter()
+        .filter_map(|p| fs::canonicalize(p).ok())
+        .collect();
+    let mut dirs: Vec<PathBuf> = dirs
+        .into_iter()
+        .filter_map(|d| fs::canonicalize(d).ok())
+        .filter(|d| within.iter().any(|w| d.starts_with(w)))
+        .collect();
     dirs.sort();
     dirs.dedup();
     dirs

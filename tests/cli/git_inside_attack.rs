@@ -940,3 +940,43 @@ fn attack_a_link_made_of_the_write_back_layer_is_never_read_through() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "old", "{doc}");
 }
+
+#[test]
+fn attack_a_nested_git_file_through_a_link_never_makes_a3s_iso_rewrite_another_repository() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("nl");
+    let other = fx.other_repository("other", "o.txt");
+    fx.git(&other, &["config", "alias.hello", "!echo hello"]);
+    fx.git(
+        &other,
+        &["config", "filter.lfs.clean", "git-lfs clean -- %f"],
+    );
+    let hook = other.join(".git/hooks/pre-commit");
+    std::fs::write(&hook, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config_before = std::fs::read(other.join(".git/config")).unwrap();
+    // A link to the other repository's directory, and a nested repository whose `.git` file
+    // names a git dir through it.
+    let script = format!(
+        "set -e
+         ln -s {other} lnk
+         mkdir n; echo x > n/x
+         echo 'gitdir: ../lnk/.git' > n/.git",
+        other = other.display()
+    );
+    let (code, doc) = run_script(&fx, "nl", &script);
+    assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
+    let (code, doc) = fx.json(&["capture", "-s", "nl"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        String::from_utf8_lossy(&std::fs::read(other.join(".git/config")).unwrap()),
+        String::from_utf8_lossy(&config_before),
+    );
+    let mode = std::fs::metadata(&hook).unwrap().permissions().mode();
+    assert_eq!(
+        mode & 0o111,
+        0o111,
+        "the other repository's hook was disarmed"
+    );
+}
