@@ -182,6 +182,21 @@ fn absolute(word: &[u8], home: Option<&Path>) -> Option<PathBuf> {
     (normal != Path::new("/")).then_some(normal)
 }
 
+/// `path` without `.` and with each `..` taking the name before it away (no link looked up).
+fn lexical(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
+}
+
 /// The file name of a program word (`/usr/bin/sh` → `sh`).
 fn program_name(word: &[u8]) -> &[u8] {
     word.rsplit(|b| *b == b'/').next().unwrap_or(word)
@@ -313,8 +328,12 @@ fn end_command(command: &mut Vec<Vec<u8>>, words: &mut Vec<Word>) {
 
 /// The script a shell or interpreter was asked to run (its first operand), when the host
 /// holds it as a small file the command could read too (a relative name is found from the
-/// command's working directory).
+/// command's working directory). The command could have left a link where the script is named
+/// (in its isolation): the file is read only when no link leads to it, it lies under no secret
+/// the sandbox hides nor in a kernel view, and never waited on nor read past its bound.
 fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let (program, rest) = command.split_first()?;
     if !is_one_of(program.as_bytes(), INTERPRETERS) {
         return None;
@@ -322,18 +341,33 @@ fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) ->
     let operand = rest.iter().find(|a| !a.as_bytes().starts_with(b"-"))?;
     let path = match absolute(operand.as_bytes(), home) {
         Some(path) => path,
-        None => spec.workdir.join(operand),
+        None => lexical(&spec.workdir.join(operand)),
     };
-    // Only a script the command could read itself: never a secret's content, nor a file it
-    // could not see.
+    // Only a script the command could read itself: never a file it could not see.
     if classify(spec, &path, false).is_some() {
         return None;
     }
-    let meta = std::fs::metadata(&path).ok()?;
+    let real = std::fs::canonicalize(&path).ok()?;
+    let covered = |dir: &Path| {
+        real.starts_with(dir) || std::fs::canonicalize(dir).is_ok_and(|d| real.starts_with(d))
+    };
+    let kernel = ["/proc", "/sys", "/dev"].map(Path::new);
+    let hidden = &spec.hidden;
+    if real != path || kernel.iter().any(|d| covered(d)) || hidden.iter().any(|h| covered(h)) {
+        return None;
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&real)
+        .ok()?;
+    let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.len() > SCRIPT_BYTES {
         return None;
     }
-    std::fs::read(&path).ok()
+    let mut bytes = Vec::new();
+    file.take(SCRIPT_BYTES).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //!   `core.fsmonitor`, `core.hooksPath`, `core.sshCommand`, `core.pager`, `core.editor`,
 //!   filters, diff and merge drivers, `include*`, aliases, credential helpers;
 //! - hooks lose their execute bits;
+//! - a `commondir` (which would point git at another repository's config) goes;
 //!
 //! and `run` warns, naming the repository and what it took away. Files are reached without
 //! following a symbolic link (a link is never written through; a config or hooks directory
@@ -106,6 +107,18 @@ pub(crate) fn git_dirs(tree: &Path, admin: &Path, nested: &[RepoPath]) -> Vec<Pa
             }
         }
     }
+    // What the session wrote can lead out of its isolation (a link on the way to a nested
+    // repository or to the git dir its `.git` file names): only a git dir that really lies in
+    // the isolation or its admin dir is touched, never another repository's.
+    let within: Vec<PathBuf> = [tree, admin]
+        .iter()
+        .filter_map(|p| fs::canonicalize(p).ok())
+        .collect();
+    let mut dirs: Vec<PathBuf> = dirs
+        .into_iter()
+        .filter_map(|d| fs::canonicalize(d).ok())
+        .filter(|d| within.iter().any(|w| d.starts_with(w)))
+        .collect();
     dirs.sort();
     dirs.dedup();
     dirs
@@ -156,9 +169,83 @@ pub(crate) fn after_run(
         let mut took = reduce_config(git, trusted, &dir.join("config"));
         took.extend(reduce_config(git, trusted, &dir.join("config.worktree")));
         took.extend(disarm_hooks(&dir.join("hooks")));
+        took.extend(drop_commondir(dir));
         note(dir, took);
     }
     warnings
+}
+
+/// Neutralises the admin dir's layer `upper` before its files move down into `admin`, where
+/// your git may read them the moment they are there (and for good when `run` dies midway):
+/// its `config.worktree`, and the `config`, `config.worktree` and hooks of every directory
+/// under its `modules/` (a submodule's git dir, whole or only what the command changed of
+/// it). Returns one warning per git dir changed, named as it is in `admin`.
+pub(crate) fn layer_before_move_down(
+    git: &Git,
+    trusted: &Path,
+    upper: &Path,
+    admin: &Path,
+) -> Vec<String> {
+    let named = |dir: &Path| admin.join(dir.strip_prefix(upper).unwrap_or(dir));
+    let mut warnings = Vec::new();
+    let mut note = |dir: &Path, took: Vec<String>| {
+        if !took.is_empty() {
+            warnings.push(format!(
+                "{}: took away what would run code for your own git there: {}",
+                named(dir).display(),
+                took.join(", ")
+            ));
+        }
+    };
+    // A whiteout (a character device) deletes what is below: it stays as it is.
+    let whiteout = |p: &Path| {
+        use std::os::unix::fs::FileTypeExt;
+        fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device())
+    };
+    let reduce = |file: PathBuf| match whiteout(&file) {
+        true => Vec::new(),
+        false => reduce_config(git, trusted, &file),
+    };
+    note(upper, reduce(upper.join("config.worktree")));
+    let mut todo = vec![(upper.join("modules"), 0)];
+    while let Some((dir, depth)) = todo.pop() {
+        if !real_dir(&dir) || depth > 16 {
+            continue;
+        }
+        let mut took = reduce(dir.join("config"));
+        took.extend(reduce(dir.join("config.worktree")));
+        if !whiteout(&dir.join("hooks")) {
+            took.extend(disarm_hooks(&dir.join("hooks")));
+        }
+        if !whiteout(&dir.join("commondir")) {
+            took.extend(drop_commondir(&dir));
+        }
+        note(&dir, took);
+        // A git dir's own content holds no git dir (its refs may be called `config`).
+        const INSIDE: [&str; 6] = ["hooks", "refs", "logs", "objects", "info", "worktrees"];
+        for entry in fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let inside = INSIDE.iter().any(|n| entry.file_name() == *n);
+            if entry.file_type().is_ok_and(|t| t.is_dir()) && !inside {
+                todo.push((entry.path(), depth + 1));
+            }
+        }
+    }
+    warnings
+}
+
+/// Removes a `commondir` from a repository's own git dir (a submodule's or a nested
+/// repository's): git writes one only in a linked worktree's admin dir, and one planted there
+/// would make your git read the config (and hooks) of a directory the session chose. A link
+/// there is removed, never followed.
+fn drop_commondir(dir: &Path) -> Vec<String> {
+    let file = dir.join("commondir");
+    match fs::symlink_metadata(&file) {
+        Ok(meta) => {
+            let _ = remove_entry(&file, &meta);
+            vec!["commondir".into()]
+        }
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Rewrites a config file with only its [`INERT`] settings; returns the keys it dropped. A

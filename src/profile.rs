@@ -290,6 +290,7 @@ pub(crate) fn prepare(profile: &Profile, home: &Path) -> Result<ProfileMounts> {
     for entry in &profile.writable {
         let real = home.join(&entry.rel);
         let kept = kept_root.join(&entry.rel);
+        no_link_on_the_way(&kept_root, &entry.rel)?;
         seed(&real, &kept, entry.dir)?;
         if entry.dir {
             let to = real;
@@ -303,6 +304,25 @@ pub(crate) fn prepare(profile: &Profile, home: &Path) -> Result<ProfileMounts> {
         }
     }
     Ok(mounts)
+}
+
+/// A kept copy is reached through no symbolic link: a run writes inside a kept directory, and a
+/// link it left there (where a later profile keeps a path of its own) must never become what
+/// is copied or mounted writable.
+fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
+    let mut at = root.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(Error::InvalidInput {
+                message: format!(
+                    "{} is a symbolic link (a run can write there), which a3s-iso does not follow: remove it to keep the profile's copy there",
+                    at.display()
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Directories only the user reads.

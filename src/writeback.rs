@@ -126,10 +126,26 @@ impl Layers {
     /// with something other than a regular file (left as it was).
     pub(crate) fn write_back(&self) -> Vec<String> {
         let mut warnings = Vec::new();
+        // The command could write the layers' directory itself (the overlays need it): each
+        // upper layer is reached beneath it, so a link made of one is never read through.
+        let root = self.root.as_deref().map(Dir::open);
         for (layer, files) in &self.layers {
+            let upper = match &root {
+                Some(Ok(root)) => layer
+                    .base
+                    .strip_prefix(root.path())
+                    .map_err(|e| e.to_string())
+                    .and_then(|base| root.dir(&base.join("upper")).map_err(|e| e.to_string())),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("no layers".to_string()),
+            };
             for grant in files {
                 let rel = in_layer(layer, grant);
-                if let Err(why) = write_back_one(&layer.base.join("upper"), &rel, grant) {
+                let done = upper
+                    .as_ref()
+                    .map_err(Clone::clone)
+                    .and_then(|upper| write_back_one(upper, &rel, grant));
+                if let Err(why) = done {
                     warnings.push(format!(
                         "{} was not written back: {why}",
                         grant.kept.display()
@@ -177,8 +193,7 @@ const MAX_FILE_BYTES: u64 = 64 << 20;
 /// a link the command left, by a temporary file renamed over the kept one (a reader, or a
 /// run killed meanwhile, sees the old content or the new, never half), with the kept file's
 /// mode (0600 for a new one). Unchanged (absent from the layer, or the same bytes): nothing.
-fn write_back_one(upper: &Path, rel: &Path, grant: &FileGrant) -> std::result::Result<(), String> {
-    let layer = Dir::open(upper).map_err(|e| e.to_string())?;
+fn write_back_one(layer: &Dir, rel: &Path, grant: &FileGrant) -> std::result::Result<(), String> {
     let Some(kind) = layer.kind(rel).map_err(|e| e.to_string())? else {
         return Ok(());
     };

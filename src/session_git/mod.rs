@@ -18,6 +18,7 @@
 mod movedown;
 pub(crate) mod view;
 
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -79,8 +80,8 @@ impl Places {
 /// Gets the session's layers ready for a sandboxed run (with its lease held): a move a crash
 /// interrupted is finished, what a killed run left in the admin dir's layer is dropped (with
 /// the refs it left naming objects the store never got), and a symbolic `HEAD` is put back
-/// when the admin dir's detached one is still that branch's tip. Returns the spec's layers and
-/// warnings.
+/// when the admin dir's detached one is still that branch's tip. Of the git dir's layer only
+/// `refs/`, `logs/` and `packed-refs` go on. Returns the spec's layers and warnings.
 pub(crate) fn prepare(
     git: &Git,
     repo: &Repo,
@@ -94,6 +95,7 @@ pub(crate) fn prepare(
             std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         }
     }
+    open_up_layers(&places)?;
     let mut warnings = Vec::new();
     let settling = crate::pending::left(store).into_iter().any(|intent| {
         matches!(intent, crate::pending::Intent::SettleGit(ref s) if s.session_id == session_id)
@@ -117,6 +119,8 @@ pub(crate) fn prepare(
             .empty()
             .ctx(|| format!("cannot empty {}", places.work(which).display()))?;
     }
+    // A killed run never trimmed its git dir's layer: only its refs go on.
+    keep_only_refs(&places)?;
     // The session's git is gone (its lease is ours): a lock file in its layer is a killed
     // git's, and would fail every later change of that ref.
     drop_locks(&open(&places.upper("common"))?)
@@ -133,6 +137,55 @@ pub(crate) fn prepare(
         sealed_otherwise: vec![repo.common_dir.join("refs")],
     };
     Ok((layers, warnings))
+}
+
+/// Gives the owner back what the command may have taken away inside, through the overlays
+/// (`chmod` of a directory or file of the layers, their roots included): search, read and
+/// write on every directory and read on every file, so that a3s-iso can move down, trim and
+/// empty them once the run is over. Links and special files are left as they are.
+fn open_up_layers(places: &Places) -> Result<()> {
+    for which in ["common", "admin"] {
+        let upper = places.upper(which);
+        let open_up = || -> std::io::Result<()> {
+            let Ok(meta) = std::fs::symlink_metadata(&upper) else {
+                return Ok(());
+            };
+            if meta.is_dir() && meta.mode() & 0o700 != 0o700 {
+                let mode = (meta.mode() & 0o777) | 0o700;
+                std::fs::set_permissions(&upper, std::fs::Permissions::from_mode(mode))?;
+            }
+            open_up(&Dir::open(&upper)?)
+        };
+        open_up().ctx(|| format!("cannot open up {}", upper.display()))?;
+    }
+    Ok(())
+}
+
+/// [`open_up_layers`] beneath one directory.
+fn open_up(dir: &Dir) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, Mode, chmodat, statat};
+    for entry in dir.entries()? {
+        let name = Path::new(&entry.name);
+        let wanted = match entry.kind {
+            crate::beneath::Kind::Dir => 0o700,
+            crate::beneath::Kind::File => 0o600,
+            _ => continue,
+        };
+        let mode = statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode & 0o777;
+        if mode & wanted != wanted {
+            // The entry is no link (the command is gone: nothing replaces it meanwhile).
+            chmodat(
+                dir.fd(),
+                name,
+                Mode::from_raw_mode(mode | wanted),
+                AtFlags::empty(),
+            )?;
+        }
+        if entry.kind == crate::beneath::Kind::Dir {
+            open_up(&dir.dir(name)?)?;
+        }
+    }
+    Ok(())
 }
 
 /// Removes every `*.lock` file under `dir` (links and special files are left alone).
@@ -282,21 +335,23 @@ pub(crate) fn finish(
     admin: &Path,
 ) -> Result<Vec<String>> {
     let places = Places::of(store, session_id);
+    open_up_layers(&places)?;
     let mut warnings = Vec::new();
     if let (Some(upper), Ok(real)) = (
         Dir::open_if_any(&places.upper("admin")).ok().flatten(),
         Dir::open(admin),
     ) {
+        // What a run wrote there must run nothing for your own git, from the moment it is
+        // down (a `run` killed right after the move never gets to the rest).
+        warnings.extend(crate::neutralize::layer_before_move_down(
+            git,
+            &repo.common_dir,
+            &places.upper("admin"),
+            admin,
+        ));
         movedown::move_down(&upper, &real, &mut warnings)
             .ctx(|| format!("cannot move the run's git state into {}", admin.display()))?;
         crate::fault_point!("settle-git-after-move");
-        // What a run wrote there must run nothing for your own git (as `run` ensures too).
-        warnings.extend(crate::neutralize::after_run(
-            git,
-            &repo.common_dir,
-            admin,
-            &[],
-        ));
         let view = RefView::new(&repo.common_dir, &places.upper("common"));
         settle_head(&view, &upper, &real, &places, &mut warnings)?;
     }

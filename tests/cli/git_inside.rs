@@ -23,7 +23,7 @@ macro_rules! require_sandbox {
 
 /// The source's own refs as files and as git lists them (the store's private namespace left
 /// out): `refs/heads`, `refs/tags`, `refs/stash`, `packed-refs` and `logs/`, byte for byte.
-fn source_refs(fx: &Fixture) -> BTreeMap<String, String> {
+pub(crate) fn source_refs(fx: &Fixture) -> BTreeMap<String, String> {
     let git_dir = fx.src.join(".git");
     let mut out = BTreeMap::new();
     for dir in ["refs/heads", "refs/tags", "logs"] {
@@ -48,19 +48,19 @@ fn source_refs(fx: &Fixture) -> BTreeMap<String, String> {
 }
 
 /// `run -s ID -- sh -c SCRIPT`: the exit status and the run's document.
-fn run_script(fx: &Fixture, id: &str, script: &str) -> (i32, Value) {
+pub(crate) fn run_script(fx: &Fixture, id: &str, script: &str) -> (i32, Value) {
     fx.json(&["run", "-s", id, "--", "sh", "-c", script])
 }
 
 /// What the session's mirror ref `git/<name>` names, if anything.
-fn mirrored(fx: &Fixture, id: &str, name: &str) -> Option<String> {
+pub(crate) fn mirrored(fx: &Fixture, id: &str, name: &str) -> Option<String> {
     let full = format!("refs/a3s-iso/sessions/{id}/git/{name}");
     let out = fx.git(&fx.src, &["for-each-ref", "--format=%(objectname)", &full]);
     (!out.is_empty()).then_some(out)
 }
 
 /// Whether the isolation's HEAD is a symbolic ref, as git outside sees it.
-fn symbolic_head(fx: &Fixture, iso: &Path) -> bool {
+pub(crate) fn symbolic_head(fx: &Fixture, iso: &Path) -> bool {
     let mut cmd = std::process::Command::new("git");
     cmd.current_dir(iso).args(["symbolic-ref", "-q", "HEAD"]);
     crate::fixture::isolate(&mut cmd, &fx.home);
@@ -228,7 +228,7 @@ fn commits_on_a_private_branch_are_captured_and_promoted_in_branch_mode() {
 
 /// Starts `run` in a process group of its own with `script`, waits until the script has
 /// written `ready` in the isolation, and SIGKILLs the whole group.
-fn kill_run_inside(fx: &Fixture, id: &str, script: &str) {
+pub(crate) fn kill_run_inside(fx: &Fixture, id: &str, script: &str) {
     let ready = fx.isolation(id).join("ready");
     let mut child = fx
         .cmd()

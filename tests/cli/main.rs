@@ -23,6 +23,7 @@ mod fixture;
 mod gc;
 mod git_calls;
 mod git_inside;
+mod git_inside_attack;
 mod help;
 mod house;
 mod human;
