@@ -24,6 +24,9 @@ use super::tunnel::{self, Relayed};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
+/// How much of a refused host is recorded: a host name's longest.
+const MAX_HOST: usize = 253;
+
 /// The proxy's state: what it allows and what it refused.
 pub(super) struct Proxy {
     pub(super) allow: Allowlist,
@@ -41,16 +44,26 @@ pub(super) async fn serve(listener: TcpListener, proxy: Arc<Proxy>) {
                 continue;
             }
         };
-        let proxy = Arc::clone(&proxy);
+        let (proxy, recorder) = (Arc::clone(&proxy), Arc::clone(&proxy));
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let proxy = Arc::clone(&proxy);
                 async move { Ok::<_, Infallible>(proxy.handle(req).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
+            // A command that shuts its side down after a request still gets it decided (and
+            // a refusal recorded): hyper would otherwise drop the request half-way.
+            let served = hyper::server::conn::http1::Builder::new()
+                .half_close(true)
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades()
                 .await;
+            // hyper answers what it cannot parse (431 for a huge head, 400) on its own: those
+            // are refusals too.
+            if let Err(e) = served
+                && (e.is_parse() || e.is_parse_too_large())
+            {
+                recorder.record("", 0, RefusalReason::BadRequest, None);
+            }
         });
     }
 }
@@ -128,9 +141,16 @@ impl Proxy {
         };
         parts.version = hyper::Version::HTTP_11;
         strip_hop_by_hop(&mut parts.headers);
-        if let Ok(value) = authority.as_str().parse() {
-            parts.headers.entry(header::HOST).or_insert(value);
-        }
+        // The host the request was checked for, never the command's own Host header (which
+        // could name another virtual host at that address) nor its userinfo (RFC 9112 3.2.2).
+        let checked = match authority.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        match checked.parse() {
+            Ok(value) => parts.headers.insert(header::HOST, value),
+            Err(_) => return self.refuse(host, port, RefusalReason::BadRequest, None),
+        };
         match sender.send_request(Request::from_parts(parts, body)).await {
             Ok(response) => {
                 let (mut parts, body) = response.into_parts();
@@ -181,7 +201,7 @@ impl Proxy {
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         if refused.len() < MAX_REFUSALS {
             refused.push(Refusal {
-                host: bare(host).to_string(),
+                host: bounded(bare(host)),
                 port,
                 reason,
                 address,
@@ -212,6 +232,19 @@ fn bare(host: &str) -> &str {
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host)
+}
+
+/// The host as recorded: at most [`MAX_HOST`] bytes of what the command sent (a name is never
+/// longer), so that a flood of refusals keeps the run's record small.
+fn bounded(host: &str) -> String {
+    if host.len() <= MAX_HOST {
+        return host.to_string();
+    }
+    let mut end = MAX_HOST;
+    while !host.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &host[..end])
 }
 
 fn empty() -> Body {
@@ -263,17 +296,20 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 }
 
 /// The addresses of `name`. With the `fault-injection` feature, `A3S_ISO_TEST_RESOLVE`
-/// (`name=addr,name=addr`) answers first, so tests can make an allowed name resolve anywhere.
+/// (`name=addr|addr,name=addr`) answers first, so tests can make an allowed name resolve
+/// anywhere.
 async fn resolve(name: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
     #[cfg(feature = "fault-injection")]
-    if let Some(address) = std::env::var("A3S_ISO_TEST_RESOLVE")
+    if let Some((_, addresses)) = std::env::var("A3S_ISO_TEST_RESOLVE")
         .unwrap_or_default()
         .split(',')
         .filter_map(|pair| pair.split_once('='))
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .and_then(|(_, address)| address.parse::<IpAddr>().ok())
     {
-        return Ok(vec![address]);
+        return Ok(addresses
+            .split('|')
+            .filter_map(|a| a.parse::<IpAddr>().ok())
+            .collect());
     }
     Ok(tokio::net::lookup_host((name, port))
         .await?
@@ -300,5 +336,14 @@ mod tests {
         strip_hop_by_hop(&mut headers);
         let left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(left, ["accept"]);
+    }
+
+    #[test]
+    fn a_recorded_host_is_bounded() {
+        assert_eq!(bounded("example.org"), "example.org");
+        let long = "\u{e9}".repeat(40_000);
+        let kept = bounded(&long);
+        assert!(kept.len() <= MAX_HOST + 3, "{}", kept.len());
+        assert!(kept.ends_with("..."));
     }
 }

@@ -128,28 +128,50 @@ enum Verdict {
     Other,
 }
 
+/// Reads a request line as leniently as the most lenient server it could reach: empty lines
+/// before it are skipped (RFC 9112 section 2.2), the method is any token in any case, and
+/// spaces or tabs may be repeated around the target.
 fn classify(bytes: &[u8]) -> Verdict {
-    let method = bytes.iter().take_while(|b| b.is_ascii_uppercase()).count();
-    if method == bytes.len() {
-        return if method < 16 {
+    let undecided = || {
+        if bytes.len() < PEEK_LIMIT {
             Verdict::Undecided
         } else {
             Verdict::Other
-        };
+        }
+    };
+    let Some(start) = bytes.iter().position(|b| !b"\r\n".contains(b)) else {
+        return undecided();
+    };
+    let line = &bytes[start..];
+    let method = line.iter().take_while(|b| is_token(**b)).count();
+    if method == line.len() {
+        return undecided();
     }
-    if method == 0 || bytes[method] != b' ' {
+    if method == 0 || !is_blank(line[method]) {
         return Verdict::Other;
     }
-    if &bytes[..method] == b"CONNECT" {
+    if line[..method].eq_ignore_ascii_case(b"CONNECT") {
         return Verdict::Hop;
     }
-    let target = &bytes[method + 1..];
-    match target.iter().position(|b| b" \r\n".contains(b)) {
+    let target = &line[method..];
+    let Some(from) = target.iter().position(|b| !is_blank(*b)) else {
+        return undecided();
+    };
+    let target = &target[from..];
+    match target.iter().position(|b| is_blank(*b) || b"\r\n".contains(b)) {
         Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
         Some(_) => Verdict::Other,
-        None if bytes.len() < PEEK_LIMIT => Verdict::Undecided,
-        None => Verdict::Other,
+        None => undecided(),
     }
+}
+
+/// A character of an HTTP token (a method): RFC 9110's `tchar`.
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
 }
 
 #[cfg(test)]
@@ -164,6 +186,28 @@ mod tests {
         assert_eq!(classify(b"GET /model HTTP/1.1\r\n"), Verdict::Other);
         assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
         assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
-        assert_eq!(classify(b"SSH-2.0-OpenSSH"), Verdict::Other);
+        assert_eq!(classify(b"SSH-2.0-OpenSSH\r\n"), Verdict::Other);
+        assert_eq!(classify(b"\x00\x00\x00\x08\x04\xd2\x16\x2f"), Verdict::Other);
+    }
+
+    #[test]
+    fn lenient_spellings_of_another_hop_are_hops_too() {
+        for hop in [
+            &b"\r\nCONNECT evil:443 HTTP/1.1\r\n"[..],
+            b"\n\n\r\nGET http://evil/ HTTP/1.1\r\n",
+            b"connect evil:443 HTTP/1.1\r\n",
+            b"Connect\tevil:443 HTTP/1.1\r\n",
+            b"GET  http://evil/ HTTP/1.1\r\n",
+            b"GET\thttp://evil/ HTTP/1.1\r\n",
+            b"get HTTP://evil/ HTTP/1.1\r\n",
+            b"PROPFINDPROPFINDPROPFIND http://evil/ HTTP/1.1\r\n",
+            b"X-LONG-EXTENSION-METHOD http://evil/\r\n",
+        ] {
+            assert_eq!(classify(hop), Verdict::Hop, "{}", String::from_utf8_lossy(hop));
+        }
+        assert_eq!(classify(b"\r\n"), Verdict::Undecided);
+        assert_eq!(classify(b"\r\nCONN"), Verdict::Undecided);
+        assert_eq!(classify(b"GET  "), Verdict::Undecided);
+        assert_eq!(classify(b"GET  /a HTTP/1.1\r\n"), Verdict::Other);
     }
 }

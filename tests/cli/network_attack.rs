@@ -1,0 +1,249 @@
+//! Attacks on the network allowlist proxy and on published ports, from a hostile command: each
+//! attempt must reach nothing but the hosts and ports allowed, never the host's loopback or a
+//! second hop, and be recorded with the run.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, TcpListener, TcpStream, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, json_of, kill_leftovers, processes_with, require_tool};
+
+macro_rules! require_sandbox_and_python {
+    () => {
+        if !require_tool("sandbox") || !require_tool("python3") {
+            return;
+        }
+    };
+}
+
+/// A host on the host's loopback that keeps every byte each connection sent it, and answers
+/// `200 ok` once a request head is complete: the host an allowed entry names, or a trap no
+/// connection must reach.
+struct Recorder {
+    port: u16,
+    received: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Recorder {
+    fn start(ip: Ipv4Addr, port: u16) -> Recorder {
+        let listener = TcpListener::bind((ip, port)).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let all = received.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let all = all.clone();
+                std::thread::spawn(move || record(stream, &all));
+            }
+        });
+        Recorder { port, received }
+    }
+
+    fn connections(&self) -> Vec<String> {
+        self.received
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|bytes| String::from_utf8_lossy(bytes).into_owned())
+            .collect()
+    }
+}
+
+fn record(mut stream: TcpStream, all: &Mutex<Vec<Vec<u8>>>) {
+    let index = {
+        let mut all = all.lock().unwrap();
+        all.push(Vec::new());
+        all.len() - 1
+    };
+    stream
+        .set_read_timeout(Some(Duration::from_secs(3)))
+        .unwrap();
+    let mut answered = false;
+    let mut buf = [0u8; 64 * 1024];
+    while let Ok(n @ 1..) = stream.read(&mut buf) {
+        let mut all = all.lock().unwrap();
+        all[index].extend_from_slice(&buf[..n]);
+        if !answered && all[index].windows(4).any(|w| w == b"\r\n\r\n") {
+            answered = true;
+            let _ = stream
+                .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok");
+        }
+    }
+}
+
+/// Python helpers the attack scripts start with: `exchange` sends bytes (or chunks, with a
+/// pause between them) to the proxy and returns what came back until it closed, `status` the
+/// first line of that, `done` writes the results.
+const PRELUDE: &str = r#"import json, socket, sys, time
+PROXY = ('127.0.0.1', 3128)
+results = {}
+def exchange(data, pause=0.0, half_close=True, wait=5):
+    s = socket.create_connection(PROXY, timeout=wait)
+    try:
+        for chunk in (data if isinstance(data, list) else [data]):
+            s.sendall(chunk)
+            if pause:
+                time.sleep(pause)
+        if half_close:
+            s.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+    got = b''
+    try:
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            got += b
+    except OSError:
+        pass
+    s.close()
+    return got.decode('latin-1')
+def status(text):
+    return text.split('\r\n', 1)[0] if text else 'closed'
+def get(host, port=None, extra=''):
+    authority = host if port is None else f'{host}:{port}'
+    return (f'GET http://{authority}/ HTTP/1.1\r\nHost: {authority}\r\n{extra}'
+            'Connection: close\r\n\r\n').encode()
+def connect(host, port):
+    return (f'CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n'
+            'Connection: close\r\n\r\n').encode()
+def done():
+    with open('results.json', 'w') as f:
+        json.dump(results, f)
+"#;
+
+/// Runs `script` (after [`PRELUDE`]) with python3 in a sandboxed run of `session` under
+/// `flags`; returns the exit code, the run's JSON and the script's results.
+fn attack(
+    fx: &Fixture,
+    session: &str,
+    flags: &[String],
+    resolve: &str,
+    script: &str,
+) -> (i32, Value, Value) {
+    let iso = fx.isolation(session);
+    std::fs::write(iso.join("attack.py"), format!("{PRELUDE}{script}\ndone()\n")).unwrap();
+    let mut cmd = fx.cmd();
+    cmd.args(["--json", "run", "-s", session, "--timeout", "240"])
+        .args(flags)
+        .args(["--", "python3", "attack.py"])
+        .env("A3S_ISO_TEST_RESOLVE", resolve);
+    let (code, doc) = json_of(cmd.output().unwrap());
+    let results = std::fs::read_to_string(iso.join("results.json"))
+        .map(|text| serde_json::from_str(&text).unwrap())
+        .unwrap_or(Value::Null);
+    (code, doc, results)
+}
+
+fn allow(entries: &[String]) -> Vec<String> {
+    entries
+        .iter()
+        .flat_map(|e| ["--allow-host".to_string(), e.clone()])
+        .collect()
+}
+
+/// `(host:port, reason, address)` of each refusal the run recorded.
+fn refusals(doc: &Value) -> Vec<(String, String, Option<String>)> {
+    doc["network"]["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no refusals in {doc}"))
+        .iter()
+        .map(|r| {
+            (
+                format!("{}:{}", r["host"].as_str().unwrap(), r["port"]),
+                r["reason"].as_str().unwrap().to_string(),
+                r["address"].as_str().map(String::from),
+            )
+        })
+        .collect()
+}
+
+fn refusal(host_port: &str, reason: &str, address: Option<&str>) -> (String, String, Option<String>) {
+    (
+        host_port.to_string(),
+        reason.to_string(),
+        address.map(String::from),
+    )
+}
+
+#[test]
+fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("spell");
+    let trap = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = trap.port;
+    // Names that resolve to the host's loopback are allowed by name: the addresses still are not.
+    let names = [
+        "127.1",
+        "2130706433",
+        "0x7f.0.0.1",
+        "0177.0.0.1",
+        "localhost.",
+        "LOCALHOST",
+        "127.0.0.1.nip.test",
+        "multi.test",
+    ];
+    let mut entries: Vec<String> = names.iter().map(|n| format!("{n}:{p}")).collect();
+    entries.push(format!("*.nip.test:{p}"));
+    let literals = [
+        "127.0.0.1",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:7f00:1]",
+        "[0:0:0:0:0:ffff:127.0.0.1]",
+        "[::127.0.0.1]",
+        "0.0.0.0",
+        "[::]",
+        "[::1]",
+        "127.0.0.2",
+    ];
+    let script = format!(
+        "names = {names:?}\nliterals = {literals:?}\np = {p}\n\
+         for h in names + literals:\n\
+         \x20   results['get ' + h] = status(exchange(get(h, p)))\n\
+         \x20   results['connect ' + h] = status(exchange(connect(h, p), half_close=False))\n\
+         results['zone'] = status(exchange(get('[fe80::1%25lo]', p)))\n\
+         results['percent'] = status(exchange(get('%31%32%37.0.0.1', p)))\n\
+         results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n"
+    );
+    let resolve = "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254";
+    let (code, doc, results) = attack(&fx, "spell", &allow(&entries), resolve, &script);
+    assert_eq!(code, 0, "{doc}");
+    let results = results.as_object().unwrap_or_else(|| panic!("{doc}"));
+    for (attempt, status) in results {
+        assert!(
+            !status.as_str().unwrap().contains(" 200 "),
+            "{attempt} got through: {results:?}"
+        );
+    }
+    assert_eq!(trap.connections(), Vec::<String>::new(), "{results:?}");
+    let mut expected = Vec::new();
+    for name in names {
+        let shown = name;
+        let first = if name == "multi.test" { "10.0.0.1" } else { "127.0.0.1" };
+        for _ in 0..2 {
+            expected.push(refusal(
+                &format!("{shown}:{p}"),
+                "address_not_allowed",
+                Some(first),
+            ));
+        }
+    }
+    for literal in literals {
+        let bare = literal.trim_start_matches('[').trim_end_matches(']');
+        for _ in 0..2 {
+            expected.push(refusal(&format!("{bare}:{p}"), "host_not_allowed", None));
+        }
+    }
+    expected.push(refusal(&format!("fe80::1%25lo:{p}"), "bad_request", None));
+    // hyper itself refuses a host it cannot parse: recorded without a host.
+    expected.push(refusal(":0", "bad_request", None));
+    expected.push(refusal(&format!("127.0.0.1:{p}"), "host_not_allowed", None));
+    assert_eq!(refusals(&doc), expected, "{results:?}");
+}
