@@ -247,3 +247,106 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     expected.push(refusal(&format!("127.0.0.1:{p}"), "host_not_allowed", None));
     assert_eq!(refusals(&doc), expected, "{results:?}");
 }
+
+#[test]
+fn a_tunnel_never_carries_a_request_for_another_hop_however_it_is_spelled() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("hop");
+    let host = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = host.port;
+    // Each inner request names evil.example, as a request to the next proxy would; each comes
+    // first through a tunnel to the allowed host.
+    let script = format!(
+        r#"p = {p}
+inner = {{
+    'crlf_first': [b'\r\nCONNECT evil.example:443 HTTP/1.1\r\n\r\n'],
+    'lf_first': [b'\n\nGET http://evil.example/ HTTP/1.1\r\n\r\n'],
+    'lower_case': [b'connect evil.example:443 HTTP/1.1\r\n\r\n'],
+    'tab': [b'GET\thttp://evil.example/ HTTP/1.1\r\n\r\n'],
+    'two_spaces': [b'GET  http://evil.example/ HTTP/1.1\r\n\r\n'],
+    'long_method': [b'PROPFINDPROPFINDPROPFIND http://evil.example/ HTTP/1.1\r\n\r\n'],
+    'split': [b'C', b'ON', b'NEC', b'T evil.', b'example:443 HTTP/1.1\r\n\r\n'],
+    'split_uri': [b'GET ht', b'tp:/', b'/evil.example/ HTTP/1.1\r\n\r\n'],
+}}
+for name, chunks in inner.items():
+    # The CONNECT's head, itself in pieces, and the inner request in the same stream.
+    head = f'CONNECT 127.0.0.1:{{p}} HTTP/1.1\r\nHost: 127.0.0.1:{{p}}\r\n\r\n'.encode()
+    results[name] = exchange([head[:9], head[9:20], head[20:]] + chunks, pause=0.05)
+# What still passes: an origin-form request through the tunnel.
+results['origin_form'] = exchange(
+    f'CONNECT 127.0.0.1:{{p}} HTTP/1.1\r\n\r\nGET /model HTTP/1.1\r\nHost: x\r\n\r\n'.encode())
+"#
+    );
+    let (code, doc, results) = attack(&fx, "hop", &allow(&[format!("127.0.0.1:{p}")]), "", &script);
+    assert_eq!(code, 0, "{doc}");
+    let results = results.as_object().unwrap_or_else(|| panic!("{doc}"));
+    let connections = host.connections();
+    assert!(
+        connections.iter().all(|c| !c.contains("evil")),
+        "another hop reached the allowed host: {connections:?} {results:?}"
+    );
+    for (name, reply) in results {
+        let reply = reply.as_str().unwrap();
+        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{name}: {reply:?}");
+        let through = reply.contains("\r\n\r\nHTTP/1.1 200 OK");
+        assert_eq!(through, name == "origin_form", "{name}: {reply:?}");
+    }
+    assert!(
+        connections.iter().any(|c| c.starts_with("GET /model HTTP/1.1")),
+        "{connections:?}"
+    );
+    let hops = vec![refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None); 8];
+    assert_eq!(refusals(&doc), hops, "{results:?}");
+}
+
+#[test]
+fn a_plain_request_reaches_the_checked_host_under_its_checked_name_only() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("host");
+    let host = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = host.port;
+    // multi.test resolves first to a loopback address no entry names, then to the allowed one.
+    let trap = Recorder::start(Ipv4Addr::new(127, 0, 0, 2), p);
+    let script = format!(
+        r#"p = {p}
+results['host_header'] = exchange(
+    f'GET http://127.0.0.1:{{p}}/h HTTP/1.1\r\nHost: evil.example:80\r\nConnection: close\r\n\r\n'.encode())
+results['userinfo'] = exchange(
+    f'GET http://evil.example@127.0.0.1:{{p}}/u HTTP/1.1\r\nConnection: close\r\n\r\n'.encode())
+results['two_hosts'] = exchange(
+    f'GET http://127.0.0.1:{{p}}/t HTTP/1.1\r\nHost: 127.0.0.1:{{p}}\r\nHost: evil.example\r\nConnection: close\r\n\r\n'.encode())
+results['multi'] = exchange(get('multi.test', p))
+results['mapped_entry'] = exchange(get('[::ffff:127.0.0.1]', p))
+"#
+    );
+    let entries = [
+        format!("[::ffff:127.0.0.1]:{p}"),
+        format!("multi.test:{p}"),
+    ];
+    let resolve = "multi.test=127.0.0.2|127.0.0.1";
+    let (code, doc, results) = attack(&fx, "host", &allow(&entries), resolve, &script);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(trap.connections(), Vec::<String>::new(), "{results}");
+    let connections = host.connections();
+    assert_eq!(connections.len(), 5, "{connections:?} {results}");
+    for connection in &connections {
+        let hosts: Vec<&str> = connection
+            .lines()
+            .filter(|l| l.to_ascii_lowercase().starts_with("host:"))
+            .collect();
+        assert!(!connection.contains("evil"), "{connection:?}");
+        assert_eq!(hosts.len(), 1, "{connection:?}");
+        assert!(
+            [
+                format!("host: 127.0.0.1:{p}"),
+                format!("host: multi.test:{p}"),
+                format!("host: [::ffff:127.0.0.1]:{p}"),
+            ]
+            .contains(&hosts[0].to_ascii_lowercase()),
+            "{connection:?}"
+        );
+    }
+    assert_eq!(refusals(&doc), vec![], "{results}");
+}
