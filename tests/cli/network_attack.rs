@@ -350,3 +350,125 @@ results['mapped_entry'] = exchange(get('[::ffff:127.0.0.1]', p))
     }
     assert_eq!(refusals(&doc), vec![], "{results}");
 }
+
+#[test]
+fn plain_requests_are_checked_one_by_one_and_malformed_ones_are_refused_and_recorded() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("smuggle");
+    let host = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = host.port;
+    let script = format!(
+        r#"p = {p}
+ok = f'GET http://127.0.0.1:{{p}}/ok HTTP/1.1\r\nHost: 127.0.0.1:{{p}}\r\n\r\n'.encode()
+evil = b'GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n'
+# Two requests on one kept-alive connection, in one segment: the second is checked too.
+results['pipelined'] = exchange(ok + evil)
+# Content-Length and Transfer-Encoding both: the chunked body ends at once, and what follows
+# is a request of its own, checked as such.
+hidden = b'GET http://evil.example/ HTTP/1.1\r\nHost: evil.example\r\n\r\n'
+body = b'0\r\n\r\n' + hidden
+results['cl_te'] = exchange(
+    f'POST http://127.0.0.1:{{p}}/cl HTTP/1.1\r\nHost: 127.0.0.1:{{p}}\r\nContent-Length: {{len(body)}}\r\n'
+    'Transfer-Encoding: chunked\r\n\r\n'.encode() + body)
+# A head of 1 MiB: refused, and the proxy goes on serving.
+results['huge_head'] = status(exchange(
+    f'GET http://127.0.0.1:{{p}}/big HTTP/1.1\r\nX-Big: {{"a" * (1 << 20)}}\r\n\r\n'.encode()))
+results['after'] = status(exchange(get('127.0.0.1', p)))
+"#
+    );
+    let (code, doc, results) = attack(&fx, "smuggle", &allow(&[format!("127.0.0.1:{p}")]), "", &script);
+    assert_eq!(code, 0, "{doc}");
+    let connections = host.connections();
+    assert!(
+        connections.iter().all(|c| !c.contains("evil")),
+        "{connections:?} {results}"
+    );
+    assert!(
+        results["pipelined"].as_str().unwrap().contains("403 Forbidden"),
+        "{results}"
+    );
+    assert!(
+        results["huge_head"].as_str().unwrap().starts_with("HTTP/1.1 431"),
+        "{results}"
+    );
+    assert_eq!(results["after"], "HTTP/1.1 200 OK", "{results}");
+    let refused = refusals(&doc);
+    assert!(
+        refused.contains(&refusal("evil.example:80", "host_not_allowed", None)),
+        "{refused:?} {results}"
+    );
+    assert!(
+        refused.contains(&refusal(":0", "bad_request", None)),
+        "the huge head went unrecorded: {refused:?}"
+    );
+    for (host_port, reason, _) in &refused {
+        assert!(
+            host_port == "evil.example:80" || (host_port == ":0" && reason == "bad_request"),
+            "{refused:?}"
+        );
+    }
+}
+
+/// The exit records a3s-iso keeps under `dir`, with their sizes.
+fn exit_records(dir: &Path) -> Vec<(PathBuf, u64)> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            found.extend(exit_records(&path));
+        } else if path.components().any(|c| c.as_os_str() == "run-exits") {
+            found.push((path, meta.len()));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_flood_of_refusals_keeps_the_run_record_bounded() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("flood");
+    // 1100 refusals of hosts of 60000 characters, on kept-alive connections.
+    let script = r#"
+host = 'a' * 60000
+request = f'GET http://{host}/ HTTP/1.1\r\nHost: x\r\n\r\n'.encode()
+answered = 0
+for _ in range(11):
+    s = socket.create_connection(PROXY, timeout=30)
+    for _ in range(100):
+        s.sendall(request)
+        got = b''
+        while not got.endswith(b'bad_request\n'):
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            got += chunk
+        answered += got.startswith(b'HTTP/1.1 400')
+    s.close()
+results['answered'] = answered
+"#;
+    let (code, doc, results) = attack(&fx, "flood", &allow(&["example.org".into()]), "", script);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(results["answered"], 1100, "{results}");
+    let refused = doc["network"]["refused"].as_array().unwrap();
+    assert_eq!(refused.len(), 1000);
+    assert!(refused.iter().all(|r| r["reason"] == "bad_request"));
+    let json_size = serde_json::to_string(&doc).unwrap().len();
+    assert!(json_size < 1 << 20, "the run's JSON is {json_size} bytes");
+    let root = fx.home.parent().unwrap();
+    let records = exit_records(root);
+    assert!(!records.is_empty(), "no exit record under {root:?}");
+    for (path, size) in records {
+        assert!(size < 1 << 20, "{path:?} is {size} bytes");
+    }
+    let (_, shown) = fx.json(&["show", "-s", "flood"]);
+    let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["network"]["refused"].as_array().unwrap().len(), 1000);
+}
