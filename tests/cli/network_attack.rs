@@ -472,3 +472,167 @@ results['answered'] = answered
     let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["network"]["refused"].as_array().unwrap().len(), 1000);
 }
+
+/// A server inside on 127.0.0.1:3000 answering each connection with its session's name until
+/// `stop` appears; and, in the same run, what the command finds of sockets that are not its
+/// own (results in `sockets.json`).
+const PUBLISHED_SERVER: &str = r#"import ctypes, json, os, socket, stat, sys
+libc = ctypes.CDLL(None, use_errno=True)
+found = {'unix': open('/proc/net/unix').read().splitlines()[1:], 'pids': [], 'taken': []}
+me = os.getpid()
+for pid in filter(str.isdigit, os.listdir('/proc')):
+    if int(pid) == me:
+        continue
+    found['pids'].append(int(pid))
+    # pidfd_open (434) and pidfd_getfd (438): another process's descriptors, if allowed.
+    pidfd = libc.syscall(434, int(pid), 0)
+    for fd in range(64):
+        taken = libc.syscall(438, pidfd, fd, 0) if pidfd >= 0 else -1
+        if taken >= 0:
+            if stat.S_ISSOCK(os.fstat(taken).st_mode):
+                found['taken'].append(f'{pid}/{fd}')
+            os.close(taken)
+json.dump(found, open('sockets.json', 'w'))
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(('127.0.0.1', 3000)); s.listen(8); s.settimeout(0.1)
+while not os.path.exists('stop'):
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    c.sendall(sys.argv[1].encode()); c.close()
+"#;
+
+/// Starts `run --publish 3000` of [`PUBLISHED_SERVER`] in `session` with `flags`; returns it
+/// and the host port it printed.
+fn serve_published(fx: &Fixture, session: &str, flags: &[&str]) -> (Child, u16) {
+    std::fs::write(
+        fx.isolation(session).join("published_server.py"),
+        PUBLISHED_SERVER,
+    )
+    .unwrap();
+    let mut child = fx
+        .cmd()
+        .args(["--json", "run", "-s", session, "--publish", "3000"])
+        .args(flags)
+        .args(["--", "python3", "published_server.py", session])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap_or(0) > 0 {
+        let port = line
+            .trim_end()
+            .strip_prefix("published 127.0.0.1:")
+            .and_then(|rest| rest.strip_suffix(" -> 3000"))
+            .and_then(|port| port.parse::<u16>().ok());
+        if let Some(port) = port {
+            // The rest of stderr is drained so that the run never blocks on it.
+            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+            return (child, port);
+        }
+        line.clear();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    panic!("no published line");
+}
+
+/// What a connection to `ip:port` gets, retried until something answers.
+fn fetch_from(ip: &str, port: u16) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if let Ok(mut stream) = TcpStream::connect((ip, port)) {
+            let mut got = String::new();
+            let _ = stream.read_to_string(&mut got);
+            if !got.is_empty() {
+                return got;
+            }
+        }
+        assert!(Instant::now() < deadline, "nothing answered on {ip}:{port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// This machine's address on its default route, if it has one that is not loopback.
+fn non_loopback_address() -> Option<std::net::IpAddr> {
+    let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
+    // No packet is sent: connecting a UDP socket only picks the route and source address.
+    socket.connect("192.0.2.1:9").ok()?;
+    let ip = socket.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+#[test]
+fn a_published_port_stays_on_the_hosts_loopback_and_goes_with_a_killed_run() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("served");
+    fx.bind("other");
+    let (mut served, port) = serve_published(&fx, "served", &["--allow-host", "example.org"]);
+    let result = std::panic::catch_unwind(|| {
+        assert_eq!(fetch_from("127.0.0.1", port), "served");
+        // Only 127.0.0.1 listens: not the IPv6 loopback, not another loopback address, not
+        // the machine's address on its network.
+        assert!(TcpStream::connect(("::1", port)).is_err());
+        assert!(TcpStream::connect(("127.0.0.2", port)).is_err());
+        match non_loopback_address() {
+            Some(ip) => assert!(TcpStream::connect((ip, port)).is_err(), "reached on {ip}"),
+            None => eprintln!("no address but loopback here: the network side is not tried"),
+        }
+        // The command holds no socket of the helper's and can take none from another process.
+        let found: Value = serde_json::from_str(
+            &std::fs::read_to_string(fx.isolation("served").join("sockets.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(found["taken"], serde_json::json!([]), "{found}");
+        // Init is there to try, the helper (outside the PID namespace) is not.
+        assert_eq!(found["pids"], serde_json::json!([1]), "{found}");
+        assert_eq!(found["unix"], serde_json::json!([]), "{found}");
+        // Another session's sandbox reaches it neither directly nor through its proxy, even
+        // with the host's loopback named.
+        let script = format!(
+            r#"port = {port}
+try:
+    socket.create_connection(('127.0.0.1', port), timeout=5).close()
+    results['direct'] = 'connected'
+except OSError as e:
+    results['direct'] = 'refused'
+results['literal'] = exchange(get('127.0.0.1', port))
+results['name'] = exchange(get('localhost', port))
+results['tunnel'] = exchange(connect('localhost', port), half_close=False)
+"#
+        );
+        let entries = [format!("localhost:{port}")];
+        let (code, doc, results) = attack(&fx, "other", &allow(&entries), "", &script);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(results["direct"], "refused", "{results}");
+        for name in ["literal", "name", "tunnel"] {
+            let reply = results[name].as_str().unwrap();
+            assert!(reply.starts_with("HTTP/1.1 403"), "{name}: {reply:?}");
+            assert!(!reply.contains("served"), "{name}: {reply:?}");
+        }
+    });
+    // `run` killed outright: the port closes with it, and the server inside goes too.
+    served.kill().unwrap();
+    served.wait().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (TcpStream::connect(("127.0.0.1", port)).is_ok()
+        || !processes_with("published_server.py").is_empty())
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let left = processes_with("published_server.py");
+    kill_leftovers("published_server.py");
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+    assert!(
+        TcpStream::connect(("127.0.0.1", port)).is_err(),
+        "still published after run was killed"
+    );
+    assert_eq!(left, Vec::<i32>::new(), "the server outlived its run");
+}
