@@ -158,7 +158,10 @@ fn classify(bytes: &[u8]) -> Verdict {
         return undecided();
     };
     let target = &target[from..];
-    match target.iter().position(|b| is_blank(*b) || b"\r\n".contains(b)) {
+    match target
+        .iter()
+        .position(|b| is_blank(*b) || b"\r\n".contains(b))
+    {
         Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
         Some(_) => Verdict::Other,
         None => undecided(),
@@ -187,7 +190,10 @@ mod tests {
         assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
         assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
         assert_eq!(classify(b"SSH-2.0-OpenSSH\r\n"), Verdict::Other);
-        assert_eq!(classify(b"\x00\x00\x00\x08\x04\xd2\x16\x2f"), Verdict::Other);
+        assert_eq!(
+            classify(b"\x00\x00\x00\x08\x04\xd2\x16\x2f"),
+            Verdict::Other
+        );
     }
 
     #[test]
@@ -203,7 +209,12 @@ mod tests {
             b"PROPFINDPROPFINDPROPFIND http://evil/ HTTP/1.1\r\n",
             b"X-LONG-EXTENSION-METHOD http://evil/\r\n",
         ] {
-            assert_eq!(classify(hop), Verdict::Hop, "{}", String::from_utf8_lossy(hop));
+            assert_eq!(
+                classify(hop),
+                Verdict::Hop,
+                "{}",
+                String::from_utf8_lossy(hop)
+            );
         }
         assert_eq!(classify(b"\r\n"), Verdict::Undecided);
         assert_eq!(classify(b"\r\nCONN"), Verdict::Undecided);

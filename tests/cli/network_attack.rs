@@ -128,7 +128,11 @@ fn attack(
     script: &str,
 ) -> (i32, Value, Value) {
     let iso = fx.isolation(session);
-    std::fs::write(iso.join("attack.py"), format!("{PRELUDE}{script}\ndone()\n")).unwrap();
+    std::fs::write(
+        iso.join("attack.py"),
+        format!("{PRELUDE}{script}\ndone()\n"),
+    )
+    .unwrap();
     let mut cmd = fx.cmd();
     cmd.args(["--json", "run", "-s", session, "--timeout", "240"])
         .args(flags)
@@ -164,7 +168,11 @@ fn refusals(doc: &Value) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-fn refusal(host_port: &str, reason: &str, address: Option<&str>) -> (String, String, Option<String>) {
+fn refusal(
+    host_port: &str,
+    reason: &str,
+    address: Option<&str>,
+) -> (String, String, Option<String>) {
     (
         host_port.to_string(),
         reason.to_string(),
@@ -212,7 +220,8 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
          results['percent'] = status(exchange(get('%31%32%37.0.0.1', p)))\n\
          results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n"
     );
-    let resolve = "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254";
+    let resolve =
+        "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254";
     let (code, doc, results) = attack(&fx, "spell", &allow(&entries), resolve, &script);
     assert_eq!(code, 0, "{doc}");
     let results = results.as_object().unwrap_or_else(|| panic!("{doc}"));
@@ -226,7 +235,11 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     let mut expected = Vec::new();
     for name in names {
         let shown = name;
-        let first = if name == "multi.test" { "10.0.0.1" } else { "127.0.0.1" };
+        let first = if name == "multi.test" {
+            "10.0.0.1"
+        } else {
+            "127.0.0.1"
+        };
         for _ in 0..2 {
             expected.push(refusal(
                 &format!("{shown}:{p}"),
@@ -288,12 +301,17 @@ results['origin_form'] = exchange(
     );
     for (name, reply) in results {
         let reply = reply.as_str().unwrap();
-        assert!(reply.starts_with("HTTP/1.1 200 OK\r\n"), "{name}: {reply:?}");
+        assert!(
+            reply.starts_with("HTTP/1.1 200 OK\r\n"),
+            "{name}: {reply:?}"
+        );
         let through = reply.contains("\r\n\r\nHTTP/1.1 200 OK");
         assert_eq!(through, name == "origin_form", "{name}: {reply:?}");
     }
     assert!(
-        connections.iter().any(|c| c.starts_with("GET /model HTTP/1.1")),
+        connections
+            .iter()
+            .any(|c| c.starts_with("GET /model HTTP/1.1")),
         "{connections:?}"
     );
     let hops = vec![refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None); 8];
@@ -321,10 +339,7 @@ results['multi'] = exchange(get('multi.test', p))
 results['mapped_entry'] = exchange(get('[::ffff:127.0.0.1]', p))
 "#
     );
-    let entries = [
-        format!("[::ffff:127.0.0.1]:{p}"),
-        format!("multi.test:{p}"),
-    ];
+    let entries = [format!("[::ffff:127.0.0.1]:{p}"), format!("multi.test:{p}")];
     let resolve = "multi.test=127.0.0.2|127.0.0.1";
     let (code, doc, results) = attack(&fx, "host", &allow(&entries), resolve, &script);
     assert_eq!(code, 0, "{doc}");
@@ -377,7 +392,13 @@ results['huge_head'] = status(exchange(
 results['after'] = status(exchange(get('127.0.0.1', p)))
 "#
     );
-    let (code, doc, results) = attack(&fx, "smuggle", &allow(&[format!("127.0.0.1:{p}")]), "", &script);
+    let (code, doc, results) = attack(
+        &fx,
+        "smuggle",
+        &allow(&[format!("127.0.0.1:{p}")]),
+        "",
+        &script,
+    );
     assert_eq!(code, 0, "{doc}");
     let connections = host.connections();
     assert!(
@@ -385,11 +406,17 @@ results['after'] = status(exchange(get('127.0.0.1', p)))
         "{connections:?} {results}"
     );
     assert!(
-        results["pipelined"].as_str().unwrap().contains("403 Forbidden"),
+        results["pipelined"]
+            .as_str()
+            .unwrap()
+            .contains("403 Forbidden"),
         "{results}"
     );
     assert!(
-        results["huge_head"].as_str().unwrap().starts_with("HTTP/1.1 431"),
+        results["huge_head"]
+            .as_str()
+            .unwrap()
+            .starts_with("HTTP/1.1 431"),
         "{results}"
     );
     assert_eq!(results["after"], "HTTP/1.1 200 OK", "{results}");
