@@ -319,10 +319,20 @@ mod tests {
             check(&allow, "example.org", 443),
             Err(RefusalReason::HostNotAllowed)
         );
-        assert_eq!(
-            check(&allow, "badexample.org", 443),
-            Err(RefusalReason::HostNotAllowed)
-        );
+        for lookalike in [
+            "badexample.org",
+            "evil-example.org",
+            "example.org.evil.com",
+            "a.example.org.evil.com",
+            "a.example.orgx",
+        ] {
+            assert_eq!(
+                check(&allow, lookalike, 443),
+                Err(RefusalReason::HostNotAllowed),
+                "{lookalike}"
+            );
+        }
+        assert_eq!(check(&allow, "A.EXAMPLE.ORG.", 443), Ok(()));
         assert_eq!(check(&allow, "127.0.0.1", 8080), Ok(()));
         assert_eq!(check(&allow, "[::ffff:127.0.0.1]", 8080), Ok(()));
         assert_eq!(check(&allow, "[::1]", 9), Ok(()));

@@ -130,22 +130,22 @@ enum Verdict {
 
 /// Reads a request line as leniently as the most lenient server it could reach: empty lines
 /// before it are skipped (RFC 9112 section 2.2), the method is any token in any case, and
-/// spaces or tabs may be repeated around the target.
+/// spaces or tabs may be repeated around the target. Blank lines, a method or blanks that
+/// still go on after [`PEEK_LIMIT`] bytes are no protocol's start: refused like a hop, since a
+/// server that skips them would read a request after them.
 fn classify(bytes: &[u8]) -> Verdict {
-    let undecided = || {
-        if bytes.len() < PEEK_LIMIT {
-            Verdict::Undecided
-        } else {
-            Verdict::Other
-        }
+    let unfinished = if bytes.len() < PEEK_LIMIT {
+        Verdict::Undecided
+    } else {
+        Verdict::Hop
     };
     let Some(start) = bytes.iter().position(|b| !b"\r\n".contains(b)) else {
-        return undecided();
+        return unfinished;
     };
     let line = &bytes[start..];
     let method = line.iter().take_while(|b| is_token(**b)).count();
     if method == line.len() {
-        return undecided();
+        return unfinished;
     }
     if method == 0 || !is_blank(line[method]) {
         return Verdict::Other;
@@ -155,16 +155,25 @@ fn classify(bytes: &[u8]) -> Verdict {
     }
     let target = &line[method..];
     let Some(from) = target.iter().position(|b| !is_blank(*b)) else {
-        return undecided();
+        return unfinished;
     };
     let target = &target[from..];
-    match target
+    // Origin form (`/path`) is for the host itself, however long it is.
+    if target[0] == b'/' {
+        return Verdict::Other;
+    }
+    let end = target
         .iter()
-        .position(|b| is_blank(*b) || b"\r\n".contains(b))
+        .position(|b| is_blank(*b) || b"\r\n".contains(b));
+    if target[..end.unwrap_or(target.len())]
+        .windows(3)
+        .any(|w| w == b"://")
     {
-        Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
-        Some(_) => Verdict::Other,
-        None => undecided(),
+        Verdict::Hop
+    } else if end.is_none() && bytes.len() < PEEK_LIMIT {
+        Verdict::Undecided
+    } else {
+        Verdict::Other
     }
 }
 
@@ -187,7 +196,8 @@ mod tests {
         assert_eq!(classify(b"CONNECT evil:443 HTTP/1.1\r\n"), Verdict::Hop);
         assert_eq!(classify(b"GET http://evil/ HTTP/1.1\r\n"), Verdict::Hop);
         assert_eq!(classify(b"GET /model HTTP/1.1\r\n"), Verdict::Other);
-        assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
+        assert_eq!(classify(b"GET /mod"), Verdict::Other);
+        assert_eq!(classify(b"GET http:/"), Verdict::Undecided);
         assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
         assert_eq!(classify(b"SSH-2.0-OpenSSH\r\n"), Verdict::Other);
         assert_eq!(
@@ -220,5 +230,18 @@ mod tests {
         assert_eq!(classify(b"\r\nCONN"), Verdict::Undecided);
         assert_eq!(classify(b"GET  "), Verdict::Undecided);
         assert_eq!(classify(b"GET  /a HTTP/1.1\r\n"), Verdict::Other);
+        assert_eq!(classify(b"GET /"), Verdict::Other);
+        assert_eq!(classify(b"EHLO mail.example.org\r\n"), Verdict::Other);
+    }
+
+    #[test]
+    fn what_never_ends_its_blanks_or_method_is_refused_at_the_limit() {
+        let blank_lines = [&b"\r\n".repeat(PEEK_LIMIT)[..], b"CONNECT evil:443"].concat();
+        assert_eq!(classify(&blank_lines), Verdict::Hop);
+        let spaces = [&b"GET"[..], &b" ".repeat(PEEK_LIMIT), b"http://evil/"].concat();
+        assert_eq!(classify(&spaces), Verdict::Hop);
+        assert_eq!(classify(&b"A".repeat(PEEK_LIMIT)), Verdict::Hop);
+        let long_path = [&b"GET /"[..], &b"a".repeat(PEEK_LIMIT)].concat();
+        assert_eq!(classify(&long_path), Verdict::Other);
     }
 }

@@ -218,7 +218,9 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
          \x20   results['connect ' + h] = status(exchange(connect(h, p), half_close=False))\n\
          results['zone'] = status(exchange(get('[fe80::1%25lo]', p)))\n\
          results['percent'] = status(exchange(get('%31%32%37.0.0.1', p)))\n\
-         results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n"
+         results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n\
+         results['connect_path'] = status(exchange(f'CONNECT localhost:{{p}}/x HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n'.encode(), half_close=False))\n\
+         results['connect_no_port'] = status(exchange(b'CONNECT localhost HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n', half_close=False))\n"
     );
     let resolve =
         "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254";
@@ -258,6 +260,9 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     // hyper itself refuses a host it cannot parse: recorded without a host.
     expected.push(refusal(":0", "bad_request", None));
     expected.push(refusal(&format!("127.0.0.1:{p}"), "host_not_allowed", None));
+    // CONNECT with a path (hyper's parse refusal) and without a port.
+    expected.push(refusal(":0", "bad_request", None));
+    expected.push(refusal("localhost:0", "bad_request", None));
     assert_eq!(refusals(&doc), expected, "{results:?}");
 }
 
@@ -281,6 +286,8 @@ inner = {{
     'long_method': [b'PROPFINDPROPFINDPROPFIND http://evil.example/ HTTP/1.1\r\n\r\n'],
     'split': [b'C', b'ON', b'NEC', b'T evil.', b'example:443 HTTP/1.1\r\n\r\n'],
     'split_uri': [b'GET ht', b'tp:/', b'/evil.example/ HTTP/1.1\r\n\r\n'],
+    'blank_lines': [b'\r\n' * 5000 + b'CONNECT evil.example:443 HTTP/1.1\r\n\r\n'],
+    'many_spaces': [b'GET' + b' ' * 9000 + b'http://evil.example/ HTTP/1.1\r\n\r\n'],
 }}
 for name, chunks in inner.items():
     # The CONNECT's head, itself in pieces, and the inner request in the same stream.
@@ -314,7 +321,7 @@ results['origin_form'] = exchange(
             .any(|c| c.starts_with("GET /model HTTP/1.1")),
         "{connections:?}"
     );
-    let hops = vec![refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None); 8];
+    let hops = vec![refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None); 10];
     assert_eq!(refusals(&doc), hops, "{results:?}");
 }
 
