@@ -127,6 +127,18 @@ fn attack(
     resolve: &str,
     script: &str,
 ) -> (i32, Value, Value) {
+    attack_limited(fx, session, flags, resolve, script, None)
+}
+
+/// [`attack`], with `run` (and so its command) limited to `files` descriptors when given.
+fn attack_limited(
+    fx: &Fixture,
+    session: &str,
+    flags: &[String],
+    resolve: &str,
+    script: &str,
+    files: Option<u64>,
+) -> (i32, Value, Value) {
     let iso = fx.isolation(session);
     std::fs::write(
         iso.join("attack.py"),
@@ -138,6 +150,20 @@ fn attack(
         .args(flags)
         .args(["--", "python3", "attack.py"])
         .env("A3S_ISO_TEST_RESOLVE", resolve);
+    if let Some(files) = files {
+        use std::os::unix::process::CommandExt;
+        let limit = rustix::process::Rlimit {
+            current: Some(files),
+            maximum: Some(files),
+        };
+        // SAFETY: setrlimit is async-signal-safe and touches nothing of the parent's.
+        unsafe {
+            cmd.pre_exec(move || {
+                rustix::process::setrlimit(rustix::process::Resource::Nofile, limit.clone())
+                    .map_err(std::io::Error::from)
+            });
+        }
+    }
     let (code, doc) = json_of(cmd.output().unwrap());
     let results = std::fs::read_to_string(iso.join("results.json"))
         .map(|text| serde_json::from_str(&text).unwrap())
@@ -669,4 +695,50 @@ results['tunnel'] = exchange(connect('localhost', port), half_close=False)
         "still published after run was killed"
     );
     assert_eq!(left, Vec::<i32>::new(), "the server outlived its run");
+}
+
+#[test]
+fn a_flood_of_connections_to_the_proxy_leaves_the_run_able_to_serve_end_and_record() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("conns");
+    // `run` gets 256 descriptors, and the command as many: it holds more connections to the
+    // proxy than `run` can accept, then lets them go; the proxy serves again, and the run
+    // ends and is recorded as usual.
+    let script = r#"
+import resource
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+held = []
+while len(held) < 50000:
+    try:
+        held.append(socket.create_connection(PROXY, timeout=2))
+    except OSError:
+        break
+results['opened'] = len(held)
+time.sleep(1)
+for s in held:
+    s.close()
+held = []
+deadline = time.time() + 30
+while time.time() < deadline:
+    reply = status(exchange(get('evil.example')))
+    if reply != 'closed':
+        break
+    time.sleep(0.2)
+results['after'] = reply
+"#;
+    let allowed = allow(&["example.org".into()]);
+    let (code, doc, results) = attack_limited(&fx, "conns", &allowed, "", script, Some(256));
+    assert_eq!(code, 0, "{doc}");
+    assert!(results["opened"].as_u64().unwrap() > 200, "{results}");
+    assert_eq!(results["after"], "HTTP/1.1 403 Forbidden", "{results}");
+    assert_eq!(
+        refusals(&doc),
+        vec![refusal("evil.example:80", "host_not_allowed", None)],
+        "{results}"
+    );
+    let (_, shown) = fx.json(&["show", "-s", "conns"]);
+    let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(refusals(&last).len(), 1, "{shown}");
 }
