@@ -742,3 +742,38 @@ results['after'] = reply
     let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(refusals(&last).len(), 1, "{shown}");
 }
+
+#[test]
+fn attempts_the_command_makes_just_before_it_ends_are_recorded() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("last");
+    // Requests sent without waiting for any answer, the last one just before the command ends:
+    // each is still decided and recorded.
+    let script = r#"
+held = []
+for i in range(40):
+    s = socket.create_connection(PROXY, timeout=5)
+    # Odd ones are allowed by name and resolved (on a thread of the proxy's) before refused.
+    s.sendall(get(f'evil{i}.example' if i % 2 == 0 else 'localhost'))
+    held.append(s)
+results['sent'] = len(held)
+"#;
+    for round in 0..3 {
+        let allowed = allow(&["localhost".into()]);
+        let (code, doc, results) = attack(&fx, "last", &allowed, "", script);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(results["sent"], 40, "{results}");
+        let expected: Vec<_> = (0..40)
+            .map(|i| match i % 2 {
+                0 => refusal(&format!("evil{i}.example:80"), "host_not_allowed", None),
+                _ => refusal("localhost:80", "address_not_allowed", Some("127.0.0.1")),
+            })
+            .collect();
+        let mut got = refusals(&doc);
+        got.sort();
+        let mut want = expected;
+        want.sort();
+        assert_eq!(got, want, "round {round}");
+    }
+}
