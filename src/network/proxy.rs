@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -31,6 +32,34 @@ const MAX_HOST: usize = 253;
 pub(super) struct Proxy {
     pub(super) allow: Allowlist,
     pub(super) refused: Arc<Mutex<Vec<Refusal>>>,
+    /// The command's connections not yet read to their end (a tunnel's until its first bytes
+    /// were looked at): what may still hold a request to decide and record.
+    pub(super) undecided: AtomicUsize,
+}
+
+/// Counts one connection in [`Proxy::undecided`] while it lives.
+pub(super) struct Undecided(Arc<Proxy>);
+
+impl Undecided {
+    fn new(proxy: &Arc<Proxy>) -> Undecided {
+        proxy.undecided.fetch_add(1, Ordering::SeqCst);
+        Undecided(Arc::clone(proxy))
+    }
+}
+
+impl Drop for Undecided {
+    fn drop(&mut self) {
+        self.0.undecided.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Once the command has ended (its connections are closed): lets what it sent last be decided
+/// and recorded, for up to `limit`.
+pub(super) async fn drain(proxy: &Proxy, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while proxy.undecided.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Serves every connection the command makes to the proxy until the runtime ends.
@@ -45,7 +74,9 @@ pub(super) async fn serve(listener: TcpListener, proxy: Arc<Proxy>) {
             }
         };
         let (proxy, recorder) = (Arc::clone(&proxy), Arc::clone(&proxy));
+        let undecided = Undecided::new(&proxy);
         tokio::spawn(async move {
+            let _undecided = undecided;
             let service = hyper::service::service_fn(move |req| {
                 let proxy = Arc::clone(&proxy);
                 async move { Ok::<_, Infallible>(proxy.handle(req).await) }
@@ -91,6 +122,7 @@ impl Proxy {
             Err(response) => return response,
         };
         let host = bare(host).to_string();
+        let undecided = Undecided::new(&self);
         tokio::spawn(async move {
             let Ok(upgraded) = hyper::upgrade::on(req).await else {
                 return;
@@ -102,7 +134,7 @@ impl Proxy {
                 return;
             };
             let (client, already) = (parts.io.into_inner(), parts.read_buf.to_vec());
-            if tunnel::relay(client, already, upstream).await == Relayed::AnotherHop {
+            if tunnel::relay(client, already, upstream, undecided).await == Relayed::AnotherHop {
                 self.record(&host, port, RefusalReason::ConnectInTunnel, None);
             }
         });
@@ -297,8 +329,12 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 
 /// The addresses of `name`. With the `fault-injection` feature, `A3S_ISO_TEST_RESOLVE`
 /// (`name=addr|addr,name=addr`) answers first, so tests can make an allowed name resolve
-/// anywhere.
+/// anywhere, after `A3S_ISO_TEST_RESOLVE_DELAY_MS` (a slow resolver).
 async fn resolve(name: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
+    #[cfg(feature = "fault-injection")]
+    if let Ok(Ok(delay)) = std::env::var("A3S_ISO_TEST_RESOLVE_DELAY_MS").map(|ms| ms.parse()) {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
     #[cfg(feature = "fault-injection")]
     if let Some((_, addresses)) = std::env::var("A3S_ISO_TEST_RESOLVE")
         .unwrap_or_default()

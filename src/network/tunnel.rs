@@ -26,8 +26,14 @@ pub(super) enum Relayed {
     AnotherHop,
 }
 
-/// Relays between `client` (which already sent `already`) and `upstream` until both are done.
-pub(super) async fn relay(client: TcpStream, already: Vec<u8>, upstream: TcpStream) -> Relayed {
+/// Relays between `client` (which already sent `already`) and `upstream` until both are done;
+/// `undecided` is let go once the first bytes were looked at.
+pub(super) async fn relay<T>(
+    client: TcpStream,
+    already: Vec<u8>,
+    upstream: TcpStream,
+    undecided: T,
+) -> Relayed {
     let (client, upstream) = (Arc::new(client), Arc::new(upstream));
     let down = {
         let (from, to) = (Arc::clone(&upstream), Arc::clone(&client));
@@ -36,7 +42,9 @@ pub(super) async fn relay(client: TcpStream, already: Vec<u8>, upstream: TcpStre
             let _ = rustix::net::shutdown(&*to, rustix::net::Shutdown::Write);
         })
     };
-    match first_bytes(&client, already).await {
+    let first = first_bytes(&client, already).await;
+    drop(undecided);
+    match first {
         Ok(first) if classify(&first) == Verdict::Hop => {
             down.abort();
             return Relayed::AnotherHop;

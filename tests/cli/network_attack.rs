@@ -139,6 +139,25 @@ fn attack_limited(
     script: &str,
     files: Option<u64>,
 ) -> (i32, Value, Value) {
+    attack_with(
+        fx,
+        session,
+        flags,
+        &[("A3S_ISO_TEST_RESOLVE", resolve)],
+        script,
+        files,
+    )
+}
+
+/// [`attack`], with more environment for a3s-iso and an optional descriptor limit.
+fn attack_with(
+    fx: &Fixture,
+    session: &str,
+    flags: &[String],
+    env: &[(&str, &str)],
+    script: &str,
+    files: Option<u64>,
+) -> (i32, Value, Value) {
     let iso = fx.isolation(session);
     std::fs::write(
         iso.join("attack.py"),
@@ -149,7 +168,7 @@ fn attack_limited(
     cmd.args(["--json", "run", "-s", session, "--timeout", "240"])
         .args(flags)
         .args(["--", "python3", "attack.py"])
-        .env("A3S_ISO_TEST_RESOLVE", resolve);
+        .envs(env.iter().copied());
     if let Some(files) = files {
         use std::os::unix::process::CommandExt;
         let limit = rustix::process::Rlimit {
@@ -159,7 +178,7 @@ fn attack_limited(
         // SAFETY: setrlimit is async-signal-safe and touches nothing of the parent's.
         unsafe {
             cmd.pre_exec(move || {
-                rustix::process::setrlimit(rustix::process::Resource::Nofile, limit.clone())
+                rustix::process::setrlimit(rustix::process::Resource::Nofile, limit)
                     .map_err(std::io::Error::from)
             });
         }
@@ -748,27 +767,40 @@ fn attempts_the_command_makes_just_before_it_ends_are_recorded() {
     require_sandbox_and_python!();
     let fx = Fixture::new();
     fx.bind("last");
+    let host = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = host.port;
     // Requests sent without waiting for any answer, the last one just before the command ends:
     // each is still decided and recorded.
-    let script = r#"
+    let script = format!(
+        r#"
 held = []
 for i in range(40):
     s = socket.create_connection(PROXY, timeout=5)
-    # Odd ones are allowed by name and resolved (on a thread of the proxy's) before refused.
-    s.sendall(get(f'evil{i}.example' if i % 2 == 0 else 'localhost'))
+    # Odd ones are allowed by name, and resolved (slowly) before they are refused.
+    s.sendall(get(f'evil{{i}}.example' if i % 2 == 0 else 'slow.test'))
+    held.append(s)
+for i in range(10):
+    s = socket.create_connection(PROXY, timeout=5)
+    s.sendall(connect('127.0.0.1', {p}) + b'CONNECT evil.example:443 HTTP/1.1\r\n\r\n')
     held.append(s)
 results['sent'] = len(held)
-"#;
+"#
+    );
     for round in 0..3 {
-        let allowed = allow(&["localhost".into()]);
-        let (code, doc, results) = attack(&fx, "last", &allowed, "", script);
+        let allowed = allow(&["slow.test".into(), format!("127.0.0.1:{p}")]);
+        let env = [
+            ("A3S_ISO_TEST_RESOLVE", "slow.test=127.0.0.1"),
+            ("A3S_ISO_TEST_RESOLVE_DELAY_MS", "200"),
+        ];
+        let (code, doc, results) = attack_with(&fx, "last", &allowed, &env, &script, None);
         assert_eq!(code, 0, "{doc}");
-        assert_eq!(results["sent"], 40, "{results}");
+        assert_eq!(results["sent"], 50, "{results}");
         let expected: Vec<_> = (0..40)
             .map(|i| match i % 2 {
                 0 => refusal(&format!("evil{i}.example:80"), "host_not_allowed", None),
-                _ => refusal("localhost:80", "address_not_allowed", Some("127.0.0.1")),
+                _ => refusal("slow.test:80", "address_not_allowed", Some("127.0.0.1")),
             })
+            .chain((0..10).map(|_| refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None)))
             .collect();
         let mut got = refusals(&doc);
         got.sort();
