@@ -242,6 +242,7 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
         "LOCALHOST",
         "127.0.0.1.nip.test",
         "multi.test",
+        "bench.test",
     ];
     let mut entries: Vec<String> = names.iter().map(|n| format!("{n}:{p}")).collect();
     entries.push(format!("*.nip.test:{p}"));
@@ -267,8 +268,8 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
          results['connect_path'] = status(exchange(f'CONNECT localhost:{{p}}/x HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n'.encode(), half_close=False))\n\
          results['connect_no_port'] = status(exchange(b'CONNECT localhost HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n', half_close=False))\n"
     );
-    let resolve =
-        "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254";
+    let resolve = "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254,\
+         bench.test=198.18.0.1|192.0.0.2|64:ff9b:1::a00:1";
     let (code, doc, results) = attack(&fx, "spell", &allow(&entries), resolve, &script);
     assert_eq!(code, 0, "{doc}");
     let results = results.as_object().unwrap_or_else(|| panic!("{doc}"));
@@ -282,10 +283,10 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     let mut expected = Vec::new();
     for name in names {
         let shown = name;
-        let first = if name == "multi.test" {
-            "10.0.0.1"
-        } else {
-            "127.0.0.1"
+        let first = match name {
+            "multi.test" => "10.0.0.1",
+            "bench.test" => "198.18.0.1",
+            _ => "127.0.0.1",
         };
         for _ in 0..2 {
             expected.push(refusal(
