@@ -672,7 +672,16 @@ fn a_published_port_stays_on_the_hosts_loopback_and_goes_with_a_killed_run() {
         assert_eq!(found["pids"], serde_json::json!([1]), "{found}");
         assert_eq!(found["unix"], serde_json::json!([]), "{found}");
         // Another session's sandbox reaches it neither directly nor through its proxy, even
-        // with the host's loopback named.
+        // with the host's loopback named; nor a unix socket of the host's.
+        let host_socket =
+            std::env::temp_dir().join(format!("a3s-iso-attack-{}-{port}.sock", std::process::id()));
+        let _listening = std::os::unix::net::UnixListener::bind(&host_socket).unwrap();
+        let abstract_name = format!("a3s-iso-attack-{}-{port}", std::process::id());
+        let _abstract = {
+            use std::os::linux::net::SocketAddrExt;
+            let address = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name);
+            std::os::unix::net::UnixListener::bind_addr(&address.unwrap()).unwrap()
+        };
         let script = format!(
             r#"port = {port}
 try:
@@ -683,12 +692,24 @@ except OSError as e:
 results['literal'] = exchange(get('127.0.0.1', port))
 results['name'] = exchange(get('localhost', port))
 results['tunnel'] = exchange(connect('localhost', port), half_close=False)
-"#
+# Unix sockets of the host's: one at a path in its /tmp, one abstract.
+for name, address in [('unix_path', {path:?}), ('unix_abstract', '\0' + {abstract_name:?})]:
+    u = socket.socket(socket.AF_UNIX)
+    try:
+        u.connect(address)
+        results[name] = 'connected'
+    except OSError:
+        results[name] = 'refused'
+"#,
+            path = host_socket.to_str().unwrap(),
         );
         let entries = [format!("localhost:{port}")];
         let (code, doc, results) = attack(&fx, "other", &allow(&entries), "", &script);
         assert_eq!(code, 0, "{doc}");
+        let _ = std::fs::remove_file(&host_socket);
         assert_eq!(results["direct"], "refused", "{results}");
+        assert_eq!(results["unix_path"], "refused", "{results}");
+        assert_eq!(results["unix_abstract"], "refused", "{results}");
         for name in ["literal", "name", "tunnel"] {
             let reply = results[name].as_str().unwrap();
             assert!(reply.starts_with("HTTP/1.1 403"), "{name}: {reply:?}");
