@@ -179,10 +179,10 @@ impl Proxy {
             Some(port) => format!("{host}:{port}"),
             None => host.to_string(),
         };
-        match checked.parse() {
-            Ok(value) => parts.headers.insert(header::HOST, value),
-            Err(_) => return self.refuse(host, port, RefusalReason::BadRequest, None),
+        let Ok(checked) = checked.parse() else {
+            return self.refuse(host, port, RefusalReason::BadRequest, None);
         };
+        parts.headers.insert(header::HOST, checked);
         match sender.send_request(Request::from_parts(parts, body)).await {
             Ok(response) => {
                 let (mut parts, body) = response.into_parts();
