@@ -162,7 +162,8 @@ fn parse_port(text: &str) -> std::result::Result<u16, &'static str> {
 
 fn parse_pattern(host: &str) -> std::result::Result<HostPattern, &'static str> {
     if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(HostPattern::Ip(ip));
+        // Compared with requests in the same form: `[::ffff:10.0.0.1]` is 10.0.0.1.
+        return Ok(HostPattern::Ip(canonical(ip)));
     }
     if let Some(suffix) = host.strip_prefix("*.") {
         let suffix = normal_name(suffix).ok_or("not a host name after *.")?;
@@ -318,10 +319,20 @@ mod tests {
             check(&allow, "example.org", 443),
             Err(RefusalReason::HostNotAllowed)
         );
-        assert_eq!(
-            check(&allow, "badexample.org", 443),
-            Err(RefusalReason::HostNotAllowed)
-        );
+        for lookalike in [
+            "badexample.org",
+            "evil-example.org",
+            "example.org.evil.com",
+            "a.example.org.evil.com",
+            "a.example.orgx",
+        ] {
+            assert_eq!(
+                check(&allow, lookalike, 443),
+                Err(RefusalReason::HostNotAllowed),
+                "{lookalike}"
+            );
+        }
+        assert_eq!(check(&allow, "A.EXAMPLE.ORG.", 443), Ok(()));
         assert_eq!(check(&allow, "127.0.0.1", 8080), Ok(()));
         assert_eq!(check(&allow, "[::ffff:127.0.0.1]", 8080), Ok(()));
         assert_eq!(check(&allow, "[::1]", 9), Ok(()));
@@ -335,6 +346,17 @@ mod tests {
         );
         assert!(allow.allows_address("127.0.0.1".parse().unwrap(), 8080));
         assert!(!allow.allows_address("127.0.0.1".parse().unwrap(), 80));
+    }
+
+    #[test]
+    fn an_ip_entry_in_mapped_form_is_its_ipv4_address() {
+        let allow = list(&["[::ffff:10.1.2.3]:8080"]);
+        assert_eq!(check(&allow, "10.1.2.3", 8080), Ok(()));
+        assert_eq!(check(&allow, "[::ffff:10.1.2.3]", 8080), Ok(()));
+        assert_eq!(check(&allow, "[::ffff:a01:203]", 8080), Ok(()));
+        assert!(allow.allows_address("10.1.2.3".parse().unwrap(), 8080));
+        assert!(allow.allows_address("::ffff:10.1.2.3".parse().unwrap(), 8080));
+        assert_eq!(allow.report()[0].expanded, ["10.1.2.3:8080"]);
     }
 
     #[test]

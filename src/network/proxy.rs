@@ -6,6 +6,7 @@
 
 use std::convert::Infallible;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,10 +25,41 @@ use super::tunnel::{self, Relayed};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
+/// How much of a refused host is recorded: a host name's longest.
+const MAX_HOST: usize = 253;
+
 /// The proxy's state: what it allows and what it refused.
 pub(super) struct Proxy {
     pub(super) allow: Allowlist,
     pub(super) refused: Arc<Mutex<Vec<Refusal>>>,
+    /// The command's connections not yet read to their end (a tunnel's until its first bytes
+    /// were looked at): what may still hold a request to decide and record.
+    pub(super) undecided: AtomicUsize,
+}
+
+/// Counts one connection in [`Proxy::undecided`] while it lives.
+pub(super) struct Undecided(Arc<Proxy>);
+
+impl Undecided {
+    fn new(proxy: &Arc<Proxy>) -> Undecided {
+        proxy.undecided.fetch_add(1, Ordering::SeqCst);
+        Undecided(Arc::clone(proxy))
+    }
+}
+
+impl Drop for Undecided {
+    fn drop(&mut self) {
+        self.0.undecided.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Once the command has ended (its connections are closed): lets what it sent last be decided
+/// and recorded, for up to `limit`.
+pub(super) async fn drain(proxy: &Proxy, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while proxy.undecided.load(Ordering::SeqCst) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
 }
 
 /// Serves every connection the command makes to the proxy until the runtime ends.
@@ -41,16 +73,28 @@ pub(super) async fn serve(listener: TcpListener, proxy: Arc<Proxy>) {
                 continue;
             }
         };
-        let proxy = Arc::clone(&proxy);
+        let (proxy, recorder) = (Arc::clone(&proxy), Arc::clone(&proxy));
+        let undecided = Undecided::new(&proxy);
         tokio::spawn(async move {
+            let _undecided = undecided;
             let service = hyper::service::service_fn(move |req| {
                 let proxy = Arc::clone(&proxy);
                 async move { Ok::<_, Infallible>(proxy.handle(req).await) }
             });
-            let _ = hyper::server::conn::http1::Builder::new()
+            // A command that shuts its side down after a request still gets it decided (and
+            // a refusal recorded): hyper would otherwise drop the request half-way.
+            let served = hyper::server::conn::http1::Builder::new()
+                .half_close(true)
                 .serve_connection(TokioIo::new(stream), service)
                 .with_upgrades()
                 .await;
+            // hyper answers what it cannot parse (431 for a huge head, 400) on its own: those
+            // are refusals too.
+            if let Err(e) = served
+                && (e.is_parse() || e.is_parse_too_large())
+            {
+                recorder.record("", 0, RefusalReason::BadRequest, None);
+            }
         });
     }
 }
@@ -78,6 +122,7 @@ impl Proxy {
             Err(response) => return response,
         };
         let host = bare(host).to_string();
+        let undecided = Undecided::new(&self);
         tokio::spawn(async move {
             let Ok(upgraded) = hyper::upgrade::on(req).await else {
                 return;
@@ -89,7 +134,7 @@ impl Proxy {
                 return;
             };
             let (client, already) = (parts.io.into_inner(), parts.read_buf.to_vec());
-            if tunnel::relay(client, already, upstream).await == Relayed::AnotherHop {
+            if tunnel::relay(client, already, upstream, undecided).await == Relayed::AnotherHop {
                 self.record(&host, port, RefusalReason::ConnectInTunnel, None);
             }
         });
@@ -128,9 +173,16 @@ impl Proxy {
         };
         parts.version = hyper::Version::HTTP_11;
         strip_hop_by_hop(&mut parts.headers);
-        if let Ok(value) = authority.as_str().parse() {
-            parts.headers.entry(header::HOST).or_insert(value);
-        }
+        // The host the request was checked for, never the command's own Host header (which
+        // could name another virtual host at that address) nor its userinfo (RFC 9112 3.2.2).
+        let checked = match authority.port() {
+            Some(port) => format!("{host}:{port}"),
+            None => host.to_string(),
+        };
+        let Ok(checked) = checked.parse() else {
+            return self.refuse(host, port, RefusalReason::BadRequest, None);
+        };
+        parts.headers.insert(header::HOST, checked);
         match sender.send_request(Request::from_parts(parts, body)).await {
             Ok(response) => {
                 let (mut parts, body) = response.into_parts();
@@ -181,7 +233,7 @@ impl Proxy {
         let mut refused = self.refused.lock().unwrap_or_else(|e| e.into_inner());
         if refused.len() < MAX_REFUSALS {
             refused.push(Refusal {
-                host: bare(host).to_string(),
+                host: bounded(bare(host)),
                 port,
                 reason,
                 address,
@@ -212,6 +264,19 @@ fn bare(host: &str) -> &str {
     host.strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host)
+}
+
+/// The host as recorded: at most [`MAX_HOST`] bytes of what the command sent (a name is never
+/// longer), so that a flood of refusals keeps the run's record small.
+fn bounded(host: &str) -> String {
+    if host.len() <= MAX_HOST {
+        return host.to_string();
+    }
+    let mut end = MAX_HOST;
+    while !host.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &host[..end])
 }
 
 fn empty() -> Body {
@@ -263,17 +328,24 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
 }
 
 /// The addresses of `name`. With the `fault-injection` feature, `A3S_ISO_TEST_RESOLVE`
-/// (`name=addr,name=addr`) answers first, so tests can make an allowed name resolve anywhere.
+/// (`name=addr|addr,name=addr`) answers first, so tests can make an allowed name resolve
+/// anywhere, after `A3S_ISO_TEST_RESOLVE_DELAY_MS` (a slow resolver).
 async fn resolve(name: &str, port: u16) -> std::io::Result<Vec<IpAddr>> {
     #[cfg(feature = "fault-injection")]
-    if let Some(address) = std::env::var("A3S_ISO_TEST_RESOLVE")
+    if let Ok(Ok(delay)) = std::env::var("A3S_ISO_TEST_RESOLVE_DELAY_MS").map(|ms| ms.parse()) {
+        tokio::time::sleep(Duration::from_millis(delay)).await;
+    }
+    #[cfg(feature = "fault-injection")]
+    if let Some((_, addresses)) = std::env::var("A3S_ISO_TEST_RESOLVE")
         .unwrap_or_default()
         .split(',')
         .filter_map(|pair| pair.split_once('='))
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
-        .and_then(|(_, address)| address.parse::<IpAddr>().ok())
     {
-        return Ok(vec![address]);
+        return Ok(addresses
+            .split('|')
+            .filter_map(|a| a.parse::<IpAddr>().ok())
+            .collect());
     }
     Ok(tokio::net::lookup_host((name, port))
         .await?
@@ -300,5 +372,14 @@ mod tests {
         strip_hop_by_hop(&mut headers);
         let left: Vec<&str> = headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(left, ["accept"]);
+    }
+
+    #[test]
+    fn a_recorded_host_is_bounded() {
+        assert_eq!(bounded("example.org"), "example.org");
+        let long = "\u{e9}".repeat(40_000);
+        let kept = bounded(&long);
+        assert!(kept.len() <= MAX_HOST + 3, "{}", kept.len());
+        assert!(kept.ends_with("..."));
     }
 }

@@ -62,7 +62,8 @@ pub enum RefusalReason {
 /// One connection the proxy refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Refusal {
-    /// The host asked for, as the command gave it.
+    /// The host asked for, as the command gave it (its first 253 bytes and `...` when longer;
+    /// empty for a request that could not be parsed).
     pub host: String,
     /// The port asked for.
     pub port: u16,

@@ -1,6 +1,7 @@
 //! The network service of one run: a thread of `run`'s with a small tokio runtime that serves
 //! the proxy and the published ports for as long as the command runs.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -13,6 +14,9 @@ use super::publish::{self, PublishRequest};
 use super::report::{Published, Refusal};
 use crate::error::Result;
 use crate::sandbox::SocketFactory;
+
+/// How long the proxy goes on, once the command has ended, deciding what it sent last.
+const DRAIN_LIMIT: Duration = Duration::from_millis(500);
 
 /// What a run's network service will serve: the allowlist (a proxy when it is not empty) and
 /// the host's listeners of the published ports (bound before the command starts).
@@ -66,6 +70,7 @@ impl NetworkService {
         let proxy = Arc::new(Proxy {
             allow: plan.allow.clone(),
             refused: Arc::clone(&refused),
+            undecided: AtomicUsize::new(0),
         });
         let (stop, stopped) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
@@ -119,6 +124,7 @@ async fn serve(
             ));
         }
     }
+    let drained = Arc::clone(&proxy);
     if !plan.allow.is_empty() {
         let factory = Arc::clone(&factory);
         tokio::spawn(async move {
@@ -137,4 +143,5 @@ async fn serve(
         });
     }
     let _ = stopped.await;
+    proxy::drain(&drained, DRAIN_LIMIT).await;
 }

@@ -26,8 +26,14 @@ pub(super) enum Relayed {
     AnotherHop,
 }
 
-/// Relays between `client` (which already sent `already`) and `upstream` until both are done.
-pub(super) async fn relay(client: TcpStream, already: Vec<u8>, upstream: TcpStream) -> Relayed {
+/// Relays between `client` (which already sent `already`) and `upstream` until both are done;
+/// `undecided` is let go once the first bytes were looked at.
+pub(super) async fn relay<T>(
+    client: TcpStream,
+    already: Vec<u8>,
+    upstream: TcpStream,
+    undecided: T,
+) -> Relayed {
     let (client, upstream) = (Arc::new(client), Arc::new(upstream));
     let down = {
         let (from, to) = (Arc::clone(&upstream), Arc::clone(&client));
@@ -36,7 +42,9 @@ pub(super) async fn relay(client: TcpStream, already: Vec<u8>, upstream: TcpStre
             let _ = rustix::net::shutdown(&*to, rustix::net::Shutdown::Write);
         })
     };
-    match first_bytes(&client, already).await {
+    let first = first_bytes(&client, already).await;
+    drop(undecided);
+    match first {
         Ok(first) if classify(&first) == Verdict::Hop => {
             down.abort();
             return Relayed::AnotherHop;
@@ -128,28 +136,62 @@ enum Verdict {
     Other,
 }
 
+/// Reads a request line as leniently as the most lenient server it could reach: empty lines
+/// before it are skipped (RFC 9112 section 2.2), the method is any token in any case, and
+/// spaces or tabs may be repeated around the target. Blank lines, a method or blanks that
+/// still go on after [`PEEK_LIMIT`] bytes are no protocol's start: refused like a hop, since a
+/// server that skips them would read a request after them.
 fn classify(bytes: &[u8]) -> Verdict {
-    let method = bytes.iter().take_while(|b| b.is_ascii_uppercase()).count();
-    if method == bytes.len() {
-        return if method < 16 {
-            Verdict::Undecided
-        } else {
-            Verdict::Other
-        };
+    let unfinished = if bytes.len() < PEEK_LIMIT {
+        Verdict::Undecided
+    } else {
+        Verdict::Hop
+    };
+    let Some(start) = bytes.iter().position(|b| !b"\r\n".contains(b)) else {
+        return unfinished;
+    };
+    let line = &bytes[start..];
+    let method = line.iter().take_while(|b| is_token(**b)).count();
+    if method == line.len() {
+        return unfinished;
     }
-    if method == 0 || bytes[method] != b' ' {
+    if method == 0 || !is_blank(line[method]) {
         return Verdict::Other;
     }
-    if &bytes[..method] == b"CONNECT" {
+    if line[..method].eq_ignore_ascii_case(b"CONNECT") {
         return Verdict::Hop;
     }
-    let target = &bytes[method + 1..];
-    match target.iter().position(|b| b" \r\n".contains(b)) {
-        Some(end) if target[..end].windows(3).any(|w| w == b"://") => Verdict::Hop,
-        Some(_) => Verdict::Other,
-        None if bytes.len() < PEEK_LIMIT => Verdict::Undecided,
-        None => Verdict::Other,
+    let target = &line[method..];
+    let Some(from) = target.iter().position(|b| !is_blank(*b)) else {
+        return unfinished;
+    };
+    let target = &target[from..];
+    // Origin form (`/path`) is for the host itself, however long it is.
+    if target[0] == b'/' {
+        return Verdict::Other;
     }
+    let end = target
+        .iter()
+        .position(|b| is_blank(*b) || b"\r\n".contains(b));
+    if target[..end.unwrap_or(target.len())]
+        .windows(3)
+        .any(|w| w == b"://")
+    {
+        Verdict::Hop
+    } else if end.is_none() && bytes.len() < PEEK_LIMIT {
+        Verdict::Undecided
+    } else {
+        Verdict::Other
+    }
+}
+
+/// A character of an HTTP token (a method): RFC 9110's `tchar`.
+fn is_token(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn is_blank(b: u8) -> bool {
+    b == b' ' || b == b'\t'
 }
 
 #[cfg(test)]
@@ -162,8 +204,52 @@ mod tests {
         assert_eq!(classify(b"CONNECT evil:443 HTTP/1.1\r\n"), Verdict::Hop);
         assert_eq!(classify(b"GET http://evil/ HTTP/1.1\r\n"), Verdict::Hop);
         assert_eq!(classify(b"GET /model HTTP/1.1\r\n"), Verdict::Other);
-        assert_eq!(classify(b"GET /mod"), Verdict::Undecided);
+        assert_eq!(classify(b"GET /mod"), Verdict::Other);
+        assert_eq!(classify(b"GET http:/"), Verdict::Undecided);
         assert_eq!(classify(b"\x16\x03\x01\x02\x00"), Verdict::Other);
-        assert_eq!(classify(b"SSH-2.0-OpenSSH"), Verdict::Other);
+        assert_eq!(classify(b"SSH-2.0-OpenSSH\r\n"), Verdict::Other);
+        assert_eq!(
+            classify(b"\x00\x00\x00\x08\x04\xd2\x16\x2f"),
+            Verdict::Other
+        );
+    }
+
+    #[test]
+    fn lenient_spellings_of_another_hop_are_hops_too() {
+        for hop in [
+            &b"\r\nCONNECT evil:443 HTTP/1.1\r\n"[..],
+            b"\n\n\r\nGET http://evil/ HTTP/1.1\r\n",
+            b"connect evil:443 HTTP/1.1\r\n",
+            b"Connect\tevil:443 HTTP/1.1\r\n",
+            b"GET  http://evil/ HTTP/1.1\r\n",
+            b"GET\thttp://evil/ HTTP/1.1\r\n",
+            b"get HTTP://evil/ HTTP/1.1\r\n",
+            b"PROPFINDPROPFINDPROPFIND http://evil/ HTTP/1.1\r\n",
+            b"X-LONG-EXTENSION-METHOD http://evil/\r\n",
+        ] {
+            assert_eq!(
+                classify(hop),
+                Verdict::Hop,
+                "{}",
+                String::from_utf8_lossy(hop)
+            );
+        }
+        assert_eq!(classify(b"\r\n"), Verdict::Undecided);
+        assert_eq!(classify(b"\r\nCONN"), Verdict::Undecided);
+        assert_eq!(classify(b"GET  "), Verdict::Undecided);
+        assert_eq!(classify(b"GET  /a HTTP/1.1\r\n"), Verdict::Other);
+        assert_eq!(classify(b"GET /"), Verdict::Other);
+        assert_eq!(classify(b"EHLO mail.example.org\r\n"), Verdict::Other);
+    }
+
+    #[test]
+    fn what_never_ends_its_blanks_or_method_is_refused_at_the_limit() {
+        let blank_lines = [&b"\r\n".repeat(PEEK_LIMIT)[..], b"CONNECT evil:443"].concat();
+        assert_eq!(classify(&blank_lines), Verdict::Hop);
+        let spaces = [&b"GET"[..], &b" ".repeat(PEEK_LIMIT), b"http://evil/"].concat();
+        assert_eq!(classify(&spaces), Verdict::Hop);
+        assert_eq!(classify(&b"A".repeat(PEEK_LIMIT)), Verdict::Hop);
+        let long_path = [&b"GET /"[..], &b"a".repeat(PEEK_LIMIT)].concat();
+        assert_eq!(classify(&long_path), Verdict::Other);
     }
 }

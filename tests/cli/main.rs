@@ -35,6 +35,7 @@ mod mcp;
 mod names;
 mod nested;
 mod network;
+mod network_attack;
 mod overlaps_property;
 mod polish;
 mod pool;

@@ -45,4 +45,10 @@ impl HelperPair {
     pub(crate) fn spawned(&mut self) {
         self.theirs = None;
     }
+
+    /// The helper's end, taken (a test plays the helper itself).
+    #[cfg(test)]
+    pub(crate) fn take_theirs(&mut self) -> Option<OwnedFd> {
+        self.theirs.take()
+    }
 }

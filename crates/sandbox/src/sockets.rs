@@ -33,6 +33,9 @@ const SOCKET: u8 = b'S';
 #[derive(Debug)]
 pub struct SocketFactory {
     pair: HelperPair,
+    /// The proxy's listener, when it came while a socket was awaited (a published port's
+    /// first connection can ask before the proxy does): kept for [`SocketFactory::listener`].
+    early_listener: Option<OwnedFd>,
 }
 
 impl SocketFactory {
@@ -40,6 +43,7 @@ impl SocketFactory {
     pub fn new() -> io::Result<SocketFactory> {
         Ok(SocketFactory {
             pair: HelperPair::new()?,
+            early_listener: None,
         })
     }
 
@@ -56,19 +60,32 @@ impl SocketFactory {
     }
 
     /// Waits for the proxy's listener; an error when the helper ended without sending it.
-    pub fn listener(&self) -> io::Result<OwnedFd> {
-        receive(&self.pair.ours, LISTENER)
+    pub fn listener(&mut self) -> io::Result<OwnedFd> {
+        if let Some(listener) = self.early_listener.take() {
+            return Ok(listener);
+        }
+        loop {
+            if let (LISTENER, listener) = receive(&self.pair.ours)? {
+                return Ok(listener);
+            }
+        }
     }
 
     /// A fresh TCP socket in the sandbox's network namespace.
-    pub fn socket(&self) -> io::Result<OwnedFd> {
+    pub fn socket(&mut self) -> io::Result<OwnedFd> {
         rustix::net::send(&self.pair.ours, &[SOCKET], SendFlags::NOSIGNAL)?;
-        receive(&self.pair.ours, SOCKET)
+        loop {
+            match receive(&self.pair.ours)? {
+                (SOCKET, socket) => return Ok(socket),
+                (LISTENER, listener) => self.early_listener = Some(listener),
+                _ => {}
+            }
+        }
     }
 }
 
-/// Receives one message of `kind` with its descriptor, skipping others.
-fn receive(fd: &OwnedFd, kind: u8) -> io::Result<OwnedFd> {
+/// Receives the next message that carries a descriptor: its kind and the descriptor.
+fn receive(fd: &OwnedFd) -> io::Result<(u8, OwnedFd)> {
     loop {
         let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
@@ -93,10 +110,8 @@ fn receive(fd: &OwnedFd, kind: u8) -> io::Result<OwnedFd> {
                 fds.extend(rights);
             }
         }
-        if buf[0] == kind
-            && let Some(socket) = fds.into_iter().next()
-        {
-            return Ok(socket);
+        if let Some(received) = fds.into_iter().next() {
+            return Ok((buf[0], received));
         }
     }
 }
@@ -177,4 +192,43 @@ fn new_socket() -> io::Result<OwnedFd> {
         SocketFlags::CLOEXEC,
         None,
     )?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_socket_asked_for_before_the_listener_leaves_the_listener_for_the_proxy() {
+        let mut factory = SocketFactory::new().unwrap();
+        // Nothing here waits forever: a lost message fails the test.
+        rustix::net::sockopt::set_socket_timeout(
+            &factory.pair.ours,
+            rustix::net::sockopt::Timeout::Recv,
+            Some(Duration::from_secs(5)),
+        )
+        .unwrap();
+        let server = SocketServer {
+            fd: factory.pair.take_theirs().unwrap(),
+            closed: std::cell::Cell::new(false),
+        };
+        // The helper sends the listener first; a published port's connection asks for a socket
+        // before the proxy has taken it.
+        server.send_listener(0).unwrap();
+        let helper = std::thread::spawn(move || {
+            for _ in 0..500 {
+                if server.closed.get() {
+                    break;
+                }
+                server.serve_for(Duration::from_millis(10));
+            }
+        });
+        let socket = factory.socket().unwrap();
+        let listener = std::net::TcpListener::from(factory.listener().unwrap());
+        assert!(listener.local_addr().unwrap().ip().is_loopback());
+        let socket = std::net::TcpStream::from(socket);
+        assert!(socket.local_addr().is_ok());
+        drop(factory);
+        helper.join().unwrap();
+    }
 }
