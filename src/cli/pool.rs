@@ -40,23 +40,22 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
             bar.advance();
         }
     };
-    let size = match args.size {
-        Some(size) => Some(size),
-        None if !args.status => {
-            let mut warnings = Vec::new();
-            let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
-            for warning in &warnings {
-                out.warn(warning);
-            }
-            settings.pool_size.value
+    // What is not given comes from the configuration (a repository file's only when trusted).
+    let (mut size, mut keep_ignored) = (args.size, args.keep_ignored.clone());
+    if !args.status && (size.is_none() || keep_ignored.is_none()) {
+        let mut warnings = Vec::new();
+        let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
+        for warning in &warnings {
+            out.warn(warning);
         }
-        None => None,
-    };
+        size = size.or(settings.pool_size.value);
+        keep_ignored = keep_ignored.or(settings.pool_keep_ignored.value);
+    }
     let outcome = pool(
         ctx,
         &PoolOptions {
             size,
-            keep_ignored: args.keep_ignored.clone(),
+            keep_ignored,
             status_only: args.status,
             no_fill: args.no_fill,
         },

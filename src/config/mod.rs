@@ -78,6 +78,9 @@ impl PublishEntry {
 pub struct PoolLayer {
     /// The pool size `pool` uses when none is given.
     pub size: Option<usize>,
+    /// The ignored files spares keep through recycling, as `pool --keep-ignored` takes them,
+    /// when `pool` is given none.
+    pub keep_ignored: Option<Vec<String>>,
 }
 
 wire_enum! {
@@ -152,6 +155,9 @@ pub struct Effective {
     /// `pool.size`; `null`: as `pool` last set it.
     #[serde(rename = "pool.size")]
     pub pool_size: Setting<Option<usize>>,
+    /// `pool.keep_ignored`; `null`: as `pool` last set it.
+    #[serde(rename = "pool.keep_ignored")]
+    pub pool_keep_ignored: Setting<Option<Vec<String>>>,
 }
 
 /// The repository's configuration file as read.
@@ -194,6 +200,7 @@ impl Loaded {
             allow_host: Setting::default(Vec::new()),
             publish: Setting::default(Vec::new()),
             pool_size: Setting::default(None),
+            pool_keep_ignored: Setting::default(None),
         };
         let repository = self
             .repository
@@ -221,6 +228,8 @@ impl Loaded {
             effective.publish.set(spelled, origin);
             let size = layer.pool.as_ref().and_then(|p| p.size);
             effective.pool_size.set(size.map(Some), origin);
+            let keep = layer.pool.as_ref().and_then(|p| p.keep_ignored.clone());
+            effective.pool_keep_ignored.set(keep.map(Some), origin);
         }
         effective
     }

@@ -261,6 +261,7 @@ fn config_json_shows_where_each_value_came_from() {
                 "run.allow_host": {"value": [], "source": "default"},
                 "run.publish": {"value": [], "source": "default"},
                 "pool.size": {"value": 1, "source": "repository"},
+                "pool.keep_ignored": {"value": null, "source": "default"},
             },
         })
     );
@@ -386,4 +387,20 @@ fn setup_reaches_the_configured_hosts_through_the_proxy() {
         std::fs::read_to_string(fx.isolation("s").join("fetched.txt")).unwrap(),
         "packages"
     );
+}
+
+/// `pool.keep_ignored` is what `pool` keeps when it is given no `--keep-ignored`.
+#[test]
+fn the_user_files_keep_patterns_are_used_when_none_are_given() {
+    let fx = Fixture::new();
+    user_config(
+        &fx,
+        "[pool]\nsize = 0\nkeep_ignored = [\"target/\", \"*.cache\"]\n",
+    );
+    let (code, doc) = fx.json(&["pool", "--no-fill"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["keep_ignored"], json!(["target/", "*.cache"]), "{doc}");
+    let (code, doc) = fx.json(&["pool", "--no-fill", "--keep-ignored", "node_modules/"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["keep_ignored"], json!(["node_modules/"]), "{doc}");
 }
