@@ -425,8 +425,7 @@ fn bind_through_mcp_applies_the_trusted_configuration() {
 /// its profile and hosts apply, and the call's own `allow_host` adds to them.
 #[test]
 fn run_through_mcp_applies_the_trusted_run_configuration() {
-    if !crate::fixture::sandbox_available() {
-        eprintln!("skipping run_through_mcp_applies_the_trusted_run_configuration: no sandbox");
+    if !crate::fixture::require_tool("sandbox") {
         return;
     }
     let fx = Fixture::new();
