@@ -114,7 +114,8 @@ fn run_script(
     json_of(cmd.output().unwrap())
 }
 
-fn reasons(doc: &Value) -> Vec<(String, String, Option<String>)> {
+/// `(host:port, reason, address)` of each refusal the run recorded.
+pub(crate) fn refusals(doc: &Value) -> Vec<(String, String, Option<String>)> {
     doc["network"]["refused"]
         .as_array()
         .unwrap_or_else(|| panic!("no refusals in {doc}"))
@@ -292,12 +293,12 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
         (format!("::1:{p}"), own("host_not_allowed"), None),
         (format!("127.0.0.1:{p}"), own("connect_in_tunnel"), None),
     ];
-    assert_eq!(reasons(&doc), expected, "{doc}");
+    assert_eq!(refusals(&doc), expected, "{doc}");
     // The exit record keeps them, and show gives the last run's.
     let (code, shown) = fx.json(&["show", "-s", "attack"]);
     assert_eq!(code, 0, "{shown}");
     let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(reasons(&last), expected, "{shown}");
+    assert_eq!(refusals(&last), expected, "{shown}");
     let human = fx.cmd().args(["show", "-s", "attack"]).output().unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
@@ -375,16 +376,25 @@ fn publish(fx: &Fixture, session: &str) -> (Child, u16, BufReader<std::process::
 
 /// What a connection to the host's port gets, retried until the server inside answers.
 fn fetch(port: u16) -> String {
+    fetch_from("127.0.0.1", port)
+}
+
+/// What a connection to `ip:port` gets, retried until something answers.
+pub(crate) fn fetch_from(ip: &str, port: u16) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+        if let Ok(mut stream) = TcpStream::connect((ip, port)) {
+            // A forward that never answers fails the test instead of hanging it.
+            stream
+                .set_read_timeout(Some(Duration::from_secs(10)))
+                .unwrap();
             let mut got = String::new();
             let _ = stream.read_to_string(&mut got);
             if !got.is_empty() {
                 return got;
             }
         }
-        assert!(Instant::now() < deadline, "nothing answered on {port}");
+        assert!(Instant::now() < deadline, "nothing answered on {ip}:{port}");
         std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -197,22 +197,6 @@ fn allow(entries: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// `(host:port, reason, address)` of each refusal the run recorded.
-fn refusals(doc: &Value) -> Vec<(String, String, Option<String>)> {
-    doc["network"]["refused"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no refusals in {doc}"))
-        .iter()
-        .map(|r| {
-            (
-                format!("{}:{}", r["host"].as_str().unwrap(), r["port"]),
-                r["reason"].as_str().unwrap().to_string(),
-                r["address"].as_str().map(String::from),
-            )
-        })
-        .collect()
-}
-
 fn refusal(
     host_port: &str,
     reason: &str,
@@ -309,7 +293,7 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     // CONNECT with a path (hyper's parse refusal) and without a port.
     expected.push(refusal(":0", "bad_request", None));
     expected.push(refusal("localhost:0", "bad_request", None));
-    assert_eq!(refusals(&doc), expected, "{results:?}");
+    assert_eq!(crate::network::refusals(&doc), expected, "{results:?}");
 }
 
 #[test]
@@ -368,7 +352,7 @@ results['origin_form'] = exchange(
         "{connections:?}"
     );
     let hops = vec![refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None); 10];
-    assert_eq!(refusals(&doc), hops, "{results:?}");
+    assert_eq!(crate::network::refusals(&doc), hops, "{results:?}");
 }
 
 #[test]
@@ -416,7 +400,7 @@ results['mapped_entry'] = exchange(get('[::ffff:127.0.0.1]', p))
             "{connection:?}"
         );
     }
-    assert_eq!(refusals(&doc), vec![], "{results}");
+    assert_eq!(crate::network::refusals(&doc), vec![], "{results}");
 }
 
 #[test]
@@ -473,7 +457,7 @@ results['after'] = status(exchange(get('127.0.0.1', p)))
         "{results}"
     );
     assert_eq!(results["after"], "HTTP/1.1 200 OK", "{results}");
-    let refused = refusals(&doc);
+    let refused = crate::network::refusals(&doc);
     assert!(
         refused.contains(&refusal("evil.example:80", "host_not_allowed", None)),
         "{refused:?} {results}"
@@ -620,26 +604,6 @@ fn serve_published(fx: &Fixture, session: &str, flags: &[&str]) -> (Child, u16) 
     panic!("no published line");
 }
 
-/// What a connection to `ip:port` gets, retried until something answers.
-fn fetch_from(ip: &str, port: u16) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Ok(mut stream) = TcpStream::connect((ip, port)) {
-            // A forward that never answers fails the test instead of hanging it.
-            stream
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            let mut got = String::new();
-            let _ = stream.read_to_string(&mut got);
-            if !got.is_empty() {
-                return got;
-            }
-        }
-        assert!(Instant::now() < deadline, "nothing answered on {ip}:{port}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 /// This machine's address on its default route, if it has one that is not loopback.
 fn non_loopback_address() -> Option<std::net::IpAddr> {
     let socket = UdpSocket::bind("0.0.0.0:0").ok()?;
@@ -657,7 +621,7 @@ fn a_published_port_stays_on_the_hosts_loopback_and_goes_with_a_killed_run() {
     fx.bind("other");
     let (mut served, port) = serve_published(&fx, "served", &["--allow-host", "example.org"]);
     let result = std::panic::catch_unwind(|| {
-        assert_eq!(fetch_from("127.0.0.1", port), "served");
+        assert_eq!(crate::network::fetch_from("127.0.0.1", port), "served");
         // Only 127.0.0.1 listens: not the IPv6 loopback, not another loopback address, not
         // the machine's address on its network.
         assert!(TcpStream::connect(("::1", port)).is_err());
@@ -779,13 +743,13 @@ results['after'] = reply
     assert!(results["opened"].as_u64().unwrap() > 200, "{results}");
     assert_eq!(results["after"], "HTTP/1.1 403 Forbidden", "{results}");
     assert_eq!(
-        refusals(&doc),
+        crate::network::refusals(&doc),
         vec![refusal("evil.example:80", "host_not_allowed", None)],
         "{results}"
     );
     let (_, shown) = fx.json(&["show", "-s", "conns"]);
     let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(refusals(&last).len(), 1, "{shown}");
+    assert_eq!(crate::network::refusals(&last).len(), 1, "{shown}");
 }
 
 #[test]
@@ -828,7 +792,7 @@ results['sent'] = len(held)
             })
             .chain((0..10).map(|_| refusal(&format!("127.0.0.1:{p}"), "connect_in_tunnel", None)))
             .collect();
-        let mut got = refusals(&doc);
+        let mut got = crate::network::refusals(&doc);
         got.sort();
         let mut want = expected;
         want.sort();
