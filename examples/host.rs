@@ -12,14 +12,14 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use a3s_iso::bind::{BindOptions, OwnerChoice, bind};
-use a3s_iso::capture::{CaptureOptions, capture};
-use a3s_iso::context::Context;
-use a3s_iso::discard::{DiscardOptions, discard};
-use a3s_iso::error::Result;
+use a3s_iso::base::error::Result;
 use a3s_iso::git::Git;
-use a3s_iso::promote::{Outcome, PromoteOptions, promote};
-use a3s_iso::run::{RunOptions, run};
+use a3s_iso::ops::bind::{BindOptions, OwnerChoice, bind};
+use a3s_iso::ops::discard::{DiscardOptions, discard};
+use a3s_iso::ops::promote::{Outcome, PromoteOptions, promote};
+use a3s_iso::ops::run::{RunOptions, run};
+use a3s_iso::services::evidence::{CaptureOptions, capture};
+use a3s_iso::workspace::context::Context;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);
@@ -47,7 +47,7 @@ fn main() -> ExitCode {
 fn lifecycle(session: &str, command: Vec<OsString>) -> Result<bool> {
     let git = Git::locate(None)?;
     let here = std::env::current_dir()
-        .map_err(|e| a3s_iso::error::Error::io("no working directory", e))?;
+        .map_err(|e| a3s_iso::base::error::Error::io("no working directory", e))?;
     let ctx = Context::new(git, here, None);
     let bound = bind(
         &ctx,

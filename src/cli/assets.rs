@@ -5,7 +5,7 @@ use std::path::Path;
 use clap::CommandFactory;
 use clap_complete::Shell;
 
-use a3s_iso::error::{Error, IoContext, Result};
+use a3s_iso::base::error::{Error, IoContext, Result};
 
 use super::Cli;
 

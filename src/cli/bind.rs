@@ -2,10 +2,10 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use a3s_iso::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::setup::Setup;
+use a3s_iso::base::error::Result;
+use a3s_iso::ops::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
+use a3s_iso::ops::setup::Setup;
+use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

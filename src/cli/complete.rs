@@ -8,8 +8,8 @@ use clap::builder::PossibleValuesParser;
 use clap::{CommandFactory, Subcommand};
 use clap_complete::Shell;
 
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
+use a3s_iso::base::error::Result;
+use a3s_iso::workspace::context::Context;
 
 use super::{Cli, Output};
 
@@ -108,7 +108,7 @@ pub fn run(ctx: Result<Context>, what: CompleteWhat, out: &Output) -> i32 {
     match what {
         CompleteWhat::Sessions => {
             let ids = ctx
-                .and_then(|ctx| a3s_iso::complete::session_ids(&ctx))
+                .and_then(|ctx| a3s_iso::ops::complete::session_ids(&ctx))
                 .unwrap_or_default();
             for id in ids {
                 out.line(&id);

@@ -2,9 +2,9 @@ use std::io::{BufRead, IsTerminal, Write};
 
 use clap::{Args, ValueEnum};
 
-use a3s_iso::config::{ConfigReport, Loaded, Setting, Trust, load};
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
+use a3s_iso::base::error::Result;
+use a3s_iso::services::config::{ConfigReport, Loaded, Setting, Trust, load};
+use a3s_iso::workspace::context::Context;
 
 use super::Output;
 
@@ -106,14 +106,14 @@ fn render(report: &ConfigReport, out: &Output) {
 }
 
 /// `NAME (SOURCE): writes ~/.a/, ~/.b; env A, B*; hosts @x` (`-` for what it has none of).
-fn profile_line(profile: &a3s_iso::profile::Profile) -> String {
+fn profile_line(profile: &a3s_iso::services::profile::Profile) -> String {
     let list = |items: Vec<String>| match items.is_empty() {
         true => "-".to_string(),
         false => items.join(", "),
     };
     let source = match profile.source {
-        a3s_iso::profile::ProfileSource::BuiltIn => "built in",
-        a3s_iso::profile::ProfileSource::User => "user",
+        a3s_iso::services::profile::ProfileSource::BuiltIn => "built in",
+        a3s_iso::services::profile::ProfileSource::User => "user",
     };
     format!(
         "{} ({source}): writes {}; env {}; hosts {}",
@@ -143,13 +143,13 @@ pub fn approved(ctx: &Context, ignore_repository: bool, out: &Output) -> Result<
 
 /// Whether the user, asked on a terminal (never with `--json` or without one), approves the
 /// repository's file now.
-pub fn ask_on_terminal(file: &a3s_iso::config::RepositoryFile, out: &Output) -> bool {
+pub fn ask_on_terminal(file: &a3s_iso::services::config::RepositoryFile, out: &Output) -> bool {
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     !out.json && terminal && ask(file)
 }
 
 /// Shows the file on stderr and asks whether to trust it; yes only on `y` or `yes`.
-fn ask(file: &a3s_iso::config::RepositoryFile) -> bool {
+fn ask(file: &a3s_iso::services::config::RepositoryFile) -> bool {
     let mut err = std::io::stderr().lock();
     let what = if file.trust == Trust::Changed {
         "has changed since you trusted it"

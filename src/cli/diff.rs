@@ -4,10 +4,10 @@ use std::process::{Command, Stdio};
 
 use clap::Args;
 
-use a3s_iso::context::Context;
-use a3s_iso::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, NestedDiff, diff};
-use a3s_iso::error::{Error, Result};
-use a3s_iso::nested::NestedKind;
+use a3s_iso::base::error::{Error, Result};
+use a3s_iso::model::nested::NestedKind;
+use a3s_iso::ops::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, NestedDiff, diff};
+use a3s_iso::workspace::context::Context;
 
 use super::{ColorChoice, Output};
 
@@ -110,7 +110,7 @@ fn pager(ctx: &Context) -> Option<String> {
     let chosen = ["GIT_PAGER", "PAGER"]
         .iter()
         .find_map(|name| std::env::var(name).ok())
-        .or_else(|| a3s_iso::diff::configured_pager(ctx))
+        .or_else(|| a3s_iso::ops::diff::configured_pager(ctx))
         .unwrap_or_else(|| "less -FRX".into());
     let trimmed = chosen.trim();
     (!trimmed.is_empty() && trimmed != "cat").then(|| trimmed.to_string())

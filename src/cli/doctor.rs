@@ -2,9 +2,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use a3s_iso::doctor::{CheckStatus, DoctorOptions, DoctorReport, doctor};
+use a3s_iso::base::probe::{Features, features};
 use a3s_iso::git::Git;
-use a3s_iso::probe::{Features, features};
+use a3s_iso::ops::doctor::{CheckStatus, DoctorOptions, DoctorReport, doctor};
 
 use super::{Cli, Output};
 
@@ -76,7 +76,7 @@ fn print_report(report: &DoctorReport, out: &Output) {
     });
 }
 
-fn name_of(check: &a3s_iso::doctor::Check) -> String {
+fn name_of(check: &a3s_iso::ops::doctor::Check) -> String {
     serde_json::to_value(check.name)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
@@ -95,7 +95,7 @@ struct VersionReport {
 #[derive(Serialize)]
 struct GitReport {
     version: String,
-    #[serde(with = "a3s_iso::paths::fs_path")]
+    #[serde(with = "a3s_iso::base::paths::fs_path")]
     path: PathBuf,
 }
 

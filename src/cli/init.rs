@@ -2,9 +2,9 @@
 
 use clap::ValueEnum;
 
-use a3s_iso::claude::{InitOutcome, init};
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
+use a3s_iso::base::error::Result;
+use a3s_iso::ops::claude::{InitOutcome, init};
+use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -1,8 +1,8 @@
 use clap::{Args, ValueEnum};
 
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::base::error::Result;
+use a3s_iso::ops::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
 
@@ -114,7 +114,7 @@ fn render(outcome: &LandOutcome, out: &Output) {
     }
 }
 
-fn line(session: &a3s_iso::land::LandedSession) -> String {
+fn line(session: &a3s_iso::ops::land::LandedSession) -> String {
     let what = match session.outcome {
         LandResult::Landed => "landed",
         LandResult::Idempotent => "landed before",

@@ -1,10 +1,10 @@
 use clap::Args;
 
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::list::{ListedState, SessionView, list};
-use a3s_iso::owner::OwnerLiveness;
-use a3s_iso::remote::list_remote;
+use a3s_iso::base::error::Result;
+use a3s_iso::base::owner::OwnerLiveness;
+use a3s_iso::ops::list::{ListedState, SessionView, list};
+use a3s_iso::services::remote::list_remote;
+use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone};
 
@@ -248,7 +248,7 @@ fn nul_records(sessions: &[SessionView]) -> Result<i32> {
         record.push(0);
         stdout
             .write_all(&record)
-            .map_err(|e| a3s_iso::error::Error::io("cannot write to standard output", e))?;
+            .map_err(|e| a3s_iso::base::error::Error::io("cannot write to standard output", e))?;
     }
     Ok(0)
 }

@@ -38,9 +38,9 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
-use a3s_iso::error::{Error, Result};
+use a3s_iso::base::error::{Error, Result};
 use a3s_iso::git::Git;
+use a3s_iso::workspace::context::{Context, DEFAULT_LOCK_TIMEOUT};
 
 pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path, write_nul_records};
 
@@ -263,7 +263,7 @@ pub struct SessionArg {
 }
 
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    a3s_iso::duration::parse_duration(text)
+    a3s_iso::base::duration::parse_duration(text)
 }
 
 pub fn main() -> i32 {

@@ -6,7 +6,7 @@ use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
-use a3s_iso::error::{Error, ErrorCode};
+use a3s_iso::base::error::{Error, ErrorCode};
 
 use super::ColorChoice;
 
@@ -347,7 +347,7 @@ fn missing_separator(err: &clap::Error, raw: &[std::ffi::OsString]) -> bool {
 }
 
 /// `key<TAB>value<NUL>` records on stdout, the values as their bytes (`-z` output).
-pub fn write_nul_records(records: &[(&str, Vec<u8>)]) -> a3s_iso::error::Result<()> {
+pub fn write_nul_records(records: &[(&str, Vec<u8>)]) -> a3s_iso::base::error::Result<()> {
     use std::io::Write;
     let mut bytes = Vec::new();
     for (key, value) in records {

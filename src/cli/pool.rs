@@ -1,9 +1,9 @@
 use clap::Args;
 
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::pool::{PoolOptions, PoolOutcome, SpareState, pool};
-use a3s_iso::sweep::Progress;
+use a3s_iso::base::error::Result;
+use a3s_iso::ops::sweep::Progress;
+use a3s_iso::services::pool::{PoolOptions, PoolOutcome, SpareState, pool};
+use a3s_iso::workspace::context::Context;
 
 use super::Output;
 
@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
     let (mut size, mut keep_ignored) = (args.size, args.keep_ignored.clone());
     if !args.status && (size.is_none() || keep_ignored.is_none()) {
         let mut warnings = Vec::new();
-        let settings = a3s_iso::config::load(ctx, true)?.trusted_effective(&mut warnings);
+        let settings = a3s_iso::services::config::load(ctx, true)?.trusted_effective(&mut warnings);
         for warning in &warnings {
             out.warn(warning);
         }

@@ -34,7 +34,7 @@ impl Bar {
     }
 }
 
-impl a3s_iso::sweep::Progress for Bar {
+impl a3s_iso::ops::sweep::Progress for Bar {
     fn start(&self, total: u64) {
         if let Some(bar) = &self.bar {
             bar.set_length(total);

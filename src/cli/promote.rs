@@ -2,10 +2,10 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
-use a3s_iso::remote::{DEFAULT_MAX_BYTES, FetchRequest};
+use a3s_iso::base::error::Result;
+use a3s_iso::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
+use a3s_iso::services::remote::{DEFAULT_MAX_BYTES, FetchRequest};
+use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg, Tone, path_list};
 
@@ -94,7 +94,7 @@ pub struct PromoteArgs {
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     if (args.message.is_some() || args.message_file.is_some()) && args.mode != ModeArg::Branch {
-        return Err(a3s_iso::error::Error::Usage {
+        return Err(a3s_iso::base::error::Error::Usage {
             message: "--message and --file name a commit: they go with --mode branch".into(),
         });
     }
@@ -103,7 +103,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         None => args.message.clone(),
     };
     if args.digest.is_some() && args.from.is_none() && !args.reapply {
-        return Err(a3s_iso::error::Error::Usage {
+        return Err(a3s_iso::base::error::Error::Usage {
             message: "--digest goes with --from REMOTE (a pushed change set) or --reapply (a promoted one)".into(),
         });
     }
@@ -299,11 +299,11 @@ fn read_message(file: &std::path::Path) -> Result<String> {
         true => std::io::stdin().read_to_string(&mut text).map(|_| ()),
         false => std::fs::read_to_string(file).map(|t| text = t),
     };
-    read.map_err(|e| a3s_iso::error::Error::InvalidInput {
+    read.map_err(|e| a3s_iso::base::error::Error::InvalidInput {
         message: format!("cannot read the message from {}: {e}", file.display()),
     })?;
     if text.trim().is_empty() {
-        return Err(a3s_iso::error::Error::InvalidInput {
+        return Err(a3s_iso::base::error::Error::InvalidInput {
             message: format!("the message in {} is empty", file.display()),
         });
     }

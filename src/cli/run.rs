@@ -4,12 +4,12 @@ use std::time::Duration;
 
 use clap::Args;
 
-use a3s_iso::command_env::EnvRequest;
-use a3s_iso::context::Context;
-use a3s_iso::error::{ErrorCode, Result};
-use a3s_iso::hidden_paths::{Access, HiddenPath, HiddenReason};
-use a3s_iso::run::{RunOptions, RunOutcome, run};
-use a3s_iso::run_request::SandboxAsk;
+use a3s_iso::base::command_env::EnvRequest;
+use a3s_iso::base::error::{ErrorCode, Result};
+use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
+use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
+use a3s_iso::services::run_request::SandboxAsk;
+use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg, parse_duration};
 
@@ -117,16 +117,16 @@ pub struct SandboxExecArgs {
 
 /// The hidden helper: enters the sandbox and execs the command; returns only on failure.
 pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
-    let reporter = a3s_iso::sandbox::Reporter::adopt(args.status_fd);
+    let reporter = a3s_iso::base::sandbox::Reporter::adopt(args.status_fd);
     match serde_json::from_str(&args.spec) {
         Ok(spec) => {
             let sockets = args
                 .socket_fd
-                .and_then(a3s_iso::sandbox::SocketServer::adopt);
-            a3s_iso::sandbox::exec_sandboxed(&spec, &reporter, sockets, &args.command)
+                .and_then(a3s_iso::base::sandbox::SocketServer::adopt);
+            a3s_iso::base::sandbox::exec_sandboxed(&spec, &reporter, sockets, &args.command)
         }
         Err(e) => reporter.fail(
-            a3s_iso::sandbox::HelperCode::Internal,
+            a3s_iso::base::sandbox::HelperCode::Internal,
             format!("invalid sandbox spec: {e}"),
             &args.command[0].to_string_lossy(),
         ),
@@ -178,9 +178,10 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         allow_read: with_env(&args.allow_read, "A3S_ISO_ALLOW_READ"),
         profile: args.profile.clone(),
     };
-    let approve =
-        &mut |file: &a3s_iso::config::RepositoryFile| super::config::ask_on_terminal(file, out);
-    let configured = a3s_iso::run_request::configure(ctx, &ask, approve)?;
+    let approve = &mut |file: &a3s_iso::services::config::RepositoryFile| {
+        super::config::ask_on_terminal(file, out)
+    };
+    let configured = a3s_iso::services::run_request::configure(ctx, &ask, approve)?;
     for warning in &configured.warnings {
         out.warn(warning);
     }
@@ -220,7 +221,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
 }
 
 /// `published 127.0.0.1:41234 -> 3000` on stderr, as soon as the port is bound.
-fn announce_published(published: &a3s_iso::network::Published) {
+fn announce_published(published: &a3s_iso::services::network::Published) {
     eprintln!(
         "published {}:{} -> {}",
         published.host, published.host_port, published.port

@@ -1,14 +1,14 @@
 use clap::Args;
 
-use a3s_iso::argv::shell_quote;
-use a3s_iso::context::Context;
-use a3s_iso::error::Result;
-use a3s_iso::log::format_utc;
-use a3s_iso::owner::OwnerLiveness;
-use a3s_iso::sandbox::NetworkAccess;
-use a3s_iso::session_git::PrivateRefs;
-use a3s_iso::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
-use a3s_iso::state::Landing;
+use a3s_iso::base::argv::shell_quote;
+use a3s_iso::base::error::Result;
+use a3s_iso::base::owner::OwnerLiveness;
+use a3s_iso::base::sandbox::NetworkAccess;
+use a3s_iso::ops::log::format_utc;
+use a3s_iso::ops::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
+use a3s_iso::recovery::session_git::PrivateRefs;
+use a3s_iso::store::state::Landing;
+use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg};
 
@@ -81,15 +81,15 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
 }
 
 /// `    refused <host>:<port>: <reason> (<address>)`.
-fn refusal_line(refusal: &a3s_iso::network::Refusal) -> String {
+fn refusal_line(refusal: &a3s_iso::services::network::Refusal) -> String {
     let address = refusal
         .address
         .map(|a| format!(" ({a})"))
         .unwrap_or_default();
     format!(
         "    refused {}: {}{address}",
-        a3s_iso::network::host_port(&refusal.host, refusal.port),
-        a3s_iso::network::reason_name(refusal.reason)
+        a3s_iso::services::network::host_port(&refusal.host, refusal.port),
+        a3s_iso::services::network::reason_name(refusal.reason)
     )
 }
 

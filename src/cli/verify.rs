@@ -3,9 +3,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use a3s_iso::changeset::{RunState, verify_file};
-use a3s_iso::context::Context;
-use a3s_iso::error::{ChangeSetRule, Error, Result};
+use a3s_iso::base::error::{ChangeSetRule, Error, Result};
+use a3s_iso::model::changeset::{RunState, verify_file};
+use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

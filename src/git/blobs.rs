@@ -4,8 +4,8 @@
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use super::runner::{Git, failure_of};
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::git::runner::{Git, failure_of};
 
 impl Git {
     /// The blob ids of the files at `paths` (relative to `dir`, the checkout's top level), with
@@ -134,7 +134,7 @@ fn quote_line(path: &[u8]) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use super::quote_line;
+    use crate::git::blobs::quote_line;
 
     #[test]
     fn quotes_only_what_git_would_misread() {

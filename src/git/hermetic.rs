@@ -22,9 +22,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use super::ops::ObjectFormat;
-use super::runner::{Git, GitCmd};
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::git::ops::ObjectFormat;
+use crate::git::runner::{Git, GitCmd};
 
 /// Ref namespaces that belong to one worktree (stored in its admin dir): they cannot be
 /// resolved against the common dir alone.
@@ -39,7 +39,7 @@ struct PrivateDir(PathBuf);
 impl PrivateDir {
     fn create(scratch: &Path, stem: &str) -> Result<PrivateDir> {
         fs::create_dir_all(scratch).ctx(|| format!("cannot create {}", scratch.display()))?;
-        let path = scratch.join(crate::scratch::owned_name(stem));
+        let path = scratch.join(crate::store::scratch::owned_name(stem));
         fs::create_dir(&path).ctx(|| format!("cannot create {}", path.display()))?;
         Ok(PrivateDir(path))
     }
@@ -237,7 +237,7 @@ pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result
     let unusable = |why: String| Error::ChangeSetUnavailable {
         message: format!("the isolation's HEAD ({}) {why}", path.display()),
     };
-    let bytes = crate::fsutil::read_small_regular_file(&path, HEAD_LIMIT)
+    let bytes = crate::base::fsutil::read_small_regular_file(&path, HEAD_LIMIT)
         .map_err(|e| unusable(format!("cannot be read: {e}")))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| unusable("is not text".into()))?;
     let text = text.strip_suffix('\n').unwrap_or(text);

@@ -2,9 +2,9 @@
 //! in an [`ObjectView`]: nothing of the repository's configuration or attributes (no merge
 //! driver, no hook) and no working tree takes part; the results are objects in the store.
 
-use super::hermetic::ObjectView;
-use super::runner::{Git, failure_of};
-use crate::error::{Error, Result};
+use crate::base::error::{Error, Result};
+use crate::git::hermetic::ObjectView;
+use crate::git::runner::{Git, failure_of};
 
 /// The oldest git whose `merge-tree` writes a tree and takes a merge base (`--merge-base`).
 pub(crate) const MERGE_TREE_VERSION: (u32, u32) = (2, 40);
@@ -73,7 +73,7 @@ impl Git {
     /// Whether this git's `merge-tree` can do what a rebase needs; `git_too_old` if not.
     pub(crate) fn require_merge_tree(&self) -> Result<()> {
         let (major, minor) = MERGE_TREE_VERSION;
-        if super::runner::version_at_least(self.version(), major, minor) {
+        if crate::git::runner::version_at_least(self.version(), major, minor) {
             return Ok(());
         }
         Err(Error::GitTooOld {
@@ -270,7 +270,7 @@ impl ObjectView {
 
 /// `<tree>\0`, then `<mode> <oid> <stage>\t<path>\0` for each conflicted entry (exit 1), then an
 /// empty record and the informational messages.
-fn parse_merged(args: Vec<String>, out: super::runner::GitOutput) -> Result<Merged> {
+fn parse_merged(args: Vec<String>, out: crate::git::runner::GitOutput) -> Result<Merged> {
     if !matches!(out.exit_code, Some(0 | 1)) {
         return Err(failure_of(args, out.exit_code, out.stderr));
     }

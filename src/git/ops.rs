@@ -7,9 +7,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use super::runner::{Git, failure_of, hermetic_env, split_nul};
-use crate::error::{Error, IoContext, Result};
-use crate::paths::RepoPath;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::paths::RepoPath;
+use crate::git::runner::{Git, failure_of, hermetic_env, split_nul};
 
 /// One change in an `update-ref --stdin` transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -46,16 +46,16 @@ impl RefUpdate {
 }
 
 /// A running `cat-file --batch`: its answers on `stdout`.
-pub(super) struct Batch {
+pub(crate) struct Batch {
     child: std::process::Child,
     /// Where git answers.
-    pub(super) stdout: std::process::ChildStdout,
+    pub(crate) stdout: std::process::ChildStdout,
     feeder: std::thread::JoinHandle<std::io::Result<()>>,
 }
 
 impl Batch {
     /// Waits for git (killing it first when the reader `gave_up`) and the feeder.
-    pub(super) fn finish(mut self, gave_up: bool) -> Result<std::process::ExitStatus> {
+    pub(crate) fn finish(mut self, gave_up: bool) -> Result<std::process::ExitStatus> {
         if gave_up {
             let _ = self.child.kill();
         }
@@ -376,7 +376,7 @@ impl Git {
             .map(|line| !line.ends_with(" missing") && !line.ends_with(" ambiguous"))
             .collect();
         if present.len() != ids.len() {
-            return Err(crate::error::Error::internal(
+            return Err(crate::base::error::Error::internal(
                 "git cat-file answered for a different number of objects",
             ));
         }
@@ -443,7 +443,7 @@ impl Git {
         sections: u64,
     ) -> Result<std::result::Result<(), String>> {
         let base = std::env::temp_dir();
-        let dir = base.join(crate::scratch::owned_name("patch-parse"));
+        let dir = base.join(crate::store::scratch::owned_name("patch-parse"));
         std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         let cmd = self
             .at(&dir)
@@ -573,7 +573,7 @@ impl Git {
 
     /// Starts one `git cat-file --batch` in `dir` and feeds it `names` from a thread: git
     /// answers while it reads, and both pipes have bounded buffers.
-    pub(super) fn start_batch(&self, dir: &Path, names: &[String]) -> Result<Batch> {
+    pub(crate) fn start_batch(&self, dir: &Path, names: &[String]) -> Result<Batch> {
         let mut child = self
             .command(dir, &["cat-file", "--batch"])
             .stdin(Stdio::piped())
@@ -646,10 +646,10 @@ impl Git {
         skip_seen: bool,
     ) -> Result<()> {
         fn objects<'g>(
-            cmd: super::runner::GitCmd<'g>,
+            cmd: crate::git::runner::GitCmd<'g>,
             from: &Path,
             seen: &Path,
-        ) -> super::runner::GitCmd<'g> {
+        ) -> crate::git::runner::GitCmd<'g> {
             cmd.env("GIT_OBJECT_DIRECTORY", from)
                 .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", seen)
         }
@@ -692,7 +692,7 @@ impl Git {
         &self,
         dir: &Path,
         from: &Path,
-        receiver: super::runner::GitCmd<'_>,
+        receiver: crate::git::runner::GitCmd<'_>,
     ) -> Result<usize> {
         let listed = self
             .at(dir)
@@ -758,7 +758,10 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
 
 /// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
 /// push.
-fn pipe_into(pack: super::runner::GitCmd<'_>, receiver: super::runner::GitCmd<'_>) -> Result<()> {
+fn pipe_into(
+    pack: crate::git::runner::GitCmd<'_>,
+    receiver: crate::git::runner::GitCmd<'_>,
+) -> Result<()> {
     let index = receiver.args(["index-pack", "--stdin", "--strict"]);
     let args = index.shown_args();
     let out = pack
@@ -803,7 +806,7 @@ fn names_one_object(rev: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::git::ops::*;
 
     #[test]
     fn only_a_full_id_peeled_to_a_commit_or_tree_names_one_object_for_good() {

@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::path::Path;
 
-use super::runner::{Git, GitCmd, split_nul};
-use crate::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
+use crate::git::runner::{Git, GitCmd, split_nul};
 
 /// One entry of a tree's top level.
 #[derive(Debug, Clone, PartialEq, Eq)]

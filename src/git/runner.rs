@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::error::{Error, GitFailure, Result};
+use crate::base::error::{Error, GitFailure, Result};
 
 /// The environment every git process gets: C messages, no pager, no prompt, no editor, and
 /// reads that never rewrite an index behind its owner's back.
@@ -35,7 +35,7 @@ const REMOVED_ENV: &[&str] = &[
 ];
 
 /// Applies the fixed environment to a process started without duct (for streaming protocols).
-pub(super) fn hermetic_env(cmd: &mut std::process::Command) {
+pub(crate) fn hermetic_env(cmd: &mut std::process::Command) {
     for var in REMOVED_ENV.iter().chain(REPO_SELECTING_VARS) {
         cmd.env_remove(var);
     }
@@ -199,7 +199,7 @@ impl Git {
     }
 
     /// The git dir named for the checkout `dir` ([`Git::name_git_dir`]).
-    pub(super) fn named_git_dir(&self, dir: &Path) -> Option<PathBuf> {
+    pub(crate) fn named_git_dir(&self, dir: &Path) -> Option<PathBuf> {
         let checkouts = self.checkouts.lock().unwrap_or_else(|e| e.into_inner());
         checkouts
             .iter()
@@ -324,7 +324,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// The process with its input as chosen (bytes, or nothing).
-    pub(super) fn expression(&self) -> duct::Expression {
+    pub(crate) fn expression(&self) -> duct::Expression {
         let expr = self.piped_expression();
         match &self.stdin {
             Some(bytes) => expr.stdin_bytes(bytes.clone()),
@@ -333,7 +333,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// The process reading whatever its input is connected to (the right side of a pipe).
-    pub(super) fn piped_expression(&self) -> duct::Expression {
+    pub(crate) fn piped_expression(&self) -> duct::Expression {
         let mut expr = duct::cmd(&self.git.bin, &self.args)
             .dir(&self.dir)
             .stderr_capture()
@@ -363,7 +363,7 @@ impl<'g> GitCmd<'g> {
         expr
     }
 
-    pub(super) fn shown_args(&self) -> Vec<String> {
+    pub(crate) fn shown_args(&self) -> Vec<String> {
         self.args[self.shown_args_from..]
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
@@ -476,7 +476,7 @@ pub(crate) fn split_nul(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::git::runner::*;
 
     #[test]
     fn parses_versions() {

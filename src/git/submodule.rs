@@ -6,10 +6,10 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-use super::hermetic::HermeticGit;
-use super::runner::{Git, split_nul};
-use crate::error::Result;
-use crate::paths::RepoPath;
+use crate::base::error::Result;
+use crate::base::paths::RepoPath;
+use crate::git::hermetic::HermeticGit;
+use crate::git::runner::{Git, split_nul};
 
 /// The mode of a gitlink in a tree.
 const GITLINK_MODE: &str = "160000";
@@ -218,7 +218,7 @@ impl Git {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::git::submodule::*;
 
     #[test]
     fn file_urls_survive_any_byte() {

@@ -10,16 +10,16 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use super::protocol::RpcError;
-use crate::bind::{BindOptions, OwnerChoice};
-use crate::capture::CaptureOptions;
-use crate::command_env::EnvRequest;
-use crate::diff::DiffOptions;
-use crate::discard::DiscardOptions;
-use crate::land::{LandMode, LandOptions};
-use crate::promote::{Mode, PromoteOptions};
-use crate::run::RunOptions;
-use crate::run_request::SandboxAsk;
+use crate::base::command_env::EnvRequest;
+use crate::mcp::protocol::RpcError;
+use crate::ops::bind::{BindOptions, OwnerChoice};
+use crate::ops::diff::DiffOptions;
+use crate::ops::discard::DiscardOptions;
+use crate::ops::land::{LandMode, LandOptions};
+use crate::ops::promote::{Mode, PromoteOptions};
+use crate::ops::run::RunOptions;
+use crate::services::evidence::CaptureOptions;
+use crate::services::run_request::SandboxAsk;
 
 /// Where relative paths start (the server's `-C` directory, else its working directory),
 /// and the executable `run` re-executes as its sandbox helper.
@@ -154,7 +154,7 @@ pub(crate) struct RunArgs {
 /// `A3S_ISO_ALLOW_WRITE` and `A3S_ISO_ALLOW_READ` added, the release identity of
 /// `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's stdout sent to stderr as with
 /// `--json`; `output` the file the call named, if any (the tool names one otherwise). The
-/// sandbox is what the call asks, for [`crate::run_request::configure`] to complete.
+/// sandbox is what the call asks, for [`crate::services::run_request::configure`] to complete.
 pub(crate) fn run(
     args: &Map<String, Value>,
     place: &Place,
@@ -180,7 +180,7 @@ pub(crate) fn run(
     }
     let timeout = match &parsed.timeout {
         Some(text) => Some(
-            crate::duration::parse_duration(text)
+            crate::base::duration::parse_duration(text)
                 .map_err(|e| RpcError::params(format!("timeout: {e}")))?,
         ),
         None => None,
@@ -189,7 +189,7 @@ pub(crate) fn run(
         .env
         .iter()
         .map(|e| EnvRequest::parse(std::ffi::OsStr::new(e)))
-        .collect::<crate::error::Result<Vec<_>>>()
+        .collect::<crate::base::error::Result<Vec<_>>>()
         .map_err(|e| RpcError::params(format!("env: {e}")))?;
     let paths = |given: Vec<PathBuf>, var: &str| {
         let mut paths: Vec<PathBuf> = given.into_iter().map(|p| place.path(p)).collect();
@@ -449,7 +449,7 @@ pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::mcp::args::*;
     use serde_json::json;
     use std::path::Path;
 

@@ -13,6 +13,6 @@ mod schema;
 mod server;
 mod tools;
 
-pub use protocol::ProtocolVersion;
-pub use server::{ServeOptions, serve, serve_stdio};
-pub use tools::Tool;
+pub use crate::mcp::protocol::ProtocolVersion;
+pub use crate::mcp::server::{ServeOptions, serve, serve_stdio};
+pub use crate::mcp::tools::Tool;

@@ -212,7 +212,7 @@ pub fn failure(id: &Value, error: &RpcError) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::mcp::protocol::*;
 
     #[test]
     fn requests_notifications_and_responses_are_told_apart() {

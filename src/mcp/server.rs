@@ -9,13 +9,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use serde_json::{Map, Value, json};
 
-use super::args::Place;
-use super::protocol::{
+use crate::base::error::{Error, Result};
+use crate::mcp::args::Place;
+use crate::mcp::protocol::{
     self, Incoming, Method, ProtocolVersion, RpcCode, RpcError, failure, success,
 };
-use super::tools::{self, Answer, CallError, Tool};
-use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::mcp::tools::{self, Answer, CallError, Tool};
+use crate::workspace::context::Context;
 
 /// What the server tells a client about itself at the handshake.
 const INSTRUCTIONS: &str = "a3s-iso isolates an agent's work on this git repository. bind a \

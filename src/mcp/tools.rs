@@ -8,11 +8,11 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::args::{self, Discarding, Place};
-use super::protocol::RpcError;
-use super::schema::{self, Param};
-use crate::context::Context;
-use crate::error::Error;
+use crate::base::error::Error;
+use crate::mcp::args::{self, Discarding, Place};
+use crate::mcp::protocol::RpcError;
+use crate::mcp::schema::{self, Param};
+use crate::workspace::context::Context;
 
 /// The most of a command's output, or of a patch, a result carries (its end, for output).
 const SHOWN_BYTES: u64 = 64 * 1024;
@@ -256,12 +256,12 @@ impl From<Error> for CallError {
 /// copies and runs its setup.
 fn configured(
     ctx: &Context,
-    mut opts: crate::bind::BindOptions,
-) -> crate::error::Result<crate::bind::BindOptions> {
-    let loaded = crate::config::load(ctx, true)?;
+    mut opts: crate::ops::bind::BindOptions,
+) -> crate::base::error::Result<crate::ops::bind::BindOptions> {
+    let loaded = crate::services::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
-    opts.setup = crate::setup::Setup::configured(&settings);
+    opts.setup = crate::ops::setup::Setup::configured(&settings);
     opts.copy_ignored.extend(settings.copy_ignored.value);
     Ok(opts)
 }
@@ -276,39 +276,43 @@ pub fn call(
     Ok(match tool {
         Tool::Bind => Answer::of(
             "a3s-iso.bind.v1",
-            &crate::bind::bind(ctx, &configured(ctx, args::bind(args, place)?)?)?,
+            &crate::ops::bind::bind(ctx, &configured(ctx, args::bind(args, place)?)?)?,
         )?,
         Tool::Run => run(ctx, args, place)?,
         Tool::Diff => diff(ctx, args, place)?,
         Tool::Show => Answer::of(
             "a3s-iso.show.v1",
-            &crate::show::show(ctx, args::session(args)?.as_deref())?,
+            &crate::ops::show::show(ctx, args::session(args)?.as_deref())?,
         )?,
         Tool::List => Answer::of(
             "a3s-iso.list.v1",
-            &crate::list::list(ctx, args::list(args)?)?,
+            &crate::ops::list::list(ctx, args::list(args)?)?,
         )?,
         Tool::Overlaps => {
             args::none(args)?;
-            Answer::of("a3s-iso.overlaps.v1", &crate::overlaps::overlaps(ctx)?)?
+            Answer::of(
+                "a3s-iso.overlaps.v1",
+                &crate::services::overlaps::overlaps(ctx)?,
+            )?
         }
         Tool::Capture => capture(ctx, args, place)?,
         Tool::Discard => match args::discard(args)? {
-            Discarding::One(opts) => {
-                Answer::of("a3s-iso.discard.v1", &crate::discard::discard(ctx, &opts)?)?
-            }
+            Discarding::One(opts) => Answer::of(
+                "a3s-iso.discard.v1",
+                &crate::ops::discard::discard(ctx, &opts)?,
+            )?,
             Discarding::All(purge) => Answer::of(
                 "a3s-iso.discard-all.v1",
-                &crate::discard::discard_all(ctx, purge)?,
+                &crate::ops::discard::discard_all(ctx, purge)?,
             )?,
         },
         Tool::Promote => Answer::of(
             "a3s-iso.promote.v1",
-            &crate::promote::promote(ctx, &args::promote(args, place)?)?,
+            &crate::ops::promote::promote(ctx, &args::promote(args, place)?)?,
         )?,
         Tool::Land => Answer::of(
             "a3s-iso.land.v1",
-            &crate::land::land(ctx, &args::land(args)?)?,
+            &crate::ops::land::land(ctx, &args::land(args)?)?,
         )?,
     })
 }
@@ -320,7 +324,7 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     let (mut opts, ask) = args::run(args, place)?;
     // An untrusted repository file that asks for anything of a run is refused: a tool call
     // has no terminal to approve it on.
-    let configured = crate::run_request::configure(ctx, &ask, &mut |_| false)?;
+    let configured = crate::services::run_request::configure(ctx, &ask, &mut |_| false)?;
     opts.sandbox = configured.request;
     let kept = match opts.output {
         Some(_) => None,
@@ -329,7 +333,7 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     if let Some(file) = &kept {
         opts.output = Some(file.path.clone());
     }
-    let ran = crate::run::run(ctx, &opts);
+    let ran = crate::ops::run::run(ctx, &opts);
     let output = kept.and_then(|file| file.tail());
     let mut answer = match ran {
         Ok(mut outcome) => {
@@ -346,7 +350,7 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
 /// repository's after a `# nested repository` line, as the command prints it).
 fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
     let (opts, with_patch) = args::diff(args, place)?;
-    let outcome = crate::diff::diff(ctx, &opts)?;
+    let outcome = crate::ops::diff::diff(ctx, &opts)?;
     let mut answer = Answer::of("a3s-iso.diff.v1", &outcome)?;
     if with_patch {
         let mut patch = Vec::new();
@@ -387,9 +391,9 @@ fn shown_head(bytes: &[u8]) -> String {
 /// `capture`: the change-set document itself, also written to `output` when named.
 fn capture(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
     let (opts, output) = args::capture(args, place)?;
-    let outcome = crate::capture::capture(ctx, &opts)?;
+    let outcome = crate::services::evidence::capture(ctx, &opts)?;
     if let Some(path) = &output {
-        crate::capture::write_document(path, &outcome.change_set)?;
+        crate::services::evidence::write_document(path, &outcome.change_set)?;
     }
     Ok(Answer::raw(&outcome.change_set)?)
 }
@@ -403,8 +407,10 @@ struct OutputFile {
 impl OutputFile {
     fn create() -> Result<OutputFile, Error> {
         use std::os::unix::fs::OpenOptionsExt;
-        let path =
-            std::env::temp_dir().join(format!("a3s-iso-mcp-{}.log", crate::ids::generate("out")));
+        let path = std::env::temp_dir().join(format!(
+            "a3s-iso-mcp-{}.log",
+            crate::base::ids::generate("out")
+        ));
         let file = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -444,8 +450,8 @@ impl Drop for OutputFile {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::mcp::schema::Kind;
+    use crate::mcp::tools::*;
 
     /// A value of the kind a parameter takes (one it accepts, where it reads the text).
     fn sample(param: &Param) -> Value {

@@ -2,26 +2,30 @@
 //! operation in progress: a promote's intent (`intent`: the checkout changes), a tree
 //! operation's (`pending`: retain, sweep and discard move or remove an isolation) and a
 //! rebase's (`rebase`: an isolation's files, index and HEAD change). Whoever
-//! takes the repository lock ([`crate::context::Context::lock`]) finishes both kinds before it
+//! takes the repository lock ([`crate::workspace::context::Context::lock`]) finishes both kinds before it
 //! does anything else, and every command looks for them when it locates its repository
-//! ([`crate::context::Context::locate`]): one directory listing each when nothing is left,
+//! ([`crate::workspace::context::Context::locate`]): one directory listing each when nothing is left,
 //! and when something is, the lock is taken (briefly) to finish it. A command that cannot take
 //! the lock in time reports what is in progress instead ([`Interrupted`]), never a half-done
 //! checkout as a normal one.
 
-pub(crate) mod report;
+pub mod intent;
+pub mod pending;
+pub(crate) mod rebase_apply;
+pub(crate) mod rebase_record;
+pub mod session_git;
 
 use std::time::Duration;
 
-pub use report::{Interrupted, Operation};
+pub use crate::workspace::interrupted::{Interrupted, Operation};
 
-use crate::context::{Context, Located};
-use crate::error::Result;
+use crate::base::error::Result;
 use crate::git::Git;
-use crate::layout::StateDir;
-use crate::lock::FileLock;
-use crate::repo::Repo;
-use crate::state::Store;
+use crate::git::repo::Repo;
+use crate::store::layout::StateDir;
+use crate::store::lock::FileLock;
+use crate::store::state::Store;
+use crate::workspace::context::{Context, Located};
 
 /// Whether any record of an operation in progress is in the store: one directory listing of
 /// each kind.
@@ -44,7 +48,7 @@ pub(crate) fn anything_left(store: &Store) -> bool {
 
 /// What the records say is in progress (read without the lock, to be reported).
 pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
-    let promotes = crate::intent::pending(store)
+    let promotes = crate::recovery::intent::pending(store)
         .into_iter()
         .flatten()
         .map(|intent| Interrupted {
@@ -52,19 +56,19 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
             session_id: intent.session_id,
             digest: Some(intent.digest),
         });
-    let trees = crate::pending::left(store)
+    let trees = crate::recovery::pending::left(store)
         .into_iter()
         .map(|intent| Interrupted {
             operation: match intent {
-                crate::pending::Intent::Retain(_) => Operation::Retain,
-                crate::pending::Intent::Reclaim(_) => Operation::Sweep,
-                crate::pending::Intent::Discard(_) => Operation::Discard,
-                crate::pending::Intent::SettleGit(_) => Operation::Run,
+                crate::recovery::pending::Intent::Retain(_) => Operation::Retain,
+                crate::recovery::pending::Intent::Reclaim(_) => Operation::Sweep,
+                crate::recovery::pending::Intent::Discard(_) => Operation::Discard,
+                crate::recovery::pending::Intent::SettleGit(_) => Operation::Run,
             },
             session_id: Some(intent.session_id().to_string()),
             digest: None,
         });
-    let rebases = crate::rebase::intents(store)
+    let rebases = crate::services::rebase::intents(store)
         .into_iter()
         .map(|intent| Interrupted {
             operation: Operation::Rebase,
@@ -77,10 +81,10 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
 pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
-    let mut notices = crate::intent::recover(git, store);
-    let repaired = crate::session_git::recover(git, repo, store)
-        + crate::pending::repair_locked(git, repo, store);
-    notices.extend(crate::rebase::recover(git, store));
+    let mut notices = crate::recovery::intent::recover(git, store);
+    let repaired = crate::recovery::session_git::recover(git, repo, store)
+        + crate::recovery::pending::repair_locked(git, repo, store);
+    notices.extend(crate::services::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
             "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
@@ -121,7 +125,7 @@ impl Context {
             return;
         }
         let path = located.repo.lock_path();
-        if crate::lock::FileLock::held_by_this_process(&path) {
+        if crate::store::lock::FileLock::held_by_this_process(&path) {
             return;
         }
         match FileLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT)) {

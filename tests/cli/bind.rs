@@ -388,7 +388,8 @@ fn the_lock_times_out_naming_its_holder() {
     let fx = Fixture::new();
     let common = fx.src.join(".git");
     let held =
-        a3s_iso::lock::FileLock::acquire(&common.join("a3s-iso.lock"), Duration::ZERO).unwrap();
+        a3s_iso::store::lock::FileLock::acquire(&common.join("a3s-iso.lock"), Duration::ZERO)
+            .unwrap();
     let (code, doc) = fx.json(&["--lock-timeout", "100ms", "bind", "-s", "l"]);
     drop(held);
     assert_eq!(code, 6, "{doc}");

@@ -152,7 +152,7 @@ fn sweep_reports_kept_isolations_without_a_warning() {
 fn a_lock_timeout_names_the_holders_pid_and_command() {
     let fx = Fixture::new();
     let lock = fx.src.join(".git/a3s-iso.lock");
-    let held = a3s_iso::lock::FileLock::acquire(&lock, Duration::ZERO).unwrap();
+    let held = a3s_iso::store::lock::FileLock::acquire(&lock, Duration::ZERO).unwrap();
     let recorded = std::fs::read_to_string(&lock).unwrap();
     let (code, _, stderr) = human(&fx, &["--lock-timeout", "100ms", "bind", "-s", "l"]);
     let (json_code, doc) = fx.json(&["--lock-timeout", "100ms", "bind", "-s", "l"]);

@@ -584,7 +584,7 @@ fn promote_waits_for_the_lock_and_times_out() {
     let fx = Fixture::new();
     fx.bind("l");
     std::fs::write(fx.isolation("l").join("l.txt"), "l\n").unwrap();
-    let held = a3s_iso::lock::FileLock::acquire(
+    let held = a3s_iso::store::lock::FileLock::acquire(
         &fx.src.join(".git/a3s-iso.lock"),
         std::time::Duration::ZERO,
     )

@@ -67,7 +67,7 @@ fn leftover_claim(fx: &Fixture, id: &str, created_at_ms: u64) {
     let claim = serde_json::json!({
         "session_id": id,
         "path": path,
-        "bind_process": {"pid": dead_pid(), "start_identity": "linux-proc-start-ticks:1", "hostname": a3s_iso::owner::hostname()},
+        "bind_process": {"pid": dead_pid(), "start_identity": "linux-proc-start-ticks:1", "hostname": a3s_iso::base::owner::hostname()},
         "created_at_ms": created_at_ms,
     });
     let file = fx.src.join(format!(".git/a3s-iso/claims/{id}.json"));

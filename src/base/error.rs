@@ -1,0 +1,941 @@
+//! The one error type of a3s-iso, with stable codes and the one table from code to exit status.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::wire::wire_enum;
+
+/// A git invocation that failed: what ran, how it ended, what it said.
+#[derive(Debug, Clone, Serialize)]
+pub struct GitFailure {
+    /// git's arguments (without the fixed preamble a3s-iso adds to every call).
+    pub args: Vec<String>,
+    /// Its exit code; `None` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// What it said on stderr.
+    pub stderr: String,
+}
+
+wire_enum! {
+    /// Stable, snake_case error codes. Codes are only ever added, never renamed or removed.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+    pub enum ErrorCode {
+        /// No repository, a bare one, an unborn HEAD, or no git.
+        IsolationUnavailable = "isolation_unavailable",
+        /// A session or run id that breaks the id rules.
+        InvalidId = "invalid_id",
+        /// No such session, or no single one to choose.
+        SessionNotFound = "session_not_found",
+        /// The id is bound by another owner, in flight, or damaged.
+        SessionExists = "session_exists",
+        /// The source has local changes and no choice was made about them.
+        DirtySource = "dirty_source",
+        /// Something a3s-iso did not publish is at the isolation path.
+        IsolationPathOccupied = "isolation_path_occupied",
+        /// A writing command on a session with no isolation.
+        ReadOnlySession = "read_only_session",
+        /// A run id already holds different evidence.
+        CaptureConflict = "capture_conflict",
+        /// The patch is over the document limit.
+        ChangeSetTooLarge = "change_set_too_large",
+        /// A document breaks a rule of the format.
+        ChangeSetInvalid = "change_set_invalid",
+        /// A document cannot be read.
+        ChangeSetUnavailable = "change_set_unavailable",
+        /// The kernel cannot give the run its sandbox.
+        SandboxUnavailable = "sandbox_unavailable",
+        /// Another a3s-iso command held the repository lock too long.
+        LockTimeout = "lock_timeout",
+        /// A git call failed.
+        GitFailed = "git_failed",
+        /// Git is older than a3s-iso needs.
+        GitTooOld = "git_too_old",
+        /// A file-system operation failed.
+        Io = "io",
+        /// A bug in a3s-iso.
+        Internal = "internal",
+        /// The command line is wrong.
+        Usage = "usage",
+        /// A run holds the session's lease.
+        SessionBusy = "session_busy",
+        /// `command_not_found`: `run`'s command does not exist.
+        CommandNotFound = "command_not_found",
+        /// `command_not_executable`: `run`'s command cannot be executed.
+        CommandNotExecutable = "command_not_executable",
+        /// Branch mode needs a current branch in the source.
+        DetachedSource = "detached_source",
+        /// An argument names something that cannot be used.
+        InvalidInput = "invalid_input",
+        /// A remote has no change set with the digest asked for.
+        ChangeSetNotFound = "change_set_not_found",
+        /// The session is bound but its isolation is gone (removed by hand).
+        IsolationMissing = "isolation_missing",
+        /// A rebase of the session stopped at a conflict that is not resolved.
+        SessionConflicted = "session_conflicted",
+        /// A digest prefix matches more than one change set.
+        DigestAmbiguous = "digest_ambiguous",
+        /// The session is known but has no run by the id asked for.
+        RunNotFound = "run_not_found",
+        /// The run asked for has not ended (or not been captured) yet.
+        ChangeSetPending = "change_set_pending",
+        /// The repository's configuration file is not approved by this user.
+        ConfigUntrusted = "config_untrusted",
+        /// A setup command of the configuration failed after a bind.
+        SetupFailed = "setup_failed",
+    }
+}
+
+impl ErrorCode {
+    /// The one table from error to exit status (see the README's contract).
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorCode::Usage => 2,
+            ErrorCode::CaptureConflict | ErrorCode::SessionConflicted => 3,
+            ErrorCode::IsolationUnavailable
+            | ErrorCode::SandboxUnavailable
+            | ErrorCode::IsolationMissing => 4,
+            ErrorCode::InvalidId
+            | ErrorCode::ChangeSetInvalid
+            | ErrorCode::InvalidInput
+            | ErrorCode::DigestAmbiguous
+            | ErrorCode::ConfigUntrusted => 5,
+            ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
+            ErrorCode::ChangeSetPending => 75,
+            ErrorCode::CommandNotExecutable => 126,
+            ErrorCode::CommandNotFound => 127,
+            ErrorCode::SessionNotFound
+            | ErrorCode::SessionExists
+            | ErrorCode::DirtySource
+            | ErrorCode::IsolationPathOccupied
+            | ErrorCode::ReadOnlySession
+            | ErrorCode::ChangeSetTooLarge
+            | ErrorCode::ChangeSetUnavailable
+            | ErrorCode::GitFailed
+            | ErrorCode::GitTooOld
+            | ErrorCode::Io
+            | ErrorCode::Internal
+            | ErrorCode::DetachedSource
+            | ErrorCode::ChangeSetNotFound
+            | ErrorCode::RunNotFound
+            | ErrorCode::SetupFailed => 1,
+        }
+    }
+}
+
+wire_enum! {
+    /// The rule of the change-set format a document breaks: `rule` of `change_set_invalid` and of
+    /// `verify --json`, as a code.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+    pub enum ChangeSetRule {
+        /// The document is not JSON.
+        Json = "json",
+        /// A field (or the document) has the wrong JSON type.
+        Type = "type",
+        /// The document is larger than the largest one accepted.
+        DocumentSize = "document_size",
+        /// An object holds a key twice.
+        DuplicateKey = "duplicate_key",
+        /// A field the format does not have.
+        UnknownField = "unknown_field",
+        /// A field the format requires is missing.
+        MissingField = "missing_field",
+        /// A field whose value the format fixes has another.
+        ExactString = "exact_string",
+        /// Not `sha256:` and 64 lowercase hex digits.
+        Sha256Format = "sha256_format",
+        /// A blank, too long or multi-line id.
+        IdFormat = "id_format",
+        /// Not `git-tree:` and 40 or 64 lowercase hex digits.
+        TreeFormat = "tree_format",
+        /// Not one of the run states.
+        State = "state",
+        /// `observed_at_ms` out of range.
+        ObservedAt = "observed_at",
+        /// The patch is larger than a document carries.
+        PatchSize = "patch_size",
+        /// `patch_base64` is not base64.
+        Base64 = "base64",
+        /// `patch_bytes` is not the decoded patch's size.
+        PatchBytes = "patch_bytes",
+        /// `patch_digest` is not the decoded patch's digest.
+        Digest = "digest",
+        /// The patch is not one git can read (garbage, cut short, a broken binary literal).
+        Patch = "patch",
+        /// A detached document (a remote change set's) carries its patch inline.
+        DetachedPatch = "detached_patch",
+        /// A remote change set's ref names another digest than its document's.
+        DigestName = "digest_name",
+        /// A remote change set's commit is not the one its document makes.
+        Commit = "commit",
+        /// A remote change set's commit tree does not have the carrier's layout.
+        Layout = "layout",
+        /// A remote change set carries another base or result tree than its document names.
+        CarriedTree = "carried_tree",
+        /// A change-set request's identity differs from the one the run's document carries.
+        IdentityMismatch = "identity_mismatch",
+    }
+}
+
+/// Every failure of a3s-iso; each variant has one [`ErrorCode`].
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The source cannot be isolated (no repository, a bare one, an unborn HEAD, no git).
+    #[error("{message}")]
+    IsolationUnavailable {
+        /// What is wrong.
+        message: String,
+        /// What to do about it.
+        hint: Option<String>,
+    },
+    /// An id that breaks the id rules; nothing was written.
+    #[error("invalid id {id:?}: {reason}")]
+    InvalidId {
+        /// The id given.
+        id: String,
+        /// Which rule it breaks.
+        reason: String,
+    },
+    /// No such session, or no single one to choose.
+    #[error("{message}")]
+    SessionNotFound {
+        /// What was looked for.
+        message: String,
+        /// The live sessions one could name with `-s`.
+        candidates: Vec<String>,
+    },
+    /// No session by the id given, but the store has ids close to it (`session_not_found`).
+    #[error("{message}")]
+    SessionNearMiss {
+        /// What was looked for.
+        message: String,
+        /// The ids within two edits of the one given, closest first.
+        candidates: Vec<String>,
+    },
+    /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
+    /// in the swept snapshot, and `bind --resume` brings it back.
+    #[error("{summary}")]
+    SessionSwept {
+        /// The session.
+        session_id: String,
+        /// When it was swept and where its last state is.
+        summary: String,
+    },
+    /// The session id is taken (another owner, a bind in flight, a damaged isolation).
+    #[error("{message}")]
+    SessionExists {
+        /// Who has it, or what is wrong with it.
+        message: String,
+        /// What to do about it.
+        hint: Option<String>,
+    },
+    /// The source has local changes and the caller did not say what becomes of them.
+    #[error("the source has local changes that the isolation would not contain: {}{}", paths.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
+    DirtySource {
+        /// The first changed paths.
+        paths: Vec<String>,
+        /// How many more there are.
+        more: usize,
+    },
+    /// Something a3s-iso did not publish is at the isolation path; nothing was deleted.
+    #[error("{} is occupied by {found} that a3s-iso did not publish", path.display())]
+    IsolationPathOccupied {
+        /// The isolation path.
+        path: PathBuf,
+        /// What is there ("a symbolic link", "a file", ...).
+        found: String,
+    },
+    /// A writing command on a session bound `--read-only`.
+    #[error("session {session_id:?} is read-only: it has no isolation to write to")]
+    ReadOnlySession {
+        /// The session.
+        session_id: String,
+    },
+    /// A run id that already holds other (or any, for `run`) evidence.
+    #[error("{message}")]
+    CaptureConflict {
+        /// Which run, and what it holds.
+        message: String,
+    },
+    /// A patch too large to travel as a document (its result tree is still pinned).
+    #[error("the patch is {bytes} bytes, over the {limit}-byte limit of a change-set document")]
+    ChangeSetTooLarge {
+        /// The patch's size.
+        bytes: u64,
+        /// The largest patch a document carries.
+        limit: u64,
+    },
+    /// A document that breaks a rule of the format.
+    #[error("change set invalid ({rule}) at {field}: {detail}")]
+    ChangeSetInvalid {
+        /// The rule (`digest`, `unknown_field`, ...).
+        rule: ChangeSetRule,
+        /// The field it concerns.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A change-set request (`a3s.code.agent-change-set-request.v1`) that breaks a rule of its
+    /// format, or whose identity differs from the one its run's document carries
+    /// (`change_set_invalid`).
+    #[error("change-set request invalid ({rule}) at {field}: {detail}")]
+    RequestInvalid {
+        /// The rule (`unknown_field`, `identity_mismatch`, ...).
+        rule: ChangeSetRule,
+        /// The field it concerns.
+        field: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A document that cannot be read.
+    #[error("{message}")]
+    ChangeSetUnavailable {
+        /// What could not be read, and why.
+        message: String,
+    },
+    /// The kernel cannot give the run its sandbox.
+    #[error("{message}")]
+    SandboxUnavailable {
+        /// What is missing.
+        message: String,
+    },
+    /// The repository lock stayed held past the lock timeout.
+    #[error("the repository lock is held by {holder}")]
+    LockTimeout {
+        /// Who holds it, as the lock file says.
+        holder: String,
+    },
+    /// A git call failed.
+    #[error("git {} failed{}: {}", failure.args.join(" "), failure.exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_default(), failure.stderr.trim().lines().next().unwrap_or("(no message)"))]
+    GitFailed {
+        /// What ran and what it said.
+        failure: GitFailure,
+    },
+    /// git is older than a3s-iso needs.
+    #[error("git {found} is too old; a3s-iso needs git {required} or newer")]
+    GitTooOld {
+        /// The version found.
+        found: String,
+        /// The oldest version that works.
+        required: String,
+    },
+    /// A file-system operation failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What a3s-iso was doing.
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A bug in a3s-iso.
+    #[error("internal error: {message}")]
+    Internal {
+        /// What went wrong.
+        message: String,
+    },
+    /// The command line is wrong.
+    #[error("{message}")]
+    Usage {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A run holds the session's lease.
+    #[error("session {session_id:?} is busy: {message}")]
+    SessionBusy {
+        /// The session.
+        session_id: String,
+        /// What holds it.
+        message: String,
+    },
+    /// `run`'s command does not exist.
+    #[error("command not found: {program}")]
+    CommandNotFound {
+        /// The command.
+        program: String,
+    },
+    /// `run`'s command cannot be executed.
+    #[error("command not executable: {program}: {reason}")]
+    CommandNotExecutable {
+        /// The command.
+        program: String,
+        /// Why it cannot run.
+        reason: String,
+    },
+    /// Branch mode needs a current branch in the source.
+    #[error("{} has no current branch (detached HEAD): branch mode replays commits onto a branch", source_path.display())]
+    DetachedSource {
+        /// The source checkout.
+        source_path: PathBuf,
+    },
+    /// An argument names something that cannot be used (e.g. a path that does not exist).
+    #[error("{message}")]
+    InvalidInput {
+        /// What is wrong with it.
+        message: String,
+    },
+    /// A session is bound but its isolation is gone: its tree (or its registration) was
+    /// removed outside a3s-iso.
+    #[error("session {session_id:?} is bound but its isolation {} is missing (removed outside a3s-iso?)", worktree.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    IsolationMissing {
+        /// The session.
+        session_id: String,
+        /// Where its isolation was.
+        worktree: Option<PathBuf>,
+    },
+    /// A remote holds no change set with the digest asked for.
+    #[error("{remote} has no change set {digest} (no ref {reference})")]
+    ChangeSetNotFound {
+        /// The remote, as given.
+        remote: String,
+        /// The digest asked for.
+        digest: String,
+        /// The ref looked for there.
+        reference: String,
+    },
+    /// The session's rebase stopped at a conflict: nothing that needs the session whole runs.
+    #[error("session {session_id:?} is conflicted ({what}): {}", paths.join(", "))]
+    SessionConflicted {
+        /// The session.
+        session_id: String,
+        /// What is unresolved.
+        what: String,
+        /// The conflicting paths.
+        paths: Vec<String>,
+    },
+    /// A session id that names no session of the store (`session_not_found`), asked for by a
+    /// document rather than by `-s`.
+    #[error("no session {session_id:?} in {}", store.display())]
+    UnknownSession {
+        /// The session asked for.
+        session_id: String,
+        /// The state dir looked in.
+        store: PathBuf,
+    },
+    /// A known session without the run asked for.
+    #[error("session {session_id:?} has no run {run_id:?}")]
+    RunNotFound {
+        /// The session.
+        session_id: String,
+        /// The run asked for.
+        run_id: String,
+    },
+    /// The run asked for has not ended, or its change set is not recorded yet.
+    #[error("run {run_id:?} of session {session_id:?} has not ended: {why}")]
+    ChangeSetPending {
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+        /// What it is still doing.
+        why: String,
+    },
+    /// A digest prefix that names more than one change set.
+    #[error("{flag} {given} is ambiguous: {} change sets start with it", candidates.len())]
+    DigestAmbiguous {
+        /// The option it was given to.
+        flag: String,
+        /// The prefix as given.
+        given: String,
+        /// The full digests it matches.
+        candidates: Vec<String>,
+    },
+    /// The repository's configuration file is not approved by this user (never, or not as it
+    /// is now); nothing was bound.
+    #[error("{} {}: it can run commands and open the network", path.display(), if *changed { "changed since you trusted it" } else { "is not trusted by you" })]
+    ConfigUntrusted {
+        /// The file.
+        path: PathBuf,
+        /// It was trusted once, with other content.
+        changed: bool,
+    },
+    /// A setup command failed after a bind; the isolation stays bound for inspection.
+    #[error("setup command {command:?} of session {session_id:?} failed{}; its output is in {}", exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_else(|| " (no exit code)".into()), output.display())]
+    SetupFailed {
+        /// The session, left bound.
+        session_id: String,
+        /// The command that failed.
+        command: String,
+        /// Its exit code; `None` when a signal ended it.
+        exit_code: Option<i32>,
+        /// The file holding its output.
+        output: PathBuf,
+    },
+}
+
+/// a3s-iso's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The stable code of this error.
+    pub fn code(&self) -> ErrorCode {
+        match self {
+            Error::IsolationUnavailable { .. } => ErrorCode::IsolationUnavailable,
+            Error::InvalidId { .. } => ErrorCode::InvalidId,
+            Error::InvalidInput { .. } => ErrorCode::InvalidInput,
+            Error::SessionNotFound { .. }
+            | Error::SessionNearMiss { .. }
+            | Error::SessionSwept { .. }
+            | Error::UnknownSession { .. } => ErrorCode::SessionNotFound,
+            Error::SessionExists { .. } => ErrorCode::SessionExists,
+            Error::DirtySource { .. } => ErrorCode::DirtySource,
+            Error::IsolationPathOccupied { .. } => ErrorCode::IsolationPathOccupied,
+            Error::ReadOnlySession { .. } => ErrorCode::ReadOnlySession,
+            Error::CaptureConflict { .. } => ErrorCode::CaptureConflict,
+            Error::ChangeSetTooLarge { .. } => ErrorCode::ChangeSetTooLarge,
+            Error::ChangeSetInvalid { .. } | Error::RequestInvalid { .. } => {
+                ErrorCode::ChangeSetInvalid
+            }
+            Error::ChangeSetUnavailable { .. } => ErrorCode::ChangeSetUnavailable,
+            Error::SandboxUnavailable { .. } => ErrorCode::SandboxUnavailable,
+            Error::LockTimeout { .. } => ErrorCode::LockTimeout,
+            Error::GitFailed { .. } => ErrorCode::GitFailed,
+            Error::GitTooOld { .. } => ErrorCode::GitTooOld,
+            Error::Io { .. } => ErrorCode::Io,
+            Error::Internal { .. } => ErrorCode::Internal,
+            Error::Usage { .. } => ErrorCode::Usage,
+            Error::SessionBusy { .. } => ErrorCode::SessionBusy,
+            Error::CommandNotFound { .. } => ErrorCode::CommandNotFound,
+            Error::CommandNotExecutable { .. } => ErrorCode::CommandNotExecutable,
+            Error::DetachedSource { .. } => ErrorCode::DetachedSource,
+            Error::ChangeSetNotFound { .. } => ErrorCode::ChangeSetNotFound,
+            Error::IsolationMissing { .. } => ErrorCode::IsolationMissing,
+            Error::SessionConflicted { .. } => ErrorCode::SessionConflicted,
+            Error::DigestAmbiguous { .. } => ErrorCode::DigestAmbiguous,
+            Error::RunNotFound { .. } => ErrorCode::RunNotFound,
+            Error::ChangeSetPending { .. } => ErrorCode::ChangeSetPending,
+            Error::ConfigUntrusted { .. } => ErrorCode::ConfigUntrusted,
+            Error::SetupFailed { .. } => ErrorCode::SetupFailed,
+        }
+    }
+
+    /// The exit status for this error (see [`ErrorCode::exit_code`]).
+    pub fn exit_code(&self) -> i32 {
+        self.code().exit_code()
+    }
+
+    /// What the user can do about it, where there is something to say.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::IsolationUnavailable { hint, .. } | Error::SessionExists { hint, .. } => {
+                hint.clone()
+            }
+            Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
+                "choose one with -s: {}",
+                candidates.join(", ")
+            )),
+            Error::SessionNearMiss { candidates, .. } => Some(format!(
+                "did you mean {}? name it with -s",
+                candidates
+                    .iter()
+                    .map(|c| format!("{c:?}"))
+                    .collect::<Vec<_>>()
+                    .join(" or ")
+            )),
+            Error::SessionNotFound { .. } => {
+                Some("bind a session first (a3s-iso bind), or name one with -s".into())
+            }
+            Error::SessionSwept { session_id, .. } => Some(format!(
+                "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
+            )),
+            Error::DirtySource { .. } => Some(
+                "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
+            ),
+            Error::IsolationPathOccupied { .. } => Some(
+                "move that path away, or bind with another session id or --base-dir".into(),
+            ),
+            Error::ReadOnlySession { .. } => {
+                Some("bind a new session without --read-only to make changes".into())
+            }
+            Error::LockTimeout { .. } => {
+                Some("wait for the other a3s-iso command, or raise --lock-timeout".into())
+            }
+            Error::SandboxUnavailable { .. } => Some(
+                "run with --no-sandbox to run the command as a plain host process".into(),
+            ),
+            Error::ChangeSetTooLarge { .. } => Some(
+                "the result tree is pinned; promote locally with promote -s ID".into(),
+            ),
+            Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+            Error::Internal { .. } => {
+                Some("this is a bug in a3s-iso: please report it with this message".into())
+            }
+            Error::CaptureConflict { .. } => Some(
+                "evidence is immutable: capture under a new run id; the stored document is unchanged".into(),
+            ),
+            Error::ChangeSetInvalid { .. } => Some(
+                "the document was altered after capture, or was not written by a capture".into(),
+            ),
+            Error::DetachedSource { .. } => Some(
+                "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
+            ),
+            Error::SessionBusy { .. } => {
+                Some("wait for the other run to finish; one run at a time per session".into())
+            }
+            Error::IsolationMissing { session_id, .. } => Some(format!(
+                "bring it back with a3s-iso bind -s {session_id} --resume (the last capture restored), or forget it with a3s-iso discard -s {session_id}"
+            )),
+            Error::ChangeSetNotFound { remote, .. } => Some(format!(
+                "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
+            )),
+            Error::SessionConflicted { session_id, .. } => Some(format!(
+                "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
+            )),
+            Error::DigestAmbiguous { flag, candidates, .. } => Some(format!(
+                "give more digits, e.g. {flag} {}",
+                candidates.first().map(String::as_str).unwrap_or_default()
+            )),
+            _ => self.request_hint(),
+        }
+    }
+
+    /// The hints of the errors that answer a change-set request (`changes`).
+    fn request_hint(&self) -> Option<String> {
+        match self {
+            Error::RequestInvalid {
+                rule: ChangeSetRule::IdentityMismatch,
+                ..
+            } => Some(
+                "ask with the identity the run's document carries: every field must match".into(),
+            ),
+            Error::RequestInvalid { .. } => Some(
+                "a request is {\"schema\": \"a3s.code.agent-change-set-request.v1\", \"identity\": {…}} and nothing more".into(),
+            ),
+            Error::UnknownSession { .. } => Some(
+                "a3s-iso list --all lists the sessions; -C and --state-dir choose the repository and its store".into(),
+            ),
+            Error::RunNotFound { session_id, .. } => Some(format!(
+                "a3s-iso show -s {session_id} lists its runs; a run is known once it has started or been captured"
+            )),
+            Error::ChangeSetPending { .. } => {
+                Some("ask again once the run has ended and its change set is recorded".into())
+            }
+            Error::ConfigUntrusted { .. } => Some(
+                "read it, then approve it with a3s-iso config trust; or pass --ignore-config (bind, run) to leave it out".into(),
+            ),
+            Error::SetupFailed { session_id, .. } => Some(format!(
+                "the isolation is kept: look in $(a3s-iso path -s {session_id}), or discard it (a3s-iso discard -s {session_id}); bind --no-setup skips setup"
+            )),
+            _ => None,
+        }
+    }
+
+    /// What git said, for a `git_failed` error.
+    pub(crate) fn git_failure(&self) -> Option<&GitFailure> {
+        match self {
+            Error::GitFailed { failure } => Some(failure),
+            _ => None,
+        }
+    }
+
+    /// The `error` object of an `a3s-iso.error.v1` document.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut body = serde_json::json!({
+            "code": self.code().as_str(),
+            "message": self.to_string(),
+        });
+        if let Some(hint) = self.hint() {
+            body["hint"] = hint.into();
+        }
+        if let Some(git) = self.git_failure() {
+            body["git"] = serde_json::to_value(git).unwrap_or_default();
+        }
+        if let Error::DirtySource { paths, more } = self {
+            body["paths"] = serde_json::json!(paths);
+            body["more_paths"] = serde_json::json!(more);
+        }
+        if let Error::SessionConflicted { paths, .. } = self {
+            body["paths"] = serde_json::json!(paths);
+        }
+        if let Error::SetupFailed {
+            session_id,
+            command,
+            exit_code,
+            output,
+        } = self
+        {
+            body["session_id"] = serde_json::json!(session_id);
+            body["command"] = serde_json::json!(command);
+            body["exit_code"] = serde_json::json!(exit_code);
+            body["output"] = serde_json::json!(output.to_string_lossy());
+        }
+        if let Error::ChangeSetInvalid { rule, field, .. }
+        | Error::RequestInvalid { rule, field, .. } = self
+        {
+            body["rule"] = serde_json::json!(rule);
+            body["field"] = serde_json::json!(field);
+        }
+        if let Error::SessionNotFound { candidates, .. }
+        | Error::SessionNearMiss { candidates, .. }
+        | Error::DigestAmbiguous { candidates, .. } = self
+        {
+            body["candidates"] = serde_json::json!(candidates);
+        }
+        body
+    }
+
+    /// The human rendering, plain text (the command line colours it): `error[code]: cause`,
+    /// then git's stderr, then the hint, each on lines of their own.
+    pub fn render(&self) -> String {
+        let mut text = format!("error[{}]: {self}\n", self.code().as_str());
+        if let Some(git) = self.git_failure()
+            && !git.stderr.trim().is_empty()
+        {
+            // The cause is in the message already; the full git stderr follows, indented.
+            for line in git.stderr.trim().lines().skip(1) {
+                text.push_str(&format!("  | {line}\n"));
+            }
+        }
+        if let Some(hint) = self.hint() {
+            text.push_str(&format!("  hint: {hint}\n"));
+        }
+        text
+    }
+
+    /// An `io` error with what a3s-iso was doing.
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            context: context.into(),
+            source,
+        }
+    }
+
+    /// An `internal` error: a bug.
+    pub(crate) fn internal(message: impl Into<String>) -> Error {
+        Error::Internal {
+            message: message.into(),
+        }
+    }
+}
+
+/// Attach a context line to `std::io::Result`s.
+pub trait IoContext<T> {
+    /// Turns an I/O error into an `io` error with `context` (computed only on failure).
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> IoContext<T> for std::io::Result<T> {
+    fn ctx(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::io(context(), source))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::base::error::*;
+
+    /// The exit-code contract: scripts depend on it, so it is pinned here code by code.
+    #[test]
+    fn exit_code_table_is_pinned() {
+        let table: Vec<(&str, i32)> = ErrorCode::ALL
+            .iter()
+            .map(|c| (c.as_str(), c.exit_code()))
+            .collect();
+        assert_eq!(
+            table,
+            vec![
+                ("isolation_unavailable", 4),
+                ("invalid_id", 5),
+                ("session_not_found", 1),
+                ("session_exists", 1),
+                ("dirty_source", 1),
+                ("isolation_path_occupied", 1),
+                ("read_only_session", 1),
+                ("capture_conflict", 3),
+                ("change_set_too_large", 1),
+                ("change_set_invalid", 5),
+                ("change_set_unavailable", 1),
+                ("sandbox_unavailable", 4),
+                ("lock_timeout", 6),
+                ("git_failed", 1),
+                ("git_too_old", 1),
+                ("io", 1),
+                ("internal", 1),
+                ("usage", 2),
+                ("session_busy", 6),
+                ("command_not_found", 127),
+                ("command_not_executable", 126),
+                ("detached_source", 1),
+                ("invalid_input", 5),
+                ("change_set_not_found", 1),
+                ("isolation_missing", 4),
+                ("session_conflicted", 3),
+                ("digest_ambiguous", 5),
+                ("run_not_found", 1),
+                ("change_set_pending", 75),
+                ("config_untrusted", 5),
+                ("setup_failed", 1),
+            ]
+        );
+    }
+
+    /// One example of every error, for the rendering snapshots.
+    fn one_of_each() -> Vec<Error> {
+        let errors = vec![
+            Error::IsolationUnavailable {
+                message: "/work/src has no commit yet (unborn HEAD)".into(),
+                hint: Some("create an initial commit".into()),
+            },
+            Error::InvalidId {
+                id: "../x".into(),
+                reason: "it must start with a letter or a digit".into(),
+            },
+            Error::SessionNotFound {
+                message: "/work/src has 2 live sessions; name one with -s".into(),
+                candidates: vec!["a".into(), "b".into()],
+            },
+            Error::SessionSwept {
+                session_id: "task".into(),
+                summary: "session \"task\" was swept at 2026-01-02T03:04:05Z; its last state is in refs/a3s-iso/swept/task".into(),
+            },
+            Error::SessionExists {
+                message: "session \"task\" is bound by another owner (pid 42 on host) that may still be running".into(),
+                hint: Some("use another session id, or act for that owner with --owner-pid 42".into()),
+            },
+            Error::DirtySource {
+                paths: vec!["README.md".into(), "notes.txt".into()],
+                more: 3,
+            },
+            Error::IsolationPathOccupied {
+                path: "/work/.a3s-isolate-task".into(),
+                found: "a symbolic link".into(),
+            },
+            Error::ReadOnlySession { session_id: "ro".into() },
+            Error::CaptureConflict {
+                message: "run \"r1\" of session \"s\" was captured with result tree 1111; it is now 2222".into(),
+            },
+            Error::ChangeSetTooLarge {
+                bytes: 5_000_000,
+                limit: 4_194_304,
+            },
+            Error::ChangeSetInvalid {
+                rule: ChangeSetRule::Digest,
+                field: "patch_digest".into(),
+                detail: "the patch's sha256 is sha256:00".into(),
+            },
+            Error::ChangeSetUnavailable {
+                message: "cannot read cs.json: No such file or directory (os error 2)".into(),
+            },
+            Error::SandboxUnavailable {
+                message: "the kernel does not offer Landlock, so writes cannot be confined".into(),
+            },
+            Error::LockTimeout {
+                holder: "pid 42 on host since 1764500000000 ms (/work/src/.git/a3s-iso.lock)".into(),
+            },
+            Error::GitFailed {
+                failure: GitFailure {
+                    args: vec!["worktree".into(), "add".into()],
+                    exit_code: Some(128),
+                    stderr: "fatal: invalid reference: nope\nhint: more detail\n".into(),
+                },
+            },
+            Error::GitTooOld {
+                found: "2.20.1".into(),
+                required: "2.31".into(),
+            },
+            Error::io(
+                "cannot write /work/state/sessions/a.json",
+                std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            ),
+            Error::internal("a healthy isolation without paths"),
+            Error::Usage {
+                message: "--owner-pid 42 is not a running process on this host".into(),
+            },
+            Error::SessionBusy {
+                session_id: "s".into(),
+                message: "another run holds its lease".into(),
+            },
+            Error::CommandNotFound { program: "nope".into() },
+            Error::CommandNotExecutable {
+                program: "./README.md".into(),
+                reason: "Permission denied (os error 13)".into(),
+            },
+            Error::DetachedSource {
+                source_path: "/work/src".into(),
+            },
+            Error::InvalidInput {
+                message: "--allow-write /nowhere does not exist".into(),
+            },
+            Error::ChangeSetNotFound {
+                remote: "origin".into(),
+                digest: format!("sha256:{}", "0".repeat(64)),
+                reference: format!("refs/a3s-iso/changes/{}", "0".repeat(64)),
+            },
+            Error::IsolationMissing {
+                session_id: "task".into(),
+                worktree: Some("/work/.src.a3s-isolate-task".into()),
+            },
+            Error::SessionConflicted {
+                session_id: "s".into(),
+                what: "a rebase stopped at a conflict".into(),
+                paths: vec!["README.md".into()],
+            },
+            Error::DigestAmbiguous {
+                flag: "--digest".into(),
+                given: "0123abcd".into(),
+                candidates: vec![
+                    format!("sha256:0123abcd{}", "0".repeat(56)),
+                    format!("sha256:0123abcd{}", "1".repeat(56)),
+                ],
+            },
+            Error::RequestInvalid {
+                rule: ChangeSetRule::IdentityMismatch,
+                field: "identity.agent_release_identity".into(),
+                detail: format!("run \"r1\" of session \"s\" was recorded with sha256:{}", "1".repeat(64)),
+            },
+            Error::UnknownSession {
+                session_id: "gone".into(),
+                store: "/work/src/.git/a3s-iso".into(),
+            },
+            Error::RunNotFound {
+                session_id: "s".into(),
+                run_id: "r9".into(),
+            },
+            Error::ChangeSetPending {
+                session_id: "s".into(),
+                run_id: "r2".into(),
+                why: "its command is running".into(),
+            },
+            Error::ConfigUntrusted {
+                path: "/work/src/.a3s-iso.toml".into(),
+                changed: true,
+            },
+            Error::SetupFailed {
+                session_id: "s".into(),
+                command: "npm ci".into(),
+                exit_code: Some(1),
+                output: "/work/src/.git/a3s-iso/setup/s/r1.log".into(),
+            },
+        ];
+        let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();
+        assert_eq!(codes.len(), ErrorCode::ALL.len(), "one example per code");
+        errors
+    }
+
+    #[test]
+    fn every_error_renders_its_code_cause_and_hint() {
+        let rendered: String = one_of_each().iter().map(|e| e.render()).collect();
+        insta::assert_snapshot!("error_renderings", rendered);
+        for err in one_of_each() {
+            let json = err.to_json();
+            assert_eq!(json["code"], err.code().as_str());
+            assert!(!err.render().contains('\x1b'));
+        }
+    }
+
+    #[test]
+    fn every_variant_maps_to_its_code() {
+        let e = Error::ChangeSetInvalid {
+            rule: ChangeSetRule::Digest,
+            field: "patch_digest".into(),
+            detail: "mismatch".into(),
+        };
+        assert_eq!(e.code(), ErrorCode::ChangeSetInvalid);
+        assert_eq!(e.exit_code(), 5);
+        let e = Error::LockTimeout {
+            holder: "pid 1".into(),
+        };
+        assert_eq!(e.exit_code(), 6);
+        assert!(e.hint().unwrap().contains("--lock-timeout"));
+    }
+}

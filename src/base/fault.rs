@@ -1,0 +1,43 @@
+//! Fault points for tests, compiled only with the `fault-injection` feature: a release build
+//! carries neither the points nor their names.
+//!
+//! `A3S_ISO_TEST_FAULT=<name>` selects one point; when the process reaches it, the point acts:
+//! a name ending in `-interrupt-…` (or containing `interrupt`) sends the process SIGINT, any
+//! other name SIGKILLs it, as a crash would.
+
+/// The variable that selects a fault point.
+#[cfg(feature = "fault-injection")]
+pub const VAR: &str = "A3S_ISO_TEST_FAULT";
+
+/// Acts on the fault point `name` if the environment selects it.
+#[cfg(feature = "fault-injection")]
+pub fn hit(name: &str) {
+    use rustix::process::{Signal, getpid, kill_process};
+    if std::env::var(VAR).as_deref() != Ok(name) {
+        return;
+    }
+    let signal = if name.contains("interrupt") {
+        Signal::INT
+    } else {
+        Signal::KILL
+    };
+    let _ = kill_process(getpid(), signal);
+}
+
+/// A fault point: `fault_point!("promote-after-apply")`. Expands to nothing without the
+/// `fault-injection` feature.
+#[cfg(feature = "fault-injection")]
+#[macro_export]
+macro_rules! fault_point {
+    ($name:literal) => {
+        $crate::base::fault::hit($name)
+    };
+}
+
+/// A fault point: `fault_point!("promote-after-apply")`. Expands to nothing without the
+/// `fault-injection` feature.
+#[cfg(not(feature = "fault-injection"))]
+#[macro_export]
+macro_rules! fault_point {
+    ($name:literal) => {};
+}

@@ -1,0 +1,232 @@
+//! Small file-system helpers: atomic writes, time, emptiness checks.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::base::error::{IoContext, Result};
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// A time in milliseconds since the epoch as its UTC calendar parts: year, month, day, hour,
+/// minute, second (Howard Hinnant's civil-from-days algorithm).
+pub fn utc_parts(ms: u64) -> [u64; 6] {
+    let secs = ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    [year, month, day, rest / 3600, rest % 3600 / 60, rest % 60]
+}
+
+/// Milliseconds since the epoch as an RFC 3339 time in UTC (`2026-01-02T03:04:05Z`), for
+/// messages.
+pub(crate) fn format_utc(ms: u64) -> String {
+    let [year, month, day, hour, minute, second] = utc_parts(ms);
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
+}
+
+pub(crate) use crate::base::beneath::unique_suffix;
+
+/// The directory a file lives in; a bare file name (`cs.json`) lives in the current directory,
+/// which `Path::parent` spells as an empty path that cannot be opened.
+fn parent_dir(path: &Path) -> Result<&Path> {
+    match path.parent() {
+        Some(dir) if dir.as_os_str().is_empty() => Ok(Path::new(".")),
+        Some(dir) => Ok(dir),
+        None => Err(crate::base::error::Error::internal(format!(
+            "{} has no parent",
+            path.display()
+        ))),
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
+/// of the directory. A reader sees the old content or the new, never half of one.
+pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = parent_dir(path)?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp-{}", unique_suffix()));
+    let result = (|| -> io::Result<()> {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.ctx(|| format!("cannot write {}", path.display()))
+}
+
+/// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
+pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
+    let dir = parent_dir(path)?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let tmp = dir.join(format!(".copy.tmp-{}", unique_suffix()));
+    let result = (|| -> io::Result<()> {
+        let mut input = File::open(from)?;
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
+        io::copy(&mut input, &mut file)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)?;
+        File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
+}
+
+/// Serialises `value` as pretty JSON and writes it atomically.
+pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value)
+        .map_err(|e| crate::base::error::Error::internal(format!("cannot serialise: {e}")))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
+/// Writes a record a3s-iso keeps on disk as `{"schema": "a3s-iso.<kind>.v1", ...value}`
+/// (atomically). Readers accept a record without `schema`: older ones have none.
+pub(crate) fn write_record_atomic<T: serde::Serialize>(
+    path: &Path,
+    schema: &str,
+    value: &T,
+) -> Result<()> {
+    write_atomic(path, &record_bytes(schema, value)?)
+}
+
+/// The bytes [`write_record_atomic`] writes.
+pub(crate) fn record_bytes<T: serde::Serialize>(schema: &str, value: &T) -> Result<Vec<u8>> {
+    #[derive(serde::Serialize)]
+    struct Tagged<'a, T: serde::Serialize> {
+        schema: &'a str,
+        #[serde(flatten)]
+        body: &'a T,
+    }
+    let mut bytes = serde_json::to_vec_pretty(&Tagged {
+        schema,
+        body: value,
+    })
+    .map_err(|e| crate::base::error::Error::internal(format!("cannot serialise: {e}")))?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// Reads a JSON file; `Ok(None)` when it does not exist.
+pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let bytes = match fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => {
+            return Err(crate::base::error::Error::io(
+                format!("cannot read {}", path.display()),
+                e,
+            ));
+        }
+    };
+    serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+        crate::base::error::Error::io(
+            format!("cannot parse {}", path.display()),
+            io::Error::new(io::ErrorKind::InvalidData, e),
+        )
+    })
+}
+
+/// True when `dir` is a directory (not a symlink to one) with no entries.
+pub(crate) fn is_empty_dir(dir: &Path) -> io::Result<bool> {
+    Ok(fs::read_dir(dir)?.next().is_none())
+}
+
+/// Removes a file if present; absence is not an error.
+pub(crate) fn remove_file_if_exists(path: &Path) -> Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(crate::base::error::Error::io(
+            format!("cannot remove {}", path.display()),
+            e,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// A short stable hex name for a path, for file names derived from paths.
+pub(crate) fn path_key(parts: &[&Path]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update(part.as_os_str().as_encoded_bytes());
+        hasher.update([0u8]);
+    }
+    hex::encode(&hasher.finalize()[..8])
+}
+
+/// A path's modification time in milliseconds since the epoch (symlinks not followed).
+pub(crate) fn modified_ms(path: &Path) -> Option<u64> {
+    let modified = fs::symlink_metadata(path).ok()?.modified().ok()?;
+    modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()
+        .map(|d| d.as_millis() as u64)
+}
+
+/// The bytes of the regular files under `dir` (symlinks are not followed).
+pub(crate) fn tree_size(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(meta) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            if meta.is_dir() {
+                stack.push(entry.path());
+            } else if meta.is_file() {
+                total += meta.len();
+            }
+        }
+    }
+    total
+}
+
+/// The bytes of a small regular file that someone else may have planted: a symbolic link at
+/// `path` (or at its directory) is not followed, a FIFO or device is not waited on, and more
+/// than `limit` bytes is an error, so reading it can neither hang nor grow without bound.
+pub(crate) fn read_small_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
+    let (dir, name) = match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => (
+            if dir.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                dir
+            },
+            name,
+        ),
+        _ => {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} names no file", path.display()),
+            ));
+        }
+    };
+    crate::base::beneath::Dir::open(dir)?.read_small(Path::new(name), limit)
+}

@@ -1,0 +1,378 @@
+//! Session and run identifiers: validation and generation.
+
+use crate::base::error::{Error, Result};
+
+/// What every isolation's directory name carries just before the session id (see `names`):
+/// `.<source name>[-<hash>][.<tenant>].a3s-isolate-<id>`, or the legacy `.a3s-isolate-<id>`.
+pub const ISOLATION_NAME_PREFIX: &str = ".a3s-isolate-";
+
+/// The longest id accepted.
+pub(crate) const MAX_ID_LEN: usize = 128;
+
+/// Checks an id against `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, without `..`, not ending in `.`
+/// or `.lock`. Ids become file names and ref components, so nothing else is accepted.
+pub(crate) fn validate(id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id.len() > MAX_ID_LEN {
+        Some("it is longer than 128 characters")
+    } else if !id.as_bytes()[0].is_ascii_alphanumeric() {
+        Some("it must start with a letter or a digit")
+    } else if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        Some("only letters, digits, '.', '_' and '-' are allowed")
+    } else if id.contains("..") {
+        Some("it must not contain '..'")
+    } else if id.ends_with('.') || id.ends_with(".lock") {
+        Some("it must not end in '.' or '.lock'")
+    } else {
+        None
+    };
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(Error::InvalidId {
+            id: id.to_string(),
+            reason: reason.to_string(),
+        }),
+    }
+}
+
+/// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
+/// The ids among `known` within two edits (insert, delete, substitute a character) of `id`,
+/// closest first: the "did you mean" of an unknown session id.
+pub(crate) fn near_misses<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let mut close: Vec<(usize, &str)> = known
+        .into_iter()
+        .filter(|k| *k != id)
+        .map(|k| (edit_distance(id, k), k))
+        .filter(|(d, _)| *d <= 2)
+        .collect();
+    close.sort();
+    close.dedup();
+    close.into_iter().map(|(_, k)| k.to_string()).collect()
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != *cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+pub(crate) fn generate(prefix: &str) -> String {
+    let mut random = [0u8; 4];
+    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = file.read_exact(&mut random);
+    }
+    if random == [0; 4] {
+        // No urandom: fall back on what differs between two calls in one millisecond.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        random = (nanos ^ std::process::id().rotate_left(16)).to_be_bytes();
+    }
+    format!(
+        "{prefix}-{:011x}-{}",
+        crate::base::fsutil::now_ms(),
+        hex::encode(random)
+    )
+}
+
+/// The prefix of a tree id in JSON: `git-tree:<hex>` (commit ids stay plain hex).
+pub const TREE_PREFIX: &str = "git-tree:";
+
+/// `#[serde(with = "crate::base::ids::tree_id")]` for a tree id held as bare hex: written as
+/// `git-tree:<hex>`, read in either form (records written before the prefix are bare hex).
+pub mod tree_id {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes `git-tree:<hex>`.
+    pub fn serialize<S: Serializer>(tree: &str, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format!("{}{tree}", crate::base::ids::TREE_PREFIX))
+    }
+
+    /// Reads `git-tree:<hex>` or bare hex, as bare hex.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+        let text = String::deserialize(d)?;
+        Ok(crate::base::ids::bare_tree(&text).to_string())
+    }
+}
+
+/// `#[serde(with = "crate::base::ids::tree_id_opt")]` for an optional tree id (`null` for none).
+pub mod tree_id_opt {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes `null` or `git-tree:<hex>`.
+    pub fn serialize<S: Serializer>(tree: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
+        tree.as_deref()
+            .map(|t| format!("{}{t}", crate::base::ids::TREE_PREFIX))
+            .serialize(s)
+    }
+
+    /// Reads `null`, `git-tree:<hex>` or bare hex.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+        Ok(Option::<String>::deserialize(d)?.map(|t| crate::base::ids::bare_tree(&t).to_string()))
+    }
+}
+
+/// The bare object id of a tree id in either form.
+pub(crate) fn bare_tree(text: &str) -> &str {
+    text.strip_prefix(TREE_PREFIX).unwrap_or(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::base::ids::*;
+
+    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
+    struct Trees {
+        #[serde(with = "tree_id")]
+        tree: String,
+        #[serde(with = "tree_id_opt")]
+        maybe: Option<String>,
+    }
+
+    #[test]
+    fn tree_ids_are_written_prefixed_and_read_in_either_form() {
+        let hex = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+        let trees = Trees {
+            tree: hex.into(),
+            maybe: None,
+        };
+        let text = serde_json::to_string(&trees).unwrap();
+        assert_eq!(text, format!(r#"{{"tree":"git-tree:{hex}","maybe":null}}"#));
+        assert_eq!(serde_json::from_str::<Trees>(&text).unwrap(), trees);
+        let old = format!(r#"{{"tree":"{hex}","maybe":"{hex}"}}"#);
+        let read: Trees = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            (read.tree.as_str(), read.maybe.as_deref()),
+            (hex, Some(hex))
+        );
+        let again = serde_json::to_value(&read).unwrap();
+        assert_eq!(again["maybe"], format!("git-tree:{hex}"));
+    }
+
+    #[test]
+    fn accepts_good_ids() {
+        for id in ["a", "task-42", "A.b_c-d", "0", &"x".repeat(128), "s-1.2"] {
+            validate(id).unwrap();
+        }
+    }
+
+    #[test]
+    fn rejects_bad_ids() {
+        for id in [
+            "",
+            "../x",
+            "a/b",
+            ".hidden",
+            "x.lock",
+            "a..b",
+            "x.",
+            "-x",
+            "_x",
+            "a b",
+            "a\0b",
+            "a\nb",
+            "é",
+            &"x".repeat(129),
+        ] {
+            assert!(validate(id).is_err(), "{id:?} should be rejected");
+        }
+    }
+
+    /// The contract's own words: the pattern of §3, without `..`, not ending in `.` or `.lock`.
+    fn contract_accepts(id: &str) -> bool {
+        static PATTERN: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+        PATTERN
+            .get_or_init(|| regex::Regex::new(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$").unwrap())
+            .is_match(id)
+            && !id.contains("..")
+            && !id.ends_with('.')
+            && !id.ends_with(".lock")
+    }
+
+    /// A name that is safe as one file name and as one component of a git ref, by the rules of
+    /// `git check-ref-format` (and of the file system), written out independently of `validate`.
+    fn safe_file_and_ref_component(id: &str) -> Result<(), String> {
+        let bad_char = |c: char| {
+            c.is_ascii_control() || matches!(c, ' ' | '~' | '^' | ':' | '?' | '*' | '[' | '\\')
+        };
+        let problems = [
+            (id.is_empty(), "empty"),
+            (id.len() > 255, "longer than a file name may be"),
+            (id == "." || id == "..", "a directory entry of its own"),
+            (id.contains('/'), "contains a path separator"),
+            (id.contains('\0'), "contains NUL"),
+            (
+                id.starts_with('.'),
+                "starts with '.' (hidden file, invalid ref component)",
+            ),
+            (id.starts_with('-'), "starts with '-' (read as an option)"),
+            (id.contains(".."), "contains '..'"),
+            (id.ends_with('.'), "ends with '.'"),
+            (id.ends_with(".lock"), "ends with '.lock'"),
+            (id.contains("@{"), "contains '@{'"),
+            (id == "@", "is '@'"),
+            (
+                id.chars().any(bad_char),
+                "contains a control character, a space or ~^:?*[\\",
+            ),
+            (!id.is_ascii(), "is not ASCII"),
+        ];
+        match problems.iter().find(|(bad, _)| *bad) {
+            Some((_, why)) => Err(format!("{id:?} {why}")),
+            None => Ok(()),
+        }
+    }
+
+    /// Ids of every kind the rules are about: arbitrary text over an alphabet that holds every
+    /// troublesome character, and well-formed ids with one flaw put in at the start, in the
+    /// middle or at the end, and ids around the length limit.
+    fn any_id() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        let troublesome = prop_oneof![
+            Just("/".to_string()),
+            Just("..".to_string()),
+            Just(".".to_string()),
+            Just("-".to_string()),
+            Just("_".to_string()),
+            Just(" ".to_string()),
+            Just("\0".to_string()),
+            Just("\n".to_string()),
+            Just("\r".to_string()),
+            Just("\t".to_string()),
+            Just("\x7f".to_string()),
+            Just(".lock".to_string()),
+            Just("@{".to_string()),
+            Just("~".to_string()),
+            Just(":".to_string()),
+            Just("\\".to_string()),
+            Just("é".to_string()),
+            Just("\u{301}".to_string()),
+            Just("\u{ff0e}".to_string()),
+            Just("🦀".to_string()),
+        ];
+        let core = "[A-Za-z0-9][A-Za-z0-9._-]{0,20}";
+        prop_oneof![
+            // Free text, mostly short, over an alphabet of good and bad characters.
+            r"[A-Za-z0-9._/ @{}~^:?*\[\\\x00-\x1f\x7fé🦀-]{0,12}",
+            // One flaw at the start, inside or at the end of a well-formed id.
+            (troublesome.clone(), core).prop_map(|(bad, id)| format!("{bad}{id}")),
+            (core, troublesome.clone(), core).prop_map(|(a, bad, b)| format!("{a}{bad}{b}")),
+            (core, troublesome).prop_map(|(id, bad)| format!("{id}{bad}")),
+            // Around the length limit, in bytes (a multi-byte character counts as its bytes).
+            (
+                120usize..=136,
+                "[A-Za-z0-9]",
+                proptest::option::of(Just("é"))
+            )
+                .prop_map(|(n, c, wide)| format!(
+                    "{}{}",
+                    c.repeat(n),
+                    wide.unwrap_or("")
+                )),
+            // Well-formed ids of every length.
+            "[A-Za-z0-9][A-Za-z0-9._-]{0,127}",
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config {
+            cases: 2048,
+            failure_persistence: None,
+            ..proptest::test_runner::Config::default()
+        })]
+
+        #[test]
+        fn validate_rejects_exactly_what_the_contract_rejects(id in any_id()) {
+            let accepted = validate(&id).is_ok();
+            proptest::prop_assert_eq!(accepted, contract_accepts(&id), "{:?}", id);
+            if let Err(err) = validate(&id) {
+                proptest::prop_assert_eq!(err.code(), crate::base::error::ErrorCode::InvalidId);
+            }
+        }
+
+        #[test]
+        fn valid_ids_are_safe_file_and_ref_names(id in any_id()) {
+            if validate(&id).is_ok() {
+                if let Err(why) = safe_file_and_ref_component(&id) {
+                    return Err(proptest::test_runner::TestCaseError::fail(why));
+                }
+                // And as the file and ref names a3s-iso builds from it.
+                for name in [format!(".a3s-isolate-{id}"), format!("{id}.json"), format!("{id}.lock")] {
+                    proptest::prop_assert!(name.len() <= 255, "{}", name);
+                }
+            }
+        }
+    }
+
+    /// The generator reaches every kind of id the two properties above are about; without that
+    /// they could not fail (an earlier version only ever generated well-formed ids).
+    #[test]
+    fn the_generator_produces_every_kind_of_id() {
+        use proptest::strategy::{Strategy, ValueTree};
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let strategy = any_id();
+        let samples: Vec<String> = (0..4096)
+            .map(|_| strategy.new_tree(&mut runner).unwrap().current())
+            .collect();
+        type Kind<'a> = (&'a str, &'a dyn Fn(&str) -> bool);
+        let kinds: &[Kind] = &[
+            ("empty", &|s| s.is_empty()),
+            ("with '/'", &|s| s.contains('/')),
+            ("with '..'", &|s| s.contains("..")),
+            ("leading '.'", &|s| s.starts_with('.')),
+            ("leading '-'", &|s| s.starts_with('-')),
+            ("leading '_'", &|s| s.starts_with('_')),
+            ("trailing '.'", &|s| s.ends_with('.')),
+            ("trailing '.lock'", &|s| s.ends_with(".lock")),
+            ("with a space", &|s| s.contains(' ')),
+            ("with NUL", &|s| s.contains('\0')),
+            ("with a newline", &|s| s.contains('\n')),
+            ("with '@{'", &|s| s.contains("@{")),
+            ("non-ASCII", &|s| !s.is_ascii()),
+            ("exactly 128 bytes", &|s| s.len() == 128),
+            ("over 128 bytes", &|s| s.len() > 128),
+            ("accepted", &|s| validate(s).is_ok()),
+            ("accepted, 128 bytes", &|s| {
+                s.len() == 128 && validate(s).is_ok()
+            }),
+            ("accepted, with '.' inside", &|s| {
+                s.contains('.') && validate(s).is_ok()
+            }),
+        ];
+        for (kind, is) in kinds {
+            let n = samples.iter().filter(|s| is(s)).count();
+            assert!(
+                n >= 5,
+                "only {n} of {} generated ids are {kind}",
+                samples.len()
+            );
+        }
+    }
+
+    #[test]
+    fn generated_ids_are_valid_and_distinct() {
+        let a = generate("s");
+        let b = generate("s");
+        validate(&a).unwrap();
+        assert!(a.starts_with("s-"));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,20 @@
+//! TODO-DOC base
+
+pub mod argv;
+pub(crate) mod beneath;
+pub mod command_env;
+pub mod duration;
+pub mod error;
+pub mod fault;
+pub mod fsutil;
+pub mod ids;
+pub mod include;
+pub(crate) mod indexfile;
+pub mod names;
+pub mod owner;
+pub mod paths;
+pub mod probe;
+pub(crate) mod pty;
+pub mod sandbox;
+pub mod signals;
+pub(crate) mod wire;

@@ -1,0 +1,217 @@
+//! Paths as git holds them: bytes. In JSON every path, in a repository or on disk, is a string
+//! when it is UTF-8 and `{"bytes_base64": "…"}` (standard base64 with padding) otherwise, so
+//! that any path survives the round trip exactly (file names on Linux need not be UTF-8).
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+/// A path inside the checkout, relative to its top level, as the bytes git holds.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "PathText", into = "PathText")]
+pub struct RepoPath(pub Vec<u8>);
+
+/// How a path is written in JSON: the same form as every other path a3s-iso writes
+/// ([`FsPathText`]). Older records wrote `{"text": "…"}` for a UTF-8 name; it is still read.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum PathText {
+    Plain(FsPathText),
+    Tagged(TaggedText),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TaggedText {
+    text: String,
+}
+
+impl From<RepoPath> for PathText {
+    fn from(path: RepoPath) -> PathText {
+        PathText::Plain(match String::from_utf8(path.0) {
+            Ok(text) => FsPathText::Text(text),
+            Err(e) => FsPathText::Bytes(PathBytes {
+                bytes_base64: base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
+            }),
+        })
+    }
+}
+
+impl TryFrom<PathText> for RepoPath {
+    type Error = String;
+
+    fn try_from(text: PathText) -> std::result::Result<RepoPath, String> {
+        match text {
+            PathText::Tagged(TaggedText { text }) => Ok(RepoPath(text.into_bytes())),
+            PathText::Plain(plain) => {
+                fs_path_from(plain).map(|p| RepoPath(p.into_os_string().into_vec()))
+            }
+        }
+    }
+}
+
+impl RepoPath {
+    /// The path as an OS string (relative).
+    pub fn as_os(&self) -> &OsStr {
+        OsStr::from_bytes(&self.0)
+    }
+
+    /// Where the path is in the checkout at `top`.
+    pub fn under(&self, top: &Path) -> PathBuf {
+        top.join(self.as_os())
+    }
+
+    /// The path for people to read (invalid UTF-8 replaced).
+    pub fn shown(&self) -> String {
+        String::from_utf8_lossy(&self.0).into_owned()
+    }
+}
+
+impl std::fmt::Display for RepoPath {
+    /// The path for people to read (invalid UTF-8 replaced).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&String::from_utf8_lossy(&self.0))
+    }
+}
+
+/// Paths git printed one per line (`rev-parse` has no `-z` for them), as bytes: a repository
+/// may live under a directory whose name is not UTF-8.
+pub(crate) fn path_lines(out: &[u8]) -> Vec<PathBuf> {
+    out.strip_suffix(b"\n")
+        .unwrap_or(out)
+        .split(|b| *b == b'\n')
+        .map(|line| PathBuf::from(OsStr::from_bytes(line)))
+        .collect()
+}
+
+/// A file-system path as a3s-iso writes it in records and JSON output: a string when it is
+/// UTF-8 (almost always), else `{"bytes_base64": "…"}`, so that a source, an isolation or a
+/// state dir under a directory whose name is not UTF-8 round-trips exactly.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum FsPathText {
+    Text(String),
+    Bytes(PathBytes),
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathBytes {
+    bytes_base64: String,
+}
+
+fn fs_path_text(path: &Path) -> FsPathText {
+    match path.to_str() {
+        Some(text) => FsPathText::Text(text.to_string()),
+        None => FsPathText::Bytes(PathBytes {
+            bytes_base64: base64::engine::general_purpose::STANDARD
+                .encode(path.as_os_str().as_bytes()),
+        }),
+    }
+}
+
+fn fs_path_from(text: FsPathText) -> std::result::Result<PathBuf, String> {
+    match text {
+        FsPathText::Text(text) => Ok(PathBuf::from(text)),
+        FsPathText::Bytes(PathBytes { bytes_base64 }) => base64::engine::general_purpose::STANDARD
+            .decode(bytes_base64)
+            .map(|bytes| PathBuf::from(OsStr::from_bytes(&bytes)))
+            .map_err(|e| format!("a path's bytes_base64 is not base64: {e}")),
+    }
+}
+
+/// `#[serde(with = "crate::base::paths::fs_path")]` for a `PathBuf` (see [`FsPathText`]).
+pub mod fs_path {
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes the path as a string, or as its bytes when it is not UTF-8.
+    pub fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
+        crate::base::paths::fs_path_text(path).serialize(s)
+    }
+
+    /// Reads either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
+        crate::base::paths::fs_path_from(crate::base::paths::FsPathText::deserialize(d)?)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `#[serde(with = "crate::base::paths::fs_path_opt")]` for an `Option<PathBuf>` (`null` for none).
+pub mod fs_path_opt {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes `null` or the path as [`crate::base::paths::fs_path`] does.
+    pub fn serialize<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
+        path.as_deref()
+            .map(crate::base::paths::fs_path_text)
+            .serialize(s)
+    }
+
+    /// Reads `null` or either form of a path.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
+        Option::<crate::base::paths::FsPathText>::deserialize(d)?
+            .map(crate::base::paths::fs_path_from)
+            .transpose()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `#[serde(with = "crate::base::paths::fs_path_list")]` for a `Vec<PathBuf>`.
+pub mod fs_path_list {
+    use std::path::PathBuf;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes each path as [`crate::base::paths::fs_path`] does.
+    pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<crate::base::paths::FsPathText> = paths
+            .iter()
+            .map(|p| crate::base::paths::fs_path_text(p))
+            .collect();
+        texts.serialize(s)
+    }
+
+    /// Reads a list of paths in either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
+        Vec::<crate::base::paths::FsPathText>::deserialize(d)?
+            .into_iter()
+            .map(crate::base::paths::fs_path_from)
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `#[serde(with = "crate::base::paths::os_string_list")]` for a `Vec<OsString>` (a command's
+/// arguments): each written as a path is (see [`FsPathText`]), so that any argument, UTF-8 or
+/// not, round-trips exactly.
+pub mod os_string_list {
+    use std::ffi::OsString;
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    /// Writes each argument as a string, or as its bytes when it is not UTF-8.
+    pub fn serialize<S: Serializer>(args: &[OsString], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<crate::base::paths::FsPathText> = args
+            .iter()
+            .map(|arg| crate::base::paths::fs_path_text(Path::new(arg)))
+            .collect();
+        texts.serialize(s)
+    }
+
+    /// Reads a list of arguments in either form.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
+        Vec::<crate::base::paths::FsPathText>::deserialize(d)?
+            .into_iter()
+            .map(|text| crate::base::paths::fs_path_from(text).map(PathBuf::into_os_string))
+            .collect::<Result<_, _>>()
+            .map_err(serde::de::Error::custom)
+    }
+}

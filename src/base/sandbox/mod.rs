@@ -1,0 +1,58 @@
+//! The `run` sandbox as a3s-iso uses it. The sandbox itself (namespaces, mounts, Landlock,
+//! seccomp, terminals and all the `unsafe` they take) is the `a3s-iso-sandbox` crate, which
+//! knows nothing of a3s-iso; here are its failures as a3s-iso's errors, and what a run reports
+//! of it ([`SandboxReport`]).
+
+mod report;
+
+pub use crate::base::sandbox::report::{
+    FilesystemAccess, NetworkAccess, ProfileUsed, SandboxReport,
+};
+pub use a3s_iso_sandbox::{
+    DEVICE_NODES, FileLayer, GitLayers, HelperCode, HelperFailure, MountedDir, Reporter,
+    SIMULATE_NO_LANDLOCK, SIMULATE_NO_NAMESPACES, SandboxSpec, SocketFactory, SocketServer,
+    StatusChannel, TerminalSpec, exec_sandboxed, landlock_abi, new_session_on_exec,
+    own_terminal_on_exec, secrets,
+};
+
+use crate::base::error::{Error, Result};
+
+/// Checks, before anything runs, that this kernel can give the essential layers; one it
+/// cannot is `sandbox_unavailable`.
+pub fn probe(spec: &SandboxSpec) -> Result<()> {
+    a3s_iso_sandbox::probe(spec).map_err(|message| Error::SandboxUnavailable { message })
+}
+
+/// The error for a command that could not be started: not found (127) or not executable (126).
+pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<Error> {
+    let failure = a3s_iso_sandbox::spawn_failure(program, err)?;
+    Some(match failure.code {
+        HelperCode::CommandNotFound => Error::CommandNotFound {
+            program: failure.program,
+        },
+        _ => Error::CommandNotExecutable {
+            program: failure.program,
+            reason: failure.message,
+        },
+    })
+}
+
+/// The error `run` reports for a helper that did not become the command.
+pub fn failure_error(failure: HelperFailure) -> Error {
+    match failure.code {
+        HelperCode::CommandNotFound => Error::CommandNotFound {
+            program: failure.program,
+        },
+        HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
+            program: failure.program,
+            reason: "permission denied or not an executable".into(),
+        },
+        HelperCode::SandboxUnavailable => Error::SandboxUnavailable {
+            message: failure.message,
+        },
+        HelperCode::Usage => Error::Usage {
+            message: failure.message,
+        },
+        HelperCode::Internal => Error::internal(failure.message),
+    }
+}

@@ -1,0 +1,657 @@
+//! Snapshots and patches. A snapshot is the tree of an isolation's tracked plus untracked
+//! non-ignored content, written through a temporary index seeded from a copy of a3s-iso's own
+//! index of the isolation (so unchanged files are not re-hashed, and nothing the command wrote
+//! into its index decides what is captured). A patch is the diff of two
+//! trees with every output-shaping option fixed, so the same trees give the same bytes
+//! whatever the user's git configuration.
+
+use std::ffi::OsString;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, Read};
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::git::{Git, GitCmd, HermeticGit, ObjectView};
+
+/// The tree of git's empty tree object (SHA-1 repositories).
+pub const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
+
+/// Options that pin every aspect of `git diff` output that user configuration could change.
+/// (Attributes and the repository's own configuration do not reach the diff at all: it runs in
+/// an [`ObjectView`].) Git judges files over `core.bigFileThreshold` binary without reading
+/// them on some diff paths, so its default is pinned as well.
+const PATCH_CONFIG: &[&str] = &[
+    "-c",
+    "core.quotePath=true",
+    "-c",
+    "diff.suppressBlankEmpty=false",
+    "-c",
+    "core.bigFileThreshold=512m",
+];
+const PATCH_FLAGS: &[&str] = &[
+    "--binary",
+    "--full-index",
+    "--no-renames",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--src-prefix=a/",
+    "--dst-prefix=b/",
+    "--diff-algorithm=myers",
+    "--indent-heuristic",
+    "-U3",
+    "--inter-hunk-context=0",
+    "--no-relative",
+    "--ignore-submodules=none",
+    "--submodule=short",
+    "-O/dev/null",
+];
+
+/// The index a snapshot starts from, so that unchanged files are not hashed again.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Seed<'a> {
+    /// An index the caller trusts (the source's own, which only its user writes).
+    Trusted(&'a Path),
+    /// a3s-iso's own index of an isolation, kept in the state store: the command in the
+    /// isolation cannot have written it, so no flag (`assume-unchanged`, `skip-worktree`,
+    /// `intent-to-add`) and no forged stat data hide an edit. The snapshot's index replaces
+    /// it afterwards; where there is none yet, the index is rebuilt from HEAD.
+    Own(&'a Path),
+    /// a3s-iso's own index read as [`Seed::Own`] is, but left as it was (a look that writes
+    /// nothing into the state store: `diff`, `show`).
+    Peek(&'a Path),
+}
+
+/// Settings that make git's stat check compare everything a command cannot forge (ctime and
+/// inode included), and keep caches of the checkout's state out of the snapshot.
+const SNAPSHOT_CONFIG: &[&str] = &[
+    "-c",
+    "core.splitIndex=false",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.ignoreStat=false",
+];
+
+/// Copies an index file with its modification time, so that git's racy-entry check still
+/// knows when the index was really written (a fresh time would make a same-size edit made in
+/// the same instant as the index look unchanged).
+pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
+    let modified = fs::metadata(from)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", from.display()))?;
+    fs::copy(from, to).ctx(|| format!("cannot copy {}", from.display()))?;
+    fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|file| file.set_modified(modified))
+        .ctx(|| format!("cannot set the time of {}", to.display()))
+}
+
+/// Keeps the index git just wrote for a new checkout (`git worktree add` of an isolation or a
+/// spare, in whose tree nothing has run yet) as a3s-iso's own at `to`, with its time. A split
+/// index (`core.splitIndex`) is written whole first: its entries live mostly in a shared
+/// index in the admin dir, which a copy does not carry and which the isolation's command can
+/// rewrite later.
+pub(crate) fn keep_index(git: &HermeticGit, admin: &Path, to: &Path) -> Result<()> {
+    copy_index(&admin.join("index"), to)?;
+    if crate::base::indexfile::is_split(to)? {
+        git.cmd()
+            .env("GIT_INDEX_FILE", to)
+            .args(["update-index", "--no-split-index"])
+            .run()?;
+    }
+    Ok(())
+}
+
+/// A scratch file removed on drop.
+pub(crate) struct TempFile {
+    path: PathBuf,
+}
+
+impl TempFile {
+    /// A fresh name in `dir` (created if needed) that names this process, so that the next
+    /// command removes it if this process dies first; the file itself is not created.
+    pub(crate) fn new(dir: &Path, stem: &str) -> Result<TempFile> {
+        fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(TempFile {
+            path: dir.join(crate::store::scratch::owned_name(stem)),
+        })
+    }
+
+    /// Where the file is.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+        let _ = fs::remove_file(self.path.with_extension("lock"));
+    }
+}
+
+/// A snapshot: its tree, and the nested repositories that were left out of it.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// The snapshot's tree id.
+    pub tree: String,
+    /// Directories with their own `.git` that are not submodules. They are never folded into
+    /// the snapshot as gitlinks; callers report them.
+    pub nested: Vec<String>,
+    /// The gitlinks (submodules) the snapshot recorded, whose content is captured apart.
+    pub gitlinks: Vec<crate::base::paths::RepoPath>,
+}
+
+const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
+
+/// A gitlink's mode (`0o160000`) as every index version (2 to 4) stores it: four raw bytes,
+/// big-endian. An index without them has no gitlink.
+const GITLINK_MODE: [u8; 4] = [0, 0, 0xe0, 0];
+
+/// Writes the snapshot tree of the working tree `wt` is pointed at, seeding the temporary
+/// index from `seed` (copied with its time) where that is a plain, unsplit index file. The
+/// checkout's own index is never read or modified; `scratch` is where the temporary index lives.
+///
+/// Gitlinks (submodules, and any the command registered in its index) are kept out of
+/// `git add -A`: for each one whose commit is unchanged, `add` runs `git status` inside it to
+/// see whether it is dirty, and that git takes the nested repository's configuration (and
+/// filters) from wherever the `.git` file in the tree points, which the command in the
+/// isolation controls. `git update-index` reads their HEADs instead, running nothing.
+pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Result<Snapshot> {
+    let index = TempFile::new(scratch, "index")?;
+    let on_index = || {
+        wt.cmd()
+            .env("GIT_INDEX_FILE", index.path())
+            .args(SNAPSHOT_CONFIG)
+    };
+    let seed_path = match seed {
+        Seed::Trusted(path) | Seed::Own(path) | Seed::Peek(path) => path,
+    };
+    // Never follow a link or wait on a FIFO planted where the index should be.
+    let plain = fs::symlink_metadata(seed_path).is_ok_and(|m| m.is_file());
+    // A trusted index may be split: git finds its shared index in the git dir it runs with,
+    // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
+    // not (kept by an older a3s-iso) names a shared index nobody has.
+    let held = match plain {
+        true => crate::base::indexfile::summary(seed_path)?,
+        false => Default::default(),
+    };
+    let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
+    if plain && !unreadable {
+        copy_index(seed_path, index.path())?;
+        if held.skip_worktree {
+            unskip_present(&on_index, wt.tree())?;
+        }
+    } else {
+        // No seed yet, or one that cannot be read alone: rebuild from HEAD, and everything
+        // is hashed once.
+        on_index().args(["read-tree", "HEAD"]).run()?;
+    }
+    let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
+    let nested = add_all(&on_index, &gitlinks)?;
+    if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
+        add_tracked_by_head(&on_index, wt.tree())?;
+    }
+    if !gitlinks.is_empty() {
+        on_index()
+            .args(["update-index", "--add", "--remove", "--"])
+            .args(&gitlinks)
+            .run()?;
+    }
+    let tree = on_index().arg("write-tree").run_text()?;
+    if let Seed::Own(path) = seed {
+        // The next snapshot starts from this one's index, as git wrote it.
+        fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
+    }
+    let gitlinks = gitlinks
+        .into_iter()
+        .map(|p| crate::base::paths::RepoPath(p.into_vec()))
+        .collect();
+    Ok(Snapshot {
+        tree,
+        nested,
+        gitlinks,
+    })
+}
+
+/// Files the session's own commits track (HEAD has them) that a3s-iso's index does not, and
+/// that `add -A` therefore leaves out when an ignore rule matches them (the agent added them
+/// with force): each one on disk as a file or link, reached through real directories only,
+/// joins the snapshot.
+fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let missing = on_index()
+        .args([
+            "diff-index",
+            "--cached",
+            "-z",
+            "--name-only",
+            "--no-renames",
+        ])
+        .args(["--diff-filter=D", "HEAD", "--"])
+        .run()?;
+    let mut present: Vec<u8> = Vec::new();
+    for path in crate::git::split_nul(&missing) {
+        let mut at = tree.to_path_buf();
+        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let plain = parts.iter().enumerate().all(|(n, part)| {
+            at.push(std::ffi::OsStr::from_bytes(part));
+            fs::symlink_metadata(&at).is_ok_and(|m| match n + 1 == parts.len() {
+                true => m.is_file() || m.is_symlink(),
+                false => m.is_dir(),
+            })
+        });
+        if plain {
+            present.extend_from_slice(path);
+            present.push(0);
+        }
+    }
+    if !present.is_empty() {
+        on_index()
+            .args(["update-index", "--add", "-z", "--stdin"])
+            .stdin(present)
+            .run()?;
+    }
+    Ok(())
+}
+
+/// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the
+/// tree lose the mark, so that `git add -A` looks at them: a file the command wrote there is
+/// its work, and git itself (2.37 and later, in a sparse checkout) takes such a file as
+/// changed rather than as absent. The other marked entries stay as they are: what is not in
+/// the tree is not deleted.
+pub(crate) fn unskip_present<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let listed = on_index().args(["ls-files", "-t", "-z"]).run()?;
+    let mut present = Vec::new();
+    for path in crate::git::split_nul(&listed).filter_map(|r| r.strip_prefix(b"S ")) {
+        if fs::symlink_metadata(tree.join(std::ffi::OsStr::from_bytes(path))).is_ok() {
+            present.extend_from_slice(path);
+            present.push(0);
+        }
+    }
+    if !present.is_empty() {
+        on_index()
+            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
+            .stdin(present)
+            .run()?;
+    }
+    Ok(())
+}
+
+/// `git add -A` of everything but the gitlinks; returns the nested repositories it found,
+/// taken out of the index again (they are never folded in as gitlinks).
+fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Result<Vec<String>> {
+    let mut excluded: Vec<OsString> = gitlinks.to_vec();
+    // A nested repository without a commit (`git init` and nothing more) makes `git add` fail
+    // outright: it is left out like any nested repository, and the add runs again without it.
+    let mut unborn: Vec<String> = Vec::new();
+    let added = loop {
+        let specs = excluded.iter().map(|path| {
+            let mut spec = OsString::from(":(exclude,literal)");
+            spec.push(path);
+            spec
+        });
+        let added = on_index()
+            .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+            .args(specs)
+            .output()?;
+        if added.exit_code == Some(0) {
+            break added;
+        }
+        let fresh: Vec<String> = unborn_repositories(&added.stderr)
+            .filter(|path| !unborn.contains(path))
+            .collect();
+        if fresh.is_empty() {
+            return Err(Error::GitFailed {
+                failure: crate::base::error::GitFailure {
+                    args: vec!["add".into(), "-A".into()],
+                    exit_code: added.exit_code,
+                    stderr: added.stderr,
+                },
+            });
+        }
+        excluded.extend(fresh.iter().map(OsString::from));
+        unborn.extend(fresh);
+    };
+    // git names each nested repository it would fold in as a gitlink; take them out again.
+    let nested: Vec<String> = added
+        .stderr
+        .lines()
+        .filter_map(|line| line.strip_prefix(EMBEDDED_REPO_WARNING))
+        .map(str::to_string)
+        .collect();
+    if !nested.is_empty() {
+        on_index()
+            .args(["update-index", "--force-remove", "--"])
+            .args(&nested)
+            .run()?;
+    }
+    Ok(nested.into_iter().chain(unborn).collect())
+}
+
+/// The nested repositories without a commit that `git add` refused, from its stderr
+/// (`error: 'PATH/' does not have a commit checked out`), without the trailing `/`.
+fn unborn_repositories(stderr: &str) -> impl Iterator<Item = String> + '_ {
+    stderr.lines().filter_map(|line| {
+        let quoted = line
+            .strip_prefix("error: '")?
+            .strip_suffix("' does not have a commit checked out")?;
+        Some(quoted.trim_end_matches('/').to_string())
+    })
+}
+
+/// The paths of the gitlink entries of the index at `index` (as bytes: paths need not be
+/// UTF-8). git is asked only when the file holds a gitlink's mode somewhere.
+fn gitlinks<'g>(
+    on_index: &dyn Fn() -> GitCmd<'g>,
+    index: &Path,
+    scratch: &Path,
+) -> Result<Vec<OsString>> {
+    if !holds_bytes(index, &GITLINK_MODE)? {
+        return Ok(Vec::new());
+    }
+    let listing = TempFile::new(scratch, "ls-files")?;
+    let file = File::create(listing.path())
+        .ctx(|| format!("cannot create {}", listing.path().display()))?;
+    on_index()
+        .args(["ls-files", "--stage", "-z"])
+        .run_to_file(file)?;
+    let file =
+        File::open(listing.path()).ctx(|| format!("cannot open {}", listing.path().display()))?;
+    let mut paths = Vec::new();
+    for record in BufReader::new(file).split(0) {
+        let record = record.ctx(|| format!("cannot read {}", listing.path().display()))?;
+        // `<mode> <oid> <stage>\t<path>`
+        let Some(rest) = record.strip_prefix(b"160000 ") else {
+            continue;
+        };
+        if let Some(tab) = rest.iter().position(|b| *b == b'\t') {
+            paths.push(OsString::from_vec(rest[tab + 1..].to_vec()));
+        }
+    }
+    paths.dedup();
+    Ok(paths)
+}
+
+/// Whether the file at `path` contains `needle` anywhere, read in chunks.
+fn holds_bytes(path: &Path, needle: &[u8]) -> Result<bool> {
+    let mut file = File::open(path).ctx(|| format!("cannot open {}", path.display()))?;
+    let mut buf = vec![0u8; 256 * 1024];
+    // The tail of the previous chunk, so that a match across chunks is seen.
+    let keep = needle.len().saturating_sub(1);
+    let mut filled = 0;
+    loop {
+        let n = file
+            .read(&mut buf[filled..])
+            .ctx(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        let end = filled + n;
+        if buf[..end].windows(needle.len()).any(|w| w == needle) {
+            return Ok(true);
+        }
+        let tail = end.saturating_sub(keep);
+        buf.copy_within(tail..end, 0);
+        filled = end - tail;
+    }
+}
+
+/// A patch on disk with its digest and size.
+pub(crate) struct Patch {
+    pub file: TempFile,
+    pub bytes: u64,
+    /// `sha256:<64 lowercase hex>` of exactly the patch bytes.
+    pub digest: String,
+    pub files_changed: u64,
+}
+
+impl Patch {
+    /// The first paths the patch touches, for people (best effort: none if it cannot be read).
+    pub(crate) fn listed_paths(&self) -> Vec<String> {
+        match fs::File::open(self.file.path()) {
+            Ok(file) => patch_paths(std::io::BufReader::new(file), LISTED_PATHS),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// The patch's bytes, for a document (which is bounded in size); everything else streams.
+    pub(crate) fn read(&self) -> Result<Vec<u8>> {
+        fs::read(self.file.path()).ctx(|| format!("cannot read {}", self.file.path().display()))
+    }
+
+    /// A patch already in a scratch file (a fetched blob), measured and hashed.
+    pub(crate) fn from_file(file: TempFile) -> Result<Patch> {
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        })
+    }
+
+    /// A patch held in memory (a decoded document), written to a scratch file and measured.
+    pub(crate) fn from_bytes(bytes: &[u8], scratch: &Path) -> Result<Patch> {
+        let file = TempFile::new(scratch, "patch")?;
+        fs::write(file.path(), bytes).ctx(|| format!("cannot write {}", file.path().display()))?;
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        })
+    }
+}
+
+/// The patch from `base` to `result` (tree ids of the repository whose common dir is
+/// `common_dir`), streamed to a scratch file and hashed. Its bytes depend on the two trees
+/// only: the diff runs in an [`ObjectView`] with every output option pinned.
+pub(crate) fn patch(
+    git: &Git,
+    common_dir: &Path,
+    base: &str,
+    result: &str,
+    scratch: &Path,
+) -> Result<Patch> {
+    patch_with(git, common_dir, (base, result), &[], scratch)
+}
+
+/// The patch from `base` to `result` as [`patch`] makes it, with every path under `prefix`
+/// (`a/<prefix>/<path>`): a nested repository's change set shown within its superproject, as
+/// `git diff --submodule=diff` shows one. For people only: its digest is not the change set's.
+pub(crate) fn patch_under(
+    git: &Git,
+    common_dir: &Path,
+    (base, result): (&str, &str),
+    prefix: &crate::base::paths::RepoPath,
+    scratch: &Path,
+) -> Result<Patch> {
+    let side = |letter: &str, option: &str| {
+        let mut arg = format!("--{option}={letter}/").into_bytes();
+        arg.extend_from_slice(&prefix.0);
+        arg.push(b'/');
+        std::ffi::OsString::from_vec(arg)
+    };
+    let prefixes = [side("a", "src-prefix"), side("b", "dst-prefix")];
+    patch_with(git, common_dir, (base, result), &prefixes, scratch)
+}
+
+/// The patch with the pinned options, and `more` after them (later options win).
+fn patch_with(
+    git: &Git,
+    common_dir: &Path,
+    (base, result): (&str, &str),
+    more: &[std::ffi::OsString],
+    scratch: &Path,
+) -> Result<Patch> {
+    let file = TempFile::new(scratch, "patch")?;
+    let out =
+        File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
+    ObjectView::new(git, common_dir, &[base, result], scratch)?
+        .cmd()
+        .args(PATCH_CONFIG)
+        .arg("diff")
+        .args(PATCH_FLAGS)
+        .args(more)
+        .arg(base)
+        .arg(result)
+        .arg("--")
+        .run_to_file(out)?;
+    let (bytes, digest, files_changed) = digest_file(file.path())?;
+    Ok(Patch {
+        file,
+        bytes,
+        digest,
+        files_changed,
+    })
+}
+
+/// Size, `sha256:` digest and number of `diff --git` sections of a patch file, in one pass.
+fn digest_file(path: &Path) -> Result<(u64, String, u64)> {
+    let mut file = File::open(path).ctx(|| format!("cannot open {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = 0u64;
+    let mut sections = 0u64;
+    let mut at_line_start = true;
+    // Carries a partial "diff --git " prefix across buffer boundaries.
+    let mut pending: Vec<u8> = Vec::new();
+    const MARK: &[u8] = b"diff --git ";
+    loop {
+        let n = file
+            .read(&mut buf)
+            .ctx(|| format!("cannot read {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        let chunk = &buf[..n];
+        hasher.update(chunk);
+        total += n as u64;
+        for &b in chunk {
+            if at_line_start || !pending.is_empty() {
+                pending.push(b);
+                if !MARK.starts_with(&pending) {
+                    pending.clear();
+                } else if pending.len() == MARK.len() {
+                    sections += 1;
+                    pending.clear();
+                }
+            }
+            at_line_start = b == b'\n';
+        }
+    }
+    Ok((
+        total,
+        format!("sha256:{}", hex::encode(hasher.finalize())),
+        sections,
+    ))
+}
+
+/// How many files a patch touches (its `diff --git` sections).
+pub(crate) fn count_files(patch: &[u8]) -> u64 {
+    let mut count = u64::from(patch.starts_with(b"diff --git "));
+    count += patch.windows(12).filter(|w| w == b"\ndiff --git ").count() as u64;
+    count
+}
+
+/// How many paths a report lists for people before it says "and N more".
+pub const LISTED_PATHS: usize = 10;
+
+/// The first `limit` paths a patch touches (the new side of each `diff --git` header), read
+/// line by line so that a large patch is not held in memory. Quoted names are unquoted; a
+/// name that is not UTF-8 is shown with replacement characters.
+pub(crate) fn patch_paths(patch: impl std::io::BufRead, limit: usize) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in patch.split(b'\n') {
+        if paths.len() >= limit {
+            break;
+        }
+        let Ok(line) = line else { break };
+        if let Some(header) = line.strip_prefix(b"diff --git ") {
+            paths.push(String::from_utf8_lossy(&header_path(header)).into_owned());
+        }
+    }
+    paths
+}
+
+/// The path of a `diff --git a/P b/P` header (`--no-renames`: both sides name it).
+fn header_path(header: &[u8]) -> Vec<u8> {
+    if header.first() == Some(&b'"') {
+        let name = unquote(&header[1..]);
+        return name.strip_prefix(b"a/").unwrap_or(&name).to_vec();
+    }
+    // `a/` + P + ` b/` + P: both halves are the same length.
+    let half = header.len().saturating_sub(5) / 2;
+    match header.get(2..2 + half) {
+        Some(path) if header.len() == 2 * half + 5 => path.to_vec(),
+        _ => header.strip_prefix(b"a/").unwrap_or(header).to_vec(),
+    }
+}
+
+/// A C-quoted name as git writes it, up to its closing quote.
+fn unquote(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() && text[i] != b'"' {
+        if text[i] != b'\\' || i + 1 >= text.len() {
+            out.push(text[i]);
+            i += 1;
+            continue;
+        }
+        let next = text[i + 1];
+        let octal = text
+            .get(i + 1..i + 4)
+            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        if let Some(digits) = octal {
+            out.push(
+                digits
+                    .iter()
+                    .fold(0u8, |n, d| n.wrapping_mul(8) + (d - b'0')),
+            );
+            i += 4;
+            continue;
+        }
+        out.push(match next {
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'r' => b'\r',
+            b'a' => 7,
+            b'b' => 8,
+            b'f' => 12,
+            b'v' => 11,
+            other => other,
+        });
+        i += 2;
+    }
+    out
+}
+
+/// `sha256:<hex>` of bytes in memory.
+pub(crate) fn digest_bytes(bytes: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn patch_paths_reads_plain_and_quoted_headers() {
+        let patch = b"diff --git a/x y b/x y\n--- a/x y\n+++ b/x y\n@@ -1 +1 @@\n-a\n+b\ndiff --git \"a/t\\tb\\303\\251\" \"b/t\\tb\\303\\251\"\nnew file mode 100644\n";
+        assert_eq!(
+            crate::model::snapshot::patch_paths(&patch[..], 10),
+            vec!["x y".to_string(), "t\tb\u{e9}".to_string()]
+        );
+        assert_eq!(crate::model::snapshot::patch_paths(&patch[..], 1).len(), 1);
+    }
+}

@@ -1,0 +1,833 @@
+//! `bind`: give a session its own detached worktree next to the source, fail-closed.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fsutil::now_ms;
+use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
+use crate::git::HermeticGit;
+use crate::model::isolation;
+use crate::model::wip::WorkingState;
+use crate::store::state::{
+    ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source,
+};
+use crate::workspace::context::{Context, Located};
+
+/// How many dirty paths a `dirty_source` error lists.
+const DIRTY_PATHS_SHOWN: usize = 10;
+
+/// What `bind` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct BindOptions {
+    /// The session id; generated when `None`.
+    pub session_id: Option<String>,
+    /// Bind at HEAD even though the source has local changes (they stay out of the isolation).
+    pub allow_dirty: bool,
+    /// Record a session with no isolation tree.
+    pub read_only: bool,
+    /// Where the isolation goes instead of beside the source.
+    pub base_dir: Option<PathBuf>,
+    /// Who owns the session; default: the parent of a3s-iso.
+    pub owner: OwnerChoice,
+    /// Rebuild a swept, discarded or missing isolation at the bound revision, with its work
+    /// restored as uncommitted changes (a swept session's snapshot, else the latest capture).
+    pub resume: bool,
+    /// Initialise the submodules in the isolation.
+    pub submodules: bool,
+    /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
+    /// untracked changes); that state becomes the session's base.
+    pub carry_wip: bool,
+    /// Gitignore patterns naming ignored files of the source to copy into the new isolation
+    /// (cloned where the file system can), besides those the source's `.worktreeinclude`
+    /// names.
+    pub copy_ignored: Vec<String>,
+    /// The setup commands run in the new isolation once it is bound (none for a reused or
+    /// read-only session); the first that fails makes the bind `setup_failed`.
+    pub setup: crate::ops::setup::Setup,
+}
+
+/// Who is to own a session (`--owner`, `--owner-pid`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OwnerChoice {
+    /// The parent of a3s-iso (the shell or harness that called it).
+    #[default]
+    Parent,
+    /// This process of this host (`--owner pid:N`, `--owner-pid N`).
+    Pid(u32),
+    /// No owner process (`--owner none`): for scripts and CI, whose bind's parent exits at
+    /// once. Sweep keeps such a session unless `--include-ownerless`.
+    Nobody,
+}
+
+impl OwnerChoice {
+    /// `none` or `pid:N`, as `--owner` takes it.
+    pub fn parse(text: &str) -> Option<OwnerChoice> {
+        if text == "none" {
+            return Some(OwnerChoice::Nobody);
+        }
+        text.strip_prefix("pid:")
+            .and_then(|pid| pid.parse::<u32>().ok())
+            .map(OwnerChoice::Pid)
+    }
+}
+
+/// The bound session, as `bind` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct BindOutcome {
+    /// The session's id (generated ones included).
+    pub session_id: String,
+    /// The source checkout.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub source: PathBuf,
+    /// The isolation; `null` for a read-only session.
+    #[serde(with = "crate::base::paths::fs_path_opt")]
+    pub worktree: Option<PathBuf>,
+    /// The commit the isolation is detached at.
+    pub bound_revision: String,
+    /// The tree change sets are taken against (with carried WIP, the source's working state).
+    #[serde(with = "crate::base::ids::tree_id")]
+    pub base_tree: String,
+    /// An existing binding was returned as it was.
+    pub reused: bool,
+    /// No isolation: writing commands refuse the session.
+    pub read_only: bool,
+    /// The isolation started from the source's local changes.
+    pub carried_wip: bool,
+    /// The source had local changes that the isolation does not contain.
+    pub wip_left_out: bool,
+    /// Who owns the session and whether it runs; `null` for an ownerless one.
+    pub owner: Option<OwnerView>,
+    /// What the user should know (printed on stderr; also in the JSON).
+    pub warnings: Vec<String>,
+    /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
+    pub warm: bool,
+    /// Ignored files copied from the source (`--copy-ignored`, `.worktreeinclude`); `null`
+    /// when neither names a pattern (or the isolation is not new).
+    pub copied_ignored: Option<crate::services::copyignored::CopyReport>,
+    /// The setup commands that ran in the new isolation, in order.
+    pub setup: Vec<crate::ops::setup::SetupRun>,
+}
+
+impl BindOutcome {
+    fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
+        BindOutcome {
+            session_id: record.session_id.clone(),
+            source: record.source.clone(),
+            worktree: record.worktree.clone(),
+            bound_revision: record.bound_revision.clone(),
+            base_tree: record.base_tree.clone(),
+            reused,
+            read_only: record.read_only,
+            carried_wip: record.carried_wip,
+            wip_left_out: record.wip_left_out,
+            owner: OwnerView::of(record.owner.as_ref()),
+            warnings,
+            warm: false,
+            copied_ignored: None,
+            setup: Vec::new(),
+        }
+    }
+}
+
+/// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
+/// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
+/// new isolation.
+pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let mut outcome = bind_isolation(ctx, opts)?;
+    if !outcome.reused && !outcome.read_only {
+        let session = outcome.session_id.clone();
+        outcome.setup =
+            crate::ops::setup::run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;
+    }
+    Ok(outcome)
+}
+
+fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let session_id = session_id_for(opts)?;
+    let owner = owner_for(opts)?;
+    let explicit = opts.owner != OwnerChoice::Parent;
+    let located = ctx.locate()?;
+    crate::store::scratch::clean(located.store.dir());
+    if opts.resume {
+        return resume(ctx, &located, &session_id, owner, opts);
+    }
+    let head = located.repo.head(&ctx.git)?;
+
+    // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
+    if live_record(&located, &session_id)?.is_some() {
+        let _lock = ctx.lock(&located.repo)?;
+        if let Some(existing) = live_record(&located, &session_id)? {
+            return reuse(&located, existing, owner, explicit);
+        }
+    }
+
+    let wip = plan_wip(ctx, &located, opts, &head.1)?;
+    let record = new_record(session_id, &located, head, opts, &wip, owner);
+    let lock = ctx.lock(&located.repo)?;
+    if let Some(existing) = live_record(&located, &record.session_id)? {
+        return reuse(&located, existing, record.owner, explicit);
+    }
+    let restore = wip.carried.map(|c| Restore {
+        tree: c.worktree_tree,
+        index_tree: Some(c.index_tree),
+    });
+    create(ctx, &located, lock, record, opts, restore, wip.warnings)
+}
+
+/// The id given (checked), else a generated one.
+fn session_id_for(opts: &BindOptions) -> Result<String> {
+    match &opts.session_id {
+        Some(id) => {
+            crate::base::ids::validate(id)?;
+            Ok(id.clone())
+        }
+        None => Ok(crate::base::ids::generate("s")),
+    }
+}
+
+/// The owner asked for: a process (which must be running here), none, or by default the
+/// parent of a3s-iso, or, when that is a shell running a command string, the first ancestor
+/// that is not (the harness or terminal that started it).
+fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
+    match opts.owner {
+        OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| Error::Usage {
+            message: format!("owner pid {pid} is not a running process on this host"),
+        }),
+        OwnerChoice::Nobody => Ok(None),
+        OwnerChoice::Parent => Ok(Some(
+            Owner::of_pid(long_lived_ancestor(parent_pid())).unwrap_or_else(Owner::this_process),
+        )),
+    }
+}
+
+/// The session's record unless it is missing or discarded. A swept session is refused with
+/// `session_exists`: a new binding would shadow the work its swept snapshot holds.
+fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionRecord>> {
+    let record = located.store.load_session(session_id)?;
+    // Another repository's discarded session leaves the id free here.
+    if let Some(other) = record
+        .as_ref()
+        .filter(|r| r.state != SessionState::Discarded && !located.owns(r))
+    {
+        return Err(belongs_elsewhere(located, other));
+    }
+    if let Some(summary) = record.as_ref().and_then(SessionRecord::swept_summary) {
+        return Err(Error::SessionExists {
+            message: summary,
+            hint: Some(format!(
+                "restore it with a3s-iso bind -s {session_id} --resume, or forget it first with a3s-iso discard -s {session_id}"
+            )),
+        });
+    }
+    Ok(record.filter(|record| record.state != SessionState::Discarded))
+}
+
+/// A session id of a state dir shared with another repository, whose session it is.
+fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
+    Error::SessionExists {
+        message: format!(
+            "session {:?} in {} belongs to {}",
+            other.session_id,
+            located.store.dir().display(),
+            other.source.display()
+        ),
+        hint: Some("use another session id, or give this repository a state dir of its own".into()),
+    }
+}
+
+/// What becomes of the source's local changes: carried into the isolation, left out (with a
+/// warning), or refused as `dirty_source`. Local changes are never silently omitted.
+struct WipPlan {
+    /// `--carry-wip` with local changes: the state the isolation starts from.
+    carried: Option<WorkingState>,
+    /// `--allow-dirty` with local changes: they are not in the isolation.
+    left_out: bool,
+    warnings: Vec<String>,
+}
+
+fn plan_wip(
+    ctx: &Context,
+    located: &Located,
+    opts: &BindOptions,
+    head_tree: &str,
+) -> Result<WipPlan> {
+    let mut plan = WipPlan {
+        carried: None,
+        left_out: false,
+        warnings: Vec::new(),
+    };
+    if opts.carry_wip {
+        let state = crate::model::wip::snapshot_source(
+            &ctx.git,
+            &located.repo.toplevel,
+            &located.store.scratch_dir(),
+        )?;
+        if state.worktree_tree != head_tree || state.index_tree != head_tree {
+            plan.carried = Some(state);
+        }
+    } else if !opts.read_only {
+        let (paths, more) = located.repo.local_changes(&ctx.git, DIRTY_PATHS_SHOWN)?;
+        if !paths.is_empty() {
+            if !opts.allow_dirty {
+                return Err(Error::DirtySource { paths, more });
+            }
+            plan.left_out = true;
+            let count = paths.len() + more;
+            plan.warnings.push(format!(
+                "the source's local changes ({count} path{}) are not in the isolation (--allow-dirty)",
+                if count == 1 { "" } else { "s" }
+            ));
+        }
+    }
+    Ok(plan)
+}
+
+/// The record of a new session bound at `head` (commit, tree); with carried WIP its base tree
+/// is the source's working state. Not yet published: it has no isolation.
+fn new_record(
+    session_id: String,
+    located: &Located,
+    (bound_revision, head_tree): (String, String),
+    opts: &BindOptions,
+    wip: &WipPlan,
+    owner: Option<Owner>,
+) -> SessionRecord {
+    let now = now_ms();
+    let carried = wip.carried.as_ref();
+    SessionRecord {
+        session_id,
+        state: SessionState::Bound,
+        source: located.repo.toplevel.clone(),
+        common_dir: located.repo.common_dir.clone(),
+        worktree: None,
+        admin_dir: None,
+        bound_revision,
+        base_tree: carried
+            .map(|c| c.worktree_tree.clone())
+            .unwrap_or(head_tree),
+        read_only: opts.read_only,
+        carried_wip: carried.is_some(),
+        carried_index_tree: carried.map(|c| c.index_tree.clone()),
+        wip_left_out: wip.left_out,
+        owner,
+        created_at_ms: now,
+        updated_at_ms: now,
+        last_run: None,
+        retained_reason: None,
+        retained_at_ms: None,
+        swept: None,
+        rebased: None,
+    }
+}
+
+/// What a new isolation starts from besides its bound revision.
+struct Restore {
+    /// The working tree's content.
+    tree: String,
+    /// What is staged; `None`: nothing (the index stays at the bound revision).
+    index_tree: Option<String>,
+}
+
+/// Claims the id, builds the isolation (restoring `restore_state` into it, if given) and
+/// publishes the session. Called with the repository lock held; releases it for the checkout.
+fn create(
+    ctx: &Context,
+    located: &Located,
+    lock: crate::store::lock::FileLock,
+    record: SessionRecord,
+    opts: &BindOptions,
+    restore_state: Option<Restore>,
+    mut warnings: Vec<String>,
+) -> Result<BindOutcome> {
+    refuse_bind_in_progress(located, &record.session_id)?;
+    if record.read_only {
+        publish(ctx, located, &record)?;
+        register_or_warn(located, &mut warnings);
+        drop(lock);
+        return Ok(BindOutcome::from_record(&record, false, warnings));
+    }
+    let sets =
+        crate::base::include::copy_sets(&located.repo.toplevel, &opts.copy_ignored, &mut warnings)?;
+    let claim = claim_path(located, opts, &record.session_id, &mut warnings)?;
+    // A spare is taken under the lock, so two binds never take the same one.
+    let taken = (restore_state.is_none() && warm_eligible(located, opts, &claim.path))
+        .then(|| {
+            crate::services::pool::take(located, &claim.path)
+                .ok()
+                .flatten()
+        })
+        .flatten();
+    // The checkout runs without the lock, so binds of other sessions proceed meanwhile; the
+    // claim keeps this id (and this path) ours until the session is published.
+    drop(lock);
+
+    let built = match taken {
+        Some(taken) => warm_or_cold(ctx, located, &claim.path, &record.bound_revision, taken),
+        None => cold(
+            ctx,
+            located,
+            &claim.path,
+            &record,
+            opts,
+            restore_state.as_ref(),
+        )
+        .map(|(admin, more)| {
+            warnings.extend(more);
+            (admin, false)
+        }),
+    }
+    .and_then(|built| {
+        copy_ignored(ctx, located, (&claim.path, &record.bound_revision), &sets)
+            .map(|copied| (built, copied))
+    });
+    let _lock = ctx.lock(&located.repo)?;
+    match built {
+        Ok(((admin_dir, warm), copied)) => {
+            let mut outcome = publish_isolation(ctx, located, record, &claim, admin_dir, warnings)?;
+            outcome.warm = warm;
+            outcome.copied_ignored = copied;
+            Ok(outcome)
+        }
+        Err(err) => {
+            let _ = isolation::clear_dead_claim(located, &claim);
+            Err(err)
+        }
+    }
+}
+
+/// A plain bind at the source's side with nothing to restore may take a spare of the pool.
+fn warm_eligible(located: &Located, opts: &BindOptions, path: &Path) -> bool {
+    !opts.submodules && opts.base_dir.is_none() && path.parent() == located.repo.toplevel.parent()
+}
+
+/// Checks the revision out into a new worktree (restoring `restore_state` into it, if given)
+/// and stores a3s-iso's index of it as the session's seed; returns the admin dir.
+fn cold(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    record: &SessionRecord,
+    opts: &BindOptions,
+    restore_state: Option<&Restore>,
+) -> Result<(PathBuf, Vec<String>)> {
+    let (admin_dir, warnings) = build(ctx, located, path, &record.bound_revision, opts.submodules)?;
+    if let Some(state) = restore_state {
+        restore(ctx, located, (path, &admin_dir), state)?;
+    }
+    keep_seed(ctx, located, path, &admin_dir)?;
+    Ok((admin_dir, warnings))
+}
+
+/// Finishes a taken spare; if that fails, its tree goes and the bind checks out cold.
+fn warm_or_cold(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    revision: &str,
+    taken: crate::services::pool::Taken,
+) -> Result<(PathBuf, bool)> {
+    if let Ok(admin) = crate::services::pool::finish_take(ctx, located, taken, path, revision) {
+        return Ok((admin, true));
+    }
+    let admins = isolation::admin_dirs_for(&located.repo, path);
+    isolation::remove(&located.repo, path, None)?;
+    for admin in admins {
+        isolation::remove_admin_dir(&located.repo, &admin)?;
+    }
+    let (admin, _) = build(ctx, located, path, revision, false)?;
+    keep_seed(ctx, located, path, &admin)?;
+    Ok((admin, false))
+}
+
+/// The index git just wrote for the new isolation at `path` is a3s-iso's own: the seed of the
+/// session's snapshots, and the index at bind that the pool's cleaning compares the tree with.
+fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Result<()> {
+    let seed = located.store.seed_index(admin)?;
+    let git = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
+    crate::model::snapshot::keep_index(&git, admin, &seed)?;
+    crate::model::snapshot::copy_index(&seed, &located.store.bound_index_path(admin))
+}
+
+/// `--copy-ignored` and `.worktreeinclude`: the source's ignored files they match, copied in.
+fn copy_ignored(
+    ctx: &Context,
+    located: &Located,
+    (path, revision): (&Path, &str),
+    sets: &[crate::base::include::PatternSet],
+) -> Result<Option<crate::services::copyignored::CopyReport>> {
+    if sets.is_empty() {
+        return Ok(None);
+    }
+    let top = &located.repo.toplevel;
+    crate::services::copyignored::copy(&ctx.git, (top, path), revision, sets).map(Some)
+}
+
+/// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.
+fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
+    let Some(claim) = located.store.load_claim(session_id)? else {
+        return Ok(());
+    };
+    match claim.bind_process.liveness() {
+        Liveness::Dead => isolation::clear_dead_claim(located, &claim),
+        _ => Err(Error::SessionExists {
+            message: format!(
+                "a bind of session {session_id:?} is in progress ({})",
+                claim.bind_process.describe()
+            ),
+            hint: Some("wait for it to finish, or use another session id".into()),
+        }),
+    }
+}
+
+/// Picks the isolation's path (clearing an empty leftover there) and records the claim on it,
+/// naming this process, before anything is built.
+fn claim_path(
+    located: &Located,
+    opts: &BindOptions,
+    session_id: &str,
+    warnings: &mut Vec<String>,
+) -> Result<ClaimRecord> {
+    let (base, shared) = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
+    let names = located.store.isolation_names(&located.repo.toplevel);
+    let path = base.join(names.name(session_id, shared));
+    clear_path(&path, warnings)?;
+    let claim = ClaimRecord {
+        session_id: session_id.to_string(),
+        path,
+        bind_process: Owner::this_process(),
+        created_at_ms: now_ms(),
+    };
+    located.store.save_claim(&claim)?;
+    Ok(claim)
+}
+
+/// Publishes a built isolation and drops its claim; called under the repository lock. If it
+/// cannot be published, the tree goes, as if the bind had never started.
+fn publish_isolation(
+    ctx: &Context,
+    located: &Located,
+    mut record: SessionRecord,
+    claim: &ClaimRecord,
+    admin_dir: PathBuf,
+    mut warnings: Vec<String>,
+) -> Result<BindOutcome> {
+    record.worktree = Some(claim.path.clone());
+    record.admin_dir = Some(admin_dir);
+    record.state = SessionState::Bound;
+    record.swept = None;
+    record.updated_at_ms = now_ms();
+    if let Err(err) = publish(ctx, located, &record) {
+        let _ = isolation::clear_dead_claim(located, claim);
+        return Err(err);
+    }
+    located.store.remove_claim(&record.session_id)?;
+    register_or_warn(located, &mut warnings);
+    Ok(BindOutcome::from_record(&record, false, warnings))
+}
+
+/// `--resume`: a session whose isolation is gone gets a new one at its bound revision, with its
+/// work restored as uncommitted changes: a swept session's swept snapshot, else the latest
+/// captured result. The base tree stays, so change sets stay relative to the original base. A
+/// healthy one is reused.
+fn resume(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    owner: Option<Owner>,
+    opts: &BindOptions,
+) -> Result<BindOutcome> {
+    let lock = ctx.lock(&located.repo)?;
+    let Some(mut record) = located.store.load_session(session_id)? else {
+        return Err(crate::workspace::context::not_found(located, session_id));
+    };
+    if !located.owns(&record) {
+        return Err(belongs_elsewhere(located, &record));
+    }
+    if record.state.has_tree() && (record.read_only || isolation::is_healthy(&record)) {
+        return reuse(located, record, owner, opts.owner != OwnerChoice::Parent);
+    }
+    let mut warnings = Vec::new();
+    let swept = swept_restore(ctx, located, &record)?;
+    if let (Some(_), Some(summary)) = (&swept, record.swept_summary()) {
+        warnings.push(format!("{summary}: restored it as uncommitted changes"));
+    } else if record.last_run.is_none() {
+        warnings.push(
+            "nothing was captured in this session: the isolation starts as the session did".into(),
+        );
+    }
+    // The swept snapshot; else the latest capture; else, for carried WIP, the state the
+    // session started from.
+    let restore_state = swept.or(match (&record.last_run, record.carried_wip) {
+        (Some(run), _) => Some(Restore {
+            tree: run.result_tree.clone(),
+            index_tree: None,
+        }),
+        (None, true) => Some(Restore {
+            tree: record.base_tree.clone(),
+            index_tree: record.carried_index_tree.clone(),
+        }),
+        (None, false) => None,
+    });
+    if let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir)
+        && record.state.has_tree()
+    {
+        // The old tree is damaged or gone: drop what is left of its registration.
+        isolation::remove(&located.repo, tree, Some(admin))?;
+    }
+    record.owner = owner;
+    record.read_only = false;
+    create(ctx, located, lock, record, opts, restore_state, warnings)
+}
+
+/// A swept session's snapshot (`None` for a session that is not swept, or was swept without
+/// one). Until the resumed session is published its record stays `swept`, so a resume that is
+/// killed can be run again.
+fn swept_restore(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<Option<Restore>> {
+    let reference = record
+        .swept
+        .as_ref()
+        .filter(|_| record.state == SessionState::Swept)
+        .and_then(|swept| swept.swept_ref.clone());
+    let Some(reference) = reference else {
+        return Ok(None);
+    };
+    let tree = ctx
+        .git
+        .rev_parse(&located.repo.toplevel, &format!("{reference}^{{tree}}"))?;
+    Ok(tree.map(|tree| Restore {
+        tree,
+        index_tree: None,
+    }))
+}
+
+/// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
+/// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
+/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay
+/// cheap. Like the submodule initialisation, this runs before anything else has run in the
+/// tree, through its own admin dir (with every location named): with `submodule.recurse` set,
+/// `read-tree -u` updates the submodules, whose git dirs live there.
+fn restore(
+    ctx: &Context,
+    located: &Located,
+    (path, admin): (&Path, &Path),
+    state: &Restore,
+) -> Result<()> {
+    let wt = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
+    let git = || wt.cmd();
+    git()
+        .args(["read-tree", "-u", "--reset", &state.tree])
+        .run()?;
+    match &state.index_tree {
+        Some(index_tree) => git()
+            .args(["read-tree", "-m", &state.tree, index_tree])
+            .run()?,
+        None => git().args(["reset", "-q"]).run()?,
+    };
+    Ok(())
+}
+
+/// The same owner (or the heir of a dead one) gets the existing binding back; another live
+/// owner's session is refused rather than shared. An ownerless session is shared: it stays
+/// ownerless unless an owner is named explicitly (`explicit`), which adopts it.
+fn reuse(
+    located: &Located,
+    mut existing: SessionRecord,
+    owner: Option<Owner>,
+    explicit: bool,
+) -> Result<BindOutcome> {
+    if !existing.read_only && !isolation::is_healthy(&existing) {
+        return Err(Error::SessionExists {
+            message: format!(
+                "session {:?} is bound but its isolation {} is missing or damaged",
+                existing.session_id,
+                existing
+                    .worktree
+                    .as_deref()
+                    .map(|p| p.display().to_string())
+                    .unwrap_or_default()
+            ),
+            hint: Some(format!(
+                "bring it back with a3s-iso bind -s {0} --resume (the last capture restored), or discard it (a3s-iso discard -s {0})",
+                existing.session_id
+            )),
+        });
+    }
+    let mut warnings = Vec::new();
+    if existing.owner != owner {
+        let warning = match &existing.owner {
+            None if !explicit => None,
+            None => Some("the ownerless session now has an owner".to_string()),
+            Some(previous) if previous.liveness() == Liveness::Dead => Some(format!(
+                "took the session over from its previous owner ({}), which has exited",
+                previous.describe()
+            )),
+            Some(previous) => return Err(owned_elsewhere(&existing.session_id, previous)),
+        };
+        if let Some(warning) = warning {
+            warnings.push(warning);
+            existing.owner = owner;
+            existing.updated_at_ms = now_ms();
+            located.store.save_session(&existing)?;
+        }
+    }
+    Ok(BindOutcome::from_record(&existing, true, warnings))
+}
+
+/// `session_exists`: another owner, which may still be running, holds the session.
+fn owned_elsewhere(session_id: &str, owner: &Owner) -> Error {
+    Error::SessionExists {
+        message: format!(
+            "session {session_id:?} is bound by another owner ({}) that may still be running",
+            owner.describe()
+        ),
+        hint: Some(format!(
+            "use another session id, or act for that owner with --owner-pid {}",
+            owner.pid
+        )),
+    }
+}
+
+/// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory;
+/// and whether it is a directory that many sources share (`--base-dir`, the per-user one),
+/// where isolation names carry the source's hash.
+fn isolation_base(
+    located: &Located,
+    base_dir: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Result<(PathBuf, bool)> {
+    let source = &located.repo.toplevel;
+    if let Some(dir) = base_dir {
+        let dir = fs::canonicalize(dir).map_err(|e| Error::Usage {
+            message: format!("--base-dir {}: {e}", dir.display()),
+        })?;
+        if dir.starts_with(source) {
+            return Err(Error::Usage {
+                message: format!(
+                    "--base-dir {} is inside the source; isolations live outside it",
+                    dir.display()
+                ),
+            });
+        }
+        return Ok((dir, true));
+    }
+    let parent = source.parent().unwrap_or(Path::new("/"));
+    let writable = rustix::fs::access(
+        parent,
+        rustix::fs::Access::WRITE_OK | rustix::fs::Access::EXEC_OK,
+    )
+    .is_ok();
+    if writable {
+        return Ok((parent.to_path_buf(), false));
+    }
+    let fallback = crate::store::state::user_data_dir()
+        .map(|d| {
+            d.join("isolations")
+                .join(crate::base::fsutil::path_key(&[source]))
+        })
+        .ok_or_else(|| Error::IsolationUnavailable {
+            message: format!(
+                "{} is not writable and there is no per-user data directory",
+                parent.display()
+            ),
+            hint: Some("name a writable directory with --base-dir".into()),
+        })?;
+    fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
+    warnings.push(format!(
+        "{} is not writable; the isolation lives under {} instead",
+        parent.display(),
+        fallback.display()
+    ));
+    Ok((fallback, true))
+}
+
+/// An empty leftover directory is cleared; anything else at the path is refused, untouched.
+fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+    let meta = match fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::io(format!("cannot inspect {}", path.display()), e)),
+    };
+    let file_type = meta.file_type();
+    let found = if file_type.is_symlink() {
+        "a symbolic link"
+    } else if !file_type.is_dir() {
+        "a file"
+    } else if crate::base::fsutil::is_empty_dir(path)
+        .ctx(|| format!("cannot read {}", path.display()))?
+    {
+        fs::remove_dir(path).ctx(|| format!("cannot remove empty {}", path.display()))?;
+        warnings.push(format!(
+            "cleared an empty leftover directory at {}",
+            path.display()
+        ));
+        return Ok(());
+    } else {
+        "a non-empty directory"
+    };
+    Err(Error::IsolationPathOccupied {
+        path: path.to_path_buf(),
+        found: found.into(),
+    })
+}
+
+/// Checks the bound revision out into a new detached worktree at `path` (with its submodules
+/// initialised from the source's copies of them, if asked); returns its admin dir and the
+/// warnings for submodules left uninitialised. The tree is built in place, never renamed
+/// afterwards, so submodule links stay valid.
+fn build(
+    ctx: &Context,
+    located: &Located,
+    path: &Path,
+    revision: &str,
+    submodules: bool,
+) -> Result<(PathBuf, Vec<String>)> {
+    let admin = isolation::add_worktree(ctx, &located.repo, path, revision)?;
+    let warnings = if submodules {
+        // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
+        // admin dir (`<admin>/modules`), so git goes through the admin dir itself.
+        crate::model::submodules::initialise(
+            &ctx.git,
+            (path, &admin, &located.repo.common_dir),
+            &located.repo.toplevel,
+        )?
+    } else {
+        Vec::new()
+    };
+    Ok((admin, warnings))
+}
+
+/// Makes the session visible: base ref, then record. Called under the repository lock.
+fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
+    crate::model::refs::pin_session(
+        &ctx.git,
+        &located.repo.toplevel,
+        &located.store.refs(),
+        record,
+    )?;
+    located.store.save_session(record)
+}
+
+/// Registers the source; failing that only keeps it out of `--all`, so it is a warning.
+fn register_or_warn(located: &Located, warnings: &mut Vec<String>) {
+    if let Err(err) = register(located) {
+        warnings.push(format!(
+            "the source could not be added to the user registry: {err}"
+        ));
+    }
+}
+
+/// Adds the source to the user-level registry (for `list --all` and `sweep --all`).
+fn register(located: &Located) -> Result<()> {
+    register_source(&RegistryEntry {
+        source: located.repo.toplevel.clone(),
+        common_dir: located.repo.common_dir.clone(),
+        state_dir: located.store.dir().to_path_buf(),
+    })
+}

@@ -1,0 +1,157 @@
+//! `changes`: answers a change-set request (`a3s.code.agent-change-set-request.v1`) with the
+//! stored change-set document of exactly the run its identity names.
+
+use std::path::Path;
+
+use crate::base::error::{ChangeSetRule, Error, Result};
+use crate::model::changeset::{self, ChangeSet, Identity, MAX_PATCH_BYTES, MAX_REQUEST_BYTES};
+use crate::workspace::context::{Context, Located};
+
+/// The answer to a request: the run's stored document, as its exact bytes, and what it says.
+#[derive(Debug, Clone)]
+pub struct ChangesAnswer {
+    /// The document exactly as it is stored (`runs/<session>/<run>.json`).
+    pub bytes: Vec<u8>,
+    /// The document, verified.
+    pub change_set: ChangeSet,
+}
+
+/// Reads a change-set request from a file (or `-` for standard input) and checks it under the
+/// rules of its format; returns the run identity it asks for. Either source is read to at most
+/// one byte past the size limit. A file that cannot be read is `invalid_input`.
+pub fn read_request(path: &Path) -> Result<Identity> {
+    let bytes = if path == Path::new("-") {
+        changeset::read_bounded(std::io::stdin().lock(), MAX_REQUEST_BYTES)
+            .map_err(|e| Error::io("cannot read standard input", e))?
+    } else {
+        let file = std::fs::File::open(path).map_err(|e| Error::InvalidInput {
+            message: format!("cannot read the request {}: {e}", path.display()),
+        })?;
+        changeset::read_bounded(file, MAX_REQUEST_BYTES)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
+    };
+    changeset::verify_request(&bytes)
+}
+
+/// The stored change-set document of the run `identity` names, in the repository the command
+/// was started in. The run must have ended and its document be recorded (else
+/// `change_set_pending`), and the document's identity must be the request's, field by field
+/// (else `change_set_invalid` with rule `identity_mismatch`).
+pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
+    let located = ctx.locate().map_err(|err| match err {
+        Error::IsolationUnavailable { message, .. } => Error::ChangeSetUnavailable { message },
+        other => other,
+    })?;
+    let (session_id, run_id) = (&identity.session_id, &identity.run_id);
+    known_session(&located, session_id)?;
+    if crate::base::ids::validate(run_id).is_err() {
+        return Err(run_not_found(identity));
+    }
+    if located.store.leasing_run(session_id)?.as_deref() == Some(run_id.as_str()) {
+        return Err(Error::ChangeSetPending {
+            session_id: session_id.clone(),
+            run_id: run_id.clone(),
+            why: "its command is running, or its change set is being recorded".into(),
+        });
+    }
+    match located.store.load_run_doc(session_id, run_id)? {
+        Some(bytes) => answer_with(bytes, identity),
+        None => without_document(ctx, &located, identity),
+    }
+}
+
+/// Checks that the store knows the session: a record of this repository's. An id a3s-iso could
+/// not have recorded names no session either.
+fn known_session(located: &Located, session_id: &str) -> Result<()> {
+    let unknown = || Error::UnknownSession {
+        session_id: session_id.to_string(),
+        store: located.store.dir().to_path_buf(),
+    };
+    if crate::base::ids::validate(session_id).is_err() {
+        return Err(unknown());
+    }
+    match located.store.load_session(session_id)? {
+        Some(record) if located.owns(&record) => Ok(()),
+        _ => Err(unknown()),
+    }
+}
+
+fn run_not_found(identity: &Identity) -> Error {
+    Error::RunNotFound {
+        session_id: identity.session_id.clone(),
+        run_id: identity.run_id.clone(),
+    }
+}
+
+/// The stored document `bytes`, verified, if its identity is the request's.
+fn answer_with(bytes: Vec<u8>, identity: &Identity) -> Result<ChangesAnswer> {
+    let verified = changeset::verify(&bytes).map_err(|err| Error::ChangeSetUnavailable {
+        message: format!(
+            "the stored document of run {:?} of session {:?} is damaged: {err}",
+            identity.run_id, identity.session_id
+        ),
+    })?;
+    let stored = &verified.change_set.identity;
+    let fields = [
+        ("schema", &stored.schema, &identity.schema),
+        ("protocol", &stored.protocol, &identity.protocol),
+        (
+            "agent_release_identity",
+            &stored.agent_release_identity,
+            &identity.agent_release_identity,
+        ),
+        ("session_id", &stored.session_id, &identity.session_id),
+        ("run_id", &stored.run_id, &identity.run_id),
+    ];
+    if let Some((field, recorded, _)) = fields.iter().find(|(_, stored, asked)| stored != asked) {
+        return Err(Error::RequestInvalid {
+            rule: ChangeSetRule::IdentityMismatch,
+            field: format!("identity.{field}"),
+            detail: format!(
+                "run {:?} of session {:?} was recorded with {field} {recorded:?}",
+                identity.run_id, identity.session_id
+            ),
+        });
+    }
+    Ok(ChangesAnswer {
+        bytes,
+        change_set: verified.change_set,
+    })
+}
+
+/// A run without a stored document: unknown (`run_not_found`), or one whose result is pinned
+/// or whose command ended but whose document is not there. A capture writes the document
+/// under the repository lock after pinning the result: under that lock, a document still
+/// missing is one that will never be (its patch is over the bound, or its capture was cut
+/// short), `change_set_unavailable`.
+fn without_document(
+    ctx: &Context,
+    located: &Located,
+    identity: &Identity,
+) -> Result<ChangesAnswer> {
+    let (session_id, run_id) = (&identity.session_id, &identity.run_id);
+    let store = &located.store;
+    let source = &located.repo.toplevel;
+    let pinned =
+        crate::model::refs::run_exists(&ctx.git, source, &store.refs(), session_id, run_id)?;
+    let ended = store.load_run_exit(session_id, run_id).is_some();
+    if !pinned && !ended {
+        return Err(run_not_found(identity));
+    }
+    let _lock = ctx.lock(&located.repo)?;
+    if let Some(bytes) = store.load_run_doc(session_id, run_id)? {
+        return answer_with(bytes, identity);
+    }
+    let kept = match pinned {
+        true => format!(
+            "; its result tree is pinned at {}",
+            store.refs().run_result(session_id, run_id)
+        ),
+        false => String::new(),
+    };
+    Err(Error::ChangeSetUnavailable {
+        message: format!(
+            "run {run_id:?} of session {session_id:?} has no change-set document: its patch is over the {MAX_PATCH_BYTES}-byte bound of a document, or its capture did not finish{kept}"
+        ),
+    })
+}

@@ -1,0 +1,181 @@
+//! The worktree hooks: `WorktreeCreate` binds a session and hands Claude Code its isolation;
+//! `WorktreeRemove` captures the session's work and discards the isolation.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
+use crate::ops::claude::payload::{CreatePayload, RemovePayload, session_id_from};
+use crate::ops::discard::{DiscardOptions, discard};
+use crate::services::evidence::{CaptureOptions, capture};
+use crate::workspace::context::Context;
+
+/// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another
+/// live Claude Code holds the one before.
+const ID_ATTEMPTS: u32 = 20;
+
+/// `WorktreeCreate`: binds a session named after the proposed worktree, owned by the Claude
+/// Code process the hook runs under (else the hook's parent, as `bind` picks it), at the
+/// source's HEAD with the source's local changes left out (as Claude Code's own worktrees
+/// are), and with the ignored files the source's `.worktreeinclude` names copied in. The same
+/// name bound again by the same Claude Code (or after its owner exited) returns the same
+/// isolation; while another live owner holds the name, the id gets a `-2`, `-3`, … suffix.
+pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOutcome> {
+    let owner = crate::base::owner::claude_ancestor().map_or(OwnerChoice::Parent, OwnerChoice::Pid);
+    let base = payload
+        .name
+        .as_deref()
+        .and_then(session_id_from)
+        .unwrap_or_else(|| crate::base::ids::generate("claude"));
+    // The repository's configuration applies as to `bind` without a terminal: an untrusted
+    // file is refused (`config_untrusted`), a trusted one's setup and copies run.
+    let loaded = crate::services::config::load(ctx, true)?;
+    loaded.require_trusted()?;
+    let settings = loaded.effective(true);
+    let setup = crate::ops::setup::Setup::configured(&settings);
+    let mut attempt = 1;
+    let mut outcome = loop {
+        let opts = BindOptions {
+            session_id: Some(attempt_id(&base, attempt)),
+            allow_dirty: true,
+            owner,
+            copy_ignored: settings.copy_ignored.value.clone(),
+            setup: setup.clone(),
+            ..BindOptions::default()
+        };
+        match bind(ctx, &opts) {
+            Err(Error::SessionExists { .. } | Error::IsolationPathOccupied { .. })
+                if attempt < ID_ATTEMPTS =>
+            {
+                attempt += 1;
+            }
+            other => break other?,
+        }
+    };
+    if let Some(warning) = base_left_out(ctx, payload, &outcome) {
+        outcome.warnings.insert(0, warning);
+    }
+    Ok(outcome)
+}
+
+/// The id of the `attempt`-th try: `base`, then `base-2`, `base-3`, … (cut to an id's length).
+fn attempt_id(base: &str, attempt: u32) -> String {
+    if attempt == 1 {
+        return base.to_string();
+    }
+    let suffix = format!("-{attempt}");
+    let mut id = base.to_string();
+    id.truncate(crate::base::ids::MAX_ID_LEN - suffix.len());
+    id.push_str(&suffix);
+    session_id_from(&id).unwrap_or(id)
+}
+
+/// A warning when Claude Code proposed a base that is not the commit the session was bound
+/// at: a3s-iso binds at the source's HEAD.
+fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) -> Option<String> {
+    let base = payload.base.as_deref()?;
+    let named = ctx
+        .git
+        .rev_parse(&outcome.source, &format!("{base}^{{commit}}"))
+        .ok()
+        .flatten();
+    (named.as_deref() != Some(outcome.bound_revision.as_str()) && !outcome.reused).then(|| {
+        format!(
+            "Claude Code proposed to start from {base:?}; the isolation is at the source's HEAD ({})",
+            outcome.bound_revision
+        )
+    })
+}
+
+/// What `WorktreeRemove` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoveOutcome {
+    /// The worktree Claude Code named.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub worktree: PathBuf,
+    /// The session whose isolation it is; `None` when no session of a store a3s-iso knows
+    /// has its isolation there (nothing was done).
+    pub session_id: Option<String>,
+    /// The run its final capture was recorded under (the capture before it, when nothing
+    /// changed since).
+    pub run_id: Option<String>,
+    /// How many files the session's change set touches.
+    pub files_changed: u64,
+    /// Whether the isolation went back to the pool instead of being deleted.
+    pub recycled: bool,
+}
+
+/// `WorktreeRemove`: captures the session whose isolation is at the payload's path (so its
+/// work stays as evidence: a run document and a pinned tree, `show` and `promote` reach it)
+/// and discards the isolation. A path no session has is left alone (`session_id` `None`).
+pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveOutcome> {
+    let path = match &payload.worktree_path {
+        path if path.is_absolute() => path.clone(),
+        relative => payload
+            .cwd
+            .as_deref()
+            .unwrap_or(&ctx.start_dir)
+            .join(relative),
+    };
+    let mut outcome = RemoveOutcome {
+        worktree: path.clone(),
+        session_id: None,
+        run_id: None,
+        files_changed: 0,
+        recycled: false,
+    };
+    let Some((ctx, session_id)) = session_at(ctx, &path)? else {
+        return Ok(outcome);
+    };
+    let captured = capture(
+        &ctx,
+        &CaptureOptions {
+            session_id: Some(session_id.clone()),
+            ..CaptureOptions::default()
+        },
+    )?;
+    let discarded = discard(
+        &ctx,
+        &DiscardOptions {
+            session_id: Some(session_id.clone()),
+            purge: false,
+        },
+    )?;
+    outcome.session_id = Some(session_id);
+    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
+    outcome.files_changed = captured.files_changed;
+    outcome.recycled = discarded.recycled;
+    Ok(outcome)
+}
+
+/// The session whose live isolation is at `path`, with a context to act on it: found from the
+/// isolation itself when it is there (its session is looked up by path in the stores a3s-iso
+/// knows), else among the sessions of the repository `ctx` was started in.
+fn session_at(ctx: &Context, path: &Path) -> Result<Option<(Context, String)>> {
+    let same = |tree: &Path| {
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        canonical(tree) == canonical(path)
+    };
+    if path.is_dir() {
+        let inner = ctx.started_in(path.to_path_buf());
+        if let Ok(located) = inner.locate()
+            && let Some(session) = located
+                .inside
+                .filter(|s| s.worktree.as_deref().is_some_and(same))
+        {
+            return Ok(Some((inner, session.session_id)));
+        }
+    }
+    let located = match ctx.locate() {
+        Ok(located) => located,
+        Err(Error::IsolationUnavailable { .. }) => return Ok(None),
+        Err(err) => return Err(err),
+    };
+    let found =
+        located.store.sessions()?.into_iter().flatten().find(|s| {
+            s.state.has_tree() && located.owns(s) && s.worktree.as_deref().is_some_and(same)
+        });
+    Ok(found.map(|s| (ctx.clone(), s.session_id)))
+}

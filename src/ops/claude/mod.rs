@@ -1,0 +1,15 @@
+//! Claude Code's worktree hooks. With `WorktreeCreate` and `WorktreeRemove` configured,
+//! `claude --worktree` and its subagents' worktrees are a3s-iso isolations: the create hook
+//! binds a session and prints its isolation's path, the remove hook captures the session's
+//! work and discards the isolation. `init claude` adds both hooks to the project's settings.
+
+mod hooks;
+mod json;
+mod payload;
+mod settings;
+
+pub use crate::ops::claude::hooks::{RemoveOutcome, worktree_create, worktree_remove};
+pub use crate::ops::claude::payload::{
+    CreatePayload, RemovePayload, WorktreeEvent, session_id_from,
+};
+pub use crate::ops::claude::settings::{InitHook, InitOutcome, SETTINGS_FILE, hook_command, init};

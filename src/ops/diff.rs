@@ -1,0 +1,662 @@
+//! `diff`: a change set to review before promoting it — a session's (what `promote` would
+//! apply now, or `cumulative` since its base), a verified document's, or a promoted one's from
+//! its artifacts. It writes nothing: no artifacts, no journal, no intent, and a3s-iso's own
+//! index of the isolation is read, not replaced (the snapshot's objects go into the object
+//! store, as for any snapshot, unreferenced until something pins them).
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::paths::RepoPath;
+use crate::base::wire::wire_enum;
+use crate::model::nested::NestedKind;
+use crate::model::snapshot::{self, Patch};
+use crate::workspace::context::Context;
+
+/// What `diff` is asked to show.
+#[derive(Debug, Clone, Default)]
+pub struct DiffOptions {
+    /// The session (default: the one `-s` resolution finds).
+    pub session_id: Option<String>,
+    /// A change-set document to show instead of a session.
+    pub change_set: Option<PathBuf>,
+    /// A promoted change set to show from its artifacts.
+    pub digest: Option<String>,
+    /// The whole session since its base tree, rather than the delta since its last promoted
+    /// step.
+    pub cumulative: bool,
+}
+
+/// Which change set a diff shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// A session's delta since its last promoted step (or its base): what promote applies now.
+    SincePromote,
+    /// A session's work since its base tree, steps already promoted included.
+    Cumulative,
+    /// A change-set document's patch.
+    ChangeSet,
+    /// A promoted (or planned) change set's patch, from its artifacts.
+    Promoted,
+}
+
+wire_enum! {
+    /// How a file changes.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum FileStatus {
+        /// The file is new.
+        Added = "added",
+        /// The file's content or mode changes.
+        Modified = "modified",
+        /// The file is removed.
+        Deleted = "deleted",
+        /// The path changes kind (file, symbolic link, submodule).
+        TypeChanged = "type_changed",
+    }
+}
+
+/// One file of a patch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FileChange {
+    /// The path in the repository.
+    pub path: RepoPath,
+    /// How it changes.
+    pub status: FileStatus,
+    /// Lines added (0 for a binary file).
+    pub additions: u64,
+    /// Lines removed (0 for a binary file).
+    pub deletions: u64,
+    /// Whether the patch carries the file as binary data.
+    pub binary: bool,
+}
+
+/// Where the patch's bytes are.
+enum Body {
+    /// A scratch file, removed when the outcome is dropped (before its directory).
+    Scratch { patch: Patch, _dir: ReadScratch },
+    /// A decoded document's patch.
+    Memory(Vec<u8>),
+    /// A promote's artifact.
+    Stored(PathBuf),
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Body::Scratch { patch, .. } => write!(f, "Scratch({})", patch.file.path().display()),
+            Body::Memory(bytes) => write!(f, "Memory({} bytes)", bytes.len()),
+            Body::Stored(path) => write!(f, "Stored({})", path.display()),
+        }
+    }
+}
+
+/// What `diff` found: the patch (see [`DiffOutcome::open_patch`]) and its files.
+#[derive(Debug, Serialize)]
+pub struct DiffOutcome {
+    /// The session the change set is of (a document's identity, a journal entry's session).
+    pub session_id: Option<String>,
+    /// Which change set this is.
+    pub scope: Scope,
+    /// `sha256:` of exactly the patch bytes.
+    pub digest: String,
+    /// The patch's size.
+    pub patch_bytes: u64,
+    /// Whether the source's HEAD is elsewhere than the bind (or the session's last promoted
+    /// step) left it, so that a promote now would be refused (`head_moved`); `null` for
+    /// `cumulative`, a document and a promoted change set.
+    pub head_moved: Option<bool>,
+    /// The tree the patch applies to, where known.
+    #[serde(with = "crate::base::ids::tree_id_opt")]
+    pub from_tree: Option<String>,
+    /// The tree it makes, where known.
+    #[serde(with = "crate::base::ids::tree_id_opt")]
+    pub to_tree: Option<String>,
+    /// The files, in the patch's order.
+    pub files: Vec<FileChange>,
+    /// Submodules and nested repositories of the isolation: their own change sets travel
+    /// beside the root's and are not part of this patch.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<RepoPath>,
+    /// The change sets of the session's submodules and nested repositories that a promote
+    /// would land (each in its own repository), after the root's; none for a document or a
+    /// promoted change set, which carry the root only.
+    pub nested_change_sets: Vec<NestedDiff>,
+    /// What the user should know: nested repositories whose work is not shown, and why.
+    pub warnings: Vec<String>,
+    #[serde(skip)]
+    body: Body,
+}
+
+/// The change set of one submodule or nested repository of a session, as `diff` shows it.
+#[derive(Serialize)]
+pub struct NestedDiff {
+    /// The repository's path in the superproject.
+    pub path: RepoPath,
+    /// Submodule or nested repository.
+    pub kind: NestedKind,
+    /// `sha256:` of the nested patch as a promote would land it in that repository (its paths
+    /// relative to the repository).
+    pub digest: String,
+    /// That patch's size.
+    pub patch_bytes: u64,
+    /// The tree of the repository the patch applies to.
+    #[serde(with = "crate::base::ids::tree_id")]
+    pub from_tree: String,
+    /// The tree it makes.
+    #[serde(with = "crate::base::ids::tree_id")]
+    pub to_tree: String,
+    /// The files, each with its path in the superproject (`<repository path>/<file>`), in
+    /// the patch's order.
+    pub files: Vec<FileChange>,
+    /// The patch as shown: every path under the repository's (`a/<repository path>/<file>`).
+    #[serde(skip)]
+    shown: Patch,
+}
+
+impl std::fmt::Debug for NestedDiff {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NestedDiff")
+            .field("path", &self.path)
+            .field("kind", &self.kind)
+            .field("digest", &self.digest)
+            .field("files", &self.files)
+            .finish_non_exhaustive()
+    }
+}
+
+impl NestedDiff {
+    /// The nested patch as `diff` shows it: every path under the repository's path in the
+    /// superproject (`a/<repository path>/<file>`), as `git diff --submodule=diff` shows it.
+    pub fn open_patch(&self) -> Result<Box<dyn Read + '_>> {
+        Ok(Box::new(open(self.shown.file.path())?))
+    }
+}
+
+impl DiffOutcome {
+    /// The patch's bytes, exactly as promote would write them to `change.patch`.
+    pub fn open_patch(&self) -> Result<Box<dyn Read + '_>> {
+        Ok(match &self.body {
+            Body::Scratch { patch, .. } => Box::new(open(patch.file.path())?),
+            Body::Memory(bytes) => Box::new(bytes.as_slice()),
+            Body::Stored(path) => Box::new(open(path)?),
+        })
+    }
+}
+
+fn open(path: &Path) -> Result<File> {
+    File::open(path).ctx(|| format!("cannot open {}", path.display()))
+}
+
+/// Shows a change set; see [`DiffOptions`]. Reads only.
+pub fn diff(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
+    if let Some(path) = &opts.change_set {
+        return document(ctx, path);
+    }
+    if let Some(digest) = &opts.digest {
+        return promoted(ctx, digest);
+    }
+    session(ctx, opts)
+}
+
+/// The source's `core.pager`, if it sets one (the caller's environment comes first).
+pub fn configured_pager(ctx: &Context) -> Option<String> {
+    let located = ctx.locate().ok()?;
+    let out = ctx
+        .git
+        .at(&located.repo.toplevel)
+        .args(["config", "--get", "core.pager"])
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.exit_code == Some(0) && !text.is_empty()).then_some(text)
+}
+
+/// A session's change set from a fresh snapshot of its isolation, with the change sets of its
+/// submodules and nested repositories.
+fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
+    let located = ctx.locate()?;
+    let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let isolation = crate::model::isolation::writable_isolation(&session)?;
+    // The snapshots need no lock: they read the isolation and write objects only.
+    let scratch = ReadScratch::new()?;
+    let mut snap = isolation.peek(ctx, &located, scratch.path())?;
+    let mut nested = snap.gitlinks.clone();
+    nested.extend(snap.nested.iter().map(|name| nested_path(name)));
+    let look = crate::model::nested::Look::Peek(scratch.path());
+    let found =
+        crate::model::nested::capture_isolation(&ctx.git, &located, &isolation, &mut snap, look)?;
+    let bases = bases(ctx, &located, &session, opts, &found)?;
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.common_dir,
+        &bases.root,
+        &snap.tree,
+        scratch.path(),
+    )?;
+    let files = files_of(BufReader::new(open(patch.file.path())?))?;
+    let nested_change_sets = nested_diffs(ctx, &located, &found, &bases.nested, scratch.path())?;
+    let mut warnings = found.warnings();
+    warnings.extend(snap.nested.iter().map(|name| {
+        format!(
+            "nested repository {} is not part of the change set: the source has no repository there",
+            nested_path(name)
+        )
+    }));
+    Ok(DiffOutcome {
+        session_id: Some(session.session_id),
+        scope: bases.scope,
+        head_moved: bases.head_moved,
+        digest: patch.digest.clone(),
+        patch_bytes: patch.bytes,
+        from_tree: Some(bases.root),
+        to_tree: Some(snap.tree),
+        files,
+        nested,
+        nested_change_sets,
+        warnings,
+        body: Body::Scratch {
+            patch,
+            _dir: scratch,
+        },
+    })
+}
+
+/// A nested repository's name as the snapshot gives it (`dir/`), as a path.
+fn nested_path(name: &str) -> RepoPath {
+    RepoPath(name.trim_end_matches('/').as_bytes().to_vec())
+}
+
+/// Where a session's change sets start.
+struct Bases {
+    scope: Scope,
+    /// The root's from-tree.
+    root: String,
+    head_moved: Option<bool>,
+    /// Each captured nested change set's from-tree, in order; `None`: nothing new to promote
+    /// there since its last step.
+    nested: Vec<Option<String>>,
+}
+
+/// Where the session's change sets start: its base tree (`cumulative`, the nested ones at their
+/// HEAD's tree), else where a promote now would start each (after its last promoted step).
+fn bases(
+    ctx: &Context,
+    located: &crate::workspace::context::Located,
+    session: &crate::store::state::SessionRecord,
+    opts: &DiffOptions,
+    found: &crate::model::nested::Nested,
+) -> Result<Bases> {
+    let sets = found.captured.iter().map(|c| &c.set);
+    if opts.cumulative {
+        return Ok(Bases {
+            scope: Scope::Cumulative,
+            root: session.base_tree.clone(),
+            head_moved: None,
+            nested: sets.map(|set| Some(set.base_tree.clone())).collect(),
+        });
+    }
+    // The lock only while the journal is read, so that a promote in flight (or one a crash
+    // interrupted) has finished and its step counts.
+    let _lock = ctx.lock(&located.repo)?;
+    let previous = crate::ops::promote::last_step(&located.store, session, None)?;
+    let expected = previous
+        .as_ref()
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&session.bound_revision);
+    let head = located.repo.head_commit(&ctx.git);
+    let mut nested = Vec::new();
+    for set in sets {
+        let base = crate::ops::promote::nested_delta_base(&located.store, Some(session), set)?;
+        nested.push(base.map(|(from, _)| from));
+    }
+    Ok(Bases {
+        scope: Scope::SincePromote,
+        root: crate::ops::promote::delta_base(session, previous.as_ref()),
+        head_moved: head.map(|head| head != expected),
+        nested,
+    })
+}
+
+/// The nested change sets from their bases (`None`: nothing new, left out): the patch a
+/// promote would land in each repository (its digest), and the same shown within the
+/// superproject, its files with their paths there.
+fn nested_diffs(
+    ctx: &Context,
+    located: &crate::workspace::context::Located,
+    found: &crate::model::nested::Nested,
+    bases: &[Option<String>],
+    scratch: &Path,
+) -> Result<Vec<NestedDiff>> {
+    let common = &located.repo.common_dir;
+    let mut out = Vec::new();
+    for (captured, base) in found.captured.iter().zip(bases) {
+        let Some(from) = base else {
+            continue;
+        };
+        let set = &captured.set;
+        let (digest, patch_bytes) = if *from == set.base_tree {
+            (set.patch_digest.clone(), set.patch_bytes)
+        } else {
+            let delta = snapshot::patch(&ctx.git, common, from, &set.result_tree, scratch)?;
+            (delta.digest, delta.bytes)
+        };
+        let trees = (from.as_str(), set.result_tree.as_str());
+        let shown = snapshot::patch_under(&ctx.git, common, trees, &set.path_exact, scratch)?;
+        out.push(NestedDiff {
+            path: set.path_exact.clone(),
+            kind: set.kind,
+            digest,
+            patch_bytes,
+            from_tree: from.clone(),
+            to_tree: set.result_tree.clone(),
+            files: files_of(BufReader::new(open(shown.file.path())?))?,
+            shown,
+        });
+    }
+    Ok(out)
+}
+
+/// A change-set document, verified completely first.
+fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
+    let verified = crate::model::changeset::verify_file(&ctx.git, path)?;
+    let cs = verified.change_set;
+    let files = files_of(verified.patch.as_slice())?;
+    Ok(DiffOutcome {
+        session_id: Some(cs.identity.session_id),
+        scope: Scope::ChangeSet,
+        head_moved: None,
+        digest: cs.patch_digest,
+        patch_bytes: cs.patch_bytes,
+        from_tree: Some(crate::model::changeset::tree_id(&cs.base_tree).to_string()),
+        to_tree: Some(crate::model::changeset::tree_id(&cs.result_tree).to_string()),
+        files,
+        nested: Vec::new(),
+        nested_change_sets: Vec::new(),
+        warnings: Vec::new(),
+        body: Body::Memory(verified.patch),
+    })
+}
+
+/// A promoted change set, from `<state>/artifacts/<hex>/change.patch`; its bytes must still
+/// hash to the digest.
+fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
+    let located = ctx.locate()?;
+    let digest = match located.store.resolve_digest("--digest", digest)? {
+        Some(found) => found,
+        None => crate::model::changeset::DigestQuery::parse("--digest", digest)?.shown(),
+    };
+    let digest = digest.as_str();
+    let hex = digest.trim_start_matches("sha256:");
+    let path = located.store.artifacts_dir().join(hex).join("change.patch");
+    let unavailable = |why: String| Error::ChangeSetUnavailable {
+        message: format!("cannot show {digest}: {why}"),
+    };
+    let plain = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
+    if !plain {
+        return Err(unavailable(format!(
+            "its patch is not in the artifacts ({} is missing; promote --artifacts DIR keeps \
+             it where DIR is)",
+            path.display()
+        )));
+    }
+    let mut hashing = Hashing::new(open(&path)?);
+    let files = files_of(BufReader::new(&mut hashing))?;
+    let (bytes, found) = hashing.finish();
+    if found != digest {
+        return Err(unavailable(format!(
+            "{} has been changed: its bytes hash to {found}",
+            path.display()
+        )));
+    }
+    let entry = located.store.journal_entry(digest)?;
+    let step = entry.as_ref().and_then(|e| e.step.clone());
+    Ok(DiffOutcome {
+        session_id: entry.and_then(|e| e.session_id),
+        scope: Scope::Promoted,
+        head_moved: None,
+        digest: digest.to_string(),
+        patch_bytes: bytes,
+        from_tree: step.as_ref().map(|s| s.from_tree.clone()),
+        to_tree: step.map(|s| s.result_tree),
+        files,
+        nested: Vec::new(),
+        nested_change_sets: Vec::new(),
+        warnings: Vec::new(),
+        body: Body::Stored(path),
+    })
+}
+
+/// Scratch space for a command that writes nothing into the store (not even a file it
+/// removes again): a directory of this process's own under the system's temporary directory,
+/// removed with it.
+pub(crate) struct ReadScratch {
+    dir: PathBuf,
+}
+
+impl ReadScratch {
+    pub(crate) fn new() -> Result<ReadScratch> {
+        let dir = std::env::temp_dir().join(crate::store::scratch::owned_name("a3s-iso-read"));
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(ReadScratch { dir })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ReadScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+    bytes: u64,
+}
+
+impl<R: Read> Hashing<R> {
+    fn new(inner: R) -> Self {
+        Hashing {
+            inner,
+            hasher: Sha256::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Reads what is left (a parse may stop early), then the size and `sha256:` digest.
+    fn finish(mut self) -> (u64, String) {
+        let _ = std::io::copy(&mut self, &mut std::io::sink());
+        let digest = format!("sha256:{}", hex::encode(self.hasher.finalize()));
+        (self.bytes, digest)
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// The files of a patch as a3s-iso writes them (`--no-renames`, `a/` and `b/` prefixes,
+/// quoted paths), with their line counts; a type change (which git writes as a deletion and
+/// an addition of one path) is one file.
+pub(crate) fn files_of(mut reader: impl BufRead) -> Result<Vec<FileChange>> {
+    let mut files: Vec<FileChange> = Vec::new();
+    let mut line = Vec::new();
+    // Lines of the current hunk still to come, old side and new side.
+    let mut hunk = (0u64, 0u64);
+    loop {
+        line.clear();
+        let n = reader
+            .read_until(b'\n', &mut line)
+            .ctx(|| "cannot read the patch".to_string())?;
+        if n == 0 {
+            break;
+        }
+        let text = line.strip_suffix(b"\n").unwrap_or(&line);
+        if (hunk.0 > 0 || hunk.1 > 0)
+            && let Some(file) = files.last_mut()
+        {
+            match text.first() {
+                Some(b'-') => {
+                    hunk.0 = hunk.0.saturating_sub(1);
+                    file.deletions += 1;
+                }
+                Some(b'+') => {
+                    hunk.1 = hunk.1.saturating_sub(1);
+                    file.additions += 1;
+                }
+                Some(b'\\') => {}
+                _ => hunk = (hunk.0.saturating_sub(1), hunk.1.saturating_sub(1)),
+            }
+            continue;
+        }
+        header_line(text, &mut files, &mut hunk);
+    }
+    Ok(merge_type_changes(files))
+}
+
+/// A line outside a hunk: a file's header, or a hunk's.
+fn header_line(text: &[u8], files: &mut Vec<FileChange>, hunk: &mut (u64, u64)) {
+    if let Some(rest) = text.strip_prefix(b"diff --git ") {
+        files.push(FileChange {
+            path: RepoPath(header_path(rest)),
+            status: FileStatus::Modified,
+            additions: 0,
+            deletions: 0,
+            binary: false,
+        });
+        return;
+    }
+    let Some(file) = files.last_mut() else {
+        return;
+    };
+    if text.starts_with(b"new file mode ") {
+        file.status = FileStatus::Added;
+    } else if text.starts_with(b"deleted file mode ") {
+        file.status = FileStatus::Deleted;
+    } else if text == b"GIT binary patch" || text.starts_with(b"Binary files ") {
+        file.binary = true;
+    } else if let Some(rest) = text.strip_prefix(b"@@ -") {
+        *hunk = hunk_lengths(rest);
+    }
+}
+
+/// `a,b +c,d @@…` → (b, d); a length left out is 1.
+fn hunk_lengths(rest: &[u8]) -> (u64, u64) {
+    let text = String::from_utf8_lossy(rest);
+    let mut sides = text.split(' ');
+    let length = |side: Option<&str>| {
+        side.map_or(0, |s| match s.split_once(',') {
+            Some((_, n)) => n.parse().unwrap_or(0),
+            None => 1,
+        })
+    };
+    let old = length(sides.next());
+    let new = length(sides.next().and_then(|s| s.strip_prefix('+')));
+    (old, new)
+}
+
+/// The path of `a/P b/P` (or `"a/P" "b/P"` when git quoted it): without renames both sides
+/// name the same path.
+fn header_path(rest: &[u8]) -> Vec<u8> {
+    if rest.first() == Some(&b'"') {
+        let unquoted = unquote(&rest[1..]);
+        return unquoted
+            .strip_prefix(b"a/")
+            .map_or(unquoted.clone(), <[u8]>::to_vec);
+    }
+    let len = rest.len().saturating_sub(5) / 2;
+    rest.get(2..2 + len).unwrap_or_default().to_vec()
+}
+
+/// A C-quoted string after its opening quote, up to the closing one (git's `quote_c_style`).
+fn unquote(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < text.len() {
+        let b = text[i];
+        i += 1;
+        match b {
+            b'"' => break,
+            b'\\' if i < text.len() => {
+                let e = text[i];
+                i += 1;
+                match e {
+                    b'0'..=b'7' => {
+                        let digits = &text[i - 1..(i + 2).min(text.len())];
+                        let value = digits.iter().fold(0u32, |v, d| v * 8 + u32::from(d - b'0'));
+                        out.push(value as u8);
+                        i += digits.len() - 1;
+                    }
+                    b'a' => out.push(7),
+                    b'b' => out.push(8),
+                    b't' => out.push(b'\t'),
+                    b'n' => out.push(b'\n'),
+                    b'v' => out.push(11),
+                    b'f' => out.push(12),
+                    b'r' => out.push(b'\r'),
+                    other => out.push(other),
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// git writes a path that changes kind as a deletion followed by an addition (or the other
+/// way round): one file, `type_changed`.
+fn merge_type_changes(files: Vec<FileChange>) -> Vec<FileChange> {
+    let mut out: Vec<FileChange> = Vec::with_capacity(files.len());
+    for file in files {
+        if let Some(last) = out.last_mut()
+            && last.path == file.path
+            && matches!(
+                (last.status, file.status),
+                (FileStatus::Deleted, FileStatus::Added) | (FileStatus::Added, FileStatus::Deleted)
+            )
+        {
+            last.status = FileStatus::TypeChanged;
+            last.additions += file.additions;
+            last.deletions += file.deletions;
+            last.binary |= file.binary;
+            continue;
+        }
+        out.push(file);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::diff::*;
+
+    #[test]
+    fn files_and_counts() {
+        let patch = b"diff --git a/a b/a\nindex 1..2 100644\n--- a/a\n+++ b/a\n@@ -1,2 +1,2 @@\n-- x\n+++ y\n ctx\ndiff --git \"a/\\303\\251 q\" \"b/\\303\\251 q\"\nnew file mode 100644\nindex 0..1\nGIT binary patch\nliteral 1\nIc${\n\nliteral 0\nHcmV?d00001\n\ndiff --git a/l b/l\ndeleted file mode 100644\n--- a/l\n+++ /dev/null\n@@ -1 +0,0 @@\n-t\ndiff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+t\n\\ No newline at end of file\n";
+        let files = files_of(&patch[..]).unwrap();
+        assert_eq!(files.len(), 3);
+        assert_eq!(files[0].path.0, b"a");
+        assert_eq!((files[0].additions, files[0].deletions), (1, 1));
+        assert_eq!(files[0].status, FileStatus::Modified);
+        assert_eq!(files[1].path.0, "é q".as_bytes());
+        assert_eq!(files[1].status, FileStatus::Added);
+        assert!(files[1].binary);
+        assert_eq!(files[2].status, FileStatus::TypeChanged);
+        assert_eq!((files[2].additions, files[2].deletions), (1, 1));
+    }
+}

@@ -1,0 +1,224 @@
+//! `discard`: remove a session's isolation; never touches the source. Idempotent.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::Result;
+use crate::base::fsutil::now_ms;
+use crate::model::isolation;
+use crate::model::refs;
+use crate::recovery::pending;
+use crate::store::state::SessionState;
+use crate::workspace::context::Context;
+
+/// What `discard` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct DiscardOptions {
+    /// The session; resolved as for every command when `None`.
+    pub session_id: Option<String>,
+    /// Also drop the session's refs and records (evidence included).
+    pub purge: bool,
+}
+
+/// What `discard` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardOutcome {
+    /// The session discarded.
+    pub session_id: String,
+    /// Whether an isolation tree (or its registration) was removed by this call.
+    pub removed: bool,
+    /// Where its isolation was.
+    #[serde(with = "crate::base::paths::fs_path_opt")]
+    pub worktree: Option<PathBuf>,
+    /// Whether its refs and records went too (`--purge`).
+    pub purged: bool,
+    /// With `--purge`: what went (refs, branch, records, artifacts, lease…).
+    pub purged_items: Vec<crate::ops::gc::Item>,
+    /// With `--purge`: what stayed, with why (its journal entries, which make a later promote
+    /// of the same digest `idempotent`; a retained branch that is checked out).
+    pub kept: Vec<crate::ops::gc::Item>,
+    /// Whether the tree was cleaned and returned to the pool instead of deleted.
+    pub recycled: bool,
+}
+
+/// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
+/// evidence). Never touches the source; discarding twice is not an error. A session whose
+/// command is running is `session_busy`.
+pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
+    let located = ctx.locate()?;
+    let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
+    // Decided under the lock, with the session's lease held until the tree is gone: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
+    let _lock = ctx.lock(&located.repo)?;
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
+    let mut record = located
+        .store
+        .load_session(&session.session_id)?
+        .unwrap_or(session);
+    let (mut removed, mut recycled) = (false, false);
+    if record.state != SessionState::Discarded
+        && let Some(tree) = &record.worktree
+    {
+        // While the pool is below its size, the tree is cleaned and kept as a spare.
+        let returned = crate::services::pool::recycle(
+            ctx,
+            &located,
+            &record,
+            crate::services::pool::Return::Discard,
+        )?;
+        recycled = returned == crate::services::pool::Returned::ToPool;
+        removed = match returned {
+            crate::services::pool::Returned::ToPool | crate::services::pool::Returned::Removed => {
+                true
+            }
+            crate::services::pool::Returned::No => remove_tree(&located, &record, tree)?,
+        };
+        record = located
+            .store
+            .load_session(&record.session_id)?
+            .unwrap_or(record);
+    }
+    let id = record.session_id.clone();
+    // A rebase waiting at a conflict has no isolation to wait in any more.
+    crate::services::rebase::forget(&located.store, &id)?;
+    let mut purge = crate::services::purge::SessionPlan::default();
+    if opts.purge {
+        purge = purge_session(ctx, &located, &record)?;
+    } else if record.state != SessionState::Discarded {
+        record.state = SessionState::Discarded;
+        record.updated_at_ms = now_ms();
+        located.store.save_session(&record)?;
+    }
+    Ok(DiscardOutcome {
+        session_id: id,
+        removed,
+        worktree: record.worktree,
+        purged: opts.purge,
+        purged_items: purge.remove,
+        kept: purge.keep,
+        recycled,
+    })
+}
+
+/// One session `discard --all` could not discard, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardFailure {
+    /// The session.
+    pub session_id: String,
+    /// The error's stable code (`session_busy` for one whose command runs).
+    pub code: crate::base::error::ErrorCode,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// What `discard --all` did (`a3s-iso.discard-all.v1`).
+#[derive(Debug, Clone, Serialize)]
+pub struct DiscardAllOutcome {
+    /// Each session discarded, in id order, as `discard` reports one.
+    pub sessions: Vec<DiscardOutcome>,
+    /// The sessions left as they were (a running command holds one), with why.
+    pub failed: Vec<DiscardFailure>,
+}
+
+/// Discards every session bound from this source in this store (with `purge`, also forgets
+/// them, those discarded earlier included), one at a time, each as `discard` does it. A
+/// session that cannot be discarded now (its command runs) is reported and the rest go on.
+pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
+    let located = ctx.locate()?;
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
+    let here = canonical(&located.repo.toplevel);
+    let mut ids: Vec<String> = located
+        .store
+        .sessions()?
+        .into_iter()
+        .flatten()
+        .filter(|r| located.owns(r) && canonical(&r.source) == here)
+        .filter(|r| purge || r.state != SessionState::Discarded)
+        .map(|r| r.session_id)
+        .collect();
+    ids.sort();
+    let mut outcome = DiscardAllOutcome {
+        sessions: Vec::new(),
+        failed: Vec::new(),
+    };
+    for id in ids {
+        let opts = DiscardOptions {
+            session_id: Some(id.clone()),
+            purge,
+        };
+        match discard(ctx, &opts) {
+            Ok(done) => outcome.sessions.push(done),
+            Err(err) => outcome.failed.push(DiscardFailure {
+                session_id: id,
+                code: err.code(),
+                message: err.to_string(),
+            }),
+        }
+    }
+    Ok(outcome)
+}
+
+/// Removes everything of the session (see `gc::purge`), its journal entries aside; its lease
+/// file is unlinked last, while this command still holds it.
+fn purge_session(
+    ctx: &Context,
+    located: &crate::workspace::context::Located,
+    record: &crate::store::state::SessionRecord,
+) -> Result<crate::services::purge::SessionPlan> {
+    let id = &record.session_id;
+    let ns = located.store.refs();
+    refs::clear_stale_locks(&located.repo.common_dir, &ns, id);
+    let plan = crate::services::purge::plan_session(
+        &ctx.git,
+        located,
+        id,
+        Some(record),
+        crate::ops::gc::Reason::Purged,
+    )?;
+    let (lease, rest): (Vec<_>, Vec<_>) = plan
+        .remove
+        .iter()
+        .cloned()
+        .partition(|i| i.kind == crate::ops::gc::Kind::Lease);
+    crate::services::purge_item::remove_all(&ctx.git, located, &rest)?;
+    for path in lease.iter().filter_map(|i| i.path.as_ref()) {
+        crate::base::fsutil::remove_file_if_exists(path)?;
+    }
+    Ok(plan)
+}
+
+/// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside in one
+/// step, then its registration and the renamed tree; the record is marked `discarded` on the
+/// way. A kill at any point is finished (or, before the rename, undone) by the next command.
+/// A tree already gone leaves only its registration to remove.
+fn remove_tree(
+    located: &crate::workspace::context::Located,
+    record: &crate::store::state::SessionRecord,
+    tree: &std::path::Path,
+) -> Result<bool> {
+    let is_dir = std::fs::symlink_metadata(tree).is_ok_and(|m| m.is_dir());
+    if !is_dir {
+        return isolation::remove(&located.repo, tree, record.admin_dir.as_deref());
+    }
+    let intent = pending::Reclaim {
+        session_id: record.session_id.clone(),
+        path: tree.to_path_buf(),
+        admin: record.admin_dir.clone(),
+        trash: pending::trash_path(tree, &record.session_id),
+        swept_ref: None,
+        at_ms: now_ms(),
+    };
+    pending::save(&located.store, &pending::Intent::Discard(intent.clone()))?;
+    crate::fault_point!("discard-after-intent");
+    if let Err(err) = std::fs::rename(tree, &intent.trash) {
+        pending::remove(&located.store, &record.session_id)?;
+        return Err(crate::base::error::Error::io(
+            format!("cannot move {} aside to remove it", tree.display()),
+            err,
+        ));
+    }
+    crate::fault_point!("discard-after-move");
+    pending::complete_discard(&located.repo, &located.store, &intent)?;
+    Ok(true)
+}

@@ -1,0 +1,54 @@
+//! `path`: where a session's isolation is, for a shell to enter it (`shell-init`'s `cd`).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::store::state::SessionState;
+use crate::workspace::context::Context;
+
+/// A session's isolation, as `path` reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PathOutcome {
+    /// The session.
+    pub session_id: String,
+    /// Its isolation (a directory that exists).
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub worktree: PathBuf,
+}
+
+/// The isolation of the session `-s` names (or the one resolved as for every command). Reads
+/// only: no lock, no repair. A read-only or discarded session, or one whose tree is gone, is
+/// `isolation_unavailable`.
+pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcome> {
+    let located = ctx.locate()?;
+    let record = ctx.resolve_session(&located, session)?;
+    let id = &record.session_id;
+    let unavailable = |message: String, hint: &str| Error::IsolationUnavailable {
+        message,
+        hint: Some(hint.to_string()),
+    };
+    if record.state == SessionState::Discarded {
+        return Err(unavailable(
+            format!("session {id} was discarded: its isolation is gone"),
+            "bind a new session, or `bind --resume` to restore its last run",
+        ));
+    }
+    let Some(tree) = record.worktree.clone().filter(|_| !record.read_only) else {
+        return Err(unavailable(
+            format!("session {id} is read-only: it has no isolation"),
+            "bind a session without --read-only to get one",
+        ));
+    };
+    if !tree.is_dir() {
+        return Err(unavailable(
+            format!("the isolation of session {id} is gone: {}", tree.display()),
+            "`a3s-iso list` shows it as missing; discard it, or bind it again",
+        ));
+    }
+    Ok(PathOutcome {
+        session_id: id.clone(),
+        worktree: tree,
+    })
+}

@@ -1,0 +1,434 @@
+//! What `gc` removes: planned from what is on disk and in the refs, under the repository lock,
+//! without changing anything.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::base::error::Result;
+use crate::base::fsutil::modified_ms;
+use crate::git::Git;
+use crate::services::purge::{SessionPlan, artifacts_session, plan_session, seeds_of};
+use crate::services::purge_item::{Item, Kind, Reason};
+use crate::store::layout::StateDir;
+use crate::store::state::{SessionRecord, SessionState};
+use crate::workspace::context::Located;
+
+/// Which items are old enough to go.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Window {
+    /// Items last changed before this time (milliseconds since the epoch) are expired.
+    pub cutoff_ms: u64,
+    /// `--all`: every item no live or retained session needs, whatever its age.
+    pub all: bool,
+}
+
+impl Window {
+    fn expired(self, at_ms: u64) -> bool {
+        self.all || at_ms < self.cutoff_ms
+    }
+}
+
+/// The sessions of the store as `gc` sees them.
+struct Sessions {
+    /// Every record that could be read, by id.
+    records: BTreeMap<String, SessionRecord>,
+    /// The ids whose state must not be touched: bound, retained, or a record that cannot be
+    /// read (it may be a live session's).
+    needed: BTreeSet<String>,
+}
+
+impl Sessions {
+    fn read(located: &Located) -> Result<Sessions> {
+        let mut records = BTreeMap::new();
+        let mut needed = BTreeSet::new();
+        for id in ids_in(&located.store.path(StateDir::Sessions), ".json") {
+            match located.store.load_session(&id) {
+                Ok(Some(record)) => {
+                    if matches!(record.state, SessionState::Bound | SessionState::Retained) {
+                        needed.insert(id.clone());
+                    }
+                    records.insert(id, record);
+                }
+                Ok(None) => {}
+                Err(_) => {
+                    needed.insert(id);
+                }
+            }
+        }
+        Ok(Sessions { records, needed })
+    }
+}
+
+/// Plans a `gc` of the located store: sessions no one needs, journal entries and artifacts
+/// past the window, leases, seeds and scratch of no one, registry entries of gone sources.
+pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<SessionPlan> {
+    let sessions = Sessions::read(located)?;
+    let mut plan = SessionPlan::default();
+    plan_sessions(git, located, window, &sessions, &mut plan)?;
+    plan_gone(git, located, window, &sessions, &mut plan)?;
+    plan_journal(located, window, &sessions, &mut plan);
+    plan_artifacts(located, window, &sessions, &mut plan);
+    plan_seeds(located, window, &sessions, &mut plan);
+    plan_fetched(git, located, window, &mut plan)?;
+    for leftover in crate::store::scratch::leftovers(located.store.dir()) {
+        plan.remove
+            .push(Item::path(Kind::Temp, leftover.path, Reason::DeadMaker));
+    }
+    plan_registry(located, window, &sessions, &mut plan);
+    if window.all {
+        plan_uninstall(git, located, &sessions, &mut plan)?;
+    }
+    let mut seen = BTreeSet::new();
+    plan.remove
+        .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
+    // What goes is not also kept (a session's journal entry past the window).
+    plan.keep
+        .retain(|item| !seen.contains(&(item.path.clone(), item.reference.clone())));
+    Ok(plan)
+}
+
+/// Whether something is in progress on session `id`: a bind's claim, a tree operation's
+/// intent, or a held lease.
+fn busy(located: &Located, id: &str) -> bool {
+    let store = &located.store;
+    StateDir::Claims.file(store.dir(), id, ".json").exists()
+        || store.pending_file(id).exists()
+        || store.is_leased(id).unwrap_or(true)
+}
+
+/// Discarded and swept sessions: all of their evidence once their last activity is past the
+/// window; only their lease before. Bound and retained ones are listed as kept.
+fn plan_sessions(
+    git: &Git,
+    located: &Located,
+    window: Window,
+    sessions: &Sessions,
+    plan: &mut SessionPlan,
+) -> Result<()> {
+    for (id, record) in &sessions.records {
+        let record_item =
+            |reason| Item::path(Kind::SessionRecord, located.store.session_file(id), reason).of(id);
+        let reason = match record.state {
+            SessionState::Bound => Reason::Live,
+            SessionState::Retained => Reason::Retained,
+            SessionState::Discarded => Reason::Discarded,
+            SessionState::Swept => Reason::Swept,
+        };
+        if matches!(reason, Reason::Live | Reason::Retained) {
+            plan.keep.push(record_item(reason));
+        } else if busy(located, id) {
+            plan.keep.push(record_item(Reason::Busy));
+        } else if window.expired(record.last_activity_ms()) {
+            let session = plan_session(git, located, id, Some(record), reason)?;
+            plan.remove.extend(session.remove);
+            plan.keep.extend(session.keep);
+        } else {
+            plan.keep.push(record_item(Reason::InsideWindow));
+            let lease = located.store.lease_file(id);
+            if lease.exists() {
+                plan.remove
+                    .push(Item::path(Kind::Lease, lease, Reason::DeadHolder).of(id));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The directories that hold a session's files under its id.
+const PER_SESSION: [StateDir; 3] = [StateDir::Runs, StateDir::Nested, StateDir::RunExits];
+
+/// Sessions with no record left (purged by an earlier version, or a record lost): their
+/// refs, branches and files, once the newest of their files is past the window.
+fn plan_gone(
+    git: &Git,
+    located: &Located,
+    window: Window,
+    sessions: &Sessions,
+    plan: &mut SessionPlan,
+) -> Result<()> {
+    let dir = located.store.dir();
+    let mut ids: BTreeSet<String> = ref_ids(git, located)?;
+    for sub in PER_SESSION {
+        ids.extend(ids_in(&sub.under(dir), ""));
+    }
+    ids.extend(ids_in(&StateDir::Leases.under(dir), ".lock"));
+    for id in ids {
+        if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
+            continue;
+        }
+        if crate::base::ids::validate(&id).is_err() || busy(located, &id) {
+            continue;
+        }
+        let newest = PER_SESSION
+            .iter()
+            .map(|sub| newest_ms(&sub.under(dir).join(&id)))
+            .chain([newest_ms(&located.store.lease_file(&id))])
+            .max()
+            .unwrap_or(0);
+        if window.expired(newest) {
+            let session = plan_session(git, located, &id, None, Reason::Gone)?;
+            plan.remove.extend(session.remove);
+            plan.keep.extend(session.keep);
+        }
+    }
+    Ok(())
+}
+
+/// The session ids the store's refs and retained branches name.
+fn ref_ids(git: &Git, located: &Located) -> Result<BTreeSet<String>> {
+    let ns = located.store.refs();
+    let top = &located.repo.toplevel;
+    let mut ids = BTreeSet::new();
+    for name in git.list_refs(top, &[ns.root()])? {
+        ids.extend(ns.session_of(&name).map(str::to_string));
+    }
+    for name in git.list_refs(top, &[ns.branch_root()])? {
+        ids.extend(ns.branch_session(&name).map(str::to_string));
+    }
+    Ok(ids)
+}
+
+/// Journal entries past the window, unless a live or retained session's (its steps are the
+/// only record of what it promoted) or a promote of the digest is still pending.
+fn plan_journal(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+    let store = &located.store;
+    for entry in store.journal_entries().unwrap_or_default() {
+        let owner = entry.session_id.as_deref();
+        if owner.is_some_and(|id| sessions.needed.contains(id)) {
+            continue;
+        }
+        let path = store.journal_file(&entry.digest);
+        let mut item = Item::path(Kind::JournalEntry, path, Reason::Expired);
+        item.session_id = owner.map(str::to_string);
+        if intent_pending(located, &entry.digest) {
+            plan.keep.push(Item {
+                reason: Reason::Busy,
+                ..item
+            });
+        } else if window.expired(entry.promoted_at_ms) {
+            plan.remove.push(item);
+        } else {
+            plan.keep.push(Item {
+                reason: Reason::InsideWindow,
+                ..item
+            });
+        }
+    }
+}
+
+/// Whether a promote of `digest` has an intent on disk (interrupted and not yet recovered).
+fn intent_pending(located: &Located, digest: &str) -> bool {
+    let hex = digest.trim_start_matches("sha256:");
+    StateDir::Intents
+        .file(located.store.dir(), hex, ".json")
+        .exists()
+}
+
+/// Promote artifacts past the window whose session is not live or retained.
+fn plan_artifacts(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+    let Ok(entries) = std::fs::read_dir(located.store.artifacts_dir()) else {
+        return;
+    };
+    for dir in entries.flatten().map(|e| e.path()) {
+        let hex = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+        let journaled = hex.as_deref().and_then(|hex| {
+            located
+                .store
+                .journal_entry(&format!("sha256:{hex}"))
+                .ok()
+                .flatten()
+        });
+        let owner = journaled
+            .as_ref()
+            .and_then(|e| e.session_id.clone())
+            .or_else(|| artifacts_session(&dir));
+        if owner
+            .as_ref()
+            .is_some_and(|id| sessions.needed.contains(id))
+            || hex.as_deref().is_some_and(|h| intent_pending(located, h))
+        {
+            continue;
+        }
+        let at = journaled.map_or_else(|| newest_ms(&dir), |e| e.promoted_at_ms);
+        if window.expired(at) {
+            let mut item = Item::path(Kind::Artifacts, dir, Reason::Expired);
+            item.session_id = owner;
+            plan.remove.push(item);
+        }
+    }
+}
+
+/// Seed indexes past the window that no live or retained session's isolation uses.
+fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+    let store = &located.store;
+    let used: BTreeSet<PathBuf> = sessions
+        .needed
+        .iter()
+        .filter_map(|id| sessions.records.get(id)?.admin_dir.as_deref())
+        .flat_map(|admin| seeds_of(store, admin))
+        .collect();
+    let Ok(entries) = std::fs::read_dir(store.path(StateDir::Seeds)) else {
+        return;
+    };
+    for path in entries.flatten().map(|e| e.path()) {
+        if !used.contains(&path) && window.expired(newest_ms(&path)) {
+            plan.remove
+                .push(Item::path(Kind::Seed, path, Reason::Expired));
+        }
+    }
+}
+
+/// Change sets fetched from a remote whose document is older than the window: a cache of the
+/// remote's (a later `promote --from` fetches again), not evidence of a session; and the
+/// landing refs of fetches whose process died before it verified them.
+fn plan_fetched(
+    git: &Git,
+    located: &Located,
+    window: Window,
+    plan: &mut SessionPlan,
+) -> Result<()> {
+    let ns = located.store.refs();
+    let top = &located.repo.toplevel;
+    for (name, dated_ms) in git.list_refs_dated(top, &ns.fetched(""))? {
+        if window.expired(dated_ms) {
+            plan.remove
+                .push(Item::reference(Kind::Ref, name, Reason::Expired));
+        }
+    }
+    let landing = ns.fetching("");
+    for name in git.list_refs(top, std::slice::from_ref(&landing))? {
+        if name
+            .strip_prefix(&landing)
+            .is_some_and(crate::store::scratch::made_by_dead)
+        {
+            plan.remove
+                .push(Item::reference(Kind::Ref, name, Reason::DeadMaker));
+        }
+    }
+    Ok(())
+}
+
+/// Registry entries whose source or git dir is gone (past the window), and with `--all` the
+/// entry of this source and state dir when none of its sessions is left.
+fn plan_registry(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+    let this = (
+        crate::base::names::canonical(&located.repo.toplevel),
+        crate::base::names::canonical(located.store.dir()),
+    );
+    for (file, entry) in crate::store::state::registry_files().unwrap_or_default() {
+        let gone = !entry.source.exists() || !entry.common_dir.exists();
+        let ours = (
+            crate::base::names::canonical(&entry.source),
+            crate::base::names::canonical(&entry.state_dir),
+        ) == this;
+        if gone && window.expired(newest_ms(&file)) {
+            plan.remove
+                .push(Item::path(Kind::RegistryEntry, file, Reason::SourceGone));
+        } else if ours && window.all && sessions.needed.is_empty() {
+            plan.remove
+                .push(Item::path(Kind::RegistryEntry, file, Reason::Uninstall));
+        }
+    }
+}
+
+/// `--all`: refs of this store's namespace no session names, and, when no session is left at
+/// all, the state dir's directories (removed only if empty by then).
+fn plan_uninstall(
+    git: &Git,
+    located: &Located,
+    sessions: &Sessions,
+    plan: &mut SessionPlan,
+) -> Result<()> {
+    let ns = located.store.refs();
+    let landing = ns.fetching("");
+    for name in git.list_refs(&located.repo.toplevel, &[ns.root()])? {
+        // A fetch lands and verifies without the repository lock: its ref is in use while
+        // its process lives.
+        let in_flight = name
+            .strip_prefix(&landing)
+            .is_some_and(|token| !crate::store::scratch::made_by_dead(token));
+        if ns.session_of(&name).is_none() && !in_flight {
+            plan.remove
+                .push(Item::reference(Kind::Ref, name, Reason::Uninstall));
+        }
+    }
+    let untouched = plan.keep.iter().any(|i| {
+        matches!(
+            i.reason,
+            Reason::Live | Reason::Retained | Reason::Busy | Reason::CheckedOut
+        )
+    });
+    if sessions.needed.is_empty() && !untouched {
+        let dir = located.store.dir();
+        if let Some(settings) = crate::services::pool::drained_settings(located) {
+            plan.remove
+                .push(Item::path(Kind::PoolSettings, settings, Reason::Uninstall));
+        }
+        let mut dirs = Vec::new();
+        collect_dirs(dir, &mut dirs);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs {
+            plan.remove.push(Item {
+                bytes: None,
+                ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
+            });
+        }
+        if located.store.tenant().is_none() {
+            plan.remove.push(Item {
+                bytes: None,
+                ..Item::path(Kind::EmptyDir, dir.to_path_buf(), Reason::Uninstall)
+            });
+            // The directories git leaves behind in the refs namespace once its refs are gone.
+            let refs_dir = located.repo.common_dir.join("refs").join("a3s-iso");
+            let mut dirs = Vec::new();
+            collect_dirs(&refs_dir, &mut dirs);
+            dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            dirs.push(refs_dir);
+            plan.remove.extend(dirs.into_iter().map(|d| Item {
+                bytes: None,
+                ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
+            }));
+        }
+    }
+    Ok(())
+}
+
+/// Every directory under `dir` (not following links).
+fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.push(entry.path());
+            collect_dirs(&entry.path(), out);
+        }
+    }
+}
+
+/// The names in `dir` ending in `suffix` (with it cut off), hidden ones left out.
+fn ids_in(dir: &Path, suffix: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut ids: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| !name.starts_with('.'))
+        .filter_map(|name| name.strip_suffix(suffix).map(str::to_string))
+        .collect();
+    ids.sort();
+    ids
+}
+
+/// When anything at `path` (or under it) last changed; 0 when it is not there.
+fn newest_ms(path: &Path) -> u64 {
+    let own = modified_ms(path).unwrap_or(0);
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return own;
+    };
+    entries
+        .flatten()
+        .map(|e| newest_ms(&e.path()))
+        .fold(own, u64::max)
+}

@@ -1,0 +1,405 @@
+//! `land`: a queue of sessions landed one after the other onto the source's moving HEAD. For
+//! each, in order: rebase onto the current HEAD (inside its isolation; a conflict stays there,
+//! as with `promote --rebase`), run the test command in its sandbox on the rebased tree, and
+//! promote it — `squash` (one commit that names the session), `branch` (its commits replayed)
+//! or `patch` (uncommitted; one session only). The queue stops at the first session that does
+//! not land unless `--keep-going`.
+//!
+//! Exactly once: every landing goes through promote, whose journal and intents make a second
+//! landing of the same work `idempotent` and finish a killed one. The queue itself is recorded
+//! (`land.json` in the state dir) and rewritten after each session, so `land` with no session
+//! named continues a queue that a kill, a conflict or a failed test stopped.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
+use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
+use crate::workspace::context::{Context, Located};
+
+/// The schema of the recorded queue (`land.json`).
+pub const QUEUE_SCHEMA: &str = "a3s-iso.land_queue.v1";
+
+/// How each session lands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LandMode {
+    /// One commit on the current branch with the session's whole work.
+    #[default]
+    Squash,
+    /// The session's commits replayed, plus one for its uncommitted work.
+    Branch,
+    /// Uncommitted changes in the checkout (one session only).
+    Patch,
+}
+
+/// What `land` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct LandOptions {
+    /// The sessions, in the order to land them.
+    pub sessions: Vec<String>,
+    /// Every live session of the source, oldest bind first.
+    pub all: bool,
+    /// A shell command that must exit 0 in each session's sandbox on its rebased tree.
+    pub test: Option<String>,
+    /// How each session lands.
+    pub mode: LandMode,
+    /// The squashed commit's message (or branch mode's commit of uncommitted changes).
+    pub message: Option<String>,
+    /// Go on after a session that does not land.
+    pub keep_going: bool,
+    /// Run the test command as a plain host process.
+    pub no_sandbox: bool,
+}
+
+/// How one session's landing ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LandResult {
+    /// Its work landed now.
+    Landed,
+    /// Its work had landed before: nothing new.
+    Idempotent,
+    /// It changed nothing.
+    Empty,
+    /// Its rebase or its promote met a conflict; nothing of it landed.
+    Conflict,
+    /// The test command failed on its rebased tree; nothing of it landed.
+    TestFailed,
+    /// The session landed, but not every nested change set did.
+    Partial,
+    /// An error stopped it (see `error`).
+    Failed,
+    /// The queue stopped before it.
+    NotReached,
+}
+
+impl LandResult {
+    /// Whether the queue goes on after this one without `--keep-going`.
+    fn goes_on(self) -> bool {
+        matches!(
+            self,
+            LandResult::Landed | LandResult::Idempotent | LandResult::Empty
+        )
+    }
+}
+
+/// An error that stopped one session, as data.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LandError {
+    /// Its stable code.
+    pub code: String,
+    /// What it said.
+    pub message: String,
+}
+
+/// One session of the queue.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LandedSession {
+    /// The session.
+    pub session_id: String,
+    /// How it ended.
+    pub outcome: LandResult,
+    /// Why it did not land (`rebase_conflicted`, `patch_does_not_apply`, …).
+    pub reason: Option<Reason>,
+    /// The digest of what landed (or would have).
+    pub digest: Option<String>,
+    /// The source's HEAD once it landed (squash and branch: the new commit).
+    pub commit: Option<String>,
+    /// The test command's exit code (`null`: not run, or ended by a signal).
+    pub test_exit_code: Option<i32>,
+    /// The test's run in the session (its change set is recorded with it).
+    pub test_run_id: Option<String>,
+    /// Where the test's output is kept.
+    pub test_output: Option<PathBuf>,
+    /// The paths of a conflict.
+    pub conflicting_paths: Vec<String>,
+    /// What a failure said.
+    pub error: Option<LandError>,
+    /// How long this session took, in milliseconds.
+    pub duration_ms: u64,
+    /// What the user should know.
+    pub warnings: Vec<String>,
+}
+
+impl LandedSession {
+    fn new(session_id: &str, outcome: LandResult) -> LandedSession {
+        LandedSession {
+            session_id: session_id.to_string(),
+            outcome,
+            reason: None,
+            digest: None,
+            commit: None,
+            test_exit_code: None,
+            test_run_id: None,
+            test_output: None,
+            conflicting_paths: Vec::new(),
+            error: None,
+            duration_ms: 0,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What `land` did (`a3s-iso.land.v1`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LandOutcome {
+    /// How the sessions landed.
+    pub mode: LandMode,
+    /// Whether this continued a recorded queue.
+    pub resumed: bool,
+    /// Every session of the queue, in its order.
+    pub sessions: Vec<LandedSession>,
+    /// The session the queue stopped at (`null`: it went through).
+    pub stopped_at: Option<String>,
+    /// What recovery wants the user to know.
+    pub warnings: Vec<String>,
+}
+
+impl LandOutcome {
+    /// 0 when every session landed (or had nothing new); 3 when one met a conflict or failed
+    /// its test; 1 when an error stopped one.
+    pub fn exit_code(&self) -> i32 {
+        let results = || self.sessions.iter().map(|s| s.outcome);
+        if results().any(|r| r == LandResult::Failed) {
+            1
+        } else if results().any(|r| !r.goes_on() && r != LandResult::NotReached) {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// The recorded queue: what was asked and how far it went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Queue {
+    mode: LandMode,
+    test: Option<String>,
+    message: Option<String>,
+    keep_going: bool,
+    no_sandbox: bool,
+    /// The sessions in order, each with its result once it has one.
+    sessions: Vec<(String, Option<LandedSession>)>,
+}
+
+/// Lands the queue; see the module's order of steps.
+pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
+    let located = ctx.locate()?;
+    let queue_file = located.store.land_queue_file();
+    let recorded: Option<Queue> = read_json(&queue_file)?;
+    let (mut queue, resumed) = match (opts.sessions.is_empty() && !opts.all, recorded) {
+        (true, Some(queue)) => (queue, true),
+        (true, None) => {
+            return Err(Error::Usage {
+                message:
+                    "name the sessions to land (-s ID ...) or --all; no stopped queue to continue"
+                        .into(),
+            });
+        }
+        (false, _) => (new_queue(ctx, &located, opts)?, false),
+    };
+    if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
+        return Err(Error::Usage {
+            message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
+        });
+    }
+    if queue.mode != LandMode::Patch && ctx.git.current_branch(&located.repo.toplevel)?.is_none() {
+        // Checked before any session is rebased or anything recorded.
+        return Err(Error::DetachedSource {
+            source_path: located.repo.toplevel.clone(),
+        });
+    }
+    let mut out = LandOutcome {
+        mode: queue.mode,
+        resumed,
+        sessions: Vec::new(),
+        stopped_at: None,
+        warnings: ctx.take_notices(),
+    };
+    save(&queue_file, &queue)?;
+    for index in 0..queue.sessions.len() {
+        let (id, done) = queue.sessions[index].clone();
+        if let Some(done) = done.filter(|d| d.outcome.goes_on()) {
+            out.sessions.push(done);
+            continue;
+        }
+        if out.stopped_at.is_some() {
+            out.sessions
+                .push(LandedSession::new(&id, LandResult::NotReached));
+            continue;
+        }
+        let landed = land_one(ctx, &located, &queue, &id);
+        if !landed.outcome.goes_on() && !queue.keep_going {
+            out.stopped_at = Some(id.clone());
+        }
+        queue.sessions[index].1 = Some(landed.clone());
+        save(&queue_file, &queue)?;
+        out.sessions.push(landed);
+    }
+    if out.stopped_at.is_none() {
+        remove_file_if_exists(&queue_file)?;
+    }
+    Ok(out)
+}
+
+/// The queue a command line asks for: the sessions named (each must exist), or every live
+/// session of the source, oldest bind first.
+fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Queue> {
+    let ids: Vec<String> = match opts.all {
+        false => {
+            let mut ids: Vec<String> = Vec::new();
+            for given in &opts.sessions {
+                let found = ctx.resolve_session(located, Some(given))?;
+                if !ids.contains(&found.session_id) {
+                    ids.push(found.session_id);
+                }
+            }
+            ids
+        }
+        true => {
+            let mut live = located.store.live_sessions()?;
+            live.sort_by(|a, b| {
+                (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
+            });
+            live.into_iter().map(|r| r.session_id).collect()
+        }
+    };
+    Ok(Queue {
+        mode: opts.mode,
+        test: opts.test.clone(),
+        message: opts.message.clone(),
+        keep_going: opts.keep_going,
+        no_sandbox: opts.no_sandbox,
+        sessions: ids.into_iter().map(|id| (id, None)).collect(),
+    })
+}
+
+fn save(path: &std::path::Path, queue: &Queue) -> Result<()> {
+    write_record_atomic(path, QUEUE_SCHEMA, queue)
+}
+
+/// One session: rebase, test, promote; whatever stops it is its result, never the queue's
+/// error.
+fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> LandedSession {
+    let started = Instant::now();
+    let mut landed = LandedSession::new(id, LandResult::Failed);
+    if let Err(err) = steps(ctx, located, queue, id, &mut landed) {
+        landed.outcome = LandResult::Failed;
+        landed.error = Some(LandError {
+            code: err.code().as_str().to_string(),
+            message: err.to_string(),
+        });
+    }
+    landed.warnings.extend(ctx.take_notices());
+    landed.duration_ms = started.elapsed().as_millis() as u64;
+    landed
+}
+
+/// Rebase onto HEAD when it moved, the test, then the promote.
+fn steps(
+    ctx: &Context,
+    located: &Located,
+    queue: &Queue,
+    id: &str,
+    landed: &mut LandedSession,
+) -> Result<()> {
+    let session = ctx.resolve_session(located, Some(id))?;
+    if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
+        return Err(crate::services::rebase::conflicted_error(id, paths));
+    }
+    if let Some(stopped) = crate::ops::promote::rebase_if_moved(ctx, located, &session)? {
+        take_promote(landed, stopped);
+        return Ok(());
+    }
+    if let Some(test) = &queue.test {
+        let tested_on = located.repo.head_commit(&ctx.git);
+        if !test_passes(ctx, located, queue, id, test, landed)? {
+            landed.outcome = LandResult::TestFailed;
+            return Ok(());
+        }
+        if located.repo.head_commit(&ctx.git) != tested_on {
+            landed.outcome = LandResult::Conflict;
+            landed.reason = Some(Reason::HeadMoved);
+            landed.warnings.push(MOVED_DURING_TEST.into());
+            return Ok(());
+        }
+    }
+    // A run that holds the session's lease is still writing its work: none of it lands.
+    let _lease = located.store.lease_or_busy(id)?;
+    let promoted = crate::ops::promote::promote(
+        ctx,
+        &PromoteOptions {
+            session_id: Some(id.to_string()),
+            mode: match queue.mode {
+                LandMode::Patch => Mode::Patch,
+                LandMode::Squash | LandMode::Branch => Mode::Branch,
+            },
+            squash: queue.mode == LandMode::Squash,
+            message: queue.message.clone(),
+            ..PromoteOptions::default()
+        },
+    )?;
+    take_promote(landed, promoted);
+    if landed.outcome == LandResult::Landed && queue.mode != LandMode::Patch {
+        landed.commit = located.repo.head_commit(&ctx.git);
+    }
+    Ok(())
+}
+
+/// Why a session whose test passed did not land.
+const MOVED_DURING_TEST: &str = "the source's HEAD moved while the session's test ran: it would land on a tree its test never saw; land it again to rebase and test it anew";
+
+/// The session's result from a promote's outcome.
+fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {
+    landed.outcome = match promoted.outcome {
+        Outcome::Applied => LandResult::Landed,
+        Outcome::Idempotent | Outcome::Noted => LandResult::Idempotent,
+        Outcome::Empty | Outcome::Planned => LandResult::Empty,
+        Outcome::Conflict => LandResult::Conflict,
+        Outcome::Partial => LandResult::Partial,
+    };
+    landed.reason = promoted.reason;
+    landed.digest = promoted.digest;
+    landed.conflicting_paths = promoted.conflicting_paths;
+    landed.warnings.extend(promoted.warnings);
+    if let Some(detail) = promoted.detail.filter(|_| !landed.outcome.goes_on()) {
+        landed.warnings.push(detail);
+    }
+}
+
+/// Runs the test command in the session (sandboxed unless `--no-sandbox`), its output kept in
+/// the state dir beside the run; whether it exited 0.
+fn test_passes(
+    ctx: &Context,
+    located: &Located,
+    queue: &Queue,
+    id: &str,
+    test: &str,
+    landed: &mut LandedSession,
+) -> Result<bool> {
+    let run_id = crate::base::ids::generate("r");
+    let dir = located.store.land_tests_dir(id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    let output = dir.join(format!("{run_id}.log"));
+    let ran = crate::ops::run::run(
+        ctx,
+        &crate::ops::run::RunOptions {
+            session_id: Some(id.to_string()),
+            run_id: Some(run_id.clone()),
+            command: ["sh", "-c", test].iter().map(Into::into).collect(),
+            sandbox: (!queue.no_sandbox).then(crate::ops::run::SandboxRequest::default),
+            output: Some(output.clone()),
+            ..crate::ops::run::RunOptions::default()
+        },
+    )?;
+    landed.test_exit_code = ran.exit_code;
+    landed.test_run_id = Some(ran.run_id);
+    landed.test_output = Some(output);
+    landed.warnings.extend(ran.warnings);
+    Ok(ran.exit_code == Some(0))
+}

@@ -1,0 +1,199 @@
+//! `list`: sessions with their state, owner liveness and whether the source moved on.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::Result;
+use crate::base::owner::OwnerView;
+use crate::base::wire::wire_enum;
+use crate::git::repo::Repo;
+use crate::model::isolation;
+use crate::store::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
+use crate::workspace::context::Context;
+
+wire_enum! {
+    /// A session's state as `list` shows it: its recorded state, except that a session whose tree
+    /// is gone is `missing`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum ListedState {
+        /// Bound, with a healthy isolation (or read-only, with none).
+        Bound = "bound",
+        /// Retained for inspection, with a healthy isolation.
+        Retained = "retained",
+        /// Discarded: its isolation was removed.
+        Discarded = "discarded",
+        /// Recorded as bound or retained, but its isolation is gone or damaged.
+        Missing = "missing",
+        /// Reclaimed by a sweep: its work is in the swept snapshot; `bind -s ID --resume` brings
+        /// it back.
+        Swept = "swept",
+        /// Bound, and its rebase stopped at a conflict that waits in its isolation
+        /// (`rebase --continue` or `--abort`).
+        Conflicted = "conflicted",
+    }
+}
+
+impl ListedState {
+    /// What `list` shows for a record: the recorded state, unless the tree is gone.
+    pub(crate) fn of(record: &SessionRecord, conflicted: bool) -> ListedState {
+        match record.state {
+            SessionState::Bound if conflicted && isolation::is_healthy(record) => {
+                ListedState::Conflicted
+            }
+            SessionState::Discarded => ListedState::Discarded,
+            SessionState::Swept => ListedState::Swept,
+            _ if !record.read_only && !isolation::is_healthy(record) => ListedState::Missing,
+            SessionState::Retained => ListedState::Retained,
+            SessionState::Bound => ListedState::Bound,
+        }
+    }
+}
+
+/// One row of `list`: a session, whether its source moved on, and its owner's liveness.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionView {
+    /// The session's id.
+    pub session_id: String,
+    /// `bound`, `retained`, `discarded`, or `missing` (recorded as bound, tree gone).
+    pub state: ListedState,
+    /// The source checkout the session was bound from.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub source: PathBuf,
+    /// The isolation's path; `null` for a read-only session.
+    #[serde(with = "crate::base::paths::fs_path_opt")]
+    pub worktree: Option<PathBuf>,
+    /// The commit the session was bound at.
+    pub bound_revision: String,
+    /// `null` when the source cannot be read.
+    pub head_moved: Option<bool>,
+    /// The owner and whether it runs (`null` when ownerless).
+    pub owner: Option<OwnerView>,
+    /// The latest run or capture recorded for the session.
+    pub last_run: Option<LastRun>,
+    /// Whether the session was bound `--read-only` (no isolation).
+    pub read_only: bool,
+    /// For a swept session: where its last state is (null when swept with `--no-capture`).
+    pub swept_ref: Option<String>,
+    /// For a swept session: when it was swept, in milliseconds since the epoch.
+    pub swept_at_ms: Option<u64>,
+    /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
+    pub conflicting_paths: Vec<String>,
+    /// The live sessions of this repository whose work this session's would conflict with
+    /// (as `overlaps` predicts it), by id.
+    pub conflicts_with: Vec<String>,
+}
+
+/// What `list` found: the sessions of every store it looked at.
+#[derive(Debug, Clone, Serialize)]
+pub struct ListOutcome {
+    /// The sessions, store by store, each sorted by id.
+    pub sessions: Vec<SessionView>,
+    /// Records that could not be read, by file.
+    pub unreadable: Vec<String>,
+    /// Operations in progress or interrupted in this repository's store that another process
+    /// kept from being finished first (it holds the repository lock).
+    pub interrupted: Vec<crate::recovery::Interrupted>,
+    /// How many discarded sessions were left out (`list --all` shows them).
+    pub hidden_discarded: usize,
+}
+
+/// Lists the live sessions of this repository's store, or with `all` every session (discarded
+/// ones included) of every registered one.
+pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
+    let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
+    let here = if all {
+        ctx.locate().ok()
+    } else {
+        Some(ctx.locate()?)
+    };
+    if let Some(located) = &here {
+        crate::store::scratch::clean(located.store.dir());
+        stores.insert(located.store.dir().to_path_buf(), located.store.clone());
+    }
+    if all {
+        for entry in registered_sources()? {
+            stores
+                .entry(entry.state_dir.clone())
+                .or_insert_with(|| Store::new(&entry.common_dir, Some(&entry.state_dir)));
+        }
+    }
+    let mut heads: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let mut outcome = ListOutcome {
+        sessions: Vec::new(),
+        unreadable: Vec::new(),
+        interrupted: here
+            .as_ref()
+            .map(|l| l.interrupted.clone())
+            .unwrap_or_default(),
+        hidden_discarded: 0,
+    };
+    // What `overlaps` predicts for this repository's live sessions (two or more of them).
+    let overlapping = here
+        .as_ref()
+        .filter(|located| live_sessions(&located.store) >= 2)
+        .and_then(|located| crate::services::overlaps::predict(ctx, located).ok())
+        .map(|o| o.conflicts_with())
+        .unwrap_or_default();
+    let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
+    for store in stores.values() {
+        for record in store.sessions()? {
+            match record {
+                Ok(record) if !all && record.state == SessionState::Discarded => {
+                    outcome.hidden_discarded += 1;
+                }
+                Ok(record) => {
+                    let head = heads.entry(record.source.clone()).or_insert_with(|| {
+                        Repo::new(&ctx.git, record.source.clone(), record.common_dir.clone())
+                            .head_commit(&ctx.git)
+                    });
+                    let conflicts = crate::services::rebase::conflicted_paths(store, &record);
+                    let mut shown = view(&record, head.as_deref(), conflicts);
+                    if here_dir.as_deref() == Some(store.dir()) {
+                        shown.conflicts_with = overlapping
+                            .get(&record.session_id)
+                            .cloned()
+                            .unwrap_or_default();
+                    }
+                    outcome.sessions.push(shown);
+                }
+                Err(unreadable) => outcome.unreadable.push(unreadable),
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn view(
+    record: &SessionRecord,
+    source_head: Option<&str>,
+    conflicts: Option<Vec<String>>,
+) -> SessionView {
+    SessionView {
+        session_id: record.session_id.clone(),
+        state: ListedState::of(record, conflicts.is_some()),
+        conflicting_paths: conflicts.unwrap_or_default(),
+        conflicts_with: Vec::new(),
+        source: record.source.clone(),
+        worktree: record.worktree.clone(),
+        bound_revision: record.bound_revision.clone(),
+        head_moved: source_head.map(|head| head != record.bound_revision),
+        owner: OwnerView::of(record.owner.as_ref()),
+        last_run: record.last_run.clone(),
+        read_only: record.read_only,
+        swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
+        swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
+    }
+}
+
+/// How many sessions of the store are bound with an isolation (what `overlaps` looks at).
+fn live_sessions(store: &Store) -> usize {
+    store.sessions().map_or(0, |records| {
+        records
+            .into_iter()
+            .flatten()
+            .filter(|r| r.state == SessionState::Bound && !r.read_only)
+            .count()
+    })
+}

@@ -1,0 +1,166 @@
+//! `log`: the promotions the journal records, newest first; with `--runs`, the runs of the
+//! sessions and what each ran.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::base::error::Result;
+use crate::ops::show::RunView;
+use crate::store::state::{JournalEntry, Landing, PromoteMode};
+use crate::workspace::context::Context;
+
+/// One promotion, as `log` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Promotion {
+    /// When it landed, in milliseconds since the epoch.
+    pub promoted_at_ms: u64,
+    /// The session it came from (`None` for a document or a noted digest).
+    pub session_id: Option<String>,
+    /// The patch digest that landed.
+    pub digest: String,
+    /// How it landed: `applied`, `recovered` or `noted`.
+    pub landing: Landing,
+    /// The promote mode that landed it.
+    pub mode: PromoteMode,
+    /// How many files it changed, from the promote's `summary.json` in the state dir's
+    /// artifacts (`None` where that is not there: `--artifacts` elsewhere, or a noted digest).
+    pub files_changed: Option<u64>,
+    /// The patch's size in bytes.
+    pub patch_bytes: u64,
+    /// The source's HEAD when it landed.
+    pub source_head: Option<String>,
+}
+
+/// What `log` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct LogOutcome {
+    /// The promotions, newest first (at most `--limit`).
+    pub promotions: Vec<Promotion>,
+    /// Journal entries that could not be read (by file name), left out of `promotions`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+/// The journal of the repository the context is in: every promotion (of `session` when
+/// given), newest first, at most `limit`. Reads only: no lock, no repair.
+pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<LogOutcome> {
+    if let Some(id) = session {
+        crate::base::ids::validate(id)?;
+    }
+    let located = ctx.locate()?;
+    let store = &located.store;
+    let mut unreadable = Vec::new();
+    let mut entries: Vec<JournalEntry> = Vec::new();
+    for entry in store.journal_entries_checked()? {
+        match entry {
+            Ok(entry) if session.is_none_or(|id| entry.session_id.as_deref() == Some(id)) => {
+                entries.push(entry);
+            }
+            Ok(_) => {}
+            Err(name) => unreadable.push(name),
+        }
+    }
+    // Newest first; the digest breaks ties so the order never depends on the directory's.
+    entries.sort_by(|a, b| {
+        b.promoted_at_ms
+            .cmp(&a.promoted_at_ms)
+            .then_with(|| a.digest.cmp(&b.digest))
+    });
+    entries.truncate(limit.unwrap_or(usize::MAX));
+    let artifacts = store.artifacts_dir();
+    let promotions = entries
+        .into_iter()
+        .map(|e| Promotion {
+            files_changed: files_changed(&artifacts, &e.digest),
+            promoted_at_ms: e.promoted_at_ms,
+            session_id: e.session_id,
+            digest: e.digest,
+            landing: e.how,
+            mode: e.mode,
+            patch_bytes: e.patch_bytes,
+            source_head: e.source_head,
+        })
+        .collect();
+    Ok(LogOutcome {
+        promotions,
+        unreadable,
+    })
+}
+
+/// One run, as `log --runs` lists it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LoggedRun {
+    /// The session it ran in.
+    pub session_id: String,
+    /// The run, as `show` gives it.
+    #[serde(flatten)]
+    pub run: RunView,
+}
+
+/// What `log --runs` found.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLog {
+    /// The runs (and captures), newest first (at most `--limit`).
+    pub runs: Vec<LoggedRun>,
+}
+
+/// The runs the state dir holds documents of (of `session` when given), with what each ran,
+/// newest first, at most `limit`. Reads only: no lock, no repair.
+pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<RunLog> {
+    if let Some(id) = session {
+        crate::base::ids::validate(id)?;
+    }
+    let located = ctx.locate()?;
+    let store = &located.store;
+    let sessions = match session {
+        Some(id) => vec![id.to_string()],
+        None => store.run_session_ids()?,
+    };
+    let mut runs = Vec::new();
+    for session_id in sessions {
+        for run in crate::ops::show::runs(store, &session_id)? {
+            runs.push(LoggedRun {
+                session_id: session_id.clone(),
+                run,
+            });
+        }
+    }
+    // Newest first; the ids break ties so the order never depends on the directory's.
+    runs.sort_by(|a, b| {
+        b.run
+            .observed_at_ms
+            .cmp(&a.run.observed_at_ms)
+            .then_with(|| a.session_id.cmp(&b.session_id))
+            .then_with(|| a.run.run_id.cmp(&b.run.run_id))
+    });
+    runs.truncate(limit.unwrap_or(usize::MAX));
+    Ok(RunLog { runs })
+}
+
+/// `files_changed` of the promote's summary in the default artifacts dir, if it is there.
+fn files_changed(artifacts: &Path, digest: &str) -> Option<u64> {
+    let hex = digest.strip_prefix("sha256:").unwrap_or(digest);
+    let summary = artifacts.join(hex).join("summary.json");
+    let bytes = crate::base::fsutil::read_small_regular_file(&summary, 16 << 20).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value.get("files_changed")?.as_u64()
+}
+
+/// `2026-11-30 18:03:30Z`: a time in milliseconds since the epoch, in UTC, to the second.
+pub fn format_utc(ms: u64) -> String {
+    let [year, month, day, hour, minute, second] = crate::base::fsutil::utc_parts(ms);
+    format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ops::log::format_utc;
+
+    #[test]
+    fn utc_times() {
+        assert_eq!(format_utc(0), "1970-01-01 00:00:00Z");
+        assert_eq!(format_utc(951_782_400_000), "2000-02-29 00:00:00Z");
+        assert_eq!(format_utc(1_796_061_810_999), "2026-11-30 18:03:30Z");
+    }
+}

@@ -1,0 +1,1024 @@
+//! `promote --mode branch`: the session's commits come back as commits. They are kept on the
+//! retained branch `a3s-iso/<id>` and replayed onto the source's current branch with their
+//! messages, authors and dates; uncommitted leftovers become one trailing commit. Carried WIP is
+//! filtered out of every replayed commit: the user's uncommitted work is never committed.
+//!
+//! [`plan`] decides what would happen and writes nothing but objects (no ref, no checkout);
+//! [`execute`] moves refs and the checkout, recording an intent first (the old tip, the stash
+//! of the user's WIP, each replayed commit, the finished tip) so that a crash is completed or
+//! rolled back by the next command, and the WIP never stays only in a stash.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::{now_ms, unique_suffix};
+use crate::base::paths::RepoPath;
+use crate::git::{CatFile, Git};
+use crate::model::isolation::writable_isolation;
+use crate::model::snapshot::TempFile;
+use crate::ops::promote::artifacts::Artifacts;
+use crate::ops::promote::journal::{Landed, journal, landed_before};
+use crate::ops::promote::options::{Candidate, PromoteOptions};
+use crate::ops::promote::outcome::{
+    BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
+};
+use crate::ops::promote::patch::touched_paths;
+use crate::recovery::intent::{self, BranchPlan, Changes, Intent};
+use crate::store::state::{Landing, SessionRecord, Step, Store};
+use crate::workspace::context::{Context, Located};
+
+/// A commit to replay: the commit object and its subject line.
+struct Pick {
+    commit: String,
+    subject: String,
+}
+
+/// Where the replay lands and who commits.
+struct Target {
+    /// The source's current branch (`refs/heads/…`).
+    branch: String,
+    /// Its tip before the replay.
+    old_tip: String,
+    /// `-c user.name/-c user.email` when git has no identity of its own.
+    ident: Vec<String>,
+}
+
+/// What the plan found: the chain to replay, or why there is none.
+enum Planned {
+    /// The commits to replay in order (WIP filtered out), ending at the retained branch's tip.
+    Chain(Vec<Pick>),
+    /// A commit that cannot be separated from the carried WIP.
+    Refused { commit: String, detail: String },
+}
+
+/// The detail of a promote whose earlier, interrupted promote is still pending.
+const PENDING: &str = "an interrupted promote of this change set is still pending and could not be finished now (see the warnings); nothing was done";
+
+/// Promotes a session in branch mode, under the repository lock.
+pub(crate) fn promote_branch(
+    ctx: &Context,
+    located: &Located,
+    session: SessionRecord,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let isolation = writable_isolation(&session)?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut candidate = Candidate::of_session(ctx, located, session)?;
+    let mut out = replay_root(ctx, located, &candidate, &isolation, opts)?;
+    let nested = candidate.take_nested();
+    out.warnings.extend(nested.warnings());
+    let (Some(session), Some(snap)) = (&candidate.session, &candidate.snapshot) else {
+        return Err(Error::internal("a branch promote without a session"));
+    };
+    let ident = identity_args(&ctx.git, &session.source);
+    let branch = crate::ops::promote::nested::BranchNested {
+        session,
+        snap,
+        ident: &ident,
+    };
+    crate::ops::promote::nested::commit_nested(ctx, located, &branch, nested, opts, &mut out)?;
+    Ok(out)
+}
+
+/// Branch mode for the root change set: the session's commits (since its last step) replayed
+/// onto the source's branch, with a trailing commit for the uncommitted leftovers.
+fn replay_root(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    isolation: &crate::model::isolation::Isolation,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
+    out.warnings.extend(ctx.take_notices());
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
+    if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
+        return Ok(out);
+    }
+    let artifacts = Artifacts::write(
+        located,
+        opts.artifacts.as_deref(),
+        &candidate.patch,
+        &mut out,
+    )?;
+    if opts.no_apply {
+        return Ok(out);
+    }
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch promote without a session"));
+    };
+    let scratch = located.store.scratch_dir();
+    let changed = changed_since_last_step(ctx, candidate, session, &scratch)?;
+    if !changed.is_empty() {
+        out.conflict(
+            Reason::PatchDoesNotApply,
+            Some("the checkout no longer holds what the last step left at these paths, which this step changes".into()),
+        );
+        out.set_conflicting_paths(changed);
+        artifacts.summarise(&out)?;
+        return Ok(out);
+    }
+    let target = target(&ctx.git, &session.source)?;
+    out.current_revision = Some(target.old_tip.clone());
+    // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
+    // replaced by a guess.
+    let isolation_head = isolation.head(&ctx.git)?;
+    let planned = plan_any(ctx, (located, candidate), &target, &isolation_head, opts)?;
+    match planned {
+        Planned::Chain(chain) => {
+            let start = chain_start(candidate, session);
+            let in_the_way = your_files_in_the_way(&ctx.git, &session.source, start, &chain)?;
+            if !in_the_way.is_empty() {
+                out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
+                out.set_conflicting_paths(in_the_way);
+                artifacts.summarise(&out)?;
+                return Ok(out);
+            }
+            let job = Job {
+                located,
+                candidate,
+                session,
+                target: &target,
+            };
+            execute(ctx, &job, &chain, &mut out)?
+        }
+        Planned::Refused { commit, detail } => {
+            out.conflict(Reason::ReplayFailed, Some(detail));
+            let mut report = BranchReport::new(&target.branch, None);
+            report.failed_commit = Some(commit);
+            out.branch = Some(report);
+        }
+    }
+    artifacts.summarise(&out)?;
+    Ok(out)
+}
+
+/// The squash or the replay, as `opts` asks; a replay's leftovers commit gets the message
+/// given, or one that names the session, its runs and the change set.
+fn plan_any(
+    ctx: &Context,
+    (located, candidate): (&Located, &Candidate),
+    target: &Target,
+    isolation_head: &str,
+    opts: &PromoteOptions,
+) -> Result<Planned> {
+    let scratch = located.store.scratch_dir();
+    if opts.squash {
+        return plan_squash(ctx, candidate, target, isolation_head, opts, &scratch);
+    }
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch plan without a session"));
+    };
+    let message = match &opts.message {
+        Some(message) => message.clone(),
+        None => leftover_message(&located.store, session, &candidate.patch.digest)?,
+    };
+    let opts = PromoteOptions {
+        message: Some(message),
+        ..opts.clone()
+    };
+    plan(ctx, candidate, target, isolation_head, &opts, &scratch)
+}
+
+/// The outcomes decided before anything is planned: empty (or nothing new since the last step),
+/// journaled, an interrupted promote still pending, or a session whose earlier step landed in
+/// patch mode. Returns whether the promote stops.
+fn stops_before_planning(
+    git: &Git,
+    located: &Located,
+    candidate: &Candidate,
+    out: &mut PromoteOutcome,
+) -> Result<bool> {
+    out.nested_repositories = candidate.nested.clone();
+    out.patch_bytes = candidate.patch.bytes;
+    out.files_changed = candidate.patch.files_changed;
+    candidate.report_step(out);
+    if candidate.patch.bytes == 0 {
+        candidate.replay_last_step(out);
+        return Ok(true);
+    }
+    out.digest = Some(candidate.patch.digest.clone());
+    if landed_before(&located.store, candidate)? {
+        out.outcome = Outcome::Idempotent;
+        return Ok(true);
+    }
+    if intent::load(&located.store, &candidate.patch.digest)?.is_some() {
+        // Recovery under the lock could not finish it (see the warnings): never start over it.
+        out.conflict(Reason::ReplayFailed, Some(PENDING.into()));
+        return Ok(true);
+    }
+    if let Some(previous) = &candidate.previous
+        && previous.mode == Mode::Patch
+    {
+        if let Some(session) = &candidate.session
+            && crate::ops::promote::journal::committed_since(git, &session.source, &previous.step)?
+        {
+            // Not uncommitted any more: the user committed it, which moved HEAD.
+            out.conflict(
+                Reason::HeadMoved,
+                Some(format!(
+                    "step {} of this session landed in patch mode and you committed it: a3s-iso rebase -s {} moves the session onto your commit, and the next promote lands only what is new",
+                    previous.step.number, session.session_id
+                )),
+            );
+            return Ok(true);
+        }
+        out.conflict(
+            Reason::ModeChanged,
+            Some(format!(
+                "step {} of this session landed in patch mode, as uncommitted changes; the session continues in patch mode",
+                previous.step.number
+            )),
+        );
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// After a step: the paths this step changes where the checkout no longer holds what the last
+/// step left (the user changed them since), which a replay would merge with or set aside.
+fn changed_since_last_step(
+    ctx: &Context,
+    candidate: &Candidate,
+    session: &SessionRecord,
+    scratch: &Path,
+) -> Result<Vec<RepoPath>> {
+    let Some(previous) = &candidate.previous else {
+        return Ok(Vec::new());
+    };
+    let source = session.source.as_path();
+    let touched = touched_paths(ctx, source, candidate.patch.file.path())?;
+    let last = &previous.step.result_tree;
+    crate::model::wip::changed_since(&ctx.git, source, last, &touched, scratch, None)
+}
+
+/// What a branch promote lands and where.
+struct Job<'a> {
+    located: &'a Located,
+    candidate: &'a Candidate,
+    session: &'a SessionRecord,
+    target: &'a Target,
+}
+
+impl Job<'_> {
+    /// The commit the replayed chain starts from: the last step's chain tip (its tree is that
+    /// step's result without carried WIP), else the bound revision.
+    fn start(&self) -> &str {
+        chain_start(self.candidate, self.session)
+    }
+
+    /// The step this promote lands, ending at `chain_tip`.
+    fn step(&self, chain_tip: &str, head_after: Option<&str>) -> Option<Step> {
+        self.candidate.step(head_after).map(|mut step| {
+            step.chain_tip = Some(chain_tip.to_string());
+            step
+        })
+    }
+}
+
+/// The commit a step's chain is rebuilt on: the last step's chain tip, else the bound revision.
+fn chain_start<'a>(candidate: &'a Candidate, session: &'a SessionRecord) -> &'a str {
+    candidate
+        .previous
+        .as_ref()
+        .and_then(|p| p.step.chain_tip.as_deref())
+        .unwrap_or(&session.bound_revision)
+}
+
+/// The source's current branch and tip; a detached source has no branch to replay onto.
+fn target(git: &Git, source: &Path) -> Result<Target> {
+    let Some(branch) = git.current_branch(source)? else {
+        return Err(Error::DetachedSource {
+            source_path: source.to_path_buf(),
+        });
+    };
+    Ok(Target {
+        branch,
+        old_tip: git.rev_parse_required(source, "HEAD")?,
+        ident: identity_args(git, source),
+    })
+}
+
+/// Plans the replay: the session's first-parent commits since the bound revision (or, after a
+/// step, since the isolation's HEAD that step saw), rebuilt without the carried WIP where
+/// needed and on top of where the last step's chain ended, plus one commit for uncommitted
+/// leftovers. Writes only objects.
+fn plan(
+    ctx: &Context,
+    candidate: &Candidate,
+    target: &Target,
+    isolation_head: &str,
+    opts: &PromoteOptions,
+    scratch: &Path,
+) -> Result<Planned> {
+    let git = &ctx.git;
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a branch plan without a session"));
+    };
+    let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
+    let source = session.source.as_path();
+    let wip = WipFilter::new(git, source, session, scratch)?;
+    let since = candidate
+        .previous
+        .as_ref()
+        .and_then(|p| p.step.isolation_head.as_deref())
+        .unwrap_or(&session.bound_revision);
+    let originals = first_parent_chain(git, source, since, isolation_head)?;
+    let raw = raw_commits(git, source, &originals)?;
+    let mut chain: Vec<Pick> = Vec::new();
+    let mut parent = chain_start(candidate, session).to_string();
+    for (original, raw) in originals.iter().zip(&raw) {
+        let filtered = match wip.filter(&original.tree)? {
+            Filtered::Tree(tree) => tree,
+            Filtered::Inseparable(path) => {
+                return Ok(Planned::Refused {
+                    detail: format!(
+                        "commit {} changes {path}, which carries your uncommitted work; promote it in patch mode",
+                        original.commit
+                    ),
+                    commit: original.commit.clone(),
+                });
+            }
+        };
+        let rebuilt =
+            if filtered == original.tree && parent == original.first_parent && !original.merge {
+                original.commit.clone()
+            } else {
+                recommit(git, source, &target.ident, raw, &filtered, &parent)?
+            };
+        chain.push(Pick {
+            subject: original.subject.clone(),
+            commit: rebuilt.clone(),
+        });
+        parent = rebuilt;
+    }
+    let leftovers = match wip.filter(snapshot_tree)? {
+        Filtered::Tree(tree) => tree,
+        Filtered::Inseparable(path) => {
+            return Ok(Planned::Refused {
+                commit: isolation_head.to_string(),
+                detail: format!(
+                    "uncommitted changes to {path} sit on top of your uncommitted work; promote in patch mode"
+                ),
+            });
+        }
+    };
+    if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        let message = opts.message.clone().unwrap_or_default();
+        chain.push(commit_of(
+            git, source, target, &message, &leftovers, &parent,
+        )?);
+    }
+    Ok(Planned::Chain(chain))
+}
+
+/// The default message of the commit of a session's uncommitted leftovers: the session, the
+/// runs it recorded, and the digest of the change set being promoted, so that `git log` tells
+/// where the commit came from.
+fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Result<String> {
+    let runs = store.run_ids(&session.session_id)?;
+    let mut message = format!(
+        "a3s-iso: uncommitted changes of session {}\n\n",
+        session.session_id
+    );
+    match runs.as_slice() {
+        [] => message.push_str("No run recorded.\n"),
+        [one] => message.push_str(&format!("Run: {one}\n")),
+        many => message.push_str(&format!("Runs: {}\n", many.join(", "))),
+    }
+    message.push_str(&format!("Change set: {digest}\n"));
+    Ok(message)
+}
+
+/// Plans a squash: the session's whole result since its last step (its commits and its
+/// uncommitted work, carried WIP filtered out) as one commit on where that step ended, with
+/// `--message` or a message that names the session and lists its commits. Writes only objects.
+fn plan_squash(
+    ctx: &Context,
+    candidate: &Candidate,
+    target: &Target,
+    isolation_head: &str,
+    opts: &PromoteOptions,
+    scratch: &Path,
+) -> Result<Planned> {
+    let git = &ctx.git;
+    let Some(session) = candidate.session.as_ref() else {
+        return Err(Error::internal("a squash plan without a session"));
+    };
+    let source = session.source.as_path();
+    let wip = WipFilter::new(git, source, session, scratch)?;
+    let tree = match wip.filter(candidate.result_tree.as_deref().unwrap_or_default())? {
+        Filtered::Tree(tree) => tree,
+        Filtered::Inseparable(path) => {
+            return Ok(Planned::Refused {
+                commit: isolation_head.to_string(),
+                detail: format!(
+                    "changes to {path} sit on top of your uncommitted work; promote in patch mode"
+                ),
+            });
+        }
+    };
+    let parent = chain_start(candidate, session).to_string();
+    if tree == git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        return Ok(Planned::Chain(Vec::new()));
+    }
+    let message = match &opts.message {
+        Some(message) => message.clone(),
+        None => {
+            let since = candidate
+                .previous
+                .as_ref()
+                .and_then(|p| p.step.isolation_head.as_deref())
+                .unwrap_or(&session.bound_revision);
+            let subjects: Vec<String> = first_parent_chain(git, source, since, isolation_head)?
+                .into_iter()
+                .map(|c| format!("- {}", c.subject))
+                .collect();
+            let mut message = format!("a3s-iso: the work of session {}", session.session_id);
+            if !subjects.is_empty() {
+                message.push_str(&format!("\n\n{}", subjects.join("\n")));
+            }
+            message
+        }
+    };
+    Ok(Planned::Chain(vec![commit_of(
+        git, source, target, &message, &tree, &parent,
+    )?]))
+}
+
+/// Why a replay stops before it starts: work of the user's at paths it changes.
+const IN_THE_WAY: &str = "your uncommitted, untracked or ignored files are at paths the session's commits change; setting them aside and back would merge them (or lose an ignored one): nothing was done";
+
+/// The paths the chain changes (from where it starts to its end, and every path a commit of
+/// it adds on the way) where the checkout holds work of the user's: changed,
+/// staged, untracked or ignored. A replay would set that work aside and merge it back with
+/// conflict markers, or write over an ignored file, which no stash keeps.
+fn your_files_in_the_way(
+    git: &Git,
+    source: &Path,
+    start: &str,
+    chain: &[Pick],
+) -> Result<Vec<RepoPath>> {
+    let Some(last) = chain.last() else {
+        return Ok(Vec::new());
+    };
+    let changed = |from: &str, to: &str, filter: &str| -> Result<Vec<Vec<u8>>> {
+        let out = git
+            .at(source)
+            .args([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--no-renames",
+                filter,
+                from,
+                to,
+            ])
+            .run()?;
+        Ok(crate::git::split_nul(&out).map(<[u8]>::to_vec).collect())
+    };
+    let mut paths = changed(start, &last.commit, "--diff-filter=ACDMRTUXB")?;
+    let mut parent = start.to_string();
+    for pick in chain {
+        for added in changed(&parent, &pick.commit, "--diff-filter=A")? {
+            if !paths.contains(&added) {
+                paths.push(added);
+            }
+        }
+        parent = pick.commit.clone();
+    }
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let status = git
+        .at(source)
+        .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"])
+        .args([
+            "--untracked-files=all",
+            "--ignored=matching",
+            "--no-renames",
+            "--",
+        ])
+        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+        .run()?;
+    Ok(crate::git::split_nul(&status)
+        .filter(|record| record.len() > 3)
+        .map(|record| RepoPath(record[3..].to_vec()))
+        .collect())
+}
+
+/// One commit of `tree` on `parent` with `message` (its first line is the subject).
+fn commit_of(
+    git: &Git,
+    source: &Path,
+    target: &Target,
+    message: &str,
+    tree: &str,
+    parent: &str,
+) -> Result<Pick> {
+    let subject = message.lines().next().unwrap_or_default().to_string();
+    let commit = git
+        .at(source)
+        .args(&target.ident)
+        .args(["commit-tree", tree, "-p", parent])
+        .stdin(format!("{}\n", message.trim_end()).into_bytes())
+        .run_text()?;
+    Ok(Pick { subject, commit })
+}
+
+/// The branch promote's intent, rewritten (fsynced) as the promote goes: before the WIP is
+/// stashed, once the stash exists, after every replayed commit, and when the replay finished.
+struct Recorder<'a> {
+    store: &'a Store,
+    intent: Intent,
+    plan: BranchPlan,
+}
+
+impl<'a> Recorder<'a> {
+    /// Writes the intent before anything in the checkout changes.
+    fn begin(job: &Job<'a>, chain: &[Pick], had_wip: bool) -> Result<Recorder<'a>> {
+        let patch = &job.candidate.patch;
+        let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
+        let plan = BranchPlan {
+            branch: job.target.branch.clone(),
+            old_tip: job.target.old_tip.clone(),
+            retained_tip: tip.to_string(),
+            had_wip,
+            token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
+            stash: None,
+            chain: chain.iter().map(|p| p.commit.clone()).collect(),
+            processed: 0,
+            replayed: Vec::new(),
+            done: None,
+        };
+        let recorder = Recorder {
+            store: &job.located.store,
+            intent: Intent {
+                schema: intent::SCHEMA.into(),
+                digest: patch.digest.clone(),
+                session_id: Some(job.session.session_id.clone()),
+                mode: Mode::Branch,
+                source: job.session.source.clone(),
+                source_head: Some(job.target.old_tip.clone()),
+                patch_bytes: patch.bytes,
+                created_at_ms: now_ms(),
+                pid: std::process::id(),
+                changes: Changes::Branch(plan.clone()),
+                // Recovery fills in where HEAD ends up.
+                step: job.step(tip, None),
+                reapply_of: None,
+            },
+            plan,
+        };
+        intent::save(recorder.store, &recorder.intent)?;
+        Ok(recorder)
+    }
+
+    /// Changes the plan and writes the intent again.
+    fn record(&mut self, change: impl FnOnce(&mut BranchPlan)) -> Result<()> {
+        change(&mut self.plan);
+        self.intent.changes = Changes::Branch(self.plan.clone());
+        intent::save(self.store, &self.intent)
+    }
+
+    fn token(&self) -> &str {
+        &self.plan.token
+    }
+
+    /// Nothing is left to finish.
+    fn end(self) -> Result<()> {
+        intent::remove(self.store, &self.intent.digest)
+    }
+}
+
+/// Keeps the chain on the retained branch, records the intent, sets the user's WIP aside,
+/// replays, restores the WIP and journals. From the stash to the journal nothing may stop
+/// halfway: interrupts wait, git runs where a Ctrl-C at the terminal cannot reach it, and a
+/// crash is finished (or rolled back) by the next command from the intent.
+fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcome) -> Result<()> {
+    let git = &ctx.git;
+    let source = job.session.source.as_path();
+    let target = job.target;
+    let id = &job.session.session_id;
+    let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
+    let ns = job.located.store.refs();
+    let retained_before = git.rev_parse(
+        source,
+        &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
+    )?;
+    let kept = keep_chain(git, source, &ns, id, tip, out);
+    let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
+    let had_wip = intent::has_wip(git, source)?;
+    let mut recorder = Recorder::begin(job, chain, had_wip)?;
+    crate::fault_point!("promote-branch-after-intent");
+    let interrupts = crate::base::signals::Signals::register()?;
+    let stash = match had_wip {
+        true => intent::stash_push(git, source, &target.ident, recorder.token(), id)?,
+        false => None,
+    };
+    recorder.record(|plan| plan.stash = stash.clone())?;
+    let failure = replay(
+        git,
+        source,
+        &target.ident,
+        chain,
+        &mut recorder,
+        &mut report,
+    )?;
+    let marked = || intent::marked(git, source, recorder.token());
+    let done = match failure {
+        Some(_) => {
+            // Abort the whole replay: the branch goes back to where it was.
+            let _ = marked().args(["cherry-pick", "--abort"]).output();
+            marked()
+                .args(["reset", "-q", "--hard", &target.old_tip])
+                .run()?;
+            None
+        }
+        None => {
+            let done = git.rev_parse_required(source, "HEAD")?;
+            recorder.record(|plan| plan.done = Some(done.clone()))?;
+            Some(done)
+        }
+    };
+    if let Some(stash) = &stash
+        && let Err(warning) = intent::restore_stash(git, source, recorder.token(), stash)
+    {
+        out.warnings.push(warning);
+        report.kept_stash = Some(stash.clone());
+    }
+    crate::fault_point!("promote-branch-after-restore");
+    let step = job.step(tip, done.as_deref());
+    if failure.is_some() && kept {
+        // The replay was undone: the branch a3s-iso made for it goes too (or back to where
+        // an earlier step left it).
+        crate::model::refs::reset_retained_branch(
+            git,
+            source,
+            &ns,
+            id,
+            retained_before.as_deref(),
+        )?;
+        report.retained_branch = retained_before.as_ref().map(|_| ns.retained_branch(id));
+    }
+    conclude(job, step, failure, &mut report, out)?;
+    recorder.end()?;
+    if out.outcome == Outcome::Applied && interrupts.received().is_some() {
+        out.warnings
+            .push("an interrupt arrived during the replay; the promote finished first".into());
+    }
+    out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
+    out.branch = Some(report);
+    Ok(())
+}
+
+/// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
+/// of the user's in its way (one named `a3s-iso`) costs it, with a warning, not the landing.
+fn keep_chain(
+    git: &Git,
+    source: &Path,
+    ns: &crate::base::names::RefNames,
+    id: &str,
+    tip: &str,
+    out: &mut PromoteOutcome,
+) -> bool {
+    match crate::model::refs::set_retained_branch(git, source, ns, id, tip) {
+        Ok(()) => true,
+        Err(err) => {
+            out.warnings.push(format!(
+                "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
+                ns.retained_branch(id)
+            ));
+            false
+        }
+    }
+}
+
+/// The outcome of a replay: a conflict naming the commit, or the journal entry (with the step
+/// and where it left HEAD) and `applied`.
+fn conclude(
+    job: &Job<'_>,
+    step: Option<Step>,
+    failure: Option<(String, String)>,
+    report: &mut BranchReport,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    match failure {
+        Some((commit, detail)) => {
+            out.conflict(Reason::ReplayFailed, Some(detail));
+            report.failed_commit = Some(commit);
+            report.replayed.clear();
+        }
+        None => {
+            let patch = &job.candidate.patch;
+            journal(
+                job.located,
+                Landed {
+                    digest: &patch.digest,
+                    session_id: Some(&job.session.session_id),
+                    head: Some(&job.target.old_tip),
+                    patch_bytes: patch.bytes,
+                    how: Landing::Applied,
+                    mode: Mode::Branch,
+                    step,
+                },
+            )?;
+            out.outcome = Outcome::Applied;
+        }
+    }
+    Ok(())
+}
+
+/// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
+/// commit whose change is already there is skipped. Returns the commit that failed and why,
+/// if any.
+fn replay(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    chain: &[Pick],
+    recorder: &mut Recorder<'_>,
+    report: &mut BranchReport,
+) -> Result<Option<(String, String)>> {
+    for pick in chain {
+        let result = intent::marked(git, source, recorder.token())
+            .args(ident)
+            .args(["-c", "commit.gpgSign=false", "cherry-pick", "--no-edit"])
+            .args(["--allow-empty-message", &pick.commit])
+            .output();
+        let Ok(result) = result else {
+            return Ok(Some((
+                pick.commit.clone(),
+                "git cherry-pick could not run".into(),
+            )));
+        };
+        if result.exit_code == Some(0) {
+            let replayed = git.rev_parse_required(source, "HEAD")?;
+            recorder.record(|plan| {
+                plan.replayed.push(replayed.clone());
+                plan.processed += 1;
+            })?;
+            report.replayed.push(ReplayedCommit {
+                commit: pick.commit.clone(),
+                replayed,
+                subject: pick.subject.clone(),
+            });
+        } else if skip_if_empty(git, source, recorder.token()) {
+            recorder.record(|plan| plan.processed += 1)?;
+            report.skipped.push(SkippedCommit {
+                commit: pick.commit.clone(),
+                subject: pick.subject.clone(),
+                reason: SkipReason::Empty,
+            });
+        } else {
+            return Ok(Some((pick.commit.clone(), undone_detail(&result.stderr))));
+        }
+    }
+    Ok(None)
+}
+
+/// What a failed cherry-pick said, for a replay a3s-iso has undone: git's own advice
+/// (`hint:` lines, "run git cherry-pick --continue", …) is about a cherry-pick in progress,
+/// which there is not, so it is left out.
+fn undone_detail(stderr: &str) -> String {
+    let said: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with("hint:"))
+        .filter(|line| {
+            !["--continue", "--abort", "--skip", "--quit"]
+                .iter()
+                .any(|advice| line.contains(advice))
+        })
+        .collect();
+    format!(
+        "the replay stopped and was undone (your branch, index and work are as before): {}",
+        if said.is_empty() {
+            "git cherry-pick failed".to_string()
+        } else {
+            said.join("; ")
+        }
+    )
+}
+
+/// After a failed pick: when nothing is left to commit (its change is already on the branch),
+/// skips it and says so.
+fn skip_if_empty(git: &Git, source: &Path, token: &str) -> bool {
+    let unmerged = git
+        .at(source)
+        .args(["ls-files", "-u"])
+        .run_text()
+        .unwrap_or_default();
+    let nothing_staged = git
+        .at(source)
+        .args(["diff", "--cached", "--quiet"])
+        .succeeds()
+        .unwrap_or(false);
+    unmerged.is_empty()
+        && nothing_staged
+        && intent::marked(git, source, token)
+            .args(["cherry-pick", "--skip"])
+            .run()
+            .is_ok()
+}
+
+/// `-c user.name/-c user.email` when git has no identity of its own to commit with.
+fn identity_args(git: &Git, source: &Path) -> Vec<String> {
+    let known = git.at(source).args(["var", "GIT_COMMITTER_IDENT"]).output();
+    if matches!(known, Ok(out) if out.exit_code == Some(0)) {
+        Vec::new()
+    } else {
+        [
+            "-c",
+            "user.name=a3s-iso",
+            "-c",
+            "user.email=a3s-iso@localhost",
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+}
+
+/// A commit of the session's chain, as one `git log` lists it.
+struct Original {
+    commit: String,
+    tree: String,
+    first_parent: String,
+    /// It has more than one parent: replayed as one commit of its tree on the chain, as
+    /// `rebase` replays a merge (a cherry-pick of it would need a parent to diff against).
+    merge: bool,
+    subject: String,
+}
+
+/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process.
+fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Result<Vec<Original>> {
+    let out = git
+        .at(source)
+        .args([
+            "log",
+            "-z",
+            "--reverse",
+            "--first-parent",
+            "--format=%H %T %P%n%s",
+        ])
+        .arg(format!("{bound}..{head}"))
+        .arg("--")
+        .run()?;
+    // Records are NUL-separated; a subject never holds a newline (%s joins its lines).
+    Ok(out
+        .split(|b| *b == 0)
+        .filter(|record| !record.is_empty())
+        .filter_map(|record| {
+            let text = String::from_utf8_lossy(record);
+            let (ids, subject) = text.split_once('\n').unwrap_or((&text, ""));
+            let mut ids = ids.split(' ');
+            Some(Original {
+                commit: ids.next()?.to_string(),
+                tree: ids.next()?.to_string(),
+                first_parent: ids.next().unwrap_or_default().to_string(),
+                merge: ids.next().is_some(),
+                subject: subject.to_string(),
+            })
+        })
+        .collect())
+}
+
+/// The raw commit objects of the chain, in one `cat-file --batch`.
+fn raw_commits(git: &Git, source: &Path, chain: &[Original]) -> Result<Vec<Vec<u8>>> {
+    let names: Vec<String> = chain.iter().map(|c| c.commit.clone()).collect();
+    git.cat_file_batch(source, &names)?
+        .into_iter()
+        .zip(&names)
+        .map(|(found, name)| match found {
+            CatFile::Found { content, .. } => Ok(content),
+            CatFile::Missing => Err(Error::internal(format!("commit {name} is missing"))),
+        })
+        .collect()
+}
+
+/// A copy of a commit (its raw object) with another tree and parent, keeping message, author
+/// and committer.
+fn recommit(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    raw: &[u8],
+    tree: &str,
+    parent: &str,
+) -> Result<String> {
+    let text = String::from_utf8_lossy(raw);
+    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+    let mut cmd = git.at(source).args(ident);
+    for line in headers.lines() {
+        for (prefix, kind) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
+            if let Some(rest) = line.strip_prefix(prefix)
+                && let Some((name, rest)) = rest.split_once(" <")
+                && let Some((email, date)) = rest.split_once("> ")
+            {
+                cmd = cmd
+                    .env(format!("GIT_{kind}_NAME"), name)
+                    .env(format!("GIT_{kind}_EMAIL"), email)
+                    .env(format!("GIT_{kind}_DATE"), format!("@{date}"));
+            }
+        }
+    }
+    cmd.args(["commit-tree", tree, "-p", parent])
+        .stdin(message.as_bytes().to_vec())
+        .run_text()
+}
+
+/// A tree with the carried WIP taken out, or the path where that is impossible.
+enum Filtered {
+    Tree(String),
+    Inseparable(RepoPath),
+}
+
+/// Takes the carried WIP back out of trees: a WIP path whose content in the tree is still the
+/// WIP's goes back to its HEAD version. A WIP path the agent changed further cannot be
+/// separated from the WIP and is refused.
+struct WipFilter<'a> {
+    git: &'a Git,
+    source: &'a Path,
+    scratch: std::path::PathBuf,
+    /// The all-zero object id of the repository's hash, for removals.
+    null_oid: String,
+    /// path → (entry at HEAD, entry in the WIP); an entry is `mode oid`, or None when absent.
+    paths: BTreeMap<RepoPath, (Option<String>, Option<String>)>,
+}
+
+impl<'a> WipFilter<'a> {
+    fn new(
+        git: &'a Git,
+        source: &'a Path,
+        session: &SessionRecord,
+        scratch: &Path,
+    ) -> Result<WipFilter<'a>> {
+        let mut paths = BTreeMap::new();
+        let mut null_oid = String::new();
+        if session.carried_wip {
+            let head_tree =
+                git.rev_parse_required(source, &format!("{}^{{tree}}", session.bound_revision))?;
+            let names: Vec<RepoPath> = git
+                .diff_trees(source, &head_tree, &session.base_tree)?
+                .into_iter()
+                .map(RepoPath)
+                .collect();
+            let at_head = git.tree_entries(source, &head_tree, &names)?;
+            let in_wip = git.tree_entries(source, &session.base_tree, &names)?;
+            for name in names {
+                let pair = (at_head.get(&name).cloned(), in_wip.get(&name).cloned());
+                paths.insert(name, pair);
+            }
+            null_oid = git.null_oid(source)?;
+        }
+        Ok(WipFilter {
+            git,
+            source,
+            scratch: scratch.to_path_buf(),
+            null_oid,
+            paths,
+        })
+    }
+
+    /// The tree without the WIP, or the path that cannot be separated from it.
+    fn filter(&self, tree: &str) -> Result<Filtered> {
+        if self.paths.is_empty() {
+            return Ok(Filtered::Tree(tree.to_string()));
+        }
+        let names: Vec<RepoPath> = self.paths.keys().cloned().collect();
+        let current = self.git.tree_entries(self.source, tree, &names)?;
+        // `--index-info -z` records: `<mode> <oid>\t<path>\0`, the path as bytes.
+        let mut info: Vec<u8> = Vec::new();
+        for (name, (at_head, in_wip)) in &self.paths {
+            let now = current.get(name);
+            if now == in_wip.as_ref() {
+                let entry = at_head
+                    .clone()
+                    .unwrap_or_else(|| format!("0 {}", self.null_oid));
+                info.extend_from_slice(entry.as_bytes());
+                info.push(b'\t');
+                info.extend_from_slice(&name.0);
+                info.push(0);
+            } else if now != at_head.as_ref() && now.is_some() {
+                return Ok(Filtered::Inseparable(name.clone()));
+            }
+        }
+        if info.is_empty() {
+            return Ok(Filtered::Tree(tree.to_string()));
+        }
+        let index = TempFile::new(&self.scratch, "index")?;
+        let on_index = || self.git.at(self.source).env("GIT_INDEX_FILE", index.path());
+        on_index().args(["read-tree", tree]).run()?;
+        on_index()
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()?;
+        Ok(Filtered::Tree(
+            self.git.write_tree(self.source, index.path())?,
+        ))
+    }
+}

@@ -1,0 +1,176 @@
+//! Gitlink bumps in a patch: the root patch moves a submodule from one commit to another. Git
+//! applies that to the index only; a promote applies it as a user would expect to find it: the
+//! source's submodule checked out at the new commit and the superproject's index entry moved.
+//! That needs the source's submodule initialised, clean and at the old commit, and the new
+//! commit there (copied from the isolation's submodule, its objects read as data). Anything
+//! else is a conflict naming the submodule, decided before anything is written.
+
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::base::paths::RepoPath;
+use crate::git::Git;
+use crate::ops::promote::options::Candidate;
+use crate::recovery::intent::PatchPlan;
+use crate::workspace::context::Located;
+
+/// A submodule the patch moves, and from which commit to which.
+#[derive(Debug, Clone)]
+pub(crate) struct Bump {
+    path: RepoPath,
+    old: String,
+    new: String,
+}
+
+impl Bump {
+    /// The submodule at `path` moving from `old` to `new`.
+    pub(crate) fn new(path: RepoPath, old: String, new: String) -> Bump {
+        Bump { path, old, new }
+    }
+}
+
+/// Why the source cannot take the gitlink changes: the submodules, and an explanation.
+pub(crate) type Refusal = (Vec<RepoPath>, String);
+
+/// Checks every gitlink change of `plan` against the source's submodules and makes each new
+/// commit available there (writing the plan moves them: `Checkout::write`); or why they
+/// cannot be moved.
+pub(crate) fn prepare_bumps(
+    git: &Git,
+    located: &Located,
+    candidate: &Candidate,
+    source: &Path,
+    plan: &PatchPlan,
+) -> Result<std::result::Result<(), Refusal>> {
+    let mut refused = Vec::new();
+    let mut why = Vec::new();
+    let changes = plan
+        .paths
+        .iter()
+        .filter(|c| c.is_gitlink() && c.pre != c.post);
+    for change in changes {
+        let moved = match (&change.pre, &change.post) {
+            (Some(pre), Some(post)) if pre.is_gitlink() && post.is_gitlink() => Bump {
+                path: change.path.clone(),
+                old: pre.oid.clone(),
+                new: post.oid.clone(),
+            },
+            _ => {
+                why.push(format!(
+                    "{} is added or removed as a submodule, which patch mode does not do",
+                    change.path
+                ));
+                refused.push(change.path.clone());
+                continue;
+            }
+        };
+        let objects = candidate
+            .submodule_objects
+            .iter()
+            .find(|(path, _)| *path == moved.path)
+            .map(|(_, dir)| dir.as_path());
+        match ready(git, located, source, &moved, objects)? {
+            Ok(()) => {}
+            Err(reason) => {
+                why.push(format!("{}: {reason}", moved.path));
+                refused.push(moved.path);
+            }
+        }
+    }
+    if refused.is_empty() {
+        Ok(Ok(()))
+    } else {
+        Ok(Err((
+            refused,
+            format!("the source's submodules cannot follow: {}", why.join("; ")),
+        )))
+    }
+}
+
+/// Whether the source's submodule can move as `bump` says; copies the new commit into it
+/// from the isolation's submodule's objects (`objects`) when it lacks it.
+pub(crate) fn ready(
+    git: &Git,
+    located: &Located,
+    source: &Path,
+    bump: &Bump,
+    objects: Option<&Path>,
+) -> Result<std::result::Result<(), String>> {
+    let sub = bump.path.under(source);
+    if !is_toplevel(git, &sub) {
+        return Ok(Err("not initialised in the source".into()));
+    }
+    if git.rev_parse(&sub, "HEAD")?.as_deref() != Some(bump.old.as_str()) {
+        return Ok(Err(format!(
+            "not checked out at {}, the commit the superproject records",
+            bump.old
+        )));
+    }
+    let status = git
+        .at(&sub)
+        .args(["status", "--porcelain", "--untracked-files=no"])
+        .run()?;
+    if !status.is_empty() {
+        return Ok(Err("it has uncommitted changes".into()));
+    }
+    let has = |git: &Git| git.rev_parse(&sub, &format!("{}^{{commit}}", bump.new));
+    if has(git)?.is_none() {
+        if let Some(objects) = objects {
+            let root_objects = located.repo.common_dir.join("objects");
+            git.copy_reachable(
+                &sub,
+                (objects, &root_objects),
+                &[bump.new.clone(), format!("^{}", bump.old)],
+                false,
+            )?;
+        }
+        if has(git)?.is_none() {
+            return Ok(Err(format!("commit {} is not available to it", bump.new)));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// `dir` is the top level of a repository of its own (an initialised submodule, or a nested
+/// repository), not a directory of the superproject.
+pub(crate) fn is_toplevel(git: &Git, dir: &Path) -> bool {
+    if std::fs::symlink_metadata(dir.join(".git")).is_err() {
+        return false;
+    }
+    let top = git
+        .at(dir)
+        .args(["rev-parse", "--show-toplevel"])
+        .run_text();
+    match (top, std::fs::canonicalize(dir)) {
+        (Ok(top), Ok(dir)) => std::fs::canonicalize(top).is_ok_and(|top| top == dir),
+        _ => false,
+    }
+}
+
+/// Moves each submodule's checkout and the superproject's index entry to the new commit; on a
+/// failure, puts back the ones already moved.
+pub(crate) fn move_submodules(git: &Git, source: &Path, bumps: &[Bump]) -> Result<()> {
+    for (i, bump) in bumps.iter().enumerate() {
+        if let Err(e) = move_one(git, source, bump, &bump.new) {
+            for done in bumps[..=i].iter().rev() {
+                let _ = move_one(git, source, done, &done.old);
+            }
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn move_one(git: &Git, source: &Path, bump: &Bump, to: &str) -> Result<()> {
+    git.at(&bump.path.under(source))
+        .args(["checkout", "-q", "--detach", to])
+        .run()?;
+    let mut entry = format!("160000 {to}\t").into_bytes();
+    entry.extend_from_slice(&bump.path.0);
+    entry.push(0);
+    git.at(source)
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(entry)
+        .run()
+        .map(|_| ())
+}

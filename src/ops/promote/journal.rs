@@ -1,0 +1,68 @@
+//! The promote journal: one fsynced entry per digest that landed, so a change set lands at
+//! most once; a session's entries also record its steps, the last of which is where the next
+//! promote of the session starts.
+
+use crate::base::error::Result;
+use crate::base::fsutil::now_ms;
+use crate::ops::promote::options::Candidate;
+use crate::ops::promote::outcome::Mode;
+use crate::store::state::{JournalEntry, Landing, Step, Store};
+use crate::workspace::context::Located;
+
+/// What lands, for the journal.
+pub(crate) struct Landed<'a> {
+    pub(crate) digest: &'a str,
+    pub(crate) session_id: Option<&'a str>,
+    pub(crate) head: Option<&'a str>,
+    pub(crate) patch_bytes: u64,
+    pub(crate) how: Landing,
+    pub(crate) mode: Mode,
+    pub(crate) step: Option<Step>,
+}
+
+/// Records that a change set landed: the promote journal's entry, fsynced.
+pub(crate) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
+    located.store.record_promoted(&JournalEntry {
+        digest: landed.digest.to_string(),
+        session_id: landed.session_id.map(str::to_string),
+        promoted_at_ms: now_ms(),
+        source_head: landed.head.map(str::to_string),
+        patch_bytes: landed.patch_bytes,
+        how: landed.how,
+        mode: landed.mode,
+        step: landed.step,
+        earlier_landings: Vec::new(),
+    })
+}
+
+/// Whether the candidate's digest is in the journal as having landed. An entry that is an
+/// earlier step of this very session is not: the session undid a change and made it again,
+/// so the delta repeats an earlier one but has not landed this time.
+pub(crate) fn landed_before(store: &Store, candidate: &Candidate) -> Result<bool> {
+    let Some(entry) = store.journal_entry(&candidate.patch.digest)? else {
+        return Ok(false);
+    };
+    Ok(match &candidate.session {
+        Some(session) if candidate.previous.is_some() => {
+            entry.session_id.as_deref() != Some(session.session_id.as_str())
+                || entry
+                    .step
+                    .is_none_or(|s| s.session_created_at_ms != session.created_at_ms)
+        }
+        _ => true,
+    })
+}
+
+/// Whether the source's HEAD holds what `step` landed, at every path it changed: the user
+/// committed the step (with or without more).
+pub(crate) fn committed_since(
+    git: &crate::git::Git,
+    source: &std::path::Path,
+    step: &crate::store::state::Step,
+) -> Result<bool> {
+    let paths = git.diff_trees(source, &step.from_tree, &step.result_tree)?;
+    if paths.is_empty() {
+        return Ok(false);
+    }
+    git.tree_paths_match(source, &step.result_tree, "HEAD^{tree}", &paths)
+}

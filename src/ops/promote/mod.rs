@@ -1,0 +1,244 @@
+//! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
+//! digest already in the journal, `conflict` when the source moved or the patch does not apply
+//! (nothing applied), `empty`, or `planned` with `--no-apply`.
+//!
+//! The order of steps: (1) a document is verified completely, or a session is captured afresh
+//! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
+//! (nothing new since a step is a replay of it, `idempotent`); (3) a journaled digest is
+//! `idempotent`; (4) a session whose source HEAD is not where its bind or last step left it is
+//! `head_moved`, a document whose base tree is unknown or not HEAD's is `base_unknown` or
+//! `base_differs`; (5) artifacts are written (`--no-apply` stops); (6) the
+//! patch is checked, its images planned, an intent recorded, and the checkout written and
+//! journaled with interrupts deferred. Branch mode replaces (6) with a replay of the session's
+//! commits. Taking the repository lock first finishes any promote a crash interrupted
+//! (`intent`), so "already promoted" is decided from records, never from the checkout.
+
+mod artifacts;
+mod branch;
+mod gitlink;
+mod journal;
+mod nested;
+mod options;
+mod outcome;
+mod patch;
+
+use crate::ops::promote::journal::{Landed, journal};
+pub(crate) use crate::ops::promote::nested::nested_delta_base;
+use crate::ops::promote::options::Candidate;
+pub use crate::ops::promote::options::PromoteOptions;
+pub(crate) use crate::ops::promote::options::{delta_base, last_step};
+pub use crate::ops::promote::outcome::{
+    BranchReport, Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
+    ReplayedCommit, SkipReason, SkippedCommit,
+};
+
+use crate::base::error::{Error, Result};
+use crate::model::changeset;
+use crate::model::snapshot::Patch;
+use crate::store::state::Landing;
+use crate::workspace::context::{Context, Located};
+
+/// Promotes a session, a change-set document or a remote's change set; see the module's order
+/// of steps.
+pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
+    if let Some(digest) = &opts.note {
+        return note(ctx, opts, digest);
+    }
+    if opts.reapply && opts.change_set.is_none() {
+        return reapply(ctx, opts);
+    }
+    // A document is checked completely before anything else.
+    let verified = match &opts.change_set {
+        Some(path) => Some(changeset::verify_file(&ctx.git, path)?),
+        None => None,
+    };
+    let located = ctx.locate()?;
+    // A remote's change set is fetched and checked completely before the lock is taken.
+    let fetched = match &opts.from {
+        Some(request) => Some(crate::services::remote::fetch_for_promote(
+            ctx, &located, request,
+        )?),
+        None => None,
+    };
+    if verified.is_none() && fetched.is_none() {
+        let mut session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+        if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
+            return Err(crate::services::rebase::conflicted_error(
+                &session.session_id,
+                paths,
+            ));
+        }
+        if opts.rebase {
+            if let Some(mut out) = rebase_if_moved(ctx, &located, &session)? {
+                out.mode = opts.mode;
+                return Ok(out);
+            }
+            session = ctx.resolve_session(&located, Some(&session.session_id))?;
+        }
+        if opts.mode == Mode::Branch {
+            return crate::ops::promote::branch::promote_branch(ctx, &located, session, opts);
+        }
+        let _lock = ctx.lock(&located.repo)?;
+        let candidate = Candidate::of_session(ctx, &located, session)?;
+        return promote_patch(ctx, &located, candidate, opts);
+    }
+    if opts.mode == Mode::Branch {
+        return Err(Error::Usage {
+            message: "branch mode promotes a session (-s ID), not a change-set file or a remote's change set".into(),
+        });
+    }
+    let mut report = None;
+    let candidate = match (verified, fetched) {
+        (Some(verified), _) => {
+            let cs = &verified.change_set;
+            Candidate::of_document(
+                Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
+                changeset::tree_id(&cs.base_tree),
+                changeset::tree_id(&cs.result_tree),
+            )
+        }
+        (None, Some(fetched)) => {
+            report = Some(fetched.report);
+            Candidate::of_document(fetched.patch, &fetched.base_tree, &fetched.result_tree)
+        }
+        (None, None) => return Err(Error::internal("no change set to promote")),
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = promote_patch(ctx, &located, candidate, opts)?;
+    out.fetched = report;
+    Ok(out)
+}
+
+/// Patch mode: the root change set (steps 2–6), then each nested change set in its own
+/// repository; the artifacts' summary covers both.
+fn promote_patch(
+    ctx: &Context,
+    located: &Located,
+    candidate: Candidate,
+    opts: &PromoteOptions,
+) -> Result<PromoteOutcome> {
+    let (mut out, artifacts) =
+        crate::ops::promote::patch::promote_patch(ctx, located, &candidate, opts)?;
+    crate::ops::promote::nested::land_nested(ctx, located, &candidate, opts, &mut out)?;
+    if let Some(artifacts) = artifacts {
+        artifacts.summarise(&out)?;
+    }
+    Ok(out)
+}
+
+/// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
+/// onto it first. `Some` when that stopped at a conflict: the promote's answer, nothing applied.
+pub(crate) fn rebase_if_moved(
+    ctx: &Context,
+    located: &Located,
+    session: &crate::store::state::SessionRecord,
+) -> Result<Option<PromoteOutcome>> {
+    let previous = last_step(&located.store, session, None)?;
+    let expected = previous
+        .as_ref()
+        .and_then(|p| p.step.head_after.clone())
+        .unwrap_or_else(|| session.bound_revision.clone());
+    let head = located.repo.head_commit(&ctx.git);
+    if head.is_none() || head.as_deref() == Some(expected.as_str()) {
+        return Ok(None);
+    }
+    let rebased = crate::services::rebase::rebase(
+        ctx,
+        &crate::services::rebase::RebaseOptions {
+            session_id: Some(session.session_id.clone()),
+            onto: head.clone(),
+            action: crate::services::rebase::Action::Start,
+        },
+    )?;
+    if rebased.outcome != crate::services::rebase::RebaseResult::Conflicted {
+        ctx.push_notices(rebased.warnings);
+        return Ok(None);
+    }
+    let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
+    out.session_id = Some(session.session_id.clone());
+    out.bound_revision = Some(session.bound_revision.clone());
+    out.current_revision = head;
+    out.warnings = rebased.warnings;
+    out.conflict(
+        Reason::RebaseConflicted,
+        Some(format!(
+            "rebasing the session onto {} stopped at a conflict, left in its isolation; your checkout is untouched",
+            rebased.to_revision
+        )),
+    );
+    out.set_conflicting_paths(
+        rebased
+            .conflicting_paths
+            .iter()
+            .map(|p| crate::base::paths::RepoPath(p.clone().into_bytes()))
+            .collect(),
+    );
+    Ok(Some(out))
+}
+
+/// `--reapply` of a promoted change set (`--digest`, else the session's last step): landed
+/// again where its earlier landing is no longer in the checkout, in patch mode.
+fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
+    if opts.mode == Mode::Branch {
+        return Err(Error::Usage {
+            message: "--reapply lands a change set again as uncommitted changes: patch mode only"
+                .into(),
+        });
+    }
+    let located = ctx.locate()?;
+    let digest = match &opts.digest {
+        Some(given) => located
+            .store
+            .resolve_digest("--digest", given)?
+            .ok_or_else(|| Error::InvalidInput {
+                message: format!("no promote of {given} is recorded here (a3s-iso log lists them)"),
+            })?,
+        None => {
+            let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+            last_step(&located.store, &session, None)?
+                .map(|previous| previous.digest)
+                .ok_or_else(|| Error::InvalidInput {
+                    message: format!(
+                        "session {:?} has no promoted change set to land again",
+                        session.session_id
+                    ),
+                })?
+        }
+    };
+    let _lock = ctx.lock(&located.repo)?;
+    let candidate = Candidate::of_journal(ctx, &located, &digest)?;
+    promote_patch(ctx, &located, candidate, opts)
+}
+
+/// `--note DIGEST`: the host promoted this change set by its own means.
+fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOutcome> {
+    if !changeset::is_sha256_digest(digest) {
+        return Err(Error::Usage {
+            message: format!("--note {digest:?} is not sha256: and 64 lowercase hex digits"),
+        });
+    }
+    let located = ctx.locate()?;
+    let _lock = ctx.lock(&located.repo)?;
+    let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
+    out.warnings.extend(ctx.take_notices());
+    out.digest = Some(digest.to_string());
+    out.session_id = opts.session_id.clone();
+    if located.store.journal_entry(digest)?.is_some() {
+        out.outcome = Outcome::Idempotent;
+        return Ok(out);
+    }
+    let head = located.repo.head_commit(&ctx.git);
+    journal(
+        &located,
+        Landed {
+            digest,
+            session_id: opts.session_id.as_deref(),
+            head: head.as_deref(),
+            patch_bytes: 0,
+            how: Landing::Noted,
+            mode: opts.mode,
+            step: None,
+        },
+    )?;
+    Ok(out)
+}

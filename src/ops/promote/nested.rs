@@ -1,0 +1,529 @@
+//! Landing nested change sets, after the root: each in the matching repository of the source
+//! (the submodule's or nested repository's own top level), with the root's rules — the same
+//! check, atomic per repository, the repository's own uncommitted work outside the touched
+//! paths untouched — and the same exactly-once journal, keyed by the path and the nested
+//! digest. When the root landed (now or before) and a nested one cannot, the promote is
+//! `partial`; a promote again lands what is left and leaves what landed.
+
+use std::path::{Path, PathBuf};
+
+use crate::base::error::{IoContext, Result};
+use crate::base::paths::RepoPath;
+use crate::git::Git;
+use crate::model::nested::{Captured, Nested, NestedChangeSet, Skipped};
+use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
+use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, ready};
+use crate::ops::promote::options::{Candidate, Previous, PromoteOptions, last_step};
+use crate::ops::promote::outcome::{
+    Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
+};
+use crate::ops::promote::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
+use crate::recovery::intent;
+use crate::store::state::{SessionRecord, Store};
+use crate::workspace::context::{Context, Located};
+
+/// The journal's key for a nested change set: the digest of its path and its patch digest, so
+/// that the same patch in two repositories is promoted once in each.
+pub(crate) fn journal_key(set: &NestedChangeSet) -> String {
+    key_of(&set.path_exact, &set.patch_digest)
+}
+
+/// The journal's key of the patch with `digest` landing in the nested repository at `path`.
+fn key_of(path: &RepoPath, digest: &str) -> String {
+    let mut bytes = b"a3s-iso nested\0".to_vec();
+    bytes.extend_from_slice(&path.0);
+    bytes.push(0);
+    bytes.extend_from_slice(digest.as_bytes());
+    digest_bytes(&bytes)
+}
+
+/// Lands every nested change set of `candidate` (unless the root did not land) and folds the
+/// results into the report's outcome.
+pub(crate) fn land_nested(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    opts: &PromoteOptions,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let source = candidate
+        .session
+        .as_ref()
+        .map_or(located.repo.toplevel.as_path(), |s| s.source.as_path());
+    let undone = undone_steps(ctx, located, candidate.session.as_ref(), source, candidate)?;
+    if candidate.nested_sets.is_empty() && candidate.nested_skipped.is_empty() && undone.is_empty()
+    {
+        return Ok(());
+    }
+    let root_landed = matches!(
+        out.outcome,
+        Outcome::Applied | Outcome::Idempotent | Outcome::Empty
+    );
+    for captured in &candidate.nested_sets {
+        let mut result = new_result(captured);
+        if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
+            result.outcome = NestedOutcome::Planned;
+            keep_patch(located, opts, captured, &mut result, out)?;
+        } else if root_landed {
+            let at = (source, candidate.session.as_ref(), captured);
+            land_one(ctx, located, at, None, &mut result, out)?;
+        }
+        out.nested.push(result);
+    }
+    report_skipped(&candidate.nested_skipped, root_landed, out);
+    if root_landed && out.outcome != Outcome::Planned {
+        out.nested.extend(undone);
+    }
+    fold(out);
+    Ok(())
+}
+
+/// The nested repositories this session promoted a step into that hold no nested change set
+/// now (the isolation's copy went back to its HEAD) while the source's copy still has
+/// uncommitted changes to tracked files: that undo does not travel as a nested change set, so
+/// each is a conflict — the promote is never `applied` or `idempotent` with it dropped.
+fn undone_steps(
+    ctx: &Context,
+    located: &Located,
+    session: Option<&SessionRecord>,
+    source: &Path,
+    candidate: &Candidate,
+) -> Result<Vec<NestedResult>> {
+    let Some(session) = session else {
+        return Ok(Vec::new());
+    };
+    let mut stepped: Vec<RepoPath> = located
+        .store
+        .journal_entries()?
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|e| e.step)
+        .filter(|s| s.session_created_at_ms == session.created_at_ms)
+        .filter_map(|s| s.nested)
+        .collect();
+    stepped.sort();
+    stepped.dedup();
+    let mut undone = Vec::new();
+    for path in stepped {
+        let captured = candidate
+            .nested_sets
+            .iter()
+            .any(|c| c.set.path_exact == path);
+        let target = path.under(source);
+        if captured || !is_toplevel(&ctx.git, &target) || !has_tracked_changes(ctx, &target) {
+            continue;
+        }
+        undone.push(NestedResult {
+            path: path.shown(),
+            kind: match target.join(".git").is_file() {
+                true => crate::model::nested::NestedKind::Submodule,
+                false => crate::model::nested::NestedKind::Repository,
+            },
+            path_exact: path,
+            outcome: NestedOutcome::Conflict,
+            reason: Some(Reason::PatchDoesNotApply),
+            digest: None,
+            journal_key: None,
+            conflicting_paths: Vec::new(),
+            detail: Some("the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it".into()),
+        });
+    }
+    Ok(undone)
+}
+
+/// Whether a checkout of the user's has uncommitted changes to tracked files.
+fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
+    ctx.git
+        .at(top)
+        .args(["status", "--porcelain", "-z", "--untracked-files=no"])
+        .run()
+        .is_ok_and(|out| !out.is_empty())
+}
+
+/// The nested repositories that could not be captured, as results that did not land (when the
+/// root did): whatever work they hold does not travel.
+fn report_skipped(skipped: &[Skipped], root_landed: bool, out: &mut PromoteOutcome) {
+    for skip in skipped {
+        let attempted = root_landed && out.outcome != Outcome::Planned;
+        out.nested.push(NestedResult {
+            path: skip.path.shown(),
+            path_exact: skip.path.clone(),
+            kind: skip.kind,
+            outcome: match attempted {
+                true => NestedOutcome::Conflict,
+                false => NestedOutcome::NotAttempted,
+            },
+            reason: attempted.then_some(Reason::NestedUnavailable),
+            digest: None,
+            journal_key: None,
+            conflicting_paths: Vec::new(),
+            detail: Some(format!("it could not be captured: {}", skip.why)),
+        });
+    }
+}
+
+/// `--no-apply`: the nested patch beside the root's artifacts, as `nested/<hex of the
+/// path>.patch`; with no root artifacts (an empty root change set), in `--artifacts DIR` or
+/// `<state>/artifacts/<hex of the journal key>/`.
+fn keep_patch(
+    located: &Located,
+    opts: &PromoteOptions,
+    captured: &Captured,
+    result: &mut NestedResult,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let root = match (&out.artifacts, &opts.artifacts) {
+        (Some(dir), _) | (None, Some(dir)) => dir.clone(),
+        (None, None) => located
+            .store
+            .artifacts_dir()
+            .join(journal_key(&captured.set).trim_start_matches("sha256:")),
+    };
+    out.artifacts = Some(root.clone());
+    let dir = root.join("nested");
+    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    let path = dir.join(format!("{}.patch", hex::encode(&captured.set.path_exact.0)));
+    crate::base::fsutil::write_atomic(&path, &captured.patch.read()?)?;
+    result.detail = Some(format!("patch written to {}", path.display()));
+    Ok(())
+}
+
+/// Lands one nested change set in `source`'s repository at its path; branch mode commits it
+/// there (`commit`: the message and identity arguments).
+fn land_one(
+    ctx: &Context,
+    located: &Located,
+    (source, session, captured): (&Path, Option<&SessionRecord>, &Captured),
+    commit: Option<(&str, &[String])>,
+    result: &mut NestedResult,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let scratch = located.store.scratch_dir();
+    let Some(nested) = candidate_of(ctx, located, session, captured, &scratch)? else {
+        // Nothing new since this repository's last step: a replay of it.
+        result.outcome = NestedOutcome::Idempotent;
+        return Ok(());
+    };
+    let key = key_of(&captured.set.path_exact, &nested.patch.digest);
+    result.digest = Some(nested.patch.digest.clone());
+    result.journal_key = Some(key.clone());
+    if located.store.journal_entry(&key)?.is_some() && nested.previous.is_none() {
+        result.outcome = NestedOutcome::Idempotent;
+        return Ok(());
+    }
+    result.outcome = NestedOutcome::Conflict;
+    if intent::blocking(&ctx.git, &located.store, &key)?.is_some() {
+        result.reason = Some(Reason::PatchDoesNotApply);
+        result.detail = Some(INTERRUPTED.into());
+        return Ok(());
+    }
+    let target = captured.set.path_exact.under(source);
+    if !is_toplevel(&ctx.git, &target) {
+        result.reason = Some(Reason::NestedUnavailable);
+        result.detail = Some(format!(
+            "the source has no initialised repository at {} (git submodule update --init)",
+            captured.set.path
+        ));
+        return Ok(());
+    }
+    let head = located_head(ctx, &target);
+    let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
+    match check(ctx, located, &nested, &target, nested.patch.file.path())? {
+        Check::Applies(plan) => {
+            let commit_it = |plan: &crate::recovery::intent::PatchPlan| match commit {
+                Some((message, ident)) => {
+                    commit_plan(&ctx.git, &target, &scratch, (message, ident), plan)
+                }
+                None => Ok(()),
+            };
+            let landing = Lander {
+                ctx,
+                located,
+                candidate: &nested,
+                key: &key,
+                source: &target,
+                head: head.as_deref(),
+                then: Some(&commit_it),
+                reapply_of: None,
+            };
+            match landing.apply_and_journal(plan, &mut report) {
+                Ok(()) => result.outcome = NestedOutcome::Applied,
+                // Its files are back as they were; the root (and what landed) stays.
+                Err(e) if commit.is_some() => {
+                    result.reason = Some(Reason::ReplayFailed);
+                    result.detail = Some(e.to_string());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        conflict => {
+            report_conflict(conflict, head, &mut report);
+            result.reason = report.reason;
+            result.detail = report.detail.clone();
+            result.conflicting_paths = report.conflicting_paths.clone();
+        }
+    }
+    out.warnings.extend(report.warnings);
+    Ok(())
+}
+
+/// A nested change set as a candidate of its own, in steps like the root: the delta since the
+/// last step of this session that landed in this repository (the trees are pinned in the
+/// superproject's store), else the whole nested change set. `None`: nothing new since.
+fn candidate_of(
+    ctx: &Context,
+    located: &Located,
+    session: Option<&SessionRecord>,
+    captured: &Captured,
+    scratch: &Path,
+) -> Result<Option<Candidate>> {
+    let path = &captured.set.path_exact;
+    let Some((base_tree, previous)) = nested_delta_base(&located.store, session, &captured.set)?
+    else {
+        return Ok(None);
+    };
+    let result_tree = captured.set.result_tree.clone();
+    let patch = match &previous {
+        Some(_) => {
+            let common = &located.repo.common_dir;
+            crate::model::snapshot::patch(&ctx.git, common, &base_tree, &result_tree, scratch)?
+        }
+        None => Patch::from_bytes(&captured.patch.read()?, scratch)?,
+    };
+    Ok(Some(Candidate {
+        patch,
+        session: session.cloned(),
+        base_tree: Some(base_tree),
+        result_tree: Some(result_tree),
+        nested: Vec::new(),
+        previous,
+        isolation_head: None,
+        nested_sets: Vec::new(),
+        submodule_objects: Vec::new(),
+        nested_skipped: Vec::new(),
+        snapshot: None,
+        nested_path: Some(path.clone()),
+        alternate_objects: Some(located.repo.common_dir.join("objects")),
+    }))
+}
+
+/// Where a promote now starts the nested change set `set` of `session`: the result of the
+/// last step of this session that landed in its repository (with that step), else the set's
+/// base tree. `None`: that step landed this very result, there is nothing new.
+pub(crate) fn nested_delta_base(
+    store: &Store,
+    session: Option<&SessionRecord>,
+    set: &NestedChangeSet,
+) -> Result<Option<(String, Option<Previous>)>> {
+    let previous = match session {
+        Some(session) => last_step(store, session, Some(&set.path_exact))?,
+        None => None,
+    };
+    Ok(match previous {
+        Some(p) if p.step.result_tree == set.result_tree => None,
+        Some(p) => Some((p.step.result_tree.clone(), Some(p))),
+        None => Some((set.base_tree.clone(), None)),
+    })
+}
+
+fn located_head(ctx: &Context, top: &Path) -> Option<String> {
+    ctx.git.rev_parse(top, "HEAD").ok().flatten()
+}
+
+/// The promote's outcome once the nested results are in: `partial` when something landed
+/// (the root now or before, or a nested one) and a nested one did not; `conflict` when
+/// nothing landed; `applied` when something landed now and nothing failed.
+fn fold(out: &mut PromoteOutcome) {
+    let failed: Vec<&NestedResult> = out
+        .nested
+        .iter()
+        .filter(|r| r.outcome == NestedOutcome::Conflict)
+        .collect();
+    let nested_now = out
+        .nested
+        .iter()
+        .any(|r| r.outcome == NestedOutcome::Applied);
+    let nested_before = out
+        .nested
+        .iter()
+        .any(|r| r.outcome == NestedOutcome::Idempotent);
+    let root_landed = matches!(out.outcome, Outcome::Applied | Outcome::Idempotent);
+    if let Some(first) = failed.first() {
+        if root_landed || nested_now || nested_before {
+            out.outcome = Outcome::Partial;
+            return;
+        }
+        let reason = first.reason.unwrap_or(Reason::PatchDoesNotApply);
+        let paths = failed.iter().map(|r| r.path_exact.clone()).collect();
+        out.conflict(
+            reason,
+            Some("no nested change set could land; see nested for each".into()),
+        );
+        out.set_conflicting_paths(paths);
+        return;
+    }
+    let planned = out
+        .nested
+        .iter()
+        .any(|r| r.outcome == NestedOutcome::Planned);
+    match out.outcome {
+        Outcome::Empty | Outcome::Idempotent if nested_now => out.outcome = Outcome::Applied,
+        Outcome::Empty if planned => out.outcome = Outcome::Planned,
+        Outcome::Empty if nested_before => out.outcome = Outcome::Idempotent,
+        _ => {}
+    }
+}
+
+/// What branch mode's nested step needs of the session: its snapshot (for the gitlinks) and
+/// the identity arguments of its commits.
+pub(crate) struct BranchNested<'a> {
+    /// The session promoted.
+    pub(crate) session: &'a SessionRecord,
+    /// The isolation's snapshot the root replay used.
+    pub(crate) snap: &'a Snapshot,
+    /// `-c user.name/-c user.email` when git has no identity of its own.
+    pub(crate) ident: &'a [String],
+}
+
+/// Branch mode, after the root replay: each submodule the replayed commits moved is checked
+/// out at its new commit where the source's submodule is clean (else a warning), and each
+/// nested change set is committed in its own repository, one commit each. A failure there is
+/// `partial`; the root commits stay.
+pub(crate) fn commit_nested(
+    ctx: &Context,
+    located: &Located,
+    branch: &BranchNested<'_>,
+    nested: Nested,
+    opts: &PromoteOptions,
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let source = branch.session.source.as_path();
+    if out.outcome == Outcome::Applied {
+        follow_bumps(ctx, located, branch, &nested.objects, out)?;
+    }
+    let root_landed = matches!(
+        out.outcome,
+        Outcome::Applied | Outcome::Idempotent | Outcome::Empty
+    );
+    for captured in &nested.captured {
+        let mut result = new_result(captured);
+        let message = format!(
+            "a3s-iso: uncommitted changes of session {} in {}",
+            branch.session.session_id, captured.set.path
+        );
+        if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
+            result.outcome = NestedOutcome::Planned;
+        } else if root_landed {
+            let commit = Some((message.as_str(), branch.ident));
+            let at = (source, Some(branch.session), captured);
+            land_one(ctx, located, at, commit, &mut result, out)?;
+        }
+        out.nested.push(result);
+    }
+    report_skipped(&nested.skipped, root_landed, out);
+    fold(out);
+    Ok(())
+}
+
+/// A result not yet decided.
+fn new_result(captured: &Captured) -> NestedResult {
+    NestedResult {
+        path: captured.set.path.clone(),
+        path_exact: captured.set.path_exact.clone(),
+        kind: captured.set.kind,
+        outcome: NestedOutcome::NotAttempted,
+        reason: None,
+        digest: Some(captured.set.patch_digest.clone()),
+        journal_key: Some(journal_key(&captured.set)),
+        conflicting_paths: Vec::new(),
+        detail: None,
+    }
+}
+
+/// Checks out each submodule the replayed commits moved at its new commit (copied from the
+/// isolation), where the source's submodule is initialised, clean and at the old one.
+fn follow_bumps(
+    ctx: &Context,
+    located: &Located,
+    branch: &BranchNested<'_>,
+    objects: &[(RepoPath, PathBuf)],
+    out: &mut PromoteOutcome,
+) -> Result<()> {
+    let links = &branch.snap.gitlinks;
+    if links.is_empty() {
+        return Ok(());
+    }
+    let common = &located.repo.common_dir;
+    let before = intent::tree_images(&ctx.git, common, &branch.session.base_tree, links)?;
+    let after = intent::tree_images(&ctx.git, common, &branch.snap.tree, links)?;
+    let (Some(before), Some(after)) = (before, after) else {
+        return Ok(());
+    };
+    let source = branch.session.source.as_path();
+    for ((path, old), new) in links.iter().zip(before).zip(after) {
+        let (Some(old), Some(new)) = (old, new) else {
+            continue;
+        };
+        if old.oid == new.oid || !old.is_gitlink() || !new.is_gitlink() {
+            continue;
+        }
+        let bump = Bump::new(path.clone(), old.oid, new.oid);
+        let dir = objects
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, d)| d.as_path());
+        match ready(&ctx.git, located, source, &bump, dir)? {
+            Ok(()) => move_submodules(&ctx.git, source, std::slice::from_ref(&bump))?,
+            Err(why) => out.warnings.push(format!(
+                "submodule {path} stays where it was ({why}); git submodule update moves it"
+            )),
+        }
+    }
+    Ok(())
+}
+
+/// Commits what a nested change set's plan wrote, in the nested repository at `top`: a tree
+/// of its HEAD with the post-images, a commit on it, HEAD (its branch) moved only if it is
+/// still where it was, and the index entries of the touched paths set to match.
+fn commit_plan(
+    git: &Git,
+    top: &Path,
+    scratch: &Path,
+    (message, ident): (&str, &[String]),
+    plan: &crate::recovery::intent::PatchPlan,
+) -> Result<()> {
+    let head = git.rev_parse_required(top, "HEAD")?;
+    let null = git.null_oid(top)?;
+    let mut info = Vec::new();
+    for change in &plan.paths {
+        let line = match &change.post {
+            Some(entry) => format!("{} {}\t", entry.mode, entry.oid),
+            None => format!("0 {null}\t"),
+        };
+        info.extend_from_slice(line.as_bytes());
+        info.extend_from_slice(&change.path.0);
+        info.push(0);
+    }
+    let index = TempFile::new(scratch, "nested-commit-index")?;
+    let on_index = || git.at(top).env("GIT_INDEX_FILE", index.path());
+    on_index().args(["read-tree", &head]).run()?;
+    on_index()
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(info.clone())
+        .run()?;
+    let tree = on_index().arg("write-tree").run_text()?;
+    let commit = git
+        .at(top)
+        .args(ident)
+        .args(["commit-tree", &tree, "-p", &head])
+        .stdin(format!("{message}\n").into_bytes())
+        .run_text()?;
+    git.at(top)
+        .args(["update-ref", "-m", message, "HEAD", &commit, &head])
+        .run()?;
+    git.at(top)
+        .args(["update-index", "-z", "--index-info"])
+        .stdin(info)
+        .run()
+        .map(|_| ())
+}

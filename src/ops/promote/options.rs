@@ -1,0 +1,315 @@
+//! What a promote is asked to do, and the change set it works on.
+
+use std::path::PathBuf;
+
+use crate::base::error::Result;
+use crate::model::isolation::writable_isolation;
+use crate::model::snapshot::{self, Patch};
+use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
+use crate::store::state::{SessionRecord, Step, Store};
+use crate::workspace::context::{Context, Located};
+
+/// What to promote and how.
+#[derive(Debug, Clone, Default)]
+pub struct PromoteOptions {
+    /// The session to promote (default: the one `-s` resolution finds).
+    pub session_id: Option<String>,
+    /// A change-set document to promote instead of a session.
+    pub change_set: Option<PathBuf>,
+    /// How the work lands.
+    pub mode: Mode,
+    /// Write the artifacts and stop.
+    pub no_apply: bool,
+    /// Where the artifacts go (default: under the state dir).
+    pub artifacts: Option<PathBuf>,
+    /// `--note DIGEST`: record the digest as promoted by other means.
+    pub note: Option<String>,
+    /// `--onto-head`: a document whose base tree is not HEAD's may still apply onto the
+    /// checkout, when `git apply --check` passes.
+    pub onto_head: bool,
+    /// `--from REMOTE --digest D`: the change set is fetched from a remote and verified first.
+    pub from: Option<crate::services::remote::FetchRequest>,
+    /// `--rebase`: a session whose source HEAD moved is rebased onto it first (and promoted
+    /// only when that was clean).
+    pub rebase: bool,
+    /// `--reapply`: land again a change set whose recorded landing is no longer in the
+    /// checkout (the session's last step, `digest`'s, or the document's).
+    pub reapply: bool,
+    /// With `reapply`: the promoted change set to land again (a whole digest or a unique
+    /// prefix of at least 8 hex digits).
+    pub digest: Option<String>,
+    /// Branch mode: land the session's work as one commit (its commits squashed with its
+    /// uncommitted work) instead of replaying its commits.
+    pub squash: bool,
+    /// Branch mode: the message of the squashed commit, or of the commit that holds the
+    /// uncommitted leftovers (default: one that names the session).
+    pub message: Option<String>,
+}
+
+/// A change set ready to promote: its patch on disk and where it came from.
+pub(crate) struct Candidate {
+    pub(crate) patch: Patch,
+    pub(crate) session: Option<SessionRecord>,
+    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's), the
+    /// result of the session's last promoted step, or a document's `base_tree`.
+    pub(crate) base_tree: Option<String>,
+    /// What the patch makes of its base: the session's snapshot, or a document's result tree
+    /// (which this repository may not have).
+    pub(crate) result_tree: Option<String>,
+    pub(crate) nested: Vec<String>,
+    /// A session's last promoted step: the patch is the delta since its result.
+    pub(crate) previous: Option<Previous>,
+    /// The isolation's HEAD at the snapshot, for the step's record.
+    pub(crate) isolation_head: Option<String>,
+    /// The nested change sets (submodules and nested repositories), landed after the root;
+    /// none for a document, which carries the root only.
+    pub(crate) nested_sets: Vec<crate::model::nested::Captured>,
+    /// Where the isolation's submodules keep their objects: a gitlink bump copies its
+    /// commits from there into the source's submodule.
+    pub(crate) submodule_objects: Vec<(crate::base::paths::RepoPath, std::path::PathBuf)>,
+    /// Nested repositories that could not be captured, and why.
+    pub(crate) nested_skipped: Vec<crate::model::nested::Skipped>,
+    /// A session's snapshot of its isolation (with the gitlinks it recorded).
+    pub(crate) snapshot: Option<crate::model::snapshot::Snapshot>,
+    /// A nested change set's path: its steps are its own.
+    pub(crate) nested_path: Option<crate::base::paths::RepoPath>,
+    /// An object directory the checks may read trees from besides the checkout's own (a
+    /// nested repository's last step, pinned in the superproject's store).
+    pub(crate) alternate_objects: Option<std::path::PathBuf>,
+}
+
+impl Candidate {
+    /// A change set that came as a document (a file, or a remote's commit): its patch and its
+    /// two trees, nothing of a session.
+    pub(crate) fn of_document(patch: Patch, base_tree: &str, result_tree: &str) -> Candidate {
+        Candidate {
+            patch,
+            session: None,
+            base_tree: Some(base_tree.to_string()),
+            result_tree: Some(result_tree.to_string()),
+            nested: Vec::new(),
+            previous: None,
+            isolation_head: None,
+            nested_sets: Vec::new(),
+            submodule_objects: Vec::new(),
+            nested_skipped: Vec::new(),
+            snapshot: None,
+            nested_path: None,
+            alternate_objects: None,
+        }
+    }
+
+    /// A change set the journal records as landed, to land again: its patch from the
+    /// artifacts, or made again from the trees its step recorded; checked against the digest.
+    pub(crate) fn of_journal(ctx: &Context, located: &Located, digest: &str) -> Result<Candidate> {
+        let entry = located.store.journal_entry(digest)?.ok_or_else(|| {
+            crate::base::error::Error::InvalidInput {
+                message: format!(
+                    "no promote of {digest} is recorded here (a3s-iso log lists them)"
+                ),
+            }
+        })?;
+        if let Some(path) = entry.step.as_ref().and_then(|s| s.nested.as_ref()) {
+            return Err(crate::base::error::Error::InvalidInput {
+                message: format!(
+                    "{digest} is the change set of the nested repository {}: --reapply lands a root change set again, not a nested one",
+                    path.shown()
+                ),
+            });
+        }
+        let step = entry.step;
+        let scratch = located.store.scratch_dir();
+        let stored = located
+            .store
+            .artifacts_dir()
+            .join(digest.trim_start_matches("sha256:"))
+            .join("change.patch");
+        let mut patch = match crate::base::fsutil::read_small_regular_file(&stored, 1 << 40) {
+            Ok(bytes) => Some(Patch::from_bytes(&bytes, &scratch)?),
+            Err(_) => None,
+        }
+        .filter(|p| p.digest == digest);
+        if patch.is_none()
+            && let Some(step) = &step
+        {
+            let made = snapshot::patch(
+                &ctx.git,
+                &located.repo.common_dir,
+                &step.from_tree,
+                &step.result_tree,
+                &scratch,
+            );
+            patch = made.ok().filter(|p| p.digest == digest);
+        }
+        let patch = patch.ok_or_else(|| crate::base::error::Error::ChangeSetUnavailable {
+            message: format!(
+                "cannot land {digest} again: its patch is no longer in the artifacts and no trees it was made from are recorded"
+            ),
+        })?;
+        let mut candidate = Candidate::of_document(patch, "", "");
+        candidate.base_tree = step.as_ref().map(|s| s.from_tree.clone());
+        candidate.result_tree = step.map(|s| s.result_tree);
+        Ok(candidate)
+    }
+
+    /// The step this promote lands, for the intent and the journal (none for a document).
+    pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
+        let session = self.session.as_ref()?;
+        Some(Step {
+            number: self
+                .previous
+                .as_ref()
+                .map_or_else(|| self.step_floor(session) + 1, |p| p.step.number + 1),
+            session_created_at_ms: session.created_at_ms,
+            from_tree: self.base_tree.clone()?,
+            result_tree: self.result_tree.clone()?,
+            isolation_head: self.isolation_head.clone(),
+            head_after: head_after.map(str::to_string),
+            files_changed: self.patch.files_changed,
+            chain_tip: None,
+            nested: self.nested_path.clone(),
+        })
+    }
+
+    /// The steps of the root change set that a rebase put behind the session's base: numbering
+    /// goes on from there (nested repositories number their own steps).
+    fn step_floor(&self, session: &SessionRecord) -> u64 {
+        if self.nested_path.is_some() {
+            0
+        } else {
+            session.steps_before_rebase()
+        }
+    }
+
+    /// The revision the source's HEAD must be at: where the last step left it, else the bound
+    /// revision.
+    pub(crate) fn expected_head(&self) -> Option<&str> {
+        let bound = self.session.as_ref()?.bound_revision.as_str();
+        Some(
+            self.previous
+                .as_ref()
+                .and_then(|p| p.step.head_after.as_deref())
+                .unwrap_or(bound),
+        )
+    }
+}
+
+/// A session's last promoted step.
+#[derive(Debug, Clone)]
+pub(crate) struct Previous {
+    /// The digest of the delta that step landed.
+    pub(crate) digest: String,
+    /// How it landed.
+    pub(crate) mode: Mode,
+    /// The size of its patch.
+    pub(crate) patch_bytes: u64,
+    /// What it landed.
+    pub(crate) step: Step,
+}
+
+impl Candidate {
+    /// Step 1 for a session: a fresh capture, as the delta since the session's last promoted step
+    /// (or, before the first, since its base tree).
+    pub(crate) fn of_session(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+    ) -> Result<Candidate> {
+        let isolation = writable_isolation(&session)?;
+        let (snap, nested) = crate::services::evidence::snapshot_all(ctx, located, &isolation)?;
+        let previous = last_step(&located.store, &session, None)?;
+        let from = delta_base(&session, previous.as_ref());
+        let patch = snapshot::patch(
+            &ctx.git,
+            &located.repo.common_dir,
+            &from,
+            &snap.tree,
+            &located.store.scratch_dir(),
+        )?;
+        Ok(Candidate {
+            patch,
+            base_tree: Some(from),
+            result_tree: Some(snap.tree.clone()),
+            isolation_head: isolation.head(&ctx.git).ok(),
+            session: Some(session),
+            nested: snap.nested.clone(),
+            snapshot: Some(snap),
+            nested_path: None,
+            alternate_objects: None,
+            nested_skipped: nested.skipped,
+            nested_sets: nested.captured,
+            submodule_objects: nested.objects,
+            previous,
+        })
+    }
+
+    /// The nested change sets, taken out (branch mode commits them after the root replay).
+    pub(crate) fn take_nested(&mut self) -> crate::model::nested::Nested {
+        crate::model::nested::Nested {
+            captured: std::mem::take(&mut self.nested_sets),
+            skipped: std::mem::take(&mut self.nested_skipped),
+            objects: std::mem::take(&mut self.submodule_objects),
+            covered: Vec::new(),
+        }
+    }
+
+    /// Nothing new since the session's last promoted step: a replay of that step, reported
+    /// `idempotent` with its digest (without a step before, the change set is `empty`).
+    pub(crate) fn replay_last_step(&self, out: &mut PromoteOutcome) {
+        if let Some(previous) = &self.previous {
+            out.outcome = Outcome::Idempotent;
+            out.digest = Some(previous.digest.clone());
+            out.step = Some(previous.step.number);
+            out.from_tree = Some(previous.step.from_tree.clone());
+            out.patch_bytes = previous.patch_bytes;
+            out.files_changed = previous.step.files_changed;
+        }
+    }
+
+    /// Fills in the step this promote lands and where its delta starts (sessions with something
+    /// to land only), and the first paths the patch touches.
+    pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
+        if self.patch.bytes == 0 {
+            // Nothing to land is no step (a replay reports the last one).
+            return;
+        }
+        out.files = self.patch.listed_paths();
+        if let Some(step) = self.step(None) {
+            out.step = Some(step.number);
+            out.from_tree = Some(step.from_tree);
+        }
+    }
+}
+
+/// Where a session's delta starts: the result of its last promoted step, else its base tree.
+pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> String {
+    previous.map_or(session.base_tree.clone(), |p| p.step.result_tree.clone())
+}
+
+/// The session's last promoted step, with its digest: the journal entry of this session (this
+/// binding of its id) with the highest step number — of the root, or (`nested`) of the nested
+/// repository at that path. Root steps from before the session's last rebase are behind its
+/// new base: they are not where the next delta starts.
+pub(crate) fn last_step(
+    store: &Store,
+    session: &SessionRecord,
+    nested: Option<&crate::base::paths::RepoPath>,
+) -> Result<Option<Previous>> {
+    Ok(store
+        .journal_entries()?
+        .into_iter()
+        .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|entry| {
+            let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
+            if nested.is_none() && step.number <= session.steps_before_rebase() {
+                return None;
+            }
+            (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
+                digest: entry.digest,
+                mode: entry.mode,
+                patch_bytes: entry.patch_bytes,
+                step,
+            })
+        })
+        .max_by_key(|previous| previous.step.number))
+}

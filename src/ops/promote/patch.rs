@@ -1,0 +1,584 @@
+//! Patch mode: the change set lands as uncommitted changes, never merged into the user's own
+//! uncommitted work. `git apply --check` decides whether it applies; `git apply --cached` on a
+//! temporary index of the touched paths computes the post-images; an fsynced intent records
+//! both sides; then each path is written by rename and the digest journaled, in one
+//! uninterruptible step. A crash anywhere in it is finished by the next command (`intent`).
+
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::repo::Repo;
+use crate::git::split_nul;
+use crate::ops::promote::artifacts::Artifacts;
+use crate::ops::promote::gitlink::prepare_bumps;
+use crate::ops::promote::journal::{Landed, journal, landed_before};
+use crate::ops::promote::options::{Candidate, PromoteOptions};
+use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome, Reason};
+use crate::recovery::intent::{
+    self, Changes, Checkout, Intent, PatchPlan, PathState, Planned, RepoPath, Side,
+};
+use crate::store::state::Landing;
+use crate::workspace::context::{Context, Located};
+
+/// What the checks before applying found.
+pub(crate) enum Check {
+    /// The patch applies and meets no uncommitted work: every touched path's images (a
+    /// submodule's new commit already in the source's submodule).
+    Applies(PatchPlan),
+    /// Every touched path already holds what the change set makes of it, but no record says
+    /// that a promote put it there.
+    Present(Vec<RepoPath>),
+    /// The patch does not apply; git's explanation and the paths it names.
+    DoesNotApply(String, Vec<RepoPath>),
+    /// The patch touches paths the user changed and has not committed.
+    MeetsWip(Vec<RepoPath>),
+    /// The patch moves submodules that cannot be moved in the source; why.
+    Gitlinks(Vec<RepoPath>, String),
+}
+
+/// Steps 2–6 for the root change set under the repository lock: empty, journal, pending
+/// intent, HEAD (or a document's base), artifacts, check, apply, journal. The artifacts'
+/// summary is the caller's to write, once the nested change sets are done.
+pub(crate) fn promote_patch(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    opts: &PromoteOptions,
+) -> Result<(PromoteOutcome, Option<Artifacts>)> {
+    let mut out = initial_report(ctx, candidate);
+    if candidate.patch.bytes == 0 {
+        candidate.replay_last_step(&mut out);
+        return Ok((out, None));
+    }
+    let digest = candidate.patch.digest.clone();
+    out.digest = Some(digest.clone());
+    if landed_before(&located.store, candidate)? && !opts.reapply {
+        out.outcome = Outcome::Idempotent;
+        return Ok((out, None));
+    }
+    // Landing again: the entry of the earlier landing, which this one follows.
+    let reapply_of = match opts.reapply {
+        true => located
+            .store
+            .journal_entry(&digest)?
+            .map(|e| e.promoted_at_ms),
+        false => None,
+    };
+    if let Some(paths) = intent::blocking(&ctx.git, &located.store, &digest)? {
+        out.conflict(Reason::PatchDoesNotApply, Some(INTERRUPTED.into()));
+        out.set_conflicting_paths(paths);
+        return Ok((out, None));
+    }
+    let source = source_of(ctx, located, candidate);
+    let head = source.head_commit(&ctx.git);
+    out.current_revision = head.clone();
+    if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
+        return Ok((out, None));
+    }
+    let artifacts = Artifacts::write(
+        located,
+        opts.artifacts.as_deref(),
+        &candidate.patch,
+        &mut out,
+    )?;
+    if opts.no_apply {
+        return Ok((out, Some(artifacts)));
+    }
+    if reapply_of.is_some() && still_landed(ctx, candidate, &source.toplevel, &artifacts.patch)? {
+        out.outcome = Outcome::Idempotent;
+        out.detail = Some(STILL_LANDED.into());
+        return Ok((out, Some(artifacts)));
+    }
+    match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
+        Check::Applies(plan) => {
+            let landing = Lander {
+                ctx,
+                located,
+                candidate,
+                key: &digest,
+                source: &source.toplevel,
+                head: head.as_deref(),
+                then: None,
+                reapply_of,
+            };
+            landing.apply_and_journal(plan, &mut out)?;
+        }
+        conflict => report_conflict(conflict, head, &mut out),
+    }
+    Ok((out, Some(artifacts)))
+}
+
+/// Why `--reapply` applied nothing: the earlier landing is still there.
+const STILL_LANDED: &str = "its earlier landing is still in your checkout: nothing to apply again";
+
+/// Whether the checkout still holds what the change set makes: its result at every touched
+/// path (when its result tree is known here), or a patch that applies in reverse.
+fn still_landed(
+    ctx: &Context,
+    candidate: &Candidate,
+    source: &Path,
+    patch_file: &Path,
+) -> Result<bool> {
+    let touched = touched_paths(ctx, source, patch_file)?;
+    let checkout = Checkout::open(&ctx.git, source)?;
+    let states = checkout.states(&touched, true)?;
+    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+        return Ok(true);
+    }
+    Ok(ctx.git.apply_check(source, patch_file, true)?.is_ok())
+}
+
+/// Why a change set whose promote was interrupted cannot be promoted again yet.
+pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again";
+
+/// The report before any check: sizes, session and step, nested repositories, and what
+/// recovery under the lock did.
+fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
+    let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.patch_bytes = candidate.patch.bytes;
+    out.files_changed = candidate.patch.files_changed;
+    candidate.report_step(&mut out);
+    out.nested_repositories = candidate.nested.clone();
+    out.warnings.extend(ctx.take_notices());
+    out.warnings.extend(candidate.nested.iter().map(|p| {
+        format!("nested repository {p} is not part of the change set; promote it on its own")
+    }));
+    out.warnings
+        .extend(candidate.nested_skipped.iter().map(|s| {
+            format!(
+                "nested repository {} could not be captured: {}",
+                s.path, s.why
+            )
+        }));
+    out
+}
+
+/// The checks on where the change set lands, before anything is written: a session's source
+/// HEAD must be where its last step (or bind) left it; a document's base tree must be in this
+/// repository, and HEAD's tree unless `--onto-head`. Returns whether the promote stops.
+fn refused_where_it_lands(
+    ctx: &Context,
+    source: &Path,
+    candidate: &Candidate,
+    opts: &PromoteOptions,
+    out: &mut PromoteOutcome,
+) -> Result<bool> {
+    if let Some(session) = &candidate.session {
+        out.bound_revision = Some(session.bound_revision.clone());
+        if out.current_revision.as_deref() != candidate.expected_head() {
+            let detail = match candidate.previous.as_ref() {
+                Some(p) => Some(format!(
+                    "step {} of this session left HEAD at {}{}",
+                    p.step.number,
+                    p.step.head_after.as_deref().unwrap_or("(none)"),
+                    if crate::ops::promote::journal::committed_since(&ctx.git, source, &p.step)? {
+                        format!(
+                            "; HEAD holds what that step landed (you committed it): a3s-iso rebase -s {} moves the session onto your commit, and the next promote lands only what is new",
+                            session.session_id
+                        )
+                    } else {
+                        String::new()
+                    }
+                )),
+                None => None,
+            };
+            out.conflict(Reason::HeadMoved, detail);
+            return Ok(true);
+        }
+        return Ok(false);
+    }
+    let Some(base) = &candidate.base_tree else {
+        return Ok(false);
+    };
+    let found = ctx.git.rev_parse(source, &format!("{base}^{{tree}}"))?;
+    if found.as_deref() != Some(base.as_str()) {
+        out.conflict(
+            Reason::BaseUnknown,
+            Some(format!(
+                "the change set's base tree {base} is not a tree of this repository: it was taken from another one"
+            )),
+        );
+        return Ok(true);
+    }
+    let head_tree = ctx.git.rev_parse(source, "HEAD^{tree}")?;
+    let matches = head_tree.as_deref() == Some(base.as_str());
+    out.base_matches_head = Some(matches);
+    // A change set landed again goes where it applies, as --onto-head lets it.
+    if !matches && !opts.onto_head && !opts.reapply {
+        out.conflict(
+            Reason::BaseDiffers,
+            Some(format!(
+                "the change set was taken against tree {base}, HEAD's tree is {}; --onto-head applies it onto the checkout if it applies",
+                head_tree.as_deref().unwrap_or("(none)")
+            )),
+        );
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// A check that stops the promote, as a conflict.
+pub(crate) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+    let (detail, paths) = match check {
+        Check::Applies(..) => return,
+        Check::Present(paths) => {
+            out.already_present = true;
+            (
+            "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
+            paths,
+            )
+        }
+        Check::DoesNotApply(detail, paths) => (detail, paths),
+        Check::MeetsWip(paths) => (
+            "the patch touches files with uncommitted changes in the source".to_string(),
+            paths,
+        ),
+        Check::Gitlinks(paths, detail) => {
+            out.conflict(Reason::SubmoduleNotUpdated, Some(detail));
+            out.current_revision = head;
+            out.set_conflicting_paths(paths);
+            return;
+        }
+    };
+    out.conflict(Reason::PatchDoesNotApply, Some(detail));
+    out.current_revision = head;
+    out.set_conflicting_paths(paths);
+}
+
+/// The checkout the change set lands in: the session's source, or the located one.
+fn source_of(ctx: &Context, located: &Located, candidate: &Candidate) -> Repo {
+    let toplevel = candidate
+        .session
+        .as_ref()
+        .map(|s| s.source.clone())
+        .unwrap_or_else(|| located.repo.toplevel.clone());
+    Repo::new(&ctx.git, toplevel, located.repo.common_dir.clone())
+}
+
+/// Decides whether the patch can land, and plans every touched path's images if it can.
+pub(crate) fn check(
+    ctx: &Context,
+    located: &Located,
+    candidate: &Candidate,
+    source: &Path,
+    patch_file: &Path,
+) -> Result<Check> {
+    let touched = touched_paths(ctx, source, patch_file)?;
+    // A path git apply would refuse (outside the repository, or in `.git`) is refused before
+    // any other git is asked about it.
+    let unsafe_paths: Vec<RepoPath> = touched
+        .iter()
+        .filter(|p| !is_plain_path(p))
+        .cloned()
+        .collect();
+    if !unsafe_paths.is_empty() {
+        return Ok(Check::DoesNotApply(
+            "the patch names paths outside the repository or inside .git".into(),
+            unsafe_paths,
+        ));
+    }
+    let checkout = Checkout::open(&ctx.git, source)?;
+    let states = checkout.states(&touched, true)?;
+    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+        return Ok(Check::Present(touched.clone()));
+    }
+    // The source's uncommitted work must not meet the patch: any touched path whose current
+    // state differs from the change set's base is a conflict, even where git could merge it
+    // (and where it could not, this names the paths).
+    let scratch = located.store.scratch_dir();
+    let overlap = match &candidate.base_tree {
+        // The base is a carried WIP snapshot, or what the last step left as uncommitted
+        // changes: compare the checkout with it.
+        Some(base)
+            if candidate.previous.is_some()
+                || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
+        {
+            let alternate = candidate.alternate_objects.as_deref();
+            crate::model::wip::changed_since(&ctx.git, source, base, &touched, &scratch, alternate)?
+        }
+        // The base is HEAD's tree: anything uncommitted at a touched path collides.
+        _ => uncommitted_among(ctx, source, &touched)?,
+    };
+    if !overlap.is_empty() {
+        return Ok(Check::MeetsWip(overlap));
+    }
+    let outside = outside_sparse_patterns(ctx, source, &touched)?;
+    if !outside.is_empty() {
+        return Ok(Check::DoesNotApply(OUTSIDE_SPARSE.into(), outside));
+    }
+    if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
+        let paths = failing_paths(&detail, &touched);
+        return Ok(Check::DoesNotApply(detail, paths));
+    }
+    Ok(
+        match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
+            Planned::Plan(plan) => {
+                match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
+                    Ok(()) => Check::Applies(plan),
+                    Err((paths, detail)) => Check::Gitlinks(paths, detail),
+                }
+            }
+            Planned::DoesNotApply(detail) => {
+                let paths = failing_paths(&detail, &touched);
+                Check::DoesNotApply(detail, paths)
+            }
+        },
+    )
+}
+
+/// Why a change set that changes files the sparse checkout leaves out does not land.
+const OUTSIDE_SPARSE: &str = "the patch changes files outside the checkout's sparse-checkout patterns, which are not in the checkout; add them (git sparse-checkout add) and promote again";
+
+/// The touched paths that the source, a sparse checkout, leaves out (tracked, marked
+/// skip-worktree, and so not on disk): git apply cannot change a file that is not there.
+fn outside_sparse_patterns(
+    ctx: &Context,
+    source: &Path,
+    touched: &[RepoPath],
+) -> Result<Vec<RepoPath>> {
+    if touched.is_empty() || !ctx.git.core_settings(source)?.sparse_checkout {
+        return Ok(Vec::new());
+    }
+    let out = ctx
+        .git
+        .at(source)
+        .args(["--literal-pathspecs", "ls-files", "-t", "-z", "--"])
+        .args(touched.iter().map(RepoPath::as_os))
+        .run()?;
+    Ok(split_nul(&out)
+        .filter_map(|record| record.strip_prefix(b"S "))
+        .map(|path| RepoPath(path.to_vec()))
+        .collect())
+}
+
+/// The touched paths git's refusal names (`error: patch failed: <path>:<line>`, `error:
+/// <path>: <why>`); all of them when it names none that can be told (a name that is not UTF-8).
+fn failing_paths(detail: &str, touched: &[RepoPath]) -> Vec<RepoPath> {
+    let named = |path: &RepoPath| {
+        let Ok(name) = std::str::from_utf8(&path.0) else {
+            return false;
+        };
+        detail.lines().any(|line| {
+            let rest = line.strip_prefix("error: ").unwrap_or(line);
+            let rest = rest.strip_prefix("patch failed: ").unwrap_or(rest);
+            rest.strip_prefix(name).is_some_and(|r| r.starts_with(':'))
+        })
+    };
+    let found: Vec<RepoPath> = touched.iter().filter(|p| named(p)).cloned().collect();
+    match found.is_empty() {
+        true => touched.to_vec(),
+        false => found,
+    }
+}
+
+/// Whether every touched path already holds the change set's result (the session's snapshot,
+/// or a document's result tree when this repository has it): decided from blob ids.
+fn already_present(
+    ctx: &Context,
+    checkout: &Checkout<'_>,
+    candidate: &Candidate,
+    touched: &[RepoPath],
+    states: &[PathState],
+) -> Result<bool> {
+    let Some(tree) = &candidate.result_tree else {
+        return Ok(false);
+    };
+    if touched.is_empty() {
+        return Ok(false);
+    }
+    // A document's result tree may not be in this repository: then nothing can be told.
+    let Some(result) = intent::tree_images(&ctx.git, checkout.top, tree, touched)? else {
+        return Ok(false);
+    };
+    Ok(states
+        .iter()
+        .zip(&result)
+        .all(|(state, want)| checkout.holds(state, want.as_ref())))
+}
+
+/// A step after the files are written and before the journal.
+pub(crate) type AfterWrite<'a> = dyn Fn(&PatchPlan) -> Result<()> + 'a;
+
+/// Where a planned change set lands, and who journals it.
+pub(crate) struct Lander<'a> {
+    pub(crate) ctx: &'a Context,
+    pub(crate) located: &'a Located,
+    pub(crate) candidate: &'a Candidate,
+    /// The journal's key: the root patch's digest, or a nested change set's key.
+    pub(crate) key: &'a str,
+    /// The checkout it lands in: the source, or one of its nested repositories.
+    pub(crate) source: &'a Path,
+    pub(crate) head: Option<&'a str>,
+    /// What else must happen once the files are written and before the journal (branch
+    /// mode's commit in a nested repository); a failure puts the files back.
+    pub(crate) then: Option<&'a AfterWrite<'a>>,
+    /// `--reapply`: the `promoted_at_ms` of the journal entry this landing follows.
+    pub(crate) reapply_of: Option<u64>,
+}
+
+impl Lander<'_> {
+    /// The intent of this promote: both images of every touched path.
+    fn intent(&self, plan: &PatchPlan) -> Intent {
+        Intent {
+            schema: intent::SCHEMA.into(),
+            digest: self.key.to_string(),
+            session_id: self
+                .candidate
+                .session
+                .as_ref()
+                .map(|s| s.session_id.clone()),
+            mode: Mode::Patch,
+            source: self.source.to_path_buf(),
+            source_head: self.head.map(str::to_string),
+            patch_bytes: self.candidate.patch.bytes,
+            created_at_ms: crate::base::fsutil::now_ms(),
+            pid: std::process::id(),
+            changes: Changes::Patch(plan.clone()),
+            step: self.candidate.step(self.head),
+            reapply_of: self.reapply_of,
+        }
+    }
+
+    /// Records the intent, writes every touched path and journals. From the intent to the
+    /// journal nothing may stop halfway: interrupts wait. A crash is finished by the next
+    /// command; a failure to write puts back what was written.
+    pub(crate) fn apply_and_journal(
+        &self,
+        plan: PatchPlan,
+        out: &mut PromoteOutcome,
+    ) -> Result<()> {
+        let store = &self.located.store;
+        let digest = self.key;
+        intent::save(store, &self.intent(&plan))?;
+        crate::fault_point!("promote-after-intent");
+        let interrupts = crate::base::signals::Signals::register()?;
+        let checkout = Checkout::open(&self.ctx.git, self.source)?;
+        let tag = intent::tag(digest);
+        let todo: Vec<usize> = (0..plan.paths.len()).collect();
+        // Submodules move with the other paths (`Checkout::write`): a gitlink's image is its
+        // commit, so recovery moves them too.
+        let written = checkout
+            .write(&tag, &plan, &todo, Side::Post)
+            .and_then(|()| self.then.map_or(Ok(()), |then| then(&plan)));
+        if let Err(e) = written {
+            self.put_back(&checkout, &tag, &plan);
+            return Err(e);
+        }
+        crate::fault_point!("promote-interrupt-during-apply");
+        crate::fault_point!("promote-after-apply");
+        self.record(match self.reapply_of {
+            Some(_) => Landing::Reapplied,
+            None => Landing::Applied,
+        })?;
+        crate::fault_point!("promote-after-journal");
+        intent::remove(store, digest)?;
+        out.outcome = Outcome::Applied;
+        if interrupts.received().is_some() {
+            out.warnings.push(
+                "an interrupt arrived while the patch was being applied; the promote finished first"
+                    .into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// After a failed write: every path back to its pre-image and the intent dropped; if that
+    /// fails too, the intent stays for the next command to finish.
+    fn put_back(&self, checkout: &Checkout<'_>, tag: &str, plan: &PatchPlan) {
+        checkout.clear_temps(tag, plan);
+        let paths: Vec<RepoPath> = plan.paths.iter().map(|c| c.path.clone()).collect();
+        let Ok(states) = checkout.states(&paths, false) else {
+            return;
+        };
+        let todo: Vec<usize> = plan
+            .paths
+            .iter()
+            .zip(&states)
+            .enumerate()
+            .filter(|(_, (change, state))| !checkout.holds(state, change.pre.as_ref()))
+            .map(|(i, _)| i)
+            .collect();
+        if checkout.write(tag, plan, &todo, Side::Pre).is_ok() {
+            checkout.remove_created_dirs(plan);
+            let _ = intent::remove(&self.located.store, self.key);
+        }
+    }
+
+    fn record(&self, how: Landing) -> Result<()> {
+        journal(
+            self.located,
+            Landed {
+                digest: self.key,
+                session_id: self
+                    .candidate
+                    .session
+                    .as_ref()
+                    .map(|s| s.session_id.as_str()),
+                head: self.head,
+                patch_bytes: self.candidate.patch.bytes,
+                how,
+                mode: Mode::Patch,
+                // Patch mode leaves HEAD where it was.
+                step: self.candidate.step(self.head),
+            },
+        )
+    }
+}
+
+/// The paths a patch touches, as git apply reads them (bytes, exactly).
+pub(crate) fn touched_paths(
+    ctx: &Context,
+    source: &Path,
+    patch_file: &Path,
+) -> Result<Vec<RepoPath>> {
+    let out = ctx
+        .git
+        .at(source)
+        .args(["apply", "--numstat", "-z"])
+        .arg(patch_file)
+        .run()?;
+    // Records: "added\tdeleted\tpath\0" (no renames: --no-renames patches).
+    let mut paths: Vec<RepoPath> = split_nul(&out)
+        .filter_map(|record| {
+            let mut fields = record.splitn(3, |b| *b == b'\t');
+            fields.nth(2).map(|path| RepoPath(path.to_vec()))
+        })
+        .collect();
+    paths.dedup();
+    Ok(paths)
+}
+
+/// A path inside the work tree: relative, without empty, `.` or `..` components, and not in
+/// a `.git` directory (in any case).
+fn is_plain_path(path: &RepoPath) -> bool {
+    !path.0.is_empty()
+        && path.0.split(|b| *b == b'/').all(|part| {
+            !part.is_empty() && part != b"." && part != b".." && !part.eq_ignore_ascii_case(b".git")
+        })
+}
+
+/// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
+fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<RepoPath>> {
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let out = ctx
+        .git
+        .at(source)
+        .args([
+            "--literal-pathspecs",
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=all",
+            "--no-renames",
+            "--",
+        ])
+        .args(paths.iter().map(RepoPath::as_os))
+        .run()?;
+    Ok(split_nul(&out)
+        .filter(|record| record.len() > 3)
+        .map(|record| RepoPath(record[3..].to_vec()))
+        .collect())
+}

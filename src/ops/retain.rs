@@ -1,0 +1,150 @@
+//! `retain`: pin a session's isolation for inspection. It moves to `<path>.retained-<ms>`, is
+//! locked against `git worktree prune` with the reason, and `sweep` leaves it alone unless
+//! asked explicitly (`--retained-older-than`).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::now_ms;
+use crate::model::isolation;
+use crate::recovery::pending::{self, Intent, RetainMove};
+use crate::store::state::{SessionRecord, SessionState};
+use crate::workspace::context::{Context, Located};
+
+/// A retained isolation: where it is now, where it was, and why it is kept.
+#[derive(Debug, Clone, Serialize)]
+pub struct RetainOutcome {
+    /// The session whose isolation was retained.
+    pub session_id: String,
+    /// The new path; the old one is no longer valid.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub worktree: PathBuf,
+    /// Where the isolation was before (the same path when it was retained already).
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub previous_worktree: PathBuf,
+    /// Why it is kept, as given.
+    pub reason: String,
+}
+
+/// Retains the session's isolation with `reason`: moved aside, locked, and recorded. An
+/// already retained one keeps its path; only its reason changes.
+pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<RetainOutcome> {
+    if reason.trim().is_empty() {
+        return Err(Error::Usage {
+            message: "--reason must say why the isolation is kept".into(),
+        });
+    }
+    let located = ctx.locate()?;
+    let session = ctx.resolve_session(&located, session_id)?;
+    // Decided under the lock, with the session's lease held until the record is saved: a run
+    // cannot start in the middle, and a running one makes this `session_busy`.
+    let _lock = ctx.lock(&located.repo)?;
+    let _lease = located.store.lease_or_busy(&session.session_id)?;
+    let record = located
+        .store
+        .load_session(&session.session_id)?
+        .unwrap_or(session);
+    let (old, admin) = retainable(&record)?;
+    if record.state == SessionState::Retained {
+        return change_reason(ctx, &located, record, old, reason);
+    }
+    move_aside(ctx, &located, record, old, admin, reason)
+}
+
+/// The isolation's path and admin dir, when the session has a healthy isolation to retain.
+fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
+    if record.read_only {
+        return Err(Error::ReadOnlySession {
+            session_id: record.session_id.clone(),
+        });
+    }
+    if record.state == SessionState::Discarded || !isolation::is_healthy(record) {
+        return Err(Error::SessionNotFound {
+            message: format!("session {:?} has no isolation to retain", record.session_id),
+            candidates: Vec::new(),
+        });
+    }
+    match (record.worktree.clone(), record.admin_dir.clone()) {
+        (Some(old), Some(admin)) => Ok((old, admin)),
+        _ => Err(Error::internal("a healthy isolation without paths")),
+    }
+}
+
+/// Already retained: the tree stays where it is, locked again with the new reason.
+fn change_reason(
+    ctx: &Context,
+    located: &Located,
+    mut record: SessionRecord,
+    path: PathBuf,
+    reason: &str,
+) -> Result<RetainOutcome> {
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args(["worktree", "unlock"])
+        .arg(&path)
+        .output()?;
+    ctx.git
+        .at(&located.repo.toplevel)
+        .args(["worktree", "lock", "--reason", reason])
+        .arg(&path)
+        .run()?;
+    record.retained_reason = Some(reason.to_string());
+    located.store.save_session(&record)?;
+    Ok(RetainOutcome {
+        session_id: record.session_id,
+        worktree: path.clone(),
+        previous_worktree: path,
+        reason: reason.to_string(),
+    })
+}
+
+/// Moves the isolation to `<old>.retained-<ms>`, locks it with the reason and records it as
+/// retained. Called under the repository lock, with the session's lease held. The intent is
+/// written first and the tree moves in one rename, so that a crash at any step leaves what the
+/// next command finishes or undoes (see `pending`).
+fn move_aside(
+    ctx: &Context,
+    located: &Located,
+    record: SessionRecord,
+    old: PathBuf,
+    admin: PathBuf,
+    reason: &str,
+) -> Result<RetainOutcome> {
+    let now = now_ms();
+    let new = crate::base::names::retained_path(&old, now);
+    if std::fs::symlink_metadata(&new).is_ok() {
+        return Err(Error::IsolationPathOccupied {
+            path: new,
+            found: "an entry".into(),
+        });
+    }
+    let intent = RetainMove {
+        session_id: record.session_id.clone(),
+        from: old.clone(),
+        to: new.clone(),
+        admin,
+        reason: reason.to_string(),
+        retained_at_ms: now,
+    };
+    // Moving, locking and recording go together: interrupts wait until the record is saved.
+    let _interrupts = crate::base::signals::Signals::register()?;
+    pending::save(&located.store, &Intent::Retain(intent.clone()))?;
+    crate::fault_point!("retain-after-intent");
+    if let Err(err) = std::fs::rename(&old, &new) {
+        pending::remove(&located.store, &record.session_id)?;
+        return Err(Error::io(
+            format!("cannot move {} to {}", old.display(), new.display()),
+            err,
+        ));
+    }
+    crate::fault_point!("retain-after-move");
+    pending::complete_retain(&ctx.git, &located.repo, &located.store, &intent)?;
+    Ok(RetainOutcome {
+        session_id: record.session_id,
+        worktree: new,
+        previous_worktree: old,
+        reason: reason.to_string(),
+    })
+}

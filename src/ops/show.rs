@@ -1,0 +1,343 @@
+//! `show`: one session in full — where it is, whom it belongs to, what it holds now, its runs
+//! (from the stored change-set documents) and its promotions (from the journal). It reads
+//! only: no lock, no repair, and a3s-iso's own index of the isolation is left as it was.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::Result;
+use crate::base::owner::OwnerView;
+use crate::base::paths::RepoPath;
+use crate::model::changeset::{ChangeSet, RunState};
+use crate::store::state::{
+    Landing, PromoteMode, Ran, RunSandbox, SessionRecord, SessionState, Store,
+};
+use crate::workspace::context::{Context, Located};
+
+/// Whether the isolation is where the record says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TreeHealth {
+    /// A real directory, registered with the source's repository.
+    Healthy,
+    /// Recorded as bound or retained, but gone or damaged.
+    Missing,
+    /// A read-only session has no isolation.
+    None,
+    /// Discarded or swept: the tree was removed on purpose.
+    Removed,
+}
+
+/// One run (or capture) of the session, from its stored change-set document and, for a run,
+/// its exit record.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunView {
+    /// The run's id.
+    pub run_id: String,
+    /// How it ended; `null` when the document cannot be read.
+    pub state: Option<RunState>,
+    /// The command's exit code, from the run's exit record: `null` for a capture (which runs
+    /// nothing) and when a signal ended the command.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
+    pub signal: Option<i32>,
+    /// The change set's digest.
+    pub digest: Option<String>,
+    /// The patch's size.
+    pub patch_bytes: Option<u64>,
+    /// When its result was observed, in milliseconds since the epoch.
+    pub observed_at_ms: Option<u64>,
+    /// What the command was, where and when it ran (each `null` for a capture and in exit
+    /// records written before a3s-iso kept it).
+    #[serde(flatten)]
+    pub ran: Ran,
+    /// The sandbox settings it ran with (`null` likewise).
+    pub sandbox: Option<RunSandbox>,
+    /// What it could reach of the network and what the proxy refused (`null` likewise).
+    pub network: Option<crate::services::network::NetworkReport>,
+}
+
+/// One promotion of the session, from the journal.
+#[derive(Debug, Clone, Serialize)]
+pub struct PromotionView {
+    /// Which step of the session it was (`null` for an entry without one).
+    pub step: Option<u64>,
+    /// For a nested change set: its repository's path in the source.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nested: Option<RepoPath>,
+    /// The digest that landed.
+    pub digest: String,
+    /// When, in milliseconds since the epoch.
+    pub promoted_at_ms: u64,
+    /// How it landed: `applied`, `recovered` or `noted`.
+    pub how: Landing,
+    /// The promote mode.
+    pub mode: PromoteMode,
+    /// How many files the step changed.
+    pub files_changed: Option<u64>,
+    /// The patch's size.
+    pub patch_bytes: u64,
+}
+
+/// A session's state as `show` gives it: the recorded state, or `conflicted` for a bound
+/// session whose rebase stopped at a conflict.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShownState {
+    /// Bound to its source.
+    Bound,
+    /// Retained for inspection.
+    Retained,
+    /// Discarded.
+    Discarded,
+    /// Reclaimed by a sweep.
+    Swept,
+    /// Bound, with a rebase stopped at a conflict in its isolation.
+    Conflicted,
+}
+
+impl ShownState {
+    fn of(state: SessionState, conflicted: bool) -> ShownState {
+        match state {
+            SessionState::Bound if conflicted => ShownState::Conflicted,
+            SessionState::Bound => ShownState::Bound,
+            SessionState::Retained => ShownState::Retained,
+            SessionState::Discarded => ShownState::Discarded,
+            SessionState::Swept => ShownState::Swept,
+        }
+    }
+}
+
+/// A session in full.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShowOutcome {
+    /// The session's id.
+    pub session_id: String,
+    /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`.
+    pub state: ShownState,
+    /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
+    pub conflicting_paths: Vec<String>,
+    /// The source checkout.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub source: PathBuf,
+    /// The isolation (`null` for a read-only session).
+    #[serde(with = "crate::base::paths::fs_path_opt")]
+    pub worktree: Option<PathBuf>,
+    /// Whether the isolation is where the record says.
+    pub tree: TreeHealth,
+    /// The commit the session was bound at.
+    pub bound_revision: String,
+    /// The tree its change sets start from.
+    #[serde(with = "crate::base::ids::tree_id")]
+    pub base_tree: String,
+    /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
+    /// it; `null` when the source cannot be read.
+    pub head_moved: Option<bool>,
+    /// The owner and whether it runs (`null` when ownerless).
+    pub owner: Option<OwnerView>,
+    /// Whether the session was bound read-only.
+    pub read_only: bool,
+    /// Whether it started from the source's local changes.
+    pub carried_wip: bool,
+    /// When it was bound, in milliseconds since the epoch.
+    pub created_at_ms: u64,
+    /// Files that differ from the base tree now (`null` without a healthy isolation).
+    pub files_changed: Option<u64>,
+    /// Files a promote would change now: the delta since the last promoted step.
+    pub files_to_promote: Option<u64>,
+    /// The runs, oldest first.
+    pub runs: Vec<RunView>,
+    /// The promotions, oldest first.
+    pub promotions: Vec<PromotionView>,
+    /// Why it was retained.
+    pub retained_reason: Option<String>,
+    /// When it was retained.
+    pub retained_at_ms: Option<u64>,
+    /// For a swept session: where its last state is.
+    pub swept_ref: Option<String>,
+    /// For a swept session: when.
+    pub swept_at_ms: Option<u64>,
+    /// Operations on this session (or promotes of no session) in progress or interrupted that
+    /// another process kept from being finished first (it holds the repository lock).
+    pub interrupted: Vec<crate::recovery::Interrupted>,
+    /// The run in progress, when it publishes ports: its id and its ports (`null` otherwise).
+    pub live_run: Option<crate::store::state::LiveRun>,
+    /// What git inside its runs made that only the session sees: its branches, tags and
+    /// stash (as mirrored after its last run), and the branch HEAD was on.
+    pub git: crate::recovery::session_git::PrivateRefs,
+}
+
+/// The session `-s` names (or resolution finds), in full. Reads only.
+pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
+    let located = ctx.locate()?;
+    let record = ctx.resolve_record(&located, session_id)?;
+    let tree = tree_health(&record);
+    let previous = crate::ops::promote::last_step(&located.store, &record, None)?;
+    let expected = previous
+        .as_ref()
+        .and_then(|p| p.step.head_after.clone())
+        .unwrap_or_else(|| record.bound_revision.clone());
+    let head_moved = located
+        .repo
+        .head_commit(&ctx.git)
+        .map(|head| head != expected);
+    let (files_changed, files_to_promote) = if tree == TreeHealth::Healthy {
+        let from = crate::ops::promote::delta_base(&record, previous.as_ref());
+        counts(ctx, &located, &record, &from)
+    } else {
+        (None, None)
+    };
+    let conflicts = crate::services::rebase::conflicted_paths(&located.store, &record);
+    let git = crate::recovery::session_git::private_refs(
+        &ctx.git,
+        &located.repo,
+        &located.store,
+        &record.session_id,
+    )?;
+    Ok(ShowOutcome {
+        session_id: record.session_id.clone(),
+        state: ShownState::of(record.state, conflicts.is_some()),
+        conflicting_paths: conflicts.unwrap_or_default(),
+        source: record.source.clone(),
+        worktree: record.worktree.clone(),
+        tree,
+        bound_revision: record.bound_revision.clone(),
+        base_tree: record.base_tree.clone(),
+        head_moved,
+        owner: OwnerView::of(record.owner.as_ref()),
+        read_only: record.read_only,
+        carried_wip: record.carried_wip,
+        created_at_ms: record.created_at_ms,
+        files_changed,
+        files_to_promote,
+        runs: runs(&located.store, &record.session_id)?,
+        promotions: promotions(&located, &record)?,
+        retained_reason: record.retained_reason.clone(),
+        retained_at_ms: record.retained_at_ms,
+        swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
+        swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
+        interrupted: located
+            .interrupted
+            .iter()
+            .filter(|i| {
+                i.session_id
+                    .as_ref()
+                    .is_none_or(|id| *id == record.session_id)
+            })
+            .cloned()
+            .collect(),
+        live_run: located.store.live_run(&record.session_id),
+        git,
+    })
+}
+
+fn tree_health(record: &SessionRecord) -> TreeHealth {
+    match record.state {
+        SessionState::Discarded | SessionState::Swept => TreeHealth::Removed,
+        _ if record.read_only => TreeHealth::None,
+        _ if crate::model::isolation::is_healthy(record) => TreeHealth::Healthy,
+        _ => TreeHealth::Missing,
+    }
+}
+
+/// Files changed since the base tree and since `from`, from a snapshot that leaves the
+/// isolation's seed index as it was; `None` where the snapshot fails.
+fn counts(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    from: &str,
+) -> (Option<u64>, Option<u64>) {
+    let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
+        return (None, None);
+    };
+    let isolation = crate::model::isolation::Isolation {
+        tree: tree.clone(),
+        admin: admin.clone(),
+        common_dir: record.common_dir.clone(),
+        bound_revision: Some(record.bound_revision.clone()),
+    };
+    let Ok(scratch) = crate::ops::diff::ReadScratch::new() else {
+        return (None, None);
+    };
+    let Ok(snap) = isolation.peek(ctx, located, scratch.path()) else {
+        return (None, None);
+    };
+    let count = |base: &str| {
+        ctx.git
+            .diff_trees(&located.repo.common_dir, base, &snap.tree)
+            .ok()
+            .map(|paths| paths.len() as u64)
+    };
+    (count(&record.base_tree), count(from))
+}
+
+/// The session's runs (those with a stored document), oldest first.
+pub(crate) fn runs(store: &Store, session_id: &str) -> Result<Vec<RunView>> {
+    let mut runs: Vec<RunView> = store
+        .run_ids(session_id)?
+        .into_iter()
+        .map(|run_id| run_view(store, session_id, run_id))
+        .collect();
+    runs.sort_by(|a, b| {
+        a.observed_at_ms
+            .cmp(&b.observed_at_ms)
+            .then_with(|| a.run_id.cmp(&b.run_id))
+    });
+    Ok(runs)
+}
+
+/// One run, from its stored document (when it can be read) and its exit record (when there is
+/// one).
+fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
+    let doc = store
+        .load_run_doc(session_id, &run_id)
+        .ok()
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice::<ChangeSet>(&bytes).ok());
+    let exit = store.load_run_exit(session_id, &run_id);
+    RunView {
+        state: doc.as_ref().map(|d| d.state),
+        exit_code: exit.as_ref().and_then(|e| e.exit_code),
+        signal: exit.as_ref().and_then(|e| e.signal),
+        digest: doc.as_ref().map(|d| d.patch_digest.clone()),
+        patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
+        observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),
+        ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
+        network: exit.as_ref().and_then(|e| e.network.clone()),
+        sandbox: exit.and_then(|e| e.sandbox),
+        run_id,
+    }
+}
+
+/// The journal entries of this binding of the session id, oldest first.
+fn promotions(located: &Located, record: &SessionRecord) -> Result<Vec<PromotionView>> {
+    let mut out: Vec<PromotionView> = located
+        .store
+        .journal_entries()?
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(record.session_id.as_str()))
+        .filter(|e| {
+            e.step
+                .as_ref()
+                .is_none_or(|s| s.session_created_at_ms == record.created_at_ms)
+        })
+        .map(|e| PromotionView {
+            step: e.step.as_ref().map(|s| s.number),
+            nested: e.step.as_ref().and_then(|s| s.nested.clone()),
+            files_changed: e.step.as_ref().map(|s| s.files_changed),
+            digest: e.digest,
+            promoted_at_ms: e.promoted_at_ms,
+            how: e.how,
+            mode: e.mode,
+            patch_bytes: e.patch_bytes,
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.promoted_at_ms
+            .cmp(&b.promoted_at_ms)
+            .then_with(|| a.digest.cmp(&b.digest))
+    });
+    Ok(out)
+}

@@ -1,0 +1,169 @@
+//! Planning a patch promote without touching the checkout: the pre-images are the checkout's
+//! current files (hashed into the object store), the post-images what `git apply --cached`
+//! makes of them in a temporary index holding only those pre-images. Both exist as objects
+//! before the intent is written, so recovery can compare and write from blob ids alone.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::{Git, split_nul};
+use crate::model::snapshot::TempFile;
+use crate::recovery::intent::checkout::PathState;
+use crate::recovery::intent::record::{Entry, PatchPlan, PathChange, RepoPath};
+
+/// What planning found.
+pub(crate) enum Planned {
+    /// Every touched path's pre- and post-image.
+    Plan(PatchPlan),
+    /// The patch does not apply to the pre-images; git's explanation.
+    DoesNotApply(String),
+}
+
+/// Plans the post-images of `paths` (whose current states are `pre`) under `patch_file`.
+pub(crate) fn plan_patch(
+    git: &Git,
+    top: &Path,
+    patch_file: &Path,
+    paths: &[RepoPath],
+    pre: &[PathState],
+    scratch: &Path,
+) -> Result<Planned> {
+    let mut info = Vec::new();
+    let mut pre_entries = Vec::with_capacity(paths.len());
+    for (path, state) in paths.iter().zip(pre) {
+        match state {
+            PathState::Held(entry) => {
+                info.extend_from_slice(format!("{} {}\t", entry.mode, entry.oid).as_bytes());
+                info.extend_from_slice(&path.0);
+                info.push(0);
+                pre_entries.push(Some(entry.clone()));
+            }
+            PathState::Absent => pre_entries.push(None),
+            PathState::Other => {
+                return Ok(Planned::DoesNotApply(format!(
+                    "{} is not a file the patch can change",
+                    path.shown()
+                )));
+            }
+        }
+    }
+    let index = TempFile::new(scratch, "intent-index")?;
+    let on_index = || git.at(top).env("GIT_INDEX_FILE", index.path());
+    if !info.is_empty() {
+        on_index()
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()?;
+    }
+    let applied = on_index()
+        .args([
+            "-c",
+            "apply.whitespace=nowarn",
+            "apply",
+            "--cached",
+            "--binary",
+        ])
+        .arg(patch_file)
+        .output()?;
+    if applied.exit_code != Some(0) {
+        return Ok(Planned::DoesNotApply(applied.stderr.trim().to_string()));
+    }
+    let listed = on_index().args(["ls-files", "-s", "-z"]).run()?;
+    let mut post = entries(&listed);
+    let changes: Vec<PathChange> = paths
+        .iter()
+        .zip(pre_entries)
+        .map(|(path, pre)| PathChange {
+            post: post.remove(&path.0),
+            path: path.clone(),
+            pre,
+        })
+        .collect();
+    Ok(Planned::Plan(PatchPlan {
+        created_dirs: created_dirs(top, &changes),
+        paths: changes,
+    }))
+}
+
+/// `ls-files -s -z` records: path → entry.
+fn entries(listed: &[u8]) -> BTreeMap<Vec<u8>, Entry> {
+    let mut out = BTreeMap::new();
+    for record in split_nul(listed) {
+        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&record[..tab]);
+        if let [mode, oid, _stage] = meta.split(' ').collect::<Vec<_>>().as_slice() {
+            out.insert(
+                record[tab + 1..].to_vec(),
+                Entry {
+                    mode: (*mode).into(),
+                    oid: (*oid).into(),
+                },
+            );
+        }
+    }
+    out
+}
+
+/// The directories the post-images need that do not exist now, deepest first.
+fn created_dirs(top: &Path, changes: &[PathChange]) -> Vec<RepoPath> {
+    let mut dirs: Vec<RepoPath> = Vec::new();
+    for change in changes.iter().filter(|c| c.post.is_some()) {
+        let mut bytes = change.path.0.clone();
+        while let Some(slash) = bytes.iter().rposition(|b| *b == b'/') {
+            bytes.truncate(slash);
+            let dir = RepoPath(bytes.clone());
+            if dir.under(top).symlink_metadata().is_ok() || dirs.contains(&dir) {
+                break;
+            }
+            dirs.push(dir);
+        }
+    }
+    dirs.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(&b.0)));
+    dirs
+}
+
+/// What `tree` holds at each of `paths` (`None`: absent), read with one `ls-tree`; `None`
+/// when the repository does not have the tree.
+pub(crate) fn tree_images(
+    git: &Git,
+    top: &Path,
+    tree: &str,
+    paths: &[RepoPath],
+) -> Result<Option<Vec<Option<Entry>>>> {
+    let out = git
+        .at(top)
+        .args([
+            "--literal-pathspecs",
+            "ls-tree",
+            "-r",
+            "-z",
+            "--full-tree",
+            tree,
+            "--",
+        ])
+        .args(paths.iter().map(RepoPath::as_os))
+        .output()?;
+    if out.exit_code != Some(0) {
+        return Ok(None);
+    }
+    let listed = out.stdout;
+    // ls-tree prints "mode type oid\tpath"; keep mode and oid.
+    let mut found = BTreeMap::new();
+    for record in split_nul(&listed) {
+        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&record[..tab]);
+        if let [mode, _kind, oid] = meta.split(' ').collect::<Vec<_>>().as_slice() {
+            let entry = Entry {
+                mode: (*mode).into(),
+                oid: (*oid).into(),
+            };
+            found.insert(record[tab + 1..].to_vec(), entry);
+        }
+    }
+    Ok(Some(paths.iter().map(|p| found.remove(&p.0)).collect()))
+}

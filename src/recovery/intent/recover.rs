@@ -1,0 +1,421 @@
+//! Finishing what a crashed promote started, under the repository lock, before the command
+//! that took it does anything else. Each decision is planned from what the intent recorded and
+//! what the checkout holds now (blob ids, branch tips, the stash list), then acted on; a state
+//! that is neither before nor after the promote is never guessed at.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::base::error::Result;
+use crate::base::fsutil::now_ms;
+use crate::git::Git;
+use crate::recovery::intent::checkout::{Checkout, PathState, Side};
+use crate::recovery::intent::orphans;
+use crate::recovery::intent::record::{self, BranchPlan, Changes, Intent, PatchPlan, RepoPath};
+use crate::recovery::intent::stash;
+use crate::store::state::{JournalEntry, Landing, Store};
+
+/// How long recovery waits for a git that a crashed branch promote left running.
+const ORPHAN_PATIENCE: Duration = Duration::from_secs(30);
+
+/// Where a patch promote stopped, decided from the recorded blob ids alone.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum PatchVerdict {
+    /// Every path holds its post-image.
+    Landed,
+    /// Every path holds its pre-image: nothing landed.
+    Untouched,
+    /// Some paths hold their post-image, the rest (numbered here) their pre-image.
+    Halfway(Vec<usize>),
+    /// Paths that hold neither: changed by someone since.
+    Changed(Vec<RepoPath>),
+}
+
+/// Plans: compares each path's state with its recorded pre- and post-image.
+pub(crate) fn classify(
+    checkout: &Checkout<'_>,
+    plan: &PatchPlan,
+    states: &[PathState],
+) -> PatchVerdict {
+    // A submodule's state is the superproject's index entry (its commit), moved together with
+    // its checkout when written: it counts like any other path.
+    let (mut landed, mut pending, mut changed) = (0, Vec::new(), Vec::new());
+    for (i, (change, state)) in plan.paths.iter().zip(states).enumerate() {
+        if checkout.holds(state, change.post.as_ref()) {
+            landed += 1;
+        } else if checkout.holds(state, change.pre.as_ref()) {
+            pending.push(i);
+        } else {
+            changed.push(change.path.clone());
+        }
+    }
+    if !changed.is_empty() {
+        PatchVerdict::Changed(changed)
+    } else if pending.is_empty() {
+        PatchVerdict::Landed
+    } else if landed == 0 {
+        PatchVerdict::Untouched
+    } else {
+        PatchVerdict::Halfway(pending)
+    }
+}
+
+/// Finds every unfinished intent of the store and completes it (or rolls it back); returns what
+/// the user should be told, one line each.
+pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
+    let mut notices = Vec::new();
+    for found in record::pending(store) {
+        match found {
+            Err(e) => notices.push(format!("an unreadable promote intent was left alone: {e}")),
+            Ok(intent) => match recover_one(git, store, &intent) {
+                Ok(Some(notice)) => notices.push(notice),
+                Ok(None) => {}
+                Err(e) => notices.push(format!(
+                    "the interrupted promote of {} could not be finished now ({e}); the next command tries again",
+                    intent.digest
+                )),
+            },
+        }
+    }
+    notices
+}
+
+fn recover_one(git: &Git, store: &Store, intent: &Intent) -> Result<Option<String>> {
+    if !intent.source.is_dir() {
+        return Ok(Some(format!(
+            "the interrupted promote of {} is pending: its checkout {} is not there",
+            intent.digest,
+            intent.source.display()
+        )));
+    }
+    match &intent.changes {
+        Changes::Patch(plan) => recover_patch(git, store, intent, plan),
+        Changes::Branch(plan) => recover_branch(git, store, intent, plan),
+    }
+}
+
+/// The touched paths of a plan, in order.
+fn paths_of(plan: &PatchPlan) -> Vec<RepoPath> {
+    plan.paths.iter().map(|c| c.path.clone()).collect()
+}
+
+/// Completes a patch promote from its recorded images: journaled already → only the intent is
+/// left; all post → journal; all pre → nothing landed; some of each → the rest is written;
+/// anything else → kept, and promote of the digest reports a conflict.
+fn recover_patch(
+    git: &Git,
+    store: &Store,
+    intent: &Intent,
+    plan: &PatchPlan,
+) -> Result<Option<String>> {
+    if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
+        record::remove(store, &intent.digest)?;
+        return Ok(None);
+    }
+    let checkout = Checkout::open(git, &intent.source)?;
+    let tag = record::tag(&intent.digest);
+    checkout.clear_temps(&tag, plan);
+    let states = checkout.states(&paths_of(plan), false)?;
+    let digest = &intent.digest;
+    let notice = match classify(&checkout, plan, &states) {
+        PatchVerdict::Landed => {
+            journal(store, intent)?;
+            format!(
+                "an interrupted promote of {digest} was completed: all of it had landed; journaled now"
+            )
+        }
+        PatchVerdict::Untouched => {
+            checkout.remove_created_dirs(plan);
+            format!("an interrupted promote of {digest} was rolled back: none of it had landed")
+        }
+        PatchVerdict::Halfway(todo) => {
+            checkout.write(&tag, plan, &todo, Side::Post)?;
+            journal(store, intent)?;
+            format!(
+                "an interrupted promote of {digest} was completed: {} of {} files were still to be written",
+                todo.len(),
+                plan.paths.len()
+            )
+        }
+        PatchVerdict::Changed(paths) => {
+            return Ok(Some(format!(
+                "an interrupted promote of {digest} cannot be completed: {} changed since it stopped; promoting it reports a conflict until they hold what it recorded",
+                paths
+                    .iter()
+                    .map(RepoPath::shown)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    };
+    record::remove(store, digest)?;
+    Ok(Some(notice))
+}
+
+/// For a promote of `digest` whose intent is still pending after recovery: the paths that keep
+/// it from completing (empty when the intent is a branch promote's).
+pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<Vec<RepoPath>>> {
+    let Some(intent) = record::load(store, digest)? else {
+        return Ok(None);
+    };
+    let Changes::Patch(plan) = &intent.changes else {
+        return Ok(Some(Vec::new()));
+    };
+    let checkout = Checkout::open(git, &intent.source)?;
+    let states = checkout.states(&paths_of(plan), false)?;
+    Ok(Some(match classify(&checkout, plan, &states) {
+        PatchVerdict::Changed(paths) => paths,
+        _ => paths_of(plan),
+    }))
+}
+
+/// Records a recovered landing in the promote journal, with the step it landed (branch mode:
+/// the source's HEAD is where the finished replay left it).
+fn journal(store: &Store, intent: &Intent) -> Result<()> {
+    let step = intent.step.clone().map(|mut step| {
+        if let Changes::Branch(plan) = &intent.changes {
+            let tip = plan.done.as_ref().or(plan.replayed.last());
+            step.head_after = Some(tip.unwrap_or(&plan.old_tip).clone());
+        }
+        step
+    });
+    store.record_promoted(&JournalEntry {
+        step,
+        digest: intent.digest.clone(),
+        session_id: intent.session_id.clone(),
+        promoted_at_ms: now_ms(),
+        source_head: intent.source_head.clone(),
+        patch_bytes: intent.patch_bytes,
+        how: Landing::Recovered,
+        mode: intent.mode,
+        earlier_landings: Vec::new(),
+    })
+}
+
+/// Where a branch promote stopped.
+#[derive(Debug, PartialEq, Eq)]
+enum BranchVerdict {
+    /// The replay finished: restore the WIP (after a reset to the tip when the stash is still
+    /// there, to clear a half-done restore) and journal.
+    Forward { reset: bool },
+    /// It had not finished: back to the old tip (when something may have moved), restore the WIP.
+    Back { reset: bool },
+    /// The branch is not where this promote left it: nothing is reset.
+    Foreign(String),
+}
+
+/// What recovery found of a branch promote's traces.
+struct BranchFound {
+    on_branch: bool,
+    tip: Option<String>,
+    tip_parent: Option<String>,
+    stash: Option<String>,
+}
+
+/// Plans: where the branch is against what the intent recorded.
+fn decide_branch(plan: &BranchPlan, found: &BranchFound) -> BranchVerdict {
+    let Some(tip) = found.tip.as_deref() else {
+        return BranchVerdict::Foreign(format!("{} is gone", plan.branch));
+    };
+    if !found.on_branch {
+        return BranchVerdict::Foreign(format!("HEAD is no longer on {}", plan.branch));
+    }
+    let stashed = found.stash.is_some();
+    // Finished: the tip recorded at the end, or every commit of the chain dealt with and the
+    // branch at the last one replayed (a crash just before the end was recorded).
+    let last = plan.replayed.last().unwrap_or(&plan.old_tip);
+    let finished = plan.processed == plan.chain.len() && tip == last;
+    if plan.done.as_deref() == Some(tip) || finished {
+        return BranchVerdict::Forward { reset: stashed };
+    }
+    let ours_or_next =
+        |commit: &str| commit == plan.old_tip || plan.replayed.iter().any(|c| c == commit);
+    if !(ours_or_next(tip) || found.tip_parent.as_deref().is_some_and(ours_or_next)) {
+        return BranchVerdict::Foreign(format!("{} moved since", plan.branch));
+    }
+    match (plan.had_wip, stashed) {
+        (true, false) if tip == plan.old_tip => BranchVerdict::Back { reset: false },
+        (true, false) => BranchVerdict::Foreign("the stash of your WIP is gone".into()),
+        _ => BranchVerdict::Back { reset: true },
+    }
+}
+
+/// Gathers what a crashed branch promote left: the branch, its tip and the stash.
+fn find_branch(git: &Git, source: &Path, plan: &BranchPlan) -> Result<BranchFound> {
+    let head = git
+        .at(source)
+        .args(["symbolic-ref", "-q", "HEAD"])
+        .output()?;
+    let tip = git.rev_parse(source, &plan.branch)?;
+    let tip_parent = match &tip {
+        Some(tip) => git.rev_parse(source, &format!("{tip}^"))?,
+        None => None,
+    };
+    let stash = match &plan.stash {
+        Some(recorded) if stash::listed(git, source, recorded) => Some(recorded.clone()),
+        _ => stash::find(git, source, &plan.token).map(|(_, oid)| oid),
+    };
+    Ok(BranchFound {
+        on_branch: String::from_utf8_lossy(&head.stdout).trim() == plan.branch,
+        tip,
+        tip_parent,
+        stash,
+    })
+}
+
+/// Completes or rolls back a branch promote, once no git it started is still running.
+fn recover_branch(
+    git: &Git,
+    store: &Store,
+    intent: &Intent,
+    plan: &BranchPlan,
+) -> Result<Option<String>> {
+    let running = orphans::wait_for(&plan.token, ORPHAN_PATIENCE);
+    if !running.is_empty() {
+        return Ok(Some(format!(
+            "the interrupted promote of {} still has git running (pid {running:?}); a later command finishes it",
+            intent.digest
+        )));
+    }
+    if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
+        record::remove(store, &intent.digest)?;
+        return Ok(None);
+    }
+    let source = intent.source.as_path();
+    // A cherry-pick the crash cut short: forget it (the reset below puts the files back).
+    let _ = stash::marked(git, source, &plan.token)
+        .args(["cherry-pick", "--quit"])
+        .output();
+    let found = find_branch(git, source, plan)?;
+    let verdict = decide_branch(plan, &found);
+    settle_branch(git, store, intent, plan, verdict, found.stash.as_deref())
+}
+
+/// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
+fn settle_branch(
+    git: &Git,
+    store: &Store,
+    intent: &Intent,
+    plan: &BranchPlan,
+    verdict: BranchVerdict,
+    stash: Option<&str>,
+) -> Result<Option<String>> {
+    let source = intent.source.as_path();
+    let digest = &intent.digest;
+    let (target, reset) = match &verdict {
+        BranchVerdict::Forward { reset } => (plan.done.clone(), *reset),
+        BranchVerdict::Back { reset } => (Some(plan.old_tip.clone()), *reset),
+        BranchVerdict::Foreign(_) => (None, false),
+    };
+    if let (Some(target), true) = (&target, reset) {
+        stash::marked(git, source, &plan.token)
+            .args(["reset", "-q", "--hard", target])
+            .run()?;
+    }
+    let restored = match stash {
+        Some(stash) => {
+            if target.is_some() {
+                stash::clear_stashed_untracked(git, source, stash)?;
+            }
+            match stash::restore(git, source, &plan.token, stash) {
+                Ok(()) => "your uncommitted work was restored".to_string(),
+                Err(warning) => warning,
+            }
+        }
+        None => "your uncommitted work is in place".to_string(),
+    };
+    if matches!(verdict, BranchVerdict::Forward { .. }) {
+        journal(store, intent)?;
+    }
+    record::remove(store, digest)?;
+    Ok(Some(match verdict {
+        BranchVerdict::Forward { .. } => format!(
+            "an interrupted promote of {digest} was completed: its commits are on {}; {restored}",
+            plan.branch
+        ),
+        BranchVerdict::Back { .. } => format!(
+            "an interrupted promote of {digest} was rolled back: {} is back at {}; {restored}",
+            plan.branch, plan.old_tip
+        ),
+        BranchVerdict::Foreign(why) => format!(
+            "an interrupted promote of {digest} was left as it is ({why}); nothing was reset; {restored}"
+        ),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::recovery::intent::recover::*;
+
+    fn plan() -> BranchPlan {
+        BranchPlan {
+            branch: "refs/heads/main".into(),
+            old_tip: "old".into(),
+            retained_tip: "chain".into(),
+            had_wip: true,
+            token: "t".into(),
+            stash: None,
+            chain: vec!["c1".into(), "c2".into()],
+            processed: 1,
+            replayed: vec!["r1".into()],
+            done: None,
+        }
+    }
+
+    fn found(tip: &str, parent: &str, stash: bool) -> BranchFound {
+        BranchFound {
+            on_branch: true,
+            tip: Some(tip.into()),
+            tip_parent: Some(parent.into()),
+            stash: stash.then(|| "s".to_string()),
+        }
+    }
+
+    #[test]
+    fn branch_verdicts() {
+        let mut p = plan();
+        assert_eq!(
+            decide_branch(&p, &found("old", "x", false)),
+            BranchVerdict::Back { reset: false }
+        );
+        assert_eq!(
+            decide_branch(&p, &found("old", "x", true)),
+            BranchVerdict::Back { reset: true }
+        );
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", true)),
+            BranchVerdict::Back { reset: true }
+        );
+        assert!(matches!(
+            decide_branch(&p, &found("user", "other", true)),
+            BranchVerdict::Foreign(_)
+        ));
+        assert!(matches!(
+            decide_branch(&p, &found("r1", "old", false)),
+            BranchVerdict::Foreign(_)
+        ));
+        p.processed = 2;
+        p.replayed.push("r2".into());
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", true)),
+            BranchVerdict::Forward { reset: true }
+        );
+        p.processed = 1;
+        p.replayed.pop();
+        p.done = Some("r2".into());
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", true)),
+            BranchVerdict::Forward { reset: true }
+        );
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", false)),
+            BranchVerdict::Forward { reset: false }
+        );
+        p.had_wip = false;
+        p.done = None;
+        assert_eq!(
+            decide_branch(&p, &found("r2", "r1", false)),
+            BranchVerdict::Back { reset: true }
+        );
+    }
+}

@@ -1,0 +1,154 @@
+//! The user's WIP set aside during a branch promote: stashed with a message that carries the
+//! intent's token (so that a crash between the stash and the intent's update cannot lose it),
+//! found again by identity, restored with its index, and dropped by identity.
+
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::{Git, GitCmd, split_nul};
+use crate::recovery::intent::checkout::{Checkout, PathState};
+use crate::recovery::intent::record::RepoPath;
+
+/// The variable every git a branch promote starts carries (`<token>`), so that recovery can
+/// wait for a git the crash left running.
+pub(crate) const TOKEN_VAR: &str = "A3S_ISO_PROMOTE_TOKEN";
+
+/// A git in `dir` that a Ctrl-C at the terminal cannot reach, marked with the promote's token.
+pub(crate) fn marked<'g>(git: &'g Git, dir: &Path, token: &str) -> GitCmd<'g> {
+    git.at(dir).shielded().env(TOKEN_VAR, token)
+}
+
+/// Whether the checkout has work to set aside (staged, unstaged or untracked).
+pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
+    let status = git
+        .at(source)
+        .args(["status", "--porcelain", "--untracked-files=normal"])
+        .run()?;
+    Ok(!status.is_empty())
+}
+
+/// Stashes the checkout's WIP (untracked included) under a message carrying `token`; returns
+/// the stash commit, found by that token afterwards, never by position.
+pub(crate) fn push(
+    git: &Git,
+    source: &Path,
+    ident: &[String],
+    token: &str,
+    session_id: &str,
+) -> Result<Option<String>> {
+    marked(git, source, token)
+        .args(ident)
+        .args(["stash", "push", "--include-untracked", "-q", "-m"])
+        .arg(format!(
+            "a3s-iso: your WIP, set aside while promoting session {session_id} ({token})"
+        ))
+        .run()?;
+    Ok(find(git, source, token).map(|(_, commit)| commit))
+}
+
+/// The stash list: commit and message, newest first.
+fn list(git: &Git, source: &Path) -> Vec<(String, String)> {
+    let listed = git
+        .at(source)
+        .args(["reflog", "show", "--format=%H %gs", "refs/stash", "--"])
+        .output();
+    let Ok(listed) = listed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()) else {
+        return Vec::new();
+    };
+    listed
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(oid, subject)| (oid.to_string(), subject.to_string()))
+        .collect()
+}
+
+/// The stash whose message carries `token`: its position and commit.
+pub(crate) fn find(git: &Git, source: &Path, token: &str) -> Option<(usize, String)> {
+    list(git, source)
+        .into_iter()
+        .enumerate()
+        .find(|(_, (_, subject))| subject.ends_with(&format!("({token})")))
+        .map(|(position, (oid, _))| (position, oid))
+}
+
+/// Where `stash` sits in the stash list, if it is still there.
+fn position(git: &Git, source: &Path, stash: &str) -> Option<usize> {
+    list(git, source).iter().position(|(oid, _)| oid == stash)
+}
+
+/// Whether `stash` is still in the stash list.
+pub(crate) fn listed(git: &Git, source: &Path, stash: &str) -> bool {
+    position(git, source, stash).is_some()
+}
+
+/// Restores a stash with its index and drops it; on failure the stash is kept and no unmerged
+/// entries are left behind. The error is the warning to show.
+pub(crate) fn restore(
+    git: &Git,
+    source: &Path,
+    token: &str,
+    stash: &str,
+) -> std::result::Result<(), String> {
+    let applied = marked(git, source, token)
+        .args(["stash", "apply", "--index", "-q", stash])
+        .output();
+    if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
+        let unmerged = git
+            .at(source)
+            .args(["ls-files", "-u"])
+            .run()
+            .unwrap_or_default();
+        if !unmerged.is_empty() {
+            let _ = marked(git, source, token).args(["reset", "-q"]).output();
+        }
+        return Err(format!(
+            "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
+        ));
+    }
+    if let Some(position) = position(git, source, stash) {
+        let _ = marked(git, source, token)
+            .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
+            .output();
+    }
+    Ok(())
+}
+
+/// Before a stash is restored onto a checkout a crash left: removes the untracked files that
+/// the stash holds byte for byte (a `stash push` killed before it cleaned them up), so that
+/// the restore does not stop at them. Tracked paths are never touched.
+pub(crate) fn clear_stashed_untracked(git: &Git, source: &Path, stash: &str) -> Result<()> {
+    let untracked = format!("{stash}^3");
+    if git.rev_parse(source, &untracked)?.is_none() {
+        return Ok(());
+    }
+    let listed = git
+        .at(source)
+        .args(["ls-tree", "-r", "-z", "--full-tree", &untracked])
+        .run()?;
+    let mut paths = Vec::new();
+    let mut oids = Vec::new();
+    for record in split_nul(&listed) {
+        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
+            continue;
+        };
+        let meta = String::from_utf8_lossy(&record[..tab]).into_owned();
+        paths.push(RepoPath(record[tab + 1..].to_vec()));
+        oids.push(meta.rsplit(' ').next().unwrap_or_default().to_string());
+    }
+    let tracked = git
+        .at(source)
+        .args(["--literal-pathspecs", "ls-files", "-z", "--"])
+        .args(paths.iter().map(RepoPath::as_os))
+        .run()?;
+    let tracked: Vec<&[u8]> = split_nul(&tracked).collect();
+    let checkout = Checkout::open(git, source)?;
+    let states = checkout.states(&paths, false)?;
+    for ((path, oid), state) in paths.iter().zip(oids).zip(states) {
+        if matches!(&state, PathState::Held(entry) if entry.oid == oid)
+            && !tracked.contains(&path.0.as_slice())
+        {
+            let _ = std::fs::remove_file(path.under(source));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,315 @@
+//! Writing the isolation to what an intent names — its files (tracked and untracked), its
+//! index and its HEAD — and what follows; the same code finishes an intent a crash left. Each
+//! part is idempotent: the files are moved from whatever a fresh snapshot finds to the target
+//! tree (`read-tree -m -u`, nothing written where they already match), the index and HEAD are
+//! written whole, by rename.
+
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
+use crate::git::{Git, HermeticGit, RefUpdate};
+use crate::model::isolation::{Isolation, writable_isolation};
+use crate::model::snapshot::{self, Seed, TempFile};
+use crate::recovery::rebase_record::{self, Applying, HeadPlan, IndexPlan, Then};
+use crate::store::state::{Rebased, Store};
+
+/// How an intent is carried out.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Start<'a> {
+    /// A new one, checked first: an ignored file where the target puts a tracked one (which
+    /// git would write over) fails before anything is recorded or written. With
+    /// the tree of a snapshot this command took under the lock and the session's lease (the
+    /// files unchanged since), no snapshot is taken again.
+    Fresh(Option<&'a str>),
+    /// One a crash left: the files are snapshotted as they are now.
+    Recovery,
+}
+
+/// Makes the isolation hold what `intent` names, then does what follows and drops the intent.
+pub(crate) fn carry_out(
+    git: &Git,
+    store: &Store,
+    intent: &Applying,
+    start: Start<'_>,
+) -> Result<()> {
+    let session = store
+        .load_session(&intent.session_id)?
+        .ok_or_else(|| Error::internal("a rebase intent without its session"))?;
+    let isolation = writable_isolation(&session)?;
+    let scratch = store.scratch_dir();
+    let wt = isolation.git(git, &scratch)?;
+    let seed = store.seed_index(&isolation.admin)?;
+    let now = match start {
+        Start::Fresh(Some(tree)) => tree.to_string(),
+        Start::Fresh(None) | Start::Recovery => {
+            snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree
+        }
+    };
+    if let Start::Fresh(_) = start {
+        try_files(&wt, &isolation, &now, &intent.tree)?;
+        rebase_record::save_intent(store, intent)?;
+    }
+    crate::fault_point!("rebase-after-intent");
+    if let Err(err) = write_files(&wt, store, &isolation, &now, &intent.tree) {
+        // git refuses before it writes anything (a file changed since the snapshot): then
+        // the isolation is as it was and the intent goes; after a partial write it stays
+        // for recovery to finish.
+        if let Start::Fresh(_) = start
+            && snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree == now
+        {
+            rebase_record::remove_intent(store, &intent.session_id)?;
+        }
+        return Err(err);
+    }
+    crate::fault_point!("rebase-after-files");
+    write_index(&wt, store, &isolation, &intent.session_id, &intent.index)?;
+    write_head(store, &isolation, &intent.session_id, &intent.head)?;
+    crate::fault_point!("rebase-after-head");
+    follow_up(git, store, &intent.session_id, &intent.then)?;
+    rebase_record::remove_intent(store, &intent.session_id)
+}
+
+/// Refuses a move from what the working tree holds now (`now`) to `tree` that would write
+/// over a file a3s-iso has no copy of.
+fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> Result<()> {
+    // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
+    // snapshot that `--abort` restores has no copy of it.
+    let added = wt
+        .cmd()
+        .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+        .args(["--diff-filter=A", now, tree])
+        .run()?;
+    // What is in the way: a file (or link) at an added path or at one of its leading
+    // directories that the snapshot does not hold; one it holds, git moves out of the way.
+    let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
+        .filter_map(|path| blocker(&isolation.tree, path).map(|at| (path, at)))
+        .collect();
+    let held = held_in(wt, now, blockers.iter().map(|(_, at)| at.as_slice()))?;
+    let in_the_way: Vec<String> = blockers
+        .iter()
+        .filter(|(_, at)| !held.contains(at))
+        .map(|(path, _)| String::from_utf8_lossy(path).into_owned())
+        .collect();
+    if !in_the_way.is_empty() {
+        return Err(Error::InvalidInput {
+            message: format!(
+                "the isolation holds files its snapshot leaves out (ignored ones) where the rebased tree has tracked files: {}; move them away and rebase again",
+                in_the_way.join(", ")
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The path of what is not a directory at `path`, or at one of its leading directories, in
+/// the tree at `top` (`None`: nothing is in the way).
+fn blocker(top: &std::path::Path, path: &[u8]) -> Option<Vec<u8>> {
+    let mut at = top.to_path_buf();
+    let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+    for (n, part) in parts.iter().enumerate() {
+        at.push(std::ffi::OsStr::from_bytes(part));
+        match fs::symlink_metadata(&at) {
+            Err(_) => return None,
+            Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => {
+                return Some(parts[..=n].join(&b'/'));
+            }
+            Ok(_) => {}
+        }
+    }
+    None
+}
+
+/// Which of `paths` the tree `tree` holds as a file or link.
+fn held_in<'a>(
+    wt: &HermeticGit,
+    tree: &str,
+    paths: impl Iterator<Item = &'a [u8]>,
+) -> Result<Vec<Vec<u8>>> {
+    let paths: Vec<&[u8]> = paths.collect();
+    if paths.is_empty() {
+        return Ok(Vec::new());
+    }
+    let listed = wt
+        .cmd()
+        .args([
+            "--literal-pathspecs",
+            "ls-tree",
+            "-r",
+            "-z",
+            "--name-only",
+            tree,
+            "--",
+        ])
+        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+        .run()?;
+    Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
+}
+
+/// The working tree from what it holds now (`now`, which a3s-iso's own index describes) to
+/// `tree`.
+fn write_files(
+    wt: &HermeticGit,
+    store: &Store,
+    isolation: &Isolation,
+    now: &str,
+    tree: &str,
+) -> Result<()> {
+    let scratch = store.scratch_dir();
+    let seed = store.seed_index(&isolation.admin)?;
+    if now == tree {
+        return Ok(());
+    }
+    let index = TempFile::new(&scratch, "index")?;
+    snapshot::copy_index(&seed, index.path())?;
+    wt.cmd()
+        .env("GIT_INDEX_FILE", index.path())
+        .args(["read-tree", "-m", "-u", now, tree])
+        .run()?;
+    // The next snapshot starts from the index that describes the files just written.
+    fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))
+}
+
+/// The isolation's index, written whole beside it and renamed over it.
+fn write_index(
+    wt: &HermeticGit,
+    store: &Store,
+    isolation: &Isolation,
+    id: &str,
+    plan: &IndexPlan,
+) -> Result<()> {
+    let target = isolation.admin.join("index");
+    let (tree, stages) = match plan {
+        IndexPlan::Saved => {
+            let saved = rebase_record::saved_index(store, id);
+            return if saved.is_file() {
+                copy_atomic(&saved, &target)
+            } else {
+                remove_file_if_exists(&target)
+            };
+        }
+        IndexPlan::Tree(tree) => (tree, &[][..]),
+        IndexPlan::Conflict { tree, stages } => (tree, stages.as_slice()),
+    };
+    let index = TempFile::new(&store.scratch_dir(), "index")?;
+    let on_index = || wt.cmd().env("GIT_INDEX_FILE", index.path());
+    on_index().args(["read-tree", tree]).run()?;
+    if !stages.is_empty() {
+        let null = "0".repeat(tree.len());
+        let mut input = Vec::new();
+        let mut removed: Vec<&[u8]> = Vec::new();
+        for stage in stages {
+            if !removed.contains(&stage.path.0.as_slice()) {
+                removed.push(&stage.path.0);
+                input.extend_from_slice(format!("0 {null}\t").as_bytes());
+                input.extend_from_slice(&stage.path.0);
+                input.push(0);
+            }
+        }
+        for stage in stages {
+            let line = format!("{} {} {}\t", stage.mode, stage.oid, stage.stage);
+            input.extend_from_slice(line.as_bytes());
+            input.extend_from_slice(&stage.path.0);
+            input.push(0);
+        }
+        on_index()
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(input)
+            .run()?;
+    }
+    copy_atomic(index.path(), &target)
+}
+
+/// The isolation's HEAD: detached at a commit, or the file saved before the rebase.
+fn write_head(store: &Store, isolation: &Isolation, id: &str, plan: &HeadPlan) -> Result<()> {
+    let bytes = match plan {
+        HeadPlan::Commit(commit) => format!("{commit}\n").into_bytes(),
+        HeadPlan::Saved => {
+            let saved = rebase_record::saved_head(store, id);
+            fs::read(&saved).ctx(|| format!("cannot read {}", saved.display()))?
+        }
+    };
+    write_atomic(&isolation.admin.join("HEAD"), &bytes)
+}
+
+/// What follows once the isolation holds the target: the session record moves to the new base,
+/// the conflict is recorded, or the rebase's records go.
+fn follow_up(git: &Git, store: &Store, id: &str, then: &Then) -> Result<()> {
+    match then {
+        Then::Clean {
+            revision,
+            base_tree,
+            steps_before,
+        } => {
+            let mut session = store
+                .load_session(id)?
+                .ok_or_else(|| Error::internal("a rebase without its session"))?;
+            if session.bound_revision != *revision {
+                session.bound_revision = revision.clone();
+                session.base_tree = base_tree.clone();
+                session.rebased = Some(Rebased {
+                    at_ms: now_ms(),
+                    steps_before: *steps_before,
+                });
+                session.updated_at_ms = now_ms();
+                git.update_refs(
+                    &session.common_dir,
+                    &[RefUpdate::Set {
+                        name: store.refs().session_base(id),
+                        target: revision.clone(),
+                    }],
+                    "a3s-iso: rebase",
+                )?;
+                store.save_session(&session)?;
+            }
+            rebase_record::remove_state(store, id)
+        }
+        Then::Conflicted(state) => rebase_record::save_state(store, state),
+        Then::Aborted => rebase_record::remove_state(store, id),
+    }
+}
+
+/// Finishes every rebase a crash interrupted (called with the repository lock held). Returns
+/// what the user should be told.
+pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
+    rebase_record::intents(store)
+        .into_iter()
+        .map(|intent| {
+            let what = match &intent.then {
+                Then::Clean { .. } => "completed",
+                Then::Conflicted(_) => "completed up to its conflict",
+                Then::Aborted => "undone",
+            };
+            let gone = store
+                .load_session(&intent.session_id)
+                .ok()
+                .flatten()
+                .is_none_or(|s| !s.state.has_tree());
+            if gone {
+                // Nothing left to rebase: the session or its isolation went since.
+                let _ = forget(store, &intent.session_id);
+                return format!(
+                    "an interrupted rebase of session {} was dropped: the session has no isolation any more",
+                    intent.session_id
+                );
+            }
+            match carry_out(git, store, &intent, Start::Recovery) {
+                Ok(()) => format!(
+                    "an interrupted rebase of session {} was {what}",
+                    intent.session_id
+                ),
+                Err(err) => format!(
+                    "an interrupted rebase of session {} could not be finished: {err}",
+                    intent.session_id
+                ),
+            }
+        })
+        .collect()
+}
+
+/// Drops every record of a session's rebase (its isolation or the session goes).
+pub(crate) fn forget(store: &Store, id: &str) -> Result<()> {
+    rebase_record::remove_intent(store, id)?;
+    rebase_record::remove_state(store, id)
+}

@@ -1,0 +1,444 @@
+//! `capture`: snapshot a session into a pinned tree and a change-set document.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::now_ms;
+use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
+use crate::model::isolation::{Isolation, writable_isolation};
+use crate::model::snapshot;
+use crate::store::state::{LastRun, SessionRecord};
+use crate::workspace::context::{Context, Located};
+
+/// What `capture` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureOptions {
+    /// The session; resolved as for every command when `None`.
+    pub session_id: Option<String>,
+    /// The run id to record the capture under; generated when `None` (a cumulative capture).
+    pub run_id: Option<String>,
+    /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
+    pub release_identity: Option<String>,
+}
+
+/// A capture: the change-set document and where its result tree is pinned.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaptureOutcome {
+    /// The document (the stored one, on a replay).
+    pub change_set: ChangeSet,
+    /// The ref that pins the result tree.
+    pub result_ref: String,
+    /// How many files the patch touches.
+    pub files_changed: u64,
+    /// The run id was captured before with the same result: this is the stored document.
+    pub replayed: bool,
+    /// Nothing changed since the session's last capture: that run is returned (same run id,
+    /// no new ref, no new record).
+    pub reused: bool,
+    /// Nested repositories left out of the snapshot (never folded in as gitlinks).
+    pub nested_repositories: Vec<String>,
+    /// The nested change sets (submodules and nested repositories with uncommitted work),
+    /// kept beside the document, which carries the root only.
+    pub nested: Vec<crate::model::nested::NestedChangeSet>,
+    /// What the user should know (nested repositories that could not be captured).
+    pub warnings: Vec<String>,
+    /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
+    /// output.
+    #[serde(skip)]
+    pub files: Vec<String>,
+}
+
+impl CaptureOutcome {
+    /// A capture of `change_set` pinned at `result_ref`, touching `files` (how many, and the
+    /// first paths); recorded now, nothing nested.
+    fn of(change_set: ChangeSet, result_ref: String, files: (u64, Vec<String>)) -> Self {
+        CaptureOutcome {
+            change_set,
+            result_ref,
+            files_changed: files.0,
+            replayed: false,
+            reused: false,
+            nested_repositories: Vec::new(),
+            nested: Vec::new(),
+            warnings: Vec::new(),
+            files: files.1,
+        }
+    }
+}
+
+/// Checks a `--release-identity` value.
+pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
+    match given {
+        None => Ok(changeset::default_release_identity()),
+        Some(value) => {
+            let ok = crate::model::changeset::is_sha256_digest(value);
+            if ok {
+                Ok(value.to_string())
+            } else {
+                Err(Error::Usage {
+                    message: format!(
+                        "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
+                    ),
+                })
+            }
+        }
+    }
+}
+
+/// Captures the session's isolation against its base tree: pins the result and stores the
+/// document under the run id.
+pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
+    let target = Target::prepare(
+        ctx,
+        opts.session_id.as_deref(),
+        opts.run_id.as_deref(),
+        opts.release_identity.as_deref(),
+    )?;
+    let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
+    if opts.run_id.is_none()
+        && let Some(mut outcome) = reusable(ctx, &target, &snap.tree, &nested.sets())?
+    {
+        outcome.nested_repositories = snap.nested;
+        outcome.nested = nested.sets();
+        outcome.warnings = nested.warnings();
+        return Ok(outcome);
+    }
+    let mut outcome = record_evidence(ctx, &target.located, &target.completed(&snap.tree))?;
+    record_nested(
+        ctx,
+        &target.located,
+        &target.record.session_id,
+        &target.run_id,
+        &nested,
+    )?;
+    outcome.nested_repositories = snap.nested;
+    outcome.nested = nested.sets();
+    outcome.warnings = nested.warnings();
+    Ok(outcome)
+}
+
+/// The session's last run, when a capture now would record exactly it again: a generated run
+/// id, the same base and result trees, completed, the same release identity and the same
+/// nested change sets. Its stored document is returned as it is (`reused`), so capturing an
+/// unchanged session adds no run, ref or record.
+pub(crate) fn reusable(
+    ctx: &Context,
+    target: &Target,
+    result_tree: &str,
+    nested: &[crate::model::nested::NestedChangeSet],
+) -> Result<Option<CaptureOutcome>> {
+    let Some(last) = target.record.last_run.as_ref() else {
+        return Ok(None);
+    };
+    if last.result_tree != result_tree || last.state != RunState::Completed {
+        return Ok(None);
+    }
+    let (store, id) = (&target.located.store, &target.record.session_id);
+    let Some(bytes) = store.load_run_doc(id, &last.run_id)? else {
+        return Ok(None);
+    };
+    let Ok(verified) = changeset::verify(&bytes) else {
+        return Ok(None);
+    };
+    let doc = &verified.change_set;
+    let same = changeset::tree_id(&doc.base_tree) == target.record.base_tree
+        && changeset::tree_id(&doc.result_tree) == result_tree
+        && doc.state == RunState::Completed
+        && doc.identity.agent_release_identity == target.identity
+        && crate::model::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
+    let reference = store.refs().run_result(id, &last.run_id);
+    let pinned = ctx
+        .git
+        .rev_parse(&target.located.repo.toplevel, &reference)?;
+    if !same || pinned.as_deref() != Some(result_tree) {
+        return Ok(None);
+    }
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
+    Ok(Some(CaptureOutcome {
+        reused: true,
+        ..CaptureOutcome::of(verified.change_set, reference, files)
+    }))
+}
+
+/// The isolation's snapshot and its nested change sets; the snapshot's `nested` keeps only the
+/// nested repositories that were not captured.
+pub(crate) fn snapshot_all(
+    ctx: &Context,
+    located: &Located,
+    isolation: &Isolation,
+) -> Result<(snapshot::Snapshot, crate::model::nested::Nested)> {
+    let mut snap = isolation.snapshot(ctx, located)?;
+    let nested = crate::model::nested::capture_isolation(
+        &ctx.git,
+        located,
+        isolation,
+        &mut snap,
+        crate::model::nested::Look::Capture,
+    )?;
+    Ok((snap, nested))
+}
+
+/// Pins and stores a run's nested change sets beside its document.
+pub(crate) fn record_nested(
+    ctx: &Context,
+    located: &Located,
+    session_id: &str,
+    run_id: &str,
+    nested: &crate::model::nested::Nested,
+) -> Result<()> {
+    crate::model::nested::record(
+        &ctx.git,
+        &located.repo.common_dir,
+        &located.store,
+        (session_id, run_id),
+        &nested.sets(),
+    )
+}
+
+/// What `capture` and `run` start from: the session, its isolation, the run id (given or
+/// generated) and the release identity, all checked.
+pub(crate) struct Target {
+    pub located: Located,
+    pub record: SessionRecord,
+    pub isolation: Isolation,
+    /// The run id given, or a generated one.
+    pub run_id: String,
+    /// The checked `agent_release_identity`.
+    pub identity: String,
+}
+
+impl Target {
+    /// Checks the ids and the release identity, then finds the session and its isolation.
+    pub(crate) fn prepare(
+        ctx: &Context,
+        session_id: Option<&str>,
+        run_id: Option<&str>,
+        release: Option<&str>,
+    ) -> Result<Target> {
+        if let Some(run_id) = run_id {
+            crate::base::ids::validate(run_id)?;
+        }
+        let identity = release_identity(release)?;
+        let located = ctx.locate()?;
+        let record = ctx.resolve_session(&located, session_id)?;
+        let isolation = writable_isolation(&record)?;
+        Ok(Target {
+            located,
+            record,
+            isolation,
+            run_id: run_id
+                .map(str::to_string)
+                .unwrap_or_else(|| crate::base::ids::generate("r")),
+            identity,
+        })
+    }
+
+    /// The evidence of a completed capture of this target with `result_tree`.
+    pub(crate) fn completed<'a>(&'a self, result_tree: &'a str) -> Evidence<'a> {
+        Evidence {
+            session_id: &self.record.session_id,
+            run_id: &self.run_id,
+            state: RunState::Completed,
+            base_tree: &self.record.base_tree,
+            result_tree,
+            release_identity: &self.identity,
+        }
+    }
+}
+
+/// What one run (or capture) produced.
+pub(crate) struct Evidence<'a> {
+    pub session_id: &'a str,
+    pub run_id: &'a str,
+    pub state: RunState,
+    pub base_tree: &'a str,
+    pub result_tree: &'a str,
+    pub release_identity: &'a str,
+}
+
+/// Pins the result tree, builds and stores the change-set document, and records the session's
+/// last run. A run id is immutable evidence: the same result again returns the stored document;
+/// a different one is `capture_conflict` and changes nothing.
+pub(crate) fn record_evidence(
+    ctx: &Context,
+    located: &Located,
+    ev: &Evidence<'_>,
+) -> Result<CaptureOutcome> {
+    let store = &located.store;
+    let source = &located.repo.toplevel;
+    let reference = store.refs().run_result(ev.session_id, ev.run_id);
+    let conflict = |pinned: &str| Error::CaptureConflict {
+        message: format!(
+            "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
+            ev.run_id, ev.session_id, ev.result_tree
+        ),
+    };
+    let stored = || -> Result<Option<CaptureOutcome>> {
+        replay(
+            store.load_run_doc(ev.session_id, ev.run_id)?,
+            ev,
+            &reference,
+            &conflict,
+        )
+    };
+    // Fast path for a replay, without the lock: the stored document decides.
+    if let Some(outcome) = stored()? {
+        return Ok(outcome);
+    }
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.common_dir,
+        ev.base_tree,
+        ev.result_tree,
+        &store.scratch_dir(),
+    )?;
+    let _lock = ctx.lock(&located.repo)?;
+    if let Some(outcome) = stored()? {
+        return Ok(outcome);
+    }
+    let pinned = crate::model::refs::pin_run(
+        &ctx.git,
+        source,
+        &store.refs(),
+        ev.session_id,
+        ev.run_id,
+        ev.result_tree,
+    )?;
+    if let crate::model::refs::Pinned::Other(pinned) = pinned {
+        return Err(conflict(&pinned));
+    }
+    let observed_at_ms = now_ms();
+    update_last_run(located, ev, observed_at_ms)?;
+    if patch.bytes > MAX_PATCH_BYTES {
+        return Err(Error::ChangeSetTooLarge {
+            bytes: patch.bytes,
+            limit: MAX_PATCH_BYTES,
+        });
+    }
+    let change_set = ChangeSet::new(NewChangeSet {
+        release_identity: ev.release_identity,
+        session_id: ev.session_id,
+        run_id: ev.run_id,
+        state: ev.state,
+        base_tree: ev.base_tree,
+        result_tree: ev.result_tree,
+        patch: &patch.read()?,
+        patch_digest: &patch.digest,
+        observed_at_ms,
+    });
+    store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
+    Ok(CaptureOutcome::of(
+        change_set,
+        reference,
+        (patch.files_changed, patch.listed_paths()),
+    ))
+}
+
+/// Records a fresh run's result for a change set that travels as a commit (no document size
+/// limit): pins the result tree, records the session's last run, and returns the patch and the
+/// detached document (the full document is stored too when it fits one).
+pub(crate) fn record_run(
+    ctx: &Context,
+    located: &Located,
+    ev: &Evidence<'_>,
+) -> Result<(snapshot::Patch, ChangeSet)> {
+    let store = &located.store;
+    let patch = snapshot::patch(
+        &ctx.git,
+        &located.repo.common_dir,
+        ev.base_tree,
+        ev.result_tree,
+        &store.scratch_dir(),
+    )?;
+    let _lock = ctx.lock(&located.repo)?;
+    let pinned = crate::model::refs::pin_run(
+        &ctx.git,
+        &located.repo.toplevel,
+        &store.refs(),
+        ev.session_id,
+        ev.run_id,
+        ev.result_tree,
+    )?;
+    if let crate::model::refs::Pinned::Other(pinned) = pinned {
+        return Err(Error::CaptureConflict {
+            message: format!(
+                "run {:?} of session {:?} was captured with result tree {pinned}",
+                ev.run_id, ev.session_id
+            ),
+        });
+    }
+    let observed_at_ms = now_ms();
+    update_last_run(located, ev, observed_at_ms)?;
+    let fits = patch.bytes <= MAX_PATCH_BYTES;
+    let body = if fits { patch.read()? } else { Vec::new() };
+    let mut change_set = ChangeSet::new(NewChangeSet {
+        release_identity: ev.release_identity,
+        session_id: ev.session_id,
+        run_id: ev.run_id,
+        state: ev.state,
+        base_tree: ev.base_tree,
+        result_tree: ev.result_tree,
+        patch: &body,
+        patch_digest: &patch.digest,
+        observed_at_ms,
+    });
+    if fits {
+        store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
+    }
+    change_set.patch_bytes = patch.bytes;
+    Ok((patch, change_set.detached()))
+}
+
+fn replay(
+    stored: Option<Vec<u8>>,
+    ev: &Evidence<'_>,
+    reference: &str,
+    conflict: &dyn Fn(&str) -> Error,
+) -> Result<Option<CaptureOutcome>> {
+    let Some(bytes) = stored else {
+        return Ok(None);
+    };
+    let verified = changeset::verify(&bytes)?;
+    let pinned = changeset::tree_id(&verified.change_set.result_tree).to_string();
+    if pinned != ev.result_tree {
+        return Err(conflict(&pinned));
+    }
+    let files = (
+        snapshot::count_files(&verified.patch),
+        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+    );
+    Ok(Some(CaptureOutcome {
+        replayed: true,
+        ..CaptureOutcome::of(verified.change_set, reference.to_string(), files)
+    }))
+}
+
+fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) -> Result<()> {
+    if let Some(mut record) = located.store.load_session(ev.session_id)? {
+        let newer = record
+            .last_run
+            .as_ref()
+            .is_none_or(|last| last.observed_at_ms <= observed_at_ms);
+        if newer {
+            record.last_run = Some(LastRun {
+                run_id: ev.run_id.to_string(),
+                state: ev.state,
+                observed_at_ms,
+                result_tree: ev.result_tree.to_string(),
+            });
+            record.updated_at_ms = observed_at_ms;
+            located.store.save_session(&record)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a document to `path` atomically.
+pub fn write_document(path: &Path, change_set: &ChangeSet) -> Result<()> {
+    crate::base::fsutil::write_atomic(path, &change_set.to_json()?)
+}

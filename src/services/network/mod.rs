@@ -1,0 +1,25 @@
+//! The network a sandboxed `run` command gets beyond loopback: an allowlist of hosts served by
+//! a3s-iso's own HTTP proxy, and ports published from inside to the host's loopback.
+//!
+//! The command keeps its own network namespace with only loopback. The sandbox helper, which
+//! lives in that namespace, binds the proxy's listener there and hands it to `run` (and, on
+//! request, fresh TCP sockets made there) over a socket pair ([`crate::base::sandbox::SocketFactory`]).
+//! `run` serves the proxy on that listener and connects out from the host's namespace, only to
+//! what the allowlist names, and only to the addresses it checked itself.
+
+mod address;
+mod allow;
+mod proxy;
+mod publish;
+mod report;
+mod service;
+mod tunnel;
+
+pub use crate::services::network::address::forbidden;
+pub use crate::services::network::allow::{AllowEntry, Allowlist, PRESETS};
+pub use crate::services::network::publish::PublishRequest;
+pub use crate::services::network::report::{
+    AllowedReport, MAX_REFUSALS, NetworkReport, PROXY_PORT, Published, Refusal, RefusalReason,
+    host_port, proxy_address, proxy_env, reason_name,
+};
+pub use crate::services::network::service::{NetworkPlan, NetworkService};

@@ -1,0 +1,180 @@
+//! Everything a3s-iso stores for one session, as items to remove: what `discard --purge`
+//! removes, and what `gc` removes of a session no one needs any more. The journal entries of
+//! its promotes stay (they keep a later promote of the same digest `idempotent`).
+
+use std::path::PathBuf;
+
+use crate::base::error::Result;
+use crate::git::Git;
+use crate::model::refs::{self, Scope};
+use crate::services::purge_item::{Item, Kind, Reason};
+use crate::store::layout::StateDir;
+use crate::store::state::SessionRecord;
+use crate::workspace::context::Located;
+
+/// What a clean-up of one session removes and what it keeps.
+#[derive(Debug, Default)]
+pub(crate) struct SessionPlan {
+    /// What goes.
+    pub remove: Vec<Item>,
+    /// What stays, with why.
+    pub keep: Vec<Item>,
+}
+
+/// Plans the removal of everything of session `id` (its record, when `record` is given): its
+/// private refs in every namespace of this store, its retained branch (unless checked out in
+/// the source or another worktree), its run documents, nested change sets, run exits, promote artifacts, seed
+/// index, lease and record. Its journal entries are kept.
+pub(crate) fn plan_session(
+    git: &Git,
+    located: &Located,
+    id: &str,
+    record: Option<&SessionRecord>,
+    reason: Reason,
+) -> Result<SessionPlan> {
+    let mut plan = SessionPlan::default();
+    let ns = located.store.refs();
+    let top = &located.repo.toplevel;
+    for name in refs::session_refs(git, top, &ns, id, Scope::All)? {
+        plan.remove
+            .push(Item::reference(Kind::Ref, name, reason).of(id));
+    }
+    let branch = format!("refs/heads/{}", ns.retained_branch(id));
+    if !git
+        .list_refs(top, std::slice::from_ref(&branch))?
+        .is_empty()
+    {
+        // Checked out anywhere (the source or another worktree, all listed by git): deleting
+        // it would leave that worktree on a branch with no commits.
+        let checked_out = git.checked_out_branches(top)?.contains(&branch);
+        let item = Item::reference(Kind::Branch, branch, reason).of(id);
+        if checked_out {
+            plan.keep.push(Item {
+                reason: Reason::CheckedOut,
+                ..item
+            });
+        } else {
+            plan.remove.push(item);
+        }
+    }
+    plan.remove.extend(files_of(located, id, record, reason));
+    plan.keep.extend(journal_of(located, id));
+    Ok(plan)
+}
+
+/// The session's files in the state dir that exist now (its record last).
+fn files_of(
+    located: &Located,
+    id: &str,
+    record: Option<&SessionRecord>,
+    reason: Reason,
+) -> Vec<Item> {
+    let store = &located.store;
+    let dir = store.dir();
+    let mut paths: Vec<(Kind, PathBuf)> = vec![
+        (Kind::Runs, StateDir::Runs.under(dir).join(id)),
+        (Kind::Nested, StateDir::Nested.under(dir).join(id)),
+        (Kind::RunExits, StateDir::RunExits.under(dir).join(id)),
+        (Kind::SessionGit, store.session_git_dir(id)),
+        (Kind::Runs, store.land_tests_dir(id)),
+        (Kind::Runs, store.setup_output_dir(id)),
+    ];
+    paths.extend(
+        artifacts_of(located, id)
+            .into_iter()
+            .map(|p| (Kind::Artifacts, p)),
+    );
+    if let Some(admin) = record.and_then(|r| r.admin_dir.as_deref()) {
+        paths.extend(seeds_of(store, admin).into_iter().map(|p| (Kind::Seed, p)));
+    }
+    paths.push((Kind::Lease, store.lease_file(id)));
+    paths.push((Kind::SessionRecord, store.session_file(id)));
+    paths
+        .into_iter()
+        .filter(|(_, p)| std::fs::symlink_metadata(p).is_ok())
+        .map(|(kind, p)| Item::path(kind, p, reason).of(id))
+        .collect()
+}
+
+/// The seed indexes of the isolation whose admin dir is `admin`: its own
+/// (`<name>.index`), its index at bind (`<name>+bound.index`) and its nested repositories'
+/// (`<name>+nested-<hex>.index`).
+pub(crate) fn seeds_of(
+    store: &crate::store::state::Store,
+    admin: &std::path::Path,
+) -> Vec<PathBuf> {
+    let own = store.seed_index_path(admin);
+    let stem = own
+        .file_stem()
+        .map(|s| {
+            format!(
+                "{}{}",
+                s.to_string_lossy(),
+                crate::model::nested::NESTED_SEED_MARK
+            )
+        })
+        .unwrap_or_default();
+    let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
+    if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {
+        seeds.extend(
+            entries
+                .flatten()
+                .filter(|e| e.file_name().to_string_lossy().starts_with(&stem))
+                .map(|e| e.path()),
+        );
+    }
+    seeds
+}
+
+/// The session's promote artifacts in the state dir: those of its journal entries, and those
+/// whose `summary.json` names it (a `--no-apply` promote journals nothing).
+fn artifacts_of(located: &Located, id: &str) -> Vec<PathBuf> {
+    let root = located.store.artifacts_dir();
+    let mut dirs: Vec<PathBuf> = located
+        .store
+        .journal_entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(id))
+        .map(|e| root.join(e.digest.trim_start_matches("sha256:")))
+        .collect();
+    if let Ok(entries) = std::fs::read_dir(&root) {
+        dirs.extend(
+            entries
+                .flatten()
+                .map(|e| e.path())
+                .filter(|dir| artifacts_session(dir).as_deref() == Some(id)),
+        );
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}
+
+/// The session a promote's artifacts belong to, as its `summary.json` says.
+pub(crate) fn artifacts_session(dir: &std::path::Path) -> Option<String> {
+    let bytes =
+        crate::base::fsutil::read_small_regular_file(&dir.join("summary.json"), 16 << 20).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    value.get("session_id")?.as_str().map(str::to_string)
+}
+
+/// The session's journal entries: kept, each makes a later promote of its digest
+/// `idempotent`.
+fn journal_of(located: &Located, id: &str) -> Vec<Item> {
+    let store = &located.store;
+    store
+        .journal_entries()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(id))
+        .map(|e| {
+            Item::path(
+                Kind::JournalEntry,
+                store.journal_file(&e.digest),
+                Reason::Idempotence,
+            )
+            .of(id)
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! A run's quarantine object directory. Inside the sandbox the repository's object store is
+//! read-only; git writes the command's new objects (commits on the detached HEAD, `git add`)
+//! here instead, with the real store as an alternate. After the run, a3s-iso checks every new
+//! object as a push would be checked and only then moves them into the store. Nothing the
+//! command wrote can replace or delete an existing object.
+
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use crate::base::beneath::{Dir, Kind};
+use crate::base::error::{IoContext, Result};
+use crate::git::Git;
+use crate::git::repo::Repo;
+use crate::store::layout::StateDir;
+use crate::store::state::Store;
+
+/// A run's quarantine: `<state>/quarantine/<run id>-<maker>/` (see `scratch`), removed when
+/// dropped.
+#[derive(Debug)]
+pub struct Quarantine {
+    dir: PathBuf,
+    /// The object directories of the isolation's submodules (see [`Quarantine::environment`]).
+    modules: Vec<PathBuf>,
+    /// The isolation's admin dir, where the submodules' stores are found again after the run.
+    admin: Option<PathBuf>,
+    /// Scratch space for the private git dirs that copy objects into them.
+    scratch: PathBuf,
+}
+
+impl Quarantine {
+    /// Creates an empty quarantine for a run, named after the run and this process (so that
+    /// the next command removes it if the run is killed).
+    /// `modules`: the object directories of the isolation's submodules.
+    pub fn create(store: &Store, run_id: &str, modules: Vec<PathBuf>) -> Result<Quarantine> {
+        Quarantine::with_modules(store, run_id, modules, None)
+    }
+
+    fn with_modules(
+        store: &Store,
+        run_id: &str,
+        modules: Vec<PathBuf>,
+        admin: Option<PathBuf>,
+    ) -> Result<Quarantine> {
+        let dir = store
+            .path(StateDir::Quarantine)
+            .join(crate::store::scratch::owned_name(run_id));
+        std::fs::create_dir_all(dir.join("pack"))
+            .ctx(|| format!("cannot create {}", dir.display()))?;
+        Ok(Quarantine {
+            dir,
+            modules: usable(modules),
+            admin,
+            scratch: store.scratch_dir(),
+        })
+    }
+
+    /// A quarantine for a run in the isolation whose admin dir is `admin`, with its
+    /// submodules' object directories.
+    pub fn for_isolation(store: &Store, run_id: &str, admin: &Path) -> Result<Quarantine> {
+        let (modules, _) = crate::model::nested::module_stores(admin);
+        Quarantine::with_modules(store, run_id, modules, Some(admin.to_path_buf()))
+    }
+
+    /// The object directory the command writes to.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The variables that point the command's git at the quarantine, with the repository's
+    /// store as an alternate, and keep it from packing refs or objects (it cannot write them).
+    ///
+    /// The isolation's submodules' object directories are alternates too, so that git in a
+    /// submodule still sees its own history (its new objects land here as well). A path with
+    /// the separator `:` in it would need quoting: such a submodule goes without.
+    pub fn environment(&self, repo: &Repo) -> Vec<(String, PathBuf)> {
+        let mut alternates = std::ffi::OsString::from(repo.common_dir.join("objects"));
+        for module in &self.modules {
+            alternates.push(":");
+            alternates.push(module);
+        }
+        let mut vars = vec![
+            ("GIT_OBJECT_DIRECTORY".to_string(), self.dir.clone()),
+            (
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES".to_string(),
+                PathBuf::from(alternates),
+            ),
+        ];
+        let settings = [("gc.auto", "0"), ("maintenance.auto", "false")];
+        vars.push(("GIT_CONFIG_COUNT".into(), settings.len().to_string().into()));
+        for (i, (key, value)) in settings.iter().enumerate() {
+            vars.push((format!("GIT_CONFIG_KEY_{i}"), PathBuf::from(key)));
+            vars.push((format!("GIT_CONFIG_VALUE_{i}"), PathBuf::from(value)));
+        }
+        vars
+    }
+
+    /// Checks and moves the quarantined objects into the repository's store; returns how many
+    /// moved, and warnings for what was left out. Anything the command pointed the quarantine
+    /// at (`info/alternates`) is dropped first, and so is every link, FIFO or socket it left
+    /// there (reached beneath the quarantine's handle, never followed), so only objects it
+    /// really wrote are considered.
+    ///
+    /// Objects of the submodules' commits link to their history in the submodules' own stores:
+    /// those are the superproject's alternates for the check, and the objects are copied into
+    /// each submodule's store too (through a private git dir: nothing of the submodule's git
+    /// dir is read but objects), so its git finds its new commits. The command could write
+    /// those stores during the run, so they are found and checked again now (reached beneath
+    /// the admin dir without a link, holding none): a store that no longer passes is left out.
+    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<(usize, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let quarantine =
+            Dir::open(&self.dir).ctx(|| format!("cannot open {}", self.dir.display()))?;
+        quarantine
+            .remove(Path::new("info"))
+            .ctx(|| format!("cannot remove {}", self.dir.join("info").display()))?;
+        let (files, dropped) =
+            sweep_strays(&quarantine, 0).ctx(|| format!("cannot read {}", self.dir.display()))?;
+        if dropped > 0 {
+            warnings.push(format!(
+                "the run's new objects: {dropped} symbolic links or special files left in its object directory were removed, never followed"
+            ));
+        }
+        if files == 0 {
+            return Ok((0, warnings));
+        }
+        let modules = match &self.admin {
+            Some(admin) => {
+                let (found, skipped) = crate::model::nested::module_stores(admin);
+                warnings.extend(skipped);
+                usable(
+                    found
+                        .into_iter()
+                        .filter(|m| self.modules.contains(m))
+                        .collect(),
+                )
+            }
+            None => self.modules.clone(),
+        };
+        let mut receiver = git.at(&repo.toplevel);
+        if !modules.is_empty() {
+            let joined = std::env::join_paths(&modules)
+                .map_err(|e| crate::base::error::Error::internal(format!("{e}")))?;
+            receiver = receiver.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", joined);
+        }
+        let count = git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
+        let root_objects = repo.common_dir.join("objects");
+        for module in &modules {
+            let view = crate::git::ObjectView::new(git, &repo.common_dir, &[], &self.scratch)?;
+            let receiver = view
+                .cmd()
+                .env("GIT_OBJECT_DIRECTORY", module)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &root_objects);
+            git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
+        }
+        Ok((count, warnings))
+    }
+}
+
+/// The stores whose path git can take in a list of alternates: a path with the separator `:`
+/// in it would need quoting, so such a submodule goes without.
+fn usable(modules: Vec<PathBuf>) -> Vec<PathBuf> {
+    modules
+        .into_iter()
+        .filter(|m| !m.as_os_str().as_bytes().contains(&b':'))
+        .collect()
+}
+
+/// How deep the quarantine's folders go (`pack/`, `ab/`, git's `tmp_objdir` folders).
+const QUARANTINE_DEPTH: usize = 3;
+
+/// Removes every entry under `dir` that is neither a directory nor a regular file (and every
+/// directory deeper than git makes them); returns how many regular files remain and how many
+/// entries went.
+fn sweep_strays(dir: &Dir, depth: usize) -> std::io::Result<(usize, usize)> {
+    let (mut files, mut dropped) = (0, 0);
+    for entry in dir.entries()? {
+        let name = Path::new(&entry.name);
+        match entry.kind {
+            Kind::File => files += 1,
+            Kind::Dir if depth < QUARANTINE_DEPTH => {
+                let (f, d) = sweep_strays(&dir.dir(name)?, depth + 1)?;
+                files += f;
+                dropped += d;
+            }
+            Kind::Dir | Kind::Symlink | Kind::Special => {
+                dir.remove(name)?;
+                dropped += 1;
+            }
+        }
+    }
+    Ok((files, dropped))
+}
+
+impl Drop for Quarantine {
+    fn drop(&mut self) {
+        let _ = crate::base::beneath::remove_path(&self.dir);
+    }
+}

@@ -1,0 +1,590 @@
+//! `rebase`: moves a session onto a new base inside its isolation, with git's three-way
+//! machinery (`merge-tree --write-tree`, in an object view: no configuration, attributes or
+//! hooks of the repository take part, and no working tree until the result is known). The
+//! session's commits since its bound revision are replayed, keeping their authors and
+//! messages; its uncommitted work (tracked and untracked, as a snapshot) is merged on top and
+//! left uncommitted. The user's checkout, index, stash and branches are never touched.
+//!
+//! Before anything changes, the isolation's HEAD, index and snapshot are pinned under private
+//! refs and its index and HEAD files saved byte for byte, so `--abort` puts back exactly what
+//! was there. Every change of the isolation goes through one write-ahead intent (`apply`),
+//! finished by the next command that takes the repository lock if a crash interrupts it: a
+//! kill leaves the pre-rebase, the rebased or the conflicted state.
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::base::paths::RepoPath;
+use crate::git::{Merged, ObjectView, RefUpdate};
+use crate::model::isolation::{Isolation, writable_isolation};
+use crate::model::snapshot::TempFile;
+pub(crate) use crate::recovery::rebase_apply::{forget, recover};
+pub use crate::recovery::rebase_record::Replayed;
+use crate::recovery::rebase_record::{
+    Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
+};
+pub(crate) use crate::recovery::rebase_record::{conflicted_paths, intents};
+use crate::store::state::SessionRecord;
+use crate::workspace::context::{Context, Located};
+
+/// What `rebase` is asked to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Action {
+    /// Move the session onto a new base.
+    #[default]
+    Start,
+    /// Go on after the conflicts were resolved.
+    Continue,
+    /// Put the isolation back as it was before the rebase.
+    Abort,
+}
+
+/// The options of a rebase.
+#[derive(Debug, Clone, Default)]
+pub struct RebaseOptions {
+    /// The session (default: the one `-s` resolution finds).
+    pub session_id: Option<String>,
+    /// Where to move it (default: the source's current HEAD).
+    pub onto: Option<String>,
+    /// Start, continue or abort.
+    pub action: Action,
+}
+
+/// How a rebase ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RebaseResult {
+    /// The session is on its new base.
+    Rebased,
+    /// The session was on that base already: nothing changed.
+    UpToDate,
+    /// It stopped at a conflict, left in the isolation.
+    Conflicted,
+    /// A conflicted rebase was resolved and finished.
+    Continued,
+    /// A conflicted rebase was undone.
+    Aborted,
+}
+
+/// What a rebase did (`a3s-iso.rebase.v1`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RebaseOutcome {
+    /// How it ended.
+    pub outcome: RebaseResult,
+    /// The session.
+    pub session_id: String,
+    /// The revision the session was bound at before.
+    pub from_revision: String,
+    /// The revision it moves onto.
+    pub to_revision: String,
+    /// The isolation's HEAD afterwards.
+    pub head: Option<String>,
+    /// The session's commits, replayed so far.
+    pub replayed: Vec<Replayed>,
+    /// The commit whose replay conflicted (`null`: the uncommitted work did, or no conflict).
+    pub conflict_commit: Option<String>,
+    /// The conflicting paths.
+    pub conflicting_paths: Vec<String>,
+    /// What recovery or the rebase wants the user to know.
+    pub warnings: Vec<String>,
+}
+
+impl RebaseOutcome {
+    fn new(outcome: RebaseResult, id: &str, from: &str, to: &str) -> RebaseOutcome {
+        RebaseOutcome {
+            outcome,
+            session_id: id.to_string(),
+            from_revision: from.to_string(),
+            to_revision: to.to_string(),
+            head: None,
+            replayed: Vec::new(),
+            conflict_commit: None,
+            conflicting_paths: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    fn of_state(outcome: RebaseResult, state: &RebaseState) -> RebaseOutcome {
+        let mut out = RebaseOutcome::new(
+            outcome,
+            &state.session_id,
+            &state.from_revision,
+            &state.to_revision,
+        );
+        out.head = Some(state.tip.clone());
+        out.replayed = state.replayed.clone();
+        out.conflict_commit = state.conflict_commit.clone();
+        out.conflicting_paths = state.paths.iter().map(RepoPath::shown).collect();
+        out
+    }
+
+    /// 3 for `conflicted` (look at it), else 0.
+    pub fn exit_code(&self) -> i32 {
+        if self.outcome == RebaseResult::Conflicted {
+            3
+        } else {
+            0
+        }
+    }
+}
+
+/// Rebases, continues or aborts, under the repository lock and the session's lease.
+pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
+    if opts.action != Action::Abort {
+        ctx.git.require_merge_tree()?;
+    }
+    let located = ctx.locate()?;
+    let found = ctx.resolve_session(&located, opts.session_id.as_deref())?;
+    let _lock = ctx.lock(&located.repo)?;
+    let _lease = located.store.lease_or_busy(&found.session_id)?;
+    // Read again under the lock: recovery may have just finished a rebase of it.
+    let session = located
+        .store
+        .load_session(&found.session_id)?
+        .ok_or_else(|| Error::internal("the session's record went away"))?;
+    let state = crate::recovery::rebase_record::load_state(&located.store, &session.session_id)?
+        .filter(|s| s.session_created_at_ms == session.created_at_ms);
+    let work = Work::new(ctx, &located, &session)?;
+    let mut out = match (opts.action, state) {
+        (Action::Start, Some(state)) => return Err(conflicted(&state)),
+        (Action::Start, None) => work.start(opts.onto.as_deref())?,
+        (Action::Continue, Some(state)) => work.resume(state)?,
+        (Action::Abort, Some(state)) => work.abort(state)?,
+        (_, None) => {
+            return Err(Error::InvalidInput {
+                message: format!(
+                    "session {:?} has no conflicted rebase to continue or abort",
+                    session.session_id
+                ),
+            });
+        }
+    };
+    out.warnings.extend(ctx.take_notices());
+    Ok(out)
+}
+
+/// `session_conflicted` for a session whose rebase stopped at a conflict.
+pub(crate) fn conflicted_error(session_id: &str, paths: Vec<String>) -> Error {
+    Error::SessionConflicted {
+        session_id: session_id.to_string(),
+        what: "its rebase stopped at a conflict".into(),
+        paths,
+    }
+}
+
+fn conflicted(state: &RebaseState) -> Error {
+    conflicted_error(
+        &state.session_id,
+        state.paths.iter().map(RepoPath::shown).collect(),
+    )
+}
+
+/// One rebase at work: the session, its isolation and an object view to merge in.
+struct Work<'a> {
+    ctx: &'a Context,
+    located: &'a Located,
+    session: &'a SessionRecord,
+    isolation: Isolation,
+    view: ObjectView,
+    /// The tree of the snapshot this command took of the isolation (whose files stay as they
+    /// are under the lock and the session's lease until the intent is carried out).
+    now: std::cell::RefCell<Option<String>>,
+}
+
+impl<'a> Work<'a> {
+    fn new(ctx: &'a Context, located: &'a Located, session: &'a SessionRecord) -> Result<Self> {
+        let isolation = writable_isolation(session)?;
+        let view = ObjectView::new(
+            &ctx.git,
+            &located.repo.common_dir,
+            &[&session.bound_revision],
+            &located.store.scratch_dir(),
+        )?;
+        Ok(Work {
+            ctx,
+            located,
+            session,
+            isolation,
+            view,
+            now: std::cell::RefCell::new(None),
+        })
+    }
+
+    /// A fresh rebase onto `onto` (default: the source's HEAD).
+    fn start(&self, onto: Option<&str>) -> Result<RebaseOutcome> {
+        let session = self.session;
+        if session.carried_wip {
+            return Err(Error::InvalidInput {
+                message: format!(
+                    "session {:?} started from your uncommitted work (--carry-wip): its base is not a commit to move from",
+                    session.session_id
+                ),
+            });
+        }
+        let target = self.target(onto)?;
+        let id = &session.session_id;
+        if target == session.bound_revision {
+            let mut out =
+                RebaseOutcome::new(RebaseResult::UpToDate, id, &session.bound_revision, &target);
+            out.head = self.isolation.head(&self.ctx.git).ok();
+            return Ok(out);
+        }
+        let head = self.isolation.head(&self.ctx.git)?;
+        let commits = self
+            .view
+            .first_parent_chain(&session.bound_revision, &head)?
+            .ok_or_else(|| Error::InvalidInput {
+                message: format!(
+                    "the isolation's HEAD ({head}) does not descend from the session's bound revision ({})",
+                    session.bound_revision
+                ),
+            })?;
+        let pre = self.pin_pre(&head)?;
+        let state = RebaseState {
+            schema: crate::recovery::rebase_record::STATE_SCHEMA.into(),
+            session_id: id.clone(),
+            session_created_at_ms: session.created_at_ms,
+            pre,
+            from_revision: session.bound_revision.clone(),
+            to_revision: target.clone(),
+            tip: target,
+            replayed: Vec::new(),
+            conflict_commit: None,
+            remaining: commits,
+            paths: Vec::new(),
+        };
+        self.proceed(state, RebaseResult::Rebased)
+    }
+
+    /// The commit to move onto.
+    fn target(&self, onto: Option<&str>) -> Result<String> {
+        let repo = &self.located.repo;
+        let found = match onto {
+            None => repo.head_commit(&self.ctx.git),
+            Some(rev) => self
+                .ctx
+                .git
+                .rev_parse(&repo.toplevel, &format!("{rev}^{{commit}}"))?,
+        };
+        found.ok_or_else(|| Error::InvalidInput {
+            message: match onto {
+                Some(rev) => format!("--onto {rev:?} names no commit of the source"),
+                None => "the source's HEAD names no commit".into(),
+            },
+        })
+    }
+
+    /// Pins the isolation as it is (HEAD, index tree, snapshot) and saves its index and HEAD
+    /// files byte for byte.
+    fn pin_pre(&self, head: &str) -> Result<Pre> {
+        let store = &self.located.store;
+        let id = &self.session.session_id;
+        let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
+        *self.now.borrow_mut() = Some(snapshot.tree.clone());
+        let admin_index = self.isolation.admin.join("index");
+        let saved_index = crate::recovery::rebase_record::saved_index(store, id);
+        let index_tree = if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
+            crate::base::fsutil::copy_atomic(&admin_index, &saved_index)?;
+            self.index_tree(&saved_index)?
+        } else {
+            crate::base::fsutil::remove_file_if_exists(&saved_index)?;
+            None
+        };
+        let head_bytes =
+            crate::base::fsutil::read_small_regular_file(&self.isolation.admin.join("HEAD"), 4096)
+                .unwrap_or_else(|_| format!("{head}\n").into_bytes());
+        crate::base::fsutil::write_atomic(
+            &crate::recovery::rebase_record::saved_head(store, id),
+            &head_bytes,
+        )?;
+        let message = format!("a3s-iso: the isolation of session {id} before a rebase\n");
+        let snapshot_commit =
+            self.view
+                .commit_tree(&snapshot.tree, head, None, message.as_bytes())?;
+        let mut pins = vec![
+            ("head", head.to_string()),
+            ("snapshot", snapshot_commit.clone()),
+        ];
+        if let Some(tree) = &index_tree {
+            pins.push(("index", tree.clone()));
+        }
+        self.pin(&pins)?;
+        Ok(Pre {
+            head: head.to_string(),
+            snapshot_tree: snapshot.tree,
+            snapshot_commit,
+            index_tree,
+        })
+    }
+
+    /// The tree of an index file (a copy: `write-tree` may rewrite the file it reads), `None`
+    /// when it holds conflicts.
+    fn index_tree(&self, index: &std::path::Path) -> Result<Option<String>> {
+        let scratch = self.located.store.scratch_dir();
+        let copy = TempFile::new(&scratch, "index")?;
+        std::fs::copy(index, copy.path())
+            .map_err(|e| Error::io(format!("cannot copy {}", index.display()), e))?;
+        let wt = self.isolation.git(&self.ctx.git, &scratch)?;
+        let out = wt
+            .cmd()
+            .env("GIT_INDEX_FILE", copy.path())
+            .arg("write-tree")
+            .output()?;
+        let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !tree.is_empty()).then_some(tree))
+    }
+
+    /// Sets `<ns>sessions/<id>/rebase/<name>` for each pair, in one transaction.
+    fn pin(&self, pins: &[(&str, String)]) -> Result<()> {
+        let ns = self.located.store.refs();
+        let dir = ns.session_dir(&self.session.session_id);
+        let updates: Vec<RefUpdate> = pins
+            .iter()
+            .map(|(name, target)| RefUpdate::Set {
+                name: format!("{dir}rebase/{name}"),
+                target: target.clone(),
+            })
+            .collect();
+        self.ctx
+            .git
+            .update_refs(&self.located.repo.common_dir, &updates, "a3s-iso: rebase")
+    }
+
+    /// Replays what is left of the session's commits, then merges its uncommitted work.
+    fn proceed(&self, mut state: RebaseState, done: RebaseResult) -> Result<RebaseOutcome> {
+        while !state.remaining.is_empty() {
+            let commit = state.remaining.remove(0);
+            let info = self.view.commit_info(&commit)?;
+            let parent = info
+                .parents
+                .first()
+                .cloned()
+                .ok_or_else(|| Error::internal("a replayed commit without a parent"))?;
+            let merged = self.view.merge(&parent, &state.tip, &commit)?;
+            if !merged.conflicts.is_empty() {
+                state.conflict_commit = Some(commit);
+                return self.stop(state, merged);
+            }
+            self.add_replayed(&mut state, commit, &info, &merged.tree)?;
+        }
+        let merged = self
+            .view
+            .merge(&state.pre.head, &state.tip, &state.pre.snapshot_commit)?;
+        if !merged.conflicts.is_empty() {
+            state.conflict_commit = None;
+            return self.stop(state, merged);
+        }
+        self.finish(state, merged.tree, done)
+    }
+
+    /// A replayed commit onto the tip; dropped when it brings nothing new there.
+    fn add_replayed(
+        &self,
+        state: &mut RebaseState,
+        commit: String,
+        info: &crate::git::CommitInfo,
+        tree: &str,
+    ) -> Result<()> {
+        let tip_tree = self.view.commit_info(&state.tip)?.tree;
+        let rebased = if tree == tip_tree {
+            None
+        } else {
+            Some(self.view.commit_tree(tree, &state.tip, Some(info), b"")?)
+        };
+        if let Some(rebased) = &rebased {
+            state.tip = rebased.clone();
+        }
+        state.replayed.push(Replayed {
+            commit,
+            rebased,
+            subject: info.subject(),
+        });
+        Ok(())
+    }
+
+    /// Leaves the conflict in the isolation: the merge's tree (markers included) in its files,
+    /// the stages in its index, HEAD at the chain replayed so far.
+    fn stop(&self, mut state: RebaseState, merged: Merged) -> Result<RebaseOutcome> {
+        state.paths = merged.paths().into_iter().map(RepoPath).collect();
+        self.pin(&[
+            ("tip", state.tip.clone()),
+            ("conflict", merged.tree.clone()),
+        ])?;
+        let stages = merged
+            .conflicts
+            .iter()
+            .map(|c| Stage {
+                mode: c.mode.clone(),
+                oid: c.oid.clone(),
+                stage: c.stage,
+                path: RepoPath(c.path.clone()),
+            })
+            .collect();
+        let out = RebaseOutcome::of_state(RebaseResult::Conflicted, &state);
+        self.carry_out(Applying {
+            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
+            session_id: state.session_id.clone(),
+            tree: merged.tree.clone(),
+            index: IndexPlan::Conflict {
+                tree: merged.tree,
+                stages,
+            },
+            head: HeadPlan::Commit(state.tip.clone()),
+            then: Then::Conflicted(Box::new(state)),
+        })?;
+        Ok(out)
+    }
+
+    /// The isolation at the rebased chain with the merged uncommitted work; the session bound
+    /// at the target.
+    fn finish(
+        &self,
+        state: RebaseState,
+        tree: String,
+        done: RebaseResult,
+    ) -> Result<RebaseOutcome> {
+        let tip_tree = self.view.commit_info(&state.tip)?.tree;
+        let base_tree = self.view.commit_info(&state.to_revision)?.tree;
+        let steps_before = last_step_number(&self.located.store, self.session)?;
+        let mut out = RebaseOutcome::of_state(done, &state);
+        out.conflict_commit = None;
+        out.conflicting_paths.clear();
+        self.carry_out(Applying {
+            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
+            session_id: state.session_id.clone(),
+            tree,
+            index: IndexPlan::Tree(tip_tree),
+            head: HeadPlan::Commit(state.tip.clone()),
+            then: Then::Clean {
+                revision: state.to_revision.clone(),
+                base_tree,
+                steps_before,
+            },
+        })?;
+        Ok(out)
+    }
+
+    /// Carries out a fresh intent, from the snapshot this command took (none for an abort).
+    fn carry_out(&self, intent: Applying) -> Result<()> {
+        let now = self.now.borrow().clone();
+        let start = crate::recovery::rebase_apply::Start::Fresh(now.as_deref());
+        crate::recovery::rebase_apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
+    }
+
+    /// `--continue`: the conflicts must be resolved (no stages, no markers); a conflicted
+    /// commit is committed as resolved, the rest replayed, the uncommitted work merged.
+    fn resume(&self, mut state: RebaseState) -> Result<RebaseOutcome> {
+        self.check_resolved(&state)?;
+        let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
+        *self.now.borrow_mut() = Some(snapshot.tree.clone());
+        match state.conflict_commit.take() {
+            Some(commit) => {
+                let info = self.view.commit_info(&commit)?;
+                self.add_replayed(&mut state, commit, &info, &snapshot.tree)?;
+                state.paths.clear();
+                self.proceed(state, RebaseResult::Continued)
+            }
+            None => self.finish(state, snapshot.tree, RebaseResult::Continued),
+        }
+    }
+
+    /// Refuses to go on while the isolation's index has conflict stages or a conflicted file
+    /// still holds conflict markers.
+    fn check_resolved(&self, state: &RebaseState) -> Result<()> {
+        let scratch = self.located.store.scratch_dir();
+        let admin_index = self.isolation.admin.join("index");
+        let mut unmerged: Vec<String> = Vec::new();
+        if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
+            let copy = TempFile::new(&scratch, "index")?;
+            std::fs::copy(&admin_index, copy.path())
+                .map_err(|e| Error::io(format!("cannot copy {}", admin_index.display()), e))?;
+            let wt = self.isolation.git(&self.ctx.git, &scratch)?;
+            let listed = wt
+                .cmd()
+                .env("GIT_INDEX_FILE", copy.path())
+                .args(["ls-files", "-u", "-z"])
+                .run()?;
+            for record in crate::git::split_nul(&listed) {
+                if let Some(tab) = record.iter().position(|b| *b == b'\t') {
+                    let path = String::from_utf8_lossy(&record[tab + 1..]).into_owned();
+                    if !unmerged.contains(&path) {
+                        unmerged.push(path);
+                    }
+                }
+            }
+        }
+        if !unmerged.is_empty() {
+            return Err(Error::SessionConflicted {
+                session_id: state.session_id.clone(),
+                what:
+                    "paths are still unmerged in the isolation's index (git add them once resolved)"
+                        .into(),
+                paths: unmerged,
+            });
+        }
+        let marked: Vec<String> = state
+            .paths
+            .iter()
+            .filter(|p| has_markers(&p.under(&self.isolation.tree)))
+            .map(RepoPath::shown)
+            .collect();
+        if !marked.is_empty() {
+            return Err(Error::SessionConflicted {
+                session_id: state.session_id.clone(),
+                what: "files still hold conflict markers".into(),
+                paths: marked,
+            });
+        }
+        Ok(())
+    }
+
+    /// `--abort`: the isolation as it was before the rebase, byte for byte.
+    fn abort(&self, state: RebaseState) -> Result<RebaseOutcome> {
+        let mut out = RebaseOutcome::new(
+            RebaseResult::Aborted,
+            &state.session_id,
+            &state.from_revision,
+            &state.to_revision,
+        );
+        out.head = Some(state.pre.head.clone());
+        self.carry_out(Applying {
+            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
+            session_id: state.session_id.clone(),
+            tree: state.pre.snapshot_tree.clone(),
+            index: IndexPlan::Saved,
+            head: HeadPlan::Saved,
+            then: Then::Aborted,
+        })?;
+        Ok(out)
+    }
+}
+
+/// The most a conflicted file is read to look for markers.
+const MARKER_SCAN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Whether a file holds a line git writes around a conflict.
+fn has_markers(path: &std::path::Path) -> bool {
+    let Ok(bytes) = crate::base::fsutil::read_small_regular_file(path, MARKER_SCAN_LIMIT) else {
+        return false;
+    };
+    bytes.split(|b| *b == b'\n').any(|line| {
+        line.starts_with(b"<<<<<<< ")
+            || line.starts_with(b">>>>>>> ")
+            || line == b"======="
+            || line == b"=======\r"
+    })
+}
+
+/// The number of the session's last promoted root step, whatever its rebases (0: none).
+fn last_step_number(store: &crate::store::state::Store, session: &SessionRecord) -> Result<u64> {
+    Ok(store
+        .journal_entries()?
+        .into_iter()
+        .filter(|e| e.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|e| e.step)
+        .filter(|s| s.nested.is_none() && s.session_created_at_ms == session.created_at_ms)
+        .map(|s| s.number)
+        .max()
+        .unwrap_or(0)
+        .max(session.steps_before_rebase()))
+}

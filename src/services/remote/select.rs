@@ -1,0 +1,79 @@
+//! Which remotes a change set travels through: a remote configured in the source repository
+//! (its URL, credentials and transport settings are the user's own configuration), or a raw
+//! URL only when the caller says so (`--allow-url`).
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::git::Git;
+
+/// The remote every ref name of a change set lives under there: fixed, whatever the store.
+pub const CHANGES_PREFIX: &str = "refs/a3s-iso/changes/";
+
+/// The remote a change set travels through.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Remote {
+    /// The remote's name (or the URL, with `--allow-url`), as git is given it.
+    pub name: String,
+    /// Whether it is a remote configured in the source repository (else a raw URL).
+    pub configured: bool,
+}
+
+/// The ref a change set with `digest` (`sha256:<hex>`) has on a remote.
+pub fn changes_ref(digest: &str) -> String {
+    format!("{CHANGES_PREFIX}{}", digest_hex(digest))
+}
+
+/// The hex of a `sha256:<hex>` digest.
+pub(crate) fn digest_hex(digest: &str) -> &str {
+    digest.strip_prefix("sha256:").unwrap_or(digest)
+}
+
+/// The remote to use: `given`, else the remote of the current branch's upstream, else
+/// `origin`. A name must be a remote configured in the repository at `dir`; anything else
+/// (a URL, a path) is accepted only with `allow_url`, and nothing that git would read as an
+/// option.
+pub(crate) fn choose(
+    git: &Git,
+    dir: &Path,
+    given: Option<&str>,
+    allow_url: bool,
+) -> Result<Remote> {
+    let configured = git.remote_names(dir)?;
+    let name = match given {
+        Some(name) => name.to_string(),
+        None => git
+            .upstream_remote(dir)?
+            .filter(|r| configured.contains(r))
+            .unwrap_or_else(|| "origin".into()),
+    };
+    if name.is_empty() || name.starts_with('-') {
+        return Err(Error::Usage {
+            message: format!("{name:?} is not a remote"),
+        });
+    }
+    if configured.contains(&name) {
+        return Ok(Remote {
+            name,
+            configured: true,
+        });
+    }
+    if allow_url && given.is_some() {
+        return Ok(Remote {
+            name,
+            configured: false,
+        });
+    }
+    Err(Error::InvalidInput {
+        message: format!(
+            "{name:?} is not a remote of this repository (configured: {}); change sets travel through configured remotes only (git remote add NAME URL), or a URL with --allow-url",
+            if configured.is_empty() {
+                "none".to_string()
+            } else {
+                configured.join(", ")
+            }
+        ),
+    })
+}

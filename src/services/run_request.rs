@@ -1,0 +1,140 @@
+//! A run's sandbox as the caller's flags and the configuration make it together, the same for
+//! the command line and the MCP server. Flags win; the repository's `.a3s-iso.toml` counts
+//! only when this user trusts it, and one that asks for anything of a run (its `[run]` table)
+//! while untrusted refuses the run (`config_untrusted`) unless the caller's `approve` says yes.
+
+use std::path::PathBuf;
+
+use crate::base::error::Result;
+use crate::ops::run::SandboxRequest;
+use crate::services::config::{Loaded, RepositoryFile, Trust};
+use crate::workspace::context::Context;
+
+/// What the caller of `run` asked of the sandbox, before the configuration fills it in.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxAsk {
+    /// `--no-sandbox`: a plain host process; the configuration is not read.
+    pub no_sandbox: bool,
+    /// `--ignore-config`: the repository's file is not read.
+    pub ignore_config: bool,
+    /// `--allow-network`.
+    pub allow_network: bool,
+    /// `--allow-host`, as given.
+    pub allow_hosts: Vec<String>,
+    /// `--publish`, as given.
+    pub publish: Vec<String>,
+    /// `--allow-write`.
+    pub allow_write: Vec<PathBuf>,
+    /// `--allow-read`.
+    pub allow_read: Vec<PathBuf>,
+    /// `--profile`.
+    pub profile: Option<String>,
+}
+
+/// The sandbox a run gets (`None` without one), and what the caller should know of how the
+/// configuration was read.
+#[derive(Debug, Clone)]
+pub struct ConfiguredSandbox {
+    /// The request for [`crate::ops::run::run`].
+    pub request: Option<SandboxRequest>,
+    /// Settings left out, and why.
+    pub warnings: Vec<String>,
+}
+
+/// Makes the run's sandbox request from `ask` and the configuration. `approve` is asked about
+/// an untrusted repository file that sets `[run]` keys (the command line asks on a terminal;
+/// MCP never approves): yes records the trust, as `config trust` does.
+pub fn configure(
+    ctx: &Context,
+    ask: &SandboxAsk,
+    approve: &mut dyn FnMut(&RepositoryFile) -> bool,
+) -> Result<ConfiguredSandbox> {
+    let mut warnings = Vec::new();
+    if ask.no_sandbox {
+        return Ok(ConfiguredSandbox {
+            request: None,
+            warnings,
+        });
+    }
+    let loaded = trusted(ctx, ask.ignore_config, approve)?;
+    let settings = loaded.trusted_effective(&mut warnings);
+    // An allowlist or a published port asks for the sandbox's own network, whatever the
+    // configuration's run.allow_network says.
+    let own_network = !ask.allow_hosts.is_empty() || !ask.publish.is_empty();
+    let allow_network = ask.allow_network || (!own_network && settings.allow_network.value);
+    let name = ask.profile.clone().or(settings.profile.value);
+    let profile = name
+        .map(|name| crate::services::profile::resolve(&name, loaded.user.profiles.as_ref()))
+        .transpose()?;
+    let mut allow_hosts = ask.allow_hosts.clone();
+    let mut publish = ask.publish.clone();
+    let (hosts, ports) = (settings.allow_host.value, settings.publish.value);
+    if allow_network {
+        if !hosts.is_empty() || !ports.is_empty() {
+            warnings.push(
+                "run.allow_host and run.publish are not applied: the run has the whole network"
+                    .into(),
+            );
+        }
+    } else {
+        // With the whole network open, neither the configuration's hosts nor the profile's
+        // add anything.
+        allow_hosts.extend(hosts);
+        allow_hosts.extend(profile.iter().flat_map(|p| p.hosts.iter().cloned()));
+        publish.extend(unpublished(&publish, ports));
+    }
+    Ok(ConfiguredSandbox {
+        request: Some(SandboxRequest {
+            allow_network,
+            allow_hosts,
+            allow_write: ask.allow_write.clone(),
+            allow_read: ask.allow_read.clone(),
+            publish,
+            profile,
+        }),
+        warnings,
+    })
+}
+
+/// The configuration files, the repository's refused while untrusted if it sets `[run]` keys,
+/// unless `approve` approves it now.
+fn trusted(
+    ctx: &Context,
+    ignore_repository: bool,
+    approve: &mut dyn FnMut(&RepositoryFile) -> bool,
+) -> Result<Loaded> {
+    let loaded = crate::services::config::load(ctx, !ignore_repository)?;
+    let Some(file) = &loaded.repository else {
+        return Ok(loaded);
+    };
+    if file.trust == Trust::Trusted || file.layer.run.is_none() {
+        return Ok(loaded);
+    }
+    if !approve(file) {
+        loaded.require_trusted()?;
+    }
+    loaded.trust_repository_file()?;
+    crate::services::config::load(ctx, true)
+}
+
+/// The configuration's published ports whose port inside the flags do not publish already.
+fn unpublished(given: &[String], configured: Vec<String>) -> Vec<String> {
+    let inside = |entry: &str| entry.rsplit(':').next().unwrap_or(entry).trim().to_string();
+    let taken: Vec<String> = given.iter().map(|e| inside(e)).collect();
+    configured
+        .into_iter()
+        .filter(|entry| !taken.contains(&inside(entry)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::services::run_request::*;
+
+    #[test]
+    fn a_port_the_flags_publish_is_not_published_again_from_the_configuration() {
+        let given = vec!["8080:3000".to_string()];
+        let configured = vec!["3000".to_string(), "0:5173".to_string()];
+        assert_eq!(unpublished(&given, configured), vec!["0:5173".to_string()]);
+    }
+}

@@ -1,0 +1,363 @@
+//! Scratch entries that name their maker: temporary indexes and patches under `<state>/tmp/`,
+//! runs' quarantine object dirs under `<state>/quarantine/`, and runs' private TMPDIRs. Every
+//! such name ends in `-<pid>-<start ticks>-<host key>-<n>-<nanos>`, so that the next command can
+//! remove what a process left that is provably dead: a process of this host (and PID namespace)
+//! whose pid is gone or now belongs to another process (its start identity differs). What a live
+//! process, a process of another host or namespace, or an unknown maker left stays.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::base::owner::{hostname, start_identity};
+use crate::store::layout::StateDir;
+
+/// Set for a run's command (see `run`): a3s-iso started by it cleans nothing.
+const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
+
+/// The prefix of a run's private TMPDIR in the system's temporary directory.
+pub(crate) const PRIVATE_TMP_PREFIX: &str = "a3s-iso-";
+
+/// This process's start ticks (field 22 of `/proc/<pid>/stat`), when they can be read.
+fn start_ticks(pid: u32) -> Option<u64> {
+    start_identity(pid)?
+        .strip_prefix("linux-proc-start-ticks:")?
+        .parse()
+        .ok()
+}
+
+/// Eight hex digits standing for where a pid means this process: the host name and the PID
+/// namespace. A command in a run's sandbox (a PID namespace of its own, where the host's pids
+/// are not visible) sees the makers outside as foreign, never as dead.
+fn host_key() -> &'static str {
+    static KEY: OnceLock<String> = OnceLock::new();
+    KEY.get_or_init(|| {
+        use sha2::{Digest, Sha256};
+        let namespace = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
+        let mut hasher = Sha256::new();
+        hasher.update(hostname().as_bytes());
+        hasher.update([0u8]);
+        hasher.update(namespace.as_os_str().as_encoded_bytes());
+        hex::encode(&hasher.finalize()[..4])
+    })
+}
+
+/// `<pid>-<start ticks>-<host key>` of this process (ticks 0 when they cannot be read: then
+/// nothing it makes is ever judged dead).
+fn maker_tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| {
+        let pid = std::process::id();
+        let ticks = start_ticks(pid).unwrap_or(0);
+        format!("{pid}-{ticks}-{}", host_key())
+    })
+}
+
+/// A fresh name for a scratch entry of this process: `<stem>-<maker>-<n>-<nanos>`.
+pub(crate) fn owned_name(stem: &str) -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("{stem}-{}-{n}-{nanos:08x}", maker_tag())
+}
+
+/// Who made a scratch entry, as its name says.
+#[derive(Debug, PartialEq, Eq)]
+struct Maker {
+    pid: u32,
+    ticks: u64,
+    host: String,
+}
+
+/// The maker an entry's name carries (a `.lock` beside a temporary index counts as the
+/// index's); `None` for a name not made by [`owned_name`].
+fn maker_of(name: &str) -> Option<Maker> {
+    let name = name.strip_suffix(".lock").unwrap_or(name);
+    let mut parts = name.rsplitn(6, '-');
+    let nanos = parts.next()?;
+    let n = parts.next()?;
+    let host = parts.next()?;
+    let ticks = parts.next()?;
+    let pid = parts.next()?;
+    let stem = parts.next()?;
+    let hex8 = |s: &str| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if stem.is_empty() || !hex8(nanos) || !digits(n) || !hex8(host) || !digits(ticks) {
+        return None;
+    }
+    let maker = Maker {
+        pid: pid.parse().ok()?,
+        ticks: ticks.parse().ok()?,
+        host: host.to_string(),
+    };
+    (maker.pid > 0 && maker.ticks > 0).then_some(maker)
+}
+
+/// Whether a maker is provably dead: of this host and PID namespace, and its pid gone, a
+/// zombie, or another process now.
+fn is_dead(maker: &Maker) -> bool {
+    maker.host == host_key() && start_ticks(maker.pid) != Some(maker.ticks)
+}
+
+/// Whether `name` (made by [`owned_name`]) names a provably dead maker; false for any other
+/// name (a private ref's token, say).
+pub(crate) fn made_by_dead(name: &str) -> bool {
+    maker_of(name).is_some_and(|maker| is_dead(&maker))
+}
+
+/// Where a dead process's leftover was found, which says how it is removed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LeftoverKind {
+    /// A temporary index or patch under `<state>/tmp/`, or a run's quarantine object dir.
+    Scratch,
+    /// A run's private TMPDIR in the system's temporary directory.
+    PrivateTmp,
+    /// The temporary file of an atomic write of a record.
+    AtomicWrite,
+    /// What a run that publishes ports wrote for `show` (`live/<id>.json`), when no run holds
+    /// that session's lease any more: a run killed before it removed it.
+    LiveRun,
+}
+
+/// One entry a provably dead process left.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Leftover {
+    pub(crate) path: PathBuf,
+    pub(crate) kind: LeftoverKind,
+}
+
+/// What a dead maker may have left in one directory.
+struct Sweepable<'a> {
+    dir: &'a Path,
+    /// Only names starting with this.
+    prefix: &'a str,
+    /// Only entries this user owns (in a directory other users share).
+    own_only: bool,
+    kind: LeftoverKind,
+}
+
+/// The entries of a directory whose maker is provably dead.
+fn dead_in(what: &Sweepable<'_>) -> Vec<Leftover> {
+    let Ok(entries) = std::fs::read_dir(what.dir) else {
+        return Vec::new();
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let maker = name.strip_prefix(what.prefix).and_then(|_| maker_of(&name));
+            let owned = || {
+                std::fs::symlink_metadata(entry.path())
+                    .is_ok_and(|meta| !what.own_only || meta.uid() == uid)
+            };
+            maker.is_some_and(|maker| is_dead(&maker)) && owned()
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: what.kind,
+        })
+        .collect()
+}
+
+/// The pid in the name of an atomic write's temporary file (`.<name>.tmp-<pid>-<n>-<nanos>`,
+/// see `fsutil::write_atomic`).
+fn writer_of(name: &str) -> Option<u32> {
+    let (_, suffix) = name.strip_prefix('.')?.rsplit_once(".tmp-")?;
+    let mut parts = suffix.splitn(3, '-');
+    let pid = parts.next()?.parse().ok()?;
+    let n = parts.next()?;
+    let nanos = parts.next()?;
+    let valid = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+    (valid && nanos.len() == 8 && nanos.bytes().all(|b| b.is_ascii_hexdigit())).then_some(pid)
+}
+
+/// The temporary files of atomic writes in `dir` whose writer no longer runs (no process has
+/// its pid: a pid in use now, even by another process, keeps the file).
+fn dead_writes(dir: &Path) -> Vec<Leftover> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            writer_of(&name).is_some_and(|pid| start_identity(pid).is_none())
+                && entry.file_type().is_ok_and(|t| t.is_file())
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: LeftoverKind::AtomicWrite,
+        })
+        .collect()
+}
+
+/// The state dirs that records are written into atomically.
+const RECORD_DIRS: [StateDir; 5] = [
+    StateDir::Sessions,
+    StateDir::Claims,
+    StateDir::Pending,
+    StateDir::Promoted,
+    StateDir::Live,
+];
+
+/// The live-run files whose session no run holds (see [`LeftoverKind::LiveRun`]).
+fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
+    let Ok(entries) = std::fs::read_dir(StateDir::Live.under(state_dir)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(id) = name
+                .strip_suffix(".json")
+                .filter(|_| !name.starts_with('.'))
+            else {
+                return false;
+            };
+            let lease = StateDir::Leases.file(state_dir, id, ".lock");
+            // A lease that cannot be probed counts as held: the file stays.
+            !crate::store::lock::FileLock::is_held(&lease).unwrap_or(true)
+        })
+        .map(|entry| Leftover {
+            path: entry.path(),
+            kind: LeftoverKind::LiveRun,
+        })
+        .collect()
+}
+
+/// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
+/// quarantine object dirs, the temporary files of atomic writes, the live-run files of killed
+/// runs, and runs' private TMPDIRs in the system's temporary directory. Reads only; what [`clean`] removes, `doctor` counts and
+/// `gc` lists. Nothing where this process cannot read its own start identity, nor from inside
+/// a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
+pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
+    if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
+        return Vec::new();
+    }
+    let mut found: Vec<Leftover> = RECORD_DIRS
+        .iter()
+        .flat_map(|dir| dead_writes(&dir.under(state_dir)))
+        .collect();
+    if let Ok(runs) = std::fs::read_dir(StateDir::Runs.under(state_dir)) {
+        found.extend(
+            runs.flatten()
+                .flat_map(|session| dead_writes(&session.path())),
+        );
+    }
+    found.extend(dead_live_runs(state_dir));
+    let tmp = std::env::temp_dir();
+    let scratch = StateDir::Tmp.under(state_dir);
+    let quarantine = StateDir::Quarantine.under(state_dir);
+    let places = [
+        (scratch.as_path(), "", false, LeftoverKind::Scratch),
+        (quarantine.as_path(), "", false, LeftoverKind::Scratch),
+        (
+            tmp.as_path(),
+            PRIVATE_TMP_PREFIX,
+            true,
+            LeftoverKind::PrivateTmp,
+        ),
+    ];
+    for (dir, prefix, own_only, kind) in places {
+        found.extend(dead_in(&Sweepable {
+            dir,
+            prefix,
+            own_only,
+            kind,
+        }));
+    }
+    found
+}
+
+/// Removes one leftover; whether it went. A run's quarantine or TMPDIR holds what its command
+/// left: links in it are removed as entries, never followed.
+fn remove(leftover: &Leftover) -> bool {
+    match leftover.kind {
+        LeftoverKind::AtomicWrite | LeftoverKind::LiveRun => {
+            std::fs::remove_file(&leftover.path).is_ok()
+        }
+        LeftoverKind::Scratch | LeftoverKind::PrivateTmp => {
+            crate::base::beneath::remove_path(&leftover.path).is_ok()
+        }
+    }
+}
+
+/// Removes what [`leftovers`] lists; returns how many entries went. Best effort: what cannot
+/// be removed stays for the next command.
+pub(crate) fn clean(state_dir: &Path) -> usize {
+    leftovers(state_dir).iter().filter(|l| remove(l)).count()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::store::scratch::*;
+
+    #[test]
+    fn names_carry_their_maker() {
+        let name = owned_name("index");
+        let maker = maker_of(&name).expect("a maker");
+        assert_eq!(maker.pid, std::process::id());
+        assert!(!is_dead(&maker), "this process is alive");
+        assert_eq!(maker_of(&format!("{name}.lock")), Some(maker));
+        let run_dir = owned_name("a3s-iso-r-0190a1b2c3d-0a1b2c3d");
+        assert_eq!(maker_of(&run_dir).unwrap().pid, std::process::id());
+        for foreign in [
+            "index-12-0-1a2b3c4d",
+            "a3s-iso-escape-4242",
+            "x",
+            "-1-2-abcdabcd-0-1a2b3c4d",
+        ] {
+            assert_eq!(maker_of(foreign), None, "{foreign}");
+        }
+    }
+
+    #[test]
+    fn only_the_dead_makers_entries_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let mine = dir.path().join(owned_name("index"));
+        std::fs::write(&mine, "live").unwrap();
+        let tag = maker_tag();
+        let (pid, rest) = tag.split_once('-').unwrap();
+        let host = rest.split_once('-').unwrap().1;
+        // This pid with other start ticks: the pid was reused, its maker is dead.
+        let dead = dir.path().join(format!("index-{pid}-1-{host}-0-0000abcd"));
+        std::fs::write(&dead, "dead").unwrap();
+        std::fs::write(
+            dir.path()
+                .join(format!("index-{pid}-1-{host}-0-0000abcd.lock")),
+            "",
+        )
+        .unwrap();
+        let foreign = dir
+            .path()
+            .join(format!("index-{pid}-1-00000000-0-0000abcd"));
+        std::fs::write(&foreign, "another host").unwrap();
+        let sweepable = Sweepable {
+            dir: dir.path(),
+            prefix: "",
+            own_only: true,
+            kind: LeftoverKind::Scratch,
+        };
+        let found = dead_in(&sweepable);
+        assert_eq!(found.len(), 2);
+        assert_eq!(found.iter().filter(|l| remove(l)).count(), 2);
+        assert!(mine.exists() && foreign.exists() && !dead.exists());
+    }
+
+    #[test]
+    fn atomic_writes_name_their_writer() {
+        let suffix = crate::base::fsutil::unique_suffix();
+        assert_eq!(
+            writer_of(&format!(".s-1.json.tmp-{suffix}")),
+            Some(std::process::id())
+        );
+        assert_eq!(writer_of("s-1.json"), None);
+        assert_eq!(writer_of(".s.json.tmp-x-1-0000abcd"), None);
+    }
+}

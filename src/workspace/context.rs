@@ -1,0 +1,278 @@
+//! What every command starts from: git, the directory it was called in, the state store, the
+//! repository lock, and which session it is about.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use crate::base::error::{Error, Result};
+use crate::git::Git;
+use crate::git::repo::Repo;
+use crate::store::state::{SessionRecord, SessionState, Store};
+
+/// How long a command waits for the repository lock unless `--lock-timeout` says otherwise.
+pub const DEFAULT_LOCK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a command was started with: git, where, which state store, how patiently.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// The git every call goes through.
+    pub git: Git,
+    /// `-C/--repo`, else the current directory.
+    pub start_dir: PathBuf,
+    /// `--state-dir` / `A3S_ISO_STATE_DIR`.
+    pub state_dir: Option<PathBuf>,
+    /// How long to wait for the repository lock (`--lock-timeout`).
+    pub lock_timeout: Duration,
+    /// What recovery did under the lock (interrupted promotes completed or rolled back), for
+    /// the command to report.
+    notices: Arc<Mutex<Vec<String>>>,
+}
+
+/// The source a command works on, its store, and the session whose isolation the command was
+/// started in, if any.
+#[derive(Debug, Clone)]
+pub struct Located {
+    /// The source (for a command started inside an isolation, that session's source).
+    pub repo: Repo,
+    /// The state store of the source.
+    pub store: Store,
+    /// The session whose isolation the command was started in.
+    pub inside: Option<SessionRecord>,
+    /// Operations in progress or interrupted that could not be finished when the repository
+    /// was located (another process held the lock): a command reports them.
+    pub interrupted: Vec<crate::workspace::interrupted::Interrupted>,
+}
+
+impl Located {
+    /// A located source with nothing known to be unfinished.
+    pub(crate) fn new(repo: Repo, store: Store, inside: Option<SessionRecord>) -> Located {
+        Located {
+            repo,
+            store,
+            inside,
+            interrupted: Vec::new(),
+        }
+    }
+}
+
+impl Located {
+    /// Whether a session record is of this repository: a state dir shared by several
+    /// repositories (one `--state-dir` for a whole harness) holds sessions of each, and a
+    /// command never takes another repository's session for its own.
+    pub(crate) fn owns(&self, record: &SessionRecord) -> bool {
+        let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
+        canonical(&record.common_dir) == canonical(&self.repo.common_dir)
+    }
+}
+
+impl Context {
+    /// A context with the default lock timeout.
+    pub fn new(git: Git, start_dir: PathBuf, state_dir: Option<PathBuf>) -> Context {
+        Context {
+            git,
+            start_dir,
+            state_dir,
+            lock_timeout: DEFAULT_LOCK_TIMEOUT,
+            notices: Arc::default(),
+        }
+    }
+
+    /// The same context started in `dir` instead (its notices go where this one's go).
+    pub(crate) fn started_in(&self, dir: PathBuf) -> Context {
+        Context {
+            start_dir: dir,
+            ..self.clone()
+        }
+    }
+
+    /// Finds the source (started inside an isolation: that session's source), and finishes
+    /// what a crash left in its store first ([`Context::recover`]).
+    pub(crate) fn locate(&self) -> Result<Located> {
+        let mut located = self.find_source()?;
+        self.recover(&mut located);
+        Ok(located)
+    }
+
+    /// For a command that works on no repository (`verify FILE`): finishes what a crash left
+    /// in the repository it was started in, if it was started in one, like every other
+    /// command. Nothing happens outside a repository.
+    pub fn settle(&self) {
+        let _ = self.locate();
+    }
+
+    pub(crate) fn push_notices(&self, notices: Vec<String>) {
+        self.notices
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(notices);
+    }
+
+    fn find_source(&self) -> Result<Located> {
+        if let Some(located) = self.locate_isolation() {
+            return Ok(located);
+        }
+        let repo = Repo::discover(&self.git, &self.start_dir)?;
+        let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
+        // Only a linked worktree (a `.git` file, not a directory) can be an isolation: in the
+        // main checkout the records need not be read at all.
+        let inside = if repo.toplevel.join(".git").is_file() {
+            store
+                .sessions()?
+                .into_iter()
+                .flatten()
+                .find(|s| s.state.has_tree() && s.worktree.as_deref() == Some(&repo.toplevel))
+        } else {
+            None
+        };
+        let repo = match &inside {
+            Some(session) => Repo::new(&self.git, session.source.clone(), repo.common_dir),
+            None => repo,
+        };
+        Ok(Located::new(repo, store, inside))
+    }
+
+    /// Started inside an isolation: its session, found by path in the state stores a3s-iso knows
+    /// itself (`--state-dir`, else every store in the user-level registry), not through git's
+    /// discovery there. The isolation's `.git` file and its admin dir are the command's to
+    /// rewrite, so they could name a repository, and a state store with records, of its
+    /// choosing; the source and the common dir come from the session record instead. Only a
+    /// path with an isolation's name in it is looked up; where no store knows it (an
+    /// unregistered source), git's discovery decides, as for any checkout.
+    fn locate_isolation(&self) -> Option<Located> {
+        let start = std::fs::canonicalize(&self.start_dir).ok()?;
+        let named = start
+            .components()
+            .any(|c| crate::base::names::looks_like_isolation(c.as_os_str()));
+        if !named {
+            return None;
+        }
+        // (state dir, common dir when known): a bare `--state-dir` learns its repository from
+        // the record it holds, and only then whether it is a tenant.
+        let stores: Vec<(PathBuf, Option<PathBuf>)> = match &self.state_dir {
+            Some(dir) => vec![(dir.clone(), None)],
+            None => crate::store::state::registered_sources()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|entry| (entry.state_dir, Some(entry.common_dir)))
+                .collect(),
+        };
+        stores.into_iter().find_map(|(dir, common)| {
+            let reader = Store::new(common.as_deref().unwrap_or(&dir), Some(&dir));
+            let session = reader.sessions().ok()?.into_iter().flatten().find(|s| {
+                s.state.has_tree()
+                    && s.worktree
+                        .as_deref()
+                        .is_some_and(|tree| start.starts_with(tree))
+            })?;
+            let repo = Repo::new(
+                &self.git,
+                session.source.clone(),
+                session.common_dir.clone(),
+            );
+            let store = Store::new(&repo.common_dir, Some(&dir));
+            Some(Located::new(repo, store, Some(session)))
+        })
+    }
+
+    /// What recovery under the lock did since the last call (one line each: an interrupted
+    /// promote completed, rolled back, or left pending), each handed out once.
+    pub fn take_notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// The session a command is about: `-s ID`; else the isolation it was started in; else the
+    /// source's only live session; else `session_not_found` with the candidates. A swept
+    /// session is `session_not_found` saying where its work is and how to resume it.
+    pub(crate) fn resolve_session(
+        &self,
+        located: &Located,
+        explicit: Option<&str>,
+    ) -> Result<SessionRecord> {
+        let record = self.resolve_record(located, explicit)?;
+        match record.swept_summary() {
+            Some(summary) => Err(Error::SessionSwept {
+                session_id: record.session_id,
+                summary,
+            }),
+            None => Ok(record),
+        }
+    }
+
+    /// Like [`Context::resolve_session`], a swept session included (for `discard`).
+    /// (An unknown id names the store's ids within two edits of it.)
+    pub(crate) fn resolve_record(
+        &self,
+        located: &Located,
+        explicit: Option<&str>,
+    ) -> Result<SessionRecord> {
+        if let Some(id) = explicit {
+            crate::base::ids::validate(id)?;
+            return match located.store.load_session(id)? {
+                Some(record) if located.owns(&record) => Ok(record),
+                Some(record) => Err(Error::SessionNotFound {
+                    message: format!(
+                        "session {id:?} in {} belongs to {}, not to this repository",
+                        located.store.dir().display(),
+                        record.source.display()
+                    ),
+                    candidates: Vec::new(),
+                }),
+                None => Err(not_found(located, id)),
+            };
+        }
+        if let Some(session) = &located.inside {
+            return Ok(session.clone());
+        }
+        let live: Vec<SessionRecord> = located
+            .store
+            .sessions()?
+            .into_iter()
+            .flatten()
+            .filter(|s| {
+                !matches!(s.state, SessionState::Discarded | SessionState::Swept)
+                    && s.source == located.repo.toplevel
+            })
+            .collect();
+        match live.as_slice() {
+            [only] => Ok(only.clone()),
+            _ => Err(Error::SessionNotFound {
+                message: if live.is_empty() {
+                    format!("{} has no live session", located.repo.toplevel.display())
+                } else {
+                    format!(
+                        "{} has {} live sessions; name one with -s",
+                        located.repo.toplevel.display(),
+                        live.len()
+                    )
+                },
+                candidates: live.into_iter().map(|s| s.session_id).collect(),
+            }),
+        }
+    }
+}
+
+/// `session_not_found` for an id the store does not have, with the ids close to it if any.
+pub(crate) fn not_found(located: &Located, id: &str) -> Error {
+    let message = format!("no session {id:?} in {}", located.store.dir().display());
+    let known: Vec<String> = located
+        .store
+        .sessions()
+        .unwrap_or_default()
+        .into_iter()
+        .flatten()
+        .map(|s| s.session_id)
+        .collect();
+    let candidates = crate::base::ids::near_misses(id, known.iter().map(String::as_str));
+    if candidates.is_empty() {
+        Error::SessionNotFound {
+            message,
+            candidates,
+        }
+    } else {
+        Error::SessionNearMiss {
+            message,
+            candidates,
+        }
+    }
+}

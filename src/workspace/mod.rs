@@ -1,0 +1,4 @@
+//! TODO-DOC workspace
+
+pub mod context;
+pub(crate) mod interrupted;
