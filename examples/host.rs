@@ -13,8 +13,9 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::flows::setup::bind;
 use a3s_iso::git::Git;
-use a3s_iso::ops::bind::{BindOptions, OwnerChoice, bind};
+use a3s_iso::ops::bind::{BindOptions, OwnerChoice};
 use a3s_iso::ops::discard::{DiscardOptions, discard};
 use a3s_iso::ops::promote::{Outcome, PromoteOptions, promote};
 use a3s_iso::ops::run::{RunOptions, run};

@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 pub mod base;
+pub mod flows;
 pub mod git;
 pub mod mcp;
 pub mod model;

@@ -135,6 +135,89 @@ pub(crate) fn bare_tree(text: &str) -> &str {
     text.strip_prefix(TREE_PREFIX).unwrap_or(text)
 }
 
+/// `sha256:` followed by 64 lowercase hex digits.
+pub(crate) fn is_sha256_digest(text: &str) -> bool {
+    text.strip_prefix("sha256:").is_some_and(|hex| {
+        hex.len() == 64
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
+}
+
+/// The fewest hex digits a digest prefix may have (git's own floor for abbreviations is 4;
+/// digests are named across repositories, so a few more).
+pub const MIN_DIGEST_PREFIX: usize = 8;
+
+/// A digest as a user gives it to an option: the whole `sha256:<hex>`, or a prefix of at
+/// least [`MIN_DIGEST_PREFIX`] hex digits (with or without `sha256:`), as git takes
+/// abbreviated object ids.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum DigestQuery {
+    /// A whole digest.
+    Full(String),
+    /// The lowercase hex a digest starts with.
+    Prefix(String),
+}
+
+impl DigestQuery {
+    /// Reads `given` (an option's value; `flag` names the option in errors).
+    pub(crate) fn parse(flag: &str, given: &str) -> Result<DigestQuery> {
+        let hex = given.strip_prefix("sha256:").unwrap_or(given);
+        let lower = hex.to_ascii_lowercase();
+        let hex_ok = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
+        match (hex_ok, lower.len()) {
+            (true, 64) => Ok(DigestQuery::Full(format!("sha256:{lower}"))),
+            (true, n) if (MIN_DIGEST_PREFIX..64).contains(&n) => Ok(DigestQuery::Prefix(lower)),
+            _ => Err(Error::Usage {
+                message: format!(
+                    "{flag} {given:?} is not sha256:<64 hex digits> or a prefix of at least {MIN_DIGEST_PREFIX} of them"
+                ),
+            }),
+        }
+    }
+
+    /// The one digest among `known` this names: a whole digest names itself; a prefix the
+    /// digest that starts with it (`None`: none does; `digest_ambiguous`: more than one).
+    pub(crate) fn resolve(
+        &self,
+        flag: &str,
+        known: impl IntoIterator<Item = String>,
+    ) -> Result<Option<String>> {
+        let prefix = match self {
+            DigestQuery::Full(digest) => return Ok(Some(digest.clone())),
+            DigestQuery::Prefix(prefix) => prefix,
+        };
+        let mut found: Vec<String> = known
+            .into_iter()
+            .map(|d| match d.starts_with("sha256:") {
+                true => d,
+                false => format!("sha256:{d}"),
+            })
+            .filter(|d| is_sha256_digest(d) && d["sha256:".len()..].starts_with(prefix.as_str()))
+            .collect();
+        found.sort();
+        found.dedup();
+        match found.len() {
+            0 => Ok(None),
+            1 => Ok(found.pop()),
+            _ => Err(Error::DigestAmbiguous {
+                flag: flag.to_string(),
+                given: prefix.clone(),
+                candidates: found,
+            }),
+        }
+    }
+
+    /// What was asked for, as the user can recognise it.
+    pub(crate) fn shown(&self) -> String {
+        match self {
+            DigestQuery::Full(digest) => digest.clone(),
+            DigestQuery::Prefix(prefix) => format!("sha256:{prefix}…"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::base::ids::*;

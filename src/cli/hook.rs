@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use clap::ValueEnum;
 
 use a3s_iso::base::error::{Error, Result};
-use a3s_iso::ops::claude::{CreatePayload, RemovePayload, worktree_create, worktree_remove};
+use a3s_iso::flows::claude::{CreatePayload, RemovePayload, worktree_create, worktree_remove};
 
 use super::{Cli, Output};
 

@@ -3,7 +3,7 @@
 use clap::ValueEnum;
 
 use a3s_iso::base::error::Result;
-use a3s_iso::ops::claude::{InitOutcome, init};
+use a3s_iso::flows::claude::{InitOutcome, init};
 use a3s_iso::workspace::context::Context;
 
 use super::Output;

@@ -1,7 +1,7 @@
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
-use a3s_iso::ops::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::flows::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -114,7 +114,7 @@ fn render(outcome: &LandOutcome, out: &Output) {
     }
 }
 
-fn line(session: &a3s_iso::ops::land::LandedSession) -> String {
+fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
     let what = match session.outcome {
         LandResult::Landed => "landed",
         LandResult::Idempotent => "landed before",

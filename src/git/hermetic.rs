@@ -39,7 +39,7 @@ struct PrivateDir(PathBuf);
 impl PrivateDir {
     fn create(scratch: &Path, stem: &str) -> Result<PrivateDir> {
         fs::create_dir_all(scratch).ctx(|| format!("cannot create {}", scratch.display()))?;
-        let path = scratch.join(crate::store::scratch::owned_name(stem));
+        let path = scratch.join(crate::base::maker::owned_name(stem));
         fs::create_dir(&path).ctx(|| format!("cannot create {}", path.display()))?;
         Ok(PrivateDir(path))
     }

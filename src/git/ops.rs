@@ -443,7 +443,7 @@ impl Git {
         sections: u64,
     ) -> Result<std::result::Result<(), String>> {
         let base = std::env::temp_dir();
-        let dir = base.join(crate::store::scratch::owned_name("patch-parse"));
+        let dir = base.join(crate::base::maker::owned_name("patch-parse"));
         std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         let cmd = self
             .at(&dir)

@@ -11,11 +11,11 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::base::command_env::EnvRequest;
+use crate::flows::land::{LandMode, LandOptions};
 use crate::mcp::protocol::RpcError;
 use crate::ops::bind::{BindOptions, OwnerChoice};
 use crate::ops::diff::DiffOptions;
 use crate::ops::discard::DiscardOptions;
-use crate::ops::land::{LandMode, LandOptions};
 use crate::ops::promote::{Mode, PromoteOptions};
 use crate::ops::run::RunOptions;
 use crate::services::evidence::CaptureOptions;

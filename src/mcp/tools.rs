@@ -261,7 +261,7 @@ fn configured(
     let loaded = crate::services::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
-    opts.setup = crate::ops::setup::Setup::configured(&settings);
+    opts.setup = crate::flows::setup::Setup::configured(&settings);
     opts.copy_ignored.extend(settings.copy_ignored.value);
     Ok(opts)
 }
@@ -276,7 +276,7 @@ pub fn call(
     Ok(match tool {
         Tool::Bind => Answer::of(
             "a3s-iso.bind.v1",
-            &crate::ops::bind::bind(ctx, &configured(ctx, args::bind(args, place)?)?)?,
+            &crate::flows::setup::bind(ctx, &configured(ctx, args::bind(args, place)?)?)?,
         )?,
         Tool::Run => run(ctx, args, place)?,
         Tool::Diff => diff(ctx, args, place)?,
@@ -312,7 +312,7 @@ pub fn call(
         )?,
         Tool::Land => Answer::of(
             "a3s-iso.land.v1",
-            &crate::ops::land::land(ctx, &args::land(args)?)?,
+            &crate::flows::land::land(ctx, &args::land(args)?)?,
         )?,
     })
 }

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::base::error::{ChangeSetRule, Error, Result};
-use crate::base::wire::wire_enum;
 use crate::git::{Git, PatchInput};
 
 /// The document's `schema`.
@@ -25,28 +24,7 @@ pub(crate) const MAX_PATCH_BYTES: u64 = 4_194_304;
 /// The largest document: a 4 MiB patch in base64 plus room for the other fields.
 pub(crate) const MAX_DOCUMENT_BYTES: u64 = 5_723_477;
 
-wire_enum! {
-    /// How a run ended: the `state` of a change-set document, of a run's result and of a session's
-    /// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub enum RunState {
-        /// The command exited 0 (and every `capture`).
-        Completed = "completed",
-        /// The command exited non-zero.
-        Failed = "failed",
-        /// A signal, an interrupt or `--timeout` ended the command.
-        Cancelled = "cancelled",
-    }
-}
-
-impl RunState {
-    /// The state a document spells as `text`, if it is one of the three.
-    pub(crate) fn parse(text: &str) -> Option<RunState> {
-        RunState::ALL
-            .into_iter()
-            .find(|state| state.as_str() == text)
-    }
-}
+pub use crate::store::state::RunState;
 
 /// The `identity` object of a document: who produced the run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,84 +222,8 @@ fn is_lower_hex(text: &str, lengths: &[usize]) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// `sha256:` followed by 64 lowercase hex digits.
-pub(crate) fn is_sha256_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:")
-        .is_some_and(|hex| is_lower_hex(hex, &[64]))
-}
-
-/// The fewest hex digits a digest prefix may have (git's own floor for abbreviations is 4;
-/// digests are named across repositories, so a few more).
-pub const MIN_DIGEST_PREFIX: usize = 8;
-
-/// A digest as a user gives it to an option: the whole `sha256:<hex>`, or a prefix of at
-/// least [`MIN_DIGEST_PREFIX`] hex digits (with or without `sha256:`), as git takes
-/// abbreviated object ids.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum DigestQuery {
-    /// A whole digest.
-    Full(String),
-    /// The lowercase hex a digest starts with.
-    Prefix(String),
-}
-
-impl DigestQuery {
-    /// Reads `given` (an option's value; `flag` names the option in errors).
-    pub(crate) fn parse(flag: &str, given: &str) -> Result<DigestQuery> {
-        let hex = given.strip_prefix("sha256:").unwrap_or(given);
-        let lower = hex.to_ascii_lowercase();
-        let hex_ok = !lower.is_empty() && lower.bytes().all(|b| b.is_ascii_hexdigit());
-        match (hex_ok, lower.len()) {
-            (true, 64) => Ok(DigestQuery::Full(format!("sha256:{lower}"))),
-            (true, n) if (MIN_DIGEST_PREFIX..64).contains(&n) => Ok(DigestQuery::Prefix(lower)),
-            _ => Err(Error::Usage {
-                message: format!(
-                    "{flag} {given:?} is not sha256:<64 hex digits> or a prefix of at least {MIN_DIGEST_PREFIX} of them"
-                ),
-            }),
-        }
-    }
-
-    /// The one digest among `known` this names: a whole digest names itself; a prefix the
-    /// digest that starts with it (`None`: none does; `digest_ambiguous`: more than one).
-    pub(crate) fn resolve(
-        &self,
-        flag: &str,
-        known: impl IntoIterator<Item = String>,
-    ) -> Result<Option<String>> {
-        let prefix = match self {
-            DigestQuery::Full(digest) => return Ok(Some(digest.clone())),
-            DigestQuery::Prefix(prefix) => prefix,
-        };
-        let mut found: Vec<String> = known
-            .into_iter()
-            .map(|d| match d.starts_with("sha256:") {
-                true => d,
-                false => format!("sha256:{d}"),
-            })
-            .filter(|d| is_sha256_digest(d) && d["sha256:".len()..].starts_with(prefix.as_str()))
-            .collect();
-        found.sort();
-        found.dedup();
-        match found.len() {
-            0 => Ok(None),
-            1 => Ok(found.pop()),
-            _ => Err(Error::DigestAmbiguous {
-                flag: flag.to_string(),
-                given: prefix.clone(),
-                candidates: found,
-            }),
-        }
-    }
-
-    /// What was asked for, as the user can recognise it.
-    pub(crate) fn shown(&self) -> String {
-        match self {
-            DigestQuery::Full(digest) => digest.clone(),
-            DigestQuery::Prefix(prefix) => format!("sha256:{prefix}…"),
-        }
-    }
-}
+pub use crate::base::ids::MIN_DIGEST_PREFIX;
+pub(crate) use crate::base::ids::{DigestQuery, is_sha256_digest};
 
 fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
     let value = string(object, key, field)?;

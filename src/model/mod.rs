@@ -2,7 +2,6 @@
 
 pub mod changeset;
 pub mod isolation;
-pub mod nested;
 pub(crate) mod neutralize;
 pub mod refs;
 pub mod snapshot;

@@ -122,7 +122,7 @@ impl TempFile {
     pub(crate) fn new(dir: &Path, stem: &str) -> Result<TempFile> {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(TempFile {
-            path: dir.join(crate::store::scratch::owned_name(stem)),
+            path: dir.join(crate::base::maker::owned_name(stem)),
         })
     }
 

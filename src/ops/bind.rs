@@ -46,7 +46,7 @@ pub struct BindOptions {
     pub copy_ignored: Vec<String>,
     /// The setup commands run in the new isolation once it is bound (none for a reused or
     /// read-only session); the first that fails makes the bind `setup_failed`.
-    pub setup: crate::ops::setup::Setup,
+    pub setup: crate::services::setup::Setup,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -108,7 +108,7 @@ pub struct BindOutcome {
     /// when neither names a pattern (or the isolation is not new).
     pub copied_ignored: Option<crate::services::copyignored::CopyReport>,
     /// The setup commands that ran in the new isolation, in order.
-    pub setup: Vec<crate::ops::setup::SetupRun>,
+    pub setup: Vec<crate::services::setup::SetupRun>,
 }
 
 impl BindOutcome {
@@ -133,19 +133,9 @@ impl BindOutcome {
 }
 
 /// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
-/// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
-/// new isolation.
-pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
-    let mut outcome = bind_isolation(ctx, opts)?;
-    if !outcome.reused && !outcome.read_only {
-        let session = outcome.session_id.clone();
-        outcome.setup =
-            crate::ops::setup::run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;
-    }
-    Ok(outcome)
-}
-
-fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+/// (with `--carry-wip`, plus the source's local changes). The setup commands a new isolation
+/// runs are the flow's ([`crate::flows::setup::bind`]).
+pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let session_id = session_id_for(opts)?;
     let owner = owner_for(opts)?;
     let explicit = opts.owner != OwnerChoice::Parent;

@@ -14,8 +14,9 @@ use sha2::{Digest, Sha256};
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::paths::RepoPath;
 use crate::base::wire::wire_enum;
-use crate::model::nested::NestedKind;
 use crate::model::snapshot::{self, Patch};
+use crate::services::nested::NestedKind;
+use crate::store::scratch::ReadScratch;
 use crate::workspace::context::Context;
 
 /// What `diff` is asked to show.
@@ -228,9 +229,10 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let mut snap = isolation.peek(ctx, &located, scratch.path())?;
     let mut nested = snap.gitlinks.clone();
     nested.extend(snap.nested.iter().map(|name| nested_path(name)));
-    let look = crate::model::nested::Look::Peek(scratch.path());
-    let found =
-        crate::model::nested::capture_isolation(&ctx.git, &located, &isolation, &mut snap, look)?;
+    let look = crate::services::nested::Look::Peek(scratch.path());
+    let found = crate::services::nested::capture_isolation(
+        &ctx.git, &located, &isolation, &mut snap, look,
+    )?;
     let bases = bases(ctx, &located, &session, opts, &found)?;
     let patch = snapshot::patch(
         &ctx.git,
@@ -290,7 +292,7 @@ fn bases(
     located: &crate::workspace::context::Located,
     session: &crate::store::state::SessionRecord,
     opts: &DiffOptions,
-    found: &crate::model::nested::Nested,
+    found: &crate::services::nested::Nested,
 ) -> Result<Bases> {
     let sets = found.captured.iter().map(|c| &c.set);
     if opts.cumulative {
@@ -304,7 +306,7 @@ fn bases(
     // The lock only while the journal is read, so that a promote in flight (or one a crash
     // interrupted) has finished and its step counts.
     let _lock = ctx.lock(&located.repo)?;
-    let previous = crate::ops::promote::last_step(&located.store, session, None)?;
+    let previous = crate::services::steps::last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
         .and_then(|p| p.step.head_after.as_deref())
@@ -312,12 +314,12 @@ fn bases(
     let head = located.repo.head_commit(&ctx.git);
     let mut nested = Vec::new();
     for set in sets {
-        let base = crate::ops::promote::nested_delta_base(&located.store, Some(session), set)?;
+        let base = crate::services::steps::nested_delta_base(&located.store, Some(session), set)?;
         nested.push(base.map(|(from, _)| from));
     }
     Ok(Bases {
         scope: Scope::SincePromote,
-        root: crate::ops::promote::delta_base(session, previous.as_ref()),
+        root: crate::services::steps::delta_base(session, previous.as_ref()),
         head_moved: head.map(|head| head != expected),
         nested,
     })
@@ -329,7 +331,7 @@ fn bases(
 fn nested_diffs(
     ctx: &Context,
     located: &crate::workspace::context::Located,
-    found: &crate::model::nested::Nested,
+    found: &crate::services::nested::Nested,
     bases: &[Option<String>],
     scratch: &Path,
 ) -> Result<Vec<NestedDiff>> {
@@ -430,31 +432,6 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         warnings: Vec::new(),
         body: Body::Stored(path),
     })
-}
-
-/// Scratch space for a command that writes nothing into the store (not even a file it
-/// removes again): a directory of this process's own under the system's temporary directory,
-/// removed with it.
-pub(crate) struct ReadScratch {
-    dir: PathBuf,
-}
-
-impl ReadScratch {
-    pub(crate) fn new() -> Result<ReadScratch> {
-        let dir = std::env::temp_dir().join(crate::store::scratch::owned_name("a3s-iso-read"));
-        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-        Ok(ReadScratch { dir })
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.dir
-    }
-}
-
-impl Drop for ReadScratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }
 
 /// A reader that hashes what passes through it.

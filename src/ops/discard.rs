@@ -34,10 +34,10 @@ pub struct DiscardOutcome {
     /// Whether its refs and records went too (`--purge`).
     pub purged: bool,
     /// With `--purge`: what went (refs, branch, records, artifacts, lease…).
-    pub purged_items: Vec<crate::ops::gc::Item>,
+    pub purged_items: Vec<crate::services::purge_item::Item>,
     /// With `--purge`: what stayed, with why (its journal entries, which make a later promote
     /// of the same digest `idempotent`; a retained branch that is checked out).
-    pub kept: Vec<crate::ops::gc::Item>,
+    pub kept: Vec<crate::services::purge_item::Item>,
     /// Whether the tree was cleaned and returned to the pool instead of deleted.
     pub recycled: bool,
 }
@@ -174,13 +174,13 @@ fn purge_session(
         located,
         id,
         Some(record),
-        crate::ops::gc::Reason::Purged,
+        crate::services::purge_item::Reason::Purged,
     )?;
     let (lease, rest): (Vec<_>, Vec<_>) = plan
         .remove
         .iter()
         .cloned()
-        .partition(|i| i.kind == crate::ops::gc::Kind::Lease);
+        .partition(|i| i.kind == crate::services::purge_item::Kind::Lease);
     crate::services::purge_item::remove_all(&ctx.git, located, &rest)?;
     for path in lease.iter().filter_map(|i| i.path.as_ref()) {
         crate::base::fsutil::remove_file_if_exists(path)?;

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::base::error::Result;
-use crate::ops::show::RunView;
+use crate::services::runs::RunView;
 use crate::store::state::{JournalEntry, Landing, PromoteMode};
 use crate::workspace::context::Context;
 
@@ -119,7 +119,7 @@ pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Resul
     };
     let mut runs = Vec::new();
     for session_id in sessions {
-        for run in crate::ops::show::runs(store, &session_id)? {
+        for run in crate::services::runs::runs(store, &session_id)? {
             runs.push(LoggedRun {
                 session_id: session_id.clone(),
                 run,

@@ -2,19 +2,16 @@
 
 pub mod bind;
 pub mod changes;
-pub mod claude;
 pub mod complete;
 pub mod diff;
 pub mod discard;
 pub mod doctor;
 pub mod enter;
 pub mod gc;
-pub mod land;
 pub mod list;
 pub mod log;
 pub mod promote;
 pub mod retain;
 pub mod run;
-pub mod setup;
 pub mod show;
 pub mod sweep;

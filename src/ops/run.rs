@@ -27,27 +27,10 @@ use crate::store::lock::FileLock;
 use crate::store::state::{Ran, RunSandbox, SessionRecord};
 use crate::workspace::context::{Context, Located};
 
+pub use crate::services::run_request::SandboxRequest;
+
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);
-
-/// What the caller lets a sandboxed command do beyond the defaults.
-#[derive(Debug, Clone, Default)]
-pub struct SandboxRequest {
-    /// Reach the network (and the host's sockets under `/run`).
-    pub allow_network: bool,
-    /// Reach these hosts through a3s-iso's proxy (`--allow-host` forms: `host[:port]`,
-    /// `*.domain`, `@preset`; not with `allow_network`).
-    pub allow_hosts: Vec<String>,
-    /// Also write these paths (each must exist).
-    pub allow_write: Vec<PathBuf>,
-    /// Also read these hidden or private paths (each must exist).
-    pub allow_read: Vec<PathBuf>,
-    /// Publish these ports inside on the host's loopback (`--publish [HOST_PORT:]PORT`; not
-    /// with `allow_network`).
-    pub publish: Vec<String>,
-    /// The profile the command runs under: its home paths, variables and hosts.
-    pub profile: Option<crate::services::profile::Profile>,
-}
 
 /// What `run` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -130,7 +113,7 @@ pub struct RunOutcome {
     /// The nested change sets (submodules and nested repositories with uncommitted work),
     /// stored beside the run's document (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub nested: Vec<crate::model::nested::NestedChangeSet>,
+    pub nested: Vec<crate::services::nested::NestedChangeSet>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
@@ -822,7 +805,7 @@ fn record_run(
     ctx: &Context,
     located: &Located,
     evidence: &Evidence<'_>,
-    (left_out, nested): (&[String], &crate::model::nested::Nested),
+    (left_out, nested): (&[String], &crate::services::nested::Nested),
 ) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
     let mut warnings: Vec<String> = left_out
         .iter()
@@ -876,7 +859,7 @@ impl PrivateTmp {
     fn create(run_id: &str) -> Result<PrivateTmp> {
         use std::os::unix::fs::DirBuilderExt;
         // Named after this process, so that the next command removes it if the run is killed.
-        let path = std::env::temp_dir().join(crate::store::scratch::owned_name(&format!(
+        let path = std::env::temp_dir().join(crate::base::maker::owned_name(&format!(
             "{}{run_id}",
             crate::store::scratch::PRIVATE_TMP_PREFIX
         )));
@@ -1285,7 +1268,7 @@ fn neutralize(
     isolation: &Isolation,
     (snap, nested): (
         &crate::model::snapshot::Snapshot,
-        &crate::model::nested::Nested,
+        &crate::services::nested::Nested,
     ),
 ) -> Vec<String> {
     use crate::base::paths::RepoPath;

@@ -9,10 +9,9 @@ use serde::Serialize;
 use crate::base::error::Result;
 use crate::base::owner::OwnerView;
 use crate::base::paths::RepoPath;
-use crate::model::changeset::{ChangeSet, RunState};
-use crate::store::state::{
-    Landing, PromoteMode, Ran, RunSandbox, SessionRecord, SessionState, Store,
-};
+
+pub use crate::services::runs::RunView;
+use crate::store::state::{Landing, PromoteMode, SessionRecord, SessionState};
 use crate::workspace::context::{Context, Located};
 
 /// Whether the isolation is where the record says.
@@ -27,35 +26,6 @@ pub enum TreeHealth {
     None,
     /// Discarded or swept: the tree was removed on purpose.
     Removed,
-}
-
-/// One run (or capture) of the session, from its stored change-set document and, for a run,
-/// its exit record.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunView {
-    /// The run's id.
-    pub run_id: String,
-    /// How it ended; `null` when the document cannot be read.
-    pub state: Option<RunState>,
-    /// The command's exit code, from the run's exit record: `null` for a capture (which runs
-    /// nothing) and when a signal ended the command.
-    pub exit_code: Option<i32>,
-    /// The signal that ended the command, if one did.
-    pub signal: Option<i32>,
-    /// The change set's digest.
-    pub digest: Option<String>,
-    /// The patch's size.
-    pub patch_bytes: Option<u64>,
-    /// When its result was observed, in milliseconds since the epoch.
-    pub observed_at_ms: Option<u64>,
-    /// What the command was, where and when it ran (each `null` for a capture and in exit
-    /// records written before a3s-iso kept it).
-    #[serde(flatten)]
-    pub ran: Ran,
-    /// The sandbox settings it ran with (`null` likewise).
-    pub sandbox: Option<RunSandbox>,
-    /// What it could reach of the network and what the proxy refused (`null` likewise).
-    pub network: Option<crate::services::network::NetworkReport>,
 }
 
 /// One promotion of the session, from the journal.
@@ -173,7 +143,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     let located = ctx.locate()?;
     let record = ctx.resolve_record(&located, session_id)?;
     let tree = tree_health(&record);
-    let previous = crate::ops::promote::last_step(&located.store, &record, None)?;
+    let previous = crate::services::steps::last_step(&located.store, &record, None)?;
     let expected = previous
         .as_ref()
         .and_then(|p| p.step.head_after.clone())
@@ -183,7 +153,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         .head_commit(&ctx.git)
         .map(|head| head != expected);
     let (files_changed, files_to_promote) = if tree == TreeHealth::Healthy {
-        let from = crate::ops::promote::delta_base(&record, previous.as_ref());
+        let from = crate::services::steps::delta_base(&record, previous.as_ref());
         counts(ctx, &located, &record, &from)
     } else {
         (None, None)
@@ -211,7 +181,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         created_at_ms: record.created_at_ms,
         files_changed,
         files_to_promote,
-        runs: runs(&located.store, &record.session_id)?,
+        runs: crate::services::runs::runs(&located.store, &record.session_id)?,
         promotions: promotions(&located, &record)?,
         retained_reason: record.retained_reason.clone(),
         retained_at_ms: record.retained_at_ms,
@@ -258,7 +228,7 @@ fn counts(
         common_dir: record.common_dir.clone(),
         bound_revision: Some(record.bound_revision.clone()),
     };
-    let Ok(scratch) = crate::ops::diff::ReadScratch::new() else {
+    let Ok(scratch) = crate::store::scratch::ReadScratch::new() else {
         return (None, None);
     };
     let Ok(snap) = isolation.peek(ctx, located, scratch.path()) else {
@@ -271,44 +241,6 @@ fn counts(
             .map(|paths| paths.len() as u64)
     };
     (count(&record.base_tree), count(from))
-}
-
-/// The session's runs (those with a stored document), oldest first.
-pub(crate) fn runs(store: &Store, session_id: &str) -> Result<Vec<RunView>> {
-    let mut runs: Vec<RunView> = store
-        .run_ids(session_id)?
-        .into_iter()
-        .map(|run_id| run_view(store, session_id, run_id))
-        .collect();
-    runs.sort_by(|a, b| {
-        a.observed_at_ms
-            .cmp(&b.observed_at_ms)
-            .then_with(|| a.run_id.cmp(&b.run_id))
-    });
-    Ok(runs)
-}
-
-/// One run, from its stored document (when it can be read) and its exit record (when there is
-/// one).
-fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
-    let doc = store
-        .load_run_doc(session_id, &run_id)
-        .ok()
-        .flatten()
-        .and_then(|bytes| serde_json::from_slice::<ChangeSet>(&bytes).ok());
-    let exit = store.load_run_exit(session_id, &run_id);
-    RunView {
-        state: doc.as_ref().map(|d| d.state),
-        exit_code: exit.as_ref().and_then(|e| e.exit_code),
-        signal: exit.as_ref().and_then(|e| e.signal),
-        digest: doc.as_ref().map(|d| d.patch_digest.clone()),
-        patch_bytes: doc.as_ref().map(|d| d.patch_bytes),
-        observed_at_ms: doc.as_ref().map(|d| d.observed_at_ms),
-        ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
-        network: exit.as_ref().and_then(|e| e.network.clone()),
-        sandbox: exit.and_then(|e| e.sandbox),
-        run_id,
-    }
 }
 
 /// The journal entries of this binding of the session id, oldest first.

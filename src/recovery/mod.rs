@@ -68,7 +68,7 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
             session_id: Some(intent.session_id().to_string()),
             digest: None,
         });
-    let rebases = crate::services::rebase::intents(store)
+    let rebases = crate::recovery::rebase_record::intents(store)
         .into_iter()
         .map(|intent| Interrupted {
             operation: Operation::Rebase,
@@ -84,7 +84,7 @@ pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     let mut notices = crate::recovery::intent::recover(git, store);
     let repaired = crate::recovery::session_git::recover(git, repo, store)
         + crate::recovery::pending::repair_locked(git, repo, store);
-    notices.extend(crate::services::rebase::recover(git, store));
+    notices.extend(crate::recovery::rebase_apply::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
             "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",

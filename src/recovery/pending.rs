@@ -110,7 +110,7 @@ pub(crate) struct Reclaim {
 /// system), under a name that is not an isolation's.
 pub(crate) fn trash_path(path: &Path, id: &str) -> PathBuf {
     let parent = path.parent().unwrap_or(Path::new("/"));
-    parent.join(crate::store::scratch::owned_name(&format!(
+    parent.join(crate::base::maker::owned_name(&format!(
         ".a3s-reclaimed-{id}"
     )))
 }
@@ -293,7 +293,7 @@ pub(crate) fn complete_discard(repo: &Repo, store: &Store, d: &Reclaim) -> Resul
         record.updated_at_ms = crate::base::fsutil::now_ms();
         store.save_session(&record)?;
     }
-    crate::services::rebase::forget(store, &d.session_id)?;
+    crate::recovery::rebase_apply::forget(store, &d.session_id)?;
     remove_trash(&d.trash)?;
     remove(store, &d.session_id)
 }

@@ -41,7 +41,7 @@ pub struct CaptureOutcome {
     pub nested_repositories: Vec<String>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
     /// kept beside the document, which carries the root only.
-    pub nested: Vec<crate::model::nested::NestedChangeSet>,
+    pub nested: Vec<crate::services::nested::NestedChangeSet>,
     /// What the user should know (nested repositories that could not be captured).
     pub warnings: Vec<String>,
     /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
@@ -127,7 +127,7 @@ pub(crate) fn reusable(
     ctx: &Context,
     target: &Target,
     result_tree: &str,
-    nested: &[crate::model::nested::NestedChangeSet],
+    nested: &[crate::services::nested::NestedChangeSet],
 ) -> Result<Option<CaptureOutcome>> {
     let Some(last) = target.record.last_run.as_ref() else {
         return Ok(None);
@@ -147,7 +147,7 @@ pub(crate) fn reusable(
         && changeset::tree_id(&doc.result_tree) == result_tree
         && doc.state == RunState::Completed
         && doc.identity.agent_release_identity == target.identity
-        && crate::model::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
+        && crate::services::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
     let reference = store.refs().run_result(id, &last.run_id);
     let pinned = ctx
         .git
@@ -171,14 +171,14 @@ pub(crate) fn snapshot_all(
     ctx: &Context,
     located: &Located,
     isolation: &Isolation,
-) -> Result<(snapshot::Snapshot, crate::model::nested::Nested)> {
+) -> Result<(snapshot::Snapshot, crate::services::nested::Nested)> {
     let mut snap = isolation.snapshot(ctx, located)?;
-    let nested = crate::model::nested::capture_isolation(
+    let nested = crate::services::nested::capture_isolation(
         &ctx.git,
         located,
         isolation,
         &mut snap,
-        crate::model::nested::Look::Capture,
+        crate::services::nested::Look::Capture,
     )?;
     Ok((snap, nested))
 }
@@ -189,9 +189,9 @@ pub(crate) fn record_nested(
     located: &Located,
     session_id: &str,
     run_id: &str,
-    nested: &crate::model::nested::Nested,
+    nested: &crate::services::nested::Nested,
 ) -> Result<()> {
-    crate::model::nested::record(
+    crate::services::nested::record(
         &ctx.git,
         &located.repo.common_dir,
         &located.store,

@@ -345,7 +345,7 @@ fn seed(real: &Path, kept: &Path, dir: bool) -> Result<()> {
     make_dirs(parent)?;
     let real_meta = std::fs::metadata(real).ok();
     let fail = |e: std::io::Error| Error::io(format!("cannot copy {}", real.display()), e);
-    let aside = parent.join(crate::store::scratch::owned_name(".seeding"));
+    let aside = parent.join(crate::base::maker::owned_name(".seeding"));
     match (dir, real_meta) {
         (true, Some(m)) if m.is_dir() => copy_tree(real, &aside).map_err(fail)?,
         (true, _) => return make_dirs(kept),

@@ -110,7 +110,7 @@ pub(crate) fn seeds_of(
             format!(
                 "{}{}",
                 s.to_string_lossy(),
-                crate::model::nested::NESTED_SEED_MARK
+                crate::services::nested::NESTED_SEED_MARK
             )
         })
         .unwrap_or_default();

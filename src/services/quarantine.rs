@@ -43,7 +43,7 @@ impl Quarantine {
     ) -> Result<Quarantine> {
         let dir = store
             .path(StateDir::Quarantine)
-            .join(crate::store::scratch::owned_name(run_id));
+            .join(crate::base::maker::owned_name(run_id));
         std::fs::create_dir_all(dir.join("pack"))
             .ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(Quarantine {
@@ -57,7 +57,7 @@ impl Quarantine {
     /// A quarantine for a run in the isolation whose admin dir is `admin`, with its
     /// submodules' object directories.
     pub fn for_isolation(store: &Store, run_id: &str, admin: &Path) -> Result<Quarantine> {
-        let (modules, _) = crate::model::nested::module_stores(admin);
+        let (modules, _) = crate::services::nested::module_stores(admin);
         Quarantine::with_modules(store, run_id, modules, Some(admin.to_path_buf()))
     }
 
@@ -125,7 +125,7 @@ impl Quarantine {
         }
         let modules = match &self.admin {
             Some(admin) => {
-                let (found, skipped) = crate::model::nested::module_stores(admin);
+                let (found, skipped) = crate::services::nested::module_stores(admin);
                 warnings.extend(skipped);
                 usable(
                     found

@@ -18,12 +18,12 @@ use crate::base::paths::RepoPath;
 use crate::git::{Merged, ObjectView, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::TempFile;
-pub(crate) use crate::recovery::rebase_apply::{forget, recover};
+pub(crate) use crate::recovery::rebase_apply::forget;
 pub use crate::recovery::rebase_record::Replayed;
+pub(crate) use crate::recovery::rebase_record::conflicted_paths;
 use crate::recovery::rebase_record::{
     Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
 };
-pub(crate) use crate::recovery::rebase_record::{conflicted_paths, intents};
 use crate::store::state::SessionRecord;
 use crate::workspace::context::{Context, Located};
 

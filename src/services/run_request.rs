@@ -6,9 +6,27 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
-use crate::ops::run::SandboxRequest;
 use crate::services::config::{Loaded, RepositoryFile, Trust};
 use crate::workspace::context::Context;
+
+/// What the caller lets a sandboxed command do beyond the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct SandboxRequest {
+    /// Reach the network (and the host's sockets under `/run`).
+    pub allow_network: bool,
+    /// Reach these hosts through a3s-iso's proxy (`--allow-host` forms: `host[:port]`,
+    /// `*.domain`, `@preset`; not with `allow_network`).
+    pub allow_hosts: Vec<String>,
+    /// Also write these paths (each must exist).
+    pub allow_write: Vec<PathBuf>,
+    /// Also read these hidden or private paths (each must exist).
+    pub allow_read: Vec<PathBuf>,
+    /// Publish these ports inside on the host's loopback (`--publish [HOST_PORT:]PORT`; not
+    /// with `allow_network`).
+    pub publish: Vec<String>,
+    /// The profile the command runs under: its home paths, variables and hosts.
+    pub profile: Option<crate::services::profile::Profile>,
+}
 
 /// What the caller of `run` asked of the sandbox, before the configuration fills it in.
 #[derive(Debug, Clone, Default)]
@@ -35,7 +53,7 @@ pub struct SandboxAsk {
 /// configuration was read.
 #[derive(Debug, Clone)]
 pub struct ConfiguredSandbox {
-    /// The request for [`crate::ops::run::run`].
+    /// The request for `run`.
     pub request: Option<SandboxRequest>,
     /// Settings left out, and why.
     pub warnings: Vec<String>,

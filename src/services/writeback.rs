@@ -43,7 +43,7 @@ impl Layers {
         if grants.is_empty() && dirs.is_empty() {
             return Ok(Layers { root: None, layers });
         }
-        let root = std::env::temp_dir().join(crate::store::scratch::owned_name(&format!(
+        let root = std::env::temp_dir().join(crate::base::maker::owned_name(&format!(
             "{}{run_id}-layers",
             crate::store::scratch::PRIVATE_TMP_PREFIX
         )));

@@ -2,5 +2,6 @@
 
 pub(crate) mod layout;
 pub mod lock;
+pub mod network_report;
 pub mod scratch;
 pub mod state;

@@ -7,10 +7,9 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::base::owner::{hostname, start_identity};
+use crate::base::maker::{is_dead, maker_of, start_ticks};
+use crate::base::owner::start_identity;
 use crate::store::layout::StateDir;
 
 /// Set for a run's command (see `run`): a3s-iso started by it cleans nothing.
@@ -18,96 +17,6 @@ const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
 
 /// The prefix of a run's private TMPDIR in the system's temporary directory.
 pub(crate) const PRIVATE_TMP_PREFIX: &str = "a3s-iso-";
-
-/// This process's start ticks (field 22 of `/proc/<pid>/stat`), when they can be read.
-fn start_ticks(pid: u32) -> Option<u64> {
-    start_identity(pid)?
-        .strip_prefix("linux-proc-start-ticks:")?
-        .parse()
-        .ok()
-}
-
-/// Eight hex digits standing for where a pid means this process: the host name and the PID
-/// namespace. A command in a run's sandbox (a PID namespace of its own, where the host's pids
-/// are not visible) sees the makers outside as foreign, never as dead.
-fn host_key() -> &'static str {
-    static KEY: OnceLock<String> = OnceLock::new();
-    KEY.get_or_init(|| {
-        use sha2::{Digest, Sha256};
-        let namespace = std::fs::read_link("/proc/self/ns/pid").unwrap_or_default();
-        let mut hasher = Sha256::new();
-        hasher.update(hostname().as_bytes());
-        hasher.update([0u8]);
-        hasher.update(namespace.as_os_str().as_encoded_bytes());
-        hex::encode(&hasher.finalize()[..4])
-    })
-}
-
-/// `<pid>-<start ticks>-<host key>` of this process (ticks 0 when they cannot be read: then
-/// nothing it makes is ever judged dead).
-fn maker_tag() -> &'static str {
-    static TAG: OnceLock<String> = OnceLock::new();
-    TAG.get_or_init(|| {
-        let pid = std::process::id();
-        let ticks = start_ticks(pid).unwrap_or(0);
-        format!("{pid}-{ticks}-{}", host_key())
-    })
-}
-
-/// A fresh name for a scratch entry of this process: `<stem>-<maker>-<n>-<nanos>`.
-pub(crate) fn owned_name(stem: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{stem}-{}-{n}-{nanos:08x}", maker_tag())
-}
-
-/// Who made a scratch entry, as its name says.
-#[derive(Debug, PartialEq, Eq)]
-struct Maker {
-    pid: u32,
-    ticks: u64,
-    host: String,
-}
-
-/// The maker an entry's name carries (a `.lock` beside a temporary index counts as the
-/// index's); `None` for a name not made by [`owned_name`].
-fn maker_of(name: &str) -> Option<Maker> {
-    let name = name.strip_suffix(".lock").unwrap_or(name);
-    let mut parts = name.rsplitn(6, '-');
-    let nanos = parts.next()?;
-    let n = parts.next()?;
-    let host = parts.next()?;
-    let ticks = parts.next()?;
-    let pid = parts.next()?;
-    let stem = parts.next()?;
-    let hex8 = |s: &str| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit());
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if stem.is_empty() || !hex8(nanos) || !digits(n) || !hex8(host) || !digits(ticks) {
-        return None;
-    }
-    let maker = Maker {
-        pid: pid.parse().ok()?,
-        ticks: ticks.parse().ok()?,
-        host: host.to_string(),
-    };
-    (maker.pid > 0 && maker.ticks > 0).then_some(maker)
-}
-
-/// Whether a maker is provably dead: of this host and PID namespace, and its pid gone, a
-/// zombie, or another process now.
-fn is_dead(maker: &Maker) -> bool {
-    maker.host == host_key() && start_ticks(maker.pid) != Some(maker.ticks)
-}
-
-/// Whether `name` (made by [`owned_name`]) names a provably dead maker; false for any other
-/// name (a private ref's token, say).
-pub(crate) fn made_by_dead(name: &str) -> bool {
-    maker_of(name).is_some_and(|maker| is_dead(&maker))
-}
 
 /// Where a dead process's leftover was found, which says how it is removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -294,8 +203,36 @@ pub(crate) fn clean(state_dir: &Path) -> usize {
     leftovers(state_dir).iter().filter(|l| remove(l)).count()
 }
 
+/// Scratch space for a command that writes nothing into the store (not even a file it
+/// removes again): a directory of this process's own under the system's temporary directory,
+/// removed with it.
+pub(crate) struct ReadScratch {
+    dir: PathBuf,
+}
+
+impl ReadScratch {
+    pub(crate) fn new() -> crate::base::error::Result<ReadScratch> {
+        let dir = std::env::temp_dir().join(crate::base::maker::owned_name("a3s-iso-read"));
+        crate::base::error::IoContext::ctx(std::fs::create_dir(&dir), || {
+            format!("cannot create {}", dir.display())
+        })?;
+        Ok(ReadScratch { dir })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Drop for ReadScratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use crate::base::maker::{maker_tag, owned_name};
     use crate::store::scratch::*;
 
     #[test]

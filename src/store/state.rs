@@ -11,9 +11,31 @@ use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_reco
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
 use crate::base::wire::wire_enum;
-use crate::model::changeset::RunState;
 use crate::store::layout::StateDir;
 use crate::store::lock::FileLock;
+
+wire_enum! {
+    /// How a run ended: the `state` of a change-set document, of a run's result and of a session's
+    /// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RunState {
+        /// The command exited 0 (and every `capture`).
+        Completed = "completed",
+        /// The command exited non-zero.
+        Failed = "failed",
+        /// A signal, an interrupt or `--timeout` ended the command.
+        Cancelled = "cancelled",
+    }
+}
+
+impl RunState {
+    /// The state a document spells as `text`, if it is one of the three.
+    pub(crate) fn parse(text: &str) -> Option<RunState> {
+        RunState::ALL
+            .into_iter()
+            .find(|state| state.as_str() == text)
+    }
+}
 
 /// A session's recorded state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -563,7 +585,7 @@ impl Store {
     /// The change set a `--digest` value names among those this store knows (journaled, or
     /// with artifacts): a whole digest, or a unique prefix; `None` when none matches.
     pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<String>> {
-        let query = crate::model::changeset::DigestQuery::parse(flag, given)?;
+        let query = crate::base::ids::DigestQuery::parse(flag, given)?;
         let mut known = self.ids_in(&StateDir::Promoted.under(&self.dir))?;
         if let Ok(entries) = std::fs::read_dir(self.artifacts_dir()) {
             known.extend(
@@ -771,7 +793,7 @@ pub(crate) struct RunExit {
     pub sandbox: Option<RunSandbox>,
     /// What it could reach of the network, and what the proxy refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub network: Option<crate::services::network::NetworkReport>,
+    pub network: Option<crate::store::network_report::NetworkReport>,
 }
 
 /// What `show` can read of a run while it lives: its published ports
@@ -781,7 +803,7 @@ pub struct LiveRun {
     /// The run's id.
     pub run_id: String,
     /// Its published ports.
-    pub published: Vec<crate::services::network::Published>,
+    pub published: Vec<crate::store::network_report::Published>,
 }
 
 /// The live-run file of a run with published ports, removed when dropped.
@@ -796,7 +818,7 @@ impl LiveRunFile {
         store: &Store,
         id: &str,
         run_id: &str,
-        published: &[crate::services::network::Published],
+        published: &[crate::store::network_report::Published],
     ) -> Result<Option<LiveRunFile>> {
         if published.is_empty() {
             return Ok(None);

@@ -299,7 +299,7 @@ fn plan_fetched(
     for name in git.list_refs(top, std::slice::from_ref(&landing))? {
         if name
             .strip_prefix(&landing)
-            .is_some_and(crate::store::scratch::made_by_dead)
+            .is_some_and(crate::base::maker::made_by_dead)
         {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::DeadMaker));
@@ -346,7 +346,7 @@ fn plan_uninstall(
         // its process lives.
         let in_flight = name
             .strip_prefix(&landing)
-            .is_some_and(|token| !crate::store::scratch::made_by_dead(token));
+            .is_some_and(|token| !crate::base::maker::made_by_dead(token));
         if ns.session_of(&name).is_none() && !in_flight {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::Uninstall));

@@ -23,10 +23,10 @@ mod outcome;
 mod patch;
 
 use crate::ops::promote::journal::{Landed, journal};
-pub(crate) use crate::ops::promote::nested::nested_delta_base;
 use crate::ops::promote::options::Candidate;
 pub use crate::ops::promote::options::PromoteOptions;
-pub(crate) use crate::ops::promote::options::{delta_base, last_step};
+use crate::services::steps::last_step;
+
 pub use crate::ops::promote::outcome::{
     BranchReport, Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
     ReplayedCommit, SkipReason, SkippedCommit,

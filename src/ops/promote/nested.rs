@@ -10,16 +10,17 @@ use std::path::{Path, PathBuf};
 use crate::base::error::{IoContext, Result};
 use crate::base::paths::RepoPath;
 use crate::git::Git;
-use crate::model::nested::{Captured, Nested, NestedChangeSet, Skipped};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
 use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, ready};
-use crate::ops::promote::options::{Candidate, Previous, PromoteOptions, last_step};
+use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{
     Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
 };
 use crate::ops::promote::patch::{Check, INTERRUPTED, Lander, check, report_conflict};
 use crate::recovery::intent;
-use crate::store::state::{SessionRecord, Store};
+use crate::services::nested::{Captured, Nested, NestedChangeSet, Skipped};
+use crate::services::steps::nested_delta_base;
+use crate::store::state::SessionRecord;
 use crate::workspace::context::{Context, Located};
 
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
@@ -116,8 +117,8 @@ fn undone_steps(
         undone.push(NestedResult {
             path: path.shown(),
             kind: match target.join(".git").is_file() {
-                true => crate::model::nested::NestedKind::Submodule,
-                false => crate::model::nested::NestedKind::Repository,
+                true => crate::services::nested::NestedKind::Submodule,
+                false => crate::services::nested::NestedKind::Repository,
             },
             path_exact: path,
             outcome: NestedOutcome::Conflict,
@@ -305,25 +306,6 @@ fn candidate_of(
         nested_path: Some(path.clone()),
         alternate_objects: Some(located.repo.common_dir.join("objects")),
     }))
-}
-
-/// Where a promote now starts the nested change set `set` of `session`: the result of the
-/// last step of this session that landed in its repository (with that step), else the set's
-/// base tree. `None`: that step landed this very result, there is nothing new.
-pub(crate) fn nested_delta_base(
-    store: &Store,
-    session: Option<&SessionRecord>,
-    set: &NestedChangeSet,
-) -> Result<Option<(String, Option<Previous>)>> {
-    let previous = match session {
-        Some(session) => last_step(store, session, Some(&set.path_exact))?,
-        None => None,
-    };
-    Ok(match previous {
-        Some(p) if p.step.result_tree == set.result_tree => None,
-        Some(p) => Some((p.step.result_tree.clone(), Some(p))),
-        None => Some((set.base_tree.clone(), None)),
-    })
 }
 
 fn located_head(ctx: &Context, top: &Path) -> Option<String> {

@@ -6,7 +6,8 @@ use crate::base::error::Result;
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Patch};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
-use crate::store::state::{SessionRecord, Step, Store};
+use crate::services::steps::{Previous, delta_base, last_step};
+use crate::store::state::{SessionRecord, Step};
 use crate::workspace::context::{Context, Located};
 
 /// What to promote and how.
@@ -63,12 +64,12 @@ pub(crate) struct Candidate {
     pub(crate) isolation_head: Option<String>,
     /// The nested change sets (submodules and nested repositories), landed after the root;
     /// none for a document, which carries the root only.
-    pub(crate) nested_sets: Vec<crate::model::nested::Captured>,
+    pub(crate) nested_sets: Vec<crate::services::nested::Captured>,
     /// Where the isolation's submodules keep their objects: a gitlink bump copies its
     /// commits from there into the source's submodule.
     pub(crate) submodule_objects: Vec<(crate::base::paths::RepoPath, std::path::PathBuf)>,
     /// Nested repositories that could not be captured, and why.
-    pub(crate) nested_skipped: Vec<crate::model::nested::Skipped>,
+    pub(crate) nested_skipped: Vec<crate::services::nested::Skipped>,
     /// A session's snapshot of its isolation (with the gitlinks it recorded).
     pub(crate) snapshot: Option<crate::model::snapshot::Snapshot>,
     /// A nested change set's path: its steps are its own.
@@ -194,19 +195,6 @@ impl Candidate {
     }
 }
 
-/// A session's last promoted step.
-#[derive(Debug, Clone)]
-pub(crate) struct Previous {
-    /// The digest of the delta that step landed.
-    pub(crate) digest: String,
-    /// How it landed.
-    pub(crate) mode: Mode,
-    /// The size of its patch.
-    pub(crate) patch_bytes: u64,
-    /// What it landed.
-    pub(crate) step: Step,
-}
-
 impl Candidate {
     /// Step 1 for a session: a fresh capture, as the delta since the session's last promoted step
     /// (or, before the first, since its base tree).
@@ -244,8 +232,8 @@ impl Candidate {
     }
 
     /// The nested change sets, taken out (branch mode commits them after the root replay).
-    pub(crate) fn take_nested(&mut self) -> crate::model::nested::Nested {
-        crate::model::nested::Nested {
+    pub(crate) fn take_nested(&mut self) -> crate::services::nested::Nested {
+        crate::services::nested::Nested {
             captured: std::mem::take(&mut self.nested_sets),
             skipped: std::mem::take(&mut self.nested_skipped),
             objects: std::mem::take(&mut self.submodule_objects),
@@ -279,37 +267,4 @@ impl Candidate {
             out.from_tree = Some(step.from_tree);
         }
     }
-}
-
-/// Where a session's delta starts: the result of its last promoted step, else its base tree.
-pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> String {
-    previous.map_or(session.base_tree.clone(), |p| p.step.result_tree.clone())
-}
-
-/// The session's last promoted step, with its digest: the journal entry of this session (this
-/// binding of its id) with the highest step number — of the root, or (`nested`) of the nested
-/// repository at that path. Root steps from before the session's last rebase are behind its
-/// new base: they are not where the next delta starts.
-pub(crate) fn last_step(
-    store: &Store,
-    session: &SessionRecord,
-    nested: Option<&crate::base::paths::RepoPath>,
-) -> Result<Option<Previous>> {
-    Ok(store
-        .journal_entries()?
-        .into_iter()
-        .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
-        .filter_map(|entry| {
-            let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
-            if nested.is_none() && step.number <= session.steps_before_rebase() {
-                return None;
-            }
-            (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
-                digest: entry.digest,
-                mode: entry.mode,
-                patch_bytes: entry.patch_bytes,
-                step,
-            })
-        })
-        .max_by_key(|previous| previous.step.number))
 }

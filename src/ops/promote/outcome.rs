@@ -271,7 +271,7 @@ pub struct NestedResult {
     /// The same path exactly, as bytes.
     pub path_exact: RepoPath,
     /// Submodule or nested repository.
-    pub kind: crate::model::nested::NestedKind,
+    pub kind: crate::services::nested::NestedKind,
     /// What happened to it.
     pub outcome: NestedOutcome,
     /// For `conflict`: why.

@@ -4,7 +4,7 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use crate::base::error::{Error, Result};
-use crate::services::network::report::{AllowedReport, RefusalReason};
+use crate::store::network_report::{AllowedReport, RefusalReason};
 
 /// The presets: each a list of the hosts that service's clients really use (port 443 only).
 pub const PRESETS: &[(&str, &[&str])] = &[

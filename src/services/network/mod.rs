@@ -11,15 +11,14 @@ mod address;
 mod allow;
 mod proxy;
 mod publish;
-mod report;
 mod service;
 mod tunnel;
 
 pub use crate::services::network::address::forbidden;
 pub use crate::services::network::allow::{AllowEntry, Allowlist, PRESETS};
 pub use crate::services::network::publish::PublishRequest;
-pub use crate::services::network::report::{
+pub use crate::services::network::service::{NetworkPlan, NetworkService};
+pub use crate::store::network_report::{
     AllowedReport, MAX_REFUSALS, NetworkReport, PROXY_PORT, Published, Refusal, RefusalReason,
     host_port, proxy_address, proxy_env, reason_name,
 };
-pub use crate::services::network::service::{NetworkPlan, NetworkService};

@@ -20,8 +20,8 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::services::network::address::forbidden;
 use crate::services::network::allow::{Allowlist, Target, target_of};
-use crate::services::network::report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
 use crate::services::network::tunnel::{self, Relayed};
+use crate::store::network_report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 

@@ -10,7 +10,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 
 use crate::base::error::{Error, Result};
 use crate::base::sandbox::SocketFactory;
-use crate::services::network::report::{PROXY_PORT, Published};
+use crate::store::network_report::{PROXY_PORT, Published};
 
 /// One `--publish [HOST_PORT:]PORT`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@ use crate::base::sandbox::SocketFactory;
 use crate::services::network::allow::Allowlist;
 use crate::services::network::proxy::{self, Proxy};
 use crate::services::network::publish::{self, PublishRequest};
-use crate::services::network::report::{Published, Refusal};
+use crate::store::network_report::{Published, Refusal};
 
 /// How long the proxy goes on, once the command has ended, deciding what it sent last.
 const DRAIN_LIMIT: Duration = Duration::from_millis(500);

@@ -282,5 +282,5 @@ fn reflog_line(head: &str) -> Vec<u8> {
 /// A scratch file for an index, in `scratch`.
 pub(crate) fn scratch_index(scratch: &Path) -> Result<PathBuf> {
     fs::create_dir_all(scratch).ctx(|| format!("cannot create {}", scratch.display()))?;
-    Ok(scratch.join(crate::store::scratch::owned_name("pool-index")))
+    Ok(scratch.join(crate::base::maker::owned_name("pool-index")))
 }

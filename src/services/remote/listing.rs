@@ -73,7 +73,7 @@ pub fn list_remote(ctx: &Context, remote: Option<&str>, allow_url: bool) -> Resu
         let scratch = located
             .store
             .scratch_dir()
-            .join(crate::store::scratch::owned_name("list"));
+            .join(crate::base::maker::owned_name("list"));
         let read = read_commits(ctx, &located, &remote, &scratch, &refs);
         let _ = std::fs::remove_dir_all(&scratch);
         read?

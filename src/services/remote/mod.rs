@@ -241,7 +241,7 @@ fn session_change_set(
 
 /// What a push of the root change set leaves behind: nested change sets and nested
 /// repositories, which do not travel.
-fn nested_warnings(nested: &crate::model::nested::Nested, left_out: &[String]) -> Vec<String> {
+fn nested_warnings(nested: &crate::services::nested::Nested, left_out: &[String]) -> Vec<String> {
     let mut warnings = nested.warnings();
     warnings.extend(nested.sets().iter().map(|set| {
         format!(
@@ -432,7 +432,7 @@ fn fetch_many(
     drop_dead_fetches(ctx, located)?;
     let temps: Vec<String> = digests
         .iter()
-        .map(|_| ns.fetching(&crate::store::scratch::owned_name("f")))
+        .map(|_| ns.fetching(&crate::base::maker::owned_name("f")))
         .collect();
     let refspecs: Vec<String> = digests
         .iter()
@@ -467,7 +467,7 @@ fn drop_dead_fetches(ctx: &Context, located: &Located) -> Result<()> {
         .into_iter()
         .filter(|name| {
             name.strip_prefix(&prefix)
-                .is_some_and(crate::store::scratch::made_by_dead)
+                .is_some_and(crate::base::maker::made_by_dead)
         })
         .map(|name| RefUpdate::Delete { name })
         .collect();

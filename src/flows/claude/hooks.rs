@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
-use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice, bind};
-use crate::ops::claude::payload::{CreatePayload, RemovePayload, session_id_from};
+use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
+use crate::flows::setup::bind;
+use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
 use crate::ops::discard::{DiscardOptions, discard};
 use crate::services::evidence::{CaptureOptions, capture};
 use crate::workspace::context::Context;
@@ -34,7 +35,7 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
     let loaded = crate::services::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
-    let setup = crate::ops::setup::Setup::configured(&settings);
+    let setup = crate::flows::setup::Setup::configured(&settings);
     let mut attempt = 1;
     let mut outcome = loop {
         let opts = BindOptions {

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::ops::claude::json::{Json, member_or_insert};
-use crate::ops::claude::payload::WorktreeEvent;
+use crate::flows::claude::json::{Json, member_or_insert};
+use crate::flows::claude::payload::WorktreeEvent;
 use crate::workspace::context::Context;
 
 /// Where the hooks go, relative to the top of the source.

@@ -1,52 +1,22 @@
 //! The configuration's setup commands: run in order after a bind, inside the session's
 //! sandbox, each recorded as a run of the session with its output kept in the state dir.
 
-use std::path::PathBuf;
-
-use serde::Serialize;
-
 use crate::base::error::{Error, Result};
+use crate::ops::bind::{BindOptions, BindOutcome};
 use crate::workspace::context::Context;
 
-/// The setup a bind runs.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Setup {
-    /// The commands, each run as `sh -c COMMAND` in the isolation's root, in order.
-    pub commands: Vec<String>,
-    /// Whether they may reach the network.
-    pub allow_network: bool,
-    /// Otherwise, the hosts they reach through the proxy (`run.allow_host`).
-    pub allow_hosts: Vec<String>,
-}
+pub use crate::services::setup::{Setup, SetupRun};
 
-impl Setup {
-    /// The setup of the configuration in effect: its commands, with the network its `run`
-    /// table gives (the whole network, or its allowed hosts).
-    pub fn configured(settings: &crate::services::config::Effective) -> Setup {
-        let allow_network = settings.allow_network.value;
-        Setup {
-            commands: settings.setup.value.clone(),
-            allow_network,
-            allow_hosts: match allow_network {
-                true => Vec::new(),
-                false => settings.allow_host.value.clone(),
-            },
-        }
+/// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
+/// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
+/// new isolation.
+pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let mut outcome = crate::ops::bind::bind_isolation(ctx, opts)?;
+    if !outcome.reused && !outcome.read_only {
+        let session = outcome.session_id.clone();
+        outcome.setup = run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;
     }
-}
-
-/// One setup command that ran.
-#[derive(Debug, Clone, Serialize)]
-pub struct SetupRun {
-    /// The command.
-    pub command: String,
-    /// The run of the session it was recorded as.
-    pub run_id: String,
-    /// Its exit code; `null` when a signal ended it.
-    pub exit_code: Option<i32>,
-    /// The file holding its output (stdout and stderr).
-    #[serde(with = "crate::base::paths::fs_path")]
-    pub output: PathBuf,
+    Ok(outcome)
 }
 
 /// Runs the setup commands in the session, in order; the first that fails stops them, as

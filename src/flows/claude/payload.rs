@@ -195,7 +195,7 @@ pub fn session_id_from(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::ops::claude::payload::*;
+    use crate::flows::claude::payload::*;
 
     #[test]
     fn names_become_valid_session_ids() {

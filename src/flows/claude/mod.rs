@@ -8,8 +8,10 @@ mod json;
 mod payload;
 mod settings;
 
-pub use crate::ops::claude::hooks::{RemoveOutcome, worktree_create, worktree_remove};
-pub use crate::ops::claude::payload::{
+pub use crate::flows::claude::hooks::{RemoveOutcome, worktree_create, worktree_remove};
+pub use crate::flows::claude::payload::{
     CreatePayload, RemovePayload, WorktreeEvent, session_id_from,
 };
-pub use crate::ops::claude::settings::{InitHook, InitOutcome, SETTINGS_FILE, hook_command, init};
+pub use crate::flows::claude::settings::{
+    InitHook, InitOutcome, SETTINGS_FILE, hook_command, init,
+};

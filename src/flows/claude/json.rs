@@ -133,7 +133,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
 #[cfg(test)]
 mod tests {
-    use crate::ops::claude::json::*;
+    use crate::flows::claude::json::*;
 
     #[test]
     fn order_and_values_survive_a_round_trip() {

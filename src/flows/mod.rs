@@ -1,0 +1,8 @@
+//! Commands composed of other commands: `bind` with its setup commands (a recorded `run` in
+//! the new isolation), `land` (rebase, test with `run`, promote, one session at a time) and
+//! Claude Code's worktree hooks and `init claude` (bind, setup and discard). A flow calls the
+//! verbs of `ops` (and the hooks call the `bind` flow); no verb calls a flow.
+
+pub mod claude;
+pub mod land;
+pub mod setup;

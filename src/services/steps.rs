@@ -1,0 +1,72 @@
+//! A session's promoted steps, as the promote journal records them: where its next delta
+//! starts (the result of its last promoted step, else its base), for the root and for each
+//! nested repository. `promote` starts there; `diff` and `show` show from there.
+
+use crate::base::error::Result;
+use crate::services::nested::NestedChangeSet;
+use crate::store::state::{PromoteMode as Mode, SessionRecord, Step, Store};
+
+/// A session's last promoted step.
+#[derive(Debug, Clone)]
+pub(crate) struct Previous {
+    /// The digest of the delta that step landed.
+    pub(crate) digest: String,
+    /// How it landed.
+    pub(crate) mode: Mode,
+    /// The size of its patch.
+    pub(crate) patch_bytes: u64,
+    /// What it landed.
+    pub(crate) step: Step,
+}
+
+/// Where a session's delta starts: the result of its last promoted step, else its base tree.
+pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> String {
+    previous.map_or(session.base_tree.clone(), |p| p.step.result_tree.clone())
+}
+
+/// The session's last promoted step, with its digest: the journal entry of this session (this
+/// binding of its id) with the highest step number — of the root, or (`nested`) of the nested
+/// repository at that path. Root steps from before the session's last rebase are behind its
+/// new base: they are not where the next delta starts.
+pub(crate) fn last_step(
+    store: &Store,
+    session: &SessionRecord,
+    nested: Option<&crate::base::paths::RepoPath>,
+) -> Result<Option<Previous>> {
+    Ok(store
+        .journal_entries()?
+        .into_iter()
+        .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
+        .filter_map(|entry| {
+            let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
+            if nested.is_none() && step.number <= session.steps_before_rebase() {
+                return None;
+            }
+            (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
+                digest: entry.digest,
+                mode: entry.mode,
+                patch_bytes: entry.patch_bytes,
+                step,
+            })
+        })
+        .max_by_key(|previous| previous.step.number))
+}
+
+/// Where a promote now starts the nested change set `set` of `session`: the result of the
+/// last step of this session that landed in its repository (with that step), else the set's
+/// base tree. `None`: that step landed this very result, there is nothing new.
+pub(crate) fn nested_delta_base(
+    store: &Store,
+    session: Option<&SessionRecord>,
+    set: &NestedChangeSet,
+) -> Result<Option<(String, Option<Previous>)>> {
+    let previous = match session {
+        Some(session) => last_step(store, session, Some(&set.path_exact))?,
+        None => None,
+    };
+    Ok(match previous {
+        Some(p) if p.step.result_tree == set.result_tree => None,
+        Some(p) => Some((p.step.result_tree.clone(), Some(p))),
+        None => Some((set.base_tree.clone(), None)),
+    })
+}
