@@ -4,7 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
-use crate::git::Git;
+use crate::git::runner::Git;
 
 /// A source repository: its checkout and its common git dir.
 #[derive(Debug, Clone)]
@@ -147,7 +147,7 @@ impl Repo {
             }
         };
         let tracked = tracked?;
-        let mut records = crate::git::split_nul(&tracked);
+        let mut records = crate::git::runner::split_nul(&tracked);
         while let Some(record) = records.next() {
             if record.len() < 4 {
                 continue;
@@ -159,7 +159,7 @@ impl Repo {
             }
             note(&record[3..]);
         }
-        crate::git::split_nul(&untracked)
+        crate::git::runner::split_nul(&untracked)
             .filter(|path| !path.is_empty())
             .for_each(&mut note);
         let more = total - paths.len();

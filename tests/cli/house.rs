@@ -1,6 +1,7 @@
-//! The shape of the code itself: no function in `src/` over 100 lines, and no circle of
-//! imports between the library's modules (a module is a file; `promote/branch.rs` is
-//! `promote::branch`).
+//! The shape of the code itself: no function in `src/` over 100 lines; the library's folders
+//! are its layers, and every import goes down a layer (or stays inside its folder), never up,
+//! and never from one verb to another; and no circle of imports between its modules (a
+//! module is a file; `ops/promote/branch.rs` is `ops::promote::branch`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -130,8 +131,8 @@ fn the_length_check_sees_long_functions() {
 
 /// The module a library file is: `src/promote/mod.rs` → `promote`, `src/promote/patch.rs` →
 /// `promote::patch`. The binary's files (`main.rs`, `cli/`) are not the library's.
-fn module_of(file: &Path) -> Option<String> {
-    let rel = file.strip_prefix(src()).ok()?.with_extension("");
+fn module_of(root: &Path, file: &Path) -> Option<String> {
+    let rel = file.strip_prefix(root).ok()?.with_extension("");
     let parts: Vec<String> = rel
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
@@ -169,6 +170,11 @@ fn dependencies(module: &str, file: &Path, known: &BTreeSet<String>) -> BTreeSet
             ("super", None) => continue,
             _ => String::new(),
         };
+        // `super::super::x`: one level up for each further `super`.
+        while segments.first() == Some(&"super") {
+            segments.remove(0);
+            prefix = prefix.rsplit_once("::").map_or(String::new(), |(p, _)| p.to_string());
+        }
         let mut best = (!prefix.is_empty()).then(|| prefix.clone());
         for segment in segments {
             prefix = if prefix.is_empty() {
@@ -218,24 +224,115 @@ fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     found
 }
 
-#[test]
-fn no_import_circle_between_library_modules() {
+/// The import graph of the library under `root` (a `src` directory).
+fn library_graph(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files(root, &mut files);
     let modules: BTreeMap<String, PathBuf> = files
         .iter()
-        .filter_map(|f| module_of(f).map(|m| (m, f.clone())))
+        .filter_map(|f| module_of(root, f).map(|m| (m, f.clone())))
         .collect();
     let known: BTreeSet<String> = modules.keys().cloned().collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = modules
+    modules
         .iter()
         .map(|(module, file)| (module.clone(), dependencies(module, file, &known)))
-        .collect();
+        .collect()
+}
+
+/// The library's folders, lowest first: a module may import its own folder's modules and
+/// those of any folder below its own (ARCHITECTURE.md says what each holds).
+const LAYERS: &[&str] = &[
+    "base",
+    "git",
+    "store",
+    "workspace",
+    "model",
+    "recovery",
+    "services",
+    "ops",
+    "flows",
+    "mcp",
+];
+
+/// The folder where verbs live: one verb never imports another.
+const VERBS: &str = "ops";
+
+fn rank(module: &str) -> Option<usize> {
+    let folder = module.split("::").next()?;
+    LAYERS.iter().position(|l| *l == folder)
+}
+
+/// Every import that goes up a layer or from one verb to another, and every module outside
+/// the layers' folders.
+fn layer_violations(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let mut found = Vec::new();
+    for (module, deps) in graph {
+        let Some(own) = rank(module) else {
+            found.push(format!("{module}: not in a layer's folder"));
+            continue;
+        };
+        for dep in deps {
+            let verb = |m: &str| m.split("::").nth(1).map(str::to_string);
+            match rank(dep) {
+                Some(theirs) if theirs > own => found.push(format!("{module} -> {dep}: upward")),
+                Some(_) if module.starts_with("ops::") && dep.starts_with("ops::") => {
+                    if verb(module) != verb(dep) {
+                        found.push(format!("{module} -> {dep}: one verb imports another"));
+                    }
+                }
+                Some(_) => {}
+                None => found.push(format!("{module} -> {dep}: not in a layer's folder")),
+            }
+        }
+    }
+    debug_assert_eq!(LAYERS[7], VERBS);
+    found
+}
+
+#[test]
+fn every_import_goes_down_a_layer() {
+    let graph = library_graph(&src());
     assert!(
         graph
-            .get("promote::branch")
-            .is_some_and(|d| d.contains("promote::outcome"))
+            .get("ops::promote::branch")
+            .is_some_and(|d| d.contains("ops::promote::outcome") && d.contains("store::state"))
     );
+    let found = layer_violations(&graph);
+    assert!(found.is_empty(), "imports across layers:\n{}", found.join("\n"));
+}
+
+#[test]
+fn the_layer_check_sees_planted_imports() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    let plant = |path: &str, code: &str| {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, code).unwrap();
+    };
+    plant("lib.rs", "pub mod base;\npub mod ops;\npub mod services;\n");
+    plant("base/mod.rs", "pub mod fsutil;\n");
+    plant("base/fsutil.rs", "pub fn f() { crate::ops::bind::g(); }\n");
+    plant("services/pool.rs", "use crate::base::fsutil::f;\npub fn p() { f() }\n");
+    plant("ops/bind.rs", "pub fn g() { crate::services::pool::p(); }\n");
+    plant("ops/run/mod.rs", "mod sandbox;\nuse crate::ops::bind::g;\n");
+    plant("ops/run/sandbox.rs", "use super::super::bind;\nuse crate::ops::run::x;\n");
+    plant("loose.rs", "pub fn l() {}\n");
+    let found = layer_violations(&library_graph(&root));
+    assert_eq!(
+        found,
+        vec![
+            "base::fsutil -> ops::bind: upward".to_string(),
+            "loose: not in a layer's folder".into(),
+            "ops::run -> ops::bind: one verb imports another".into(),
+            "ops::run::sandbox -> ops::bind: one verb imports another".into(),
+        ]
+    );
+}
+
+#[test]
+fn no_import_circle_between_library_modules() {
+    let graph = library_graph(&src());
     let found = cycles(&graph);
     let shown: Vec<String> = found.iter().map(|c| c.join(" -> ")).collect();
     assert!(found.is_empty(), "import circles:\n{}", shown.join("\n"));
