@@ -16,10 +16,10 @@ use a3s_iso::base::error::Result;
 use a3s_iso::flows::setup::bind;
 use a3s_iso::git::Git;
 use a3s_iso::ops::bind::{BindOptions, OwnerChoice};
+use a3s_iso::ops::capture::{CaptureOptions, capture};
 use a3s_iso::ops::discard::{DiscardOptions, discard};
 use a3s_iso::ops::promote::{Outcome, PromoteOptions, promote};
 use a3s_iso::ops::run::{RunOptions, run};
-use a3s_iso::services::evidence::{CaptureOptions, capture};
 use a3s_iso::workspace::context::Context;
 
 fn main() -> ExitCode {

@@ -3,7 +3,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use a3s_iso::base::error::Result;
-use a3s_iso::services::evidence::{CaptureOptions, capture, write_document};
+use a3s_iso::ops::capture::{CaptureOptions, capture, write_document};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg};

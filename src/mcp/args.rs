@@ -14,11 +14,11 @@ use crate::base::command_env::EnvRequest;
 use crate::flows::land::{LandMode, LandOptions};
 use crate::mcp::protocol::RpcError;
 use crate::ops::bind::{BindOptions, OwnerChoice};
+use crate::ops::capture::CaptureOptions;
 use crate::ops::diff::DiffOptions;
 use crate::ops::discard::DiscardOptions;
 use crate::ops::promote::{Mode, PromoteOptions};
 use crate::ops::run::RunOptions;
-use crate::services::evidence::CaptureOptions;
 use crate::services::run_request::SandboxAsk;
 
 /// Where relative paths start (the server's `-C` directory, else its working directory),

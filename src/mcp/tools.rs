@@ -391,9 +391,9 @@ fn shown_head(bytes: &[u8]) -> String {
 /// `capture`: the change-set document itself, also written to `output` when named.
 fn capture(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
     let (opts, output) = args::capture(args, place)?;
-    let outcome = crate::services::evidence::capture(ctx, &opts)?;
+    let outcome = crate::ops::capture::capture(ctx, &opts)?;
     if let Some(path) = &output {
-        crate::services::evidence::write_document(path, &outcome.change_set)?;
+        crate::ops::capture::write_document(path, &outcome.change_set)?;
     }
     Ok(Answer::raw(&outcome.change_set)?)
 }

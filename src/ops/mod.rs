@@ -1,6 +1,7 @@
 //! TODO-DOC ops
 
 pub mod bind;
+pub mod capture;
 pub mod changes;
 pub mod complete;
 pub mod diff;

@@ -1,4 +1,6 @@
-//! `capture`: snapshot a session into a pinned tree and a change-set document.
+//! The evidence of a session's work: its isolation snapshotted (with its nested change sets)
+//! into a pinned tree and a change-set document, recorded as a run of the session; what
+//! `capture`, `run`, `promote` and `push` record or reuse.
 
 use std::path::Path;
 
@@ -11,17 +13,6 @@ use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
 use crate::store::state::{LastRun, SessionRecord};
 use crate::workspace::context::{Context, Located};
-
-/// What `capture` is asked to do.
-#[derive(Debug, Clone, Default)]
-pub struct CaptureOptions {
-    /// The session; resolved as for every command when `None`.
-    pub session_id: Option<String>,
-    /// The run id to record the capture under; generated when `None` (a cumulative capture).
-    pub run_id: Option<String>,
-    /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
-    pub release_identity: Option<String>,
-}
 
 /// A capture: the change-set document and where its result tree is pinned.
 #[derive(Debug, Clone, Serialize)]
@@ -85,38 +76,6 @@ pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
             }
         }
     }
-}
-
-/// Captures the session's isolation against its base tree: pins the result and stores the
-/// document under the run id.
-pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
-    let target = Target::prepare(
-        ctx,
-        opts.session_id.as_deref(),
-        opts.run_id.as_deref(),
-        opts.release_identity.as_deref(),
-    )?;
-    let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
-    if opts.run_id.is_none()
-        && let Some(mut outcome) = reusable(ctx, &target, &snap.tree, &nested.sets())?
-    {
-        outcome.nested_repositories = snap.nested;
-        outcome.nested = nested.sets();
-        outcome.warnings = nested.warnings();
-        return Ok(outcome);
-    }
-    let mut outcome = record_evidence(ctx, &target.located, &target.completed(&snap.tree))?;
-    record_nested(
-        ctx,
-        &target.located,
-        &target.record.session_id,
-        &target.run_id,
-        &nested,
-    )?;
-    outcome.nested_repositories = snap.nested;
-    outcome.nested = nested.sets();
-    outcome.warnings = nested.warnings();
-    Ok(outcome)
 }
 
 /// The session's last run, when a capture now would record exactly it again: a generated run

@@ -173,7 +173,9 @@ fn dependencies(module: &str, file: &Path, known: &BTreeSet<String>) -> BTreeSet
         // `super::super::x`: one level up for each further `super`.
         while segments.first() == Some(&"super") {
             segments.remove(0);
-            prefix = prefix.rsplit_once("::").map_or(String::new(), |(p, _)| p.to_string());
+            prefix = prefix
+                .rsplit_once("::")
+                .map_or(String::new(), |(p, _)| p.to_string());
         }
         let mut best = (!prefix.is_empty()).then(|| prefix.clone());
         for segment in segments {
@@ -298,7 +300,11 @@ fn every_import_goes_down_a_layer() {
             .is_some_and(|d| d.contains("ops::promote::outcome") && d.contains("store::state"))
     );
     let found = layer_violations(&graph);
-    assert!(found.is_empty(), "imports across layers:\n{}", found.join("\n"));
+    assert!(
+        found.is_empty(),
+        "imports across layers:\n{}",
+        found.join("\n")
+    );
 }
 
 #[test]
@@ -313,10 +319,19 @@ fn the_layer_check_sees_planted_imports() {
     plant("lib.rs", "pub mod base;\npub mod ops;\npub mod services;\n");
     plant("base/mod.rs", "pub mod fsutil;\n");
     plant("base/fsutil.rs", "pub fn f() { crate::ops::bind::g(); }\n");
-    plant("services/pool.rs", "use crate::base::fsutil::f;\npub fn p() { f() }\n");
-    plant("ops/bind.rs", "pub fn g() { crate::services::pool::p(); }\n");
+    plant(
+        "services/pool.rs",
+        "use crate::base::fsutil::f;\npub fn p() { f() }\n",
+    );
+    plant(
+        "ops/bind.rs",
+        "pub fn g() { crate::services::pool::p(); }\n",
+    );
     plant("ops/run/mod.rs", "mod sandbox;\nuse crate::ops::bind::g;\n");
-    plant("ops/run/sandbox.rs", "use super::super::bind;\nuse crate::ops::run::x;\n");
+    plant(
+        "ops/run/sandbox.rs",
+        "use super::super::bind;\nuse crate::ops::run::x;\n",
+    );
     plant("loose.rs", "pub fn l() {}\n");
     let found = layer_violations(&library_graph(&root));
     assert_eq!(

@@ -9,8 +9,8 @@ use crate::base::error::{Error, Result};
 use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
 use crate::flows::setup::bind;
 use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
+use crate::ops::capture::{CaptureOptions, capture};
 use crate::ops::discard::{DiscardOptions, discard};
-use crate::services::evidence::{CaptureOptions, capture};
 use crate::workspace::context::Context;
 
 /// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another

@@ -1,0 +1,50 @@
+//! `capture`: snapshot a session into a pinned tree and a change-set document.
+
+use crate::base::error::Result;
+use crate::services::evidence::{Target, record_evidence, record_nested, reusable, snapshot_all};
+use crate::workspace::context::Context;
+
+pub use crate::services::evidence::{CaptureOutcome, write_document};
+
+/// What `capture` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct CaptureOptions {
+    /// The session; resolved as for every command when `None`.
+    pub session_id: Option<String>,
+    /// The run id to record the capture under; generated when `None` (a cumulative capture).
+    pub run_id: Option<String>,
+    /// `sha256:<64 hex>`; default: the sha256 of `a3s-iso/<version>`.
+    pub release_identity: Option<String>,
+}
+
+/// Captures the session's isolation against its base tree: pins the result and stores the
+/// document under the run id.
+pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
+    let target = Target::prepare(
+        ctx,
+        opts.session_id.as_deref(),
+        opts.run_id.as_deref(),
+        opts.release_identity.as_deref(),
+    )?;
+    let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
+    if opts.run_id.is_none()
+        && let Some(mut outcome) = reusable(ctx, &target, &snap.tree, &nested.sets())?
+    {
+        outcome.nested_repositories = snap.nested;
+        outcome.nested = nested.sets();
+        outcome.warnings = nested.warnings();
+        return Ok(outcome);
+    }
+    let mut outcome = record_evidence(ctx, &target.located, &target.completed(&snap.tree))?;
+    record_nested(
+        ctx,
+        &target.located,
+        &target.record.session_id,
+        &target.run_id,
+        &nested,
+    )?;
+    outcome.nested_repositories = snap.nested;
+    outcome.nested = nested.sets();
+    outcome.warnings = nested.warnings();
+    Ok(outcome)
+}
