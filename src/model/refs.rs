@@ -24,6 +24,7 @@ use std::path::Path;
 use crate::base::error::Result;
 pub use crate::base::names::RefNames;
 use crate::git::{Git, RefUpdate};
+use crate::store::lock::RepoLock;
 use crate::store::state::SessionRecord;
 
 /// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
@@ -224,7 +225,12 @@ const STALE_REF_LOCK: std::time::Duration = std::time::Duration::from_secs(10);
 /// later change of that ref fails). Called under the repository lock with the session's lease
 /// held: every a3s-iso writer of these refs holds the lock, so a lock file older than
 /// [`STALE_REF_LOCK`] found then is a dead git's. Returns how many went.
-pub(crate) fn clear_stale_locks(common_dir: &Path, ns: &RefNames, session_id: &str) -> usize {
+pub(crate) fn clear_stale_locks(
+    _held: &RepoLock,
+    common_dir: &Path,
+    ns: &RefNames,
+    session_id: &str,
+) -> usize {
     let refs = common_dir.join(ns.root());
     let mut locks = vec![refs.join(format!("swept/{session_id}.lock"))];
     for dir in [

@@ -11,6 +11,7 @@ use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent
 use crate::git::HermeticGit;
 use crate::model::isolation;
 use crate::model::wip::WorkingState;
+use crate::store::lock::RepoLock;
 use crate::store::state::{
     ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source,
 };
@@ -326,7 +327,7 @@ struct Restore {
 fn create(
     ctx: &Context,
     located: &Located,
-    lock: crate::store::lock::FileLock,
+    lock: RepoLock,
     record: SessionRecord,
     opts: &BindOptions,
     restore_state: Option<Restore>,
@@ -334,7 +335,7 @@ fn create(
 ) -> Result<BindOutcome> {
     refuse_bind_in_progress(located, &record.session_id)?;
     if record.read_only {
-        publish(ctx, located, &record)?;
+        publish(&lock, ctx, located, &record)?;
         register_or_warn(located, &mut warnings);
         drop(lock);
         return Ok(BindOutcome::from_record(&record, false, warnings));
@@ -345,7 +346,7 @@ fn create(
     // A spare is taken under the lock, so two binds never take the same one.
     let taken = (restore_state.is_none() && warm_eligible(located, opts, &claim.path))
         .then(|| {
-            crate::services::pool::take(located, &claim.path)
+            crate::services::pool::take(&lock, located, &claim.path)
                 .ok()
                 .flatten()
         })
@@ -373,10 +374,11 @@ fn create(
         copy_ignored(ctx, located, (&claim.path, &record.bound_revision), &sets)
             .map(|copied| (built, copied))
     });
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     match built {
         Ok(((admin_dir, warm), copied)) => {
-            let mut outcome = publish_isolation(ctx, located, record, &claim, admin_dir, warnings)?;
+            let built = (&claim, admin_dir);
+            let mut outcome = publish_isolation(&lock, ctx, located, record, built, warnings)?;
             outcome.warm = warm;
             outcome.copied_ignored = copied;
             Ok(outcome)
@@ -497,11 +499,11 @@ fn claim_path(
 /// Publishes a built isolation and drops its claim; called under the repository lock. If it
 /// cannot be published, the tree goes, as if the bind had never started.
 fn publish_isolation(
+    held: &RepoLock,
     ctx: &Context,
     located: &Located,
     mut record: SessionRecord,
-    claim: &ClaimRecord,
-    admin_dir: PathBuf,
+    (claim, admin_dir): (&ClaimRecord, PathBuf),
     mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
     record.worktree = Some(claim.path.clone());
@@ -509,7 +511,7 @@ fn publish_isolation(
     record.state = SessionState::Bound;
     record.swept = None;
     record.updated_at_ms = now_ms();
-    if let Err(err) = publish(ctx, located, &record) {
+    if let Err(err) = publish(held, ctx, located, &record) {
         let _ = isolation::clear_dead_claim(located, claim);
         return Err(err);
     }
@@ -794,7 +796,12 @@ fn build(
 }
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.
-fn publish(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<()> {
+fn publish(
+    _held: &RepoLock,
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<()> {
     crate::model::refs::pin_session(
         &ctx.git,
         &located.repo.toplevel,

@@ -9,6 +9,7 @@ use crate::base::fsutil::now_ms;
 use crate::model::isolation;
 use crate::model::refs;
 use crate::recovery::pending;
+use crate::store::lock::RepoLock;
 use crate::store::state::SessionState;
 use crate::workspace::context::Context;
 
@@ -50,7 +51,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
     // Decided under the lock, with the session's lease held until the tree is gone: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
         .store
@@ -62,6 +63,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     {
         // While the pool is below its size, the tree is cleaned and kept as a spare.
         let returned = crate::services::pool::recycle(
+            &lock,
             ctx,
             &located,
             &record,
@@ -72,7 +74,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
             crate::services::pool::Returned::ToPool | crate::services::pool::Returned::Removed => {
                 true
             }
-            crate::services::pool::Returned::No => remove_tree(&located, &record, tree)?,
+            crate::services::pool::Returned::No => remove_tree(&lock, &located, &record, tree)?,
         };
         record = located
             .store
@@ -84,7 +86,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     crate::services::rebase::forget(&located.store, &id)?;
     let mut purge = crate::services::purge::SessionPlan::default();
     if opts.purge {
-        purge = purge_session(ctx, &located, &record)?;
+        purge = purge_session(&lock, ctx, &located, &record)?;
     } else if record.state != SessionState::Discarded {
         record.state = SessionState::Discarded;
         record.updated_at_ms = now_ms();
@@ -162,13 +164,14 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
 /// Removes everything of the session (see `gc::purge`), its journal entries aside; its lease
 /// file is unlinked last, while this command still holds it.
 fn purge_session(
+    held: &RepoLock,
     ctx: &Context,
     located: &crate::workspace::context::Located,
     record: &crate::store::state::SessionRecord,
 ) -> Result<crate::services::purge::SessionPlan> {
     let id = &record.session_id;
     let ns = located.store.refs();
-    refs::clear_stale_locks(&located.repo.common_dir, &ns, id);
+    refs::clear_stale_locks(held, &located.repo.common_dir, &ns, id);
     let plan = crate::services::purge::plan_session(
         &ctx.git,
         located,
@@ -193,6 +196,7 @@ fn purge_session(
 /// way. A kill at any point is finished (or, before the rename, undone) by the next command.
 /// A tree already gone leaves only its registration to remove.
 fn remove_tree(
+    held: &RepoLock,
     located: &crate::workspace::context::Located,
     record: &crate::store::state::SessionRecord,
     tree: &std::path::Path,
@@ -209,7 +213,7 @@ fn remove_tree(
         swept_ref: None,
         at_ms: now_ms(),
     };
-    pending::save(&located.store, &pending::Intent::Discard(intent.clone()))?;
+    pending::save(&located.store, &pending::TreeMove::Discard(intent.clone()))?;
     crate::fault_point!("discard-after-intent");
     if let Err(err) = std::fs::rename(tree, &intent.trash) {
         pending::remove(&located.store, &record.session_id)?;
@@ -219,6 +223,6 @@ fn remove_tree(
         ));
     }
     crate::fault_point!("discard-after-move");
-    pending::complete_discard(&located.repo, &located.store, &intent)?;
+    pending::complete_discard(held, &located.repo, &located.store, &intent)?;
     Ok(true)
 }

@@ -9,7 +9,8 @@ use serde::Serialize;
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::now_ms;
 use crate::model::isolation;
-use crate::recovery::pending::{self, Intent, RetainMove};
+use crate::recovery::pending::{self, RetainMove, TreeMove};
+use crate::store::lock::RepoLock;
 use crate::store::state::{SessionRecord, SessionState};
 use crate::workspace::context::{Context, Located};
 
@@ -40,7 +41,7 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     let session = ctx.resolve_session(&located, session_id)?;
     // Decided under the lock, with the session's lease held until the record is saved: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
         .store
@@ -50,7 +51,7 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     if record.state == SessionState::Retained {
         return change_reason(ctx, &located, record, old, reason);
     }
-    move_aside(ctx, &located, record, old, admin, reason)
+    move_aside(&lock, ctx, &located, record, (old, admin), reason)
 }
 
 /// The isolation's path and admin dir, when the session has a healthy isolation to retain.
@@ -105,11 +106,11 @@ fn change_reason(
 /// written first and the tree moves in one rename, so that a crash at any step leaves what the
 /// next command finishes or undoes (see `pending`).
 fn move_aside(
+    held: &RepoLock,
     ctx: &Context,
     located: &Located,
     record: SessionRecord,
-    old: PathBuf,
-    admin: PathBuf,
+    (old, admin): (PathBuf, PathBuf),
     reason: &str,
 ) -> Result<RetainOutcome> {
     let now = now_ms();
@@ -130,7 +131,7 @@ fn move_aside(
     };
     // Moving, locking and recording go together: interrupts wait until the record is saved.
     let _interrupts = crate::base::signals::Signals::register()?;
-    pending::save(&located.store, &Intent::Retain(intent.clone()))?;
+    pending::save(&located.store, &TreeMove::Retain(intent.clone()))?;
     crate::fault_point!("retain-after-intent");
     if let Err(err) = std::fs::rename(&old, &new) {
         pending::remove(&located.store, &record.session_id)?;
@@ -140,7 +141,7 @@ fn move_aside(
         ));
     }
     crate::fault_point!("retain-after-move");
-    pending::complete_retain(&ctx.git, &located.repo, &located.store, &intent)?;
+    pending::complete_retain(held, &ctx.git, &located.repo, &located.store, &intent)?;
     Ok(RetainOutcome {
         session_id: record.session_id,
         worktree: new,

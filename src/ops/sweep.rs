@@ -22,7 +22,8 @@ use crate::base::wire::wire_enum;
 use crate::git::repo::Repo;
 use crate::model::isolation::{Isolation, clear_dead_claim, registered_admins};
 use crate::model::refs;
-use crate::recovery::pending::{self, Intent};
+use crate::recovery::pending::{self, TreeMove};
+use crate::store::lock::RepoLock;
 use crate::store::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
 };
@@ -894,7 +895,7 @@ fn reclaim(
     let Some(id) = id_of(found) else {
         return Ok(());
     };
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     let Some(_lease) = located.store.try_lease(&id)? else {
         out.kept.push(Kept {
             path: path.to_path_buf(),
@@ -912,7 +913,7 @@ fn reclaim(
         return Ok(());
     };
     let plan = plan_reclaim(located, opts, path, &found);
-    match remove_isolation(ctx, located, path, &found, &plan)? {
+    match remove_isolation(&lock, ctx, located, (path, &found), &plan)? {
         Removal::Done => report_reclaimed(out, plan, path, why),
         Removal::Kept(reason, detail) => out.kept.push(Kept {
             path: path.to_path_buf(),
@@ -961,14 +962,19 @@ enum Removal {
 /// without one. The tree leaves its path in one rename, after an intent is written, so that a
 /// crash at any step leaves what the next command finishes (see `pending`).
 fn remove_isolation(
+    held: &RepoLock,
     ctx: &Context,
     located: &Located,
-    path: &Path,
-    found: &Found,
+    (path, found): (&Path, &Found),
     plan: &ReclaimPlan,
 ) -> Result<Removal> {
     // A git killed while it changed one of the session's refs must not block this one.
-    refs::clear_stale_locks(&located.repo.common_dir, &located.store.refs(), &plan.id);
+    refs::clear_stale_locks(
+        held,
+        &located.repo.common_dir,
+        &located.store.refs(),
+        &plan.id,
+    );
     if plan.swept_ref.is_some()
         && let Err(err) = snapshot_into_swept(ctx, located, path, plan)
     {
@@ -989,7 +995,7 @@ fn remove_isolation(
     if let Found::Recorded(record) = found {
         // While the pool is below its size, the tree is cleaned and kept as a spare.
         let how = crate::services::pool::Return::Sweep(plan.swept_ref.as_deref());
-        if crate::services::pool::recycle(ctx, located, record, how)?
+        if crate::services::pool::recycle(held, ctx, located, record, how)?
             != crate::services::pool::Returned::No
         {
             return Ok(Removal::Done);
@@ -1003,7 +1009,7 @@ fn remove_isolation(
         swept_ref: plan.swept_ref.clone(),
         at_ms: now_ms(),
     };
-    pending::save(&located.store, &Intent::Reclaim(intent.clone()))?;
+    pending::save(&located.store, &TreeMove::Reclaim(intent.clone()))?;
     crate::fault_point!("sweep-after-intent");
     if let Err(err) = std::fs::rename(path, &intent.trash) {
         pending::remove(&located.store, &plan.id)?;
@@ -1013,7 +1019,7 @@ fn remove_isolation(
         ));
     }
     crate::fault_point!("sweep-after-move");
-    pending::complete_reclaim(&ctx.git, &located.repo, &located.store, &intent)?;
+    pending::complete_reclaim(held, &ctx.git, &located.repo, &located.store, &intent)?;
     Ok(Removal::Done)
 }
 

@@ -1,13 +1,19 @@
-//! What a crash left, finished in one place. Three kinds of write-ahead records describe an
-//! operation in progress: a promote's intent (`intent`: the checkout changes), a tree
-//! operation's (`pending`: retain, sweep and discard move or remove an isolation) and a
-//! rebase's (`rebase`: an isolation's files, index and HEAD change). Whoever
-//! takes the repository lock ([`crate::workspace::context::Context::lock`]) finishes both kinds before it
-//! does anything else, and every command looks for them when it locates its repository
-//! ([`crate::workspace::context::Context::locate`]): one directory listing each when nothing is left,
-//! and when something is, the lock is taken (briefly) to finish it. A command that cannot take
-//! the lock in time reports what is in progress instead ([`Interrupted`]), never a half-done
-//! checkout as a normal one.
+//! What a crash left, finished in one place. Each kind of write-ahead record describes an
+//! operation in progress and is one [`WriteAhead`]: a promote's intent (`intent`: the checkout
+//! changes), a tree operation's (`pending`: retain, sweep and discard move or remove an
+//! isolation; a run moves its git state into the isolation, `session_git`) and a rebase's
+//! (`rebase_record`, carried out by `rebase_apply`: an isolation's files, index and HEAD
+//! change). The repository lock's one constructor ([`RepoLock::acquire`], through
+//! [`crate::workspace::context::Context::lock`]) finishes every kind before the command does
+//! anything else, and every command looks for them when it locates its repository
+//! ([`crate::workspace::context::Context::locate`]): one directory listing of each kind when
+//! nothing is left, and when something is, the lock is taken (briefly) to finish it. A command
+//! that cannot take the lock in time reports what is in progress instead ([`Interrupted`]),
+//! never a half-done checkout as a normal one.
+//!
+//! Two more kinds are finished where they are used, under the same lock: a bind's claim (its
+//! own intent, cleared by `sweep` and by a bind of the same id) and the pool's spares
+//! (`pool::spare::recover`, run by every command that takes or returns one).
 
 pub mod intent;
 pub mod pending;
@@ -23,68 +29,139 @@ use crate::base::error::Result;
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::layout::StateDir;
-use crate::store::lock::FileLock;
+use crate::store::lock::RepoLock;
 use crate::store::state::Store;
 use crate::workspace::context::{Context, Located};
+
+/// One kind of write-ahead record: where its records are, what they say is in progress, and
+/// how it is finished (or undone) under the repository lock.
+trait WriteAhead {
+    /// The directory of the kind's records (`<id>.json` each).
+    const DIR: StateDir;
+    /// What the records say is in progress (read without the lock, to be reported).
+    fn left(store: &Store) -> Vec<Interrupted>;
+    /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
+    /// should be told, and how many operations it finished.
+    fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> (Vec<String>, usize);
+}
+
+/// Promote intents: the checkout's changes, completed or rolled back from the records.
+struct Promotes;
+
+impl WriteAhead for Promotes {
+    const DIR: StateDir = StateDir::Intents;
+
+    fn left(store: &Store) -> Vec<Interrupted> {
+        let promotes = crate::recovery::intent::pending(store)
+            .into_iter()
+            .flatten();
+        promotes
+            .map(|intent| Interrupted {
+                operation: Operation::Promote,
+                session_id: intent.session_id,
+                digest: Some(intent.digest),
+            })
+            .collect()
+    }
+
+    fn finish(held: &RepoLock, git: &Git, _repo: &Repo, store: &Store) -> (Vec<String>, usize) {
+        (crate::recovery::intent::recover(held, git, store), 0)
+    }
+}
+
+/// Tree operations: retain, sweep and discard moving or removing an isolation, and a run
+/// moving its git state into the isolation (finished first: the others may move its tree).
+struct TreeMoves;
+
+impl WriteAhead for TreeMoves {
+    const DIR: StateDir = StateDir::Pending;
+
+    fn left(store: &Store) -> Vec<Interrupted> {
+        let operation = |intent: &crate::recovery::pending::TreeMove| match intent {
+            crate::recovery::pending::TreeMove::Retain(_) => Operation::Retain,
+            crate::recovery::pending::TreeMove::Reclaim(_) => Operation::Sweep,
+            crate::recovery::pending::TreeMove::Discard(_) => Operation::Discard,
+            crate::recovery::pending::TreeMove::SettleGit(_) => Operation::Run,
+        };
+        crate::recovery::pending::left(store)
+            .into_iter()
+            .map(|intent| Interrupted {
+                operation: operation(&intent),
+                session_id: Some(intent.session_id().to_string()),
+                digest: None,
+            })
+            .collect()
+    }
+
+    fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> (Vec<String>, usize) {
+        let finished = crate::recovery::session_git::recover(held, git, repo, store)
+            + crate::recovery::pending::repair_locked(held, git, repo, store);
+        (Vec::new(), finished)
+    }
+}
+
+/// Rebases: an isolation's files, index and HEAD moved to the rebased state.
+struct Rebases;
+
+impl WriteAhead for Rebases {
+    const DIR: StateDir = StateDir::Rebasing;
+
+    fn left(store: &Store) -> Vec<Interrupted> {
+        crate::recovery::rebase_record::intents(store)
+            .into_iter()
+            .map(|intent| Interrupted {
+                operation: Operation::Rebase,
+                session_id: Some(intent.session_id),
+                digest: None,
+            })
+            .collect()
+    }
+
+    fn finish(held: &RepoLock, git: &Git, _repo: &Repo, store: &Store) -> (Vec<String>, usize) {
+        (crate::recovery::rebase_apply::recover(held, git, store), 0)
+    }
+}
+
+/// Whether a directory holds a record (`<id>.json`, not a hidden temporary file).
+fn holds_a_record(dir: &std::path::Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|mut entries| {
+        entries.any(|e| {
+            e.is_ok_and(|e| {
+                let name = e.file_name();
+                let name = name.as_encoded_bytes();
+                name.ends_with(b".json") && !name.starts_with(b".")
+            })
+        })
+    })
+}
 
 /// Whether any record of an operation in progress is in the store: one directory listing of
 /// each kind.
 pub(crate) fn anything_left(store: &Store) -> bool {
-    let listed = |dir: StateDir| {
-        std::fs::read_dir(store.path(dir)).is_ok_and(|mut entries| {
-            entries.any(|e| {
-                e.is_ok_and(|e| {
-                    let name = e.file_name();
-                    let name = name.as_encoded_bytes();
-                    name.ends_with(b".json") && !name.starts_with(b".")
-                })
-            })
-        })
-    };
-    [StateDir::Intents, StateDir::Pending, StateDir::Rebasing]
+    [Promotes::DIR, TreeMoves::DIR, Rebases::DIR]
         .into_iter()
-        .any(listed)
+        .any(|dir| holds_a_record(&store.path(dir)))
 }
 
 /// What the records say is in progress (read without the lock, to be reported).
 pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
-    let promotes = crate::recovery::intent::pending(store)
-        .into_iter()
-        .flatten()
-        .map(|intent| Interrupted {
-            operation: Operation::Promote,
-            session_id: intent.session_id,
-            digest: Some(intent.digest),
-        });
-    let trees = crate::recovery::pending::left(store)
-        .into_iter()
-        .map(|intent| Interrupted {
-            operation: match intent {
-                crate::recovery::pending::Intent::Retain(_) => Operation::Retain,
-                crate::recovery::pending::Intent::Reclaim(_) => Operation::Sweep,
-                crate::recovery::pending::Intent::Discard(_) => Operation::Discard,
-                crate::recovery::pending::Intent::SettleGit(_) => Operation::Run,
-            },
-            session_id: Some(intent.session_id().to_string()),
-            digest: None,
-        });
-    let rebases = crate::recovery::rebase_record::intents(store)
-        .into_iter()
-        .map(|intent| Interrupted {
-            operation: Operation::Rebase,
-            session_id: Some(intent.session_id),
-            digest: None,
-        });
-    promotes.chain(trees).chain(rebases).collect()
+    let mut left = Promotes::left(store);
+    left.extend(TreeMoves::left(store));
+    left.extend(Rebases::left(store));
+    left
 }
 
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
-pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
-    let mut notices = crate::recovery::intent::recover(git, store);
-    let repaired = crate::recovery::session_git::recover(git, repo, store)
-        + crate::recovery::pending::repair_locked(git, repo, store);
-    notices.extend(crate::recovery::rebase_apply::recover(git, store));
+pub(crate) fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
+    let kinds = [Promotes::finish, TreeMoves::finish, Rebases::finish];
+    let mut notices = Vec::new();
+    let mut repaired = 0;
+    for finish in kinds {
+        let (told, finished) = finish(held, git, repo, store);
+        notices.extend(told);
+        repaired += finished;
+    }
     if repaired > 0 {
         notices.push(format!(
             "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
@@ -104,14 +181,14 @@ impl Context {
     /// Takes the repository lock, waiting up to the lock timeout, then finishes every
     /// operation a crash interrupted (`recovery`: promotes, retains, sweeps, discards) before
     /// the command goes on; what recovery did is kept for [`Context::take_notices`].
-    pub(crate) fn lock(&self, repo: &Repo) -> Result<FileLock> {
-        let lock = FileLock::acquire(&repo.lock_path(), self.lock_timeout)?;
+    pub(crate) fn lock(&self, repo: &Repo) -> Result<RepoLock> {
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
-        if crate::recovery::anything_left(&store) {
-            let notices = crate::recovery::finish(&self.git, repo, &store);
-            self.push_notices(notices);
-        }
-        Ok(lock)
+        RepoLock::acquire(&repo.lock_path(), self.lock_timeout, |held| {
+            if crate::recovery::anything_left(&store) {
+                let notices = crate::recovery::finish(held, &self.git, repo, &store);
+                self.push_notices(notices);
+            }
+        })
     }
 
     /// Finishes every interrupted operation of a located store before a command reads it: when
@@ -128,11 +205,12 @@ impl Context {
         if crate::store::lock::FileLock::held_by_this_process(&path) {
             return;
         }
-        match FileLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT)) {
-            Ok(_lock) => {
-                let notices = crate::recovery::finish(&self.git, &located.repo, &located.store);
-                self.push_notices(notices);
-            }
+        let (git, repo, store) = (&self.git, &located.repo, &located.store);
+        let acquired = RepoLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT), |held| {
+            self.push_notices(crate::recovery::finish(held, git, repo, store));
+        });
+        match acquired {
+            Ok(_lock) => {}
             Err(_) => {
                 located.interrupted = crate::recovery::left(&located.store);
                 let notices = located.interrupted.iter().map(|i| i.describe()).collect();

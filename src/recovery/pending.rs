@@ -23,12 +23,13 @@ use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
 use crate::git::Git;
 use crate::git::repo::Repo;
+use crate::store::lock::RepoLock;
 use crate::store::state::{RecordStatus, SessionRecord, SessionState, Store, SweptInfo};
 
 /// A tree operation in progress, as its intent records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "operation", rename_all = "snake_case")]
-pub(crate) enum Intent {
+pub(crate) enum TreeMove {
     /// `retain` moves the isolation aside.
     Retain(RetainMove),
     /// `sweep` removes an isolation it has snapshotted.
@@ -50,13 +51,13 @@ pub(crate) struct SettleGit {
     pub admin: PathBuf,
 }
 
-impl Intent {
+impl TreeMove {
     /// The session the operation is about.
     pub(crate) fn session_id(&self) -> &str {
         match self {
-            Intent::Retain(m) => &m.session_id,
-            Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
-            Intent::SettleGit(s) => &s.session_id,
+            TreeMove::Retain(m) => &m.session_id,
+            TreeMove::Reclaim(r) | TreeMove::Discard(r) => &r.session_id,
+            TreeMove::SettleGit(s) => &s.session_id,
         }
     }
 }
@@ -116,7 +117,7 @@ pub(crate) fn trash_path(path: &Path, id: &str) -> PathBuf {
 }
 
 /// Writes an intent (atomically, fsynced) before the operation touches anything.
-pub(crate) fn save(store: &Store, intent: &Intent) -> Result<()> {
+pub(crate) fn save(store: &Store, intent: &TreeMove) -> Result<()> {
     write_record_atomic(
         &store.pending_file(intent.session_id()),
         "a3s-iso.pending.v1",
@@ -149,7 +150,13 @@ const GITDIR_LIMIT: u64 = 64 * 1024;
 /// A retain's last steps, after the move (and the repair of one a crash interrupted): the
 /// admin dir relinked, the tree locked against `git worktree prune`, the record pointed at the
 /// new path, the intent removed. Called under the repository lock and the session's lease.
-pub(crate) fn complete_retain(git: &Git, repo: &Repo, store: &Store, m: &RetainMove) -> Result<()> {
+pub(crate) fn complete_retain(
+    _held: &RepoLock,
+    git: &Git,
+    repo: &Repo,
+    store: &Store,
+    m: &RetainMove,
+) -> Result<()> {
     let record = store
         .load_session(&m.session_id)?
         .filter(|r| r.state.has_tree());
@@ -195,7 +202,13 @@ fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
 /// interrupted): its admin dir, the session's records (when they are still this tree's), its
 /// refs but the swept snapshot, the renamed tree, and the intent. Called under the repository
 /// lock and the session's lease. Each step can be done again.
-pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
+pub(crate) fn complete_reclaim(
+    held: &RepoLock,
+    git: &Git,
+    repo: &Repo,
+    store: &Store,
+    r: &Reclaim,
+) -> Result<()> {
     if let Some(admin) = &r.admin
         && admin_is_for(admin, &r.path)
     {
@@ -210,7 +223,7 @@ pub(crate) fn complete_reclaim(git: &Git, repo: &Repo, store: &Store, r: &Reclai
                 mark_swept(store, *record, r, swept_ref)?;
             }
         }
-        RecordStatus::Malformed(_) | RecordStatus::Missing => forget(git, repo, store, r)?,
+        RecordStatus::Malformed(_) | RecordStatus::Missing => forget(held, git, repo, store, r)?,
         RecordStatus::Unreadable(_) => {}
     }
     crate::fault_point!("sweep-after-records");
@@ -251,7 +264,7 @@ fn mark_swept(
 
 /// A tree with no usable record (malformed, or none): what it may have left goes, but the
 /// swept snapshot.
-fn forget(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
+fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
     let id = &r.session_id;
     store.remove_session(id)?;
     if store
@@ -264,7 +277,7 @@ fn forget(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
     }
     store.remove_runs(id)?;
     let ns = store.refs();
-    crate::model::refs::clear_stale_locks(&repo.common_dir, &ns, id);
+    crate::model::refs::clear_stale_locks(held, &repo.common_dir, &ns, id);
     crate::model::refs::delete_session_refs(
         git,
         &repo.toplevel,
@@ -278,7 +291,12 @@ fn forget(git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
 /// interrupted): its admin dir, the session's record marked `discarded` (its evidence stays),
 /// the renamed tree, and the intent. Called under the repository lock and the session's lease.
 /// Each step can be done again.
-pub(crate) fn complete_discard(repo: &Repo, store: &Store, d: &Reclaim) -> Result<()> {
+pub(crate) fn complete_discard(
+    _held: &RepoLock,
+    repo: &Repo,
+    store: &Store,
+    d: &Reclaim,
+) -> Result<()> {
     if let Some(admin) = &d.admin
         && admin_is_for(admin, &d.path)
     {
@@ -331,29 +349,35 @@ enum Step {
 }
 
 /// Whether an interrupted operation is finished or undone: it depends only on where the tree is.
-fn plan(intent: &Intent) -> Step {
+fn plan(intent: &TreeMove) -> Step {
     let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
     match intent {
-        Intent::Retain(m) if is_dir(&m.to) => Step::Finish,
-        Intent::Retain(_) => Step::Undo,
-        Intent::Reclaim(r) | Intent::Discard(r) if is_dir(&r.path) => Step::Undo,
-        Intent::Reclaim(_) | Intent::Discard(_) => Step::Finish,
+        TreeMove::Retain(m) if is_dir(&m.to) => Step::Finish,
+        TreeMove::Retain(_) => Step::Undo,
+        TreeMove::Reclaim(r) | TreeMove::Discard(r) if is_dir(&r.path) => Step::Undo,
+        TreeMove::Reclaim(_) | TreeMove::Discard(_) => Step::Finish,
         // Each entry of the layer is moved once: moving what is left finishes it.
-        Intent::SettleGit(_) => Step::Finish,
+        TreeMove::SettleGit(_) => Step::Finish,
     }
 }
 
 /// Finishes or undoes one interrupted operation. Called under the repository lock and the
 /// session's lease.
-fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<()> {
+fn repair_one(
+    held: &RepoLock,
+    git: &Git,
+    repo: &Repo,
+    store: &Store,
+    intent: &TreeMove,
+) -> Result<()> {
     match (intent, plan(intent)) {
-        (Intent::Retain(m), Step::Finish) => complete_retain(git, repo, store, m),
-        (Intent::Reclaim(r), Step::Finish) => complete_reclaim(git, repo, store, r),
-        (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
+        (TreeMove::Retain(m), Step::Finish) => complete_retain(held, git, repo, store, m),
+        (TreeMove::Reclaim(r), Step::Finish) => complete_reclaim(held, git, repo, store, r),
+        (TreeMove::Discard(d), Step::Finish) => complete_discard(held, repo, store, d),
         // Finished by `session_git::recover`, which `recovery` runs first.
-        (Intent::SettleGit(_), _) => Ok(()),
-        (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
-        (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
+        (TreeMove::SettleGit(_), _) => Ok(()),
+        (TreeMove::Retain(m), Step::Undo) => remove(store, &m.session_id),
+        (TreeMove::Reclaim(r) | TreeMove::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;
             remove(store, &r.session_id)
         }
@@ -361,31 +385,35 @@ fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<
 }
 
 /// The intents of tree operations in the store (read without the lock, to be reported).
-pub(crate) fn left(store: &Store) -> Vec<Intent> {
+pub(crate) fn left(store: &Store) -> Vec<TreeMove> {
     store
         .pending_ids()
         .unwrap_or_default()
         .iter()
-        .filter_map(|id| read_json::<Intent>(&store.pending_file(id)).ok().flatten())
+        .filter_map(|id| {
+            read_json::<TreeMove>(&store.pending_file(id))
+                .ok()
+                .flatten()
+        })
         .collect()
 }
 
 /// Repairs every pending operation whose session's lease is free; called under the repository
 /// lock (by `recovery::finish`), so the writer of each intent is gone. Best effort: one that
 /// fails stays pending. Returns how many were repaired.
-pub(crate) fn repair_locked(git: &Git, repo: &Repo, store: &Store) -> usize {
+pub(crate) fn repair_locked(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> usize {
     let mut repaired = 0;
     for id in store.pending_ids().unwrap_or_default() {
-        let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
+        let Ok(Some(intent)) = read_json::<TreeMove>(&store.pending_file(&id)) else {
             continue;
         };
-        if matches!(intent, Intent::SettleGit(_)) {
+        if matches!(intent, TreeMove::SettleGit(_)) {
             continue;
         }
         let Ok(Some(_lease)) = store.try_lease(&id) else {
             continue;
         };
-        repaired += usize::from(repair_one(git, repo, store, &intent).is_ok());
+        repaired += usize::from(repair_one(held, git, repo, store, &intent).is_ok());
     }
     repaired
 }

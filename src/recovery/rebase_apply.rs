@@ -13,6 +13,7 @@ use crate::git::{Git, HermeticGit, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::{self, Seed, TempFile};
 use crate::recovery::rebase_record::{self, Applying, HeadPlan, IndexPlan, Then};
+use crate::store::lock::RepoLock;
 use crate::store::state::{Rebased, Store};
 
 /// How an intent is carried out.
@@ -272,7 +273,7 @@ fn follow_up(git: &Git, store: &Store, id: &str, then: &Then) -> Result<()> {
 
 /// Finishes every rebase a crash interrupted (called with the repository lock held). Returns
 /// what the user should be told.
-pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
+pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<String> {
     rebase_record::intents(store)
         .into_iter()
         .map(|intent| {

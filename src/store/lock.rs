@@ -20,6 +20,30 @@ pub struct FileLock {
     path: PathBuf,
 }
 
+/// The repository lock, held. Its one constructor runs recovery (the closure its caller
+/// gives: `recovery::finish`) right after the lock is taken and before anything else, so a
+/// function that takes `&RepoLock` runs under the lock and after every interrupted operation
+/// was finished or undone. Released on drop.
+#[derive(Debug)]
+pub(crate) struct RepoLock {
+    _file: FileLock,
+}
+
+impl RepoLock {
+    /// Takes the repository lock at `path` (waiting up to `timeout`), then runs `recover`.
+    pub(crate) fn acquire(
+        path: &Path,
+        timeout: Duration,
+        recover: impl FnOnce(&RepoLock),
+    ) -> Result<RepoLock> {
+        let held = RepoLock {
+            _file: FileLock::acquire(path, timeout)?,
+        };
+        recover(&held);
+        Ok(held)
+    }
+}
+
 /// The locks this process holds, by path: a second `flock` of one of them from this process
 /// (another open file) would wait for itself.
 static HELD_HERE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());

@@ -13,6 +13,7 @@ use crate::recovery::intent::checkout::{Checkout, PathState, Side};
 use crate::recovery::intent::orphans;
 use crate::recovery::intent::record::{self, BranchPlan, Changes, Intent, PatchPlan, RepoPath};
 use crate::recovery::intent::stash;
+use crate::store::lock::RepoLock;
 use crate::store::state::{JournalEntry, Landing, Store};
 
 /// How long recovery waits for a git that a crashed branch promote left running.
@@ -62,7 +63,7 @@ pub(crate) fn classify(
 
 /// Finds every unfinished intent of the store and completes it (or rolls it back); returns what
 /// the user should be told, one line each.
-pub(crate) fn recover(git: &Git, store: &Store) -> Vec<String> {
+pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<String> {
     let mut notices = Vec::new();
     for found in record::pending(store) {
         match found {

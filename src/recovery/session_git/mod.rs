@@ -11,7 +11,7 @@
 //! (`<ns>sessions/<id>/git/...`) so that `gc` keeps their objects. Before the next run,
 //! [`prepare`] puts the symbolic `HEAD` back when the detached one still is that branch's tip.
 //!
-//! The move is recorded first (`pending`, [`crate::recovery::pending::Intent::SettleGit`]), so a crash in
+//! The move is recorded first (`pending`, [`crate::recovery::pending::TreeMove::SettleGit`]), so a crash in
 //! the middle is finished by the next command; a run killed while its command ran never
 //! touched the admin dir, and its layer is dropped before the session's next run.
 
@@ -29,6 +29,7 @@ use crate::base::names::RefNames;
 use crate::base::sandbox::GitLayers;
 use crate::git::repo::Repo;
 use crate::git::{Git, RefUpdate};
+use crate::store::lock::RepoLock;
 use crate::store::state::Store;
 
 use crate::recovery::session_git::view::RefView;
@@ -98,7 +99,7 @@ pub(crate) fn prepare(
     open_up_layers(&places)?;
     let mut warnings = Vec::new();
     let settling = crate::recovery::pending::left(store).into_iter().any(|intent| {
-        matches!(intent, crate::recovery::pending::Intent::SettleGit(ref s) if s.session_id == session_id)
+        matches!(intent, crate::recovery::pending::TreeMove::SettleGit(ref s) if s.session_id == session_id)
     });
     if settling {
         warnings.extend(finish(git, repo, store, session_id, admin)?);
@@ -256,10 +257,11 @@ pub(crate) fn settle(
         warnings.extend(keep_head_detached(git, repo, admin, head_before));
         return Ok(warnings);
     }
-    let intent = crate::recovery::pending::Intent::SettleGit(crate::recovery::pending::SettleGit {
-        session_id: session_id.to_string(),
-        admin: admin.to_path_buf(),
-    });
+    let intent =
+        crate::recovery::pending::TreeMove::SettleGit(crate::recovery::pending::SettleGit {
+            session_id: session_id.to_string(),
+            admin: admin.to_path_buf(),
+        });
     crate::recovery::pending::save(store, &intent)?;
     crate::fault_point!("settle-git-after-intent");
     finish(git, repo, store, session_id, admin)
@@ -268,10 +270,10 @@ pub(crate) fn settle(
 /// Finishes every move a crash interrupted (a `SettleGit` intent in `pending/`) whose
 /// session's lease is free; called under the repository lock (by `recovery::finish`). Best
 /// effort: one that fails stays pending. Returns how many were finished.
-pub(crate) fn recover(git: &Git, repo: &Repo, store: &Store) -> usize {
+pub(crate) fn recover(_held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> usize {
     let mut finished = 0;
     for intent in crate::recovery::pending::left(store) {
-        let crate::recovery::pending::Intent::SettleGit(settle) = intent else {
+        let crate::recovery::pending::TreeMove::SettleGit(settle) = intent else {
             continue;
         };
         let Ok(Some(_lease)) = store.try_lease(&settle.session_id) else {

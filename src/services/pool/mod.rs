@@ -29,6 +29,7 @@ use crate::base::fsutil::now_ms;
 use crate::base::owner::Owner;
 use crate::services::pool::clean::Tree;
 use crate::services::pool::inherit::Inherited;
+use crate::store::lock::RepoLock;
 use crate::store::state::SessionRecord;
 use crate::workspace::context::{Context, Located};
 
@@ -95,8 +96,8 @@ pub fn pool(
     let located = ctx.locate()?;
     let (mut built, mut removed) = (0, 0);
     let settings = {
-        let _lock = ctx.lock(&located.repo)?;
-        crate::services::pool::spare::recover(&located)?;
+        let lock = ctx.lock(&located.repo)?;
+        crate::services::pool::spare::recover(&lock, &located)?;
         let mut settings = crate::services::pool::spare::settings(&located)?;
         if !opts.status_only {
             settings.size = opts.size.unwrap_or(settings.size);
@@ -104,7 +105,7 @@ pub fn pool(
                 settings.keep_ignored = crate::base::include::from_args(keep, "--keep-ignored")?;
             }
             crate::services::pool::spare::save_settings(&located, &settings)?;
-            removed = shrink(&located, settings.size)?;
+            removed = shrink(&lock, &located, settings.size)?;
         }
         settings
     };
@@ -143,7 +144,7 @@ pub fn pool(
 }
 
 /// Removes ready spares above `size`, highest slots first; called under the lock.
-fn shrink(located: &Located, size: usize) -> Result<usize> {
+fn shrink(_held: &RepoLock, located: &Located, size: usize) -> Result<usize> {
     let spares = crate::services::pool::spare::spares(located)?;
     let excess = spares.len().saturating_sub(size);
     let mut removed = 0;
@@ -250,11 +251,11 @@ pub(crate) struct Taken {
 /// Takes a ready spare for a bind at `dest` (claimed by the bind): under the repository lock
 /// (which the caller holds), so two binds never take the same one. The tree is renamed to
 /// `dest` and its admin dir relinked; `None` when there is no usable spare.
-pub(crate) fn take(located: &Located, dest: &Path) -> Result<Option<Taken>> {
+pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Option<Taken>> {
     if crate::services::pool::spare::spares(located)?.is_empty() {
         return Ok(None);
     }
-    crate::services::pool::spare::recover(located)?;
+    crate::services::pool::spare::recover(held, located)?;
     let scratch = located.store.scratch_dir();
     for spare in crate::services::pool::spare::spares(located)? {
         let Some(admin) = spare.admin.clone() else {
@@ -359,6 +360,7 @@ pub(crate) enum Return<'a> {
 /// and `sweep` under the repository lock with the session's lease held. The tree is renamed
 /// aside under the same intent a plain removal writes, so a crash is finished as one.
 pub(crate) fn recycle(
+    held: &RepoLock,
     ctx: &Context,
     located: &Located,
     record: &SessionRecord,
@@ -371,7 +373,7 @@ pub(crate) fn recycle(
     if settings.size == 0 || !recyclable(located, tree, admin) {
         return Ok(Returned::No);
     }
-    crate::services::pool::spare::recover(located)?;
+    crate::services::pool::spare::recover(held, located)?;
     if crate::services::pool::spare::spares(located)?.len() >= settings.size {
         return Ok(Returned::No);
     }
@@ -387,8 +389,8 @@ pub(crate) fn recycle(
         at_ms: now_ms(),
     };
     let saved = match how {
-        Return::Discard => crate::recovery::pending::Intent::Discard(intent.clone()),
-        Return::Sweep(_) => crate::recovery::pending::Intent::Reclaim(intent.clone()),
+        Return::Discard => crate::recovery::pending::TreeMove::Discard(intent.clone()),
+        Return::Sweep(_) => crate::recovery::pending::TreeMove::Reclaim(intent.clone()),
     };
     crate::recovery::pending::save(&located.store, &saved)?;
     if let Err(err) = fs::rename(tree, &intent.trash) {
@@ -419,10 +421,14 @@ pub(crate) fn recycle(
         Returned::Removed
     };
     match how {
-        Return::Discard => {
-            crate::recovery::pending::complete_discard(&located.repo, &located.store, &intent)?
-        }
+        Return::Discard => crate::recovery::pending::complete_discard(
+            held,
+            &located.repo,
+            &located.store,
+            &intent,
+        )?,
         Return::Sweep(_) => crate::recovery::pending::complete_reclaim(
+            held,
             &ctx.git,
             &located.repo,
             &located.store,

@@ -21,6 +21,7 @@ use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic}
 use crate::base::owner::{Liveness, Owner};
 use crate::model::isolation;
 use crate::store::layout::StateDir;
+use crate::store::lock::RepoLock;
 use crate::workspace::context::Located;
 
 /// The schema of the pool's settings (`pool/settings.json`).
@@ -193,7 +194,7 @@ fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<(
 /// process that died, or a ready one that is not whole, is removed; so are trees named like
 /// this store's spares that no record claims, and admin dirs naming a spare's path where no
 /// tree is.
-pub(crate) fn recover(located: &Located) -> Result<()> {
+pub(crate) fn recover(_held: &RepoLock, located: &Located) -> Result<()> {
     let spares = spares(located)?;
     for spare in &spares {
         let alive = spare.state == SpareState::Building && spare.maker.liveness() != Liveness::Dead;
