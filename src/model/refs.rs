@@ -27,29 +27,6 @@ use crate::git::{Git, RefUpdate};
 use crate::store::lock::RepoLock;
 use crate::store::state::SessionRecord;
 
-/// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
-/// their order), in one transaction.
-pub(crate) fn pin_nested(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    run_id: &str,
-    trees: &[(String, String)],
-) -> Result<()> {
-    let updates: Vec<RefUpdate> = trees
-        .iter()
-        .enumerate()
-        .flat_map(|(n, (base, result))| {
-            [("base", base), ("result", result)].map(|(side, tree)| RefUpdate::Set {
-                name: ns.nested_tree(session_id, run_id, n, side),
-                target: tree.clone(),
-            })
-        })
-        .collect();
-    git.update_refs(dir, &updates, "a3s-iso: capture nested")
-}
-
 /// Which of a session's refs a deletion covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scope {
@@ -91,128 +68,126 @@ pub enum Pinned {
     Other(String),
 }
 
-/// Pins a run's result tree, only if the run id has no result yet.
-pub fn pin_run(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    run_id: &str,
-    tree: &str,
-) -> Result<Pinned> {
-    let name = ns.run_result(session_id, run_id);
-    let created = git.update_refs(
-        dir,
-        &[RefUpdate::Create {
-            name: name.clone(),
-            target: tree.to_string(),
-        }],
-        "a3s-iso: capture",
-    );
-    if created.is_ok() {
-        return Ok(Pinned::Held);
+/// One session's private refs in a store's namespace, in the repository at `dir`.
+pub struct SessionRefs<'a> {
+    /// The git to run.
+    pub git: &'a Git,
+    /// The repository (its common dir or any of its worktrees).
+    pub dir: &'a Path,
+    /// The store's namespace.
+    pub ns: &'a RefNames,
+    /// The session.
+    pub session_id: &'a str,
+}
+
+impl SessionRefs<'_> {
+    /// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
+    /// their order), in one transaction.
+    pub(crate) fn pin_nested(&self, run_id: &str, trees: &[(String, String)]) -> Result<()> {
+        let updates: Vec<RefUpdate> = trees
+            .iter()
+            .enumerate()
+            .flat_map(|(n, (base, result))| {
+                [("base", base), ("result", result)].map(|(side, tree)| RefUpdate::Set {
+                    name: self.ns.nested_tree(self.session_id, run_id, n, side),
+                    target: tree.clone(),
+                })
+            })
+            .collect();
+        self.git
+            .update_refs(self.dir, &updates, "a3s-iso: capture nested")
     }
-    match git.rev_parse(dir, &name)? {
-        Some(pinned) if pinned == tree => Ok(Pinned::Held),
-        Some(pinned) => Ok(Pinned::Other(pinned)),
-        None => created.map(|()| Pinned::Held),
+
+    /// Pins a run's result tree, only if the run id has no result yet.
+    pub fn pin_run(&self, run_id: &str, tree: &str) -> Result<Pinned> {
+        let name = self.ns.run_result(self.session_id, run_id);
+        let created = self.git.update_refs(
+            self.dir,
+            &[RefUpdate::Create {
+                name: name.clone(),
+                target: tree.to_string(),
+            }],
+            "a3s-iso: capture",
+        );
+        if created.is_ok() {
+            return Ok(Pinned::Held);
+        }
+        match self.git.rev_parse(self.dir, &name)? {
+            Some(pinned) if pinned == tree => Ok(Pinned::Held),
+            Some(pinned) => Ok(Pinned::Other(pinned)),
+            None => created.map(|()| Pinned::Held),
+        }
     }
-}
 
-/// Whether a run id already has a pinned result.
-pub fn run_exists(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    run_id: &str,
-) -> Result<bool> {
-    Ok(git
-        .rev_parse(dir, &ns.run_result(session_id, run_id))?
-        .is_some())
-}
-
-/// Pins the snapshot a sweep takes before removing an isolation.
-pub fn pin_swept(git: &Git, dir: &Path, ns: &RefNames, session_id: &str, tree: &str) -> Result<()> {
-    git.update_refs(
-        dir,
-        &[RefUpdate::Set {
-            name: ns.swept(session_id),
-            target: tree.to_string(),
-        }],
-        "a3s-iso: sweep",
-    )
-}
-
-/// Points the retained branch at `commit`.
-pub fn set_retained_branch(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    commit: &str,
-) -> Result<()> {
-    git.update_refs(
-        dir,
-        &[RefUpdate::Set {
-            name: format!("refs/heads/{}", ns.retained_branch(session_id)),
-            target: commit.to_string(),
-        }],
-        "a3s-iso: retained commits of the session",
-    )
-}
-
-/// Puts the retained branch back to `previous`, or deletes it when there was none.
-pub fn reset_retained_branch(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    previous: Option<&str>,
-) -> Result<()> {
-    let name = format!("refs/heads/{}", ns.retained_branch(session_id));
-    let update = match previous {
-        Some(commit) => RefUpdate::Set {
-            name,
-            target: commit.to_string(),
-        },
-        None => RefUpdate::Delete { name },
-    };
-    git.update_refs(dir, &[update], "a3s-iso: replay undone")
-}
-
-/// The session's private refs within `scope`.
-pub fn session_refs(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    scope: Scope,
-) -> Result<Vec<String>> {
-    let mut prefixes = vec![
-        ns.session_dir(session_id),
-        ns.runs_dir(session_id),
-        ns.nested_dir(session_id),
-    ];
-    if scope == Scope::All {
-        prefixes.push(ns.swept(session_id));
+    /// Whether a run id already has a pinned result.
+    pub fn run_exists(&self, run_id: &str) -> Result<bool> {
+        Ok(self
+            .git
+            .rev_parse(self.dir, &self.ns.run_result(self.session_id, run_id))?
+            .is_some())
     }
-    git.list_refs(dir, &prefixes)
-}
 
-/// Deletes the session's private refs within `scope`, in one transaction.
-pub fn delete_session_refs(
-    git: &Git,
-    dir: &Path,
-    ns: &RefNames,
-    session_id: &str,
-    scope: Scope,
-) -> Result<()> {
-    let updates: Vec<RefUpdate> = session_refs(git, dir, ns, session_id, scope)?
-        .into_iter()
-        .map(|name| RefUpdate::Delete { name })
-        .collect();
-    git.update_refs(dir, &updates, "a3s-iso: drop session")
+    /// Pins the snapshot a sweep takes before removing an isolation.
+    pub fn pin_swept(&self, tree: &str) -> Result<()> {
+        self.git.update_refs(
+            self.dir,
+            &[RefUpdate::Set {
+                name: self.ns.swept(self.session_id),
+                target: tree.to_string(),
+            }],
+            "a3s-iso: sweep",
+        )
+    }
+
+    /// Points the retained branch at `commit`.
+    pub fn set_retained_branch(&self, commit: &str) -> Result<()> {
+        self.git.update_refs(
+            self.dir,
+            &[RefUpdate::Set {
+                name: format!("refs/heads/{}", self.ns.retained_branch(self.session_id)),
+                target: commit.to_string(),
+            }],
+            "a3s-iso: retained commits of the session",
+        )
+    }
+
+    /// Puts the retained branch back to `previous`, or deletes it when there was none.
+    pub fn reset_retained_branch(&self, previous: Option<&str>) -> Result<()> {
+        let name = format!("refs/heads/{}", self.ns.retained_branch(self.session_id));
+        let update = match previous {
+            Some(commit) => RefUpdate::Set {
+                name,
+                target: commit.to_string(),
+            },
+            None => RefUpdate::Delete { name },
+        };
+        self.git
+            .update_refs(self.dir, &[update], "a3s-iso: replay undone")
+    }
+
+    /// The session's private refs within `scope`.
+    pub fn list(&self, scope: Scope) -> Result<Vec<String>> {
+        let mut prefixes = vec![
+            self.ns.session_dir(self.session_id),
+            self.ns.runs_dir(self.session_id),
+            self.ns.nested_dir(self.session_id),
+        ];
+        if scope == Scope::All {
+            prefixes.push(self.ns.swept(self.session_id));
+        }
+        self.git.list_refs(self.dir, &prefixes)
+    }
+
+    /// Deletes the session's private refs within `scope`, in one transaction.
+    pub fn delete(&self, scope: Scope) -> Result<()> {
+        let updates: Vec<RefUpdate> = self
+            .list(scope)?
+            .into_iter()
+            .map(|name| RefUpdate::Delete { name })
+            .collect();
+        self.git
+            .update_refs(self.dir, &updates, "a3s-iso: drop session")
+    }
 }
 
 /// How old a lock file on a private ref must be to count as left by a killed git: a live git

@@ -132,8 +132,13 @@ fn without_document(
     let (session_id, run_id) = (&identity.session_id, &identity.run_id);
     let store = &located.store;
     let source = &located.repo.toplevel;
-    let pinned =
-        crate::model::refs::run_exists(&ctx.git, source, &store.refs(), session_id, run_id)?;
+    let pinned = crate::model::refs::SessionRefs {
+        git: &ctx.git,
+        dir: source,
+        ns: &store.refs(),
+        session_id,
+    }
+    .run_exists(run_id)?;
     let ended = store.load_run_exit(session_id, run_id).is_some();
     if !pinned && !ended {
         return Err(run_not_found(identity));

@@ -586,13 +586,13 @@ fn refuse_redo(
 ) -> Result<()> {
     let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
         || (explicit
-            && crate::model::refs::run_exists(
-                &ctx.git,
-                &located.repo.toplevel,
-                &located.store.refs(),
+            && crate::model::refs::SessionRefs {
+                git: &ctx.git,
+                dir: &located.repo.toplevel,
+                ns: &located.store.refs(),
                 session_id,
-                run_id,
-            )?);
+            }
+            .run_exists(run_id)?);
     if redone {
         return Err(Error::CaptureConflict {
             message: format!(

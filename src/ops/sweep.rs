@@ -1040,13 +1040,13 @@ fn snapshot_into_swept(
         bound_revision: plan.bound_revision.clone(),
     };
     let snap = isolation.snapshot(ctx, located)?;
-    refs::pin_swept(
-        &ctx.git,
-        &located.repo.toplevel,
-        &located.store.refs(),
-        &plan.id,
-        &snap.tree,
-    )
+    refs::SessionRefs {
+        git: &ctx.git,
+        dir: &located.repo.toplevel,
+        ns: &located.store.refs(),
+        session_id: &plan.id,
+    }
+    .pin_swept(&snap.tree)
 }
 
 /// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
@@ -1057,13 +1057,13 @@ fn drop_claimed(ctx: &Context, located: &Located, id: &str) -> Result<()> {
     if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());
     }
-    refs::delete_session_refs(
-        &ctx.git,
-        &located.repo.toplevel,
-        &located.store.refs(),
-        id,
-        refs::Scope::KeepSwept,
-    )?;
+    refs::SessionRefs {
+        git: &ctx.git,
+        dir: &located.repo.toplevel,
+        ns: &located.store.refs(),
+        session_id: id,
+    }
+    .delete(refs::Scope::KeepSwept)?;
     located.store.remove_runs(id)
 }
 

@@ -278,13 +278,13 @@ fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -
     store.remove_runs(id)?;
     let ns = store.refs();
     crate::model::refs::clear_stale_locks(held, &repo.common_dir, &ns, id);
-    crate::model::refs::delete_session_refs(
+    let refs = crate::model::refs::SessionRefs {
         git,
-        &repo.toplevel,
-        &ns,
-        id,
-        crate::model::refs::Scope::KeepSwept,
-    )
+        dir: &repo.toplevel,
+        ns: &ns,
+        session_id: id,
+    };
+    refs.delete(crate::model::refs::Scope::KeepSwept)
 }
 
 /// A discard's last steps, after the tree was renamed aside (and the repair of one a crash

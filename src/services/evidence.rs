@@ -260,14 +260,13 @@ pub(crate) fn record_evidence(
     if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
-    let pinned = crate::model::refs::pin_run(
-        &ctx.git,
-        source,
-        &store.refs(),
-        ev.session_id,
-        ev.run_id,
-        ev.result_tree,
-    )?;
+    let pinned = crate::model::refs::SessionRefs {
+        git: &ctx.git,
+        dir: source,
+        ns: &store.refs(),
+        session_id: ev.session_id,
+    }
+    .pin_run(ev.run_id, ev.result_tree)?;
     if let crate::model::refs::Pinned::Other(pinned) = pinned {
         return Err(conflict(&pinned));
     }
@@ -315,14 +314,13 @@ pub(crate) fn record_run(
         &store.scratch_dir(),
     )?;
     let _lock = ctx.lock(&located.repo)?;
-    let pinned = crate::model::refs::pin_run(
-        &ctx.git,
-        &located.repo.toplevel,
-        &store.refs(),
-        ev.session_id,
-        ev.run_id,
-        ev.result_tree,
-    )?;
+    let pinned = crate::model::refs::SessionRefs {
+        git: &ctx.git,
+        dir: &located.repo.toplevel,
+        ns: &store.refs(),
+        session_id: ev.session_id,
+    }
+    .pin_run(ev.run_id, ev.result_tree)?;
     if let crate::model::refs::Pinned::Other(pinned) = pinned {
         return Err(Error::CaptureConflict {
             message: format!(

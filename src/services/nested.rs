@@ -539,7 +539,13 @@ pub(crate) fn record(
         .iter()
         .map(|s| (s.base_tree.clone(), s.result_tree.clone()))
         .collect();
-    crate::model::refs::pin_nested(git, common_dir, &store.refs(), session_id, run_id, &trees)?;
+    crate::model::refs::SessionRefs {
+        git,
+        dir: common_dir,
+        ns: &store.refs(),
+        session_id,
+    }
+    .pin_nested(run_id, &trees)?;
     let path = stored_path(store, session_id, run_id);
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;

@@ -35,7 +35,13 @@ pub(crate) fn plan_session(
     let mut plan = SessionPlan::default();
     let ns = located.store.refs();
     let top = &located.repo.toplevel;
-    for name in refs::session_refs(git, top, &ns, id, Scope::All)? {
+    let session_refs = refs::SessionRefs {
+        git,
+        dir: top,
+        ns: &ns,
+        session_id: id,
+    };
+    for name in session_refs.list(Scope::All)? {
         plan.remove
             .push(Item::reference(Kind::Ref, name, reason).of(id));
     }

@@ -656,13 +656,13 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     if failure.is_some() && kept {
         // The replay was undone: the branch a3s-iso made for it goes too (or back to where
         // an earlier step left it).
-        crate::model::refs::reset_retained_branch(
+        crate::model::refs::SessionRefs {
             git,
-            source,
-            &ns,
-            id,
-            retained_before.as_deref(),
-        )?;
+            dir: source,
+            ns: &ns,
+            session_id: id,
+        }
+        .reset_retained_branch(retained_before.as_deref())?;
         report.retained_branch = retained_before.as_ref().map(|_| ns.retained_branch(id));
     }
     conclude(job, step, failure, &mut report, out)?;
@@ -686,7 +686,13 @@ fn keep_chain(
     tip: &str,
     out: &mut PromoteOutcome,
 ) -> bool {
-    match crate::model::refs::set_retained_branch(git, source, ns, id, tip) {
+    let refs = crate::model::refs::SessionRefs {
+        git,
+        dir: source,
+        ns,
+        session_id: id,
+    };
+    match refs.set_retained_branch(tip) {
         Ok(()) => true,
         Err(err) => {
             out.warnings.push(format!(
