@@ -8,6 +8,7 @@
 
 pub mod base;
 pub mod flows;
+pub mod front;
 pub mod git;
 pub mod mcp;
 pub mod model;

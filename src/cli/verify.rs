@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
                 rule,
                 field: &field,
                 message: err.to_string(),
-                hint: err.hint(),
+                hint: a3s_iso::front::errors::hint(&err),
             };
             out.document("a3s-iso.verify.v1", &invalid);
             return Ok(err.code().exit_code());

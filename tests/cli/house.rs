@@ -253,6 +253,7 @@ const LAYERS: &[&str] = &[
     "services",
     "ops",
     "flows",
+    "front",
     "mcp",
 ];
 

@@ -1,0 +1,202 @@
+//! What the command line and the MCP server say of an error: its `a3s-iso.error.v1` document,
+//! its plain-text rendering, and the hint, which names the commands and flags to use. The
+//! library's errors carry only their code and cause (`base::error`); the words that belong to
+//! the interface are here.
+
+use crate::base::error::{ChangeSetRule, Error};
+
+/// The `error` object of an `a3s-iso.error.v1` document.
+pub fn document(err: &Error) -> serde_json::Value {
+    let mut body = serde_json::json!({
+        "code": err.code().as_str(),
+        "message": err.to_string(),
+    });
+    if let Some(hint) = hint(err) {
+        body["hint"] = hint.into();
+    }
+    if let Some(git) = err.git_failure() {
+        body["git"] = serde_json::to_value(git).unwrap_or_default();
+    }
+    if let Error::DirtySource { paths, more } = err {
+        body["paths"] = serde_json::json!(paths);
+        body["more_paths"] = serde_json::json!(more);
+    }
+    if let Error::SessionConflicted { paths, .. } = err {
+        body["paths"] = serde_json::json!(paths);
+    }
+    if let Error::SetupFailed {
+        session_id,
+        command,
+        exit_code,
+        output,
+    } = err
+    {
+        body["session_id"] = serde_json::json!(session_id);
+        body["command"] = serde_json::json!(command);
+        body["exit_code"] = serde_json::json!(exit_code);
+        body["output"] = serde_json::json!(output.to_string_lossy());
+    }
+    if let Error::ChangeSetInvalid { rule, field, .. } | Error::RequestInvalid { rule, field, .. } =
+        err
+    {
+        body["rule"] = serde_json::json!(rule);
+        body["field"] = serde_json::json!(field);
+    }
+    if let Error::SessionNotFound { candidates, .. }
+    | Error::SessionNearMiss { candidates, .. }
+    | Error::DigestAmbiguous { candidates, .. } = err
+    {
+        body["candidates"] = serde_json::json!(candidates);
+    }
+    body
+}
+
+/// The human rendering, plain text (the command line colours it): `error[code]: cause`,
+/// then git's stderr, then the hint, each on lines of their own.
+pub fn render(err: &Error) -> String {
+    let mut text = format!("error[{}]: {err}\n", err.code().as_str());
+    if let Some(git) = err.git_failure()
+        && !git.stderr.trim().is_empty()
+    {
+        // The cause is in the message already; the full git stderr follows, indented.
+        for line in git.stderr.trim().lines().skip(1) {
+            text.push_str(&format!("  | {line}\n"));
+        }
+    }
+    if let Some(hint) = hint(err) {
+        text.push_str(&format!("  hint: {hint}\n"));
+    }
+    text
+}
+
+/// What the user can do about it, where there is something to say.
+pub fn hint(err: &Error) -> Option<String> {
+    match err {
+        Error::IsolationUnavailable { hint, .. } | Error::SessionExists { hint, .. } => {
+            hint.clone()
+        }
+        Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
+            "choose one with -s: {}",
+            candidates.join(", ")
+        )),
+        Error::SessionNearMiss { candidates, .. } => Some(format!(
+            "did you mean {}? name it with -s",
+            candidates
+                .iter()
+                .map(|c| format!("{c:?}"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        )),
+        Error::SessionNotFound { .. } => {
+            Some("bind a session first (a3s-iso bind), or name one with -s".into())
+        }
+        Error::SessionSwept { session_id, .. } => Some(format!(
+            "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
+        )),
+        Error::DirtySource { .. } => Some(
+            "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
+        ),
+        Error::IsolationPathOccupied { .. } => Some(
+            "move that path away, or bind with another session id or --base-dir".into(),
+        ),
+        Error::ReadOnlySession { .. } => {
+            Some("bind a new session without --read-only to make changes".into())
+        }
+        Error::LockTimeout { .. } => {
+            Some("wait for the other a3s-iso command, or raise --lock-timeout".into())
+        }
+        Error::SandboxUnavailable { .. } => Some(
+            "run with --no-sandbox to run the command as a plain host process".into(),
+        ),
+        Error::ChangeSetTooLarge { .. } => Some(
+            "the result tree is pinned; promote locally with promote -s ID".into(),
+        ),
+        Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
+        Error::Internal { .. } => {
+            Some("this is a bug in a3s-iso: please report it with this message".into())
+        }
+        Error::CaptureConflict { .. } => Some(
+            "evidence is immutable: capture under a new run id; the stored document is unchanged".into(),
+        ),
+        Error::ChangeSetInvalid { .. } => Some(
+            "the document was altered after capture, or was not written by a capture".into(),
+        ),
+        Error::DetachedSource { .. } => Some(
+            "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
+        ),
+        Error::SessionBusy { .. } => {
+            Some("wait for the other run to finish; one run at a time per session".into())
+        }
+        Error::IsolationMissing { session_id, .. } => Some(format!(
+            "bring it back with a3s-iso bind -s {session_id} --resume (the last capture restored), or forget it with a3s-iso discard -s {session_id}"
+        )),
+        Error::ChangeSetNotFound { remote, .. } => Some(format!(
+            "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
+        )),
+        Error::SessionConflicted { session_id, .. } => Some(format!(
+            "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
+        )),
+        Error::DigestAmbiguous { flag, candidates, .. } => Some(format!(
+            "give more digits, e.g. {flag} {}",
+            candidates.first().map(String::as_str).unwrap_or_default()
+        )),
+        _ => request_hint(err),
+    }
+}
+
+/// The hints of the errors that answer a change-set request (`changes`).
+fn request_hint(err: &Error) -> Option<String> {
+    match err {
+        Error::RequestInvalid {
+            rule: ChangeSetRule::IdentityMismatch,
+            ..
+        } => Some(
+            "ask with the identity the run's document carries: every field must match".into(),
+        ),
+        Error::RequestInvalid { .. } => Some(
+            "a request is {\"schema\": \"a3s.code.agent-change-set-request.v1\", \"identity\": {…}} and nothing more".into(),
+        ),
+        Error::UnknownSession { .. } => Some(
+            "a3s-iso list --all lists the sessions; -C and --state-dir choose the repository and its store".into(),
+        ),
+        Error::RunNotFound { session_id, .. } => Some(format!(
+            "a3s-iso show -s {session_id} lists its runs; a run is known once it has started or been captured"
+        )),
+        Error::ChangeSetPending { .. } => {
+            Some("ask again once the run has ended and its change set is recorded".into())
+        }
+        Error::ConfigUntrusted { .. } => Some(
+            "read it, then approve it with a3s-iso config trust; or pass --ignore-config (bind, run) to leave it out".into(),
+        ),
+        Error::SetupFailed { session_id, .. } => Some(format!(
+            "the isolation is kept: look in $(a3s-iso path -s {session_id}), or discard it (a3s-iso discard -s {session_id}); bind --no-setup skips setup"
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::base::error::Error;
+    use crate::base::error::tests::one_of_each;
+    use crate::front::errors::*;
+
+    #[test]
+    fn every_error_renders_its_code_cause_and_hint() {
+        let rendered: String = one_of_each().iter().map(render).collect();
+        insta::assert_snapshot!("error_renderings", rendered);
+        for err in one_of_each() {
+            let json = document(&err);
+            assert_eq!(json["code"], err.code().as_str());
+            assert!(!render(&err).contains('\x1b'));
+        }
+    }
+
+    #[test]
+    fn a_lock_timeout_names_the_flag_that_waits_longer() {
+        let e = Error::LockTimeout {
+            holder: "pid 1".into(),
+        };
+        assert!(hint(&e).unwrap().contains("--lock-timeout"));
+    }
+}
