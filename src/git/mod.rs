@@ -6,18 +6,25 @@
 //! are computed in an [`ObjectView`] (`hermetic.rs`).
 
 mod blobs;
+mod checkout;
+mod diff;
 mod hermetic;
+mod index;
 mod merge;
 mod ops;
 mod remote;
 pub mod repo;
 mod runner;
+mod stash;
 mod submodule;
 
+pub(crate) use crate::git::checkout::{Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};
+pub(crate) use crate::git::index::OnIndex;
 pub(crate) use crate::git::merge::{CommitInfo, Merged};
-pub(crate) use crate::git::ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
+pub(crate) use crate::git::ops::{CatFile, PatchInput, Receiver, RefUpdate, is_commit_type};
 pub(crate) use crate::git::remote::{ObjectInfo, TopEntry};
 pub use crate::git::runner::Git;
-pub(crate) use crate::git::runner::{GitCmd, REPO_SELECTING_VARS, failure_of, split_nul};
+pub(crate) use crate::git::runner::{REPO_SELECTING_VARS, split_nul};
+pub(crate) use crate::git::stash::{Identity, TOKEN_VAR};
 pub(crate) use crate::git::submodule::{Gitlink, LocalClone, file_url, module_paths};

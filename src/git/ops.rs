@@ -692,8 +692,22 @@ impl Git {
         &self,
         dir: &Path,
         from: &Path,
-        receiver: crate::git::runner::GitCmd<'_>,
+        receiver: Receiver<'_>,
     ) -> Result<usize> {
+        let receiver = match receiver {
+            Receiver::Repository { alternates: None } => self.at(dir),
+            Receiver::Repository {
+                alternates: Some(joined),
+            } => self.at(dir).env("GIT_ALTERNATE_OBJECT_DIRECTORIES", joined),
+            Receiver::Store {
+                view,
+                objects,
+                alternate,
+            } => view
+                .cmd()
+                .env("GIT_OBJECT_DIRECTORY", objects)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", alternate),
+        };
         let listed = self
             .at(dir)
             .env("GIT_OBJECT_DIRECTORY", from)
@@ -780,6 +794,22 @@ fn pipe_into(
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ))
     }
+}
+
+/// Where [`Git::copy_objects`] indexes the objects it packs.
+pub(crate) enum Receiver<'a> {
+    /// The repository git runs in, its objects free to name those of the stores `alternates`
+    /// (a list joined as `GIT_ALTERNATE_OBJECT_DIRECTORIES` wants it), if any.
+    Repository {
+        alternates: Option<std::ffi::OsString>,
+    },
+    /// The object store `objects`, written through `view`, with `alternate`'s objects there
+    /// to complete it.
+    Store {
+        view: &'a crate::git::hermetic::ObjectView,
+        objects: &'a Path,
+        alternate: &'a Path,
+    },
 }
 
 /// A checkout's settings that decide how files are written (see [`Git::core_settings`]).
