@@ -684,54 +684,6 @@ impl Git {
         pipe_into(pack, self.at(into))
     }
 
-    /// Copies every object in the object directory `from` into the store that `receiver` (a
-    /// git command on the receiving repository, without arguments) writes to, checked as a
-    /// push would be (`index-pack --strict`); returns how many there were. `dir` is where the
-    /// listing and packing git runs (its configuration applies).
-    pub(crate) fn copy_objects(
-        &self,
-        dir: &Path,
-        from: &Path,
-        receiver: Receiver<'_>,
-    ) -> Result<usize> {
-        let receiver = match receiver {
-            Receiver::Repository { alternates: None } => self.at(dir),
-            Receiver::Repository {
-                alternates: Some(joined),
-            } => self.at(dir).env("GIT_ALTERNATE_OBJECT_DIRECTORIES", joined),
-            Receiver::Store {
-                view,
-                objects,
-                alternate,
-            } => view
-                .cmd()
-                .env("GIT_OBJECT_DIRECTORY", objects)
-                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", alternate),
-        };
-        let listed = self
-            .at(dir)
-            .env("GIT_OBJECT_DIRECTORY", from)
-            .args([
-                "cat-file",
-                "--batch-all-objects",
-                "--batch-check=%(objectname)",
-            ])
-            .run()?;
-        let count = listed
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count();
-        if count == 0 {
-            return Ok(0);
-        }
-        let pack = self
-            .at(dir)
-            .env("GIT_OBJECT_DIRECTORY", from)
-            .args(["pack-objects", "--stdout", "-q"])
-            .stdin(listed);
-        pipe_into(pack, receiver).map(|()| count)
-    }
-
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.bin());
         cmd.current_dir(dir)
@@ -772,7 +724,7 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
 
 /// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
 /// push.
-fn pipe_into(
+pub(super) fn pipe_into(
     pack: crate::git::runner::GitCmd<'_>,
     receiver: crate::git::runner::GitCmd<'_>,
 ) -> Result<()> {
@@ -794,22 +746,6 @@ fn pipe_into(
             String::from_utf8_lossy(&out.stderr).into_owned(),
         ))
     }
-}
-
-/// Where [`Git::copy_objects`] indexes the objects it packs.
-pub(crate) enum Receiver<'a> {
-    /// The repository git runs in, its objects free to name those of the stores `alternates`
-    /// (a list joined as `GIT_ALTERNATE_OBJECT_DIRECTORIES` wants it), if any.
-    Repository {
-        alternates: Option<std::ffi::OsString>,
-    },
-    /// The object store `objects`, written through `view`, with `alternate`'s objects there
-    /// to complete it.
-    Store {
-        view: &'a crate::git::hermetic::ObjectView,
-        objects: &'a Path,
-        alternate: &'a Path,
-    },
 }
 
 /// A checkout's settings that decide how files are written (see [`Git::core_settings`]).

@@ -21,7 +21,7 @@ pub(crate) enum Identity {
 }
 
 impl Identity {
-    pub(in crate::git) fn args(&self) -> &'static [&'static str] {
+    pub(super) fn args(&self) -> &'static [&'static str] {
         match self {
             Identity::Own => &[],
             Identity::Fallback => &[
