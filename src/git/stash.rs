@@ -42,11 +42,20 @@ pub(crate) struct Marked<'g> {
 }
 
 impl Git {
-    /// Who commits in `dir`: [`Identity::Own`] when `var GIT_COMMITTER_IDENT` succeeds.
+    /// Who commits in `dir`: [`Identity::Own`] when `var GIT_COMMITTER_IDENT` succeeds. The
+    /// configuration it depends on does not change while a command runs: asked once.
     pub(crate) fn identity(&self, dir: &Path) -> Identity {
-        let known = self.at(dir).args(["var", "GIT_COMMITTER_IDENT"]).output();
-        match known {
-            Ok(out) if out.exit_code == Some(0) => Identity::Own,
+        const QUESTION: &str = "var GIT_COMMITTER_IDENT";
+        let known = self.memoized(dir, QUESTION, || {
+            let out = self.at(dir).args(["var", "GIT_COMMITTER_IDENT"]).output()?;
+            Ok(match out.exit_code {
+                Some(0) => "own",
+                _ => "fallback",
+            }
+            .to_string())
+        });
+        match known.as_deref() {
+            Ok("own") => Identity::Own,
             _ => Identity::Fallback,
         }
     }
