@@ -199,7 +199,7 @@ impl HermeticGit {
     }
 
     /// A git command on the tree, run in it, with every location set.
-    pub(crate) fn cmd(&self) -> GitCmd<'_> {
+    pub(super) fn cmd(&self) -> GitCmd<'_> {
         let cmd = self
             .git
             .at(&self.tree)
@@ -337,7 +337,7 @@ impl ObjectView {
     /// A git command on the view. `GIT_ATTR_SOURCE` is set unconditionally: git 2.40 and later
     /// read attributes from that tree (the empty one) instead of `attr.tree` or HEAD; older
     /// gits do not know the variable and, in a bare repository, read no tree's attributes.
-    pub(crate) fn cmd(&self) -> GitCmd<'_> {
+    pub(super) fn cmd(&self) -> GitCmd<'_> {
         self.git
             .at(&self.dir.0)
             .env("GIT_DIR", &self.dir.0)

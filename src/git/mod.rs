@@ -1,23 +1,33 @@
 //! The only place that runs git. Every call: stdin closed (or fed), output captured, a fixed
 //! environment (no pager, no prompt, C messages, no fsmonitor, no repository-selecting variables
-//! from the caller), and a typed failure carrying args, exit code and stderr. Domain code uses
-//! the typed operations (`ops.rs`) where they exist, and [`Git::at`] otherwise. Git on an
+//! from the caller), and a typed failure carrying args, exit code and stderr. Git's arguments are
+//! built here only: domain code calls typed operations (`ops.rs`, and a module by kind:
+//! `index.rs`, `checkout.rs`, `stash.rs`, `diff.rs`, `objects.rs`). Git on an
 //! isolation goes through [`HermeticGit`], which names every location git reads, and patches
 //! are computed in an [`ObjectView`] (`hermetic.rs`).
 
 mod blobs;
+mod checkout;
+mod diff;
 mod hermetic;
+mod index;
 mod merge;
+mod objects;
 mod ops;
 mod remote;
 pub mod repo;
 mod runner;
+mod stash;
 mod submodule;
 
+pub(crate) use crate::git::checkout::{Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};
+pub(crate) use crate::git::index::OnIndex;
 pub(crate) use crate::git::merge::{CommitInfo, Merged};
+pub(crate) use crate::git::objects::Receiver;
 pub(crate) use crate::git::ops::{CatFile, PatchInput, RefUpdate, is_commit_type};
 pub(crate) use crate::git::remote::{ObjectInfo, TopEntry};
 pub use crate::git::runner::Git;
-pub(crate) use crate::git::runner::{GitCmd, REPO_SELECTING_VARS, failure_of, split_nul};
+pub(crate) use crate::git::runner::{REPO_SELECTING_VARS, split_nul};
+pub(crate) use crate::git::stash::{Identity, TOKEN_VAR};
 pub(crate) use crate::git::submodule::{Gitlink, LocalClone, file_url, module_paths};

@@ -684,40 +684,6 @@ impl Git {
         pipe_into(pack, self.at(into))
     }
 
-    /// Copies every object in the object directory `from` into the store that `receiver` (a
-    /// git command on the receiving repository, without arguments) writes to, checked as a
-    /// push would be (`index-pack --strict`); returns how many there were. `dir` is where the
-    /// listing and packing git runs (its configuration applies).
-    pub(crate) fn copy_objects(
-        &self,
-        dir: &Path,
-        from: &Path,
-        receiver: crate::git::runner::GitCmd<'_>,
-    ) -> Result<usize> {
-        let listed = self
-            .at(dir)
-            .env("GIT_OBJECT_DIRECTORY", from)
-            .args([
-                "cat-file",
-                "--batch-all-objects",
-                "--batch-check=%(objectname)",
-            ])
-            .run()?;
-        let count = listed
-            .split(|b| *b == b'\n')
-            .filter(|l| !l.is_empty())
-            .count();
-        if count == 0 {
-            return Ok(0);
-        }
-        let pack = self
-            .at(dir)
-            .env("GIT_OBJECT_DIRECTORY", from)
-            .args(["pack-objects", "--stdout", "-q"])
-            .stdin(listed);
-        pipe_into(pack, receiver).map(|()| count)
-    }
-
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
         let mut cmd = Command::new(self.bin());
         cmd.current_dir(dir)
@@ -758,7 +724,7 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
 
 /// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
 /// push.
-fn pipe_into(
+pub(super) fn pipe_into(
     pack: crate::git::runner::GitCmd<'_>,
     receiver: crate::git::runner::GitCmd<'_>,
 ) -> Result<()> {

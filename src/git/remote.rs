@@ -107,9 +107,23 @@ impl Git {
             .map(|_| ())
     }
 
-    /// The fetch of [`Git::fetch_refs`], with `filter` (a partial fetch: only for a repository
-    /// of a3s-iso's own, since a filter makes the repository a partial clone of `remote`).
-    pub(crate) fn fetch_cmd<'g>(
+    /// The fetch of [`Git::fetch_refs`] into the bare repository `git_dir` (run in `dir`), with
+    /// `filter` (a partial fetch: only for a repository of a3s-iso's own, since a filter makes
+    /// the repository a partial clone of `remote`).
+    pub(crate) fn fetch_filtered_into(
+        &self,
+        (dir, git_dir): (&Path, &Path),
+        remote: &str,
+        refspecs: &[String],
+        filter: &str,
+    ) -> Result<()> {
+        self.fetch_cmd(dir, remote, refspecs, Some(filter))
+            .env("GIT_DIR", git_dir)
+            .run()
+            .map(|_| ())
+    }
+
+    fn fetch_cmd<'g>(
         &'g self,
         dir: &Path,
         remote: &str,

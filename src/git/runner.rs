@@ -208,7 +208,7 @@ impl Git {
     }
 
     /// A git command run with `dir` as its working directory.
-    pub(crate) fn at(&self, dir: &Path) -> GitCmd<'_> {
+    pub(super) fn at(&self, dir: &Path) -> GitCmd<'_> {
         let cmd = self.plain_at(dir);
         match self.named_git_dir(dir) {
             Some(git_dir) => cmd.env("GIT_DIR", git_dir).env("GIT_WORK_TREE", dir),
@@ -251,7 +251,7 @@ fn parse_version(version: &str) -> Option<(u32, u32)> {
 }
 
 /// One git invocation being put together; run it with one of the `run*` methods or `output`.
-pub(crate) struct GitCmd<'g> {
+pub(super) struct GitCmd<'g> {
     git: &'g Git,
     dir: PathBuf,
     args: Vec<OsString>,

@@ -14,41 +14,10 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::git::{Git, GitCmd, HermeticGit, ObjectView};
+use crate::git::{Git, HermeticGit, ObjectView, OnIndex};
 
 /// The tree of git's empty tree object (SHA-1 repositories).
 pub const EMPTY_TREE_SHA1: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
-/// Options that pin every aspect of `git diff` output that user configuration could change.
-/// (Attributes and the repository's own configuration do not reach the diff at all: it runs in
-/// an [`ObjectView`].) Git judges files over `core.bigFileThreshold` binary without reading
-/// them on some diff paths, so its default is pinned as well.
-const PATCH_CONFIG: &[&str] = &[
-    "-c",
-    "core.quotePath=true",
-    "-c",
-    "diff.suppressBlankEmpty=false",
-    "-c",
-    "core.bigFileThreshold=512m",
-];
-const PATCH_FLAGS: &[&str] = &[
-    "--binary",
-    "--full-index",
-    "--no-renames",
-    "--no-color",
-    "--no-ext-diff",
-    "--no-textconv",
-    "--src-prefix=a/",
-    "--dst-prefix=b/",
-    "--diff-algorithm=myers",
-    "--indent-heuristic",
-    "-U3",
-    "--inter-hunk-context=0",
-    "--no-relative",
-    "--ignore-submodules=none",
-    "--submodule=short",
-    "-O/dev/null",
-];
 
 /// The index a snapshot starts from, so that unchanged files are not hashed again.
 #[derive(Debug, Clone, Copy)]
@@ -64,21 +33,6 @@ pub(crate) enum Seed<'a> {
     /// nothing into the state store: `diff`, `show`).
     Peek(&'a Path),
 }
-
-/// Settings that make git's stat check compare everything a command cannot forge (ctime and
-/// inode included), and keep caches of the checkout's state out of the snapshot.
-const SNAPSHOT_CONFIG: &[&str] = &[
-    "-c",
-    "core.splitIndex=false",
-    "-c",
-    "core.checkStat=default",
-    "-c",
-    "core.trustctime=true",
-    "-c",
-    "core.untrackedCache=false",
-    "-c",
-    "core.ignoreStat=false",
-];
 
 /// Copies an index file with its modification time, so that git's racy-entry check still
 /// knows when the index was really written (a fresh time would make a same-size edit made in
@@ -103,10 +57,7 @@ pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
 pub(crate) fn keep_index(git: &HermeticGit, admin: &Path, to: &Path) -> Result<()> {
     copy_index(&admin.join("index"), to)?;
     if crate::base::indexfile::is_split(to)? {
-        git.cmd()
-            .env("GIT_INDEX_FILE", to)
-            .args(["update-index", "--no-split-index"])
-            .run()?;
+        git.unsplit_index(to)?;
     }
     Ok(())
 }
@@ -168,11 +119,7 @@ const GITLINK_MODE: [u8; 4] = [0, 0, 0xe0, 0];
 /// isolation controls. `git update-index` reads their HEADs instead, running nothing.
 pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Result<Snapshot> {
     let index = TempFile::new(scratch, "index")?;
-    let on_index = || {
-        wt.cmd()
-            .env("GIT_INDEX_FILE", index.path())
-            .args(SNAPSHOT_CONFIG)
-    };
+    let on_index = wt.on_snapshot_index(index.path());
     let seed_path = match seed {
         Seed::Trusted(path) | Seed::Own(path) | Seed::Peek(path) => path,
     };
@@ -194,7 +141,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     } else {
         // No seed yet, or one that cannot be read alone: rebuild from HEAD, and everything
         // is hashed once.
-        on_index().args(["read-tree", "HEAD"]).run()?;
+        on_index.read_tree("HEAD")?;
     }
     let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
     let nested = add_all(&on_index, &gitlinks)?;
@@ -202,12 +149,9 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         add_tracked_by_head(&on_index, wt.tree())?;
     }
     if !gitlinks.is_empty() {
-        on_index()
-            .args(["update-index", "--add", "--remove", "--"])
-            .args(&gitlinks)
-            .run()?;
+        on_index.add_or_remove(&gitlinks)?;
     }
-    let tree = on_index().arg("write-tree").run_text()?;
+    let tree = on_index.write_tree()?;
     if let Seed::Own(path) = seed {
         // The next snapshot starts from this one's index, as git wrote it.
         fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
@@ -227,18 +171,9 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// that `add -A` therefore leaves out when an ignore rule matches them (the agent added them
 /// with force): each one on disk as a file or link, reached through real directories only,
 /// joins the snapshot.
-fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+fn add_tracked_by_head(on_index: &OnIndex<'_>, tree: &Path) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let missing = on_index()
-        .args([
-            "diff-index",
-            "--cached",
-            "-z",
-            "--name-only",
-            "--no-renames",
-        ])
-        .args(["--diff-filter=D", "HEAD", "--"])
-        .run()?;
+    let missing = on_index.deleted_since("HEAD")?;
     let mut present: Vec<u8> = Vec::new();
     for path in crate::git::split_nul(&missing) {
         let mut at = tree.to_path_buf();
@@ -256,10 +191,7 @@ fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Re
         }
     }
     if !present.is_empty() {
-        on_index()
-            .args(["update-index", "--add", "-z", "--stdin"])
-            .stdin(present)
-            .run()?;
+        on_index.add_listed(present)?;
     }
     Ok(())
 }
@@ -269,9 +201,9 @@ fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Re
 /// its work, and git itself (2.37 and later, in a sparse checkout) takes such a file as
 /// changed rather than as absent. The other marked entries stay as they are: what is not in
 /// the tree is not deleted.
-pub(crate) fn unskip_present<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+pub(crate) fn unskip_present(on_index: &OnIndex<'_>, tree: &Path) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let listed = on_index().args(["ls-files", "-t", "-z"]).run()?;
+    let listed = on_index.tagged_entries()?;
     let mut present = Vec::new();
     for path in crate::git::split_nul(&listed).filter_map(|r| r.strip_prefix(b"S ")) {
         if fs::symlink_metadata(tree.join(std::ffi::OsStr::from_bytes(path))).is_ok() {
@@ -280,17 +212,14 @@ pub(crate) fn unskip_present<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path)
         }
     }
     if !present.is_empty() {
-        on_index()
-            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
-            .stdin(present)
-            .run()?;
+        on_index.unskip_listed(present)?;
     }
     Ok(())
 }
 
 /// `git add -A` of everything but the gitlinks; returns the nested repositories it found,
 /// taken out of the index again (they are never folded in as gitlinks).
-fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Result<Vec<String>> {
+fn add_all(on_index: &OnIndex<'_>, gitlinks: &[OsString]) -> Result<Vec<String>> {
     let mut excluded: Vec<OsString> = gitlinks.to_vec();
     // A nested repository without a commit (`git init` and nothing more) makes `git add` fail
     // outright: it is left out like any nested repository, and the add runs again without it.
@@ -301,10 +230,7 @@ fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Resu
             spec.push(path);
             spec
         });
-        let added = on_index()
-            .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
-            .args(specs)
-            .output()?;
+        let added = on_index.add_all_but(specs)?;
         if added.exit_code == Some(0) {
             break added;
         }
@@ -331,10 +257,7 @@ fn add_all<'g>(on_index: &dyn Fn() -> GitCmd<'g>, gitlinks: &[OsString]) -> Resu
         .map(str::to_string)
         .collect();
     if !nested.is_empty() {
-        on_index()
-            .args(["update-index", "--force-remove", "--"])
-            .args(&nested)
-            .run()?;
+        on_index.force_remove(&nested)?;
     }
     Ok(nested.into_iter().chain(unborn).collect())
 }
@@ -352,20 +275,14 @@ fn unborn_repositories(stderr: &str) -> impl Iterator<Item = String> + '_ {
 
 /// The paths of the gitlink entries of the index at `index` (as bytes: paths need not be
 /// UTF-8). git is asked only when the file holds a gitlink's mode somewhere.
-fn gitlinks<'g>(
-    on_index: &dyn Fn() -> GitCmd<'g>,
-    index: &Path,
-    scratch: &Path,
-) -> Result<Vec<OsString>> {
+fn gitlinks(on_index: &OnIndex<'_>, index: &Path, scratch: &Path) -> Result<Vec<OsString>> {
     if !holds_bytes(index, &GITLINK_MODE)? {
         return Ok(Vec::new());
     }
     let listing = TempFile::new(scratch, "ls-files")?;
     let file = File::create(listing.path())
         .ctx(|| format!("cannot create {}", listing.path().display()))?;
-    on_index()
-        .args(["ls-files", "--stage", "-z"])
-        .run_to_file(file)?;
+    on_index.staged_entries_to(file)?;
     let file =
         File::open(listing.path()).ctx(|| format!("cannot open {}", listing.path().display()))?;
     let mut paths = Vec::new();
@@ -465,7 +382,7 @@ pub(crate) fn patch(
     result: &str,
     scratch: &Path,
 ) -> Result<Patch> {
-    patch_with(git, common_dir, (base, result), &[], scratch)
+    patch_with(git, common_dir, (base, result), None, scratch)
 }
 
 /// The patch from `base` to `result` as [`patch`] makes it, with every path under `prefix`
@@ -478,37 +395,25 @@ pub(crate) fn patch_under(
     prefix: &crate::base::paths::RepoPath,
     scratch: &Path,
 ) -> Result<Patch> {
-    let side = |letter: &str, option: &str| {
-        let mut arg = format!("--{option}={letter}/").into_bytes();
-        arg.extend_from_slice(&prefix.0);
-        arg.push(b'/');
-        std::ffi::OsString::from_vec(arg)
-    };
-    let prefixes = [side("a", "src-prefix"), side("b", "dst-prefix")];
-    patch_with(git, common_dir, (base, result), &prefixes, scratch)
+    patch_with(git, common_dir, (base, result), Some(&prefix.0), scratch)
 }
 
-/// The patch with the pinned options, and `more` after them (later options win).
+/// The patch with the pinned options, its paths under `prefix` when one is given.
 fn patch_with(
     git: &Git,
     common_dir: &Path,
     (base, result): (&str, &str),
-    more: &[std::ffi::OsString],
+    prefix: Option<&[u8]>,
     scratch: &Path,
 ) -> Result<Patch> {
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
-    ObjectView::new(git, common_dir, &[base, result], scratch)?
-        .cmd()
-        .args(PATCH_CONFIG)
-        .arg("diff")
-        .args(PATCH_FLAGS)
-        .args(more)
-        .arg(base)
-        .arg(result)
-        .arg("--")
-        .run_to_file(out)?;
+    ObjectView::new(git, common_dir, &[base, result], scratch)?.write_patch(
+        (base, result),
+        prefix,
+        out,
+    )?;
     let (bytes, digest, files_changed) = digest_file(file.path())?;
     Ok(Patch {
         file,

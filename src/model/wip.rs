@@ -13,15 +13,7 @@ use crate::model::snapshot::{self, TempFile};
 /// dir named explicitly (as git itself reports them for the checkout); also returns that git
 /// dir (for a linked worktree, its admin dir).
 pub(crate) fn checkout_git(git: &Git, checkout: &Path) -> Result<(HermeticGit, PathBuf)> {
-    let out = git
-        .at(checkout)
-        .args([
-            "rev-parse",
-            "--absolute-git-dir",
-            "--path-format=absolute",
-            "--git-common-dir",
-        ])
-        .run()?;
+    let out = git.git_dirs(checkout)?;
     let (git_dir, common_dir) = match crate::base::paths::path_lines(&out).as_slice() {
         [git_dir, common_dir] => (git_dir.clone(), common_dir.clone()),
         _ => {
@@ -53,10 +45,8 @@ pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Resul
         fs::copy(&own, index.path()).ctx(|| format!("cannot copy {}", own.display()))?;
     }
     let index_tree = wt
-        .cmd()
-        .env("GIT_INDEX_FILE", index.path())
-        .arg("write-tree")
-        .run_text()
+        .on_index(index.path())
+        .write_tree()
         .map_err(|_| Error::DirtySource {
             paths: vec!["(unmerged entries: resolve the conflicts first)".into()],
             more: 0,
@@ -86,32 +76,11 @@ pub(crate) fn changed_since(
     if own.is_file() {
         fs::copy(&own, index.path()).ctx(|| format!("cannot copy {}", own.display()))?;
     }
-    let on_index = || {
-        let cmd = wt.cmd().env("GIT_INDEX_FILE", index.path());
-        // The base tree may be pinned elsewhere (a nested repository's last step lives in
-        // the superproject's store): read it from there, as data.
-        match alternate {
-            Some(dir) => cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir),
-            None => cmd,
-        }
-    };
-    on_index()
-        .args(["update-index", "--add", "--remove", "--"])
-        .args(paths.iter().map(RepoPath::as_os))
-        .run()?;
-    let out = on_index()
-        .args([
-            "--literal-pathspecs",
-            "diff-index",
-            "--cached",
-            "--name-only",
-            "-z",
-            "--no-renames",
-            base_tree,
-            "--",
-        ])
-        .args(paths.iter().map(RepoPath::as_os))
-        .run()?;
+    // The base tree may be pinned elsewhere (a nested repository's last step lives in
+    // the superproject's store): read it from there, as data.
+    let on_index = wt.on_index_with_alternate(index.path(), alternate);
+    on_index.add_or_remove(paths.iter().map(RepoPath::as_os))?;
+    let out = on_index.changed_among(base_tree, paths.iter().map(RepoPath::as_os))?;
     Ok(crate::git::split_nul(&out)
         .map(|p| RepoPath(p.to_vec()))
         .collect())

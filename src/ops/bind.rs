@@ -612,17 +612,11 @@ fn restore(
     state: &Restore,
 ) -> Result<()> {
     let wt = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
-    let git = || wt.cmd();
-    git()
-        .args(["read-tree", "-u", "--reset", &state.tree])
-        .run()?;
+    wt.read_tree_reset(&state.tree)?;
     match &state.index_tree {
-        Some(index_tree) => git()
-            .args(["read-tree", "-m", &state.tree, index_tree])
-            .run()?,
-        None => git().args(["reset", "-q"]).run()?,
-    };
-    Ok(())
+        Some(index_tree) => wt.read_tree_staged(&state.tree, index_tree),
+        None => wt.reset_index(),
+    }
 }
 
 /// The same owner (or the heir of a dead one) gets the existing binding back; another live

@@ -210,9 +210,7 @@ pub fn configured_pager(ctx: &Context) -> Option<String> {
     let located = ctx.locate().ok()?;
     let out = ctx
         .git
-        .at(&located.repo.toplevel)
-        .args(["config", "--get", "core.pager"])
-        .output()
+        .config_get(&located.repo.toplevel, "core.pager")
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
     (out.exit_code == Some(0) && !text.is_empty()).then_some(text)

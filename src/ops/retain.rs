@@ -81,16 +81,9 @@ fn change_reason(
     path: PathBuf,
     reason: &str,
 ) -> Result<RetainOutcome> {
+    ctx.git.worktree_unlock(&located.repo.toplevel, &path)?;
     ctx.git
-        .at(&located.repo.toplevel)
-        .args(["worktree", "unlock"])
-        .arg(&path)
-        .output()?;
-    ctx.git
-        .at(&located.repo.toplevel)
-        .args(["worktree", "lock", "--reason", reason])
-        .arg(&path)
-        .run()?;
+        .worktree_lock(&located.repo.toplevel, &path, reason)?;
     record.retained_reason = Some(reason.to_string());
     located.store.save_session(&record)?;
     Ok(RetainOutcome {

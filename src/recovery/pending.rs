@@ -186,12 +186,7 @@ fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
     if locked() {
         return Ok(());
     }
-    let result = git
-        .at(&repo.toplevel)
-        .shielded()
-        .args(["worktree", "lock", "--reason", &m.reason])
-        .arg(&m.to)
-        .run();
+    let result = git.worktree_lock_shielded(&repo.toplevel, &m.to, &m.reason);
     match result {
         Err(_) if locked() => Ok(()),
         other => other.map(|_| ()),

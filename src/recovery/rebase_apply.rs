@@ -77,11 +77,7 @@ pub(crate) fn carry_out(
 fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> Result<()> {
     // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
     // snapshot that `--abort` restores has no copy of it.
-    let added = wt
-        .cmd()
-        .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
-        .args(["--diff-filter=A", now, tree])
-        .run()?;
+    let added = wt.added_paths(now, tree)?;
     // What is in the way: a file (or link) at an added path or at one of its leading
     // directories that the snapshot does not hold; one it holds, git moves out of the way.
     let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
@@ -132,19 +128,7 @@ fn held_in<'a>(
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let listed = wt
-        .cmd()
-        .args([
-            "--literal-pathspecs",
-            "ls-tree",
-            "-r",
-            "-z",
-            "--name-only",
-            tree,
-            "--",
-        ])
-        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
-        .run()?;
+    let listed = wt.names_in_tree(tree, paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))?;
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
@@ -164,10 +148,7 @@ fn write_files(
     }
     let index = TempFile::new(&scratch, "index")?;
     snapshot::copy_index(&seed, index.path())?;
-    wt.cmd()
-        .env("GIT_INDEX_FILE", index.path())
-        .args(["read-tree", "-m", "-u", now, tree])
-        .run()?;
+    wt.read_tree_move(index.path(), now, tree)?;
     // The next snapshot starts from the index that describes the files just written.
     fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))
 }
@@ -194,8 +175,8 @@ fn write_index(
         IndexPlan::Conflict { tree, stages } => (tree, stages.as_slice()),
     };
     let index = TempFile::new(&store.scratch_dir(), "index")?;
-    let on_index = || wt.cmd().env("GIT_INDEX_FILE", index.path());
-    on_index().args(["read-tree", tree]).run()?;
+    let on_index = wt.on_index(index.path());
+    on_index.read_tree(tree)?;
     if !stages.is_empty() {
         let null = "0".repeat(tree.len());
         let mut input = Vec::new();
@@ -214,10 +195,7 @@ fn write_index(
             input.extend_from_slice(&stage.path.0);
             input.push(0);
         }
-        on_index()
-            .args(["update-index", "-z", "--index-info"])
-            .stdin(input)
-            .run()?;
+        on_index.index_info(input)?;
     }
     copy_atomic(index.path(), &target)
 }

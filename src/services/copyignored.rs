@@ -266,17 +266,7 @@ impl Parent {
 
 /// The paths `revision` tracks.
 fn tracked_paths(git: &Git, source: &Path, revision: &str) -> Result<HashSet<Vec<u8>>> {
-    let listed = git
-        .at(source)
-        .args([
-            "ls-tree",
-            "-r",
-            "-z",
-            "--name-only",
-            "--full-tree",
-            revision,
-        ])
-        .run()?;
+    let listed = git.tracked_names(source, revision)?;
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
@@ -305,13 +295,8 @@ fn differs(from: &Dir, into: &Dir, name: &Path) -> bool {
 fn select(git: &Git, source: &Path, sets: &[PatternSet]) -> Result<BTreeMap<Vec<u8>, Vec<bool>>> {
     let mut matched: BTreeMap<Vec<u8>, Vec<bool>> = BTreeMap::new();
     for (n, set) in sets.iter().enumerate() {
-        let mut list = git
-            .at(source)
-            .args(["ls-files", "-z", "--others", "--ignored"]);
-        for pattern in &set.patterns {
-            list = list.arg(format!("--exclude={pattern}"));
-        }
-        for path in crate::git::split_nul(&list.run()?) {
+        let listed = git.others_matching(source, &set.patterns)?;
+        for path in crate::git::split_nul(&listed) {
             if !path.ends_with(b"/") {
                 matched
                     .entry(path.to_vec())
@@ -323,20 +308,8 @@ fn select(git: &Git, source: &Path, sets: &[PatternSet]) -> Result<BTreeMap<Vec<
         return Ok(matched);
     }
     let candidates: Vec<&[u8]> = matched.keys().map(Vec::as_slice).collect();
-    let out = git
-        .at(source)
-        .args(["check-ignore", "--stdin", "-z"])
-        .stdin(candidates.join(&0u8))
-        .output()?;
-    // Exit 1: none of them is ignored.
-    if !matches!(out.exit_code, Some(0 | 1)) {
-        return Err(crate::git::failure_of(
-            vec!["check-ignore".into(), "--stdin".into(), "-z".into()],
-            out.exit_code,
-            out.stderr,
-        ));
-    }
-    let ignored: HashSet<&[u8]> = crate::git::split_nul(&out.stdout).collect();
+    let out = git.ignored_among(source, candidates.join(&0u8))?;
+    let ignored: HashSet<&[u8]> = crate::git::split_nul(&out).collect();
     Ok(matched
         .into_iter()
         .filter(|(path, _)| ignored.contains(path.as_slice()))

@@ -203,11 +203,7 @@ fn capture_one(
         Look::Peek(_) => Seed::Peek(&seed),
     };
     let snap = snapshot::snapshot(&wt, seed, &scratch)?;
-    let base_tree = wt
-        .cmd()
-        .args(["rev-parse", "--verify"])
-        .arg(format!("{}^{{tree}}", repo.head))
-        .run_text()?;
+    let base_tree = wt.tree_of(&repo.head)?;
     if base_tree == snap.tree {
         return Ok(None);
     }
@@ -259,12 +255,7 @@ fn seed_index(store: &Store, iso: &Isolation, path: &RepoPath, look: Look<'_>) -
 
 /// `path` → submodule name, from the `.gitmodules` of `tree` (parsed as data).
 fn module_names(git: &Git, common_dir: &Path, tree: &str) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-    let out = git
-        .at(common_dir)
-        .args(["config", "-z", "--blob"])
-        .arg(format!("{tree}:.gitmodules"))
-        .args(["--get-regexp", r"^submodule\..*\.path$"])
-        .output()?;
+    let out = git.gitmodules_paths(common_dir, tree)?;
     Ok(crate::git::module_paths(&out.stdout))
 }
 
@@ -324,17 +315,7 @@ fn nested_repository(
     let objects = object_dir(&git_dir)?;
     let head = read_head(&git_dir)?;
     // The commit must be there, read through the same private git as the snapshot.
-    let known = git
-        .at(top.common_dir)
-        .env("GIT_OBJECT_DIRECTORY", &objects)
-        .env(
-            "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-            top.common_dir.join("objects"),
-        )
-        .args(["cat-file", "-e"])
-        .arg(format!("{head}^{{commit}}"))
-        .succeeds()
-        .unwrap_or(false);
+    let known = git.has_commit_in(top.common_dir, &objects, &head);
     if !known {
         return Err(format!(
             "its HEAD names {head}, which is not a commit there"

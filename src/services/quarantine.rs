@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
-use crate::git::Git;
 use crate::git::repo::Repo;
+use crate::git::{Git, Receiver};
 use crate::store::layout::StateDir;
 use crate::store::state::Store;
 
@@ -136,20 +136,22 @@ impl Quarantine {
             }
             None => self.modules.clone(),
         };
-        let mut receiver = git.at(&repo.toplevel);
+        let mut alternates = None;
         if !modules.is_empty() {
             let joined = std::env::join_paths(&modules)
                 .map_err(|e| crate::base::error::Error::internal(format!("{e}")))?;
-            receiver = receiver.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", joined);
+            alternates = Some(joined);
         }
+        let receiver = Receiver::Repository { alternates };
         let count = git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
         let root_objects = repo.common_dir.join("objects");
         for module in &modules {
             let view = crate::git::ObjectView::new(git, &repo.common_dir, &[], &self.scratch)?;
-            let receiver = view
-                .cmd()
-                .env("GIT_OBJECT_DIRECTORY", module)
-                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &root_objects);
+            let receiver = Receiver::Store {
+                view: &view,
+                objects: module,
+                alternate: &root_objects,
+            };
             git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
         }
         Ok((count, warnings))

@@ -325,13 +325,7 @@ impl<'a> Work<'a> {
         std::fs::copy(index, copy.path())
             .map_err(|e| Error::io(format!("cannot copy {}", index.display()), e))?;
         let wt = self.isolation.git(&self.ctx.git, &scratch)?;
-        let out = wt
-            .cmd()
-            .env("GIT_INDEX_FILE", copy.path())
-            .arg("write-tree")
-            .output()?;
-        let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !tree.is_empty()).then_some(tree))
+        wt.on_index(copy.path()).try_write_tree()
     }
 
     /// Sets `<ns>sessions/<id>/rebase/<name>` for each pair, in one transaction.
@@ -499,11 +493,7 @@ impl<'a> Work<'a> {
             std::fs::copy(&admin_index, copy.path())
                 .map_err(|e| Error::io(format!("cannot copy {}", admin_index.display()), e))?;
             let wt = self.isolation.git(&self.ctx.git, &scratch)?;
-            let listed = wt
-                .cmd()
-                .env("GIT_INDEX_FILE", copy.path())
-                .args(["ls-files", "-u", "-z"])
-                .run()?;
+            let listed = wt.on_index(copy.path()).unmerged_entries()?;
             for record in crate::git::split_nul(&listed) {
                 if let Some(tab) = record.iter().position(|b| *b == b'\t') {
                     let path = String::from_utf8_lossy(&record[tab + 1..]).into_owned();

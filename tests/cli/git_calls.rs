@@ -77,3 +77,30 @@ fn commands_start_no_more_git_processes_than_they_need() {
     assert_eq!(asked("core.sparseCheckout"), 0, "{promote:#?}");
     assert!(fx.src.join("f9.txt").is_file());
 }
+
+#[test]
+fn a_branch_promote_asks_who_commits_once() {
+    let fx = Fixture::new();
+    let (wrapper, log) = logging_git(&fx);
+    let git = (wrapper.as_path(), log.as_path());
+    calls(&fx, git, &["bind", "-s", "b"]);
+    let iso = fx.isolation("b");
+    std::fs::write(iso.join("new.txt"), "x\n").unwrap();
+    fx.git(&iso, &["add", "new.txt"]);
+    fx.git(&iso, &["commit", "-q", "-m", "add new"]);
+    std::fs::write(iso.join("left.txt"), "left\n").unwrap();
+    let promote = calls(&fx, git, &["promote", "-s", "b", "--mode", "branch"]);
+    assert!(promote.len() <= 27, "{promote:#?}");
+    let asked = |what: &str| promote.iter().filter(|c| c.contains(what)).count();
+    assert_eq!(asked("var GIT_COMMITTER_IDENT"), 1, "{promote:#?}");
+    let landed = fx.git(&fx.src, &["log", "--format=%s", "-2"]);
+    assert_eq!(landed.lines().nth(1), Some("add new"), "{landed}");
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("new.txt")).unwrap(),
+        "x\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("left.txt")).unwrap(),
+        "left\n"
+    );
+}

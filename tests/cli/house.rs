@@ -370,3 +370,85 @@ fn the_circle_check_finds_circles() {
         vec![vec!["a".to_string(), "b".into(), "c".into()]]
     );
 }
+
+/// What starts a git command and takes arguments: the runner's command type, and the
+/// constructors that make one (`Git::at`, `HermeticGit::cmd`, `ObjectView::cmd`, a fetch's
+/// command, the environment of a git started by hand).
+const ARGV_BUILDERS: &[&str] = &[
+    "GitCmd",
+    ".at(",
+    ".cmd()",
+    "fetch_cmd",
+    "hermetic_env",
+    "piped_expression",
+];
+
+/// Every line outside `src/git/` (its code, not its comments, strings or tests) that builds a
+/// git argv, as `path:line: code`.
+fn argv_built_outside_git(root: &Path) -> Vec<String> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        let relative = file.strip_prefix(root).unwrap();
+        if relative.starts_with("git") {
+            continue;
+        }
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            if ARGV_BUILDERS.iter().any(|b| line.contains(b)) {
+                found.push(format!("{}:{}: {}", relative.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_git_argv_is_built_in_the_git_folder() {
+    let found = argv_built_outside_git(&src());
+    assert!(
+        found.is_empty(),
+        "git argv built outside src/git/ (add a typed operation there):\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_argv_check_sees_planted_builders() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    let plant = |path: &str, code: &str| {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, code).unwrap();
+    };
+    plant(
+        "git/ops.rs",
+        "fn f(g: &Git) { g.at(d).args([\"rev-parse\"]).run(); }\n",
+    );
+    plant(
+        "ops/bind.rs",
+        "fn b(git: &Git, d: &Path) {\n    git\n        .at(d)\n        .args([\"status\"]);\n}\n",
+    );
+    plant(
+        "services/pool.rs",
+        "// git.at(dir) in a comment\nfn p(c: &dyn Fn() -> GitCmd<'_>) { let s = \".cmd()\"; }\n",
+    );
+    plant(
+        "model/wip.rs",
+        "fn w(wt: &HermeticGit) { wt.cmd().run(); }\n",
+    );
+    plant(
+        "recovery/x.rs",
+        "fn y() {}\n#[cfg(test)]\nmod tests { fn t(g: &Git) { g.at(d); } }\n",
+    );
+    assert_eq!(
+        argv_built_outside_git(&root),
+        vec![
+            "model/wip.rs:1: fn w(wt: &HermeticGit) { wt.cmd().run(); }".to_string(),
+            "ops/bind.rs:3: .at(d)".into(),
+            "services/pool.rs:2: fn p(c: &dyn Fn() -> GitCmd<'_>) { let s = ; }".into(),
+        ]
+    );
+}

@@ -95,11 +95,7 @@ pub fn init(ctx: &Context) -> Result<InitOutcome> {
             if hook.other_hooks == 1 { "" } else { "s" }
         ));
     }
-    let ignored = ctx
-        .git
-        .at(top)
-        .args(["check-ignore", "-q", "--", SETTINGS_FILE])
-        .succeeds()?;
+    let ignored = ctx.git.is_ignored(top, SETTINGS_FILE)?;
     if !ignored {
         warnings.push(format!(
             "{SETTINGS_FILE} is not ignored by git: it would count as a local change of the source (add it to .git/info/exclude)"

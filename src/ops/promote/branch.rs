@@ -15,7 +15,7 @@ use std::path::Path;
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
 use crate::base::paths::RepoPath;
-use crate::git::{CatFile, Git};
+use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::TempFile;
 use crate::ops::promote::artifacts::Artifacts;
@@ -41,8 +41,8 @@ struct Target {
     branch: String,
     /// Its tip before the replay.
     old_tip: String,
-    /// `-c user.name/-c user.email` when git has no identity of its own.
-    ident: Vec<String>,
+    /// Who commits (a3s-iso when git has no identity of its own).
+    ident: Identity,
 }
 
 /// What the plan found: the chain to replay, or why there is none.
@@ -72,7 +72,7 @@ pub(crate) fn promote_branch(
     let (Some(session), Some(snap)) = (&candidate.session, &candidate.snapshot) else {
         return Err(Error::internal("a branch promote without a session"));
     };
-    let ident = identity_args(&ctx.git, &session.source);
+    let ident = ctx.git.identity(&session.source);
     let branch = crate::ops::promote::nested::BranchNested {
         session,
         snap,
@@ -298,7 +298,7 @@ fn target(git: &Git, source: &Path) -> Result<Target> {
     Ok(Target {
         branch,
         old_tip: git.rev_parse_required(source, "HEAD")?,
-        ident: identity_args(git, source),
+        ident: git.identity(source),
     })
 }
 
@@ -466,25 +466,13 @@ fn your_files_in_the_way(
         return Ok(Vec::new());
     };
     let changed = |from: &str, to: &str, filter: &str| -> Result<Vec<Vec<u8>>> {
-        let out = git
-            .at(source)
-            .args([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--name-only",
-                "--no-renames",
-                filter,
-                from,
-                to,
-            ])
-            .run()?;
+        let out = git.diff_trees_filtered(source, (from, to), filter)?;
         Ok(crate::git::split_nul(&out).map(<[u8]>::to_vec).collect())
     };
-    let mut paths = changed(start, &last.commit, "--diff-filter=ACDMRTUXB")?;
+    let mut paths = changed(start, &last.commit, "ACDMRTUXB")?;
     let mut parent = start.to_string();
     for pick in chain {
-        for added in changed(&parent, &pick.commit, "--diff-filter=A")? {
+        for added in changed(&parent, &pick.commit, "A")? {
             if !paths.contains(&added) {
                 paths.push(added);
             }
@@ -494,17 +482,11 @@ fn your_files_in_the_way(
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let status = git
-        .at(source)
-        .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"])
-        .args([
-            "--untracked-files=all",
-            "--ignored=matching",
-            "--no-renames",
-            "--",
-        ])
-        .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
-        .run()?;
+    let status = git.status_of(
+        source,
+        Untracked::AndIgnored,
+        paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)),
+    )?;
     Ok(crate::git::split_nul(&status)
         .filter(|record| record.len() > 3)
         .map(|record| RepoPath(record[3..].to_vec()))
@@ -521,12 +503,13 @@ fn commit_of(
     parent: &str,
 ) -> Result<Pick> {
     let subject = message.lines().next().unwrap_or_default().to_string();
-    let commit = git
-        .at(source)
-        .args(&target.ident)
-        .args(["commit-tree", tree, "-p", parent])
-        .stdin(format!("{}\n", message.trim_end()).into_bytes())
-        .run_text()?;
+    let commit = git.commit_tree(
+        source,
+        &target.ident,
+        &[],
+        (tree, parent),
+        format!("{}\n", message.trim_end()),
+    )?;
     Ok(Pick { subject, commit })
 }
 
@@ -629,14 +612,12 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         &mut recorder,
         &mut report,
     )?;
-    let marked = || intent::marked(git, source, recorder.token());
+    let marked = || git.marked(source, recorder.token());
     let done = match failure {
         Some(_) => {
             // Abort the whole replay: the branch goes back to where it was.
-            let _ = marked().args(["cherry-pick", "--abort"]).output();
-            marked()
-                .args(["reset", "-q", "--hard", &target.old_tip])
-                .run()?;
+            let _ = marked().cherry_pick_abort();
+            marked().reset_hard(&target.old_tip)?;
             None
         }
         None => {
@@ -745,17 +726,15 @@ fn conclude(
 fn replay(
     git: &Git,
     source: &Path,
-    ident: &[String],
+    ident: &Identity,
     chain: &[Pick],
     recorder: &mut Recorder<'_>,
     report: &mut BranchReport,
 ) -> Result<Option<(String, String)>> {
     for pick in chain {
-        let result = intent::marked(git, source, recorder.token())
-            .args(ident)
-            .args(["-c", "commit.gpgSign=false", "cherry-pick", "--no-edit"])
-            .args(["--allow-empty-message", &pick.commit])
-            .output();
+        let result = git
+            .marked(source, recorder.token())
+            .cherry_pick(ident, &pick.commit);
         let Ok(result) = result else {
             return Ok(Some((
                 pick.commit.clone(),
@@ -814,39 +793,9 @@ fn undone_detail(stderr: &str) -> String {
 /// After a failed pick: when nothing is left to commit (its change is already on the branch),
 /// skips it and says so.
 fn skip_if_empty(git: &Git, source: &Path, token: &str) -> bool {
-    let unmerged = git
-        .at(source)
-        .args(["ls-files", "-u"])
-        .run_text()
-        .unwrap_or_default();
-    let nothing_staged = git
-        .at(source)
-        .args(["diff", "--cached", "--quiet"])
-        .succeeds()
-        .unwrap_or(false);
-    unmerged.is_empty()
-        && nothing_staged
-        && intent::marked(git, source, token)
-            .args(["cherry-pick", "--skip"])
-            .run()
-            .is_ok()
-}
-
-/// `-c user.name/-c user.email` when git has no identity of its own to commit with.
-fn identity_args(git: &Git, source: &Path) -> Vec<String> {
-    let known = git.at(source).args(["var", "GIT_COMMITTER_IDENT"]).output();
-    if matches!(known, Ok(out) if out.exit_code == Some(0)) {
-        Vec::new()
-    } else {
-        [
-            "-c",
-            "user.name=a3s-iso",
-            "-c",
-            "user.email=a3s-iso@localhost",
-        ]
-        .map(String::from)
-        .to_vec()
-    }
+    let unmerged = git.unmerged(source).unwrap_or_default();
+    let nothing_staged = git.nothing_staged(source).unwrap_or(false);
+    unmerged.is_empty() && nothing_staged && git.marked(source, token).cherry_pick_skip().is_ok()
 }
 
 /// A commit of the session's chain, as one `git log` lists it.
@@ -862,18 +811,7 @@ struct Original {
 
 /// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process.
 fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Result<Vec<Original>> {
-    let out = git
-        .at(source)
-        .args([
-            "log",
-            "-z",
-            "--reverse",
-            "--first-parent",
-            "--format=%H %T %P%n%s",
-        ])
-        .arg(format!("{bound}..{head}"))
-        .arg("--")
-        .run()?;
+    let out = git.first_parent_log(source, &format!("{bound}..{head}"))?;
     // Records are NUL-separated; a subject never holds a newline (%s joins its lines).
     Ok(out
         .split(|b| *b == 0)
@@ -911,30 +849,30 @@ fn raw_commits(git: &Git, source: &Path, chain: &[Original]) -> Result<Vec<Vec<u
 fn recommit(
     git: &Git,
     source: &Path,
-    ident: &[String],
+    ident: &Identity,
     raw: &[u8],
     tree: &str,
     parent: &str,
 ) -> Result<String> {
     let text = String::from_utf8_lossy(raw);
     let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let mut cmd = git.at(source).args(ident);
+    let mut people = Vec::new();
     for line in headers.lines() {
-        for (prefix, kind) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
+        for (prefix, role) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
             if let Some(rest) = line.strip_prefix(prefix)
                 && let Some((name, rest)) = rest.split_once(" <")
                 && let Some((email, date)) = rest.split_once("> ")
             {
-                cmd = cmd
-                    .env(format!("GIT_{kind}_NAME"), name)
-                    .env(format!("GIT_{kind}_EMAIL"), email)
-                    .env(format!("GIT_{kind}_DATE"), format!("@{date}"));
+                people.push(Person {
+                    role,
+                    name,
+                    email,
+                    date,
+                });
             }
         }
     }
-    cmd.args(["commit-tree", tree, "-p", parent])
-        .stdin(message.as_bytes().to_vec())
-        .run_text()
+    git.commit_tree(source, ident, &people, (tree, parent), message.to_string())
 }
 
 /// A tree with the carried WIP taken out, or the path where that is impossible.
@@ -1017,12 +955,9 @@ impl<'a> WipFilter<'a> {
             return Ok(Filtered::Tree(tree.to_string()));
         }
         let index = TempFile::new(&self.scratch, "index")?;
-        let on_index = || self.git.at(self.source).env("GIT_INDEX_FILE", index.path());
-        on_index().args(["read-tree", tree]).run()?;
-        on_index()
-            .args(["update-index", "-z", "--index-info"])
-            .stdin(info)
-            .run()?;
+        let on_index = self.git.on_index(self.source, index.path());
+        on_index.read_tree(tree)?;
+        on_index.index_info(info)?;
         Ok(Filtered::Tree(
             self.git.write_tree(self.source, index.path())?,
         ))

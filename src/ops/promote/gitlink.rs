@@ -106,10 +106,7 @@ pub(crate) fn ready(
             bump.old
         )));
     }
-    let status = git
-        .at(&sub)
-        .args(["status", "--porcelain", "--untracked-files=no"])
-        .run()?;
+    let status = git.status_tracked(&sub)?;
     if !status.is_empty() {
         return Ok(Err("it has uncommitted changes".into()));
     }
@@ -137,10 +134,7 @@ pub(crate) fn is_toplevel(git: &Git, dir: &Path) -> bool {
     if std::fs::symlink_metadata(dir.join(".git")).is_err() {
         return false;
     }
-    let top = git
-        .at(dir)
-        .args(["rev-parse", "--show-toplevel"])
-        .run_text();
+    let top = git.toplevel(dir);
     match (top, std::fs::canonicalize(dir)) {
         (Ok(top), Ok(dir)) => std::fs::canonicalize(top).is_ok_and(|top| top == dir),
         _ => false,
@@ -162,15 +156,9 @@ pub(crate) fn move_submodules(git: &Git, source: &Path, bumps: &[Bump]) -> Resul
 }
 
 fn move_one(git: &Git, source: &Path, bump: &Bump, to: &str) -> Result<()> {
-    git.at(&bump.path.under(source))
-        .args(["checkout", "-q", "--detach", to])
-        .run()?;
+    git.check_out_detached(&bump.path.under(source), to)?;
     let mut entry = format!("160000 {to}\t").into_bytes();
     entry.extend_from_slice(&bump.path.0);
     entry.push(0);
-    git.at(source)
-        .args(["update-index", "-z", "--index-info"])
-        .stdin(entry)
-        .run()
-        .map(|_| ())
+    git.index_info(source, entry)
 }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{IoContext, Result};
 use crate::base::paths::RepoPath;
-use crate::git::Git;
+use crate::git::{Git, Identity};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
 use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, ready};
 use crate::ops::promote::options::{Candidate, PromoteOptions};
@@ -135,9 +135,7 @@ fn undone_steps(
 /// Whether a checkout of the user's has uncommitted changes to tracked files.
 fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
     ctx.git
-        .at(top)
-        .args(["status", "--porcelain", "-z", "--untracked-files=no"])
-        .run()
+        .status_tracked_z(top)
         .is_ok_and(|out| !out.is_empty())
 }
 
@@ -195,7 +193,7 @@ fn land_one(
     ctx: &Context,
     located: &Located,
     (source, session, captured): (&Path, Option<&SessionRecord>, &Captured),
-    commit: Option<(&str, &[String])>,
+    commit: Option<(&str, &Identity)>,
     result: &mut NestedResult,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
@@ -363,8 +361,8 @@ pub(crate) struct BranchNested<'a> {
     pub(crate) session: &'a SessionRecord,
     /// The isolation's snapshot the root replay used.
     pub(crate) snap: &'a Snapshot,
-    /// `-c user.name/-c user.email` when git has no identity of its own.
-    pub(crate) ident: &'a [String],
+    /// Who commits (a3s-iso when git has no identity of its own).
+    pub(crate) ident: &'a Identity,
 }
 
 /// Branch mode, after the root replay: each submodule the replayed commits moved is checked
@@ -471,7 +469,7 @@ fn commit_plan(
     git: &Git,
     top: &Path,
     scratch: &Path,
-    (message, ident): (&str, &[String]),
+    (message, ident): (&str, &Identity),
     plan: &crate::recovery::intent::PatchPlan,
 ) -> Result<()> {
     let head = git.rev_parse_required(top, "HEAD")?;
@@ -487,25 +485,11 @@ fn commit_plan(
         info.push(0);
     }
     let index = TempFile::new(scratch, "nested-commit-index")?;
-    let on_index = || git.at(top).env("GIT_INDEX_FILE", index.path());
-    on_index().args(["read-tree", &head]).run()?;
-    on_index()
-        .args(["update-index", "-z", "--index-info"])
-        .stdin(info.clone())
-        .run()?;
-    let tree = on_index().arg("write-tree").run_text()?;
-    let commit = git
-        .at(top)
-        .args(ident)
-        .args(["commit-tree", &tree, "-p", &head])
-        .stdin(format!("{message}\n").into_bytes())
-        .run_text()?;
-    git.at(top)
-        .args(["update-ref", "-m", message, "HEAD", &commit, &head])
-        .run()?;
-    git.at(top)
-        .args(["update-index", "-z", "--index-info"])
-        .stdin(info)
-        .run()
-        .map(|_| ())
+    let on_index = git.on_index(top, index.path());
+    on_index.read_tree(&head)?;
+    on_index.index_info(info.clone())?;
+    let tree = on_index.write_tree()?;
+    let commit = git.commit_tree(top, ident, &[], (&tree, &head), format!("{message}\n"))?;
+    git.move_head(top, message, &commit, &head)?;
+    git.index_info(top, info)
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::base::error::Result;
 use crate::git::repo::Repo;
-use crate::git::split_nul;
+use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
 use crate::ops::promote::gitlink::prepare_bumps;
 use crate::ops::promote::journal::{Landed, journal, landed_before};
@@ -342,10 +342,7 @@ fn outside_sparse_patterns(
     }
     let out = ctx
         .git
-        .at(source)
-        .args(["--literal-pathspecs", "ls-files", "-t", "-z", "--"])
-        .args(touched.iter().map(RepoPath::as_os))
-        .run()?;
+        .tagged_entries_of(source, touched.iter().map(RepoPath::as_os))?;
     Ok(split_nul(&out)
         .filter_map(|record| record.strip_prefix(b"S "))
         .map(|path| RepoPath(path.to_vec()))
@@ -532,12 +529,7 @@ pub(crate) fn touched_paths(
     source: &Path,
     patch_file: &Path,
 ) -> Result<Vec<RepoPath>> {
-    let out = ctx
-        .git
-        .at(source)
-        .args(["apply", "--numstat", "-z"])
-        .arg(patch_file)
-        .run()?;
+    let out = ctx.git.patch_numstat(source, patch_file)?;
     // Records: "added\tdeleted\tpath\0" (no renames: --no-renames patches).
     let mut paths: Vec<RepoPath> = split_nul(&out)
         .filter_map(|record| {
@@ -565,18 +557,7 @@ fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result
     }
     let out = ctx
         .git
-        .at(source)
-        .args([
-            "--literal-pathspecs",
-            "status",
-            "--porcelain=v1",
-            "-z",
-            "--untracked-files=all",
-            "--no-renames",
-            "--",
-        ])
-        .args(paths.iter().map(RepoPath::as_os))
-        .run()?;
+        .status_of(source, Untracked::All, paths.iter().map(RepoPath::as_os))?;
     Ok(split_nul(&out)
         .filter(|record| record.len() > 3)
         .map(|record| RepoPath(record[3..].to_vec()))

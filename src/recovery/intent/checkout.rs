@@ -144,12 +144,7 @@ impl<'a> Checkout<'a> {
 
     /// A directory is a submodule's when the index says so.
     fn gitlink(&self, path: &RepoPath) -> Result<PathState> {
-        let out = self
-            .git
-            .at(self.top)
-            .args(["--literal-pathspecs", "ls-files", "-s", "-z", "--"])
-            .arg(path.as_os())
-            .run()?;
+        let out = self.git.staged_entry(self.top, path.as_os())?;
         for record in split_nul(&out) {
             let text = String::from_utf8_lossy(record);
             if let Some((meta, name)) = text.split_once('\t')
@@ -312,11 +307,7 @@ impl<'a> Checkout<'a> {
                 self.move_gitlink(&change.path, post)
             }
             "120000" => {
-                let target = self
-                    .git
-                    .at(self.top)
-                    .args(["cat-file", "blob", &post.oid])
-                    .run()?;
+                let target = self.git.blob(self.top, &post.oid)?;
                 self.make_parent(&full)?;
                 let _ = fs::remove_file(temp);
                 std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), temp)
@@ -325,14 +316,8 @@ impl<'a> Checkout<'a> {
             }
             mode => {
                 let file = self.create_temp(&full, temp, mode == "100755")?;
-                let mut path_arg = std::ffi::OsString::from("--path=");
-                path_arg.push(change.path.as_os());
                 self.git
-                    .at(self.top)
-                    .args(["cat-file", "--filters"])
-                    .arg(path_arg)
-                    .arg(&post.oid)
-                    .run_to_file(file)?;
+                    .filtered_blob_to(self.top, change.path.as_os(), &post.oid, file)?;
                 fs::rename(temp, &full).ctx(|| format!("cannot write {}", full.display()))
             }
         }
@@ -346,20 +331,12 @@ impl<'a> Checkout<'a> {
         if fs::symlink_metadata(dir.join(".git")).is_ok()
             && self.git.rev_parse(&dir, "HEAD")?.as_deref() != Some(entry.oid.as_str())
         {
-            self.git
-                .at(&dir)
-                .args(["checkout", "-q", "--detach", &entry.oid])
-                .run()?;
+            self.git.check_out_detached(&dir, &entry.oid)?;
         }
         let mut info = format!("160000 {}\t", entry.oid).into_bytes();
         info.extend_from_slice(&path.0);
         info.push(0);
-        self.git
-            .at(self.top)
-            .args(["update-index", "-z", "--index-info"])
-            .stdin(info)
-            .run()
-            .map(|_| ())
+        self.git.index_info(self.top, info)
     }
 
     fn make_parent(&self, full: &Path) -> Result<()> {
@@ -398,13 +375,7 @@ impl<'a> Checkout<'a> {
             input.extend_from_slice(&path.0);
             input.push(0);
         }
-        let out = self
-            .git
-            .at(self.top)
-            .args(["check-attr", "-z", "--stdin"])
-            .args(["filter", "text", "eol", "ident", "working-tree-encoding"])
-            .stdin(input)
-            .run()?;
+        let out = self.git.checkout_attrs(self.top, input)?;
         let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
         Ok(fields
             .chunks(3)

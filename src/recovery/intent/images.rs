@@ -49,27 +49,15 @@ pub(crate) fn plan_patch(
         }
     }
     let index = TempFile::new(scratch, "intent-index")?;
-    let on_index = || git.at(top).env("GIT_INDEX_FILE", index.path());
+    let on_index = git.on_index(top, index.path());
     if !info.is_empty() {
-        on_index()
-            .args(["update-index", "-z", "--index-info"])
-            .stdin(info)
-            .run()?;
+        on_index.index_info(info)?;
     }
-    let applied = on_index()
-        .args([
-            "-c",
-            "apply.whitespace=nowarn",
-            "apply",
-            "--cached",
-            "--binary",
-        ])
-        .arg(patch_file)
-        .output()?;
+    let applied = on_index.apply_cached(patch_file)?;
     if applied.exit_code != Some(0) {
         return Ok(Planned::DoesNotApply(applied.stderr.trim().to_string()));
     }
-    let listed = on_index().args(["ls-files", "-s", "-z"]).run()?;
+    let listed = on_index.staged_entries()?;
     let mut post = entries(&listed);
     let changes: Vec<PathChange> = paths
         .iter()
@@ -133,19 +121,7 @@ pub(crate) fn tree_images(
     tree: &str,
     paths: &[RepoPath],
 ) -> Result<Option<Vec<Option<Entry>>>> {
-    let out = git
-        .at(top)
-        .args([
-            "--literal-pathspecs",
-            "ls-tree",
-            "-r",
-            "-z",
-            "--full-tree",
-            tree,
-            "--",
-        ])
-        .args(paths.iter().map(RepoPath::as_os))
-        .output()?;
+    let out = git.tree_entries_of(top, tree, paths.iter().map(RepoPath::as_os))?;
     if out.exit_code != Some(0) {
         return Ok(None);
     }

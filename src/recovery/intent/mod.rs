@@ -30,5 +30,5 @@ pub(crate) use crate::recovery::intent::record::{
 pub(crate) use crate::recovery::intent::record::{load, pending, remove, save};
 pub(crate) use crate::recovery::intent::recover::{blocking, recover};
 pub(crate) use crate::recovery::intent::stash::{
-    has_wip, marked, push as stash_push, restore as restore_stash,
+    has_wip, push as stash_push, restore as restore_stash,
 };

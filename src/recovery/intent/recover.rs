@@ -243,10 +243,7 @@ fn decide_branch(plan: &BranchPlan, found: &BranchFound) -> BranchVerdict {
 
 /// Gathers what a crashed branch promote left: the branch, its tip and the stash.
 fn find_branch(git: &Git, source: &Path, plan: &BranchPlan) -> Result<BranchFound> {
-    let head = git
-        .at(source)
-        .args(["symbolic-ref", "-q", "HEAD"])
-        .output()?;
+    let head = git.symbolic_head(source)?;
     let tip = git.rev_parse(source, &plan.branch)?;
     let tip_parent = match &tip {
         Some(tip) => git.rev_parse(source, &format!("{tip}^"))?,
@@ -284,9 +281,7 @@ fn recover_branch(
     }
     let source = intent.source.as_path();
     // A cherry-pick the crash cut short: forget it (the reset below puts the files back).
-    let _ = stash::marked(git, source, &plan.token)
-        .args(["cherry-pick", "--quit"])
-        .output();
+    let _ = git.marked(source, &plan.token).cherry_pick_quit();
     let found = find_branch(git, source, plan)?;
     let verdict = decide_branch(plan, &found);
     settle_branch(git, store, intent, plan, verdict, found.stash.as_deref())
@@ -309,9 +304,7 @@ fn settle_branch(
         BranchVerdict::Foreign(_) => (None, false),
     };
     if let (Some(target), true) = (&target, reset) {
-        stash::marked(git, source, &plan.token)
-            .args(["reset", "-q", "--hard", target])
-            .run()?;
+        git.marked(source, &plan.token).reset_hard(target)?;
     }
     let restored = match stash {
         Some(stash) => {

@@ -5,25 +5,17 @@
 use std::path::Path;
 
 use crate::base::error::Result;
-use crate::git::{Git, GitCmd, split_nul};
+use crate::git::{Git, Identity, split_nul};
 use crate::recovery::intent::checkout::{Checkout, PathState};
 use crate::recovery::intent::record::RepoPath;
 
 /// The variable every git a branch promote starts carries (`<token>`), so that recovery can
 /// wait for a git the crash left running.
-pub(crate) const TOKEN_VAR: &str = "A3S_ISO_PROMOTE_TOKEN";
-
-/// A git in `dir` that a Ctrl-C at the terminal cannot reach, marked with the promote's token.
-pub(crate) fn marked<'g>(git: &'g Git, dir: &Path, token: &str) -> GitCmd<'g> {
-    git.at(dir).shielded().env(TOKEN_VAR, token)
-}
+pub(crate) use crate::git::TOKEN_VAR;
 
 /// Whether the checkout has work to set aside (staged, unstaged or untracked).
 pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
-    let status = git
-        .at(source)
-        .args(["status", "--porcelain", "--untracked-files=normal"])
-        .run()?;
+    let status = git.status_with_untracked(source)?;
     Ok(!status.is_empty())
 }
 
@@ -32,26 +24,20 @@ pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
 pub(crate) fn push(
     git: &Git,
     source: &Path,
-    ident: &[String],
+    ident: &Identity,
     token: &str,
     session_id: &str,
 ) -> Result<Option<String>> {
-    marked(git, source, token)
-        .args(ident)
-        .args(["stash", "push", "--include-untracked", "-q", "-m"])
-        .arg(format!(
-            "a3s-iso: your WIP, set aside while promoting session {session_id} ({token})"
-        ))
-        .run()?;
+    git.marked(source, token).stash_push(
+        ident,
+        &format!("a3s-iso: your WIP, set aside while promoting session {session_id} ({token})"),
+    )?;
     Ok(find(git, source, token).map(|(_, commit)| commit))
 }
 
 /// The stash list: commit and message, newest first.
 fn list(git: &Git, source: &Path) -> Vec<(String, String)> {
-    let listed = git
-        .at(source)
-        .args(["reflog", "show", "--format=%H %gs", "refs/stash", "--"])
-        .output();
+    let listed = git.stash_reflog(source);
     let Ok(listed) = listed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()) else {
         return Vec::new();
     };
@@ -89,26 +75,19 @@ pub(crate) fn restore(
     token: &str,
     stash: &str,
 ) -> std::result::Result<(), String> {
-    let applied = marked(git, source, token)
-        .args(["stash", "apply", "--index", "-q", stash])
-        .output();
+    let marked = git.marked(source, token);
+    let applied = marked.stash_apply(stash);
     if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
-        let unmerged = git
-            .at(source)
-            .args(["ls-files", "-u"])
-            .run()
-            .unwrap_or_default();
+        let unmerged = git.unmerged(source).unwrap_or_default();
         if !unmerged.is_empty() {
-            let _ = marked(git, source, token).args(["reset", "-q"]).output();
+            let _ = marked.reset_index();
         }
         return Err(format!(
             "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
         ));
     }
     if let Some(position) = position(git, source, stash) {
-        let _ = marked(git, source, token)
-            .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
-            .output();
+        let _ = marked.stash_drop(position);
     }
     Ok(())
 }
@@ -121,10 +100,7 @@ pub(crate) fn clear_stashed_untracked(git: &Git, source: &Path, stash: &str) -> 
     if git.rev_parse(source, &untracked)?.is_none() {
         return Ok(());
     }
-    let listed = git
-        .at(source)
-        .args(["ls-tree", "-r", "-z", "--full-tree", &untracked])
-        .run()?;
+    let listed = git.ls_tree_full(source, &untracked)?;
     let mut paths = Vec::new();
     let mut oids = Vec::new();
     for record in split_nul(&listed) {
@@ -135,11 +111,7 @@ pub(crate) fn clear_stashed_untracked(git: &Git, source: &Path, stash: &str) -> 
         paths.push(RepoPath(record[tab + 1..].to_vec()));
         oids.push(meta.rsplit(' ').next().unwrap_or_default().to_string());
     }
-    let tracked = git
-        .at(source)
-        .args(["--literal-pathspecs", "ls-files", "-z", "--"])
-        .args(paths.iter().map(RepoPath::as_os))
-        .run()?;
+    let tracked = git.tracked_among(source, paths.iter().map(RepoPath::as_os))?;
     let tracked: Vec<&[u8]> = split_nul(&tracked).collect();
     let checkout = Checkout::open(git, source)?;
     let states = checkout.states(&paths, false)?;

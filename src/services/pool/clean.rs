@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
-use crate::git::{Git, GitCmd, HermeticGit};
+use crate::git::{Git, HermeticGit, OnIndex};
 use crate::model::isolation::link_contents;
 use crate::services::pool::inherit::Inherited;
 use crate::services::pool::walk::{self, Expected};
@@ -71,19 +71,15 @@ pub(crate) fn clean(
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
     // Attributes come from the bound commit alone (git 2.40 and later; older gits read the
     // tree's `.gitattributes`, which the order below makes the commit's before they are used).
-    let cmd = || {
-        wt.cmd()
-            .env("GIT_INDEX_FILE", index)
-            .env("GIT_ATTR_SOURCE", head)
-    };
+    let on_index = wt.on_index_attrs_from(index, head);
     // When the index was written, before a reset below may write it again (git then marks
     // the entries it cannot vouch for, so either time is safe; the older is stricter).
     let written = crate::services::pool::index::written(index)?;
-    reset_captured(&cmd, head)?;
+    reset_captured(&on_index, head)?;
     // A file the session wrote where a sparse checkout marks the entry skip-worktree is
     // looked at like any other (and written again or removed below).
     if crate::base::indexfile::summary(index)?.skip_worktree {
-        crate::model::snapshot::unskip_present(&cmd, tree.path)?;
+        crate::model::snapshot::unskip_present(&on_index, tree.path)?;
     }
     let (entries, pristine) = match crate::services::pool::index::read(index, head.len() / 2)? {
         Some(mut parsed) => {
@@ -91,19 +87,13 @@ pub(crate) fn clean(
             (parsed, pristine)
         }
         // A form of index this reader does not take: its paths, and no file is untouched.
-        None => (listed(&cmd, index)?, false),
+        None => (listed(&on_index, index)?, false),
     };
     // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the
     // session wrote is read by what follows. `-x` uses none of the ignore files (the session
     // may have written those too): only the kept patterns, given on the command line, keep a
     // path.
-    let remove = || {
-        let mut remove = cmd().args(["clean", "-ffdxq"]);
-        for pattern in keep.patterns.iter().chain(keep.included) {
-            remove = remove.arg("-e").arg(pattern);
-        }
-        remove
-    };
+    let remove = || on_index.clean_all(keep.patterns.iter().chain(keep.included));
     // Meanwhile the walk: every entry once, a tracked file whose stat data still matches the
     // index left alone (a change always moves its ctime), any other removed, to be written
     // again from the blob the index names once `clean` is done, with its stat data updated:
@@ -111,27 +101,23 @@ pub(crate) fn clean(
     // commit's attributes.
     let (removed, found) = std::thread::scope(|scope| {
         let found = scope.spawn(|| walk::walk(&root, &entries, pristine, expected, keep.any()));
-        (remove().run(), found.join())
+        (remove(), found.join())
     });
     let found = found.map_err(|_| Error::internal("the cleaning's walk panicked"))??;
     match removed {
         // A directory `git clean` could not read before the walk fixed its mode: again.
         Ok(_) | Err(_) if found.unreadable => {
-            remove().run()?;
+            remove()?;
         }
         Ok(_) => {}
         Err(err) => return Err(err),
     }
-    restore(&cmd, &root, tree.path, &found.differing)?;
+    restore(&on_index, &root, tree.path, &found.differing)?;
     if !keep.included.is_empty() {
         // With the commit's ignore files back in place: what only `.worktreeinclude` kept but
         // no ignore rule ignores goes (`--keep-ignored` paths stay, as the first pass kept
         // them whether ignored or not).
-        let mut unignored = cmd().args(["clean", "-ffdq"]);
-        for pattern in keep.patterns {
-            unignored = unignored.arg("-e").arg(pattern);
-        }
-        unignored.run()?;
+        on_index.clean_unignored(keep.patterns)?;
     }
     Ok(())
 }
@@ -139,12 +125,7 @@ pub(crate) fn clean(
 /// Writes again from the index the tracked files the walk found changed or gone: the
 /// `.gitattributes` files first, so that every other file is written under the commit's
 /// attributes.
-fn restore<'g>(
-    cmd: &dyn Fn() -> GitCmd<'g>,
-    root: &Dir,
-    tree: &Path,
-    differing: &[Vec<u8>],
-) -> Result<()> {
+fn restore(on_index: &OnIndex<'_>, root: &Dir, tree: &Path, differing: &[Vec<u8>]) -> Result<()> {
     let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = differing
         .iter()
         .map(Vec::as_slice)
@@ -155,21 +136,15 @@ fn restore<'g>(
     }
     for paths in [rules, rest] {
         if !paths.is_empty() {
-            cmd()
-                .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
-                .stdin(paths.join(&0u8))
-                .run()?;
+            on_index.check_out_listed(paths.join(&0u8))?;
         }
     }
     Ok(())
 }
 
 /// The index's entries as `git ls-files` lists them, without stat data.
-fn listed<'g>(
-    cmd: &dyn Fn() -> GitCmd<'g>,
-    index: &Path,
-) -> Result<crate::services::pool::index::Index> {
-    let out = cmd().args(["ls-files", "-s", "-z"]).run()?;
+fn listed(on_index: &OnIndex<'_>, index: &Path) -> Result<crate::services::pool::index::Index> {
+    let out = on_index.staged_entries()?;
     crate::services::pool::index::from_listing(&out)
         .ok_or_else(|| Error::internal(format!("cannot list {}", index.display())))
 }
@@ -177,17 +152,10 @@ fn listed<'g>(
 /// a3s-iso's index of the tree was last written by a capture: the entries where it differs
 /// from `head` (found through its cache tree, without reading the commit's unchanged
 /// subtrees) go back to `head`'s, without stat data, and a path `head` lacks leaves it.
-fn reset_captured<'g>(cmd: &dyn Fn() -> GitCmd<'g>, head: &str) -> Result<()> {
-    let captured = cmd()
-        .args(["diff-index", "--cached", "--name-only", "-z", head])
-        .run()?;
+fn reset_captured(on_index: &OnIndex<'_>, head: &str) -> Result<()> {
+    let captured = on_index.changed_since(head)?;
     if !captured.is_empty() {
-        cmd()
-            .env("GIT_LITERAL_PATHSPECS", "1")
-            .args(["reset", "-q", head, "--pathspec-from-file=-"])
-            .arg("--pathspec-file-nul")
-            .stdin(captured)
-            .run()?;
+        on_index.reset_listed(head, captured)?;
     }
     Ok(())
 }
@@ -201,11 +169,7 @@ fn is_attributes_file(path: &[u8]) -> bool {
 /// (`index` holds `from`, with stat data, and is updated in place).
 pub(crate) fn advance(git: &Git, tree: &Tree, from: &str, to: &str, index: &Path) -> Result<()> {
     let wt = HermeticGit::private(git, tree.path, tree.common_dir, from, tree.scratch)?;
-    wt.cmd()
-        .env("GIT_INDEX_FILE", index)
-        .args(["read-tree", "-m", "-u", from, to])
-        .run()?;
-    Ok(())
+    wt.read_tree_move(index, from, to)
 }
 
 /// Empties the admin dir and writes what `git worktree add --detach` writes: `commondir`,

@@ -63,26 +63,19 @@ impl Inherited {
     /// name), else every file (the marks an earlier sparse checkout left are cleared and their
     /// files written).
     pub(crate) fn conform(&self, wt: HermeticGit, head: &str, index: &Path) -> Result<()> {
-        let cmd = || {
-            wt.cmd()
-                .env("GIT_INDEX_FILE", index)
-                .env("GIT_ATTR_SOURCE", head)
-        };
+        let on_index = wt.on_index_attrs_from(index, head);
         if self.sparse {
             for (name, bytes) in &self.files {
                 wt.add_private_file(name, bytes)?;
             }
             // The patterns apply only where git reads them as the worktree's.
-            cmd()
-                .args(["-c", "core.sparseCheckout=true"])
-                .args(["read-tree", "-m", "-u", "HEAD"])
-                .run()?;
+            on_index.read_tree_sparse("HEAD")?;
             return Ok(());
         }
         if !crate::base::indexfile::summary(index)?.skip_worktree {
             return Ok(());
         }
-        let listed = cmd().args(["ls-files", "-t", "-z"]).run()?;
+        let listed = on_index.tagged_entries()?;
         let mut marked = Vec::new();
         for path in crate::git::split_nul(&listed).filter_map(|r| r.strip_prefix(b"S ")) {
             marked.extend_from_slice(path);
@@ -91,14 +84,8 @@ impl Inherited {
         if marked.is_empty() {
             return Ok(());
         }
-        cmd()
-            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
-            .stdin(marked.clone())
-            .run()?;
-        cmd()
-            .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
-            .stdin(marked)
-            .run()?;
+        on_index.unskip_listed(marked.clone())?;
+        on_index.check_out_listed(marked)?;
         Ok(())
     }
 }

@@ -145,15 +145,12 @@ fn read_commits(
     let path = scratch.join("config");
     std::fs::write(&path, config).ctx(|| format!("cannot write {}", path.display()))?;
     let refspecs: Vec<String> = refs.iter().map(|(_, r)| format!("+{r}:{r}")).collect();
-    ctx.git
-        .fetch_cmd(
-            &located.repo.toplevel,
-            fetch_name,
-            &refspecs,
-            Some("tree:0"),
-        )
-        .env("GIT_DIR", scratch)
-        .run()?;
+    ctx.git.fetch_filtered_into(
+        (&located.repo.toplevel, scratch),
+        fetch_name,
+        &refspecs,
+        "tree:0",
+    )?;
     let oids: Vec<String> = refs.iter().map(|(oid, _)| oid.clone()).collect();
     Ok(ctx
         .git

@@ -1,0 +1,424 @@
+//! Operations on a checkout of the user's (or a nested repository's): what its status is, what
+//! a patch touches, commits written and moved, one config value. Each names git's arguments
+//! here so that the callers never do.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::runner::{Git, GitOutput};
+use crate::git::stash::Identity;
+
+/// Which untracked files a status of some paths lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Untracked {
+    /// Untracked files, not ignored ones.
+    All,
+    /// Untracked files and the ignored ones an ignore rule matches itself.
+    AndIgnored,
+}
+
+/// A commit's author or committer, set through git's variables.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Person<'a> {
+    /// `AUTHOR` or `COMMITTER`.
+    pub role: &'a str,
+    pub name: &'a str,
+    pub email: &'a str,
+    /// Seconds and zone, as a commit object holds them (`1700000000 +0100`).
+    pub date: &'a str,
+}
+
+impl Git {
+    /// `status --porcelain --untracked-files=normal`: empty when the checkout is clean.
+    pub(crate) fn status_with_untracked(&self, dir: &Path) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["status", "--porcelain", "--untracked-files=normal"])
+            .run()
+    }
+
+    /// `status --porcelain --untracked-files=no`: empty when no tracked file changed.
+    pub(crate) fn status_tracked(&self, dir: &Path) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["status", "--porcelain", "--untracked-files=no"])
+            .run()
+    }
+
+    /// `status --porcelain -z --untracked-files=no`: empty when no tracked file changed.
+    pub(crate) fn status_tracked_z(&self, dir: &Path) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["status", "--porcelain", "-z", "--untracked-files=no"])
+            .run()
+    }
+
+    /// The status (`--porcelain=v1 -z`, no renames) of the literal `paths`.
+    pub(crate) fn status_of<I, S>(
+        &self,
+        dir: &Path,
+        untracked: Untracked,
+        paths: I,
+    ) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let cmd = self
+            .at(dir)
+            .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"]);
+        let cmd = match untracked {
+            Untracked::All => cmd.args(["--untracked-files=all", "--no-renames", "--"]),
+            Untracked::AndIgnored => cmd.args([
+                "--untracked-files=all",
+                "--ignored=matching",
+                "--no-renames",
+                "--",
+            ]),
+        };
+        cmd.args(paths).run()
+    }
+
+    /// Among the literal `paths`, the index's entries with their tags (`ls-files -t -z`).
+    pub(crate) fn tagged_entries_of<I, S>(&self, dir: &Path, paths: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.at(dir)
+            .args(["--literal-pathspecs", "ls-files", "-t", "-z", "--"])
+            .args(paths)
+            .run()
+    }
+
+    /// Which of the literal `paths` the index tracks (`ls-files -z`).
+    pub(crate) fn tracked_among<I, S>(&self, dir: &Path, paths: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.at(dir)
+            .args(["--literal-pathspecs", "ls-files", "-z", "--"])
+            .args(paths)
+            .run()
+    }
+
+    /// The unmerged entries of the checkout's index (`ls-files -u`).
+    pub(crate) fn unmerged(&self, dir: &Path) -> Result<Vec<u8>> {
+        self.at(dir).args(["ls-files", "-u"]).run()
+    }
+
+    /// Whether the index holds what HEAD does (`diff --cached --quiet`).
+    pub(crate) fn nothing_staged(&self, dir: &Path) -> Result<bool> {
+        self.at(dir)
+            .args(["diff", "--cached", "--quiet"])
+            .succeeds()
+    }
+
+    /// The top level of the repository `dir` is in (`rev-parse --show-toplevel`).
+    pub(crate) fn toplevel(&self, dir: &Path) -> Result<String> {
+        self.at(dir)
+            .args(["rev-parse", "--show-toplevel"])
+            .run_text()
+    }
+
+    /// The checkout's git dir and common dir, absolute (`rev-parse --absolute-git-dir
+    /// --path-format=absolute --git-common-dir`), one a line.
+    pub(crate) fn git_dirs(&self, dir: &Path) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args([
+                "rev-parse",
+                "--absolute-git-dir",
+                "--path-format=absolute",
+                "--git-common-dir",
+            ])
+            .run()
+    }
+
+    /// Detaches the checkout at `commit` (`checkout -q --detach`).
+    pub(crate) fn check_out_detached(&self, dir: &Path, commit: &str) -> Result<()> {
+        self.at(dir)
+            .args(["checkout", "-q", "--detach", commit])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Sets the entries `info` describes in the checkout's index (`update-index -z
+    /// --index-info`).
+    pub(crate) fn index_info(&self, dir: &Path, info: Vec<u8>) -> Result<()> {
+        self.at(dir)
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()
+            .map(|_| ())
+    }
+
+    /// The paths the patch at `patch` touches, as `apply --numstat -z` lists them.
+    pub(crate) fn patch_numstat(&self, dir: &Path, patch: &Path) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["apply", "--numstat", "-z"])
+            .arg(patch)
+            .run()
+    }
+
+    /// A commit of `tree` on `parent` with `message` (`commit-tree`), by `ident`, and by the
+    /// `people` given (author, committer) where there are.
+    pub(crate) fn commit_tree(
+        &self,
+        dir: &Path,
+        ident: &Identity,
+        people: &[Person<'_>],
+        (tree, parent): (&str, &str),
+        message: String,
+    ) -> Result<String> {
+        let mut cmd = self.at(dir).args(ident.args());
+        for person in people {
+            let role = person.role;
+            cmd = cmd
+                .env(format!("GIT_{role}_NAME"), person.name)
+                .env(format!("GIT_{role}_EMAIL"), person.email)
+                .env(format!("GIT_{role}_DATE"), format!("@{}", person.date));
+        }
+        cmd.args(["commit-tree", tree, "-p", parent])
+            .stdin(message.into_bytes())
+            .run_text()
+    }
+
+    /// Moves HEAD from `old` to `new` (`update-ref -m`), failing if it moved meanwhile.
+    pub(crate) fn move_head(&self, dir: &Path, message: &str, new: &str, old: &str) -> Result<()> {
+        self.at(dir)
+            .args(["update-ref", "-m", message, "HEAD", new, old])
+            .run()
+            .map(|_| ())
+    }
+
+    /// The first-parent commits of `range`, oldest first, NUL-separated as
+    /// `<commit> <tree> <parents>\n<subject>`.
+    pub(crate) fn first_parent_log(&self, dir: &Path, range: &str) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args([
+                "log",
+                "-z",
+                "--reverse",
+                "--first-parent",
+                "--format=%H %T %P%n%s",
+            ])
+            .arg(range)
+            .arg("--")
+            .run()
+    }
+
+    /// The paths that differ from `a` to `b` with one of the kinds `filter` names
+    /// (`--diff-filter`), NUL-separated.
+    pub(crate) fn diff_trees_filtered(
+        &self,
+        dir: &Path,
+        (a, b): (&str, &str),
+        filter: &str,
+    ) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--no-renames",
+                &format!("--diff-filter={filter}"),
+                a,
+                b,
+            ])
+            .run()
+    }
+
+    /// HEAD's symbolic ref, the output whatever the status (`symbolic-ref -q HEAD`).
+    pub(crate) fn symbolic_head(&self, dir: &Path) -> Result<GitOutput> {
+        self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()
+    }
+
+    /// The value of `key` in the repository's configuration (`config --get`), the output
+    /// whatever the status.
+    pub(crate) fn config_get(&self, dir: &Path, key: &str) -> Result<GitOutput> {
+        self.at(dir).args(["config", "--get", key]).output()
+    }
+
+    /// The `submodule.*.path` entries of the `.gitmodules` in `tree`, read as data (`config
+    /// -z --blob`), the output whatever the status.
+    pub(crate) fn gitmodules_paths(&self, dir: &Path, tree: &str) -> Result<GitOutput> {
+        self.at(dir)
+            .args(["config", "-z", "--blob"])
+            .arg(format!("{tree}:.gitmodules"))
+            .args(["--get-regexp", r"^submodule\..*\.path$"])
+            .output()
+    }
+
+    /// Unlocks the worktree at `path` (`worktree unlock`), the output whatever the status.
+    pub(crate) fn worktree_unlock(&self, dir: &Path, path: &Path) -> Result<GitOutput> {
+        self.at(dir).args(["worktree", "unlock"]).arg(path).output()
+    }
+
+    /// Locks the worktree at `path` with `reason` (`worktree lock`).
+    pub(crate) fn worktree_lock(&self, dir: &Path, path: &Path, reason: &str) -> Result<()> {
+        self.at(dir)
+            .args(["worktree", "lock", "--reason", reason])
+            .arg(path)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Whether `commit` is a commit in the object store `objects` (or the repository's at
+    /// `common_dir`), asked as `cat-file -e`.
+    pub(crate) fn has_commit_in(&self, common_dir: &Path, objects: &Path, commit: &str) -> bool {
+        self.at(common_dir)
+            .env("GIT_OBJECT_DIRECTORY", objects)
+            .env(
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+                common_dir.join("objects"),
+            )
+            .args(["cat-file", "-e"])
+            .arg(format!("{commit}^{{commit}}"))
+            .succeeds()
+            .unwrap_or(false)
+    }
+
+    /// Every entry of the tree `tree` names, recursively (`ls-tree -r -z --full-tree`).
+    pub(crate) fn ls_tree_full(&self, dir: &Path, tree: &str) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["ls-tree", "-r", "-z", "--full-tree", tree])
+            .run()
+    }
+
+    /// The paths `revision` tracks, NUL-separated (`ls-tree -r -z --name-only --full-tree`).
+    pub(crate) fn tracked_names(&self, dir: &Path, revision: &str) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args([
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                "--full-tree",
+                revision,
+            ])
+            .run()
+    }
+
+    /// The entries of the literal `paths` in `tree` (`ls-tree -r -z --full-tree`), the output
+    /// whatever the status.
+    pub(crate) fn tree_entries_of<I, S>(
+        &self,
+        dir: &Path,
+        tree: &str,
+        paths: I,
+    ) -> Result<GitOutput>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.at(dir)
+            .args([
+                "--literal-pathspecs",
+                "ls-tree",
+                "-r",
+                "-z",
+                "--full-tree",
+                tree,
+                "--",
+            ])
+            .args(paths)
+            .output()
+    }
+
+    /// The untracked files the `exclude` patterns match (`ls-files -z --others --ignored
+    /// --exclude=…`), NUL-separated.
+    pub(crate) fn others_matching<I, S>(&self, dir: &Path, exclude: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: std::fmt::Display,
+    {
+        let mut list = self
+            .at(dir)
+            .args(["ls-files", "-z", "--others", "--ignored"]);
+        for pattern in exclude {
+            list = list.arg(format!("--exclude={pattern}"));
+        }
+        list.run()
+    }
+
+    /// Which of the NUL-separated `paths` the checkout's ignore rules ignore (`check-ignore
+    /// --stdin -z`), NUL-separated.
+    pub(crate) fn ignored_among(&self, dir: &Path, paths: Vec<u8>) -> Result<Vec<u8>> {
+        let out = self
+            .at(dir)
+            .args(["check-ignore", "--stdin", "-z"])
+            .stdin(paths)
+            .output()?;
+        // Exit 1: none of them is ignored.
+        if !matches!(out.exit_code, Some(0 | 1)) {
+            return Err(crate::git::runner::failure_of(
+                vec!["check-ignore".into(), "--stdin".into(), "-z".into()],
+                out.exit_code,
+                out.stderr,
+            ));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Whether the checkout's ignore rules ignore `path` (`check-ignore -q`).
+    pub(crate) fn is_ignored(&self, dir: &Path, path: &str) -> Result<bool> {
+        self.at(dir)
+            .args(["check-ignore", "-q", "--", path])
+            .succeeds()
+    }
+
+    /// Locks the worktree at `path` with `reason`, shielded from the terminal's interrupts.
+    pub(crate) fn worktree_lock_shielded(
+        &self,
+        dir: &Path,
+        path: &Path,
+        reason: &str,
+    ) -> Result<()> {
+        self.at(dir)
+            .shielded()
+            .args(["worktree", "lock", "--reason", reason])
+            .arg(path)
+            .run()
+            .map(|_| ())
+    }
+
+    /// The index's entry for the literal `path` (`ls-files -s -z`).
+    pub(crate) fn staged_entry(&self, dir: &Path, path: &OsStr) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["--literal-pathspecs", "ls-files", "-s", "-z", "--"])
+            .arg(path)
+            .run()
+    }
+
+    /// A blob's content (`cat-file blob`).
+    pub(crate) fn blob(&self, dir: &Path, oid: &str) -> Result<Vec<u8>> {
+        self.at(dir).args(["cat-file", "blob", oid]).run()
+    }
+
+    /// A blob as checked out at `path` (`cat-file --filters --path=`), streamed into `file`.
+    pub(crate) fn filtered_blob_to(
+        &self,
+        dir: &Path,
+        path: &OsStr,
+        oid: &str,
+        file: std::fs::File,
+    ) -> Result<()> {
+        let mut path_arg = std::ffi::OsString::from("--path=");
+        path_arg.push(path);
+        self.at(dir)
+            .args(["cat-file", "--filters"])
+            .arg(path_arg)
+            .arg(oid)
+            .run_to_file(file)
+    }
+
+    /// The checkout attributes (`filter`, `text`, `eol`, `ident`, `working-tree-encoding`)
+    /// of the NUL-terminated `paths` (`check-attr -z --stdin`): path, attribute, value.
+    pub(crate) fn checkout_attrs(&self, dir: &Path, paths: Vec<u8>) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args(["check-attr", "-z", "--stdin"])
+            .args(["filter", "text", "eol", "ident", "working-tree-encoding"])
+            .stdin(paths)
+            .run()
+    }
+}

@@ -1,0 +1,404 @@
+//! Git on one index file a3s-iso names (`GIT_INDEX_FILE`): a temporary index, its own index
+//! of an isolation, or a copy of the user's. Every operation on such an index is a method here,
+//! so that the callers name what they do and never git's arguments.
+
+use std::ffi::{OsStr, OsString};
+use std::fs::File;
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::hermetic::HermeticGit;
+use crate::git::runner::{Git, GitCmd, GitOutput};
+
+/// Settings that make git's stat check compare everything a command cannot forge (ctime and
+/// inode included), and keep caches of the checkout's state out of the snapshot.
+const SNAPSHOT_CONFIG: &[&str] = &[
+    "-c",
+    "core.splitIndex=false",
+    "-c",
+    "core.checkStat=default",
+    "-c",
+    "core.trustctime=true",
+    "-c",
+    "core.untrackedCache=false",
+    "-c",
+    "core.ignoreStat=false",
+];
+
+/// A git pointed at one index file; each call starts a new process with the same setup.
+pub(crate) struct OnIndex<'g> {
+    make: Box<dyn Fn() -> GitCmd<'g> + 'g>,
+}
+
+impl HermeticGit {
+    /// Git on the tree with `index` as its index.
+    pub(crate) fn on_index<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || self.cmd().env("GIT_INDEX_FILE", index)),
+        }
+    }
+
+    /// Git on the tree with `index` as its index, attributes read from `commit` only
+    /// (`GIT_ATTR_SOURCE`, git 2.40 and later).
+    pub(crate) fn on_index_attrs_from<'g>(
+        &'g self,
+        index: &'g Path,
+        commit: &'g str,
+    ) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || {
+                self.cmd()
+                    .env("GIT_INDEX_FILE", index)
+                    .env("GIT_ATTR_SOURCE", commit)
+            }),
+        }
+    }
+
+    /// Git on the tree with `index` as its index and the snapshot's stat settings.
+    pub(crate) fn on_snapshot_index<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || {
+                self.cmd()
+                    .env("GIT_INDEX_FILE", index)
+                    .args(SNAPSHOT_CONFIG)
+            }),
+        }
+    }
+
+    /// Git on the tree with `index` as its index, objects also read from `alternate`.
+    pub(crate) fn on_index_with_alternate<'g>(
+        &'g self,
+        index: &'g Path,
+        alternate: Option<&'g Path>,
+    ) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || {
+                let cmd = self.cmd().env("GIT_INDEX_FILE", index);
+                match alternate {
+                    Some(dir) => cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir),
+                    None => cmd,
+                }
+            }),
+        }
+    }
+
+    /// Turns the split index at `index` into a whole one (`update-index --no-split-index`).
+    pub(crate) fn unsplit_index(&self, index: &Path) -> Result<()> {
+        self.cmd()
+            .env("GIT_INDEX_FILE", index)
+            .args(["update-index", "--no-split-index"])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Moves the tree and its index from the tree `from` to `to`, touching only what differs
+    /// (`read-tree -m -u`); the index names `from` before.
+    pub(crate) fn read_tree_move(&self, index: &Path, from: &str, to: &str) -> Result<()> {
+        self.cmd()
+            .env("GIT_INDEX_FILE", index)
+            .args(["read-tree", "-m", "-u", from, to])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Resets the tree and its index to `tree` (`read-tree -u --reset`).
+    pub(crate) fn read_tree_reset(&self, tree: &str) -> Result<()> {
+        self.cmd()
+            .args(["read-tree", "-u", "--reset", tree])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Stages `index_tree` over `tree` (`read-tree -m`), the tree left as it is.
+    pub(crate) fn read_tree_staged(&self, tree: &str, index_tree: &str) -> Result<()> {
+        self.cmd()
+            .args(["read-tree", "-m", tree, index_tree])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Resets the index to HEAD (`reset -q`), the tree left as it is.
+    pub(crate) fn reset_index(&self) -> Result<()> {
+        self.cmd().args(["reset", "-q"]).run().map(|_| ())
+    }
+}
+
+impl Git {
+    /// Git in `dir` with `index` as its index.
+    pub(crate) fn on_index<'g>(&'g self, dir: &'g Path, index: &'g Path) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || self.at(dir).env("GIT_INDEX_FILE", index)),
+        }
+    }
+}
+
+impl OnIndex<'_> {
+    fn cmd(&self) -> GitCmd<'_> {
+        (self.make)()
+    }
+
+    /// Fills the index from `tree` (`read-tree`).
+    pub(crate) fn read_tree(&self, tree: &str) -> Result<()> {
+        self.cmd().args(["read-tree", tree]).run().map(|_| ())
+    }
+
+    /// Fills the index from `tree` and updates the files of the sparse checkout's patterns
+    /// (`read-tree -m -u` with `core.sparseCheckout=true`).
+    pub(crate) fn read_tree_sparse(&self, tree: &str) -> Result<()> {
+        self.cmd()
+            .args(["-c", "core.sparseCheckout=true"])
+            .args(["read-tree", "-m", "-u", tree])
+            .run()
+            .map(|_| ())
+    }
+
+    /// The index's tree (`write-tree`).
+    pub(crate) fn write_tree(&self) -> Result<String> {
+        self.cmd().arg("write-tree").run_text()
+    }
+
+    /// The index's tree, or `None` when git cannot write it (unmerged entries).
+    pub(crate) fn try_write_tree(&self) -> Result<Option<String>> {
+        let out = self.cmd().arg("write-tree").output()?;
+        let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !tree.is_empty()).then_some(tree))
+    }
+
+    /// Sets the entries `info` describes (`update-index -z --index-info`).
+    pub(crate) fn index_info(&self, info: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["update-index", "-z", "--index-info"])
+            .stdin(info)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Takes the files at `paths` as they are on disk, removing the gone ones
+    /// (`update-index --add --remove`).
+    pub(crate) fn add_or_remove<I, S>(&self, paths: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args(["update-index", "--add", "--remove", "--"])
+            .args(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Drops the entries at `paths` (`update-index --force-remove`).
+    pub(crate) fn force_remove<I, S>(&self, paths: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args(["update-index", "--force-remove", "--"])
+            .args(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Takes the files named by the NUL-terminated `paths` as they are on disk.
+    pub(crate) fn add_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["update-index", "--add", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Clears the skip-worktree mark of the NUL-terminated `paths`.
+    pub(crate) fn unskip_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// `ls-files -t -z`: each entry with its tag (`S ` when marked skip-worktree).
+    pub(crate) fn tagged_entries(&self) -> Result<Vec<u8>> {
+        self.cmd().args(["ls-files", "-t", "-z"]).run()
+    }
+
+    /// `ls-files -s -z`: each entry's mode, object, stage and path.
+    pub(crate) fn staged_entries(&self) -> Result<Vec<u8>> {
+        self.cmd().args(["ls-files", "-s", "-z"]).run()
+    }
+
+    /// `ls-files --stage -z`, streamed into `file`.
+    pub(crate) fn staged_entries_to(&self, file: File) -> Result<()> {
+        self.cmd()
+            .args(["ls-files", "--stage", "-z"])
+            .run_to_file(file)
+    }
+
+    /// `ls-files -u -z`: the unmerged entries.
+    pub(crate) fn unmerged_entries(&self) -> Result<Vec<u8>> {
+        self.cmd().args(["ls-files", "-u", "-z"]).run()
+    }
+
+    /// `add -A` of the whole tree but the `excluded` pathspecs (embedded repositories taken
+    /// without advice); the output whatever the exit status.
+    pub(crate) fn add_all_but<I>(&self, excluded: I) -> Result<GitOutput>
+    where
+        I: IntoIterator<Item = OsString>,
+    {
+        self.cmd()
+            .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
+            .args(excluded)
+            .output()
+    }
+
+    /// The paths the index lacks that `commit` has (`diff-index --cached --diff-filter=D`).
+    pub(crate) fn deleted_since(&self, commit: &str) -> Result<Vec<u8>> {
+        self.cmd()
+            .args([
+                "diff-index",
+                "--cached",
+                "-z",
+                "--name-only",
+                "--no-renames",
+            ])
+            .args(["--diff-filter=D", commit, "--"])
+            .run()
+    }
+
+    /// The paths where the index differs from `tree`, NUL-separated
+    /// (`diff-index --cached --name-only -z`).
+    pub(crate) fn changed_since(&self, tree: &str) -> Result<Vec<u8>> {
+        self.cmd()
+            .args(["diff-index", "--cached", "--name-only", "-z", tree])
+            .run()
+    }
+
+    /// Among the literal `paths`, those where the index differs from `tree`.
+    pub(crate) fn changed_among<I, S>(&self, tree: &str, paths: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args([
+                "--literal-pathspecs",
+                "diff-index",
+                "--cached",
+                "--name-only",
+                "-z",
+                "--no-renames",
+                tree,
+                "--",
+            ])
+            .args(paths)
+            .run()
+    }
+
+    /// Puts the entries named by the NUL-separated literal `paths` back to `commit`'s
+    /// (`reset -q <commit> --pathspec-from-file=- --pathspec-file-nul`).
+    pub(crate) fn reset_listed(&self, commit: &str, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .args(["reset", "-q", commit, "--pathspec-from-file=-"])
+            .arg("--pathspec-file-nul")
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Writes the files named by the NUL-separated `paths` from the index
+    /// (`checkout-index -f -u -z --stdin`).
+    pub(crate) fn check_out_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Removes every untracked file of the tree, ignored ones included (`clean -ffdxq`), but
+    /// what one of `kept` matches (`-e`).
+    pub(crate) fn clean_all<I, S>(&self, kept: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.clean("-ffdxq", kept)
+    }
+
+    /// Removes the untracked files no ignore rule ignores (`clean -ffdq`), but what one of
+    /// `kept` matches.
+    pub(crate) fn clean_unignored<I, S>(&self, kept: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.clean("-ffdq", kept)
+    }
+
+    fn clean<I, S>(&self, flags: &str, kept: I) -> Result<()>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.cmd().args(["clean", flags]);
+        for pattern in kept {
+            cmd = cmd.arg("-e").arg(pattern);
+        }
+        cmd.run().map(|_| ())
+    }
+
+    /// Applies the patch at `patch` to the index only (`apply --cached --binary`), the output
+    /// whatever the status.
+    pub(crate) fn apply_cached(&self, patch: &Path) -> Result<GitOutput> {
+        self.cmd()
+            .args([
+                "-c",
+                "apply.whitespace=nowarn",
+                "apply",
+                "--cached",
+                "--binary",
+            ])
+            .arg(patch)
+            .output()
+    }
+}
+
+impl HermeticGit {
+    /// The paths `tree` adds to `base`, NUL-separated (`diff-tree --diff-filter=A`).
+    pub(crate) fn added_paths(&self, base: &str, tree: &str) -> Result<Vec<u8>> {
+        self.cmd()
+            .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+            .args(["--diff-filter=A", base, tree])
+            .run()
+    }
+
+    /// Which of the literal `paths` `tree` holds, NUL-separated (`ls-tree -r --name-only`).
+    pub(crate) fn names_in_tree<I, S>(&self, tree: &str, paths: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd()
+            .args([
+                "--literal-pathspecs",
+                "ls-tree",
+                "-r",
+                "-z",
+                "--name-only",
+                tree,
+                "--",
+            ])
+            .args(paths)
+            .run()
+    }
+
+    /// The tree of `commit` (`rev-parse --verify <commit>^{tree}`).
+    pub(crate) fn tree_of(&self, commit: &str) -> Result<String> {
+        self.cmd()
+            .args(["rev-parse", "--verify"])
+            .arg(format!("{commit}^{{tree}}"))
+            .run_text()
+    }
+}

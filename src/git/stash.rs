@@ -1,0 +1,145 @@
+//! The git a branch promote starts on the user's checkout: shielded from the terminal's
+//! interrupts and marked with the promote's token (so that recovery can wait for a git a crash
+//! left running), and the identity it commits with.
+
+use std::path::Path;
+
+use crate::base::error::Result;
+use crate::git::runner::{Git, GitCmd, GitOutput};
+
+/// The variable every git a branch promote starts carries (`<token>`).
+pub(crate) const TOKEN_VAR: &str = "A3S_ISO_PROMOTE_TOKEN";
+
+/// Who commits: git's own identity, or a3s-iso's when git has none (`-c user.name/-c
+/// user.email`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Identity {
+    /// git knows who commits.
+    Own,
+    /// git has no identity: a3s-iso's is given.
+    Fallback,
+}
+
+impl Identity {
+    pub(super) fn args(&self) -> &'static [&'static str] {
+        match self {
+            Identity::Own => &[],
+            Identity::Fallback => &[
+                "-c",
+                "user.name=a3s-iso",
+                "-c",
+                "user.email=a3s-iso@localhost",
+            ],
+        }
+    }
+}
+
+/// Git in a checkout of the user's, shielded and marked with a promote's token.
+pub(crate) struct Marked<'g> {
+    git: &'g Git,
+    dir: &'g Path,
+    token: &'g str,
+}
+
+impl Git {
+    /// Who commits in `dir`: [`Identity::Own`] when `var GIT_COMMITTER_IDENT` succeeds. The
+    /// configuration it depends on does not change while a command runs: asked once.
+    pub(crate) fn identity(&self, dir: &Path) -> Identity {
+        const QUESTION: &str = "var GIT_COMMITTER_IDENT";
+        let known = self.memoized(dir, QUESTION, || {
+            let out = self.at(dir).args(["var", "GIT_COMMITTER_IDENT"]).output()?;
+            Ok(match out.exit_code {
+                Some(0) => "own",
+                _ => "fallback",
+            }
+            .to_string())
+        });
+        match known.as_deref() {
+            Ok("own") => Identity::Own,
+            _ => Identity::Fallback,
+        }
+    }
+
+    /// Git in `dir` that a Ctrl-C at the terminal cannot reach, marked with `token`.
+    pub(crate) fn marked<'g>(&'g self, dir: &'g Path, token: &'g str) -> Marked<'g> {
+        Marked {
+            git: self,
+            dir,
+            token,
+        }
+    }
+
+    /// The stash list from its reflog (`reflog show --format=%H %gs refs/stash`), newest first.
+    pub(crate) fn stash_reflog(&self, dir: &Path) -> Result<GitOutput> {
+        self.at(dir)
+            .args(["reflog", "show", "--format=%H %gs", "refs/stash", "--"])
+            .output()
+    }
+}
+
+impl Marked<'_> {
+    fn cmd(&self) -> GitCmd<'_> {
+        self.git.at(self.dir).shielded().env(TOKEN_VAR, self.token)
+    }
+
+    /// Stashes the WIP, untracked files included, under `message`.
+    pub(crate) fn stash_push(&self, ident: &Identity, message: &str) -> Result<()> {
+        self.cmd()
+            .args(ident.args())
+            .args(["stash", "push", "--include-untracked", "-q", "-m"])
+            .arg(message)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Applies `stash` with its index (`stash apply --index`); the output whatever the status.
+    pub(crate) fn stash_apply(&self, stash: &str) -> Result<GitOutput> {
+        self.cmd()
+            .args(["stash", "apply", "--index", "-q", stash])
+            .output()
+    }
+
+    /// Drops the stash at `position` of the list; the output whatever the status.
+    pub(crate) fn stash_drop(&self, position: usize) -> Result<GitOutput> {
+        self.cmd()
+            .args(["stash", "drop", "-q", &format!("stash@{{{position}}}")])
+            .output()
+    }
+
+    /// Resets the index to HEAD (`reset -q`); the output whatever the status.
+    pub(crate) fn reset_index(&self) -> Result<GitOutput> {
+        self.cmd().args(["reset", "-q"]).output()
+    }
+
+    /// Moves the branch, index and files to `commit` (`reset -q --hard`).
+    pub(crate) fn reset_hard(&self, commit: &str) -> Result<()> {
+        self.cmd()
+            .args(["reset", "-q", "--hard", commit])
+            .run()
+            .map(|_| ())
+    }
+
+    /// Replays `commit` onto HEAD (`cherry-pick`, unsigned); the output whatever the status.
+    pub(crate) fn cherry_pick(&self, ident: &Identity, commit: &str) -> Result<GitOutput> {
+        self.cmd()
+            .args(ident.args())
+            .args(["-c", "commit.gpgSign=false", "cherry-pick", "--no-edit"])
+            .args(["--allow-empty-message", commit])
+            .output()
+    }
+
+    /// Skips the pick under way (`cherry-pick --skip`).
+    pub(crate) fn cherry_pick_skip(&self) -> Result<()> {
+        self.cmd().args(["cherry-pick", "--skip"]).run().map(|_| ())
+    }
+
+    /// Aborts the pick under way (`cherry-pick --abort`); the output whatever the status.
+    pub(crate) fn cherry_pick_abort(&self) -> Result<GitOutput> {
+        self.cmd().args(["cherry-pick", "--abort"]).output()
+    }
+
+    /// Forgets the pick under way, files left as they are (`cherry-pick --quit`).
+    pub(crate) fn cherry_pick_quit(&self) -> Result<GitOutput> {
+        self.cmd().args(["cherry-pick", "--quit"]).output()
+    }
+}
