@@ -347,7 +347,7 @@ pub fn json_of(out: Output) -> (i32, Value) {
     });
     let schema = doc["schema"].as_str().expect("a schema field");
     // Every document any test reads is checked against its published schema.
-    crate::schemas::assert_conforms(&doc);
+    crate::contract_schemas::assert_conforms(&doc);
     assert!(
         (schema.starts_with("a3s-iso.") && schema.ends_with(".v1"))
             || schema == "a3s.code.agent-change-set.v1",

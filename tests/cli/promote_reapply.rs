@@ -221,7 +221,7 @@ fn a_killed_reapply_is_finished_or_rolled_back() {
 /// journal key says so (and changes nothing), rather than claiming no trees are recorded.
 #[test]
 fn reapply_of_a_nested_change_set_says_what_it_is() {
-    let fx = crate::nested::with_submodule("n");
+    let fx = crate::promote_nested::with_submodule("n");
     let sub = fx.isolation("n").join("vendor/lib");
     std::fs::write(sub.join("lib.txt"), "library, changed\n").unwrap();
     let applied = fx.json(&["promote", "-s", "n"]);

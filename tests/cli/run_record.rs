@@ -9,8 +9,8 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{Value, json};
 
+use crate::contract_schemas::assert_conforms;
 use crate::fixture::{Fixture, json_of, sandbox_available};
-use crate::schemas::assert_conforms;
 
 /// An argument that is not UTF-8, and one a shell would split and unquote.
 const NOT_UTF8: &[u8] = b"\xffname\xfe";
