@@ -3,7 +3,9 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::fixture::{Fixture, error_code, json_of, listing, require_tool};
+use crate::fixture::{
+    Fixture, error_code, json_of, listing, require_tool, sleeper, snapshot_settings_naming,
+};
 
 #[test]
 fn binds_a_detached_worktree_next_to_the_source() {
@@ -11,21 +13,35 @@ fn binds_a_detached_worktree_next_to_the_source() {
     let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
     let doc = fx.bind("task-1");
     let iso = fx.isolation("task-1");
-    assert_eq!(doc["schema"], "a3s-iso.bind.v1");
-    assert_eq!(doc["session_id"], "task-1");
-    assert_eq!(doc["source"], fx.src.to_str().unwrap());
-    assert_eq!(doc["worktree"], iso.to_str().unwrap());
-    assert_eq!(doc["bound_revision"], head.as_str());
-    assert_eq!(
-        doc["base_tree"],
-        format!(
-            "git-tree:{}",
-            fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"])
-        )
-    );
-    assert_eq!(doc["reused"], false);
-    assert_eq!(doc["read_only"], false);
-    assert_eq!(doc["carried_wip"], false);
+    let tree = fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"]);
+    let named = [(head.as_str(), "[HEAD]"), (tree.as_str(), "[TREE]")];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(doc, @r#"
+        {
+          "base_tree": "git-tree:[TREE]",
+          "bound_revision": "[HEAD]",
+          "carried_wip": false,
+          "copied_ignored": null,
+          "owner": {
+            "hostname": "[HOST]",
+            "liveness": "alive",
+            "name": "[NAME]",
+            "pid": "[PID]",
+            "start_identity": "linux-proc-start-ticks:[TICKS]"
+          },
+          "read_only": false,
+          "reused": false,
+          "schema": "a3s-iso.bind.v1",
+          "session_id": "task-1",
+          "setup": [],
+          "source": "[ROOT]/work/src",
+          "warm": false,
+          "warnings": [],
+          "wip_left_out": false,
+          "worktree": "[ROOT]/work/.src.a3s-isolate-task-1"
+        }
+        "#)
+    });
     // Detached at the bound revision, same content.
     assert_eq!(fx.git(&iso, &["rev-parse", "HEAD"]), head);
     let detached = Command::new("git")
@@ -422,14 +438,6 @@ fn a_git_that_is_too_old_is_refused() {
         .output()
         .unwrap();
     assert_eq!(error_code(&json_of(out).1), "git_too_old");
-}
-
-fn sleeper() -> Child {
-    Command::new("sleep")
-        .arg("60")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 #[test]

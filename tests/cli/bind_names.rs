@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::bind_basics::source_hash;
-use crate::fixture::{Fixture, listing};
+use crate::fixture::{Fixture, listing, worktree_of};
 
 /// `a3s-iso --json ARGS` started by a shell script that exits right after (so the bind's
 /// default owner, the script's shell, is dead as soon as it returns).
@@ -30,10 +30,6 @@ fn second_repo(fx: &Fixture, name: &str) -> PathBuf {
     fx.git(&other, &["add", "-A"]);
     fx.git(&other, &["commit", "-q", "-m", "other"]);
     other
-}
-
-fn worktree_of(doc: &Value) -> PathBuf {
-    PathBuf::from(doc["worktree"].as_str().expect("a worktree"))
 }
 
 fn sweep_in(fx: &Fixture, dir: &Path, state: Option<&Path>, args: &[&str]) -> Value {

@@ -5,7 +5,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::completion_shells::shell;
-use crate::fixture::{Fixture, error_code, listing, require_tool, sandbox_available};
+use crate::fixture::{
+    Fixture, error_code, listing, require_tool, sandbox_available, snapshot_settings_naming,
+};
 
 fn stdout_of(out: std::process::Output) -> String {
     assert!(
@@ -157,11 +159,24 @@ fn log_lists_promotions_newest_first() {
         .collect();
     assert_eq!(digests, [second.as_str(), first.as_str()]);
     let newest = &promotions[0];
-    assert_eq!(newest["session_id"], "second");
-    assert_eq!(newest["landing"], "applied");
-    assert_eq!(newest["mode"], "patch");
-    assert_eq!(newest["files_changed"], 1);
-    assert_eq!(newest["source_head"], head_before_second.as_str());
+    let named = [
+        (second.as_str(), "[SECOND]"),
+        (head_before_second.as_str(), "[HEAD_BEFORE_SECOND]"),
+    ];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(newest, @r#"
+        {
+          "digest": "[SECOND]",
+          "files_changed": 1,
+          "landing": "applied",
+          "mode": "patch",
+          "patch_bytes": "[PATCH_BYTES]",
+          "promoted_at_ms": "[MS]",
+          "session_id": "second",
+          "source_head": "[HEAD_BEFORE_SECOND]"
+        }
+        "#)
+    });
     assert!(
         newest["promoted_at_ms"].as_u64().unwrap()
             >= promotions[1]["promoted_at_ms"].as_u64().unwrap()

@@ -7,17 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, content_listing, json_of, listing};
-
-fn ok(fx: &Fixture, args: &[&str]) -> Value {
-    let (code, doc) = fx.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc}");
-    doc
-}
-
-fn state(fx: &Fixture) -> PathBuf {
-    fx.src.join(".git/a3s-iso")
-}
+use crate::fixture::{Fixture, checkout_listing, content_listing, json_of, listing, ok, state_dir};
 
 /// A session with one file of work captured.
 fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
@@ -112,7 +102,7 @@ fn attack_purging_a_session_keeps_the_seed_of_a_live_session_with_a_longer_id() 
     let fx = Fixture::new();
     worked(&fx, "a", "a.txt");
     worked(&fx, "a.nested-x", "x.txt");
-    let seeds = state(&fx).join("seeds");
+    let seeds = state_dir(&fx).join("seeds");
     let live_seed: Vec<PathBuf> = std::fs::read_dir(&seeds)
         .unwrap()
         .flatten()
@@ -146,7 +136,7 @@ fn attack_gc_dry_run_finishes_a_killed_promote_and_removes_nothing_it_lists() {
         .output()
         .unwrap();
     assert!(!killed.status.success());
-    let intents = state(&fx).join("intents");
+    let intents = state_dir(&fx).join("intents");
     let count = |dir: &Path| std::fs::read_dir(dir).map(|d| d.count()).unwrap_or(0);
     assert_eq!(count(&intents), 1, "the killed promote left its intent");
     let out = fx
@@ -162,13 +152,13 @@ fn attack_gc_dry_run_finishes_a_killed_promote_and_removes_nothing_it_lists() {
         0,
         "the dry run left the promote unfinished"
     );
-    assert_eq!(count(&state(&fx).join("promoted")), 1, "not journaled");
+    assert_eq!(count(&state_dir(&fx).join("promoted")), 1, "not journaled");
     assert!(
         fx.src.join("p.txt").is_file(),
         "the change set did not land"
     );
     let files = |fx: &Fixture| -> Vec<String> {
-        listing(&state(fx))
+        listing(&state_dir(fx))
             .into_iter()
             .filter(|(p, _)| !p.starts_with("tmp") && !p.starts_with("leases"))
             .map(|(p, kind)| format!("{p} {kind}"))

@@ -2,11 +2,11 @@
 //! the refs.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, listing};
+use crate::fixture::{Fixture, listing, ok, state_dir};
 
 fn refs(fx: &Fixture) -> String {
     fx.git(&fx.src, &["for-each-ref"])
@@ -17,16 +17,6 @@ fn ns_refs(fx: &Fixture, prefix: &str) -> Vec<String> {
         .lines()
         .map(str::to_string)
         .collect()
-}
-
-fn state(fx: &Fixture) -> PathBuf {
-    fx.src.join(".git/a3s-iso")
-}
-
-fn ok(fx: &Fixture, args: &[&str]) -> Value {
-    let (code, doc) = fx.json(args);
-    assert_eq!(code, 0, "{args:?}: {doc}");
-    doc
 }
 
 /// (kind, path or ref) of each item of a list.
@@ -71,21 +61,30 @@ fn gc_dry_run_changes_nothing_and_gc_removes_exactly_what_it_listed() {
     );
     ok(&fx, &tenant_args(tenant_dir, &["capture", "-s", "other"]));
     ok(&fx, &tenant_args(tenant_dir, &["discard", "-s", "other"]));
-    let before = (listing(&state(&fx)), refs(&fx), listing(&tenant));
+    let before = (listing(&state_dir(&fx)), refs(&fx), listing(&tenant));
 
     let dry = ok(&fx, &["gc", "--dry-run", "--older-than", "0s"]);
     assert_eq!(dry["schema"], "a3s-iso.gc.v1");
     assert_eq!(dry["dry_run"], true);
-    assert_eq!((listing(&state(&fx)), refs(&fx), listing(&tenant)), before);
+    assert_eq!(
+        (listing(&state_dir(&fx)), refs(&fx), listing(&tenant)),
+        before
+    );
     let listed = items(&dry["removed"]);
     // The discarded session's evidence is listed, with its reason; nothing of the others.
     for (kind, at) in [
         ("ref", "refs/a3s-iso/sessions/old/base".to_string()),
         (
             "session_record",
-            state(&fx).join("sessions/old.json").display().to_string(),
+            state_dir(&fx)
+                .join("sessions/old.json")
+                .display()
+                .to_string(),
         ),
-        ("runs", state(&fx).join("runs/old").display().to_string()),
+        (
+            "runs",
+            state_dir(&fx).join("runs/old").display().to_string(),
+        ),
     ] {
         assert!(listed.contains(&(kind.into(), at.clone())), "{at} in {dry}");
     }
@@ -111,14 +110,14 @@ fn gc_dry_run_changes_nothing_and_gc_removes_exactly_what_it_listed() {
     }
     // The live and the retained session keep everything; the tenant is untouched.
     for id in ["live", "kept"] {
-        assert!(state(&fx).join(format!("sessions/{id}.json")).exists());
+        assert!(state_dir(&fx).join(format!("sessions/{id}.json")).exists());
         assert_eq!(ns_refs(&fx, &format!("refs/a3s-iso/runs/{id}/")).len(), 1);
         assert_eq!(
             ns_refs(&fx, &format!("refs/a3s-iso/sessions/{id}/")).len(),
             1
         );
         assert_eq!(
-            std::fs::read_dir(state(&fx).join("runs").join(id))
+            std::fs::read_dir(state_dir(&fx).join("runs").join(id))
                 .unwrap()
                 .count(),
             1
@@ -144,7 +143,7 @@ fn a_digest_promoted_inside_the_window_stays_idempotent_after_gc() {
     let promote = ["promote", "--change-set", document.to_str().unwrap()];
     assert_eq!(ok(&fx, &promote)["outcome"], "applied");
     ok(&fx, &["discard", "-s", "doc", "--purge"]);
-    let journal = state(&fx).join("promoted");
+    let journal = state_dir(&fx).join("promoted");
     assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 1);
     // The default window (30 days) keeps the journal entry: still idempotent.
     let done = ok(&fx, &["gc"]);
@@ -199,7 +198,7 @@ fn discard_purge_then_gc_all_leaves_no_refs_and_no_state_dir() {
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
     assert!(ns_refs(&fx, "refs/heads/a3s-iso/").is_empty());
     // What stays after a purge: the journal, and the store's empty directories.
-    let left: Vec<String> = listing(&state(&fx))
+    let left: Vec<String> = listing(&state_dir(&fx))
         .into_iter()
         .filter(|(_, kind)| !kind.starts_with("dir"))
         .map(|(path, _)| path)
@@ -214,7 +213,7 @@ fn discard_purge_then_gc_all_leaves_no_refs_and_no_state_dir() {
     assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 1);
     ok(&fx, &["gc", "--all"]);
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
-    assert!(!state(&fx).exists(), "{:?}", listing(&state(&fx)));
+    assert!(!state_dir(&fx).exists(), "{:?}", listing(&state_dir(&fx)));
     assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 0);
     assert_eq!(
         fx.git(&fx.src, &["worktree", "list", "--porcelain"])
@@ -261,7 +260,7 @@ fn tenant_purge_and_gc_all_empty_its_namespace_only() {
     );
     assert!(ns_refs(&fx, "refs/a3s-iso-tenants/").is_empty());
     assert!(ns_refs(&fx, "refs/heads/a3s-iso-tenants/").is_empty());
-    let default_before = (listing(&state(&fx)), ns_refs(&fx, "refs/a3s-iso/"));
+    let default_before = (listing(&state_dir(&fx)), ns_refs(&fx, "refs/a3s-iso/"));
     ok(&fx, &tenant_args(dir, &["gc", "--all"]));
     assert!(ns_refs(&fx, "refs/a3s-iso-tenants/").is_empty());
     // The tenant's own directories are emptied; the default store is untouched.
@@ -272,7 +271,7 @@ fn tenant_purge_and_gc_all_empty_its_namespace_only() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
     assert_eq!(
-        (listing(&state(&fx)), ns_refs(&fx, "refs/a3s-iso/")),
+        (listing(&state_dir(&fx)), ns_refs(&fx, "refs/a3s-iso/")),
         default_before
     );
 }
@@ -294,7 +293,7 @@ fn gc_all_keeps_live_and_retained_sessions_whole() {
         })
         .collect();
     let files = |fx: &Fixture| -> Vec<String> {
-        listing(&state(fx))
+        listing(&state_dir(fx))
             .into_keys()
             .filter(|p| p.contains("live") || p.contains("kept"))
             .collect()
@@ -339,7 +338,7 @@ fn capturing_an_unchanged_session_twice_records_one_run() {
     assert!(stderr.contains("reused"), "{stderr}");
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/same/").len(), 1);
     assert_eq!(
-        std::fs::read_dir(state(&fx).join("runs/same"))
+        std::fs::read_dir(state_dir(&fx).join("runs/same"))
             .unwrap()
             .count(),
         1
@@ -353,7 +352,7 @@ fn capturing_an_unchanged_session_twice_records_one_run() {
     assert_ne!(third["identity"]["run_id"], first["identity"]["run_id"]);
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/same/").len(), 2);
     assert_eq!(
-        std::fs::read_dir(state(&fx).join("runs/same"))
+        std::fs::read_dir(state_dir(&fx).join("runs/same"))
             .unwrap()
             .count(),
         2
@@ -377,11 +376,11 @@ fn a_gc_or_purge_killed_half_way_is_finished_by_the_next_one() {
     assert!(!killed.status.success());
     // Killed after the refs went, before any file: the records still name the sessions.
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
-    assert!(state(&fx).join("sessions/one.json").exists());
+    assert!(state_dir(&fx).join("sessions/one.json").exists());
     let done = ok(&fx, &["gc", "--older-than", "0s"]);
     assert!(!done["removed"].as_array().unwrap().is_empty(), "{done}");
-    assert!(!state(&fx).join("sessions/one.json").exists());
-    assert!(!state(&fx).join("runs/two").exists());
+    assert!(!state_dir(&fx).join("sessions/one.json").exists());
+    assert!(!state_dir(&fx).join("runs/two").exists());
 
     worked(&fx, "three", "y.txt");
     let killed = fx
@@ -392,15 +391,15 @@ fn a_gc_or_purge_killed_half_way_is_finished_by_the_next_one() {
         .unwrap();
     assert!(!killed.status.success());
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
-    assert!(state(&fx).join("sessions/three.json").exists());
+    assert!(state_dir(&fx).join("sessions/three.json").exists());
     let purge = ok(&fx, &["discard", "-s", "three", "--purge"]);
     assert!(
         items(&purge["purged_items"])
             .iter()
             .any(|(k, _)| k == "session_record")
     );
-    assert!(!state(&fx).join("sessions/three.json").exists());
-    assert!(!state(&fx).join("runs/three").exists());
+    assert!(!state_dir(&fx).join("sessions/three.json").exists());
+    assert!(!state_dir(&fx).join("runs/three").exists());
     assert!(!fx.isolation("three").exists());
 }
 
@@ -413,8 +412,8 @@ fn refs_of_a_session_without_record_and_registry_entries_of_gone_sources_go() {
         &fx.src,
         &["update-ref", "refs/a3s-iso/runs/ghost/r1", &tree],
     );
-    std::fs::create_dir_all(state(&fx).join("runs/ghost")).unwrap();
-    std::fs::write(state(&fx).join("runs/ghost/r1.json"), "{}").unwrap();
+    std::fs::create_dir_all(state_dir(&fx).join("runs/ghost")).unwrap();
+    std::fs::write(state_dir(&fx).join("runs/ghost/r1.json"), "{}").unwrap();
     let registry = fx.home.join(".local/share/a3s-iso/sources");
     let stale = registry.join("0000000000000000.json");
     std::fs::write(
@@ -447,7 +446,7 @@ fn refs_of_a_session_without_record_and_registry_entries_of_gone_sources_go() {
     );
     ok(&fx, &["gc", "--older-than", "0s"]);
     assert!(ns_refs(&fx, "refs/a3s-iso/runs/ghost/").is_empty());
-    assert!(!state(&fx).join("runs/ghost").exists());
+    assert!(!state_dir(&fx).join("runs/ghost").exists());
     assert!(!stale.exists());
     assert_eq!(std::fs::read_dir(&registry).unwrap().count(), 1);
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/live/").len(), 1);
@@ -455,11 +454,8 @@ fn refs_of_a_session_without_record_and_registry_entries_of_gone_sources_go() {
 
 #[test]
 fn capture_reuse_sees_nested_change_sets_and_purge_removes_them() {
-    let fx = crate::promote_nested::with_submodule("s");
-    let lib = fx
-        .isolation("s")
-        .join(crate::promote_nested::SUB)
-        .join("lib.txt");
+    let fx = crate::fixture::with_submodule("s");
+    let lib = fx.isolation("s").join(crate::fixture::SUB).join("lib.txt");
     std::fs::write(&lib, "library, edited\n").unwrap();
     let first = ok(&fx, &["capture", "-s", "s"]);
     let second = ok(&fx, &["capture", "-s", "s"]);
@@ -473,7 +469,7 @@ fn capture_reuse_sees_nested_change_sets_and_purge_removes_them() {
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/runs/s/").len(), 2);
     assert_eq!(ns_refs(&fx, "refs/a3s-iso/nested/s/").len(), 4);
     let seeds = || {
-        std::fs::read_dir(state(&fx).join("seeds"))
+        std::fs::read_dir(state_dir(&fx).join("seeds"))
             .unwrap()
             .flatten()
             .filter(|e| e.file_name().to_string_lossy().contains("isolate-s"))
@@ -488,7 +484,7 @@ fn capture_reuse_sees_nested_change_sets_and_purge_removes_them() {
         "{purge}"
     );
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
-    assert!(!state(&fx).join("nested/s").exists());
+    assert!(!state_dir(&fx).join("nested/s").exists());
     assert_eq!(seeds(), 0);
 }
 
@@ -497,7 +493,7 @@ fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finis
     let fx = Fixture::new();
     worked(&fx, "live", "live.txt");
     let live_refs = ns_refs(&fx, "refs/a3s-iso/");
-    let live_files = listing(&state(&fx));
+    let live_files = listing(&state_dir(&fx));
     // How long an uninterrupted gc of three discarded sessions takes: kills land within it.
     for n in 0..3 {
         let id = format!("timed{n}");
@@ -530,7 +526,7 @@ fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finis
         assert!(fx.isolation("live").join("live.txt").exists());
         ok(&fx, &["gc", "--older-than", "0s"]);
         assert_eq!(ns_refs(&fx, "refs/a3s-iso/"), live_refs, "round {round}");
-        let files = listing(&state(&fx));
+        let files = listing(&state_dir(&fx));
         for id in &ids {
             assert!(
                 !files.keys().any(|p| p.contains(id.as_str())),

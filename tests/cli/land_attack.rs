@@ -3,14 +3,16 @@
 //! attempt to make a session land twice, land partly, land over the user's own work, or be
 //! predicted wrongly.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, error_code, require_tool};
+use crate::fixture::{
+    Fixture, checkout_listing, differences, error_code, journal, require_tool, source_state,
+    subjects_since,
+};
 use crate::land_queue::{outcomes, session_adding_its_file};
 
 // ---------------------------------------------------------------------------------------------
@@ -36,17 +38,6 @@ fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The subjects of the commits after `base`, oldest first.
-fn subjects_since(fx: &Fixture, base: &str) -> Vec<String> {
-    fx.git(
-        &fx.src,
-        &["log", "--reverse", "--format=%s", &format!("{base}..HEAD")],
-    )
-    .lines()
-    .map(String::from)
-    .collect()
-}
-
 fn head(fx: &Fixture) -> String {
     fx.git(&fx.src, &["rev-parse", "HEAD"])
 }
@@ -54,33 +45,6 @@ fn head(fx: &Fixture) -> String {
 fn read(path: impl AsRef<Path>) -> String {
     std::fs::read_to_string(path.as_ref())
         .unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()))
-}
-
-/// The checkout as a user sees it: every file outside `.git` (bytes and modes), HEAD, the
-/// index's entries (not its stat data) and the stash list.
-fn state(fx: &Fixture) -> BTreeMap<String, String> {
-    let mut state = checkout_listing(&fx.src);
-    state.remove(".git/index");
-    state.insert(
-        "<index entries>".into(),
-        fx.git(&fx.src, &["ls-files", "-s"]),
-    );
-    state.insert("<HEAD>".into(), head(fx));
-    state.insert(
-        "<stash list>".into(),
-        fx.git(&fx.src, &["stash", "list", "--format=%H %gs"]),
-    );
-    state
-}
-
-/// The first differences between two states, for a failure message.
-fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .take(8)
-        .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
-        .collect()
 }
 
 /// Files of the checkout (outside `.git`) that hold a conflict marker.
@@ -105,12 +69,6 @@ fn show(fx: &Fixture, id: &str) -> Value {
     let (code, doc) = fx.json(&["show", "-s", id]);
     assert_eq!(code, 0, "{doc}");
     doc
-}
-
-fn journal(fx: &Fixture, digest: &str) -> Value {
-    let hex = digest.trim_start_matches("sha256:");
-    let path = fx.src.join(format!(".git/a3s-iso/promoted/{hex}.json"));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
 }
 
 fn spawn_json(fx: &Fixture, args: &[&str]) -> Child {
@@ -463,7 +421,7 @@ fn attack_land_leaves_conflict_markers_in_the_users_wip() {
     fx.write("src/lib.txt", "the user's staged edit\n");
     fx.git(&fx.src, &["add", "src/lib.txt"]);
     let staged_before = fx.git(&fx.src, &["diff", "--cached", "--name-only"]);
-    let before = state(&fx);
+    let before = source_state(&fx);
     let (code, doc) = fx.json(&["land", "-s", "a"]);
     let markers = files_with_markers(&fx.src);
     assert!(
@@ -471,13 +429,13 @@ fn attack_land_leaves_conflict_markers_in_the_users_wip() {
         "land (exit {code}) left conflict markers in {markers:?}: README.md is now {:?}; {doc}",
         read(fx.src.join("README.md"))
     );
-    let refused = code == 3 && state(&fx) == before;
+    let refused = code == 3 && source_state(&fx) == before;
     let kept = read(fx.src.join("README.md")) == "the user's unstaged edit\n"
         && fx.git(&fx.src, &["diff", "--cached", "--name-only"]) == staged_before;
     assert!(
         refused || kept,
         "the user's WIP is neither untouched nor restored: {:?}\n{doc}",
-        differences(&state(&fx), &before)
+        differences(&source_state(&fx), &before)
     );
 }
 
@@ -551,13 +509,13 @@ fn attack_land_on_a_detached_head_changes_nothing() {
     fx.write("user.txt", "the user's\n");
     fx.commit_all("the user's commit");
     fx.git(&fx.src, &["checkout", "-q", "--detach"]);
-    let before = state(&fx);
+    let before = source_state(&fx);
     for mode in ["squash", "branch"] {
         let (code, doc) = fx.json(&["land", "-s", "d", "--mode", mode]);
         assert_ne!(code, 0, "{mode}: {doc}");
         let said = doc.to_string();
         assert!(said.contains("detached_source"), "{mode}: {doc}");
-        assert_eq!(state(&fx), before, "{mode}");
+        assert_eq!(source_state(&fx), before, "{mode}");
         assert_eq!(
             show(&fx, "d")["bound_revision"],
             bound,
@@ -584,7 +542,7 @@ fn attack_land_odd_session_ids() {
     for id in ids {
         session_adding_its_file(&fx, id);
     }
-    let before = state(&fx);
+    let before = source_state(&fx);
     for bad in [
         "..", "a..b", ".x", "-x", "a/b", "a.", "a.lock", "", "é", "a b",
     ] {
@@ -594,7 +552,7 @@ fn attack_land_odd_session_ids() {
             !fx.src.join(".git/a3s-iso/land.json").exists(),
             "{bad:?}: a queue was recorded"
         );
-        assert_eq!(state(&fx), before, "{bad:?}");
+        assert_eq!(source_state(&fx), before, "{bad:?}");
     }
     let base = head(&fx);
     let mut args = vec!["land"];
@@ -639,11 +597,11 @@ fn attack_land_test_cannot_write_outside_or_reach_the_network() {
          echo home > \"$HOME/escaped.txt\"; git ls-remote http://127.0.0.1:{port}/x",
         other.display()
     );
-    let before = state(&fx);
+    let before = source_state(&fx);
     let (code, doc) = fx.json(&["land", "-s", "t", "--test", &format!("set -e; {escape}")]);
     assert_eq!(code, 3, "{doc}");
     assert_eq!(outcomes(&doc), pairs(&[("t", "test_failed")]), "{doc}");
-    assert_eq!(state(&fx), before);
+    assert_eq!(source_state(&fx), before);
     let careful = format!(
         "(echo src > \"$A3S_ISO_SOURCE/escaped.txt\") 2>/dev/null; \
          (echo other > '{}/escaped.txt') 2>/dev/null; \
@@ -700,15 +658,15 @@ fn attack_reapply_after_undoing_one_of_two_files() {
     // Patch mode: the landing is uncommitted; undo only README.md.
     let fx = Fixture::new();
     let digest = promoted(&fx);
-    let landed = state(&fx);
+    let landed = source_state(&fx);
     fx.git(&fx.src, &["checkout", "--", "README.md"]);
-    let half = state(&fx);
+    let half = source_state(&fx);
     for args in [
         vec!["promote", "-s", "s", "--reapply"],
         vec!["promote", "--reapply", "--digest", &digest],
     ] {
         let (code, doc) = fx.json(&args);
-        let now = state(&fx);
+        let now = source_state(&fx);
         assert!(
             (code == 3 && now == half) || (code == 0 && now == landed),
             "{args:?}: exit {code}: {:?}\n{doc}",
@@ -728,9 +686,9 @@ fn attack_reapply_after_undoing_one_of_two_files() {
     let digest = doc["sessions"][0]["digest"].as_str().unwrap().to_string();
     fx.git(&fx.src, &["rm", "-q", "new.txt"]);
     fx.git(&fx.src, &["commit", "-q", "-m", "the user drops new.txt"]);
-    let before = state(&fx);
+    let before = source_state(&fx);
     let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &digest]);
-    let now = state(&fx);
+    let now = source_state(&fx);
     assert!(
         code == 3 && now == before,
         "exit {code}: {:?}\n{doc}",
@@ -756,10 +714,10 @@ fn attack_reapply_step_one_after_step_two_landed() {
     std::fs::write(iso.join("b.txt"), "step 2\n").unwrap();
     let (code, two) = fx.json(&["promote", "-s", "s"]);
     assert_eq!((code, outcome(&two)), (0, "applied"), "{two}");
-    let landed = state(&fx);
+    let landed = source_state(&fx);
     let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &step1[..20]]);
     assert!(code == 0 || code == 3, "{doc}");
-    assert_eq!(state(&fx), landed, "{doc}");
+    assert_eq!(source_state(&fx), landed, "{doc}");
     // The user removes both steps' files: step 1 alone lands again, once.
     std::fs::remove_file(fx.src.join("a.txt")).unwrap();
     std::fs::remove_file(fx.src.join("b.txt")).unwrap();
@@ -785,7 +743,7 @@ fn attack_reapply_step_one_after_step_two_landed() {
 fn attack_reapply_with_a_tampered_change_patch() {
     let fx = Fixture::new();
     let digest = promoted(&fx);
-    let landed = state(&fx);
+    let landed = source_state(&fx);
     let hex = digest.trim_start_matches("sha256:");
     let stored = fx
         .src
@@ -800,10 +758,10 @@ fn attack_reapply_with_a_tampered_change_patch() {
         fx.git(&fx.src, &["checkout", "--", "README.md"]);
         std::fs::remove_file(fx.src.join("new.txt")).unwrap();
         std::fs::write(&stored, evil).unwrap();
-        let undone = state(&fx);
+        let undone = source_state(&fx);
         let (code, doc) = fx.json(&args);
         assert!(!fx.src.join("evil.txt").exists(), "{args:?}: {doc}");
-        let now = state(&fx);
+        let now = source_state(&fx);
         assert!(
             (code == 0 && now == landed) || (code != 0 && now == undone),
             "{args:?}: exit {code}: {:?}\n{doc}",
@@ -826,7 +784,7 @@ fn attack_reapply_concurrently_lands_once() {
     for round in 0..3 {
         let fx = Fixture::new();
         let digest = promoted(&fx);
-        let landed = state(&fx);
+        let landed = source_state(&fx);
         fx.git(&fx.src, &["checkout", "--", "README.md"]);
         std::fs::remove_file(fx.src.join("new.txt")).unwrap();
         let one = spawn_json(&fx, &["promote", "-s", "s", "--reapply"]);
@@ -841,7 +799,7 @@ fn attack_reapply_concurrently_lands_once() {
             ["applied", "idempotent"],
             "round {round}: {d1}\n{d2}"
         );
-        assert_eq!(state(&fx), landed, "round {round}");
+        assert_eq!(source_state(&fx), landed, "round {round}");
         let entry = journal(&fx, &digest);
         assert_eq!(
             entry["earlier_landings"].as_array().unwrap().len(),
@@ -864,7 +822,7 @@ fn attack_digest_prefix_forms() {
     let digest = promoted(&fx);
     let hex = digest.trim_start_matches("sha256:").to_string();
     let upper = hex.to_ascii_uppercase();
-    let landed = state(&fx);
+    let landed = source_state(&fx);
     let named = |given: &str| -> (i32, Value) { fx.json(&["diff", "--digest", given, "--stat"]) };
     for good in [
         hex[..8].to_string(),
@@ -897,7 +855,7 @@ fn attack_digest_prefix_forms() {
         let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &bad]);
         assert_eq!((code, error_code(&doc)), (2, "usage"), "{bad:?}: {doc}");
     }
-    assert_eq!(state(&fx), landed);
+    assert_eq!(source_state(&fx), landed);
     // A change set only planned (--no-apply): diff shows it by prefix; reapply refuses it (it
     // never landed), nothing applied.
     std::fs::write(fx.isolation("s").join("planned.txt"), "planned\n").unwrap();
@@ -910,10 +868,10 @@ fn attack_digest_prefix_forms() {
         .to_string();
     let (code, doc) = named(&planned[..8].to_ascii_uppercase());
     assert_eq!(code, 0, "{doc}");
-    let before = state(&fx);
+    let before = source_state(&fx);
     let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &planned[..8]]);
     assert_eq!((code, error_code(&doc)), (5, "invalid_input"), "{doc}");
-    assert_eq!(state(&fx), before);
+    assert_eq!(source_state(&fx), before);
 }
 
 /// `push --delete` with a prefix two change sets on the remote share: `digest_ambiguous`

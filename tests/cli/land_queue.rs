@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, require_tool};
+use crate::fixture::{Fixture, require_tool, subjects_since};
 
 /// Session `id` adds `<id>.txt`.
 pub(crate) fn session_adding_its_file(fx: &Fixture, id: &str) {
@@ -17,17 +17,6 @@ pub(crate) fn session_adding_its_file(fx: &Fixture, id: &str) {
         format!("{id}\n"),
     )
     .unwrap();
-}
-
-/// The subjects of the commits after `base`, oldest first.
-fn subjects_since(fx: &Fixture, base: &str) -> Vec<String> {
-    fx.git(
-        &fx.src,
-        &["log", "--reverse", "--format=%s", &format!("{base}..HEAD")],
-    )
-    .lines()
-    .map(String::from)
-    .collect()
 }
 
 pub(crate) fn outcomes(doc: &Value) -> Vec<(String, String)> {

@@ -4,14 +4,14 @@
 //! tree, admin dir and refs must agree and no scratch may be left behind.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, json_of};
+use crate::fixture::{Fixture, json_of, sleeper};
 
 /// A small deterministic generator (splitmix64), so that a failing run can be repeated.
 struct Rng(u64);
@@ -38,14 +38,6 @@ impl Rng {
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
-}
-
-fn sleeper() -> Child {
-    Command::new("sleep")
-        .arg("300")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
 }
 
 fn end(mut child: Child) {

@@ -3,7 +3,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, error_code, isolate};
+use crate::fixture::{Fixture, checkout_listing, error_code, isolate, snapshot_settings};
 
 /// Commits everything in `dir` as a given author at a given date (an agent's commit).
 fn agent_commit(fx: &Fixture, dir: &Path, message: &str, author: &str, date: &str) {
@@ -67,10 +67,55 @@ fn agent_commits_land_as_commits_with_a_leftovers_commit() {
 
     let (code, doc) = promote_branch(&fx, "b");
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(doc["outcome"], "applied");
-    assert_eq!(doc["mode"], "branch");
-    assert_eq!(doc["branch"]["retained_branch"], "a3s-iso/b");
-    assert_eq!(doc["branch"]["target_branch"], "refs/heads/main");
+    snapshot_settings(&fx).bind(|| {
+        insta::assert_json_snapshot!(doc, @r#"
+        {
+          "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
+          "base_matches_head": null,
+          "bound_revision": "[HASH]",
+          "branch": {
+            "failed_commit": null,
+            "kept_stash": null,
+            "replayed": [
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "first agent commit"
+              },
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "second agent commit"
+              },
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "a3s-iso: uncommitted changes of session b"
+              }
+            ],
+            "retained_branch": "a3s-iso/b",
+            "skipped": [],
+            "target_branch": "refs/heads/main"
+          },
+          "conflicting_paths": [],
+          "conflicting_paths_exact": [],
+          "current_revision": "[HASH]",
+          "detail": null,
+          "digest": "sha256:[HASH]",
+          "files_changed": 3,
+          "from_tree": "git-tree:[HASH]",
+          "mode": "branch",
+          "nested_repositories": [],
+          "outcome": "applied",
+          "patch_bytes": "[PATCH_BYTES]",
+          "reason": null,
+          "schema": "a3s-iso.promote.v1",
+          "session_id": "b",
+          "step": 1,
+          "warnings": []
+        }
+        "#)
+    });
     let landed = log(&fx, &format!("{old_tip}..HEAD"));
     assert_eq!(landed.len(), 3, "{landed:?}");
     assert_eq!(

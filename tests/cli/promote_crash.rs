@@ -9,13 +9,12 @@
 use std::collections::BTreeMap;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::fixture::{Fixture, checkout_listing, isolate};
+use crate::fixture::{Fixture, agent_commit, differences, snapshot_settings, source_state};
 
 /// splitmix64: small, seedable, good enough to spread delays.
 pub(crate) struct Rng(u64);
@@ -77,37 +76,6 @@ fn timed(fx: &Fixture, args: &[&str]) -> (Duration, Value) {
     let (code, doc) = fx.json(args);
     assert_eq!(code, 0, "{doc}");
     (started.elapsed(), doc)
-}
-
-fn sha(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// The checkout as a user sees it, without the index file's stat data: every file outside
-/// `.git` (bytes and mode), HEAD, the index's entries, and the stash list.
-fn state(fx: &Fixture) -> BTreeMap<String, String> {
-    let mut state = checkout_listing(&fx.src);
-    state.remove(".git/index");
-    state.insert(
-        "<index entries>".into(),
-        sha(&fx.git(&fx.src, &["ls-files", "-s"])),
-    );
-    state.insert("<HEAD>".into(), fx.git(&fx.src, &["rev-parse", "HEAD"]));
-    state.insert(
-        "<stash list>".into(),
-        fx.git(&fx.src, &["stash", "list", "--format=%H %gs"]),
-    );
-    state
-}
-
-/// The first differences between two states, for a failure message.
-fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .take(8)
-        .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
-        .collect()
 }
 
 /// Where a kill landed, judged from the checkout right after it.
@@ -185,7 +153,7 @@ fn list_after_kill(
 ) {
     let (code, doc) = fx.json(&["list"]);
     assert_eq!(code, 0, "round {round}: list after a kill: {doc}");
-    let now = state(fx);
+    let now = source_state(fx);
     let interrupted = doc["interrupted"].as_array().map_or(0, Vec::len);
     assert!(
         &now == pre || &now == post || interrupted > 0,
@@ -278,10 +246,10 @@ impl Rounds<'_> {
         let (mut phases, mut outcomes, mut notices) = (Phases::default(), BTreeMap::new(), 0);
         for round in 0..iterations() {
             reset();
-            assert_eq!(&state(fx), pre, "round {round}: the reset");
+            assert_eq!(&source_state(fx), pre, "round {round}: the reset");
             let delay = rng.below(self.span);
             let killed = kill_after(fx, self.promote, Duration::from_millis(delay));
-            let phase = phases.count(&state(fx), pre, post);
+            let phase = phases.count(&source_state(fx), pre, post);
             if round % 2 == 1 {
                 list_after_kill(fx, round, pre, post);
             }
@@ -294,7 +262,7 @@ impl Rounds<'_> {
                 if killed { "killed" } else { "had finished" },
                 warnings.trim()
             );
-            let now = state(fx);
+            let now = source_state(fx);
             assert!(
                 &now == pre || &now == post,
                 "round {round} (kill at {delay} ms, then {command}): neither before nor after: {:?} / {:?}\n{warnings}",
@@ -308,7 +276,7 @@ impl Rounds<'_> {
                 "round {round}: {doc}"
             );
             tally(&mut outcomes, &doc);
-            assert_eq!(&state(fx), post, "round {round}: after the rerun");
+            assert_eq!(&source_state(fx), post, "round {round}: after the rerun");
         }
         eprintln!(
             "{}: kills before the change {}, during {}, after {}; recoveries reported {notices}; reruns {outcomes:?}",
@@ -339,10 +307,10 @@ fn patch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
     thousand_file_session(&fx, "k");
     let promote = ["promote", "-s", "k"];
     reset_patch(&fx);
-    let pre = state(&fx);
+    let pre = source_state(&fx);
     let (took, doc) = timed(&fx, &promote);
     assert_eq!(doc["files_changed"], 1000, "{doc}");
-    let post = state(&fx);
+    let post = source_state(&fx);
     reset_patch(&fx);
     let (again, _) = timed(&fx, &promote);
     let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
@@ -356,16 +324,6 @@ fn patch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
         doc: &doc,
     };
     rounds.run(&fx, &pre, &post, || reset_patch(&fx));
-}
-
-/// Commits everything in the isolation as the agent.
-fn agent_commit(fx: &Fixture, dir: &Path, message: &str) {
-    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
-        let mut cmd = Command::new("git");
-        cmd.current_dir(dir).args(&args);
-        isolate(&mut cmd, &fx.home);
-        assert!(cmd.status().unwrap().success());
-    }
 }
 
 /// Back to the state before a branch promote: the old tip, the WIP, no record, no stash.
@@ -392,18 +350,22 @@ fn branch_promote_killed_at_random_points_lands_whole_or_not_at_all() {
     }
     let promote = ["promote", "-s", "b", "--mode", "branch"];
     reset_branch(&fx, &old_tip);
-    let pre = state(&fx);
+    let pre = source_state(&fx);
     let (took, doc) = timed(&fx, &promote);
     assert_eq!(
         doc["branch"]["replayed"].as_array().unwrap().len(),
         4,
         "{doc}"
     );
-    let post = state(&fx);
+    let post = source_state(&fx);
     assert_eq!(post["<stash list>"], "", "no stash left");
     reset_branch(&fx, &old_tip);
     let (again, _) = timed(&fx, &promote);
-    assert_eq!(state(&fx), post, "a branch promote is deterministic here");
+    assert_eq!(
+        source_state(&fx),
+        post,
+        "a branch promote is deterministic here"
+    );
     let span = (took.min(again).as_millis() as u64 * 6 / 5).max(20);
     eprintln!("branch promote of 4 commits takes {took:?} / {again:?}; kills within 0..{span} ms");
     let doc = change_set_file(&fx, "b");
@@ -454,14 +416,34 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
 
     // Applied by hand, uncommitted.
     let (code, doc) = fx.json(&["promote", "-s", "r"]);
-    assert_eq!(
-        (code, doc["outcome"].as_str().unwrap()),
-        (3, "conflict"),
-        "{doc}"
-    );
-    assert_eq!(doc["reason"], "patch_does_not_apply");
-    assert!(doc["detail"].as_str().unwrap().contains("already"), "{doc}");
-    assert_eq!(doc["conflicting_paths"], serde_json::json!(["blocks.txt"]));
+    assert_eq!(code, 3, "{doc}");
+    snapshot_settings(&fx).bind(|| insta::assert_json_snapshot!(doc, @r#"
+        {
+          "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
+          "base_matches_head": null,
+          "bound_revision": "[HASH]",
+          "conflicting_paths": [
+            "blocks.txt"
+          ],
+          "conflicting_paths_exact": [
+            "blocks.txt"
+          ],
+          "current_revision": "[HASH]",
+          "detail": "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)",
+          "digest": "sha256:[HASH]",
+          "files_changed": 1,
+          "from_tree": "git-tree:[HASH]",
+          "mode": "patch",
+          "nested_repositories": [],
+          "outcome": "conflict",
+          "patch_bytes": "[PATCH_BYTES]",
+          "reason": "patch_does_not_apply",
+          "schema": "a3s-iso.promote.v1",
+          "session_id": "r",
+          "step": 1,
+          "warnings": []
+        }
+        "#));
     assert_eq!(blocks(&fx), INSERTED, "never applied twice");
 
     // The same change set as a document, after the change was committed by hand.
@@ -565,28 +547,12 @@ mod faults {
     use std::os::unix::ffi::OsStrExt;
 
     use super::*;
+    use crate::fixture::{checkout_listing, promote_killed_at};
 
     fn intents(fx: &Fixture) -> Vec<std::path::PathBuf> {
         std::fs::read_dir(fx.src.join(".git/a3s-iso/intents"))
             .map(|d| d.flatten().map(|e| e.path()).collect())
             .unwrap_or_default()
-    }
-
-    /// Runs `promote ARGS` with a fault point that SIGKILLs it.
-    fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
-        let out = fx
-            .cmd()
-            .env("A3S_ISO_TEST_FAULT", fault)
-            .args(["--json", "promote"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&out.status),
-            Some(9),
-            "the fault point {fault} must kill it: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
     }
 
     /// Holds the repository lock from the test, as a live command would.
@@ -853,13 +819,13 @@ mod faults {
             std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
             agent_commit(&fx, &iso, "agent commit");
             make_wip(&fx);
-            let wip = state(&fx);
+            let wip = source_state(&fx);
             promote_killed_at(&fx, fault, &["-s", "w", "--mode", "branch"]);
             let out = fx.cmd().args(["bind", "-s", "w"]).output().unwrap();
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert!(stderr.contains(expect), "{fault}: {stderr}");
             assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "{fault}");
-            let mut now = state(&fx);
+            let mut now = source_state(&fx);
             let mut then = wip.clone();
             for s in [&mut now, &mut then] {
                 s.remove("<HEAD>");

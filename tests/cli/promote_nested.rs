@@ -7,39 +7,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, isolate, json_of};
-
-/// Adding a local submodule needs the file transport allowed (the fixture isolates git's
-/// config); `bind --submodules` does not, it clones from the source's own copy.
-const ALLOW_FILE: [(&str, &str); 3] = [
-    ("GIT_CONFIG_COUNT", "1"),
-    ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
-    ("GIT_CONFIG_VALUE_0", "always"),
-];
-
-/// Where the submodule sits in the superproject.
-pub(crate) const SUB: &str = "vendor/lib";
-
-/// A source with a submodule at `vendor/lib` (from a local repository `work/lib`, one commit
-/// holding `lib.txt`), and a session `id` bound with `--submodules`.
-pub(crate) fn with_submodule(id: &str) -> Fixture {
-    let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src)
-        .args(["submodule", "add", "-q", lib.to_str().unwrap(), SUB]);
-    isolate(&mut add, &fx.home);
-    add.envs(ALLOW_FILE);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
-    bind_submodules(&fx, id);
-    fx
-}
+use crate::fixture::{Fixture, SUB, isolate, json_of, promote, with_submodule};
 
 fn bind_submodules(fx: &Fixture, id: &str) {
     let mut bind = fx.cmd();
@@ -50,12 +18,6 @@ fn bind_submodules(fx: &Fixture, id: &str) {
 
 fn sub_in(dir: &Path) -> PathBuf {
     dir.join(SUB)
-}
-
-fn promote(fx: &Fixture, args: &[&str]) -> (i32, Value) {
-    let mut all = vec!["promote"];
-    all.extend_from_slice(args);
-    fx.json(&all)
 }
 
 /// The gitlink the source's index records for the submodule.

@@ -4,15 +4,11 @@ use std::process::{Child, Stdio};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, checkout_listing, error_code, json_of, listing};
+use crate::fixture::{
+    Fixture, checkout_listing, error_code, json_of, listing, promote, snapshot_settings_naming,
+};
 
 const B64: base64::engine::GeneralPurpose = base64::engine::general_purpose::STANDARD;
-
-fn promote(fx: &Fixture, args: &[&str]) -> (i32, Value) {
-    let mut all = vec!["promote"];
-    all.extend_from_slice(args);
-    fx.json(&all)
-}
 
 /// The tree of the source's working state, through a throwaway index (the source's own index
 /// is left alone).
@@ -145,10 +141,32 @@ fn a_moved_head_is_a_conflict_and_nothing_changes() {
     let before = checkout_listing(&fx.src);
     let (code, doc) = promote(&fx, &["-s", "m"]);
     assert_eq!(code, 3, "{doc}");
-    assert_eq!(doc["outcome"], "conflict");
-    assert_eq!(doc["reason"], "head_moved");
-    assert_eq!(doc["bound_revision"], bound.as_str());
-    assert_eq!(doc["current_revision"], moved.as_str());
+    let named = [(bound.as_str(), "[BOUND]"), (moved.as_str(), "[MOVED]")];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(doc, @r#"
+        {
+          "artifacts": null,
+          "base_matches_head": null,
+          "bound_revision": "[BOUND]",
+          "conflicting_paths": [],
+          "conflicting_paths_exact": [],
+          "current_revision": "[MOVED]",
+          "detail": null,
+          "digest": "sha256:[HASH]",
+          "files_changed": 1,
+          "from_tree": "git-tree:[HASH]",
+          "mode": "patch",
+          "nested_repositories": [],
+          "outcome": "conflict",
+          "patch_bytes": "[PATCH_BYTES]",
+          "reason": "head_moved",
+          "schema": "a3s-iso.promote.v1",
+          "session_id": "m",
+          "step": 1,
+          "warnings": []
+        }
+        "#)
+    });
     assert_eq!(checkout_listing(&fx.src), before);
     assert!(!fx.src.join("agent.txt").exists());
     let human = fx.cmd().args(["promote", "-s", "m"]).output().unwrap();

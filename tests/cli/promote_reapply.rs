@@ -9,17 +9,13 @@ use serde_json::Value;
 
 use std::collections::BTreeMap;
 
-use crate::fixture::{Fixture, error_code};
+use crate::fixture::{Fixture, error_code, journal, outcome, read_text, snapshot_settings_naming};
 
 /// The checkout's files and HEAD, without the index file's stat data.
 fn checkout_listing(src: &Path) -> BTreeMap<String, String> {
     let mut listing = crate::fixture::checkout_listing(src);
     listing.remove(".git/index");
     listing
-}
-
-fn outcome(result: &(i32, Value)) -> (i32, &str) {
-    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
 }
 
 /// Session `s` changes `README.md` and adds `new.txt`; promoted; returns its digest.
@@ -38,16 +34,6 @@ fn undo(fx: &Fixture) {
     std::fs::remove_file(fx.src.join("new.txt")).unwrap();
 }
 
-fn journal(fx: &Fixture, digest: &str) -> Value {
-    let hex = digest.trim_start_matches("sha256:");
-    let path = fx.src.join(format!(".git/a3s-iso/promoted/{hex}.json"));
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
-fn read(dir: &Path, rel: &str) -> String {
-    std::fs::read_to_string(dir.join(rel)).unwrap()
-}
-
 #[test]
 fn reapply_lands_again_what_the_user_undid_and_only_then() {
     let fx = Fixture::new();
@@ -64,10 +50,38 @@ fn reapply_lands_again_what_the_user_undid_and_only_then() {
     assert_eq!(again.1["digest"], digest.as_str());
     assert_eq!(checkout_listing(&fx.src), landed, "byte for byte as landed");
     let entry = journal(&fx, &digest);
-    assert_eq!(entry["how"], "reapplied", "{entry}");
-    assert_eq!(entry["session_id"], "s", "{entry}");
-    assert_eq!(entry["earlier_landings"].as_array().unwrap().len(), 1);
-    assert_eq!(entry["step"]["number"], 1, "the step it landed: {entry}");
+    let earlier = entry["earlier_landings"][0].to_string();
+    let named = [
+        (digest.as_str(), "[DIGEST]"),
+        (earlier.as_str(), "[EARLIER_MS]"),
+    ];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(entry, @r#"
+        {
+          "digest": "[DIGEST]",
+          "earlier_landings": [
+            [EARLIER_MS]
+          ],
+          "how": "reapplied",
+          "mode": "patch",
+          "patch_bytes": "[PATCH_BYTES]",
+          "promoted_at_ms": "[MS]",
+          "schema": "a3s-iso.journal.v1",
+          "session_id": "s",
+          "source_head": "[HASH]",
+          "step": {
+            "chain_tip": null,
+            "files_changed": 2,
+            "from_tree": "git-tree:[HASH]",
+            "head_after": "[HASH]",
+            "isolation_head": "[HASH]",
+            "number": 1,
+            "result_tree": "git-tree:[HASH]",
+            "session_created_at_ms": "[MS]"
+          }
+        }
+        "#)
+    });
     // Still there: nothing to apply again.
     let twice = fx.json(&["promote", "-s", "s", "--reapply"]);
     assert_eq!(outcome(&twice), (0, "idempotent"), "{}", twice.1);
@@ -106,8 +120,8 @@ fn reapply_by_a_digest_prefix_and_from_the_trees_once_artifacts_are_gone() {
     std::fs::remove_dir_all(fx.src.join(".git/a3s-iso/artifacts").join(hex)).unwrap();
     let again = fx.json(&["promote", "--reapply", "--digest", &hex[..8]]);
     assert_eq!(outcome(&again), (0, "applied"), "{}", again.1);
-    assert_eq!(read(&fx.src, "README.md"), "hello, again\n");
-    assert_eq!(read(&fx.src, "new.txt"), "new\n");
+    assert_eq!(read_text(&fx.src, "README.md"), "hello, again\n");
+    assert_eq!(read_text(&fx.src, "new.txt"), "new\n");
     // A prefix too short is a usage error; one that names nothing is invalid input.
     let short = fx.json(&["promote", "--reapply", "--digest", &hex[..7]]);
     assert_eq!((short.0, error_code(&short.1)), (2, "usage"), "{}", short.1);
@@ -221,7 +235,7 @@ fn a_killed_reapply_is_finished_or_rolled_back() {
 /// journal key says so (and changes nothing), rather than claiming no trees are recorded.
 #[test]
 fn reapply_of_a_nested_change_set_says_what_it_is() {
-    let fx = crate::promote_nested::with_submodule("n");
+    let fx = crate::fixture::with_submodule("n");
     let sub = fx.isolation("n").join("vendor/lib");
     std::fs::write(sub.join("lib.txt"), "library, changed\n").unwrap();
     let applied = fx.json(&["promote", "-s", "n"]);

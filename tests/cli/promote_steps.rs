@@ -1,36 +1,7 @@
 //! Promote in steps: a session promoted, worked on further and promoted again lands the delta
 //! since its last promoted result, in patch and in branch mode, crash-safely.
 
-use std::path::Path;
-use std::process::Command;
-
-use serde_json::Value;
-
-use crate::fixture::{Fixture, checkout_listing, isolate};
-
-fn promote(fx: &Fixture, args: &[&str]) -> (i32, Value) {
-    let mut all = vec!["promote"];
-    all.extend_from_slice(args);
-    fx.json(&all)
-}
-
-fn outcome(result: &(i32, Value)) -> (i32, &str) {
-    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
-}
-
-fn read(dir: &Path, rel: &str) -> String {
-    std::fs::read_to_string(dir.join(rel)).unwrap()
-}
-
-/// Commits everything in the isolation (an agent's commit).
-fn agent_commit(fx: &Fixture, dir: &Path, message: &str) {
-    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
-        let mut cmd = Command::new("git");
-        cmd.current_dir(dir).args(&args);
-        isolate(&mut cmd, &fx.home);
-        assert!(cmd.status().unwrap().success());
-    }
-}
+use crate::fixture::{Fixture, agent_commit, checkout_listing, outcome, promote, read_text};
 
 #[test]
 fn patch_mode_promotes_in_steps_then_replays() {
@@ -42,7 +13,7 @@ fn patch_mode_promotes_in_steps_then_replays() {
     assert_eq!(outcome(&first), (0, "applied"), "{}", first.1);
     assert_eq!(first.1["step"], 1);
     assert_eq!(first.1["from_tree"], bound["base_tree"]);
-    assert_eq!(read(&fx.src, "README.md"), "hello\nstep one\n");
+    assert_eq!(read_text(&fx.src, "README.md"), "hello\nstep one\n");
 
     // The same file again, and a new one.
     std::fs::write(iso.join("README.md"), "hello\nstep one\nstep two\n").unwrap();
@@ -54,8 +25,11 @@ fn patch_mode_promotes_in_steps_then_replays() {
     assert_ne!(second.1["digest"], first.1["digest"]);
     assert_ne!(second.1["from_tree"], bound["base_tree"]);
     assert_eq!(second.1["files_changed"], 2, "only the delta: {}", second.1);
-    assert_eq!(read(&fx.src, "README.md"), "hello\nstep one\nstep two\n");
-    assert_eq!(read(&fx.src, "notes/new.txt"), "new\n");
+    assert_eq!(
+        read_text(&fx.src, "README.md"),
+        "hello\nstep one\nstep two\n"
+    );
+    assert_eq!(read_text(&fx.src, "notes/new.txt"), "new\n");
     assert_eq!(
         fx.git(&fx.src, &["rev-parse", "HEAD"]),
         bound["bound_revision"].as_str().unwrap(),
@@ -91,8 +65,8 @@ fn patch_mode_promotes_in_steps_then_replays() {
     let fourth = promote(&fx, &["-s", "p"]);
     assert_eq!(outcome(&fourth), (0, "applied"), "{}", fourth.1);
     assert_eq!(fourth.1["step"], 3);
-    assert_eq!(read(&fx.src, "README.md"), "hello\nstep three\n");
-    assert_eq!(read(&fx.src, "other.txt"), "other\n");
+    assert_eq!(read_text(&fx.src, "README.md"), "hello\nstep three\n");
+    assert_eq!(read_text(&fx.src, "other.txt"), "other\n");
 }
 
 #[test]
@@ -105,7 +79,7 @@ fn a_change_undone_and_made_again_lands_again() {
         let result = promote(&fx, &["-s", "u"]);
         assert_eq!(outcome(&result), (0, "applied"), "{}", result.1);
         assert_eq!(result.1["step"], step);
-        assert_eq!(read(&fx.src, "README.md"), content, "step {step}");
+        assert_eq!(read_text(&fx.src, "README.md"), content, "step {step}");
     }
     let replay = promote(&fx, &["-s", "u"]);
     assert_eq!(outcome(&replay), (0, "idempotent"), "{}", replay.1);
@@ -143,10 +117,10 @@ fn branch_mode_promotes_in_steps() {
         ],
         "step 2 lands its own commits on top of step 1"
     );
-    assert_eq!(read(&fx.src, "a.txt"), "a1\na2\n");
-    assert_eq!(read(&fx.src, "b.txt"), "b\n");
-    assert_eq!(read(&fx.src, "README.md"), "hello\nleftover\n");
-    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo\nthree\n");
+    assert_eq!(read_text(&fx.src, "a.txt"), "a1\na2\n");
+    assert_eq!(read_text(&fx.src, "b.txt"), "b\n");
+    assert_eq!(read_text(&fx.src, "README.md"), "hello\nleftover\n");
+    assert_eq!(read_text(&fx.src, "src/lib.txt"), "one\ntwo\nthree\n");
     assert_eq!(
         fx.git(&fx.src, &["status", "--porcelain"]),
         "",
@@ -164,7 +138,7 @@ fn branch_mode_promotes_in_steps() {
     let fourth = promote(&fx, &["-s", "b"]);
     assert_eq!(outcome(&fourth), (0, "applied"), "{}", fourth.1);
     assert_eq!(fourth.1["step"], 3);
-    assert_eq!(read(&fx.src, "b.txt"), "b\nmore\n");
+    assert_eq!(read_text(&fx.src, "b.txt"), "b\nmore\n");
     assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), tip2);
 
     // Branch mode after a patch-mode step would commit that step's work: refused.
@@ -204,22 +178,7 @@ fn a_user_edit_to_a_path_the_branch_step_touches_is_a_conflict() {
 #[cfg(feature = "fault-injection")]
 mod faults {
     use super::*;
-
-    fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
-        let out = fx
-            .cmd()
-            .env("A3S_ISO_TEST_FAULT", fault)
-            .args(["--json", "promote"])
-            .args(args)
-            .output()
-            .unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&out.status),
-            Some(9),
-            "the fault point {fault} must kill it: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    use crate::fixture::promote_killed_at;
 
     /// Two steps of a patch session; the second is killed at `fault`, then the next command
     /// sees step 1 or step 2 whole, and a re-run converges.
@@ -242,7 +201,7 @@ mod faults {
         let (code, listed) = fx.json(&["list"]);
         assert_eq!(code, 0, "{listed}");
         let holds = |content: &str, added: bool| {
-            (0..5).all(|i| read(&fx.src, &format!("f{i}.txt")) == content)
+            (0..5).all(|i| read_text(&fx.src, &format!("f{i}.txt")) == content)
                 && fx.src.join("added.txt").exists() == added
         };
         assert!(
@@ -263,9 +222,9 @@ mod faults {
         );
         assert_eq!(rerun.1["step"], 2, "{}", rerun.1);
         for i in 0..5 {
-            assert_eq!(read(&fx.src, &format!("f{i}.txt")), "step two\n");
+            assert_eq!(read_text(&fx.src, &format!("f{i}.txt")), "step two\n");
         }
-        assert_eq!(read(&fx.src, "added.txt"), "step two\n");
+        assert_eq!(read_text(&fx.src, "added.txt"), "step two\n");
         let again = promote(&fx, &all);
         assert_eq!(outcome(&again), (0, "idempotent"), "{}", again.1);
         assert_eq!(again.1["step"], 2, "the step is neither lost nor doubled");

@@ -8,15 +8,13 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::fixture::{Fixture, checkout_listing, content_listing, isolate, json_of};
+use crate::fixture::{
+    Fixture, content_listing, differences, isolate, json_of, outcome, source_state, worktree_of,
+};
+use crate::fixture::{SUB, with_submodule};
 use crate::promote_crash::{Rng, kill_after};
-use crate::promote_nested::{SUB, read, with_submodule};
-
-fn outcome(result: &(i32, Value)) -> (i32, &str) {
-    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
-}
+use crate::promote_nested::read;
 
 /// Every ref of the repository at `dir`, with its target.
 fn refs(fx: &Fixture, dir: &Path) -> String {
@@ -30,23 +28,6 @@ fn json_at(fx: &Fixture, dir: &Path, state: Option<&Path>, args: &[&str]) -> (i3
         cmd.arg("--state-dir").arg(state);
     }
     json_of(cmd.arg("--json").args(args).output().unwrap())
-}
-
-/// A second repository beside the fixture's source, with the same first commit.
-fn second_repo(fx: &Fixture, name: &str) -> PathBuf {
-    let dir = fx.root.join("work").join(name);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    let format = format!("--object-format={}", crate::fixture::object_format());
-    fx.git(&dir, &["init", "-q", "-b", "main", &format]);
-    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
-    std::fs::write(dir.join("src/lib.txt"), "one\ntwo\n").unwrap();
-    fx.git(&dir, &["add", "-A"]);
-    fx.git(&dir, &["commit", "-q", "-m", "initial"]);
-    dir
-}
-
-fn worktree_of(doc: &Value) -> PathBuf {
-    PathBuf::from(doc["worktree"].as_str().expect("a worktree"))
 }
 
 /// Binds `id` from a shell that exits at once, so its owner is dead when the bind returns.
@@ -95,6 +76,18 @@ fn default_sweeps_reclaim_nothing(fx: &Fixture, dirs: &[&Path]) {
 /// id everywhere. A sweep with a grace of 0 s from every store, with and without `--all`,
 /// without the user registry, reclaims only its own dead session; a tenant's
 /// `discard --purge` drops only that tenant's refs.
+fn second_repo(fx: &Fixture, name: &str) -> PathBuf {
+    let dir = fx.root.join("work").join(name);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    let format = format!("--object-format={}", crate::fixture::object_format());
+    fx.git(&dir, &["init", "-q", "-b", "main", &format]);
+    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
+    std::fs::write(dir.join("src/lib.txt"), "one\ntwo\n").unwrap();
+    fx.git(&dir, &["add", "-A"]);
+    fx.git(&dir, &["commit", "-q", "-m", "initial"]);
+    dir
+}
+
 #[test]
 fn tenant_sweeps_and_purges_of_one_id_touch_only_their_own_store() {
     let fx = Fixture::new();
@@ -175,31 +168,6 @@ fn tenant_sweeps_and_purges_of_one_id_touch_only_their_own_store() {
 
 // ---------------------------------------------------------------------------------------
 // Promote in steps, SIGKILLed in the middle of step 2.
-
-fn sha(text: &str) -> String {
-    hex::encode(Sha256::digest(text.as_bytes()))
-}
-
-/// The checkout as a user sees it: files (bytes and modes), HEAD and the index's entries.
-fn state(fx: &Fixture) -> BTreeMap<String, String> {
-    let mut state = checkout_listing(&fx.src);
-    state.remove(".git/index");
-    state.insert(
-        "<index entries>".into(),
-        sha(&fx.git(&fx.src, &["ls-files", "-s"])),
-    );
-    state.insert("<HEAD>".into(), fx.git(&fx.src, &["rev-parse", "HEAD"]));
-    state
-}
-
-fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
-    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
-    keys.into_iter()
-        .filter(|k| a.get(*k) != b.get(*k))
-        .take(6)
-        .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
-        .collect()
-}
 
 fn binary(seed: u32, len: u32) -> Vec<u8> {
     (0..len)
@@ -287,14 +255,14 @@ fn step_two_killed_at_random_points(mode: &str) {
     let promote = ["promote", "-s", "k", "--mode", mode];
     // A reference run: the states after step 1 and after step 2, and how long step 2 takes.
     let reference = stepped_session(mode);
-    let step_one = state(&reference);
+    let step_one = source_state(&reference);
     second_step_edits(&reference, mode);
     let started = Instant::now();
     let second = reference.json(&promote);
     let took = started.elapsed();
     assert_eq!(outcome(&second), (0, "applied"), "{}", second.1);
     assert_eq!(second.1["step"], 2);
-    let step_two = state(&reference);
+    let step_two = source_state(&reference);
     assert_eq!(
         content_listing(&reference.isolation("k"))
             .into_iter()
@@ -315,14 +283,14 @@ fn step_two_killed_at_random_points(mode: &str) {
         .unwrap_or(20);
     for round in 0..rounds {
         let fx = stepped_session(mode);
-        assert_eq!(state(&fx), step_one, "round {round}: step 1");
+        assert_eq!(source_state(&fx), step_one, "round {round}: step 1");
         second_step_edits(&fx, mode);
         let delay = rng.below(span);
         let killed = kill_after(&fx, &promote, Duration::from_millis(delay));
         let out = fx.cmd().args(["bind", "-s", "k"]).output().unwrap();
         let warnings = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(out.status.success(), "round {round}: {warnings}");
-        let now = state(&fx);
+        let now = source_state(&fx);
         let phase = if now == step_one {
             "step 1"
         } else if now == step_two {
@@ -342,7 +310,11 @@ fn step_two_killed_at_random_points(mode: &str) {
             rerun.1
         );
         assert_eq!(rerun.1["step"], 2, "round {round}: {}", rerun.1);
-        assert_eq!(state(&fx), step_two, "round {round}: after the rerun");
+        assert_eq!(
+            source_state(&fx),
+            step_two,
+            "round {round}: after the rerun"
+        );
         let third = fx.json(&promote);
         assert_eq!(
             outcome(&third),
@@ -351,7 +323,7 @@ fn step_two_killed_at_random_points(mode: &str) {
             third.1
         );
         assert_eq!(
-            state(&fx),
+            source_state(&fx),
             step_two,
             "round {round}: after the third promote"
         );

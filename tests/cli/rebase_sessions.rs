@@ -4,21 +4,12 @@
 //! (`conflicted`) until `--continue` or `--abort`, and a promote lands exactly what is new.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use serde_json::Value;
-
-use crate::fixture::{Fixture, checkout_listing, error_code, isolate, listing};
-
-fn read(dir: &Path, rel: &str) -> String {
-    std::fs::read_to_string(dir.join(rel)).unwrap()
-}
-
-fn outcome(result: &(i32, Value)) -> (i32, &str) {
-    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
-}
+use crate::fixture::{
+    Fixture, admin_dir, checkout_listing, error_code, isolate, listing, outcome, read_text,
+};
 
 /// git in the isolation, as the user (or the agent) runs it there.
 fn iso_git(fx: &Fixture, id: &str, args: &[&str]) -> String {
@@ -28,10 +19,6 @@ fn iso_git(fx: &Fixture, id: &str, args: &[&str]) -> String {
     let out = cmd.output().unwrap();
     assert!(out.status.success(), "git {args:?}: {:?}", out);
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
-fn admin_dir(fx: &Fixture, id: &str) -> PathBuf {
-    PathBuf::from(iso_git(fx, id, &["rev-parse", "--absolute-git-dir"]))
 }
 
 /// The isolation as bytes: every file (content and mode), its index file and its HEAD file.
@@ -76,7 +63,7 @@ fn conflict_stays_in_the_isolation_until_continue_then_promotes() {
         checkout,
         "the checkout is untouched"
     );
-    let lib = read(&fx.isolation("C"), "src/lib.txt");
+    let lib = read_text(&fx.isolation("C"), "src/lib.txt");
     assert!(
         lib.contains("<<<<<<< ") && lib.contains("two from A") && lib.contains("two from C"),
         "{lib}"
@@ -118,12 +105,15 @@ fn conflict_stays_in_the_isolation_until_continue_then_promotes() {
     let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
     assert_eq!(done.1["to_revision"], head.as_str());
     assert_eq!(iso_git(&fx, "C", &["rev-parse", "HEAD"]), head);
-    assert_eq!(read(&fx.isolation("C"), "c-notes.txt"), "untracked in C\n");
+    assert_eq!(
+        read_text(&fx.isolation("C"), "c-notes.txt"),
+        "untracked in C\n"
+    );
     assert_eq!(checkout_listing(&fx.src), checkout);
     let promoted = fx.json(&["promote", "-s", "C"]);
     assert_eq!(outcome(&promoted), (0, "applied"), "{}", promoted.1);
-    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo from A and C\n");
-    assert_eq!(read(&fx.src, "c-notes.txt"), "untracked in C\n");
+    assert_eq!(read_text(&fx.src, "src/lib.txt"), "one\ntwo from A and C\n");
+    assert_eq!(read_text(&fx.src, "c-notes.txt"), "untracked in C\n");
     let again = fx.json(&["promote", "-s", "C"]);
     assert_eq!(outcome(&again), (0, "idempotent"), "{}", again.1);
 }
@@ -186,9 +176,9 @@ fn a_clean_rebase_keeps_commits_and_uncommitted_work() {
         iso_git(&fx, "s", &["log", "-1", "--format=%an <%ae> %ad%n%B"]),
         "Bo Bot <bo@example.com> Fri Jan 2 03:04:05 2026 +0000\nAgent work\n\nwith a body"
     );
-    assert_eq!(read(&iso, "user.txt"), "the user's\n");
-    assert_eq!(read(&iso, "README.md"), "hello\nagent edit\n");
-    assert_eq!(read(&iso, "loose.txt"), "untracked\n");
+    assert_eq!(read_text(&iso, "user.txt"), "the user's\n");
+    assert_eq!(read_text(&iso, "README.md"), "hello\nagent edit\n");
+    assert_eq!(read_text(&iso, "loose.txt"), "untracked\n");
     assert_eq!(
         iso_git(&fx, "s", &["status", "--porcelain"]),
         " M README.md\n?? loose.txt"
@@ -198,8 +188,8 @@ fn a_clean_rebase_keeps_commits_and_uncommitted_work() {
     // The session's delta is now from the new HEAD: promote lands it, no head_moved.
     let promoted = fx.json(&["promote", "-s", "s"]);
     assert_eq!(outcome(&promoted), (0, "applied"), "{}", promoted.1);
-    assert_eq!(read(&fx.src, "agent.txt"), "committed\n");
-    assert_eq!(read(&fx.src, "loose.txt"), "untracked\n");
+    assert_eq!(read_text(&fx.src, "agent.txt"), "committed\n");
+    assert_eq!(read_text(&fx.src, "loose.txt"), "untracked\n");
 }
 
 /// Step 1 promoted and committed by the user, more work, rebase: promote lands only step 2,
@@ -229,8 +219,8 @@ fn steps_across_a_rebase(mode: &str) {
     assert_eq!(outcome(&second), (0, "applied"), "{}", second.1);
     assert_eq!(second.1["step"], 2, "{}", second.1);
     assert_eq!(second.1["files_changed"], 1, "only step two: {}", second.1);
-    assert_eq!(read(&fx.src, "one.txt"), "step one\n");
-    assert_eq!(read(&fx.src, "two.txt"), "step two\n");
+    assert_eq!(read_text(&fx.src, "one.txt"), "step one\n");
+    assert_eq!(read_text(&fx.src, "two.txt"), "step two\n");
     let third = fx.json(&["promote", "-s", "s", "--mode", mode]);
     assert_eq!(outcome(&third), (0, "idempotent"), "{}", third.1);
     assert_eq!(
@@ -338,10 +328,10 @@ fn a_killed_rebase_is_finished_or_undone_by_the_next_command() {
         if c["state"] == "conflicted" {
             *seen.entry("conflicted").or_default() += 1;
             assert!(
-                read(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
+                read_text(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
                 "round {round}"
             );
-            assert_eq!(read(&fx.isolation("C"), "many-7.txt"), "x\n");
+            assert_eq!(read_text(&fx.isolation("C"), "many-7.txt"), "x\n");
             let aborted = fx.json(&["rebase", "-s", "C", "--abort"]);
             assert_eq!(
                 outcome(&aborted),
@@ -412,7 +402,7 @@ fn a_killed_promote_rebase_lands_once_on_the_next_try() {
         );
         for n in 0..20 {
             assert_eq!(
-                read(&fx.src, &format!("{id}-{n}.txt")),
+                read_text(&fx.src, &format!("{id}-{n}.txt")),
                 format!("{round}\n")
             );
         }
@@ -459,9 +449,9 @@ fn a_conflict_in_a_replayed_commit_continues_with_the_rest() {
         iso_git(&fx, "C", &["show", "HEAD^:src/lib.txt"]),
         "one\ntwo from both"
     );
-    assert_eq!(read(&iso, "later.txt"), "a later commit\n");
-    assert_eq!(read(&iso, "wip.txt"), "uncommitted\n");
-    assert_eq!(read(&iso, "c-notes.txt"), "untracked in C\n");
+    assert_eq!(read_text(&iso, "later.txt"), "a later commit\n");
+    assert_eq!(read_text(&iso, "wip.txt"), "uncommitted\n");
+    assert_eq!(read_text(&iso, "c-notes.txt"), "untracked in C\n");
     assert_eq!(iso_git(&fx, "C", &["status", "--porcelain"]), "?? wip.txt");
 }
 
@@ -498,7 +488,7 @@ fn a_rebase_killed_while_it_writes_the_isolation_is_finished() {
         let (_, show) = fx.json(&["show", "-s", "C"]);
         assert_eq!(show["state"], "conflicted", "{point}: {show}");
         assert!(
-            read(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
+            read_text(&fx.isolation("C"), "src/lib.txt").contains("<<<<<<< "),
             "{point}"
         );
         assert!(iso_git(&fx, "C", &["status", "--porcelain"]).contains("UU src/lib.txt"));
@@ -526,8 +516,8 @@ fn three_sessions_move_on_after_one_is_promoted() {
     );
     let b = fx.json(&["promote", "-s", "B", "--rebase"]);
     assert_eq!(outcome(&b), (0, "applied"), "{}", b.1);
-    assert_eq!(read(&fx.src, "b.txt"), "from B\n");
-    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo from A\n");
+    assert_eq!(read_text(&fx.src, "b.txt"), "from B\n");
+    assert_eq!(read_text(&fx.src, "src/lib.txt"), "one\ntwo from A\n");
     fx.commit_all("take B");
     let checkout = checkout_listing(&fx.src);
     let c = fx.json(&["promote", "-s", "C", "--rebase"]);
@@ -560,8 +550,8 @@ fn three_sessions_move_on_after_one_is_promoted() {
     assert_eq!(checkout_listing(&fx.src), checkout);
     let promoted = fx.json(&["promote", "-s", "C"]);
     assert_eq!(outcome(&promoted), (0, "applied"), "{}", promoted.1);
-    assert_eq!(read(&fx.src, "src/lib.txt"), "one\ntwo from A and C\n");
-    assert_eq!(read(&fx.src, "c-notes.txt"), "untracked in C\n");
+    assert_eq!(read_text(&fx.src, "src/lib.txt"), "one\ntwo from A and C\n");
+    assert_eq!(read_text(&fx.src, "c-notes.txt"), "untracked in C\n");
     assert_eq!(
         fx.git(&fx.src, &["status", "--porcelain"]),
         " M src/lib.txt\n?? c-notes.txt"
@@ -627,7 +617,7 @@ fn mode_changed_only_while_a_patch_step_is_uncommitted() {
     assert_eq!(outcome(&second), (0, "applied"), "{}", second.1);
     assert_eq!(second.1["files_changed"], 1, "{}", second.1);
     assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
-    assert_eq!(read(&fx.src, "two.txt"), "step two\n");
+    assert_eq!(read_text(&fx.src, "two.txt"), "step two\n");
 }
 
 #[test]

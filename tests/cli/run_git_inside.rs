@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, content_listing, json_of, require_tool};
+use crate::fixture::{Fixture, content_listing, json_of, require_tool, snapshot_settings_naming};
 
 /// Fails where the machine cannot give the sandbox, unless that is allowed (then skips).
 macro_rules! require_sandbox {
@@ -147,18 +147,31 @@ fn branches_tags_stash_rebase_and_cherry_pick_work_inside_and_stay_the_sessions(
     let (code, shown) = fx.json(&["show", "-s", "g"]);
     assert_eq!(code, 0, "{shown}");
     let git = &shown["git"];
-    let names = |list: &Value| -> Vec<String> {
-        list.as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["name"].as_str().unwrap().to_string())
-            .collect()
-    };
-    assert_eq!(names(&git["branches"]), ["feature", "picked"], "{shown}");
-    assert_eq!(git["branches"][0]["object"], feature.as_str());
-    assert_eq!(names(&git["tags"]), ["v1"]);
-    assert_eq!(git["stash_entries"], 1);
-    assert_eq!(git["head_branch"], "feature");
+    let named = [(feature.as_str(), "[FEATURE]")];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(git, @r#"
+        {
+          "branches": [
+            {
+              "name": "feature",
+              "object": "[FEATURE]"
+            },
+            {
+              "name": "picked",
+              "object": "[HASH]"
+            }
+          ],
+          "head_branch": "feature",
+          "stash_entries": 1,
+          "tags": [
+            {
+              "name": "v1",
+              "object": "[HASH]"
+            }
+          ]
+        }
+        "#)
+    });
     let human = fx.cmd().args(["show", "-s", "g"]).output().unwrap();
     let human = String::from_utf8_lossy(&human.stdout);
     assert!(human.contains("feature") && human.contains("v1"), "{human}");

@@ -111,7 +111,7 @@ fn user_reviews(fx: &Fixture, iso: &Path) {
 #[test]
 fn attack_a_config_worktree_planted_inside_runs_nothing_even_when_run_dies_moving_it_down() {
     require_sandbox!();
-    let fx = crate::promote_nested::with_submodule("cw");
+    let fx = crate::fixture::with_submodule("cw");
     fx.git(&fx.src, &["config", "extensions.worktreeConfig", "true"]);
     std::fs::create_dir(fx.root.join("hooks")).unwrap();
     std::fs::write(
@@ -131,7 +131,7 @@ fn attack_a_config_worktree_planted_inside_runs_nothing_even_when_run_dies_movin
          git -C {sub} config core.fsmonitor 'touch {m}; false'
          echo more >> {sub}/lib.txt",
         planted_config(&fx, &marker),
-        sub = crate::promote_nested::SUB,
+        sub = crate::fixture::SUB,
         m = marker.display(),
     );
     let out = fx
@@ -795,7 +795,7 @@ fn attack_what_a_killed_run_left_in_the_git_dirs_layer_beyond_refs_is_gone_for_t
 #[test]
 fn attack_a_commondir_planted_in_a_submodules_git_dir_points_your_git_at_no_config() {
     require_sandbox!();
-    let fx = crate::promote_nested::with_submodule("cd");
+    let fx = crate::fixture::with_submodule("cd");
     let iso = fx.isolation("cd");
     let marker = fx.root.join("pwned");
     // A common dir of the command's own in the isolation, whose config runs a command; the
@@ -809,13 +809,13 @@ fn attack_a_commondir_planted_in_a_submodules_git_dir_points_your_git_at_no_conf
          printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}; false\\n' > \"$e/config\"
          echo \"$e\" > \"$m/commondir\"
          echo more >> {sub}/lib.txt",
-        sub = crate::promote_nested::SUB,
+        sub = crate::fixture::SUB,
         m = marker.display(),
     );
     let (code, doc) = run_script(&fx, "cd", &script);
     assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
     user_reviews(&fx, &iso);
-    user_git(&fx, &iso.join(crate::promote_nested::SUB), &["status"]);
+    user_git(&fx, &iso.join(crate::fixture::SUB), &["status"]);
     assert!(
         !marker.exists(),
         "the user's own git ran what the session planted"
@@ -825,7 +825,7 @@ fn attack_a_commondir_planted_in_a_submodules_git_dir_points_your_git_at_no_conf
 #[test]
 fn attack_a_submodules_git_file_pointed_at_a_git_dir_of_the_commands_runs_nothing() {
     require_sandbox!();
-    let fx = crate::promote_nested::with_submodule("gf");
+    let fx = crate::fixture::with_submodule("gf");
     let iso = fx.isolation("gf");
     let marker = fx.root.join("pwned");
     let script = format!(
@@ -838,7 +838,7 @@ fn attack_a_submodules_git_file_pointed_at_a_git_dir_of_the_commands_runs_nothin
          printf '[core]\\n\\trepositoryformatversion = 0\\n\\tbare = false\\n\\tfsmonitor = touch {m}; false\\n' > \"$e/config\"
          echo \"gitdir: $e\" > {sub}/.git
          echo more >> {sub}/lib.txt",
-        sub = crate::promote_nested::SUB,
+        sub = crate::fixture::SUB,
         m = marker.display(),
     );
     let (code, doc) = run_script(&fx, "gf", &script);
@@ -846,7 +846,7 @@ fn attack_a_submodules_git_file_pointed_at_a_git_dir_of_the_commands_runs_nothin
     // The planted git dir was found and disarmed (so the attack was live).
     assert!(doc["warnings"].to_string().contains("evil.git"), "{doc}");
     user_reviews(&fx, &iso);
-    user_git(&fx, &iso.join(crate::promote_nested::SUB), &["status"]);
+    user_git(&fx, &iso.join(crate::fixture::SUB), &["status"]);
     assert!(
         !marker.exists(),
         "the user's own git ran what the session planted"

@@ -5,15 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, listing};
-
-fn sleeper() -> Child {
-    Command::new("sleep")
-        .arg("120")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap()
-}
+use crate::fixture::{Fixture, listing, now_ms, sleeper, snapshot_settings_naming};
 
 fn bind_owned_by(fx: &Fixture, id: &str, owner: &Child) {
     let (code, doc) = fx.json(&["bind", "-s", id, "--owner-pid", &owner.id().to_string()]);
@@ -73,13 +65,6 @@ fn leftover_claim(fx: &Fixture, id: &str, created_at_ms: u64) {
     let file = fx.src.join(format!(".git/a3s-iso/claims/{id}.json"));
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(file, serde_json::to_vec(&claim).unwrap()).unwrap();
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 fn paths(doc: &Value, key: &str) -> Vec<String> {
@@ -212,15 +197,20 @@ fn every_row_of_the_decision_table_at_once() {
             )
         })
         .collect();
-    assert_eq!(kept[".src.a3s-isolate-alive"], "live");
-    assert_eq!(kept[".src.a3s-isolate-leased"], "live");
-    assert_eq!(kept[".src.a3s-isolate-foreign"], "foreign");
-    assert_eq!(kept[".src.a3s-isolate-unknown"], "unknown");
-    assert_eq!(kept[".src.a3s-isolate-flight-young"], "young");
-    assert_eq!(
-        kept[retained_path.file_name().unwrap().to_str().unwrap()],
-        "retained"
-    );
+    let retained_name = retained_path.file_name().unwrap().to_str().unwrap();
+    let named = [(retained_name, "[RETAINED]")];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(kept, @r#"
+        {
+          ".src.a3s-isolate-alive": "live",
+          ".src.a3s-isolate-flight-young": "young",
+          ".src.a3s-isolate-foreign": "foreign",
+          "[RETAINED]": "retained",
+          ".src.a3s-isolate-leased": "live",
+          ".src.a3s-isolate-unknown": "unknown"
+        }
+        "#)
+    });
     assert_eq!(
         paths(&doc, "skipped"),
         [".src.a3s-isolate-file", ".src.a3s-isolate-symlink"]

@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, error_code, isolate, json_of};
+use crate::fixture::{ALLOW_FILE, Fixture, admin_dir, error_code, isolate, json_of};
 
 /// How the command tries to get a filter of its own run by a3s-iso's git.
 #[derive(Debug, Clone, Copy)]
@@ -21,13 +21,6 @@ enum Attack {
 }
 
 const ATTACKS: [Attack; 2] = [Attack::CommonDir, Attack::WorktreeConfig];
-
-/// The isolation's admin dir, as the session record has it.
-fn admin_dir(fx: &Fixture, id: &str) -> PathBuf {
-    let record = fx.src.join(format!(".git/a3s-iso/sessions/{id}.json"));
-    let record: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
-    PathBuf::from(record["admin_dir"].as_str().unwrap())
-}
 
 /// Where a planted filter would leave its mark.
 fn marker(fx: &Fixture, attack: Attack) -> PathBuf {
@@ -644,33 +637,11 @@ fn plain_snapshot(fx: &Fixture, id: &str) -> String {
 #[test]
 fn submodules_are_snapshotted_as_plain_git_add_would() {
     let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
-    let allow_file = [
-        ("GIT_CONFIG_COUNT", "1"),
-        ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
-        ("GIT_CONFIG_VALUE_0", "always"),
-    ];
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src).args([
-        "submodule",
-        "add",
-        "-q",
-        lib.to_str().unwrap(),
-        "vendor/lib",
-    ]);
-    isolate(&mut add, &fx.home);
-    add.envs(allow_file);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
+    fx.add_submodule();
     for id in ["bumped", "gone"] {
         let mut bind = fx.cmd();
         bind.args(["--json", "bind", "-s", id, "--submodules"])
-            .envs(allow_file);
+            .envs(ALLOW_FILE);
         let (code, doc) = json_of(bind.output().unwrap());
         assert_eq!(code, 0, "{doc}");
     }
@@ -701,12 +672,7 @@ fn submodules_are_snapshotted_as_plain_git_add_would() {
 #[test]
 fn a_resume_with_submodules_restores_through_the_new_admin_dir() {
     let fx = Fixture::new();
-    let lib = fx.root.join("work/lib");
-    std::fs::create_dir(&lib).unwrap();
-    fx.git(&lib, &["init", "-q", "-b", "main"]);
-    std::fs::write(lib.join("lib.txt"), "library\n").unwrap();
-    fx.git(&lib, &["add", "-A"]);
-    fx.git(&lib, &["commit", "-q", "-m", "lib"]);
+    fx.add_submodule();
     let config = [
         ("GIT_CONFIG_COUNT", "2"),
         ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
@@ -714,18 +680,6 @@ fn a_resume_with_submodules_restores_through_the_new_admin_dir() {
         ("GIT_CONFIG_KEY_1", "submodule.recurse"),
         ("GIT_CONFIG_VALUE_1", "true"),
     ];
-    let mut add = Command::new("git");
-    add.current_dir(&fx.src).args([
-        "submodule",
-        "add",
-        "-q",
-        lib.to_str().unwrap(),
-        "vendor/lib",
-    ]);
-    isolate(&mut add, &fx.home);
-    add.envs(config);
-    assert!(add.status().unwrap().success());
-    fx.commit_all("add a submodule");
     let a3s = |args: &[&str]| {
         let mut cmd = fx.cmd();
         cmd.arg("--json").args(args).envs(config);

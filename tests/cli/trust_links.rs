@@ -98,7 +98,7 @@ fn a_link_in_a_submodule_store_is_not_written_through() {
     if !crate::fixture::require_tool("sandbox") {
         return;
     }
-    let fx = crate::promote_nested::with_submodule("s");
+    let fx = crate::fixture::with_submodule("s");
     let (other, before) = other_repository(&fx);
     let script = format!(
         "store=\"$(git rev-parse --git-dir)/modules/vendor/lib/objects\"; \
