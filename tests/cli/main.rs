@@ -60,6 +60,7 @@ mod run_pty;
 mod run_record;
 mod run_sandbox;
 mod sweep_decisions;
+mod sweep_tenants;
 mod trust_filters;
 mod trust_links;
 mod verify_documents;
