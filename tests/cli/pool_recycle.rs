@@ -840,3 +840,78 @@ os.setxattr('target/shared', 'user.x', b'y')
         "data\n"
     );
 }
+
+// ---------------------------------------------------------------------------------------
+// Attacks on the recycled trees
+// ---------------------------------------------------------------------------------------
+
+/// The files of a tree (its `.git` link left out), by name and content.
+fn tree_files(tree: &Path) -> std::collections::BTreeMap<String, String> {
+    let mut files = content_listing(tree);
+    files.remove(".git");
+    files
+}
+
+/// A source with ignored build outputs and a tracked directory.
+fn pool_source() -> Fixture {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "target/\n");
+    fx.write("docs/guide.txt", "guide\n");
+    fx.commit_all("ignore build outputs");
+    fx
+}
+
+/// docs/pool.md: a recycled tree is indistinguishable from a cold bind, and "no
+/// configuration, hook or filter the session wrote applies". A session that leaves an
+/// untracked `.gitattributes` (`* text eol=crlf`) and touches tracked files: the files are
+/// written again under the commit's attributes (untracked files go first, and git reads
+/// attributes from the commit), so the warm tree's files equal a cold bind's.
+#[test]
+fn attack_a_sessions_gitattributes_do_not_shape_the_recycled_tree() {
+    let fx = pool_source();
+    let (code, doc) = fx.json(&["pool", "--size", "1"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.bind("used")["warm"], true);
+    let tree = fx.isolation("used");
+    std::fs::write(tree.join(".gitattributes"), "* text eol=crlf\n").unwrap();
+    std::fs::write(tree.join("README.md"), "changed\n").unwrap();
+    std::fs::write(tree.join("docs/guide.txt"), "changed\n").unwrap();
+    let (code, doc) = fx.json(&["discard", "-s", "used"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["recycled"], true, "{doc}");
+    assert_eq!(fx.bind("next")["warm"], true);
+    assert_eq!(fx.bind("cold")["warm"], false);
+    let (warm, cold) = (fx.isolation("next"), fx.isolation("cold"));
+    assert_eq!(
+        std::fs::read(warm.join("README.md")).unwrap(),
+        b"hello\n",
+        "the recycled tree's README.md was written through the session's .gitattributes"
+    );
+    assert_eq!(tree_files(&warm), tree_files(&cold));
+    assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
+}
+
+/// docs/pool.md: with `--keep-ignored`, "only the --keep-ignored patterns survive". A
+/// session that writes `docs/.gitignore` naming `planted.sh` and `docs/planted.sh` cannot
+/// make the file survive: the cleaning reads no `.gitignore` at all (`git clean -x`), only
+/// the kept patterns.
+#[test]
+fn attack_a_session_cannot_plant_a_file_through_the_keep_ignored_cleaning() {
+    let fx = pool_source();
+    let (code, doc) = fx.json(&["pool", "--size", "1", "--keep-ignored", "target"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.bind("used")["warm"], true);
+    let tree = fx.isolation("used");
+    std::fs::write(tree.join("docs/.gitignore"), "planted.sh\n").unwrap();
+    std::fs::write(tree.join("docs/planted.sh"), "echo planted\n").unwrap();
+    let (code, doc) = fx.json(&["discard", "-s", "used"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["recycled"], true, "{doc}");
+    assert_eq!(fx.bind("next")["warm"], true);
+    let warm = fx.isolation("next");
+    assert!(
+        !warm.join("docs/planted.sh").exists(),
+        "the previous session's docs/planted.sh reached the next session"
+    );
+    assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
+}
