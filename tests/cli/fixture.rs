@@ -764,3 +764,56 @@ pub fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -
         .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
         .collect()
 }
+
+/// The `outcome` of a document.
+pub fn outcome_of(doc: &Value) -> &str {
+    doc["outcome"].as_str().unwrap_or("?")
+}
+
+/// The text of the file at `path`; panics naming the path.
+pub fn read_path(path: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(path.as_ref())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()))
+}
+
+/// An a3s-iso `--json` command started in the source, running on while the test goes on.
+pub fn spawn_json(fx: &Fixture, args: &[&str]) -> std::process::Child {
+    fx.cmd()
+        .arg("--json")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The exit code and document of a command [`spawn_json`] started.
+pub fn wait_json(child: std::process::Child) -> (i32, Value) {
+    json_of(child.wait_with_output().unwrap())
+}
+
+/// Session `s` changes `README.md` and adds `new.txt`; promoted (patch mode); its digest.
+pub fn promoted(fx: &Fixture) -> String {
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("README.md"), "hello, again\n").unwrap();
+    std::fs::write(fx.isolation("s").join("new.txt"), "new\n").unwrap();
+    let (code, doc) = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    doc["digest"].as_str().unwrap().to_string()
+}
+
+/// Pairs of strings, owned.
+pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// The source's HEAD commit.
+pub fn head(fx: &Fixture) -> String {
+    fx.git(&fx.src, &["rev-parse", "HEAD"])
+}

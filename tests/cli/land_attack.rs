@@ -1,17 +1,16 @@
-//! Attacks on `land`, `promote --reapply`, digest prefixes and `overlaps`: each test checks the
-//! bytes on disk (the checkout, its index and HEAD, the isolations, the journal) after an
-//! attempt to make a session land twice, land partly, land over the user's own work, or be
-//! predicted wrongly.
+//! Attacks on `land` and digest prefixes: each test checks the bytes on disk (the checkout,
+//! its index and HEAD, the isolations, the journal) after an attempt to make a session land
+//! twice, land partly or land over the user's own work.
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::fixture::{
-    Fixture, checkout_listing, differences, error_code, journal, require_tool, source_state,
-    subjects_since,
+    Fixture, checkout_listing, differences, error_code, head, outcome_of, pairs, promoted,
+    read_path, require_tool, source_state, spawn_json, subjects_since, wait_json,
 };
 use crate::land_queue::{outcomes, session_adding_its_file};
 
@@ -30,21 +29,6 @@ fn session_with_commits(fx: &Fixture, id: &str) {
         fx.git(&iso, &["commit", "-q", "-m", &format!("{id} commit {n}")]);
     }
     std::fs::write(iso.join(format!("{id}-wip.txt")), format!("{id} wip\n")).unwrap();
-}
-
-fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
-    list.iter()
-        .map(|(a, b)| (a.to_string(), b.to_string()))
-        .collect()
-}
-
-fn head(fx: &Fixture) -> String {
-    fx.git(&fx.src, &["rev-parse", "HEAD"])
-}
-
-fn read(path: impl AsRef<Path>) -> String {
-    std::fs::read_to_string(path.as_ref())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()))
 }
 
 /// Files of the checkout (outside `.git`) that hold a conflict marker.
@@ -69,20 +53,6 @@ fn show(fx: &Fixture, id: &str) -> Value {
     let (code, doc) = fx.json(&["show", "-s", id]);
     assert_eq!(code, 0, "{doc}");
     doc
-}
-
-fn spawn_json(fx: &Fixture, args: &[&str]) -> Child {
-    fx.cmd()
-        .arg("--json")
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-fn wait_json(child: Child) -> (i32, Value) {
-    crate::fixture::json_of(child.wait_with_output().unwrap())
 }
 
 fn wait_for(path: &Path, within: Duration) {
@@ -180,7 +150,7 @@ fn attack_land_branch_mode_killed_lands_every_commit_once_and_keeps_the_wip() {
             );
             for (rel, text) in wip {
                 assert_eq!(
-                    read(fx.src.join(rel)),
+                    read_path(fx.src.join(rel)),
                     text,
                     "round {round}/{attempt} ({fault:?}): the user's {rel}"
                 );
@@ -208,7 +178,7 @@ fn attack_land_branch_mode_killed_lands_every_commit_once_and_keeps_the_wip() {
         for id in ids {
             for n in 1..=2 {
                 assert_eq!(
-                    read(fx.src.join(format!("{id}-{n}.txt"))),
+                    read_path(fx.src.join(format!("{id}-{n}.txt"))),
                     format!("{id} {n}\n")
                 );
             }
@@ -269,7 +239,7 @@ fn attack_land_two_concurrent_lands_of_one_queue_land_each_session_once() {
             .map(|id| format!("a3s-iso: the work of session {id}"))
             .collect();
         assert_eq!(subjects, expected, "round {round}: {doc_one}\n{doc_two}");
-        assert_eq!(read(fx.src.join("README.md")), "c1's README\n");
+        assert_eq!(read_path(fx.src.join("README.md")), "c1's README\n");
         assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
         assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
     }
@@ -381,10 +351,16 @@ fn attack_land_keeps_the_users_own_wip_byte_for_byte_and_uncommitted() {
         let base = head(&fx);
         let (code, doc) = fx.json(&["land", "--all", "--mode", mode]);
         assert_eq!(code, 0, "{mode}: {doc}");
-        assert_eq!(read(fx.src.join("README.md")), "the user's unstaged edit\n");
-        assert_eq!(read(fx.src.join("src/lib.txt")), "the user's staged edit\n");
         assert_eq!(
-            read(fx.src.join("notes/mine.txt")),
+            read_path(fx.src.join("README.md")),
+            "the user's unstaged edit\n"
+        );
+        assert_eq!(
+            read_path(fx.src.join("src/lib.txt")),
+            "the user's staged edit\n"
+        );
+        assert_eq!(
+            read_path(fx.src.join("notes/mine.txt")),
             "the user's untracked file\n"
         );
         assert_eq!(
@@ -427,10 +403,10 @@ fn attack_land_leaves_conflict_markers_in_the_users_wip() {
     assert!(
         markers.is_empty(),
         "land (exit {code}) left conflict markers in {markers:?}: README.md is now {:?}; {doc}",
-        read(fx.src.join("README.md"))
+        read_path(fx.src.join("README.md"))
     );
     let refused = code == 3 && source_state(&fx) == before;
-    let kept = read(fx.src.join("README.md")) == "the user's unstaged edit\n"
+    let kept = read_path(fx.src.join("README.md")) == "the user's unstaged edit\n"
         && fx.git(&fx.src, &["diff", "--cached", "--name-only"]) == staged_before;
     assert!(
         refused || kept,
@@ -458,11 +434,11 @@ fn attack_land_squash_overwrites_the_users_ignored_file() {
     std::fs::write(iso.join(".env"), "SECRET=the agent's\n").unwrap();
     // Plain promote refuses to write over it.
     let (code, promoted) = fx.json(&["promote", "-s", "a"]);
-    assert_eq!((code, outcome(&promoted)), (3, "conflict"), "{promoted}");
-    assert_eq!(read(fx.src.join(".env")), "SECRET=the user's\n");
+    assert_eq!((code, outcome_of(&promoted)), (3, "conflict"), "{promoted}");
+    assert_eq!(read_path(fx.src.join(".env")), "SECRET=the user's\n");
     let (code, doc) = fx.json(&["land", "-s", "a"]);
     assert_eq!(
-        read(fx.src.join(".env")),
+        read_path(fx.src.join(".env")),
         "SECRET=the user's\n",
         "land (exit {code}) replaced the user's ignored .env: {doc}"
     );
@@ -571,7 +547,10 @@ fn attack_land_odd_session_ids() {
     let subjects = subjects_since(&fx, &base);
     assert_eq!(subjects.len(), ids.len(), "{subjects:?}");
     for id in ids {
-        assert_eq!(read(fx.src.join(format!("{id}.txt"))), format!("{id}\n"));
+        assert_eq!(
+            read_path(fx.src.join(format!("{id}.txt"))),
+            format!("{id}\n")
+        );
     }
 }
 
@@ -629,188 +608,7 @@ fn attack_land_test_cannot_write_outside_or_reach_the_network() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// 2. promote --reapply
-// ---------------------------------------------------------------------------------------------
-
-/// Session `s` changes `README.md` and adds `new.txt`; promoted (patch mode); its digest.
-fn promoted(fx: &Fixture) -> String {
-    fx.bind("s");
-    std::fs::write(fx.isolation("s").join("README.md"), "hello, again\n").unwrap();
-    std::fs::write(fx.isolation("s").join("new.txt"), "new\n").unwrap();
-    let (code, doc) = fx.json(&["promote", "-s", "s"]);
-    assert_eq!(
-        (code, doc["outcome"].as_str()),
-        (0, Some("applied")),
-        "{doc}"
-    );
-    doc["digest"].as_str().unwrap().to_string()
-}
-
-fn outcome(doc: &Value) -> &str {
-    doc["outcome"].as_str().unwrap_or("?")
-}
-
-/// Only one of the two files of a landing undone (by hand, and by a commit after a squash
-/// landing): `--reapply` must not write the other again, nor merge into anything; either it
-/// says `conflict` with nothing changed, or the checkout ends exactly as the landing left it.
-#[test]
-fn attack_reapply_after_undoing_one_of_two_files() {
-    // Patch mode: the landing is uncommitted; undo only README.md.
-    let fx = Fixture::new();
-    let digest = promoted(&fx);
-    let landed = source_state(&fx);
-    fx.git(&fx.src, &["checkout", "--", "README.md"]);
-    let half = source_state(&fx);
-    for args in [
-        vec!["promote", "-s", "s", "--reapply"],
-        vec!["promote", "--reapply", "--digest", &digest],
-    ] {
-        let (code, doc) = fx.json(&args);
-        let now = source_state(&fx);
-        assert!(
-            (code == 3 && now == half) || (code == 0 && now == landed),
-            "{args:?}: exit {code}: {:?}\n{doc}",
-            differences(&now, &half)
-        );
-        if code == 0 {
-            fx.git(&fx.src, &["checkout", "--", "README.md"]);
-        }
-    }
-    // Squash landing (committed); the user commits a revert of new.txt only.
-    let fx = Fixture::new();
-    fx.bind("s");
-    std::fs::write(fx.isolation("s").join("README.md"), "hello, again\n").unwrap();
-    std::fs::write(fx.isolation("s").join("new.txt"), "new\n").unwrap();
-    let (code, doc) = fx.json(&["land", "-s", "s"]);
-    assert_eq!(code, 0, "{doc}");
-    let digest = doc["sessions"][0]["digest"].as_str().unwrap().to_string();
-    fx.git(&fx.src, &["rm", "-q", "new.txt"]);
-    fx.git(&fx.src, &["commit", "-q", "-m", "the user drops new.txt"]);
-    let before = source_state(&fx);
-    let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &digest]);
-    let now = source_state(&fx);
-    assert!(
-        code == 3 && now == before,
-        "exit {code}: {:?}\n{doc}",
-        differences(&now, &before)
-    );
-    assert_eq!(read(fx.src.join("README.md")), "hello, again\n");
-}
-
-/// Steps: step 1 adds `a.txt`, step 2 changes it and adds `b.txt`, both promoted. Reapplying
-/// step 1's digest while step 2 is in the checkout must not write `a.txt` back to step 1's
-/// bytes (that is the session's later work, uncommitted); after the user removed everything,
-/// it lands step 1 exactly, and a second reapply is `idempotent`.
-#[test]
-fn attack_reapply_step_one_after_step_two_landed() {
-    let fx = Fixture::new();
-    fx.bind("s");
-    let iso = fx.isolation("s");
-    std::fs::write(iso.join("a.txt"), "step 1\n").unwrap();
-    let (code, one) = fx.json(&["promote", "-s", "s"]);
-    assert_eq!((code, outcome(&one)), (0, "applied"), "{one}");
-    let step1 = one["digest"].as_str().unwrap().to_string();
-    std::fs::write(iso.join("a.txt"), "step 2\n").unwrap();
-    std::fs::write(iso.join("b.txt"), "step 2\n").unwrap();
-    let (code, two) = fx.json(&["promote", "-s", "s"]);
-    assert_eq!((code, outcome(&two)), (0, "applied"), "{two}");
-    let landed = source_state(&fx);
-    let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &step1[..20]]);
-    assert!(code == 0 || code == 3, "{doc}");
-    assert_eq!(source_state(&fx), landed, "{doc}");
-    // The user removes both steps' files: step 1 alone lands again, once.
-    std::fs::remove_file(fx.src.join("a.txt")).unwrap();
-    std::fs::remove_file(fx.src.join("b.txt")).unwrap();
-    let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &step1]);
-    assert_eq!((code, outcome(&doc)), (0, "applied"), "{doc}");
-    assert_eq!(read(fx.src.join("a.txt")), "step 1\n");
-    assert!(!fx.src.join("b.txt").exists());
-    let (code, doc) = fx.json(&["promote", "--reapply", "--digest", &step1]);
-    assert_eq!((code, outcome(&doc)), (0, "idempotent"), "{doc}");
-    assert_eq!(read(fx.src.join("a.txt")), "step 1\n");
-    let entry = journal(&fx, &step1);
-    assert_eq!(
-        entry["earlier_landings"].as_array().unwrap().len(),
-        1,
-        "{entry}"
-    );
-}
-
-/// The artifacts' `change.patch` rewritten by someone else (a valid patch that would write a
-/// different file): `--reapply` never applies those bytes. It lands the change set's real
-/// bytes (made again from its recorded trees) or refuses; the stored patch is what landed.
-#[test]
-fn attack_reapply_with_a_tampered_change_patch() {
-    let fx = Fixture::new();
-    let digest = promoted(&fx);
-    let landed = source_state(&fx);
-    let hex = digest.trim_start_matches("sha256:");
-    let stored = fx
-        .src
-        .join(".git/a3s-iso/artifacts")
-        .join(hex)
-        .join("change.patch");
-    let evil = "diff --git a/evil.txt b/evil.txt\nnew file mode 100644\n--- /dev/null\n+++ b/evil.txt\n@@ -0,0 +1 @@\n+evil\n";
-    for args in [
-        vec!["promote", "-s", "s", "--reapply"],
-        vec!["promote", "--reapply", "--digest", &hex[..8]],
-    ] {
-        fx.git(&fx.src, &["checkout", "--", "README.md"]);
-        std::fs::remove_file(fx.src.join("new.txt")).unwrap();
-        std::fs::write(&stored, evil).unwrap();
-        let undone = source_state(&fx);
-        let (code, doc) = fx.json(&args);
-        assert!(!fx.src.join("evil.txt").exists(), "{args:?}: {doc}");
-        let now = source_state(&fx);
-        assert!(
-            (code == 0 && now == landed) || (code != 0 && now == undone),
-            "{args:?}: exit {code}: {:?}\n{doc}",
-            differences(&now, &landed)
-        );
-        // The diff of that digest never shows the tampered bytes as the change set.
-        let shown = fx.cmd().args(["diff", "--digest", hex]).output().unwrap();
-        assert!(
-            !String::from_utf8_lossy(&shown.stdout).contains("evil"),
-            "{args:?}"
-        );
-    }
-}
-
-/// Two `promote --reapply` started together after the user undid the landing: exactly one
-/// applies, the other is `idempotent` (or waits its turn and finds it there); the journal
-/// counts one more landing, not two.
-#[test]
-fn attack_reapply_concurrently_lands_once() {
-    for round in 0..3 {
-        let fx = Fixture::new();
-        let digest = promoted(&fx);
-        let landed = source_state(&fx);
-        fx.git(&fx.src, &["checkout", "--", "README.md"]);
-        std::fs::remove_file(fx.src.join("new.txt")).unwrap();
-        let one = spawn_json(&fx, &["promote", "-s", "s", "--reapply"]);
-        let two = spawn_json(&fx, &["promote", "--reapply", "--digest", &digest[..15]]);
-        let (c1, d1) = wait_json(one);
-        let (c2, d2) = wait_json(two);
-        let mut results = vec![outcome(&d1).to_string(), outcome(&d2).to_string()];
-        results.sort();
-        assert_eq!((c1, c2), (0, 0), "round {round}: {d1}\n{d2}");
-        assert_eq!(
-            results,
-            ["applied", "idempotent"],
-            "round {round}: {d1}\n{d2}"
-        );
-        assert_eq!(source_state(&fx), landed, "round {round}");
-        let entry = journal(&fx, &digest);
-        assert_eq!(
-            entry["earlier_landings"].as_array().unwrap().len(),
-            1,
-            "round {round}: {entry}"
-        );
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// 3. digest prefixes
+// 2. digest prefixes
 // ---------------------------------------------------------------------------------------------
 
 /// Every form a `--digest` may take, for `diff`, `promote --reapply`: upper-case hex (whole or
@@ -860,7 +658,7 @@ fn attack_digest_prefix_forms() {
     // never landed), nothing applied.
     std::fs::write(fx.isolation("s").join("planned.txt"), "planned\n").unwrap();
     let (code, plan) = fx.json(&["promote", "-s", "s", "--no-apply"]);
-    assert_eq!((code, outcome(&plan)), (0, "planned"), "{plan}");
+    assert_eq!((code, outcome_of(&plan)), (0, "planned"), "{plan}");
     let planned = plan["digest"]
         .as_str()
         .unwrap()
@@ -936,107 +734,6 @@ fn attack_push_delete_with_an_ambiguous_prefix_deletes_nothing() {
     );
 }
 
-// ---------------------------------------------------------------------------------------------
-// 4. overlaps
-// ---------------------------------------------------------------------------------------------
-
-fn pair_of<'a>(doc: &'a Value, a: &str, b: &str) -> &'a Value {
-    doc["pairs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|p| (p["a"] == a && p["b"] == b) || (p["a"] == b && p["b"] == a))
-        .unwrap_or_else(|| panic!("no pair {a}/{b}: {doc}"))
-}
-
-/// Sessions bound at different revisions: `a` at the old HEAD edits README.md; the user
-/// commits an edit of README.md; `b` is bound at the new HEAD and adds `b.txt` only. `b`
-/// touches nothing of `a`'s: landing `b` first or last changes nothing for `a` (which meets
-/// the user's commit either way). The pair must be `clean`.
-///
-/// What happens: the pair is predicted `conflict` at README.md (both orders), `list` shows
-/// "b conflicts with a": the user's own commit, which `b` carries as its base, is counted as
-/// `b`'s work.
-#[test]
-fn attack_overlaps_blames_a_session_for_the_users_commit() {
-    let fx = Fixture::new();
-    fx.bind("a");
-    std::fs::write(fx.isolation("a").join("README.md"), "from a\n").unwrap();
-    fx.write("README.md", "the user's\n");
-    fx.commit_all("the user's commit");
-    fx.bind("b");
-    std::fs::write(fx.isolation("b").join("b.txt"), "b\n").unwrap();
-    let (code, doc) = fx.json(&["overlaps"]);
-    assert_eq!(code, 0, "{doc}");
-    let pair = pair_of(&doc, "a", "b");
-    // Proof that the conflict is the user's commit's, not b's: a alone conflicts the same way.
-    let (_, alone) = fx.json(&["land", "-s", "a", "--keep-going"]);
-    assert_eq!(
-        alone["sessions"][0]["reason"], "rebase_conflicted",
-        "{alone}"
-    );
-    assert_eq!(
-        pair["prediction"], "clean",
-        "b never touched README.md: {pair}"
-    );
-}
-
-/// A conflicted session (its rebase waits at a conflict) is left out (`skipped`, reason
-/// `conflicted`), and a session whose HEAD was moved backwards in its isolation (reset to
-/// before its bound revision) is never predicted `clean` against a session editing what it
-/// takes back; land of the latter onto a moved HEAD does not land a guess.
-#[test]
-fn attack_overlaps_conflicted_and_backwards_sessions() {
-    let fx = Fixture::new();
-    fx.write("two.txt", "two\n");
-    fx.commit_all("two");
-    fx.bind("back");
-    fx.bind("other");
-    fx.bind("stuck");
-    fx.git(&fx.isolation("back"), &["reset", "-q", "--hard", "HEAD~1"]);
-    std::fs::write(fx.isolation("other").join("two.txt"), "other\n").unwrap();
-    std::fs::write(fx.isolation("stuck").join("README.md"), "stuck\n").unwrap();
-    fx.write("README.md", "the user's\n");
-    fx.commit_all("the user's README");
-    let (code, rebased) = fx.json(&["rebase", "-s", "stuck"]);
-    assert_eq!(code, 3, "{rebased}");
-    let (code, doc) = fx.json(&["overlaps"]);
-    assert_eq!(code, 0, "{doc}");
-    let skipped = doc["skipped"].as_array().unwrap();
-    assert!(
-        skipped
-            .iter()
-            .any(|s| s["session_id"] == "stuck" && s["reason"] == "conflicted"),
-        "{doc}"
-    );
-    assert!(
-        !doc["pairs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|p| p["a"] == "stuck" || p["b"] == "stuck"),
-        "{doc}"
-    );
-    assert_ne!(
-        pair_of(&doc, "back", "other")["prediction"],
-        "clean",
-        "{doc}"
-    );
-    // Landing `other`, then `back`: back cannot be rebased (its HEAD is not after its bound
-    // revision): it fails, and nothing of it lands.
-    let base = head(&fx);
-    let (code, land) = fx.json(&["land", "-s", "other", "-s", "back", "--keep-going"]);
-    assert_ne!(code, 0, "{land}");
-    assert_eq!(
-        outcomes(&land),
-        pairs(&[("other", "landed"), ("back", "failed")]),
-        "{land}"
-    );
-    assert_eq!(read(fx.src.join("two.txt")), "other\n");
-    assert_eq!(subjects_since(&fx, &base).len(), 1);
-    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
-}
-
 /// `land` promises each session is "rebased onto your moving HEAD, tested in its sandbox on
 /// the rebased tree and promoted". Another `land` (here of session `b`) lands while `a`'s
 /// test runs: `a`'s test passed on a tree without `b.txt`, yet `a` is then committed on top of
@@ -1058,7 +755,7 @@ fn attack_land_lands_a_tree_its_test_never_saw_when_head_moves_during_the_test()
     let (code, a) = wait_json(first);
     let seen = a["sessions"][0]["test_output"]
         .as_str()
-        .map(read)
+        .map(read_path)
         .unwrap_or_default();
     let landed = fx.git(&fx.src, &["ls-tree", "-r", "--name-only", "HEAD"]);
     if a["sessions"][0]["outcome"] == "landed" {
