@@ -817,3 +817,13 @@ pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
 pub fn head(fx: &Fixture) -> String {
     fx.git(&fx.src, &["rev-parse", "HEAD"])
 }
+
+/// The stdout of a command that must have succeeded (its stderr in the failure message).
+pub fn stdout_of(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
