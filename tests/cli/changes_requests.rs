@@ -4,13 +4,12 @@
 //! `change_set_invalid` naming the rule and the field, `session_not_found`, `run_not_found`,
 //! `change_set_unavailable`.
 
-use std::path::Path;
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, change_set_request, error_code, kill_leftovers};
+use crate::fixture::{Fixture, change_set_request, error_code, kill_leftovers, wait_for};
 
 /// The `agent_release_identity` the runs of these tests are recorded with.
 fn release() -> String {
@@ -79,18 +78,6 @@ fn a_finished_run_is_answered_with_what_capture_gives_for_it() {
     assert_eq!(code, 0, "{verified}");
     assert_eq!(verified["valid"], true, "{verified}");
     assert_eq!(verified["run_id"], "r1", "{verified}");
-}
-
-fn wait_for(path: &Path, within: Duration) {
-    let started = Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < within,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Ends a background `a3s-iso run` as Ctrl-C would: it cancels its command and records it.

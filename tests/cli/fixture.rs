@@ -827,3 +827,41 @@ pub fn stdout_of(out: Output) -> String {
     );
     String::from_utf8(out.stdout).unwrap()
 }
+
+/// Waits until `path` exists; panics after `within`.
+pub fn wait_for(path: &Path, within: std::time::Duration) {
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < within,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Runs git in a session's isolation; panics on failure; returns trimmed stdout.
+pub fn iso_git(fx: &Fixture, id: &str, args: &[&str]) -> String {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(fx.isolation(id)).args(args);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "git {args:?} in {id}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// The patch a change-set document carries, decoded.
+pub fn patch_of(doc: &Value) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(doc["patch_base64"].as_str().unwrap())
+        .unwrap()
+}
+
+/// A session with one file of work captured.
+pub fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
+    ok(fx, &["bind", "-s", id, "--owner", "none"]);
+    std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
+    ok(fx, &["capture", "-s", id])
+}

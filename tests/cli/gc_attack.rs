@@ -7,18 +7,9 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use serde_json::Value;
-
 #[cfg(feature = "fault-injection")]
 use crate::fixture::checkout_listing;
-use crate::fixture::{Fixture, json_of, listing, ok, state_dir};
-
-/// A session with one file of work captured.
-fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
-    ok(fx, &["bind", "-s", id, "--owner", "none"]);
-    std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
-    ok(fx, &["capture", "-s", id])
-}
+use crate::fixture::{Fixture, json_of, listing, ok, state_dir, worked};
 
 // ---------------------------------------------------------------------------------------
 // gc and discard --purge

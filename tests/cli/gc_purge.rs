@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, listing, ok, state_dir};
+use crate::fixture::{Fixture, listing, ok, state_dir, worked};
 
 fn refs(fx: &Fixture) -> String {
     fx.git(&fx.src, &["for-each-ref"])
@@ -29,13 +29,6 @@ fn items(list: &Value) -> BTreeSet<(String, String)> {
             (i["kind"].as_str().unwrap().to_string(), at.to_string())
         })
         .collect()
-}
-
-/// A session with one file of work captured.
-fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
-    ok(fx, &["bind", "-s", id, "--owner", "none"]);
-    std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
-    ok(fx, &["capture", "-s", id])
 }
 
 fn tenant_args<'a>(dir: &'a str, args: &[&'a str]) -> Vec<&'a str> {

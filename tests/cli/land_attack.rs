@@ -4,13 +4,13 @@
 
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::fixture::{
     Fixture, checkout_listing, differences, error_code, head, outcome_of, pairs, promoted,
-    read_path, require_tool, source_state, spawn_json, subjects_since, wait_json,
+    read_path, require_tool, source_state, spawn_json, subjects_since, wait_for, wait_json,
 };
 use crate::land_queue::{outcomes, session_adding_its_file};
 
@@ -53,18 +53,6 @@ fn show(fx: &Fixture, id: &str) -> Value {
     let (code, doc) = fx.json(&["show", "-s", id]);
     assert_eq!(code, 0, "{doc}");
     doc
-}
-
-fn wait_for(path: &Path, within: Duration) {
-    let started = Instant::now();
-    while !path.exists() {
-        assert!(
-            started.elapsed() < within,
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 // ---------------------------------------------------------------------------------------------

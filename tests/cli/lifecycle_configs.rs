@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, content_listing, isolate, json_of, require_tool};
+use crate::fixture::{Fixture, content_listing, isolate, json_of, patch_of, require_tool};
 
 /// A source configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -327,14 +327,6 @@ fn agent_script() -> String {
 /// What `git status --porcelain` shows in the checkout after a patch promote of the edits.
 const PROMOTED_STATUS: &str =
     " M README.md\n M src/data.bin\n D src/gone.txt\n M src/lib.txt\n?? src/new.txt";
-
-/// The patch of a change-set document.
-fn patch_of(document: &Value) -> Vec<u8> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(document["patch_base64"].as_str().unwrap())
-        .unwrap()
-}
 
 /// How many files a patch touches.
 fn sections(patch: &[u8]) -> usize {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, json_of, sleeper};
+use crate::fixture::{Fixture, json_of, sleeper, state_dir};
 
 /// A small deterministic generator (splitmix64), so that a failing run can be repeated.
 struct Rng(u64);
@@ -43,10 +43,6 @@ impl Rng {
 fn end(mut child: Child) {
     let _ = child.kill();
     let _ = child.wait();
-}
-
-fn state_dir(fx: &Fixture) -> PathBuf {
-    fx.src.join(".git/a3s-iso")
 }
 
 /// `bind -s ID --owner-pid PID`; returns the exit status and the document.

@@ -17,14 +17,13 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 
 use crate::fixture::{
-    Fixture, checkout_listing, head, isolate, listing, pairs, read_path, subjects_since,
+    Fixture, checkout_listing, head, iso_git, listing, pairs, read_path, subjects_since,
 };
 use crate::land_queue::outcomes;
 
@@ -247,15 +246,6 @@ fn pair_of_works() -> impl Strategy<Value = (Work, Work)> {
     (work(), work()).prop_filter("each session changes something", |(a, b)| {
         result(a, "A") != base() && result(b, "B") != base()
     })
-}
-
-/// git in a session's isolation, as the agent runs it there.
-fn iso_git(fx: &Fixture, id: &str, args: &[&str]) {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(fx.isolation(id)).args(args);
-    isolate(&mut cmd, &fx.home);
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "git {args:?} in {id}: {out:?}");
 }
 
 fn write_file(root: &Path, rel: &str, content: &str, exec: bool) {

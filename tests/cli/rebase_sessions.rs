@@ -8,18 +8,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::fixture::{
-    Fixture, admin_dir, checkout_listing, error_code, isolate, listing, outcome, read_text,
+    Fixture, admin_dir, checkout_listing, error_code, iso_git, isolate, listing, outcome, read_text,
 };
-
-/// git in the isolation, as the user (or the agent) runs it there.
-fn iso_git(fx: &Fixture, id: &str, args: &[&str]) -> String {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(fx.isolation(id)).args(args);
-    isolate(&mut cmd, &fx.home);
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {:?}", out);
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
 
 /// The isolation as bytes: every file (content and mode), its index file and its HEAD file.
 fn isolation_state(fx: &Fixture, id: &str) -> BTreeMap<String, String> {

@@ -1,10 +1,9 @@
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, error_code, json_of, sandbox_available};
+use crate::fixture::{Fixture, checkout_listing, error_code, json_of, sandbox_available, wait_for};
 
 /// `run` arguments with the sandbox where the machine has it: these tests are about process
 /// semantics, which hold with or without it (the sandbox tests themselves require it).
@@ -198,18 +197,6 @@ fn repository_selecting_variables_do_not_reach_the_command() {
     assert_eq!(checkout_listing(&fx.src), before, "the source is untouched");
 }
 
-fn wait_for(path: &Path) {
-    let start = Instant::now();
-    while !path.exists() {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "{} never appeared",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn sigterm_cancels_the_run_captures_and_leaves_no_orphan() {
     let fx = Fixture::new();
@@ -232,7 +219,7 @@ fn sigterm_cancels_the_run_captures_and_leaves_no_orphan() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    wait_for(&iso.join("ticks.txt"));
+    wait_for(&iso.join("ticks.txt"), Duration::from_secs(20));
     Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -324,7 +311,10 @@ fn start_long_run(fx: &Fixture, session: &str) -> std::process::Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_for(&fx.isolation(session).join("started"));
+    wait_for(
+        &fx.isolation(session).join("started"),
+        Duration::from_secs(20),
+    );
     child
 }
 

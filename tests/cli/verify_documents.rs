@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, checkout_listing};
+use crate::fixture::{Fixture, checkout_listing, patch_of};
 
 /// A session's captured document (`capture --json`), written to `name` under the tempdir.
 fn captured(fx: &Fixture, id: &str, name: &str) -> (Value, String) {
@@ -266,13 +266,6 @@ fn with_patch(doc: &Value, patch: &[u8]) -> Value {
         hex::encode(sha2::Sha256::digest(patch))
     ));
     doc
-}
-
-fn patch_of(doc: &Value) -> Vec<u8> {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD
-        .decode(doc["patch_base64"].as_str().unwrap())
-        .unwrap()
 }
 
 #[test]
