@@ -1,4 +1,4 @@
-use crate::fixture::{Fixture, checkout_listing, error_code};
+use crate::fixture::{Fixture, checkout_listing, error_code, snapshot_settings};
 
 #[test]
 fn discard_removes_the_isolation_and_leaves_the_source_byte_identical() {
@@ -107,14 +107,55 @@ fn list_reports_state_head_movement_and_owner() {
     fx.write("moved.txt", "x\n");
     fx.commit_all("move HEAD");
     let (_, doc) = fx.json(&["list"]);
-    let sessions = doc["sessions"].as_array().unwrap();
-    assert_eq!(sessions.len(), 2);
-    assert_eq!(sessions[0]["session_id"], "one");
-    assert_eq!(sessions[0]["state"], "bound");
-    assert_eq!(sessions[0]["head_moved"], true);
-    assert_eq!(sessions[0]["owner"]["liveness"], "alive");
-    assert!(sessions[0]["last_run"].is_null());
-    assert_eq!(sessions[1]["state"], "missing");
+    let sessions = &doc["sessions"];
+    snapshot_settings(&fx).bind(|| {
+        insta::assert_json_snapshot!(sessions, @r#"
+        [
+          {
+            "bound_revision": "[HASH]",
+            "conflicting_paths": [],
+            "conflicts_with": [],
+            "head_moved": true,
+            "last_run": null,
+            "owner": {
+              "hostname": "[HOST]",
+              "liveness": "alive",
+              "name": "[NAME]",
+              "pid": "[PID]",
+              "start_identity": "linux-proc-start-ticks:[TICKS]"
+            },
+            "read_only": false,
+            "session_id": "one",
+            "source": "[ROOT]/work/src",
+            "state": "bound",
+            "swept_at_ms": null,
+            "swept_ref": null,
+            "worktree": "[ROOT]/work/.src.a3s-isolate-one"
+          },
+          {
+            "bound_revision": "[HASH]",
+            "conflicting_paths": [],
+            "conflicts_with": [],
+            "head_moved": true,
+            "last_run": null,
+            "owner": {
+              "hostname": "[HOST]",
+              "liveness": "alive",
+              "name": "[NAME]",
+              "pid": "[PID]",
+              "start_identity": "linux-proc-start-ticks:[TICKS]"
+            },
+            "read_only": false,
+            "session_id": "two",
+            "source": "[ROOT]/work/src",
+            "state": "missing",
+            "swept_at_ms": null,
+            "swept_ref": null,
+            "worktree": "[ROOT]/work/.src.a3s-isolate-two"
+          }
+        ]
+        "#)
+    });
     // A missing isolation is not silently rebuilt.
     let (code, doc) = fx.json(&["bind", "-s", "two"]);
     assert_eq!(code, 1);

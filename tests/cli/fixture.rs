@@ -153,21 +153,13 @@ impl Fixture {
         self.git(&lib, &["add", "-A"]);
         self.git(&lib, &["commit", "-q", "-m", "lib"]);
         let mut add = Command::new("git");
-        add.current_dir(&self.src).args([
-            "submodule",
-            "add",
-            "-q",
-            lib.to_str().unwrap(),
-            "vendor/lib",
-        ]);
+        add.current_dir(&self.src)
+            .args(["submodule", "add", "-q", lib.to_str().unwrap(), SUB]);
         isolate(&mut add, &self.home);
-        // Local submodules need the file transport allowed (git refuses it by default).
-        add.env("GIT_CONFIG_COUNT", "1")
-            .env("GIT_CONFIG_KEY_0", "protocol.file.allow")
-            .env("GIT_CONFIG_VALUE_0", "always");
+        add.envs(ALLOW_FILE);
         assert!(add.status().unwrap().success());
         self.commit_all("add a submodule");
-        self.src.join("vendor/lib")
+        self.src.join(SUB)
     }
 
     /// Runs git in `dir`; panics on failure; returns trimmed stdout.
@@ -347,7 +339,7 @@ pub fn json_of(out: Output) -> (i32, Value) {
     });
     let schema = doc["schema"].as_str().expect("a schema field");
     // Every document any test reads is checked against its published schema.
-    crate::schemas::assert_conforms(&doc);
+    crate::contract_schemas::assert_conforms(&doc);
     assert!(
         (schema.starts_with("a3s-iso.") && schema.ends_with(".v1"))
             || schema == "a3s.code.agent-change-set.v1",
@@ -478,7 +470,16 @@ fn describe(path: &Path, modes: bool) -> Option<String> {
 /// start identities, times, sizes that count the tempdir's path, the kernel's Landlock ABI,
 /// the names of the machine's environment variables).
 pub fn snapshot_settings(fx: &Fixture) -> insta::Settings {
+    snapshot_settings_naming(fx, &[])
+}
+
+/// [`snapshot_settings`] that first replaces each of `named`'s values (an object id the test
+/// knows, say) by its name, so that a snapshot still pins which value a field holds.
+pub fn snapshot_settings_naming(fx: &Fixture, named: &[(&str, &str)]) -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
+    for (value, name) in named {
+        settings.add_filter(&regex::escape(value), *name);
+    }
     let root = regex::escape(fx.root.to_str().unwrap());
     let tmp = regex::escape(std::env::temp_dir().to_str().unwrap().trim_end_matches('/'));
     let filters: &[(&str, &str)] = &[
@@ -598,4 +599,269 @@ pub fn from_dying_script(fx: &Fixture, dir: &Path, args: &[&str]) -> (i32, Value
     let script = b"bin=$1; shift; \"$bin\" \"$@\"; exit $?\n";
     child.stdin.take().unwrap().write_all(script).unwrap();
     json_of(child.wait_with_output().unwrap())
+}
+
+// Helpers the test modules share: each is defined here once.
+
+/// Adding a local submodule needs the file transport allowed (the fixture isolates git's
+/// config); `bind --submodules` does not, it clones from the source's own copy.
+pub const ALLOW_FILE: [(&str, &str); 3] = [
+    ("GIT_CONFIG_COUNT", "1"),
+    ("GIT_CONFIG_KEY_0", "protocol.file.allow"),
+    ("GIT_CONFIG_VALUE_0", "always"),
+];
+
+/// Where [`Fixture::add_submodule`] puts the submodule in the superproject.
+pub const SUB: &str = "vendor/lib";
+
+/// A source with a submodule at `vendor/lib` (from a local repository `work/lib`, one commit
+/// holding `lib.txt`), and a session `id` bound with `--submodules`.
+pub fn with_submodule(id: &str) -> Fixture {
+    let fx = Fixture::new();
+    fx.add_submodule();
+    let (code, doc) = json_of(
+        fx.cmd()
+            .args(["--json", "bind", "-s", id, "--submodules"])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, 0, "{doc}");
+    fx
+}
+
+/// Runs `promote` with the fault point `fault` armed and checks that it killed the process.
+#[cfg(feature = "fault-injection")]
+pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", fault)
+        .args(["--json", "promote"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9),
+        "the fault point {fault} must kill it: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// `promote --json` with `args`.
+pub fn promote(fx: &Fixture, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["promote"];
+    all.extend_from_slice(args);
+    fx.json(&all)
+}
+
+/// The exit code and `outcome` of a command's result.
+pub fn outcome(result: &(i32, Value)) -> (i32, &str) {
+    (result.0, result.1["outcome"].as_str().unwrap_or("?"))
+}
+
+/// `args` with `--json`, which must exit 0; its document.
+pub fn ok(fx: &Fixture, args: &[&str]) -> Value {
+    let (code, doc) = fx.json(args);
+    assert_eq!(code, 0, "{args:?}: {doc}");
+    doc
+}
+
+/// The source's state dir.
+pub fn state_dir(fx: &Fixture) -> PathBuf {
+    fx.src.join(".git/a3s-iso")
+}
+
+/// The admin dir of a session's isolation, from its record.
+pub fn admin_dir(fx: &Fixture, id: &str) -> PathBuf {
+    let record = fx.src.join(format!(".git/a3s-iso/sessions/{id}.json"));
+    let record: Value = serde_json::from_slice(&std::fs::read(record).unwrap()).unwrap();
+    PathBuf::from(record["admin_dir"].as_str().unwrap())
+}
+
+/// The worktree a `bind` document names.
+pub fn worktree_of(doc: &Value) -> PathBuf {
+    PathBuf::from(doc["worktree"].as_str().expect("a worktree"))
+}
+
+/// The promote journal entry of a digest.
+pub fn journal(fx: &Fixture, digest: &str) -> Value {
+    let hex = digest.trim_start_matches("sha256:");
+    let path = fx.src.join(format!(".git/a3s-iso/promoted/{hex}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// The subjects of the source's commits after `base`, oldest first.
+pub fn subjects_since(fx: &Fixture, base: &str) -> Vec<String> {
+    fx.git(
+        &fx.src,
+        &["log", "--reverse", "--format=%s", &format!("{base}..HEAD")],
+    )
+    .lines()
+    .map(String::from)
+    .collect()
+}
+
+/// `git add -A` and a commit in `dir`, as the agent would run them there.
+pub fn agent_commit(fx: &Fixture, dir: &Path, message: &str) {
+    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(&args);
+        isolate(&mut cmd, &fx.home);
+        assert!(cmd.status().unwrap().success());
+    }
+}
+
+/// The text of `rel` under `dir`.
+pub fn read_text(dir: &Path, rel: &str) -> String {
+    std::fs::read_to_string(dir.join(rel)).unwrap()
+}
+
+/// A process that lives long enough to own sessions; the test ends it.
+pub fn sleeper() -> std::process::Child {
+    Command::new("sleep")
+        .arg("300")
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Milliseconds since the epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// The hex sha256 of `text`.
+pub fn sha(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// The source as a user would compare it: its checkout and git dir file by file (without the
+/// index file, whose bytes carry stat data), its index entries, HEAD and stash list.
+pub fn source_state(fx: &Fixture) -> BTreeMap<String, String> {
+    let mut state = checkout_listing(&fx.src);
+    state.remove(".git/index");
+    state.insert(
+        "<index entries>".into(),
+        sha(&fx.git(&fx.src, &["ls-files", "-s"])),
+    );
+    state.insert("<HEAD>".into(), fx.git(&fx.src, &["rev-parse", "HEAD"]));
+    state.insert(
+        "<stash list>".into(),
+        fx.git(&fx.src, &["stash", "list", "--format=%H %gs"]),
+    );
+    state
+}
+
+/// The first keys on which two states differ, with both values, for a failure message.
+pub fn differences(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Vec<String> {
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .take(8)
+        .map(|k| format!("{k}: {:?} vs {:?}", a.get(k), b.get(k)))
+        .collect()
+}
+
+/// The `outcome` of a document.
+pub fn outcome_of(doc: &Value) -> &str {
+    doc["outcome"].as_str().unwrap_or("?")
+}
+
+/// The text of the file at `path`; panics naming the path.
+pub fn read_path(path: impl AsRef<Path>) -> String {
+    std::fs::read_to_string(path.as_ref())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.as_ref().display()))
+}
+
+/// An a3s-iso `--json` command started in the source, running on while the test goes on.
+pub fn spawn_json(fx: &Fixture, args: &[&str]) -> std::process::Child {
+    fx.cmd()
+        .arg("--json")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// The exit code and document of a command [`spawn_json`] started.
+pub fn wait_json(child: std::process::Child) -> (i32, Value) {
+    json_of(child.wait_with_output().unwrap())
+}
+
+/// Session `s` changes `README.md` and adds `new.txt`; promoted (patch mode); its digest.
+pub fn promoted(fx: &Fixture) -> String {
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("README.md"), "hello, again\n").unwrap();
+    std::fs::write(fx.isolation("s").join("new.txt"), "new\n").unwrap();
+    let (code, doc) = fx.json(&["promote", "-s", "s"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    doc["digest"].as_str().unwrap().to_string()
+}
+
+/// Pairs of strings, owned.
+pub fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+/// The source's HEAD commit.
+pub fn head(fx: &Fixture) -> String {
+    fx.git(&fx.src, &["rev-parse", "HEAD"])
+}
+
+/// The stdout of a command that must have succeeded (its stderr in the failure message).
+pub fn stdout_of(out: Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Waits until `path` exists; panics after `within`.
+pub fn wait_for(path: &Path, within: std::time::Duration) {
+    let started = std::time::Instant::now();
+    while !path.exists() {
+        assert!(
+            started.elapsed() < within,
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Runs git in a session's isolation; panics on failure; returns trimmed stdout.
+pub fn iso_git(fx: &Fixture, id: &str, args: &[&str]) -> String {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(fx.isolation(id)).args(args);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "git {args:?} in {id}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// The patch a change-set document carries, decoded.
+pub fn patch_of(doc: &Value) -> Vec<u8> {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(doc["patch_base64"].as_str().unwrap())
+        .unwrap()
+}
+
+/// A session with one file of work captured.
+pub fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
+    ok(fx, &["bind", "-s", id, "--owner", "none"]);
+    std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
+    ok(fx, &["capture", "-s", id])
 }

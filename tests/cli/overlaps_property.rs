@@ -17,13 +17,15 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
 
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, isolate, listing};
+use crate::fixture::{
+    Fixture, checkout_listing, head, iso_git, listing, pairs, read_path, subjects_since,
+};
+use crate::land_queue::outcomes;
 
 /// The files of the source the sessions work on (beside the fixture's `README.md` and
 /// `src/lib.txt`, which they leave alone), and where a session moves each one.
@@ -244,15 +246,6 @@ fn pair_of_works() -> impl Strategy<Value = (Work, Work)> {
     (work(), work()).prop_filter("each session changes something", |(a, b)| {
         result(a, "A") != base() && result(b, "B") != base()
     })
-}
-
-/// git in a session's isolation, as the agent runs it there.
-fn iso_git(fx: &Fixture, id: &str, args: &[&str]) {
-    let mut cmd = Command::new("git");
-    cmd.current_dir(fx.isolation(id)).args(args);
-    isolate(&mut cmd, &fx.home);
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "git {args:?} in {id}: {out:?}");
 }
 
 fn write_file(root: &Path, rel: &str, content: &str, exec: bool) {
@@ -566,4 +559,105 @@ fn your_commits_and_your_uncommitted_work_are_named_as_yours() {
         serde_json::json!(["src/lib.txt"]),
         "{b}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// Attacks on `overlaps`
+// ---------------------------------------------------------------------------------------
+
+fn pair_of<'a>(doc: &'a Value, a: &str, b: &str) -> &'a Value {
+    doc["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| (p["a"] == a && p["b"] == b) || (p["a"] == b && p["b"] == a))
+        .unwrap_or_else(|| panic!("no pair {a}/{b}: {doc}"))
+}
+
+/// Sessions bound at different revisions: `a` at the old HEAD edits README.md; the user
+/// commits an edit of README.md; `b` is bound at the new HEAD and adds `b.txt` only. `b`
+/// touches nothing of `a`'s: landing `b` first or last changes nothing for `a` (which meets
+/// the user's commit either way). The pair must be `clean`.
+///
+/// What happens: the pair is predicted `conflict` at README.md (both orders), `list` shows
+/// "b conflicts with a": the user's own commit, which `b` carries as its base, is counted as
+/// `b`'s work.
+#[test]
+fn attack_overlaps_blames_a_session_for_the_users_commit() {
+    let fx = Fixture::new();
+    fx.bind("a");
+    std::fs::write(fx.isolation("a").join("README.md"), "from a\n").unwrap();
+    fx.write("README.md", "the user's\n");
+    fx.commit_all("the user's commit");
+    fx.bind("b");
+    std::fs::write(fx.isolation("b").join("b.txt"), "b\n").unwrap();
+    let (code, doc) = fx.json(&["overlaps"]);
+    assert_eq!(code, 0, "{doc}");
+    let pair = pair_of(&doc, "a", "b");
+    // Proof that the conflict is the user's commit's, not b's: a alone conflicts the same way.
+    let (_, alone) = fx.json(&["land", "-s", "a", "--keep-going"]);
+    assert_eq!(
+        alone["sessions"][0]["reason"], "rebase_conflicted",
+        "{alone}"
+    );
+    assert_eq!(
+        pair["prediction"], "clean",
+        "b never touched README.md: {pair}"
+    );
+}
+
+/// A conflicted session (its rebase waits at a conflict) is left out (`skipped`, reason
+/// `conflicted`), and a session whose HEAD was moved backwards in its isolation (reset to
+/// before its bound revision) is never predicted `clean` against a session editing what it
+/// takes back; land of the latter onto a moved HEAD does not land a guess.
+#[test]
+fn attack_overlaps_conflicted_and_backwards_sessions() {
+    let fx = Fixture::new();
+    fx.write("two.txt", "two\n");
+    fx.commit_all("two");
+    fx.bind("back");
+    fx.bind("other");
+    fx.bind("stuck");
+    fx.git(&fx.isolation("back"), &["reset", "-q", "--hard", "HEAD~1"]);
+    std::fs::write(fx.isolation("other").join("two.txt"), "other\n").unwrap();
+    std::fs::write(fx.isolation("stuck").join("README.md"), "stuck\n").unwrap();
+    fx.write("README.md", "the user's\n");
+    fx.commit_all("the user's README");
+    let (code, rebased) = fx.json(&["rebase", "-s", "stuck"]);
+    assert_eq!(code, 3, "{rebased}");
+    let (code, doc) = fx.json(&["overlaps"]);
+    assert_eq!(code, 0, "{doc}");
+    let skipped = doc["skipped"].as_array().unwrap();
+    assert!(
+        skipped
+            .iter()
+            .any(|s| s["session_id"] == "stuck" && s["reason"] == "conflicted"),
+        "{doc}"
+    );
+    assert!(
+        !doc["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["a"] == "stuck" || p["b"] == "stuck"),
+        "{doc}"
+    );
+    assert_ne!(
+        pair_of(&doc, "back", "other")["prediction"],
+        "clean",
+        "{doc}"
+    );
+    // Landing `other`, then `back`: back cannot be rebased (its HEAD is not after its bound
+    // revision): it fails, and nothing of it lands.
+    let base = head(&fx);
+    let (code, land) = fx.json(&["land", "-s", "other", "-s", "back", "--keep-going"]);
+    assert_ne!(code, 0, "{land}");
+    assert_eq!(
+        outcomes(&land),
+        pairs(&[("other", "landed"), ("back", "failed")]),
+        "{land}"
+    );
+    assert_eq!(read_path(fx.src.join("two.txt")), "other\n");
+    assert_eq!(subjects_since(&fx, &base).len(), 1);
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
 }

@@ -1,7 +1,7 @@
 //! `run` names the paths a failed command could not reach because of the sandbox, and the
 //! flag that allows each.
 
-use crate::fixture::{Fixture, require_tool};
+use crate::fixture::{Fixture, require_tool, snapshot_settings_naming};
 
 macro_rules! require_sandbox {
     () => {
@@ -38,13 +38,21 @@ fn a_script_on_the_hosts_tmp_is_named_with_the_flag_that_shows_it() {
     let (code, doc) = crate::fixture::json_of(out.clone());
     assert_eq!(code, 2, "{doc}");
     assert_eq!(doc["state"], "failed");
-    let hints = doc["hidden_paths"].as_array().unwrap();
-    assert_eq!(hints.len(), 1, "{doc}");
-    assert_eq!(hints[0]["path"], script_arg);
-    assert_eq!(hints[0]["reason"], "private");
-    assert_eq!(hints[0]["under"], "/tmp");
-    assert_eq!(hints[0]["allow"], "read");
-    assert_eq!(hints[0]["allow_path"], script_arg);
+    let hints = &doc["hidden_paths"];
+    let named = [(script_arg, "[SCRIPT]")];
+    snapshot_settings_naming(&fx, &named).bind(|| {
+        insta::assert_json_snapshot!(hints, @r#"
+        [
+          {
+            "allow": "read",
+            "allow_path": "[SCRIPT]",
+            "path": "[SCRIPT]",
+            "reason": "private",
+            "under": "/tmp"
+          }
+        ]
+        "#)
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains(&format!("--allow-read {script_arg}")),

@@ -9,8 +9,8 @@ use std::path::Path;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::fixture::{Fixture, json_of, sandbox_available};
-use crate::schemas::assert_conforms;
+use crate::contract_schemas::assert_conforms;
+use crate::fixture::{Fixture, json_of, now_ms, sandbox_available};
 
 /// An argument that is not UTF-8, and one a shell would split and unquote.
 const NOT_UTF8: &[u8] = b"\xffname\xfe";
@@ -65,13 +65,6 @@ fn assert_ran(what: &str, run: &Value, (before, after): (u64, u64)) {
     let passed = sandbox["env_passed"].as_array().unwrap();
     assert!(passed.contains(&json!("NAMED_FOR_THE_RECORD")), "{what}");
     assert!(!run.to_string().contains("value-never-recorded"), "{what}");
-}
-
-fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_millis() as u64
 }
 
 /// Runs the test's command in `sub/dir` of session `rec`, unsandboxed; returns the `run`

@@ -1,0 +1,948 @@
+//! Races and crashes around the commands that move or remove isolations: eight sweep loops
+//! against running commands and against takeovers by `bind`, and SIGKILLs of `retain`, `sweep`
+//! and `run` at random moments, each followed by the next command (`list`), after which record,
+//! tree, admin dir and refs must agree and no scratch may be left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, json_of, sleeper, state_dir};
+
+/// A small deterministic generator (splitmix64), so that a failing run can be repeated.
+struct Rng(u64);
+
+impl Rng {
+    /// Seeded from `A3S_ISO_TEST_SEED`, else `default`; says which seed it uses.
+    fn seeded(default: u64, what: &str) -> Rng {
+        let seed = std::env::var("A3S_ISO_TEST_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(default);
+        eprintln!("{what}: seed {seed} (set A3S_ISO_TEST_SEED to repeat another)");
+        Rng(seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+fn end(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// `bind -s ID --owner-pid PID`; returns the exit status and the document.
+fn bind_for(fx: &Fixture, id: &str, owner: &Child) -> (i32, Value) {
+    fx.json(&["bind", "-s", id, "--owner-pid", &owner.id().to_string()])
+}
+
+/// A session whose owner has exited (and was reaped).
+fn dead_owner_session(fx: &Fixture, id: &str) {
+    let owner = sleeper();
+    let (code, doc) = bind_for(fx, id, &owner);
+    assert_eq!(code, 0, "{doc}");
+    end(owner);
+}
+
+fn wait_for(path: &Path, limit: Duration) -> bool {
+    let start = Instant::now();
+    while !path.exists() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    true
+}
+
+/// What the background sweeps did.
+#[derive(Default)]
+struct SweepCounts {
+    sweeps: AtomicUsize,
+    reclaims: AtomicUsize,
+    keeps: AtomicUsize,
+    kept_live: AtomicUsize,
+    failed: AtomicUsize,
+}
+
+impl SweepCounts {
+    fn add(&self, code: i32, doc: &Value) {
+        self.sweeps.fetch_add(1, Ordering::Relaxed);
+        if code != 0 {
+            self.failed.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let len = |key: &str| doc[key].as_array().map_or(0, Vec::len);
+        self.reclaims.fetch_add(len("reclaimed"), Ordering::Relaxed);
+        self.keeps.fetch_add(len("kept"), Ordering::Relaxed);
+        let live = doc["kept"]
+            .as_array()
+            .map_or(0, |k| k.iter().filter(|k| k["reason"] == "live").count());
+        self.kept_live.fetch_add(live, Ordering::Relaxed);
+    }
+}
+
+/// The shell loop a running command executes: it marks that it started (outside the
+/// isolation, at `$1`), then fails the moment its isolation is gone.
+const WATCHFUL: &str = "touch \"$1\"; i=0; while [ $i -lt 5 ]; do \
+    [ -f README.md ] && [ -f .git ] || exit 3; i=$((i+1)); sleep 0.04; done";
+
+/// How a run in a racing session ended.
+enum RunFate {
+    /// The command ran to its end in its isolation.
+    Completed,
+    /// A sweep reclaimed the session before the run could begin: it was refused.
+    NeverStarted,
+    /// The command started, and then lost its isolation (or its run failed).
+    Lost(String),
+}
+
+/// A run in a session while the sweeps go on. With `orphaned`, the session's owner is dead
+/// before the run starts (the run and the sweeps race for it); else the owner dies while the
+/// command runs (only the run's lease keeps it). A command that started must keep its isolation
+/// to the end.
+fn run_in_racing_session(fx: &Fixture, binds: &Mutex<()>, id: &str, orphaned: bool) -> RunFate {
+    let owner = sleeper();
+    let (code, doc) = {
+        let _one_bind_at_a_time = binds.lock().unwrap();
+        bind_for(fx, id, &owner)
+    };
+    assert_eq!(code, 0, "{doc}");
+    let owner = if orphaned {
+        end(owner);
+        None
+    } else {
+        Some(owner)
+    };
+    let marker = fx.root.join(format!("started-{id}"));
+    let run = fx
+        .cmd()
+        .args(["--json", "run", "-s", id, "--no-sandbox", "--"])
+        .args(["sh", "-c", WATCHFUL, "sh"])
+        .arg(&marker)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    if let Some(owner) = owner {
+        // The owner dies once the command runs (or gives up on it: then the run's outcome says).
+        wait_for(&marker, Duration::from_secs(30));
+        end(owner);
+    }
+    let (code, doc) = json_of(run.wait_with_output().unwrap());
+    match (marker.exists(), code, doc["state"].as_str()) {
+        (true, 0, Some("completed")) => RunFate::Completed,
+        (false, _, _) if orphaned => RunFate::NeverStarted,
+        _ => RunFate::Lost(format!(
+            "the command of {id} lost its isolation: exit {code}, {doc}"
+        )),
+    }
+}
+
+/// How a takeover ended.
+enum Takeover {
+    /// The heir got the session back, tree and all.
+    TookOver,
+    /// A sweep had reclaimed it first: the heir's bind was refused, pointing at `--resume`.
+    Fresh,
+    /// The heir's bind looked while the owner still lived, and was refused.
+    Refused,
+    /// The heir's bind failed otherwise, or its isolation went while it lived.
+    Lost(String),
+}
+
+/// A session's owner dies while a live heir's bind of it is starting (`pause` after it was
+/// spawned), and the sweeps go on: the bind and the sweeps race for the session. The heir's
+/// isolation must stay while the heir lives.
+fn takeover_survives(fx: &Fixture, binds: &Mutex<()>, id: &str, pause: Duration) -> Takeover {
+    let one_bind_at_a_time = binds.lock().unwrap();
+    let mut owner = sleeper();
+    let (code, doc) = bind_for(fx, id, &owner);
+    assert_eq!(code, 0, "{doc}");
+    let heir = sleeper();
+    let binding = fx
+        .cmd()
+        .args([
+            "--json",
+            "bind",
+            "-s",
+            id,
+            "--owner-pid",
+            &heir.id().to_string(),
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(pause);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let (code, doc) = json_of(binding.wait_with_output().unwrap());
+    drop(one_bind_at_a_time);
+    if code != 0 {
+        end(heir);
+        let swept = doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("was swept"));
+        return match doc["error"]["code"].as_str() {
+            Some("session_exists") if swept => Takeover::Fresh,
+            Some("session_exists") => Takeover::Refused,
+            _ => Takeover::Lost(format!("bind failed: {doc}")),
+        };
+    }
+    let iso = fx.isolation(id);
+    let mut lost = None;
+    for _ in 0..2 {
+        std::thread::sleep(Duration::from_millis(30));
+        if !iso.join("README.md").is_file() {
+            lost = Some(format!("{} went while its owner lived", iso.display()));
+        }
+    }
+    let record: Value = serde_json::from_slice(
+        &std::fs::read(state_dir(fx).join(format!("sessions/{id}.json"))).unwrap_or_default(),
+    )
+    .unwrap_or(Value::Null);
+    if record["owner"]["pid"] != heir.id() {
+        lost = Some(format!("the record is not the heir's: {record}"));
+    }
+    end(heir);
+    match (lost, doc["reused"].as_bool()) {
+        (Some(why), _) => Takeover::Lost(why),
+        (None, Some(true)) => Takeover::TookOver,
+        (None, _) => Takeover::Fresh,
+    }
+}
+
+/// What the racing sessions came to.
+#[derive(Default)]
+struct Fates {
+    completed: AtomicUsize,
+    never_started: AtomicUsize,
+    took_over: AtomicUsize,
+    fresh: AtomicUsize,
+    refused: AtomicUsize,
+    lost: Mutex<Vec<String>>,
+}
+
+impl Fates {
+    fn run(&self, fate: RunFate) {
+        match fate {
+            RunFate::Completed => self.completed.fetch_add(1, Ordering::Relaxed),
+            RunFate::NeverStarted => self.never_started.fetch_add(1, Ordering::Relaxed),
+            RunFate::Lost(why) => {
+                self.lost.lock().unwrap().push(why);
+                0
+            }
+        };
+    }
+
+    /// Counts a takeover; returns how the next one's pause should change: shorter after a bind
+    /// that came too late (refused: the owner still lived when it looked), longer after one that
+    /// came too early for the sweeps (fresh), so that most bind and sweep at the same moment.
+    fn takeover(&self, fate: Takeover) -> f64 {
+        let scale = match fate {
+            Takeover::Refused => 0.8,
+            Takeover::Fresh => 1.15,
+            _ => 1.0,
+        };
+        match fate {
+            Takeover::TookOver => self.took_over.fetch_add(1, Ordering::Relaxed),
+            Takeover::Fresh => self.fresh.fetch_add(1, Ordering::Relaxed),
+            Takeover::Refused => self.refused.fetch_add(1, Ordering::Relaxed),
+            Takeover::Lost(why) => {
+                self.lost.lock().unwrap().push(why);
+                0
+            }
+        };
+        scale
+    }
+}
+
+#[test]
+fn concurrent_sweeps_never_remove_a_running_command_or_a_fresh_takeover() {
+    const SWEEPERS: usize = 8;
+    const WORKERS: usize = 2;
+    // `A3S_ISO_SWEEP_RACE_ROUNDS` runs more or fewer (scripts/test.sh: fewer on SHA-256).
+    let rounds: usize = std::env::var("A3S_ISO_SWEEP_RACE_ROUNDS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(50);
+    let fx = Fixture::new();
+    let counts = SweepCounts::default();
+    let fates = Fates::default();
+    // Two binds never overlap here: concurrent `git worktree add`s can read each other's
+    // half-written admin dirs and fail, which is bind's business, not what this test is about.
+    // Every bind still races the sweeps (and the other worker's runs).
+    let binds = Mutex::new(());
+    let stop = AtomicBool::new(false);
+    let start = Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..SWEEPERS {
+            scope.spawn(|| {
+                while !stop.load(Ordering::Relaxed) {
+                    let (code, doc) = fx.json(&["sweep", "--grace", "0s"]);
+                    counts.add(code, &doc);
+                    // Room for the others on a small machine; eight loops still overlap.
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            });
+        }
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|w| {
+                let (fx, fates, binds) = (&fx, &fates, &binds);
+                scope.spawn(move || {
+                    let mut rng = Rng(0x5eed + w as u64);
+                    let mut pause_us = 20_000.0;
+                    for i in 0..rounds {
+                        let orphaned = i % 2 == 0;
+                        let id = format!("run-{w}-{i}");
+                        fates.run(run_in_racing_session(fx, binds, &id, orphaned));
+                        let jitter = 0.75 + rng.below(500) as f64 / 1000.0;
+                        let pause = Duration::from_micros((pause_us * jitter) as u64);
+                        let id = format!("take-{w}-{i}");
+                        pause_us *= fates.takeover(takeover_survives(fx, binds, &id, pause));
+                    }
+                })
+            })
+            .collect();
+        // The sweepers stop whatever became of the workers; a worker's panic is raised after.
+        let joined: Vec<_> = workers.into_iter().map(|w| w.join()).collect();
+        stop.store(true, Ordering::Relaxed);
+        for result in joined {
+            if let Err(panic) = result {
+                std::panic::resume_unwind(panic);
+            }
+        }
+    });
+    report_races(&fates, &counts, start.elapsed());
+    let lost = fates.lost.into_inner().unwrap();
+    assert!(lost.is_empty(), "{} lost: {lost:#?}", lost.len());
+    assert_eq!(
+        counts.failed.load(Ordering::Relaxed),
+        0,
+        "every sweep succeeds"
+    );
+}
+
+fn report_races(fates: &Fates, counts: &SweepCounts, took: Duration) {
+    let load = |n: &AtomicUsize| n.load(Ordering::Relaxed);
+    let lost = fates.lost.lock().unwrap().len();
+    eprintln!(
+        "races: {} iterations in {:.1}s: runs {} completed, {} refused (reclaimed before they \
+         began); takeovers {} took over, {} fresh (a sweep reclaimed first), {} refused (the \
+         owner still lived); {lost} lost; {} sweeps by 8 loops: {} reclaims, {} keeps ({} \
+         live), {} failed",
+        load(&fates.completed)
+            + load(&fates.never_started)
+            + load(&fates.took_over)
+            + load(&fates.fresh)
+            + load(&fates.refused)
+            + lost,
+        took.as_secs_f64(),
+        load(&fates.completed),
+        load(&fates.never_started),
+        load(&fates.took_over),
+        load(&fates.fresh),
+        load(&fates.refused),
+        load(&counts.sweeps),
+        load(&counts.reclaims),
+        load(&counts.keeps),
+        load(&counts.kept_live),
+        load(&counts.failed),
+    );
+}
+
+/// Sends SIGKILL to the whole process group of `child` after `delay`, and reaps it. Returns
+/// whether it was still running when the signal went.
+fn kill_group_after(mut child: Child, delay: Duration) -> bool {
+    std::thread::sleep(delay);
+    let running = child.try_wait().unwrap().is_none();
+    let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    child.wait().unwrap();
+    running
+}
+
+/// An a3s-iso command in a process group of its own, with its output discarded.
+fn spawn_in_group(fx: &Fixture, args: &[&str]) -> Child {
+    use std::os::unix::process::CommandExt;
+    fx.cmd()
+        .args(args)
+        .process_group(0)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// How long a command takes when nothing kills it, to spread the kills over its whole life.
+fn duration_of(fx: &Fixture, args: &[&str]) -> Duration {
+    let start = Instant::now();
+    let (code, doc) = fx.json(args);
+    assert_eq!(code, 0, "{doc}");
+    start.elapsed()
+}
+
+/// The entries of a directory, by name (none when it does not exist).
+fn entries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|e| {
+            e.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// After the next command: every recorded session's tree exists where its record says, is a
+/// registered worktree (locked when retained), and holds its work; every registered worktree
+/// but the source is a recorded session's; no session is `missing`; nothing is half moved or
+/// half removed; nothing is pending and no scratch is left. `reclaimed` lists the sessions
+/// live before that are swept now: each is listed `swept`, with its swept snapshot and its
+/// session refs kept for a resume.
+fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
+    let state = state_dir(fx);
+    for dir in ["pending", "tmp", "quarantine"] {
+        let left = entries(&state.join(dir));
+        let shown: Vec<String> = left
+            .iter()
+            .map(|name| std::fs::read_to_string(state.join(dir).join(name)).unwrap_or_default())
+            .collect();
+        assert!(left.is_empty(), "{dir}: {left:?} {shown:?}");
+    }
+    let porcelain = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+    let mut registered: Vec<&str> = porcelain
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .collect();
+    registered.retain(|p| Path::new(p) != fx.src);
+    let all = list["sessions"].as_array().unwrap();
+    let sessions: Vec<&Value> = all.iter().filter(|s| s["state"] != "swept").collect();
+    for session in &sessions {
+        let tree = session["worktree"].as_str().unwrap();
+        assert_ne!(session["state"], "missing", "{session}\n{porcelain}");
+        assert!(
+            registered.contains(&tree),
+            "{tree} unregistered:\n{porcelain}"
+        );
+        assert!(
+            Path::new(tree).join("work.txt").is_file(),
+            "{tree} lost its work"
+        );
+        if session["state"] == "retained" {
+            let block = porcelain.split("\n\n").find(|b| b.contains(tree)).unwrap();
+            assert!(block.contains("\nlocked"), "{block}");
+        }
+    }
+    assert_eq!(registered.len(), sessions.len(), "{porcelain}\n{list}");
+    let parent = fx.src.parent().unwrap();
+    let isolations = entries(parent)
+        .into_iter()
+        .filter(|n| n.starts_with(".a3s-reclaimed-") || n.contains(".a3s-isolate-"))
+        .count();
+    assert_eq!(isolations, sessions.len(), "{:?}", entries(parent));
+    for id in reclaimed {
+        let swept = format!("refs/a3s-iso/swept/{id}:work.txt");
+        assert_eq!(fx.git(&fx.src, &["show", &swept]), "work of the session");
+        let refs = fx.git(
+            &fx.src,
+            &["for-each-ref", &format!("refs/a3s-iso/sessions/{id}/")],
+        );
+        assert_ne!(refs, "", "{id} lost its session refs");
+        let listed = all.iter().find(|s| s["session_id"] == id.as_str());
+        assert_eq!(listed.map(|s| &s["state"]), Some(&Value::from("swept")));
+    }
+}
+
+/// The session ids `list` shows, but the swept ones.
+fn listed(list: &Value) -> Vec<String> {
+    list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["state"] != "swept")
+        .map(|s| s["session_id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn with_work(fx: &Fixture, id: &str) {
+    std::fs::write(fx.isolation(id).join("work.txt"), "work of the session\n").unwrap();
+}
+
+/// Where the kills land: spread around a point that moves later while kills come too early
+/// (nothing had changed yet) and earlier while they come too late (the command had finished),
+/// so that most land while the tree moves.
+struct KillTiming {
+    center_us: f64,
+}
+
+impl KillTiming {
+    fn new(took: Duration) -> KillTiming {
+        KillTiming {
+            center_us: took.as_micros() as f64 * 0.7,
+        }
+    }
+
+    fn delay(&self, rng: &mut Rng) -> Duration {
+        let spread = 0.5 + rng.below(1000) as f64 / 1000.0;
+        Duration::from_micros((self.center_us * spread) as u64)
+    }
+
+    /// Moves the point after a kill that was too early (`Some(true)`) or too late.
+    fn adjust(&mut self, too_early: Option<bool>) {
+        match too_early {
+            Some(true) => self.center_us *= 1.15,
+            Some(false) => self.center_us *= 0.85,
+            None => {}
+        }
+    }
+}
+
+/// Kills wanted while the command runs, and the most attempts made to get them.
+const KILLS_WANTED: usize = 32;
+const KILL_ATTEMPTS: usize = 120;
+
+#[test]
+fn a_retain_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded(41, "retain kills");
+    let mut took = Duration::MAX;
+    for i in 0..3 {
+        let id = format!("measure{i}");
+        fx.bind(&id);
+        took = took.min(duration_of(
+            &fx,
+            &["retain", "-s", &id, "--reason", "measure"],
+        ));
+        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+        assert_eq!(code, 0, "{doc}");
+    }
+    let mut timing = KillTiming::new(took);
+    let (mut attempts, mut killed, mut repaired, mut retained, mut bound) = (0, 0, 0, 0, 0);
+    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+        let id = format!("k{attempts}");
+        attempts += 1;
+        fx.bind(&id);
+        with_work(&fx, &id);
+        let retain = spawn_in_group(&fx, &["retain", "-s", &id, "--reason", "killed"]);
+        let was_running = kill_group_after(retain, timing.delay(&mut rng));
+        let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
+        killed += usize::from(was_running);
+        repaired += usize::from(intent);
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        assert_consistent(&fx, &list, &[]);
+        let session = &list["sessions"].as_array().unwrap()[0];
+        let still_bound = session["state"] == "bound";
+        if still_bound {
+            assert_eq!(session["worktree"], fx.isolation(&id).to_str().unwrap());
+            bound += 1;
+        } else {
+            retained += 1;
+        }
+        timing.adjust(match (was_running, intent, still_bound) {
+            (false, ..) => Some(false),
+            (true, false, true) => Some(true),
+            _ => None,
+        });
+        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+        assert_eq!(code, 0, "{doc}");
+    }
+    eprintln!(
+        "retain kills: {attempts} attempts (a retain takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {retained} retained, {bound} still bound; 0 inconsistent"
+    );
+    assert!(
+        killed >= KILLS_WANTED,
+        "only {killed} retains were killed while running"
+    );
+}
+
+/// After the next command, a discard killed at any moment either never happened (the session
+/// is bound, its tree registered and holding its work) or is complete (discarded: no tree, no
+/// registration, no renamed leftovers, the evidence kept), and nothing is pending.
+fn assert_discard_consistent(fx: &Fixture, id: &str, list: &Value) {
+    let state = state_dir(fx);
+    assert!(entries(&state.join("pending")).is_empty(), "pending left");
+    let session = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == id)
+        .unwrap_or_else(|| panic!("{id} not listed: {list}"));
+    let tree = fx.isolation(id);
+    let porcelain = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+    let registered = porcelain.contains(&format!("worktree {}", tree.display()));
+    match session["state"].as_str().unwrap() {
+        "bound" => {
+            assert!(registered, "{porcelain}");
+            assert_eq!(
+                std::fs::read_to_string(tree.join("work.txt")).unwrap(),
+                "work of the session\n"
+            );
+        }
+        "discarded" => {
+            assert!(!tree.exists(), "{} is still there", tree.display());
+            assert!(!registered, "{porcelain}");
+            let base = fx.git(
+                &fx.src,
+                &["for-each-ref", &format!("refs/a3s-iso/sessions/{id}/")],
+            );
+            assert_ne!(base, "", "the evidence of {id} went with its tree");
+        }
+        other => panic!("{id} is {other}: {list}"),
+    }
+    let parent = fx.src.parent().unwrap();
+    let leftovers: Vec<String> = entries(parent)
+        .into_iter()
+        .filter(|n| n.starts_with(".a3s-reclaimed-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded(43, "discard kills");
+    let mut took = Duration::MAX;
+    for i in 0..3 {
+        let id = format!("measure{i}");
+        fx.bind(&id);
+        took = took.min(duration_of(&fx, &["discard", "-s", &id]));
+    }
+    let mut timing = KillTiming::new(took);
+    let (mut attempts, mut killed, mut repaired, mut discarded, mut bound) = (0, 0, 0, 0, 0);
+    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+        let id = format!("d{attempts}");
+        attempts += 1;
+        fx.bind(&id);
+        with_work(&fx, &id);
+        let discard = spawn_in_group(&fx, &["discard", "-s", &id]);
+        let was_running = kill_group_after(discard, timing.delay(&mut rng));
+        let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
+        killed += usize::from(was_running);
+        repaired += usize::from(intent);
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        assert_discard_consistent(&fx, &id, &list);
+        let still_bound = fx.isolation(&id).exists();
+        if still_bound {
+            bound += 1;
+        } else {
+            discarded += 1;
+        }
+        timing.adjust(match (was_running, intent, still_bound) {
+            (false, ..) => Some(false),
+            (true, false, true) => Some(true),
+            _ => None,
+        });
+        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+        assert_eq!(code, 0, "{doc}");
+    }
+    eprintln!(
+        "discard kills: {attempts} attempts (a discard takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {discarded} discarded, {bound} still bound; 0 inconsistent"
+    );
+    assert!(
+        killed >= KILLS_WANTED,
+        "only {killed} discards were killed while running"
+    );
+}
+
+#[test]
+fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded(43, "sweep kills");
+    let mut took = Duration::MAX;
+    for i in 0..3 {
+        let id = format!("measure{i}");
+        dead_owner_session(&fx, &id);
+        with_work(&fx, &id);
+        took = took.min(duration_of(&fx, &["sweep", "--grace", "0s"]));
+    }
+    let mut timing = KillTiming::new(took);
+    let (mut attempts, mut killed, mut repaired) = (0, 0, 0);
+    let (mut reclaimed_total, mut left) = (0, 0);
+    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+        let id = format!("d{attempts}");
+        attempts += 1;
+        dead_owner_session(&fx, &id);
+        with_work(&fx, &id);
+        let (_, before) = fx.json(&["list", "--all"]);
+        let sweep = spawn_in_group(&fx, &["sweep", "--grace", "0s"]);
+        let was_running = kill_group_after(sweep, timing.delay(&mut rng));
+        let intents = entries(&state_dir(&fx).join("pending"))
+            .iter()
+            .filter(|name| name.ends_with(".json") && !name.starts_with('.'))
+            .count();
+        killed += usize::from(was_running);
+        repaired += intents;
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        let now = listed(&list);
+        let reclaimed: Vec<String> = listed(&before)
+            .into_iter()
+            .filter(|id| !now.contains(id))
+            .collect();
+        assert_consistent(&fx, &list, &reclaimed);
+        reclaimed_total += reclaimed.len();
+        left += usize::from(now.contains(&id));
+        timing.adjust(match (was_running, intents, now.contains(&id)) {
+            (false, ..) => Some(false),
+            (true, 0, true) => Some(true),
+            _ => None,
+        });
+        // The next kill finds one candidate again.
+        let (code, doc) = fx.json(&["sweep", "--grace", "0s"]);
+        assert_eq!(code, 0, "{doc}");
+    }
+    eprintln!(
+        "sweep kills: {attempts} attempts (a sweep takes {took:?}), {killed} killed while running, {repaired} times an intent was left that the next command repaired; {reclaimed_total} sessions reclaimed, {left} times the session was still whole after the kill; 0 inconsistent"
+    );
+    assert!(
+        killed >= KILLS_WANTED,
+        "only {killed} sweeps were killed while running"
+    );
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
+    let fx = Fixture::new();
+    for (i, fault) in [
+        "retain-after-intent",
+        "retain-after-move",
+        "retain-after-lock",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("r{i}");
+        fx.bind(&id);
+        with_work(&fx, &id);
+        let out = fx
+            .cmd()
+            .env("A3S_ISO_TEST_FAULT", fault)
+            .args(["retain", "-s", &id, "--reason", "crash"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), None, "{fault}: killed");
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        assert_consistent(&fx, &list, &[]);
+        let expected = if *fault == "retain-after-intent" {
+            "bound"
+        } else {
+            "retained"
+        };
+        assert_eq!(list["sessions"][i]["state"], expected, "{fault}: {list}");
+    }
+    let (code, doc) = fx.json(&["discard", "-s", "r0", "--purge"]);
+    assert_eq!(code, 0, "{doc}");
+    for (i, fault) in [
+        "sweep-after-snapshot",
+        "sweep-after-intent",
+        "sweep-after-move",
+        "sweep-after-admin",
+        "sweep-after-records",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let id = format!("s{i}");
+        dead_owner_session(&fx, &id);
+        with_work(&fx, &id);
+        let out = fx
+            .cmd()
+            .env("A3S_ISO_TEST_FAULT", fault)
+            .args(["sweep", "--grace", "0s"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), None, "{fault}: killed");
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        let gone = !listed(&list).contains(&id);
+        let reclaimed = if gone { vec![id.clone()] } else { Vec::new() };
+        assert_consistent(&fx, &list, &reclaimed);
+        // Before the tree moves the session stands; once it moved, the reclaim is finished.
+        let undone = ["sweep-after-snapshot", "sweep-after-intent"].contains(fault);
+        assert_eq!(gone, !undone, "{fault}: {list}");
+        if gone {
+            // Killed after the tree moved: the session is swept, and its work comes back.
+            let (code, doc) = fx.json(&["bind", "-s", &id, "--resume"]);
+            assert_eq!(code, 0, "{fault}: {doc}");
+            assert_eq!(
+                std::fs::read_to_string(fx.isolation(&id).join("work.txt")).unwrap(),
+                "work of the session\n",
+                "{fault}"
+            );
+            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+            assert_eq!(code, 0, "{doc}");
+        } else {
+            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
+            assert_eq!(code, 0, "{doc}");
+        }
+    }
+}
+
+#[test]
+fn a_killed_run_leaves_no_scratch_once_the_next_command_ran() {
+    let fx = Fixture::new();
+    let host_tmp = fx.root.join("host-tmp");
+    std::fs::create_dir(&host_tmp).unwrap();
+    fx.bind("killed");
+    with_work(&fx, "killed");
+    let mut rng = Rng::seeded(47, "run kills");
+    for _ in 0..4 {
+        use std::os::unix::process::CommandExt;
+        let run = fx
+            .cmd()
+            .env("TMPDIR", &host_tmp)
+            .args(["run", "-s", "killed", "--no-sandbox", "--"])
+            .args(["sh", "-c", "touch started; sleep 3"])
+            .process_group(0)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let started = fx.isolation("killed").join("started");
+        assert!(wait_for(&started, Duration::from_secs(30)));
+        std::fs::remove_file(&started).unwrap();
+        assert!(kill_group_after(run, Duration::from_millis(rng.below(50))));
+        assert!(
+            !entries(&host_tmp).is_empty(),
+            "the run's TMPDIR was made there"
+        );
+        let (code, list) = fx.json_in_tmp(&host_tmp, &["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        assert_eq!(entries(&host_tmp), Vec::<String>::new());
+        assert_consistent(&fx, &list, &[]);
+    }
+}
+
+trait InTmp {
+    fn json_in_tmp(&self, tmp: &Path, args: &[&str]) -> (i32, Value);
+}
+
+impl InTmp for Fixture {
+    /// `--json` ARGS in the source, with `TMPDIR` set.
+    fn json_in_tmp(&self, tmp: &Path, args: &[&str]) -> (i32, Value) {
+        json_of(
+            self.cmd()
+                .env("TMPDIR", tmp)
+                .arg("--json")
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    }
+}
+
+fn race_rounds() -> usize {
+    std::env::var("A3S_ISO_RACE_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2)
+}
+
+/// Rounds of 20 concurrent binds of distinct ids (the first ones warm, from a pool of 4), while
+/// the previous round's sessions are discarded (their trees recycled into the pool) and a
+/// `sweep --grace 0s` loop runs: every bind succeeds, every isolation is healthy (clean, at
+/// the source's HEAD), and nothing is left in flight. `A3S_ISO_RACE_ROUNDS` sets the rounds.
+#[test]
+fn concurrent_binds_of_distinct_ids_all_succeed_with_healthy_isolations() {
+    const BINDS: usize = 20;
+    let fx = Fixture::new();
+    for i in 0..200 {
+        fx.write(&format!("d{}/f{i}.txt", i % 10), &format!("file {i}\n"));
+    }
+    let head = fx.commit_all("files");
+    let (code, doc) = fx.json(&["pool", "--size", "4"]);
+    assert_eq!(code, 0, "{doc}");
+    let stop = AtomicBool::new(false);
+    let (fx, stop) = (&fx, &stop);
+    let mut previous: Vec<String> = Vec::new();
+    let (mut failures, mut warm) = (Vec::new(), 0);
+    for round in 0..race_rounds() {
+        let ids: Vec<String> = (0..BINDS).map(|n| format!("r{round}-s{n}")).collect();
+        let results: Vec<(String, i32, Value)> = std::thread::scope(|scope| {
+            let sweeper = scope.spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    let _ = fx.json(&["sweep", "--grace", "0s"]);
+                }
+            });
+            let discards: Vec<_> = previous
+                .iter()
+                .map(|id| scope.spawn(move || fx.json(&["discard", "-s", id])))
+                .collect();
+            let binds: Vec<_> = ids
+                .iter()
+                .map(|id| {
+                    scope.spawn(move || {
+                        let (code, doc) = fx.json(&["bind", "-s", id]);
+                        (id.clone(), code, doc)
+                    })
+                })
+                .collect();
+            let results = binds.into_iter().map(|b| b.join().unwrap()).collect();
+            for discard in discards {
+                let (code, doc) = discard.join().unwrap();
+                assert_eq!(code, 0, "round {round}: discard: {doc}");
+            }
+            stop.store(true, Ordering::SeqCst);
+            sweeper.join().unwrap();
+            stop.store(false, Ordering::SeqCst);
+            results
+        });
+        for (id, code, doc) in &results {
+            if *code != 0 {
+                failures.push(format!("round {round} {id}: {doc}"));
+                continue;
+            }
+            warm += usize::from(doc["warm"] == true);
+            let iso = PathBuf::from(doc["worktree"].as_str().unwrap());
+            assert_eq!(
+                fx.git(&iso, &["status", "--porcelain"]),
+                "",
+                "{id}: not clean"
+            );
+            assert_eq!(
+                fx.git(&iso, &["rev-parse", "HEAD"]),
+                head,
+                "{id}: not at HEAD"
+            );
+        }
+        assert!(failures.is_empty(), "binds failed: {failures:#?}");
+        let claims = entries(&state_dir(fx).join("claims"));
+        assert!(claims.is_empty(), "round {round}: claims left: {claims:?}");
+        let debris: Vec<String> = entries(&fx.root.join("work"))
+            .into_iter()
+            .filter(|name| name.contains(".creating-") || name.contains("a3s-reclaimed"))
+            .collect();
+        assert!(debris.is_empty(), "round {round}: debris: {debris:?}");
+        let worktrees = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+        for id in &ids {
+            assert!(
+                worktrees.contains(&format!("a3s-isolate-{id}\n")),
+                "{id}: {worktrees}"
+            );
+        }
+        previous = ids;
+    }
+    eprintln!(
+        "{} rounds of {BINDS} concurrent binds: 0 failures, {warm} warm",
+        race_rounds()
+    );
+}

@@ -1,0 +1,646 @@
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, checkout_listing, error_code, isolate, snapshot_settings};
+
+/// Commits everything in `dir` as a given author at a given date (an agent's commit).
+fn agent_commit(fx: &Fixture, dir: &Path, message: &str, author: &str, date: &str) {
+    for args in [vec!["add", "-A"], vec!["commit", "-q", "-m", message]] {
+        let mut cmd = Command::new("git");
+        cmd.current_dir(dir).args(&args);
+        isolate(&mut cmd, &fx.home);
+        cmd.env("GIT_AUTHOR_NAME", author)
+            .env(
+                "GIT_AUTHOR_EMAIL",
+                format!("{}@agents.example", author.to_lowercase()),
+            )
+            .env("GIT_AUTHOR_DATE", date);
+        assert!(cmd.status().unwrap().success());
+    }
+}
+
+fn log(fx: &Fixture, range: &str) -> Vec<String> {
+    fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--reverse",
+            "--format=%s|%an|%ae|%ad",
+            "--date=iso-strict",
+            range,
+        ],
+    )
+    .lines()
+    .map(String::from)
+    .collect()
+}
+
+fn promote_branch(fx: &Fixture, id: &str) -> (i32, Value) {
+    fx.json(&["promote", "-s", id, "--mode", "branch"])
+}
+
+#[test]
+fn agent_commits_land_as_commits_with_a_leftovers_commit() {
+    let fx = Fixture::new();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.bind("b");
+    let iso = fx.isolation("b");
+    std::fs::write(iso.join("one.txt"), "1\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "first agent commit",
+        "Alice",
+        "2026-02-03T04:05:06Z",
+    );
+    std::fs::write(iso.join("two.txt"), "2\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "second agent commit",
+        "Bob",
+        "2026-03-04T05:06:07Z",
+    );
+    std::fs::write(iso.join("left.txt"), "uncommitted\n").unwrap();
+
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(code, 0, "{doc}");
+    snapshot_settings(&fx).bind(|| {
+        insta::assert_json_snapshot!(doc, @r#"
+        {
+          "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
+          "base_matches_head": null,
+          "bound_revision": "[HASH]",
+          "branch": {
+            "failed_commit": null,
+            "kept_stash": null,
+            "replayed": [
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "first agent commit"
+              },
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "second agent commit"
+              },
+              {
+                "commit": "[HASH]",
+                "replayed": "[HASH]",
+                "subject": "a3s-iso: uncommitted changes of session b"
+              }
+            ],
+            "retained_branch": "a3s-iso/b",
+            "skipped": [],
+            "target_branch": "refs/heads/main"
+          },
+          "conflicting_paths": [],
+          "conflicting_paths_exact": [],
+          "current_revision": "[HASH]",
+          "detail": null,
+          "digest": "sha256:[HASH]",
+          "files_changed": 3,
+          "from_tree": "git-tree:[HASH]",
+          "mode": "branch",
+          "nested_repositories": [],
+          "outcome": "applied",
+          "patch_bytes": "[PATCH_BYTES]",
+          "reason": null,
+          "schema": "a3s-iso.promote.v1",
+          "session_id": "b",
+          "step": 1,
+          "warnings": []
+        }
+        "#)
+    });
+    let landed = log(&fx, &format!("{old_tip}..HEAD"));
+    assert_eq!(landed.len(), 3, "{landed:?}");
+    assert_eq!(
+        landed[0],
+        "first agent commit|Alice|alice@agents.example|2026-02-03T04:05:06Z"
+    );
+    assert_eq!(
+        landed[1],
+        "second agent commit|Bob|bob@agents.example|2026-03-04T05:06:07Z"
+    );
+    assert!(
+        landed[2].starts_with("a3s-iso: uncommitted changes of session b|"),
+        "{landed:?}"
+    );
+    for (file, content) in [
+        ("one.txt", "1\n"),
+        ("two.txt", "2\n"),
+        ("left.txt", "uncommitted\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(fx.src.join(file)).unwrap(), content);
+    }
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+    fx.git(&fx.src, &["rev-parse", "--verify", "refs/heads/a3s-iso/b"]);
+    // Again: idempotent, nothing changes.
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "idempotent"),
+        "{doc}"
+    );
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), before);
+}
+
+#[test]
+fn carried_wip_is_never_committed_and_comes_back_exactly() {
+    let fx = Fixture::new();
+    fx.write("tracked.txt", "base\n");
+    fx.commit_all("tracked");
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    // The user's WIP: one staged, one unstaged, one untracked binary.
+    fx.write("staged.txt", "staged by the user\n");
+    fx.git(&fx.src, &["add", "staged.txt"]);
+    fx.write("tracked.txt", "base\nunstaged user edit\n");
+    let binary: Vec<u8> = (0..600u32).map(|i| (i * 37 % 256) as u8).collect();
+    std::fs::write(fx.src.join("blob.bin"), &binary).unwrap();
+    let wip_before = checkout_listing(&fx.src);
+    let status_before = fx.git(&fx.src, &["status", "--porcelain"]);
+
+    let (code, doc) = fx.json(&["bind", "-s", "cw", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["carried_wip"], true);
+    let iso = fx.isolation("cw");
+    // The carried state is pinned, so git gc cannot take it.
+    assert_eq!(
+        fx.git(&fx.src, &["cat-file", "-t", "refs/a3s-iso/sessions/cw/wip"]),
+        "tree"
+    );
+    assert_eq!(
+        fx.git(
+            &fx.src,
+            &["cat-file", "-t", "refs/a3s-iso/sessions/cw/wip-index"]
+        ),
+        "tree"
+    );
+    // The isolation starts from the user's real working state, staging included.
+    assert_eq!(fx.git(&iso, &["status", "--porcelain"]), status_before);
+    assert_eq!(std::fs::read(iso.join("blob.bin")).unwrap(), binary);
+
+    // The agent works and commits everything with `git add -A`, WIP included.
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+
+    // Patch mode first, on a copy of the situation: only the agent's edit.
+    let (_, captured) = fx.json(&["capture", "-s", "cw"]);
+    use base64::Engine;
+    let patch = String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(captured["patch_base64"].as_str().unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(patch.contains("agent.txt"), "{patch}");
+    for wip in ["staged.txt", "tracked.txt", "blob.bin"] {
+        assert!(
+            !patch.contains(wip),
+            "{wip} leaked into the change set:\n{patch}"
+        );
+    }
+
+    let (code, doc) = promote_branch(&fx, "cw");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let landed = fx.git(
+        &fx.src,
+        &["log", "--format=%H", &format!("{old_tip}..HEAD")],
+    );
+    assert_eq!(landed.lines().count(), 1);
+    let files = fx.git(&fx.src, &["show", "--name-only", "--format=", "HEAD"]);
+    assert_eq!(files, "agent.txt", "only the agent's change is committed");
+    assert_eq!(
+        fx.git(&fx.src, &["log", "-1", "--format=%an|%s", "HEAD"]),
+        "Agent|agent commit"
+    );
+    // The user's WIP is back exactly: staged stays staged, bytes identical, untracked untracked.
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), status_before);
+    let mut after = checkout_listing(&fx.src);
+    after.remove("agent.txt");
+    let mut expected = wip_before.clone();
+    expected.remove(".git/index");
+    after.remove(".git/index");
+    expected.remove(".git/HEAD");
+    after.remove(".git/HEAD");
+    assert_eq!(after, expected);
+    assert_eq!(
+        fx.git(&fx.src, &["stash", "list"]),
+        "",
+        "no stash left behind"
+    );
+}
+
+#[test]
+fn patch_mode_on_carried_wip_lands_on_top_of_the_wip() {
+    let fx = Fixture::new();
+    fx.write("README.md", "hello\nuser wip\n");
+    fx.write("notes.txt", "untracked user notes\n");
+    fx.json(&["bind", "-s", "pw", "--carry-wip"]);
+    let iso = fx.isolation("pw");
+    std::fs::write(iso.join("README.md"), "hello\nuser wip\nagent line\n").unwrap();
+    std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+    let (code, doc) = fx.json(&["promote", "-s", "pw"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied");
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+        "hello\nuser wip\nagent line\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("notes.txt")).unwrap(),
+        "untracked user notes\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("agent.txt")).unwrap(),
+        "agent\n"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["log", "--format=%s"]),
+        "initial",
+        "nothing committed"
+    );
+}
+
+#[test]
+fn a_replay_conflict_restores_everything() {
+    let fx = Fixture::new();
+    fx.bind("rc");
+    let iso = fx.isolation("rc");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits README",
+        "Agent",
+        "2026-05-01T00:00:00Z",
+    );
+    // Meanwhile the user commits a conflicting change and keeps some WIP and a stash.
+    fx.write("README.md", "user version\n");
+    let user_tip = fx.commit_all("user edits README");
+    fx.write("keep.txt", "stashed by the user\n");
+    fx.git(&fx.src, &["stash", "push", "-u", "-q", "-m", "user stash"]);
+    let user_stash = fx.git(&fx.src, &["rev-parse", "refs/stash"]);
+    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    fx.write("untracked.txt", "u\n");
+    let before = checkout_listing(&fx.src);
+
+    let (code, doc) = promote_branch(&fx, "rc");
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["outcome"], "conflict");
+    assert_eq!(doc["reason"], "replay_failed");
+    // The replay was undone: no branch of it is left, and git's advice for a cherry-pick in
+    // progress is not passed on.
+    assert_eq!(doc["branch"]["retained_branch"], Value::Null, "{doc}");
+    let detail = doc["detail"].as_str().unwrap();
+    assert!(detail.contains("undone"), "{detail}");
+    for advice in ["--continue", "--abort", "--skip", "hint:"] {
+        assert!(!detail.contains(advice), "{detail}");
+    }
+    assert!(doc["branch"]["failed_commit"].is_string());
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), user_tip);
+    assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
+    assert_eq!(fx.git(&fx.src, &["ls-files", "-u"]), "");
+    let mut after = checkout_listing(&fx.src);
+    let mut expected = before;
+    after.remove(".git/index");
+    expected.remove(".git/index");
+    assert_eq!(after, expected, "the user's WIP is restored");
+    // The user's own stash is neither popped nor dropped.
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "refs/stash"]), user_stash);
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]).lines().count(), 1);
+    assert_eq!(fx.git(&fx.src, &["branch", "--list", "a3s-iso/*"]), "");
+    let human = fx
+        .cmd()
+        .args(["promote", "-s", "rc", "--mode", "branch"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&human.stderr);
+    assert!(!stderr.contains("cherry-pick --continue"), "{stderr}");
+    assert!(stderr.contains("a3s-iso rebase"), "{stderr}");
+}
+
+#[test]
+fn a_user_stash_survives_a_successful_branch_promote() {
+    let fx = Fixture::new();
+    fx.write("stashed.txt", "mine\n");
+    fx.git(&fx.src, &["stash", "push", "-u", "-q"]);
+    let user_stash = fx.git(&fx.src, &["rev-parse", "refs/stash"]);
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("a.txt"), "a\n").unwrap();
+    fx.write("wip.txt", "wip\n");
+    let (code, doc) = fx.json(&["promote", "-s", "s", "--mode", "branch"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        fx.git(&fx.src, &["stash", "list", "--format=%H"]),
+        user_stash
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("wip.txt")).unwrap(),
+        "wip\n"
+    );
+}
+
+#[test]
+fn a_detached_source_is_refused_in_branch_mode() {
+    let fx = Fixture::new();
+    fx.bind("d");
+    std::fs::write(fx.isolation("d").join("a.txt"), "a\n").unwrap();
+    fx.git(&fx.src, &["checkout", "-q", "--detach"]);
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = promote_branch(&fx, "d");
+    assert_eq!((code, error_code(&doc)), (1, "detached_source"), "{doc}");
+    assert!(
+        doc["error"]["hint"]
+            .as_str()
+            .unwrap()
+            .contains("patch mode")
+    );
+    assert_eq!(checkout_listing(&fx.src), before);
+}
+
+#[test]
+fn branch_mode_plans_without_applying() {
+    let fx = Fixture::new();
+    fx.bind("plan");
+    let iso = fx.isolation("plan");
+    std::fs::write(iso.join("p.txt"), "p\n").unwrap();
+    agent_commit(&fx, &iso, "planned commit", "Agent", "2026-06-01T00:00:00Z");
+    let before = checkout_listing(&fx.src);
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["promote", "-s", "plan", "--mode", "branch", "--no-apply"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "planned");
+    assert_eq!(checkout_listing(&fx.src), before);
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head);
+    let artifacts = std::path::PathBuf::from(doc["artifacts"].as_str().unwrap());
+    assert!(
+        std::fs::read_to_string(artifacts.join("change.patch"))
+            .unwrap()
+            .contains("p.txt")
+    );
+}
+
+#[test]
+fn a_commit_that_changes_carried_wip_further_is_refused_not_committed() {
+    let fx = Fixture::new();
+    fx.write("README.md", "hello\nuser wip\n");
+    let (code, doc) = fx.json(&["bind", "-s", "mix", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("mix");
+    std::fs::write(iso.join("README.md"), "hello\nuser wip\nagent on top\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits a WIP file",
+        "Agent",
+        "2026-06-02T00:00:00Z",
+    );
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = promote_branch(&fx, "mix");
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["reason"], "replay_failed");
+    assert!(
+        doc["detail"].as_str().unwrap().contains("README.md"),
+        "{doc}"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", "HEAD"]),
+        head,
+        "nothing committed"
+    );
+    assert_eq!(checkout_listing(&fx.src), before);
+    // Patch mode lands it on top of the WIP instead.
+    let (code, doc) = fx.json(&["promote", "-s", "mix"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str().unwrap()),
+        (0, "applied"),
+        "{doc}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+        "hello\nuser wip\nagent on top\n"
+    );
+}
+
+/// Carried WIP under a name that is not UTF-8 is filtered out of the replayed commits like any
+/// other: it is never committed and comes back byte for byte.
+#[test]
+fn carried_wip_under_a_non_utf8_name_is_never_committed() {
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    let name = std::ffi::OsStr::from_bytes(b"wip-\xff.txt");
+    std::fs::write(fx.src.join(name), "the user's work\n").unwrap();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["bind", "-s", "nu", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    let iso = fx.isolation("nu");
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+    let (code, doc) = promote_branch(&fx, "nu");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let files = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--name-only",
+            "--format=",
+            &format!("{old_tip}..HEAD"),
+        ],
+    );
+    assert_eq!(files, "agent.txt", "only the agent's change is committed");
+    assert_eq!(
+        std::fs::read(fx.src.join(name)).unwrap(),
+        b"the user's work\n"
+    );
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+}
+
+/// On a SHA-256 repository (whatever format the rest of this run uses): WIP carried with an
+/// untracked file stays out of the replayed commits and comes back, and the object ids in the
+/// result are SHA-256 ones.
+#[test]
+fn sha256_carried_wip_with_an_untracked_file_in_branch_mode() {
+    let fx = Fixture::with_object_format("sha256");
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", "--show-object-format"]),
+        "sha256"
+    );
+    fx.write("README.md", "hello\nstaged by the user\n");
+    fx.git(&fx.src, &["add", "README.md"]);
+    fx.write("untracked.txt", "the user's untracked work\n");
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["bind", "-s", "sha", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["bound_revision"].as_str().unwrap().len(), 64, "{doc}");
+    let iso = fx.isolation("sha");
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+    std::fs::write(iso.join("leftover.txt"), "not committed by the agent\n").unwrap();
+    let (code, doc) = promote_branch(&fx, "sha");
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["outcome"], "applied", "{doc}");
+    let files = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--name-only",
+            "--format=",
+            &format!("{old_tip}..HEAD"),
+        ],
+    );
+    let mut files: Vec<&str> = files.lines().filter(|l| !l.is_empty()).collect();
+    files.sort_unstable();
+    assert_eq!(
+        files,
+        ["agent.txt", "leftover.txt"],
+        "only the agent's work is committed"
+    );
+    assert_eq!(
+        std::fs::read(fx.src.join("untracked.txt")).unwrap(),
+        b"the user's untracked work\n"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["diff", "--cached", "--name-only"]),
+        "README.md",
+        "the user's staged change is staged again"
+    );
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+}
+
+/// A merge commit the agent made in its isolation lands in branch mode as one commit of what
+/// it brought (as `rebase` replays it), on its first parent: nothing is left out, and nothing
+/// of the user's branch moves but the replayed chain.
+#[test]
+fn a_merge_commit_in_the_isolation_is_replayed_on_its_first_parent() {
+    let fx = Fixture::new();
+    fx.bind("m");
+    let iso = fx.isolation("m");
+    let git = |args: &[&str]| fx.git(&iso, args);
+    git(&["checkout", "-q", "-b", "side"]);
+    std::fs::write(iso.join("side.txt"), "from the side branch\n").unwrap();
+    git(&["add", "side.txt"]);
+    git(&["commit", "-q", "-m", "side work"]);
+    git(&["checkout", "-q", "--detach", "HEAD~1"]);
+    std::fs::write(iso.join("main.txt"), "on the main line\n").unwrap();
+    git(&["add", "main.txt"]);
+    git(&["commit", "-q", "-m", "main-line work"]);
+    git(&["merge", "-q", "--no-edit", "-m", "merge the side", "side"]);
+    let before = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = promote_branch(&fx, "m");
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    let subjects = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--reverse",
+            "--format=%s",
+            &format!("{before}..HEAD"),
+        ],
+    );
+    assert_eq!(subjects, "main-line work\nmerge the side", "{doc}");
+    for (file, text) in [
+        ("side.txt", "from the side branch\n"),
+        ("main.txt", "on the main line\n"),
+    ] {
+        assert_eq!(std::fs::read_to_string(fx.src.join(file)).unwrap(), text);
+    }
+    assert_eq!(fx.git(&fx.src, &["rev-list", "--merges", "HEAD"]), "");
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+}
+
+/// The commit of uncommitted leftovers names the session, its runs and the change set by
+/// default; `--message` and `-F FILE` (or `-F -`, standard input) name it instead, and an
+/// empty message is refused with nothing applied.
+#[test]
+fn the_leftovers_commit_says_where_it_came_from_or_what_the_user_wrote() {
+    let fx = Fixture::new();
+    fx.bind("m");
+    let (code, run) = fx.json(&[
+        "run",
+        "-s",
+        "m",
+        "--no-sandbox",
+        "--",
+        "sh",
+        "-c",
+        "echo one > one.txt",
+    ]);
+    assert_eq!(code, 0, "{run}");
+    let run_id = run["run_id"].as_str().unwrap().to_string();
+    let (code, doc) = promote_branch(&fx, "m");
+    assert_eq!(code, 0, "{doc}");
+    let digest = doc["digest"].as_str().unwrap();
+    let message = fx.git(&fx.src, &["log", "-1", "--format=%B"]);
+    assert_eq!(
+        message.trim_end(),
+        format!("a3s-iso: uncommitted changes of session m\n\nRun: {run_id}\nChange set: {digest}")
+    );
+
+    // From a file.
+    std::fs::write(fx.isolation("m").join("two.txt"), "2\n").unwrap();
+    let file = fx.root.join("msg.txt");
+    std::fs::write(&file, "Add two\n\nWritten by hand.\n").unwrap();
+    let (code, doc) = fx.json(&[
+        "promote",
+        "-s",
+        "m",
+        "--mode",
+        "branch",
+        "-F",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let message = fx.git(&fx.src, &["log", "-1", "--format=%B"]);
+    assert_eq!(message.trim_end(), "Add two\n\nWritten by hand.");
+
+    // An empty message: refused, nothing applied.
+    std::fs::write(fx.isolation("m").join("three.txt"), "3\n").unwrap();
+    std::fs::write(&file, "\n  \n").unwrap();
+    let before = checkout_listing(&fx.src);
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let args = ["promote", "-s", "m", "--mode", "branch", "-F"];
+    let (code, doc) = fx.json(&[&args[..], &[file.to_str().unwrap()]].concat());
+    assert_eq!(code, 5, "{doc}");
+    assert_eq!(error_code(&doc), "invalid_input");
+    assert_eq!(checkout_listing(&fx.src), before);
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head);
+
+    // From standard input.
+    let mut cmd = fx.cmd();
+    cmd.args([
+        "--json", "promote", "-s", "m", "--mode", "branch", "-F", "-",
+    ])
+    .stdin(std::process::Stdio::piped())
+    .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"Add three\n")
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(child.wait_with_output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(fx.git(&fx.src, &["log", "-1", "--format=%s"]), "Add three");
+    // Patch mode has no commit to name.
+    let out = fx
+        .cmd()
+        .args(["promote", "-s", "m", "-F", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
