@@ -180,6 +180,12 @@ pub(crate) fn snapshot_all(
         &mut snap,
         crate::nested::Look::Capture,
     )?;
+    let flat = snap.nested.is_empty()
+        && snap.gitlinks.is_empty()
+        && nested.covered.is_empty()
+        && nested.skipped.is_empty();
+    let seed = located.store.seed_index_path(&isolation.admin);
+    crate::run_layer::note_full_snapshot(&seed, flat);
     Ok((snap, nested))
 }
 

@@ -61,6 +61,7 @@ pub mod remote;
 pub mod repo;
 pub mod retain;
 pub mod run;
+pub(crate) mod run_layer;
 pub mod run_request;
 pub mod sandbox;
 pub mod scratch;

@@ -10,6 +10,7 @@
 //! | retain | still at its old path | drops the intent: nothing moved |
 //! | reclaim | still at its path | drops the intent: the session stands, the next sweep decides again |
 //! | reclaim | renamed aside (or gone) | removes the admin dir, records the session `swept` (or forgets an unrecorded one), removes the renamed tree |
+//! | merge run | anywhere | moves what the run's layer still holds into the tree, removes the layer |
 //!
 //! A tree moves in one `rename`, so it is always wholly at one path or the other. A session
 //! whose lease is held (a run started on it meanwhile) is left for a later command.
@@ -37,6 +38,22 @@ pub(crate) enum Intent {
     Discard(Reclaim),
     /// `run` moves what git inside changed in the admin dir down into it (`session_git`).
     SettleGit(SettleGit),
+    /// `run` merges its layer over the isolation into the tree (`run_layer`).
+    MergeRun(MergeRun),
+}
+
+/// `run`: the run's layer `layer` (its `upper`) moves down into the isolation's tree `tree`.
+/// Written before the command starts, removed once the layer is merged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MergeRun {
+    /// The session whose run it is.
+    pub session_id: String,
+    /// The isolation's tree.
+    #[serde(with = "crate::paths::fs_path")]
+    pub tree: PathBuf,
+    /// The run's layer directory (`upper`, `work`).
+    #[serde(with = "crate::paths::fs_path")]
+    pub layer: PathBuf,
 }
 
 /// `run`: the session's layer over the admin dir `admin` moves down into it, `HEAD` detached,
@@ -57,6 +74,7 @@ impl Intent {
             Intent::Retain(m) => &m.session_id,
             Intent::Reclaim(r) | Intent::Discard(r) => &r.session_id,
             Intent::SettleGit(s) => &s.session_id,
+            Intent::MergeRun(m) => &m.session_id,
         }
     }
 }
@@ -332,6 +350,8 @@ fn plan(intent: &Intent) -> Step {
         Intent::Reclaim(_) | Intent::Discard(_) => Step::Finish,
         // Each entry of the layer is moved once: moving what is left finishes it.
         Intent::SettleGit(_) => Step::Finish,
+        // Each entry of the layer moves once: merging what is left finishes it.
+        Intent::MergeRun(_) => Step::Finish,
     }
 }
 
@@ -344,6 +364,7 @@ fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<
         (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
         // Finished by `session_git::recover`, which `recovery` runs first.
         (Intent::SettleGit(_), _) => Ok(()),
+        (Intent::MergeRun(m), _) => crate::run_layer::recover(store, m),
         (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;

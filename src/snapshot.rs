@@ -199,7 +199,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
     let nested = add_all(&on_index, &gitlinks)?;
     if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
-        add_tracked_by_head(&on_index, wt.tree())?;
+        add_tracked_by_head(&on_index, wt.tree(), &[])?;
     }
     if !gitlinks.is_empty() {
         on_index()
@@ -227,7 +227,11 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// that `add -A` therefore leaves out when an ignore rule matches them (the agent added them
 /// with force): each one on disk as a file or link, reached through real directories only,
 /// joins the snapshot.
-fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Result<()> {
+fn add_tracked_by_head<'g>(
+    on_index: &dyn Fn() -> GitCmd<'g>,
+    tree: &Path,
+    paths: &[PathBuf],
+) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let missing = on_index()
         .args([
@@ -238,6 +242,7 @@ fn add_tracked_by_head<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path) -> Re
             "--no-renames",
         ])
         .args(["--diff-filter=D", "HEAD", "--"])
+        .args(paths)
         .run()?;
     let mut present: Vec<u8> = Vec::new();
     for path in crate::git::split_nul(&missing) {
@@ -381,6 +386,132 @@ fn gitlinks<'g>(
     }
     paths.dedup();
     Ok(paths)
+}
+
+/// Whether the index at `path` may hold a gitlink (false positives are possible, never a
+/// false negative).
+pub(crate) fn may_hold_gitlinks(path: &Path) -> Result<bool> {
+    holds_bytes(path, &GITLINK_MODE)
+}
+
+/// The tree of the index at `index`, written as a snapshot writes it.
+pub(crate) fn write_tree(wt: &HermeticGit, index: &Path) -> Result<String> {
+    wt.cmd()
+        .env("GIT_INDEX_FILE", index)
+        .args(SNAPSHOT_CONFIG)
+        .arg("write-tree")
+        .run_text()
+}
+
+/// The most pathspec bytes one git command line carries.
+const PATHSPEC_CHUNK: usize = 64 * 1024;
+
+/// Stages `paths` (`None`: every path) of the working tree into the index at `index` exactly
+/// as `git add -A` would stage them: their tracked entries (kept even where an ignore rule
+/// matches them now) and the untracked files in them that no ignore rule matches, each added
+/// when it is a file or a link reached through real directories, removed otherwise.
+pub(crate) fn stage_paths(wt: &HermeticGit, index: &Path, paths: Option<&[PathBuf]>) -> Result<()> {
+    let on_index = || {
+        wt.cmd()
+            .env("GIT_INDEX_FILE", index)
+            .env("GIT_LITERAL_PATHSPECS", "1")
+            .args(SNAPSHOT_CONFIG)
+    };
+    let list = || {
+        on_index().args([
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+        ])
+    };
+    let mut listed = Vec::new();
+    match paths {
+        None => listed = list().run()?,
+        Some(paths) => {
+            for chunk in pathspec_chunks(paths) {
+                listed.extend(list().args(chunk).run()?);
+            }
+        }
+    }
+    update_listed(&on_index, wt.tree(), &listed)?;
+    if wt.head_moved() {
+        match paths {
+            None => add_tracked_by_head(&on_index, wt.tree(), &[])?,
+            Some(paths) => {
+                for chunk in pathspec_chunks(paths) {
+                    add_tracked_by_head(&on_index, wt.tree(), chunk)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `paths` in runs of at most [`PATHSPEC_CHUNK`] bytes (one path at least).
+fn pathspec_chunks(paths: &[PathBuf]) -> Vec<&[PathBuf]> {
+    let mut chunks = Vec::new();
+    let mut rest = paths;
+    while !rest.is_empty() {
+        let mut bytes = 0;
+        let n = rest
+            .iter()
+            .take_while(|p| {
+                bytes += p.as_os_str().len() + 1;
+                bytes <= PATHSPEC_CHUNK
+            })
+            .count()
+            .max(1);
+        chunks.push(&rest[..n]);
+        rest = &rest[n..];
+    }
+    chunks
+}
+
+/// Stages what `ls-files` listed (NUL-separated): present files and links added, the rest
+/// removed.
+fn update_listed<'g>(on_index: &dyn Fn() -> GitCmd<'g>, tree: &Path, listed: &[u8]) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let (mut present, mut gone) = (Vec::new(), Vec::new());
+    for path in crate::git::split_nul(listed) {
+        let to = match plain_entry(tree, std::ffi::OsStr::from_bytes(path)) {
+            true => &mut present,
+            false => &mut gone,
+        };
+        to.extend_from_slice(path);
+        to.push(0);
+    }
+    for (args, paths) in [
+        (
+            &["update-index", "--force-remove", "-z", "--stdin"][..],
+            gone,
+        ),
+        (
+            &["update-index", "--add", "--replace", "-z", "--stdin"][..],
+            present,
+        ),
+    ] {
+        if !paths.is_empty() {
+            on_index().args(args).stdin(paths).run()?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether `path` in `tree` is a file or a link reached through real directories only.
+fn plain_entry(tree: &Path, path: &std::ffi::OsStr) -> bool {
+    let mut at = tree.to_path_buf();
+    use std::os::unix::ffi::OsStrExt;
+    let parts: Vec<&[u8]> = path.as_bytes().split(|b| *b == b'/').collect();
+    parts.iter().enumerate().all(|(n, part)| {
+        at.push(std::ffi::OsStr::from_bytes(part));
+        fs::symlink_metadata(&at).is_ok_and(|m| match n + 1 == parts.len() {
+            true => m.is_file() || m.is_symlink(),
+            false => m.is_dir(),
+        })
+    })
 }
 
 /// Whether the file at `path` contains `needle` anywhere, read in chunks.

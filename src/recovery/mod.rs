@@ -59,7 +59,9 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
                 crate::pending::Intent::Retain(_) => Operation::Retain,
                 crate::pending::Intent::Reclaim(_) => Operation::Sweep,
                 crate::pending::Intent::Discard(_) => Operation::Discard,
-                crate::pending::Intent::SettleGit(_) => Operation::Run,
+                crate::pending::Intent::SettleGit(_) | crate::pending::Intent::MergeRun(_) => {
+                    Operation::Run
+                }
             },
             session_id: Some(intent.session_id().to_string()),
             digest: None,
@@ -83,7 +85,7 @@ pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
+            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state or its files into the isolation)",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }
