@@ -8,7 +8,7 @@ use crate::fixture::Fixture;
 
 /// A git that logs each call's arguments (one line each) to `log`, then runs the real one.
 fn logging_git(fx: &Fixture) -> (PathBuf, PathBuf) {
-    let real = which_git();
+    let real = crate::fixture::git_on_path();
     let log = fx.root.join("git-calls.log");
     let wrapper = fx.root.join("logging-git");
     std::fs::write(
@@ -22,15 +22,6 @@ fn logging_git(fx: &Fixture) -> (PathBuf, PathBuf) {
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     (wrapper, log)
-}
-
-fn which_git() -> PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("git"))
-        .find(|git| git.is_file())
-        .expect("git on PATH")
 }
 
 /// Runs `a3s-iso --git WRAPPER ARGS` and returns the git calls it made.

@@ -51,6 +51,7 @@ mod remote;
 mod review;
 mod run;
 mod run_hints;
+mod run_layer;
 mod run_record;
 mod sandbox;
 mod schemas;
