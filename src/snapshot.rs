@@ -630,6 +630,17 @@ fn patch_with(
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
+    // The same tree on both sides: the empty patch, without starting git.
+    if base == result {
+        drop(out);
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        return Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        });
+    }
     ObjectView::new(git, common_dir, &[base, result], scratch)?
         .cmd()
         .args(PATCH_CONFIG)

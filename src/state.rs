@@ -662,6 +662,7 @@ impl Store {
             StateDir::Nested,
             StateDir::RunExits,
             StateDir::SessionGit,
+            StateDir::RunLayers,
         ] {
             let dir = kind.under(&self.dir).join(id);
             // The session's git layers hold what its command wrote: removed as entries.

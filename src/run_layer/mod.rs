@@ -178,6 +178,17 @@ pub(crate) fn finish(
         complete(&located.store, &layer.intent)?;
         return Ok(Finished::Full { base });
     }
+    if changes.paths.is_empty() && !changes.everything {
+        // Nothing changed: the last snapshot is both, and its index stays as it is.
+        let base = snapshot::write_tree(&wt, index.path())?;
+        complete(&located.store, &layer.intent)?;
+        let result = Snapshot {
+            tree: base.clone(),
+            nested: Vec::new(),
+            gitlinks: Vec::new(),
+        };
+        return Ok(Finished::Fast { base, result });
+    }
     let paths = (!changes.everything).then_some(changes.paths.as_slice());
     snapshot::stage_paths(&wt, index.path(), paths)?;
     let base = snapshot::write_tree(&wt, index.path())?;
