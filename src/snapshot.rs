@@ -196,7 +196,11 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         // is hashed once.
         on_index().args(["read-tree", "HEAD"]).run()?;
     }
-    let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
+    // An index read whole that holds no gitlink needs no listing.
+    let gitlinks = match plain && !unreadable && held.parsed && !held.gitlink {
+        true => Vec::new(),
+        false => gitlinks(&on_index, index.path(), scratch)?,
+    };
     let nested = add_all(&on_index, &gitlinks)?;
     if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
         add_tracked_by_head(&on_index, wt.tree(), &[])?;
@@ -386,12 +390,6 @@ fn gitlinks<'g>(
     }
     paths.dedup();
     Ok(paths)
-}
-
-/// Whether the index at `path` may hold a gitlink (false positives are possible, never a
-/// false negative).
-pub(crate) fn may_hold_gitlinks(path: &Path) -> Result<bool> {
-    holds_bytes(path, &GITLINK_MODE)
 }
 
 /// The tree of the index at `index`, written as a snapshot writes it.

@@ -139,7 +139,7 @@ fn plain_seed(seed: &Path) -> Result<bool> {
         return Ok(false);
     }
     let held = crate::indexfile::summary(seed)?;
-    Ok(!held.split && !held.skip_worktree && !snapshot::may_hold_gitlinks(seed)?)
+    Ok(held.parsed && !held.split && !held.skip_worktree && !held.gitlink)
 }
 
 /// A path the overlay's mount options can carry.
