@@ -215,6 +215,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     if let Seed::Own(path) = seed {
         // The next snapshot starts from this one's index, as git wrote it.
         fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
+        note_tree(path, &tree);
     }
     let gitlinks = gitlinks
         .into_iter()
@@ -390,6 +391,41 @@ fn gitlinks<'g>(
     }
     paths.dedup();
     Ok(paths)
+}
+
+/// What identifies one version of an index file: its inode, size and change time (which no
+/// one can set: any write of the file moves it).
+fn index_version(index: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(index).ok().filter(|m| m.is_file())?;
+    Some(format!(
+        "{} {} {}.{}",
+        meta.ino(),
+        meta.len(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    ))
+}
+
+/// Where the tree of a3s-iso's own index `index` is noted (`<name>.tree`).
+fn tree_note(index: &Path) -> PathBuf {
+    index.with_extension("tree")
+}
+
+/// Notes that the index at `index`, as it is now, writes `tree` (best effort: without the
+/// note, the tree is written again from the index).
+pub(crate) fn note_tree(index: &Path, tree: &str) {
+    if let Some(version) = index_version(index) {
+        let _ = fs::write(tree_note(index), format!("{tree} {version}\n"));
+    }
+}
+
+/// The tree the index at `index` writes, when it is noted for this very version of the file.
+pub(crate) fn noted_tree(index: &Path) -> Option<String> {
+    let note = fs::read_to_string(tree_note(index)).ok()?;
+    let (tree, version) = note.trim_end().split_once(' ')?;
+    let plain = !tree.is_empty() && tree.bytes().all(|b| b.is_ascii_hexdigit());
+    (plain && Some(version) == index_version(index).as_deref()).then(|| tree.to_string())
 }
 
 /// The tree of the index at `index`, written as a snapshot writes it.

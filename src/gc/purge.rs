@@ -97,8 +97,8 @@ fn files_of(
 }
 
 /// The seed indexes of the isolation whose admin dir is `admin`: its own
-/// (`<name>.index`), its index at bind (`<name>+bound.index`) and its nested repositories'
-/// (`<name>+nested-<hex>.index`).
+/// (`<name>.index`, with its notes `<name>.tree` and `<name>.flat`), its index at bind
+/// (`<name>+bound.index`) and its nested repositories' (`<name>+nested-<hex>.index`).
 pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> Vec<PathBuf> {
     let own = store.seed_index_path(admin);
     let stem = own
@@ -106,6 +106,13 @@ pub(crate) fn seeds_of(store: &crate::state::Store, admin: &std::path::Path) -> 
         .map(|s| format!("{}{}", s.to_string_lossy(), crate::nested::NESTED_SEED_MARK))
         .unwrap_or_default();
     let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
+    // What a3s-iso notes beside its own index: the tree it writes, and that it is flat.
+    seeds.extend(
+        ["tree", "flat"]
+            .map(|ext| own.with_extension(ext))
+            .into_iter()
+            .filter(|p| p.is_file()),
+    );
     if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {
         seeds.extend(
             entries

@@ -163,31 +163,35 @@ pub(crate) fn finish(
     isolation: &Isolation,
     layer: RunLayer,
 ) -> Result<Finished> {
-    let scratch = located.store.scratch_dir();
-    let index = TempFile::new(&scratch, "index")?;
-    snapshot::copy_index(&layer.seed, index.path())?;
-    let wt = isolation.git(git, &scratch)?;
     let took = layer.intent.layer.join("work").join("work").is_dir();
     let upper = layer.intent.layer.join("upper");
     let changes = match took {
         true => merge::changes(&upper, &isolation.tree).ctx(|| read_failure(&upper))?,
         false => merge::Changes::default(),
     };
-    if !took || changes.nested {
-        let base = snapshot::write_tree(&wt, index.path())?;
-        complete(&located.store, &layer.intent)?;
-        return Ok(Finished::Full { base });
-    }
-    if changes.paths.is_empty() && !changes.everything {
+    let unchanged = took && changes.paths.is_empty() && !changes.everything;
+    if let Some(tree) = snapshot::noted_tree(&layer.seed).filter(|_| unchanged) {
         // Nothing changed: the last snapshot is both, and its index stays as it is.
+        complete(&located.store, &layer.intent)?;
+        return Ok(Finished::Fast {
+            base: tree.clone(),
+            result: flat_snapshot(tree),
+        });
+    }
+    let scratch = located.store.scratch_dir();
+    let index = TempFile::new(&scratch, "index")?;
+    snapshot::copy_index(&layer.seed, index.path())?;
+    let wt = isolation.git(git, &scratch)?;
+    if !took || changes.nested || unchanged {
         let base = snapshot::write_tree(&wt, index.path())?;
         complete(&located.store, &layer.intent)?;
-        let result = Snapshot {
-            tree: base.clone(),
-            nested: Vec::new(),
-            gitlinks: Vec::new(),
-        };
-        return Ok(Finished::Fast { base, result });
+        return Ok(match unchanged {
+            true => Finished::Fast {
+                base: base.clone(),
+                result: flat_snapshot(base),
+            },
+            false => Finished::Full { base },
+        });
     }
     let paths = (!changes.everything).then_some(changes.paths.as_slice());
     snapshot::stage_paths(&wt, index.path(), paths)?;
@@ -198,12 +202,20 @@ pub(crate) fn finish(
     let tree = snapshot::write_tree(&wt, index.path())?;
     std::fs::rename(index.path(), &layer.seed)
         .ctx(|| format!("cannot keep {}", layer.seed.display()))?;
-    let result = Snapshot {
+    snapshot::note_tree(&layer.seed, &tree);
+    Ok(Finished::Fast {
+        base,
+        result: flat_snapshot(tree),
+    })
+}
+
+/// A snapshot of `tree` with nothing nested.
+fn flat_snapshot(tree: String) -> Snapshot {
+    Snapshot {
         tree,
         nested: Vec::new(),
         gitlinks: Vec::new(),
-    };
-    Ok(Finished::Fast { base, result })
+    }
 }
 
 fn read_failure(upper: &Path) -> String {

@@ -68,3 +68,35 @@ fn commands_start_no_more_git_processes_than_they_need() {
     assert_eq!(asked("core.sparseCheckout"), 0, "{promote:#?}");
     assert!(fx.src.join("f9.txt").is_file());
 }
+
+/// A sandboxed run writes through its layer: `run -- true` starts no git that reads the
+/// isolation's files or index, and a run that changes files starts a few more, whatever the
+/// repository holds.
+#[test]
+fn a_sandboxed_run_starts_git_for_what_it_changed_only() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let (wrapper, log) = logging_git(&fx);
+    let git = (wrapper.as_path(), log.as_path());
+    fx.bind("s");
+    // The first run's full snapshot is what the layer of the later ones starts from.
+    calls(&fx, git, &["run", "-s", "s", "--", "true"]);
+    let idle = calls(&fx, git, &["run", "-s", "s", "--", "true"]);
+    assert!(idle.len() <= 5, "{idle:#?}");
+    assert!(
+        !idle
+            .iter()
+            .any(|c| c.contains(" add ") || c.contains("diff")),
+        "{idle:#?}"
+    );
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > f$i.txt; done";
+    let changed = calls(&fx, git, &["run", "-s", "s", "--", "sh", "-c", script]);
+    assert!(changed.len() <= 12, "{changed:#?}");
+    assert!(!changed.iter().any(|c| c.contains(" add ")), "{changed:#?}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("s").join("f10.txt")).unwrap(),
+        "10\n"
+    );
+}
