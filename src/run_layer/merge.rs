@@ -185,10 +185,8 @@ mod tests {
         fs::write(upper.join("d/.gitignore"), "x").unwrap();
         fs::write(upper.join("d/f"), "x").unwrap();
         let changes = changes(&upper, &tree).unwrap();
-        assert_eq!(
-            changes.paths,
-            vec![PathBuf::from("d"), PathBuf::from("d/f")]
-        );
+        let named = ["d", "d/.gitignore", "d/f"].map(PathBuf::from);
+        assert_eq!(changes.paths, named);
         assert!(!changes.everything && !changes.nested);
         fs::write(upper.join(".gitignore"), "x").unwrap();
         fs::create_dir_all(upper.join("n/.git")).unwrap();
