@@ -364,7 +364,8 @@ fn repair_one(git: &Git, repo: &Repo, store: &Store, intent: &Intent) -> Result<
         (Intent::Discard(d), Step::Finish) => complete_discard(repo, store, d),
         // Finished by `session_git::recover`, which `recovery` runs first.
         (Intent::SettleGit(_), _) => Ok(()),
-        (Intent::MergeRun(m), _) => crate::run_layer::recover(store, m),
+        // Finished by `run_layer::recover`, which `recovery` runs first.
+        (Intent::MergeRun(_), _) => Ok(()),
         (Intent::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (Intent::Reclaim(r) | Intent::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;
@@ -392,7 +393,7 @@ pub(crate) fn repair_locked(git: &Git, repo: &Repo, store: &Store) -> usize {
         let Ok(Some(intent)) = read_json::<Intent>(&store.pending_file(&id)) else {
             continue;
         };
-        if matches!(intent, Intent::SettleGit(_)) {
+        if matches!(intent, Intent::SettleGit(_) | Intent::MergeRun(_)) {
             continue;
         }
         let Ok(Some(_lease)) = store.try_lease(&id) else {

@@ -80,7 +80,8 @@ pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
 pub(crate) fn finish(git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
     let mut notices = crate::intent::recover(git, store);
-    let repaired = crate::session_git::recover(git, repo, store)
+    let repaired = crate::run_layer::recover(store)
+        + crate::session_git::recover(git, repo, store)
         + crate::pending::repair_locked(git, repo, store);
     notices.extend(crate::rebase::recover(git, store));
     if repaired > 0 {

@@ -15,8 +15,9 @@
 //!
 //! The merge is recorded first (`pending`, [`crate::pending::Intent::MergeRun`], written before
 //! the command starts), so whatever ends `run` after the command wrote, the next command
-//! merges what the layer holds. Where the fast path cannot be proven the run takes the full
-//! one (a snapshot before and after the command): see [`prepare`] and [`finish`].
+//! merges what the layer holds (`recovery` runs [`recover`]; `pending` only records it).
+//! Where the fast path cannot be proven the run takes the full one (a snapshot before and
+//! after the command): see [`prepare`] and [`finish`].
 
 mod merge;
 
@@ -246,8 +247,20 @@ fn complete(store: &crate::state::Store, intent: &MergeRun) -> Result<()> {
     crate::pending::remove(store, &intent.session_id)
 }
 
-/// Finishes a merge a crash interrupted (called under the repository lock, the session's
-/// lease held): what the layer still holds moves into the tree.
-pub(crate) fn recover(store: &crate::state::Store, intent: &MergeRun) -> Result<()> {
-    complete(store, intent)
+/// Finishes every merge a crash interrupted (a `MergeRun` intent in `pending/`) whose
+/// session's lease is free: what the layer still holds moves into the tree. Called under the
+/// repository lock (by `recovery::finish`), before anything else reads the tree. Best effort:
+/// one that fails stays pending. Returns how many were finished.
+pub(crate) fn recover(store: &crate::state::Store) -> usize {
+    let mut finished = 0;
+    for intent in crate::pending::left(store) {
+        let Intent::MergeRun(merge) = intent else {
+            continue;
+        };
+        let Ok(Some(_lease)) = store.try_lease(&merge.session_id) else {
+            continue;
+        };
+        finished += usize::from(complete(store, &merge).is_ok());
+    }
+    finished
 }
