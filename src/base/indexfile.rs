@@ -29,6 +29,10 @@ pub(crate) struct Summary {
     pub split: bool,
     /// Some entry is marked skip-worktree.
     pub skip_worktree: bool,
+    /// Some entry is a gitlink (mode `160000`).
+    pub gitlink: bool,
+    /// The file was read as an index (otherwise nothing above is known).
+    pub parsed: bool,
 }
 
 /// What the index at `path` holds. An index that cannot be read as one of git's (none at
@@ -66,11 +70,15 @@ fn read(mut r: impl BufRead, len: u64, hash_len: u64) -> Option<Summary> {
         return None;
     }
     let mut at = 12u64;
-    let mut summary = Summary::default();
+    let mut summary = Summary {
+        parsed: true,
+        ..Summary::default()
+    };
     for _ in 0..count {
-        let (size, skip) = skip_entry(&mut r, version, hash_len)?;
+        let (size, skip, gitlink) = skip_entry(&mut r, version, hash_len)?;
         at += size;
         summary.skip_worktree |= skip;
+        summary.gitlink |= gitlink;
         if at > len {
             return None;
         }
@@ -95,13 +103,17 @@ fn read(mut r: impl BufRead, len: u64, hash_len: u64) -> Option<Summary> {
     (at + hash_len == len).then_some(summary)
 }
 
-/// Reads past one entry; returns its size on disk and whether it is marked skip-worktree.
-fn skip_entry(r: &mut impl BufRead, version: u32, hash_len: u64) -> Option<(u64, bool)> {
+/// Reads past one entry; returns its size on disk, whether it is marked skip-worktree and
+/// whether it is a gitlink.
+fn skip_entry(r: &mut impl BufRead, version: u32, hash_len: u64) -> Option<(u64, bool, bool)> {
     // Ten 32-bit stat fields, the object id, 16 bits of flags.
     let fixed = 40 + hash_len + 2;
     let mut head = vec![0u8; fixed as usize];
     r.read_exact(&mut head).ok()?;
     let flags = u16::from_be_bytes(head[head.len() - 2..].try_into().ok()?);
+    // The seventh stat field is the mode.
+    let mode = u32::from_be_bytes(head[24..28].try_into().ok()?);
+    let gitlink = mode & 0o170000 == 0o160000;
     let mut size = fixed;
     let mut skip = false;
     // The extended bit of the flags: 16 more bits of flags follow (version 3 and later).
@@ -122,14 +134,14 @@ fn skip_entry(r: &mut impl BufRead, version: u32, hash_len: u64) -> Option<(u64,
             }
         }
         size += read_name(r)?;
-        return Some((size, skip));
+        return Some((size, skip, gitlink));
     }
     // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
     let with_nul = read_name(r)?;
     let padded = (size + with_nul - 1 + 8) & !7;
     let rest = padded.checked_sub(size + with_nul)?;
     std::io::copy(&mut r.take(rest), &mut std::io::sink()).ok()?;
-    Some((padded, skip))
+    Some((padded, skip, gitlink))
 }
 
 /// Reads a NUL-terminated name; returns its length with the NUL.
@@ -238,5 +250,38 @@ mod tests {
             }
         }
         assert!(!summarise(&index(2, 20, b"a", &[])).skip_worktree);
+    }
+
+    #[test]
+    fn tells_gitlinks_from_their_mode_and_knows_when_it_read_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let git = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .current_dir(dir.path())
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(dir.path().join("f"), "x").unwrap();
+        git(&["add", "f"]);
+        let index = dir.path().join(".git/index");
+        let plain = summary(&index).unwrap();
+        assert!(plain.parsed && !plain.gitlink);
+        let id = "1111111111111111111111111111111111111111";
+        let id = match std::env::var("GIT_DEFAULT_HASH").as_deref() {
+            Ok("sha256") => id.repeat(2)[..64].to_string(),
+            _ => id.to_string(),
+        };
+        git(&[
+            "update-index",
+            "--add",
+            "--cacheinfo",
+            &format!("160000,{id},sub"),
+        ]);
+        assert!(summary(&index).unwrap().gitlink);
+        assert!(!summarise(b"not an index").parsed);
     }
 }

@@ -4,7 +4,7 @@
 
 use std::ffi::{OsStr, OsString};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::git::hermetic::HermeticGit;
@@ -60,6 +60,19 @@ impl HermeticGit {
             make: Box::new(move || {
                 self.cmd()
                     .env("GIT_INDEX_FILE", index)
+                    .args(SNAPSHOT_CONFIG)
+            }),
+        }
+    }
+
+    /// Git on the tree with `index` as its index, the snapshot's stat settings, and every
+    /// pathspec taken literally (`GIT_LITERAL_PATHSPECS`): the paths a run's layer named.
+    pub(crate) fn on_snapshot_index_literal<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || {
+                self.cmd()
+                    .env("GIT_INDEX_FILE", index)
+                    .env("GIT_LITERAL_PATHSPECS", "1")
                     .args(SNAPSHOT_CONFIG)
             }),
         }
@@ -209,6 +222,42 @@ impl OnIndex<'_> {
             .map(|_| ())
     }
 
+    /// Takes the files named by the NUL-terminated `paths` as they are on disk, replacing a
+    /// directory or file in the way (`update-index --add --replace`).
+    pub(crate) fn add_replacing_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["update-index", "--add", "--replace", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// Drops the entries named by the NUL-terminated `paths` (`update-index --force-remove`).
+    pub(crate) fn force_remove_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["update-index", "--force-remove", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
+    /// The paths `add -A` would stage among `paths` (all when empty): the index's entries and
+    /// the untracked files no ignore rule matches (`ls-files --cached --others
+    /// --exclude-standard`), NUL-separated.
+    pub(crate) fn stageable(&self, paths: &[PathBuf]) -> Result<Vec<u8>> {
+        self.cmd()
+            .args([
+                "ls-files",
+                "-z",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "--",
+            ])
+            .args(paths)
+            .run()
+    }
+
     /// Clears the skip-worktree mark of the NUL-terminated `paths`.
     pub(crate) fn unskip_listed(&self, paths: Vec<u8>) -> Result<()> {
         self.cmd()
@@ -252,8 +301,9 @@ impl OnIndex<'_> {
             .output()
     }
 
-    /// The paths the index lacks that `commit` has (`diff-index --cached --diff-filter=D`).
-    pub(crate) fn deleted_since(&self, commit: &str) -> Result<Vec<u8>> {
+    /// The paths the index lacks that `commit` has (`diff-index --cached --diff-filter=D`),
+    /// among `paths` (all of them when empty).
+    pub(crate) fn deleted_since(&self, commit: &str, paths: &[PathBuf]) -> Result<Vec<u8>> {
         self.cmd()
             .args([
                 "diff-index",
@@ -263,6 +313,7 @@ impl OnIndex<'_> {
                 "--no-renames",
             ])
             .args(["--diff-filter=D", commit, "--"])
+            .args(paths)
             .run()
     }
 

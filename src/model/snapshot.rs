@@ -143,10 +143,14 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         // is hashed once.
         on_index.read_tree("HEAD")?;
     }
-    let gitlinks = gitlinks(&on_index, index.path(), scratch)?;
+    // An index read whole that holds no gitlink needs no listing.
+    let gitlinks = match plain && !unreadable && held.parsed && !held.gitlink {
+        true => Vec::new(),
+        false => gitlinks(&on_index, index.path(), scratch)?,
+    };
     let nested = add_all(&on_index, &gitlinks)?;
     if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
-        add_tracked_by_head(&on_index, wt.tree())?;
+        add_tracked_by_head(&on_index, wt.tree(), &[])?;
     }
     if !gitlinks.is_empty() {
         on_index.add_or_remove(&gitlinks)?;
@@ -155,6 +159,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     if let Seed::Own(path) = seed {
         // The next snapshot starts from this one's index, as git wrote it.
         fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
+        note_tree(path, &tree);
     }
     let gitlinks = gitlinks
         .into_iter()
@@ -171,9 +176,9 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// that `add -A` therefore leaves out when an ignore rule matches them (the agent added them
 /// with force): each one on disk as a file or link, reached through real directories only,
 /// joins the snapshot.
-fn add_tracked_by_head(on_index: &OnIndex<'_>, tree: &Path) -> Result<()> {
+fn add_tracked_by_head(on_index: &OnIndex<'_>, tree: &Path, paths: &[PathBuf]) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    let missing = on_index.deleted_since("HEAD")?;
+    let missing = on_index.deleted_since("HEAD", paths)?;
     let mut present: Vec<u8> = Vec::new();
     for path in crate::git::split_nul(&missing) {
         let mut at = tree.to_path_buf();
@@ -300,6 +305,125 @@ fn gitlinks(on_index: &OnIndex<'_>, index: &Path, scratch: &Path) -> Result<Vec<
     Ok(paths)
 }
 
+/// What identifies one version of an index file: its inode, size and change time (which no
+/// one can set: any write of the file moves it).
+fn index_version(index: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = fs::symlink_metadata(index).ok().filter(|m| m.is_file())?;
+    Some(format!(
+        "{} {} {}.{}",
+        meta.ino(),
+        meta.len(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    ))
+}
+
+/// Where the tree of a3s-iso's own index `index` is noted (`<name>.tree`).
+fn tree_note(index: &Path) -> PathBuf {
+    index.with_extension("tree")
+}
+
+/// Notes that the index at `index`, as it is now, writes `tree` (best effort: without the
+/// note, the tree is written again from the index).
+pub(crate) fn note_tree(index: &Path, tree: &str) {
+    if let Some(version) = index_version(index) {
+        let _ = fs::write(tree_note(index), format!("{tree} {version}\n"));
+    }
+}
+
+/// The tree the index at `index` writes, when it is noted for this very version of the file.
+pub(crate) fn noted_tree(index: &Path) -> Option<String> {
+    let note = fs::read_to_string(tree_note(index)).ok()?;
+    let (tree, version) = note.trim_end().split_once(' ')?;
+    let plain = !tree.is_empty() && tree.bytes().all(|b| b.is_ascii_hexdigit());
+    (plain && Some(version) == index_version(index).as_deref()).then(|| tree.to_string())
+}
+
+/// The tree of the index at `index`, written as a snapshot writes it.
+pub(crate) fn write_tree(wt: &HermeticGit, index: &Path) -> Result<String> {
+    wt.on_snapshot_index(index).write_tree()
+}
+
+/// The most pathspec bytes one git command line carries.
+const PATHSPEC_CHUNK: usize = 64 * 1024;
+
+/// Stages `paths` (`None`: every path) of the working tree into the index at `index` exactly
+/// as `git add -A` would stage them: their tracked entries (kept even where an ignore rule
+/// matches them now) and the untracked files in them that no ignore rule matches, each added
+/// when it is a file or a link reached through real directories, removed otherwise.
+pub(crate) fn stage_paths(wt: &HermeticGit, index: &Path, paths: Option<&[PathBuf]>) -> Result<()> {
+    let on_index = wt.on_snapshot_index_literal(index);
+    let chunks = paths.map_or_else(|| vec![&[][..]], pathspec_chunks);
+    let mut listed = Vec::new();
+    for chunk in &chunks {
+        listed.extend(on_index.stageable(chunk)?);
+    }
+    update_listed(&on_index, wt.tree(), &listed)?;
+    if wt.head_moved() {
+        for chunk in &chunks {
+            add_tracked_by_head(&on_index, wt.tree(), chunk)?;
+        }
+    }
+    Ok(())
+}
+
+/// `paths` in runs of at most [`PATHSPEC_CHUNK`] bytes (one path at least).
+fn pathspec_chunks(paths: &[PathBuf]) -> Vec<&[PathBuf]> {
+    let mut chunks = Vec::new();
+    let mut rest = paths;
+    while !rest.is_empty() {
+        let mut bytes = 0;
+        let n = rest
+            .iter()
+            .take_while(|p| {
+                bytes += p.as_os_str().len() + 1;
+                bytes <= PATHSPEC_CHUNK
+            })
+            .count()
+            .max(1);
+        chunks.push(&rest[..n]);
+        rest = &rest[n..];
+    }
+    chunks
+}
+
+/// Stages what `ls-files` listed (NUL-separated): present files and links added, the rest
+/// removed.
+fn update_listed(on_index: &OnIndex<'_>, tree: &Path, listed: &[u8]) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let (mut present, mut gone) = (Vec::new(), Vec::new());
+    for path in crate::git::split_nul(listed) {
+        let to = match plain_entry(tree, std::ffi::OsStr::from_bytes(path)) {
+            true => &mut present,
+            false => &mut gone,
+        };
+        to.extend_from_slice(path);
+        to.push(0);
+    }
+    if !gone.is_empty() {
+        on_index.force_remove_listed(gone)?;
+    }
+    if !present.is_empty() {
+        on_index.add_replacing_listed(present)?;
+    }
+    Ok(())
+}
+
+/// Whether `path` in `tree` is a file or a link reached through real directories only.
+fn plain_entry(tree: &Path, path: &std::ffi::OsStr) -> bool {
+    let mut at = tree.to_path_buf();
+    use std::os::unix::ffi::OsStrExt;
+    let parts: Vec<&[u8]> = path.as_bytes().split(|b| *b == b'/').collect();
+    parts.iter().enumerate().all(|(n, part)| {
+        at.push(std::ffi::OsStr::from_bytes(part));
+        fs::symlink_metadata(&at).is_ok_and(|m| match n + 1 == parts.len() {
+            true => m.is_file() || m.is_symlink(),
+            false => m.is_dir(),
+        })
+    })
+}
+
 /// Whether the file at `path` contains `needle` anywhere, read in chunks.
 fn holds_bytes(path: &Path, needle: &[u8]) -> Result<bool> {
     let mut file = File::open(path).ctx(|| format!("cannot open {}", path.display()))?;
@@ -409,6 +533,17 @@ fn patch_with(
     let file = TempFile::new(scratch, "patch")?;
     let out =
         File::create(file.path()).ctx(|| format!("cannot create {}", file.path().display()))?;
+    // The same tree on both sides: the empty patch, without starting git.
+    if base == result {
+        drop(out);
+        let (bytes, digest, files_changed) = digest_file(file.path())?;
+        return Ok(Patch {
+            file,
+            bytes,
+            digest,
+            files_changed,
+        });
+    }
     ObjectView::new(git, common_dir, &[base, result], scratch)?.write_patch(
         (base, result),
         prefix,

@@ -146,7 +146,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let place = (workdir.as_path(), &granted);
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
-    let base_tree = isolation.snapshot(ctx, &located)?.tree;
+    let before = before_command(ctx, at, (&record.session_id, &run_id), &mut sandbox_spec)?;
     let git_env = sandbox_spec
         .as_ref()
         .map(|_| quarantine.environment(&located.repo));
@@ -162,10 +162,11 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let started_at_ms = crate::base::fsutil::now_ms();
     let (ended, network) = execute(opts, &launch, (plan, planned))?;
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
+    let before = before.merge(ctx, at)?;
     let git_state = sandbox_spec.is_some().then_some(git_state);
     let after = (&quarantine, &granted);
     let migrate_warnings = after_command(ctx, at, after, &record.session_id, git_state)?;
-    let (result, nested) = crate::services::evidence::snapshot_all(ctx, &located, &isolation)?;
+    let (base_tree, result, nested) = before.result(ctx, at)?;
     let evidence = Evidence {
         session_id: &record.session_id,
         run_id: &run_id,
@@ -199,6 +200,76 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         nested: nested.sets(),
         status: ended.status(),
     })
+}
+
+/// Where the run's base comes from, and then its result.
+enum Before {
+    /// The full path: the isolation's snapshot before the command.
+    Snapshot(String),
+    /// The fast path: the run's layer over the isolation, merged after the command.
+    Layer(crate::recovery::run_layer::RunLayer),
+    /// The layer merged: the run's base and result from the paths it held.
+    Merged {
+        base: String,
+        result: crate::model::snapshot::Snapshot,
+    },
+}
+
+/// Before the command: a sandboxed run whose fast path can be proven gets its layer over the
+/// isolation (`run_layer`); any other takes the isolation's snapshot.
+fn before_command(
+    ctx: &Context,
+    (located, isolation): (&Located, &Isolation),
+    ids: (&str, &str),
+    spec: &mut Option<SandboxSpec>,
+) -> Result<Before> {
+    if let Some(spec) = spec
+        && let Some(layer) = crate::recovery::run_layer::prepare(located, isolation, ids, spec)?
+    {
+        spec.tree_layer = Some(layer.spec());
+        return Ok(Before::Layer(layer));
+    }
+    Ok(Before::Snapshot(isolation.snapshot(ctx, located)?.tree))
+}
+
+impl Before {
+    /// Once the command has ended: the run's layer, if it has one, merged into the tree (its
+    /// base and result read around the merge, or else the base only).
+    fn merge(self, ctx: &Context, (located, isolation): (&Located, &Isolation)) -> Result<Before> {
+        let Before::Layer(layer) = self else {
+            return Ok(self);
+        };
+        Ok(
+            match crate::recovery::run_layer::finish(&ctx.git, located, isolation, layer)? {
+                crate::recovery::run_layer::Finished::Fast { base, result } => {
+                    Before::Merged { base, result }
+                }
+                crate::recovery::run_layer::Finished::Full { base } => Before::Snapshot(base),
+            },
+        )
+    }
+
+    /// The run's base tree, its result's snapshot and nested change sets: on the full path, a
+    /// snapshot of the whole isolation now.
+    fn result(
+        self,
+        ctx: &Context,
+        (located, isolation): (&Located, &Isolation),
+    ) -> Result<(
+        String,
+        crate::model::snapshot::Snapshot,
+        crate::services::nested::Nested,
+    )> {
+        match self {
+            Before::Merged { base, result } => Ok((base, result, Default::default())),
+            Before::Snapshot(base) => {
+                let (result, nested) =
+                    crate::services::evidence::snapshot_all(ctx, located, isolation)?;
+                Ok((base, result, nested))
+            }
+            Before::Layer(_) => Err(Error::internal("the run's layer was never merged")),
+        }
+    }
 }
 
 /// The session, its isolation, the run's id and the release identity the run records.
@@ -662,6 +733,7 @@ fn sandbox_for(
         layers: granted.layers.spec(),
         mounted: granted.mounted.clone(),
         git_layers: None,
+        tree_layer: None,
         hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
         workdir: workdir.to_path_buf(),
         terminal,

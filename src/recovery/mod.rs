@@ -19,6 +19,7 @@ pub mod intent;
 pub mod pending;
 pub(crate) mod rebase_apply;
 pub(crate) mod rebase_record;
+pub(crate) mod run_layer;
 pub mod session_git;
 
 use std::time::Duration;
@@ -70,7 +71,8 @@ impl WriteAhead for Promotes {
 }
 
 /// Tree operations: retain, sweep and discard moving or removing an isolation, and a run
-/// moving its git state into the isolation (finished first: the others may move its tree).
+/// merging its layer and moving its git state into the isolation (finished first: the others
+/// may move its tree).
 struct TreeMoves;
 
 impl WriteAhead for TreeMoves {
@@ -81,7 +83,8 @@ impl WriteAhead for TreeMoves {
             crate::recovery::pending::TreeMove::Retain(_) => Operation::Retain,
             crate::recovery::pending::TreeMove::Reclaim(_) => Operation::Sweep,
             crate::recovery::pending::TreeMove::Discard(_) => Operation::Discard,
-            crate::recovery::pending::TreeMove::SettleGit(_) => Operation::Run,
+            crate::recovery::pending::TreeMove::SettleGit(_)
+            | crate::recovery::pending::TreeMove::MergeRun(_) => Operation::Run,
         };
         crate::recovery::pending::left(store)
             .into_iter()
@@ -94,7 +97,9 @@ impl WriteAhead for TreeMoves {
     }
 
     fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> (Vec<String>, usize) {
-        let finished = crate::recovery::session_git::recover(held, git, repo, store)
+        // A run's layer merges into its isolation before its git state settles over it.
+        let finished = crate::recovery::run_layer::recover(held, store)
+            + crate::recovery::session_git::recover(held, git, repo, store)
             + crate::recovery::pending::repair_locked(held, git, repo, store);
         (Vec::new(), finished)
     }
@@ -164,7 +169,7 @@ pub(crate) fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> 
     }
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state into the isolation)",
+            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state or its files into the isolation)",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }

@@ -10,6 +10,7 @@
 //! | retain | still at its old path | drops the intent: nothing moved |
 //! | reclaim | still at its path | drops the intent: the session stands, the next sweep decides again |
 //! | reclaim | renamed aside (or gone) | removes the admin dir, records the session `swept` (or forgets an unrecorded one), removes the renamed tree |
+//! | merge run | anywhere | moves what the run's layer still holds into the tree, removes the layer |
 //!
 //! A tree moves in one `rename`, so it is always wholly at one path or the other. A session
 //! whose lease is held (a run started on it meanwhile) is left for a later command.
@@ -38,6 +39,22 @@ pub(crate) enum TreeMove {
     Discard(Reclaim),
     /// `run` moves what git inside changed in the admin dir down into it (`session_git`).
     SettleGit(SettleGit),
+    /// `run` merges its layer over the isolation into the tree (`run_layer`).
+    MergeRun(MergeRun),
+}
+
+/// `run`: the run's layer `layer` (its `upper`) moves down into the isolation's tree `tree`.
+/// Written before the command starts, removed once the layer is merged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct MergeRun {
+    /// The session whose run it is.
+    pub session_id: String,
+    /// The isolation's tree.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub tree: PathBuf,
+    /// The run's layer directory (`upper`, `work`).
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub layer: PathBuf,
 }
 
 /// `run`: the session's layer over the admin dir `admin` moves down into it, `HEAD` detached,
@@ -58,6 +75,7 @@ impl TreeMove {
             TreeMove::Retain(m) => &m.session_id,
             TreeMove::Reclaim(r) | TreeMove::Discard(r) => &r.session_id,
             TreeMove::SettleGit(s) => &s.session_id,
+            TreeMove::MergeRun(m) => &m.session_id,
         }
     }
 }
@@ -353,6 +371,8 @@ fn plan(intent: &TreeMove) -> Step {
         TreeMove::Reclaim(_) | TreeMove::Discard(_) => Step::Finish,
         // Each entry of the layer is moved once: moving what is left finishes it.
         TreeMove::SettleGit(_) => Step::Finish,
+        // Each entry of the layer moves once: merging what is left finishes it.
+        TreeMove::MergeRun(_) => Step::Finish,
     }
 }
 
@@ -371,6 +391,8 @@ fn repair_one(
         (TreeMove::Discard(d), Step::Finish) => complete_discard(held, repo, store, d),
         // Finished by `session_git::recover`, which `recovery` runs first.
         (TreeMove::SettleGit(_), _) => Ok(()),
+        // Finished by `run_layer::recover`, which `recovery` runs first.
+        (TreeMove::MergeRun(_), _) => Ok(()),
         (TreeMove::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (TreeMove::Reclaim(r) | TreeMove::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;
@@ -402,7 +424,7 @@ pub(crate) fn repair_locked(held: &RepoLock, git: &Git, repo: &Repo, store: &Sto
         let Ok(Some(intent)) = read_json::<TreeMove>(&store.pending_file(&id)) else {
             continue;
         };
-        if matches!(intent, TreeMove::SettleGit(_)) {
+        if matches!(intent, TreeMove::SettleGit(_) | TreeMove::MergeRun(_)) {
             continue;
         }
         let Ok(Some(_lease)) = store.try_lease(&id) else {

@@ -139,6 +139,12 @@ pub(crate) fn snapshot_all(
         &mut snap,
         crate::services::nested::Look::Capture,
     )?;
+    let flat = snap.nested.is_empty()
+        && snap.gitlinks.is_empty()
+        && nested.covered.is_empty()
+        && nested.skipped.is_empty();
+    let seed = located.store.seed_index_path(&isolation.admin);
+    crate::recovery::run_layer::note_full_snapshot(&seed, flat);
     Ok((snap, nested))
 }
 

@@ -103,8 +103,8 @@ fn files_of(
 }
 
 /// The seed indexes of the isolation whose admin dir is `admin`: its own
-/// (`<name>.index`), its index at bind (`<name>+bound.index`) and its nested repositories'
-/// (`<name>+nested-<hex>.index`).
+/// (`<name>.index`, with its notes `<name>.tree` and `<name>.flat`), its index at bind
+/// (`<name>+bound.index`) and its nested repositories' (`<name>+nested-<hex>.index`).
 pub(crate) fn seeds_of(
     store: &crate::store::state::Store,
     admin: &std::path::Path,
@@ -121,6 +121,13 @@ pub(crate) fn seeds_of(
         })
         .unwrap_or_default();
     let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
+    // What a3s-iso notes beside its own index: the tree it writes, and that it is flat.
+    seeds.extend(
+        ["tree", "flat"]
+            .map(|ext| own.with_extension(ext))
+            .into_iter()
+            .filter(|p| p.is_file()),
+    );
     if let Some(Ok(entries)) = own.parent().map(std::fs::read_dir) {
         seeds.extend(
             entries

@@ -49,12 +49,15 @@ pub enum StateDir {
     Live,
     /// `session-git/<id>/`: the session's own git layers (refs, logs, its admin dir's).
     SessionGit,
+    /// `run-layers/<id>/<run>/{upper,work}`: a sandboxed run's layer over its isolation, merged
+    /// into the tree after the command (a `pending` intent names it meanwhile).
+    RunLayers,
 }
 
 impl StateDir {
     /// Every entry, in the order the layout lists them.
     #[cfg(test)]
-    pub const ALL: [StateDir; 21] = [
+    pub const ALL: [StateDir; 22] = [
         StateDir::Sessions,
         StateDir::Claims,
         StateDir::Leases,
@@ -76,6 +79,7 @@ impl StateDir {
         StateDir::LandQueue,
         StateDir::Live,
         StateDir::SessionGit,
+        StateDir::RunLayers,
     ];
 
     /// Its name under the state dir.
@@ -102,6 +106,7 @@ impl StateDir {
             StateDir::LandQueue => "land.json",
             StateDir::Live => "live",
             StateDir::SessionGit => "session-git",
+            StateDir::RunLayers => "run-layers",
         }
     }
 

@@ -657,6 +657,11 @@ impl Store {
         StateDir::SessionGit.under(&self.dir).join(id)
     }
 
+    /// Where a sandboxed run's layer over its isolation is (`run-layers/<id>/<run>/`).
+    pub(crate) fn run_layer_dir(&self, id: &str, run_id: &str) -> PathBuf {
+        StateDir::RunLayers.under(&self.dir).join(id).join(run_id)
+    }
+
     /// Scratch space for temporary indexes and patches, on the repository's file system.
     pub(crate) fn scratch_dir(&self) -> PathBuf {
         StateDir::Tmp.under(&self.dir)
@@ -679,6 +684,7 @@ impl Store {
             StateDir::Nested,
             StateDir::RunExits,
             StateDir::SessionGit,
+            StateDir::RunLayers,
         ] {
             let dir = kind.under(&self.dir).join(id);
             // The session's git layers hold what its command wrote: removed as entries.

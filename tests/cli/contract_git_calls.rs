@@ -8,7 +8,7 @@ use crate::fixture::Fixture;
 
 /// A git that logs each call's arguments (one line each) to `log`, then runs the real one.
 fn logging_git(fx: &Fixture) -> (PathBuf, PathBuf) {
-    let real = which_git();
+    let real = crate::fixture::git_on_path();
     let log = fx.root.join("git-calls.log");
     let wrapper = fx.root.join("logging-git");
     std::fs::write(
@@ -22,15 +22,6 @@ fn logging_git(fx: &Fixture) -> (PathBuf, PathBuf) {
     .unwrap();
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
     (wrapper, log)
-}
-
-fn which_git() -> PathBuf {
-    std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("git"))
-        .find(|git| git.is_file())
-        .expect("git on PATH")
 }
 
 /// Runs `a3s-iso --git WRAPPER ARGS` and returns the git calls it made.
@@ -102,5 +93,37 @@ fn a_branch_promote_asks_who_commits_once() {
     assert_eq!(
         std::fs::read_to_string(fx.src.join("left.txt")).unwrap(),
         "left\n"
+    );
+}
+
+/// A sandboxed run writes through its layer: `run -- true` starts no git that reads the
+/// isolation's files or index, and a run that changes files starts a few more, whatever the
+/// repository holds.
+#[test]
+fn a_sandboxed_run_starts_git_for_what_it_changed_only() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let (wrapper, log) = logging_git(&fx);
+    let git = (wrapper.as_path(), log.as_path());
+    fx.bind("s");
+    // The first run's full snapshot is what the layer of the later ones starts from.
+    calls(&fx, git, &["run", "-s", "s", "--", "true"]);
+    let idle = calls(&fx, git, &["run", "-s", "s", "--", "true"]);
+    assert!(idle.len() <= 5, "{idle:#?}");
+    assert!(
+        !idle
+            .iter()
+            .any(|c| c.contains(" add ") || c.contains("diff")),
+        "{idle:#?}"
+    );
+    let script = "for i in 1 2 3 4 5 6 7 8 9 10; do echo $i > f$i.txt; done";
+    let changed = calls(&fx, git, &["run", "-s", "s", "--", "sh", "-c", script]);
+    assert!(changed.len() <= 12, "{changed:#?}");
+    assert!(!changed.iter().any(|c| c.contains(" add ")), "{changed:#?}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("s").join("f10.txt")).unwrap(),
+        "10\n"
     );
 }

@@ -293,6 +293,16 @@ pub fn require_tool(tool: &str) -> bool {
     );
 }
 
+/// The git on `PATH`.
+pub fn git_on_path() -> PathBuf {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("git"))
+        .find(|git| git.is_file())
+        .expect("git on PATH")
+}
+
 fn on_path(program: &str) -> bool {
     let Some(path) = std::env::var_os("PATH") else {
         return false;

@@ -55,6 +55,7 @@ mod run_escape;
 mod run_git_inside;
 mod run_git_inside_attack;
 mod run_hints;
+mod run_layer;
 mod run_network;
 mod run_network_attack;
 mod run_profiles;

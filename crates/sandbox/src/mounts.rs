@@ -40,6 +40,9 @@ pub(super) enum Step {
     Layer(PathBuf),
     /// Cover a directory with a writable layer whose upper is in `base` (on the host).
     FileLayer { dir: PathBuf, base: PathBuf },
+    /// Cover the isolation with the run's layer, whose upper is in the staged copy of `base`
+    /// (attached only while the overlay is mounted: the command never reaches it).
+    TreeLayer { dir: PathBuf, base: PathBuf },
     /// Put a staged copy of `from` at `to`, writable.
     Mount { from: PathBuf, to: PathBuf },
     /// Put a staged copy back read-only, unless the session's layers are in place.
@@ -155,6 +158,7 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
         .chain(spec.mounted.iter().map(|m| Step::Stage(m.from.clone())))
         .collect();
     steps.extend(spec.git_layers.iter().map(|l| Step::Stage(l.dir.clone())));
+    steps.extend(spec.tree_layer.iter().map(|l| Step::Stage(l.base.clone())));
     steps.extend(
         host_mounts
             .iter()
@@ -202,6 +206,14 @@ fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, Restore)>) -> Vec<Step> {
     }));
     keyed.extend(spec.layers.iter().map(|l| {
         let step = Step::FileLayer {
+            dir: l.dir.clone(),
+            base: l.base.clone(),
+        };
+        ((depth(&l.dir), 1), step)
+    }));
+    // Right after the isolation is back, before anything deeper goes on top of it.
+    keyed.extend(spec.tree_layer.iter().map(|l| {
+        let step = Step::TreeLayer {
             dir: l.dir.clone(),
             base: l.base.clone(),
         };
@@ -281,6 +293,10 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, Stri
                 let _ = std::fs::create_dir_all(dir);
                 overlay(dir, &base.join("upper"), &base.join("work"), dir)
                     .map_err(|e| failed("layer", dir, e))?;
+            }
+            Step::TreeLayer { dir, base } => {
+                let (copy, _) = take_staged(&mut staged, base)?;
+                tree_layer(dir, copy.as_fd_borrowed());
             }
             Step::Mount { from, to } => {
                 let at = staged.iter().position(|(p, ..)| p == from);
@@ -489,6 +505,25 @@ fn layer_over(
     took
 }
 
+/// Where the run's layer directory is attached while its overlay is mounted.
+const TREE_BASE_AT: &str = "/tmp/.a3s-iso-layer/tree";
+
+/// Covers the isolation `dir` with the run's layer, whose directory `base` is attached on the
+/// private /tmp only while the overlay is mounted. Best effort: `run` sees whether it took
+/// (the overlay makes `work/work`) and otherwise snapshots the whole isolation.
+fn tree_layer(dir: &Path, base: BorrowedFd<'_>) {
+    let at = Path::new(TREE_BASE_AT);
+    let flags = MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH;
+    if std::fs::create_dir_all(at).is_err() || move_mount(base, "", CWD, at, flags).is_err() {
+        return;
+    }
+    // Only with `userxattr`: then the kernel never writes redirects or metacopies, so the
+    // upper holds whole files, whiteouts and opaque directories, and nothing else.
+    let (upper, work) = (at.join("upper"), at.join("work"));
+    let _ = overlay_with(dir, &upper, &work, dir, &[",userxattr"]);
+    while rustix::mount::unmount(at, rustix::mount::UnmountFlags::DETACH).is_ok() {}
+}
+
 /// An overlay of a throwaway tmpfs layer over `path`. Best effort: without it git inside
 /// only prints errors about locks it cannot take (kernels or file systems without overlays).
 fn scratch_layer(path: &Path) {
@@ -504,6 +539,17 @@ fn scratch_layer(path: &Path) {
 /// its own attributes in `user.` extended attributes). A path the mount options cannot carry
 /// (a comma, a colon or a backslash in it) is not tried.
 fn overlay(lower: &Path, upper: &Path, work: &Path, at: &Path) -> std::result::Result<(), String> {
+    overlay_with(lower, upper, work, at, &[",userxattr", ""])
+}
+
+/// [`overlay`], trying the mount options `tries` in turn after the layers'.
+fn overlay_with(
+    lower: &Path,
+    upper: &Path,
+    work: &Path,
+    at: &Path,
+    tries: &[&str],
+) -> std::result::Result<(), String> {
     let plain = |p: &Path| {
         let text = p.to_string_lossy();
         match text.contains([',', ':', '\\']) {
@@ -516,7 +562,7 @@ fn overlay(lower: &Path, upper: &Path, work: &Path, at: &Path) -> std::result::R
     };
     let (lower, upper, work) = (plain(lower)?, plain(upper)?, plain(work)?);
     let mut last = String::new();
-    for extra in [",userxattr", ""] {
+    for extra in tries {
         let options = format!("lowerdir={lower},upperdir={upper},workdir={work}{extra}");
         let options = std::ffi::CString::new(options).map_err(|e| e.to_string())?;
         let flags = MountFlags::NOSUID | MountFlags::NODEV;
@@ -663,6 +709,43 @@ mod tests {
                     path: "/w/src/.git/worktrees/iso".into(),
                     writable: true
                 },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_runs_layer_covers_the_isolation_before_anything_deeper_and_its_base_is_never_put_back() {
+        let layer = crate::spec::FileLayer {
+            dir: "/w/iso".into(),
+            base: "/w/src/.git/a3s-iso/overlays/r".into(),
+        };
+        let spec = SandboxSpec {
+            writable: vec!["/w/iso".into(), "/w/iso/deeper".into()],
+            frozen: vec!["/w/iso/.git".into()],
+            tree_layer: Some(layer.clone()),
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into()]);
+        assert_eq!(
+            steps,
+            vec![
+                Step::Stage("/w/iso".into()),
+                Step::Stage("/w/iso/deeper".into()),
+                Step::Stage(layer.base.clone()),
+                Step::ReadOnly("/".into()),
+                Step::Restore {
+                    path: "/w/iso".into(),
+                    writable: true
+                },
+                Step::TreeLayer {
+                    dir: layer.dir,
+                    base: layer.base,
+                },
+                Step::Restore {
+                    path: "/w/iso/deeper".into(),
+                    writable: true
+                },
+                Step::Freeze("/w/iso/.git".into()),
             ]
         );
     }

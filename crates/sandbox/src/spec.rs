@@ -57,6 +57,12 @@ pub struct SandboxSpec {
     /// `GitLayers::sealed_otherwise` read-only.
     #[serde(default)]
     pub git_layers: Option<GitLayers>,
+    /// The run's own layer over the isolation: what the command writes there lands in
+    /// `base/upper` (on the host, beside the isolation), which `run` merges into the tree
+    /// after the command; `base` itself is never reachable from inside. Best effort: when the
+    /// overlay is refused, `base/work/work` is never made and `run` takes the full snapshot.
+    #[serde(default)]
+    pub tree_layer: Option<FileLayer>,
     /// Secrets covered with empty ones.
     #[serde(with = "crate::paths::fs_path_list")]
     pub hidden: Vec<PathBuf>,

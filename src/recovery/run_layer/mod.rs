@@ -1,0 +1,267 @@
+//! `run`'s fast path: a sandboxed run's command writes to a layer over the isolation (an
+//! overlay in its own mount namespace, whose upper directory is in the state dir on the
+//! isolation's file system), so that afterwards the layer lists exactly what it created,
+//! changed or deleted. The run's change set comes from those paths alone:
+//!
+//! - its base is the isolation's last snapshot (a3s-iso's own index of it) with each path the
+//!   run touched taken as the tree had it before the merge;
+//! - its result is that index with the same paths taken after the merge, which moves the
+//!   layer down into the tree (renames; whiteouts delete; opaque directories replace).
+//!
+//! Both are staged as `git add -A` would stage those paths (ignored files left out, tracked
+//! ones kept), a changed `.gitignore` naming its whole directory. Edits made outside any run
+//! are not the run's: a path the run did not touch keeps its entry of the last snapshot, whose
+//! stat data still differ from the file, so the next full snapshot (`capture`) sees them.
+//!
+//! The merge is recorded first (`pending`, [`crate::recovery::pending::TreeMove::MergeRun`], written before
+//! the command starts), so whatever ends `run` after the command wrote, the next command
+//! merges what the layer holds (`recovery` runs [`recover`]; `pending` only records it).
+//! Where the fast path cannot be proven the run takes the full one (a snapshot before and
+//! after the command): see [`prepare`] and [`finish`].
+
+mod merge;
+
+use std::path::{Path, PathBuf};
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::sandbox::{FileLayer, SandboxSpec};
+use crate::model::isolation::Isolation;
+use crate::model::snapshot::{self, Snapshot, TempFile};
+use crate::recovery::pending::{MergeRun, TreeMove};
+use crate::store::lock::RepoLock;
+use crate::workspace::context::Located;
+
+/// The variable that makes `run` take the full path, so that tests can compare both; only
+/// builds with the `fault-injection` feature read it.
+pub const FORCE_FULL: &str = "A3S_ISO_TEST_FULL_RUN";
+
+/// A run's layer over its isolation, made (and its merge recorded) before the command.
+pub(crate) struct RunLayer {
+    intent: MergeRun,
+    /// a3s-iso's own index of the isolation: the last snapshot.
+    seed: PathBuf,
+}
+
+impl RunLayer {
+    /// What the sandbox mounts: the layer over the isolation's tree.
+    pub(crate) fn spec(&self) -> FileLayer {
+        FileLayer {
+            dir: self.intent.tree.clone(),
+            base: self.intent.layer.clone(),
+        }
+    }
+}
+
+/// How a run's change set is made after the command.
+pub(crate) enum Finished {
+    /// From the paths the layer held: the base and the result.
+    Fast { base: String, result: Snapshot },
+    /// The layer could not be used (the overlay was refused, or the run touched a nested
+    /// repository): it is merged, the base is the last snapshot, and the result is a full
+    /// snapshot the caller takes.
+    Full { base: String },
+}
+
+fn forced_full() -> bool {
+    cfg!(feature = "fault-injection") && std::env::var_os(FORCE_FULL).is_some_and(|v| !v.is_empty())
+}
+
+/// The run's layer, when the run can take the fast path: sandboxed, the last full snapshot
+/// found no nested repository or submodule and left a plain index, no other write reaches the
+/// isolation but through the layer, and the layer is on the isolation's file system. The
+/// merge is recorded before this returns. `None`: the full path.
+pub(crate) fn prepare(
+    located: &Located,
+    isolation: &Isolation,
+    (session_id, run_id): (&str, &str),
+    spec: &SandboxSpec,
+) -> Result<Option<RunLayer>> {
+    let store = &located.store;
+    let seed = store.seed_index_path(&isolation.admin);
+    if forced_full() || !provable(located, isolation, spec, session_id) || !plain_seed(&seed)? {
+        return Ok(None);
+    }
+    let layer = store.run_layer_dir(session_id, run_id);
+    let _ = merge::remove_layer(&layer);
+    for dir in ["upper", "work"] {
+        let dir = layer.join(dir);
+        std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    }
+    if !same_file_system(&isolation.tree, &layer) || !mountable(&layer) {
+        let _ = merge::remove_layer(&layer);
+        return Ok(None);
+    }
+    let intent = MergeRun {
+        session_id: session_id.to_string(),
+        tree: isolation.tree.clone(),
+        layer,
+    };
+    crate::recovery::pending::save(store, &TreeMove::MergeRun(intent.clone()))?;
+    Ok(Some(RunLayer { intent, seed }))
+}
+
+/// What the fast path needs of the session and the sandbox, checked without reading the tree.
+fn provable(located: &Located, isolation: &Isolation, spec: &SandboxSpec, id: &str) -> bool {
+    let tree = &isolation.tree;
+    let under_tree = |p: &PathBuf| p != tree && p.starts_with(tree);
+    let store = located.store.dir();
+    !located.repo.common_dir.join("reftable").exists()
+        && !isolation.admin.join("modules").exists()
+        && flat_marker(&located.store.seed_index_path(&isolation.admin)).is_file()
+        && std::fs::symlink_metadata(located.store.pending_file(id)).is_err()
+        && !spec.writable.iter().any(under_tree)
+        && !spec.layers.iter().any(|l| l.dir.starts_with(tree))
+        && !spec.mounted.iter().any(|m| m.to.starts_with(tree))
+        && !store.starts_with(tree)
+        && !tree.starts_with(store)
+        && mountable(tree)
+}
+
+/// The mark beside a3s-iso's index of an isolation that its last full snapshot found neither
+/// a nested repository nor a gitlink.
+fn flat_marker(seed: &Path) -> PathBuf {
+    seed.with_extension("flat")
+}
+
+/// Records, after a full snapshot of an isolation, whether it found nothing nested (the fast
+/// path needs that). Best effort: without the mark, runs take the full path.
+pub(crate) fn note_full_snapshot(seed: &Path, flat: bool) {
+    let marker = flat_marker(seed);
+    match flat {
+        true if !marker.is_file() => drop(std::fs::write(&marker, b"")),
+        true => {}
+        false => drop(std::fs::remove_file(&marker)),
+    }
+}
+
+/// a3s-iso's own index as a snapshot can start from it alone: a plain file, not split, no
+/// entry marked skip-worktree, no gitlink.
+fn plain_seed(seed: &Path) -> Result<bool> {
+    if !std::fs::symlink_metadata(seed).is_ok_and(|m| m.is_file()) {
+        return Ok(false);
+    }
+    let held = crate::base::indexfile::summary(seed)?;
+    Ok(held.parsed && !held.split && !held.skip_worktree && !held.gitlink)
+}
+
+/// A path the overlay's mount options can carry.
+fn mountable(path: &Path) -> bool {
+    !path.to_string_lossy().contains([',', ':', '\\'])
+}
+
+fn same_file_system(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev(),
+        _ => false,
+    }
+}
+
+/// After the command: the run's base and result from what its layer holds, the layer merged
+/// into the tree between the two, and a3s-iso's index of the isolation left at the result.
+pub(crate) fn finish(
+    git: &crate::git::Git,
+    located: &Located,
+    isolation: &Isolation,
+    layer: RunLayer,
+) -> Result<Finished> {
+    let took = layer.intent.layer.join("work").join("work").is_dir();
+    let upper = layer.intent.layer.join("upper");
+    let changes = match took {
+        true => merge::changes(&upper, &isolation.tree).ctx(|| read_failure(&upper))?,
+        false => merge::Changes::default(),
+    };
+    let unchanged = took && changes.paths.is_empty() && !changes.everything;
+    if let Some(tree) = snapshot::noted_tree(&layer.seed).filter(|_| unchanged) {
+        // Nothing changed: the last snapshot is both, and its index stays as it is.
+        complete(&located.store, &layer.intent)?;
+        return Ok(Finished::Fast {
+            base: tree.clone(),
+            result: flat_snapshot(tree),
+        });
+    }
+    let scratch = located.store.scratch_dir();
+    let index = TempFile::new(&scratch, "index")?;
+    snapshot::copy_index(&layer.seed, index.path())?;
+    let wt = isolation.git(git, &scratch)?;
+    if !took || changes.nested || unchanged {
+        let base = snapshot::write_tree(&wt, index.path())?;
+        complete(&located.store, &layer.intent)?;
+        return Ok(match unchanged {
+            true => Finished::Fast {
+                base: base.clone(),
+                result: flat_snapshot(base),
+            },
+            false => Finished::Full { base },
+        });
+    }
+    let paths = (!changes.everything).then_some(changes.paths.as_slice());
+    snapshot::stage_paths(&wt, index.path(), paths)?;
+    let base = snapshot::write_tree(&wt, index.path())?;
+    crate::fault_point!("run-layer-before-merge");
+    complete(&located.store, &layer.intent)?;
+    snapshot::stage_paths(&wt, index.path(), paths)?;
+    let tree = snapshot::write_tree(&wt, index.path())?;
+    std::fs::rename(index.path(), &layer.seed)
+        .ctx(|| format!("cannot keep {}", layer.seed.display()))?;
+    snapshot::note_tree(&layer.seed, &tree);
+    Ok(Finished::Fast {
+        base,
+        result: flat_snapshot(tree),
+    })
+}
+
+/// A snapshot of `tree` with nothing nested.
+fn flat_snapshot(tree: String) -> Snapshot {
+    Snapshot {
+        tree,
+        nested: Vec::new(),
+        gitlinks: Vec::new(),
+    }
+}
+
+fn read_failure(upper: &Path) -> String {
+    format!("cannot read the run's layer {}", upper.display())
+}
+
+/// Merges the layer into the tree, removes it, then the intent. Each step can be done again.
+fn complete(store: &crate::store::state::Store, intent: &MergeRun) -> Result<()> {
+    let upper = intent.layer.join("upper");
+    if std::fs::symlink_metadata(&intent.tree).is_ok_and(|m| m.is_dir()) && upper.is_dir() {
+        merge::merge(&upper, &intent.tree).map_err(|e| {
+            Error::io(
+                format!(
+                    "cannot merge the run's layer {} into {}",
+                    upper.display(),
+                    intent.tree.display()
+                ),
+                e,
+            )
+        })?;
+    }
+    crate::fault_point!("run-layer-after-merge");
+    merge::remove_layer(&intent.layer)
+        .ctx(|| format!("cannot remove {}", intent.layer.display()))?;
+    if let Some(session_dir) = intent.layer.parent() {
+        let _ = std::fs::remove_dir(session_dir);
+    }
+    crate::recovery::pending::remove(store, &intent.session_id)
+}
+
+/// Finishes every merge a crash interrupted (a `MergeRun` intent in `pending/`) whose
+/// session's lease is free: what the layer still holds moves into the tree. Called under the
+/// repository lock (by `recovery::finish`), before anything else reads the tree. Best effort:
+/// one that fails stays pending. Returns how many were finished.
+pub(crate) fn recover(_held: &RepoLock, store: &crate::store::state::Store) -> usize {
+    let mut finished = 0;
+    for intent in crate::recovery::pending::left(store) {
+        let TreeMove::MergeRun(merge) = intent else {
+            continue;
+        };
+        let Ok(Some(_lease)) = store.try_lease(&merge.session_id) else {
+            continue;
+        };
+        finished += usize::from(complete(store, &merge).is_ok());
+    }
+    finished
+}

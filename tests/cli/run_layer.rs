@@ -1,0 +1,334 @@
+//! `run`'s fast path: the command writes to a layer over the isolation, and the run's change
+//! set comes from the paths the layer holds. It must record what the full path records, lose
+//! no edit (a run's, or one made outside any run), and survive a kill at any point.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::promote_crash::Rng;
+use crate::fixture::{Fixture, processes_with, require_tool};
+
+/// A source of generated files: text, binary, executable, links, nested directories, an
+/// ignore file and a tracked file that its rules ignore.
+fn generated_source(fx: &Fixture, rng: &mut Rng) {
+    for n in 0..40 {
+        let dir = format!("g{}/h{}", rng.below(4), rng.below(3));
+        let text = format!("{n} {}\n", rng.below(1_000_000)).repeat(1 + rng.below(20) as usize);
+        fx.write(&format!("{dir}/f{n}.txt"), &text);
+    }
+    std::fs::write(fx.src.join("blob.bin"), [0u8, 1, 2, 255, 0, 7]).unwrap();
+    fx.write("tool.sh", "#!/bin/sh\necho tool\n");
+    let tool = fx.src.join("tool.sh");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("README.md", fx.src.join("readme-link")).unwrap();
+    fx.write(".gitignore", "*.log\nbuild/\n");
+    fx.write("g0/kept.log", "tracked though ignored\n");
+    fx.git(&fx.src, &["add", "-A"]);
+    fx.git(&fx.src, &["add", "-f", "g0/kept.log"]);
+    fx.git(&fx.src, &["commit", "-q", "-m", "generated"]);
+}
+
+/// Changes of every kind the layer must carry, as one shell script.
+const CHANGES: &str = "set -e
+rm g0/h0/f*.txt 2>/dev/null || true
+mv g1 g1-renamed
+chmod +x g2/h1/f*.txt 2>/dev/null || true
+chmod -x tool.sh
+ln -sf src/lib.txt readme-link
+ln -s g3 dir-link
+printf '\\000\\377\\001' > blob.bin
+mkdir -p fresh/deep && echo new > fresh/deep/file && printf 'x\\000y' > fresh/bin
+rm -r g3
+mkdir g3 && echo again > g3/replaced.txt
+echo 'more' >> g0/kept.log
+echo 'skipped' > debug.log
+mkdir -p build && echo out > build/artifact
+printf '*.log\\n' > .gitignore
+printf 'secret*\\n' > g2/.gitignore
+echo hidden > g2/secret.txt
+echo shown > g2/shown.txt
+";
+
+/// The stored change-set document of a run.
+fn stored_doc(fx: &Fixture, session: &str, run: &str) -> Value {
+    let path = fx
+        .src
+        .join(".git/a3s-iso/runs")
+        .join(session)
+        .join(format!("{run}.json"));
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+}
+
+/// Runs `script` sandboxed in `session` (on the full path with `full`) and returns the run's
+/// JSON and the git calls it made (through a logging `--git`).
+fn run_script(fx: &Fixture, session: &str, script: &str, full: bool) -> (Value, Vec<String>) {
+    let log = fx.root.join(format!("git-{session}.log"));
+    let wrapper = fx.root.join("logging-git");
+    if !wrapper.exists() {
+        let real = crate::fixture::git_on_path();
+        let body = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$A3S_ISO_TEST_GIT_LOG\"\nexec '{}' \"$@\"\n",
+            real.display()
+        );
+        std::fs::write(&wrapper, body).unwrap();
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let _ = std::fs::remove_file(&log);
+    let mut cmd = fx.cmd();
+    cmd.env("A3S_ISO_TEST_GIT_LOG", &log)
+        .arg("--git")
+        .arg(&wrapper);
+    if full {
+        cmd.env("A3S_ISO_TEST_FULL_RUN", "1");
+    }
+    let out = cmd
+        .args(["run", "--json", "-s", session, "--", "sh", "-c", script])
+        .output()
+        .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(code, 0, "{doc}");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    (doc, calls.lines().map(str::to_string).collect())
+}
+
+fn adds_all(calls: &[String]) -> bool {
+    calls
+        .iter()
+        .any(|c| c.contains(" add ") || c.ends_with(" add"))
+}
+
+#[test]
+fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded("layer-vs-full");
+    generated_source(&fx, &mut rng);
+    for session in ["fast", "full"] {
+        fx.bind(session);
+        // The first run's full snapshot is what later runs' layers start from.
+        run_script(&fx, session, "true", true);
+    }
+    let (fast, fast_calls) = run_script(&fx, "fast", CHANGES, false);
+    let (full, full_calls) = run_script(&fx, "full", CHANGES, true);
+    assert!(
+        !adds_all(&fast_calls),
+        "the fast path snapshots nothing whole: {fast_calls:#?}"
+    );
+    assert!(adds_all(&full_calls), "{full_calls:#?}");
+    for field in ["base_tree", "result_tree", "change_set"] {
+        assert_eq!(fast[field], full[field], "{field}: {fast} / {full}");
+    }
+    let docs = [("fast", &fast), ("full", &full)]
+        .map(|(s, doc)| stored_doc(&fx, s, doc["run_id"].as_str().unwrap()));
+    for field in [
+        "base_tree",
+        "result_tree",
+        "patch_digest",
+        "patch_bytes",
+        "patch_base64",
+    ] {
+        assert_eq!(docs[0][field], docs[1][field], "{field}");
+    }
+    // Both isolations hold the same bytes, and the layer's directory is gone.
+    let listings = ["fast", "full"].map(|s| {
+        let mut listing = crate::fixture::content_listing(&fx.isolation(s));
+        // Each names its own admin dir.
+        listing.remove(".git");
+        listing
+    });
+    assert_eq!(listings[0], listings[1]);
+    assert!(!fx.isolation("fast").join("g3/replaced.txt").is_symlink());
+    let layers = fx.src.join(".git/a3s-iso/run-layers/fast");
+    assert!(
+        !layers.exists(),
+        "{:?}",
+        std::fs::read_dir(&layers).map(|d| d.count())
+    );
+}
+
+/// The blob `path` has in `tree`, as text.
+fn blob(fx: &Fixture, tree: &str, path: &str) -> String {
+    let tree = tree.trim_start_matches("git-tree:");
+    fx.git(&fx.src, &["cat-file", "-p", &format!("{tree}:{path}")])
+}
+
+#[test]
+fn capture_holds_an_edit_made_outside_any_run_between_two_runs() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("same.txt", "before\n");
+    fx.commit_all("same");
+    fx.bind("out");
+    let iso = fx.isolation("out");
+    run_script(&fx, "out", "echo one > one.txt", true);
+    let (first, _) = run_script(&fx, "out", "echo two > two.txt", false);
+    // Outside any run, in the second the run's index was written: same size, mtime put back.
+    let same = iso.join("same.txt");
+    let mtime = std::fs::metadata(&same).unwrap().modified().unwrap();
+    std::fs::write(&same, "AFTER!\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&same)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (second, calls) = run_script(&fx, "out", "echo three > three.txt", false);
+    assert!(!adds_all(&calls), "{calls:#?}");
+    assert_eq!(second["base_tree"], first["result_tree"]);
+    let result = second["result_tree"].as_str().unwrap();
+    assert_eq!(blob(&fx, result, "three.txt"), "three");
+    // Not the run's: its change set has only what it did.
+    assert_eq!(blob(&fx, result, "same.txt"), "before");
+    assert_eq!(second["change_set"]["files_changed"], 1);
+    let (code, capture) = fx.json(&["capture", "-s", "out"]);
+    assert_eq!(code, 0, "{capture}");
+    let captured = capture["result_tree"].as_str().unwrap();
+    assert_eq!(blob(&fx, captured, "same.txt"), "AFTER!");
+    for (file, text) in [
+        ("one.txt", "one"),
+        ("two.txt", "two"),
+        ("three.txt", "three"),
+    ] {
+        assert_eq!(blob(&fx, captured, file), text);
+    }
+}
+
+/// Waits until nothing of a killed run (whose command line holds `marker`) is left.
+fn wait_gone(marker: &str) {
+    for _ in 0..500 {
+        if processes_with(marker).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    crate::fixture::kill_leftovers(marker);
+    panic!("the killed run's processes outlived it");
+}
+
+/// The files a killed run's command wrote (it notes each, once whole, outside the isolation).
+fn written(progress: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(progress).unwrap_or_default();
+    text.lines().map(str::to_string).collect()
+}
+
+/// The command of a crash round: writes files one by one, noting each once it is whole.
+fn writer(progress: &Path, marker: &str) -> String {
+    format!(
+        "for i in $(seq 1 60); do printf '%0512d' $i > w$i.txt; rm -f src/lib.txt; \
+         echo w$i.txt >> '{}'; done; sleep 0.2 # {marker}",
+        progress.display()
+    )
+}
+
+/// Checks that every file the killed command noted is whole in the isolation.
+fn assert_kept(fx: &Fixture, iso: &Path, progress: &Path, round: &str) {
+    let (code, doc) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{round}: {doc}");
+    let pending = fx.src.join(".git/a3s-iso/pending");
+    let left = std::fs::read_dir(&pending).map(|d| d.count()).unwrap_or(0);
+    assert_eq!(left, 0, "{round}: an intent is left after the next command");
+    for file in written(progress) {
+        let n: usize = file
+            .trim_start_matches('w')
+            .trim_end_matches(".txt")
+            .parse()
+            .unwrap();
+        let bytes = std::fs::read(iso.join(&file)).unwrap_or_default();
+        assert_eq!(
+            bytes,
+            format!("{n:0512}").into_bytes(),
+            "{round}: {file} lost"
+        );
+    }
+    if !written(progress).is_empty() {
+        assert!(
+            !iso.join("src/lib.txt").exists(),
+            "{round}: a deletion lost"
+        );
+    }
+}
+
+#[test]
+fn a_run_killed_at_any_point_after_its_command_wrote_loses_none_of_its_writes() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("k");
+    let iso = fx.isolation("k");
+    run_script(&fx, "k", "true", true);
+    let notes = fx.root.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let mut rng = Rng::seeded("run-layer-kills");
+    let marker = format!("run-layer-kill-{}", std::process::id());
+    for round in 0..12 {
+        let progress = notes.join(format!("progress-{round}"));
+        let delay = Duration::from_millis(100 + rng.below(900));
+        let script = writer(&progress, &marker);
+        let notes_dir = notes.to_str().unwrap();
+        let args = [
+            "run",
+            "-s",
+            "k",
+            "--allow-write",
+            notes_dir,
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ];
+        crate::promote_crash::kill_after(&fx, &args, delay);
+        wait_gone(&marker);
+        assert_kept(&fx, &iso, &progress, &format!("round {round} ({delay:?})"));
+        fx.git(&iso, &["checkout", "-q", "--", "src/lib.txt"]);
+    }
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_run_killed_before_during_or_after_its_merge_is_merged_by_the_next_command() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("f");
+    let iso = fx.isolation("f");
+    run_script(&fx, "f", "true", true);
+    let notes = fx.root.join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    let faults = [
+        "run-layer-before-merge",
+        "run-layer-merge-entry",
+        "run-layer-after-merge",
+    ];
+    for fault in faults {
+        let progress = notes.join(fault);
+        let script = writer(&progress, fault).replace("sleep 0.2", "true");
+        let out = fx
+            .cmd()
+            .env("A3S_ISO_TEST_FAULT", fault)
+            .args(["run", "-s", "f", "--allow-write", notes.to_str().unwrap()])
+            .args(["--", "sh", "-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&out.status),
+            Some(9),
+            "the fault point {fault} must kill it: {out:?}"
+        );
+        assert_eq!(written(&progress).len(), 60, "{fault}");
+        assert_kept(&fx, &iso, &progress, fault);
+        fx.git(&iso, &["checkout", "-q", "--", "src/lib.txt"]);
+        let (code, capture) = fx.json(&["capture", "-s", "f"]);
+        assert_eq!(code, 0, "{capture}");
+        let tree = capture["result_tree"].as_str().unwrap();
+        assert_eq!(blob(&fx, tree, "w60.txt"), format!("{:0512}", 60));
+    }
+}
