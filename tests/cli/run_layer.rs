@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::promote_crash::Rng;
 use crate::fixture::{Fixture, processes_with, require_tool};
+use crate::promote_crash::Rng;
 
 /// A source of generated files: text, binary, executable, links, nested directories, an
 /// ignore file and a tracked file that its rules ignore.
