@@ -23,8 +23,10 @@ mod recover;
 mod stash;
 
 pub(crate) use checkout::{Checkout, PathState, Side};
-pub(crate) use images::{Planned, plan_patch, tree_images};
-pub(crate) use record::{BranchPlan, Changes, Intent, PatchPlan, RepoPath, SCHEMA, tag};
+pub(crate) use images::{Planned, plan_of_changes, plan_patch, tree_changes, tree_images};
+pub(crate) use record::{
+    BranchPlan, Changes, Entry, Intent, PatchPlan, PathChange, RepoPath, SCHEMA, tag,
+};
 pub(crate) use record::{load, pending, remove, save};
 pub(crate) use recover::{blocking, recover};
 pub(crate) use stash::{has_wip, marked, push as stash_push, restore as restore_stash};

@@ -66,7 +66,7 @@ fn commands_start_no_more_git_processes_than_they_need() {
     assert!(run.len() <= 9, "{run:#?}");
     assert!(calls(&fx, git, &["capture", "-s", "g"]).len() <= 8);
     let promote = calls(&fx, git, &["promote", "-s", "g"]);
-    assert!(promote.len() <= 18, "{promote:#?}");
+    assert!(promote.len() <= 13, "{promote:#?}");
     // What cannot change while it runs is asked once: a commit by its full id, the
     // checkout's core settings.
     let asked = |what: &str| promote.iter().filter(|c| c.contains(what)).count();
