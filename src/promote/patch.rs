@@ -284,15 +284,19 @@ pub(super) fn check(
         ));
     }
     let checkout = Checkout::open(&ctx.git, source)?;
-    let states = checkout.states(&touched, true)?;
+    let (states, overlap) = read_touched(&checkout, located, candidate, &touched)?;
     let posts = known
         .as_ref()
         .map(|changes| changes.iter().map(|c| c.post.clone()).collect::<Vec<_>>());
     if already_present(ctx, &checkout, candidate, (&touched, posts), &states)? {
         return Ok(Check::Present(touched.clone()));
     }
-    if let Some(stop) = meets_the_checkout(ctx, located, candidate, source, &touched)? {
-        return Ok(stop);
+    if !overlap.is_empty() {
+        return Ok(Check::MeetsWip(overlap));
+    }
+    let outside = outside_sparse_patterns(ctx, source, &touched)?;
+    if !outside.is_empty() {
+        return Ok(Check::DoesNotApply(OUTSIDE_SPARSE.into(), outside));
     }
     let scratch = located.store.scratch_dir();
     let planned = match known {
@@ -326,6 +330,26 @@ pub(super) fn check(
     })
 }
 
+/// What each touched path holds now (hashed, and stored as a possible pre-image), and which
+/// of them hold uncommitted work: two independent readings, each its own git, side by side.
+fn read_touched(
+    checkout: &Checkout<'_>,
+    located: &Located,
+    candidate: &Candidate,
+    touched: &[RepoPath],
+) -> Result<(Vec<PathState>, Vec<RepoPath>)> {
+    let source = checkout.top;
+    std::thread::scope(|scope| {
+        let overlap =
+            scope.spawn(|| overlap_with_wip(checkout.git, located, candidate, source, touched));
+        let states = checkout.states(touched, true);
+        let overlap = overlap
+            .join()
+            .unwrap_or_else(|_| Err(crate::error::Error::internal("the WIP check panicked")));
+        Ok((states?, overlap?))
+    })
+}
+
 /// For a change set this promote made from two trees: every path it changes, with both images
 /// (one `diff-tree`). `None` otherwise, or when that does not account for every section of the
 /// patch (a path whose type changes is two): then git apply reads the patch.
@@ -354,19 +378,17 @@ fn holds_exactly(state: &PathState, want: Option<&Entry>) -> bool {
     }
 }
 
-/// The checks against the checkout's own state: the source's uncommitted work must not meet
-/// the patch, and a sparse checkout must hold every touched path. `Some`: why it stops.
-fn meets_the_checkout(
-    ctx: &Context,
+/// The touched paths where the source's uncommitted work is: any whose current state differs
+/// from the change set's base is a conflict, even where git could merge it (and where it could
+/// not, this names the paths).
+fn overlap_with_wip(
+    git: &crate::git::Git,
     located: &Located,
     candidate: &Candidate,
     source: &Path,
     touched: &[RepoPath],
-) -> Result<Option<Check>> {
-    // Any touched path whose current state differs from the change set's base is a conflict,
-    // even where git could merge it (and where it could not, this names the paths).
-    let scratch = located.store.scratch_dir();
-    let overlap = match &candidate.base_tree {
+) -> Result<Vec<RepoPath>> {
+    match &candidate.base_tree {
         // The base is a carried WIP snapshot, or what the last step left as uncommitted
         // changes: compare the checkout with it.
         Some(base)
@@ -374,19 +396,12 @@ fn meets_the_checkout(
                 || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
         {
             let alternate = candidate.alternate_objects.as_deref();
-            crate::wip::changed_since(&ctx.git, source, base, touched, &scratch, alternate)?
+            let scratch = located.store.scratch_dir();
+            crate::wip::changed_since(git, source, base, touched, &scratch, alternate)
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
-        _ => uncommitted_among(ctx, source, touched)?,
-    };
-    if !overlap.is_empty() {
-        return Ok(Some(Check::MeetsWip(overlap)));
+        _ => uncommitted_among(git, source, touched),
     }
-    let outside = outside_sparse_patterns(ctx, source, touched)?;
-    if !outside.is_empty() {
-        return Ok(Some(Check::DoesNotApply(OUTSIDE_SPARSE.into(), outside)));
-    }
-    Ok(None)
 }
 
 /// Why a change set that changes files the sparse checkout leaves out does not land.
@@ -626,12 +641,15 @@ fn is_plain_path(path: &RepoPath) -> bool {
 }
 
 /// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<RepoPath>> {
+fn uncommitted_among(
+    git: &crate::git::Git,
+    source: &Path,
+    paths: &[RepoPath],
+) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let out = ctx
-        .git
+    let out = git
         .at(source)
         .args([
             "--literal-pathspecs",
