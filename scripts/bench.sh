@@ -153,6 +153,8 @@ declare -A cell
 cases=()
 row() {
   results+=("$(printf '%-9s %-42s %11s %10s %7s' "$@")")
+  # Each row as it is measured too: a run cut short still leaves what it measured.
+  echo "  ${results[-1]}" >&2
   local key="$2"
   [ -n "${cell["$key|seen"]:-}" ] || { cases+=("$key"); cell["$key|seen"]=1; }
   if [ "$5" != "-" ]; then cell["$key|$1"]="$5 ($3)"; else cell["$key|$1"]="$3"; fi
