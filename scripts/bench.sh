@@ -4,15 +4,19 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only pool|rebase|overlaps|land|include|proxy]
+#                    [--only core|pool|rebase|overlaps|land|include|proxy]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
-#   --sizes S     the repository sizes; without it (or --quick) rebase runs on 100,000 files
-#                 only and overlaps on 10,000 only, with it they run on every size named
+#   --sizes S     the repository sizes (up to 1000000); without it (or --quick) rebase runs on
+#                 100,000 files only and overlaps on 10,000 only, with it they run on every size
+#                 named. On 1,000,000 files the cases that write a whole checkout per run (bind,
+#                 discard, the pool, rebase, overlaps, land) are skipped, with the reason printed
 #   --cache-mib M size of the ignored build cache that bind --copy-ignored copies (default 64;
 #                 1024 for the 1 GiB case). The work directory is under $TMPDIR: point it at a
 #                 file system with reflink (XFS, btrfs) to measure clones instead of copies
+#   --only core   only bind, discard, capture, run and promote on each size: the per-size
+#                 table (e.g. --only core --sizes "1000 10000 100000 1000000")
 #   --only pool   only the pool's cases (warm bind, recycling discard, --copy-ignored)
 #   --only rebase   only rebase of ten changed files against git cherry-pick (100,000 files)
 #   --only overlaps only overlaps --json over 50 sessions (10,000 files; no raw side)
@@ -23,6 +27,12 @@
 #                   through run --allow-host's proxy (plain HTTP and CONNECT) against curl
 #                   straight to it (throughput ratio, goal >= 0.8), and run --allow-host
 #                   against run (added ms, goal <= 20) (1,000 files; needs curl)
+#
+# Each size's repository is generated once (with git fast-import, no file written) and kept as a
+# bare repository under ${XDG_CACHE_HOME:-~/.cache}/a3s-iso-bench/, named by the generator's
+# version and the size; every invocation clones it (the pack is hard-linked) and checks it out.
+# Remove that directory to reclaim the space (a 1,000,000-file repository: about 94 MB;
+# generating it took 8.5 minutes on 2 busy cores).
 #
 # Uses the a3s-iso on PATH (cargo install --locked --path .), or A3S_ISO_BIN. Needs python3 (to
 # generate repositories and read peak memory).
@@ -40,17 +50,17 @@ while [ $# -gt 0 ]; do
     --sizes) sizes="$2"; sizes_given=1; shift ;;
     --cache-mib) cache_mib="$2"; shift ;;
     --only) only="$2"; shift ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
 done
 case "$only" in
-  ""|pool) ;;
+  ""|pool|core) ;;
   rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
   overlaps|land|include) [ -n "$sizes_given" ] || sizes=10000 ;;
   proxy) [ -n "$sizes_given" ] || sizes=1000 ;;
-  *) echo "unknown case for --only: $only (pool, rebase, overlaps, land, include or proxy)" >&2; exit 2 ;;
+  *) echo "unknown case for --only: $only (core, pool, rebase, overlaps, land, include or proxy)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -63,6 +73,8 @@ command -v python3 >/dev/null || { echo "python3 is needed to generate repositor
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
+# The generated repositories outlive the run (before HOME is pointed into the work directory).
+cache="${XDG_CACHE_HOME:-$HOME/.cache}/a3s-iso-bench"
 
 # git isolated from the machine's configuration, with pinned identities.
 export GIT_CONFIG_GLOBAL=/dev/null GIT_CONFIG_NOSYSTEM=1 HOME="$work/home" XDG_DATA_HOME="$work/home/share"
@@ -76,34 +88,97 @@ ms() { awk -v n="$1" 'BEGIN {printf "%.1f", n/1000000}'; }
 secs() { awk -v n="$1" 'BEGIN {printf "%.3f", n/1000000000}'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN {if (b > 0) printf "%.2f", a/b; else print "-"}'; }
 
-# generate DIR FILES: text files in nested directories plus a few binaries, deterministic.
-generate() {
-  local dir=$1 files=$2
-  mkdir -p "$dir"
-  git -C "$dir" init -q -b main
-  python3 - "$dir" "$files" <<'PY'
-import os, sys, random
-root, n = sys.argv[1], int(sys.argv[2])
+# The generator's version: part of the cached repositories' names, bumped whenever what it
+# generates changes.
+gen_version=2
+
+# cached_repo FILES: the bare repository of FILES generated files (text files in nested
+# directories plus a few binaries, deterministic), generated once into the cache.
+cached_repo() {
+  local files=$1 repo="$cache/v$gen_version-$1.git"
+  if [ ! -d "$repo" ]; then
+    echo "generating $files files into $repo (once)…" >&2
+    mkdir -p "$cache"
+    local tmp="$cache/.building-v$gen_version-$files.$$"
+    rm -rf "$tmp"
+    git init -q --bare -b main "$tmp"
+    python3 - "$files" <<'PY' | git -C "$tmp" fast-import --quiet
+import sys, random
+n = int(sys.argv[1])
 rng = random.Random(42)
+out = sys.stdout.buffer
+paths = []
 for i in range(n):
-    d = os.path.join(root, f"m{i % 37:02d}", f"p{(i // 37) % 53:02d}")
-    os.makedirs(d, exist_ok=True)
+    d = f"m{i % 37:02d}/p{(i // 37) % 53:02d}"
     if i % 500 == 0:
-        with open(os.path.join(d, f"blob{i}.bin"), "wb") as f:
-            f.write(rng.randbytes(4096))
+        data, name = rng.randbytes(4096), f"{d}/blob{i}.bin"
     else:
-        with open(os.path.join(d, f"file{i}.txt"), "w") as f:
-            f.write(f"file {i}\n" + "lorem ipsum dolor sit amet\n" * (1 + i % 7))
+        data = (f"file {i}\n" + "lorem ipsum dolor sit amet\n" * (1 + i % 7)).encode()
+        name = f"{d}/file{i}.txt"
+    out.write(b"blob\nmark :%d\ndata %d\n" % (i + 1, len(data)) + data + b"\n")
+    paths.append(name)
+msg = f"generated {n} files".encode()
+out.write(b"commit refs/heads/main\n")
+out.write(b"author bench <bench@example.com> 1767225600 +0000\n")
+out.write(b"committer bench <bench@example.com> 1767225600 +0000\n")
+out.write(b"data %d\n%s\n" % (len(msg), msg))
+for i, name in enumerate(paths):
+    out.write(b"M 100644 :%d %s\n" % (i + 1, name.encode()))
 PY
-  git -C "$dir" add -A
-  git -C "$dir" commit -q -m "generated $files files"
+    mv "$tmp" "$repo"
+  fi
+  echo "$repo"
+}
+
+# generate DIR FILES: a checkout of the cached repository of FILES files at DIR (a local clone:
+# its pack is hard-linked, only the files are written).
+generate() {
+  local dir=$1 files=$2 repo
+  repo=$(cached_repo "$files")
+  git clone -q --no-checkout "$repo" "$dir"
+  git -C "$dir" remote remove origin
+  git -C "$dir" -c checkout.workers=0 reset -q --hard
   # As after any `git status` a user runs: the index's stat data is fresh, not racy.
   sleep 1
   git -C "$dir" status --porcelain >/dev/null
 }
 
+# huge SIZE: whether SIZE is too large for the cases that write a whole checkout per run.
+huge() { [ "$1" -ge 1000000 ]; }
+
 results=()
-row() { results+=("$(printf '%-9s %-38s %11s %10s %7s' "$@")"); }
+skipped=()
+# The per-size table: each case's ratio (or value) by size, cases in the order first measured.
+declare -A cell
+cases=()
+row() {
+  results+=("$(printf '%-9s %-42s %11s %10s %7s' "$@")")
+  # Each row as it is measured too: a run cut short still leaves what it measured.
+  echo "  ${results[-1]}" >&2
+  local key="$2"
+  [ -n "${cell["$key|seen"]:-}" ] || { cases+=("$key"); cell["$key|seen"]=1; }
+  if [ "$5" != "-" ]; then cell["$key|$1"]="$5 ($3)"; else cell["$key|$1"]="$3"; fi
+}
+# skip SIZE CASE WHY: a case left out on SIZE files, and why.
+skip() { skipped+=("$(printf '%-9s %-42s skipped: %s' "$1" "$2" "$3")"); }
+
+# print_results: the flat table, the per-size table, what was skipped.
+print_results() {
+  printf '%-9s %-42s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
+  printf '%s\n' "${results[@]}"
+  [ ${#skipped[@]} -eq 0 ] || printf '%s\n' "${skipped[@]}"
+  echo
+  local line size c
+  line=$(printf '%-42s' "case (ratio, a3s-iso ms)")
+  for size in $sizes; do line+=$(printf ' | %18s' "$size"); done
+  echo "$line"
+  for c in "${cases[@]}"; do
+    line=$(printf '%-42s' "$c")
+    for size in $sizes; do line+=$(printf ' | %18s' "${cell["$c|$size"]:--}"); done
+    echo "$line"
+  done
+  echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"
+}
 
 # measure SIZE NAME OURS RAW PREP: PREP runs (untimed) before every timed run of either side.
 measure() {
@@ -432,28 +507,9 @@ dirty() {
   mkdir -p "$1/target" && echo out > "$1/target/out"
 }
 
-sandbox=()
-largest=""
-for size in $sizes; do
-  src="$work/r$size/src"
-  echo "generating $size files…" >&2
-  generate "$src" "$size"
-  cd "$src"
-  largest=$size
-  case "$only" in
-    pool) pool_cases "$size"; continue ;;
-    rebase) rebase_case "$size"; continue ;;
-    overlaps) overlaps_case "$size"; continue ;;
-    land) land_case "$size"; continue ;;
-    include) include_case "$size"; continue ;;
-    proxy) proxy_case "$size"; continue ;;
-  esac
-  if [ ${#sandbox[@]} -eq 0 ] && ! { "$bin" bind -q -s probe >/dev/null && "$bin" run -q -s probe -- true; } 2>/dev/null; then
-    echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
-    sandbox=(--no-sandbox)
-  fi
-  "$bin" discard -q -s probe --purge >/dev/null 2>&1 || true
-
+# bind_cases SIZE: bind and discard against git worktree add and remove, and ten binds at once.
+bind_cases() {
+  local size=$1
   echo "bind and discard…" >&2
   n=0
   measure "$size" "bind vs worktree add --detach" \
@@ -465,7 +521,7 @@ for size in $sizes; do
     '"$bin" discard -q -s "b$k"' \
     'git worktree remove --force "../raw$k"' \
     'k=$((k+1)); sync'
-
+  if [ "$only" = core ]; then return; fi
   # Ten agents started at once: their binds run side by side (only git's short registration of
   # each worktree is serialised), so together they take no longer than one after the other.
   echo "10 parallel binds…" >&2
@@ -475,13 +531,24 @@ for size in $sizes; do
     'for i in $(seq 10); do "$bin" bind -q -s "seq$pb-$i" --owner none >/dev/null; done' \
     'for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1 || true; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1 || true; done; pb=$((pb+1)); sync'
   for i in $(seq 10); do "$bin" discard -q --purge -s "par$pb-$i" >/dev/null 2>&1 || true; "$bin" discard -q --purge -s "seq$pb-$i" >/dev/null 2>&1 || true; done
+}
 
+# core_cases SIZE: capture, run (doing nothing, and changing ten files) and promote of a
+# session with ten changed files, against the raw snapshots and git apply.
+core_cases() {
+  local size=$1
   echo "capture, run, promote…" >&2
   "$bin" bind -q -s cap >/dev/null
+  if [ ${#sandbox[@]} -eq 0 ] && ! "$bin" run -q -s cap -- true >/dev/null 2>&1; then
+    echo "(no sandbox on this machine: run is measured with --no-sandbox)" >&2
+    sandbox=(--no-sandbox)
+  fi
   iso="$work/r$size/.src.a3s-isolate-cap"
   admin=$(git -C "$iso" rev-parse --absolute-git-dir)
   base=$(git rev-parse 'HEAD^{tree}')
-  for f in $(git ls-files | awk 'NR % 97 == 1 && n++ < 10'); do echo "changed" >> "$iso/$f"; done
+  local ten
+  ten=$(git ls-files | awk 'NR % 97 == 1 && n++ < 10' | tr '\n' ' ')
+  for f in $ten; do echo "changed" >> "$iso/$f"; done
   tmpidx="$work/tmp-index"
   snap='cp "$admin/index" "$tmpidx" && tree=$(cd "$iso" && GIT_INDEX_FILE="$tmpidx" git add -A && GIT_INDEX_FILE="$tmpidx" git write-tree)'
   measure "$size" "capture (10 files) vs seeded-index floor" \
@@ -496,6 +563,13 @@ for size in $sizes; do
     '"$bin" run -q -s cap "${sandbox[@]}" -- true' \
     "$snap && $snap" \
     'rm -f "$tmpidx"'
+  # A command that changes ten files (an append to each), against the same appends by hand
+  # and one seeded snapshot: what run adds to what the command changed.
+  append="for f in $ten; do echo more >> \"\$f\"; done"
+  measure "$size" "run changing 10 files vs appends+snapshot" \
+    '"$bin" run -q -s cap "${sandbox[@]}" -- sh -c "$append"' \
+    '(cd "$iso" && eval "$append") && '"$snap" \
+    'rm -f "$tmpidx"'
   reset_source='git checkout -q -- . && git clean -fdq && rm -rf .git/a3s-iso/promoted'
   patch="$work/p.patch"
   measure "$size" "promote (10 files) vs floor+apply+sha256" \
@@ -505,15 +579,46 @@ for size in $sizes; do
   eval "$reset_source"
   "$bin" discard -q --purge -s cap >/dev/null
   git worktree prune
+}
+
+sandbox=()
+largest=""
+for size in $sizes; do
+  src="$work/r$size/src"
+  echo "generating $size files…" >&2
+  generate "$src" "$size"
+  cd "$src"
+  case "$only" in
+    pool) pool_cases "$size"; continue ;;
+    rebase) rebase_case "$size"; continue ;;
+    overlaps) overlaps_case "$size"; continue ;;
+    land) land_case "$size"; continue ;;
+    include) include_case "$size"; continue ;;
+    proxy) proxy_case "$size"; continue ;;
+  esac
+  if huge "$size"; then
+    why="each run writes a checkout of $size files (minutes, GBs)"
+    for c in "bind vs worktree add --detach" "discard vs worktree remove --force" \
+      "10 parallel binds vs 10 sequential"; do skip "$size" "$c" "$why"; done
+  else
+    bind_cases "$size"
+  fi
+  core_cases "$size"
+  if huge "$size"; then
+    [ "$only" = core ] || skip "$size" "pool, rebase, overlaps, land" "each writes checkouts of $size files per run"
+    # Its checkout is no longer needed: the space goes back before the next size.
+    cd "$work"; rm -rf "$work/r$size"
+    continue
+  fi
+  if [ "$only" = core ]; then continue; fi
+  largest=$size
   pool_cases "$size"
   if runs_at "$size" 100000; then rebase_case "$size"; fi
   if runs_at "$size" 10000; then overlaps_case "$size"; land_case "$size"; fi
 done
 
-if [ -n "$only" ]; then
-  printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
-  printf '%s\n' "${results[@]}"
-  echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"
+if [ -n "$only" ] || [ -z "$largest" ]; then
+  print_results
   exit 0
 fi
 
@@ -557,6 +662,4 @@ huge_kib=$(own_peak_kib "$bin" promote -q -s huge)
 huge_bytes=$(wc -c < "$(ls -td .git/a3s-iso/artifacts/*/ | head -1)change.patch" 2>/dev/null || echo 0)
 row "$largest" "own peak RSS promote, ${huge_bytes}-byte patch" "$((huge_kib / 1024)) MiB" "-" "-"
 
-printf '%-9s %-38s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
-printf '%s\n' "${results[@]}"
-echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"
+print_results

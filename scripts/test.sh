@@ -14,9 +14,10 @@ cd "$(dirname "$0")/.."
 # tool:package. git, chattr (an unwritable directory even for root), man, the shells whose
 # completion scripts are checked, python3 (servers and pty helpers of tests), setpriv (the
 # sandbox as an unprivileged user), jq (the documentation's examples and the CI step read
-# a3s-iso's JSON with it) and curl (the client the network allowlist's tests run inside).
+# a3s-iso's JSON with it), curl (the client the network allowlist's tests run inside) and
+# strace (what a promote syncs).
 tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
-  setpriv:util-linux jq:jq curl:curl)
+  setpriv:util-linux jq:jq curl:curl strace:strace)
 
 allowed() {
   local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"

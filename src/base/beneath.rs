@@ -22,6 +22,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+/// What a file written by rename is synced for before the call returns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Synced {
+    /// Nothing: a reader sees the old file or the new one, until a crash of the machine.
+    Nothing,
+    /// The new file's contents: after a crash, the old file or the whole new one.
+    Contents,
+    /// Its contents and its directory: after a crash, the new file.
+    ContentsAndName,
+}
+
 /// A directory opened without following a link, and the path it was reached by (for
 /// messages, and for the git commands that are given paths).
 #[derive(Debug)]
@@ -356,7 +367,7 @@ impl Dir {
     /// `bytes`, atomically and durably: a temporary file beside it, synced, then renamed over
     /// it, and the directory synced.
     pub(crate) fn replace(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.via_temp(rel, true, |file| file.write_all(bytes))
+        self.via_temp(rel, Synced::ContentsAndName, |file| file.write_all(bytes))
     }
 
     /// Like [`Dir::replace`], the new file written by `fill`.
@@ -365,7 +376,23 @@ impl Dir {
         rel: &Path,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.via_temp(rel, true, fill)
+        self.via_temp(rel, Synced::ContentsAndName, fill)
+    }
+
+    /// Like [`Dir::replace`] but only the new file's contents are synced, not its directory:
+    /// after a crash `rel` holds the old file (or nothing) or the whole new one, never half of
+    /// one, but the new one may be lost. For reports that nothing is recovered from.
+    pub(crate) fn replace_report(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
+        self.via_temp(rel, Synced::Contents, |file| file.write_all(bytes))
+    }
+
+    /// Like [`Dir::replace_report`], the new file written by `fill`.
+    pub(crate) fn replace_report_with(
+        &self,
+        rel: &Path,
+        fill: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.via_temp(rel, Synced::Contents, fill)
     }
 
     /// Like [`Dir::replace_with`] but nothing is synced: a reader sees the old file or the
@@ -375,20 +402,20 @@ impl Dir {
         rel: &Path,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.via_temp(rel, false, fill)
+        self.via_temp(rel, Synced::Nothing, fill)
     }
 
     /// Like [`Dir::put_with`], the new file holding `bytes`.
     pub(crate) fn put(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.via_temp(rel, false, |file| file.write_all(bytes))
+        self.via_temp(rel, Synced::Nothing, |file| file.write_all(bytes))
     }
 
-    /// A temporary file beside `rel`, written by `fill`, renamed over `rel`; synced with
-    /// its directory when `sync`.
+    /// A temporary file beside `rel`, written by `fill`, renamed over `rel`, and synced as
+    /// `sync` says.
     fn via_temp(
         &self,
         rel: &Path,
-        sync: bool,
+        sync: Synced,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
         let (parent, name) = self.parent(rel)?;
@@ -400,11 +427,11 @@ impl Dir {
         let result = (|| {
             let mut file = at.create_new(tmp, 0o666)?;
             fill(&mut file)?;
-            if sync {
+            if sync != Synced::Nothing {
                 file.sync_all()?;
             }
             rustix::fs::renameat(at.fd(), tmp, at.fd(), name)?;
-            if sync {
+            if sync == Synced::ContentsAndName {
                 rustix::fs::fsync(at.fd())?;
             }
             Ok(())

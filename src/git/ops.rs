@@ -770,6 +770,25 @@ fn names_one_object(rev: &str) -> bool {
         && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+impl Git {
+    /// Every path that differs between the trees `base` and `result`, as `diff-tree -r -z
+    /// --no-renames --full-index` records them (modes, both ids, status, path); `None` when
+    /// git cannot compare them (a tree is not here).
+    pub(crate) fn tree_diff_raw(
+        &self,
+        dir: &Path,
+        base: &str,
+        result: &str,
+    ) -> Result<Option<Vec<u8>>> {
+        let out = self
+            .at(dir)
+            .args(["diff-tree", "-r", "-z", "--no-renames", "--full-index"])
+            .args(["--no-abbrev", "--no-ext-diff", "-O/dev/null", base, result])
+            .output()?;
+        Ok((out.exit_code == Some(0)).then_some(out.stdout))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::git::ops::*;

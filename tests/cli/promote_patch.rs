@@ -348,6 +348,67 @@ fn every_kind_of_change_lands_exactly() {
     );
 }
 
+/// A path that changes type is two sections of the patch (a removal and an addition): it
+/// lands exactly, a file becoming a link and a file becoming a directory.
+#[test]
+fn paths_that_change_type_land_exactly() {
+    let fx = Fixture::new();
+    fx.write("link", "a file first\n");
+    fx.write("dir", "a file first\n");
+    fx.commit_all("to change type");
+    fx.bind("t");
+    let iso = fx.isolation("t");
+    std::fs::remove_file(iso.join("link")).unwrap();
+    std::os::unix::fs::symlink("README.md", iso.join("link")).unwrap();
+    std::fs::remove_file(iso.join("dir")).unwrap();
+    std::fs::create_dir(iso.join("dir")).unwrap();
+    std::fs::write(iso.join("dir/inner.txt"), "inside\n").unwrap();
+    std::fs::write(iso.join("README.md"), "changed too\n").unwrap();
+    let (_, captured) = fx.json(&["capture", "-s", "t"]);
+    let (code, doc) = promote(&fx, &["-s", "t"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    let result = captured["result_tree"].as_str().unwrap();
+    assert_eq!(worktree_tree(&fx), result.trim_start_matches("git-tree:"));
+    assert_eq!(
+        std::fs::read_link(fx.src.join("link")).unwrap(),
+        std::path::Path::new("README.md")
+    );
+    assert_eq!(
+        std::fs::read(fx.src.join("dir/inner.txt")).unwrap(),
+        b"inside\n"
+    );
+    assert_eq!(
+        std::fs::read(fx.src.join("README.md")).unwrap(),
+        b"changed too\n"
+    );
+}
+
+/// With `core.filemode=false` git does not see the executable bit the user set on a file; a
+/// session's change to that file lands with the bit still set, as git apply leaves it.
+#[test]
+fn an_executable_bit_git_ignores_stays_where_a_change_lands() {
+    let fx = Fixture::new();
+    fx.git(&fx.src, &["config", "core.filemode", "false"]);
+    fx.bind("x");
+    let file = fx.src.join("README.md");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+    std::fs::write(fx.isolation("x").join("README.md"), "hello again\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "x"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"hello again\n");
+    let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+    assert_eq!(mode & 0o111, 0o111, "{mode:o}");
+}
+
 /// A SIGKILL between writing the checkout and the journal: the intent says what landed, so the
 /// next promote completes the journal from it (never from whether the patch applies in
 /// reverse) and is idempotent.

@@ -1,5 +1,11 @@
 //! The artifacts of a promote: the patch exactly as applied and `summary.json`, written before
 //! anything is applied (as `planned`) and rewritten with the final outcome.
+//!
+//! They are reports, not records: nothing is recovered from them (the intent and the journal
+//! are fsynced with their directories; `--reapply` checks a stored patch against its digest
+//! and makes it again from the recorded trees when it is gone). So each is written whole by
+//! rename with its contents synced, never half of one after a crash, but its directory is not
+//! synced: a crash of the machine may leave the earlier summary, or no artifact at all.
 
 use std::path::{Path, PathBuf};
 
@@ -60,7 +66,7 @@ impl Artifacts {
             .ctx(|| format!("cannot read {}", patch.file.path().display()))?;
         artifacts
             .handle
-            .replace_with(Path::new("change.patch"), |file| {
+            .replace_report_with(Path::new("change.patch"), |file| {
                 std::io::copy(&mut source, file).map(|_| ())
             })
             .ctx(|| format!("cannot write {}", artifacts.patch.display()))?;
@@ -74,7 +80,7 @@ impl Artifacts {
     pub(crate) fn summarise(&self, out: &PromoteOutcome) -> Result<()> {
         let bytes = record_bytes(crate::ops::promote::outcome::SCHEMA, out)?;
         self.handle
-            .replace(Path::new("summary.json"), &bytes)
+            .replace_report(Path::new("summary.json"), &bytes)
             .ctx(|| format!("cannot write {}", self.dir.join("summary.json").display()))
     }
 }

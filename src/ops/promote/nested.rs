@@ -303,6 +303,7 @@ fn candidate_of(
         snapshot: None,
         nested_path: Some(path.clone()),
         alternate_objects: Some(located.repo.common_dir.join("objects")),
+        made_from_trees: false,
     }))
 }
 

@@ -77,6 +77,9 @@ pub(crate) struct Candidate {
     /// An object directory the checks may read trees from besides the checkout's own (a
     /// nested repository's last step, pinned in the superproject's store).
     pub(crate) alternate_objects: Option<std::path::PathBuf>,
+    /// The patch is the diff of `base_tree` and `result_tree` that this promote made itself
+    /// (a session's fresh capture), so both trees are here and say what every path becomes.
+    pub(crate) made_from_trees: bool,
 }
 
 impl Candidate {
@@ -97,6 +100,7 @@ impl Candidate {
             snapshot: None,
             nested_path: None,
             alternate_objects: None,
+            made_from_trees: false,
         }
     }
 
@@ -228,6 +232,7 @@ impl Candidate {
             nested_sets: nested.captured,
             submodule_objects: nested.objects,
             previous,
+            made_from_trees: true,
         })
     }
 

@@ -15,7 +15,8 @@ use crate::ops::promote::journal::{Landed, journal, landed_before};
 use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome, Reason};
 use crate::recovery::intent::{
-    self, Changes, Checkout, Intent, PatchPlan, PathState, Planned, RepoPath, Side,
+    self, Changes, Checkout, Entry, Intent, PatchPlan, PathChange, PathState, Planned, RepoPath,
+    Side,
 };
 use crate::store::state::Landing;
 use crate::workspace::context::{Context, Located};
@@ -122,7 +123,7 @@ fn still_landed(
     let touched = touched_paths(ctx, source, patch_file)?;
     let checkout = Checkout::open(&ctx.git, source)?;
     let states = checkout.states(&touched, true)?;
-    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+    if already_present(ctx, &checkout, candidate, (&touched, None), &states)? {
         return Ok(true);
     }
     Ok(ctx.git.apply_check(source, patch_file, true)?.is_ok())
@@ -264,7 +265,11 @@ pub(crate) fn check(
     source: &Path,
     patch_file: &Path,
 ) -> Result<Check> {
-    let touched = touched_paths(ctx, source, patch_file)?;
+    let known = known_changes(ctx, candidate, source)?;
+    let touched = match &known {
+        Some(changes) => changes.iter().map(|c| c.path.clone()).collect(),
+        None => touched_paths(ctx, source, patch_file)?,
+    };
     // A path git apply would refuse (outside the repository, or in `.git`) is refused before
     // any other git is asked about it.
     let unsafe_paths: Vec<RepoPath> = touched
@@ -279,27 +284,13 @@ pub(crate) fn check(
         ));
     }
     let checkout = Checkout::open(&ctx.git, source)?;
-    let states = checkout.states(&touched, true)?;
-    if already_present(ctx, &checkout, candidate, &touched, &states)? {
+    let (states, overlap) = read_touched(&checkout, located, candidate, &touched)?;
+    let posts = known
+        .as_ref()
+        .map(|changes| changes.iter().map(|c| c.post.clone()).collect::<Vec<_>>());
+    if already_present(ctx, &checkout, candidate, (&touched, posts), &states)? {
         return Ok(Check::Present(touched.clone()));
     }
-    // The source's uncommitted work must not meet the patch: any touched path whose current
-    // state differs from the change set's base is a conflict, even where git could merge it
-    // (and where it could not, this names the paths).
-    let scratch = located.store.scratch_dir();
-    let overlap = match &candidate.base_tree {
-        // The base is a carried WIP snapshot, or what the last step left as uncommitted
-        // changes: compare the checkout with it.
-        Some(base)
-            if candidate.previous.is_some()
-                || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
-        {
-            let alternate = candidate.alternate_objects.as_deref();
-            crate::model::wip::changed_since(&ctx.git, source, base, &touched, &scratch, alternate)?
-        }
-        // The base is HEAD's tree: anything uncommitted at a touched path collides.
-        _ => uncommitted_among(ctx, source, &touched)?,
-    };
     if !overlap.is_empty() {
         return Ok(Check::MeetsWip(overlap));
     }
@@ -307,24 +298,112 @@ pub(crate) fn check(
     if !outside.is_empty() {
         return Ok(Check::DoesNotApply(OUTSIDE_SPARSE.into(), outside));
     }
-    if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
-        let paths = failing_paths(&detail, &touched);
-        return Ok(Check::DoesNotApply(detail, paths));
-    }
-    Ok(
-        match intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)? {
-            Planned::Plan(plan) => {
-                match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
-                    Ok(()) => Check::Applies(plan),
-                    Err((paths, detail)) => Check::Gitlinks(paths, detail),
-                }
-            }
-            Planned::DoesNotApply(detail) => {
+    let scratch = located.store.scratch_dir();
+    let planned = match known {
+        // Every touched path holds exactly what the change set starts from: the patch applies
+        // by construction and its result is the result tree's, so git has nothing to decide.
+        Some(changes)
+            if changes
+                .iter()
+                .zip(&states)
+                .all(|(c, state)| holds_exactly(state, c.pre.as_ref())) =>
+        {
+            Planned::Plan(intent::plan_of_changes(source, changes))
+        }
+        _ => {
+            if let Err(detail) = ctx.git.apply_check(source, patch_file, false)? {
                 let paths = failing_paths(&detail, &touched);
-                Check::DoesNotApply(detail, paths)
+                return Ok(Check::DoesNotApply(detail, paths));
             }
+            intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)?
+        }
+    };
+    Ok(match planned {
+        Planned::Plan(plan) => match prepare_bumps(&ctx.git, located, candidate, source, &plan)? {
+            Ok(()) => Check::Applies(plan),
+            Err((paths, detail)) => Check::Gitlinks(paths, detail),
         },
-    )
+        Planned::DoesNotApply(detail) => {
+            let paths = failing_paths(&detail, &touched);
+            Check::DoesNotApply(detail, paths)
+        }
+    })
+}
+
+/// What each touched path holds now (hashed, and stored as a possible pre-image), and which
+/// of them hold uncommitted work: two independent readings, each its own git, side by side.
+fn read_touched(
+    checkout: &Checkout<'_>,
+    located: &Located,
+    candidate: &Candidate,
+    touched: &[RepoPath],
+) -> Result<(Vec<PathState>, Vec<RepoPath>)> {
+    let source = checkout.top;
+    std::thread::scope(|scope| {
+        let overlap =
+            scope.spawn(|| overlap_with_wip(checkout.git, located, candidate, source, touched));
+        let states = checkout.states(touched, true);
+        let overlap = overlap.join().unwrap_or_else(|_| {
+            Err(crate::base::error::Error::internal(
+                "the WIP check panicked",
+            ))
+        });
+        Ok((states?, overlap?))
+    })
+}
+
+/// For a change set this promote made from two trees: every path it changes, with both images
+/// (one `diff-tree`). `None` otherwise, or when that does not account for every section of the
+/// patch (a path whose type changes is two): then git apply reads the patch.
+fn known_changes(
+    ctx: &Context,
+    candidate: &Candidate,
+    source: &Path,
+) -> Result<Option<Vec<PathChange>>> {
+    let (true, Some(base), Some(result)) = (
+        candidate.made_from_trees,
+        &candidate.base_tree,
+        &candidate.result_tree,
+    ) else {
+        return Ok(None);
+    };
+    Ok(intent::tree_changes(&ctx.git, source, base, result)?
+        .filter(|changes| changes.len() as u64 == candidate.patch.files_changed))
+}
+
+/// Whether a path holds exactly `want`: the same blob and the same mode (`None`: absent).
+fn holds_exactly(state: &PathState, want: Option<&Entry>) -> bool {
+    match (state, want) {
+        (PathState::Absent, None) => true,
+        (PathState::Held(have), Some(want)) => have == want,
+        _ => false,
+    }
+}
+
+/// The touched paths where the source's uncommitted work is: any whose current state differs
+/// from the change set's base is a conflict, even where git could merge it (and where it could
+/// not, this names the paths).
+fn overlap_with_wip(
+    git: &crate::git::Git,
+    located: &Located,
+    candidate: &Candidate,
+    source: &Path,
+    touched: &[RepoPath],
+) -> Result<Vec<RepoPath>> {
+    match &candidate.base_tree {
+        // The base is a carried WIP snapshot, or what the last step left as uncommitted
+        // changes: compare the checkout with it.
+        Some(base)
+            if candidate.previous.is_some()
+                || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
+        {
+            let alternate = candidate.alternate_objects.as_deref();
+            let scratch = located.store.scratch_dir();
+            crate::model::wip::changed_since(git, source, base, touched, &scratch, alternate)
+        }
+        // The base is HEAD's tree: anything uncommitted at a touched path collides.
+        _ => uncommitted_among(git, source, touched),
+    }
 }
 
 /// Why a change set that changes files the sparse checkout leaves out does not land.
@@ -370,12 +449,13 @@ fn failing_paths(detail: &str, touched: &[RepoPath]) -> Vec<RepoPath> {
 }
 
 /// Whether every touched path already holds the change set's result (the session's snapshot,
-/// or a document's result tree when this repository has it): decided from blob ids.
+/// or a document's result tree when this repository has it): decided from blob ids. `posts`:
+/// the result's images of the touched paths, when already known.
 fn already_present(
     ctx: &Context,
     checkout: &Checkout<'_>,
     candidate: &Candidate,
-    touched: &[RepoPath],
+    (touched, posts): (&[RepoPath], Option<Vec<Option<Entry>>>),
     states: &[PathState],
 ) -> Result<bool> {
     let Some(tree) = &candidate.result_tree else {
@@ -385,8 +465,12 @@ fn already_present(
         return Ok(false);
     }
     // A document's result tree may not be in this repository: then nothing can be told.
-    let Some(result) = intent::tree_images(&ctx.git, checkout.top, tree, touched)? else {
-        return Ok(false);
+    let result = match posts {
+        Some(posts) => posts,
+        None => match intent::tree_images(&ctx.git, checkout.top, tree, touched)? {
+            Some(result) => result,
+            None => return Ok(false),
+        },
     };
     Ok(states
         .iter()
@@ -551,13 +635,15 @@ fn is_plain_path(path: &RepoPath) -> bool {
 }
 
 /// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(ctx: &Context, source: &Path, paths: &[RepoPath]) -> Result<Vec<RepoPath>> {
+fn uncommitted_among(
+    git: &crate::git::Git,
+    source: &Path,
+    paths: &[RepoPath],
+) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());
     }
-    let out = ctx
-        .git
-        .status_of(source, Untracked::All, paths.iter().map(RepoPath::as_os))?;
+    let out = git.status_of(source, Untracked::All, paths.iter().map(RepoPath::as_os))?;
     Ok(split_nul(&out)
         .filter(|record| record.len() > 3)
         .map(|record| RepoPath(record[3..].to_vec()))

@@ -74,6 +74,52 @@ pub(crate) fn plan_patch(
     }))
 }
 
+/// The plan of a change set whose every touched path holds its pre-image exactly: nothing for
+/// git to apply, the post-images are already known (the change set's result tree).
+pub(crate) fn plan_of_changes(top: &Path, changes: Vec<PathChange>) -> PatchPlan {
+    PatchPlan {
+        created_dirs: created_dirs(top, &changes),
+        paths: changes,
+    }
+}
+
+/// Every path that differs between the trees `base` and `result`, with both images, read with
+/// one `diff-tree` (no renames: a path is one record). `None` when a tree is not here.
+pub(crate) fn tree_changes(
+    git: &Git,
+    top: &Path,
+    base: &str,
+    result: &str,
+) -> Result<Option<Vec<PathChange>>> {
+    let Some(raw) = git.tree_diff_raw(top, base, result)? else {
+        return Ok(None);
+    };
+    // Records: ":<old mode> <new mode> <old id> <new id> <status>\0<path>\0".
+    let mut changes = Vec::new();
+    let mut fields = split_nul(&raw);
+    while let Some(meta) = fields.next() {
+        let meta = String::from_utf8_lossy(meta);
+        let words: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        let (Some(path), [old_mode, new_mode, old_id, new_id, _status]) =
+            (fields.next(), words.as_slice())
+        else {
+            return Ok(None);
+        };
+        let image = |mode: &str, oid: &str| {
+            (mode != "000000").then(|| Entry {
+                mode: mode.into(),
+                oid: oid.into(),
+            })
+        };
+        changes.push(PathChange {
+            path: RepoPath(path.to_vec()),
+            pre: image(old_mode, old_id),
+            post: image(new_mode, new_id),
+        });
+    }
+    Ok(Some(changes))
+}
+
 /// `ls-files -s -z` records: path → entry.
 fn entries(listed: &[u8]) -> BTreeMap<Vec<u8>, Entry> {
     let mut out = BTreeMap::new();

@@ -23,9 +23,11 @@ mod recover;
 mod stash;
 
 pub(crate) use crate::recovery::intent::checkout::{Checkout, PathState, Side};
-pub(crate) use crate::recovery::intent::images::{Planned, plan_patch, tree_images};
+pub(crate) use crate::recovery::intent::images::{
+    Planned, plan_of_changes, plan_patch, tree_changes, tree_images,
+};
 pub(crate) use crate::recovery::intent::record::{
-    BranchPlan, Changes, Intent, PatchPlan, RepoPath, SCHEMA, tag,
+    BranchPlan, Changes, Entry, Intent, PatchPlan, PathChange, RepoPath, SCHEMA, tag,
 };
 pub(crate) use crate::recovery::intent::record::{load, pending, remove, save};
 pub(crate) use crate::recovery::intent::recover::{blocking, recover};
