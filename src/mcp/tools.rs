@@ -215,7 +215,7 @@ impl Answer {
 
     /// The error document of a failure (`a3s-iso.error.v1`).
     pub fn error(err: &Error) -> Answer {
-        let body = json!({ "error": crate::front::errors::document(&err) });
+        let body = json!({ "error": crate::front::errors::document(err) });
         let document = Document {
             schema: "a3s-iso.error.v1",
             body: &body,
