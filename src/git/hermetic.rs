@@ -198,6 +198,11 @@ impl HermeticGit {
         &self.tree
     }
 
+    /// The repository's common dir, where its objects are.
+    pub(super) fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
     /// A git command on the tree, run in it, with every location set.
     pub(super) fn cmd(&self) -> GitCmd<'_> {
         let cmd = self

@@ -31,8 +31,11 @@ fn generated_source(fx: &Fixture, rng: &mut Rng) {
     fx.git(&fx.src, &["commit", "-q", "-m", "generated"]);
 }
 
-/// Changes of every kind the layer must carry, as one shell script.
-const CHANGES: &str = "set -e
+/// Changes of every kind the layer must carry, as shell scripts run one after the other: the
+/// first two leave the root's `.gitignore` alone (the layer's paths edit the last tree), the
+/// last changes it (every path is staged again).
+const CHANGES: [&str; 3] = [
+    "set -e
 rm g0/h0/f*.txt 2>/dev/null || true
 mv g1 g1-renamed
 chmod +x g2/h1/f*.txt 2>/dev/null || true
@@ -46,11 +49,26 @@ mkdir g3 && echo again > g3/replaced.txt
 echo 'more' >> g0/kept.log
 echo 'skipped' > debug.log
 mkdir -p build && echo out > build/artifact
-printf '*.log\\n' > .gitignore
 printf 'secret*\\n' > g2/.gitignore
 echo hidden > g2/secret.txt
 echo shown > g2/shown.txt
-";
+",
+    "set -e
+echo again >> fresh/deep/file
+rm fresh/bin
+rm -r g1-renamed/h0 2>/dev/null || true
+rm g3/replaced.txt && echo file > g3-file && rmdir g3 && mv g3-file g3
+rm blob.bin && mkdir blob.bin && echo inside > blob.bin/now-a-dir
+mkdir -p a/b/c/d && echo deep > a/b/c/d/e
+chmod +x fresh/deep/file
+rm g2/.gitignore
+",
+    "set -e
+printf '*.log\\n' > .gitignore
+echo 'kept now' > build/artifact2
+echo last >> fresh/deep/file
+",
+];
 
 /// The stored change-set document of a run.
 fn stored_doc(fx: &Fixture, session: &str, run: &str) -> Value {
@@ -113,26 +131,18 @@ fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
         // The first run's full snapshot is what later runs' layers start from.
         run_script(&fx, session, "true", true);
     }
-    let (fast, fast_calls) = run_script(&fx, "fast", CHANGES, false);
-    let (full, full_calls) = run_script(&fx, "full", CHANGES, true);
-    assert!(
-        !adds_all(&fast_calls),
-        "the fast path snapshots nothing whole: {fast_calls:#?}"
-    );
-    assert!(adds_all(&full_calls), "{full_calls:#?}");
-    for field in ["base_tree", "result_tree", "change_set"] {
-        assert_eq!(fast[field], full[field], "{field}: {fast} / {full}");
-    }
-    let docs = [("fast", &fast), ("full", &full)]
-        .map(|(s, doc)| stored_doc(&fx, s, doc["run_id"].as_str().unwrap()));
-    for field in [
-        "base_tree",
-        "result_tree",
-        "patch_digest",
-        "patch_bytes",
-        "patch_base64",
-    ] {
-        assert_eq!(docs[0][field], docs[1][field], "{field}");
+    for (step, changes) in CHANGES.iter().enumerate() {
+        let (fast, fast_calls) = run_script(&fx, "fast", changes, false);
+        let (full, full_calls) = run_script(&fx, "full", changes, true);
+        assert!(
+            !adds_all(&fast_calls),
+            "the fast path snapshots nothing whole: {fast_calls:#?}"
+        );
+        assert!(adds_all(&full_calls), "{full_calls:#?}");
+        // Until the root's ignore rules change, only the trees above the paths are written.
+        let edits = fast_calls.iter().any(|c| c.contains(" mktree "));
+        assert_eq!(edits, step < 2, "step {step}: {fast_calls:#?}");
+        same_documents(&fx, &fast, &full);
     }
     // Both isolations hold the same bytes, and the layer's directory is gone.
     let listings = ["fast", "full"].map(|s| {
@@ -149,6 +159,24 @@ fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
         "{:?}",
         std::fs::read_dir(&layers).map(|d| d.count())
     );
+}
+
+/// The two runs' outputs and stored documents say the same, byte for byte.
+fn same_documents(fx: &Fixture, fast: &Value, full: &Value) {
+    for field in ["base_tree", "result_tree", "change_set"] {
+        assert_eq!(fast[field], full[field], "{field}: {fast} / {full}");
+    }
+    let docs = [("fast", fast), ("full", full)]
+        .map(|(s, doc)| stored_doc(fx, s, doc["run_id"].as_str().unwrap()));
+    for field in [
+        "base_tree",
+        "result_tree",
+        "patch_digest",
+        "patch_bytes",
+        "patch_base64",
+    ] {
+        assert_eq!(docs[0][field], docs[1][field], "{field}");
+    }
 }
 
 /// The blob `path` has in `tree`, as text.
@@ -198,6 +226,37 @@ fn capture_holds_an_edit_made_outside_any_run_between_two_runs() {
     ] {
         assert_eq!(blob(&fx, captured, file), text);
     }
+}
+
+#[test]
+fn a_run_on_the_full_path_after_layered_runs_starts_from_the_last_result() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("kept.txt", "kept\n");
+    fx.commit_all("kept");
+    fx.bind("mixed");
+    run_script(&fx, "mixed", "true", true);
+    let (first, _) = run_script(&fx, "mixed", "echo one > one.txt", false);
+    let (second, calls) = run_script(&fx, "mixed", "echo two >> kept.txt", false);
+    assert!(calls.iter().any(|c| c.contains(" mktree ")), "{calls:#?}");
+    assert_eq!(second["base_tree"], first["result_tree"]);
+    // A directory named `.git` sends the run to the full path; its base is still the last
+    // run's result, so its change set holds only what it did.
+    let (third, calls) = run_script(
+        &fx,
+        "mixed",
+        "mkdir -p n/.git && echo three > three.txt",
+        false,
+    );
+    assert!(adds_all(&calls), "{calls:#?}");
+    assert_eq!(third["base_tree"], second["result_tree"]);
+    let result = third["result_tree"].as_str().unwrap();
+    assert_eq!(blob(&fx, result, "three.txt"), "three");
+    assert_eq!(blob(&fx, result, "one.txt"), "one");
+    assert_eq!(blob(&fx, result, "kept.txt"), "kept\ntwo");
+    assert_eq!(third["change_set"]["files_changed"], 1, "{third}");
 }
 
 /// Waits until nothing of a killed run (whose command line holds `marker`) is left.

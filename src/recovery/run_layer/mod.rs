@@ -3,15 +3,19 @@
 //! isolation's file system), so that afterwards the layer lists exactly what it created,
 //! changed or deleted. The run's change set comes from those paths alone:
 //!
-//! - its base is the isolation's last snapshot (a3s-iso's own index of it) with each path the
-//!   run touched taken as the tree had it before the merge;
-//! - its result is that index with the same paths taken after the merge, which moves the
-//!   layer down into the tree (renames; whiteouts delete; opaque directories replace).
+//! - its base is the isolation's last tree (the tree of its last full snapshot, or the result
+//!   of the last run since, noted beside a3s-iso's own index of it) with each path the run
+//!   touched taken as the tree had it before the merge;
+//! - its result is that tree with the same paths taken after the merge, which moves the layer
+//!   down into the tree (renames; whiteouts delete; opaque directories replace).
 //!
 //! Both are staged as `git add -A` would stage those paths (ignored files left out, tracked
-//! ones kept), a changed `.gitignore` naming its whole directory. Edits made outside any run
-//! are not the run's: a path the run did not touch keeps its entry of the last snapshot, whose
-//! stat data still differ from the file, so the next full snapshot (`capture`) sees them.
+//! ones kept), a changed `.gitignore` naming its whole directory, into an index of those paths
+//! alone; the trees are then the last tree with those paths replaced (`git::TreeEdit`), so
+//! nothing of the size of the repository is read. Edits made outside any run are not the
+//! run's: a path the run did not touch keeps its entry of the last tree, and the next full
+//! snapshot (`capture`) sees them, since a3s-iso's own index still holds the stat data of the
+//! last full snapshot. A changed root `.gitignore` stages every path of that index instead.
 //!
 //! The merge is recorded first (`pending`, [`crate::recovery::pending::TreeMove::MergeRun`], written before
 //! the command starts), so whatever ends `run` after the command wrote, the next command
@@ -38,8 +42,10 @@ pub const FORCE_FULL: &str = "A3S_ISO_TEST_FULL_RUN";
 /// A run's layer over its isolation, made (and its merge recorded) before the command.
 pub(crate) struct RunLayer {
     intent: MergeRun,
-    /// a3s-iso's own index of the isolation: the last snapshot.
+    /// a3s-iso's own index of the isolation, as its last full snapshot left it.
     seed: PathBuf,
+    /// The isolation's last tree: its last full snapshot's, or the last run's result since.
+    tree: String,
 }
 
 impl RunLayer {
@@ -78,9 +84,12 @@ pub(crate) fn prepare(
 ) -> Result<Option<RunLayer>> {
     let store = &located.store;
     let seed = store.seed_index_path(&isolation.admin);
-    if forced_full() || !provable(located, isolation, spec, session_id) || !plain_seed(&seed)? {
+    let last = snapshot::noted_tree(&seed);
+    let Some(tree) =
+        last.filter(|_| !forced_full() && provable(located, isolation, spec, session_id))
+    else {
         return Ok(None);
-    }
+    };
     let layer = store.run_layer_dir(session_id, run_id);
     let _ = merge::remove_layer(&layer);
     for dir in ["upper", "work"] {
@@ -97,7 +106,7 @@ pub(crate) fn prepare(
         layer,
     };
     crate::recovery::pending::save(store, &TreeMove::MergeRun(intent.clone()))?;
-    Ok(Some(RunLayer { intent, seed }))
+    Ok(Some(RunLayer { intent, seed, tree }))
 }
 
 /// What the fast path needs of the session and the sandbox, checked without reading the tree.
@@ -123,11 +132,12 @@ fn flat_marker(seed: &Path) -> PathBuf {
     seed.with_extension("flat")
 }
 
-/// Records, after a full snapshot of an isolation, whether it found nothing nested (the fast
-/// path needs that). Best effort: without the mark, runs take the full path.
+/// Records, after a full snapshot of an isolation, whether it found nothing nested and left a
+/// plain index (the fast path needs both). Best effort: without the mark, runs take the full
+/// path.
 pub(crate) fn note_full_snapshot(seed: &Path, flat: bool) {
     let marker = flat_marker(seed);
-    match flat {
+    match flat && plain_seed(seed).unwrap_or(false) {
         true if !marker.is_file() => drop(std::fs::write(&marker, b"")),
         true => {}
         false => drop(std::fs::remove_file(&marker)),
@@ -158,7 +168,7 @@ fn same_file_system(a: &Path, b: &Path) -> bool {
 }
 
 /// After the command: the run's base and result from what its layer holds, the layer merged
-/// into the tree between the two, and a3s-iso's index of the isolation left at the result.
+/// into the tree between the two, and the isolation's last tree noted at the result.
 pub(crate) fn finish(
     git: &crate::git::Git,
     located: &Located,
@@ -172,22 +182,11 @@ pub(crate) fn finish(
         false => merge::Changes::default(),
     };
     let unchanged = took && changes.paths.is_empty() && !changes.everything;
-    if let Some(tree) = snapshot::noted_tree(&layer.seed).filter(|_| unchanged) {
-        // Nothing changed: the last snapshot is both, and its index stays as it is.
-        complete(&located.store, &layer.intent)?;
-        return Ok(Finished::Fast {
-            base: tree.clone(),
-            result: flat_snapshot(tree),
-        });
-    }
-    let scratch = located.store.scratch_dir();
-    let index = TempFile::new(&scratch, "index")?;
-    snapshot::copy_index(&layer.seed, index.path())?;
-    let wt = isolation.git(git, &scratch)?;
     if !took || changes.nested || unchanged {
-        let base = snapshot::write_tree(&wt, index.path())?;
         complete(&located.store, &layer.intent)?;
+        let base = layer.tree;
         return Ok(match unchanged {
+            // Nothing changed: the last tree is both.
             true => Finished::Fast {
                 base: base.clone(),
                 result: flat_snapshot(base),
@@ -195,13 +194,80 @@ pub(crate) fn finish(
             false => Finished::Full { base },
         });
     }
-    let paths = (!changes.everything).then_some(changes.paths.as_slice());
-    snapshot::stage_paths(&wt, index.path(), paths)?;
-    let base = snapshot::write_tree(&wt, index.path())?;
+    let scratch = located.store.scratch_dir();
+    let wt = isolation.git(git, &scratch)?;
+    match changes.everything {
+        true => restage_whole(&wt, located, &layer),
+        false => edit_last_tree(git, &wt, located, &layer, &changes.paths),
+    }
+}
+
+/// The run's trees as the last tree with the paths it touched staged again, before and after
+/// the merge: only the trees above those paths are read, whatever the repository holds.
+fn edit_last_tree(
+    git: &crate::git::Git,
+    wt: &crate::git::HermeticGit,
+    located: &Located,
+    layer: &RunLayer,
+    paths: &[PathBuf],
+) -> Result<Finished> {
+    use std::os::unix::ffi::OsStrExt;
+    let replaced: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| p.as_os_str().as_bytes().to_vec())
+        .collect();
+    let listing = wt.listing_under(&layer.tree, &replaced)?;
+    if listing.has_gitlink() {
+        complete(&located.store, &layer.intent)?;
+        return Ok(Finished::Full {
+            base: layer.tree.clone(),
+        });
+    }
+    let index = TempFile::new(&located.store.scratch_dir(), "index")?;
+    let on_index = wt.on_snapshot_index_literal(index.path());
+    if !listing.entries.is_empty() {
+        on_index.index_info(listing.index_info())?;
+    }
+    let staged = || -> Result<Vec<_>> {
+        snapshot::stage_paths(wt, index.path(), Some(paths))?;
+        crate::git::parse_staged(&on_index.staged_entries()?)
+            .ok_or_else(|| Error::internal("cannot read git ls-files --stage"))
+    };
+    let before = staged()?;
     crate::fault_point!("run-layer-before-merge");
     complete(&located.store, &layer.intent)?;
-    snapshot::stage_paths(&wt, index.path(), paths)?;
-    let tree = snapshot::write_tree(&wt, index.path())?;
+    let after = staged()?;
+    let edit = |staged| crate::git::TreeEdit {
+        root: &layer.tree,
+        replaced: &replaced,
+        staged,
+    };
+    let trees = wt.write_edits(git, &listing, &[edit(&before), edit(&after)])?;
+    let [base, result] =
+        <[String; 2]>::try_from(trees).map_err(|_| Error::internal("two trees were asked for"))?;
+    snapshot::note_tree(&layer.seed, &result);
+    Ok(Finished::Fast {
+        base,
+        result: flat_snapshot(result),
+    })
+}
+
+/// The run's trees when the root's `.gitignore` changed (any path may be ignored otherwise
+/// now): a3s-iso's index of the isolation with every path staged before and after the merge,
+/// then kept as its index.
+fn restage_whole(
+    wt: &crate::git::HermeticGit,
+    located: &Located,
+    layer: &RunLayer,
+) -> Result<Finished> {
+    let index = TempFile::new(&located.store.scratch_dir(), "index")?;
+    snapshot::copy_index(&layer.seed, index.path())?;
+    snapshot::stage_paths(wt, index.path(), None)?;
+    let base = snapshot::write_tree(wt, index.path())?;
+    crate::fault_point!("run-layer-before-merge");
+    complete(&located.store, &layer.intent)?;
+    snapshot::stage_paths(wt, index.path(), None)?;
+    let tree = snapshot::write_tree(wt, index.path())?;
     std::fs::rename(index.path(), &layer.seed)
         .ctx(|| format!("cannot keep {}", layer.seed.display()))?;
     snapshot::note_tree(&layer.seed, &tree);
