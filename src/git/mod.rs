@@ -32,4 +32,4 @@ pub use crate::git::runner::Git;
 pub(crate) use crate::git::runner::{REPO_SELECTING_VARS, split_nul};
 pub(crate) use crate::git::stash::{Identity, TOKEN_VAR};
 pub(crate) use crate::git::submodule::{Gitlink, LocalClone, file_url, module_paths};
-pub(crate) use crate::git::tree_edit::{TreeEdit, parse_staged};
+pub(crate) use crate::git::tree_edit::TreeEdit;

@@ -20,14 +20,9 @@ const TREE_MODE: u32 = 0o40000;
 /// A gitlink's mode.
 const GITLINK_MODE: u32 = 0o160000;
 
-/// One entry as an index or a tree holds it: a mode and an object id (hex), at `path`
+/// One entry as an index or a tree holds it: a mode and an object id (hex), at a path
 /// (relative to the root for an index entry, a single name inside a tree).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub mode: u32,
-    pub id: String,
-    pub path: Vec<u8>,
-}
+pub(crate) use crate::base::indexfile::Staged as Entry;
 
 impl Entry {
     fn is_tree(&self) -> bool {
@@ -98,23 +93,6 @@ fn parse_listing(out: &[u8]) -> Option<Listing> {
         }
     }
     Some(listing)
-}
-
-/// Parses `<mode> <id> <stage>\t<path>` records, NUL-separated (`ls-files -s -z`).
-pub(crate) fn parse_staged(out: &[u8]) -> Option<Vec<Entry>> {
-    split_nul(out)
-        .map(|record| {
-            let tab = record.iter().position(|b| *b == b'\t')?;
-            let head = std::str::from_utf8(&record[..tab]).ok()?;
-            let mut fields = head.split(' ');
-            let (mode, id) = (fields.next()?, fields.next()?);
-            Some(Entry {
-                mode: u32::from_str_radix(mode, 8).ok()?,
-                id: id.to_string(),
-                path: record[tab + 1..].to_vec(),
-            })
-        })
-        .collect()
 }
 
 /// Parses a tree object's content: `<mode> <name>\0<raw id>` each.

@@ -230,8 +230,9 @@ fn edit_last_tree(
     }
     let staged = || -> Result<Vec<_>> {
         snapshot::stage_paths(wt, index.path(), Some(paths))?;
-        crate::git::parse_staged(&on_index.staged_entries()?)
-            .ok_or_else(|| Error::internal("cannot read git ls-files --stage"))
+        let hash_len = layer.tree.len() / 2;
+        crate::base::indexfile::entries(index.path(), hash_len)?
+            .ok_or_else(|| Error::internal("cannot read the index of the run's paths"))
     };
     let before = staged()?;
     crate::fault_point!("run-layer-before-merge");
