@@ -146,6 +146,11 @@ fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
         // Until the root's ignore rules change, only the trees above the paths are written.
         let edits = fast_calls.iter().any(|c| c.contains(" mktree "));
         assert_eq!(edits, step != 2, "step {step}: {fast_calls:#?}");
+        // ... and no index of the whole tree is written or read.
+        let whole = ["write-tree", "read-tree"]
+            .iter()
+            .any(|op| fast_calls.iter().any(|c| c.contains(&format!(" {op}"))));
+        assert_eq!(whole, step == 2, "step {step}: {fast_calls:#?}");
         same_documents(&fx, &fast, &full);
     }
     // Both isolations hold the same bytes, and the layer's directory is gone.
