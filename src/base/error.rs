@@ -177,16 +177,130 @@ wire_enum! {
     }
 }
 
+/// Why there is no isolation to have (`isolation_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// The directory given is not one.
+    #[error("{} is not a directory", dir.display())]
+    NotADirectory {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A bare repository: no checkout.
+    #[error("{} is a bare repository: it has no checkout to isolate", dir.display())]
+    Bare {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A directory inside a git directory (`.git` or below).
+    #[error("{} is inside a git directory, not a working tree", dir.display())]
+    InsideGitDir {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// No repository at all.
+    #[error("{} is not in a git repository", dir.display())]
+    NotARepository {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A repository with no commit yet.
+    #[error("{} has no commit yet (unborn HEAD)", toplevel.display())]
+    UnbornHead {
+        /// The repository's top level.
+        toplevel: PathBuf,
+    },
+    /// No git on PATH.
+    #[error("git was not found on PATH: {error}")]
+    NoGit {
+        /// Why the search failed.
+        error: String,
+    },
+    /// Nowhere writable to put an isolation.
+    #[error("{} is not writable and there is no per-user data directory", parent.display())]
+    NoBaseDir {
+        /// The source's parent.
+        parent: PathBuf,
+    },
+    /// The session was discarded.
+    #[error("session {session_id} was discarded: its isolation is gone")]
+    Discarded {
+        /// The session.
+        session_id: String,
+    },
+    /// The session was bound `--read-only`.
+    #[error("session {session_id} is read-only: it has no isolation")]
+    ReadOnly {
+        /// The session.
+        session_id: String,
+    },
+    /// The session's isolation is no longer on disk.
+    #[error("the isolation of session {session_id} is gone: {}", tree.display())]
+    Gone {
+        /// The session.
+        session_id: String,
+        /// Where its isolation was.
+        tree: PathBuf,
+    },
+}
+
+/// Why a session id cannot be bound (`session_exists`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Taken {
+    /// The session was swept: a new binding would shadow its swept snapshot.
+    #[error("{summary}")]
+    Swept {
+        /// The session.
+        session_id: String,
+        /// When it was swept and where its last state is.
+        summary: String,
+    },
+    /// The id is another repository's session in a shared state dir.
+    #[error("session {session_id:?} in {} belongs to {}", store.display(), repository.display())]
+    OtherRepository {
+        /// The session.
+        session_id: String,
+        /// The state dir.
+        store: PathBuf,
+        /// The repository whose session it is.
+        repository: PathBuf,
+    },
+    /// Another bind of the id is still running.
+    #[error("a bind of session {session_id:?} is in progress ({process})")]
+    BindInProgress {
+        /// The session.
+        session_id: String,
+        /// The process binding it.
+        process: String,
+    },
+    /// The session is bound but its isolation is missing or damaged.
+    #[error("session {session_id:?} is bound but its isolation {} is missing or damaged", worktree.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    Damaged {
+        /// The session.
+        session_id: String,
+        /// Its isolation, as recorded.
+        worktree: Option<PathBuf>,
+    },
+    /// Another owner, which may still be running, holds the session.
+    #[error("session {session_id:?} is bound by another owner ({owner}) that may still be running")]
+    OtherOwner {
+        /// The session.
+        session_id: String,
+        /// The owner, for people.
+        owner: String,
+        /// The owner's process id.
+        pid: u32,
+    },
+}
+
 /// Every failure of a3s-iso; each variant has one [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The source cannot be isolated (no repository, a bare one, an unborn HEAD, no git).
-    #[error("{message}")]
+    #[error("{reason}")]
     IsolationUnavailable {
         /// What is wrong.
-        message: String,
-        /// What to do about it.
-        hint: Option<String>,
+        reason: Unavailable,
     },
     /// An id that breaks the id rules; nothing was written.
     #[error("invalid id {id:?}: {reason}")]
@@ -222,12 +336,10 @@ pub enum Error {
         summary: String,
     },
     /// The session id is taken (another owner, a bind in flight, a damaged isolation).
-    #[error("{message}")]
+    #[error("{reason}")]
     SessionExists {
         /// Who has it, or what is wrong with it.
-        message: String,
-        /// What to do about it.
-        hint: Option<String>,
+        reason: Taken,
     },
     /// The source has local changes and the caller did not say what becomes of them.
     #[error("the source has local changes that the isolation would not contain: {}{}", paths.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
@@ -603,8 +715,9 @@ pub(crate) mod tests {
     pub(crate) fn one_of_each() -> Vec<Error> {
         let errors = vec![
             Error::IsolationUnavailable {
-                message: "/work/src has no commit yet (unborn HEAD)".into(),
-                hint: Some("create an initial commit".into()),
+                reason: Unavailable::UnbornHead {
+                    toplevel: "/work/src".into(),
+                },
             },
             Error::InvalidId {
                 id: "../x".into(),
@@ -619,8 +732,11 @@ pub(crate) mod tests {
                 summary: "session \"task\" was swept at 2026-01-02T03:04:05Z; its last state is in refs/a3s-iso/swept/task".into(),
             },
             Error::SessionExists {
-                message: "session \"task\" is bound by another owner (pid 42 on host) that may still be running".into(),
-                hint: Some("use another session id, or act for that owner with --owner-pid 42".into()),
+                reason: Taken::OtherOwner {
+                    session_id: "task".into(),
+                    owner: "pid 42 on host".into(),
+                    pid: 42,
+                },
             },
             Error::DirtySource {
                 paths: vec!["README.md".into(), "notes.txt".into()],

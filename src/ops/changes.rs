@@ -39,7 +39,9 @@ pub fn read_request(path: &Path) -> Result<Identity> {
 /// (else `change_set_invalid` with rule `identity_mismatch`).
 pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
     let located = ctx.locate().map_err(|err| match err {
-        Error::IsolationUnavailable { message, .. } => Error::ChangeSetUnavailable { message },
+        Error::IsolationUnavailable { reason } => Error::ChangeSetUnavailable {
+            message: reason.to_string(),
+        },
         other => other,
     })?;
     let (session_id, run_id) = (&identity.session_id, &identity.run_id);
