@@ -177,16 +177,319 @@ wire_enum! {
     }
 }
 
+/// Why there is no isolation to have (`isolation_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// The directory given is not one.
+    #[error("{} is not a directory", dir.display())]
+    NotADirectory {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A bare repository: no checkout.
+    #[error("{} is a bare repository: it has no checkout to isolate", dir.display())]
+    Bare {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A directory inside a git directory (`.git` or below).
+    #[error("{} is inside a git directory, not a working tree", dir.display())]
+    InsideGitDir {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// No repository at all.
+    #[error("{} is not in a git repository", dir.display())]
+    NotARepository {
+        /// The directory given.
+        dir: PathBuf,
+    },
+    /// A repository with no commit yet.
+    #[error("{} has no commit yet (unborn HEAD)", toplevel.display())]
+    UnbornHead {
+        /// The repository's top level.
+        toplevel: PathBuf,
+    },
+    /// No git on PATH.
+    #[error("git was not found on PATH: {error}")]
+    NoGit {
+        /// Why the search failed.
+        error: String,
+    },
+    /// Nowhere writable to put an isolation.
+    #[error("{} is not writable and there is no per-user data directory", parent.display())]
+    NoBaseDir {
+        /// The source's parent.
+        parent: PathBuf,
+    },
+    /// The session was discarded.
+    #[error("session {session_id} was discarded: its isolation is gone")]
+    Discarded {
+        /// The session.
+        session_id: String,
+    },
+    /// The session was bound `--read-only`.
+    #[error("session {session_id} is read-only: it has no isolation")]
+    ReadOnly {
+        /// The session.
+        session_id: String,
+    },
+    /// The session's isolation is no longer on disk.
+    #[error("the isolation of session {session_id} is gone: {}", tree.display())]
+    Gone {
+        /// The session.
+        session_id: String,
+        /// Where its isolation was.
+        tree: PathBuf,
+    },
+}
+
+/// Why a session id cannot be bound (`session_exists`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Taken {
+    /// The session was swept: a new binding would shadow its swept snapshot.
+    #[error("{summary}")]
+    Swept {
+        /// The session.
+        session_id: String,
+        /// When it was swept and where its last state is.
+        summary: String,
+    },
+    /// The id is another repository's session in a shared state dir.
+    #[error("session {session_id:?} in {} belongs to {}", store.display(), repository.display())]
+    OtherRepository {
+        /// The session.
+        session_id: String,
+        /// The state dir.
+        store: PathBuf,
+        /// The repository whose session it is.
+        repository: PathBuf,
+    },
+    /// Another bind of the id is still running.
+    #[error("a bind of session {session_id:?} is in progress ({process})")]
+    BindInProgress {
+        /// The session.
+        session_id: String,
+        /// The process binding it.
+        process: String,
+    },
+    /// The session is bound but its isolation is missing or damaged.
+    #[error("session {session_id:?} is bound but its isolation {} is missing or damaged", worktree.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    Damaged {
+        /// The session.
+        session_id: String,
+        /// Its isolation, as recorded.
+        worktree: Option<PathBuf>,
+    },
+    /// Another owner, which may still be running, holds the session.
+    #[error("session {session_id:?} is bound by another owner ({owner}) that may still be running")]
+    OtherOwner {
+        /// The session.
+        session_id: String,
+        /// The owner, for people.
+        owner: String,
+        /// The owner's process id.
+        pid: u32,
+    },
+}
+
+/// What was looked for when no session was found (`session_not_found`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoSession {
+    /// The store has no session by the id given.
+    #[error("no session {session_id:?} in {}", store.display())]
+    Unknown {
+        /// The id given.
+        session_id: String,
+        /// The state dir looked in.
+        store: PathBuf,
+    },
+    /// The id is another repository's session in a shared state dir.
+    #[error("session {session_id:?} in {} belongs to {}, not to this repository", store.display(), repository.display())]
+    OtherRepository {
+        /// The id given.
+        session_id: String,
+        /// The state dir.
+        store: PathBuf,
+        /// The repository whose session it is.
+        repository: PathBuf,
+    },
+    /// No id was given and the source has no live session.
+    #[error("{} has no live session", source_path.display())]
+    NoneLive {
+        /// The source.
+        source_path: PathBuf,
+    },
+    /// No id was given and the source has several live sessions.
+    #[error("{} has {count} live sessions; name one with -s", source_path.display())]
+    SeveralLive {
+        /// The source.
+        source_path: PathBuf,
+        /// How many.
+        count: usize,
+    },
+    /// The session has no healthy isolation to retain.
+    #[error("session {session_id:?} has no isolation to retain")]
+    NoIsolation {
+        /// The session.
+        session_id: String,
+    },
+}
+
+/// What a run id already holds (`capture_conflict`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Held {
+    /// Evidence of a run: a run is never redone under its id.
+    #[error("already holds evidence; runs are never redone under the same id")]
+    Evidence,
+    /// A pinned result tree other than the one captured now.
+    #[error("was captured with result tree {pinned}{}", now.as_deref().map(|now| format!("; it is now {now}")).unwrap_or_default())]
+    ResultTree {
+        /// The tree pinned.
+        pinned: String,
+        /// The tree captured now, where the message names it.
+        now: Option<String>,
+    },
+}
+
+/// What holds a session's lease (`session_busy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Busy {
+    /// Another run, when a run asks for the lease.
+    #[error("another run holds its lease")]
+    AnotherRun,
+    /// A run, when a command that changes the tree asks for it.
+    #[error("a run is in progress in its isolation")]
+    RunInProgress,
+}
+
+/// Why there is no change-set document to read or make (`change_set_unavailable`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoDocument {
+    /// A document file that cannot be opened.
+    #[error("cannot read {}: {error}", path.display())]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        error: String,
+    },
+    /// No isolation (no repository, ...) to answer from.
+    #[error("{0}")]
+    NoSource(Unavailable),
+    /// A discarded session has nothing to capture.
+    #[error("session {session_id:?} has no isolation to capture (discarded)")]
+    Discarded {
+        /// The session.
+        session_id: String,
+    },
+    /// The isolation's HEAD is not a regular file.
+    #[error("session {session_id:?}'s isolation has no readable HEAD ({} is not a regular file)", head.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
+    NoHeadFile {
+        /// The session.
+        session_id: String,
+        /// Where its HEAD would be.
+        head: Option<PathBuf>,
+    },
+    /// The isolation's HEAD names no commit of the repository.
+    #[error("the isolation's HEAD ({}) {problem}", path.display())]
+    Head {
+        /// The HEAD file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: HeadProblem,
+    },
+    /// The run's stored document does not verify.
+    #[error("the stored document of run {run_id:?} of session {session_id:?} is damaged: {error}")]
+    Damaged {
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+        /// The rule it breaks.
+        error: String,
+    },
+    /// The run has no document: its patch is too large, or its capture did not finish.
+    #[error("run {run_id:?} of session {session_id:?} has no change-set document: its patch is over the {limit}-byte bound of a document, or its capture did not finish{}", pinned_at.as_deref().map(|r| format!("; its result tree is pinned at {r}")).unwrap_or_default())]
+    NotRecorded {
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+        /// The largest patch a document carries.
+        limit: u64,
+        /// The ref its result tree is pinned at, if it is.
+        pinned_at: Option<String>,
+    },
+    /// The run has no stored document to push.
+    #[error(
+        "run {run_id:?} of session {session_id:?} has no stored change-set document (a patch over 4 MiB has none: push -s {session_id} pushes the session's change set)"
+    )]
+    NotStored {
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+    },
+    /// A journaled change set whose patch and trees are both gone.
+    #[error(
+        "cannot land {digest} again: its patch is no longer in the artifacts and no trees it was made from are recorded"
+    )]
+    NotReapplicable {
+        /// The change set's digest.
+        digest: String,
+    },
+    /// A promoted change set whose patch is not in the artifacts.
+    #[error("cannot show {digest}: its patch is not in the artifacts ({} is missing; promote --artifacts DIR keeps it where DIR is)", path.display())]
+    PatchMissing {
+        /// The change set's digest.
+        digest: String,
+        /// Where its patch would be.
+        path: PathBuf,
+    },
+    /// A promoted change set whose patch in the artifacts was changed.
+    #[error("cannot show {digest}: {} has been changed: its bytes hash to {found}", path.display())]
+    PatchChanged {
+        /// The change set's digest.
+        digest: String,
+        /// The patch file.
+        path: PathBuf,
+        /// The digest of its bytes.
+        found: String,
+    },
+}
+
+/// What is wrong with an isolation's HEAD file ([`NoDocument::Head`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeadProblem {
+    /// It cannot be read as a small regular file.
+    #[error("cannot be read: {0}")]
+    Unreadable(String),
+    /// It is not UTF-8.
+    #[error("is not text")]
+    NotText,
+    /// A symbolic ref outside the refs the repository shares.
+    #[error("points at {0:?}, which is not a shared ref of the repository")]
+    NotShared(String),
+    /// A symbolic ref that does not exist.
+    #[error("points at {0}, which does not exist")]
+    NoSuchRef(String),
+    /// Neither a full object id nor `ref: ...`.
+    #[error("is neither a full commit id nor a symbolic ref")]
+    Malformed,
+    /// It names something that is not a commit.
+    #[error("names {0}, which is not a commit of the repository")]
+    NotACommit(String),
+}
+
 /// Every failure of a3s-iso; each variant has one [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The source cannot be isolated (no repository, a bare one, an unborn HEAD, no git).
-    #[error("{message}")]
+    #[error("{reason}")]
     IsolationUnavailable {
         /// What is wrong.
-        message: String,
-        /// What to do about it.
-        hint: Option<String>,
+        reason: Unavailable,
     },
     /// An id that breaks the id rules; nothing was written.
     #[error("invalid id {id:?}: {reason}")]
@@ -197,18 +500,20 @@ pub enum Error {
         reason: String,
     },
     /// No such session, or no single one to choose.
-    #[error("{message}")]
+    #[error("{reason}")]
     SessionNotFound {
-        /// What was looked for.
-        message: String,
+        /// What was looked for, and why it was not found.
+        reason: NoSession,
         /// The live sessions one could name with `-s`.
         candidates: Vec<String>,
     },
     /// No session by the id given, but the store has ids close to it (`session_not_found`).
-    #[error("{message}")]
+    #[error("no session {session_id:?} in {}", store.display())]
     SessionNearMiss {
-        /// What was looked for.
-        message: String,
+        /// The id given.
+        session_id: String,
+        /// The state dir looked in.
+        store: PathBuf,
         /// The ids within two edits of the one given, closest first.
         candidates: Vec<String>,
     },
@@ -222,12 +527,10 @@ pub enum Error {
         summary: String,
     },
     /// The session id is taken (another owner, a bind in flight, a damaged isolation).
-    #[error("{message}")]
+    #[error("{reason}")]
     SessionExists {
         /// Who has it, or what is wrong with it.
-        message: String,
-        /// What to do about it.
-        hint: Option<String>,
+        reason: Taken,
     },
     /// The source has local changes and the caller did not say what becomes of them.
     #[error("the source has local changes that the isolation would not contain: {}{}", paths.join(", "), if *more > 0 { format!(" and {more} more") } else { String::new() })]
@@ -252,10 +555,14 @@ pub enum Error {
         session_id: String,
     },
     /// A run id that already holds other (or any, for `run`) evidence.
-    #[error("{message}")]
+    #[error("run {run_id:?} of session {session_id:?} {held}")]
     CaptureConflict {
-        /// Which run, and what it holds.
-        message: String,
+        /// The session.
+        session_id: String,
+        /// The run.
+        run_id: String,
+        /// What the run id holds.
+        held: Held,
     },
     /// A patch too large to travel as a document (its result tree is still pinned).
     #[error("the patch is {bytes} bytes, over the {limit}-byte limit of a change-set document")]
@@ -288,10 +595,10 @@ pub enum Error {
         detail: String,
     },
     /// A document that cannot be read.
-    #[error("{message}")]
+    #[error("{reason}")]
     ChangeSetUnavailable {
         /// What could not be read, and why.
-        message: String,
+        reason: NoDocument,
     },
     /// The kernel cannot give the run its sandbox.
     #[error("{message}")]
@@ -341,12 +648,12 @@ pub enum Error {
         message: String,
     },
     /// A run holds the session's lease.
-    #[error("session {session_id:?} is busy: {message}")]
+    #[error("session {session_id:?} is busy: {holder}")]
     SessionBusy {
         /// The session.
         session_id: String,
         /// What holds it.
-        message: String,
+        holder: Busy,
     },
     /// `run`'s command does not exist.
     #[error("command not found: {program}")]
@@ -603,15 +910,19 @@ pub(crate) mod tests {
     pub(crate) fn one_of_each() -> Vec<Error> {
         let errors = vec![
             Error::IsolationUnavailable {
-                message: "/work/src has no commit yet (unborn HEAD)".into(),
-                hint: Some("create an initial commit".into()),
+                reason: Unavailable::UnbornHead {
+                    toplevel: "/work/src".into(),
+                },
             },
             Error::InvalidId {
                 id: "../x".into(),
                 reason: "it must start with a letter or a digit".into(),
             },
             Error::SessionNotFound {
-                message: "/work/src has 2 live sessions; name one with -s".into(),
+                reason: NoSession::SeveralLive {
+                    source_path: "/work/src".into(),
+                    count: 2,
+                },
                 candidates: vec!["a".into(), "b".into()],
             },
             Error::SessionSwept {
@@ -619,8 +930,11 @@ pub(crate) mod tests {
                 summary: "session \"task\" was swept at 2026-01-02T03:04:05Z; its last state is in refs/a3s-iso/swept/task".into(),
             },
             Error::SessionExists {
-                message: "session \"task\" is bound by another owner (pid 42 on host) that may still be running".into(),
-                hint: Some("use another session id, or act for that owner with --owner-pid 42".into()),
+                reason: Taken::OtherOwner {
+                    session_id: "task".into(),
+                    owner: "pid 42 on host".into(),
+                    pid: 42,
+                },
             },
             Error::DirtySource {
                 paths: vec!["README.md".into(), "notes.txt".into()],
@@ -632,7 +946,12 @@ pub(crate) mod tests {
             },
             Error::ReadOnlySession { session_id: "ro".into() },
             Error::CaptureConflict {
-                message: "run \"r1\" of session \"s\" was captured with result tree 1111; it is now 2222".into(),
+                session_id: "s".into(),
+                run_id: "r1".into(),
+                held: Held::ResultTree {
+                    pinned: "1111".into(),
+                    now: Some("2222".into()),
+                },
             },
             Error::ChangeSetTooLarge {
                 bytes: 5_000_000,
@@ -644,7 +963,10 @@ pub(crate) mod tests {
                 detail: "the patch's sha256 is sha256:00".into(),
             },
             Error::ChangeSetUnavailable {
-                message: "cannot read cs.json: No such file or directory (os error 2)".into(),
+                reason: NoDocument::Unreadable {
+                    path: "cs.json".into(),
+                    error: "No such file or directory (os error 2)".into(),
+                },
             },
             Error::SandboxUnavailable {
                 message: "the kernel does not offer Landlock, so writes cannot be confined".into(),
@@ -673,7 +995,7 @@ pub(crate) mod tests {
             },
             Error::SessionBusy {
                 session_id: "s".into(),
-                message: "another run holds its lease".into(),
+                holder: Busy::AnotherRun,
             },
             Error::CommandNotFound { program: "nope".into() },
             Error::CommandNotExecutable {

@@ -3,7 +3,7 @@
 //! library's errors carry only their code and cause (`base::error`); the words that belong to
 //! the interface are here.
 
-use crate::base::error::{ChangeSetRule, Error};
+use crate::base::error::{ChangeSetRule, Error, Taken, Unavailable};
 
 /// The `error` object of an `a3s-iso.error.v1` document.
 pub fn document(err: &Error) -> serde_json::Value {
@@ -72,9 +72,8 @@ pub fn render(err: &Error) -> String {
 /// What the user can do about it, where there is something to say.
 pub fn hint(err: &Error) -> Option<String> {
     match err {
-        Error::IsolationUnavailable { hint, .. } | Error::SessionExists { hint, .. } => {
-            hint.clone()
-        }
+        Error::IsolationUnavailable { reason } => unavailable_hint(reason),
+        Error::SessionExists { reason } => Some(taken_hint(reason)),
         Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
             "choose one with -s: {}",
             candidates.join(", ")
@@ -141,6 +140,47 @@ pub fn hint(err: &Error) -> Option<String> {
             candidates.first().map(String::as_str).unwrap_or_default()
         )),
         _ => request_hint(err),
+    }
+}
+
+/// What to do when there is no isolation to have, where there is something to say.
+fn unavailable_hint(reason: &Unavailable) -> Option<String> {
+    let hint = match reason {
+        Unavailable::NotADirectory { .. } | Unavailable::InsideGitDir { .. } => return None,
+        Unavailable::Bare { .. } => "run a3s-iso in a repository with a working tree",
+        Unavailable::NotARepository { .. } => {
+            "run a3s-iso inside a git checkout, or name one with -C"
+        }
+        Unavailable::UnbornHead { .. } => "create an initial commit",
+        Unavailable::NoGit { .. } => "install git, or name it with --git / A3S_ISO_GIT",
+        Unavailable::NoBaseDir { .. } => "name a writable directory with --base-dir",
+        Unavailable::Discarded { .. } => {
+            "bind a new session, or `bind --resume` to restore its last run"
+        }
+        Unavailable::ReadOnly { .. } => "bind a session without --read-only to get one",
+        Unavailable::Gone { .. } => {
+            "`a3s-iso list` shows it as missing; discard it, or bind it again"
+        }
+    };
+    Some(hint.into())
+}
+
+/// What to do when a session id is taken.
+fn taken_hint(reason: &Taken) -> String {
+    match reason {
+        Taken::Swept { session_id, .. } => format!(
+            "restore it with a3s-iso bind -s {session_id} --resume, or forget it first with a3s-iso discard -s {session_id}"
+        ),
+        Taken::OtherRepository { .. } => {
+            "use another session id, or give this repository a state dir of its own".into()
+        }
+        Taken::BindInProgress { .. } => "wait for it to finish, or use another session id".into(),
+        Taken::Damaged { session_id, .. } => format!(
+            "bring it back with a3s-iso bind -s {session_id} --resume (the last capture restored), or discard it (a3s-iso discard -s {session_id})"
+        ),
+        Taken::OtherOwner { pid, .. } => {
+            format!("use another session id, or act for that owner with --owner-pid {pid}")
+        }
     }
 }
 

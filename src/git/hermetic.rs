@@ -22,7 +22,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, HeadProblem, IoContext, NoDocument, Result};
 use crate::git::ops::ObjectFormat;
 use crate::git::runner::{Git, GitCmd};
 
@@ -239,12 +239,15 @@ fn format_config(format: ObjectFormat) -> &'static str {
 /// Anything else is `change_set_unavailable`.
 pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result<String> {
     let path = admin.join("HEAD");
-    let unusable = |why: String| Error::ChangeSetUnavailable {
-        message: format!("the isolation's HEAD ({}) {why}", path.display()),
+    let unusable = |problem: HeadProblem| Error::ChangeSetUnavailable {
+        reason: NoDocument::Head {
+            path: path.clone(),
+            problem,
+        },
     };
     let bytes = crate::base::fsutil::read_small_regular_file(&path, HEAD_LIMIT)
-        .map_err(|e| unusable(format!("cannot be read: {e}")))?;
-    let text = std::str::from_utf8(&bytes).map_err(|_| unusable("is not text".into()))?;
+        .map_err(|e| unusable(HeadProblem::Unreadable(e.to_string())))?;
+    let text = std::str::from_utf8(&bytes).map_err(|_| unusable(HeadProblem::NotText))?;
     let text = text.strip_suffix('\n').unwrap_or(text);
     let full_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
         .iter()
@@ -253,26 +256,18 @@ pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result
         text.to_string()
     } else if let Some(name) = text.strip_prefix("ref: ") {
         if !is_shared_ref_name(git, common_dir, name)? {
-            return Err(unusable(format!(
-                "points at {name:?}, which is not a shared ref of the repository"
-            )));
+            return Err(unusable(HeadProblem::NotShared(name.to_string())));
         }
         shared_ref(git, common_dir, name)?
-            .ok_or_else(|| unusable(format!("points at {name}, which does not exist")))?
+            .ok_or_else(|| unusable(HeadProblem::NoSuchRef(name.to_string())))?
     } else {
-        return Err(unusable(
-            "is neither a full commit id nor a symbolic ref".into(),
-        ));
+        return Err(unusable(HeadProblem::Malformed));
     };
     // The commit comes back as a full id of the repository's hash: an id of the other hash's
     // length (which git would take as an abbreviation) does not match it.
     git.rev_parse(common_dir, &format!("{named}^{{commit}}"))?
         .filter(|commit| !full_id || commit.len() == named.len())
-        .ok_or_else(|| {
-            unusable(format!(
-                "names {named}, which is not a commit of the repository"
-            ))
-        })
+        .ok_or_else(|| unusable(HeadProblem::NotACommit(named.clone())))
 }
 
 /// A well-formed ref name under `refs/` that lives in the common dir.

@@ -3,7 +3,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, Unavailable};
 use crate::git::runner::Git;
 
 /// A source repository: its checkout and its common git dir.
@@ -35,8 +35,9 @@ impl Repo {
     pub(crate) fn discover(git: &Git, dir: &Path) -> Result<Repo> {
         if !dir.is_dir() {
             return Err(Error::IsolationUnavailable {
-                message: format!("{} is not a directory", dir.display()),
-                hint: None,
+                reason: Unavailable::NotADirectory {
+                    dir: dir.to_path_buf(),
+                },
             });
         }
         let out = git
@@ -62,22 +63,19 @@ impl Repo {
                 Ok(Repo::new(git, path(toplevel), path(common_dir)))
             }
             (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
-                message: format!(
-                    "{} is a bare repository: it has no checkout to isolate",
-                    dir.display()
-                ),
-                hint: Some("run a3s-iso in a repository with a working tree".into()),
+                reason: Unavailable::Bare {
+                    dir: dir.to_path_buf(),
+                },
             }),
             (_, [b"false", ..]) => Err(Error::IsolationUnavailable {
-                message: format!(
-                    "{} is inside a git directory, not a working tree",
-                    dir.display()
-                ),
-                hint: None,
+                reason: Unavailable::InsideGitDir {
+                    dir: dir.to_path_buf(),
+                },
             }),
             _ => Err(Error::IsolationUnavailable {
-                message: format!("{} is not in a git repository", dir.display()),
-                hint: Some("run a3s-iso inside a git checkout, or name one with -C".into()),
+                reason: Unavailable::NotARepository {
+                    dir: dir.to_path_buf(),
+                },
             }),
         }
     }
@@ -91,11 +89,9 @@ impl Repo {
         let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
         if out.exit_code != Some(0) || commit.is_empty() {
             return Err(Error::IsolationUnavailable {
-                message: format!(
-                    "{} has no commit yet (unborn HEAD)",
-                    self.toplevel.display()
-                ),
-                hint: Some("create an initial commit".into()),
+                reason: Unavailable::UnbornHead {
+                    toplevel: self.toplevel.clone(),
+                },
             });
         }
         let tree = git

@@ -7,7 +7,7 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use crate::base::error::{Error, GitFailure, Result};
+use crate::base::error::{Error, GitFailure, Result, Unavailable};
 
 /// The environment every git process gets: C messages, no pager, no prompt, no editor, and
 /// reads that never rewrite an index behind its owner's back.
@@ -98,8 +98,9 @@ impl Git {
                 message: format!("cannot use git at {}: {e}", path.display()),
             })?,
             None => which::which("git").map_err(|e| Error::IsolationUnavailable {
-                message: format!("git was not found on PATH: {e}"),
-                hint: Some("install git, or name it with --git / A3S_ISO_GIT".into()),
+                reason: Unavailable::NoGit {
+                    error: e.to_string(),
+                },
             })?,
         };
         let mut git = Git {

@@ -6,7 +6,7 @@ use base64::engine::general_purpose::STANDARD as BASE64;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::base::error::{ChangeSetRule, Error, Result};
+use crate::base::error::{ChangeSetRule, Error, NoDocument, Result};
 use crate::git::{Git, PatchInput};
 
 /// The document's `schema`.
@@ -533,7 +533,10 @@ fn verify_fields_of_file(path: &std::path::Path) -> Result<Verified> {
             .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
         let file = std::fs::File::open(path).map_err(|e| Error::ChangeSetUnavailable {
-            message: format!("cannot read {}: {e}", path.display()),
+            reason: NoDocument::Unreadable {
+                path: path.to_path_buf(),
+                error: e.to_string(),
+            },
         })?;
         read_bounded(file, MAX_DOCUMENT_BYTES)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?

@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::base::beneath::{Dir, Kind};
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::git::repo::Repo;
 use crate::git::{Git, HermeticGit};
 use crate::model::snapshot;
@@ -296,10 +296,9 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     }
     if record.state == SessionState::Discarded {
         return Err(Error::ChangeSetUnavailable {
-            message: format!(
-                "session {:?} has no isolation to capture (discarded)",
-                record.session_id
-            ),
+            reason: NoDocument::Discarded {
+                session_id: record.session_id.clone(),
+            },
         });
     }
     if !is_present(record) {
@@ -311,15 +310,10 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if !is_healthy(record) {
         // There, but its HEAD is no file (the command can rewrite it): nothing is guessed.
         return Err(Error::ChangeSetUnavailable {
-            message: format!(
-                "session {:?}'s isolation has no readable HEAD ({} is not a regular file)",
-                record.session_id,
-                record
-                    .admin_dir
-                    .as_deref()
-                    .map(|a| a.join("HEAD").display().to_string())
-                    .unwrap_or_default()
-            ),
+            reason: NoDocument::NoHeadFile {
+                session_id: record.session_id.clone(),
+                head: record.admin_dir.as_deref().map(|a| a.join("HEAD")),
+            },
         });
     }
     match (&record.worktree, &record.admin_dir) {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, Result, Taken, Unavailable};
 use crate::base::fsutil::now_ms;
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::git::HermeticGit;
@@ -207,10 +207,10 @@ fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionReco
     }
     if let Some(summary) = record.as_ref().and_then(SessionRecord::swept_summary) {
         return Err(Error::SessionExists {
-            message: summary,
-            hint: Some(format!(
-                "restore it with a3s-iso bind -s {session_id} --resume, or forget it first with a3s-iso discard -s {session_id}"
-            )),
+            reason: Taken::Swept {
+                session_id: session_id.to_string(),
+                summary,
+            },
         });
     }
     Ok(record.filter(|record| record.state != SessionState::Discarded))
@@ -219,13 +219,11 @@ fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionReco
 /// A session id of a state dir shared with another repository, whose session it is.
 fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
     Error::SessionExists {
-        message: format!(
-            "session {:?} in {} belongs to {}",
-            other.session_id,
-            located.store.dir().display(),
-            other.source.display()
-        ),
-        hint: Some("use another session id, or give this repository a state dir of its own".into()),
+        reason: Taken::OtherRepository {
+            session_id: other.session_id.clone(),
+            store: located.store.dir().to_path_buf(),
+            repository: other.source.clone(),
+        },
     }
 }
 
@@ -465,11 +463,10 @@ fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
     match claim.bind_process.liveness() {
         Liveness::Dead => isolation::clear_dead_claim(located, &claim),
         _ => Err(Error::SessionExists {
-            message: format!(
-                "a bind of session {session_id:?} is in progress ({})",
-                claim.bind_process.describe()
-            ),
-            hint: Some("wait for it to finish, or use another session id".into()),
+            reason: Taken::BindInProgress {
+                session_id: session_id.to_string(),
+                process: claim.bind_process.describe(),
+            },
         }),
     }
 }
@@ -630,19 +627,10 @@ fn reuse(
 ) -> Result<BindOutcome> {
     if !existing.read_only && !isolation::is_healthy(&existing) {
         return Err(Error::SessionExists {
-            message: format!(
-                "session {:?} is bound but its isolation {} is missing or damaged",
-                existing.session_id,
-                existing
-                    .worktree
-                    .as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_default()
-            ),
-            hint: Some(format!(
-                "bring it back with a3s-iso bind -s {0} --resume (the last capture restored), or discard it (a3s-iso discard -s {0})",
-                existing.session_id
-            )),
+            reason: Taken::Damaged {
+                session_id: existing.session_id.clone(),
+                worktree: existing.worktree.clone(),
+            },
         });
     }
     let mut warnings = Vec::new();
@@ -669,14 +657,11 @@ fn reuse(
 /// `session_exists`: another owner, which may still be running, holds the session.
 fn owned_elsewhere(session_id: &str, owner: &Owner) -> Error {
     Error::SessionExists {
-        message: format!(
-            "session {session_id:?} is bound by another owner ({}) that may still be running",
-            owner.describe()
-        ),
-        hint: Some(format!(
-            "use another session id, or act for that owner with --owner-pid {}",
-            owner.pid
-        )),
+        reason: Taken::OtherOwner {
+            session_id: session_id.to_string(),
+            owner: owner.describe(),
+            pid: owner.pid,
+        },
     }
 }
 
@@ -718,11 +703,9 @@ fn isolation_base(
                 .join(crate::base::fsutil::path_key(&[source]))
         })
         .ok_or_else(|| Error::IsolationUnavailable {
-            message: format!(
-                "{} is not writable and there is no per-user data directory",
-                parent.display()
-            ),
-            hint: Some("name a writable directory with --base-dir".into()),
+            reason: Unavailable::NoBaseDir {
+                parent: parent.to_path_buf(),
+            },
         })?;
     fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
     warnings.push(format!(

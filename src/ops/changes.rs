@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::base::error::{ChangeSetRule, Error, Result};
+use crate::base::error::{ChangeSetRule, Error, NoDocument, Result};
 use crate::model::changeset::{self, ChangeSet, Identity, MAX_PATCH_BYTES, MAX_REQUEST_BYTES};
 use crate::workspace::context::{Context, Located};
 
@@ -39,7 +39,9 @@ pub fn read_request(path: &Path) -> Result<Identity> {
 /// (else `change_set_invalid` with rule `identity_mismatch`).
 pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
     let located = ctx.locate().map_err(|err| match err {
-        Error::IsolationUnavailable { message, .. } => Error::ChangeSetUnavailable { message },
+        Error::IsolationUnavailable { reason } => Error::ChangeSetUnavailable {
+            reason: NoDocument::NoSource(reason),
+        },
         other => other,
     })?;
     let (session_id, run_id) = (&identity.session_id, &identity.run_id);
@@ -86,10 +88,11 @@ fn run_not_found(identity: &Identity) -> Error {
 /// The stored document `bytes`, verified, if its identity is the request's.
 fn answer_with(bytes: Vec<u8>, identity: &Identity) -> Result<ChangesAnswer> {
     let verified = changeset::verify(&bytes).map_err(|err| Error::ChangeSetUnavailable {
-        message: format!(
-            "the stored document of run {:?} of session {:?} is damaged: {err}",
-            identity.run_id, identity.session_id
-        ),
+        reason: NoDocument::Damaged {
+            session_id: identity.session_id.clone(),
+            run_id: identity.run_id.clone(),
+            error: err.to_string(),
+        },
     })?;
     let stored = &verified.change_set.identity;
     let fields = [
@@ -147,16 +150,12 @@ fn without_document(
     if let Some(bytes) = store.load_run_doc(session_id, run_id)? {
         return answer_with(bytes, identity);
     }
-    let kept = match pinned {
-        true => format!(
-            "; its result tree is pinned at {}",
-            store.refs().run_result(session_id, run_id)
-        ),
-        false => String::new(),
-    };
     Err(Error::ChangeSetUnavailable {
-        message: format!(
-            "run {run_id:?} of session {session_id:?} has no change-set document: its patch is over the {MAX_PATCH_BYTES}-byte bound of a document, or its capture did not finish{kept}"
-        ),
+        reason: NoDocument::NotRecorded {
+            session_id: session_id.clone(),
+            run_id: run_id.clone(),
+            limit: MAX_PATCH_BYTES,
+            pinned_at: pinned.then(|| store.refs().run_result(session_id, run_id)),
+        },
     })
 }

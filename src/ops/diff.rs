@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::base::paths::RepoPath;
 use crate::base::wire::wire_enum;
 use crate::model::snapshot::{self, Patch};
@@ -394,25 +394,26 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     let digest = digest.as_str();
     let hex = digest.trim_start_matches("sha256:");
     let path = located.store.artifacts_dir().join(hex).join("change.patch");
-    let unavailable = |why: String| Error::ChangeSetUnavailable {
-        message: format!("cannot show {digest}: {why}"),
-    };
     let plain = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
     if !plain {
-        return Err(unavailable(format!(
-            "its patch is not in the artifacts ({} is missing; promote --artifacts DIR keeps \
-             it where DIR is)",
-            path.display()
-        )));
+        return Err(Error::ChangeSetUnavailable {
+            reason: NoDocument::PatchMissing {
+                digest: digest.to_string(),
+                path,
+            },
+        });
     }
     let mut hashing = Hashing::new(open(&path)?);
     let files = files_of(BufReader::new(&mut hashing))?;
     let (bytes, found) = hashing.finish();
     if found != digest {
-        return Err(unavailable(format!(
-            "{} has been changed: its bytes hash to {found}",
-            path.display()
-        )));
+        return Err(Error::ChangeSetUnavailable {
+            reason: NoDocument::PatchChanged {
+                digest: digest.to_string(),
+                path,
+                found,
+            },
+        });
     }
     let entry = located.store.journal_entry(digest)?;
     let step = entry.as_ref().and_then(|e| e.step.clone());

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Result, Unavailable};
 use crate::store::state::SessionState;
 use crate::workspace::context::Context;
 
@@ -25,27 +25,22 @@ pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcom
     let located = ctx.locate()?;
     let record = ctx.resolve_session(&located, session)?;
     let id = &record.session_id;
-    let unavailable = |message: String, hint: &str| Error::IsolationUnavailable {
-        message,
-        hint: Some(hint.to_string()),
-    };
+    let unavailable = |reason: Unavailable| Error::IsolationUnavailable { reason };
     if record.state == SessionState::Discarded {
-        return Err(unavailable(
-            format!("session {id} was discarded: its isolation is gone"),
-            "bind a new session, or `bind --resume` to restore its last run",
-        ));
+        return Err(unavailable(Unavailable::Discarded {
+            session_id: id.clone(),
+        }));
     }
     let Some(tree) = record.worktree.clone().filter(|_| !record.read_only) else {
-        return Err(unavailable(
-            format!("session {id} is read-only: it has no isolation"),
-            "bind a session without --read-only to get one",
-        ));
+        return Err(unavailable(Unavailable::ReadOnly {
+            session_id: id.clone(),
+        }));
     };
     if !tree.is_dir() {
-        return Err(unavailable(
-            format!("the isolation of session {id} is gone: {}", tree.display()),
-            "`a3s-iso list` shows it as missing; discard it, or bind it again",
-        ));
+        return Err(unavailable(Unavailable::Gone {
+            session_id: id.clone(),
+            tree,
+        }));
     }
     Ok(PathOutcome {
         session_id: id.clone(),

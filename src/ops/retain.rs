@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, NoSession, Result};
 use crate::base::fsutil::now_ms;
 use crate::model::isolation;
 use crate::recovery::pending::{self, RetainMove, TreeMove};
@@ -63,7 +63,9 @@ fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
     }
     if record.state == SessionState::Discarded || !isolation::is_healthy(record) {
         return Err(Error::SessionNotFound {
-            message: format!("session {:?} has no isolation to retain", record.session_id),
+            reason: NoSession::NoIsolation {
+                session_id: record.session_id.clone(),
+            },
             candidates: Vec::new(),
         });
     }

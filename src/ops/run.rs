@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::base::command_env::{CommandEnv, EnvRequest};
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Busy, Error, Held, IoContext, Result};
 use crate::base::pty::{CommandTerminal, Stream, Use};
 use crate::base::sandbox::{
     self, NetworkAccess, SandboxReport, SandboxSpec, SocketFactory, StatusChannel, TerminalSpec,
@@ -642,7 +642,7 @@ fn claim(
         .try_lease_for_run(session_id, run_id)?
         .ok_or_else(|| Error::SessionBusy {
             session_id: session_id.to_string(),
-            message: "another run holds its lease".into(),
+            holder: Busy::AnotherRun,
         })
 }
 
@@ -666,9 +666,9 @@ fn refuse_redo(
             .run_exists(run_id)?);
     if redone {
         return Err(Error::CaptureConflict {
-            message: format!(
-                "run {run_id:?} of session {session_id:?} already holds evidence; runs are never redone under the same id"
-            ),
+            session_id: session_id.to_string(),
+            run_id: run_id.to_string(),
+            held: Held::Evidence,
         });
     }
     Ok(())

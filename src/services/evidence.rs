@@ -6,7 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, Held, Result};
 use crate::base::fsutil::now_ms;
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
@@ -238,10 +238,12 @@ pub(crate) fn record_evidence(
     let source = &located.repo.toplevel;
     let reference = store.refs().run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| Error::CaptureConflict {
-        message: format!(
-            "run {:?} of session {:?} was captured with result tree {pinned}; it is now {}",
-            ev.run_id, ev.session_id, ev.result_tree
-        ),
+        session_id: ev.session_id.to_string(),
+        run_id: ev.run_id.to_string(),
+        held: Held::ResultTree {
+            pinned: pinned.to_string(),
+            now: Some(ev.result_tree.to_string()),
+        },
     };
     let stored = || -> Result<Option<CaptureOutcome>> {
         replay(
@@ -329,10 +331,9 @@ pub(crate) fn record_run(
     .pin_run(ev.run_id, ev.result_tree)?;
     if let crate::model::refs::Pinned::Other(pinned) = pinned {
         return Err(Error::CaptureConflict {
-            message: format!(
-                "run {:?} of session {:?} was captured with result tree {pinned}",
-                ev.run_id, ev.session_id
-            ),
+            session_id: ev.session_id.to_string(),
+            run_id: ev.run_id.to_string(),
+            held: Held::ResultTree { pinned, now: None },
         });
     }
     let observed_at_ms = now_ms();

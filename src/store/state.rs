@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Busy, Error, IoContext, Result};
 use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
@@ -347,7 +347,7 @@ impl Store {
     pub(crate) fn lease_or_busy(&self, id: &str) -> Result<FileLock> {
         self.try_lease(id)?.ok_or_else(|| Error::SessionBusy {
             session_id: id.to_string(),
-            message: "a run is in progress in its isolation".into(),
+            holder: Busy::RunInProgress,
         })
     }
 

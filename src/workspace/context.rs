@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, NoSession, Result};
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::state::{SessionRecord, SessionState, Store};
@@ -211,11 +211,11 @@ impl Context {
             return match located.store.load_session(id)? {
                 Some(record) if located.owns(&record) => Ok(record),
                 Some(record) => Err(Error::SessionNotFound {
-                    message: format!(
-                        "session {id:?} in {} belongs to {}, not to this repository",
-                        located.store.dir().display(),
-                        record.source.display()
-                    ),
+                    reason: NoSession::OtherRepository {
+                        session_id: id.to_string(),
+                        store: located.store.dir().to_path_buf(),
+                        repository: record.source,
+                    },
                     candidates: Vec::new(),
                 }),
                 None => Err(not_found(located, id)),
@@ -237,14 +237,15 @@ impl Context {
         match live.as_slice() {
             [only] => Ok(only.clone()),
             _ => Err(Error::SessionNotFound {
-                message: if live.is_empty() {
-                    format!("{} has no live session", located.repo.toplevel.display())
+                reason: if live.is_empty() {
+                    NoSession::NoneLive {
+                        source_path: located.repo.toplevel.clone(),
+                    }
                 } else {
-                    format!(
-                        "{} has {} live sessions; name one with -s",
-                        located.repo.toplevel.display(),
-                        live.len()
-                    )
+                    NoSession::SeveralLive {
+                        source_path: located.repo.toplevel.clone(),
+                        count: live.len(),
+                    }
                 },
                 candidates: live.into_iter().map(|s| s.session_id).collect(),
             }),
@@ -254,7 +255,6 @@ impl Context {
 
 /// `session_not_found` for an id the store does not have, with the ids close to it if any.
 pub(crate) fn not_found(located: &Located, id: &str) -> Error {
-    let message = format!("no session {id:?} in {}", located.store.dir().display());
     let known: Vec<String> = located
         .store
         .sessions()
@@ -264,14 +264,16 @@ pub(crate) fn not_found(located: &Located, id: &str) -> Error {
         .map(|s| s.session_id)
         .collect();
     let candidates = crate::base::ids::near_misses(id, known.iter().map(String::as_str));
+    let (session_id, store) = (id.to_string(), located.store.dir().to_path_buf());
     if candidates.is_empty() {
         Error::SessionNotFound {
-            message,
+            reason: NoSession::Unknown { session_id, store },
             candidates,
         }
     } else {
         Error::SessionNearMiss {
-            message,
+            session_id,
+            store,
             candidates,
         }
     }

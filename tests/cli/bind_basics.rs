@@ -4,7 +4,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::fixture::{
-    Fixture, error_code, json_of, listing, require_tool, sleeper, snapshot_settings_naming,
+    Fixture, error_code, human, json_of, listing, require_tool, sleeper, snapshot_settings_naming,
 };
 
 #[test]
@@ -720,4 +720,78 @@ fn a_submodule_with_changes_makes_the_source_dirty() {
     std::fs::remove_file(sub.join("new.txt")).unwrap();
     let (code, doc) = fx.json(&["bind", "-s", "d"]);
     assert_eq!(code, 0, "a clean submodule is no local change: {doc}");
+}
+
+#[test]
+fn a_lock_timeout_names_the_holders_pid_and_command() {
+    let fx = Fixture::new();
+    let lock = fx.src.join(".git/a3s-iso.lock");
+    let held = a3s_iso::store::lock::FileLock::acquire(&lock, Duration::ZERO).unwrap();
+    let recorded = std::fs::read_to_string(&lock).unwrap();
+    let (code, _, stderr) = human(&fx, &["--lock-timeout", "100ms", "bind", "-s", "l"]);
+    let (json_code, doc) = fx.json(&["--lock-timeout", "100ms", "bind", "-s", "l"]);
+    drop(held);
+    assert_eq!((code, json_code), (6, 6), "{stderr}");
+    assert_eq!(error_code(&doc), "lock_timeout");
+    let pid = format!("pid {} (", std::process::id());
+    assert!(recorded.starts_with(&pid), "{recorded}");
+    assert!(recorded.contains(" since 20"), "{recorded}");
+    // The command line of the holder (this test binary) is named.
+    let program = std::env::args().next().unwrap();
+    let program = program.rsplit('/').next().unwrap();
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&pid) && message.contains(program),
+        "{message}"
+    );
+    assert!(
+        stderr.contains(&pid) && stderr.contains(program),
+        "{stderr}"
+    );
+    assert!(!fx.isolation("l").exists());
+    // Released, the record is gone.
+    assert_eq!(std::fs::read_to_string(&lock).unwrap(), "");
+}
+
+/// A harness runs each command through a fresh `sh -c`: the session belongs to the harness
+/// (here, this test process), not to the shell that exits at once, and sweep keeps it.
+#[test]
+fn bind_from_sh_c_is_owned_by_the_long_lived_parent() {
+    let fx = Fixture::new();
+    let bin = env!("CARGO_BIN_EXE_a3s-iso");
+    let mut cmd = std::process::Command::new("sh");
+    // Not the last command, so that the shell cannot exec a3s-iso in its own place.
+    cmd.args(["-c", &format!("'{bin}' --json bind -s harnessed; true")])
+        .current_dir(&fx.src)
+        .stdin(std::process::Stdio::null());
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["owner"]["pid"], std::process::id(), "{doc}");
+    assert_eq!(doc["owner"]["liveness"], "alive", "{doc}");
+    // The shell has exited; the session is live as long as this process runs.
+    let (_, sweep) = fx.json(&["sweep", "--dry-run"]);
+    let kept = &sweep["kept"][0];
+    assert_eq!(kept["session_id"], "harnessed", "{sweep}");
+    assert_eq!(kept["reason"], "live", "{sweep}");
+    assert_eq!(sweep["reclaimed"], serde_json::json!([]), "{sweep}");
+    let (_, list) = fx.json(&["list"]);
+    assert_eq!(list["sessions"][0]["owner"]["liveness"], "alive", "{list}");
+    assert_eq!(list["sessions"][0]["owner"]["pid"], std::process::id());
+    // Interactive shells and other programs own what they bind: only `-c` shells are skipped.
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args([
+        "-c",
+        &format!("'{bin}' --json bind -s direct --owner-pid $$; true"),
+    ])
+    .current_dir(&fx.src)
+    .stdin(std::process::Stdio::null());
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_ne!(
+        doc["owner"]["pid"],
+        std::process::id(),
+        "--owner-pid is taken as given"
+    );
 }

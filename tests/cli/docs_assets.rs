@@ -167,3 +167,35 @@ fn bash_completion_loads_and_completes_subcommands() {
     let offered = String::from_utf8(out.stdout).unwrap();
     assert!(offered.lines().any(|l| l == "promote"), "{offered}");
 }
+
+#[test]
+fn man_pages_link_only_to_pages_that_exist() {
+    let man = Path::new(env!("CARGO_MANIFEST_DIR")).join("man");
+    let pages: Vec<String> = std::fs::read_dir(&man)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(pages.iter().any(|p| p == "a3s-iso.1"));
+    for page in &pages {
+        let text = std::fs::read_to_string(man.join(page)).unwrap();
+        let text = text.replace("\\-", "-");
+        // Every `name(1)` reference of a3s-iso names a generated page.
+        for (at, _) in text.match_indices("(1)") {
+            let start = text[..at]
+                .rfind(|c: char| c.is_whitespace())
+                .map_or(0, |i| i + 1);
+            let name = &text[start..at];
+            if name.starts_with("a3s-iso") {
+                assert!(
+                    pages.contains(&format!("{name}.1")),
+                    "{page} links {name}(1), which is not generated"
+                );
+            }
+        }
+        // One of each closing section.
+        for section in [".SH \"EXIT STATUS\"", ".SH ENVIRONMENT", ".SH EXAMPLES"] {
+            assert_eq!(text.matches(section).count(), 1, "{page}: {section}");
+        }
+        assert!(!text.contains(".SH EXTRA"), "{page}");
+    }
+}

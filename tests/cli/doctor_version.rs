@@ -1,5 +1,8 @@
 //! `doctor`, `version`, and durations on the command line.
 
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::fixture::{Fixture, listing, require_tool, sandbox_available, stdout_of};
@@ -233,5 +236,90 @@ fn durations_accept_fractions_and_compounds() {
         assert_eq!(out.status.code(), Some(2), "{bad}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains("1m30s"), "{bad}: {err}");
+    }
+}
+
+/// `doctor` counts, `gc --dry-run` lists and the next command that changes state removes the
+/// same leftovers of dead processes; and a3s-iso inside a run judges none dead (the host's
+/// pids are not its own there).
+#[test]
+fn doctor_gc_and_cleaning_agree_on_what_dead_processes_left() {
+    let fx = Fixture::new();
+    fx.bind("d");
+    let state = fx.src.join(".git/a3s-iso");
+    // Private TMPDIRs are made in the system's temporary directory: this test's own.
+    let tmpdir = fx.root.join("tmp");
+    std::fs::create_dir_all(&tmpdir).unwrap();
+    let tmpdir = tmpdir.to_str().unwrap();
+    // A run SIGKILLed with its group leaves its quarantine and its private TMPDIR.
+    let mut run = fx.cmd();
+    run.args(["run", "-s", "d", "--no-sandbox", "--", "sleep", "30"])
+        .env("TMPDIR", tmpdir)
+        .process_group(0);
+    let mut child = run.spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+    let quarantined: Vec<_> = std::fs::read_dir(state.join("quarantine"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(quarantined.len(), 1, "{quarantined:?}");
+    // An atomic write of a record whose writer is gone (no process has that pid).
+    let dead_pid = (4_000_000..4_194_000)
+        .find(|pid| !Path::new(&format!("/proc/{pid}")).exists())
+        .unwrap();
+    let half_written = state.join(format!("sessions/.d.json.tmp-{dead_pid}-0-0000abcd"));
+    std::fs::write(&half_written, "{").unwrap();
+
+    let count = |env: &[(&str, &str)]| {
+        let mut cmd = fx.cmd();
+        cmd.args(["--json", "doctor"])
+            .env("TMPDIR", tmpdir)
+            .envs(env.iter().copied());
+        let (_, doc) = crate::fixture::json_of(cmd.output().unwrap());
+        let check = doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "scratch_leftovers")
+            .unwrap()
+            .clone();
+        check["detail"].as_str().unwrap().to_string()
+    };
+    let before = count(&[]);
+    assert!(before.starts_with("3 "), "{before}");
+    assert_eq!(count(&[("A3S_ISO_RUN_ID", "r-inside")]), "none");
+
+    let mut gc = fx.cmd();
+    gc.args(["--json", "gc", "--dry-run"]).env("TMPDIR", tmpdir);
+    let (code, dry) = crate::fixture::json_of(gc.output().unwrap());
+    assert_eq!(code, 0, "{dry}");
+    let listed: Vec<String> = dry["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|item| item["reason"] == "dead_maker")
+        .map(|item| item["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(listed.len(), 3, "{dry}");
+    assert!(
+        listed.contains(&half_written.display().to_string()),
+        "{dry}"
+    );
+    assert!(
+        listed.contains(&quarantined[0].display().to_string()),
+        "{dry}"
+    );
+    assert!(quarantined[0].exists() && half_written.exists());
+
+    let mut bind = fx.cmd();
+    bind.args(["bind", "-s", "e"]).env("TMPDIR", tmpdir);
+    assert!(bind.output().unwrap().status.success());
+    assert_eq!(count(&[]), "none");
+    for path in listed {
+        assert!(!Path::new(&path).exists(), "{path} is still there");
     }
 }

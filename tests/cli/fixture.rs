@@ -875,3 +875,25 @@ pub fn worked(fx: &Fixture, id: &str, file: &str) -> Value {
     std::fs::write(fx.isolation(id).join(file), format!("{id}\n")).unwrap();
     ok(fx, &["capture", "-s", id])
 }
+
+/// Runs a3s-iso in the source; returns the status, stdout and stderr.
+pub fn human(fx: &Fixture, args: &[&str]) -> (i32, String, String) {
+    let out = fx.cmd().args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+/// `n` new files `f01.txt`… in the session's isolation, each `size` bytes.
+pub fn write_files(fx: &Fixture, id: &str, n: usize, size: usize) {
+    for i in 1..=n {
+        let line = "x".repeat(size.saturating_sub(1));
+        std::fs::write(
+            fx.isolation(id).join(format!("f{i:02}.txt")),
+            format!("{line}\n"),
+        )
+        .unwrap();
+    }
+}

@@ -1,7 +1,7 @@
 //! `run` names the paths a failed command could not reach because of the sandbox, and the
-//! flag that allows each.
+//! flag that allows each; a command given without `--` is told where it goes.
 
-use crate::fixture::{Fixture, require_tool, snapshot_settings_naming};
+use crate::fixture::{Fixture, error_code, human, require_tool, snapshot_settings_naming};
 
 macro_rules! require_sandbox {
     () => {
@@ -151,4 +151,30 @@ fn hints_are_read_from_a_script_file_the_shell_runs() {
     assert_eq!(hints.len(), 1, "{doc}");
     assert_eq!(hints[0]["path"], script.to_str().unwrap());
     assert_eq!(hints[0]["reason"], "private");
+}
+
+#[test]
+fn run_without_the_separator_hints_at_it() {
+    let fx = Fixture::new();
+    fx.bind("x");
+    let (code, _, stderr) = human(&fx, &["run", "-s", "x", "true"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("hint: put -- before the command"),
+        "{stderr}"
+    );
+    let (code, doc) = fx.json(&["run", "-s", "x", "true"]);
+    assert_eq!((code, error_code(&doc)), (2, "usage"));
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("put -- before the command"),
+        "{doc}"
+    );
+    // With `--` it runs; other usage errors get no such hint.
+    let (code, _, stderr) = human(&fx, &["run", "-s", "x", "--no-sandbox", "--", "true"]);
+    assert_eq!(code, 0, "{stderr}");
+    let (_, _, stderr) = human(&fx, &["list", "--bogus"]);
+    assert!(!stderr.contains("put --"), "{stderr}");
 }

@@ -4,6 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -538,4 +539,34 @@ fn presets_and_wildcards_expand_as_documented() {
         serde_json::json!(["*.example.org:80", "*.example.org:443"])
     );
     assert_eq!(allowed[2]["expanded"], serde_json::json!(["[::1]:8080"]));
+}
+
+/// A run that publishes ports and is SIGKILLed leaves what it wrote for `show`; once no run
+/// holds the session, `show` ignores it and the next command that cleans removes it.
+#[test]
+fn a_killed_runs_published_ports_are_forgotten_and_cleaned() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("p");
+    let live = fx.src.join(".git/a3s-iso/live/p.json");
+    let mut run = fx.cmd();
+    run.args(["run", "-s", "p", "--publish", "3000", "--", "sleep", "30"])
+        .process_group(0);
+    let mut child = run.spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !live.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(live.exists(), "the run never published");
+    let group = rustix::process::Pid::from_child(&child);
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    child.wait().unwrap();
+    assert!(live.exists());
+    let (code, shown) = fx.json(&["show", "-s", "p"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(shown["live_run"], serde_json::Value::Null, "{shown}");
+    fx.bind("other");
+    assert!(!live.exists(), "the killed run's live file is still there");
 }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, listing, now_ms, sleeper, snapshot_settings_naming};
+use crate::fixture::{Fixture, human, listing, now_ms, sleeper, snapshot_settings_naming};
 
 fn bind_owned_by(fx: &Fixture, id: &str, owner: &Child) {
     let (code, doc) = fx.json(&["bind", "-s", id, "--owner-pid", &owner.id().to_string()]);
@@ -440,4 +440,16 @@ fn a_lookalike_of_a_recorded_session_is_never_reclaimed_in_its_name() {
     let (_, list) = fx.json(&["list"]);
     assert_eq!(list["sessions"][0]["state"], "bound");
     fx.git(&fx.src, &["rev-parse", "refs/a3s-iso/sessions/twin/base"]);
+}
+
+#[test]
+fn sweep_reports_kept_isolations_without_a_warning() {
+    let fx = Fixture::new();
+    fx.bind("live");
+    let (code, stdout, stderr) = human(&fx, &["sweep"]);
+    assert_eq!(code, 0);
+    // The summary ends the report, apart from the list.
+    assert!(stdout.ends_with("\n\nkept: 1 live\n"), "{stdout}");
+    assert!(!stderr.contains("warning:"), "{stderr}");
+    assert!(fx.isolation("live").join("README.md").is_file());
 }

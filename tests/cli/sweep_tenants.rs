@@ -1,5 +1,6 @@
 //! Sweeps and purges of one session id in several stores (the default store of two
-//! repositories, and tenants with their own state dirs): each touches only its own store.
+//! repositories, and tenants with their own state dirs): each touches only its own store; and
+//! a sweep keeps quiet about another repository's isolation unless asked for all.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -157,4 +158,41 @@ fn tenant_sweeps_and_purges_of_one_id_touch_only_their_own_store() {
     assert!(fx.src.join(".git/a3s-iso/sessions/x.json").exists());
     let _ = owner.kill();
     let _ = owner.wait();
+}
+
+#[test]
+fn sweep_keeps_quiet_about_another_repositorys_isolation_unless_all() {
+    let fx = Fixture::new();
+    // Another repository beside this one, with an isolation of its own in the same parent.
+    let other = fx.other_repository("other", "o.txt");
+    let (code, doc) = fx.json_in(&other, &["bind", "-s", "theirs"]);
+    assert_eq!(code, 0, "{doc}");
+    let theirs = fx.root.join("work/.other.a3s-isolate-theirs");
+    assert!(theirs.is_dir());
+    // Named like one of ours, as a tree of theirs could be.
+    let planted = fx.isolation("planted");
+    fx.git(
+        &other,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            planted.to_str().unwrap(),
+        ],
+    );
+    let (code, doc) = fx.json(&["sweep", "--dry-run"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!doc.to_string().contains("other_repository"), "{doc}");
+    let out = fx.cmd().args(["sweep", "--dry-run"]).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !text.contains("another repository") && !text.contains("other_repository"),
+        "{text}"
+    );
+    let (code, doc) = fx.json(&["sweep", "--dry-run", "--all"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(doc.to_string().contains("other_repository"), "{doc}");
+    assert!(planted.is_dir() && theirs.is_dir());
 }

@@ -147,9 +147,9 @@ impl Candidate {
             patch = made.ok().filter(|p| p.digest == digest);
         }
         let patch = patch.ok_or_else(|| crate::base::error::Error::ChangeSetUnavailable {
-            message: format!(
-                "cannot land {digest} again: its patch is no longer in the artifacts and no trees it was made from are recorded"
-            ),
+            reason: crate::base::error::NoDocument::NotReapplicable {
+                digest: digest.to_string(),
+            },
         })?;
         let mut candidate = Candidate::of_document(patch, "", "");
         candidate.base_tree = step.as_ref().map(|s| s.from_tree.clone());

@@ -17,7 +17,7 @@ use serde::Serialize;
 pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_remote};
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, NoDocument, Result};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
 use crate::services::evidence::Target;
@@ -180,10 +180,10 @@ fn change_set_to_push(
             let record = ctx.resolve_session(&located, session_id.as_deref())?;
             let stored = located.store.load_run_doc(&record.session_id, run_id)?;
             let bytes = stored.ok_or_else(|| Error::ChangeSetUnavailable {
-                message: format!(
-                    "run {run_id:?} of session {:?} has no stored change-set document (a patch over 4 MiB has none: push -s {} pushes the session's change set)",
-                    record.session_id, record.session_id
-                ),
+                reason: NoDocument::NotStored {
+                    session_id: record.session_id.clone(),
+                    run_id: run_id.clone(),
+                },
             })?;
             (located, changeset::verify(&bytes)?)
         }

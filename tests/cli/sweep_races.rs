@@ -1,9 +1,10 @@
-//! Races and crashes around the commands that move or remove isolations: eight sweep loops
-//! against running commands and against takeovers by `bind`, and SIGKILLs of `retain`, `sweep`
-//! and `run` at random moments, each followed by the next command (`list`), after which record,
-//! tree, admin dir and refs must agree and no scratch may be left behind.
+//! Races and crashes of `sweep`: eight sweep loops against running commands and against
+//! takeovers by `bind`, and SIGKILLs of `sweep` at random moments, each followed by the next
+//! command (`list`), after which record, tree, admin dir and refs must agree and no scratch may
+//! be left behind. The kill helpers here also serve `retain_crash`, `discard_crash`,
+//! `run_crash` and `bind_races`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -14,11 +15,11 @@ use serde_json::Value;
 use crate::fixture::{Fixture, json_of, sleeper, state_dir};
 
 /// A small deterministic generator (splitmix64), so that a failing run can be repeated.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// Seeded from `A3S_ISO_TEST_SEED`, else `default`; says which seed it uses.
-    fn seeded(default: u64, what: &str) -> Rng {
+    pub(crate) fn seeded(default: u64, what: &str) -> Rng {
         let seed = std::env::var("A3S_ISO_TEST_SEED")
             .ok()
             .and_then(|s| s.parse().ok())
@@ -35,7 +36,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
         self.next() % n.max(1)
     }
 }
@@ -51,14 +52,14 @@ fn bind_for(fx: &Fixture, id: &str, owner: &Child) -> (i32, Value) {
 }
 
 /// A session whose owner has exited (and was reaped).
-fn dead_owner_session(fx: &Fixture, id: &str) {
+pub(crate) fn dead_owner_session(fx: &Fixture, id: &str) {
     let owner = sleeper();
     let (code, doc) = bind_for(fx, id, &owner);
     assert_eq!(code, 0, "{doc}");
     end(owner);
 }
 
-fn wait_for(path: &Path, limit: Duration) -> bool {
+pub(crate) fn wait_for(path: &Path, limit: Duration) -> bool {
     let start = Instant::now();
     while !path.exists() {
         if start.elapsed() > limit {
@@ -368,7 +369,7 @@ fn report_races(fates: &Fates, counts: &SweepCounts, took: Duration) {
 
 /// Sends SIGKILL to the whole process group of `child` after `delay`, and reaps it. Returns
 /// whether it was still running when the signal went.
-fn kill_group_after(mut child: Child, delay: Duration) -> bool {
+pub(crate) fn kill_group_after(mut child: Child, delay: Duration) -> bool {
     std::thread::sleep(delay);
     let running = child.try_wait().unwrap().is_none();
     let pgid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
@@ -378,7 +379,7 @@ fn kill_group_after(mut child: Child, delay: Duration) -> bool {
 }
 
 /// An a3s-iso command in a process group of its own, with its output discarded.
-fn spawn_in_group(fx: &Fixture, args: &[&str]) -> Child {
+pub(crate) fn spawn_in_group(fx: &Fixture, args: &[&str]) -> Child {
     use std::os::unix::process::CommandExt;
     fx.cmd()
         .args(args)
@@ -390,7 +391,7 @@ fn spawn_in_group(fx: &Fixture, args: &[&str]) -> Child {
 }
 
 /// How long a command takes when nothing kills it, to spread the kills over its whole life.
-fn duration_of(fx: &Fixture, args: &[&str]) -> Duration {
+pub(crate) fn duration_of(fx: &Fixture, args: &[&str]) -> Duration {
     let start = Instant::now();
     let (code, doc) = fx.json(args);
     assert_eq!(code, 0, "{doc}");
@@ -398,7 +399,7 @@ fn duration_of(fx: &Fixture, args: &[&str]) -> Duration {
 }
 
 /// The entries of a directory, by name (none when it does not exist).
-fn entries(dir: &Path) -> Vec<String> {
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
     std::fs::read_dir(dir)
         .map(|e| {
             e.flatten()
@@ -414,7 +415,7 @@ fn entries(dir: &Path) -> Vec<String> {
 /// half removed; nothing is pending and no scratch is left. `reclaimed` lists the sessions
 /// live before that are swept now: each is listed `swept`, with its swept snapshot and its
 /// session refs kept for a resume.
-fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
+pub(crate) fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
     let state = state_dir(fx);
     for dir in ["pending", "tmp", "quarantine"] {
         let left = entries(&state.join(dir));
@@ -469,7 +470,7 @@ fn assert_consistent(fx: &Fixture, list: &Value, reclaimed: &[String]) {
 }
 
 /// The session ids `list` shows, but the swept ones.
-fn listed(list: &Value) -> Vec<String> {
+pub(crate) fn listed(list: &Value) -> Vec<String> {
     list["sessions"]
         .as_array()
         .unwrap()
@@ -479,31 +480,31 @@ fn listed(list: &Value) -> Vec<String> {
         .collect()
 }
 
-fn with_work(fx: &Fixture, id: &str) {
+pub(crate) fn with_work(fx: &Fixture, id: &str) {
     std::fs::write(fx.isolation(id).join("work.txt"), "work of the session\n").unwrap();
 }
 
 /// Where the kills land: spread around a point that moves later while kills come too early
 /// (nothing had changed yet) and earlier while they come too late (the command had finished),
 /// so that most land while the tree moves.
-struct KillTiming {
+pub(crate) struct KillTiming {
     center_us: f64,
 }
 
 impl KillTiming {
-    fn new(took: Duration) -> KillTiming {
+    pub(crate) fn new(took: Duration) -> KillTiming {
         KillTiming {
             center_us: took.as_micros() as f64 * 0.7,
         }
     }
 
-    fn delay(&self, rng: &mut Rng) -> Duration {
+    pub(crate) fn delay(&self, rng: &mut Rng) -> Duration {
         let spread = 0.5 + rng.below(1000) as f64 / 1000.0;
         Duration::from_micros((self.center_us * spread) as u64)
     }
 
     /// Moves the point after a kill that was too early (`Some(true)`) or too late.
-    fn adjust(&mut self, too_early: Option<bool>) {
+    pub(crate) fn adjust(&mut self, too_early: Option<bool>) {
         match too_early {
             Some(true) => self.center_us *= 1.15,
             Some(false) => self.center_us *= 0.85,
@@ -513,153 +514,8 @@ impl KillTiming {
 }
 
 /// Kills wanted while the command runs, and the most attempts made to get them.
-const KILLS_WANTED: usize = 32;
-const KILL_ATTEMPTS: usize = 120;
-
-#[test]
-fn a_retain_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
-    let fx = Fixture::new();
-    let mut rng = Rng::seeded(41, "retain kills");
-    let mut took = Duration::MAX;
-    for i in 0..3 {
-        let id = format!("measure{i}");
-        fx.bind(&id);
-        took = took.min(duration_of(
-            &fx,
-            &["retain", "-s", &id, "--reason", "measure"],
-        ));
-        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
-        assert_eq!(code, 0, "{doc}");
-    }
-    let mut timing = KillTiming::new(took);
-    let (mut attempts, mut killed, mut repaired, mut retained, mut bound) = (0, 0, 0, 0, 0);
-    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
-        let id = format!("k{attempts}");
-        attempts += 1;
-        fx.bind(&id);
-        with_work(&fx, &id);
-        let retain = spawn_in_group(&fx, &["retain", "-s", &id, "--reason", "killed"]);
-        let was_running = kill_group_after(retain, timing.delay(&mut rng));
-        let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
-        killed += usize::from(was_running);
-        repaired += usize::from(intent);
-        let (code, list) = fx.json(&["list", "--all"]);
-        assert_eq!(code, 0, "{list}");
-        assert_consistent(&fx, &list, &[]);
-        let session = &list["sessions"].as_array().unwrap()[0];
-        let still_bound = session["state"] == "bound";
-        if still_bound {
-            assert_eq!(session["worktree"], fx.isolation(&id).to_str().unwrap());
-            bound += 1;
-        } else {
-            retained += 1;
-        }
-        timing.adjust(match (was_running, intent, still_bound) {
-            (false, ..) => Some(false),
-            (true, false, true) => Some(true),
-            _ => None,
-        });
-        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
-        assert_eq!(code, 0, "{doc}");
-    }
-    eprintln!(
-        "retain kills: {attempts} attempts (a retain takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {retained} retained, {bound} still bound; 0 inconsistent"
-    );
-    assert!(
-        killed >= KILLS_WANTED,
-        "only {killed} retains were killed while running"
-    );
-}
-
-/// After the next command, a discard killed at any moment either never happened (the session
-/// is bound, its tree registered and holding its work) or is complete (discarded: no tree, no
-/// registration, no renamed leftovers, the evidence kept), and nothing is pending.
-fn assert_discard_consistent(fx: &Fixture, id: &str, list: &Value) {
-    let state = state_dir(fx);
-    assert!(entries(&state.join("pending")).is_empty(), "pending left");
-    let session = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["session_id"] == id)
-        .unwrap_or_else(|| panic!("{id} not listed: {list}"));
-    let tree = fx.isolation(id);
-    let porcelain = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
-    let registered = porcelain.contains(&format!("worktree {}", tree.display()));
-    match session["state"].as_str().unwrap() {
-        "bound" => {
-            assert!(registered, "{porcelain}");
-            assert_eq!(
-                std::fs::read_to_string(tree.join("work.txt")).unwrap(),
-                "work of the session\n"
-            );
-        }
-        "discarded" => {
-            assert!(!tree.exists(), "{} is still there", tree.display());
-            assert!(!registered, "{porcelain}");
-            let base = fx.git(
-                &fx.src,
-                &["for-each-ref", &format!("refs/a3s-iso/sessions/{id}/")],
-            );
-            assert_ne!(base, "", "the evidence of {id} went with its tree");
-        }
-        other => panic!("{id} is {other}: {list}"),
-    }
-    let parent = fx.src.parent().unwrap();
-    let leftovers: Vec<String> = entries(parent)
-        .into_iter()
-        .filter(|n| n.starts_with(".a3s-reclaimed-"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-#[test]
-fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
-    let fx = Fixture::new();
-    let mut rng = Rng::seeded(43, "discard kills");
-    let mut took = Duration::MAX;
-    for i in 0..3 {
-        let id = format!("measure{i}");
-        fx.bind(&id);
-        took = took.min(duration_of(&fx, &["discard", "-s", &id]));
-    }
-    let mut timing = KillTiming::new(took);
-    let (mut attempts, mut killed, mut repaired, mut discarded, mut bound) = (0, 0, 0, 0, 0);
-    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
-        let id = format!("d{attempts}");
-        attempts += 1;
-        fx.bind(&id);
-        with_work(&fx, &id);
-        let discard = spawn_in_group(&fx, &["discard", "-s", &id]);
-        let was_running = kill_group_after(discard, timing.delay(&mut rng));
-        let intent = state_dir(&fx).join(format!("pending/{id}.json")).exists();
-        killed += usize::from(was_running);
-        repaired += usize::from(intent);
-        let (code, list) = fx.json(&["list", "--all"]);
-        assert_eq!(code, 0, "{list}");
-        assert_discard_consistent(&fx, &id, &list);
-        let still_bound = fx.isolation(&id).exists();
-        if still_bound {
-            bound += 1;
-        } else {
-            discarded += 1;
-        }
-        timing.adjust(match (was_running, intent, still_bound) {
-            (false, ..) => Some(false),
-            (true, false, true) => Some(true),
-            _ => None,
-        });
-        let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
-        assert_eq!(code, 0, "{doc}");
-    }
-    eprintln!(
-        "discard kills: {attempts} attempts (a discard takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {discarded} discarded, {bound} still bound; 0 inconsistent"
-    );
-    assert!(
-        killed >= KILLS_WANTED,
-        "only {killed} discards were killed while running"
-    );
-}
+pub(crate) const KILLS_WANTED: usize = 32;
+pub(crate) const KILL_ATTEMPTS: usize = 120;
 
 #[test]
 fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
@@ -714,235 +570,5 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
     assert!(
         killed >= KILLS_WANTED,
         "only {killed} sweeps were killed while running"
-    );
-}
-
-#[cfg(feature = "fault-injection")]
-#[test]
-fn a_crash_at_each_step_of_retain_and_sweep_is_repaired_by_the_next_command() {
-    let fx = Fixture::new();
-    for (i, fault) in [
-        "retain-after-intent",
-        "retain-after-move",
-        "retain-after-lock",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let id = format!("r{i}");
-        fx.bind(&id);
-        with_work(&fx, &id);
-        let out = fx
-            .cmd()
-            .env("A3S_ISO_TEST_FAULT", fault)
-            .args(["retain", "-s", &id, "--reason", "crash"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), None, "{fault}: killed");
-        let (code, list) = fx.json(&["list", "--all"]);
-        assert_eq!(code, 0, "{list}");
-        assert_consistent(&fx, &list, &[]);
-        let expected = if *fault == "retain-after-intent" {
-            "bound"
-        } else {
-            "retained"
-        };
-        assert_eq!(list["sessions"][i]["state"], expected, "{fault}: {list}");
-    }
-    let (code, doc) = fx.json(&["discard", "-s", "r0", "--purge"]);
-    assert_eq!(code, 0, "{doc}");
-    for (i, fault) in [
-        "sweep-after-snapshot",
-        "sweep-after-intent",
-        "sweep-after-move",
-        "sweep-after-admin",
-        "sweep-after-records",
-    ]
-    .iter()
-    .enumerate()
-    {
-        let id = format!("s{i}");
-        dead_owner_session(&fx, &id);
-        with_work(&fx, &id);
-        let out = fx
-            .cmd()
-            .env("A3S_ISO_TEST_FAULT", fault)
-            .args(["sweep", "--grace", "0s"])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), None, "{fault}: killed");
-        let (code, list) = fx.json(&["list", "--all"]);
-        assert_eq!(code, 0, "{list}");
-        let gone = !listed(&list).contains(&id);
-        let reclaimed = if gone { vec![id.clone()] } else { Vec::new() };
-        assert_consistent(&fx, &list, &reclaimed);
-        // Before the tree moves the session stands; once it moved, the reclaim is finished.
-        let undone = ["sweep-after-snapshot", "sweep-after-intent"].contains(fault);
-        assert_eq!(gone, !undone, "{fault}: {list}");
-        if gone {
-            // Killed after the tree moved: the session is swept, and its work comes back.
-            let (code, doc) = fx.json(&["bind", "-s", &id, "--resume"]);
-            assert_eq!(code, 0, "{fault}: {doc}");
-            assert_eq!(
-                std::fs::read_to_string(fx.isolation(&id).join("work.txt")).unwrap(),
-                "work of the session\n",
-                "{fault}"
-            );
-            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
-            assert_eq!(code, 0, "{doc}");
-        } else {
-            let (code, doc) = fx.json(&["discard", "-s", &id, "--purge"]);
-            assert_eq!(code, 0, "{doc}");
-        }
-    }
-}
-
-#[test]
-fn a_killed_run_leaves_no_scratch_once_the_next_command_ran() {
-    let fx = Fixture::new();
-    let host_tmp = fx.root.join("host-tmp");
-    std::fs::create_dir(&host_tmp).unwrap();
-    fx.bind("killed");
-    with_work(&fx, "killed");
-    let mut rng = Rng::seeded(47, "run kills");
-    for _ in 0..4 {
-        use std::os::unix::process::CommandExt;
-        let run = fx
-            .cmd()
-            .env("TMPDIR", &host_tmp)
-            .args(["run", "-s", "killed", "--no-sandbox", "--"])
-            .args(["sh", "-c", "touch started; sleep 3"])
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let started = fx.isolation("killed").join("started");
-        assert!(wait_for(&started, Duration::from_secs(30)));
-        std::fs::remove_file(&started).unwrap();
-        assert!(kill_group_after(run, Duration::from_millis(rng.below(50))));
-        assert!(
-            !entries(&host_tmp).is_empty(),
-            "the run's TMPDIR was made there"
-        );
-        let (code, list) = fx.json_in_tmp(&host_tmp, &["list", "--all"]);
-        assert_eq!(code, 0, "{list}");
-        assert_eq!(entries(&host_tmp), Vec::<String>::new());
-        assert_consistent(&fx, &list, &[]);
-    }
-}
-
-trait InTmp {
-    fn json_in_tmp(&self, tmp: &Path, args: &[&str]) -> (i32, Value);
-}
-
-impl InTmp for Fixture {
-    /// `--json` ARGS in the source, with `TMPDIR` set.
-    fn json_in_tmp(&self, tmp: &Path, args: &[&str]) -> (i32, Value) {
-        json_of(
-            self.cmd()
-                .env("TMPDIR", tmp)
-                .arg("--json")
-                .args(args)
-                .output()
-                .unwrap(),
-        )
-    }
-}
-
-fn race_rounds() -> usize {
-    std::env::var("A3S_ISO_RACE_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2)
-}
-
-/// Rounds of 20 concurrent binds of distinct ids (the first ones warm, from a pool of 4), while
-/// the previous round's sessions are discarded (their trees recycled into the pool) and a
-/// `sweep --grace 0s` loop runs: every bind succeeds, every isolation is healthy (clean, at
-/// the source's HEAD), and nothing is left in flight. `A3S_ISO_RACE_ROUNDS` sets the rounds.
-#[test]
-fn concurrent_binds_of_distinct_ids_all_succeed_with_healthy_isolations() {
-    const BINDS: usize = 20;
-    let fx = Fixture::new();
-    for i in 0..200 {
-        fx.write(&format!("d{}/f{i}.txt", i % 10), &format!("file {i}\n"));
-    }
-    let head = fx.commit_all("files");
-    let (code, doc) = fx.json(&["pool", "--size", "4"]);
-    assert_eq!(code, 0, "{doc}");
-    let stop = AtomicBool::new(false);
-    let (fx, stop) = (&fx, &stop);
-    let mut previous: Vec<String> = Vec::new();
-    let (mut failures, mut warm) = (Vec::new(), 0);
-    for round in 0..race_rounds() {
-        let ids: Vec<String> = (0..BINDS).map(|n| format!("r{round}-s{n}")).collect();
-        let results: Vec<(String, i32, Value)> = std::thread::scope(|scope| {
-            let sweeper = scope.spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    let _ = fx.json(&["sweep", "--grace", "0s"]);
-                }
-            });
-            let discards: Vec<_> = previous
-                .iter()
-                .map(|id| scope.spawn(move || fx.json(&["discard", "-s", id])))
-                .collect();
-            let binds: Vec<_> = ids
-                .iter()
-                .map(|id| {
-                    scope.spawn(move || {
-                        let (code, doc) = fx.json(&["bind", "-s", id]);
-                        (id.clone(), code, doc)
-                    })
-                })
-                .collect();
-            let results = binds.into_iter().map(|b| b.join().unwrap()).collect();
-            for discard in discards {
-                let (code, doc) = discard.join().unwrap();
-                assert_eq!(code, 0, "round {round}: discard: {doc}");
-            }
-            stop.store(true, Ordering::SeqCst);
-            sweeper.join().unwrap();
-            stop.store(false, Ordering::SeqCst);
-            results
-        });
-        for (id, code, doc) in &results {
-            if *code != 0 {
-                failures.push(format!("round {round} {id}: {doc}"));
-                continue;
-            }
-            warm += usize::from(doc["warm"] == true);
-            let iso = PathBuf::from(doc["worktree"].as_str().unwrap());
-            assert_eq!(
-                fx.git(&iso, &["status", "--porcelain"]),
-                "",
-                "{id}: not clean"
-            );
-            assert_eq!(
-                fx.git(&iso, &["rev-parse", "HEAD"]),
-                head,
-                "{id}: not at HEAD"
-            );
-        }
-        assert!(failures.is_empty(), "binds failed: {failures:#?}");
-        let claims = entries(&state_dir(fx).join("claims"));
-        assert!(claims.is_empty(), "round {round}: claims left: {claims:?}");
-        let debris: Vec<String> = entries(&fx.root.join("work"))
-            .into_iter()
-            .filter(|name| name.contains(".creating-") || name.contains("a3s-reclaimed"))
-            .collect();
-        assert!(debris.is_empty(), "round {round}: debris: {debris:?}");
-        let worktrees = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
-        for id in &ids {
-            assert!(
-                worktrees.contains(&format!("a3s-isolate-{id}\n")),
-                "{id}: {worktrees}"
-            );
-        }
-        previous = ids;
-    }
-    eprintln!(
-        "{} rounds of {BINDS} concurrent binds: 0 failures, {warm} warm",
-        race_rounds()
     );
 }
