@@ -20,6 +20,7 @@ mod runner;
 mod stash;
 mod submodule;
 mod tree_edit;
+mod version_cache;
 
 pub(crate) use crate::git::checkout::{Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};

@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use crate::base::error::{Error, Result, Unavailable};
 use crate::git::runner::Git;
 
+/// The memo's question for a directory's repository: its common dir and checkout.
+const DISCOVERED: &str = "repository";
+
 /// A source repository: its checkout and its common git dir.
 #[derive(Debug, Clone)]
 pub struct Repo {
@@ -40,6 +43,14 @@ impl Repo {
                 },
             });
         }
+        // Found once per command: the repository a directory is in does not change under it.
+        if let Some((common_dir, toplevel)) = git
+            .recall(dir, DISCOVERED)
+            .as_deref()
+            .and_then(|known| known.split_once('\0'))
+        {
+            return Ok(Repo::new(git, toplevel.into(), common_dir.into()));
+        }
         let out = git
             .at(dir)
             .args([
@@ -60,6 +71,12 @@ impl Repo {
             .collect();
         match (out.exit_code, lines.as_slice()) {
             (Some(0), [b"false", common_dir, toplevel]) => {
+                if let (Ok(common), Ok(top)) = (
+                    std::str::from_utf8(common_dir),
+                    std::str::from_utf8(toplevel),
+                ) {
+                    git.remember(dir, DISCOVERED, &format!("{common}\0{top}"));
+                }
                 Ok(Repo::new(git, path(toplevel), path(common_dir)))
             }
             (_, [b"true", ..]) => Err(Error::IsolationUnavailable {

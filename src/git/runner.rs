@@ -109,12 +109,15 @@ impl Git {
             checkouts: Arc::default(),
             memo: Arc::default(),
         };
-        let out = git.at(Path::new(".")).arg("--version").run_text()?;
-        let version = out
-            .strip_prefix("git version ")
-            .unwrap_or(&out)
-            .trim()
-            .to_string();
+        let version = match crate::git::version_cache::recall(&git.bin) {
+            Some(known) => known,
+            None => {
+                let out = git.at(Path::new(".")).arg("--version").run_text()?;
+                let version = out.strip_prefix("git version ").unwrap_or(&out).trim();
+                crate::git::version_cache::keep(&git.bin, version);
+                version.to_string()
+            }
+        };
         match parse_version(&version) {
             Some(found) if found >= MIN_VERSION => {}
             _ => {

@@ -111,7 +111,7 @@ fn a_sandboxed_run_starts_git_for_what_it_changed_only() {
     // The first run's full snapshot is what the layer of the later ones starts from.
     calls(&fx, git, &["run", "-s", "s", "--", "true"]);
     let idle = calls(&fx, git, &["run", "-s", "s", "--", "true"]);
-    assert!(idle.len() <= 5, "{idle:#?}");
+    assert!(idle.len() <= 4, "{idle:#?}");
     assert!(
         !idle
             .iter()

@@ -323,3 +323,53 @@ fn doctor_gc_and_cleaning_agree_on_what_dead_processes_left() {
         assert!(!Path::new(&path).exists(), "{path} is still there");
     }
 }
+
+/// git's version as `doctor` reports it, with `git` as the git binary.
+fn reported_git_version(fx: &Fixture, git: &Path) -> String {
+    let mut cmd = fx.cmd();
+    let out = cmd
+        .arg("--git")
+        .arg(git)
+        .args(["--json", "doctor"])
+        .output();
+    let (_, doc) = crate::fixture::json_of(out.unwrap());
+    doc["git_version"].as_str().unwrap_or_default().to_string()
+}
+
+#[test]
+fn gits_version_is_kept_for_the_very_same_binary_only() {
+    let fx = Fixture::new();
+    let real = crate::fixture::git_on_path();
+    let head = std::fs::read(&real).unwrap();
+    assert_eq!(
+        &head[..4],
+        b"\x7fELF",
+        "git on PATH must be a native executable"
+    );
+    let copy = fx.root.join("bin/git");
+    std::fs::create_dir_all(copy.parent().unwrap()).unwrap();
+    std::fs::copy(&real, &copy).unwrap();
+    let version = fx.git(&fx.src, &["--version"]);
+    let version = version.strip_prefix("git version ").unwrap().to_string();
+    assert_eq!(reported_git_version(&fx, &copy), version);
+    let cache = fx.home.join(".cache/a3s-iso/git-versions");
+    let kept = std::fs::read_to_string(&cache).unwrap();
+    assert_eq!(kept.lines().count(), 1, "{kept}");
+    // The kept answer is what the next command uses, without asking git.
+    std::fs::write(&cache, kept.replace(&version, "2.99.0")).unwrap();
+    assert_eq!(reported_git_version(&fx, &copy), "2.99.0");
+    // Rewriting the binary (here only its time) makes it ask again.
+    let file = std::fs::File::options().write(true).open(&copy).unwrap();
+    file.set_modified(std::time::SystemTime::UNIX_EPOCH)
+        .unwrap();
+    drop(file);
+    assert_eq!(reported_git_version(&fx, &copy), version);
+    // A script's git can change under it: it is asked every time, and nothing is kept.
+    let script = fx.root.join("bin/git-script");
+    let body = format!("#!/bin/sh\nexec '{}' \"$@\"\n", real.display());
+    std::fs::write(&script, body).unwrap();
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let before = std::fs::read_to_string(&cache).unwrap();
+    assert_eq!(reported_git_version(&fx, &script), version);
+    assert_eq!(std::fs::read_to_string(&cache).unwrap(), before);
+}
