@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::now_ms;
+use crate::base::ids::TreeId;
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -89,8 +90,7 @@ pub struct BindOutcome {
     /// The commit the isolation is detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// An existing binding was returned as it was.
     pub reused: bool,
     /// No isolation: writing commands refuse the session.
@@ -145,7 +145,8 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }
-    let head = located.repo.head(&ctx.git)?;
+    let (revision, tree) = located.repo.head(&ctx.git)?;
+    let head = (revision, TreeId::new(tree)?);
 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
     if live_record(&located, &session_id)?.is_some() {
@@ -281,7 +282,7 @@ fn plan_wip(
 fn new_record(
     session_id: String,
     located: &Located,
-    (bound_revision, head_tree): (String, String),
+    (bound_revision, head_tree): (String, TreeId),
     opts: &BindOptions,
     wip: &WipPlan,
     owner: Option<Owner>,
@@ -317,9 +318,9 @@ fn new_record(
 /// What a new isolation starts from besides its bound revision.
 struct Restore {
     /// The working tree's content.
-    tree: String,
+    tree: TreeId,
     /// What is staged; `None`: nothing (the index stays at the bound revision).
-    index_tree: Option<String>,
+    index_tree: Option<TreeId>,
 }
 
 /// Claims the id, builds the isolation (restoring `restore_state` into it, if given) and
@@ -593,10 +594,13 @@ fn swept_restore(
     let tree = ctx
         .git
         .rev_parse(&located.repo.toplevel, &format!("{reference}^{{tree}}"))?;
-    Ok(tree.map(|tree| Restore {
-        tree,
-        index_tree: None,
-    }))
+    tree.map(|tree| {
+        Ok(Restore {
+            tree: TreeId::new(tree)?,
+            index_tree: None,
+        })
+    })
+    .transpose()
 }
 
 /// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree

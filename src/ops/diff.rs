@@ -12,6 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
 use crate::base::wire::wire_enum;
 use crate::model::snapshot::{self, Patch};
@@ -113,11 +114,9 @@ pub struct DiffOutcome {
     /// `cumulative`, a document and a promoted change set.
     pub head_moved: Option<bool>,
     /// The tree the patch applies to, where known.
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub from_tree: Option<String>,
+    pub from_tree: Option<TreeId>,
     /// The tree it makes, where known.
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub to_tree: Option<String>,
+    pub to_tree: Option<TreeId>,
     /// The files, in the patch's order.
     pub files: Vec<FileChange>,
     /// Submodules and nested repositories of the isolation: their own change sets travel
@@ -147,11 +146,9 @@ pub struct NestedDiff {
     /// That patch's size.
     pub patch_bytes: u64,
     /// The tree of the repository the patch applies to.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub from_tree: String,
+    pub from_tree: TreeId,
     /// The tree it makes.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub to_tree: String,
+    pub to_tree: TreeId,
     /// The files, each with its path in the superproject (`<repository path>/<file>`), in
     /// the patch's order.
     pub files: Vec<FileChange>,
@@ -255,7 +252,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         digest: patch.digest.clone(),
         patch_bytes: patch.bytes,
         from_tree: Some(bases.root),
-        to_tree: Some(snap.tree),
+        to_tree: Some(TreeId::new(snap.tree)?),
         files,
         nested,
         nested_change_sets,
@@ -276,11 +273,11 @@ fn nested_path(name: &str) -> RepoPath {
 struct Bases {
     scope: Scope,
     /// The root's from-tree.
-    root: String,
+    root: TreeId,
     head_moved: Option<bool>,
     /// Each captured nested change set's from-tree, in order; `None`: nothing new to promote
     /// there since its last step.
-    nested: Vec<Option<String>>,
+    nested: Vec<Option<TreeId>>,
 }
 
 /// Where the session's change sets start: its base tree (`cumulative`, the nested ones at their
@@ -330,7 +327,7 @@ fn nested_diffs(
     ctx: &Context,
     located: &crate::workspace::context::Located,
     found: &crate::services::nested::Nested,
-    bases: &[Option<String>],
+    bases: &[Option<TreeId>],
     scratch: &Path,
 ) -> Result<Vec<NestedDiff>> {
     let common = &located.repo.common_dir;
@@ -373,8 +370,8 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
         head_moved: None,
         digest: cs.patch_digest,
         patch_bytes: cs.patch_bytes,
-        from_tree: Some(crate::model::changeset::tree_id(&cs.base_tree).to_string()),
-        to_tree: Some(crate::model::changeset::tree_id(&cs.result_tree).to_string()),
+        from_tree: Some(cs.base_tree),
+        to_tree: Some(cs.result_tree),
         files,
         nested: Vec::new(),
         nested_change_sets: Vec::new(),

@@ -99,8 +99,7 @@ pub struct ShowOutcome {
     /// The commit the session was bound at.
     pub bound_revision: String,
     /// The tree its change sets start from.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: crate::base::ids::TreeId,
     /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
     /// it; `null` when the source cannot be read.
     pub head_moved: Option<bool>,

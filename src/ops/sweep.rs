@@ -1046,7 +1046,7 @@ fn snapshot_into_swept(
         ns: &located.store.refs(),
         session_id: &plan.id,
     }
-    .pin_swept(&snap.tree)
+    .pin_swept(&crate::base::ids::TreeId::new(&snap.tree)?)
 }
 
 /// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
@@ -1090,7 +1090,7 @@ mod tests {
             worktree: Some("/.a3s-isolate-s".into()),
             admin_dir: None,
             bound_revision: String::new(),
-            base_tree: String::new(),
+            base_tree: crate::base::ids::TreeId::new("a".repeat(40)).unwrap(),
             read_only: false,
             carried_wip: false,
             carried_index_tree: None,

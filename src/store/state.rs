@@ -82,8 +82,7 @@ pub struct LastRun {
     /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: crate::base::ids::TreeId,
 }
 
 /// How a run's lease file names the run, on a line of its own after the holder's.
@@ -123,15 +122,14 @@ pub struct SessionRecord {
     /// The commit the isolation was detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: crate::base::ids::TreeId,
     /// No isolation: writing commands refuse the session.
     pub read_only: bool,
     /// The isolation started from the source's local changes (`--carry-wip`).
     pub carried_wip: bool,
     /// With carried WIP: what the source had staged (the base tree is its working state).
-    #[serde(default, with = "crate::base::ids::tree_id_opt")]
-    pub carried_index_tree: Option<String>,
+    #[serde(default)]
+    pub carried_index_tree: Option<crate::base::ids::TreeId>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
     /// Who owns the session; `None` for an ownerless one (`bind --owner none`), which only
@@ -755,11 +753,9 @@ pub(crate) struct Step {
     /// The session's `created_at_ms`: a session bound again under the same id starts over.
     pub session_created_at_ms: u64,
     /// The tree the delta starts from: the session's base tree, or the previous step's result.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub from_tree: String,
+    pub from_tree: crate::base::ids::TreeId,
     /// The session's snapshot this step brought into the source.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: crate::base::ids::TreeId,
     /// The isolation's HEAD at the snapshot (branch mode replays the commits after it next).
     pub isolation_head: Option<String>,
     /// The source's HEAD once the step landed (branch mode moves it).

@@ -93,8 +93,8 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             let cs = &verified.change_set;
             Candidate::of_document(
                 Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
-                changeset::tree_id(&cs.base_tree),
-                changeset::tree_id(&cs.result_tree),
+                &cs.base_tree,
+                &cs.result_tree,
             )
         }
         (None, Some(fetched)) => {

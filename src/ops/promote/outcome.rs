@@ -105,8 +105,7 @@ pub struct PromoteOutcome {
     pub step: Option<u64>,
     /// A session's promote: the tree the delta starts from (the session's base tree for step
     /// 1, the previous step's result after that).
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub from_tree: Option<String>,
+    pub from_tree: Option<crate::base::ids::TreeId>,
     /// A document's promote: whether its `base_tree` is the tree of the source's HEAD (null
     /// for a session, or when the base is not in this repository).
     pub base_matches_head: Option<bool>,

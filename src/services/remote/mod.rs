@@ -18,6 +18,7 @@ pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::TreeId;
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
 use crate::services::evidence::Target;
@@ -90,9 +91,9 @@ pub struct PushOutcome {
     /// How many files the patch touches.
     pub files_changed: u64,
     /// `git-tree:<hex>` the patch applies to.
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// `git-tree:<hex>` the patch makes.
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// What the user should know.
     pub warnings: Vec<String>,
 }
@@ -189,7 +190,7 @@ fn change_set_to_push(
         }
     };
     let cs = &verified.change_set;
-    let trees = [cs.base_tree.as_str(), cs.result_tree.as_str()].map(changeset::tree_id);
+    let trees = [cs.base_tree.as_str(), cs.result_tree.as_str()];
     let found = ctx
         .git
         .object_info(&located.repo.toplevel, &trees.map(str::to_string))?;
@@ -233,8 +234,11 @@ fn session_change_set(
         let (located, carried, _) = change_set_to_push(ctx, &stored)?;
         return Ok((located, carried, nested_warnings(&nested, &snap.nested)));
     }
-    let (patch, change_set) =
-        crate::services::evidence::record_run(ctx, &target.located, &target.completed(&snap.tree))?;
+    let (patch, change_set) = crate::services::evidence::record_run(
+        ctx,
+        &target.located,
+        &target.completed(&TreeId::new(&snap.tree)?),
+    )?;
     let warnings = nested_warnings(&nested, &snap.nested);
     Ok((target.located, Carried { change_set, patch }, warnings))
 }
@@ -289,9 +293,9 @@ pub struct FetchedChangeSet {
     /// The patch's size.
     pub patch_bytes: u64,
     /// `git-tree:<hex>` the patch applies to.
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// `git-tree:<hex>` the patch makes.
-    pub result_tree: String,
+    pub result_tree: TreeId,
 }
 
 /// A change set on the remote that failed verification (nothing of it is kept).
@@ -323,10 +327,10 @@ pub struct FetchOutcome {
 pub(crate) struct Fetched {
     /// The patch.
     pub(crate) patch: crate::model::snapshot::Patch,
-    /// The bare base tree id.
-    pub(crate) base_tree: String,
-    /// The bare result tree id.
-    pub(crate) result_tree: String,
+    /// The base tree.
+    pub(crate) base_tree: TreeId,
+    /// The result tree.
+    pub(crate) result_tree: TreeId,
     /// What the report says of it.
     pub(crate) report: FetchedChangeSet,
 }
@@ -504,8 +508,8 @@ fn check_fetched(
         result_tree: cs.result_tree.clone(),
     };
     Ok(Fetched {
-        base_tree: carried.base().to_string(),
-        result_tree: carried.result().to_string(),
+        base_tree: carried.change_set.base_tree.clone(),
+        result_tree: carried.change_set.result_tree.clone(),
         patch: carried.patch,
         report,
     })
