@@ -205,7 +205,10 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
     }
     push("step", outcome.step.map(|n| n.to_string()));
     push("bound", outcome.bound_revision.clone());
-    push("current", outcome.current_revision.clone());
+    push(
+        "current",
+        outcome.current_revision.clone().map(String::from),
+    );
     push(
         "artifacts",
         outcome.artifacts.as_ref().map(|p| p.display().to_string()),

@@ -108,7 +108,7 @@ pub struct LandedSession {
     /// The digest of what landed (or would have).
     pub digest: Option<String>,
     /// The source's HEAD once it landed (squash and branch: the new commit).
-    pub commit: Option<String>,
+    pub commit: Option<crate::base::ids::CommitId>,
     /// The test command's exit code (`null`: not run, or ended by a signal).
     pub test_exit_code: Option<i32>,
     /// The test's run in the session (its change set is recorded with it).

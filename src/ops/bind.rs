@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::now_ms;
-use crate::base::ids::TreeId;
+use crate::base::ids::{CommitId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -145,8 +145,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }
-    let (revision, tree) = located.repo.head(&ctx.git)?;
-    let head = (revision, TreeId::new(tree)?);
+    let head = located.repo.head(&ctx.git)?;
 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
     if live_record(&located, &session_id)?.is_some() {
@@ -282,7 +281,7 @@ fn plan_wip(
 fn new_record(
     session_id: String,
     located: &Located,
-    (bound_revision, head_tree): (String, TreeId),
+    (bound_revision, head_tree): (CommitId, TreeId),
     opts: &BindOptions,
     wip: &WipPlan,
     owner: Option<Owner>,
@@ -296,7 +295,7 @@ fn new_record(
         common_dir: located.repo.common_dir.clone(),
         worktree: None,
         admin_dir: None,
-        bound_revision,
+        bound_revision: bound_revision.to_string(),
         base_tree: carried
             .map(|c| c.worktree_tree.clone())
             .unwrap_or(head_tree),

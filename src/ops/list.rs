@@ -119,7 +119,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                 .or_insert_with(|| Store::new(&entry.common_dir, Some(&entry.state_dir)));
         }
     }
-    let mut heads: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let mut heads: HashMap<PathBuf, Option<crate::base::ids::CommitId>> = HashMap::new();
     let mut outcome = ListOutcome {
         sessions: Vec::new(),
         unreadable: Vec::new(),

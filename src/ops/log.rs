@@ -29,7 +29,7 @@ pub struct Promotion {
     /// The patch's size in bytes.
     pub patch_bytes: u64,
     /// The source's HEAD when it landed.
-    pub source_head: Option<String>,
+    pub source_head: Option<crate::base::ids::CommitId>,
 }
 
 /// What `log` found.

@@ -145,8 +145,8 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     let previous = crate::services::steps::last_step(&located.store, &record, None)?;
     let expected = previous
         .as_ref()
-        .and_then(|p| p.step.head_after.clone())
-        .unwrap_or_else(|| record.bound_revision.clone());
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&record.bound_revision);
     let head_moved = located
         .repo
         .head_commit(&ctx.git)

@@ -284,7 +284,7 @@ fn work_of(
             with_your_changes: Against::of(Vec::new()),
         },
         commit,
-        head,
+        head: head.into(),
         chain,
     }))
 }

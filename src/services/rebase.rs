@@ -226,7 +226,7 @@ impl<'a> Work<'a> {
         if target == session.bound_revision {
             let mut out =
                 RebaseOutcome::new(RebaseResult::UpToDate, id, &session.bound_revision, &target);
-            out.head = self.isolation.head(&self.ctx.git).ok();
+            out.head = self.isolation.head(&self.ctx.git).ok().map(String::from);
             return Ok(out);
         }
         let head = self.isolation.head(&self.ctx.git)?;
@@ -260,7 +260,7 @@ impl<'a> Work<'a> {
     fn target(&self, onto: Option<&str>) -> Result<String> {
         let repo = &self.located.repo;
         let found = match onto {
-            None => repo.head_commit(&self.ctx.git),
+            None => repo.head_commit(&self.ctx.git).map(String::from),
             Some(rev) => self
                 .ctx
                 .git

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
+use crate::base::ids::{CommitId, TreeId};
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
 use crate::base::wire::wire_enum;
@@ -82,7 +83,7 @@ pub struct LastRun {
     /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
-    pub result_tree: crate::base::ids::TreeId,
+    pub result_tree: TreeId,
 }
 
 /// How a run's lease file names the run, on a line of its own after the holder's.
@@ -122,14 +123,14 @@ pub struct SessionRecord {
     /// The commit the isolation was detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
-    pub base_tree: crate::base::ids::TreeId,
+    pub base_tree: TreeId,
     /// No isolation: writing commands refuse the session.
     pub read_only: bool,
     /// The isolation started from the source's local changes (`--carry-wip`).
     pub carried_wip: bool,
     /// With carried WIP: what the source had staged (the base tree is its working state).
     #[serde(default)]
-    pub carried_index_tree: Option<crate::base::ids::TreeId>,
+    pub carried_index_tree: Option<TreeId>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
     /// Who owns the session; `None` for an ownerless one (`bind --owner none`), which only
@@ -727,7 +728,7 @@ pub(crate) struct JournalEntry {
     /// When it landed, in milliseconds since the epoch.
     pub promoted_at_ms: u64,
     /// The source's HEAD when it landed.
-    pub source_head: Option<String>,
+    pub source_head: Option<CommitId>,
     /// The patch's size.
     pub patch_bytes: u64,
     /// How it landed.
@@ -753,20 +754,20 @@ pub(crate) struct Step {
     /// The session's `created_at_ms`: a session bound again under the same id starts over.
     pub session_created_at_ms: u64,
     /// The tree the delta starts from: the session's base tree, or the previous step's result.
-    pub from_tree: crate::base::ids::TreeId,
+    pub from_tree: TreeId,
     /// The session's snapshot this step brought into the source.
-    pub result_tree: crate::base::ids::TreeId,
+    pub result_tree: TreeId,
     /// The isolation's HEAD at the snapshot (branch mode replays the commits after it next).
-    pub isolation_head: Option<String>,
+    pub isolation_head: Option<CommitId>,
     /// The source's HEAD once the step landed (branch mode moves it).
-    pub head_after: Option<String>,
+    pub head_after: Option<CommitId>,
     /// How many files the step's patch touches.
     #[serde(default)]
     pub files_changed: u64,
     /// Branch mode: the last commit of the replayed chain (its tree is this step's result
     /// without carried WIP), which the next step's commits are rebuilt on.
     #[serde(default)]
-    pub chain_tip: Option<String>,
+    pub chain_tip: Option<CommitId>,
     /// A nested change set's step: the path of its repository in the source (its steps are
     /// counted apart from the root's).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -82,6 +82,12 @@ macro_rules! object_id {
             }
         }
 
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
         impl PartialEq<$name> for str {
             fn eq(&self, other: &$name) -> bool {
                 self == other.0

@@ -13,7 +13,7 @@ use crate::workspace::context::Located;
 pub(crate) struct Landed<'a> {
     pub(crate) digest: &'a str,
     pub(crate) session_id: Option<&'a str>,
-    pub(crate) head: Option<&'a str>,
+    pub(crate) head: Option<&'a crate::base::ids::CommitId>,
     pub(crate) patch_bytes: u64,
     pub(crate) how: Landing,
     pub(crate) mode: Mode,
@@ -26,7 +26,7 @@ pub(crate) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
         digest: landed.digest.to_string(),
         session_id: landed.session_id.map(str::to_string),
         promoted_at_ms: now_ms(),
-        source_head: landed.head.map(str::to_string),
+        source_head: landed.head.cloned(),
         patch_bytes: landed.patch_bytes,
         how: landed.how,
         mode: landed.mode,

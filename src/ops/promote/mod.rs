@@ -33,6 +33,7 @@ pub use crate::ops::promote::outcome::{
 };
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::CommitId;
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
 use crate::store::state::Landing;
@@ -136,17 +137,17 @@ pub(crate) fn rebase_if_moved(
     let previous = last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
-        .and_then(|p| p.step.head_after.clone())
-        .unwrap_or_else(|| session.bound_revision.clone());
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&session.bound_revision);
     let head = located.repo.head_commit(&ctx.git);
-    if head.is_none() || head.as_deref() == Some(expected.as_str()) {
+    if head.is_none() || head.as_deref() == Some(expected) {
         return Ok(None);
     }
     let rebased = crate::services::rebase::rebase(
         ctx,
         &crate::services::rebase::RebaseOptions {
             session_id: Some(session.session_id.clone()),
-            onto: head.clone(),
+            onto: head.as_ref().map(CommitId::to_string),
             action: crate::services::rebase::Action::Start,
         },
     )?;
@@ -233,7 +234,7 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
         Landed {
             digest,
             session_id: opts.session_id.as_deref(),
-            head: head.as_deref(),
+            head: head.as_ref(),
             patch_bytes: 0,
             how: Landing::Noted,
             mode: opts.mode,

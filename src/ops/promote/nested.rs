@@ -241,7 +241,7 @@ fn land_one(
                 candidate: &nested,
                 key: &key,
                 source: &target,
-                head: head.as_deref(),
+                head: head.as_ref(),
                 then: Some(&commit_it),
                 reapply_of: None,
             };
@@ -307,8 +307,9 @@ fn candidate_of(
     }))
 }
 
-fn located_head(ctx: &Context, top: &Path) -> Option<String> {
-    ctx.git.rev_parse(top, "HEAD").ok().flatten()
+fn located_head(ctx: &Context, top: &Path) -> Option<crate::base::ids::CommitId> {
+    let head = ctx.git.rev_parse(top, "HEAD").ok().flatten()?;
+    crate::base::ids::CommitId::new(head).ok()
 }
 
 /// The promote's outcome once the nested results are in: `partial` when something landed

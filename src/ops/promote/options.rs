@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
-use crate::base::ids::TreeId;
+use crate::base::ids::{CommitId, TreeId};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Patch};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
@@ -62,7 +62,7 @@ pub(crate) struct Candidate {
     /// A session's last promoted step: the patch is the delta since its result.
     pub(crate) previous: Option<Previous>,
     /// The isolation's HEAD at the snapshot, for the step's record.
-    pub(crate) isolation_head: Option<String>,
+    pub(crate) isolation_head: Option<CommitId>,
     /// The nested change sets (submodules and nested repositories), landed after the root;
     /// none for a document, which carries the root only.
     pub(crate) nested_sets: Vec<crate::services::nested::Captured>,
@@ -166,7 +166,7 @@ impl Candidate {
     }
 
     /// The step this promote lands, for the intent and the journal (none for a document).
-    pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
+    pub(crate) fn step(&self, head_after: Option<&CommitId>) -> Option<Step> {
         let session = self.session.as_ref()?;
         Some(Step {
             number: self
@@ -177,7 +177,7 @@ impl Candidate {
             from_tree: self.base_tree.clone()?,
             result_tree: self.result_tree.clone()?,
             isolation_head: self.isolation_head.clone(),
-            head_after: head_after.map(str::to_string),
+            head_after: head_after.cloned(),
             files_changed: self.patch.files_changed,
             chain_tip: None,
             nested: self.nested_path.clone(),

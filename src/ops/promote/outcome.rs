@@ -81,7 +81,7 @@ pub struct PromoteOutcome {
     /// The revision the session was bound at.
     pub bound_revision: Option<String>,
     /// The source's HEAD when the promote looked.
-    pub current_revision: Option<String>,
+    pub current_revision: Option<crate::base::ids::CommitId>,
     /// Where the patch and `summary.json` were written.
     #[serde(with = "crate::base::paths::fs_path_opt")]
     pub artifacts: Option<PathBuf>,

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
+use crate::base::ids::CommitId;
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
@@ -98,7 +99,7 @@ pub(crate) fn promote_patch(
                 candidate,
                 key: &digest,
                 source: &source.toplevel,
-                head: head.as_deref(),
+                head: head.as_ref(),
                 then: None,
                 reapply_of,
             };
@@ -220,7 +221,7 @@ fn refused_where_it_lands(
 }
 
 /// A check that stops the promote, as a conflict.
-pub(crate) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+pub(crate) fn report_conflict(check: Check, head: Option<CommitId>, out: &mut PromoteOutcome) {
     let (detail, paths) = match check {
         Check::Applies(..) => return,
         Check::Present(paths) => {
@@ -490,7 +491,7 @@ pub(crate) struct Lander<'a> {
     pub(crate) key: &'a str,
     /// The checkout it lands in: the source, or one of its nested repositories.
     pub(crate) source: &'a Path,
-    pub(crate) head: Option<&'a str>,
+    pub(crate) head: Option<&'a CommitId>,
     /// What else must happen once the files are written and before the journal (branch
     /// mode's commit in a nested repository); a failure puts the files back.
     pub(crate) then: Option<&'a AfterWrite<'a>>,
@@ -511,7 +512,7 @@ impl Lander<'_> {
                 .map(|s| s.session_id.clone()),
             mode: Mode::Patch,
             source: self.source.to_path_buf(),
-            source_head: self.head.map(str::to_string),
+            source_head: self.head.cloned(),
             patch_bytes: self.candidate.patch.bytes,
             created_at_ms: crate::base::fsutil::now_ms(),
             pid: std::process::id(),

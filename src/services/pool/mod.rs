@@ -235,7 +235,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
         &admin,
         &crate::services::pool::spare::index_path(located, spare.slot),
     )?;
-    spare.head = head;
+    spare.head = head.into();
     Ok(())
 }
 
