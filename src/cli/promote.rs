@@ -199,7 +199,7 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
         }
     };
     push("session", outcome.session_id.clone());
-    push("digest", outcome.digest.clone());
+    push("digest", outcome.digest.clone().map(String::from));
     if outcome.patch_bytes > 0 {
         push("size", Some(super::human_bytes(outcome.patch_bytes)));
     }

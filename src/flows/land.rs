@@ -106,7 +106,7 @@ pub struct LandedSession {
     /// Why it did not land (`rebase_conflicted`, `patch_does_not_apply`, …).
     pub reason: Option<Reason>,
     /// The digest of what landed (or would have).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The source's HEAD once it landed (squash and branch: the new commit).
     pub commit: Option<crate::base::ids::CommitId>,
     /// The test command's exit code (`null`: not run, or ended by a signal).

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::base::error::{ChangeSetRule, Error, Result};
-use crate::base::ids::TreeId;
+use crate::base::ids::{Digest, TreeId};
 use crate::git::{Git, PatchInput};
 
 /// The document's `schema`.
@@ -61,7 +61,7 @@ pub struct ChangeSet {
     /// `git-tree:<hex>`: the tree the patch produces.
     pub result_tree: TreeId,
     /// `sha256:<64 hex>` of exactly the patch bytes.
-    pub patch_digest: String,
+    pub patch_digest: Digest,
     /// The decoded patch's size.
     pub patch_bytes: u64,
     /// The patch, standard base64 with padding.
@@ -86,7 +86,7 @@ pub(crate) struct NewChangeSet<'a> {
     pub base_tree: &'a TreeId,
     pub result_tree: &'a TreeId,
     pub patch: &'a [u8],
-    pub patch_digest: &'a str,
+    pub patch_digest: &'a Digest,
     pub observed_at_ms: u64,
 }
 
@@ -107,7 +107,7 @@ impl ChangeSet {
             encoding: ENCODING.into(),
             base_tree: n.base_tree.clone(),
             result_tree: n.result_tree.clone(),
-            patch_digest: n.patch_digest.into(),
+            patch_digest: n.patch_digest.clone(),
             patch_bytes: n.patch.len() as u64,
             patch_base64: BASE64.encode(n.patch),
             observed_at_ms: n.observed_at_ms,
@@ -545,7 +545,7 @@ mod tests {
             base_tree: &TreeId::new(crate::model::snapshot::EMPTY_TREE_SHA1).unwrap(),
             result_tree: &TreeId::new(crate::model::snapshot::EMPTY_TREE_SHA1).unwrap(),
             patch,
-            patch_digest: &crate::model::snapshot::digest_bytes(patch),
+            patch_digest: &Digest::new(crate::model::snapshot::digest_bytes(patch)).unwrap(),
             observed_at_ms: 1,
         })
     }

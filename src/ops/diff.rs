@@ -106,7 +106,7 @@ pub struct DiffOutcome {
     /// Which change set this is.
     pub scope: Scope,
     /// `sha256:` of exactly the patch bytes.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// The patch's size.
     pub patch_bytes: u64,
     /// Whether the source's HEAD is elsewhere than the bind (or the session's last promoted
@@ -142,7 +142,7 @@ pub struct NestedDiff {
     pub kind: NestedKind,
     /// `sha256:` of the nested patch as a promote would land it in that repository (its paths
     /// relative to the repository).
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// That patch's size.
     pub patch_bytes: u64,
     /// The tree of the repository the patch applies to.
@@ -249,7 +249,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         session_id: Some(session.session_id),
         scope: bases.scope,
         head_moved: bases.head_moved,
-        digest: patch.digest.clone(),
+        digest: crate::base::ids::Digest::new(&patch.digest)?,
         patch_bytes: patch.bytes,
         from_tree: Some(bases.root),
         to_tree: Some(TreeId::new(snap.tree)?),
@@ -341,7 +341,7 @@ fn nested_diffs(
             (set.patch_digest.clone(), set.patch_bytes)
         } else {
             let delta = snapshot::patch(&ctx.git, common, from, &set.result_tree, scratch)?;
-            (delta.digest, delta.bytes)
+            (crate::base::ids::Digest::new(delta.digest)?, delta.bytes)
         };
         let trees = (from.as_str(), set.result_tree.as_str());
         let shown = snapshot::patch_under(&ctx.git, common, trees, &set.path_exact, scratch)?;
@@ -385,7 +385,7 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
 fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     let located = ctx.locate()?;
     let digest = match located.store.resolve_digest("--digest", digest)? {
-        Some(found) => found,
+        Some(found) => found.into(),
         None => crate::model::changeset::DigestQuery::parse("--digest", digest)?.shown(),
     };
     let digest = digest.as_str();
@@ -417,7 +417,7 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         session_id: entry.and_then(|e| e.session_id),
         scope: Scope::Promoted,
         head_moved: None,
-        digest: digest.to_string(),
+        digest: crate::base::ids::Digest::new(digest)?,
         patch_bytes: bytes,
         from_tree: step.as_ref().map(|s| s.from_tree.clone()),
         to_tree: step.map(|s| s.result_tree),

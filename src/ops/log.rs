@@ -18,7 +18,7 @@ pub struct Promotion {
     /// The session it came from (`None` for a document or a noted digest).
     pub session_id: Option<String>,
     /// The patch digest that landed.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// How it landed: `applied`, `recovered` or `noted`.
     pub landing: Landing,
     /// The promote mode that landed it.

@@ -66,7 +66,7 @@ pub struct RunOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeSetSummary {
     /// `sha256:` and the hex digest of the patch.
-    pub patch_digest: String,
+    pub patch_digest: crate::base::ids::Digest,
     /// The patch's size.
     pub patch_bytes: u64,
     /// How many files the patch touches.

@@ -37,7 +37,7 @@ pub struct PromotionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested: Option<RepoPath>,
     /// The digest that landed.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// When, in milliseconds since the epoch.
     pub promoted_at_ms: u64,
     /// How it landed: `applied`, `recovered` or `noted`.

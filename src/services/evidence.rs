@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::now_ms;
-use crate::base::ids::TreeId;
+use crate::base::ids::{Digest, TreeId};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
@@ -293,7 +293,7 @@ pub(crate) fn record_evidence(
         base_tree: ev.base_tree,
         result_tree: ev.result_tree,
         patch: &patch.read()?,
-        patch_digest: &patch.digest,
+        patch_digest: &Digest::new(&patch.digest)?,
         observed_at_ms,
     });
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
@@ -348,7 +348,7 @@ pub(crate) fn record_run(
         base_tree: ev.base_tree,
         result_tree: ev.result_tree,
         patch: &body,
-        patch_digest: &patch.digest,
+        patch_digest: &Digest::new(&patch.digest)?,
         observed_at_ms,
     });
     if fits {

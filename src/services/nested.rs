@@ -53,7 +53,7 @@ pub struct NestedChangeSet {
     /// The snapshot of the nested repository's working tree.
     pub result_tree: TreeId,
     /// `sha256:` of the nested patch.
-    pub patch_digest: String,
+    pub patch_digest: crate::base::ids::Digest,
     /// The nested patch's size.
     pub patch_bytes: u64,
 }
@@ -223,7 +223,7 @@ fn capture_one(
             head: repo.head.clone(),
             base_tree: TreeId::new(base_tree)?,
             result_tree: TreeId::new(snap.tree)?,
-            patch_digest: patch.digest.clone(),
+            patch_digest: crate::base::ids::Digest::new(&patch.digest)?,
             patch_bytes: patch.bytes,
         },
         patch,

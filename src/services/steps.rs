@@ -11,7 +11,7 @@ use crate::store::state::{PromoteMode as Mode, SessionRecord, Step, Store};
 #[derive(Debug, Clone)]
 pub(crate) struct Previous {
     /// The digest of the delta that step landed.
-    pub(crate) digest: String,
+    pub(crate) digest: crate::base::ids::Digest,
     /// How it landed.
     pub(crate) mode: Mode,
     /// The size of its patch.

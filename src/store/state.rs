@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
-use crate::base::ids::{CommitId, TreeId};
+use crate::base::ids::{CommitId, Digest, TreeId};
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
 use crate::base::wire::wire_enum;
@@ -583,7 +583,7 @@ impl Store {
 
     /// The change set a `--digest` value names among those this store knows (journaled, or
     /// with artifacts): a whole digest, or a unique prefix; `None` when none matches.
-    pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<String>> {
+    pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<Digest>> {
         let query = crate::base::ids::DigestQuery::parse(flag, given)?;
         let mut known = self.ids_in(&StateDir::Promoted.under(&self.dir))?;
         if let Ok(entries) = std::fs::read_dir(self.artifacts_dir()) {
@@ -722,7 +722,7 @@ impl Store {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct JournalEntry {
     /// The patch digest that landed.
-    pub digest: String,
+    pub digest: Digest,
     /// The session it came from (`None` for a document or a noted digest).
     pub session_id: Option<String>,
     /// When it landed, in milliseconds since the epoch.

@@ -2,7 +2,84 @@
 
 use crate::base::error::{Error, Result};
 
+/// What every typed id shares: the text as a string (`as_str`, `Display`, `Deref` to `str`),
+/// compared with plain strings as it is, and given back as a `String`.
+macro_rules! string_id {
+    ($name:ident) => {
+        impl $name {
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, other: &$name) -> bool {
+                self == other.0
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
+mod digest;
 mod object;
+
+pub use digest::Digest;
 
 pub(crate) use object::is_object_hex;
 pub use object::{CommitId, TREE_PREFIX, TreeId};
@@ -146,9 +223,9 @@ impl DigestQuery {
         &self,
         flag: &str,
         known: impl IntoIterator<Item = String>,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<Digest>> {
         let prefix = match self {
-            DigestQuery::Full(digest) => return Ok(Some(digest.clone())),
+            DigestQuery::Full(digest) => return Digest::new(digest).map(Some),
             DigestQuery::Prefix(prefix) => prefix,
         };
         let mut found: Vec<String> = known
@@ -163,7 +240,7 @@ impl DigestQuery {
         found.dedup();
         match found.len() {
             0 => Ok(None),
-            1 => Ok(found.pop()),
+            1 => found.pop().map(Digest::new).transpose(),
             _ => Err(Error::DigestAmbiguous {
                 flag: flag.to_string(),
                 given: prefix.clone(),

@@ -1,8 +1,6 @@
 //! Git object ids as a3s-iso keeps them: [`TreeId`] and [`CommitId`], 40 (SHA-1) or 64
 //! (SHA-256) lowercase hex digits, checked where they come in.
 
-use std::fmt;
-
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::base::error::{Error, Result};
@@ -23,15 +21,10 @@ fn bare_tree(text: &str) -> &str {
     text.strip_prefix(TREE_PREFIX).unwrap_or(text)
 }
 
-/// What both object ids share: the hex as a string, compared and shown as it is.
+/// What both object ids share: their check.
 macro_rules! object_id {
     ($name:ident, $what:literal) => {
         impl $name {
-            /// The bare hex digits.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-
             /// `hex` if it is 40 or 64 lowercase hex digits.
             fn checked(hex: &str) -> Option<$name> {
                 is_object_hex(hex).then(|| $name(hex.to_string()))
@@ -44,61 +37,6 @@ macro_rules! object_id {
                 ))
             }
         }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::ops::Deref for $name {
-            type Target = str;
-            fn deref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
-            }
-        }
-
-        impl PartialEq<String> for $name {
-            fn eq(&self, other: &String) -> bool {
-                &self.0 == other
-            }
-        }
-
-        impl From<$name> for String {
-            fn from(id: $name) -> String {
-                id.0
-            }
-        }
-
-        impl PartialEq<$name> for str {
-            fn eq(&self, other: &$name) -> bool {
-                self == other.0
-            }
-        }
-
-        impl PartialEq<$name> for String {
-            fn eq(&self, other: &$name) -> bool {
-                *self == other.0
-            }
-        }
     };
 }
 
@@ -107,6 +45,7 @@ macro_rules! object_id {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TreeId(String);
 
+string_id!(TreeId);
 object_id!(TreeId, "tree");
 
 impl TreeId {
@@ -148,6 +87,7 @@ impl<'de> Deserialize<'de> for TreeId {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommitId(String);
 
+string_id!(CommitId);
 object_id!(CommitId, "commit");
 
 impl CommitId {

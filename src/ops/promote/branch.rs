@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
-use crate::base::ids::CommitId;
+use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
 use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
@@ -201,7 +201,7 @@ fn stops_before_planning(
         candidate.replay_last_step(out);
         return Ok(true);
     }
-    out.digest = Some(candidate.patch.digest.clone());
+    out.digest = Some(Digest::new(&candidate.patch.digest)?);
     if landed_before(&located.store, candidate)? {
         out.outcome = Outcome::Idempotent;
         return Ok(true);
@@ -545,7 +545,7 @@ impl<'a> Recorder<'a> {
             store: &job.located.store,
             intent: Intent {
                 schema: intent::SCHEMA.into(),
-                digest: patch.digest.clone(),
+                digest: Digest::new(&patch.digest)?,
                 session_id: Some(job.session.session_id.clone()),
                 mode: Mode::Branch,
                 source: job.session.source.clone(),
@@ -708,7 +708,7 @@ fn conclude(
             journal(
                 job.located,
                 Landed {
-                    digest: &patch.digest,
+                    digest: &Digest::new(&patch.digest)?,
                     session_id: Some(&job.session.session_id),
                     head: Some(&job.target.old_tip),
                     patch_bytes: patch.bytes,

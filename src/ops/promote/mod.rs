@@ -222,7 +222,8 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
     let _lock = ctx.lock(&located.repo)?;
     let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
     out.warnings.extend(ctx.take_notices());
-    out.digest = Some(digest.to_string());
+    let digest = &crate::base::ids::Digest::new(digest)?;
+    out.digest = Some(digest.clone());
     out.session_id = opts.session_id.clone();
     if located.store.journal_entry(digest)?.is_some() {
         out.outcome = Outcome::Idempotent;

@@ -71,7 +71,7 @@ pub struct PromoteOutcome {
     /// What happened.
     pub outcome: Outcome,
     /// The change set's `sha256:` digest (none for an empty one).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The promoted session, if a session was promoted.
     pub session_id: Option<String>,
     /// How the change set lands.
@@ -277,7 +277,7 @@ pub struct NestedResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
     /// The nested patch's `sha256:` digest (null when it could not be captured).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The journal's key for it: the digest of the path and the nested digest (null when it
     /// could not be captured).
     pub journal_key: Option<String>,

@@ -7,7 +7,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
-use crate::base::ids::CommitId;
+use crate::base::ids::{CommitId, Digest};
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
@@ -52,7 +52,7 @@ pub(crate) fn promote_patch(
         candidate.replay_last_step(&mut out);
         return Ok((out, None));
     }
-    let digest = candidate.patch.digest.clone();
+    let digest = Digest::new(&candidate.patch.digest)?;
     out.digest = Some(digest.clone());
     if landed_before(&located.store, candidate)? && !opts.reapply {
         out.outcome = Outcome::Idempotent;
@@ -488,7 +488,7 @@ pub(crate) struct Lander<'a> {
     pub(crate) located: &'a Located,
     pub(crate) candidate: &'a Candidate,
     /// The journal's key: the root patch's digest, or a nested change set's key.
-    pub(crate) key: &'a str,
+    pub(crate) key: &'a Digest,
     /// The checkout it lands in: the source, or one of its nested repositories.
     pub(crate) source: &'a Path,
     pub(crate) head: Option<&'a CommitId>,
@@ -504,7 +504,7 @@ impl Lander<'_> {
     fn intent(&self, plan: &PatchPlan) -> Intent {
         Intent {
             schema: intent::SCHEMA.into(),
-            digest: self.key.to_string(),
+            digest: self.key.clone(),
             session_id: self
                 .candidate
                 .session

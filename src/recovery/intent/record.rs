@@ -104,7 +104,7 @@ pub(crate) struct Intent {
     /// [`SCHEMA`].
     pub(crate) schema: String,
     /// The change set's digest.
-    pub(crate) digest: String,
+    pub(crate) digest: crate::base::ids::Digest,
     /// The promoted session, if any.
     pub(crate) session_id: Option<String>,
     /// Patch or branch.

@@ -336,7 +336,10 @@ mod tests {
             base_tree: &crate::base::ids::TreeId::new("a".repeat(40)).unwrap(),
             result_tree: &crate::base::ids::TreeId::new("b".repeat(40)).unwrap(),
             patch,
-            patch_digest: &crate::model::snapshot::digest_bytes(patch),
+            patch_digest: &crate::base::ids::Digest::new(crate::model::snapshot::digest_bytes(
+                patch,
+            ))
+            .unwrap(),
             observed_at_ms,
         })
         .detached()
@@ -368,7 +371,7 @@ mod tests {
                 run_id: "r-1".into(),
                 state: "failed".into(),
                 patch_bytes: 3,
-                digest: cs.patch_digest.clone(),
+                digest: cs.patch_digest.to_string(),
             }
         );
         assert_eq!(

@@ -18,7 +18,7 @@ pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, Result};
-use crate::base::ids::TreeId;
+use crate::base::ids::{Digest, TreeId};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
 use crate::services::evidence::Target;
@@ -72,7 +72,7 @@ pub struct PushOutcome {
     /// `pushed` or `unchanged`.
     pub outcome: PushResult,
     /// `sha256:<hex>` of the patch.
-    pub digest: String,
+    pub digest: Digest,
     /// The ref on the remote.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -278,7 +278,7 @@ pub struct FetchRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct FetchedChangeSet {
     /// `sha256:<hex>` of the patch.
-    pub digest: String,
+    pub digest: Digest,
     /// The private ref that pins its commit here.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -410,7 +410,7 @@ pub(crate) fn fetch_verified(
             });
         }
     };
-    let mut results = fetch_many(ctx, located, remote, &[digest], max_bytes)?;
+    let mut results = fetch_many(ctx, located, remote, &[digest.into()], max_bytes)?;
     match results.pop() {
         Some((_, result)) => result,
         None => Err(Error::internal("a fetch of one change set reported none")),
@@ -585,8 +585,8 @@ pub fn delete_changes(
             for given in digests {
                 let query = changeset::DigestQuery::parse("--digest", given)?;
                 match query.resolve("--digest", on_remote.iter().cloned())? {
-                    Some(d) if held.contains(&changes_ref(&d)) => wanted.push(d),
-                    Some(d) => absent.push(d),
+                    Some(d) if held.contains(&changes_ref(&d)) => wanted.push(d.into()),
+                    Some(d) => absent.push(d.into()),
                     None => absent.push(query.shown()),
                 }
             }
