@@ -254,8 +254,8 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             let mut ids: Vec<String> = Vec::new();
             for given in &opts.sessions {
                 let found = ctx.resolve_session(located, Some(given))?;
-                if !ids.contains(&found.session_id) {
-                    ids.push(found.session_id);
+                if !ids.iter().any(|id| found.session_id == *id) {
+                    ids.push(found.session_id.into());
                 }
             }
             ids
@@ -265,7 +265,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });
-            live.into_iter().map(|r| r.session_id).collect()
+            live.into_iter().map(|r| r.session_id.into()).collect()
         }
     };
     Ok(Queue {

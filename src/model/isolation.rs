@@ -293,7 +293,7 @@ impl Isolation {
 pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
         });
     }
     if record.state != SessionState::Discarded {
@@ -309,7 +309,7 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     }
     if !is_present(record) {
         return Err(Error::IsolationMissing {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
             worktree: record.worktree.clone(),
         });
     }

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::now_ms;
-use crate::base::ids::{CommitId, TreeId};
+use crate::base::ids::{CommitId, SessionId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -115,7 +115,7 @@ pub struct BindOutcome {
 impl BindOutcome {
     fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
         BindOutcome {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
             source: record.source.clone(),
             worktree: record.worktree.clone(),
             bound_revision: record.bound_revision.clone(),
@@ -169,13 +169,10 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
 }
 
 /// The id given (checked), else a generated one.
-fn session_id_for(opts: &BindOptions) -> Result<String> {
+fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
     match &opts.session_id {
-        Some(id) => {
-            crate::base::ids::validate(id)?;
-            Ok(id.clone())
-        }
-        None => Ok(crate::base::ids::generate("s")),
+        Some(id) => SessionId::new(id.clone()),
+        None => Ok(SessionId::generate()),
     }
 }
 
@@ -279,7 +276,7 @@ fn plan_wip(
 /// The record of a new session bound at `head` (commit, tree); with carried WIP its base tree
 /// is the source's working state. Not yet published: it has no isolation.
 fn new_record(
-    session_id: String,
+    session_id: SessionId,
     located: &Located,
     (bound_revision, head_tree): (CommitId, TreeId),
     opts: &BindOptions,

@@ -246,7 +246,7 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         )
     }));
     Ok(DiffOutcome {
-        session_id: Some(session.session_id),
+        session_id: Some(session.session_id.into()),
         scope: bases.scope,
         head_moved: bases.head_moved,
         digest: crate::base::ids::Digest::new(&patch.digest)?,

@@ -48,7 +48,7 @@ pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcom
         ));
     }
     Ok(PathOutcome {
-        session_id: id.clone(),
+        session_id: id.to_string(),
         worktree: tree,
     })
 }

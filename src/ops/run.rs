@@ -181,7 +181,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let exit = ended.exit(&ran, &settings, &network);
     (located.store).save_run_exit(&record.session_id, &run_id, &exit)?;
     Ok(RunOutcome {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         run_id: run_id.clone(),
         state: ended.state(),
         exit_code: ended.exit_code,
@@ -599,7 +599,7 @@ fn command_env(
     let mut own: Vec<(String, OsString)> = vec![
         (
             "A3S_ISO_SESSION_ID".into(),
-            record.session_id.clone().into(),
+            record.session_id.as_str().into(),
         ),
         ("A3S_ISO_RUN_ID".into(), run_id.into()),
         ("A3S_ISO_WORKTREE".into(), worktree.into()),

@@ -165,7 +165,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         &record.session_id,
     )?;
     Ok(ShowOutcome {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         state: ShownState::of(record.state, conflicts.is_some()),
         conflicting_paths: conflicts.unwrap_or_default(),
         source: record.source.clone(),

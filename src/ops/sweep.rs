@@ -749,7 +749,7 @@ fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimR
 /// The session id a found entry stands for; `None` for what is not (or not clearly) a session's.
 fn id_of(found: &Found) -> Option<String> {
     match found {
-        Found::Recorded(r) => Some(r.session_id.clone()),
+        Found::Recorded(r) => Some(r.session_id.to_string()),
         Found::Claimed(c) => Some(c.session_id.clone()),
         Found::Malformed { id, .. }
         | Found::Unreadable { id, .. }
@@ -1083,7 +1083,7 @@ mod tests {
 
     fn record(owner: Owner, state: SessionState) -> SessionRecord {
         SessionRecord {
-            session_id: "s".into(),
+            session_id: crate::base::ids::SessionId::new("s").unwrap(),
             state,
             source: "/src".into(),
             common_dir: "/src/.git".into(),

@@ -199,7 +199,7 @@ impl Target {
             isolation,
             run_id: run_id
                 .map(str::to_string)
-                .unwrap_or_else(|| crate::base::ids::generate("r")),
+                .unwrap_or_else(|| crate::base::ids::RunId::generate().into()),
             identity,
         })
     }
@@ -390,7 +390,7 @@ fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) ->
             .is_none_or(|last| last.observed_at_ms <= observed_at_ms);
         if newer {
             record.last_run = Some(LastRun {
-                run_id: ev.run_id.to_string(),
+                run_id: crate::base::ids::RunId::new(ev.run_id)?,
                 state: ev.state,
                 observed_at_ms,
                 result_tree: ev.result_tree.clone(),

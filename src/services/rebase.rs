@@ -242,7 +242,7 @@ impl<'a> Work<'a> {
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
             schema: crate::recovery::rebase_record::STATE_SCHEMA.into(),
-            session_id: id.clone(),
+            session_id: id.to_string(),
             session_created_at_ms: session.created_at_ms,
             pre,
             from_revision: session.bound_revision.clone(),

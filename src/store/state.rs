@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
-use crate::base::ids::{CommitId, Digest, TreeId};
+use crate::base::ids::{CommitId, Digest, RunId, SessionId, TreeId};
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
 use crate::base::wire::wire_enum;
@@ -77,7 +77,7 @@ pub struct SweptInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastRun {
     /// The run's id.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How it ended.
     pub state: RunState,
     /// When its result was observed, in milliseconds since the epoch.
@@ -104,7 +104,7 @@ pub const REGISTRY_SCHEMA: &str = "a3s-iso.registry.v1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Bound, retained or discarded.
     pub state: SessionState,
     /// The source checkout it was bound from.

@@ -192,7 +192,7 @@ impl Context {
         let record = self.resolve_record(located, explicit)?;
         match record.swept_summary() {
             Some(summary) => Err(Error::SessionSwept {
-                session_id: record.session_id,
+                session_id: record.session_id.into(),
                 summary,
             }),
             None => Ok(record),
@@ -246,7 +246,7 @@ impl Context {
                         live.len()
                     )
                 },
-                candidates: live.into_iter().map(|s| s.session_id).collect(),
+                candidates: live.into_iter().map(|s| s.session_id.into()).collect(),
             }),
         }
     }
@@ -261,7 +261,7 @@ pub(crate) fn not_found(located: &Located, id: &str) -> Error {
         .unwrap_or_default()
         .into_iter()
         .flatten()
-        .map(|s| s.session_id)
+        .map(|s| s.session_id.into())
         .collect();
     let candidates = crate::base::ids::near_misses(id, known.iter().map(String::as_str));
     if candidates.is_empty() {

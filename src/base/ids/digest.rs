@@ -10,7 +10,7 @@ const PREFIX: &str = "sha256:";
 
 /// A SHA-256 digest as a3s-iso writes it: `sha256:<64 lowercase hex>`, held, shown and
 /// written in that form.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Digest(String);
 
 string_id!(Digest);
@@ -62,6 +62,7 @@ mod tests {
         let digest = Digest::new(format!("sha256:{HEX}")).unwrap();
         assert_eq!(digest.hex(), HEX);
         assert_eq!(digest.to_string(), format!("sha256:{HEX}"));
+        assert_eq!(format!("{digest:?}"), format!("\"sha256:{HEX}\""));
         assert_eq!(digest, *format!("sha256:{HEX}").as_str());
         let upper = format!("sha256:{}", HEX.to_ascii_uppercase());
         let short = format!("sha256:{}", &HEX[1..]);

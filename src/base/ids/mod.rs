@@ -2,14 +2,21 @@
 
 use crate::base::error::{Error, Result};
 
-/// What every typed id shares: the text as a string (`as_str`, `Display`, `Deref` to `str`),
-/// compared with plain strings as it is, and given back as a `String`.
+/// What every typed id shares: its text (`as_str`, `Display`, `Deref` to `str`, and `Debug` as
+/// the quoted text, since messages name ids with `{:?}`), compared with plain strings as it is
+/// and given back as a `String`.
 macro_rules! string_id {
     ($name:ident) => {
         impl $name {
             /// The id as text.
             pub fn as_str(&self) -> &str {
                 &self.0
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
             }
         }
 
@@ -78,8 +85,10 @@ macro_rules! string_id {
 
 mod digest;
 mod object;
+mod session;
 
 pub use digest::Digest;
+pub use session::{RunId, SessionId};
 
 pub(crate) use object::is_object_hex;
 pub use object::{CommitId, TREE_PREFIX, TreeId};

@@ -42,7 +42,7 @@ macro_rules! object_id {
 
 /// A tree's object id. Held and shown as bare hex (what git is given); written to JSON as
 /// `git-tree:<hex>` and read in either form (records written before the prefix are bare).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct TreeId(String);
 
 string_id!(TreeId);
@@ -84,7 +84,7 @@ impl<'de> Deserialize<'de> for TreeId {
 }
 
 /// A commit's object id, held, shown and written as bare hex.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct CommitId(String);
 
 string_id!(CommitId);
@@ -131,6 +131,7 @@ mod tests {
         for hex in [SHA1, SHA256] {
             let tree = TreeId::new(hex).unwrap();
             assert_eq!((tree.as_str(), tree.to_string()), (hex, hex.to_string()));
+            assert_eq!(format!("{tree:?}"), format!("{hex:?}"));
             assert_eq!(tree.field(), format!("git-tree:{hex}"));
             assert_eq!(TreeId::parse(&tree.field()).unwrap(), tree);
             assert_eq!(TreeId::parse(hex).unwrap(), tree);

@@ -94,7 +94,7 @@ fn replay_root(
 ) -> Result<PromoteOutcome> {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
     out.warnings.extend(ctx.take_notices());
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
     out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
     if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
         return Ok(out);
@@ -546,7 +546,7 @@ impl<'a> Recorder<'a> {
             intent: Intent {
                 schema: intent::SCHEMA.into(),
                 digest: Digest::new(&patch.digest)?,
-                session_id: Some(job.session.session_id.clone()),
+                session_id: Some(job.session.session_id.to_string()),
                 mode: Mode::Branch,
                 source: job.session.source.clone(),
                 source_head: Some(job.target.old_tip.clone()),

@@ -146,7 +146,7 @@ pub(crate) fn rebase_if_moved(
     let rebased = crate::services::rebase::rebase(
         ctx,
         &crate::services::rebase::RebaseOptions {
-            session_id: Some(session.session_id.clone()),
+            session_id: Some(session.session_id.to_string()),
             onto: head.as_ref().map(CommitId::to_string),
             action: crate::services::rebase::Action::Start,
         },
@@ -156,7 +156,7 @@ pub(crate) fn rebase_if_moved(
         return Ok(None);
     }
     let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
-    out.session_id = Some(session.session_id.clone());
+    out.session_id = Some(session.session_id.to_string());
     out.bound_revision = Some(session.bound_revision.clone());
     out.current_revision = head;
     out.warnings = rebased.warnings;

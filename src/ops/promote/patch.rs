@@ -137,7 +137,7 @@ pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set 
 /// recovery under the lock did.
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
     out.patch_bytes = candidate.patch.bytes;
     out.files_changed = candidate.patch.files_changed;
     candidate.report_step(&mut out);
@@ -509,7 +509,7 @@ impl Lander<'_> {
                 .candidate
                 .session
                 .as_ref()
-                .map(|s| s.session_id.clone()),
+                .map(|s| s.session_id.to_string()),
             mode: Mode::Patch,
             source: self.source.to_path_buf(),
             source_head: self.head.cloned(),

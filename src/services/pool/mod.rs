@@ -378,7 +378,7 @@ pub(crate) fn recycle(
         return Ok(Returned::No);
     }
     let intent = crate::recovery::pending::Reclaim {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         path: tree.clone(),
         admin: Some(admin.clone()),
         trash: crate::recovery::pending::trash_path(tree, &record.session_id),

@@ -228,7 +228,7 @@ fn session_change_set(
         crate::services::evidence::reusable(ctx, &target, &snap.tree, &nested.sets())?
     {
         let stored = PushSource::Run {
-            session_id: Some(target.record.session_id.clone()),
+            session_id: Some(target.record.session_id.to_string()),
             run_id: last.change_set.identity.run_id,
         };
         let (located, carried, _) = change_set_to_push(ctx, &stored)?;
