@@ -125,7 +125,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         ("session", outcome.session_id.clone()),
         ("source", outcome.source.display().to_string()),
         ("revision", outcome.bound_revision.clone()),
-        ("base tree", outcome.base_tree.clone()),
+        ("base tree", outcome.base_tree.to_string()),
         (
             "owner",
             outcome

@@ -199,13 +199,16 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
         }
     };
     push("session", outcome.session_id.clone());
-    push("digest", outcome.digest.clone());
+    push("digest", outcome.digest.clone().map(String::from));
     if outcome.patch_bytes > 0 {
         push("size", Some(super::human_bytes(outcome.patch_bytes)));
     }
     push("step", outcome.step.map(|n| n.to_string()));
     push("bound", outcome.bound_revision.clone());
-    push("current", outcome.current_revision.clone());
+    push(
+        "current",
+        outcome.current_revision.clone().map(String::from),
+    );
     push(
         "artifacts",
         outcome.artifacts.as_ref().map(|p| p.display().to_string()),

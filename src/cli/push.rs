@@ -90,7 +90,7 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
     };
     out.headline_toned(&headline, tone);
     out.fields(&[
-        ("digest", outcome.digest.clone()),
+        ("digest", outcome.digest.to_string()),
         ("ref", outcome.reference.clone()),
         ("commit", outcome.commit.clone()),
         ("session", outcome.session_id.clone()),

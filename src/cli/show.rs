@@ -190,7 +190,7 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
             },
         ),
         ("revision", o.bound_revision.clone()),
-        ("base tree", o.base_tree.clone()),
+        ("base tree", o.base_tree.to_string()),
         (
             "head moved",
             o.head_moved

@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
     let cs = verified.change_set;
     let outcome = VerifyOutcome {
         valid: true,
-        patch_digest: cs.patch_digest,
+        patch_digest: cs.patch_digest.into(),
         patch_bytes: cs.patch_bytes,
         session_id: cs.identity.session_id,
         run_id: cs.identity.run_id,

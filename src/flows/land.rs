@@ -106,9 +106,9 @@ pub struct LandedSession {
     /// Why it did not land (`rebase_conflicted`, `patch_does_not_apply`, …).
     pub reason: Option<Reason>,
     /// The digest of what landed (or would have).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The source's HEAD once it landed (squash and branch: the new commit).
-    pub commit: Option<String>,
+    pub commit: Option<crate::base::ids::CommitId>,
     /// The test command's exit code (`null`: not run, or ended by a signal).
     pub test_exit_code: Option<i32>,
     /// The test's run in the session (its change set is recorded with it).
@@ -254,8 +254,8 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             let mut ids: Vec<String> = Vec::new();
             for given in &opts.sessions {
                 let found = ctx.resolve_session(located, Some(given))?;
-                if !ids.contains(&found.session_id) {
-                    ids.push(found.session_id);
+                if !ids.iter().any(|id| found.session_id == *id) {
+                    ids.push(found.session_id.into());
                 }
             }
             ids
@@ -265,7 +265,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });
-            live.into_iter().map(|r| r.session_id).collect()
+            live.into_iter().map(|r| r.session_id.into()).collect()
         }
     };
     Ok(Queue {

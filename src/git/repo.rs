@@ -4,6 +4,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result, Unavailable};
+use crate::base::ids::{CommitId, TreeId};
 use crate::git::runner::Git;
 
 /// The memo's question for a directory's repository: its common dir and checkout.
@@ -98,7 +99,7 @@ impl Repo {
     }
 
     /// The commit and tree at HEAD; `isolation_unavailable` for an unborn HEAD.
-    pub(crate) fn head(&self, git: &Git) -> Result<(String, String)> {
+    pub(crate) fn head(&self, git: &Git) -> Result<(CommitId, TreeId)> {
         let out = git
             .at(&self.toplevel)
             .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
@@ -115,18 +116,18 @@ impl Repo {
             .at(&self.toplevel)
             .args(["rev-parse", &format!("{commit}^{{tree}}")])
             .run_text()?;
-        Ok((commit, tree))
+        Ok((CommitId::new(commit)?, TreeId::new(tree)?))
     }
 
     /// The commit at HEAD, or `None` for an unborn HEAD or a missing checkout.
-    pub(crate) fn head_commit(&self, git: &Git) -> Option<String> {
+    pub(crate) fn head_commit(&self, git: &Git) -> Option<CommitId> {
         let out = git
             .at(&self.toplevel)
             .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
             .output()
             .ok()?;
         let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (out.exit_code == Some(0) && !commit.is_empty()).then_some(commit)
+        (out.exit_code == Some(0)).then(|| CommitId::new(commit).ok())?
     }
 
     /// Local changes (modified tracked files, untracked non-ignored files): the first `limit`

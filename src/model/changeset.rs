@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::base::error::{ChangeSetRule, Error, NoDocument, Result};
+use crate::base::ids::{Digest, TreeId};
 use crate::git::{Git, PatchInput};
 
 /// The document's `schema`.
@@ -56,11 +57,11 @@ pub struct ChangeSet {
     /// Always `base64`.
     pub encoding: String,
     /// `git-tree:<hex>`: the tree the patch applies to.
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// `git-tree:<hex>`: the tree the patch produces.
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// `sha256:<64 hex>` of exactly the patch bytes.
-    pub patch_digest: String,
+    pub patch_digest: Digest,
     /// The decoded patch's size.
     pub patch_bytes: u64,
     /// The patch, standard base64 with padding.
@@ -76,26 +77,16 @@ pub(crate) fn default_release_identity() -> String {
     )
 }
 
-/// The `git-tree:<hex>` field of a tree id (the form of every tree id in JSON).
-pub(crate) fn tree_field(tree: &str) -> String {
-    format!("{}{tree}", crate::base::ids::TREE_PREFIX)
-}
-
-/// The bare object id of a `git-tree:<hex>` field.
-pub(crate) fn tree_id(field: &str) -> &str {
-    crate::base::ids::bare_tree(field)
-}
-
 /// What a new document is built from; the constant fields are filled in.
 pub(crate) struct NewChangeSet<'a> {
     pub release_identity: &'a str,
     pub session_id: &'a str,
     pub run_id: &'a str,
     pub state: RunState,
-    pub base_tree: &'a str,
-    pub result_tree: &'a str,
+    pub base_tree: &'a TreeId,
+    pub result_tree: &'a TreeId,
     pub patch: &'a [u8],
-    pub patch_digest: &'a str,
+    pub patch_digest: &'a Digest,
     pub observed_at_ms: u64,
 }
 
@@ -114,9 +105,9 @@ impl ChangeSet {
             state: n.state,
             format: FORMAT.into(),
             encoding: ENCODING.into(),
-            base_tree: tree_field(n.base_tree),
-            result_tree: tree_field(n.result_tree),
-            patch_digest: n.patch_digest.into(),
+            base_tree: n.base_tree.clone(),
+            result_tree: n.result_tree.clone(),
+            patch_digest: n.patch_digest.clone(),
             patch_bytes: n.patch.len() as u64,
             patch_base64: BASE64.encode(n.patch),
             observed_at_ms: n.observed_at_ms,
@@ -215,13 +206,6 @@ fn exact(object: &Map<String, Value>, key: &str, field: &str, expected: &str) ->
     Ok(())
 }
 
-fn is_lower_hex(text: &str, lengths: &[usize]) -> bool {
-    lengths.contains(&text.len())
-        && text
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-}
-
 pub use crate::base::ids::MIN_DIGEST_PREFIX;
 pub(crate) use crate::base::ids::{DigestQuery, is_sha256_digest};
 
@@ -261,8 +245,8 @@ fn id_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
 
 fn tree_check(object: &Map<String, Value>, key: &str) -> Result<()> {
     let value = string(object, key, key)?;
-    match value.strip_prefix("git-tree:") {
-        Some(hex) if is_lower_hex(hex, &[40, 64]) => Ok(()),
+    match value.strip_prefix(crate::base::ids::TREE_PREFIX) {
+        Some(hex) if crate::base::ids::is_object_hex(hex) => Ok(()),
         _ => Err(invalid(
             ChangeSetRule::TreeFormat,
             key,
@@ -561,10 +545,10 @@ mod tests {
             session_id: "s",
             run_id: "r",
             state: RunState::Completed,
-            base_tree: crate::model::snapshot::EMPTY_TREE_SHA1,
-            result_tree: crate::model::snapshot::EMPTY_TREE_SHA1,
+            base_tree: &TreeId::new(crate::model::snapshot::EMPTY_TREE_SHA1).unwrap(),
+            result_tree: &TreeId::new(crate::model::snapshot::EMPTY_TREE_SHA1).unwrap(),
             patch,
-            patch_digest: &crate::model::snapshot::digest_bytes(patch),
+            patch_digest: &Digest::new(crate::model::snapshot::digest_bytes(patch)).unwrap(),
             observed_at_ms: 1,
         })
     }

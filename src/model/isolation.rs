@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, NoDocument, Result};
+use crate::base::ids::CommitId;
 use crate::git::repo::Repo;
 use crate::git::{Git, HermeticGit};
 use crate::model::snapshot;
@@ -236,8 +237,12 @@ pub struct Isolation {
 impl Isolation {
     /// The commit the isolation's HEAD names, resolved without trusting the admin dir
     /// ([`crate::git::resolve_head`]); `change_set_unavailable` when it names none.
-    pub(crate) fn head(&self, git: &Git) -> Result<String> {
-        crate::git::resolve_head(git, &self.common_dir, &self.admin)
+    pub(crate) fn head(&self, git: &Git) -> Result<CommitId> {
+        CommitId::new(crate::git::resolve_head(
+            git,
+            &self.common_dir,
+            &self.admin,
+        )?)
     }
 
     /// Git on this isolation through a private git dir under `scratch`: the way every git call
@@ -248,7 +253,7 @@ impl Isolation {
     /// names, asks for [`Isolation::head`] and refuses an unusable one.)
     pub(crate) fn git(&self, git: &Git, scratch: &Path) -> Result<HermeticGit> {
         let head = match (self.head(git), &self.bound_revision) {
-            (Ok(head), _) => head,
+            (Ok(head), _) => head.into(),
             (Err(_), Some(bound)) => bound.clone(),
             (Err(err), None) => return Err(err),
         };
@@ -288,7 +293,7 @@ impl Isolation {
 pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
         });
     }
     if record.state != SessionState::Discarded {
@@ -297,13 +302,13 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     if record.state == SessionState::Discarded {
         return Err(Error::ChangeSetUnavailable {
             reason: NoDocument::Discarded {
-                session_id: record.session_id.clone(),
+                session_id: record.session_id.to_string(),
             },
         });
     }
     if !is_present(record) {
         return Err(Error::IsolationMissing {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
             worktree: record.worktree.clone(),
         });
     }
@@ -311,7 +316,7 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         // There, but its HEAD is no file (the command can rewrite it): nothing is guessed.
         return Err(Error::ChangeSetUnavailable {
             reason: NoDocument::NoHeadFile {
-                session_id: record.session_id.clone(),
+                session_id: record.session_id.to_string(),
                 head: record.admin_dir.as_deref().map(|a| a.join("HEAD")),
             },
         });

@@ -22,6 +22,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
+use crate::base::ids::TreeId;
 pub use crate::base::names::RefNames;
 use crate::git::{Git, RefUpdate};
 use crate::store::lock::RepoLock;
@@ -47,12 +48,12 @@ pub fn pin_session(git: &Git, dir: &Path, ns: &RefNames, record: &SessionRecord)
     if record.carried_wip {
         updates.push(RefUpdate::Set {
             name: ns.session_wip(id),
-            target: record.base_tree.clone(),
+            target: record.base_tree.to_string(),
         });
         if let Some(index_tree) = &record.carried_index_tree {
             updates.push(RefUpdate::Set {
                 name: ns.session_wip_index(id),
-                target: index_tree.clone(),
+                target: index_tree.to_string(),
             });
         }
     }
@@ -65,7 +66,7 @@ pub enum Pinned {
     /// The ref is new, or already held this very tree.
     Held,
     /// The run id was pinned to another tree before (immutable evidence).
-    Other(String),
+    Other(TreeId),
 }
 
 /// One session's private refs in a store's namespace, in the repository at `dir`.
@@ -83,14 +84,14 @@ pub struct SessionRefs<'a> {
 impl SessionRefs<'_> {
     /// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
     /// their order), in one transaction.
-    pub(crate) fn pin_nested(&self, run_id: &str, trees: &[(String, String)]) -> Result<()> {
+    pub(crate) fn pin_nested(&self, run_id: &str, trees: &[(TreeId, TreeId)]) -> Result<()> {
         let updates: Vec<RefUpdate> = trees
             .iter()
             .enumerate()
             .flat_map(|(n, (base, result))| {
                 [("base", base), ("result", result)].map(|(side, tree)| RefUpdate::Set {
                     name: self.ns.nested_tree(self.session_id, run_id, n, side),
-                    target: tree.clone(),
+                    target: tree.to_string(),
                 })
             })
             .collect();
@@ -99,7 +100,7 @@ impl SessionRefs<'_> {
     }
 
     /// Pins a run's result tree, only if the run id has no result yet.
-    pub fn pin_run(&self, run_id: &str, tree: &str) -> Result<Pinned> {
+    pub fn pin_run(&self, run_id: &str, tree: &TreeId) -> Result<Pinned> {
         let name = self.ns.run_result(self.session_id, run_id);
         let created = self.git.update_refs(
             self.dir,
@@ -113,8 +114,8 @@ impl SessionRefs<'_> {
             return Ok(Pinned::Held);
         }
         match self.git.rev_parse(self.dir, &name)? {
-            Some(pinned) if pinned == tree => Ok(Pinned::Held),
-            Some(pinned) => Ok(Pinned::Other(pinned)),
+            Some(pinned) if *tree == pinned => Ok(Pinned::Held),
+            Some(pinned) => Ok(Pinned::Other(TreeId::new(pinned)?)),
             None => created.map(|()| Pinned::Held),
         }
     }
@@ -128,7 +129,7 @@ impl SessionRefs<'_> {
     }
 
     /// Pins the snapshot a sweep takes before removing an isolation.
-    pub fn pin_swept(&self, tree: &str) -> Result<()> {
+    pub fn pin_swept(&self, tree: &TreeId) -> Result<()> {
         self.git.update_refs(
             self.dir,
             &[RefUpdate::Set {

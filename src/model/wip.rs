@@ -5,6 +5,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
 use crate::git::{Git, HermeticGit};
 use crate::model::snapshot::{self, TempFile};
@@ -30,8 +31,8 @@ pub(crate) fn checkout_git(git: &Git, checkout: &Path) -> Result<(HermeticGit, P
 /// The source's working state: `worktree_tree` is what is on disk (tracked plus untracked
 /// non-ignored), `index_tree` what is staged.
 pub(crate) struct WorkingState {
-    pub worktree_tree: String,
-    pub index_tree: String,
+    pub worktree_tree: TreeId,
+    pub index_tree: TreeId,
 }
 
 /// Snapshots the source's working state without touching its index (`bind --carry-wip`).
@@ -52,8 +53,8 @@ pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Resul
             more: 0,
         })?;
     Ok(WorkingState {
-        worktree_tree,
-        index_tree,
+        worktree_tree: TreeId::new(worktree_tree)?,
+        index_tree: TreeId::new(index_tree)?,
     })
 }
 

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result, Taken, Unavailable};
 use crate::base::fsutil::now_ms;
+use crate::base::ids::{CommitId, SessionId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -89,8 +90,7 @@ pub struct BindOutcome {
     /// The commit the isolation is detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// An existing binding was returned as it was.
     pub reused: bool,
     /// No isolation: writing commands refuse the session.
@@ -115,7 +115,7 @@ pub struct BindOutcome {
 impl BindOutcome {
     fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
         BindOutcome {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
             source: record.source.clone(),
             worktree: record.worktree.clone(),
             bound_revision: record.bound_revision.clone(),
@@ -169,13 +169,10 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
 }
 
 /// The id given (checked), else a generated one.
-fn session_id_for(opts: &BindOptions) -> Result<String> {
+fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
     match &opts.session_id {
-        Some(id) => {
-            crate::base::ids::validate(id)?;
-            Ok(id.clone())
-        }
-        None => Ok(crate::base::ids::generate("s")),
+        Some(id) => SessionId::new(id.clone()),
+        None => Ok(SessionId::generate()),
     }
 }
 
@@ -220,7 +217,7 @@ fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionReco
 fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
     Error::SessionExists {
         reason: Taken::OtherRepository {
-            session_id: other.session_id.clone(),
+            session_id: other.session_id.to_string(),
             store: located.store.dir().to_path_buf(),
             repository: other.source.clone(),
         },
@@ -277,9 +274,9 @@ fn plan_wip(
 /// The record of a new session bound at `head` (commit, tree); with carried WIP its base tree
 /// is the source's working state. Not yet published: it has no isolation.
 fn new_record(
-    session_id: String,
+    session_id: SessionId,
     located: &Located,
-    (bound_revision, head_tree): (String, String),
+    (bound_revision, head_tree): (CommitId, TreeId),
     opts: &BindOptions,
     wip: &WipPlan,
     owner: Option<Owner>,
@@ -293,7 +290,7 @@ fn new_record(
         common_dir: located.repo.common_dir.clone(),
         worktree: None,
         admin_dir: None,
-        bound_revision,
+        bound_revision: bound_revision.to_string(),
         base_tree: carried
             .map(|c| c.worktree_tree.clone())
             .unwrap_or(head_tree),
@@ -315,9 +312,9 @@ fn new_record(
 /// What a new isolation starts from besides its bound revision.
 struct Restore {
     /// The working tree's content.
-    tree: String,
+    tree: TreeId,
     /// What is staged; `None`: nothing (the index stays at the bound revision).
-    index_tree: Option<String>,
+    index_tree: Option<TreeId>,
 }
 
 /// Claims the id, builds the isolation (restoring `restore_state` into it, if given) and
@@ -590,10 +587,13 @@ fn swept_restore(
     let tree = ctx
         .git
         .rev_parse(&located.repo.toplevel, &format!("{reference}^{{tree}}"))?;
-    Ok(tree.map(|tree| Restore {
-        tree,
-        index_tree: None,
-    }))
+    tree.map(|tree| {
+        Ok(Restore {
+            tree: TreeId::new(tree)?,
+            index_tree: None,
+        })
+    })
+    .transpose()
 }
 
 /// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
@@ -628,7 +628,7 @@ fn reuse(
     if !existing.read_only && !isolation::is_healthy(&existing) {
         return Err(Error::SessionExists {
             reason: Taken::Damaged {
-                session_id: existing.session_id.clone(),
+                session_id: existing.session_id.to_string(),
                 worktree: existing.worktree.clone(),
             },
         });

@@ -1,6 +1,7 @@
 //! `capture`: snapshot a session into a pinned tree and a change-set document.
 
 use crate::base::error::Result;
+use crate::base::ids::TreeId;
 use crate::services::evidence::{Target, record_evidence, record_nested, reusable, snapshot_all};
 use crate::workspace::context::Context;
 
@@ -35,7 +36,11 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         outcome.warnings = nested.warnings();
         return Ok(outcome);
     }
-    let mut outcome = record_evidence(ctx, &target.located, &target.completed(&snap.tree))?;
+    let mut outcome = record_evidence(
+        ctx,
+        &target.located,
+        &target.completed(&TreeId::new(&snap.tree)?),
+    )?;
     record_nested(
         ctx,
         &target.located,

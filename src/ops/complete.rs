@@ -15,7 +15,7 @@ pub fn session_ids(ctx: &Context) -> Result<Vec<String>> {
         .into_iter()
         .flatten()
         .filter(|s| s.state != SessionState::Discarded)
-        .map(|s| s.session_id)
+        .map(|s| s.session_id.into())
         .collect();
     ids.sort();
     Ok(ids)

@@ -12,6 +12,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::base::error::{Error, IoContext, NoDocument, Result};
+use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
 use crate::base::wire::wire_enum;
 use crate::model::snapshot::{self, Patch};
@@ -105,7 +106,7 @@ pub struct DiffOutcome {
     /// Which change set this is.
     pub scope: Scope,
     /// `sha256:` of exactly the patch bytes.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// The patch's size.
     pub patch_bytes: u64,
     /// Whether the source's HEAD is elsewhere than the bind (or the session's last promoted
@@ -113,11 +114,9 @@ pub struct DiffOutcome {
     /// `cumulative`, a document and a promoted change set.
     pub head_moved: Option<bool>,
     /// The tree the patch applies to, where known.
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub from_tree: Option<String>,
+    pub from_tree: Option<TreeId>,
     /// The tree it makes, where known.
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub to_tree: Option<String>,
+    pub to_tree: Option<TreeId>,
     /// The files, in the patch's order.
     pub files: Vec<FileChange>,
     /// Submodules and nested repositories of the isolation: their own change sets travel
@@ -143,15 +142,13 @@ pub struct NestedDiff {
     pub kind: NestedKind,
     /// `sha256:` of the nested patch as a promote would land it in that repository (its paths
     /// relative to the repository).
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// That patch's size.
     pub patch_bytes: u64,
     /// The tree of the repository the patch applies to.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub from_tree: String,
+    pub from_tree: TreeId,
     /// The tree it makes.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub to_tree: String,
+    pub to_tree: TreeId,
     /// The files, each with its path in the superproject (`<repository path>/<file>`), in
     /// the patch's order.
     pub files: Vec<FileChange>,
@@ -249,13 +246,13 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
         )
     }));
     Ok(DiffOutcome {
-        session_id: Some(session.session_id),
+        session_id: Some(session.session_id.into()),
         scope: bases.scope,
         head_moved: bases.head_moved,
-        digest: patch.digest.clone(),
+        digest: crate::base::ids::Digest::new(&patch.digest)?,
         patch_bytes: patch.bytes,
         from_tree: Some(bases.root),
-        to_tree: Some(snap.tree),
+        to_tree: Some(TreeId::new(snap.tree)?),
         files,
         nested,
         nested_change_sets,
@@ -276,11 +273,11 @@ fn nested_path(name: &str) -> RepoPath {
 struct Bases {
     scope: Scope,
     /// The root's from-tree.
-    root: String,
+    root: TreeId,
     head_moved: Option<bool>,
     /// Each captured nested change set's from-tree, in order; `None`: nothing new to promote
     /// there since its last step.
-    nested: Vec<Option<String>>,
+    nested: Vec<Option<TreeId>>,
 }
 
 /// Where the session's change sets start: its base tree (`cumulative`, the nested ones at their
@@ -330,7 +327,7 @@ fn nested_diffs(
     ctx: &Context,
     located: &crate::workspace::context::Located,
     found: &crate::services::nested::Nested,
-    bases: &[Option<String>],
+    bases: &[Option<TreeId>],
     scratch: &Path,
 ) -> Result<Vec<NestedDiff>> {
     let common = &located.repo.common_dir;
@@ -344,7 +341,7 @@ fn nested_diffs(
             (set.patch_digest.clone(), set.patch_bytes)
         } else {
             let delta = snapshot::patch(&ctx.git, common, from, &set.result_tree, scratch)?;
-            (delta.digest, delta.bytes)
+            (crate::base::ids::Digest::new(delta.digest)?, delta.bytes)
         };
         let trees = (from.as_str(), set.result_tree.as_str());
         let shown = snapshot::patch_under(&ctx.git, common, trees, &set.path_exact, scratch)?;
@@ -373,8 +370,8 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
         head_moved: None,
         digest: cs.patch_digest,
         patch_bytes: cs.patch_bytes,
-        from_tree: Some(crate::model::changeset::tree_id(&cs.base_tree).to_string()),
-        to_tree: Some(crate::model::changeset::tree_id(&cs.result_tree).to_string()),
+        from_tree: Some(cs.base_tree),
+        to_tree: Some(cs.result_tree),
         files,
         nested: Vec::new(),
         nested_change_sets: Vec::new(),
@@ -388,7 +385,7 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
 fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     let located = ctx.locate()?;
     let digest = match located.store.resolve_digest("--digest", digest)? {
-        Some(found) => found,
+        Some(found) => found.into(),
         None => crate::model::changeset::DigestQuery::parse("--digest", digest)?.shown(),
     };
     let digest = digest.as_str();
@@ -421,7 +418,7 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         session_id: entry.and_then(|e| e.session_id),
         scope: Scope::Promoted,
         head_moved: None,
-        digest: digest.to_string(),
+        digest: crate::base::ids::Digest::new(digest)?,
         patch_bytes: bytes,
         from_tree: step.as_ref().map(|s| s.from_tree.clone()),
         to_tree: step.map(|s| s.result_tree),

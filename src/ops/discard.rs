@@ -81,7 +81,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
             .load_session(&record.session_id)?
             .unwrap_or(record);
     }
-    let id = record.session_id.clone();
+    let id = record.session_id.to_string();
     // A rebase waiting at a conflict has no isolation to wait in any more.
     crate::services::rebase::forget(&located.store, &id)?;
     let mut purge = crate::services::purge::SessionPlan::default();
@@ -137,7 +137,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
         .flatten()
         .filter(|r| located.owns(r) && canonical(&r.source) == here)
         .filter(|r| purge || r.state != SessionState::Discarded)
-        .map(|r| r.session_id)
+        .map(|r| r.session_id.into())
         .collect();
     ids.sort();
     let mut outcome = DiscardAllOutcome {
@@ -206,7 +206,7 @@ fn remove_tree(
         return isolation::remove(&located.repo, tree, record.admin_dir.as_deref());
     }
     let intent = pending::Reclaim {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         path: tree.to_path_buf(),
         admin: record.admin_dir.clone(),
         trash: pending::trash_path(tree, &record.session_id),

@@ -28,22 +28,22 @@ pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcom
     let unavailable = |reason: Unavailable| Error::IsolationUnavailable { reason };
     if record.state == SessionState::Discarded {
         return Err(unavailable(Unavailable::Discarded {
-            session_id: id.clone(),
+            session_id: id.to_string(),
         }));
     }
     let Some(tree) = record.worktree.clone().filter(|_| !record.read_only) else {
         return Err(unavailable(Unavailable::ReadOnly {
-            session_id: id.clone(),
+            session_id: id.to_string(),
         }));
     };
     if !tree.is_dir() {
         return Err(unavailable(Unavailable::Gone {
-            session_id: id.clone(),
+            session_id: id.to_string(),
             tree,
         }));
     }
     Ok(PathOutcome {
-        session_id: id.clone(),
+        session_id: id.to_string(),
         worktree: tree,
     })
 }

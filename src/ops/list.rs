@@ -119,7 +119,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                 .or_insert_with(|| Store::new(&entry.common_dir, Some(&entry.state_dir)));
         }
     }
-    let mut heads: HashMap<PathBuf, Option<String>> = HashMap::new();
+    let mut heads: HashMap<PathBuf, Option<crate::base::ids::CommitId>> = HashMap::new();
     let mut outcome = ListOutcome {
         sessions: Vec::new(),
         unreadable: Vec::new(),
@@ -152,7 +152,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                     let mut shown = view(&record, head.as_deref(), conflicts);
                     if here_dir.as_deref() == Some(store.dir()) {
                         shown.conflicts_with = overlapping
-                            .get(&record.session_id)
+                            .get(record.session_id.as_str())
                             .cloned()
                             .unwrap_or_default();
                     }
@@ -171,7 +171,7 @@ fn view(
     conflicts: Option<Vec<String>>,
 ) -> SessionView {
     SessionView {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         state: ListedState::of(record, conflicts.is_some()),
         conflicting_paths: conflicts.unwrap_or_default(),
         conflicts_with: Vec::new(),

@@ -18,7 +18,7 @@ pub struct Promotion {
     /// The session it came from (`None` for a document or a noted digest).
     pub session_id: Option<String>,
     /// The patch digest that landed.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// How it landed: `applied`, `recovered` or `noted`.
     pub landing: Landing,
     /// The promote mode that landed it.
@@ -29,7 +29,7 @@ pub struct Promotion {
     /// The patch's size in bytes.
     pub patch_bytes: u64,
     /// The source's HEAD when it landed.
-    pub source_head: Option<String>,
+    pub source_head: Option<crate::base::ids::CommitId>,
 }
 
 /// What `log` found.

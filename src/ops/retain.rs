@@ -58,13 +58,13 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
 fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
         });
     }
     if record.state == SessionState::Discarded || !isolation::is_healthy(record) {
         return Err(Error::SessionNotFound {
             reason: NoSession::NoIsolation {
-                session_id: record.session_id.clone(),
+                session_id: record.session_id.to_string(),
             },
             candidates: Vec::new(),
         });
@@ -89,7 +89,7 @@ fn change_reason(
     record.retained_reason = Some(reason.to_string());
     located.store.save_session(&record)?;
     Ok(RetainOutcome {
-        session_id: record.session_id,
+        session_id: record.session_id.into(),
         worktree: path.clone(),
         previous_worktree: path,
         reason: reason.to_string(),
@@ -117,7 +117,7 @@ fn move_aside(
         });
     }
     let intent = RetainMove {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         from: old.clone(),
         to: new.clone(),
         admin,
@@ -138,7 +138,7 @@ fn move_aside(
     crate::fault_point!("retain-after-move");
     pending::complete_retain(held, &ctx.git, &located.repo, &located.store, &intent)?;
     Ok(RetainOutcome {
-        session_id: record.session_id,
+        session_id: record.session_id.into(),
         worktree: new,
         previous_worktree: old,
         reason: reason.to_string(),

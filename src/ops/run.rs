@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::base::command_env::{CommandEnv, EnvRequest};
 use crate::base::error::{Busy, Error, Held, IoContext, Result};
+use crate::base::ids::TreeId;
 use crate::base::pty::{CommandTerminal, Stream, Use};
 use crate::base::sandbox::{
     self, NetworkAccess, SandboxReport, SandboxSpec, SocketFactory, StatusChannel, TerminalSpec,
@@ -65,7 +66,7 @@ pub struct RunOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct ChangeSetSummary {
     /// `sha256:` and the hex digest of the patch.
-    pub patch_digest: String,
+    pub patch_digest: crate::base::ids::Digest,
     /// The patch's size.
     pub patch_bytes: u64,
     /// How many files the patch touches.
@@ -94,11 +95,9 @@ pub struct RunOutcome {
     /// The ref that pins the run's result tree.
     pub result_ref: String,
     /// The isolation's snapshot before the command.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// The isolation's snapshot after the command.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// `null` when the patch is too large to travel as a document (the tree is still pinned).
     pub change_set: Option<ChangeSetSummary>,
     /// Which protections the command ran under.
@@ -172,7 +171,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         run_id: &run_id,
         state: ended.state(),
         base_tree: &base_tree,
-        result_tree: &result.tree,
+        result_tree: &TreeId::new(&result.tree)?,
         release_identity: &identity,
     };
     let (change_set, mut warnings) =
@@ -182,7 +181,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let exit = ended.exit(&ran, &settings, &network);
     (located.store).save_run_exit(&record.session_id, &run_id, &exit)?;
     Ok(RunOutcome {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         run_id: run_id.clone(),
         state: ended.state(),
         exit_code: ended.exit_code,
@@ -190,8 +189,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         timed_out: ended.timed_out,
         ran,
         result_ref: located.store.refs().run_result(&record.session_id, &run_id),
+        result_tree: evidence.result_tree.clone(),
         base_tree,
-        result_tree: result.tree,
         change_set,
         sandbox: report(sandbox_spec.as_ref(), &settings, &env),
         network,
@@ -256,16 +255,16 @@ impl Before {
         ctx: &Context,
         (located, isolation): (&Located, &Isolation),
     ) -> Result<(
-        String,
+        TreeId,
         crate::model::snapshot::Snapshot,
         crate::services::nested::Nested,
     )> {
         match self {
-            Before::Merged { base, result } => Ok((base, result, Default::default())),
+            Before::Merged { base, result } => Ok((TreeId::new(base)?, result, Default::default())),
             Before::Snapshot(base) => {
                 let (result, nested) =
                     crate::services::evidence::snapshot_all(ctx, located, isolation)?;
-                Ok((base, result, nested))
+                Ok((TreeId::new(base)?, result, nested))
             }
             Before::Layer(_) => Err(Error::internal("the run's layer was never merged")),
         }
@@ -600,7 +599,7 @@ fn command_env(
     let mut own: Vec<(String, OsString)> = vec![
         (
             "A3S_ISO_SESSION_ID".into(),
-            record.session_id.clone().into(),
+            record.session_id.as_str().into(),
         ),
         ("A3S_ISO_RUN_ID".into(), run_id.into()),
         ("A3S_ISO_WORKTREE".into(), worktree.into()),

@@ -37,7 +37,7 @@ pub struct PromotionView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nested: Option<RepoPath>,
     /// The digest that landed.
-    pub digest: String,
+    pub digest: crate::base::ids::Digest,
     /// When, in milliseconds since the epoch.
     pub promoted_at_ms: u64,
     /// How it landed: `applied`, `recovered` or `noted`.
@@ -99,8 +99,7 @@ pub struct ShowOutcome {
     /// The commit the session was bound at.
     pub bound_revision: String,
     /// The tree its change sets start from.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: crate::base::ids::TreeId,
     /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
     /// it; `null` when the source cannot be read.
     pub head_moved: Option<bool>,
@@ -146,8 +145,8 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     let previous = crate::services::steps::last_step(&located.store, &record, None)?;
     let expected = previous
         .as_ref()
-        .and_then(|p| p.step.head_after.clone())
-        .unwrap_or_else(|| record.bound_revision.clone());
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&record.bound_revision);
     let head_moved = located
         .repo
         .head_commit(&ctx.git)
@@ -166,7 +165,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         &record.session_id,
     )?;
     Ok(ShowOutcome {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         state: ShownState::of(record.state, conflicts.is_some()),
         conflicting_paths: conflicts.unwrap_or_default(),
         source: record.source.clone(),

@@ -749,7 +749,7 @@ fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimR
 /// The session id a found entry stands for; `None` for what is not (or not clearly) a session's.
 fn id_of(found: &Found) -> Option<String> {
     match found {
-        Found::Recorded(r) => Some(r.session_id.clone()),
+        Found::Recorded(r) => Some(r.session_id.to_string()),
         Found::Claimed(c) => Some(c.session_id.clone()),
         Found::Malformed { id, .. }
         | Found::Unreadable { id, .. }
@@ -1046,7 +1046,7 @@ fn snapshot_into_swept(
         ns: &located.store.refs(),
         session_id: &plan.id,
     }
-    .pin_swept(&snap.tree)
+    .pin_swept(&crate::base::ids::TreeId::new(&snap.tree)?)
 }
 
 /// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
@@ -1083,14 +1083,14 @@ mod tests {
 
     fn record(owner: Owner, state: SessionState) -> SessionRecord {
         SessionRecord {
-            session_id: "s".into(),
+            session_id: crate::base::ids::SessionId::new("s").unwrap(),
             state,
             source: "/src".into(),
             common_dir: "/src/.git".into(),
             worktree: Some("/.a3s-isolate-s".into()),
             admin_dir: None,
             bound_revision: String::new(),
-            base_tree: String::new(),
+            base_tree: crate::base::ids::TreeId::new("a".repeat(40)).unwrap(),
             read_only: false,
             carried_wip: false,
             carried_index_tree: None,

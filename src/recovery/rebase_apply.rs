@@ -226,7 +226,7 @@ fn follow_up(git: &Git, store: &Store, id: &str, then: &Then) -> Result<()> {
                 .ok_or_else(|| Error::internal("a rebase without its session"))?;
             if session.bound_revision != *revision {
                 session.bound_revision = revision.clone();
-                session.base_tree = base_tree.clone();
+                session.base_tree = crate::base::ids::TreeId::new(base_tree)?;
                 session.rebased = Some(Rebased {
                     at_ms: now_ms(),
                     steps_before: *steps_before,

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Held, Result};
 use crate::base::fsutil::now_ms;
+use crate::base::ids::{Digest, TreeId};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
@@ -102,8 +103,8 @@ pub(crate) fn reusable(
         return Ok(None);
     };
     let doc = &verified.change_set;
-    let same = changeset::tree_id(&doc.base_tree) == target.record.base_tree
-        && changeset::tree_id(&doc.result_tree) == result_tree
+    let same = doc.base_tree == target.record.base_tree
+        && doc.result_tree == *result_tree
         && doc.state == RunState::Completed
         && doc.identity.agent_release_identity == target.identity
         && crate::services::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
@@ -198,13 +199,13 @@ impl Target {
             isolation,
             run_id: run_id
                 .map(str::to_string)
-                .unwrap_or_else(|| crate::base::ids::generate("r")),
+                .unwrap_or_else(|| crate::base::ids::RunId::generate().into()),
             identity,
         })
     }
 
     /// The evidence of a completed capture of this target with `result_tree`.
-    pub(crate) fn completed<'a>(&'a self, result_tree: &'a str) -> Evidence<'a> {
+    pub(crate) fn completed<'a>(&'a self, result_tree: &'a TreeId) -> Evidence<'a> {
         Evidence {
             session_id: &self.record.session_id,
             run_id: &self.run_id,
@@ -221,8 +222,8 @@ pub(crate) struct Evidence<'a> {
     pub session_id: &'a str,
     pub run_id: &'a str,
     pub state: RunState,
-    pub base_tree: &'a str,
-    pub result_tree: &'a str,
+    pub base_tree: &'a TreeId,
+    pub result_tree: &'a TreeId,
     pub release_identity: &'a str,
 }
 
@@ -294,7 +295,7 @@ pub(crate) fn record_evidence(
         base_tree: ev.base_tree,
         result_tree: ev.result_tree,
         patch: &patch.read()?,
-        patch_digest: &patch.digest,
+        patch_digest: &Digest::new(&patch.digest)?,
         observed_at_ms,
     });
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
@@ -333,7 +334,10 @@ pub(crate) fn record_run(
         return Err(Error::CaptureConflict {
             session_id: ev.session_id.to_string(),
             run_id: ev.run_id.to_string(),
-            held: Held::ResultTree { pinned, now: None },
+            held: Held::ResultTree {
+                pinned: pinned.to_string(),
+                now: None,
+            },
         });
     }
     let observed_at_ms = now_ms();
@@ -348,7 +352,7 @@ pub(crate) fn record_run(
         base_tree: ev.base_tree,
         result_tree: ev.result_tree,
         patch: &body,
-        patch_digest: &patch.digest,
+        patch_digest: &Digest::new(&patch.digest)?,
         observed_at_ms,
     });
     if fits {
@@ -368,9 +372,9 @@ fn replay(
         return Ok(None);
     };
     let verified = changeset::verify(&bytes)?;
-    let pinned = changeset::tree_id(&verified.change_set.result_tree).to_string();
+    let pinned = &verified.change_set.result_tree;
     if pinned != ev.result_tree {
-        return Err(conflict(&pinned));
+        return Err(conflict(pinned));
     }
     let files = (
         snapshot::count_files(&verified.patch),
@@ -390,10 +394,10 @@ fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) ->
             .is_none_or(|last| last.observed_at_ms <= observed_at_ms);
         if newer {
             record.last_run = Some(LastRun {
-                run_id: ev.run_id.to_string(),
+                run_id: crate::base::ids::RunId::new(ev.run_id)?,
                 state: ev.state,
                 observed_at_ms,
-                result_tree: ev.result_tree.to_string(),
+                result_tree: ev.result_tree.clone(),
             });
             record.updated_at_ms = observed_at_ms;
             located.store.save_session(&record)?;

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
+use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
 use crate::git::{Git, HermeticGit};
 use crate::model::isolation::Isolation;
@@ -48,13 +49,11 @@ pub struct NestedChangeSet {
     /// The commit the nested repository's HEAD named.
     pub head: String,
     /// That commit's tree: the nested change set's base.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// The snapshot of the nested repository's working tree.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// `sha256:` of the nested patch.
-    pub patch_digest: String,
+    pub patch_digest: crate::base::ids::Digest,
     /// The nested patch's size.
     pub patch_bytes: u64,
 }
@@ -222,9 +221,9 @@ fn capture_one(
             path_exact: repo.path.clone(),
             kind: repo.kind,
             head: repo.head.clone(),
-            base_tree,
-            result_tree: snap.tree,
-            patch_digest: patch.digest.clone(),
+            base_tree: TreeId::new(base_tree)?,
+            result_tree: TreeId::new(snap.tree)?,
+            patch_digest: crate::base::ids::Digest::new(&patch.digest)?,
             patch_bytes: patch.bytes,
         },
         patch,
@@ -516,7 +515,7 @@ pub(crate) fn record(
     if sets.is_empty() {
         return Ok(());
     }
-    let trees: Vec<(String, String)> = sets
+    let trees: Vec<(TreeId, TreeId)> = sets
         .iter()
         .map(|s| (s.base_tree.clone(), s.result_tree.clone()))
         .collect();

@@ -143,11 +143,11 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
         match result {
             Ok(Some(work)) => works.push(work),
             Ok(None) => skipped.push(Skipped {
-                session_id: record.session_id.clone(),
+                session_id: record.session_id.to_string(),
                 reason: "conflicted".into(),
             }),
             Err(err) => skipped.push(Skipped {
-                session_id: record.session_id.clone(),
+                session_id: record.session_id.to_string(),
                 reason: err.to_string(),
             }),
         }
@@ -277,14 +277,14 @@ fn work_of(
         .unwrap_or_default();
     Ok(Some(Work {
         changed: Changed {
-            session_id: record.session_id.clone(),
+            session_id: record.session_id.to_string(),
             bound_revision: record.bound_revision.clone(),
             paths,
             with_head: Against::of(Vec::new()),
             with_your_changes: Against::of(Vec::new()),
         },
         commit,
-        head,
+        head: head.into(),
         chain,
     }))
 }

@@ -226,7 +226,7 @@ impl<'a> Work<'a> {
         if target == session.bound_revision {
             let mut out =
                 RebaseOutcome::new(RebaseResult::UpToDate, id, &session.bound_revision, &target);
-            out.head = self.isolation.head(&self.ctx.git).ok();
+            out.head = self.isolation.head(&self.ctx.git).ok().map(String::from);
             return Ok(out);
         }
         let head = self.isolation.head(&self.ctx.git)?;
@@ -242,7 +242,7 @@ impl<'a> Work<'a> {
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
             schema: crate::recovery::rebase_record::STATE_SCHEMA.into(),
-            session_id: id.clone(),
+            session_id: id.to_string(),
             session_created_at_ms: session.created_at_ms,
             pre,
             from_revision: session.bound_revision.clone(),
@@ -260,7 +260,7 @@ impl<'a> Work<'a> {
     fn target(&self, onto: Option<&str>) -> Result<String> {
         let repo = &self.located.repo;
         let found = match onto {
-            None => repo.head_commit(&self.ctx.git),
+            None => repo.head_commit(&self.ctx.git).map(String::from),
             Some(rev) => self
                 .ctx
                 .git

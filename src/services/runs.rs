@@ -21,7 +21,7 @@ pub struct RunView {
     /// The signal that ended the command, if one did.
     pub signal: Option<i32>,
     /// The change set's digest.
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The patch's size.
     pub patch_bytes: Option<u64>,
     /// When its result was observed, in milliseconds since the epoch.

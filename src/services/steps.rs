@@ -3,6 +3,7 @@
 //! nested repository. `promote` starts there; `diff` and `show` show from there.
 
 use crate::base::error::Result;
+use crate::base::ids::TreeId;
 use crate::services::nested::NestedChangeSet;
 use crate::store::state::{PromoteMode as Mode, SessionRecord, Step, Store};
 
@@ -10,7 +11,7 @@ use crate::store::state::{PromoteMode as Mode, SessionRecord, Step, Store};
 #[derive(Debug, Clone)]
 pub(crate) struct Previous {
     /// The digest of the delta that step landed.
-    pub(crate) digest: String,
+    pub(crate) digest: crate::base::ids::Digest,
     /// How it landed.
     pub(crate) mode: Mode,
     /// The size of its patch.
@@ -20,7 +21,7 @@ pub(crate) struct Previous {
 }
 
 /// Where a session's delta starts: the result of its last promoted step, else its base tree.
-pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> String {
+pub(crate) fn delta_base(session: &SessionRecord, previous: Option<&Previous>) -> TreeId {
     previous.map_or(session.base_tree.clone(), |p| p.step.result_tree.clone())
 }
 
@@ -59,7 +60,7 @@ pub(crate) fn nested_delta_base(
     store: &Store,
     session: Option<&SessionRecord>,
     set: &NestedChangeSet,
-) -> Result<Option<(String, Option<Previous>)>> {
+) -> Result<Option<(TreeId, Option<Previous>)>> {
     let previous = match session {
         Some(session) => last_step(store, session, Some(&set.path_exact))?,
         None => None,

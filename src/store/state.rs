@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Busy, Error, IoContext, Result};
 use crate::base::fsutil::{path_key, read_json, remove_file_if_exists, write_record_atomic};
+use crate::base::ids::{CommitId, Digest, RunId, SessionId, TreeId};
 use crate::base::names::{IsolationNames, RefNames, canonical, tenant_tag};
 use crate::base::owner::Owner;
 use crate::base::wire::wire_enum;
@@ -76,14 +77,13 @@ pub struct SweptInfo {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LastRun {
     /// The run's id.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How it ended.
     pub state: RunState,
     /// When its result was observed, in milliseconds since the epoch.
     pub observed_at_ms: u64,
     /// The run's result tree: what `bind --resume` restores.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: TreeId,
 }
 
 /// How a run's lease file names the run, on a line of its own after the holder's.
@@ -104,7 +104,7 @@ pub const REGISTRY_SCHEMA: &str = "a3s-iso.registry.v1";
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionRecord {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Bound, retained or discarded.
     pub state: SessionState,
     /// The source checkout it was bound from.
@@ -123,15 +123,14 @@ pub struct SessionRecord {
     /// The commit the isolation was detached at.
     pub bound_revision: String,
     /// The tree change sets are taken against (with carried WIP, the source's working state).
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// No isolation: writing commands refuse the session.
     pub read_only: bool,
     /// The isolation started from the source's local changes (`--carry-wip`).
     pub carried_wip: bool,
     /// With carried WIP: what the source had staged (the base tree is its working state).
-    #[serde(default, with = "crate::base::ids::tree_id_opt")]
-    pub carried_index_tree: Option<String>,
+    #[serde(default)]
+    pub carried_index_tree: Option<TreeId>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
     /// Who owns the session; `None` for an ownerless one (`bind --owner none`), which only
@@ -584,7 +583,7 @@ impl Store {
 
     /// The change set a `--digest` value names among those this store knows (journaled, or
     /// with artifacts): a whole digest, or a unique prefix; `None` when none matches.
-    pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<String>> {
+    pub(crate) fn resolve_digest(&self, flag: &str, given: &str) -> Result<Option<Digest>> {
         let query = crate::base::ids::DigestQuery::parse(flag, given)?;
         let mut known = self.ids_in(&StateDir::Promoted.under(&self.dir))?;
         if let Ok(entries) = std::fs::read_dir(self.artifacts_dir()) {
@@ -723,13 +722,13 @@ impl Store {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct JournalEntry {
     /// The patch digest that landed.
-    pub digest: String,
+    pub digest: Digest,
     /// The session it came from (`None` for a document or a noted digest).
     pub session_id: Option<String>,
     /// When it landed, in milliseconds since the epoch.
     pub promoted_at_ms: u64,
     /// The source's HEAD when it landed.
-    pub source_head: Option<String>,
+    pub source_head: Option<CommitId>,
     /// The patch's size.
     pub patch_bytes: u64,
     /// How it landed.
@@ -755,22 +754,20 @@ pub(crate) struct Step {
     /// The session's `created_at_ms`: a session bound again under the same id starts over.
     pub session_created_at_ms: u64,
     /// The tree the delta starts from: the session's base tree, or the previous step's result.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub from_tree: String,
+    pub from_tree: TreeId,
     /// The session's snapshot this step brought into the source.
-    #[serde(with = "crate::base::ids::tree_id")]
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// The isolation's HEAD at the snapshot (branch mode replays the commits after it next).
-    pub isolation_head: Option<String>,
+    pub isolation_head: Option<CommitId>,
     /// The source's HEAD once the step landed (branch mode moves it).
-    pub head_after: Option<String>,
+    pub head_after: Option<CommitId>,
     /// How many files the step's patch touches.
     #[serde(default)]
     pub files_changed: u64,
     /// Branch mode: the last commit of the replayed chain (its tree is this step's result
     /// without carried WIP), which the next step's commits are rebuilt on.
     #[serde(default)]
-    pub chain_tip: Option<String>,
+    pub chain_tip: Option<CommitId>,
     /// A nested change set's step: the path of its repository in the source (its steps are
     /// counted apart from the root's).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -192,7 +192,7 @@ impl Context {
         let record = self.resolve_record(located, explicit)?;
         match record.swept_summary() {
             Some(summary) => Err(Error::SessionSwept {
-                session_id: record.session_id,
+                session_id: record.session_id.into(),
                 summary,
             }),
             None => Ok(record),
@@ -247,7 +247,7 @@ impl Context {
                         count: live.len(),
                     }
                 },
-                candidates: live.into_iter().map(|s| s.session_id).collect(),
+                candidates: live.into_iter().map(|s| s.session_id.into()).collect(),
             }),
         }
     }
@@ -261,7 +261,7 @@ pub(crate) fn not_found(located: &Located, id: &str) -> Error {
         .unwrap_or_default()
         .into_iter()
         .flatten()
-        .map(|s| s.session_id)
+        .map(|s| s.session_id.into())
         .collect();
     let candidates = crate::base::ids::near_misses(id, known.iter().map(String::as_str));
     let (session_id, store) = (id.to_string(), located.store.dir().to_path_buf());

@@ -43,7 +43,7 @@ pub struct Interrupted {
     /// The session it was about, when known.
     pub session_id: Option<String>,
     /// For a promote: the change set's digest.
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
 }
 
 impl Interrupted {

@@ -166,7 +166,7 @@ fn session_at(ctx: &Context, path: &Path) -> Result<Option<(Context, String)>> {
                 .inside
                 .filter(|s| s.worktree.as_deref().is_some_and(same))
         {
-            return Ok(Some((inner, session.session_id)));
+            return Ok(Some((inner, session.session_id.into())));
         }
     }
     let located = match ctx.locate() {
@@ -178,5 +178,5 @@ fn session_at(ctx: &Context, path: &Path) -> Result<Option<(Context, String)>> {
         located.store.sessions()?.into_iter().flatten().find(|s| {
             s.state.has_tree() && located.owns(s) && s.worktree.as_deref().is_some_and(same)
         });
-    Ok(found.map(|s| (ctx.clone(), s.session_id)))
+    Ok(found.map(|s| (ctx.clone(), s.session_id.into())))
 }

@@ -14,6 +14,7 @@ use std::path::Path;
 
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
+use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
 use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
@@ -40,7 +41,7 @@ struct Target {
     /// The source's current branch (`refs/heads/…`).
     branch: String,
     /// Its tip before the replay.
-    old_tip: String,
+    old_tip: CommitId,
     /// Who commits (a3s-iso when git has no identity of its own).
     ident: Identity,
 }
@@ -93,7 +94,7 @@ fn replay_root(
 ) -> Result<PromoteOutcome> {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
     out.warnings.extend(ctx.take_notices());
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
     out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
     if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
         return Ok(out);
@@ -200,7 +201,7 @@ fn stops_before_planning(
         candidate.replay_last_step(out);
         return Ok(true);
     }
-    out.digest = Some(candidate.patch.digest.clone());
+    out.digest = Some(Digest::new(&candidate.patch.digest)?);
     if landed_before(&located.store, candidate)? {
         out.outcome = Outcome::Idempotent;
         return Ok(true);
@@ -271,11 +272,13 @@ impl Job<'_> {
     }
 
     /// The step this promote lands, ending at `chain_tip`.
-    fn step(&self, chain_tip: &str, head_after: Option<&str>) -> Option<Step> {
-        self.candidate.step(head_after).map(|mut step| {
-            step.chain_tip = Some(chain_tip.to_string());
+    fn step(&self, chain_tip: &str, head_after: Option<&str>) -> Result<Option<Step>> {
+        let chain_tip = CommitId::new(chain_tip)?;
+        let head_after = head_after.map(CommitId::new).transpose()?;
+        Ok(self.candidate.step(head_after.as_ref()).map(|mut step| {
+            step.chain_tip = Some(chain_tip);
             step
-        })
+        }))
     }
 }
 
@@ -297,7 +300,7 @@ fn target(git: &Git, source: &Path) -> Result<Target> {
     };
     Ok(Target {
         branch,
-        old_tip: git.rev_parse_required(source, "HEAD")?,
+        old_tip: CommitId::new(git.rev_parse_required(source, "HEAD")?)?,
         ident: git.identity(source),
     })
 }
@@ -528,7 +531,7 @@ impl<'a> Recorder<'a> {
         let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
         let plan = BranchPlan {
             branch: job.target.branch.clone(),
-            old_tip: job.target.old_tip.clone(),
+            old_tip: job.target.old_tip.to_string(),
             retained_tip: tip.to_string(),
             had_wip,
             token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
@@ -542,8 +545,8 @@ impl<'a> Recorder<'a> {
             store: &job.located.store,
             intent: Intent {
                 schema: intent::SCHEMA.into(),
-                digest: patch.digest.clone(),
-                session_id: Some(job.session.session_id.clone()),
+                digest: Digest::new(&patch.digest)?,
+                session_id: Some(job.session.session_id.to_string()),
                 mode: Mode::Branch,
                 source: job.session.source.clone(),
                 source_head: Some(job.target.old_tip.clone()),
@@ -552,7 +555,7 @@ impl<'a> Recorder<'a> {
                 pid: std::process::id(),
                 changes: Changes::Branch(plan.clone()),
                 // Recovery fills in where HEAD ends up.
-                step: job.step(tip, None),
+                step: job.step(tip, None)?,
                 reapply_of: None,
             },
             plan,
@@ -633,7 +636,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         report.kept_stash = Some(stash.clone());
     }
     crate::fault_point!("promote-branch-after-restore");
-    let step = job.step(tip, done.as_deref());
+    let step = job.step(tip, done.as_deref())?;
     if failure.is_some() && kept {
         // The replay was undone: the branch a3s-iso made for it goes too (or back to where
         // an earlier step left it).
@@ -652,7 +655,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         out.warnings
             .push("an interrupt arrived during the replay; the promote finished first".into());
     }
-    out.current_revision = Some(git.rev_parse_required(source, "HEAD")?);
+    out.current_revision = Some(CommitId::new(git.rev_parse_required(source, "HEAD")?)?);
     out.branch = Some(report);
     Ok(())
 }
@@ -705,7 +708,7 @@ fn conclude(
             journal(
                 job.located,
                 Landed {
-                    digest: &patch.digest,
+                    digest: &Digest::new(&patch.digest)?,
                     session_id: Some(&job.session.session_id),
                     head: Some(&job.target.old_tip),
                     patch_bytes: patch.bytes,

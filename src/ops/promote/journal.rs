@@ -11,9 +11,9 @@ use crate::workspace::context::Located;
 
 /// What lands, for the journal.
 pub(crate) struct Landed<'a> {
-    pub(crate) digest: &'a str,
+    pub(crate) digest: &'a crate::base::ids::Digest,
     pub(crate) session_id: Option<&'a str>,
-    pub(crate) head: Option<&'a str>,
+    pub(crate) head: Option<&'a crate::base::ids::CommitId>,
     pub(crate) patch_bytes: u64,
     pub(crate) how: Landing,
     pub(crate) mode: Mode,
@@ -23,10 +23,10 @@ pub(crate) struct Landed<'a> {
 /// Records that a change set landed: the promote journal's entry, fsynced.
 pub(crate) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
     located.store.record_promoted(&JournalEntry {
-        digest: landed.digest.to_string(),
+        digest: landed.digest.clone(),
         session_id: landed.session_id.map(str::to_string),
         promoted_at_ms: now_ms(),
-        source_head: landed.head.map(str::to_string),
+        source_head: landed.head.cloned(),
         patch_bytes: landed.patch_bytes,
         how: landed.how,
         mode: landed.mode,

@@ -33,6 +33,7 @@ pub use crate::ops::promote::outcome::{
 };
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::CommitId;
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
 use crate::store::state::Landing;
@@ -93,8 +94,8 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             let cs = &verified.change_set;
             Candidate::of_document(
                 Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
-                changeset::tree_id(&cs.base_tree),
-                changeset::tree_id(&cs.result_tree),
+                &cs.base_tree,
+                &cs.result_tree,
             )
         }
         (None, Some(fetched)) => {
@@ -136,17 +137,17 @@ pub(crate) fn rebase_if_moved(
     let previous = last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
-        .and_then(|p| p.step.head_after.clone())
-        .unwrap_or_else(|| session.bound_revision.clone());
+        .and_then(|p| p.step.head_after.as_deref())
+        .unwrap_or(&session.bound_revision);
     let head = located.repo.head_commit(&ctx.git);
-    if head.is_none() || head.as_deref() == Some(expected.as_str()) {
+    if head.is_none() || head.as_deref() == Some(expected) {
         return Ok(None);
     }
     let rebased = crate::services::rebase::rebase(
         ctx,
         &crate::services::rebase::RebaseOptions {
-            session_id: Some(session.session_id.clone()),
-            onto: head.clone(),
+            session_id: Some(session.session_id.to_string()),
+            onto: head.as_ref().map(CommitId::to_string),
             action: crate::services::rebase::Action::Start,
         },
     )?;
@@ -155,7 +156,7 @@ pub(crate) fn rebase_if_moved(
         return Ok(None);
     }
     let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
-    out.session_id = Some(session.session_id.clone());
+    out.session_id = Some(session.session_id.to_string());
     out.bound_revision = Some(session.bound_revision.clone());
     out.current_revision = head;
     out.warnings = rebased.warnings;
@@ -221,7 +222,8 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
     let _lock = ctx.lock(&located.repo)?;
     let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
     out.warnings.extend(ctx.take_notices());
-    out.digest = Some(digest.to_string());
+    let digest = &crate::base::ids::Digest::new(digest)?;
+    out.digest = Some(digest.clone());
     out.session_id = opts.session_id.clone();
     if located.store.journal_entry(digest)?.is_some() {
         out.outcome = Outcome::Idempotent;
@@ -233,7 +235,7 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
         Landed {
             digest,
             session_id: opts.session_id.as_deref(),
-            head: head.as_deref(),
+            head: head.as_ref(),
             patch_bytes: 0,
             how: Landing::Noted,
             mode: opts.mode,

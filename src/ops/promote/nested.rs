@@ -8,6 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{IoContext, Result};
+use crate::base::ids::Digest;
 use crate::base::paths::RepoPath;
 use crate::git::{Git, Identity};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
@@ -26,11 +27,11 @@ use crate::workspace::context::{Context, Located};
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
 /// that the same patch in two repositories is promoted once in each.
 pub(crate) fn journal_key(set: &NestedChangeSet) -> String {
-    key_of(&set.path_exact, &set.patch_digest)
+    key_text(&set.path_exact, &set.patch_digest)
 }
 
 /// The journal's key of the patch with `digest` landing in the nested repository at `path`.
-fn key_of(path: &RepoPath, digest: &str) -> String {
+fn key_text(path: &RepoPath, digest: &str) -> String {
     let mut bytes = b"a3s-iso nested\0".to_vec();
     bytes.extend_from_slice(&path.0);
     bytes.push(0);
@@ -203,9 +204,9 @@ fn land_one(
         result.outcome = NestedOutcome::Idempotent;
         return Ok(());
     };
-    let key = key_of(&captured.set.path_exact, &nested.patch.digest);
-    result.digest = Some(nested.patch.digest.clone());
-    result.journal_key = Some(key.clone());
+    let key = Digest::new(key_text(&captured.set.path_exact, &nested.patch.digest))?;
+    result.digest = Some(Digest::new(&nested.patch.digest)?);
+    result.journal_key = Some(key.to_string());
     if located.store.journal_entry(&key)?.is_some() && nested.previous.is_none() {
         result.outcome = NestedOutcome::Idempotent;
         return Ok(());
@@ -241,7 +242,7 @@ fn land_one(
                 candidate: &nested,
                 key: &key,
                 source: &target,
-                head: head.as_deref(),
+                head: head.as_ref(),
                 then: Some(&commit_it),
                 reapply_of: None,
             };
@@ -307,8 +308,9 @@ fn candidate_of(
     }))
 }
 
-fn located_head(ctx: &Context, top: &Path) -> Option<String> {
-    ctx.git.rev_parse(top, "HEAD").ok().flatten()
+fn located_head(ctx: &Context, top: &Path) -> Option<crate::base::ids::CommitId> {
+    let head = ctx.git.rev_parse(top, "HEAD").ok().flatten()?;
+    crate::base::ids::CommitId::new(head).ok()
 }
 
 /// The promote's outcome once the nested results are in: `partial` when something landed

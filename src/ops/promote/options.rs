@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
+use crate::base::ids::{CommitId, TreeId};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Patch};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
@@ -53,15 +54,15 @@ pub(crate) struct Candidate {
     pub(crate) session: Option<SessionRecord>,
     /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's), the
     /// result of the session's last promoted step, or a document's `base_tree`.
-    pub(crate) base_tree: Option<String>,
+    pub(crate) base_tree: Option<TreeId>,
     /// What the patch makes of its base: the session's snapshot, or a document's result tree
     /// (which this repository may not have).
-    pub(crate) result_tree: Option<String>,
+    pub(crate) result_tree: Option<TreeId>,
     pub(crate) nested: Vec<String>,
     /// A session's last promoted step: the patch is the delta since its result.
     pub(crate) previous: Option<Previous>,
     /// The isolation's HEAD at the snapshot, for the step's record.
-    pub(crate) isolation_head: Option<String>,
+    pub(crate) isolation_head: Option<CommitId>,
     /// The nested change sets (submodules and nested repositories), landed after the root;
     /// none for a document, which carries the root only.
     pub(crate) nested_sets: Vec<crate::services::nested::Captured>,
@@ -85,12 +86,17 @@ pub(crate) struct Candidate {
 impl Candidate {
     /// A change set that came as a document (a file, or a remote's commit): its patch and its
     /// two trees, nothing of a session.
-    pub(crate) fn of_document(patch: Patch, base_tree: &str, result_tree: &str) -> Candidate {
+    pub(crate) fn of_document(patch: Patch, base_tree: &TreeId, result_tree: &TreeId) -> Candidate {
+        Candidate::of_trees(patch, Some(base_tree.clone()), Some(result_tree.clone()))
+    }
+
+    /// A change set of no session: its patch and what the trees it goes between are known.
+    fn of_trees(patch: Patch, base_tree: Option<TreeId>, result_tree: Option<TreeId>) -> Candidate {
         Candidate {
             patch,
             session: None,
-            base_tree: Some(base_tree.to_string()),
-            result_tree: Some(result_tree.to_string()),
+            base_tree,
+            result_tree,
             nested: Vec::new(),
             previous: None,
             isolation_head: None,
@@ -151,14 +157,16 @@ impl Candidate {
                 digest: digest.to_string(),
             },
         })?;
-        let mut candidate = Candidate::of_document(patch, "", "");
-        candidate.base_tree = step.as_ref().map(|s| s.from_tree.clone());
-        candidate.result_tree = step.map(|s| s.result_tree);
-        Ok(candidate)
+        let base_tree = step.as_ref().map(|s| s.from_tree.clone());
+        Ok(Candidate::of_trees(
+            patch,
+            base_tree,
+            step.map(|s| s.result_tree),
+        ))
     }
 
     /// The step this promote lands, for the intent and the journal (none for a document).
-    pub(crate) fn step(&self, head_after: Option<&str>) -> Option<Step> {
+    pub(crate) fn step(&self, head_after: Option<&CommitId>) -> Option<Step> {
         let session = self.session.as_ref()?;
         Some(Step {
             number: self
@@ -169,7 +177,7 @@ impl Candidate {
             from_tree: self.base_tree.clone()?,
             result_tree: self.result_tree.clone()?,
             isolation_head: self.isolation_head.clone(),
-            head_after: head_after.map(str::to_string),
+            head_after: head_after.cloned(),
             files_changed: self.patch.files_changed,
             chain_tip: None,
             nested: self.nested_path.clone(),
@@ -221,7 +229,7 @@ impl Candidate {
         Ok(Candidate {
             patch,
             base_tree: Some(from),
-            result_tree: Some(snap.tree.clone()),
+            result_tree: Some(TreeId::new(&snap.tree)?),
             isolation_head: isolation.head(&ctx.git).ok(),
             session: Some(session),
             nested: snap.nested.clone(),

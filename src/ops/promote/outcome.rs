@@ -71,7 +71,7 @@ pub struct PromoteOutcome {
     /// What happened.
     pub outcome: Outcome,
     /// The change set's `sha256:` digest (none for an empty one).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The promoted session, if a session was promoted.
     pub session_id: Option<String>,
     /// How the change set lands.
@@ -81,7 +81,7 @@ pub struct PromoteOutcome {
     /// The revision the session was bound at.
     pub bound_revision: Option<String>,
     /// The source's HEAD when the promote looked.
-    pub current_revision: Option<String>,
+    pub current_revision: Option<crate::base::ids::CommitId>,
     /// Where the patch and `summary.json` were written.
     #[serde(with = "crate::base::paths::fs_path_opt")]
     pub artifacts: Option<PathBuf>,
@@ -105,8 +105,7 @@ pub struct PromoteOutcome {
     pub step: Option<u64>,
     /// A session's promote: the tree the delta starts from (the session's base tree for step
     /// 1, the previous step's result after that).
-    #[serde(with = "crate::base::ids::tree_id_opt")]
-    pub from_tree: Option<String>,
+    pub from_tree: Option<crate::base::ids::TreeId>,
     /// A document's promote: whether its `base_tree` is the tree of the source's HEAD (null
     /// for a session, or when the base is not in this repository).
     pub base_matches_head: Option<bool>,
@@ -278,7 +277,7 @@ pub struct NestedResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<Reason>,
     /// The nested patch's `sha256:` digest (null when it could not be captured).
-    pub digest: Option<String>,
+    pub digest: Option<crate::base::ids::Digest>,
     /// The journal's key for it: the digest of the path and the nested digest (null when it
     /// could not be captured).
     pub journal_key: Option<String>,

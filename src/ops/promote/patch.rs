@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
+use crate::base::ids::{CommitId, Digest};
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
@@ -51,7 +52,7 @@ pub(crate) fn promote_patch(
         candidate.replay_last_step(&mut out);
         return Ok((out, None));
     }
-    let digest = candidate.patch.digest.clone();
+    let digest = Digest::new(&candidate.patch.digest)?;
     out.digest = Some(digest.clone());
     if landed_before(&located.store, candidate)? && !opts.reapply {
         out.outcome = Outcome::Idempotent;
@@ -98,7 +99,7 @@ pub(crate) fn promote_patch(
                 candidate,
                 key: &digest,
                 source: &source.toplevel,
-                head: head.as_deref(),
+                head: head.as_ref(),
                 then: None,
                 reapply_of,
             };
@@ -136,7 +137,7 @@ pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set 
 /// recovery under the lock did.
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.clone());
+    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
     out.patch_bytes = candidate.patch.bytes;
     out.files_changed = candidate.patch.files_changed;
     candidate.report_step(&mut out);
@@ -220,7 +221,7 @@ fn refused_where_it_lands(
 }
 
 /// A check that stops the promote, as a conflict.
-pub(crate) fn report_conflict(check: Check, head: Option<String>, out: &mut PromoteOutcome) {
+pub(crate) fn report_conflict(check: Check, head: Option<CommitId>, out: &mut PromoteOutcome) {
     let (detail, paths) = match check {
         Check::Applies(..) => return,
         Check::Present(paths) => {
@@ -487,10 +488,10 @@ pub(crate) struct Lander<'a> {
     pub(crate) located: &'a Located,
     pub(crate) candidate: &'a Candidate,
     /// The journal's key: the root patch's digest, or a nested change set's key.
-    pub(crate) key: &'a str,
+    pub(crate) key: &'a Digest,
     /// The checkout it lands in: the source, or one of its nested repositories.
     pub(crate) source: &'a Path,
-    pub(crate) head: Option<&'a str>,
+    pub(crate) head: Option<&'a CommitId>,
     /// What else must happen once the files are written and before the journal (branch
     /// mode's commit in a nested repository); a failure puts the files back.
     pub(crate) then: Option<&'a AfterWrite<'a>>,
@@ -503,15 +504,15 @@ impl Lander<'_> {
     fn intent(&self, plan: &PatchPlan) -> Intent {
         Intent {
             schema: intent::SCHEMA.into(),
-            digest: self.key.to_string(),
+            digest: self.key.clone(),
             session_id: self
                 .candidate
                 .session
                 .as_ref()
-                .map(|s| s.session_id.clone()),
+                .map(|s| s.session_id.to_string()),
             mode: Mode::Patch,
             source: self.source.to_path_buf(),
-            source_head: self.head.map(str::to_string),
+            source_head: self.head.cloned(),
             patch_bytes: self.candidate.patch.bytes,
             created_at_ms: crate::base::fsutil::now_ms(),
             pid: std::process::id(),

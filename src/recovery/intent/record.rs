@@ -104,7 +104,7 @@ pub(crate) struct Intent {
     /// [`SCHEMA`].
     pub(crate) schema: String,
     /// The change set's digest.
-    pub(crate) digest: String,
+    pub(crate) digest: crate::base::ids::Digest,
     /// The promoted session, if any.
     pub(crate) session_id: Option<String>,
     /// Patch or branch.
@@ -113,7 +113,7 @@ pub(crate) struct Intent {
     #[serde(with = "crate::base::paths::fs_path")]
     pub(crate) source: PathBuf,
     /// The source's HEAD when the promote started (for the journal).
-    pub(crate) source_head: Option<String>,
+    pub(crate) source_head: Option<crate::base::ids::CommitId>,
     /// The patch's size (for the journal).
     pub(crate) patch_bytes: u64,
     /// When the intent was written.

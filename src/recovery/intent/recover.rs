@@ -173,13 +173,13 @@ pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<
 /// Records a recovered landing in the promote journal, with the step it landed (branch mode:
 /// the source's HEAD is where the finished replay left it).
 fn journal(store: &Store, intent: &Intent) -> Result<()> {
-    let step = intent.step.clone().map(|mut step| {
-        if let Changes::Branch(plan) = &intent.changes {
-            let tip = plan.done.as_ref().or(plan.replayed.last());
-            step.head_after = Some(tip.unwrap_or(&plan.old_tip).clone());
-        }
-        step
-    });
+    let mut step = intent.step.clone();
+    if let (Some(step), Changes::Branch(plan)) = (&mut step, &intent.changes) {
+        let tip = plan.done.as_ref().or(plan.replayed.last());
+        step.head_after = Some(crate::base::ids::CommitId::new(
+            tip.unwrap_or(&plan.old_tip),
+        )?);
+    }
     store.record_promoted(&JournalEntry {
         step,
         digest: intent.digest.clone(),

@@ -235,7 +235,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
         &admin,
         &crate::services::pool::spare::index_path(located, spare.slot),
     )?;
-    spare.head = head;
+    spare.head = head.into();
     Ok(())
 }
 
@@ -378,7 +378,7 @@ pub(crate) fn recycle(
         return Ok(Returned::No);
     }
     let intent = crate::recovery::pending::Reclaim {
-        session_id: record.session_id.clone(),
+        session_id: record.session_id.to_string(),
         path: tree.clone(),
         admin: Some(admin.clone()),
         trash: crate::recovery::pending::trash_path(tree, &record.session_id),

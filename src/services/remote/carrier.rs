@@ -44,12 +44,12 @@ pub(crate) struct Carried {
 impl Carried {
     /// The bare id of the base tree.
     pub(crate) fn base(&self) -> &str {
-        changeset::tree_id(&self.change_set.base_tree)
+        self.change_set.base_tree.as_str()
     }
 
     /// The bare id of the result tree.
     pub(crate) fn result(&self) -> &str {
-        changeset::tree_id(&self.change_set.result_tree)
+        self.change_set.result_tree.as_str()
     }
 }
 
@@ -165,7 +165,7 @@ pub(crate) fn verify(
         (&layout.base, &change_set.base_tree, "base_tree"),
         (&layout.result, &change_set.result_tree, "result_tree"),
     ] {
-        if entry.oid != changeset::tree_id(field) {
+        if entry.oid != field.as_str() {
             return Err(invalid(
                 ChangeSetRule::CarriedTree,
                 name,
@@ -333,10 +333,13 @@ mod tests {
             session_id: "task",
             run_id: "r-1",
             state: RunState::Failed,
-            base_tree: &"a".repeat(40),
-            result_tree: &"b".repeat(40),
+            base_tree: &crate::base::ids::TreeId::new("a".repeat(40)).unwrap(),
+            result_tree: &crate::base::ids::TreeId::new("b".repeat(40)).unwrap(),
             patch,
-            patch_digest: &crate::model::snapshot::digest_bytes(patch),
+            patch_digest: &crate::base::ids::Digest::new(crate::model::snapshot::digest_bytes(
+                patch,
+            ))
+            .unwrap(),
             observed_at_ms,
         })
         .detached()
@@ -368,7 +371,7 @@ mod tests {
                 run_id: "r-1".into(),
                 state: "failed".into(),
                 patch_bytes: 3,
-                digest: cs.patch_digest.clone(),
+                digest: cs.patch_digest.to_string(),
             }
         );
         assert_eq!(

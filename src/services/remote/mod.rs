@@ -18,6 +18,7 @@ pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
+use crate::base::ids::{Digest, TreeId};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
 use crate::services::evidence::Target;
@@ -71,7 +72,7 @@ pub struct PushOutcome {
     /// `pushed` or `unchanged`.
     pub outcome: PushResult,
     /// `sha256:<hex>` of the patch.
-    pub digest: String,
+    pub digest: Digest,
     /// The ref on the remote.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -90,9 +91,9 @@ pub struct PushOutcome {
     /// How many files the patch touches.
     pub files_changed: u64,
     /// `git-tree:<hex>` the patch applies to.
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// `git-tree:<hex>` the patch makes.
-    pub result_tree: String,
+    pub result_tree: TreeId,
     /// What the user should know.
     pub warnings: Vec<String>,
 }
@@ -181,7 +182,7 @@ fn change_set_to_push(
             let stored = located.store.load_run_doc(&record.session_id, run_id)?;
             let bytes = stored.ok_or_else(|| Error::ChangeSetUnavailable {
                 reason: NoDocument::NotStored {
-                    session_id: record.session_id.clone(),
+                    session_id: record.session_id.to_string(),
                     run_id: run_id.clone(),
                 },
             })?;
@@ -189,7 +190,7 @@ fn change_set_to_push(
         }
     };
     let cs = &verified.change_set;
-    let trees = [cs.base_tree.as_str(), cs.result_tree.as_str()].map(changeset::tree_id);
+    let trees = [cs.base_tree.as_str(), cs.result_tree.as_str()];
     let found = ctx
         .git
         .object_info(&located.repo.toplevel, &trees.map(str::to_string))?;
@@ -227,14 +228,17 @@ fn session_change_set(
         crate::services::evidence::reusable(ctx, &target, &snap.tree, &nested.sets())?
     {
         let stored = PushSource::Run {
-            session_id: Some(target.record.session_id.clone()),
+            session_id: Some(target.record.session_id.to_string()),
             run_id: last.change_set.identity.run_id,
         };
         let (located, carried, _) = change_set_to_push(ctx, &stored)?;
         return Ok((located, carried, nested_warnings(&nested, &snap.nested)));
     }
-    let (patch, change_set) =
-        crate::services::evidence::record_run(ctx, &target.located, &target.completed(&snap.tree))?;
+    let (patch, change_set) = crate::services::evidence::record_run(
+        ctx,
+        &target.located,
+        &target.completed(&TreeId::new(&snap.tree)?),
+    )?;
     let warnings = nested_warnings(&nested, &snap.nested);
     Ok((target.located, Carried { change_set, patch }, warnings))
 }
@@ -274,7 +278,7 @@ pub struct FetchRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct FetchedChangeSet {
     /// `sha256:<hex>` of the patch.
-    pub digest: String,
+    pub digest: Digest,
     /// The private ref that pins its commit here.
     #[serde(rename = "ref")]
     pub reference: String,
@@ -289,9 +293,9 @@ pub struct FetchedChangeSet {
     /// The patch's size.
     pub patch_bytes: u64,
     /// `git-tree:<hex>` the patch applies to.
-    pub base_tree: String,
+    pub base_tree: TreeId,
     /// `git-tree:<hex>` the patch makes.
-    pub result_tree: String,
+    pub result_tree: TreeId,
 }
 
 /// A change set on the remote that failed verification (nothing of it is kept).
@@ -323,10 +327,10 @@ pub struct FetchOutcome {
 pub(crate) struct Fetched {
     /// The patch.
     pub(crate) patch: crate::model::snapshot::Patch,
-    /// The bare base tree id.
-    pub(crate) base_tree: String,
-    /// The bare result tree id.
-    pub(crate) result_tree: String,
+    /// The base tree.
+    pub(crate) base_tree: TreeId,
+    /// The result tree.
+    pub(crate) result_tree: TreeId,
     /// What the report says of it.
     pub(crate) report: FetchedChangeSet,
 }
@@ -406,7 +410,7 @@ pub(crate) fn fetch_verified(
             });
         }
     };
-    let mut results = fetch_many(ctx, located, remote, &[digest], max_bytes)?;
+    let mut results = fetch_many(ctx, located, remote, &[digest.into()], max_bytes)?;
     match results.pop() {
         Some((_, result)) => result,
         None => Err(Error::internal("a fetch of one change set reported none")),
@@ -504,8 +508,8 @@ fn check_fetched(
         result_tree: cs.result_tree.clone(),
     };
     Ok(Fetched {
-        base_tree: carried.base().to_string(),
-        result_tree: carried.result().to_string(),
+        base_tree: carried.change_set.base_tree.clone(),
+        result_tree: carried.change_set.result_tree.clone(),
         patch: carried.patch,
         report,
     })
@@ -581,8 +585,8 @@ pub fn delete_changes(
             for given in digests {
                 let query = changeset::DigestQuery::parse("--digest", given)?;
                 match query.resolve("--digest", on_remote.iter().cloned())? {
-                    Some(d) if held.contains(&changes_ref(&d)) => wanted.push(d),
-                    Some(d) => absent.push(d),
+                    Some(d) if held.contains(&changes_ref(&d)) => wanted.push(d.into()),
+                    Some(d) => absent.push(d.into()),
                     None => absent.push(query.shown()),
                 }
             }

@@ -2,6 +2,97 @@
 
 use crate::base::error::{Error, Result};
 
+/// What every typed id shares: its text (`as_str`, `Display`, `Deref` to `str`, and `Debug` as
+/// the quoted text, since messages name ids with `{:?}`), compared with plain strings as it is
+/// and given back as a `String`.
+macro_rules! string_id {
+    ($name:ident) => {
+        impl $name {
+            /// The id as text.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                std::fmt::Debug::fmt(&self.0, f)
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::ops::Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for str {
+            fn eq(&self, other: &$name) -> bool {
+                self == other.0
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+    };
+}
+
+mod digest;
+mod object;
+mod session;
+
+pub use digest::Digest;
+pub use session::{RunId, SessionId};
+
+pub(crate) use object::is_object_hex;
+pub use object::{CommitId, TREE_PREFIX, TreeId};
+
 /// What every isolation's directory name carries just before the session id (see `names`):
 /// `.<source name>[-<hash>][.<tenant>].a3s-isolate-<id>`, or the legacy `.a3s-isolate-<id>`.
 pub const ISOLATION_NAME_PREFIX: &str = ".a3s-isolate-";
@@ -93,48 +184,6 @@ pub(crate) fn generate(prefix: &str) -> String {
     )
 }
 
-/// The prefix of a tree id in JSON: `git-tree:<hex>` (commit ids stay plain hex).
-pub const TREE_PREFIX: &str = "git-tree:";
-
-/// `#[serde(with = "crate::base::ids::tree_id")]` for a tree id held as bare hex: written as
-/// `git-tree:<hex>`, read in either form (records written before the prefix are bare hex).
-pub mod tree_id {
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    /// Writes `git-tree:<hex>`.
-    pub fn serialize<S: Serializer>(tree: &str, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&format!("{}{tree}", crate::base::ids::TREE_PREFIX))
-    }
-
-    /// Reads `git-tree:<hex>` or bare hex, as bare hex.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<String, D::Error> {
-        let text = String::deserialize(d)?;
-        Ok(crate::base::ids::bare_tree(&text).to_string())
-    }
-}
-
-/// `#[serde(with = "crate::base::ids::tree_id_opt")]` for an optional tree id (`null` for none).
-pub mod tree_id_opt {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    /// Writes `null` or `git-tree:<hex>`.
-    pub fn serialize<S: Serializer>(tree: &Option<String>, s: S) -> Result<S::Ok, S::Error> {
-        tree.as_deref()
-            .map(|t| format!("{}{t}", crate::base::ids::TREE_PREFIX))
-            .serialize(s)
-    }
-
-    /// Reads `null`, `git-tree:<hex>` or bare hex.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-        Ok(Option::<String>::deserialize(d)?.map(|t| crate::base::ids::bare_tree(&t).to_string()))
-    }
-}
-
-/// The bare object id of a tree id in either form.
-pub(crate) fn bare_tree(text: &str) -> &str {
-    text.strip_prefix(TREE_PREFIX).unwrap_or(text)
-}
-
 /// `sha256:` followed by 64 lowercase hex digits.
 pub(crate) fn is_sha256_digest(text: &str) -> bool {
     text.strip_prefix("sha256:").is_some_and(|hex| {
@@ -183,9 +232,9 @@ impl DigestQuery {
         &self,
         flag: &str,
         known: impl IntoIterator<Item = String>,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<Digest>> {
         let prefix = match self {
-            DigestQuery::Full(digest) => return Ok(Some(digest.clone())),
+            DigestQuery::Full(digest) => return Digest::new(digest).map(Some),
             DigestQuery::Prefix(prefix) => prefix,
         };
         let mut found: Vec<String> = known
@@ -200,7 +249,7 @@ impl DigestQuery {
         found.dedup();
         match found.len() {
             0 => Ok(None),
-            1 => Ok(found.pop()),
+            1 => found.pop().map(Digest::new).transpose(),
             _ => Err(Error::DigestAmbiguous {
                 flag: flag.to_string(),
                 given: prefix.clone(),
@@ -221,34 +270,6 @@ impl DigestQuery {
 #[cfg(test)]
 mod tests {
     use crate::base::ids::*;
-
-    #[derive(serde::Serialize, serde::Deserialize, Debug, PartialEq)]
-    struct Trees {
-        #[serde(with = "tree_id")]
-        tree: String,
-        #[serde(with = "tree_id_opt")]
-        maybe: Option<String>,
-    }
-
-    #[test]
-    fn tree_ids_are_written_prefixed_and_read_in_either_form() {
-        let hex = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-        let trees = Trees {
-            tree: hex.into(),
-            maybe: None,
-        };
-        let text = serde_json::to_string(&trees).unwrap();
-        assert_eq!(text, format!(r#"{{"tree":"git-tree:{hex}","maybe":null}}"#));
-        assert_eq!(serde_json::from_str::<Trees>(&text).unwrap(), trees);
-        let old = format!(r#"{{"tree":"{hex}","maybe":"{hex}"}}"#);
-        let read: Trees = serde_json::from_str(&old).unwrap();
-        assert_eq!(
-            (read.tree.as_str(), read.maybe.as_deref()),
-            (hex, Some(hex))
-        );
-        let again = serde_json::to_value(&read).unwrap();
-        assert_eq!(again["maybe"], format!("git-tree:{hex}"));
-    }
 
     #[test]
     fn accepts_good_ids() {
