@@ -139,6 +139,11 @@ pub(crate) fn is_commit_type(kind: &str) -> bool {
     kind == "commit"
 }
 
+/// Whether git's name of an object's type (`cat-file`, `ls-tree`) is a tree's.
+pub(crate) fn is_tree_type(kind: &str) -> bool {
+    kind == "tree"
+}
+
 impl Git {
     /// The entries of one config file, read as data (`config --file F --no-includes --list
     /// -z`): `(key, value)` in file order, `None` for a bare boolean key. Run in `dir`, a

@@ -109,15 +109,12 @@ impl Git {
             checkouts: Arc::default(),
             memo: Arc::default(),
         };
-        let version = match crate::git::version_cache::recall(&git.bin) {
-            Some(known) => known,
-            None => {
-                let out = git.at(Path::new(".")).arg("--version").run_text()?;
-                let version = out.strip_prefix("git version ").unwrap_or(&out).trim();
-                crate::git::version_cache::keep(&git.bin, version);
-                version.to_string()
-            }
-        };
+        let out = git.at(Path::new(".")).arg("--version").run_text()?;
+        let version = out
+            .strip_prefix("git version ")
+            .unwrap_or(&out)
+            .trim()
+            .to_string();
         match parse_version(&version) {
             Some(found) if found >= MIN_VERSION => {}
             _ => {

@@ -383,7 +383,7 @@ impl HermeticGit {
             let CatFile::Found { kind, content } = object else {
                 return Err(Error::internal("a tree to keep is missing"));
             };
-            let entries = (kind == "tree")
+            let entries = crate::git::ops::is_tree_type(&kind)
                 .then(|| parse_tree(&content, format))
                 .flatten()
                 .ok_or_else(|| Error::internal("cannot read a tree to keep"))?;

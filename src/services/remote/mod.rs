@@ -194,11 +194,10 @@ fn change_set_to_push(
     let found = ctx
         .git
         .object_info(&located.repo.toplevel, &trees.map(str::to_string))?;
-    if let Some((tree, _)) = trees
-        .iter()
-        .zip(&found)
-        .find(|(_, info)| info.as_ref().is_none_or(|i| i.kind != "tree"))
-    {
+    if let Some((tree, _)) = trees.iter().zip(&found).find(|(_, info)| {
+        info.as_ref()
+            .is_none_or(|i| !crate::git::is_tree_type(&i.kind))
+    }) {
         return Err(Error::InvalidInput {
             message: format!(
                 "the change set's tree {tree} is not in this repository: push it from the repository it was captured in"
