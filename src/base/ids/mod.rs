@@ -1,4 +1,5 @@
-//! Session and run identifiers: validation and generation.
+//! Identifiers: the typed ids (`TreeId`, `CommitId`, `Digest`, `SessionId`, `RunId`), the
+//! check and generation of session and run ids, and digests as users give them.
 
 use crate::base::error::{Error, Result};
 
@@ -88,6 +89,8 @@ mod object;
 mod session;
 
 pub use digest::Digest;
+pub(crate) use digest::is_sha256_digest;
+pub(crate) use session::{MAX_ID_LEN, generate, validate};
 pub use session::{RunId, SessionId};
 
 pub(crate) use object::is_object_hex;
@@ -97,40 +100,6 @@ pub use object::{CommitId, TREE_PREFIX, TreeId};
 /// `.<source name>[-<hash>][.<tenant>].a3s-isolate-<id>`, or the legacy `.a3s-isolate-<id>`.
 pub const ISOLATION_NAME_PREFIX: &str = ".a3s-isolate-";
 
-/// The longest id accepted.
-pub(crate) const MAX_ID_LEN: usize = 128;
-
-/// Checks an id against `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, without `..`, not ending in `.`
-/// or `.lock`. Ids become file names and ref components, so nothing else is accepted.
-pub(crate) fn validate(id: &str) -> Result<()> {
-    let reason = if id.is_empty() {
-        Some("it is empty")
-    } else if id.len() > MAX_ID_LEN {
-        Some("it is longer than 128 characters")
-    } else if !id.as_bytes()[0].is_ascii_alphanumeric() {
-        Some("it must start with a letter or a digit")
-    } else if !id
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    {
-        Some("only letters, digits, '.', '_' and '-' are allowed")
-    } else if id.contains("..") {
-        Some("it must not contain '..'")
-    } else if id.ends_with('.') || id.ends_with(".lock") {
-        Some("it must not end in '.' or '.lock'")
-    } else {
-        None
-    };
-    match reason {
-        None => Ok(()),
-        Some(reason) => Err(Error::InvalidId {
-            id: id.to_string(),
-            reason: reason.to_string(),
-        }),
-    }
-}
-
-/// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
 /// The ids among `known` within two edits (insert, delete, substitute a character) of `id`,
 /// closest first: the "did you mean" of an unknown session id.
 pub(crate) fn near_misses<'a>(id: &str, known: impl IntoIterator<Item = &'a str>) -> Vec<String> {
@@ -161,37 +130,6 @@ fn edit_distance(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
-}
-
-pub(crate) fn generate(prefix: &str) -> String {
-    let mut random = [0u8; 4];
-    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
-        use std::io::Read;
-        let _ = file.read_exact(&mut random);
-    }
-    if random == [0; 4] {
-        // No urandom: fall back on what differs between two calls in one millisecond.
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.subsec_nanos())
-            .unwrap_or(0);
-        random = (nanos ^ std::process::id().rotate_left(16)).to_be_bytes();
-    }
-    format!(
-        "{prefix}-{:011x}-{}",
-        crate::base::fsutil::now_ms(),
-        hex::encode(random)
-    )
-}
-
-/// `sha256:` followed by 64 lowercase hex digits.
-pub(crate) fn is_sha256_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
 }
 
 /// The fewest hex digits a digest prefix may have (git's own floor for abbreviations is 4;

@@ -3,8 +3,62 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::base::error::Result;
-use crate::base::ids::validate;
+use crate::base::error::{Error, Result};
+
+/// The longest id accepted.
+pub(crate) const MAX_ID_LEN: usize = 128;
+
+/// Checks an id against `^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`, without `..`, not ending in `.`
+/// or `.lock`. Ids become file names and ref components, so nothing else is accepted.
+pub(crate) fn validate(id: &str) -> Result<()> {
+    let reason = if id.is_empty() {
+        Some("it is empty")
+    } else if id.len() > MAX_ID_LEN {
+        Some("it is longer than 128 characters")
+    } else if !id.as_bytes()[0].is_ascii_alphanumeric() {
+        Some("it must start with a letter or a digit")
+    } else if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
+        Some("only letters, digits, '.', '_' and '-' are allowed")
+    } else if id.contains("..") {
+        Some("it must not contain '..'")
+    } else if id.ends_with('.') || id.ends_with(".lock") {
+        Some("it must not end in '.' or '.lock'")
+    } else {
+        None
+    };
+    match reason {
+        None => Ok(()),
+        Some(reason) => Err(Error::InvalidId {
+            id: id.to_string(),
+            reason: reason.to_string(),
+        }),
+    }
+}
+
+/// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
+pub(crate) fn generate(prefix: &str) -> String {
+    let mut random = [0u8; 4];
+    if let Ok(mut file) = std::fs::File::open("/dev/urandom") {
+        use std::io::Read;
+        let _ = file.read_exact(&mut random);
+    }
+    if random == [0; 4] {
+        // No urandom: fall back on what differs between two calls in one millisecond.
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        random = (nanos ^ std::process::id().rotate_left(16)).to_be_bytes();
+    }
+    format!(
+        "{prefix}-{:011x}-{}",
+        crate::base::fsutil::now_ms(),
+        hex::encode(random)
+    )
+}
 
 macro_rules! checked_id {
     ($name:ident, $prefix:literal) => {
@@ -16,9 +70,9 @@ macro_rules! checked_id {
                 Ok($name(id))
             }
 
-            /// A fresh id (see [`crate::base::ids::generate`]).
+            /// A fresh id (see [`generate`]).
             pub(crate) fn generate() -> $name {
-                $name(crate::base::ids::generate($prefix))
+                $name(generate($prefix))
             }
         }
 
