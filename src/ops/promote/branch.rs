@@ -166,9 +166,15 @@ fn plan_any(
     isolation_head: &str,
     opts: &PromoteOptions,
 ) -> Result<Planned> {
-    let scratch = located.store.scratch_dir();
+    let planner = Planner {
+        git: &ctx.git,
+        candidate,
+        target,
+        isolation_head,
+        scratch: &located.store.scratch_dir(),
+    };
     if opts.squash {
-        return plan_squash(ctx, candidate, target, isolation_head, opts, &scratch);
+        return planner.squash(opts.message.as_deref());
     }
     let Some(session) = candidate.session.as_ref() else {
         return Err(Error::internal("a branch plan without a session"));
@@ -177,11 +183,7 @@ fn plan_any(
         Some(message) => message.clone(),
         None => leftover_message(&located.store, session, &candidate.patch.digest)?,
     };
-    let opts = PromoteOptions {
-        message: Some(message),
-        ..opts.clone()
-    };
-    plan(ctx, candidate, target, isolation_head, &opts, &scratch)
+    planner.replay(&message)
 }
 
 /// The outcomes decided before anything is planned: empty (or nothing new since the last step),
@@ -305,77 +307,140 @@ fn target(git: &Git, source: &Path) -> Result<Target> {
     })
 }
 
-/// Plans the replay: the session's first-parent commits since the bound revision (or, after a
-/// step, since the isolation's HEAD that step saw), rebuilt without the carried WIP where
-/// needed and on top of where the last step's chain ended, plus one commit for uncommitted
-/// leftovers. Writes only objects.
-fn plan(
-    ctx: &Context,
-    candidate: &Candidate,
-    target: &Target,
-    isolation_head: &str,
-    opts: &PromoteOptions,
-    scratch: &Path,
-) -> Result<Planned> {
-    let git = &ctx.git;
-    let Some(session) = candidate.session.as_ref() else {
-        return Err(Error::internal("a branch plan without a session"));
-    };
-    let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
-    let source = session.source.as_path();
-    let wip = WipFilter::new(git, source, session, scratch)?;
-    let since = candidate
-        .previous
-        .as_ref()
-        .and_then(|p| p.step.isolation_head.as_deref())
-        .unwrap_or(&session.bound_revision);
-    let originals = first_parent_chain(git, source, since, isolation_head)?;
-    let raw = raw_commits(git, source, &originals)?;
-    let mut chain: Vec<Pick> = Vec::new();
-    let mut parent = chain_start(candidate, session).to_string();
-    for (original, raw) in originals.iter().zip(&raw) {
-        let filtered = match wip.filter(&original.tree)? {
+/// What a branch plan is made from: the change set, where it lands, the isolation's HEAD (whose
+/// commits are replayed) and the scratch directory for temporary indexes.
+struct Planner<'a> {
+    git: &'a Git,
+    candidate: &'a Candidate,
+    target: &'a Target,
+    isolation_head: &'a str,
+    scratch: &'a Path,
+}
+
+impl Planner<'_> {
+    /// Plans the replay: the session's first-parent commits since the bound revision (or, after a
+    /// step, since the isolation's HEAD that step saw), rebuilt without the carried WIP where
+    /// needed and on top of where the last step's chain ended, plus one commit, with `message`,
+    /// for uncommitted leftovers. Writes only objects.
+    fn replay(&self, message: &str) -> Result<Planned> {
+        let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
+        let Some(session) = candidate.session.as_ref() else {
+            return Err(Error::internal("a branch plan without a session"));
+        };
+        let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
+        let source = session.source.as_path();
+        let wip = WipFilter::new(git, source, session, self.scratch)?;
+        let replayer = Replayer {
+            git,
+            source,
+            ident: &self.target.ident,
+        };
+        let since = candidate
+            .previous
+            .as_ref()
+            .and_then(|p| p.step.isolation_head.as_deref())
+            .unwrap_or(&session.bound_revision);
+        let originals = first_parent_chain(git, source, since, isolation_head)?;
+        let raw = raw_commits(git, source, &originals)?;
+        let mut chain: Vec<Pick> = Vec::new();
+        let mut parent = chain_start(candidate, session).to_string();
+        for (original, raw) in originals.iter().zip(&raw) {
+            let filtered = match wip.filter(&original.tree)? {
+                Filtered::Tree(tree) => tree,
+                Filtered::Inseparable(path) => {
+                    return Ok(Planned::Refused {
+                        detail: format!(
+                            "commit {} changes {path}, which carries your uncommitted work; promote it in patch mode",
+                            original.commit
+                        ),
+                        commit: original.commit.clone(),
+                    });
+                }
+            };
+            let rebuilt = if filtered == original.tree
+                && parent == original.first_parent
+                && !original.merge
+            {
+                original.commit.clone()
+            } else {
+                replayer.recommit(raw, &filtered, &parent)?
+            };
+            chain.push(Pick {
+                subject: original.subject.clone(),
+                commit: rebuilt.clone(),
+            });
+            parent = rebuilt;
+        }
+        let leftovers = match wip.filter(snapshot_tree)? {
             Filtered::Tree(tree) => tree,
             Filtered::Inseparable(path) => {
                 return Ok(Planned::Refused {
+                    commit: isolation_head.to_string(),
                     detail: format!(
-                        "commit {} changes {path}, which carries your uncommitted work; promote it in patch mode",
-                        original.commit
+                        "uncommitted changes to {path} sit on top of your uncommitted work; promote in patch mode"
                     ),
-                    commit: original.commit.clone(),
                 });
             }
         };
-        let rebuilt =
-            if filtered == original.tree && parent == original.first_parent && !original.merge {
-                original.commit.clone()
-            } else {
-                recommit(git, source, &target.ident, raw, &filtered, &parent)?
-            };
-        chain.push(Pick {
-            subject: original.subject.clone(),
-            commit: rebuilt.clone(),
-        });
-        parent = rebuilt;
-    }
-    let leftovers = match wip.filter(snapshot_tree)? {
-        Filtered::Tree(tree) => tree,
-        Filtered::Inseparable(path) => {
-            return Ok(Planned::Refused {
-                commit: isolation_head.to_string(),
-                detail: format!(
-                    "uncommitted changes to {path} sit on top of your uncommitted work; promote in patch mode"
-                ),
-            });
+        if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+            chain.push(replayer.commit_of(message, &leftovers, &parent)?);
         }
-    };
-    if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
-        let message = opts.message.clone().unwrap_or_default();
-        chain.push(commit_of(
-            git, source, target, &message, &leftovers, &parent,
-        )?);
+        Ok(Planned::Chain(chain))
     }
-    Ok(Planned::Chain(chain))
+
+    /// Plans a squash: the session's whole result since its last step (its commits and its
+    /// uncommitted work, carried WIP filtered out) as one commit on where that step ended, with
+    /// the message given or one that names the session and lists its commits. Writes only objects.
+    fn squash(&self, message: Option<&str>) -> Result<Planned> {
+        let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
+        let Some(session) = candidate.session.as_ref() else {
+            return Err(Error::internal("a squash plan without a session"));
+        };
+        let source = session.source.as_path();
+        let wip = WipFilter::new(git, source, session, self.scratch)?;
+        let tree = match wip.filter(candidate.result_tree.as_deref().unwrap_or_default())? {
+            Filtered::Tree(tree) => tree,
+            Filtered::Inseparable(path) => {
+                return Ok(Planned::Refused {
+                    commit: isolation_head.to_string(),
+                    detail: format!(
+                        "changes to {path} sit on top of your uncommitted work; promote in patch mode"
+                    ),
+                });
+            }
+        };
+        let parent = chain_start(candidate, session).to_string();
+        if tree == git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+            return Ok(Planned::Chain(Vec::new()));
+        }
+        let message = match message {
+            Some(message) => message.to_string(),
+            None => {
+                let since = candidate
+                    .previous
+                    .as_ref()
+                    .and_then(|p| p.step.isolation_head.as_deref())
+                    .unwrap_or(&session.bound_revision);
+                let subjects: Vec<String> = first_parent_chain(git, source, since, isolation_head)?
+                    .into_iter()
+                    .map(|c| format!("- {}", c.subject))
+                    .collect();
+                let mut message = format!("a3s-iso: the work of session {}", session.session_id);
+                if !subjects.is_empty() {
+                    message.push_str(&format!("\n\n{}", subjects.join("\n")));
+                }
+                message
+            }
+        };
+        let replayer = Replayer {
+            git,
+            source,
+            ident: &self.target.ident,
+        };
+        Ok(Planned::Chain(vec![
+            replayer.commit_of(&message, &tree, &parent)?,
+        ]))
+    }
 }
 
 /// The default message of the commit of a session's uncommitted leftovers: the session, the
@@ -394,62 +459,6 @@ fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Res
     }
     message.push_str(&format!("Change set: {digest}\n"));
     Ok(message)
-}
-
-/// Plans a squash: the session's whole result since its last step (its commits and its
-/// uncommitted work, carried WIP filtered out) as one commit on where that step ended, with
-/// `--message` or a message that names the session and lists its commits. Writes only objects.
-fn plan_squash(
-    ctx: &Context,
-    candidate: &Candidate,
-    target: &Target,
-    isolation_head: &str,
-    opts: &PromoteOptions,
-    scratch: &Path,
-) -> Result<Planned> {
-    let git = &ctx.git;
-    let Some(session) = candidate.session.as_ref() else {
-        return Err(Error::internal("a squash plan without a session"));
-    };
-    let source = session.source.as_path();
-    let wip = WipFilter::new(git, source, session, scratch)?;
-    let tree = match wip.filter(candidate.result_tree.as_deref().unwrap_or_default())? {
-        Filtered::Tree(tree) => tree,
-        Filtered::Inseparable(path) => {
-            return Ok(Planned::Refused {
-                commit: isolation_head.to_string(),
-                detail: format!(
-                    "changes to {path} sit on top of your uncommitted work; promote in patch mode"
-                ),
-            });
-        }
-    };
-    let parent = chain_start(candidate, session).to_string();
-    if tree == git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
-        return Ok(Planned::Chain(Vec::new()));
-    }
-    let message = match &opts.message {
-        Some(message) => message.clone(),
-        None => {
-            let since = candidate
-                .previous
-                .as_ref()
-                .and_then(|p| p.step.isolation_head.as_deref())
-                .unwrap_or(&session.bound_revision);
-            let subjects: Vec<String> = first_parent_chain(git, source, since, isolation_head)?
-                .into_iter()
-                .map(|c| format!("- {}", c.subject))
-                .collect();
-            let mut message = format!("a3s-iso: the work of session {}", session.session_id);
-            if !subjects.is_empty() {
-                message.push_str(&format!("\n\n{}", subjects.join("\n")));
-            }
-            message
-        }
-    };
-    Ok(Planned::Chain(vec![commit_of(
-        git, source, target, &message, &tree, &parent,
-    )?]))
 }
 
 /// Why a replay stops before it starts: work of the user's at paths it changes.
@@ -494,26 +503,6 @@ fn your_files_in_the_way(
         .filter(|record| record.len() > 3)
         .map(|record| RepoPath(record[3..].to_vec()))
         .collect())
-}
-
-/// One commit of `tree` on `parent` with `message` (its first line is the subject).
-fn commit_of(
-    git: &Git,
-    source: &Path,
-    target: &Target,
-    message: &str,
-    tree: &str,
-    parent: &str,
-) -> Result<Pick> {
-    let subject = message.lines().next().unwrap_or_default().to_string();
-    let commit = git.commit_tree(
-        source,
-        &target.ident,
-        &[],
-        (tree, parent),
-        format!("{}\n", message.trim_end()),
-    )?;
-    Ok(Pick { subject, commit })
 }
 
 /// The branch promote's intent, rewritten (fsynced) as the promote goes: before the WIP is
@@ -596,7 +585,13 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         source,
         &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
     )?;
-    let kept = keep_chain(git, source, &ns, id, tip, out);
+    let refs = crate::model::refs::SessionRefs {
+        git,
+        dir: source,
+        ns: &ns,
+        session_id: id,
+    };
+    let kept = keep_chain(&refs, tip, out);
     let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
     let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
@@ -607,14 +602,12 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         false => None,
     };
     recorder.record(|plan| plan.stash = stash.clone())?;
-    let failure = replay(
+    let replayer = Replayer {
         git,
         source,
-        &target.ident,
-        chain,
-        &mut recorder,
-        &mut report,
-    )?;
+        ident: &target.ident,
+    };
+    let failure = replayer.replay(chain, &mut recorder, &mut report)?;
     let marked = || git.marked(source, recorder.token());
     let done = match failure {
         Some(_) => {
@@ -640,13 +633,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     if failure.is_some() && kept {
         // The replay was undone: the branch a3s-iso made for it goes too (or back to where
         // an earlier step left it).
-        crate::model::refs::SessionRefs {
-            git,
-            dir: source,
-            ns: &ns,
-            session_id: id,
-        }
-        .reset_retained_branch(retained_before.as_deref())?;
+        refs.reset_retained_branch(retained_before.as_deref())?;
         report.retained_branch = retained_before.as_ref().map(|_| ns.retained_branch(id));
     }
     conclude(job, step, failure, &mut report, out)?;
@@ -663,25 +650,16 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
 /// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
 /// of the user's in its way (one named `a3s-iso`) costs it, with a warning, not the landing.
 fn keep_chain(
-    git: &Git,
-    source: &Path,
-    ns: &crate::base::names::RefNames,
-    id: &str,
+    refs: &crate::model::refs::SessionRefs<'_>,
     tip: &str,
     out: &mut PromoteOutcome,
 ) -> bool {
-    let refs = crate::model::refs::SessionRefs {
-        git,
-        dir: source,
-        ns,
-        session_id: id,
-    };
     match refs.set_retained_branch(tip) {
         Ok(()) => true,
         Err(err) => {
             out.warnings.push(format!(
                 "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
-                ns.retained_branch(id)
+                refs.ns.retained_branch(refs.session_id)
             ));
             false
         }
@@ -723,50 +701,102 @@ fn conclude(
     Ok(())
 }
 
-/// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
-/// commit whose change is already there is skipped. Returns the commit that failed and why,
-/// if any.
-fn replay(
-    git: &Git,
-    source: &Path,
-    ident: &Identity,
-    chain: &[Pick],
-    recorder: &mut Recorder<'_>,
-    report: &mut BranchReport,
-) -> Result<Option<(String, String)>> {
-    for pick in chain {
-        let result = git
-            .marked(source, recorder.token())
-            .cherry_pick(ident, &pick.commit);
-        let Ok(result) = result else {
-            return Ok(Some((
-                pick.commit.clone(),
-                "git cherry-pick could not run".into(),
-            )));
-        };
-        if result.exit_code == Some(0) {
-            let replayed = git.rev_parse_required(source, "HEAD")?;
-            recorder.record(|plan| {
-                plan.replayed.push(replayed.clone());
-                plan.processed += 1;
-            })?;
-            report.replayed.push(ReplayedCommit {
-                commit: pick.commit.clone(),
-                replayed,
-                subject: pick.subject.clone(),
-            });
-        } else if skip_if_empty(git, source, recorder.token()) {
-            recorder.record(|plan| plan.processed += 1)?;
-            report.skipped.push(SkippedCommit {
-                commit: pick.commit.clone(),
-                subject: pick.subject.clone(),
-                reason: SkipReason::Empty,
-            });
-        } else {
-            return Ok(Some((pick.commit.clone(), undone_detail(&result.stderr))));
+/// Who writes the replayed commits, and where: the source repository and the identity that
+/// commits there.
+struct Replayer<'a> {
+    git: &'a Git,
+    source: &'a Path,
+    ident: &'a Identity,
+}
+
+impl Replayer<'_> {
+    /// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
+    /// commit whose change is already there is skipped. Returns the commit that failed and why,
+    /// if any.
+    fn replay(
+        &self,
+        chain: &[Pick],
+        recorder: &mut Recorder<'_>,
+        report: &mut BranchReport,
+    ) -> Result<Option<(String, String)>> {
+        let (git, source) = (self.git, self.source);
+        for pick in chain {
+            let result = git
+                .marked(source, recorder.token())
+                .cherry_pick(self.ident, &pick.commit);
+            let Ok(result) = result else {
+                return Ok(Some((
+                    pick.commit.clone(),
+                    "git cherry-pick could not run".into(),
+                )));
+            };
+            if result.exit_code == Some(0) {
+                let replayed = git.rev_parse_required(source, "HEAD")?;
+                recorder.record(|plan| {
+                    plan.replayed.push(replayed.clone());
+                    plan.processed += 1;
+                })?;
+                report.replayed.push(ReplayedCommit {
+                    commit: pick.commit.clone(),
+                    replayed,
+                    subject: pick.subject.clone(),
+                });
+            } else if skip_if_empty(git, source, recorder.token()) {
+                recorder.record(|plan| plan.processed += 1)?;
+                report.skipped.push(SkippedCommit {
+                    commit: pick.commit.clone(),
+                    subject: pick.subject.clone(),
+                    reason: SkipReason::Empty,
+                });
+            } else {
+                return Ok(Some((pick.commit.clone(), undone_detail(&result.stderr))));
+            }
         }
+        Ok(None)
     }
-    Ok(None)
+
+    /// One commit of `tree` on `parent` with `message` (its first line is the subject).
+    fn commit_of(&self, message: &str, tree: &str, parent: &str) -> Result<Pick> {
+        let subject = message.lines().next().unwrap_or_default().to_string();
+        let commit = self.git.commit_tree(
+            self.source,
+            self.ident,
+            &[],
+            (tree, parent),
+            format!("{}\n", message.trim_end()),
+        )?;
+        Ok(Pick { subject, commit })
+    }
+
+    /// A copy of a commit (its raw object) with another tree and parent, keeping message, author
+    /// and committer.
+    fn recommit(&self, raw: &[u8], tree: &str, parent: &str) -> Result<String> {
+        let text = String::from_utf8_lossy(raw);
+        let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
+        let mut people = Vec::new();
+        for line in headers.lines() {
+            for (prefix, role) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
+                if let Some(rest) = line.strip_prefix(prefix)
+                    && let Some((name, rest)) = rest.split_once(" <")
+                    && let Some((email, date)) = rest.split_once("> ")
+                {
+                    people.push(Person {
+                        role,
+                        name,
+                        email,
+                        date,
+                    });
+                }
+            }
+        }
+        self.git.commit_tree(
+            self.source,
+            self.ident,
+            &people,
+            (tree, parent),
+            message.to_string(),
+        )
+    }
 }
 
 /// What a failed cherry-pick said, for a replay a3s-iso has undone: git's own advice
@@ -845,37 +875,6 @@ fn raw_commits(git: &Git, source: &Path, chain: &[Original]) -> Result<Vec<Vec<u
             CatFile::Missing => Err(Error::internal(format!("commit {name} is missing"))),
         })
         .collect()
-}
-
-/// A copy of a commit (its raw object) with another tree and parent, keeping message, author
-/// and committer.
-fn recommit(
-    git: &Git,
-    source: &Path,
-    ident: &Identity,
-    raw: &[u8],
-    tree: &str,
-    parent: &str,
-) -> Result<String> {
-    let text = String::from_utf8_lossy(raw);
-    let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
-    let mut people = Vec::new();
-    for line in headers.lines() {
-        for (prefix, role) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
-            if let Some(rest) = line.strip_prefix(prefix)
-                && let Some((name, rest)) = rest.split_once(" <")
-                && let Some((email, date)) = rest.split_once("> ")
-            {
-                people.push(Person {
-                    role,
-                    name,
-                    email,
-                    date,
-                });
-            }
-        }
-    }
-    git.commit_tree(source, ident, &people, (tree, parent), message.to_string())
 }
 
 /// A tree with the carried WIP taken out, or the path where that is impossible.
