@@ -156,7 +156,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     }
 
     let wip = plan_wip(ctx, &located, opts, &head.1)?;
-    let record = new_record(session_id, &located, head, opts, &wip, owner);
+    let record = wip.new_record(session_id, &located, head, opts, owner);
     let lock = ctx.lock(&located.repo)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
         return reuse(&located, existing, record.owner, explicit);
@@ -165,7 +165,12 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         tree: c.worktree_tree,
         index_tree: Some(c.index_tree),
     });
-    create(ctx, &located, lock, record, opts, restore, wip.warnings)
+    let unbuilt = Unbuilt {
+        record,
+        restore,
+        warnings: wip.warnings,
+    };
+    create(ctx, &located, lock, unbuilt, opts)
 }
 
 /// The id given (checked), else a generated one.
@@ -271,41 +276,44 @@ fn plan_wip(
     Ok(plan)
 }
 
-/// The record of a new session bound at `head` (commit, tree); with carried WIP its base tree
-/// is the source's working state. Not yet published: it has no isolation.
-fn new_record(
-    session_id: SessionId,
-    located: &Located,
-    (bound_revision, head_tree): (CommitId, TreeId),
-    opts: &BindOptions,
-    wip: &WipPlan,
-    owner: Option<Owner>,
-) -> SessionRecord {
-    let now = now_ms();
-    let carried = wip.carried.as_ref();
-    SessionRecord {
-        session_id,
-        state: SessionState::Bound,
-        source: located.repo.toplevel.clone(),
-        common_dir: located.repo.common_dir.clone(),
-        worktree: None,
-        admin_dir: None,
-        bound_revision: bound_revision.to_string(),
-        base_tree: carried
-            .map(|c| c.worktree_tree.clone())
-            .unwrap_or(head_tree),
-        read_only: opts.read_only,
-        carried_wip: carried.is_some(),
-        carried_index_tree: carried.map(|c| c.index_tree.clone()),
-        wip_left_out: wip.left_out,
-        owner,
-        created_at_ms: now,
-        updated_at_ms: now,
-        last_run: None,
-        retained_reason: None,
-        retained_at_ms: None,
-        swept: None,
-        rebased: None,
+impl WipPlan {
+    /// The record of a new session bound at `head` (commit, tree), its local changes as
+    /// planned: with carried WIP its base tree is the source's working state. Not yet
+    /// published: it has no isolation.
+    fn new_record(
+        &self,
+        session_id: SessionId,
+        located: &Located,
+        (bound_revision, head_tree): (CommitId, TreeId),
+        opts: &BindOptions,
+        owner: Option<Owner>,
+    ) -> SessionRecord {
+        let now = now_ms();
+        let carried = self.carried.as_ref();
+        SessionRecord {
+            session_id,
+            state: SessionState::Bound,
+            source: located.repo.toplevel.clone(),
+            common_dir: located.repo.common_dir.clone(),
+            worktree: None,
+            admin_dir: None,
+            bound_revision: bound_revision.to_string(),
+            base_tree: carried
+                .map(|c| c.worktree_tree.clone())
+                .unwrap_or(head_tree),
+            read_only: opts.read_only,
+            carried_wip: carried.is_some(),
+            carried_index_tree: carried.map(|c| c.index_tree.clone()),
+            wip_left_out: self.left_out,
+            owner,
+            created_at_ms: now,
+            updated_at_ms: now,
+            last_run: None,
+            retained_reason: None,
+            retained_at_ms: None,
+            swept: None,
+            rebased: None,
+        }
     }
 }
 
@@ -317,29 +325,41 @@ struct Restore {
     index_tree: Option<TreeId>,
 }
 
-/// Claims the id, builds the isolation (restoring `restore_state` into it, if given) and
+/// A session a bind builds a new isolation for: its record (not yet published), what the
+/// isolation starts with besides the bound revision, and the warnings so far.
+struct Unbuilt {
+    record: SessionRecord,
+    restore: Option<Restore>,
+    warnings: Vec<String>,
+}
+
+/// Claims the id, builds the isolation (restoring the state given into it, if any) and
 /// publishes the session. Called with the repository lock held; releases it for the checkout.
 fn create(
     ctx: &Context,
     located: &Located,
     lock: RepoLock,
-    record: SessionRecord,
+    mut unbuilt: Unbuilt,
     opts: &BindOptions,
-    restore_state: Option<Restore>,
-    mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
+    let record = &unbuilt.record;
     refuse_bind_in_progress(located, &record.session_id)?;
     if record.read_only {
-        publish(&lock, ctx, located, &record)?;
-        register_or_warn(located, &mut warnings);
+        publish(&lock, ctx, located, record)?;
+        register_or_warn(located, &mut unbuilt.warnings);
         drop(lock);
-        return Ok(BindOutcome::from_record(&record, false, warnings));
+        return Ok(BindOutcome::from_record(
+            &unbuilt.record,
+            false,
+            unbuilt.warnings,
+        ));
     }
+    let warnings = &mut unbuilt.warnings;
     let sets =
-        crate::base::include::copy_sets(&located.repo.toplevel, &opts.copy_ignored, &mut warnings)?;
-    let claim = claim_path(located, opts, &record.session_id, &mut warnings)?;
+        crate::base::include::copy_sets(&located.repo.toplevel, &opts.copy_ignored, warnings)?;
+    let claim = claim_path(located, opts, &unbuilt.record.session_id, warnings)?;
     // A spare is taken under the lock, so two binds never take the same one.
-    let taken = (restore_state.is_none() && warm_eligible(located, opts, &claim.path))
+    let taken = (unbuilt.restore.is_none() && warm_eligible(located, opts, &claim.path))
         .then(|| {
             crate::services::pool::take(&lock, located, &claim.path)
                 .ok()
@@ -350,30 +370,24 @@ fn create(
     // claim keeps this id (and this path) ours until the session is published.
     drop(lock);
 
+    let revision = &unbuilt.record.bound_revision;
     let built = match taken {
-        Some(taken) => warm_or_cold(ctx, located, &claim.path, &record.bound_revision, taken),
-        None => cold(
-            ctx,
-            located,
-            &claim.path,
-            &record,
-            opts,
-            restore_state.as_ref(),
-        )
-        .map(|(admin, more)| {
-            warnings.extend(more);
-            (admin, false)
-        }),
+        Some(taken) => warm_or_cold(ctx, located, &claim.path, revision, taken),
+        None => unbuilt
+            .cold(ctx, located, &claim.path, opts)
+            .map(|(admin, more)| {
+                unbuilt.warnings.extend(more);
+                (admin, false)
+            }),
     }
     .and_then(|built| {
-        copy_ignored(ctx, located, (&claim.path, &record.bound_revision), &sets)
-            .map(|copied| (built, copied))
+        copy_ignored(ctx, located, (&claim.path, revision), &sets).map(|copied| (built, copied))
     });
     let lock = ctx.lock(&located.repo)?;
     match built {
         Ok(((admin_dir, warm), copied)) => {
             let built = (&claim, admin_dir);
-            let mut outcome = publish_isolation(&lock, ctx, located, record, built, warnings)?;
+            let mut outcome = publish_isolation(&lock, ctx, located, unbuilt, built)?;
             outcome.warm = warm;
             outcome.copied_ignored = copied;
             Ok(outcome)
@@ -390,22 +404,24 @@ fn warm_eligible(located: &Located, opts: &BindOptions, path: &Path) -> bool {
     !opts.submodules && opts.base_dir.is_none() && path.parent() == located.repo.toplevel.parent()
 }
 
-/// Checks the revision out into a new worktree (restoring `restore_state` into it, if given)
-/// and stores a3s-iso's index of it as the session's seed; returns the admin dir.
-fn cold(
-    ctx: &Context,
-    located: &Located,
-    path: &Path,
-    record: &SessionRecord,
-    opts: &BindOptions,
-    restore_state: Option<&Restore>,
-) -> Result<(PathBuf, Vec<String>)> {
-    let (admin_dir, warnings) = build(ctx, located, path, &record.bound_revision, opts.submodules)?;
-    if let Some(state) = restore_state {
-        restore(ctx, located, (path, &admin_dir), state)?;
+impl Unbuilt {
+    /// Checks the bound revision out into a new worktree (restoring the state given into it, if
+    /// any) and stores a3s-iso's index of it as the session's seed; returns the admin dir.
+    fn cold(
+        &self,
+        ctx: &Context,
+        located: &Located,
+        path: &Path,
+        opts: &BindOptions,
+    ) -> Result<(PathBuf, Vec<String>)> {
+        let revision = &self.record.bound_revision;
+        let (admin_dir, warnings) = build(ctx, located, path, revision, opts.submodules)?;
+        if let Some(state) = &self.restore {
+            restore(ctx, located, (path, &admin_dir), state)?;
+        }
+        keep_seed(ctx, located, path, &admin_dir)?;
+        Ok((admin_dir, warnings))
     }
-    keep_seed(ctx, located, path, &admin_dir)?;
-    Ok((admin_dir, warnings))
 }
 
 /// Finishes a taken spare; if that fails, its tree goes and the bind checks out cold.
@@ -496,10 +512,14 @@ fn publish_isolation(
     held: &RepoLock,
     ctx: &Context,
     located: &Located,
-    mut record: SessionRecord,
+    unbuilt: Unbuilt,
     (claim, admin_dir): (&ClaimRecord, PathBuf),
-    mut warnings: Vec<String>,
 ) -> Result<BindOutcome> {
+    let Unbuilt {
+        mut record,
+        mut warnings,
+        ..
+    } = unbuilt;
     record.worktree = Some(claim.path.clone());
     record.admin_dir = Some(admin_dir);
     record.state = SessionState::Bound;
@@ -565,7 +585,12 @@ fn resume(
     }
     record.owner = owner;
     record.read_only = false;
-    create(ctx, located, lock, record, opts, restore_state, warnings)
+    let unbuilt = Unbuilt {
+        record,
+        restore: restore_state,
+        warnings,
+    };
+    create(ctx, located, lock, unbuilt, opts)
 }
 
 /// A swept session's snapshot (`None` for a session that is not swept, or was swept without
