@@ -371,7 +371,7 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
 
 /// Sweeps the isolations of one source: each candidate is inspected and judged without the
 /// lock (cheap, and most are kept); a reclaim is decided again under the lock and the session's
-/// lease before anything is touched ([`reclaim`]).
+/// lease before anything is touched ([`Sweep::reclaim`]).
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -383,6 +383,12 @@ fn sweep_source(
     let store = &located.store;
     let known = Known::load(&located.repo, store)?;
     let candidates = candidates(&known.dirs);
+    let sweep = Sweep {
+        ctx,
+        located,
+        opts,
+        known: &known,
+    };
     progress.start(candidates.len() as u64);
     for path in candidates {
         progress.advance();
@@ -395,7 +401,7 @@ fn sweep_source(
                 let plan = plan_reclaim(located, opts, &path, &found);
                 report_reclaimed(out, plan, &path, why);
             }
-            Decision::Reclaim(_) => reclaim(ctx, located, opts, &path, &found, &known, out)?,
+            Decision::Reclaim(_) => sweep.reclaim(&path, &found, out)?,
             // Another repository's isolation beside this one is its own sweep's business.
             Decision::Skip(SkipReason::OtherRepository { .. }) if !opts.all => {}
             other => report_kept(out, path, &found, other),
@@ -877,52 +883,56 @@ fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Fou
     }
 }
 
-/// Reclaims one candidate that the unlocked pass would reclaim. Under the repository lock, and
-/// with the session's lease taken (a run holding it keeps the tree, `live`) and held until the
-/// tree is gone, its record and claim are read again and the decision table is applied afresh:
-/// a bind may have taken the session over or published it meanwhile, or it may be gone. Only a
-/// fresh `Reclaim` removes anything, so nothing happens between the decision and the deletion.
-/// A snapshot or removal that fails keeps the tree, reported under `kept` with why.
-fn reclaim(
-    ctx: &Context,
-    located: &Located,
-    opts: &SweepOptions,
-    path: &Path,
-    found: &Found,
-    known: &Known,
-    out: &mut SweepOutcome,
-) -> Result<()> {
-    let Some(id) = id_of(found) else {
-        return Ok(());
-    };
-    let lock = ctx.lock(&located.repo)?;
-    let Some(_lease) = located.store.try_lease(&id)? else {
-        out.kept.push(Kept {
-            path: path.to_path_buf(),
-            session_id: Some(id),
-            reason: KeepReason::Live,
-            detail: "a run holds its lease".into(),
-        });
-        return Ok(());
-    };
-    let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
-        return Ok(());
-    };
-    let Decision::Reclaim(why) = decision else {
-        report_kept(out, path.to_path_buf(), &found, decision);
-        return Ok(());
-    };
-    let plan = plan_reclaim(located, opts, path, &found);
-    match remove_isolation(&lock, ctx, located, (path, &found), &plan)? {
-        Removal::Done => report_reclaimed(out, plan, path, why),
-        Removal::Kept(reason, detail) => out.kept.push(Kept {
-            path: path.to_path_buf(),
-            session_id: Some(plan.id),
-            reason,
-            detail,
-        }),
+/// One source's sweep: how it was asked for, and what the store and the repository recorded
+/// when it started.
+struct Sweep<'a> {
+    ctx: &'a Context,
+    located: &'a Located,
+    opts: &'a SweepOptions,
+    known: &'a Known,
+}
+
+impl Sweep<'_> {
+    /// Reclaims one candidate that the unlocked pass would reclaim. Under the repository lock, and
+    /// with the session's lease taken (a run holding it keeps the tree, `live`) and held until the
+    /// tree is gone, its record and claim are read again and the decision table is applied afresh:
+    /// a bind may have taken the session over or published it meanwhile, or it may be gone. Only a
+    /// fresh `Reclaim` removes anything, so nothing happens between the decision and the deletion.
+    /// A snapshot or removal that fails keeps the tree, reported under `kept` with why.
+    fn reclaim(&self, path: &Path, found: &Found, out: &mut SweepOutcome) -> Result<()> {
+        let (ctx, located, opts, known) = (self.ctx, self.located, self.opts, self.known);
+        let Some(id) = id_of(found) else {
+            return Ok(());
+        };
+        let lock = ctx.lock(&located.repo)?;
+        let Some(_lease) = located.store.try_lease(&id)? else {
+            out.kept.push(Kept {
+                path: path.to_path_buf(),
+                session_id: Some(id),
+                reason: KeepReason::Live,
+                detail: "a run holds its lease".into(),
+            });
+            return Ok(());
+        };
+        let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
+            return Ok(());
+        };
+        let Decision::Reclaim(why) = decision else {
+            report_kept(out, path.to_path_buf(), &found, decision);
+            return Ok(());
+        };
+        let plan = plan_reclaim(located, opts, path, &found);
+        match remove_isolation(&lock, ctx, located, (path, &found), &plan)? {
+            Removal::Done => report_reclaimed(out, plan, path, why),
+            Removal::Kept(reason, detail) => out.kept.push(Kept {
+                path: path.to_path_buf(),
+                session_id: Some(plan.id),
+                reason,
+                detail,
+            }),
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// The decision taken again on what is there now (`None`: the entry is gone). Called under the
