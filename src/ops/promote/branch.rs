@@ -79,7 +79,7 @@ pub(crate) fn promote_branch(
         snap,
         ident: &ident,
     };
-    crate::ops::promote::nested::commit_nested(ctx, located, &branch, nested, opts, &mut out)?;
+    branch.commit_nested(ctx, located, nested, opts, &mut out)?;
     Ok(out)
 }
 

@@ -67,8 +67,13 @@ pub(crate) fn land_nested(
             result.outcome = NestedOutcome::Planned;
             keep_patch(located, opts, captured, &mut result, out)?;
         } else if root_landed {
-            let at = (source, candidate.session.as_ref(), captured);
-            land_one(ctx, located, at, None, &mut result, out)?;
+            let landing = NestedLanding {
+                source,
+                session: candidate.session.as_ref(),
+                captured,
+                commit: None,
+            };
+            land_one(ctx, located, &landing, &mut result, out)?;
         }
         out.nested.push(result);
     }
@@ -188,18 +193,28 @@ fn keep_patch(
     Ok(())
 }
 
-/// Lands one nested change set in `source`'s repository at its path; branch mode commits it
-/// there (`commit`: the message and identity arguments).
+/// One nested change set to land: the source whose repository at its path it lands in, the
+/// session it comes from, what was captured of it, and, in branch mode, the message and
+/// identity of the commit that records it there.
+struct NestedLanding<'a> {
+    source: &'a Path,
+    session: Option<&'a SessionRecord>,
+    captured: &'a Captured,
+    commit: Option<(&'a str, &'a Identity)>,
+}
+
+/// Lands one nested change set in its source's repository at its path; branch mode commits it
+/// there.
 fn land_one(
     ctx: &Context,
     located: &Located,
-    (source, session, captured): (&Path, Option<&SessionRecord>, &Captured),
-    commit: Option<(&str, &Identity)>,
+    to_land: &NestedLanding<'_>,
     result: &mut NestedResult,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
+    let (captured, commit) = (to_land.captured, to_land.commit);
     let scratch = located.store.scratch_dir();
-    let Some(nested) = candidate_of(ctx, located, session, captured, &scratch)? else {
+    let Some(nested) = candidate_of(ctx, located, to_land.session, captured, &scratch)? else {
         // Nothing new since this repository's last step: a replay of it.
         result.outcome = NestedOutcome::Idempotent;
         return Ok(());
@@ -217,7 +232,7 @@ fn land_one(
         result.detail = Some(INTERRUPTED.into());
         return Ok(());
     }
-    let target = captured.set.path_exact.under(source);
+    let target = captured.set.path_exact.under(to_land.source);
     if !is_toplevel(&ctx.git, &target) {
         result.reason = Some(Reason::NestedUnavailable);
         result.detail = Some(format!(
@@ -368,44 +383,50 @@ pub(crate) struct BranchNested<'a> {
     pub(crate) ident: &'a Identity,
 }
 
-/// Branch mode, after the root replay: each submodule the replayed commits moved is checked
-/// out at its new commit where the source's submodule is clean (else a warning), and each
-/// nested change set is committed in its own repository, one commit each. A failure there is
-/// `partial`; the root commits stay.
-pub(crate) fn commit_nested(
-    ctx: &Context,
-    located: &Located,
-    branch: &BranchNested<'_>,
-    nested: Nested,
-    opts: &PromoteOptions,
-    out: &mut PromoteOutcome,
-) -> Result<()> {
-    let source = branch.session.source.as_path();
-    if out.outcome == Outcome::Applied {
-        follow_bumps(ctx, located, branch, &nested.objects, out)?;
-    }
-    let root_landed = matches!(
-        out.outcome,
-        Outcome::Applied | Outcome::Idempotent | Outcome::Empty
-    );
-    for captured in &nested.captured {
-        let mut result = new_result(captured);
-        let message = format!(
-            "a3s-iso: uncommitted changes of session {} in {}",
-            branch.session.session_id, captured.set.path
-        );
-        if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
-            result.outcome = NestedOutcome::Planned;
-        } else if root_landed {
-            let commit = Some((message.as_str(), branch.ident));
-            let at = (source, Some(branch.session), captured);
-            land_one(ctx, located, at, commit, &mut result, out)?;
+impl BranchNested<'_> {
+    /// Branch mode, after the root replay: each submodule the replayed commits moved is checked
+    /// out at its new commit where the source's submodule is clean (else a warning), and each
+    /// nested change set is committed in its own repository, one commit each. A failure there is
+    /// `partial`; the root commits stay.
+    pub(crate) fn commit_nested(
+        &self,
+        ctx: &Context,
+        located: &Located,
+        nested: Nested,
+        opts: &PromoteOptions,
+        out: &mut PromoteOutcome,
+    ) -> Result<()> {
+        let source = self.session.source.as_path();
+        if out.outcome == Outcome::Applied {
+            follow_bumps(ctx, located, self, &nested.objects, out)?;
         }
-        out.nested.push(result);
+        let root_landed = matches!(
+            out.outcome,
+            Outcome::Applied | Outcome::Idempotent | Outcome::Empty
+        );
+        for captured in &nested.captured {
+            let mut result = new_result(captured);
+            let message = format!(
+                "a3s-iso: uncommitted changes of session {} in {}",
+                self.session.session_id, captured.set.path
+            );
+            if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
+                result.outcome = NestedOutcome::Planned;
+            } else if root_landed {
+                let landing = NestedLanding {
+                    source,
+                    session: Some(self.session),
+                    captured,
+                    commit: Some((message.as_str(), self.ident)),
+                };
+                land_one(ctx, located, &landing, &mut result, out)?;
+            }
+            out.nested.push(result);
+        }
+        report_skipped(&nested.skipped, root_landed, out);
+        fold(out);
+        Ok(())
     }
-    report_skipped(&nested.skipped, root_landed, out);
-    fold(out);
-    Ok(())
 }
 
 /// A result not yet decided.
