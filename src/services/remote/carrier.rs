@@ -127,64 +127,110 @@ struct Layout {
     result: TopEntry,
 }
 
-/// Verifies the commit `rev` names in the repository at `dir` as the change set `digest`
-/// (which the ref it came from claims), reading no blob past its bound: the patch at most
-/// `max_bytes`, checked with its size before it is read. Nothing in it is trusted: its
-/// document passes every rule, its patch blob matches the document's size and digest, the
-/// digest is the one asked for, its trees are the document's, and the commit is exactly the
-/// one the document makes. Any disagreement is `change_set_invalid`.
-pub(crate) fn verify(
-    git: &Git,
-    dir: &Path,
-    rev: &str,
-    digest: &str,
-    max_bytes: u64,
-    scratch: &Path,
-) -> Result<(Carried, String)> {
-    let commit = git.rev_parse_required(dir, rev)?;
-    let layout = read_layout(git, dir, &commit)?;
-    let document = small_object(
-        git,
-        dir,
-        &layout.document.oid,
-        changeset::MAX_DETACHED_BYTES,
-    )?;
-    let change_set = changeset::verify_detached(&document)?;
-    if change_set.patch_digest != digest {
-        return Err(invalid(
-            ChangeSetRule::DigestName,
-            "patch_digest",
-            format!(
-                "the ref names {digest}, the document it points to is {}",
-                change_set.patch_digest
-            ),
-        ));
-    }
-    let patch = read_patch(git, dir, &layout.patch.oid, &change_set, max_bytes, scratch)?;
-    for (entry, field, name) in [
-        (&layout.base, &change_set.base_tree, "base_tree"),
-        (&layout.result, &change_set.result_tree, "result_tree"),
-    ] {
-        if entry.oid != field.as_str() {
+/// Checks fetched change-set commits: the repository they are in, the most bytes a patch may
+/// have, and the scratch directory a patch is streamed to.
+pub(crate) struct Verifier<'a> {
+    pub(crate) git: &'a Git,
+    pub(crate) dir: &'a Path,
+    pub(crate) max_bytes: u64,
+    pub(crate) scratch: &'a Path,
+}
+
+impl Verifier<'_> {
+    /// Verifies the commit `rev` names in the repository at `dir` as the change set `digest`
+    /// (which the ref it came from claims), reading no blob past its bound: the patch at most
+    /// `max_bytes`, checked with its size before it is read. Nothing in it is trusted: its
+    /// document passes every rule, its patch blob matches the document's size and digest, the
+    /// digest is the one asked for, its trees are the document's, and the commit is exactly the
+    /// one the document makes. Any disagreement is `change_set_invalid`.
+    pub(crate) fn verify(&self, rev: &str, digest: &str) -> Result<(Carried, String)> {
+        let (git, dir) = (self.git, self.dir);
+        let commit = git.rev_parse_required(dir, rev)?;
+        let layout = read_layout(git, dir, &commit)?;
+        let document = small_object(
+            git,
+            dir,
+            &layout.document.oid,
+            changeset::MAX_DETACHED_BYTES,
+        )?;
+        let change_set = changeset::verify_detached(&document)?;
+        if change_set.patch_digest != digest {
             return Err(invalid(
-                ChangeSetRule::CarriedTree,
-                name,
+                ChangeSetRule::DigestName,
+                "patch_digest",
                 format!(
-                    "the commit carries tree {}, the document says {field}",
-                    entry.oid
+                    "the ref names {digest}, the document it points to is {}",
+                    change_set.patch_digest
                 ),
             ));
         }
+        let patch = self.read_patch(&layout.patch.oid, &change_set)?;
+        for (entry, field, name) in [
+            (&layout.base, &change_set.base_tree, "base_tree"),
+            (&layout.result, &change_set.result_tree, "result_tree"),
+        ] {
+            if entry.oid != field.as_str() {
+                return Err(invalid(
+                    ChangeSetRule::CarriedTree,
+                    name,
+                    format!(
+                        "the commit carries tree {}, the document says {field}",
+                        entry.oid
+                    ),
+                ));
+            }
+        }
+        let content = small_object(git, dir, &commit, MAX_COMMIT_BYTES)?;
+        if content != commit_bytes(&layout.tree, &change_set) {
+            return Err(invalid(
+                ChangeSetRule::Commit,
+                "(commit)",
+                "the commit is not the one its document makes (parents, author, date or message differ)",
+            ));
+        }
+        Ok((Carried { change_set, patch }, commit))
     }
-    let content = small_object(git, dir, &commit, MAX_COMMIT_BYTES)?;
-    if content != commit_bytes(&layout.tree, &change_set) {
-        return Err(invalid(
-            ChangeSetRule::Commit,
-            "(commit)",
-            "the commit is not the one its document makes (parents, author, date or message differ)",
-        ));
+
+    /// The patch blob, checked against `max_bytes` by its size first, then streamed to a scratch
+    /// file and checked against the document's size and digest.
+    fn read_patch(&self, oid: &str, cs: &ChangeSet) -> Result<Patch> {
+        let (git, dir, max_bytes) = (self.git, self.dir, self.max_bytes);
+        let info = git.object_info(dir, &[oid.to_string()])?;
+        let size = info.into_iter().next().flatten().map_or(0, |i| i.size);
+        if size > max_bytes {
+            return Err(invalid(
+                ChangeSetRule::PatchSize,
+                PATCH,
+                format!("{size} bytes, over --max-bytes {max_bytes}"),
+            ));
+        }
+        if size != cs.patch_bytes {
+            return Err(invalid(
+                ChangeSetRule::PatchBytes,
+                "patch_bytes",
+                format!("says {}, the patch blob has {size}", cs.patch_bytes),
+            ));
+        }
+        let file = TempFile::new(self.scratch, "patch")?;
+        let out = std::fs::File::create(file.path())
+            .ctx(|| format!("cannot create {}", file.path().display()))?;
+        git.blob_to_file(dir, oid, out)?;
+        let patch = Patch::from_file(file)?;
+        if patch.digest != cs.patch_digest || patch.bytes != cs.patch_bytes {
+            return Err(invalid(
+                ChangeSetRule::Digest,
+                "patch_digest",
+                format!("the patch blob's sha256 is {}", patch.digest),
+            ));
+        }
+        changeset::check_patch(
+            git,
+            PatchInput::File(patch.file.path()),
+            patch.files_changed,
+            PATCH,
+        )?;
+        Ok(patch)
     }
-    Ok((Carried { change_set, patch }, commit))
 }
 
 /// The commit's tree and its entries: exactly the four of the layout, each of its kind.
@@ -244,53 +290,6 @@ fn small_object(git: &Git, dir: &Path, oid: &str, limit: u64) -> Result<Vec<u8>>
             format!("object {oid} is missing"),
         )),
     }
-}
-
-/// The patch blob, checked against `max_bytes` by its size first, then streamed to a scratch
-/// file and checked against the document's size and digest.
-fn read_patch(
-    git: &Git,
-    dir: &Path,
-    oid: &str,
-    cs: &ChangeSet,
-    max_bytes: u64,
-    scratch: &Path,
-) -> Result<Patch> {
-    let info = git.object_info(dir, &[oid.to_string()])?;
-    let size = info.into_iter().next().flatten().map_or(0, |i| i.size);
-    if size > max_bytes {
-        return Err(invalid(
-            ChangeSetRule::PatchSize,
-            PATCH,
-            format!("{size} bytes, over --max-bytes {max_bytes}"),
-        ));
-    }
-    if size != cs.patch_bytes {
-        return Err(invalid(
-            ChangeSetRule::PatchBytes,
-            "patch_bytes",
-            format!("says {}, the patch blob has {size}", cs.patch_bytes),
-        ));
-    }
-    let file = TempFile::new(scratch, "patch")?;
-    let out = std::fs::File::create(file.path())
-        .ctx(|| format!("cannot create {}", file.path().display()))?;
-    git.blob_to_file(dir, oid, out)?;
-    let patch = Patch::from_file(file)?;
-    if patch.digest != cs.patch_digest || patch.bytes != cs.patch_bytes {
-        return Err(invalid(
-            ChangeSetRule::Digest,
-            "patch_digest",
-            format!("the patch blob's sha256 is {}", patch.digest),
-        ));
-    }
-    changeset::check_patch(
-        git,
-        PatchInput::File(patch.file.path()),
-        patch.files_changed,
-        PATCH,
-    )?;
-    Ok(patch)
 }
 
 /// The fields a listing reads from a change set's commit message (`Key: value` lines after

@@ -487,8 +487,13 @@ fn check_fetched(
 ) -> Result<Fetched> {
     let dir = &located.repo.toplevel;
     let scratch = located.store.scratch_dir();
-    let (carried, commit) =
-        crate::services::remote::carrier::verify(&ctx.git, dir, temp, digest, max_bytes, &scratch)?;
+    let verifier = crate::services::remote::carrier::Verifier {
+        git: &ctx.git,
+        dir,
+        max_bytes,
+        scratch: &scratch,
+    };
+    let (carried, commit) = verifier.verify(temp, digest)?;
     let cs = &carried.change_set;
     let report = FetchedChangeSet {
         digest: cs.patch_digest.clone(),
