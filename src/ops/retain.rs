@@ -47,21 +47,30 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
         .store
         .load_session(&session.session_id)?
         .unwrap_or(session);
-    let (old, admin) = retainable(&record)?;
-    if record.state == SessionState::Retained {
-        return change_reason(ctx, &located, record, old, reason);
+    let retainable = retainable(record)?;
+    if retainable.record.state == SessionState::Retained {
+        return change_reason(ctx, &located, retainable.record, retainable.tree, reason);
     }
-    move_aside(&lock, ctx, &located, record, (old, admin), reason)
+    move_aside(&lock, ctx, &located, retainable, reason)
 }
 
-/// The isolation's path and admin dir, when the session has a healthy isolation to retain.
-fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
+/// A session with a healthy isolation to retain: its record, the isolation's path and its
+/// admin dir.
+struct Retainable {
+    record: SessionRecord,
+    tree: PathBuf,
+    admin: PathBuf,
+}
+
+/// The session with its isolation's path and admin dir, when it has a healthy isolation to
+/// retain.
+fn retainable(record: SessionRecord) -> Result<Retainable> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
             session_id: record.session_id.to_string(),
         });
     }
-    if record.state == SessionState::Discarded || !isolation::is_healthy(record) {
+    if record.state == SessionState::Discarded || !isolation::is_healthy(&record) {
         return Err(Error::SessionNotFound {
             reason: NoSession::NoIsolation {
                 session_id: record.session_id.to_string(),
@@ -70,7 +79,11 @@ fn retainable(record: &SessionRecord) -> Result<(PathBuf, PathBuf)> {
         });
     }
     match (record.worktree.clone(), record.admin_dir.clone()) {
-        (Some(old), Some(admin)) => Ok((old, admin)),
+        (Some(tree), Some(admin)) => Ok(Retainable {
+            record,
+            tree,
+            admin,
+        }),
         _ => Err(Error::internal("a healthy isolation without paths")),
     }
 }
@@ -104,10 +117,14 @@ fn move_aside(
     held: &RepoLock,
     ctx: &Context,
     located: &Located,
-    record: SessionRecord,
-    (old, admin): (PathBuf, PathBuf),
+    retainable: Retainable,
     reason: &str,
 ) -> Result<RetainOutcome> {
+    let Retainable {
+        record,
+        tree: old,
+        admin,
+    } = retainable;
     let now = now_ms();
     let new = crate::base::names::retained_path(&old, now);
     if std::fs::symlink_metadata(&new).is_ok() {
