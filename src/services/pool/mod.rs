@@ -404,14 +404,12 @@ pub(crate) fn recycle(
     // From here the admin dir is the pool's (the intent still names it, for a crash).
     release_admin(located, record)?;
     let slot = free_slot(located)?;
-    let made = make_spare(
-        ctx,
-        located,
-        record,
-        (&intent.trash, admin),
-        slot,
-        &settings,
-    );
+    let returned_tree = ReturnedTree {
+        trash: &intent.trash,
+        admin,
+        head: &record.bound_revision,
+    };
+    let made = make_spare(ctx, located, &returned_tree, slot, &settings);
     let returned = if made.is_ok() {
         Returned::ToPool
     } else {
@@ -451,16 +449,24 @@ fn recyclable(located: &Located, tree: &Path, admin: &Path) -> bool {
         && located.repo.toplevel.parent() == tree.parent()
 }
 
-/// Cleans the tree at `trash`, resets its admin dir for the spare's path, records the spare
+/// A session's tree on its way to the pool: where it waits, its admin dir, and the revision
+/// its session was bound at.
+struct ReturnedTree<'a> {
+    trash: &'a Path,
+    admin: &'a Path,
+    head: &'a str,
+}
+
+/// Cleans the returned tree, resets its admin dir for the spare's path, records the spare
 /// ready and moves the tree there.
 fn make_spare(
     ctx: &Context,
     located: &Located,
-    record: &SessionRecord,
-    (trash, admin): (&Path, &Path),
+    returned: &ReturnedTree<'_>,
     slot: u32,
     settings: &PoolSettings,
 ) -> Result<()> {
+    let (trash, admin) = (returned.trash, returned.admin);
     let scratch = located.store.scratch_dir();
     let index = crate::services::pool::spare::index_path(located, slot);
     fs::create_dir_all(index.parent().unwrap_or(Path::new("/")))
@@ -480,7 +486,7 @@ fn make_spare(
         common_dir: &located.repo.common_dir,
         scratch: &scratch,
     };
-    let head = &record.bound_revision;
+    let head = returned.head;
     // The source's `.worktreeinclude` (never the returned tree's, which the session wrote).
     let included = crate::base::include::worktreeinclude(&located.repo.toplevel, &mut Vec::new());
     let keep = crate::services::pool::clean::Keep {
@@ -498,7 +504,7 @@ fn make_spare(
         state: SpareState::Ready,
         path: path.clone(),
         admin: Some(admin.to_path_buf()),
-        head: head.clone(),
+        head: head.to_string(),
         maker: Owner::this_process(),
         at_ms: now_ms(),
     };
