@@ -283,19 +283,20 @@ fn recover_branch(
     // A cherry-pick the crash cut short: forget it (the reset below puts the files back).
     let _ = git.marked(source, &plan.token).cherry_pick_quit();
     let found = find_branch(git, source, plan)?;
-    let verdict = decide_branch(plan, &found);
-    settle_branch(git, store, intent, plan, verdict, found.stash.as_deref())
+    settle_branch(git, store, intent, plan, &found)
 }
 
-/// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
+/// Decides from what was found and acts on the verdict: reset, restore the WIP, journal, drop
+/// the intent.
 fn settle_branch(
     git: &Git,
     store: &Store,
     intent: &Intent,
     plan: &BranchPlan,
-    verdict: BranchVerdict,
-    stash: Option<&str>,
+    found: &BranchFound,
 ) -> Result<Option<String>> {
+    let verdict = decide_branch(plan, found);
+    let stash = found.stash.as_deref();
     let source = intent.source.as_path();
     let digest = &intent.digest;
     let (target, reset) = match &verdict {
