@@ -316,7 +316,11 @@ pub(crate) fn check(
                 let paths = failing_paths(&detail, &touched);
                 return Ok(Check::DoesNotApply(detail, paths));
             }
-            intent::plan_patch(&ctx.git, source, patch_file, &touched, &states, &scratch)?
+            let at = intent::Touched {
+                paths: &touched,
+                pre: &states,
+            };
+            intent::plan_patch(&ctx.git, source, patch_file, at, &scratch)?
         }
     };
     Ok(match planned {

@@ -20,15 +20,21 @@ pub(crate) enum Planned {
     DoesNotApply(String),
 }
 
-/// Plans the post-images of `paths` (whose current states are `pre`) under `patch_file`.
+/// The paths a patch touches and, in the same order, their states in the checkout now.
+pub(crate) struct Touched<'a> {
+    pub(crate) paths: &'a [RepoPath],
+    pub(crate) pre: &'a [PathState],
+}
+
+/// Plans the post-images of the touched paths under `patch_file`.
 pub(crate) fn plan_patch(
     git: &Git,
     top: &Path,
     patch_file: &Path,
-    paths: &[RepoPath],
-    pre: &[PathState],
+    touched: Touched<'_>,
     scratch: &Path,
 ) -> Result<Planned> {
+    let Touched { paths, pre } = touched;
     let mut info = Vec::new();
     let mut pre_entries = Vec::with_capacity(paths.len());
     for (path, state) in paths.iter().zip(pre) {
