@@ -502,13 +502,19 @@ fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finis
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(8usize);
-    for round in 0..rounds {
+    // A loaded machine can make every kill miss the gc it aims at: then more rounds, with
+    // earlier kills, until one lands.
+    for round in 0.. {
+        if round >= rounds && (landed > 0 || round >= 3 * rounds) {
+            break;
+        }
         let ids: Vec<String> = (0..3).map(|n| format!("old{round}-{n}")).collect();
         for id in &ids {
             worked(&fx, id, "x.txt");
             ok(&fx, &["discard", "-s", id]);
         }
-        let delay = std::time::Duration::from_millis(rng.below(span + 1));
+        let reach = if round < rounds { span } else { span / 4 };
+        let delay = std::time::Duration::from_millis(rng.below(reach + 1));
         let args = ["gc", "--older-than", "0s"];
         landed += usize::from(crate::promote_crash::kill_after(&fx, &args, delay));
         // Whatever the point: the live session is whole, and the next gc leaves nothing of
@@ -539,5 +545,5 @@ fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finis
         assert_eq!(code, 0, "round {round}: {show}");
     }
     assert!(landed > 0, "no kill landed while gc ran ({span} ms)");
-    eprintln!("gc kills: {landed} of {rounds} landed while gc ran");
+    eprintln!("gc kills: {landed} landed while gc ran");
 }
