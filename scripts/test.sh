@@ -3,7 +3,13 @@
 # runs the whole suite (crash tests included) on SHA-1 and on SHA-256 repositories.
 #
 #   scripts/test.sh              # everything, as CI runs it
+#   scripts/test.sh --thorough   # the same, with every stress test at its full count
 #   scripts/test.sh -- FILTER    # only the tests whose name holds FILTER, both object formats
+#
+# The stress tests (random SIGKILLs, races, generated cases) repeat as often as their variables
+# say. CI's counts keep the suite within its time; `--thorough` leaves the variables unset, so
+# each runs its own full count (50 kills, 256 state-machine sequences …: minutes more), and a
+# variable set by hand wins over both.
 #
 # A tool that cannot be installed stops the script at once, naming it and the variable that
 # lets the tests needing it skip: A3S_ISO_TEST_ALLOW_MISSING (comma-separated tool names,
@@ -57,20 +63,41 @@ install_missing() {
 }
 
 install_missing
+thorough=false
+if [ "${1:-}" = "--thorough" ]; then
+  thorough=true
+  shift
+fi
 filter=()
 if [ "${1:-}" = "--" ]; then
   shift
   filter=("$@")
 fi
-cargo test --locked --workspace --features fault-injection -- "${filter[@]}"
-# The same suite on SHA-256 repositories: every repository a test makes uses that format. The
-# random-kill, race and property tests ran their full counts above; here they run fewer
-# (set the variables to run more), which keeps CI within its time.
-A3S_ISO_TEST_OBJECT_FORMAT=sha256 \
-  A3S_ISO_CRASH_ITERATIONS="${A3S_ISO_CRASH_ITERATIONS:-5}" \
-  A3S_ISO_LAND_CRASH_KILLS="${A3S_ISO_LAND_CRASH_KILLS:-5}" \
-  A3S_ISO_OVERLAPS_CASES="${A3S_ISO_OVERLAPS_CASES:-5}" \
-  A3S_ISO_REBASE_CRASH_ROUNDS="${A3S_ISO_REBASE_CRASH_ROUNDS:-5}" \
-  A3S_ISO_STATE_MACHINE_CASES="${A3S_ISO_STATE_MACHINE_CASES:-32}" \
-  A3S_ISO_SWEEP_RACE_ROUNDS="${A3S_ISO_SWEEP_RACE_ROUNDS:-10}" \
+
+# with_counts NAME=VALUE… -- COMMAND: runs COMMAND with each stress count that is not already
+# set (and none under --thorough).
+with_counts() {
+  local -a counts=()
+  while [ "$1" != "--" ]; do
+    local name=${1%%=*}
+    if ! $thorough && [ -z "${!name:-}" ]; then counts+=("$1"); fi
+    shift
+  done
+  shift
+  env "${counts[@]}" "$@"
+}
+
+# SHA-1: every stress test kills, races and generates enough to find what its full count finds
+# in most runs.
+with_counts A3S_ISO_KILLS_WANTED=12 A3S_ISO_CRASH_ITERATIONS=16 A3S_ISO_LAND_CRASH_KILLS=15 \
+  A3S_ISO_OVERLAPS_CASES=20 A3S_ISO_REBASE_CRASH_ROUNDS=15 A3S_ISO_STATE_MACHINE_CASES=64 \
+  A3S_ISO_SWEEP_RACE_ROUNDS=15 A3S_ISO_RACE_ROUNDS=2 -- \
+  cargo test --locked --workspace --features fault-injection -- "${filter[@]}"
+# The same suite on SHA-256 repositories: every repository a test makes uses that format. What
+# the object format can change is ids, lengths and hashing, not timing: the stress tests run a
+# few rounds each here.
+A3S_ISO_TEST_OBJECT_FORMAT=sha256 with_counts A3S_ISO_KILLS_WANTED=4 \
+  A3S_ISO_CRASH_ITERATIONS=4 A3S_ISO_LAND_CRASH_KILLS=4 A3S_ISO_OVERLAPS_CASES=5 \
+  A3S_ISO_REBASE_CRASH_ROUNDS=4 A3S_ISO_STATE_MACHINE_CASES=16 A3S_ISO_SWEEP_RACE_ROUNDS=4 \
+  A3S_ISO_RACE_ROUNDS=1 -- \
   cargo test --locked --workspace --features fault-injection -- "${filter[@]}"

@@ -10,10 +10,7 @@ use crate::fixture::{Fixture, state_dir};
 use crate::sweep_races::entries;
 
 fn race_rounds() -> usize {
-    std::env::var("A3S_ISO_RACE_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2)
+    crate::fixture::repetitions("A3S_ISO_RACE_ROUNDS", 2)
 }
 
 /// Rounds of 20 concurrent binds of distinct ids (the first ones warm, from a pool of 4), while

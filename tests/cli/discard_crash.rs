@@ -7,8 +7,8 @@ use serde_json::Value;
 
 use crate::fixture::{Fixture, state_dir};
 use crate::sweep_races::{
-    KILL_ATTEMPTS, KILLS_WANTED, KillTiming, Rng, duration_of, entries, kill_group_after,
-    spawn_in_group, with_work,
+    KillTiming, Rng, duration_of, entries, kill_group_after, kills_wanted, spawn_in_group,
+    with_work,
 };
 
 /// After the next command, a discard killed at any moment either never happened (the session
@@ -65,7 +65,8 @@ fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
     }
     let mut timing = KillTiming::new(took);
     let (mut attempts, mut killed, mut repaired, mut discarded, mut bound) = (0, 0, 0, 0, 0);
-    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+    let (kills, most_attempts) = kills_wanted();
+    while killed < kills && attempts < most_attempts {
         let id = format!("d{attempts}");
         attempts += 1;
         fx.bind(&id);
@@ -96,7 +97,7 @@ fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         "discard kills: {attempts} attempts (a discard takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {discarded} discarded, {bound} still bound; 0 inconsistent"
     );
     assert!(
-        killed >= KILLS_WANTED,
+        killed >= kills,
         "only {killed} discards were killed while running"
     );
 }

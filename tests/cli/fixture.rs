@@ -34,6 +34,18 @@ pub fn object_format() -> &'static str {
     )
 }
 
+/// How many times a stress test repeats (kills, rounds, generated cases): `var` when it is set
+/// (scripts/test.sh sets CI's counts; `--thorough` leaves them unset), else `default`. A
+/// value that is not a number is a mistake, not a default.
+pub fn repetitions(var: &str, default: usize) -> usize {
+    match std::env::var(var) {
+        Ok(n) => n
+            .parse()
+            .unwrap_or_else(|_| panic!("{var}={n}: expected a number")),
+        Err(_) => default,
+    }
+}
+
 /// Applies the isolated environment to any command (git or a3s-iso).
 pub fn isolate(cmd: &mut Command, home: &Path) {
     for (key, _) in std::env::vars_os() {

@@ -498,10 +498,7 @@ fn gc_killed_at_random_points_never_touches_a_live_session_and_the_next_gc_finis
     let span = started.elapsed().as_millis() as u64;
     let mut landed = 0;
     let mut rng = crate::promote_crash::Rng::seeded("gc kills");
-    let rounds = std::env::var("A3S_ISO_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(8usize);
+    let rounds = crate::fixture::repetitions("A3S_ISO_CRASH_ITERATIONS", 8);
     // A loaded machine can make every kill miss the gc it aims at: then more rounds, with
     // earlier kills, until one lands.
     for round in 0.. {

@@ -230,10 +230,7 @@ fn the_test_runs_sandboxed_and_modes_and_messages_are_kept() {
 }
 
 fn land_rounds() -> usize {
-    std::env::var("A3S_ISO_LAND_CRASH_KILLS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50)
+    crate::fixture::repetitions("A3S_ISO_LAND_CRASH_KILLS", 50)
 }
 
 /// `land` of five sessions (HEAD moved first, so each is rebased) SIGKILLed with its process

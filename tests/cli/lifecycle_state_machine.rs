@@ -509,10 +509,7 @@ impl Machine {
 proptest! {
     #![proptest_config(ProptestConfig {
         // `A3S_ISO_STATE_MACHINE_CASES` runs more or fewer (scripts/test.sh: fewer on SHA-256).
-        cases: std::env::var("A3S_ISO_STATE_MACHINE_CASES")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(256),
+        cases: crate::fixture::repetitions("A3S_ISO_STATE_MACHINE_CASES", 256) as u32,
         failure_persistence: None,
         ..ProptestConfig::default()
     })]

@@ -386,12 +386,7 @@ fn overlaps_agrees_with_rebase(a: &Work, b: &Work) -> Result<(), TestCaseError> 
 }
 
 fn config() -> ProptestConfig {
-    let cases = match std::env::var("A3S_ISO_OVERLAPS_CASES") {
-        Ok(n) => n
-            .parse()
-            .unwrap_or_else(|_| panic!("A3S_ISO_OVERLAPS_CASES={n}: expected a number")),
-        Err(_) => 50,
-    };
+    let cases = crate::fixture::repetitions("A3S_ISO_OVERLAPS_CASES", 50) as u32;
     ProptestConfig {
         cases,
         failure_persistence: None,

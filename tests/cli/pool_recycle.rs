@@ -417,10 +417,7 @@ fn a_kill_during_take_or_return_leaves_a_spare_or_nothing() {
     fx.commit_many_files();
     pool(&fx, &["--size", "1"]);
     let mut rng = Rng::seeded("pool kills");
-    let rounds = std::env::var("A3S_ISO_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(12usize);
+    let rounds = crate::fixture::repetitions("A3S_ISO_CRASH_ITERATIONS", 12);
     for round in 0..rounds {
         let id = format!("k{round}");
         let delay = Duration::from_millis(5 + rng.below(250));

@@ -48,10 +48,7 @@ impl Rng {
 }
 
 fn iterations() -> usize {
-    std::env::var("A3S_ISO_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50)
+    crate::fixture::repetitions("A3S_ISO_CRASH_ITERATIONS", 50)
 }
 
 /// Starts `a3s-iso ARGS` in a process group of its own, waits `delay`, and SIGKILLs the whole

@@ -123,10 +123,7 @@ fn step_two_killed_at_random_points(mode: &str) {
     let span = (took.as_millis() as u64 * 6 / 5).max(20);
     let name = format!("{mode} step-2 crash");
     let mut rng = Rng::seeded(&name);
-    let rounds: usize = std::env::var("A3S_ISO_CRASH_ITERATIONS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(20);
+    let rounds: usize = crate::fixture::repetitions("A3S_ISO_CRASH_ITERATIONS", 20);
     for round in 0..rounds {
         let fx = stepped_session(mode);
         assert_eq!(source_state(&fx), step_one, "round {round}: step 1");

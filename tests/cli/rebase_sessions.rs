@@ -275,10 +275,7 @@ fn a_git_without_merge_tree_base_is_too_old_for_rebase() {
 }
 
 fn rounds() -> usize {
-    std::env::var("A3S_ISO_REBASE_CRASH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50)
+    crate::fixture::repetitions("A3S_ISO_REBASE_CRASH_ROUNDS", 50)
 }
 
 /// A rebase SIGKILLed with its process group at random points: the next command leaves the

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use crate::fixture::{Fixture, state_dir};
 use crate::sweep_races::{
-    KILL_ATTEMPTS, KILLS_WANTED, KillTiming, Rng, assert_consistent, duration_of, kill_group_after,
+    KillTiming, Rng, assert_consistent, duration_of, kill_group_after, kills_wanted,
     spawn_in_group, with_work,
 };
 #[cfg(feature = "fault-injection")]
@@ -29,7 +29,8 @@ fn a_retain_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
     }
     let mut timing = KillTiming::new(took);
     let (mut attempts, mut killed, mut repaired, mut retained, mut bound) = (0, 0, 0, 0, 0);
-    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+    let (kills, most_attempts) = kills_wanted();
+    while killed < kills && attempts < most_attempts {
         let id = format!("k{attempts}");
         attempts += 1;
         fx.bind(&id);
@@ -62,7 +63,7 @@ fn a_retain_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         "retain kills: {attempts} attempts (a retain takes {took:?}), {killed} killed while running, {repaired} of them left an intent that the next command repaired; afterwards {retained} retained, {bound} still bound; 0 inconsistent"
     );
     assert!(
-        killed >= KILLS_WANTED,
+        killed >= kills,
         "only {killed} retains were killed while running"
     );
 }

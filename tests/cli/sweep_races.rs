@@ -278,10 +278,7 @@ fn concurrent_sweeps_never_remove_a_running_command_or_a_fresh_takeover() {
     const SWEEPERS: usize = 8;
     const WORKERS: usize = 2;
     // `A3S_ISO_SWEEP_RACE_ROUNDS` runs more or fewer (scripts/test.sh: fewer on SHA-256).
-    let rounds: usize = std::env::var("A3S_ISO_SWEEP_RACE_ROUNDS")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(50);
+    let rounds: usize = crate::fixture::repetitions("A3S_ISO_SWEEP_RACE_ROUNDS", 50);
     let fx = Fixture::new();
     let counts = SweepCounts::default();
     let fates = Fates::default();
@@ -513,9 +510,12 @@ impl KillTiming {
     }
 }
 
-/// Kills wanted while the command runs, and the most attempts made to get them.
-pub(crate) const KILLS_WANTED: usize = 32;
-pub(crate) const KILL_ATTEMPTS: usize = 120;
+/// Kills wanted while the command runs (`A3S_ISO_KILLS_WANTED`, default 32), and the most
+/// attempts made to get them.
+pub(crate) fn kills_wanted() -> (usize, usize) {
+    let wanted = crate::fixture::repetitions("A3S_ISO_KILLS_WANTED", 32);
+    (wanted, wanted * 15 / 4)
+}
 
 #[test]
 fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
@@ -531,7 +531,8 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
     let mut timing = KillTiming::new(took);
     let (mut attempts, mut killed, mut repaired) = (0, 0, 0);
     let (mut reclaimed_total, mut left) = (0, 0);
-    while killed < KILLS_WANTED && attempts < KILL_ATTEMPTS {
+    let (kills, most_attempts) = kills_wanted();
+    while killed < kills && attempts < most_attempts {
         let id = format!("d{attempts}");
         attempts += 1;
         dead_owner_session(&fx, &id);
@@ -568,7 +569,7 @@ fn a_sweep_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
         "sweep kills: {attempts} attempts (a sweep takes {took:?}), {killed} killed while running, {repaired} times an intent was left that the next command repaired; {reclaimed_total} sessions reclaimed, {left} times the session was still whole after the kill; 0 inconsistent"
     );
     assert!(
-        killed >= KILLS_WANTED,
+        killed >= kills,
         "only {killed} sweeps were killed while running"
     );
 }
