@@ -71,6 +71,11 @@ pub enum OwnerLiveness {
     Unknown,
 }
 
+/// How long the tree of a bind or a spare build whose process died is left alone before the
+/// lock's recovery removes it (a git that process started may go on writing it for a while);
+/// also `sweep`'s default grace.
+pub(crate) const GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Whether a recorded owner is still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Liveness {

@@ -383,6 +383,7 @@ fn create(
     .and_then(|built| {
         copy_ignored(ctx, located, (&claim.path, revision), &sets).map(|copied| (built, copied))
     });
+    crate::fault_point!("bind-before-publish");
     let lock = ctx.lock(&located.repo)?;
     match built {
         Ok(((admin_dir, warm), copied)) => {

@@ -463,7 +463,7 @@ fn claims_check(store: &Store) -> Check {
         CheckName::StaleClaims,
         stale,
         "bind claim(s) whose bind process died",
-        "`a3s-iso sweep` (or binding the same id again) clears them",
+        "any a3s-iso command clears them once they are 10 minutes old; `a3s-iso sweep --grace 0s` (or binding the same id again) clears them now",
     )
 }
 

@@ -20,7 +20,7 @@ use crate::base::names::{IsolationNames, looks_like_isolation};
 use crate::base::owner::Liveness;
 use crate::base::wire::wire_enum;
 use crate::git::repo::Repo;
-use crate::model::isolation::{Isolation, clear_dead_claim, registered_admins};
+use crate::model::isolation::{Isolation, registered_admins};
 use crate::model::refs;
 use crate::recovery::pending::{self, TreeMove};
 use crate::store::lock::RepoLock;
@@ -30,7 +30,7 @@ use crate::store::state::{
 use crate::workspace::context::{Context, Located};
 
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
-pub(crate) const DEFAULT_GRACE: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_GRACE: Duration = crate::base::owner::GRACE;
 
 /// What `sweep` is asked to do.
 #[derive(Debug, Clone)]
@@ -314,6 +314,8 @@ enum Decision {
 
 /// Sweeps the current repository (and with `all`, every registered source).
 pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Result<SweepOutcome> {
+    // Interrupted binds are judged by the table below (its grace) and reported.
+    let ctx = &ctx.judging_claims();
     let mut out = SweepOutcome {
         dry_run: opts.dry_run,
         ..SweepOutcome::default()
@@ -996,10 +998,9 @@ fn remove_isolation(
     crate::fault_point!("sweep-after-snapshot");
     if let Found::Claimed(claim) = found {
         // The claim is the interrupted bind's own intent: clearing it can be done again.
-        if let Err(err) = clear_dead_claim(located, claim) {
+        if let Err(err) = crate::recovery::claims::finish(held, &ctx.git, located, claim) {
             return Ok(Removal::Kept(KeepReason::RemovalFailed, err.to_string()));
         }
-        drop_claimed(ctx, located, &plan.id)?;
         return Ok(Removal::Done);
     }
     if let Found::Recorded(record) = found {
@@ -1057,24 +1058,6 @@ fn snapshot_into_swept(
         session_id: &plan.id,
     }
     .pin_swept(&crate::base::ids::TreeId::new(&snap.tree)?)
-}
-
-/// Forgets what an interrupted bind left besides its tree (cleared with its claim): when the
-/// session has no record at all, the refs and run documents it may have pinned before it died.
-/// A session with a record (a resume, or a new bind of a discarded id) keeps them: the bind held
-/// none of its work.
-fn drop_claimed(ctx: &Context, located: &Located, id: &str) -> Result<()> {
-    if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
-        return Ok(());
-    }
-    refs::SessionRefs {
-        git: &ctx.git,
-        dir: &located.repo.toplevel,
-        ns: &located.store.refs(),
-        session_id: id,
-    }
-    .delete(refs::Scope::KeepSwept)?;
-    located.store.remove_runs(id)
 }
 
 /// How many isolations were kept for each reason, for the human report's summary line.

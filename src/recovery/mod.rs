@@ -1,26 +1,29 @@
 //! What a crash left, finished in one place. Each kind of write-ahead record describes an
 //! operation in progress and is one [`WriteAhead`]: a promote's intent (`intent`: the checkout
 //! changes), a tree operation's (`pending`: retain, sweep and discard move or remove an
-//! isolation; a run moves its git state into the isolation, `session_git`) and a rebase's
+//! isolation; a run moves its git state into the isolation, `session_git`), a rebase's
 //! (`rebase_record`, carried out by `rebase_apply`: an isolation's files, index and HEAD
-//! change). The repository lock's one constructor ([`RepoLock::acquire`], through
-//! [`crate::workspace::context::Context::lock`]) finishes every kind before the command does
-//! anything else, and every command looks for them when it locates its repository
-//! ([`crate::workspace::context::Context::locate`]): one directory listing of each kind when
-//! nothing is left, and when something is, the lock is taken (briefly) to finish it. A command
-//! that cannot take the lock in time reports what is in progress instead ([`Interrupted`]),
-//! never a half-done checkout as a normal one.
+//! change), a bind's claim (`claims`: the tree it was building) and a pool spare's record
+//! (`spares`: a spare being built or cleaned). The repository lock's one constructor
+//! ([`RepoLock::acquire`], through [`crate::workspace::context::Context::lock`]) finishes every
+//! kind before the command does anything else, and every command looks for them when it
+//! locates its repository ([`crate::workspace::context::Context::locate`]): one directory
+//! listing of each kind when nothing is left, and when something is, the lock is taken
+//! (briefly) to finish it. A command that cannot take the lock in time reports what is in
+//! progress instead ([`Interrupted`]), never a half-done checkout as a normal one.
 //!
-//! Two more kinds are finished where they are used, under the same lock: a bind's claim (its
-//! own intent, cleared by `sweep` and by a bind of the same id) and the pool's spares
-//! (`pool::spare::recover`, run by every command that takes or returns one).
+//! A claim or a spare record is also there while its operation runs; only one whose process is
+//! dead, and older than the grace period ([`crate::base::owner::GRACE`]), waits to be finished here. A bind of the
+//! same id, `sweep` (with its own `--grace`) and the pool's own users clear them sooner.
 
+pub(crate) mod claims;
 pub mod intent;
 pub mod pending;
 pub(crate) mod rebase_apply;
 pub(crate) mod rebase_record;
 pub(crate) mod run_layer;
 pub mod session_git;
+pub(crate) mod spares;
 
 use std::time::Duration;
 
@@ -34,26 +37,29 @@ use crate::store::lock::RepoLock;
 use crate::store::state::Store;
 use crate::workspace::context::{Context, Located};
 
-/// One kind of write-ahead record: where its records are, what they say is in progress, and
-/// how it is finished (or undone) under the repository lock.
+/// One kind of write-ahead record: whether one waits, what the records say is in progress,
+/// and how it is finished (or undone) under the repository lock.
 trait WriteAhead {
-    /// The directory of the kind's records (`<id>.json` each).
-    const DIR: StateDir;
+    /// Whether a record of the kind waits to be finished (read without the lock; for most
+    /// kinds one directory listing).
+    fn waiting(located: &Located) -> bool;
     /// What the records say is in progress (read without the lock, to be reported).
-    fn left(store: &Store) -> Vec<Interrupted>;
+    fn left(located: &Located) -> Vec<Interrupted>;
     /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
     /// should be told, and how many operations it finished.
-    fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> (Vec<String>, usize);
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize);
 }
 
 /// Promote intents: the checkout's changes, completed or rolled back from the records.
 struct Promotes;
 
 impl WriteAhead for Promotes {
-    const DIR: StateDir = StateDir::Intents;
+    fn waiting(located: &Located) -> bool {
+        holds_a_record(&located.store.path(StateDir::Intents))
+    }
 
-    fn left(store: &Store) -> Vec<Interrupted> {
-        let promotes = crate::recovery::intent::pending(store)
+    fn left(located: &Located) -> Vec<Interrupted> {
+        let promotes = crate::recovery::intent::pending(&located.store)
             .into_iter()
             .flatten();
         promotes
@@ -65,8 +71,11 @@ impl WriteAhead for Promotes {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, _repo: &Repo, store: &Store) -> (Vec<String>, usize) {
-        (crate::recovery::intent::recover(held, git, store), 0)
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
+        (
+            crate::recovery::intent::recover(held, git, &located.store),
+            0,
+        )
     }
 }
 
@@ -76,9 +85,11 @@ impl WriteAhead for Promotes {
 struct TreeMoves;
 
 impl WriteAhead for TreeMoves {
-    const DIR: StateDir = StateDir::Pending;
+    fn waiting(located: &Located) -> bool {
+        holds_a_record(&located.store.path(StateDir::Pending))
+    }
 
-    fn left(store: &Store) -> Vec<Interrupted> {
+    fn left(located: &Located) -> Vec<Interrupted> {
         let operation = |intent: &crate::recovery::pending::TreeMove| match intent {
             crate::recovery::pending::TreeMove::Retain(_) => Operation::Retain,
             crate::recovery::pending::TreeMove::Reclaim(_) => Operation::Sweep,
@@ -86,7 +97,7 @@ impl WriteAhead for TreeMoves {
             crate::recovery::pending::TreeMove::SettleGit(_)
             | crate::recovery::pending::TreeMove::MergeRun(_) => Operation::Run,
         };
-        crate::recovery::pending::left(store)
+        crate::recovery::pending::left(&located.store)
             .into_iter()
             .map(|intent| Interrupted {
                 operation: operation(&intent),
@@ -96,7 +107,8 @@ impl WriteAhead for TreeMoves {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> (Vec<String>, usize) {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
+        let (repo, store) = (&located.repo, &located.store);
         // A run's layer merges into its isolation before its git state settles over it.
         let finished = crate::recovery::run_layer::recover(held, store)
             + crate::recovery::session_git::recover(held, git, repo, store)
@@ -109,10 +121,12 @@ impl WriteAhead for TreeMoves {
 struct Rebases;
 
 impl WriteAhead for Rebases {
-    const DIR: StateDir = StateDir::Rebasing;
+    fn waiting(located: &Located) -> bool {
+        holds_a_record(&located.store.path(StateDir::Rebasing))
+    }
 
-    fn left(store: &Store) -> Vec<Interrupted> {
-        crate::recovery::rebase_record::intents(store)
+    fn left(located: &Located) -> Vec<Interrupted> {
+        crate::recovery::rebase_record::intents(&located.store)
             .into_iter()
             .map(|intent| Interrupted {
                 operation: Operation::Rebase,
@@ -122,8 +136,72 @@ impl WriteAhead for Rebases {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, _repo: &Repo, store: &Store) -> (Vec<String>, usize) {
-        (crate::recovery::rebase_apply::recover(held, git, store), 0)
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
+        (
+            crate::recovery::rebase_apply::recover(held, git, &located.store),
+            0,
+        )
+    }
+}
+
+/// Binds that died before publishing: their claims, once the grace period is over.
+struct Binds;
+
+impl WriteAhead for Binds {
+    fn waiting(located: &Located) -> bool {
+        holds_a_record(&located.store.path(StateDir::Claims))
+            && !crate::recovery::claims::abandoned(&located.store).is_empty()
+    }
+
+    fn left(located: &Located) -> Vec<Interrupted> {
+        crate::recovery::claims::abandoned(&located.store)
+            .into_iter()
+            .map(|claim| Interrupted {
+                operation: Operation::Bind,
+                session_id: Some(claim.session_id),
+                digest: None,
+            })
+            .collect()
+    }
+
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
+        (
+            Vec::new(),
+            crate::recovery::claims::recover(held, git, located),
+        )
+    }
+}
+
+/// Pool spares whose build or cleaning died: removed, with whatever else of the pool a crash
+/// left (trees named like a spare that no record claims, admin dirs of missing spares).
+struct Spares;
+
+impl WriteAhead for Spares {
+    fn waiting(located: &Located) -> bool {
+        !crate::recovery::spares::interrupted(located).is_empty()
+    }
+
+    fn left(located: &Located) -> Vec<Interrupted> {
+        crate::recovery::spares::interrupted(located)
+            .into_iter()
+            .map(|_| Interrupted {
+                operation: Operation::Pool,
+                session_id: None,
+                digest: None,
+            })
+            .collect()
+    }
+
+    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> (Vec<String>, usize) {
+        // A build that died within the grace is left alone here, as by `waiting`.
+        let before = crate::recovery::spares::interrupted(located).len();
+        if before == 0 {
+            return (Vec::new(), 0);
+        }
+        match crate::recovery::spares::recover(held, located) {
+            Ok(()) => (Vec::new(), before),
+            Err(err) => (vec![format!("the pool could not be repaired: {err}")], 0),
+        }
     }
 }
 
@@ -140,36 +218,48 @@ fn holds_a_record(dir: &std::path::Path) -> bool {
     })
 }
 
-/// Whether any record of an operation in progress is in the store: one directory listing of
-/// each kind.
-pub(crate) fn anything_left(store: &Store) -> bool {
-    [Promotes::DIR, TreeMoves::DIR, Rebases::DIR]
-        .into_iter()
-        .any(|dir| holds_a_record(&store.path(dir)))
+/// Whether any operation in progress waits to be finished: one directory listing of each kind
+/// (and a read of the claims and spare records there are). `binds`: whether interrupted binds
+/// count (not for `sweep`, which judges them itself).
+pub(crate) fn anything_left(located: &Located, binds: bool) -> bool {
+    Promotes::waiting(located)
+        || TreeMoves::waiting(located)
+        || Rebases::waiting(located)
+        || (binds && Binds::waiting(located))
+        || Spares::waiting(located)
 }
 
 /// What the records say is in progress (read without the lock, to be reported).
-pub(crate) fn left(store: &Store) -> Vec<Interrupted> {
-    let mut left = Promotes::left(store);
-    left.extend(TreeMoves::left(store));
-    left.extend(Rebases::left(store));
+pub(crate) fn left(located: &Located, binds: bool) -> Vec<Interrupted> {
+    let mut left = Promotes::left(located);
+    left.extend(TreeMoves::left(located));
+    left.extend(Rebases::left(located));
+    if binds {
+        left.extend(Binds::left(located));
+    }
+    left.extend(Spares::left(located));
     left
 }
 
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
-pub(crate) fn finish(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> Vec<String> {
-    let kinds = [Promotes::finish, TreeMoves::finish, Rebases::finish];
+pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<String> {
+    type Finish = fn(&RepoLock, &Git, &Located) -> (Vec<String>, usize);
+    let mut kinds: Vec<Finish> = vec![Promotes::finish, TreeMoves::finish, Rebases::finish];
+    if binds {
+        kinds.push(Binds::finish);
+    }
+    kinds.push(Spares::finish);
     let mut notices = Vec::new();
     let mut repaired = 0;
     for finish in kinds {
-        let (told, finished) = finish(held, git, repo, store);
+        let (told, finished) = finish(held, git, located);
         notices.extend(told);
         repaired += finished;
     }
     if repaired > 0 {
         notices.push(format!(
-            "{repaired} interrupted operation{} finished (retain, sweep, discard, or a run moving its git state or its files into the isolation)",
+            "{repaired} interrupted operation{} finished (retain, sweep, discard, a run moving its git state or its files into the isolation, a bind, or a pool spare's build)",
             if repaired == 1 { " was" } else { "s were" }
         ));
     }
@@ -184,13 +274,15 @@ const RECOVERY_WAIT: Duration = Duration::from_secs(2);
 // The repository lock's acquisition is where recovery runs, so the lock is taken here.
 impl Context {
     /// Takes the repository lock, waiting up to the lock timeout, then finishes every
-    /// operation a crash interrupted (`recovery`: promotes, retains, sweeps, discards) before
+    /// operation a crash interrupted (`recovery`: promotes, tree moves, rebases, binds, spares) before
     /// the command goes on; what recovery did is kept for [`Context::take_notices`].
     pub(crate) fn lock(&self, repo: &Repo) -> Result<RepoLock> {
         let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
+        let located = Located::new(repo.clone(), store, None);
+        let binds = !self.judges_claims();
         RepoLock::acquire(&repo.lock_path(), self.lock_timeout, |held| {
-            if crate::recovery::anything_left(&store) {
-                let notices = crate::recovery::finish(held, &self.git, repo, &store);
+            if crate::recovery::anything_left(&located, binds) {
+                let notices = crate::recovery::finish(held, &self.git, &located, binds);
                 self.push_notices(notices);
             }
         })
@@ -203,21 +295,22 @@ impl Context {
     /// nothing half done is shown as normal. One listing of each record directory when nothing
     /// is left.
     pub(crate) fn recover(&self, located: &mut Located) {
-        if !crate::recovery::anything_left(&located.store) {
+        let binds = !self.judges_claims();
+        if !crate::recovery::anything_left(located, binds) {
             return;
         }
         let path = located.repo.lock_path();
         if crate::store::lock::FileLock::held_by_this_process(&path) {
             return;
         }
-        let (git, repo, store) = (&self.git, &located.repo, &located.store);
+        let view: &Located = located;
         let acquired = RepoLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT), |held| {
-            self.push_notices(crate::recovery::finish(held, git, repo, store));
+            self.push_notices(crate::recovery::finish(held, &self.git, view, binds));
         });
         match acquired {
             Ok(_lock) => {}
             Err(_) => {
-                located.interrupted = crate::recovery::left(&located.store);
+                located.interrupted = crate::recovery::left(located, binds);
                 let notices = located.interrupted.iter().map(|i| i.describe()).collect();
                 self.push_notices(notices);
             }

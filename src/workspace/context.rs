@@ -27,6 +27,9 @@ pub struct Context {
     /// What recovery did under the lock (interrupted promotes completed or rolled back), for
     /// the command to report.
     notices: Arc<Mutex<Vec<String>>>,
+    /// Whether the command judges interrupted binds itself (`sweep`, which reports each one it
+    /// reclaims): then recovery leaves their claims to it.
+    judges_claims: bool,
 }
 
 /// The source a command works on, its store, and the session whose isolation the command was
@@ -75,7 +78,22 @@ impl Context {
             state_dir,
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             notices: Arc::default(),
+            judges_claims: false,
         }
+    }
+
+    /// The same context for a command that judges interrupted binds itself and reports them
+    /// (`sweep`): recovery leaves their claims to it.
+    pub(crate) fn judging_claims(&self) -> Context {
+        Context {
+            judges_claims: true,
+            ..self.clone()
+        }
+    }
+
+    /// Whether recovery leaves interrupted binds to the command.
+    pub(crate) fn judges_claims(&self) -> bool {
+        self.judges_claims
     }
 
     /// The same context started in `dir` instead (its notices go where this one's go).

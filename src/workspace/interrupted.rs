@@ -19,6 +19,10 @@ pub enum Operation {
     Rebase,
     /// A run moving what git inside changed into the isolation's admin dir.
     Run,
+    /// A bind building an isolation it has not published yet.
+    Bind,
+    /// A pool spare being built or cleaned.
+    Pool,
 }
 
 impl Operation {
@@ -31,6 +35,8 @@ impl Operation {
             Operation::Discard => "discard",
             Operation::Rebase => "rebase",
             Operation::Run => "run",
+            Operation::Bind => "bind",
+            Operation::Pool => "pool",
         }
     }
 }

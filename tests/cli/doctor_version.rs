@@ -136,11 +136,16 @@ fn doctor_reports_leftovers() {
     std::fs::create_dir_all(state.join("intents")).unwrap();
     std::fs::write(state.join("intents/0123.json"), "{}").unwrap();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    // A bind that died a moment ago: within the grace, so no command has cleared it yet.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
     let claim = serde_json::json!({
         "session_id": "dead-bind",
         "path": fx.root.join("work/.a3s-isolate-dead-bind"),
         "bind_process": {"pid": 4_000_000, "start_identity": "linux-proc-start-ticks:1", "hostname": host.trim()},
-        "created_at_ms": 1,
+        "created_at_ms": now_ms,
     });
     std::fs::create_dir_all(state.join("claims")).unwrap();
     std::fs::write(state.join("claims/dead-bind.json"), claim.to_string()).unwrap();

@@ -912,3 +912,59 @@ fn attack_a_session_cannot_plant_a_file_through_the_keep_ignored_cleaning() {
     );
     assert_eq!(fx.git(&warm, &["status", "--porcelain", "--ignored"]), "");
 }
+
+/// A `pool` killed after checking a spare out, before recording it ready, leaves a spare being
+/// built by a dead process. Within the grace (a git it started may still be writing) only the
+/// pool's own users repair it; past the grace the next command of any kind (`list` here)
+/// removes its tree, admin dir and record before it reads anything.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_spare_build_killed_is_removed_by_the_next_command_once_the_grace_is_over() {
+    let fx = source();
+    fx.bind("other");
+    let status = fx
+        .cmd()
+        .args(["pool", "--size", "1"])
+        .env("A3S_ISO_TEST_FAULT", "pool-fill-after-checkout")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    let record_file = crate::fixture::state_dir(&fx).join("pool/spares/1.json");
+    let record =
+        || -> Value { serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap() };
+    assert_eq!(record()["state"], "building");
+    let tree = spare(&fx, 1);
+    assert!(
+        tree.join("docs/guide.txt").is_file(),
+        "the spare was checked out"
+    );
+
+    let (code, doc) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(tree.is_dir(), "removed within the grace");
+    assert!(record_file.is_file());
+
+    let mut aged = record();
+    aged["at_ms"] = (crate::fixture::now_ms() - 11 * 60_000).into();
+    std::fs::write(&record_file, serde_json::to_vec(&aged).unwrap()).unwrap();
+    let out = fx.cmd().args(["list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 interrupted operation was finished"),
+        "{stderr}"
+    );
+    assert!(!tree.exists(), "the half-built spare is gone");
+    assert!(!record_file.exists(), "its record is gone");
+    let listed = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+    assert!(!listed.contains("pool-1"), "{listed}");
+    assert!(!listed.contains("prunable"), "{listed}");
+    // The pool builds it again, whole.
+    assert_eq!(ready(&pool(&fx, &["--size", "1"])), 1);
+    spares_are_pristine(&fx);
+}

@@ -14,7 +14,6 @@
 mod clean;
 mod index;
 mod inherit;
-mod spare;
 mod walk;
 
 use std::fs;
@@ -22,7 +21,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-pub use crate::services::pool::spare::{PoolSettings, Spare, SpareState};
+pub use crate::recovery::spares::{PoolSettings, Spare, SpareState};
+
+use crate::recovery::spares as spare;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::now_ms;
@@ -97,14 +98,14 @@ pub fn pool(
     let (mut built, mut removed) = (0, 0);
     let settings = {
         let lock = ctx.lock(&located.repo)?;
-        crate::services::pool::spare::recover(&lock, &located)?;
-        let mut settings = crate::services::pool::spare::settings(&located)?;
+        spare::recover(&lock, &located)?;
+        let mut settings = spare::settings(&located)?;
         if !opts.status_only {
             settings.size = opts.size.unwrap_or(settings.size);
             if let Some(keep) = &opts.keep_ignored {
                 settings.keep_ignored = crate::base::include::from_args(keep, "--keep-ignored")?;
             }
-            crate::services::pool::spare::save_settings(&located, &settings)?;
+            spare::save_settings(&located, &settings)?;
             removed = shrink(&lock, &located, settings.size)?;
         }
         settings
@@ -117,7 +118,7 @@ pub fn pool(
         Ok(yes) => (Some(yes), None),
         Err(detail) => (None, Some(detail)),
     };
-    let spares = crate::services::pool::spare::spares(&located)?
+    let spares = spare::spares(&located)?
         .into_iter()
         .map(|s| SpareReport {
             slot: s.slot,
@@ -145,7 +146,7 @@ pub fn pool(
 
 /// Removes ready spares above `size`, highest slots first; called under the lock.
 fn shrink(_held: &RepoLock, located: &Located, size: usize) -> Result<usize> {
-    let spares = crate::services::pool::spare::spares(located)?;
+    let spares = spare::spares(located)?;
     let excess = spares.len().saturating_sub(size);
     let mut removed = 0;
     for spare in spares
@@ -154,7 +155,7 @@ fn shrink(_held: &RepoLock, located: &Located, size: usize) -> Result<usize> {
         .filter(|s| s.state == SpareState::Ready)
         .take(excess)
     {
-        crate::services::pool::spare::destroy(located, spare)?;
+        spare::destroy(located, spare)?;
         removed += 1;
     }
     Ok(removed)
@@ -162,10 +163,7 @@ fn shrink(_held: &RepoLock, located: &Located, size: usize) -> Result<usize> {
 
 /// The lowest slot no record holds.
 fn free_slot(located: &Located) -> Result<u32> {
-    let taken: Vec<u32> = crate::services::pool::spare::spares(located)?
-        .iter()
-        .map(|s| s.slot)
-        .collect();
+    let taken: Vec<u32> = spare::spares(located)?.iter().map(|s| s.slot).collect();
     Ok((1..).find(|slot| !taken.contains(slot)).unwrap_or(u32::MAX))
 }
 
@@ -181,7 +179,7 @@ fn fill(
     loop {
         let mut spare = {
             let _lock = ctx.lock(&located.repo)?;
-            let have = crate::services::pool::spare::spares(located)?.len();
+            let have = spare::spares(located)?.len();
             if have >= size {
                 return Ok(built);
             }
@@ -192,28 +190,29 @@ fn fill(
             let spare = Spare {
                 slot,
                 state: SpareState::Building,
-                path: crate::services::pool::spare::spare_path(located, slot),
+                path: spare::spare_path(located, slot),
                 admin: None,
                 head: String::new(),
                 maker: Owner::this_process(),
                 at_ms: now_ms(),
             };
-            crate::services::pool::spare::save(located, &spare)?;
+            spare::save(located, &spare)?;
             spare
         };
         let made = build(ctx, located, &mut spare);
+        crate::fault_point!("pool-fill-after-checkout");
         let _lock = ctx.lock(&located.repo)?;
         if let Err(err) = made {
-            crate::services::pool::spare::destroy(located, &spare)?;
+            spare::destroy(located, &spare)?;
             return Err(err);
         }
         spare.state = SpareState::Ready;
         spare.at_ms = now_ms();
-        crate::services::pool::spare::save(located, &spare)?;
+        spare::save(located, &spare)?;
         built += 1;
         progress(
             built,
-            built + size.saturating_sub(crate::services::pool::spare::spares(located)?.len()),
+            built + size.saturating_sub(spare::spares(located)?.len()),
         );
     }
 }
@@ -230,11 +229,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
     let admin = crate::model::isolation::add_worktree(ctx, &located.repo, &spare.path, &head)?;
     spare.admin = Some(admin.clone());
     let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
-    crate::model::snapshot::keep_index(
-        &git,
-        &admin,
-        &crate::services::pool::spare::index_path(located, spare.slot),
-    )?;
+    crate::model::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;
     spare.head = head.into();
     Ok(())
 }
@@ -252,33 +247,30 @@ pub(crate) struct Taken {
 /// (which the caller holds), so two binds never take the same one. The tree is renamed to
 /// `dest` and its admin dir relinked; `None` when there is no usable spare.
 pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Option<Taken>> {
-    if crate::services::pool::spare::spares(located)?.is_empty() {
+    if spare::spares(located)?.is_empty() {
         return Ok(None);
     }
-    crate::services::pool::spare::recover(held, located)?;
+    spare::recover(held, located)?;
     let scratch = located.store.scratch_dir();
-    for spare in crate::services::pool::spare::spares(located)? {
+    for spare in spare::spares(located)? {
         let Some(admin) = spare.admin.clone() else {
             continue;
         };
-        if !crate::services::pool::spare::is_healthy(located, &spare) {
+        if !spare::is_healthy(located, &spare) {
             continue;
         }
         let index = crate::services::pool::clean::scratch_index(&scratch)?;
-        fs::rename(
-            crate::services::pool::spare::index_path(located, spare.slot),
-            &index,
-        )
-        .ctx(|| format!("cannot move the index of {}", spare.path.display()))?;
+        fs::rename(spare::index_path(located, spare.slot), &index)
+            .ctx(|| format!("cannot move the index of {}", spare.path.display()))?;
         crate::fault_point!("pool-take-after-index");
         if fs::rename(&spare.path, dest).is_err() {
             let _ = fs::remove_file(&index);
-            crate::services::pool::spare::destroy(located, &spare)?;
+            spare::destroy(located, &spare)?;
             continue;
         }
         crate::fault_point!("pool-take-after-move");
         crate::recovery::pending::relink(dest, &admin)?;
-        crate::services::pool::spare::forget(located, spare.slot)?;
+        spare::forget(located, spare.slot)?;
         return Ok(Some(Taken {
             admin,
             head: spare.head,
@@ -369,12 +361,12 @@ pub(crate) fn recycle(
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return Ok(Returned::No);
     };
-    let settings = crate::services::pool::spare::settings(located)?;
+    let settings = spare::settings(located)?;
     if settings.size == 0 || !recyclable(located, tree, admin) {
         return Ok(Returned::No);
     }
-    crate::services::pool::spare::recover(held, located)?;
-    if crate::services::pool::spare::spares(located)?.len() >= settings.size {
+    spare::recover(held, located)?;
+    if spare::spares(located)?.len() >= settings.size {
         return Ok(Returned::No);
     }
     let intent = crate::recovery::pending::Reclaim {
@@ -415,7 +407,7 @@ pub(crate) fn recycle(
     } else {
         // Not clean: it goes, as a plain removal (its admin dir may name the spare's path).
         crate::model::isolation::remove(&located.repo, &intent.trash, Some(admin))?;
-        crate::services::pool::spare::forget(located, slot)?;
+        spare::forget(located, slot)?;
         Returned::Removed
     };
     match how {
@@ -468,7 +460,7 @@ fn make_spare(
 ) -> Result<()> {
     let (trash, admin) = (returned.trash, returned.admin);
     let scratch = located.store.scratch_dir();
-    let index = crate::services::pool::spare::index_path(located, slot);
+    let index = spare::index_path(located, slot);
     fs::create_dir_all(index.parent().unwrap_or(Path::new("/")))
         .ctx(|| format!("cannot create {}", index.display()))?;
     // The index as a3s-iso wrote it at bind, when there is one: its stat data tells what the
@@ -497,7 +489,7 @@ fn make_spare(
     let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
     inherited.conform(tree.private(&ctx.git, head)?, head, &index)?;
     crate::fault_point!("pool-return-after-clean");
-    let path = crate::services::pool::spare::spare_path(located, slot);
+    let path = spare::spare_path(located, slot);
     crate::services::pool::clean::reset_admin(admin, (trash, &path), head, &index, &inherited)?;
     let spare = Spare {
         slot,
@@ -508,7 +500,7 @@ fn make_spare(
         maker: Owner::this_process(),
         at_ms: now_ms(),
     };
-    crate::services::pool::spare::save(located, &spare)?;
+    spare::save(located, &spare)?;
     crate::fault_point!("pool-return-after-record");
     fs::rename(trash, &path)
         .ctx(|| format!("cannot move {} to {}", trash.display(), path.display()))
@@ -529,7 +521,7 @@ fn release_admin(located: &Located, record: &SessionRecord) -> Result<()> {
 /// The pool's settings file when the pool holds no spare (drained, or never filled): what
 /// `gc --all` may remove. `None` while a spare (or its record) exists.
 pub(crate) fn drained_settings(located: &Located) -> Option<PathBuf> {
-    let file = crate::services::pool::spare::settings_file(located);
-    let spares = crate::services::pool::spare::spares(located).ok()?;
+    let file = spare::settings_file(located);
+    let spares = spare::spares(located).ok()?;
     (spares.is_empty() && file.exists()).then_some(file)
 }

@@ -1,5 +1,6 @@
 //! The pool's records: its settings and one record per spare, under `<state>/pool/`, and the
-//! repair of what a crash left (run under the repository lock before the pool is used).
+//! repair of what a crash left: run under the repository lock by every command that finds a
+//! spare's build interrupted (`recovery`), and before the pool is used.
 //!
 //! ```text
 //! <state>/pool/settings.json      size and kept ignored paths
@@ -188,6 +189,23 @@ fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<(
         }
     }
     Ok(())
+}
+
+/// The spares whose build was interrupted at least [`crate::base::owner::GRACE`] ago: a record
+/// still `building` whose maker is dead (read without the lock). A ready spare that is not
+/// whole is no interrupted operation: the pool's next user finds and removes it.
+pub(crate) fn interrupted(located: &Located) -> Vec<Spare> {
+    let now = crate::base::fsutil::now_ms();
+    let grace = crate::base::owner::GRACE.as_millis() as u64;
+    spares(located)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| {
+            s.state == SpareState::Building
+                && s.maker.liveness() == Liveness::Dead
+                && now.saturating_sub(s.at_ms) >= grace
+        })
+        .collect()
 }
 
 /// Repairs the pool after a crash; called under the repository lock. A spare being built by a

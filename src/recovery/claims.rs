@@ -1,0 +1,82 @@
+//! Binds that died before they published their isolation. A claim (`claims/<id>.json`) is a
+//! bind's write-ahead record: written under the repository lock before the checkout starts, it
+//! names the path being built and the process building it. Once that process is gone and the
+//! grace period has passed (a git it started may go on writing the tree for a while), the tree,
+//! any admin dir naming it and the claim are removed, and a session that never got a record
+//! loses the refs and run documents it may have pinned. `sweep` applies the same rule with its
+//! own `--grace`; a bind of the same id clears a dead claim at once (it builds there next).
+
+use std::time::Duration;
+
+use crate::base::error::Result;
+use crate::base::fsutil::now_ms;
+use crate::base::owner::{GRACE, Liveness};
+use crate::git::Git;
+use crate::model::{isolation, refs};
+use crate::store::lock::RepoLock;
+use crate::store::state::{ClaimRecord, RecordStatus, Store};
+use crate::workspace::context::Located;
+
+/// Whether a claim's bind was interrupted: its process is dead (gone, or its pid reused), and
+/// the claim is at least `grace` old.
+pub(crate) fn is_abandoned(claim: &ClaimRecord, now_ms: u64, grace: Duration) -> bool {
+    claim.bind_process.liveness() == Liveness::Dead
+        && now_ms.saturating_sub(claim.created_at_ms) >= grace.as_millis() as u64
+}
+
+/// The claims of binds interrupted at least [`GRACE`] ago (read without the lock).
+pub(crate) fn abandoned(store: &Store) -> Vec<ClaimRecord> {
+    let now = now_ms();
+    store
+        .claims()
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|claim| is_abandoned(claim, now, GRACE))
+        .collect()
+}
+
+/// Clears what an interrupted bind left: its tree and registrations (unless the session was
+/// published there), its claim and, for a session with no record, what it pinned. Under the
+/// lock, so no bind can claim the id meanwhile.
+pub(crate) fn finish(
+    _held: &RepoLock,
+    git: &Git,
+    located: &Located,
+    claim: &ClaimRecord,
+) -> Result<()> {
+    isolation::clear_dead_claim(located, claim)?;
+    forget_unrecorded(git, located, &claim.session_id)
+}
+
+/// Forgets the refs and run documents a session with no record at all may have pinned before
+/// its bind died. A session with a record (a resume, or a new bind of a discarded id) keeps
+/// them: the bind held none of its work.
+fn forget_unrecorded(git: &Git, located: &Located, id: &str) -> Result<()> {
+    if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
+        return Ok(());
+    }
+    refs::SessionRefs {
+        git,
+        dir: &located.repo.toplevel,
+        ns: &located.store.refs(),
+        session_id: id,
+    }
+    .delete(refs::Scope::KeepSwept)?;
+    located.store.remove_runs(id)
+}
+
+/// Finishes every abandoned claim, each read again under the lock; returns how many.
+pub(crate) fn recover(held: &RepoLock, git: &Git, located: &Located) -> usize {
+    let now = now_ms();
+    let mut finished = 0;
+    for claim in abandoned(&located.store) {
+        let still = located.store.load_claim(&claim.session_id).ok().flatten();
+        let Some(claim) = still.filter(|c| is_abandoned(c, now, GRACE)) else {
+            continue;
+        };
+        if finish(held, git, located, &claim).is_ok() {
+            finished += 1;
+        }
+    }
+    finished
+}

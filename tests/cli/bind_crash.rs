@@ -1,0 +1,129 @@
+//! `bind` killed after it claimed its id and built the tree, before it published the session:
+//! the claim is the bind's write-ahead record. While the grace lasts (a git the bind started may
+//! still be writing) nothing removes the tree but `sweep --grace` or a bind of the same id; once
+//! it is over, the next command of any kind finishes the bind's undoing before it reads
+//! anything, and a claim whose bind still runs is never touched, however old.
+
+use std::path::Path;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, listing, now_ms, sleeper, state_dir};
+
+fn claim_file(fx: &Fixture, id: &str) -> std::path::PathBuf {
+    state_dir(fx).join(format!("claims/{id}.json"))
+}
+
+/// Moves a claim's creation `minutes` into the past.
+fn age_claim(fx: &Fixture, id: &str, minutes: u64) {
+    let path = claim_file(fx, id);
+    let mut claim: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    claim["created_at_ms"] = (now_ms() - minutes * 60_000).into();
+    std::fs::write(&path, serde_json::to_vec(&claim).unwrap()).unwrap();
+}
+
+fn registered(fx: &Fixture, tree: &Path) -> bool {
+    let listed = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
+    listed.contains(tree.to_str().unwrap())
+}
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_bind_killed_before_publishing_is_undone_by_the_next_command_once_the_grace_is_over() {
+    let fx = Fixture::new();
+    fx.bind("other");
+    let status = fx
+        .cmd()
+        .args(["bind", "-s", "lost"])
+        .env("A3S_ISO_TEST_FAULT", "bind-before-publish")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    let tree = fx.isolation("lost");
+    assert!(tree.join("README.md").is_file(), "the bind built its tree");
+    assert!(claim_file(&fx, "lost").is_file());
+    assert!(registered(&fx, &tree));
+
+    // Within the grace: a command that is not about binds leaves all of it.
+    let (code, doc) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(tree.join("README.md").is_file());
+    assert!(claim_file(&fx, "lost").is_file());
+
+    // Past it: the next command (a read-only one) undoes the bind first, and says so.
+    age_claim(&fx, "lost", 11);
+    let other_before = listing(&fx.isolation("other"));
+    let out = fx.cmd().args(["list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 interrupted operation was finished"),
+        "{stderr}"
+    );
+    assert!(!tree.exists(), "the dead bind's tree is gone");
+    assert!(!claim_file(&fx, "lost").exists(), "its claim is gone");
+    assert!(!registered(&fx, &tree), "its registration is gone");
+    assert!(
+        fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/lost"])
+            .is_empty(),
+        "nothing it pinned is left"
+    );
+    assert_eq!(listing(&fx.isolation("other")), other_before);
+    let (code, doc) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sessions"].as_array().unwrap().len(), 1, "{doc}");
+    // The id is free again.
+    let (code, doc) = fx.json(&["bind", "-s", "lost"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["reused"], false, "{doc}");
+}
+
+/// A claim naming a bind that still runs (here: a process that is alive, with its recorded
+/// start identity) is in flight, not interrupted: however old, no command touches it.
+#[test]
+fn a_claim_whose_bind_still_runs_is_never_finished_however_old() {
+    let fx = Fixture::new();
+    fx.bind("other");
+    let mut bind = sleeper();
+    let pid = bind.id();
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let ticks = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let tree = fx.isolation("busy");
+    std::fs::create_dir_all(&tree).unwrap();
+    std::fs::write(tree.join("half-written.txt"), "checkout in progress\n").unwrap();
+    let claim = serde_json::json!({
+        "session_id": "busy",
+        "path": tree,
+        "bind_process": {
+            "pid": pid,
+            "start_identity": format!("linux-proc-start-ticks:{ticks}"),
+            "hostname": a3s_iso::base::owner::hostname(),
+        },
+        "created_at_ms": now_ms() - 3 * 3_600_000,
+    });
+    std::fs::create_dir_all(claim_file(&fx, "busy").parent().unwrap()).unwrap();
+    std::fs::write(claim_file(&fx, "busy"), claim.to_string()).unwrap();
+    let before = listing(&tree);
+    for args in [
+        &["list"][..],
+        &["capture", "-s", "other"],
+        &["discard", "-s", "other"],
+    ] {
+        let (code, doc) = fx.json(args);
+        assert_eq!(code, 0, "{args:?}: {doc}");
+    }
+    bind.kill().unwrap();
+    bind.wait().unwrap();
+    assert_eq!(listing(&tree), before, "the tree of a running bind changed");
+    assert!(claim_file(&fx, "busy").is_file());
+}
