@@ -315,9 +315,9 @@ fn steps(
         take_promote(landed, stopped);
         return Ok(());
     }
-    if let Some(test) = &queue.test {
+    if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
-        if !test_passes(ctx, located, queue, id, test, landed)? {
+        if !test_passes(ctx, located, queue, id, landed)? {
             landed.outcome = LandResult::TestFailed;
             return Ok(());
         }
@@ -378,9 +378,11 @@ fn test_passes(
     located: &Located,
     queue: &Queue,
     id: &str,
-    test: &str,
     landed: &mut LandedSession,
 ) -> Result<bool> {
+    let Some(test) = queue.test.as_deref() else {
+        return Ok(true);
+    };
     let run_id = crate::base::ids::generate("r");
     let dir = located.store.land_tests_dir(id);
     std::fs::create_dir_all(&dir)

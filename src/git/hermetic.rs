@@ -147,8 +147,7 @@ impl HermeticGit {
         git: &Git,
         tree: &Path,
         head: &str,
-        write_objects: &Path,
-        read_objects: &Path,
+        (write_objects, read_objects): (&Path, &Path),
         scratch: &Path,
     ) -> Result<HermeticGit> {
         let format = [ObjectFormat::Sha1, ObjectFormat::Sha256]

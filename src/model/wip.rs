@@ -59,14 +59,14 @@ pub(crate) fn snapshot_source(git: &Git, source: &Path, scratch: &Path) -> Resul
 }
 
 /// Which of `paths` differ in the source's working state (staged, unstaged or untracked) from
-/// `base_tree`. Only those paths are looked at, through a throwaway copy of the index.
+/// `base_tree`, read from the source's objects or else from `alternate` (the store it is
+/// pinned in). Only those paths are looked at, through a throwaway copy of the index.
 pub(crate) fn changed_since(
     git: &Git,
     source: &Path,
-    base_tree: &str,
+    (base_tree, alternate): (&str, Option<&Path>),
     paths: &[RepoPath],
     scratch: &Path,
-    alternate: Option<&Path>,
 ) -> Result<Vec<RepoPath>> {
     if paths.is_empty() {
         return Ok(Vec::new());

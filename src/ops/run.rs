@@ -142,8 +142,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let run_of = (&located.store, record.session_id.as_str(), run_id.as_str());
     let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
     let at = (&located, &isolation);
-    let place = (workdir.as_path(), &granted);
-    let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place, terminal)?;
+    let place = (workdir.as_path(), &granted, terminal);
+    let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let before = before_command(ctx, at, (&record.session_id, &run_id), &mut sandbox_spec)?;
     let git_env = sandbox_spec
@@ -683,8 +683,7 @@ fn sandbox_for(
     settings: &RunSandbox,
     (located, isolation): (&Located, &Isolation),
     (private_tmp, quarantine): (&Path, &Path),
-    (workdir, granted): (&Path, &Granted),
-    terminal: TerminalSpec,
+    (workdir, granted, terminal): (&Path, &Granted, TerminalSpec),
 ) -> Result<Option<SandboxSpec>> {
     if !settings.enabled {
         return Ok(None);

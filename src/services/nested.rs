@@ -188,14 +188,8 @@ fn capture_one(
     };
     let root_objects = top.common_dir.join("objects");
     let tree = repo.path.under(&iso.tree);
-    let wt = HermeticGit::nested(
-        git,
-        &tree,
-        &repo.head,
-        &root_objects,
-        &repo.objects,
-        &scratch,
-    )?;
+    let objects = (root_objects.as_path(), repo.objects.as_path());
+    let wt = HermeticGit::nested(git, &tree, &repo.head, objects, &scratch)?;
     let seed = seed_index(top.store, iso, &repo.path, top.look)?;
     let seed = match top.look {
         Look::Capture => Seed::Own(&seed),

@@ -255,7 +255,7 @@ fn changed_since_last_step(
     let source = session.source.as_path();
     let touched = touched_paths(ctx, source, candidate.patch.file.path())?;
     let last = &previous.step.result_tree;
-    crate::model::wip::changed_since(&ctx.git, source, last, &touched, scratch, None)
+    crate::model::wip::changed_since(&ctx.git, source, (last, None), &touched, scratch)
 }
 
 /// What a branch promote lands and where.

@@ -404,7 +404,7 @@ fn overlap_with_wip(
         {
             let alternate = candidate.alternate_objects.as_deref();
             let scratch = located.store.scratch_dir();
-            crate::model::wip::changed_since(git, source, base, touched, &scratch, alternate)
+            crate::model::wip::changed_since(git, source, (base, alternate), touched, &scratch)
         }
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
         _ => uncommitted_among(git, source, touched),
