@@ -127,3 +127,73 @@ fn a_claim_whose_bind_still_runs_is_never_finished_however_old() {
     assert_eq!(listing(&tree), before, "the tree of a running bind changed");
     assert!(claim_file(&fx, "busy").is_file());
 }
+
+/// `bind` SIGKILLed with its whole process group at random moments, then left for longer than
+/// the grace: after the next command (`list`), each id is either a published session with a
+/// healthy isolation or nothing at all (no claim, no tree at its path, no registration), and a
+/// bind of it succeeds. `A3S_ISO_KILLS_WANTED` sets the kills landed while a bind ran.
+#[test]
+fn a_bind_killed_at_random_moments_leaves_a_session_or_nothing_once_the_next_command_ran() {
+    use crate::sweep_races::{KillTiming, Rng, duration_of, kill_group_after, spawn_in_group};
+    let fx = Fixture::new();
+    for i in 0..40 {
+        fx.write(&format!("d{}/f{i}.txt", i % 4), &format!("file {i}\n"));
+    }
+    fx.commit_all("more files");
+    let mut rng = Rng::seeded(47, "bind kills");
+    let mut took = std::time::Duration::MAX;
+    for i in 0..3 {
+        took = took.min(duration_of(&fx, &["bind", "-s", &format!("measure{i}")]));
+    }
+    let mut timing = KillTiming::new(took);
+    let wanted = crate::fixture::repetitions("A3S_ISO_KILLS_WANTED", 32) / 2;
+    let (mut attempts, mut killed, mut claims_left) = (0, 0, 0);
+    while killed < wanted.max(2) && attempts < wanted.max(2) * 4 {
+        let id = format!("k{attempts}");
+        attempts += 1;
+        let bind = spawn_in_group(&fx, &["bind", "-s", &id]);
+        let was_running = kill_group_after(bind, timing.delay(&mut rng));
+        killed += usize::from(was_running);
+        let claimed = claim_file(&fx, &id).is_file();
+        claims_left += usize::from(claimed);
+        timing.adjust(match (was_running, claimed) {
+            (false, _) => Some(false),
+            (true, false) => Some(true),
+            (true, true) => None,
+        });
+        if claimed {
+            age_claim(&fx, &id, 11);
+        }
+        let (code, doc) = fx.json(&["list"]);
+        assert_eq!(code, 0, "{doc}");
+        assert!(
+            !claim_file(&fx, &id).exists(),
+            "{id}: a claim outlived its dead bind"
+        );
+        let published = doc["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["session_id"] == id.as_str());
+        let tree = fx.isolation(&id);
+        if published {
+            assert_eq!(fx.git(&tree, &["status", "--porcelain"]), "", "{id}");
+        } else {
+            assert!(!tree.exists(), "{id}: a tree without a session");
+            assert!(
+                !registered(&fx, &tree),
+                "{id}: a registration without a session"
+            );
+        }
+        let (code, doc) = fx.json(&["bind", "-s", &id]);
+        assert_eq!(code, 0, "{id}: {doc}");
+        assert_eq!(fx.git(&tree, &["status", "--porcelain"]), "", "{id}");
+    }
+    eprintln!(
+        "bind kills: {attempts} attempts (a bind takes {took:?}), {killed} killed while running, {claims_left} left a claim the next command finished"
+    );
+    assert!(
+        killed >= wanted.max(2),
+        "only {killed} binds were killed while running"
+    );
+}
