@@ -69,7 +69,10 @@ impl EnvRequest {
             None => (bytes, None),
         };
         let invalid = |why: &str| Error::InvalidInput {
-            message: format!("--env {}: {why}", arg.to_string_lossy()),
+            reason: crate::base::invalid::Invalid::Env {
+                given: arg.to_string_lossy().into_owned(),
+                why: why.to_string(),
+            },
         };
         let name = std::str::from_utf8(name).map_err(|_| invalid("the name is not UTF-8"))?;
         if name.is_empty() || name.contains('\0') {

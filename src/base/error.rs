@@ -675,11 +675,11 @@ pub enum Error {
         /// The source checkout.
         source_path: PathBuf,
     },
-    /// An argument names something that cannot be used (e.g. a path that does not exist).
-    #[error("{message}")]
+    /// An argument, a file or a payload that cannot be used (e.g. a path that does not exist).
+    #[error("{reason}")]
     InvalidInput {
         /// What is wrong with it.
-        message: String,
+        reason: crate::base::invalid::Invalid,
     },
     /// A session is bound but its isolation is gone: its tree (or its registration) was
     /// removed outside a3s-iso.
@@ -1006,7 +1006,11 @@ pub(crate) mod tests {
                 source_path: "/work/src".into(),
             },
             Error::InvalidInput {
-                message: "--allow-write /nowhere does not exist".into(),
+                reason: crate::base::invalid::Invalid::FlagPath {
+                    flag: "--allow-write".into(),
+                    path: "/nowhere".into(),
+                    error: "No such file or directory (os error 2)".into(),
+                },
             },
             Error::ChangeSetNotFound {
                 remote: "origin".into(),

@@ -10,6 +10,7 @@ pub mod fsutil;
 pub mod ids;
 pub mod include;
 pub(crate) mod indexfile;
+pub mod invalid;
 pub(crate) mod maker;
 pub mod names;
 pub mod owner;

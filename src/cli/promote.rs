@@ -1,3 +1,4 @@
+use a3s_iso::base::invalid::Invalid;
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
@@ -303,11 +304,16 @@ fn read_message(file: &std::path::Path) -> Result<String> {
         false => std::fs::read_to_string(file).map(|t| text = t),
     };
     read.map_err(|e| a3s_iso::base::error::Error::InvalidInput {
-        message: format!("cannot read the message from {}: {e}", file.display()),
+        reason: Invalid::MessageUnreadable {
+            path: file.to_path_buf(),
+            error: e.to_string(),
+        },
     })?;
     if text.trim().is_empty() {
         return Err(a3s_iso::base::error::Error::InvalidInput {
-            message: format!("the message in {} is empty", file.display()),
+            reason: Invalid::MessageEmpty {
+                path: file.to_path_buf(),
+            },
         });
     }
     Ok(text)

@@ -1,6 +1,7 @@
 //! `changes`: answers a change-set request (`a3s.code.agent-change-set-request.v1`) with the
 //! stored change-set document of exactly the run its identity names.
 
+use crate::base::invalid::Invalid;
 use std::path::Path;
 
 use crate::base::error::{ChangeSetRule, Error, NoDocument, Result};
@@ -25,7 +26,10 @@ pub fn read_request(path: &Path) -> Result<Identity> {
             .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
         let file = std::fs::File::open(path).map_err(|e| Error::InvalidInput {
-            message: format!("cannot read the request {}: {e}", path.display()),
+            reason: Invalid::RequestUnreadable {
+                path: path.to_path_buf(),
+                error: e.to_string(),
+            },
         })?;
         changeset::read_bounded(file, MAX_REQUEST_BYTES)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?

@@ -831,7 +831,11 @@ fn existing(flag: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         .iter()
         .map(|path| {
             std::fs::canonicalize(path).map_err(|e| Error::InvalidInput {
-                message: format!("{flag} {}: {e}", path.display()),
+                reason: crate::base::invalid::Invalid::FlagPath {
+                    flag: flag.to_string(),
+                    path: path.to_path_buf(),
+                    error: e.to_string(),
+                },
             })
         })
         .collect()

@@ -91,10 +91,7 @@ fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> 
         .collect();
     if !in_the_way.is_empty() {
         return Err(Error::InvalidInput {
-            message: format!(
-                "the isolation holds files its snapshot leaves out (ignored ones) where the rebased tree has tracked files: {}; move them away and rebase again",
-                in_the_way.join(", ")
-            ),
+            reason: crate::base::invalid::Invalid::RebaseInTheWay { paths: in_the_way },
         });
     }
     Ok(())

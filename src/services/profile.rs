@@ -5,6 +5,7 @@
 //! `aider` and `generic`; the user's configuration file adds or replaces profiles with
 //! `[profiles.NAME]` tables.
 
+use crate::base::invalid::Invalid;
 use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -159,12 +160,16 @@ pub fn all(user: Option<&UserProfiles>) -> Result<Vec<Profile>> {
 /// The profile called `name`; one that does not exist is `invalid_input`.
 pub fn resolve(name: &str, user: Option<&UserProfiles>) -> Result<Profile> {
     let profiles = all(user)?;
-    let names: Vec<&str> = profiles.iter().map(|p| p.name.as_str()).collect();
-    let message = format!("no profile {name:?} (there are: {})", names.join(", "));
+    let known: Vec<String> = profiles.iter().map(|p| p.name.clone()).collect();
     profiles
         .into_iter()
         .find(|p| p.name == name)
-        .ok_or(Error::InvalidInput { message })
+        .ok_or_else(|| Error::InvalidInput {
+            reason: Invalid::NoSuchProfile {
+                name: name.to_string(),
+                known,
+            },
+        })
 }
 
 impl Profile {
@@ -191,7 +196,10 @@ impl Profile {
 /// hides, every variable a name or a pattern, every host one word.
 fn from_layer(name: &str, layer: &ProfileLayer, source: ProfileSource) -> Result<Profile> {
     let invalid = |why: String| Error::InvalidInput {
-        message: format!("profile {name:?}: {why}"),
+        reason: Invalid::Profile {
+            name: name.to_string(),
+            why,
+        },
     };
     if name.is_empty()
         || !name
@@ -284,7 +292,9 @@ pub(crate) fn prepare(profile: &Profile, home: &Path) -> Result<ProfileMounts> {
         return Ok(mounts);
     }
     let kept_root = home_of(&profile.name).ok_or_else(|| Error::InvalidInput {
-        message: format!("profile {:?} needs a per-user data directory", profile.name),
+        reason: Invalid::ProfileNeedsDataDir {
+            name: profile.name.clone(),
+        },
     })?;
     make_dirs(&kept_root)?;
     for entry in &profile.writable {
@@ -315,10 +325,7 @@ fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
         at.push(part);
         if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
             return Err(Error::InvalidInput {
-                message: format!(
-                    "{} is a symbolic link (a run can write there), which a3s-iso does not follow: remove it to keep the profile's copy there",
-                    at.display()
-                ),
+                reason: Invalid::LinkInProfile { path: at },
             });
         }
     }

@@ -11,6 +11,7 @@
 //! finished by the next command that takes the repository lock if a crash interrupts it: a
 //! kill leaves the pre-rebase, the rebased or the conflicted state.
 
+use crate::base::invalid::Invalid;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
@@ -152,10 +153,9 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
         (Action::Abort, Some(state)) => work.abort(state)?,
         (_, None) => {
             return Err(Error::InvalidInput {
-                message: format!(
-                    "session {:?} has no conflicted rebase to continue or abort",
-                    session.session_id
-                ),
+                reason: Invalid::NoConflictedRebase {
+                    session_id: session.session_id.to_string(),
+                },
             });
         }
     };
@@ -215,10 +215,9 @@ impl<'a> Work<'a> {
         let session = self.session;
         if session.carried_wip {
             return Err(Error::InvalidInput {
-                message: format!(
-                    "session {:?} started from your uncommitted work (--carry-wip): its base is not a commit to move from",
-                    session.session_id
-                ),
+                reason: Invalid::RebaseOfCarriedWip {
+                    session_id: session.session_id.to_string(),
+                },
             });
         }
         let target = self.target(onto)?;
@@ -234,10 +233,10 @@ impl<'a> Work<'a> {
             .view
             .first_parent_chain(&session.bound_revision, &head)?
             .ok_or_else(|| Error::InvalidInput {
-                message: format!(
-                    "the isolation's HEAD ({head}) does not descend from the session's bound revision ({})",
-                    session.bound_revision
-                ),
+                reason: Invalid::HeadNotDescendant {
+                    head: head.to_string(),
+                    bound: session.bound_revision.to_string(),
+                },
             })?;
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
@@ -267,9 +266,8 @@ impl<'a> Work<'a> {
                 .rev_parse(&repo.toplevel, &format!("{rev}^{{commit}}"))?,
         };
         found.ok_or_else(|| Error::InvalidInput {
-            message: match onto {
-                Some(rev) => format!("--onto {rev:?} names no commit of the source"),
-                None => "the source's HEAD names no commit".into(),
+            reason: Invalid::Onto {
+                onto: onto.map(str::to_string),
             },
         })
     }

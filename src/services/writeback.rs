@@ -241,6 +241,8 @@ pub(crate) fn layerable(file: &Path, private: &[PathBuf]) -> bool {
 /// The error for a profile that needs a home directory when there is none.
 pub(crate) fn no_home(profile: &str) -> Error {
     Error::InvalidInput {
-        message: format!("profile {profile:?} needs HOME, which is not set"),
+        reason: crate::base::invalid::Invalid::ProfileNeedsHome {
+            name: profile.to_string(),
+        },
     }
 }

@@ -8,6 +8,7 @@
 //! sends more keeps working. A field the hook uses must have the right type, and the event
 //! name, when sent, must be the hook's own.
 
+use crate::base::invalid::Invalid;
 use std::io::Read;
 use std::path::PathBuf;
 
@@ -75,19 +76,24 @@ pub struct RemovePayload {
 fn read_object(input: impl Read, event: WorktreeEvent) -> Result<Map<String, Value>> {
     let mut de = serde_json::Deserializer::from_reader(input.take(MAX_PAYLOAD_BYTES));
     let value = Value::deserialize(&mut de).map_err(|e| Error::InvalidInput {
-        message: format!("the {} payload on stdin is not JSON: {e}", event.name()),
+        reason: Invalid::PayloadNotJson {
+            event: event.name().to_string(),
+            error: e.to_string(),
+        },
     })?;
     let Value::Object(object) = value else {
         return Err(Error::InvalidInput {
-            message: format!("the {} payload on stdin is not a JSON object", event.name()),
+            reason: Invalid::PayloadNotObject {
+                event: event.name().to_string(),
+            },
         });
     };
     match text(&object, &["hook_event_name"], event)? {
-        Some(name) if name != event.name() => Err(Error::InvalidInput {
-            message: format!(
-                "the payload is for {name:?}, not {}: check the hook's command in Claude Code's settings",
-                event.name()
-            ),
+        Some(found) if found != event.name() => Err(Error::InvalidInput {
+            reason: Invalid::PayloadForAnotherEvent {
+                found,
+                event: event.name().to_string(),
+            },
         }),
         _ => Ok(object),
     }
@@ -106,7 +112,11 @@ fn text(
             Some(Value::String(text)) => return Ok(Some(text.clone())),
             Some(other) => {
                 return Err(Error::InvalidInput {
-                    message: format!("{} payload: {key:?} is {other}, not a string", event.name()),
+                    reason: Invalid::PayloadField {
+                        event: event.name().to_string(),
+                        key: key.to_string(),
+                        found: other.to_string(),
+                    },
                 });
             }
         }
@@ -150,8 +160,8 @@ impl RemovePayload {
         let object = read_object(input, event)?;
         let path = text(&object, &["worktree_path", "path", "worktreePath"], event)?
             .filter(|p| !p.is_empty())
-            .ok_or_else(|| Error::InvalidInput {
-                message: "the WorktreeRemove payload names no worktree (worktree_path)".into(),
+            .ok_or(Error::InvalidInput {
+                reason: Invalid::PayloadNoWorktree,
             })?;
         Ok(RemovePayload {
             worktree_path: PathBuf::from(path),

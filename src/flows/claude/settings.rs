@@ -141,10 +141,10 @@ fn read_settings(path: &Path) -> Result<Option<(Json, u32)>> {
 /// The error for a settings file a3s-iso will not change.
 fn refused(path: &Path, why: &str) -> Error {
     Error::InvalidInput {
-        message: format!(
-            "{}: {why}; nothing was changed (fix the file, or add the hooks by hand: see docs/agents.md)",
-            path.display()
-        ),
+        reason: crate::base::invalid::Invalid::AgentSettings {
+            path: path.to_path_buf(),
+            why: why.to_string(),
+        },
     }
 }
 

@@ -192,17 +192,18 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             .store
             .resolve_digest("--digest", given)?
             .ok_or_else(|| Error::InvalidInput {
-                message: format!("no promote of {given} is recorded here (a3s-iso log lists them)"),
+                reason: crate::base::invalid::Invalid::NoPromote {
+                    digest: given.to_string(),
+                },
             })?,
         None => {
             let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
             last_step(&located.store, &session, None)?
                 .map(|previous| previous.digest)
                 .ok_or_else(|| Error::InvalidInput {
-                    message: format!(
-                        "session {:?} has no promoted change set to land again",
-                        session.session_id
-                    ),
+                    reason: crate::base::invalid::Invalid::NothingToReapply {
+                        session_id: session.session_id.to_string(),
+                    },
                 })?
         }
     };

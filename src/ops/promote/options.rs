@@ -115,17 +115,17 @@ impl Candidate {
     pub(crate) fn of_journal(ctx: &Context, located: &Located, digest: &str) -> Result<Candidate> {
         let entry = located.store.journal_entry(digest)?.ok_or_else(|| {
             crate::base::error::Error::InvalidInput {
-                message: format!(
-                    "no promote of {digest} is recorded here (a3s-iso log lists them)"
-                ),
+                reason: crate::base::invalid::Invalid::NoPromote {
+                    digest: digest.to_string(),
+                },
             }
         })?;
         if let Some(path) = entry.step.as_ref().and_then(|s| s.nested.as_ref()) {
             return Err(crate::base::error::Error::InvalidInput {
-                message: format!(
-                    "{digest} is the change set of the nested repository {}: --reapply lands a root change set again, not a nested one",
-                    path.shown()
-                ),
+                reason: crate::base::invalid::Invalid::NestedReapply {
+                    digest: digest.to_string(),
+                    nested: path.shown().to_string(),
+                },
             });
         }
         let step = entry.step;

@@ -5,6 +5,7 @@
 
 mod trust;
 
+use crate::base::invalid::Invalid;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -332,10 +333,10 @@ impl Loaded {
             .repository
             .as_ref()
             .ok_or_else(|| Error::InvalidInput {
-                message: format!(
-                    "{} has no {REPOSITORY_FILE} to trust",
-                    self.source.display()
-                ),
+                reason: Invalid::NothingToTrust {
+                    source_path: self.source.clone(),
+                    file: REPOSITORY_FILE.to_string(),
+                },
             })?;
         record_trust(&self.source, &file.sha256)?;
         Ok(file)
@@ -392,7 +393,10 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
         Ok(None) => return Ok(None),
         Err(e) => {
             return Err(Error::InvalidInput {
-                message: format!("{}: {e}", path.display()),
+                reason: Invalid::Config {
+                    path: path.clone(),
+                    detail: e.to_string(),
+                },
             });
         }
     };
@@ -400,11 +404,7 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
     if layer.profiles.is_some() {
         // A profile says which home paths and secrets a command gets: only the user defines one.
         return Err(Error::InvalidInput {
-            message: format!(
-                "{}: [profiles] belong in your own configuration file; a repository may only \
-                 select one with [run] profile",
-                path.display()
-            ),
+            reason: Invalid::ProfilesInRepository { path },
         });
     }
     let sha256 = digest(&bytes);
@@ -422,7 +422,10 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
 /// and the key.
 fn parse(path: &Path, bytes: &[u8]) -> Result<Layer> {
     let invalid = |detail: String| Error::InvalidInput {
-        message: format!("{}: {}", path.display(), detail.trim_end()),
+        reason: Invalid::Config {
+            path: path.to_path_buf(),
+            detail: detail.trim_end().to_string(),
+        },
     };
     let text = std::str::from_utf8(bytes).map_err(|e| invalid(e.to_string()))?;
     toml::from_str(text).map_err(|e| invalid(e.to_string()))

@@ -46,8 +46,8 @@ fn record_path(source: &Path) -> Result<PathBuf> {
             dir.join("trusted")
                 .join(format!("{}.json", path_key(&[&canonical])))
         })
-        .ok_or_else(|| Error::InvalidInput {
-            message: "there is no per-user data directory to record trust in".into(),
+        .ok_or(Error::InvalidInput {
+            reason: crate::base::invalid::Invalid::NoTrustStore,
         })
 }
 

@@ -84,7 +84,10 @@ impl AllowEntry {
     /// preset (`@crates`…); anything else is `invalid_input`.
     pub fn parse(given: &str) -> Result<AllowEntry> {
         let invalid = |why: &str| Error::InvalidInput {
-            message: format!("--allow-host {given:?}: {why}"),
+            reason: crate::base::invalid::Invalid::AllowHost {
+                given: given.to_string(),
+                why: why.to_string(),
+            },
         };
         if let Some(preset) = given.strip_prefix('@') {
             let (_, hosts) = PRESETS

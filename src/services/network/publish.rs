@@ -2,6 +2,7 @@
 //! port on the sandbox's loopback, with a socket made inside ([`crate::base::sandbox::SocketFactory`])
 //! and connected from outside.
 
+use crate::base::invalid::Invalid;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,7 +26,10 @@ impl PublishRequest {
     /// Parses `[HOST_PORT:]PORT`; anything else is `invalid_input`.
     pub fn parse(given: &str) -> Result<PublishRequest> {
         let invalid = |why: &str| Error::InvalidInput {
-            message: format!("--publish {given:?}: {why}"),
+            reason: Invalid::Publish {
+                given: given.to_string(),
+                why: why.to_string(),
+            },
         };
         let (host, inside) = match given.split_once(':') {
             Some((host, inside)) => (Some(host), inside),
@@ -51,10 +55,10 @@ impl PublishRequest {
     pub fn check_against_proxy(&self, proxy: bool) -> Result<()> {
         if proxy && self.port == PROXY_PORT {
             return Err(Error::InvalidInput {
-                message: format!(
-                    "--publish {}: port {PROXY_PORT} inside is the proxy's with --allow-host",
-                    self.port
-                ),
+                reason: Invalid::PublishProxyPort {
+                    port: self.port,
+                    proxy_port: PROXY_PORT,
+                },
             });
         }
         Ok(())
@@ -65,10 +69,11 @@ impl PublishRequest {
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, self.host_port))
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
             .map_err(|e| Error::InvalidInput {
-                message: format!(
-                    "--publish: cannot listen on 127.0.0.1:{} for port {} inside: {e}",
-                    self.host_port, self.port
-                ),
+                reason: Invalid::PublishListen {
+                    host_port: self.host_port,
+                    port: self.port,
+                    error: e.to_string(),
+                },
             })?;
         let host_port = listener
             .local_addr()

@@ -199,9 +199,9 @@ fn change_set_to_push(
             .is_none_or(|i| !crate::git::is_tree_type(&i.kind))
     }) {
         return Err(Error::InvalidInput {
-            message: format!(
-                "the change set's tree {tree} is not in this repository: push it from the repository it was captured in"
-            ),
+            reason: crate::base::invalid::Invalid::TreeNotHere {
+                tree: tree.to_string(),
+            },
         });
     }
     let patch =

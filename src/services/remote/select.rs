@@ -67,13 +67,9 @@ pub(crate) fn choose(
         });
     }
     Err(Error::InvalidInput {
-        message: format!(
-            "{name:?} is not a remote of this repository (configured: {}); change sets travel through configured remotes only (git remote add NAME URL), or a URL with --allow-url",
-            if configured.is_empty() {
-                "none".to_string()
-            } else {
-                configured.join(", ")
-            }
-        ),
+        reason: crate::base::invalid::Invalid::NotARemote {
+            name: name.to_string(),
+            configured: configured.iter().map(|c| c.to_string()).collect(),
+        },
     })
 }
