@@ -58,15 +58,9 @@ fn binds_a_detached_worktree_next_to_the_source() {
     // Owner: the caller (this test process), with its start identity from /proc.
     let me = std::process::id();
     assert_eq!(doc["owner"]["pid"], me);
-    let stat = std::fs::read_to_string(format!("/proc/{me}/stat")).unwrap();
-    let ticks = stat[stat.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .to_string();
     assert_eq!(
         doc["owner"]["start_identity"],
-        format!("linux-proc-start-ticks:{ticks}")
+        crate::fixture::start_identity(me)
     );
     // The base ref pins the bound commit.
     assert_eq!(

@@ -4,10 +4,8 @@
 //! it is over, the next command of any kind finishes the bind's undoing before it reads
 //! anything, and a claim whose bind still runs is never touched, however old.
 
-use std::path::Path;
-use std::process::Stdio;
-
 use serde_json::Value;
+use std::path::Path;
 
 use crate::fixture::{Fixture, listing, now_ms, sleeper, state_dir};
 
@@ -33,18 +31,7 @@ fn registered(fx: &Fixture, tree: &Path) -> bool {
 fn a_bind_killed_before_publishing_is_undone_by_the_next_command_once_the_grace_is_over() {
     let fx = Fixture::new();
     fx.bind("other");
-    let status = fx
-        .cmd()
-        .args(["bind", "-s", "lost"])
-        .env("A3S_ISO_TEST_FAULT", "bind-before-publish")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    crate::fixture::killed_at(&fx, "bind-before-publish", &["bind", "-s", "lost"]);
     let tree = fx.isolation("lost");
     assert!(tree.join("README.md").is_file(), "the bind built its tree");
     assert!(claim_file(&fx, "lost").is_file());
@@ -92,12 +79,6 @@ fn a_claim_whose_bind_still_runs_is_never_finished_however_old() {
     fx.bind("other");
     let mut bind = sleeper();
     let pid = bind.id();
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let ticks = stat[stat.rfind(')').unwrap() + 1..]
-        .split_whitespace()
-        .nth(19)
-        .unwrap()
-        .to_string();
     let tree = fx.isolation("busy");
     std::fs::create_dir_all(&tree).unwrap();
     std::fs::write(tree.join("half-written.txt"), "checkout in progress\n").unwrap();
@@ -106,7 +87,7 @@ fn a_claim_whose_bind_still_runs_is_never_finished_however_old() {
         "path": tree,
         "bind_process": {
             "pid": pid,
-            "start_identity": format!("linux-proc-start-ticks:{ticks}"),
+            "start_identity": crate::fixture::start_identity(pid),
             "hostname": a3s_iso::base::owner::hostname(),
         },
         "created_at_ms": now_ms() - 3 * 3_600_000,

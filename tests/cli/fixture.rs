@@ -651,13 +651,12 @@ pub fn with_submodule(id: &str) -> Fixture {
     fx
 }
 
-/// Runs `promote` with the fault point `fault` armed and checks that it killed the process.
+/// Runs `a3s-iso ARGS` with the fault point `fault` armed and checks that it killed the process.
 #[cfg(feature = "fault-injection")]
-pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
+pub fn killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
     let out = fx
         .cmd()
         .env("A3S_ISO_TEST_FAULT", fault)
-        .args(["--json", "promote"])
         .args(args)
         .output()
         .unwrap();
@@ -667,6 +666,25 @@ pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
         "the fault point {fault} must kill it: {}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+/// Runs `promote` with the fault point `fault` armed and checks that it killed the process.
+#[cfg(feature = "fault-injection")]
+pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
+    let mut all = vec!["--json", "promote"];
+    all.extend_from_slice(args);
+    killed_at(fx, fault, &all);
+}
+
+/// A running process's start identity as a3s-iso records it (`linux-proc-start-ticks:N`).
+pub fn start_identity(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let ticks = stat[stat.rfind(')').unwrap() + 1..]
+        .split_whitespace()
+        .nth(19)
+        .unwrap()
+        .to_string();
+    format!("linux-proc-start-ticks:{ticks}")
 }
 
 /// `promote --json` with `args`.

@@ -526,19 +526,7 @@ fn a_crash_at_each_step_of_take_and_return_is_repaired() {
             "bind" => vec!["bind", "--owner", "none", "-s", "victim"],
             _ => vec!["discard", "-s", "victim"],
         };
-        let status = fx
-            .cmd()
-            .args(&args)
-            .env("A3S_ISO_TEST_FAULT", point)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .unwrap();
-        assert_eq!(
-            std::os::unix::process::ExitStatusExt::signal(&status),
-            Some(9),
-            "{point}"
-        );
+        crate::fixture::killed_at(&fx, point, &args);
         spares_are_pristine(&fx);
         fx.bind("next");
         let tree = fx.isolation("next");
@@ -922,18 +910,7 @@ fn attack_a_session_cannot_plant_a_file_through_the_keep_ignored_cleaning() {
 fn a_spare_build_killed_is_removed_by_the_next_command_once_the_grace_is_over() {
     let fx = source();
     fx.bind("other");
-    let status = fx
-        .cmd()
-        .args(["pool", "--size", "1"])
-        .env("A3S_ISO_TEST_FAULT", "pool-fill-after-checkout")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert_eq!(
-        std::os::unix::process::ExitStatusExt::signal(&status),
-        Some(9)
-    );
+    crate::fixture::killed_at(&fx, "pool-fill-after-checkout", &["pool", "--size", "1"]);
     let record_file = crate::fixture::state_dir(&fx).join("pool/spares/1.json");
     let record =
         || -> Value { serde_json::from_slice(&std::fs::read(&record_file).unwrap()).unwrap() };
