@@ -46,13 +46,7 @@ fn a_bind_killed_before_publishing_is_undone_by_the_next_command_once_the_grace_
     // Past it: the next command (a read-only one) undoes the bind first, and says so.
     age_claim(&fx, "lost", 11);
     let other_before = listing(&fx.isolation("other"));
-    let out = fx.cmd().args(["list"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("1 interrupted operation was finished"),
-        "{stderr}"
-    );
+    crate::fixture::list_finishing_one(&fx);
     assert!(!tree.exists(), "the dead bind's tree is gone");
     assert!(!claim_file(&fx, "lost").exists(), "its claim is gone");
     assert!(!registered(&fx, &tree), "its registration is gone");

@@ -676,6 +676,17 @@ pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
     killed_at(fx, fault, &all);
 }
 
+/// Runs `list`, which must succeed and say that it finished one interrupted operation first.
+pub fn list_finishing_one(fx: &Fixture) {
+    let out = fx.cmd().args(["list"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 interrupted operation was finished"),
+        "{stderr}"
+    );
+}
+
 /// A running process's start identity as a3s-iso records it (`linux-proc-start-ticks:N`).
 pub fn start_identity(pid: u32) -> String {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

@@ -929,13 +929,7 @@ fn a_spare_build_killed_is_removed_by_the_next_command_once_the_grace_is_over() 
     let mut aged = record();
     aged["at_ms"] = (crate::fixture::now_ms() - 11 * 60_000).into();
     std::fs::write(&record_file, serde_json::to_vec(&aged).unwrap()).unwrap();
-    let out = fx.cmd().args(["list"]).output().unwrap();
-    assert_eq!(out.status.code(), Some(0));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("1 interrupted operation was finished"),
-        "{stderr}"
-    );
+    crate::fixture::list_finishing_one(&fx);
     assert!(!tree.exists(), "the half-built spare is gone");
     assert!(!record_file.exists(), "its record is gone");
     let listed = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);
