@@ -76,6 +76,17 @@ pub enum OwnerLiveness {
 /// also `sweep`'s default grace.
 pub(crate) const GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Set for a run's command (see `run`): an a3s-iso it starts may be in the run's PID namespace.
+const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
+
+/// Whether this process can tell a dead process from a live one of this host: it reads its own
+/// start identity, and it was not started by a run's command, whose sandbox has a PID namespace
+/// of its own (where every pid of the host would look dead). Nothing is removed for a dead
+/// owner otherwise.
+pub(crate) fn sees_host_processes() -> bool {
+    start_identity(std::process::id()).is_some() && std::env::var_os(INSIDE_RUN).is_none()
+}
+
 /// Whether a recorded owner is still running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Liveness {

@@ -13,8 +13,10 @@
 //! progress instead ([`Interrupted`]), never a half-done checkout as a normal one.
 //!
 //! A claim or a spare record is also there while its operation runs; only one whose process is
-//! dead, and older than the grace period ([`crate::base::owner::GRACE`]), waits to be finished here. A bind of the
-//! same id, `sweep` (with its own `--grace`) and the pool's own users clear them sooner.
+//! dead, and older than the grace period ([`crate::base::owner::GRACE`]), waits to be finished
+//! here, and only by a process that can tell (not one a run's command started, whose PID
+//! namespace hides the host's processes). A bind of the same id, `sweep` (with its own
+//! `--grace`) and the pool's own users clear them sooner.
 
 pub(crate) mod claims;
 pub mod intent;

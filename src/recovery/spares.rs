@@ -195,6 +195,9 @@ fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<(
 /// still `building` whose maker is dead (read without the lock). A ready spare that is not
 /// whole is no interrupted operation: the pool's next user finds and removes it.
 pub(crate) fn interrupted(located: &Located) -> Vec<Spare> {
+    if !crate::base::owner::sees_host_processes() {
+        return Vec::new();
+    }
     let now = crate::base::fsutil::now_ms();
     let grace = crate::base::owner::GRACE.as_millis() as u64;
     spares(located)

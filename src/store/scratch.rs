@@ -8,12 +8,9 @@
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::maker::{is_dead, maker_of, start_ticks};
+use crate::base::maker::{is_dead, maker_of};
 use crate::base::owner::start_identity;
 use crate::store::layout::StateDir;
-
-/// Set for a run's command (see `run`): a3s-iso started by it cleans nothing.
-const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
 
 /// The prefix of a run's private TMPDIR in the system's temporary directory.
 pub(crate) const PRIVATE_TMP_PREFIX: &str = "a3s-iso-";
@@ -146,7 +143,7 @@ fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
 /// `gc` lists. Nothing where this process cannot read its own start identity, nor from inside
 /// a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
 pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
-    if start_ticks(std::process::id()).is_none() || std::env::var_os(INSIDE_RUN).is_some() {
+    if !crate::base::owner::sees_host_processes() {
         return Vec::new();
     }
     let mut found: Vec<Leftover> = RECORD_DIRS

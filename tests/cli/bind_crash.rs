@@ -43,8 +43,20 @@ fn a_bind_killed_before_publishing_is_undone_by_the_next_command_once_the_grace_
     assert!(tree.join("README.md").is_file());
     assert!(claim_file(&fx, "lost").is_file());
 
-    // Past it: the next command (a read-only one) undoes the bind first, and says so.
+    // Past it, a command a run's command started (its PID namespace may hide every process of
+    // the host, so none can be told dead) still leaves it.
     age_claim(&fx, "lost", 11);
+    let out = fx
+        .cmd()
+        .args(["list"])
+        .env("A3S_ISO_RUN_ID", "r-inside")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(tree.join("README.md").is_file());
+    assert!(claim_file(&fx, "lost").is_file());
+
+    // Otherwise the next command (a read-only one) undoes the bind first, and says so.
     let other_before = listing(&fx.isolation("other"));
     crate::fixture::list_finishing_one(&fx);
     assert!(!tree.exists(), "the dead bind's tree is gone");
