@@ -27,8 +27,6 @@ use rustix::io::Errno;
 enum Synced {
     /// Nothing: a reader sees the old file or the new one, until a crash of the machine.
     Nothing,
-    /// The new file's contents: after a crash, the old file or the whole new one.
-    Contents,
     /// Its contents and its directory: after a crash, the new file.
     ContentsAndName,
 }
@@ -379,22 +377,6 @@ impl Dir {
         self.via_temp(rel, Synced::ContentsAndName, fill)
     }
 
-    /// Like [`Dir::replace`] but only the new file's contents are synced, not its directory:
-    /// after a crash `rel` holds the old file (or nothing) or the whole new one, never half of
-    /// one, but the new one may be lost. For reports that nothing is recovered from.
-    pub(crate) fn replace_report(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.via_temp(rel, Synced::Contents, |file| file.write_all(bytes))
-    }
-
-    /// Like [`Dir::replace_report`], the new file written by `fill`.
-    pub(crate) fn replace_report_with(
-        &self,
-        rel: &Path,
-        fill: impl FnOnce(&mut File) -> io::Result<()>,
-    ) -> io::Result<()> {
-        self.via_temp(rel, Synced::Contents, fill)
-    }
-
     /// Like [`Dir::replace_with`] but nothing is synced: a reader sees the old file or the
     /// new one, never half of one (as git writes the files of an admin dir).
     pub(crate) fn put_with(
@@ -427,7 +409,7 @@ impl Dir {
         let result = (|| {
             let mut file = at.create_new(tmp, 0o666)?;
             fill(&mut file)?;
-            if sync != Synced::Nothing {
+            if sync == Synced::ContentsAndName {
                 file.sync_all()?;
             }
             rustix::fs::renameat(at.fd(), tmp, at.fd(), name)?;

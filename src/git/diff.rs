@@ -12,7 +12,7 @@ use crate::git::hermetic::ObjectView;
 /// (Attributes and the repository's own configuration do not reach the diff at all: it runs in
 /// an [`ObjectView`].) Git judges files over `core.bigFileThreshold` binary without reading
 /// them on some diff paths, so its default is pinned as well.
-const PATCH_CONFIG: &[&str] = &[
+pub(crate) const PATCH_CONFIG: &[&str] = &[
     "-c",
     "core.quotePath=true",
     "-c",
@@ -20,7 +20,7 @@ const PATCH_CONFIG: &[&str] = &[
     "-c",
     "core.bigFileThreshold=512m",
 ];
-const PATCH_FLAGS: &[&str] = &[
+pub(crate) const PATCH_FLAGS: &[&str] = &[
     "--binary",
     "--full-index",
     "--no-renames",

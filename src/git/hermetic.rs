@@ -235,8 +235,15 @@ fn format_config(format: ObjectFormat) -> &'static str {
 /// waited on if it is a FIFO); a full object id of the repository's hash length is taken as
 /// it is, `ref: refs/…` must pass `git check-ref-format`, must not be a per-worktree ref, and
 /// is resolved against the common dir only; either way the result must name a commit there.
-/// Anything else is `change_set_unavailable`.
-pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result<String> {
+/// Anything else is `change_set_unavailable`. A full id equal to `pinned`, a commit this
+/// repository keeps under a ref of a3s-iso's own (a session's bound revision), is that commit
+/// without asking git again.
+pub(crate) fn resolve_head(
+    git: &Git,
+    common_dir: &Path,
+    admin: &Path,
+    pinned: Option<&str>,
+) -> Result<String> {
     let path = admin.join("HEAD");
     let unusable = |problem: HeadProblem| Error::ChangeSetUnavailable {
         reason: NoDocument::Head {
@@ -251,6 +258,9 @@ pub(crate) fn resolve_head(git: &Git, common_dir: &Path, admin: &Path) -> Result
     let full_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
         .iter()
         .any(|format| format.is_full_id(text));
+    if full_id && pinned == Some(text) {
+        return Ok(text.to_string());
+    }
     let named = if full_id {
         text.to_string()
     } else if let Some(name) = text.strip_prefix("ref: ") {

@@ -8,7 +8,7 @@
 
 mod blobs;
 mod checkout;
-mod diff;
+pub(crate) mod diff;
 mod hermetic;
 mod index;
 mod merge;
@@ -20,6 +20,7 @@ mod runner;
 mod stash;
 mod submodule;
 mod tree_edit;
+mod version_cache;
 
 pub(crate) use crate::git::checkout::{Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};

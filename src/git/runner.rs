@@ -91,7 +91,8 @@ pub(crate) struct GitOutput {
 }
 
 impl Git {
-    /// Finds git (`explicit`, else `git` on PATH) and checks its version once.
+    /// Finds git (`explicit`, else `git` on PATH) and checks its version: asked once per git
+    /// binary, then recalled from the user's cache dir.
     pub fn locate(explicit: Option<&Path>) -> Result<Git> {
         let bin = match explicit {
             Some(path) => which::which(path).map_err(|e| Error::Usage {
@@ -109,12 +110,19 @@ impl Git {
             checkouts: Arc::default(),
             memo: Arc::default(),
         };
-        let out = git.at(Path::new(".")).arg("--version").run_text()?;
-        let version = out
-            .strip_prefix("git version ")
-            .unwrap_or(&out)
-            .trim()
-            .to_string();
+        let version = match crate::git::version_cache::recalled(&git.bin) {
+            Some(known) => known,
+            None => {
+                let out = git.at(Path::new(".")).arg("--version").run_text()?;
+                let version = out
+                    .strip_prefix("git version ")
+                    .unwrap_or(&out)
+                    .trim()
+                    .to_string();
+                crate::git::version_cache::keep(&git.bin, &version);
+                version
+            }
+        };
         match parse_version(&version) {
             Some(found) if found >= MIN_VERSION => {}
             _ => {

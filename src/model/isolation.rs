@@ -236,12 +236,14 @@ pub struct Isolation {
 
 impl Isolation {
     /// The commit the isolation's HEAD names, resolved without trusting the admin dir
-    /// ([`crate::git::resolve_head`]); `change_set_unavailable` when it names none.
+    /// ([`crate::git::resolve_head`]); `change_set_unavailable` when it names none. The bound
+    /// revision is pinned by the session's base ref, so a HEAD still there needs no git.
     pub(crate) fn head(&self, git: &Git) -> Result<CommitId> {
         CommitId::new(crate::git::resolve_head(
             git,
             &self.common_dir,
             &self.admin,
+            self.bound_revision.as_deref(),
         )?)
     }
 

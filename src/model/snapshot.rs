@@ -620,62 +620,13 @@ pub(crate) fn patch_paths(patch: impl std::io::BufRead, limit: usize) -> Vec<Str
         }
         let Ok(line) = line else { break };
         if let Some(header) = line.strip_prefix(b"diff --git ") {
-            paths.push(String::from_utf8_lossy(&header_path(header)).into_owned());
+            paths.push(
+                String::from_utf8_lossy(&crate::model::patch_text::header_path(header))
+                    .into_owned(),
+            );
         }
     }
     paths
-}
-
-/// The path of a `diff --git a/P b/P` header (`--no-renames`: both sides name it).
-fn header_path(header: &[u8]) -> Vec<u8> {
-    if header.first() == Some(&b'"') {
-        let name = unquote(&header[1..]);
-        return name.strip_prefix(b"a/").unwrap_or(&name).to_vec();
-    }
-    // `a/` + P + ` b/` + P: both halves are the same length.
-    let half = header.len().saturating_sub(5) / 2;
-    match header.get(2..2 + half) {
-        Some(path) if header.len() == 2 * half + 5 => path.to_vec(),
-        _ => header.strip_prefix(b"a/").unwrap_or(header).to_vec(),
-    }
-}
-
-/// A C-quoted name as git writes it, up to its closing quote.
-fn unquote(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < text.len() && text[i] != b'"' {
-        if text[i] != b'\\' || i + 1 >= text.len() {
-            out.push(text[i]);
-            i += 1;
-            continue;
-        }
-        let next = text[i + 1];
-        let octal = text
-            .get(i + 1..i + 4)
-            .filter(|d| d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        if let Some(digits) = octal {
-            out.push(
-                digits
-                    .iter()
-                    .fold(0u8, |n, d| n.wrapping_mul(8) + (d - b'0')),
-            );
-            i += 4;
-            continue;
-        }
-        out.push(match next {
-            b'n' => b'\n',
-            b't' => b'\t',
-            b'r' => b'\r',
-            b'a' => 7,
-            b'b' => 8,
-            b'f' => 12,
-            b'v' => 11,
-            other => other,
-        });
-        i += 2;
-    }
-    out
 }
 
 /// `sha256:<hex>` of bytes in memory.

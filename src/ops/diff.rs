@@ -506,7 +506,7 @@ pub(crate) fn files_of(mut reader: impl BufRead) -> Result<Vec<FileChange>> {
 fn header_line(text: &[u8], files: &mut Vec<FileChange>, hunk: &mut (u64, u64)) {
     if let Some(rest) = text.strip_prefix(b"diff --git ") {
         files.push(FileChange {
-            path: RepoPath(header_path(rest)),
+            path: RepoPath(crate::model::patch_text::header_path(rest)),
             status: FileStatus::Modified,
             additions: 0,
             deletions: 0,
@@ -541,54 +541,6 @@ fn hunk_lengths(rest: &[u8]) -> (u64, u64) {
     let old = length(sides.next());
     let new = length(sides.next().and_then(|s| s.strip_prefix('+')));
     (old, new)
-}
-
-/// The path of `a/P b/P` (or `"a/P" "b/P"` when git quoted it): without renames both sides
-/// name the same path.
-fn header_path(rest: &[u8]) -> Vec<u8> {
-    if rest.first() == Some(&b'"') {
-        let unquoted = unquote(&rest[1..]);
-        return unquoted
-            .strip_prefix(b"a/")
-            .map_or(unquoted.clone(), <[u8]>::to_vec);
-    }
-    let len = rest.len().saturating_sub(5) / 2;
-    rest.get(2..2 + len).unwrap_or_default().to_vec()
-}
-
-/// A C-quoted string after its opening quote, up to the closing one (git's `quote_c_style`).
-fn unquote(text: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < text.len() {
-        let b = text[i];
-        i += 1;
-        match b {
-            b'"' => break,
-            b'\\' if i < text.len() => {
-                let e = text[i];
-                i += 1;
-                match e {
-                    b'0'..=b'7' => {
-                        let digits = &text[i - 1..(i + 2).min(text.len())];
-                        let value = digits.iter().fold(0u32, |v, d| v * 8 + u32::from(d - b'0'));
-                        out.push(value as u8);
-                        i += digits.len() - 1;
-                    }
-                    b'a' => out.push(7),
-                    b'b' => out.push(8),
-                    b't' => out.push(b'\t'),
-                    b'n' => out.push(b'\n'),
-                    b'v' => out.push(11),
-                    b'f' => out.push(12),
-                    b'r' => out.push(b'\r'),
-                    other => out.push(other),
-                }
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// git writes a path that changes kind as a deletion followed by an addition (or the other

@@ -1,4 +1,5 @@
-//! TODO-DOC ops
+//! One verb each (a folder where a verb has parts). A verb composes services, recovery and
+//! the model; it never imports another verb.
 
 pub mod bind;
 pub mod capture;

@@ -1,4 +1,6 @@
-//! TODO-DOC services
+//! What several verbs share: capture's insides (evidence), a session's steps and runs,
+//! nested change sets, the pool of spares, purges, rebase planning, remotes, the network
+//! proxy, profiles, configuration, setup and overlaps.
 
 pub mod config;
 pub mod copyignored;

@@ -1,4 +1,6 @@
-//! TODO-DOC store
+//! The state store under `<common dir>/a3s-iso/`: its records (sessions, runs, journal,
+//! registry, leases), where each lives (`layout`), the repository lock, and what dead
+//! processes left in its scratch dir.
 
 pub(crate) mod layout;
 pub mod lock;

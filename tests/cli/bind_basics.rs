@@ -433,6 +433,15 @@ fn a_git_that_is_too_old_is_refused() {
         .output()
         .unwrap();
     assert_eq!(error_code(&json_of(out).1), "git_too_old");
+    // The version is kept per binary: a new git at the same path (an upgrade) is asked again.
+    let real = crate::fixture::git_on_path();
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\nexec '{}' \"$@\"\n", real.display()),
+    )
+    .unwrap();
+    let (code, doc) = fx.json(&["--git", fake.to_str().unwrap(), "list"]);
+    assert_eq!(code, 0, "{doc}");
 }
 
 #[test]

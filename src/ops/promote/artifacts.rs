@@ -2,10 +2,12 @@
 //! anything is applied (as `planned`) and rewritten with the final outcome.
 //!
 //! They are reports, not records: nothing is recovered from them (the intent and the journal
-//! are fsynced with their directories; `--reapply` checks a stored patch against its digest
-//! and makes it again from the recorded trees when it is gone). So each is written whole by
-//! rename with its contents synced, never half of one after a crash, but its directory is not
-//! synced: a crash of the machine may leave the earlier summary, or no artifact at all.
+//! are fsynced with their directories). So each is written whole by rename, which a reader
+//! never sees half of, and nothing is synced (as git writes its own loose files): a crash of
+//! the machine may leave an artifact missing, old, empty or cut short. Every reader copes:
+//! `--reapply` and `diff --digest` check the patch against its digest (`--reapply` makes it
+//! again from the recorded trees), and `log` and `gc` read a summary that does not parse as
+//! none.
 
 use std::path::{Path, PathBuf};
 
@@ -66,7 +68,7 @@ impl Artifacts {
             .ctx(|| format!("cannot read {}", patch.file.path().display()))?;
         artifacts
             .handle
-            .replace_report_with(Path::new("change.patch"), |file| {
+            .put_with(Path::new("change.patch"), |file| {
                 std::io::copy(&mut source, file).map(|_| ())
             })
             .ctx(|| format!("cannot write {}", artifacts.patch.display()))?;
@@ -80,7 +82,7 @@ impl Artifacts {
     pub(crate) fn summarise(&self, out: &PromoteOutcome) -> Result<()> {
         let bytes = record_bytes(crate::ops::promote::outcome::SCHEMA, out)?;
         self.handle
-            .replace_report(Path::new("summary.json"), &bytes)
+            .put(Path::new("summary.json"), &bytes)
             .ctx(|| format!("cannot write {}", self.dir.join("summary.json").display()))
     }
 }

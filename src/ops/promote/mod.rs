@@ -80,7 +80,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             return crate::ops::promote::branch::promote_branch(ctx, &located, session, opts);
         }
         let _lock = ctx.lock(&located.repo)?;
-        let candidate = Candidate::of_session(ctx, &located, session)?;
+        let candidate = Candidate::of_session_beside_head(ctx, &located, session)?;
         return promote_patch(ctx, &located, candidate, opts);
     }
     if opts.mode == Mode::Branch {

@@ -320,6 +320,7 @@ fn candidate_of(
         nested_path: Some(path.clone()),
         alternate_objects: Some(located.repo.common_dir.join("objects")),
         made_from_trees: false,
+        source_head: None,
     }))
 }
 

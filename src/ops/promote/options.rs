@@ -81,6 +81,9 @@ pub(crate) struct Candidate {
     /// The patch is the diff of `base_tree` and `result_tree` that this promote made itself
     /// (a session's fresh capture), so both trees are here and say what every path becomes.
     pub(crate) made_from_trees: bool,
+    /// The source's HEAD, when it was read under the lock while the session was captured
+    /// (`None`: not read yet).
+    pub(crate) source_head: Option<Option<CommitId>>,
 }
 
 impl Candidate {
@@ -107,6 +110,7 @@ impl Candidate {
             nested_path: None,
             alternate_objects: None,
             made_from_trees: false,
+            source_head: None,
         }
     }
 
@@ -241,6 +245,33 @@ impl Candidate {
             submodule_objects: nested.objects,
             previous,
             made_from_trees: true,
+            source_head: None,
+        })
+    }
+
+    /// [`Candidate::of_session`] for patch mode, which next reads the source's HEAD and core
+    /// settings: two gits that need nothing of the capture, so they run beside it.
+    pub(crate) fn of_session_beside_head(
+        ctx: &Context,
+        located: &Located,
+        session: SessionRecord,
+    ) -> Result<Candidate> {
+        let source = crate::git::repo::Repo::new(
+            &ctx.git,
+            session.source.clone(),
+            located.repo.common_dir.clone(),
+        );
+        std::thread::scope(|scope| {
+            let read = scope.spawn(|| {
+                // Kept in the command's memo for the checkout's writer.
+                let _ = ctx.git.core_settings(&source.toplevel);
+                source.head_commit(&ctx.git)
+            });
+            let captured = Candidate::of_session(ctx, located, session);
+            let head = read.join();
+            let mut candidate = captured?;
+            candidate.source_head = head.ok();
+            Ok(candidate)
         })
     }
 

@@ -72,7 +72,10 @@ pub(crate) fn promote_patch(
         return Ok((out, None));
     }
     let source = source_of(ctx, located, candidate);
-    let head = source.head_commit(&ctx.git);
+    let head = match &candidate.source_head {
+        Some(read) => read.clone(),
+        None => source.head_commit(&ctx.git),
+    };
     out.current_revision = head.clone();
     if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
         return Ok((out, None));
@@ -336,7 +339,8 @@ pub(crate) fn check(
 }
 
 /// What each touched path holds now (hashed, and stored as a possible pre-image), and which
-/// of them hold uncommitted work: two independent readings, each its own git, side by side.
+/// of them hold uncommitted work: two independent readings, each its own git, side by side,
+/// with a third that learns the paths' checkout filters for the writer.
 fn read_touched(
     checkout: &Checkout<'_>,
     located: &Located,
@@ -347,6 +351,8 @@ fn read_touched(
     std::thread::scope(|scope| {
         let overlap =
             scope.spawn(|| overlap_with_wip(checkout.git, located, candidate, source, touched));
+        // What the writer will ask of the same paths; a failure here is asked again there.
+        scope.spawn(|| checkout.learn_filters(touched));
         let states = checkout.states(touched, true);
         let overlap = overlap.join().unwrap_or_else(|_| {
             Err(crate::base::error::Error::internal(
@@ -358,8 +364,9 @@ fn read_touched(
 }
 
 /// For a change set this promote made from two trees: every path it changes, with both images
-/// (one `diff-tree`). `None` otherwise, or when that does not account for every section of the
-/// patch (a path whose type changes is two): then git apply reads the patch.
+/// (from the patch's own headers, else one `diff-tree`). `None` otherwise, or when that does
+/// not account for every section of the patch (a path whose type changes is two): then git
+/// apply reads the patch.
 fn known_changes(
     ctx: &Context,
     candidate: &Candidate,
@@ -372,8 +379,11 @@ fn known_changes(
     ) else {
         return Ok(None);
     };
-    Ok(intent::tree_changes(&ctx.git, source, base, result)?
-        .filter(|changes| changes.len() as u64 == candidate.patch.files_changed))
+    let changes = match intent::patch_changes(candidate.patch.file.path())? {
+        Some(changes) => Some(changes),
+        None => intent::tree_changes(&ctx.git, source, base, result)?,
+    };
+    Ok(changes.filter(|changes| changes.len() as u64 == candidate.patch.files_changed))
 }
 
 /// Whether a path holds exactly `want`: the same blob and the same mode (`None`: absent).

@@ -357,18 +357,42 @@ impl<'a> Checkout<'a> {
             .ctx(|| format!("cannot create {}", temp.display()))
     }
 
+    /// Asks git now which of `paths` have checkout filters, so that writing them later asks
+    /// nothing (for the checks that run beside this reading). Nothing is learnt when the
+    /// change touches a `.gitattributes`: the writer asks once the removals are done.
+    pub(crate) fn learn_filters(&self, paths: &[RepoPath]) -> Result<()> {
+        let sets_attributes = paths
+            .iter()
+            .any(|p| p.0.rsplit(|b| *b == b'/').next() == Some(&b".gitattributes"[..]));
+        if sets_attributes {
+            return Ok(());
+        }
+        self.filtered(paths.iter()).map(|_| ())
+    }
+
     /// The paths whose checkout form may differ from the blob (filters, end-of-line
-    /// conversion): those are written through `cat-file --filters`.
+    /// conversion): those are written through `cat-file --filters`. Each path's answer is kept
+    /// for the rest of the command.
     fn filtered<'p>(
         &self,
         paths: impl Iterator<Item = &'p RepoPath>,
     ) -> Result<BTreeSet<RepoPath>> {
         let paths: Vec<&RepoPath> = paths.collect();
-        if paths.is_empty() {
-            return Ok(BTreeSet::new());
-        }
         if self.autocrlf {
             return Ok(paths.into_iter().cloned().collect());
+        }
+        let question = |path: &RepoPath| format!("filtered {}", hex::encode(&path.0));
+        let known: Option<Vec<bool>> = paths
+            .iter()
+            .map(|p| self.git.recall(self.top, &question(p)).map(|a| a == "yes"))
+            .collect();
+        if let Some(known) = known {
+            return Ok(paths
+                .into_iter()
+                .zip(known)
+                .filter(|(_, filtered)| *filtered)
+                .map(|(p, _)| p.clone())
+                .collect());
         }
         let mut input = Vec::new();
         for path in &paths {
@@ -377,10 +401,15 @@ impl<'a> Checkout<'a> {
         }
         let out = self.git.checkout_attrs(self.top, input)?;
         let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
-        Ok(fields
+        let found: BTreeSet<RepoPath> = fields
             .chunks(3)
             .filter(|t| t.len() == 3 && !matches!(t[2], b"unspecified" | b"unset"))
             .map(|t| RepoPath(t[0].to_vec()))
-            .collect())
+            .collect();
+        for path in paths {
+            let answer = if found.contains(path) { "yes" } else { "no" };
+            self.git.remember(self.top, &question(path), answer);
+        }
+        Ok(found)
     }
 }

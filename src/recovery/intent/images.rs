@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use crate::base::error::Result;
+use crate::base::error::{IoContext, Result};
 use crate::git::{Git, split_nul};
 use crate::model::snapshot::TempFile;
 use crate::recovery::intent::checkout::PathState;
@@ -124,6 +124,27 @@ pub(crate) fn tree_changes(
         });
     }
     Ok(Some(changes))
+}
+
+/// Every path a patch a3s-iso made from two trees changes, with both images, read from the
+/// patch's own headers (no git). `None` when a section does not say both images: then the
+/// trees are asked ([`tree_changes`]).
+pub(crate) fn patch_changes(patch_file: &Path) -> Result<Option<Vec<PathChange>>> {
+    let file =
+        std::fs::File::open(patch_file).ctx(|| format!("cannot read {}", patch_file.display()))?;
+    let sections = crate::model::patch_text::section_images(std::io::BufReader::new(file))
+        .ctx(|| format!("cannot read {}", patch_file.display()))?;
+    let image = |side: Option<(String, String)>| side.map(|(mode, oid)| Entry { mode, oid });
+    Ok(sections.map(|sections| {
+        sections
+            .into_iter()
+            .map(|s| PathChange {
+                path: RepoPath(s.path),
+                pre: image(s.old),
+                post: image(s.new),
+            })
+            .collect()
+    }))
 }
 
 /// `ls-files -s -z` records: path → entry.

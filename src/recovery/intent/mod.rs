@@ -24,7 +24,7 @@ mod stash;
 
 pub(crate) use crate::recovery::intent::checkout::{Checkout, PathState, Side};
 pub(crate) use crate::recovery::intent::images::{
-    Planned, Touched, plan_of_changes, plan_patch, tree_changes, tree_images,
+    Planned, Touched, patch_changes, plan_of_changes, plan_patch, tree_changes, tree_images,
 };
 pub(crate) use crate::recovery::intent::record::{
     BranchPlan, Changes, Entry, Intent, PatchPlan, PathChange, RepoPath, SCHEMA, tag,
