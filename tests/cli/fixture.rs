@@ -419,6 +419,21 @@ pub fn listing(dir: &Path) -> BTreeMap<String, String> {
     out
 }
 
+/// [`listing`] of a fixture's root without the user's cache dir (`home/.cache`): every command
+/// asks git's version before anything else, and keeps the answer there per git binary, whatever
+/// it is refused for next. Nothing in it is about a repository.
+pub fn listing_but_cache(root: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    walk(
+        root,
+        root,
+        &mut out,
+        &|rel| !rel.starts_with("home/.cache"),
+        true,
+    );
+    out
+}
+
 /// Every entry under `dir` by name and content only: relative path → `dir`, `link <target>`
 /// or `file <size> <sha256>`. Modes are left out, so the umask a file was written under does
 /// not count.
