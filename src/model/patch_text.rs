@@ -383,7 +383,11 @@ mod tests {
             ];
             let after: Vec<(&str, &[u8], &[u8])> = vec![
                 ("100644", b"kept", b"same\n"),
-                ("100644", b"text", b"one\n+diff --git a/x b/x\ntwo\n"),
+                (
+                    "100644",
+                    b"text",
+                    b"one\n+diff --git a/x b/x\ndiff --git a/y b/y\nindex 1..2 100644\ntwo\n",
+                ),
                 ("100644", b"bin", &changed_binary),
                 ("100755", b"exec", b"#!/bin/sh\nexit 0\n"),
                 ("120000", b"link", b"text"),
