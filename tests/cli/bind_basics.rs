@@ -452,6 +452,82 @@ fn a_git_that_is_too_old_is_refused() {
     assert_eq!(code, 0, "{doc}");
 }
 
+/// A git behind a wrapper (an asdf or mise shim, a script) may be another git at each call
+/// with nothing of the wrapper changed: its version is asked every time, never kept.
+#[test]
+fn a_git_behind_a_wrapper_is_asked_its_version_every_time() {
+    let fx = Fixture::new();
+    let real = crate::fixture::git_on_path();
+    let old = fx.root.join("old-git");
+    std::fs::write(&old, "#!/bin/sh\necho 'git version 2.20.1'\n").unwrap();
+    let shim = fx.root.join("shim").join("git");
+    std::fs::create_dir_all(shim.parent().unwrap()).unwrap();
+    std::fs::write(&shim, "#!/bin/sh\nexec \"$BEHIND\" \"$@\"\n").unwrap();
+    for file in [&old, &shim] {
+        std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    }
+    let list = |behind: &std::path::Path| {
+        let out = fx
+            .cmd()
+            .env("BEHIND", behind)
+            .arg("--git")
+            .arg(&shim)
+            .args(["--json", "list"])
+            .output()
+            .unwrap();
+        json_of(out)
+    };
+    assert_eq!(list(&real).0, 0);
+    let (code, doc) = list(&old);
+    assert_eq!((code, error_code(&doc)), (1, "git_too_old"), "{doc}");
+    assert_eq!(list(&real).0, 0);
+}
+
+/// What a3s-iso keeps of git's version is a file anyone with the user's rights can replace:
+/// a FIFO or a link there is not waited on or followed, and the command goes on.
+#[test]
+fn a_fifo_or_a_link_in_the_cache_of_git_versions_hangs_nothing() {
+    use sha2::Digest;
+    let fx = Fixture::new();
+    let real = std::fs::canonicalize(crate::fixture::git_on_path()).unwrap();
+    let name = hex::encode(sha2::Sha256::digest(real.as_os_str().as_encoded_bytes()));
+    let dir = fx.home.join(".cache/a3s-iso/git-version");
+    std::fs::create_dir_all(&dir).unwrap();
+    let entry = dir.join(&name[..32]);
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(&entry)
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    let within = |args: &[&str]| {
+        let mut child = fx
+            .cmd()
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    };
+    assert_eq!(within(&["list"]), Some(0), "a FIFO there hung the command");
+    std::fs::remove_file(&entry).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &entry).unwrap();
+    assert_eq!(within(&["list"]), Some(0), "a link there was followed");
+    fx.bind("s");
+    assert_eq!(within(&["capture", "-s", "s"]), Some(0));
+}
+
 #[test]
 fn eight_concurrent_binds_of_one_id_have_one_winner() {
     let fx = Fixture::new();

@@ -57,13 +57,13 @@ fn commands_start_no_more_git_processes_than_they_need() {
     assert!(run.len() <= 9, "{run:#?}");
     assert!(calls(&fx, git, &["capture", "-s", "g"]).len() <= 8);
     let promote = calls(&fx, git, &["promote", "-s", "g"]);
-    assert!(promote.len() <= 10, "{promote:#?}");
+    assert!(promote.len() <= 11, "{promote:#?}");
     // What cannot change while it runs is asked once: a commit by its full id, the
     // checkout's core settings, each path's attributes. What is known already is not asked:
-    // the version (kept per binary), the bound commit the isolation's HEAD still names, the
-    // images the patch's own headers give.
+    // the bound commit the isolation's HEAD still names, the images the patch's own headers
+    // give. (A git behind a wrapper, as this one is, is asked its version every time.)
     let asked = |what: &str| promote.iter().filter(|c| c.contains(what)).count();
-    assert_eq!(asked("--version"), 0, "{promote:#?}");
+    assert_eq!(asked("--version"), 1, "{promote:#?}");
     assert_eq!(asked("^{commit}"), 1, "{promote:#?}");
     assert_eq!(asked("diff-tree"), 0, "{promote:#?}");
     assert_eq!(asked("check-attr"), 1, "{promote:#?}");
@@ -73,6 +73,33 @@ fn commands_start_no_more_git_processes_than_they_need() {
     assert_eq!(asked("--get-regexp ^core"), 1, "{promote:#?}");
     assert_eq!(asked("core.sparseCheckout"), 0, "{promote:#?}");
     assert!(fx.src.join("f9.txt").is_file());
+}
+
+/// A compiled git's version is asked by the first command and kept per binary: the real git,
+/// traced, is not asked again by the next one.
+#[test]
+fn a_compiled_git_is_asked_its_version_once() {
+    let fx = Fixture::new();
+    let trace = fx.root.join("trace2.log");
+    let versions_asked = |args: &[&str]| {
+        let _ = std::fs::remove_file(&trace);
+        let out = fx
+            .cmd()
+            .env("GIT_TRACE2", &trace)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let log = std::fs::read_to_string(&trace).unwrap();
+        assert!(log.contains(" start "), "{log}");
+        log.lines()
+            .filter(|l| l.contains(" start ") && l.ends_with(" --version"))
+            .count()
+    };
+    assert_eq!(versions_asked(&["list"]), 1);
+    assert_eq!(versions_asked(&["list"]), 0);
+    fx.bind("s");
+    assert_eq!(versions_asked(&["capture", "-s", "s"]), 0);
 }
 
 #[test]

@@ -765,3 +765,49 @@ fn a_non_utf8_name_in_the_wip_overlapping_the_patch_is_a_conflict() {
         lines("one", "mine").as_bytes()
     );
 }
+
+/// A file of yours where the change set needs a directory (an untracked `k2`, the session
+/// creates `k2/x`) is a conflict naming it, nothing applied and nothing journaled; a tracked
+/// file the change set itself replaces by a directory still lands.
+#[test]
+fn a_file_of_yours_where_the_change_set_needs_a_directory_is_a_conflict() {
+    let fx = Fixture::new();
+    fx.write("k", "tracked file\n");
+    fx.commit_all("k is a file");
+    fx.bind("w");
+    let iso = fx.isolation("w");
+    std::fs::create_dir_all(iso.join("k2/deep")).unwrap();
+    std::fs::write(iso.join("k2/deep/x"), "agent\n").unwrap();
+    std::fs::write(iso.join("other.txt"), "agent\n").unwrap();
+    fx.write("k2", "yours, untracked\n");
+    let before = checkout_listing(&fx.src);
+    let (code, doc) = promote(&fx, &["-s", "w"]);
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(doc["reason"], "patch_does_not_apply", "{doc}");
+    assert_eq!(doc["conflicting_paths"], json!(["k2", "k2/deep/x"]));
+    assert_eq!(checkout_listing(&fx.src), before);
+    assert_eq!(
+        std::fs::read(fx.src.join("k2")).unwrap(),
+        b"yours, untracked\n"
+    );
+    assert!(!fx.src.join("other.txt").exists());
+    assert!(!fx.src.join(".git/a3s-iso/promoted").exists());
+    // Moved away, the same change set lands.
+    std::fs::remove_file(fx.src.join("k2")).unwrap();
+    let (code, doc) = promote(&fx, &["-s", "w"]);
+    assert_eq!((code, &doc["outcome"]), (0, &json!("applied")), "{doc}");
+    assert_eq!(std::fs::read(fx.src.join("k2/deep/x")).unwrap(), b"agent\n");
+    // A file the session replaces by a directory is removed first: no conflict.
+    fx.commit_all("landed");
+    fx.bind("d");
+    let iso = fx.isolation("d");
+    std::fs::remove_file(iso.join("k")).unwrap();
+    std::fs::create_dir(iso.join("k")).unwrap();
+    std::fs::write(iso.join("k/inside"), "now a directory\n").unwrap();
+    let (code, doc) = promote(&fx, &["-s", "d"]);
+    assert_eq!((code, &doc["outcome"]), (0, &json!("applied")), "{doc}");
+    assert_eq!(
+        std::fs::read(fx.src.join("k/inside")).unwrap(),
+        b"now a directory\n"
+    );
+}

@@ -289,6 +289,10 @@ pub(crate) fn check(
     }
     let checkout = Checkout::open(&ctx.git, source)?;
     let (states, overlap) = read_touched(&checkout, located, candidate, &touched)?;
+    let in_the_way = files_in_the_way(source, &touched, &states);
+    if !in_the_way.is_empty() {
+        return Ok(Check::DoesNotApply(IN_THE_WAY.into(), in_the_way));
+    }
     let posts = known
         .as_ref()
         .map(|changes| changes.iter().map(|c| c.post.clone()).collect::<Vec<_>>());
@@ -419,6 +423,35 @@ fn overlap_with_wip(
         // The base is HEAD's tree: anything uncommitted at a touched path collides.
         _ => uncommitted_among(git, source, touched),
     }
+}
+
+/// Why a change set that needs a directory where the checkout has a file does not land.
+const IN_THE_WAY: &str = "the patch writes beneath a file of your checkout that it does not remove (a directory is needed there); move that file away and promote again";
+
+/// The files (or links) of the checkout that stand where a touched path needs a directory
+/// and that the change set does not itself touch (a file it replaces by a directory is
+/// removed first): each blocker once, with the touched paths beneath it.
+fn files_in_the_way(source: &Path, touched: &[RepoPath], states: &[PathState]) -> Vec<RepoPath> {
+    let touched_set: std::collections::BTreeSet<&[u8]> =
+        touched.iter().map(|p| p.0.as_slice()).collect();
+    let mut found = std::collections::BTreeSet::new();
+    for (path, state) in touched.iter().zip(states) {
+        if *state != PathState::Absent {
+            continue;
+        }
+        let ancestors = path.0.iter().enumerate().filter(|(_, b)| **b == b'/');
+        for (at, _) in ancestors {
+            let above = &path.0[..at];
+            let full = RepoPath(above.to_vec()).under(source);
+            let blocks = std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir());
+            if blocks && !touched_set.contains(above) {
+                found.insert(RepoPath(above.to_vec()));
+                found.insert(path.clone());
+                break;
+            }
+        }
+    }
+    found.into_iter().collect()
 }
 
 /// Why a change set that changes files the sparse checkout leaves out does not land.
