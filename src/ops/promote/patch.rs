@@ -435,6 +435,8 @@ fn files_in_the_way(source: &Path, touched: &[RepoPath], states: &[PathState]) -
     let touched_set: std::collections::BTreeSet<&[u8]> =
         touched.iter().map(|p| p.0.as_slice()).collect();
     let mut found = std::collections::BTreeSet::new();
+    // Each directory is looked at once, however many new paths it holds.
+    let mut seen: std::collections::HashMap<&[u8], bool> = std::collections::HashMap::new();
     for (path, state) in touched.iter().zip(states) {
         if *state != PathState::Absent {
             continue;
@@ -442,8 +444,10 @@ fn files_in_the_way(source: &Path, touched: &[RepoPath], states: &[PathState]) -
         let ancestors = path.0.iter().enumerate().filter(|(_, b)| **b == b'/');
         for (at, _) in ancestors {
             let above = &path.0[..at];
-            let full = RepoPath(above.to_vec()).under(source);
-            let blocks = std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir());
+            let blocks = *seen.entry(above).or_insert_with(|| {
+                let full = RepoPath(above.to_vec()).under(source);
+                std::fs::symlink_metadata(&full).is_ok_and(|m| !m.is_dir())
+            });
             if blocks && !touched_set.contains(above) {
                 found.insert(RepoPath(above.to_vec()));
                 found.insert(path.clone());
