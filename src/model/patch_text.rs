@@ -239,8 +239,22 @@ mod tests {
 
     /// git in `dir`, isolated from the machine's configuration.
     fn git(dir: &std::path::Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+        git_on(dir, None, args, input)
+    }
+
+    /// [`git`] with `GIT_INDEX_FILE` at `index` when one is given.
+    fn git_on(
+        dir: &std::path::Path,
+        index: Option<&std::path::Path>,
+        args: &[&str],
+        input: Option<&[u8]>,
+    ) -> Vec<u8> {
         use std::io::Write;
-        let mut child = std::process::Command::new("git")
+        let mut cmd = std::process::Command::new("git");
+        if let Some(index) = index {
+            cmd.env("GIT_INDEX_FILE", index);
+        }
+        let mut child = cmd
             .current_dir(dir)
             .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -278,37 +292,15 @@ mod tests {
         }
         let index = dir.join(".git/test-index");
         let _ = std::fs::remove_file(&index);
-        let with_index = |args: &[&str], input: Option<&[u8]>| {
-            let mut cmd = vec!["-c", "core.quotePath=true"];
-            cmd.extend_from_slice(args);
-            std::process::Command::new("git")
-                .current_dir(dir)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .env("GIT_INDEX_FILE", &index)
-                .args(&cmd)
-                .stdin(std::process::Stdio::piped())
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .and_then(|mut child| {
-                    use std::io::Write;
-                    child
-                        .stdin
-                        .take()
-                        .unwrap()
-                        .write_all(input.unwrap_or_default())?;
-                    child.wait_with_output()
-                })
-                .unwrap()
-        };
-        let added = with_index(&["update-index", "-z", "--index-info"], Some(&index_info));
-        assert!(added.status.success());
-        let written = with_index(&["write-tree"], None);
-        assert!(written.status.success());
-        String::from_utf8(written.stdout)
-            .unwrap()
-            .trim()
-            .to_string()
+        // Each call asserts that git succeeded.
+        git_on(
+            dir,
+            Some(&index),
+            &["update-index", "-z", "--index-info"],
+            Some(&index_info),
+        );
+        let written = git_on(dir, Some(&index), &["write-tree"], None);
+        String::from_utf8(written).unwrap().trim().to_string()
     }
 
     /// What `diff-tree` says of every path that differs, as `section_images` gives it.

@@ -356,7 +356,8 @@ fn read_touched(
         let overlap =
             scope.spawn(|| overlap_with_wip(checkout.git, located, candidate, source, touched));
         // What the writer will ask of the same paths; a failure here is asked again there.
-        scope.spawn(|| checkout.learn_filters(touched));
+        let tag = intent::tag(&candidate.patch.digest);
+        scope.spawn(move || checkout.learn_filters(&tag, touched));
         let states = checkout.states(touched, true);
         let overlap = overlap.join().unwrap_or_else(|_| {
             Err(crate::base::error::Error::internal(

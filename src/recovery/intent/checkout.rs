@@ -223,7 +223,7 @@ impl<'a> Checkout<'a> {
             .copied()
             .filter(|i| side.of(&plan.paths[*i]).is_some())
             .collect();
-        let filtered = self.filtered(writes.iter().map(|i| &plan.paths[*i].path))?;
+        let filtered = self.filtered(tag, writes.iter().map(|i| &plan.paths[*i].path))?;
         let (streamed, direct): (Vec<usize>, Vec<usize>) = writes.into_iter().partition(|i| {
             let change = &plan.paths[*i];
             side.of(change).is_some_and(|e| e.mode.starts_with("100"))
@@ -357,31 +357,34 @@ impl<'a> Checkout<'a> {
             .ctx(|| format!("cannot create {}", temp.display()))
     }
 
-    /// Asks git now which of `paths` have checkout filters, so that writing them later asks
-    /// nothing (for the checks that run beside this reading). Nothing is learnt when the
-    /// change touches a `.gitattributes`: the writer asks once the removals are done.
-    pub(crate) fn learn_filters(&self, paths: &[RepoPath]) -> Result<()> {
+    /// Asks git now which of `paths` have checkout filters, so that the writer of the promote
+    /// tagged `tag` asks nothing (for the checks that run beside this reading). Nothing is
+    /// learnt when the change touches a `.gitattributes`: the writer asks once the removals
+    /// are done.
+    pub(crate) fn learn_filters(&self, tag: &str, paths: &[RepoPath]) -> Result<()> {
         let sets_attributes = paths
             .iter()
             .any(|p| p.0.rsplit(|b| *b == b'/').next() == Some(&b".gitattributes"[..]));
         if sets_attributes {
             return Ok(());
         }
-        self.filtered(paths.iter()).map(|_| ())
+        self.filtered(tag, paths.iter()).map(|_| ())
     }
 
     /// The paths whose checkout form may differ from the blob (filters, end-of-line
     /// conversion): those are written through `cat-file --filters`. Each path's answer is kept
-    /// for the rest of the command.
+    /// for the rest of the promote tagged `tag` only: another promote in the same command
+    /// (`land`) may find the attributes changed by this one.
     fn filtered<'p>(
         &self,
+        tag: &str,
         paths: impl Iterator<Item = &'p RepoPath>,
     ) -> Result<BTreeSet<RepoPath>> {
         let paths: Vec<&RepoPath> = paths.collect();
         if self.autocrlf {
             return Ok(paths.into_iter().cloned().collect());
         }
-        let question = |path: &RepoPath| format!("filtered {}", hex::encode(&path.0));
+        let question = |path: &RepoPath| format!("filtered {tag} {}", hex::encode(&path.0));
         let known: Option<Vec<bool>> = paths
             .iter()
             .map(|p| self.git.recall(self.top, &question(p)).map(|a| a == "yes"))
