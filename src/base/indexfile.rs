@@ -223,7 +223,7 @@ fn parse_entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Staged>> {
 
 /// Git's variable-length integer of index version 4 (each continuation adds one before the
 /// shift); the value and how many bytes it took.
-fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
+pub(crate) fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
     let mut used = 0;
     let mut byte = *bytes.get(used)?;
     used += 1;

@@ -12,6 +12,7 @@ pub mod fault;
 pub mod fsutil;
 pub mod ids;
 pub mod include;
+pub(crate) mod index_recent;
 pub(crate) mod indexfile;
 pub mod invalid;
 pub(crate) mod maker;

@@ -11,7 +11,8 @@ use crate::git::hermetic::HermeticGit;
 use crate::git::runner::{Git, GitCmd, GitOutput};
 
 /// Settings that make git's stat check compare everything a command cannot forge (ctime and
-/// inode included), and keep caches of the checkout's state out of the snapshot.
+/// inode included), and keep caches of the checkout's state out of the snapshot (the one call
+/// that reads an untracked cache asks for it, on an index of a3s-iso's own).
 const SNAPSHOT_CONFIG: &[&str] = &[
     "-c",
     "core.splitIndex=false",
@@ -239,6 +240,21 @@ impl OnIndex<'_> {
             .stdin(paths)
             .run()
             .map(|_| ())
+    }
+
+    /// What in the tree differs from the index, for every path (`status --porcelain=v1 -z`,
+    /// untracked files one by one, no renames, submodules not entered), read through the
+    /// index's untracked cache: a directory whose stat data (ctime and inode included) is
+    /// what the cache noted is not read again. The cache is made or brought up to date in the
+    /// index itself, with the refreshed stat data, so only for an index of a3s-iso's own.
+    pub(crate) fn changes_through_untracked_cache(&self) -> Result<Vec<u8>> {
+        self.cmd()
+            .env("GIT_OPTIONAL_LOCKS", "1")
+            .args(["-c", "core.untrackedCache=true"])
+            .args(["-c", "status.showUntrackedFiles=all"])
+            .args(["status", "--porcelain=v1", "-z", "--untracked-files=all"])
+            .args(["--no-renames", "--ignore-submodules=all"])
+            .run()
     }
 
     /// The paths `add -A` would stage among `paths` (all when empty): the index's entries and

@@ -350,8 +350,12 @@ impl<'g> GitCmd<'g> {
         for var in REMOVED_ENV {
             expr = expr.env_remove(var);
         }
+        // A variable this command sets itself (`GIT_OPTIONAL_LOCKS` for an index of a3s-iso's
+        // own that git may refresh) replaces the fixed value.
         for (key, value) in FIXED_ENV {
-            expr = expr.env(key, value);
+            if !self.envs.iter().any(|(set, _)| set == key) {
+                expr = expr.env(key, value);
+            }
         }
         // duct lets the innermost modifier win, so a variable this command sets explicitly
         // (GIT_INDEX_FILE for a temporary index) must not also be removed.

@@ -133,8 +133,8 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         false => Default::default(),
     };
     let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
-    if plain && !unreadable {
-        copy_index(seed_path, index.path())?;
+    let seeded = plain && !unreadable && seed_copied(seed, seed_path, index.path())?;
+    if seeded {
         if held.skip_worktree {
             unskip_present(&on_index, wt.tree())?;
         }
@@ -144,11 +144,16 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         on_index.read_tree("HEAD")?;
     }
     // An index read whole that holds no gitlink needs no listing.
-    let gitlinks = match plain && !unreadable && held.parsed && !held.gitlink {
+    let gitlinks = match seeded && held.parsed && !held.gitlink {
         true => Vec::new(),
         false => gitlinks(&on_index, index.path(), scratch)?,
     };
-    let nested = add_all(&on_index, &gitlinks)?;
+    // Stat data git notes from here on may share a second with a change still to come.
+    let began = std::time::SystemTime::now();
+    let nested = match (seed, gitlinks.is_empty()) {
+        (Seed::Own(_) | Seed::Peek(_), true) => add_changes_seen(&on_index, wt.tree())?,
+        _ => add_all(&on_index, &gitlinks)?,
+    };
     if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
         add_tracked_by_head(&on_index, wt.tree(), &[])?;
     }
@@ -157,9 +162,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     }
     let tree = on_index.write_tree()?;
     if let Seed::Own(path) = seed {
-        // The next snapshot starts from this one's index, as git wrote it.
-        fs::rename(index.path(), path).ctx(|| format!("cannot keep {}", path.display()))?;
-        note_tree(path, &tree);
+        keep_seed(index.path(), path, began, &tree)?;
     }
     let gitlinks = gitlinks
         .into_iter()
@@ -170,6 +173,29 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
         nested,
         gitlinks,
     })
+}
+
+/// Copies the seed at `from` to `to` with its time. In a copy of a3s-iso's own index,
+/// whatever the snapshot that wrote it noted in or after the second it began (the seed's time)
+/// is distrusted (`index_recent`), so this snapshot looks at it again. `false` when such a copy
+/// cannot be read as an index: it is not used.
+fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<bool> {
+    use crate::base::index_recent::{distrust_recent, written_second};
+    copy_index(from, to)?;
+    if matches!(seed, Seed::Trusted(_)) {
+        return Ok(true);
+    }
+    Ok(distrust_recent(to, written_second(to)?)?.is_some())
+}
+
+/// Keeps the index a snapshot that began at `began` wrote as the next snapshot's seed at
+/// `seed`, dated when the snapshot began: git's racy check then looks harder at what changed
+/// since, and the next snapshot knows from when on nothing noted is trusted.
+fn keep_seed(index: &Path, seed: &Path, began: std::time::SystemTime, tree: &str) -> Result<()> {
+    crate::base::index_recent::date_from(index, began)?;
+    fs::rename(index, seed).ctx(|| format!("cannot keep {}", seed.display()))?;
+    note_tree(seed, tree);
+    Ok(())
 }
 
 /// Files the session's own commits track (HEAD has them) that a3s-iso's index does not, and
@@ -265,6 +291,34 @@ fn add_all(on_index: &OnIndex<'_>, gitlinks: &[OsString]) -> Result<Vec<String>>
         on_index.force_remove(&nested)?;
     }
     Ok(nested.into_iter().chain(unborn).collect())
+}
+
+/// What `git add -A` stages, for an index of a3s-iso's own without gitlinks: `status` names
+/// every path that differs from the index, read through the index's untracked cache (so only
+/// directories whose stat data moved are read again), and exactly those are staged
+/// ([`update_listed`]). A nested repository is named `?? <path>/`: it is left out, and
+/// returned, as `add_all` leaves it out.
+fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<Vec<String>> {
+    let listing = on_index.changes_through_untracked_cache()?;
+    let (mut changed, mut nested) = (Vec::new(), Vec::new());
+    for record in crate::git::split_nul(&listing) {
+        // `XY <path>`: X compares the index with HEAD, Y the tree with the index.
+        let (Some(status), Some(path)) = (record.get(..2), record.get(3..)) else {
+            continue;
+        };
+        if status == b"??" {
+            if let Some(repository) = path.strip_suffix(b"/") {
+                nested.push(String::from_utf8_lossy(repository).into_owned());
+                continue;
+            }
+        } else if status[1] == b' ' {
+            continue;
+        }
+        changed.extend_from_slice(path);
+        changed.push(0);
+    }
+    update_listed(on_index, tree, &changed)?;
+    Ok(nested)
 }
 
 /// The nested repositories without a commit that `git add` refused, from its stderr

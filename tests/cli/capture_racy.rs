@@ -103,3 +103,36 @@ fn a_forged_index_in_the_isolation_hides_nothing() {
     let patch = captured_patch(&fx, "forged");
     assert!(patch.contains("+HELLO"), "{patch}");
 }
+
+#[test]
+fn a_same_size_edit_with_its_time_put_back_in_the_second_of_the_last_capture_is_captured() {
+    let fx = Fixture::new();
+    fx.bind("again");
+    let iso = fx.isolation("again");
+    let file = iso.join("README.md");
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let put_back = || {
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(old)
+            .unwrap()
+    };
+    for round in 0..4 {
+        // Two edits of the same size around a capture, in one second, each with the same old
+        // time put back (as `tar` or `cp -p` leave it): only the change time tells them apart,
+        // and only by less than a second.
+        to_second_boundary();
+        std::fs::write(&file, format!("one{round}\n")).unwrap();
+        put_back();
+        assert!(captured_patch(&fx, "again").contains(&format!("+one{round}")));
+        std::fs::write(&file, format!("two{round}\n")).unwrap();
+        put_back();
+        let patch = captured_patch(&fx, "again");
+        assert!(
+            patch.contains(&format!("+two{round}")),
+            "round {round}: {patch}"
+        );
+    }
+}

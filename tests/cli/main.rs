@@ -9,6 +9,7 @@ mod bind_worktreeinclude;
 mod capture_basics;
 mod capture_output;
 mod capture_racy;
+mod capture_untracked;
 mod changes_requests;
 mod ci_recipes;
 mod ci_scripts;

@@ -116,10 +116,12 @@ fn run_script(fx: &Fixture, session: &str, script: &str, full: bool) -> (Value, 
     (doc, calls.lines().map(str::to_string).collect())
 }
 
+/// Whether a whole snapshot was taken: `add -A`, or the `status` of every path through the
+/// untracked cache of a3s-iso's own index.
 fn adds_all(calls: &[String]) -> bool {
-    calls
-        .iter()
-        .any(|c| c.contains(" add ") || c.ends_with(" add"))
+    calls.iter().any(|c| {
+        c.contains(" add ") || c.ends_with(" add") || c.contains(" status --porcelain=v1 -z --untracked-files=all --no-renames --ignore-submodules=all")
+    })
 }
 
 #[test]

@@ -1,0 +1,418 @@
+//! Stat data noted in the second it could still change in. Git decides that a file or a
+//! directory is unchanged when its stat data match what the index noted; unless it was built
+//! to compare nanoseconds (many distributions' builds are not), it compares whole seconds. A
+//! file noted in the same second as its last change, then changed again in that second with
+//! its size kept and its modification time put back (as `tar`, `cp -p` or `rsync -t` do),
+//! matches: git's own racy check looks at the modification time only, which was put back.
+//!
+//! So a snapshot dates the index it keeps from the second it began (a little before), and the
+//! next snapshot, in its copy of that index, makes every record whose change time is not
+//! older than that second fail the comparison: an entry's size is set to 0 (as git smudges a
+//! racily clean entry: git then compares the file's content, and notes its stat data again),
+//! and an untracked cache that notes such a directory or exclude file is dropped whole (every
+//! directory is read and noted again). The copy keeps its modification time, and its trailing
+//! hash is computed again (unless it is git's null `index.skipHash` one). The kept index itself
+//! is left as git wrote it: `read-tree -m -u` takes an entry smudged so as changed.
+
+use std::fs::{self, File};
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use sha2::Digest;
+
+use crate::base::error::{IoContext, Result};
+
+/// The untracked cache's extension.
+const UNTRACKED: [u8; 4] = *b"UNTR";
+
+/// Stat data on disk: ctime, mtime (seconds and nanoseconds each), dev, ino, mode, uid, gid,
+/// size, 32 bits each. The untracked cache leaves out the mode.
+const ENTRY_STAT: usize = 40;
+const CACHE_STAT: usize = 36;
+
+/// Where an entry's size is, in its stat data.
+const SIZE_AT: usize = 36;
+
+/// How far the file system's clock (coarse, a tick behind) may lag the one read here.
+const CLOCK_SLACK: Duration = Duration::from_millis(50);
+
+/// Dates the index at `path`, which a snapshot that began at `began` wrote, from that moment
+/// (allowing for the file system's coarser clock).
+pub(crate) fn date_from(path: &Path, began: SystemTime) -> Result<()> {
+    let at = began.checked_sub(CLOCK_SLACK).unwrap_or(began);
+    File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(at))
+        .ctx(|| format!("cannot set the time of {}", path.display()))
+}
+
+/// The second the index at `path` is dated from (its modification time).
+pub(crate) fn written_second(path: &Path) -> Result<u32> {
+    let modified = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", path.display()))?;
+    Ok(modified
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32))
+}
+
+/// What [`distrust_recent`] changed.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Distrusted {
+    /// Entries whose size was set to 0.
+    pub entries: usize,
+    /// The untracked cache was dropped.
+    pub untracked_cache: bool,
+}
+
+/// Makes every record of the index at `path` changed in or after the second `since` fail the
+/// next comparison (see the module). `None` when the file is not an index this reads (the
+/// caller must then not keep it).
+pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrusted>> {
+    let mut bytes = fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
+    let modified = fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", path.display()))?;
+    let Some(layout) = [20, 32]
+        .into_iter()
+        .find_map(|hash_len| layout(&bytes, hash_len, since))
+    else {
+        return Ok(None);
+    };
+    let done = layout.distrusted();
+    if done == Distrusted::default() {
+        return Ok(Some(done));
+    }
+    for at in &layout.smudged {
+        bytes[*at..*at + 4].fill(0);
+    }
+    let bytes = rewritten(bytes, &layout);
+    fs::write(path, &bytes).ctx(|| format!("cannot write {}", path.display()))?;
+    File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(modified))
+        .ctx(|| format!("cannot set the time of {}", path.display()))?;
+    Ok(Some(done))
+}
+
+/// Where the parts of an index are, and what to change in it.
+struct Layout {
+    hash_len: usize,
+    /// Where the size of each entry to smudge is.
+    smudged: Vec<usize>,
+    /// The untracked cache's extension (header included), to leave out.
+    dropped: Option<(usize, usize)>,
+}
+
+impl Layout {
+    fn distrusted(&self) -> Distrusted {
+        Distrusted {
+            entries: self.smudged.len(),
+            untracked_cache: self.dropped.is_some(),
+        }
+    }
+}
+
+/// Reads `bytes` as an index with `hash_len`-byte ids and finds the recent entries and
+/// whether the untracked cache is recent; `None` when the layout does not end exactly at the
+/// trailer (nothing is changed before the layout is known).
+fn layout(bytes: &[u8], hash_len: usize, since: u32) -> Option<Layout> {
+    let be32 = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+    };
+    if bytes.get(..4)? != b"DIRC" || !(2..=4).contains(&be32(4)?) {
+        return None;
+    }
+    let (version, count) = (be32(4)?, be32(8)?);
+    let mut smudged = Vec::new();
+    let mut at = 12;
+    for _ in 0..count {
+        let start = at;
+        at = entry_end(bytes, start, version, hash_len)?;
+        if be32(start)? >= since && be32(start + SIZE_AT)? != 0 {
+            smudged.push(start + SIZE_AT);
+        }
+    }
+    let end = bytes.len().checked_sub(hash_len)?;
+    let mut dropped = None;
+    while at < end {
+        let size = be32(at + 4)? as usize;
+        let data = bytes.get(at + 8..at + 8 + size)?;
+        if bytes[at..at + 4] == UNTRACKED && cache_is_recent(data, hash_len, since) {
+            dropped = Some((at, at + 8 + size));
+        }
+        at += 8 + size;
+    }
+    (at == end).then_some(Layout {
+        hash_len,
+        smudged,
+        dropped,
+    })
+}
+
+/// Where the entry at `start` ends.
+fn entry_end(bytes: &[u8], start: usize, version: u32, hash_len: usize) -> Option<usize> {
+    let mut at = start + ENTRY_STAT + hash_len;
+    let flags = u16::from_be_bytes(bytes.get(at..at + 2)?.try_into().ok()?);
+    at += 2;
+    if version >= 3 && flags & 0x4000 != 0 {
+        at += 2;
+    }
+    if version == 4 {
+        // How much of the previous name to drop (a varint), then the rest of the name.
+        let (_, used) = crate::base::indexfile::decode_varint(bytes.get(at..)?)?;
+        at += used;
+        return Some(at + bytes.get(at..)?.iter().position(|b| *b == 0)? + 1);
+    }
+    let nul = bytes.get(at..)?.iter().position(|b| *b == 0)?;
+    // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
+    Some(start + ((at + nul - start + 8) & !7))
+}
+
+/// Whether the untracked cache `data` notes stat data changed in or after `since` (its exclude
+/// files' or a directory's); anything it cannot read counts as recent.
+fn cache_is_recent(data: &[u8], hash_len: usize, since: u32) -> bool {
+    cache_stat_times(data, hash_len).is_none_or(|ctimes| ctimes.into_iter().any(|t| t >= since))
+}
+
+/// The change times (seconds) of every stat data the untracked cache notes (git's
+/// `write_untracked_extension`): the exclude file's and `core.excludesFile`'s, then one per
+/// directory marked valid, after the directory blocks and three EWAH bitmaps.
+fn cache_stat_times(data: &[u8], hash_len: usize) -> Option<Vec<u32>> {
+    let ctime = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    };
+    let varint = |at: &mut usize| -> Option<u64> {
+        let (value, used) = crate::base::indexfile::decode_varint(data.get(*at..)?)?;
+        *at += used;
+        Some(value)
+    };
+    let mut at = 0;
+    let ident = varint(&mut at)? as usize;
+    at += ident;
+    let mut times = vec![ctime(at)?, ctime(at + CACHE_STAT)?];
+    at += 2 * CACHE_STAT + 4 + 2 * hash_len;
+    at += data.get(at..)?.iter().position(|b| *b == 0)? + 1;
+    let blocks = varint(&mut at)?;
+    if blocks == 0 {
+        return Some(times);
+    }
+    // Each block: its untracked count, its child count, its name and its untracked names.
+    let (mut read, mut pending) = (0u64, 1u64);
+    while pending > 0 {
+        let untracked = varint(&mut at)?;
+        pending = pending - 1 + varint(&mut at)?;
+        for _ in 0..=untracked {
+            at += data.get(at..)?.iter().position(|b| *b == 0)? + 1;
+        }
+        read += 1;
+    }
+    let valid = ewah_ones(data, &mut at)?;
+    ewah_ones(data, &mut at)?;
+    let hashed = ewah_ones(data, &mut at)?;
+    for n in 0..valid {
+        times.push(ctime(at + n * CACHE_STAT)?);
+    }
+    at += valid * CACHE_STAT + hashed * hash_len;
+    (read == blocks && at + 1 == data.len()).then_some(times)
+}
+
+/// Reads one serialized EWAH bitmap at `at` (bit count, word count, the words, the position of
+/// the last run word; big-endian) and counts its set bits.
+fn ewah_ones(data: &[u8], at: &mut usize) -> Option<usize> {
+    let be32 = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
+    };
+    let words = be32(*at + 4)? as usize;
+    let word = |n: usize| -> Option<u64> {
+        let from = *at + 8 + n * 8;
+        Some(u64::from_be_bytes(
+            data.get(from..from + 8)?.try_into().ok()?,
+        ))
+    };
+    let (mut ones, mut n) = (0usize, 0usize);
+    while n < words {
+        // A run word: bit 0 the run's bit, 32 bits of run length (in words), 31 bits counting
+        // the literal words that follow it.
+        let run = word(n)?;
+        if run & 1 == 1 {
+            ones += ((run >> 1) & 0xffff_ffff) as usize * 64;
+        }
+        let literals = (run >> 33) as usize;
+        for k in 1..=literals {
+            ones += word(n + k)?.count_ones() as usize;
+        }
+        n += 1 + literals;
+    }
+    *at += 8 + words * 8 + 4;
+    (n == words).then_some(ones)
+}
+
+/// The index with the untracked cache left out where it was dropped, and its trailing hash
+/// computed again (SHA-1 or SHA-256, as long as the ids), unless it is the null one.
+fn rewritten(bytes: Vec<u8>, layout: &Layout) -> Vec<u8> {
+    let body_end = bytes.len() - layout.hash_len;
+    let null_trailer = bytes[body_end..].iter().all(|b| *b == 0);
+    let mut body = match layout.dropped {
+        Some((from, to)) => [&bytes[..from], &bytes[to..body_end]].concat(),
+        None => bytes[..body_end].to_vec(),
+    };
+    let trailer = match (null_trailer, layout.hash_len) {
+        (true, len) => vec![0; len],
+        (false, 20) => sha1::Sha1::digest(&body).to_vec(),
+        (false, _) => sha2::Sha256::digest(&body).to_vec(),
+    };
+    body.extend_from_slice(&trailer);
+    body
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The second `began` falls in, allowing for the file system's coarser clock.
+    fn second_of(began: SystemTime) -> u32 {
+        let at = began.checked_sub(CLOCK_SLACK).unwrap_or(began);
+        at.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as u32)
+    }
+
+    /// git in `dir`, isolated from the machine's configuration; its stdout.
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("GIT_INDEX_FILE")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A checkout whose index (of `version`, hashed or not) holds three files in two
+    /// directories and an untracked cache noting an untracked file.
+    fn checkout(format: &str, version: &str, skip_hash: bool) -> tempfile::TempDir {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q", &format!("--object-format={format}")]);
+        git(dir, &["config", "index.version", version]);
+        git(dir, &["config", "index.skipHash", &skip_hash.to_string()]);
+        git(dir, &["config", "core.untrackedCache", "true"]);
+        for (path, text) in [
+            ("a.txt", "a\n"),
+            ("d/b.txt", "bb\n"),
+            ("d/e/c.txt", "ccc\n"),
+        ] {
+            fs::create_dir_all(dir.join(path).parent().unwrap()).unwrap();
+            fs::write(dir.join(path), text).unwrap();
+        }
+        git(dir, &["add", "-A"]);
+        fs::write(dir.join("d/untracked.txt"), "u\n").unwrap();
+        git(
+            dir,
+            &[
+                "-c",
+                "status.showUntrackedFiles=all",
+                "status",
+                "--porcelain",
+                "-uall",
+            ],
+        );
+        assert!(holds_cache(&dir.join(".git/index")), "{format} v{version}");
+        tmp
+    }
+
+    /// Whether the index at `path` (whose names do not hold the signature) has an untracked
+    /// cache.
+    fn holds_cache(path: &Path) -> bool {
+        fs::read(path).unwrap().windows(4).any(|w| w == UNTRACKED)
+    }
+
+    /// The size each entry's stat data notes (`ls-files --debug`).
+    fn noted_sizes(dir: &Path) -> Vec<u64> {
+        git(dir, &["ls-files", "--debug"])
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix("size: "))
+            .map(|l| l.split_whitespace().next().unwrap().parse().unwrap())
+            .collect()
+    }
+
+    #[test]
+    fn recent_entries_are_smudged_and_the_cache_dropped_and_git_reads_the_result() {
+        for (format, version, skip_hash) in [
+            ("sha1", "2", false),
+            ("sha1", "3", false),
+            ("sha1", "4", true),
+            ("sha256", "2", false),
+            ("sha256", "4", false),
+        ] {
+            let tmp = checkout(format, version, skip_hash);
+            let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
+            let before = fs::metadata(&index).unwrap().modified().unwrap();
+            // Nothing is recent to a second far ahead: the file is left as it is.
+            let bytes = fs::read(&index).unwrap();
+            let none = distrust_recent(&index, u32::MAX).unwrap().unwrap();
+            assert_eq!(none, Distrusted::default());
+            assert_eq!(fs::read(&index).unwrap(), bytes);
+            // Everything is recent to the second 0.
+            let all = distrust_recent(&index, 0).unwrap().unwrap();
+            let case = format!("{format} v{version} skipHash={skip_hash}");
+            // git smudged those it noted in the second it wrote the index in already.
+            assert!(all.entries <= 3, "{case}");
+            assert!(all.untracked_cache, "{case}");
+            assert!(!holds_cache(&index), "{case}");
+            assert_eq!(noted_sizes(dir), vec![0, 0, 0], "{case}");
+            assert_eq!(fs::metadata(&index).unwrap().modified().unwrap(), before);
+            // git reads it (a wrong trailer is a corrupt index), finds no change, and keeps
+            // the untracked file.
+            assert_eq!(
+                git(dir, &["status", "--porcelain", "-uall"]),
+                "A  a.txt\nA  d/b.txt\nA  d/e/c.txt\n?? d/untracked.txt\n",
+                "{case}"
+            );
+        }
+    }
+
+    #[test]
+    fn only_what_changed_in_or_after_the_second_is_distrusted() {
+        let tmp = checkout("sha1", "2", false);
+        let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
+        // The entries and the cache's directories were noted just now; a second that only
+        // older times fall before keeps the cache when nothing it noted is that recent.
+        let now = second_of(SystemTime::now());
+        let done = distrust_recent(&index, now + 1).unwrap().unwrap();
+        assert_eq!(done, Distrusted::default());
+        let done = distrust_recent(&index, now.saturating_sub(5))
+            .unwrap()
+            .unwrap();
+        assert!(done.untracked_cache);
+        assert_eq!(noted_sizes(dir), vec![0, 0, 0]);
+        // Smudged entries are not smudged again, and a dropped cache is gone.
+        let again = distrust_recent(&index, 0).unwrap().unwrap();
+        assert_eq!(again, Distrusted::default());
+    }
+
+    #[test]
+    fn a_file_that_is_not_an_index_is_not_read_as_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join("index");
+        for bytes in [
+            &b""[..],
+            b"DIRC",
+            b"DIRC\0\0\0\x02\0\0\0\x05short",
+            b"not an index at all",
+        ] {
+            fs::write(&path, bytes).unwrap();
+            assert_eq!(distrust_recent(&path, 0).unwrap(), None, "{bytes:?}");
+            assert_eq!(fs::read(&path).unwrap(), bytes);
+        }
+    }
+}
