@@ -9,10 +9,11 @@
 //! next snapshot, in its copy of that index, makes every record whose change time is not
 //! older than that second fail the comparison: an entry's size is set to 0 (as git smudges a
 //! racily clean entry: git then compares the file's content, and notes its stat data again),
-//! and an untracked cache that notes such a directory or exclude file is dropped whole (every
-//! directory is read and noted again). The copy keeps its modification time, and its trailing
-//! hash is computed again (unless it is git's null `index.skipHash` one). The kept index itself
-//! is left as git wrote it: `read-tree -m -u` takes an entry smudged so as changed.
+//! and the times of such a directory or exclude file in the untracked cache are set to 0 (git
+//! then reads that directory, or hashes that file, again); an untracked cache this cannot read
+//! is dropped whole. The copy keeps its modification time, and its trailing hash is computed
+//! again (unless it is git's null `index.skipHash` one). The kept index itself is left as git
+//! wrote it: `read-tree -m -u` takes an entry smudged so as changed.
 
 use std::fs::{self, File};
 use std::path::Path;
@@ -62,8 +63,10 @@ pub(crate) fn written_second(path: &Path) -> Result<u32> {
 pub(crate) struct Distrusted {
     /// Entries whose size was set to 0.
     pub entries: usize,
-    /// The untracked cache was dropped.
-    pub untracked_cache: bool,
+    /// Directories and exclude files of the untracked cache whose times were set to 0.
+    pub cached: usize,
+    /// The untracked cache could not be read, and was dropped.
+    pub cache_dropped: bool,
 }
 
 /// Makes every record of the index at `path` changed in or after the second `since` fail the
@@ -87,6 +90,11 @@ pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrust
     for at in &layout.smudged {
         bytes[*at..*at + 4].fill(0);
     }
+    // A stat data's change and modification seconds: no directory or file matches 0.
+    for at in &layout.cached {
+        bytes[*at..*at + 4].fill(0);
+        bytes[*at + 8..*at + 12].fill(0);
+    }
     let bytes = rewritten(bytes, &layout);
     fs::write(path, &bytes).ctx(|| format!("cannot write {}", path.display()))?;
     File::options()
@@ -102,6 +110,8 @@ struct Layout {
     hash_len: usize,
     /// Where the size of each entry to smudge is.
     smudged: Vec<usize>,
+    /// Where each stat data of the untracked cache to smudge starts.
+    cached: Vec<usize>,
     /// The untracked cache's extension (header included), to leave out.
     dropped: Option<(usize, usize)>,
 }
@@ -110,13 +120,14 @@ impl Layout {
     fn distrusted(&self) -> Distrusted {
         Distrusted {
             entries: self.smudged.len(),
-            untracked_cache: self.dropped.is_some(),
+            cached: self.cached.len(),
+            cache_dropped: self.dropped.is_some(),
         }
     }
 }
 
-/// Reads `bytes` as an index with `hash_len`-byte ids and finds the recent entries and
-/// whether the untracked cache is recent; `None` when the layout does not end exactly at the
+/// Reads `bytes` as an index with `hash_len`-byte ids and finds the recent entries and the
+/// untracked cache's recent stat data; `None` when the layout does not end exactly at the
 /// trailer (nothing is changed before the layout is known).
 fn layout(bytes: &[u8], hash_len: usize, since: u32) -> Option<Layout> {
     let be32 = |at: usize| -> Option<u32> {
@@ -126,30 +137,38 @@ fn layout(bytes: &[u8], hash_len: usize, since: u32) -> Option<Layout> {
         return None;
     }
     let (version, count) = (be32(4)?, be32(8)?);
-    let mut smudged = Vec::new();
+    let mut layout = Layout {
+        hash_len,
+        smudged: Vec::new(),
+        cached: Vec::new(),
+        dropped: None,
+    };
     let mut at = 12;
     for _ in 0..count {
         let start = at;
         at = entry_end(bytes, start, version, hash_len)?;
         if be32(start)? >= since && be32(start + SIZE_AT)? != 0 {
-            smudged.push(start + SIZE_AT);
+            layout.smudged.push(start + SIZE_AT);
         }
     }
     let end = bytes.len().checked_sub(hash_len)?;
-    let mut dropped = None;
     while at < end {
         let size = be32(at + 4)? as usize;
         let data = bytes.get(at + 8..at + 8 + size)?;
-        if bytes[at..at + 4] == UNTRACKED && cache_is_recent(data, hash_len, since) {
-            dropped = Some((at, at + 8 + size));
+        if bytes[at..at + 4] == UNTRACKED {
+            match cache_stats(data, hash_len) {
+                Some(stats) => layout.cached.extend(
+                    stats
+                        .into_iter()
+                        .filter(|&s| be32(at + 8 + s).is_some_and(|t| t >= since))
+                        .map(|s| at + 8 + s),
+                ),
+                None => layout.dropped = Some((at, at + 8 + size)),
+            }
         }
         at += 8 + size;
     }
-    (at == end).then_some(Layout {
-        hash_len,
-        smudged,
-        dropped,
-    })
+    (at == end).then_some(layout)
 }
 
 /// Where the entry at `start` ends.
@@ -171,19 +190,11 @@ fn entry_end(bytes: &[u8], start: usize, version: u32, hash_len: usize) -> Optio
     Some(start + ((at + nul - start + 8) & !7))
 }
 
-/// Whether the untracked cache `data` notes stat data changed in or after `since` (its exclude
-/// files' or a directory's); anything it cannot read counts as recent.
-fn cache_is_recent(data: &[u8], hash_len: usize, since: u32) -> bool {
-    cache_stat_times(data, hash_len).is_none_or(|ctimes| ctimes.into_iter().any(|t| t >= since))
-}
-
-/// The change times (seconds) of every stat data the untracked cache notes (git's
+/// Where every stat data the untracked cache `data` notes starts (git's
 /// `write_untracked_extension`): the exclude file's and `core.excludesFile`'s, then one per
-/// directory marked valid, after the directory blocks and three EWAH bitmaps.
-fn cache_stat_times(data: &[u8], hash_len: usize) -> Option<Vec<u32>> {
-    let ctime = |at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
-    };
+/// directory marked valid, after the directory blocks and three EWAH bitmaps. `None` when
+/// `data` is not laid out so.
+fn cache_stats(data: &[u8], hash_len: usize) -> Option<Vec<usize>> {
     let varint = |at: &mut usize| -> Option<u64> {
         let (value, used) = crate::base::indexfile::decode_varint(data.get(*at..)?)?;
         *at += used;
@@ -192,12 +203,13 @@ fn cache_stat_times(data: &[u8], hash_len: usize) -> Option<Vec<u32>> {
     let mut at = 0;
     let ident = varint(&mut at)? as usize;
     at += ident;
-    let mut times = vec![ctime(at)?, ctime(at + CACHE_STAT)?];
+    let mut stats = vec![at, at + CACHE_STAT];
     at += 2 * CACHE_STAT + 4 + 2 * hash_len;
     at += data.get(at..)?.iter().position(|b| *b == 0)? + 1;
     let blocks = varint(&mut at)?;
     if blocks == 0 {
-        return Some(times);
+        // No directory: the extension ends there.
+        return (at == data.len()).then_some(stats);
     }
     // Each block: its untracked count, its child count, its name and its untracked names.
     let (mut read, mut pending) = (0u64, 1u64);
@@ -212,11 +224,9 @@ fn cache_stat_times(data: &[u8], hash_len: usize) -> Option<Vec<u32>> {
     let valid = ewah_ones(data, &mut at)?;
     ewah_ones(data, &mut at)?;
     let hashed = ewah_ones(data, &mut at)?;
-    for n in 0..valid {
-        times.push(ctime(at + n * CACHE_STAT)?);
-    }
+    stats.extend((0..valid).map(|n| at + n * CACHE_STAT));
     at += valid * CACHE_STAT + hashed * hash_len;
-    (read == blocks && at + 1 == data.len()).then_some(times)
+    (read == blocks && at + 1 == data.len()).then_some(stats)
 }
 
 /// Reads one serialized EWAH bitmap at `at` (bit count, word count, the words, the position of
@@ -279,22 +289,29 @@ mod tests {
             .map_or(0, |d| d.as_secs() as u32)
     }
 
-    /// git in `dir`, isolated from the machine's configuration; its stdout.
+    /// git in `dir`, isolated from the machine's configuration and files (no
+    /// `core.excludesFile` default either); its stdout.
     fn git(dir: &Path, args: &[&str]) -> String {
-        let out = std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_INDEX_FILE")
-            .args(args)
-            .output()
-            .unwrap();
+        let out = isolated(dir).args(args).output().unwrap();
         assert!(
             out.status.success(),
             "git {args:?}: {}",
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A git in `dir` that reads nothing of the machine's.
+    fn isolated(dir: &Path) -> std::process::Command {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", dir.join("no-home"))
+            .env("XDG_CONFIG_HOME", dir.join("no-config"))
+            .env_remove("GIT_INDEX_FILE")
+            .env_remove("GIT_DIR");
+        cmd
     }
 
     /// A checkout whose index (of `version`, hashed or not) holds three files in two
@@ -345,8 +362,26 @@ mod tests {
             .collect()
     }
 
+    /// How many directories `git status` opened, reading through the untracked cache.
+    fn directories_opened(dir: &Path) -> usize {
+        let trace = dir.join("../trace");
+        let out = isolated(dir)
+            .env("GIT_TRACE2_PERF", &trace)
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .args(["-c", "status.showUntrackedFiles=all", "status", "-uall"])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = fs::read_to_string(&trace).unwrap();
+        fs::remove_file(&trace).unwrap();
+        text.lines()
+            .filter_map(|l| l.split("opendir:").nth(1))
+            .map(|n| n.trim().parse::<usize>().unwrap())
+            .sum()
+    }
+
     #[test]
-    fn recent_entries_are_smudged_and_the_cache_dropped_and_git_reads_the_result() {
+    fn recent_entries_and_directories_are_smudged_and_git_reads_the_result() {
         for (format, version, skip_hash) in [
             ("sha1", "2", false),
             ("sha1", "3", false),
@@ -354,25 +389,37 @@ mod tests {
             ("sha256", "2", false),
             ("sha256", "4", false),
         ] {
+            let case = format!("{format} v{version} skipHash={skip_hash}");
             let tmp = checkout(format, version, skip_hash);
             let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
-            let before = fs::metadata(&index).unwrap().modified().unwrap();
+            // Dated an hour ahead, the index's records are not racy for git: it trusts the
+            // cache and opens no directory.
+            let before = SystemTime::now() + Duration::from_secs(3600);
+            File::options()
+                .write(true)
+                .open(&index)
+                .unwrap()
+                .set_modified(before)
+                .unwrap();
+            assert_eq!(directories_opened(dir), 0, "{case}: the cache is used");
             // Nothing is recent to a second far ahead: the file is left as it is.
             let bytes = fs::read(&index).unwrap();
             let none = distrust_recent(&index, u32::MAX).unwrap().unwrap();
             assert_eq!(none, Distrusted::default());
             assert_eq!(fs::read(&index).unwrap(), bytes);
-            // Everything is recent to the second 0.
-            let all = distrust_recent(&index, 0).unwrap().unwrap();
-            let case = format!("{format} v{version} skipHash={skip_hash}");
+            // Everything that exists is recent to the second 1.
+            let all = distrust_recent(&index, 1).unwrap().unwrap();
             // git smudged those it noted in the second it wrote the index in already.
             assert!(all.entries <= 3, "{case}");
-            assert!(all.untracked_cache, "{case}");
-            assert!(!holds_cache(&index), "{case}");
+            // The three directories and `info/exclude`.
+            assert_eq!(all.cached, 4, "{case}: {all:?}");
+            assert!(!all.cache_dropped, "{case}");
+            assert!(holds_cache(&index), "{case}");
             assert_eq!(noted_sizes(dir), vec![0, 0, 0], "{case}");
             assert_eq!(fs::metadata(&index).unwrap().modified().unwrap(), before);
-            // git reads it (a wrong trailer is a corrupt index), finds no change, and keeps
-            // the untracked file.
+            // git reads it (a wrong trailer is a corrupt index), reads each directory again,
+            // finds no change, and keeps the untracked file.
+            assert_eq!(directories_opened(dir), 3, "{case}");
             assert_eq!(
                 git(dir, &["status", "--porcelain", "-uall"]),
                 "A  a.txt\nA  d/b.txt\nA  d/e/c.txt\n?? d/untracked.txt\n",
@@ -385,19 +432,37 @@ mod tests {
     fn only_what_changed_in_or_after_the_second_is_distrusted() {
         let tmp = checkout("sha1", "2", false);
         let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
-        // The entries and the cache's directories were noted just now; a second that only
-        // older times fall before keeps the cache when nothing it noted is that recent.
+        // The entries and the cache's directories were noted just now.
         let now = second_of(SystemTime::now());
         let done = distrust_recent(&index, now + 1).unwrap().unwrap();
         assert_eq!(done, Distrusted::default());
         let done = distrust_recent(&index, now.saturating_sub(5))
             .unwrap()
             .unwrap();
-        assert!(done.untracked_cache);
+        // The three directories and `info/exclude` (`core.excludesFile` does not exist).
+        assert_eq!(done.cached, 4, "{done:?}");
         assert_eq!(noted_sizes(dir), vec![0, 0, 0]);
-        // Smudged entries are not smudged again, and a dropped cache is gone.
-        let again = distrust_recent(&index, 0).unwrap().unwrap();
+        // What was smudged is not smudged again.
+        let again = distrust_recent(&index, 1).unwrap().unwrap();
         assert_eq!(again, Distrusted::default());
+    }
+
+    #[test]
+    fn an_untracked_cache_that_cannot_be_read_is_dropped_and_git_reads_the_rest() {
+        let tmp = checkout("sha1", "2", false);
+        let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
+        let mut bytes = fs::read(&index).unwrap();
+        let at = bytes.windows(4).position(|w| w == UNTRACKED).unwrap();
+        // The length of the cache's first string, made longer than the cache.
+        bytes[at + 8] = 0x7f;
+        fs::write(&index, &bytes).unwrap();
+        let done = distrust_recent(&index, u32::MAX).unwrap().unwrap();
+        assert!(done.cache_dropped, "{done:?}");
+        assert!(!holds_cache(&index));
+        assert_eq!(
+            git(dir, &["status", "--porcelain", "-uall"]),
+            "A  a.txt\nA  d/b.txt\nA  d/e/c.txt\n?? d/untracked.txt\n"
+        );
     }
 
     #[test]
