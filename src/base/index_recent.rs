@@ -282,13 +282,6 @@ fn rewritten(bytes: Vec<u8>, layout: &Layout) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    /// The second `began` falls in, allowing for the file system's coarser clock.
-    fn second_of(began: SystemTime) -> u32 {
-        let at = began.checked_sub(CLOCK_SLACK).unwrap_or(began);
-        at.duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as u32)
-    }
-
     /// git in `dir`, isolated from the machine's configuration and files (no
     /// `core.excludesFile` default either); its stdout.
     fn git(dir: &Path, args: &[&str]) -> String {
@@ -432,8 +425,12 @@ mod tests {
     fn only_what_changed_in_or_after_the_second_is_distrusted() {
         let tmp = checkout("sha1", "2", false);
         let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
-        // The entries and the cache's directories were noted just now.
-        let now = second_of(SystemTime::now());
+        // The entries and the cache's directories were noted just now: before the next
+        // second, after five seconds ago.
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as u32;
         let done = distrust_recent(&index, now + 1).unwrap().unwrap();
         assert_eq!(done, Distrusted::default());
         let done = distrust_recent(&index, now.saturating_sub(5))

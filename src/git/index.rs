@@ -224,10 +224,18 @@ impl OnIndex<'_> {
     }
 
     /// Takes the files named by the NUL-terminated `paths` as they are on disk, replacing a
-    /// directory or file in the way (`update-index --add --replace`).
+    /// directory or file in the way (`update-index --add --replace`); one that is gone by the
+    /// time git looks (a command still deleting files) is removed (`--remove`), not an error.
     pub(crate) fn add_replacing_listed(&self, paths: Vec<u8>) -> Result<()> {
         self.cmd()
-            .args(["update-index", "--add", "--replace", "-z", "--stdin"])
+            .args([
+                "update-index",
+                "--add",
+                "--remove",
+                "--replace",
+                "-z",
+                "--stdin",
+            ])
             .stdin(paths)
             .run()
             .map(|_| ())

@@ -193,9 +193,22 @@ fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<bool> {
 /// since, and the next snapshot knows from when on nothing noted is trusted.
 fn keep_seed(index: &Path, seed: &Path, began: std::time::SystemTime, tree: &str) -> Result<()> {
     crate::base::index_recent::date_from(index, began)?;
+    clear_the_way(seed)?;
     fs::rename(index, seed).ctx(|| format!("cannot keep {}", seed.display()))?;
     note_tree(seed, tree);
     Ok(())
+}
+
+/// Removes a directory found where a seed index goes: the seed is a cache of a3s-iso's own,
+/// and a directory there would refuse every snapshot's index. A link or a file is replaced by
+/// the rename as an entry.
+fn clear_the_way(seed: &Path) -> Result<()> {
+    match fs::symlink_metadata(seed) {
+        Ok(meta) if meta.is_dir() => {
+            fs::remove_dir_all(seed).ctx(|| format!("cannot remove {}", seed.display()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Files the session's own commits track (HEAD has them) that a3s-iso's index does not, and
@@ -299,6 +312,24 @@ fn add_all(on_index: &OnIndex<'_>, gitlinks: &[OsString]) -> Result<Vec<String>>
 /// ([`update_listed`]). A nested repository is named `?? <path>/`: it is left out, and
 /// returned, as `add_all` leaves it out.
 fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<Vec<String>> {
+    // A file a command is still writing can change between `status` and its staging (git
+    // then reads less than it was told): looked at again, up to three times in all.
+    let mut attempt = 1;
+    loop {
+        let (changed, nested) = changes_seen(on_index)?;
+        match update_listed(on_index, tree, &changed) {
+            Err(Error::GitFailed { .. }) if attempt < STAGING_ATTEMPTS => attempt += 1,
+            staged => return staged.map(|()| nested),
+        }
+    }
+}
+
+/// How many times a snapshot stages what `status` named before it gives up.
+const STAGING_ATTEMPTS: u32 = 3;
+
+/// The paths `status` names as differing from the index (NUL-terminated) and the nested
+/// repositories it names (`?? <path>/`).
+fn changes_seen(on_index: &OnIndex<'_>) -> Result<(Vec<u8>, Vec<String>)> {
     let listing = on_index.changes_through_untracked_cache()?;
     let (mut changed, mut nested) = (Vec::new(), Vec::new());
     for record in crate::git::split_nul(&listing) {
@@ -317,8 +348,7 @@ fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<Vec<String>> 
         changed.extend_from_slice(path);
         changed.push(0);
     }
-    update_listed(on_index, tree, &changed)?;
-    Ok(nested)
+    Ok((changed, nested))
 }
 
 /// The nested repositories without a commit that `git add` refused, from its stderr

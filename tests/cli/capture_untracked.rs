@@ -331,3 +331,74 @@ fn random_edits_between_captures_give_what_add_all_gives_on_a_fresh_index() {
         tree = capture_matches(&fx, "random", &iso, &tree);
     }
 }
+
+/// a3s-iso's own index of the isolation `id` (its seed, in the state dir).
+fn seed_of(fx: &Fixture, id: &str) -> std::path::PathBuf {
+    let seeds = fx.src.join(".git/a3s-iso/seeds");
+    let name = format!("a3s-isolate-{id}.index");
+    fs::read_dir(&seeds)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_string_lossy().ends_with(&name))
+        .unwrap_or_else(|| panic!("no seed {name} in {}", seeds.display()))
+}
+
+#[test]
+fn a_directory_where_the_seed_index_goes_is_replaced_by_the_next_capture() {
+    let fx = Fixture::new();
+    fx.bind("seed");
+    let iso = fx.isolation("seed");
+    let tree = captured_tree(&fx, "seed");
+    let seed = seed_of(&fx, "seed");
+    fs::remove_file(&seed).unwrap();
+    fs::create_dir_all(seed.join("inside")).unwrap();
+    fs::write(seed.join("inside/file"), "x").unwrap();
+    fs::write(iso.join("new.txt"), "new\n").unwrap();
+    capture_matches(&fx, "seed", &iso, &tree);
+    assert!(fs::symlink_metadata(&seed).unwrap().is_file());
+}
+
+#[test]
+fn captures_while_a_command_makes_and_deletes_files_do_not_fail() {
+    let fx = Fixture::new();
+    fx.bind("churn");
+    let iso = fx.isolation("churn");
+    captured_tree(&fx, "churn");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, dir) = (stop.clone(), iso.join("tmp"));
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = fs::create_dir_all(&dir);
+                let path = dir.join(format!("f{}", n % 7));
+                let _ = fs::write(&path, n.to_string());
+                if n % 3 == 0 {
+                    let _ = fs::remove_file(&path);
+                }
+                if n % 50 == 49 {
+                    let _ = fs::remove_dir_all(&dir);
+                }
+                n += 1;
+            }
+        })
+    };
+    let (mut failed, mut last) = (Vec::new(), String::new());
+    for _ in 0..25 {
+        let (code, doc) = fx.json(&["capture", "-s", "churn"]);
+        match doc["result_tree"].as_str() {
+            Some(tree) if code == 0 => last = tree.trim_start_matches("git-tree:").to_string(),
+            _ => failed.push(doc.to_string()),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    writer.join().unwrap();
+    assert!(
+        failed.is_empty(),
+        "{} failed: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    // Once the command stopped, the next capture holds exactly what is there.
+    capture_matches(&fx, "churn", &iso, &last);
+}
