@@ -16,11 +16,12 @@ fn captured_patch(fx: &Fixture, session: &str) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
-/// Sleeps until just after the next whole second.
-fn to_second_boundary() {
+/// Sleeps until 20 ms after the next whole second: the file system's clock, a tick behind
+/// the one read here, has then reached that second too.
+pub(crate) fn to_second_boundary() {
     let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     std::thread::sleep(Duration::from_nanos(
-        1_000_000_000 - u64::from(now.subsec_nanos()),
+        1_020_000_000 - u64::from(now.subsec_nanos()),
     ));
 }
 

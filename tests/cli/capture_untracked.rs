@@ -118,17 +118,6 @@ fn files_made_removed_or_renamed_with_their_directories_times_put_back_are_captu
     assert!(!listed.contains("new-deep.txt"), "{listed}");
 }
 
-/// Sleeps until 20 ms after the next whole second: the file system's clock, a tick behind,
-/// has then reached it too.
-fn to_second_boundary() {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_nanos(
-        1_020_000_000 - u64::from(now.subsec_nanos()),
-    ));
-}
-
 #[test]
 fn a_file_made_in_the_second_of_a_capture_that_read_its_directory_is_captured() {
     let fx = Fixture::new();
@@ -142,7 +131,7 @@ fn a_file_made_in_the_second_of_a_capture_that_read_its_directory_is_captured() 
         // An ignored file changes the directory but not the index, so the capture notes the
         // directory as read; a file made in the same second, with the directory's times put
         // back, differs from that note by the change time's fraction only.
-        to_second_boundary();
+        crate::capture_racy::to_second_boundary();
         with_times_kept(&iso, &["dir"], || {
             fs::write(iso.join(format!("dir/ignored{round}.log")), "1\n").unwrap()
         });
@@ -165,10 +154,9 @@ fn a_directory_swapped_for_another_with_the_same_times_is_read_again() {
     let iso = fx.isolation("swap");
     fs::write(iso.join("swap/untracked.txt"), "u\n").unwrap();
     let tree = captured_tree(&fx, "swap");
-    let meta = fs::metadata(iso.join("swap")).unwrap();
-    // Another directory with the same names but one more, put where the first was, with the
+    // Another directory with the same names but one more, put where the first was, given the
     // first one's times; the parent's times put back too.
-    with_times_kept(&iso, &["."], || {
+    with_times_kept(&iso, &[".", "swap"], || {
         fs::create_dir(iso.join("swap.new")).unwrap();
         for name in ["one.txt", "untracked.txt", "extra.txt"] {
             fs::write(iso.join("swap.new").join(name), "x\n").unwrap();
@@ -176,13 +164,6 @@ fn a_directory_swapped_for_another_with_the_same_times_is_read_again() {
         fs::rename(iso.join("swap"), iso.join("swap.old")).unwrap();
         fs::rename(iso.join("swap.new"), iso.join("swap")).unwrap();
         fs::remove_dir_all(iso.join("swap.old")).unwrap();
-        let times = FileTimes::new()
-            .set_accessed(meta.accessed().unwrap())
-            .set_modified(meta.modified().unwrap());
-        File::open(iso.join("swap"))
-            .unwrap()
-            .set_times(times)
-            .unwrap();
     });
     let tree = capture_matches(&fx, "swap", &iso, &tree);
     let listed = fx.git(&iso, &["ls-tree", "-r", "--name-only", &tree]);
