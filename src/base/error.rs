@@ -83,6 +83,8 @@ wire_enum! {
         ConfigUntrusted = "config_untrusted",
         /// A setup command of the configuration failed after a bind.
         SetupFailed = "setup_failed",
+        /// The session is not one the caller may act on (an MCP server's own sessions).
+        SessionNotGranted = "session_not_granted",
     }
 }
 
@@ -118,7 +120,8 @@ impl ErrorCode {
             | ErrorCode::DetachedSource
             | ErrorCode::ChangeSetNotFound
             | ErrorCode::RunNotFound
-            | ErrorCode::SetupFailed => 1,
+            | ErrorCode::SetupFailed
+            | ErrorCode::SessionNotGranted => 1,
         }
     }
 }
@@ -517,6 +520,17 @@ pub enum Error {
         /// The ids within two edits of the one given, closest first.
         candidates: Vec<String>,
     },
+    /// A session the caller may not act on: an MCP server acts only on the sessions it bound
+    /// and those its command line names. Whether the id exists is not said.
+    #[error("session {session_id:?} is not one of the sessions this {caller} may act on")]
+    SessionNotGranted {
+        /// The id asked for.
+        session_id: String,
+        /// What asked (`MCP server`).
+        caller: String,
+        /// How the user grants it.
+        grant: String,
+    },
     /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
     /// in the swept snapshot, and `bind --resume` brings it back.
     #[error("{summary}")]
@@ -813,6 +827,7 @@ impl Error {
             Error::ChangeSetPending { .. } => ErrorCode::ChangeSetPending,
             Error::ConfigUntrusted { .. } => ErrorCode::ConfigUntrusted,
             Error::SetupFailed { .. } => ErrorCode::SetupFailed,
+            Error::SessionNotGranted { .. } => ErrorCode::SessionNotGranted,
         }
     }
 
@@ -902,6 +917,7 @@ pub(crate) mod tests {
                 ("change_set_pending", 75),
                 ("config_untrusted", 5),
                 ("setup_failed", 1),
+                ("session_not_granted", 1),
             ]
         );
     }
@@ -1061,6 +1077,11 @@ pub(crate) mod tests {
                 command: "npm ci".into(),
                 exit_code: Some(1),
                 output: "/work/src/.git/a3s-iso/setup/s/r1.log".into(),
+            },
+            Error::SessionNotGranted {
+                session_id: "yours".into(),
+                caller: "MCP server".into(),
+                grant: "start it with a3s-iso mcp --session yours, or --all-sessions".into(),
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

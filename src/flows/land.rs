@@ -202,6 +202,10 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         }
         (false, _) => (new_queue(ctx, &located, opts)?, false),
     };
+    // A stopped queue may hold sessions a scoped caller may not land: it lands none of it.
+    for (id, _) in &queue.sessions {
+        ctx.require_granted(id)?;
+    }
     if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
         return Err(Error::Usage {
             message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
@@ -247,7 +251,7 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
 }
 
 /// The queue a command line asks for: the sessions named (each must exist), or every live
-/// session of the source, oldest bind first.
+/// session of the source the caller may act on, oldest bind first.
 fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Queue> {
     let ids: Vec<String> = match opts.all {
         false => {
@@ -262,6 +266,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         }
         true => {
             let mut live = located.store.live_sessions()?;
+            live.retain(|r| ctx.may_act_on(&r.session_id));
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });

@@ -92,6 +92,7 @@ pub fn hint(err: &Error) -> Option<String> {
         Error::SessionSwept { session_id, .. } => Some(format!(
             "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
         )),
+        Error::SessionNotGranted { grant, .. } => Some(grant.clone()),
         Error::DirtySource { .. } => Some(
             "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
         ),

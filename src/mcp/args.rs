@@ -10,9 +10,10 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::base::command_env::EnvRequest;
 use crate::flows::land::{LandMode, LandOptions};
+use crate::mcp::grants::{self, Grants};
 use crate::mcp::protocol::RpcError;
+use crate::mcp::tools::Tool;
 use crate::ops::bind::{BindOptions, OwnerChoice};
 use crate::ops::capture::CaptureOptions;
 use crate::ops::diff::DiffOptions;
@@ -22,18 +23,20 @@ use crate::ops::run::RunOptions;
 use crate::services::run_request::SandboxAsk;
 
 /// Where relative paths start (the server's `-C` directory, else its working directory),
-/// and the executable `run` re-executes as its sandbox helper.
+/// the executable `run` re-executes as its sandbox helper, and what the server was granted.
 #[derive(Debug, Clone)]
 pub struct Place {
     /// The directory the server acts from.
     pub start_dir: PathBuf,
     /// The a3s-iso executable for the sandbox helper (`None`: this process's own).
     pub helper: Option<PathBuf>,
+    /// The most any call gets.
+    pub grants: Grants,
 }
 
 impl Place {
     /// `path` as given when absolute, else under the start directory.
-    fn path(&self, path: PathBuf) -> PathBuf {
+    pub(crate) fn path(&self, path: PathBuf) -> PathBuf {
         if path.is_absolute() {
             path
         } else {
@@ -119,7 +122,10 @@ pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptio
         session_id: parsed.session_id,
         allow_dirty: parsed.allow_dirty,
         read_only: parsed.read_only,
-        base_dir: parsed.base_dir.map(|dir| place.path(dir)),
+        base_dir: parsed
+            .base_dir
+            .map(|dir| base_dir(place.path(dir), &place.grants))
+            .transpose()?,
         owner,
         resume: parsed.resume,
         carry_wip: parsed.carry_wip,
@@ -129,7 +135,21 @@ pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptio
     })
 }
 
-/// The arguments of `run`.
+/// A directory for a new isolation: beneath an `--allow-base-dir` directory.
+fn base_dir(dir: PathBuf, grants: &Grants) -> Result<PathBuf, RpcError> {
+    if grants::beneath(&dir, &grants.base_dir) {
+        return Ok(dir);
+    }
+    let why = format!(
+        "{} is not beneath a directory granted for isolations ({})",
+        dir.display(),
+        grants::shown(&grants.base_dir)
+    );
+    Err(grants::not_granted(Tool::Bind, "base_dir", why, "--allow-base-dir"))
+}
+
+/// The arguments of `run`. What narrows a grant is an `Option`: left out, the server's grant
+/// applies whole; given (even `[]` or `false`), it replaces it and must lie within it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub(crate) struct RunArgs {
@@ -137,24 +157,24 @@ pub(crate) struct RunArgs {
     command: Vec<String>,
     run_id: Option<String>,
     timeout: Option<String>,
-    allow_network: bool,
-    allow_host: Vec<String>,
-    publish: Vec<String>,
-    allow_write: Vec<PathBuf>,
-    allow_read: Vec<PathBuf>,
+    allow_network: Option<bool>,
+    allow_host: Option<Vec<String>>,
+    publish: Option<Vec<String>>,
+    allow_write: Option<Vec<PathBuf>>,
+    allow_read: Option<Vec<PathBuf>>,
     profile: Option<String>,
     ignore_config: bool,
-    env: Vec<String>,
+    env: Option<Vec<String>>,
     no_sandbox: bool,
     release_identity: Option<String>,
     output: Option<PathBuf>,
 }
 
-/// `run`'s options, as the command line builds them: the allowed paths of
-/// `A3S_ISO_ALLOW_WRITE` and `A3S_ISO_ALLOW_READ` added, the release identity of
-/// `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's stdout sent to stderr as with
-/// `--json`; `output` the file the call named, if any (the tool names one otherwise). The
-/// sandbox is what the call asks, for [`crate::services::run_request::configure`] to complete.
+/// `run`'s options, as the command line builds them from the server's grants narrowed by the
+/// call: the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's
+/// stdout sent to stderr as with `--json`; `output` the file the call named (beneath an
+/// `--allow-output` directory), if any (the tool names one otherwise). The sandbox is what
+/// the call may ask, for [`crate::services::run_request::configure`] to complete.
 pub(crate) fn run(
     args: &Map<String, Value>,
     place: &Place,
@@ -178,50 +198,49 @@ pub(crate) fn run(
             "command: the command to run and its arguments, as an array of strings",
         ));
     }
-    let timeout = match &parsed.timeout {
-        Some(text) => Some(
-            crate::base::duration::parse_duration(text)
-                .map_err(|e| RpcError::params(format!("timeout: {e}")))?,
-        ),
-        None => None,
-    };
-    let env = parsed
-        .env
-        .iter()
-        .map(|e| EnvRequest::parse(std::ffi::OsStr::new(e)))
-        .collect::<crate::base::error::Result<Vec<_>>>()
-        .map_err(|e| RpcError::params(format!("env: {e}")))?;
-    let paths = |given: Vec<PathBuf>, var: &str| {
-        let mut paths: Vec<PathBuf> = given.into_iter().map(|p| place.path(p)).collect();
-        if let Some(listed) = std::env::var_os(var) {
-            paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
-        }
-        paths
-    };
+    let narrowed = crate::mcp::narrow::run(&parsed_grant_asks(&parsed), place)?;
+    let output = parsed
+        .output
+        .map(|p| grants::output_path(Tool::Run, "output", place.path(p), &place.grants))
+        .transpose()?;
     let ask = SandboxAsk {
         no_sandbox: parsed.no_sandbox,
         ignore_config: parsed.ignore_config,
-        allow_network: parsed.allow_network,
-        allow_hosts: parsed.allow_host,
-        publish: parsed.publish,
-        allow_write: paths(parsed.allow_write, "A3S_ISO_ALLOW_WRITE"),
-        allow_read: paths(parsed.allow_read, "A3S_ISO_ALLOW_READ"),
-        profile: parsed.profile,
+        allow_network: narrowed.allow_network,
+        allow_hosts: narrowed.allow_hosts,
+        publish: narrowed.publish,
+        allow_write: narrowed.allow_write,
+        allow_read: narrowed.allow_read,
+        profile: narrowed.profile,
     };
     let opts = RunOptions {
         session_id: parsed.session_id,
         run_id: parsed.run_id,
-        timeout,
+        timeout: narrowed.timeout,
         command: parsed.command.into_iter().map(OsString::from).collect(),
         stdout_to_stderr: true,
         sandbox: None,
         release_identity: release_identity(parsed.release_identity),
         helper: place.helper.clone(),
-        env,
-        output: parsed.output.map(|p| place.path(p)),
+        env: narrowed.env,
+        output,
         on_published: None,
     };
     Ok((opts, ask))
+}
+
+/// What of a run's arguments narrows the server's grants.
+fn parsed_grant_asks(parsed: &RunArgs) -> crate::mcp::narrow::Asked {
+    crate::mcp::narrow::Asked {
+        allow_network: parsed.allow_network,
+        allow_host: parsed.allow_host.clone(),
+        publish: parsed.publish.clone(),
+        allow_write: parsed.allow_write.clone(),
+        allow_read: parsed.allow_read.clone(),
+        profile: parsed.profile.clone(),
+        env: parsed.env.clone(),
+        timeout: parsed.timeout.clone(),
+    }
 }
 
 /// The given release identity, else `A3S_ISO_RELEASE_IDENTITY`'s (as the command line reads it).
@@ -262,7 +281,10 @@ pub(crate) fn diff(
     )?;
     let options = DiffOptions {
         session_id: parsed.session_id,
-        change_set: parsed.change_set.map(|p| place.path(p)),
+        change_set: parsed
+            .change_set
+            .map(|p| grants::input_path(Tool::Diff, "change_set", place.path(p), &place.grants))
+            .transpose()?,
         digest: parsed.digest,
         cumulative: parsed.cumulative,
     };
@@ -324,7 +346,11 @@ pub(crate) fn capture(
         run_id: parsed.run_id,
         release_identity: release_identity(parsed.release_identity),
     };
-    Ok((options, parsed.output.map(|p| place.path(p))))
+    let output = parsed
+        .output
+        .map(|p| grants::output_path(Tool::Capture, "output", place.path(p), &place.grants))
+        .transpose()?;
+    Ok((options, output))
 }
 
 /// The arguments of `discard`.
@@ -403,10 +429,20 @@ pub(crate) fn promote(
     }
     Ok(PromoteOptions {
         session_id: parsed.session_id,
-        change_set: parsed.change_set.map(|p| place.path(p)),
+        change_set: parsed
+            .change_set
+            .map(|p| {
+                grants::input_path(Tool::Promote, "change_set", place.path(p), &place.grants)
+            })
+            .transpose()?,
         mode: parsed.mode,
         no_apply: parsed.no_apply,
-        artifacts: parsed.artifacts.map(|p| place.path(p)),
+        artifacts: parsed
+            .artifacts
+            .map(|p| {
+                grants::output_path(Tool::Promote, "artifacts", place.path(p), &place.grants)
+            })
+            .transpose()?,
         note: parsed.note,
         onto_head: parsed.onto_head,
         from: None,
@@ -464,6 +500,7 @@ mod tests {
         Place {
             start_dir: PathBuf::from("/repo"),
             helper: Some(PathBuf::from("/bin/a3s-iso")),
+            grants: crate::mcp::grants::granting_all(),
         }
     }
 

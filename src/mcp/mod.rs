@@ -8,11 +8,14 @@
 //! method, arguments a tool does not take) is a JSON-RPC error.
 
 mod args;
+mod grants;
+mod narrow;
 mod protocol;
 mod schema;
 mod server;
 mod tools;
 
+pub use crate::mcp::grants::{Grants, RunGrants};
 pub use crate::mcp::protocol::ProtocolVersion;
 pub use crate::mcp::server::{ServeOptions, serve, serve_stdio};
 pub use crate::mcp::tools::Tool;

@@ -37,6 +37,8 @@ pub struct RpcError {
     pub code: RpcCode,
     /// What was wrong, for a person.
     pub message: String,
+    /// What a program can act on (`{"code": "not_granted", "grant": "--allow-…"}`).
+    pub data: Option<Value>,
 }
 
 impl RpcError {
@@ -45,6 +47,15 @@ impl RpcError {
         RpcError {
             code,
             message: message.into(),
+            data: None,
+        }
+    }
+
+    /// The same error carrying `data`.
+    pub fn with_data(self, data: Value) -> RpcError {
+        RpcError {
+            data: Some(data),
+            ..self
         }
     }
 
@@ -203,11 +214,11 @@ pub fn success(id: &Value, result: Value) -> Value {
 
 /// An error response.
 pub fn failure(id: &Value, error: &RpcError) -> Value {
-    json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": { "code": error.code.number(), "message": error.message },
-    })
+    let mut body = json!({ "code": error.code.number(), "message": error.message });
+    if let Some(data) = &error.data {
+        body["data"] = data.clone();
+    }
+    json!({ "jsonrpc": "2.0", "id": id, "error": body })
 }
 
 #[cfg(test)]

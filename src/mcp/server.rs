@@ -11,11 +11,12 @@ use serde_json::{Map, Value, json};
 
 use crate::base::error::{Error, Result};
 use crate::mcp::args::Place;
+use crate::mcp::grants::Grants;
 use crate::mcp::protocol::{
     self, Incoming, Method, ProtocolVersion, RpcCode, RpcError, failure, success,
 };
 use crate::mcp::tools::{self, Answer, CallError, Tool};
-use crate::workspace::context::Context;
+use crate::workspace::context::{Context, SessionScope};
 
 /// What the server tells a client about itself at the handshake.
 const INSTRUCTIONS: &str = "a3s-iso isolates an agent's work on this git repository. bind a \
@@ -30,13 +31,29 @@ error.code says what went wrong.";
 pub struct ServeOptions {
     /// The context every call starts from (its start directory is where the server acts).
     pub context: Context,
-    /// Offer `promote` and `land`, which write to the source checkout.
-    pub allow_promote: bool,
+    /// What the user granted: the most any call gets (`promote` and `land`, which write to
+    /// the source checkout, only with `grants.promote`).
+    pub grants: Grants,
     /// The a3s-iso executable `run` re-executes as its sandbox helper (`None`: this
     /// process's own, which must then be a3s-iso).
     pub helper: Option<PathBuf>,
     /// Write no warnings to stderr.
     pub quiet: bool,
+}
+
+/// The sessions a server starts with: those its command line names, and the session of the
+/// isolation it was started in, if any (its user started it there for that session).
+fn scope_of(opts: &ServeOptions) -> SessionScope {
+    let mut ids = opts.grants.sessions.clone();
+    if let Some(inside) = opts.context.session_inside() {
+        ids.push(inside);
+    }
+    SessionScope::new(
+        ids,
+        "MCP server",
+        "this server acts on the sessions it bound; start it with a3s-iso mcp --session {id} \
+         to let it act on this one, or with --all-sessions on every one",
+    )
 }
 
 /// Serves `input`'s messages, answering on `output`, until `input` ends; then waits for the
@@ -146,6 +163,8 @@ impl Drop for Running {
 struct Server {
     opts: ServeOptions,
     place: Place,
+    /// The sessions calls may act on (`None`: every one, `--all-sessions`).
+    scope: Option<Arc<SessionScope>>,
     out: Mutex<Box<dyn Write + Send>>,
     version: Mutex<Option<ProtocolVersion>>,
     calls: Calls,
@@ -156,10 +175,13 @@ impl Server {
         let place = Place {
             start_dir: opts.context.start_dir.clone(),
             helper: opts.helper.clone(),
+            grants: opts.grants.clone(),
         };
+        let scope = (!opts.grants.all_sessions).then(|| Arc::new(scope_of(&opts)));
         Arc::new(Server {
             opts,
             place,
+            scope,
             out: Mutex::new(out),
             version: Mutex::new(None),
             calls: Calls::default(),
@@ -279,15 +301,12 @@ impl Server {
         })
     }
 
-    fn offered(&self, tool: Tool) -> bool {
-        self.opts.allow_promote || !tool.writes_source()
-    }
-
     fn list_tools(&self) -> Value {
+        let grants = &self.opts.grants;
         let tools: Vec<Value> = Tool::ALL
             .into_iter()
-            .filter(|t| self.offered(*t))
-            .map(Tool::describe)
+            .filter(|t| grants.offers_tool(*t))
+            .map(|t| t.describe(grants))
             .collect();
         json!({ "tools": tools })
     }
@@ -298,25 +317,27 @@ impl Server {
             .and_then(Value::as_str)
             .ok_or_else(|| RpcError::params("tools/call names its tool in \"name\""))?;
         let tool = Tool::named(name).ok_or_else(|| RpcError::params(format!("no tool {name}")))?;
-        if !self.offered(tool) {
-            return Err(RpcError::params(format!(
-                "the {name} tool writes to the source checkout: it is offered only by a server \
-                 started with a3s-iso mcp --allow-promote"
-            )));
-        }
         let args = match params.get("arguments") {
             None | Some(Value::Null) => Map::new(),
             Some(Value::Object(args)) => args.clone(),
             Some(_) => return Err(RpcError::params("\"arguments\" is an object")),
         };
+        // Before anything runs: a tool or an argument the server was not granted.
+        self.opts.grants.check_reach(tool, &args)?;
         // Each call is one command: nothing the last one memoised about git carries over.
         let mut ctx = self.opts.context.clone();
         ctx.git = ctx.git.for_one_command();
+        if let Some(scope) = &self.scope {
+            ctx = ctx.scoped(Arc::clone(scope));
+        }
         let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             tools::call(tool, &ctx, &args, &self.place)
         }));
         let answer = match called {
-            Ok(Ok(answer)) => answer,
+            Ok(Ok(answer)) => {
+                self.admit_bound(tool, &answer);
+                answer
+            }
             Ok(Err(CallError::Params(err))) => return Err(err),
             Ok(Err(CallError::Failed(err))) => Answer::error(&err),
             Err(_) => Answer::error(&Error::internal(format!("the {name} tool panicked"))),
@@ -327,6 +348,15 @@ impl Server {
             }
         }
         Ok(self.result(answer))
+    }
+
+    /// A session the server bound is one of its own from then on.
+    fn admit_bound(&self, tool: Tool, answer: &Answer) {
+        if let (Tool::Bind, false, Some(scope)) = (tool, answer.failed, &self.scope)
+            && let Some(id) = answer.document["session_id"].as_str()
+        {
+            scope.admit(id);
+        }
     }
 
     /// A tool's result: the document as text (and, from 2025-06-18 on, as structured

@@ -10,6 +10,7 @@ use serde_json::{Map, Value, json};
 
 use crate::base::error::Error;
 use crate::mcp::args::{self, Discarding, Place};
+use crate::mcp::grants::{Grants, Reach};
 use crate::mcp::protocol::RpcError;
 use crate::mcp::schema::{self, Param};
 use crate::workspace::context::Context;
@@ -162,12 +163,26 @@ impl Tool {
         hints
     }
 
-    /// The tool's entry in `tools/list`.
-    pub fn describe(self) -> Value {
+    /// The tool's entry in `tools/list` for a server granted `grants`: only the arguments it
+    /// grants, each saying what the grant is.
+    pub fn describe(self, grants: &Grants) -> Value {
+        let offered: Vec<Param> = self
+            .params()
+            .iter()
+            .filter(|p| grants.offers(Reach::of(self, p.name)))
+            .copied()
+            .collect();
+        let mut input = schema::input_schema(&offered);
+        for param in &offered {
+            if let Some(granted) = grants.granted(Reach::of(self, param.name)) {
+                let text = &mut input["properties"][param.name]["description"];
+                *text = json!(format!("{} (granted: {granted})", text.as_str().unwrap_or("")));
+            }
+        }
         json!({
             "name": self.name(),
             "description": self.description(),
-            "inputSchema": schema::input_schema(self.params()),
+            "inputSchema": input,
             "annotations": self.annotations(),
         })
     }
@@ -458,6 +473,12 @@ mod tests {
         match (param.name, param.kind) {
             ("owner", _) => return json!("none"),
             ("timeout", _) => return json!("1s"),
+            ("allow_host", _) => return json!(["@npm"]),
+            ("publish", _) => return json!(["3000"]),
+            ("allow_read" | "allow_write", _) => return json!(["/repo/x"]),
+            ("profile", _) => return json!("claude"),
+            ("env", _) => return json!(["A=b"]),
+            ("output" | "artifacts" | "change_set" | "base_dir", _) => return json!("/repo/x"),
             _ => {}
         }
         match param.kind {
@@ -472,8 +493,9 @@ mod tests {
     fn fields_taken(tool: Tool) -> Vec<String> {
         let probe: Map<String, Value> = [("__probe".to_string(), json!(1))].into_iter().collect();
         let place = Place {
-            start_dir: PathBuf::from("/"),
+            start_dir: PathBuf::from("/repo"),
             helper: None,
+            grants: crate::mcp::grants::granting_all(),
         };
         let message = match check(tool, &probe, &place) {
             Err(RpcError { message, .. }) => message,
@@ -506,8 +528,9 @@ mod tests {
     #[test]
     fn every_schema_property_is_an_argument_the_tool_takes_and_back() {
         let place = Place {
-            start_dir: PathBuf::from("/"),
+            start_dir: PathBuf::from("/repo"),
             helper: None,
+            grants: crate::mcp::grants::granting_all(),
         };
         for tool in Tool::ALL {
             let params = tool.params();
@@ -541,7 +564,7 @@ mod tests {
     fn tool_names_are_unique_and_found_by_name() {
         for tool in Tool::ALL {
             assert_eq!(Tool::named(tool.name()), Some(tool));
-            let described = tool.describe();
+            let described = tool.describe(&crate::mcp::grants::granting_all());
             assert_eq!(described["inputSchema"]["type"], "object");
         }
         assert_eq!(Tool::named("sweep"), None);

@@ -142,6 +142,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     let explicit = opts.owner != OwnerChoice::Parent;
     let located = ctx.locate()?;
     crate::store::scratch::clean(located.store.dir());
+    refuse_outside_scope(ctx, &located, &session_id)?;
     if opts.resume {
         return resume(ctx, &located, &session_id, owner, opts);
     }
@@ -150,6 +151,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
     if live_record(&located, &session_id)?.is_some() {
         let _lock = ctx.lock(&located.repo)?;
+        refuse_outside_scope(ctx, &located, &session_id)?;
         if let Some(existing) = live_record(&located, &session_id)? {
             return reuse(&located, existing, owner, explicit);
         }
@@ -158,6 +160,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     let wip = plan_wip(ctx, &located, opts, &head.1)?;
     let record = wip.new_record(session_id, &located, head, opts, owner);
     let lock = ctx.lock(&located.repo)?;
+    refuse_outside_scope(ctx, &located, &record.session_id)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
         return reuse(&located, existing, record.owner, explicit);
     }
@@ -171,6 +174,16 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         warnings: wip.warnings,
     };
     create(ctx, &located, lock, unbuilt, opts)
+}
+
+/// A session the store knows (in any state) that the caller's scope does not hold is refused:
+/// binding its id would hand over, resume or replace someone else's session. Checked again
+/// under the lock, where another process may have bound it meanwhile.
+fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &str) -> Result<()> {
+    if !ctx.may_act_on(session_id) && located.store.load_session(session_id)?.is_some() {
+        ctx.require_granted(session_id)?;
+    }
+    Ok(())
 }
 
 /// The id given (checked), else a generated one.
@@ -547,8 +560,9 @@ fn resume(
     opts: &BindOptions,
 ) -> Result<BindOutcome> {
     let lock = ctx.lock(&located.repo)?;
+    refuse_outside_scope(ctx, located, session_id)?;
     let Some(mut record) = located.store.load_session(session_id)? else {
-        return Err(crate::workspace::context::not_found(located, session_id));
+        return Err(crate::workspace::context::not_found(ctx, located, session_id));
     };
     if !located.owns(&record) {
         return Err(belongs_elsewhere(located, &record));

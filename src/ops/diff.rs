@@ -389,6 +389,7 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
         None => crate::model::changeset::DigestQuery::parse("--digest", digest)?.shown(),
     };
     let digest = digest.as_str();
+    ctx.require_granted_digest(&located, digest)?;
     let hex = digest.trim_start_matches("sha256:");
     let path = located.store.artifacts_dir().join(hex).join("change.patch");
     let plain = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());

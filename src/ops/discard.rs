@@ -123,8 +123,8 @@ pub struct DiscardAllOutcome {
     pub failed: Vec<DiscardFailure>,
 }
 
-/// Discards every session bound from this source in this store (with `purge`, also forgets
-/// them, those discarded earlier included), one at a time, each as `discard` does it. A
+/// Discards every session bound from this source in this store that the caller may act on
+/// (with `purge`, also forgets them, those discarded earlier included), one at a time, each as `discard` does it. A
 /// session that cannot be discarded now (its command runs) is reported and the rest go on.
 pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
     let located = ctx.locate()?;
@@ -136,6 +136,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
         .into_iter()
         .flatten()
         .filter(|r| located.owns(r) && canonical(&r.source) == here)
+        .filter(|r| ctx.may_act_on(&r.session_id))
         .filter(|r| purge || r.state != SessionState::Discarded)
         .map(|r| r.session_id.into())
         .collect();

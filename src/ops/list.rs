@@ -139,6 +139,10 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
     for store in stores.values() {
         for record in store.sessions()? {
+            // A scoped caller sees only its own sessions (an unreadable record neither).
+            if !record.as_ref().is_ok_and(|r| ctx.may_act_on(&r.session_id)) && ctx.is_scoped() {
+                continue;
+            }
             match record {
                 Ok(record) if !all && record.state == SessionState::Discarded => {
                     outcome.hidden_discarded += 1;

@@ -137,6 +137,7 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
     let mut works: Vec<Work> = Vec::new();
     let mut skipped = Vec::new();
     let mut records = located.store.live_sessions()?;
+    records.retain(|r| ctx.may_act_on(&r.session_id));
     records.sort_by(|a, b| a.session_id.cmp(&b.session_id));
     let read = read_all(ctx, located, &view, &records);
     for (record, result) in records.iter().zip(read) {

@@ -30,6 +30,54 @@ pub struct Context {
     /// Whether the command judges interrupted binds itself (`sweep`, which reports each one it
     /// reclaims): then recovery leaves their claims to it.
     judges_claims: bool,
+    /// The sessions the command may act on, when something narrower than the user drives it;
+    /// `None`: every session of the store.
+    scope: Option<Arc<SessionScope>>,
+}
+
+/// The sessions an agent's front end (the MCP server) may see and act on: those it bound and
+/// those the user named when starting it. Shared by its calls, which add what they bind.
+#[derive(Debug)]
+pub struct SessionScope {
+    ids: Mutex<std::collections::BTreeSet<String>>,
+    /// What acts within the scope, as a refusal names it (`MCP server`).
+    pub caller: String,
+    /// How the user grants more, as a refusal's hint says it.
+    pub grant: String,
+}
+
+impl SessionScope {
+    /// A scope holding `ids`.
+    pub fn new(ids: impl IntoIterator<Item = String>, caller: &str, grant: &str) -> SessionScope {
+        SessionScope {
+            ids: Mutex::new(ids.into_iter().collect()),
+            caller: caller.to_string(),
+            grant: grant.to_string(),
+        }
+    }
+
+    fn ids(&self) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<String>> {
+        self.ids.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Adds a session (one the front end bound).
+    pub fn admit(&self, id: &str) {
+        self.ids().insert(id.to_string());
+    }
+
+    /// Whether `id` is in the scope.
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids().contains(id)
+    }
+
+    /// The refusal of `id`.
+    pub fn refusal(&self, id: &str) -> Error {
+        Error::SessionNotGranted {
+            session_id: id.to_string(),
+            caller: self.caller.clone(),
+            grant: self.grant.replace("{id}", id),
+        }
+    }
 }
 
 /// The source a command works on, its store, and the session whose isolation the command was
@@ -79,6 +127,54 @@ impl Context {
             lock_timeout: DEFAULT_LOCK_TIMEOUT,
             notices: Arc::default(),
             judges_claims: false,
+            scope: None,
+        }
+    }
+
+    /// The same context acting only on the sessions of `scope`.
+    pub fn scoped(&self, scope: Arc<SessionScope>) -> Context {
+        Context {
+            scope: Some(scope),
+            ..self.clone()
+        }
+    }
+
+    /// Whether the command may act on session `id` (always, without a scope).
+    pub(crate) fn may_act_on(&self, id: &str) -> bool {
+        self.scope.as_ref().is_none_or(|scope| scope.contains(id))
+    }
+
+    /// `session_not_granted` for a promoted change set whose session is outside the command's
+    /// scope (or unknown: a scoped caller reaches only its own sessions' landings).
+    pub(crate) fn require_granted_digest(&self, located: &Located, digest: &str) -> Result<()> {
+        if self.scope.is_none() {
+            return Ok(());
+        }
+        let session = located
+            .store
+            .journal_entry(digest)?
+            .and_then(|entry| entry.session_id);
+        self.require_granted(session.as_deref().unwrap_or(digest))
+    }
+
+    /// The session of the isolation the command was started in, if any.
+    pub fn session_inside(&self) -> Option<String> {
+        self.find_source()
+            .ok()?
+            .inside
+            .map(|record| record.session_id.into())
+    }
+
+    /// Whether the command acts within a scope narrower than the store.
+    pub(crate) fn is_scoped(&self) -> bool {
+        self.scope.is_some()
+    }
+
+    /// `session_not_granted` for `id` when it is outside the command's scope.
+    pub(crate) fn require_granted(&self, id: &str) -> Result<()> {
+        match &self.scope {
+            Some(scope) if !scope.contains(id) => Err(scope.refusal(id)),
+            _ => Ok(()),
         }
     }
 
@@ -226,6 +322,8 @@ impl Context {
     ) -> Result<SessionRecord> {
         if let Some(id) = explicit {
             crate::base::ids::validate(id)?;
+            // Outside the scope an id is refused whether or not it exists.
+            self.require_granted(id)?;
             return match located.store.load_session(id)? {
                 Some(record) if located.owns(&record) => Ok(record),
                 Some(record) => Err(Error::SessionNotFound {
@@ -236,10 +334,11 @@ impl Context {
                     },
                     candidates: Vec::new(),
                 }),
-                None => Err(not_found(located, id)),
+                None => Err(not_found(self, located, id)),
             };
         }
         if let Some(session) = &located.inside {
+            self.require_granted(&session.session_id)?;
             return Ok(session.clone());
         }
         let live: Vec<SessionRecord> = located
@@ -250,6 +349,7 @@ impl Context {
             .filter(|s| {
                 !matches!(s.state, SessionState::Discarded | SessionState::Swept)
                     && s.source == located.repo.toplevel
+                    && self.may_act_on(&s.session_id)
             })
             .collect();
         match live.as_slice() {
@@ -272,7 +372,7 @@ impl Context {
 }
 
 /// `session_not_found` for an id the store does not have, with the ids close to it if any.
-pub(crate) fn not_found(located: &Located, id: &str) -> Error {
+pub(crate) fn not_found(ctx: &Context, located: &Located, id: &str) -> Error {
     let known: Vec<String> = located
         .store
         .sessions()
@@ -280,6 +380,7 @@ pub(crate) fn not_found(located: &Located, id: &str) -> Error {
         .into_iter()
         .flatten()
         .map(|s| s.session_id.into())
+        .filter(|s: &String| ctx.may_act_on(s))
         .collect();
     let candidates = crate::base::ids::near_misses(id, known.iter().map(String::as_str));
     let (session_id, store) = (id.to_string(), located.store.dir().to_path_buf());

@@ -207,6 +207,7 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
                 })?
         }
     };
+    ctx.require_granted_digest(&located, digest.as_str())?;
     let _lock = ctx.lock(&located.repo)?;
     let candidate = Candidate::of_journal(ctx, &located, &digest)?;
     promote_patch(ctx, &located, candidate, opts)

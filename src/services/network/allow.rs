@@ -287,6 +287,35 @@ pub(crate) fn target_of(host: &str) -> Option<Target> {
     normal_name(host).map(Target::Name)
 }
 
+/// Whether a grant lets through all a narrower entry does: what an MCP server's tool call
+/// may ask within the hosts its command line granted.
+impl AllowEntry {
+    /// Whether every host and port this entry allows is allowed by one of `granted`.
+    pub fn within(&self, granted: &[AllowEntry]) -> bool {
+        self.rules.iter().all(|rule| {
+            granted
+                .iter()
+                .flat_map(|entry| &entry.rules)
+                .any(|grant| grant.port == rule.port && covers(&grant.host, &rule.host))
+        })
+    }
+}
+
+/// Whether `grant` names every host `asked` names.
+fn covers(grant: &HostPattern, asked: &HostPattern) -> bool {
+    let under = |name: &str, suffix: &str| {
+        name.strip_suffix(suffix)
+            .is_some_and(|head| head.ends_with('.') && head.len() > 1)
+    };
+    match (grant, asked) {
+        (HostPattern::Name(g), HostPattern::Name(a)) => g == a,
+        (HostPattern::Wildcard(g), HostPattern::Name(a)) => under(a, g),
+        (HostPattern::Wildcard(g), HostPattern::Wildcard(a)) => g == a || under(a, g),
+        (HostPattern::Ip(g), HostPattern::Ip(a)) => g == a,
+        _ => false,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::services::network::allow::*;

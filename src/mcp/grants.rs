@@ -1,0 +1,402 @@
+//! What the user granted an MCP server on its command line: the most any tool call gets. A
+//! run gets the server's grants unless the call narrows them (a subset of the hosts, paths,
+//! ports and variables, a shorter timeout); anything that reaches past the isolation (the
+//! sandbox's opt-out, files written or read on the host, a tree made elsewhere, another
+//! session's change sets) is offered only with the server flag that grants it. A call asking
+//! for more is refused before anything runs, naming that flag.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::base::command_env::EnvRequest;
+use crate::base::error::Result;
+use crate::mcp::protocol::RpcError;
+use crate::mcp::tools::Tool;
+use crate::services::network::{AllowEntry, PublishRequest};
+
+/// The run grants: what every sandboxed run of the server gets, and the most a call may ask.
+#[derive(Debug, Clone, Default)]
+pub struct RunGrants {
+    /// `--allow-network`: the whole network.
+    pub allow_network: bool,
+    /// `--allow-host`: these hosts through the proxy.
+    pub allow_hosts: Vec<String>,
+    /// `--publish`: these ports.
+    pub publish: Vec<String>,
+    /// `--allow-read` (and `A3S_ISO_ALLOW_READ`): these hidden or private paths.
+    pub allow_read: Vec<PathBuf>,
+    /// `--allow-write` (and `A3S_ISO_ALLOW_WRITE`): these paths besides the isolation.
+    pub allow_write: Vec<PathBuf>,
+    /// `--profile`: the profile runs use.
+    pub profile: Option<String>,
+    /// `--env`: the variables passed or set.
+    pub env: Vec<EnvRequest>,
+    /// `--timeout`: the longest a run may take (and how long one takes unless the call says
+    /// less).
+    pub timeout: Option<Duration>,
+}
+
+/// Everything the server was granted.
+#[derive(Debug, Clone, Default)]
+pub struct Grants {
+    /// `--allow-promote`: the `promote` and `land` tools.
+    pub promote: bool,
+    /// What runs get.
+    pub run: RunGrants,
+    /// `--allow-no-sandbox`: a call may run its command (or land's test) unsandboxed.
+    pub no_sandbox: bool,
+    /// `--allow-output DIR`: files a call may write (`output`, `artifacts`), beneath these.
+    pub output: Vec<PathBuf>,
+    /// `--allow-input DIR`: change-set documents a call may read (`change_set`), beneath these.
+    pub input: Vec<PathBuf>,
+    /// `--allow-base-dir DIR`: where a call may make an isolation (`base_dir`), beneath these.
+    pub base_dir: Vec<PathBuf>,
+    /// `--all-sessions`: every session of the repository, not only the server's own.
+    pub all_sessions: bool,
+    /// `--session ID`: sessions of the user's the server may act on besides those it binds.
+    pub sessions: Vec<String>,
+}
+
+/// What a tool's argument reaches, and so which grant it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reach {
+    /// The server's own sessions and their isolations: no grant beyond the tool.
+    Own,
+    /// The whole network.
+    Network,
+    /// Hosts through the proxy.
+    Hosts,
+    /// Ports published on the host.
+    Publish,
+    /// Hidden or private paths, read.
+    Read,
+    /// Paths beside the isolation, written.
+    Write,
+    /// A profile's home paths and credentials.
+    Profile,
+    /// A plain host process.
+    NoSandbox,
+    /// A file written on the host.
+    Output,
+    /// A file read on the host.
+    Input,
+    /// A tree made outside the usual place.
+    BaseDir,
+    /// Change sets of any session.
+    AnySession,
+}
+
+impl Reach {
+    /// What argument `param` of `tool` reaches.
+    pub fn of(tool: Tool, param: &str) -> Reach {
+        match (tool, param) {
+            (Tool::Run, "allow_network") => Reach::Network,
+            (Tool::Run, "allow_host") => Reach::Hosts,
+            (Tool::Run, "publish") => Reach::Publish,
+            (Tool::Run, "allow_read") => Reach::Read,
+            (Tool::Run, "allow_write") => Reach::Write,
+            (Tool::Run, "profile") => Reach::Profile,
+            (Tool::Run | Tool::Land, "no_sandbox") => Reach::NoSandbox,
+            (Tool::Run | Tool::Capture, "output") | (Tool::Promote, "artifacts") => Reach::Output,
+            (Tool::Diff | Tool::Promote, "change_set") | (Tool::Promote, "onto_head") => {
+                Reach::Input
+            }
+            (Tool::Bind, "base_dir") => Reach::BaseDir,
+            (Tool::Promote, "note") => Reach::AnySession,
+            _ => Reach::Own,
+        }
+    }
+
+    /// The server flag that grants it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Reach::Own => "",
+            Reach::Network => "--allow-network",
+            Reach::Hosts => "--allow-host",
+            Reach::Publish => "--publish",
+            Reach::Read => "--allow-read",
+            Reach::Write => "--allow-write",
+            Reach::Profile => "--profile",
+            Reach::NoSandbox => "--allow-no-sandbox",
+            Reach::Output => "--allow-output",
+            Reach::Input => "--allow-input",
+            Reach::BaseDir => "--allow-base-dir",
+            Reach::AnySession => "--all-sessions",
+        }
+    }
+}
+
+/// `not_granted`: a call asked for more than the server's grants; `flag` would grant it.
+pub fn not_granted(tool: Tool, param: &str, why: String, flag: &str) -> RpcError {
+    RpcError::params(format!(
+        "{}'s {param}: {why}; the server grants it when started with a3s-iso mcp {flag}",
+        tool.name()
+    ))
+    .with_data(json!({
+        "code": "not_granted",
+        "tool": tool.name(),
+        "argument": param,
+        "grant": flag,
+    }))
+}
+
+impl Grants {
+    /// Whether calls may use an argument of this reach at all.
+    pub fn offers(&self, reach: Reach) -> bool {
+        let run = &self.run;
+        match reach {
+            Reach::Own => true,
+            Reach::Network => run.allow_network,
+            // Under the whole network, a call may narrow to a few hosts.
+            Reach::Hosts => run.allow_network || !run.allow_hosts.is_empty(),
+            Reach::Publish => !run.publish.is_empty(),
+            Reach::Read => !run.allow_read.is_empty(),
+            Reach::Write => !run.allow_write.is_empty(),
+            Reach::Profile => run.profile.is_some(),
+            Reach::NoSandbox => self.no_sandbox,
+            Reach::Output => !self.output.is_empty(),
+            Reach::Input => !self.input.is_empty(),
+            Reach::BaseDir => !self.base_dir.is_empty(),
+            Reach::AnySession => self.all_sessions,
+        }
+    }
+
+    /// What is granted for an argument of this reach, as its description says it (none for
+    /// the server's own sessions).
+    pub fn granted(&self, reach: Reach) -> Option<String> {
+        let run = &self.run;
+        let listed = |items: &[String]| Some(items.join(", "));
+        match reach {
+            Reach::Own | Reach::Network | Reach::NoSandbox | Reach::AnySession => None,
+            Reach::Hosts if run.allow_network => Some("any host".into()),
+            Reach::Hosts => listed(&run.allow_hosts),
+            Reach::Publish => listed(&run.publish),
+            Reach::Read => Some(shown(&run.allow_read)),
+            Reach::Write => Some(shown(&run.allow_write)),
+            Reach::Profile => run.profile.clone(),
+            Reach::Output => Some(format!("beneath {}", shown(&self.output))),
+            Reach::Input => Some(format!("beneath {}", shown(&self.input))),
+            Reach::BaseDir => Some(format!("beneath {}", shown(&self.base_dir))),
+        }
+    }
+
+    /// Whether `tool` is offered at all.
+    pub fn offers_tool(&self, tool: Tool) -> bool {
+        self.promote || !tool.writes_source()
+    }
+
+    /// Refuses a call that gives an argument whose reach is not granted (a value that asks
+    /// for nothing, such as `false`, null or `[]`, asks nothing).
+    pub fn check_reach(&self, tool: Tool, args: &Map<String, Value>) -> Result<(), RpcError> {
+        if !self.offers_tool(tool) {
+            return Err(not_granted(
+                tool,
+                "tool",
+                format!("the {} tool writes to the source checkout", tool.name()),
+                "--allow-promote",
+            ));
+        }
+        for (param, value) in args {
+            let reach = Reach::of(tool, param);
+            if asks(value) && !self.offers(reach) {
+                let why = format!("{} is not granted to this server", describe(reach));
+                return Err(not_granted(tool, param, why, reach.flag()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the grants themselves when the server starts: hosts, ports and variables that
+    /// parse, paths that exist (taken as they are, links resolved, so that a call's path is
+    /// compared with where the grant really leads).
+    pub fn resolve(mut self, start_dir: &Path) -> Result<Grants> {
+        for entry in &self.run.allow_hosts {
+            AllowEntry::parse(entry)?;
+        }
+        for entry in &self.run.publish {
+            PublishRequest::parse(entry)?;
+        }
+        let real = |paths: &mut Vec<PathBuf>| -> Result<()> {
+            for path in paths.iter_mut() {
+                let absolute = start_dir.join(&*path);
+                *path = std::fs::canonicalize(&absolute).map_err(|e| {
+                    crate::base::error::Error::io(
+                        format!("cannot use the granted path {}", absolute.display()),
+                        e,
+                    )
+                })?;
+            }
+            Ok(())
+        };
+        real(&mut self.output)?;
+        real(&mut self.input)?;
+        real(&mut self.base_dir)?;
+        Ok(self)
+    }
+}
+
+/// Whether an argument's value asks for something (not null, false or `[]`).
+fn asks(value: &Value) -> bool {
+    !matches!(value, Value::Null | Value::Bool(false)) && value != &json!([])
+}
+
+fn describe(reach: Reach) -> &'static str {
+    match reach {
+        Reach::Own => "acting on the server's own sessions",
+        Reach::Network => "the whole network",
+        Reach::Hosts => "reaching hosts through the proxy",
+        Reach::Publish => "publishing ports on the host",
+        Reach::Read => "reading hidden or private paths",
+        Reach::Write => "writing paths outside the isolation",
+        Reach::Profile => "running under a profile",
+        Reach::NoSandbox => "running without the sandbox",
+        Reach::Output => "writing files on the host",
+        Reach::Input => "reading change-set documents on the host",
+        Reach::BaseDir => "making an isolation in another directory",
+        Reach::AnySession => "recording change sets of any session as promoted",
+    }
+}
+
+/// `path` with links resolved as far as it exists, the rest appended (no `..` allowed there):
+/// where a write or read of it would really land.
+pub fn real_path(path: &Path) -> Option<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut rest: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(&existing) {
+            let mut real = real;
+            for part in rest.iter().rev() {
+                real.push(part);
+            }
+            return Some(real);
+        }
+        let name = existing.file_name()?.to_os_string();
+        rest.push(name);
+        existing = existing.parent()?.to_path_buf();
+    }
+}
+
+/// Whether `path` (absolute) really lies beneath one of `granted` (real paths): lexically
+/// clean, and beneath a grant once its links are resolved.
+pub fn beneath(path: &Path, granted: &[PathBuf]) -> bool {
+    let clean = path
+        .components()
+        .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
+    clean
+        && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
+}
+
+/// A file a call writes on the host: beneath an `--allow-output` directory once links are
+/// resolved, and not itself a link (which could lead anywhere once written through).
+pub fn output_path(
+    tool: Tool,
+    param: &str,
+    path: PathBuf,
+    grants: &Grants,
+) -> Result<PathBuf, RpcError> {
+    let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+    if link || !beneath(&path, &grants.output) {
+        let why = format!(
+            "{} is not beneath a directory the server may write ({})",
+            path.display(),
+            shown(&grants.output)
+        );
+        return Err(not_granted(tool, param, why, "--allow-output"));
+    }
+    Ok(path)
+}
+
+/// A file a call reads on the host: beneath an `--allow-input` directory once links are
+/// resolved.
+pub fn input_path(
+    tool: Tool,
+    param: &str,
+    path: PathBuf,
+    grants: &Grants,
+) -> Result<PathBuf, RpcError> {
+    if !beneath(&path, &grants.input) {
+        let why = format!(
+            "{} is not beneath a directory the server may read ({})",
+            path.display(),
+            shown(&grants.input)
+        );
+        return Err(not_granted(tool, param, why, "--allow-input"));
+    }
+    Ok(path)
+}
+
+/// Paths as a grant lists them.
+pub fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Grants of every kind, for tests: `/repo` is where paths are granted.
+#[cfg(test)]
+pub(crate) fn granting_all() -> Grants {
+    Grants {
+        promote: true,
+        run: RunGrants {
+            allow_network: false,
+            allow_hosts: vec!["@npm".into()],
+            publish: vec!["3000".into()],
+            allow_read: vec!["/repo".into()],
+            allow_write: vec!["/repo".into()],
+            profile: Some("claude".into()),
+            env: vec![EnvRequest::Pass("NODE_*".into())],
+            timeout: Some(Duration::from_secs(600)),
+        },
+        no_sandbox: true,
+        output: vec!["/repo".into()],
+        input: vec!["/repo".into()],
+        base_dir: vec!["/repo".into()],
+        all_sessions: true,
+        sessions: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::mcp::grants::*;
+
+    #[test]
+    fn a_path_beneath_a_grant_through_a_link_is_judged_where_it_leads() {
+        let dir = tempfile::tempdir().unwrap();
+        let granted = dir.path().join("granted");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(&granted).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, granted.join("link")).unwrap();
+        let grants = [std::fs::canonicalize(&granted).unwrap()];
+        assert!(beneath(&granted.join("new/file.log"), &grants));
+        assert!(!beneath(&granted.join("link/file.log"), &grants));
+        assert!(!beneath(&granted.join("../elsewhere/file.log"), &grants));
+        assert!(!beneath(&elsewhere.join("file.log"), &grants));
+    }
+
+    #[test]
+    fn every_reach_but_the_own_names_a_flag() {
+        for reach in [
+            Reach::Network,
+            Reach::Hosts,
+            Reach::Publish,
+            Reach::Read,
+            Reach::Write,
+            Reach::Profile,
+            Reach::NoSandbox,
+            Reach::Output,
+            Reach::Input,
+            Reach::BaseDir,
+            Reach::AnySession,
+        ] {
+            assert!(reach.flag().starts_with("--"), "{reach:?}");
+            assert!(!Grants::default().offers(reach), "{reach:?}");
+        }
+        assert!(Grants::default().offers(Reach::Own));
+    }
+}
