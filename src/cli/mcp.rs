@@ -37,7 +37,11 @@ pub struct McpArgs {
     pub allow_host: Vec<String>,
 
     /// Publish PORT of runs on the host's loopback, as run --publish (repeatable)
-    #[arg(long, value_name = "[HOST_PORT:]PORT", conflicts_with = "allow_network")]
+    #[arg(
+        long,
+        value_name = "[HOST_PORT:]PORT",
+        conflicts_with = "allow_network"
+    )]
     pub publish: Vec<String>,
 
     /// Let runs read PATH although it is hidden or private (repeatable; also

@@ -145,7 +145,12 @@ fn base_dir(dir: PathBuf, grants: &Grants) -> Result<PathBuf, RpcError> {
         dir.display(),
         grants::shown(&grants.base_dir)
     );
-    Err(grants::not_granted(Tool::Bind, "base_dir", why, "--allow-base-dir"))
+    Err(grants::not_granted(
+        Tool::Bind,
+        "base_dir",
+        why,
+        "--allow-base-dir",
+    ))
 }
 
 /// The arguments of `run`. What narrows a grant is an `Option`: left out, the server's grant
@@ -431,17 +436,13 @@ pub(crate) fn promote(
         session_id: parsed.session_id,
         change_set: parsed
             .change_set
-            .map(|p| {
-                grants::input_path(Tool::Promote, "change_set", place.path(p), &place.grants)
-            })
+            .map(|p| grants::input_path(Tool::Promote, "change_set", place.path(p), &place.grants))
             .transpose()?,
         mode: parsed.mode,
         no_apply: parsed.no_apply,
         artifacts: parsed
             .artifacts
-            .map(|p| {
-                grants::output_path(Tool::Promote, "artifacts", place.path(p), &place.grants)
-            })
+            .map(|p| grants::output_path(Tool::Promote, "artifacts", place.path(p), &place.grants))
             .transpose()?,
         note: parsed.note,
         onto_head: parsed.onto_head,

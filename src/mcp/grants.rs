@@ -284,8 +284,7 @@ pub fn beneath(path: &Path, granted: &[PathBuf]) -> bool {
     let clean = path
         .components()
         .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
-    clean
-        && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
+    clean && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
 }
 
 /// A file a call writes on the host: beneath an `--allow-output` directory once links are

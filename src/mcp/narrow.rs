@@ -45,8 +45,18 @@ pub(crate) fn run(asked: &Asked, place: &Place) -> Result<Narrowed, RpcError> {
         allow_network,
         allow_hosts,
         publish: publish(asked.publish.as_deref(), granted)?,
-        allow_write: paths(asked.allow_write.as_deref(), &granted.allow_write, "allow_write", place)?,
-        allow_read: paths(asked.allow_read.as_deref(), &granted.allow_read, "allow_read", place)?,
+        allow_write: paths(
+            asked.allow_write.as_deref(),
+            &granted.allow_write,
+            "allow_write",
+            place,
+        )?,
+        allow_read: paths(
+            asked.allow_read.as_deref(),
+            &granted.allow_read,
+            "allow_read",
+            place,
+        )?,
         profile: profile(asked.profile.as_deref(), granted)?,
         env: env(asked.env.as_deref(), granted)?,
         timeout: timeout(asked.timeout.as_deref(), granted)?,
@@ -119,7 +129,10 @@ fn paths(
     let Some(asked) = asked else {
         return Ok(granted.to_vec());
     };
-    let real: Vec<PathBuf> = granted.iter().filter_map(|p| grants::real_path(p)).collect();
+    let real: Vec<PathBuf> = granted
+        .iter()
+        .filter_map(|p| grants::real_path(p))
+        .collect();
     let flag = format!("--{}", param.replace('_', "-"));
     let mut given = Vec::new();
     for path in asked {
@@ -167,7 +180,8 @@ fn env(asked: Option<&[String]>, granted: &RunGrants) -> Result<Vec<EnvRequest>,
     for text in asked {
         let request = EnvRequest::parse(std::ffi::OsStr::new(text))
             .map_err(|e| RpcError::params(format!("env: {e}")))?;
-        if !granted.env.iter().any(|g| g.covers(&request)) {
+        let sets = matches!(request, EnvRequest::Set(..));
+        if !sets && !granted.env.iter().any(|g| g.covers(&request)) {
             let why = format!("the server's variable {text} is not granted");
             return Err(refused("env", why, &format!("--env {text}")));
         }

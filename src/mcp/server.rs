@@ -334,10 +334,7 @@ impl Server {
             tools::call(tool, &ctx, &args, &self.place)
         }));
         let answer = match called {
-            Ok(Ok(answer)) => {
-                self.admit_bound(tool, &answer);
-                answer
-            }
+            Ok(Ok(answer)) => answer,
             Ok(Err(CallError::Params(err))) => return Err(err),
             Ok(Err(CallError::Failed(err))) => Answer::error(&err),
             Err(_) => Answer::error(&Error::internal(format!("the {name} tool panicked"))),
@@ -348,15 +345,6 @@ impl Server {
             }
         }
         Ok(self.result(answer))
-    }
-
-    /// A session the server bound is one of its own from then on.
-    fn admit_bound(&self, tool: Tool, answer: &Answer) {
-        if let (Tool::Bind, false, Some(scope)) = (tool, answer.failed, &self.scope)
-            && let Some(id) = answer.document["session_id"].as_str()
-        {
-            scope.admit(id);
-        }
     }
 
     /// A tool's result: the document as text (and, from 2025-06-18 on, as structured

@@ -176,7 +176,10 @@ impl Tool {
         for param in &offered {
             if let Some(granted) = grants.granted(Reach::of(self, param.name)) {
                 let text = &mut input["properties"][param.name]["description"];
-                *text = json!(format!("{} (granted: {granted})", text.as_str().unwrap_or("")));
+                *text = json!(format!(
+                    "{} (granted: {granted})",
+                    text.as_str().unwrap_or("")
+                ));
             }
         }
         json!({

@@ -173,7 +173,10 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         restore,
         warnings: wip.warnings,
     };
-    create(ctx, &located, lock, unbuilt, opts)
+    let outcome = create(ctx, &located, lock, unbuilt, opts)?;
+    // A scoped caller (an MCP server) may act on what it bound from now on.
+    ctx.admit(&outcome.session_id);
+    Ok(outcome)
 }
 
 /// A session the store knows (in any state) that the caller's scope does not hold is refused:
@@ -562,7 +565,9 @@ fn resume(
     let lock = ctx.lock(&located.repo)?;
     refuse_outside_scope(ctx, located, session_id)?;
     let Some(mut record) = located.store.load_session(session_id)? else {
-        return Err(crate::workspace::context::not_found(ctx, located, session_id));
+        return Err(crate::workspace::context::not_found(
+            ctx, located, session_id,
+        ));
     };
     if !located.owns(&record) {
         return Err(belongs_elsewhere(located, &record));

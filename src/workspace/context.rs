@@ -139,6 +139,13 @@ impl Context {
         }
     }
 
+    /// Adds a session the command made to its scope, if it has one.
+    pub(crate) fn admit(&self, id: &str) {
+        if let Some(scope) = &self.scope {
+            scope.admit(id);
+        }
+    }
+
     /// Whether the command may act on session `id` (always, without a scope).
     pub(crate) fn may_act_on(&self, id: &str) -> bool {
         self.scope.as_ref().is_none_or(|scope| scope.contains(id))

@@ -29,13 +29,38 @@ struct Client {
 }
 
 impl Client {
-    /// Starts `a3s-iso mcp ARGS` in the fixture's source.
+    /// Starts `a3s-iso mcp ARGS` in the fixture's source (with `--allow-no-sandbox` where this
+    /// machine has no sandbox, so that [`run_args`] can run unsandboxed).
     fn start(fx: &Fixture, args: &[&str]) -> Client {
-        let stderr = fx.root.join(format!("mcp-stderr-{}.txt", args.len()));
-        let mut child = fx
-            .cmd()
-            .arg("mcp")
-            .args(args)
+        Client::start_with(fx, args, &[])
+    }
+
+    /// [`Client::start`] with variables set in the server's environment.
+    fn start_with(fx: &Fixture, args: &[&str], vars: &[(&str, &str)]) -> Client {
+        Client::start_at(fx, &fx.src, args, vars)
+    }
+
+    /// `a3s-iso mcp` started in `dir`.
+    fn start_in(fx: &Fixture, dir: &std::path::Path) -> Client {
+        Client::start_at(fx, dir, &[], &[])
+    }
+
+    fn start_at(
+        fx: &Fixture,
+        dir: &std::path::Path,
+        args: &[&str],
+        vars: &[(&str, &str)],
+    ) -> Client {
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let stderr = fx.root.join(format!("mcp-stderr-{n}.txt"));
+        let mut command = fx.cmd_in(dir);
+        command.arg("mcp").args(args);
+        if !sandbox_available() {
+            command.arg("--allow-no-sandbox");
+        }
+        command.envs(vars.iter().copied());
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(std::fs::File::create(&stderr).unwrap())
@@ -274,17 +299,24 @@ fn failures_are_tool_errors_and_misuse_is_a_protocol_error() {
     let mut client = Client::start(&fx, &[]);
     client.handshake("2025-06-18");
 
-    // a3s-iso's own failure: a tool result with isError and the error document.
-    let missing = client.call("show", json!({"session_id": "nobody"}));
+    // a3s-iso's own failure: a tool result with isError and the error document. With no
+    // session bound, there is none to choose.
+    let missing = client.call("show", json!({}));
     assert_eq!(missing["isError"], true, "{missing}");
     let error = text_document(&missing);
     assert_eq!(error["schema"], "a3s-iso.error.v1");
     assert_eq!(error["error"]["code"], "session_not_found", "{error}");
     assert_eq!(missing["structuredContent"], error);
 
-    // promote is not offered without --allow-promote: calling it is a protocol error.
+    // promote is not offered without --allow-promote: calling it is a protocol error that
+    // names the grant.
     let refused = client.request("tools/call", json!({"name": "promote", "arguments": {}}));
     assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert_eq!(refused["error"]["data"]["code"], "not_granted", "{refused}");
+    assert_eq!(
+        refused["error"]["data"]["grant"], "--allow-promote",
+        "{refused}"
+    );
     assert!(
         refused["error"]["message"]
             .as_str()
@@ -422,7 +454,7 @@ fn bind_through_mcp_applies_the_trusted_configuration() {
 
 /// `run` through MCP reads the configuration as `run` does: a `[run]` table of an untrusted
 /// repository file refuses the call (a tool call cannot approve it), nothing runs; trusted,
-/// its profile and hosts apply, and the call's own `allow_host` adds to them.
+/// its profile and hosts apply, and the server's granted hosts add to them.
 #[test]
 fn run_through_mcp_applies_the_trusted_run_configuration() {
     if !crate::fixture::require_tool("sandbox") {
@@ -435,9 +467,9 @@ fn run_through_mcp_applies_the_trusted_run_configuration() {
         "[run]\nprofile = \"generic\"\nallow_host = [\"@npm\"]\n",
     );
     fx.commit_all("configuration");
-    let mut client = Client::start(&fx, &[]);
+    let mut client = Client::start(&fx, &["--session", "r1", "--allow-host", "127.0.0.1:9"]);
     client.handshake("2025-06-18");
-    let args = json!({"session_id": "r1", "command": ["true"], "allow_host": ["127.0.0.1:9"]});
+    let args = json!({"session_id": "r1", "command": ["true"]});
     let refused = client.call("run", args.clone());
     assert_eq!(refused["isError"], true, "{refused}");
     assert_eq!(text_document(&refused)["error"]["code"], "config_untrusted");
@@ -454,5 +486,348 @@ fn run_through_mcp_applies_the_trusted_run_configuration() {
         .map(|a| a["entry"].as_str().unwrap())
         .collect();
     assert_eq!(entries, ["127.0.0.1:9", "@npm"], "{ran}");
+    client.close();
+}
+
+/// A protocol error refusing a call for want of a grant: its `data` (the grant named).
+fn not_granted(client: &mut Client, tool: &str, arguments: Value) -> Value {
+    let response = client.request(
+        "tools/call",
+        json!({"name": tool, "arguments": arguments.clone()}),
+    );
+    let error = &response["error"];
+    assert_eq!(error["code"], -32602, "{tool} {arguments}: {response}");
+    assert_eq!(
+        error["data"]["code"], "not_granted",
+        "{tool} {arguments}: {response}"
+    );
+    let grant = error["data"]["grant"].as_str().unwrap();
+    assert!(
+        error["message"].as_str().unwrap().contains(grant),
+        "the message names the grant: {response}"
+    );
+    error["data"].clone()
+}
+
+/// What the user's repository is: its branches, tags and stash, HEAD, index and every file of
+/// the checkout.
+fn source_state(fx: &Fixture) -> (String, std::collections::BTreeMap<String, String>) {
+    let refs = fx.git(
+        &fx.src,
+        &[
+            "for-each-ref",
+            "--format=%(refname) %(objectname)",
+            "refs/heads",
+            "refs/tags",
+            "refs/stash",
+        ],
+    );
+    (refs, crate::fixture::checkout_listing(&fx.src))
+}
+
+/// Every way out of the sandbox a `run` call could ask for is refused by a server that was
+/// not granted it, before anything runs: nothing is committed on the user's branch, no
+/// secret reaches the isolation or its change set, no host file is written.
+#[test]
+fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let ssh = fx.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY LINE\n").unwrap();
+    std::fs::write(fx.home.join(".bashrc"), "# the user's shell\n").unwrap();
+    let bashrc = std::fs::read(fx.home.join(".bashrc")).unwrap();
+    let before = source_state(&fx);
+    let mut client =
+        Client::start_with(&fx, &["--timeout", "60s"], &[("GITHUB_TOKEN", "gh-secret")]);
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    let home = fx.home.display().to_string();
+    let commit =
+        "cd \"$A3S_ISO_SOURCE\" && echo pwned > PWNED && git add PWNED && git commit -qm pwned";
+    let steal = "cat ~/.ssh/id_rsa > stolen; echo \"$GITHUB_TOKEN\" > token";
+    let attempts = [
+        (
+            json!({"no_sandbox": true, "command": ["sh", "-c", commit]}),
+            "--allow-no-sandbox",
+        ),
+        (
+            json!({"allow_read": [format!("{home}/.ssh")], "command": ["sh", "-c", steal]}),
+            "--allow-read",
+        ),
+        (
+            json!({"output": format!("{home}/.bashrc"), "command": ["echo", "alias ls=rm"]}),
+            "--allow-output",
+        ),
+        (
+            json!({"allow_network": true, "command": ["true"]}),
+            "--allow-network",
+        ),
+        (
+            json!({"allow_host": ["example.com"], "command": ["true"]}),
+            "--allow-host",
+        ),
+        (
+            json!({"publish": ["8080"], "command": ["true"]}),
+            "--publish",
+        ),
+        (
+            json!({"allow_write": [home.clone()], "command": ["true"]}),
+            "--allow-write",
+        ),
+        (
+            json!({"profile": "claude", "command": ["true"]}),
+            "--profile",
+        ),
+        (
+            json!({"env": ["GITHUB_TOKEN"], "command": ["sh", "-c", steal]}),
+            "--env GITHUB_TOKEN",
+        ),
+        (
+            json!({"env": ["GITHUB_*"], "command": ["sh", "-c", steal]}),
+            "--env GITHUB_*",
+        ),
+        (
+            json!({"timeout": "1h", "command": ["true"]}),
+            "--timeout 1h",
+        ),
+    ];
+    for (mut args, grant) in attempts {
+        args["session_id"] = json!("agent");
+        let data = not_granted(&mut client, "run", args.clone());
+        assert!(
+            grant.starts_with(data["grant"].as_str().unwrap()),
+            "{args}: {data}"
+        );
+    }
+    // A run with what the server grants still works, and gets none of it.
+    let ran = client.document(
+        "run",
+        json!({"session_id": "agent", "command": ["sh", "-c", steal], "env": ["A=b"]}),
+    );
+    assert_eq!(ran["state"], "completed", "{ran}");
+    let captured = client.document("diff", json!({"session_id": "agent", "patch": true}));
+    assert_eq!(captured["schema"], "a3s-iso.diff.v1", "{captured}");
+    let patch = client.call("diff", json!({"session_id": "agent", "patch": true}));
+    let text = patch["content"][1]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        !text.contains("PRIVATE KEY") && !text.contains("gh-secret"),
+        "{text}"
+    );
+    let isolation = fx.isolation("agent");
+    assert!(
+        !std::fs::read_to_string(isolation.join("stolen"))
+            .unwrap()
+            .contains("PRIVATE")
+    );
+    assert_eq!(
+        std::fs::read_to_string(isolation.join("token")).unwrap(),
+        "\n"
+    );
+    client.close();
+    assert_eq!(source_state(&fx), before, "the user's repository changed");
+    assert!(!fx.src.join("PWNED").exists());
+    assert_eq!(std::fs::read(fx.home.join(".bashrc")).unwrap(), bashrc);
+}
+
+/// The grants a user gives the server are what runs get, and a call may ask for less, never
+/// more: the secret the user granted is read, a path beneath a granted one too, but not a
+/// granted directory's link that leads out of it.
+#[test]
+fn a_run_gets_the_servers_grants_and_may_narrow_them() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let ssh = fx.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY LINE\n").unwrap();
+    let out = fx.root.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    std::os::unix::fs::symlink(fx.home.join(".bashrc"), out.join("bashrc-link")).unwrap();
+    let ssh_grant = ssh.display().to_string();
+    let out_grant = out.display().to_string();
+    let mut client = Client::start_with(
+        &fx,
+        &[
+            "--allow-read",
+            &ssh_grant,
+            "--allow-output",
+            &out_grant,
+            "--env",
+            "DEPLOY_TOKEN",
+        ],
+        &[
+            ("DEPLOY_TOKEN", "granted-token"),
+            ("OTHER_TOKEN", "not-granted"),
+        ],
+    );
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    let read =
+        "cat ~/.ssh/id_rsa > granted.txt; echo \"$DEPLOY_TOKEN${OTHER_TOKEN:-}\" >> granted.txt";
+    let log = out.join("run.log").display().to_string();
+    let ran = client.document(
+        "run",
+        json!({"session_id": "agent", "command": ["sh", "-c", read], "output": log}),
+    );
+    assert_eq!(ran["state"], "completed", "{ran}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("agent").join("granted.txt")).unwrap(),
+        "PRIVATE KEY LINE\ngranted-token\n"
+    );
+    assert!(out.join("run.log").is_file());
+    // Narrowed: the call names the granted file only; still readable.
+    let narrowed = json!({"session_id": "agent", "allow_read": [format!("{ssh_grant}/id_rsa")],
+        "command": ["sh", "-c", "cat ~/.ssh/id_rsa > narrowed.txt"], "env": []});
+    assert_eq!(client.document("run", narrowed)["state"], "completed");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("agent").join("narrowed.txt")).unwrap(),
+        "PRIVATE KEY LINE\n"
+    );
+    // Beyond the grant: a sibling of it, a link out of the output directory, `..`.
+    let home = fx.home.display().to_string();
+    for (args, grant) in [
+        (
+            json!({"allow_read": [format!("{home}/.gnupg")]}),
+            "--allow-read",
+        ),
+        (
+            json!({"output": out.join("bashrc-link").display().to_string()}),
+            "--allow-output",
+        ),
+        (
+            json!({"output": format!("{out_grant}/../escape.log")}),
+            "--allow-output",
+        ),
+        (json!({"env": ["OTHER_TOKEN"]}), "--env"),
+    ] {
+        let mut args = args;
+        args["session_id"] = json!("agent");
+        args["command"] = json!(["true"]);
+        let data = not_granted(&mut client, "run", args.clone());
+        assert!(
+            data["grant"].as_str().unwrap().starts_with(grant),
+            "{args}: {data}"
+        );
+    }
+    assert!(!fx.home.join(".bashrc").exists());
+    assert!(!fx.root.join("escape.log").exists());
+    client.close();
+}
+
+/// The server acts on the sessions it bound (and those named at its start): another session
+/// of the user's is refused by every tool, whether or not it exists, and `discard` of all
+/// with `purge` removes the agent's own sessions only, the user's kept byte for byte.
+#[test]
+fn attack_an_agent_acts_only_on_its_own_sessions() {
+    let fx = Fixture::new();
+    fx.bind("mine");
+    std::fs::write(fx.isolation("mine").join("WORK.txt"), "the user's work\n").unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "mine", "--run-id", "r1"]);
+    assert_eq!(code, 0, "{doc}");
+    let state = crate::fixture::state_dir(&fx);
+    let before = (
+        crate::fixture::listing(&fx.isolation("mine")),
+        std::fs::read(state.join("sessions/mine.json")).unwrap(),
+        fx.git(
+            &fx.src,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        ),
+    );
+    let mut client = Client::start(&fx, &["--allow-promote"]);
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    for (tool, args) in [
+        ("show", json!({"session_id": "mine"})),
+        ("diff", json!({"session_id": "mine"})),
+        ("capture", json!({"session_id": "mine"})),
+        ("run", run_args("mine", "echo planted > PLANTED")),
+        ("discard", json!({"session_id": "mine", "purge": true})),
+        ("bind", json!({"session_id": "mine", "owner": "none"})),
+        ("bind", json!({"session_id": "mine", "resume": true})),
+        ("promote", json!({"session_id": "mine"})),
+        ("land", json!({"sessions": ["mine"]})),
+        ("show", json!({"session_id": "no-such-session"})),
+    ] {
+        let refused = client.call(tool, args.clone());
+        assert_eq!(refused["isError"], true, "{tool} {args}: {refused}");
+        let error = text_document(&refused);
+        assert_eq!(
+            error["error"]["code"], "session_not_granted",
+            "{tool} {args}: {error}"
+        );
+        assert!(
+            error["error"]["hint"]
+                .as_str()
+                .unwrap()
+                .contains("--session"),
+            "{error}"
+        );
+    }
+    // What it lists and predicts is its own.
+    let listed = client.document("list", json!({"all": true}));
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["agent"], "{listed}");
+    let predicted = client.document("overlaps", json!({}));
+    assert!(!predicted.to_string().contains("\"mine\""), "{predicted}");
+    // Without an id, the only session it may choose is its own.
+    assert_eq!(client.document("show", json!({}))["session_id"], "agent");
+    let discarded = client.document("discard", json!({"all": true, "purge": true}));
+    let ids: Vec<&str> = discarded["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["session_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["agent"], "{discarded}");
+    client.close();
+    let after = (
+        crate::fixture::listing(&fx.isolation("mine")),
+        std::fs::read(state.join("sessions/mine.json")).unwrap(),
+        fx.git(
+            &fx.src,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+        .lines()
+        .filter(|l| !l.contains("/agent/") && !l.contains("/agent "))
+        .collect::<Vec<_>>()
+        .join("\n"),
+    );
+    assert_eq!(after, before, "the user's session changed");
+    assert!(!fx.src.join("WORK.txt").exists());
+
+    // Named at the start, the user's session is the server's to act on.
+    let mut client = Client::start(&fx, &["--session", "mine"]);
+    client.handshake("2025-06-18");
+    let shown = client.document("show", json!({"session_id": "mine"}));
+    assert_eq!(shown["session_id"], "mine");
+    client.close();
+}
+
+/// A server started inside an isolation acts on that session without naming it.
+#[test]
+fn a_server_started_in_an_isolation_acts_on_its_session() {
+    let fx = Fixture::new();
+    fx.bind("mine");
+    fx.bind("other");
+    let mut client = Client::start_in(&fx, &fx.isolation("mine"));
+    client.handshake("2025-06-18");
+    assert_eq!(client.document("show", json!({}))["session_id"], "mine");
+    let refused = client.call("show", json!({"session_id": "other"}));
+    assert_eq!(
+        text_document(&refused)["error"]["code"],
+        "session_not_granted"
+    );
     client.close();
 }
