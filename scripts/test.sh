@@ -62,7 +62,39 @@ install_missing() {
   fi
 }
 
+# The official MCP Python SDK, which tests/mcp_sdk/ drives the MCP server with, in a virtual
+# environment of the build's own (the version pinned: the test speaks its API).
+MCP_SDK_VERSION=2.3.0
+install_mcp_sdk() {
+  allowed mcp-sdk && return 0
+  local venv="${CARGO_TARGET_DIR:-target}/mcp-sdk"
+  local have
+  have=$("$venv/bin/python" -c 'import importlib.metadata as m; print(m.version("mcp"))' \
+    2>/dev/null || true)
+  if [ "$have" != "$MCP_SDK_VERSION" ]; then
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" >/dev/null 2>&1; then
+      local sudo=()
+      [ "$(id -u)" -eq 0 ] || sudo=(sudo -n)
+      DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq python3-venv \
+        >/dev/null 2>&1 || true
+      rm -rf "$venv"
+      python3 -m venv "$venv" >/dev/null 2>&1 || true
+    fi
+    "$venv/bin/pip" install -q "mcp==$MCP_SDK_VERSION" >/dev/null 2>&1 || true
+  fi
+  if ! "$venv/bin/python" -c 'import mcp' >/dev/null 2>&1; then
+    echo "scripts/test.sh: could not install the MCP Python SDK (mcp==$MCP_SDK_VERSION) in" \
+      "$venv; install it, or let the test that needs it skip with" \
+      "A3S_ISO_TEST_ALLOW_MISSING=mcp-sdk" >&2
+    exit 1
+  fi
+  A3S_ISO_TEST_MCP_PYTHON="$(cd "$venv" && pwd)/bin/python"
+  export A3S_ISO_TEST_MCP_PYTHON
+}
+
 install_missing
+install_mcp_sdk
 thorough=false
 if [ "${1:-}" = "--thorough" ]; then
   thorough=true

@@ -41,6 +41,7 @@ mod lifecycle_shapes;
 mod lifecycle_state_machine;
 mod list_output;
 mod log_promotions;
+mod mcp_sdk;
 mod mcp_server;
 mod overlaps_property;
 mod path_shell_init;
