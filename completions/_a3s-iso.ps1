@@ -496,6 +496,18 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;mcp' {
+            [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'Act also on this session of yours (repeatable; by default the server acts only on the sessions it binds, and on the one whose isolation it was started in)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Act also on this session of yours (repeatable; by default the server acts only on the sessions it binds, and on the one whose isolation it was started in)')
+            [CompletionResult]::new('--allow-host', '--allow-host', [CompletionResultType]::ParameterName, 'Let runs reach HOST[:PORT] through a3s-iso''s proxy, as run --allow-host (repeatable; a call may name fewer)')
+            [CompletionResult]::new('--publish', '--publish', [CompletionResultType]::ParameterName, 'Publish PORT of runs on the host''s loopback, as run --publish (repeatable)')
+            [CompletionResult]::new('--allow-read', '--allow-read', [CompletionResultType]::ParameterName, 'Let runs read PATH although it is hidden or private (repeatable; also A3S_ISO_ALLOW_READ; a call may name paths beneath these)')
+            [CompletionResult]::new('--allow-write', '--allow-write', [CompletionResultType]::ParameterName, 'Let runs write PATH (repeatable; also A3S_ISO_ALLOW_WRITE; a call may name paths beneath these)')
+            [CompletionResult]::new('--profile', '--profile', [CompletionResultType]::ParameterName, 'Runs use the profile NAME (its home paths, variables and hosts)')
+            [CompletionResult]::new('--env', '--env', [CompletionResultType]::ParameterName, 'Pass the variable NAME to runs, or set NAME=VALUE (repeatable; a call may pass fewer)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'Stop each run after DUR at the latest (a call may ask for less)')
+            [CompletionResult]::new('--allow-output', '--allow-output', [CompletionResultType]::ParameterName, 'Let calls write files (run''s and capture''s output, promote''s artifacts) beneath DIR (repeatable)')
+            [CompletionResult]::new('--allow-input', '--allow-input', [CompletionResultType]::ParameterName, 'Let calls read change-set documents (diff''s and promote''s change_set) beneath DIR (repeatable)')
+            [CompletionResult]::new('--allow-base-dir', '--allow-base-dir', [CompletionResultType]::ParameterName, 'Let bind make isolations beneath DIR (its base_dir) (repeatable)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
@@ -503,6 +515,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--allow-promote', '--allow-promote', [CompletionResultType]::ParameterName, 'Also offer the promote and land tools, which write to your checkout')
+            [CompletionResult]::new('--all-sessions', '--all-sessions', [CompletionResultType]::ParameterName, 'Act on every session of the repository, yours included (list, diff, discard, ...)')
+            [CompletionResult]::new('--allow-network', '--allow-network', [CompletionResultType]::ParameterName, 'Let runs reach the whole network (a call may narrow it to hosts, or none)')
+            [CompletionResult]::new('--allow-no-sandbox', '--allow-no-sandbox', [CompletionResultType]::ParameterName, 'Let a call run its command (or land''s test) without the sandbox, as a host process')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

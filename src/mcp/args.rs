@@ -12,8 +12,9 @@ use serde_json::{Map, Value};
 
 use crate::flows::land::{LandMode, LandOptions};
 use crate::mcp::grants::{self, Grants};
+pub use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
-use crate::mcp::tools::Tool;
+use crate::mcp::tool::Tool;
 use crate::ops::bind::{BindOptions, OwnerChoice};
 use crate::ops::capture::CaptureOptions;
 use crate::ops::diff::DiffOptions;
@@ -21,29 +22,6 @@ use crate::ops::discard::DiscardOptions;
 use crate::ops::promote::{Mode, PromoteOptions};
 use crate::ops::run::RunOptions;
 use crate::services::run_request::SandboxAsk;
-
-/// Where relative paths start (the server's `-C` directory, else its working directory),
-/// the executable `run` re-executes as its sandbox helper, and what the server was granted.
-#[derive(Debug, Clone)]
-pub struct Place {
-    /// The directory the server acts from.
-    pub start_dir: PathBuf,
-    /// The a3s-iso executable for the sandbox helper (`None`: this process's own).
-    pub helper: Option<PathBuf>,
-    /// The most any call gets.
-    pub grants: Grants,
-}
-
-impl Place {
-    /// `path` as given when absolute, else under the start directory.
-    pub(crate) fn path(&self, path: PathBuf) -> PathBuf {
-        if path.is_absolute() {
-            path
-        } else {
-            self.start_dir.join(path)
-        }
-    }
-}
 
 /// The arguments as `T`; a `null` is taken for a left-out argument.
 fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, RpcError> {

@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use crate::base::command_env::EnvRequest;
 use crate::base::error::Result;
 use crate::mcp::protocol::RpcError;
-use crate::mcp::tools::Tool;
+use crate::mcp::tool::Tool;
 use crate::services::network::{AllowEntry, PublishRequest};
 
 /// The run grants: what every sandboxed run of the server gets, and the most a call may ask.

@@ -10,9 +10,11 @@
 mod args;
 mod grants;
 mod narrow;
+mod place;
 mod protocol;
 mod schema;
 mod server;
+mod tool;
 mod tools;
 
 pub use crate::mcp::grants::{Grants, RunGrants};

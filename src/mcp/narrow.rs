@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::base::command_env::EnvRequest;
-use crate::mcp::args::Place;
 use crate::mcp::grants::{self, RunGrants, not_granted};
+use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
-use crate::mcp::tools::Tool;
+use crate::mcp::tool::Tool;
 use crate::services::network::{AllowEntry, PublishRequest};
 
 /// What a `run` call asked of the grants (`None`: left out).

@@ -10,8 +10,8 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use serde_json::{Map, Value, json};
 
 use crate::base::error::{Error, Result};
-use crate::mcp::args::Place;
 use crate::mcp::grants::Grants;
+use crate::mcp::place::Place;
 use crate::mcp::protocol::{
     self, Incoming, Method, ProtocolVersion, RpcCode, RpcError, failure, success,
 };

@@ -9,81 +9,18 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::base::error::Error;
-use crate::mcp::args::{self, Discarding, Place};
+use crate::mcp::args::{self, Discarding};
 use crate::mcp::grants::{Grants, Reach};
+use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
 use crate::mcp::schema::{self, Param};
+pub use crate::mcp::tool::Tool;
 use crate::workspace::context::Context;
 
 /// The most of a command's output, or of a patch, a result carries (its end, for output).
 const SHOWN_BYTES: u64 = 64 * 1024;
 
-/// A tool, named as its command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
-    /// `bind`.
-    Bind,
-    /// `run`.
-    Run,
-    /// `diff`.
-    Diff,
-    /// `show`.
-    Show,
-    /// `list`.
-    List,
-    /// `overlaps`.
-    Overlaps,
-    /// `capture`.
-    Capture,
-    /// `discard`.
-    Discard,
-    /// `promote`: only with `--allow-promote`.
-    Promote,
-    /// `land`: only with `--allow-promote`.
-    Land,
-}
-
 impl Tool {
-    /// Every tool, in the order `tools/list` gives them.
-    pub const ALL: [Tool; 10] = [
-        Tool::Bind,
-        Tool::Run,
-        Tool::Diff,
-        Tool::Show,
-        Tool::List,
-        Tool::Overlaps,
-        Tool::Capture,
-        Tool::Discard,
-        Tool::Promote,
-        Tool::Land,
-    ];
-
-    /// Its name: the command's.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Bind => "bind",
-            Tool::Run => "run",
-            Tool::Diff => "diff",
-            Tool::Show => "show",
-            Tool::List => "list",
-            Tool::Overlaps => "overlaps",
-            Tool::Capture => "capture",
-            Tool::Discard => "discard",
-            Tool::Promote => "promote",
-            Tool::Land => "land",
-        }
-    }
-
-    /// The tool of that name.
-    pub fn named(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.name() == name)
-    }
-
-    /// Whether it writes to the source checkout, and so is offered only with `--allow-promote`.
-    pub fn writes_source(self) -> bool {
-        matches!(self, Tool::Promote | Tool::Land)
-    }
-
     fn params(self) -> &'static [Param] {
         match self {
             Tool::Bind => schema::BIND,
