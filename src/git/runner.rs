@@ -535,4 +535,60 @@ mod tests {
         assert_eq!(parse_version("2.30rc1"), Some((2, 30)));
         assert_eq!(parse_version("junk"), None);
     }
+
+    #[test]
+    fn diffs_and_status_name_how_submodules_count_unless_they_chose() {
+        let git = Git {
+            bin: PathBuf::from("git"),
+            version: String::new(),
+            checkouts: Arc::default(),
+            memo: Arc::default(),
+        };
+        let args = |cmd: GitCmd<'_>| -> Vec<String> {
+            let all = cmd.args_with_submodules_pinned();
+            all[3..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let here = Path::new(".");
+        let index = git.at(here).env("GIT_INDEX_FILE", "/i");
+        assert_eq!(
+            args(index.args(["--literal-pathspecs", "diff-index", "--cached", "HEAD"])),
+            [
+                "-c",
+                "core.splitIndex=false",
+                "--literal-pathspecs",
+                "diff-index",
+                "--ignore-submodules=none",
+                "--cached",
+                "HEAD"
+            ]
+        );
+        assert_eq!(
+            args(
+                git.at(here)
+                    .args(["status", "--ignore-submodules=all", "--", "x"])
+            ),
+            ["status", "--ignore-submodules=all", "--", "x"]
+        );
+        // A path named like the option is no choice.
+        assert_eq!(
+            args(
+                git.at(here)
+                    .args(["diff-tree", "a", "b", "--", "--ignore-submodules"])
+            ),
+            [
+                "diff-tree",
+                "--ignore-submodules=none",
+                "a",
+                "b",
+                "--",
+                "--ignore-submodules"
+            ]
+        );
+        for other in [["ls-files", "-z"], ["cat-file", "diff"]] {
+            assert_eq!(args(git.at(here).args(other)), other);
+        }
+    }
 }
