@@ -131,6 +131,8 @@ install_release() {
     return
   fi
   mkdir -p "$bin_dir" "$(dirname "$kept_tarball")"
+  # Removed first: a link a cache left there is never written through.
+  rm -f "$bin_dir/a3s-iso.new" "$kept_tarball.new"
   install -m 0755 "$found" "$bin_dir/a3s-iso.new"
   mv -f "$bin_dir/a3s-iso.new" "$bin_dir/a3s-iso"
   if [ "$tarball" != "$tmp/kept.tar.gz" ]; then

@@ -696,11 +696,17 @@ fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself(
         }
         cmd.output().unwrap()
     };
+    // Links where install.sh writes its new files point at a file of the user's.
+    let victim = fx.root.join("victim");
+    std::fs::write(&victim, "the user's\n").unwrap();
     for pinned in [None, Some(sha256.as_str())] {
         plant(
             planted.as_bytes(),
             &format!("release {url} sha256:{sha256}"),
         );
+        for link in ["bin/a3s-iso.new", "share/a3s-iso/release.tar.gz.new"] {
+            std::os::unix::fs::symlink(&victim, root.join(link)).unwrap();
+        }
         let out = install(pinned);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
@@ -710,10 +716,18 @@ fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself(
             std::fs::read(&installed).unwrap(),
             std::fs::read(BIN).unwrap()
         );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's\n");
+        // The tarball kept is the release's, byte for byte; no record vouches for anything.
+        let kept = root.join("share/a3s-iso/release.tar.gz");
+        assert_eq!(
+            std::fs::read(&kept).unwrap(),
+            std::fs::read(&tarball).unwrap()
+        );
+        assert!(!root.join("share/a3s-iso/installed").exists());
+        std::fs::remove_file(kept).unwrap();
     }
     // Without the release, a planted binary is refused and never run; nothing is installed.
     std::fs::rename(&tarball, fx.root.join("away.tar.gz")).unwrap();
-    std::fs::remove_file(root.join("share/a3s-iso/release.tar.gz")).unwrap();
     plant(
         planted.as_bytes(),
         &format!("release {url} sha256:{sha256}"),
