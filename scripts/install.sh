@@ -20,11 +20,13 @@
 #   (not A3S_ISO_GIT: a3s-iso reads that one as the path of the git it runs)
 #   A3S_ISO_INSTALL_ROOT    the binary goes to $A3S_ISO_INSTALL_ROOT/bin (default: ~/.local)
 #
-# A CI cache may restore the install root: a binary found there is kept (nothing downloaded or
-# built) when $A3S_ISO_INSTALL_ROOT/share/a3s-iso/installed, which this script writes, says it
-# came from the same tarball (URL and sha256) or the same repository and revision, and the
-# binary's own sha256 recorded there still matches. Anything else is installed again. Either
-# way the binary must run (`a3s-iso --version`).
+# A CI cache may restore the install root. Whoever writes that cache writes everything in it,
+# so nothing in it vouches for itself: the release's tarball is kept there
+# ($A3S_ISO_INSTALL_ROOT/share/a3s-iso/release.tar.gz), and a restored binary is kept (nothing
+# downloaded) only when that tarball's sha256 is the release's (pinned, or published beside it)
+# and the binary's own sha256 is that of the binary the tarball holds. Nothing restored is run
+# before that; anything else is installed again. A build from source has no published sum: it
+# is built again every time.
 #
 # Prints the installed binary's path on stdout. On GitHub Actions the bin directory is added to
 # $GITHUB_PATH for the next steps; elsewhere put it on PATH yourself (the script prints how).
@@ -79,23 +81,64 @@ release_sum() {
   want=${want,,}
 }
 
-install_release() {
-  local tmp got found
-  tmp=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-install.XXXXXX")
-  # shellcheck disable=SC2064 # expand now: tmp is local
-  trap "rm -rf '$tmp'" EXIT
-  fetch "$url" "$tmp/release.tar.gz" || fail 1 "could not download $url"
-  got=$(sha256sum "$tmp/release.tar.gz" | cut -d' ' -f1)
-  [ "$got" = "$want" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
-  mkdir "$tmp/x"
-  tar -xzf "$tmp/release.tar.gz" -C "$tmp/x" || fail 1 "$url is not a .tar.gz"
-  found=$(find "$tmp/x" -type f -name a3s-iso)
+# plain_file PATH: a regular file, not a link; a link, FIFO or device a cache restored is never
+# read or run.
+plain_file() {
+  [ -f "$1" ] && [ ! -L "$1" ]
+}
+sum_of() {
+  sha256sum -- "$1" | cut -d' ' -f1
+}
+
+# unpack TARBALL DIR: extracts the tarball, whose sum was checked, under DIR and prints the
+# path of the one a3s-iso binary in it.
+unpack() {
+  local found
+  mkdir "$2"
+  tar -xzf "$1" -C "$2" || fail 1 "$url is not a .tar.gz"
+  found=$(find "$2" -type f -name a3s-iso)
   if [ -z "$found" ] || [ "$(printf '%s\n' "$found" | wc -l)" -ne 1 ]; then
     fail 1 "$url holds no single a3s-iso binary"
   fi
-  mkdir -p "$bin_dir"
+  printf '%s\n' "$found"
+}
+
+# The release's tarball: the one kept in the install root when its sha256 is the release's,
+# else downloaded and checked (exit 5 on a mismatch) and kept there for the next time.
+release_tarball() {
+  local got
+  # Checked and unpacked from a copy of its own, which nothing else can change in between.
+  if plain_file "$kept_tarball" && cp -- "$kept_tarball" "$tmp/kept.tar.gz" &&
+    [ "$(sum_of "$tmp/kept.tar.gz")" = "$want" ]; then
+    tarball=$tmp/kept.tar.gz
+    return
+  fi
+  tarball=$tmp/release.tar.gz
+  fetch "$url" "$tarball" || fail 1 "could not download $url"
+  got=$(sum_of "$tarball")
+  [ "$got" = "$want" ] || fail 5 "sha256 mismatch for $url: expected $want, got $got"
+}
+
+install_release() {
+  local found
+  tmp=$(mktemp -d "${TMPDIR:-/tmp}/a3s-iso-install.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  release_tarball
+  found=$(unpack "$tarball" "$tmp/x")
+  if [ "$tarball" = "$tmp/kept.tar.gz" ] && plain_file "$bin_dir/a3s-iso" &&
+    [ "$(sum_of "$bin_dir/a3s-iso")" = "$(sum_of "$found")" ]; then
+    kept=1
+    return
+  fi
+  mkdir -p "$bin_dir" "$(dirname "$kept_tarball")"
+  # Removed first: a link a cache left there is never written through.
+  rm -f "$bin_dir/a3s-iso.new" "$kept_tarball.new"
   install -m 0755 "$found" "$bin_dir/a3s-iso.new"
   mv -f "$bin_dir/a3s-iso.new" "$bin_dir/a3s-iso"
+  if [ "$tarball" != "$tmp/kept.tar.gz" ]; then
+    cp -- "$tarball" "$kept_tarball.new"
+    mv -f "$kept_tarball.new" "$kept_tarball"
+  fi
 }
 
 source_settings() {
@@ -105,50 +148,32 @@ source_settings() {
   [ -n "$rev" ] || fail 2 "A3S_ISO_INSTALL_GIT is set but A3S_ISO_INSTALL_REV is not: name the commit to build"
 }
 
+# --force: what cargo recorded in the root came from the cache too.
 install_source() {
   command -v cargo >/dev/null || fail 1 "cargo is not installed (needed to build from $git)"
-  cargo install --locked --git "$git" --rev "$rev" --root "$root" a3s-iso ||
+  cargo install --locked --force --git "$git" --rev "$rev" --root "$root" a3s-iso ||
     fail 1 "cargo install from $git at $rev failed"
 }
 
-# What the binary was installed from, and its own sha256: a cached install root is kept only
-# when both still hold.
-stamp=$root/share/a3s-iso/installed
-binary_sum() {
-  sha256sum "$bin_dir/a3s-iso" | cut -d' ' -f1
-}
-installed_from() {
-  [ -f "$stamp" ] && [ -x "$bin_dir/a3s-iso" ] || return 1
-  [ "$(cat "$stamp")" = "$(printf '%s\nbinary sha256:%s' "$1" "$(binary_sum)")" ] || return 1
-  "$bin_dir/a3s-iso" --version >/dev/null 2>&1
-}
-record_origin() {
-  mkdir -p "$(dirname "$stamp")"
-  printf '%s\nbinary sha256:%s\n' "$1" "$(binary_sum)" >"$stamp.new"
-  mv -f "$stamp.new" "$stamp"
-}
+kept_tarball=$root/share/a3s-iso/release.tar.gz
+kept=0
+# The record earlier versions of this script wrote vouched for itself: never read, removed.
+rm -f "$root/share/a3s-iso/installed"
 
 if [ -n "$base" ]; then
   from_base
 fi
 if [ -n "$url" ]; then
   release_sum
-  origin="release $url sha256:$want"
+  install_release
 else
   source_settings
-  origin="source $git $rev"
+  rm -f "$kept_tarball"
+  install_source
 fi
-if installed_from "$origin"; then
-  echo "install.sh: $bin_dir/a3s-iso is installed from ${origin#* } already: kept" >&2
-else
-  rm -f "$stamp"
-  if [ -n "$url" ]; then
-    install_release
-  else
-    install_source
-  fi
-  "$bin_dir/a3s-iso" --version >/dev/null || fail 1 "the installed $bin_dir/a3s-iso does not run"
-  record_origin "$origin"
+"$bin_dir/a3s-iso" --version >/dev/null || fail 1 "the installed $bin_dir/a3s-iso does not run"
+if [ "$kept" = 1 ]; then
+  echo "install.sh: $bin_dir/a3s-iso is installed from $url sha256:$want already: kept" >&2
 fi
 if [ -n "${GITHUB_PATH:-}" ]; then
   echo "$bin_dir" >>"$GITHUB_PATH"

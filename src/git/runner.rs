@@ -44,6 +44,10 @@ pub(crate) fn hermetic_env(cmd: &mut std::process::Command) {
     }
 }
 
+/// The subcommands that read a gitlink's `ignore` setting from `.gitmodules` unless told how
+/// to treat submodules ([`GitCmd::args_with_submodules_pinned`]).
+const DIFF_SUBCOMMANDS: &[&str] = &["diff", "diff-index", "diff-files", "diff-tree", "status"];
+
 /// The oldest git whose features a3s-iso relies on (`rev-parse --path-format`, `worktree repair`).
 pub(crate) const MIN_VERSION: (u32, u32) = (2, 31);
 
@@ -343,7 +347,7 @@ impl<'g> GitCmd<'g> {
 
     /// The process reading whatever its input is connected to (the right side of a pipe).
     pub(crate) fn piped_expression(&self) -> duct::Expression {
-        let mut expr = duct::cmd(&self.git.bin, &self.args)
+        let mut expr = duct::cmd(&self.git.bin, self.args_with_submodules_pinned())
             .dir(&self.dir)
             .stderr_capture()
             .unchecked();
@@ -374,6 +378,39 @@ impl<'g> GitCmd<'g> {
             });
         }
         expr
+    }
+
+    /// The arguments, with `--ignore-submodules=none` after a diff or status subcommand that
+    /// does not choose: git then never reads `.gitmodules` for a gitlink's `ignore` setting,
+    /// and that file is the command's to write. A value git refuses there (`update = !cmd`, a
+    /// word for a boolean, a line that is no config) would otherwise fail the diff, and with
+    /// it every capture, diff and promote of the session; `none` is git's default.
+    fn args_with_submodules_pinned(&self) -> Vec<OsString> {
+        let mut args = self.args.clone();
+        let mut at = self.shown_args_from;
+        while at < args.len() {
+            let arg = args[at].as_encoded_bytes();
+            if arg == b"-c" {
+                at += 2;
+            } else if arg.starts_with(b"-") {
+                at += 1;
+            } else {
+                break;
+            }
+        }
+        let diffs = args.get(at).is_some_and(|sub| {
+            DIFF_SUBCOMMANDS
+                .iter()
+                .any(|d| sub.as_encoded_bytes() == d.as_bytes())
+        });
+        let chosen = args[at..]
+            .iter()
+            .take_while(|a| a.as_encoded_bytes() != b"--")
+            .any(|a| a.as_encoded_bytes().starts_with(b"--ignore-submodules"));
+        if diffs && !chosen {
+            args.insert(at + 1, "--ignore-submodules=none".into());
+        }
+        args
     }
 
     pub(crate) fn shown_args(&self) -> Vec<String> {
@@ -497,5 +534,61 @@ mod tests {
         assert_eq!(parse_version("2.31.0.windows.1"), Some((2, 31)));
         assert_eq!(parse_version("2.30rc1"), Some((2, 30)));
         assert_eq!(parse_version("junk"), None);
+    }
+
+    #[test]
+    fn diffs_and_status_name_how_submodules_count_unless_they_chose() {
+        let git = Git {
+            bin: PathBuf::from("git"),
+            version: String::new(),
+            checkouts: Arc::default(),
+            memo: Arc::default(),
+        };
+        let args = |cmd: GitCmd<'_>| -> Vec<String> {
+            let all = cmd.args_with_submodules_pinned();
+            all[3..]
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect()
+        };
+        let here = Path::new(".");
+        let index = git.at(here).env("GIT_INDEX_FILE", "/i");
+        assert_eq!(
+            args(index.args(["--literal-pathspecs", "diff-index", "--cached", "HEAD"])),
+            [
+                "-c",
+                "core.splitIndex=false",
+                "--literal-pathspecs",
+                "diff-index",
+                "--ignore-submodules=none",
+                "--cached",
+                "HEAD"
+            ]
+        );
+        assert_eq!(
+            args(
+                git.at(here)
+                    .args(["status", "--ignore-submodules=all", "--", "x"])
+            ),
+            ["status", "--ignore-submodules=all", "--", "x"]
+        );
+        // A path named like the option is no choice.
+        assert_eq!(
+            args(
+                git.at(here)
+                    .args(["diff-tree", "a", "b", "--", "--ignore-submodules"])
+            ),
+            [
+                "diff-tree",
+                "--ignore-submodules=none",
+                "a",
+                "b",
+                "--",
+                "--ignore-submodules"
+            ]
+        );
+        for other in [["ls-files", "-z"], ["cat-file", "diff"]] {
+            assert_eq!(args(git.at(here).args(other)), other);
+        }
     }
 }

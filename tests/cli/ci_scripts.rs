@@ -337,6 +337,7 @@ fn the_install_step_builds_a_pinned_revision_with_cargo_when_there_is_no_release
         [
             "install",
             "--locked",
+            "--force",
             "--git",
             "https://git.example.com/a3s-iso.git",
             "--rev",
@@ -521,18 +522,11 @@ fn the_install_step_takes_this_machines_tarball_from_a_release_directory() {
         assert!(out.status.success(), "{stderr}");
         assert!(stderr.contains("already: kept"), "{stderr}");
     }
-    // A binary that is not the one installed is not kept: the tarball is needed again.
+    // A binary that is not the one the kept tarball holds is not kept: it is installed again
+    // from that tarball, whose sum is still the release's.
     let mut changed = std::fs::read(BIN).unwrap();
     changed.extend_from_slice(b"changed");
     std::fs::write(&installed, &changed).unwrap();
-    let out = install(None);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    std::fs::write(&tarball, &good).unwrap();
     let out = install(None);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stderr}");
@@ -625,4 +619,238 @@ fn the_release_workflow_and_ci_build_the_static_binary_the_installer_takes() {
     let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
     assert!(manifest.contains("[package.metadata.binstall]"));
     assert!(manifest.contains("a3s-iso-{ target }.tar.gz"));
+}
+
+/// A release directory under `fx.root` as scripts/package.sh writes it: this machine's tarball
+/// holding the binary under test, and its `.sha256` beside it. Returns the directory, the
+/// tarball and its sum.
+fn release_dir(fx: &Fixture) -> (std::path::PathBuf, std::path::PathBuf, String) {
+    let arch = match std::env::consts::ARCH {
+        "x86_64" => "x86_64",
+        "aarch64" => "aarch64",
+        other => panic!("no release target for {other}"),
+    };
+    let name = format!("a3s-iso-{arch}-unknown-linux-musl");
+    let release = fx.root.join("release");
+    std::fs::create_dir_all(release.join(&name)).unwrap();
+    std::fs::copy(BIN, release.join(&name).join("a3s-iso")).unwrap();
+    let tarball = release.join(format!("{name}.tar.gz"));
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&release)
+        .arg(&name)
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    let sha256 = hex::encode(sha2::Sha256::digest(std::fs::read(&tarball).unwrap()));
+    let sum_file = release.join(format!("{name}.tar.gz.sha256"));
+    std::fs::write(&sum_file, format!("{sha256}  {name}.tar.gz\n")).unwrap();
+    (release, tarball, sha256)
+}
+
+/// Whoever writes a CI cache writes everything in it: a binary planted in a restored install
+/// root, with a record beside it that names the release and the planted binary's own sum (as
+/// the record install.sh writes), is neither kept nor run. Only the release's sum, pinned or
+/// published beside the tarball, vouches for a binary.
+#[test]
+fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself() {
+    let fx = Fixture::bare_root();
+    let (release, tarball, sha256) = release_dir(&fx);
+    std::fs::copy(&tarball, fx.root.join("release-copy.tar.gz")).unwrap();
+    let base = format!("file://{}/", release.display());
+    let url = format!("file://{}", tarball.display());
+    let root = fx.root.join("tools");
+    let installed = root.join("bin/a3s-iso");
+    let marker = fx.root.join("planted-ran");
+    let planted = format!(
+        "#!/bin/sh\ntouch '{}'\necho 'a3s-iso 9.9.9'\n",
+        marker.display()
+    );
+    let plant = |binary: &[u8], origin: &str| {
+        std::fs::create_dir_all(root.join("bin")).unwrap();
+        std::fs::create_dir_all(root.join("share/a3s-iso")).unwrap();
+        std::fs::write(&installed, binary).unwrap();
+        std::fs::set_permissions(
+            &installed,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        let own = hex::encode(sha2::Sha256::digest(binary));
+        std::fs::write(
+            root.join("share/a3s-iso/installed"),
+            format!("{origin}\nbinary sha256:{own}\n"),
+        )
+        .unwrap();
+    };
+    let install = |pinned: Option<&str>| {
+        let mut cmd = Command::new("bash");
+        cmd.arg(script("install.sh"));
+        isolate(&mut cmd, &fx.home);
+        cmd.env("A3S_ISO_RELEASE_BASE", &base)
+            .env("A3S_ISO_INSTALL_ROOT", &root)
+            .env("TMPDIR", &fx.root);
+        if let Some(sum) = pinned {
+            cmd.env("A3S_ISO_RELEASE_SHA256", sum);
+        }
+        cmd.output().unwrap()
+    };
+    // Links where install.sh writes its new files point at a file of the user's.
+    let victim = fx.root.join("victim");
+    std::fs::write(&victim, "the user's\n").unwrap();
+    for pinned in [None, Some(sha256.as_str())] {
+        plant(
+            planted.as_bytes(),
+            &format!("release {url} sha256:{sha256}"),
+        );
+        for link in ["bin/a3s-iso.new", "share/a3s-iso/release.tar.gz.new"] {
+            std::os::unix::fs::symlink(&victim, root.join(link)).unwrap();
+        }
+        let out = install(pinned);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("kept"), "{stderr}");
+        assert!(!marker.exists(), "the planted binary ran: {stderr}");
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            std::fs::read(BIN).unwrap()
+        );
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's\n");
+        // The tarball kept is the release's, byte for byte; no record vouches for anything.
+        let kept = root.join("share/a3s-iso/release.tar.gz");
+        assert_eq!(
+            std::fs::read(&kept).unwrap(),
+            std::fs::read(&tarball).unwrap()
+        );
+        assert!(!root.join("share/a3s-iso/installed").exists());
+        std::fs::remove_file(kept).unwrap();
+    }
+    // Without the release, a planted binary is refused and never run; nothing is installed.
+    std::fs::rename(&tarball, fx.root.join("away.tar.gz")).unwrap();
+    plant(
+        planted.as_bytes(),
+        &format!("release {url} sha256:{sha256}"),
+    );
+    let out = install(Some(&sha256));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not download"), "{stderr}");
+    assert!(!marker.exists(), "the planted binary ran: {stderr}");
+    assert_eq!(std::fs::read(&installed).unwrap(), planted.as_bytes());
+    // A planted tarball beside it does not vouch either: its sum is not the release's.
+    let cached_tarball = root.join("share/a3s-iso/release.tar.gz");
+    let fake_release = fx.root.join("fake");
+    std::fs::create_dir_all(fake_release.join("pkg")).unwrap();
+    std::fs::write(fake_release.join("pkg/a3s-iso"), &planted).unwrap();
+    let tar = Command::new("tar")
+        .arg("-czf")
+        .arg(&cached_tarball)
+        .arg("-C")
+        .arg(&fake_release)
+        .arg("pkg")
+        .status()
+        .unwrap();
+    assert!(tar.success());
+    plant(
+        planted.as_bytes(),
+        &format!("release {url} sha256:{sha256}"),
+    );
+    let out = install(Some(&sha256));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("could not download"), "{stderr}");
+    assert!(!marker.exists(), "the planted binary ran: {stderr}");
+    assert_eq!(std::fs::read(&installed).unwrap(), planted.as_bytes());
+    // Installed from the release, then the binary replaced while the tarball the install root
+    // keeps is the release's: that tarball is installed again, without the release.
+    std::fs::rename(fx.root.join("away.tar.gz"), &tarball).unwrap();
+    let out = install(Some(&sha256));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    std::fs::remove_file(&tarball).unwrap();
+    plant(
+        planted.as_bytes(),
+        &format!("release {url} sha256:{sha256}"),
+    );
+    for pinned in [Some(sha256.as_str()), None] {
+        let out = install(pinned);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!marker.exists(), "the planted binary ran: {stderr}");
+        assert_eq!(
+            std::fs::read(&installed).unwrap(),
+            std::fs::read(BIN).unwrap()
+        );
+    }
+    assert_eq!(
+        std::fs::read(root.join("share/a3s-iso/release.tar.gz")).unwrap(),
+        std::fs::read(fx.root.join("release-copy.tar.gz")).unwrap()
+    );
+    assert!(!root.join("share/a3s-iso/installed").exists());
+}
+
+/// A build from source has no published sum: a binary a cache restored is built again, never
+/// kept on the word of the record beside it, and never run before.
+#[test]
+fn the_install_step_builds_again_rather_than_keep_a_cached_build() {
+    let fx = Fixture::bare_root();
+    let fake = fx.root.join("fake-bin");
+    std::fs::create_dir_all(&fake).unwrap();
+    let args_file = fx.root.join("cargo-args");
+    std::fs::write(
+        fake.join("cargo"),
+        format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > '{}'\nwhile [ \"$1\" != --root ]; do shift; done\nmkdir -p \"$2/bin\" && cp '{BIN}' \"$2/bin/a3s-iso\"\n",
+            args_file.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(
+        fake.join("cargo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let root = fx.root.join("tools");
+    let installed = root.join("bin/a3s-iso");
+    let marker = fx.root.join("planted-ran");
+    let planted = format!(
+        "#!/bin/sh\ntouch '{}'\necho 'a3s-iso 9.9.9'\n",
+        marker.display()
+    );
+    std::fs::create_dir_all(root.join("bin")).unwrap();
+    std::fs::create_dir_all(root.join("share/a3s-iso")).unwrap();
+    std::fs::write(&installed, &planted).unwrap();
+    std::fs::set_permissions(
+        &installed,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let own = hex::encode(sha2::Sha256::digest(planted.as_bytes()));
+    std::fs::write(
+        root.join("share/a3s-iso/installed"),
+        format!("source https://git.example.com/a3s-iso.git 0123abcd\nbinary sha256:{own}\n"),
+    )
+    .unwrap();
+    let mut cmd = Command::new("bash");
+    cmd.arg(script("install.sh"));
+    isolate(&mut cmd, &fx.home);
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap());
+    cmd.env("PATH", path)
+        .env("A3S_ISO_INSTALL_GIT", "https://git.example.com/a3s-iso.git")
+        .env("A3S_ISO_INSTALL_REV", "0123abcd")
+        .env("A3S_ISO_INSTALL_ROOT", &root);
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("kept"), "{stderr}");
+    assert!(!marker.exists(), "the planted binary ran: {stderr}");
+    assert!(args_file.exists(), "cargo built it again: {stderr}");
+    assert_eq!(
+        std::fs::read(&installed).unwrap(),
+        std::fs::read(BIN).unwrap()
+    );
 }

@@ -666,3 +666,121 @@ fn diff_shows_the_nested_step_a_promote_would_land() {
     );
     assert_eq!(read(sub_in(&fx.src).join("lib.txt")), "library, step 2\n");
 }
+
+/// `.gitmodules` values git refuses to read (`update = !command`, a word for a boolean, an
+/// unknown recursion mode, a line that is no config at all), with URLs and names that would
+/// run commands or climb out if anything acted on them. Every command in it touches `marker`.
+fn hostile_gitmodules(marker: &Path) -> String {
+    let m = marker.display();
+    format!(
+        "[submodule \"x\"]\n\tpath = sub\n\turl = ext::sh -c touch% {m}\n\tupdate = !touch {m}\n\
+         \tshallow = maybe\n\tfetchRecurseSubmodules = sometimes\n\tignore = bogus\n\
+         [submodule \"../../escape\"]\n\tpath = .git/hooks\n\turl = --upload-pack=touch {m}\n\
+         \tupdate = !touch {m}\n[broken\n"
+    )
+}
+
+/// Capture, diff and promote of `id`, whose isolation holds the hostile `.gitmodules` beside a
+/// gitlink `sub`: each succeeds and runs nothing; the source ends with the session's
+/// `.gitmodules` and `README.md`, byte for byte.
+fn capture_diff_and_promote_ignore_gitmodules(fx: &Fixture, id: &str, marker: &Path) {
+    let gitmodules = hostile_gitmodules(marker);
+    let (code, doc) = fx.json(&["capture", "-s", id, "-o", "../cs.json"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!marker.exists(), "capture ran a command of .gitmodules");
+    let out = fx.cmd().args(["diff", "-s", id]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("+\tupdate = !touch"), "{stdout}");
+    assert!(stdout.contains("+more"), "{stdout}");
+    assert!(!marker.exists(), "diff ran a command of .gitmodules");
+    let (code, doc) = promote(fx, &["-s", id]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert!(!marker.exists(), "promote ran a command of .gitmodules");
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join(".gitmodules")).unwrap(),
+        gitmodules
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+        "hello\nmore\n"
+    );
+    assert!(!fx.src.join("sub").exists());
+}
+
+/// A session's commit (made in its isolation, as an agent run without the sandbox would)
+/// holds a `.gitmodules` git refuses to read, and a gitlink: its work still captures, shows
+/// and lands.
+#[test]
+fn hostile_gitmodules_in_a_sessions_commit_never_stick_its_work() {
+    let fx = Fixture::new();
+    fx.bind("gm");
+    let iso = fx.isolation("gm");
+    let marker = fx.root.join("gitmodules-ran");
+    std::fs::write(iso.join(".gitmodules"), hostile_gitmodules(&marker)).unwrap();
+    std::fs::write(iso.join("README.md"), "hello\nmore\n").unwrap();
+    let sub = iso.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    fx.git(&sub, &["init", "-q", "-b", "main"]);
+    std::fs::write(sub.join("f"), "f\n").unwrap();
+    fx.git(&sub, &["add", "f"]);
+    fx.git(&sub, &["commit", "-q", "-m", "sub"]);
+    fx.git(&iso, &["-c", "advice.addEmbeddedRepo=false", "add", "-A"]);
+    fx.git(&iso, &["commit", "-q", "-m", "hostile .gitmodules"]);
+    capture_diff_and_promote_ignore_gitmodules(&fx, "gm", &marker);
+}
+
+/// The same from a sandboxed run: it commits the gitlink (a hostile `.gitmodules` in a commit
+/// is refused with the run's objects, as a push would be), then writes the hostile
+/// `.gitmodules` beside it.
+#[test]
+fn hostile_gitmodules_written_in_a_run_never_stick_its_work() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("gr");
+    let iso = fx.isolation("gr");
+    let marker = fx.root.join("gitmodules-ran");
+    std::fs::write(fx.root.join("gitmodules"), hostile_gitmodules(&marker)).unwrap();
+    let script = "echo more >> README.md && \
+                  git init -q -b main sub && echo f > sub/f && git -C sub add f && \
+                  git -C sub -c user.name=a -c user.email=a@b commit -q -m sub && \
+                  git -c advice.addEmbeddedRepo=false add README.md sub && \
+                  git -c user.name=a -c user.email=a@b commit -q -m gitlink && \
+                  cp \"$1\" .gitmodules";
+    let gitmodules = fx.root.join("gitmodules");
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "gr",
+        "--allow-read",
+        gitmodules.to_str().unwrap(),
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        gitmodules.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        !marker.exists(),
+        "the run's snapshot ran a command of .gitmodules"
+    );
+    assert_eq!(
+        fx.git(&iso, &["ls-files", "-s", "--", "sub"])
+            .split(' ')
+            .next(),
+        Some("160000")
+    );
+    capture_diff_and_promote_ignore_gitmodules(&fx, "gr", &marker);
+}

@@ -799,3 +799,58 @@ results['sent'] = len(held)
         assert_eq!(got, want, "round {round}");
     }
 }
+
+#[test]
+fn ipv6_forms_that_embed_a_forbidden_ipv4_reach_nothing_and_are_recorded() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("embed");
+    let trap = Recorder::start(Ipv4Addr::LOCALHOST, 0);
+    let p = trap.port;
+    // Each name is allowed by name and resolves to one IPv6 form that carries the host's
+    // loopback, a private network or the metadata service in it.
+    let forms = [
+        ("sixtofour.test", "2002:7f00:1::1"),
+        ("sixtofour-private.test", "2002:a00:1:ffff::1"),
+        ("teredo-client.test", "2001:0:101:101::80ff:fffe"),
+        ("teredo-server.test", "2001:0:a9fe:a9fe::fefe:fefe"),
+        ("nat64.test", "64:ff9b::7f00:1"),
+        ("isatap.test", "2606:4700::5efe:a9fe:a9fe"),
+        ("isatap-global.test", "2606:4700::200:5efe:a00:1"),
+        ("mapped.test", "::ffff:169.254.169.254"),
+        ("compatible.test", "::a9fe:a9fe"),
+    ];
+    let names: Vec<&str> = forms.iter().map(|(name, _)| *name).collect();
+    let entries: Vec<String> = names.iter().map(|n| format!("{n}:{p}")).collect();
+    let resolve = forms
+        .iter()
+        .map(|(name, address)| format!("{name}={address}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    let script = format!(
+        "names = {names:?}\np = {p}\n\
+         for h in names:\n\
+         \x20   results['get ' + h] = status(exchange(get(h, p)))\n\
+         \x20   results['connect ' + h] = status(exchange(connect(h, p), half_close=False))\n"
+    );
+    let (code, doc, results) = attack(&fx, "embed", &allow(&entries), &resolve, &script);
+    assert_eq!(code, 0, "{doc}");
+    let results = results.as_object().unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(results.len(), 2 * forms.len(), "{results:?}");
+    for (attempt, status) in results {
+        let status = status.as_str().unwrap();
+        assert!(
+            status.contains(" 403 "),
+            "{attempt} was not refused: {status}"
+        );
+    }
+    assert_eq!(trap.connections(), Vec::<String>::new(), "{results:?}");
+    let expected: Vec<_> = forms
+        .iter()
+        .flat_map(|(name, address)| {
+            let one = refusal(&format!("{name}:{p}"), "address_not_allowed", Some(address));
+            [one.clone(), one]
+        })
+        .collect();
+    assert_eq!(crate::run_network::refusals(&doc), expected, "{results:?}");
+}

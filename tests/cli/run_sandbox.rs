@@ -4,7 +4,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::fixture::{Fixture, error_code, require_tool};
+use crate::fixture::{Fixture, error_code, read_path, require_tool};
 
 /// Fails where the machine lacks Landlock or namespaces, unless that is allowed (then skips).
 macro_rules! require_sandbox {
@@ -583,4 +583,62 @@ fn dev_holds_only_the_usual_nodes_unless_a_device_is_allowed() {
     let listed = std::fs::read_to_string(iso.join("dev.txt")).unwrap();
     let name = device.trim_start_matches("/dev/");
     assert!(listed.lines().any(|l| l == name), "{device}: {listed}");
+}
+
+/// The host's directory listing of `dir`, one name a line, sorted as `ls` sorts in the C locale.
+fn host_listing(dir: &str) -> String {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names.iter().map(|n| format!("{n}\n")).collect()
+}
+
+/// With the network denied, `/sys` is a sysfs of the command's own network namespace: its
+/// interfaces (loopback) are all `/sys/class/net` and `/sys/devices/virtual/net` list, never
+/// the host's, and the host's mounts under `/sys` (cgroups) are still there, read-only. With
+/// `--allow-network` the host's network is the command's, and so are its interfaces.
+#[test]
+fn the_sandboxs_sys_shows_only_its_own_network_interfaces() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("sys");
+    let iso = fx.isolation("sys");
+    let script = "LC_ALL=C ls /sys/class/net > class.txt; LC_ALL=C ls /sys/devices/virtual/net > virtual.txt; \
+                  LC_ALL=C ls /sys/fs/cgroup > cgroup.txt; \
+                  if (echo 1500 > /sys/class/net/lo/mtu) 2>/dev/null; then echo wrote > wrote.txt; fi";
+    let (code, doc) = fx.json(&["run", "-s", "sys", "--", "sh", "-c", script]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        read_path(iso.join("class.txt")),
+        "lo\n",
+        "host: {}",
+        host_listing("/sys/class/net")
+    );
+    assert_eq!(read_path(iso.join("virtual.txt")), "lo\n");
+    assert_eq!(
+        read_path(iso.join("cgroup.txt")),
+        host_listing("/sys/fs/cgroup")
+    );
+    assert!(!iso.join("wrote.txt").exists());
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "sys",
+        "--allow-network",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        read_path(iso.join("class.txt")),
+        host_listing("/sys/class/net")
+    );
 }

@@ -1,9 +1,10 @@
 //! The sandbox's view of the file system, in its own mount namespace: every host mount
 //! read-only; fresh, private `/tmp`, `/dev/shm`, `$XDG_RUNTIME_DIR` (and `/run` when the
 //! network is denied, which hides host sockets there); a `/dev` of its own with only the usual
-//! device nodes and a new `devpts` instance (no host terminal in it); the isolation, its
-//! quarantine and the allowed paths writable; the links that locate the isolation's repository
-//! read-only; and the secrets covered.
+//! device nodes and a new `devpts` instance (no host terminal in it); when the network is
+//! denied, a read-only `/sys` of its own network namespace (its interfaces only, the host's
+//! mounts under it put back); the isolation, its quarantine and the allowed paths writable;
+//! the links that locate the isolation's repository read-only; and the secrets covered.
 //!
 //! [`plan`] decides the steps from the spec and the mount table; [`apply`] performs them in
 //! the sandbox helper, which holds every capability in its new user namespace.
@@ -53,10 +54,17 @@ pub(super) enum Step {
     Hide(PathBuf),
     /// Finish the private `/dev`: a new `devpts` instance, its links, then read-only.
     FreshDev,
+    /// A read-only sysfs of the sandbox's own network namespace on `/sys`, with the host's
+    /// mounts under it (these paths: cgroups…) put back on it as they are.
+    FreshSys(Vec<PathBuf>),
 }
 
 /// The private `/dev`, when it is one of the spec's private directories.
 const DEV: &str = "/dev";
+
+/// Where sysfs is. The host's lists the host's network interfaces (`/sys/class/net`); a
+/// sysfs mounted inside a new network namespace lists only that namespace's.
+const SYS: &str = "/sys";
 
 /// What the fresh `devpts` replaces in a private `/dev`: the host's are never put back.
 const HOST_PTYS: [&str; 2] = ["/dev/pts", "/dev/ptmx"];
@@ -165,6 +173,9 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
             .filter(|p| !p.starts_with("/proc") && !under_private(p))
             .map(|p| Step::ReadOnly(p.clone())),
     );
+    if spec.deny_network {
+        steps.push(Step::FreshSys(mounts_under_sys(host_mounts)));
+    }
     steps.extend(spec.private.iter().map(|p| Step::Private {
         path: p.clone(),
         mode: if p == Path::new("/tmp") || p == Path::new("/dev/shm") {
@@ -182,6 +193,20 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
     steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
     steps
+}
+
+/// The host's mounts below `/sys` that a fresh sysfs would cover, the outermost of each
+/// nest only (a copy of it takes those inside along).
+fn mounts_under_sys(host_mounts: &[PathBuf]) -> Vec<PathBuf> {
+    let sys = Path::new(SYS);
+    let mut outermost: Vec<PathBuf> = Vec::new();
+    for path in host_mounts {
+        let below = path.starts_with(sys) && path != sys;
+        if below && !outermost.iter().any(|o| path.starts_with(o)) {
+            outermost.push(path.clone());
+        }
+    }
+    outermost
 }
 
 /// The restores, mounts and layers in the order they go on: the layers' upper layers first
@@ -327,6 +352,7 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, Stri
             }
             Step::Hide(path) => hide(path)?,
             Step::FreshDev => fresh_dev()?,
+            Step::FreshSys(submounts) => fresh_sys(submounts)?,
         }
     }
     Ok(layered)
@@ -597,6 +623,42 @@ fn fresh_dev() -> std::result::Result<(), String> {
     remount_read_only(dev).map_err(|e| failed("make read-only", dev, e))
 }
 
+/// Mounts a read-only sysfs of this network namespace on `/sys` and puts the host's mounts
+/// that were under it back on top (copies taken after they turned read-only). Where the
+/// kernel refuses a new sysfs, the host's interface directories are hidden instead: the
+/// command sees none rather than the host's.
+fn fresh_sys(submounts: &[PathBuf]) -> std::result::Result<(), String> {
+    let flags = OpenTreeFlags::OPEN_TREE_CLONE
+        | OpenTreeFlags::AT_RECURSIVE
+        | OpenTreeFlags::OPEN_TREE_CLOEXEC;
+    let copies: Vec<(&PathBuf, OwnedFd)> = submounts
+        .iter()
+        .filter_map(|p| open_tree(CWD, p, flags).ok().map(|copy| (p, copy)))
+        .collect();
+    let sys = Path::new(SYS);
+    let read_only =
+        MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC;
+    if mount("sysfs", sys, "sysfs", read_only, c"").is_err() {
+        for dir in ["/sys/class/net", "/sys/devices/virtual/net"] {
+            hide(Path::new(dir))?;
+        }
+        return Ok(());
+    }
+    for (path, copy) in copies {
+        // A mount point the new sysfs lacks (a subsystem of the host's only) stays away.
+        if path.is_dir() {
+            let _ = move_mount(
+                copy.as_fd_borrowed(),
+                "",
+                CWD,
+                path,
+                MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+            );
+        }
+    }
+    Ok(())
+}
+
 fn hide(path: &Path) -> std::result::Result<(), String> {
     // Under a private directory that was not put back, a secret is gone already.
     if std::fs::symlink_metadata(path).is_err() {
@@ -672,6 +734,42 @@ mod tests {
                 Step::Hide("/home/u/.ssh".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_denied_network_gets_a_sysfs_of_its_own_with_the_hosts_mounts_under_it_put_back() {
+        let host: Vec<PathBuf> = [
+            "/",
+            "/sys",
+            "/sys/fs/cgroup",
+            "/sys/fs/cgroup/cpu",
+            "/sys/kernel/security",
+            "/tmp",
+            "/sysroot",
+        ]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+        let spec = SandboxSpec {
+            private: vec!["/tmp".into()],
+            deny_network: true,
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &host);
+        let fresh = Step::FreshSys(vec!["/sys/fs/cgroup".into(), "/sys/kernel/security".into()]);
+        let at = steps
+            .iter()
+            .position(|s| *s == fresh)
+            .expect("a fresh sysfs");
+        // After every host mount is read-only (the copies put back stay so), before the rest.
+        assert_eq!(steps[at - 1], Step::ReadOnly("/sysroot".into()));
+        assert!(matches!(steps[at + 1], Step::Private { .. }));
+        let allowed = SandboxSpec {
+            deny_network: false,
+            ..spec
+        };
+        let steps = plan(&allowed, &host);
+        assert!(!steps.iter().any(|s| matches!(s, Step::FreshSys(_))));
     }
 
     #[test]

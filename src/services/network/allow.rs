@@ -4,6 +4,7 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use crate::base::error::{Error, Result};
+use crate::services::network::address::{embedded_v4, forbidden_itself, forbidden_v4};
 use crate::store::network_report::{AllowedReport, RefusalReason};
 
 /// The presets: each a list of the hosts that service's clients really use (port 443 only).
@@ -238,6 +239,17 @@ impl Allowlist {
             .any(|r| r.port == port && r.host == HostPattern::Ip(canonical(ip)))
     }
 
+    /// Whether the proxy may connect to `ip` on `port`: an IP-literal entry names it, or it is
+    /// not forbidden itself and every IPv4 address it embeds is either not forbidden or named
+    /// by an IP-literal entry (the same rule as for that IPv4 address given alone).
+    pub(crate) fn permits_address(&self, ip: IpAddr, port: u16) -> bool {
+        self.allows_address(ip, port)
+            || (!forbidden_itself(ip)
+                && embedded_v4(ip)
+                    .into_iter()
+                    .all(|v4| !forbidden_v4(v4) || self.allows_address(IpAddr::V4(v4), port)))
+    }
+
     /// Whether the host and port are allowed before any resolution: the host must match an
     /// entry (an IP literal only an IP-literal entry), and one of its entries the port.
     pub(crate) fn check(
@@ -389,6 +401,39 @@ mod tests {
         assert!(allow.allows_address("10.1.2.3".parse().unwrap(), 8080));
         assert!(allow.allows_address("::ffff:10.1.2.3".parse().unwrap(), 8080));
         assert_eq!(allow.report()[0].expanded, ["10.1.2.3:8080"]);
+    }
+
+    #[test]
+    fn an_embedded_ipv4_address_is_permitted_only_as_that_address_would_be() {
+        let ip = |text: &str| text.parse::<IpAddr>().unwrap();
+        let none = list(&["example.com"]);
+        for refused in [
+            "2002:7f00:1::1",
+            "2001:0:101:101::80ff:fffe",
+            "2001:0:a9fe:a9fe::fefe:fefe",
+            "2606:4700::5efe:a00:1",
+            "64:ff9b::a00:1",
+            "::ffff:a00:1",
+        ] {
+            assert!(!none.permits_address(ip(refused), 443), "{refused}");
+        }
+        for public in ["2002:101:101::1", "2001:0:101:101::fefe:fefe", "1.1.1.1"] {
+            assert!(none.permits_address(ip(public), 443), "{public}");
+        }
+        // An IP entry for the embedded address permits its forms on its port only; one for
+        // the IPv6 form permits that form.
+        let named = list(&["10.0.0.1:8080", "[2002:7f00:1::1]:8080"]);
+        assert!(named.permits_address(ip("2002:a00:1::1"), 8080));
+        assert!(named.permits_address(ip("64:ff9b::a00:1"), 8080));
+        assert!(!named.permits_address(ip("2002:a00:1::1"), 443));
+        assert!(!named.permits_address(ip("2002:a00:2::1"), 8080));
+        assert!(named.permits_address(ip("2002:7f00:1::1"), 8080));
+        assert!(!named.permits_address(ip("2002:7f00:1::2"), 8080));
+        // Teredo embeds two addresses: both must pass.
+        assert!(!named.permits_address(ip("2001:0:a00:1::80ff:fffe"), 8080));
+        assert!(named.permits_address(ip("2001:0:a00:1::fefe:fefe"), 8080));
+        // A form forbidden by its own class stays forbidden, whatever it embeds.
+        assert!(!named.permits_address(ip("fd00::5efe:101:101"), 8080));
     }
 
     #[test]

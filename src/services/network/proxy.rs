@@ -18,7 +18,6 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::services::network::address::forbidden;
 use crate::services::network::allow::{Allowlist, Target, target_of};
 use crate::services::network::tunnel::{self, Relayed};
 use crate::store::network_report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
@@ -211,7 +210,7 @@ impl Proxy {
         let permitted: Vec<IpAddr> = addresses
             .iter()
             .copied()
-            .filter(|ip| !forbidden(*ip) || self.allow.allows_address(*ip, port))
+            .filter(|ip| self.allow.permits_address(*ip, port))
             .collect();
         if permitted.is_empty() {
             let reason = RefusalReason::AddressNotAllowed;
