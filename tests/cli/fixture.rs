@@ -107,6 +107,20 @@ impl Fixture {
         fx
     }
 
+    /// Like [`Fixture::new`], outside `/tmp` and `/dev/shm` (which a sandboxed run sees as
+    /// fresh, empty directories): in cargo's temporary directory under `target/`, where the
+    /// source checkout is visible to a run as it is, read-only.
+    pub fn outside_tmp() -> Fixture {
+        let fx = Fixture::bare_root_in(Some(Path::new(env!("CARGO_TARGET_TMPDIR"))));
+        std::fs::create_dir_all(&fx.src).unwrap();
+        let format = format!("--object-format={}", object_format());
+        fx.git(&fx.src, &["init", "-q", "-b", "main", &format]);
+        fx.write("README.md", "hello\n");
+        fx.write("src/lib.txt", "one\ntwo\n");
+        fx.commit_all("initial");
+        fx
+    }
+
     /// Only the tempdir layout; nothing at `work/src`.
     pub fn bare_root() -> Fixture {
         Fixture::bare_root_in(None)

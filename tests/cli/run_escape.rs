@@ -273,3 +273,68 @@ fn secrets_are_hidden_unless_allowed() {
     // The host's files are untouched.
     assert_eq!(read(&fx.home.join(".netrc")), "NETRC-SECRET");
 }
+
+/// The command line is no door out of a run: an a3s-iso the command starts acts with the
+/// command's rights, so it discards, purges, promotes and unsandboxes nothing of yours.
+#[test]
+fn attack_a3s_iso_started_inside_a_run_gets_no_more_than_the_run() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    // Under /tmp the run sees no source at all; elsewhere it sees it read-only.
+    a3s_iso_inside_a_run_reaches_nothing(Fixture::new());
+    a3s_iso_inside_a_run_reaches_nothing(Fixture::outside_tmp());
+}
+
+fn a3s_iso_inside_a_run_reaches_nothing(fx: Fixture) {
+    fx.bind("mine");
+    std::fs::write(fx.isolation("mine").join("WORK.txt"), "the user's work\n").unwrap();
+    fx.bind("agent");
+    std::fs::write(
+        fx.isolation("agent").join("AGENT.txt"),
+        "the agent's work\n",
+    )
+    .unwrap();
+    let state = crate::fixture::state_dir(&fx);
+    let users = |fx: &Fixture| {
+        (
+            crate::fixture::listing(&fx.isolation("mine")),
+            std::fs::read(state.join("sessions/mine.json")).unwrap(),
+            fx.git(
+                &fx.src,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname) %(objectname)",
+                    "refs/heads",
+                    "refs/tags",
+                ],
+            ),
+            crate::fixture::checkout_listing(&fx.src),
+        )
+    };
+    let before = users(&fx);
+    let bin = crate::fixture::BIN;
+    let script = format!(
+        "echo started > STARTED; \
+         {bin} discard -s mine --purge; {bin} discard -s mine; {bin} promote -s agent; \
+         {bin} run -s agent --no-sandbox -- sh -c 'cd \"$A3S_ISO_SOURCE\" && echo x > PWNED && \
+         git add PWNED && git commit -qm pwned'; \
+         {bin} --state-dir \"$A3S_ISO_SOURCE/.git/a3s-iso\" discard -s mine --purge; true"
+    );
+    let (code, doc) = fx.json(&["run", "-s", "agent", "--", "sh", "-c", &script]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(
+        fx.isolation("agent").join("STARTED").is_file(),
+        "the script did not run"
+    );
+    assert_eq!(
+        users(&fx),
+        before,
+        "a3s-iso inside the run reached the user's session"
+    );
+    assert!(!fx.src.join("PWNED").exists() && !fx.src.join("AGENT.txt").exists());
+    // The user's session is whole: its work comes out as before.
+    let (code, diff) = fx.json(&["diff", "-s", "mine"]);
+    assert_eq!(code, 0, "{diff}");
+    assert_eq!(diff["files"][0]["path"], "WORK.txt", "{diff}");
+}
