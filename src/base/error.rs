@@ -83,6 +83,8 @@ wire_enum! {
         ConfigUntrusted = "config_untrusted",
         /// A setup command of the configuration failed after a bind.
         SetupFailed = "setup_failed",
+        /// A hook asked to act on a session that is not its to act on.
+        SessionNotGranted = "session_not_granted",
     }
 }
 
@@ -118,7 +120,8 @@ impl ErrorCode {
             | ErrorCode::DetachedSource
             | ErrorCode::ChangeSetNotFound
             | ErrorCode::RunNotFound
-            | ErrorCode::SetupFailed => 1,
+            | ErrorCode::SetupFailed
+            | ErrorCode::SessionNotGranted => 1,
         }
     }
 }
@@ -281,6 +284,13 @@ pub enum Taken {
         /// Its isolation, as recorded.
         worktree: Option<PathBuf>,
     },
+    /// A hook binds only the sessions it created for the same process: this one was bound
+    /// by someone else (a person, a harness, or a hook for another Claude Code).
+    #[error("session {session_id:?} was not created by a hook for this process")]
+    NotCreatedHere {
+        /// The session.
+        session_id: String,
+    },
     /// Another owner, which may still be running, holds the session.
     #[error("session {session_id:?} is bound by another owner ({owner}) that may still be running")]
     OtherOwner {
@@ -290,6 +300,41 @@ pub enum Taken {
         owner: String,
         /// The owner's process id.
         pid: u32,
+    },
+}
+
+/// Why a hook may not act on a session (`session_not_granted`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotGranted {
+    /// The session was bound by a person or a harness, not by a hook.
+    #[error("{} is the isolation of session {session_id:?}, which no Claude Code hook created: a hook removes only the isolations hooks created", path.display())]
+    NotAHooks {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+    },
+    /// A hook created it for another Claude Code, which still runs.
+    #[error("{} is the isolation of session {session_id:?}, which a hook created for another Claude Code ({process}) that is still running", path.display())]
+    AnotherClaude {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+        /// The Claude Code it was created for, for people.
+        process: String,
+    },
+    /// The isolation is another repository's than the one the payload's `cwd` names.
+    #[error("{} is the isolation of session {session_id:?} of {}, not of {} (the repository of the payload's cwd)", path.display(), repository.display(), cwd_repository.display())]
+    OtherRepository {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+        /// The repository whose session it is.
+        repository: PathBuf,
+        /// The repository the payload's `cwd` names.
+        cwd_repository: PathBuf,
     },
 }
 
@@ -756,6 +801,12 @@ pub enum Error {
         /// It was trusted once, with other content.
         changed: bool,
     },
+    /// A hook asked to act on a session it may not act on; nothing was done.
+    #[error("{reason}")]
+    SessionNotGranted {
+        /// Whose session it is, and why the hook may not act on it.
+        reason: NotGranted,
+    },
     /// A setup command failed after a bind; the isolation stays bound for inspection.
     #[error("setup command {command:?} of session {session_id:?} failed{}; its output is in {}", exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_else(|| " (no exit code)".into()), output.display())]
     SetupFailed {
@@ -813,6 +864,7 @@ impl Error {
             Error::ChangeSetPending { .. } => ErrorCode::ChangeSetPending,
             Error::ConfigUntrusted { .. } => ErrorCode::ConfigUntrusted,
             Error::SetupFailed { .. } => ErrorCode::SetupFailed,
+            Error::SessionNotGranted { .. } => ErrorCode::SessionNotGranted,
         }
     }
 
@@ -902,6 +954,7 @@ pub(crate) mod tests {
                 ("change_set_pending", 75),
                 ("config_untrusted", 5),
                 ("setup_failed", 1),
+                ("session_not_granted", 1),
             ]
         );
     }

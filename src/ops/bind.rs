@@ -14,7 +14,7 @@ use crate::model::isolation;
 use crate::model::wip::WorkingState;
 use crate::store::lock::RepoLock;
 use crate::store::state::{
-    ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source,
+    ClaimRecord, CreatedBy, RegistryEntry, SessionRecord, SessionState, register_source,
 };
 use crate::workspace::context::{Context, Located};
 
@@ -49,6 +49,11 @@ pub struct BindOptions {
     /// The setup commands run in the new isolation once it is bound (none for a reused or
     /// read-only session); the first that fails makes the bind `setup_failed`.
     pub setup: crate::services::setup::Setup,
+    /// A tool binding for a process (a Claude Code hook): recorded in the new session, and
+    /// the id is `session_exists` unless its session is one the same tool made for the same
+    /// process (or one it made that is discarded), so a tool never takes over a session it did
+    /// not make.
+    pub created_by: Option<CreatedBy>,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -151,6 +156,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     if live_record(&located, &session_id)?.is_some() {
         let _lock = ctx.lock(&located.repo)?;
         if let Some(existing) = live_record(&located, &session_id)? {
+            made_for(&existing, opts)?;
             return reuse(&located, existing, owner, explicit);
         }
     }
@@ -159,7 +165,11 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     let record = wip.new_record(session_id, &located, head, opts, owner);
     let lock = ctx.lock(&located.repo)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
+        made_for(&existing, opts)?;
         return reuse(&located, existing, record.owner, explicit);
+    }
+    if let Some(discarded) = located.store.load_session(&record.session_id)? {
+        made_for(&discarded, opts)?;
     }
     let restore = wip.carried.map(|c| Restore {
         tree: c.worktree_tree,
@@ -171,6 +181,27 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         warnings: wip.warnings,
     };
     create(ctx, &located, lock, unbuilt, opts)
+}
+
+/// For a tool's bind (`created_by`): whether the session at its id is one it may bind. Only
+/// one the same tool made, for the same process, or one it made that is discarded (nothing
+/// of a person's is in it); anything else is `session_exists`, and nothing changes.
+fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
+    let Some(wanted) = &opts.created_by else {
+        return Ok(());
+    };
+    let granted = record.created_by.as_ref().is_some_and(|made| {
+        made.tool == wanted.tool
+            && (made.process == wanted.process || record.state == SessionState::Discarded)
+    });
+    if granted {
+        return Ok(());
+    }
+    Err(Error::SessionExists {
+        reason: Taken::NotCreatedHere {
+            session_id: record.session_id.to_string(),
+        },
+    })
 }
 
 /// The id given (checked), else a generated one.
@@ -313,6 +344,7 @@ impl WipPlan {
             retained_at_ms: None,
             swept: None,
             rebased: None,
+            created_by: opts.created_by.clone(),
         }
     }
 }
@@ -586,6 +618,8 @@ fn resume(
     }
     record.owner = owner;
     record.read_only = false;
+    // Resumed by a person (or a harness), the new isolation is theirs, not a hook's.
+    record.created_by = opts.created_by.clone();
     let unbuilt = Unbuilt {
         record,
         restore: restore_state,

@@ -155,6 +155,30 @@ pub struct SessionRecord {
     /// Set when a rebase moved the session onto a new base (`bound_revision`, `base_tree`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebased: Option<Rebased>,
+    /// Set when a tool made the session rather than a person's or a harness's `bind`: a
+    /// Claude Code hook, with the process it made it for. A record without it (every record
+    /// older than the field too) is no hook's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<CreatedBy>,
+}
+
+/// Which tool made a session, and for which process: what a hook is allowed to act on is
+/// decided from this, never from what a payload says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedBy {
+    /// The tool.
+    pub tool: Creator,
+    /// The process it made the session for (a hook: the Claude Code it ran under), with its
+    /// start identity, so that a reused pid is not taken for it.
+    pub process: Owner,
+}
+
+/// A tool that makes sessions of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Creator {
+    /// `a3s-iso hook claude worktree-create`.
+    ClaudeHook,
 }
 
 /// What the last rebase of a session changed: its steps up to then are behind its new base.
