@@ -525,10 +525,20 @@ fn claude_worktree_create_never_adopts_a_session_it_did_not_create() {
     let discarded_record = fx.src.join(".git/a3s-iso/sessions/bugfix-9.json");
     let discarded_before = std::fs::read(&discarded_record).unwrap();
     for (id, _, template) in users {
-        let out = hook(&fx, &fx.src, "worktree-create", &payload(&fx, template, &fx.src));
+        let out = hook(
+            &fx,
+            &fx.src,
+            "worktree-create",
+            &payload(&fx, template, &fx.src),
+        );
         assert_eq!(created(&out), fx.isolation(&format!("{id}-2")), "{id}");
     }
-    let out = hook(&fx, &fx.src, "worktree-create", &payload(&fx, CREATE_PATH, &fx.src));
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_PATH, &fx.src),
+    );
     assert_eq!(created(&out), fx.isolation("bugfix-9-2"));
     let after: Vec<_> = users
         .iter()
@@ -542,7 +552,12 @@ fn claude_worktree_create_never_adopts_a_session_it_did_not_create() {
         "the user's own work\n"
     );
     // The hook's own session, proposed again by the same process: the same isolation.
-    let again = hook(&fx, &fx.src, "worktree-create", &payload(&fx, CREATE_NAME, &fx.src));
+    let again = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    );
     assert_eq!(created(&again), fx.isolation("agent-a1b2c3-2"));
     // Another Claude Code proposing the name the first one's session holds gets a new id.
     let (mut other, path) = fake_claude(&fx, &payload(&fx, CREATE_NAME, &fx.src), false);
@@ -557,7 +572,12 @@ fn claude_worktree_remove_refuses_a_session_no_hook_created() {
     let fx = source();
     let tree = users_session(&fx, &["-s", "mine", "--owner", "none"]);
     let before = session_bytes(&fx, &fx.src, "mine", &tree);
-    let out = hook(&fx, &fx.src, "worktree-remove", &payload(&fx, REMOVE, &tree));
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &tree),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
@@ -582,7 +602,12 @@ fn claude_worktree_remove_acts_only_in_the_repository_of_its_cwd() {
     assert_eq!(tree, fx.root.join("work/.other.a3s-isolate-agent-a1b2c3"));
     std::fs::write(tree.join("work.txt"), "work in the other repository\n").unwrap();
     let before = session_bytes(&fx, &other, "agent-a1b2c3", &tree);
-    let out = hook(&fx, &fx.src, "worktree-remove", &payload(&fx, REMOVE, &tree));
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &tree),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
@@ -592,22 +617,40 @@ fn claude_worktree_remove_acts_only_in_the_repository_of_its_cwd() {
         .replace("@SRC@", other.to_str().unwrap())
         .replace("@PATH@", tree.to_str().unwrap());
     let out = hook(&fx, &fx.src, "worktree-remove", &remove);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!tree.exists());
 
     // A live Claude Code's isolation is not another's to remove; once it exited, it is.
     let (mut live, path) = fake_claude(&fx, &payload(&fx, CREATE_NAME, &fx.src), true);
     std::fs::write(path.join("feature.txt"), "the first agent's work\n").unwrap();
     let before = session_bytes(&fx, &fx.src, "agent-a1b2c3", &path);
-    let out = hook(&fx, &fx.src, "worktree-remove", &payload(&fx, REMOVE, &path));
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
     assert_eq!(session_bytes(&fx, &fx.src, "agent-a1b2c3", &path), before);
     live.kill().unwrap();
     live.wait().unwrap();
-    let out = hook(&fx, &fx.src, "worktree-remove", &payload(&fx, REMOVE, &path));
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!path.exists());
     let (code, show) = fx.json(&["show", "-s", "agent-a1b2c3"]);
     assert_eq!(code, 0, "{show}");

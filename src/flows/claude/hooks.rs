@@ -251,10 +251,8 @@ fn refuse_elsewhere(
             path: path.to_path_buf(),
             session_id: session.session_id.into(),
             repository: session.source,
-            cwd_repository: located.map_or_else(
-                || ctx.start_dir.clone(),
-                |l| l.repo.toplevel.clone(),
-            ),
+            cwd_repository: located
+                .map_or_else(|| ctx.start_dir.clone(), |l| l.repo.toplevel.clone()),
         },
     })
 }
