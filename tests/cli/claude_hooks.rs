@@ -656,3 +656,56 @@ fn claude_worktree_remove_acts_only_in_the_repository_of_its_cwd() {
     assert_eq!(code, 0, "{show}");
     assert_eq!(show["runs"].as_array().unwrap().len(), 1, "{show}");
 }
+
+/// A hook's session that you bring back with `bind --resume` is yours from then on: the hooks
+/// neither remove its new isolation nor hand it to Claude Code again.
+#[test]
+fn claude_a_resumed_hook_session_is_the_users() {
+    let fx = source();
+    let path = created(&hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    ));
+    std::fs::write(path.join("feature.txt"), "the agent's work\n").unwrap();
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, doc) = fx.json(&["bind", "-s", "agent-a1b2c3", "--resume", "--owner", "none"]);
+    assert_eq!(code, 0, "{doc}");
+    let resumed = crate::fixture::worktree_of(&doc);
+    assert_eq!(
+        std::fs::read_to_string(resumed.join("feature.txt")).unwrap(),
+        "the agent's work\n"
+    );
+    let before = session_bytes(&fx, &fx.src, "agent-a1b2c3", &resumed);
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &resumed),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
+    let again = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    );
+    assert_eq!(created(&again), fx.isolation("agent-a1b2c3-2"));
+    assert_eq!(
+        session_bytes(&fx, &fx.src, "agent-a1b2c3", &resumed),
+        before
+    );
+}
