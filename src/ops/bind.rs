@@ -168,7 +168,9 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         made_for(&existing, opts)?;
         return reuse(&located, existing, record.owner, explicit);
     }
-    if let Some(discarded) = located.store.load_session(&record.session_id)? {
+    if opts.created_by.is_some()
+        && let Some(discarded) = located.store.load_session(&record.session_id)?
+    {
         made_for(&discarded, opts)?;
     }
     let restore = wip.carried.map(|c| Restore {

@@ -154,6 +154,8 @@ fn purged_before(
         plan.remove.retain(|i| i.kind != Kind::Lease);
     }
     remove_planned(ctx, located, &plan)?;
+    // The lease this call made goes too (unlinked while held, as a purge does).
+    crate::base::fsutil::remove_file_if_exists(&store.lease_file(id))?;
     Ok(Some(DiscardOutcome {
         session_id: id.to_string(),
         removed: false,

@@ -155,6 +155,7 @@ fn a_purge_killed_after_its_records_went_is_already_purged_when_retried() {
         assert_eq!(code, 0, "{doc}");
         assert_eq!(doc["already_purged"], true, "{doc}");
         assert_eq!(doc["purged_items"], serde_json::json!([]), "{doc}");
+        assert_eq!(remains_of(&fx, id), Vec::<String>::new(), "{fault}");
         let out = fx
             .cmd()
             .args(["discard", "--purge", "-s", id])
@@ -163,9 +164,10 @@ fn a_purge_killed_after_its_records_went_is_already_purged_when_retried() {
         assert_eq!(out.status.code(), Some(0));
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(
-            stdout.contains(&format!("{id}: already purged")),
+            stdout.contains(&format!("{id}: already purged (nothing of it is left)")),
             "{stdout}"
         );
+        assert_eq!(remains_of(&fx, id), Vec::<String>::new(), "{fault}");
     }
     // An id that never was a session is still not found.
     let (code, doc) = fx.json(&["discard", "--purge", "-s", "never-bound"]);

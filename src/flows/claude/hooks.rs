@@ -149,22 +149,28 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
             ..CaptureOptions::default()
         },
     )?;
-    // Decided again just before the isolation goes: the session may have changed hands.
-    if granted_session(ctx, &path)?.as_deref() != Some(session_id.as_str()) {
-        return Err(Error::internal(format!(
-            "session {session_id:?} changed while its isolation was being captured; nothing was removed"
-        )));
+    outcome.session_id = Some(session_id.clone());
+    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
+    outcome.files_changed = captured.files_changed;
+    // Decided again just before the isolation goes: the session may have changed hands (a
+    // refusal is returned as is), or been discarded meanwhile (nothing left to do).
+    match granted_session(ctx, &path)? {
+        None => return Ok(outcome),
+        Some(now) if now == session_id => {}
+        Some(now) => {
+            return Err(Error::internal(format!(
+                "the isolation at {} changed from session {session_id:?} to {now:?} while it was captured; nothing was removed",
+                path.display()
+            )));
+        }
     }
     let discarded = discard(
         ctx,
         &DiscardOptions {
-            session_id: Some(session_id.clone()),
+            session_id: Some(session_id),
             purge: false,
         },
     )?;
-    outcome.session_id = Some(session_id);
-    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
-    outcome.files_changed = captured.files_changed;
     outcome.recycled = discarded.recycled;
     Ok(outcome)
 }
