@@ -847,7 +847,9 @@ fn publish(
         &located.store.refs(),
         record,
     )?;
-    located.store.save_session(record)
+    located.store.save_session(record)?;
+    // The id is a session again: a purge of it is no longer `already_purged`.
+    crate::base::fsutil::remove_file_if_exists(&located.store.purged_file(&record.session_id))
 }
 
 /// Registers the source; failing that only keeps it out of `--all`, so it is a warning.

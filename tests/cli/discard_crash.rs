@@ -169,6 +169,16 @@ fn a_purge_killed_after_its_records_went_is_already_purged_when_retried() {
         );
         assert_eq!(remains_of(&fx, id), Vec::<String>::new(), "{fault}");
     }
+    // Bound again, the id is a session like any other: purged as usual, not already.
+    fx.bind("p1");
+    assert!(!state_dir(&fx).join("purged/p1.json").exists());
+    let (code, doc) = fx.json(&["discard", "--purge", "-s", "p1"]);
+    assert_eq!(
+        (code, &doc["already_purged"]),
+        (0, &serde_json::json!(false)),
+        "{doc}"
+    );
+    assert!(state_dir(&fx).join("purged/p1.json").exists());
     // An id that never was a session is still not found.
     let (code, doc) = fx.json(&["discard", "--purge", "-s", "never-bound"]);
     assert_eq!(
