@@ -104,7 +104,6 @@ fn a_discard_killed_at_any_moment_is_finished_or_undone_by_the_next_command() {
 
 /// What is left of a session in the store and the repository: its record, lease, run
 /// documents, refs and isolation.
-#[cfg(feature = "fault-injection")]
 fn remains_of(fx: &Fixture, id: &str) -> Vec<String> {
     let state = state_dir(fx);
     let mut left: Vec<String> = [
@@ -185,5 +184,59 @@ fn a_purge_killed_after_its_records_went_is_already_purged_when_retried() {
         (code, crate::fixture::error_code(&doc)),
         (1, "session_not_found"),
         "{doc}"
+    );
+}
+
+/// A `discard --purge` SIGKILLed with its process group at any moment, then the next command,
+/// then the purge again: it exits 0 (`already_purged` exactly when the record had gone), and
+/// nothing of the session is left, nor anything renamed aside.
+#[test]
+fn a_purge_killed_at_any_moment_succeeds_when_run_again() {
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded(47, "purge kills");
+    let mut took = Duration::MAX;
+    for i in 0..3 {
+        let id = format!("measure{i}");
+        fx.bind(&id);
+        took = took.min(duration_of(&fx, &["discard", "--purge", "-s", &id]));
+    }
+    let mut timing = KillTiming::new(took);
+    let (mut attempts, mut killed, mut already) = (0, 0, 0);
+    let (kills, most_attempts) = kills_wanted();
+    while killed < kills && attempts < most_attempts {
+        let id = format!("p{attempts}");
+        attempts += 1;
+        fx.bind(&id);
+        with_work(&fx, &id);
+        let purge = spawn_in_group(&fx, &["discard", "--purge", "-s", &id]);
+        let was_running = kill_group_after(purge, timing.delay(&mut rng));
+        killed += usize::from(was_running);
+        let untouched = fx.isolation(&id).exists();
+        let (code, list) = fx.json(&["list", "--all"]);
+        assert_eq!(code, 0, "{list}");
+        let recorded = state_dir(&fx).join(format!("sessions/{id}.json")).exists();
+        let (code, doc) = fx.json(&["discard", "--purge", "-s", &id]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(doc["already_purged"], !recorded, "{doc}");
+        already += usize::from(!recorded);
+        assert_eq!(remains_of(&fx, &id), Vec::<String>::new(), "{id}");
+        let parent = fx.src.parent().unwrap();
+        let leftovers: Vec<String> = entries(parent)
+            .into_iter()
+            .filter(|n| n.starts_with(".a3s-reclaimed-"))
+            .collect();
+        assert!(leftovers.is_empty(), "{leftovers:?}");
+        timing.adjust(match (was_running, untouched) {
+            (false, _) => Some(false),
+            (true, true) => Some(true),
+            (true, false) => None,
+        });
+    }
+    eprintln!(
+        "purge kills: {attempts} attempts (a purge takes {took:?}), {killed} killed while running, {already} of them already purged when run again; 0 failed"
+    );
+    assert!(
+        killed >= kills,
+        "only {killed} purges were killed while running"
     );
 }
