@@ -135,7 +135,7 @@ fn purged_before(
     let Some(mark) = mark.filter(|m| !recorded() && canonical(&m.common_dir) == here) else {
         return Ok(None);
     };
-    let _lock = ctx.lock(&located.repo)?;
+    let lock = ctx.lock(&located.repo)?;
     // A lease file this call makes by taking the lease is not a leftover.
     let had_lease = std::fs::symlink_metadata(store.lease_file(id)).is_ok();
     let _lease = store.lease_or_busy(id)?;
@@ -143,6 +143,8 @@ fn purged_before(
         // Bound again meanwhile: a session like any other.
         return Ok(None);
     }
+    // A purge killed inside git's ref update leaves its lock files.
+    refs::clear_stale_locks(&lock, &located.repo.common_dir, &store.refs(), id);
     let mut plan = crate::services::purge::plan_session_at(
         &ctx.git,
         located,
