@@ -83,7 +83,8 @@ wire_enum! {
         ConfigUntrusted = "config_untrusted",
         /// A setup command of the configuration failed after a bind.
         SetupFailed = "setup_failed",
-        /// The session is not one the caller may act on (an MCP server's own sessions).
+        /// The session is not one the caller may act on: an MCP server's calls act on its own
+        /// sessions, a hook on the sessions hooks created.
         SessionNotGranted = "session_not_granted",
     }
 }
@@ -284,6 +285,13 @@ pub enum Taken {
         /// Its isolation, as recorded.
         worktree: Option<PathBuf>,
     },
+    /// A hook binds only the sessions it created for the same process: this one was bound
+    /// by someone else (a person, a harness, or a hook for another Claude Code).
+    #[error("session {session_id:?} was not created by a hook for this process")]
+    NotCreatedHere {
+        /// The session.
+        session_id: String,
+    },
     /// Another owner, which may still be running, holds the session.
     #[error("session {session_id:?} is bound by another owner ({owner}) that may still be running")]
     OtherOwner {
@@ -293,6 +301,53 @@ pub enum Taken {
         owner: String,
         /// The owner's process id.
         pid: u32,
+    },
+}
+
+/// Why a caller may not act on a session (`session_not_granted`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotGranted {
+    /// Outside the sessions the caller may act on: an MCP server acts on those it bound, those
+    /// its command line names, and the one it was started in. Whether the id exists is not
+    /// said.
+    #[error("session {session_id:?} is not one of the sessions this {caller} may act on")]
+    OutsideScope {
+        /// The id asked for.
+        session_id: String,
+        /// What asked (`MCP server`).
+        caller: String,
+        /// How the user grants it.
+        grant: String,
+    },
+    /// The session was bound by a person or a harness, not by a hook.
+    #[error("{} is the isolation of session {session_id:?}, which no Claude Code hook created: a hook removes only the isolations hooks created", path.display())]
+    NotAHooks {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+    },
+    /// A hook created it for another Claude Code, which still runs.
+    #[error("{} is the isolation of session {session_id:?}, which a hook created for another Claude Code ({process}) that is still running", path.display())]
+    AnotherClaude {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+        /// The Claude Code it was created for, for people.
+        process: String,
+    },
+    /// The isolation is another repository's than the one the payload's `cwd` names.
+    #[error("{} is the isolation of session {session_id:?} of {}, not of {} (the repository of the payload's cwd)", path.display(), repository.display(), cwd_repository.display())]
+    OtherRepository {
+        /// The worktree the payload named.
+        path: PathBuf,
+        /// The session whose isolation it is.
+        session_id: String,
+        /// The repository whose session it is.
+        repository: PathBuf,
+        /// The repository the payload's `cwd` names.
+        cwd_repository: PathBuf,
     },
 }
 
@@ -519,17 +574,6 @@ pub enum Error {
         store: PathBuf,
         /// The ids within two edits of the one given, closest first.
         candidates: Vec<String>,
-    },
-    /// A session the caller may not act on: an MCP server acts only on the sessions it bound
-    /// and those its command line names. Whether the id exists is not said.
-    #[error("session {session_id:?} is not one of the sessions this {caller} may act on")]
-    SessionNotGranted {
-        /// The id asked for.
-        session_id: String,
-        /// What asked (`MCP server`).
-        caller: String,
-        /// How the user grants it.
-        grant: String,
     },
     /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
     /// in the swept snapshot, and `bind --resume` brings it back.
@@ -769,6 +813,12 @@ pub enum Error {
         path: PathBuf,
         /// It was trusted once, with other content.
         changed: bool,
+    },
+    /// A hook asked to act on a session it may not act on; nothing was done.
+    #[error("{reason}")]
+    SessionNotGranted {
+        /// Whose session it is, and why the hook may not act on it.
+        reason: NotGranted,
     },
     /// A setup command failed after a bind; the isolation stays bound for inspection.
     #[error("setup command {command:?} of session {session_id:?} failed{}; its output is in {}", exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_else(|| " (no exit code)".into()), output.display())]
@@ -1079,9 +1129,11 @@ pub(crate) mod tests {
                 output: "/work/src/.git/a3s-iso/setup/s/r1.log".into(),
             },
             Error::SessionNotGranted {
-                session_id: "yours".into(),
-                caller: "MCP server".into(),
-                grant: "start it with a3s-iso mcp --session yours, or --all-sessions".into(),
+                reason: NotGranted::OutsideScope {
+                    session_id: "yours".into(),
+                    caller: "MCP server".into(),
+                    grant: "start it with a3s-iso mcp --session yours, or --all-sessions".into(),
+                },
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -185,6 +185,15 @@ pub(crate) fn claude_ancestor() -> Option<u32> {
     None
 }
 
+/// The process a Claude Code hook acts for: the Claude Code it runs under, else (as `bind`
+/// picks an owner) the long-lived process that called it, else a3s-iso itself.
+pub(crate) fn hook_process() -> Owner {
+    claude_ancestor()
+        .and_then(Owner::of_pid)
+        .or_else(|| Owner::of_pid(long_lived_ancestor(parent_pid())))
+        .unwrap_or_else(Owner::this_process)
+}
+
 /// Whether `pid` is Claude Code: named `claude` (its command name, or its `argv[0]`: the
 /// native build runs from a file named after its version, through a link named `claude`), or
 /// a JavaScript runtime whose script (one of its first arguments) has `claude` in its path.

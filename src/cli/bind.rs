@@ -107,6 +107,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             submodules: args.submodules,
             copy_ignored,
             setup,
+            created_by: None,
         },
     )?;
     drop(spinner);

@@ -71,6 +71,10 @@ fn report_all(outcome: &DiscardAllOutcome, out: &Output) -> i32 {
 /// One session's headline; with its items unless `-q`.
 fn report(outcome: &DiscardOutcome, out: &Output) {
     let what = match (outcome.removed, outcome.purged) {
+        _ if outcome.already_purged && outcome.purged_items.is_empty() => {
+            "already purged (nothing of it is left)"
+        }
+        _ if outcome.already_purged => "already purged (removed what the first purge left)",
         (true, false) if outcome.recycled => "discarded (the tree went back to the pool, cleaned)",
         (true, true) => "discarded and purged",
         (true, false) => "discarded",

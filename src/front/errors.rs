@@ -3,7 +3,7 @@
 //! library's errors carry only their code and cause (`base::error`); the words that belong to
 //! the interface are here.
 
-use crate::base::error::{ChangeSetRule, Error, Taken, Unavailable};
+use crate::base::error::{ChangeSetRule, Error, NotGranted, Taken, Unavailable};
 
 /// The `error` object of an `a3s-iso.error.v1` document.
 pub fn document(err: &Error) -> serde_json::Value {
@@ -74,6 +74,7 @@ pub fn hint(err: &Error) -> Option<String> {
     match err {
         Error::IsolationUnavailable { reason } => unavailable_hint(reason),
         Error::SessionExists { reason } => Some(taken_hint(reason)),
+        Error::SessionNotGranted { reason } => Some(not_granted_hint(reason)),
         Error::SessionNotFound { candidates, .. } if !candidates.is_empty() => Some(format!(
             "choose one with -s: {}",
             candidates.join(", ")
@@ -92,7 +93,6 @@ pub fn hint(err: &Error) -> Option<String> {
         Error::SessionSwept { session_id, .. } => Some(format!(
             "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
         )),
-        Error::SessionNotGranted { grant, .. } => Some(grant.clone()),
         Error::DirtySource { .. } => Some(
             "commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)".into(),
         ),
@@ -181,6 +181,22 @@ fn taken_hint(reason: &Taken) -> String {
         ),
         Taken::OtherOwner { pid, .. } => {
             format!("use another session id, or act for that owner with --owner-pid {pid}")
+        }
+        Taken::NotCreatedHere { .. } => "the hook binds another id beside it".into(),
+    }
+}
+
+fn not_granted_hint(reason: &NotGranted) -> String {
+    match reason {
+        NotGranted::OutsideScope { grant, .. } => grant.clone(),
+        NotGranted::NotAHooks { session_id, .. } => format!(
+            "nothing was removed; to remove it yourself: a3s-iso discard -s {session_id}"
+        ),
+        NotGranted::AnotherClaude { .. } => {
+            "nothing was removed; the Claude Code it was created for removes it, or any once that one has exited".into()
+        }
+        NotGranted::OtherRepository { .. } => {
+            "nothing was removed; remove it from its own repository (the payload's cwd must be in it)".into()
         }
     }
 }

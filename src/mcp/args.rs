@@ -110,6 +110,7 @@ pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptio
         submodules: parsed.submodules,
         copy_ignored: parsed.copy_ignored,
         setup: Default::default(),
+        created_by: None,
     })
 }
 

@@ -14,7 +14,7 @@ use crate::model::isolation;
 use crate::model::wip::WorkingState;
 use crate::store::lock::RepoLock;
 use crate::store::state::{
-    ClaimRecord, RegistryEntry, SessionRecord, SessionState, register_source,
+    ClaimRecord, CreatedBy, RegistryEntry, SessionRecord, SessionState, register_source,
 };
 use crate::workspace::context::{Context, Located};
 
@@ -49,6 +49,11 @@ pub struct BindOptions {
     /// The setup commands run in the new isolation once it is bound (none for a reused or
     /// read-only session); the first that fails makes the bind `setup_failed`.
     pub setup: crate::services::setup::Setup,
+    /// A tool binding for a process (a Claude Code hook): recorded in the new session, and
+    /// the id is `session_exists` unless its session is one the same tool made for the same
+    /// process (or one it made that is discarded), so a tool never takes over a session it did
+    /// not make.
+    pub created_by: Option<CreatedBy>,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -153,6 +158,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
         let _lock = ctx.lock(&located.repo)?;
         refuse_outside_scope(ctx, &located, &session_id)?;
         if let Some(existing) = live_record(&located, &session_id)? {
+            made_for(&existing, opts)?;
             return reuse(&located, existing, owner, explicit);
         }
     }
@@ -162,7 +168,13 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     let lock = ctx.lock(&located.repo)?;
     refuse_outside_scope(ctx, &located, &record.session_id)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
+        made_for(&existing, opts)?;
         return reuse(&located, existing, record.owner, explicit);
+    }
+    if opts.created_by.is_some()
+        && let Some(discarded) = located.store.load_session(&record.session_id)?
+    {
+        made_for(&discarded, opts)?;
     }
     let restore = wip.carried.map(|c| Restore {
         tree: c.worktree_tree,
@@ -187,6 +199,27 @@ fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &str) -> R
         ctx.require_granted(session_id)?;
     }
     Ok(())
+}
+
+/// For a tool's bind (`created_by`): whether the session at its id is one it may bind. Only
+/// one the same tool made, for the same process, or one it made that is discarded (nothing
+/// of a person's is in it); anything else is `session_exists`, and nothing changes.
+fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
+    let Some(wanted) = &opts.created_by else {
+        return Ok(());
+    };
+    let granted = record.created_by.as_ref().is_some_and(|made| {
+        made.tool == wanted.tool
+            && (made.process == wanted.process || record.state == SessionState::Discarded)
+    });
+    if granted {
+        return Ok(());
+    }
+    Err(Error::SessionExists {
+        reason: Taken::NotCreatedHere {
+            session_id: record.session_id.to_string(),
+        },
+    })
 }
 
 /// The id given (checked), else a generated one.
@@ -329,6 +362,7 @@ impl WipPlan {
             retained_at_ms: None,
             swept: None,
             rebased: None,
+            created_by: opts.created_by.clone(),
         }
     }
 }
@@ -605,6 +639,8 @@ fn resume(
     }
     record.owner = owner;
     record.read_only = false;
+    // Resumed by a person (or a harness), the new isolation is theirs, not a hook's.
+    record.created_by = opts.created_by.clone();
     let unbuilt = Unbuilt {
         record,
         restore: restore_state,
@@ -830,7 +866,9 @@ fn publish(
         &located.store.refs(),
         record,
     )?;
-    located.store.save_session(record)
+    located.store.save_session(record)?;
+    // The id is a session again: a purge of it is no longer `already_purged`.
+    crate::base::fsutil::remove_file_if_exists(&located.store.purged_file(&record.session_id))
 }
 
 /// Registers the source; failing that only keeps it out of `--all`, so it is a warning.

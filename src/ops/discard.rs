@@ -9,9 +9,11 @@ use crate::base::fsutil::now_ms;
 use crate::model::isolation;
 use crate::model::refs;
 use crate::recovery::pending;
+use crate::services::purge_item::{Kind, Reason};
 use crate::store::lock::RepoLock;
+use crate::store::state::PurgedMark;
 use crate::store::state::SessionState;
-use crate::workspace::context::Context;
+use crate::workspace::context::{Context, Located};
 
 /// What `discard` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -41,6 +43,9 @@ pub struct DiscardOutcome {
     pub kept: Vec<crate::services::purge_item::Item>,
     /// Whether the tree was cleaned and returned to the pool instead of deleted.
     pub recycled: bool,
+    /// `--purge` of a session an earlier purge removed (it completed, or a crash cut it short
+    /// after the record went): nothing more of it is left but what `purged_items` lists.
+    pub already_purged: bool,
 }
 
 /// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
@@ -48,6 +53,11 @@ pub struct DiscardOutcome {
 /// command is running is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = ctx.locate()?;
+    if opts.purge
+        && let Some(done) = purged_before(ctx, &located, opts.session_id.as_deref())?
+    {
+        return Ok(done);
+    }
     let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
     // Decided under the lock, with the session's lease held until the tree is gone: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
@@ -100,7 +110,64 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         purged_items: purge.remove,
         kept: purge.keep,
         recycled,
+        already_purged: false,
     })
+}
+
+/// `--purge` of a session with no record that a purge in this repository marked: the purge
+/// ran before (to the end, or until a crash after its record went), so this one is
+/// `already_purged`, and removes what the other left (its lease). `None` otherwise: the id
+/// has a record (purged as usual), or none of this repository's purges marked it (not found).
+fn purged_before(
+    ctx: &Context,
+    located: &Located,
+    id: Option<&str>,
+) -> Result<Option<DiscardOutcome>> {
+    let Some(id) = id else {
+        return Ok(None);
+    };
+    crate::base::ids::validate(id)?;
+    let store = &located.store;
+    let recorded = || std::fs::symlink_metadata(store.session_file(id)).is_ok();
+    let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
+    let here = canonical(&located.repo.common_dir);
+    let mark = store.load_purged(id).ok().flatten();
+    let Some(mark) = mark.filter(|m| !recorded() && canonical(&m.common_dir) == here) else {
+        return Ok(None);
+    };
+    let lock = ctx.lock(&located.repo)?;
+    // A lease file this call makes by taking the lease is not a leftover.
+    let had_lease = std::fs::symlink_metadata(store.lease_file(id)).is_ok();
+    let _lease = store.lease_or_busy(id)?;
+    if recorded() {
+        // Bound again meanwhile: a session like any other.
+        return Ok(None);
+    }
+    // A purge killed inside git's ref update leaves its lock files.
+    refs::clear_stale_locks(&lock, &located.repo.common_dir, &store.refs(), id);
+    let mut plan = crate::services::purge::plan_session_at(
+        &ctx.git,
+        located,
+        id,
+        mark.admin_dir.as_deref(),
+        Reason::Purged,
+    )?;
+    if !had_lease {
+        plan.remove.retain(|i| i.kind != Kind::Lease);
+    }
+    remove_planned(ctx, located, &plan)?;
+    // The lease this call made goes too (unlinked while held, as a purge does).
+    crate::base::fsutil::remove_file_if_exists(&store.lease_file(id))?;
+    Ok(Some(DiscardOutcome {
+        session_id: id.to_string(),
+        removed: false,
+        worktree: mark.worktree,
+        purged: true,
+        purged_items: plan.remove,
+        kept: plan.keep,
+        recycled: false,
+        already_purged: true,
+    }))
 }
 
 /// One session `discard --all` could not discard, and why.
@@ -167,29 +234,43 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
 fn purge_session(
     held: &RepoLock,
     ctx: &Context,
-    located: &crate::workspace::context::Located,
+    located: &Located,
     record: &crate::store::state::SessionRecord,
 ) -> Result<crate::services::purge::SessionPlan> {
     let id = &record.session_id;
     let ns = located.store.refs();
     refs::clear_stale_locks(held, &located.repo.common_dir, &ns, id);
-    let plan = crate::services::purge::plan_session(
-        &ctx.git,
-        located,
-        id,
-        Some(record),
-        crate::services::purge_item::Reason::Purged,
-    )?;
+    let plan =
+        crate::services::purge::plan_session(&ctx.git, located, id, Some(record), Reason::Purged)?;
+    // Marked first: a purge cut short after the record went is `already_purged` when run again.
+    located.store.save_purged(&PurgedMark {
+        session_id: id.to_string(),
+        common_dir: located.repo.common_dir.clone(),
+        admin_dir: record.admin_dir.clone(),
+        worktree: record.worktree.clone(),
+        purged_at_ms: now_ms(),
+    })?;
+    remove_planned(ctx, located, &plan)?;
+    Ok(plan)
+}
+
+/// Removes what a purge planned, the session's lease last (while this command holds it).
+fn remove_planned(
+    ctx: &Context,
+    located: &Located,
+    plan: &crate::services::purge::SessionPlan,
+) -> Result<()> {
     let (lease, rest): (Vec<_>, Vec<_>) = plan
         .remove
         .iter()
         .cloned()
-        .partition(|i| i.kind == crate::services::purge_item::Kind::Lease);
+        .partition(|i| i.kind == Kind::Lease);
     crate::services::purge_item::remove_all(&ctx.git, located, &rest)?;
+    crate::fault_point!("purge-after-records");
     for path in lease.iter().filter_map(|i| i.path.as_ref()) {
         crate::base::fsutil::remove_file_if_exists(path)?;
     }
-    Ok(plan)
+    Ok(())
 }
 
 /// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside in one

@@ -1096,6 +1096,7 @@ mod tests {
             retained_at_ms: Some(1_000),
             swept: None,
             rebased: None,
+            created_by: None,
         }
     }
 

@@ -32,6 +32,19 @@ pub(crate) fn plan_session(
     record: Option<&SessionRecord>,
     reason: Reason,
 ) -> Result<SessionPlan> {
+    let admin = record.and_then(|r| r.admin_dir.as_deref());
+    plan_session_at(git, located, id, admin, reason)
+}
+
+/// [`plan_session`] of a session known by its isolation's admin dir only (its record is gone:
+/// what an interrupted purge left).
+pub(crate) fn plan_session_at(
+    git: &Git,
+    located: &Located,
+    id: &str,
+    admin: Option<&std::path::Path>,
+    reason: Reason,
+) -> Result<SessionPlan> {
     let mut plan = SessionPlan::default();
     let ns = located.store.refs();
     let top = &located.repo.toplevel;
@@ -63,7 +76,7 @@ pub(crate) fn plan_session(
             plan.remove.push(item);
         }
     }
-    plan.remove.extend(files_of(located, id, record, reason));
+    plan.remove.extend(files_of(located, id, admin, reason));
     plan.keep.extend(journal_of(located, id));
     Ok(plan)
 }
@@ -72,7 +85,7 @@ pub(crate) fn plan_session(
 fn files_of(
     located: &Located,
     id: &str,
-    record: Option<&SessionRecord>,
+    admin: Option<&std::path::Path>,
     reason: Reason,
 ) -> Vec<Item> {
     let store = &located.store;
@@ -90,7 +103,7 @@ fn files_of(
             .into_iter()
             .map(|p| (Kind::Artifacts, p)),
     );
-    if let Some(admin) = record.and_then(|r| r.admin_dir.as_deref()) {
+    if let Some(admin) = admin {
         paths.extend(seeds_of(store, admin).into_iter().map(|p| (Kind::Seed, p)));
     }
     paths.push((Kind::Lease, store.lease_file(id)));

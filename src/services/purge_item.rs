@@ -42,6 +42,8 @@ pub enum Kind {
     PoolSettings,
     /// A directory left empty.
     EmptyDir,
+    /// The mark a purge left of a session (`purged/<id>.json`).
+    PurgeMark,
 }
 
 /// Why an item goes (or stays).

@@ -52,12 +52,15 @@ pub enum StateDir {
     /// `run-layers/<id>/<run>/{upper,work}`: a sandboxed run's layer over its isolation, merged
     /// into the tree after the command (a `pending` intent names it meanwhile).
     RunLayers,
+    /// `purged/<id>.json`: that a session was purged (`discard --purge`), written before
+    /// anything of it goes, so that the purge run again is `already_purged`.
+    Purged,
 }
 
 impl StateDir {
     /// Every entry, in the order the layout lists them.
     #[cfg(test)]
-    pub const ALL: [StateDir; 22] = [
+    pub const ALL: [StateDir; 23] = [
         StateDir::Sessions,
         StateDir::Claims,
         StateDir::Leases,
@@ -80,6 +83,7 @@ impl StateDir {
         StateDir::Live,
         StateDir::SessionGit,
         StateDir::RunLayers,
+        StateDir::Purged,
     ];
 
     /// Its name under the state dir.
@@ -107,6 +111,7 @@ impl StateDir {
             StateDir::Live => "live",
             StateDir::SessionGit => "session-git",
             StateDir::RunLayers => "run-layers",
+            StateDir::Purged => "purged",
         }
     }
 

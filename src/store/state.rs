@@ -155,6 +155,49 @@ pub struct SessionRecord {
     /// Set when a rebase moved the session onto a new base (`bound_revision`, `base_tree`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebased: Option<Rebased>,
+    /// Set when a tool made the session rather than a person's or a harness's `bind`: a
+    /// Claude Code hook, with the process it made it for. A record without it (every record
+    /// older than the field too) is no hook's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub created_by: Option<CreatedBy>,
+}
+
+/// That a session was purged (`purged/<id>.json`): all a3s-iso keeps of it, so that the purge
+/// run again (after a crash cut it short, or twice) is `already_purged`, not `session_not_found`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PurgedMark {
+    /// The session purged.
+    pub session_id: String,
+    /// The common git dir of its source (a shared state dir holds several repositories').
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub common_dir: PathBuf,
+    /// Its isolation's admin dir, whose seed indexes the purge removes.
+    #[serde(default, with = "crate::base::paths::fs_path_opt")]
+    pub admin_dir: Option<PathBuf>,
+    /// Where its isolation was.
+    #[serde(default, with = "crate::base::paths::fs_path_opt")]
+    pub worktree: Option<PathBuf>,
+    /// When the purge began, in milliseconds since the epoch.
+    pub purged_at_ms: u64,
+}
+
+/// Which tool made a session, and for which process: what a hook is allowed to act on is
+/// decided from this, never from what a payload says.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CreatedBy {
+    /// The tool.
+    pub tool: Creator,
+    /// The process it made the session for (a hook: the Claude Code it ran under), with its
+    /// start identity, so that a reused pid is not taken for it.
+    pub process: Owner,
+}
+
+/// A tool that makes sessions of its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Creator {
+    /// `a3s-iso hook claude worktree-create`.
+    ClaudeHook,
 }
 
 /// What the last rebase of a session changed: its steps up to then are behind its new base.
@@ -348,6 +391,25 @@ impl Store {
             session_id: id.to_string(),
             holder: Busy::RunInProgress,
         })
+    }
+
+    /// Where the mark of the session's purge is.
+    pub(crate) fn purged_file(&self, id: &str) -> PathBuf {
+        StateDir::Purged.file(&self.dir, id, ".json")
+    }
+
+    /// The mark a purge of `id` left, if there is one.
+    pub(crate) fn load_purged(&self, id: &str) -> Result<Option<PurgedMark>> {
+        read_json(&self.purged_file(id))
+    }
+
+    /// Marks `id` purged (atomically, fsynced) before anything of it is removed.
+    pub(crate) fn save_purged(&self, mark: &PurgedMark) -> Result<()> {
+        write_record_atomic(
+            &self.purged_file(&mark.session_id),
+            "a3s-iso.purged.v1",
+            mark,
+        )
     }
 
     /// Where the session's record is.

@@ -73,9 +73,11 @@ impl SessionScope {
     /// The refusal of `id`.
     pub fn refusal(&self, id: &str) -> Error {
         Error::SessionNotGranted {
-            session_id: id.to_string(),
-            caller: self.caller.clone(),
-            grant: self.grant.replace("{id}", id),
+            reason: crate::base::error::NotGranted::OutsideScope {
+                session_id: id.to_string(),
+                caller: self.caller.clone(),
+                grant: self.grant.replace("{id}", id),
+            },
         }
     }
 }

@@ -425,3 +425,287 @@ fn claude_worktree_create_applies_the_trusted_configuration() {
     assert_eq!(std::fs::read(path.join("SETUP_DONE")).unwrap(), b"ready\n");
     assert_eq!(std::fs::read(path.join(".env")).unwrap(), b"TOKEN=1\n");
 }
+
+/// What a refused hook call must leave as it was: the session's record, its isolation tree
+/// file by file, its refs and the source's worktree registrations.
+fn session_bytes(fx: &Fixture, src: &Path, id: &str, tree: &Path) -> Vec<String> {
+    let record = src.join(".git/a3s-iso/sessions").join(format!("{id}.json"));
+    let registration = fx
+        .git(src, &["worktree", "list", "--porcelain"])
+        .split("\n\n")
+        .find(|entry| entry.starts_with(&format!("worktree {}\n", tree.display())))
+        .map(str::to_string);
+    vec![
+        String::from_utf8(std::fs::read(&record).unwrap()).unwrap(),
+        format!("{:?}", crate::fixture::listing(tree)),
+        fx.git(
+            src,
+            &[
+                "for-each-ref",
+                &format!("refs/a3s-iso/sessions/{id}/"),
+                &format!("refs/a3s-iso/runs/{id}/"),
+            ],
+        ),
+        format!("{registration:?}"),
+    ]
+}
+
+/// A session the user bound (not a hook), holding work of theirs.
+fn users_session(fx: &Fixture, args: &[&str]) -> PathBuf {
+    let mut all = vec!["bind"];
+    all.extend_from_slice(args);
+    let (code, doc) = fx.json(&all);
+    assert_eq!(code, 0, "{doc}");
+    let tree = crate::fixture::worktree_of(&doc);
+    std::fs::write(tree.join("mine.txt"), "the user's own work\n").unwrap();
+    tree
+}
+
+/// A stand-in for Claude Code: a process named `claude` that runs the create hook through a
+/// shell, as Claude Code does, with `stdin` as its payload. With `stay`, it lives on (as a
+/// Claude Code still running) until the test kills it. Returns the process and the path the
+/// hook printed.
+fn fake_claude(fx: &Fixture, stdin: &str, stay: bool) -> (std::process::Child, PathBuf) {
+    let dir = tempfile::tempdir_in(&fx.root).unwrap().keep();
+    let (input, output, done) = (dir.join("in"), dir.join("out"), dir.join("done"));
+    std::fs::write(&input, stdin).unwrap();
+    let claude = dir.join("claude");
+    let tail = if stay { "exec sleep 300\n" } else { "" };
+    std::fs::write(
+        &claude,
+        format!(
+            "#!/bin/sh\nsh -c \"'{BIN}' hook claude worktree-create < '{}' > '{}'; true\"\necho > '{}'\n{tail}",
+            input.display(),
+            output.display(),
+            done.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&claude, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut cmd = std::process::Command::new(&claude);
+    crate::fixture::isolate(&mut cmd, &fx.home);
+    let child = cmd
+        .current_dir(&fx.src)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    crate::fixture::wait_for(&done, std::time::Duration::from_secs(60));
+    let printed = std::fs::read_to_string(&output).unwrap();
+    let path = PathBuf::from(printed.trim_end_matches('\n'));
+    assert!(path.is_dir(), "{printed:?}");
+    (child, path)
+}
+
+/// The proposed name of a session the user bound (ownerless, or owned by a process that has
+/// exited, or discarded) is never handed to Claude Code: the hook binds a new id beside it,
+/// and the user's session, its tree and its records stay as they were, byte for byte. The
+/// hook's own session, proposed again by the same Claude Code, is the same isolation.
+#[test]
+fn claude_worktree_create_never_adopts_a_session_it_did_not_create() {
+    let fx = source();
+    let ownerless = users_session(&fx, &["-s", "agent-a1b2c3", "--owner", "none"]);
+    let mut owner = crate::fixture::sleeper();
+    let pid = owner.id().to_string();
+    let orphaned = users_session(&fx, &["-s", "feat-auth-flow", "--owner-pid", &pid]);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    let discarded = users_session(&fx, &["-s", "bugfix-9", "--owner", "none"]);
+    let (code, doc) = fx.json(&["discard", "-s", "bugfix-9"]);
+    assert_eq!(code, 0, "{doc}");
+    let users = [
+        ("agent-a1b2c3", &ownerless, CREATE_NAME),
+        ("feat-auth-flow", &orphaned, CREATE_DOCUMENTED),
+    ];
+    let before: Vec<_> = users
+        .iter()
+        .map(|(id, tree, _)| session_bytes(&fx, &fx.src, id, tree))
+        .collect();
+    let discarded_record = fx.src.join(".git/a3s-iso/sessions/bugfix-9.json");
+    let discarded_before = std::fs::read(&discarded_record).unwrap();
+    for (id, _, template) in users {
+        let out = hook(
+            &fx,
+            &fx.src,
+            "worktree-create",
+            &payload(&fx, template, &fx.src),
+        );
+        assert_eq!(created(&out), fx.isolation(&format!("{id}-2")), "{id}");
+    }
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_PATH, &fx.src),
+    );
+    assert_eq!(created(&out), fx.isolation("bugfix-9-2"));
+    let after: Vec<_> = users
+        .iter()
+        .map(|(id, tree, _)| session_bytes(&fx, &fx.src, id, tree))
+        .collect();
+    assert_eq!(before, after);
+    assert_eq!(std::fs::read(&discarded_record).unwrap(), discarded_before);
+    assert!(!discarded.exists());
+    assert_eq!(
+        std::fs::read_to_string(ownerless.join("mine.txt")).unwrap(),
+        "the user's own work\n"
+    );
+    // The hook's own session, proposed again by the same process: the same isolation.
+    let again = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    );
+    assert_eq!(created(&again), fx.isolation("agent-a1b2c3-2"));
+    // Another Claude Code proposing the name the first one's session holds gets a new id.
+    let (mut other, path) = fake_claude(&fx, &payload(&fx, CREATE_NAME, &fx.src), false);
+    other.wait().unwrap();
+    assert_eq!(path, fx.isolation("agent-a1b2c3-3"));
+}
+
+/// `worktree-remove` of the isolation of a session the user bound is refused
+/// (`session_not_granted`): nothing is captured or removed, byte for byte.
+#[test]
+fn claude_worktree_remove_refuses_a_session_no_hook_created() {
+    let fx = source();
+    let tree = users_session(&fx, &["-s", "mine", "--owner", "none"]);
+    let before = session_bytes(&fx, &fx.src, "mine", &tree);
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &tree),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
+    assert!(stderr.contains("mine"), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(session_bytes(&fx, &fx.src, "mine", &tree), before);
+    assert_eq!(session(&fx, "mine")["state"], "bound");
+    let runs = fx.src.join(".git/a3s-iso/runs/mine");
+    assert!(!runs.exists(), "nothing was captured");
+}
+
+/// `worktree-remove` acts only in the repository its `cwd` names: another repository's
+/// isolation (a hook's own, even) is refused with nothing removed; from its own repository it
+/// is removed. While another Claude Code that created a session still runs, its isolation is
+/// refused too; once that Claude Code has exited, a later one removes it (work captured).
+#[test]
+fn claude_worktree_remove_acts_only_in_the_repository_of_its_cwd() {
+    let fx = source();
+    let other = fx.other_repository("other", "OTHER.md");
+    let create = CREATE_NAME.replace("@SRC@", other.to_str().unwrap());
+    let tree = created(&hook(&fx, &other, "worktree-create", &create));
+    assert_eq!(tree, fx.root.join("work/.other.a3s-isolate-agent-a1b2c3"));
+    std::fs::write(tree.join("work.txt"), "work in the other repository\n").unwrap();
+    let before = session_bytes(&fx, &other, "agent-a1b2c3", &tree);
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &tree),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
+    assert_eq!(session_bytes(&fx, &other, "agent-a1b2c3", &tree), before);
+    // From its own repository, the same call removes it.
+    let remove = REMOVE
+        .replace("@SRC@", other.to_str().unwrap())
+        .replace("@PATH@", tree.to_str().unwrap());
+    let out = hook(&fx, &fx.src, "worktree-remove", &remove);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!tree.exists());
+
+    // A live Claude Code's isolation is not another's to remove; once it exited, it is.
+    let (mut live, path) = fake_claude(&fx, &payload(&fx, CREATE_NAME, &fx.src), true);
+    std::fs::write(path.join("feature.txt"), "the first agent's work\n").unwrap();
+    let before = session_bytes(&fx, &fx.src, "agent-a1b2c3", &path);
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
+    assert_eq!(session_bytes(&fx, &fx.src, "agent-a1b2c3", &path), before);
+    live.kill().unwrap();
+    live.wait().unwrap();
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!path.exists());
+    let (code, show) = fx.json(&["show", "-s", "agent-a1b2c3"]);
+    assert_eq!(code, 0, "{show}");
+    assert_eq!(show["runs"].as_array().unwrap().len(), 1, "{show}");
+}
+
+/// A hook's session that you bring back with `bind --resume` is yours from then on: the hooks
+/// neither remove its new isolation nor hand it to Claude Code again.
+#[test]
+fn claude_a_resumed_hook_session_is_the_users() {
+    let fx = source();
+    let path = created(&hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    ));
+    std::fs::write(path.join("feature.txt"), "the agent's work\n").unwrap();
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &path),
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (code, doc) = fx.json(&["bind", "-s", "agent-a1b2c3", "--resume", "--owner", "none"]);
+    assert_eq!(code, 0, "{doc}");
+    let resumed = crate::fixture::worktree_of(&doc);
+    assert_eq!(
+        std::fs::read_to_string(resumed.join("feature.txt")).unwrap(),
+        "the agent's work\n"
+    );
+    let before = session_bytes(&fx, &fx.src, "agent-a1b2c3", &resumed);
+    let out = hook(
+        &fx,
+        &fx.src,
+        "worktree-remove",
+        &payload(&fx, REMOVE, &resumed),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[session_not_granted]"), "{stderr}");
+    let again = hook(
+        &fx,
+        &fx.src,
+        "worktree-create",
+        &payload(&fx, CREATE_NAME, &fx.src),
+    );
+    assert_eq!(created(&again), fx.isolation("agent-a1b2c3-2"));
+    assert_eq!(
+        session_bytes(&fx, &fx.src, "agent-a1b2c3", &resumed),
+        before
+    );
+}

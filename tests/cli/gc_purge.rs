@@ -190,14 +190,16 @@ fn discard_purge_then_gc_all_leaves_no_refs_and_no_state_dir() {
     assert!(kept.iter().all(|(k, _)| k == "journal_entry"));
     assert!(ns_refs(&fx, "refs/a3s-iso/").is_empty());
     assert!(ns_refs(&fx, "refs/heads/a3s-iso/").is_empty());
-    // What stays after a purge: the journal, and the store's empty directories.
+    // What stays after a purge: the journal, the mark that the session was purged, and the
+    // store's empty directories.
     let left: Vec<String> = listing(&state_dir(&fx))
         .into_iter()
         .filter(|(_, kind)| !kind.starts_with("dir"))
         .map(|(path, _)| path)
         .collect();
-    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left.len(), 2, "{left:?}");
     assert!(left[0].starts_with("promoted/"), "{left:?}");
+    assert_eq!(left[1], "purged/gone.json", "{left:?}");
 
     // A session only discarded goes with --all too, whatever its age.
     worked(&fx, "left", "left.txt");

@@ -5,12 +5,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, NotGranted, Result};
+use crate::base::owner::{Liveness, hook_process};
 use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
 use crate::flows::setup::bind;
 use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
 use crate::ops::capture::{CaptureOptions, capture};
 use crate::ops::discard::{DiscardOptions, discard};
+use crate::store::state::{CreatedBy, Creator, SessionRecord};
 use crate::workspace::context::Context;
 
 /// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another
@@ -20,11 +22,17 @@ const ID_ATTEMPTS: u32 = 20;
 /// `WorktreeCreate`: binds a session named after the proposed worktree, owned by the Claude
 /// Code process the hook runs under (else the hook's parent, as `bind` picks it), at the
 /// source's HEAD with the source's local changes left out (as Claude Code's own worktrees
-/// are), and with the ignored files the source's `.worktreeinclude` names copied in. The same
-/// name bound again by the same Claude Code (or after its owner exited) returns the same
-/// isolation; while another live owner holds the name, the id gets a `-2`, `-3`, … suffix.
+/// are), and with the ignored files the source's `.worktreeinclude` names copied in. The
+/// session records that a hook made it for that process. The same name proposed again by the
+/// same Claude Code returns the same isolation; a name any other session holds (a person's, a
+/// harness's, another Claude Code's) is never taken over: the id gets a `-2`, `-3`, … suffix.
 pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOutcome> {
-    let owner = crate::base::owner::claude_ancestor().map_or(OwnerChoice::Parent, OwnerChoice::Pid);
+    // Recorded in the session: what the remove hook may act on is decided from it.
+    let process = hook_process();
+    let created_by = CreatedBy {
+        tool: Creator::ClaudeHook,
+        process: process.clone(),
+    };
     let base = payload
         .name
         .as_deref()
@@ -41,7 +49,8 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
         let opts = BindOptions {
             session_id: Some(attempt_id(&base, attempt)),
             allow_dirty: true,
-            owner,
+            owner: OwnerChoice::Pid(process.pid),
+            created_by: Some(created_by.clone()),
             copy_ignored: settings.copy_ignored.value.clone(),
             setup: setup.clone(),
             ..BindOptions::default()
@@ -110,7 +119,10 @@ pub struct RemoveOutcome {
 
 /// `WorktreeRemove`: captures the session whose isolation is at the payload's path (so its
 /// work stays as evidence: a run document and a pinned tree, `show` and `promote` reach it)
-/// and discards the isolation. A path no session has is left alone (`session_id` `None`).
+/// and discards the isolation. Only an isolation of the repository the payload's `cwd` names,
+/// of a session a hook created, for this Claude Code or for one that has exited; anything else
+/// of a3s-iso's is `session_not_granted`, with nothing done. A path that is no isolation at all
+/// is left alone (`session_id` `None`).
 pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveOutcome> {
     let path = match &payload.worktree_path {
         path if path.is_absolute() => path.clone(),
@@ -127,56 +139,126 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
         files_changed: 0,
         recycled: false,
     };
-    let Some((ctx, session_id)) = session_at(ctx, &path)? else {
+    let Some(session_id) = granted_session(ctx, &path)? else {
         return Ok(outcome);
     };
     let captured = capture(
-        &ctx,
+        ctx,
         &CaptureOptions {
             session_id: Some(session_id.clone()),
             ..CaptureOptions::default()
         },
     )?;
+    outcome.session_id = Some(session_id.clone());
+    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
+    outcome.files_changed = captured.files_changed;
+    // Decided again just before the isolation goes: the session may have changed hands (a
+    // refusal is returned as is), or been discarded meanwhile (nothing left to do).
+    match granted_session(ctx, &path)? {
+        None => return Ok(outcome),
+        Some(now) if now == session_id => {}
+        Some(now) => {
+            return Err(Error::internal(format!(
+                "the isolation at {} changed from session {session_id:?} to {now:?} while it was captured; nothing was removed",
+                path.display()
+            )));
+        }
+    }
     let discarded = discard(
-        &ctx,
+        ctx,
         &DiscardOptions {
-            session_id: Some(session_id.clone()),
+            session_id: Some(session_id),
             purge: false,
         },
     )?;
-    outcome.session_id = Some(session_id);
-    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
-    outcome.files_changed = captured.files_changed;
     outcome.recycled = discarded.recycled;
     Ok(outcome)
 }
 
-/// The session whose live isolation is at `path`, with a context to act on it: found from the
-/// isolation itself when it is there (its session is looked up by path in the stores a3s-iso
-/// knows), else among the sessions of the repository `ctx` was started in.
-fn session_at(ctx: &Context, path: &Path) -> Result<Option<(Context, String)>> {
-    let same = |tree: &Path| {
-        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
-        canonical(tree) == canonical(path)
-    };
-    if path.is_dir() {
-        let inner = ctx.started_in(path.to_path_buf());
-        if let Ok(located) = inner.locate()
-            && let Some(session) = located
-                .inside
-                .filter(|s| s.worktree.as_deref().is_some_and(same))
-        {
-            return Ok(Some((inner, session.session_id.into())));
-        }
-    }
+/// Whether two paths name the same directory.
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    canonical(a) == canonical(b)
+}
+
+/// The session of the repository `ctx` names (the payload's `cwd`) whose live isolation is at
+/// `path`, when the hook may act on it. `None` when no session of a3s-iso's is there; a session
+/// it may not act on, or another repository's isolation, is `session_not_granted`.
+fn granted_session(ctx: &Context, path: &Path) -> Result<Option<String>> {
     let located = match ctx.locate() {
-        Ok(located) => located,
-        Err(Error::IsolationUnavailable { .. }) => return Ok(None),
+        Ok(located) => Some(located),
+        Err(Error::IsolationUnavailable { .. }) => None,
         Err(err) => return Err(err),
     };
-    let found =
-        located.store.sessions()?.into_iter().flatten().find(|s| {
-            s.state.has_tree() && located.owns(s) && s.worktree.as_deref().is_some_and(same)
-        });
-    Ok(found.map(|s| (ctx.clone(), s.session_id.into())))
+    let found = match &located {
+        Some(located) => located.store.sessions()?.into_iter().flatten().find(|s| {
+            s.state.has_tree()
+                && located.owns(s)
+                && s.worktree.as_deref().is_some_and(|t| same_dir(t, path))
+        }),
+        None => None,
+    };
+    match found {
+        Some(record) => {
+            grant(&record, path)?;
+            Ok(Some(record.session_id.into()))
+        }
+        None => {
+            refuse_elsewhere(ctx, located.as_ref(), path)?;
+            Ok(None)
+        }
+    }
+}
+
+/// A session a hook created may be removed by the Claude Code it was created for, or by any
+/// once that one has exited (`claude --worktree NAME` again, later); nothing else.
+fn grant(record: &SessionRecord, path: &Path) -> Result<()> {
+    let session_id = record.session_id.to_string();
+    let reason = match &record.created_by {
+        Some(made) if made.tool == Creator::ClaudeHook => {
+            if made.process == hook_process() || made.process.liveness() == Liveness::Dead {
+                return Ok(());
+            }
+            NotGranted::AnotherClaude {
+                path: path.to_path_buf(),
+                session_id,
+                process: made.process.describe(),
+            }
+        }
+        _ => NotGranted::NotAHooks {
+            path: path.to_path_buf(),
+            session_id,
+        },
+    };
+    Err(Error::SessionNotGranted { reason })
+}
+
+/// Refuses a path that is the isolation of another repository's session (found from the
+/// isolation itself, only to say so: nothing of that repository is acted on).
+fn refuse_elsewhere(
+    ctx: &Context,
+    located: Option<&crate::workspace::context::Located>,
+    path: &Path,
+) -> Result<()> {
+    if !path.is_dir() {
+        return Ok(());
+    }
+    let Ok(theirs) = ctx.started_in(path.to_path_buf()).locate() else {
+        return Ok(());
+    };
+    let Some(session) = theirs
+        .inside
+        .filter(|s| s.worktree.as_deref().is_some_and(|t| same_dir(t, path)))
+    else {
+        return Ok(());
+    };
+    Err(Error::SessionNotGranted {
+        reason: NotGranted::OtherRepository {
+            path: path.to_path_buf(),
+            session_id: session.session_id.into(),
+            repository: session.source,
+            cwd_repository: located
+                .map_or_else(|| ctx.start_dir.clone(), |l| l.repo.toplevel.clone()),
+        },
+    })
 }

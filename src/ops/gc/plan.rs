@@ -66,6 +66,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     let mut plan = SessionPlan::default();
     plan_sessions(git, located, window, &sessions, &mut plan)?;
     plan_gone(git, located, window, &sessions, &mut plan)?;
+    plan_purged(located, window, &sessions, &mut plan);
     plan_journal(located, window, &sessions, &mut plan);
     plan_artifacts(located, window, &sessions, &mut plan);
     plan_seeds(located, window, &sessions, &mut plan);
@@ -172,6 +173,26 @@ fn plan_gone(
         }
     }
     Ok(())
+}
+
+/// The marks purges left of sessions that have no record again: once past the window (with
+/// `--all`, all of them). A purge run after that is `session_not_found`, as for any id.
+fn plan_purged(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+    let reason = if window.all {
+        Reason::Uninstall
+    } else {
+        Reason::Expired
+    };
+    for id in ids_in(&located.store.path(StateDir::Purged), ".json") {
+        if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
+            continue;
+        }
+        let path = located.store.purged_file(&id);
+        if window.expired(newest_ms(&path)) {
+            plan.remove
+                .push(Item::path(Kind::PurgeMark, path, reason).of(&id));
+        }
+    }
 }
 
 /// The session ids the store's refs and retained branches name.
