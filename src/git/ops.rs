@@ -728,12 +728,14 @@ fn read_batch(mut reader: impl BufRead, count: usize) -> std::io::Result<Vec<Cat
 }
 
 /// `pack | receiver index-pack --stdin --strict`: the receiver checks every object as for a
-/// push.
+/// push, but for `.gitmodules`' `update = !command`: git never runs a command that a
+/// `.gitmodules` names (only one from a repository's own config), and a3s-iso never updates
+/// submodules, so refusing it would only stick a session whose commit holds one.
 pub(super) fn pipe_into(
     pack: crate::git::runner::GitCmd<'_>,
     receiver: crate::git::runner::GitCmd<'_>,
 ) -> Result<()> {
-    let index = receiver.args(["index-pack", "--stdin", "--strict"]);
+    let index = receiver.args(["index-pack", "--stdin", "--strict=gitmodulesupdate=ignore"]);
     let args = index.shown_args();
     let out = pack
         .expression()

@@ -784,3 +784,66 @@ fn hostile_gitmodules_written_in_a_run_never_stick_its_work() {
     );
     capture_diff_and_promote_ignore_gitmodules(&fx, "gr", &marker);
 }
+
+/// A sandboxed run that commits a `.gitmodules` naming a command to update with (which git
+/// never runs from `.gitmodules`, and a3s-iso never updates submodules) completes: its commit
+/// joins the repository, and capture, diff and promote (patch and branch) run nothing of it.
+#[test]
+fn a_gitmodules_update_command_committed_in_a_run_never_sticks_its_work() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("gu");
+    let marker = fx.root.join("update-ran");
+    let gitmodules = format!(
+        "[submodule \"x\"]\n\tpath = x\n\turl = https://example.com/x\n\tupdate = !touch {}\n",
+        marker.display()
+    );
+    std::fs::write(fx.root.join("gitmodules"), &gitmodules).unwrap();
+    let script = "cp \"$1\" .gitmodules && git add .gitmodules && \
+                  git -c user.name=a -c user.email=a@b commit -q -m 'update command'";
+    let source = fx.root.join("gitmodules");
+    let source = source.to_str().unwrap();
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "gu",
+        "--allow-read",
+        source,
+        "--",
+        "sh",
+        "-c",
+        script,
+        "sh",
+        source,
+    ]);
+    assert_eq!(
+        (code, doc["state"].as_str()),
+        (0, Some("completed")),
+        "{doc}"
+    );
+    let iso = fx.isolation("gu");
+    assert_eq!(
+        fx.git(&iso, &["log", "-1", "--format=%s"]),
+        "update command"
+    );
+    let (code, doc) = fx.json(&["diff", "-s", "gu"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = fx.json(&["promote", "-s", "gu", "--mode", "branch"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["log", "-1", "--format=%s"]),
+        "update command"
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join(".gitmodules")).unwrap(),
+        gitmodules
+    );
+    fx.git(&fx.src, &["status", "--porcelain"]);
+    assert!(!marker.exists(), "a command of .gitmodules ran");
+}
