@@ -709,6 +709,43 @@ mod tests {
     }
 
     #[test]
+    fn a_profile_keeps_a_login_only_when_it_declares_it() {
+        let layer = |writable: &[&str], credentials: &[&str], state: &[&str]| ProfileLayer {
+            writable: strings(writable),
+            credentials: strings(credentials),
+            state: strings(state),
+            ..ProfileLayer::default()
+        };
+        let made = |l: &ProfileLayer| from_layer("p", l, ProfileSource::User);
+        // Keeping the directory that holds another agent's login: allowed, the login hidden.
+        assert!(made(&layer(&["~/.claude/"], &[], &[])).is_ok());
+        for bad in [
+            layer(&["~/.claude/.credentials.json"], &[], &[]),
+            layer(
+                &["~/.codex/auth.json"],
+                &["~/.claude/.credentials.json"],
+                &[],
+            ),
+            layer(&["~/.tool/"], &["~/.tool/"], &[]),
+            layer(&["~/.tool/"], &[], &["~/.other/"]),
+            layer(&["~/.tool/"], &["~/.ssh/id_ed25519"], &[]),
+        ] {
+            assert!(made(&bad).is_err(), "{bad:?}");
+        }
+        let own = made(&layer(
+            &["~/.codex/auth.json"],
+            &["~/.codex/auth.json"],
+            &[],
+        ))
+        .unwrap();
+        assert!(own.is_state(Path::new(".codex/auth.json")));
+        let claude = resolve("claude", None).unwrap();
+        assert!(claude.is_state(Path::new(".claude/projects/x.jsonl")));
+        assert!(!claude.is_state(Path::new(".claude/CLAUDE.md")));
+        assert!(claude.keyed(Path::new(".claude/settings.json")).is_some());
+    }
+
+    #[test]
     fn a_user_profile_replaces_a_built_in_one() {
         let mine = ProfileLayer {
             env: vec!["MY_*".into()],

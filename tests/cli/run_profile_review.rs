@@ -190,6 +190,7 @@ fn review_then_accept(fx: &Fixture, other: &Path, agent: &str, copy_x: &Path) {
     let (code, diff) = fx.json(&["profile", "diff", "claude"]);
     assert_eq!(code, 0, "{diff}");
     assert_eq!(diff["schema"], "a3s-iso.profile.v1");
+    crate::contract_schemas::assert_conforms(&diff);
     let changes = diff["profiles"][0]["changes"].as_array().unwrap();
     let summary: Vec<(String, String, String, Value)> = changes
         .iter()
