@@ -7,7 +7,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
-use crate::services::profile::{Profile, kept_for, repo_key};
+use crate::services::profile::{Profile, repo_key};
+use crate::services::profile_copies::kept_for;
 use crate::services::profile_review::PendingChange;
 use crate::workspace::context::Context;
 

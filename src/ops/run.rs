@@ -766,7 +766,7 @@ struct Granted {
     /// The profile and its copies for this repository, reviewed after the command.
     kept: Option<(
         crate::services::profile::Profile,
-        crate::services::profile::Kept,
+        crate::services::profile_review::Kept,
     )>,
     /// What the review before the command held (of a run killed before its own review).
     held: Vec<String>,
@@ -817,9 +817,11 @@ impl Granted {
         let mut dirs = Vec::new();
         if let Some(profile) = profile.filter(|p| !p.writable.is_empty()) {
             let key = crate::services::profile::repo_key(&located.repo.common_dir);
-            let kept = crate::services::profile::kept_for(&profile.name, &key);
+            let kept = crate::services::profile_copies::kept_for(&profile.name, &key);
             if let Some(used) = settings.profile.as_mut() {
-                used.kept_in = kept.as_ref().map(crate::services::profile::Kept::home);
+                used.kept_in = kept
+                    .as_ref()
+                    .map(crate::services::profile_review::Kept::home);
             }
             if settings.enabled {
                 let kept = kept.ok_or_else(|| Error::InvalidInput {
@@ -831,7 +833,7 @@ impl Granted {
                     .map(PathBuf::from)
                     .and_then(|h| std::fs::canonicalize(h).ok())
                     .ok_or_else(|| crate::services::writeback::no_home(&profile.name))?;
-                let mounts = crate::services::profile::prepare(profile, &home, &kept)?;
+                let mounts = crate::services::profile_copies::prepare(profile, &home, &kept)?;
                 dirs.push(home);
                 grants.extend(mounts.files);
                 granted.mounted = mounts.dirs;
