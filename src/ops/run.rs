@@ -298,9 +298,16 @@ fn after_command(
 ) -> Result<Vec<String>> {
     let mut warnings = granted.held.clone();
     warnings.extend(granted.layers.write_back());
-    // The profile's copies are reviewed once nothing can write them any more.
+    // The profile's copies are reviewed once nothing can write them any more. A review that
+    // fails loses no work: the next run under the profile reviews them before its command.
     if let Some((profile, kept)) = &granted.kept {
-        warnings.extend(crate::services::profile_review::review(kept, profile)?);
+        match crate::services::profile_review::review(kept, profile) {
+            Ok(held) => warnings.extend(held),
+            Err(e) => warnings.push(format!(
+                "the profile's copies ({}) were not reviewed: {e}; its next run reviews them first",
+                kept.home().display()
+            )),
+        }
     }
     if let Some(git) = git {
         warnings.extend(after_sandbox(ctx, at, quarantine, session_id, git)?);

@@ -39,11 +39,14 @@ pub(crate) fn prepare(profile: &Profile, home: &Path, kept: &Kept) -> Result<Pro
     let kept_root = kept.home();
     make_dirs(&kept_root)?;
     let skip = not_copied(profile, home);
+    let mut fresh = Vec::new();
     for entry in &profile.writable {
         let real = home.join(&entry.rel);
         let copy = kept_root.join(&entry.rel);
         no_link_on_the_way(&kept_root, &entry.rel)?;
-        seed(&real, &copy, entry.dir, &skip)?;
+        if seed(&real, &copy, entry.dir, &skip)? {
+            fresh.push(entry.clone());
+        }
         if entry.dir {
             let to = real;
             mounts
@@ -56,7 +59,7 @@ pub(crate) fn prepare(profile: &Profile, home: &Path, kept: &Kept) -> Result<Pro
             });
         }
     }
-    crate::services::profile_review::accept_seeded(kept, profile)?;
+    crate::services::profile_review::accept_seeded(kept, profile, &fresh)?;
     mounts.held = crate::services::profile_review::review(kept, profile)?;
     Ok(mounts)
 }
@@ -101,9 +104,10 @@ fn make_dirs(path: &Path) -> Result<()> {
 
 /// Makes the kept copy of one home path when there is none yet: the real one's content,
 /// copied aside first and renamed into place (a copy cut short is never taken for one).
-fn seed(real: &Path, kept: &Path, dir: bool, skip: &[PathBuf]) -> Result<()> {
+/// Whether it copied anything.
+fn seed(real: &Path, kept: &Path, dir: bool, skip: &[PathBuf]) -> Result<bool> {
     if std::fs::symlink_metadata(kept).is_ok() {
-        return Ok(());
+        return Ok(false);
     }
     let parent = kept.parent().unwrap_or(kept);
     make_dirs(parent)?;
@@ -111,21 +115,21 @@ fn seed(real: &Path, kept: &Path, dir: bool, skip: &[PathBuf]) -> Result<()> {
     let fail = |e: std::io::Error| Error::io(format!("cannot copy {}", real.display()), e);
     let aside = parent.join(crate::base::maker::owned_name(".seeding"));
     match (dir, real_meta) {
-        _ if skip.iter().any(|s| s == real) => return Ok(()),
+        _ if skip.iter().any(|s| s == real) => return Ok(false),
         (true, Some(m)) if m.is_dir() => copy_tree(real, &aside, skip).map_err(fail)?,
-        (true, _) => return make_dirs(kept),
+        (true, _) => return make_dirs(kept).map(|()| false),
         (false, Some(m)) if m.is_file() => {
             std::fs::copy(real, &aside).map_err(fail)?;
         }
-        (false, _) => return Ok(()),
+        (false, _) => return Ok(false),
     }
     match std::fs::rename(&aside, kept) {
         // Another run made the copy meanwhile: that one stands.
         Err(_) if std::fs::symlink_metadata(kept).is_ok() => {
             let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
-            Ok(())
+            Ok(false)
         }
-        done => done.map_err(fail),
+        done => done.map(|()| true).map_err(fail),
     }
 }
 

@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, Result};
-use crate::services::profile::{KeyedFile, Profile};
+use crate::services::profile::{HomeEntry, KeyedFile, Profile};
 
 /// The largest reviewed file read (settings and instructions are small).
 const MAX_BYTES: u64 = 16 << 20;
@@ -116,8 +116,16 @@ impl Kept {
 /// The reviewed entries (files and links) of the profile's writable paths under `root`, by
 /// path relative to the home directory; state paths left out. Nothing is followed.
 fn walk(root: &Dir, profile: &Profile) -> Result<BTreeMap<PathBuf, Leaf>> {
+    walk_entries(root, profile, &profile.writable)
+}
+
+fn walk_entries(
+    root: &Dir,
+    profile: &Profile,
+    entries: &[HomeEntry],
+) -> Result<BTreeMap<PathBuf, Leaf>> {
     let mut found = BTreeMap::new();
-    for entry in &profile.writable {
+    for entry in entries {
         visit(root, &entry.rel, profile, &mut found)?;
     }
     Ok(found)
@@ -193,15 +201,19 @@ fn put(root: &Dir, rel: &Path, leaf: Option<&Leaf>) -> Result<()> {
     }
 }
 
-/// Makes `accepted/` from the copy as it is: a copy just seeded from the user's own home is
-/// what the user has already. Done once, when there is none.
-pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile) -> Result<()> {
+/// Makes `accepted/` from the copy as it is when there is none, or adds to it the paths just
+/// seeded (`fresh`): a copy made from the user's own home is what the user has already.
+pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry]) -> Result<()> {
+    let home = open(&kept.home())?;
     if std::fs::symlink_metadata(kept.accepted()).is_ok() {
+        let accepted = open(&kept.accepted())?;
+        for (rel, leaf) in walk_entries(&home, profile, fresh)? {
+            put(&accepted, &rel, Some(&leaf))?;
+        }
         return Ok(());
     }
     let aside = kept.root.join(crate::base::maker::owned_name(".accepting"));
     make_private(&aside)?;
-    let home = open(&kept.home())?;
     let target = open(&aside)?;
     for (rel, leaf) in walk(&home, profile)? {
         put(&target, &rel, Some(&leaf))?;
