@@ -121,20 +121,11 @@ fn planted_hooks_run_nowhere_until_accepted_and_state_persists() {
     bind_in(&fx, &fx.src, "x1");
     let planted = claude_run(&fx, &fx.src, "x1", &[&plant]);
     let copy_x = kept_in(&planted);
-    assert!(
-        planted["warnings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|w| w.as_str().unwrap().contains("held for review")),
-        "{planted}"
-    );
     // A later run in the same repository and the first in another execute nothing planted.
     bind_in(&fx, &fx.src, "x2");
     claude_run(&fx, &fx.src, "x2", &[&agent]);
     bind_in(&fx, &other, "y1");
     let in_y = claude_run(&fx, &other, "y1", &[&agent]);
-    assert_ne!(kept_in(&in_y), copy_x, "one copy for two repositories");
     for (dir, id) in [(&fx.src, "x2"), (&other, "y1")] {
         let tree = worktree(&fx, dir, id);
         for file in ["hook-ran.txt", "mcp-ran.txt", "instructions.txt"] {
@@ -148,6 +139,15 @@ fn planted_hooks_run_nowhere_until_accepted_and_state_persists() {
             "{patch}"
         );
     }
+    assert_ne!(kept_in(&in_y), copy_x, "one copy for two repositories");
+    assert!(
+        planted["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("held for review")),
+        "{planted}"
+    );
     // What runs no code persisted into the repository's copy, byte for byte where a3s-iso
     // did not have to take a key out.
     let settings: Value =
