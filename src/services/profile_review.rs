@@ -508,6 +508,9 @@ fn change_of(
 
 /// Applies every pending change to the copy and to what is accepted, then forgets them.
 pub fn accept(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
+    if std::fs::symlink_metadata(&kept.root).is_err() {
+        return Ok(Vec::new());
+    }
     let _lock = kept.lock()?;
     let changes = pending(kept, profile)?;
     let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
@@ -525,6 +528,9 @@ pub fn accept(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
 
 /// Drops every pending change: the copy stays as accepted.
 pub fn reject(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
+    if std::fs::symlink_metadata(&kept.root).is_err() {
+        return Ok(Vec::new());
+    }
     let _lock = kept.lock()?;
     let changes = pending(kept, profile)?;
     forget(kept)?;
