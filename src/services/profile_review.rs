@@ -24,11 +24,13 @@ use crate::services::profile::{HomeEntry, KeyedFile, Profile};
 /// The largest reviewed file read (settings and instructions are small).
 const MAX_BYTES: u64 = 16 << 20;
 
-/// One reviewed entry of a copy: a file's bytes and whether it is executable, or a link.
+/// One reviewed entry of a copy: a file's bytes and whether it is executable; or what a3s-iso
+/// never puts back nor holds (a link, a file too large to hold, a FIFO…), named by what
+/// tells a change of it: a link's target, a large file's size and digest.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Leaf {
     File { bytes: Vec<u8>, exec: bool },
-    Other,
+    Other(String),
 }
 
 /// How a pending change is reviewed.
@@ -158,18 +160,50 @@ fn visit(
             }
         }
         Some(Kind::File) => {
-            let bytes = root
-                .read_small(rel, MAX_BYTES)
-                .ctx(|| format!("cannot read {}", at.display()))?;
-            let exec =
-                std::fs::symlink_metadata(&at).is_ok_and(|m| m.permissions().mode() & 0o111 != 0);
-            found.insert(rel.to_path_buf(), Leaf::File { bytes, exec });
+            let meta = std::fs::symlink_metadata(&at).ok();
+            let exec = meta
+                .as_ref()
+                .is_some_and(|m| m.permissions().mode() & 0o111 != 0);
+            let leaf = if meta.is_some_and(|m| m.len() > MAX_BYTES) {
+                Leaf::Other(large_file(root, rel).ctx(|| format!("cannot read {}", at.display()))?)
+            } else {
+                let bytes = root
+                    .read_small(rel, MAX_BYTES)
+                    .ctx(|| format!("cannot read {}", at.display()))?;
+                Leaf::File { bytes, exec }
+            };
+            found.insert(rel.to_path_buf(), leaf);
         }
-        Some(_) => {
-            found.insert(rel.to_path_buf(), Leaf::Other);
+        Some(kind) => {
+            let what = match std::fs::read_link(&at) {
+                Ok(target) => format!("link to {}", target.display()),
+                Err(_) => format!("{kind:?}"),
+            };
+            found.insert(rel.to_path_buf(), Leaf::Other(what));
         }
     }
     Ok(())
+}
+
+/// A large file's size and sha256, read beneath `root`.
+fn large_file(root: &Dir, rel: &Path) -> std::io::Result<String> {
+    use sha2::Digest;
+    use std::io::Read;
+    let mut file = root.open_file(rel)?;
+    let mut hasher = sha2::Sha256::new();
+    let (mut size, mut buf) = (0u64, vec![0u8; 1 << 16]);
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+        size += n as u64;
+    }
+    Ok(format!(
+        "file of {size} bytes, sha256 {}",
+        hex::encode(hasher.finalize())
+    ))
 }
 
 /// Writes `leaf` at `rel` under `root` (a file atomically, with its mode), or removes what
@@ -195,7 +229,7 @@ fn put(root: &Dir, rel: &Path, leaf: Option<&Leaf>) -> Result<()> {
             .ctx(|| format!("cannot write {}", at.display()))
         }
         // A link or another kind is never put anywhere: what was there goes.
-        Some(Leaf::Other) | None => root
+        Some(Leaf::Other(_)) | None => root
             .clear_way(rel)
             .ctx(|| format!("cannot remove {}", at.display())),
     }
@@ -204,6 +238,7 @@ fn put(root: &Dir, rel: &Path, leaf: Option<&Leaf>) -> Result<()> {
 /// Makes `accepted/` from the copy as it is when there is none, or adds to it the paths just
 /// seeded (`fresh`): a copy made from the user's own home is what the user has already.
 pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry]) -> Result<()> {
+    let _lock = kept.lock()?;
     let home = open(&kept.home())?;
     if std::fs::symlink_metadata(kept.accepted()).is_ok() {
         let accepted = open(&kept.accepted())?;
@@ -218,7 +253,14 @@ pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry])
     for (rel, leaf) in walk(&home, profile)? {
         put(&target, &rel, Some(&leaf))?;
     }
-    std::fs::rename(&aside, kept.accepted()).ctx(|| format!("cannot rename {}", aside.display()))
+    std::fs::rename(&aside, kept.accepted()).or_else(|e| {
+        let _ = crate::base::beneath::remove_path(&aside);
+        match std::fs::symlink_metadata(kept.accepted()) {
+            // Made meanwhile: that one stands.
+            Ok(_) => Ok(()),
+            Err(_) => Err(e).ctx(|| format!("cannot rename {}", aside.display())),
+        }
+    })
 }
 
 fn make_private(path: &Path) -> Result<()> {
@@ -250,9 +292,18 @@ pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<String>> {
         if now == before {
             continue;
         }
+        if let Some(Leaf::Other(what)) = now {
+            // Nothing to hold: what was accepted goes back, or the entry goes.
+            put(&home, rel, before)?;
+            held.push(format!(
+                "~/{} ({what}) was taken out of the profile's copies: a run may leave only regular files of at most {MAX_BYTES} bytes where the profile is reviewed",
+                rel.display()
+            ));
+            continue;
+        }
         let keyed = profile
             .keyed(rel)
-            .filter(|_| !matches!(now, Some(Leaf::Other)) && !matches!(before, Some(Leaf::Other)));
+            .filter(|_| !matches!(before, Some(Leaf::Other(_))));
         let outcome = match keyed {
             Some(keyed) => review_keys(keyed, (now, before), (&home, &accepted), rel)?,
             None => Some(ReviewKind::File),
@@ -306,7 +357,7 @@ fn json_of(leaf: Option<&Leaf>) -> Option<Value> {
         Some(Leaf::File { bytes, .. }) => serde_json::from_slice::<Value>(bytes)
             .ok()
             .filter(Value::is_object),
-        Some(Leaf::Other) => None,
+        Some(Leaf::Other(_)) => None,
     }
 }
 

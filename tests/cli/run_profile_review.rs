@@ -343,7 +343,9 @@ fn codex_config_agents_md_and_an_rc_file_wait_while_sessions_and_login_persist()
         && echo 'notify = [\"sh\", \"-c\", \"echo CODE\"]' > ~/.codex/config.toml \
         && echo 'PLANTED' > ~/.codex/AGENTS.md \
         && echo 'session' > ~/.codex/sessions/s1.jsonl \
-        && echo 'REFRESHED' > ~/.codex/auth.json";
+        && echo 'REFRESHED' > ~/.codex/auth.json \
+        && head -c 17000000 /dev/zero > ~/.codex/too-large-to-hold \
+        && ln -s /etc/passwd ~/.codex/prompts";
     let (code, doc) = fx.json(&[
         "run",
         "-s",
@@ -401,6 +403,9 @@ fn codex_config_agents_md_and_an_rc_file_wait_while_sessions_and_login_persist()
     assert_eq!(code, 0, "{doc}");
     assert_eq!(read(&tree.join("rc-seen.txt")), "# mine\n");
     assert!(!copy.join(".codex/config.toml").exists());
+    // What cannot be held (a link, a file over 16 MiB) is taken out, with a warning.
+    assert!(std::fs::symlink_metadata(copy.join(".codex/too-large-to-hold")).is_err());
+    assert!(std::fs::symlink_metadata(copy.join(".codex/prompts")).is_err());
     assert_eq!(read(&fx.home.join(".bashrc")), "# mine\n");
     let (_, diff) = fx.json(&["profile", "diff"]);
     let held: Vec<(String, String)> = diff["profiles"]
