@@ -136,17 +136,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
-    let terminal = terminal_for(opts);
     let mut settings = settings_of(opts, !allow.is_empty())?;
-    let granted = Granted::prepare(
-        opts,
-        &mut settings,
-        &run_id,
-        (&located, &isolation, run_dirs),
-    )?;
+    let at = (&located, &isolation);
+    let granted = Granted::prepare(opts, &mut settings, &run_id, (at, run_dirs))?;
     let run_of = (&located.store, record.session_id.as_str(), run_id.as_str());
     let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
-    let at = (&located, &isolation);
+    let terminal = terminal_for(opts);
     let place = (workdir.as_path(), &granted, terminal);
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
@@ -789,7 +784,7 @@ impl Granted {
         opts: &RunOptions,
         settings: &mut RunSandbox,
         run_id: &str,
-        (located, isolation, (private_tmp, quarantine)): (&Located, &Isolation, (&Path, &Path)),
+        ((located, isolation), (private_tmp, quarantine)): ((&Located, &Isolation), (&Path, &Path)),
     ) -> Result<Granted> {
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
         let private = private_dirs(settings.network == NetworkAccess::Denied);
