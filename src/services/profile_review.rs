@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, Result};
-use crate::services::profile::{HomeEntry, KeyedFile, Profile};
+use crate::services::profile::{HomeEntry, Profile};
 
 /// The largest reviewed file read (settings and instructions are small).
 const MAX_BYTES: u64 = 16 << 20;
@@ -311,53 +311,62 @@ pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<String>> {
             ));
             continue;
         }
-        let keyed = profile
-            .keyed(rel)
-            .filter(|_| !matches!(before, Some(Leaf::Other(_))));
-        let outcome = match keyed {
-            Some(keyed) => review_keys(keyed, (now, before), (&home, &accepted), rel)?,
-            None => Some(ReviewKind::File),
-        };
-        let Some(kind) = outcome else { continue };
-        hold(kept, rel, now, kind)?;
-        if kind == ReviewKind::File {
-            put(&home, rel, before)?;
+        match verdict(profile, rel, (now, before)) {
+            Verdict::State => put(&accepted, rel, now)?,
+            Verdict::Hold(kind, back) => {
+                // Held first: a review cut short never loses the run's version.
+                hold(kept, rel, now, kind)?;
+                put(&home, rel, back.as_ref())?;
+                if kind == ReviewKind::Keys {
+                    put(&accepted, rel, back.as_ref())?;
+                }
+                held.push(format!(
+                    "the run's change to ~/{} is held for review: a3s-iso profile diff {}",
+                    rel.display(),
+                    profile.name
+                ));
+            }
         }
-        held.push(format!(
-            "the run's change to ~/{} is held for review: a3s-iso profile diff {}",
-            rel.display(),
-            profile.name
-        ));
     }
     Ok(held)
 }
 
-/// A settings file reviewed key by key: when its code-running keys are as accepted, the
-/// change is state and becomes the accepted file; otherwise the file goes back to the
-/// accepted keys (its other changes kept) and `Keys` is returned.
-fn review_keys(
-    keyed: &KeyedFile,
-    (now, before): (Option<&Leaf>, Option<&Leaf>),
-    (home, accepted): (&Dir, &Dir),
+/// What the review does with a changed file.
+enum Verdict {
+    /// The change is state: it becomes what is accepted.
+    State,
+    /// The change is held; the copy goes back to the entry given (none: the path goes).
+    Hold(ReviewKind, Option<Leaf>),
+}
+
+/// A settings file reviewed key by key is state when its code-running keys are as accepted,
+/// and otherwise goes back to the accepted keys, the run's other changes kept; any other file
+/// goes back to what was accepted.
+fn verdict(
+    profile: &Profile,
     rel: &Path,
-) -> Result<Option<ReviewKind>> {
+    (now, before): (Option<&Leaf>, Option<&Leaf>),
+) -> Verdict {
+    let whole = || Verdict::Hold(ReviewKind::File, before.cloned());
+    let Some(keyed) = profile.keyed(rel) else {
+        return whole();
+    };
     let (Some(now_json), Some(before_json)) = (json_of(now), json_of(before)) else {
         // Not JSON any more (or never was): the whole file is reviewed.
-        return Ok(Some(ReviewKind::File));
+        return whole();
     };
     if code_of(&now_json, &keyed.keys) == code_of(&before_json, &keyed.keys) {
-        put(accepted, rel, now)?;
-        return Ok(None);
+        return Verdict::State;
     }
     let exec = matches!(now.or(before), Some(Leaf::File { exec: true, .. }));
-    let kept = with_code_of(&now_json, &before_json, &keyed.keys);
-    let leaf = Leaf::File {
-        bytes: to_bytes(&kept),
-        exec,
-    };
-    put(home, rel, Some(&leaf))?;
-    put(accepted, rel, Some(&leaf))?;
-    Ok(Some(ReviewKind::Keys))
+    let back = with_code_of(&now_json, &before_json, &keyed.keys);
+    Verdict::Hold(
+        ReviewKind::Keys,
+        Some(Leaf::File {
+            bytes: to_bytes(&back),
+            exec,
+        }),
+    )
 }
 
 /// A file's JSON object; an absent file is an empty object, anything else not JSON `None`.
