@@ -104,6 +104,10 @@ pub struct Profile {
     pub state: Vec<HomeEntry>,
     /// Its JSON settings files reviewed key by key.
     pub reviewed_keys: Vec<KeyedFile>,
+    /// Paths within its state that are reviewed all the same (relative to the home directory,
+    /// `*` for any one name): what the agent reads as instructions there.
+    #[serde(skip)]
+    pub reviewed_in_state: Vec<PathBuf>,
 }
 
 fn spelled_entries<S: serde::Serializer>(
@@ -129,6 +133,7 @@ struct BuiltIn {
     credentials: &'static [&'static str],
     state: &'static [&'static str],
     keyed: &'static [(&'static str, &'static [&'static str])],
+    reviewed_in_state: &'static [&'static str],
 }
 
 /// Claude Code's settings keys that run code (hooks, MCP servers, helpers, the status line),
@@ -195,6 +200,8 @@ const BUILT_IN: &[BuiltIn] = &[
             ("~/.claude/settings.local.json", CLAUDE_CODE_KEYS),
             ("~/.claude.json", CLAUDE_CODE_KEYS),
         ],
+        // Claude Code's memory of a project is instructions, kept beside its transcripts.
+        reviewed_in_state: &[".claude/projects/*/memory"],
     },
     BuiltIn {
         name: "codex",
@@ -209,6 +216,7 @@ const BUILT_IN: &[BuiltIn] = &[
             "~/.codex/version.json",
         ],
         keyed: &[],
+        reviewed_in_state: &[],
     },
     BuiltIn {
         name: "aider",
@@ -230,6 +238,7 @@ const BUILT_IN: &[BuiltIn] = &[
             "~/.aider/installs.json",
         ],
         keyed: &[],
+        reviewed_in_state: &[],
     },
     BuiltIn {
         name: "generic",
@@ -239,6 +248,7 @@ const BUILT_IN: &[BuiltIn] = &[
         credentials: &[],
         state: &[],
         keyed: &[],
+        reviewed_in_state: &[],
     },
 ];
 
@@ -259,6 +269,7 @@ pub fn all(user: Option<&UserProfiles>) -> Result<Vec<Profile>> {
             state: strings(built.state),
         };
         let mut profile = from_layer(built.name, &layer, ProfileSource::BuiltIn)?;
+        profile.reviewed_in_state = built.reviewed_in_state.iter().map(PathBuf::from).collect();
         profile.reviewed_keys = built
             .keyed
             .iter()
@@ -325,16 +336,40 @@ impl Profile {
     /// Whether `rel` (relative to the home directory) is this profile's state: one of its
     /// logins, or in one of its state paths.
     pub fn is_state(&self, rel: &Path) -> bool {
-        self.credentials
-            .iter()
-            .chain(&self.state)
-            .any(|entry| rel.starts_with(&entry.rel))
+        let reviewed = self.reviewed_in_state.iter().any(|pattern| {
+            matches_start(pattern, rel) && pattern_len(pattern) <= rel.components().count()
+        });
+        !reviewed
+            && self
+                .credentials
+                .iter()
+                .chain(&self.state)
+                .any(|entry| rel.starts_with(&entry.rel))
+    }
+
+    /// Whether a path reviewed within the state may lie beneath the directory `rel`.
+    pub fn reviews_below(&self, rel: &Path) -> bool {
+        self.reviewed_in_state.iter().any(|pattern| {
+            pattern_len(pattern) > rel.components().count() && matches_start(pattern, rel)
+        })
     }
 
     /// The key-by-key review of `rel`, when it is one of the profile's JSON settings files.
     pub fn keyed(&self, rel: &Path) -> Option<&KeyedFile> {
         self.reviewed_keys.iter().find(|k| k.file.rel == rel)
     }
+}
+
+fn pattern_len(pattern: &Path) -> usize {
+    pattern.components().count()
+}
+
+/// Whether `rel` and `pattern` (`*` for any one name) agree on their common first names.
+fn matches_start(pattern: &Path, rel: &Path) -> bool {
+    pattern
+        .components()
+        .zip(rel.components())
+        .all(|(p, c)| p.as_os_str() == "*" || p == c)
 }
 
 /// A profile from its table, checked: every home path plain and none a secret a3s-iso
@@ -393,6 +428,7 @@ fn from_layer(name: &str, layer: &ProfileLayer, source: ProfileSource) -> Result
         credentials,
         state,
         reviewed_keys: Vec::new(),
+        reviewed_in_state: Vec::new(),
     })
 }
 
@@ -596,6 +632,12 @@ mod tests {
         assert!(own.is_state(Path::new(".codex/auth.json")));
         let claude = resolve("claude", None).unwrap();
         assert!(claude.is_state(Path::new(".claude/projects/x.jsonl")));
+        assert!(claude.is_state(Path::new(".claude/projects/-src/s.jsonl")));
+        assert!(!claude.is_state(Path::new(".claude/projects/-src/memory/MEMORY.md")));
+        assert!(claude.reviews_below(Path::new(".claude/projects/-src")));
+        assert!(!claude.reviews_below(Path::new(".claude/todos")));
+        assert!(claude.reviews_below(Path::new(".claude/projects/-src")));
+        assert!(!claude.reviews_below(Path::new(".claude/todos")));
         assert!(!claude.is_state(Path::new(".claude/CLAUDE.md")));
         assert!(claude.keyed(Path::new(".claude/settings.json")).is_some());
     }

@@ -149,7 +149,9 @@ fn visit(
     profile: &Profile,
     found: &mut BTreeMap<PathBuf, Leaf>,
 ) -> Result<()> {
-    if profile.is_state(rel) {
+    // A state directory is read only where a reviewed path may lie beneath it.
+    let state = profile.is_state(rel);
+    if state && !profile.reviews_below(rel) {
         return Ok(());
     }
     let at = root.path().join(rel);
@@ -169,6 +171,7 @@ fn visit(
                 visit(root, &rel.join(&entry.name), profile, found)?;
             }
         }
+        Some(_) if state => {}
         Some(Kind::File) => {
             let meta = std::fs::symlink_metadata(&at).ok();
             let exec = meta
