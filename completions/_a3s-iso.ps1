@@ -52,6 +52,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)')
+            [CompletionResult]::new('profile', 'profile', [CompletionResultType]::ParameterValue, 'Review what runs changed in a profile''s hooks, MCP servers and instructions for this repository: diff, accept, reject')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
@@ -432,6 +433,20 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'a3s-iso;profile' {
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
+            [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour human output')
+            [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
+            [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
+            [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'a3s-iso;verify' {
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
@@ -629,6 +644,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('gc', 'gc', [CompletionResultType]::ParameterValue, 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch')
             [CompletionResult]::new('pool', 'pool', [CompletionResultType]::ParameterValue, 'Keep spare isolations ready, so that bind takes one instead of checking out')
             [CompletionResult]::new('config', 'config', [CompletionResultType]::ParameterValue, 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)')
+            [CompletionResult]::new('profile', 'profile', [CompletionResultType]::ParameterValue, 'Review what runs changed in a profile''s hooks, MCP servers and instructions for this repository: diff, accept, reject')
             [CompletionResult]::new('verify', 'verify', [CompletionResultType]::ParameterValue, 'Check a change-set document against every rule of the format')
             [CompletionResult]::new('changes', 'changes', [CompletionResultType]::ParameterValue, 'Answer a change-set request: print the stored change-set document of the run it names')
             [CompletionResult]::new('path', 'path', [CompletionResultType]::ParameterValue, 'Print a session''s isolation path (for cd)')
@@ -695,6 +711,9 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             break
         }
         'a3s-iso;help;config' {
+            break
+        }
+        'a3s-iso;help;profile' {
             break
         }
         'a3s-iso;help;verify' {

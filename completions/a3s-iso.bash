@@ -76,6 +76,9 @@ _a3s__iso() {
             a3s__iso,pool)
                 cmd="a3s__iso__subcmd__pool"
                 ;;
+            a3s__iso,profile)
+                cmd="a3s__iso__subcmd__profile"
+                ;;
             a3s__iso,promote)
                 cmd="a3s__iso__subcmd__promote"
                 ;;
@@ -166,6 +169,9 @@ _a3s__iso() {
             a3s__iso__subcmd__help,pool)
                 cmd="a3s__iso__subcmd__help__subcmd__pool"
                 ;;
+            a3s__iso__subcmd__help,profile)
+                cmd="a3s__iso__subcmd__help__subcmd__profile"
+                ;;
             a3s__iso__subcmd__help,promote)
                 cmd="a3s__iso__subcmd__help__subcmd__promote"
                 ;;
@@ -203,7 +209,7 @@ _a3s__iso() {
 
     case "${cmd}" in
         a3s__iso)
-            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="-C -q -h -V --repo --json --quiet --state-dir --color --git --lock-timeout --help --version bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config profile verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -713,7 +719,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help)
-            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config verify changes path log mcp doctor version hook init shell-init completions help"
+            opts="bind list run capture diff show promote rebase land overlaps push fetch sweep retain discard gc pool config profile verify changes path log mcp doctor version hook init shell-init completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -993,6 +999,20 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__help__subcmd__pool)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__help__subcmd__profile)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1561,6 +1581,44 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --repo)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -C)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --state-dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --git)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --lock-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        a3s__iso__subcmd__profile)
+            opts="-C -q -h --repo --json --quiet --state-dir --color --git --lock-timeout --help diff accept reject"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
                 --repo)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0

@@ -49,6 +49,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand config 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)'
+            cand profile 'Review what runs changed in a profile''s hooks, MCP servers and instructions for this repository: diff, accept, reject'
             cand verify 'Check a change-set document against every rule of the format'
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
@@ -410,6 +411,19 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'a3s-iso;profile'= {
+            cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
+            cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
+            cand --color 'When to colour human output'
+            cand --git 'The git binary to run (default: git on PATH)'
+            cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
+            cand --json 'Print exactly one JSON document on stdout (success or failure)'
+            cand -q 'Print no narration or warnings on stderr'
+            cand --quiet 'Print no narration or warnings on stderr'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'a3s-iso;verify'= {
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
@@ -596,6 +610,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand gc 'Remove what no live or retained session needs: old evidence, artifacts, journal entries, leases, scratch'
             cand pool 'Keep spare isolations ready, so that bind takes one instead of checking out'
             cand config 'Show the configuration in effect and where each value came from (config trust: approve the repository''s file)'
+            cand profile 'Review what runs changed in a profile''s hooks, MCP servers and instructions for this repository: diff, accept, reject'
             cand verify 'Check a change-set document against every rule of the format'
             cand changes 'Answer a change-set request: print the stored change-set document of the run it names'
             cand path 'Print a session''s isolation path (for cd)'
@@ -644,6 +659,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;help;pool'= {
         }
         &'a3s-iso;help;config'= {
+        }
+        &'a3s-iso;help;profile'= {
         }
         &'a3s-iso;help;verify'= {
         }

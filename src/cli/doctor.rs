@@ -74,6 +74,25 @@ fn print_report(report: &DoctorReport, out: &Output) {
     } else {
         "run cannot sandbox commands here (run --no-sandbox runs them unconfined)"
     });
+    print_hidden(report, out);
+}
+
+/// The hidden set, one path a line, with the profiles that see an agent's login.
+fn print_hidden(report: &DoctorReport, out: &Output) {
+    use a3s_iso::services::profile::SecretKind;
+    out.line("hidden from every sandboxed run (--allow-read shows one):");
+    for secret in &report.hidden {
+        let what = match secret.kind {
+            SecretKind::Secret => String::new(),
+            SecretKind::AgentLogin if secret.visible_to.is_empty() => "  (a login)".into(),
+            SecretKind::AgentLogin => {
+                format!("  (seen by --profile {})", secret.visible_to.join(", "))
+            }
+            SecretKind::ProfileStore => "  (the profiles' copies)".into(),
+        };
+        let here = if secret.present { "" } else { "  (not here)" };
+        out.line(&format!("  {}{what}{here}", secret.path.display()));
+    }
 }
 
 fn name_of(check: &a3s_iso::ops::doctor::Check) -> String {

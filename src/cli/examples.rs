@@ -123,6 +123,13 @@ const EXAMPLES: &[(&str, &str)] = &[
   a3s-iso config --json | jq '.settings'",
     ),
     (
+        "profile",
+        "  a3s-iso profile diff                     # what runs changed in hooks, MCP servers, instructions
+  a3s-iso profile accept claude            # make them live for this repository's next runs
+  a3s-iso profile reject claude            # drop them
+  a3s-iso --json profile diff | jq '.profiles[].changes[].path'",
+    ),
+    (
         "verify",
         "  a3s-iso verify change.json
   a3s-iso --json verify change.json",

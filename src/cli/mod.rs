@@ -22,6 +22,7 @@ mod output;
 mod overlaps;
 mod path;
 mod pool;
+mod profile;
 mod progress;
 mod promote;
 mod push;
@@ -179,6 +180,9 @@ pub enum Command {
     /// Show the configuration in effect and where each value came from (config trust: approve the repository's file)
     #[command(after_long_help = examples::long("config"))]
     Config(config::ConfigArgs),
+    /// Review what runs changed in a profile's hooks, MCP servers and instructions for this repository: diff, accept, reject
+    #[command(after_long_help = examples::long("profile"))]
+    Profile(profile::ProfileArgs),
     /// Check a change-set document against every rule of the format
     #[command(after_long_help = examples::long("verify"))]
     Verify(verify::VerifyArgs),
@@ -333,6 +337,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Discard(args) => with_context(cli, out, |ctx| discard::run(ctx, args, out)),
         Command::Pool(args) => with_context(cli, out, |ctx| pool::run(ctx, args, out)),
         Command::Config(args) => with_context(cli, out, |ctx| config::run(ctx, args, out)),
+        Command::Profile(args) => with_context(cli, out, |ctx| profile::run(ctx, args, out)),
         Command::Promote(args) => with_context(cli, out, |ctx| promote::run(ctx, args, out)),
         Command::Rebase(args) => with_context(cli, out, |ctx| rebase::run(ctx, args, out)),
         Command::Overlaps(args) => with_context(cli, out, |ctx| overlaps::run(ctx, args, out)),

@@ -128,6 +128,9 @@ pub struct DoctorReport {
     pub landlock_abi: Option<i64>,
     /// Whether `run` can sandbox a command here (no sandbox check failed).
     pub sandbox_available: bool,
+    /// What every sandboxed run is kept from: the credentials, the agents' logins (each seen
+    /// by its own profile's runs only) and the profiles' copies.
+    pub hidden: Vec<crate::services::profile::HiddenSecret>,
 }
 
 impl DoctorReport {
@@ -177,7 +180,18 @@ pub fn doctor(opts: &DoctorOptions) -> DoctorReport {
         kernel: probe::kernel_release(),
         landlock_abi: landlock_abi(),
         sandbox_available,
+        hidden: hidden_set(),
     }
+}
+
+/// The hidden set for this user; empty without a home directory or with a user file that
+/// cannot be read (the configuration's own commands say why).
+fn hidden_set() -> Vec<crate::services::profile::HiddenSecret> {
+    let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
+        return Vec::new();
+    };
+    let user = crate::services::config::user_profiles().ok().flatten();
+    crate::services::profile::hidden_set(&home, user.as_ref()).unwrap_or_default()
 }
 
 fn git_check(explicit: Option<&Path>) -> (Option<Git>, Check) {

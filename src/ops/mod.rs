@@ -12,6 +12,7 @@ pub mod enter;
 pub mod gc;
 pub mod list;
 pub mod log;
+pub mod profile;
 pub mod promote;
 pub mod retain;
 pub mod run;

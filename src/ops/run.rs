@@ -136,12 +136,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let quarantine = Quarantine::for_isolation(&located.store, &run_id, &isolation.admin)?;
     let workdir = counterpart(ctx, &located, &record, &isolation.tree);
     let run_dirs = (private_tmp.path(), quarantine.dir());
-    let terminal = terminal_for(opts);
     let mut settings = settings_of(opts, !allow.is_empty())?;
-    let granted = Granted::prepare(opts, &settings, &run_id, (&isolation, run_dirs))?;
+    let at = (&located, &isolation);
+    let granted = Granted::prepare(opts, &mut settings, &run_id, (at, run_dirs))?;
     let run_of = (&located.store, record.session_id.as_str(), run_id.as_str());
     let (plan, planned, _live) = network_for(opts, &settings, run_of, allow, &publish)?;
-    let at = (&located, &isolation);
+    let terminal = terminal_for(opts);
     let place = (workdir.as_path(), &granted, terminal);
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
@@ -291,7 +291,19 @@ fn after_command(
     session_id: &str,
     git: Option<GitState>,
 ) -> Result<Vec<String>> {
-    let mut warnings = granted.layers.write_back();
+    let mut warnings = granted.held.clone();
+    warnings.extend(granted.layers.write_back());
+    // The profile's copies are reviewed once nothing can write them any more. A review that
+    // fails loses no work: the next run under the profile reviews them before its command.
+    if let Some((profile, kept)) = &granted.kept {
+        match crate::services::profile_review::review(kept, profile) {
+            Ok(held) => warnings.extend(held),
+            Err(e) => warnings.push(format!(
+                "the profile's copies ({}) were not reviewed: {e}; its next run reviews them first",
+                kept.home().display()
+            )),
+        }
+    }
     if let Some(git) = git {
         warnings.extend(after_sandbox(ctx, at, quarantine, session_id, git)?);
     }
@@ -546,10 +558,7 @@ fn settings_of(opts: &RunOptions, allowlist: bool) -> Result<RunSandbox> {
         allow_write: existing("--allow-write", &request.allow_write)?,
         allow_read: existing("--allow-read", &request.allow_read)?,
         env_passed: Vec::new(),
-        profile: request
-            .profile
-            .as_ref()
-            .map(crate::services::profile::Profile::used),
+        profile: request.profile.as_ref().map(|p| p.used(None)),
     })
 }
 
@@ -732,7 +741,12 @@ fn sandbox_for(
         mounted: granted.mounted.clone(),
         git_layers: None,
         tree_layer: None,
-        hidden: hidden_paths(home.as_deref(), allow_read, deny_network),
+        hidden: hidden_paths(
+            home.as_deref(),
+            allow_read,
+            deny_network,
+            logins(opts, granted),
+        ),
         workdir: workdir.to_path_buf(),
         terminal,
         proxy_port: (settings.network == NetworkAccess::Allowlist).then_some(PROXY_PORT),
@@ -751,6 +765,13 @@ struct Granted {
     /// The `--allow-write` files that are not mounted writable: layered, or in a writable
     /// directory already.
     not_mounted: Vec<PathBuf>,
+    /// The profile and its copies for this repository, reviewed after the command.
+    kept: Option<(
+        crate::services::profile::Profile,
+        crate::services::profile_review::Kept,
+    )>,
+    /// What the review before the command held (of a run killed before its own review).
+    held: Vec<String>,
 }
 
 impl Granted {
@@ -761,9 +782,9 @@ impl Granted {
     /// whole (where its mount points are made).
     fn prepare(
         opts: &RunOptions,
-        settings: &RunSandbox,
+        settings: &mut RunSandbox,
         run_id: &str,
-        (isolation, (private_tmp, quarantine)): (&Isolation, (&Path, &Path)),
+        ((located, isolation), (private_tmp, quarantine)): ((&Located, &Isolation), (&Path, &Path)),
     ) -> Result<Granted> {
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
         let private = private_dirs(settings.network == NetworkAccess::Denied);
@@ -788,32 +809,105 @@ impl Granted {
                 kept: p.clone(),
             })
             .collect();
-        let mut dirs = Vec::new();
-        let mut mounted = Vec::new();
-        if let Some(profile) = profile.filter(|p| settings.enabled && !p.writable.is_empty()) {
-            let home = std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .and_then(|h| std::fs::canonicalize(h).ok())
-                .ok_or_else(|| crate::services::writeback::no_home(&profile.name))?;
-            let mounts = crate::services::profile::prepare(profile, &home)?;
-            dirs.push(home);
-            grants.extend(mounts.files);
-            mounted = mounts.dirs;
-        }
-        Ok(Granted {
-            layers: crate::services::writeback::Layers::create(run_id, &dirs, grants)?,
-            mounted,
+        let mut granted = Granted {
+            layers: crate::services::writeback::Layers::create(run_id, &[], Vec::new())?,
+            mounted: Vec::new(),
             not_mounted: [layered, unneeded].concat(),
-        })
+            kept: None,
+            held: Vec::new(),
+        };
+        let mut dirs = Vec::new();
+        if let Some(profile) = profile.filter(|p| !p.writable.is_empty()) {
+            let key = crate::services::profile::repo_key(&located.repo.common_dir);
+            let kept = crate::services::profile_copies::kept_for(&profile.name, &key);
+            if let Some(used) = settings.profile.as_mut() {
+                used.kept_in = kept
+                    .as_ref()
+                    .map(crate::services::profile_review::Kept::home);
+            }
+            if settings.enabled {
+                let kept = kept.ok_or_else(|| Error::InvalidInput {
+                    reason: crate::base::invalid::Invalid::ProfileNeedsDataDir {
+                        name: profile.name.clone(),
+                    },
+                })?;
+                let home = std::env::var_os("HOME")
+                    .map(PathBuf::from)
+                    .and_then(|h| std::fs::canonicalize(h).ok())
+                    .ok_or_else(|| crate::services::writeback::no_home(&profile.name))?;
+                let mounts = crate::services::profile_copies::prepare(profile, &home, &kept)?;
+                dirs.push(home);
+                grants.extend(mounts.files);
+                granted.mounted = mounts.dirs;
+                granted.held = mounts.held;
+                granted.kept = Some((profile.clone(), kept));
+            }
+        }
+        granted.layers = crate::services::writeback::Layers::create(run_id, &dirs, grants)?;
+        Ok(granted)
     }
 }
 
-/// The secrets to cover, and with the network denied the caller's ssh agent socket (it may
-/// live outside the private directories).
-fn hidden_paths(home: Option<&Path>, allow_read: &[PathBuf], deny_network: bool) -> Vec<PathBuf> {
-    let mut hidden = home
-        .map(|home| sandbox::secrets::to_hide(home, allow_read))
+/// The logins a run must not see (relative to the home directory: every profile's but the
+/// running one's) and the running profile's mounted copies, where one may be seen too.
+fn logins<'a>(
+    opts: &RunOptions,
+    granted: &'a Granted,
+) -> (Vec<PathBuf>, &'a [sandbox::MountedDir]) {
+    let request = opts.sandbox.as_ref();
+    let own: Vec<PathBuf> = request
+        .and_then(|s| s.profile.as_ref())
+        .map(|p| p.credentials.iter().map(|c| c.rel.clone()).collect())
         .unwrap_or_default();
+    let declared = request.map(|s| s.credentials.clone()).unwrap_or_default();
+    let known = sandbox::secrets::AGENT_CREDENTIALS
+        .iter()
+        .map(PathBuf::from);
+    let mut others: Vec<PathBuf> = known.chain(declared).filter(|l| !own.contains(l)).collect();
+    others.sort();
+    others.dedup();
+    (others, &granted.mounted)
+}
+
+/// The secrets to cover (the agents' logins but the running profile's, and every profile's
+/// kept copies), and with the network denied the caller's ssh agent socket (it may live
+/// outside the private directories).
+fn hidden_paths(
+    home: Option<&Path>,
+    allow_read: &[PathBuf],
+    deny_network: bool,
+    (others, mounted): (Vec<PathBuf>, &[sandbox::MountedDir]),
+) -> Vec<PathBuf> {
+    let mut hidden = Vec::new();
+    if let Some(home) = home {
+        let own: Vec<PathBuf> = sandbox::secrets::AGENT_CREDENTIALS
+            .iter()
+            .map(PathBuf::from)
+            .filter(|l| !others.contains(l))
+            .collect();
+        hidden = sandbox::secrets::to_hide(home, allow_read, &own);
+        // A login seen at its real path, or in a copy mounted there.
+        let seen = |real: &Path| {
+            std::fs::symlink_metadata(real).is_ok()
+                || mounted.iter().any(|m| {
+                    real.strip_prefix(&m.to)
+                        .is_ok_and(|rest| std::fs::symlink_metadata(m.from.join(rest)).is_ok())
+                })
+        };
+        let logins = others.iter().map(|rel| home.join(rel));
+        for login in logins.filter(|l| seen(l) && !sandbox::secrets::allowed_to_read(l, allow_read))
+        {
+            if !hidden.contains(&login) {
+                hidden.push(login);
+            }
+        }
+    }
+    if let Some(store) = crate::services::profile::store_dir()
+        && std::fs::symlink_metadata(&store).is_ok()
+        && !sandbox::secrets::allowed_to_read(&store, allow_read)
+    {
+        hidden.push(store);
+    }
     if deny_network
         && let Some(agent) = std::env::var_os("SSH_AUTH_SOCK").map(PathBuf::from)
         && agent.is_absolute()

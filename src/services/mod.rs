@@ -11,6 +11,8 @@ pub mod network;
 pub mod overlaps;
 pub mod pool;
 pub mod profile;
+pub mod profile_copies;
+pub mod profile_review;
 pub(crate) mod purge;
 pub mod purge_item;
 pub mod quarantine;

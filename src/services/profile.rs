@@ -28,6 +28,13 @@ pub struct ProfileLayer {
     /// Hosts the network allows (`--allow-host` forms).
     #[serde(default)]
     pub hosts: Vec<String>,
+    /// The agent's own login files, within its writable paths: hidden from every other run.
+    #[serde(default)]
+    pub credentials: Vec<String>,
+    /// Paths within its writable ones that are the agent's state (history, caches): what a run
+    /// changes there is kept for the next one; a change anywhere else waits for review.
+    #[serde(default)]
+    pub state: Vec<String>,
 }
 
 /// The user's `[profiles.NAME]` tables, by name.
@@ -64,6 +71,17 @@ impl HomeEntry {
     }
 }
 
+/// A JSON settings file of a profile reviewed key by key: a change to one of `keys` (each a
+/// dotted path, `*` for any one key) waits for review; any other change is state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyedFile {
+    /// The file, `~/REL`.
+    #[serde(serialize_with = "spelled_entry")]
+    pub file: HomeEntry,
+    /// The keys that make code run or instruct the agent.
+    pub keys: Vec<String>,
+}
+
 /// A profile, resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Profile {
@@ -78,6 +96,18 @@ pub struct Profile {
     pub env: Vec<String>,
     /// The hosts the network allows (`host[:port]`, `*.domain`, `@preset`).
     pub hosts: Vec<String>,
+    /// Its own login files: seen by its runs only.
+    #[serde(serialize_with = "spelled_entries")]
+    pub credentials: Vec<HomeEntry>,
+    /// Its state: written back after a run without review (its logins are state too).
+    #[serde(serialize_with = "spelled_entries")]
+    pub state: Vec<HomeEntry>,
+    /// Its JSON settings files reviewed key by key.
+    pub reviewed_keys: Vec<KeyedFile>,
+    /// Paths within its state that are reviewed all the same (relative to the home directory,
+    /// `*` for any one name): what the agent reads as instructions there.
+    #[serde(skip)]
+    pub reviewed_in_state: Vec<PathBuf>,
 }
 
 fn spelled_entries<S: serde::Serializer>(
@@ -87,23 +117,61 @@ fn spelled_entries<S: serde::Serializer>(
     serializer.collect_seq(entries.iter().map(HomeEntry::spelled))
 }
 
-/// The built-in profiles: name, writable home paths, variables, hosts.
-type BuiltIn = (
-    &'static str,
-    &'static [&'static str],
-    &'static [&'static str],
-    &'static [&'static str],
-);
+fn spelled_entry<S: serde::Serializer>(
+    entry: &HomeEntry,
+    serializer: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    serializer.serialize_str(&entry.spelled())
+}
+
+/// A built-in profile.
+struct BuiltIn {
+    name: &'static str,
+    writable: &'static [&'static str],
+    env: &'static [&'static str],
+    hosts: &'static [&'static str],
+    credentials: &'static [&'static str],
+    state: &'static [&'static str],
+    keyed: &'static [(&'static str, &'static [&'static str])],
+    reviewed_in_state: &'static [&'static str],
+}
+
+/// Claude Code's settings keys that run code (hooks, MCP servers, helpers, the status line),
+/// grant it (permissions, the environment its commands get) or instruct it.
+const CLAUDE_CODE_KEYS: &[&str] = &[
+    "hooks",
+    "mcpServers",
+    "enableAllProjectMcpServers",
+    "enabledMcpjsonServers",
+    "disabledMcpjsonServers",
+    "statusLine",
+    "apiKeyHelper",
+    "awsAuthRefresh",
+    "awsCredentialExport",
+    "otelHeadersHelper",
+    "env",
+    "permissions",
+    "enabledPlugins",
+    "extraKnownMarketplaces",
+    "outputStyle",
+    "disableAllHooks",
+    "projects.*.mcpServers",
+    "projects.*.enabledMcpjsonServers",
+    "projects.*.disabledMcpjsonServers",
+    "projects.*.enableAllProjectMcpServers",
+    "projects.*.allowedTools",
+    "projects.*.hasTrustDialogAccepted",
+];
 
 /// Claude Code keeps its settings and login in `~/.claude/` and `~/.claude.json`; Codex in
 /// `~/.codex/`; aider its caches, analytics and OAuth keys in `~/.aider/`. A variable that
 /// looks like a credential passes only when named exactly, so each key is listed by name
 /// beside the patterns.
 const BUILT_IN: &[BuiltIn] = &[
-    (
-        "claude",
-        &["~/.claude/", "~/.claude.json"],
-        &[
+    BuiltIn {
+        name: "claude",
+        writable: &["~/.claude/", "~/.claude.json"],
+        env: &[
             "ANTHROPIC_API_KEY",
             "ANTHROPIC_AUTH_TOKEN",
             "ANTHROPIC_*",
@@ -112,18 +180,48 @@ const BUILT_IN: &[BuiltIn] = &[
             "DISABLE_AUTOUPDATER",
             "DISABLE_TELEMETRY",
         ],
-        &["@anthropic"],
-    ),
-    (
-        "codex",
-        &["~/.codex/"],
-        &["OPENAI_API_KEY", "OPENAI_*", "CODEX_API_KEY", "CODEX_*"],
-        &["@openai"],
-    ),
-    (
-        "aider",
-        &["~/.aider/"],
-        &[
+        hosts: &["@anthropic"],
+        credentials: &["~/.claude/.credentials.json"],
+        state: &[
+            "~/.claude/projects/",
+            "~/.claude/todos/",
+            "~/.claude/statsig/",
+            "~/.claude/history.jsonl",
+            "~/.claude/file-history/",
+            "~/.claude/session-env/",
+            "~/.claude/debug/",
+            "~/.claude/ide/",
+            "~/.claude/plans/",
+            "~/.claude/cache/",
+            "~/.claude/telemetry/",
+        ],
+        keyed: &[
+            ("~/.claude/settings.json", CLAUDE_CODE_KEYS),
+            ("~/.claude/settings.local.json", CLAUDE_CODE_KEYS),
+            ("~/.claude.json", CLAUDE_CODE_KEYS),
+        ],
+        // Claude Code's memory of a project is instructions, kept beside its transcripts.
+        reviewed_in_state: &[".claude/projects/*/memory"],
+    },
+    BuiltIn {
+        name: "codex",
+        writable: &["~/.codex/"],
+        env: &["OPENAI_API_KEY", "OPENAI_*", "CODEX_API_KEY", "CODEX_*"],
+        hosts: &["@openai"],
+        credentials: &["~/.codex/auth.json"],
+        state: &[
+            "~/.codex/sessions/",
+            "~/.codex/history.jsonl",
+            "~/.codex/log/",
+            "~/.codex/version.json",
+        ],
+        keyed: &[],
+        reviewed_in_state: &[],
+    },
+    BuiltIn {
+        name: "aider",
+        writable: &["~/.aider/"],
+        env: &[
             "OPENAI_API_KEY",
             "OPENAI_*",
             "ANTHROPIC_API_KEY",
@@ -132,22 +230,55 @@ const BUILT_IN: &[BuiltIn] = &[
             "AIDER_ANTHROPIC_API_KEY",
             "AIDER_*",
         ],
-        &["@openai", "@anthropic"],
-    ),
-    ("generic", &[], &[], &[]),
+        hosts: &["@openai", "@anthropic"],
+        credentials: &["~/.aider/oauth-keys.env"],
+        state: &[
+            "~/.aider/caches/",
+            "~/.aider/analytics.json",
+            "~/.aider/installs.json",
+        ],
+        keyed: &[],
+        reviewed_in_state: &[],
+    },
+    BuiltIn {
+        name: "generic",
+        writable: &[],
+        env: &[],
+        hosts: &[],
+        credentials: &[],
+        state: &[],
+        keyed: &[],
+        reviewed_in_state: &[],
+    },
 ];
+
+fn strings(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| (*s).to_string()).collect()
+}
 
 /// Every profile: the built-in ones, then the user's (a user profile of a built-in name
 /// replaces it), sorted by name.
 pub fn all(user: Option<&UserProfiles>) -> Result<Vec<Profile>> {
     let mut profiles: Vec<Profile> = Vec::new();
-    for (name, writable, env, hosts) in BUILT_IN {
+    for built in BUILT_IN {
         let layer = ProfileLayer {
-            writable: writable.iter().map(|s| (*s).to_string()).collect(),
-            env: env.iter().map(|s| (*s).to_string()).collect(),
-            hosts: hosts.iter().map(|s| (*s).to_string()).collect(),
+            writable: strings(built.writable),
+            env: strings(built.env),
+            hosts: strings(built.hosts),
+            credentials: strings(built.credentials),
+            state: strings(built.state),
         };
-        profiles.push(from_layer(name, &layer, ProfileSource::BuiltIn)?);
+        let mut profile = from_layer(built.name, &layer, ProfileSource::BuiltIn)?;
+        profile.reviewed_in_state = built.reviewed_in_state.iter().map(PathBuf::from).collect();
+        profile.reviewed_keys = built
+            .keyed
+            .iter()
+            .map(|(file, keys)| KeyedFile {
+                file: home_entry(file).expect("a built-in keyed file is a plain home path"),
+                keys: strings(keys),
+            })
+            .collect();
+        profiles.push(profile);
     }
     for (name, layer) in user.into_iter().flatten() {
         profiles.retain(|p| &p.name != name);
@@ -155,6 +286,18 @@ pub fn all(user: Option<&UserProfiles>) -> Result<Vec<Profile>> {
     }
     profiles.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(profiles)
+}
+
+/// The login files every profile declares (relative to the home directory), beyond the
+/// agents' logins a3s-iso knows: each hidden from a run under any other profile.
+pub fn every_credential(user: Option<&UserProfiles>) -> Result<Vec<PathBuf>> {
+    let mut rels: Vec<PathBuf> = all(user)?
+        .into_iter()
+        .flat_map(|p| p.credentials.into_iter().map(|c| c.rel))
+        .collect();
+    rels.sort();
+    rels.dedup();
+    Ok(rels)
 }
 
 /// The profile called `name`; one that does not exist is `invalid_input`.
@@ -173,14 +316,13 @@ pub fn resolve(name: &str, user: Option<&UserProfiles>) -> Result<Profile> {
 }
 
 impl Profile {
-    /// What a run under this profile reports of it.
-    pub fn used(&self) -> ProfileUsed {
+    /// What a run under this profile reports of it; `kept_in` is where its copies for the
+    /// run's repository are.
+    pub fn used(&self, kept_in: Option<PathBuf>) -> ProfileUsed {
         ProfileUsed {
             name: self.name.clone(),
             writable: self.writable.iter().map(HomeEntry::spelled).collect(),
-            kept_in: (!self.writable.is_empty())
-                .then(|| home_of(&self.name))
-                .flatten(),
+            kept_in: kept_in.filter(|_| !self.writable.is_empty()),
             env: self.env.clone(),
             hosts: self.hosts.clone(),
         }
@@ -190,10 +332,49 @@ impl Profile {
     pub fn env_requests(&self) -> Vec<EnvRequest> {
         self.env.iter().cloned().map(EnvRequest::Pass).collect()
     }
+
+    /// Whether `rel` (relative to the home directory) is this profile's state: one of its
+    /// logins, or in one of its state paths.
+    pub fn is_state(&self, rel: &Path) -> bool {
+        let reviewed = self.reviewed_in_state.iter().any(|pattern| {
+            matches_start(pattern, rel) && pattern_len(pattern) <= rel.components().count()
+        });
+        !reviewed
+            && self
+                .credentials
+                .iter()
+                .chain(&self.state)
+                .any(|entry| rel.starts_with(&entry.rel))
+    }
+
+    /// Whether a path reviewed within the state may lie beneath the directory `rel`.
+    pub fn reviews_below(&self, rel: &Path) -> bool {
+        self.reviewed_in_state.iter().any(|pattern| {
+            pattern_len(pattern) > rel.components().count() && matches_start(pattern, rel)
+        })
+    }
+
+    /// The key-by-key review of `rel`, when it is one of the profile's JSON settings files.
+    pub fn keyed(&self, rel: &Path) -> Option<&KeyedFile> {
+        self.reviewed_keys.iter().find(|k| k.file.rel == rel)
+    }
+}
+
+fn pattern_len(pattern: &Path) -> usize {
+    pattern.components().count()
+}
+
+/// Whether `rel` and `pattern` (`*` for any one name) agree on their common first names.
+fn matches_start(pattern: &Path, rel: &Path) -> bool {
+    pattern
+        .components()
+        .zip(rel.components())
+        .all(|(p, c)| p.as_os_str() == "*" || p == c)
 }
 
 /// A profile from its table, checked: every home path plain and none a secret a3s-iso
-/// hides, every variable a name or a pattern, every host one word.
+/// hides (an agent's login only when the profile declares it), every variable a name or a
+/// pattern, every host one word, its logins and state within its writable paths.
 fn from_layer(name: &str, layer: &ProfileLayer, source: ProfileSource) -> Result<Profile> {
     let invalid = |why: String| Error::InvalidInput {
         reason: Invalid::Profile {
@@ -210,11 +391,19 @@ fn from_layer(name: &str, layer: &ProfileLayer, source: ProfileSource) -> Result
             "a profile's name is letters, digits, - and _".into(),
         ));
     }
-    let writable = layer
-        .writable
-        .iter()
-        .map(|spelled| home_entry(spelled).map_err(|why| invalid(format!("{spelled:?}: {why}"))))
-        .collect::<Result<Vec<_>>>()?;
+    let entries = |list: &[String]| {
+        list.iter()
+            .map(|spelled| {
+                home_entry(spelled).map_err(|why| invalid(format!("{spelled:?}: {why}")))
+            })
+            .collect::<Result<Vec<_>>>()
+    };
+    let (writable, credentials, state) = (
+        entries(&layer.writable)?,
+        entries(&layer.credentials)?,
+        entries(&layer.state)?,
+    );
+    check_logins(&writable, &credentials, &state).map_err(invalid)?;
     for var in &layer.env {
         match EnvRequest::parse(std::ffi::OsStr::new(var)) {
             Ok(EnvRequest::Pass(_)) => {}
@@ -236,11 +425,53 @@ fn from_layer(name: &str, layer: &ProfileLayer, source: ProfileSource) -> Result
         writable,
         env: layer.env.clone(),
         hosts: layer.hosts.clone(),
+        credentials,
+        state,
+        reviewed_keys: Vec::new(),
+        reviewed_in_state: Vec::new(),
     })
 }
 
+/// Logins are files and, like state, lie within the writable paths; a writable path that is
+/// or lies in an agent's login is one the profile declares its own.
+fn check_logins(
+    writable: &[HomeEntry],
+    credentials: &[HomeEntry],
+    state: &[HomeEntry],
+) -> std::result::Result<(), String> {
+    let within = |e: &HomeEntry| writable.iter().any(|w| e.rel.starts_with(&w.rel));
+    if let Some(login) = credentials.iter().find(|c| c.dir || !within(c)) {
+        return Err(format!(
+            "credentials {:?}: a file within the writable paths",
+            login.spelled()
+        ));
+    }
+    if let Some(outside) = state.iter().find(|s| !within(s)) {
+        return Err(format!(
+            "state {:?}: a path within the writable paths",
+            outside.spelled()
+        ));
+    }
+    let agents = crate::base::sandbox::secrets::AGENT_CREDENTIALS;
+    for entry in writable {
+        let login = agents
+            .iter()
+            .map(Path::new)
+            .find(|a| entry.rel.starts_with(a));
+        if let Some(login) = login.filter(|l| !credentials.iter().any(|c| c.rel == *l)) {
+            return Err(format!(
+                "{:?} is the login ~/{}, which only a profile that declares it in credentials may keep",
+                entry.spelled(),
+                login.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// `~/REL` or `~/REL/`: a path beneath the home directory that is not, holds nor lies in a
-/// secret a3s-iso hides, nor holds a3s-iso's own directories under the home directory.
+/// secret a3s-iso hides (an agent's login it may hold or be: see [`check_logins`]), nor
+/// holds a3s-iso's own directories under the home directory.
 fn home_entry(spelled: &str) -> std::result::Result<HomeEntry, String> {
     let rest = spelled
         .strip_prefix("~/")
@@ -268,128 +499,77 @@ fn home_entry(spelled: &str) -> std::result::Result<HomeEntry, String> {
     Ok(HomeEntry { rel, dir })
 }
 
-/// Where a3s-iso keeps a profile's copies of its home paths: `<data>/profiles/<name>/home`.
-pub fn home_of(name: &str) -> Option<PathBuf> {
-    directories::ProjectDirs::from("", "", "a3s-iso")
-        .map(|d| d.data_dir().join("profiles").join(name).join("home"))
+/// Where a3s-iso keeps every profile's copies: `<data>/profiles`. Hidden from every run (a
+/// run sees only its own profile's copies, at the real home paths).
+pub fn store_dir() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "a3s-iso").map(|d| d.data_dir().join("profiles"))
 }
 
-/// What a profile gives a run inside the sandbox.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ProfileMounts {
-    /// Its copies of directories, mounted over the real ones.
-    pub dirs: Vec<crate::base::sandbox::MountedDir>,
-    /// Its files, seen over the real ones and written back to its copies.
-    pub files: Vec<crate::services::writeback::FileGrant>,
+/// A repository's key among a profile's copies: the first 16 hex digits of the sha256 of its
+/// canonical git common dir, the same from every worktree of it.
+pub fn repo_key(common_dir: &Path) -> String {
+    use sha2::Digest;
+    let canonical = std::fs::canonicalize(common_dir).unwrap_or_else(|_| common_dir.into());
+    let digest = sha2::Sha256::digest(canonical.as_os_str().as_encoded_bytes());
+    hex::encode(digest)[..16].to_string()
 }
 
-/// The profile's copies of its home paths for a user whose home is `home`, each made on first
-/// use: from the real path when there is one (never a hidden secret: no profile names one),
-/// otherwise an empty directory, or no file until the command writes one.
-pub(crate) fn prepare(profile: &Profile, home: &Path) -> Result<ProfileMounts> {
-    let mut mounts = ProfileMounts::default();
-    if profile.writable.is_empty() {
-        return Ok(mounts);
-    }
-    let kept_root = home_of(&profile.name).ok_or_else(|| Error::InvalidInput {
-        reason: Invalid::ProfileNeedsDataDir {
-            name: profile.name.clone(),
-        },
-    })?;
-    make_dirs(&kept_root)?;
-    for entry in &profile.writable {
-        let real = home.join(&entry.rel);
-        let kept = kept_root.join(&entry.rel);
-        no_link_on_the_way(&kept_root, &entry.rel)?;
-        seed(&real, &kept, entry.dir)?;
-        if entry.dir {
-            let to = real;
-            mounts
-                .dirs
-                .push(crate::base::sandbox::MountedDir { from: kept, to });
-        } else {
-            mounts
-                .files
-                .push(crate::services::writeback::FileGrant { at: real, kept });
-        }
-    }
-    Ok(mounts)
+/// What a hidden path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretKind {
+    /// A credential of the user's (`~/.ssh`, `~/.aws`, …): hidden from every run.
+    Secret,
+    /// An agent's login: seen only by a run under the profile that declares it.
+    AgentLogin,
+    /// a3s-iso's store of every profile's copies: a run sees its own profile's copies at the
+    /// real home paths, never the store.
+    ProfileStore,
 }
 
-/// A kept copy is reached through no symbolic link: a run writes inside a kept directory, and a
-/// link it left there (where a later profile keeps a path of its own) must never become what
-/// is copied or mounted writable.
-fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
-    let mut at = root.to_path_buf();
-    for part in rel.components() {
-        at.push(part);
-        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::InvalidInput {
-                reason: Invalid::LinkInProfile { path: at },
-            });
-        }
-    }
-    Ok(())
+/// One path every sandboxed run is kept from (unless `--allow-read` names it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HiddenSecret {
+    /// The path.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: SecretKind,
+    /// The profiles whose runs see it (an agent's login), else empty.
+    pub visible_to: Vec<String>,
+    /// Whether it is there now (a run hides what is there when it starts).
+    pub present: bool,
 }
 
-/// Directories only the user reads.
-fn make_dirs(path: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(path)
-        .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))
-}
-
-/// Makes the kept copy of one home path when there is none yet: the real one's content,
-/// copied aside first and renamed into place (a copy cut short is never taken for one).
-fn seed(real: &Path, kept: &Path, dir: bool) -> Result<()> {
-    if std::fs::symlink_metadata(kept).is_ok() {
-        return Ok(());
+/// Everything a sandboxed run is kept from, for a user whose home is `home`.
+pub fn hidden_set(home: &Path, user: Option<&UserProfiles>) -> Result<Vec<HiddenSecret>> {
+    let profiles = all(user)?;
+    let entry = |path: PathBuf, kind, visible_to| HiddenSecret {
+        present: std::fs::symlink_metadata(&path).is_ok(),
+        path,
+        kind,
+        visible_to,
+    };
+    let mut set: Vec<HiddenSecret> = crate::base::sandbox::secrets::DEFAULT_HIDDEN
+        .iter()
+        .map(|rel| entry(home.join(rel), SecretKind::Secret, Vec::new()))
+        .collect();
+    let known = crate::base::sandbox::secrets::AGENT_CREDENTIALS
+        .iter()
+        .map(PathBuf::from);
+    let mut logins: Vec<PathBuf> = known.chain(every_credential(user)?).collect();
+    logins.sort();
+    logins.dedup();
+    for rel in logins {
+        let owners = profiles
+            .iter()
+            .filter(|p| p.credentials.iter().any(|c| c.rel == rel))
+            .map(|p| p.name.clone())
+            .collect();
+        set.push(entry(home.join(rel), SecretKind::AgentLogin, owners));
     }
-    let parent = kept.parent().unwrap_or(kept);
-    make_dirs(parent)?;
-    let real_meta = std::fs::metadata(real).ok();
-    let fail = |e: std::io::Error| Error::io(format!("cannot copy {}", real.display()), e);
-    let aside = parent.join(crate::base::maker::owned_name(".seeding"));
-    match (dir, real_meta) {
-        (true, Some(m)) if m.is_dir() => copy_tree(real, &aside).map_err(fail)?,
-        (true, _) => return make_dirs(kept),
-        (false, Some(m)) if m.is_file() => {
-            std::fs::copy(real, &aside).map_err(fail)?;
-        }
-        (false, _) => return Ok(()),
-    }
-    match std::fs::rename(&aside, kept) {
-        // Another run made the copy meanwhile: that one stands.
-        Err(_) if std::fs::symlink_metadata(kept).is_ok() => {
-            let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
-            Ok(())
-        }
-        done => done.map_err(fail),
-    }
-}
-
-/// Copies a directory tree: directories, regular files (with their modes) and links (as
-/// links); anything else is left out.
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::create_dir(to)?;
-    for entry in std::fs::read_dir(from)? {
-        let entry = entry?;
-        let (source, target) = (entry.path(), to.join(entry.file_name()));
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            copy_tree(&source, &target)?;
-        } else if kind.is_file() {
-            std::fs::copy(&source, &target)?;
-        } else if kind.is_symlink() {
-            std::os::unix::fs::symlink(std::fs::read_link(&source)?, &target)?;
-        }
-    }
-    let mode = std::fs::metadata(from)?.permissions().mode();
-    std::fs::set_permissions(to, std::fs::Permissions::from_mode(mode))
+    set.extend(store_dir().map(|d| entry(d, SecretKind::ProfileStore, Vec::new())));
+    Ok(set)
 }
 
 #[cfg(test)]
@@ -417,6 +597,49 @@ mod tests {
         ] {
             assert!(home_entry(bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_profile_keeps_a_login_only_when_it_declares_it() {
+        let layer = |writable: &[&str], credentials: &[&str], state: &[&str]| ProfileLayer {
+            writable: strings(writable),
+            credentials: strings(credentials),
+            state: strings(state),
+            ..ProfileLayer::default()
+        };
+        let made = |l: &ProfileLayer| from_layer("p", l, ProfileSource::User);
+        // Keeping the directory that holds another agent's login: allowed, the login hidden.
+        assert!(made(&layer(&["~/.claude/"], &[], &[])).is_ok());
+        for bad in [
+            layer(&["~/.claude/.credentials.json"], &[], &[]),
+            layer(
+                &["~/.codex/auth.json"],
+                &["~/.claude/.credentials.json"],
+                &[],
+            ),
+            layer(&["~/.tool/"], &["~/.tool/"], &[]),
+            layer(&["~/.tool/"], &[], &["~/.other/"]),
+            layer(&["~/.tool/"], &["~/.ssh/id_ed25519"], &[]),
+        ] {
+            assert!(made(&bad).is_err(), "{bad:?}");
+        }
+        let own = made(&layer(
+            &["~/.codex/auth.json"],
+            &["~/.codex/auth.json"],
+            &[],
+        ))
+        .unwrap();
+        assert!(own.is_state(Path::new(".codex/auth.json")));
+        let claude = resolve("claude", None).unwrap();
+        assert!(claude.is_state(Path::new(".claude/projects/x.jsonl")));
+        assert!(claude.is_state(Path::new(".claude/projects/-src/s.jsonl")));
+        assert!(!claude.is_state(Path::new(".claude/projects/-src/memory/MEMORY.md")));
+        assert!(claude.reviews_below(Path::new(".claude/projects/-src")));
+        assert!(!claude.reviews_below(Path::new(".claude/todos")));
+        assert!(claude.reviews_below(Path::new(".claude/projects/-src")));
+        assert!(!claude.reviews_below(Path::new(".claude/todos")));
+        assert!(!claude.is_state(Path::new(".claude/CLAUDE.md")));
+        assert!(claude.keyed(Path::new(".claude/settings.json")).is_some());
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub struct SandboxRequest {
     pub publish: Vec<String>,
     /// The profile the command runs under: its home paths, variables and hosts.
     pub profile: Option<crate::services::profile::Profile>,
+    /// The login files every profile declares (relative to the home directory): hidden like
+    /// the agents' logins a3s-iso knows, except the running profile's own.
+    pub credentials: Vec<PathBuf>,
 }
 
 /// What the caller of `run` asked of the sandbox, before the configuration fills it in.
@@ -109,6 +112,7 @@ pub fn configure(
             allow_read: ask.allow_read.clone(),
             publish,
             profile,
+            credentials: crate::services::profile::every_credential(loaded.user.profiles.as_ref())?,
         }),
         warnings,
     })

@@ -478,6 +478,7 @@ fn every_command_document_matches_its_schema() {
     sweep_retain_discard(&fx, &mut seen);
     checked(&fx, &fx.src, &["version"], 0, &mut seen);
     checked(&fx, &fx.src, &["config"], 0, &mut seen);
+    checked(&fx, &fx.src, &["profile", "diff"], 0, &mut seen);
     let (code, doctor) = fx.json(&["doctor"]);
     assert!(code == 0 || code == 4, "{doctor}");
     seen.insert(assert_valid("doctor", &doctor));

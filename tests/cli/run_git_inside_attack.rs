@@ -615,7 +615,6 @@ fn attack_a_profiles_copies_never_become_links_out_of_its_home() {
     fx.bind("pb");
     let bashrc = fx.home.join(".bashrc");
     std::fs::write(&bashrc, "rc\n").unwrap();
-    let kept = fx.home.join(".local/share/a3s-iso/profiles/claude/home");
     let script = "rm -rf ~/.claude 2>/dev/null; mv ~/.claude ~/.moved 2>/dev/null
          ln -s ~/.bashrc ~/.claude/settings.json
          rm -f ~/.claude.json; ln -s ~/.bashrc ~/.claude.json
@@ -632,6 +631,7 @@ fn attack_a_profiles_copies_never_become_links_out_of_its_home() {
         script,
     ]);
     assert_eq!(code, 0, "{doc}");
+    let kept = std::path::PathBuf::from(doc["sandbox"]["profile"]["kept_in"].as_str().unwrap());
     let meta = std::fs::symlink_metadata(kept.join(".claude")).unwrap();
     assert!(meta.is_dir() && !meta.file_type().is_symlink(), "{meta:?}");
     assert!(std::fs::symlink_metadata(kept.join(".claude.json")).is_err_or_file());
@@ -867,7 +867,8 @@ fn attack_a_link_left_in_a_profiles_copy_is_never_mounted_as_a_copy_later() {
     let profile = |writable: &str| {
         std::fs::write(
             &config,
-            format!("[profiles.tool]\nwritable = [{writable}]\n"),
+            // Its state: a link left there is not reviewed away.
+            format!("[profiles.tool]\nwritable = [{writable}]\nstate = [\"~/.tool/\"]\n"),
         )
         .unwrap();
     };

@@ -33,11 +33,16 @@ fn write_script(fx: &Fixture, name: &str, text: &str) -> String {
     path.to_str().unwrap().to_string()
 }
 
+/// The profile's copies for the fixture's source: the one repository its runs used.
 fn profile_home(fx: &Fixture, name: &str) -> std::path::PathBuf {
-    fx.home
+    let repos = fx
+        .home
         .join(".local/share/a3s-iso/profiles")
         .join(name)
-        .join("home")
+        .join("repos");
+    let keys: Vec<_> = std::fs::read_dir(&repos).unwrap().collect();
+    assert_eq!(keys.len(), 1, "{}", repos.display());
+    keys[0].as_ref().unwrap().path().join("home")
 }
 
 fn run_with_key(fx: &Fixture, args: &[&str]) -> (i32, serde_json::Value, String) {
@@ -213,7 +218,7 @@ fn an_unknown_profile_runs_nothing_and_a_user_profile_works() {
     std::fs::create_dir_all(config.parent().unwrap()).unwrap();
     std::fs::write(
         &config,
-        "[profiles.mytool]\nwritable = [\"~/.mytool/\", \"~/.mytoolrc\"]\nenv = [\"MYTOOL_TOKEN\"]\nhosts = [\"api.example.com\"]\n",
+        "[profiles.mytool]\nwritable = [\"~/.mytool/\", \"~/.mytoolrc\"]\nstate = [\"~/.mytool/\", \"~/.mytoolrc\"]\nenv = [\"MYTOOL_TOKEN\"]\nhosts = [\"api.example.com\"]\n",
     )
     .unwrap();
     let script = "mkdir -p \"$HOME/.mytool\" && echo $MYTOOL_TOKEN > \"$HOME/.mytool/t\" \

@@ -354,14 +354,7 @@ pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
     let located = ctx.locate()?;
     let source = located.repo.toplevel.clone();
     let user_path = user_file();
-    let user = match &user_path {
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => parse(path, &bytes)?,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Layer::default(),
-            Err(e) => return Err(Error::io(format!("cannot read {}", path.display()), e)),
-        },
-        None => Layer::default(),
-    };
+    let user = read_user_layer(user_path.as_deref())?;
     let repository = if repository {
         read_repository_file(&source)?
     } else {
@@ -373,6 +366,23 @@ pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
         user,
         repository,
     })
+}
+
+/// The user's file, parsed (empty when there is none).
+fn read_user_layer(path: Option<&Path>) -> Result<Layer> {
+    match path {
+        Some(path) => match std::fs::read(path) {
+            Ok(bytes) => parse(path, &bytes),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Layer::default()),
+            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+        },
+        None => Ok(Layer::default()),
+    }
+}
+
+/// The profiles the user's file defines, read without a repository.
+pub fn user_profiles() -> Result<Option<crate::services::profile::UserProfiles>> {
+    Ok(read_user_layer(user_file().as_deref())?.profiles)
 }
 
 /// The repository's `.a3s-iso.toml`, read beneath the source (a symbolic link there is
