@@ -66,7 +66,9 @@ pub struct SessionView {
     pub worktree: Option<PathBuf>,
     /// The commit the session was bound at.
     pub bound_revision: String,
-    /// `null` when the source cannot be read.
+    /// Whether the source's HEAD is elsewhere than the session expects it: its bound revision,
+    /// or where its last promoted step left it (as `show` says); `null` when the source cannot
+    /// be read.
     pub head_moved: Option<bool>,
     /// The owner and whether it runs (`null` when ownerless).
     pub owner: Option<OwnerView>,
@@ -138,6 +140,8 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
         .unwrap_or_default();
     let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
     for store in stores.values() {
+        // Read once per store: where each session's steps left HEAD.
+        let journal = store.journal_entries().unwrap_or_default();
         for record in store.sessions()? {
             // A scoped caller sees only its own sessions (an unreadable record neither).
             if !record.as_ref().is_ok_and(|r| ctx.may_act_on(&r.session_id)) && ctx.is_scoped() {
@@ -153,7 +157,8 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                             .head_commit(&ctx.git)
                     });
                     let conflicts = crate::services::rebase::conflicted_paths(store, &record);
-                    let mut shown = view(&record, head.as_deref(), conflicts);
+                    let expected = crate::services::steps::expected_head(&journal, &record);
+                    let mut shown = view(&record, (head.as_deref(), expected), conflicts);
                     if here_dir.as_deref() == Some(store.dir()) {
                         shown.conflicts_with = overlapping
                             .get(record.session_id.as_str())
@@ -171,7 +176,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
 
 fn view(
     record: &SessionRecord,
-    source_head: Option<&str>,
+    (source_head, expected): (Option<&str>, String),
     conflicts: Option<Vec<String>>,
 ) -> SessionView {
     SessionView {
@@ -182,7 +187,7 @@ fn view(
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),
-        head_moved: source_head.map(|head| head != record.bound_revision),
+        head_moved: source_head.map(|head| head != expected),
         owner: OwnerView::of(record.owner.as_ref()),
         last_run: record.last_run.clone(),
         read_only: record.read_only,
