@@ -242,12 +242,16 @@ impl Before {
         at: (&Located, &Isolation),
         executed: Result<T>,
     ) -> Result<(Before, T)> {
-        let executed = match executed {
-            Err(e) if e.code() == crate::base::error::ErrorCode::Internal => return Err(e),
-            other => other,
-        };
-        let before = self.merge(ctx, at)?;
-        Ok((before, executed?))
+        match executed {
+            Err(e) if e.code() == crate::base::error::ErrorCode::Internal => Err(e),
+            // The command's own error is the one to report; a merge that fails here leaves
+            // its record for recovery.
+            Err(e) => {
+                let _ = self.merge(ctx, at);
+                Err(e)
+            }
+            Ok(done) => Ok((self.merge(ctx, at)?, done)),
+        }
     }
 
     /// Once the command has ended: the run's layer, if it has one, merged into the tree (its
