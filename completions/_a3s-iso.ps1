@@ -254,7 +254,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
         'a3s-iso;land' {
             [CompletionResult]::new('-s', '-s', [CompletionResultType]::ParameterName, 'A session to land, in this order (repeatable)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'A session to land, in this order (repeatable)')
-            [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'A shell command that must exit 0 in each session''s sandbox on its rebased tree')
+            [CompletionResult]::new('--test', '--test', [CompletionResultType]::ParameterName, 'A shell command that must exit 0 in each session''s sandbox on its rebased tree, run by `bash -e -o pipefail -c` as CI runs a step (a failure anywhere in a pipeline fails it)')
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How each session lands')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')

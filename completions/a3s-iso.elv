@@ -242,7 +242,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
         &'a3s-iso;land'= {
             cand -s 'A session to land, in this order (repeatable)'
             cand --session 'A session to land, in this order (repeatable)'
-            cand --test 'A shell command that must exit 0 in each session''s sandbox on its rebased tree'
+            cand --test 'A shell command that must exit 0 in each session''s sandbox on its rebased tree, run by `bash -e -o pipefail -c` as CI runs a step (a failure anywhere in a pipeline fails it)'
             cand --mode 'How each session lands'
             cand -m 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
             cand --message 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'

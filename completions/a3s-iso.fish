@@ -210,7 +210,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand rebase" -l json -d 'Prin
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand rebase" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand rebase" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s s -l session -d 'A session to land, in this order (repeatable)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l test -d 'A shell command that must exit 0 in each session\'s sandbox on its rebased tree' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l test -d 'A shell command that must exit 0 in each session\'s sandbox on its rebased tree, run by `bash -e -o pipefail -c` as CI runs a step (a failure anywhere in a pipeline fails it)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l mode -d 'How each session lands' -r -f -a "squash\t'One commit per session on the current branch, its message naming the session'
 branch\t'The session\'s commits replayed, plus one for its uncommitted changes'
 patch\t'Uncommitted changes in the checkout (one session only)'"

@@ -32,7 +32,8 @@ pub struct LandArgs {
     #[arg(long)]
     pub all: bool,
 
-    /// A shell command that must exit 0 in each session's sandbox on its rebased tree
+    /// A shell command that must exit 0 in each session's sandbox on its rebased tree, run by
+    /// `bash -e -o pipefail -c` as CI runs a step (a failure anywhere in a pipeline fails it)
     #[arg(long, value_name = "CMD")]
     pub test: Option<String>,
 

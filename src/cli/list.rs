@@ -116,13 +116,9 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
                     format!("{} ({} unfinished)", cells[1].text, op.operation.command());
                 cells[1].tone = Some(Tone::Note);
             }
-            if !s.conflicts_with.is_empty() {
-                let ids: Vec<String> = s
-                    .conflicts_with
-                    .iter()
-                    .map(|id| super::inert(id).into_owned())
-                    .collect();
-                cells[1].text = format!("{} (conflicts with {})", cells[1].text, ids.join(", "));
+            let against = conflicts_of(s);
+            if !against.is_empty() {
+                cells[1].text = format!("{} (conflicts with {})", cells[1].text, against);
             }
             if args.all {
                 cells.insert(1, Cell::plain(s.source.display().to_string()));
@@ -133,6 +129,21 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     let header: Vec<Cell> = header.into_iter().map(Cell::plain).collect();
     print_table(out, &header, &rows);
     Ok(0)
+}
+
+/// What the session's work would conflict with, as `overlaps` predicts: other sessions by id,
+/// then HEAD's new commits and your uncommitted changes (empty when nothing).
+fn conflicts_of(s: &SessionView) -> String {
+    let mut against: Vec<String> = (s.conflicts_with.iter())
+        .map(|id| super::inert(id).into_owned())
+        .collect();
+    if !s.conflicts_with_head.is_empty() {
+        against.push("HEAD".into());
+    }
+    if !s.conflicts_with_your_changes.is_empty() {
+        against.push("your uncommitted changes".into());
+    }
+    against.join(", ")
 }
 
 /// A table cell and the colour it is shown in.

@@ -1,7 +1,7 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
-use a3s_iso::ops::log::{LoggedRun, Promotion, format_utc, log, runs};
+use a3s_iso::ops::log::{LandingRow, LoggedRun, format_utc, log, runs};
 use a3s_iso::store::state::Landing;
 use a3s_iso::workspace::context::Context;
 
@@ -47,7 +47,7 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
         "FILES",
         "SOURCE HEAD",
     ];
-    let rows: Vec<[String; 6]> = outcome.promotions.iter().map(row).collect();
+    let rows: Vec<[String; 6]> = outcome.landings().into_iter().map(row).collect();
     table(out, header, &rows);
     Ok(0)
 }
@@ -101,26 +101,32 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
     ]
 }
 
-/// One promotion's cells, in the header's order.
-fn row(p: &Promotion) -> [String; 6] {
+/// One landing's cells, in the header's order: an earlier landing of a reapplied change set
+/// says so, its HEAD then unknown.
+fn row(landing: LandingRow<'_>) -> [String; 6] {
+    let p = landing.promotion;
     let short = |s: &str, n: usize| s.chars().take(n).collect::<String>();
     let digest = p.digest.strip_prefix("sha256:").unwrap_or(&p.digest);
-    let landing = match p.landing {
+    let how = match p.landing {
         Landing::Applied => "applied",
         Landing::Recovered => "recovered",
         Landing::Noted => "noted",
         Landing::Reapplied => "reapplied",
     };
     [
-        format_utc(p.promoted_at_ms),
+        format_utc(landing.at_ms),
         p.session_id.clone().unwrap_or_else(|| "-".into()),
         format!("sha256:{}", short(digest, 12)),
-        format!("{landing} ({})", p.mode.as_str()),
+        match landing.earlier {
+            true => format!("earlier landing ({})", p.mode.as_str()),
+            false => format!("{how} ({})", p.mode.as_str()),
+        },
         p.files_changed
             .map(|n| n.to_string())
             .unwrap_or_else(|| "-".into()),
         p.source_head
             .as_deref()
+            .filter(|_| !landing.earlier)
             .map(|h| short(h, 12))
             .unwrap_or_else(|| "-".into()),
     ]

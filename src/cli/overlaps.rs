@@ -1,7 +1,7 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
-use a3s_iso::services::overlaps::{Prediction, overlaps};
+use a3s_iso::services::overlaps::{ConflictCounts, Prediction, overlaps};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -10,29 +10,48 @@ use super::{Output, Tone, inert};
 #[derive(Debug, Args)]
 pub struct OverlapsArgs {}
 
-/// Predicts which live sessions' work would conflict, and renders it.
+/// The headline: every kind of conflict there is, or that there is none of any.
+fn headline(counts: ConflictCounts) -> String {
+    if counts.none() {
+        return "no conflicts between live sessions, with HEAD, or with your uncommitted changes"
+            .into();
+    }
+    let sessions = |n: usize| match n {
+        1 => "1 session".to_string(),
+        n => format!("{n} sessions"),
+    };
+    let mut parts = Vec::new();
+    match counts.pairs {
+        0 => {}
+        1 => parts.push("1 pair of sessions would conflict".to_string()),
+        n => parts.push(format!("{n} pairs of sessions would conflict")),
+    }
+    if counts.with_head > 0 {
+        parts.push(format!(
+            "{} would conflict with HEAD",
+            sessions(counts.with_head)
+        ));
+    }
+    if counts.with_your_changes > 0 {
+        parts.push(format!(
+            "{} would conflict with your uncommitted changes",
+            sessions(counts.with_your_changes)
+        ));
+    }
+    parts.join("; ")
+}
+
+/// Predicts which live sessions' work would conflict (with each other, with HEAD, with your
+/// uncommitted changes), and renders it.
 pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
     let outcome = overlaps(ctx)?;
     if out.json {
         out.document("a3s-iso.overlaps.v1", &outcome);
         return Ok(0);
     }
-    let conflicts = outcome
-        .pairs
-        .iter()
-        .filter(|p| p.prediction == Prediction::Conflict)
-        .count();
-    let headline = match conflicts {
-        0 => "no conflicts between live sessions".to_string(),
-        1 => "1 pair of sessions would conflict".to_string(),
-        n => format!("{n} pairs of sessions would conflict"),
-    };
-    let tone = if conflicts == 0 {
-        Tone::Good
-    } else {
-        Tone::Bad
-    };
-    out.headline_toned(&headline, tone);
+    let counts = outcome.counts();
+    let tone = if counts.none() { Tone::Good } else { Tone::Bad };
+    out.headline_toned(&headline(counts), tone);
     for session in &outcome.sessions {
         let shown: Vec<String> = session
             .paths
@@ -53,6 +72,17 @@ pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
             if shown.is_empty() { "" } else { ": " },
             shown.join(", ") + &tail
         ));
+        for (against, with) in [
+            (&session.with_head, "HEAD"),
+            (&session.with_your_changes, "your uncommitted changes"),
+        ] {
+            if against.prediction == Prediction::Conflict {
+                let paths: Vec<String> = (against.conflicting_paths.iter())
+                    .map(|p| inert(p).into_owned())
+                    .collect();
+                out.line(&format!("    conflicts with {with}: {}", paths.join(", ")));
+            }
+        }
     }
     for pair in &outcome.pairs {
         let verdict = match pair.prediction {

@@ -376,8 +376,56 @@ fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {
     }
 }
 
-/// Runs the test command in the session (sandboxed unless `--no-sandbox`), its output kept in
-/// the state dir beside the run; whether it exited 0.
+/// The shell the test command runs in. A CI runner runs a step with `bash -e -o pipefail`, so
+/// that `make | tail -5` fails when `make` does; the gate must not pass what CI would fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TestShell {
+    /// `bash -e -o pipefail -c TEST`.
+    Bash,
+    /// No bash on `PATH`: `sh -e -c`, with `pipefail` where that sh has it.
+    Sh,
+}
+
+impl TestShell {
+    /// Bash when `PATH` (the one the command gets) holds it.
+    fn find() -> TestShell {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let executable = |dir: PathBuf| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(dir.join("bash"))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        match std::env::split_paths(&path).any(executable) {
+            true => TestShell::Bash,
+            false => TestShell::Sh,
+        }
+    }
+
+    /// The command line that runs `test`.
+    fn argv(self, test: &str) -> Vec<std::ffi::OsString> {
+        match self {
+            TestShell::Bash => ["bash", "-e", "-o", "pipefail", "-c", test]
+                .map(Into::into)
+                .to_vec(),
+            // On the test's own line, so that the shell's messages keep its line numbers.
+            TestShell::Sh => {
+                let script =
+                    format!("if (set -o pipefail) 2>/dev/null; then set -o pipefail; fi; {test}");
+                vec!["sh".into(), "-e".into(), "-c".into(), script.into()]
+            }
+        }
+    }
+
+    /// What the landing says when the gate is weaker than CI's.
+    fn warning(self) -> Option<String> {
+        (self == TestShell::Sh).then(|| {
+            "bash was not found on PATH: the test ran under `sh -e`, with pipefail only if that sh has it (a failure before the last command of a pipeline may pass)".to_string()
+        })
+    }
+}
+
+/// Runs the test command in the session (sandboxed unless `--no-sandbox`) under
+/// [`TestShell`], its output kept in the state dir beside the run; whether it exited 0.
 fn test_passes(
     ctx: &Context,
     located: &Located,
@@ -388,6 +436,8 @@ fn test_passes(
     let Some(test) = queue.test.as_deref() else {
         return Ok(true);
     };
+    let shell = TestShell::find();
+    landed.warnings.extend(shell.warning());
     let run_id = crate::base::ids::generate("r");
     let dir = located.store.land_tests_dir(id);
     std::fs::create_dir_all(&dir)
@@ -398,7 +448,7 @@ fn test_passes(
         &crate::ops::run::RunOptions {
             session_id: Some(id.to_string()),
             run_id: Some(run_id.clone()),
-            command: ["sh", "-c", test].iter().map(Into::into).collect(),
+            command: shell.argv(test),
             sandbox: (!queue.no_sandbox).then(crate::ops::run::SandboxRequest::default),
             output: Some(output.clone()),
             ..crate::ops::run::RunOptions::default()

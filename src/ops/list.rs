@@ -66,7 +66,9 @@ pub struct SessionView {
     pub worktree: Option<PathBuf>,
     /// The commit the session was bound at.
     pub bound_revision: String,
-    /// `null` when the source cannot be read.
+    /// Whether the source's HEAD is elsewhere than the session expects it: its bound revision,
+    /// or where its last promoted step left it (as `show` says); `null` when the source cannot
+    /// be read.
     pub head_moved: Option<bool>,
     /// The owner and whether it runs (`null` when ownerless).
     pub owner: Option<OwnerView>,
@@ -83,6 +85,34 @@ pub struct SessionView {
     /// The live sessions of this repository whose work this session's would conflict with
     /// (as `overlaps` predicts it), by id.
     pub conflicts_with: Vec<String>,
+    /// Where its work conflicts with the commits made on the source's HEAD since its bound
+    /// revision (`overlaps`' `with_head`; empty when clean or not predicted).
+    pub conflicts_with_head: Vec<String>,
+    /// Where its work conflicts with your uncommitted changes in the source beyond those
+    /// (`overlaps`' `with_your_changes`).
+    pub conflicts_with_your_changes: Vec<String>,
+}
+
+impl SessionView {
+    /// The conflicts `overlaps` predicts for the session: with other sessions, with HEAD and
+    /// with your uncommitted changes.
+    fn predicted(&mut self, predicted: Option<&crate::services::overlaps::OverlapsOutcome>) {
+        let Some(predicted) = predicted else {
+            return;
+        };
+        self.conflicts_with = predicted
+            .conflicts_with()
+            .remove(self.session_id.as_str())
+            .unwrap_or_default();
+        if let Some(changed) = predicted
+            .sessions
+            .iter()
+            .find(|c| c.session_id == self.session_id)
+        {
+            self.conflicts_with_head = changed.with_head.conflicting_paths.clone();
+            self.conflicts_with_your_changes = changed.with_your_changes.conflicting_paths.clone();
+        }
+    }
 }
 
 /// What `list` found: the sessions of every store it looked at.
@@ -129,15 +159,15 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
             .unwrap_or_default(),
         hidden_discarded: 0,
     };
-    // What `overlaps` predicts for this repository's live sessions (two or more of them).
-    let overlapping = here
+    // What `overlaps` predicts for this repository's live sessions (when there are any).
+    let predicted = here
         .as_ref()
-        .filter(|located| live_sessions(&located.store) >= 2)
-        .and_then(|located| crate::services::overlaps::predict(ctx, located).ok())
-        .map(|o| o.conflicts_with())
-        .unwrap_or_default();
+        .filter(|located| live_sessions(&located.store) >= 1)
+        .and_then(|located| crate::services::overlaps::predict(ctx, located).ok());
     let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
     for store in stores.values() {
+        // Read once per store: where each session's steps left HEAD.
+        let journal = store.journal_entries().unwrap_or_default();
         for record in store.sessions()? {
             // A scoped caller sees only its own sessions (an unreadable record neither).
             if !record.as_ref().is_ok_and(|r| ctx.may_act_on(&r.session_id)) && ctx.is_scoped() {
@@ -153,12 +183,10 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
                             .head_commit(&ctx.git)
                     });
                     let conflicts = crate::services::rebase::conflicted_paths(store, &record);
-                    let mut shown = view(&record, head.as_deref(), conflicts);
+                    let expected = crate::services::steps::expected_head(&journal, &record);
+                    let mut shown = view(&record, (head.as_deref(), expected), conflicts);
                     if here_dir.as_deref() == Some(store.dir()) {
-                        shown.conflicts_with = overlapping
-                            .get(record.session_id.as_str())
-                            .cloned()
-                            .unwrap_or_default();
+                        shown.predicted(predicted.as_ref());
                     }
                     outcome.sessions.push(shown);
                 }
@@ -171,7 +199,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
 
 fn view(
     record: &SessionRecord,
-    source_head: Option<&str>,
+    (source_head, expected): (Option<&str>, String),
     conflicts: Option<Vec<String>>,
 ) -> SessionView {
     SessionView {
@@ -179,10 +207,12 @@ fn view(
         state: ListedState::of(record, conflicts.is_some()),
         conflicting_paths: conflicts.unwrap_or_default(),
         conflicts_with: Vec::new(),
+        conflicts_with_head: Vec::new(),
+        conflicts_with_your_changes: Vec::new(),
         source: record.source.clone(),
         worktree: record.worktree.clone(),
         bound_revision: record.bound_revision.clone(),
-        head_moved: source_head.map(|head| head != record.bound_revision),
+        head_moved: source_head.map(|head| head != expected),
         owner: OwnerView::of(record.owner.as_ref()),
         last_run: record.last_run.clone(),
         read_only: record.read_only,

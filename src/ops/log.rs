@@ -30,6 +30,43 @@ pub struct Promotion {
     pub patch_bytes: u64,
     /// The source's HEAD when it landed.
     pub source_head: Option<crate::base::ids::CommitId>,
+    /// When it landed before (oldest first): a landing undone and reapplied since.
+    pub earlier_landings: Vec<u64>,
+}
+
+/// One landing of a change set, as the human `log` lists them: each earlier landing of a
+/// reapplied change set is one too.
+#[derive(Debug, Clone, Copy)]
+pub struct LandingRow<'a> {
+    /// The change set's entry.
+    pub promotion: &'a Promotion,
+    /// When this landing was.
+    pub at_ms: u64,
+    /// Whether it is an earlier landing (undone since, then reapplied).
+    pub earlier: bool,
+}
+
+impl LogOutcome {
+    /// Every landing of the promotions, newest first (the digest breaking ties).
+    pub fn landings(&self) -> Vec<LandingRow<'_>> {
+        let mut rows: Vec<LandingRow<'_>> = Vec::new();
+        for promotion in &self.promotions {
+            rows.push(LandingRow {
+                promotion,
+                at_ms: promotion.promoted_at_ms,
+                earlier: false,
+            });
+            rows.extend(promotion.earlier_landings.iter().map(|&at_ms| LandingRow {
+                promotion,
+                at_ms,
+                earlier: true,
+            }));
+        }
+        rows.sort_by(|a, b| {
+            (b.at_ms.cmp(&a.at_ms)).then_with(|| a.promotion.digest.cmp(&b.promotion.digest))
+        });
+        rows
+    }
 }
 
 /// What `log` found.
@@ -80,6 +117,7 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
             mode: e.mode,
             patch_bytes: e.patch_bytes,
             source_head: e.source_head,
+            earlier_landings: e.earlier_landings,
         })
         .collect();
     Ok(LogOutcome {

@@ -159,9 +159,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         env: &env,
     };
     let started_at_ms = crate::base::fsutil::now_ms();
-    let (ended, network) = execute(opts, &launch, (plan, planned))?;
+    let executed = execute(opts, &launch, (plan, planned));
     let ran = ran_of(opts, (&isolation.tree, &workdir), started_at_ms);
-    let before = before.merge(ctx, at)?;
+    let (before, (ended, network)) = before.after(ctx, at, executed)?;
     let git_state = sandbox_spec.is_some().then_some(git_state);
     let after = (&quarantine, &granted);
     let migrate_warnings = after_command(ctx, at, after, &record.session_id, git_state)?;
@@ -232,6 +232,28 @@ fn before_command(
 }
 
 impl Before {
+    /// Once the command has ended, or never started (not found, a sandbox that failed): the
+    /// layer merged now, which the next command would otherwise take for an interrupted run.
+    /// One that a3s-iso lost track of (internal) may still write: its layer waits for
+    /// recovery.
+    fn after<T>(
+        self,
+        ctx: &Context,
+        at: (&Located, &Isolation),
+        executed: Result<T>,
+    ) -> Result<(Before, T)> {
+        match executed {
+            Err(e) if e.code() == crate::base::error::ErrorCode::Internal => Err(e),
+            // The command's own error is the one to report; a merge that fails here leaves
+            // its record for recovery.
+            Err(e) => {
+                let _ = self.merge(ctx, at);
+                Err(e)
+            }
+            Ok(done) => Ok((self.merge(ctx, at)?, done)),
+        }
+    }
+
     /// Once the command has ended: the run's layer, if it has one, merged into the tree (its
     /// base and result read around the merge, or else the base only).
     fn merge(self, ctx: &Context, (located, isolation): (&Located, &Isolation)) -> Result<Before> {

@@ -143,14 +143,12 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     let record = ctx.resolve_record(&located, session_id)?;
     let tree = tree_health(&record);
     let previous = crate::services::steps::last_step(&located.store, &record, None)?;
-    let expected = previous
-        .as_ref()
-        .and_then(|p| p.step.head_after.as_deref())
-        .unwrap_or(&record.bound_revision);
+    let journal = located.store.journal_entries()?;
+    let expected = crate::services::steps::expected_head(&journal, &record);
     let head_moved = located
         .repo
         .head_commit(&ctx.git)
-        .map(|head| head != expected);
+        .map(|head| *head != expected);
     let (files_changed, files_to_promote) = if tree == TreeHealth::Healthy {
         let from = crate::services::steps::delta_base(&record, previous.as_ref());
         counts(ctx, &located, &record, &from)

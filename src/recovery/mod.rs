@@ -48,8 +48,8 @@ trait WriteAhead {
     /// What the records say is in progress (read without the lock, to be reported).
     fn left(located: &Located) -> Vec<Interrupted>;
     /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
-    /// should be told, and how many operations it finished.
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize);
+    /// should be told (each operation finished, named).
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String>;
 }
 
 /// Promote intents: the checkout's changes, completed or rolled back from the records.
@@ -73,11 +73,8 @@ impl WriteAhead for Promotes {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
-        (
-            crate::recovery::intent::recover(held, git, &located.store),
-            0,
-        )
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+        crate::recovery::intent::recover(held, git, &located.store)
     }
 }
 
@@ -109,13 +106,14 @@ impl WriteAhead for TreeMoves {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
         let (repo, store) = (&located.repo, &located.store);
+        let before = Self::left(located);
         // A run's layer merges into its isolation before its git state settles over it.
-        let finished = crate::recovery::run_layer::recover(held, store)
-            + crate::recovery::session_git::recover(held, git, repo, store)
-            + crate::recovery::pending::repair_locked(held, git, repo, store);
-        (Vec::new(), finished)
+        crate::recovery::run_layer::recover(held, store);
+        crate::recovery::session_git::recover(held, git, repo, store);
+        crate::recovery::pending::repair_locked(held, git, repo, store);
+        finished(before, Self::left(located))
     }
 }
 
@@ -138,11 +136,8 @@ impl WriteAhead for Rebases {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
-        (
-            crate::recovery::rebase_apply::recover(held, git, &located.store),
-            0,
-        )
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+        crate::recovery::rebase_apply::recover(held, git, &located.store)
     }
 }
 
@@ -166,11 +161,10 @@ impl WriteAhead for Binds {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> (Vec<String>, usize) {
-        (
-            Vec::new(),
-            crate::recovery::claims::recover(held, git, located),
-        )
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+        let before = Self::left(located);
+        crate::recovery::claims::recover(held, git, located);
+        finished(before, Self::left(located))
     }
 }
 
@@ -194,17 +188,37 @@ impl WriteAhead for Spares {
             .collect()
     }
 
-    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> (Vec<String>, usize) {
+    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> Vec<String> {
         // A build that died within the grace is left alone here, as by `waiting`.
-        let before = crate::recovery::spares::interrupted(located).len();
-        if before == 0 {
-            return (Vec::new(), 0);
+        let before = Self::left(located);
+        if before.is_empty() {
+            return Vec::new();
         }
         match crate::recovery::spares::recover(held, located) {
-            Ok(()) => (Vec::new(), before),
-            Err(err) => (vec![format!("the pool could not be repaired: {err}")], 0),
+            Ok(()) => finished(before, Self::left(located)),
+            Err(err) => vec![format!("the pool could not be repaired: {err}")],
         }
     }
+}
+
+/// What the user is told of the operations of `before` that `after` no longer holds: each one
+/// finished, named once (a run's layer and its git state are one run).
+fn finished(before: Vec<Interrupted>, mut after: Vec<Interrupted>) -> Vec<String> {
+    let mut told: Vec<String> = Vec::new();
+    for operation in before {
+        match after.iter().position(|left| *left == operation) {
+            Some(still) => {
+                after.swap_remove(still);
+            }
+            None => {
+                let line = operation.finished();
+                if !told.contains(&line) {
+                    told.push(line);
+                }
+            }
+        }
+    }
+    told
 }
 
 /// Whether a directory holds a record (`<id>.json`, not a hidden temporary file).
@@ -246,26 +260,16 @@ pub(crate) fn left(located: &Located, binds: bool) -> Vec<Interrupted> {
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
 pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<String> {
-    type Finish = fn(&RepoLock, &Git, &Located) -> (Vec<String>, usize);
+    type Finish = fn(&RepoLock, &Git, &Located) -> Vec<String>;
     let mut kinds: Vec<Finish> = vec![Promotes::finish, TreeMoves::finish, Rebases::finish];
     if binds {
         kinds.push(Binds::finish);
     }
     kinds.push(Spares::finish);
-    let mut notices = Vec::new();
-    let mut repaired = 0;
-    for finish in kinds {
-        let (told, finished) = finish(held, git, located);
-        notices.extend(told);
-        repaired += finished;
-    }
-    if repaired > 0 {
-        notices.push(format!(
-            "{repaired} interrupted operation{} finished (retain, sweep, discard, a run moving its git state or its files into the isolation, a bind, or a pool spare's build)",
-            if repaired == 1 { " was" } else { "s were" }
-        ));
-    }
-    notices
+    kinds
+        .into_iter()
+        .flat_map(|finish| finish(held, git, located))
+        .collect()
 }
 
 /// How long locating a repository waits for the lock when a record says an operation is

@@ -99,7 +99,41 @@ pub struct OverlapsOutcome {
     pub skipped: Vec<Skipped>,
 }
 
+/// How many conflicts of each kind a prediction holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ConflictCounts {
+    /// Pairs of sessions whose work conflicts.
+    pub pairs: usize,
+    /// Sessions whose work conflicts with HEAD's new commits.
+    pub with_head: usize,
+    /// Sessions whose work conflicts with your uncommitted changes.
+    pub with_your_changes: usize,
+}
+
+impl ConflictCounts {
+    /// Whether nothing conflicts with anything.
+    pub fn none(&self) -> bool {
+        *self == ConflictCounts::default()
+    }
+}
+
 impl OverlapsOutcome {
+    /// The conflicts predicted, by kind: between sessions, with HEAD, with your changes.
+    pub fn counts(&self) -> ConflictCounts {
+        let conflicting = |against: &Against| against.prediction == Prediction::Conflict;
+        ConflictCounts {
+            pairs: (self.pairs.iter())
+                .filter(|p| p.prediction == Prediction::Conflict)
+                .count(),
+            with_head: (self.sessions.iter())
+                .filter(|s| conflicting(&s.with_head))
+                .count(),
+            with_your_changes: (self.sessions.iter())
+                .filter(|s| conflicting(&s.with_your_changes))
+                .count(),
+        }
+    }
+
     /// For each session, the ids of the sessions it would conflict with.
     pub fn conflicts_with(&self) -> BTreeMap<String, Vec<String>> {
         let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();

@@ -5,7 +5,7 @@
 use crate::base::error::Result;
 use crate::base::ids::TreeId;
 use crate::services::nested::NestedChangeSet;
-use crate::store::state::{PromoteMode as Mode, SessionRecord, Step, Store};
+use crate::store::state::{JournalEntry, PromoteMode as Mode, SessionRecord, Step, Store};
 
 /// A session's last promoted step.
 #[derive(Debug, Clone)]
@@ -34,23 +34,43 @@ pub(crate) fn last_step(
     session: &SessionRecord,
     nested: Option<&crate::base::paths::RepoPath>,
 ) -> Result<Option<Previous>> {
-    Ok(store
-        .journal_entries()?
-        .into_iter()
+    Ok(last_step_in(&store.journal_entries()?, session, nested))
+}
+
+/// Where the source's HEAD is expected for `session`: where its last root step left it, else
+/// its bound revision. HEAD anywhere else has moved (a promote now is `head_moved`); `list` and
+/// `show` both answer from here, `journal` being the store's entries.
+pub(crate) fn expected_head(journal: &[JournalEntry], session: &SessionRecord) -> String {
+    last_step_in(journal, session, None)
+        .and_then(|previous| previous.step.head_after)
+        .map_or_else(|| session.bound_revision.clone(), |head| head.to_string())
+}
+
+/// [`last_step`] among `journal`'s entries.
+fn last_step_in(
+    journal: &[JournalEntry],
+    session: &SessionRecord,
+    nested: Option<&crate::base::paths::RepoPath>,
+) -> Option<Previous> {
+    journal
+        .iter()
         .filter(|entry| entry.session_id.as_deref() == Some(session.session_id.as_str()))
         .filter_map(|entry| {
-            let step = entry.step.filter(|step| step.nested.as_ref() == nested)?;
+            let step = entry
+                .step
+                .as_ref()
+                .filter(|step| step.nested.as_ref() == nested)?;
             if nested.is_none() && step.number <= session.steps_before_rebase() {
                 return None;
             }
-            (step.session_created_at_ms == session.created_at_ms).then_some(Previous {
-                digest: entry.digest,
+            (step.session_created_at_ms == session.created_at_ms).then(|| Previous {
+                digest: entry.digest.clone(),
                 mode: entry.mode,
                 patch_bytes: entry.patch_bytes,
-                step,
+                step: step.clone(),
             })
         })
-        .max_by_key(|previous| previous.step.number))
+        .max_by_key(|previous| previous.step.number)
 }
 
 /// Where a promote now starts the nested change set `set` of `session`: the result of the

@@ -53,6 +53,20 @@ pub struct Interrupted {
 }
 
 impl Interrupted {
+    /// One line for a warning once recovery has finished (or undone) it.
+    pub fn finished(&self) -> String {
+        match (self.operation, &self.session_id) {
+            (Operation::Pool, _) => {
+                "an interrupted build or cleaning of a pool spare was finished".into()
+            }
+            (operation, Some(id)) => format!(
+                "an interrupted {} of session {id} was finished",
+                operation.command()
+            ),
+            (operation, None) => format!("an interrupted {} was finished", operation.command()),
+        }
+    }
+
     /// One line for a warning: what is unfinished and what finishes it.
     pub fn describe(&self) -> String {
         let what = match (&self.digest, &self.session_id) {

@@ -58,7 +58,7 @@ fn a_bind_killed_before_publishing_is_undone_by_the_next_command_once_the_grace_
 
     // Otherwise the next command (a read-only one) undoes the bind first, and says so.
     let other_before = listing(&fx.isolation("other"));
-    crate::fixture::list_finishing_one(&fx);
+    crate::fixture::list_finishing_one(&fx, "an interrupted bind of session lost was finished");
     assert!(!tree.exists(), "the dead bind's tree is gone");
     assert!(!claim_file(&fx, "lost").exists(), "its claim is gone");
     assert!(!registered(&fx, &tree), "its registration is gone");

@@ -115,6 +115,8 @@ fn list_reports_state_head_movement_and_owner() {
             "bound_revision": "[HASH]",
             "conflicting_paths": [],
             "conflicts_with": [],
+            "conflicts_with_head": [],
+            "conflicts_with_your_changes": [],
             "head_moved": true,
             "last_run": null,
             "owner": {
@@ -136,6 +138,8 @@ fn list_reports_state_head_movement_and_owner() {
             "bound_revision": "[HASH]",
             "conflicting_paths": [],
             "conflicts_with": [],
+            "conflicts_with_head": [],
+            "conflicts_with_your_changes": [],
             "head_moved": true,
             "last_run": null,
             "owner": {

@@ -705,15 +705,13 @@ pub fn promote_killed_at(fx: &Fixture, fault: &str, args: &[&str]) {
     killed_at(fx, fault, &all);
 }
 
-/// Runs `list`, which must succeed and say that it finished one interrupted operation first.
-pub fn list_finishing_one(fx: &Fixture) {
+/// Runs `list`, which must succeed and say that it finished one interrupted operation first,
+/// naming it: `finished` is that line of its stderr, without `warning: `.
+pub fn list_finishing_one(fx: &Fixture, finished: &str) {
     let out = fx.cmd().args(["list"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        stderr.contains("1 interrupted operation was finished"),
-        "{stderr}"
-    );
+    assert_eq!(stderr, format!("warning: {finished}\n"));
 }
 
 /// A running process's start identity as a3s-iso records it (`linux-proc-start-ticks:N`).

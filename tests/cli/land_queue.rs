@@ -369,3 +369,97 @@ fn a_committed_ignored_file_is_the_sessions_work() {
         "table.generated"
     );
 }
+
+/// Sessions `broken` (whose tree lacks `marker`) and `ok` (whose tree holds it), landed in
+/// that order (`ok` lands `marker`), for a test gate that reads `marker`.
+fn marked_and_unmarked(fx: &Fixture) {
+    session_adding_its_file(fx, "broken");
+    session_adding_its_file(fx, "ok");
+    std::fs::write(fx.isolation("ok").join("marker"), "marked\n").unwrap();
+}
+
+/// Lands both sessions with `--keep-going` under `test`, `path` as `PATH` when given.
+fn land_both(fx: &Fixture, test: &str, sandbox: bool, path: Option<&std::path::Path>) -> Value {
+    let mut args = vec!["--json", "land", "--all", "--keep-going", "--test", test];
+    if !sandbox {
+        args.push("--no-sandbox");
+    }
+    let mut cmd = fx.cmd();
+    cmd.args(&args);
+    if let Some(path) = path {
+        cmd.env("PATH", path);
+    }
+    let (code, doc) = crate::fixture::json_of(cmd.output().unwrap());
+    assert_eq!(code, 3, "{doc}");
+    assert_eq!(
+        outcomes(&doc),
+        [("broken", "test_failed"), ("ok", "landed")].map(|(a, b)| (a.to_string(), b.to_string())),
+        "{doc}"
+    );
+    assert!(fx.src.join("ok.txt").is_file() && !fx.src.join("broken.txt").exists());
+    doc
+}
+
+/// A command failing at the head of a pipeline fails the gate, as CI runners' bash does
+/// (`-e -o pipefail`): `cmd | tail -5` once passed a broken build.
+#[test]
+fn a_failure_anywhere_in_a_pipeline_fails_the_test() {
+    if !require_tool("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    marked_and_unmarked(&fx);
+    let doc = land_both(&fx, "cat marker | tail -5", false, None);
+    assert_eq!(doc["sessions"][0]["test_exit_code"], 1, "{doc}");
+    let output = doc["sessions"][0]["test_output"].as_str().unwrap();
+    let log = std::fs::read_to_string(output).unwrap();
+    assert!(log.contains("marker"), "cat's complaint is kept: {log}");
+    let output = doc["sessions"][1]["test_output"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(output).unwrap(), "marked\n");
+}
+
+/// A failing command before the last fails the gate too (`-e`), sandboxed as by default.
+#[test]
+fn a_failing_command_before_the_last_fails_the_test() {
+    if !require_tool("bash") || !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    marked_and_unmarked(&fx);
+    let doc = land_both(&fx, "cat marker\necho done", true, None);
+    let output = doc["sessions"][0]["test_output"].as_str().unwrap();
+    let log = std::fs::read_to_string(output).unwrap();
+    assert!(
+        !log.contains("done"),
+        "nothing ran after the failure: {log}"
+    );
+    assert_eq!(
+        doc["sessions"][0]["warnings"],
+        serde_json::json!([]),
+        "{doc}"
+    );
+}
+
+/// Without bash the test runs under `sh -e` (pipefail where sh has it), and says so.
+#[test]
+fn without_bash_the_test_runs_under_sh_e_and_says_so() {
+    let fx = Fixture::new();
+    marked_and_unmarked(&fx);
+    let bin = tempfile::tempdir().unwrap();
+    let sh = ["/bin/sh", "/usr/bin/sh"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).is_file())
+        .expect("a sh");
+    std::os::unix::fs::symlink(sh, bin.path().join("sh")).unwrap();
+    std::os::unix::fs::symlink(crate::fixture::git_on_path(), bin.path().join("git")).unwrap();
+    let doc = land_both(&fx, "test -e marker; echo done", false, Some(bin.path()));
+    let output = doc["sessions"][0]["test_output"].as_str().unwrap();
+    assert_eq!(std::fs::read_to_string(output).unwrap(), "");
+    for landed in doc["sessions"].as_array().unwrap() {
+        let warnings = landed["warnings"].to_string();
+        assert!(
+            warnings.contains("bash was not found on PATH: the test ran under `sh -e`"),
+            "{doc}"
+        );
+    }
+}

@@ -109,3 +109,41 @@ fn list_and_show_z_give_paths_as_their_bytes() {
     );
     assert!(out.stdout.starts_with(b"session\tz\0"));
 }
+
+/// `list`'s HEAD column and `head_moved`, and `show`'s: one answer each time. HEAD where a
+/// branch-mode step of the session left it has not moved (a promote now is not refused); a
+/// commit of the user's on top has.
+#[test]
+fn list_and_show_agree_on_whether_head_moved() {
+    let fx = Fixture::new();
+    fx.bind("b");
+    let iso = fx.isolation("b");
+    std::fs::write(iso.join("a.txt"), "a\n").unwrap();
+    crate::fixture::agent_commit(&fx, &iso, "agent: a");
+    let (code, doc) = fx.json(&["promote", "-s", "b", "--mode", "branch"]);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    let answers = |fx: &Fixture| {
+        let (_, listed) = fx.json(&["list"]);
+        let (_, shown) = fx.json(&["show", "-s", "b"]);
+        let (_, table, _) = human(fx, &["list"]);
+        let column = table.lines().nth(1).unwrap().split_whitespace().nth(3);
+        let (_, card, _) = human(fx, &["show", "-s", "b"]);
+        let line = card.lines().find(|l| l.contains("head moved")).unwrap();
+        (
+            listed["sessions"][0]["head_moved"].clone(),
+            shown["head_moved"].clone(),
+            column.unwrap().to_string(),
+            line.split_whitespace().last().unwrap().to_string(),
+        )
+    };
+    let same = (false.into(), false.into(), "same".into(), "no".into());
+    assert_eq!(answers(&fx), same);
+    fx.write("user.txt", "mine\n");
+    fx.commit_all("the user's commit");
+    let moved = (true.into(), true.into(), "moved".into(), "yes".into());
+    assert_eq!(answers(&fx), moved);
+}

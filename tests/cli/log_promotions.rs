@@ -50,6 +50,7 @@ fn log_lists_promotions_newest_first() {
         insta::assert_json_snapshot!(newest, @r#"
         {
           "digest": "[SECOND]",
+          "earlier_landings": [],
           "files_changed": 1,
           "landing": "applied",
           "mode": "patch",
@@ -83,4 +84,36 @@ fn log_lists_promotions_newest_first() {
         lines[2].contains("first") && lines[2].contains("applied (patch)"),
         "{table}"
     );
+}
+
+/// A change set landed, undone and reapplied landed twice: `log` shows both landings, the
+/// earlier one at its own time, and its JSON carries the journal's `earlier_landings`.
+#[test]
+fn log_shows_every_landing_of_a_reapplied_change_set() {
+    let fx = Fixture::new();
+    let digest = crate::fixture::promoted(&fx);
+    fx.git(&fx.src, &["checkout", "--", "README.md"]);
+    std::fs::remove_file(fx.src.join("new.txt")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let (code, again) = fx.json(&["promote", "-s", "s", "--reapply"]);
+    assert_eq!(
+        (code, again["outcome"].as_str()),
+        (0, Some("applied")),
+        "{again}"
+    );
+    let entry = crate::fixture::journal(&fx, &digest);
+    let earlier = entry["earlier_landings"].clone();
+    assert_eq!(earlier.as_array().map(Vec::len), Some(1), "{entry}");
+    let (code, doc) = fx.json(&["log"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["promotions"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["promotions"][0]["earlier_landings"], earlier, "{doc}");
+    let table = stdout_of(fx.cmd().arg("log").output().unwrap());
+    let short = &digest[..19];
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains(short)).collect();
+    assert_eq!(rows.len(), 2, "{table}");
+    assert!(rows[0].contains("reapplied (patch)"), "{table}");
+    assert!(rows[1].contains("earlier landing (patch)"), "{table}");
+    let (_, limited) = fx.json(&["log", "--limit", "1"]);
+    assert_eq!(limited["promotions"][0]["earlier_landings"], earlier);
 }

@@ -656,3 +656,53 @@ fn attack_overlaps_conflicted_and_backwards_sessions() {
     assert_eq!(subjects_since(&fx, &base).len(), 1);
     assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
 }
+
+/// One session whose work conflicts with a commit of yours (`README.md`) and with an untracked
+/// file of yours (`b.txt`): human `overlaps` and `list` say both, as the JSON does.
+#[test]
+fn human_overlaps_and_list_show_conflicts_with_head_and_your_changes() {
+    let fx = Fixture::new();
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    std::fs::write(iso.join("README.md"), "the session's\n").unwrap();
+    std::fs::write(iso.join("b.txt"), "the session's b\n").unwrap();
+    fx.write("README.md", "yours, committed\n");
+    fx.commit_all("the user's commit");
+    fx.write("b.txt", "yours, untracked\n");
+    let (code, stdout, _) = crate::fixture::human(&fx, &["overlaps"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        stdout,
+        "1 session would conflict with HEAD; 1 session would conflict with your uncommitted changes\n\
+         \x20 s: 2 changed: README.md, b.txt\n\
+         \x20   conflicts with HEAD: README.md\n\
+         \x20   conflicts with your uncommitted changes: b.txt\n"
+    );
+    let (code, listed) = fx.json(&["list"]);
+    assert_eq!(code, 0, "{listed}");
+    let session = &listed["sessions"][0];
+    assert_eq!(
+        session["conflicts_with_head"],
+        serde_json::json!(["README.md"])
+    );
+    assert_eq!(
+        session["conflicts_with_your_changes"],
+        serde_json::json!(["b.txt"])
+    );
+    let (_, table, _) = crate::fixture::human(&fx, &["list"]);
+    let row = table.lines().nth(1).unwrap();
+    assert!(
+        row.contains("bound (conflicts with HEAD, your uncommitted changes)"),
+        "{table}"
+    );
+    // Nothing conflicting: the headline says so for all three.
+    std::fs::remove_file(fx.src.join("b.txt")).unwrap();
+    std::fs::write(iso.join("README.md"), "yours, committed\n").unwrap();
+    let (_, stdout, _) = crate::fixture::human(&fx, &["overlaps"]);
+    assert_eq!(
+        stdout.lines().next(),
+        Some("no conflicts between live sessions, with HEAD, or with your uncommitted changes")
+    );
+    let (_, table, _) = crate::fixture::human(&fx, &["list"]);
+    assert!(!table.contains("conflicts with"), "{table}");
+}

@@ -929,7 +929,10 @@ fn a_spare_build_killed_is_removed_by_the_next_command_once_the_grace_is_over() 
     let mut aged = record();
     aged["at_ms"] = (crate::fixture::now_ms() - 11 * 60_000).into();
     std::fs::write(&record_file, serde_json::to_vec(&aged).unwrap()).unwrap();
-    crate::fixture::list_finishing_one(&fx);
+    crate::fixture::list_finishing_one(
+        &fx,
+        "an interrupted build or cleaning of a pool spare was finished",
+    );
     assert!(!tree.exists(), "the half-built spare is gone");
     assert!(!record_file.exists(), "its record is gone");
     let listed = fx.git(&fx.src, &["worktree", "list", "--porcelain"]);

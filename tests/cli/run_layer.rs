@@ -402,3 +402,59 @@ fn a_run_killed_before_during_or_after_its_merge_is_merged_by_the_next_command()
         assert_eq!(blob(&fx, tree, "w60.txt"), format!("{:0512}", 60));
     }
 }
+
+/// A command that never started (not found) leaves no run half done: its layer is merged
+/// before `run` fails, and the next command has nothing to finish or to warn about.
+#[test]
+fn a_command_that_cannot_start_leaves_nothing_to_finish() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("x");
+    run_script(&fx, "x", "true", true);
+    let out = fx
+        .cmd()
+        .args(["run", "-s", "x", "--", "no-such-command"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(127), "{out:?}");
+    let pending = fx.src.join(".git/a3s-iso/pending");
+    let left: Vec<_> = std::fs::read_dir(&pending)
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert_eq!(left, Vec::<std::ffi::OsString>::new(), "no record is left");
+    let (code, _, stderr) = crate::fixture::human(&fx, &["list"]);
+    assert_eq!((code, stderr.as_str()), (0, ""));
+}
+
+/// A run killed before its merge is finished by the next command, which names it.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn the_warning_of_a_finished_run_names_the_run_and_its_session() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("x");
+    run_script(&fx, "x", "true", true);
+    let out = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "run-layer-before-merge")
+        .args(["run", "-s", "x", "--", "sh", "-c", "echo new > new.txt"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&out.status),
+        Some(9)
+    );
+    let (code, _, stderr) = crate::fixture::human(&fx, &["list"]);
+    assert_eq!(
+        (code, stderr.as_str()),
+        (0, "warning: an interrupted run of session x was finished\n")
+    );
+    assert_eq!(
+        crate::fixture::read_text(&fx.isolation("x"), "new.txt"),
+        "new\n"
+    );
+}
