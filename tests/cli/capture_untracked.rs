@@ -354,7 +354,7 @@ fn captures_while_a_command_makes_and_deletes_files_do_not_fail() {
                 let _ = fs::create_dir_all(&dir);
                 let path = dir.join(format!("f{}", n % 7));
                 let _ = fs::write(&path, n.to_string());
-                if n % 3 == 0 {
+                if n.is_multiple_of(3) {
                     let _ = fs::remove_file(&path);
                 }
                 if n % 50 == 49 {

@@ -452,3 +452,52 @@ fn the_argv_check_sees_planted_builders() {
         ]
     );
 }
+
+/// A version triple of `rust-version` text (`1.88` is 1.88.0).
+fn rust_version(text: &str) -> (u32, u32, u32) {
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let mut next = || parts.next().unwrap_or(0);
+    (next(), next(), next())
+}
+
+/// `rust-version` is what `cargo install --locked` needs: no locked dependency asks for a
+/// newer Rust than the packages of this workspace claim. (The standard library calls are
+/// checked against it by clippy's `incompatible_msrv`, which CI runs.)
+#[test]
+fn the_rust_version_claimed_covers_every_locked_dependency() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args(["metadata", "--format-version", "1", "--locked", "--offline"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = metadata["packages"].as_array().unwrap();
+    let members: Vec<&str> = metadata["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    let claimed: Vec<(u32, u32, u32)> = packages
+        .iter()
+        .filter(|p| members.contains(&p["id"].as_str().unwrap()))
+        .map(|p| rust_version(p["rust_version"].as_str().expect("a rust-version")))
+        .collect();
+    let least = *claimed.iter().min().unwrap();
+    assert_eq!(least, rust_version(env!("CARGO_PKG_RUST_VERSION")));
+    for package in packages {
+        if let Some(needed) = package["rust_version"].as_str() {
+            assert!(
+                rust_version(needed) <= least,
+                "{} {} needs Rust {needed}, newer than the {least:?} claimed",
+                package["name"],
+                package["version"]
+            );
+        }
+    }
+}
