@@ -3,7 +3,7 @@
 //! library's errors carry only their code and cause (`base::error`); the words that belong to
 //! the interface are here.
 
-use crate::base::error::{ChangeSetRule, Error, NotGranted, Taken, Unavailable};
+use crate::base::error::{ChangeSetRule, Error, NoSession, NotGranted, Taken, Unavailable};
 
 /// The `error` object of an `a3s-iso.error.v1` document.
 pub fn document(err: &Error) -> serde_json::Value {
@@ -87,9 +87,7 @@ pub fn hint(err: &Error) -> Option<String> {
                 .collect::<Vec<_>>()
                 .join(" or ")
         )),
-        Error::SessionNotFound { .. } => {
-            Some("bind a session first (a3s-iso bind), or name one with -s".into())
-        }
+        Error::SessionNotFound { reason, .. } => no_session_hint(reason),
         Error::SessionSwept { session_id, .. } => Some(format!(
             "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
         )),
@@ -183,6 +181,27 @@ fn taken_hint(reason: &Taken) -> String {
             format!("use another session id, or act for that owner with --owner-pid {pid}")
         }
         Taken::NotCreatedHere { .. } => "the hook binds another id beside it".into(),
+    }
+}
+
+/// What to do when no session was found: one named with `-s` is bound under that id (or
+/// looked for in another store); with none named, bind one or name one.
+fn no_session_hint(reason: &NoSession) -> Option<String> {
+    match reason {
+        NoSession::Unknown { session_id, .. } => Some(format!(
+            "a3s-iso list shows this store's sessions; bind this one with a3s-iso bind -s {session_id}, or name its store with --state-dir"
+        )),
+        NoSession::OtherRepository { repository, .. } => Some(format!(
+            "run the command in {} (-C), or use another session id here",
+            repository.display()
+        )),
+        NoSession::NoIsolation { session_id } => Some(format!(
+            "a3s-iso show -s {session_id} says where its work is"
+        )),
+        NoSession::NoneLive { .. } => Some("bind a session first (a3s-iso bind)".into()),
+        NoSession::SeveralLive { .. } => {
+            Some("name one with -s (a3s-iso list shows them)".into())
+        }
     }
 }
 
