@@ -82,7 +82,7 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     let mut fields = vec![
         ("session", cs.identity.session_id.clone()),
         ("run", cs.identity.run_id.clone()),
-        ("digest", cs.patch_digest.to_string()),
+        ("patch digest", cs.patch_digest.to_string()),
         ("base", cs.base_tree.field()),
         ("result", cs.result_tree.field()),
         ("ref", outcome.result_ref.clone()),

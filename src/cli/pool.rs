@@ -97,12 +97,16 @@ fn render(outcome: &PoolOutcome, out: &Output) {
             included.join(" ")
         ),
     };
-    out.fields(&[
-        ("built", outcome.built.to_string()),
-        ("removed", outcome.removed.to_string()),
-        ("keep ignored", keep),
-        ("reflink", reflink),
-    ]);
+    // What this call built or removed, when it did (`--status` changes nothing).
+    let mut fields = Vec::new();
+    if outcome.built > 0 {
+        fields.push(("built", outcome.built.to_string()));
+    }
+    if outcome.removed > 0 {
+        fields.push(("removed", outcome.removed.to_string()));
+    }
+    fields.extend([("keep ignored", keep), ("reflink", reflink)]);
+    out.fields(&fields);
     for spare in &outcome.spares {
         let state = match spare.state {
             SpareState::Ready => "ready",

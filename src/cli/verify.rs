@@ -80,7 +80,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
     }
     out.headline_toned("valid", super::Tone::Good);
     out.fields(&[
-        ("digest", outcome.patch_digest),
+        ("patch digest", outcome.patch_digest),
         ("size", super::human_bytes(outcome.patch_bytes)),
         ("session", outcome.session_id),
         ("run", outcome.run_id),

@@ -199,9 +199,7 @@ fn no_session_hint(reason: &NoSession) -> Option<String> {
             "a3s-iso show -s {session_id} says where its work is"
         )),
         NoSession::NoneLive { .. } => Some("bind a session first (a3s-iso bind)".into()),
-        NoSession::SeveralLive { .. } => {
-            Some("name one with -s (a3s-iso list shows them)".into())
-        }
+        NoSession::SeveralLive { .. } => Some("name one with -s (a3s-iso list shows them)".into()),
     }
 }
 

@@ -942,3 +942,39 @@ fn a_spare_build_killed_is_removed_by_the_next_command_once_the_grace_is_over() 
     assert_eq!(ready(&pool(&fx, &["--size", "1"])), 1);
     spares_are_pristine(&fx);
 }
+
+/// `pool --status` changes nothing and says nothing was built or removed; `--size` says what
+/// it built and removed.
+#[test]
+fn pool_status_shows_what_is_there_and_size_what_it_did() {
+    let fx = Fixture::new();
+    let (code, built, _) = crate::fixture::human(&fx, &["pool", "--size", "1"]);
+    assert_eq!(code, 0, "{built}");
+    assert!(
+        built
+            .lines()
+            .any(|l| l.split_whitespace().eq(["built", "1"])),
+        "{built}"
+    );
+    assert!(!built.lines().any(|l| l.starts_with("removed")), "{built}");
+    let (code, status, _) = crate::fixture::human(&fx, &["pool", "--status"]);
+    assert_eq!(code, 0, "{status}");
+    assert!(
+        status.starts_with("pool of ") && status.contains("1 of 1 spare ready"),
+        "{status}"
+    );
+    assert!(
+        !status
+            .lines()
+            .any(|l| l.starts_with("built") || l.starts_with("removed")),
+        "{status}"
+    );
+    let (code, shrunk, _) = crate::fixture::human(&fx, &["pool", "--size", "0"]);
+    assert_eq!(code, 0, "{shrunk}");
+    assert!(
+        shrunk
+            .lines()
+            .any(|l| l.split_whitespace().eq(["removed", "1"])),
+        "{shrunk}"
+    );
+}
