@@ -399,3 +399,17 @@ fn examples_and_scripts_read_json_with_jq_not_grep_or_sed() {
         found.join("\n")
     );
 }
+
+/// The sandbox page says what downloading crates needs: the `@crates` preset, never the whole
+/// network, where it shows cargo fetching them.
+#[test]
+fn the_sandbox_page_gives_cargo_its_preset_not_the_whole_network() {
+    let page = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/sandbox.md"),
+    )
+    .unwrap();
+    for line in page.lines().filter(|l| l.contains("cargo ")) {
+        assert!(!line.contains("--allow-network"), "{line}");
+    }
+    assert!(page.contains("--allow-host @crates -- cargo test"));
+}
