@@ -172,11 +172,17 @@ fn tone(outcome: Outcome) -> Tone {
 fn headline(outcome: &PromoteOutcome) -> String {
     match (outcome.outcome, outcome.reason) {
         (Outcome::Empty, _) => "empty: the session changed nothing; nothing was applied".into(),
-        (Outcome::Applied, _) => format!(
-            "applied: {} file{} changed",
-            outcome.files_changed,
-            if outcome.files_changed == 1 { "" } else { "s" }
-        ),
+        (Outcome::Applied, _) => {
+            let files = format!(
+                "{} file{} changed",
+                outcome.files_changed,
+                if outcome.files_changed == 1 { "" } else { "s" }
+            );
+            match &outcome.branch {
+                Some(branch) => format!("applied: {}; {files}", replayed(branch)),
+                None => format!("applied: {files}"),
+            }
+        }
         (Outcome::Idempotent, _) => {
             "idempotent: this change set was promoted before; nothing applied".into()
         }
@@ -190,6 +196,25 @@ fn headline(outcome: &PromoteOutcome) -> String {
             "partial: the change set landed, but not every nested change set did; see below".into()
         }
     }
+}
+
+/// Branch mode's part of the headline: how many commits went onto which branch, and where
+/// they are kept.
+fn replayed(branch: &a3s_iso::ops::promote::BranchReport) -> String {
+    let count = branch.replayed.len();
+    let onto = branch
+        .target_branch
+        .strip_prefix("refs/heads/")
+        .unwrap_or(&branch.target_branch);
+    let kept = branch
+        .retained_branch
+        .as_ref()
+        .map(|b| format!(" (retained branch {b})"))
+        .unwrap_or_default();
+    format!(
+        "replayed {count} commit{} onto {onto}{kept}",
+        if count == 1 { "" } else { "s" }
+    )
 }
 
 fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {

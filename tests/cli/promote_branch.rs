@@ -644,3 +644,29 @@ fn the_leftovers_commit_says_where_it_came_from_or_what_the_user_wrote() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Branch mode's first line says what the docs say it does: how many commits were replayed
+/// onto which branch, where they are kept, and how many files changed.
+#[test]
+fn a_branch_promote_says_what_it_replayed_onto_which_branch() {
+    let fx = Fixture::new();
+    fx.bind("feature");
+    let iso = fx.isolation("feature");
+    std::fs::write(iso.join("feature.txt"), "feature\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "Add the feature",
+        "Agent <agent@example.com>",
+        "2026-01-01T00:00:00Z",
+    );
+    let (code, stdout, _) =
+        crate::fixture::human(&fx, &["promote", "-s", "feature", "--mode", "branch"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert_eq!(
+        stdout.lines().next(),
+        Some(
+            "applied: replayed 1 commit onto main (retained branch a3s-iso/feature); 1 file changed"
+        )
+    );
+}
