@@ -20,7 +20,19 @@ mkdir -p "$HOME"
 
 if [ -t 1 ]; then bold=$'\e[1m'; off=$'\e[0m'; else bold=""; off=""; fi
 step() { printf '\n%s== %s%s\n' "$bold" "$*" "$off"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
+# A command as it can be pasted into a shell: words that need it in single quotes.
+quoted() {
+  local word out=()
+  for word in "$@"; do
+    if [[ $word =~ ^[A-Za-z0-9_./:=@%+,-]+$ ]]; then
+      out+=("$word")
+    else
+      out+=("'${word//\'/\'\\\'\'}'")
+    fi
+  done
+  printf '%s' "${out[*]}"
+}
+show() { printf '$ %s\n' "$(quoted "$@")"; "$@"; }
 a3s() { show "$iso" "$@"; }
 
 step "a repository"

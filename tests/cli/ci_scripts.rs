@@ -30,6 +30,27 @@ fn the_demo_runs_the_whole_lifecycle() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Each command it shows can be pasted: the shell reads back the words it ran.
+    let run = stdout
+        .lines()
+        .find(|l| l.starts_with("$ ") && l.contains(" sh -c "))
+        .expect("the demo shows the agent's run");
+    // (In a throwaway directory: a line that is not quoted would redirect there.)
+    let words = Command::new("bash")
+        .current_dir(&fx.root)
+        .args([
+            "-c",
+            "eval \"set -- $1\"; printf '%s\\n' \"${@: -1}\"",
+            "_",
+            &run[2..],
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&words.stdout),
+        "printf \"hello\\nfrom the agent\\n\" > README.md; printf \"notes\\n\" > NOTES.md\n",
+        "{run}"
+    );
     for expected in [
         "applied: 2 files changed",
         "idempotent",
