@@ -3,7 +3,7 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
-use a3s_iso::services::config::{ConfigReport, Loaded, Setting, Trust, load};
+use a3s_iso::services::config::{ConfigReport, Effective, Loaded, Origin, Trust, load};
 use a3s_iso::workspace::context::Context;
 
 use super::Output;
@@ -53,56 +53,92 @@ fn render(report: &ConfigReport, out: &Output) {
         Some(path) => format!("{} (none)", path.display()),
         None => "(no per-user config directory)".into(),
     };
-    let settings = &report.settings;
-    let list = |s: &Setting<Vec<String>>| {
-        let value = if s.value.is_empty() {
-            "-".to_string()
-        } else {
-            s.value.join("; ")
-        };
-        format!("{value} ({})", s.source.as_str())
-    };
     let mut fields = vec![
         (
             "repository file",
             format!("{} ({})", file.path.display(), file.trust.as_str()),
         ),
         ("user file", user),
-        ("setup", list(&settings.setup)),
-        ("copy_ignored", list(&settings.copy_ignored)),
-        (
-            "run.allow_network",
-            format!(
-                "{} ({})",
-                settings.allow_network.value,
-                settings.allow_network.source.as_str()
-            ),
-        ),
-        (
-            "run.profile",
-            format!(
-                "{} ({})",
-                settings.profile.value.as_deref().unwrap_or("-"),
-                settings.profile.source.as_str()
-            ),
-        ),
-        (
-            "pool.size",
-            format!(
-                "{} ({})",
-                settings
-                    .pool_size
-                    .value
-                    .map_or_else(|| "-".into(), |n| n.to_string()),
-                settings.pool_size.source.as_str()
-            ),
-        ),
     ];
+    fields.extend(setting_fields(&report.settings, false));
     fields.extend(report.profiles.iter().map(|p| ("profile", profile_line(p))));
     out.fields(&fields);
     if matches!(file.trust, Trust::Untrusted | Trust::Changed) {
+        // What trusting it would grant, shown before anyone trusts it.
+        let asked = file
+            .settings
+            .as_ref()
+            .map(|s| setting_fields(s, true))
+            .unwrap_or_default();
+        if !asked.is_empty() {
+            out.line("the repository file asks for (not applied until you trust it):");
+            let indented: Vec<(String, String)> = asked
+                .into_iter()
+                .map(|(k, v)| (format!("  {k}"), v))
+                .collect();
+            let borrowed: Vec<(&str, String)> = indented
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.clone()))
+                .collect();
+            out.fields(&borrowed);
+        }
         out.hint("the repository file's settings are not applied until you trust it: a3s-iso config trust");
     }
+}
+
+/// Every setting that grants or runs something, `KEY  VALUE (SOURCE)`; with `only_set`, only
+/// those set by a file (not left at their default).
+fn setting_fields(settings: &Effective, only_set: bool) -> Vec<(&'static str, String)> {
+    let list = |items: &[String]| match items.is_empty() {
+        true => "-".to_string(),
+        false => items.join("; "),
+    };
+    let pool_keep = settings.pool_keep_ignored.value.as_deref();
+    let rows: [(&'static str, Origin, String); 8] = [
+        ("setup", settings.setup.source, list(&settings.setup.value)),
+        (
+            "copy_ignored",
+            settings.copy_ignored.source,
+            list(&settings.copy_ignored.value),
+        ),
+        (
+            "run.allow_network",
+            settings.allow_network.source,
+            settings.allow_network.value.to_string(),
+        ),
+        (
+            "run.allow_host",
+            settings.allow_host.source,
+            list(&settings.allow_host.value),
+        ),
+        (
+            "run.publish",
+            settings.publish.source,
+            list(&settings.publish.value),
+        ),
+        (
+            "run.profile",
+            settings.profile.source,
+            settings.profile.value.clone().unwrap_or_else(|| "-".into()),
+        ),
+        (
+            "pool.size",
+            settings.pool_size.source,
+            settings
+                .pool_size
+                .value
+                .map_or_else(|| "-".into(), |n| n.to_string()),
+        ),
+        (
+            "pool.keep_ignored",
+            settings.pool_keep_ignored.source,
+            pool_keep.map_or_else(|| "-".into(), list),
+        ),
+    ];
+    rows.into_iter()
+        .filter(|(_, source, _)| !only_set || *source != Origin::Default)
+        .map(|(key, source, value)| (key, format!("{value} ({})", source.as_str())))
+        .collect()
 }
 
 /// `NAME (SOURCE): writes ~/.a/, ~/.b; env A, B*; hosts @x` (`-` for what it has none of).
@@ -158,9 +194,13 @@ fn ask(file: &a3s_iso::services::config::RepositoryFile) -> bool {
     };
     let _ = writeln!(
         err,
-        "{} {what}; it can run commands and open the network:\n",
+        "{} {what}; it can run commands and open the network. It asks for:\n",
         file.path.display()
     );
+    for (key, value) in setting_fields(&file.settings(), true) {
+        let _ = writeln!(err, "  {key:<18} {}", super::inert(&value));
+    }
+    let _ = writeln!(err, "\nThe file:\n");
     for line in file.text.lines() {
         let _ = writeln!(err, "  | {}", super::inert(line));
     }

@@ -234,6 +234,11 @@ fn config_json_shows_where_each_value_came_from() {
         before["settings"]["pool.size"],
         json!({"value": 3, "source": "user"})
     );
+    // Untrusted, what the file would set is shown beside what is in effect.
+    assert_eq!(
+        before["repository_file"]["settings"]["pool.size"],
+        json!({"value": 1, "source": "repository"})
+    );
     let (code, mut doc) = fx.json(&["config", "trust"]);
     assert_eq!(code, 0, "{doc}");
     // The profiles are checked in profiles.rs.
@@ -251,7 +256,17 @@ fn config_json_shows_where_each_value_came_from() {
         json!({
             "schema": "a3s-iso.config.v1",
             "source": fx.src,
-            "repository_file": {"path": file, "sha256": digest, "trust": "trusted"},
+            "repository_file": {"path": file, "sha256": digest, "trust": "trusted",
+                "settings": {
+                    "setup": {"value": [], "source": "default"},
+                    "copy_ignored": {"value": [".env"], "source": "repository"},
+                    "run.allow_network": {"value": false, "source": "default"},
+                    "run.profile": {"value": null, "source": "default"},
+                    "run.allow_host": {"value": [], "source": "default"},
+                    "run.publish": {"value": [], "source": "default"},
+                    "pool.size": {"value": 1, "source": "repository"},
+                    "pool.keep_ignored": {"value": null, "source": "default"},
+                }},
             "user_file": {"path": user, "present": true},
             "settings": {
                 "setup": {"value": [], "source": "default"},
@@ -403,4 +418,47 @@ fn the_user_files_keep_patterns_are_used_when_none_are_given() {
     let (code, doc) = fx.json(&["pool", "--no-fill", "--keep-ignored", "node_modules/"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["keep_ignored"], json!(["node_modules/"]), "{doc}");
+}
+
+/// `config` of an untrusted file and `config trust` show every key that grants or runs
+/// something, with its value, before and when the user trusts it.
+#[test]
+fn config_and_config_trust_show_every_granting_key() {
+    let fx = Fixture::new();
+    repository_config(
+        &fx,
+        "setup = [\"npm ci\"]\ncopy_ignored = [\"node_modules\"]\n[run]\nallow_host = [\"@npm\"]\n\
+         publish = [3000]\nallow_network = false\nprofile = \"generic\"\n[pool]\nsize = 1\n\
+         keep_ignored = [\"target\"]\n",
+    );
+    let granted = [
+        ("setup", "npm ci"),
+        ("copy_ignored", "node_modules"),
+        ("run.allow_network", "false"),
+        ("run.allow_host", "@npm"),
+        ("run.publish", "3000"),
+        ("run.profile", "generic"),
+        ("pool.size", "1"),
+        ("pool.keep_ignored", "target"),
+    ];
+    let shown = |text: &str| {
+        for (key, value) in granted {
+            assert!(
+                text.lines()
+                    .any(|l| l.split_whitespace().next() == Some(key)
+                        && l.contains(&format!(" {value} (repository)"))),
+                "{key} = {value} not shown:\n{text}"
+            );
+        }
+    };
+    let (code, untrusted, _) = crate::fixture::human(&fx, &["config"]);
+    assert_eq!(code, 0, "{untrusted}");
+    let asked = untrusted
+        .split("the repository file asks for (not applied until you trust it):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no list of what the file asks for:\n{untrusted}"));
+    shown(asked);
+    let (code, trusted, _) = crate::fixture::human(&fx, &["config", "trust"]);
+    assert_eq!(code, 0, "{trusted}");
+    shown(&trusted);
 }

@@ -832,3 +832,49 @@ fn progress_shows_on_a_terminal_only() {
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+/// Asked on a terminal whether to trust a repository's file, the user sees every setting it
+/// would grant before answering; no is no, and nothing is bound.
+#[test]
+fn the_trust_prompt_shows_every_grant_before_it_asks() {
+    let fx = Fixture::new();
+    fx.write(
+        ".a3s-iso.toml",
+        "setup = [\"npm ci\"]\ncopy_ignored = [\"node_modules\"]\n[run]\nallow_host = [\"@npm\"]\n\
+         publish = [3000]\nallow_network = false\nprofile = \"generic\"\n[pool]\nsize = 1\n\
+         keep_ignored = [\"target\"]\n",
+    );
+    fx.commit_all("configuration");
+    let mut outer = Outer::open();
+    let mut child = a3s_iso(&fx, false)
+        .args(["bind", "-s", "asked", "--owner", "none"])
+        .stdin(outer.stdio())
+        .stdout(Stdio::piped())
+        .stderr(outer.stdio())
+        .spawn()
+        .unwrap();
+    outer.wait_for("trust it? [y/N]", &mut child);
+    let asked = outer.text();
+    for (key, value) in [
+        ("setup", "npm ci"),
+        ("copy_ignored", "node_modules"),
+        ("run.allow_network", "false"),
+        ("run.allow_host", "@npm"),
+        ("run.publish", "3000"),
+        ("run.profile", "generic"),
+        ("pool.size", "1"),
+        ("pool.keep_ignored", "target"),
+    ] {
+        assert!(
+            asked
+                .lines()
+                .any(|l| l.split_whitespace().next() == Some(key)
+                    && l.contains(&format!(" {value} (repository)"))),
+            "{key} = {value} is not shown before the question:\n{asked}"
+        );
+    }
+    outer.type_bytes(b"n\n");
+    let out = outer.finish(child);
+    assert_eq!(out.status.code(), Some(5), "{}", outer.text());
+    assert!(!fx.isolation("asked").exists());
+}

@@ -176,6 +176,20 @@ pub struct RepositoryFile {
     pub trust: Trust,
 }
 
+impl RepositoryFile {
+    /// What the file sets by itself (every key it sets has the source `repository`), trusted
+    /// or not.
+    pub fn settings(&self) -> Effective {
+        let alone = Loaded {
+            source: PathBuf::new(),
+            user_path: None,
+            user: Layer::default(),
+            repository: Some(self.clone()),
+        };
+        alone.effective(true)
+    }
+}
+
 /// The configuration files of a repository and of the user.
 #[derive(Debug, Clone)]
 pub struct Loaded {
@@ -233,6 +247,12 @@ impl Loaded {
             effective.pool_keep_ignored.set(keep.map(Some), origin);
         }
         effective
+    }
+
+    /// What the repository's file sets by itself, trusted or not (`None` without one): what a
+    /// user approves when they trust it, shown before they do.
+    pub fn repository_settings(&self) -> Option<Effective> {
+        self.repository.as_ref().map(RepositoryFile::settings)
     }
 
     /// The repository file's trust state (`Absent` when there is none).
@@ -295,6 +315,9 @@ pub struct RepositoryFileReport {
     pub sha256: Option<String>,
     /// `absent`, `trusted`, `untrusted` or `changed`.
     pub trust: Trust,
+    /// What the file sets by itself, whether or not it is trusted (`null` without one): each
+    /// key it sets has the source `repository`.
+    pub settings: Option<Effective>,
 }
 
 /// The user's file in a [`ConfigReport`].
@@ -317,6 +340,7 @@ impl Loaded {
                 path: self.source.join(REPOSITORY_FILE),
                 sha256: self.repository.as_ref().map(|f| f.sha256.clone()),
                 trust: self.trust(),
+                settings: self.repository_settings(),
             },
             user_file: UserFileReport {
                 path: self.user_path.clone(),
