@@ -115,6 +115,10 @@ pub struct LandedSession {
     pub test_run_id: Option<String>,
     /// Where the test's output is kept.
     pub test_output: Option<PathBuf>,
+    /// The tracked paths the test added, changed or deleted in the rebased tree; dropped
+    /// before the session landed (what lands is the rebased tree the test started from).
+    #[serde(default)]
+    pub test_wrote: Vec<String>,
     /// The paths of a conflict.
     pub conflicting_paths: Vec<String>,
     /// What a failure said.
@@ -136,6 +140,7 @@ impl LandedSession {
             test_exit_code: None,
             test_run_id: None,
             test_output: None,
+            test_wrote: Vec::new(),
             conflicting_paths: Vec::new(),
             error: None,
             duration_ms: 0,
@@ -313,6 +318,14 @@ fn steps(
     landed: &mut LandedSession,
 ) -> Result<()> {
     let session = ctx.resolve_session(located, Some(id))?;
+    // A test a kill ended left what it wrote in the isolation: none of it lands.
+    let left = super::land_gate::drop_test_writes(ctx, located, id)?;
+    if !left.is_empty() {
+        landed.warnings.push(format!(
+            "an interrupted test had written {}: dropped from the isolation before landing",
+            left.join(", ")
+        ));
+    }
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
     }
@@ -322,7 +335,11 @@ fn steps(
     }
     if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
-        if !test_passes(ctx, located, queue, id, landed)? {
+        super::land_gate::before_test(ctx, located, id)?;
+        let passed = test_passes(ctx, located, queue, id, landed);
+        crate::fault_point!("land-after-test");
+        landed.test_wrote = super::land_gate::drop_test_writes(ctx, located, id)?;
+        if !passed? {
             landed.outcome = LandResult::TestFailed;
             return Ok(());
         }
