@@ -35,6 +35,7 @@ mod house_layers;
 mod human_lifecycle;
 mod land_attack;
 mod land_gate;
+mod land_hints;
 mod land_queue;
 mod library_host;
 mod lifecycle_configs;
