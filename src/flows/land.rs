@@ -534,6 +534,13 @@ impl NextStep {
                     .as_ref()
                     .map_or("no file".into(), |p| p.display().to_string())
             ),
+            (LandResult::Failed, _)
+                if stopped.error.as_ref().is_some_and(|e| {
+                    e.code == crate::base::error::ErrorCode::SessionBusy.as_str()
+                }) =>
+            {
+                format!("a run holds session {id}: wait for it to end")
+            }
             (LandResult::Failed, _) => format!(
                 "session {id} stopped on an error ({}): see to it",
                 stopped

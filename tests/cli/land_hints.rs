@@ -187,3 +187,26 @@ fn land_hint_json_names_the_commands() {
         "{doc}"
     );
 }
+
+/// A run that holds the session's lease stops its landing (`session_busy`); once the run
+/// ended, the hint's command lands it.
+#[test]
+fn land_hint_after_a_run_holds_the_session_moves_on() {
+    let fx = Fixture::new();
+    session_adding_its_file(&fx, "s");
+    let flags = fx.root.join("flags");
+    std::fs::create_dir_all(&flags).unwrap();
+    let dir = flags.display();
+    let script = format!("touch {dir}/started; while [ ! -e {dir}/go ]; do sleep 0.05; done");
+    let run = spawn_human(
+        &fx,
+        &["run", "-s", "s", "--no-sandbox", "--", "sh", "-c", &script],
+    );
+    wait_for(&flags.join("started"), std::time::Duration::from_secs(20));
+    let (code, commands) = stop(&fx, &["land", "-s", "s"]);
+    assert_eq!(code, 1);
+    std::fs::write(flags.join("go"), "").unwrap();
+    assert!(run.wait_with_output().unwrap().status.success());
+    follow(&fx, &commands);
+    landed(&fx, "s.txt", "s");
+}
