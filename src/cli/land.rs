@@ -107,11 +107,8 @@ fn render(outcome: &LandOutcome, out: &Output) {
     for session in &outcome.sessions {
         out.line(&format!("  {}", line(session)));
     }
-    if let Some(id) = &outcome.stopped_at {
-        out.hint(&format!(
-            "see to session {} (a conflict waits in its isolation: resolve it, then a3s-iso rebase -s {0} --continue), then a3s-iso land continues the queue",
-            inert(id)
-        ));
+    if let Some(hint) = &outcome.hint {
+        out.hint(hint);
     }
 }
 

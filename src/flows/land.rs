@@ -115,6 +115,10 @@ pub struct LandedSession {
     pub test_run_id: Option<String>,
     /// Where the test's output is kept.
     pub test_output: Option<PathBuf>,
+    /// The tracked paths the test added, changed or deleted in the rebased tree; dropped
+    /// before the session landed (what lands is the rebased tree the test started from).
+    #[serde(default)]
+    pub test_wrote: Vec<String>,
     /// The paths of a conflict.
     pub conflicting_paths: Vec<String>,
     /// What a failure said.
@@ -136,6 +140,7 @@ impl LandedSession {
             test_exit_code: None,
             test_run_id: None,
             test_output: None,
+            test_wrote: Vec::new(),
             conflicting_paths: Vec::new(),
             error: None,
             duration_ms: 0,
@@ -155,6 +160,11 @@ pub struct LandOutcome {
     pub sessions: Vec<LandedSession>,
     /// The session the queue stopped at (`null`: it went through).
     pub stopped_at: Option<String>,
+    /// What to do where it stopped, then the commands that move the queue on, in order
+    /// (`null` and empty when it went through).
+    pub hint: Option<String>,
+    /// The commands of `hint`, each a shell command line to run as it is, in order.
+    pub next_commands: Vec<String>,
     /// What recovery wants the user to know.
     pub warnings: Vec<String>,
 }
@@ -222,6 +232,8 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         resumed,
         sessions: Vec::new(),
         stopped_at: None,
+        hint: None,
+        next_commands: Vec::new(),
         warnings: ctx.take_notices(),
     };
     save(&queue_file, &queue)?;
@@ -246,6 +258,14 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     }
     if out.stopped_at.is_none() {
         remove_file_if_exists(&queue_file)?;
+    }
+    let stopped = out
+        .sessions
+        .iter()
+        .find(|s| Some(&s.session_id) == out.stopped_at.as_ref());
+    if let Some(step) = stopped.map(NextStep::after) {
+        out.hint = Some(step.hint);
+        out.next_commands = step.commands;
     }
     Ok(out)
 }
@@ -313,6 +333,14 @@ fn steps(
     landed: &mut LandedSession,
 ) -> Result<()> {
     let session = ctx.resolve_session(located, Some(id))?;
+    // A test a kill ended left what it wrote in the isolation: none of it lands.
+    let left = super::land_gate::drop_test_writes(ctx, located, id)?;
+    if !left.is_empty() {
+        landed.warnings.push(format!(
+            "an interrupted test had written {}: dropped from the isolation before landing",
+            left.join(", ")
+        ));
+    }
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
     }
@@ -322,7 +350,11 @@ fn steps(
     }
     if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
-        if !test_passes(ctx, located, queue, id, landed)? {
+        super::land_gate::before_test(ctx, located, id)?;
+        let passed = test_passes(ctx, located, queue, id, landed);
+        crate::fault_point!("land-after-test");
+        landed.test_wrote = super::land_gate::drop_test_writes(ctx, located, id)?;
+        if !passed? {
             landed.outcome = LandResult::TestFailed;
             return Ok(());
         }
@@ -459,4 +491,73 @@ fn test_passes(
     landed.test_output = Some(output);
     landed.warnings.extend(ran.warnings);
     Ok(ran.exit_code == Some(0))
+}
+
+/// What moves a stopped queue on: what the user sees to first, then the commands to run.
+struct NextStep {
+    hint: String,
+    commands: Vec<String>,
+}
+
+impl NextStep {
+    /// The step after `stopped`, the session the queue stopped at. Every way a landing stops
+    /// has its own: a rebase conflict is resolved in the isolation, anything else is seen to
+    /// and the queue continued (which rebases and tests the session anew).
+    fn after(stopped: &LandedSession) -> NextStep {
+        let id = crate::base::argv::shell_quote(std::ffi::OsStr::new(&stopped.session_id));
+        let land = "a3s-iso land".to_string();
+        let first = match (stopped.outcome, stopped.reason) {
+            (LandResult::Conflict, Some(Reason::RebaseConflicted)) => {
+                let rebase = format!("a3s-iso rebase -s {id} --continue");
+                return NextStep {
+                    hint: format!(
+                        "a conflict waits in the isolation of session {id} ({}): resolve it there ($(a3s-iso path -s {id})) and git add the resolved paths, then `{rebase}`, then `{land}` continues the queue",
+                        stopped.conflicting_paths.join(", ")
+                    ),
+                    commands: vec![rebase, land],
+                };
+            }
+            (LandResult::Conflict, Some(Reason::HeadMoved)) => {
+                format!("your HEAD moved while session {id} was tested: nothing to resolve")
+            }
+            (LandResult::Conflict, Some(Reason::PatchDoesNotApply)) => format!(
+                "your uncommitted changes are in the way of session {id} ({}): commit, stash or move them",
+                stopped.conflicting_paths.join(", ")
+            ),
+            (LandResult::TestFailed, _) => format!(
+                "the test failed on session {id} (exit {}, output in {}): fix the session's work in $(a3s-iso path -s {id})",
+                stopped
+                    .test_exit_code
+                    .map_or("by a signal".into(), |c| c.to_string()),
+                stopped
+                    .test_output
+                    .as_ref()
+                    .map_or("no file".into(), |p| p.display().to_string())
+            ),
+            (LandResult::Failed, _)
+                if stopped.error.as_ref().is_some_and(|e| {
+                    e.code == crate::base::error::ErrorCode::SessionBusy.as_str()
+                }) =>
+            {
+                format!("a run holds session {id}: wait for it to end")
+            }
+            (LandResult::Failed, _) => format!(
+                "session {id} stopped on an error ({}): see to it",
+                stopped
+                    .error
+                    .as_ref()
+                    .map_or("unknown", |e| e.code.as_str())
+            ),
+            _ => format!(
+                "session {id} did not land ({}): see to it",
+                stopped.reason.map_or("no reason", |r| r.as_str())
+            ),
+        };
+        NextStep {
+            hint: format!(
+                "{first}; then `{land}` continues the queue (it rebases and tests the session anew)"
+            ),
+            commands: vec![land],
+        }
+    }
 }

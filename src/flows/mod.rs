@@ -5,4 +5,5 @@
 
 pub mod claude;
 pub mod land;
+mod land_gate;
 pub mod setup;

@@ -131,7 +131,7 @@ fn held_in<'a>(
 
 /// The working tree from what it holds now (`now`, which a3s-iso's own index describes) to
 /// `tree`.
-fn write_files(
+pub(crate) fn write_files(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,

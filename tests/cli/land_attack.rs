@@ -546,7 +546,8 @@ fn attack_land_odd_session_ids() {
 /// session's isolation, HOME) and to reach a server on the host's loopback: no write reaches
 /// the host (inside, the source is a throwaway skeleton, HOME is read-only, other isolations
 /// are not there) and the connection fails, so the test that needs them is `test_failed` with
-/// nothing landed, and the test that shrugs them off lands the session's own work only.
+/// nothing landed, and the test that shrugs them off lands the session's own work only (not
+/// even what it wrote in the isolation).
 #[test]
 fn attack_land_test_cannot_write_outside_or_reach_the_network() {
     if !require_tool("sandbox") {
@@ -582,7 +583,12 @@ fn attack_land_test_cannot_write_outside_or_reach_the_network() {
     assert_eq!(code, 0, "{doc}");
     assert_eq!(outcomes(&doc), pairs(&[("t", "landed")]), "{doc}");
     let changed = fx.git(&fx.src, &["diff", "--name-only", &format!("{base}..HEAD")]);
-    assert_eq!(changed, "from-test.txt\nt.txt");
+    // What the test wrote is reported, not landed.
+    assert_eq!(changed, "t.txt");
+    assert_eq!(
+        doc["sessions"][0]["test_wrote"],
+        serde_json::json!(["from-test.txt"])
+    );
     for path in [
         fx.src.join("escaped.txt"),
         other.join("escaped.txt"),

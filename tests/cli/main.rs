@@ -34,6 +34,8 @@ mod gc_purge;
 mod house_layers;
 mod human_lifecycle;
 mod land_attack;
+mod land_gate;
+mod land_hints;
 mod land_queue;
 mod library_host;
 mod lifecycle_configs;

@@ -1,0 +1,75 @@
+//! The test gate's throwaway layer. `land --test` runs the test in the session's sandbox on
+//! its rebased tree; whatever the test writes there (logs, build output, reformatted files)
+//! must not land. Before the test, the isolation's snapshot tree (what lands) is recorded in
+//! the state dir; after it, the isolation is moved back to that tree (`read-tree -m -u`,
+//! touching only the paths the test changed), and the record goes. A test ended by a kill
+//! leaves the record, so the next `land` (or anything that lands the session through it)
+//! moves the isolation back before going on. Ignored files the test wrote stay in the
+//! isolation, as build output does, and never land: no snapshot holds them.
+
+use std::path::PathBuf;
+
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fsutil::{remove_file_if_exists, write_atomic};
+use crate::model::isolation::writable_isolation;
+use crate::model::snapshot::{self, Seed};
+use crate::workspace::context::{Context, Located};
+
+/// Where the tree a session's test started from is recorded while the test runs.
+fn record_of(located: &Located, id: &str) -> PathBuf {
+    located.store.land_tests_dir(id).join("tested-on")
+}
+
+/// The session's tree as the test starts, recorded before the test can write anything.
+pub(crate) fn before_test(ctx: &Context, located: &Located, id: &str) -> Result<String> {
+    let _lease = located.store.lease_or_busy(id)?;
+    let tree = isolation_tree(ctx, located, id)?.1;
+    let record = record_of(located, id);
+    if let Some(dir) = record.parent() {
+        std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    }
+    write_atomic(&record, format!("{tree}\n").as_bytes())?;
+    Ok(tree)
+}
+
+/// Moves the isolation back to the tree recorded before the test and drops the record; the
+/// tracked paths the test added, changed or deleted. Nothing recorded: nothing to drop.
+pub(crate) fn drop_test_writes(ctx: &Context, located: &Located, id: &str) -> Result<Vec<String>> {
+    let record = record_of(located, id);
+    let tree = match std::fs::read_to_string(&record) {
+        Ok(text) => text.trim().to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io(format!("cannot read {}", record.display()), e)),
+    };
+    let _lease = located.store.lease_or_busy(id)?;
+    let (session, now) = isolation_tree(ctx, located, id)?;
+    let wrote = ctx.git.diff_trees_filtered(
+        &located.repo.toplevel,
+        (tree.as_str(), now.as_str()),
+        "ADMT",
+    )?;
+    let wrote: Vec<String> = crate::git::split_nul(&wrote)
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let isolation = writable_isolation(&session)?;
+    let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
+    crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, &tree)?;
+    remove_file_if_exists(&record)?;
+    Ok(wrote)
+}
+
+/// The session's record and the snapshot tree of its isolation as it is now (a3s-iso's own
+/// index of it left describing it, as the move back needs).
+fn isolation_tree(
+    ctx: &Context,
+    located: &Located,
+    id: &str,
+) -> Result<(crate::store::state::SessionRecord, String)> {
+    let session = ctx.resolve_session(located, Some(id))?;
+    let isolation = writable_isolation(&session)?;
+    let scratch = located.store.scratch_dir();
+    let wt = isolation.git(&ctx.git, &scratch)?;
+    let seed = located.store.seed_index(&isolation.admin)?;
+    let tree = snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree;
+    Ok((session, tree))
+}
