@@ -34,6 +34,7 @@ mod gc_purge;
 mod house_layers;
 mod human_lifecycle;
 mod land_attack;
+mod land_lifecycle;
 mod land_queue;
 mod library_host;
 mod lifecycle_configs;
