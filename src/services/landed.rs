@@ -3,7 +3,9 @@
 //! the trees alone, so a session promoted and then committed by hand counts as well as one
 //! `land` committed; a session with work beyond what reached HEAD (a later step not promoted
 //! yet, or a file written after the landing) is not landed, and neither is one that changed
-//! nothing.
+//! nothing. A session is landed too when it is exactly what its last promoted step landed and
+//! that step's commit is in HEAD's history: later work of others on the same files does not
+//! make it work to land again.
 
 use crate::base::error::Result;
 use crate::model::isolation::writable_isolation;
@@ -48,5 +50,33 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
         .git
         .diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
     let head = head_tree(ctx, located)?;
-    work_is_in(ctx, located, &changed, &snap.tree, head.as_deref())
+    Ok(
+        work_is_in(ctx, located, &changed, &snap.tree, head.as_deref())?
+            || last_step_is_in(ctx, located, record, &snap.tree)?,
+    )
+}
+
+/// Whether the session's last promoted step landed `tree` as a commit now in HEAD's history.
+pub(crate) fn last_step_is_in(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    tree: &str,
+) -> Result<bool> {
+    let Some(previous) = crate::services::steps::last_step(&located.store, record, None)? else {
+        return Ok(false);
+    };
+    // A patch step is uncommitted: in the checkout, not in its history.
+    let committed = previous.mode == crate::store::state::PromoteMode::Branch;
+    let (Some(after), Some(head)) = (previous.step.head_after, located.repo.head_commit(&ctx.git))
+    else {
+        return Ok(false);
+    };
+    if !committed || *previous.step.result_tree != *tree {
+        return Ok(false);
+    }
+    Ok(after == head
+        || ctx
+            .git
+            .is_ancestor(&located.repo.common_dir, &after, &head)?)
 }

@@ -368,3 +368,73 @@ fn land_killed_while_landing_and_cleaning_up_loses_nothing_and_finishes() {
     }
     eprintln!("land cleanup: {kills} kills over {round} queues");
 }
+
+/// A session promoted in steps is landed only once its last step is in HEAD's history: after a
+/// first step committed by hand, its later work keeps it `bound`, and `land` lands that later
+/// work only (its first step once), then cleans it up.
+#[test]
+fn land_of_a_session_promoted_in_steps_lands_only_its_later_work() {
+    let fx = Fixture::new();
+    session_adding_its_file(&fx, "steps");
+    ok(&fx, &["promote", "-s", "steps"]);
+    fx.commit_all("the user's commit of the first step");
+    assert_eq!(listed_state(&fx, "steps"), "landed");
+    std::fs::write(fx.isolation("steps").join("later.txt"), "later\n").unwrap();
+    assert_eq!(listed_state(&fx, "steps"), "bound");
+    let base = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let landed = ok(&fx, &["land", "--all"]);
+    assert_eq!(
+        crate::land_queue::outcomes(&landed),
+        [("steps".to_string(), "landed".to_string())],
+        "{landed}"
+    );
+    let changed = fx.git(&fx.src, &["diff", "--name-only", &base, "HEAD"]);
+    assert_eq!(changed, "later.txt");
+    assert_eq!(landed["sessions"][0]["cleanup"], "discarded", "{landed}");
+    assert!(!fx.isolation("steps").exists());
+}
+
+/// A session landed with `--keep` stays landed when a later landing changes the same file:
+/// its work is in HEAD's history, even though HEAD's file is not its any more. `land --all`
+/// leaves it out rather than rebasing it into a conflict with what came after it.
+#[test]
+fn land_a_kept_session_stays_landed_when_later_work_changes_its_file() {
+    let fx = Fixture::new();
+    session_adding_its_file(&fx, "early");
+    ok(&fx, &["land", "-s", "early", "--keep"]);
+    fx.bind("later");
+    std::fs::write(fx.isolation("later").join("early.txt"), "later's\n").unwrap();
+    ok(&fx, &["land", "-s", "later"]);
+    assert_eq!(listed_state(&fx, "early"), "landed");
+    let iso_head = fx.git(&fx.isolation("early"), &["rev-parse", "HEAD"]);
+    let (code, again) = fx.json(&["land", "--all"]);
+    assert_eq!(
+        (code, &again["sessions"]),
+        (0, &serde_json::json!([])),
+        "{again}"
+    );
+    assert_eq!(
+        fx.git(&fx.isolation("early"), &["rev-parse", "HEAD"]),
+        iso_head
+    );
+    assert_eq!(
+        std::fs::read_to_string(fx.src.join("early.txt")).unwrap(),
+        "later's\n"
+    );
+}
+
+/// `land --mode patch` leaves the work uncommitted in your checkout: not in your history, so the
+/// session is not landed and its isolation stays.
+#[test]
+fn land_in_patch_mode_keeps_the_isolation_of_uncommitted_work() {
+    let fx = Fixture::new();
+    session_adding_its_file(&fx, "p");
+    let landed = ok(&fx, &["land", "-s", "p", "--mode", "patch"]);
+    assert_eq!(landed["sessions"][0]["outcome"], "landed", "{landed}");
+    assert_eq!(landed["sessions"][0]["cleanup"], Value::Null, "{landed}");
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("p").join("p.txt")).unwrap(),
+        "p\n"
+    );
+    assert_eq!(listed_state(&fx, "p"), "bound");
+}
