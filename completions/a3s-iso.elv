@@ -255,6 +255,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --all 'Every live session of the source, oldest bind first'
             cand --keep-going 'Go on with the rest after a session that does not land'
             cand --no-sandbox 'Run the test command as a plain host process, without the sandbox'
+            cand --keep 'Keep each landed session''s isolation (to go on working in steps); by default it goes back to the pool, or is discarded with its evidence kept'
+            cand --abort 'Drop the stopped queue; no session is touched'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

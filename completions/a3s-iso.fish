@@ -225,6 +225,8 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l lock-timeout -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l all -d 'Every live session of the source, oldest bind first'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l keep-going -d 'Go on with the rest after a session that does not land'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l no-sandbox -d 'Run the test command as a plain host process, without the sandbox'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l keep -d 'Keep each landed session\'s isolation (to go on working in steps); by default it goes back to the pool, or is discarded with its evidence kept'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l abort -d 'Drop the stopped queue; no session is touched'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s h -l help -d 'Print help (see more with \'--help\')'

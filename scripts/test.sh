@@ -122,14 +122,14 @@ with_counts() {
 # SHA-1: every stress test kills, races and generates enough to find what its full count finds
 # in most runs.
 with_counts A3S_ISO_KILLS_WANTED=12 A3S_ISO_CRASH_ITERATIONS=16 A3S_ISO_LAND_CRASH_KILLS=15 \
-  A3S_ISO_OVERLAPS_CASES=20 A3S_ISO_REBASE_CRASH_ROUNDS=15 A3S_ISO_STATE_MACHINE_CASES=64 \
-  A3S_ISO_SWEEP_RACE_ROUNDS=15 A3S_ISO_RACE_ROUNDS=2 -- \
+  A3S_ISO_LAND_CLEANUP_KILLS=15 A3S_ISO_OVERLAPS_CASES=20 A3S_ISO_REBASE_CRASH_ROUNDS=15 \
+  A3S_ISO_STATE_MACHINE_CASES=64 A3S_ISO_SWEEP_RACE_ROUNDS=15 A3S_ISO_RACE_ROUNDS=2 -- \
   cargo test --locked --workspace --features fault-injection -- "${filter[@]}"
 # The same suite on SHA-256 repositories: every repository a test makes uses that format. What
 # the object format can change is ids, lengths and hashing, not timing: the stress tests run a
 # few rounds each here.
 A3S_ISO_TEST_OBJECT_FORMAT=sha256 with_counts A3S_ISO_KILLS_WANTED=4 \
-  A3S_ISO_CRASH_ITERATIONS=4 A3S_ISO_LAND_CRASH_KILLS=4 A3S_ISO_OVERLAPS_CASES=5 \
-  A3S_ISO_REBASE_CRASH_ROUNDS=4 A3S_ISO_STATE_MACHINE_CASES=16 A3S_ISO_SWEEP_RACE_ROUNDS=4 \
-  A3S_ISO_RACE_ROUNDS=1 -- \
+  A3S_ISO_CRASH_ITERATIONS=4 A3S_ISO_LAND_CRASH_KILLS=4 A3S_ISO_LAND_CLEANUP_KILLS=4 \
+  A3S_ISO_OVERLAPS_CASES=5 A3S_ISO_REBASE_CRASH_ROUNDS=4 A3S_ISO_STATE_MACHINE_CASES=16 \
+  A3S_ISO_SWEEP_RACE_ROUNDS=4 A3S_ISO_RACE_ROUNDS=1 -- \
   cargo test --locked --workspace --features fault-injection -- "${filter[@]}"

@@ -1,7 +1,7 @@
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
-use a3s_iso::flows::land::{LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -52,6 +52,18 @@ pub struct LandArgs {
     /// Run the test command as a plain host process, without the sandbox
     #[arg(long, requires = "test")]
     pub no_sandbox: bool,
+
+    /// Keep each landed session's isolation (to go on working in steps); by default it goes
+    /// back to the pool, or is discarded with its evidence kept
+    #[arg(long)]
+    pub keep: bool,
+
+    /// Drop the stopped queue; no session is touched
+    #[arg(
+        long,
+        conflicts_with_all = ["sessions", "all", "test", "message", "keep_going", "keep"]
+    )]
+    pub abort: bool,
 }
 
 /// Lands the queue and renders a line per session.
@@ -71,6 +83,8 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
             message: args.message.clone(),
             keep_going: args.keep_going,
             no_sandbox: args.no_sandbox,
+            keep: args.keep,
+            abort: args.abort,
         },
     )?;
     drop(spinner);
@@ -96,6 +110,11 @@ fn render(outcome: &LandOutcome, out: &Output) {
         .filter(|s| s.outcome == LandResult::Landed)
         .count();
     let headline = match (&outcome.stopped_at, landed) {
+        _ if outcome.aborted => format!(
+            "dropped the stopped queue of {} sessions; no session was touched",
+            outcome.sessions.len()
+        ),
+        _ if outcome.sessions.is_empty() => "nothing to land".to_string(),
         (Some(id), n) => format!("stopped at session {}: {n} landed", inert(id)),
         (None, n) => format!("{n} of {} sessions landed", outcome.sessions.len()),
     };
@@ -122,10 +141,16 @@ fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
         LandResult::Partial => "partial",
         LandResult::Failed => "failed",
         LandResult::NotReached => "not reached",
+        LandResult::Discarded => "discarded before it landed",
     };
     let mut text = format!("{}: {what}", inert(&session.session_id));
     if let Some(commit) = &session.commit {
         text.push_str(&format!(" as {}", &commit[..commit.len().min(12)]));
+    }
+    match session.cleanup {
+        Some(Cleanup::Pooled) => text.push_str(", isolation back to the pool"),
+        Some(Cleanup::Discarded) => text.push_str(", isolation removed (evidence kept)"),
+        Some(Cleanup::Kept) | None => {}
     }
     if let Some(reason) = session.reason {
         text.push_str(&format!(" ({})", reason.as_str()));

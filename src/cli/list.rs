@@ -158,12 +158,13 @@ impl Cell {
     }
 }
 
-/// The colour of a state: live is green, kept for inspection cyan, gone dim, damaged red.
+/// The colour of a state: live is green, kept for inspection cyan, gone or landed dim, damaged
+/// red.
 fn state_tone(state: ListedState) -> Tone {
     match state {
         ListedState::Bound => Tone::Good,
         ListedState::Retained => Tone::Note,
-        ListedState::Discarded | ListedState::Swept => Tone::Quiet,
+        ListedState::Discarded | ListedState::Swept | ListedState::Landed => Tone::Quiet,
         ListedState::Missing | ListedState::Conflicted => Tone::Bad,
     }
 }

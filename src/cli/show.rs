@@ -273,6 +273,7 @@ fn state(state: ShownState) -> &'static str {
         ShownState::Discarded => "discarded",
         ShownState::Swept => "swept",
         ShownState::Conflicted => "conflicted",
+        ShownState::Landed => "landed",
     }
 }
 

@@ -8,7 +8,14 @@
 //! Exactly once: every landing goes through promote, whose journal and intents make a second
 //! landing of the same work `idempotent` and finish a killed one. The queue itself is recorded
 //! (`land.json` in the state dir) and rewritten after each session, so `land` with no session
-//! named continues a queue that a kill, a conflict or a failed test stopped.
+//! named continues a queue that a kill, a conflict or a failed test stopped; `--abort` drops
+//! it and touches no session.
+//!
+//! A session's life ends with its landing: one whose work is all in HEAD's tree is landed
+//! (`services::landed`), never rebased or landed again, and left out of `--all`. Once landed,
+//! its isolation goes (back to the pool when there is one, else discarded with its evidence
+//! kept) unless `--keep`. The result is recorded before the cleanup, so a kill in between
+//! leaves a queue whose next `land` finishes it.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -18,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
+use crate::store::state::SessionState;
 use crate::workspace::context::{Context, Located};
 
 /// The schema of the recorded queue (`land.json`).
@@ -53,6 +61,10 @@ pub struct LandOptions {
     pub keep_going: bool,
     /// Run the test command as a plain host process.
     pub no_sandbox: bool,
+    /// Keep each landed session's isolation (an agent that goes on working in steps).
+    pub keep: bool,
+    /// Drop the stopped queue instead of continuing it.
+    pub abort: bool,
 }
 
 /// How one session's landing ended.
@@ -75,6 +87,8 @@ pub enum LandResult {
     Failed,
     /// The queue stopped before it.
     NotReached,
+    /// It was discarded before it landed: nothing of it landed, nothing is left to do.
+    Discarded,
 }
 
 impl LandResult {
@@ -82,9 +96,21 @@ impl LandResult {
     fn goes_on(self) -> bool {
         matches!(
             self,
-            LandResult::Landed | LandResult::Idempotent | LandResult::Empty
+            LandResult::Landed | LandResult::Idempotent | LandResult::Empty | LandResult::Discarded
         )
     }
+}
+
+/// What became of a landed session's isolation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cleanup {
+    /// Kept (`--keep`).
+    Kept,
+    /// Cleaned and returned to the pool; the session is discarded, its evidence kept.
+    Pooled,
+    /// Removed; the session is discarded, its evidence kept.
+    Discarded,
 }
 
 /// An error that stopped one session, as data.
@@ -125,6 +151,10 @@ pub struct LandedSession {
     pub error: Option<LandError>,
     /// How long this session took, in milliseconds.
     pub duration_ms: u64,
+    /// What became of its isolation once it landed (`null`: it did not land, or its work is
+    /// not in HEAD's history, as with `patch`).
+    #[serde(default)]
+    pub cleanup: Option<Cleanup>,
     /// What the user should know.
     pub warnings: Vec<String>,
 }
@@ -144,6 +174,7 @@ impl LandedSession {
             conflicting_paths: Vec::new(),
             error: None,
             duration_ms: 0,
+            cleanup: None,
             warnings: Vec::new(),
         }
     }
@@ -167,12 +198,17 @@ pub struct LandOutcome {
     pub next_commands: Vec<String>,
     /// What recovery wants the user to know.
     pub warnings: Vec<String>,
+    /// Whether this dropped a stopped queue (`--abort`); `sessions` are what it held.
+    pub aborted: bool,
 }
 
 impl LandOutcome {
     /// 0 when every session landed (or had nothing new); 3 when one met a conflict or failed
     /// its test; 1 when an error stopped one.
     pub fn exit_code(&self) -> i32 {
+        if self.aborted {
+            return 0;
+        }
         let results = || self.sessions.iter().map(|s| s.outcome);
         if results().any(|r| r == LandResult::Failed) {
             1
@@ -192,6 +228,9 @@ struct Queue {
     message: Option<String>,
     keep_going: bool,
     no_sandbox: bool,
+    /// Keep landed sessions' isolations.
+    #[serde(default)]
+    keep: bool,
     /// The sessions in order, each with its result once it has one.
     sessions: Vec<(String, Option<LandedSession>)>,
 }
@@ -201,17 +240,10 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     let located = ctx.locate()?;
     let queue_file = located.store.land_queue_file();
     let recorded: Option<Queue> = read_json(&queue_file)?;
-    let (mut queue, resumed) = match (opts.sessions.is_empty() && !opts.all, recorded) {
-        (true, Some(queue)) => (queue, true),
-        (true, None) => {
-            return Err(Error::Usage {
-                message:
-                    "name the sessions to land (-s ID ...) or --all; no stopped queue to continue"
-                        .into(),
-            });
-        }
-        (false, _) => (new_queue(ctx, &located, opts)?, false),
-    };
+    if opts.abort {
+        return abort(ctx, &queue_file, recorded);
+    }
+    let (mut queue, resumed) = queue_for(ctx, &located, opts, recorded)?;
     // A stopped queue may hold sessions a scoped caller may not land: it lands none of it.
     for (id, _) in &queue.sessions {
         ctx.require_granted(id)?;
@@ -235,11 +267,17 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         hint: None,
         next_commands: Vec::new(),
         warnings: ctx.take_notices(),
+        aborted: false,
     };
     save(&queue_file, &queue)?;
     for index in 0..queue.sessions.len() {
         let (id, done) = queue.sessions[index].clone();
-        if let Some(done) = done.filter(|d| d.outcome.goes_on()) {
+        if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
+            // Landed before a kill that came ahead of its cleanup.
+            if clean_up(ctx, &located, queue.keep, &mut done) {
+                queue.sessions[index].1 = Some(done.clone());
+                save(&queue_file, &queue)?;
+            }
             out.sessions.push(done);
             continue;
         }
@@ -248,12 +286,17 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
                 .push(LandedSession::new(&id, LandResult::NotReached));
             continue;
         }
-        let landed = land_one(ctx, &located, &queue, &id);
+        let mut landed = land_one(ctx, &located, &queue, &id);
         if !landed.outcome.goes_on() && !queue.keep_going {
             out.stopped_at = Some(id.clone());
         }
+        // Recorded before the cleanup: a kill in between leaves the next `land` to finish it.
         queue.sessions[index].1 = Some(landed.clone());
         save(&queue_file, &queue)?;
+        if clean_up(ctx, &located, queue.keep, &mut landed) {
+            queue.sessions[index].1 = Some(landed.clone());
+            save(&queue_file, &queue)?;
+        }
         out.sessions.push(landed);
     }
     if out.stopped_at.is_none() {
@@ -268,6 +311,35 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         out.next_commands = step.commands;
     }
     Ok(out)
+}
+
+/// The queue to land: the recorded one continued when no session is named, else a new one
+/// (whether it continues one).
+fn queue_for(
+    ctx: &Context,
+    located: &Located,
+    opts: &LandOptions,
+    recorded: Option<Queue>,
+) -> Result<(Queue, bool)> {
+    Ok(match (opts.sessions.is_empty() && !opts.all, recorded) {
+        (true, Some(queue)) => (queue, true),
+        (true, None) => {
+            return Err(Error::Usage {
+                message:
+                    "name the sessions to land (-s ID ...) or --all; no stopped queue to continue"
+                        .into(),
+            });
+        }
+        (false, recorded) => {
+            // A queue this one replaces may hold landings a kill kept from being cleaned up.
+            for (id, done) in recorded.iter().flat_map(|q| q.sessions.clone()) {
+                if let Some(mut done) = done.filter(|_| ctx.may_act_on(&id)) {
+                    clean_up(ctx, located, opts.keep, &mut done);
+                }
+            }
+            (new_queue(ctx, located, opts)?, false)
+        }
+    })
 }
 
 /// The queue a command line asks for: the sessions named (each must exist), or every live
@@ -287,6 +359,14 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         true => {
             let mut live = located.store.live_sessions()?;
             live.retain(|r| ctx.may_act_on(&r.session_id));
+            // A landed session has nothing to land: it is left out.
+            let mut unlanded = Vec::with_capacity(live.len());
+            for record in live {
+                if !crate::services::landed::is_landed(ctx, located, &record)? {
+                    unlanded.push(record);
+                }
+            }
+            let mut live = unlanded;
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });
@@ -299,6 +379,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         message: opts.message.clone(),
         keep_going: opts.keep_going,
         no_sandbox: opts.no_sandbox,
+        keep: opts.keep,
         sessions: ids.into_iter().map(|id| (id, None)).collect(),
     })
 }
@@ -307,12 +388,120 @@ fn save(path: &std::path::Path, queue: &Queue) -> Result<()> {
     write_record_atomic(path, QUEUE_SCHEMA, queue)
 }
 
+/// `--abort`: drops the stopped queue and touches no session; what it held, as recorded.
+fn abort(
+    ctx: &Context,
+    queue_file: &std::path::Path,
+    recorded: Option<Queue>,
+) -> Result<LandOutcome> {
+    let Some(queue) = recorded else {
+        return Err(Error::Usage {
+            message: "no stopped queue to abort".into(),
+        });
+    };
+    // A scoped caller drops no queue that holds sessions it may not land.
+    for (id, _) in &queue.sessions {
+        ctx.require_granted(id)?;
+    }
+    remove_file_if_exists(queue_file)?;
+    let sessions = (queue.sessions.into_iter())
+        .map(|(id, done)| done.unwrap_or_else(|| LandedSession::new(&id, LandResult::NotReached)))
+        .collect();
+    Ok(LandOutcome {
+        mode: queue.mode,
+        resumed: false,
+        sessions,
+        stopped_at: None,
+        hint: None,
+        next_commands: Vec::new(),
+        warnings: ctx.take_notices(),
+        aborted: true,
+    })
+}
+
+/// The cleanup of a session that landed, once: whether `landed` changed.
+fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSession) -> bool {
+    let landing = matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent);
+    if !landing || landed.cleanup.is_some() {
+        return false;
+    }
+    match after_landing(ctx, located, keep, &landed.session_id) {
+        // Another `land` of the same queue cleaned it up meanwhile.
+        Err(_) if discarded(located, &landed.session_id) => {
+            landed.cleanup = Some(Cleanup::Discarded);
+            true
+        }
+        Ok(None) => false,
+        Ok(done) => {
+            landed.cleanup = done;
+            true
+        }
+        Err(err) => {
+            landed.warnings.push(format!(
+                "its isolation was not cleaned up: {err} (a3s-iso discard -s {} does it; its work is landed)",
+                landed.session_id
+            ));
+            false
+        }
+    }
+}
+
+/// Whether the session's record says it is discarded now.
+fn discarded(located: &Located, id: &str) -> bool {
+    matches!(
+        located.store.load_session(id),
+        Ok(Some(record)) if record.state == SessionState::Discarded
+    )
+}
+
+/// What becomes of a landed session's isolation: kept, or discarded (through the pool when
+/// there is one) with its evidence kept; `None` when its work is not all in HEAD's history.
+fn after_landing(
+    ctx: &Context,
+    located: &Located,
+    keep: bool,
+    id: &str,
+) -> Result<Option<Cleanup>> {
+    let Some(record) = located.store.load_session(id)? else {
+        return Ok(None);
+    };
+    if record.state == SessionState::Discarded {
+        return Ok(Some(Cleanup::Discarded));
+    }
+    // A tree that a killed cleanup left half removed: this queue landed its work.
+    let cut_short = !keep
+        && record.state == SessionState::Bound
+        && !record.read_only
+        && !crate::model::isolation::is_healthy(&record);
+    if !cut_short && !crate::services::landed::is_landed(ctx, located, &record)? {
+        return Ok(None);
+    }
+    if keep {
+        return Ok(Some(Cleanup::Kept));
+    }
+    let done = crate::ops::discard::discard(
+        ctx,
+        &crate::ops::discard::DiscardOptions {
+            session_id: Some(id.to_string()),
+            purge: false,
+        },
+    )?;
+    Ok(Some(match done.recycled {
+        true => Cleanup::Pooled,
+        false => Cleanup::Discarded,
+    }))
+}
+
 /// One session: rebase, test, promote; whatever stops it is its result, never the queue's
 /// error.
 fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> LandedSession {
     let started = Instant::now();
     let mut landed = LandedSession::new(id, LandResult::Failed);
-    if let Err(err) = steps(ctx, located, queue, id, &mut landed) {
+    let result = steps(ctx, located, queue, id, &mut landed);
+    if result.is_err() && discarded(located, id) {
+        // Discarded under its feet (another `land` that landed it, or the user).
+        landed = LandedSession::new(id, LandResult::Discarded);
+    } else if let Err(err) = result {
         landed.outcome = LandResult::Failed;
         landed.error = Some(LandError {
             code: err.code().as_str().to_string(),
@@ -332,6 +521,16 @@ fn steps(
     id: &str,
     landed: &mut LandedSession,
 ) -> Result<()> {
+    let record = ctx.resolve_record(located, Some(id))?;
+    if record.state == SessionState::Discarded {
+        landed.outcome = LandResult::Discarded;
+        return Ok(());
+    }
+    // Its work is all in HEAD's history: nothing to rebase or land.
+    if crate::services::landed::is_landed(ctx, located, &record)? {
+        landed.outcome = LandResult::Idempotent;
+        return Ok(());
+    }
     let session = ctx.resolve_session(located, Some(id))?;
     // A test a kill ended left what it wrote in the isolation: none of it lands.
     let left = super::land_gate::drop_test_writes(ctx, located, id)?;

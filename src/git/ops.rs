@@ -252,6 +252,13 @@ impl Git {
             .run_text()
     }
 
+    /// Whether commit `ancestor` is in the history of `commit`.
+    pub(crate) fn is_ancestor(&self, dir: &Path, ancestor: &str, commit: &str) -> Result<bool> {
+        self.at(dir)
+            .args(["merge-base", "--is-ancestor", ancestor, commit])
+            .succeeds()
+    }
+
     /// The paths that differ between two trees, recursively, renames off.
     pub(crate) fn diff_trees(&self, dir: &Path, a: &str, b: &str) -> Result<Vec<Vec<u8>>> {
         let out = self

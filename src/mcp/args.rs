@@ -445,6 +445,7 @@ pub(crate) struct LandArgs {
     message: Option<String>,
     keep_going: bool,
     no_sandbox: bool,
+    keep: bool,
 }
 
 /// `land`'s options.
@@ -460,6 +461,8 @@ pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
         message: parsed.message,
         keep_going: parsed.keep_going,
         no_sandbox: parsed.no_sandbox,
+        keep: parsed.keep,
+        abort: false,
     })
 }
 

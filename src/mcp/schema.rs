@@ -374,4 +374,10 @@ pub(crate) const LAND: &[Param] = &[
         Kind::Flag,
         "Run the test command as a plain host process, without the sandbox",
     ),
+    param(
+        "keep",
+        Kind::Flag,
+        "Keep each landed session's isolation (to go on working in steps); by default it goes \
+         back to the pool, or is discarded with its evidence kept",
+    ),
 ];

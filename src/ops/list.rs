@@ -32,6 +32,8 @@ wire_enum! {
         /// Bound, and its rebase stopped at a conflict that waits in its isolation
         /// (`rebase --continue` or `--abort`).
         Conflicted = "conflicted",
+        /// Bound, and its work is all in the source's history: nothing of it left to land.
+        Landed = "landed",
     }
 }
 
@@ -56,7 +58,8 @@ impl ListedState {
 pub struct SessionView {
     /// The session's id.
     pub session_id: String,
-    /// `bound`, `retained`, `discarded`, or `missing` (recorded as bound, tree gone).
+    /// `bound`, `retained`, `discarded`, `missing` (recorded as bound, tree gone), `swept`,
+    /// `conflicted`, or `landed` (bound, its work all in the source's history).
     pub state: ListedState,
     /// The source checkout the session was bound from.
     #[serde(with = "crate::base::paths::fs_path")]
@@ -100,6 +103,9 @@ impl SessionView {
         let Some(predicted) = predicted else {
             return;
         };
+        if self.state == ListedState::Bound && predicted.landed.contains(&self.session_id) {
+            self.state = ListedState::Landed;
+        }
         self.conflicts_with = predicted
             .conflicts_with()
             .remove(self.session_id.as_str())

@@ -65,6 +65,8 @@ pub enum ShownState {
     Swept,
     /// Bound, with a rebase stopped at a conflict in its isolation.
     Conflicted,
+    /// Bound, and its work is all in the source's history (nothing of it left to land).
+    Landed,
 }
 
 impl ShownState {
@@ -84,7 +86,8 @@ impl ShownState {
 pub struct ShowOutcome {
     /// The session's id.
     pub session_id: String,
-    /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`.
+    /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`, or
+    /// `landed` for a bound session whose work is all in the source's history.
     pub state: ShownState,
     /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
     pub conflicting_paths: Vec<String>,
@@ -164,7 +167,10 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
     )?;
     Ok(ShowOutcome {
         session_id: record.session_id.to_string(),
-        state: ShownState::of(record.state, conflicts.is_some()),
+        state: match crate::services::landed::is_landed(ctx, &located, &record)? {
+            true => ShownState::Landed,
+            false => ShownState::of(record.state, conflicts.is_some()),
+        },
         conflicting_paths: conflicts.unwrap_or_default(),
         source: record.source.clone(),
         worktree: record.worktree.clone(),

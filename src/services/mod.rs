@@ -1,11 +1,12 @@
 //! What several verbs share: capture's insides (evidence), a session's steps and runs,
-//! nested change sets, the pool of spares, purges, rebase planning, remotes, the network
-//! proxy, profiles, configuration, setup and overlaps.
+//! nested change sets, whether a session landed, the pool of spares, purges, rebase planning,
+//! remotes, the network proxy, profiles, configuration, setup and overlaps.
 
 pub mod config;
 pub mod copyignored;
 pub mod evidence;
 pub mod hidden_paths;
+pub mod landed;
 pub mod nested;
 pub mod network;
 pub mod overlaps;

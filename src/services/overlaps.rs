@@ -97,6 +97,9 @@ pub struct OverlapsOutcome {
     pub pairs: Vec<Pair>,
     /// Sessions that could not be taken into account.
     pub skipped: Vec<Skipped>,
+    /// Landed sessions (their work is all in HEAD's tree), by id: left out, as they have
+    /// nothing to land.
+    pub landed: Vec<String>,
 }
 
 /// How many conflicts of each kind a prediction holds.
@@ -159,6 +162,7 @@ pub fn overlaps(ctx: &Context) -> Result<OverlapsOutcome> {
 /// rebase of it replays: its commits since its bound revision and the HEAD they end at.
 struct Work {
     changed: Changed,
+    landed: bool,
     commit: String,
     head: String,
     chain: Vec<String>,
@@ -173,9 +177,12 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
     let mut records = located.store.live_sessions()?;
     records.retain(|r| ctx.may_act_on(&r.session_id));
     records.sort_by(|a, b| a.session_id.cmp(&b.session_id));
-    let read = read_all(ctx, located, &view, &records);
+    let head_tree = crate::services::landed::head_tree(ctx, located)?;
+    let read = read_all(ctx, located, (&view, head_tree.as_deref()), &records);
+    let mut landed = Vec::new();
     for (record, result) in records.iter().zip(read) {
         match result {
+            Ok(Some(work)) if work.landed => landed.push(work.changed.session_id),
             Ok(Some(work)) => works.push(work),
             Ok(None) => skipped.push(Skipped {
                 session_id: record.session_id.to_string(),
@@ -193,6 +200,7 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
         sessions: works.into_iter().map(|w| w.changed).collect(),
         pairs,
         skipped,
+        landed,
     })
 }
 
@@ -255,7 +263,7 @@ fn rebase_all(view: &ObjectView, onto: &str, works: &[Work]) -> Result<Vec<Vec<S
 fn read_all(
     ctx: &Context,
     located: &Located,
-    view: &ObjectView,
+    (view, head_tree): (&ObjectView, Option<&str>),
     records: &[SessionRecord],
 ) -> Vec<Result<Option<Work>>> {
     let workers = std::thread::available_parallelism()
@@ -270,7 +278,7 @@ fn read_all(
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(record) = records.get(i) else { break };
-                    let result = work_of(ctx, located, view, record);
+                    let result = work_of(ctx, located, (view, head_tree), record);
                     if let Ok(mut done) = done.lock() {
                         done.push((i, result));
                     }
@@ -285,12 +293,12 @@ fn read_all(
     done.into_iter().map(|(_, result)| result).collect()
 }
 
-/// A session's snapshot as a commit on its bound revision; `None` for a conflicted session
-/// (its files hold markers, not its work).
+/// A session's snapshot as a commit on its bound revision, and whether it is all in
+/// `head_tree` (landed); `None` for a conflicted session (its files hold markers, not its work).
 fn work_of(
     ctx: &Context,
     located: &Located,
-    view: &ObjectView,
+    (view, head_tree): (&ObjectView, Option<&str>),
     record: &SessionRecord,
 ) -> Result<Option<Work>> {
     if crate::services::rebase::conflicted_paths(&located.store, record).is_some() {
@@ -298,10 +306,11 @@ fn work_of(
     }
     let isolation = writable_isolation(record)?;
     let snap = isolation.peek(ctx, located, &located.store.scratch_dir())?;
-    let paths = ctx
-        .git
-        .diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?
-        .iter()
+    let changed = (ctx.git).diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
+    let landed =
+        crate::services::landed::work_is_in(ctx, located, &changed, &snap.tree, head_tree)?
+            || crate::services::landed::last_step_is_in(ctx, located, record, &snap.tree)?;
+    let paths = (changed.iter())
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
     let message = format!("a3s-iso: the work of session {}\n", record.session_id);
@@ -318,6 +327,7 @@ fn work_of(
             with_head: Against::of(Vec::new()),
             with_your_changes: Against::of(Vec::new()),
         },
+        landed,
         commit,
         head: head.into(),
         chain,

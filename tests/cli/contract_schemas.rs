@@ -716,8 +716,12 @@ fn conflict_and_empty(fx: &Fixture, seen: &mut BTreeSet<String>) {
     checked(fx, &fx.src, &["overlaps"], 0, seen);
     let rebased = checked(fx, &fx.src, &["rebase", "-s", "late"], 0, seen);
     assert_eq!(rebased["outcome"], "rebased", "{rebased}");
-    let landed = checked(fx, &fx.src, &["land", "-s", "late"], 0, seen);
+    // Kept: the session goes on working below.
+    let landed = checked(fx, &fx.src, &["land", "-s", "late", "--keep"], 0, seen);
     assert_eq!(landed["sessions"][0]["outcome"], "landed", "{landed}");
+    assert_eq!(landed["sessions"][0]["cleanup"], "kept", "{landed}");
+    let shown = checked(fx, &fx.src, &["show", "-s", "late"], 0, seen);
+    assert_eq!(shown["state"], "landed", "{shown}");
 }
 
 fn sweep_retain_discard(fx: &Fixture, seen: &mut BTreeSet<String>) {

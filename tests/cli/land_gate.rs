@@ -72,7 +72,15 @@ fn landed_exactly_the_session(fx: &Fixture, user: &str, doc: &Value) {
 fn land_gate_nothing_the_test_wrote_lands_without_the_sandbox() {
     let fx = Fixture::new();
     let user = session_and_moved_head(&fx);
-    let args = ["land", "-s", "s", "--no-sandbox", "--test", WRITING_TEST];
+    let args = [
+        "land",
+        "--keep",
+        "-s",
+        "s",
+        "--no-sandbox",
+        "--test",
+        WRITING_TEST,
+    ];
     let (code, doc) = fx.json(&args);
     assert_eq!(code, 0, "{doc}");
     landed_exactly_the_session(&fx, &user, &doc);
@@ -85,7 +93,7 @@ fn land_gate_nothing_the_test_wrote_lands_from_the_sandbox() {
     }
     let fx = Fixture::new();
     let user = session_and_moved_head(&fx);
-    let (code, doc) = fx.json(&["land", "-s", "s", "--test", WRITING_TEST]);
+    let (code, doc) = fx.json(&["land", "--keep", "-s", "s", "--test", WRITING_TEST]);
     assert_eq!(code, 0, "{doc}");
     landed_exactly_the_session(&fx, &user, &doc);
 }
@@ -98,7 +106,15 @@ fn land_gate_a_failed_tests_writes_never_land() {
     let user = session_and_moved_head(&fx);
     std::fs::write(fx.isolation("s").join("fail-me"), "\n").unwrap();
     let test = format!("{WRITING_TEST}; test ! -e fail-me");
-    let args = ["land", "-s", "s", "--no-sandbox", "--test", test.as_str()];
+    let args = [
+        "land",
+        "--keep",
+        "-s",
+        "s",
+        "--no-sandbox",
+        "--test",
+        test.as_str(),
+    ];
     let (code, doc) = fx.json(&args);
     assert_eq!(code, 3, "{doc}");
     assert_eq!(doc["sessions"][0]["outcome"], "test_failed", "{doc}");
@@ -108,7 +124,7 @@ fn land_gate_a_failed_tests_writes_never_land() {
         "{doc}"
     );
     std::fs::remove_file(fx.isolation("s").join("fail-me")).unwrap();
-    let (code, doc) = fx.json(&["land"]);
+    let (code, doc) = fx.json(&["land", "--keep"]);
     assert_eq!(code, 0, "{doc}");
     landed_exactly_the_session(&fx, &user, &doc);
 }
@@ -120,10 +136,18 @@ fn land_gate_a_failed_tests_writes_never_land() {
 fn land_gate_a_killed_tests_writes_never_land() {
     let fx = Fixture::new();
     let user = session_and_moved_head(&fx);
-    let args = ["land", "-s", "s", "--no-sandbox", "--test", WRITING_TEST];
+    let args = [
+        "land",
+        "--keep",
+        "-s",
+        "s",
+        "--no-sandbox",
+        "--test",
+        WRITING_TEST,
+    ];
     crate::fixture::killed_at(&fx, "land-after-test", &args);
     assert!(fx.isolation("s").join("test-output.log").exists());
-    let (code, doc) = fx.json(&["land"]);
+    let (code, doc) = fx.json(&["land", "--keep"]);
     assert_eq!(code, 0, "{doc}");
     landed_exactly_the_session(&fx, &user, &doc);
     let warnings = doc["sessions"][0]["warnings"].to_string();

@@ -435,7 +435,19 @@ impl Machine {
                 prop_assert_eq!(listed.keys().cloned().collect::<BTreeSet<_>>(), known);
                 for (s, session) in &self.sessions {
                     let entry = listed[&id(*s)];
+                    // A bound session whose every edit is what HEAD holds has landed (the user
+                    // committed its promote, and nothing since changed those files).
+                    let in_head = |(file, content): (&usize, &u8)| {
+                        let at = format!("HEAD:f{file}.txt");
+                        let shown = std::process::Command::new("git")
+                            .args(["-C", fx.src.to_str().unwrap(), "show", &at])
+                            .output()
+                            .unwrap();
+                        shown.status.success() && shown.stdout == format!("{content}\n").as_bytes()
+                    };
+                    let landed = !session.edits.is_empty() && session.edits.iter().all(in_head);
                     let state = match session.state {
+                        State::Bound if landed => "landed",
                         State::Bound => "bound",
                         State::Discarded => "discarded",
                         State::Swept => "swept",

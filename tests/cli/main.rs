@@ -36,6 +36,7 @@ mod human_lifecycle;
 mod land_attack;
 mod land_gate;
 mod land_hints;
+mod land_lifecycle;
 mod land_queue;
 mod library_host;
 mod lifecycle_configs;

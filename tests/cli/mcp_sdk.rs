@@ -109,7 +109,7 @@ fn every_argument_of_every_tool_is_refused_beyond_the_grants_and_honoured_within
 
     let before = users_state(&fx);
     let refused = sdk_phase(&fx, &python, &config, "refuse");
-    assert!(refused.contains("refuse: 56 properties"), "{refused}");
+    assert!(refused.contains("refuse: 57 properties"), "{refused}");
     assert_eq!(
         users_state(&fx),
         before,
@@ -118,7 +118,7 @@ fn every_argument_of_every_tool_is_refused_beyond_the_grants_and_honoured_within
     assert!(!out.join("run.log").exists() && !out.join("cs.json").exists());
 
     let honoured = sdk_phase(&fx, &python, &config, "honour");
-    assert!(honoured.contains("honour: 56 properties"), "{honoured}");
+    assert!(honoured.contains("honour: 57 properties"), "{honoured}");
     eprintln!("{refused}{honoured}");
     // Granted, the calls did what they asked: a file written where output was granted, the
     // user's sessions discarded by a server granted every session.

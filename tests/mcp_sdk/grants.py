@@ -100,6 +100,7 @@ WIDENING = {
     ("land", "mode"): ("session", {"sessions": [MINE], "mode": "squash"}, None),
     ("land", "message"): ("session", {"sessions": [MINE], "message": "m"}, None),
     ("land", "keep_going"): ("session", {"sessions": [MINE], "keep_going": True}, None),
+    ("land", "keep"): ("session", {"sessions": [MINE], "keep": True}, None),
     ("land", "no_sandbox"): ("grant", {"test": "true", "no_sandbox": True}, ["--allow-no-sandbox"]),
     ("land", "all"): ("scope", {"all": True}, None),
     ("discard", "session_id"): ("session", {"session_id": "victim1"}, None),

@@ -1,0 +1,82 @@
+//! Whether a session's work is in the source's history: the paths it changed since its base
+//! hold, in the source's HEAD tree, exactly what they hold in the session now. Computed from
+//! the trees alone, so a session promoted and then committed by hand counts as well as one
+//! `land` committed; a session with work beyond what reached HEAD (a later step not promoted
+//! yet, or a file written after the landing) is not landed, and neither is one that changed
+//! nothing. A session is landed too when it is exactly what its last promoted step landed and
+//! that step's commit is in HEAD's history: later work of others on the same files does not
+//! make it work to land again.
+
+use crate::base::error::Result;
+use crate::model::isolation::writable_isolation;
+use crate::store::state::{SessionRecord, SessionState};
+use crate::workspace::context::{Context, Located};
+
+/// The tree of the source's HEAD (`None` on an unborn branch).
+pub(crate) fn head_tree(ctx: &Context, located: &Located) -> Result<Option<String>> {
+    ctx.git.rev_parse(&located.repo.toplevel, "HEAD^{tree}")
+}
+
+/// Whether work that changed `changed` and ends at `tree` is all in `head_tree`.
+pub(crate) fn work_is_in(
+    ctx: &Context,
+    located: &Located,
+    changed: &[Vec<u8>],
+    tree: &str,
+    head_tree: Option<&str>,
+) -> Result<bool> {
+    match head_tree {
+        Some(head) if !changed.is_empty() => {
+            ctx.git
+                .tree_paths_match(&located.repo.common_dir, tree, head, changed)
+        }
+        _ => Ok(false),
+    }
+}
+
+/// Whether the session is landed: bound with an isolation (not stopped at a conflict) whose
+/// work, read as it is now, is all in HEAD's tree.
+pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Result<bool> {
+    if record.state != SessionState::Bound
+        || record.read_only
+        || crate::services::rebase::conflicted_paths(&located.store, record).is_some()
+        || !crate::model::isolation::is_healthy(record)
+    {
+        return Ok(false);
+    }
+    let isolation = writable_isolation(record)?;
+    let snap = isolation.peek(ctx, located, &located.store.scratch_dir())?;
+    let changed = ctx
+        .git
+        .diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
+    let head = head_tree(ctx, located)?;
+    Ok(
+        work_is_in(ctx, located, &changed, &snap.tree, head.as_deref())?
+            || last_step_is_in(ctx, located, record, &snap.tree)?,
+    )
+}
+
+/// Whether the session's last promoted step landed `tree` as a commit now in HEAD's history.
+pub(crate) fn last_step_is_in(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    tree: &str,
+) -> Result<bool> {
+    let Some(previous) = crate::services::steps::last_step(&located.store, record, None)? else {
+        return Ok(false);
+    };
+    // A patch step is uncommitted: in the checkout, not in its history.
+    let committed = previous.mode == crate::store::state::PromoteMode::Branch;
+    let (Some(after), Some(head)) = (previous.step.head_after, located.repo.head_commit(&ctx.git))
+    else {
+        return Ok(false);
+    };
+    if !committed || *previous.step.result_tree != *tree {
+        return Ok(false);
+    }
+    Ok(after == head
+        || ctx
+            .git
+            .is_ancestor(&located.repo.common_dir, &after, &head)?)
+}
