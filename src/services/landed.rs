@@ -45,7 +45,9 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
         return Ok(false);
     }
     let isolation = writable_isolation(record)?;
-    let snap = isolation.peek(ctx, located, &located.store.scratch_dir())?;
+    // A look only (`show` asks too): its scratch lies outside the state dir.
+    let scratch = crate::store::scratch::ReadScratch::new()?;
+    let snap = isolation.peek(ctx, located, scratch.path())?;
     let changed = ctx
         .git
         .diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
