@@ -1397,7 +1397,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__mcp)
-            opts="-s -C -q -h --allow-promote --session --all-sessions --allow-network --allow-host --publish --allow-read --allow-write --profile --env --timeout --allow-no-sandbox --allow-output --allow-input --allow-base-dir --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --allow-promote --session --all-sessions --allow-network --allow-write --allow-read --profile --env --allow-host --publish --timeout --allow-no-sandbox --allow-output --allow-input --allow-base-dir --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1411,19 +1411,11 @@ _a3s__iso() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                --allow-host)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --publish)
+                --allow-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --allow-read)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --allow-write)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1432,6 +1424,14 @@ _a3s__iso() {
                     return 0
                     ;;
                 --env)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --allow-host)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --publish)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -406,12 +406,12 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -l json -d 'Print e
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand log" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -s s -l session -d 'Act also on this session of yours (repeatable; by default the server acts only on the sessions it binds, and on the one whose isolation it was started in)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-host -d 'Let runs reach HOST[:PORT] through a3s-iso\'s proxy, as run --allow-host (repeatable; a call may name fewer)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l publish -d 'Publish PORT of runs on the host\'s loopback, as run --publish (repeatable)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-read -d 'Let runs read PATH although it is hidden or private (repeatable; also A3S_ISO_ALLOW_READ; a call may name paths beneath these)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-write -d 'Let runs write PATH (repeatable; also A3S_ISO_ALLOW_WRITE; a call may name paths beneath these)' -r -F
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l profile -d 'Runs use the profile NAME (its home paths, variables and hosts)' -r
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l env -d 'Pass the variable NAME to runs, or set NAME=VALUE (repeatable; a call may pass fewer)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-write -d 'Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-read -d 'Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l profile -d 'Run under the profile NAME: claude, codex, aider, generic or one of your configuration\'s (its home paths writable, kept apart by a3s-iso; its variables; its hosts)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l env -d 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-host -d 'Let the command reach HOST[:PORT] through a3s-iso\'s HTTP proxy (repeatable)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l publish -d 'Publish PORT inside on the host\'s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l timeout -d 'Stop each run after DUR at the latest (a call may ask for less)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-output -d 'Let calls write files (run\'s and capture\'s output, promote\'s artifacts) beneath DIR (repeatable)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-input -d 'Let calls read change-set documents (diff\'s and promote\'s change_set) beneath DIR (repeatable)' -r -F
@@ -425,7 +425,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l git -d 'The git 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-promote -d 'Also offer the promote and land tools, which write to your checkout'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l all-sessions -d 'Act on every session of the repository, yours included (list, diff, discard, ...)'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-network -d 'Let runs reach the whole network (a call may narrow it to hosts, or none)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-network -d 'Let the command reach the network (it is denied by default)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-no-sandbox -d 'Let a call run its command (or land\'s test) without the sandbox, as a host process'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -s q -l quiet -d 'Print no narration or warnings on stderr'

@@ -3,11 +3,11 @@ use std::time::Duration;
 
 use clap::Args;
 
-use a3s_iso::base::command_env::EnvRequest;
 use a3s_iso::base::error::Result;
 use a3s_iso::mcp::{Grants, RunGrants, ServeOptions, serve_stdio};
 use a3s_iso::workspace::context::Context;
 
+use super::grants::SandboxGrantArgs;
 use super::{Output, parse_duration};
 
 /// `a3s-iso mcp`'s arguments: what the agent is granted. A tool call gets at most this, and
@@ -27,40 +27,12 @@ pub struct McpArgs {
     #[arg(long, conflicts_with = "sessions")]
     pub all_sessions: bool,
 
-    /// Let runs reach the whole network (a call may narrow it to hosts, or none)
-    #[arg(long)]
-    pub allow_network: bool,
-
-    /// Let runs reach HOST[:PORT] through a3s-iso's proxy, as run --allow-host (repeatable; a
-    /// call may name fewer)
-    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "allow_network")]
-    pub allow_host: Vec<String>,
-
-    /// Publish PORT of runs on the host's loopback, as run --publish (repeatable)
-    #[arg(
-        long,
-        value_name = "[HOST_PORT:]PORT",
-        conflicts_with = "allow_network"
+    /// What every run gets (a call may ask for less, never more)
+    #[command(
+        flatten,
+        next_help_heading = "Grants (a tool call may ask for less, never more)"
     )]
-    pub publish: Vec<String>,
-
-    /// Let runs read PATH although it is hidden or private (repeatable; also
-    /// A3S_ISO_ALLOW_READ; a call may name paths beneath these)
-    #[arg(long, value_name = "PATH")]
-    pub allow_read: Vec<PathBuf>,
-
-    /// Let runs write PATH (repeatable; also A3S_ISO_ALLOW_WRITE; a call may name paths
-    /// beneath these)
-    #[arg(long, value_name = "PATH")]
-    pub allow_write: Vec<PathBuf>,
-
-    /// Runs use the profile NAME (its home paths, variables and hosts)
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-
-    /// Pass the variable NAME to runs, or set NAME=VALUE (repeatable; a call may pass fewer)
-    #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
-    pub env: Vec<EnvRequest>,
+    pub grants: SandboxGrantArgs,
 
     /// Stop each run after DUR at the latest (a call may ask for less)
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
@@ -85,32 +57,18 @@ pub struct McpArgs {
     pub allow_base_dir: Vec<PathBuf>,
 }
 
-/// `--env NAME`, `--env 'PATTERN*'` or `--env NAME=VALUE`.
-fn parse_env(arg: &str) -> std::result::Result<EnvRequest, String> {
-    EnvRequest::parse(std::ffi::OsStr::new(arg)).map_err(|e| e.to_string())
-}
-
-/// The paths given, and those the variable lists (colon-separated), as `run` reads them.
-fn with_env(given: &[PathBuf], var: &str) -> Vec<PathBuf> {
-    let mut paths = given.to_vec();
-    if let Some(listed) = std::env::var_os(var) {
-        paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
-    }
-    paths
-}
-
 impl McpArgs {
     fn grants(&self) -> Grants {
         Grants {
             promote: self.allow_promote,
             run: RunGrants {
-                allow_network: self.allow_network,
-                allow_hosts: self.allow_host.clone(),
-                publish: self.publish.clone(),
-                allow_read: with_env(&self.allow_read, "A3S_ISO_ALLOW_READ"),
-                allow_write: with_env(&self.allow_write, "A3S_ISO_ALLOW_WRITE"),
-                profile: self.profile.clone(),
-                env: self.env.clone(),
+                allow_network: self.grants.allow_network,
+                allow_hosts: self.grants.allow_host.clone(),
+                publish: self.grants.publish.clone(),
+                allow_read: self.grants.allow_read_with_env(),
+                allow_write: self.grants.allow_write_with_env(),
+                profile: self.grants.profile.clone(),
+                env: self.grants.env.clone(),
                 timeout: self.timeout,
             },
             no_sandbox: self.allow_no_sandbox,

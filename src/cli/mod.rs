@@ -12,6 +12,7 @@ mod doctor;
 mod examples;
 mod fetch;
 mod gc;
+mod grants;
 mod hook;
 mod init;
 mod land;

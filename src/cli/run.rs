@@ -1,16 +1,15 @@
 use std::ffi::OsString;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
-use a3s_iso::base::command_env::EnvRequest;
 use a3s_iso::base::error::{ErrorCode, Result};
 use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
 use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::services::run_request::SandboxAsk;
 use a3s_iso::workspace::context::Context;
 
+use super::grants::SandboxGrantArgs;
 use super::{Output, SessionArg, parse_duration};
 
 /// `a3s-iso run`'s arguments.
@@ -27,53 +26,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "DUR", value_parser = parse_duration)]
     pub timeout: Option<Duration>,
 
-    /// Let the command reach the network (it is denied by default)
-    #[arg(long)]
-    pub allow_network: bool,
-
-    /// Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)
-    #[arg(long, value_name = "PATH")]
-    pub allow_write: Vec<PathBuf>,
-
-    /// Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private
-    /// (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)
-    #[arg(long, value_name = "PATH")]
-    pub allow_read: Vec<PathBuf>,
-
-    /// Run under the profile NAME: claude, codex, aider, generic or one of your configuration's
-    /// (its home paths writable, kept apart by a3s-iso; its variables; its hosts)
-    #[arg(long, value_name = "NAME")]
-    pub profile: Option<String>,
-
-    /// Pass the variable NAME to the command, or set NAME=VALUE (repeatable)
-    ///
-    /// Otherwise the command gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, COLORTERM, LANG,
-    /// LC_*, TZ, TMPDIR, EDITOR, PAGER, A3S_ISO_*, git's identity and where git's configuration
-    /// is. NAME may be a pattern ('NODE_*'), but a variable that looks like a credential
-    /// (*TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *API_KEY*, AWS_*, GITHUB_*, GH_*, *CREDENTIAL*)
-    /// passes only when named exactly. With or without the sandbox.
-    #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
-    pub env: Vec<EnvRequest>,
-
-    /// Let the command reach HOST[:PORT] through a3s-iso's HTTP proxy (repeatable)
-    ///
-    /// The command keeps its own network with only loopback; HTTP_PROXY and the like point it
-    /// at the proxy on 127.0.0.1:3128 inside. HOST is a name (api.example.com), a wildcard
-    /// (*.example.org: any subdomain, not the domain itself), an IP address (127.0.0.1:8080,
-    /// [::1]:8080) or a preset: @crates, @npm, @pypi, @github, @anthropic, @openai. Without a
-    /// port: 80 and 443 (presets: 443). Names resolving to loopback, private, link-local or
-    /// metadata addresses are refused unless that address is allowed as an IP address.
-    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "allow_network")]
-    pub allow_host: Vec<String>,
-
-    /// Publish PORT inside on the host's 127.0.0.1:HOST_PORT while the run lives (repeatable;
-    /// HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)
-    #[arg(
-        long,
-        value_name = "[HOST_PORT:]PORT",
-        conflicts_with = "allow_network"
-    )]
-    pub publish: Vec<String>,
+    #[command(flatten)]
+    pub grants: SandboxGrantArgs,
 
     /// Run the command as a plain host process, without the sandbox
     #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile"])]
@@ -95,11 +49,6 @@ pub struct RunArgs {
     /// The command and its arguments
     #[arg(last = true, required = true, value_name = "CMD")]
     pub command: Vec<OsString>,
-}
-
-/// `--env NAME`, `--env 'PATTERN*'` or `--env NAME=VALUE`.
-fn parse_env(arg: &str) -> std::result::Result<EnvRequest, String> {
-    EnvRequest::parse(std::ffi::OsStr::new(arg)).map_err(|e| e.to_string())
 }
 
 /// The hidden helper `run` re-executes to enter the sandbox before exec'ing the command.
@@ -161,22 +110,16 @@ pub fn failed(err: &a3s_iso::Error, out: &Output) -> i32 {
 }
 
 fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
-    let with_env = |given: &[PathBuf], var: &str| {
-        let mut paths = given.to_vec();
-        if let Some(listed) = std::env::var_os(var) {
-            paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
-        }
-        paths
-    };
+    let grants = &args.grants;
     let ask = SandboxAsk {
         no_sandbox: args.no_sandbox,
         ignore_config: args.ignore_config,
-        allow_network: args.allow_network,
-        allow_hosts: args.allow_host.clone(),
-        publish: args.publish.clone(),
-        allow_write: with_env(&args.allow_write, "A3S_ISO_ALLOW_WRITE"),
-        allow_read: with_env(&args.allow_read, "A3S_ISO_ALLOW_READ"),
-        profile: args.profile.clone(),
+        allow_network: grants.allow_network,
+        allow_hosts: grants.allow_host.clone(),
+        publish: grants.publish.clone(),
+        allow_write: grants.allow_write_with_env(),
+        allow_read: grants.allow_read_with_env(),
+        profile: grants.profile.clone(),
     };
     let approve = &mut |file: &a3s_iso::services::config::RepositoryFile| {
         super::config::ask_on_terminal(file, out)
@@ -196,7 +139,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             sandbox: configured.request,
             release_identity: args.release_identity.clone(),
             helper: None,
-            env: args.env.clone(),
+            env: args.grants.env.clone(),
             output: None,
             on_published: Some(announce_published),
         },

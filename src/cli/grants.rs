@@ -1,0 +1,86 @@
+//! What a sandboxed command may do beyond the defaults, as `run` and `mcp` take it on the
+//! command line (`mcp` grants it to every run of its agent).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use a3s_iso::base::command_env::EnvRequest;
+
+/// The sandbox's grants: network, hosts, ports, paths, a profile and variables.
+#[derive(Debug, Args)]
+pub struct SandboxGrantArgs {
+    /// Let the command reach the network (it is denied by default)
+    #[arg(long)]
+    pub allow_network: bool,
+
+    /// Also let the command write to PATH (repeatable; also A3S_ISO_ALLOW_WRITE, colon-separated)
+    #[arg(long, value_name = "PATH")]
+    pub allow_write: Vec<PathBuf>,
+
+    /// Let the command read PATH although it is hidden (a secret such as ~/.ssh) or private
+    /// (repeatable; also A3S_ISO_ALLOW_READ, colon-separated)
+    #[arg(long, value_name = "PATH")]
+    pub allow_read: Vec<PathBuf>,
+
+    /// Run under the profile NAME: claude, codex, aider, generic or one of your configuration's
+    /// (its home paths writable, kept apart by a3s-iso; its variables; its hosts)
+    #[arg(long, value_name = "NAME")]
+    pub profile: Option<String>,
+
+    /// Pass the variable NAME to the command, or set NAME=VALUE (repeatable)
+    ///
+    /// Otherwise the command gets only PATH, HOME, USER, LOGNAME, SHELL, TERM, COLORTERM, LANG,
+    /// LC_*, TZ, TMPDIR, EDITOR, PAGER, A3S_ISO_*, git's identity and where git's configuration
+    /// is. NAME may be a pattern ('NODE_*'), but a variable that looks like a credential
+    /// (*TOKEN*, *SECRET*, *PASSWORD*, *_KEY, *API_KEY*, AWS_*, GITHUB_*, GH_*, *CREDENTIAL*)
+    /// passes only when named exactly. With or without the sandbox.
+    #[arg(long, value_name = "NAME[=VALUE]", value_parser = parse_env)]
+    pub env: Vec<EnvRequest>,
+
+    /// Let the command reach HOST[:PORT] through a3s-iso's HTTP proxy (repeatable)
+    ///
+    /// The command keeps its own network with only loopback; HTTP_PROXY and the like point it
+    /// at the proxy on 127.0.0.1:3128 inside. HOST is a name (api.example.com), a wildcard
+    /// (*.example.org: any subdomain, not the domain itself), an IP address (127.0.0.1:8080,
+    /// [::1]:8080) or a preset: @crates, @npm, @pypi, @github, @anthropic, @openai. Without a
+    /// port: 80 and 443 (presets: 443). Names resolving to loopback, private, link-local or
+    /// metadata addresses are refused unless that address is allowed as an IP address.
+    #[arg(long, value_name = "HOST[:PORT]", conflicts_with = "allow_network")]
+    pub allow_host: Vec<String>,
+
+    /// Publish PORT inside on the host's 127.0.0.1:HOST_PORT while the run lives (repeatable;
+    /// HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)
+    #[arg(
+        long,
+        value_name = "[HOST_PORT:]PORT",
+        conflicts_with = "allow_network"
+    )]
+    pub publish: Vec<String>,
+}
+
+impl SandboxGrantArgs {
+    /// `--allow-write`, then the paths of `A3S_ISO_ALLOW_WRITE`.
+    pub fn allow_write_with_env(&self) -> Vec<PathBuf> {
+        with_env(&self.allow_write, "A3S_ISO_ALLOW_WRITE")
+    }
+
+    /// `--allow-read`, then the paths of `A3S_ISO_ALLOW_READ`.
+    pub fn allow_read_with_env(&self) -> Vec<PathBuf> {
+        with_env(&self.allow_read, "A3S_ISO_ALLOW_READ")
+    }
+}
+
+/// The paths given, and those the variable lists (colon-separated).
+fn with_env(given: &[PathBuf], var: &str) -> Vec<PathBuf> {
+    let mut paths = given.to_vec();
+    if let Some(listed) = std::env::var_os(var) {
+        paths.extend(std::env::split_paths(&listed).filter(|p| !p.as_os_str().is_empty()));
+    }
+    paths
+}
+
+/// `--env NAME`, `--env 'PATTERN*'` or `--env NAME=VALUE`.
+fn parse_env(arg: &str) -> std::result::Result<EnvRequest, String> {
+    EnvRequest::parse(std::ffi::OsStr::new(arg)).map_err(|e| e.to_string())
+}
