@@ -514,7 +514,8 @@ impl KillTiming {
 /// attempts made to get them.
 pub(crate) fn kills_wanted() -> (usize, usize) {
     let wanted = crate::fixture::repetitions("A3S_ISO_KILLS_WANTED", 32);
-    (wanted, wanted * 15 / 4)
+    // A few kills wanted (CI's SHA-256 run) still get room for a loaded machine's misses.
+    (wanted, (wanted * 15 / 4).max(30))
 }
 
 #[test]
