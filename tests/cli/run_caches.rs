@@ -454,16 +454,7 @@ fn cargo_fetch_works_with_the_crates_preset_alone_and_a_second_session_reuses_it
     require!("python3", "cargo", "bash");
     let fx = Fixture::new();
     let registries = Registries::start(&fx);
-    // The toolchain's own cargo and rustc, not rustup's proxies (which look under HOME).
-    let sysroot = String::from_utf8(
-        Command::new("rustc")
-            .args(["--print", "sysroot"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let bin = Path::new(sysroot.trim()).join("bin");
+    let bin = toolchain_bin();
     let (cargo, rustc) = (bin.join("cargo"), bin.join("rustc"));
     let script = format!(
         "RUSTC='{}' '{}' fetch && test -f Cargo.lock",
@@ -499,4 +490,146 @@ fn cargo_fetch_works_with_the_crates_preset_alone_and_a_second_session_reuses_it
     for run in [&first, &second] {
         assert_only_project_paths(&change_set_paths(&fx, run), &["Cargo.lock"]);
     }
+}
+
+/// The toolchain's own cargo and rustc, not rustup's proxies (which look under HOME).
+fn toolchain_bin() -> PathBuf {
+    let sysroot = String::from_utf8(
+        Command::new("rustc")
+            .args(["--print", "sysroot"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    Path::new(sysroot.trim()).join("bin")
+}
+
+#[test]
+fn with_the_user_cache_granted_the_tools_fill_the_users_own_caches_and_nothing_else() {
+    require!("python3", "npm", "cargo", "bash");
+    let fx = Fixture::new();
+    let registries = Registries::start(&fx);
+    let bin = toolchain_bin();
+    let cargo_home = fx.home.join(".cargo");
+    std::fs::create_dir_all(&cargo_home).unwrap();
+    std::fs::write(cargo_home.join("config.toml"), "# the user's own\n").unwrap();
+    // Granted its caches, never the rest of cargo's home: its binaries and configuration.
+    let script = format!(
+        "npm ci --no-audit --no-fund && RUSTC='{}' '{}' fetch \
+         && ! touch '{home}/planted' 2>/dev/null && ! echo x >> '{home}/config.toml' 2>/dev/null \
+         && ! mkdir '{home}/bin' 2>/dev/null",
+        bin.join("rustc").display(),
+        bin.join("cargo").display(),
+        home = cargo_home.display()
+    );
+    fx.bind("user-one");
+    let mut cmd = fx.cmd();
+    cmd.args(["--json", "run", "-s", "user-one", "--cache", "user"])
+        .args(["--allow-host", "@npm", "--allow-host", "@crates"])
+        .args(["--", "bash", "-c", &script])
+        .env("A3S_ISO_TEST_PRESET_HOSTS", registries.presets())
+        .env("CARGO_HOME", &cargo_home);
+    let out = cmd.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    let (code, run) = json_of(out);
+    assert_eq!(
+        (code, &run["exit_code"]),
+        (0, &Value::from(0)),
+        "{run}\n{said}"
+    );
+    let home = std::fs::canonicalize(&fx.home).unwrap();
+    let caches = run["sandbox"]["caches"].as_array().unwrap();
+    let writable: Vec<&str> = caches
+        .iter()
+        .flat_map(|c| c["writable"].as_array().unwrap())
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let expected: Vec<PathBuf> = [".npm", ".cargo/registry", ".cargo/git"]
+        .iter()
+        .map(|rel| home.join(rel))
+        .collect();
+    assert_eq!(
+        writable,
+        expected
+            .iter()
+            .map(|p| p.to_str().unwrap())
+            .collect::<Vec<_>>()
+    );
+    assert!(files_in(&home.join(".npm/_cacache")) > 0);
+    assert!(files_in(&home.join(".cargo/registry/cache")) > 0);
+    // cargo's home beyond its caches stayed the user's: no CARGO_HOME moved, its configuration
+    // untouched, no a3s-iso cache made.
+    assert_eq!(
+        std::fs::read_to_string(cargo_home.join("config.toml")).unwrap(),
+        "# the user's own\n"
+    );
+    assert!(!home.join(".local/share/a3s-iso/caches").exists());
+    assert_only_project_paths(
+        &change_set_paths(&fx, &run),
+        &["node_modules/", "Cargo.lock"],
+    );
+}
+
+#[test]
+fn the_documented_configuration_runs_as_written_and_run_cache_is_a_key_a_file_asks_trust_for() {
+    require!("python3", "npm");
+    let fx = Fixture::new();
+    let registries = Registries::start(&fx);
+    // docs/config.md's setup, as written.
+    fx.write(
+        ".a3s-iso.toml",
+        "setup = [\"npm ci\"]\n[run]\nallow_host = [\"@npm\"]\n",
+    );
+    fx.commit_all("configuration");
+    let (code, trusted) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{trusted}");
+    assert_eq!(
+        trusted["settings"]["run.cache"],
+        serde_json::json!({"value": "private", "source": "default"})
+    );
+    let bind = |session: &str| {
+        let mut cmd = fx.cmd();
+        cmd.args(["--json", "bind", "-s", session])
+            .env("A3S_ISO_TEST_PRESET_HOSTS", registries.presets());
+        let (code, doc) = json_of(cmd.output().unwrap());
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(doc["setup"][0]["exit_code"], 0, "{doc}");
+        assert!(
+            fx.isolation(session)
+                .join("node_modules/a3s-demo/index.js")
+                .is_file()
+        );
+    };
+    bind("setup-one");
+    bind("setup-two");
+    assert_eq!(registries.count("/a3s-demo/-/a3s-demo-1.0.0.tgz"), 1);
+    // A file that asks for the user's own caches asks for a grant: shown before it is trusted.
+    fx.write(
+        ".a3s-iso.toml",
+        "[run]\nallow_host = [\"@npm\"]\ncache = \"user\"\n",
+    );
+    fx.commit_all("the user's caches");
+    let (code, config) = fx.json(&["config"]);
+    assert_eq!(code, 0, "{config}");
+    assert_eq!(config["repository_file"]["trust"], "changed");
+    assert_eq!(
+        config["repository_file"]["settings"]["run.cache"],
+        serde_json::json!({"value": "user", "source": "repository"})
+    );
+    assert_eq!(config["settings"]["run.cache"]["value"], "private");
+    let (_, human, _) = crate::fixture::human(&fx, &["config"]);
+    assert!(
+        human
+            .lines()
+            .any(|l| l.contains("run.cache") && l.contains("user (repository)")),
+        "{human}"
+    );
+    fx.write(".a3s-iso.toml", "[run]\ncache = \"everything\"\n");
+    let (code, refused) = fx.json(&["config"]);
+    assert_eq!(
+        (code, crate::fixture::error_code(&refused)),
+        (5, "invalid_input"),
+        "{refused}"
+    );
 }
