@@ -146,12 +146,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let before = before_command(ctx, at, (&record.session_id, &run_id), &mut sandbox_spec)?;
-    let git_env = sandbox_spec
-        .as_ref()
-        .map(|_| quarantine.environment(&located.repo));
+    let extra_env = sandboxed_env(sandbox_spec.as_ref(), &quarantine, &located, &granted);
     let paths = (workdir.as_path(), private_tmp.path());
-    let own = (git_env, granted.caches.env.clone());
-    let env = command_env(opts, (&record, &run_id), paths, own, &settings);
+    let env = command_env(opts, (&record, &run_id), paths, extra_env, &settings);
     settings.env_passed = env.passed.clone();
     let launch = Launch {
         workdir: &workdir,
@@ -625,7 +622,7 @@ fn output_target(opts: &RunOptions) -> Stream {
 }
 
 /// The command's environment: the caller's allowed and named variables, what `--env` sets,
-/// and run's own (the session's, TMPDIR, the quarantine for git); never a repository-selecting
+/// and run's own (the session's, TMPDIR, and `extra`: the quarantine for git, the caches' variables); never a repository-selecting
 /// `GIT_*` of the caller's.
 /// With the proxy, the variables that send HTTP clients to it; with a preset's cache, the
 /// variable that points its package manager there.
@@ -633,7 +630,7 @@ fn command_env(
     opts: &RunOptions,
     (record, run_id): (&SessionRecord, &str),
     (workdir, private_tmp): (&Path, &Path),
-    (git_env, cache_env): (Option<Vec<(String, PathBuf)>>, Vec<(String, OsString)>),
+    extra: Vec<(String, OsString)>,
     settings: &RunSandbox,
 ) -> CommandEnv {
     let worktree = record.worktree.as_deref().unwrap_or(workdir);
@@ -647,17 +644,11 @@ fn command_env(
         ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
         ("TMPDIR".into(), private_tmp.into()),
     ];
-    own.extend(
-        git_env
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.into())),
-    );
+    own.extend(extra);
     if settings.network == NetworkAccess::Allowlist {
         let vars = crate::services::network::proxy_env();
         own.extend(vars.into_iter().map(|(k, v)| (k, v.into())));
     }
-    own.extend(cache_env);
     // The profile's variables pass as if named with --env.
     let mut requests: Vec<EnvRequest> = opts
         .sandbox
@@ -667,6 +658,23 @@ fn command_env(
         .unwrap_or_default();
     requests.extend(opts.env.iter().cloned());
     crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS)
+}
+
+/// What a sandboxed command's environment adds: the quarantine for git, and the variables that
+/// point each preset's tool at its cache.
+fn sandboxed_env(
+    spec: Option<&SandboxSpec>,
+    quarantine: &Quarantine,
+    located: &Located,
+    granted: &Granted,
+) -> Vec<(String, OsString)> {
+    let Some(_) = spec else {
+        return Vec::new();
+    };
+    let git = quarantine.environment(&located.repo).into_iter();
+    git.map(|(k, v)| (k, v.into()))
+        .chain(granted.caches.env.iter().cloned())
+        .collect()
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.

@@ -105,7 +105,7 @@ pub fn prepare(given: &[String], mode: CacheMode, roots: &CacheRoots) -> Result<
         }
         .ok_or_else(|| no_place(*tool, mode))?;
         for dir in &dirs {
-            make_dir(dir)?;
+            make_dir(dir, mode == CacheMode::Private)?;
         }
         let dirs: Vec<PathBuf> = dirs
             .iter()
@@ -155,8 +155,16 @@ fn user_cache(tool: Tool, roots: &CacheRoots) -> Option<(Vec<PathBuf>, bool)> {
     }
 }
 
-/// Makes a cache directory (only its owner may enter one a3s-iso makes).
-fn make_dir(dir: &Path) -> Result<()> {
+/// Makes a cache directory (only its owner may enter one a3s-iso makes). a3s-iso's own
+/// (`own`) must be a directory, not a link: what a link leads to is never made writable.
+fn make_dir(dir: &Path, own: bool) -> Result<()> {
+    let link = std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink());
+    if own && link {
+        return Err(Error::io(
+            format!("the cache {} is a link, not a directory", dir.display()),
+            std::io::Error::from(std::io::ErrorKind::InvalidInput),
+        ));
+    }
     if dir.is_dir() {
         return Ok(());
     }
@@ -225,5 +233,17 @@ mod tests {
         assert!(none.writable.is_empty() && none.env.is_empty());
         let plain = prepare(&given(&["@github"]), CacheMode::Private, &roots(&dir)).unwrap();
         assert!(plain.report.is_empty());
+    }
+
+    #[test]
+    fn a_private_cache_that_is_a_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        let secret = dir.join("home/.ssh");
+        std::fs::create_dir_all(&secret).unwrap();
+        std::fs::create_dir_all(dir.join("data/caches")).unwrap();
+        std::os::unix::fs::symlink(&secret, dir.join("data/caches/npm")).unwrap();
+        let err = prepare(&given(&["@npm"]), CacheMode::Private, &roots(&dir)).unwrap_err();
+        assert!(err.to_string().contains("is a link"), "{err}");
     }
 }

@@ -372,7 +372,13 @@ fn npm_ci_works_with_the_npm_preset_alone_and_a_second_session_reuses_its_cache(
         "! touch '{dir}/planted' 2>/dev/null && ! touch '{dir}/_cacache/planted' 2>/dev/null",
         dir = cache.display()
     );
-    let other = run_in_new_session(&fx, &registries, "pip-only", &["--allow-host", "@pypi"], &planted);
+    let other = run_in_new_session(
+        &fx,
+        &registries,
+        "pip-only",
+        &["--allow-host", "@pypi"],
+        &planted,
+    );
     assert_eq!(other["exit_code"], 0);
     assert!(!cache.join("planted").exists() && !cache.join("_cacache/planted").exists());
     // Without a cache, npm finds its default one read-only: what the preset's cache is for.
