@@ -409,26 +409,7 @@ fn pip_install_works_with_the_pypi_preset_alone_and_a_second_session_reuses_its_
     require!("python3", "pip", "bash");
     let fx = Fixture::new();
     let registries = Registries::start(&fx);
-    // The interpreter itself, not a shim that looks for its own files under HOME.
-    let python = String::from_utf8(
-        Command::new("python3")
-            .args([
-                "-c",
-                "import os, sys; print(os.path.realpath(sys.executable))",
-            ])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let python = python.trim();
-    let index = format!("http://{REGISTRY_IP}:{}/simple/", registries.port);
-    // pip caches what it gets over plain HTTP only from a host it is told to trust (the real
-    // index is HTTPS).
-    let script = format!(
-        "'{python}' -m pip install --disable-pip-version-check --no-compile --target vendor \
-         --index-url {index} --trusted-host {REGISTRY_IP} a3sdemo && PYTHONPATH=vendor '{python}' -c 'import a3sdemo; assert a3sdemo.VALUE == 42'"
-    );
+    let script = pip_script(&registries);
     let wheel = "/files/a3sdemo-1.0-py3-none-any.whl";
     let first = run_in_new_session(
         &fx,
@@ -468,13 +449,7 @@ fn cargo_fetch_works_with_the_crates_preset_alone_and_a_second_session_reuses_it
     require!("python3", "cargo", "bash");
     let fx = Fixture::new();
     let registries = Registries::start(&fx);
-    let bin = toolchain_bin();
-    let (cargo, rustc) = (bin.join("cargo"), bin.join("rustc"));
-    let script = format!(
-        "RUSTC='{}' '{}' fetch && test -f Cargo.lock",
-        rustc.display(),
-        cargo.display()
-    );
+    let script = cargo_script();
     let download = "/crates/a3sdemo/0.1.0/download";
     let first = run_in_new_session(
         &fx,
@@ -506,6 +481,41 @@ fn cargo_fetch_works_with_the_crates_preset_alone_and_a_second_session_reuses_it
     }
 }
 
+/// `pip install` of the test's package into `vendor/`, and a check that it imports.
+fn pip_script(registries: &Registries) -> String {
+    // The interpreter itself, not a shim that looks for its own files under HOME.
+    let python = String::from_utf8(
+        Command::new("python3")
+            .args([
+                "-c",
+                "import os, sys; print(os.path.realpath(sys.executable))",
+            ])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let python = python.trim();
+    let index = format!("http://{REGISTRY_IP}:{}/simple/", registries.port);
+    // pip caches what it gets over plain HTTP only from a host it is told to trust (the real
+    // index is HTTPS).
+    format!(
+        "'{python}' -m pip install --disable-pip-version-check --no-compile --target vendor \
+         --index-url {index} --trusted-host {REGISTRY_IP} a3sdemo \
+         && PYTHONPATH=vendor '{python}' -c 'import a3sdemo; assert a3sdemo.VALUE == 42'"
+    )
+}
+
+/// `cargo fetch` with the toolchain's own cargo.
+fn cargo_script() -> String {
+    let bin = toolchain_bin();
+    format!(
+        "RUSTC='{}' '{}' fetch && test -f Cargo.lock",
+        bin.join("rustc").display(),
+        bin.join("cargo").display()
+    )
+}
+
 /// The toolchain's own cargo and rustc, not rustup's proxies (which look under HOME).
 fn toolchain_bin() -> PathBuf {
     let sysroot = String::from_utf8(
@@ -521,26 +531,32 @@ fn toolchain_bin() -> PathBuf {
 
 #[test]
 fn with_the_user_cache_granted_the_tools_fill_the_users_own_caches_and_nothing_else() {
-    require!("python3", "npm", "cargo", "bash");
+    require!("python3", "npm", "pip", "cargo", "bash");
     let fx = Fixture::new();
     let registries = Registries::start(&fx);
-    let bin = toolchain_bin();
     let cargo_home = fx.home.join(".cargo");
     std::fs::create_dir_all(&cargo_home).unwrap();
     std::fs::write(cargo_home.join("config.toml"), "# the user's own\n").unwrap();
     // Granted its caches, never the rest of cargo's home: its binaries and configuration.
     let script = format!(
-        "npm ci --no-audit --no-fund && RUSTC='{}' '{}' fetch \
+        "npm ci --no-audit --no-fund && {} && {} \
          && ! touch '{home}/planted' 2>/dev/null && ! echo x >> '{home}/config.toml' 2>/dev/null \
          && ! mkdir '{home}/bin' 2>/dev/null",
-        bin.join("rustc").display(),
-        bin.join("cargo").display(),
+        pip_script(&registries),
+        cargo_script(),
         home = cargo_home.display()
     );
     fx.bind("user-one");
     let mut cmd = fx.cmd();
     cmd.args(["--json", "run", "-s", "user-one", "--cache", "user"])
-        .args(["--allow-host", "@npm", "--allow-host", "@crates"])
+        .args([
+            "--allow-host",
+            "@npm",
+            "--allow-host",
+            "@pypi",
+            "--allow-host",
+            "@crates",
+        ])
         .args(["--", "bash", "-c", &script])
         .env("A3S_ISO_TEST_PRESET_HOSTS", registries.presets())
         .env("CARGO_HOME", &cargo_home);
@@ -559,7 +575,7 @@ fn with_the_user_cache_granted_the_tools_fill_the_users_own_caches_and_nothing_e
         .flat_map(|c| c["writable"].as_array().unwrap())
         .map(|p| p.as_str().unwrap())
         .collect();
-    let expected: Vec<PathBuf> = [".npm", ".cargo/registry", ".cargo/git"]
+    let expected: Vec<PathBuf> = [".npm", ".cache/pip", ".cargo/registry", ".cargo/git"]
         .iter()
         .map(|rel| home.join(rel))
         .collect();
@@ -571,6 +587,7 @@ fn with_the_user_cache_granted_the_tools_fill_the_users_own_caches_and_nothing_e
             .collect::<Vec<_>>()
     );
     assert!(files_in(&home.join(".npm/_cacache")) > 0);
+    assert!(files_in(&home.join(".cache/pip")) > 0);
     assert!(files_in(&home.join(".cargo/registry/cache")) > 0);
     // cargo's home beyond its caches stayed the user's: no CARGO_HOME moved, its configuration
     // untouched, no a3s-iso cache made.
@@ -581,7 +598,7 @@ fn with_the_user_cache_granted_the_tools_fill_the_users_own_caches_and_nothing_e
     assert!(!home.join(".local/share/a3s-iso/caches").exists());
     assert_only_project_paths(
         &change_set_paths(&fx, &run),
-        &["node_modules/", "Cargo.lock"],
+        &["node_modules/", "vendor/", "Cargo.lock"],
     );
 }
 
@@ -646,4 +663,52 @@ fn the_documented_configuration_runs_as_written_and_run_cache_is_a_key_a_file_as
         (5, "invalid_input"),
         "{refused}"
     );
+}
+
+#[test]
+fn sessions_that_fill_a_private_cache_at_once_all_succeed_and_leave_it_whole() {
+    require!("python3", "npm", "pip", "cargo", "bash");
+    let fx = Fixture::new();
+    let registries = Registries::start(&fx);
+    let script = format!(
+        "npm ci --no-audit --no-fund && {} && {}",
+        pip_script(&registries),
+        cargo_script()
+    );
+    let flags = [
+        "--allow-host",
+        "@npm",
+        "--allow-host",
+        "@pypi",
+        "--allow-host",
+        "@crates",
+    ];
+    let runs: Vec<Value> = std::thread::scope(|scope| {
+        let started: Vec<_> = ["at-once-1", "at-once-2", "at-once-3"]
+            .into_iter()
+            .map(|session| {
+                let (fx, registries, script) = (&fx, &registries, &script);
+                scope.spawn(move || run_in_new_session(fx, registries, session, &flags, script))
+            })
+            .collect();
+        started.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let downloads = [
+        "/a3s-demo/-/a3s-demo-1.0.0.tgz",
+        "/files/a3sdemo-1.0-py3-none-any.whl",
+        "/crates/a3sdemo/0.1.0/download",
+    ];
+    let counts: Vec<usize> = downloads.iter().map(|d| registries.count(d)).collect();
+    // What they wrote at once is whole: a later session takes all of it from the cache.
+    let after = run_in_new_session(&fx, &registries, "after", &flags, &script);
+    for (download, before) in downloads.iter().zip(&counts) {
+        assert!((1..=3).contains(before), "{download}: {before}");
+        assert_eq!(registries.count(download), *before, "{download}");
+    }
+    for run in runs.iter().chain([&after]) {
+        assert_only_project_paths(
+            &change_set_paths(&fx, run),
+            &["node_modules/", "vendor/", "Cargo.lock"],
+        );
+    }
 }
