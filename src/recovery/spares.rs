@@ -178,6 +178,33 @@ pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
     forget(located, spare.slot)
 }
 
+/// Removes the ready spare whose tree is at `path` (`gc --all`); called under the repository
+/// lock. A spare being built is its builder's, and a tree no record names is not a spare any
+/// more (a bind took it): both stay. Returns whether no spare is left there.
+pub(crate) fn destroy_ready_at(located: &Located, path: &Path) -> Result<bool> {
+    let found = spares(located)?.into_iter().find(|s| s.path == path);
+    match found {
+        Some(spare) if spare.state == SpareState::Ready => {
+            destroy(located, &spare)?;
+            Ok(true)
+        }
+        Some(_) => Ok(false),
+        None => Ok(fs::symlink_metadata(path).is_err()),
+    }
+}
+
+/// The bytes a spare holds: its tree, its admin dir, its record and index.
+pub(crate) fn bytes_of(located: &Located, spare: &Spare) -> u64 {
+    let file = |p: PathBuf| fs::symlink_metadata(p).map_or(0, |m| m.len());
+    crate::base::fsutil::tree_size(&spare.path)
+        + spare
+            .admin
+            .as_deref()
+            .map_or(0, crate::base::fsutil::tree_size)
+        + file(record_path(located, spare.slot))
+        + file(index_path(located, spare.slot))
+}
+
 /// Removes a tree, the admin dir `admin` and any other admin dir that names the tree.
 fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<()> {
     let mut admins = isolation::admin_dirs_for(&located.repo, path);
