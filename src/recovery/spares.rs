@@ -172,10 +172,12 @@ pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
         && index_path(located, spare.slot).is_file()
 }
 
-/// Removes a spare: its tree, its admin dir (and any other that names its tree), its record.
+/// Removes a spare: its record first, then its tree and its admin dir (and any other that
+/// names its tree). Killed in between, no record names a tree that is gone: the tree left
+/// without a record is removed by the next [`recover`].
 pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
-    remove_tree(located, &spare.path, spare.admin.as_deref())?;
-    forget(located, spare.slot)
+    forget(located, spare.slot)?;
+    remove_tree(located, &spare.path, spare.admin.as_deref())
 }
 
 /// Removes the ready spare whose tree is at `path` (`gc --all`); called under the repository

@@ -292,3 +292,214 @@ fn uninstall_leaves_only_the_lock_file_and_no_spare() {
     let bound = fx.bind("again");
     assert_eq!(bound["warm"], false, "{bound}");
 }
+
+/// Every bound session's record names an admin dir whose seed and bind-time index are there,
+/// and its isolation captures; every spare a record calls ready is whole.
+fn live_seeds_and_spares_whole(fx: &Fixture, context: &str) {
+    let dir = state_dir(fx);
+    for name in files_under(&dir.join("sessions")) {
+        let record: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("sessions").join(&name)).unwrap())
+                .unwrap();
+        if record["state"] != "bound" {
+            continue;
+        }
+        let admin = record["admin_dir"].as_str().unwrap();
+        let admin = Path::new(admin).file_name().unwrap().to_string_lossy();
+        for seed in [format!("{admin}.index"), format!("{admin}+bound.index")] {
+            assert!(
+                dir.join("seeds").join(&seed).is_file(),
+                "{context}: the seed {seed} of the live session {name} is gone"
+            );
+        }
+    }
+    for name in files_under(&dir.join("pool/spares")) {
+        let Some(slot) = name.strip_suffix(".json") else {
+            continue;
+        };
+        let spare: Value =
+            serde_json::from_slice(&std::fs::read(dir.join("pool/spares").join(&name)).unwrap())
+                .unwrap();
+        if spare["state"] == "ready" {
+            let tree = Path::new(spare["path"].as_str().unwrap());
+            assert!(tree.join(".git").is_file(), "{context}: spare {slot}");
+            assert!(
+                dir.join(format!("pool/spares/{slot}.index")).is_file(),
+                "{context}: the index of spare {slot}"
+            );
+        }
+    }
+}
+
+/// Whether the result tree of a capture's change set holds `file`.
+fn result_holds(fx: &Fixture, captured: &Value, file: &str) -> bool {
+    let tree = captured["result_tree"].as_str().unwrap();
+    let tree = tree.strip_prefix("git-tree:").unwrap_or(tree);
+    fx.git(&fx.src, &["ls-tree", "-r", "--name-only", tree])
+        .lines()
+        .any(|l| l == file)
+}
+
+/// The promise "never a live session's seed nor a spare being handed out": `gc` (plain,
+/// `--older-than 0s` and `--all`) runs over and over while sessions are bound warm from the
+/// pool, captured and discarded back into it, and the pool is refilled. Every command
+/// succeeds; every live session keeps its seeds and captures from them; every spare is whole;
+/// the last `gc` leaves no seed of an isolation that is gone.
+#[test]
+fn attack_gc_racing_binds_and_pool_refills_never_takes_a_live_seed_or_a_spare() {
+    let fx = Fixture::new();
+    for i in 0..30 {
+        fx.write(&format!("d{}/f{i}.txt", i % 3), &format!("file {i}\n"));
+    }
+    fx.commit_all("more files");
+    pool_size(&fx, "2");
+    let rounds = crate::fixture::repetitions("A3S_ISO_RACE_ROUNDS", 8);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let gcs = scope.spawn(|| {
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let args: &[&str] = match n % 3 {
+                    0 => &["gc"],
+                    1 => &["gc", "--older-than", "0s"],
+                    _ => &["gc", "--all"],
+                };
+                let (code, doc) = fx.json(args);
+                assert_eq!(code, 0, "{args:?}: {doc}");
+                n += 1;
+                // The lock is not fair: a pause lets the binds in.
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            n
+        });
+        let fills = scope.spawn(|| {
+            let mut n = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let (code, doc) = fx.json(&["pool", "--size", "2"]);
+                assert_eq!(code, 0, "{doc}");
+                n += 1;
+                std::thread::sleep(std::time::Duration::from_millis(30));
+            }
+            n
+        });
+        let mut warm = 0;
+        for i in 0..rounds {
+            let id = format!("r{i}");
+            let bound = fx.bind(&id);
+            warm += usize::from(bound["warm"] == true);
+            std::fs::write(fx.isolation(&id).join("mine.txt"), format!("{id}\n")).unwrap();
+            live_seeds_and_spares_whole(&fx, &id);
+            let captured = ok(&fx, &["capture", "-s", &id]);
+            assert!(result_holds(&fx, &captured, "mine.txt"), "{captured}");
+            live_seeds_and_spares_whole(&fx, &id);
+            if i % 2 == 0 {
+                ok(&fx, &["discard", "-s", &id]);
+            }
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let (gcs, fills) = (gcs.join().unwrap(), fills.join().unwrap());
+        eprintln!("gc race: {rounds} binds ({warm} warm), {gcs} gc runs, {fills} pool refills");
+    });
+    let done = ok(&fx, &["gc"]);
+    live_seeds_and_spares_whole(&fx, "after the race");
+    let admins = admins(&fx);
+    let orphans: Vec<String> = seeds(&fx)
+        .into_iter()
+        .filter(|s| !admins.iter().any(|a| seed_of(s, a)))
+        .collect();
+    assert!(orphans.is_empty(), "{orphans:?}: {done}");
+    for i in (1..rounds).step_by(2) {
+        let id = format!("r{i}");
+        std::fs::write(fx.isolation(&id).join("later.txt"), "later\n").unwrap();
+        let captured = ok(&fx, &["capture", "-s", &id]);
+        assert!(result_holds(&fx, &captured, "later.txt"), "{captured}");
+    }
+}
+
+/// The promise "a `gc` killed anywhere leaves a state the next one finishes": `gc --all` and
+/// `gc --older-than 0s`, SIGKILLed with their process group at random moments over a store
+/// with a live session, discarded ones and pool spares. After each kill the live session's
+/// seeds are there and it captures, every spare a record calls ready is whole, and the next
+/// `gc` (run to its end) leaves no seed of an isolation that is gone and nothing of the
+/// discarded sessions but their kept evidence. `A3S_ISO_KILLS_WANTED` sets the kills.
+#[test]
+fn attack_gc_killed_at_random_moments_never_loses_a_live_seed() {
+    use crate::sweep_races::{
+        KillTiming, Rng, duration_of, kill_group_after, kills_wanted, spawn_in_group,
+    };
+    let fx = Fixture::new();
+    for i in 0..30 {
+        fx.write(&format!("d{}/f{i}.txt", i % 3), &format!("file {i}\n"));
+    }
+    fx.commit_all("more files");
+    worked(&fx, "live", "live.txt");
+    let mut rng = Rng::seeded(53, "gc kills");
+    let prepare = |fx: &Fixture, n: usize| {
+        for k in 0..2 {
+            let id = format!("d{n}-{k}");
+            worked(fx, &id, "gone.txt");
+            ok(fx, &["discard", "-s", &id]);
+        }
+        pool_size(fx, "1");
+    };
+    let mut took = std::time::Duration::MAX;
+    for n in 0..2 {
+        prepare(&fx, 1000 + n);
+        took = took.min(duration_of(&fx, &["gc", "--all"]));
+    }
+    let mut timing = KillTiming::new(took);
+    let (kills, most_attempts) = kills_wanted();
+    let (mut attempts, mut killed) = (0, 0);
+    while killed < kills && attempts < most_attempts {
+        prepare(&fx, attempts);
+        let args: &[&str] = if attempts % 2 == 0 {
+            &["gc", "--all"]
+        } else {
+            &["gc", "--older-than", "0s"]
+        };
+        attempts += 1;
+        let before = files_under(&state_dir(&fx));
+        let gc = spawn_in_group(&fx, args);
+        let was_running = kill_group_after(gc, timing.delay(&mut rng));
+        killed += usize::from(was_running);
+        let changed = files_under(&state_dir(&fx)) != before;
+        timing.adjust(match (was_running, changed) {
+            (false, _) => Some(false),
+            (true, false) => Some(true),
+            (true, true) => None,
+        });
+        let context = format!("kill {attempts} of {args:?}");
+        live_seeds_and_spares_whole(&fx, &context);
+        let done = ok(&fx, &["gc", "--older-than", "0s"]);
+        live_seeds_and_spares_whole(&fx, &context);
+        let recorded: Vec<String> = files_under(&state_dir(&fx).join("pool/spares"))
+            .into_iter()
+            .filter(|n| n.ends_with(".json"))
+            .collect();
+        assert_eq!(
+            spare_trees(&fx).len(),
+            recorded.len(),
+            "{context}: a spare tree without a record outlived the next gc: {done}"
+        );
+        let admins = admins(&fx);
+        let orphans: Vec<String> = seeds(&fx)
+            .into_iter()
+            .filter(|s| !admins.iter().any(|a| seed_of(s, a)))
+            .collect();
+        assert!(orphans.is_empty(), "{context}: {orphans:?}: {done}");
+        let leftovers: Vec<String> = files_under(&state_dir(&fx))
+            .into_iter()
+            .filter(|f| f.contains("/d") && !f.starts_with("promoted/"))
+            .collect();
+        assert!(leftovers.is_empty(), "{context}: {leftovers:?}: {done}");
+        std::fs::write(fx.isolation("live").join(format!("k{attempts}.txt")), "k\n").unwrap();
+        ok(&fx, &["capture", "-s", "live"]);
+    }
+    eprintln!(
+        "gc kills: {attempts} attempts (a gc --all takes {took:?}), {killed} killed while running"
+    );
+    assert!(
+        killed >= kills,
+        "only {killed} gc runs were killed while running"
+    );
+}
