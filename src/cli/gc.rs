@@ -19,7 +19,7 @@ pub struct GcArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)
+    /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age, pool spares included (the uninstall path)
     #[arg(long)]
     pub all: bool,
 
