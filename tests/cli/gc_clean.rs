@@ -136,6 +136,19 @@ fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
         let reason = item["reason"].as_str().unwrap();
         assert!(KEPT_REASONS.contains(&reason), "{item}");
     }
+    // Each once: a promoted session's journal entry is its session's and the journal's.
+    let locations: Vec<String> = kept
+        .iter()
+        .map(|i| {
+            i["ref"]
+                .as_str()
+                .or(i["path"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let unique: BTreeSet<&String> = locations.iter().collect();
+    assert_eq!(unique.len(), locations.len(), "{done}");
     let kept_paths: BTreeSet<String> = kept
         .iter()
         .filter_map(|i| i["path"].as_str().map(str::to_string))

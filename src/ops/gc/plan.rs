@@ -83,9 +83,10 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     let mut seen = BTreeSet::new();
     plan.remove
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
-    // What goes is not also kept (a session's journal entry past the window).
+    // What goes is not also kept (a session's journal entry past the window), and what stays
+    // is listed once (a journal entry is its session's and the journal's).
     plan.keep
-        .retain(|item| !seen.contains(&(item.path.clone(), item.reference.clone())));
+        .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
     Ok(plan)
 }
 
@@ -137,7 +138,7 @@ fn plan_sessions(
                     .filter(|i| i.kind != Kind::Lease)
                     .map(|i| Item {
                         reason: match i.reason {
-                            Reason::CheckedOut | Reason::Idempotence => i.reason,
+                            Reason::CheckedOut => i.reason,
                             _ => Reason::InsideWindow,
                         },
                         ..i
