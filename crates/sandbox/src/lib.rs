@@ -19,6 +19,9 @@
 //! it as `sandbox_unavailable`).
 
 #![deny(missing_docs)]
+// `unsafe` lives in `sys` alone, each block with the SAFETY comment that justifies it.
+#![deny(unsafe_code)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod channel;
 mod init;

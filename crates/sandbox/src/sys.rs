@@ -1,5 +1,7 @@
 //! The only unsafe code of a3s-iso: the few system calls that have no safe wrapper here.
 
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
 
