@@ -12,8 +12,6 @@ pub mod fault;
 pub mod fsutil;
 pub mod ids;
 pub mod include;
-pub(crate) mod index_recent;
-pub(crate) mod indexfile;
 pub mod invalid;
 pub(crate) mod maker;
 pub mod names;

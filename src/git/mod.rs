@@ -11,6 +11,7 @@ mod checkout;
 pub(crate) mod diff;
 mod hermetic;
 mod index;
+pub(crate) mod index_file;
 mod merge;
 mod objects;
 mod ops;

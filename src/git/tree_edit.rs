@@ -22,7 +22,7 @@ const GITLINK_MODE: u32 = 0o160000;
 
 /// One entry as an index or a tree holds it: a mode and an object id (hex), at a path
 /// (relative to the root for an index entry, a single name inside a tree).
-pub(crate) use crate::base::indexfile::Staged as Entry;
+pub(crate) use crate::git::index_file::Staged as Entry;
 
 impl Entry {
     fn is_tree(&self) -> bool {

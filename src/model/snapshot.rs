@@ -56,7 +56,7 @@ pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
 /// rewrite later.
 pub(crate) fn keep_index(git: &HermeticGit, admin: &Path, to: &Path) -> Result<()> {
     copy_index(&admin.join("index"), to)?;
-    if crate::base::indexfile::is_split(to)? {
+    if crate::git::index_file::is_split(to)? {
         git.unsplit_index(to)?;
     }
     Ok(())
@@ -129,7 +129,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
     // not (kept by an older a3s-iso) names a shared index nobody has.
     let held = match plain {
-        true => crate::base::indexfile::summary(seed_path)?,
+        true => crate::git::index_file::summary(seed_path)?,
         false => Default::default(),
     };
     let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
@@ -180,7 +180,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// is distrusted (`index_recent`), so this snapshot looks at it again. `false` when such a copy
 /// cannot be read as an index: it is not used.
 fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<bool> {
-    use crate::base::index_recent::{distrust_recent, written_second};
+    use crate::git::index_file::recent::{distrust_recent, written_second};
     copy_index(from, to)?;
     if matches!(seed, Seed::Trusted(_)) {
         return Ok(true);
@@ -192,7 +192,7 @@ fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<bool> {
 /// `seed`, dated when the snapshot began: git's racy check then looks harder at what changed
 /// since, and the next snapshot knows from when on nothing noted is trusted.
 fn keep_seed(index: &Path, seed: &Path, began: std::time::SystemTime, tree: &str) -> Result<()> {
-    crate::base::index_recent::date_from(index, began)?;
+    crate::git::index_file::recent::date_from(index, began)?;
     clear_the_way(seed)?;
     fs::rename(index, seed).ctx(|| format!("cannot keep {}", seed.display()))?;
     note_tree(seed, tree);

@@ -150,7 +150,7 @@ pub(crate) fn plain_seed(seed: &Path) -> Result<bool> {
     if !std::fs::symlink_metadata(seed).is_ok_and(|m| m.is_file()) {
         return Ok(false);
     }
-    let held = crate::base::indexfile::summary(seed)?;
+    let held = crate::git::index_file::summary(seed)?;
     Ok(held.parsed && !held.split && !held.skip_worktree && !held.gitlink)
 }
 
@@ -231,7 +231,7 @@ fn edit_last_tree(
     let staged = || -> Result<Vec<_>> {
         snapshot::stage_paths(wt, index.path(), Some(paths))?;
         let hash_len = layer.tree.len() / 2;
-        crate::base::indexfile::entries(index.path(), hash_len)?
+        crate::git::index_file::entries(index.path(), hash_len)?
             .ok_or_else(|| Error::internal("cannot read the index of the run's paths"))
     };
     let before = staged()?;

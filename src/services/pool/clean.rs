@@ -78,7 +78,7 @@ pub(crate) fn clean(
     reset_captured(&on_index, head)?;
     // A file the session wrote where a sparse checkout marks the entry skip-worktree is
     // looked at like any other (and written again or removed below).
-    if crate::base::indexfile::summary(index)?.skip_worktree {
+    if crate::git::index_file::summary(index)?.skip_worktree {
         crate::model::snapshot::unskip_present(&on_index, tree.path)?;
     }
     let (entries, pristine) = match crate::services::pool::index::read(index, head.len() / 2)? {

@@ -86,123 +86,47 @@ pub(crate) fn from_listing(listed: &[u8]) -> Option<Index> {
     })
 }
 
-/// The entries, `Ok(None)` for a split or sparse index or unmerged entries.
+/// The entries, `Ok(None)` for a split or sparse index or unmerged entries (or a version this
+/// does not read); `Err` for what is not an index at all.
 fn parse(bytes: &[u8], id_len: usize) -> std::result::Result<Option<Vec<Entry>>, ()> {
-    let mut r = Reader { bytes, at: 0 };
-    if r.take(4)? != b"DIRC" {
+    use crate::git::index_file::reader::IndexFile;
+    if bytes.get(..4) != Some(b"DIRC".as_slice()) {
         return Err(());
     }
-    let version = r.u32()?;
-    if !(2..=4).contains(&version) {
+    let Some(file) = IndexFile::new(bytes, id_len) else {
         return Ok(None);
-    }
-    let count = r.u32()? as usize;
-    let mut entries = Vec::with_capacity(count);
-    let mut previous: Vec<u8> = Vec::new();
-    for _ in 0..count {
-        let start = r.at;
-        let (ctime, mtime) = (r.time()?, r.time()?);
-        let _dev = r.u32()?;
-        let (ino, mode, uid, gid, size) = (r.u32()?, r.u32()?, r.u32()?, r.u32()?, r.u32()?);
-        r.take(id_len)?;
-        let flags = r.u16()?;
+    };
+    let time = |e: &crate::git::index_file::reader::EntryView<'_>, n: usize| Time {
+        secs: e.stat(n),
+        nanos: e.stat(n + 1),
+    };
+    let mut entries = Vec::new();
+    let mut takeable = true;
+    let extensions = file.walk(|e| {
+        // Unmerged, or a sparse index's directory entry.
+        takeable = e.stage() == 0 && e.mode() != 0o040000;
         // Skip-worktree (a sparse checkout's path outside its patterns): not in the tree.
-        let skip_worktree = flags & 0x4000 != 0 && r.u16()? & 0x4000 != 0;
-        if (flags >> 12) & 3 != 0 || mode == 0o040000 {
-            // Unmerged, or a sparse index's directory entry.
-            return Ok(None);
+        if takeable && !e.skip_worktree() {
+            entries.push(Entry {
+                path: e.path.to_vec(),
+                mode: e.mode(),
+                ctime: time(e, 0),
+                mtime: time(e, 2),
+                ino: e.stat(5),
+                uid: e.stat(7),
+                gid: e.stat(8),
+                size: e.stat(9),
+            });
         }
-        let path = if version == 4 {
-            let strip = r.varint()?;
-            let keep = previous.len().checked_sub(strip).ok_or(())?;
-            let mut path = previous[..keep].to_vec();
-            path.extend_from_slice(r.until_nul()?);
-            path
-        } else {
-            let name = r.until_nul()?.to_vec();
-            // Entries are padded with NULs to a multiple of eight bytes.
-            let len = r.at - start;
-            r.take((8 - len % 8) % 8)?;
-            name
-        };
-        previous.clone_from(&path);
-        if skip_worktree {
-            continue;
-        }
-        entries.push(Entry {
-            path,
-            mode,
-            ctime,
-            mtime,
-            ino,
-            uid,
-            gid,
-            size,
-        });
-    }
-    // Extensions, up to the trailing checksum.
-    while r.bytes.len() - r.at > id_len {
-        let signature = r.take(4)?;
-        if signature == b"link" || signature == b"sdir" {
-            return Ok(None);
-        }
-        let len = r.u32()? as usize;
-        r.take(len)?;
-    }
-    Ok(Some(entries))
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], ()> {
-        let end = self.at.checked_add(n).ok_or(())?;
-        let slice = self.bytes.get(self.at..end).ok_or(())?;
-        self.at = end;
-        Ok(slice)
-    }
-
-    fn u32(&mut self) -> std::result::Result<u32, ()> {
-        let b = self.take(4)?;
-        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-    }
-
-    fn u16(&mut self) -> std::result::Result<u16, ()> {
-        let b = self.take(2)?;
-        Ok(u16::from_be_bytes([b[0], b[1]]))
-    }
-
-    fn time(&mut self) -> std::result::Result<Time, ()> {
-        Ok(Time {
-            secs: self.u32()?,
-            nanos: self.u32()?,
-        })
-    }
-
-    fn until_nul(&mut self) -> std::result::Result<&'a [u8], ()> {
-        let rest = self.bytes.get(self.at..).ok_or(())?;
-        let len = rest.iter().position(|b| *b == 0).ok_or(())?;
-        self.at += len + 1;
-        Ok(&rest[..len])
-    }
-
-    /// Git's offset varint (index version 4's prefix lengths).
-    fn varint(&mut self) -> std::result::Result<usize, ()> {
-        let mut byte = self.take(1)?[0];
-        let mut value = usize::from(byte & 0x7f);
-        while byte & 0x80 != 0 {
-            byte = self.take(1)?[0];
-            value = value
-                .checked_add(1)
-                .and_then(|v| v.checked_mul(128))
-                .and_then(|v| v.checked_add(usize::from(byte & 0x7f)))
-                .ok_or(())?;
-        }
-        Ok(value)
-    }
+        takeable
+    });
+    let Some(extensions) = extensions else {
+        return if takeable { Err(()) } else { Ok(None) };
+    };
+    let split_or_sparse = extensions
+        .iter()
+        .any(|e| &e.signature == b"link" || &e.signature == b"sdir");
+    Ok((!split_or_sparse).then_some(entries))
 }
 
 #[cfg(test)]

@@ -72,7 +72,7 @@ impl Inherited {
             on_index.read_tree_sparse("HEAD")?;
             return Ok(());
         }
-        if !crate::base::indexfile::summary(index)?.skip_worktree {
+        if !crate::git::index_file::summary(index)?.skip_worktree {
             return Ok(());
         }
         let listed = on_index.tagged_entries()?;

@@ -1,26 +1,21 @@
-//! Just enough of git's index file format to tell whether an index is split (names a shared
-//! index, `sharedindex.<id>` in the git dir, that holds most of its entries: such a file
-//! cannot be copied alone, so a3s-iso keeps its own indexes whole) and whether any entry is
-//! marked skip-worktree (a sparse checkout's), so that the paths git needs to look at again
-//! are listed only when there can be any (see `snapshot`).
-//!
-//! The layout (git's `gitformat-index`): a 12-byte header (`DIRC`, version 2 to 4, entry
-//! count), the entries, the extensions (a 4-byte signature and a 4-byte big-endian size each),
-//! and a trailing hash of the object format's length. The `link` extension names the shared
-//! index. The hash length is not recorded in the file: a layout that ends exactly at the
-//! trailer is looked for with SHA-1's length, then SHA-256's.
+//! git's index file format, read in one place (`reader`): whether an index is split (names a
+//! shared index, `sharedindex.<id>` in the git dir, that holds most of its entries: such a
+//! file cannot be copied alone, so a3s-iso keeps its own indexes whole), whether any entry is
+//! marked skip-worktree (a sparse checkout's) or is a gitlink, so that the paths git needs to
+//! look at again are listed only when there can be any (see `snapshot`); the entries of a
+//! small index; and (`recent`) the stat data a snapshot must not trust. The pool's cleaning
+//! reads its entries' stat data through the same walk.
 
-use std::fs::File;
-use std::io::{BufRead, BufReader, Read};
+pub(crate) mod reader;
+pub(crate) mod recent;
+
 use std::path::Path;
 
 use crate::base::error::{IoContext, Result};
+use reader::IndexFile;
 
 /// The split index's extension.
 const LINK: [u8; 4] = *b"link";
-
-/// The skip-worktree bit of an entry's extended flags (`CE_SKIP_WORKTREE >> 16`).
-const SKIP_WORKTREE: u16 = 0x4000;
 
 /// What an index file holds, as far as a3s-iso asks.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,119 +31,32 @@ pub(crate) struct Summary {
 }
 
 /// What the index at `path` holds. An index that cannot be read as one of git's (none at
-/// all, an unknown version) holds nothing of either.
+/// all, an unknown version, a layout that does not fit) holds nothing of either. A `link`
+/// extension of the null id names no shared index.
 pub(crate) fn summary(path: &Path) -> Result<Summary> {
-    let len = match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() => meta.len(),
-        _ => return Ok(Summary::default()),
-    };
-    for hash_len in [20, 32] {
-        let file = File::open(path).ctx(|| format!("cannot open {}", path.display()))?;
-        if let Some(summary) = read(BufReader::new(file), len, hash_len) {
-            return Ok(summary);
-        }
+    if !std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file()) {
+        return Ok(Summary::default());
     }
-    Ok(Summary::default())
+    let bytes = std::fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
+    let mut summary = Summary {
+        parsed: true,
+        ..Summary::default()
+    };
+    let Some((_, extensions)) = IndexFile::detect(&bytes, |entry| {
+        summary.skip_worktree |= entry.skip_worktree();
+        summary.gitlink |= entry.gitlink();
+    }) else {
+        return Ok(Summary::default());
+    };
+    summary.split = extensions
+        .iter()
+        .any(|e| e.signature == LINK && e.data.iter().any(|b| *b != 0));
+    Ok(summary)
 }
 
 /// Whether the index at `path` is split.
 pub(crate) fn is_split(path: &Path) -> Result<bool> {
     summary(path).map(|s| s.split)
-}
-
-/// The summary of an index of `len` bytes read with `hash_len`-byte object ids; `None` when
-/// the layout does not fit. A `link` extension of the null id names no shared index.
-fn read(mut r: impl BufRead, len: u64, hash_len: u64) -> Option<Summary> {
-    let mut header = [0u8; 12];
-    r.read_exact(&mut header).ok()?;
-    if &header[..4] != b"DIRC" {
-        return None;
-    }
-    let version = u32::from_be_bytes(header[4..8].try_into().ok()?);
-    let count = u32::from_be_bytes(header[8..12].try_into().ok()?);
-    if !(2..=4).contains(&version) {
-        return None;
-    }
-    let mut at = 12u64;
-    let mut summary = Summary {
-        parsed: true,
-        ..Summary::default()
-    };
-    for _ in 0..count {
-        let (size, skip, gitlink) = skip_entry(&mut r, version, hash_len)?;
-        at += size;
-        summary.skip_worktree |= skip;
-        summary.gitlink |= gitlink;
-        if at > len {
-            return None;
-        }
-    }
-    while at + hash_len < len {
-        let mut head = [0u8; 8];
-        r.read_exact(&mut head).ok()?;
-        let size = u64::from(u32::from_be_bytes(head[4..8].try_into().ok()?));
-        at += 8 + size;
-        if at + hash_len > len {
-            return None;
-        }
-        let mut data = vec![0u8; size.min(hash_len) as usize];
-        r.read_exact(&mut data).ok()?;
-        std::io::copy(
-            &mut (&mut r).take(size - data.len() as u64),
-            &mut std::io::sink(),
-        )
-        .ok()?;
-        summary.split |= head[..4] == LINK && data.iter().any(|b| *b != 0);
-    }
-    (at + hash_len == len).then_some(summary)
-}
-
-/// Reads past one entry; returns its size on disk, whether it is marked skip-worktree and
-/// whether it is a gitlink.
-fn skip_entry(r: &mut impl BufRead, version: u32, hash_len: u64) -> Option<(u64, bool, bool)> {
-    // Ten 32-bit stat fields, the object id, 16 bits of flags.
-    let fixed = 40 + hash_len + 2;
-    let mut head = vec![0u8; fixed as usize];
-    r.read_exact(&mut head).ok()?;
-    let flags = u16::from_be_bytes(head[head.len() - 2..].try_into().ok()?);
-    // The seventh stat field is the mode.
-    let mode = u32::from_be_bytes(head[24..28].try_into().ok()?);
-    let gitlink = mode & 0o170000 == 0o160000;
-    let mut size = fixed;
-    let mut skip = false;
-    // The extended bit of the flags: 16 more bits of flags follow (version 3 and later).
-    if version >= 3 && flags & 0x4000 != 0 {
-        let mut extended = [0u8; 2];
-        r.read_exact(&mut extended).ok()?;
-        skip = u16::from_be_bytes(extended) & SKIP_WORKTREE != 0;
-        size += 2;
-    }
-    if version == 4 {
-        // A varint (how much of the previous name to drop), then the rest of the name.
-        loop {
-            let mut byte = [0u8; 1];
-            r.read_exact(&mut byte).ok()?;
-            size += 1;
-            if byte[0] & 0x80 == 0 {
-                break;
-            }
-        }
-        size += read_name(r)?;
-        return Some((size, skip, gitlink));
-    }
-    // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
-    let with_nul = read_name(r)?;
-    let padded = (size + with_nul - 1 + 8) & !7;
-    let rest = padded.checked_sub(size + with_nul)?;
-    std::io::copy(&mut r.take(rest), &mut std::io::sink()).ok()?;
-    Some((padded, skip, gitlink))
-}
-
-/// Reads a NUL-terminated name; returns its length with the NUL.
-fn read_name(r: &mut impl BufRead) -> Option<u64> {
-    let mut name = Vec::new();
-    r.read_until(0, &mut name).ok()?;
-    (name.last() == Some(&0)).then_some(name.len() as u64)
 }
 
 /// One entry of an index: its mode, object id (hex) and path.
@@ -175,71 +83,22 @@ pub(crate) fn entries(path: &Path, hash_len: usize) -> Result<Option<Vec<Staged>
 }
 
 fn parse_entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Staged>> {
-    let be32 = |at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-    };
-    if bytes.get(..4)? != b"DIRC" || !(2..=4).contains(&be32(4)?) {
-        return None;
-    }
-    let (version, count) = (be32(4)?, be32(8)?);
-    let mut at = 12;
-    let mut entries: Vec<Staged> = Vec::with_capacity(count as usize);
-    for _ in 0..count {
-        let start = at;
-        let mode = be32(at + 24)?;
-        let id = hex::encode(bytes.get(at + 40..at + 40 + hash_len)?);
-        at += 40 + hash_len;
-        let flags = u16::from_be_bytes(bytes.get(at..at + 2)?.try_into().ok()?);
-        at += 2;
-        if flags & 0x3000 != 0 {
-            return None;
-        }
-        if version >= 3 && flags & 0x4000 != 0 {
-            at += 2;
-        }
-        let path = match version {
-            4 => {
-                let (strip, used) = decode_varint(bytes.get(at..)?)?;
-                at += used;
-                let previous = entries.last().map_or(&[][..], |e| e.path.as_slice());
-                let kept = previous.len().checked_sub(strip as usize)?;
-                let nul = bytes.get(at..)?.iter().position(|b| *b == 0)?;
-                let path = [&previous[..kept], &bytes[at..at + nul]].concat();
-                at += nul + 1;
-                path
-            }
-            _ => {
-                let nul = bytes.get(at..)?.iter().position(|b| *b == 0)?;
-                let path = bytes[at..at + nul].to_vec();
-                // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
-                at = start + ((at + nul - start + 8) & !7);
-                path
-            }
-        };
-        entries.push(Staged { mode, id, path });
-    }
+    let mut entries = Vec::new();
+    IndexFile::new(bytes, hash_len)?.walk(|entry| {
+        entries.push(Staged {
+            mode: entry.mode(),
+            id: hex::encode(entry.id()),
+            path: entry.path.to_vec(),
+        });
+        entry.stage() == 0
+    })?;
     Some(entries)
-}
-
-/// Git's variable-length integer of index version 4 (each continuation adds one before the
-/// shift); the value and how many bytes it took.
-pub(crate) fn decode_varint(bytes: &[u8]) -> Option<(u64, usize)> {
-    let mut used = 0;
-    let mut byte = *bytes.get(used)?;
-    used += 1;
-    let mut value = u64::from(byte & 127);
-    while byte & 128 != 0 {
-        value = value.checked_add(1)?.checked_mul(128)?;
-        byte = *bytes.get(used)?;
-        used += 1;
-        value += u64::from(byte & 127);
-    }
-    Some((value, used))
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::base::indexfile::*;
+    use crate::git::index_file::reader::SKIP_WORKTREE;
+    use crate::git::index_file::*;
 
     /// An index of one entry named `name`, with the given extensions, ids of `hash_len` bytes.
     fn index(version: u32, hash_len: usize, name: &[u8], exts: &[(&[u8; 4], Vec<u8>)]) -> Vec<u8> {

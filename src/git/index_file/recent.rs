@@ -22,17 +22,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sha2::Digest;
 
 use crate::base::error::{IoContext, Result};
+use crate::git::index_file::reader::{IndexFile, SIZE_AT, be32, decode_varint};
 
 /// The untracked cache's extension.
 const UNTRACKED: [u8; 4] = *b"UNTR";
 
-/// Stat data on disk: ctime, mtime (seconds and nanoseconds each), dev, ino, mode, uid, gid,
-/// size, 32 bits each. The untracked cache leaves out the mode.
-const ENTRY_STAT: usize = 40;
+/// The untracked cache's stat data: an entry's, without the mode.
 const CACHE_STAT: usize = 36;
-
-/// Where an entry's size is, in its stat data.
-const SIZE_AT: usize = 36;
 
 /// How far the file system's clock (coarse, a tick behind) may lag the one read here.
 const CLOCK_SLACK: Duration = Duration::from_millis(50);
@@ -130,64 +126,32 @@ impl Layout {
 /// untracked cache's recent stat data; `None` when the layout does not end exactly at the
 /// trailer (nothing is changed before the layout is known).
 fn layout(bytes: &[u8], hash_len: usize, since: u32) -> Option<Layout> {
-    let be32 = |at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
-    };
-    if bytes.get(..4)? != b"DIRC" || !(2..=4).contains(&be32(4)?) {
-        return None;
-    }
-    let (version, count) = (be32(4)?, be32(8)?);
     let mut layout = Layout {
         hash_len,
         smudged: Vec::new(),
         cached: Vec::new(),
         dropped: None,
     };
-    let mut at = 12;
-    for _ in 0..count {
-        let start = at;
-        at = entry_end(bytes, start, version, hash_len)?;
-        if be32(start)? >= since && be32(start + SIZE_AT)? != 0 {
-            layout.smudged.push(start + SIZE_AT);
+    let extensions = IndexFile::new(bytes, hash_len)?.walk(|entry| {
+        // Changed in or after the second (its ctime), and not smudged already.
+        if entry.stat(0) >= since && entry.stat(9) != 0 {
+            layout.smudged.push(entry.start + SIZE_AT);
+        }
+        true
+    })?;
+    for ext in extensions.iter().filter(|e| e.signature == UNTRACKED) {
+        let data_at = ext.start + 8;
+        match cache_stats(ext.data, hash_len) {
+            Some(stats) => layout.cached.extend(
+                stats
+                    .into_iter()
+                    .filter(|&s| be32(bytes, data_at + s).is_some_and(|t| t >= since))
+                    .map(|s| data_at + s),
+            ),
+            None => layout.dropped = Some((ext.start, ext.end())),
         }
     }
-    let end = bytes.len().checked_sub(hash_len)?;
-    while at < end {
-        let size = be32(at + 4)? as usize;
-        let data = bytes.get(at + 8..at + 8 + size)?;
-        if bytes[at..at + 4] == UNTRACKED {
-            match cache_stats(data, hash_len) {
-                Some(stats) => layout.cached.extend(
-                    stats
-                        .into_iter()
-                        .filter(|&s| be32(at + 8 + s).is_some_and(|t| t >= since))
-                        .map(|s| at + 8 + s),
-                ),
-                None => layout.dropped = Some((at, at + 8 + size)),
-            }
-        }
-        at += 8 + size;
-    }
-    (at == end).then_some(layout)
-}
-
-/// Where the entry at `start` ends.
-fn entry_end(bytes: &[u8], start: usize, version: u32, hash_len: usize) -> Option<usize> {
-    let mut at = start + ENTRY_STAT + hash_len;
-    let flags = u16::from_be_bytes(bytes.get(at..at + 2)?.try_into().ok()?);
-    at += 2;
-    if version >= 3 && flags & 0x4000 != 0 {
-        at += 2;
-    }
-    if version == 4 {
-        // How much of the previous name to drop (a varint), then the rest of the name.
-        let (_, used) = crate::base::indexfile::decode_varint(bytes.get(at..)?)?;
-        at += used;
-        return Some(at + bytes.get(at..)?.iter().position(|b| *b == 0)? + 1);
-    }
-    let nul = bytes.get(at..)?.iter().position(|b| *b == 0)?;
-    // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
-    Some(start + ((at + nul - start + 8) & !7))
+    Some(layout)
 }
 
 /// Where every stat data the untracked cache `data` notes starts (git's
@@ -196,7 +160,7 @@ fn entry_end(bytes: &[u8], start: usize, version: u32, hash_len: usize) -> Optio
 /// `data` is not laid out so.
 fn cache_stats(data: &[u8], hash_len: usize) -> Option<Vec<usize>> {
     let varint = |at: &mut usize| -> Option<u64> {
-        let (value, used) = crate::base::indexfile::decode_varint(data.get(*at..)?)?;
+        let (value, used) = decode_varint(data.get(*at..)?)?;
         *at += used;
         Some(value)
     };
