@@ -772,6 +772,7 @@ fn sandbox_for(
         workdir: workdir.to_path_buf(),
         terminal,
         proxy_port: (settings.network == NetworkAccess::Allowlist).then_some(PROXY_PORT),
+        dns: deny_network,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
@@ -1129,9 +1130,11 @@ struct Launch<'a> {
 fn execute(
     opts: &RunOptions,
     launch: &Launch<'_>,
-    (plan, planned): (NetworkPlan, NetworkReport),
+    (mut plan, planned): (NetworkPlan, NetworkReport),
 ) -> Result<(Ended, NetworkReport)> {
     let signals = Signals::register()?;
+    plan.dns = launch.spec.is_some_and(|spec| spec.dns);
+    let allow = plan.allow.clone();
     let mut channel = match launch.spec {
         Some(_) => Some(
             StatusChannel::new()
@@ -1173,7 +1176,7 @@ fn execute(
     if let Some(terminal) = terminal {
         terminal.finish();
     }
-    let refused = service.map(NetworkService::finish).unwrap_or_default();
+    let kept = service.map(NetworkService::finish).unwrap_or_default();
     let ended = ended?;
     // A helper that never became the command says why on its channel, which the command
     // never holds.
@@ -1182,7 +1185,16 @@ fn execute(
     {
         return Err(sandbox::failure_error(failure));
     }
-    Ok((ended, NetworkReport { refused, ..planned }))
+    let denied = crate::services::network::denied(&kept.lookups, &kept.refused, &allow);
+    let refused = kept.refused;
+    Ok((
+        ended,
+        NetworkReport {
+            refused,
+            denied,
+            ..planned
+        },
+    ))
 }
 
 /// Starts the run's network service once the helper runs (`None` without a plan to serve).

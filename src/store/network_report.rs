@@ -74,6 +74,31 @@ pub struct Refusal {
     pub address: Option<IpAddr>,
 }
 
+/// How the sandbox kept the command from a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeniedBy {
+    /// The command looked the name up: the sandbox's name responder said there is no such
+    /// name (the network is denied, or the proxy is the only way out).
+    Lookup,
+    /// The proxy refused a connection to it (`host_not_allowed` or `port_not_allowed`).
+    Proxy,
+}
+
+/// A host the command tried and the sandbox kept from it, with the grant that allows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denied {
+    /// The host name (lower case, at most 253 bytes).
+    pub host: String,
+    /// The port, when known (a lookup has none).
+    pub port: Option<u16>,
+    /// How it was kept from the command.
+    pub how: DeniedBy,
+    /// What to give `--allow-host` to allow it: a preset naming the host (`@npm`), else the
+    /// host (with its port when the default ports do not cover it).
+    pub allow_host: String,
+}
+
 /// One `--allow-host` entry as given and what it allows (`host:port` each).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowedReport {
@@ -107,6 +132,10 @@ pub struct NetworkReport {
     pub published: Vec<Published>,
     /// The connections the proxy refused, in order (the first [`MAX_REFUSALS`]).
     pub refused: Vec<Refusal>,
+    /// The hosts the command tried that the sandbox kept from it: names looked up (with the
+    /// network denied, or not on the allowlist) and hosts the proxy refused; each once.
+    #[serde(default)]
+    pub denied: Vec<Denied>,
 }
 
 impl NetworkReport {
@@ -122,6 +151,7 @@ impl NetworkReport {
             allowed,
             published,
             refused: Vec::new(),
+            denied: Vec::new(),
         }
     }
 
