@@ -618,7 +618,8 @@ fn output_target(opts: &RunOptions) -> Stream {
 /// The command's environment: the caller's allowed and named variables, what `--env` sets,
 /// and run's own (the session's, TMPDIR, the quarantine for git); never a repository-selecting
 /// `GIT_*` of the caller's.
-/// With the proxy, the variables that send HTTP clients to it.
+/// With the proxy, the variables that send HTTP clients to it; with the network denied, those
+/// that keep package managers from retrying what cannot succeed.
 fn command_env(
     opts: &RunOptions,
     (record, run_id): (&SessionRecord, &str),
@@ -655,7 +656,24 @@ fn command_env(
         .map(crate::services::profile::Profile::env_requests)
         .unwrap_or_default();
     requests.extend(opts.env.iter().cloned());
-    crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS)
+    let mut env =
+        crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS);
+    if settings.enabled && settings.network == NetworkAccess::Denied {
+        add_unless_given(&mut env, crate::services::network::no_retry_env());
+    }
+    env
+}
+
+/// Adds each variable the command does not get already (what the caller passes wins).
+fn add_unless_given(env: &mut CommandEnv, defaults: Vec<(String, String)>) {
+    for (name, value) in defaults {
+        if !env.passed.contains(&name) {
+            env.vars.push((name.clone().into(), value.into()));
+            env.dropped.retain(|dropped| *dropped != name);
+            env.passed.push(name);
+        }
+    }
+    env.passed.sort();
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.

@@ -39,6 +39,21 @@ pub fn proxy_env() -> Vec<(String, String)> {
     vars
 }
 
+/// What a command whose network is denied gets unless it is given its own: package managers
+/// told not to retry a download, which cannot succeed (npm would wait 70 seconds between
+/// its retries, pip 8, cargo retries too), so that the command fails at once and `run` can
+/// say which hosts it tried.
+pub fn no_retry_env() -> Vec<(String, String)> {
+    [
+        ("npm_config_fetch_retries", "0"),
+        ("PIP_RETRIES", "0"),
+        ("CARGO_NET_RETRY", "0"),
+    ]
+    .iter()
+    .map(|(name, value)| ((*name).to_string(), (*value).to_string()))
+    .collect()
+}
+
 /// Why the proxy refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
