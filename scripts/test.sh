@@ -21,9 +21,10 @@ cd "$(dirname "$0")/.."
 # completion scripts are checked, python3 (servers and pty helpers of tests), setpriv (the
 # sandbox as an unprivileged user), jq (the documentation's examples and the CI step read
 # a3s-iso's JSON with it), curl (the client the network allowlist's tests run inside) and
-# strace (what a promote syncs).
+# strace (what a promote syncs), node, npm and pip3 (real package managers that must fail at
+# once with the network denied).
 tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
-  setpriv:util-linux jq:jq curl:curl strace:strace)
+  setpriv:util-linux jq:jq curl:curl strace:strace node:nodejs npm:npm pip3:python3-pip)
 
 allowed() {
   local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"

@@ -69,6 +69,7 @@ mod run_hints;
 mod run_layer;
 mod run_network;
 mod run_network_attack;
+mod run_network_denied;
 mod run_profile_review;
 mod run_profiles;
 mod run_pty;
