@@ -875,6 +875,23 @@ mod tests {
     }
 
     #[test]
+    fn the_resolver_is_pointed_at_the_responder_last_and_only_when_asked() {
+        let spec = SandboxSpec {
+            deny_network: true,
+            private: vec!["/tmp".into()],
+            hidden: vec!["/h/.ssh".into()],
+            dns: true,
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into()]);
+        // After everything else: the private /tmp it is written on is in place by then.
+        assert_eq!(steps.last(), Some(&Step::Resolver), "{steps:?}");
+        let without = SandboxSpec { dns: false, ..spec };
+        let steps = plan(&without, &["/".into()]);
+        assert!(!steps.contains(&Step::Resolver), "{steps:?}");
+    }
+
+    #[test]
     fn the_runs_layer_covers_the_isolation_before_anything_deeper_and_its_base_is_never_put_back() {
         let layer = crate::spec::FileLayer {
             dir: "/w/iso".into(),
