@@ -1,7 +1,7 @@
 //! `run`: execute a command inside a session's isolation, sandboxed by default, and record what
 //! it did as the run's change set (base = before the command, result = after).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::base::command_env::{CommandEnv, EnvRequest};
-use crate::base::error::{Busy, Error, Held, IoContext, Result};
+use crate::base::error::{Busy, Error, Held, HiddenTool, IoContext, Result};
 use crate::base::ids::TreeId;
 use crate::base::pty::{CommandTerminal, Stream, Use};
 use crate::base::sandbox::{
@@ -195,7 +195,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         sandbox: report(sandbox_spec.as_ref(), &settings, &env),
         network,
         warnings,
-        hidden_paths: hidden_paths_of(sandbox_spec.as_ref(), ended.state(), &opts.command),
+        hidden_paths: hidden_paths_of(
+            sandbox_spec.as_ref(),
+            ended.state(),
+            &opts.command,
+            command_path(&env).as_deref(),
+        ),
         nested: nested.sets(),
         status: ended.status(),
     })
@@ -332,16 +337,25 @@ fn after_command(
     Ok(warnings)
 }
 
-/// What a failed sandboxed command named that the sandbox kept from it.
+/// What a failed sandboxed command named that the sandbox kept from it, and where its
+/// program's interpreter lives when the sandbox hides that (`#!/usr/bin/env node` with a
+/// `node` installed under `/var/tmp` fails with the command's own 127).
 fn hidden_paths_of(
     spec: Option<&SandboxSpec>,
     state: RunState,
     command: &[OsString],
+    path_env: Option<&OsStr>,
 ) -> Vec<crate::services::hidden_paths::HiddenPath> {
     match (spec, state) {
         (Some(spec), RunState::Failed) => {
             let home = std::env::var_os("HOME").map(PathBuf::from);
-            crate::services::hidden_paths::find(spec, command, home.as_deref())
+            let mut found = crate::services::hidden_paths::find(spec, command, home.as_deref());
+            for tool in crate::services::hidden_tools::find(spec, &command[0], path_env) {
+                if !found.iter().any(|f| f.allow_path == tool.allow_path) {
+                    found.push(tool);
+                }
+            }
+            found
         }
         _ => Vec::new(),
     }
@@ -1201,7 +1215,11 @@ fn execute(
     if matches!(ended.exit_code, Some(125..=127))
         && let Some(failure) = channel.as_mut().and_then(StatusChannel::failure)
     {
-        return Err(sandbox::failure_error(failure));
+        return Err(with_hidden_tools(
+            sandbox::failure_error(failure),
+            launch,
+            &opts.command[0],
+        ));
     }
     let denied = crate::services::network::denied(&kept.lookups, &kept.refused, &allow);
     let refused = kept.refused;
@@ -1213,6 +1231,39 @@ fn execute(
             ..planned
         },
     ))
+}
+
+/// A program not found in the sandbox, with where it (or its interpreter) lives on the host
+/// when the sandbox hides that place.
+fn with_hidden_tools(err: Error, launch: &Launch<'_>, program: &OsStr) -> Error {
+    match (err, launch.spec) {
+        (Error::CommandNotFound { program: name, .. }, Some(spec)) => {
+            let path = command_path(launch.env);
+            let hidden = crate::services::hidden_tools::find(spec, program, path.as_deref());
+            Error::CommandNotFound {
+                program: name,
+                hidden: hidden.into_iter().map(hidden_tool).collect(),
+            }
+        }
+        (err, _) => err,
+    }
+}
+
+fn hidden_tool(hidden: crate::services::hidden_paths::HiddenPath) -> HiddenTool {
+    HiddenTool {
+        under: hidden.under.unwrap_or_default(),
+        path: hidden.path,
+        allow_read: hidden.allow_path,
+    }
+}
+
+/// The `PATH` the command gets.
+fn command_path(env: &CommandEnv) -> Option<OsString> {
+    env.vars
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
 }
 
 /// Starts the run's network service once the helper runs (`None` without a plan to serve).

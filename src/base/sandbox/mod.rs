@@ -29,6 +29,7 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
     Some(match failure.code {
         HelperCode::CommandNotFound => Error::CommandNotFound {
             program: failure.program,
+            hidden: Vec::new(),
         },
         _ => Error::CommandNotExecutable {
             program: failure.program,
@@ -42,6 +43,7 @@ pub fn failure_error(failure: HelperFailure) -> Error {
     match failure.code {
         HelperCode::CommandNotFound => Error::CommandNotFound {
             program: failure.program,
+            hidden: Vec::new(),
         },
         HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
             program: failure.program,
