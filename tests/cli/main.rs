@@ -65,6 +65,7 @@ mod run_crash;
 mod run_escape;
 mod run_git_inside;
 mod run_git_inside_attack;
+mod run_hidden_tools;
 mod run_hints;
 mod run_layer;
 mod run_network;
