@@ -1002,7 +1002,7 @@ fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
 /// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev` (where
 /// only the device nodes and a new `devpts` come back), `/dev/shm`, the runtime dir, and with
 /// the network denied `/run` (host sockets live there).
-fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
+pub(crate) fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev", "/dev/shm"]
         .map(PathBuf::from)
         .to_vec();

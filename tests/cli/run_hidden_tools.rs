@@ -197,3 +197,43 @@ fn an_interpreter_under_var_tmp_is_named_for_a_script_that_names_it() {
         assert_eq!(String::from_utf8_lossy(&ok.stdout), said);
     }
 }
+
+#[test]
+fn doctor_warns_when_a_profiles_agent_lives_where_run_shows_an_empty_directory() {
+    let tmp = VarTmp::new("doctor");
+    let prefix = tmp.0.join("agent");
+    install(&prefix, "#!/bin/sh\necho agent\n");
+    std::fs::rename(prefix.join("bin/tool"), prefix.join("bin/claude")).unwrap();
+    let fx = Fixture::new();
+    let doctor = |path: &std::ffi::OsString| {
+        let mut cmd = fx.cmd();
+        let output = cmd
+            .env("PATH", path)
+            .args(["--json", "doctor"])
+            .output()
+            .unwrap();
+        let (_, doc) = json_of(output);
+        doc["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "agent_tools")
+            .unwrap_or_else(|| panic!("no agent_tools check in {doc}"))
+            .clone()
+    };
+    let check = doctor(&path_with(&prefix.join("bin")));
+    assert_eq!(check["status"], "warn", "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(detail.contains("profile claude"), "{check}");
+    assert!(detail.contains("under /var/tmp"), "{check}");
+    let hint = check["hint"].as_str().unwrap();
+    assert!(
+        hint.contains(&format!("--allow-read {}", prefix.display())),
+        "{check}"
+    );
+    // Installed elsewhere (or not at all): nothing to say.
+    let elsewhere = fx.home.join("agent-bin");
+    executable(&elsewhere.join("claude"), "#!/bin/sh\necho agent\n");
+    let check = doctor(&path_with(&elsewhere));
+    assert_eq!(check["status"], "ok", "{check}");
+}
