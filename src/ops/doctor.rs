@@ -206,7 +206,7 @@ fn agent_tools_check() -> Check {
     let profiles = crate::services::profile::all(user.as_ref()).unwrap_or_default();
     // As `run` sees them: the private directories empty, the home directory back.
     let spec = crate::base::sandbox::SandboxSpec {
-        private: crate::ops::run::private_dirs(true),
+        private: crate::base::sandbox::private_dirs(true),
         visible: std::env::var_os("HOME")
             .map(PathBuf::from)
             .into_iter()

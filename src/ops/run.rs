@@ -778,7 +778,7 @@ fn sandbox_for(
         deny_network,
         writable,
         visible,
-        private: private_dirs(deny_network),
+        private: sandbox::private_dirs(deny_network),
         frozen: ["commondir", "gitdir"]
             .iter()
             .map(|f| isolation.admin.join(f))
@@ -842,7 +842,7 @@ impl Granted {
         ((located, isolation), (private_tmp, quarantine)): ((&Located, &Isolation), (&Path, &Path)),
     ) -> Result<Granted> {
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
-        let private = private_dirs(settings.network == NetworkAccess::Denied);
+        let private = sandbox::private_dirs(settings.network == NetworkAccess::Denied);
         let mut writable: Vec<&Path> =
             vec![&isolation.tree, &isolation.admin, private_tmp, quarantine];
         let allowed = settings.allow_write.iter().filter(|_| settings.enabled);
@@ -997,29 +997,6 @@ fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
     path.is_absolute()
         .then(|| std::fs::canonicalize(path).ok())
         .flatten()
-}
-
-/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev` (where
-/// only the device nodes and a new `devpts` come back), `/dev/shm`, the runtime dir, and with
-/// the network denied `/run` (host sockets live there).
-pub(crate) fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev", "/dev/shm"]
-        .map(PathBuf::from)
-        .to_vec();
-    if deny_network {
-        dirs.push(PathBuf::from("/run"));
-    }
-    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
-        && runtime.is_absolute()
-        && !dirs.iter().any(|d| runtime.starts_with(d))
-    {
-        dirs.push(runtime);
-    }
-    dirs.retain(|d| {
-        std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
-            && std::fs::canonicalize(d).ok().as_deref() == Some(d.as_path())
-    });
-    dirs
 }
 
 /// Records the run's evidence and summarises its change set. A change set too large for a
