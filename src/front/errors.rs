@@ -268,6 +268,30 @@ fn request_hint(err: &Error) -> Option<String> {
     }
 }
 
+/// Where a program the sandbox could not find lives on the host, and the `--allow-read` of
+/// its installation's prefix that lets it through.
+fn hidden_tool_hint(program: &str, hidden: &[crate::base::error::HiddenTool]) -> String {
+    let places: Vec<String> = hidden
+        .iter()
+        .map(|h| {
+            format!(
+                "{} is under {}, which the sandbox replaces with an empty one",
+                h.path.display(),
+                h.under.display()
+            )
+        })
+        .collect();
+    let flags: Vec<String> = hidden
+        .iter()
+        .map(|h| format!("--allow-read {}", h.allow_read.display()))
+        .collect();
+    format!(
+        "{program} resolves on the host to what the sandbox hides: {}; to let it through: {}",
+        places.join("; "),
+        flags.join(" ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use crate::base::error::Error;
@@ -292,28 +316,4 @@ mod tests {
         };
         assert!(hint(&e).unwrap().contains("--lock-timeout"));
     }
-}
-
-/// Where a program the sandbox could not find lives on the host, and the `--allow-read` of
-/// its installation's prefix that lets it through.
-fn hidden_tool_hint(program: &str, hidden: &[crate::base::error::HiddenTool]) -> String {
-    let places: Vec<String> = hidden
-        .iter()
-        .map(|h| {
-            format!(
-                "{} is under {}, which the sandbox replaces with an empty one",
-                h.path.display(),
-                h.under.display()
-            )
-        })
-        .collect();
-    let flags: Vec<String> = hidden
-        .iter()
-        .map(|h| format!("--allow-read {}", h.allow_read.display()))
-        .collect();
-    format!(
-        "{program} resolves on the host to what the sandbox hides: {}; to let it through: {}",
-        places.join("; "),
-        flags.join(" ")
-    )
 }
