@@ -1397,7 +1397,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__mcp)
-            opts="-s -C -q -h --allow-promote --session --all-sessions --allow-network --allow-write --allow-read --profile --env --allow-host --publish --timeout --allow-no-sandbox --allow-output --allow-input --allow-base-dir --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --allow-promote --session --all-sessions --allow-network --allow-write --allow-read --profile --env --allow-host --publish --cache --timeout --allow-no-sandbox --allow-output --allow-input --allow-base-dir --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1432,6 +1432,10 @@ _a3s__iso() {
                     return 0
                     ;;
                 --publish)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -1903,7 +1907,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__run)
-            opts="-s -C -q -h --run-id --timeout --allow-network --allow-write --allow-read --profile --env --allow-host --publish --no-sandbox --ignore-config --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -C -q -h --run-id --timeout --allow-network --allow-write --allow-read --profile --env --allow-host --publish --cache --no-sandbox --ignore-config --release-identity --session --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1938,6 +1942,10 @@ _a3s__iso() {
                     return 0
                     ;;
                 --publish)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --cache)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -110,6 +110,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l profile -d 'Run 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l env -d 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l allow-host -d 'Let the command reach HOST[:PORT] through a3s-iso\'s HTTP proxy (repeatable)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l publish -d 'Publish PORT inside on the host\'s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l cache -d 'The cache of a preset\'s package manager (@npm: npm, @pypi: pip, @crates: cargo): private (a3s-iso\'s own, shared by your runs; the default), user (your own ~/.npm, ~/.cache/pip, ~/.cargo/registry and ~/.cargo/git, made writable) or none' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -l release-identity -d 'The agent_release_identity recorded in the run\'s change set (sha256:<64 hex>)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s s -l session -d 'The session (default: the isolation you are in, or the source\'s only live session)' -r -f -a "(command a3s-iso __complete sessions 2>/dev/null)"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand run" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
@@ -412,6 +413,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l profile -d 'Run 
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l env -d 'Pass the variable NAME to the command, or set NAME=VALUE (repeatable)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-host -d 'Let the command reach HOST[:PORT] through a3s-iso\'s HTTP proxy (repeatable)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l publish -d 'Publish PORT inside on the host\'s 127.0.0.1:HOST_PORT while the run lives (repeatable; HOST_PORT 0 or omitted: one the kernel picks, printed on stderr)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l cache -d 'The cache of a preset\'s package manager (@npm: npm, @pypi: pip, @crates: cargo): private (a3s-iso\'s own, shared by your runs; the default), user (your own ~/.npm, ~/.cache/pip, ~/.cargo/registry and ~/.cargo/git, made writable) or none' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l timeout -d 'Stop each run after DUR at the latest (a call may ask for less)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-output -d 'Let calls write files (run\'s and capture\'s output, promote\'s artifacts) beneath DIR (repeatable)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand mcp" -l allow-input -d 'Let calls read change-set documents (diff\'s and promote\'s change_set) beneath DIR (repeatable)' -r -F

@@ -4,7 +4,8 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only core|pool|rebase|overlaps|land|include|proxy]
+#                    [--only core|pool|rebase|overlaps|land|include|proxy|fleet]
+#                    [--fleet "N F J"]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
 #   --runs N      timed runs per side and case (default 5)
@@ -23,6 +24,13 @@
 #   --only land     only land of ten sessions against rebase + promote of each (10,000 files)
 #   --only include  only bind with a 200 MiB .worktreeinclude set of 10,000 files against
 #                   worktree add + cp -a --reflink=auto of the same files (10,000 files)
+#   --only fleet    only the fleet: N sessions of F files bound J at a time, each changing three
+#                   files of its own, adding one, deleting one and its own region of a file all
+#                   share; the user commits meanwhile; `land --all --test CMD`. Each phase (bind,
+#                   run, land, land --keep + discard --all --purge) against raw git: worktree add,
+#                   the edits + a commit in each, per session rebase + the test + merge --ff-only,
+#                   worktree remove. One run per side unless --runs; --fleet "N F J" (default
+#                   "20 10000 8"). The landed trees of both sides are compared
 #   --only proxy    only the network allowlist: a 256 MiB download from a loopback server
 #                   through run --allow-host's proxy (plain HTTP and CONNECT) against curl
 #                   straight to it (throughput ratio, goal >= 0.8), and run --allow-host
@@ -39,17 +47,20 @@
 set -euo pipefail
 
 runs=5
+runs_given=""
 sizes="1000 10000 100000"
 sizes_given=""
 cache_mib=64
 only=""
+fleet="20 10000 8"
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) sizes="1000 10000"; sizes_given=1 ;;
-    --runs) runs="$2"; shift ;;
+    --runs) runs="$2"; runs_given=1; shift ;;
     --sizes) sizes="$2"; sizes_given=1; shift ;;
     --cache-mib) cache_mib="$2"; shift ;;
     --only) only="$2"; shift ;;
+    --fleet) fleet="$2"; shift ;;
     -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
@@ -60,7 +71,8 @@ case "$only" in
   rebase) [ -n "$sizes_given" ] || sizes=100000 ;;
   overlaps|land|include) [ -n "$sizes_given" ] || sizes=10000 ;;
   proxy) [ -n "$sizes_given" ] || sizes=1000 ;;
-  *) echo "unknown case for --only: $only (core, pool, rebase, overlaps, land, include or proxy)" >&2; exit 2 ;;
+  fleet) read -r _ sizes _ <<<"$fleet"; sizes_given=1 ;;
+  *) echo "unknown case for --only: $only (core, pool, rebase, overlaps, land, include, proxy or fleet)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -500,6 +512,117 @@ land_discard() {
   ld_ids=()
 }
 
+# fleet: N sessions (F files, the size) bound J at a time by both sides, in two sources cloned
+# from the same repository: `src` for a3s-iso, `rawsrc` for raw git. Each phase is timed as a
+# whole, a3s-iso's side and raw git's side alternating run by run; every run starts from fresh
+# clones, so runs of the fleet case are few (default 1 unless --runs names more).
+fleet_case() {
+  local size=$1 n j fr=$runs
+  read -r n _ j <<<"$fleet"
+  [ "$runs_given" ] || fr=1
+  local -a ob=() rb=() orun=() rrun=() ol=() rl=() ok=() rk=() od=() rd=()
+  local i
+  for i in $(seq "$fr"); do
+    fleet_round "$size" "$n" "$j" land
+    ob+=("$fl_bind_o"); rb+=("$fl_bind_r"); orun+=("$fl_run_o"); rrun+=("$fl_run_r")
+    ol+=("$fl_land_o"); rl+=("$fl_land_r")
+    fleet_round "$size" "$n" "$j" keep
+    ok+=("$fl_land_o"); rk+=("$fl_land_r"); od+=("$fl_clean_o"); rd+=("$fl_clean_r")
+  done
+  fleet_row() {
+    local name=$1; shift
+    local half=$(($# / 2)) mo mr
+    mo=$(printf '%s\n' "${@:1:$half}" | median); mr=$(printf '%s\n' "${@:$((half + 1))}" | median)
+    row "$size" "$name" "$(ms "$mo")" "$(ms "$mr")" "$(ratio "$mo" "$mr")"
+  }
+  fleet_row "fleet $n: bind, $j at a time" "${ob[@]}" "${rb[@]}"
+  fleet_row "fleet $n: run (edits) vs edits+commit" "${orun[@]}" "${rrun[@]}"
+  fleet_row "fleet $n: land --all --test (cleans up)" "${ol[@]}" "${rl[@]}"
+  fleet_row "fleet $n: land --all --test --keep" "${ok[@]}" "${rk[@]}"
+  fleet_row "fleet $n: discard --all --purge" "${od[@]}" "${rd[@]}"
+}
+
+# fleet_round SIZE N J land|keep: one run of the fleet on fresh clones. With `land`, land
+# cleans up and the raw side removes each worktree after merging it (timed in the land phase);
+# with `keep`, land keeps the isolations and the clean-up is timed on its own.
+fleet_round() {
+  local size=$1 n=$2 j=$3 how=$4 root="$work/f$size" i
+  rm -rf "$root"; mkdir -p "$root"
+  echo "fleet of $n sessions ($how): cloning $size files twice…" >&2
+  generate "$root/src" "$size"; generate "$root/rawsrc" "$size"
+  local s
+  for s in src rawsrc; do
+    seq $((4 * n + 4)) | sed 's/^/line /' > "$root/$s/shared.txt"
+    git -C "$root/$s" add shared.txt && git -C "$root/$s" commit -q -m "a file every session changes"
+  done
+  export FL_ROOT=$root FL_FILES="$root/files"
+  git -C "$root/src" ls-files | awk -v m=$((5 * n)) 'NR % 7 == 2 && c++ < m' > "$FL_FILES"
+  local test_cmd='wc -l < shared.txt > test-output.log && grep -q "region of" shared.txt'
+  sync
+  local t
+  t=$(now_ns)
+  seq "$n" | xargs -P "$j" -I{} "$bin" -C "$root/src" bind -q -s "fl{}" --owner none >/dev/null
+  fl_bind_o=$(( $(now_ns) - t )); t=$(now_ns)
+  seq "$n" | xargs -P "$j" -I{} git -C "$root/rawsrc" worktree add -q --detach "$root/raw{}" HEAD
+  fl_bind_r=$(( $(now_ns) - t )); sync; t=$(now_ns)
+  seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/src" && "$0" run -q -s "fl$1" -- sh -c "$(fleet_edit "$1")"' "$bin" {} >/dev/null
+  fl_run_o=$(( $(now_ns) - t )); t=$(now_ns)
+  seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/raw$1" && sh -c "$(fleet_edit "$1")" && git add -A && git commit -q -m "session $1"' sh {}
+  fl_run_r=$(( $(now_ns) - t ))
+  for s in src rawsrc; do
+    echo "the user's own work" > "$root/$s/by-the-user.txt"
+    git -C "$root/$s" add by-the-user.txt && git -C "$root/$s" commit -q -m "the user moves on"
+  done
+  sync; t=$(now_ns)
+  local keep=(); [ "$how" = keep ] && keep=(--keep)
+  (cd "$root/src" && "$bin" land -q --all "${keep[@]}" --test "$test_cmd" >/dev/null) ||
+    { echo "fleet: land --all failed" >&2; exit 1; }
+  fl_land_o=$(( $(now_ns) - t )); t=$(now_ns)
+  for i in $(seq "$n"); do
+    git -C "$root/raw$i" rebase -q main && (cd "$root/raw$i" && bash -e -o pipefail -c "$test_cmd") &&
+      git -C "$root/rawsrc" merge -q --ff-only "$(git -C "$root/raw$i" rev-parse HEAD)" ||
+      { echo "fleet: raw landing of $i failed" >&2; exit 1; }
+    [ "$how" = keep ] || git -C "$root/rawsrc" worktree remove --force "$root/raw$i"
+  done
+  fl_land_r=$(( $(now_ns) - t ))
+  fleet_check "$root" "$n" "$how"
+  if [ "$how" = keep ]; then
+    sync; t=$(now_ns)
+    (cd "$root/src" && "$bin" discard -q --all --purge >/dev/null)
+    fl_clean_o=$(( $(now_ns) - t )); t=$(now_ns)
+    for i in $(seq "$n"); do git -C "$root/rawsrc" worktree remove --force "$root/raw$i"; done
+    fl_clean_r=$(( $(now_ns) - t ))
+  fi
+  [ "$(git -C "$root/src" worktree list | wc -l)" -eq 1 ] || { echo "fleet: worktrees left after the clean-up" >&2; exit 1; }
+  cd "$work"; rm -rf "$root"
+}
+
+# fleet_edit I: session I's edits, as a shell script run in its tree: three files of its own
+# changed, one added, one deleted, and its own line of shared.txt.
+fleet_edit() {
+  local i=$1 base=$((5 * ($1 - 1)))
+  local own
+  own=$(sed -n "$((base + 1)),$((base + 3))p" "$FL_FILES" | tr '\n' ' ')
+  printf 'for f in %s; do echo "changed by %s" >> "$f"; done; ' "$own" "$i"
+  printf 'echo "added by %s" > added-by-%s.txt; rm -f %s; ' "$i" "$i" "$(sed -n "$((base + 4))p" "$FL_FILES")"
+  printf 'sed -i "%ds/.*/region of %s/" shared.txt\n' "$((4 * i))" "$i"
+}
+export -f fleet_edit
+
+# fleet_check ROOT N HOW: both sides landed the same tree, nothing the test wrote landed, a
+# second land --all lands nothing, no session has work to land.
+fleet_check() {
+  local root=$1 n=$2
+  [ "$(git -C "$root/src" rev-parse 'HEAD^{tree}')" = "$(git -C "$root/rawsrc" rev-parse 'HEAD^{tree}')" ] ||
+    { echo "fleet: the landed trees differ" >&2; exit 1; }
+  [ "$(git -C "$root/src" rev-list --count HEAD~"$n"..HEAD)" -eq "$n" ] || { echo "fleet: not $n landings" >&2; exit 1; }
+  if git -C "$root/src" log --name-only --format= HEAD~"$n"..HEAD | grep -q test-output.log; then
+    echo "fleet: the test's log landed" >&2; exit 1
+  fi
+  (cd "$root/src" && "$bin" land -q --all >/dev/null) || { echo "fleet: a second land --all failed" >&2; exit 1; }
+  [ "$(git -C "$root/src" rev-list --count HEAD~"$n"..HEAD)" -eq "$n" ] || { echo "fleet: the second land --all landed" >&2; exit 1; }
+}
+
 # dirty TREE: ten tracked files changed and a build output written, as a session leaves it.
 dirty() {
   [ -d "$1" ] || return 0
@@ -584,6 +707,8 @@ core_cases() {
 sandbox=()
 largest=""
 for size in $sizes; do
+  # The fleet clones its own two sources.
+  if [ "$only" = fleet ]; then fleet_case "$size"; continue; fi
   src="$work/r$size/src"
   echo "generating $size files…" >&2
   generate "$src" "$size"

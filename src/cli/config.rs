@@ -94,7 +94,7 @@ fn setting_fields(settings: &Effective, only_set: bool) -> Vec<(&'static str, St
         false => items.join("; "),
     };
     let pool_keep = settings.pool_keep_ignored.value.as_deref();
-    let rows: [(&'static str, Origin, String); 8] = [
+    let rows: [(&'static str, Origin, String); 9] = [
         ("setup", settings.setup.source, list(&settings.setup.value)),
         (
             "copy_ignored",
@@ -115,6 +115,11 @@ fn setting_fields(settings: &Effective, only_set: bool) -> Vec<(&'static str, St
             "run.publish",
             settings.publish.source,
             list(&settings.publish.value),
+        ),
+        (
+            "run.cache",
+            settings.cache.source,
+            settings.cache.value.to_string(),
         ),
         (
             "run.profile",

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use a3s_iso::base::command_env::EnvRequest;
+use a3s_iso::services::caches::CacheMode;
 
 /// The sandbox's grants: network, hosts, ports, paths, a profile and variables.
 #[derive(Debug, Args)]
@@ -57,6 +58,12 @@ pub struct SandboxGrantArgs {
         conflicts_with = "allow_network"
     )]
     pub publish: Vec<String>,
+
+    /// The cache of a preset's package manager (@npm: npm, @pypi: pip, @crates: cargo): private
+    /// (a3s-iso's own, shared by your runs; the default), user (your own ~/.npm, ~/.cache/pip,
+    /// ~/.cargo/registry and ~/.cargo/git, made writable) or none
+    #[arg(long, value_name = "MODE", value_parser = parse_cache)]
+    pub cache: Option<CacheMode>,
 }
 
 impl SandboxGrantArgs {
@@ -83,4 +90,12 @@ fn with_env(given: &[PathBuf], var: &str) -> Vec<PathBuf> {
 /// `--env NAME`, `--env 'PATTERN*'` or `--env NAME=VALUE`.
 fn parse_env(arg: &str) -> std::result::Result<EnvRequest, String> {
     EnvRequest::parse(std::ffi::OsStr::new(arg)).map_err(|e| e.to_string())
+}
+
+/// `--cache private|user|none`.
+fn parse_cache(arg: &str) -> std::result::Result<CacheMode, String> {
+    CacheMode::ALL
+        .into_iter()
+        .find(|mode| mode.as_str() == arg)
+        .ok_or_else(|| format!("expected private, user or none, not {arg:?}"))
 }

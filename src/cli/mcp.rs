@@ -68,6 +68,7 @@ impl McpArgs {
                 allow_read: self.grants.allow_read_with_env(),
                 allow_write: self.grants.allow_write_with_env(),
                 profile: self.grants.profile.clone(),
+                cache: self.grants.cache,
                 env: self.grants.env.clone(),
                 timeout: self.timeout,
             },

@@ -32,7 +32,7 @@ pub struct RunArgs {
     pub grants: SandboxGrantArgs,
 
     /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile"])]
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile", "cache"])]
     pub no_sandbox: bool,
 
     /// Run without reading the repository's .a3s-iso.toml at all (trusted or not)
@@ -122,6 +122,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         allow_write: grants.allow_write_with_env(),
         allow_read: grants.allow_read_with_env(),
         profile: grants.profile.clone(),
+        cache: grants.cache,
     };
     let approve = &mut |file: &a3s_iso::services::config::RepositoryFile| {
         super::config::ask_on_terminal(file, out)

@@ -47,6 +47,7 @@ pub fn run_setup(
                 sandbox: Some(crate::ops::run::SandboxRequest {
                     allow_network: setup.allow_network,
                     allow_hosts: setup.allow_hosts.clone(),
+                    cache: setup.cache,
                     ..crate::ops::run::SandboxRequest::default()
                 }),
                 output: Some(output.clone()),

@@ -196,6 +196,7 @@ pub(crate) fn run(
         allow_write: narrowed.allow_write,
         allow_read: narrowed.allow_read,
         profile: narrowed.profile,
+        cache: place.grants.run.cache,
     };
     let opts = RunOptions {
         session_id: parsed.session_id,

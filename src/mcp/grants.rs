@@ -36,6 +36,9 @@ pub struct RunGrants {
     /// `--timeout`: the longest a run may take (and how long one takes unless the call says
     /// less).
     pub timeout: Option<Duration>,
+    /// `--cache`: the cache of the presets' package managers in every run (the configuration's
+    /// otherwise).
+    pub cache: Option<crate::services::caches::CacheMode>,
 }
 
 /// Everything the server was granted.
@@ -349,6 +352,7 @@ pub(crate) fn granting_all() -> Grants {
             profile: Some("claude".into()),
             env: vec![EnvRequest::Pass("NODE_*".into())],
             timeout: Some(Duration::from_secs(600)),
+            cache: None,
         },
         no_sandbox: true,
         output: vec!["/repo".into()],

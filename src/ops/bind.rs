@@ -433,6 +433,11 @@ fn create(
     .and_then(|built| {
         copy_ignored(ctx, located, (&claim.path, revision), &sets).map(|copied| (built, copied))
     });
+    if let Ok(((admin_dir, _), _)) = &built
+        && unbuilt.restore.is_none()
+    {
+        note_bound_tree(located, admin_dir, &unbuilt.record.base_tree);
+    }
     crate::fault_point!("bind-before-publish");
     let lock = ctx.lock(&located.repo)?;
     match built {
@@ -503,6 +508,20 @@ fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Res
     let git = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
     crate::model::snapshot::keep_index(&git, admin, &seed)?;
     crate::model::snapshot::copy_index(&seed, &located.store.bound_index_path(admin))
+}
+
+/// Notes that the seed kept at bind describes the bound tree exactly, as a full snapshot
+/// would: the isolation holds the checkout and nothing else a snapshot takes (what
+/// `--copy-ignored` and `.worktreeinclude` copy is ignored), so the session's first `run` takes
+/// the fast path and costs what it changed, like every later one. Not with work restored into
+/// the tree, gitlinks or a sparse checkout: those take the full path first. Best effort:
+/// without the note, the first run snapshots the isolation.
+fn note_bound_tree(located: &Located, admin: &Path, tree: &str) {
+    let seed = located.store.seed_index_path(admin);
+    if crate::recovery::run_layer::plain_seed(&seed).unwrap_or(false) {
+        crate::model::snapshot::note_tree(&seed, tree);
+        crate::recovery::run_layer::note_full_snapshot(&seed, true);
+    }
 }
 
 /// `--copy-ignored` and `.worktreeinclude`: the source's ignored files they match, copied in.

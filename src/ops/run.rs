@@ -146,11 +146,9 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
     let before = before_command(ctx, at, (&record.session_id, &run_id), &mut sandbox_spec)?;
-    let git_env = sandbox_spec
-        .as_ref()
-        .map(|_| quarantine.environment(&located.repo));
+    let extra_env = sandboxed_env(sandbox_spec.as_ref(), &quarantine, &located, &granted);
     let paths = (workdir.as_path(), private_tmp.path());
-    let env = command_env(opts, (&record, &run_id), paths, git_env, &settings);
+    let env = command_env(opts, (&record, &run_id), paths, extra_env, &settings);
     settings.env_passed = env.passed.clone();
     let launch = Launch {
         workdir: &workdir,
@@ -192,7 +190,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         result_tree: evidence.result_tree.clone(),
         base_tree,
         change_set,
-        sandbox: report(sandbox_spec.as_ref(), &settings, &env),
+        sandbox: report(sandbox_spec.as_ref(), &settings, &env, &granted),
         network,
         warnings,
         hidden_paths: hidden_paths_of(
@@ -515,8 +513,16 @@ impl Ended {
 }
 
 /// What a run reports of its sandbox (`None`: `--no-sandbox`) and of its environment.
-fn report(spec: Option<&SandboxSpec>, settings: &RunSandbox, env: &CommandEnv) -> SandboxReport {
+fn report(
+    spec: Option<&SandboxSpec>,
+    settings: &RunSandbox,
+    env: &CommandEnv,
+    granted: &Granted,
+) -> SandboxReport {
     let mut report = spec.map_or_else(SandboxReport::disabled, SandboxReport::of);
+    if spec.is_some() {
+        report.caches = granted.caches.report.clone();
+    }
     report.allow_write = settings.allow_write.clone();
     report.allow_read = settings.allow_read.clone();
     report.env_passed = env.passed.clone();
@@ -630,15 +636,16 @@ fn output_target(opts: &RunOptions) -> Stream {
 }
 
 /// The command's environment: the caller's allowed and named variables, what `--env` sets,
-/// and run's own (the session's, TMPDIR, the quarantine for git); never a repository-selecting
+/// and run's own (the session's, TMPDIR, and `extra`: the quarantine for git, the caches' variables); never a repository-selecting
 /// `GIT_*` of the caller's.
-/// With the proxy, the variables that send HTTP clients to it; with the network denied, those
-/// that keep package managers from retrying what cannot succeed.
+/// With the proxy, the variables that send HTTP clients to it; with a preset's cache, the
+/// variable that points its package manager there; with the network denied, those that keep
+/// package managers from retrying what cannot succeed.
 fn command_env(
     opts: &RunOptions,
     (record, run_id): (&SessionRecord, &str),
     (workdir, private_tmp): (&Path, &Path),
-    git_env: Option<Vec<(String, PathBuf)>>,
+    extra: Vec<(String, OsString)>,
     settings: &RunSandbox,
 ) -> CommandEnv {
     let worktree = record.worktree.as_deref().unwrap_or(workdir);
@@ -652,12 +659,7 @@ fn command_env(
         ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
         ("TMPDIR".into(), private_tmp.into()),
     ];
-    own.extend(
-        git_env
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, v.into())),
-    );
+    own.extend(extra);
     if settings.network == NetworkAccess::Allowlist {
         let vars = crate::services::network::proxy_env();
         own.extend(vars.into_iter().map(|(k, v)| (k, v.into())));
@@ -688,6 +690,23 @@ fn add_unless_given(env: &mut CommandEnv, defaults: Vec<(String, String)>) {
         }
     }
     env.passed.sort();
+}
+
+/// What a sandboxed command's environment adds: the quarantine for git, and the variables that
+/// point each preset's tool at its cache.
+fn sandboxed_env(
+    spec: Option<&SandboxSpec>,
+    quarantine: &Quarantine,
+    located: &Located,
+    granted: &Granted,
+) -> Vec<(String, OsString)> {
+    let Some(_) = spec else {
+        return Vec::new();
+    };
+    let git = quarantine.environment(&located.repo).into_iter();
+    git.map(|(k, v)| (k, v.into()))
+        .chain(granted.caches.env.iter().cloned())
+        .collect()
 }
 
 /// Takes the session's lease for the run, after checking that the run id is new.
@@ -767,6 +786,7 @@ fn sandbox_for(
             .cloned(),
     );
     writable.extend(granted.layers.root().map(Path::to_path_buf));
+    writable.extend(granted.caches.writable.iter().cloned());
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let mut visible = vec![located.repo.common_dir.clone()];
     visible.extend(home.iter().cloned());
@@ -827,6 +847,8 @@ struct Granted {
     )>,
     /// What the review before the command held (of a run killed before its own review).
     held: Vec<String>,
+    /// The caches of the presets' package managers: writable directories and variables.
+    caches: crate::services::caches::CachePlan,
 }
 
 impl Granted {
@@ -870,6 +892,7 @@ impl Granted {
             not_mounted: [layered, unneeded].concat(),
             kept: None,
             held: Vec::new(),
+            caches: cache_plan(opts, settings)?,
         };
         let mut dirs = Vec::new();
         if let Some(profile) = profile.filter(|p| !p.writable.is_empty()) {
@@ -900,6 +923,21 @@ impl Granted {
         }
         granted.layers = crate::services::writeback::Layers::create(run_id, &dirs, grants)?;
         Ok(granted)
+    }
+}
+
+/// The caches a sandboxed run's presets bring (none without the sandbox).
+fn cache_plan(
+    opts: &RunOptions,
+    settings: &RunSandbox,
+) -> Result<crate::services::caches::CachePlan> {
+    match &opts.sandbox {
+        Some(request) if settings.enabled => crate::services::caches::prepare(
+            &request.allow_hosts,
+            request.cache,
+            &crate::services::caches::CacheRoots::of_user(),
+        ),
+        _ => Ok(crate::services::caches::CachePlan::default()),
     }
 }
 

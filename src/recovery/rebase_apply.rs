@@ -146,8 +146,11 @@ pub(crate) fn write_files(
     let index = TempFile::new(&scratch, "index")?;
     snapshot::copy_index(&seed, index.path())?;
     wt.read_tree_move(index.path(), now, tree)?;
-    // The next snapshot starts from the index that describes the files just written.
-    fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))
+    // The next snapshot starts from the index that describes the files just written, and
+    // the next run's fast path from the tree they hold.
+    fs::rename(index.path(), &seed).ctx(|| format!("cannot keep {}", seed.display()))?;
+    snapshot::note_tree(&seed, tree);
+    Ok(())
 }
 
 /// The isolation's index, written whole beside it and renamed over it.

@@ -1,7 +1,8 @@
 //! What several verbs share: capture's insides (evidence), a session's steps and runs,
 //! nested change sets, whether a session landed, the pool of spares, purges, rebase planning,
-//! remotes, the network proxy, profiles, configuration, setup and overlaps.
+//! remotes, the network proxy, the package managers' caches, profiles, configuration, setup and overlaps.
 
+pub mod caches;
 pub mod config;
 pub mod copyignored;
 pub mod evidence;

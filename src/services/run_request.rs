@@ -29,6 +29,8 @@ pub struct SandboxRequest {
     /// The login files every profile declares (relative to the home directory): hidden like
     /// the agents' logins a3s-iso knows, except the running profile's own.
     pub credentials: Vec<PathBuf>,
+    /// The cache the package manager of each preset among `allow_hosts` gets.
+    pub cache: crate::services::caches::CacheMode,
 }
 
 /// What the caller of `run` asked of the sandbox, before the configuration fills it in.
@@ -50,6 +52,8 @@ pub struct SandboxAsk {
     pub allow_read: Vec<PathBuf>,
     /// `--profile`.
     pub profile: Option<String>,
+    /// `--cache`.
+    pub cache: Option<crate::services::caches::CacheMode>,
 }
 
 /// The sandbox a run gets (`None` without one), and what the caller should know of how the
@@ -84,6 +88,7 @@ pub fn configure(
     let own_network = !ask.allow_hosts.is_empty() || !ask.publish.is_empty();
     let allow_network = ask.allow_network || (!own_network && settings.allow_network.value);
     let name = ask.profile.clone().or(settings.profile.value);
+    let cache = settings.cache.or_flag(ask.cache).value;
     let profile = name
         .map(|name| crate::services::profile::resolve(&name, loaded.user.profiles.as_ref()))
         .transpose()?;
@@ -113,6 +118,7 @@ pub fn configure(
             publish,
             profile,
             credentials: crate::services::profile::every_credential(loaded.user.profiles.as_ref())?,
+            cache,
         }),
         warnings,
     })

@@ -14,6 +14,8 @@ pub struct Setup {
     pub allow_network: bool,
     /// Otherwise, the hosts they reach through the proxy (`run.allow_host`).
     pub allow_hosts: Vec<String>,
+    /// The cache their presets' package managers get (`run.cache`).
+    pub cache: crate::services::caches::CacheMode,
 }
 
 impl Setup {
@@ -28,6 +30,7 @@ impl Setup {
                 true => Vec::new(),
                 false => settings.allow_host.value.clone(),
             },
+            cache: settings.cache.value,
         }
     }
 }

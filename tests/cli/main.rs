@@ -61,6 +61,7 @@ mod rebase_sessions;
 mod remote_push;
 mod retain_crash;
 mod run_basics;
+mod run_caches;
 mod run_crash;
 mod run_escape;
 mod run_git_inside;

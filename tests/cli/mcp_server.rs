@@ -454,7 +454,8 @@ fn bind_through_mcp_applies_the_trusted_configuration() {
 
 /// `run` through MCP reads the configuration as `run` does: a `[run]` table of an untrusted
 /// repository file refuses the call (a tool call cannot approve it), nothing runs; trusted,
-/// its profile and hosts apply, and the server's granted hosts add to them.
+/// its profile and hosts apply, and the server's granted hosts add to them; the server's
+/// `--cache` wins over the configuration's.
 #[test]
 fn run_through_mcp_applies_the_trusted_run_configuration() {
     if !crate::fixture::require_tool("sandbox") {
@@ -486,6 +487,15 @@ fn run_through_mcp_applies_the_trusted_run_configuration() {
         .map(|a| a["entry"].as_str().unwrap())
         .collect();
     assert_eq!(entries, ["127.0.0.1:9", "@npm"], "{ran}");
+    // The configuration's preset brings its cache; a server started with --cache none gives
+    // its runs none, whatever the configuration says.
+    assert_eq!(ran["sandbox"]["caches"][0]["tool"], "npm", "{ran}");
+    assert_eq!(ran["sandbox"]["caches"][0]["mode"], "private", "{ran}");
+    client.close();
+    let mut client = Client::start(&fx, &["--session", "r1", "--cache", "none"]);
+    client.handshake("2025-06-18");
+    let ran = client.document("run", json!({"session_id": "r1", "command": ["true"]}));
+    assert_eq!(ran["sandbox"]["caches"], json!([]), "{ran}");
     client.close();
 }
 

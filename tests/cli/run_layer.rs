@@ -458,3 +458,73 @@ fn the_warning_of_a_finished_run_names_the_run_and_its_session() {
         "new\n"
     );
 }
+
+/// A session's first run after its bind, and its first after a rebase, take the fast path
+/// (bind and the rebase leave a3s-iso's index noted with the tree they wrote) and record
+/// exactly what the full path records.
+#[test]
+fn the_first_run_after_a_bind_or_a_rebase_takes_the_fast_path_and_records_the_same() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let mut rng = Rng::seeded("first-run");
+    generated_source(&fx, &mut rng);
+    for session in ["fast", "full"] {
+        fx.bind(session);
+    }
+    let (fast, calls) = run_script(&fx, "fast", CHANGES[0], false);
+    let (full, full_calls) = run_script(&fx, "full", CHANGES[0], true);
+    assert!(!adds_all(&calls), "after bind: {calls:#?}");
+    assert!(adds_all(&full_calls), "{full_calls:#?}");
+    same_documents(&fx, &fast, &full);
+    fx.write("by-the-user.txt", "moved on\n");
+    fx.commit_all("the user moves on");
+    for session in ["fast", "full"] {
+        let (code, doc) = fx.json(&["rebase", "-s", session]);
+        assert_eq!(code, 0, "{doc}");
+    }
+    let (fast, calls) = run_script(&fx, "fast", CHANGES[1], false);
+    let (full, _) = run_script(&fx, "full", CHANGES[1], true);
+    assert!(!adds_all(&calls), "after rebase: {calls:#?}");
+    same_documents(&fx, &fast, &full);
+    // Both isolations hold the same bytes.
+    let listings = ["fast", "full"].map(|s| {
+        let mut listing = crate::fixture::content_listing(&fx.isolation(s));
+        listing.remove(".git");
+        listing
+    });
+    assert_eq!(listings[0], listings[1]);
+}
+
+/// An edit made in a fresh isolation before its first run, outside any run (same size, its
+/// time put back), is not the run's, and the next capture holds it.
+#[test]
+fn an_edit_before_the_first_run_is_not_the_runs_and_capture_holds_it() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("same.txt", "before\n");
+    fx.commit_all("same");
+    fx.bind("early");
+    let same = fx.isolation("early").join("same.txt");
+    let mtime = std::fs::metadata(&same).unwrap().modified().unwrap();
+    std::fs::write(&same, "AFTER!\n").unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&same)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (run, calls) = run_script(&fx, "early", "echo one > one.txt", false);
+    assert!(!adds_all(&calls), "{calls:#?}");
+    assert_eq!(run["change_set"]["files_changed"], 1, "{run}");
+    let result = run["result_tree"].as_str().unwrap();
+    assert_eq!(blob(&fx, result, "same.txt"), "before");
+    let (code, capture) = fx.json(&["capture", "-s", "early"]);
+    assert_eq!(code, 0, "{capture}");
+    let captured = capture["result_tree"].as_str().unwrap();
+    assert_eq!(blob(&fx, captured, "same.txt"), "AFTER!");
+    assert_eq!(blob(&fx, captured, "one.txt"), "one");
+}

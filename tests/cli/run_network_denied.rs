@@ -108,7 +108,7 @@ fn npm_ci_with_the_network_denied_fails_at_once_and_names_the_npm_preset() {
 #[test]
 fn pip_install_with_the_network_denied_fails_at_once_and_names_the_pypi_preset() {
     require_sandbox!();
-    if !require_tool("python3") || !require_tool("pip3") || !require_tool("bash") {
+    if !require_tool("python3") || !require_tool("pip") || !require_tool("bash") {
         return;
     }
     let fx = Fixture::new();

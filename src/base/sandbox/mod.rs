@@ -6,7 +6,7 @@
 mod report;
 
 pub use crate::base::sandbox::report::{
-    FilesystemAccess, NetworkAccess, ProfileUsed, SandboxReport,
+    CacheMode, CacheReport, FilesystemAccess, NetworkAccess, ProfileUsed, SandboxReport,
 };
 pub use a3s_iso_sandbox::{
     DEVICE_NODES, FileLayer, GitLayers, HelperCode, HelperFailure, MountedDir, Reporter,

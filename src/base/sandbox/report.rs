@@ -23,6 +23,36 @@ pub struct ProfileUsed {
     pub hosts: Vec<String>,
 }
 
+crate::base::wire::wire_enum! {
+    /// Which cache a preset's package manager gets (`run --cache`, `run.cache`).
+    #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum CacheMode {
+        /// a3s-iso's own cache of the tool, shared by every run of this user that allows the
+        /// preset: `<data>/caches/TOOL`.
+        #[default]
+        Private = "private",
+        /// The user's own cache of the tool (`~/.npm`, `~/.cache/pip`, `~/.cargo/registry`),
+        /// writable: a grant, since the user's own builds read it.
+        User = "user",
+        /// No cache: the tool's default location stays read-only.
+        None = "none",
+    }
+}
+
+/// One cache a run got.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CacheReport {
+    /// The preset that brought it (`@npm`).
+    pub preset: String,
+    /// The package manager (`npm`, `pip`, `cargo`).
+    pub tool: String,
+    /// `private` or `user`.
+    pub mode: CacheMode,
+    /// The directories the command could write for it.
+    #[serde(with = "crate::base::paths::fs_path_list")]
+    pub writable: Vec<PathBuf>,
+}
+
 /// Whether a run's command could reach the network.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -81,6 +111,8 @@ pub struct SandboxReport {
     pub env_dropped: Vec<String>,
     /// The profile it ran under and what that allowed; `null` without one.
     pub profile: Option<ProfileUsed>,
+    /// The caches its presets' package managers got (`run --cache`).
+    pub caches: Vec<CacheReport>,
 }
 
 impl SandboxReport {
@@ -101,6 +133,7 @@ impl SandboxReport {
             env_passed: Vec::new(),
             env_dropped: Vec::new(),
             profile: None,
+            caches: Vec::new(),
         }
     }
 
@@ -127,6 +160,7 @@ impl SandboxReport {
             env_passed: Vec::new(),
             env_dropped: Vec::new(),
             profile: None,
+            caches: Vec::new(),
         }
     }
 }

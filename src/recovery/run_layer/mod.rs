@@ -146,7 +146,7 @@ pub(crate) fn note_full_snapshot(seed: &Path, flat: bool) {
 
 /// a3s-iso's own index as a snapshot can start from it alone: a plain file, not split, no
 /// entry marked skip-worktree, no gitlink.
-fn plain_seed(seed: &Path) -> Result<bool> {
+pub(crate) fn plain_seed(seed: &Path) -> Result<bool> {
     if !std::fs::symlink_metadata(seed).is_ok_and(|m| m.is_file()) {
         return Ok(false);
     }

@@ -51,6 +51,8 @@ pub struct RunLayer {
     pub allow_host: Option<Vec<String>>,
     /// Ports every run publishes, as `--publish` takes them: `3000` or `"8080:3000"`.
     pub publish: Option<Vec<PublishEntry>>,
+    /// The cache a preset's package manager gets, as `run --cache` takes it.
+    pub cache: Option<crate::services::caches::CacheMode>,
 }
 
 /// One `run.publish` entry: a port number, or `"HOST_PORT:PORT"` as `--publish` takes it.
@@ -153,6 +155,9 @@ pub struct Effective {
     /// `run.publish`, each as `--publish` spells it.
     #[serde(rename = "run.publish")]
     pub publish: Setting<Vec<String>>,
+    /// `run.cache`: `private` (a3s-iso's own), `user` (the user's own) or `none`.
+    #[serde(rename = "run.cache")]
+    pub cache: Setting<crate::services::caches::CacheMode>,
     /// `pool.size`; `null`: as `pool` last set it.
     #[serde(rename = "pool.size")]
     pub pool_size: Setting<Option<usize>>,
@@ -214,6 +219,7 @@ impl Loaded {
             profile: Setting::default(None),
             allow_host: Setting::default(Vec::new()),
             publish: Setting::default(Vec::new()),
+            cache: Setting::default(crate::services::caches::CacheMode::Private),
             pool_size: Setting::default(None),
             pool_keep_ignored: Setting::default(None),
         };
@@ -241,6 +247,8 @@ impl Loaded {
             let publish = layer.run.as_ref().and_then(|r| r.publish.as_ref());
             let spelled = publish.map(|p| p.iter().map(PublishEntry::spelled).collect());
             effective.publish.set(spelled, origin);
+            let cache = layer.run.as_ref().and_then(|r| r.cache);
+            effective.cache.set(cache, origin);
             let size = layer.pool.as_ref().and_then(|p| p.size);
             effective.pool_size.set(size.map(Some), origin);
             let keep = layer.pool.as_ref().and_then(|p| p.keep_ignored.clone());

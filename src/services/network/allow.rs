@@ -97,6 +97,13 @@ impl AllowEntry {
                 .ok_or_else(|| {
                     invalid(&format!("no such preset (there are {})", preset_names()))
                 })?;
+            #[cfg(feature = "fault-injection")]
+            if let Some(rules) = test_preset_rules(given) {
+                return Ok(AllowEntry {
+                    given: given.to_string(),
+                    rules,
+                });
+            }
             let rules = hosts
                 .iter()
                 .map(|host| Rule {
@@ -126,6 +133,26 @@ impl AllowEntry {
                 .collect(),
         })
     }
+}
+
+/// With the `fault-injection` feature only: the rules `A3S_ISO_TEST_PRESET_HOSTS`
+/// (`@npm=127.0.0.2:8080|host:port,@pypi=…`) gives a preset instead of its real hosts, so that
+/// tests serve a preset's registry on loopback. A release build never reads it.
+#[cfg(feature = "fault-injection")]
+fn test_preset_rules(preset: &str) -> Option<Vec<Rule>> {
+    let given = std::env::var("A3S_ISO_TEST_PRESET_HOSTS").ok()?;
+    let (_, entries) = given
+        .split(',')
+        .filter_map(|pair| pair.split_once('='))
+        .find(|(name, _)| *name == preset)?;
+    let parsed: Result<Vec<AllowEntry>> = entries
+        .split('|')
+        .filter(|e| !e.starts_with('@'))
+        .map(AllowEntry::parse)
+        .collect();
+    parsed
+        .ok()
+        .map(|e| e.into_iter().flat_map(|e| e.rules).collect())
 }
 
 fn preset_names() -> String {
