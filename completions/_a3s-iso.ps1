@@ -395,7 +395,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--git', '--git', [CompletionResultType]::ParameterName, 'The git binary to run (default: git on PATH)')
             [CompletionResult]::new('--lock-timeout', '--lock-timeout', [CompletionResultType]::ParameterName, 'How long to wait for the repository lock held by another a3s-iso command')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'List what would be removed, and change nothing')
-            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age, pool spares included (the uninstall path)')
             [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --remote: accept a URL or path that is not a configured remote')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

@@ -376,7 +376,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --git 'The git binary to run (default: git on PATH)'
             cand --lock-timeout 'How long to wait for the repository lock held by another a3s-iso command'
             cand --dry-run 'List what would be removed, and change nothing'
-            cand --all 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)'
+            cand --all 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age, pool spares included (the uninstall path)'
             cand --allow-url 'With --remote: accept a URL or path that is not a configured remote'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'

@@ -322,7 +322,7 @@ never\t''"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l git -d 'The git binary to run (default: git on PATH)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l lock-timeout -d 'How long to wait for the repository lock held by another a3s-iso command' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l dry-run -d 'List what would be removed, and change nothing'
-complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l all -d 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l all -d 'Remove everything stored for this source and state dir that no live or retained session needs, whatever its age, pool spares included (the uninstall path)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand gc" -s q -l quiet -d 'Print no narration or warnings on stderr'

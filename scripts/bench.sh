@@ -189,7 +189,9 @@ print_results() {
     for size in $sizes; do line+=$(printf ' | %18s' "${cell["$c|$size"]:--}"); done
     echo "$line"
   done
-  echo "medians of $runs alternating runs; $(nproc) cores; $(git --version); $("$bin" --version)"
+  local medians="medians of $runs alternating runs"
+  [ "$only" != fleet ] || medians="the fleet: medians of ${fleet_runs:-1} run(s) per side"
+  echo "$medians; $(nproc) cores; $(git --version); $("$bin" --version)"
 }
 
 # measure SIZE NAME OURS RAW PREP: PREP runs (untimed) before every timed run of either side.
@@ -520,6 +522,7 @@ fleet_case() {
   local size=$1 n j fr=$runs
   read -r n _ j <<<"$fleet"
   [ "$runs_given" ] || fr=1
+  fleet_runs=$fr
   local -a ob=() rb=() orun=() rrun=() ol=() rl=() ok=() rk=() od=() rd=()
   local i
   for i in $(seq "$fr"); do

@@ -19,7 +19,7 @@ pub struct GcArgs {
     #[arg(long)]
     pub dry_run: bool,
 
-    /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age (the uninstall path)
+    /// Remove everything stored for this source and state dir that no live or retained session needs, whatever its age, pool spares included (the uninstall path)
     #[arg(long)]
     pub all: bool,
 
@@ -67,11 +67,12 @@ fn render(out: &Output, outcome: &GcOutcome) {
         .filter(|i| i.kind != Kind::EmptyDir)
         .collect();
     out.headline(&format!(
-        "{verb} {} item{} ({}), kept {}",
+        "{verb} {} item{} ({}), kept {} ({})",
         shown.len(),
         if shown.len() == 1 { "" } else { "s" },
         human_bytes(outcome.bytes),
-        outcome.kept.len()
+        outcome.kept.len(),
+        human_bytes(outcome.kept_bytes)
     ));
     if out.quiet {
         return;
@@ -117,9 +118,12 @@ fn why(reason: Reason) -> &'static str {
         Reason::Uninstall => "gc --all",
         Reason::Live => "live session",
         Reason::Retained => "retained session",
-        Reason::InsideWindow => "inside the retention window",
+        Reason::InsideWindow => "inside the retention window: gc --older-than 0s removes it",
         Reason::Idempotence => "keeps a later promote of this digest idempotent",
         Reason::CheckedOut => "checked out in the source",
         Reason::Busy => "in use",
+        Reason::IsolationGone => "its isolation is gone",
+        Reason::IsolationExists => "its isolation exists",
+        Reason::Pool => "the pool's: pool --size 0 or gc --all removes it",
     }
 }

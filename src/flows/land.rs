@@ -692,7 +692,7 @@ fn test_passes(
     Ok(ran.exit_code == Some(0))
 }
 
-/// What moves a stopped queue on: what the user sees to first, then the commands to run.
+/// What moves a stopped queue on: what the user deals with first, then the commands to run.
 struct NextStep {
     hint: String,
     commands: Vec<String>,
@@ -700,8 +700,8 @@ struct NextStep {
 
 impl NextStep {
     /// The step after `stopped`, the session the queue stopped at. Every way a landing stops
-    /// has its own: a rebase conflict is resolved in the isolation, anything else is seen to
-    /// and the queue continued (which rebases and tests the session anew).
+    /// has its own: a rebase conflict is resolved in the isolation, anything else is dealt
+    /// with and the queue continued (which rebases and tests the session anew).
     fn after(stopped: &LandedSession) -> NextStep {
         let id = crate::base::argv::shell_quote(std::ffi::OsStr::new(&stopped.session_id));
         let land = "a3s-iso land".to_string();
@@ -740,15 +740,15 @@ impl NextStep {
             {
                 format!("a run holds session {id}: wait for it to end")
             }
-            (LandResult::Failed, _) => format!(
-                "session {id} stopped on an error ({}): see to it",
-                stopped
-                    .error
-                    .as_ref()
-                    .map_or("unknown", |e| e.code.as_str())
-            ),
+            (LandResult::Failed, _) => match &stopped.error {
+                Some(e) => format!(
+                    "session {id} stopped on an error ({}: {}): deal with that error first",
+                    e.code, e.message
+                ),
+                None => format!("session {id} stopped on an error: deal with it first"),
+            },
             _ => format!(
-                "session {id} did not land ({}): see to it",
+                "session {id} did not land ({}): deal with that first",
                 stopped.reason.map_or("no reason", |r| r.as_str())
             ),
         };
@@ -758,5 +758,24 @@ impl NextStep {
             ),
             commands: vec![land],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The hint of a queue stopped on an error names the error and says, in plain words, what
+    /// comes first and what continues the queue.
+    #[test]
+    fn the_hint_after_an_error_says_what_to_deal_with_first() {
+        let mut failed = LandedSession::new("s1", LandResult::Failed);
+        failed.error = Some(LandError {
+            code: "git_failed".into(),
+            message: "git update-ref failed".into(),
+        });
+        insta::assert_snapshot!(NextStep::after(&failed).hint, @"session s1 stopped on an error (git_failed: git update-ref failed): deal with that error first; then `a3s-iso land` continues the queue (it rebases and tests the session anew)");
+        let partial = LandedSession::new("s2", LandResult::Partial);
+        insta::assert_snapshot!(NextStep::after(&partial).hint, @"session s2 did not land (no reason): deal with that first; then `a3s-iso land` continues the queue (it rebases and tests the session anew)");
     }
 }

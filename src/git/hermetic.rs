@@ -343,6 +343,17 @@ impl ObjectView {
         })
     }
 
+    /// Names commit `oid` `refs/heads/<name>` in the view (only there: the repository's refs
+    /// are not the view's), so that git takes `name` for it. `name` must be one
+    /// `merge::is_side_name` accepts.
+    pub(super) fn name_commit(&self, name: &str, oid: &str) -> Result<()> {
+        let path = self.dir.0.join("refs/heads").join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+        }
+        fs::write(&path, format!("{oid}\n")).ctx(|| format!("cannot write {}", path.display()))
+    }
+
     /// A git command on the view. `GIT_ATTR_SOURCE` is set unconditionally: git 2.40 and later
     /// read attributes from that tree (the empty one) instead of `attr.tree` or HEAD; older
     /// gits do not know the variable and, in a bare repository, read no tree's attributes.

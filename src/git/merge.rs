@@ -39,6 +39,47 @@ impl Merged {
     }
 }
 
+/// What the conflict markers of a merge call its sides (`<<<<<<< ours`, `||||||| base`,
+/// `>>>>>>> theirs`) instead of their commit ids: git writes the revisions it is given, so each
+/// side is given by a branch of that name in the view. A name git could take for something
+/// else, or one clashing with another side's, leaves that side's commit id.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SideNames<'a> {
+    pub(crate) base: &'a str,
+    pub(crate) ours: &'a str,
+    pub(crate) theirs: &'a str,
+}
+
+/// Whether `name` is one git takes, in the view, for the branch `refs/heads/<name>` and
+/// nothing else: plain components (letters, digits, `-`, `_`, `.`), none hidden, none a lock
+/// file, the first not a name of the git dir's own, and not hex digits only (an abbreviated id).
+pub(crate) fn is_side_name(name: &str) -> bool {
+    let components: Vec<&str> = name.split('/').collect();
+    let plain = |c: &&str| {
+        !c.is_empty()
+            && !c.starts_with('.')
+            && !c.starts_with('-')
+            && !c.ends_with(".lock")
+            && !c.contains("..")
+            && c.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    let own = [
+        "HEAD", "config", "refs", "objects", "index", "info", "hooks", "logs",
+    ];
+    components.iter().all(plain)
+        && !own.contains(&components[0])
+        && !components[0]
+            .bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_')
+        && !name.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Whether two branch names can both exist (neither is the other, nor a directory of it).
+fn side_names_clash(a: &str, b: &str) -> bool {
+    a == b || b.starts_with(&format!("{a}/")) || a.starts_with(&format!("{b}/"))
+}
+
 /// Who made a commit and what it says, read from the commit object.
 #[derive(Debug, Clone)]
 pub(crate) struct CommitInfo {
@@ -96,6 +137,31 @@ impl ObjectView {
         ];
         let out = self.cmd().args(&args).output()?;
         parse_merged(args, out)
+    }
+
+    /// [`ObjectView::merge`], its conflict markers naming the sides as `names` says.
+    pub(crate) fn merge_named(
+        &self,
+        (base, ours, theirs): (&str, &str, &str),
+        names: SideNames<'_>,
+    ) -> Result<Merged> {
+        let mut named: Vec<&str> = Vec::new();
+        let mut args: Vec<String> = Vec::new();
+        for (name, oid) in [
+            (names.ours, ours),
+            (names.theirs, theirs),
+            (names.base, base),
+        ] {
+            let usable = is_side_name(name) && !named.iter().any(|n| side_names_clash(n, name));
+            // A ref the view cannot hold leaves the commit id: the merge is the same.
+            if usable && self.name_commit(name, oid).is_ok() {
+                named.push(name);
+                args.push(name.to_string());
+            } else {
+                args.push(oid.to_string());
+            }
+        }
+        self.merge(&args[2], &args[0], &args[1])
     }
 
     /// Merges two commits at their own merge base, as `git merge` would; only objects are
@@ -303,4 +369,53 @@ fn parse_entry(record: &[u8]) -> Result<ConflictEntry> {
         stage: stage.parse().map_err(|_| bad())?,
         path: record[tab + 1..].to_vec(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only names git takes for the view's branch and nothing else become marker labels: a
+    /// name that could leave `refs/heads`, name a git dir entry, a pseudo-ref or an
+    /// abbreviated id is refused (its side keeps its commit id).
+    #[test]
+    fn side_names_are_plain_branch_names_only() {
+        for good in [
+            "main",
+            "feature/x",
+            "session/C/uncommitted",
+            "session/a.b/1a2b3c4",
+            "base",
+        ] {
+            assert!(is_side_name(good), "{good}");
+        }
+        for bad in [
+            "",
+            "HEAD",
+            "FETCH_HEAD",
+            "config",
+            "refs/x",
+            "objects",
+            "../x",
+            "a/../b",
+            "a//b",
+            ".hidden",
+            "a/.b",
+            "-opt",
+            "x.lock",
+            "a b",
+            "a:b",
+            "a~1",
+            "a^",
+            "deadbeef",
+            "1234567",
+            "a\nb",
+            "ä",
+        ] {
+            assert!(!is_side_name(bad), "{bad:?}");
+        }
+        assert!(side_names_clash("session", "session/C"));
+        assert!(side_names_clash("main", "main"));
+        assert!(!side_names_clash("main", "mainline"));
+    }
 }

@@ -25,7 +25,7 @@ mod version_cache;
 pub(crate) use crate::git::checkout::{Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use crate::git::index::OnIndex;
-pub(crate) use crate::git::merge::{CommitInfo, Merged};
+pub(crate) use crate::git::merge::{CommitInfo, Merged, SideNames};
 pub(crate) use crate::git::objects::Receiver;
 pub(crate) use crate::git::ops::{CatFile, PatchInput, RefUpdate, is_commit_type, is_tree_type};
 pub(crate) use crate::git::remote::{ObjectInfo, TopEntry};

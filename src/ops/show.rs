@@ -154,7 +154,15 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         .map(|head| *head != expected);
     let (files_changed, files_to_promote) = if tree == TreeHealth::Healthy {
         let from = crate::services::steps::delta_base(&record, previous.as_ref());
-        counts(ctx, &located, &record, &from)
+        // Stopped at a conflict, the isolation already holds the revision it moves onto (what
+        // others landed): the session's own work is counted from there.
+        let onto = crate::services::rebase::conflicted_onto(&located.store, &record);
+        let base = onto.clone().unwrap_or_else(|| record.base_tree.to_string());
+        let from = match onto {
+            Some(onto) if from == record.base_tree => onto,
+            _ => from.to_string(),
+        };
+        counts(ctx, &located, &record, (&base, &from))
     } else {
         (None, None)
     };
@@ -214,13 +222,13 @@ fn tree_health(record: &SessionRecord) -> TreeHealth {
     }
 }
 
-/// Files changed since the base tree and since `from`, from a snapshot that leaves the
-/// isolation's seed index as it was; `None` where the snapshot fails.
+/// Files changed since `base` and since `from` (trees or commits), from a snapshot that leaves
+/// the isolation's seed index as it was; `None` where the snapshot fails.
 fn counts(
     ctx: &Context,
     located: &Located,
     record: &SessionRecord,
-    from: &str,
+    (base, from): (&str, &str),
 ) -> (Option<u64>, Option<u64>) {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return (None, None);
@@ -243,7 +251,7 @@ fn counts(
             .ok()
             .map(|paths| paths.len() as u64)
     };
-    (count(&record.base_tree), count(from))
+    (count(base), count(from))
 }
 
 /// The journal entries of this binding of the session id, oldest first.

@@ -193,7 +193,17 @@ pub(crate) fn intents(store: &Store) -> Vec<Applying> {
         .collect()
 }
 
-/// Whether a session (this binding of its id) has a conflicted rebase: its conflicting paths.
+/// The revision a session's rebase moves it onto, while it waits at a conflict (this
+/// binding's): what the isolation holds besides the session's own work.
+pub(crate) fn conflicted_onto(
+    store: &Store,
+    session: &crate::store::state::SessionRecord,
+) -> Option<String> {
+    let state = load_state(store, &session.session_id).ok()??;
+    (state.session_created_at_ms == session.created_at_ms).then_some(state.to_revision)
+}
+
+/// The paths a session's rebase stopped at, when it waits at a conflict (this binding's).
 pub(crate) fn conflicted_paths(
     store: &Store,
     session: &crate::store::state::SessionRecord,

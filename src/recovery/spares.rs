@@ -172,10 +172,39 @@ pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
         && index_path(located, spare.slot).is_file()
 }
 
-/// Removes a spare: its tree, its admin dir (and any other that names its tree), its record.
+/// Removes a spare: its record first, then its tree and its admin dir (and any other that
+/// names its tree). Killed in between, no record names a tree that is gone: the tree left
+/// without a record is removed by the next [`recover`].
 pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
-    remove_tree(located, &spare.path, spare.admin.as_deref())?;
-    forget(located, spare.slot)
+    forget(located, spare.slot)?;
+    remove_tree(located, &spare.path, spare.admin.as_deref())
+}
+
+/// Removes the ready spare whose tree is at `path` (`gc --all`); called under the repository
+/// lock. A spare being built is its builder's, and a tree no record names is not a spare any
+/// more (a bind took it): both stay. Returns whether no spare is left there.
+pub(crate) fn destroy_ready_at(located: &Located, path: &Path) -> Result<bool> {
+    let found = spares(located)?.into_iter().find(|s| s.path == path);
+    match found {
+        Some(spare) if spare.state == SpareState::Ready => {
+            destroy(located, &spare)?;
+            Ok(true)
+        }
+        Some(_) => Ok(false),
+        None => Ok(fs::symlink_metadata(path).is_err()),
+    }
+}
+
+/// The bytes a spare holds: its tree, its admin dir, its record and index.
+pub(crate) fn bytes_of(located: &Located, spare: &Spare) -> u64 {
+    let file = |p: PathBuf| fs::symlink_metadata(p).map_or(0, |m| m.len());
+    crate::base::fsutil::tree_size(&spare.path)
+        + spare
+            .admin
+            .as_deref()
+            .map_or(0, crate::base::fsutil::tree_size)
+        + file(record_path(located, spare.slot))
+        + file(index_path(located, spare.slot))
 }
 
 /// Removes a tree, the admin dir `admin` and any other admin dir that names the tree.

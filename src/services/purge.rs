@@ -97,13 +97,16 @@ fn files_of(
         (Kind::SessionGit, store.session_git_dir(id)),
         (Kind::Runs, store.land_tests_dir(id)),
         (Kind::Runs, store.setup_output_dir(id)),
+        (Kind::RunLayer, StateDir::RunLayers.under(dir).join(id)),
     ];
     paths.extend(
         artifacts_of(located, id)
             .into_iter()
             .map(|p| (Kind::Artifacts, p)),
     );
-    if let Some(admin) = admin {
+    // Seeds are named by the admin dir, which a spare (or a later isolation) may hold now:
+    // only those of an admin dir that is gone are this session's.
+    if let Some(admin) = admin.filter(|a| std::fs::symlink_metadata(a).is_err()) {
         paths.extend(seeds_of(store, admin).into_iter().map(|p| (Kind::Seed, p)));
     }
     paths.push((Kind::Lease, store.lease_file(id)));

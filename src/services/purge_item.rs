@@ -44,6 +44,10 @@ pub enum Kind {
     EmptyDir,
     /// The mark a purge left of a session (`purged/<id>.json`).
     PurgeMark,
+    /// A sandboxed run's layer left behind (`run-layers/<id>/`).
+    RunLayer,
+    /// A pool spare: its tree beside the source, its admin dir, its record and index.
+    Spare,
 }
 
 /// Why an item goes (or stays).
@@ -80,6 +84,13 @@ pub enum Reason {
     CheckedOut,
     /// Kept: someone holds it, or an operation on it is in progress.
     Busy,
+    /// The isolation it speeds up (a seed index) no longer exists.
+    IsolationGone,
+    /// Kept: the isolation it speeds up exists (a seed index of a tree no session record
+    /// names, such as one a bind is still building).
+    IsolationExists,
+    /// Kept: the pool's (a spare, or its settings); `pool --size 0` or `gc --all` removes it.
+    Pool,
 }
 
 /// One thing removed (or kept), with why.
@@ -158,11 +169,21 @@ fn size_of(path: &Path) -> Option<u64> {
     })
 }
 
-/// Removes `items`: every ref and branch in one transaction first, then the files, the session
-/// records last, so that a crash in the middle leaves a state the next clean-up finishes (the
-/// record still names the session whose evidence is partly gone). Something already gone is
-/// not an error.
-pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result<()> {
+/// What a removal did: what went, and what stayed because someone took or filled it
+/// meanwhile (a lease held again, a directory written into).
+#[derive(Debug, Default)]
+pub(crate) struct Removal {
+    /// Gone now.
+    pub removed: Vec<Item>,
+    /// Still there; each item's reason is `busy`.
+    pub stayed: Vec<Item>,
+}
+
+/// Removes `items`: every ref and branch in one transaction first, then the files (pool
+/// spares before the pool's settings), the session records last, so that a crash in the
+/// middle leaves a state the next clean-up finishes (the record still names the session whose
+/// evidence is partly gone). Something already gone is not an error, and counts as gone.
+pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result<Removal> {
     let updates: Vec<RefUpdate> = items
         .iter()
         .filter(|i| matches!(i.kind, Kind::Ref | Kind::Branch))
@@ -171,34 +192,54 @@ pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result
         .collect();
     git.update_refs(&located.repo.toplevel, &updates, "a3s-iso: clean up")?;
     crate::fault_point!("gc-after-refs");
+    let mut removal = Removal {
+        removed: items.iter().filter(|i| i.path.is_none()).cloned().collect(),
+        stayed: Vec::new(),
+    };
     let mut files: Vec<&Item> = items.iter().filter(|i| i.path.is_some()).collect();
     // Records after everything else of their sessions, empty directories after what was in
     // them (a stable sort keeps them deepest first).
-    files.sort_by_key(|i| (i.kind == Kind::EmptyDir, i.kind == Kind::SessionRecord));
+    files.sort_by_key(|i| {
+        (
+            i.kind == Kind::EmptyDir,
+            i.kind == Kind::SessionRecord,
+            i.kind == Kind::PoolSettings,
+        )
+    });
     for item in files {
-        if let Some(path) = &item.path {
-            remove_path(item.kind, path)?;
+        let Some(path) = &item.path else { continue };
+        if remove_path(located, item.kind, path)? {
+            removal.removed.push(item.clone());
+        } else {
+            removal.stayed.push(Item {
+                reason: Reason::Busy,
+                ..item.clone()
+            });
         }
     }
-    Ok(())
+    Ok(removal)
 }
 
 /// Removes one file or directory; a lease only while this process holds it (unlinked under
-/// the flock, so no holder can be in the middle of using it).
-fn remove_path(kind: Kind, path: &Path) -> Result<()> {
+/// the flock, so no holder can be in the middle of using it); a spare only while its record
+/// says it is ready. Returns whether it is gone.
+fn remove_path(located: &Located, kind: Kind, path: &Path) -> Result<bool> {
+    if kind == Kind::Spare {
+        return crate::recovery::spares::destroy_ready_at(located, path);
+    }
     let _held = match kind {
         Kind::Lease => match crate::store::lock::FileLock::try_acquire(path)? {
             Some(lease) => Some(lease),
-            None => return Ok(()),
+            None => return Ok(false),
         },
         _ => None,
     };
     let gone = match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
         Err(e) => Err(e),
         Ok(meta) if kind == Kind::EmptyDir => match std::fs::remove_dir(path) {
             // Something was written into it meanwhile: it stays.
-            Err(_) if meta.is_dir() => Ok(()),
+            Err(_) if meta.is_dir() => return Ok(false),
             other => other,
         },
         Ok(_) => crate::base::beneath::remove_path(path).map(|_| ()),
@@ -207,6 +248,6 @@ fn remove_path(kind: Kind, path: &Path) -> Result<()> {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
             Err(Error::io(format!("cannot remove {}", path.display()), e))
         }
-        _ => Ok(()),
+        _ => Ok(true),
     }
 }

@@ -16,15 +16,15 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Result};
 use crate::base::paths::RepoPath;
-use crate::git::{Merged, ObjectView, RefUpdate};
+use crate::git::{Merged, ObjectView, RefUpdate, SideNames};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::TempFile;
 pub(crate) use crate::recovery::rebase_apply::forget;
 pub use crate::recovery::rebase_record::Replayed;
-pub(crate) use crate::recovery::rebase_record::conflicted_paths;
 use crate::recovery::rebase_record::{
     Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
 };
+pub(crate) use crate::recovery::rebase_record::{conflicted_onto, conflicted_paths};
 use crate::store::state::SessionRecord;
 use crate::workspace::context::{Context, Located};
 
@@ -344,6 +344,8 @@ impl<'a> Work<'a> {
 
     /// Replays what is left of the session's commits, then merges its uncommitted work.
     fn proceed(&self, mut state: RebaseState, done: RebaseResult) -> Result<RebaseOutcome> {
+        // What the conflict markers call the sides, as git's name `HEAD` and the commit.
+        let ours = self.onto_name(&state.to_revision);
         while !state.remaining.is_empty() {
             let commit = state.remaining.remove(0);
             let info = self.view.commit_info(&commit)?;
@@ -352,21 +354,50 @@ impl<'a> Work<'a> {
                 .first()
                 .cloned()
                 .ok_or_else(|| Error::internal("a replayed commit without a parent"))?;
-            let merged = self.view.merge(&parent, &state.tip, &commit)?;
+            let theirs = format!("session/{}/{}", state.session_id, short(&commit));
+            let merged = self.view.merge_named(
+                (&parent, &state.tip, &commit),
+                SideNames {
+                    base: "base",
+                    ours: &ours,
+                    theirs: &theirs,
+                },
+            )?;
             if !merged.conflicts.is_empty() {
                 state.conflict_commit = Some(commit);
                 return self.stop(state, merged);
             }
             self.add_replayed(&mut state, commit, &info, &merged.tree)?;
         }
-        let merged = self
-            .view
-            .merge(&state.pre.head, &state.tip, &state.pre.snapshot_commit)?;
+        let theirs = format!("session/{}/uncommitted", state.session_id);
+        let merged = self.view.merge_named(
+            (&state.pre.head, &state.tip, &state.pre.snapshot_commit),
+            SideNames {
+                base: "base",
+                ours: &ours,
+                theirs: &theirs,
+            },
+        )?;
         if !merged.conflicts.is_empty() {
             state.conflict_commit = None;
             return self.stop(state, merged);
         }
         self.finish(state, merged.tree, done)
+    }
+
+    /// What conflict markers call the side the session moves onto: the source's branch when
+    /// the rebase moves onto its HEAD (as `git rebase` calls it `HEAD`), else `onto`.
+    fn onto_name(&self, to: &str) -> String {
+        let repo = &self.located.repo;
+        let at_head = repo
+            .head_commit(&self.ctx.git)
+            .is_some_and(|head| head.as_str() == to);
+        let branch = at_head
+            .then(|| self.ctx.git.current_branch(&repo.toplevel).ok().flatten())
+            .flatten();
+        branch
+            .and_then(|b| b.strip_prefix("refs/heads/").map(str::to_string))
+            .unwrap_or_else(|| "onto".into())
     }
 
     /// A replayed commit onto the tip; dropped when it brings nothing new there.
@@ -575,4 +606,9 @@ fn last_step_number(store: &crate::store::state::Store, session: &SessionRecord)
         .max()
         .unwrap_or(0)
         .max(session.steps_before_rebase()))
+}
+
+/// A commit id as conflict markers show it: its first seven digits.
+fn short(oid: &str) -> &str {
+    oid.get(..7).unwrap_or(oid)
 }

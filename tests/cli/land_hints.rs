@@ -1,5 +1,5 @@
-//! Every way `land` stops prints a hint whose commands, run as printed once what it asks to
-//! see to is done, move the queue on: each test here stops a queue one way, follows the
+//! Every way `land` stops prints a hint whose commands, run as printed once what it asks for
+//! is done, move the queue on: each test here stops a queue one way, follows the
 //! printed hint literally and checks the session landed.
 
 use crate::fixture::{Fixture, wait_for};

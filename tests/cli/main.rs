@@ -30,6 +30,7 @@ mod docs_help;
 mod doctor_version;
 mod fixture;
 mod gc_attack;
+mod gc_clean;
 mod gc_purge;
 mod house_layers;
 mod human_lifecycle;

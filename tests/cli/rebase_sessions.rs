@@ -737,3 +737,72 @@ fn onto_names_the_commit_to_move_to() {
         unknown.1
     );
 }
+
+/// `show` of a session stopped at a rebase conflict counts that session's own changes only:
+/// the isolation now holds what another session landed (the rebase moved it there), which is
+/// not this session's work. A lands `a-landed.txt` and its line of `src/lib.txt`; B changed
+/// the same line and added `b-own.txt`: B's rebase stops at `src/lib.txt`, and B shows two
+/// changed files, never A's.
+#[test]
+fn show_of_a_conflicted_session_counts_only_its_own_files() {
+    let fx = Fixture::new();
+    fx.bind("A");
+    fx.bind("B");
+    std::fs::write(fx.isolation("A").join("src/lib.txt"), "one\ntwo from A\n").unwrap();
+    std::fs::write(fx.isolation("A").join("a-landed.txt"), "from A\n").unwrap();
+    std::fs::write(fx.isolation("B").join("src/lib.txt"), "one\ntwo from B\n").unwrap();
+    std::fs::write(fx.isolation("B").join("b-own.txt"), "from B\n").unwrap();
+    let landed = fx.json(&["land", "-s", "A"]);
+    assert_eq!(landed.0, 0, "{}", landed.1);
+    let rebased = fx.json(&["rebase", "-s", "B"]);
+    assert_eq!(outcome(&rebased), (3, "conflicted"), "{}", rebased.1);
+    assert!(fx.isolation("B").join("a-landed.txt").is_file());
+    let (code, show) = fx.json(&["show", "-s", "B"]);
+    assert_eq!(code, 0, "{show}");
+    assert_eq!(show["state"], "conflicted", "{show}");
+    assert_eq!(show["files_changed"], 2, "{show}");
+    assert_eq!(show["files_to_promote"], 2, "{show}");
+    let out = fx.cmd().args(["show", "-s", "B"]).output().unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with("files"))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    insta::assert_snapshot!(line, @"files changed  2 (2 not yet promoted)");
+}
+
+/// Conflict markers name their sides as git's do, never by raw commit ids: the branch the
+/// session moves onto (`main`, as `git rebase` says `HEAD`), and the session's side, its
+/// uncommitted work or the commit being replayed (`session/<id>/<short id>`).
+#[test]
+fn conflict_markers_name_the_branch_and_the_session() {
+    let fx = Fixture::new();
+    three_sessions(&fx);
+    let rebased = fx.json(&["rebase", "-s", "C"]);
+    assert_eq!(outcome(&rebased), (3, "conflicted"), "{}", rebased.1);
+    let lib = read_text(&fx.isolation("C"), "src/lib.txt");
+    insta::assert_snapshot!(lib, @r"
+    one
+    <<<<<<< main
+    two from A
+    =======
+    two from C
+    >>>>>>> session/C/uncommitted
+    ");
+
+    // A committed change: the commit being replayed, by its short id.
+    let aborted = fx.json(&["rebase", "-s", "C", "--abort"]);
+    assert_eq!(aborted.0, 0, "{}", aborted.1);
+    agent_commit(&fx, "C", "C changes line two");
+    let commit = iso_git(&fx, "C", &["rev-parse", "--short=7", "HEAD"]);
+    let rebased = fx.json(&["rebase", "-s", "C"]);
+    assert_eq!(outcome(&rebased), (3, "conflicted"), "{}", rebased.1);
+    let lib = read_text(&fx.isolation("C"), "src/lib.txt");
+    assert!(lib.contains("<<<<<<< main\n"), "{lib}");
+    assert!(
+        lib.contains(&format!(">>>>>>> session/C/{commit}\n")),
+        "{lib}"
+    );
+}

@@ -205,6 +205,9 @@ fn sigterm_cancels_the_run_captures_and_leaves_no_orphan() {
     // A background writer, detached into a session of its own, ticks into the isolation.
     let child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .arg("--json")
         .args(run_args(
             "sig",
@@ -303,6 +306,9 @@ fn json_stdout_holds_one_document_even_when_the_command_prints() {
 fn start_long_run(fx: &Fixture, session: &str) -> std::process::Child {
     let child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .args(run_args(
             session,
             &["--", "sh", "-c", "touch started; sleep 30"],
@@ -417,6 +423,9 @@ fn a_run_whose_caller_is_killed_leaves_nothing_running() {
     let script = format!("echo started > started.txt; sleep {marker}");
     let mut child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .args(["run", "-s", "orphan", "--", "sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

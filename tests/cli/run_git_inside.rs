@@ -245,6 +245,9 @@ pub(crate) fn kill_run_inside(fx: &Fixture, id: &str, script: &str) {
     let ready = fx.isolation(id).join("ready");
     let mut child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .args(["run", "-s", id, "--", "sh", "-c", script])
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -339,6 +339,9 @@ fn publish(fx: &Fixture, session: &str) -> (Child, u16, BufReader<std::process::
     std::fs::write(fx.isolation(session).join("server.py"), SERVER).unwrap();
     let mut child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .args(["--json", "run", "-s", session, "--publish", "3000", "--"])
         .args(["python3", "server.py", session])
         .stdout(Stdio::piped())

@@ -577,6 +577,9 @@ fn serve_published(fx: &Fixture, session: &str, flags: &[&str]) -> (Child, u16) 
     .unwrap();
     let mut child = fx
         .cmd()
+        // Full path: the test watches the isolation while the command runs, and a layered
+        // run's writes show there only when it ends.
+        .env("A3S_ISO_TEST_FULL_RUN", "1")
         .args(["--json", "run", "-s", session, "--publish", "3000"])
         .args(flags)
         .args(["--", "python3", "published_server.py", session])

@@ -55,6 +55,8 @@ pub struct GcOutcome {
     pub kept: Vec<Item>,
     /// The bytes of what went (where known).
     pub bytes: u64,
+    /// The bytes of what was kept (where known).
+    pub kept_bytes: u64,
     /// With `--remote`: the change sets deleted (or, with `--dry-run`, that would be) there.
     pub remote: Option<crate::services::remote::DeleteOutcome>,
 }
@@ -66,7 +68,8 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     // Taking the lock finishes interrupted operations first (a dry run too: it reports the
     // store as the next command will find it, never a half-done one).
     let lock = ctx.lock(&located.repo)?;
-    let planned = crate::ops::gc::plan::plan(
+    crate::recovery::spares::recover(&lock, &located)?;
+    let mut planned = crate::ops::gc::plan::plan(
         &ctx.git,
         &located,
         crate::ops::gc::plan::Window {
@@ -75,7 +78,9 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
         },
     )?;
     if !opts.dry_run {
-        crate::services::purge_item::remove_all(&ctx.git, &located, &planned.remove)?;
+        let removal = crate::services::purge_item::remove_all(&ctx.git, &located, &planned.remove)?;
+        planned.remove = removal.removed;
+        planned.keep.extend(removal.stayed);
     }
     // The remote is the network's: never wait on it holding the repository lock.
     drop(lock);
@@ -88,6 +93,7 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
         all: opts.all,
         older_than_ms: window.as_millis() as u64,
         bytes: planned.remove.iter().filter_map(|i| i.bytes).sum(),
+        kept_bytes: planned.keep.iter().filter_map(|i| i.bytes).sum(),
         removed: planned.remove,
         kept: planned.keep,
         remote,

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::base::error::Result;
 use crate::base::fsutil::modified_ms;
 use crate::git::Git;
-use crate::services::purge::{SessionPlan, artifacts_session, plan_session, seeds_of};
+use crate::services::purge::{SessionPlan, artifacts_session, plan_session};
 use crate::services::purge_item::{Item, Kind, Reason};
 use crate::store::layout::StateDir;
 use crate::store::state::{SessionRecord, SessionState};
@@ -69,7 +69,8 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     plan_purged(located, window, &sessions, &mut plan);
     plan_journal(located, window, &sessions, &mut plan);
     plan_artifacts(located, window, &sessions, &mut plan);
-    plan_seeds(located, window, &sessions, &mut plan);
+    let pool = plan_pool(located, window, &mut plan);
+    plan_seeds(located, &sessions, &pool, &mut plan);
     plan_fetched(git, located, window, &mut plan)?;
     for leftover in crate::store::scratch::leftovers(located.store.dir()) {
         plan.remove
@@ -82,9 +83,10 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     let mut seen = BTreeSet::new();
     plan.remove
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
-    // What goes is not also kept (a session's journal entry past the window).
+    // What goes is not also kept (a session's journal entry past the window), and what stays
+    // is listed once (a journal entry is its session's and the journal's).
     plan.keep
-        .retain(|item| !seen.contains(&(item.path.clone(), item.reference.clone())));
+        .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
     Ok(plan)
 }
 
@@ -94,6 +96,7 @@ fn busy(located: &Located, id: &str) -> bool {
     let store = &located.store;
     StateDir::Claims.file(store.dir(), id, ".json").exists()
         || store.pending_file(id).exists()
+        || store.rebase_intent_file(id).exists()
         || store.is_leased(id).unwrap_or(true)
 }
 
@@ -124,7 +127,23 @@ fn plan_sessions(
             plan.remove.extend(session.remove);
             plan.keep.extend(session.keep);
         } else {
-            plan.keep.push(record_item(Reason::InsideWindow));
+            // Its evidence stays until the window is past: listed, so that nothing is kept
+            // unsaid.
+            let session = plan_session(git, located, id, Some(record), reason)?;
+            plan.keep.extend(
+                session
+                    .remove
+                    .into_iter()
+                    .chain(session.keep)
+                    .filter(|i| i.kind != Kind::Lease)
+                    .map(|i| Item {
+                        reason: match i.reason {
+                            Reason::CheckedOut => i.reason,
+                            _ => Reason::InsideWindow,
+                        },
+                        ..i
+                    }),
+            );
             let lease = located.store.lease_file(id);
             if lease.exists() {
                 plan.remove
@@ -136,7 +155,15 @@ fn plan_sessions(
 }
 
 /// The directories that hold a session's files under its id.
-const PER_SESSION: [StateDir; 3] = [StateDir::Runs, StateDir::Nested, StateDir::RunExits];
+const PER_SESSION: [StateDir; 7] = [
+    StateDir::Runs,
+    StateDir::Nested,
+    StateDir::RunExits,
+    StateDir::SessionGit,
+    StateDir::RunLayers,
+    StateDir::LandTests,
+    StateDir::Setup,
+];
 
 /// Sessions with no record left (purged by an earlier version, or a record lost): their
 /// refs, branches and files, once the newest of their files is past the window.
@@ -279,24 +306,126 @@ fn plan_artifacts(located: &Located, window: Window, sessions: &Sessions, plan: 
     }
 }
 
-/// Seed indexes past the window that no live or retained session's isolation uses.
-fn plan_seeds(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
+/// Seed indexes: each speeds up the snapshots of one isolation, named by its admin dir. One
+/// whose isolation is gone goes whatever its age (nothing can use it again: a new isolation
+/// writes its own); the others are kept and listed with whose they are. While a bind is in
+/// flight (a claim), seeds of no isolation stay: its admin dir may be appearing now.
+fn plan_seeds(located: &Located, sessions: &Sessions, pool: &PoolPlan, plan: &mut SessionPlan) {
     let store = &located.store;
-    let used: BTreeSet<PathBuf> = sessions
-        .needed
-        .iter()
-        .filter_map(|id| sessions.records.get(id)?.admin_dir.as_deref())
-        .flat_map(|admin| seeds_of(store, admin))
-        .collect();
+    let mut owners: Vec<(String, Reason)> = Vec::new();
+    for id in &sessions.needed {
+        let record = sessions.records.get(id);
+        let reason = match record.map(|r| r.state) {
+            Some(SessionState::Retained) => Reason::Retained,
+            _ => Reason::Live,
+        };
+        if let Some(name) = record
+            .and_then(|r| r.admin_dir.as_deref())
+            .and_then(Path::file_name)
+        {
+            owners.push((name.to_string_lossy().into_owned(), reason));
+        }
+    }
+    owners.extend(pool.kept_admins.iter().map(|n| (n.clone(), Reason::Pool)));
+    for name in admin_names(located) {
+        if !pool.removed_admins.contains(&name) {
+            owners.push((name, Reason::IsolationExists));
+        }
+    }
+    let binding = !ids_in(&store.path(StateDir::Claims), ".json").is_empty();
     let Ok(entries) = std::fs::read_dir(store.path(StateDir::Seeds)) else {
         return;
     };
-    for path in entries.flatten().map(|e| e.path()) {
-        if !used.contains(&path) && window.expired(newest_ms(&path)) {
-            plan.remove
-                .push(Item::path(Kind::Seed, path, Reason::Expired));
+    let mut paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+    paths.sort();
+    for path in paths {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let owner = owners
+            .iter()
+            .find(|(admin, _)| name.as_deref().is_some_and(|n| seed_of(n, admin)));
+        match owner {
+            Some((_, reason)) => plan.keep.push(Item::path(Kind::Seed, path, *reason)),
+            None if binding => plan.keep.push(Item::path(Kind::Seed, path, Reason::Busy)),
+            None => plan
+                .remove
+                .push(Item::path(Kind::Seed, path, Reason::IsolationGone)),
         }
     }
+}
+
+/// Whether the seed file `name` is one of the isolation whose admin dir is named `admin`
+/// (`<admin>.index`, `.tree`, `.flat`, `+bound.index`, `+nested-…`). A longer isolation name
+/// that starts with `admin` and a `.` counts too: it is kept, never wrongly removed.
+fn seed_of(name: &str, admin: &str) -> bool {
+    name.strip_prefix(admin)
+        .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('+'))
+}
+
+/// The names of the admin dirs of the repository's linked worktrees.
+fn admin_names(located: &Located) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(located.repo.common_dir.join("worktrees")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// What `gc` does with the pool: the admin dirs of the spares it keeps and of those it removes.
+#[derive(Debug, Default)]
+struct PoolPlan {
+    kept_admins: Vec<String>,
+    removed_admins: Vec<String>,
+}
+
+/// The pool's spares and settings: listed as kept, or with `--all` removed (the pool drained
+/// and switched off), but for a spare its builder is still building.
+fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolPlan {
+    use crate::recovery::spares::{self, SpareState};
+    let mut pool = PoolPlan::default();
+    let all = spares::spares(located).unwrap_or_default();
+    let mut building = false;
+    for spare in &all {
+        let goes = window.all && spare.state == SpareState::Ready;
+        building |= spare.state == SpareState::Building;
+        let reason = match (goes, spare.state) {
+            (true, _) => Reason::Uninstall,
+            (false, SpareState::Building) => Reason::Busy,
+            (false, _) => Reason::Pool,
+        };
+        let item = Item {
+            bytes: Some(spares::bytes_of(located, spare)),
+            ..Item::path(Kind::Spare, spare.path.clone(), reason)
+        };
+        let admin = spare
+            .admin
+            .as_deref()
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned());
+        if goes {
+            plan.remove.push(item);
+            pool.removed_admins.extend(admin);
+        } else {
+            plan.keep.push(item);
+            pool.kept_admins.extend(admin);
+        }
+    }
+    let settings = spares::settings_file(located);
+    if settings.exists() {
+        let reason = if window.all && !building {
+            Reason::Uninstall
+        } else {
+            Reason::Pool
+        };
+        let item = Item::path(Kind::PoolSettings, settings, reason);
+        if reason == Reason::Uninstall {
+            plan.remove.push(item);
+        } else {
+            plan.keep.push(item);
+        }
+    }
+    pool
 }
 
 /// Change sets fetched from a remote whose document is older than the window: a cache of the
@@ -381,10 +510,6 @@ fn plan_uninstall(
     });
     if sessions.needed.is_empty() && !untouched {
         let dir = located.store.dir();
-        if let Some(settings) = crate::services::pool::drained_settings(located) {
-            plan.remove
-                .push(Item::path(Kind::PoolSettings, settings, Reason::Uninstall));
-        }
         let mut dirs = Vec::new();
         collect_dirs(dir, &mut dirs);
         dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));

@@ -180,6 +180,8 @@ fn fill(
         let mut spare = {
             let _lock = ctx.lock(&located.repo)?;
             let have = spare::spares(located)?.len();
+            // The size recorded now: `pool --size` or `gc --all` may have shrunk it meanwhile.
+            let size = size.min(spare::settings(located)?.size);
             if have >= size {
                 return Ok(built);
             }
@@ -205,6 +207,11 @@ fn fill(
         if let Err(err) = made {
             spare::destroy(located, &spare)?;
             return Err(err);
+        }
+        if spare::spares(located)?.len() > size.min(spare::settings(located)?.size) {
+            // Drained while this one was built: it is not wanted any more.
+            spare::destroy(located, &spare)?;
+            return Ok(built);
         }
         spare.state = SpareState::Ready;
         spare.at_ms = now_ms();
@@ -516,12 +523,4 @@ fn release_admin(located: &Located, record: &SessionRecord) -> Result<()> {
     record.admin_dir = None;
     record.updated_at_ms = now_ms();
     located.store.save_session(&record)
-}
-
-/// The pool's settings file when the pool holds no spare (drained, or never filled): what
-/// `gc --all` may remove. `None` while a spare (or its record) exists.
-pub(crate) fn drained_settings(located: &Located) -> Option<PathBuf> {
-    let file = spare::settings_file(located);
-    let spares = spare::spares(located).ok()?;
-    (spares.is_empty() && file.exists()).then_some(file)
 }
