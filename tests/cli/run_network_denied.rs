@@ -274,3 +274,22 @@ fn the_responder_never_forwards_even_a_name_the_allowlist_names() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout, "npm 2\npypi 2\n", "{output:?}");
 }
+
+#[test]
+fn the_no_retry_variables_come_only_with_the_network_denied_and_yours_win() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("retries");
+    let script = "echo \"[$PIP_RETRIES] [$npm_config_fetch_retries] [$CARGO_NET_RETRY]\"";
+    let printed = |flags: &[&str]| {
+        let mut cmd = fx.cmd();
+        cmd.args(["run", "-s", "retries"]).args(flags);
+        let output = cmd.args(["--", "sh", "-c", script]).output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(printed(&[]), "[0] [0] [0]\n");
+    assert_eq!(printed(&["--env", "PIP_RETRIES=3"]), "[3] [0] [0]\n");
+    // With an allowlist the network is real: retries are the tools' own business.
+    assert_eq!(printed(&["--allow-host", "@npm"]), "[] [] []\n");
+}
