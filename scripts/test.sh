@@ -22,9 +22,11 @@ cd "$(dirname "$0")/.."
 # sandbox as an unprivileged user), jq (the documentation's examples and the CI step read
 # a3s-iso's JSON with it), curl (the client the network allowlist's tests run inside) and
 # strace (what a promote syncs); npm, pip and cargo (the package managers whose caches the
-# presets bring, run against registries the tests serve).
+# presets bring, run against registries the tests serve, and which must fail at once with the
+# network denied) and node (an npm-installed tool kept under /var/tmp).
 tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
-  setpriv:util-linux jq:jq curl:curl strace:strace npm:npm pip:python3-pip cargo:cargo)
+  setpriv:util-linux jq:jq curl:curl strace:strace npm:npm pip:python3-pip cargo:cargo
+  node:nodejs)
 
 allowed() {
   local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"

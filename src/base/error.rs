@@ -540,6 +540,18 @@ pub enum HeadProblem {
     NotACommit(String),
 }
 
+/// A place on the host that `run`'s program (or its interpreter) resolves to, which the
+/// sandbox replaces with an empty directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HiddenTool {
+    /// The file it resolves to on the host (links followed).
+    pub path: std::path::PathBuf,
+    /// The directory the sandbox replaces with an empty one.
+    pub under: std::path::PathBuf,
+    /// The directory whose `--allow-read` lets it through: its installation's prefix.
+    pub allow_read: std::path::PathBuf,
+}
+
 /// Every failure of a3s-iso; each variant has one [`ErrorCode`].
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -718,6 +730,9 @@ pub enum Error {
     CommandNotFound {
         /// The command.
         program: String,
+        /// Where the program, or the interpreter its `#!` line names, lives on the host when
+        /// that is under a directory the sandbox replaces with an empty one.
+        hidden: Vec<HiddenTool>,
     },
     /// `run`'s command cannot be executed.
     #[error("command not executable: {program}: {reason}")]
@@ -1063,7 +1078,10 @@ pub(crate) mod tests {
                 session_id: "s".into(),
                 holder: Busy::AnotherRun,
             },
-            Error::CommandNotFound { program: "nope".into() },
+            Error::CommandNotFound {
+                program: "nope".into(),
+                hidden: Vec::new(),
+            },
             Error::CommandNotExecutable {
                 program: "./README.md".into(),
                 reason: "Permission denied (os error 13)".into(),

@@ -6,7 +6,9 @@ use clap::Args;
 use a3s_iso::base::error::{ErrorCode, Result};
 use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
 use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
+use a3s_iso::services::network::{Denied, DeniedBy};
 use a3s_iso::services::run_request::SandboxAsk;
+use a3s_iso::store::state::RunState;
 use a3s_iso::workspace::context::Context;
 
 use super::grants::SandboxGrantArgs;
@@ -151,6 +153,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     for hidden in &outcome.hidden_paths {
         out.hint(&hidden_hint(hidden));
     }
+    if outcome.state != RunState::Completed
+        && let Some(hint) = network_hint(&outcome.network.denied)
+    {
+        out.hint(&hint);
+    }
     if !out.json
         && let Some(refused) = outcome.network.refusal_summary()
     {
@@ -170,6 +177,42 @@ fn announce_published(published: &a3s_iso::services::network::Published) {
         "published {}:{} -> {}",
         published.host, published.host_port, published.port
     );
+}
+
+/// How many hosts the network hint names (the JSON has them all).
+const HINTED_HOSTS: usize = 5;
+
+/// Which hosts the sandbox kept from a failed command, and the `--allow-host` grants that let
+/// them through (`None` when it kept none).
+fn network_hint(denied: &[Denied]) -> Option<String> {
+    if denied.is_empty() {
+        return None;
+    }
+    let mut hosts: Vec<String> = denied
+        .iter()
+        .take(HINTED_HOSTS)
+        .map(|d| match (d.how, d.port) {
+            (DeniedBy::Lookup, _) => format!("{} (name lookup)", d.host),
+            (DeniedBy::Proxy, Some(port)) => format!("{}:{port} (proxy)", d.host),
+            (DeniedBy::Proxy, None) => format!("{} (proxy)", d.host),
+        })
+        .collect();
+    if denied.len() > HINTED_HOSTS {
+        hosts.push(format!("{} more", denied.len() - HINTED_HOSTS));
+    }
+    let mut grants: Vec<&str> = Vec::new();
+    for grant in denied.iter().map(|d| d.allow_host.as_str()) {
+        if !grants.contains(&grant) {
+            grants.push(grant);
+        }
+    }
+    let flags: Vec<String> = grants.iter().map(|g| format!("--allow-host {g}")).collect();
+    Some(format!(
+        "the sandbox kept the command from the network: {}; to let {} through: {}",
+        hosts.join(", "),
+        if grants.len() == 1 { "it" } else { "them" },
+        flags.join(" ")
+    ))
 }
 
 /// What kept a path from the command, and the flag that lets it through.

@@ -42,6 +42,22 @@ pub fn document(err: &Error) -> serde_json::Value {
         body["rule"] = serde_json::json!(rule);
         body["field"] = serde_json::json!(field);
     }
+    if let Error::CommandNotFound { hidden, .. } = err
+        && !hidden.is_empty()
+    {
+        body["hidden_paths"] = hidden
+            .iter()
+            .map(|h| {
+                serde_json::json!({
+                    "path": h.path.to_string_lossy(),
+                    "reason": "private",
+                    "under": h.under.to_string_lossy(),
+                    "allow": "read",
+                    "allow_path": h.allow_read.to_string_lossy(),
+                })
+            })
+            .collect();
+    }
     if let Error::SessionNotFound { candidates, .. }
     | Error::SessionNearMiss { candidates, .. }
     | Error::DigestAmbiguous { candidates, .. } = err
@@ -88,6 +104,9 @@ pub fn hint(err: &Error) -> Option<String> {
                 .join(" or ")
         )),
         Error::SessionNotFound { reason, .. } => no_session_hint(reason),
+        Error::CommandNotFound { program, hidden } if !hidden.is_empty() => {
+            Some(hidden_tool_hint(program, hidden))
+        }
         Error::SessionSwept { session_id, .. } => Some(format!(
             "restore it with a3s-iso bind -s {session_id} --resume (its work comes back as uncommitted changes), or forget it with a3s-iso discard -s {session_id}"
         )),
@@ -247,6 +266,30 @@ fn request_hint(err: &Error) -> Option<String> {
         )),
         _ => None,
     }
+}
+
+/// Where a program the sandbox could not find lives on the host, and the `--allow-read` of
+/// its installation's prefix that lets it through.
+fn hidden_tool_hint(program: &str, hidden: &[crate::base::error::HiddenTool]) -> String {
+    let places: Vec<String> = hidden
+        .iter()
+        .map(|h| {
+            format!(
+                "{} is under {}, which the sandbox replaces with an empty one",
+                h.path.display(),
+                h.under.display()
+            )
+        })
+        .collect();
+    let flags: Vec<String> = hidden
+        .iter()
+        .map(|h| format!("--allow-read {}", h.allow_read.display()))
+        .collect();
+    format!(
+        "{program} resolves on the host to what the sandbox hides: {}; to let it through: {}",
+        places.join("; "),
+        flags.join(" ")
+    )
 }
 
 #[cfg(test)]

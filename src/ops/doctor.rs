@@ -59,6 +59,9 @@ pub enum CheckName {
     PendingTreeOperations,
     /// Scratch and quarantine entries of dead processes.
     ScratchLeftovers,
+    /// Whether a profile's agent (a program of the profile's name on `PATH`) lives where
+    /// `run` shows an empty directory (`/tmp`, `/var/tmp`, the runtime dir).
+    AgentTools,
 }
 
 /// How a check came out.
@@ -174,6 +177,7 @@ pub fn doctor(opts: &DoctorOptions) -> DoctorReport {
         checks.extend(repository_checks(git, opts));
     }
     checks.push(registry_check());
+    checks.push(agent_tools_check());
     DoctorReport {
         checks,
         git_version: git.as_ref().map(|g| g.version().to_string()),
@@ -192,6 +196,53 @@ fn hidden_set() -> Vec<crate::services::profile::HiddenSecret> {
     };
     let user = crate::services::config::user_profiles().ok().flatten();
     crate::services::profile::hidden_set(&home, user.as_ref()).unwrap_or_default()
+}
+
+/// Each profile's agent found on `PATH` (the program named as the profile) that resolves,
+/// itself or through its links or its `#!` interpreter, into a directory `run` empties: with
+/// the `--allow-read` that lets it through.
+fn agent_tools_check() -> Check {
+    let user = crate::services::config::user_profiles().ok().flatten();
+    let profiles = crate::services::profile::all(user.as_ref()).unwrap_or_default();
+    // As `run` sees them: the private directories empty, the home directory back.
+    let spec = crate::base::sandbox::SandboxSpec {
+        private: crate::base::sandbox::private_dirs(true),
+        visible: std::env::var_os("HOME")
+            .map(PathBuf::from)
+            .into_iter()
+            .collect(),
+        ..crate::base::sandbox::SandboxSpec::default()
+    };
+    let path = std::env::var_os("PATH");
+    let mut hidden: Vec<String> = Vec::new();
+    let mut flags: Vec<String> = Vec::new();
+    for profile in &profiles {
+        let program = std::ffi::OsStr::new(&profile.name);
+        for tool in crate::services::hidden_tools::find(&spec, program, path.as_deref()) {
+            hidden.push(format!(
+                "profile {}: {} resolves to {}, under {}",
+                profile.name,
+                profile.name,
+                tool.path.display(),
+                tool.under.as_deref().unwrap_or(Path::new("/")).display()
+            ));
+            flags.push(format!("--allow-read {}", tool.allow_path.display()));
+        }
+    }
+    if hidden.is_empty() {
+        return Check::ok(
+            CheckName::AgentTools,
+            "no profile's agent on PATH lives where run shows an empty directory",
+        );
+    }
+    Check::warn(
+        CheckName::AgentTools,
+        format!(
+            "{}: run replaces that directory with an empty one, so the agent is not found inside",
+            hidden.join("; ")
+        ),
+        format!("run it with {} (or install it elsewhere)", flags.join(" ")),
+    )
 }
 
 fn git_check(explicit: Option<&Path>) -> (Option<Git>, Check) {

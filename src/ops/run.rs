@@ -1,7 +1,7 @@
 //! `run`: execute a command inside a session's isolation, sandboxed by default, and record what
 //! it did as the run's change set (base = before the command, result = after).
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::base::command_env::{CommandEnv, EnvRequest};
-use crate::base::error::{Busy, Error, Held, IoContext, Result};
+use crate::base::error::{Busy, Error, Held, HiddenTool, IoContext, Result};
 use crate::base::ids::TreeId;
 use crate::base::pty::{CommandTerminal, Stream, Use};
 use crate::base::sandbox::{
@@ -193,7 +193,12 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         sandbox: report(sandbox_spec.as_ref(), &settings, &env, &granted),
         network,
         warnings,
-        hidden_paths: hidden_paths_of(sandbox_spec.as_ref(), ended.state(), &opts.command),
+        hidden_paths: hidden_paths_of(
+            sandbox_spec.as_ref(),
+            ended.state(),
+            &opts.command,
+            command_path(&env).as_deref(),
+        ),
         nested: nested.sets(),
         status: ended.status(),
     })
@@ -330,16 +335,25 @@ fn after_command(
     Ok(warnings)
 }
 
-/// What a failed sandboxed command named that the sandbox kept from it.
+/// What a failed sandboxed command named that the sandbox kept from it, and where its
+/// program's interpreter lives when the sandbox hides that (`#!/usr/bin/env node` with a
+/// `node` installed under `/var/tmp` fails with the command's own 127).
 fn hidden_paths_of(
     spec: Option<&SandboxSpec>,
     state: RunState,
     command: &[OsString],
+    path_env: Option<&OsStr>,
 ) -> Vec<crate::services::hidden_paths::HiddenPath> {
     match (spec, state) {
         (Some(spec), RunState::Failed) => {
             let home = std::env::var_os("HOME").map(PathBuf::from);
-            crate::services::hidden_paths::find(spec, command, home.as_deref())
+            let mut found = crate::services::hidden_paths::find(spec, command, home.as_deref());
+            for tool in crate::services::hidden_tools::find(spec, &command[0], path_env) {
+                if !found.iter().any(|f| f.allow_path == tool.allow_path) {
+                    found.push(tool);
+                }
+            }
+            found
         }
         _ => Vec::new(),
     }
@@ -625,7 +639,8 @@ fn output_target(opts: &RunOptions) -> Stream {
 /// and run's own (the session's, TMPDIR, and `extra`: the quarantine for git, the caches' variables); never a repository-selecting
 /// `GIT_*` of the caller's.
 /// With the proxy, the variables that send HTTP clients to it; with a preset's cache, the
-/// variable that points its package manager there.
+/// variable that points its package manager there; with the network denied, those that keep
+/// package managers from retrying what cannot succeed.
 fn command_env(
     opts: &RunOptions,
     (record, run_id): (&SessionRecord, &str),
@@ -657,7 +672,24 @@ fn command_env(
         .map(crate::services::profile::Profile::env_requests)
         .unwrap_or_default();
     requests.extend(opts.env.iter().cloned());
-    crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS)
+    let mut env =
+        crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS);
+    if settings.enabled && settings.network == NetworkAccess::Denied {
+        add_unless_given(&mut env, crate::services::network::no_retry_env());
+    }
+    env
+}
+
+/// Adds each variable the command does not get already (what the caller passes wins).
+fn add_unless_given(env: &mut CommandEnv, defaults: Vec<(String, String)>) {
+    for (name, value) in defaults {
+        if !env.passed.contains(&name) {
+            env.vars.push((name.clone().into(), value.into()));
+            env.dropped.retain(|dropped| *dropped != name);
+            env.passed.push(name);
+        }
+    }
+    env.passed.sort();
 }
 
 /// What a sandboxed command's environment adds: the quarantine for git, and the variables that
@@ -766,7 +798,7 @@ fn sandbox_for(
         deny_network,
         writable,
         visible,
-        private: private_dirs(deny_network),
+        private: sandbox::private_dirs(deny_network),
         frozen: ["commondir", "gitdir"]
             .iter()
             .map(|f| isolation.admin.join(f))
@@ -792,6 +824,7 @@ fn sandbox_for(
         workdir: workdir.to_path_buf(),
         terminal,
         proxy_port: (settings.network == NetworkAccess::Allowlist).then_some(PROXY_PORT),
+        dns: deny_network,
     };
     sandbox::probe(&spec)?;
     Ok(Some(spec))
@@ -831,7 +864,7 @@ impl Granted {
         ((located, isolation), (private_tmp, quarantine)): ((&Located, &Isolation), (&Path, &Path)),
     ) -> Result<Granted> {
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
-        let private = private_dirs(settings.network == NetworkAccess::Denied);
+        let private = sandbox::private_dirs(settings.network == NetworkAccess::Denied);
         let mut writable: Vec<&Path> =
             vec![&isolation.tree, &isolation.admin, private_tmp, quarantine];
         let allowed = settings.allow_write.iter().filter(|_| settings.enabled);
@@ -1004,29 +1037,6 @@ fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
         .flatten()
 }
 
-/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev` (where
-/// only the device nodes and a new `devpts` come back), `/dev/shm`, the runtime dir, and with
-/// the network denied `/run` (host sockets live there).
-fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev", "/dev/shm"]
-        .map(PathBuf::from)
-        .to_vec();
-    if deny_network {
-        dirs.push(PathBuf::from("/run"));
-    }
-    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
-        && runtime.is_absolute()
-        && !dirs.iter().any(|d| runtime.starts_with(d))
-    {
-        dirs.push(runtime);
-    }
-    dirs.retain(|d| {
-        std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
-            && std::fs::canonicalize(d).ok().as_deref() == Some(d.as_path())
-    });
-    dirs
-}
-
 /// Records the run's evidence and summarises its change set. A change set too large for a
 /// document is a warning, not a failure: its result tree is pinned all the same.
 fn record_run(
@@ -1167,9 +1177,11 @@ struct Launch<'a> {
 fn execute(
     opts: &RunOptions,
     launch: &Launch<'_>,
-    (plan, planned): (NetworkPlan, NetworkReport),
+    (mut plan, planned): (NetworkPlan, NetworkReport),
 ) -> Result<(Ended, NetworkReport)> {
     let signals = Signals::register()?;
+    plan.dns = launch.spec.is_some_and(|spec| spec.dns);
+    let allow = plan.allow.clone();
     let mut channel = match launch.spec {
         Some(_) => Some(
             StatusChannel::new()
@@ -1211,16 +1223,62 @@ fn execute(
     if let Some(terminal) = terminal {
         terminal.finish();
     }
-    let refused = service.map(NetworkService::finish).unwrap_or_default();
+    let kept = service.map(NetworkService::finish).unwrap_or_default();
     let ended = ended?;
     // A helper that never became the command says why on its channel, which the command
     // never holds.
     if matches!(ended.exit_code, Some(125..=127))
         && let Some(failure) = channel.as_mut().and_then(StatusChannel::failure)
     {
-        return Err(sandbox::failure_error(failure));
+        return Err(with_hidden_tools(
+            sandbox::failure_error(failure),
+            launch,
+            &opts.command[0],
+        ));
     }
-    Ok((ended, NetworkReport { refused, ..planned }))
+    let denied = crate::services::network::denied(&kept.lookups, &kept.refused, &allow);
+    let refused = kept.refused;
+    Ok((
+        ended,
+        NetworkReport {
+            refused,
+            denied,
+            ..planned
+        },
+    ))
+}
+
+/// A program not found in the sandbox, with where it (or its interpreter) lives on the host
+/// when the sandbox hides that place.
+fn with_hidden_tools(err: Error, launch: &Launch<'_>, program: &OsStr) -> Error {
+    match (err, launch.spec) {
+        (Error::CommandNotFound { program: name, .. }, Some(spec)) => {
+            let path = command_path(launch.env);
+            let hidden = crate::services::hidden_tools::find(spec, program, path.as_deref());
+            Error::CommandNotFound {
+                program: name,
+                hidden: hidden.into_iter().map(hidden_tool).collect(),
+            }
+        }
+        (err, _) => err,
+    }
+}
+
+fn hidden_tool(hidden: crate::services::hidden_paths::HiddenPath) -> HiddenTool {
+    HiddenTool {
+        under: hidden.under.unwrap_or_default(),
+        path: hidden.path,
+        allow_read: hidden.allow_path,
+    }
+}
+
+/// The `PATH` the command gets.
+fn command_path(env: &CommandEnv) -> Option<OsString> {
+    env.vars
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
 }
 
 /// Starts the run's network service once the helper runs (`None` without a plan to serve).

@@ -7,6 +7,7 @@ pub mod config;
 pub mod copyignored;
 pub mod evidence;
 pub mod hidden_paths;
+pub mod hidden_tools;
 pub mod landed;
 pub mod nested;
 pub mod network;

@@ -39,6 +39,21 @@ pub fn proxy_env() -> Vec<(String, String)> {
     vars
 }
 
+/// What a command whose network is denied gets unless it is given its own: package managers
+/// told not to retry a download, which cannot succeed (npm would wait 70 seconds between
+/// its retries, pip 8, cargo retries too), so that the command fails at once and `run` can
+/// say which hosts it tried.
+pub fn no_retry_env() -> Vec<(String, String)> {
+    [
+        ("npm_config_fetch_retries", "0"),
+        ("PIP_RETRIES", "0"),
+        ("CARGO_NET_RETRY", "0"),
+    ]
+    .iter()
+    .map(|(name, value)| ((*name).to_string(), (*value).to_string()))
+    .collect()
+}
+
 /// Why the proxy refused a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -74,6 +89,31 @@ pub struct Refusal {
     pub address: Option<IpAddr>,
 }
 
+/// How the sandbox kept the command from a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeniedBy {
+    /// The command looked the name up: the sandbox's name responder said there is no such
+    /// name (the network is denied, or the proxy is the only way out).
+    Lookup,
+    /// The proxy refused a connection to it (`host_not_allowed` or `port_not_allowed`).
+    Proxy,
+}
+
+/// A host the command tried and the sandbox kept from it, with the grant that allows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Denied {
+    /// The host name (lower case, at most 253 bytes).
+    pub host: String,
+    /// The port, when known (a lookup has none).
+    pub port: Option<u16>,
+    /// How it was kept from the command.
+    pub how: DeniedBy,
+    /// What to give `--allow-host` to allow it: a preset naming the host (`@npm`), else the
+    /// host (with its port when the default ports do not cover it).
+    pub allow_host: String,
+}
+
 /// One `--allow-host` entry as given and what it allows (`host:port` each).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AllowedReport {
@@ -107,6 +147,10 @@ pub struct NetworkReport {
     pub published: Vec<Published>,
     /// The connections the proxy refused, in order (the first [`MAX_REFUSALS`]).
     pub refused: Vec<Refusal>,
+    /// The hosts the command tried that the sandbox kept from it: names looked up (with the
+    /// network denied, or not on the allowlist) and hosts the proxy refused; each once.
+    #[serde(default)]
+    pub denied: Vec<Denied>,
 }
 
 impl NetworkReport {
@@ -122,6 +166,7 @@ impl NetworkReport {
             allowed,
             published,
             refused: Vec::new(),
+            denied: Vec::new(),
         }
     }
 

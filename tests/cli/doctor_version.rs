@@ -64,6 +64,7 @@ fn doctor_reports_git_and_the_sandbox_layers() {
         "pending_tree_operations",
         "scratch_leftovers",
         "user_registry",
+        "agent_tools",
     ]) {
         let c = check(&doc, name);
         assert!(

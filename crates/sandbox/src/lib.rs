@@ -39,7 +39,7 @@ mod sys;
 
 pub use channel::{Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
-pub use sockets::{SocketFactory, SocketServer};
+pub use sockets::{DNS_ADDRESS, SocketFactory, SocketServer};
 pub use spec::{DEVICE_NODES, FileLayer, GitLayers, MountedDir, SandboxSpec, TerminalSpec};
 pub use status::{HelperCode, HelperFailure, spawn_failure};
 pub use sys::{new_session_on_exec, own_terminal_on_exec};
@@ -77,8 +77,8 @@ pub fn probe(spec: &SandboxSpec) -> Result<(), String> {
 /// The hidden helper: enters the namespaces, sets up the mounts, and runs the command under
 /// the namespace's init. Returns the exit status to end with; the reason for a failure of its
 /// own goes to `run` through `reporter`. With `sockets`, the helper serves `run` sockets made
-/// in the sandbox's network namespace for as long as the command runs (and first the proxy's
-/// listener, when the spec has one).
+/// in the sandbox's network namespace for as long as the command runs (and first the name
+/// responder's socket and the proxy's listener, when the spec has them).
 pub fn exec_sandboxed(
     spec: &SandboxSpec,
     reporter: &Reporter,
@@ -100,6 +100,15 @@ pub fn exec_sandboxed(
     }
     if let Err(message) = namespaces::enter(spec.deny_network) {
         return fail(message);
+    }
+    if spec.dns {
+        let sent = match &sockets {
+            Some(sockets) if spec.deny_network => sockets.send_dns(),
+            _ => Err(std::io::Error::other("no socket channel to run")),
+        };
+        if let Err(e) = sent {
+            return fail(format!("cannot listen for names inside: {e}"));
+        }
     }
     if let Some(port) = spec.proxy_port {
         let sent = match &sockets {

@@ -57,6 +57,8 @@ pub(super) enum Step {
     /// A read-only sysfs of the sandbox's own network namespace on `/sys`, with the host's
     /// mounts under it (these paths: cgroups…) put back on it as they are.
     FreshSys(Vec<PathBuf>),
+    /// A read-only `/etc/resolv.conf` naming the name responder on the sandbox's loopback.
+    Resolver,
 }
 
 /// The private `/dev`, when it is one of the spec's private directories.
@@ -192,6 +194,9 @@ pub(super) fn plan(spec: &SandboxSpec, host_mounts: &[PathBuf]) -> Vec<Step> {
     }
     steps.extend(spec.frozen.iter().cloned().map(Step::Freeze));
     steps.extend(spec.hidden.iter().cloned().map(Step::Hide));
+    if spec.dns {
+        steps.push(Step::Resolver);
+    }
     steps
 }
 
@@ -353,9 +358,67 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, Stri
             Step::Hide(path) => hide(path)?,
             Step::FreshDev => fresh_dev()?,
             Step::FreshSys(submounts) => fresh_sys(submounts)?,
+            Step::Resolver => point_resolver()?,
         }
     }
     Ok(layered)
+}
+
+/// The resolver's configuration inside: only the name responder, asked once.
+const RESOLV_CONF: &str = "/etc/resolv.conf";
+
+/// Where the new configuration is written before it is mounted (on the private /tmp; it is
+/// removed again once mounted, the mount keeps it).
+const RESOLV_STAGED: &str = "/tmp/.a3s-iso-resolv.conf";
+
+/// Mounts a configuration naming the responder, read-only, over `/etc/resolv.conf` (over
+/// the file it links to, which is made when it is missing, as under the private `/run`).
+/// Without any `/etc/resolv.conf` there is nothing to do: the resolver then asks
+/// `127.0.0.1:53` by itself.
+fn point_resolver() -> std::result::Result<(), String> {
+    let Some(target) = resolver_file() else {
+        return Ok(());
+    };
+    let (ip, port) = super::sockets::DNS_ADDRESS;
+    debug_assert_eq!(port, 53, "resolv.conf cannot name another port");
+    let text = format!(
+        "# a3s-iso: the network is denied; a3s-iso answers every name here, at once\n\
+         nameserver {}\noptions attempts:1 timeout:1\n",
+        std::net::Ipv4Addr::from(ip)
+    );
+    let staged = Path::new(RESOLV_STAGED);
+    std::fs::write(staged, text).map_err(|e| failed("write", staged, e))?;
+    let mounted = mount_bind(staged, &target)
+        .map_err(|e| failed("bind", &target, e))
+        .and_then(|()| remount_read_only(&target).map_err(|e| failed("freeze", &target, e)));
+    let _ = std::fs::remove_file(staged);
+    mounted
+}
+
+/// The file `/etc/resolv.conf` is, its links followed: `None` when there is none; made (on a
+/// private tmpfs) when it links to a file that is missing there.
+fn resolver_file() -> Option<PathBuf> {
+    let mut path = PathBuf::from(RESOLV_CONF);
+    for _ in 0..16 {
+        match std::fs::read_link(&path) {
+            Ok(link) => {
+                let base = path.parent().unwrap_or(Path::new("/"));
+                path = base.join(link);
+            }
+            Err(_) => break,
+        }
+    }
+    if std::fs::symlink_metadata(RESOLV_CONF).is_err() {
+        return None;
+    }
+    if !path.exists() {
+        let made = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::File::create(&path).map(drop));
+        made.ok()?;
+    }
+    std::fs::canonicalize(&path).ok().filter(|p| p.is_file())
 }
 
 /// Takes the staged copy of `path` out of the list.
@@ -809,6 +872,23 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn the_resolver_is_pointed_at_the_responder_last_and_only_when_asked() {
+        let spec = SandboxSpec {
+            deny_network: true,
+            private: vec!["/tmp".into()],
+            hidden: vec!["/h/.ssh".into()],
+            dns: true,
+            ..SandboxSpec::default()
+        };
+        let steps = plan(&spec, &["/".into()]);
+        // After everything else: the private /tmp it is written on is in place by then.
+        assert_eq!(steps.last(), Some(&Step::Resolver), "{steps:?}");
+        let without = SandboxSpec { dns: false, ..spec };
+        let steps = plan(&without, &["/".into()]);
+        assert!(!steps.contains(&Step::Resolver), "{steps:?}");
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! command could make itself.
 //!
 //! Messages, one per datagram: helper to `run`, `L` with the proxy's listener (bound and
-//! listening on the sandbox's loopback, sent before the command starts); `run` to helper,
-//! `S`, answered by `S` with a fresh, unbound TCP/IPv4 socket.
+//! listening on the sandbox's loopback, sent before the command starts); `D` with the name
+//! responder's UDP socket (bound on the sandbox's `127.0.0.1:53`, sent before the listener);
+//! `run` to helper, `S`, answered by `S` with a fresh, unbound TCP/IPv4 socket.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
@@ -28,14 +29,19 @@ use super::sys;
 
 const LISTENER: u8 = b'L';
 const SOCKET: u8 = b'S';
+const DNS: u8 = b'D';
+
+/// Where the name responder listens inside: the address `/etc/resolv.conf` names there.
+pub const DNS_ADDRESS: ([u8; 4], u16) = ([127, 0, 0, 1], 53);
 
 /// `run`'s end of the factory.
 #[derive(Debug)]
 pub struct SocketFactory {
     pair: HelperPair,
-    /// The proxy's listener, when it came while a socket was awaited (a published port's
-    /// first connection can ask before the proxy does): kept for [`SocketFactory::listener`].
-    early_listener: Option<OwnedFd>,
+    /// What came while something else was awaited (a published port's first connection can
+    /// ask for a socket before the proxy takes its listener): each with its kind, kept for
+    /// whoever waits for it.
+    early: Vec<(u8, OwnedFd)>,
 }
 
 impl SocketFactory {
@@ -43,7 +49,7 @@ impl SocketFactory {
     pub fn new() -> io::Result<SocketFactory> {
         Ok(SocketFactory {
             pair: HelperPair::new()?,
-            early_listener: None,
+            early: Vec::new(),
         })
     }
 
@@ -61,24 +67,34 @@ impl SocketFactory {
 
     /// Waits for the proxy's listener; an error when the helper ended without sending it.
     pub fn listener(&mut self) -> io::Result<OwnedFd> {
-        if let Some(listener) = self.early_listener.take() {
-            return Ok(listener);
-        }
-        loop {
-            if let (LISTENER, listener) = receive(&self.pair.ours)? {
-                return Ok(listener);
-            }
-        }
+        self.wait_for(LISTENER)
+    }
+
+    /// Waits for the name responder's UDP socket; an error when the helper ended without
+    /// sending it.
+    pub fn dns_socket(&mut self) -> io::Result<OwnedFd> {
+        self.wait_for(DNS)
     }
 
     /// A fresh TCP socket in the sandbox's network namespace.
     pub fn socket(&mut self) -> io::Result<OwnedFd> {
         rustix::net::send(&self.pair.ours, &[SOCKET], SendFlags::NOSIGNAL)?;
+        self.wait_for(SOCKET)
+    }
+
+    /// The next descriptor of `kind`: one that came early, or the next to come (keeping
+    /// those of other kinds that come first).
+    fn wait_for(&mut self, kind: u8) -> io::Result<OwnedFd> {
+        if let Some(at) = self.early.iter().position(|(k, _)| *k == kind) {
+            return Ok(self.early.swap_remove(at).1);
+        }
         loop {
-            match receive(&self.pair.ours)? {
-                (SOCKET, socket) => return Ok(socket),
-                (LISTENER, listener) => self.early_listener = Some(listener),
-                _ => {}
+            let (received, fd) = receive(&self.pair.ours)?;
+            if received == kind {
+                return Ok(fd);
+            }
+            if matches!(received, LISTENER | DNS | SOCKET) {
+                self.early.push((received, fd));
             }
         }
     }
@@ -152,6 +168,15 @@ impl SocketServer {
     pub(super) fn send_listener(&self, port: u16) -> io::Result<()> {
         let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
         send_fd(&self.fd, LISTENER, &OwnedFd::from(listener))
+    }
+
+    /// Binds a UDP socket on [`DNS_ADDRESS`] in this (the sandbox's) network namespace (the
+    /// helper may bind port 53 there: it holds every capability in the namespace's owner)
+    /// and sends it to `run`; the helper keeps no copy.
+    pub(super) fn send_dns(&self) -> io::Result<()> {
+        let (ip, port) = DNS_ADDRESS;
+        let socket = std::net::UdpSocket::bind((std::net::Ipv4Addr::from(ip), port))?;
+        send_fd(&self.fd, DNS, &OwnedFd::from(socket))
     }
 
     /// Answers `run`'s requests for up to `wait`; returns at once when there is none.

@@ -75,6 +75,11 @@ pub struct SandboxSpec {
     /// proxy's listener for `run` (the network namespace is the command's own).
     #[serde(default)]
     pub proxy_port: Option<u16>,
+    /// With the network denied: the helper binds a UDP socket on the sandbox's
+    /// `127.0.0.1:53` for `run`'s name responder (which answers every query at once, and
+    /// never forwards one) and points the sandbox's `/etc/resolv.conf` at it.
+    #[serde(default)]
+    pub dns: bool,
 }
 
 /// A directory covered by an overlay whose upper layer is on the host.

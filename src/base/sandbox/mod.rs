@@ -1,7 +1,7 @@
 //! The `run` sandbox as a3s-iso uses it. The sandbox itself (namespaces, mounts, Landlock,
 //! seccomp, terminals and all the `unsafe` they take) is the `a3s-iso-sandbox` crate, which
 //! knows nothing of a3s-iso; here are its failures as a3s-iso's errors, and what a run reports
-//! of it ([`SandboxReport`]).
+//! of it ([`SandboxReport`]), and the directories it empties ([`private_dirs`]).
 
 mod report;
 
@@ -14,6 +14,8 @@ pub use a3s_iso_sandbox::{
     StatusChannel, TerminalSpec, exec_sandboxed, landlock_abi, new_session_on_exec,
     own_terminal_on_exec, secrets,
 };
+
+use std::path::PathBuf;
 
 use crate::base::error::{Error, Result};
 
@@ -29,6 +31,7 @@ pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<
     Some(match failure.code {
         HelperCode::CommandNotFound => Error::CommandNotFound {
             program: failure.program,
+            hidden: Vec::new(),
         },
         _ => Error::CommandNotExecutable {
             program: failure.program,
@@ -42,6 +45,7 @@ pub fn failure_error(failure: HelperFailure) -> Error {
     match failure.code {
         HelperCode::CommandNotFound => Error::CommandNotFound {
             program: failure.program,
+            hidden: Vec::new(),
         },
         HelperCode::CommandNotExecutable => Error::CommandNotExecutable {
             program: failure.program,
@@ -55,4 +59,27 @@ pub fn failure_error(failure: HelperFailure) -> Error {
         },
         HelperCode::Internal => Error::internal(failure.message),
     }
+}
+
+/// The directories a sandboxed command gets fresh and empty: `/tmp`, `/var/tmp`, `/dev` (where
+/// only the device nodes and a new `devpts` come back), `/dev/shm`, the runtime dir, and with
+/// the network denied `/run` (host sockets live there).
+pub fn private_dirs(deny_network: bool) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = ["/tmp", "/var/tmp", "/dev", "/dev/shm"]
+        .map(PathBuf::from)
+        .to_vec();
+    if deny_network {
+        dirs.push(PathBuf::from("/run"));
+    }
+    if let Some(runtime) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from)
+        && runtime.is_absolute()
+        && !dirs.iter().any(|d| runtime.starts_with(d))
+    {
+        dirs.push(runtime);
+    }
+    dirs.retain(|d| {
+        std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+            && std::fs::canonicalize(d).ok().as_deref() == Some(d.as_path())
+    });
+    dirs
 }

@@ -11,6 +11,7 @@ use tokio::sync::oneshot;
 use crate::base::error::Result;
 use crate::base::sandbox::SocketFactory;
 use crate::services::network::allow::Allowlist;
+use crate::services::network::dns::{self, Lookups};
 use crate::services::network::proxy::{self, Proxy};
 use crate::services::network::publish::{self, PublishRequest};
 use crate::store::network_report::{Published, Refusal};
@@ -24,6 +25,8 @@ const DRAIN_LIMIT: Duration = Duration::from_millis(500);
 pub struct NetworkPlan {
     /// The `--allow-host` entries.
     pub allow: Allowlist,
+    /// Whether to answer the command's name lookups (the network is not the host's).
+    pub dns: bool,
     listeners: Vec<(std::net::TcpListener, Published)>,
 }
 
@@ -37,12 +40,16 @@ impl NetworkPlan {
             .iter()
             .map(PublishRequest::bind)
             .collect::<Result<_>>()?;
-        Ok(NetworkPlan { allow, listeners })
+        Ok(NetworkPlan {
+            allow,
+            dns: false,
+            listeners,
+        })
     }
 
     /// Whether there is anything to serve.
     pub fn is_needed(&self) -> bool {
-        !self.allow.is_empty() || !self.listeners.is_empty()
+        self.dns || !self.allow.is_empty() || !self.listeners.is_empty()
     }
 
     /// The published ports, as bound.
@@ -57,6 +64,16 @@ pub struct NetworkService {
     stop: Option<oneshot::Sender<()>>,
     thread: Option<JoinHandle<()>>,
     refused: Arc<Mutex<Vec<Refusal>>>,
+    lookups: Arc<Mutex<Lookups>>,
+}
+
+/// What the network service kept from the command.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// What the proxy refused.
+    pub refused: Vec<Refusal>,
+    /// The names looked up (each once).
+    pub lookups: Vec<String>,
 }
 
 impl NetworkService {
@@ -67,6 +84,8 @@ impl NetworkService {
             .enable_time()
             .build()?;
         let refused = Arc::new(Mutex::new(Vec::new()));
+        let lookups = Arc::new(Mutex::new(Lookups::default()));
+        let answered = Arc::clone(&lookups);
         let proxy = Arc::new(Proxy {
             allow: plan.allow.clone(),
             refused: Arc::clone(&refused),
@@ -76,20 +95,26 @@ impl NetworkService {
         let thread = std::thread::Builder::new()
             .name("a3s-iso-network".into())
             .spawn(move || {
-                runtime.block_on(serve(plan, proxy, factory, stopped));
+                runtime.block_on(serve(plan, proxy, answered, factory, stopped));
                 runtime.shutdown_timeout(Duration::from_millis(100));
             })?;
         Ok(NetworkService {
             stop: Some(stop),
             thread: Some(thread),
             refused,
+            lookups,
         })
     }
 
-    /// Ends the service; returns what the proxy refused.
-    pub fn finish(mut self) -> Vec<Refusal> {
+    /// Ends the service; returns what the proxy refused and the names looked up.
+    pub fn finish(mut self) -> Kept {
         self.end();
-        std::mem::take(&mut *self.refused.lock().unwrap_or_else(|e| e.into_inner()))
+        let refused = std::mem::take(&mut *self.refused.lock().unwrap_or_else(|e| e.into_inner()));
+        let lookups = std::mem::take(&mut *self.lookups.lock().unwrap_or_else(|e| e.into_inner()));
+        Kept {
+            refused,
+            lookups: lookups.into_names(),
+        }
     }
 
     fn end(&mut self) {
@@ -111,10 +136,27 @@ impl Drop for NetworkService {
 async fn serve(
     plan: NetworkPlan,
     proxy: Arc<Proxy>,
+    lookups: Arc<Mutex<Lookups>>,
     factory: SocketFactory,
     stopped: oneshot::Receiver<()>,
 ) {
     let factory = Arc::new(Mutex::new(factory));
+    if plan.dns {
+        // The helper sends the responder's socket first, before the proxy's listener.
+        let received = factory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .dns_socket();
+        // No socket: the helper failed before the command started, and says why.
+        if let Ok(fd) = received {
+            let socket = std::net::UdpSocket::from(fd);
+            if socket.set_nonblocking(true).is_ok()
+                && let Ok(socket) = tokio::net::UdpSocket::from_std(socket)
+            {
+                tokio::spawn(dns::serve(socket, lookups));
+            }
+        }
+    }
     for (listener, published) in plan.listeners {
         if let Ok(listener) = tokio::net::TcpListener::from_std(listener) {
             tokio::spawn(publish::forward(
