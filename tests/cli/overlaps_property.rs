@@ -303,9 +303,13 @@ fn files_of(dir: &Path) -> BTreeMap<String, String> {
 /// moves aside for a directory: that commit is the other side's, a snapshot commit for
 /// `overlaps`, the new HEAD for `rebase`.
 fn conflict_paths(value: &Value) -> Vec<String> {
+    // Git sets a file aside beside a directory as `path~<side>`: the side's commit id, or the
+    // name the conflict markers give it (`main`, `onto`, `session/<id>/…` with `_` for `/`).
     let aside = |path: &str| match path.rsplit_once('~') {
-        Some((file, commit))
-            if commit.len() >= 40 && commit.bytes().all(|b| b.is_ascii_hexdigit()) =>
+        Some((file, side))
+            if (side.len() >= 40 && side.bytes().all(|b| b.is_ascii_hexdigit()))
+                || side.starts_with("session_")
+                || matches!(side, "main" | "onto") =>
         {
             file.to_string()
         }
