@@ -9,9 +9,14 @@ pub use crate::services::setup::{Setup, SetupRun};
 
 /// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
 /// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
-/// new isolation.
+/// new isolation. Dead isolations of the repository are reclaimed first, as `sweep` would
+/// (never the session being bound).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let spare = opts.session_id.iter().cloned().collect();
+    let (reclaimed, warning) = crate::flows::autosweep::reclaim(ctx, !opts.no_auto_sweep, spare);
     let mut outcome = crate::ops::bind::bind_isolation(ctx, opts)?;
+    outcome.reclaimed = reclaimed;
+    outcome.warnings.extend(warning);
     if !outcome.reused && !outcome.read_only {
         let session = outcome.session_id.clone();
         outcome.setup = run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;

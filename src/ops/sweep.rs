@@ -29,6 +29,8 @@ use crate::store::state::{
 };
 use crate::workspace::context::{Context, Located};
 
+pub use crate::services::reclaimed::{ReclaimReason, Reclaimed};
+
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
 pub(crate) const DEFAULT_GRACE: Duration = crate::base::owner::GRACE;
 
@@ -47,6 +49,9 @@ pub struct SweepOptions {
     pub retained_older_than: Option<Duration>,
     /// Also reclaim ownerless sessions (`bind --owner none`) idle longer than the grace.
     pub include_ownerless: bool,
+    /// Sessions never reclaimed, whatever their state: those the command reclaiming as it
+    /// starts is about to act on (the session `bind` binds, the sessions `land` lands).
+    pub spare: Vec<String>,
 }
 
 impl Default for SweepOptions {
@@ -58,26 +63,8 @@ impl Default for SweepOptions {
             no_capture: false,
             retained_older_than: None,
             include_ownerless: false,
+            spare: Vec::new(),
         }
-    }
-}
-
-wire_enum! {
-    /// Why an isolation could be reclaimed (`reclaimed[].reason`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub enum ReclaimReason {
-        /// Its owner is gone, or its pid now belongs to another process.
-        OwnerDead = "owner_dead",
-        /// An interrupted bind whose process is gone, older than the grace period.
-        InFlightDead = "in_flight_dead",
-        /// Its session record is corrupt, and it is older than the grace period.
-        Malformed = "malformed",
-        /// A worktree of this repository named like an isolation, with no record, older than the grace.
-        Unrecorded = "unrecorded",
-        /// Retained longer ago than `--retained-older-than`.
-        RetainedExpired = "retained_expired",
-        /// An ownerless session idle longer than the grace, with `--include-ownerless`.
-        Ownerless = "ownerless",
     }
 }
 
@@ -164,24 +151,6 @@ impl std::fmt::Display for SkipReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message())
     }
-}
-
-/// An isolation that was (or, with `--dry-run`, would be) removed.
-#[derive(Debug, Clone, Serialize)]
-pub struct Reclaimed {
-    /// Its session id (empty when none could be told).
-    pub session_id: String,
-    /// Where it was.
-    #[serde(with = "crate::base::paths::fs_path")]
-    pub path: PathBuf,
-    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`,
-    /// `retained_expired`, `ownerless`.
-    pub reason: ReclaimReason,
-    /// The bytes of its regular files.
-    pub bytes: u64,
-    /// Where its last state was snapshotted (null with `--no-capture` or for an in-flight bind,
-    /// which never held anyone's work).
-    pub swept_ref: Option<String>,
 }
 
 /// An isolation left in place, and why.
@@ -327,6 +296,21 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
     Ok(out)
 }
 
+/// Reclaims what `sweep` would reclaim in the current repository (and nothing of another's),
+/// sparing `spare`: called by the commands that reclaim as they start. Cheap when nothing is
+/// dead: candidates are judged without the lock, and only a reclaim takes it, as in `sweep`.
+pub fn reclaim_dead(ctx: &Context, spare: Vec<String>) -> Result<Vec<Reclaimed>> {
+    let ctx = &ctx.judging_claims();
+    let located = ctx.locate()?;
+    let opts = SweepOptions {
+        spare,
+        ..SweepOptions::default()
+    };
+    let mut out = SweepOutcome::default();
+    sweep_source(ctx, &located, &opts, &NoProgress, &mut out)?;
+    Ok(out.reclaimed)
+}
+
 /// The sources to sweep: this repository (optional with `--all`), then every registered one
 /// not yet listed. A registered source that is gone is reported as skipped.
 fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
@@ -397,6 +381,10 @@ fn sweep_source(
         let Some(found) = inspect(&path, store, &known) else {
             continue;
         };
+        // Checked again under the lock: `confirm` keeps a candidate that is no longer this id's.
+        if id_of(&found).is_some_and(|id| opts.spare.contains(&id)) {
+            continue;
+        }
         let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
             Decision::Reclaim(why) if opts.dry_run => {
