@@ -49,7 +49,6 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
             no_capture: args.no_capture,
             retained_older_than: args.retained_older_than,
             include_ownerless: args.include_ownerless,
-            spare: Vec::new(),
         },
         &bar,
     )?;

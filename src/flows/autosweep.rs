@@ -1,10 +1,10 @@
-//! Reclaiming as a command starts: `bind` and `land` reclaim the repository's dead isolations
-//! as `sweep` would (its decision table, its lock, a snapshot before any removal), so that
-//! sessions whose owner exited without a word (a headless run) do not pile up. On unless
-//! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`.
+//! Reclaiming as a command starts: `bind` and `land` reclaim the repository's dead-owner
+//! sessions as `sweep` would (its decision table, its lock, a snapshot before any removal), so
+//! that sessions whose owner exited without a word (a headless run) do not pile up. On unless
+//! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
 
 use crate::services::reclaimed::Reclaimed;
-use crate::workspace::context::Context;
+use crate::workspace::context::{Context, Located};
 
 /// Turns reclaiming off (`0`, `false`) or on (`1`, `true`) for one command, whatever the
 /// configuration says.
@@ -20,19 +20,25 @@ pub fn enabled(configured: bool) -> bool {
     }
 }
 
-/// Reclaims the current repository's dead isolations, sparing `spare`, when `configured` allows
-/// it. What was reclaimed, and a warning when the reclaim failed: a failed reclaim never stops
-/// the command (nothing was removed that was not snapshotted first).
+/// Reclaims the dead-owner sessions of `located` that the caller may act on, when `configured`
+/// allows it, never one that `spare` names or that a recorded `land` queue holds. What was
+/// reclaimed, and a warning when the reclaim failed: a failed reclaim never stops the command
+/// (nothing is removed that was not snapshotted first).
 pub fn reclaim(
     ctx: &Context,
+    located: &Located,
     configured: bool,
-    spare: Vec<String>,
+    spare: &dyn Fn(&str) -> bool,
 ) -> (Vec<Reclaimed>, Option<String>) {
-    // A scoped caller (an MCP server) acts only on its own sessions: it reclaims nothing.
-    if !enabled(configured) || ctx.is_scoped() {
+    if !enabled(configured) {
         return (Vec::new(), None);
     }
-    match crate::ops::sweep::reclaim_dead(ctx, spare) {
+    // The queue is read again under the lock: a `land` may have recorded one meanwhile.
+    let queued = |id: &str| {
+        crate::flows::land::queued(&located.store).is_none_or(|queue| queue.iter().any(|q| q == id))
+    };
+    let spared = |id: &str| spare(id) || queued(id);
+    match crate::ops::sweep::reclaim_dead(ctx, located, &spared) {
         Ok(reclaimed) => (reclaimed, None),
         Err(err) => (
             Vec::new(),

@@ -200,6 +200,9 @@ pub struct LandOutcome {
     pub warnings: Vec<String>,
     /// Whether this dropped a stopped queue (`--abort`); `sessions` are what it held.
     pub aborted: bool,
+    /// The dead-owner sessions reclaimed as `land` started, as `sweep` reports them (each
+    /// snapshotted first: `bind --resume` brings it back); never one of the queue.
+    pub reclaimed: Vec<crate::services::reclaimed::Reclaimed>,
 }
 
 impl LandOutcome {
@@ -268,8 +271,16 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         next_commands: Vec::new(),
         warnings: ctx.take_notices(),
         aborted: false,
+        reclaimed: Vec::new(),
     };
     save(&queue_file, &queue)?;
+    // Recorded first: a concurrent command's reclaim spares what the queue holds.
+    let in_queue = |id: &str| queue.sessions.iter().any(|(queued, _)| queued == id);
+    let configured = crate::services::config::sweep_auto_at(&located.repo.toplevel);
+    let (reclaimed, warning) =
+        crate::flows::autosweep::reclaim(ctx, &located, configured, &in_queue);
+    out.reclaimed = reclaimed;
+    out.warnings.extend(warning);
     for index in 0..queue.sessions.len() {
         let (id, done) = queue.sessions[index].clone();
         if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
@@ -311,6 +322,15 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         out.next_commands = step.commands;
     }
     Ok(out)
+}
+
+/// The sessions of the recorded (stopped or running) queue: empty without one, `None` when it
+/// cannot be read (then it may hold any session).
+pub(crate) fn queued(store: &crate::store::state::Store) -> Option<Vec<String>> {
+    let recorded: Option<Queue> = read_json(&store.land_queue_file()).ok()?;
+    Some(recorded.map_or_else(Vec::new, |q| {
+        q.sessions.into_iter().map(|(id, _)| id).collect()
+    }))
 }
 
 /// The queue to land: the recorded one continued when no session is named, else a new one
@@ -416,6 +436,7 @@ fn abort(
         next_commands: Vec::new(),
         warnings: ctx.take_notices(),
         aborted: true,
+        reclaimed: Vec::new(),
     })
 }
 

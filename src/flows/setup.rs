@@ -12,8 +12,14 @@ pub use crate::services::setup::{Setup, SetupRun};
 /// new isolation. Dead isolations of the repository are reclaimed first, as `sweep` would
 /// (never the session being bound).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
-    let spare = opts.session_id.iter().cloned().collect();
-    let (reclaimed, warning) = crate::flows::autosweep::reclaim(ctx, !opts.no_auto_sweep, spare);
+    let (reclaimed, warning) = match ctx.locate() {
+        Ok(located) => {
+            let spare = |id: &str| opts.session_id.as_deref() == Some(id);
+            crate::flows::autosweep::reclaim(ctx, &located, !opts.no_auto_sweep, &spare)
+        }
+        // Not in a repository: the bind says why.
+        Err(_) => (Vec::new(), None),
+    };
     let mut outcome = crate::ops::bind::bind_isolation(ctx, opts)?;
     outcome.reclaimed = reclaimed;
     outcome.warnings.extend(warning);

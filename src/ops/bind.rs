@@ -578,6 +578,9 @@ fn claim_path(
         path,
         bind_process: Owner::this_process(),
         created_at_ms: now_ms(),
+        // Inside a run's PID namespace the number would name another group on the host.
+        process_group: crate::base::owner::sees_host_processes()
+            .then(|| rustix::process::getpgrp().as_raw_nonzero().get()),
     };
     located.store.save_claim(&claim)?;
     Ok(claim)

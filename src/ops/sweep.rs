@@ -49,9 +49,6 @@ pub struct SweepOptions {
     pub retained_older_than: Option<Duration>,
     /// Also reclaim ownerless sessions (`bind --owner none`) idle longer than the grace.
     pub include_ownerless: bool,
-    /// Sessions never reclaimed, whatever their state: those the command reclaiming as it
-    /// starts is about to act on (the session `bind` binds, the sessions `land` lands).
-    pub spare: Vec<String>,
 }
 
 impl Default for SweepOptions {
@@ -63,7 +60,6 @@ impl Default for SweepOptions {
             no_capture: false,
             retained_older_than: None,
             include_ownerless: false,
-            spare: Vec::new(),
         }
     }
 }
@@ -296,19 +292,67 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
     Ok(out)
 }
 
-/// Reclaims what `sweep` would reclaim in the current repository (and nothing of another's),
-/// sparing `spare`: called by the commands that reclaim as they start. Cheap when nothing is
-/// dead: candidates are judged without the lock, and only a reclaim takes it, as in `sweep`.
-pub fn reclaim_dead(ctx: &Context, spare: Vec<String>) -> Result<Vec<Reclaimed>> {
-    let ctx = &ctx.judging_claims();
-    let located = ctx.locate()?;
-    let opts = SweepOptions {
+/// Reclaims the dead-owner sessions of `located` that `sweep` would reclaim, for a command
+/// that reclaims as it starts (`bind`, `land`). One look at the records decides whether there
+/// is anything to do: a session is a candidate only when it has a tree, the caller's scope
+/// holds it, `spare` does not name it and its owner is dead; with none, nothing else is read
+/// and git is not called. Each candidate then goes through sweep's own decision table, under
+/// the lock, as `sweep` would take it; `spare` is asked again under the lock.
+pub fn reclaim_dead(
+    ctx: &Context,
+    located: &Located,
+    spare: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Reclaimed>> {
+    let dead = dead_owner_trees(ctx, &located.store, spare)?;
+    if dead.is_empty() {
+        return Ok(Vec::new());
+    }
+    let known = Known::load(&located.repo, &located.store)?;
+    let opts = SweepOptions::default();
+    let sweep = Sweep {
+        ctx,
+        located,
+        opts: &opts,
+        known: &known,
         spare,
-        ..SweepOptions::default()
     };
     let mut out = SweepOutcome::default();
-    sweep_source(ctx, &located, &opts, &NoProgress, &mut out)?;
+    let lease_held = |id: &str| located.store.is_leased(id).unwrap_or(true);
+    for path in dead {
+        // Only a record's tree: what else sweep reclaims (claims, unrecorded trees) is its own.
+        let Some(found @ Found::Recorded(_)) = inspect(&path, &located.store, &known) else {
+            continue;
+        };
+        if decide(&found, &opts, now_ms(), &lease_held)
+            == Decision::Reclaim(ReclaimReason::OwnerDead)
+        {
+            sweep.reclaim(&path, &found, &mut out)?;
+        }
+    }
     Ok(out.reclaimed)
+}
+
+/// The trees of the sessions whose owner is dead, that the caller may act on and does not
+/// spare: read from the records alone (an owner's liveness is a look at `/proc`).
+fn dead_owner_trees(
+    ctx: &Context,
+    store: &Store,
+    spare: &dyn Fn(&str) -> bool,
+) -> Result<Vec<PathBuf>> {
+    Ok(store
+        .sessions()?
+        .into_iter()
+        .flatten()
+        .filter(|r| r.state.has_tree() && r.state != SessionState::Retained)
+        .filter(|r| ctx.may_act_on(&r.session_id))
+        .filter(|r| {
+            r.owner
+                .as_ref()
+                .is_some_and(|owner| owner.liveness() == Liveness::Dead)
+        })
+        .filter(|r| !spare(&r.session_id))
+        .filter_map(|r| r.worktree)
+        .collect())
 }
 
 /// The sources to sweep: this repository (optional with `--all`), then every registered one
@@ -374,6 +418,7 @@ fn sweep_source(
         located,
         opts,
         known: &known,
+        spare: &|_| false,
     };
     progress.start(candidates.len() as u64);
     for path in candidates {
@@ -381,10 +426,6 @@ fn sweep_source(
         let Some(found) = inspect(&path, store, &known) else {
             continue;
         };
-        // Checked again under the lock: `confirm` keeps a candidate that is no longer this id's.
-        if id_of(&found).is_some_and(|id| opts.spare.contains(&id)) {
-            continue;
-        }
         let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
             Decision::Reclaim(why) if opts.dry_run => {
@@ -880,6 +921,9 @@ struct Sweep<'a> {
     located: &'a Located,
     opts: &'a SweepOptions,
     known: &'a Known,
+    /// Sessions left alone whatever the table says (asked under the lock): those the command
+    /// that reclaims as it starts is about to act on.
+    spare: &'a dyn Fn(&str) -> bool,
 }
 
 impl Sweep<'_> {
@@ -904,6 +948,9 @@ impl Sweep<'_> {
             });
             return Ok(());
         };
+        if (self.spare)(&id) {
+            return Ok(());
+        }
         let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
             return Ok(());
         };
@@ -1172,6 +1219,7 @@ mod tests {
                 path: "/x".into(),
                 bind_process: owner,
                 created_at_ms: created,
+                process_group: None,
             })
         };
         assert!(matches!(

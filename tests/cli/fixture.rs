@@ -69,9 +69,6 @@ pub fn isolate(cmd: &mut Command, home: &Path) {
         .env("TZ", "UTC")
         .env("NO_COLOR", "1")
         .env_remove("LC_ALL");
-    // Commands reclaim nothing as they start unless a test asks (`sweep_auto`): the rows a
-    // test sets up stay where it put them.
-    cmd.env("A3S_ISO_SWEEP_AUTO", "0");
     // Every `git init` (the fixture's, a test's own, or one a3s-iso runs) picks the format.
     cmd.env("GIT_DEFAULT_HASH", object_format());
 }

@@ -416,6 +416,19 @@ pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
     })
 }
 
+/// `sweep.auto` as a command that reads no other setting sees it (`land`): the user's file,
+/// then the repository's when it is trusted; on (the default) when a file cannot be read.
+pub fn sweep_auto_at(source: &Path) -> bool {
+    let loaded = Loaded {
+        source: source.to_path_buf(),
+        user_path: user_file(),
+        user: read_user_layer(user_file().as_deref()).unwrap_or_default(),
+        repository: read_repository_file(source).ok().flatten(),
+    };
+    let trusted = loaded.trust() == Trust::Trusted;
+    loaded.effective(trusted).sweep_auto.value
+}
+
 /// The user's file, parsed (empty when there is none).
 fn read_user_layer(path: Option<&Path>) -> Result<Layer> {
     match path {
