@@ -21,7 +21,7 @@ pub fn enabled(configured: bool) -> bool {
 }
 
 /// Reclaims the dead-owner sessions of `located` that the caller may act on, when `configured`
-/// allows it, never one that `spare` names or that a recorded `land` queue holds. What was
+/// allows it, never one that `spare` names (asked again under the lock). What was
 /// reclaimed, and a warning when the reclaim failed: a failed reclaim never stops the command
 /// (nothing is removed that was not snapshotted first).
 pub fn reclaim(
@@ -33,12 +33,7 @@ pub fn reclaim(
     if !enabled(configured) {
         return (Vec::new(), None);
     }
-    // The queue is read again under the lock: a `land` may have recorded one meanwhile.
-    let queued = |id: &str| {
-        crate::flows::land::queued(&located.store).is_none_or(|queue| queue.iter().any(|q| q == id))
-    };
-    let spared = |id: &str| spare(id) || queued(id);
-    match crate::ops::sweep::reclaim_dead(ctx, located, &spared) {
+    match crate::ops::sweep::reclaim_dead(ctx, located, spare) {
         Ok(reclaimed) => (reclaimed, None),
         Err(err) => (
             Vec::new(),

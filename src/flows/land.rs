@@ -275,7 +275,7 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     };
     save(&queue_file, &queue)?;
     // Recorded first: a concurrent command's reclaim spares what the queue holds.
-    let in_queue = |id: &str| queue.sessions.iter().any(|(queued, _)| queued == id);
+    let in_queue = |id: &str| queue.sessions.iter().any(|(q, _)| q == id) || queued(&located, id);
     let configured = crate::services::config::sweep_auto_at(&located.repo.toplevel);
     let (reclaimed, warning) =
         crate::flows::autosweep::reclaim(ctx, &located, configured, &in_queue);
@@ -324,13 +324,14 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     Ok(out)
 }
 
-/// The sessions of the recorded (stopped or running) queue: empty without one, `None` when it
-/// cannot be read (then it may hold any session).
-pub(crate) fn queued(store: &crate::store::state::Store) -> Option<Vec<String>> {
-    let recorded: Option<Queue> = read_json(&store.land_queue_file()).ok()?;
-    Some(recorded.map_or_else(Vec::new, |q| {
-        q.sessions.into_iter().map(|(id, _)| id).collect()
-    }))
+/// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
+/// afresh each time, and `true` when it cannot be read (it may hold any session).
+pub(crate) fn queued(located: &Located, id: &str) -> bool {
+    let recorded: Option<Queue> = match read_json(&located.store.land_queue_file()) {
+        Ok(recorded) => recorded,
+        Err(_) => return true,
+    };
+    recorded.is_some_and(|q| q.sessions.iter().any(|(queued, _)| queued == id))
 }
 
 /// The queue to land: the recorded one continued when no session is named, else a new one

@@ -9,12 +9,14 @@ pub use crate::services::setup::{Setup, SetupRun};
 
 /// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
 /// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
-/// new isolation. Dead isolations of the repository are reclaimed first, as `sweep` would
-/// (never the session being bound).
+/// new isolation. Dead owners' sessions of the repository are reclaimed first, as `sweep`
+/// would (never the session being bound, nor one of a recorded `land` queue).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let (reclaimed, warning) = match ctx.locate() {
         Ok(located) => {
-            let spare = |id: &str| opts.session_id.as_deref() == Some(id);
+            let spare = |id: &str| {
+                opts.session_id.as_deref() == Some(id) || crate::flows::land::queued(&located, id)
+            };
             crate::flows::autosweep::reclaim(ctx, &located, !opts.no_auto_sweep, &spare)
         }
         // Not in a repository: the bind says why.
