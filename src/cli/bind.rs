@@ -108,12 +108,14 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
             copy_ignored,
             setup,
             created_by: None,
+            no_auto_sweep: !settings.sweep_auto.value,
         },
     )?;
     drop(spinner);
     for warning in &outcome.warnings {
         out.warn(warning);
     }
+    super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {
         out.document("a3s-iso.bind.v1", &outcome);
         return Ok(0);

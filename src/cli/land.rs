@@ -95,6 +95,7 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
     {
         out.warn(warning);
     }
+    super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {
         out.document("a3s-iso.land.v1", &outcome);
         return Ok(outcome.exit_code());

@@ -116,3 +116,22 @@ fn render(out: &Output, outcome: &SweepOutcome) {
         out.line(&format!("kept: {}", summary.join(", ")));
     }
 }
+
+/// The stderr note of a command that reclaimed dead isolations as it started (`bind`, `land`):
+/// one line each, with where its work went (`bind --resume` brings it back).
+pub fn note_reclaimed(reclaimed: &[a3s_iso::ops::sweep::Reclaimed], out: &Output) {
+    for item in reclaimed {
+        let kept = item.swept_ref.as_deref().map_or(String::new(), |r| {
+            format!(
+                "; its work is in {r}: `a3s-iso bind --resume -s {}`",
+                item.session_id
+            )
+        });
+        out.info(&format!(
+            "reclaimed {} ({}, session {}){kept}",
+            item.path.display(),
+            item.reason,
+            item.session_id
+        ));
+    }
+}

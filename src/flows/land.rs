@@ -200,6 +200,9 @@ pub struct LandOutcome {
     pub warnings: Vec<String>,
     /// Whether this dropped a stopped queue (`--abort`); `sessions` are what it held.
     pub aborted: bool,
+    /// The dead-owner sessions reclaimed as `land` started, as `sweep` reports them (each
+    /// snapshotted first: `bind --resume` brings it back); never one of the queue.
+    pub reclaimed: Vec<crate::services::reclaimed::Reclaimed>,
 }
 
 impl LandOutcome {
@@ -268,8 +271,16 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         next_commands: Vec::new(),
         warnings: ctx.take_notices(),
         aborted: false,
+        reclaimed: Vec::new(),
     };
     save(&queue_file, &queue)?;
+    // Recorded first: a concurrent command's reclaim spares what the queue holds.
+    let in_queue = |id: &str| queue.sessions.iter().any(|(q, _)| q == id) || queued(&located, id);
+    let configured = crate::services::config::sweep_auto_at(&located.repo.toplevel);
+    let (reclaimed, warning) =
+        crate::flows::autosweep::reclaim(ctx, &located, configured, &in_queue);
+    out.reclaimed = reclaimed;
+    out.warnings.extend(warning);
     for index in 0..queue.sessions.len() {
         let (id, done) = queue.sessions[index].clone();
         if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
@@ -311,6 +322,16 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         out.next_commands = step.commands;
     }
     Ok(out)
+}
+
+/// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
+/// afresh each time, and `true` when it cannot be read (it may hold any session).
+pub(crate) fn queued(located: &Located, id: &str) -> bool {
+    let recorded: Option<Queue> = match read_json(&located.store.land_queue_file()) {
+        Ok(recorded) => recorded,
+        Err(_) => return true,
+    };
+    recorded.is_some_and(|q| q.sessions.iter().any(|(queued, _)| queued == id))
 }
 
 /// The queue to land: the recorded one continued when no session is named, else a new one
@@ -416,6 +437,7 @@ fn abort(
         next_commands: Vec::new(),
         warnings: ctx.take_notices(),
         aborted: true,
+        reclaimed: Vec::new(),
     })
 }
 

@@ -3,6 +3,7 @@
 //! Claude Code's worktree hooks and `init claude` (bind, setup and discard). A flow calls the
 //! verbs of `ops` (and the hooks call the `bind` flow); no verb calls a flow.
 
+pub mod autosweep;
 pub mod claude;
 pub mod land;
 mod land_gate;

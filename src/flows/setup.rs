@@ -9,9 +9,22 @@ pub use crate::services::setup::{Setup, SetupRun};
 
 /// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
 /// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
-/// new isolation.
+/// new isolation. Dead owners' sessions of the repository are reclaimed first, as `sweep`
+/// would (never the session being bound, nor one of a recorded `land` queue).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    let (reclaimed, warning) = match ctx.locate() {
+        Ok(located) => {
+            let spare = |id: &str| {
+                opts.session_id.as_deref() == Some(id) || crate::flows::land::queued(&located, id)
+            };
+            crate::flows::autosweep::reclaim(ctx, &located, !opts.no_auto_sweep, &spare)
+        }
+        // Not in a repository: the bind says why.
+        Err(_) => (Vec::new(), None),
+    };
     let mut outcome = crate::ops::bind::bind_isolation(ctx, opts)?;
+    outcome.reclaimed = reclaimed;
+    outcome.warnings.extend(warning);
     if !outcome.reused && !outcome.read_only {
         let session = outcome.session_id.clone();
         outcome.setup = run_setup(ctx, &session, &opts.setup, &mut outcome.warnings)?;

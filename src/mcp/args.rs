@@ -111,6 +111,7 @@ pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptio
         copy_ignored: parsed.copy_ignored,
         setup: Default::default(),
         created_by: None,
+        no_auto_sweep: false,
     })
 }
 

@@ -218,6 +218,7 @@ fn configured(
     let settings = loaded.effective(true);
     opts.setup = crate::flows::setup::Setup::configured(&settings);
     opts.copy_ignored.extend(settings.copy_ignored.value);
+    opts.no_auto_sweep = !settings.sweep_auto.value;
     Ok(opts)
 }
 

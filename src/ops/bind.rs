@@ -54,6 +54,9 @@ pub struct BindOptions {
     /// process (or one it made that is discarded), so a tool never takes over a session it did
     /// not make.
     pub created_by: Option<CreatedBy>,
+    /// Do not reclaim dead isolations before binding (`sweep.auto = false`,
+    /// `A3S_ISO_SWEEP_AUTO=0`); see [`crate::flows::setup::bind`].
+    pub no_auto_sweep: bool,
 }
 
 /// Who is to own a session (`--owner`, `--owner-pid`).
@@ -115,6 +118,9 @@ pub struct BindOutcome {
     pub copied_ignored: Option<crate::services::copyignored::CopyReport>,
     /// The setup commands that ran in the new isolation, in order.
     pub setup: Vec<crate::services::setup::SetupRun>,
+    /// The dead isolations reclaimed before binding, as `sweep` reports them (each
+    /// snapshotted first: `bind --resume` brings it back).
+    pub reclaimed: Vec<crate::services::reclaimed::Reclaimed>,
 }
 
 impl BindOutcome {
@@ -134,6 +140,7 @@ impl BindOutcome {
             warm: false,
             copied_ignored: None,
             setup: Vec::new(),
+            reclaimed: Vec::new(),
         }
     }
 }
@@ -571,6 +578,9 @@ fn claim_path(
         path,
         bind_process: Owner::this_process(),
         created_at_ms: now_ms(),
+        // Inside a run's PID namespace the number would name another group on the host.
+        process_group: crate::base::owner::sees_host_processes()
+            .then(|| rustix::process::getpgrp().as_raw_nonzero().get()),
     };
     located.store.save_claim(&claim)?;
     Ok(claim)

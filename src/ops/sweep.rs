@@ -29,6 +29,8 @@ use crate::store::state::{
 };
 use crate::workspace::context::{Context, Located};
 
+pub use crate::services::reclaimed::{ReclaimReason, Reclaimed};
+
 /// How long an in-flight, malformed or unrecorded isolation is kept before it may go.
 pub(crate) const DEFAULT_GRACE: Duration = crate::base::owner::GRACE;
 
@@ -59,25 +61,6 @@ impl Default for SweepOptions {
             retained_older_than: None,
             include_ownerless: false,
         }
-    }
-}
-
-wire_enum! {
-    /// Why an isolation could be reclaimed (`reclaimed[].reason`).
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-    pub enum ReclaimReason {
-        /// Its owner is gone, or its pid now belongs to another process.
-        OwnerDead = "owner_dead",
-        /// An interrupted bind whose process is gone, older than the grace period.
-        InFlightDead = "in_flight_dead",
-        /// Its session record is corrupt, and it is older than the grace period.
-        Malformed = "malformed",
-        /// A worktree of this repository named like an isolation, with no record, older than the grace.
-        Unrecorded = "unrecorded",
-        /// Retained longer ago than `--retained-older-than`.
-        RetainedExpired = "retained_expired",
-        /// An ownerless session idle longer than the grace, with `--include-ownerless`.
-        Ownerless = "ownerless",
     }
 }
 
@@ -164,24 +147,6 @@ impl std::fmt::Display for SkipReason {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message())
     }
-}
-
-/// An isolation that was (or, with `--dry-run`, would be) removed.
-#[derive(Debug, Clone, Serialize)]
-pub struct Reclaimed {
-    /// Its session id (empty when none could be told).
-    pub session_id: String,
-    /// Where it was.
-    #[serde(with = "crate::base::paths::fs_path")]
-    pub path: PathBuf,
-    /// Why it could go: `owner_dead`, `in_flight_dead`, `malformed`, `unrecorded`,
-    /// `retained_expired`, `ownerless`.
-    pub reason: ReclaimReason,
-    /// The bytes of its regular files.
-    pub bytes: u64,
-    /// Where its last state was snapshotted (null with `--no-capture` or for an in-flight bind,
-    /// which never held anyone's work).
-    pub swept_ref: Option<String>,
 }
 
 /// An isolation left in place, and why.
@@ -327,6 +292,69 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
     Ok(out)
 }
 
+/// Reclaims the dead-owner sessions of `located` that `sweep` would reclaim, for a command
+/// that reclaims as it starts (`bind`, `land`). One look at the records decides whether there
+/// is anything to do: a session is a candidate only when it has a tree, the caller's scope
+/// holds it, `spare` does not name it and its owner is dead; with none, nothing else is read
+/// and git is not called. Each candidate then goes through sweep's own decision table, under
+/// the lock, as `sweep` would take it; `spare` is asked again under the lock.
+pub fn reclaim_dead(
+    ctx: &Context,
+    located: &Located,
+    spare: &dyn Fn(&str) -> bool,
+) -> Result<Vec<Reclaimed>> {
+    let dead = dead_owner_trees(ctx, &located.store, spare)?;
+    if dead.is_empty() {
+        return Ok(Vec::new());
+    }
+    let known = Known::load(&located.repo, &located.store)?;
+    let opts = SweepOptions::default();
+    let sweep = Sweep {
+        ctx,
+        located,
+        opts: &opts,
+        known: &known,
+        spare,
+    };
+    let mut out = SweepOutcome::default();
+    let lease_held = |id: &str| located.store.is_leased(id).unwrap_or(true);
+    for path in dead {
+        // Only a record's tree: what else sweep reclaims (claims, unrecorded trees) is its own.
+        let Some(found @ Found::Recorded(_)) = inspect(&path, &located.store, &known) else {
+            continue;
+        };
+        if decide(&found, &opts, now_ms(), &lease_held)
+            == Decision::Reclaim(ReclaimReason::OwnerDead)
+        {
+            sweep.reclaim(&path, &found, &mut out)?;
+        }
+    }
+    Ok(out.reclaimed)
+}
+
+/// The trees of the sessions whose owner is dead, that the caller may act on and does not
+/// spare: read from the records alone (an owner's liveness is a look at `/proc`).
+fn dead_owner_trees(
+    ctx: &Context,
+    store: &Store,
+    spare: &dyn Fn(&str) -> bool,
+) -> Result<Vec<PathBuf>> {
+    Ok(store
+        .sessions()?
+        .into_iter()
+        .flatten()
+        .filter(|r| r.state.has_tree() && r.state != SessionState::Retained)
+        .filter(|r| ctx.may_act_on(&r.session_id))
+        .filter(|r| {
+            r.owner
+                .as_ref()
+                .is_some_and(|owner| owner.liveness() == Liveness::Dead)
+        })
+        .filter(|r| !spare(&r.session_id))
+        .filter_map(|r| r.worktree)
+        .collect())
+}
+
 /// The sources to sweep: this repository (optional with `--all`), then every registered one
 /// not yet listed. A registered source that is gone is reported as skipped.
 fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
@@ -390,6 +418,7 @@ fn sweep_source(
         located,
         opts,
         known: &known,
+        spare: &|_| false,
     };
     progress.start(candidates.len() as u64);
     for path in candidates {
@@ -892,6 +921,9 @@ struct Sweep<'a> {
     located: &'a Located,
     opts: &'a SweepOptions,
     known: &'a Known,
+    /// Sessions left alone whatever the table says (asked under the lock): those the command
+    /// that reclaims as it starts is about to act on.
+    spare: &'a dyn Fn(&str) -> bool,
 }
 
 impl Sweep<'_> {
@@ -916,6 +948,9 @@ impl Sweep<'_> {
             });
             return Ok(());
         };
+        if (self.spare)(&id) {
+            return Ok(());
+        }
         let Some((found, decision)) = confirm(located, opts, path, &id, known) else {
             return Ok(());
         };
@@ -1184,6 +1219,7 @@ mod tests {
                 path: "/x".into(),
                 bind_process: owner,
                 created_at_ms: created,
+                process_group: None,
             })
         };
         assert!(matches!(

@@ -18,10 +18,51 @@ use crate::store::state::{ClaimRecord, RecordStatus, Store};
 use crate::workspace::context::Located;
 
 /// Whether a claim's bind was interrupted: its process is dead (gone, or its pid reused), and
-/// the claim is at least `grace` old.
+/// the claim is at least `grace` old or no process of the bind's process group is left (the
+/// whole group was killed: no git of the bind can still be writing the tree).
 pub(crate) fn is_abandoned(claim: &ClaimRecord, now_ms: u64, grace: Duration) -> bool {
     claim.bind_process.liveness() == Liveness::Dead
-        && now_ms.saturating_sub(claim.created_at_ms) >= grace.as_millis() as u64
+        && (now_ms.saturating_sub(claim.created_at_ms) >= grace.as_millis() as u64
+            || claim.process_group.is_some_and(group_is_gone))
+}
+
+/// Whether no running process is left in process group `group`: a signal 0 finds none, or
+/// every member is a zombie (killed, waiting for its reaper; it writes nothing). A group that
+/// cannot be asked about, or whose number a new group took, counts as still there.
+fn group_is_gone(group: i32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(group) else {
+        return false;
+    };
+    match rustix::process::test_kill_process_group(pid) {
+        Err(rustix::io::Errno::SRCH) => true,
+        Ok(()) => only_zombies_in(group).unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// Whether every process of `group` is a zombie, read from `/proc` (`None`: it cannot be read).
+fn only_zombies_in(group: i32) -> Option<bool> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let name = entry.file_name();
+        if !name
+            .to_str()
+            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        {
+            continue;
+        }
+        // A process that exited meanwhile is no member.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the command's name (in parentheses, which may hold anything): state, ppid, pgrp.
+        let mut fields = stat.get(stat.rfind(')')? + 1..)?.split_whitespace();
+        let state = fields.next()?;
+        let pgrp: i32 = fields.nth(1)?.parse().ok()?;
+        if pgrp == group && state != "Z" && state != "X" {
+            return Some(false);
+        }
+    }
+    Some(true)
 }
 
 /// The claims of binds interrupted at least [`GRACE`] ago (read without the lock); none when

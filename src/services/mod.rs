@@ -20,6 +20,7 @@ pub(crate) mod purge;
 pub mod purge_item;
 pub mod quarantine;
 pub mod rebase;
+pub mod reclaimed;
 pub mod remote;
 pub mod run_request;
 pub mod runs;

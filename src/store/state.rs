@@ -270,6 +270,10 @@ pub struct ClaimRecord {
     pub bind_process: Owner,
     /// When the claim was made.
     pub created_at_ms: u64,
+    /// The process group the bind ran in (its git runs there too): once no process of it is
+    /// left, nothing can still be writing the tree. `None` in claims written before it was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_group: Option<i32>,
 }
 
 /// A state store (the state dir): sessions, claims, run documents, the promote journal and

@@ -30,6 +30,7 @@ fn binds_a_detached_worktree_next_to_the_source() {
             "start_identity": "linux-proc-start-ticks:[TICKS]"
           },
           "read_only": false,
+          "reclaimed": [],
           "reused": false,
           "schema": "a3s-iso.bind.v1",
           "session_id": "task-1",

@@ -9,12 +9,12 @@ use std::path::Path;
 
 use crate::fixture::{Fixture, listing, now_ms, sleeper, state_dir};
 
-fn claim_file(fx: &Fixture, id: &str) -> std::path::PathBuf {
+pub(crate) fn claim_file(fx: &Fixture, id: &str) -> std::path::PathBuf {
     state_dir(fx).join(format!("claims/{id}.json"))
 }
 
 /// Moves a claim's creation `minutes` into the past.
-fn age_claim(fx: &Fixture, id: &str, minutes: u64) {
+pub(crate) fn age_claim(fx: &Fixture, id: &str, minutes: u64) {
     let path = claim_file(fx, id);
     let mut claim: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     claim["created_at_ms"] = (now_ms() - minutes * 60_000).into();

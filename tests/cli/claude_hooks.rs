@@ -505,6 +505,12 @@ fn fake_claude(fx: &Fixture, stdin: &str, stay: bool) -> (std::process::Child, P
 #[test]
 fn claude_worktree_create_never_adopts_a_session_it_did_not_create() {
     let fx = source();
+    // Reclaiming as a bind starts is off: the user's session whose owner exited is a row this
+    // test keeps around, to show the hook leaves it byte for byte (`sweep_auto` covers the
+    // reclaim).
+    let config = fx.home.join(".config/a3s-iso");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "[sweep]\nauto = false\n").unwrap();
     let ownerless = users_session(&fx, &["-s", "agent-a1b2c3", "--owner", "none"]);
     let mut owner = crate::fixture::sleeper();
     let pid = owner.id().to_string();
@@ -707,5 +713,38 @@ fn claude_a_resumed_hook_session_is_the_users() {
     assert_eq!(
         session_bytes(&fx, &fx.src, "agent-a1b2c3", &resumed),
         before
+    );
+}
+
+/// Headless Claude Code (`claude -w NAME -p …`) runs the create hook and exits without the
+/// remove hook: the next create hook (of another Claude Code) reclaims the session as `sweep`
+/// would, its work snapshotted first, and `bind --resume` brings the work back.
+#[test]
+fn claude_headless_runs_do_not_pile_up() {
+    let fx = source();
+    let (mut first, tree) = fake_claude(&fx, &payload(&fx, CREATE_NAME, &fx.src), false);
+    first.wait().unwrap();
+    assert_eq!(tree, fx.isolation("agent-a1b2c3"));
+    std::fs::write(tree.join("headless.txt"), "what the headless run wrote\n").unwrap();
+    let (mut second, other) = fake_claude(&fx, &payload(&fx, CREATE_DOCUMENTED, &fx.src), false);
+    second.wait().unwrap();
+    assert!(other.is_dir());
+    assert!(
+        !tree.exists(),
+        "the exited Claude Code's isolation piled up"
+    );
+    assert_eq!(session(&fx, "agent-a1b2c3")["state"], "swept");
+    assert_eq!(
+        fx.git(
+            &fx.src,
+            &["show", "refs/a3s-iso/swept/agent-a1b2c3:headless.txt"]
+        ),
+        "what the headless run wrote"
+    );
+    let (code, doc) = fx.json(&["bind", "-s", "agent-a1b2c3", "--resume"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        std::fs::read_to_string(crate::fixture::worktree_of(&doc).join("headless.txt")).unwrap(),
+        "what the headless run wrote\n"
     );
 }

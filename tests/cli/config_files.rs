@@ -267,6 +267,7 @@ fn config_json_shows_where_each_value_came_from() {
                     "run.cache": {"value": "private", "source": "default"},
                     "pool.size": {"value": 1, "source": "repository"},
                     "pool.keep_ignored": {"value": null, "source": "default"},
+                    "sweep.auto": {"value": true, "source": "default"},
                 }},
             "user_file": {"path": user, "present": true},
             "settings": {
@@ -279,6 +280,7 @@ fn config_json_shows_where_each_value_came_from() {
                 "run.cache": {"value": "private", "source": "default"},
                 "pool.size": {"value": 1, "source": "repository"},
                 "pool.keep_ignored": {"value": null, "source": "default"},
+                "sweep.auto": {"value": true, "source": "default"},
             },
         })
     );

@@ -79,6 +79,7 @@ mod run_pty;
 mod run_record;
 mod run_sandbox;
 mod run_secrets;
+mod sweep_auto;
 mod sweep_decisions;
 mod sweep_races;
 mod sweep_tenants;

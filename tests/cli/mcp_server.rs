@@ -841,3 +841,44 @@ fn a_server_started_in_an_isolation_acts_on_its_session() {
     );
     client.close();
 }
+
+/// An agent's `bind` and `land` reclaim no session outside the server's scope: the user's
+/// dead owner's session stays byte for byte (record, tree, refs); the user's own `bind` then
+/// reclaims it, so the check could fail.
+#[test]
+fn attack_an_agents_bind_never_reclaims_the_users_dead_owner_session() {
+    let fx = Fixture::new();
+    crate::sweep_races::dead_owner_session(&fx, "users");
+    crate::sweep_races::with_work(&fx, "users");
+    let state = crate::fixture::state_dir(&fx);
+    let snapshot = || {
+        (
+            crate::fixture::listing(&fx.isolation("users")),
+            std::fs::read(state.join("sessions/users.json")).unwrap(),
+            fx.git(
+                &fx.src,
+                &[
+                    "for-each-ref",
+                    "--format=%(refname) %(objectname)",
+                    "refs/a3s-iso/sessions/users/",
+                ],
+            ),
+        )
+    };
+    let before = snapshot();
+    let mut client = Client::start(&fx, &["--allow-promote"]);
+    client.handshake("2025-06-18");
+    let bound = client.document("bind", json!({"session_id": "agent"}));
+    assert_eq!(bound["reclaimed"], json!([]), "{bound}");
+    std::fs::write(fx.isolation("agent").join("agent.txt"), "agent\n").unwrap();
+    let landed = client.document("land", json!({"sessions": ["agent"]}));
+    assert_eq!(landed["sessions"][0]["outcome"], "landed", "{landed}");
+    assert_eq!(landed["reclaimed"], json!([]), "{landed}");
+    client.close();
+    assert_eq!(snapshot(), before, "the agent reclaimed the user's session");
+
+    let (code, doc) = fx.json(&["bind", "-s", "next"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["reclaimed"][0]["session_id"], "users", "{doc}");
+    assert!(!fx.isolation("users").exists());
+}

@@ -87,6 +87,11 @@ fn paths(doc: &Value, key: &str) -> Vec<String> {
 #[test]
 fn every_row_of_the_decision_table_at_once() {
     let fx = Fixture::new();
+    // The binds that lay out the rows reclaim nothing as they start: the dead owners' rows
+    // must stay until this test's own sweep judges them.
+    let config = fx.home.join(".config/a3s-iso");
+    std::fs::create_dir_all(&config).unwrap();
+    std::fs::write(config.join("config.toml"), "[sweep]\nauto = false\n").unwrap();
     let mut alive_owner = sleeper();
     bind_owned_by(&fx, "alive", &alive_owner);
     dead_owner_session(&fx, "dead");

@@ -46,9 +46,18 @@ fn end(mut child: Child) {
     let _ = child.wait();
 }
 
-/// `bind -s ID --owner-pid PID`; returns the exit status and the document.
+/// `bind -s ID --owner-pid PID`; returns the exit status and the document. It reclaims nothing
+/// as it starts (`A3S_ISO_SWEEP_AUTO=0`): the dead-owner sessions a test lays out, one after
+/// the other, are rows of sweep's decision table that must stay until the test sweeps.
 fn bind_for(fx: &Fixture, id: &str, owner: &Child) -> (i32, Value) {
-    fx.json(&["bind", "-s", id, "--owner-pid", &owner.id().to_string()])
+    let owner = owner.id().to_string();
+    json_of(
+        fx.cmd()
+            .env("A3S_ISO_SWEEP_AUTO", "0")
+            .args(["--json", "bind", "-s", id, "--owner-pid", &owner])
+            .output()
+            .unwrap(),
+    )
 }
 
 /// A session whose owner has exited (and was reaped).

@@ -53,6 +53,7 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
             created_by: Some(created_by.clone()),
             copy_ignored: settings.copy_ignored.value.clone(),
             setup: setup.clone(),
+            no_auto_sweep: !settings.sweep_auto.value,
             ..BindOptions::default()
         };
         match bind(ctx, &opts) {

@@ -35,6 +35,8 @@ pub struct Layer {
     pub run: Option<RunLayer>,
     /// `[pool]`.
     pub pool: Option<PoolLayer>,
+    /// `[sweep]`.
+    pub sweep: Option<SweepLayer>,
     /// `[profiles.NAME]`: run profiles of the user's own (the user's file only).
     pub profiles: Option<crate::services::profile::UserProfiles>,
 }
@@ -84,6 +86,14 @@ pub struct PoolLayer {
     /// The ignored files spares keep through recycling, as `pool --keep-ignored` takes them,
     /// when `pool` is given none.
     pub keep_ignored: Option<Vec<String>>,
+}
+
+/// The `[sweep]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SweepLayer {
+    /// Whether `bind` and `land` reclaim dead-owner isolations as they start, as `sweep` does.
+    pub auto: Option<bool>,
 }
 
 wire_enum! {
@@ -164,6 +174,9 @@ pub struct Effective {
     /// `pool.keep_ignored`; `null`: as `pool` last set it.
     #[serde(rename = "pool.keep_ignored")]
     pub pool_keep_ignored: Setting<Option<Vec<String>>>,
+    /// `sweep.auto`: `bind` and `land` reclaim dead isolations as they start.
+    #[serde(rename = "sweep.auto")]
+    pub sweep_auto: Setting<bool>,
 }
 
 /// The repository's configuration file as read.
@@ -222,6 +235,7 @@ impl Loaded {
             cache: Setting::default(crate::services::caches::CacheMode::Private),
             pool_size: Setting::default(None),
             pool_keep_ignored: Setting::default(None),
+            sweep_auto: Setting::default(true),
         };
         let repository = self
             .repository
@@ -253,6 +267,8 @@ impl Loaded {
             effective.pool_size.set(size.map(Some), origin);
             let keep = layer.pool.as_ref().and_then(|p| p.keep_ignored.clone());
             effective.pool_keep_ignored.set(keep.map(Some), origin);
+            let auto = layer.sweep.as_ref().and_then(|s| s.auto);
+            effective.sweep_auto.set(auto, origin);
         }
         effective
     }
@@ -398,6 +414,19 @@ pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
         user,
         repository,
     })
+}
+
+/// `sweep.auto` as a command that reads no other setting sees it (`land`): the user's file,
+/// then the repository's when it is trusted; on (the default) when a file cannot be read.
+pub fn sweep_auto_at(source: &Path) -> bool {
+    let loaded = Loaded {
+        source: source.to_path_buf(),
+        user_path: user_file(),
+        user: read_user_layer(user_file().as_deref()).unwrap_or_default(),
+        repository: read_repository_file(source).ok().flatten(),
+    };
+    let trusted = loaded.trust() == Trust::Trusted;
+    loaded.effective(trusted).sweep_auto.value
 }
 
 /// The user's file, parsed (empty when there is none).

@@ -1,0 +1,43 @@
+//! Reclaiming as a command starts: `bind` and `land` reclaim the repository's dead-owner
+//! sessions as `sweep` would (its decision table, its lock, a snapshot before any removal), so
+//! that sessions whose owner exited without a word (a headless run) do not pile up. On unless
+//! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
+
+use crate::services::reclaimed::Reclaimed;
+use crate::workspace::context::{Context, Located};
+
+/// Turns reclaiming off (`0`, `false`) or on (`1`, `true`) for one command, whatever the
+/// configuration says.
+pub const ENV: &str = "A3S_ISO_SWEEP_AUTO";
+
+/// Whether reclaiming is on: the environment's word, else the configuration's `sweep.auto`
+/// (`configured`).
+pub fn enabled(configured: bool) -> bool {
+    match std::env::var(ENV).as_deref().map(str::trim) {
+        Ok("0" | "false" | "no" | "off") => false,
+        Ok("1" | "true" | "yes" | "on") => true,
+        _ => configured,
+    }
+}
+
+/// Reclaims the dead-owner sessions of `located` that the caller may act on, when `configured`
+/// allows it, never one that `spare` names (asked again under the lock). What was
+/// reclaimed, and a warning when the reclaim failed: a failed reclaim never stops the command
+/// (nothing is removed that was not snapshotted first).
+pub fn reclaim(
+    ctx: &Context,
+    located: &Located,
+    configured: bool,
+    spare: &dyn Fn(&str) -> bool,
+) -> (Vec<Reclaimed>, Option<String>) {
+    if !enabled(configured) {
+        return (Vec::new(), None);
+    }
+    match crate::ops::sweep::reclaim_dead(ctx, located, spare) {
+        Ok(reclaimed) => (reclaimed, None),
+        Err(err) => (
+            Vec::new(),
+            Some(format!("dead sessions were not reclaimed: {err}")),
+        ),
+    }
+}
