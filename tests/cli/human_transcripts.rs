@@ -1,0 +1,1010 @@
+//! What a person sees, command by command: each test drives a small scenario in the fixture
+//! and pins the human output (command line, stdout, stderr, exit code) inline, normalised by
+//! [`Transcript`] so that it reads the same on every machine and for either object format.
+
+use crate::fixture::{Fixture, Transcript};
+
+/// A session `a` whose run edited README.md and added `added.txt`, recorded as run `edit`.
+fn session_with_work(fx: &Fixture) {
+    fx.bind("a");
+    let (code, doc) = fx.json(&[
+        "run",
+        "-s",
+        "a",
+        "--no-sandbox",
+        "--run-id",
+        "edit",
+        "--",
+        "sh",
+        "-c",
+        "echo 'agent line' >> README.md; echo new > added.txt",
+    ]);
+    assert_eq!(code, 0, "{doc}");
+}
+
+#[test]
+fn bind_fresh_reused_and_refused() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["bind", "-s", "a"]);
+    t.run(&["bind", "-s", "a"]);
+    t.run(&["bind", "-s", "Bad Name"]);
+    fx.write("wip.txt", "local\n");
+    t.run(&["bind", "-s", "b"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso bind -s a
+    [ROOT]/work/.src.a3s-isolate-a
+    session    a
+    source     [ROOT]/work/src
+    revision   [COMMIT-1]
+    base tree  [TREE-1]
+    owner      pid [PID] ([TEST-BINARY]) on [HOST]
+    flags      -
+    [exit 0]
+    $ a3s-iso bind -s a
+    [ROOT]/work/.src.a3s-isolate-a
+    session    a
+    source     [ROOT]/work/src
+    revision   [COMMIT-1]
+    base tree  [TREE-1]
+    owner      pid [PID] ([TEST-BINARY]) on [HOST]
+    flags      reused
+    [exit 0]
+    $ a3s-iso bind -s 'Bad Name'
+    [stderr] error[invalid_id]: invalid id "Bad Name": only letters, digits, '.', '_' and '-' are allowed
+    [exit 5]
+    $ a3s-iso bind -s b
+    [stderr] error[dirty_source]: the source has local changes that the isolation would not contain: wip.txt
+    [stderr]   hint: commit or stash them, or bind with --carry-wip (the isolation starts with them) or --allow-dirty (isolation at HEAD, local changes left out)
+    [exit 1]
+    "#);
+}
+
+#[test]
+fn bind_generated_id() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["bind"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso bind
+    [ROOT]/work/.src.a3s-isolate-[SESSION-1]
+    session    [SESSION-1]
+    source     [ROOT]/work/src
+    revision   [COMMIT-1]
+    base tree  [TREE-1]
+    owner      pid [PID] ([TEST-BINARY]) on [HOST]
+    flags      -
+    [exit 0]
+    ");
+}
+
+#[test]
+fn run_completed_and_failed() {
+    let fx = Fixture::new();
+    fx.bind("a");
+    let mut t = Transcript::new(&fx);
+    let edit = "echo 'agent line' >> README.md; echo new > added.txt";
+    t.run(&[
+        "run",
+        "-s",
+        "a",
+        "--no-sandbox",
+        "--run-id",
+        "edit",
+        "--",
+        "sh",
+        "-c",
+        edit,
+    ]);
+    t.run(&[
+        "run",
+        "-s",
+        "a",
+        "--no-sandbox",
+        "--run-id",
+        "fail",
+        "--",
+        "sh",
+        "-c",
+        "exit 3",
+    ]);
+    t.run(&["run", "-s", "a", "--no-sandbox", "--", "true"]);
+    t.run(&[
+        "run",
+        "-s",
+        "a",
+        "--no-sandbox",
+        "--run-id",
+        "edit",
+        "--",
+        "true",
+    ]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso run -s a --no-sandbox --run-id edit -- sh -c 'echo '\''agent line'\'' >> README.md; echo new > added.txt'
+    [stderr] a3s-iso: run edit completed (exit 0): 2 files changed, [SIZE], sha256:[DIGEST-1]
+    [exit 0]
+    $ a3s-iso run -s a --no-sandbox --run-id fail -- sh -c 'exit 3'
+    [stderr] a3s-iso: run fail failed (exit 3): 0 files changed, 0 bytes, sha256:[DIGEST-2]
+    [exit 3]
+    $ a3s-iso run -s a --no-sandbox -- true
+    [stderr] a3s-iso: run [RUN-1] completed (exit 0): 0 files changed, 0 bytes, sha256:[DIGEST-2]
+    [exit 0]
+    $ a3s-iso run -s a --no-sandbox --run-id edit -- true
+    [stderr] error[capture_conflict]: run "edit" of session "a" already holds evidence; runs are never redone under the same id
+    [stderr]   hint: evidence is immutable: capture under a new run id; the stored document is unchanged
+    [exit 125]
+    "#);
+}
+
+#[test]
+fn capture_of_work_and_of_nothing() {
+    let fx = Fixture::new();
+    fx.bind("idle");
+    session_with_work(&fx);
+    let mut t = Transcript::new(&fx);
+    t.run(&["capture", "-s", "a", "--run-id", "cap"]);
+    t.run(&["capture", "-s", "idle", "--run-id", "cap"]);
+    t.run(&["capture", "-s", "nope"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso capture -s a --run-id cap
+    2 files changed, [SIZE]
+    session       a
+    run           cap
+    patch digest  sha256:[DIGEST-1]
+    base          git-tree:[TREE-1]
+    result        git-tree:[TREE-2]
+    ref           refs/a3s-iso/runs/a/cap
+      README.md
+      added.txt
+    [exit 0]
+    $ a3s-iso capture -s idle --run-id cap
+    0 files changed, 0 bytes
+    session       idle
+    run           cap
+    patch digest  sha256:[DIGEST-2]
+    base          git-tree:[TREE-1]
+    result        git-tree:[TREE-1]
+    ref           refs/a3s-iso/runs/idle/cap
+    [exit 0]
+    $ a3s-iso capture -s nope
+    [stderr] error[session_not_found]: no session "nope" in [ROOT]/work/src/.git/a3s-iso
+    [stderr]   hint: a3s-iso list shows this store's sessions; bind this one with a3s-iso bind -s nope, or name its store with --state-dir
+    [exit 1]
+    "#);
+}
+
+#[test]
+fn show_a_session_with_runs_and_a_promotion() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let mut t = Transcript::new(&fx);
+    t.run(&["show", "-s", "a"]);
+    t.run(&["promote", "-s", "a"]);
+    t.run(&["show", "-s", "a"]);
+    insta::assert_snapshot!(t.text(), @r"
+    $ a3s-iso show -s a
+    a
+    state          bound
+    source         [ROOT]/work/src
+    isolation      [ROOT]/work/.src.a3s-isolate-a (healthy)
+    revision       [COMMIT-1]
+    base tree      [TREE-1]
+    head moved     no
+    owner          pid [PID] ([TEST-BINARY]) on [HOST] (alive)
+    bound at       [TIME]
+    files changed  2 (2 not yet promoted)
+
+    runs:
+      edit  completed  sha256:[digest-1]    [TIME]                exit 0  sh -c 'echo '\''agent line'\'' >> README.md; echo new > added.txt'  (--no-sandbox)
+    [exit 0]
+    $ a3s-iso promote -s a
+    applied: 2 files changed
+    session    a
+    digest     sha256:[DIGEST-1]
+    size       [SIZE]
+    step       1
+    bound      [COMMIT-1]
+    current    [COMMIT-1]
+    artifacts  [ROOT]/work/src/.git/a3s-iso/artifacts/[DIGEST-1]
+      README.md
+      added.txt
+    [exit 0]
+    $ a3s-iso show -s a
+    a
+    state          bound
+    source         [ROOT]/work/src
+    isolation      [ROOT]/work/.src.a3s-isolate-a (healthy)
+    revision       [COMMIT-1]
+    base tree      [TREE-1]
+    head moved     no
+    owner          pid [PID] ([TEST-BINARY]) on [HOST] (alive)
+    bound at       [TIME]
+    files changed  2 (0 not yet promoted)
+
+    runs:
+      edit  completed  sha256:[digest-1]    [TIME]                exit 0  sh -c 'echo '\''agent line'\'' >> README.md; echo new > added.txt'  (--no-sandbox)
+
+    promotions:
+      step 1  sha256:[digest-1]    [TIME]                applied (patch)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn list_sessions_in_every_state() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["list"]);
+    session_with_work(&fx);
+    fx.bind("kept");
+    fx.bind("gone");
+    fx.json(&["retain", "-s", "kept", "--reason", "look later"]);
+    fx.json(&["discard", "-s", "gone"]);
+    fx.write("user.txt", "user\n");
+    fx.commit_all("the user moves on");
+    t.run(&["list"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso list
+    no sessions
+    [exit 0]
+    $ a3s-iso list
+    SESSION  STATE     REVISION      HEAD   OWNER  LAST RUN        PATH
+    a        bound     [commit-1]    moved  alive  edit completed  [ROOT]/work/.src.a3s-isolate-a
+    kept     retained  [commit-1]    moved  alive  -               [ROOT]/work/.src.a3s-isolate-kept.retained-[TIME]
+    [stderr] 1 discarded session not shown (list --all shows them)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn diff_full_stat_and_names() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let mut t = Transcript::new(&fx);
+    t.run(&["diff", "-s", "a"]);
+    t.run(&["diff", "-s", "a", "--stat"]);
+    t.run(&["diff", "-s", "a", "--name-only"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso diff -s a
+    diff --git a/README.md b/README.md
+    index [BLOB-1]..[BLOB-2] 100644
+    --- a/README.md
+    +++ b/README.md
+    @@ -1 +1,2 @@
+     hello
+    +agent line
+    diff --git a/added.txt b/added.txt
+    new file mode 100644
+    index [ZERO]..[BLOB-3]
+    --- /dev/null
+    +++ b/added.txt
+    @@ -0,0 +1 @@
+    +new
+    [exit 0]
+    $ a3s-iso diff -s a --stat
+     README.md |   1 +
+     added.txt |   1 + (added)
+     2 files changed, 2 insertions(+), 0 deletions(-)
+    [exit 0]
+    $ a3s-iso diff -s a --name-only
+    README.md
+    added.txt
+    [exit 0]
+    ");
+}
+
+#[test]
+fn promote_planned_applied_again_and_conflicting() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.bind("late");
+    std::fs::write(fx.isolation("late").join("late.txt"), "late\n").unwrap();
+    let mut t = Transcript::new(&fx);
+    t.run(&["promote", "-s", "a", "--no-apply"]);
+    t.run(&["promote", "-s", "a"]);
+    t.run(&["promote", "-s", "a"]);
+    fx.commit_all("take the agent's work");
+    t.run(&["promote", "-s", "late"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso promote -s a --no-apply
+    planned: artifacts written, source untouched (--no-apply)
+    session    a
+    digest     sha256:[DIGEST-1]
+    size       [SIZE]
+    step       1
+    bound      [COMMIT-1]
+    current    [COMMIT-1]
+    artifacts  [ROOT]/work/src/.git/a3s-iso/artifacts/[DIGEST-1]
+      README.md
+      added.txt
+    [exit 0]
+    $ a3s-iso promote -s a
+    applied: 2 files changed
+    session    a
+    digest     sha256:[DIGEST-1]
+    size       [SIZE]
+    step       1
+    bound      [COMMIT-1]
+    current    [COMMIT-1]
+    artifacts  [ROOT]/work/src/.git/a3s-iso/artifacts/[DIGEST-1]
+      README.md
+      added.txt
+    [exit 0]
+    $ a3s-iso promote -s a
+    idempotent: this change set was promoted before; nothing applied
+    session  a
+    digest   sha256:[DIGEST-1]
+    size     [SIZE]
+    step     1
+    [exit 0]
+    $ a3s-iso promote -s late
+    conflict (head_moved): nothing applied
+    session  late
+    digest   sha256:[DIGEST-2]
+    size     [SIZE]
+    step     1
+    bound    [COMMIT-1]
+    current  [COMMIT-2]
+    [stderr]   hint: the source's HEAD moved since bind: a3s-iso rebase -s ID moves the session onto it (conflicts stay in its isolation), or promote --rebase does that and promotes if it was clean; --mode branch replays the session's commits onto the new HEAD instead
+    [exit 3]
+    ");
+}
+
+#[test]
+fn land_a_queue_of_two() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.bind("b");
+    std::fs::write(fx.isolation("b").join("b.txt"), "b\n").unwrap();
+    let mut t = Transcript::new(&fx);
+    t.run(&[
+        "land",
+        "-s",
+        "a",
+        "-s",
+        "b",
+        "--no-sandbox",
+        "--test",
+        "test -f README.md",
+    ]);
+    t.run(&["land", "-s", "a"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso land -s a -s b --no-sandbox --test 'test -f README.md'
+    2 of 2 sessions landed
+      a: landed as [commit-1], isolation removed (evidence kept), test exit 0, [DUR]
+      b: landed as [commit-2], isolation removed (evidence kept), test exit 0, [DUR]
+    [exit 0]
+    $ a3s-iso land -s a
+    0 of 1 sessions landed
+      a: discarded before it landed, [DUR]
+    [exit 0]
+    ");
+}
+
+#[test]
+fn rebase_onto_a_moved_head_clean_and_conflicting() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.bind("c");
+    std::fs::write(fx.isolation("c").join("src/lib.txt"), "one\nagent\n").unwrap();
+    fx.write("src/lib.txt", "one\nuser\n");
+    fx.commit_all("the user edits lib");
+    let mut t = Transcript::new(&fx);
+    t.run(&["rebase", "-s", "a"]);
+    t.run(&["rebase", "-s", "a"]);
+    t.run(&["rebase", "-s", "c"]);
+    t.run(&["rebase", "-s", "c", "--abort"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso rebase -s a
+    rebased
+    session   a
+    from      [commit-1]
+    onto      [commit-2]
+    replayed  0
+    [exit 0]
+    $ a3s-iso rebase -s a
+    up to date
+    session   a
+    from      [commit-2]
+    onto      [commit-2]
+    replayed  0
+    [exit 0]
+    $ a3s-iso rebase -s c
+    conflicted
+    session   c
+    from      [commit-1]
+    onto      [commit-2]
+    replayed  0
+      conflict: src/lib.txt
+    [stderr]   hint: resolve them in the isolation (a3s-iso run -s c -- ..., or by hand), git add them, then a3s-iso rebase -s c --continue; or a3s-iso rebase -s c --abort
+    [exit 3]
+    $ a3s-iso rebase -s c --abort
+    aborted: the isolation is as it was
+    session   c
+    from      [commit-1]
+    onto      [commit-2]
+    replayed  0
+    [exit 0]
+    ");
+}
+
+#[test]
+fn overlaps_between_live_sessions() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["overlaps"]);
+    for (id, text) in [("x", "one\nx\n"), ("y", "one\ny\n"), ("z", "one\ntwo\n")] {
+        fx.bind(id);
+        std::fs::write(fx.isolation(id).join("src/lib.txt"), text).unwrap();
+    }
+    std::fs::write(fx.isolation("z").join("z.txt"), "z\n").unwrap();
+    t.run(&["overlaps"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso overlaps
+    no conflicts between live sessions, with HEAD, or with your uncommitted changes
+    [exit 0]
+    $ a3s-iso overlaps
+    1 pair of sessions would conflict
+      x: 1 changed: src/lib.txt
+      y: 1 changed: src/lib.txt
+      z: 1 changed: z.txt
+      x / y: conflict: src/lib.txt
+      x / z: clean
+      y / z: clean
+    [exit 0]
+    ");
+}
+
+#[test]
+fn log_of_promotions_and_runs() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["log"]);
+    session_with_work(&fx);
+    fx.json(&["promote", "-s", "a"]);
+    t.run(&["log"]);
+    t.run(&["log", "--runs"]);
+    insta::assert_snapshot!(t.text(), @r"
+    $ a3s-iso log
+    no promotions
+    [exit 0]
+    $ a3s-iso log
+    TIME                  SESSION  DIGEST               LANDING          FILES  SOURCE HEAD
+    [TIME]                a        sha256:[digest]      applied (patch)  2      [commit-1]
+    [exit 0]
+    $ a3s-iso log --runs
+    TIME                  SESSION  RUN   STATE      ENDED   COMMAND
+    [TIME]                a        edit  completed  exit 0  sh -c 'echo '\''agent line'\'' >> README.md; echo new > added.txt'  (--no-sandbox)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn discard_retain_and_sweep() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.bind("idle");
+    let mut t = Transcript::new(&fx);
+    t.run(&["retain", "-s", "a", "--reason", "look at it later"]);
+    t.run(&["retain", "-s", "nope", "--reason", "x"]);
+    t.run(&["discard", "-s", "idle"]);
+    t.run(&["discard", "-s", "idle"]);
+    t.run(&["sweep", "--dry-run"]);
+    t.run(&["sweep"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso retain -s a --reason 'look at it later'
+    [ROOT]/work/.src.a3s-isolate-a.retained-[TIME]
+    session  a
+    was      [ROOT]/work/.src.a3s-isolate-a
+    reason   look at it later
+    [exit 0]
+    $ a3s-iso retain -s nope --reason x
+    [stderr] error[session_not_found]: no session "nope" in [ROOT]/work/src/.git/a3s-iso
+    [stderr]   hint: a3s-iso list shows this store's sessions; bind this one with a3s-iso bind -s nope, or name its store with --state-dir
+    [exit 1]
+    $ a3s-iso discard -s idle
+    idle: discarded
+    removed  [ROOT]/work/.src.a3s-isolate-idle
+    [exit 0]
+    $ a3s-iso discard -s idle
+    idle: already discarded (nothing to remove)
+    [exit 0]
+    $ a3s-iso sweep --dry-run
+    would reclaim 0 isolations (0 bytes), kept 1, skipped 0
+      keep     [ROOT]/work/.src.a3s-isolate-a.retained-[TIME]  (retained: look at it later)
+
+    kept: 1 retained
+    [exit 0]
+    $ a3s-iso sweep
+    reclaimed 0 isolations (0 bytes), kept 1, skipped 0
+      keep     [ROOT]/work/.src.a3s-isolate-a.retained-[TIME]  (retained: look at it later)
+
+    kept: 1 retained
+    [exit 0]
+    "#);
+}
+
+#[test]
+fn gc_dry_run_and_all() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.json(&["promote", "-s", "a"]);
+    fx.json(&["discard", "-s", "a"]);
+    let mut t = Transcript::new(&fx);
+    t.run(&["gc", "--dry-run"]);
+    t.run(&["gc", "--older-than", "0s", "--dry-run"]);
+    t.run(&["gc", "--all"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso gc --dry-run
+    would remove 5 items ([SIZE]), kept 7 ([SIZE])
+      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (no one holds it)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (its isolation is gone)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (its isolation is gone)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (its isolation is gone)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (its isolation is gone)
+      kept ref            refs/a3s-iso/runs/a/edit  (inside the retention window: gc --older-than 0s removes it)
+      kept ref            refs/a3s-iso/sessions/a/base  (inside the retention window: gc --older-than 0s removes it)
+      kept runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (inside the retention window: gc --older-than 0s removes it)
+      kept run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (inside the retention window: gc --older-than 0s removes it)
+      kept artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (inside the retention window: gc --older-than 0s removes it)
+      kept session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (inside the retention window: gc --older-than 0s removes it)
+      kept journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (inside the retention window: gc --older-than 0s removes it)
+    [exit 0]
+    $ a3s-iso gc --older-than 0s --dry-run
+    would remove 12 items ([SIZE]), kept 0 (0 bytes)
+      ref            refs/a3s-iso/runs/a/edit  (session discarded)
+      ref            refs/a3s-iso/sessions/a/base  (session discarded)
+      runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
+      run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
+      artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
+      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
+      session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
+      journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
+    [exit 0]
+    $ a3s-iso gc --all
+    removed 13 items ([SIZE]), kept 0 (0 bytes)
+      ref            refs/a3s-iso/runs/a/edit  (session discarded)
+      ref            refs/a3s-iso/sessions/a/base  (session discarded)
+      runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
+      run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
+      artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
+      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
+      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
+      journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
+      registry_entry [ROOT]/home/.local/share/a3s-iso/sources/[SOURCE].json  (gc --all)
+      session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn pool_status_before_and_after_filling() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["pool", "--status"]);
+    t.run(&["pool", "--size", "1"]);
+    t.run(&["pool", "--status"]);
+    t.run(&["bind", "-s", "p"]);
+    t.run(&["pool", "--size", "0"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso pool --status
+    pool of [ROOT]/work/src: 0 of 0 spares ready
+    keep ignored  -
+    reflink       [REFLINK]
+    [exit 0]
+    $ a3s-iso pool --size 1
+    pool of [ROOT]/work/src: 1 of 1 spare ready
+    built         1
+    keep ignored  -
+    reflink       [REFLINK]
+      1 ready [ROOT]/work/.src.a3s-isolate-.pool-1
+    [exit 0]
+    $ a3s-iso pool --status
+    pool of [ROOT]/work/src: 1 of 1 spare ready
+    keep ignored  -
+    reflink       [REFLINK]
+      1 ready [ROOT]/work/.src.a3s-isolate-.pool-1
+    [exit 0]
+    $ a3s-iso bind -s p
+    [ROOT]/work/.src.a3s-isolate-p
+    session    p
+    source     [ROOT]/work/src
+    revision   [COMMIT-1]
+    base tree  [TREE-1]
+    owner      pid [PID] ([TEST-BINARY]) on [HOST]
+    flags      warm
+    [exit 0]
+    $ a3s-iso pool --size 0
+    pool of [ROOT]/work/src: 0 of 0 spares ready
+    keep ignored  -
+    reflink       [REFLINK]
+    [exit 0]
+    ");
+}
+
+#[test]
+fn config_defaults_and_an_untrusted_file() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["config"]);
+    fx.write(".a3s-iso.toml", "[run]\nallow_network = true\n");
+    fx.commit_all("config");
+    t.run(&["config"]);
+    t.run(&["config", "trust"]);
+    t.run(&["config"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso config
+    configuration of [ROOT]/work/src
+    repository file    [ROOT]/work/src/.a3s-iso.toml (absent)
+    user file          [ROOT]/home/.config/a3s-iso/config.toml (none)
+    setup              - (default)
+    copy_ignored       - (default)
+    run.allow_network  false (default)
+    run.allow_host     - (default)
+    run.publish        - (default)
+    run.cache          private (default)
+    run.profile        - (default)
+    pool.size          - (default)
+    pool.keep_ignored  - (default)
+    profile            aider (built in): writes ~/.aider/; env OPENAI_API_KEY, OPENAI_*, ANTHROPIC_API_KEY, ANTHROPIC_*, AIDER_OPENAI_API_KEY, AIDER_ANTHROPIC_API_KEY, AIDER_*; hosts @openai, @anthropic
+    profile            claude (built in): writes ~/.claude/, ~/.claude.json; env ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_*, CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_*, DISABLE_AUTOUPDATER, DISABLE_TELEMETRY; hosts @anthropic
+    profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
+    profile            generic (built in): writes -; env -; hosts -
+    [exit 0]
+    $ a3s-iso config
+    configuration of [ROOT]/work/src
+    repository file    [ROOT]/work/src/.a3s-iso.toml (untrusted)
+    user file          [ROOT]/home/.config/a3s-iso/config.toml (none)
+    setup              - (default)
+    copy_ignored       - (default)
+    run.allow_network  false (default)
+    run.allow_host     - (default)
+    run.publish        - (default)
+    run.cache          private (default)
+    run.profile        - (default)
+    pool.size          - (default)
+    pool.keep_ignored  - (default)
+    profile            aider (built in): writes ~/.aider/; env OPENAI_API_KEY, OPENAI_*, ANTHROPIC_API_KEY, ANTHROPIC_*, AIDER_OPENAI_API_KEY, AIDER_ANTHROPIC_API_KEY, AIDER_*; hosts @openai, @anthropic
+    profile            claude (built in): writes ~/.claude/, ~/.claude.json; env ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_*, CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_*, DISABLE_AUTOUPDATER, DISABLE_TELEMETRY; hosts @anthropic
+    profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
+    profile            generic (built in): writes -; env -; hosts -
+    the repository file asks for (not applied until you trust it):
+      run.allow_network  true (repository)
+    [stderr]   hint: the repository file's settings are not applied until you trust it: a3s-iso config trust
+    [exit 0]
+    $ a3s-iso config trust
+    configuration of [ROOT]/work/src
+    repository file    [ROOT]/work/src/.a3s-iso.toml (trusted)
+    user file          [ROOT]/home/.config/a3s-iso/config.toml (none)
+    setup              - (default)
+    copy_ignored       - (default)
+    run.allow_network  true (repository)
+    run.allow_host     - (default)
+    run.publish        - (default)
+    run.cache          private (default)
+    run.profile        - (default)
+    pool.size          - (default)
+    pool.keep_ignored  - (default)
+    profile            aider (built in): writes ~/.aider/; env OPENAI_API_KEY, OPENAI_*, ANTHROPIC_API_KEY, ANTHROPIC_*, AIDER_OPENAI_API_KEY, AIDER_ANTHROPIC_API_KEY, AIDER_*; hosts @openai, @anthropic
+    profile            claude (built in): writes ~/.claude/, ~/.claude.json; env ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_*, CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_*, DISABLE_AUTOUPDATER, DISABLE_TELEMETRY; hosts @anthropic
+    profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
+    profile            generic (built in): writes -; env -; hosts -
+    [stderr] trusted [ROOT]/work/src/.a3s-iso.toml (sha256:[DIGEST-1]) for you
+    [exit 0]
+    $ a3s-iso config
+    configuration of [ROOT]/work/src
+    repository file    [ROOT]/work/src/.a3s-iso.toml (trusted)
+    user file          [ROOT]/home/.config/a3s-iso/config.toml (none)
+    setup              - (default)
+    copy_ignored       - (default)
+    run.allow_network  true (repository)
+    run.allow_host     - (default)
+    run.publish        - (default)
+    run.cache          private (default)
+    run.profile        - (default)
+    pool.size          - (default)
+    pool.keep_ignored  - (default)
+    profile            aider (built in): writes ~/.aider/; env OPENAI_API_KEY, OPENAI_*, ANTHROPIC_API_KEY, ANTHROPIC_*, AIDER_OPENAI_API_KEY, AIDER_ANTHROPIC_API_KEY, AIDER_*; hosts @openai, @anthropic
+    profile            claude (built in): writes ~/.claude/, ~/.claude.json; env ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_*, CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_*, DISABLE_AUTOUPDATER, DISABLE_TELEMETRY; hosts @anthropic
+    profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
+    profile            generic (built in): writes -; env -; hosts -
+    [exit 0]
+    ");
+}
+
+#[test]
+fn path_of_a_session_and_of_none() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["path"]);
+    fx.bind("a");
+    t.run(&["path", "-s", "a"]);
+    t.run(&["path"]);
+    t.run_in(&fx.isolation("a"), &["path"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso path
+    [stderr] error[session_not_found]: [ROOT]/work/src has no live session
+    [stderr]   hint: bind a session first (a3s-iso bind)
+    [exit 1]
+    $ a3s-iso path -s a
+    [ROOT]/work/.src.a3s-isolate-a
+    [exit 0]
+    $ a3s-iso path
+    [ROOT]/work/.src.a3s-isolate-a
+    [exit 0]
+    $ a3s-iso path
+    [ROOT]/work/.src.a3s-isolate-a
+    [exit 0]
+    ");
+}
+
+#[test]
+fn verify_a_document_and_a_broken_one() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.json(&["capture", "-s", "a", "--run-id", "cap"]);
+    let doc = fx.src.join(".git/a3s-iso/runs/a/cap.json");
+    let mut broken: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    broken["patch_bytes"] = serde_json::json!(broken["patch_bytes"].as_u64().unwrap() + 1);
+    let broken_path = fx.root.join("broken.json");
+    std::fs::write(&broken_path, broken.to_string()).unwrap();
+    let mut t = Transcript::new(&fx);
+    t.run(&["verify", doc.to_str().unwrap()]);
+    t.run(&["verify", broken_path.to_str().unwrap()]);
+    t.run(&["verify", fx.root.join("missing.json").to_str().unwrap()]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso verify [ROOT]/work/src/.git/a3s-iso/runs/a/cap.json
+    valid
+    patch digest  sha256:[DIGEST-1]
+    size          [SIZE]
+    session       a
+    run           cap
+    state         completed
+    [exit 0]
+    $ a3s-iso verify [ROOT]/broken.json
+    [stderr] error[change_set_invalid]: change set invalid (patch_bytes) at patch_bytes: says [SIZE]+1, the decoded patch has [SIZE]
+    [stderr]   hint: the document was altered after capture, or was not written by a capture
+    [exit 5]
+    $ a3s-iso verify [ROOT]/missing.json
+    [stderr] error[change_set_unavailable]: cannot read [ROOT]/missing.json: No such file or directory (os error 2)
+    [exit 1]
+    ");
+}
+
+#[test]
+fn changes_answers_a_request() {
+    let fx = Fixture::new();
+    fx.bind("a");
+    let release = format!("sha256:{}", "a1".repeat(32));
+    let edit = ["--", "sh", "-c", "echo 'agent line' >> README.md"];
+    let (code, doc) = fx.json(
+        &[
+            &[
+                "run",
+                "-s",
+                "a",
+                "--no-sandbox",
+                "--run-id",
+                "r1",
+                "--release-identity",
+                &release,
+            ][..],
+            &edit[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(code, 0, "{doc}");
+    let file = fx.root.join("request.json");
+    let request = crate::fixture::change_set_request(&release, "a", "r1");
+    std::fs::write(&file, request.to_string()).unwrap();
+    let unknown = fx.root.join("unknown.json");
+    let request = crate::fixture::change_set_request(&release, "a", "r2");
+    std::fs::write(&unknown, request.to_string()).unwrap();
+    let mut t = Transcript::new(&fx);
+    t.run(&["changes", "--request", file.to_str().unwrap()]);
+    t.run(&["changes", "--request", unknown.to_str().unwrap()]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso changes --request [ROOT]/request.json
+    {
+      "schema": "a3s.code.agent-change-set.v1",
+      "identity": {
+        "schema": "a3s.code.agent-run-identity.v1",
+        "protocol": "a3s.code.agent.v1",
+        "agent_release_identity": "sha256:[DIGEST-1]",
+        "session_id": "a",
+        "run_id": "r1"
+      },
+      "state": "completed",
+      "format": "git_unified_diff_v1",
+      "encoding": "base64",
+      "base_tree": "git-tree:[TREE-1]",
+      "result_tree": "git-tree:[TREE-2]",
+      "patch_digest": "sha256:[DIGEST-2]",
+      "patch_bytes": [SIZE],
+      "patch_base64": "[PATCH]",
+      "observed_at_ms": [MS]
+    }
+    [stderr] a3s-iso: run r1 of session a: completed, [SIZE] (sha256:[DIGEST-2])
+    [exit 0]
+    $ a3s-iso changes --request [ROOT]/unknown.json
+    [stderr] error[run_not_found]: session "a" has no run "r2"
+    [stderr]   hint: a3s-iso show -s a lists its runs; a run is known once it has started or been captured
+    [exit 1]
+    "#);
+}
+
+#[test]
+fn push_and_fetch_through_a_bare_remote() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let remote = fx.root.join("work/remote.git");
+    fx.git(
+        &fx.root.join("work"),
+        &["init", "-q", "--bare", "remote.git"],
+    );
+    fx.git(
+        &fx.src,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    let mut t = Transcript::new(&fx);
+    t.run(&["push", "-s", "a", "--run", "edit"]);
+    t.run(&["push", "-s", "a", "--run", "edit"]);
+    t.run(&["fetch", "origin"]);
+    t.run(&["fetch", "nowhere"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso push -s a --run edit
+    pushed to origin
+    digest   sha256:[DIGEST-1]
+    ref      refs/a3s-iso/changes/[DIGEST-1]
+    commit   [COMMIT-1]
+    session  a
+    run      edit
+    size     [SIZE]
+    [stderr]   hint: promote it elsewhere with: a3s-iso promote --from origin --digest sha256:[DIGEST-1]
+    [exit 0]
+    $ a3s-iso push -s a --run edit
+    unchanged: origin holds this change set already; nothing pushed
+    digest   sha256:[DIGEST-1]
+    ref      refs/a3s-iso/changes/[DIGEST-1]
+    commit   [COMMIT-1]
+    session  a
+    run      edit
+    size     [SIZE]
+    [stderr]   hint: promote it elsewhere with: a3s-iso promote --from origin --digest sha256:[DIGEST-1]
+    [exit 0]
+    $ a3s-iso fetch origin
+    fetched 1 change set from origin
+      sha256:[DIGEST-1]  a edit  [SIZE]
+    [exit 0]
+    $ a3s-iso fetch nowhere
+    [stderr] error[invalid_input]: "nowhere" is not a remote of this repository (configured: origin); change sets travel through configured remotes only (git remote add NAME URL), or a URL with --allow-url
+    [exit 5]
+    "#);
+}
+
+#[test]
+fn promote_rebase_after_the_head_moved() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.write("user.txt", "user\n");
+    fx.commit_all("the user moves on");
+    let mut t = Transcript::new(&fx);
+    t.run(&["promote", "-s", "a", "--rebase"]);
+    t.run(&["promote", "-s", "a", "--mode", "branch"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso promote -s a --rebase
+    applied: 2 files changed
+    session    a
+    digest     sha256:[DIGEST-1]
+    size       [SIZE]
+    step       1
+    bound      [COMMIT-1]
+    current    [COMMIT-1]
+    artifacts  [ROOT]/work/src/.git/a3s-iso/artifacts/[DIGEST-1]
+      README.md
+      added.txt
+    [exit 0]
+    $ a3s-iso promote -s a --mode branch
+    idempotent: this change set was promoted before; nothing applied
+    session  a
+    digest   sha256:[DIGEST-1]
+    size     [SIZE]
+    step     1
+    bound    [COMMIT-1]
+    [exit 0]
+    ");
+}
+
+#[test]
+fn land_stops_at_a_failing_test() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    fx.bind("b");
+    std::fs::write(fx.isolation("b").join("b.txt"), "b\n").unwrap();
+    let mut t = Transcript::new(&fx);
+    t.run(&[
+        "land",
+        "-s",
+        "b",
+        "-s",
+        "a",
+        "--no-sandbox",
+        "--test",
+        "test -f added.txt",
+    ]);
+    t.run(&["land", "--abort"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso land -s b -s a --no-sandbox --test 'test -f added.txt'
+    stopped at session b: 0 landed
+      b: test failed, test exit 1, output in [ROOT]/work/src/.git/a3s-iso/land-tests/b/[RUN-1].log, [DUR]
+      a: not reached
+    [stderr]   hint: the test failed on session b (exit 1, output in [ROOT]/work/src/.git/a3s-iso/land-tests/b/[RUN-1].log): fix the session's work in $(a3s-iso path -s b); then `a3s-iso land` continues the queue (it rebases and tests the session anew)
+    [exit 3]
+    $ a3s-iso land --abort
+    dropped the stopped queue of 2 sessions; no session was touched
+      b: test failed, test exit 1, output in [ROOT]/work/src/.git/a3s-iso/land-tests/b/[RUN-1].log, [DUR]
+      a: not reached
+    [exit 0]
+    ");
+}
+
+#[test]
+fn discard_a_session_with_unpromoted_work() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let mut t = Transcript::new(&fx);
+    t.run(&["discard", "-s", "a"]);
+    t.run(&["list"]);
+    t.run(&["show", "-s", "a"]);
+    insta::assert_snapshot!(t.text(), @r"
+    $ a3s-iso discard -s a
+    a: discarded
+    removed  [ROOT]/work/.src.a3s-isolate-a
+    [exit 0]
+    $ a3s-iso list
+    no sessions
+    [stderr] 1 discarded session not shown (list --all shows them)
+    [exit 0]
+    $ a3s-iso show -s a
+    a
+    state          discarded
+    source         [ROOT]/work/src
+    isolation      [ROOT]/work/.src.a3s-isolate-a (removed)
+    revision       [COMMIT-1]
+    base tree      [TREE-1]
+    head moved     no
+    owner          pid [PID] ([TEST-BINARY]) on [HOST] (alive)
+    bound at       [TIME]
+    files changed  -
+
+    runs:
+      edit  completed  sha256:[digest]      [TIME]                exit 0  sh -c 'echo '\''agent line'\'' >> README.md; echo new > added.txt'  (--no-sandbox)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn shell_init_and_profile_with_nothing_held() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["profile", "diff"]);
+    t.run(&["profile", "diff", "nope"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso profile diff
+    [stderr] aider: nothing held for review
+    [stderr] claude: nothing held for review
+    [stderr] codex: nothing held for review
+    [exit 0]
+    $ a3s-iso profile diff nope
+    [stderr] error[invalid_input]: no profile "nope" (there are: aider, claude, codex, generic)
+    [exit 5]
+    "#);
+}
