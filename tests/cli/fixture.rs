@@ -1030,10 +1030,16 @@ impl<'a> Transcript<'a> {
 
     /// The transcript so far, normalised.
     pub fn text(&self) -> String {
-        let text = machine_parts(self.fx, &self.raw);
-        let text = ids_by_appearance(&text);
-        numbered_objects(self.fx, &text)
+        normalised(self.fx, &self.raw)
     }
+}
+
+/// `raw` output of a3s-iso in `fx` with what differs by machine, run or object format
+/// replaced (see [`Transcript`]).
+pub fn normalised(fx: &Fixture, raw: &str) -> String {
+    let text = machine_parts(fx, raw);
+    let text = ids_by_appearance(&text);
+    numbered_objects(fx, &text)
 }
 
 /// `arg` as a shell would need it: bare when it is plain, else single-quoted.
@@ -1151,28 +1157,16 @@ fn replace_in_columns(
 /// `[SESSION-n]` (or `[ID-n]`), numbered by first appearance.
 fn ids_by_appearance(text: &str) -> String {
     let id = regex::Regex::new(r"\b([a-z])-[0-9a-f]{11}-[0-9a-f]{8}\b").unwrap();
-    let mut seen: Vec<String> = Vec::new();
+    let mut names = ObjectNames::default();
     id.replace_all(text, |c: &regex::Captures| {
         let kind = match &c[1] {
             "r" => "RUN",
             "s" => "SESSION",
             _ => "ID",
         };
-        let n = position_of(&mut seen, &c[0]);
-        format!("[{kind}-{n}]")
+        format!("[{}]", names.name(kind, &c[0]))
     })
     .into_owned()
-}
-
-/// The 1-based place of `item` in `seen`, added at the end when it is new.
-fn position_of(seen: &mut Vec<String>, item: &str) -> usize {
-    match seen.iter().position(|s| s == item) {
-        Some(i) => i + 1,
-        None => {
-            seen.push(item.to_string());
-            seen.len()
-        }
-    }
 }
 
 /// Object ids (40 hex digits for SHA-1, 64 for SHA-256) and sha256 digests as
@@ -1216,9 +1210,10 @@ fn numbered_objects(fx: &Fixture, text: &str) -> String {
     })
 }
 
+/// Names by kind and order of first appearance (`COMMIT-1`, `RUN-2`).
 #[derive(Default)]
 struct ObjectNames {
-    /// (kind, full hex), in order of first appearance.
+    /// (kind, full text), in order of first appearance.
     seen: Vec<(String, String)>,
 }
 

@@ -630,16 +630,9 @@ fn pool_status_before_and_after_filling() {
 }
 
 #[test]
-fn config_defaults_and_an_untrusted_file() {
+fn config_defaults() {
     let fx = Fixture::new();
-    let mut t = Transcript::new(&fx);
-    t.run(&["config"]);
-    fx.write(".a3s-iso.toml", "[run]\nallow_network = true\n");
-    fx.commit_all("config");
-    t.run(&["config"]);
-    t.run(&["config", "trust"]);
-    t.run(&["config"]);
-    insta::assert_snapshot!(t.text(), @"
+    insta::assert_snapshot!(fx.transcript(&["config"]), @"
     $ a3s-iso config
     configuration of [ROOT]/work/src
     repository file    [ROOT]/work/src/.a3s-iso.toml (absent)
@@ -658,6 +651,18 @@ fn config_defaults_and_an_untrusted_file() {
     profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
     profile            generic (built in): writes -; env -; hosts -
     [exit 0]
+    ");
+}
+
+#[test]
+fn config_of_an_untrusted_file_then_trusted() {
+    let fx = Fixture::new();
+    fx.write(".a3s-iso.toml", "[run]\nallow_network = true\n");
+    fx.commit_all("config");
+    let mut t = Transcript::new(&fx);
+    t.run(&["config"]);
+    t.run(&["config", "trust"]);
+    insta::assert_snapshot!(t.text(), @"
     $ a3s-iso config
     configuration of [ROOT]/work/src
     repository file    [ROOT]/work/src/.a3s-iso.toml (untrusted)
@@ -697,24 +702,6 @@ fn config_defaults_and_an_untrusted_file() {
     profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
     profile            generic (built in): writes -; env -; hosts -
     [stderr] trusted [ROOT]/work/src/.a3s-iso.toml (sha256:[DIGEST-1]) for you
-    [exit 0]
-    $ a3s-iso config
-    configuration of [ROOT]/work/src
-    repository file    [ROOT]/work/src/.a3s-iso.toml (trusted)
-    user file          [ROOT]/home/.config/a3s-iso/config.toml (none)
-    setup              - (default)
-    copy_ignored       - (default)
-    run.allow_network  true (repository)
-    run.allow_host     - (default)
-    run.publish        - (default)
-    run.cache          private (default)
-    run.profile        - (default)
-    pool.size          - (default)
-    pool.keep_ignored  - (default)
-    profile            aider (built in): writes ~/.aider/; env OPENAI_API_KEY, OPENAI_*, ANTHROPIC_API_KEY, ANTHROPIC_*, AIDER_OPENAI_API_KEY, AIDER_ANTHROPIC_API_KEY, AIDER_*; hosts @openai, @anthropic
-    profile            claude (built in): writes ~/.claude/, ~/.claude.json; env ANTHROPIC_API_KEY, ANTHROPIC_AUTH_TOKEN, ANTHROPIC_*, CLAUDE_CODE_OAUTH_TOKEN, CLAUDE_CODE_*, DISABLE_AUTOUPDATER, DISABLE_TELEMETRY; hosts @anthropic
-    profile            codex (built in): writes ~/.codex/; env OPENAI_API_KEY, OPENAI_*, CODEX_API_KEY, CODEX_*; hosts @openai
-    profile            generic (built in): writes -; env -; hosts -
     [exit 0]
     ");
 }
@@ -1007,4 +994,57 @@ fn shell_init_and_profile_with_nothing_held() {
     [stderr] error[invalid_input]: no profile "nope" (there are: aider, claude, codex, generic)
     [exit 5]
     "#);
+}
+
+/// The normalisation replaces ids, times, sizes and durations, and leaves words, arguments
+/// and nothing-sized values as they are, so that a change of wording still shows.
+#[test]
+fn normalisation_is_precise() {
+    let fx = Fixture::new();
+    let head = crate::fixture::head(&fx);
+    let tree = fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"]);
+    let digest = format!("sha256:{}", "0123456789abcdef".repeat(4));
+    let raw = format!(
+        "{head} {tree} {head} {short} {digest} {hex} {hex_short}\n\
+         r-0192abc1234-deadbeef r-0192abc1234-deadbeef r-0192abc1235-00c0ffee s-0192abc1234-0badf00d\n\
+         added decade facade deadbeef cafe1234cafe\n\
+         gc --older-than 0s, 0.3s, 12.0s, 0 bytes, 1 byte, 12 bytes, 4.9 KiB, 1,024 files\n\
+         2026-01-02 03:04:05Z 2031-07-08 09:10:11Z\n",
+        short = &head[..12],
+        hex = "0123456789abcdef".repeat(4),
+        hex_short = "0123456789ab",
+    );
+    insta::assert_snapshot!(crate::fixture::normalised(&fx, &raw), @"
+    [COMMIT-1] [TREE-1] [COMMIT-1] [commit-1] sha256:[DIGEST-1] [DIGEST-1] [digest-1]
+    [RUN-1] [RUN-1] [RUN-2] [SESSION-1]
+    added decade facade deadbeef cafe1234cafe
+    gc --older-than 0s, [DUR], [DUR], 0 bytes, [SIZE], [SIZE], [SIZE], 1,024 files
+    2026-01-02 03:04:05Z [TIME]
+    ");
+}
+
+/// The same scenario on a SHA-1 and a SHA-256 repository reads the same.
+#[test]
+fn transcripts_read_the_same_for_either_object_format() {
+    let texts: Vec<String> = ["sha1", "sha256"]
+        .iter()
+        .map(|format| {
+            let fx = Fixture::with_object_format(format);
+            let mut t = Transcript::new(&fx);
+            t.run(&["bind", "-s", "a"]);
+            let edit = "echo 'agent line' >> README.md; echo new > added.txt";
+            t.run(&["run", "-s", "a", "--no-sandbox", "--", "sh", "-c", edit]);
+            t.run(&["promote", "-s", "a"]);
+            t.run(&["show", "-s", "a"]);
+            t.run(&["log"]);
+            t.run(&["diff", "-s", "a", "--cumulative"]);
+            t.text()
+        })
+        .collect();
+    assert_eq!(texts[0], texts[1]);
+    assert!(
+        texts[0].contains("[COMMIT-1]") && texts[0].contains("[RUN-1]"),
+        "{}",
+        texts[0]
+    );
 }
