@@ -1048,3 +1048,145 @@ fn transcripts_read_the_same_for_either_object_format() {
         texts[0]
     );
 }
+
+/// The checks whose result is the machine's (git's version, the kernel's sandbox layers, the
+/// file system): `doctor` pins the rest (the repository's state, the hidden set) exactly.
+const MACHINE_CHECKS: &[&str] = &[
+    "git",
+    "landlock",
+    "user_namespace",
+    "mount_namespace",
+    "pid_namespace",
+    "net_namespace",
+    "seccomp",
+    "pty",
+    "sandbox_trial",
+    "filesystem",
+    "reflink",
+];
+
+/// `text` with each machine check's line (and its hint) as `[MACHINE] <name>`, the verdict on
+/// the sandbox and the exit code as placeholders (0, or 4 without Landlock; another code stays).
+fn without_machine_checks(text: &str) -> String {
+    let check = regex::Regex::new(r"^(ok  |warn|FAIL)  (\w+) ").unwrap();
+    let mut out = Vec::new();
+    let mut in_machine_check = false;
+    for line in text.lines() {
+        if let Some(c) = check.captures(line) {
+            in_machine_check = MACHINE_CHECKS.contains(&&c[2]);
+            out.push(if in_machine_check {
+                format!("[MACHINE] {}", &c[2])
+            } else {
+                line.into()
+            });
+        } else if in_machine_check && line.trim_start().starts_with("hint: ") {
+            continue;
+        } else if line.starts_with("run can") || line.starts_with("run cannot") {
+            out.push("run [CAN OR CANNOT] sandbox commands here".into());
+        } else if line == "[exit 0]" || line == "[exit 4]" {
+            out.push("[exit [0 OR 4]]".into());
+        } else {
+            out.push(line.into());
+        }
+    }
+    out.join("\n")
+}
+
+#[test]
+fn doctor_on_a_fresh_source_and_after_a_bind() {
+    let fx = Fixture::new();
+    let before = fx.transcript(&["doctor"]);
+    fx.bind("a");
+    let after = fx.transcript(&["doctor"]);
+    let text = format!(
+        "{}\n{}",
+        without_machine_checks(&before),
+        without_machine_checks(&after)
+    );
+    insta::assert_snapshot!(text, @"
+    $ a3s-iso doctor
+    [MACHINE] git
+    [MACHINE] landlock
+    [MACHINE] user_namespace
+    [MACHINE] mount_namespace
+    [MACHINE] pid_namespace
+    [MACHINE] net_namespace
+    [MACHINE] seccomp
+    [MACHINE] pty
+    [MACHINE] sandbox_trial
+    ok    repository               source [ROOT]/work/src
+    [MACHINE] filesystem
+    [MACHINE] reflink
+    ok    state_dir                [ROOT]/work/src/.git/a3s-iso (created by the first bind)
+    ok    lock                     [ROOT]/work/src/.git/a3s-iso.lock is free
+    ok    stale_claims             none
+    ok    unfinished_intents       none
+    ok    pending_tree_operations  none
+    ok    scratch_leftovers        none
+    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (0 source(s) registered)
+    run [CAN OR CANNOT] sandbox commands here
+    hidden from every sandboxed run (--allow-read shows one):
+      [ROOT]/home/.ssh  (not here)
+      [ROOT]/home/.gnupg  (not here)
+      [ROOT]/home/.aws  (not here)
+      [ROOT]/home/.config/gcloud  (not here)
+      [ROOT]/home/.azure  (not here)
+      [ROOT]/home/.kube  (not here)
+      [ROOT]/home/.docker/config.json  (not here)
+      [ROOT]/home/.git-credentials  (not here)
+      [ROOT]/home/.netrc  (not here)
+      [ROOT]/home/.config/gh  (not here)
+      [ROOT]/home/.npmrc  (not here)
+      [ROOT]/home/.pypirc  (not here)
+      [ROOT]/home/.cargo/credentials  (not here)
+      [ROOT]/home/.cargo/credentials.toml  (not here)
+      [ROOT]/home/.config/git/credentials  (not here)
+      [ROOT]/home/.aider/oauth-keys.env  (seen by --profile aider)  (not here)
+      [ROOT]/home/.claude/.credentials.json  (seen by --profile claude)  (not here)
+      [ROOT]/home/.codex/auth.json  (seen by --profile codex)  (not here)
+      [ROOT]/home/.local/share/a3s-iso/profiles  (the profiles' copies)  (not here)
+    [exit [0 OR 4]]
+    $ a3s-iso doctor
+    [MACHINE] git
+    [MACHINE] landlock
+    [MACHINE] user_namespace
+    [MACHINE] mount_namespace
+    [MACHINE] pid_namespace
+    [MACHINE] net_namespace
+    [MACHINE] seccomp
+    [MACHINE] pty
+    [MACHINE] sandbox_trial
+    ok    repository               source [ROOT]/work/src
+    [MACHINE] filesystem
+    [MACHINE] reflink
+    ok    state_dir                [ROOT]/work/src/.git/a3s-iso
+    ok    lock                     [ROOT]/work/src/.git/a3s-iso.lock is free
+    ok    stale_claims             none
+    ok    unfinished_intents       none
+    ok    pending_tree_operations  none
+    ok    scratch_leftovers        none
+    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (1 source(s) registered)
+    run [CAN OR CANNOT] sandbox commands here
+    hidden from every sandboxed run (--allow-read shows one):
+      [ROOT]/home/.ssh  (not here)
+      [ROOT]/home/.gnupg  (not here)
+      [ROOT]/home/.aws  (not here)
+      [ROOT]/home/.config/gcloud  (not here)
+      [ROOT]/home/.azure  (not here)
+      [ROOT]/home/.kube  (not here)
+      [ROOT]/home/.docker/config.json  (not here)
+      [ROOT]/home/.git-credentials  (not here)
+      [ROOT]/home/.netrc  (not here)
+      [ROOT]/home/.config/gh  (not here)
+      [ROOT]/home/.npmrc  (not here)
+      [ROOT]/home/.pypirc  (not here)
+      [ROOT]/home/.cargo/credentials  (not here)
+      [ROOT]/home/.cargo/credentials.toml  (not here)
+      [ROOT]/home/.config/git/credentials  (not here)
+      [ROOT]/home/.aider/oauth-keys.env  (seen by --profile aider)  (not here)
+      [ROOT]/home/.claude/.credentials.json  (seen by --profile claude)  (not here)
+      [ROOT]/home/.codex/auth.json  (seen by --profile codex)  (not here)
+      [ROOT]/home/.local/share/a3s-iso/profiles  (the profiles' copies)  (not here)
+    [exit [0 OR 4]]
+    ");
+}
