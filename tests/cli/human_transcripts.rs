@@ -1093,17 +1093,9 @@ fn without_machine_checks(text: &str) -> String {
 }
 
 #[test]
-fn doctor_on_a_fresh_source_and_after_a_bind() {
+fn doctor_on_a_fresh_source() {
     let fx = Fixture::new();
-    let before = fx.transcript(&["doctor"]);
-    fx.bind("a");
-    let after = fx.transcript(&["doctor"]);
-    let text = format!(
-        "{}\n{}",
-        without_machine_checks(&before),
-        without_machine_checks(&after)
-    );
-    insta::assert_snapshot!(text, @"
+    insta::assert_snapshot!(without_machine_checks(&fx.transcript(&["doctor"])), @"
     $ a3s-iso doctor
     [MACHINE] git
     [MACHINE] landlock
@@ -1146,6 +1138,14 @@ fn doctor_on_a_fresh_source_and_after_a_bind() {
       [ROOT]/home/.codex/auth.json  (seen by --profile codex)  (not here)
       [ROOT]/home/.local/share/a3s-iso/profiles  (the profiles' copies)  (not here)
     [exit [0 OR 4]]
+    ");
+}
+
+#[test]
+fn doctor_after_a_bind() {
+    let fx = Fixture::new();
+    fx.bind("a");
+    insta::assert_snapshot!(without_machine_checks(&fx.transcript(&["doctor"])), @"
     $ a3s-iso doctor
     [MACHINE] git
     [MACHINE] landlock
@@ -1188,5 +1188,99 @@ fn doctor_on_a_fresh_source_and_after_a_bind() {
       [ROOT]/home/.codex/auth.json  (seen by --profile codex)  (not here)
       [ROOT]/home/.local/share/a3s-iso/profiles  (the profiles' copies)  (not here)
     [exit [0 OR 4]]
+    ");
+}
+
+#[test]
+fn diff_of_a_promoted_digest_and_of_a_document() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let (code, doc) = fx.json(&["promote", "-s", "a"]);
+    assert_eq!(code, 0, "{doc}");
+    fx.json(&["capture", "-s", "a", "--run-id", "cap"]);
+    let digest = doc["digest"].as_str().unwrap_or_else(|| panic!("{doc}"));
+    let document = fx.src.join(".git/a3s-iso/runs/a/cap.json");
+    let mut t = Transcript::new(&fx);
+    t.run(&["diff", "--digest", &digest[..15], "--stat"]);
+    t.run(&[
+        "diff",
+        "--change-set",
+        document.to_str().unwrap(),
+        "--name-only",
+    ]);
+    t.run(&["diff", "-s", "a"]);
+    t.run(&["diff", "-s", "a", "--cumulative", "--stat"]);
+    t.run(&["diff", "--digest", "sha256:0000"]);
+    insta::assert_snapshot!(t.text(), @r#"
+    $ a3s-iso diff --digest sha256:[digest] --stat
+     README.md |   1 +
+     added.txt |   1 + (added)
+     2 files changed, 2 insertions(+), 0 deletions(-)
+    [exit 0]
+    $ a3s-iso diff --change-set [ROOT]/work/src/.git/a3s-iso/runs/a/cap.json --name-only
+    README.md
+    added.txt
+    [exit 0]
+    $ a3s-iso diff -s a
+    [stderr] a3s-iso: no changes
+    [exit 0]
+    $ a3s-iso diff -s a --cumulative --stat
+     README.md |   1 +
+     added.txt |   1 + (added)
+     2 files changed, 2 insertions(+), 0 deletions(-)
+    [exit 0]
+    $ a3s-iso diff --digest sha256:0000
+    [stderr] error[usage]: --digest "sha256:0000" is not sha256:<64 hex digits> or a prefix of at least 8 of them
+    [exit 2]
+    "#);
+}
+
+#[test]
+fn init_claude_twice() {
+    let fx = Fixture::new();
+    let mut t = Transcript::new(&fx);
+    t.run(&["init", "claude"]);
+    t.run(&["init", "claude"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso init claude
+    created [ROOT]/work/src/.claude/settings.local.json with the hooks
+      WorktreeCreate  a3s-iso hook claude worktree-create
+      WorktreeRemove  a3s-iso hook claude worktree-remove
+    [stderr] warning: .claude/settings.local.json is not ignored by git: it would count as a local change of the source (add it to .git/info/exclude)
+    [exit 0]
+    $ a3s-iso init claude
+    [ROOT]/work/src/.claude/settings.local.json: the hooks are there already
+      WorktreeCreate  a3s-iso hook claude worktree-create (already there)
+      WorktreeRemove  a3s-iso hook claude worktree-remove (already there)
+    [stderr] warning: .claude/settings.local.json is not ignored by git: it would count as a local change of the source (add it to .git/info/exclude)
+    [exit 0]
+    ");
+}
+
+#[test]
+fn land_in_branch_mode_with_a_message() {
+    let fx = Fixture::new();
+    session_with_work(&fx);
+    let mut t = Transcript::new(&fx);
+    t.run(&[
+        "land",
+        "-s",
+        "a",
+        "--mode",
+        "branch",
+        "-m",
+        "the agent's work",
+        "--keep",
+    ]);
+    t.run(&["list"]);
+    insta::assert_snapshot!(t.text(), @r"
+    $ a3s-iso land -s a --mode branch -m 'the agent'\''s work' --keep
+    1 of 1 sessions landed
+      a: landed as [commit-1], [DUR]
+    [exit 0]
+    $ a3s-iso list
+    SESSION  STATE   REVISION      HEAD  OWNER  LAST RUN        PATH
+    a        landed  [commit-2]    same  alive  edit completed  [ROOT]/work/.src.a3s-isolate-a
+    [exit 0]
     ");
 }
