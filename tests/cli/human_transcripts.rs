@@ -1284,3 +1284,41 @@ fn land_in_branch_mode_with_a_message() {
     [exit 0]
     ");
 }
+
+#[test]
+fn sweep_reclaims_the_isolation_of_a_dead_owner() {
+    let fx = Fixture::new();
+    crate::sweep_races::dead_owner_session(&fx, "dead");
+    fx.bind("live");
+    let mut t = Transcript::new(&fx);
+    t.run(&["list"]);
+    t.run(&["sweep", "--dry-run"]);
+    t.run(&["sweep"]);
+    t.run(&["list"]);
+    insta::assert_snapshot!(t.text(), @"
+    $ a3s-iso list
+    SESSION  STATE  REVISION      HEAD  OWNER  LAST RUN  PATH
+    dead     bound  [commit-1]    same  dead   -         [ROOT]/work/.src.a3s-isolate-dead
+    live     bound  [commit-1]    same  alive  -         [ROOT]/work/.src.a3s-isolate-live
+    [exit 0]
+    $ a3s-iso sweep --dry-run
+    would reclaim 1 isolation ([SIZE]), kept 1, skipped 0
+      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead, [SIZE])
+      keep     [ROOT]/work/.src.a3s-isolate-live  (live: owner pid [PID] on [HOST] is alive)
+
+    kept: 1 live
+    [exit 0]
+    $ a3s-iso sweep
+    reclaimed 1 isolation ([SIZE]), kept 1, skipped 0
+      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead, [SIZE])
+      keep     [ROOT]/work/.src.a3s-isolate-live  (live: owner pid [PID] on [HOST] is alive)
+
+    kept: 1 live
+    [exit 0]
+    $ a3s-iso list
+    SESSION  STATE  REVISION      HEAD  OWNER  LAST RUN  PATH
+    dead     swept  [commit-1]    same  dead   -         refs/a3s-iso/swept/dead (bind -s dead --resume)
+    live     bound  [commit-1]    same  alive  -         [ROOT]/work/.src.a3s-isolate-live
+    [exit 0]
+    ");
+}
