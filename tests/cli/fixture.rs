@@ -1244,18 +1244,13 @@ impl ObjectNames {
         if let [(kind, full)] = matching.as_slice() {
             return Some(self.name(kind, full));
         }
-        if !in_store || !matching.is_empty() || !short.bytes().any(|b| b.is_ascii_digit()) {
+        if !in_store || !matching.is_empty() {
             return None;
         }
-        let full = git_quiet(
-            fx,
-            &[
-                "rev-parse",
-                "--verify",
-                "-q",
-                &format!("{short}^{{object}}"),
-            ],
-        )?;
+        let object = format!("{short}^{{object}}");
+        let full = git_quiet(fx, &["rev-parse", "--verify", "-q", &object])
+            // A ref of that name is not an abbreviation.
+            .filter(|full| full.starts_with(short))?;
         let kind = object_kind(fx, &full);
         Some(self.name(kind, &full))
     }
