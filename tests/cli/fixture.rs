@@ -967,3 +967,312 @@ pub fn write_files(fx: &Fixture, id: &str, n: usize, size: usize) {
         .unwrap();
     }
 }
+
+/// The fixture's pinned commit date as a3s-iso prints times (`format_utc`): kept as it is in
+/// transcripts, since it is the same on every machine.
+const PINNED_TIME: &str = "2026-01-02 03:04:05Z";
+
+/// What a person sees, as one text: each command a3s-iso ran in the fixture (human output:
+/// no `--json`, colour off, 80 columns), its stdout, its stderr (`[stderr] ` lines) and its
+/// exit code; then [`Transcript::text`] replaces what differs from machine to machine or
+/// from run to run, and nothing else, so that any change of wording shows.
+pub struct Transcript<'a> {
+    fx: &'a Fixture,
+    raw: String,
+}
+
+impl Fixture {
+    /// A transcript of one command run in the source (see [`Transcript`]).
+    pub fn transcript(&self, args: &[&str]) -> String {
+        let mut t = Transcript::new(self);
+        t.run(args);
+        t.text()
+    }
+}
+
+impl<'a> Transcript<'a> {
+    pub fn new(fx: &'a Fixture) -> Transcript<'a> {
+        Transcript {
+            fx,
+            raw: String::new(),
+        }
+    }
+
+    /// Runs a3s-iso with `args` in the source; returns its exit code.
+    pub fn run(&mut self, args: &[&str]) -> i32 {
+        let src = self.fx.src.clone();
+        self.run_in(&src, args)
+    }
+
+    /// Runs a3s-iso with `args` in `dir`; returns its exit code.
+    pub fn run_in(&mut self, dir: &Path, args: &[&str]) -> i32 {
+        let out = self
+            .fx
+            .cmd_in(dir)
+            .env("COLUMNS", "80")
+            .args(["--color", "never"])
+            .args(args)
+            .output()
+            .unwrap();
+        let code = out.status.code().unwrap_or(-1);
+        let words: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+        self.raw
+            .push_str(&format!("$ a3s-iso {}\n", words.join(" ")));
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            self.raw.push_str(&format!("{line}\n"));
+        }
+        for line in String::from_utf8_lossy(&out.stderr).lines() {
+            self.raw.push_str(&format!("[stderr] {line}\n"));
+        }
+        self.raw.push_str(&format!("[exit {code}]\n"));
+        code
+    }
+
+    /// The transcript so far, normalised.
+    pub fn text(&self) -> String {
+        normalised(self.fx, &self.raw)
+    }
+}
+
+/// `raw` output of a3s-iso in `fx` with what differs by machine, run or object format
+/// replaced (see [`Transcript`]).
+pub fn normalised(fx: &Fixture, raw: &str) -> String {
+    let text = machine_parts(fx, raw);
+    let text = ids_by_appearance(&text);
+    numbered_objects(fx, &text)
+}
+
+/// `arg` as a shell would need it: bare when it is plain, else single-quoted.
+fn shell_word(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,+%^".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', r"'\''"))
+    }
+}
+
+/// Replaces the tempdir, the host, pids, times and durations, by placeholders.
+fn machine_parts(fx: &Fixture, raw: &str) -> String {
+    let root = regex::escape(fx.root.to_str().unwrap());
+    let tmp = regex::escape(std::env::temp_dir().to_str().unwrap().trim_end_matches('/'));
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mut text = raw.to_string();
+    let mut rules: Vec<(String, &str)> = vec![
+        (root, "[ROOT]"),
+        (format!("{tmp}/"), "[TMP]/"),
+        // Scratch names carry their maker: -<pid>-<start ticks>-<host key>-<n>-<nanos>.
+        (r"-\d+-\d+-[0-9a-f]{8}-\d+-[0-9a-f]{8}\b".into(), "-[MAKER]"),
+        (r"\bpid \d+".into(), "pid [PID]"),
+        (r"\.retained-\d{8}-\d{6}\b".into(), ".retained-[TIME]"),
+        // Measured durations, as land prints them (`, 0.3s`); not `0s` given as an argument.
+        (r"\b\d+\.\ds\b".into(), "[DUR]"),
+        // Sizes (`human_bytes`): patches hold full object ids, so they are longer under
+        // SHA-256, and what gc counts depends on them too. Nothing is shown as nothing.
+        (r"\b[1-9]\d* bytes?\b".into(), "[SIZE]"),
+        (r"\b\d+\.\d [KMGTP]iB\b".into(), "[SIZE]"),
+        (r#""patch_bytes": \d+"#.into(), r#""patch_bytes": [SIZE]"#),
+        (r#""patch_base64": "[A-Za-z0-9+/=]+""#.into(), r#""patch_base64": "[PATCH]""#),
+        (r#""(\w+_at_ms)": \d+"#.into(), r#""$1": [MS]"#),
+        // A source's registry entry is named by a hash of its path.
+        (r"/sources/[0-9a-f]{16}\.json\b".into(), "/sources/[SOURCE].json"),
+        // Whether the file system clones files depends on the machine's.
+        (
+            r"(?m)^reflink( +)(available \(kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
+            "reflink${1}[REFLINK]",
+        ),
+    ];
+    // The owner's command name: the test binary's, whose name carries a build hash.
+    let comm = std::fs::read_to_string("/proc/self/comm").unwrap_or_default();
+    if !comm.trim().is_empty() {
+        rules.push((
+            format!(r"\(({})\)", regex::escape(comm.trim())),
+            "([TEST-BINARY])",
+        ));
+    }
+    if !host.trim().is_empty() {
+        rules.push((
+            format!(r"\bon {}\b", regex::escape(host.trim())),
+            "on [HOST]",
+        ));
+    }
+    for (pattern, replacement) in &rules {
+        text = regex::Regex::new(pattern)
+            .unwrap()
+            .replace_all(&text, *replacement)
+            .into_owned();
+    }
+    // A document's claimed size against its patch's: both sizes, and whether they differ by one.
+    let claim = regex::Regex::new(r"says (\d+), the decoded patch has (\d+)").unwrap();
+    let text = claim.replace_all(&text, |c: &regex::Captures| {
+        let (said, has): (u64, u64) = (c[1].parse().unwrap(), c[2].parse().unwrap());
+        let said = match said.checked_sub(has) {
+            Some(0) => "[SIZE]".to_string(),
+            Some(more) => format!("[SIZE]+{more}"),
+            None => format!("[SIZE]-{}", has - said),
+        };
+        format!("says {said}, the decoded patch has [SIZE]")
+    });
+    // Times a3s-iso took from the clock; the fixture's pinned commit date stays as it is.
+    let time = regex::Regex::new(r"\b\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}Z").unwrap();
+    replace_in_columns(&time, &text, |c| match &c[0] {
+        PINNED_TIME => PINNED_TIME.to_string(),
+        _ => "[TIME]".to_string(),
+    })
+}
+
+/// Replaces each match of `pattern` by `with(match)`; when a column gap (two spaces or more)
+/// follows the match, widens or narrows it by the difference in length, so that tables stay
+/// aligned as a3s-iso aligned them (a gap keeps at least two spaces).
+fn replace_in_columns(
+    pattern: &regex::Regex,
+    text: &str,
+    mut with: impl FnMut(&regex::Captures) -> String,
+) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut last = 0;
+    for c in pattern.captures_iter(text) {
+        let whole = c.get(0).unwrap();
+        let replacement = with(&c);
+        out.push_str(&text[last..whole.start()]);
+        out.push_str(&replacement);
+        let after = &text[whole.end()..];
+        let gap = after.len() - after.trim_start_matches(' ').len();
+        last = whole.end();
+        if gap >= 2 {
+            let width =
+                (gap + whole.as_str().chars().count()).saturating_sub(replacement.chars().count());
+            out.push_str(&" ".repeat(width.max(2)));
+            last += gap;
+        }
+    }
+    out.push_str(&text[last..]);
+    out
+}
+
+/// Generated session and run ids (`<letter>-<ms, 11 hex>-<random, 8 hex>`) as `[RUN-n]`,
+/// `[SESSION-n]` (or `[ID-n]`), numbered by first appearance.
+fn ids_by_appearance(text: &str) -> String {
+    let id = regex::Regex::new(r"\b([a-z])-[0-9a-f]{11}-[0-9a-f]{8}\b").unwrap();
+    let mut names = ObjectNames::default();
+    id.replace_all(text, |c: &regex::Captures| {
+        let kind = match &c[1] {
+            "r" => "RUN",
+            "s" => "SESSION",
+            _ => "ID",
+        };
+        format!("[{}]", names.name(kind, &c[0]))
+    })
+    .into_owned()
+}
+
+/// Object ids (40 hex digits for SHA-1, 64 for SHA-256) and sha256 digests as
+/// `[COMMIT-n]`, `[TREE-n]`, `[BLOB-n]`, `[DIGEST-n]` (`[HEX-n]` for what is neither in the
+/// source's object store), numbered by first appearance within each kind: the same text for
+/// either object format, and still saying which value each place holds. Abbreviations
+/// (7 to 12 digits) of a full id in the text, or of an object in the store, become the same
+/// name in lower case (`[commit-n]`); those of a digest never shown in full, `[digest]`. The
+/// all-zero id (no object) is `[ZERO]`.
+fn numbered_objects(fx: &Fixture, text: &str) -> String {
+    let full = regex::Regex::new(r"\b(sha256:)?([0-9a-f]{64}|[0-9a-f]{40})\b").unwrap();
+    let digests: Vec<String> = full
+        .captures_iter(text)
+        .filter(|c| c.get(1).is_some())
+        .map(|c| c[2].to_string())
+        .collect();
+    let mut names = ObjectNames::default();
+    // Full ids are 40 or 64 digits long: no column is widened for them, or the text would
+    // depend on the object format.
+    let text = full.replace_all(text, |c: &regex::Captures| {
+        if c[2].bytes().all(|b| b == b'0') {
+            return "[ZERO]".to_string();
+        }
+        let kind = if digests.iter().any(|d| d == &c[2]) {
+            "DIGEST"
+        } else {
+            object_kind(fx, &c[2])
+        };
+        let prefix = c.get(1).map_or("", |m| m.as_str());
+        format!("{prefix}[{}]", names.name(kind, &c[2]))
+    });
+    let short = regex::Regex::new(r"\b(sha256:)?([0-9a-f]{7,12})\b").unwrap();
+    replace_in_columns(&short, &text, |c| {
+        let prefix = c.get(1).map_or("", |m| m.as_str());
+        match names.expand(fx, &c[2], prefix.is_empty()) {
+            Some(name) => format!("{prefix}[{}]", name.to_lowercase()),
+            // A digest's abbreviation whose full form this transcript never showed.
+            None if !prefix.is_empty() => format!("{prefix}[digest]"),
+            None => c[0].to_string(),
+        }
+    })
+}
+
+/// Names by kind and order of first appearance (`COMMIT-1`, `RUN-2`).
+#[derive(Default)]
+struct ObjectNames {
+    /// (kind, full text), in order of first appearance.
+    seen: Vec<(String, String)>,
+}
+
+impl ObjectNames {
+    /// `KIND-n`: `full`'s place among the ids of its kind.
+    fn name(&mut self, kind: &str, full: &str) -> String {
+        if !self.seen.iter().any(|(_, f)| f == full) {
+            self.seen.push((kind.to_string(), full.to_string()));
+        }
+        let n = self
+            .seen
+            .iter()
+            .filter(|(k, _)| k == kind)
+            .position(|(_, f)| f == full)
+            .unwrap();
+        format!("{kind}-{}", n + 1)
+    }
+
+    /// The name of the one full id `short` abbreviates: one seen already, else (for an
+    /// object id, `in_store`) one the source's object store resolves it to.
+    fn expand(&mut self, fx: &Fixture, short: &str, in_store: bool) -> Option<String> {
+        let matching: Vec<(String, String)> = self
+            .seen
+            .iter()
+            .filter(|(_, f)| f.starts_with(short))
+            .cloned()
+            .collect();
+        if let [(kind, full)] = matching.as_slice() {
+            return Some(self.name(kind, full));
+        }
+        if !in_store || !matching.is_empty() {
+            return None;
+        }
+        let object = format!("{short}^{{object}}");
+        let full = git_quiet(fx, &["rev-parse", "--verify", "-q", &object])
+            // A ref of that name is not an abbreviation.
+            .filter(|full| full.starts_with(short))?;
+        let kind = object_kind(fx, &full);
+        Some(self.name(kind, &full))
+    }
+}
+
+/// `COMMIT`, `TREE` or `BLOB` for an object of the source's store; `HEX` otherwise.
+fn object_kind(fx: &Fixture, hex: &str) -> &'static str {
+    match git_quiet(fx, &["cat-file", "-t", hex]).as_deref() {
+        Some("commit") => "COMMIT",
+        Some("tree") => "TREE",
+        Some("blob") => "BLOB",
+        _ => "HEX",
+    }
+}
+
+/// Runs git in the source; its trimmed stdout when it succeeded.
+fn git_quiet(fx: &Fixture, args: &[&str]) -> Option<String> {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(&fx.src).args(args);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd.stderr(Stdio::null()).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
