@@ -460,15 +460,12 @@ fn patch_bytes_depend_on_the_two_trees_only() {
     ];
     let info = fx.src.join(".git/info/attributes");
     std::fs::create_dir_all(info.parent().unwrap()).unwrap();
+    let checked_out = fx.src.join(".gitattributes");
     let cases: [(&str, Attributes, Env); 5] = [
         ("no-diff", Some((&info, "*.txt -diff\n")), &[]),
         ("binary", Some((&info, "*.txt binary\n")), &[]),
         ("driver", Some((&info, "*.txt diff=lines\n")), &driver),
-        (
-            "checkout",
-            Some((&fx.src.join(".gitattributes"), "* -diff\n")),
-            &[],
-        ),
+        ("checkout", Some((&checked_out, "* -diff\n")), &[]),
         ("diff-opts", None, &[("GIT_DIFF_OPTS", "--unified=10")]),
     ];
     for (run, attributes, env) in cases {
