@@ -545,7 +545,12 @@ fn steps(
 ) -> Result<()> {
     let record = ctx.resolve_record(located, Some(id))?;
     if record.state == SessionState::Discarded {
-        landed.outcome = LandResult::Discarded;
+        // A landing cleans up after itself: landed then, nothing to do now.
+        landed.outcome =
+            match crate::services::landed::landed_before_discard(ctx, located, &record)? {
+                true => LandResult::Idempotent,
+                false => LandResult::Discarded,
+            };
         return Ok(());
     }
     // Its work is all in HEAD's history: nothing to rebase or land.

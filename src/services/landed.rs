@@ -58,12 +58,34 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
     )
 }
 
+/// Whether a discarded session landed before it went: its last promoted step was committed,
+/// and that commit is in HEAD's history (a landing cleans up after itself, so `land -s ID`
+/// again finds it discarded).
+pub(crate) fn landed_before_discard(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<bool> {
+    landed_step(ctx, located, record, None)
+}
+
 /// Whether the session's last promoted step landed `tree` as a commit now in HEAD's history.
 pub(crate) fn last_step_is_in(
     ctx: &Context,
     located: &Located,
     record: &SessionRecord,
     tree: &str,
+) -> Result<bool> {
+    landed_step(ctx, located, record, Some(tree))
+}
+
+/// Whether the session's last promoted step was committed (and landed `tree`, when given) and
+/// its commit is in HEAD's history.
+fn landed_step(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+    tree: Option<&str>,
 ) -> Result<bool> {
     let Some(previous) = crate::services::steps::last_step(&located.store, record, None)? else {
         return Ok(false);
@@ -74,7 +96,7 @@ pub(crate) fn last_step_is_in(
     else {
         return Ok(false);
     };
-    if !committed || *previous.step.result_tree != *tree {
+    if !committed || tree.is_some_and(|tree| *previous.step.result_tree != *tree) {
         return Ok(false);
     }
     Ok(after == head

@@ -376,7 +376,7 @@ fn land_a_queue_of_two() {
     [exit 0]
     $ a3s-iso land -s a
     0 of 1 sessions landed
-      a: discarded before it landed, [DUR]
+      a: landed before, isolation removed (evidence kept), [DUR]
     [exit 0]
     ");
 }

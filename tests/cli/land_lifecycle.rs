@@ -438,3 +438,26 @@ fn land_in_patch_mode_keeps_the_isolation_of_uncommitted_work() {
     );
     assert_eq!(listed_state(&fx, "p"), "bound");
 }
+
+/// A landing cleans up after itself, so `land -s ID` again finds the session discarded: it
+/// landed then (idempotent, exit 0, nothing committed), where a session discarded unlanded is
+/// `discarded`.
+#[test]
+fn land_again_of_a_session_that_landed_and_went_says_it_landed_before() {
+    let fx = Fixture::new();
+    for id in ["went", "dropped"] {
+        session_adding_its_file(&fx, id);
+    }
+    ok(&fx, &["land", "-s", "went"]);
+    ok(&fx, &["discard", "-s", "dropped"]);
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    let (code, doc) = fx.json(&["land", "-s", "went", "-s", "dropped"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["sessions"][0]["outcome"], "idempotent", "{doc}");
+    assert_eq!(doc["sessions"][1]["outcome"], "discarded", "{doc}");
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head);
+    let out = fx.cmd().args(["land", "-s", "went"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("went: landed before"), "{text}");
+}
