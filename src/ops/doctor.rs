@@ -563,9 +563,13 @@ fn registry_check() -> Check {
             "set HOME so that `list --all` and `sweep --all` can find every source",
         );
     };
-    let sources = json_files(&dir.join("sources"));
+    let registered = match json_files(&dir.join("sources")) {
+        0 => "no source registered".to_string(),
+        1 => "1 source registered".to_string(),
+        n => format!("{n} sources registered"),
+    };
     Check::ok(
         CheckName::UserRegistry,
-        format!("{} ({sources} source(s) registered)", dir.display()),
+        format!("{} ({registered})", dir.display()),
     )
 }

@@ -1063,6 +1063,8 @@ const MACHINE_CHECKS: &[&str] = &[
     "sandbox_trial",
     "filesystem",
     "reflink",
+    // Where this machine's agents are installed.
+    "agent_tools",
 ];
 
 /// `text` with each machine check's line (and its hint) as `[MACHINE] <name>`, the verdict on
@@ -1115,7 +1117,8 @@ fn doctor_on_a_fresh_source() {
     ok    unfinished_intents       none
     ok    pending_tree_operations  none
     ok    scratch_leftovers        none
-    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (0 source(s) registered)
+    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (no source registered)
+    [MACHINE] agent_tools
     run [CAN OR CANNOT] sandbox commands here
     hidden from every sandboxed run (--allow-read shows one):
       [ROOT]/home/.ssh  (not here)
@@ -1165,7 +1168,8 @@ fn doctor_after_a_bind() {
     ok    unfinished_intents       none
     ok    pending_tree_operations  none
     ok    scratch_leftovers        none
-    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (1 source(s) registered)
+    ok    user_registry            [ROOT]/home/.local/share/a3s-iso (1 source registered)
+    [MACHINE] agent_tools
     run [CAN OR CANNOT] sandbox commands here
     hidden from every sandboxed run (--allow-read shows one):
       [ROOT]/home/.ssh  (not here)
@@ -1288,8 +1292,9 @@ fn land_in_branch_mode_with_a_message() {
 #[test]
 fn sweep_reclaims_the_isolation_of_a_dead_owner() {
     let fx = Fixture::new();
-    crate::sweep_races::dead_owner_session(&fx, "dead");
+    // Bound first: a bind reclaims the dead owners' sessions it finds as it starts.
     fx.bind("live");
+    crate::sweep_races::dead_owner_session(&fx, "dead");
     let mut t = Transcript::new(&fx);
     t.run(&["list"]);
     t.run(&["sweep", "--dry-run"]);
