@@ -12,6 +12,8 @@ pub use crate::services::setup::{Setup, SetupRun};
 /// new isolation. Dead owners' sessions of the repository are reclaimed first, as `sweep`
 /// would (never the session being bound, nor one of a recorded `land` queue).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
+    // A bind refused for its owner changes nothing, others' sessions included.
+    crate::ops::bind::owner_for(opts)?;
     let (reclaimed, warning) = match ctx.locate() {
         Ok(located) => {
             let spare = |id: &str| {

@@ -240,7 +240,7 @@ fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
 /// The owner asked for: a process (which must be running here), none, or by default the
 /// parent of a3s-iso, or, when that is a shell running a command string, the first ancestor
 /// that is not (the harness or terminal that started it).
-fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
+pub(crate) fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
     match opts.owner {
         OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| Error::Usage {
             message: format!("owner pid {pid} is not a running process on this host"),

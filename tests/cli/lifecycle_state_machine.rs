@@ -187,9 +187,21 @@ impl Machine {
             .collect()
     }
 
+    /// What a bind of `s` reclaims as it starts: every other session whose owner is dead, as
+    /// a sweep would (`sweep.auto`).
+    fn reclaimed_by_a_bind_of(&mut self, s: usize) {
+        let dead = self.dead();
+        for (k, session) in self.sessions.iter_mut() {
+            if *k != s && dead.contains(&id(*k)) {
+                session.state = State::Swept;
+            }
+        }
+    }
+
     /// A bind (`args`) by `owner`, against the model.
     fn bind(&mut self, s: usize, owner: Owner, args: &[&str]) -> Result<(), TestCaseError> {
         let (code, doc) = self.fx.json(args);
+        self.reclaimed_by_a_bind_of(s);
         if self
             .sessions
             .get(&s)
@@ -415,6 +427,7 @@ impl Machine {
                 {
                     let (code, doc) = fx.json(&["bind", "-s", &id(s), "--resume"]);
                     prop_assert_eq!(code, 0, "{}", doc);
+                    self.reclaimed_by_a_bind_of(s);
                     let session = self.sessions.get_mut(&s).unwrap();
                     session.state = State::Bound;
                     session.owner = Owner::Me;
