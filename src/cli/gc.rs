@@ -77,11 +77,12 @@ fn render(out: &Output, outcome: &GcOutcome) {
     if out.quiet {
         return;
     }
+    // Tagged alike, so that the kinds and paths of both lists stand in the same columns.
     for item in shown {
-        out.line(&format!("  {}", describe(item)));
+        out.line(&format!("  remove {}", describe(item)));
     }
     for item in &outcome.kept {
-        out.line(&format!("  kept {}", describe(item)));
+        out.line(&format!("  keep   {}", describe(item)));
     }
     if let Some(remote) = &outcome.remote {
         out.line(&format!(

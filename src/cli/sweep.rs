@@ -85,9 +85,10 @@ fn render(out: &Output, outcome: &SweepOutcome) {
     }
     for item in &outcome.reclaimed {
         out.line(&format!(
-            "  reclaim  {}  ({}, {})",
+            "  reclaim  {}  ({}: {}, {})",
             item.path.display(),
             item.reason,
+            why_reclaimed(item.reason),
             human_bytes(item.bytes)
         ));
     }
@@ -114,6 +115,19 @@ fn render(out: &Output, outcome: &SweepOutcome) {
         // After the list, apart from it, on the same stream.
         out.line("");
         out.line(&format!("kept: {}", summary.join(", ")));
+    }
+}
+
+/// A reclaim's reason in words, as a kept isolation's detail says why it stays.
+fn why_reclaimed(reason: a3s_iso::services::reclaimed::ReclaimReason) -> &'static str {
+    use a3s_iso::services::reclaimed::ReclaimReason;
+    match reason {
+        ReclaimReason::OwnerDead => "its owner is gone",
+        ReclaimReason::InFlightDead => "a bind whose process is gone left it half made",
+        ReclaimReason::Malformed => "its record cannot be read",
+        ReclaimReason::Unrecorded => "named like an isolation, with no record",
+        ReclaimReason::RetainedExpired => "retained longer than --retained-older-than",
+        ReclaimReason::Ownerless => "ownerless, idle longer than the grace",
     }
 }
 

@@ -213,19 +213,19 @@ fn gc_tells_a_human_what_it_keeps_and_why() {
     let root = fx.root.display().to_string();
     let text = text.replace(&root, "<root>");
     let text = masked(&text);
-    insta::assert_snapshot!(text, @r"
+    insta::assert_snapshot!(text, @"
     removed 5 items (<size>), kept 6 (<size>)
-      lease          <root>/work/src/.git/a3s-iso/leases/gone.lock  (no one holds it)
-      seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone+bound.index  (its isolation is gone)
-      seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.flat  (its isolation is gone)
-      seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.index  (its isolation is gone)
-      seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.tree  (its isolation is gone)
-      kept ref            refs/a3s-iso/runs/gone/<run>  (inside the retention window: gc --older-than 0s removes it)
-      kept ref            refs/a3s-iso/sessions/gone/base  (inside the retention window: gc --older-than 0s removes it)
-      kept runs           <root>/work/src/.git/a3s-iso/runs/gone  (inside the retention window: gc --older-than 0s removes it)
-      kept session_record <root>/work/src/.git/a3s-iso/sessions/gone.json  (inside the retention window: gc --older-than 0s removes it)
-      kept spare          <root>/work/.src.a3s-isolate-.pool-1  (the pool's: pool --size 0 or gc --all removes it)
-      kept pool_settings  <root>/work/src/.git/a3s-iso/pool/settings.json  (the pool's: pool --size 0 or gc --all removes it)
+      remove lease          <root>/work/src/.git/a3s-iso/leases/gone.lock  (no one holds it)
+      remove seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone+bound.index  (its isolation is gone)
+      remove seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.flat  (its isolation is gone)
+      remove seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.index  (its isolation is gone)
+      remove seed           <root>/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-gone.tree  (its isolation is gone)
+      keep   ref            refs/a3s-iso/runs/gone/<run>  (inside the retention window: gc --older-than 0s removes it)
+      keep   ref            refs/a3s-iso/sessions/gone/base  (inside the retention window: gc --older-than 0s removes it)
+      keep   runs           <root>/work/src/.git/a3s-iso/runs/gone  (inside the retention window: gc --older-than 0s removes it)
+      keep   session_record <root>/work/src/.git/a3s-iso/sessions/gone.json  (inside the retention window: gc --older-than 0s removes it)
+      keep   spare          <root>/work/.src.a3s-isolate-.pool-1  (the pool's: pool --size 0 or gc --all removes it)
+      keep   pool_settings  <root>/work/src/.git/a3s-iso/pool/settings.json  (the pool's: pool --size 0 or gc --all removes it)
     ");
 }
 

@@ -537,49 +537,49 @@ fn gc_dry_run_and_all() {
     insta::assert_snapshot!(t.text(), @"
     $ a3s-iso gc --dry-run
     would remove 5 items ([SIZE]), kept 7 ([SIZE])
-      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (no one holds it)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (its isolation is gone)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (its isolation is gone)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (its isolation is gone)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (its isolation is gone)
-      kept ref            refs/a3s-iso/runs/a/edit  (inside the retention window: gc --older-than 0s removes it)
-      kept ref            refs/a3s-iso/sessions/a/base  (inside the retention window: gc --older-than 0s removes it)
-      kept runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (inside the retention window: gc --older-than 0s removes it)
-      kept run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (inside the retention window: gc --older-than 0s removes it)
-      kept artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (inside the retention window: gc --older-than 0s removes it)
-      kept session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (inside the retention window: gc --older-than 0s removes it)
-      kept journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (inside the retention window: gc --older-than 0s removes it)
+      remove lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (no one holds it)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (its isolation is gone)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (its isolation is gone)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (its isolation is gone)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (its isolation is gone)
+      keep   ref            refs/a3s-iso/runs/a/edit  (inside the retention window: gc --older-than 0s removes it)
+      keep   ref            refs/a3s-iso/sessions/a/base  (inside the retention window: gc --older-than 0s removes it)
+      keep   runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (inside the retention window: gc --older-than 0s removes it)
+      keep   run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (inside the retention window: gc --older-than 0s removes it)
+      keep   artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (inside the retention window: gc --older-than 0s removes it)
+      keep   session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (inside the retention window: gc --older-than 0s removes it)
+      keep   journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (inside the retention window: gc --older-than 0s removes it)
     [exit 0]
     $ a3s-iso gc --older-than 0s --dry-run
     would remove 12 items ([SIZE]), kept 0 (0 bytes)
-      ref            refs/a3s-iso/runs/a/edit  (session discarded)
-      ref            refs/a3s-iso/sessions/a/base  (session discarded)
-      runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
-      run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
-      artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
-      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
-      session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
-      journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
+      remove ref            refs/a3s-iso/runs/a/edit  (session discarded)
+      remove ref            refs/a3s-iso/sessions/a/base  (session discarded)
+      remove runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
+      remove run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
+      remove artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
+      remove lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
+      remove session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
+      remove journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
     [exit 0]
     $ a3s-iso gc --all
     removed 13 items ([SIZE]), kept 0 (0 bytes)
-      ref            refs/a3s-iso/runs/a/edit  (session discarded)
-      ref            refs/a3s-iso/sessions/a/base  (session discarded)
-      runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
-      run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
-      artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
-      seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
-      lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
-      journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
-      registry_entry [ROOT]/home/.local/share/a3s-iso/sources/[SOURCE].json  (gc --all)
-      session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
+      remove ref            refs/a3s-iso/runs/a/edit  (session discarded)
+      remove ref            refs/a3s-iso/sessions/a/base  (session discarded)
+      remove runs           [ROOT]/work/src/.git/a3s-iso/runs/a  (session discarded)
+      remove run_exits      [ROOT]/work/src/.git/a3s-iso/run-exits/a  (session discarded)
+      remove artifacts      [ROOT]/work/src/.git/a3s-iso/artifacts/[HEX-1]  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.index  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a+bound.index  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.tree  (session discarded)
+      remove seed           [ROOT]/work/src/.git/a3s-iso/seeds/-src.a3s-isolate-a.flat  (session discarded)
+      remove lease          [ROOT]/work/src/.git/a3s-iso/leases/a.lock  (session discarded)
+      remove journal_entry  [ROOT]/work/src/.git/a3s-iso/promoted/[HEX-1].json  (older than the retention window)
+      remove registry_entry [ROOT]/home/.local/share/a3s-iso/sources/[SOURCE].json  (gc --all)
+      remove session_record [ROOT]/work/src/.git/a3s-iso/sessions/a.json  (session discarded)
     [exit 0]
     ");
 }
@@ -1308,14 +1308,14 @@ fn sweep_reclaims_the_isolation_of_a_dead_owner() {
     [exit 0]
     $ a3s-iso sweep --dry-run
     would reclaim 1 isolation ([SIZE]), kept 1, skipped 0
-      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead, [SIZE])
+      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead: its owner is gone, [SIZE])
       keep     [ROOT]/work/.src.a3s-isolate-live  (live: owner pid [PID] on [HOST] is alive)
 
     kept: 1 live
     [exit 0]
     $ a3s-iso sweep
     reclaimed 1 isolation ([SIZE]), kept 1, skipped 0
-      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead, [SIZE])
+      reclaim  [ROOT]/work/.src.a3s-isolate-dead  (owner_dead: its owner is gone, [SIZE])
       keep     [ROOT]/work/.src.a3s-isolate-live  (live: owner pid [PID] on [HOST] is alive)
 
     kept: 1 live

@@ -156,13 +156,7 @@ fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
         same_documents(&fx, &fast, &full);
     }
     // Both isolations hold the same bytes, and the layer's directory is gone.
-    let listings = ["fast", "full"].map(|s| {
-        let mut listing = crate::fixture::content_listing(&fx.isolation(s));
-        // Each names its own admin dir.
-        listing.remove(".git");
-        listing
-    });
-    assert_eq!(listings[0], listings[1]);
+    assert_same_isolations(&fx);
     assert!(!fx.isolation("fast").join("g3/replaced.txt").is_symlink());
     let layers = fx.src.join(".git/a3s-iso/run-layers/fast");
     assert!(
@@ -170,6 +164,17 @@ fn the_layer_and_the_full_path_record_the_same_change_set_byte_for_byte() {
         "{:?}",
         std::fs::read_dir(&layers).map(|d| d.count())
     );
+}
+
+/// The isolations of sessions `fast` and `full` hold the same bytes (each names its own
+/// admin dir in `.git`).
+fn assert_same_isolations(fx: &Fixture) {
+    let listings = ["fast", "full"].map(|s| {
+        let mut listing = crate::fixture::content_listing(&fx.isolation(s));
+        listing.remove(".git");
+        listing
+    });
+    assert_eq!(listings[0], listings[1]);
 }
 
 /// The two runs' outputs and stored documents say the same, byte for byte.
@@ -488,13 +493,7 @@ fn the_first_run_after_a_bind_or_a_rebase_takes_the_fast_path_and_records_the_sa
     let (full, _) = run_script(&fx, "full", CHANGES[1], true);
     assert!(!adds_all(&calls), "after rebase: {calls:#?}");
     same_documents(&fx, &fast, &full);
-    // Both isolations hold the same bytes.
-    let listings = ["fast", "full"].map(|s| {
-        let mut listing = crate::fixture::content_listing(&fx.isolation(s));
-        listing.remove(".git");
-        listing
-    });
-    assert_eq!(listings[0], listings[1]);
+    assert_same_isolations(&fx);
 }
 
 /// An edit made in a fresh isolation before its first run, outside any run (same size, its
