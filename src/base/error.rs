@@ -419,6 +419,9 @@ pub enum Busy {
     /// A run, when a command that changes the tree asks for it.
     #[error("a run is in progress in its isolation")]
     RunInProgress,
+    /// Another command moving or removing its tree (a landing's cleanup, a discard).
+    #[error("another command is moving or removing its tree")]
+    TreeOperation,
 }
 
 /// Why there is no change-set document to read or make (`change_set_unavailable`).

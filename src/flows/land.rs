@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, ErrorCode, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
 use crate::store::state::SessionState;
@@ -524,6 +524,17 @@ fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> Landed
         // Discarded under its feet (another `land` that landed it, or the user).
         landed = LandedSession::new(id, LandResult::Discarded);
     } else if let Err(err) = result {
+        // Its tree went under another command that has not recorded the end yet (the cleanup
+        // of a `land` of the same queue): busy, not broken.
+        let err = match err.code() == ErrorCode::IsolationMissing
+            && located.store.pending_file(id).exists()
+        {
+            true => Error::SessionBusy {
+                session_id: id.to_string(),
+                holder: crate::base::error::Busy::TreeOperation,
+            },
+            false => err,
+        };
         landed.outcome = LandResult::Failed;
         landed.error = Some(LandError {
             code: err.code().as_str().to_string(),
@@ -761,11 +772,14 @@ impl NextStep {
                     .map_or("no file".into(), |p| p.display().to_string())
             ),
             (LandResult::Failed, _)
-                if stopped.error.as_ref().is_some_and(|e| {
-                    e.code == crate::base::error::ErrorCode::SessionBusy.as_str()
-                }) =>
+                if stopped
+                    .error
+                    .as_ref()
+                    .is_some_and(|e| e.code == ErrorCode::SessionBusy.as_str()) =>
             {
-                format!("a run holds session {id}: wait for it to end")
+                format!(
+                    "another command holds session {id} (a run, or a cleanup): wait for it to end"
+                )
             }
             (LandResult::Failed, _) => match &stopped.error {
                 Some(e) => format!(
