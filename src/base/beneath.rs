@@ -22,6 +22,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 use rustix::io::Errno;
 
+mod remove;
+
 /// What a file written by rename is synced for before the call returns.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Synced {
@@ -506,6 +508,21 @@ fn is_symlink_path(path: &Path) -> bool {
 
 /// Removes the entry `name` of `dir`, a directory with everything in it; whether it was there.
 fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
+    remove_known(dir, name, None)
+}
+
+/// [`remove_at`] of an entry whose kind a listing gave: a file, link or special entry is
+/// unlinked without a `stat` first (a directory found there instead is removed as one).
+fn remove_known(dir: BorrowedFd<'_>, name: &OsStr, listed: Option<Kind>) -> io::Result<bool> {
+    if listed.is_some_and(|kind| kind != Kind::Dir) {
+        match rustix::fs::unlinkat(dir, name, AtFlags::empty()) {
+            Ok(()) => return Ok(true),
+            Err(Errno::NOENT) => return Ok(false),
+            // Replaced by a directory since the listing: looked at below.
+            Err(Errno::ISDIR | Errno::PERM) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(st) => st,
         Err(Errno::NOENT) => return Ok(false),
@@ -517,6 +534,21 @@ fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
             Err(e) => Err(e.into()),
         };
     }
+    let Some(inner) = open_to_empty(dir, name)? else {
+        return Ok(false);
+    };
+    for entry in inner.entries()? {
+        remove_known(inner.fd(), &entry.name, Some(entry.kind))?;
+    }
+    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(Errno::NOENT) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The directory `name` of `dir` opened to be emptied, never through a link; `None` when it
+/// went meanwhile.
+fn open_to_empty(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<Dir>> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -526,20 +558,13 @@ fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<bool> {
             rustix::fs::openat(dir, name, flags, Mode::empty())?
         }
         // Removed meanwhile (by `git clean` beside the pool's walk, say).
-        Err(Errno::NOENT) => return Ok(false),
+        Err(Errno::NOENT) => return Ok(None),
         Err(e) => return Err(e.into()),
     };
-    let inner = Dir {
+    Ok(Some(Dir {
         fd,
         path: PathBuf::from(name),
-    };
-    for entry in inner.entries()? {
-        remove_at(inner.fd(), &entry.name)?;
-    }
-    match rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR) {
-        Ok(()) | Err(Errno::NOENT) => Ok(true),
-        Err(e) => Err(e.into()),
-    }
+    }))
 }
 
 /// Removes whatever is at `path` (a directory with everything in it, reached beneath its own
@@ -561,6 +586,7 @@ pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
         Some(dir) => dir,
         None => return Ok(false),
     };
+    remove::in_parallel(dir.fd(), name).map_err(|e| with_path(e, path))?;
     remove_at(dir.fd(), name).map_err(|e| with_path(e, path))
 }
 

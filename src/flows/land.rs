@@ -380,10 +380,12 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         true => {
             let mut live = located.store.live_sessions()?;
             live.retain(|r| ctx.may_act_on(&r.session_id));
-            // A landed session has nothing to land: it is left out.
+            // A landed session has nothing to land: it is left out. Its isolation is read
+            // only when its last known tree says it may be (a queued one is read as it lands).
             let mut unlanded = Vec::with_capacity(live.len());
             for record in live {
-                if !crate::services::landed::is_landed(ctx, located, &record)? {
+                use crate::services::landed::{is_landed, may_be_landed};
+                if !(may_be_landed(ctx, located, &record)? && is_landed(ctx, located, &record)?) {
                     unlanded.push(record);
                 }
             }

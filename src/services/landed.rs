@@ -58,6 +58,32 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
     )
 }
 
+/// Whether the session may be landed, from the last tree a3s-iso knows of its isolation (its
+/// last full snapshot's, or the last run's result since) without reading the isolation:
+/// `false` only when that tree has work beyond HEAD, which an edit since could take back only
+/// by making the isolation match HEAD exactly. `true` when no tree is known. A queue asks
+/// this first and reads the isolation ([`is_landed`]) only when it says `true`; a session
+/// queued on its word is looked at whole before it lands.
+pub(crate) fn may_be_landed(
+    ctx: &Context,
+    located: &Located,
+    record: &SessionRecord,
+) -> Result<bool> {
+    let Some(admin) = record.admin_dir.as_deref() else {
+        return Ok(true);
+    };
+    let Some(tree) = crate::model::snapshot::noted_tree(&located.store.seed_index_path(admin))
+    else {
+        return Ok(true);
+    };
+    let changed = ctx
+        .git
+        .diff_trees(&located.repo.common_dir, &record.base_tree, &tree)?;
+    let head = head_tree(ctx, located)?;
+    Ok(work_is_in(ctx, located, &changed, &tree, head.as_deref())?
+        || last_step_is_in(ctx, located, record, &tree)?)
+}
+
 /// Whether a discarded session landed before it went: its last promoted step was committed,
 /// and that commit is in HEAD's history (a landing cleans up after itself, so `land -s ID`
 /// again finds it discarded).
