@@ -145,6 +145,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
             env: args.grants.env.clone(),
             output: None,
             on_published: Some(announce_published),
+            throwaway: None,
         },
     )?;
     for warning in &outcome.warnings {

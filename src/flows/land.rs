@@ -589,11 +589,15 @@ fn steps(
     }
     if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
-        super::land_gate::before_test(ctx, located, id)?;
-        let passed = test_passes(ctx, located, queue, id, landed);
+        let tested = test_passes(ctx, located, queue, id, landed);
         crate::fault_point!("land-after-test");
-        landed.test_wrote = super::land_gate::drop_test_writes(ctx, located, id)?;
-        if !passed? {
+        // A test on the run's layer wrote nothing to the isolation; one on the full path is
+        // moved back to the tree it started from.
+        landed.test_wrote = match tested.as_ref().ok().and_then(|t| t.dropped.clone()) {
+            Some(wrote) => wrote,
+            None => super::land_gate::drop_test_writes(ctx, located, id)?,
+        };
+        if !tested?.passed {
             landed.outcome = LandResult::TestFailed;
             return Ok(());
         }
@@ -695,17 +699,29 @@ impl TestShell {
     }
 }
 
+/// How a session's test went.
+struct Tested {
+    /// It exited 0.
+    passed: bool,
+    /// What it wrote, when its run's layer was thrown away (see `RunOutcome::dropped`).
+    dropped: Option<Vec<String>>,
+}
+
 /// Runs the test command in the session (sandboxed unless `--no-sandbox`) under
-/// [`TestShell`], its output kept in the state dir beside the run; whether it exited 0.
+/// [`TestShell`], its output kept in the state dir beside the run, what it writes thrown away
+/// ([`super::land_gate`]).
 fn test_passes(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
     id: &str,
     landed: &mut LandedSession,
-) -> Result<bool> {
+) -> Result<Tested> {
     let Some(test) = queue.test.as_deref() else {
-        return Ok(true);
+        return Ok(Tested {
+            passed: true,
+            dropped: Some(Vec::new()),
+        });
     };
     let shell = TestShell::find();
     landed.warnings.extend(shell.warning());
@@ -722,6 +738,7 @@ fn test_passes(
             command: shell.argv(test),
             sandbox: (!queue.no_sandbox).then(crate::ops::run::SandboxRequest::default),
             output: Some(output.clone()),
+            throwaway: Some(super::land_gate::record_of(located, id)),
             ..crate::ops::run::RunOptions::default()
         },
     )?;
@@ -729,7 +746,10 @@ fn test_passes(
     landed.test_run_id = Some(ran.run_id);
     landed.test_output = Some(output);
     landed.warnings.extend(ran.warnings);
-    Ok(ran.exit_code == Some(0))
+    Ok(Tested {
+        passed: ran.exit_code == Some(0),
+        dropped: ran.dropped,
+    })
 }
 
 /// What moves a stopped queue on: what the user deals with first, then the commands to run.

@@ -1,35 +1,26 @@
 //! The test gate's throwaway layer. `land --test` runs the test in the session's sandbox on
 //! its rebased tree; whatever the test writes there (logs, build output, reformatted files)
-//! must not land. Before the test, the isolation's snapshot tree (what lands) is recorded in
-//! the state dir; after it, the isolation is moved back to that tree (`read-tree -m -u`,
-//! touching only the paths the test changed), and the record goes. A test ended by a kill
-//! leaves the record, so the next `land` (or anything that lands the session through it)
-//! moves the isolation back before going on. Ignored files the test wrote stay in the
-//! isolation, as build output does, and never land: no snapshot holds them.
+//! must not land. Where the run can take its layer (`run_layer`), the test writes to the layer
+//! alone and the layer is removed, never merged: the isolation is never touched, and a kill
+//! leaves the layer for recovery to remove. Otherwise the run records the isolation's
+//! snapshot tree (what lands) in the state dir before the command starts; after it, the
+//! isolation is moved back to that tree (`read-tree -m -u`, touching only the paths the test
+//! changed), and the record goes. A test ended by a kill leaves the record, so the next
+//! `land` (or anything that lands the session through it) moves the isolation back before
+//! going on. Ignored files the test wrote stay in the isolation on that path, as build output
+//! does, and never land: no snapshot holds them.
 
 use std::path::PathBuf;
 
-use crate::base::error::{Error, IoContext, Result};
-use crate::base::fsutil::{remove_file_if_exists, write_atomic};
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::remove_file_if_exists;
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Seed};
 use crate::workspace::context::{Context, Located};
 
 /// Where the tree a session's test started from is recorded while the test runs.
-fn record_of(located: &Located, id: &str) -> PathBuf {
+pub(crate) fn record_of(located: &Located, id: &str) -> PathBuf {
     located.store.land_tests_dir(id).join("tested-on")
-}
-
-/// The session's tree as the test starts, recorded before the test can write anything.
-pub(crate) fn before_test(ctx: &Context, located: &Located, id: &str) -> Result<String> {
-    let _lease = located.store.lease_or_busy(id)?;
-    let tree = isolation_tree(ctx, located, id)?.1;
-    let record = record_of(located, id);
-    if let Some(dir) = record.parent() {
-        std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    }
-    write_atomic(&record, format!("{tree}\n").as_bytes())?;
-    Ok(tree)
 }
 
 /// Moves the isolation back to the tree recorded before the test and drops the record; the

@@ -211,6 +211,8 @@ pub(crate) fn run(
         env: narrowed.env,
         output,
         on_published: None,
+        // `land`'s own: an agent's run keeps what it writes.
+        throwaway: None,
     };
     Ok((opts, ask))
 }

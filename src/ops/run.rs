@@ -60,6 +60,11 @@ pub struct RunOptions {
     pub output: Option<PathBuf>,
     /// Told of each published port once it is bound, before the command starts.
     pub on_published: Option<fn(&Published)>,
+    /// What the command writes is thrown away (`land`'s test). On the run's layer, the layer
+    /// is removed, never merged ([`RunOutcome::dropped`]); on the full path, the tree the
+    /// command starts from is written to this file before it starts, for the caller to move
+    /// the isolation back to.
+    pub throwaway: Option<PathBuf>,
 }
 
 /// The run's change set in brief (the document itself is stored with the run).
@@ -116,6 +121,11 @@ pub struct RunOutcome {
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
+    /// With [`RunOptions::throwaway`], when the run's layer was thrown away: the paths the
+    /// command wrote that a snapshot would have taken. `None`: what it wrote is in the
+    /// isolation, for the caller to move back.
+    #[serde(skip)]
+    pub dropped: Option<Vec<String>>,
 }
 
 /// Runs a command in the session's isolation and records its change set. The command's own
@@ -145,7 +155,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let place = (workdir.as_path(), &granted, terminal);
     let mut sandbox_spec = sandbox_for(opts, &settings, at, run_dirs, place)?;
     let git_state = attach_layers(ctx, at, &record.session_id, &mut sandbox_spec)?;
-    let before = before_command(ctx, at, (&record.session_id, &run_id), &mut sandbox_spec)?;
+    let ids = (record.session_id.as_str(), run_id.as_str());
+    let before = before_command(ctx, at, ids, &mut sandbox_spec, opts.throwaway.as_deref())?;
     let extra_env = sandboxed_env(sandbox_spec.as_ref(), &quarantine, &located, &granted);
     let paths = (workdir.as_path(), private_tmp.path());
     let env = command_env(opts, (&record, &run_id), paths, extra_env, &settings);
@@ -163,6 +174,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let git_state = sandbox_spec.is_some().then_some(git_state);
     let after = (&quarantine, &granted);
     let migrate_warnings = after_command(ctx, at, after, &record.session_id, git_state)?;
+    let dropped = before.dropped();
     let (base_tree, result, nested) = before.result(ctx, at)?;
     let evidence = Evidence {
         session_id: &record.session_id,
@@ -201,6 +213,7 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
         ),
         nested: nested.sets(),
         status: ended.status(),
+        dropped,
     })
 }
 
@@ -215,23 +228,41 @@ enum Before {
         base: String,
         result: crate::model::snapshot::Snapshot,
     },
+    /// The layer thrown away: the isolation is at `tree` still; `wrote` is what the command
+    /// wrote.
+    Dropped { tree: String, wrote: Vec<String> },
 }
 
 /// Before the command: a sandboxed run whose fast path can be proven gets its layer over the
-/// isolation (`run_layer`); any other takes the isolation's snapshot.
+/// isolation (`run_layer`); any other takes the isolation's snapshot (and, its writes to be
+/// thrown away, records its tree at `throwaway` before the command can write).
 fn before_command(
     ctx: &Context,
     (located, isolation): (&Located, &Isolation),
     ids: (&str, &str),
     spec: &mut Option<SandboxSpec>,
+    throwaway: Option<&Path>,
 ) -> Result<Before> {
+    use crate::recovery::run_layer::{Writes, prepare};
+    let writes = match throwaway {
+        Some(_) => Writes::Dropped,
+        None => Writes::Kept,
+    };
     if let Some(spec) = spec
-        && let Some(layer) = crate::recovery::run_layer::prepare(located, isolation, ids, spec)?
+        && let Some(layer) = prepare(located, isolation, ids, spec, writes)?
     {
         spec.tree_layer = Some(layer.spec());
         return Ok(Before::Layer(layer));
     }
-    Ok(Before::Snapshot(isolation.snapshot(ctx, located)?.tree))
+    let tree = isolation.snapshot(ctx, located)?.tree;
+    if let Some(record) = throwaway {
+        if let Some(dir) = record.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        }
+        crate::base::fsutil::write_atomic(record, format!("{tree}\n").as_bytes())?;
+    }
+    Ok(Before::Snapshot(tree))
 }
 
 impl Before {
@@ -269,8 +300,19 @@ impl Before {
                     Before::Merged { base, result }
                 }
                 crate::recovery::run_layer::Finished::Full { base } => Before::Snapshot(base),
+                crate::recovery::run_layer::Finished::Dropped { tree, wrote } => {
+                    Before::Dropped { tree, wrote }
+                }
             },
         )
+    }
+
+    /// What a thrown-away layer held (see [`RunOutcome::dropped`]).
+    fn dropped(&self) -> Option<Vec<String>> {
+        match self {
+            Before::Dropped { wrote, .. } => Some(wrote.clone()),
+            _ => None,
+        }
     }
 
     /// The run's base tree, its result's snapshot and nested change sets: on the full path, a
@@ -286,6 +328,14 @@ impl Before {
     )> {
         match self {
             Before::Merged { base, result } => Ok((TreeId::new(base)?, result, Default::default())),
+            Before::Dropped { tree, .. } => {
+                let result = crate::model::snapshot::Snapshot {
+                    tree: tree.clone(),
+                    nested: Vec::new(),
+                    gitlinks: Vec::new(),
+                };
+                Ok((TreeId::new(tree)?, result, Default::default()))
+            }
             Before::Snapshot(base) => {
                 let (result, nested) =
                     crate::services::evidence::snapshot_all(ctx, located, isolation)?;

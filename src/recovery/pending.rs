@@ -43,8 +43,9 @@ pub(crate) enum TreeMove {
     MergeRun(MergeRun),
 }
 
-/// `run`: the run's layer `layer` (its `upper`) moves down into the isolation's tree `tree`.
-/// Written before the command starts, removed once the layer is merged.
+/// `run`: the run's layer `layer` (its `upper`) moves down into the isolation's tree `tree`
+/// (or, `dropped`, is removed). Written before the command starts, removed once the layer is
+/// merged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MergeRun {
     /// The session whose run it is.
@@ -55,6 +56,10 @@ pub(crate) struct MergeRun {
     /// The run's layer directory (`upper`, `work`).
     #[serde(with = "crate::base::paths::fs_path")]
     pub layer: PathBuf,
+    /// What the command writes is thrown away (`land`'s test): the layer is removed, never
+    /// merged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dropped: bool,
 }
 
 /// `run`: the session's layer over the admin dir `admin` moves down into it, `HEAD` detached,

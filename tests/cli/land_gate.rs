@@ -153,3 +153,145 @@ fn land_gate_a_killed_tests_writes_never_land() {
     let warnings = doc["sessions"][0]["warnings"].to_string();
     assert!(warnings.contains("interrupted test"), "{doc}");
 }
+
+/// A test that writes every kind of change: a tracked file rewritten with the same bytes (not
+/// a change), one made executable, one replaced by a link, a tracked directory removed, a new
+/// file in a new directory, and ignored output.
+const EVERY_KIND_TEST: &str = "cat keep.txt > k && cat k > keep.txt && rm k; \
+     chmod +x run.sh; rm -f link-me && ln -s keep.txt link-me; rm -r docs; \
+     mkdir -p new/deeper && echo n > new/deeper/n.txt; mkdir -p build && echo o > build/o";
+
+/// Every file of the isolation but `.git` and ignored `build/`, with its kind, mode and bytes.
+fn isolation_files(fx: &Fixture) -> Vec<(String, String)> {
+    let root = fx.isolation("s");
+    let mut out = Vec::new();
+    let mut stack = vec![root.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path
+                .strip_prefix(&root)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".git" || rel == "build" {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let what = if meta.is_dir() {
+                stack.push(path.clone());
+                "dir".to_string()
+            } else if meta.file_type().is_symlink() {
+                format!("link {}", std::fs::read_link(&path).unwrap().display())
+            } else {
+                use std::os::unix::fs::PermissionsExt;
+                let bytes = std::fs::read(&path).unwrap();
+                let mode = meta.permissions().mode() & 0o111;
+                format!("file {mode:o} {}", String::from_utf8_lossy(&bytes))
+            };
+            out.push((rel, what));
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Lands session `s` with [`EVERY_KIND_TEST`] as `args` (and `env`) say; what the test wrote.
+fn every_kind_landed(extra: &[&str], full: bool) -> Vec<String> {
+    let fx = Fixture::new();
+    fx.write(".gitignore", "build/\n");
+    fx.write("keep.txt", "keep\n");
+    fx.write("run.sh", "echo run\n");
+    fx.write("link-me", "plain\n");
+    fx.write("docs/a.md", "a\n");
+    fx.write("docs/b.md", "b\n");
+    fx.commit_all("every kind");
+    fx.bind("s");
+    std::fs::write(fx.isolation("s").join("s.txt"), "s\n").unwrap();
+    fx.write("moved.txt", "moved\n");
+    fx.commit_all("the user's commit");
+    // Rebased as the landing does, then looked at: what the test must leave as it is.
+    assert_eq!(fx.json(&["rebase", "-s", "s"]).0, 0);
+    let before = isolation_files(&fx);
+    let mut args = vec![
+        "--json",
+        "land",
+        "--keep",
+        "-s",
+        "s",
+        "--test",
+        EVERY_KIND_TEST,
+    ];
+    args.extend_from_slice(extra);
+    let mut cmd = fx.cmd();
+    if full {
+        cmd.env("A3S_ISO_TEST_FULL_RUN", "1");
+    }
+    let (code, doc) = crate::fixture::json_of(cmd.args(&args).output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc)[0].1, "landed", "{doc}");
+    let changed = fx.git(&fx.src, &["diff", "--name-status", "HEAD~1", "HEAD"]);
+    assert_eq!(changed, "A\ts.txt", "{doc}");
+    assert_eq!(isolation_files(&fx), before, "the isolation moved: {doc}");
+    (doc["sessions"][0]["test_wrote"].as_array())
+        .unwrap_or_else(|| panic!("no test_wrote: {doc}"))
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// What the test wrote is the same whether the test ran on the run's layer (thrown away
+/// without touching the isolation), on the full path, or without the sandbox; the isolation
+/// is byte for byte what it was before the test, and nothing of it lands.
+#[test]
+fn land_gate_every_kind_of_write_is_named_and_dropped_on_every_path() {
+    let expected = [
+        "docs/a.md",
+        "docs/b.md",
+        "link-me",
+        "new/deeper/n.txt",
+        "run.sh",
+    ];
+    assert_eq!(every_kind_landed(&["--no-sandbox"], false), expected);
+    if !require_tool("sandbox") {
+        return;
+    }
+    assert_eq!(every_kind_landed(&[], false), expected, "on the layer");
+    assert_eq!(every_kind_landed(&[], true), expected, "on the full path");
+}
+
+/// A `land` killed while its test's layer is read leaves the layer and its record: no command
+/// after it merges the test's writes into the isolation, and the queue lands the session
+/// alone.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn land_gate_a_test_layer_a_kill_left_is_thrown_away_never_merged() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let user = session_and_moved_head(&fx);
+    let args = ["land", "--keep", "-s", "s", "--test", WRITING_TEST];
+    crate::fixture::killed_at(&fx, "run-layer-before-drop", &args);
+    let iso = fx.isolation("s");
+    assert!(!iso.join("test-output.log").exists());
+    assert_eq!(fx.json(&["list"]).0, 0);
+    assert!(
+        !iso.join("test-output.log").exists(),
+        "a command merged the test's layer"
+    );
+    assert!(iso.join("keep.txt").exists());
+    assert!(!iso.join("build").exists());
+    let (code, doc) = fx.json(&["land", "--keep"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        outcomes(&doc),
+        [("s".to_string(), "landed".to_string())],
+        "{doc}"
+    );
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD~1"]), user, "{doc}");
+    assert_eq!(
+        fx.git(&fx.src, &["diff", "--name-status", "HEAD~1", "HEAD"]),
+        "A\ts.txt"
+    );
+}

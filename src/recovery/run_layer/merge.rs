@@ -22,12 +22,12 @@ pub(super) struct Changes {
 }
 
 /// A whiteout: the command deleted what the tree has at this path.
-fn is_whiteout(meta: &Metadata) -> bool {
+pub(super) fn is_whiteout(meta: &Metadata) -> bool {
     meta.file_type().is_char_device() && meta.rdev() == 0
 }
 
 /// An opaque directory: it replaces what the tree has at its path, whole.
-fn is_opaque(path: &Path) -> bool {
+pub(super) fn is_opaque(path: &Path) -> bool {
     let mut value = [0u8; 4];
     rustix::fs::lgetxattr(path, "user.overlay.opaque", &mut value[..])
         .is_ok_and(|n| value[..n] == *b"y")

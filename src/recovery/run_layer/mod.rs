@@ -23,6 +23,7 @@
 //! Where the fast path cannot be proven the run takes the full one (a snapshot before and
 //! after the command): see [`prepare`] and [`finish`].
 
+mod dropped;
 mod merge;
 
 use std::path::{Path, PathBuf};
@@ -58,10 +59,22 @@ impl RunLayer {
     }
 }
 
+/// What becomes of what a run's command writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Writes {
+    /// Merged into the isolation: the run's work.
+    Kept,
+    /// Thrown away (`land`'s test): the layer is removed, never merged.
+    Dropped,
+}
+
 /// How a run's change set is made after the command.
 pub(crate) enum Finished {
     /// From the paths the layer held: the base and the result.
     Fast { base: String, result: Snapshot },
+    /// The layer was thrown away: the isolation is its last tree still, and `wrote` the
+    /// paths a snapshot would have taken from what the command wrote.
+    Dropped { tree: String, wrote: Vec<String> },
     /// The layer could not be used (the overlay was refused, or the run touched a nested
     /// repository): it is merged, the base is the last snapshot, and the result is a full
     /// snapshot the caller takes.
@@ -81,6 +94,7 @@ pub(crate) fn prepare(
     isolation: &Isolation,
     (session_id, run_id): (&str, &str),
     spec: &SandboxSpec,
+    writes: Writes,
 ) -> Result<Option<RunLayer>> {
     let store = &located.store;
     let seed = store.seed_index_path(&isolation.admin);
@@ -104,6 +118,7 @@ pub(crate) fn prepare(
         session_id: session_id.to_string(),
         tree: isolation.tree.clone(),
         layer,
+        dropped: writes == Writes::Dropped,
     };
     crate::recovery::pending::save(store, &TreeMove::MergeRun(intent.clone()))?;
     Ok(Some(RunLayer { intent, seed, tree }))
@@ -181,6 +196,22 @@ pub(crate) fn finish(
         true => merge::changes(&upper, &isolation.tree).ctx(|| read_failure(&upper))?,
         false => merge::Changes::default(),
     };
+    if layer.intent.dropped {
+        let wrote = match took {
+            true => {
+                let wt = isolation.git(git, &located.store.scratch_dir())?;
+                let dirs = (isolation.tree.as_path(), upper.as_path());
+                dropped::wrote(git, &wt, dirs, &layer.tree, &changes)?
+            }
+            false => Vec::new(),
+        };
+        crate::fault_point!("run-layer-before-drop");
+        complete(&located.store, &layer.intent)?;
+        return Ok(Finished::Dropped {
+            tree: layer.tree,
+            wrote,
+        });
+    }
     let unchanged = took && changes.paths.is_empty() && !changes.everything;
     if !took || changes.nested || unchanged {
         complete(&located.store, &layer.intent)?;
@@ -291,10 +322,12 @@ fn read_failure(upper: &Path) -> String {
     format!("cannot read the run's layer {}", upper.display())
 }
 
-/// Merges the layer into the tree, removes it, then the intent. Each step can be done again.
+/// Merges the layer into the tree (unless it is dropped), removes it, then the intent. Each
+/// step can be done again.
 fn complete(store: &crate::store::state::Store, intent: &MergeRun) -> Result<()> {
     let upper = intent.layer.join("upper");
-    if std::fs::symlink_metadata(&intent.tree).is_ok_and(|m| m.is_dir()) && upper.is_dir() {
+    let tree_is_there = std::fs::symlink_metadata(&intent.tree).is_ok_and(|m| m.is_dir());
+    if !intent.dropped && tree_is_there && upper.is_dir() {
         merge::merge(&upper, &intent.tree).map_err(|e| {
             Error::io(
                 format!(
