@@ -566,8 +566,11 @@ fn steps(
             };
         return Ok(());
     }
-    // Its work is all in HEAD's history: nothing to rebase or land.
-    if crate::services::landed::is_landed(ctx, located, &record)? {
+    // Its work is all in HEAD's history: nothing to rebase or land. Its isolation is read
+    // for that only when its last known tree says it may be (an edit since that alone made
+    // it match HEAD is rebased to nothing and lands as `empty`).
+    use crate::services::landed::{is_landed, may_be_landed};
+    if may_be_landed(ctx, located, &record)? && is_landed(ctx, located, &record)? {
         landed.outcome = LandResult::Idempotent;
         return Ok(());
     }
