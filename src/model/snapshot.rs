@@ -473,12 +473,16 @@ fn pathspec_chunks(paths: &[PathBuf]) -> Vec<&[PathBuf]> {
 }
 
 /// Stages what `ls-files` listed (NUL-separated): present files and links added, the rest
-/// removed.
+/// removed. A path simply gone (nothing there, or a file where a directory on its way was)
+/// is removed by the same `update-index` that adds, as git removes a missing file; only one
+/// that something else stands for (a directory, or a path through a link) is force-removed
+/// apart: each `update-index` writes the whole index.
 fn update_listed(on_index: &OnIndex<'_>, tree: &Path, listed: &[u8]) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let (mut present, mut gone) = (Vec::new(), Vec::new());
     for path in crate::git::split_nul(listed) {
-        let to = match plain_entry(tree, std::ffi::OsStr::from_bytes(path)) {
+        let path_in_tree = std::ffi::OsStr::from_bytes(path);
+        let to = match plain_entry(tree, path_in_tree) || simply_gone(tree, path_in_tree) {
             true => &mut present,
             false => &mut gone,
         };
@@ -492,6 +496,25 @@ fn update_listed(on_index: &OnIndex<'_>, tree: &Path, listed: &[u8]) -> Result<(
         on_index.add_replacing_listed(present)?;
     }
     Ok(())
+}
+
+/// Whether nothing is at `path` in `tree` and no link is on its way: each directory on the
+/// way is a real one up to the first that is gone or is a file, or the last entry is gone
+/// (what `update-index --remove` takes for a missing file; git refuses a path beyond a link).
+fn simply_gone(tree: &Path, path: &std::ffi::OsStr) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let mut at = tree.to_path_buf();
+    let parts: Vec<&[u8]> = path.as_bytes().split(|b| *b == b'/').collect();
+    for (n, part) in parts.iter().enumerate() {
+        at.push(std::ffi::OsStr::from_bytes(part));
+        match fs::symlink_metadata(&at) {
+            Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
+            Ok(m) if n + 1 == parts.len() || m.file_type().is_symlink() => return false,
+            Ok(m) if !m.is_dir() => return true,
+            Ok(_) => {}
+        }
+    }
+    false
 }
 
 /// Whether `path` in `tree` is a file or a link reached through real directories only.

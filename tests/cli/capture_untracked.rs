@@ -231,7 +231,8 @@ impl Steps {
 }
 
 /// Applies one random edit to `iso`: a file made, rewritten, removed or moved, a directory made
-/// or removed, an ignore rule changed; the directories' times are put back half of the time.
+/// or removed, an ignore rule changed, a directory replaced by a file or a link, a file by a
+/// directory; the directories' times are put back half of the time.
 fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
     let dirs = ["", "d0", "d0/e", "d1", "d1/e/f"];
     let dir = dirs[steps.below(dirs.len())];
@@ -239,9 +240,11 @@ fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
     let keep = steps.below(2) == 0 && at.is_dir();
     let shown = if dir.is_empty() { "." } else { dir };
     let edit = || match steps_kind(n) {
+        // (Where a file or a link took the directory's place, nothing is made.)
         0 => {
-            fs::create_dir_all(&at).unwrap();
-            fs::write(at.join(format!("n{n}.txt")), format!("{n}\n")).unwrap();
+            if fs::create_dir_all(&at).is_ok() {
+                fs::write(at.join(format!("n{n}.txt")), format!("{n}\n")).unwrap();
+            }
         }
         1 => {
             if let Some(victim) = first_file(&at) {
@@ -260,11 +263,32 @@ fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
         4 => {
             let _ = fs::write(at.join(".gitignore"), format!("n{}.txt\n", n / 2));
         }
-        _ => {
+        5 => {
             if !dir.is_empty() {
                 let _ = fs::remove_dir_all(&at);
             }
         }
+        // A directory replaced by a file of its name.
+        6 if !dir.is_empty() => {
+            let _ = fs::remove_dir_all(&at);
+            let _ = fs::write(&at, format!("was a directory {n}\n"));
+        }
+        // A file replaced by a directory of its name.
+        7 => {
+            if let Some(victim) = first_file(&at) {
+                let _ = fs::remove_file(&victim);
+                let _ = fs::create_dir(&victim);
+                let _ = fs::write(victim.join("inner.txt"), "inner\n");
+            }
+        }
+        // A directory replaced by a link to another: what it held is reached through a link.
+        8 if !dir.is_empty() => {
+            let other = if dir.starts_with("d0") { "d1" } else { "d0" };
+            let _ = fs::remove_dir_all(&at);
+            let _ = fs::remove_file(&at);
+            let _ = std::os::unix::fs::symlink(iso.join(other), &at);
+        }
+        _ => {}
     };
     if keep {
         with_times_kept(iso, &[shown], edit);
@@ -274,7 +298,7 @@ fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
 }
 
 fn steps_kind(n: usize) -> usize {
-    (n * 7 + n / 3) % 6
+    (n * 7 + n / 3) % 9
 }
 
 fn first_file(dir: &Path) -> Option<std::path::PathBuf> {
