@@ -586,7 +586,8 @@ pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
         Some(dir) => dir,
         None => return Ok(false),
     };
-    remove::in_parallel(dir.fd(), name).map_err(|e| with_path(e, path))?;
+    let subtree = |at: BorrowedFd<'_>, name: &OsStr| remove_known(at, name, Some(Kind::Dir));
+    remove::in_parallel(dir.fd(), name, &subtree).map_err(|e| with_path(e, path))?;
     remove_at(dir.fd(), name).map_err(|e| with_path(e, path))
 }
 

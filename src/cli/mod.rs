@@ -352,7 +352,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Gc(args) => with_context(cli, out, |ctx| gc::run(ctx, args, out)),
         Command::Verify(args) => with_context(cli, out, |ctx| {
             // Settled first like every command's: the repository verify runs in, if any.
-            ctx.settle();
+            a3s_iso::recovery::settle(ctx);
             verify::run(ctx, args, out)
         }),
         Command::Changes(args) => with_context(cli, out, |ctx| changes::run(ctx, args, out)),

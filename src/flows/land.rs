@@ -240,7 +240,7 @@ struct Queue {
 
 /// Lands the queue; see the module's order of steps.
 pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let queue_file = located.store.land_queue_file();
     let recorded: Option<Queue> = read_json(&queue_file)?;
     if opts.abort {

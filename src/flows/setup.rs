@@ -14,7 +14,7 @@ pub use crate::services::setup::{Setup, SetupRun};
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     // A bind refused for its owner changes nothing, others' sessions included.
     crate::ops::bind::owner_for(opts)?;
-    let (reclaimed, warning) = match ctx.locate() {
+    let (reclaimed, warning) = match crate::recovery::locate(ctx) {
         Ok(located) => {
             let spare = |id: &str| {
                 opts.session_id.as_deref() == Some(id) || crate::flows::land::queued(&located, id)
@@ -45,7 +45,7 @@ pub fn run_setup(
     if setup.commands.is_empty() {
         return Ok(Vec::new());
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let dir = located.store.setup_output_dir(session_id);
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;

@@ -418,7 +418,7 @@ impl Git {
 
     /// `git worktree add --detach --no-checkout` of `revision` at `path`: only the admin dir
     /// and the tree's `.git` file, which other git processes may read half written (see
-    /// `isolation::add_worktree`). [`Git::check_out_new_worktree`] fills the tree.
+    /// `services::worktree::add_worktree`). [`Git::check_out_new_worktree`] fills the tree.
     pub(crate) fn worktree_add_detached(
         &self,
         dir: &Path,

@@ -15,27 +15,6 @@ use crate::model::snapshot;
 use crate::store::state::{ClaimRecord, SessionRecord, SessionState};
 use crate::workspace::context::{Context, Located};
 
-/// A new detached worktree of `revision` at `path`; returns its admin dir. git writes the admin
-/// dir (`<common>/worktrees/<name>/`) file by file, and every `worktree add` reads all of them,
-/// so two at once can read each other's half written (`failed to read …/commondir`): the
-/// registration runs under the repository lock, and the checkout, which is most of the time,
-/// after it, so any number of binds proceed side by side.
-pub(crate) fn add_worktree(
-    ctx: &Context,
-    repo: &Repo,
-    path: &Path,
-    revision: &str,
-) -> Result<PathBuf> {
-    {
-        let held = crate::store::lock::FileLock::held_by_this_process(&repo.lock_path());
-        let _lock = if held { None } else { Some(ctx.lock(repo)?) };
-        ctx.git
-            .worktree_add_detached(&repo.toplevel, path, revision)?;
-    }
-    ctx.git.check_out_new_worktree(path)?;
-    read_admin_dir(repo, path)
-}
-
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.
 pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {

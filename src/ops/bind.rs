@@ -152,7 +152,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     let session_id = session_id_for(opts)?;
     let owner = owner_for(opts)?;
     let explicit = opts.owner != OwnerChoice::Parent;
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     crate::store::scratch::clean(located.store.dir());
     refuse_outside_scope(ctx, &located, &session_id)?;
     if opts.resume {
@@ -162,7 +162,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
 
     // A healthy binding is reused as it is, whatever the source's HEAD or WIP is now.
     if live_record(&located, &session_id)?.is_some() {
-        let _lock = ctx.lock(&located.repo)?;
+        let _lock = crate::recovery::lock(ctx, &located.repo)?;
         refuse_outside_scope(ctx, &located, &session_id)?;
         if let Some(existing) = live_record(&located, &session_id)? {
             made_for(&existing, opts)?;
@@ -172,7 +172,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
 
     let wip = plan_wip(ctx, &located, opts, &head.1)?;
     let record = wip.new_record(session_id, &located, head, opts, owner);
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     refuse_outside_scope(ctx, &located, &record.session_id)?;
     if let Some(existing) = live_record(&located, &record.session_id)? {
         made_for(&existing, opts)?;
@@ -446,7 +446,7 @@ fn create(
         note_bound_tree(located, admin_dir, &unbuilt.record.base_tree);
     }
     crate::fault_point!("bind-before-publish");
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     match built {
         Ok(((admin_dir, warm), copied)) => {
             let built = (&claim, admin_dir);
@@ -625,7 +625,7 @@ fn resume(
     owner: Option<Owner>,
     opts: &BindOptions,
 ) -> Result<BindOutcome> {
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     refuse_outside_scope(ctx, located, session_id)?;
     let Some(mut record) = located.store.load_session(session_id)? else {
         return Err(crate::workspace::context::not_found(
@@ -867,7 +867,7 @@ fn build(
     revision: &str,
     submodules: bool,
 ) -> Result<(PathBuf, Vec<String>)> {
-    let admin = isolation::add_worktree(ctx, &located.repo, path, revision)?;
+    let admin = crate::services::worktree::add_worktree(ctx, &located.repo, path, revision)?;
     let warnings = if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
         // admin dir (`<admin>/modules`), so git goes through the admin dir itself.

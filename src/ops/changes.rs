@@ -42,7 +42,7 @@ pub fn read_request(path: &Path) -> Result<Identity> {
 /// `change_set_pending`), and the document's identity must be the request's, field by field
 /// (else `change_set_invalid` with rule `identity_mismatch`).
 pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
-    let located = ctx.locate().map_err(|err| match err {
+    let located = crate::recovery::locate(ctx).map_err(|err| match err {
         Error::IsolationUnavailable { reason } => Error::ChangeSetUnavailable {
             reason: NoDocument::NoSource(reason),
         },
@@ -150,7 +150,7 @@ fn without_document(
     if !pinned && !ended {
         return Err(run_not_found(identity));
     }
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     if let Some(bytes) = store.load_run_doc(session_id, run_id)? {
         return answer_with(bytes, identity);
     }

@@ -8,7 +8,7 @@ use crate::workspace::context::Context;
 /// bound and retained ones, not discarded ones; sorted. Reads the records only: no git call
 /// besides finding the repository, no lock, no repair, so it stays fast with many sessions.
 pub fn session_ids(ctx: &Context) -> Result<Vec<String>> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let mut ids: Vec<String> = located
         .store
         .sessions()?

@@ -204,7 +204,7 @@ pub fn diff(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
 
 /// The source's `core.pager`, if it sets one (the caller's environment comes first).
 pub fn configured_pager(ctx: &Context) -> Option<String> {
-    let located = ctx.locate().ok()?;
+    let located = crate::recovery::locate(ctx).ok()?;
     let out = ctx
         .git
         .config_get(&located.repo.toplevel, "core.pager")
@@ -216,7 +216,7 @@ pub fn configured_pager(ctx: &Context) -> Option<String> {
 /// A session's change set from a fresh snapshot of its isolation, with the change sets of its
 /// submodules and nested repositories.
 fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
     let isolation = crate::model::isolation::writable_isolation(&session)?;
     // The snapshots need no lock: they read the isolation and write objects only.
@@ -300,7 +300,7 @@ fn bases(
     }
     // The lock only while the journal is read, so that a promote in flight (or one a crash
     // interrupted) has finished and its step counts.
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let previous = crate::services::steps::last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
@@ -383,7 +383,7 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
 /// A promoted change set, from `<state>/artifacts/<hex>/change.patch`; its bytes must still
 /// hash to the digest.
 fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let digest = match located.store.resolve_digest("--digest", digest)? {
         Some(found) => found.into(),
         None => crate::model::changeset::DigestQuery::parse("--digest", digest)?.shown(),

@@ -52,7 +52,7 @@ pub struct DiscardOutcome {
 /// evidence). Never touches the source; discarding twice is not an error. A session whose
 /// command is running is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     if opts.purge
         && let Some(done) = purged_before(ctx, &located, opts.session_id.as_deref())?
     {
@@ -61,7 +61,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
     // Decided under the lock, with the session's lease held until the tree is gone: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
         .store
@@ -135,7 +135,7 @@ fn purged_before(
     let Some(mark) = mark.filter(|m| !recorded() && canonical(&m.common_dir) == here) else {
         return Ok(None);
     };
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     // A lease file this call makes by taking the lease is not a leftover.
     let had_lease = std::fs::symlink_metadata(store.lease_file(id)).is_ok();
     let _lease = store.lease_or_busy(id)?;
@@ -194,7 +194,7 @@ pub struct DiscardAllOutcome {
 /// (with `purge`, also forgets them, those discarded earlier included), one at a time, each as `discard` does it. A
 /// session that cannot be discarded now (its command runs) is reported and the rest go on.
 pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
     let here = canonical(&located.repo.toplevel);
     let mut ids: Vec<String> = located

@@ -408,7 +408,7 @@ fn trial_check(helper: Option<&Path>) -> Check {
 /// The source, where its isolations go, its state store and what crashes left there.
 fn repository_checks(git: &Git, opts: &DoctorOptions) -> Vec<Check> {
     let ctx = Context::new(git.clone(), opts.start_dir.clone(), opts.state_dir.clone());
-    let located = match ctx.locate() {
+    let located = match crate::recovery::locate(&ctx) {
         Ok(located) => located,
         Err(err) => {
             return vec![Check::warn(

@@ -22,7 +22,7 @@ pub struct PathOutcome {
 /// only: no lock, no repair. A read-only or discarded session, or one whose tree is gone, is
 /// `isolation_unavailable`.
 pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let record = ctx.resolve_session(&located, session)?;
     let id = &record.session_id;
     let unavailable = |reason: Unavailable| Error::IsolationUnavailable { reason };

@@ -140,9 +140,9 @@ pub struct ListOutcome {
 pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {
-        ctx.locate().ok()
+        crate::recovery::locate(ctx).ok()
     } else {
-        Some(ctx.locate()?)
+        Some(crate::recovery::locate(ctx)?)
     };
     if let Some(located) = &here {
         crate::store::scratch::clean(located.store.dir());

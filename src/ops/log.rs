@@ -85,7 +85,7 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
     if let Some(id) = session {
         crate::base::ids::validate(id)?;
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let store = &located.store;
     let mut unreadable = Vec::new();
     let mut entries: Vec<JournalEntry> = Vec::new();
@@ -149,7 +149,7 @@ pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Resul
     if let Some(id) = session {
         crate::base::ids::validate(id)?;
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let store = &located.store;
     let sessions = match session {
         Some(id) => vec![id.to_string()],

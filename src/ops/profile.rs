@@ -51,7 +51,7 @@ pub struct ProfileOutcome {
 /// Shows, accepts or rejects the held changes of the profile `name` (every profile that keeps
 /// copies, without one) for the repository of the context.
 pub fn profile(ctx: &Context, action: ProfileAction, name: Option<&str>) -> Result<ProfileOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let user = crate::services::config::user_profiles()?;
     let profiles: Vec<Profile> = match name {
         Some(name) => vec![crate::services::profile::resolve(name, user.as_ref())?],

@@ -37,11 +37,11 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
             message: "--reason must say why the isolation is kept".into(),
         });
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let session = ctx.resolve_session(&located, session_id)?;
     // Decided under the lock, with the session's lease held until the record is saved: a run
     // cannot start in the middle, and a running one makes this `session_busy`.
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
         .store

@@ -142,7 +142,7 @@ pub struct ShowOutcome {
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
 pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let record = ctx.resolve_record(&located, session_id)?;
     let tree = tree_health(&record);
     let previous = crate::services::steps::last_step(&located.store, &record, None)?;

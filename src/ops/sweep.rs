@@ -360,9 +360,9 @@ fn dead_owner_trees(
 fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
     let mut targets: Vec<(Repo, Store)> = Vec::new();
     let here = if opts.all {
-        ctx.locate().ok()
+        crate::recovery::locate(ctx).ok()
     } else {
-        Some(ctx.locate()?)
+        Some(crate::recovery::locate(ctx)?)
     };
     if let Some(located) = here {
         targets.push((located.repo, located.store));
@@ -393,7 +393,7 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
         .into_iter()
         .map(|(repo, store)| {
             let mut located = Located::new(repo, store, None);
-            ctx.recover(&mut located);
+            crate::recovery::recover(ctx, &mut located);
             located
         })
         .collect())
@@ -938,7 +938,7 @@ impl Sweep<'_> {
         let Some(id) = id_of(found) else {
             return Ok(());
         };
-        let lock = ctx.lock(&located.repo)?;
+        let lock = crate::recovery::lock(ctx, &located.repo)?;
         let Some(_lease) = located.store.try_lease(&id)? else {
             out.kept.push(Kept {
                 path: path.to_path_buf(),

@@ -5,9 +5,9 @@
 //! (`rebase_record`, carried out by `rebase_apply`: an isolation's files, index and HEAD
 //! change), a bind's claim (`claims`: the tree it was building) and a pool spare's record
 //! (`spares`: a spare being built or cleaned). The repository lock's one constructor
-//! ([`RepoLock::acquire`], through [`crate::workspace::context::Context::lock`]) finishes every
+//! ([`RepoLock::acquire`], through [`lock`]) finishes every
 //! kind before the command does anything else, and every command looks for them when it
-//! locates its repository ([`crate::workspace::context::Context::locate`]): one directory
+//! locates its repository ([`locate`]): one directory
 //! listing of each kind when nothing is left, and when something is, the lock is taken
 //! (briefly) to finish it. A command that cannot take the lock in time reports what is in
 //! progress instead ([`Interrupted`]), never a half-done checkout as a normal one.
@@ -277,49 +277,61 @@ pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool)
 /// reports the operation as in progress instead.
 const RECOVERY_WAIT: Duration = Duration::from_secs(2);
 
-// The repository lock's acquisition is where recovery runs, so the lock is taken here.
-impl Context {
-    /// Takes the repository lock, waiting up to the lock timeout, then finishes every
-    /// operation a crash interrupted (`recovery`: promotes, tree moves, rebases, binds, spares) before
-    /// the command goes on; what recovery did is kept for [`Context::take_notices`].
-    pub(crate) fn lock(&self, repo: &Repo) -> Result<RepoLock> {
-        let store = Store::new(&repo.common_dir, self.state_dir.as_deref());
-        let located = Located::new(repo.clone(), store, None);
-        let binds = !self.judges_claims();
-        RepoLock::acquire(&repo.lock_path(), self.lock_timeout, |held| {
-            if crate::recovery::anything_left(&located, binds) {
-                let notices = crate::recovery::finish(held, &self.git, &located, binds);
-                self.push_notices(notices);
-            }
-        })
-    }
+/// Finds the command's source (started inside an isolation: that session's source), and
+/// finishes what a crash left in its store first ([`recover`]).
+pub(crate) fn locate(ctx: &Context) -> Result<Located> {
+    let mut located = ctx.find_source()?;
+    recover(ctx, &mut located);
+    Ok(located)
+}
 
-    /// Finishes every interrupted operation of a located store before a command reads it: when
-    /// a record of one is there, takes the repository lock (waiting briefly), whose acquisition
-    /// finishes it. If another process holds the lock that long, the operation is left to it
-    /// (or to the next command) and recorded in `located.interrupted`, with a notice, so that
-    /// nothing half done is shown as normal. One listing of each record directory when nothing
-    /// is left.
-    pub(crate) fn recover(&self, located: &mut Located) {
-        let binds = !self.judges_claims();
-        if !crate::recovery::anything_left(located, binds) {
-            return;
+/// For a command that works on no repository (`verify FILE`): finishes what a crash left in
+/// the repository it was started in, if it was started in one, like every other command.
+/// Nothing happens outside a repository.
+pub fn settle(ctx: &Context) {
+    let _ = locate(ctx);
+}
+
+/// Takes the repository lock, waiting up to the lock timeout, then finishes every operation a
+/// crash interrupted (promotes, tree moves, rebases, binds, spares) before the command goes
+/// on; what recovery did is kept for `Context::take_notices`. The lock's acquisition is where
+/// recovery runs, so the lock is taken here.
+pub(crate) fn lock(ctx: &Context, repo: &Repo) -> Result<RepoLock> {
+    let store = Store::new(&repo.common_dir, ctx.state_dir.as_deref());
+    let located = Located::new(repo.clone(), store, None);
+    let binds = !ctx.judges_claims();
+    RepoLock::acquire(&repo.lock_path(), ctx.lock_timeout, |held| {
+        if anything_left(&located, binds) {
+            let notices = finish(held, &ctx.git, &located, binds);
+            ctx.push_notices(notices);
         }
-        let path = located.repo.lock_path();
-        if crate::store::lock::FileLock::held_by_this_process(&path) {
-            return;
-        }
-        let view: &Located = located;
-        let acquired = RepoLock::acquire(&path, self.lock_timeout.min(RECOVERY_WAIT), |held| {
-            self.push_notices(crate::recovery::finish(held, &self.git, view, binds));
-        });
-        match acquired {
-            Ok(_lock) => {}
-            Err(_) => {
-                located.interrupted = crate::recovery::left(located, binds);
-                let notices = located.interrupted.iter().map(|i| i.describe()).collect();
-                self.push_notices(notices);
-            }
+    })
+}
+
+/// Finishes every interrupted operation of a located store before a command reads it: when a
+/// record of one is there, takes the repository lock (waiting briefly), whose acquisition
+/// finishes it. If another process holds the lock that long, the operation is left to it (or
+/// to the next command) and recorded in `located.interrupted`, with a notice, so that nothing
+/// half done is shown as normal. One listing of each record directory when nothing is left.
+pub(crate) fn recover(ctx: &Context, located: &mut Located) {
+    let binds = !ctx.judges_claims();
+    if !anything_left(located, binds) {
+        return;
+    }
+    let path = located.repo.lock_path();
+    if crate::store::lock::FileLock::held_by_this_process(&path) {
+        return;
+    }
+    let view: &Located = located;
+    let acquired = RepoLock::acquire(&path, ctx.lock_timeout.min(RECOVERY_WAIT), |held| {
+        ctx.push_notices(finish(held, &ctx.git, view, binds));
+    });
+    match acquired {
+        Ok(_lock) => {}
+        Err(_) => {
+            located.interrupted = left(located, binds);
+            let notices = located.interrupted.iter().map(|i| i.describe()).collect();
+            ctx.push_notices(notices);
         }
     }
 }

@@ -190,7 +190,7 @@ impl Target {
             crate::base::ids::validate(run_id)?;
         }
         let identity = release_identity(release)?;
-        let located = ctx.locate()?;
+        let located = crate::recovery::locate(ctx)?;
         let record = ctx.resolve_session(&located, session_id)?;
         let isolation = writable_isolation(&record)?;
         Ok(Target {
@@ -265,7 +265,7 @@ pub(crate) fn record_evidence(
         ev.result_tree,
         &store.scratch_dir(),
     )?;
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
@@ -322,7 +322,7 @@ pub(crate) fn record_run(
         ev.result_tree,
         &store.scratch_dir(),
     )?;
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let pinned = crate::model::refs::SessionRefs {
         git: &ctx.git,
         dir: &located.repo.toplevel,

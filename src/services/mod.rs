@@ -26,4 +26,5 @@ pub mod run_request;
 pub mod runs;
 pub mod setup;
 pub(crate) mod steps;
+pub(crate) mod worktree;
 pub(crate) mod writeback;

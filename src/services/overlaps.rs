@@ -154,7 +154,7 @@ impl OverlapsOutcome {
 
 /// The overlaps of the live sessions of the source.
 pub fn overlaps(ctx: &Context) -> Result<OverlapsOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     predict(ctx, &located)
 }
 

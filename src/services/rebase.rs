@@ -134,9 +134,9 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
     if opts.action != Action::Abort {
         ctx.git.require_merge_tree()?;
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let found = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let _lease = located.store.lease_or_busy(&found.session_id)?;
     // Read again under the lock: recovery may have just finished a rebase of it.
     let session = located

@@ -209,21 +209,6 @@ impl Context {
         }
     }
 
-    /// Finds the source (started inside an isolation: that session's source), and finishes
-    /// what a crash left in its store first ([`Context::recover`]).
-    pub(crate) fn locate(&self) -> Result<Located> {
-        let mut located = self.find_source()?;
-        self.recover(&mut located);
-        Ok(located)
-    }
-
-    /// For a command that works on no repository (`verify FILE`): finishes what a crash left
-    /// in the repository it was started in, if it was started in one, like every other
-    /// command. Nothing happens outside a repository.
-    pub fn settle(&self) {
-        let _ = self.locate();
-    }
-
     pub(crate) fn push_notices(&self, notices: Vec<String>) {
         self.notices
             .lock()
@@ -231,7 +216,9 @@ impl Context {
             .extend(notices);
     }
 
-    fn find_source(&self) -> Result<Located> {
+    /// The command's source (started inside an isolation: that session's source), as it is:
+    /// `recovery::locate` finishes what a crash left in its store first.
+    pub(crate) fn find_source(&self) -> Result<Located> {
         if let Some(located) = self.locate_isolation() {
             return Ok(located);
         }

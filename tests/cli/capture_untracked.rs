@@ -241,10 +241,8 @@ fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
     let shown = if dir.is_empty() { "." } else { dir };
     let edit = || match steps_kind(n) {
         // (Where a file or a link took the directory's place, nothing is made.)
-        0 => {
-            if fs::create_dir_all(&at).is_ok() {
-                fs::write(at.join(format!("n{n}.txt")), format!("{n}\n")).unwrap();
-            }
+        0 if fs::create_dir_all(&at).is_ok() => {
+            fs::write(at.join(format!("n{n}.txt")), format!("{n}\n")).unwrap();
         }
         1 => {
             if let Some(victim) = first_file(&at) {
@@ -263,10 +261,8 @@ fn random_edit(iso: &Path, steps: &mut Steps, n: usize) {
         4 => {
             let _ = fs::write(at.join(".gitignore"), format!("n{}.txt\n", n / 2));
         }
-        5 => {
-            if !dir.is_empty() {
-                let _ = fs::remove_dir_all(&at);
-            }
+        5 if !dir.is_empty() => {
+            let _ = fs::remove_dir_all(&at);
         }
         // A directory replaced by a file of its name.
         6 if !dir.is_empty() => {

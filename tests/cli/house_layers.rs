@@ -346,6 +346,108 @@ fn the_layer_check_sees_planted_imports() {
     );
 }
 
+/// The library's modules and their files.
+fn library_modules(root: &Path) -> BTreeMap<String, PathBuf> {
+    let mut files = Vec::new();
+    rust_files(root, &mut files);
+    files
+        .iter()
+        .filter_map(|f| module_of(root, f).map(|m| (m, f.clone())))
+        .collect()
+}
+
+/// The name a line defines as a type (`struct`, `enum`, `trait`, `type`), if it does.
+fn defined_type(line: &str) -> Option<String> {
+    let mut words = line.split_whitespace().skip_while(|w| w.starts_with("pub"));
+    let kind = words.next()?;
+    if !["struct", "enum", "trait", "type"].contains(&kind) {
+        return None;
+    }
+    let name: String = (words.next()?.chars())
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    (!name.is_empty()).then_some(name)
+}
+
+/// The type an inherent `impl` block of a line gives methods to (`impl Name {`,
+/// `impl<'a> path::Name<'a> {`); a trait's impl (`impl T for Name`) is not one.
+fn inherent_impl(line: &str) -> Option<String> {
+    let rest = line.trim_start().strip_prefix("impl")?;
+    if line.contains(" for ") || !line.trim_end().ends_with('{') {
+        return None;
+    }
+    let rest = match rest.strip_prefix('<') {
+        Some(generic) => generic.split_once('>')?.1,
+        None => rest.strip_prefix(' ')?,
+    };
+    let path: String = (rest.trim_start().chars())
+        .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+        .collect();
+    path.rsplit("::").next().map(str::to_string)
+}
+
+/// Every inherent `impl` block that gives a type of a lower layer methods from a higher one:
+/// code of the lower layer calling them would call upward without naming the higher module.
+fn impl_violations(root: &Path) -> Vec<String> {
+    let modules = library_modules(root);
+    let mut defined: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for (module, file) in &modules {
+        for name in code_lines(file).iter().filter_map(|l| defined_type(l)) {
+            defined.entry(name).or_default().push(module.clone());
+        }
+    }
+    let mut found = Vec::new();
+    for (module, file) in &modules {
+        for name in code_lines(file).iter().filter_map(|l| inherent_impl(l)) {
+            // A name defined once, elsewhere, in a lower layer.
+            let Some([home]) = defined.get(&name).map(Vec::as_slice) else {
+                continue;
+            };
+            if let (Some(theirs), Some(own)) = (rank(home), rank(module))
+                && theirs < own
+            {
+                found.push(format!(
+                    "{module}: impl {name} of {home}: methods given upward"
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_layer_gives_methods_to_a_lower_layers_type() {
+    let found = impl_violations(&src());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_impl_check_sees_planted_methods() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    let plant = |path: &str, code: &str| {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, code).unwrap();
+    };
+    plant(
+        "workspace/context.rs",
+        "pub struct Context {}\nimpl Context {\n}\n",
+    );
+    plant(
+        "recovery/mod.rs",
+        "impl crate::workspace::context::Context {\n}\nimpl Clone for Context {\n}\n",
+    );
+    plant(
+        "ops/x.rs",
+        "pub(crate) struct Own<'a>(&'a str);\nimpl<'a> Own<'a> {\n}\n",
+    );
+    assert_eq!(
+        impl_violations(&root),
+        vec!["recovery: impl Context of workspace::context: methods given upward".to_string()]
+    );
+}
+
 #[test]
 fn no_import_circle_between_library_modules() {
     let graph = library_graph(&src());

@@ -1,18 +1,16 @@
 //! A large tree removed by several threads at once: unlinking is mostly waiting on the file
 //! system's metadata, and the file systems a3s-iso runs on unlink in different directories at
-//! the same time. Each thread takes whole subtrees and removes them as [`super::remove_at`]
-//! does, beneath the handle of the directory holding them, never through a link.
+//! the same time. Each thread takes whole subtrees and removes them with the function it is
+//! given, beneath the handle of the directory holding them; directories are opened here
+//! without following a link.
 
 use std::ffi::{OsStr, OsString};
 use std::io;
-use std::os::fd::BorrowedFd;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustix::fs::AtFlags;
-use rustix::io::Errno;
-
-use super::{Dir, Kind, kind_of, open_to_empty, remove_known};
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// How many threads remove at once.
 const REMOVERS: usize = 4;
@@ -23,18 +21,21 @@ const UNITS_WANTED: usize = 4 * REMOVERS;
 /// How many levels down the tree is split into subtrees at most.
 const SPLIT_DEPTH: usize = 2;
 
-/// A subtree to remove: the directory `name` of `parent`.
-type Unit = (Arc<Dir>, OsString);
+/// A subtree to remove: the directory `name` of the directory `parent`.
+type Unit = (Arc<OwnedFd>, OsString);
 
-/// Removes the subdirectories of the directory `name` of `parent` (when it is one) in
-/// parallel; what is left (its files and the emptied directories) is the caller's to remove.
-pub(super) fn in_parallel(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    match rustix::fs::statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
-        Ok(st) if kind_of(st.st_mode) == Kind::Dir => {}
-        Ok(_) | Err(Errno::NOENT) => return Ok(()),
-        Err(e) => return Err(e.into()),
-    }
-    let Some(root) = open_to_empty(parent, name)? else {
+/// What removes one subtree: the directory `name` of `parent`, with everything in it.
+pub(super) type RemoveSubtree = dyn Fn(BorrowedFd<'_>, &OsStr) -> io::Result<bool> + Sync;
+
+/// Removes the subdirectories of the directory `name` of `parent` (when it is a directory)
+/// in parallel with `remove`; what is left (its files and the emptied directories) is the
+/// caller's to remove.
+pub(super) fn in_parallel(
+    parent: BorrowedFd<'_>,
+    name: &OsStr,
+    remove: &RemoveSubtree,
+) -> io::Result<()> {
+    let Some(root) = open_dir(parent, name) else {
         return Ok(());
     };
     let units = split(Arc::new(root))?;
@@ -47,7 +48,7 @@ pub(super) fn in_parallel(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()
         for _ in 0..REMOVERS.min(units.len()) {
             scope.spawn(|| {
                 while let Some((dir, name)) = units.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    if let Err(err) = remove_known(dir.fd(), name, Some(Kind::Dir)) {
+                    if let Err(err) = remove(dir.as_fd(), name) {
                         if let Ok(mut slot) = failed.lock() {
                             slot.get_or_insert(err);
                         }
@@ -63,9 +64,16 @@ pub(super) fn in_parallel(parent: BorrowedFd<'_>, name: &OsStr) -> io::Result<()
     }
 }
 
+/// The directory `name` of `dir`, never through a link; `None` when it is not one (or cannot
+/// be read: the serial removal after this deals with it).
+fn open_dir(dir: BorrowedFd<'_>, name: &OsStr) -> Option<OwnedFd> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    rustix::fs::openat(dir, name, flags, Mode::empty()).ok()
+}
+
 /// The subtrees of `root`: its subdirectories, each split into its own while there are too
 /// few to share.
-fn split(root: Arc<Dir>) -> io::Result<Vec<Unit>> {
+fn split(root: Arc<OwnedFd>) -> io::Result<Vec<Unit>> {
     let mut units = subdirectories(&root)?;
     for _ in 1..SPLIT_DEPTH {
         if units.len() >= UNITS_WANTED {
@@ -73,7 +81,7 @@ fn split(root: Arc<Dir>) -> io::Result<Vec<Unit>> {
         }
         let mut deeper = Vec::new();
         for (parent, name) in units {
-            let below = match open_to_empty(parent.fd(), &name)? {
+            let below = match open_dir(parent.as_fd(), &name) {
                 Some(dir) => subdirectories(&Arc::new(dir))?,
                 None => Vec::new(),
             };
@@ -87,14 +95,27 @@ fn split(root: Arc<Dir>) -> io::Result<Vec<Unit>> {
     Ok(units)
 }
 
-/// The directories directly in `dir`, as subtrees.
-fn subdirectories(dir: &Arc<Dir>) -> io::Result<Vec<Unit>> {
-    Ok(dir
-        .entries()?
-        .into_iter()
-        .filter(|entry| entry.kind == Kind::Dir)
-        .map(|entry| (Arc::clone(dir), entry.name))
-        .collect())
+/// The directories directly in `dir` (as its listing says; a link is never one), as subtrees.
+fn subdirectories(dir: &Arc<OwnedFd>) -> io::Result<Vec<Unit>> {
+    let mut stream = rustix::fs::Dir::read_from(dir.as_fd())?;
+    let mut out = Vec::new();
+    while let Some(entry) = stream.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        let is_dir = match entry.file_type() {
+            FileType::Directory => true,
+            FileType::Unknown => {
+                rustix::fs::statat(dir.as_fd(), entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory)
+            }
+            _ => false,
+        };
+        if is_dir && name != b"." && name != b".." {
+            use std::os::unix::ffi::OsStrExt;
+            out.push((Arc::clone(dir), OsStr::from_bytes(name).to_os_string()));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

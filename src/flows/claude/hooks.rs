@@ -186,7 +186,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 /// `path`, when the hook may act on it. `None` when no session of a3s-iso's is there; a session
 /// it may not act on, or another repository's isolation, is `session_not_granted`.
 fn granted_session(ctx: &Context, path: &Path) -> Result<Option<String>> {
-    let located = match ctx.locate() {
+    let located = match crate::recovery::locate(ctx) {
         Ok(located) => Some(located),
         Err(Error::IsolationUnavailable { .. }) => None,
         Err(err) => return Err(err),
@@ -244,7 +244,7 @@ fn refuse_elsewhere(
     if !path.is_dir() {
         return Ok(());
     }
-    let Ok(theirs) = ctx.started_in(path.to_path_buf()).locate() else {
+    let Ok(theirs) = crate::recovery::locate(&ctx.started_in(path.to_path_buf())) else {
         return Ok(());
     };
     let Some(session) = theirs

@@ -62,7 +62,7 @@ pub fn hook_command(event: WorktreeEvent) -> String {
 /// Adds the `WorktreeCreate` and `WorktreeRemove` hooks to the source's
 /// `.claude/settings.local.json`, creating it if need be.
 pub fn init(ctx: &Context) -> Result<InitOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let top = &located.repo.toplevel;
     let path = top.join(SETTINGS_FILE);
     let existing = read_settings(&path)?;

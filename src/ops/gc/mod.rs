@@ -63,11 +63,11 @@ pub struct GcOutcome {
 
 /// Plans under the repository lock and, unless `dry_run`, removes what it planned.
 pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
     // Taking the lock finishes interrupted operations first (a dry run too: it reports the
     // store as the next command will find it, never a half-done one).
-    let lock = ctx.lock(&located.repo)?;
+    let lock = crate::recovery::lock(ctx, &located.repo)?;
     crate::recovery::spares::recover(&lock, &located)?;
     let mut planned = crate::ops::gc::plan::plan(
         &ctx.git,

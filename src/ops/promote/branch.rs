@@ -65,7 +65,7 @@ pub(crate) fn promote_branch(
     opts: &PromoteOptions,
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let mut candidate = Candidate::of_session(ctx, located, session)?;
     let mut out = replay_root(ctx, located, &candidate, &isolation, opts)?;
     let nested = candidate.take_nested();

@@ -53,7 +53,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         Some(path) => Some(changeset::verify_file(&ctx.git, path)?),
         None => None,
     };
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     // A remote's change set is fetched and checked completely before the lock is taken.
     let fetched = match &opts.from {
         Some(request) => Some(crate::services::remote::fetch_for_promote(
@@ -79,7 +79,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         if opts.mode == Mode::Branch {
             return crate::ops::promote::branch::promote_branch(ctx, &located, session, opts);
         }
-        let _lock = ctx.lock(&located.repo)?;
+        let _lock = crate::recovery::lock(ctx, &located.repo)?;
         let candidate = Candidate::of_session_beside_head(ctx, &located, session)?;
         return promote_patch(ctx, &located, candidate, opts);
     }
@@ -104,7 +104,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         }
         (None, None) => return Err(Error::internal("no change set to promote")),
     };
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let mut out = promote_patch(ctx, &located, candidate, opts)?;
     out.fetched = report;
     Ok(out)
@@ -186,7 +186,7 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
                 .into(),
         });
     }
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let digest = match &opts.digest {
         Some(given) => located
             .store
@@ -208,7 +208,7 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         }
     };
     ctx.require_granted_digest(&located, digest.as_str())?;
-    let _lock = ctx.lock(&located.repo)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let candidate = Candidate::of_journal(ctx, &located, &digest)?;
     promote_patch(ctx, &located, candidate, opts)
 }
@@ -220,8 +220,8 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
             message: format!("--note {digest:?} is not sha256: and 64 lowercase hex digits"),
         });
     }
-    let located = ctx.locate()?;
-    let _lock = ctx.lock(&located.repo)?;
+    let located = crate::recovery::locate(ctx)?;
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let mut out = PromoteOutcome::new(Outcome::Noted, opts.mode);
     out.warnings.extend(ctx.take_notices());
     let digest = &crate::base::ids::Digest::new(digest)?;

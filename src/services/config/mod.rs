@@ -399,7 +399,7 @@ pub fn user_file() -> Option<PathBuf> {
 /// Reads the configuration files of the repository the context is started in; with
 /// `repository` false, the repository's file is not read at all (`bind --ignore-config`).
 pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let source = located.repo.toplevel.clone();
     let user_path = user_file();
     let user = read_user_layer(user_path.as_deref())?;

@@ -94,10 +94,10 @@ pub fn pool(
     opts: &PoolOptions,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<PoolOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let (mut built, mut removed) = (0, 0);
     let settings = {
-        let lock = ctx.lock(&located.repo)?;
+        let lock = crate::recovery::lock(ctx, &located.repo)?;
         spare::recover(&lock, &located)?;
         let mut settings = spare::settings(&located)?;
         if !opts.status_only {
@@ -178,7 +178,7 @@ fn fill(
     let mut built = 0;
     loop {
         let mut spare = {
-            let _lock = ctx.lock(&located.repo)?;
+            let _lock = crate::recovery::lock(ctx, &located.repo)?;
             let have = spare::spares(located)?.len();
             // The size recorded now: `pool --size` or `gc --all` may have shrunk it meanwhile.
             let size = size.min(spare::settings(located)?.size);
@@ -203,7 +203,7 @@ fn fill(
         };
         let made = build(ctx, located, &mut spare);
         crate::fault_point!("pool-fill-after-checkout");
-        let _lock = ctx.lock(&located.repo)?;
+        let _lock = crate::recovery::lock(ctx, &located.repo)?;
         if let Err(err) = made {
             spare::destroy(located, &spare)?;
             return Err(err);
@@ -233,7 +233,7 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
             found: "something".into(),
         });
     }
-    let admin = crate::model::isolation::add_worktree(ctx, &located.repo, &spare.path, &head)?;
+    let admin = crate::services::worktree::add_worktree(ctx, &located.repo, &spare.path, &head)?;
     spare.admin = Some(admin.clone());
     let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
     crate::model::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;

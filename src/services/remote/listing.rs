@@ -56,7 +56,7 @@ pub struct RemoteListing {
 /// Lists the change sets on `remote` (default: the current branch's upstream remote, else
 /// `origin`).
 pub fn list_remote(ctx: &Context, remote: Option<&str>, allow_url: bool) -> Result<RemoteListing> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
     let remote = select::choose(&ctx.git, dir, remote, allow_url)?;
     let mut refs = ctx

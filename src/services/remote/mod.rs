@@ -103,7 +103,7 @@ pub struct PushOutcome {
 pub fn push(ctx: &Context, opts: &PushOptions) -> Result<PushOutcome> {
     // The remote is checked before a session is captured for it.
     let remote = {
-        let located = ctx.locate()?;
+        let located = crate::recovery::locate(ctx)?;
         let dir = &located.repo.toplevel;
         crate::services::remote::select::choose(
             &ctx.git,
@@ -174,10 +174,10 @@ fn change_set_to_push(
         PushSource::Session(session) => return session_change_set(ctx, session.as_deref()),
         PushSource::Document(path) => {
             let verified = changeset::verify_file(&ctx.git, path)?;
-            (ctx.locate()?, verified)
+            (crate::recovery::locate(ctx)?, verified)
         }
         PushSource::Run { session_id, run_id } => {
-            let located = ctx.locate()?;
+            let located = crate::recovery::locate(ctx)?;
             let record = ctx.resolve_session(&located, session_id.as_deref())?;
             let stored = located.store.load_run_doc(&record.session_id, run_id)?;
             let bytes = stored.ok_or_else(|| Error::ChangeSetUnavailable {
@@ -337,7 +337,7 @@ pub(crate) struct Fetched {
 /// Fetches one change set or every one (`req.digest`), verifies each and pins it under
 /// `<ns>fetched/<digest hex>`.
 pub fn fetch(ctx: &Context, req: &FetchRequest) -> Result<FetchOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
     let remote =
         crate::services::remote::select::choose(&ctx.git, dir, Some(&req.remote), req.allow_url)?;
@@ -569,7 +569,7 @@ pub fn delete_changes(
     selection: &DeleteSelection,
     dry_run: bool,
 ) -> Result<DeleteOutcome> {
-    let located = ctx.locate()?;
+    let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
     let remote = crate::services::remote::select::choose(&ctx.git, dir, remote, allow_url)?;
     let held: Vec<String> = ctx
