@@ -286,6 +286,9 @@ fn land_of_a_queue_whose_sessions_were_discarded_meanwhile_finishes_saying_so() 
     assert!(!text.contains("conflict"), "a stale hint: {text}");
 }
 
+/// What the landing's test writes: a log and a tracked file.
+const WRITING_TEST: &str = "echo log > test-output.log; echo tested >> README.md";
+
 fn cleanup_kills() -> usize {
     crate::fixture::repetitions("A3S_ISO_LAND_CLEANUP_KILLS", 50)
 }
@@ -324,8 +327,10 @@ fn land_killed_while_landing_and_cleaning_up_loses_nothing_and_finishes() {
         let mut first = true;
         loop {
             let queued = crate::fixture::state_dir(&fx).join("land.json").exists();
+            // The test writes a log and changes a tracked file: none of it may land, whatever
+            // the kill interrupts.
             let args = match first || !queued {
-                true => vec!["land", "--all"],
+                true => vec!["land", "--all", "--test", WRITING_TEST],
                 false => vec!["land"],
             };
             first = false;
@@ -344,6 +349,8 @@ fn land_killed_while_landing_and_cleaning_up_loses_nothing_and_finishes() {
         }
         let (code, done) = fx.json(&["land", "--all"]);
         assert_eq!(code, 0, "round {round}: {done}");
+        let landed = fx.git(&fx.src, &["diff", "--name-only", &base, "HEAD"]);
+        assert_eq!(landed, "q0.txt\nq1.txt\nq2.txt\nq3.txt", "round {round}: {done}");
         let mut subjects = subjects_since(&fx, &base);
         subjects.sort();
         let expected: Vec<String> = (ids.iter())
