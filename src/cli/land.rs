@@ -2,6 +2,7 @@ use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
 use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushTarget};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -61,9 +62,25 @@ pub struct LandArgs {
     /// Drop the stopped queue; no session is touched
     #[arg(
         long,
-        conflicts_with_all = ["sessions", "all", "test", "message", "keep_going", "keep"]
+        conflicts_with_all = ["sessions", "all", "test", "message", "keep_going", "keep", "push"]
     )]
     pub abort: bool,
+
+    /// Land onto BRANCH of the configured remote REMOTE through the server, not onto your
+    /// checkout: each landing commit is pushed with a lease on the tip it was built on and
+    /// carries its change set's digest (A3S-Change-Set), so that it lands once from any machine
+    #[arg(long, value_name = "REMOTE/BRANCH", value_parser = parse_push_target)]
+    pub push: Option<PushTarget>,
+
+    /// With --push: the most pushes of one landing; a push another machine's beat is fetched,
+    /// merged, tested and pushed again, up to this many times
+    #[arg(long, value_name = "N", requires = "push", default_value_t = DEFAULT_ATTEMPTS,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub attempts: u32,
+}
+
+fn parse_push_target(text: &str) -> std::result::Result<PushTarget, String> {
+    PushTarget::parse(text).map_err(|e| e.to_string())
 }
 
 /// Lands the queue and renders a line per session.
@@ -85,6 +102,8 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
             no_sandbox: args.no_sandbox,
             keep: args.keep,
             abort: args.abort,
+            push: args.push.clone(),
+            attempts: args.attempts,
         },
     )?;
     drop(spinner);

@@ -65,6 +65,11 @@ pub struct LandOptions {
     pub keep: bool,
     /// Drop the stopped queue instead of continuing it.
     pub abort: bool,
+    /// Land onto this branch of a remote, through the server (see `land_push`), instead of
+    /// the source's HEAD.
+    pub push: Option<super::land_push::PushTarget>,
+    /// With `push`: the most pushes of one landing (a lost race fetches and tries again).
+    pub attempts: u32,
 }
 
 /// How one session's landing ended.
@@ -93,7 +98,7 @@ pub enum LandResult {
 
 impl LandResult {
     /// Whether the queue goes on after this one without `--keep-going`.
-    fn goes_on(self) -> bool {
+    pub(crate) fn goes_on(self) -> bool {
         matches!(
             self,
             LandResult::Landed | LandResult::Idempotent | LandResult::Empty | LandResult::Discarded
@@ -157,10 +162,13 @@ pub struct LandedSession {
     pub cleanup: Option<Cleanup>,
     /// What the user should know.
     pub warnings: Vec<String>,
+    /// With `--push`: where it went and how (`null` for a land onto the source's HEAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<super::land_push::PushReport>,
 }
 
 impl LandedSession {
-    fn new(session_id: &str, outcome: LandResult) -> LandedSession {
+    pub(super) fn new(session_id: &str, outcome: LandResult) -> LandedSession {
         LandedSession {
             session_id: session_id.to_string(),
             outcome,
@@ -176,6 +184,7 @@ impl LandedSession {
             duration_ms: 0,
             cleanup: None,
             warnings: Vec::new(),
+            push: None,
         }
     }
 }
@@ -240,6 +249,9 @@ struct Queue {
 
 /// Lands the queue; see the module's order of steps.
 pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
+    if let Some(target) = &opts.push {
+        return super::land_push::land_push(ctx, opts, target);
+    }
     let located = ctx.locate()?;
     let queue_file = located.store.land_queue_file();
     let recorded: Option<Queue> = read_json(&queue_file)?;
@@ -361,6 +373,19 @@ fn queue_for(
             (new_queue(ctx, located, opts)?, false)
         }
     })
+}
+
+/// The sessions a command line names, as [`new_queue`] resolves them.
+pub(super) fn sessions_asked(
+    ctx: &Context,
+    located: &Located,
+    opts: &LandOptions,
+) -> Result<Vec<String>> {
+    Ok(new_queue(ctx, located, opts)?
+        .sessions
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
 }
 
 /// The queue a command line asks for: the sessions named (each must exist), or every live
@@ -588,7 +613,10 @@ fn steps(
     if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
         super::land_gate::before_test(ctx, located, id)?;
-        let passed = test_passes(ctx, located, queue, id, landed);
+        let passed = match queue.test.as_deref() {
+            Some(test) => test_passes(ctx, located, (test, queue.no_sandbox), id, landed),
+            None => Ok(true),
+        };
         crate::fault_point!("land-after-test");
         landed.test_wrote = super::land_gate::drop_test_writes(ctx, located, id)?;
         if !passed? {
@@ -695,16 +723,13 @@ impl TestShell {
 
 /// Runs the test command in the session (sandboxed unless `--no-sandbox`) under
 /// [`TestShell`], its output kept in the state dir beside the run; whether it exited 0.
-fn test_passes(
+pub(super) fn test_passes(
     ctx: &Context,
     located: &Located,
-    queue: &Queue,
+    (test, no_sandbox): (&str, bool),
     id: &str,
     landed: &mut LandedSession,
 ) -> Result<bool> {
-    let Some(test) = queue.test.as_deref() else {
-        return Ok(true);
-    };
     let shell = TestShell::find();
     landed.warnings.extend(shell.warning());
     let run_id = crate::base::ids::generate("r");
@@ -718,7 +743,7 @@ fn test_passes(
             session_id: Some(id.to_string()),
             run_id: Some(run_id.clone()),
             command: shell.argv(test),
-            sandbox: (!queue.no_sandbox).then(crate::ops::run::SandboxRequest::default),
+            sandbox: (!no_sandbox).then(crate::ops::run::SandboxRequest::default),
             output: Some(output.clone()),
             ..crate::ops::run::RunOptions::default()
         },

@@ -58,6 +58,79 @@ pub(crate) fn drop_test_writes(ctx: &Context, located: &Located, id: &str) -> Re
     Ok(wrote)
 }
 
+/// Where `land --push` records the tree the isolation held before it was moved to a landing's
+/// tree for the test: the tree it goes back to.
+fn home_of(located: &Located, id: &str) -> PathBuf {
+    located.store.land_tests_dir(id).join("home")
+}
+
+/// What a test on a landing's tree found.
+pub(crate) struct TreeTest {
+    /// Whether the test passed.
+    pub(crate) passed: bool,
+    /// The isolation's snapshot tree as the test started: the landing's tree.
+    pub(crate) tested: String,
+    /// The tracked paths the test wrote (dropped).
+    pub(crate) wrote: Vec<String>,
+}
+
+/// Moves the session's isolation to `tree` (a landing's, built elsewhere), runs `test` there
+/// through the gate, and moves the isolation back to what it held: the session's files are
+/// as they were, whatever the test did. A kill on the way leaves the records that
+/// [`back_home`] (run first by the next landing) undoes.
+pub(crate) fn test_on_tree(
+    ctx: &Context,
+    located: &Located,
+    (id, tree): (&str, &str),
+    test: impl FnOnce() -> Result<bool>,
+) -> Result<TreeTest> {
+    {
+        let _lease = located.store.lease_or_busy(id)?;
+        let (session, now) = isolation_tree(ctx, located, id)?;
+        let home = home_of(located, id);
+        if let Some(dir) = home.parent() {
+            std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        }
+        write_atomic(&home, format!("{now}\n").as_bytes())?;
+        let isolation = writable_isolation(&session)?;
+        let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
+        crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, tree)?;
+    }
+    crate::fault_point!("land-push-on-landing-tree");
+    let tested = before_test(ctx, located, id)?;
+    let passed = test();
+    let wrote = drop_test_writes(ctx, located, id)?;
+    back_home(ctx, located, id)?;
+    if tested != tree {
+        return Err(Error::internal(format!(
+            "the isolation held {tested} for the test, not the landing's tree {tree}"
+        )));
+    }
+    Ok(TreeTest {
+        passed: passed?,
+        tested,
+        wrote,
+    })
+}
+
+/// Moves the isolation back to the tree recorded before it took a landing's tree, and drops
+/// the record; whether there was one.
+pub(crate) fn back_home(ctx: &Context, located: &Located, id: &str) -> Result<bool> {
+    let record = home_of(located, id);
+    let home = match std::fs::read_to_string(&record) {
+        Ok(text) => text.trim().to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(format!("cannot read {}", record.display()), e)),
+    };
+    let _lease = located.store.lease_or_busy(id)?;
+    let (session, now) = isolation_tree(ctx, located, id)?;
+    let isolation = writable_isolation(&session)?;
+    let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
+    crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, &home)?;
+    remove_file_if_exists(&record)?;
+    Ok(true)
+}
+
 /// The session's record and the snapshot tree of its isolation as it is now (a3s-iso's own
 /// index of it left describing it, as the move back needs).
 fn isolation_tree(

@@ -7,4 +7,5 @@ pub mod autosweep;
 pub mod claude;
 pub mod land;
 mod land_gate;
+pub mod land_push;
 pub mod setup;
