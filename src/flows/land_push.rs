@@ -330,6 +330,11 @@ fn attempts(
                 return Ok(());
             }
             LeasedPush::Moved => back_off(attempt),
+            // Two pushes that passed the lease at once: the server's ref update refuses the
+            // later one. A branch moved from the tip lost a race; one still there is refused.
+            LeasedPush::Refused { .. } if moved_from(ctx, dir, target, &tip)? => {
+                back_off(attempt)
+            }
             LeasedPush::Refused { message } => {
                 return Err(Error::PushRefused {
                     remote: target.remote.clone(),
@@ -344,6 +349,20 @@ fn attempts(
         branch: target.branch.clone(),
         attempts: limit,
     })
+}
+
+/// Whether the branch is no longer at `tip` on the remote (asked afresh).
+fn moved_from(
+    ctx: &Context,
+    dir: &std::path::Path,
+    target: &PushTarget,
+    tip: &str,
+) -> Result<bool> {
+    let branch = format!("refs/heads/{}", target.branch);
+    let listed = ctx
+        .git
+        .ls_remote(dir, &target.remote, std::slice::from_ref(&branch))?;
+    Ok(!listed.iter().any(|(oid, name)| *name == branch && oid == tip))
 }
 
 /// The change set merged onto the tip `tip` (its base as the merge base), objects only: the

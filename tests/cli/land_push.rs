@@ -1,0 +1,371 @@
+//! `land --push REMOTE/BRANCH`: a bare repository stands for the git server, clones for the
+//! machines. Every change set lands once (its `A3S-Change-Set` trailer counted on the
+//! server's branch), on a tree its test ran on, after kills at random points, with nothing of
+//! a session lost or touched when the server refuses it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::fixture::{Fixture, content_listing, error_code, json_of};
+
+/// A bare server (`work/server.git`, branch `main`) holding the fixture's first commit, and
+/// clones of it as machines.
+struct Server {
+    fx: Fixture,
+    bare: PathBuf,
+}
+
+impl Server {
+    fn new() -> Server {
+        let fx = Fixture::new();
+        let work = fx.root.join("work");
+        let format = format!("--object-format={}", crate::fixture::object_format());
+        fx.git(&work, &["init", "-q", "--bare", "-b", "main", &format, "server.git"]);
+        let bare = work.join("server.git");
+        fx.git(&fx.src, &["remote", "add", "origin", bare.to_str().unwrap()]);
+        fx.git(&fx.src, &["push", "-q", "origin", "main"]);
+        Server { fx, bare }
+    }
+
+    /// A clone of the server at `work/<name>`: one machine.
+    fn machine(&self, name: &str) -> PathBuf {
+        let work = self.fx.root.join("work");
+        self.fx
+            .git(&work, &["clone", "-q", self.bare.to_str().unwrap(), name]);
+        work.join(name)
+    }
+
+    /// Binds `id` in `dir` and writes `files` into its isolation; the isolation.
+    fn session(&self, dir: &Path, id: &str, files: &[(&str, &str)]) -> PathBuf {
+        let (code, bind) = self.fx.json_in(dir, &["bind", "-s", id]);
+        assert_eq!(code, 0, "{bind}");
+        let isolation = PathBuf::from(bind["worktree"].as_str().unwrap());
+        for (rel, text) in files {
+            let path = isolation.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        isolation
+    }
+
+    /// The digests of the `A3S-Change-Set` trailers on the server's `main`, one per commit
+    /// that carries one, newest first.
+    fn trailers(&self) -> Vec<String> {
+        let format = "--format=%(trailers:key=A3S-Change-Set,valueonly,separator=%x2C)";
+        self.fx
+            .git(&self.bare, &["log", format, "main"])
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| l.trim().to_string())
+            .collect()
+    }
+
+    /// The bytes of `rel` in the server's `main`, if it holds it.
+    fn file_on_main(&self, rel: &str) -> Option<String> {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(&self.bare)
+            .args(["cat-file", "blob", &format!("main:{rel}")]);
+        crate::fixture::isolate(&mut cmd, &self.fx.home);
+        let out = cmd.output().unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8(out.stdout).unwrap())
+    }
+
+    /// A pre-receive hook on the server refusing any push whose new tip holds `forbidden.txt`.
+    fn refuse_forbidden(&self) {
+        let hook = self.bare.join("hooks/pre-receive");
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\nwhile read old new ref; do\n  if git cat-file -e \"$new:forbidden.txt\" 2>/dev/null; then\n    echo \"policy: forbidden.txt may not land on $ref\" >&2\n    exit 1\n  fi\ndone\nexit 0\n",
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+}
+
+/// The test command of the concurrent landing: it passes when the fixture's README is there,
+/// and appends a digest of every file of the tree it ran on (path and bytes, `.git` aside)
+/// to `log`, so that what it saw can be compared with what landed.
+fn recording_test(log: &Path) -> String {
+    format!(
+        "test -f README.md && find . -path ./.git -prune -o -type f -print | LC_ALL=C sort | while read -r f; do printf '%s ' \"$f\"; sha256sum < \"$f\"; done | sha256sum | cut -c1-64 >> {}",
+        log.display()
+    )
+}
+
+/// What [`recording_test`] appends for the tree of `commit` in the server, computed from a
+/// checkout of it.
+fn tree_digest(server: &Server, commit: &str, scratch: &Path) -> String {
+    let _ = std::fs::remove_dir_all(scratch);
+    std::fs::create_dir_all(scratch).unwrap();
+    let git_dir = format!("--git-dir={}", server.bare.display());
+    let work_tree = format!("--work-tree={}", scratch.display());
+    let index = scratch.with_extension("index");
+    let mut cmd = std::process::Command::new("git");
+    cmd.args([git_dir.as_str(), work_tree.as_str(), "checkout", commit, "--", "."]);
+    crate::fixture::isolate(&mut cmd, &server.fx.home);
+    cmd.env("GIT_INDEX_FILE", &index);
+    assert!(cmd.status().unwrap().success());
+    let log = scratch.with_extension("log");
+    let _ = std::fs::remove_file(&log);
+    let script = recording_test(&log);
+    let status = std::process::Command::new("bash")
+        .args(["-e", "-o", "pipefail", "-c", &script])
+        .current_dir(scratch)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::read_to_string(&log).unwrap().trim().to_string()
+}
+
+/// The one session of a `land --push` document named `id`.
+fn session<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == id)
+        .unwrap_or_else(|| panic!("no {id} in {doc}"))
+}
+
+#[test]
+fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested() {
+    let server = Server::new();
+    let log = server.fx.root.join("tested.log");
+    let test = recording_test(&log);
+    let mut expected: BTreeMap<String, String> = BTreeMap::new();
+    let mut machines = Vec::new();
+    for m in 0..4 {
+        let dir = server.machine(&format!("m{m}"));
+        let mut args: Vec<String> = [
+            "--json", "land", "--push", "origin/main", "--test", &test, "--no-sandbox",
+            "--attempts", "60",
+        ]
+        .map(String::from)
+        .to_vec();
+        for k in 0..5 {
+            let (id, rel) = (format!("m{m}-s{k}"), format!("m{m}/f{k}.txt"));
+            let text = format!("machine {m}, session {k}\n");
+            server.session(&dir, &id, &[(rel.as_str(), text.as_str())]);
+            expected.insert(rel, text);
+            args.extend(["-s".to_string(), id]);
+        }
+        machines.push((dir, args));
+    }
+    // All four at once.
+    let children: Vec<_> = machines
+        .iter()
+        .map(|(dir, args)| {
+            server
+                .fx
+                .cmd_in(dir)
+                .args(args)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let docs: Vec<Value> = children
+        .into_iter()
+        .map(|child| {
+            let (code, doc) = json_of(child.wait_with_output().unwrap());
+            assert_eq!(code, 0, "{doc}");
+            doc
+        })
+        .collect();
+    // Exactly once: twenty trailers on the branch, twenty digests, each once.
+    let trailers = server.trailers();
+    assert_eq!(trailers.len(), 20, "{trailers:?}");
+    let mut distinct = trailers.clone();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(distinct.len(), 20, "a change set landed twice: {trailers:?}");
+    // Nothing lost: every session's file, byte for byte, and the first commit's own.
+    for (rel, text) in &expected {
+        assert_eq!(server.file_on_main(rel).as_deref(), Some(text.as_str()), "{rel}");
+    }
+    assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
+    let tested: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let scratch = server.fx.root.join("checkout");
+    let mut pushes = 0;
+    for doc in &docs {
+        for landed in doc["sessions"].as_array().unwrap() {
+            assert_eq!(landed["outcome"], "landed", "{landed}");
+            let digest = landed["digest"].as_str().unwrap();
+            assert_eq!(trailers.iter().filter(|t| *t == digest).count(), 1);
+            let commit = landed["commit"].as_str().unwrap();
+            let push = &landed["push"];
+            pushes += push["attempts"].as_u64().unwrap();
+            // The commit pushed is the one built on the tip it names, of the tree tested.
+            let tree = server.fx.git(&server.bare, &["rev-parse", &format!("{commit}^{{tree}}")]);
+            assert_eq!(push["tested_tree"], format!("git-tree:{tree}"), "{landed}");
+            let parent = server.fx.git(&server.bare, &["rev-parse", &format!("{commit}^")]);
+            assert_eq!(push["built_on"], parent.as_str(), "{landed}");
+            // And the test itself saw exactly that tree's files.
+            let seen = tree_digest(&server, commit, &scratch);
+            assert!(tested.contains(&seen), "{commit} landed untested: {landed}");
+            assert_eq!(landed["cleanup"], "discarded", "{landed}");
+        }
+    }
+    assert!(pushes >= 20);
+    eprintln!("4 machines x 5 sessions: {pushes} pushes attempted for 20 landings");
+}
+
+/// `a3s-iso ARGS` in `dir`, in a process group of its own, SIGKILLed whole after `delay`;
+/// whether it was still running then.
+fn kill_in_after(fx: &Fixture, dir: &Path, args: &[&str], delay: std::time::Duration) -> bool {
+    use std::os::unix::process::CommandExt;
+    let mut child = fx
+        .cmd_in(dir)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(delay);
+    let group = rustix::process::Pid::from_child(&child);
+    let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    let status = child.wait().unwrap();
+    std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
+}
+
+#[test]
+fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
+    let server = Server::new();
+    let a = server.machine("a");
+    let b = server.machine("b");
+    let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30);
+    let mut rng = crate::promote_crash::Rng::seeded("land --push kills");
+    let mut killed = 0;
+    let mut landed_total = 0;
+    for round in 0..rounds {
+        let id = format!("k{round}");
+        let rel = format!("kills/{round}.txt");
+        let text = format!("round {round}\n");
+        server.session(&a, &id, &[(rel.as_str(), text.as_str())]);
+        let args = [
+            "land", "--push", "origin/main", "-s", &id, "--test", "test -f README.md",
+            "--no-sandbox",
+        ];
+        let delay = std::time::Duration::from_millis(rng.below(400));
+        killed += usize::from(kill_in_after(&server.fx, &a, &args, delay));
+        // Every other round, another machine lands first: the branch moved under the kill.
+        if round % 2 == 1 {
+            let other = format!("b{round}");
+            let body = format!("b round {round}\n");
+            let other_rel = format!("b/{round}.txt");
+            server.session(&b, &other, &[(other_rel.as_str(), body.as_str())]);
+            let (code, doc) = server
+                .fx
+                .json_in(&b, &["land", "--push", "origin/main", "-s", &other]);
+            assert_eq!(code, 0, "{doc}");
+            landed_total += 1;
+        }
+        let again = ["land", "--push", "origin/main", "-s", &id, "--test", "test -f README.md", "--no-sandbox"];
+        let (code, doc) = server.fx.json_in(&a, &again);
+        assert_eq!(code, 0, "round {round}: {doc}");
+        let entry = session(&doc, &id);
+        let outcome = entry["outcome"].as_str().unwrap();
+        assert!(["landed", "idempotent"].contains(&outcome), "round {round}: {doc}");
+        let digest = entry["digest"].as_str().unwrap().to_string();
+        landed_total += 1;
+        let trailers = server.trailers();
+        assert_eq!(
+            trailers.iter().filter(|t| **t == digest).count(),
+            1,
+            "round {round}: {trailers:?}"
+        );
+        assert_eq!(trailers.len(), landed_total, "round {round}: {trailers:?}");
+        assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
+        // Once more: idempotent, nothing pushed.
+        let (code, doc) = server.fx.json_in(&a, &again);
+        assert_eq!((code, session(&doc, &id)["outcome"].as_str()), (0, Some("idempotent")), "{doc}");
+        assert_eq!(server.trailers().len(), landed_total);
+        let pins = server.fx.git(&a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
+        assert!(pins.is_empty(), "round {round}: {pins}");
+    }
+    eprintln!("land --push kills: {killed} of {rounds} killed while running");
+}
+
+#[test]
+fn a_server_hook_refusing_a_landing_ends_it_with_its_words_and_the_queue_keeps_going() {
+    let server = Server::new();
+    server.refuse_forbidden();
+    let a = server.machine("a");
+    server.session(&a, "ok1", &[("one.txt", "one\n")]);
+    let refused = server.session(&a, "bad", &[("forbidden.txt", "no\n"), ("README.md", "changed\n")]);
+    server.session(&a, "ok2", &[("two.txt", "two\n")]);
+    let before = content_listing(&refused);
+    let main_before = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    // Without --keep-going the queue stops at the refusal.
+    let queue = ["land", "--push", "origin/main", "--test", "test -f README.md", "--no-sandbox"];
+    let mut args: Vec<&str> = queue.to_vec();
+    args.extend(["-s", "bad", "-s", "ok1"]);
+    let (code, doc) = server.fx.json_in(&a, &args);
+    assert_eq!(code, 1, "{doc}");
+    let bad = session(&doc, "bad");
+    assert_eq!(bad["outcome"], "failed");
+    assert_eq!(bad["error"]["code"], "push_refused", "{bad}");
+    let message = bad["error"]["message"].as_str().unwrap();
+    assert!(message.contains("policy: forbidden.txt may not land on refs/heads/main"), "{message}");
+    assert_eq!(bad["push"]["attempts"], 1, "not retried: {bad}");
+    assert_eq!(session(&doc, "ok1")["outcome"], "not_reached");
+    assert_eq!(doc["stopped_at"], "bad");
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), main_before);
+    // With --keep-going the rest lands; the refused session is byte for byte as it was.
+    let mut args: Vec<&str> = queue.to_vec();
+    args.extend(["--keep-going", "-s", "ok1", "-s", "bad", "-s", "ok2"]);
+    let (code, doc) = server.fx.json_in(&a, &args);
+    assert_eq!(code, 1, "{doc}");
+    assert_eq!(session(&doc, "ok1")["outcome"], "landed", "{doc}");
+    assert_eq!(session(&doc, "bad")["error"]["code"], "push_refused", "{doc}");
+    assert_eq!(session(&doc, "ok2")["outcome"], "landed", "{doc}");
+    assert_eq!(content_listing(&refused), before, "the refused session changed");
+    assert_eq!(server.trailers().len(), 2);
+    assert_eq!(server.file_on_main("forbidden.txt"), None);
+    assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
+    assert_eq!(server.file_on_main("two.txt").as_deref(), Some("two\n"));
+    let (code, show) = server.fx.json_in(&a, &["show", "-s", "bad"]);
+    assert_eq!(code, 0, "{show}");
+}
+
+#[test]
+fn an_unreachable_remote_fails_the_landing_at_once_naming_the_remote() {
+    let server = Server::new();
+    let a = server.machine("a");
+    let gone = server.fx.root.join("work/gone.git");
+    server
+        .fx
+        .git(&a, &["remote", "add", "far", gone.to_str().unwrap()]);
+    let isolation = server.session(&a, "s1", &[("one.txt", "one\n")]);
+    let before = content_listing(&isolation);
+    let (code, doc) = server
+        .fx
+        .json_in(&a, &["land", "--push", "far/main", "-s", "s1", "--test", "true", "--no-sandbox"]);
+    assert_eq!(code, 1, "{doc}");
+    let entry = session(&doc, "s1");
+    assert_eq!(entry["error"]["code"], "remote_unreachable", "{entry}");
+    let message = entry["error"]["message"].as_str().unwrap();
+    assert!(message.contains("\"far\""), "{message}");
+    assert_eq!(entry["push"]["attempts"], 0, "nothing pushed: {entry}");
+    assert_eq!(entry["test_exit_code"], Value::Null, "no test ran: {entry}");
+    assert_eq!(content_listing(&isolation), before);
+    // A remote that is not configured is refused before anything: a usage error names it.
+    let (code, doc) = server
+        .fx
+        .json_in(&a, &["land", "--push", "nowhere/main", "-s", "s1"]);
+    assert_ne!(code, 0, "{doc}");
+    assert!(!error_code(&doc).is_empty(), "{doc}");
+    // And the user's checkout was never needed: it is as the clone left it.
+    assert!(server.fx.git(&a, &["status", "--porcelain"]).is_empty());
+}
