@@ -259,6 +259,8 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--mode', '--mode', [CompletionResultType]::ParameterName, 'How each session lands')
             [CompletionResult]::new('-m', '-m', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')
             [CompletionResult]::new('--message', '--message', [CompletionResultType]::ParameterName, 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)')
+            [CompletionResult]::new('--push', '--push', [CompletionResultType]::ParameterName, 'Land onto BRANCH of the configured remote REMOTE through the server, not onto your checkout: each landing commit is pushed with a lease on the tip it was built on and carries its change set''s digest (A3S-Change-Set), so that it lands once from any machine')
+            [CompletionResult]::new('--attempts', '--attempts', [CompletionResultType]::ParameterName, 'With --push: the most pushes of one landing; a push another machine''s beat is fetched, merged, tested and pushed again, up to this many times')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--repo', '--repo', [CompletionResultType]::ParameterName, 'Run as if started in PATH (the source checkout or any directory in it)')
             [CompletionResult]::new('--state-dir', '--state-dir', [CompletionResultType]::ParameterName, 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso')

@@ -247,6 +247,8 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --mode 'How each session lands'
             cand -m 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
             cand --message 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
+            cand --push 'Land onto BRANCH of the configured remote REMOTE through the server, not onto your checkout: each landing commit is pushed with a lease on the tip it was built on and carries its change set''s digest (A3S-Change-Set), so that it lands once from any machine'
+            cand --attempts 'With --push: the most pushes of one landing; a push another machine''s beat is fetched, merged, tested and pushed again, up to this many times'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'
