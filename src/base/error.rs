@@ -866,7 +866,9 @@ pub enum Error {
         message: String,
     },
     /// Every push of a landing found the branch moved by another push.
-    #[error("{remote}/{branch} moved under each of {attempts} pushes: another machine kept landing first")]
+    #[error(
+        "{remote}/{branch} moved under each of {attempts} pushes: another machine kept landing first"
+    )]
     PushContended {
         /// The remote.
         remote: String,

@@ -2,7 +2,7 @@ use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
 use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
-use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushTarget};
+use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushOptions, PushTarget, land_push};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -86,26 +86,32 @@ fn parse_push_target(text: &str) -> std::result::Result<PushTarget, String> {
 /// Lands the queue and renders a line per session.
 pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "landing");
-    let outcome = land(
-        ctx,
-        &LandOptions {
-            sessions: args.sessions.clone(),
-            all: args.all,
-            test: args.test.clone(),
-            mode: match args.mode {
-                LandModeArg::Squash => LandMode::Squash,
-                LandModeArg::Branch => LandMode::Branch,
-                LandModeArg::Patch => LandMode::Patch,
-            },
-            message: args.message.clone(),
-            keep_going: args.keep_going,
-            no_sandbox: args.no_sandbox,
-            keep: args.keep,
-            abort: args.abort,
-            push: args.push.clone(),
-            attempts: args.attempts,
+    let opts = LandOptions {
+        sessions: args.sessions.clone(),
+        all: args.all,
+        test: args.test.clone(),
+        mode: match args.mode {
+            LandModeArg::Squash => LandMode::Squash,
+            LandModeArg::Branch => LandMode::Branch,
+            LandModeArg::Patch => LandMode::Patch,
         },
-    )?;
+        message: args.message.clone(),
+        keep_going: args.keep_going,
+        no_sandbox: args.no_sandbox,
+        keep: args.keep,
+        abort: args.abort,
+    };
+    let outcome = match &args.push {
+        Some(target) => land_push(
+            ctx,
+            &opts,
+            &PushOptions {
+                target: target.clone(),
+                attempts: args.attempts,
+            },
+        )?,
+        None => land(ctx, &opts)?,
+    };
     drop(spinner);
     for warning in outcome
         .warnings

@@ -65,11 +65,6 @@ pub struct LandOptions {
     pub keep: bool,
     /// Drop the stopped queue instead of continuing it.
     pub abort: bool,
-    /// Land onto this branch of a remote, through the server (see `land_push`), instead of
-    /// the source's HEAD.
-    pub push: Option<super::land_push::PushTarget>,
-    /// With `push`: the most pushes of one landing (a lost race fetches and tries again).
-    pub attempts: u32,
 }
 
 /// How one session's landing ended.
@@ -164,7 +159,7 @@ pub struct LandedSession {
     pub warnings: Vec<String>,
     /// With `--push`: where it went and how (`null` for a land onto the source's HEAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub push: Option<super::land_push::PushReport>,
+    pub push: Option<PushReport>,
 }
 
 impl LandedSession {
@@ -187,6 +182,22 @@ impl LandedSession {
             push: None,
         }
     }
+}
+
+/// How a session went to a remote's branch (`land --push`, see `land_push`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushReport {
+    /// The remote.
+    pub remote: String,
+    /// The branch.
+    pub branch: String,
+    /// The pushes attempted (0: none was needed, or none was reached).
+    pub attempts: u32,
+    /// The tip of the branch the landing commit was built on (its lease).
+    pub built_on: Option<crate::base::ids::CommitId>,
+    /// The isolation's snapshot tree as the test started: exactly the landing commit's tree
+    /// (`null`: no test ran).
+    pub tested_tree: Option<crate::base::ids::TreeId>,
 }
 
 /// What `land` did (`a3s-iso.land.v1`).
@@ -249,9 +260,6 @@ struct Queue {
 
 /// Lands the queue; see the module's order of steps.
 pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
-    if let Some(target) = &opts.push {
-        return super::land_push::land_push(ctx, opts, target);
-    }
     let located = ctx.locate()?;
     let queue_file = located.store.land_queue_file();
     let recorded: Option<Queue> = read_json(&queue_file)?;

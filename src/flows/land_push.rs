@@ -28,8 +28,17 @@ use crate::store::state::SessionState;
 use crate::workspace::context::{Context, Located};
 
 use super::land::{
-    Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession,
+    Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
 };
+
+/// What `land --push` is asked beyond `land`'s options.
+#[derive(Debug, Clone)]
+pub struct PushOptions {
+    /// The remote's branch to land onto.
+    pub target: PushTarget,
+    /// The most pushes of one landing (a lost race fetches and tries again).
+    pub attempts: u32,
+}
 
 /// The trailer that names a landing commit's change set.
 pub const TRAILER: &str = "A3S-Change-Set";
@@ -78,22 +87,6 @@ impl PushTarget {
     }
 }
 
-/// How a session went to the remote (`push` of a `land --push` entry).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PushReport {
-    /// The remote.
-    pub remote: String,
-    /// The branch.
-    pub branch: String,
-    /// The pushes attempted (0: none was needed, or none was reached).
-    pub attempts: u32,
-    /// The tip of the branch the landing commit was built on (its lease).
-    pub built_on: Option<CommitId>,
-    /// The isolation's snapshot tree as the test started: exactly the landing commit's tree
-    /// (`null`: no test ran).
-    pub tested_tree: Option<TreeId>,
-}
-
 /// What a session's landing through the server pushes, recorded before its first push.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Pushing {
@@ -106,7 +99,8 @@ struct Pushing {
 }
 
 /// Lands the sessions `opts` names onto `target`, one after the other.
-pub fn land_push(ctx: &Context, opts: &LandOptions, target: &PushTarget) -> Result<LandOutcome> {
+pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
+    let target = &push.target;
     if opts.mode != LandMode::Squash || opts.abort {
         return Err(Error::Usage {
             message: "land --push lands each session as one commit (squash mode); --abort, branch and patch modes are for a land onto the source's HEAD".into(),
@@ -142,7 +136,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, target: &PushTarget) -> Resu
                 .push(LandedSession::new(id, LandResult::NotReached));
             continue;
         }
-        let landed = push_one(ctx, &located, opts, target, id);
+        let landed = push_one(ctx, &located, opts, push, id);
         if !landed.outcome.goes_on() && !opts.keep_going {
             out.stopped_at = Some(id.clone());
         }
@@ -173,9 +167,10 @@ fn push_one(
     ctx: &Context,
     located: &Located,
     opts: &LandOptions,
-    target: &PushTarget,
+    push: &PushOptions,
     id: &str,
 ) -> LandedSession {
+    let target = &push.target;
     let started = Instant::now();
     let mut landed = LandedSession::new(id, LandResult::Failed);
     landed.push = Some(PushReport {
@@ -186,7 +181,7 @@ fn push_one(
         tested_tree: None,
     });
     let mut pins = Pins::new(ctx, located);
-    let result = push_steps(ctx, located, opts, (target, id), &mut pins, &mut landed);
+    let result = push_steps(ctx, located, (opts, push), id, &mut pins, &mut landed);
     pins.release();
     if let Err(err) = result {
         landed.outcome = LandResult::Failed;
@@ -209,11 +204,12 @@ fn push_one(
 fn push_steps(
     ctx: &Context,
     located: &Located,
-    opts: &LandOptions,
-    (target, id): (&PushTarget, &str),
+    (opts, push): (&LandOptions, &PushOptions),
+    id: &str,
     pins: &mut Pins,
     landed: &mut LandedSession,
 ) -> Result<()> {
+    let target = &push.target;
     let record = ctx.resolve_record(located, Some(id))?;
     let file = located.store.land_push_file(id);
     let recorded: Option<Pushing> = read_json(&file)?;
@@ -267,7 +263,7 @@ fn push_steps(
         base_tree: cs.base_tree.as_str(),
         result_tree: cs.result_tree.as_str(),
     };
-    attempts(ctx, located, opts, target, &change, pins, landed)
+    attempts(ctx, located, (opts, push), &change, pins, landed)
 }
 
 /// The change set one session lands.
@@ -279,18 +275,17 @@ struct Change<'a> {
 }
 
 /// Fetch, search, merge, commit, test, push — again after each lost race, up to
-/// `opts.attempts` pushes.
+/// `push.attempts` pushes.
 fn attempts(
     ctx: &Context,
     located: &Located,
-    opts: &LandOptions,
-    target: &PushTarget,
+    (opts, push): (&LandOptions, &PushOptions),
     change: &Change<'_>,
     pins: &mut Pins,
     landed: &mut LandedSession,
 ) -> Result<()> {
-    let dir = &located.repo.toplevel;
-    let limit = opts.attempts.max(1);
+    let (dir, target) = (&located.repo.toplevel, &push.target);
+    let limit = push.attempts.max(1);
     for attempt in 1..=limit {
         let tip = pins.fetch_tip(target)?;
         if let Some(commit) = pins.landed_in(&tip, change.pushing)? {
@@ -332,9 +327,7 @@ fn attempts(
             LeasedPush::Moved => back_off(attempt),
             // Two pushes that passed the lease at once: the server's ref update refuses the
             // later one. A branch moved from the tip lost a race; one still there is refused.
-            LeasedPush::Refused { .. } if moved_from(ctx, dir, target, &tip)? => {
-                back_off(attempt)
-            }
+            LeasedPush::Refused { .. } if moved_from(ctx, dir, target, &tip)? => back_off(attempt),
             LeasedPush::Refused { message } => {
                 return Err(Error::PushRefused {
                     remote: target.remote.clone(),
@@ -362,7 +355,9 @@ fn moved_from(
     let listed = ctx
         .git
         .ls_remote(dir, &target.remote, std::slice::from_ref(&branch))?;
-    Ok(!listed.iter().any(|(oid, name)| *name == branch && oid == tip))
+    Ok(!listed
+        .iter()
+        .any(|(oid, name)| *name == branch && oid == tip))
 }
 
 /// The change set merged onto the tip `tip` (its base as the merge base), objects only: the
@@ -443,7 +438,12 @@ fn back_off(attempt: u32) {
 /// the pool when there is one) with its evidence kept.
 fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSession) {
     let id = landed.session_id.clone();
-    let state = located.store.load_session(&id).ok().flatten().map(|r| r.state);
+    let state = located
+        .store
+        .load_session(&id)
+        .ok()
+        .flatten()
+        .map(|r| r.state);
     let done = match (keep, state) {
         (true, _) => Ok(Cleanup::Kept),
         (false, Some(SessionState::Discarded) | None) => Ok(Cleanup::Discarded),

@@ -465,8 +465,6 @@ pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
         no_sandbox: parsed.no_sandbox,
         keep: parsed.keep,
         abort: false,
-        push: None,
-        attempts: crate::flows::land_push::DEFAULT_ATTEMPTS,
     })
 }
 

@@ -22,9 +22,15 @@ impl Server {
         let fx = Fixture::new();
         let work = fx.root.join("work");
         let format = format!("--object-format={}", crate::fixture::object_format());
-        fx.git(&work, &["init", "-q", "--bare", "-b", "main", &format, "server.git"]);
+        fx.git(
+            &work,
+            &["init", "-q", "--bare", "-b", "main", &format, "server.git"],
+        );
         let bare = work.join("server.git");
-        fx.git(&fx.src, &["remote", "add", "origin", bare.to_str().unwrap()]);
+        fx.git(
+            &fx.src,
+            &["remote", "add", "origin", bare.to_str().unwrap()],
+        );
         fx.git(&fx.src, &["push", "-q", "origin", "main"]);
         Server { fx, bare }
     }
@@ -106,7 +112,14 @@ fn tree_digest(server: &Server, commit: &str, scratch: &Path) -> String {
     let work_tree = format!("--work-tree={}", scratch.display());
     let index = scratch.with_extension("index");
     let mut cmd = std::process::Command::new("git");
-    cmd.args([git_dir.as_str(), work_tree.as_str(), "checkout", commit, "--", "."]);
+    cmd.args([
+        git_dir.as_str(),
+        work_tree.as_str(),
+        "checkout",
+        commit,
+        "--",
+        ".",
+    ]);
     crate::fixture::isolate(&mut cmd, &server.fx.home);
     cmd.env("GIT_INDEX_FILE", &index);
     assert!(cmd.status().unwrap().success());
@@ -142,8 +155,15 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
     for m in 0..4 {
         let dir = server.machine(&format!("m{m}"));
         let mut args: Vec<String> = [
-            "--json", "land", "--push", "origin/main", "--test", &test, "--no-sandbox",
-            "--attempts", "60",
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--test",
+            &test,
+            "--no-sandbox",
+            "--attempts",
+            "60",
         ]
         .map(String::from)
         .to_vec();
@@ -184,10 +204,18 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
     let mut distinct = trailers.clone();
     distinct.sort();
     distinct.dedup();
-    assert_eq!(distinct.len(), 20, "a change set landed twice: {trailers:?}");
+    assert_eq!(
+        distinct.len(),
+        20,
+        "a change set landed twice: {trailers:?}"
+    );
     // Nothing lost: every session's file, byte for byte, and the first commit's own.
     for (rel, text) in &expected {
-        assert_eq!(server.file_on_main(rel).as_deref(), Some(text.as_str()), "{rel}");
+        assert_eq!(
+            server.file_on_main(rel).as_deref(),
+            Some(text.as_str()),
+            "{rel}"
+        );
     }
     assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
     let tested: Vec<String> = std::fs::read_to_string(&log)
@@ -206,9 +234,13 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
             let push = &landed["push"];
             pushes += push["attempts"].as_u64().unwrap();
             // The commit pushed is the one built on the tip it names, of the tree tested.
-            let tree = server.fx.git(&server.bare, &["rev-parse", &format!("{commit}^{{tree}}")]);
+            let tree = server
+                .fx
+                .git(&server.bare, &["rev-parse", &format!("{commit}^{{tree}}")]);
             assert_eq!(push["tested_tree"], format!("git-tree:{tree}"), "{landed}");
-            let parent = server.fx.git(&server.bare, &["rev-parse", &format!("{commit}^")]);
+            let parent = server
+                .fx
+                .git(&server.bare, &["rev-parse", &format!("{commit}^")]);
             assert_eq!(push["built_on"], parent.as_str(), "{landed}");
             // And the test itself saw exactly that tree's files.
             let seen = tree_digest(&server, commit, &scratch);
@@ -251,7 +283,11 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
     // bare repository's receive-pack runs in a session of its own, out of the killed group.
     server.fx.git(
         &a,
-        &["config", "remote.origin.receivepack", "setsid -w git-receive-pack"],
+        &[
+            "config",
+            "remote.origin.receivepack",
+            "setsid -w git-receive-pack",
+        ],
     );
     let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30);
     let mut rng = crate::promote_crash::Rng::seeded("land --push kills");
@@ -263,7 +299,13 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
         let text = format!("round {round}\n");
         server.session(&a, &id, &[(rel.as_str(), text.as_str())]);
         let args = [
-            "land", "--push", "origin/main", "-s", &id, "--test", "test -f README.md",
+            "land",
+            "--push",
+            "origin/main",
+            "-s",
+            &id,
+            "--test",
+            "test -f README.md",
             "--no-sandbox",
         ];
         let delay = std::time::Duration::from_millis(rng.below(400));
@@ -280,12 +322,24 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
             assert_eq!(code, 0, "{doc}");
             landed_total += 1;
         }
-        let again = ["land", "--push", "origin/main", "-s", &id, "--test", "test -f README.md", "--no-sandbox"];
+        let again = [
+            "land",
+            "--push",
+            "origin/main",
+            "-s",
+            &id,
+            "--test",
+            "test -f README.md",
+            "--no-sandbox",
+        ];
         let (code, doc) = server.fx.json_in(&a, &again);
         assert_eq!(code, 0, "round {round}: {doc}");
         let entry = session(&doc, &id);
         let outcome = entry["outcome"].as_str().unwrap();
-        assert!(["landed", "idempotent"].contains(&outcome), "round {round}: {doc}");
+        assert!(
+            ["landed", "idempotent"].contains(&outcome),
+            "round {round}: {doc}"
+        );
         let digest = entry["digest"].as_str().unwrap().to_string();
         landed_total += 1;
         let trailers = server.trailers();
@@ -298,9 +352,15 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
         assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
         // Once more: idempotent, nothing pushed.
         let (code, doc) = server.fx.json_in(&a, &again);
-        assert_eq!((code, session(&doc, &id)["outcome"].as_str()), (0, Some("idempotent")), "{doc}");
+        assert_eq!(
+            (code, session(&doc, &id)["outcome"].as_str()),
+            (0, Some("idempotent")),
+            "{doc}"
+        );
         assert_eq!(server.trailers().len(), landed_total);
-        let pins = server.fx.git(&a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
+        let pins = server
+            .fx
+            .git(&a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
         assert!(pins.is_empty(), "round {round}: {pins}");
     }
     eprintln!("land --push kills: {killed} of {rounds} killed while running");
@@ -312,12 +372,23 @@ fn a_server_hook_refusing_a_landing_ends_it_with_its_words_and_the_queue_keeps_g
     server.refuse_forbidden();
     let a = server.machine("a");
     server.session(&a, "ok1", &[("one.txt", "one\n")]);
-    let refused = server.session(&a, "bad", &[("forbidden.txt", "no\n"), ("README.md", "changed\n")]);
+    let refused = server.session(
+        &a,
+        "bad",
+        &[("forbidden.txt", "no\n"), ("README.md", "changed\n")],
+    );
     server.session(&a, "ok2", &[("two.txt", "two\n")]);
     let before = content_listing(&refused);
     let main_before = server.fx.git(&server.bare, &["rev-parse", "main"]);
     // Without --keep-going the queue stops at the refusal.
-    let queue = ["land", "--push", "origin/main", "--test", "test -f README.md", "--no-sandbox"];
+    let queue = [
+        "land",
+        "--push",
+        "origin/main",
+        "--test",
+        "test -f README.md",
+        "--no-sandbox",
+    ];
     let mut args: Vec<&str> = queue.to_vec();
     args.extend(["-s", "bad", "-s", "ok1"]);
     let (code, doc) = server.fx.json_in(&a, &args);
@@ -326,20 +397,34 @@ fn a_server_hook_refusing_a_landing_ends_it_with_its_words_and_the_queue_keeps_g
     assert_eq!(bad["outcome"], "failed");
     assert_eq!(bad["error"]["code"], "push_refused", "{bad}");
     let message = bad["error"]["message"].as_str().unwrap();
-    assert!(message.contains("policy: forbidden.txt may not land on refs/heads/main"), "{message}");
+    assert!(
+        message.contains("policy: forbidden.txt may not land on refs/heads/main"),
+        "{message}"
+    );
     assert_eq!(bad["push"]["attempts"], 1, "not retried: {bad}");
     assert_eq!(session(&doc, "ok1")["outcome"], "not_reached");
     assert_eq!(doc["stopped_at"], "bad");
-    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), main_before);
+    assert_eq!(
+        server.fx.git(&server.bare, &["rev-parse", "main"]),
+        main_before
+    );
     // With --keep-going the rest lands; the refused session is byte for byte as it was.
     let mut args: Vec<&str> = queue.to_vec();
     args.extend(["--keep-going", "-s", "ok1", "-s", "bad", "-s", "ok2"]);
     let (code, doc) = server.fx.json_in(&a, &args);
     assert_eq!(code, 1, "{doc}");
     assert_eq!(session(&doc, "ok1")["outcome"], "landed", "{doc}");
-    assert_eq!(session(&doc, "bad")["error"]["code"], "push_refused", "{doc}");
+    assert_eq!(
+        session(&doc, "bad")["error"]["code"],
+        "push_refused",
+        "{doc}"
+    );
     assert_eq!(session(&doc, "ok2")["outcome"], "landed", "{doc}");
-    assert_eq!(content_listing(&refused), before, "the refused session changed");
+    assert_eq!(
+        content_listing(&refused),
+        before,
+        "the refused session changed"
+    );
     assert_eq!(server.trailers().len(), 2);
     assert_eq!(server.file_on_main("forbidden.txt"), None);
     assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
@@ -358,9 +443,19 @@ fn an_unreachable_remote_fails_the_landing_at_once_naming_the_remote() {
         .git(&a, &["remote", "add", "far", gone.to_str().unwrap()]);
     let isolation = server.session(&a, "s1", &[("one.txt", "one\n")]);
     let before = content_listing(&isolation);
-    let (code, doc) = server
-        .fx
-        .json_in(&a, &["land", "--push", "far/main", "-s", "s1", "--test", "true", "--no-sandbox"]);
+    let (code, doc) = server.fx.json_in(
+        &a,
+        &[
+            "land",
+            "--push",
+            "far/main",
+            "-s",
+            "s1",
+            "--test",
+            "true",
+            "--no-sandbox",
+        ],
+    );
     assert_eq!(code, 1, "{doc}");
     let entry = session(&doc, "s1");
     assert_eq!(entry["error"]["code"], "remote_unreachable", "{entry}");

@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_remote};
-pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 pub(crate) use crate::services::remote::select::choose as choose_remote;
+pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{Digest, TreeId};
