@@ -77,6 +77,11 @@ pub struct LandArgs {
     #[arg(long, value_name = "N", requires = "push", default_value_t = DEFAULT_ATTEMPTS,
         value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub attempts: u32,
+
+    /// With --push: a change-set document to land after the sessions (repeatable), as
+    /// `capture -o` wrote it; verified first, its test run in a scratch isolation
+    #[arg(long = "change-set", value_name = "FILE", requires = "push")]
+    pub change_sets: Vec<std::path::PathBuf>,
 }
 
 fn parse_push_target(text: &str) -> std::result::Result<PushTarget, String> {
@@ -108,6 +113,7 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
             &PushOptions {
                 target: target.clone(),
                 attempts: args.attempts,
+                change_sets: args.change_sets.clone(),
             },
         )?,
         None => land(ctx, &opts)?,

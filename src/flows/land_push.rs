@@ -38,6 +38,8 @@ pub struct PushOptions {
     pub target: PushTarget,
     /// The most pushes of one landing (a lost race fetches and tries again).
     pub attempts: u32,
+    /// Change-set documents to land after the sessions, in order (each verified first).
+    pub change_sets: Vec<std::path::PathBuf>,
 }
 
 /// The trailer that names a landing commit's change set.
@@ -89,13 +91,14 @@ impl PushTarget {
 
 /// What a session's landing through the server pushes, recorded before its first push.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Pushing {
-    remote: String,
-    branch: String,
+pub(super) struct Pushing {
+    pub(super) remote: String,
+    pub(super) branch: String,
     /// The change set's digest: the trailer the branch is searched for.
-    digest: Digest,
-    /// The commit the change set is based on: the search starts there.
-    base: String,
+    pub(super) digest: Digest,
+    /// The commit the change set is based on: the search starts there (empty: unknown, the
+    /// whole history is searched).
+    pub(super) base: String,
 }
 
 /// Lands the sessions `opts` names onto `target`, one after the other.
@@ -115,10 +118,23 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         false,
     )?;
     crate::services::remote::drop_dead_fetches(ctx, &located)?;
-    let ids = super::land::sessions_asked(ctx, &located, opts)?;
+    if opts.sessions.is_empty() && !opts.all && push.change_sets.is_empty() {
+        return Err(Error::Usage {
+            message: "name what to land: sessions (-s ID ... or --all) or change-set documents (--change-set FILE ...)".into(),
+        });
+    }
+    let mut ids = super::land::sessions_asked(ctx, &located, opts)?;
+    // A scratch session is no entry; one a killed landing left goes.
+    ids.retain(|id| !is_scratch(id));
     for id in &ids {
         ctx.require_granted(id)?;
     }
+    drop_dead_scratch(ctx, &located);
+    let entries: Vec<Entry> = ids
+        .iter()
+        .map(|id| Entry::Session(id.clone()))
+        .chain(push.change_sets.iter().cloned().map(Entry::Document))
+        .collect();
     let mut out = LandOutcome {
         mode: LandMode::Squash,
         resumed: false,
@@ -130,24 +146,27 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         aborted: false,
         reclaimed: Vec::new(),
     };
-    for id in &ids {
-        if out.stopped_at.is_some() {
+    let mut stopped_index = None;
+    for (index, entry) in entries.iter().enumerate() {
+        if stopped_index.is_some() {
             out.sessions
-                .push(LandedSession::new(id, LandResult::NotReached));
+                .push(LandedSession::new(&entry.label(), LandResult::NotReached));
             continue;
         }
-        let landed = push_one(ctx, &located, opts, push, id);
+        let landed = match entry {
+            Entry::Session(id) => push_one(ctx, &located, opts, push, id),
+            Entry::Document(path) => {
+                super::land_push_doc::document_one(ctx, &located, (opts, push), path)
+            }
+        };
         if !landed.outcome.goes_on() && !opts.keep_going {
-            out.stopped_at = Some(id.clone());
+            out.stopped_at = Some(landed.session_id.clone());
+            stopped_index = Some(index);
         }
         out.sessions.push(landed);
     }
-    if let Some(stopped) = &out.stopped_at {
-        let rest: Vec<String> = ids
-            .iter()
-            .skip_while(|id| *id != stopped)
-            .map(|id| format!("-s {}", crate::base::argv::shell_quote(id.as_ref())))
-            .collect();
+    if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
+        let rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
         let again = format!(
             "a3s-iso land --push {}/{} {}",
             target.remote,
@@ -160,6 +179,63 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         out.next_commands = vec![again];
     }
     Ok(out)
+}
+
+/// The prefix of the scratch sessions a change-set document's test runs in.
+pub(super) const SCRATCH: &str = "landing";
+
+/// One entry of the queue.
+enum Entry {
+    /// A session of this repository.
+    Session(String),
+    /// A change-set document.
+    Document(std::path::PathBuf),
+}
+
+impl Entry {
+    /// What the report calls it before it is read.
+    fn label(&self) -> String {
+        match self {
+            Entry::Session(id) => id.clone(),
+            Entry::Document(path) => path.display().to_string(),
+        }
+    }
+
+    /// The command-line argument that names it.
+    fn argument(&self) -> String {
+        match self {
+            Entry::Session(id) => format!("-s {}", crate::base::argv::shell_quote(id.as_ref())),
+            Entry::Document(path) => format!(
+                "--change-set {}",
+                crate::base::argv::shell_quote(path.as_os_str())
+            ),
+        }
+    }
+}
+
+/// Whether `id` is a scratch session a landing bound (its name says which process made it).
+fn is_scratch(id: &str) -> bool {
+    id.starts_with(&format!("{SCRATCH}-")) && crate::base::maker::maker_of(id).is_some()
+}
+
+/// Purges the scratch sessions of landings whose process died (best effort: one left waits
+/// for the next landing).
+fn drop_dead_scratch(ctx: &Context, located: &Located) {
+    let Ok(live) = located.store.live_sessions() else {
+        return;
+    };
+    for record in live {
+        let id = record.session_id.to_string();
+        if is_scratch(&id) && crate::base::maker::made_by_dead(&id) {
+            let _ = crate::ops::discard::discard(
+                ctx,
+                &crate::ops::discard::DiscardOptions {
+                    session_id: Some(id),
+                    purge: true,
+                },
+            );
+        }
+    }
 }
 
 /// One session through the server; whatever stops it is its result, never the queue's error.
@@ -259,6 +335,7 @@ fn push_steps(
     write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
     let change = Change {
         id,
+        tested_in: Some(id),
         pushing: &pushing,
         base_tree: cs.base_tree.as_str(),
         result_tree: cs.result_tree.as_str(),
@@ -266,17 +343,20 @@ fn push_steps(
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }
 
-/// The change set one session lands.
-struct Change<'a> {
-    id: &'a str,
-    pushing: &'a Pushing,
-    base_tree: &'a str,
-    result_tree: &'a str,
+/// The change set one entry lands.
+pub(super) struct Change<'a> {
+    /// What the landing commit's default message names (the session).
+    pub(super) id: &'a str,
+    /// The session whose isolation the test runs in (the session's own, or a scratch one).
+    pub(super) tested_in: Option<&'a str>,
+    pub(super) pushing: &'a Pushing,
+    pub(super) base_tree: &'a str,
+    pub(super) result_tree: &'a str,
 }
 
 /// Fetch, search, merge, commit, test, push — again after each lost race, up to
 /// `push.attempts` pushes.
-fn attempts(
+pub(super) fn attempts(
     ctx: &Context,
     located: &Located,
     (opts, push): (&LandOptions, &PushOptions),
@@ -300,9 +380,9 @@ fn attempts(
             .git
             .commit_landing(dir, (&tree, &tip), &message(opts, change))?;
         pins.pin(&commit)?;
-        if let Some(test) = opts.test.as_deref() {
-            let tested = super::land_gate::test_on_tree(ctx, located, (change.id, &tree), || {
-                super::land::test_passes(ctx, located, (test, opts.no_sandbox), change.id, landed)
+        if let (Some(test), Some(place)) = (opts.test.as_deref(), change.tested_in) {
+            let tested = super::land_gate::test_on_tree(ctx, located, (place, &tree), || {
+                super::land::test_passes(ctx, located, (test, opts.no_sandbox), place, landed)
             })?;
             landed.test_wrote = tested.wrote;
             report(landed).tested_tree = Some(TreeId::new(&tested.tested)?);
@@ -469,14 +549,14 @@ fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSes
 
 /// The private refs one landing holds (the fetched tip, the landing commits), named for this
 /// process so that a later run drops those of a killed one; deleted when it ends.
-struct Pins<'a> {
+pub(super) struct Pins<'a> {
     ctx: &'a Context,
     located: &'a Located,
     refs: Vec<String>,
 }
 
 impl<'a> Pins<'a> {
-    fn new(ctx: &'a Context, located: &'a Located) -> Pins<'a> {
+    pub(super) fn new(ctx: &'a Context, located: &'a Located) -> Pins<'a> {
         Pins {
             ctx,
             located,
@@ -495,7 +575,7 @@ impl<'a> Pins<'a> {
     }
 
     /// Fetches the branch; its tip. A branch the remote does not have is a usage error.
-    fn fetch_tip(&mut self, target: &PushTarget) -> Result<String> {
+    pub(super) fn fetch_tip(&mut self, target: &PushTarget) -> Result<String> {
         let into = self.fresh_ref();
         let dir = &self.located.repo.toplevel;
         self.ctx
@@ -523,7 +603,7 @@ impl<'a> Pins<'a> {
     }
 
     /// The commit of `tip`'s history since the change set's base that carries its trailer.
-    fn landed_in(&self, tip: &str, pushing: &Pushing) -> Result<Option<String>> {
+    pub(super) fn landed_in(&self, tip: &str, pushing: &Pushing) -> Result<Option<String>> {
         let dir = &self.located.repo.toplevel;
         let base = Some(pushing.base.as_str()).filter(|b| {
             self.ctx
@@ -539,7 +619,7 @@ impl<'a> Pins<'a> {
         Ok(found.into_iter().next())
     }
 
-    fn release(self) {
+    pub(super) fn release(self) {
         let updates: Vec<RefUpdate> = self
             .refs
             .iter()

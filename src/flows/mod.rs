@@ -8,4 +8,5 @@ pub mod claude;
 pub mod land;
 mod land_gate;
 pub mod land_push;
+mod land_push_doc;
 pub mod setup;

@@ -292,6 +292,40 @@ impl Git {
             .run_text()
     }
 
+    /// The tree `patch` (a file) makes of `base`, applied to a temporary index (`index`, which
+    /// must not exist) and written as objects; `None` when it does not apply there.
+    pub(crate) fn tree_with_patch(
+        &self,
+        dir: &Path,
+        (base, patch): (&str, &Path),
+        index: &Path,
+    ) -> Result<Option<String>> {
+        self.at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .args(["read-tree", "--end-of-options", base])
+            .run()?;
+        let applied = self
+            .at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .args([
+                "-c",
+                "apply.whitespace=nowarn",
+                "apply",
+                "--cached",
+                "--binary",
+            ])
+            .arg(patch)
+            .output()?;
+        if applied.exit_code != Some(0) {
+            return Ok(None);
+        }
+        self.at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .arg("write-tree")
+            .run_text()
+            .map(Some)
+    }
+
     /// Writes `bytes` as an object of `kind` (`blob`, `tree`, `commit`) and returns its id;
     /// with `write` false, only computes the id.
     pub(crate) fn hash_object(

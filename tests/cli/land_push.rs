@@ -473,3 +473,92 @@ fn an_unreachable_remote_fails_the_landing_at_once_naming_the_remote() {
     // And the user's checkout was never needed: it is as the clone left it.
     assert!(server.fx.git(&a, &["status", "--porcelain"]).is_empty());
 }
+
+/// A change set captured on one machine, as a document: `land --push --change-set` of it
+/// from two machines at once lands it once; killed at random points on one machine and landed
+/// again on another, once every time; the scratch session of its test is gone after.
+#[test]
+fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
+    if !crate::fixture::require_tool("setsid") {
+        return;
+    }
+    let server = Server::new();
+    let (a, b, c) = (server.machine("a"), server.machine("b"), server.machine("c"));
+    for dir in [&b, &c] {
+        server.fx.git(
+            dir,
+            &["config", "remote.origin.receivepack", "setsid -w git-receive-pack"],
+        );
+    }
+    let docs = server.fx.root.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let capture = |id: &str, rel: &str, text: &str| -> (PathBuf, String) {
+        server.session(&a, id, &[(rel, text)]);
+        let doc = docs.join(format!("{id}.json"));
+        let (code, out) = server
+            .fx
+            .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+        (doc, out["patch_digest"].as_str().unwrap_or_default().to_string())
+    };
+    let land = |dir: &Path, doc: &Path| {
+        let doc = doc.to_str().unwrap().to_string();
+        let args = [
+            "--json", "land", "--push", "origin/main", "--change-set", &doc, "--test",
+            "test -f README.md", "--no-sandbox",
+        ];
+        server.fx.cmd_in(dir).args(args).output().unwrap()
+    };
+    // Two machines take the same entry at once.
+    let (doc, _) = capture("twice", "twice.txt", "once only\n");
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| json_of(land(&b, &doc)));
+        let two = s.spawn(|| json_of(land(&c, &doc)));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let mut outcomes: Vec<String> = [&first, &second]
+        .iter()
+        .map(|(code, doc)| {
+            assert_eq!(*code, 0, "{doc}");
+            doc["sessions"][0]["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
+    assert_eq!(server.trailers().len(), 1);
+    assert_eq!(server.file_on_main("twice.txt").as_deref(), Some("once only\n"));
+    // Killed on b at random points, landed again on c.
+    let mut rng = crate::promote_crash::Rng::seeded("land --push --change-set kills");
+    let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30).div_ceil(3);
+    for round in 0..rounds {
+        let rel = format!("docs/{round}.txt");
+        let text = format!("document {round}\n");
+        let (doc, _) = capture(&format!("d{round}"), &rel, &text);
+        let path = doc.to_str().unwrap();
+        let args = [
+            "land", "--push", "origin/main", "--change-set", path, "--test", "test -f README.md",
+            "--no-sandbox",
+        ];
+        let delay = std::time::Duration::from_millis(rng.below(500));
+        kill_in_after(&server.fx, &b, &args, delay);
+        let (code, doc) = json_of(land(&c, &doc));
+        assert_eq!(code, 0, "round {round}: {doc}");
+        let entry = &doc["sessions"][0];
+        assert!(["landed", "idempotent"].contains(&entry["outcome"].as_str().unwrap()), "{doc}");
+        let digest = entry["digest"].as_str().unwrap();
+        let trailers = server.trailers();
+        assert_eq!(trailers.iter().filter(|t| *t == digest).count(), 1, "round {round}");
+        assert_eq!(trailers.len(), round as usize + 2, "round {round}: {trailers:?}");
+        assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
+    }
+    // The next landing on b purges the scratch sessions its killed runs left.
+    let (doc, _) = capture("last", "last.txt", "last\n");
+    let (code, out) = json_of(land(&b, &doc));
+    assert_eq!(code, 0, "{out}");
+    let (code, list) = server.fx.json_in(&b, &["list"]);
+    assert_eq!(code, 0, "{list}");
+    assert_eq!(list["sessions"].as_array().unwrap().len(), 0, "{list}");
+    for dir in [&b, &c] {
+        assert!(server.fx.git(dir, &["status", "--porcelain"]).is_empty());
+    }
+}
