@@ -249,6 +249,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --message 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)'
             cand --push 'Land onto BRANCH of the configured remote REMOTE through the server, not onto your checkout: each landing commit is pushed with a lease on the tip it was built on and carries its change set''s digest (A3S-Change-Set), so that it lands once from any machine'
             cand --attempts 'With --push: the most pushes of one landing; a push another machine''s beat is fetched, merged, tested and pushed again, up to this many times'
+            cand --change-set 'With --push: a change-set document to land after the sessions (repeatable), as `capture -o` wrote it; verified first, its test run in a scratch isolation'
             cand -C 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --repo 'Run as if started in PATH (the source checkout or any directory in it)'
             cand --state-dir 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso'

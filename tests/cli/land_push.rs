@@ -483,11 +483,19 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
         return;
     }
     let server = Server::new();
-    let (a, b, c) = (server.machine("a"), server.machine("b"), server.machine("c"));
+    let (a, b, c) = (
+        server.machine("a"),
+        server.machine("b"),
+        server.machine("c"),
+    );
     for dir in [&b, &c] {
         server.fx.git(
             dir,
-            &["config", "remote.origin.receivepack", "setsid -w git-receive-pack"],
+            &[
+                "config",
+                "remote.origin.receivepack",
+                "setsid -w git-receive-pack",
+            ],
         );
     }
     let docs = server.fx.root.join("docs");
@@ -499,13 +507,23 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
             .fx
             .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
         assert_eq!(code, 0, "{out}");
-        (doc, out["patch_digest"].as_str().unwrap_or_default().to_string())
+        (
+            doc,
+            out["patch_digest"].as_str().unwrap_or_default().to_string(),
+        )
     };
     let land = |dir: &Path, doc: &Path| {
         let doc = doc.to_str().unwrap().to_string();
         let args = [
-            "--json", "land", "--push", "origin/main", "--change-set", &doc, "--test",
-            "test -f README.md", "--no-sandbox",
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--change-set",
+            &doc,
+            "--test",
+            "test -f README.md",
+            "--no-sandbox",
         ];
         server.fx.cmd_in(dir).args(args).output().unwrap()
     };
@@ -526,7 +544,10 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
     outcomes.sort();
     assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
     assert_eq!(server.trailers().len(), 1);
-    assert_eq!(server.file_on_main("twice.txt").as_deref(), Some("once only\n"));
+    assert_eq!(
+        server.file_on_main("twice.txt").as_deref(),
+        Some("once only\n")
+    );
     // Killed on b at random points, landed again on c.
     let mut rng = crate::promote_crash::Rng::seeded("land --push --change-set kills");
     let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30).div_ceil(3);
@@ -536,7 +557,13 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
         let (doc, _) = capture(&format!("d{round}"), &rel, &text);
         let path = doc.to_str().unwrap();
         let args = [
-            "land", "--push", "origin/main", "--change-set", path, "--test", "test -f README.md",
+            "land",
+            "--push",
+            "origin/main",
+            "--change-set",
+            path,
+            "--test",
+            "test -f README.md",
             "--no-sandbox",
         ];
         let delay = std::time::Duration::from_millis(rng.below(500));
@@ -544,11 +571,18 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
         let (code, doc) = json_of(land(&c, &doc));
         assert_eq!(code, 0, "round {round}: {doc}");
         let entry = &doc["sessions"][0];
-        assert!(["landed", "idempotent"].contains(&entry["outcome"].as_str().unwrap()), "{doc}");
+        assert!(
+            ["landed", "idempotent"].contains(&entry["outcome"].as_str().unwrap()),
+            "{doc}"
+        );
         let digest = entry["digest"].as_str().unwrap();
         let trailers = server.trailers();
-        assert_eq!(trailers.iter().filter(|t| *t == digest).count(), 1, "round {round}");
-        assert_eq!(trailers.len(), round as usize + 2, "round {round}: {trailers:?}");
+        assert_eq!(
+            trailers.iter().filter(|t| *t == digest).count(),
+            1,
+            "round {round}"
+        );
+        assert_eq!(trailers.len(), round + 2, "round {round}: {trailers:?}");
         assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
     }
     // The next landing on b purges the scratch sessions its killed runs left.
