@@ -11,7 +11,7 @@ use crate::base::invalid::Invalid;
 use crate::workspace::context::{Context, Located};
 
 use super::land::{LandError, LandOptions, LandResult, LandedSession, PushReport};
-use super::land_push::{Change, Pins, PushOptions, Pushing, SCRATCH, attempts};
+use super::land_remote::{Change, Pins, PushOptions, Pushing, SCRATCH, attempts};
 
 /// One document through the server; whatever stops it is its result. `session_id` is the
 /// session the document names.

@@ -9,4 +9,5 @@ pub mod land;
 mod land_gate;
 pub mod land_push;
 mod land_push_doc;
+mod land_remote;
 pub mod setup;

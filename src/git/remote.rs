@@ -35,6 +35,9 @@ pub(crate) struct ObjectInfo {
 pub(crate) enum LeasedPush {
     /// The branch moved to the commit.
     Pushed,
+    /// The branch was at the commit already: another push of the very same commit (the same
+    /// tree, parent, message, identity and time) landed it.
+    AlreadyThere,
     /// The branch was not where the lease expected (another push won the race): nothing
     /// changed there.
     Moved,
@@ -235,7 +238,8 @@ impl Git {
         };
         let summary = line.split('\t').nth(2).unwrap_or_default().to_string();
         Ok(match (out.exit_code, line.chars().next()) {
-            (Some(0), Some(' ' | '+' | '*' | '=')) => LeasedPush::Pushed,
+            (Some(0), Some('=')) => LeasedPush::AlreadyThere,
+            (Some(0), Some(' ' | '+' | '*')) => LeasedPush::Pushed,
             _ if summary.contains("stale info")
                 || summary.contains("fetch first")
                 || summary.contains("non-fast-forward") =>
