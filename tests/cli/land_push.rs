@@ -596,3 +596,126 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
         assert!(server.fx.git(dir, &["status", "--porcelain"]).is_empty());
     }
 }
+
+/// `scripts/ci-promote.sh` with `A3S_ISO_LAND_PUSH`: the CI step lands the change set through
+/// the server (no commit or push of its own), records the commit and the attempts, and the
+/// comment script reports them; a re-run is idempotent, a refusing hook fails the step with
+/// its words; the job's checkout is never touched.
+#[test]
+fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
+    if !crate::fixture::require_tool("jq") {
+        return;
+    }
+    let server = Server::new();
+    server.refuse_forbidden();
+    let (a, ci) = (server.machine("a"), server.machine("ci"));
+    let docs = server.fx.root.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let capture = |id: &str, files: &[(&str, &str)]| -> PathBuf {
+        server.session(&a, id, files);
+        let doc = docs.join(format!("{id}.json"));
+        let (code, out) = server
+            .fx
+            .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
+        assert_eq!(code, 0, "{out}");
+        doc
+    };
+    let artifacts = server.fx.root.join("artifacts");
+    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
+    let step = |doc: &Path| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(scripts.join("ci-promote.sh"))
+            .arg(doc)
+            .current_dir(&ci);
+        crate::fixture::isolate(&mut cmd, &server.fx.home);
+        cmd.env("A3S_ISO_BIN", crate::fixture::BIN)
+            .env("A3S_ISO_CI", "plain")
+            .env("A3S_ISO_LAND_PUSH", "origin/main")
+            .env("A3S_ISO_LAND_TEST", "test -f README.md")
+            .env("A3S_ISO_LAND_FLAGS", "--no-sandbox")
+            .env("A3S_ISO_ARTIFACTS", &artifacts)
+            .output()
+            .unwrap()
+    };
+    let outcome = || -> BTreeMap<String, String> {
+        std::fs::read_to_string(artifacts.join("outcome.env"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let comment = |doc: &Path| {
+        let mut cmd = std::process::Command::new("bash");
+        cmd.arg(scripts.join("ci-comment.sh"))
+            .arg(artifacts.join("land.json"))
+            .arg(doc);
+        crate::fixture::isolate(&mut cmd, &server.fx.home);
+        let out = cmd.current_dir(&ci).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let head = server.fx.git(&ci, &["rev-parse", "HEAD"]);
+    let doc = capture("agent", &[("agent.txt", "from the agent\n")]);
+    let out = step(&doc);
+    let said = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let env = outcome();
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    assert_eq!(env["A3S_ISO_OUTCOME"], "applied");
+    assert_eq!(env["A3S_ISO_PUSHED"], tip);
+    assert_eq!(env["A3S_ISO_ATTEMPTS"], "1");
+    assert!(
+        said.contains(&format!("pushed {tip} to main in 1 push attempt(s)")),
+        "{said}"
+    );
+    assert_eq!(server.trailers().len(), 1);
+    assert_eq!(
+        server.file_on_main("agent.txt").as_deref(),
+        Some("from the agent\n")
+    );
+    let text = comment(&doc);
+    assert!(
+        text.contains(
+            "**Landed**: merged onto the branch's tip, tested there (exit 0) and pushed as"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("in 1 push attempt(s)") && text.contains("- `agent.txt`"),
+        "{text}"
+    );
+    // A re-run of the job: idempotent, nothing pushed.
+    let out = step(&doc);
+    assert!(out.status.success());
+    assert_eq!(outcome()["A3S_ISO_OUTCOME"], "idempotent");
+    assert_eq!(server.trailers().len(), 1);
+    assert!(comment(&doc).contains("**Landed before** (idempotent)"));
+    // A hook refuses: the step fails with the hook's words, nothing retried or pushed.
+    let refused = capture("refused", &[("forbidden.txt", "no\n")]);
+    let out = step(&refused);
+    let said = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("land --push failed (push_refused, exit 1, after 1 push attempt(s))"),
+        "{said}"
+    );
+    assert!(
+        said.contains("policy: forbidden.txt may not land on refs/heads/main"),
+        "{said}"
+    );
+    assert_eq!(outcome()["A3S_ISO_OUTCOME"], "error");
+    assert!(comment(&refused).contains("**Failed**: `push_refused`, after 1 push attempt(s)"));
+    assert_eq!(server.trailers().len(), 1);
+    // The job's checkout was neither needed nor touched.
+    assert_eq!(server.fx.git(&ci, &["rev-parse", "HEAD"]), head);
+    assert!(server.fx.git(&ci, &["status", "--porcelain"]).is_empty());
+}
