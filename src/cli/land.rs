@@ -179,6 +179,15 @@ fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
     if let Some(commit) = &session.commit {
         text.push_str(&format!(" as {}", &commit[..commit.len().min(12)]));
     }
+    if let Some(push) = session.push.as_ref().filter(|p| p.attempts > 0) {
+        let plural = if push.attempts == 1 { "" } else { "s" };
+        text.push_str(&format!(
+            " on {}/{} ({} push{plural})",
+            inert(&push.remote),
+            inert(&push.branch),
+            push.attempts
+        ));
+    }
     match session.cleanup {
         Some(Cleanup::Pooled) => text.push_str(", isolation back to the pool"),
         Some(Cleanup::Discarded) => text.push_str(", isolation removed (evidence kept)"),
