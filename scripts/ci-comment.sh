@@ -22,6 +22,7 @@
 # It reads the documents with jq, which must be on PATH.
 #
 # Environment:
+#   A3S_ISO_REBASED with land.json: `true` says the change set was rebased onto a moved branch
 #   A3S_ISO_PUSHED  the commit the job pushed to the branch (named in the comment), or `none`
 #                   when an applied change set was not pushed (the job failed after promote);
 #                   unset: nothing is said about a push
@@ -184,6 +185,9 @@ case "$schema" in
         if [ "${attempts:-1}" -gt 1 ]; then
           line+=" (the branch moved under the earlier ones: merged, tested and pushed again onto its new tip)"
         fi
+        if [ "${A3S_ISO_REBASED:-}" = true ]; then
+          line+="; rebased onto the moved branch (it moved since the agent started; the change merged cleanly onto it)"
+        fi
         echo "$line."
         if [ -n "$change_set" ]; then
           echo
@@ -192,6 +196,10 @@ case "$schema" in
         ;;
       idempotent)
         echo "**Landed before** (idempotent): the branch holds this change set already, as $(code "$commit"); nothing was pushed."
+        if [ -n "$change_set" ]; then
+          echo
+          changed_files | items
+        fi
         ;;
       empty)
         echo "**Empty**: the change set changes nothing on the branch; nothing was pushed."
