@@ -1028,6 +1028,9 @@ pub(crate) mod tests {
                 ("config_untrusted", 5),
                 ("setup_failed", 1),
                 ("session_not_granted", 1),
+                ("remote_unreachable", 4),
+                ("push_refused", 1),
+                ("push_contended", 6),
             ]
         );
     }
