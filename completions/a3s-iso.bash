@@ -1243,7 +1243,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__land)
-            opts="-s -m -C -q -h --session --all --test --mode --message --keep-going --no-sandbox --keep --abort --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -m -C -q -h --session --all --test --mode --message --keep-going --no-sandbox --keep --abort --push --attempts --change-set --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1270,6 +1270,18 @@ _a3s__iso() {
                     return 0
                     ;;
                 -m)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --push)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --attempts)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --change-set)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

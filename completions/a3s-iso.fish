@@ -216,6 +216,9 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l mode -d 'How ea
 branch\t'The session\'s commits replayed, plus one for its uncommitted changes'
 patch\t'Uncommitted changes in the checkout (one session only)'"
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s m -l message -d 'The message of the squashed commit (branch mode: of the commit of uncommitted changes)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l push -d 'Land onto BRANCH of the configured remote REMOTE through the server, not onto your checkout: each landing commit is pushed with a lease on the tip it was built on and carries its change set\'s digest (A3S-Change-Set), so that it lands once from any machine' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l attempts -d 'With --push: the most pushes of one landing; a push another machine\'s beat is fetched, merged, tested and pushed again, up to this many times' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l change-set -d 'With --push: a change-set document to land after the sessions (repeatable), as `capture -o` wrote it; verified first, its test run in a scratch isolation' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l color -d 'When to colour human output' -r -f -a "auto\t''

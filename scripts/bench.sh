@@ -4,7 +4,7 @@
 # run, so drift on the machine affects both alike.
 #
 #   scripts/bench.sh [--quick] [--runs N] [--sizes "1000 10000 100000"] [--cache-mib M]
-#                    [--only core|pool|rebase|overlaps|land|include|proxy|fleet]
+#                    [--only core|pool|rebase|overlaps|land|include|proxy|fleet|remote-land]
 #                    [--fleet "N F J"]
 #
 #   --quick       1,000 and 10,000 files only (a few minutes on 2 cores)
@@ -31,6 +31,13 @@
 #                   the edits + a commit in each, per session rebase + the test + merge --ff-only,
 #                   worktree remove. One run per side unless --runs; --fleet "N F J" (default
 #                   "20 10000 8"). The landed trees of both sides are compared
+#   --only remote-land  only the landing queue across machines: a bare repository as the git
+#                   server, 4 clones as machines, each landing 5 sessions at the same time with
+#                   `land --push origin/main --test CMD`, against the CI recipes' former loop on
+#                   each machine (per change set: promote --change-set, the test, commit, push;
+#                   a refused push fetches, resets and promotes again with --reapply, at most
+#                   3 attempts). Wall time, pushes attempted and change sets landed per side;
+#                   one run per side unless --runs
 #   --only proxy    only the network allowlist: a 256 MiB download from a loopback server
 #                   through run --allow-host's proxy (plain HTTP and CONNECT) against curl
 #                   straight to it (throughput ratio, goal >= 0.8), and run --allow-host
@@ -72,7 +79,8 @@ case "$only" in
   overlaps|land|include) [ -n "$sizes_given" ] || sizes=10000 ;;
   proxy) [ -n "$sizes_given" ] || sizes=1000 ;;
   fleet) read -r _ sizes _ <<<"$fleet"; sizes_given=1 ;;
-  *) echo "unknown case for --only: $only (core, pool, rebase, overlaps, land, include, proxy or fleet)" >&2; exit 2 ;;
+  remote-land) [ -n "$sizes_given" ] || sizes=1000 ;;
+  *) echo "unknown case for --only: $only (core, pool, rebase, overlaps, land, include, proxy, fleet or remote-land)" >&2; exit 2 ;;
 esac
 
 # runs_at SIZE DEFAULT: whether a case whose own size is DEFAULT runs on SIZE files (on every
@@ -191,6 +199,7 @@ print_results() {
   done
   local medians="medians of $runs alternating runs"
   [ "$only" != fleet ] || medians="the fleet: medians of ${fleet_runs:-1} run(s) per side"
+  [ "$only" != remote-land ] || medians="remote land: medians of ${fleet_runs:-1} run(s) per side"
   echo "$medians; $(nproc) cores; $(git --version); $("$bin" --version)"
 }
 
@@ -707,6 +716,91 @@ core_cases() {
   git worktree prune
 }
 
+# remote_land_case SIZE: 4 machines x 5 sessions landing into one server's main at once, with
+# land --push against the recipes' former promote/commit/push loop.
+remote_land_case() {
+  local size=$1 rr=$runs i
+  [ "$runs_given" ] || rr=1
+  command -v jq >/dev/null || { echo "the remote-land case needs jq" >&2; exit 2; }
+  local -a ow=() rw=() op=() rp=() ol=() rl=()
+  for i in $(seq "$rr"); do
+    remote_land_round "$size" "$i"
+    ow+=("$rl_wall_o"); rw+=("$rl_wall_r"); op+=("$rl_push_o"); rp+=("$rl_push_r")
+    ol+=("$rl_landed_o"); rl+=("$rl_landed_r")
+  done
+  local mo mr
+  mo=$(printf '%s\n' "${ow[@]}" | median); mr=$(printf '%s\n' "${rw[@]}" | median)
+  row "$size" "remote land 4x5 wall vs recipe loop" "$(ms "$mo")" "$(ms "$mr")" "$(ratio "$mo" "$mr")"
+  row "$size" "remote land 4x5 pushes attempted" "$(printf '%s\n' "${op[@]}" | median)" "$(printf '%s\n' "${rp[@]}" | median)" "-"
+  row "$size" "remote land 4x5 change sets landed" "$(printf '%s\n' "${ol[@]}" | median)" "$(printf '%s\n' "${rl[@]}" | median)" "-"
+  fleet_runs=$rr
+}
+
+# remote_land_round SIZE N: a fresh server and 8 clones (4 per side) of the generated
+# repository, 5 sessions bound in each; both sides timed, one after the other.
+remote_land_round() {
+  local size=$1 n=$2 m k t dir side
+  local root="$work/remote-land-$n" test='test -f .gitattributes || true'
+  rm -rf "$root"; mkdir -p "$root"
+  git clone -q --bare "$work/r$size/src" "$root/server.git"
+  for side in o r; do
+    for m in 1 2 3 4; do
+      dir="$root/$side$m"
+      git clone -q "$root/server.git" "$dir"
+      for k in 1 2 3 4 5; do
+        (cd "$dir" && "$bin" bind -q -s "m$m-s$k" --owner none >/dev/null)
+        echo "machine $m session $k" > "$root/.$side$m.a3s-isolate-m$m-s$k/landed-m$m-s$k.txt"
+        if [ "$side" = r ]; then
+          (cd "$dir" && "$bin" --json capture -q -s "m$m-s$k" -o "$root/$side$m-s$k.json" >/dev/null)
+        fi
+      done
+    done
+  done
+  sync
+  # a3s-iso: each machine one land --push of its five sessions, all four at once.
+  t=$(now_ns)
+  for m in 1 2 3 4; do
+    (cd "$root/o$m" && "$bin" --json land --push origin/main --test "$test" --no-sandbox --attempts 100 \
+      -s "m$m-s1" -s "m$m-s2" -s "m$m-s3" -s "m$m-s4" -s "m$m-s5" > "$root/o$m.json" || true) &
+  done
+  wait
+  rl_wall_o=$(( $(now_ns) - t ))
+  rl_push_o=$(cat "$root"/o?.json | jq -s '[.[].sessions[].push.attempts] | add')
+  rl_landed_o=$(cat "$root"/o?.json | jq -s '[.[].sessions[] | select(.outcome == "landed")] | length')
+  # The recipes' loop: the same on four more clones of the server, then reset to the first commit.
+  git -C "$root/server.git" update-ref refs/heads/main "$(git -C "$root/r1" rev-parse HEAD)"
+  t=$(now_ns)
+  for m in 1 2 3 4; do
+    (cd "$root/r$m" && for k in 1 2 3 4 5; do recipe_loop "$root/r$m-s$k.json" "$test" "$root/r$m.pushes" "$root/r$m.landed"; done) &
+  done
+  wait
+  rl_wall_r=$(( $(now_ns) - t ))
+  rl_push_r=$(cat "$root"/r?.pushes 2>/dev/null | wc -l)
+  rl_landed_r=$(cat "$root"/r?.landed 2>/dev/null | wc -l)
+  [ "$rl_landed_o" -eq 20 ] || echo "remote land: land --push landed $rl_landed_o of 20" >&2
+  rm -rf "$root"
+}
+
+# recipe_loop DOC TEST PUSHES LANDED: what the CI recipes did for one change set before
+# land --push: promote, test, commit, push; a refused push fetches, resets onto the branch's
+# tip and promotes again (--reapply), 3 attempts in all. A line per push and per landing.
+recipe_loop() {
+  local doc=$1 test=$2 pushes=$3 landed=$4 attempt=1 flags="--onto-head" outcome
+  git fetch -q origin main && git reset -q --hard FETCH_HEAD
+  while :; do
+    outcome=$("$bin" --json promote --change-set "$doc" $flags 2>/dev/null | jq -r .outcome || true)
+    [ "$outcome" = applied ] || return 0
+    sh -c "$test" || return 0
+    git add -A
+    git commit -q -m "Apply the agent's change set" -m "A3s-Iso-Change-Set: $(jq -r .patch_digest "$doc")"
+    echo push >> "$pushes"
+    if git push -q origin HEAD:main 2>/dev/null; then echo landed >> "$landed"; return 0; fi
+    [ "$attempt" -lt 3 ] || return 0
+    attempt=$((attempt + 1)); flags="--onto-head --reapply"
+    git fetch -q origin main && git reset -q --hard FETCH_HEAD
+  done
+}
+
 sandbox=()
 largest=""
 for size in $sizes; do
@@ -723,6 +817,7 @@ for size in $sizes; do
     land) land_case "$size"; continue ;;
     include) include_case "$size"; continue ;;
     proxy) proxy_case "$size"; continue ;;
+    remote-land) remote_land_case "$size"; continue ;;
   esac
   if huge "$size"; then
     why="each run writes a checkout of $size files (minutes, GBs)"

@@ -10,6 +10,10 @@
 #                                      (and that it was rebased onto the moved branch, when it
 #                                      was); conflict: the reason and the conflicting paths;
 #                                      empty, partial: said so
+#   land.json (a3s-iso.land.v1)        with A3S_ISO_LAND_PUSH (land --push): landed, with the
+#                                      commit pushed and the push attempts; idempotent,
+#                                      empty, conflict (paths), test_failed, failed (the
+#                                      error's code and message: push_refused, …)
 #   verify.json (a3s-iso.verify.v1)    a document that breaks a rule: the rule and the field
 #   an a3s-iso error document          (a3s-iso.error.v1) the error's code and message
 # CHANGE_SET.json, the promoted document, lists the changed files by name (read from its patch
@@ -18,6 +22,7 @@
 # It reads the documents with jq, which must be on PATH.
 #
 # Environment:
+#   A3S_ISO_REBASED with land.json: `true` says the change set was rebased onto a moved branch
 #   A3S_ISO_PUSHED  the commit the job pushed to the branch (named in the comment), or `none`
 #                   when an applied change set was not pushed (the job failed after promote);
 #                   unset: nothing is said about a push
@@ -99,10 +104,10 @@ fi
 
 schema=$(field .schema)
 case "$schema" in
-  a3s-iso.promote.v1 | a3s-iso.verify.v1 | a3s-iso.error.v1) ;;
-  *) fail "$doc is not a promote, verify or error document of a3s-iso (schema '$schema')" ;;
+  a3s-iso.promote.v1 | a3s-iso.land.v1 | a3s-iso.verify.v1 | a3s-iso.error.v1) ;;
+  *) fail "$doc is not a promote, land, verify or error document of a3s-iso (schema '$schema')" ;;
 esac
-digest=$(field '.digest // .patch_digest')
+digest=$(field '.digest // .patch_digest // .sessions[0].digest')
 pushed=${A3S_ISO_PUSHED:-}
 
 echo "### a3s-iso: the agent's change set"
@@ -159,6 +164,60 @@ case "$schema" in
         ;;
       partial)
         echo "**Partial**: the change set landed, but a nested repository's did not; see the job's a3s-iso-artifacts (promote.json)."
+        ;;
+      *)
+        echo "**$outcome**: see the job's log."
+        ;;
+    esac
+    ;;
+  a3s-iso.land.v1)
+    # land --push of the change set: .sessions[0] is its entry.
+    outcome=$(field '.sessions[0].outcome')
+    attempts=$(field '.sessions[0].push.attempts')
+    commit=$(field '.sessions[0].commit')
+    case "$outcome" in
+      landed)
+        line="**Landed**: merged onto the branch's tip"
+        if jq -e '.sessions[0].push.tested_tree != null' "$doc" >/dev/null; then
+          line+=", tested there (exit 0)"
+        fi
+        line+=" and pushed as $(code "$commit"), in $attempts push attempt(s)"
+        if [ "${attempts:-1}" -gt 1 ]; then
+          line+=" (the branch moved under the earlier ones: merged, tested and pushed again onto its new tip)"
+        fi
+        if [ "${A3S_ISO_REBASED:-}" = true ]; then
+          line+="; rebased onto the moved branch (it moved since the agent started; the change merged cleanly onto it)"
+        fi
+        echo "$line."
+        if [ -n "$change_set" ]; then
+          echo
+          changed_files | items
+        fi
+        ;;
+      idempotent)
+        echo "**Landed before** (idempotent): the branch holds this change set already, as $(code "$commit"); nothing was pushed."
+        if [ -n "$change_set" ]; then
+          echo
+          changed_files | items
+        fi
+        ;;
+      empty)
+        echo "**Empty**: the change set changes nothing on the branch; nothing was pushed."
+        ;;
+      conflict)
+        echo "**Conflict** ($(code "$(field '.sessions[0].reason')")): the change set does not fit the branch's tip; nothing was pushed."
+        if jq -e '.sessions[0].conflicting_paths | length > 0' "$doc" >/dev/null; then
+          echo
+          echo "Conflicting paths:"
+          echo
+          jq -j '.sessions[0].conflicting_paths[] | . + "\u0000"' "$doc" | items
+        fi
+        ;;
+      test_failed)
+        echo "**Test failed** (exit $(field '.sessions[0].test_exit_code // "by a signal"')) on the branch's tip with the change set; nothing was pushed."
+        ;;
+      failed)
+        echo "**Failed**: $(code "$(field '.sessions[0].error.code')"), after $attempts push attempt(s); nothing was pushed: $(code "$(field '.sessions[0].error.message')")"
         ;;
       *)
         echo "**$outcome**: see the job's log."

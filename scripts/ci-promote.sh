@@ -32,6 +32,18 @@
 #                          set again in a checkout reset after this script applied it)
 #   A3S_ISO_RETRY_ONTO_HEAD  false: a `base_differs` conflict fails the job without the retry
 #                          with --onto-head (default: true)
+#   A3S_ISO_LAND_PUSH      REMOTE/BRANCH: instead of steps 2 to 5, land the change set onto that
+#                          branch of that remote with `land --push --change-set` (merged onto
+#                          the branch's tip, tested with A3S_ISO_LAND_TEST when set, pushed with a
+#                          lease, a lost race fetched and tried again, exactly once by its
+#                          A3S-Change-Set trailer), the checkout untouched; land.json and, in
+#                          outcome.env, A3S_ISO_PUSHED (the commit on the branch) and
+#                          A3S_ISO_ATTEMPTS (pushes attempted). Outcomes: applied (landed),
+#                          idempotent, empty pass; conflict and test_failed exit 3; a refused
+#                          push, an unreachable remote or any error: a3s-iso's exit status
+#   A3S_ISO_LAND_TEST      with A3S_ISO_LAND_PUSH: the test command (land --test)
+#   A3S_ISO_LAND_FLAGS     with A3S_ISO_LAND_PUSH: more land flags, split on spaces
+#                          (--no-sandbox, --attempts N)
 #
 # Written to the artifacts directory on every run, over what an earlier run left:
 #   verify.json, promote.json (this run's documents: the last promote's, after a retry) and
@@ -167,13 +179,63 @@ failed_with() {
 # record DIR OUTCOME DIGEST REBASED: this run's documents and outcome, over any earlier run's.
 record() {
   mkdir -p "$1"
-  rm -f "$1/verify.json" "$1/note.json" "$1/promote.json"
+  rm -f "$1/verify.json" "$1/note.json" "$1/promote.json" "$1/land.json"
   cp "$work"/*.json "$1/"
   printf 'A3S_ISO_OUTCOME=%s\nA3S_ISO_DIGEST=%s\nA3S_ISO_REBASED=%s\nA3S_ISO_ARTIFACTS=%q\n' \
     "$2" "$3" "$4" "$1" >"$1/outcome.env"
   if [ -n "${GITHUB_OUTPUT:-}" ]; then
     printf 'outcome=%s\ndigest=%s\nrebased=%s\nartifacts=%s\n' "$2" "$3" "$4" "$1" >>"$GITHUB_OUTPUT"
   fi
+}
+
+# land_push: the change set onto $A3S_ISO_LAND_PUSH through the server (land --push), reported
+# and recorded; exits.
+land_push() {
+  local artifacts=${A3S_ISO_ARTIFACTS:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-${digest#sha256:}}
+  local test=() outcome commit attempts reason code message rebased=false
+  [ -z "${A3S_ISO_LAND_TEST:-}" ] || test=(--test "$A3S_ISO_LAND_TEST")
+  status=0
+  # shellcheck disable=SC2086 # the extra flags are split on purpose
+  "$iso" --json -C "$checkout" land --push "$A3S_ISO_LAND_PUSH" --change-set "$change_set" \
+    "${test[@]}" ${A3S_ISO_LAND_FLAGS:-} >"$work/land.json" || status=$?
+  outcome=$(field "$work/land.json" '.sessions[0].outcome')
+  commit=$(field "$work/land.json" '.sessions[0].commit')
+  attempts=$(field "$work/land.json" '.sessions[0].push.attempts')
+  reason=$(field "$work/land.json" '.sessions[0].reason')
+  code=$(field "$work/land.json" '.sessions[0].error.code')
+  message=$(field "$work/land.json" '.sessions[0].error.message')
+  # Rebased: landed on a tip whose tree is not the one the agent started from.
+  local built_on base
+  built_on=$(field "$work/land.json" '.sessions[0].push.built_on')
+  base=$(field "$change_set" .base_tree)
+  if [ "$outcome" = landed ] && [ -n "$built_on" ] &&
+    [ "$(git -C "$checkout" rev-parse -q --verify "$built_on^{tree}" 2>/dev/null)" != "${base#git-tree:}" ]; then
+    rebased=true
+  fi
+  local recorded=${outcome:-error}
+  [ "$recorded" != landed ] || recorded=applied
+  [ "$recorded" != failed ] || recorded=error
+  record "$artifacts" "$recorded" "$digest" "$rebased"
+  printf 'A3S_ISO_PUSHED=%s\nA3S_ISO_ATTEMPTS=%s\n' "${commit:-}" "${attempts:-0}" >>"$artifacts/outcome.env"
+  if [ -n "${GITHUB_OUTPUT:-}" ]; then
+    printf 'pushed=%s\nattempts=%s\n' "${commit:-}" "${attempts:-0}" >>"$GITHUB_OUTPUT"
+  fi
+  case "$outcome" in
+    landed) annotate notice "landed $digest: pushed $commit to ${A3S_ISO_LAND_PUSH#*/} in $attempts push attempt(s) (artifacts: $artifacts)" ;;
+    idempotent) annotate notice "idempotent: $digest landed before, as $commit; nothing was pushed" ;;
+    empty) annotate notice "empty: the change set changes nothing on ${A3S_ISO_LAND_PUSH#*/}" ;;
+    conflict)
+      annotate error "conflict ($reason): the change set does not fit ${A3S_ISO_LAND_PUSH#*/}; nothing was pushed; conflicting paths: $(jq -r '.sessions[0].conflicting_paths | join(", ")' "$work/land.json")"
+      exit 3 ;;
+    test_failed)
+      annotate error "the test failed (exit $(field "$work/land.json" '.sessions[0].test_exit_code // "by a signal"')) on ${A3S_ISO_LAND_PUSH#*/} with the change set; nothing was pushed"
+      exit 3 ;;
+    failed)
+      annotate error "land --push failed ($code, exit $status, after ${attempts:-0} push attempt(s)): $message"
+      exit "$status" ;;
+    *) failed_with "$status" "$work/land.json" "land --push" ;;
+  esac
+  exit "$status"
 }
 
 status=0
@@ -190,6 +252,9 @@ if [ "$status" -ne 0 ]; then
   failed_with "$status" "$work/verify.json" verify
 fi
 digest=$(field "$work/verify.json" .patch_digest)
+if [ -n "${A3S_ISO_LAND_PUSH:-}" ]; then
+  land_push
+fi
 artifacts=${A3S_ISO_ARTIFACTS:-${RUNNER_TEMP:-${TMPDIR:-/tmp}}/a3s-iso-artifacts-${digest#sha256:}}
 mkdir -p "$artifacts"
 top=$(cd "$checkout" && git rev-parse --show-toplevel) || {

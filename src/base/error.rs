@@ -86,6 +86,12 @@ wire_enum! {
         /// The session is not one the caller may act on: an MCP server's calls act on its own
         /// sessions, a hook on the sessions hooks created.
         SessionNotGranted = "session_not_granted",
+        /// A remote did not answer (a path that is not a repository, a host not reached).
+        RemoteUnreachable = "remote_unreachable",
+        /// A server refused a push for a reason other than a race (a protected branch, a hook).
+        PushRefused = "push_refused",
+        /// Every push of a landing lost its race to another machine's, up to the bound.
+        PushContended = "push_contended",
     }
 }
 
@@ -122,7 +128,10 @@ impl ErrorCode {
             | ErrorCode::ChangeSetNotFound
             | ErrorCode::RunNotFound
             | ErrorCode::SetupFailed
-            | ErrorCode::SessionNotGranted => 1,
+            | ErrorCode::SessionNotGranted
+            | ErrorCode::PushRefused => 1,
+            ErrorCode::RemoteUnreachable => 4,
+            ErrorCode::PushContended => 6,
         }
     }
 }
@@ -838,6 +847,36 @@ pub enum Error {
         /// Whose session it is, and why the hook may not act on it.
         reason: NotGranted,
     },
+    /// A remote did not answer; nothing was pushed there.
+    #[error("remote {remote:?} cannot be reached: {detail}")]
+    RemoteUnreachable {
+        /// The remote, as given.
+        remote: String,
+        /// What git said.
+        detail: String,
+    },
+    /// The server refused the push for a reason other than a race; nothing was retried.
+    #[error("{remote} refused the push to {branch}: {message}")]
+    PushRefused {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// What the server (its hook) said.
+        message: String,
+    },
+    /// Every push of a landing found the branch moved by another push.
+    #[error(
+        "{remote}/{branch} moved under each of {attempts} pushes: another machine kept landing first"
+    )]
+    PushContended {
+        /// The remote.
+        remote: String,
+        /// The branch.
+        branch: String,
+        /// The pushes attempted.
+        attempts: u32,
+    },
     /// A setup command failed after a bind; the isolation stays bound for inspection.
     #[error("setup command {command:?} of session {session_id:?} failed{}; its output is in {}", exit_code.map(|c| format!(" with exit code {c}")).unwrap_or_else(|| " (no exit code)".into()), output.display())]
     SetupFailed {
@@ -896,6 +935,9 @@ impl Error {
             Error::ConfigUntrusted { .. } => ErrorCode::ConfigUntrusted,
             Error::SetupFailed { .. } => ErrorCode::SetupFailed,
             Error::SessionNotGranted { .. } => ErrorCode::SessionNotGranted,
+            Error::RemoteUnreachable { .. } => ErrorCode::RemoteUnreachable,
+            Error::PushRefused { .. } => ErrorCode::PushRefused,
+            Error::PushContended { .. } => ErrorCode::PushContended,
         }
     }
 
@@ -986,6 +1028,9 @@ pub(crate) mod tests {
                 ("config_untrusted", 5),
                 ("setup_failed", 1),
                 ("session_not_granted", 1),
+                ("remote_unreachable", 4),
+                ("push_refused", 1),
+                ("push_contended", 6),
             ]
         );
     }
@@ -1155,6 +1200,20 @@ pub(crate) mod tests {
                     caller: "MCP server".into(),
                     grant: "start it with a3s-iso mcp --session yours, or --all-sessions".into(),
                 },
+            },
+            Error::RemoteUnreachable {
+                remote: "origin".into(),
+                detail: "fatal: '/nowhere' does not appear to be a git repository".into(),
+            },
+            Error::PushRefused {
+                remote: "origin".into(),
+                branch: "main".into(),
+                message: "main is protected ([remote rejected] (pre-receive hook declined))".into(),
+            },
+            Error::PushContended {
+                remote: "origin".into(),
+                branch: "main".into(),
+                attempts: 10,
             },
         ];
         let codes: std::collections::HashSet<ErrorCode> = errors.iter().map(Error::code).collect();

@@ -2,6 +2,7 @@ use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
 use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushOptions, PushTarget, land_push};
 use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
@@ -61,32 +62,62 @@ pub struct LandArgs {
     /// Drop the stopped queue; no session is touched
     #[arg(
         long,
-        conflicts_with_all = ["sessions", "all", "test", "message", "keep_going", "keep"]
+        conflicts_with_all = ["sessions", "all", "test", "message", "keep_going", "keep", "push"]
     )]
     pub abort: bool,
+
+    /// Land onto BRANCH of the configured remote REMOTE through the server, not onto your
+    /// checkout: each landing commit is pushed with a lease on the tip it was built on and
+    /// carries its change set's digest (A3S-Change-Set), so that it lands once from any machine
+    #[arg(long, value_name = "REMOTE/BRANCH", value_parser = parse_push_target)]
+    pub push: Option<PushTarget>,
+
+    /// With --push: the most pushes of one landing; a push another machine's beat is fetched,
+    /// merged, tested and pushed again, up to this many times
+    #[arg(long, value_name = "N", requires = "push", default_value_t = DEFAULT_ATTEMPTS,
+        value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub attempts: u32,
+
+    /// With --push: a change-set document to land after the sessions (repeatable), as
+    /// `capture -o` wrote it; verified first, its test run in a scratch isolation
+    #[arg(long = "change-set", value_name = "FILE", requires = "push")]
+    pub change_sets: Vec<std::path::PathBuf>,
+}
+
+fn parse_push_target(text: &str) -> std::result::Result<PushTarget, String> {
+    PushTarget::parse(text).map_err(|e| e.to_string())
 }
 
 /// Lands the queue and renders a line per session.
 pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "landing");
-    let outcome = land(
-        ctx,
-        &LandOptions {
-            sessions: args.sessions.clone(),
-            all: args.all,
-            test: args.test.clone(),
-            mode: match args.mode {
-                LandModeArg::Squash => LandMode::Squash,
-                LandModeArg::Branch => LandMode::Branch,
-                LandModeArg::Patch => LandMode::Patch,
-            },
-            message: args.message.clone(),
-            keep_going: args.keep_going,
-            no_sandbox: args.no_sandbox,
-            keep: args.keep,
-            abort: args.abort,
+    let opts = LandOptions {
+        sessions: args.sessions.clone(),
+        all: args.all,
+        test: args.test.clone(),
+        mode: match args.mode {
+            LandModeArg::Squash => LandMode::Squash,
+            LandModeArg::Branch => LandMode::Branch,
+            LandModeArg::Patch => LandMode::Patch,
         },
-    )?;
+        message: args.message.clone(),
+        keep_going: args.keep_going,
+        no_sandbox: args.no_sandbox,
+        keep: args.keep,
+        abort: args.abort,
+    };
+    let outcome = match &args.push {
+        Some(target) => land_push(
+            ctx,
+            &opts,
+            &PushOptions {
+                target: target.clone(),
+                attempts: args.attempts,
+                change_sets: args.change_sets.clone(),
+            },
+        )?,
+        None => land(ctx, &opts)?,
+    };
     drop(spinner);
     for warning in outcome
         .warnings
@@ -147,6 +178,15 @@ fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
     let mut text = format!("{}: {what}", inert(&session.session_id));
     if let Some(commit) = &session.commit {
         text.push_str(&format!(" as {}", &commit[..commit.len().min(12)]));
+    }
+    if let Some(push) = session.push.as_ref().filter(|p| p.attempts > 0) {
+        let plural = if push.attempts == 1 { "" } else { "s" };
+        text.push_str(&format!(
+            " on {}/{} ({} push{plural})",
+            inert(&push.remote),
+            inert(&push.branch),
+            push.attempts
+        ));
     }
     match session.cleanup {
         Some(Cleanup::Pooled) => text.push_str(", isolation back to the pool"),

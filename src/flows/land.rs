@@ -28,6 +28,8 @@ use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason}
 use crate::store::state::SessionState;
 use crate::workspace::context::{Context, Located};
 
+use super::land_gate::Tested;
+
 /// The schema of the recorded queue (`land.json`).
 pub const QUEUE_SCHEMA: &str = "a3s-iso.land_queue.v1";
 
@@ -93,7 +95,7 @@ pub enum LandResult {
 
 impl LandResult {
     /// Whether the queue goes on after this one without `--keep-going`.
-    fn goes_on(self) -> bool {
+    pub(crate) fn goes_on(self) -> bool {
         matches!(
             self,
             LandResult::Landed | LandResult::Idempotent | LandResult::Empty | LandResult::Discarded
@@ -157,10 +159,13 @@ pub struct LandedSession {
     pub cleanup: Option<Cleanup>,
     /// What the user should know.
     pub warnings: Vec<String>,
+    /// With `--push`: where it went and how (`null` for a land onto the source's HEAD).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push: Option<PushReport>,
 }
 
 impl LandedSession {
-    fn new(session_id: &str, outcome: LandResult) -> LandedSession {
+    pub(super) fn new(session_id: &str, outcome: LandResult) -> LandedSession {
         LandedSession {
             session_id: session_id.to_string(),
             outcome,
@@ -176,8 +181,25 @@ impl LandedSession {
             duration_ms: 0,
             cleanup: None,
             warnings: Vec::new(),
+            push: None,
         }
     }
+}
+
+/// How a session went to a remote's branch (`land --push`, see `land_push`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PushReport {
+    /// The remote.
+    pub remote: String,
+    /// The branch.
+    pub branch: String,
+    /// The pushes attempted (0: none was needed, or none was reached).
+    pub attempts: u32,
+    /// The tip of the branch the landing commit was built on (its lease).
+    pub built_on: Option<crate::base::ids::CommitId>,
+    /// The isolation's snapshot tree as the test started: exactly the landing commit's tree
+    /// (`null`: no test ran).
+    pub tested_tree: Option<crate::base::ids::TreeId>,
 }
 
 /// What `land` did (`a3s-iso.land.v1`).
@@ -361,6 +383,19 @@ fn queue_for(
             (new_queue(ctx, located, opts)?, false)
         }
     })
+}
+
+/// The sessions a command line names, as [`new_queue`] resolves them.
+pub(super) fn sessions_asked(
+    ctx: &Context,
+    located: &Located,
+    opts: &LandOptions,
+) -> Result<Vec<String>> {
+    Ok(new_queue(ctx, located, opts)?
+        .sessions
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect())
 }
 
 /// The queue a command line asks for: the sessions named (each must exist), or every live
@@ -592,7 +627,13 @@ fn steps(
     }
     if queue.test.is_some() {
         let tested_on = located.repo.head_commit(&ctx.git);
-        let tested = test_passes(ctx, located, queue, id, landed);
+        let tested = match queue.test.as_deref() {
+            Some(test) => test_passes(ctx, located, (test, queue.no_sandbox), id, landed),
+            None => Ok(Tested {
+                passed: true,
+                dropped: Some(Vec::new()),
+            }),
+        };
         crate::fault_point!("land-after-test");
         // A test on the run's layer wrote nothing to the isolation; one on the full path is
         // moved back to the tree it started from.
@@ -702,30 +743,16 @@ impl TestShell {
     }
 }
 
-/// How a session's test went.
-struct Tested {
-    /// It exited 0.
-    passed: bool,
-    /// What it wrote, when its run's layer was thrown away (see `RunOutcome::dropped`).
-    dropped: Option<Vec<String>>,
-}
-
 /// Runs the test command in the session (sandboxed unless `--no-sandbox`) under
 /// [`TestShell`], its output kept in the state dir beside the run, what it writes thrown away
 /// ([`super::land_gate`]).
-fn test_passes(
+pub(super) fn test_passes(
     ctx: &Context,
     located: &Located,
-    queue: &Queue,
+    (test, no_sandbox): (&str, bool),
     id: &str,
     landed: &mut LandedSession,
 ) -> Result<Tested> {
-    let Some(test) = queue.test.as_deref() else {
-        return Ok(Tested {
-            passed: true,
-            dropped: Some(Vec::new()),
-        });
-    };
     let shell = TestShell::find();
     landed.warnings.extend(shell.warning());
     let run_id = crate::base::ids::generate("r");
@@ -739,7 +766,7 @@ fn test_passes(
             session_id: Some(id.to_string()),
             run_id: Some(run_id.clone()),
             command: shell.argv(test),
-            sandbox: (!queue.no_sandbox).then(crate::ops::run::SandboxRequest::default),
+            sandbox: (!no_sandbox).then(crate::ops::run::SandboxRequest::default),
             output: Some(output.clone()),
             throwaway: Some(super::land_gate::record_of(located, id)),
             ..crate::ops::run::RunOptions::default()

@@ -12,8 +12,8 @@
 
 use std::path::PathBuf;
 
-use crate::base::error::{Error, Result};
-use crate::base::fsutil::remove_file_if_exists;
+use crate::base::error::{Error, IoContext, Result};
+use crate::base::fsutil::{remove_file_if_exists, write_atomic};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Seed};
 use crate::workspace::context::{Context, Located};
@@ -47,6 +47,94 @@ pub(crate) fn drop_test_writes(ctx: &Context, located: &Located, id: &str) -> Re
     crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, &tree)?;
     remove_file_if_exists(&record)?;
     Ok(wrote)
+}
+
+/// How a session's test went.
+pub(crate) struct Tested {
+    /// It exited 0.
+    pub(crate) passed: bool,
+    /// What it wrote, when its run's layer was thrown away (see `RunOutcome::dropped`);
+    /// `None`: what it wrote is in the isolation, for [`drop_test_writes`] to move back.
+    pub(crate) dropped: Option<Vec<String>>,
+}
+
+/// Where `land --push` records the tree the isolation held before it was moved to a landing's
+/// tree for the test: the tree it goes back to.
+fn home_of(located: &Located, id: &str) -> PathBuf {
+    located.store.land_tests_dir(id).join("home")
+}
+
+/// What a test on a landing's tree found.
+pub(crate) struct TreeTest {
+    /// Whether the test passed.
+    pub(crate) passed: bool,
+    /// The isolation's snapshot tree as the test started: the landing's tree.
+    pub(crate) tested: String,
+    /// The tracked paths the test wrote (dropped).
+    pub(crate) wrote: Vec<String>,
+}
+
+/// Moves the session's isolation to `tree` (a landing's, built elsewhere), runs `test` there
+/// through the gate, and moves the isolation back to what it held: the session's files are
+/// as they were, whatever the test did. A kill on the way leaves the records that
+/// [`back_home`] (run first by the next landing) undoes.
+pub(crate) fn test_on_tree(
+    ctx: &Context,
+    located: &Located,
+    (id, tree): (&str, &str),
+    test: impl FnOnce() -> Result<Tested>,
+) -> Result<TreeTest> {
+    {
+        let _lease = located.store.lease_or_busy(id)?;
+        let (session, now) = isolation_tree(ctx, located, id)?;
+        let home = home_of(located, id);
+        if let Some(dir) = home.parent() {
+            std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+        }
+        write_atomic(&home, format!("{now}\n").as_bytes())?;
+        let isolation = writable_isolation(&session)?;
+        let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
+        crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, tree)?;
+    }
+    crate::fault_point!("land-push-on-landing-tree");
+    let tested = {
+        let _lease = located.store.lease_or_busy(id)?;
+        isolation_tree(ctx, located, id)?.1
+    };
+    let ran = test();
+    let wrote = match ran.as_ref().ok().and_then(|t| t.dropped.clone()) {
+        Some(wrote) => wrote,
+        None => drop_test_writes(ctx, located, id)?,
+    };
+    back_home(ctx, located, id)?;
+    if tested != tree {
+        return Err(Error::internal(format!(
+            "the isolation held {tested} for the test, not the landing's tree {tree}"
+        )));
+    }
+    Ok(TreeTest {
+        passed: ran?.passed,
+        tested,
+        wrote,
+    })
+}
+
+/// Moves the isolation back to the tree recorded before it took a landing's tree, and drops
+/// the record; whether there was one.
+pub(crate) fn back_home(ctx: &Context, located: &Located, id: &str) -> Result<bool> {
+    let record = home_of(located, id);
+    let home = match std::fs::read_to_string(&record) {
+        Ok(text) => text.trim().to_string(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(format!("cannot read {}", record.display()), e)),
+    };
+    let _lease = located.store.lease_or_busy(id)?;
+    let (session, now) = isolation_tree(ctx, located, id)?;
+    let isolation = writable_isolation(&session)?;
+    let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
+    crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, &home)?;
+    remove_file_if_exists(&record)?;
+    Ok(true)
 }
 
 /// The session's record and the snapshot tree of its isolation as it is now (a3s-iso's own

@@ -157,6 +157,15 @@ pub fn hint(err: &Error) -> Option<String> {
             "give more digits, e.g. {flag} {}",
             candidates.first().map(String::as_str).unwrap_or_default()
         )),
+        Error::RemoteUnreachable { remote, .. } => Some(format!(
+            "check that {remote} is reachable and that git fetch {remote} works from here; nothing was pushed"
+        )),
+        Error::PushRefused { .. } => Some(
+            "the server's rule refused the landing commit (nothing was retried): deal with what it said, then land again".into(),
+        ),
+        Error::PushContended { .. } => Some(
+            "land again (with a larger --attempts), or when fewer machines land at once".into(),
+        ),
         _ => request_hint(err),
     }
 }

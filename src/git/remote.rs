@@ -30,6 +30,39 @@ pub(crate) struct ObjectInfo {
     pub(crate) size: u64,
 }
 
+/// What a server answered to a push with a lease.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum LeasedPush {
+    /// The branch moved to the commit.
+    Pushed,
+    /// The branch was at the commit already: another push of the very same commit (the same
+    /// tree, parent, message, identity and time) landed it.
+    AlreadyThere,
+    /// The branch was not where the lease expected (another push won the race): nothing
+    /// changed there.
+    Moved,
+    /// The server refused it for another reason (a protected branch, a hook): its words.
+    Refused {
+        /// The server's summary and every `remote:` line it sent.
+        message: String,
+    },
+}
+
+/// What a refused push says: the porcelain summary and the server's own lines (`remote: …`,
+/// a hook's output).
+fn refusal_text(summary: &str, stderr: &str) -> String {
+    let remote: Vec<&str> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("remote: "))
+        .map(str::trim_end)
+        .filter(|l| !l.is_empty())
+        .collect();
+    match remote.is_empty() {
+        true => summary.trim().to_string(),
+        false => format!("{} ({})", remote.join("\n"), summary.trim()),
+    }
+}
+
 /// Options every transport call carries: no hooks a3s-iso did not ask for, no submodule
 /// recursion, no tags, no maintenance started behind the caller's back.
 fn transport<'g>(git: &'g Git, dir: &Path) -> GitCmd<'g> {
@@ -143,6 +176,158 @@ impl Git {
             .args(filter.map(|f| format!("--filter={f}")))
             .args(["--end-of-options", remote])
             .args(refspecs)
+    }
+
+    /// Fetches the branch `branch` of `remote` into the private ref `into`: `None` when the
+    /// remote answers but has no such branch; a remote that does not answer is
+    /// `remote_unreachable`, naming it.
+    pub(crate) fn fetch_branch(
+        &self,
+        dir: &Path,
+        remote: &str,
+        branch: &str,
+        into: &str,
+    ) -> Result<Option<String>> {
+        let refspec = format!("+refs/heads/{branch}:{into}");
+        let out = self
+            .fetch_cmd(dir, remote, std::slice::from_ref(&refspec), None)
+            .output()?;
+        if out.exit_code == Some(0) {
+            return self
+                .at(dir)
+                .args(["rev-parse", "--verify", "--quiet", "--end-of-options", into])
+                .run_text()
+                .map(Some);
+        }
+        if out.stderr.contains("couldn't find remote ref") {
+            return Ok(None);
+        }
+        Err(Error::RemoteUnreachable {
+            remote: remote.to_string(),
+            detail: out.stderr.trim().to_string(),
+        })
+    }
+
+    /// Pushes `commit` to the branch `branch` of `remote` with a lease: only if the branch is
+    /// at `expected` there (`--force-with-lease`, a compare-and-swap every git server honours),
+    /// without the repository's push hooks. What the server said, as a [`LeasedPush`].
+    pub(crate) fn push_leased(
+        &self,
+        dir: &Path,
+        remote: &str,
+        (commit, branch): (&str, &str),
+        expected: &str,
+    ) -> Result<LeasedPush> {
+        let target = format!("refs/heads/{branch}");
+        let out = transport(self, dir)
+            .args(["push", "--porcelain", "--no-verify"])
+            .arg(format!("--force-with-lease={target}:{expected}"))
+            .args(["--end-of-options", remote])
+            .arg(format!("{commit}:{target}"))
+            .output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        // `<flag>\t<from>:<to>\t<summary>` per ref (see git push --porcelain).
+        let line = stdout
+            .lines()
+            .find(|l| l.split('\t').nth(1).is_some_and(|r| r.ends_with(&target)));
+        let Some(line) = line else {
+            return Err(Error::RemoteUnreachable {
+                remote: remote.to_string(),
+                detail: out.stderr.trim().to_string(),
+            });
+        };
+        let summary = line.split('\t').nth(2).unwrap_or_default().to_string();
+        Ok(match (out.exit_code, line.chars().next()) {
+            (Some(0), Some('=')) => LeasedPush::AlreadyThere,
+            (Some(0), Some(' ' | '+' | '*')) => LeasedPush::Pushed,
+            _ if summary.contains("stale info")
+                || summary.contains("fetch first")
+                || summary.contains("non-fast-forward") =>
+            {
+                LeasedPush::Moved
+            }
+            _ => LeasedPush::Refused {
+                message: refusal_text(&summary, &out.stderr),
+            },
+        })
+    }
+
+    /// The commits of `tip`'s history, not in `since`'s, whose message holds the trailer
+    /// `key: value` exactly (newest first).
+    pub(crate) fn commits_with_trailer(
+        &self,
+        dir: &Path,
+        (tip, since): (&str, Option<&str>),
+        (key, value): (&str, &str),
+    ) -> Result<Vec<String>> {
+        let format = format!("--format=%H %(trailers:key={key},valueonly,separator=%x20)");
+        let text = self
+            .at(dir)
+            .args(["log", "-z", "-F", "--no-show-signature", "--no-color"])
+            .arg(format!("--grep={key}: {value}"))
+            .arg(format)
+            .args(["--end-of-options", tip])
+            .args(since.map(|s| format!("^{s}")))
+            .run()?;
+        Ok(split_nul(&text)
+            .filter_map(|record| {
+                let record = String::from_utf8_lossy(record);
+                let (commit, values) = record.trim().split_once(' ')?;
+                values
+                    .split_whitespace()
+                    .any(|v| v == value)
+                    .then(|| commit.to_string())
+            })
+            .collect())
+    }
+
+    /// A commit of `tree` on `parent` with `message`, made in `dir` with the identity git
+    /// commits with there (a3s-iso's when it has none); never signed, no hook runs.
+    pub(crate) fn commit_landing(
+        &self,
+        dir: &Path,
+        (tree, parent): (&str, &str),
+        message: &str,
+    ) -> Result<String> {
+        self.at(dir)
+            .args(self.identity(dir).args())
+            .args(["commit-tree", "--no-gpg-sign", tree, "-p", parent])
+            .stdin(message.as_bytes().to_vec())
+            .run_text()
+    }
+
+    /// The tree `patch` (a file) makes of `base`, applied to a temporary index (`index`, which
+    /// must not exist) and written as objects; `None` when it does not apply there.
+    pub(crate) fn tree_with_patch(
+        &self,
+        dir: &Path,
+        (base, patch): (&str, &Path),
+        index: &Path,
+    ) -> Result<Option<String>> {
+        self.at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .args(["read-tree", "--end-of-options", base])
+            .run()?;
+        let applied = self
+            .at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .args([
+                "-c",
+                "apply.whitespace=nowarn",
+                "apply",
+                "--cached",
+                "--binary",
+            ])
+            .arg(patch)
+            .output()?;
+        if applied.exit_code != Some(0) {
+            return Ok(None);
+        }
+        self.at(dir)
+            .env("GIT_INDEX_FILE", index)
+            .arg("write-tree")
+            .run_text()
+            .map(Some)
     }
 
     /// Writes `bytes` as an object of `kind` (`blob`, `tree`, `commit`) and returns its id;

@@ -45,6 +45,9 @@ pub enum StateDir {
     Setup,
     /// `land.json`: where an interrupted land goes on.
     LandQueue,
+    /// `land-push/<id>.json`: the change set a `land --push` of the session pushes, written
+    /// before its first push (its digest is what the branch is searched for).
+    LandPush,
     /// `live/<id>.json`: what a run in progress publishes (its ports), while it lives.
     Live,
     /// `session-git/<id>/`: the session's own git layers (refs, logs, its admin dir's).
@@ -60,7 +63,7 @@ pub enum StateDir {
 impl StateDir {
     /// Every entry, in the order the layout lists them.
     #[cfg(test)]
-    pub const ALL: [StateDir; 23] = [
+    pub const ALL: [StateDir; 24] = [
         StateDir::Sessions,
         StateDir::Claims,
         StateDir::Leases,
@@ -80,6 +83,7 @@ impl StateDir {
         StateDir::LandTests,
         StateDir::Setup,
         StateDir::LandQueue,
+        StateDir::LandPush,
         StateDir::Live,
         StateDir::SessionGit,
         StateDir::RunLayers,
@@ -108,6 +112,7 @@ impl StateDir {
             StateDir::LandTests => "land-tests",
             StateDir::Setup => "setup",
             StateDir::LandQueue => "land.json",
+            StateDir::LandPush => "land-push",
             StateDir::Live => "live",
             StateDir::SessionGit => "session-git",
             StateDir::RunLayers => "run-layers",

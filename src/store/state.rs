@@ -632,6 +632,11 @@ impl Store {
         StateDir::LandQueue.under(&self.dir)
     }
 
+    /// What `land --push` pushes of a session (`land-push/<id>.json`).
+    pub(crate) fn land_push_file(&self, id: &str) -> PathBuf {
+        StateDir::LandPush.file(&self.dir, id, ".json")
+    }
+
     /// Where `land --test` keeps the output of a session's tests (`land-tests/<id>/`).
     pub(crate) fn land_tests_dir(&self, id: &str) -> PathBuf {
         StateDir::LandTests.under(&self.dir).join(id)

@@ -353,6 +353,27 @@ impl World {
         moved
     }
 
+    /// Someone else's commit of `path` on the branch, made now but pushed only when the next
+    /// push reaches the origin: its `pre-receive` hook moves the branch there once, so that the
+    /// push that started on the old tip loses the race. Returns that commit.
+    fn move_on_the_first_push(&self, path: &str, content: &str) -> String {
+        let tip = self.tip();
+        let moved = self.push_to_the_branch(path, content);
+        self.fx
+            .git(&self.origin, &["update-ref", "refs/heads/feature", &tip]);
+        let hook = self.origin.join("hooks/pre-receive");
+        std::fs::write(
+            &hook,
+            format!(
+                "#!/bin/sh\ncat > /dev/null\nif [ ! -e moved-once ]; then\n  touch moved-once\n  env -u GIT_QUARANTINE_PATH git update-ref refs/heads/feature {moved}\nfi\nexit 0\n"
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+        moved
+    }
+
     /// A file of the branch's tip in the origin.
     fn file_at_tip(&self, path: &str) -> String {
         self.fx.git(
@@ -615,6 +636,7 @@ fn github_expressions(w: &World, runner: &Runner, run_id: &str) -> BTreeMap<&'st
         ("vars.A3S_ISO_INSTALL_REV", String::new()),
         ("vars.AGENT_COMMAND", AGENT.to_string()),
         ("vars.A3S_ISO_RUN_FLAGS", w.run_flags().to_string()),
+        ("vars.A3S_ISO_LAND_TEST", String::new()),
         ("secrets.AGENT_API_KEY", "key-for-the-test".to_string()),
         ("github.event.pull_request.number", "7".to_string()),
         ("github.run_id", run_id.to_string()),
@@ -911,7 +933,8 @@ fn assert_landed_on(w: &World, under: &str, digest: &str) -> String {
     assert_eq!(w.file_at_tip("docs/agent.md"), "new");
     let message = w.fx.git(&w.origin, &["log", "-1", "--format=%B", &tip]);
     assert!(
-        message.contains(&format!("A3s-Iso-Change-Set: {digest}")),
+        message.contains(&format!("A3s-Iso-Change-Set: {digest}"))
+            || message.contains(&format!("A3S-Change-Set: {digest}")),
         "{message}"
     );
     tip
@@ -1032,16 +1055,12 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let mut checked = false;
-    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |script, runner| {
-        if script.contains("git add -A") {
-            // Before the commit: only the agent's paths differ.
-            assert_eq!(runner.porcelain(), [" M src/lib.txt", "?? docs/agent.md"]);
-            checked = true;
-        }
-    });
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
     all_passed(&runs, &promote);
-    assert!(checked, "the commit step ran");
+    assert!(
+        runs.iter().all(|r| r.name != "Commit and push"),
+        "land --push pushes"
+    );
     assert!(
         step(&runs, "Restore a3s-iso from the cache")
             .output
@@ -1055,33 +1074,35 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         install.contains("runner-2/toolcache/a3s-iso/bin/a3s-iso"),
         "{install}"
     );
+    // The checkout is neither needed nor touched: the landing is pushed from objects.
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
-    let output = &step(&runs, "Verify and promote").output;
+    let tip = assert_landed_on(&w, &w.base, &digest);
+    let output = &step(&runs, "Verify and land").output;
     assert!(
         output.contains(&format!(
-            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, uncommitted"
+            "::notice title=a3s-iso promote::landed {digest}: pushed {tip} to feature in 1 push attempt(s)"
         )),
         "{output}"
     );
     // The artifacts are outside the checkout, and hold this run's outcome.
     let artifacts = promote.temp.join("a3s-iso-artifacts");
-    assert!(artifacts.join("summary.json").is_file());
     assert!(
-        std::fs::read_to_string(artifacts.join("promote.json"))
+        std::fs::read_to_string(artifacts.join("land.json"))
             .unwrap()
-            .contains("\"outcome\": \"applied\"")
+            .contains("\"outcome\": \"landed\"")
     );
-    assert!(w.store.join("a3s-iso-artifacts/promote.json").is_file());
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    assert!(w.store.join("a3s-iso-artifacts/land.json").is_file());
     let outcome = promote.outcome_env(&artifacts);
     assert_eq!(outcome["A3S_ISO_OUTCOME"], "applied");
     assert_eq!(outcome["A3S_ISO_REBASED"], "false");
     assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(outcome["A3S_ISO_ATTEMPTS"], "1");
     assert_eq!(github_outputs(&promote)["rebased"], "false");
-    // The pull request is told: the files, the digest, the commit pushed.
+    // The pull request is told: the files, the digest, the commit pushed, the attempts.
     let comment = github_comment(&promote);
     for expected in [
-        "**Applied**: 2 file(s) changed, committed and pushed to the branch as",
+        "**Landed**: merged onto the branch's tip and pushed as",
+        "in 1 push attempt(s).",
         &format!("`{tip}`"),
         "- `docs/agent.md`\n- `src/lib.txt`\n",
         &format!("Change set `{digest}`"),
@@ -1095,16 +1116,11 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     let runs = run_github_job(&w, &mut again, "promote", "101", &mut |_, _| {});
     all_passed(&runs, &again);
     assert!(
-        step(&runs, "Verify and promote").output.contains(&format!(
-            "::notice title=a3s-iso promote::idempotent: {digest}"
+        step(&runs, "Verify and land").output.contains(&format!(
+            "::notice title=a3s-iso promote::idempotent: {digest} landed before, as {tip}; nothing was pushed"
         )),
         "{}",
         again.log
-    );
-    assert!(
-        step(&runs, "Commit and push")
-            .output
-            .contains("idempotent: nothing to commit")
     );
     assert_eq!(w.tip(), tip);
     assert_eq!(
@@ -1135,7 +1151,7 @@ fn the_github_recipe_annotates_a_broken_change_set_and_pushes_nothing() {
     tamper(&w.store.join("change-set/change-set.json"));
     let mut promote = w.runner();
     let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
-    let verify = step(&runs, "Verify and promote");
+    let verify = step(&runs, "Verify and land");
     assert_eq!(verify.status, Some(5), "{}", promote.log);
     assert!(
         verify.output.contains(
@@ -1179,18 +1195,12 @@ fn the_github_recipe_lands_the_change_on_a_branch_that_moved_elsewhere_under_the
     let mut promote = w.runner();
     let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
     all_passed(&runs, &promote);
-    let output = &step(&runs, "Verify and promote").output;
-    for expected in [
-        format!(
-            "::notice title=a3s-iso promote::the branch moved since the change set was taken (base_differs): promoting {digest} again onto the moved HEAD with --onto-head"
-        ),
-        format!(
-            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
-        ),
-    ] {
-        assert!(output.contains(&expected), "{expected:?} in:\n{output}");
-    }
+    let output = &step(&runs, "Verify and land").output;
     let tip = assert_landed_on(&w, &moved, &digest);
+    let expected = format!(
+        "::notice title=a3s-iso promote::landed {digest}: pushed {tip} to feature in 1 push attempt(s)"
+    );
+    assert!(output.contains(&expected), "{expected:?} in:\n{output}");
     assert_eq!(w.file_at_tip("README.md"), "someone else's line");
     let outcome = promote.outcome_env(&promote.temp.join("a3s-iso-artifacts"));
     assert_eq!(outcome["A3S_ISO_OUTCOME"], "applied");
@@ -1201,7 +1211,7 @@ fn the_github_recipe_lands_the_change_on_a_branch_that_moved_elsewhere_under_the
     assert_eq!(outputs["rebased"], "true");
     let comment = github_comment(&promote);
     assert!(
-        comment.contains("**Applied**: 2 file(s) changed, rebased onto the moved branch"),
+        comment.contains("in 1 push attempt(s); rebased onto the moved branch"),
         "{comment}"
     );
     assert!(comment.contains(&format!("`{tip}`")), "{comment}");
@@ -1221,18 +1231,14 @@ fn the_github_recipe_fails_with_nothing_applied_when_the_branch_moved_under_the_
     let moved = w.push_to_the_branch("src/lib.txt", "someone else\n");
     let mut promote = w.runner();
     let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
-    let verify = step(&runs, "Verify and promote");
+    let verify = step(&runs, "Verify and land");
     assert_eq!(verify.status, Some(3), "{}", promote.log);
-    for expected in [
-        "::notice title=a3s-iso promote::the branch moved since the change set was taken (base_differs)",
-        "::error title=a3s-iso promote::conflict (patch_does_not_apply) onto the moved HEAD (the branch moved since the change set was taken: base_differs): the change set does not fit this checkout; nothing was applied; conflicting paths: src/lib.txt",
-    ] {
-        assert!(
-            verify.output.contains(expected),
-            "{expected:?} in:\n{}",
-            verify.output
-        );
-    }
+    let expected = "::error title=a3s-iso promote::conflict (patch_does_not_apply): the change set does not fit feature; nothing was pushed; conflicting paths: src/lib.txt";
+    assert!(
+        verify.output.contains(expected),
+        "{expected:?} in:\n{}",
+        verify.output
+    );
     assert!(runs.iter().all(|r| r.name != "Commit and push"));
     assert_eq!(w.tip(), moved, "nothing pushed");
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "nothing applied");
@@ -1241,17 +1247,18 @@ fn the_github_recipe_fails_with_nothing_applied_when_the_branch_moved_under_the_
     assert_eq!(outcome["A3S_ISO_REBASED"], "false");
     let comment = github_comment(&promote);
     for expected in [
-        "**Conflict** (`patch_does_not_apply`): the change set does not fit the branch; nothing was applied or pushed.",
+        "**Conflict** (`patch_does_not_apply`): the change set does not fit the branch's tip; nothing was pushed.",
         "Conflicting paths:\n\n- `src/lib.txt`\n",
     ] {
         assert!(comment.contains(expected), "{expected:?} in:\n{comment}");
     }
 }
 
-/// The branch moves between the promote and the push: the push is refused, and the step
-/// promotes the change set again onto the new tip, and pushes that.
+/// The branch moves while the change set is landed (another job's push wins the race between
+/// land's fetch and its push): the server refuses the push built on the old tip, and land
+/// merges it onto the new tip and pushes again, in the same step; the comment says 2 attempts.
 #[test]
-fn the_github_recipe_promotes_again_when_the_branch_moves_before_the_push() {
+fn the_github_recipe_lands_again_when_the_branch_moves_before_the_push() {
     if !jq_present() {
         return;
     }
@@ -1260,39 +1267,25 @@ fn the_github_recipe_promotes_again_when_the_branch_moves_before_the_push() {
     let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
     all_passed(&runs, &agent);
     let digest = uploaded_digest(&w.store.join("change-set/change-set.json"));
+    let moved = w.move_on_the_first_push("README.md", "moved during the landing\n");
     let mut promote = w.runner();
-    let mut moved = None;
-    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |script, _| {
-        if script.contains("git push") && moved.is_none() {
-            moved = Some(w.push_to_the_branch("README.md", "moved during the promote\n"));
-        }
-    });
+    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
     all_passed(&runs, &promote);
-    let moved = moved.expect("the push step ran");
-    let output = &step(&runs, "Commit and push").output;
-    for expected in [
-        format!(
-            "::warning title=a3s-iso promote::feature moved before the push: promoting again onto {moved} (attempt 2 of 3)"
-        ),
-        format!(
-            "::notice title=a3s-iso promote::applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
-        ),
-    ] {
-        assert!(output.contains(&expected), "{expected:?} in:\n{output}");
-    }
+    let output = &step(&runs, "Verify and land").output;
     let tip = assert_landed_on(&w, &moved, &digest);
-    assert_eq!(w.file_at_tip("README.md"), "moved during the promote");
-    assert!(
-        output.contains(&format!("pushed {tip} to feature")),
-        "{output}"
+    assert_eq!(w.file_at_tip("README.md"), "moved during the landing");
+    let expected = format!(
+        "::notice title=a3s-iso promote::landed {digest}: pushed {tip} to feature in 2 push attempt(s)"
     );
+    assert!(output.contains(&expected), "{expected:?} in:\n{output}");
     let outcome = promote.outcome_env(&promote.temp.join("a3s-iso-artifacts"));
     assert_eq!(outcome["A3S_ISO_REBASED"], "true");
     assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(outcome["A3S_ISO_ATTEMPTS"], "2");
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
     let comment = github_comment(&promote);
     assert!(
-        comment.contains("rebased onto the moved branch"),
+        comment.contains("in 2 push attempt(s) (the branch moved under the earlier ones"),
         "{comment}"
     );
     assert!(comment.contains(&format!("`{tip}`")), "{comment}");
@@ -1532,15 +1525,8 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let mut checked = false;
-    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |line, runner| {
-        if line.contains("git add -A") {
-            assert_eq!(runner.porcelain(), [" M src/lib.txt", "?? docs/agent.md"]);
-            checked = true;
-        }
-    });
+    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", promote.log);
-    assert!(checked);
     let kept = format!(
         "install.sh: {}/.a3s-iso/bin/a3s-iso is installed from",
         promote.workspace.display()
@@ -1554,30 +1540,33 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         run.output
     );
     assert!(run.output.contains("\x1b[0Ksection_end:"));
+    let tip = assert_landed_on(&w, &w.base, &digest);
     assert!(
         run.output.contains(&format!(
-            "\x1b[32;1mNOTICE: a3s-iso promote: applied {digest}: 2 file(s)"
+            "\x1b[32;1mNOTICE: a3s-iso promote: landed {digest}: pushed {tip} to feature in 1 push attempt(s)"
         )),
         "{}",
         run.output
     );
-    // After the commit nothing is left (after_script's copy for upload is ignored).
+    // The checkout was not touched (after_script's copy for upload is ignored).
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
     assert!(
         w.store
-            .join("promote/a3s-iso-artifacts/summary.json")
+            .join("promote/a3s-iso-artifacts/land.json")
             .is_file()
     );
     let artifacts = promote.builds.join("a3s-iso-2/artifacts");
-    assert!(artifacts.join("promote.json").is_file());
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    assert!(artifacts.join("land.json").is_file());
     let outcome = promote.outcome_env(&artifacts);
     assert_eq!(outcome["A3S_ISO_REBASED"], "false");
     assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(outcome["A3S_ISO_ATTEMPTS"], "1");
     // The merge request is told, through the notes API, with the push token.
     let note = gitlab_note(&promote);
     for expected in [
-        format!("**Applied**: 2 file(s) changed, committed and pushed to the branch as `{tip}`."),
+        format!(
+            "**Landed**: merged onto the branch's tip and pushed as `{tip}`, in 1 push attempt(s)."
+        ),
         "- `docs/agent.md`\n- `src/lib.txt`\n".to_string(),
         format!("Change set `{digest}`"),
     ] {
@@ -1589,12 +1578,12 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     let run = run_gitlab_job(&w, &mut again, "promote", "3", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", again.log);
     assert!(
-        run.output
-            .contains(&format!("NOTICE: a3s-iso promote: idempotent: {digest}")),
+        run.output.contains(&format!(
+            "NOTICE: a3s-iso promote: idempotent: {digest} landed before, as {tip}; nothing was pushed"
+        )),
         "{}",
         run.output
     );
-    assert!(run.output.contains("idempotent: nothing to commit"));
     assert_eq!(w.tip(), tip);
     assert!(gitlab_note(&again).contains("**Landed before** (idempotent)"));
 }
@@ -1676,7 +1665,7 @@ fn the_gitlab_recipe_fails_and_names_the_paths_when_the_branch_moved_under_the_a
     assert_eq!(run.status, Some(3), "{}", promote.log);
     assert!(
         run.output.contains(
-            "ERROR: a3s-iso promote: conflict (patch_does_not_apply) onto the moved HEAD"
+            "ERROR: a3s-iso promote: conflict (patch_does_not_apply): the change set does not fit feature; nothing was pushed"
         ),
         "{}",
         run.output
@@ -1699,10 +1688,10 @@ fn the_gitlab_recipe_fails_and_names_the_paths_when_the_branch_moved_under_the_a
     );
 }
 
-/// The branch moves between the promote and the push: the refused push is followed by a
-/// promote onto the new tip, and that is pushed.
+/// The branch moves while the change set is landed: the push built on the old tip is
+/// refused, and land merges it onto the new tip and pushes that, in the same step.
 #[test]
-fn the_gitlab_recipe_promotes_again_when_the_branch_moves_before_the_push() {
+fn the_gitlab_recipe_lands_again_when_the_branch_moves_before_the_push() {
     if !jq_present() {
         return;
     }
@@ -1711,32 +1700,24 @@ fn the_gitlab_recipe_promotes_again_when_the_branch_moves_before_the_push() {
     let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", agent.log);
     let digest = uploaded_digest(&w.store.join("agent/change-set/change-set.json"));
+    let moved = w.move_on_the_first_push("README.md", "moved during the landing\n");
     let mut promote = w.runner();
-    let mut moved = None;
-    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |line, _| {
-        if line.contains("git push") && moved.is_none() {
-            moved = Some(w.push_to_the_branch("README.md", "moved during the promote\n"));
-        }
-    });
+    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", promote.log);
-    let moved = moved.expect("the push ran");
-    for expected in [
-        format!("feature moved before the push: promoting again onto {moved} (attempt 2 of 3)"),
-        format!(
-            "NOTICE: a3s-iso promote: applied {digest}: 2 file(s) changed, rebased onto the moved HEAD {moved}"
-        ),
-    ] {
-        assert!(
-            run.output.contains(&expected),
-            "{expected:?} in:\n{}",
-            run.output
-        );
-    }
     let tip = assert_landed_on(&w, &moved, &digest);
-    assert_eq!(w.file_at_tip("README.md"), "moved during the promote");
+    let expected = format!(
+        "NOTICE: a3s-iso promote: landed {digest}: pushed {tip} to feature in 2 push attempt(s)"
+    );
+    assert!(
+        run.output.contains(&expected),
+        "{expected:?} in:\n{}",
+        run.output
+    );
+    assert_eq!(w.file_at_tip("README.md"), "moved during the landing");
     let outcome = promote.outcome_env(&promote.builds.join("a3s-iso-2/artifacts"));
     assert_eq!(outcome["A3S_ISO_REBASED"], "true");
     assert_eq!(outcome["A3S_ISO_PUSHED"], tip);
+    assert_eq!(outcome["A3S_ISO_ATTEMPTS"], "2");
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
     let note = gitlab_note(&promote);
     assert!(note.contains("rebased onto the moved branch"), "{note}");

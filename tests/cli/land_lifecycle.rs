@@ -350,7 +350,10 @@ fn land_killed_while_landing_and_cleaning_up_loses_nothing_and_finishes() {
         let (code, done) = fx.json(&["land", "--all"]);
         assert_eq!(code, 0, "round {round}: {done}");
         let landed = fx.git(&fx.src, &["diff", "--name-only", &base, "HEAD"]);
-        assert_eq!(landed, "q0.txt\nq1.txt\nq2.txt\nq3.txt", "round {round}: {done}");
+        assert_eq!(
+            landed, "q0.txt\nq1.txt\nq2.txt\nq3.txt",
+            "round {round}: {done}"
+        );
         let mut subjects = subjects_since(&fx, &base);
         subjects.sort();
         let expected: Vec<String> = (ids.iter())

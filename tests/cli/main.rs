@@ -39,6 +39,7 @@ mod land_attack;
 mod land_gate;
 mod land_hints;
 mod land_lifecycle;
+mod land_push;
 mod land_queue;
 mod library_host;
 mod lifecycle_configs;

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_remote};
+pub(crate) use crate::services::remote::select::choose as choose_remote;
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
@@ -211,6 +212,28 @@ fn change_set_to_push(
         patch,
     };
     Ok((located, carried, Vec::new()))
+}
+
+/// A session's change set as `push` publishes it: its digest, base tree and result tree, and
+/// what it leaves behind (nested change sets do not travel).
+pub(crate) struct SessionChangeSet {
+    pub(crate) digest: Digest,
+    pub(crate) base_tree: TreeId,
+    pub(crate) result_tree: TreeId,
+    pub(crate) warnings: Vec<String>,
+}
+
+/// The session's change set now, as [`push`] takes it (its last capture when nothing changed
+/// since, else a fresh one): the same work gives the same digest, run after run.
+pub(crate) fn session_change_set_now(ctx: &Context, session: &str) -> Result<SessionChangeSet> {
+    let (_, carried, warnings) = session_change_set(ctx, Some(session))?;
+    let cs = carried.change_set;
+    Ok(SessionChangeSet {
+        digest: cs.patch_digest,
+        base_tree: cs.base_tree,
+        result_tree: cs.result_tree,
+        warnings,
+    })
 }
 
 /// The session's change set now: its last capture when nothing changed since (as `capture`
@@ -461,7 +484,7 @@ fn fetch_many(
 }
 
 /// Deletes the landing refs of fetches whose process died before it verified them.
-fn drop_dead_fetches(ctx: &Context, located: &Located) -> Result<()> {
+pub(crate) fn drop_dead_fetches(ctx: &Context, located: &Located) -> Result<()> {
     let dir = &located.repo.toplevel;
     let prefix = located.store.refs().fetching("");
     let dead: Vec<RefUpdate> = ctx

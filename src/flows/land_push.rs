@@ -1,0 +1,302 @@
+//! `land --push REMOTE/BRANCH`: the landing queue across machines, whose lock is the git
+//! server's atomic ref update. For each session, in order: fetch the branch, merge the
+//! session's change set onto its tip (objects only; the user's checkout takes no part), run the
+//! test in the session's isolation moved to exactly that tree (the gate's throwaway layer, then
+//! moved back), make the landing commit on the tip, and push it with a lease on that tip
+//! (`--force-with-lease`: a compare-and-swap). A push that finds the branch moved lost a race
+//! to another machine: fetch, merge, test and push again, up to `attempts` pushes.
+//!
+//! Exactly once: the landing commit carries the change set's digest in the trailer
+//! `A3S-Change-Set: sha256:…`, and before each attempt the branch's history since the change
+//! set's base is searched for it: a change set another run already landed (a crash after the
+//! push, another machine) is `idempotent`. The digest and base are recorded (`land-push/<id>`)
+//! before the first push, so that a session whose cleanup a kill cut short is still known.
+//! A push the server refuses for another reason (a hook, a protected branch) ends the session
+//! with the server's words (`push_refused`), never retried; a remote that does not answer ends
+//! it at once (`remote_unreachable`).
+
+use std::time::Instant;
+
+use crate::base::error::{Error, Result};
+use crate::base::fsutil::{read_json, write_record_atomic};
+use crate::base::ids::CommitId;
+use crate::store::state::SessionState;
+use crate::workspace::context::{Context, Located};
+
+use super::land::{
+    Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
+};
+use super::land_remote::{Change, Pins, Pushing, SCRATCH, attempts};
+pub use super::land_remote::{DEFAULT_ATTEMPTS, PUSHING_SCHEMA, PushOptions, PushTarget, TRAILER};
+
+/// Lands the sessions `opts` names onto `target`, one after the other.
+pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
+    let target = &push.target;
+    if opts.mode != LandMode::Squash || opts.abort {
+        return Err(Error::Usage {
+            message: "land --push lands each session as one commit (squash mode); --abort, branch and patch modes are for a land onto the source's HEAD".into(),
+        });
+    }
+    let located = crate::recovery::locate(ctx)?;
+    // Only a configured remote: its transport and credentials are the user's git's.
+    crate::services::remote::choose_remote(
+        &ctx.git,
+        &located.repo.toplevel,
+        Some(&target.remote),
+        false,
+    )?;
+    crate::services::remote::drop_dead_fetches(ctx, &located)?;
+    if opts.sessions.is_empty() && !opts.all && push.change_sets.is_empty() {
+        return Err(Error::Usage {
+            message: "name what to land: sessions (-s ID ... or --all) or change-set documents (--change-set FILE ...)".into(),
+        });
+    }
+    let mut ids = super::land::sessions_asked(ctx, &located, opts)?;
+    // A scratch session is no entry; one a killed landing left goes.
+    ids.retain(|id| !is_scratch(id));
+    for id in &ids {
+        ctx.require_granted(id)?;
+    }
+    drop_dead_scratch(ctx, &located);
+    let entries: Vec<Entry> = ids
+        .iter()
+        .map(|id| Entry::Session(id.clone()))
+        .chain(push.change_sets.iter().cloned().map(Entry::Document))
+        .collect();
+    let mut out = LandOutcome {
+        mode: LandMode::Squash,
+        resumed: false,
+        sessions: Vec::new(),
+        stopped_at: None,
+        hint: None,
+        next_commands: Vec::new(),
+        warnings: ctx.take_notices(),
+        aborted: false,
+        reclaimed: Vec::new(),
+    };
+    let mut stopped_index = None;
+    for (index, entry) in entries.iter().enumerate() {
+        if stopped_index.is_some() {
+            out.sessions
+                .push(LandedSession::new(&entry.label(), LandResult::NotReached));
+            continue;
+        }
+        let landed = match entry {
+            Entry::Session(id) => push_one(ctx, &located, opts, push, id),
+            Entry::Document(path) => {
+                super::land_push_doc::document_one(ctx, &located, (opts, push), path)
+            }
+        };
+        if !landed.outcome.goes_on() && !opts.keep_going {
+            out.stopped_at = Some(landed.session_id.clone());
+            stopped_index = Some(index);
+        }
+        out.sessions.push(landed);
+    }
+    if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
+        let rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
+        let again = format!(
+            "a3s-iso land --push {}/{} {}",
+            target.remote,
+            target.branch,
+            rest.join(" ")
+        );
+        out.hint = Some(format!(
+            "session {stopped} did not land; deal with what stopped it, then `{again}` lands it and the rest (what landed is idempotent)"
+        ));
+        out.next_commands = vec![again];
+    }
+    Ok(out)
+}
+
+/// One entry of the queue.
+enum Entry {
+    /// A session of this repository.
+    Session(String),
+    /// A change-set document.
+    Document(std::path::PathBuf),
+}
+
+impl Entry {
+    /// What the report calls it before it is read.
+    fn label(&self) -> String {
+        match self {
+            Entry::Session(id) => id.clone(),
+            Entry::Document(path) => path.display().to_string(),
+        }
+    }
+
+    /// The command-line argument that names it.
+    fn argument(&self) -> String {
+        match self {
+            Entry::Session(id) => format!("-s {}", crate::base::argv::shell_quote(id.as_ref())),
+            Entry::Document(path) => format!(
+                "--change-set {}",
+                crate::base::argv::shell_quote(path.as_os_str())
+            ),
+        }
+    }
+}
+
+/// Whether `id` is a scratch session a landing bound (its name says which process made it).
+fn is_scratch(id: &str) -> bool {
+    id.starts_with(&format!("{SCRATCH}-")) && crate::base::maker::maker_of(id).is_some()
+}
+
+/// Purges the scratch sessions of landings whose process died (best effort: one left waits
+/// for the next landing).
+fn drop_dead_scratch(ctx: &Context, located: &Located) {
+    let Ok(live) = located.store.live_sessions() else {
+        return;
+    };
+    for record in live {
+        let id = record.session_id.to_string();
+        if is_scratch(&id) && crate::base::maker::made_by_dead(&id) {
+            let _ = crate::ops::discard::discard(
+                ctx,
+                &crate::ops::discard::DiscardOptions {
+                    session_id: Some(id),
+                    purge: true,
+                },
+            );
+        }
+    }
+}
+
+/// One session through the server; whatever stops it is its result, never the queue's error.
+fn push_one(
+    ctx: &Context,
+    located: &Located,
+    opts: &LandOptions,
+    push: &PushOptions,
+    id: &str,
+) -> LandedSession {
+    let target = &push.target;
+    let started = Instant::now();
+    let mut landed = LandedSession::new(id, LandResult::Failed);
+    landed.push = Some(PushReport {
+        remote: target.remote.clone(),
+        branch: target.branch.clone(),
+        attempts: 0,
+        built_on: None,
+        tested_tree: None,
+    });
+    let mut pins = Pins::new(ctx, located);
+    let result = push_steps(ctx, located, (opts, push), id, &mut pins, &mut landed);
+    pins.release();
+    if let Err(err) = result {
+        landed.outcome = LandResult::Failed;
+        landed.error = Some(LandError {
+            code: err.code().as_str().to_string(),
+            message: err.to_string(),
+        });
+    }
+    if matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent) {
+        clean_up(ctx, located, opts.keep, &mut landed);
+    }
+    landed.warnings.extend(ctx.take_notices());
+    landed.duration_ms = started.elapsed().as_millis() as u64;
+    landed
+}
+
+/// Before the work: a landing recorded earlier that is on the branch is `idempotent`; a
+/// discarded session is `discarded`; an isolation a kill left on a landing's tree goes back.
+/// Then [`attempts`].
+fn push_steps(
+    ctx: &Context,
+    located: &Located,
+    (opts, push): (&LandOptions, &PushOptions),
+    id: &str,
+    pins: &mut Pins,
+    landed: &mut LandedSession,
+) -> Result<()> {
+    let target = &push.target;
+    let record = ctx.resolve_record(located, Some(id))?;
+    let file = located.store.land_push_file(id);
+    let recorded: Option<Pushing> = read_json(&file)?;
+    let recorded = recorded.filter(|p| p.remote == target.remote && p.branch == target.branch);
+    if let Some(pushing) = &recorded {
+        let tip = pins.fetch_tip(target)?;
+        if let Some(commit) = pins.landed_in(&tip, pushing)? {
+            landed.outcome = LandResult::Idempotent;
+            landed.digest = Some(pushing.digest.clone());
+            landed.commit = Some(CommitId::new(commit)?);
+            return Ok(());
+        }
+    }
+    if record.state == SessionState::Discarded {
+        landed.outcome = LandResult::Discarded;
+        return Ok(());
+    }
+    if super::land_gate::back_home(ctx, located, id)? {
+        landed
+            .warnings
+            .push("an interrupted landing had moved the isolation to its tree: moved back".into());
+    }
+    let left = super::land_gate::drop_test_writes(ctx, located, id)?;
+    if !left.is_empty() {
+        landed.warnings.push(format!(
+            "an interrupted test had written {}: dropped from the isolation before landing",
+            left.join(", ")
+        ));
+    }
+    let cs = crate::services::remote::session_change_set_now(ctx, id)?;
+    landed.warnings.extend(cs.warnings.iter().cloned());
+    landed.digest = Some(cs.digest.clone());
+    if cs.base_tree == cs.result_tree {
+        landed.outcome = LandResult::Empty;
+        return Ok(());
+    }
+    let pushing = Pushing {
+        remote: target.remote.clone(),
+        branch: target.branch.clone(),
+        digest: cs.digest.clone(),
+        base: record.bound_revision.clone(),
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    }
+    write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
+    let change = Change {
+        id,
+        tested_in: Some(id),
+        pushing: &pushing,
+        base_tree: cs.base_tree.as_str(),
+        result_tree: cs.result_tree.as_str(),
+    };
+    attempts(ctx, located, (opts, push), &change, pins, landed)
+}
+
+/// What becomes of a landed session's isolation: kept with `keep`, else discarded (through
+/// the pool when there is one) with its evidence kept.
+fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSession) {
+    let id = landed.session_id.clone();
+    let state = located
+        .store
+        .load_session(&id)
+        .ok()
+        .flatten()
+        .map(|r| r.state);
+    let done = match (keep, state) {
+        (true, _) => Ok(Cleanup::Kept),
+        (false, Some(SessionState::Discarded) | None) => Ok(Cleanup::Discarded),
+        (false, Some(_)) => crate::ops::discard::discard(
+            ctx,
+            &crate::ops::discard::DiscardOptions {
+                session_id: Some(id.clone()),
+                purge: false,
+            },
+        )
+        .map(|d| match d.recycled {
+            true => Cleanup::Pooled,
+            false => Cleanup::Discarded,
+        }),
+    };
+    match done {
+        Ok(done) => landed.cleanup = Some(done),
+        Err(err) => landed.warnings.push(format!(
+            "its isolation was not cleaned up: {err} (a3s-iso discard -s {id} does it; its work is landed)"
+        )),
+    }
+}
