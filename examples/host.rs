@@ -20,7 +20,7 @@ use a3s_iso::ops::capture::{CaptureOptions, capture};
 use a3s_iso::ops::discard::{DiscardOptions, discard};
 use a3s_iso::ops::promote::{Outcome, PromoteOptions, promote};
 use a3s_iso::ops::run::{RunOptions, run};
-use a3s_iso::workspace::context::Context;
+use a3s_iso::context::Context;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);

@@ -7,16 +7,16 @@
 #![forbid(unsafe_code)]
 
 pub mod base;
+pub mod context;
 pub mod flows;
-pub mod front;
 pub mod git;
+pub mod interface;
 pub mod mcp;
 pub mod model;
 pub mod ops;
 pub mod recovery;
 pub mod services;
 pub mod store;
-pub mod workspace;
 
 pub use crate::base::error::{Error, ErrorCode, Result};
-pub use crate::workspace::context::Context;
+pub use crate::context::Context;

@@ -3,10 +3,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::flows::setup::Setup;
 use a3s_iso::flows::setup::bind;
 use a3s_iso::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -3,8 +3,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::changes::{answer, read_request};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

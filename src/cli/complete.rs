@@ -9,7 +9,7 @@ use clap::{CommandFactory, Subcommand};
 use clap_complete::Shell;
 
 use a3s_iso::base::error::Result;
-use a3s_iso::workspace::context::Context;
+use a3s_iso::context::Context;
 
 use super::{Cli, Output};
 

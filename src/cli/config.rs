@@ -3,8 +3,8 @@ use std::io::{BufRead, IsTerminal, Write};
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::services::config::{ConfigReport, Effective, Loaded, Origin, Trust, load};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -5,9 +5,9 @@ use std::process::{Command, Stdio};
 use clap::Args;
 
 use a3s_iso::base::error::{Error, Result};
+use a3s_iso::context::Context;
 use a3s_iso::ops::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, NestedDiff, diff};
 use a3s_iso::services::nested::NestedKind;
-use a3s_iso::workspace::context::Context;
 
 use super::{ColorChoice, Output};
 

@@ -1,10 +1,10 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::discard::{
     DiscardAllOutcome, DiscardOptions, DiscardOutcome, discard, discard_all,
 };
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg};
 

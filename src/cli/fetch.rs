@@ -1,8 +1,8 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::services::remote::{DEFAULT_MAX_BYTES, FetchRequest, fetch};
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone};
 

@@ -3,8 +3,8 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::gc::{GcOptions, GcOutcome, Item, Kind, Reason, RemoteTarget, gc};
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, human_bytes, parse_duration};
 

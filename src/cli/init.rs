@@ -3,8 +3,8 @@
 use clap::ValueEnum;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::flows::claude::{InitOutcome, init};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -1,9 +1,9 @@
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
 use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushOptions, PushTarget, land_push};
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
 

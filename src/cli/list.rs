@@ -2,9 +2,9 @@ use clap::Args;
 
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
+use a3s_iso::context::Context;
 use a3s_iso::ops::list::{ListedState, SessionView, list};
 use a3s_iso::services::remote::list_remote;
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone};
 

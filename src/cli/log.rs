@@ -1,9 +1,9 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::log::{LandingRow, LoggedRun, format_utc, log, runs};
 use a3s_iso::store::state::Landing;
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

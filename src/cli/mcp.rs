@@ -4,8 +4,8 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::mcp::{Grants, RunGrants, ServeOptions, serve_stdio};
-use a3s_iso::workspace::context::Context;
 
 use super::grants::SandboxGrantArgs;
 use super::{Output, parse_duration};

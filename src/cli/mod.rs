@@ -41,8 +41,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use a3s_iso::base::error::{Error, Result};
+use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
 use a3s_iso::git::Git;
-use a3s_iso::workspace::context::{Context, DEFAULT_LOCK_TIMEOUT};
 
 pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path, write_nul_records};
 

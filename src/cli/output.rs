@@ -155,11 +155,11 @@ impl Output {
         if self.json {
             self.document(
                 "a3s-iso.error.v1",
-                &serde_json::json!({ "error": a3s_iso::front::errors::document(err) }),
+                &serde_json::json!({ "error": a3s_iso::interface::errors::document(err) }),
             );
         } else {
             // Rendered plain and made inert, then only the label coloured.
-            let text = inert(&a3s_iso::front::errors::render(err)).into_owned();
+            let text = inert(&a3s_iso::interface::errors::render(err)).into_owned();
             let label = format!("error[{}]:", err.code().as_str());
             let text = match text.strip_prefix(&label) {
                 Some(rest) if self.color_stderr => format!("\x1b[31;1m{label}\x1b[0m{rest}"),

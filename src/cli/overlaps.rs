@@ -1,8 +1,8 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::services::overlaps::{ConflictCounts, Prediction, overlaps};
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, Tone, inert};
 

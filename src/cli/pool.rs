@@ -1,9 +1,9 @@
 use clap::Args;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::sweep::Progress;
 use a3s_iso::services::pool::{PoolOptions, PoolOutcome, SpareState, pool};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -1,8 +1,8 @@
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::profile::{ProfileAction, ProfileOutcome, profile};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 

@@ -4,9 +4,9 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
 use a3s_iso::services::remote::{DEFAULT_MAX_BYTES, FetchRequest};
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg, Tone, path_list};
 

@@ -4,10 +4,10 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::base::error::{Error, Result};
+use a3s_iso::context::Context;
 use a3s_iso::services::remote::{
     DeleteSelection, PushOptions, PushResult, PushSource, delete_changes, push,
 };
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg, Tone};
 

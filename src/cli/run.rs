@@ -4,12 +4,12 @@ use std::time::Duration;
 use clap::Args;
 
 use a3s_iso::base::error::{ErrorCode, Result};
+use a3s_iso::context::Context;
 use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
 use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::services::network::{Denied, DeniedBy};
 use a3s_iso::services::run_request::SandboxAsk;
 use a3s_iso::store::state::RunState;
-use a3s_iso::workspace::context::Context;
 
 use super::grants::SandboxGrantArgs;
 use super::{Output, SessionArg, parse_duration};

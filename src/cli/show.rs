@@ -4,11 +4,11 @@ use a3s_iso::base::argv::shell_quote;
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::base::sandbox::NetworkAccess;
+use a3s_iso::context::Context;
 use a3s_iso::ops::log::format_utc;
 use a3s_iso::ops::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::recovery::session_git::PrivateRefs;
 use a3s_iso::store::state::Landing;
-use a3s_iso::workspace::context::Context;
 
 use super::{Output, SessionArg};
 

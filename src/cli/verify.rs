@@ -4,8 +4,8 @@ use clap::Args;
 use serde::Serialize;
 
 use a3s_iso::base::error::{ChangeSetRule, Error, Result};
+use a3s_iso::context::Context;
 use a3s_iso::model::changeset::{RunState, verify_file};
-use a3s_iso::workspace::context::Context;
 
 use super::Output;
 
@@ -58,7 +58,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
                 rule,
                 field: &field,
                 message: err.to_string(),
-                hint: a3s_iso::front::errors::hint(&err),
+                hint: a3s_iso::interface::errors::hint(&err),
             };
             out.document("a3s-iso.verify.v1", &invalid);
             return Ok(err.code().exit_code());

@@ -3,8 +3,8 @@
 //! that sessions whose owner exited without a word (a headless run) do not pile up. On unless
 //! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
 
+use crate::context::{Context, Located};
 use crate::services::reclaimed::Reclaimed;
-use crate::workspace::context::{Context, Located};
 
 /// Turns reclaiming off (`0`, `false`) or on (`1`, `true`) for one command, whatever the
 /// configuration says.

@@ -24,9 +24,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, ErrorCode, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
+use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
 use crate::store::state::SessionState;
-use crate::workspace::context::{Context, Located};
 
 use super::land_gate::Tested;
 

@@ -14,9 +14,9 @@ use std::path::PathBuf;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{remove_file_if_exists, write_atomic};
+use crate::context::{Context, Located};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Seed};
-use crate::workspace::context::{Context, Located};
 
 /// Where the tree a session's test started from is recorded while the test runs.
 pub(crate) fn record_of(located: &Located, id: &str) -> PathBuf {

@@ -20,8 +20,8 @@ use std::time::Instant;
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
+use crate::context::{Context, Located};
 use crate::store::state::SessionState;
-use crate::workspace::context::{Context, Located};
 
 use super::land::{
     Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;
-use crate::workspace::context::{Context, Located};
+use crate::context::{Context, Located};
 
 use super::land::{LandError, LandOptions, LandResult, LandedSession, PushReport};
 use super::land_remote::{Change, Pins, PushOptions, Pushing, SCRATCH, attempts};

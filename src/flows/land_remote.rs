@@ -9,9 +9,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::{CommitId, Digest, TreeId};
+use crate::context::{Context, Located};
 use crate::git::{LeasedPush, RefUpdate};
 use crate::ops::promote::Reason;
-use crate::workspace::context::{Context, Located};
 
 use super::land::{LandOptions, LandResult, LandedSession, PushReport};
 

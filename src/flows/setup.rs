@@ -2,8 +2,8 @@
 //! sandbox, each recorded as a run of the session with its output kept in the state dir.
 
 use crate::base::error::{Error, Result};
+use crate::context::Context;
 use crate::ops::bind::{BindOptions, BindOutcome};
-use crate::workspace::context::Context;
 
 pub use crate::services::setup::{Setup, SetupRun};
 

@@ -10,13 +10,13 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use serde_json::{Map, Value, json};
 
 use crate::base::error::{Error, Result};
+use crate::context::{Context, SessionScope};
 use crate::mcp::grants::Grants;
 use crate::mcp::place::Place;
 use crate::mcp::protocol::{
     self, Incoming, Method, ProtocolVersion, RpcCode, RpcError, failure, success,
 };
 use crate::mcp::tools::{self, Answer, CallError, Tool};
-use crate::workspace::context::{Context, SessionScope};
 
 /// What the server tells a client about itself at the handshake.
 const INSTRUCTIONS: &str = "a3s-iso isolates an agent's work on this git repository. bind a \

@@ -9,13 +9,13 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::base::error::Error;
+use crate::context::Context;
 use crate::mcp::args::{self, Discarding};
 use crate::mcp::grants::{Grants, Reach};
 use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
 use crate::mcp::schema::{self, Param};
 pub use crate::mcp::tool::Tool;
-use crate::workspace::context::Context;
 
 /// The most of a command's output, or of a patch, a result carries (its end, for output).
 const SHOWN_BYTES: u64 = 64 * 1024;
@@ -170,7 +170,7 @@ impl Answer {
 
     /// The error document of a failure (`a3s-iso.error.v1`).
     pub fn error(err: &Error) -> Answer {
-        let body = json!({ "error": crate::front::errors::document(err) });
+        let body = json!({ "error": crate::interface::errors::document(err) });
         let document = Document {
             schema: "a3s-iso.error.v1",
             body: &body,

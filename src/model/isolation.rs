@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::base::ids::CommitId;
+use crate::context::{Context, Located};
 use crate::git::repo::Repo;
 use crate::git::{Git, HermeticGit};
 use crate::model::snapshot;
 use crate::store::state::{ClaimRecord, SessionRecord, SessionState};
-use crate::workspace::context::{Context, Located};
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.
 /// Read once, right after `git worktree add` created it, and recorded from then on.

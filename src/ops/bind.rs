@@ -9,6 +9,7 @@ use crate::base::error::{Error, IoContext, Result, Taken, Unavailable};
 use crate::base::fsutil::now_ms;
 use crate::base::ids::{CommitId, SessionId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
+use crate::context::{Context, Located};
 use crate::git::HermeticGit;
 use crate::model::isolation;
 use crate::model::wip::WorkingState;
@@ -16,7 +17,6 @@ use crate::store::lock::RepoLock;
 use crate::store::state::{
     ClaimRecord, CreatedBy, RegistryEntry, SessionRecord, SessionState, register_source,
 };
-use crate::workspace::context::{Context, Located};
 
 /// How many dirty paths a `dirty_source` error lists.
 const DIRTY_PATHS_SHOWN: usize = 10;
@@ -628,9 +628,7 @@ fn resume(
     let lock = crate::recovery::lock(ctx, &located.repo)?;
     refuse_outside_scope(ctx, located, session_id)?;
     let Some(mut record) = located.store.load_session(session_id)? else {
-        return Err(crate::workspace::context::not_found(
-            ctx, located, session_id,
-        ));
+        return Err(crate::context::not_found(ctx, located, session_id));
     };
     if !located.owns(&record) {
         return Err(belongs_elsewhere(located, &record));

@@ -2,8 +2,8 @@
 
 use crate::base::error::Result;
 use crate::base::ids::TreeId;
+use crate::context::Context;
 use crate::services::evidence::{Target, record_evidence, record_nested, reusable, snapshot_all};
-use crate::workspace::context::Context;
 
 pub use crate::services::evidence::{CaptureOutcome, write_document};
 

@@ -5,8 +5,8 @@ use crate::base::invalid::Invalid;
 use std::path::Path;
 
 use crate::base::error::{ChangeSetRule, Error, NoDocument, Result};
+use crate::context::{Context, Located};
 use crate::model::changeset::{self, ChangeSet, Identity, MAX_PATCH_BYTES, MAX_REQUEST_BYTES};
-use crate::workspace::context::{Context, Located};
 
 /// The answer to a request: the run's stored document, as its exact bytes, and what it says.
 #[derive(Debug, Clone)]

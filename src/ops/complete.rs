@@ -1,8 +1,8 @@
 //! What the shell completions ask the binary for at completion time (`__complete`).
 
 use crate::base::error::Result;
+use crate::context::Context;
 use crate::store::state::SessionState;
-use crate::workspace::context::Context;
 
 /// The ids of the sessions of the repository the context is in that a command can still name:
 /// bound and retained ones, not discarded ones; sorted. Reads the records only: no git call

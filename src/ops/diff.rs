@@ -15,10 +15,10 @@ use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
 use crate::base::wire::wire_enum;
+use crate::context::Context;
 use crate::model::snapshot::{self, Patch};
 use crate::services::nested::NestedKind;
 use crate::store::scratch::ReadScratch;
-use crate::workspace::context::Context;
 
 /// What `diff` is asked to show.
 #[derive(Debug, Clone, Default)]
@@ -284,7 +284,7 @@ struct Bases {
 /// HEAD's tree), else where a promote now would start each (after its last promoted step).
 fn bases(
     ctx: &Context,
-    located: &crate::workspace::context::Located,
+    located: &crate::context::Located,
     session: &crate::store::state::SessionRecord,
     opts: &DiffOptions,
     found: &crate::services::nested::Nested,
@@ -325,7 +325,7 @@ fn bases(
 /// superproject, its files with their paths there.
 fn nested_diffs(
     ctx: &Context,
-    located: &crate::workspace::context::Located,
+    located: &crate::context::Located,
     found: &crate::services::nested::Nested,
     bases: &[Option<TreeId>],
     scratch: &Path,

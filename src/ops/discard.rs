@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::context::{Context, Located};
 use crate::model::isolation;
 use crate::model::refs;
 use crate::recovery::pending;
@@ -13,7 +14,6 @@ use crate::services::purge_item::{Kind, Reason};
 use crate::store::lock::RepoLock;
 use crate::store::state::PurgedMark;
 use crate::store::state::SessionState;
-use crate::workspace::context::{Context, Located};
 
 /// What `discard` is asked to do.
 #[derive(Debug, Clone, Default)]
@@ -279,7 +279,7 @@ fn remove_planned(
 /// A tree already gone leaves only its registration to remove.
 fn remove_tree(
     held: &RepoLock,
-    located: &crate::workspace::context::Located,
+    located: &crate::context::Located,
     record: &crate::store::state::SessionRecord,
     tree: &std::path::Path,
 ) -> Result<bool> {

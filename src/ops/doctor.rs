@@ -10,12 +10,12 @@ use serde::Serialize;
 use crate::base::owner::Liveness;
 use crate::base::probe;
 use crate::base::sandbox::{SIMULATE_NO_NAMESPACES, landlock_abi};
+use crate::context::Context;
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::layout::StateDir;
 use crate::store::lock::FileLock;
 use crate::store::state::Store;
-use crate::workspace::context::Context;
 
 /// What was checked (stable codes, as in JSON).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

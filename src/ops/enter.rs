@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result, Unavailable};
+use crate::context::Context;
 use crate::store::state::SessionState;
-use crate::workspace::context::Context;
 
 /// A session's isolation, as `path` reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

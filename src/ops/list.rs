@@ -8,10 +8,10 @@ use serde::Serialize;
 use crate::base::error::Result;
 use crate::base::owner::OwnerView;
 use crate::base::wire::wire_enum;
+use crate::context::Context;
 use crate::git::repo::Repo;
 use crate::model::isolation;
 use crate::store::state::{LastRun, SessionRecord, SessionState, Store, registered_sources};
-use crate::workspace::context::Context;
 
 wire_enum! {
     /// A session's state as `list` shows it: its recorded state, except that a session whose tree

@@ -6,9 +6,9 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::context::Context;
 use crate::services::runs::RunView;
 use crate::store::state::{JournalEntry, Landing, PromoteMode};
-use crate::workspace::context::Context;
 
 /// One promotion, as `log` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
+use crate::context::Context;
 use crate::services::profile::{Profile, repo_key};
 use crate::services::profile_copies::kept_for;
 use crate::services::profile_review::PendingChange;
-use crate::workspace::context::Context;
 
 /// What `profile` does with the held changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

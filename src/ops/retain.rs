@@ -8,11 +8,11 @@ use serde::Serialize;
 
 use crate::base::error::{Error, NoSession, Result};
 use crate::base::fsutil::now_ms;
+use crate::context::{Context, Located};
 use crate::model::isolation;
 use crate::recovery::pending::{self, RetainMove, TreeMove};
 use crate::store::lock::RepoLock;
 use crate::store::state::{SessionRecord, SessionState};
-use crate::workspace::context::{Context, Located};
 
 /// A retained isolation: where it is now, where it was, and why it is kept.
 #[derive(Debug, Clone, Serialize)]

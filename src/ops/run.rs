@@ -16,6 +16,7 @@ use crate::base::sandbox::{
     self, NetworkAccess, SandboxReport, SandboxSpec, SocketFactory, StatusChannel, TerminalSpec,
 };
 use crate::base::signals::Signals;
+use crate::context::{Context, Located};
 use crate::git::REPO_SELECTING_VARS;
 use crate::model::changeset::RunState;
 use crate::model::isolation::Isolation;
@@ -26,7 +27,6 @@ use crate::services::network::{
 use crate::services::quarantine::Quarantine;
 use crate::store::lock::FileLock;
 use crate::store::state::{Ran, RunSandbox, SessionRecord};
-use crate::workspace::context::{Context, Located};
 
 pub use crate::services::run_request::SandboxRequest;
 

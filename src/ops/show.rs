@@ -10,9 +10,9 @@ use crate::base::error::Result;
 use crate::base::owner::OwnerView;
 use crate::base::paths::RepoPath;
 
+use crate::context::{Context, Located};
 pub use crate::services::runs::RunView;
 use crate::store::state::{Landing, PromoteMode, SessionRecord, SessionState};
-use crate::workspace::context::{Context, Located};
 
 /// Whether the isolation is where the record says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

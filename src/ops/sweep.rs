@@ -19,6 +19,7 @@ use crate::base::fsutil::{modified_ms, now_ms, tree_size};
 use crate::base::names::{IsolationNames, looks_like_isolation};
 use crate::base::owner::Liveness;
 use crate::base::wire::wire_enum;
+use crate::context::{Context, Located};
 use crate::git::repo::Repo;
 use crate::model::isolation::{Isolation, registered_admins};
 use crate::model::refs;
@@ -27,7 +28,6 @@ use crate::store::lock::RepoLock;
 use crate::store::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
 };
-use crate::workspace::context::{Context, Located};
 
 pub use crate::services::reclaimed::{ReclaimReason, Reclaimed};
 

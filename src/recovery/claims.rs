@@ -11,11 +11,11 @@ use std::time::Duration;
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
 use crate::base::owner::{GRACE, Liveness};
+use crate::context::Located;
 use crate::git::Git;
 use crate::model::{isolation, refs};
 use crate::store::lock::RepoLock;
 use crate::store::state::{ClaimRecord, RecordStatus, Store};
-use crate::workspace::context::Located;
 
 /// Whether a claim's bind was interrupted: its process is dead (gone, or its pid reused), and
 /// the claim is at least `grace` old or no process of the bind's process group is left (the

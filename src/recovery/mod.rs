@@ -29,15 +29,15 @@ pub(crate) mod spares;
 
 use std::time::Duration;
 
-pub use crate::workspace::interrupted::{Interrupted, Operation};
+pub use crate::context::interrupted::{Interrupted, Operation};
 
 use crate::base::error::Result;
+use crate::context::{Context, Located};
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::layout::StateDir;
 use crate::store::lock::RepoLock;
 use crate::store::state::Store;
-use crate::workspace::context::{Context, Located};
 
 /// One kind of write-ahead record: whether one waits, what the records say is in progress,
 /// and how it is finished (or undone) under the repository lock.

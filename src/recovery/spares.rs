@@ -20,10 +20,10 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::base::owner::{Liveness, Owner};
+use crate::context::Located;
 use crate::model::isolation;
 use crate::store::layout::StateDir;
 use crate::store::lock::RepoLock;
-use crate::workspace::context::Located;
 
 /// The schema of the pool's settings (`pool/settings.json`).
 const POOL_SETTINGS_SCHEMA: &str = "a3s-iso.pool-settings.v1";

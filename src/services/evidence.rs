@@ -9,11 +9,11 @@ use serde::Serialize;
 use crate::base::error::{Error, Held, Result};
 use crate::base::fsutil::now_ms;
 use crate::base::ids::{Digest, TreeId};
+use crate::context::{Context, Located};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
 use crate::store::state::{LastRun, SessionRecord};
-use crate::workspace::context::{Context, Located};
 
 /// A capture: the change-set document and where its result tree is pinned.
 #[derive(Debug, Clone, Serialize)]

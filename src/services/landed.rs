@@ -8,9 +8,9 @@
 //! make it work to land again.
 
 use crate::base::error::Result;
+use crate::context::{Context, Located};
 use crate::model::isolation::writable_isolation;
 use crate::store::state::{SessionRecord, SessionState};
-use crate::workspace::context::{Context, Located};
 
 /// The tree of the source's HEAD (`None` on an unborn branch).
 pub(crate) fn head_tree(ctx: &Context, located: &Located) -> Result<Option<String>> {

@@ -563,7 +563,7 @@ impl Nested {
 /// are left there (reported as before).
 pub(crate) fn capture_isolation(
     git: &Git,
-    located: &crate::workspace::context::Located,
+    located: &crate::context::Located,
     iso: &Isolation,
     snap: &mut snapshot::Snapshot,
     look: Look<'_>,

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::context::{Context, Located};
 use crate::git::ObjectView;
 use crate::model::isolation::writable_isolation;
 use crate::store::state::SessionRecord;
-use crate::workspace::context::{Context, Located};
 
 /// A live session and what it changed since its base.
 #[derive(Debug, Clone, Serialize)]

@@ -5,12 +5,12 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
+use crate::context::Located;
 use crate::git::Git;
 use crate::model::refs::{self, Scope};
 use crate::services::purge_item::{Item, Kind, Reason};
 use crate::store::layout::StateDir;
 use crate::store::state::SessionRecord;
-use crate::workspace::context::Located;
 
 /// What a clean-up of one session removes and what it keeps.
 #[derive(Debug, Default)]

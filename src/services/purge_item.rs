@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
+use crate::context::Located;
 use crate::git::{Git, RefUpdate};
-use crate::workspace::context::Located;
 
 /// What kind of thing an item is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

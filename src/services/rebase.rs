@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Result};
 use crate::base::paths::RepoPath;
+use crate::context::{Context, Located};
 use crate::git::{Merged, ObjectView, RefUpdate, SideNames};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::TempFile;
@@ -26,7 +27,6 @@ use crate::recovery::rebase_record::{
 };
 pub(crate) use crate::recovery::rebase_record::{conflicted_onto, conflicted_paths};
 use crate::store::state::SessionRecord;
-use crate::workspace::context::{Context, Located};
 
 /// What `rebase` is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

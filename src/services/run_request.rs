@@ -6,8 +6,8 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
+use crate::context::Context;
 use crate::services::config::{Loaded, RepositoryFile, Trust};
-use crate::workspace::context::Context;
 
 /// What the caller lets a sandboxed command do beyond the defaults.
 #[derive(Debug, Clone, Default)]

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
+use crate::context::Context;
 use crate::git::repo::Repo;
-use crate::workspace::context::Context;
 
 /// A new detached worktree of `revision` at `path`; returns its admin dir. git writes the admin
 /// dir (`<common>/worktrees/<name>/`) file by file, and every `worktree add` reads all of them,

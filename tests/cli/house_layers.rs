@@ -247,13 +247,13 @@ const LAYERS: &[&str] = &[
     "base",
     "git",
     "store",
-    "workspace",
+    "context",
     "model",
     "recovery",
     "services",
     "ops",
     "flows",
-    "front",
+    "interface",
     "mcp",
 ];
 
@@ -431,12 +431,12 @@ fn the_impl_check_sees_planted_methods() {
         std::fs::write(file, code).unwrap();
     };
     plant(
-        "workspace/context.rs",
+        "context/mod.rs",
         "pub struct Context {}\nimpl Context {\n}\n",
     );
     plant(
         "recovery/mod.rs",
-        "impl crate::workspace::context::Context {\n}\nimpl Clone for Context {\n}\n",
+        "impl crate::context::Context {\n}\nimpl Clone for Context {\n}\n",
     );
     plant(
         "ops/x.rs",
@@ -444,7 +444,7 @@ fn the_impl_check_sees_planted_methods() {
     );
     assert_eq!(
         impl_violations(&root),
-        vec!["recovery: impl Context of workspace::context: methods given upward".to_string()]
+        vec!["recovery: impl Context of context: methods given upward".to_string()]
     );
 }
 

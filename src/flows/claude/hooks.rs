@@ -7,13 +7,13 @@ use serde::Serialize;
 
 use crate::base::error::{Error, NotGranted, Result};
 use crate::base::owner::{Liveness, hook_process};
+use crate::context::Context;
 use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
 use crate::flows::setup::bind;
 use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
 use crate::ops::capture::{CaptureOptions, capture};
 use crate::ops::discard::{DiscardOptions, discard};
 use crate::store::state::{CreatedBy, Creator, SessionRecord};
-use crate::workspace::context::Context;
 
 /// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another
 /// live Claude Code holds the one before.
@@ -238,7 +238,7 @@ fn grant(record: &SessionRecord, path: &Path) -> Result<()> {
 /// isolation itself, only to say so: nothing of that repository is acted on).
 fn refuse_elsewhere(
     ctx: &Context,
-    located: Option<&crate::workspace::context::Located>,
+    located: Option<&crate::context::Located>,
     path: &Path,
 ) -> Result<()> {
     if !path.is_dir() {

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::context::Context;
 use crate::flows::claude::json::{Json, member_or_insert};
 use crate::flows::claude::payload::WorktreeEvent;
-use crate::workspace::context::Context;
 
 /// Where the hooks go, relative to the top of the source.
 pub const SETTINGS_FILE: &str = ".claude/settings.local.json";

@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::context::Context;
 pub use crate::services::purge_item::{Item, Kind, Reason};
-use crate::workspace::context::Context;
 
 /// How long what no session needs is kept when `--older-than` is not given: 30 days.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 24 * 60 * 60);

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::base::fsutil::modified_ms;
+use crate::context::Located;
 use crate::git::Git;
 use crate::services::purge::{SessionPlan, artifacts_session, plan_session};
 use crate::services::purge_item::{Item, Kind, Reason};
 use crate::store::layout::StateDir;
 use crate::store::state::{SessionRecord, SessionState};
-use crate::workspace::context::Located;
 
 /// Which items are old enough to go.
 #[derive(Debug, Clone, Copy)]

@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use crate::base::beneath::Dir;
 use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::record_bytes;
+use crate::context::Located;
 use crate::model::snapshot::Patch;
 use crate::ops::promote::outcome::{Outcome, PromoteOutcome};
 use crate::store::layout::StateDir;
-use crate::workspace::context::Located;
 
 /// Where a promote's artifacts are.
 pub(crate) struct Artifacts {

@@ -16,6 +16,7 @@ use crate::base::error::{Error, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
 use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
+use crate::context::{Context, Located};
 use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::TempFile;
@@ -28,7 +29,6 @@ use crate::ops::promote::outcome::{
 use crate::ops::promote::patch::touched_paths;
 use crate::recovery::intent::{self, BranchPlan, Changes, Intent};
 use crate::store::state::{Landing, SessionRecord, Step, Store};
-use crate::workspace::context::{Context, Located};
 
 /// A commit to replay: the commit object and its subject line.
 struct Pick {

@@ -9,10 +9,10 @@ use std::path::Path;
 
 use crate::base::error::Result;
 use crate::base::paths::RepoPath;
+use crate::context::Located;
 use crate::git::Git;
 use crate::ops::promote::options::Candidate;
 use crate::recovery::intent::PatchPlan;
-use crate::workspace::context::Located;
 
 /// A submodule the patch moves, and from which commit to which.
 #[derive(Debug, Clone)]

@@ -4,10 +4,10 @@
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::context::Located;
 use crate::ops::promote::options::Candidate;
 use crate::ops::promote::outcome::Mode;
 use crate::store::state::{JournalEntry, Landing, Step, Store};
-use crate::workspace::context::Located;
 
 /// What lands, for the journal.
 pub(crate) struct Landed<'a> {

@@ -34,10 +34,10 @@ pub use crate::ops::promote::outcome::{
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::CommitId;
+use crate::context::{Context, Located};
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
 use crate::store::state::Landing;
-use crate::workspace::context::{Context, Located};
 
 /// Promotes a session, a change-set document or a remote's change set; see the module's order
 /// of steps.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::base::error::{IoContext, Result};
 use crate::base::ids::Digest;
 use crate::base::paths::RepoPath;
+use crate::context::{Context, Located};
 use crate::git::{Git, Identity};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
 use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, ready};
@@ -22,7 +23,6 @@ use crate::recovery::intent;
 use crate::services::nested::{Captured, Nested, NestedChangeSet, Skipped};
 use crate::services::steps::nested_delta_base;
 use crate::store::state::SessionRecord;
-use crate::workspace::context::{Context, Located};
 
 /// The journal's key for a nested change set: the digest of its path and its patch digest, so
 /// that the same patch in two repositories is promoted once in each.

@@ -4,12 +4,12 @@ use std::path::PathBuf;
 
 use crate::base::error::Result;
 use crate::base::ids::{CommitId, TreeId};
+use crate::context::{Context, Located};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Patch};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
 use crate::services::steps::{Previous, delta_base, last_step};
 use crate::store::state::{SessionRecord, Step};
-use crate::workspace::context::{Context, Located};
 
 /// What to promote and how.
 #[derive(Debug, Clone, Default)]

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::base::error::Result;
 use crate::base::ids::{CommitId, Digest};
+use crate::context::{Context, Located};
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
@@ -20,7 +21,6 @@ use crate::recovery::intent::{
     Side,
 };
 use crate::store::state::Landing;
-use crate::workspace::context::{Context, Located};
 
 /// What the checks before applying found.
 pub(crate) enum Check {

@@ -30,11 +30,11 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::sandbox::{FileLayer, SandboxSpec};
+use crate::context::Located;
 use crate::model::isolation::Isolation;
 use crate::model::snapshot::{self, Snapshot, TempFile};
 use crate::recovery::pending::{MergeRun, TreeMove};
 use crate::store::lock::RepoLock;
-use crate::workspace::context::Located;
 
 /// The variable that makes `run` take the full path, so that tests can compare both; only
 /// builds with the `fault-injection` feature read it.

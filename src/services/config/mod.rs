@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, Result};
 use crate::base::wire::wire_enum;
-use crate::workspace::context::Context;
+use crate::context::Context;
 
 pub use crate::services::config::trust::{Trust, record_trust};
 

@@ -28,11 +28,11 @@ use crate::recovery::spares as spare;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::now_ms;
 use crate::base::owner::Owner;
+use crate::context::{Context, Located};
 use crate::services::pool::clean::Tree;
 use crate::services::pool::inherit::Inherited;
 use crate::store::lock::RepoLock;
 use crate::store::state::SessionRecord;
-use crate::workspace::context::{Context, Located};
 
 /// What `pool` is asked to do.
 #[derive(Debug, Clone, Default)]

@@ -11,10 +11,10 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::base::error::{IoContext, Result};
+use crate::context::Context;
 use crate::git::CatFile;
 use crate::services::remote::carrier;
 use crate::services::remote::select::{self, CHANGES_PREFIX, Remote};
-use crate::workspace::context::Context;
 
 /// What the listing reads, for its report.
 pub const READS: &str = "ls-remote for refs/a3s-iso/changes/*, then each change set's commit (without its trees) for session, run, state, size and date; labels only, verified by fetch and promote";
@@ -122,7 +122,7 @@ fn listed(commit: String, reference: String, content: Option<Vec<u8>>) -> Listed
 /// `scratch` and reads each (`None` for one that did not arrive as a commit).
 fn read_commits(
     ctx: &Context,
-    located: &crate::workspace::context::Located,
+    located: &crate::context::Located,
     remote: &Remote,
     scratch: &Path,
     refs: &[(String, String)],

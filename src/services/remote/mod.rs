@@ -20,11 +20,11 @@ pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{Digest, TreeId};
+use crate::context::{Context, Located};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
 use crate::services::evidence::Target;
 use crate::services::remote::carrier::Carried;
-use crate::workspace::context::{Context, Located};
 
 /// The largest patch `fetch` and `promote --from` read from a remote by default (256 MiB).
 pub const DEFAULT_MAX_BYTES: u64 = 256 * 1024 * 1024;

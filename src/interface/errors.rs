@@ -305,7 +305,7 @@ fn hidden_tool_hint(program: &str, hidden: &[crate::base::error::HiddenTool]) ->
 mod tests {
     use crate::base::error::Error;
     use crate::base::error::tests::one_of_each;
-    use crate::front::errors::*;
+    use crate::interface::errors::*;
 
     #[test]
     fn every_error_renders_its_code_cause_and_hint() {

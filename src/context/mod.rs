@@ -1,5 +1,10 @@
+//! What a command opens before it acts: the source repository and its store (`Context`,
+//! `Located`), which session `-s` names, and what recovery could not finish in time.
+//!
 //! What every command starts from: git, the directory it was called in, the state store, the
 //! repository lock, and which session it is about.
+
+pub(crate) mod interrupted;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -94,7 +99,7 @@ pub struct Located {
     pub inside: Option<SessionRecord>,
     /// Operations in progress or interrupted that could not be finished when the repository
     /// was located (another process held the lock): a command reports them.
-    pub interrupted: Vec<crate::workspace::interrupted::Interrupted>,
+    pub interrupted: Vec<crate::context::interrupted::Interrupted>,
 }
 
 impl Located {
