@@ -13,6 +13,7 @@ use std::ffi::OsString;
 use std::process::ExitCode;
 
 use a3s_iso::base::error::Result;
+use a3s_iso::context::Context;
 use a3s_iso::flows::setup::bind;
 use a3s_iso::git::Git;
 use a3s_iso::ops::bind::{BindOptions, OwnerChoice};
@@ -20,7 +21,6 @@ use a3s_iso::ops::capture::{CaptureOptions, capture};
 use a3s_iso::ops::discard::{DiscardOptions, discard};
 use a3s_iso::ops::promote::{Outcome, PromoteOptions, promote};
 use a3s_iso::ops::run::{RunOptions, run};
-use a3s_iso::context::Context;
 
 fn main() -> ExitCode {
     let mut args = std::env::args_os().skip(1);

@@ -5,10 +5,10 @@ use clap::Args;
 
 use a3s_iso::base::error::{ErrorCode, Result};
 use a3s_iso::context::Context;
+use a3s_iso::ops::run::request::SandboxAsk;
 use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
 use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::services::network::{Denied, DeniedBy};
-use a3s_iso::services::run_request::SandboxAsk;
 use a3s_iso::store::state::RunState;
 
 use super::grants::SandboxGrantArgs;
@@ -127,7 +127,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     let approve = &mut |file: &a3s_iso::services::config::RepositoryFile| {
         super::config::ask_on_terminal(file, out)
     };
-    let configured = a3s_iso::services::run_request::configure(ctx, &ask, approve)?;
+    let configured = a3s_iso::ops::run::request::configure(ctx, &ask, approve)?;
     for warning in &configured.warnings {
         out.warn(warning);
     }

@@ -21,7 +21,7 @@ use crate::ops::diff::DiffOptions;
 use crate::ops::discard::DiscardOptions;
 use crate::ops::promote::{Mode, PromoteOptions};
 use crate::ops::run::RunOptions;
-use crate::services::run_request::SandboxAsk;
+use crate::ops::run::request::SandboxAsk;
 
 /// The arguments as `T`; a `null` is taken for a left-out argument.
 fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, RpcError> {
@@ -159,7 +159,7 @@ pub(crate) struct RunArgs {
 /// call: the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's
 /// stdout sent to stderr as with `--json`; `output` the file the call named (beneath an
 /// `--allow-output` directory), if any (the tool names one otherwise). The sandbox is what
-/// the call may ask, for [`crate::services::run_request::configure`] to complete.
+/// the call may ask, for [`crate::ops::run::request::configure`] to complete.
 pub(crate) fn run(
     args: &Map<String, Value>,
     place: &Place,

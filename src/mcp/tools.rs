@@ -280,7 +280,7 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     let (mut opts, ask) = args::run(args, place)?;
     // An untrusted repository file that asks for anything of a run is refused: a tool call
     // has no terminal to approve it on.
-    let configured = crate::services::run_request::configure(ctx, &ask, &mut |_| false)?;
+    let configured = crate::ops::run::request::configure(ctx, &ask, &mut |_| false)?;
     opts.sandbox = configured.request;
     let kept = match opts.output {
         Some(_) => None,

@@ -1,5 +1,10 @@
 //! `run`: execute a command inside a session's isolation, sandboxed by default, and record what
-//! it did as the run's change set (base = before the command, result = after).
+//! it did as the run's change set (base = before the command, result = after). Its home: the
+//! sandbox a request and the configuration make (`request`), the quarantine of the objects the
+//! command writes (`quarantine`); it may call every layer below `ops/`, never another verb.
+
+pub mod quarantine;
+pub mod request;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -20,15 +25,15 @@ use crate::context::{Context, Located};
 use crate::git::REPO_SELECTING_VARS;
 use crate::model::changeset::RunState;
 use crate::model::isolation::Isolation;
+use crate::ops::run::quarantine::Quarantine;
 use crate::services::evidence::{Evidence, Target, record_evidence};
 use crate::services::network::{
     Allowlist, NetworkPlan, NetworkReport, NetworkService, PROXY_PORT, PublishRequest, Published,
 };
-use crate::services::quarantine::Quarantine;
 use crate::store::lock::FileLock;
 use crate::store::state::{Ran, RunSandbox, SessionRecord};
 
-pub use crate::services::run_request::SandboxRequest;
+pub use crate::ops::run::request::SandboxRequest;
 
 /// How long a timed-out command gets between SIGTERM and SIGKILL.
 const KILL_GRACE: Duration = Duration::from_secs(2);

@@ -157,7 +157,7 @@ fn unpublished(given: &[String], configured: Vec<String>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use crate::services::run_request::*;
+    use crate::ops::run::request::*;
 
     #[test]
     fn a_port_the_flags_publish_is_not_published_again_from_the_configuration() {
