@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::base::ids::CommitId;
+use crate::base::reflink::Fill;
 use crate::git::repo::Repo;
 use crate::git::{Git, HermeticGit};
 use crate::model::snapshot;
@@ -20,20 +21,28 @@ use crate::workspace::context::{Context, Located};
 /// so two at once can read each other's half written (`failed to read …/commondir`): the
 /// registration runs under the repository lock, and the checkout, which is most of the time,
 /// after it, so any number of binds proceed side by side.
+///
+/// Where the file system clones files, the tree is filled by cloning the revision's pristine
+/// tree (see `pristine`) instead; the fill says which.
 pub(crate) fn add_worktree(
     ctx: &Context,
-    repo: &Repo,
+    located: &Located,
     path: &Path,
     revision: &str,
-) -> Result<PathBuf> {
+) -> Result<(PathBuf, Fill)> {
+    let repo = &located.repo;
     {
         let held = crate::store::lock::FileLock::held_by_this_process(&repo.lock_path());
         let _lock = if held { None } else { Some(ctx.lock(repo)?) };
         ctx.git
             .worktree_add_detached(&repo.toplevel, path, revision)?;
     }
-    ctx.git.check_out_new_worktree(path)?;
-    read_admin_dir(repo, path)
+    let admin = read_admin_dir(repo, path)?;
+    let fill = crate::model::pristine::fill(ctx, located, (path, &admin), revision)?;
+    if fill == Fill::Checkout {
+        ctx.git.check_out_new_worktree(path)?;
+    }
+    Ok((admin, fill))
 }
 
 /// The admin dir a fresh worktree's `.git` file names, accepted only under `<common>/worktrees`.

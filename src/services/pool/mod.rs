@@ -197,6 +197,7 @@ fn fill(
                 head: String::new(),
                 maker: Owner::this_process(),
                 at_ms: now_ms(),
+                fill: None,
             };
             spare::save(located, &spare)?;
             spare
@@ -233,7 +234,8 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
             found: "something".into(),
         });
     }
-    let admin = crate::model::isolation::add_worktree(ctx, &located.repo, &spare.path, &head)?;
+    let (admin, fill) = crate::model::isolation::add_worktree(ctx, located, &spare.path, &head)?;
+    spare.fill = Some(fill);
     spare.admin = Some(admin.clone());
     let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
     crate::model::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;
@@ -248,6 +250,16 @@ pub(crate) struct Taken {
     head: String,
     /// a3s-iso's index of the tree, moved to scratch.
     index: PathBuf,
+    /// How its files were made.
+    fill: crate::base::reflink::Fill,
+}
+
+impl Taken {
+    /// How the spare's files were made (a spare recycled from a session's tree, or recorded
+    /// before fills were, counts as a checkout).
+    pub(crate) fn fill(&self) -> crate::base::reflink::Fill {
+        self.fill
+    }
 }
 
 /// Takes a ready spare for a bind at `dest` (claimed by the bind): under the repository lock
@@ -282,6 +294,7 @@ pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Op
             admin,
             head: spare.head,
             index,
+            fill: spare.fill.unwrap_or(crate::base::reflink::Fill::Checkout),
         }));
     }
     Ok(None)
@@ -407,6 +420,7 @@ pub(crate) fn recycle(
         trash: &intent.trash,
         admin,
         head: &record.bound_revision,
+        fill: record.fill,
     };
     let made = make_spare(ctx, located, &returned_tree, slot, &settings);
     let returned = if made.is_ok() {
@@ -454,6 +468,7 @@ struct ReturnedTree<'a> {
     trash: &'a Path,
     admin: &'a Path,
     head: &'a str,
+    fill: Option<crate::base::reflink::Fill>,
 }
 
 /// Cleans the returned tree, resets its admin dir for the spare's path, records the spare
@@ -506,6 +521,7 @@ fn make_spare(
         head: head.to_string(),
         maker: Owner::this_process(),
         at_ms: now_ms(),
+        fill: returned.fill,
     };
     spare::save(located, &spare)?;
     crate::fault_point!("pool-return-after-record");

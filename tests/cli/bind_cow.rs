@@ -1,0 +1,347 @@
+//! Copy-on-write binds on real copy-on-write file systems the tests make and mount (XFS with
+//! reflinks, btrfs): the isolation is filled with clones of a pristine tree of the revision,
+//! git finds it clean without reading a file, each session's bytes are its own whatever way
+//! they are written, the pristine tree never changes, and one that did is rebuilt.
+
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::fixture::{CowKind, Fixture, isolate, require_tool};
+
+const KINDS: [CowKind; 2] = [CowKind::Xfs, CowKind::Btrfs];
+
+/// The files of the source's second commit: nested, executable, a link, a larger file whose
+/// blocks are worth sharing, and a name that is not UTF-8.
+fn populate(fx: &Fixture) {
+    for n in 0..40 {
+        fx.write(
+            &format!("deep/a/b/f{n}.txt"),
+            &format!("file {n}\n").repeat(30),
+        );
+    }
+    fx.write("big.bin", &"0123456789abcdef".repeat(64 * 1024));
+    fx.write("run.sh", "#!/bin/sh\necho run\n");
+    let run = fx.src.join("run.sh");
+    std::fs::set_permissions(&run, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("deep/a/b/f1.txt", fx.src.join("link")).unwrap();
+    std::fs::write(
+        fx.src.join(OsStr::from_bytes(b"caf\xe9.txt")),
+        "latin-1 name\n",
+    )
+    .unwrap();
+    fx.commit_all("files of every kind");
+}
+
+fn cow_source(kind: CowKind) -> Option<Fixture> {
+    let fx = Fixture::on_cow(kind)?;
+    populate(&fx);
+    Some(fx)
+}
+
+fn bind(fx: &Fixture, id: &str) -> (PathBuf, Value) {
+    let doc = fx.bind(id);
+    (PathBuf::from(doc["worktree"].as_str().unwrap()), doc)
+}
+
+/// Git in `dir` as the user runs it (no a3s-iso in between).
+fn git_in(fx: &Fixture, dir: &Path, args: &[&str]) -> std::process::Output {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(dir).args(args);
+    isolate(&mut cmd, &fx.home);
+    cmd.output().unwrap()
+}
+
+/// Git's stdout in the source, as bytes.
+fn git_bytes(fx: &Fixture, args: &[&OsStr]) -> Vec<u8> {
+    let mut cmd = Command::new("git");
+    cmd.current_dir(&fx.src).args(args);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    out.stdout
+}
+
+/// The bytes the revision holds at `path`.
+fn committed(fx: &Fixture, path: &[u8]) -> Vec<u8> {
+    let mut spec = b"HEAD:".to_vec();
+    spec.extend_from_slice(path);
+    git_bytes(
+        fx,
+        &[
+            OsStr::new("cat-file"),
+            OsStr::new("blob"),
+            OsStr::from_bytes(&spec),
+        ],
+    )
+}
+
+/// Every tracked file of the revision, with its bytes (links: their target).
+fn revision_files(fx: &Fixture) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let listed = git_bytes(fx, &[OsStr::new("ls-files"), OsStr::new("-z")]);
+    listed
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| (p.to_vec(), committed(fx, p)))
+        .collect()
+}
+
+/// Whether `tree` holds exactly the revision's bytes at every tracked path.
+fn holds_revision(fx: &Fixture, tree: &Path) -> Result<(), String> {
+    for (path, bytes) in revision_files(fx) {
+        let at = tree.join(OsStr::from_bytes(&path));
+        let meta = std::fs::symlink_metadata(&at).map_err(|e| format!("{}: {e}", at.display()))?;
+        let found = if meta.file_type().is_symlink() {
+            std::fs::read_link(&at).unwrap().into_os_string().into_vec()
+        } else {
+            std::fs::read(&at).unwrap()
+        };
+        if found != bytes {
+            return Err(format!("{} differs", at.display()));
+        }
+    }
+    Ok(())
+}
+
+use std::os::unix::ffi::OsStringExt;
+
+/// The pristine tree of the source's HEAD.
+fn pristine(fx: &Fixture) -> PathBuf {
+    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.root
+        .join("work/.src.a3s-isolate-.pristine")
+        .join(head)
+        .join("tree")
+}
+
+/// The paths of the isolation's tracked files that `git status` opened (git opens a tracked
+/// file only to read its content: hashing it).
+fn files_git_status_reads(fx: &Fixture, tree: &Path) -> Vec<String> {
+    let trace = fx.root.join("status.strace");
+    let mut cmd = Command::new("strace");
+    cmd.current_dir(tree)
+        .args(["-f", "-qq", "-e", "trace=open,openat", "-o"])
+        .arg(&trace)
+        .args(["git", "status", "--porcelain"]);
+    isolate(&mut cmd, &fx.home);
+    let out = cmd.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "", "status not clean");
+    let traced = std::fs::read_to_string(&trace).unwrap();
+    let tracked = fx.git(tree, &["ls-files"]);
+    tracked
+        .lines()
+        .filter(|path| {
+            let quoted = format!("\"{path}\"");
+            traced
+                .lines()
+                .any(|l| l.contains(&quoted) && !l.contains("O_DIRECTORY") && !l.contains("ENOENT"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn a_cow_bind_clones_the_revision_and_git_finds_it_clean_without_reading_a_file() {
+    if !require_tool("strace") {
+        return;
+    }
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let (tree, doc) = bind(&fx, "s1");
+        assert_eq!(doc["fill"], "clone", "{kind:?}: {doc}");
+        holds_revision(&fx, &tree).unwrap();
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+        let exec = std::fs::metadata(tree.join("run.sh")).unwrap().mode();
+        assert_ne!(exec & 0o111, 0, "{kind:?}: the executable bit is lost");
+        // The index: the revision's entries, and no entry git would call racily clean.
+        assert_eq!(
+            fx.git(&tree, &["ls-files", "-s"]),
+            fx.git(&fx.src, &["ls-files", "-s"])
+        );
+        let index = fx.git(&tree, &["rev-parse", "--git-path", "index"]);
+        let index_mtime = std::fs::metadata(tree.join(&index)).unwrap().mtime();
+        for (path, _) in revision_files(&fx) {
+            let meta = std::fs::symlink_metadata(tree.join(OsStr::from_bytes(&path))).unwrap();
+            assert!(meta.mtime() < index_mtime, "{kind:?}: racily clean entry");
+        }
+        assert!(
+            git_in(&fx, &tree, &["diff-files", "--quiet"])
+                .status
+                .success()
+        );
+        assert_eq!(
+            files_git_status_reads(&fx, &tree),
+            Vec::<String>::new(),
+            "{kind:?}"
+        );
+        // a3s-iso's own view agrees: nothing to capture.
+        let (code, captured) = fx.json(&["capture", "-s", "s1"]);
+        assert_eq!(code, 0, "{captured}");
+        assert_eq!(captured["patch_bytes"], 0, "{kind:?}: {captured}");
+    }
+}
+
+/// Writes in place every way a program does: append, truncate, a write through `mmap`, a
+/// rewrite with `O_TRUNC`, a new file renamed over an old one, a same-size rewrite within the
+/// second of the bind, a removal.
+fn edit_every_way(tree: &Path) {
+    use std::io::Write;
+    let mut append = std::fs::OpenOptions::new()
+        .append(true)
+        .open(tree.join("deep/a/b/f1.txt"))
+        .unwrap();
+    append.write_all(b"appended\n").unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(tree.join("deep/a/b/f2.txt"))
+        .unwrap()
+        .set_len(5)
+        .unwrap();
+    let script = "import mmap,sys\nf=open(sys.argv[1],'r+b')\nm=mmap.mmap(f.fileno(),0)\nm[0:4]=b'MMAP'\nm.flush()\n";
+    let status = Command::new("python3")
+        .args(["-c", script])
+        .arg(tree.join("big.bin"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(tree.join("deep/a/b/f3.txt"), "rewritten with O_TRUNC\n").unwrap();
+    std::fs::write(tree.join("renamed.tmp"), "renamed over\n").unwrap();
+    std::fs::rename(tree.join("renamed.tmp"), tree.join("deep/a/b/f4.txt")).unwrap();
+    // Same size, same second as the bind: only the modification time can tell.
+    let same = std::fs::read(tree.join("deep/a/b/f5.txt")).unwrap();
+    let flipped: Vec<u8> = same
+        .iter()
+        .map(|b| if *b == b'5' { b'X' } else { *b })
+        .collect();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(tree.join("deep/a/b/f5.txt"))
+        .unwrap()
+        .write_all(&flipped)
+        .unwrap();
+    std::fs::remove_file(tree.join("deep/a/b/f6.txt")).unwrap();
+}
+
+/// The edits [`edit_every_way`] makes, as `git status --porcelain` lists them.
+const EDITED: &[&str] = &[
+    " M big.bin",
+    " M deep/a/b/f1.txt",
+    " M deep/a/b/f2.txt",
+    " M deep/a/b/f3.txt",
+    " M deep/a/b/f4.txt",
+    " M deep/a/b/f5.txt",
+    " D deep/a/b/f6.txt",
+];
+
+#[test]
+fn each_cow_session_s_bytes_are_its_own_and_capture_and_promote_carry_them() {
+    if !require_tool("python3") {
+        return;
+    }
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let (one, _) = bind(&fx, "one");
+        let (two, doc) = bind(&fx, "two");
+        assert_eq!(doc["fill"], "clone");
+        edit_every_way(&one);
+        let status = fx.git(&one, &["status", "--porcelain"]);
+        assert_eq!(status.lines().collect::<Vec<_>>(), EDITED, "{kind:?}");
+        // The other session and the pristine tree hold the revision, byte for byte.
+        holds_revision(&fx, &two).unwrap();
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+        assert_eq!(fx.git(&two, &["status", "--porcelain"]), "");
+        let (code, captured) = fx.json(&["capture", "-s", "one"]);
+        assert_eq!(code, 0, "{captured}");
+        let (code, promoted) = fx.json(&["promote", "-s", "one"]);
+        assert_eq!(code, 0, "{promoted}");
+        assert_eq!(promoted["outcome"], "applied", "{promoted}");
+        for path in [
+            "deep/a/b/f1.txt",
+            "deep/a/b/f2.txt",
+            "deep/a/b/f3.txt",
+            "deep/a/b/f4.txt",
+        ] {
+            assert_eq!(
+                std::fs::read(fx.src.join(path)).unwrap(),
+                std::fs::read(one.join(path)).unwrap(),
+                "{kind:?}: {path}"
+            );
+        }
+        assert_eq!(
+            std::fs::read(fx.src.join("deep/a/b/f5.txt")).unwrap(),
+            std::fs::read(one.join("deep/a/b/f5.txt")).unwrap()
+        );
+        assert!(
+            std::fs::read(fx.src.join("big.bin"))
+                .unwrap()
+                .starts_with(b"MMAP")
+        );
+        assert!(!fx.src.join("deep/a/b/f6.txt").exists());
+        holds_revision(&fx, &two).unwrap();
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+    }
+}
+
+#[test]
+fn a_pristine_tree_that_changed_is_rebuilt_before_a_bind_clones_it() {
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        bind(&fx, "first");
+        let file = pristine(&fx).join("deep/a/b/f7.txt");
+        let dir = file.parent().unwrap().to_path_buf();
+        let writable = std::os::unix::fs::PermissionsExt::from_mode(0o755);
+        std::fs::set_permissions(&dir, writable).unwrap();
+        let writable = std::os::unix::fs::PermissionsExt::from_mode(0o644);
+        std::fs::set_permissions(&file, writable).unwrap();
+        // Same size, so only the stat data the pristine's index records can tell.
+        let before = std::fs::read(&file).unwrap();
+        std::fs::write(&file, vec![b'!'; before.len()]).unwrap();
+        let (tree, doc) = bind(&fx, "second");
+        assert_eq!(doc["fill"], "clone", "{doc}");
+        holds_revision(&fx, &tree).unwrap();
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+        assert_eq!(fx.git(&tree, &["status", "--porcelain"]), "");
+    }
+}
+
+#[test]
+fn a_recycled_cow_tree_holds_nothing_of_its_last_session() {
+    if !require_tool("python3") {
+        return;
+    }
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let (code, doc) = fx.json(&["pool", "--size", "1"]);
+        assert_eq!(code, 0, "{doc}");
+        let (one, doc) = bind(&fx, "one");
+        assert_eq!(doc["warm"], true, "{doc}");
+        assert_eq!(
+            doc["fill"], "clone",
+            "{kind:?}: the spare was cloned: {doc}"
+        );
+        edit_every_way(&one);
+        let (code, doc) = fx.json(&["discard", "-s", "one"]);
+        assert_eq!(code, 0, "{doc}");
+        let (two, doc) = bind(&fx, "two");
+        assert_eq!(doc["warm"], true, "{doc}");
+        holds_revision(&fx, &two).unwrap();
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+        assert_eq!(fx.git(&two, &["status", "--porcelain"]), "");
+    }
+}
+
+#[test]
+fn where_files_do_not_clone_bind_checks_out_as_before() {
+    let fx = Fixture::in_memory();
+    let doc = fx.bind("plain");
+    assert_eq!(doc["fill"], "checkout", "{doc}");
+    assert!(!fx.root.join("work/.src.a3s-isolate-.pristine").exists());
+    let (code, shown) = fx.json(&["show", "-s", "plain"]);
+    assert_eq!(code, 0, "{shown}");
+    assert_eq!(shown["fill"], "checkout", "{shown}");
+}
