@@ -43,6 +43,8 @@ pub fn clone_new(from: &Path, to: &Path, mode: u32) -> io::Result<File> {
 pub struct DiskUse {
     /// The sum of its files' sizes, as `du --apparent-size` counts them.
     pub apparent_bytes: u64,
+    /// The blocks its files have allocated, shared or not.
+    pub allocated_bytes: u64,
     /// The bytes of its files' extents that no other file shares: what removing the tree
     /// would give back (where the file system has no extent map, the blocks allocated).
     pub own_bytes: u64,
@@ -54,6 +56,7 @@ impl DiskUse {
     /// Adds another tree's figures.
     pub fn add(&mut self, other: DiskUse) {
         self.apparent_bytes += other.apparent_bytes;
+        self.allocated_bytes += other.allocated_bytes;
         self.own_bytes += other.own_bytes;
         self.files += other.files;
     }
@@ -79,7 +82,8 @@ pub fn disk_use(dir: &Path) -> io::Result<DiskUse> {
             } else if meta.file_type().is_symlink() {
                 total.add(DiskUse {
                     apparent_bytes: meta.len(),
-                    own_bytes: 0,
+                    allocated_bytes: meta.blocks() * 512,
+                    own_bytes: meta.blocks() * 512,
                     files: 1,
                 });
             }
@@ -96,6 +100,7 @@ fn file_use(path: &Path, meta: &fs::Metadata) -> DiskUse {
         .map_or(allocated, |(total, shared)| total - shared.min(total));
     DiskUse {
         apparent_bytes: meta.len(),
+        allocated_bytes: allocated,
         own_bytes: own,
         files: 1,
     }

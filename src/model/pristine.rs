@@ -43,18 +43,15 @@ pub(crate) fn root_for(located: &Located, path: &Path) -> PathBuf {
     path.parent().unwrap_or(Path::new("/")).join(root)
 }
 
-/// The pristine roots of `located`'s source: beside the source, and in `base` (the directory
-/// of an isolation elsewhere) when given.
-pub(crate) fn roots(located: &Located, isolations: &[PathBuf]) -> Vec<PathBuf> {
-    let beside = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
-    let mut roots = vec![root_for(located, &beside.join(" "))];
-    for path in isolations {
-        let root = root_for(located, path);
-        if !roots.contains(&root) {
-            roots.push(root);
-        }
-    }
-    roots
+/// The directory holding the pristine trees its clones came from, for an isolation or spare
+/// at `tree`: its name up to the isolations' marker, with the pristine suffix.
+pub(crate) fn root_beside(tree: &Path) -> Option<PathBuf> {
+    let name = tree.file_name()?.as_bytes();
+    let marker = crate::base::names::MARKER.as_bytes();
+    let end = name.windows(marker.len()).rposition(|w| w == marker)? + marker.len();
+    let mut root = name[..end].to_vec();
+    root.extend_from_slice(PRISTINE_SUFFIX.as_bytes());
+    Some(tree.parent()?.join(OsStr::from_bytes(&root)))
 }
 
 /// One revision's pristine tree.
@@ -367,22 +364,31 @@ pub(crate) fn remove_tree(dir: &Path) -> Result<()> {
     fs::remove_dir_all(dir).ctx(|| format!("cannot remove {}", dir.display()))
 }
 
-/// A pristine tree (or a leftover of a build) under `root` that nothing needs: its revision is
-/// not in `in_use`, or it is a build whose process is gone.
-pub(crate) fn unused(root: &Path, in_use: &[String]) -> Vec<PathBuf> {
+/// Why a pristine tree can go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unneeded {
+    /// No session or spare is bound at its revision.
+    Unused,
+    /// A build whose process is gone.
+    DeadBuild,
+}
+
+/// The pristine trees (and leftovers of builds) under `root`, each with why it can go; `None`
+/// for one that stays (its revision is in `in_use`, or a build still running).
+pub(crate) fn listed(root: &Path, in_use: &[String]) -> Vec<(PathBuf, Option<Unneeded>)> {
     let Ok(entries) = fs::read_dir(root) else {
         return Vec::new();
     };
     entries
         .filter_map(|entry| entry.ok())
-        .filter(|entry| {
+        .map(|entry| {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with("building-") {
-                crate::base::maker::made_by_dead(&name)
+            let reason = if name.starts_with("building-") {
+                crate::base::maker::made_by_dead(&name).then_some(Unneeded::DeadBuild)
             } else {
-                !in_use.contains(&name)
-            }
+                (!in_use.contains(&name)).then_some(Unneeded::Unused)
+            };
+            (entry.path(), reason)
         })
-        .map(|entry| entry.path())
         .collect()
 }

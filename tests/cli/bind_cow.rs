@@ -345,3 +345,103 @@ fn where_files_do_not_clone_bind_checks_out_as_before() {
     assert_eq!(code, 0, "{shown}");
     assert_eq!(shown["fill"], "checkout", "{shown}");
 }
+
+/// Overwrites the first `bytes` of a file in place.
+fn overwrite_start(path: &Path, bytes: usize) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    file.write_all(&vec![b'w'; bytes]).unwrap();
+    file.sync_all().unwrap();
+}
+
+fn session<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == id)
+        .unwrap()
+}
+
+fn number(value: &Value) -> u64 {
+    value
+        .as_u64()
+        .unwrap_or_else(|| panic!("not a number: {value}"))
+}
+
+#[test]
+fn disk_use_counts_what_each_cow_session_holds_alone_and_gc_drops_unused_pristine_trees() {
+    const WRITTEN: u64 = 256 * 1024;
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let (one, _) = bind(&fx, "one");
+        bind(&fx, "two");
+        overwrite_start(&one.join("big.bin"), WRITTEN as usize);
+        let (code, listed) = fx.json(&["list", "--disk"]);
+        assert_eq!(code, 0, "{listed}");
+        let big = std::fs::metadata(fx.src.join("big.bin")).unwrap().len();
+        for id in ["one", "two"] {
+            let disk = &session(&listed, id)["disk"];
+            assert!(
+                number(&disk["apparent_bytes"]) >= big,
+                "{kind:?} {id}: {disk}"
+            );
+            assert_eq!(session(&listed, id)["fill"], "clone");
+        }
+        let alone = |id: &str| number(&session(&listed, id)["disk"]["own_bytes"]);
+        // The written blocks are the writer's alone; the rest is shared with the pristine.
+        assert!(alone("one") >= WRITTEN, "{kind:?}: {listed}");
+        assert!(alone("one") < big, "{kind:?}: {listed}");
+        assert!(alone("two") < big / 4, "{kind:?}: {listed}");
+        let total = &listed["disk"]["total"];
+        let shared = number(&listed["disk"]["pristine"]["allocated_bytes"]);
+        assert!(shared >= big, "{listed}");
+        assert_eq!(
+            number(&total["own_bytes"]),
+            shared + alone("one") + alone("two")
+        );
+        let (code, shown) = fx.json(&["show", "-s", "one"]);
+        assert_eq!(code, 0, "{shown}");
+        assert!(number(&shown["disk"]["own_bytes"]) >= WRITTEN, "{shown}");
+        // The pool's spares say what they cost too.
+        let (code, status) = fx.json(&["pool", "--size", "1"]);
+        assert_eq!(code, 0, "{status}");
+        let (code, status) = fx.json(&["pool", "--status"]);
+        assert_eq!(code, 0, "{status}");
+        let spare = &status["spares"][0];
+        assert_eq!(spare["fill"], "clone", "{status}");
+        assert!(number(&spare["disk"]["own_bytes"]) < big / 4, "{status}");
+        // In use, the pristine tree stays; once nothing is bound at its revision, gc drops it.
+        let (code, kept) = fx.json(&["gc"]);
+        assert_eq!(code, 0, "{kept}");
+        let pristine_items = |doc: &Value, list: &str| -> Vec<String> {
+            doc[list]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|i| i["kind"] == "pristine")
+                .map(|i| i["reason"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(pristine_items(&kept, "kept"), ["in_use"], "{kept}");
+        let root = pristine(&fx).parent().unwrap().to_path_buf();
+        for id in ["one", "two"] {
+            let (code, doc) = fx.json(&["discard", "-s", id]);
+            assert_eq!(code, 0, "{doc}");
+        }
+        let (code, doc) = fx.json(&["pool", "--size", "0"]);
+        assert_eq!(code, 0, "{doc}");
+        let (code, removed) = fx.json(&["gc"]);
+        assert_eq!(code, 0, "{removed}");
+        assert_eq!(pristine_items(&removed, "removed"), ["unused"], "{removed}");
+        assert!(
+            !root.exists(),
+            "{kind:?}: {} is still there",
+            root.display()
+        );
+        // The next bind builds it again.
+        let (tree, doc) = bind(&fx, "three");
+        assert_eq!(doc["fill"], "clone");
+        holds_revision(&fx, &tree).unwrap();
+    }
+}

@@ -1214,7 +1214,7 @@ fn machine_parts(fx: &Fixture, raw: &str) -> String {
         (r"/sources/[0-9a-f]{16}\.json\b".into(), "/sources/[SOURCE].json"),
         // Whether the file system clones files depends on the machine's.
         (
-            r"(?m)^reflink( +)(available \(kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
+            r"(?m)^reflink( +)(available \(spares are clones of a pristine tree; kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
             "reflink${1}[REFLINK]",
         ),
     ];

@@ -85,6 +85,12 @@ pub struct SpareReport {
     pub path: PathBuf,
     /// The commit it holds.
     pub head: String,
+    /// How its files were made (`clone`, `checkout`); `null` while building and for a spare
+    /// recorded before fills were.
+    pub fill: Option<crate::base::reflink::Fill>,
+    /// With `--status`: what it costs on disk (apparent size, bytes held alone); `null`
+    /// otherwise and while building.
+    pub disk: Option<crate::base::reflink::DiskUse>,
 }
 
 /// `pool`: records the settings, removes spares above the size, builds missing ones
@@ -121,10 +127,14 @@ pub fn pool(
     let spares = spare::spares(&located)?
         .into_iter()
         .map(|s| SpareReport {
+            disk: (opts.status_only && s.state == SpareState::Ready)
+                .then(|| crate::base::reflink::disk_use(&s.path).ok())
+                .flatten(),
             slot: s.slot,
             state: s.state,
             path: s.path,
             head: s.head,
+            fill: s.fill,
         })
         .collect();
     Ok(PoolOutcome {
