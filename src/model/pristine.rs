@@ -29,6 +29,13 @@ use crate::workspace::context::{Context, Located};
 /// What a pristine root's name ends with, after the isolations' prefix.
 const PRISTINE_SUFFIX: &str = ".pristine";
 
+/// What the lock file of a revision's pristine tree is named with (`<revision>.lock`).
+const LOCK_SUFFIX: &str = ".lock";
+
+/// How long a bind waits for another process's build of the pristine tree it needs before it
+/// checks out instead.
+const BUILD_PATIENCE: Duration = Duration::from_secs(600);
+
 /// `A3S_ISO_FILL=checkout` makes every new isolation a checkout, even where files clone.
 pub const FILL_VAR: &str = "A3S_ISO_FILL";
 
@@ -117,6 +124,13 @@ fn ensure(
     let pristine = Pristine {
         dir: root.join(revision),
     };
+    fs::create_dir_all(root).ctx(|| format!("cannot create {}", root.display()))?;
+    // One process verifies or builds a revision's tree at a time: binds started together wait
+    // for the first one's build instead of each building its own.
+    let lock = root.join(format!("{revision}{LOCK_SUFFIX}"));
+    let Ok(_building) = crate::store::lock::FileLock::acquire(&lock, BUILD_PATIENCE) else {
+        return Ok(None);
+    };
     let tree = ctx
         .git
         .rev_parse_required(&located.repo.toplevel, &format!("{revision}^{{tree}}"))?;
@@ -124,7 +138,7 @@ fn ensure(
         if let Some(bytes) = verified(ctx, located, &pristine, &tree)? {
             return Ok(Some((pristine, bytes)));
         }
-        remove_tree(&pristine.dir)?;
+        remove_files(&pristine.dir)?;
     }
     if !build(ctx, located, root, &pristine, revision)? {
         return Ok(None);
@@ -205,7 +219,7 @@ fn build(
         },
         other => other,
     };
-    remove_tree(&making.dir)?;
+    remove_files(&making.dir)?;
     result
 }
 
@@ -248,18 +262,52 @@ fn clone_entries(
         .unwrap_or_default()
         .as_secs();
     let stamp = SystemTime::UNIX_EPOCH + Duration::from_secs(began.saturating_sub(1));
-    let mut stats = Vec::with_capacity(template.entries.len());
-    let mut made_dir: Option<PathBuf> = None;
-    for entry in &template.entries {
-        let rel = Path::new(OsStr::from_bytes(&entry.path));
-        let dst = to.join(rel);
-        if let Some(parent) = dst.parent()
-            && made_dir.as_deref() != Some(parent)
-        {
-            fs::create_dir_all(parent)?;
-            made_dir = Some(parent.to_path_buf());
+    let entries = &template.entries;
+    let mut made_dir: Option<&Path> = None;
+    for entry in entries {
+        let parent = Path::new(OsStr::from_bytes(&entry.path)).parent();
+        if let Some(parent) = parent.filter(|p| Some(*p) != made_dir) {
+            fs::create_dir_all(to.join(parent))?;
+            made_dir = Some(parent);
         }
-        let src = from.join(rel);
+    }
+    // A clone costs system calls, not bandwidth: a few threads share the entries in runs.
+    let workers = match entries.len() {
+        0..=511 => 1,
+        _ => std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
+    };
+    let chunk = entries.len().div_ceil(workers).max(1);
+    let parts: Vec<std::io::Result<Vec<StatData>>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = entries
+            .chunks(chunk)
+            .map(|part| scope.spawn(move || clone_run(from, to, part, stamp)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(std::io::Error::other("a clone thread panicked")))
+            })
+            .collect()
+    });
+    let mut stats = Vec::with_capacity(entries.len());
+    for part in parts {
+        stats.extend(part?);
+    }
+    Ok(stats)
+}
+
+/// Clones a run of entries (their directories made), each stamped with `stamp`.
+fn clone_run(
+    from: &Path,
+    to: &Path,
+    entries: &[crate::git::index_file::writer::Listed],
+    stamp: SystemTime,
+) -> std::io::Result<Vec<StatData>> {
+    let mut stats = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let rel = Path::new(OsStr::from_bytes(&entry.path));
+        let (src, dst) = (from.join(rel), to.join(rel));
         let meta = if entry.mode & 0o170000 == 0o120000 {
             std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
             set_link_time(&dst, stamp)?;
@@ -356,12 +404,25 @@ fn set_dirs_writable(dir: &Path, writable: bool) -> std::io::Result<()> {
 }
 
 /// Removes a pristine tree (or one half built), its read-only directories opened up first.
+/// A process that waited on its lock and builds it again meanwhile races no one: a build is
+/// moved into place only where nothing is.
 pub(crate) fn remove_tree(dir: &Path) -> Result<()> {
-    if fs::symlink_metadata(dir).is_err() {
-        return Ok(());
+    remove_files(dir)?;
+    let mut lock = dir.as_os_str().to_owned();
+    lock.push(LOCK_SUFFIX);
+    crate::base::fsutil::remove_file_if_exists(Path::new(&lock))?;
+    // The root goes with its last tree.
+    let _ = fs::remove_dir(dir.parent().unwrap_or(dir));
+    Ok(())
+}
+
+/// Removes a pristine tree's directory (its lock stays with the process that holds it).
+fn remove_files(dir: &Path) -> Result<()> {
+    if fs::symlink_metadata(dir).is_ok() {
+        let _ = set_dirs_writable(dir, true);
+        fs::remove_dir_all(dir).ctx(|| format!("cannot remove {}", dir.display()))?;
     }
-    let _ = set_dirs_writable(dir, true);
-    fs::remove_dir_all(dir).ctx(|| format!("cannot remove {}", dir.display()))
+    Ok(())
 }
 
 /// Why a pristine tree can go.
@@ -389,6 +450,13 @@ pub(crate) fn listed(root: &Path, in_use: &[String]) -> Vec<(PathBuf, Option<Unn
                 (!in_use.contains(&name)).then_some(Unneeded::Unused)
             };
             (entry.path(), reason)
+        })
+        // A lock goes with its tree ([`remove_tree`]).
+        .filter(|(path, _)| {
+            !path
+                .as_os_str()
+                .as_bytes()
+                .ends_with(LOCK_SUFFIX.as_bytes())
         })
         .collect()
 }
