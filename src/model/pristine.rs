@@ -102,6 +102,7 @@ pub(crate) fn fill(
     };
     match clone_entries(&pristine.tree(), path, &template) {
         Ok(stats) => {
+            crate::fault_point!("clone-before-index");
             write_index(&admin.join("index"), &template.restat(&stats))?;
             Ok(Fill::Clone)
         }
@@ -205,10 +206,14 @@ fn build(
             &scratch,
         )?;
         git.on_index(&making.index()).check_out(revision)?;
+        crate::fault_point!("pristine-after-checkout");
         seal(&making, revision.len() / 2)
     })();
     let result = match made {
-        Ok(true) => match fs::rename(&making.dir, &pristine.dir) {
+        Ok(true) => match {
+            crate::fault_point!("pristine-before-move");
+            fs::rename(&making.dir, &pristine.dir)
+        } {
             Ok(()) => return Ok(true),
             // Another bind built it meanwhile: that one is used (and verified).
             Err(_) if pristine.dir.exists() => Ok(true),

@@ -445,3 +445,154 @@ fn disk_use_counts_what_each_cow_session_holds_alone_and_gc_drops_unused_pristin
         holds_revision(&fx, &tree).unwrap();
     }
 }
+
+#[cfg(feature = "fault-injection")]
+#[test]
+fn a_cow_bind_killed_anywhere_leaves_nothing_a_later_bind_clones_wrongly() {
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let points = [
+            "pristine-after-checkout",
+            "pristine-before-move",
+            "clone-before-index",
+        ];
+        for (n, point) in points.iter().enumerate() {
+            // A new revision each time, so that its pristine tree is built.
+            fx.write("round.txt", &format!("{n}\n"));
+            fx.commit_all("another round");
+            crate::fixture::killed_at(&fx, point, &["bind", "-s", &format!("killed{n}")]);
+            let (tree, doc) = bind(&fx, &format!("after{n}"));
+            assert_eq!(doc["fill"], "clone", "{kind:?} {point}: {doc}");
+            holds_revision(&fx, &tree).unwrap();
+            holds_revision(&fx, &pristine(&fx)).unwrap();
+            assert_eq!(fx.git(&tree, &["status", "--porcelain"]), "", "{point}");
+        }
+        // What the killed builds left is a dead process's: gc removes it, keeps the tree in use.
+        let (code, gc) = fx.json(&["gc"]);
+        assert_eq!(code, 0, "{gc}");
+        let reasons: Vec<&str> = gc["removed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|i| i["kind"] == "pristine")
+            .map(|i| i["reason"].as_str().unwrap())
+            .collect();
+        assert_eq!(reasons, ["dead_maker", "dead_maker"], "{kind:?}: {gc}");
+        let root = pristine(&fx)
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let mut left: Vec<String> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.ends_with(".lock"))
+            .collect();
+        left.sort();
+        let mut bound: Vec<String> = (0..points.len())
+            .map(|n| {
+                fx.json(&["show", "-s", &format!("after{n}")]).1["bound_revision"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        bound.sort();
+        assert_eq!(left, bound, "{kind:?}");
+    }
+}
+
+#[test]
+fn cow_binds_started_together_share_one_pristine_tree_and_each_is_exact() {
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let children: Vec<_> = (0..4)
+            .map(|n| {
+                fx.cmd()
+                    .args(["--json", "bind", "-s", &format!("c{n}")])
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let (code, doc) = crate::fixture::json_of(child.wait_with_output().unwrap());
+            assert_eq!(code, 0, "{doc}");
+            assert_eq!(doc["fill"], "clone", "{kind:?}: {doc}");
+            let tree = PathBuf::from(doc["worktree"].as_str().unwrap());
+            holds_revision(&fx, &tree).unwrap();
+            assert_eq!(fx.git(&tree, &["status", "--porcelain"]), "");
+        }
+        let root = pristine(&fx)
+            .parent()
+            .unwrap()
+            .parent()
+            .unwrap()
+            .to_path_buf();
+        let trees = std::fs::read_dir(&root)
+            .unwrap()
+            .filter(|e| {
+                !e.as_ref()
+                    .unwrap()
+                    .file_name()
+                    .to_string_lossy()
+                    .ends_with(".lock")
+            })
+            .count();
+        assert_eq!(
+            trees, 1,
+            "{kind:?}: one pristine tree, no build left behind"
+        );
+    }
+}
+
+#[test]
+fn copied_ignored_files_are_clones_and_doctor_says_isolations_are() {
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        fx.write(".gitignore", "node_modules/\n");
+        fx.commit_all("ignore dependencies");
+        for n in 0..20 {
+            fx.write(
+                &format!("node_modules/pkg{n}/index.js"),
+                &"module.exports = 1;\n".repeat(500),
+            );
+        }
+        let (code, doc) = fx.json(&["bind", "-s", "deps", "--copy-ignored", "node_modules/"]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(doc["copied_ignored"]["files"], 20, "{doc}");
+        assert_eq!(doc["copied_ignored"]["cloned"], 20, "{kind:?}: {doc}");
+        let tree = PathBuf::from(doc["worktree"].as_str().unwrap());
+        assert_eq!(
+            std::fs::read(tree.join("node_modules/pkg3/index.js")).unwrap(),
+            std::fs::read(fx.src.join("node_modules/pkg3/index.js")).unwrap()
+        );
+        let (code, doctor) = fx.json(&["doctor"]);
+        assert!(code == 0 || code == 1, "{doctor}");
+        let reflink = doctor["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "reflink")
+            .unwrap_or_else(|| panic!("{doctor}"));
+        assert_eq!(reflink["status"], "ok", "{reflink}");
+        assert!(
+            reflink["detail"].as_str().unwrap().contains("clones"),
+            "{reflink}"
+        );
+    }
+    let plain = Fixture::in_memory();
+    let (_, doctor) = plain.json(&["doctor"]);
+    let reflink = doctor["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "reflink")
+        .unwrap_or_else(|| panic!("{doctor}"));
+    assert!(
+        reflink["detail"].as_str().unwrap().contains("checkouts"),
+        "{reflink}"
+    );
+}
