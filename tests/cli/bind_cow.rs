@@ -596,3 +596,32 @@ fn copied_ignored_files_are_clones_and_doctor_says_isolations_are() {
         "{reflink}"
     );
 }
+
+#[test]
+fn a_sandboxed_run_writes_its_clones_but_never_the_pristine_tree() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    for kind in KINDS {
+        let Some(fx) = cow_source(kind) else { continue };
+        let (tree, _) = bind(&fx, "agent");
+        bind(&fx, "other");
+        let target = pristine(&fx).join("README.md");
+        let script = format!(
+            "echo mine >> README.md; chmod u+w {p} 2>/dev/null; echo evil > {p} 2>/dev/null; \
+             rm -f {p} 2>/dev/null; ln -sf /etc/passwd {p} 2>/dev/null; true",
+            p = target.display()
+        );
+        let (code, doc) = fx.json(&["run", "-s", "agent", "--", "sh", "-c", &script]);
+        assert_eq!(code, 0, "{kind:?}: {doc}");
+        assert_eq!(
+            std::fs::read(tree.join("README.md")).unwrap(),
+            b"hello\nmine\n"
+        );
+        holds_revision(&fx, &pristine(&fx)).unwrap();
+        holds_revision(&fx, &fx.isolation("other")).unwrap();
+        // The pristine tree is still exact: the next bind clones it as it is.
+        let (next, _) = bind(&fx, "next");
+        holds_revision(&fx, &next).unwrap();
+    }
+}
