@@ -692,6 +692,12 @@ pub fn snapshot_settings_naming(fx: &Fixture, named: &[(&str, &str)]) -> insta::
         (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
         (r"\.retained-\d{8}-\d{6}", ".retained-[TIME]"),
         (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
+        // Whether the file system clones files depends on the machine's: so does the fill.
+        (r#""fill": "(clone|checkout)""#, r#""fill": "[FILL]""#),
+        (
+            r#""(apparent_bytes|allocated_bytes|own_bytes)": \d+"#,
+            r#""$1": "[BYTES]""#,
+        ),
         // Patches name object ids, so their size and bytes depend on the object format (the
         // suite runs with SHA-1 and SHA-256); `verify` checks size against content.
         (r#""patch_bytes": \d+"#, r#""patch_bytes": "[PATCH_BYTES]""#),
@@ -1212,7 +1218,8 @@ fn machine_parts(fx: &Fixture, raw: &str) -> String {
         (r#""(\w+_at_ms)": \d+"#.into(), r#""$1": [MS]"#),
         // A source's registry entry is named by a hash of its path.
         (r"/sources/[0-9a-f]{16}\.json\b".into(), "/sources/[SOURCE].json"),
-        // Whether the file system clones files depends on the machine's.
+        // Whether the file system clones files depends on the machine's: so does the fill.
+        (r#""fill": "(clone|checkout)""#.into(), r#""fill": "[FILL]""#),
         (
             r"(?m)^reflink( +)(available \(spares are clones of a pristine tree; kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
             "reflink${1}[REFLINK]",
