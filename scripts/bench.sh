@@ -575,6 +575,7 @@ fleet_round() {
   fl_bind_o=$(( $(now_ns) - t )); sync; u1=$(used_bytes "$root"); t=$(now_ns)
   seq "$n" | xargs -P "$j" -I{} git -C "$root/rawsrc" worktree add -q --detach "$root/raw{}" HEAD
   fl_bind_r=$(( $(now_ns) - t )); sync; u2=$(used_bytes "$root"); t=$(now_ns)
+  echo "  fleet $n ($how): bind $(ms "$fl_bind_o") ms, worktree add $(ms "$fl_bind_r") ms" >&2
   seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/src" && "$0" run -q -s "fl$1" -- sh -c "$(fleet_edit "$1")"' "$bin" {} >/dev/null
   fl_run_o=$(( $(now_ns) - t )); t=$(now_ns)
   seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/raw$1" && sh -c "$(fleet_edit "$1")" && git add -A && git commit -q -m "session $1"' sh {}
