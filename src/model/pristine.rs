@@ -27,7 +27,7 @@ use crate::git::index_file::writer::{StatData, Template};
 use crate::workspace::context::{Context, Located};
 
 /// What a pristine root's name ends with, after the isolations' prefix.
-const PRISTINE_SUFFIX: &str = ".pristine";
+const PRISTINE_SUFFIX: &str = crate::base::names::PRISTINE_INFIX;
 
 /// What the lock file of a revision's pristine tree is named with (`<revision>.lock`).
 const LOCK_SUFFIX: &str = ".lock";

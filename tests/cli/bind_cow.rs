@@ -625,3 +625,26 @@ fn a_sandboxed_run_writes_its_clones_but_never_the_pristine_tree() {
         holds_revision(&fx, &next).unwrap();
     }
 }
+
+#[test]
+fn sweep_never_takes_a_pristine_tree_for_an_isolation() {
+    let Some(fx) = cow_source(CowKind::Xfs) else {
+        return;
+    };
+    let (tree, _) = bind(&fx, "gone");
+    let root = pristine(&fx)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let (code, doc) = fx.json(&["discard", "-s", "gone"]);
+    assert_eq!(code, 0, "{doc}");
+    assert!(!tree.exists());
+    let (code, swept) = fx.json(&["sweep", "--grace", "0s"]);
+    assert_eq!(code, 0, "{swept}");
+    let text = swept.to_string();
+    assert!(!text.contains(".pristine"), "sweep looked at it: {swept}");
+    holds_revision(&fx, &pristine(&fx)).unwrap();
+    assert!(root.is_dir());
+}
