@@ -210,22 +210,26 @@ fn build(
         seal(&making, revision.len() / 2)
     })();
     let result = match made {
-        Ok(true) => match {
-            crate::fault_point!("pristine-before-move");
-            fs::rename(&making.dir, &pristine.dir)
-        } {
-            Ok(()) => return Ok(true),
-            // Another bind built it meanwhile: that one is used (and verified).
-            Err(_) if pristine.dir.exists() => Ok(true),
-            Err(err) => Err(crate::base::error::Error::io(
-                format!("cannot move a pristine tree to {}", pristine.dir.display()),
-                err,
-            )),
-        },
+        Ok(true) => move_into_place(&making, pristine),
         other => other,
     };
+    // Whatever was not moved into place goes (a build that failed, or lost to another).
     remove_files(&making.dir)?;
     result
+}
+
+/// Moves a sealed build to its revision's place; true when a tree is there now (this one, or
+/// one another bind built meanwhile, which is used once verified).
+fn move_into_place(making: &Pristine, pristine: &Pristine) -> Result<bool> {
+    crate::fault_point!("pristine-before-move");
+    match fs::rename(&making.dir, &pristine.dir) {
+        Ok(()) => Ok(true),
+        Err(_) if pristine.dir.exists() => Ok(true),
+        Err(err) => Err(crate::base::error::Error::io(
+            format!("cannot move a pristine tree to {}", pristine.dir.display()),
+            err,
+        )),
+    }
 }
 
 /// Makes a fresh checkout read-only and rewrites its index with the files' stat data as they
