@@ -139,3 +139,111 @@ impl<'a> Template<'a> {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::git::index_file::writer::*;
+
+    fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+        let out = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        out
+    }
+
+    /// An index git wrote, rewritten with the stat data of copies of its files made elsewhere,
+    /// is one git reads (its trailer checks out) and finds clean there; a gitlink makes it no
+    /// template.
+    #[test]
+    fn an_index_restated_for_copies_is_clean_for_git_in_every_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let (src, copy) = (dir.path().join("src"), dir.path().join("copy"));
+        for format in ["sha1", "sha256"] {
+            let _ = std::fs::remove_dir_all(&src);
+            let _ = std::fs::remove_dir_all(&copy);
+            std::fs::create_dir_all(src.join("d")).unwrap();
+            git(&src, &["init", "-q", &format!("--object-format={format}")]);
+            std::fs::write(src.join("a.txt"), "a\n").unwrap();
+            std::fs::write(src.join("d/b.txt"), "b\n").unwrap();
+            git(&src, &["add", "-A"]);
+            git(&src, &["write-tree"]);
+            let index = src.join(".git/index");
+            let bytes = std::fs::read(&index).unwrap();
+            let hash_len = if format == "sha1" { 20 } else { 32 };
+            let template = Template::read(&bytes, hash_len).unwrap();
+            // The copies, older than the index written after them.
+            std::fs::create_dir_all(copy.join("d")).unwrap();
+            let old = std::time::SystemTime::now() - std::time::Duration::from_secs(5);
+            let stats: Vec<StatData> = template
+                .entries
+                .iter()
+                .map(|e| {
+                    let rel = std::str::from_utf8(&e.path).unwrap();
+                    std::fs::copy(src.join(rel), copy.join(rel)).unwrap();
+                    let file = std::fs::File::options()
+                        .write(true)
+                        .open(copy.join(rel))
+                        .unwrap();
+                    file.set_modified(old).unwrap();
+                    StatData::of(&std::fs::symlink_metadata(copy.join(rel)).unwrap())
+                })
+                .collect();
+            let written = template.restat(&stats);
+            std::fs::write(&index, &written).unwrap();
+            // git takes the copy as that index's work tree and trusts the stat data: a
+            // same-size rewrite with the time set back is not even read when git compares
+            // only times and sizes.
+            std::fs::write(copy.join("a.txt"), "A\n").unwrap();
+            let file = std::fs::File::options()
+                .write(true)
+                .open(copy.join("a.txt"))
+                .unwrap();
+            file.set_modified(old).unwrap();
+            let diff = |check: &str, ctime: bool| {
+                std::process::Command::new("git")
+                    .current_dir(&copy)
+                    .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                    .env("GIT_CONFIG_NOSYSTEM", "1")
+                    .env("GIT_DIR", src.join(".git"))
+                    .env("GIT_WORK_TREE", &copy)
+                    .args(["-c", &format!("core.checkStat={check}")])
+                    .args(["-c", &format!("core.trustctime={ctime}")])
+                    .args(["diff-files", "--quiet"])
+                    .status()
+                    .unwrap()
+                    .success()
+            };
+            assert!(
+                diff("minimal", false),
+                "{format}: git read a file it had the stat data of"
+            );
+            // The source's own index (the source's stat data) makes git read it, and see it.
+            std::fs::write(&index, &bytes).unwrap();
+            assert!(!diff("minimal", false), "{format}: the rewrite went unseen");
+            std::fs::write(&index, &written).unwrap();
+            let listed = git(&src, &["ls-files", "-s"]);
+            assert_eq!(String::from_utf8_lossy(&listed.stdout).lines().count(), 2);
+            // Stat data of the source's files is not the copies'.
+            let a = StatData::of(&std::fs::symlink_metadata(src.join("a.txt")).unwrap());
+            assert!(!a.matches(&written[12..12 + 40]), "{format}");
+            assert!(stats[0].matches(&written[12..12 + 40]), "{format}");
+            // A gitlink is no plain checkout's entry.
+            let id = "1".repeat(hash_len * 2);
+            git(
+                &src,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("160000,{id},sub"),
+                ],
+            );
+            assert!(Template::read(&std::fs::read(&index).unwrap(), hash_len).is_none());
+        }
+    }
+}
