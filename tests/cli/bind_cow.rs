@@ -648,3 +648,29 @@ fn sweep_never_takes_a_pristine_tree_for_an_isolation() {
     holds_revision(&fx, &pristine(&fx)).unwrap();
     assert!(root.is_dir());
 }
+
+#[test]
+fn a_cow_bind_that_carries_work_in_progress_restores_it_over_the_clones() {
+    let Some(fx) = cow_source(CowKind::Btrfs) else {
+        return;
+    };
+    fx.write("deep/a/b/f1.txt", "work in progress\n");
+    fx.write("untracked.txt", "new\n");
+    let (code, doc) = fx.json(&["bind", "-s", "wip", "--carry-wip"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["fill"], "clone", "{doc}");
+    assert_eq!(doc["carried_wip"], true, "{doc}");
+    let tree = PathBuf::from(doc["worktree"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read(tree.join("deep/a/b/f1.txt")).unwrap(),
+        b"work in progress\n"
+    );
+    assert_eq!(std::fs::read(tree.join("untracked.txt")).unwrap(), b"new\n");
+    let status = fx.git(&tree, &["status", "--porcelain"]);
+    assert_eq!(status, " M deep/a/b/f1.txt\n?? untracked.txt", "{status}");
+    holds_revision(&fx, &pristine(&fx)).unwrap();
+    // Nothing of the session's own yet: the carried work is its base.
+    let (code, captured) = fx.json(&["capture", "-s", "wip"]);
+    assert_eq!(code, 0, "{captured}");
+    assert_eq!(captured["patch_bytes"], 0, "{captured}");
+}
