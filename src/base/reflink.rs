@@ -43,7 +43,8 @@ pub fn clone_new(from: &Path, to: &Path, mode: u32) -> io::Result<File> {
 pub struct DiskUse {
     /// The sum of its files' sizes, as `du --apparent-size` counts them.
     pub apparent_bytes: u64,
-    /// The blocks its files have allocated, shared or not.
+    /// The blocks its files have allocated, shared or not (data stored inline with the file
+    /// system's metadata counted at its size).
     pub allocated_bytes: u64,
     /// The bytes of its files' extents that no other file shares: what removing the tree
     /// would give back (where the file system has no extent map, the blocks allocated).
@@ -92,12 +93,20 @@ pub fn disk_use(dir: &Path) -> io::Result<DiskUse> {
     Ok(total)
 }
 
-/// One regular file's figures: its unshared extents, else its allocated blocks.
+/// One regular file's figures: its unshared extents (data stored inline with the file
+/// system's metadata, as btrfs keeps small files, counted at its size: it is never shared),
+/// else its allocated blocks.
 fn file_use(path: &Path, meta: &fs::Metadata) -> DiskUse {
-    let allocated = meta.blocks() * 512;
-    let own = File::open(path)
+    let blocks = meta.blocks() * 512;
+    let (allocated, own) = File::open(path)
         .and_then(|file| a3s_iso_sandbox::extent_bytes(&file))
-        .map_or(allocated, |(total, shared)| total - shared.min(total));
+        .map_or((blocks, blocks), |map| {
+            let inline = if map.inline { meta.len() } else { 0 };
+            (
+                map.blocks + inline,
+                map.blocks - map.shared.min(map.blocks) + inline,
+            )
+        });
     DiskUse {
         apparent_bytes: meta.len(),
         allocated_bytes: allocated,

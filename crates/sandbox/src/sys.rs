@@ -210,6 +210,17 @@ fn ioctl_request(number: libc::c_ulong) -> libc::Ioctl {
     number as libc::Ioctl
 }
 
+/// What a file's extent map holds ([`extent_bytes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExtentBytes {
+    /// The bytes of its extents in blocks.
+    pub blocks: u64,
+    /// How many of those are shared with another file.
+    pub shared: u64,
+    /// Some of its data is stored inline, with the file system's metadata.
+    pub inline: bool,
+}
+
 /// How many extents one `FS_IOC_FIEMAP` call asks for.
 const FIEMAP_BATCH: usize = 64;
 
@@ -221,6 +232,9 @@ const FIEMAP_EXTENT_LAST: u32 = 0x1;
 
 /// The extent's blocks are shared with another file (a clone, a snapshot).
 const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+
+/// The extent's data is stored with the file system's metadata (btrfs's small files).
+const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
 
 /// `struct fiemap_extent` of `linux/fiemap.h`.
 #[repr(C)]
@@ -246,12 +260,15 @@ struct Fiemap {
     extents: [FiemapExtent; FIEMAP_BATCH],
 }
 
-/// The bytes of the open regular file `file`'s extents, and how many of those are shared with
-/// another file (`FIEMAP_EXTENT_SHARED`), as the file system maps them now (`FS_IOC_FIEMAP`).
-/// Fails where the file system has no extent map (tmpfs, some network file systems).
-pub fn extent_bytes(file: &std::fs::File) -> io::Result<(u64, u64)> {
+/// What the open regular file `file`'s extents hold, as the file system maps them now
+/// (`FS_IOC_FIEMAP`): the bytes of its block extents, how many of those are shared with
+/// another file (`FIEMAP_EXTENT_SHARED`), and whether any of its data is stored inline with the
+/// file system's metadata (then not in blocks of its own, and never shared). Fails where the
+/// file system has no extent map (tmpfs, some network file systems).
+pub fn extent_bytes(file: &std::fs::File) -> io::Result<ExtentBytes> {
     use std::os::fd::AsRawFd;
-    let (mut total, mut shared, mut start) = (0u64, 0u64, 0u64);
+    let mut found = ExtentBytes::default();
+    let mut start = 0u64;
     loop {
         let mut map = Fiemap {
             start,
@@ -271,15 +288,19 @@ pub fn extent_bytes(file: &std::fs::File) -> io::Result<(u64, u64)> {
         }
         let mapped = (map.mapped_extents as usize).min(FIEMAP_BATCH);
         if mapped == 0 {
-            return Ok((total, shared));
+            return Ok(found);
         }
         for extent in &map.extents[..mapped] {
-            total += extent.length;
-            if extent.flags & FIEMAP_EXTENT_SHARED != 0 {
-                shared += extent.length;
+            if extent.flags & FIEMAP_EXTENT_DATA_INLINE != 0 {
+                found.inline = true;
+            } else {
+                found.blocks += extent.length;
+                if extent.flags & FIEMAP_EXTENT_SHARED != 0 {
+                    found.shared += extent.length;
+                }
             }
             if extent.flags & FIEMAP_EXTENT_LAST != 0 {
-                return Ok((total, shared));
+                return Ok(found);
             }
         }
         let last = &map.extents[mapped - 1];
