@@ -105,6 +105,7 @@ Register-ArgumentCompleter -Native -CommandName 'a3s-iso' -ScriptBlock {
             [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Every session: discarded ones too, and those of every source this user has bound from')
             [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION, HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header')
             [CompletionResult]::new('--allow-url', '--allow-url', [CompletionResultType]::ParameterName, 'With --remote: accept a URL or path that is not a configured remote')
+            [CompletionResult]::new('--disk', '--disk', [CompletionResultType]::ParameterName, 'Measure each isolation''s disk use: its apparent size and the bytes it holds alone (blocks copy-on-write clones share with the pristine tree are not counted), and the total with the pristine trees')
             [CompletionResult]::new('--json', '--json', [CompletionResultType]::ParameterName, 'Print exactly one JSON document on stdout (success or failure)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print no narration or warnings on stderr')

@@ -1317,7 +1317,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__list)
-            opts="-z -C -q -h --all --remote --allow-url --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-z -C -q -h --all --remote --allow-url --disk --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

@@ -100,6 +100,7 @@ set edit:completion:arg-completer[a3s-iso] = {|@words|
             cand --all 'Every session: discarded ones too, and those of every source this user has bound from'
             cand -z 'For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION, HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header'
             cand --allow-url 'With --remote: accept a URL or path that is not a configured remote'
+            cand --disk 'Measure each isolation''s disk use: its apparent size and the bytes it holds alone (blocks copy-on-write clones share with the pristine tree are not counted), and the total with the pristine trees'
             cand --json 'Print exactly one JSON document on stdout (success or failure)'
             cand -q 'Print no narration or warnings on stderr'
             cand --quiet 'Print no narration or warnings on stderr'

@@ -99,6 +99,7 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l lock-timeout -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l all -d 'Every session: discarded ones too, and those of every source this user has bound from'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s z -d 'For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION, HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l allow-url -d 'With --remote: accept a URL or path that is not a configured remote'
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l disk -d 'Measure each isolation\'s disk use: its apparent size and the bytes it holds alone (blocks copy-on-write clones share with the pristine tree are not counted), and the total with the pristine trees'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -l json -d 'Print exactly one JSON document on stdout (success or failure)'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s q -l quiet -d 'Print no narration or warnings on stderr'
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand list" -s h -l help -d 'Print help (see more with \'--help\')'

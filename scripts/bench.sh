@@ -30,7 +30,10 @@
 #                   run, land, land --keep + discard --all --purge) against raw git: worktree add,
 #                   the edits + a commit in each, per session rebase + the test + merge --ff-only,
 #                   worktree remove. One run per side unless --runs; --fleet "N F J" (default
-#                   "20 10000 8"). The landed trees of both sides are compared
+#                   "20 10000 8"). The landed trees of both sides are compared. Also what
+#                   the isolations take on disk once the sessions made their edits: data
+#                   (list --disk: the pristine tree plus what each holds alone, against du of
+#                   the raw worktrees) and the file system's growth while each side bound
 #   --only remote-land  only the landing queue across machines: a bare repository as the git
 #                   server, 4 clones as machines, each landing 5 sessions at the same time with
 #                   `land --push origin/main --test CMD`, against the CI recipes' former loop on
@@ -68,7 +71,7 @@ while [ $# -gt 0 ]; do
     --cache-mib) cache_mib="$2"; shift ;;
     --only) only="$2"; shift ;;
     --fleet) fleet="$2"; shift ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,41p' "$0"; exit 0 ;;
     *) echo "unknown argument: $1" >&2; exit 2 ;;
   esac
   shift
@@ -168,6 +171,7 @@ huge() { [ "$1" -ge 1000000 ]; }
 
 results=()
 skipped=()
+notes=()
 # The per-size table: each case's ratio (or value) by size, cases in the order first measured.
 declare -A cell
 cases=()
@@ -187,6 +191,7 @@ print_results() {
   printf '%-9s %-42s %11s %10s %7s\n' files case "a3s-iso ms" "raw ms" ratio
   printf '%s\n' "${results[@]}"
   [ ${#skipped[@]} -eq 0 ] || printf '%s\n' "${skipped[@]}"
+  [ ${#notes[@]} -eq 0 ] || printf '%s\n' "${notes[@]}"
   echo
   local line size c
   line=$(printf '%-42s' "case (ratio, a3s-iso ms)")
@@ -552,6 +557,7 @@ fleet_case() {
   fleet_row "fleet $n: land --all --test (cleans up)" "${ol[@]}" "${rl[@]}"
   fleet_row "fleet $n: land --all --test --keep" "${ok[@]}" "${rk[@]}"
   fleet_row "fleet $n: discard --all --purge" "${od[@]}" "${rd[@]}"
+  notes+=("fleet $n of $size files, disk: $fl_disk_note")
 }
 
 # fleet_round SIZE N J land|keep: one run of the fleet on fresh clones. With `land`, land
@@ -571,16 +577,19 @@ fleet_round() {
   git -C "$root/src" ls-files | awk -v m=$((5 * n)) 'NR % 7 == 2 && c++ < m' > "$FL_FILES"
   local test_cmd='wc -l < shared.txt > test-output.log && grep -q "region of" shared.txt'
   sync
-  local t
+  local t u0 u1 u2
+  u0=$(used_bytes "$root")
   t=$(now_ns)
   seq "$n" | xargs -P "$j" -I{} "$bin" -C "$root/src" bind -q -s "fl{}" --owner none >/dev/null
-  fl_bind_o=$(( $(now_ns) - t )); t=$(now_ns)
+  fl_bind_o=$(( $(now_ns) - t )); sync; u1=$(used_bytes "$root"); t=$(now_ns)
   seq "$n" | xargs -P "$j" -I{} git -C "$root/rawsrc" worktree add -q --detach "$root/raw{}" HEAD
-  fl_bind_r=$(( $(now_ns) - t )); sync; t=$(now_ns)
+  fl_bind_r=$(( $(now_ns) - t )); sync; u2=$(used_bytes "$root"); t=$(now_ns)
+  echo "  fleet $n ($how): bind $(ms "$fl_bind_o") ms, worktree add $(ms "$fl_bind_r") ms" >&2
   seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/src" && "$0" run -q -s "fl$1" -- sh -c "$(fleet_edit "$1")"' "$bin" {} >/dev/null
   fl_run_o=$(( $(now_ns) - t )); t=$(now_ns)
   seq "$n" | xargs -P "$j" -I{} bash -c 'cd "$FL_ROOT/raw$1" && sh -c "$(fleet_edit "$1")" && git add -A && git commit -q -m "session $1"' sh {}
   fl_run_r=$(( $(now_ns) - t ))
+  [ "$how" = land ] && fleet_disk "$root" "$n" $((u1 - u0)) $((u2 - u1))
   for s in src rawsrc; do
     echo "the user's own work" > "$root/$s/by-the-user.txt"
     git -C "$root/$s" add by-the-user.txt && git -C "$root/$s" commit -q -m "the user moves on"
@@ -607,6 +616,32 @@ fleet_round() {
   fi
   [ "$(git -C "$root/src" worktree list | wc -l)" -eq 1 ] || { echo "fleet: worktrees left after the clean-up" >&2; exit 1; }
   cd "$work"; rm -rf "$root"
+}
+
+# used_bytes DIR: the bytes in use on DIR's file system, data and metadata (`df`).
+used_bytes() { sync; df --output=used -B1 "$1" | tail -1 | tr -d ' '; }
+
+# fleet_disk ROOT N OURS_DF RAW_DF: what the fleet's isolations take once every session made
+# its edits. Data: a3s-iso's `list --disk` total (the pristine tree's blocks plus what each
+# isolation holds alone, from the file system's extent map) against the raw worktrees' blocks
+# (`du`: they share nothing), and both against one checkout plus what the sessions changed
+# (each isolation's own bytes). All: the growth of the file system's used bytes while each
+# side bound its N sessions, metadata (inodes, directories) included.
+fleet_disk() {
+  local root=$1 n=$2 ours_df=$3 raw_df=$4
+  local doc ours own pristine checkout raw changed
+  doc=$("$bin" -C "$root/src" --json list --disk)
+  read -r ours pristine changed < <(python3 -c 'import json, sys
+d = json.load(sys.stdin)
+own = sum((s["disk"] or {}).get("own_bytes", 0) for s in d["sessions"])
+print(d["disk"]["total"]["own_bytes"], d["disk"]["pristine"]["allocated_bytes"], own)' <<<"$doc")
+  checkout=$(du -s -B1 --exclude=.git "$root/rawsrc" | cut -f1)
+  raw=$(du -s -B1 -c "$root"/raw[0-9]* | tail -1 | cut -f1)
+  mib() { awk -v n="$1" 'BEGIN {printf "%.1f MiB", n/1048576}'; }
+  row "$size" "fleet $n: isolations' data on disk" "$(mib "$ours")" "$(mib "$raw")" "$(ratio "$ours" "$raw")"
+  row "$size" "fleet $n: bind, file system growth" "$(mib "$ours_df")" "$(mib "$raw_df")" "$(ratio "$ours_df" "$raw_df")"
+  fl_disk_note="one checkout $(mib "$checkout") (pristine tree $(mib "$pristine")); sessions' own $(mib "$changed"); a3s-iso's data / (one checkout + changes) = $(ratio "$ours" $((checkout + changed))); file system growth / (one checkout + changes) = $(ratio "$ours_df" $((checkout + changed)))"
+  echo "  $fl_disk_note" >&2
 }
 
 # fleet_edit I: session I's edits, as a shell script run in its tree: three files of its own

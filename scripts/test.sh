@@ -23,10 +23,12 @@ cd "$(dirname "$0")/.."
 # a3s-iso's JSON with it), curl (the client the network allowlist's tests run inside) and
 # strace (what a promote syncs); npm, pip and cargo (the package managers whose caches the
 # presets bring, run against registries the tests serve, and which must fail at once with the
-# network denied) and node (an npm-installed tool kept under /var/tmp).
+# network denied), node (an npm-installed tool kept under /var/tmp), and mkfs.xfs and
+# mkfs.btrfs (the copy-on-write file systems the clone tests make and mount as root; let them
+# skip with the names `xfs` and `btrfs`).
 tools=(git:git chattr:e2fsprogs man:man-db bash:bash zsh:zsh fish:fish python3:python3
   setpriv:util-linux jq:jq curl:curl strace:strace npm:npm pip:python3-pip cargo:cargo
-  node:nodejs)
+  node:nodejs mkfs.xfs:xfsprogs mkfs.btrfs:btrfs-progs)
 
 allowed() {
   local allow=",${A3S_ISO_TEST_ALLOW_MISSING:-},"

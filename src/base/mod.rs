@@ -19,6 +19,7 @@ pub mod owner;
 pub mod paths;
 pub mod probe;
 pub(crate) mod pty;
+pub mod reflink;
 pub mod sandbox;
 pub mod signals;
 pub(crate) mod wire;

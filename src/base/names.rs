@@ -353,11 +353,18 @@ impl IsolationNames {
 pub fn looks_like_isolation(name: &OsStr) -> bool {
     let marker = MARKER.as_bytes();
     let bytes = name.as_bytes();
-    let spare = SPARE_MARKER.as_bytes();
-    // A pool's spare is no session's isolation: its pool keeps it or removes it.
-    !bytes.windows(spare.len()).any(|w| w == spare)
-        && bytes.windows(marker.len()).any(|w| w == marker)
+    let has = |part: &[u8]| bytes.windows(part.len()).any(|w| w == part);
+    // A pool's spare is no session's isolation: its pool keeps it or removes it; nor are the
+    // pristine trees that clones are made from (`gc` removes them).
+    !has(SPARE_MARKER.as_bytes()) && !has(PRISTINE_MARKER.as_bytes()) && has(marker)
 }
+
+/// What the directory of a store's pristine trees carries after its prefix (no session id
+/// starts with a dot, so no session's name can carry it).
+pub const PRISTINE_INFIX: &str = ".pristine";
+
+/// The marker and pristine infix together: `.a3s-isolate-.pristine`.
+const PRISTINE_MARKER: &str = ".a3s-isolate-.pristine";
 
 /// What a spare isolation's name carries after the store's prefix (no session id starts with
 /// a dot, so no session's name can carry it).
@@ -481,6 +488,10 @@ mod tests {
             None
         );
         assert!(!looks_like_isolation(&spare));
+        let mut pristine = names.prefix(false);
+        pristine.push(PRISTINE_INFIX);
+        assert!(!looks_like_isolation(&pristine));
+        assert_eq!(names.id_of(&pristine), None);
         assert!(looks_like_isolation(&names.name("s", false)));
     }
 

@@ -126,5 +126,7 @@ fn why(reason: Reason) -> &'static str {
         Reason::IsolationGone => "its isolation is gone",
         Reason::IsolationExists => "its isolation exists",
         Reason::Pool => "the pool's: pool --size 0 or gc --all removes it",
+        Reason::Unused => "no session or spare is bound at its revision",
+        Reason::InUse => "sessions or spares are bound at its revision",
     }
 }

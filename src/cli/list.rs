@@ -3,7 +3,7 @@ use clap::Args;
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::context::Context;
-use a3s_iso::ops::list::{ListedState, SessionView, list};
+use a3s_iso::ops::list::{ListedState, SessionView, list_with};
 use a3s_iso::services::remote::list_remote;
 
 use super::{Output, Tone};
@@ -27,6 +27,12 @@ pub struct ListArgs {
     /// With --remote: accept a URL or path that is not a configured remote
     #[arg(long, requires = "remote")]
     pub allow_url: bool,
+
+    /// Measure each isolation's disk use: its apparent size and the bytes it holds alone
+    /// (blocks copy-on-write clones share with the pristine tree are not counted), and the
+    /// total with the pristine trees
+    #[arg(long, conflicts_with_all = ["remote", "nul"])]
+    pub disk: bool,
 }
 
 /// Lists the change sets on a remote: digest, session, run, size and date.
@@ -66,7 +72,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     if let Some(remote) = &args.remote {
         return run_remote(ctx, remote, args.allow_url, out);
     }
-    let outcome = list(ctx, args.all)?;
+    let outcome = list_with(ctx, args.all, args.disk)?;
     for unreadable in &outcome.unreadable {
         out.warn(&format!("unreadable session record {unreadable}"));
     }
@@ -101,6 +107,11 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         // Sessions of several sources: say whose each one is.
         header.insert(1, "SOURCE".into());
     }
+    if args.disk {
+        let at = header.len() - 1;
+        header.insert(at, "SIZE".into());
+        header.insert(at + 1, "ALONE".into());
+    }
     let rows: Vec<Vec<Cell>> = outcome
         .sessions
         .iter()
@@ -123,11 +134,29 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
             if args.all {
                 cells.insert(1, Cell::plain(s.source.display().to_string()));
             }
+            if args.disk {
+                let at = cells.len() - 1;
+                let size = |f: fn(&a3s_iso::base::reflink::DiskUse) -> u64| {
+                    s.disk
+                        .as_ref()
+                        .map_or("-".into(), |d| super::human_bytes(f(d)))
+                };
+                cells.insert(at, Cell::plain(size(|d| d.apparent_bytes)));
+                cells.insert(at + 1, Cell::plain(size(|d| d.own_bytes)));
+            }
             cells
         })
         .collect();
     let header: Vec<Cell> = header.into_iter().map(Cell::plain).collect();
     print_table(out, &header, &rows);
+    if let Some(disk) = &outcome.disk {
+        out.line(&format!(
+            "on disk: {} for {} of files ({} of pristine trees shared by clones)",
+            super::human_bytes(disk.total.own_bytes),
+            super::human_bytes(disk.total.apparent_bytes),
+            super::human_bytes(disk.pristine.allocated_bytes),
+        ));
+    }
     Ok(0)
 }
 

@@ -83,7 +83,10 @@ fn render(outcome: &PoolOutcome, out: &Output) {
         if outcome.size == 1 { "" } else { "s" }
     ));
     let reflink = match (outcome.reflink, &outcome.reflink_detail) {
-        (Some(true), _) => "available (kept and copied caches are cloned)".to_string(),
+        (Some(true), _) => {
+            "available (spares are clones of a pristine tree; kept and copied caches are cloned)"
+                .to_string()
+        }
         (Some(false), _) => "not available (caches are copied)".to_string(),
         (None, detail) => format!("unknown ({})", detail.as_deref().unwrap_or("")),
     };
@@ -112,8 +115,21 @@ fn render(outcome: &PoolOutcome, out: &Output) {
             SpareState::Ready => "ready",
             SpareState::Building => "building",
         };
+        // A checkout holds all its bytes alone; a clone's are worth showing.
+        let clone = spare.fill == Some(a3s_iso::base::reflink::Fill::Clone);
+        let disk = spare
+            .disk
+            .as_ref()
+            .filter(|_| clone)
+            .map_or(String::new(), |d| {
+                format!(
+                    " (cloned: {} apparent, {} held alone)",
+                    super::human_bytes(d.apparent_bytes),
+                    super::human_bytes(d.own_bytes)
+                )
+            });
         out.line(&format!(
-            "  {} {state} {}",
+            "  {} {state} {}{disk}",
             spare.slot,
             spare.path.display()
         ));

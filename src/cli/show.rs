@@ -3,6 +3,7 @@ use clap::Args;
 use a3s_iso::base::argv::shell_quote;
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
+use a3s_iso::base::reflink::Fill;
 use a3s_iso::base::sandbox::NetworkAccess;
 use a3s_iso::context::Context;
 use a3s_iso::ops::log::format_utc;
@@ -206,6 +207,17 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
             },
         ),
     ];
+    if let (Some(Fill::Clone), Some(disk)) = (o.fill, &o.disk) {
+        // A checkout holds all its bytes alone; a clone's are worth showing.
+        fields.push((
+            "files",
+            format!(
+                "cloned: {} apparent, {} held alone",
+                super::output::human_bytes(disk.apparent_bytes),
+                super::output::human_bytes(disk.own_bytes)
+            ),
+        ));
+    }
     if let Some(git) = private_git(&o.git) {
         fields.push(("git", git));
     }

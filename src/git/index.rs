@@ -151,6 +151,15 @@ impl OnIndex<'_> {
         (self.make)()
     }
 
+    /// Fills the index from `revision` and checks every file out into the (empty) tree
+    /// (`read-tree -u --reset`), as a new worktree's checkout does.
+    pub(crate) fn check_out(&self, revision: &str) -> Result<()> {
+        self.cmd()
+            .args(["read-tree", "-u", "--reset", revision])
+            .run()
+            .map(|_| ())
+    }
+
     /// Fills the index from `tree` (`read-tree`).
     pub(crate) fn read_tree(&self, tree: &str) -> Result<()> {
         self.cmd().args(["read-tree", tree]).run().map(|_| ())

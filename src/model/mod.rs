@@ -6,6 +6,7 @@ pub mod changeset;
 pub mod isolation;
 pub(crate) mod neutralize;
 pub(crate) mod patch_text;
+pub(crate) mod pristine;
 pub mod refs;
 pub mod snapshot;
 pub(crate) mod strictjson;

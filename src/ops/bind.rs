@@ -9,6 +9,7 @@ use crate::base::error::{Error, IoContext, Result, Taken, Unavailable};
 use crate::base::fsutil::now_ms;
 use crate::base::ids::{CommitId, SessionId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
+use crate::base::reflink::Fill;
 use crate::context::{Context, Located};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -113,6 +114,9 @@ pub struct BindOutcome {
     pub warnings: Vec<String>,
     /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
     pub warm: bool,
+    /// How the isolation's files were made: `clone` (copy-on-write clones of the revision's
+    /// pristine tree, sharing its blocks) or `checkout`; `null` for a read-only session.
+    pub fill: Option<crate::base::reflink::Fill>,
     /// Ignored files copied from the source (`--copy-ignored`, `.worktreeinclude`); `null`
     /// when neither names a pattern (or the isolation is not new).
     pub copied_ignored: Option<crate::services::copyignored::CopyReport>,
@@ -138,6 +142,7 @@ impl BindOutcome {
             owner: OwnerView::of(record.owner.as_ref()),
             warnings,
             warm: false,
+            fill: record.fill,
             copied_ignored: None,
             setup: Vec::new(),
             reclaimed: Vec::new(),
@@ -370,6 +375,7 @@ impl WipPlan {
             swept: None,
             rebased: None,
             created_by: opts.created_by.clone(),
+            fill: None,
         }
     }
 }
@@ -432,15 +438,15 @@ fn create(
         Some(taken) => warm_or_cold(ctx, located, &claim.path, revision, taken),
         None => unbuilt
             .cold(ctx, located, &claim.path, opts)
-            .map(|(admin, more)| {
+            .map(|(admin, fill, more)| {
                 unbuilt.warnings.extend(more);
-                (admin, false)
+                (admin, false, fill)
             }),
     }
     .and_then(|built| {
         copy_ignored(ctx, located, (&claim.path, revision), &sets).map(|copied| (built, copied))
     });
-    if let Ok(((admin_dir, _), _)) = &built
+    if let Ok(((admin_dir, _, _), _)) = &built
         && unbuilt.restore.is_none()
     {
         note_bound_tree(located, admin_dir, &unbuilt.record.base_tree);
@@ -448,7 +454,8 @@ fn create(
     crate::fault_point!("bind-before-publish");
     let lock = crate::recovery::lock(ctx, &located.repo)?;
     match built {
-        Ok(((admin_dir, warm), copied)) => {
+        Ok(((admin_dir, warm, fill), copied)) => {
+            unbuilt.record.fill = Some(fill);
             let built = (&claim, admin_dir);
             let mut outcome = publish_isolation(&lock, ctx, located, unbuilt, built)?;
             outcome.warm = warm;
@@ -476,14 +483,14 @@ impl Unbuilt {
         located: &Located,
         path: &Path,
         opts: &BindOptions,
-    ) -> Result<(PathBuf, Vec<String>)> {
+    ) -> Result<(PathBuf, Fill, Vec<String>)> {
         let revision = &self.record.bound_revision;
-        let (admin_dir, warnings) = build(ctx, located, path, revision, opts.submodules)?;
+        let (admin_dir, fill, warnings) = build(ctx, located, path, revision, opts.submodules)?;
         if let Some(state) = &self.restore {
             restore(ctx, located, (path, &admin_dir), state)?;
         }
         keep_seed(ctx, located, path, &admin_dir)?;
-        Ok((admin_dir, warnings))
+        Ok((admin_dir, fill, warnings))
     }
 }
 
@@ -494,18 +501,19 @@ fn warm_or_cold(
     path: &Path,
     revision: &str,
     taken: crate::services::pool::Taken,
-) -> Result<(PathBuf, bool)> {
+) -> Result<(PathBuf, bool, Fill)> {
+    let fill = taken.fill();
     if let Ok(admin) = crate::services::pool::finish_take(ctx, located, taken, path, revision) {
-        return Ok((admin, true));
+        return Ok((admin, true, fill));
     }
     let admins = isolation::admin_dirs_for(&located.repo, path);
     isolation::remove(&located.repo, path, None)?;
     for admin in admins {
         isolation::remove_admin_dir(&located.repo, &admin)?;
     }
-    let (admin, _) = build(ctx, located, path, revision, false)?;
+    let (admin, fill, _) = build(ctx, located, path, revision, false)?;
     keep_seed(ctx, located, path, &admin)?;
-    Ok((admin, false))
+    Ok((admin, false, fill))
 }
 
 /// The index git just wrote for the new isolation at `path` is a3s-iso's own: the seed of the
@@ -864,8 +872,8 @@ fn build(
     path: &Path,
     revision: &str,
     submodules: bool,
-) -> Result<(PathBuf, Vec<String>)> {
-    let admin = crate::services::worktree::add_worktree(ctx, &located.repo, path, revision)?;
+) -> Result<(PathBuf, Fill, Vec<String>)> {
+    let (admin, fill) = crate::services::worktree::add_worktree(ctx, located, path, revision)?;
     let warnings = if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
         // admin dir (`<admin>/modules`), so git goes through the admin dir itself.
@@ -877,7 +885,7 @@ fn build(
     } else {
         Vec::new()
     };
-    Ok((admin, warnings))
+    Ok((admin, fill, warnings))
 }
 
 /// Makes the session visible: base ref, then record. Called under the repository lock.

@@ -442,10 +442,16 @@ fn filesystem_checks(source: &Path) -> Vec<Check> {
         ),
     };
     let reflink = match probe::reflink_available(parent) {
-        Ok(true) => Check::ok(CheckName::Reflink, "files can be cloned (FICLONE)"),
+        Ok(true) => Check::ok(
+            CheckName::Reflink,
+            "files can be cloned (FICLONE): isolations are copy-on-write clones of a pristine tree",
+        ),
         Ok(false) => Check {
             hint: Some("a file system with reflink (btrfs, xfs, bcachefs) shares unchanged blocks; nothing needs it".into()),
-            ..Check::ok(CheckName::Reflink, "no reflink here: copies take their own blocks")
+            ..Check::ok(
+                CheckName::Reflink,
+                "no reflink here: isolations are checkouts, copies take their own blocks",
+            )
         },
         Err(e) => Check::warn(
             CheckName::Reflink,

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::base::owner::OwnerView;
+use crate::base::reflink::DiskUse;
 use crate::base::wire::wire_enum;
 use crate::context::Context;
 use crate::git::repo::Repo;
@@ -94,6 +95,12 @@ pub struct SessionView {
     /// Where its work conflicts with your uncommitted changes in the source beyond those
     /// (`overlaps`' `with_your_changes`).
     pub conflicts_with_your_changes: Vec<String>,
+    /// How its isolation's files were made (`clone`, `checkout`); `null` for a read-only
+    /// session and one bound before fills were recorded.
+    pub fill: Option<crate::base::reflink::Fill>,
+    /// With `--disk`: what its isolation costs (apparent size, bytes held alone); `null`
+    /// otherwise and without a healthy isolation.
+    pub disk: Option<DiskUse>,
 }
 
 impl SessionView {
@@ -133,11 +140,31 @@ pub struct ListOutcome {
     pub interrupted: Vec<crate::recovery::Interrupted>,
     /// How many discarded sessions were left out (`list --all` shows them).
     pub hidden_discarded: usize,
+    /// With `--disk`: the pristine trees the listed sessions' clones share (each counted
+    /// once), and the total a fleet costs, isolations and pristine trees together; `null`
+    /// otherwise.
+    pub disk: Option<DiskTotal>,
+}
+
+/// What the listed sessions cost on disk together.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct DiskTotal {
+    /// The pristine trees of the listed sessions' sources.
+    pub pristine: DiskUse,
+    /// Every listed isolation and pristine tree: apparent sizes and allocations added up;
+    /// `own_bytes` is what they take on disk together: the pristine trees' blocks (shared
+    /// with the clones, counted once) plus the bytes each isolation holds alone.
+    pub total: DiskUse,
 }
 
 /// Lists the live sessions of this repository's store, or with `all` every session (discarded
 /// ones included) of every registered one.
 pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
+    list_with(ctx, all, false)
+}
+
+/// [`list`], with each isolation's disk use measured when `disk` is set (`list --disk`).
+pub fn list_with(ctx: &Context, all: bool, disk: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {
         crate::recovery::locate(ctx).ok()
@@ -164,6 +191,7 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
             .map(|l| l.interrupted.clone())
             .unwrap_or_default(),
         hidden_discarded: 0,
+        disk: None,
     };
     // What `overlaps` predicts for this repository's live sessions (when there are any).
     let predicted = here
@@ -200,7 +228,45 @@ pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
             }
         }
     }
+    if disk {
+        outcome.disk = Some(measure(&mut outcome.sessions));
+    }
     Ok(outcome)
+}
+
+/// Measures each listed isolation, and the pristine trees beside them.
+fn measure(sessions: &mut [SessionView]) -> DiskTotal {
+    let mut total = DiskTotal::default();
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for session in sessions.iter_mut() {
+        let Some(tree) = &session.worktree else {
+            continue;
+        };
+        if !matches!(
+            session.state,
+            ListedState::Missing | ListedState::Discarded | ListedState::Swept
+        ) {
+            session.disk = crate::base::reflink::disk_use(tree).ok();
+        }
+        if let Some(used) = session.disk {
+            total.total.add(used);
+        }
+        if let Some(root) = crate::model::pristine::root_beside(tree)
+            && !roots.contains(&root)
+        {
+            roots.push(root);
+        }
+    }
+    for root in roots {
+        if let Ok(used) = crate::base::reflink::disk_use(&root) {
+            total.pristine.add(used);
+            total.total.add(DiskUse {
+                own_bytes: used.allocated_bytes,
+                ..used
+            });
+        }
+    }
+    total
 }
 
 fn view(
@@ -224,6 +290,8 @@ fn view(
         read_only: record.read_only,
         swept_ref: record.swept.as_ref().and_then(|s| s.swept_ref.clone()),
         swept_at_ms: record.swept.as_ref().map(|s| s.at_ms),
+        fill: record.fill,
+        disk: None,
     }
 }
 

@@ -112,6 +112,13 @@ pub struct ShowOutcome {
     pub read_only: bool,
     /// Whether it started from the source's local changes.
     pub carried_wip: bool,
+    /// How its isolation's files were made: `clone` (copy-on-write clones of the revision's
+    /// pristine tree) or `checkout`; `null` for a read-only session and one bound before
+    /// fills were recorded.
+    pub fill: Option<crate::base::reflink::Fill>,
+    /// What its isolation costs on disk: apparent size and the bytes it holds alone (`null`
+    /// without a healthy isolation).
+    pub disk: Option<crate::base::reflink::DiskUse>,
     /// When it was bound, in milliseconds since the epoch.
     pub created_at_ms: u64,
     /// Files that differ from the base tree now (`null` without a healthy isolation).
@@ -189,6 +196,12 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         owner: OwnerView::of(record.owner.as_ref()),
         read_only: record.read_only,
         carried_wip: record.carried_wip,
+        fill: record.fill,
+        disk: record
+            .worktree
+            .as_deref()
+            .filter(|_| tree == TreeHealth::Healthy)
+            .and_then(|path| crate::base::reflink::disk_use(path).ok()),
         created_at_ms: record.created_at_ms,
         files_changed,
         files_to_promote,

@@ -1132,6 +1132,7 @@ mod tests {
             swept: None,
             rebased: None,
             created_by: None,
+            fill: None,
         }
     }
 

@@ -69,6 +69,10 @@ pub struct Spare {
     pub maker: Owner,
     /// When the record was written.
     pub at_ms: u64,
+    /// How its files were made (`clone`, `checkout`); `None` while building, and in records
+    /// older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<crate::base::reflink::Fill>,
 }
 
 /// The pool's directory in the store.

@@ -48,6 +48,9 @@ pub enum Kind {
     RunLayer,
     /// A pool spare: its tree beside the source, its admin dir, its record and index.
     Spare,
+    /// A pristine tree of a revision that copy-on-write binds clone
+    /// (`<prefix>.pristine/<revision>/`), or one a dead process was building.
+    Pristine,
 }
 
 /// Why an item goes (or stays).
@@ -91,6 +94,10 @@ pub enum Reason {
     IsolationExists,
     /// Kept: the pool's (a spare, or its settings); `pool --size 0` or `gc --all` removes it.
     Pool,
+    /// A pristine tree of a revision no session or spare is bound at.
+    Unused,
+    /// Kept: a pristine tree of a revision a session or spare is bound at.
+    InUse,
 }
 
 /// One thing removed (or kept), with why.
@@ -226,6 +233,10 @@ pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result
 fn remove_path(located: &Located, kind: Kind, path: &Path) -> Result<bool> {
     if kind == Kind::Spare {
         return crate::recovery::spares::destroy_ready_at(located, path);
+    }
+    if kind == Kind::Pristine {
+        crate::model::pristine::remove_tree(path)?;
+        return Ok(true);
     }
     let _held = match kind {
         Kind::Lease => match crate::store::lock::FileLock::try_acquire(path)? {

@@ -160,6 +160,10 @@ pub struct SessionRecord {
     /// older than the field too) is no hook's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<CreatedBy>,
+    /// How its isolation's files were made (`clone` or `checkout`); `None` for a read-only
+    /// session and in records older than the field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fill: Option<crate::base::reflink::Fill>,
 }
 
 /// That a session was purged (`purged/<id>.json`): all a3s-iso keeps of it, so that the purge

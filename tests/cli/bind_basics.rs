@@ -22,6 +22,7 @@ fn binds_a_detached_worktree_next_to_the_source() {
           "bound_revision": "[HEAD]",
           "carried_wip": false,
           "copied_ignored": null,
+          "fill": "[FILL]",
           "owner": {
             "hostname": "[HOST]",
             "liveness": "alive",

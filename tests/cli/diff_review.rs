@@ -309,8 +309,15 @@ fn show_names_runs_and_promotions() {
           "carried_wip": false,
           "conflicting_paths": [],
           "created_at_ms": "[MS]",
+          "disk": {
+            "allocated_bytes": "[BYTES]",
+            "apparent_bytes": "[BYTES]",
+            "files": 3,
+            "own_bytes": "[BYTES]"
+          },
           "files_changed": 1,
           "files_to_promote": 0,
+          "fill": "[FILL]",
           "git": {
             "branches": [],
             "head_branch": null,

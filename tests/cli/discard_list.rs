@@ -117,6 +117,8 @@ fn list_reports_state_head_movement_and_owner() {
             "conflicts_with": [],
             "conflicts_with_head": [],
             "conflicts_with_your_changes": [],
+            "disk": null,
+            "fill": "[FILL]",
             "head_moved": true,
             "last_run": null,
             "owner": {
@@ -140,6 +142,8 @@ fn list_reports_state_head_movement_and_owner() {
             "conflicts_with": [],
             "conflicts_with_head": [],
             "conflicts_with_your_changes": [],
+            "disk": null,
+            "fill": "[FILL]",
             "head_moved": true,
             "last_run": null,
             "owner": {

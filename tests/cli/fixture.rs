@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 pub const BIN: &str = env!("CARGO_BIN_EXE_a3s-iso");
 
 pub struct Fixture {
+    /// A file system mounted for the test (dropped, so unmounted, before the tempdir goes).
+    _mount: Option<CowMount>,
     _tmp: tempfile::TempDir,
     /// The tempdir (canonical): holds `home/` and `work/`.
     pub root: PathBuf,
@@ -121,6 +123,50 @@ impl Fixture {
         fx
     }
 
+    /// Like [`Fixture::new`], on a copy-on-write file system of `kind` that the test makes
+    /// and mounts (a loop device of a small sparse image), source and isolations on it. Fails
+    /// the test when it cannot be made, unless [`ALLOW_MISSING`] names `kind` (`xfs`,
+    /// `btrfs`), its `mkfs.<kind>` tool, or `root`: then `None`, and the test returns.
+    pub fn on_cow(kind: CowKind) -> Option<Fixture> {
+        let tmp = tempfile::tempdir().unwrap();
+        let mount = match CowMount::make(kind, tmp.path()) {
+            Ok(mount) => mount,
+            Err(why)
+                if missing_allowed(&[kind.name(), &format!("mkfs.{}", kind.name()), "root"]) =>
+            {
+                eprintln!(
+                    "SKIPPED: no {} file system ({why}), allowed by {ALLOW_MISSING}",
+                    kind.name()
+                );
+                return None;
+            }
+            Err(why) => panic!(
+                "this test needs a {} file system it mounts itself, as root: {why}; or let the \
+                 tests that need it skip with {ALLOW_MISSING}={}",
+                kind.name(),
+                kind.name()
+            ),
+        };
+        let root = mount.dir.join("fx");
+        let home = root.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(root.join("work")).unwrap();
+        let fx = Fixture {
+            src: root.join("work/src"),
+            _mount: Some(mount),
+            _tmp: tmp,
+            root,
+            home,
+        };
+        std::fs::create_dir_all(&fx.src).unwrap();
+        let format = format!("--object-format={}", object_format());
+        fx.git(&fx.src, &["init", "-q", "-b", "main", &format]);
+        fx.write("README.md", "hello\n");
+        fx.write("src/lib.txt", "one\ntwo\n");
+        fx.commit_all("initial");
+        Some(fx)
+    }
+
     /// Only the tempdir layout; nothing at `work/src`.
     pub fn bare_root() -> Fixture {
         Fixture::bare_root_in(None)
@@ -138,6 +184,7 @@ impl Fixture {
         std::fs::create_dir_all(root.join("work")).unwrap();
         Fixture {
             src: root.join("work/src"),
+            _mount: None,
             _tmp: tmp,
             root,
             home,
@@ -317,6 +364,92 @@ pub fn require_tool(tool: &str) -> bool {
             _ => "install it (scripts/test.sh does)",
         }
     );
+}
+
+/// Whether [`ALLOW_MISSING`] names one of `names` (or `all`).
+fn missing_allowed(names: &[&str]) -> bool {
+    std::env::var(ALLOW_MISSING)
+        .unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .any(|name| name == "all" || names.contains(&name))
+}
+
+/// A copy-on-write file system a test can make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CowKind {
+    /// XFS with reflinks (`mkfs.xfs -m reflink=1`).
+    Xfs,
+    /// btrfs.
+    Btrfs,
+}
+
+impl CowKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CowKind::Xfs => "xfs",
+            CowKind::Btrfs => "btrfs",
+        }
+    }
+}
+
+/// A file system made in a small sparse image and mounted through a loop device; unmounted
+/// (and its image removed) when dropped.
+pub struct CowMount {
+    /// Where it is mounted.
+    pub dir: PathBuf,
+    image: PathBuf,
+}
+
+impl CowMount {
+    /// Makes and mounts a `kind` file system in `parent` (image and mount point).
+    pub fn make(kind: CowKind, parent: &Path) -> Result<CowMount, String> {
+        let image = parent.join(format!("{}.img", kind.name()));
+        let dir = parent.join("mnt");
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        // XFS wants at least 300 MiB; the image is sparse, so it costs what is written.
+        std::fs::File::create(&image)
+            .and_then(|f| f.set_len(320 << 20))
+            .map_err(|e| format!("cannot make {}: {e}", image.display()))?;
+        let mkfs: &[&str] = match kind {
+            CowKind::Xfs => &["mkfs.xfs", "-q", "-m", "reflink=1"],
+            CowKind::Btrfs => &["mkfs.btrfs", "-q"],
+        };
+        run_tool(mkfs[0], &[&mkfs[1..], &[image.to_str().unwrap()]].concat())?;
+        run_tool(
+            "mount",
+            &["-o", "loop", image.to_str().unwrap(), dir.to_str().unwrap()],
+        )?;
+        let dir = std::fs::canonicalize(&dir).map_err(|e| e.to_string())?;
+        Ok(CowMount { dir, image })
+    }
+}
+
+impl Drop for CowMount {
+    fn drop(&mut self) {
+        let dir = self.dir.to_str().unwrap_or_default().to_string();
+        if run_tool("umount", &[&dir]).is_err() {
+            let _ = run_tool("umount", &["-l", &dir]);
+        }
+        let _ = std::fs::remove_file(&self.image);
+    }
+}
+
+/// Runs a system tool; its stderr when it fails or cannot start.
+fn run_tool(program: &str, args: &[&str]) -> Result<(), String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {program}: {e}"))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(format!(
+        "{program} {}: {}",
+        args.join(" "),
+        String::from_utf8_lossy(&out.stderr).trim()
+    ))
 }
 
 /// The git on `PATH`.
@@ -559,6 +692,12 @@ pub fn snapshot_settings_naming(fx: &Fixture, named: &[(&str, &str)]) -> insta::
         (r#""(\w+_ms)": \d+"#, r#""$1": "[MS]""#),
         (r"\.retained-\d{8}-\d{6}", ".retained-[TIME]"),
         (r#""(bytes|bytes_freed)": \d+"#, r#""$1": "[BYTES]""#),
+        // Whether the file system clones files depends on the machine's: so does the fill.
+        (r#""fill": "(clone|checkout)""#, r#""fill": "[FILL]""#),
+        (
+            r#""(apparent_bytes|allocated_bytes|own_bytes)": \d+"#,
+            r#""$1": "[BYTES]""#,
+        ),
         // Patches name object ids, so their size and bytes depend on the object format (the
         // suite runs with SHA-1 and SHA-256); `verify` checks size against content.
         (r#""patch_bytes": \d+"#, r#""patch_bytes": "[PATCH_BYTES]""#),
@@ -1079,9 +1218,10 @@ fn machine_parts(fx: &Fixture, raw: &str) -> String {
         (r#""(\w+_at_ms)": \d+"#.into(), r#""$1": [MS]"#),
         // A source's registry entry is named by a hash of its path.
         (r"/sources/[0-9a-f]{16}\.json\b".into(), "/sources/[SOURCE].json"),
-        // Whether the file system clones files depends on the machine's.
+        // Whether the file system clones files depends on the machine's: so does the fill.
+        (r#""fill": "(clone|checkout)""#.into(), r#""fill": "[FILL]""#),
         (
-            r"(?m)^reflink( +)(available \(kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
+            r"(?m)^reflink( +)(available \(spares are clones of a pristine tree; kept and copied caches are cloned\)|not available \(caches are copied\))$".into(),
             "reflink${1}[REFLINK]",
         ),
     ];

@@ -1,6 +1,7 @@
 //! Integration tests: the real binary against temporary repositories.
 
 mod bind_basics;
+mod bind_cow;
 mod bind_crash;
 mod bind_names;
 mod bind_races;

@@ -42,7 +42,7 @@ pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use sockets::{DNS_ADDRESS, SocketFactory, SocketServer};
 pub use spec::{DEVICE_NODES, FileLayer, GitLayers, MountedDir, SandboxSpec, TerminalSpec};
 pub use status::{HelperCode, HelperFailure, spawn_failure};
-pub use sys::{new_session_on_exec, own_terminal_on_exec};
+pub use sys::{ExtentBytes, extent_bytes, new_session_on_exec, own_terminal_on_exec};
 
 use std::ffi::OsString;
 use std::os::fd::OwnedFd;

@@ -1,4 +1,5 @@
-//! The only unsafe code of a3s-iso: the few system calls that have no safe wrapper here.
+//! The only unsafe code of a3s-iso: the few system calls that have no safe wrapper here
+//! (the sandbox's, and the one ioctl that maps a file's extents for `disk` reports).
 
 #![allow(unsafe_code)]
 
@@ -207,4 +208,102 @@ pub(super) fn forward_to(group: rustix::process::Pid) {
 #[allow(clippy::unnecessary_cast)]
 fn ioctl_request(number: libc::c_ulong) -> libc::Ioctl {
     number as libc::Ioctl
+}
+
+/// What a file's extent map holds ([`extent_bytes`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExtentBytes {
+    /// The bytes of its extents in blocks.
+    pub blocks: u64,
+    /// How many of those are shared with another file.
+    pub shared: u64,
+    /// Some of its data is stored inline, with the file system's metadata.
+    pub inline: bool,
+}
+
+/// How many extents one `FS_IOC_FIEMAP` call asks for.
+const FIEMAP_BATCH: usize = 64;
+
+/// `_IOWR('f', 11, struct fiemap)` (the request's type differs between C libraries).
+const FS_IOC_FIEMAP: u32 = 0xC020_660B;
+
+/// The extent is the last of the file.
+const FIEMAP_EXTENT_LAST: u32 = 0x1;
+
+/// The extent's blocks are shared with another file (a clone, a snapshot).
+const FIEMAP_EXTENT_SHARED: u32 = 0x2000;
+
+/// The extent's data is stored with the file system's metadata (btrfs's small files).
+const FIEMAP_EXTENT_DATA_INLINE: u32 = 0x200;
+
+/// `struct fiemap_extent` of `linux/fiemap.h`.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+struct FiemapExtent {
+    logical: u64,
+    physical: u64,
+    length: u64,
+    reserved64: [u64; 2],
+    flags: u32,
+    reserved: [u32; 3],
+}
+
+/// `struct fiemap` of `linux/fiemap.h` with room for [`FIEMAP_BATCH`] extents after it.
+#[repr(C)]
+struct Fiemap {
+    start: u64,
+    length: u64,
+    flags: u32,
+    mapped_extents: u32,
+    extent_count: u32,
+    reserved: u32,
+    extents: [FiemapExtent; FIEMAP_BATCH],
+}
+
+/// What the open regular file `file`'s extents hold, as the file system maps them now
+/// (`FS_IOC_FIEMAP`): the bytes of its block extents, how many of those are shared with
+/// another file (`FIEMAP_EXTENT_SHARED`), and whether any of its data is stored inline with the
+/// file system's metadata (then not in blocks of its own, and never shared). Fails where the
+/// file system has no extent map (tmpfs, some network file systems).
+pub fn extent_bytes(file: &std::fs::File) -> io::Result<ExtentBytes> {
+    use std::os::fd::AsRawFd;
+    let mut found = ExtentBytes::default();
+    let mut start = 0u64;
+    loop {
+        let mut map = Fiemap {
+            start,
+            length: u64::MAX - start,
+            flags: 0,
+            mapped_extents: 0,
+            extent_count: FIEMAP_BATCH as u32,
+            reserved: 0,
+            extents: [FiemapExtent::default(); FIEMAP_BATCH],
+        };
+        // SAFETY: FS_IOC_FIEMAP reads the header of `map` and writes at most `extent_count`
+        // extents into the array that follows it, all inside `map`, which outlives the call;
+        // the descriptor is open for as long as `file` is borrowed.
+        let done = unsafe { libc::ioctl(file.as_raw_fd(), FS_IOC_FIEMAP as _, &mut map) };
+        if done < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mapped = (map.mapped_extents as usize).min(FIEMAP_BATCH);
+        if mapped == 0 {
+            return Ok(found);
+        }
+        for extent in &map.extents[..mapped] {
+            if extent.flags & FIEMAP_EXTENT_DATA_INLINE != 0 {
+                found.inline = true;
+            } else {
+                found.blocks += extent.length;
+                if extent.flags & FIEMAP_EXTENT_SHARED != 0 {
+                    found.shared += extent.length;
+                }
+            }
+            if extent.flags & FIEMAP_EXTENT_LAST != 0 {
+                return Ok(found);
+            }
+        }
+        let last = &map.extents[mapped - 1];
+        start = last.logical.saturating_add(last.length);
+    }
 }

@@ -8,6 +8,7 @@
 
 pub(crate) mod reader;
 pub(crate) mod recent;
+pub(crate) mod writer;
 
 use std::path::Path;
 

@@ -70,6 +70,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     plan_journal(located, window, &sessions, &mut plan);
     plan_artifacts(located, window, &sessions, &mut plan);
     let pool = plan_pool(located, window, &mut plan);
+    plan_pristine(located, &sessions, &mut plan);
     plan_seeds(located, &sessions, &pool, &mut plan);
     plan_fetched(git, located, window, &mut plan)?;
     for leftover in crate::store::scratch::leftovers(located.store.dir()) {
@@ -426,6 +427,64 @@ fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolP
         }
     }
     pool
+}
+
+/// Pristine trees: one whose revision no bound or retained session and no spare is bound at
+/// goes (whatever the window: it is a cache, rebuilt by the next bind that needs it), as does
+/// one a dead process was building; the others stay.
+fn plan_pristine(located: &Located, sessions: &Sessions, plan: &mut SessionPlan) {
+    let mut trees: Vec<PathBuf> = Vec::new();
+    let mut in_use: Vec<String> = Vec::new();
+    for record in sessions.records.values() {
+        if matches!(record.state, SessionState::Bound | SessionState::Retained) {
+            in_use.push(record.bound_revision.clone());
+            trees.extend(record.worktree.clone());
+        }
+    }
+    // A record that cannot be read may be a live session's at any revision.
+    let unreadable = sessions
+        .needed
+        .iter()
+        .any(|id| !sessions.records.contains_key(id));
+    for spare in crate::recovery::spares::spares(located).unwrap_or_default() {
+        in_use.push(spare.head.clone());
+        trees.push(spare.path.clone());
+    }
+    let beside = located.store.isolation_names(&located.repo.toplevel);
+    let parent = located.repo.toplevel.parent().unwrap_or(Path::new("/"));
+    let mut roots = vec![parent.join(format!(
+        "{}.pristine",
+        beside.prefix(false).to_string_lossy()
+    ))];
+    for tree in &trees {
+        if let Some(root) = crate::model::pristine::root_beside(tree)
+            && !roots.contains(&root)
+        {
+            roots.push(root);
+        }
+    }
+    for root in roots {
+        for (path, unused) in crate::model::pristine::listed(&root, &in_use) {
+            use crate::model::pristine::Unneeded;
+            let (goes, reason) = match (unused, unreadable) {
+                (Some(Unneeded::Unused), false) => (true, Reason::Unused),
+                (Some(Unneeded::DeadBuild), _) => (true, Reason::DeadMaker),
+                (Some(_), true) => (false, Reason::Busy),
+                (None, _) => (false, Reason::InUse),
+            };
+            let item = Item {
+                bytes: crate::base::reflink::disk_use(&path)
+                    .ok()
+                    .map(|d| d.allocated_bytes),
+                ..Item::path(Kind::Pristine, path, reason)
+            };
+            if goes {
+                plan.remove.push(item);
+            } else {
+                plan.keep.push(item);
+            }
+        }
+    }
 }
 
 /// Change sets fetched from a remote whose document is older than the window: a cache of the

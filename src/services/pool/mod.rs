@@ -85,6 +85,12 @@ pub struct SpareReport {
     pub path: PathBuf,
     /// The commit it holds.
     pub head: String,
+    /// How its files were made (`clone`, `checkout`); `null` while building and for a spare
+    /// recorded before fills were.
+    pub fill: Option<crate::base::reflink::Fill>,
+    /// With `--status`: what it costs on disk (apparent size, bytes held alone); `null`
+    /// otherwise and while building.
+    pub disk: Option<crate::base::reflink::DiskUse>,
 }
 
 /// `pool`: records the settings, removes spares above the size, builds missing ones
@@ -121,10 +127,14 @@ pub fn pool(
     let spares = spare::spares(&located)?
         .into_iter()
         .map(|s| SpareReport {
+            disk: (opts.status_only && s.state == SpareState::Ready)
+                .then(|| crate::base::reflink::disk_use(&s.path).ok())
+                .flatten(),
             slot: s.slot,
             state: s.state,
             path: s.path,
             head: s.head,
+            fill: s.fill,
         })
         .collect();
     Ok(PoolOutcome {
@@ -197,6 +207,7 @@ fn fill(
                 head: String::new(),
                 maker: Owner::this_process(),
                 at_ms: now_ms(),
+                fill: None,
             };
             spare::save(located, &spare)?;
             spare
@@ -233,7 +244,8 @@ fn build(ctx: &Context, located: &Located, spare: &mut Spare) -> Result<()> {
             found: "something".into(),
         });
     }
-    let admin = crate::services::worktree::add_worktree(ctx, &located.repo, &spare.path, &head)?;
+    let (admin, fill) = crate::services::worktree::add_worktree(ctx, located, &spare.path, &head)?;
+    spare.fill = Some(fill);
     spare.admin = Some(admin.clone());
     let git = crate::git::HermeticGit::own(&ctx.git, &spare.path, &admin, &located.repo.common_dir);
     crate::model::snapshot::keep_index(&git, &admin, &spare::index_path(located, spare.slot))?;
@@ -248,6 +260,16 @@ pub(crate) struct Taken {
     head: String,
     /// a3s-iso's index of the tree, moved to scratch.
     index: PathBuf,
+    /// How its files were made.
+    fill: crate::base::reflink::Fill,
+}
+
+impl Taken {
+    /// How the spare's files were made (a spare recycled from a session's tree, or recorded
+    /// before fills were, counts as a checkout).
+    pub(crate) fn fill(&self) -> crate::base::reflink::Fill {
+        self.fill
+    }
 }
 
 /// Takes a ready spare for a bind at `dest` (claimed by the bind): under the repository lock
@@ -282,6 +304,7 @@ pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Op
             admin,
             head: spare.head,
             index,
+            fill: spare.fill.unwrap_or(crate::base::reflink::Fill::Checkout),
         }));
     }
     Ok(None)
@@ -407,6 +430,7 @@ pub(crate) fn recycle(
         trash: &intent.trash,
         admin,
         head: &record.bound_revision,
+        fill: record.fill,
     };
     let made = make_spare(ctx, located, &returned_tree, slot, &settings);
     let returned = if made.is_ok() {
@@ -454,6 +478,7 @@ struct ReturnedTree<'a> {
     trash: &'a Path,
     admin: &'a Path,
     head: &'a str,
+    fill: Option<crate::base::reflink::Fill>,
 }
 
 /// Cleans the returned tree, resets its admin dir for the spare's path, records the spare
@@ -506,6 +531,7 @@ fn make_spare(
         head: head.to_string(),
         maker: Owner::this_process(),
         at_ms: now_ms(),
+        fill: returned.fill,
     };
     spare::save(located, &spare)?;
     crate::fault_point!("pool-return-after-record");
