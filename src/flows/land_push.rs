@@ -26,8 +26,11 @@ use crate::workspace::context::{Context, Located};
 use super::land::{
     Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
 };
+use super::land_push_doc::Source;
 use super::land_remote::{Change, Pins, Pushing, SCRATCH, attempts};
-pub use super::land_remote::{DEFAULT_ATTEMPTS, PUSHING_SCHEMA, PushOptions, PushTarget, TRAILER};
+pub use super::land_remote::{
+    DEFAULT_ATTEMPTS, FetchedEntries, PUSHING_SCHEMA, PushOptions, PushTarget, TRAILER,
+};
 
 /// Lands the sessions `opts` names onto `target`, one after the other.
 pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
@@ -46,9 +49,14 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         false,
     )?;
     crate::services::remote::drop_dead_fetches(ctx, &located)?;
-    if opts.sessions.is_empty() && !opts.all && push.change_sets.is_empty() {
+    let fetched = push.fetched.as_ref();
+    if opts.sessions.is_empty()
+        && !opts.all
+        && push.change_sets.is_empty()
+        && fetched.is_none_or(|f| f.digests.is_empty())
+    {
         return Err(Error::Usage {
-            message: "name what to land: sessions (-s ID ... or --all) or change-set documents (--change-set FILE ...)".into(),
+            message: "name what to land: sessions (-s ID ... or --all), change-set documents (--change-set FILE ...) or pushed change sets (--from REMOTE --digest D ...)".into(),
         });
     }
     let mut ids = super::land::sessions_asked(ctx, &located, opts)?;
@@ -62,6 +70,12 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         .iter()
         .map(|id| Entry::Session(id.clone()))
         .chain(push.change_sets.iter().cloned().map(Entry::Document))
+        .chain(fetched.into_iter().flat_map(|f| {
+            f.digests.iter().map(|digest| Entry::Fetched {
+                remote: f.remote.clone(),
+                digest: digest.clone(),
+            })
+        }))
         .collect();
     let mut out = LandOutcome {
         mode: LandMode::Squash,
@@ -84,8 +98,14 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         let landed = match entry {
             Entry::Session(id) => push_one(ctx, &located, opts, push, id),
             Entry::Document(path) => {
-                super::land_push_doc::document_one(ctx, &located, (opts, push), path)
+                super::land_push_doc::document_one(ctx, &located, (opts, push), Source::File(path))
             }
+            Entry::Fetched { remote, digest } => super::land_push_doc::document_one(
+                ctx,
+                &located,
+                (opts, push),
+                Source::Remote { remote, digest },
+            ),
         };
         if !landed.outcome.goes_on() && !opts.keep_going {
             out.stopped_at = Some(landed.session_id.clone());
@@ -94,7 +114,17 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         out.sessions.push(landed);
     }
     if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
-        let rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
+        let mut rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
+        // One --from names the remote of every --digest.
+        if let Some(Entry::Fetched { remote, .. }) = entries[index..]
+            .iter()
+            .find(|e| matches!(e, Entry::Fetched { .. }))
+        {
+            rest.push(format!(
+                "--from {}",
+                crate::base::argv::shell_quote(remote.as_ref())
+            ));
+        }
         let again = format!(
             "a3s-iso land --push {}/{} {}",
             target.remote,
@@ -115,6 +145,8 @@ enum Entry {
     Session(String),
     /// A change-set document.
     Document(std::path::PathBuf),
+    /// A change set pushed to a remote.
+    Fetched { remote: String, digest: String },
 }
 
 impl Entry {
@@ -123,6 +155,9 @@ impl Entry {
         match self {
             Entry::Session(id) => id.clone(),
             Entry::Document(path) => path.display().to_string(),
+            Entry::Fetched { digest, .. } => {
+                digest.strip_prefix("sha256:").unwrap_or(digest).to_string()
+            }
         }
     }
 
@@ -133,6 +168,10 @@ impl Entry {
             Entry::Document(path) => format!(
                 "--change-set {}",
                 crate::base::argv::shell_quote(path.as_os_str())
+            ),
+            Entry::Fetched { digest, .. } => format!(
+                "--digest {}",
+                crate::base::argv::shell_quote(digest.as_ref())
             ),
         }
     }

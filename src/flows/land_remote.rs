@@ -24,6 +24,20 @@ pub struct PushOptions {
     pub attempts: u32,
     /// Change-set documents to land after the sessions, in order (each verified first).
     pub change_sets: Vec<std::path::PathBuf>,
+    /// Change sets pushed to a remote (`refs/a3s-iso/changes/<digest>`) to land after the
+    /// documents, in order (each fetched and verified first).
+    pub fetched: Option<FetchedEntries>,
+}
+
+/// The change sets `land --push --from REMOTE --digest D …` takes from a remote.
+#[derive(Debug, Clone)]
+pub struct FetchedEntries {
+    /// The configured remote that holds them.
+    pub remote: String,
+    /// Their digests (`sha256:<hex>`, or a unique prefix), in order.
+    pub digests: Vec<String>,
+    /// The largest patch read.
+    pub max_bytes: u64,
 }
 
 /// The trailer that names a landing commit's change set.

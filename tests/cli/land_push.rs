@@ -719,3 +719,108 @@ fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
     assert_eq!(server.fx.git(&ci, &["rev-parse", "HEAD"]), head);
     assert!(server.fx.git(&ci, &["status", "--porcelain"]).is_empty());
 }
+
+/// A change set one machine pushed (`push`) lands from two others at once with
+/// `land --push --from origin --digest D`: once, its test run in a scratch isolation; a digest
+/// the remote does not hold fails its entry with `change_set_not_found`, nothing pushed, and
+/// the stop hint names the entry so that the printed command goes on from it.
+#[test]
+fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
+    let server = Server::new();
+    let (a, b, c) = (
+        server.machine("a"),
+        server.machine("b"),
+        server.machine("c"),
+    );
+    server.session(&a, "far", &[("far/away.txt", "from machine a\n")]);
+    let (code, pushed) = server.fx.json_in(&a, &["push", "-s", "far"]);
+    assert_eq!(code, 0, "{pushed}");
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    let land = |dir: &Path, digest: &str| {
+        let args = [
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--from",
+            "origin",
+            "--digest",
+            digest,
+            "--test",
+            "test -f README.md && test -f far/away.txt",
+            "--no-sandbox",
+        ];
+        json_of(server.fx.cmd_in(dir).args(args).output().unwrap())
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| land(&b, &digest));
+        let two = s.spawn(|| land(&c, &digest));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let mut outcomes: Vec<String> = [&first, &second]
+        .iter()
+        .map(|(code, doc)| {
+            assert_eq!(*code, 0, "{doc}");
+            let entry = &doc["sessions"][0];
+            assert_eq!(entry["digest"], digest.as_str(), "{entry}");
+            assert_eq!(entry["session_id"], "far", "{entry}");
+            entry["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
+    assert_eq!(server.trailers(), [digest.clone()]);
+    assert_eq!(
+        server.file_on_main("far/away.txt").as_deref(),
+        Some("from machine a\n")
+    );
+    // Again from b: idempotent.
+    let (code, again) = land(&b, &digest);
+    assert_eq!(
+        (code, again["sessions"][0]["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
+    // A digest the remote does not hold: the entry fails, nothing is pushed, and the hint's
+    // command names it (and what follows it).
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    let unknown = format!("sha256:{}", "0".repeat(64));
+    let (code, doc) = json_of(
+        server
+            .fx
+            .cmd_in(&b)
+            .args([
+                "--json",
+                "land",
+                "--push",
+                "origin/main",
+                "--from",
+                "origin",
+                "--digest",
+                &unknown,
+                "--digest",
+                &digest,
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, 1, "{doc}");
+    let entry = &doc["sessions"][0];
+    assert_eq!(entry["outcome"], "failed", "{entry}");
+    assert_eq!(entry["error"]["code"], "change_set_not_found", "{entry}");
+    assert_eq!(doc["sessions"][1]["outcome"], "not_reached", "{doc}");
+    let next = doc["next_commands"][0].as_str().unwrap();
+    assert!(
+        next.contains(&format!("--digest {unknown} --digest {digest}"))
+            && next.contains("--from origin"),
+        "{next}"
+    );
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    assert_eq!(server.trailers().len(), 1);
+    for dir in [&b, &c] {
+        assert!(server.fx.git(dir, &["status", "--porcelain"]).is_empty());
+        let (code, list) = server.fx.json_in(dir, &["list"]);
+        assert_eq!(code, 0, "{list}");
+        assert_eq!(list["sessions"].as_array().unwrap().len(), 0, "{list}");
+    }
+}
