@@ -35,9 +35,14 @@ pub use super::land_remote::{
 /// Lands the sessions `opts` names onto `target`, one after the other.
 pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
     let target = &push.target;
-    if opts.mode != LandMode::Squash || opts.abort {
+    if opts.abort {
         return Err(Error::Usage {
-            message: "land --push lands each session as one commit (squash mode); --abort, branch and patch modes are for a land onto the source's HEAD".into(),
+            message: "land --push keeps no stopped queue: --abort is for a land onto the source's HEAD (name the entries again; what landed is idempotent)".into(),
+        });
+    }
+    if opts.mode == LandMode::Patch {
+        return Err(Error::Usage {
+            message: "land --push lands commits (--mode squash or branch): patch mode leaves the work uncommitted in your checkout, and nothing uncommitted travels through a server".into(),
         });
     }
     let located = crate::recovery::locate(ctx)?;
@@ -78,7 +83,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         }))
         .collect();
     let mut out = LandOutcome {
-        mode: LandMode::Squash,
+        mode: opts.mode,
         resumed: false,
         sessions: Vec::new(),
         stopped_at: None,
@@ -297,12 +302,17 @@ fn push_steps(
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     }
     write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
+    let replay = match opts.mode {
+        LandMode::Branch => Some(super::land_push_branch::replay_of(ctx, located, &record)?),
+        LandMode::Squash | LandMode::Patch => None,
+    };
     let change = Change {
         id,
         tested_in: Some(id),
         pushing: &pushing,
         base_tree: cs.base_tree.as_str(),
         result_tree: cs.result_tree.as_str(),
+        replay: replay.as_ref(),
     };
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }

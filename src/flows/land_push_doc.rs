@@ -181,6 +181,7 @@ fn document_steps(
         pushing: &pushing,
         base_tree,
         result_tree,
+        replay: None,
     };
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }

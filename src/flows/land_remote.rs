@@ -111,6 +111,8 @@ pub(super) struct Change<'a> {
     pub(super) pushing: &'a Pushing,
     pub(super) base_tree: &'a str,
     pub(super) result_tree: &'a str,
+    /// Branch mode: the session's commits, replayed before its uncommitted work.
+    pub(super) replay: Option<&'a super::land_push_branch::Replay>,
 }
 
 /// Fetch, search, merge, commit, test, push — again after each lost race, up to
@@ -132,12 +134,9 @@ pub(super) fn attempts(
             landed.commit = Some(CommitId::new(commit)?);
             return Ok(());
         }
-        let Some(tree) = merge_onto(ctx, located, change, &tip, landed)? else {
+        let Some((commit, tree)) = build_on(ctx, located, (opts, change), &tip, landed)? else {
             return Ok(());
         };
-        let commit = ctx
-            .git
-            .commit_landing(dir, (&tree, &tip), &message(opts, change))?;
         pins.pin(&commit)?;
         if let (Some(test), Some(place)) = (opts.test.as_deref(), change.tested_in) {
             let tested = super::land_gate::test_on_tree(ctx, located, (place, &tree), || {
@@ -204,6 +203,34 @@ fn moved_from(
         .any(|(oid, name)| *name == branch && oid == tip))
 }
 
+/// The landing commit on `tip` and its tree: the change set as one commit, or (branch mode)
+/// the session's commits replayed then its uncommitted work; `None` with the result set.
+fn build_on(
+    ctx: &Context,
+    located: &Located,
+    (opts, change): (&LandOptions, &Change<'_>),
+    tip: &str,
+    landed: &mut LandedSession,
+) -> Result<Option<(String, String)>> {
+    if let Some(replay) = change.replay {
+        return super::land_push_branch::replay_onto(
+            ctx,
+            located,
+            (opts, change, replay),
+            tip,
+            landed,
+        );
+    }
+    let Some(tree) = merge_onto(ctx, located, change, tip, landed)? else {
+        return Ok(None);
+    };
+    let dir = &located.repo.toplevel;
+    let commit = ctx
+        .git
+        .commit_landing(dir, (&tree, tip), &landing_message(opts, change))?;
+    Ok(Some((commit, tree)))
+}
+
 /// The change set merged onto the tip `tip` (its base as the merge base), objects only: the
 /// landing's tree, or `None` with the session's result set (a conflict; nothing new).
 fn merge_onto(
@@ -221,30 +248,41 @@ fn merge_onto(
     let work = view.commit_tree(change.result_tree, tip, None, b"work")?;
     let merged = view.merge(&base, tip, &work)?;
     if !merged.conflicts.is_empty() {
-        landed.outcome = LandResult::Conflict;
-        landed.reason = Some(Reason::PatchDoesNotApply);
-        landed.conflicting_paths = merged
-            .paths()
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
+        record_conflict(&merged, landed);
         return Ok(None);
     }
     let tip_tree = ctx
         .git
         .rev_parse_required(&located.repo.toplevel, &format!("{tip}^{{tree}}"))?;
     if merged.tree == tip_tree {
-        landed.outcome = LandResult::Empty;
-        landed
-            .warnings
-            .push("the branch holds these changes already (without this change set's trailer): nothing to land".into());
+        record_empty(landed);
         return Ok(None);
     }
     Ok(Some(merged.tree))
 }
 
+/// A merge onto the tip conflicted: the entry is `conflict`, with the paths.
+pub(super) fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSession) {
+    landed.outcome = LandResult::Conflict;
+    landed.reason = Some(Reason::PatchDoesNotApply);
+    landed.conflicting_paths = merged
+        .paths()
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+}
+
+/// The tip holds the change already: the entry is `empty`.
+pub(super) fn record_empty(landed: &mut LandedSession) {
+    landed.outcome = LandResult::Empty;
+    landed.warnings.push(
+        "the branch holds these changes already (without this change set's trailer): nothing to land"
+            .into(),
+    );
+}
+
 /// The landing commit's message: the one given, or one naming the session; then the trailer.
-fn message(opts: &LandOptions, change: &Change<'_>) -> String {
+pub(super) fn landing_message(opts: &LandOptions, change: &Change<'_>) -> String {
     let head = opts
         .message
         .clone()

@@ -824,3 +824,188 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
         assert_eq!(list["sessions"].as_array().unwrap().len(), 0, "{list}");
     }
 }
+
+/// A session with two commits and uncommitted work lands with `--mode branch` as three
+/// commits on the server's branch, in order, the trailer on the last only; again:
+/// idempotent; killed at random points and landed again: exactly once, every time.
+#[test]
+fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_once() {
+    if !crate::fixture::require_tool("setsid") {
+        return;
+    }
+    let server = Server::new();
+    let (a, b) = (server.machine("a"), server.machine("b"));
+    server.fx.git(
+        &a,
+        &[
+            "config",
+            "remote.origin.receivepack",
+            "setsid -w git-receive-pack",
+        ],
+    );
+    // Two commits and uncommitted work in the session's isolation.
+    let work = |id: &str, tag: &str| {
+        let isolation = server.session(&a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
+        server.fx.git(&isolation, &["add", "-A"]);
+        server.fx.git(
+            &isolation,
+            &["commit", "-q", "-m", &format!("{tag}: first")],
+        );
+        std::fs::write(isolation.join(format!("{tag}/two.txt")), "two\n").unwrap();
+        server.fx.git(&isolation, &["add", "-A"]);
+        server.fx.git(
+            &isolation,
+            &["commit", "-q", "-m", &format!("{tag}: second")],
+        );
+        std::fs::write(isolation.join(format!("{tag}/three.txt")), "three\n").unwrap();
+    };
+    let args = |id: &str| -> Vec<String> {
+        [
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "branch",
+            "-s",
+            id,
+            "-m",
+            "uncommitted work",
+            "--test",
+            "test -f README.md",
+            "--no-sandbox",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let subjects = |n: usize| -> Vec<String> {
+        server
+            .fx
+            .git(
+                &server.bare,
+                &["log", "--format=%s", &format!("-{n}"), "main"],
+            )
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    work("br", "br");
+    // The branch moves first: the commits replay onto another machine's landing.
+    server.session(&b, "other", &[("other.txt", "other\n")]);
+    let (code, doc) = server
+        .fx
+        .json_in(&b, &["land", "--push", "origin/main", "-s", "other"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    let entry = session(&doc, "br");
+    assert_eq!(entry["outcome"], "landed", "{entry}");
+    let digest = entry["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        subjects(4),
+        [
+            "uncommitted work",
+            "br: second",
+            "br: first",
+            "a3s-iso: the work of session other"
+        ]
+    );
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    assert_eq!(entry["commit"], tip.as_str(), "{entry}");
+    let trailer_of = |rev: &str| {
+        server.fx.git(
+            &server.bare,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=A3S-Change-Set,valueonly)",
+                rev,
+            ],
+        )
+    };
+    assert_eq!(trailer_of("main").trim(), digest);
+    assert_eq!(trailer_of("main~1").trim(), "");
+    assert_eq!(trailer_of("main~2").trim(), "");
+    assert_eq!(server.trailers().len(), 2, "{:?}", server.trailers());
+    for (rel, text) in [
+        ("br/one.txt", "one\n"),
+        ("br/two.txt", "two\n"),
+        ("br/three.txt", "three\n"),
+        ("other.txt", "other\n"),
+    ] {
+        assert_eq!(server.file_on_main(rel).as_deref(), Some(text), "{rel}");
+    }
+    // The second commit's tree on the server holds what the session's second commit held.
+    let listed = server.fx.git(
+        &server.bare,
+        &["ls-tree", "-r", "--name-only", "main~1", "br"],
+    );
+    assert_eq!(listed, "br/one.txt\nbr/two.txt");
+    // Again: idempotent, nothing pushed.
+    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(session(&doc, "br")["outcome"], "idempotent", "{doc}");
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    // Patch mode is refused: nothing uncommitted travels through a server.
+    let (code, doc) = server.fx.json_in(
+        &a,
+        &[
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "patch",
+            "-s",
+            "br",
+        ],
+    );
+    assert_ne!(code, 0, "{doc}");
+    assert!(
+        doc.to_string()
+            .contains("nothing uncommitted travels through a server"),
+        "{doc}"
+    );
+    // Killed at random points, then landed again: exactly once.
+    let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_BRANCH_KILLS", 10);
+    let mut rng = crate::promote_crash::Rng::seeded("land --push --mode branch kills");
+    let mut expected = server.trailers().len();
+    let mut killed = 0;
+    for round in 0..rounds {
+        let id = format!("bk{round}");
+        work(&id, &id);
+        let run: Vec<String> = args(&id).into_iter().skip(1).collect();
+        let run: Vec<&str> = run.iter().map(String::as_str).collect();
+        let delay = std::time::Duration::from_millis(rng.below(500));
+        killed += usize::from(kill_in_after(&server.fx, &a, &run, delay));
+        let (code, doc) = json_of(server.fx.cmd_in(&a).args(args(&id)).output().unwrap());
+        assert_eq!(code, 0, "round {round}: {doc}");
+        let entry = session(&doc, &id);
+        assert!(
+            ["landed", "idempotent"].contains(&entry["outcome"].as_str().unwrap()),
+            "round {round}: {doc}"
+        );
+        expected += 1;
+        let trailers = server.trailers();
+        let digest = entry["digest"].as_str().unwrap();
+        assert_eq!(
+            trailers.iter().filter(|t| *t == digest).count(),
+            1,
+            "round {round}"
+        );
+        assert_eq!(trailers.len(), expected, "round {round}: {trailers:?}");
+        assert_eq!(
+            subjects(3),
+            [
+                "uncommitted work".to_string(),
+                format!("{id}: second"),
+                format!("{id}: first")
+            ],
+            "round {round}"
+        );
+        assert_eq!(
+            server.file_on_main(&format!("{id}/three.txt")).as_deref(),
+            Some("three\n")
+        );
+    }
+    eprintln!("land --push --mode branch kills: {killed} of {rounds} killed while running");
+}
