@@ -769,7 +769,7 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
         .collect();
     outcomes.sort();
     assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
-    assert_eq!(server.trailers(), [digest.clone()]);
+    assert_eq!(server.trailers(), std::slice::from_ref(&digest));
     assert_eq!(
         server.file_on_main("far/away.txt").as_deref(),
         Some("from machine a\n")
