@@ -71,17 +71,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         ctx.require_granted(id)?;
     }
     drop_dead_scratch(ctx, &located);
-    let entries: Vec<Entry> = ids
-        .iter()
-        .map(|id| Entry::Session(id.clone()))
-        .chain(push.change_sets.iter().cloned().map(Entry::Document))
-        .chain(fetched.into_iter().flat_map(|f| {
-            f.digests.iter().map(|digest| Entry::Fetched {
-                remote: f.remote.clone(),
-                digest: digest.clone(),
-            })
-        }))
-        .collect();
+    let entries = entries_of(ids, push);
     let mut out = LandOutcome {
         mode: opts.mode,
         resumed: false,
@@ -119,29 +109,51 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         out.sessions.push(landed);
     }
     if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
-        let mut rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
-        // One --from names the remote of every --digest.
-        if let Some(Entry::Fetched { remote, .. }) = entries[index..]
-            .iter()
-            .find(|e| matches!(e, Entry::Fetched { .. }))
-        {
-            rest.push(format!(
-                "--from {}",
-                crate::base::argv::shell_quote(remote.as_ref())
-            ));
-        }
-        let again = format!(
-            "a3s-iso land --push {}/{} {}",
-            target.remote,
-            target.branch,
-            rest.join(" ")
-        );
+        let again = again_command(opts, push, &entries[index..]);
         out.hint = Some(format!(
             "session {stopped} did not land; deal with what stopped it, then `{again}` lands it and the rest (what landed is idempotent)"
         ));
         out.next_commands = vec![again];
     }
     Ok(out)
+}
+
+/// The queue: the sessions, then the documents, then the pushed change sets.
+fn entries_of(ids: Vec<String>, push: &PushOptions) -> Vec<Entry> {
+    let fetched = push.fetched.iter().flat_map(|f| {
+        f.digests.iter().map(|digest| Entry::Fetched {
+            remote: f.remote.clone(),
+            digest: digest.clone(),
+        })
+    });
+    ids.into_iter()
+        .map(Entry::Session)
+        .chain(push.change_sets.iter().cloned().map(Entry::Document))
+        .chain(fetched)
+        .collect()
+}
+
+/// The `land --push` that lands `rest` (the entry that stopped and those after it).
+fn again_command(opts: &LandOptions, push: &PushOptions, rest: &[Entry]) -> String {
+    let mut args: Vec<String> = rest.iter().map(Entry::argument).collect();
+    // One --from names the remote of every --digest.
+    if let Some(Entry::Fetched { remote, .. }) =
+        rest.iter().find(|e| matches!(e, Entry::Fetched { .. }))
+    {
+        args.push(format!(
+            "--from {}",
+            crate::base::argv::shell_quote(remote.as_ref())
+        ));
+    }
+    if opts.mode == LandMode::Branch {
+        args.push("--mode branch".into());
+    }
+    format!(
+        "a3s-iso land --push {}/{} {}",
+        push.target.remote,
+        push.target.branch,
+        args.join(" ")
+    )
 }
 
 /// One entry of the queue.

@@ -10,9 +10,6 @@ use crate::git::{CommitInfo, Merged, ObjectView};
 use crate::store::state::SessionRecord;
 use crate::workspace::context::{Context, Located};
 
-use super::land::{LandOptions, LandResult, LandedSession};
-use super::land_remote::{Change, TRAILER, landing_message, record_conflict, record_empty};
-
 /// A session's commits since its base, to replay.
 pub(super) struct Replay {
     /// Oldest first, along first parents.
@@ -44,15 +41,26 @@ pub(super) fn replay_of(
     Ok(Replay { commits, head })
 }
 
-/// The session's commits replayed onto `tip`, then its uncommitted work: the last commit and
-/// its tree, or `None` with the entry's result set (a conflict, or nothing new on the tip).
+/// What replaying a session onto the tip made.
+pub(super) enum Replayed {
+    /// The last commit and its tree.
+    Built { commit: String, tree: String },
+    /// A merge conflicted.
+    Conflict(Merged),
+    /// Nothing new on the tip.
+    Empty,
+}
+
+/// The session's commits replayed onto `tip`, then its uncommitted work (the tree
+/// `result_tree`, committed with `message`); the last commit made again with `trailer` (a
+/// line) when it is a replayed one.
 pub(super) fn replay_onto(
     ctx: &Context,
     located: &Located,
-    (opts, change, replay): (&LandOptions, &Change<'_>, &Replay),
-    tip: &str,
-    landed: &mut LandedSession,
-) -> Result<Option<(String, String)>> {
+    replay: &Replay,
+    (tip, result_tree): (&str, &str),
+    (message, trailer): (&str, &str),
+) -> Result<Replayed> {
     ctx.git.require_merge_tree()?;
     let scratch = located.store.scratch_dir();
     let view = ObjectView::new(&ctx.git, &located.repo.common_dir, &[tip], &scratch)?;
@@ -67,8 +75,8 @@ pub(super) fn replay_onto(
             .cloned()
             .ok_or_else(|| Error::internal("a replayed commit without a parent"))?;
         let merged = view.merge(&parent, &on, commit)?;
-        if stopped(&merged, landed) {
-            return Ok(None);
+        if !merged.conflicts.is_empty() {
+            return Ok(Replayed::Conflict(merged));
         }
         if merged.tree == view.commit_info(&on)?.tree {
             continue; // nothing new on the tip: dropped, as rebase drops it
@@ -77,46 +85,35 @@ pub(super) fn replay_onto(
         last = Some((on, merged.tree, info));
         on = made;
     }
-    if view.commit_info(&replay.head)?.tree != change.result_tree {
-        let work = view.commit_tree(change.result_tree, &replay.head, None, b"work")?;
+    if view.commit_info(&replay.head)?.tree != result_tree {
+        let work = view.commit_tree(result_tree, &replay.head, None, b"work")?;
         let merged = view.merge(&replay.head, &on, &work)?;
-        if stopped(&merged, landed) {
-            return Ok(None);
+        if !merged.conflicts.is_empty() {
+            return Ok(Replayed::Conflict(merged));
         }
         if merged.tree != view.commit_info(&on)?.tree {
             let dir = &located.repo.toplevel;
-            let message = landing_message(opts, change);
-            let commit = ctx.git.commit_landing(dir, (&merged.tree, &on), &message)?;
-            return Ok(Some((commit, merged.tree)));
+            let commit = ctx.git.commit_landing(dir, (&merged.tree, &on), message)?;
+            let tree = merged.tree;
+            return Ok(Replayed::Built { commit, tree });
         }
     }
     let Some((parent, tree, mut info)) = last else {
-        record_empty(landed);
-        return Ok(None);
+        return Ok(Replayed::Empty);
     };
     // The last replayed commit again, on the same parent, with the trailer.
-    info.message = with_trailer(&info.message, change.pushing.digest.as_str());
+    info.message = with_trailer(&info.message, trailer);
     let commit = view.commit_tree(&tree, &parent, Some(&info), b"")?;
-    Ok(Some((commit, tree)))
+    Ok(Replayed::Built { commit, tree })
 }
 
-/// Whether `merged` conflicts (then the entry is `conflict`).
-fn stopped(merged: &Merged, landed: &mut LandedSession) -> bool {
-    if merged.conflicts.is_empty() {
-        return false;
-    }
-    record_conflict(merged, landed);
-    debug_assert_eq!(landed.outcome, LandResult::Conflict);
-    true
-}
-
-/// `message` with the trailer naming `digest` as its last paragraph (bytes kept as they are).
-fn with_trailer(message: &[u8], digest: &str) -> Vec<u8> {
+/// `message` with the line `trailer` as its last paragraph (bytes kept as they are).
+fn with_trailer(message: &[u8], trailer: &str) -> Vec<u8> {
     let end = message
         .iter()
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(0, |i| i + 1);
     let mut out = message[..end].to_vec();
-    out.extend_from_slice(format!("\n\n{TRAILER}: {digest}\n").as_bytes());
+    out.extend_from_slice(format!("\n\n{trailer}\n").as_bytes());
     out
 }

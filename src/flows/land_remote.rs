@@ -213,13 +213,27 @@ fn build_on(
     landed: &mut LandedSession,
 ) -> Result<Option<(String, String)>> {
     if let Some(replay) = change.replay {
-        return super::land_push_branch::replay_onto(
+        use super::land_push_branch::{Replayed, replay_onto};
+        let message = landing_message(opts, change);
+        let trailer = format!("{TRAILER}: {}", change.pushing.digest);
+        let replayed = replay_onto(
             ctx,
             located,
-            (opts, change, replay),
-            tip,
-            landed,
-        );
+            replay,
+            (tip, change.result_tree),
+            (&message, &trailer),
+        )?;
+        return Ok(match replayed {
+            Replayed::Built { commit, tree } => Some((commit, tree)),
+            Replayed::Conflict(merged) => {
+                record_conflict(&merged, landed);
+                None
+            }
+            Replayed::Empty => {
+                record_empty(landed);
+                None
+            }
+        });
     }
     let Some(tree) = merge_onto(ctx, located, change, tip, landed)? else {
         return Ok(None);
@@ -262,7 +276,7 @@ fn merge_onto(
 }
 
 /// A merge onto the tip conflicted: the entry is `conflict`, with the paths.
-pub(super) fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSession) {
+fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSession) {
     landed.outcome = LandResult::Conflict;
     landed.reason = Some(Reason::PatchDoesNotApply);
     landed.conflicting_paths = merged
@@ -273,7 +287,7 @@ pub(super) fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSe
 }
 
 /// The tip holds the change already: the entry is `empty`.
-pub(super) fn record_empty(landed: &mut LandedSession) {
+fn record_empty(landed: &mut LandedSession) {
     landed.outcome = LandResult::Empty;
     landed.warnings.push(
         "the branch holds these changes already (without this change set's trailer): nothing to land"
@@ -282,7 +296,7 @@ pub(super) fn record_empty(landed: &mut LandedSession) {
 }
 
 /// The landing commit's message: the one given, or one naming the session; then the trailer.
-pub(super) fn landing_message(opts: &LandOptions, change: &Change<'_>) -> String {
+fn landing_message(opts: &LandOptions, change: &Change<'_>) -> String {
     let head = opts
         .message
         .clone()
