@@ -1009,3 +1009,51 @@ fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_
     }
     eprintln!("land --push --mode branch kills: {killed} of {rounds} killed while running");
 }
+
+/// `--mode branch`: a session's commit that conflicts with the branch's tip ends its entry as
+/// `conflict`, with the path; nothing is pushed and the session's commits are as they were.
+#[test]
+fn branch_mode_conflict_while_replaying_ends_the_entry_as_conflict_nothing_pushed() {
+    let server = Server::new();
+    let (a, b) = (server.machine("a"), server.machine("b"));
+    let isolation = server.session(&a, "clash", &[("README.md", "from a\n")]);
+    server
+        .fx
+        .git(&isolation, &["commit", "-q", "-am", "a's readme"]);
+    let head = server.fx.git(&isolation, &["rev-parse", "HEAD"]);
+    server.session(&b, "first", &[("README.md", "from b\n")]);
+    let (code, doc) = server
+        .fx
+        .json_in(&b, &["land", "--push", "origin/main", "-s", "first"]);
+    assert_eq!(code, 0, "{doc}");
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    let (code, doc) = server.fx.json_in(
+        &a,
+        &[
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "branch",
+            "-s",
+            "clash",
+        ],
+    );
+    assert_eq!(code, 3, "{doc}");
+    let entry = session(&doc, "clash");
+    assert_eq!(entry["outcome"], "conflict", "{entry}");
+    assert_eq!(entry["conflicting_paths"][0], "README.md", "{entry}");
+    assert!(
+        doc["next_commands"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("-s clash --mode branch"),
+        "{doc}"
+    );
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    assert_eq!(server.fx.git(&isolation, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(isolation.join("README.md")).unwrap(),
+        "from a\n"
+    );
+}
