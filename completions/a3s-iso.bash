@@ -1243,7 +1243,7 @@ _a3s__iso() {
             return 0
             ;;
         a3s__iso__subcmd__land)
-            opts="-s -m -C -q -h --session --all --test --mode --message --keep-going --no-sandbox --keep --abort --push --attempts --change-set --repo --json --quiet --state-dir --color --git --lock-timeout --help"
+            opts="-s -m -C -q -h --session --all --test --mode --message --keep-going --no-sandbox --keep --abort --push --attempts --change-set --from --digest --max-bytes --repo --json --quiet --state-dir --color --git --lock-timeout --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1282,6 +1282,18 @@ _a3s__iso() {
                     return 0
                     ;;
                 --change-set)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --from)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --digest)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

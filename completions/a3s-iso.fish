@@ -220,6 +220,9 @@ complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s m -l message -d
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l push -d 'Land onto BRANCH of the configured remote REMOTE through the server, not onto your checkout: each landing commit is pushed with a lease on the tip it was built on and carries its change set\'s digest (A3S-Change-Set), so that it lands once from any machine' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l attempts -d 'With --push: the most pushes of one landing; a push another machine\'s beat is fetched, merged, tested and pushed again, up to this many times' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l change-set -d 'With --push: a change-set document to land after the sessions (repeatable), as `capture -o` wrote it; verified first, its test run in a scratch isolation' -r -F
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l from -d 'With --push: land the change sets pushed to this configured remote (`a3s-iso push`) that --digest names, after the documents; each fetched and verified first, its test run in a scratch isolation' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l digest -d 'With --from: a change set\'s digest (repeatable; sha256:<hex>, or a unique prefix of at least 8 hex digits)' -r
+complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l max-bytes -d 'With --from: the largest patch to read, in bytes (K, M, G suffixes)' -r
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -s C -l repo -d 'Run as if started in PATH (the source checkout or any directory in it)' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l state-dir -d 'Keep sessions, journal and evidence in DIR instead of <git common dir>/a3s-iso' -r -F
 complete -c a3s-iso -n "__fish_a3s_iso_using_subcommand land" -l color -d 'When to colour human output' -r -f -a "auto\t''

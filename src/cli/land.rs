@@ -3,7 +3,10 @@ use clap::{Args, ValueEnum};
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 use a3s_iso::flows::land::{Cleanup, LandMode, LandOptions, LandOutcome, LandResult, land};
-use a3s_iso::flows::land_push::{DEFAULT_ATTEMPTS, PushOptions, PushTarget, land_push};
+use a3s_iso::flows::land_push::{
+    DEFAULT_ATTEMPTS, FetchedEntries, PushOptions, PushTarget, land_push,
+};
+use a3s_iso::services::remote::DEFAULT_MAX_BYTES;
 
 use super::{Output, Tone, inert};
 
@@ -82,6 +85,22 @@ pub struct LandArgs {
     /// `capture -o` wrote it; verified first, its test run in a scratch isolation
     #[arg(long = "change-set", value_name = "FILE", requires = "push")]
     pub change_sets: Vec<std::path::PathBuf>,
+
+    /// With --push: land the change sets pushed to this configured remote (`a3s-iso push`)
+    /// that --digest names, after the documents; each fetched and verified first, its test
+    /// run in a scratch isolation
+    #[arg(long, value_name = "REMOTE", requires_all = ["push", "digests"])]
+    pub from: Option<String>,
+
+    /// With --from: a change set's digest (repeatable; sha256:<hex>, or a unique prefix of at
+    /// least 8 hex digits)
+    #[arg(long = "digest", value_name = "DIGEST", requires = "from")]
+    pub digests: Vec<String>,
+
+    /// With --from: the largest patch to read, in bytes (K, M, G suffixes)
+    #[arg(long, value_name = "BYTES", value_parser = super::fetch::parse_bytes,
+        default_value_t = DEFAULT_MAX_BYTES, requires = "from")]
+    pub max_bytes: u64,
 }
 
 fn parse_push_target(text: &str) -> std::result::Result<PushTarget, String> {
@@ -114,6 +133,11 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
                 target: target.clone(),
                 attempts: args.attempts,
                 change_sets: args.change_sets.clone(),
+                fetched: args.from.as_ref().map(|remote| FetchedEntries {
+                    remote: remote.clone(),
+                    digests: args.digests.clone(),
+                    max_bytes: args.max_bytes,
+                }),
             },
         )?,
         None => land(ctx, &opts)?,

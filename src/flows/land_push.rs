@@ -26,15 +26,23 @@ use crate::store::state::SessionState;
 use super::land::{
     Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
 };
+use super::land_push_doc::Source;
 use super::land_remote::{Change, Pins, Pushing, SCRATCH, attempts};
-pub use super::land_remote::{DEFAULT_ATTEMPTS, PUSHING_SCHEMA, PushOptions, PushTarget, TRAILER};
+pub use super::land_remote::{
+    DEFAULT_ATTEMPTS, FetchedEntries, PUSHING_SCHEMA, PushOptions, PushTarget, TRAILER,
+};
 
 /// Lands the sessions `opts` names onto `target`, one after the other.
 pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
     let target = &push.target;
-    if opts.mode != LandMode::Squash || opts.abort {
+    if opts.abort {
         return Err(Error::Usage {
-            message: "land --push lands each session as one commit (squash mode); --abort, branch and patch modes are for a land onto the source's HEAD".into(),
+            message: "land --push keeps no stopped queue: --abort is for a land onto the source's HEAD (name the entries again; what landed is idempotent)".into(),
+        });
+    }
+    if opts.mode == LandMode::Patch {
+        return Err(Error::Usage {
+            message: "land --push lands commits (--mode squash or branch): patch mode leaves the work uncommitted in your checkout, and nothing uncommitted travels through a server".into(),
         });
     }
     let located = crate::recovery::locate(ctx)?;
@@ -46,9 +54,14 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         false,
     )?;
     crate::services::remote::drop_dead_fetches(ctx, &located)?;
-    if opts.sessions.is_empty() && !opts.all && push.change_sets.is_empty() {
+    let fetched = push.fetched.as_ref();
+    if opts.sessions.is_empty()
+        && !opts.all
+        && push.change_sets.is_empty()
+        && fetched.is_none_or(|f| f.digests.is_empty())
+    {
         return Err(Error::Usage {
-            message: "name what to land: sessions (-s ID ... or --all) or change-set documents (--change-set FILE ...)".into(),
+            message: "name what to land: sessions (-s ID ... or --all), change-set documents (--change-set FILE ...) or pushed change sets (--from REMOTE --digest D ...)".into(),
         });
     }
     let mut ids = super::land::sessions_asked(ctx, &located, opts)?;
@@ -58,13 +71,9 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         ctx.require_granted(id)?;
     }
     drop_dead_scratch(ctx, &located);
-    let entries: Vec<Entry> = ids
-        .iter()
-        .map(|id| Entry::Session(id.clone()))
-        .chain(push.change_sets.iter().cloned().map(Entry::Document))
-        .collect();
+    let entries = entries_of(ids, push);
     let mut out = LandOutcome {
-        mode: LandMode::Squash,
+        mode: opts.mode,
         resumed: false,
         sessions: Vec::new(),
         stopped_at: None,
@@ -84,8 +93,14 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         let landed = match entry {
             Entry::Session(id) => push_one(ctx, &located, opts, push, id),
             Entry::Document(path) => {
-                super::land_push_doc::document_one(ctx, &located, (opts, push), path)
+                super::land_push_doc::document_one(ctx, &located, (opts, push), Source::File(path))
             }
+            Entry::Fetched { remote, digest } => super::land_push_doc::document_one(
+                ctx,
+                &located,
+                (opts, push),
+                Source::Remote { remote, digest },
+            ),
         };
         if !landed.outcome.goes_on() && !opts.keep_going {
             out.stopped_at = Some(landed.session_id.clone());
@@ -94,13 +109,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         out.sessions.push(landed);
     }
     if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
-        let rest: Vec<String> = entries[index..].iter().map(Entry::argument).collect();
-        let again = format!(
-            "a3s-iso land --push {}/{} {}",
-            target.remote,
-            target.branch,
-            rest.join(" ")
-        );
+        let again = again_command(opts, push, &entries[index..]);
         out.hint = Some(format!(
             "session {stopped} did not land; deal with what stopped it, then `{again}` lands it and the rest (what landed is idempotent)"
         ));
@@ -109,12 +118,52 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
     Ok(out)
 }
 
+/// The queue: the sessions, then the documents, then the pushed change sets.
+fn entries_of(ids: Vec<String>, push: &PushOptions) -> Vec<Entry> {
+    let fetched = push.fetched.iter().flat_map(|f| {
+        f.digests.iter().map(|digest| Entry::Fetched {
+            remote: f.remote.clone(),
+            digest: digest.clone(),
+        })
+    });
+    ids.into_iter()
+        .map(Entry::Session)
+        .chain(push.change_sets.iter().cloned().map(Entry::Document))
+        .chain(fetched)
+        .collect()
+}
+
+/// The `land --push` that lands `rest` (the entry that stopped and those after it).
+fn again_command(opts: &LandOptions, push: &PushOptions, rest: &[Entry]) -> String {
+    let mut args: Vec<String> = rest.iter().map(Entry::argument).collect();
+    // One --from names the remote of every --digest.
+    if let Some(Entry::Fetched { remote, .. }) =
+        rest.iter().find(|e| matches!(e, Entry::Fetched { .. }))
+    {
+        args.push(format!(
+            "--from {}",
+            crate::base::argv::shell_quote(remote.as_ref())
+        ));
+    }
+    if opts.mode == LandMode::Branch {
+        args.push("--mode branch".into());
+    }
+    format!(
+        "a3s-iso land --push {}/{} {}",
+        push.target.remote,
+        push.target.branch,
+        args.join(" ")
+    )
+}
+
 /// One entry of the queue.
 enum Entry {
     /// A session of this repository.
     Session(String),
     /// A change-set document.
     Document(std::path::PathBuf),
+    /// A change set pushed to a remote.
+    Fetched { remote: String, digest: String },
 }
 
 impl Entry {
@@ -123,6 +172,9 @@ impl Entry {
         match self {
             Entry::Session(id) => id.clone(),
             Entry::Document(path) => path.display().to_string(),
+            Entry::Fetched { digest, .. } => {
+                digest.strip_prefix("sha256:").unwrap_or(digest).to_string()
+            }
         }
     }
 
@@ -133,6 +185,10 @@ impl Entry {
             Entry::Document(path) => format!(
                 "--change-set {}",
                 crate::base::argv::shell_quote(path.as_os_str())
+            ),
+            Entry::Fetched { digest, .. } => format!(
+                "--digest {}",
+                crate::base::argv::shell_quote(digest.as_ref())
             ),
         }
     }
@@ -258,12 +314,17 @@ fn push_steps(
             .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     }
     write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
+    let replay = match opts.mode {
+        LandMode::Branch => Some(super::land_push_branch::replay_of(ctx, located, &record)?),
+        LandMode::Squash | LandMode::Patch => None,
+    };
     let change = Change {
         id,
         tested_in: Some(id),
         pushing: &pushing,
         base_tree: cs.base_tree.as_str(),
         result_tree: cs.result_tree.as_str(),
+        replay: replay.as_ref(),
     };
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }

@@ -1,7 +1,9 @@
-//! A change-set document as an entry of `land --push`: verified, its result tree made from its
-//! base tree and patch (objects only), then landed as a session's change set is (see
-//! `land_push`), its test run in a scratch session bound for it and purged after. Its base
-//! commit is not known, so the branch's whole history is searched for its trailer.
+//! A change-set document, or a change set pushed to a remote (`--from REMOTE --digest D`,
+//! fetched, verified and pinned as `promote --from` does), as an entry of `land --push`: its
+//! result tree made from its base tree and patch (objects only), then landed as a session's
+//! change set is (see `land_push`), its test run in a scratch session bound for it and purged
+//! after. Its base commit is not known, so the branch's whole history is searched for its
+//! trailer.
 
 use std::path::Path;
 use std::time::Instant;
@@ -13,16 +15,85 @@ use crate::context::{Context, Located};
 use super::land::{LandError, LandOptions, LandResult, LandedSession, PushReport};
 use super::land_remote::{Change, Pins, PushOptions, Pushing, SCRATCH, attempts};
 
-/// One document through the server; whatever stops it is its result. `session_id` is the
-/// session the document names.
+/// Where a change set that is no session of this repository comes from.
+#[derive(Clone, Copy)]
+pub(super) enum Source<'a> {
+    /// A change-set document on disk.
+    File(&'a Path),
+    /// A change set pushed to a configured remote, by digest.
+    Remote { remote: &'a str, digest: &'a str },
+}
+
+impl Source<'_> {
+    /// What the report calls it until it is read.
+    fn label(&self) -> String {
+        match self {
+            Source::File(path) => path.display().to_string(),
+            // A session id's characters: the digest's hex.
+            Source::Remote { digest, .. } => {
+                digest.strip_prefix("sha256:").unwrap_or(digest).to_string()
+            }
+        }
+    }
+}
+
+/// A change set read and verified: what landing it needs, its patch on disk.
+struct Read {
+    session_id: String,
+    digest: crate::base::ids::Digest,
+    base_tree: String,
+    result_tree: String,
+    patch: crate::model::snapshot::Patch,
+}
+
+/// Reads and verifies the change set `source` names (a remote's: fetched and pinned first).
+fn read(ctx: &Context, located: &Located, source: Source<'_>, push: &PushOptions) -> Result<Read> {
+    match source {
+        Source::File(path) => {
+            let verified = crate::model::changeset::verify_file(&ctx.git, path)?;
+            let scratch = located.store.scratch_dir();
+            let cs = &verified.change_set;
+            Ok(Read {
+                session_id: cs.identity.session_id.clone(),
+                digest: cs.patch_digest.clone(),
+                base_tree: cs.base_tree.as_str().to_string(),
+                result_tree: cs.result_tree.as_str().to_string(),
+                patch: crate::model::snapshot::Patch::from_bytes(&verified.patch, &scratch)?,
+            })
+        }
+        Source::Remote { remote, digest } => {
+            let max_bytes = push
+                .fetched
+                .as_ref()
+                .map_or(crate::services::remote::DEFAULT_MAX_BYTES, |f| f.max_bytes);
+            let request = crate::services::remote::FetchRequest {
+                remote: remote.to_string(),
+                digest: Some(digest.to_string()),
+                allow_url: false,
+                max_bytes,
+            };
+            let fetched = crate::services::remote::fetch_for_promote(ctx, located, &request)?;
+            Ok(Read {
+                session_id: fetched.report.session_id.clone(),
+                digest: fetched.report.digest.clone(),
+                base_tree: fetched.base_tree.as_str().to_string(),
+                result_tree: fetched.result_tree.as_str().to_string(),
+                patch: fetched.patch,
+            })
+        }
+    }
+}
+
+/// One change set through the server; whatever stops it is its result. `session_id` is the
+/// session the change set names.
 pub(super) fn document_one(
     ctx: &Context,
     located: &Located,
     (opts, push): (&LandOptions, &PushOptions),
-    path: &Path,
+    source: Source<'_>,
 ) -> LandedSession {
     let started = Instant::now();
-    let mut landed = LandedSession::new(&path.display().to_string(), LandResult::Failed);
+    let mut landed = LandedSession::new(&source.label(), LandResult::Failed);
     landed.push = Some(PushReport {
         remote: push.target.remote.clone(),
         branch: push.target.branch.clone(),
@@ -36,7 +107,7 @@ pub(super) fn document_one(
         ctx,
         located,
         (opts, push),
-        path,
+        source,
         &mut pins,
         &mut scratch,
         &mut landed,
@@ -64,30 +135,30 @@ pub(super) fn document_one(
     landed
 }
 
-/// Verify, make the result tree, bind the scratch session for a test, then the attempts.
+/// Read and verify, make the result tree, bind the scratch session for a test, then the
+/// attempts.
 fn document_steps(
     ctx: &Context,
     located: &Located,
     (opts, push): (&LandOptions, &PushOptions),
-    path: &Path,
+    source: Source<'_>,
     pins: &mut Pins,
     scratch: &mut Option<String>,
     landed: &mut LandedSession,
 ) -> Result<()> {
-    let verified = crate::model::changeset::verify_file(&ctx.git, path)?;
-    let cs = &verified.change_set;
-    landed.session_id = cs.identity.session_id.clone();
-    landed.digest = Some(cs.patch_digest.clone());
+    let cs = read(ctx, located, source, push)?;
+    landed.session_id = cs.session_id.clone();
+    landed.digest = Some(cs.digest.clone());
     let (base_tree, result_tree) = (cs.base_tree.as_str(), cs.result_tree.as_str());
     if base_tree == result_tree {
         landed.outcome = LandResult::Empty;
         return Ok(());
     }
-    made_here(ctx, located, (base_tree, result_tree), &verified.patch)?;
+    made_here(ctx, located, (base_tree, result_tree), cs.patch.file.path())?;
     let pushing = Pushing {
         remote: push.target.remote.clone(),
         branch: push.target.branch.clone(),
-        digest: cs.patch_digest.clone(),
+        digest: cs.digest.clone(),
         base: String::new(),
     };
     if opts.test.is_some() {
@@ -105,22 +176,23 @@ fn document_steps(
         *scratch = Some(id);
     }
     let change = Change {
-        id: &cs.identity.session_id,
+        id: &cs.session_id,
         tested_in: scratch.as_deref(),
         pushing: &pushing,
         base_tree,
         result_tree,
+        replay: None,
     };
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }
 
-/// Writes the document's result tree here from its base tree and patch, and checks that it
+/// Writes the change set's result tree here from its base tree and patch (a file), and checks that it
 /// is the tree the document names; the base tree must be here.
 fn made_here(
     ctx: &Context,
     located: &Located,
     (base_tree, result_tree): (&str, &str),
-    patch: &[u8],
+    patch_file: &Path,
 ) -> Result<()> {
     let dir = &located.repo.toplevel;
     let present = ctx.git.objects_present(dir, &[base_tree.to_string()])?;
@@ -134,17 +206,13 @@ fn made_here(
     let scratch = located.store.scratch_dir();
     std::fs::create_dir_all(&scratch)
         .map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
-    let name = crate::base::maker::owned_name("landing-doc");
-    let (patch_file, index) = (
-        scratch.join(format!("{name}.patch")),
-        scratch.join(format!("{name}.index")),
-    );
-    std::fs::write(&patch_file, patch)
-        .map_err(|e| Error::io(format!("cannot write {}", patch_file.display()), e))?;
+    let index = scratch.join(format!(
+        "{}.index",
+        crate::base::maker::owned_name("landing-doc")
+    ));
     let made = ctx
         .git
-        .tree_with_patch(dir, (base_tree, &patch_file), &index);
-    let _ = std::fs::remove_file(&patch_file);
+        .tree_with_patch(dir, (base_tree, patch_file), &index);
     let _ = std::fs::remove_file(&index);
     match made? {
         Some(tree) if tree == result_tree => Ok(()),

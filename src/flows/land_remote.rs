@@ -24,6 +24,20 @@ pub struct PushOptions {
     pub attempts: u32,
     /// Change-set documents to land after the sessions, in order (each verified first).
     pub change_sets: Vec<std::path::PathBuf>,
+    /// Change sets pushed to a remote (`refs/a3s-iso/changes/<digest>`) to land after the
+    /// documents, in order (each fetched and verified first).
+    pub fetched: Option<FetchedEntries>,
+}
+
+/// The change sets `land --push --from REMOTE --digest D …` takes from a remote.
+#[derive(Debug, Clone)]
+pub struct FetchedEntries {
+    /// The configured remote that holds them.
+    pub remote: String,
+    /// Their digests (`sha256:<hex>`, or a unique prefix), in order.
+    pub digests: Vec<String>,
+    /// The largest patch read.
+    pub max_bytes: u64,
 }
 
 /// The trailer that names a landing commit's change set.
@@ -97,6 +111,8 @@ pub(super) struct Change<'a> {
     pub(super) pushing: &'a Pushing,
     pub(super) base_tree: &'a str,
     pub(super) result_tree: &'a str,
+    /// Branch mode: the session's commits, replayed before its uncommitted work.
+    pub(super) replay: Option<&'a super::land_push_branch::Replay>,
 }
 
 /// Fetch, search, merge, commit, test, push — again after each lost race, up to
@@ -118,12 +134,9 @@ pub(super) fn attempts(
             landed.commit = Some(CommitId::new(commit)?);
             return Ok(());
         }
-        let Some(tree) = merge_onto(ctx, located, change, &tip, landed)? else {
+        let Some((commit, tree)) = build_on(ctx, located, (opts, change), &tip, landed)? else {
             return Ok(());
         };
-        let commit = ctx
-            .git
-            .commit_landing(dir, (&tree, &tip), &message(opts, change))?;
         pins.pin(&commit)?;
         if let (Some(test), Some(place)) = (opts.test.as_deref(), change.tested_in) {
             let tested = super::land_gate::test_on_tree(ctx, located, (place, &tree), || {
@@ -190,6 +203,48 @@ fn moved_from(
         .any(|(oid, name)| *name == branch && oid == tip))
 }
 
+/// The landing commit on `tip` and its tree: the change set as one commit, or (branch mode)
+/// the session's commits replayed then its uncommitted work; `None` with the result set.
+fn build_on(
+    ctx: &Context,
+    located: &Located,
+    (opts, change): (&LandOptions, &Change<'_>),
+    tip: &str,
+    landed: &mut LandedSession,
+) -> Result<Option<(String, String)>> {
+    if let Some(replay) = change.replay {
+        use super::land_push_branch::{Replayed, replay_onto};
+        let message = landing_message(opts, change);
+        let trailer = format!("{TRAILER}: {}", change.pushing.digest);
+        let replayed = replay_onto(
+            ctx,
+            located,
+            replay,
+            (tip, change.result_tree),
+            (&message, &trailer),
+        )?;
+        return Ok(match replayed {
+            Replayed::Built { commit, tree } => Some((commit, tree)),
+            Replayed::Conflict(merged) => {
+                record_conflict(&merged, landed);
+                None
+            }
+            Replayed::Empty => {
+                record_empty(landed);
+                None
+            }
+        });
+    }
+    let Some(tree) = merge_onto(ctx, located, change, tip, landed)? else {
+        return Ok(None);
+    };
+    let dir = &located.repo.toplevel;
+    let commit = ctx
+        .git
+        .commit_landing(dir, (&tree, tip), &landing_message(opts, change))?;
+    Ok(Some((commit, tree)))
+}
+
 /// The change set merged onto the tip `tip` (its base as the merge base), objects only: the
 /// landing's tree, or `None` with the session's result set (a conflict; nothing new).
 fn merge_onto(
@@ -207,30 +262,41 @@ fn merge_onto(
     let work = view.commit_tree(change.result_tree, tip, None, b"work")?;
     let merged = view.merge(&base, tip, &work)?;
     if !merged.conflicts.is_empty() {
-        landed.outcome = LandResult::Conflict;
-        landed.reason = Some(Reason::PatchDoesNotApply);
-        landed.conflicting_paths = merged
-            .paths()
-            .iter()
-            .map(|p| String::from_utf8_lossy(p).into_owned())
-            .collect();
+        record_conflict(&merged, landed);
         return Ok(None);
     }
     let tip_tree = ctx
         .git
         .rev_parse_required(&located.repo.toplevel, &format!("{tip}^{{tree}}"))?;
     if merged.tree == tip_tree {
-        landed.outcome = LandResult::Empty;
-        landed
-            .warnings
-            .push("the branch holds these changes already (without this change set's trailer): nothing to land".into());
+        record_empty(landed);
         return Ok(None);
     }
     Ok(Some(merged.tree))
 }
 
+/// A merge onto the tip conflicted: the entry is `conflict`, with the paths.
+fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSession) {
+    landed.outcome = LandResult::Conflict;
+    landed.reason = Some(Reason::PatchDoesNotApply);
+    landed.conflicting_paths = merged
+        .paths()
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+}
+
+/// The tip holds the change already: the entry is `empty`.
+fn record_empty(landed: &mut LandedSession) {
+    landed.outcome = LandResult::Empty;
+    landed.warnings.push(
+        "the branch holds these changes already (without this change set's trailer): nothing to land"
+            .into(),
+    );
+}
+
 /// The landing commit's message: the one given, or one naming the session; then the trailer.
-fn message(opts: &LandOptions, change: &Change<'_>) -> String {
+fn landing_message(opts: &LandOptions, change: &Change<'_>) -> String {
     let head = opts
         .message
         .clone()

@@ -8,6 +8,7 @@ pub mod claude;
 pub mod land;
 mod land_gate;
 pub mod land_push;
+mod land_push_branch;
 mod land_push_doc;
 mod land_remote;
 pub mod setup;

@@ -719,3 +719,341 @@ fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
     assert_eq!(server.fx.git(&ci, &["rev-parse", "HEAD"]), head);
     assert!(server.fx.git(&ci, &["status", "--porcelain"]).is_empty());
 }
+
+/// A change set one machine pushed (`push`) lands from two others at once with
+/// `land --push --from origin --digest D`: once, its test run in a scratch isolation; a digest
+/// the remote does not hold fails its entry with `change_set_not_found`, nothing pushed, and
+/// the stop hint names the entry so that the printed command goes on from it.
+#[test]
+fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
+    let server = Server::new();
+    let (a, b, c) = (
+        server.machine("a"),
+        server.machine("b"),
+        server.machine("c"),
+    );
+    server.session(&a, "far", &[("far/away.txt", "from machine a\n")]);
+    let (code, pushed) = server.fx.json_in(&a, &["push", "-s", "far"]);
+    assert_eq!(code, 0, "{pushed}");
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    let land = |dir: &Path, digest: &str| {
+        let args = [
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--from",
+            "origin",
+            "--digest",
+            digest,
+            "--test",
+            "test -f README.md && test -f far/away.txt",
+            "--no-sandbox",
+        ];
+        json_of(server.fx.cmd_in(dir).args(args).output().unwrap())
+    };
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| land(&b, &digest));
+        let two = s.spawn(|| land(&c, &digest));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let mut outcomes: Vec<String> = [&first, &second]
+        .iter()
+        .map(|(code, doc)| {
+            assert_eq!(*code, 0, "{doc}");
+            let entry = &doc["sessions"][0];
+            assert_eq!(entry["digest"], digest.as_str(), "{entry}");
+            assert_eq!(entry["session_id"], "far", "{entry}");
+            entry["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
+    assert_eq!(server.trailers(), std::slice::from_ref(&digest));
+    assert_eq!(
+        server.file_on_main("far/away.txt").as_deref(),
+        Some("from machine a\n")
+    );
+    // Again from b: idempotent.
+    let (code, again) = land(&b, &digest);
+    assert_eq!(
+        (code, again["sessions"][0]["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
+    // A digest the remote does not hold: the entry fails, nothing is pushed, and the hint's
+    // command names it (and what follows it).
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    let unknown = format!("sha256:{}", "0".repeat(64));
+    let (code, doc) = json_of(
+        server
+            .fx
+            .cmd_in(&b)
+            .args([
+                "--json",
+                "land",
+                "--push",
+                "origin/main",
+                "--from",
+                "origin",
+                "--digest",
+                &unknown,
+                "--digest",
+                &digest,
+            ])
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, 1, "{doc}");
+    let entry = &doc["sessions"][0];
+    assert_eq!(entry["outcome"], "failed", "{entry}");
+    assert_eq!(entry["error"]["code"], "change_set_not_found", "{entry}");
+    assert_eq!(doc["sessions"][1]["outcome"], "not_reached", "{doc}");
+    let next = doc["next_commands"][0].as_str().unwrap();
+    assert!(
+        next.contains(&format!("--digest {unknown} --digest {digest}"))
+            && next.contains("--from origin"),
+        "{next}"
+    );
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    assert_eq!(server.trailers().len(), 1);
+    for dir in [&b, &c] {
+        assert!(server.fx.git(dir, &["status", "--porcelain"]).is_empty());
+        let (code, list) = server.fx.json_in(dir, &["list"]);
+        assert_eq!(code, 0, "{list}");
+        assert_eq!(list["sessions"].as_array().unwrap().len(), 0, "{list}");
+    }
+}
+
+/// A session with two commits and uncommitted work lands with `--mode branch` as three
+/// commits on the server's branch, in order, the trailer on the last only; again:
+/// idempotent; killed at random points and landed again: exactly once, every time.
+#[test]
+fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_once() {
+    if !crate::fixture::require_tool("setsid") {
+        return;
+    }
+    let server = Server::new();
+    let (a, b) = (server.machine("a"), server.machine("b"));
+    server.fx.git(
+        &a,
+        &[
+            "config",
+            "remote.origin.receivepack",
+            "setsid -w git-receive-pack",
+        ],
+    );
+    // Two commits and uncommitted work in the session's isolation.
+    let work = |id: &str, tag: &str| {
+        let isolation = server.session(&a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
+        server.fx.git(&isolation, &["add", "-A"]);
+        server.fx.git(
+            &isolation,
+            &["commit", "-q", "-m", &format!("{tag}: first")],
+        );
+        std::fs::write(isolation.join(format!("{tag}/two.txt")), "two\n").unwrap();
+        server.fx.git(&isolation, &["add", "-A"]);
+        server.fx.git(
+            &isolation,
+            &["commit", "-q", "-m", &format!("{tag}: second")],
+        );
+        std::fs::write(isolation.join(format!("{tag}/three.txt")), "three\n").unwrap();
+    };
+    let args = |id: &str| -> Vec<String> {
+        [
+            "--json",
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "branch",
+            "-s",
+            id,
+            "-m",
+            "uncommitted work",
+            "--test",
+            "test -f README.md",
+            "--no-sandbox",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let subjects = |n: usize| -> Vec<String> {
+        server
+            .fx
+            .git(
+                &server.bare,
+                &["log", "--format=%s", &format!("-{n}"), "main"],
+            )
+            .lines()
+            .map(str::to_string)
+            .collect()
+    };
+    work("br", "br");
+    // The branch moves first: the commits replay onto another machine's landing.
+    server.session(&b, "other", &[("other.txt", "other\n")]);
+    let (code, doc) = server
+        .fx
+        .json_in(&b, &["land", "--push", "origin/main", "-s", "other"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    let entry = session(&doc, "br");
+    assert_eq!(entry["outcome"], "landed", "{entry}");
+    let digest = entry["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        subjects(4),
+        [
+            "uncommitted work",
+            "br: second",
+            "br: first",
+            "a3s-iso: the work of session other"
+        ]
+    );
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    assert_eq!(entry["commit"], tip.as_str(), "{entry}");
+    let trailer_of = |rev: &str| {
+        server.fx.git(
+            &server.bare,
+            &[
+                "log",
+                "-1",
+                "--format=%(trailers:key=A3S-Change-Set,valueonly)",
+                rev,
+            ],
+        )
+    };
+    assert_eq!(trailer_of("main").trim(), digest);
+    assert_eq!(trailer_of("main~1").trim(), "");
+    assert_eq!(trailer_of("main~2").trim(), "");
+    assert_eq!(server.trailers().len(), 2, "{:?}", server.trailers());
+    for (rel, text) in [
+        ("br/one.txt", "one\n"),
+        ("br/two.txt", "two\n"),
+        ("br/three.txt", "three\n"),
+        ("other.txt", "other\n"),
+    ] {
+        assert_eq!(server.file_on_main(rel).as_deref(), Some(text), "{rel}");
+    }
+    // The second commit's tree on the server holds what the session's second commit held.
+    let listed = server.fx.git(
+        &server.bare,
+        &["ls-tree", "-r", "--name-only", "main~1", "br"],
+    );
+    assert_eq!(listed, "br/one.txt\nbr/two.txt");
+    // Again: idempotent, nothing pushed.
+    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(session(&doc, "br")["outcome"], "idempotent", "{doc}");
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    // Patch mode is refused: nothing uncommitted travels through a server.
+    let (code, doc) = server.fx.json_in(
+        &a,
+        &[
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "patch",
+            "-s",
+            "br",
+        ],
+    );
+    assert_ne!(code, 0, "{doc}");
+    assert!(
+        doc.to_string()
+            .contains("nothing uncommitted travels through a server"),
+        "{doc}"
+    );
+    // Killed at random points, then landed again: exactly once.
+    let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_BRANCH_KILLS", 10);
+    let mut rng = crate::promote_crash::Rng::seeded("land --push --mode branch kills");
+    let mut expected = server.trailers().len();
+    let mut killed = 0;
+    for round in 0..rounds {
+        let id = format!("bk{round}");
+        work(&id, &id);
+        let run: Vec<String> = args(&id).into_iter().skip(1).collect();
+        let run: Vec<&str> = run.iter().map(String::as_str).collect();
+        let delay = std::time::Duration::from_millis(rng.below(500));
+        killed += usize::from(kill_in_after(&server.fx, &a, &run, delay));
+        let (code, doc) = json_of(server.fx.cmd_in(&a).args(args(&id)).output().unwrap());
+        assert_eq!(code, 0, "round {round}: {doc}");
+        let entry = session(&doc, &id);
+        assert!(
+            ["landed", "idempotent"].contains(&entry["outcome"].as_str().unwrap()),
+            "round {round}: {doc}"
+        );
+        expected += 1;
+        let trailers = server.trailers();
+        let digest = entry["digest"].as_str().unwrap();
+        assert_eq!(
+            trailers.iter().filter(|t| *t == digest).count(),
+            1,
+            "round {round}"
+        );
+        assert_eq!(trailers.len(), expected, "round {round}: {trailers:?}");
+        assert_eq!(
+            subjects(3),
+            [
+                "uncommitted work".to_string(),
+                format!("{id}: second"),
+                format!("{id}: first")
+            ],
+            "round {round}"
+        );
+        assert_eq!(
+            server.file_on_main(&format!("{id}/three.txt")).as_deref(),
+            Some("three\n")
+        );
+    }
+    eprintln!("land --push --mode branch kills: {killed} of {rounds} killed while running");
+}
+
+/// `--mode branch`: a session's commit that conflicts with the branch's tip ends its entry as
+/// `conflict`, with the path; nothing is pushed and the session's commits are as they were.
+#[test]
+fn branch_mode_conflict_while_replaying_ends_the_entry_as_conflict_nothing_pushed() {
+    let server = Server::new();
+    let (a, b) = (server.machine("a"), server.machine("b"));
+    let isolation = server.session(&a, "clash", &[("README.md", "from a\n")]);
+    server
+        .fx
+        .git(&isolation, &["commit", "-q", "-am", "a's readme"]);
+    let head = server.fx.git(&isolation, &["rev-parse", "HEAD"]);
+    server.session(&b, "first", &[("README.md", "from b\n")]);
+    let (code, doc) = server
+        .fx
+        .json_in(&b, &["land", "--push", "origin/main", "-s", "first"]);
+    assert_eq!(code, 0, "{doc}");
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    let (code, doc) = server.fx.json_in(
+        &a,
+        &[
+            "land",
+            "--push",
+            "origin/main",
+            "--mode",
+            "branch",
+            "-s",
+            "clash",
+        ],
+    );
+    assert_eq!(code, 3, "{doc}");
+    let entry = session(&doc, "clash");
+    assert_eq!(entry["outcome"], "conflict", "{entry}");
+    assert_eq!(entry["conflicting_paths"][0], "README.md", "{entry}");
+    assert!(
+        doc["next_commands"][0]
+            .as_str()
+            .unwrap()
+            .ends_with("-s clash --mode branch"),
+        "{doc}"
+    );
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    assert_eq!(server.fx.git(&isolation, &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(isolation.join("README.md")).unwrap(),
+        "from a\n"
+    );
+}
