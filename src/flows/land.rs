@@ -562,10 +562,10 @@ fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> Landed
         landed = LandedSession::new(id, LandResult::Discarded);
     } else if let Err(err) = result {
         // Its tree went under another command that has not recorded the end yet (the cleanup
-        // of a `land` of the same queue): busy, not broken.
-        let err = match err.code() == ErrorCode::IsolationMissing
-            && located.store.pending_file(id).exists()
-        {
+        // of a `land` of the same queue, which renames the tree aside first): busy, not
+        // broken, whatever the step that met the missing tree said (git, run in a directory
+        // that went, says it is not in a work tree).
+        let err = match located.store.pending_file(id).exists() {
             true => Error::SessionBusy {
                 session_id: id.to_string(),
                 holder: crate::base::error::Busy::TreeOperation,
