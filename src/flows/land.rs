@@ -165,6 +165,15 @@ pub struct LandedSession {
 }
 
 impl LandedSession {
+    /// Ends the session's landing on `err`: `failed`, with the error's code and words.
+    pub(super) fn fail(&mut self, err: &Error) {
+        self.outcome = LandResult::Failed;
+        self.error = Some(LandError {
+            code: err.code().as_str().to_string(),
+            message: err.to_string(),
+        });
+    }
+
     pub(super) fn new(session_id: &str, outcome: LandResult) -> LandedSession {
         LandedSession {
             session_id: session_id.to_string(),
@@ -572,11 +581,7 @@ fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> Landed
             },
             false => err,
         };
-        landed.outcome = LandResult::Failed;
-        landed.error = Some(LandError {
-            code: err.code().as_str().to_string(),
-            message: err.to_string(),
-        });
+        landed.fail(&err);
     }
     landed.warnings.extend(ctx.take_notices());
     landed.duration_ms = started.elapsed().as_millis() as u64;

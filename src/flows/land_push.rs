@@ -24,7 +24,7 @@ use crate::context::{Context, Located};
 use crate::store::state::SessionState;
 
 use super::land::{
-    Cleanup, LandError, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
+    Cleanup, LandMode, LandOptions, LandOutcome, LandResult, LandedSession, PushReport,
 };
 use super::land_push_doc::Source;
 use super::land_remote::{Change, Pins, Pushing, SCRATCH, attempts};
@@ -241,11 +241,7 @@ fn push_one(
     let result = push_steps(ctx, located, (opts, push), id, &mut pins, &mut landed);
     pins.release();
     if let Err(err) = result {
-        landed.outcome = LandResult::Failed;
-        landed.error = Some(LandError {
-            code: err.code().as_str().to_string(),
-            message: err.to_string(),
-        });
+        landed.fail(&err);
     }
     if matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent) {
         clean_up(ctx, located, opts.keep, &mut landed);

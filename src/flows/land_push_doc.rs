@@ -12,7 +12,7 @@ use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 
-use super::land::{LandError, LandOptions, LandResult, LandedSession, PushReport};
+use super::land::{LandOptions, LandResult, LandedSession, PushReport};
 use super::land_remote::{Change, Pins, PushOptions, Pushing, SCRATCH, attempts};
 
 /// Where a change set that is no session of this repository comes from.
@@ -124,11 +124,7 @@ pub(super) fn document_one(
         );
     }
     if let Err(err) = result {
-        landed.outcome = LandResult::Failed;
-        landed.error = Some(LandError {
-            code: err.code().as_str().to_string(),
-            message: err.to_string(),
-        });
+        landed.fail(&err);
     }
     landed.warnings.extend(ctx.take_notices());
     landed.duration_ms = started.elapsed().as_millis() as u64;

@@ -308,15 +308,18 @@ fn every_import_goes_down_a_layer() {
     );
 }
 
+/// Writes `code` to `path` under a planted `root`, making its directories.
+fn plant_file(root: &Path, path: &str, code: &str) {
+    let file = root.join(path);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(file, code).unwrap();
+}
+
 #[test]
 fn the_layer_check_sees_planted_imports() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("src");
-    let plant = |path: &str, code: &str| {
-        let file = root.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, code).unwrap();
-    };
+    let plant = |path: &str, code: &str| plant_file(&root, path, code);
     plant("lib.rs", "pub mod base;\npub mod ops;\npub mod services;\n");
     plant("base/mod.rs", "pub mod fsutil;\n");
     plant("base/fsutil.rs", "pub fn f() { crate::ops::bind::g(); }\n");
@@ -425,11 +428,7 @@ fn no_layer_gives_methods_to_a_lower_layers_type() {
 fn the_impl_check_sees_planted_methods() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("src");
-    let plant = |path: &str, code: &str| {
-        let file = root.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, code).unwrap();
-    };
+    let plant = |path: &str, code: &str| plant_file(&root, path, code);
     plant(
         "context/mod.rs",
         "pub struct Context {}\nimpl Context {\n}\n",
@@ -520,11 +519,7 @@ fn every_git_argv_is_built_in_the_git_folder() {
 fn the_argv_check_sees_planted_builders() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("src");
-    let plant = |path: &str, code: &str| {
-        let file = root.join(path);
-        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, code).unwrap();
-    };
+    let plant = |path: &str, code: &str| plant_file(&root, path, code);
     plant(
         "git/ops.rs",
         "fn f(g: &Git) { g.at(d).args([\"rev-parse\"]).run(); }\n",
