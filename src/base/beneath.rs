@@ -469,6 +469,22 @@ impl Dir {
         remove_at(at, name).map_err(|e| with_path(e, &self.path.join(rel)))
     }
 
+    /// Removes the directories `rel` is in, deepest first, while each is empty (as git does
+    /// once it removed the last file of a directory); never `self` itself.
+    pub(crate) fn remove_empty_parents(&self, rel: &Path) -> io::Result<()> {
+        let mut dir = rel.parent();
+        while let Some(at) = dir.filter(|d| !names(d).is_ok_and(|n| n.is_empty())) {
+            let (parent, name) = self.parent(at)?;
+            let fd = parent.as_ref().map_or(self.fd(), Dir::fd);
+            match rustix::fs::unlinkat(fd, name, AtFlags::REMOVEDIR) {
+                Ok(()) => dir = at.parent(),
+                Err(Errno::NOTEMPTY | Errno::EXIST | Errno::NOENT | Errno::NOTDIR) => return Ok(()),
+                Err(e) => return Err(with_path(e.into(), &self.path.join(at))),
+            }
+        }
+        Ok(())
+    }
+
     /// Removes what blocks `rel` from being a path of real directories ending in nothing: the
     /// entry at `rel`, or the first component on the way that is not a real directory (a
     /// link, a file), which goes instead, so nothing is removed through a link.

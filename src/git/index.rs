@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::git::hermetic::HermeticGit;
+use crate::git::index_file::edit::Change;
 use crate::git::runner::{Git, GitCmd, GitOutput};
 
 /// Settings that make git's stat check compare everything a command cannot forge (ctime and
@@ -250,6 +251,16 @@ impl OnIndex<'_> {
             .map(|_| ())
     }
 
+    /// Writes the files of the entries named by the NUL-terminated `paths` from the index,
+    /// replacing what is there (`checkout-index -f -z --stdin`); the index is not written.
+    pub(crate) fn write_listed(&self, paths: Vec<u8>) -> Result<()> {
+        self.cmd()
+            .args(["checkout-index", "-f", "-q", "-z", "--stdin"])
+            .stdin(paths)
+            .run()
+            .map(|_| ())
+    }
+
     /// Drops the entries named by the NUL-terminated `paths` (`update-index --force-remove`).
     pub(crate) fn force_remove_listed(&self, paths: Vec<u8>) -> Result<()> {
         self.cmd()
@@ -450,6 +461,30 @@ impl OnIndex<'_> {
 }
 
 impl HermeticGit {
+    /// What each path whose entry differs between the trees `from` and `to` holds in `to`
+    /// (`diff-tree -r --raw`, no renames), by path.
+    pub(crate) fn tree_changes(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<std::collections::BTreeMap<Vec<u8>, Change>> {
+        let raw = self
+            .cmd()
+            .args([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--raw",
+                "--no-renames",
+                "--no-abbrev",
+            ])
+            .args([from, to])
+            .run()?;
+        parse_raw_changes(&raw).ok_or_else(|| {
+            crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
+        })
+    }
+
     /// The paths `tree` adds to `base`, NUL-separated (`diff-tree --diff-filter=A`).
     pub(crate) fn added_paths(&self, base: &str, tree: &str) -> Result<Vec<u8>> {
         self.cmd()
@@ -485,4 +520,27 @@ impl HermeticGit {
             .arg(format!("{commit}^{{tree}}"))
             .run_text()
     }
+}
+
+/// `diff-tree -z --raw` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes.
+fn parse_raw_changes(raw: &[u8]) -> Option<std::collections::BTreeMap<Vec<u8>, Change>> {
+    let mut changes = std::collections::BTreeMap::new();
+    let mut parts = raw.split(|b| *b == 0);
+    while let Some(head) = parts.next().filter(|h| !h.is_empty()) {
+        let path = parts.next()?;
+        let head = std::str::from_utf8(head.strip_prefix(b":")?).ok()?;
+        let fields: Vec<&str> = head.split(' ').collect();
+        let [_, mode, _, id, status] = fields.as_slice() else {
+            return None;
+        };
+        let change = match *status {
+            "D" => Change::Remove,
+            _ => Change::Set {
+                mode: u32::from_str_radix(mode, 8).ok()?,
+                id: hex::decode(id).ok()?,
+            },
+        };
+        changes.insert(path.to_vec(), change);
+    }
+    Some(changes)
 }

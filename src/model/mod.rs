@@ -11,4 +11,5 @@ pub mod refs;
 pub mod snapshot;
 pub(crate) mod strictjson;
 pub(crate) mod submodules;
+pub(crate) mod tree_move;
 pub mod wip;

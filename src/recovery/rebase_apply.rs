@@ -20,10 +20,15 @@ use crate::store::state::{Rebased, Store};
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Start<'a> {
     /// A new one, checked first: an ignored file where the target puts a tracked one (which
-    /// git would write over) fails before anything is recorded or written. With
-    /// the tree of a snapshot this command took under the lock and the session's lease (the
-    /// files unchanged since), no snapshot is taken again.
-    Fresh(Option<&'a str>),
+    /// git would write over) fails before anything is recorded or written. With `now`, the
+    /// tree of a snapshot this command took under the lock and the session's lease (the
+    /// files unchanged since), no snapshot is taken again; with `index`, the tree of the
+    /// isolation's index as this command saved it, the index is edited rather than written
+    /// whole while it is still byte for byte what was saved.
+    Fresh {
+        now: Option<&'a str>,
+        index: Option<&'a str>,
+    },
     /// One a crash left: the files are snapshotted as they are now.
     Recovery,
 }
@@ -43,12 +48,14 @@ pub(crate) fn carry_out(
     let wt = isolation.git(git, &scratch)?;
     let seed = store.seed_index(&isolation.admin)?;
     let now = match start {
-        Start::Fresh(Some(tree)) => tree.to_string(),
-        Start::Fresh(None) | Start::Recovery => {
+        Start::Fresh {
+            now: Some(tree), ..
+        } => tree.to_string(),
+        Start::Fresh { now: None, .. } | Start::Recovery => {
             snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree
         }
     };
-    if let Start::Fresh(_) = start {
+    if let Start::Fresh { .. } = start {
         try_files(&wt, &isolation, &now, &intent.tree)?;
         rebase_record::save_intent(store, intent)?;
     }
@@ -57,7 +64,7 @@ pub(crate) fn carry_out(
         // git refuses before it writes anything (a file changed since the snapshot): then
         // the isolation is as it was and the intent goes; after a partial write it stays
         // for recovery to finish.
-        if let Start::Fresh(_) = start
+        if let Start::Fresh { .. } = start
             && snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree == now
         {
             rebase_record::remove_intent(store, &intent.session_id)?;
@@ -65,7 +72,17 @@ pub(crate) fn carry_out(
         return Err(err);
     }
     crate::fault_point!("rebase-after-files");
-    write_index(&wt, store, &isolation, &intent.session_id, &intent.index)?;
+    let known = match start {
+        Start::Fresh { index, .. } => index,
+        Start::Recovery => None,
+    };
+    write_index(
+        &wt,
+        store,
+        &isolation,
+        (&intent.session_id, known),
+        &intent.index,
+    )?;
     write_head(store, &isolation, &intent.session_id, &intent.head)?;
     crate::fault_point!("rebase-after-head");
     follow_up(git, store, &intent.session_id, &intent.then)?;
@@ -140,7 +157,7 @@ pub(crate) fn write_files(
 ) -> Result<()> {
     let scratch = store.scratch_dir();
     let seed = store.seed_index(&isolation.admin)?;
-    if now == tree {
+    if now == tree || crate::model::tree_move::move_changed(wt, &scratch, &seed, (now, tree))? {
         return Ok(());
     }
     let index = TempFile::new(&scratch, "index")?;
@@ -153,15 +170,21 @@ pub(crate) fn write_files(
     Ok(())
 }
 
-/// The isolation's index, written whole beside it and renamed over it.
+/// The isolation's index, written beside it and renamed over it: edited where it differs
+/// from the target tree when what it holds is `known` (see [`edit_index`]), else whole.
 fn write_index(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,
-    id: &str,
+    (id, known): (&str, Option<&str>),
     plan: &IndexPlan,
 ) -> Result<()> {
     let target = isolation.admin.join("index");
+    if let (IndexPlan::Tree(tree), Some(from)) = (plan, known)
+        && edit_index(wt, store, (isolation, id), from, tree)?
+    {
+        return Ok(());
+    }
     let (tree, stages) = match plan {
         IndexPlan::Saved => {
             let saved = rebase_record::saved_index(store, id);
@@ -198,6 +221,37 @@ fn write_index(
         on_index.index_info(input)?;
     }
     copy_atomic(index.path(), &target)
+}
+
+/// The isolation's index edited from the tree `from` to `to` (only the entries that differ
+/// change; the others keep their stat data, so git need not read every file again), when it
+/// is still byte for byte the copy saved when `from` was read from it; `false`: not edited.
+fn edit_index(
+    wt: &HermeticGit,
+    store: &Store,
+    (isolation, id): (&Isolation, &str),
+    from: &str,
+    to: &str,
+) -> Result<bool> {
+    use crate::git::index_file::edit::{Keep, edit};
+    let target = isolation.admin.join("index");
+    let saved = rebase_record::saved_index(store, id);
+    let (Ok(bytes), Ok(saved)) = (fs::read(&target), fs::read(&saved)) else {
+        return Ok(false);
+    };
+    if bytes != saved {
+        return Ok(false);
+    }
+    let changes = wt.tree_changes(from, to)?;
+    let keep = Keep {
+        racy_from: Some(crate::git::index_file::recent::written_second(&target)?),
+        untracked_cache: false,
+    };
+    let Some(edited) = edit(&bytes, from.len() / 2, &changes, keep) else {
+        return Ok(false);
+    };
+    write_atomic(&target, &edited)?;
+    Ok(true)
 }
 
 /// The isolation's HEAD: detached at a commit, or the file saved before the rebase.

@@ -189,6 +189,8 @@ struct Work<'a> {
     /// The tree of the snapshot this command took of the isolation (whose files stay as they
     /// are under the lock and the session's lease until the intent is carried out).
     now: std::cell::RefCell<Option<String>>,
+    /// The tree of the isolation's index as this command saved it (before the rebase).
+    index_now: std::cell::RefCell<Option<String>>,
 }
 
 impl<'a> Work<'a> {
@@ -207,6 +209,7 @@ impl<'a> Work<'a> {
             isolation,
             view,
             now: std::cell::RefCell::new(None),
+            index_now: std::cell::RefCell::new(None),
         })
     }
 
@@ -306,6 +309,7 @@ impl<'a> Work<'a> {
         if let Some(tree) = &index_tree {
             pins.push(("index", tree.clone()));
         }
+        self.index_now.replace(index_tree.clone());
         self.pin(&pins)?;
         Ok(Pre {
             head: head.to_string(),
@@ -490,7 +494,11 @@ impl<'a> Work<'a> {
     /// Carries out a fresh intent, from the snapshot this command took (none for an abort).
     fn carry_out(&self, intent: Applying) -> Result<()> {
         let now = self.now.borrow().clone();
-        let start = crate::recovery::rebase_apply::Start::Fresh(now.as_deref());
+        let index = self.index_now.borrow().clone();
+        let start = crate::recovery::rebase_apply::Start::Fresh {
+            now: now.as_deref(),
+            index: index.as_deref(),
+        };
         crate::recovery::rebase_apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
     }
 

@@ -61,6 +61,7 @@ mod promote_patch;
 mod promote_reapply;
 mod promote_steps;
 mod promote_steps_attack;
+mod rebase_moves;
 mod rebase_sessions;
 mod remote_push;
 mod retain_crash;

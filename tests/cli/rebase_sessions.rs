@@ -448,6 +448,7 @@ fn a_conflict_in_a_replayed_commit_continues_with_the_rest() {
 fn a_rebase_killed_while_it_writes_the_isolation_is_finished() {
     for point in [
         "rebase-after-intent",
+        "tree-move-after-removals",
         "rebase-after-files",
         "rebase-after-head",
     ] {

@@ -3,9 +3,11 @@
 //! file cannot be copied alone, so a3s-iso keeps its own indexes whole), whether any entry is
 //! marked skip-worktree (a sparse checkout's) or is a gitlink, so that the paths git needs to
 //! look at again are listed only when there can be any (see `snapshot`); the entries of a
-//! small index; and (`recent`) the stat data a snapshot must not trust. The pool's cleaning
+//! small index; (`recent`) the stat data a snapshot must not trust; and (`edit`) a plain index
+//! with a few paths' entries set or removed, the rest kept with its stat data. The pool's cleaning
 //! reads its entries' stat data through the same walk.
 
+pub(crate) mod edit;
 pub(crate) mod reader;
 pub(crate) mod recent;
 pub(crate) mod writer;

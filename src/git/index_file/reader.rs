@@ -56,6 +56,11 @@ impl EntryView<'_> {
         self.extended & SKIP_WORKTREE != 0
     }
 
+    /// Its extended flags (version 3's second flags word; 0 without one).
+    pub(crate) fn extended_flags(&self) -> u16 {
+        self.extended
+    }
+
     /// Whether it is a gitlink.
     pub(crate) fn gitlink(&self) -> bool {
         self.mode() & 0o170000 == 0o160000

@@ -1,0 +1,461 @@
+//! An index edited without git reading and writing it whole: some paths' entries set (a mode
+//! and an object id, no stat data, so git compares those files' content the next time it
+//! looks) or removed, every other entry kept byte for byte with its stat data. The cache tree
+//! (`TREE`) is kept with the nodes above an edited path marked invalid, as git marks them;
+//! offsets and a file system monitor's token are dropped (git makes them again), and the
+//! untracked cache too unless the caller vouches for it (a3s-iso's own index, whose every
+//! edit comes with the file created or removed, changing its directory's stat data). Only a plain index is edited: version 2 or 3, every entry merged and without
+//! extended flags (skip-worktree, intent-to-add), no sparse directory, no mandatory extension
+//! (a split or sparse index); for anything else the caller asks git.
+
+use std::collections::BTreeMap;
+
+use sha2::Digest;
+
+use crate::git::index_file::reader::{ENTRY_STAT, EntryView, IndexFile, SIZE_AT, be32};
+
+/// What becomes of one path's entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The entry goes.
+    Remove,
+    /// The entry holds this mode and object id (raw bytes), with no stat data.
+    Set { mode: u32, id: Vec<u8> },
+}
+
+/// The cache tree's extension.
+const TREE: [u8; 4] = *b"TREE";
+
+/// The resolve-undo extension: paths, not positions, so it stays true.
+const RESOLVE_UNDO: [u8; 4] = *b"REUC";
+
+/// The untracked cache's extension.
+const UNTRACKED: [u8; 4] = *b"UNTR";
+
+/// How an index is edited beside its changes.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Keep {
+    /// Kept entries whose modification time is in or after this second lose their size (as
+    /// git smudges a racily clean entry when it writes an index newer than the one it read).
+    pub racy_from: Option<u32>,
+    /// The untracked cache is kept as it is.
+    pub untracked_cache: bool,
+}
+
+/// Where an entry's modification time (seconds) is, in its stat data.
+const MTIME_AT: usize = 8;
+
+/// One entry kept: where its bytes are, and its path.
+struct Kept {
+    start: usize,
+    end: usize,
+    path: Vec<u8>,
+    mtime: u32,
+}
+
+/// `bytes` (an index with `hash_len`-byte ids) with `changes` made, the rest as `keep` says;
+/// `None` when the index is not one this edits.
+pub(crate) fn edit(
+    bytes: &[u8],
+    hash_len: usize,
+    changes: &BTreeMap<Vec<u8>, Change>,
+    keep: Keep,
+) -> Option<Vec<u8>> {
+    let file = IndexFile::new(bytes, hash_len)?;
+    if file.version > 3 {
+        return None;
+    }
+    let mut kept: Vec<Kept> = Vec::new();
+    let extensions = file.walk(|entry| {
+        let plain = entry.stage() == 0 && !has_extended_flags(entry) && entry.mode() != 0o040000;
+        if let Some(last) = kept.last_mut() {
+            last.end = entry.start;
+        }
+        kept.push(Kept {
+            start: entry.start,
+            end: 0,
+            path: entry.path.to_vec(),
+            mtime: entry.stat(2),
+        });
+        plain
+    })?;
+    let entries_end = extensions
+        .first()
+        .map_or(bytes.len() - hash_len, |e| e.start);
+    if let Some(last) = kept.last_mut() {
+        last.end = entries_end;
+    }
+    if extensions
+        .iter()
+        .any(|e| e.signature[0].is_ascii_lowercase())
+    {
+        return None;
+    }
+    let mut out = bytes[..12].to_vec();
+    let count = merge_entries(bytes, &kept, changes, hash_len, keep.racy_from, &mut out);
+    out[8..12].copy_from_slice(&count.to_be_bytes());
+    for extension in &extensions {
+        match extension.signature {
+            TREE => {
+                let data = invalidated_tree(extension.data, hash_len, changes.keys())?;
+                out.extend_from_slice(&TREE);
+                out.extend_from_slice(&u32::try_from(data.len()).ok()?.to_be_bytes());
+                out.extend_from_slice(&data);
+            }
+            RESOLVE_UNDO => out.extend_from_slice(&bytes[extension.start..extension.end()]),
+            UNTRACKED if keep.untracked_cache => {
+                out.extend_from_slice(&bytes[extension.start..extension.end()]);
+            }
+            _ => {}
+        }
+    }
+    let trailer: Vec<u8> = match hash_len {
+        32 => sha2::Sha256::digest(&out).to_vec(),
+        _ => sha1::Sha1::digest(&out).to_vec(),
+    };
+    out.extend_from_slice(&trailer);
+    Some(out)
+}
+
+/// Whether an entry carries extended flags (version 3's second flags word).
+fn has_extended_flags(entry: &EntryView<'_>) -> bool {
+    entry.extended_flags() != 0
+}
+
+/// Writes the kept entries and the set ones into `out`, in git's order (by path, bytewise);
+/// the number of entries written.
+fn merge_entries(
+    bytes: &[u8],
+    kept: &[Kept],
+    changes: &BTreeMap<Vec<u8>, Change>,
+    hash_len: usize,
+    racy_from: Option<u32>,
+    out: &mut Vec<u8>,
+) -> u32 {
+    let mut count = 0u32;
+    let mut sets = changes.iter().peekable();
+    for entry in kept {
+        while let Some((path, change)) = sets.next_if(|(path, _)| **path < entry.path) {
+            count += push_set(out, path, change, hash_len);
+        }
+        if let Some((path, change)) = sets.next_if(|(path, _)| **path == entry.path) {
+            count += push_set(out, path, change, hash_len);
+            continue;
+        }
+        let at = out.len();
+        out.extend_from_slice(&bytes[entry.start..entry.end]);
+        if racy_from.is_some_and(|from| entry.mtime >= from) {
+            out[at + SIZE_AT..at + SIZE_AT + 4].copy_from_slice(&[0; 4]);
+        }
+        count += 1;
+    }
+    for (path, change) in sets {
+        count += push_set(out, path, change, hash_len);
+    }
+    count
+}
+
+/// Appends the entry `change` sets at `path` (none for a removal); how many it appended.
+fn push_set(out: &mut Vec<u8>, path: &[u8], change: &Change, hash_len: usize) -> u32 {
+    let Change::Set { mode, id } = change else {
+        return 0;
+    };
+    let start = out.len();
+    let mut stat = [0u8; ENTRY_STAT];
+    stat[24..28].copy_from_slice(&mode.to_be_bytes());
+    out.extend_from_slice(&stat);
+    out.extend_from_slice(&id[..hash_len.min(id.len())]);
+    out.resize(start + ENTRY_STAT + hash_len, 0);
+    let name_len = path.len().min(0xfff) as u16;
+    out.extend_from_slice(&name_len.to_be_bytes());
+    out.extend_from_slice(path);
+    // The name and 1 to 8 NULs, padding the entry to a multiple of eight bytes.
+    let len = (ENTRY_STAT + hash_len + 2 + path.len() + 8) & !7;
+    out.resize(start + len, 0);
+    1
+}
+
+/// One node of the cache tree: its name, how many entries it covers (`None`: invalid), its
+/// tree id and its subtrees.
+struct Node<'a> {
+    name: &'a [u8],
+    entries: Option<&'a [u8]>,
+    id: Option<&'a [u8]>,
+    children: Vec<Node<'a>>,
+}
+
+/// The cache tree's data with every node above one of `paths` invalid; `None` when it does
+/// not read as one.
+fn invalidated_tree<'p>(
+    data: &[u8],
+    hash_len: usize,
+    paths: impl Iterator<Item = &'p Vec<u8>>,
+) -> Option<Vec<u8>> {
+    if data.is_empty() {
+        return Some(Vec::new());
+    }
+    let mut at = 0;
+    let mut root = read_node(data, &mut at, hash_len)?;
+    if at != data.len() {
+        return None;
+    }
+    for path in paths {
+        invalidate(&mut root, path);
+    }
+    let mut out = Vec::with_capacity(data.len());
+    write_node(&root, &mut out);
+    Some(out)
+}
+
+fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node<'a>> {
+    let rest = data.get(*at..)?;
+    let nul = rest.iter().position(|b| *b == 0)?;
+    let name = &rest[..nul];
+    let line_end = rest.iter().position(|b| *b == b'\n')?;
+    let counts = std::str::from_utf8(rest.get(nul + 1..line_end)?).ok()?;
+    let (entries, subtrees) = counts.split_once(' ')?;
+    let valid = entries.parse::<i64>().ok()? >= 0;
+    let subtrees: usize = subtrees.parse().ok()?;
+    *at += line_end + 1;
+    let id = match valid {
+        true => {
+            let id = data.get(*at..*at + hash_len)?;
+            *at += hash_len;
+            Some(id)
+        }
+        false => None,
+    };
+    let entries = valid.then(|| &rest[nul + 1..nul + 1 + entries.len()]);
+    let children = (0..subtrees)
+        .map(|_| read_node(data, at, hash_len))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Node {
+        name,
+        entries,
+        id,
+        children,
+    })
+}
+
+/// Marks the node and every subtree on the way to `path` invalid.
+fn invalidate(node: &mut Node<'_>, path: &[u8]) {
+    node.entries = None;
+    node.id = None;
+    let Some(slash) = path.iter().position(|b| *b == b'/') else {
+        return;
+    };
+    let (dir, rest) = (&path[..slash], &path[slash + 1..]);
+    if let Some(child) = node.children.iter_mut().find(|c| c.name == dir) {
+        invalidate(child, rest);
+    }
+}
+
+fn write_node(node: &Node<'_>, out: &mut Vec<u8>) {
+    out.extend_from_slice(node.name);
+    out.push(0);
+    out.extend_from_slice(node.entries.unwrap_or(b"-1"));
+    out.extend_from_slice(format!(" {}\n", node.children.len()).as_bytes());
+    if let Some(id) = node.id {
+        out.extend_from_slice(id);
+    }
+    for child in &node.children {
+        write_node(child, out);
+    }
+}
+
+/// One entry as an index stores it.
+#[derive(Debug, Clone)]
+pub(crate) struct Stored {
+    /// Its stat data (mode included).
+    pub stat: [u8; ENTRY_STAT],
+    /// Its object id, raw.
+    pub id: Vec<u8>,
+}
+
+impl Stored {
+    /// Its mode.
+    pub(crate) fn mode(&self) -> u32 {
+        be32(&self.stat, 24).unwrap_or(0)
+    }
+
+    /// The second its file was last modified, as noted.
+    pub(crate) fn mtime(&self) -> u32 {
+        be32(&self.stat, MTIME_AT).unwrap_or(0)
+    }
+}
+
+/// The entry at stage 0 of each of `paths` the index holds, by path.
+pub(crate) fn stored_entries(
+    bytes: &[u8],
+    hash_len: usize,
+    paths: &BTreeMap<Vec<u8>, Change>,
+) -> Option<BTreeMap<Vec<u8>, Stored>> {
+    let file = IndexFile::new(bytes, hash_len)?;
+    let mut found = BTreeMap::new();
+    file.walk(|entry| {
+        if entry.stage() == 0
+            && paths.contains_key(entry.path)
+            && let Some(stat) = bytes.get(entry.start..entry.start + ENTRY_STAT)
+            && let Ok(stat) = <[u8; ENTRY_STAT]>::try_from(stat)
+        {
+            let id = entry.id().to_vec();
+            found.insert(entry.path.to_vec(), Stored { stat, id });
+        }
+        true
+    })?;
+    Some(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &std::path::Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
+        use std::io::Write;
+        let mut child = std::process::Command::new("git")
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.unwrap_or_default())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        out.stdout
+    }
+
+    /// The changes that take the tree `from` to `to`, as `diff-tree` names them.
+    fn changes_between(dir: &std::path::Path, from: &str, to: &str) -> BTreeMap<Vec<u8>, Change> {
+        let raw = git(
+            dir,
+            &["diff-tree", "-r", "-z", "--no-renames", from, to],
+            None,
+        );
+        let mut parts = raw.split(|b| *b == 0).filter(|p| !p.is_empty());
+        let mut changes = BTreeMap::new();
+        while let (Some(head), Some(path)) = (parts.next(), parts.next()) {
+            let head = String::from_utf8_lossy(head).into_owned();
+            let fields: Vec<&str> = head.trim_start_matches(':').split(' ').collect();
+            let change = match fields[4] {
+                "D" => Change::Remove,
+                _ => Change::Set {
+                    mode: u32::from_str_radix(fields[1], 8).unwrap(),
+                    id: hex::decode(fields[3]).unwrap(),
+                },
+            };
+            changes.insert(path.to_vec(), change);
+        }
+        changes
+    }
+
+    fn write(dir: &std::path::Path, rel: &str, text: &str) {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// An index of tree A edited by the changes from A to B is B's, for git (its `write-tree`,
+    /// which trusts the kept cache tree where it is valid, gives B); a directory becoming a
+    /// file and back, additions before, between and after kept entries, removals.
+    #[test]
+    fn an_index_edited_from_one_tree_to_another_writes_the_other_in_every_format() {
+        for (format, hash_len) in [("sha1", 20), ("sha256", 32)] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            git(
+                d,
+                &["init", "-q", &format!("--object-format={format}")],
+                None,
+            );
+            for rel in ["a.txt", "b/c.txt", "b/d/e.txt", "f/g.txt", "z.txt", "b-x"] {
+                write(d, rel, rel);
+            }
+            git(d, &["add", "-A"], None);
+            let a = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            std::fs::remove_dir_all(d.join("f")).unwrap();
+            write(d, "f", "now a file");
+            write(d, "b/d/e.txt", "changed");
+            write(d, "0first", "new");
+            write(d, "b/c0.txt", "new between");
+            write(d, "zz/new.txt", "new last");
+            std::fs::remove_file(d.join("a.txt")).unwrap();
+            git(d, &["add", "-A"], None);
+            let b = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            git(d, &["read-tree", a.trim()], None);
+            git(d, &["write-tree"], None);
+            let index = d.join(".git/index");
+            let bytes = std::fs::read(&index).unwrap();
+            let changes = changes_between(d, a.trim(), b.trim());
+            let edited = edit(&bytes, hash_len, &changes, Keep::default()).unwrap();
+            std::fs::write(&index, &edited).unwrap();
+            let written = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            assert_eq!(written, b, "{format}");
+            // git reads the file (its trailer and layout) and lists the same entries as a
+            // read-tree of B.
+            let listed = git(d, &["ls-files", "-s"], None);
+            git(d, &["read-tree", b.trim()], None);
+            assert_eq!(listed, git(d, &["ls-files", "-s"], None), "{format}");
+        }
+    }
+
+    /// A valid cache tree beside the edit stays valid where nothing changed, so git trusts
+    /// it: a kept subtree's id, planted wrong, comes out of `write-tree` as it was planted.
+    #[test]
+    fn only_the_nodes_above_an_edit_are_invalidated() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"], None);
+        write(d, "keep/x.txt", "x");
+        write(d, "edit/y.txt", "y");
+        git(d, &["add", "-A"], None);
+        git(d, &["write-tree"], None);
+        let bytes = std::fs::read(d.join(".git/index")).unwrap();
+        let id = hex::decode(
+            String::from_utf8(git(d, &["hash-object", "-w", "--stdin"], Some(b"z")))
+                .unwrap()
+                .trim(),
+        )
+        .unwrap();
+        let mut changes = BTreeMap::new();
+        changes.insert(b"edit/y.txt".to_vec(), Change::Set { mode: 0o100644, id });
+        let edited = edit(&bytes, 20, &changes, Keep::default()).unwrap();
+        let tree = edited.windows(4).position(|w| w == b"TREE").unwrap();
+        let data = &edited[tree + 8..edited.len() - 20];
+        let text = String::from_utf8_lossy(data);
+        assert!(text.starts_with("\0-1 2\n"), "{text:?}");
+        assert!(text.contains("edit\0-1 0\n"), "{text:?}");
+        assert!(text.contains("keep\01 0\n"), "{text:?}");
+    }
+
+    /// Kept entries noted in or after the racy second lose their size; others keep it. A
+    /// conflicted or skip-worktree index is not edited.
+    #[test]
+    fn racy_entries_are_smudged_and_unplain_indexes_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        git(d, &["init", "-q"], None);
+        write(d, "a.txt", "aaa");
+        write(d, "b.txt", "bbb");
+        git(d, &["add", "-A"], None);
+        let bytes = std::fs::read(d.join(".git/index")).unwrap();
+        let racy = |from| Keep {
+            racy_from: Some(from),
+            untracked_cache: false,
+        };
+        let kept = edit(&bytes, 20, &BTreeMap::new(), racy(u32::MAX)).unwrap();
+        assert_eq!(be32(&kept, 12 + SIZE_AT), Some(3));
+        let smudged = edit(&bytes, 20, &BTreeMap::new(), racy(0)).unwrap();
+        assert_eq!(be32(&smudged, 12 + SIZE_AT), Some(0));
+        git(d, &["update-index", "--skip-worktree", "a.txt"], None);
+        let sparse = std::fs::read(d.join(".git/index")).unwrap();
+        assert!(edit(&sparse, 20, &BTreeMap::new(), Keep::default()).is_none());
+    }
+}

@@ -1,0 +1,197 @@
+//! How `rebase` moves an isolation's files: only the paths that differ between what the
+//! isolation held and the rebased tree are written or removed, and its index changes only
+//! where the new base differs, so every other entry keeps the stat data git noted (no file is
+//! read again by the next `git status`). Checked against a plain worktree that git itself
+//! checks out at the new base and the same work done by hand.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::fixture::{Fixture, iso_git, listing, outcome};
+
+/// The source's first commit: files the session and the new base each change, a link, a
+/// script, a file that becomes a directory, and enough others to tell stat data apart.
+fn base_files(fx: &Fixture) {
+    for n in 0..40 {
+        fx.write(&format!("many/f{n}.txt"), &format!("file {n}\n"));
+    }
+    for rel in [
+        "ours.txt",
+        "theirs.txt",
+        "gone-by-head.txt",
+        "gone-by-session.txt",
+        "becomes-dir",
+        "deep/a/b/only.txt",
+        "plain.sh",
+        "target.txt",
+    ] {
+        fx.write(rel, &format!("{rel}\n"));
+    }
+    std::os::unix::fs::symlink("target.txt", fx.src.join("link")).unwrap();
+    fx.commit_all("base");
+}
+
+/// The session's work, done the same way in `dir` (the isolation, or a plain worktree).
+fn session_work(dir: &Path) {
+    std::fs::write(dir.join("ours.txt"), "ours changed by the session\n").unwrap();
+    std::fs::write(dir.join("notes.txt"), "untracked notes\n").unwrap();
+    std::fs::remove_file(dir.join("gone-by-session.txt")).unwrap();
+    let script = dir.join("plain.sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::remove_file(dir.join("link")).unwrap();
+    std::os::unix::fs::symlink("ours.txt", dir.join("link")).unwrap();
+}
+
+/// The new base: a change, a removal, a file that becomes a directory, a new deep file and
+/// link, a directory emptied.
+fn move_head(fx: &Fixture) -> String {
+    fx.write("theirs.txt", "theirs changed on the new base\n");
+    std::fs::remove_file(fx.src.join("gone-by-head.txt")).unwrap();
+    std::fs::remove_file(fx.src.join("becomes-dir")).unwrap();
+    fx.write("becomes-dir/inner.txt", "now a directory\n");
+    fx.write("new/deep/file.txt", "added deep\n");
+    std::fs::remove_dir_all(fx.src.join("deep")).unwrap();
+    std::os::unix::fs::symlink("theirs.txt", fx.src.join("new/link")).unwrap();
+    fx.commit_all("the new base")
+}
+
+/// Paths whose index entry holds no stat data (git reads those files again).
+fn unstated_entries(fx: &Fixture, id: &str) -> Vec<String> {
+    let debug = iso_git(fx, id, &["ls-files", "--debug"]);
+    let mut unstated = Vec::new();
+    let mut path = String::new();
+    for line in debug.lines() {
+        if !line.starts_with(' ') {
+            path = line.to_string();
+        } else if line.trim() == "mtime: 0:0" {
+            unstated.push(path.clone());
+        }
+    }
+    unstated
+}
+
+#[test]
+fn a_rebase_writes_exactly_the_moved_tree_and_keeps_the_stat_data_of_the_rest() {
+    let fx = Fixture::new();
+    base_files(&fx);
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    session_work(&iso);
+    // Stat data noted before the rebase, in a second of its own.
+    assert_eq!(
+        iso_git(&fx, "s", &["status", "--porcelain"])
+            .lines()
+            .count(),
+        5
+    );
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let head = move_head(&fx);
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    // Only what the new base changed lost its stat data (read before any git refreshes it).
+    let unstated = unstated_entries(&fx, "s");
+    let moved = fx.git(&fx.src, &["diff", "--name-only", "HEAD^", "HEAD"]);
+    assert!(
+        !unstated.is_empty(),
+        "the entries the new base changed are new"
+    );
+    for path in &unstated {
+        assert!(
+            moved.lines().any(|m| m == path),
+            "{path} lost its stat data: {unstated:?}"
+        );
+    }
+    // The same work done by hand on a plain checkout of the new base.
+    let raw = fx.root.join("work/raw");
+    fx.git(
+        &fx.src,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            raw.to_str().unwrap(),
+            &head,
+        ],
+    );
+    session_work(&raw);
+    let mut expected = listing(&raw);
+    expected.remove(".git");
+    let mut found = listing(&iso);
+    found.remove(".git");
+    assert_eq!(
+        found, expected,
+        "the isolation holds the new base and the work, byte for byte"
+    );
+    assert!(
+        !iso.join("deep").exists(),
+        "a directory the base emptied is gone"
+    );
+    assert_eq!(iso_git(&fx, "s", &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        iso_git(&fx, "s", &["status", "--porcelain"]),
+        fx.git(&raw, &["status", "--porcelain"])
+    );
+    // The next capture sees exactly the session's work.
+    let names = fx
+        .cmd()
+        .args(["diff", "-s", "s", "--name-only"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&names.stdout)
+            .lines()
+            .collect::<Vec<_>>(),
+        [
+            "gone-by-session.txt",
+            "link",
+            "notes.txt",
+            "ours.txt",
+            "plain.sh"
+        ],
+        "{names:?}"
+    );
+}
+
+/// Rebased back and forth, the isolation ends where each move put it, byte for byte, and
+/// `--abort` of a conflicting move puts back the very index file it found.
+#[test]
+fn rebases_back_and_forth_and_an_abort_leave_exact_trees() {
+    let fx = Fixture::new();
+    base_files(&fx);
+    let old = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    session_work(&iso);
+    let before = listing(&iso);
+    // A base that changes, adds and removes files (a file becoming a directory and back is
+    // refused on the way back: see `rebase_sessions`).
+    fx.write("theirs.txt", "theirs changed on the new base\n");
+    std::fs::remove_file(fx.src.join("gone-by-head.txt")).unwrap();
+    fx.write("new/deep/file.txt", "added deep\n");
+    std::fs::remove_dir_all(fx.src.join("deep")).unwrap();
+    let new = fx.commit_all("the new base");
+    for (onto, expect_head) in [(&new, &new), (&old, &old), (&new, &new)] {
+        let done = fx.json(&["rebase", "-s", "s", "--onto", onto]);
+        assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+        assert_eq!(&iso_git(&fx, "s", &["rev-parse", "HEAD"]), expect_head);
+    }
+    let back = fx.json(&["rebase", "-s", "s", "--onto", &old]);
+    assert_eq!(outcome(&back), (0, "rebased"), "{}", back.1);
+    assert_eq!(
+        listing(&iso),
+        before,
+        "back on the old base, the files are as they were"
+    );
+    // A conflicting move, aborted: the index file and the tree as before, byte for byte.
+    fx.write("ours.txt", "ours changed on the base too\n");
+    fx.commit_all("a conflicting base");
+    let index = std::fs::read(crate::fixture::admin_dir(&fx, "s").join("index")).unwrap();
+    let conflicted = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&conflicted), (3, "conflicted"), "{}", conflicted.1);
+    let aborted = fx.json(&["rebase", "-s", "s", "--abort"]);
+    assert_eq!(outcome(&aborted), (0, "aborted"), "{}", aborted.1);
+    assert_eq!(listing(&iso), before);
+    let after = std::fs::read(crate::fixture::admin_dir(&fx, "s").join("index")).unwrap();
+    assert_eq!(after, index, "the index file as it was");
+}
