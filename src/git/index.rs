@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::git::hermetic::HermeticGit;
-use crate::git::index_file::edit::Change;
+use crate::git::index_file::edit::{Change, Subtrees};
 use crate::git::runner::{Git, GitCmd, GitOutput};
 
 /// Settings that make git's stat check compare everything a command cannot forge (ctime and
@@ -483,6 +483,41 @@ impl HermeticGit {
         parse_raw_changes(&raw).ok_or_else(|| {
             crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
         })
+    }
+
+    /// The tree id (raw) of each of `dirs` in `tree` that is a directory there, by directory
+    /// (`""`: `tree` itself), asked in one `cat-file --batch-check`; a directory whose name
+    /// holds a newline is left out.
+    pub(crate) fn tree_ids(&self, tree: &str, dirs: &[Vec<u8>]) -> Result<Subtrees> {
+        let asked: Vec<&Vec<u8>> = dirs
+            .iter()
+            .filter(|d| !d.is_empty() && !d.contains(&b'\n'))
+            .collect();
+        let mut ids = Subtrees::new();
+        ids.insert(Vec::new(), hex::decode(tree).unwrap_or_default());
+        if asked.is_empty() {
+            return Ok(ids);
+        }
+        let mut input = Vec::new();
+        for dir in &asked {
+            input.extend_from_slice(format!("{tree}:").as_bytes());
+            input.extend_from_slice(dir);
+            input.push(b'\n');
+        }
+        let out = self
+            .cmd()
+            .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
+            .stdin(input)
+            .run()?;
+        for (dir, line) in asked.iter().zip(out.split(|b| *b == b'\n')) {
+            let line = String::from_utf8_lossy(line);
+            if let Some((id, "tree")) = line.split_once(' ')
+                && let Ok(raw) = hex::decode(id)
+            {
+                ids.insert(dir.to_vec(), raw);
+            }
+        }
+        Ok(ids)
     }
 
     /// The paths `tree` adds to `base`, NUL-separated (`diff-tree --diff-filter=A`).

@@ -23,13 +23,21 @@ use sha2::Digest;
 use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::git::HermeticGit;
-use crate::git::index_file::edit::{Change, Keep, Stored, edit, stored_entries};
+use crate::git::index_file::edit::{
+    Change, Keep, Stored, Subtrees, dirs_above, edit, stored_entries,
+};
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
 use crate::model::snapshot::{TempFile, note_tree, noted_tree};
 
 /// The most of a file read to compare its content with what the index noted.
 const COMPARE_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// What the move makes of the index: the changed paths, and the target's tree ids above them.
+struct Target<'a> {
+    changes: &'a BTreeMap<Vec<u8>, Change>,
+    subtrees: &'a Subtrees,
+}
 
 /// What a move does, planned before anything is touched.
 struct Plan {
@@ -55,11 +63,16 @@ pub(crate) fn move_changed(
     }
     let bytes = fs::read(seed).ctx(|| format!("cannot read {}", seed.display()))?;
     let changes = wt.tree_changes(now, to)?;
+    let subtrees = wt.tree_ids(to, &dirs_above(&changes))?;
+    let target = Target {
+        changes: &changes,
+        subtrees: &subtrees,
+    };
     let Some(plan) = plan(
         wt.tree(),
         &bytes,
         now.len() / 2,
-        &changes,
+        &target,
         written_second(seed)?,
     ) else {
         return Ok(false);
@@ -88,9 +101,10 @@ fn plan(
     top: &Path,
     bytes: &[u8],
     hash_len: usize,
-    changes: &BTreeMap<Vec<u8>, Change>,
+    target: &Target<'_>,
     racy_from: u32,
 ) -> Option<Plan> {
+    let changes = target.changes;
     let stored = stored_entries(bytes, hash_len, changes)?;
     let mut removed = Vec::new();
     let mut written = Vec::new();
@@ -111,9 +125,11 @@ fn plan(
             Change::Remove => removed.push(path.clone()),
         }
     }
+    // The seed held exactly the tree the move starts from: it holds the target after it.
     let keep = Keep {
         racy_from: None,
         untracked_cache: true,
+        subtrees: Some(target.subtrees),
     };
     let index = edit(bytes, hash_len, changes, keep)?;
     Some(Plan {

@@ -233,7 +233,7 @@ fn edit_index(
     from: &str,
     to: &str,
 ) -> Result<bool> {
-    use crate::git::index_file::edit::{Keep, edit};
+    use crate::git::index_file::edit::{Keep, dirs_above, edit};
     let target = isolation.admin.join("index");
     let saved = rebase_record::saved_index(store, id);
     let (Ok(bytes), Ok(saved)) = (fs::read(&target), fs::read(&saved)) else {
@@ -243,9 +243,12 @@ fn edit_index(
         return Ok(false);
     }
     let changes = wt.tree_changes(from, to)?;
+    let subtrees = wt.tree_ids(to, &dirs_above(&changes))?;
+    // The index held exactly `from`: it holds `to` after the edit.
     let keep = Keep {
         racy_from: Some(crate::git::index_file::recent::written_second(&target)?),
         untracked_cache: false,
+        subtrees: Some(&subtrees),
     };
     let Some(edited) = edit(&bytes, from.len() / 2, &changes, keep) else {
         return Ok(false);

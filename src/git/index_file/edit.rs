@@ -34,12 +34,16 @@ const UNTRACKED: [u8; 4] = *b"UNTR";
 
 /// How an index is edited beside its changes.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Keep {
+pub(crate) struct Keep<'s> {
     /// Kept entries whose modification time is in or after this second lose their size (as
     /// git smudges a racily clean entry when it writes an index newer than the one it read).
     pub racy_from: Option<u32>,
     /// The untracked cache is kept as it is.
     pub untracked_cache: bool,
+    /// The edited index's tree ids by directory, when the index is known to hold exactly a
+    /// tree before the edit and its target after: the cache tree is then brought up to date
+    /// rather than invalidated above each edit.
+    pub subtrees: Option<&'s Subtrees>,
 }
 
 /// Where an entry's modification time (seconds) is, in its stat data.
@@ -59,7 +63,7 @@ pub(crate) fn edit(
     bytes: &[u8],
     hash_len: usize,
     changes: &BTreeMap<Vec<u8>, Change>,
-    keep: Keep,
+    keep: Keep<'_>,
 ) -> Option<Vec<u8>> {
     let file = IndexFile::new(bytes, hash_len)?;
     if file.version > 3 {
@@ -94,10 +98,19 @@ pub(crate) fn edit(
     let mut out = bytes[..12].to_vec();
     let count = merge_entries(bytes, &kept, changes, hash_len, keep.racy_from, &mut out);
     out[8..12].copy_from_slice(&count.to_be_bytes());
+    let paths: Vec<&[u8]> = match keep.subtrees {
+        Some(_) => final_paths(&kept, changes),
+        None => Vec::new(),
+    };
     for extension in &extensions {
         match extension.signature {
             TREE => {
-                let data = invalidated_tree(extension.data, hash_len, changes.keys())?;
+                let data = updated_tree(
+                    extension.data,
+                    hash_len,
+                    changes.keys(),
+                    (keep.subtrees, &paths),
+                )?;
                 out.extend_from_slice(&TREE);
                 out.extend_from_slice(&u32::try_from(data.len()).ok()?.to_be_bytes());
                 out.extend_from_slice(&data);
@@ -155,6 +168,23 @@ fn merge_entries(
     count
 }
 
+/// Every path of the edited index, sorted: the kept entries' and the set ones'.
+fn final_paths<'a>(kept: &'a [Kept], changes: &'a BTreeMap<Vec<u8>, Change>) -> Vec<&'a [u8]> {
+    let mut paths: Vec<&[u8]> = kept
+        .iter()
+        .map(|k| k.path.as_slice())
+        .filter(|p| !changes.contains_key(*p))
+        .chain(
+            changes
+                .iter()
+                .filter(|(_, c)| matches!(c, Change::Set { .. }))
+                .map(|(p, _)| p.as_slice()),
+        )
+        .collect();
+    paths.sort_unstable();
+    paths
+}
+
 /// Appends the entry `change` sets at `path` (none for a removal); how many it appended.
 fn push_set(out: &mut Vec<u8>, path: &[u8], change: &Change, hash_len: usize) -> u32 {
     let Change::Set { mode, id } = change else {
@@ -175,21 +205,24 @@ fn push_set(out: &mut Vec<u8>, path: &[u8], change: &Change, hash_len: usize) ->
     1
 }
 
-/// One node of the cache tree: its name, how many entries it covers (`None`: invalid), its
-/// tree id and its subtrees.
+/// One node of the cache tree: its name, how many entries it covers and its tree id (`None`:
+/// invalid), and its subtrees.
 struct Node<'a> {
     name: &'a [u8],
-    entries: Option<&'a [u8]>,
-    id: Option<&'a [u8]>,
+    valid: Option<(usize, Vec<u8>)>,
     children: Vec<Node<'a>>,
 }
 
-/// The cache tree's data with every node above one of `paths` invalid; `None` when it does
-/// not read as one.
-fn invalidated_tree<'p>(
+/// The cache tree's data brought up to the edit: every node above one of the changed paths
+/// is set from `subtrees` (the edited index's tree ids by directory, `""` the whole tree)
+/// with its entries counted in `paths` (every path of the edited index, sorted), dropped
+/// when `subtrees` says its directory is gone, or marked invalid when `subtrees` is `None`.
+/// `None` when the data does not read as a cache tree.
+fn updated_tree<'p>(
     data: &[u8],
     hash_len: usize,
-    paths: impl Iterator<Item = &'p Vec<u8>>,
+    changed: impl Iterator<Item = &'p Vec<u8>>,
+    (subtrees, paths): (Option<&Subtrees>, &[&[u8]]),
 ) -> Option<Vec<u8>> {
     if data.is_empty() {
         return Some(Vec::new());
@@ -199,13 +232,17 @@ fn invalidated_tree<'p>(
     if at != data.len() {
         return None;
     }
-    for path in paths {
-        invalidate(&mut root, path);
+    for path in changed {
+        update(&mut root, (b"", path), subtrees, paths);
     }
     let mut out = Vec::with_capacity(data.len());
     write_node(&root, &mut out);
     Some(out)
 }
+
+/// The tree ids of an edited index by directory (`""`: the whole tree); a directory not
+/// listed is gone.
+pub(crate) type Subtrees = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node<'a>> {
     let rest = data.get(*at..)?;
@@ -214,53 +251,99 @@ fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node
     let line_end = rest.iter().position(|b| *b == b'\n')?;
     let counts = std::str::from_utf8(rest.get(nul + 1..line_end)?).ok()?;
     let (entries, subtrees) = counts.split_once(' ')?;
-    let valid = entries.parse::<i64>().ok()? >= 0;
+    let entries: i64 = entries.parse().ok()?;
     let subtrees: usize = subtrees.parse().ok()?;
     *at += line_end + 1;
-    let id = match valid {
-        true => {
-            let id = data.get(*at..*at + hash_len)?;
+    let valid = match usize::try_from(entries) {
+        Ok(count) => {
+            let id = data.get(*at..*at + hash_len)?.to_vec();
             *at += hash_len;
-            Some(id)
+            Some((count, id))
         }
-        false => None,
+        Err(_) => None,
     };
-    let entries = valid.then(|| &rest[nul + 1..nul + 1 + entries.len()]);
     let children = (0..subtrees)
         .map(|_| read_node(data, at, hash_len))
         .collect::<Option<Vec<_>>>()?;
     Some(Node {
         name,
-        entries,
-        id,
+        valid,
         children,
     })
 }
 
-/// Marks the node and every subtree on the way to `path` invalid.
-fn invalidate(node: &mut Node<'_>, path: &[u8]) {
-    node.entries = None;
-    node.id = None;
-    let Some(slash) = path.iter().position(|b| *b == b'/') else {
+/// Sets (or invalidates) the node of the directory `dir` and every subtree on the way to
+/// `rest` below it.
+fn update(
+    node: &mut Node<'_>,
+    (dir, rest): (&[u8], &[u8]),
+    subtrees: Option<&Subtrees>,
+    paths: &[&[u8]],
+) {
+    node.valid = subtrees
+        .and_then(|ids| ids.get(dir))
+        .map(|id| (entries_under(paths, dir), id.clone()));
+    let Some(slash) = rest.iter().position(|b| *b == b'/') else {
         return;
     };
-    let (dir, rest) = (&path[..slash], &path[slash + 1..]);
-    if let Some(child) = node.children.iter_mut().find(|c| c.name == dir) {
-        invalidate(child, rest);
+    let name = &rest[..slash];
+    let child_dir = match dir.is_empty() {
+        true => name.to_vec(),
+        false => [dir, b"/", name].concat(),
+    };
+    let Some(at) = node.children.iter().position(|c| c.name == name) else {
+        return;
+    };
+    if subtrees.is_some_and(|ids| !ids.contains_key(&child_dir)) {
+        node.children.remove(at);
+        return;
     }
+    update(
+        &mut node.children[at],
+        (&child_dir, &rest[slash + 1..]),
+        subtrees,
+        paths,
+    );
+}
+
+/// How many of the sorted `paths` are below the directory `dir` (`""`: all of them).
+fn entries_under(paths: &[&[u8]], dir: &[u8]) -> usize {
+    if dir.is_empty() {
+        return paths.len();
+    }
+    let prefix = [dir, b"/"].concat();
+    let after = [dir, b"0"].concat();
+    paths.partition_point(|p| *p < after.as_slice())
+        - paths.partition_point(|p| *p < prefix.as_slice())
 }
 
 fn write_node(node: &Node<'_>, out: &mut Vec<u8>) {
     out.extend_from_slice(node.name);
     out.push(0);
-    out.extend_from_slice(node.entries.unwrap_or(b"-1"));
-    out.extend_from_slice(format!(" {}\n", node.children.len()).as_bytes());
-    if let Some(id) = node.id {
+    let count = node
+        .valid
+        .as_ref()
+        .map_or("-1".to_string(), |(n, _)| n.to_string());
+    out.extend_from_slice(format!("{count} {}\n", node.children.len()).as_bytes());
+    if let Some((_, id)) = &node.valid {
         out.extend_from_slice(id);
     }
     for child in &node.children {
         write_node(child, out);
     }
+}
+
+/// Every directory above one of the changed paths (not `""`), each once.
+pub(crate) fn dirs_above(changes: &BTreeMap<Vec<u8>, Change>) -> Vec<Vec<u8>> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for path in changes.keys() {
+        for (at, byte) in path.iter().enumerate() {
+            if *byte == b'/' {
+                dirs.insert(path[..at].to_vec());
+            }
+        }
+    }
+    dirs.into_iter().collect()
 }
 
 /// One entry as an index stores it.
@@ -406,6 +489,86 @@ mod tests {
         }
     }
 
+    /// Given the target's tree ids, the edited index's cache tree is whole and true: git's
+    /// `write-tree` trusts it (writes nothing back), and with one more entry (only the root
+    /// invalid) builds the same tree as from an index read from the target itself.
+    #[test]
+    fn an_index_edited_with_the_targets_ids_has_a_true_cache_tree_in_every_format() {
+        for (format, hash_len) in [("sha1", 20), ("sha256", 32)] {
+            let dir = tempfile::tempdir().unwrap();
+            let d = dir.path();
+            git(
+                d,
+                &["init", "-q", &format!("--object-format={format}")],
+                None,
+            );
+            for rel in [
+                "a.txt",
+                "b/c.txt",
+                "b/d/e.txt",
+                "f/g.txt",
+                "gone/x/y.txt",
+                "k/l.txt",
+            ] {
+                write(d, rel, rel);
+            }
+            git(d, &["add", "-A"], None);
+            let a = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            std::fs::remove_dir_all(d.join("gone")).unwrap();
+            write(d, "b/d/e.txt", "changed");
+            write(d, "b/new/n.txt", "new dir");
+            std::fs::remove_dir_all(d.join("f")).unwrap();
+            write(d, "f", "now a file");
+            git(d, &["add", "-A"], None);
+            let b = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            let b = b.trim();
+            git(d, &["read-tree", a.trim()], None);
+            git(d, &["write-tree"], None);
+            let index = d.join(".git/index");
+            let bytes = std::fs::read(&index).unwrap();
+            let changes = changes_between(d, a.trim(), b);
+            let mut ids = Subtrees::new();
+            ids.insert(Vec::new(), hex::decode(b).unwrap());
+            for dir in dirs_above(&changes) {
+                let spec = format!("{b}:{}", String::from_utf8_lossy(&dir));
+                let out = std::process::Command::new("git")
+                    .current_dir(d)
+                    .args(["rev-parse", "--verify", "-q", &spec])
+                    .output()
+                    .unwrap();
+                if out.status.success() {
+                    let id = String::from_utf8(out.stdout).unwrap();
+                    ids.insert(dir, hex::decode(id.trim()).unwrap());
+                }
+            }
+            let keep = Keep {
+                subtrees: Some(&ids),
+                ..Keep::default()
+            };
+            let edited = edit(&bytes, hash_len, &changes, keep).unwrap();
+            std::fs::write(&index, &edited).unwrap();
+            let written = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            assert_eq!(written.trim(), b, "{format}");
+            assert_eq!(
+                std::fs::read(&index).unwrap(),
+                edited,
+                "{format}: git trusted it whole"
+            );
+            let blob =
+                String::from_utf8(git(d, &["hash-object", "-w", "--stdin"], Some(b"top"))).unwrap();
+            let info = format!("100644 {}\ttop.txt\n", blob.trim());
+            git(d, &["update-index", "--index-info"], Some(info.as_bytes()));
+            let trusted = git(d, &["write-tree"], None);
+            git(d, &["read-tree", b], None);
+            git(d, &["update-index", "--index-info"], Some(info.as_bytes()));
+            assert_eq!(
+                trusted,
+                git(d, &["write-tree"], None),
+                "{format}: inner nodes"
+            );
+        }
+    }
+
     /// A valid cache tree beside the edit stays valid where nothing changed, so git trusts
     /// it: a kept subtree's id, planted wrong, comes out of `write-tree` as it was planted.
     #[test]
@@ -448,7 +611,7 @@ mod tests {
         let bytes = std::fs::read(d.join(".git/index")).unwrap();
         let racy = |from| Keep {
             racy_from: Some(from),
-            untracked_cache: false,
+            ..Keep::default()
         };
         let kept = edit(&bytes, 20, &BTreeMap::new(), racy(u32::MAX)).unwrap();
         assert_eq!(be32(&kept, 12 + SIZE_AT), Some(3));
