@@ -141,7 +141,7 @@ fn before_command(
     spec: &mut Option<SandboxSpec>,
     throwaway: Option<&Path>,
 ) -> Result<Before> {
-    let RunTarget { located, isolation } = claimed.at();
+    let RunTarget { located, isolation } = claimed.run_target();
     let ids = (claimed.session_id(), claimed.run_id());
     use crate::recovery::run_layer::{Writes, prepare};
     let writes = match throwaway {
@@ -274,7 +274,7 @@ fn attach_layers(
     let Some(spec) = spec else {
         return Ok(GitState::default());
     };
-    let RunTarget { located, isolation } = claimed.at();
+    let RunTarget { located, isolation } = claimed.run_target();
     let session_id = claimed.session_id();
     let mut state = GitState {
         head_before: crate::recovery::session_git::read_head(&isolation.admin),

@@ -93,7 +93,7 @@ pub(crate) fn record(
     staged: Staged,
     exited: Result<Exited>,
 ) -> Result<RunOutcome> {
-    let (at, target) = (planned.claimed.at(), &planned.claimed.target);
+    let (at, target) = (planned.claimed.run_target(), &planned.claimed.target);
     let (before, exited) = staged.before.after(ctx, at, exited)?;
     let git = planned.spec.is_some().then_some(staged.git);
     let mut warnings = after_command(ctx, planned, git)?;
@@ -168,7 +168,7 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
 /// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
 /// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
 fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<String>> {
-    let RunTarget { located, isolation } = claimed.at();
+    let RunTarget { located, isolation } = claimed.run_target();
     let session_id = claimed.session_id();
     let mut warnings = claimed.quarantine.migrate(&ctx.git, &located.repo)?.1;
     warnings.extend(git.warnings);

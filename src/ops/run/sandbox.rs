@@ -43,7 +43,7 @@ pub(crate) fn sandbox_for(
     if !settings.enabled {
         return Ok(None);
     }
-    let RunTarget { located, isolation } = claimed.at();
+    let RunTarget { located, isolation } = claimed.run_target();
     let RunDirs {
         private_tmp,
         quarantine,
@@ -145,7 +145,7 @@ impl Granted {
         settings: &mut RunSandbox,
         claimed: &Claimed,
     ) -> Result<Granted> {
-        let (run_id, RunTarget { located, isolation }) = (claimed.run_id(), claimed.at());
+        let (run_id, RunTarget { located, isolation }) = (claimed.run_id(), claimed.run_target());
         let RunDirs {
             private_tmp,
             quarantine,

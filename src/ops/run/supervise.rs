@@ -56,9 +56,7 @@ impl Ended {
             self.exit_code.unwrap_or(125)
         }
     }
-}
 
-impl Ended {
     /// How the command ended and what it ran, as the state dir records it beside the run's
     /// document.
     pub(crate) fn exit(

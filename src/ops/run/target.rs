@@ -64,7 +64,7 @@ impl Claimed {
     }
 
     /// The repository and the isolation.
-    pub(crate) fn at(&self) -> RunTarget<'_> {
+    pub(crate) fn run_target(&self) -> RunTarget<'_> {
         RunTarget {
             located: &self.target.located,
             isolation: &self.target.isolation,
