@@ -421,7 +421,7 @@ fn command_for(
     Ok(command)
 }
 
-/// The command's environment (only what [`command_env`] planned), its working directory, its
+/// The command's environment (only what `plan` planned), its working directory, its
 /// session or process group, and its stdio. Sandboxed, the helper leads a process group of
 /// its own (the command a session of its own inside) and gets `/dev/null` for every stream
 /// that is a terminal: the command's terminal is the sandbox's pty, never the caller's.
