@@ -48,10 +48,10 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
 /// to `front.warn` before the command starts, or else leads the outcome's warnings.
 pub fn run_requested(
     ctx: &Context,
-    request: RunRequest,
+    requested: RunRequest,
     front: FrontEnd<'_>,
 ) -> Result<RunOutcome> {
-    let RunRequest { mut options, ask } = request;
+    let RunRequest { mut options, ask } = requested;
     let configured = request::configure(ctx, &ask, front.approve)?;
     options.sandbox = configured.request;
     let mut warnings = configured.warnings;
