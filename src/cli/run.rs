@@ -6,7 +6,7 @@ use clap::Args;
 use a3s_iso::base::error::{ErrorCode, Result};
 use a3s_iso::context::Context;
 use a3s_iso::ops::run::request::SandboxAsk;
-use a3s_iso::ops::run::{RunOptions, RunOutcome, run};
+use a3s_iso::ops::run::{FrontEnd, RunOptions, RunOutcome, RunRequest, run_requested};
 use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::services::network::{Denied, DeniedBy};
 use a3s_iso::store::state::RunState;
@@ -124,30 +124,25 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         profile: grants.profile.clone(),
         cache: grants.cache,
     };
-    let approve = &mut |file: &a3s_iso::services::config::RepositoryFile| {
-        super::config::ask_on_terminal(file, out)
+    let options = RunOptions {
+        session_id: args.session.session.clone(),
+        run_id: args.run_id.clone(),
+        timeout: args.timeout,
+        command: args.command.clone(),
+        stdout_to_stderr: out.json,
+        sandbox: None,
+        release_identity: args.release_identity.clone(),
+        helper: None,
+        env: args.grants.env.clone(),
+        output: None,
+        on_published: Some(announce_published),
+        throwaway: None,
     };
-    let configured = a3s_iso::ops::run::request::configure(ctx, &ask, approve)?;
-    for warning in &configured.warnings {
-        out.warn(warning);
-    }
-    let outcome = run(
-        ctx,
-        &RunOptions {
-            session_id: args.session.session.clone(),
-            run_id: args.run_id.clone(),
-            timeout: args.timeout,
-            command: args.command.clone(),
-            stdout_to_stderr: out.json,
-            sandbox: configured.request,
-            release_identity: args.release_identity.clone(),
-            helper: None,
-            env: args.grants.env.clone(),
-            output: None,
-            on_published: Some(announce_published),
-            throwaway: None,
-        },
-    )?;
+    let front = FrontEnd {
+        approve: &mut |file| super::config::ask_on_terminal(file, out),
+        warn: Some(&mut |warning| out.warn(warning)),
+    };
+    let outcome = run_requested(ctx, RunRequest { options, ask }, front)?;
     for warning in &outcome.warnings {
         out.warn(warning);
     }

@@ -277,25 +277,25 @@ pub fn call(
 /// the document (the end of it, when long): the command's stdout never reaches the protocol's
 /// stream, and its stdin is `/dev/null`.
 fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
-    let (mut opts, ask) = args::run(args, place)?;
-    // An untrusted repository file that asks for anything of a run is refused: a tool call
-    // has no terminal to approve it on.
-    let configured = crate::ops::run::request::configure(ctx, &ask, &mut |_| false)?;
-    opts.sandbox = configured.request;
-    let kept = match opts.output {
+    let (mut options, ask) = args::run(args, place)?;
+    let kept = match options.output {
         Some(_) => None,
         None => Some(OutputFile::create()?),
     };
     if let Some(file) = &kept {
-        opts.output = Some(file.path.clone());
+        options.output = Some(file.path.clone());
     }
-    let ran = crate::ops::run::run(ctx, &opts);
+    // An untrusted repository file that asks for anything of a run is refused: a tool call
+    // has no terminal to approve it on. How the configuration was read leads the warnings.
+    let front = crate::ops::run::FrontEnd {
+        approve: &mut |_| false,
+        warn: None,
+    };
+    let request = crate::ops::run::RunRequest { options, ask };
+    let ran = crate::ops::run::run_requested(ctx, request, front);
     let output = kept.and_then(|file| file.tail());
     let mut answer = match ran {
-        Ok(mut outcome) => {
-            outcome.warnings.splice(0..0, configured.warnings);
-            Answer::of("a3s-iso.run.v1", &outcome)?
-        }
+        Ok(outcome) => Answer::of("a3s-iso.run.v1", &outcome)?,
         Err(err) => Answer::error(&err),
     };
     answer.more = output;

@@ -374,6 +374,44 @@ fn a_repository_file_asking_for_hosts_and_ports_is_refused_until_trusted() {
     assert_eq!(run["network"]["published"], json!([]), "{run}");
 }
 
+/// The command line says how the configuration was read on stderr before the command
+/// starts, and leaves it out of the run's document (MCP, with no stderr to read, puts it in
+/// the document: `mcp_server`).
+#[test]
+fn run_warns_of_the_configuration_before_the_command_and_outside_its_document() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("w");
+    repository_config(&fx, "[run]\nallow_host = [\"@npm\"]\npublish = [3000]\n");
+    let (code, trusted) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{trusted}");
+    let out = fx
+        .cmd()
+        .args(["--json", "run", "-s", "w", "--allow-network", "--"])
+        .args(["sh", "-c", "echo the-command-said"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warning = "run.allow_host and run.publish are not applied: the run has the whole network";
+    assert!(
+        !doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w == warning),
+        "{doc}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let (warned, said) = (stderr.find(warning), stderr.find("the-command-said"));
+    assert!(
+        warned.is_some() && said.is_some() && warned < said,
+        "the warning comes before the command's output: {stderr}"
+    );
+}
+
 /// Setup commands get the configured network: `run.allow_host`'s hosts through the proxy.
 #[test]
 fn setup_reaches_the_configured_hosts_through_the_proxy() {

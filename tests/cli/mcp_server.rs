@@ -499,6 +499,33 @@ fn run_through_mcp_applies_the_trusted_run_configuration() {
     client.close();
 }
 
+/// How the configuration was read travels with the run through MCP: a trusted file's hosts
+/// left out of a run with the whole network lead the run document's warnings (the command
+/// line says it on stderr instead, before the command starts: `config_files`).
+#[test]
+fn a_run_through_mcp_carries_the_configurations_warnings_in_its_document() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("w1");
+    fx.write(".a3s-iso.toml", "[run]\nallow_host = [\"@npm\"]\n");
+    fx.commit_all("configuration");
+    let (code, doc) = fx.json(&["config", "trust"]);
+    assert_eq!(code, 0, "{doc}");
+    let mut client = Client::start(&fx, &["--session", "w1", "--allow-network"]);
+    client.handshake("2025-06-18");
+    let args = json!({"session_id": "w1", "allow_network": true, "command": ["sh", "-c", "echo said >&2"]});
+    let ran = client.document("run", args);
+    assert_eq!(ran["sandbox"]["network"], "allowed", "{ran}");
+    assert_eq!(
+        ran["warnings"][0],
+        "run.allow_host and run.publish are not applied: the run has the whole network",
+        "{ran}"
+    );
+    client.close();
+}
+
 /// A protocol error refusing a call for want of a grant: its `data` (the grant named).
 fn not_granted(client: &mut Client, tool: &str, arguments: Value) -> Value {
     let response = client.request(

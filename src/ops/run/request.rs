@@ -1,13 +1,72 @@
-//! A run's sandbox as the caller's flags and the configuration make it together, the same for
-//! the command line and the MCP server. Flags win; the repository's `.a3s-iso.toml` counts
-//! only when this user trusts it, and one that asks for anything of a run (its `[run]` table)
-//! while untrusted refuses the run (`config_untrusted`) unless the caller's `approve` says yes.
+//! What `run` is asked to do ([`RunOptions`]), and a run's sandbox as the caller's flags and
+//! the configuration make it together, the same for the command line and the MCP server
+//! ([`RunRequest`]). Flags win; the repository's `.a3s-iso.toml` counts only when this user
+//! trusts it, and one that asks for anything of a run (its `[run]` table) while untrusted
+//! refuses the run (`config_untrusted`) unless the caller's `approve` says yes.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
+use crate::base::command_env::EnvRequest;
 use crate::base::error::Result;
 use crate::context::Context;
 use crate::services::config::{Loaded, RepositoryFile, Trust};
+use crate::services::network::Published;
+
+/// What `run` is asked to do.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// The session; resolved as for every command when `None`.
+    pub session_id: Option<String>,
+    /// The run id; generated when `None`. A run id is never reused.
+    pub run_id: Option<String>,
+    /// Stop the command after this long (SIGTERM, then SIGKILL).
+    pub timeout: Option<Duration>,
+    /// The command and its arguments.
+    pub command: Vec<OsString>,
+    /// Send the command's stdout to stderr (so stdout can carry one JSON document).
+    pub stdout_to_stderr: bool,
+    /// `None`: `--no-sandbox`, a plain host process.
+    pub sandbox: Option<SandboxRequest>,
+    /// The `agent_release_identity` of the run's change set; default: a3s-iso's own.
+    pub release_identity: Option<String>,
+    /// The a3s-iso executable, re-executed as the sandbox helper.
+    pub helper: Option<PathBuf>,
+    /// What of the caller's environment the command gets beyond the allowlist
+    /// ([`crate::base::command_env::ALLOWED`]), and what it is given.
+    pub env: Vec<EnvRequest>,
+    /// Where the command's stdout and stderr go instead (appended); it then gets no terminal
+    /// and `/dev/null` for stdin.
+    pub output: Option<PathBuf>,
+    /// Told of each published port once it is bound, before the command starts.
+    pub on_published: Option<fn(&Published)>,
+    /// What the command writes is thrown away (`land`'s test). On the run's layer, the layer
+    /// is removed, never merged (`RunOutcome::dropped`); on the full path, the tree the
+    /// command starts from is written to this file before it starts, for the caller to move
+    /// the isolation back to.
+    pub throwaway: Option<PathBuf>,
+}
+
+/// What a front end asks of a whole run: the options, and of its sandbox what the
+/// configuration completes (`options.sandbox` is made from `ask`).
+#[derive(Debug, Clone, Default)]
+pub struct RunRequest {
+    /// What to run, where and how; its `sandbox` is replaced by what `ask` configures.
+    pub options: RunOptions,
+    /// What the caller asked of the sandbox.
+    pub ask: SandboxAsk,
+}
+
+/// What only the front end can do for a run.
+pub struct FrontEnd<'a> {
+    /// Asked about an untrusted repository file that sets `[run]` keys: the command line asks
+    /// on its terminal; the MCP server never approves.
+    pub approve: &'a mut dyn FnMut(&RepositoryFile) -> bool,
+    /// Told each warning of how the configuration was read, before the command starts.
+    /// `None`: those warnings lead the outcome's own.
+    pub warn: Option<&'a mut dyn FnMut(&str)>,
+}
 
 /// What the caller lets a sandboxed command do beyond the defaults.
 #[derive(Debug, Clone, Default)]

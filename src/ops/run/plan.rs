@@ -1,0 +1,308 @@
+//! `run`'s first step, plan: what the run is before anything starts. It checks the request,
+//! claims the session for the run (`target`), makes its grants and sandbox (`sandbox`), binds
+//! its published ports and plans the command's working directory, terminal and environment.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use crate::base::command_env::{CommandEnv, EnvRequest};
+use crate::base::error::{Error, Result};
+use crate::base::pty::Stream;
+use crate::base::sandbox::{NetworkAccess, SandboxSpec, TerminalSpec};
+use crate::context::Context;
+use crate::git::REPO_SELECTING_VARS;
+use crate::ops::run::request::RunOptions;
+use crate::ops::run::sandbox::{CommandPlace, Granted, sandbox_for};
+use crate::ops::run::target::Claimed;
+use crate::services::network::{Allowlist, NetworkPlan, NetworkReport, PublishRequest};
+use crate::store::state::{LiveRunFile, RunSandbox};
+
+/// A run planned: everything the command starts with, and what holds the run's places until
+/// it is recorded (its fields drop in this order: the live file, the grants' layers, then
+/// the claimed places, the lease last).
+pub(crate) struct Planned {
+    /// The sandbox (`None`: a plain host process); its layers are added when they are ready.
+    pub spec: Option<SandboxSpec>,
+    /// The command's environment.
+    pub env: CommandEnv,
+    /// Where `show` finds the run's published ports while it lives.
+    _live: Option<LiveRunFile>,
+    /// What the run reports of its network before anything is refused.
+    pub network: NetworkReport,
+    /// The terminal the command gets.
+    pub terminal: TerminalSpec,
+    /// What the command may write beyond its directories.
+    pub granted: Granted,
+    /// The sandbox settings the run records.
+    pub settings: RunSandbox,
+    /// The command's working directory, inside the isolation.
+    pub workdir: PathBuf,
+    /// The session, its isolation and the run's own places.
+    pub claimed: Claimed,
+}
+
+/// The `--allow-host` entries and `--publish` requests, parsed.
+#[derive(Default)]
+struct NetworkAsk {
+    allow: Allowlist,
+    publish: Vec<PublishRequest>,
+}
+
+/// The run's network: what serves it, what it reports, and the file `show` reads.
+struct Network {
+    plan: NetworkPlan,
+    planned: NetworkReport,
+    live: Option<LiveRunFile>,
+}
+
+/// Plans the run: checks the request, claims the session, prepares the grants, binds the
+/// published ports and makes the sandbox and the environment. Returns the plan of the
+/// network the command is served, for `launch` to start.
+pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, NetworkPlan)> {
+    require_command(opts)?;
+    let asked = network_request(opts)?;
+    let claimed = Claimed::take(ctx, opts)?;
+    let workdir = claimed.counterpart(ctx);
+    let mut settings = settings_of(opts, !asked.allow.is_empty())?;
+    let granted = Granted::prepare(opts, &mut settings, &claimed)?;
+    let network = network_for(opts, &settings, &claimed, asked)?;
+    let terminal = terminal_for(opts);
+    let place = CommandPlace {
+        workdir: &workdir,
+        granted: &granted,
+        terminal,
+    };
+    let spec = sandbox_for(opts, &settings, &claimed, place)?;
+    let extra_env = sandboxed_env(spec.as_ref(), &claimed, &granted);
+    let env = command_env(opts, &claimed, &workdir, extra_env, &settings);
+    settings.env_passed = env.passed.clone();
+    let planned = Planned {
+        spec,
+        env,
+        _live: network.live,
+        network: network.planned,
+        terminal,
+        granted,
+        settings,
+        workdir,
+        claimed,
+    };
+    Ok((planned, network.plan))
+}
+
+/// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
+fn require_command(opts: &RunOptions) -> Result<()> {
+    match opts.command.is_empty() {
+        true => Err(Error::Usage {
+            message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
+        }),
+        false => Ok(()),
+    }
+}
+
+/// The `--allow-host` entries and `--publish` requests, parsed (an invalid one is
+/// `invalid_input`); both need the sandbox's own network namespace.
+fn network_request(opts: &RunOptions) -> Result<NetworkAsk> {
+    let Some(request) = &opts.sandbox else {
+        return Ok(NetworkAsk::default());
+    };
+    if request.allow_network && !(request.allow_hosts.is_empty() && request.publish.is_empty()) {
+        return Err(Error::Usage {
+            message: "--allow-host and --publish need the sandbox's own network: not with --allow-network".into(),
+        });
+    }
+    let allow = Allowlist::parse(&request.allow_hosts)?;
+    let publish = request
+        .publish
+        .iter()
+        .map(|p| PublishRequest::parse(p))
+        .collect::<Result<_>>()?;
+    Ok(NetworkAsk { allow, publish })
+}
+
+/// The sandbox settings the caller asked for (`allowlist`: a proxy serves allowed hosts), the
+/// paths of `--allow-write` and `--allow-read` canonical (a path that does not exist is
+/// `invalid_input`); the environment's names are added once it is planned.
+fn settings_of(opts: &RunOptions, allowlist: bool) -> Result<RunSandbox> {
+    let Some(request) = &opts.sandbox else {
+        return Ok(RunSandbox {
+            enabled: false,
+            network: NetworkAccess::Allowed,
+            allow_write: Vec::new(),
+            allow_read: Vec::new(),
+            env_passed: Vec::new(),
+            profile: None,
+        });
+    };
+    Ok(RunSandbox {
+        enabled: true,
+        network: if request.allow_network {
+            NetworkAccess::Allowed
+        } else if allowlist {
+            NetworkAccess::Allowlist
+        } else {
+            NetworkAccess::Denied
+        },
+        allow_write: existing("--allow-write", &request.allow_write)?,
+        allow_read: existing("--allow-read", &request.allow_read)?,
+        env_passed: Vec::new(),
+        profile: request.profile.as_ref().map(|p| p.used(None)),
+    })
+}
+
+/// Canonical forms of paths a caller named; a path that does not exist is `invalid_input`.
+fn existing(flag: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    paths
+        .iter()
+        .map(|path| {
+            std::fs::canonicalize(path).map_err(|e| Error::InvalidInput {
+                reason: crate::base::invalid::Invalid::FlagPath {
+                    flag: flag.to_string(),
+                    path: path.to_path_buf(),
+                    error: e.to_string(),
+                },
+            })
+        })
+        .collect()
+}
+
+/// The run's network: the published ports bound on the host (now, so that a port in use
+/// fails before the command starts), announced, and written where `show` finds them while the
+/// run lives; and what the run reports of it before anything is refused.
+fn network_for(
+    opts: &RunOptions,
+    settings: &RunSandbox,
+    claimed: &Claimed,
+    asked: NetworkAsk,
+) -> Result<Network> {
+    let plan = NetworkPlan::bind(asked.allow, &asked.publish)?;
+    let planned = NetworkReport::planned(settings.network, plan.allow.report(), plan.published());
+    let (store, session_id) = (&claimed.target.located.store, claimed.session_id());
+    let live = LiveRunFile::write(store, session_id, claimed.run_id(), &planned.published)?;
+    for published in &planned.published {
+        if let Some(announce) = opts.on_published {
+            announce(published);
+        }
+    }
+    Ok(Network {
+        plan,
+        planned,
+        live,
+    })
+}
+
+/// The terminal the command gets: an interactive pty when a3s-iso's stdin is a terminal it
+/// has the foreground of; sandboxed, a pty for its output when only that goes to a terminal
+/// (the command never holds a descriptor of the caller's terminal).
+fn terminal_for(opts: &RunOptions) -> TerminalSpec {
+    if opts.output.is_some() {
+        return TerminalSpec::None;
+    }
+    if crate::base::pty::stdin_is_terminal() {
+        return TerminalSpec::Interactive;
+    }
+    if opts.sandbox.is_none() {
+        return TerminalSpec::None;
+    }
+    let stdout = output_target(opts).is_terminal();
+    let stderr = Stream::Stderr.is_terminal();
+    if stdout || stderr {
+        TerminalSpec::Output { stdout, stderr }
+    } else {
+        TerminalSpec::None
+    }
+}
+
+/// Where the command's stdout goes: a3s-iso's stdout, or its stderr with `--json`.
+pub(crate) fn output_target(opts: &RunOptions) -> Stream {
+    if opts.stdout_to_stderr {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    }
+}
+
+/// The command's environment: the caller's allowed and named variables, what `--env` sets,
+/// and run's own (the session's, TMPDIR, and `extra`: the quarantine for git, the caches'
+/// variables); never a repository-selecting `GIT_*` of the caller's.
+/// With the proxy, the variables that send HTTP clients to it; with a preset's cache, the
+/// variable that points its package manager there; with the network denied, those that keep
+/// package managers from retrying what cannot succeed.
+fn command_env(
+    opts: &RunOptions,
+    claimed: &Claimed,
+    workdir: &Path,
+    extra: Vec<(String, OsString)>,
+    settings: &RunSandbox,
+) -> CommandEnv {
+    let (record, run_id) = (&claimed.target.record, claimed.run_id());
+    let private_tmp = claimed.private_tmp.path();
+    let worktree = record.worktree.as_deref().unwrap_or(workdir);
+    let mut own: Vec<(String, OsString)> = vec![
+        (
+            "A3S_ISO_SESSION_ID".into(),
+            record.session_id.as_str().into(),
+        ),
+        ("A3S_ISO_RUN_ID".into(), run_id.into()),
+        ("A3S_ISO_WORKTREE".into(), worktree.into()),
+        ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
+        ("TMPDIR".into(), private_tmp.into()),
+    ];
+    own.extend(extra);
+    if settings.network == NetworkAccess::Allowlist {
+        let vars = crate::services::network::proxy_env();
+        own.extend(vars.into_iter().map(|(k, v)| (k, v.into())));
+    }
+    // The profile's variables pass as if named with --env.
+    let mut requests: Vec<EnvRequest> = opts
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.profile.as_ref())
+        .map(crate::services::profile::Profile::env_requests)
+        .unwrap_or_default();
+    requests.extend(opts.env.iter().cloned());
+    let mut env =
+        crate::base::command_env::plan(std::env::vars_os(), &requests, &own, REPO_SELECTING_VARS);
+    if settings.enabled && settings.network == NetworkAccess::Denied {
+        add_unless_given(&mut env, crate::services::network::no_retry_env());
+    }
+    env
+}
+
+/// Adds each variable the command does not get already (what the caller passes wins).
+fn add_unless_given(env: &mut CommandEnv, defaults: Vec<(String, String)>) {
+    for (name, value) in defaults {
+        if !env.passed.contains(&name) {
+            env.vars.push((name.clone().into(), value.into()));
+            env.dropped.retain(|dropped| *dropped != name);
+            env.passed.push(name);
+        }
+    }
+    env.passed.sort();
+}
+
+/// What a sandboxed command's environment adds: the quarantine for git, and the variables that
+/// point each preset's tool at its cache.
+fn sandboxed_env(
+    spec: Option<&SandboxSpec>,
+    claimed: &Claimed,
+    granted: &Granted,
+) -> Vec<(String, OsString)> {
+    let Some(_) = spec else {
+        return Vec::new();
+    };
+    let repo = &claimed.target.located.repo;
+    let git = claimed.quarantine.environment(repo).into_iter();
+    git.map(|(k, v)| (k, v.into()))
+        .chain(granted.caches.env.iter().cloned())
+        .collect()
+}
+
+/// The `PATH` the command gets.
+pub(crate) fn command_path(env: &CommandEnv) -> Option<OsString> {
+    env.vars
+        .iter()
+        .rev()
+        .find(|(name, _)| name == "PATH")
+        .map(|(_, value)| value.clone())
+}

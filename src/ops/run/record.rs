@@ -1,0 +1,296 @@
+//! `run`'s last step, record: once the command has ended, the run's layer merged (or thrown
+//! away), the allowed files written back and the profile's copies reviewed, the command's new
+//! objects and git state settled, the run's evidence (its change set and nested change sets)
+//! stored, what could make git execute code in the isolation neutralized, and the exit
+//! recorded: the [`RunOutcome`].
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::base::error::{Error, Result};
+use crate::base::ids::TreeId;
+use crate::base::sandbox::SandboxReport;
+use crate::context::{Context, Located};
+use crate::model::changeset::RunState;
+use crate::ops::run::launch::{GitState, RunResult, Staged};
+use crate::ops::run::plan::{Planned, command_path};
+use crate::ops::run::request::RunOptions;
+use crate::ops::run::supervise::Exited;
+use crate::ops::run::target::{Claimed, RunTarget};
+use crate::services::evidence::{Evidence, record_evidence};
+use crate::services::network::NetworkReport;
+use crate::store::state::Ran;
+
+/// The run's change set in brief (the document itself is stored with the run).
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeSetSummary {
+    /// `sha256:` and the hex digest of the patch.
+    pub patch_digest: crate::base::ids::Digest,
+    /// The patch's size.
+    pub patch_bytes: u64,
+    /// How many files the patch touches.
+    pub files_changed: u64,
+}
+
+/// How a run ended and what it changed.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunOutcome {
+    /// The session the command ran in.
+    pub session_id: String,
+    /// The run's id (generated ones included).
+    pub run_id: String,
+    /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
+    pub state: RunState,
+    /// The command's exit code; `null` when a signal ended it.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the command, if one did.
+    pub signal: Option<i32>,
+    /// Whether `--timeout` stopped it.
+    pub timed_out: bool,
+    /// What it ran (`argv`), where (`cwd`), under which `profile` and `timeout_ms`, and when
+    /// (`started_at_ms`, `ended_at_ms`): what the run's exit record keeps.
+    #[serde(flatten)]
+    pub ran: Ran,
+    /// The ref that pins the run's result tree.
+    pub result_ref: String,
+    /// The isolation's snapshot before the command.
+    pub base_tree: TreeId,
+    /// The isolation's snapshot after the command.
+    pub result_tree: TreeId,
+    /// `null` when the patch is too large to travel as a document (the tree is still pinned).
+    pub change_set: Option<ChangeSetSummary>,
+    /// Which protections the command ran under.
+    pub sandbox: SandboxReport,
+    /// What it could reach of the network, and what the proxy refused.
+    pub network: NetworkReport,
+    /// What the user should know (printed on stderr; also in the JSON).
+    pub warnings: Vec<String>,
+    /// When the command failed: the paths it named that the sandbox kept from it (private,
+    /// hidden or read-only), each with what to allow.
+    pub hidden_paths: Vec<crate::services::hidden_paths::HiddenPath>,
+    /// The nested change sets (submodules and nested repositories with uncommitted work),
+    /// stored beside the run's document (absent when there are none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<crate::services::nested::NestedChangeSet>,
+    /// The exit status for a3s-iso itself.
+    #[serde(skip)]
+    pub status: i32,
+    /// With [`RunOptions::throwaway`], when the run's layer was thrown away: the paths the
+    /// command wrote that a snapshot would have taken. `None`: what it wrote is in the
+    /// isolation, for the caller to move back.
+    #[serde(skip)]
+    pub dropped: Option<Vec<String>>,
+}
+
+/// Records the run once the command has ended (`exited`: how, or a3s-iso's failure to run it;
+/// the run's layer is merged either way): what it changed, and how it ended.
+pub(crate) fn record(
+    ctx: &Context,
+    opts: &RunOptions,
+    planned: &Planned,
+    staged: Staged,
+    exited: Result<Exited>,
+) -> Result<RunOutcome> {
+    let (at, target) = (planned.claimed.run_target(), &planned.claimed.target);
+    let (before, exited) = staged.before.after(ctx, at, exited)?;
+    let git = planned.spec.is_some().then_some(staged.git);
+    let mut warnings = after_command(ctx, planned, git)?;
+    let dropped = before.dropped();
+    let result = before.result(ctx, at)?;
+    let (session_id, run_id) = (planned.claimed.session_id(), planned.claimed.run_id());
+    let Exited {
+        ended,
+        network,
+        ran,
+    } = exited;
+    let evidence = Evidence {
+        session_id,
+        run_id,
+        state: ended.state(),
+        base_tree: &result.base_tree,
+        result_tree: &TreeId::new(&result.result.tree)?,
+        release_identity: &target.identity,
+    };
+    let (change_set, recorded) = record_run(ctx, at.located, &evidence, &result)?;
+    warnings.extend(recorded);
+    warnings.extend(neutralize(ctx, at, &result));
+    let exit = ended.exit(&ran, &planned.settings, &network);
+    (at.located.store).save_run_exit(session_id, run_id, &exit)?;
+    Ok(RunOutcome {
+        session_id: session_id.to_string(),
+        run_id: run_id.to_string(),
+        state: ended.state(),
+        exit_code: ended.exit_code,
+        signal: ended.signal,
+        timed_out: ended.timed_out,
+        ran,
+        result_ref: at.located.store.refs().run_result(session_id, run_id),
+        result_tree: evidence.result_tree.clone(),
+        base_tree: result.base_tree.clone(),
+        change_set,
+        sandbox: report(planned),
+        network,
+        warnings,
+        hidden_paths: hidden_paths_of(planned, ended.state(), &opts.command),
+        nested: result.nested.sets(),
+        status: ended.status(),
+        dropped,
+    })
+}
+
+/// Once the command and its sandbox have ended (nothing can change its layers any more): the
+/// allowed files written back, then, sandboxed ([`after_sandbox`]), the command's new objects
+/// and what git inside changed. Returns the warnings of both.
+fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Result<Vec<String>> {
+    let granted = &planned.granted;
+    let mut warnings = granted.held.clone();
+    warnings.extend(granted.layers.write_back());
+    // The profile's copies are reviewed once nothing can write them any more. A review that
+    // fails loses no work: the next run under the profile reviews them before its command.
+    if let Some((profile, kept)) = &granted.kept {
+        match crate::services::profile_review::review(kept, profile) {
+            Ok(held) => warnings.extend(held),
+            Err(e) => warnings.push(format!(
+                "the profile's copies ({}) were not reviewed: {e}; its next run reviews them first",
+                kept.home().display()
+            )),
+        }
+    }
+    if let Some(git) = git {
+        warnings.extend(after_sandbox(ctx, &planned.claimed, git)?);
+    }
+    Ok(warnings)
+}
+
+/// After a sandboxed run: the command's new objects join the store once they pass the checks,
+/// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
+/// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
+fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<String>> {
+    let RunTarget { located, isolation } = claimed.run_target();
+    let session_id = claimed.session_id();
+    let mut warnings = claimed.quarantine.migrate(&ctx.git, &located.repo)?.1;
+    warnings.extend(git.warnings);
+    let (repo, admin) = (&located.repo, &isolation.admin);
+    if !git.layered {
+        let kept = crate::recovery::session_git::keep_head_detached(
+            &ctx.git,
+            repo,
+            admin,
+            &git.head_before,
+        );
+        warnings.extend(kept);
+        return Ok(warnings);
+    }
+    let settled = crate::recovery::session_git::settle(
+        &ctx.git,
+        repo,
+        &located.store,
+        session_id,
+        (admin, &git.head_before),
+    );
+    // Recorded first: what fails here the next command finishes; the run's evidence stands.
+    warnings.extend(settled.unwrap_or_else(|e| {
+        vec![format!(
+            "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
+        )]
+    }));
+    Ok(warnings)
+}
+
+/// Records the run's evidence and summarises its change set. A change set too large for a
+/// document is a warning, not a failure: its result tree is pinned all the same.
+fn record_run(
+    ctx: &Context,
+    located: &Located,
+    evidence: &Evidence<'_>,
+    result: &RunResult,
+) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
+    let nested = &result.nested;
+    let mut warnings: Vec<String> = (result.result.nested)
+        .iter()
+        .map(|path| format!("nested repository {path} is not part of the change set"))
+        .collect();
+    warnings.extend(nested.warnings());
+    crate::services::evidence::record_nested(
+        ctx,
+        located,
+        evidence.session_id,
+        evidence.run_id,
+        nested,
+    )?;
+    let change_set = match record_evidence(ctx, located, evidence) {
+        Ok(captured) => Some(ChangeSetSummary {
+            patch_digest: captured.change_set.patch_digest,
+            patch_bytes: captured.change_set.patch_bytes,
+            files_changed: captured.files_changed,
+        }),
+        Err(err @ Error::ChangeSetTooLarge { .. }) => {
+            warnings.push(format!("{err}; the result tree is pinned"));
+            None
+        }
+        Err(err) => return Err(err),
+    };
+    Ok((change_set, warnings))
+}
+
+/// Leaves nothing the run wrote that would make your own git execute code in the isolation
+/// (`neutralize`): the admin dir's `config.worktree`, and the config and hooks of every nested
+/// repository and submodule the snapshot found. Returns its warnings.
+fn neutralize(ctx: &Context, at: RunTarget<'_>, result: &RunResult) -> Vec<String> {
+    use crate::base::paths::RepoPath;
+    let (snap, nested) = (&result.result, &result.nested);
+    let RunTarget { located, isolation } = at;
+    let mut paths: Vec<RepoPath> = snap.gitlinks.clone();
+    paths.extend(nested.covered.iter().cloned());
+    paths.extend(nested.skipped.iter().map(|s| s.path.clone()));
+    paths.extend(
+        snap.nested
+            .iter()
+            .map(|name| RepoPath(name.trim_end_matches('/').as_bytes().to_vec())),
+    );
+    let dirs = crate::model::neutralize::git_dirs(&isolation.tree, &isolation.admin, &paths);
+    crate::model::neutralize::after_run(&ctx.git, &located.repo.common_dir, &isolation.admin, &dirs)
+}
+
+/// What a run reports of its sandbox (`None`: `--no-sandbox`) and of its environment.
+fn report(planned: &Planned) -> SandboxReport {
+    let (spec, settings) = (planned.spec.as_ref(), &planned.settings);
+    let (env, granted) = (&planned.env, &planned.granted);
+    let mut report = spec.map_or_else(SandboxReport::disabled, SandboxReport::of);
+    if spec.is_some() {
+        report.caches = granted.caches.report.clone();
+    }
+    report.allow_write = settings.allow_write.clone();
+    report.allow_read = settings.allow_read.clone();
+    report.env_passed = env.passed.clone();
+    report.env_dropped = env.dropped.clone();
+    report.profile = settings.profile.clone();
+    report
+}
+
+/// What a failed sandboxed command named that the sandbox kept from it, and where its
+/// program's interpreter lives when the sandbox hides that (`#!/usr/bin/env node` with a
+/// `node` installed under `/var/tmp` fails with the command's own 127).
+fn hidden_paths_of(
+    planned: &Planned,
+    state: RunState,
+    command: &[OsString],
+) -> Vec<crate::services::hidden_paths::HiddenPath> {
+    let path_env = command_path(&planned.env);
+    let path_env = path_env.as_deref();
+    match (planned.spec.as_ref(), state) {
+        (Some(spec), RunState::Failed) => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let mut found = crate::services::hidden_paths::find(spec, command, home.as_deref());
+            for tool in crate::services::hidden_tools::find(spec, &command[0], path_env) {
+                if !found.iter().any(|f| f.allow_path == tool.allow_path) {
+                    found.push(tool);
+                }
+            }
+            found
+        }
+        _ => Vec::new(),
+    }
+}

@@ -1,0 +1,253 @@
+//! `run`'s third step, supervise: waits for the command, passing on the signals a3s-iso
+//! receives and enforcing the timeout, then ends its terminal relay and network service and
+//! says how it ended (`Ended`: the run's state and a3s-iso's exit status).
+
+use std::ffi::OsStr;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crate::base::error::{Error, HiddenTool, Result};
+use crate::base::pty::CommandTerminal;
+use crate::base::sandbox::{self, StatusChannel};
+use crate::base::signals::Signals;
+use crate::model::changeset::RunState;
+use crate::ops::run::launch::Started;
+use crate::ops::run::plan::{Planned, command_path};
+use crate::ops::run::request::RunOptions;
+use crate::services::network::{NetworkReport, NetworkService};
+use crate::store::state::{Ran, RunSandbox};
+
+/// How long a timed-out command gets between SIGTERM and SIGKILL.
+const KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// How the command ended.
+pub(crate) struct Ended {
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    /// A signal a3s-iso received and passed on (Ctrl-C, SIGTERM, SIGHUP).
+    pub forwarded: Option<i32>,
+    pub timed_out: bool,
+}
+
+impl Ended {
+    /// The terminal state: a signal of any kind (passed on, a timeout, or one the command got)
+    /// cancels the run; otherwise the exit code decides.
+    pub(crate) fn state(&self) -> RunState {
+        if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
+            RunState::Cancelled
+        } else if self.exit_code == Some(0) {
+            RunState::Completed
+        } else {
+            RunState::Failed
+        }
+    }
+
+    /// Like env(1) and timeout(1): the command's status, 128+signal, 124 on timeout, and
+    /// 128+signal of what a3s-iso itself received.
+    pub(crate) fn status(&self) -> i32 {
+        if let Some(signal) = self.forwarded {
+            128 + signal
+        } else if self.timed_out {
+            124
+        } else if let Some(signal) = self.signal {
+            128 + signal
+        } else {
+            self.exit_code.unwrap_or(125)
+        }
+    }
+
+    /// How the command ended and what it ran, as the state dir records it beside the run's
+    /// document.
+    pub(crate) fn exit(
+        &self,
+        ran: &Ran,
+        settings: &RunSandbox,
+        network: &NetworkReport,
+    ) -> crate::store::state::RunExit {
+        crate::store::state::RunExit {
+            exit_code: self.exit_code,
+            signal: self.signal,
+            timed_out: self.timed_out,
+            state: Some(self.state()),
+            ran: ran.clone(),
+            sandbox: Some(settings.clone()),
+            network: Some(network.clone()),
+        }
+    }
+}
+
+/// How the command ended, and its network's report with what the proxy refused.
+pub(crate) struct Exited {
+    pub ended: Ended,
+    pub network: NetworkReport,
+    /// What it ran, where and when.
+    pub ran: Ran,
+}
+
+/// Waits for the started command ([`supervise`]); its terminal's relay and its network
+/// service end once it has. A sandbox helper that never became the command is its failure.
+pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Result<Exited> {
+    let Started {
+        signals,
+        child,
+        mut channel,
+        terminal,
+        service,
+        allow,
+        started_at_ms,
+    } = started;
+    let sandboxed = planned.spec.is_some();
+    let ended = supervise(child, opts.timeout, &signals, sandboxed, terminal.as_ref());
+    if let Some(terminal) = terminal {
+        terminal.finish();
+    }
+    let kept = service.map(NetworkService::finish).unwrap_or_default();
+    let ended = ended?;
+    // A helper that never became the command says why on its channel, which the command
+    // never holds.
+    if matches!(ended.exit_code, Some(125..=127))
+        && let Some(failure) = channel.as_mut().and_then(StatusChannel::failure)
+    {
+        return Err(with_hidden_tools(
+            sandbox::failure_error(failure),
+            planned,
+            &opts.command[0],
+        ));
+    }
+    let denied = crate::services::network::denied(&kept.lookups, &kept.refused, &allow);
+    let network = NetworkReport {
+        refused: kept.refused,
+        denied,
+        ..planned.network.clone()
+    };
+    let ran = ran_of(opts, planned, started_at_ms);
+    Ok(Exited {
+        ended,
+        network,
+        ran,
+    })
+}
+
+/// What the run ran, where and when, now that the command started at `started_at_ms` has
+/// ended: the command line exactly, and the working directory relative to the isolation's root.
+fn ran_of(opts: &RunOptions, planned: &Planned, started_at_ms: u64) -> Ran {
+    let tree = &planned.claimed.target.isolation.tree;
+    let cwd = match planned.workdir.strip_prefix(tree) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ran {
+        argv: Some(crate::base::argv::Argv(opts.command.clone())),
+        cwd: Some(cwd),
+        profile: opts
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.profile.as_ref())
+            .map(|p| p.name.clone()),
+        timeout_ms: opts
+            .timeout
+            .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        started_at_ms: Some(started_at_ms),
+        ended_at_ms: Some(crate::base::fsutil::now_ms()),
+    }
+}
+
+/// Waits for the command. Signals a3s-iso receives go on to its process group (and, with a
+/// pty, to the foreground group of the command's terminal); at the timeout it gets SIGTERM,
+/// then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed once it has
+/// ended, so nothing it started outlives the run.
+fn supervise(
+    mut child: Child,
+    timeout: Option<Duration>,
+    signals: &Signals,
+    sandboxed: bool,
+    terminal: Option<&CommandTerminal>,
+) -> Result<Ended> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::mpsc::RecvTimeoutError;
+    let group = rustix::process::Pid::from_raw(child.id() as i32)
+        .ok_or_else(|| Error::internal("a child without a pid"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait());
+    });
+    let kill = |signal: rustix::process::Signal| {
+        let _ = rustix::process::kill_process_group(group, signal);
+        // In the sandbox, the command leads a session of its own, outside the helper's group.
+        if let Some(foreground) = terminal.and_then(CommandTerminal::foreground)
+            && foreground != group
+        {
+            let _ = rustix::process::kill_process_group(foreground, signal);
+        }
+    };
+    let deadline = timeout.map(|t| Instant::now() + t);
+    let mut forwarded = None;
+    let mut timed_out = false;
+    let mut kill_at: Option<Instant> = None;
+    let status = loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(status) => break status.map_err(|e| Error::io("cannot wait for the command", e))?,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::internal("lost track of the command"));
+            }
+        }
+        if let Some(signal) = signals.take() {
+            forwarded = Some(signal);
+            if let Some(sig) = rustix::process::Signal::from_named_raw(signal) {
+                kill(sig);
+            }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) && !timed_out {
+            timed_out = true;
+            kill(rustix::process::Signal::TERM);
+            // A stopped command takes its SIGTERM once continued (as timeout(1) does).
+            kill(rustix::process::Signal::CONT);
+            kill_at = Some(Instant::now() + KILL_GRACE);
+        }
+        if kill_at.is_some_and(|k| Instant::now() >= k) {
+            if sandboxed {
+                // The helper ends the whole sandbox and waits until nothing in it runs.
+                let _ = rustix::process::kill_process(group, rustix::process::Signal::USR1);
+            } else {
+                kill(rustix::process::Signal::KILL);
+            }
+            kill_at = None;
+        }
+    };
+    if forwarded.is_some() || timed_out {
+        // Cancelled: nothing it started may outlive the run.
+        kill(rustix::process::Signal::KILL);
+    }
+    Ok(Ended {
+        exit_code: status.code(),
+        signal: status.signal(),
+        forwarded,
+        timed_out,
+    })
+}
+
+/// A program not found in the sandbox, with where it (or its interpreter) lives on the host
+/// when the sandbox hides that place.
+fn with_hidden_tools(err: Error, planned: &Planned, program: &OsStr) -> Error {
+    match (err, planned.spec.as_ref()) {
+        (Error::CommandNotFound { program: name, .. }, Some(spec)) => {
+            let path = command_path(&planned.env);
+            let hidden = crate::services::hidden_tools::find(spec, program, path.as_deref());
+            Error::CommandNotFound {
+                program: name,
+                hidden: hidden.into_iter().map(hidden_tool).collect(),
+            }
+        }
+        (err, _) => err,
+    }
+}
+
+fn hidden_tool(hidden: crate::services::hidden_paths::HiddenPath) -> HiddenTool {
+    HiddenTool {
+        under: hidden.under.unwrap_or_default(),
+        path: hidden.path,
+        allow_read: hidden.allow_path,
+    }
+}

@@ -1,0 +1,176 @@
+//! Where a run happens, claimed for it: the session and its isolation, the run's id (checked
+//! new), the session's lease, the run's own TMPDIR and the quarantine for the objects the
+//! command writes. Dropped in that order backwards: the lease goes last.
+
+use std::path::{Path, PathBuf};
+
+use crate::base::error::{Busy, Error, Held, IoContext, Result};
+use crate::context::{Context, Located};
+use crate::model::isolation::Isolation;
+use crate::ops::run::quarantine::Quarantine;
+use crate::ops::run::request::RunOptions;
+use crate::services::evidence::Target;
+use crate::store::lock::FileLock;
+
+/// The repository a run is in and the isolation it runs in.
+#[derive(Clone, Copy)]
+pub(crate) struct RunTarget<'a> {
+    pub located: &'a Located,
+    pub isolation: &'a Isolation,
+}
+
+/// The directories a run makes for its command: its TMPDIR and its quarantine's object dir.
+#[derive(Clone, Copy)]
+pub(crate) struct RunDirs<'a> {
+    pub private_tmp: &'a Path,
+    pub quarantine: &'a Path,
+}
+
+/// A run's place, claimed (its fields drop in this order: the lease after the directories).
+pub(crate) struct Claimed {
+    /// The objects the command writes, kept apart until they pass the checks.
+    pub quarantine: Quarantine,
+    /// The command's TMPDIR.
+    pub private_tmp: PrivateTmp,
+    /// The session's lease, naming the run.
+    _lease: FileLock,
+    /// The session, its isolation, the run's id and the release identity it records.
+    pub target: Target,
+}
+
+impl Claimed {
+    /// Finds the session and its isolation, takes its lease for a run id that holds no
+    /// evidence yet, and makes the run's TMPDIR and quarantine.
+    pub(crate) fn take(ctx: &Context, opts: &RunOptions) -> Result<Claimed> {
+        let target = Target::prepare(
+            ctx,
+            opts.session_id.as_deref(),
+            opts.run_id.as_deref(),
+            opts.release_identity.as_deref(),
+        )?;
+        let lease = lease(ctx, &target, opts.run_id.is_some())?;
+        let private_tmp = PrivateTmp::create(&target.run_id)?;
+        let quarantine = Quarantine::for_isolation(
+            &target.located.store,
+            &target.run_id,
+            &target.isolation.admin,
+        )?;
+        Ok(Claimed {
+            quarantine,
+            private_tmp,
+            _lease: lease,
+            target,
+        })
+    }
+
+    /// The repository and the isolation.
+    pub(crate) fn run_target(&self) -> RunTarget<'_> {
+        RunTarget {
+            located: &self.target.located,
+            isolation: &self.target.isolation,
+        }
+    }
+
+    /// The run's own directories.
+    pub(crate) fn dirs(&self) -> RunDirs<'_> {
+        RunDirs {
+            private_tmp: self.private_tmp.path(),
+            quarantine: self.quarantine.dir(),
+        }
+    }
+
+    pub(crate) fn session_id(&self) -> &str {
+        self.target.record.session_id.as_str()
+    }
+
+    pub(crate) fn run_id(&self) -> &str {
+        &self.target.run_id
+    }
+
+    /// The isolation's counterpart of the caller's directory (the isolation root when the
+    /// caller is outside the source, or when the counterpart does not exist).
+    pub(crate) fn counterpart(&self, ctx: &Context) -> PathBuf {
+        let tree = self.target.isolation.tree.as_path();
+        let start = std::fs::canonicalize(&ctx.start_dir).unwrap_or_else(|_| ctx.start_dir.clone());
+        if start.starts_with(tree) {
+            return start;
+        }
+        match start
+            .strip_prefix(&self.target.record.source)
+            .or_else(|_| start.strip_prefix(&self.target.located.repo.toplevel))
+        {
+            Ok(rel) if tree.join(rel).is_dir() => tree.join(rel),
+            _ => tree.to_path_buf(),
+        }
+    }
+}
+
+/// Takes the session's lease for the run, after checking that the run id is new.
+fn lease(ctx: &Context, target: &Target, explicit: bool) -> Result<FileLock> {
+    let (session_id, run_id) = (target.record.session_id.as_str(), target.run_id.as_str());
+    refuse_redo(ctx, target, explicit)?;
+    target
+        .located
+        .store
+        .try_lease_for_run(session_id, run_id)?
+        .ok_or_else(|| Error::SessionBusy {
+            session_id: session_id.to_string(),
+            holder: Busy::AnotherRun,
+        })
+}
+
+/// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
+/// pinned result): runs are never redone under the same id.
+fn refuse_redo(ctx: &Context, target: &Target, explicit: bool) -> Result<()> {
+    let (located, run_id) = (&target.located, target.run_id.as_str());
+    let session_id = target.record.session_id.as_str();
+    let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
+        || (explicit
+            && crate::model::refs::SessionRefs {
+                git: &ctx.git,
+                dir: &located.repo.toplevel,
+                ns: &located.store.refs(),
+                session_id,
+            }
+            .run_exists(run_id)?);
+    if redone {
+        return Err(Error::CaptureConflict {
+            session_id: session_id.to_string(),
+            run_id: run_id.to_string(),
+            held: Held::Evidence,
+        });
+    }
+    Ok(())
+}
+
+/// A per-run TMPDIR, removed when the run ends.
+pub(crate) struct PrivateTmp {
+    path: PathBuf,
+}
+
+impl PrivateTmp {
+    fn create(run_id: &str) -> Result<PrivateTmp> {
+        use std::os::unix::fs::DirBuilderExt;
+        // Named after this process, so that the next command removes it if the run is killed.
+        let path = std::env::temp_dir().join(crate::base::maker::owned_name(&format!(
+            "{}{run_id}",
+            crate::store::scratch::PRIVATE_TMP_PREFIX
+        )));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&path)
+            .ctx(|| format!("cannot create {}", path.display()))?;
+        Ok(PrivateTmp { path })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for PrivateTmp {
+    fn drop(&mut self) {
+        // What the command left in it (links included) goes beneath the directory's handle.
+        let _ = crate::base::beneath::remove_path(&self.path);
+    }
+}
