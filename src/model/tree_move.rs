@@ -130,6 +130,7 @@ fn plan(
         racy_from: None,
         untracked_cache: true,
         subtrees: Some(target.subtrees),
+        null_trailer: true,
     };
     let index = edit(bytes, hash_len, changes, keep)?;
     Some(Plan {

@@ -249,6 +249,8 @@ fn edit_index(
         racy_from: Some(crate::git::index_file::recent::written_second(&target)?),
         untracked_cache: false,
         subtrees: Some(&subtrees),
+        // The user's git and tools read this one: its trailer is git's.
+        null_trailer: false,
     };
     let Some(edited) = edit(&bytes, from.len() / 2, &changes, keep) else {
         return Ok(false);

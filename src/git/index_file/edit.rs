@@ -44,6 +44,9 @@ pub(crate) struct Keep<'s> {
     /// tree before the edit and its target after: the cache tree is then brought up to date
     /// rather than invalidated above each edit.
     pub subtrees: Option<&'s Subtrees>,
+    /// The trailer is left null, as git's `index.skipHash` leaves it (git reads such an index
+    /// since 2.13 without checking it): for an index only a3s-iso and its git calls read.
+    pub null_trailer: bool,
 }
 
 /// Where an entry's modification time (seconds) is, in its stat data.
@@ -122,9 +125,10 @@ pub(crate) fn edit(
             _ => {}
         }
     }
-    let trailer: Vec<u8> = match hash_len {
-        32 => sha2::Sha256::digest(&out).to_vec(),
-        _ => sha1::Sha1::digest(&out).to_vec(),
+    let trailer: Vec<u8> = match (keep.null_trailer, hash_len) {
+        (true, _) => vec![0; hash_len],
+        (false, 32) => sha2::Sha256::digest(&out).to_vec(),
+        (false, _) => sha1::Sha1::digest(&out).to_vec(),
     };
     out.extend_from_slice(&trailer);
     Some(out)
@@ -477,7 +481,12 @@ mod tests {
             let index = d.join(".git/index");
             let bytes = std::fs::read(&index).unwrap();
             let changes = changes_between(d, a.trim(), b.trim());
-            let edited = edit(&bytes, hash_len, &changes, Keep::default()).unwrap();
+            let keep = Keep {
+                null_trailer: true,
+                ..Keep::default()
+            };
+            let edited = edit(&bytes, hash_len, &changes, keep).unwrap();
+            assert!(edited.ends_with(&vec![0; hash_len]), "{format}");
             std::fs::write(&index, &edited).unwrap();
             let written = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
             assert_eq!(written, b, "{format}");
