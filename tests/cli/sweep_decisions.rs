@@ -84,15 +84,17 @@ fn paths(doc: &Value, key: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn every_row_of_the_decision_table_at_once() {
-    let fx = Fixture::new();
+/// One session for each row of the table: a live owner, a dead one with unsaved work, a
+/// reused pid, a run holding a lease, a foreign host, an unknown start, a young claim, a
+/// malformed record, a retained session, and a symlink and a file where isolations go. The
+/// live owner, the run, and the retain's document.
+fn lay_out_every_row(fx: &Fixture) -> (Child, Child, Value) {
     // The binds that lay out the rows reclaim nothing as they start: the dead owners' rows
     // must stay until this test's own sweep judges them.
     let config = fx.home.join(".config/a3s-iso");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "[sweep]\nauto = false\n").unwrap();
-    let mut alive_owner = sleeper();
+    let alive_owner = sleeper();
     bind_owned_by(&fx, "alive", &alive_owner);
     dead_owner_session(&fx, "dead");
     std::fs::write(
@@ -105,7 +107,7 @@ fn every_row_of_the_decision_table_at_once() {
         r["owner"]["start_identity"] = "linux-proc-start-ticks:1".into()
     });
     dead_owner_session(&fx, "leased");
-    let mut run = fx
+    let run = fx
         .cmd()
         .args([
             "run",
@@ -144,34 +146,12 @@ fn every_row_of_the_decision_table_at_once() {
         assert!(start.elapsed() < Duration::from_secs(20));
         std::thread::sleep(Duration::from_millis(10));
     }
+    (alive_owner, run, retained)
+}
 
-    // Last: any command but sweep would finish a bind this long dead itself (recovery, past the
-    // grace); sweep judges it here, by its table, and reports it.
-    leftover_claim(&fx, "flight-old", now_ms() - 3 * 3_600_000);
-
-    let survivors = ["alive", "leased", "foreign", "unknown", "flight-young"];
-    let link_before = std::fs::read_link(fx.isolation("symlink")).unwrap();
-    let file_before = std::fs::read(fx.isolation("file")).unwrap();
-    let before: BTreeMap<&str, _> = survivors
-        .iter()
-        .map(|id| (*id, listing(&fx.isolation(id))))
-        .collect();
-    let retained_path = PathBuf::from(retained["worktree"].as_str().unwrap());
-    let retained_before = listing(&retained_path);
-
-    let (code, dry) = fx.json(&["sweep", "--dry-run"]);
-    assert_eq!(code, 0, "{dry}");
-    let (code, doc) = fx.json(&["sweep"]);
-    let _ = Command::new("kill")
-        .args(["-TERM", &run.id().to_string()])
-        .status();
-    run.wait().unwrap();
-    alive_owner.kill().unwrap();
-    alive_owner.wait().unwrap();
-    assert_eq!(code, 0, "{doc}");
-    assert_eq!(doc["schema"], "a3s-iso.sweep.v1");
-    assert_eq!(doc["dry_run"], false);
-
+/// The sweep reclaimed the dead, the reused, the old claim and the malformed, exactly as its
+/// dry run said, and kept the others for their reasons.
+fn check_reclaimed_and_kept(fx: &Fixture, doc: &Value, dry: &Value, retained_path: &Path) {
     let reclaimed = paths(&doc, "reclaimed");
     assert_eq!(
         reclaimed,
@@ -219,6 +199,65 @@ fn every_row_of_the_decision_table_at_once() {
         }
         "#)
     });
+}
+
+/// The dead owner's uncommitted edit is recoverable from the swept ref, and the session is
+/// listed swept.
+fn the_dead_sessions_work_stays_recoverable(fx: &Fixture) {
+    // The dead owner's uncommitted edit is recoverable from the swept ref.
+    assert_eq!(
+        fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:unsaved.txt"]),
+        "work in progress"
+    );
+    // The session is not forgotten: it is recorded swept, its refs kept for a resume.
+    assert_ne!(
+        fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/dead/"]),
+        ""
+    );
+    let (_, list) = fx.json(&["list"]);
+    let dead = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "dead")
+        .unwrap();
+    assert_eq!(dead["state"], "swept", "{list}");
+    assert_eq!(dead["swept_ref"], "refs/a3s-iso/swept/dead");
+}
+
+#[test]
+fn every_row_of_the_decision_table_at_once() {
+    let fx = Fixture::new();
+    let (mut alive_owner, mut run, retained) = lay_out_every_row(&fx);
+
+    // Last: any command but sweep would finish a bind this long dead itself (recovery, past the
+    // grace); sweep judges it here, by its table, and reports it.
+    leftover_claim(&fx, "flight-old", now_ms() - 3 * 3_600_000);
+
+    let survivors = ["alive", "leased", "foreign", "unknown", "flight-young"];
+    let link_before = std::fs::read_link(fx.isolation("symlink")).unwrap();
+    let file_before = std::fs::read(fx.isolation("file")).unwrap();
+    let before: BTreeMap<&str, _> = survivors
+        .iter()
+        .map(|id| (*id, listing(&fx.isolation(id))))
+        .collect();
+    let retained_path = PathBuf::from(retained["worktree"].as_str().unwrap());
+    let retained_before = listing(&retained_path);
+
+    let (code, dry) = fx.json(&["sweep", "--dry-run"]);
+    assert_eq!(code, 0, "{dry}");
+    let (code, doc) = fx.json(&["sweep"]);
+    let _ = Command::new("kill")
+        .args(["-TERM", &run.id().to_string()])
+        .status();
+    run.wait().unwrap();
+    alive_owner.kill().unwrap();
+    alive_owner.wait().unwrap();
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["schema"], "a3s-iso.sweep.v1");
+    assert_eq!(doc["dry_run"], false);
+
+    check_reclaimed_and_kept(&fx, &doc, &dry, &retained_path);
     assert_eq!(
         paths(&doc, "skipped"),
         [".src.a3s-isolate-file", ".src.a3s-isolate-symlink"]
@@ -240,25 +279,7 @@ fn every_row_of_the_decision_table_at_once() {
     );
     assert_eq!(std::fs::read(fx.isolation("file")).unwrap(), file_before);
     assert!(doc["bytes_freed"].as_u64().unwrap() > 0);
-    // The dead owner's uncommitted edit is recoverable from the swept ref.
-    assert_eq!(
-        fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:unsaved.txt"]),
-        "work in progress"
-    );
-    // The session is not forgotten: it is recorded swept, its refs kept for a resume.
-    assert_ne!(
-        fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/dead/"]),
-        ""
-    );
-    let (_, list) = fx.json(&["list"]);
-    let dead = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["session_id"] == "dead")
-        .unwrap();
-    assert_eq!(dead["state"], "swept", "{list}");
-    assert_eq!(dead["swept_ref"], "refs/a3s-iso/swept/dead");
+    the_dead_sessions_work_stays_recoverable(&fx);
 }
 
 #[test]
