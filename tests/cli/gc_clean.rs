@@ -105,31 +105,9 @@ fn sessions_with_a_pool(fx: &Fixture) {
 /// sped up its snapshots, at the first `gc`, whatever the retention window. Everything `gc`
 /// does not remove that a clean-up could have touched is listed with a reason, and the bytes
 /// it reports are the bytes that left the disk.
-#[test]
-fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
-    let fx = Fixture::new();
-    sessions_with_a_pool(&fx);
-    worked(&fx, "live", "live.txt");
-    ok(&fx, &["discard", "-s", "warm"]);
-    ok(&fx, &["discard", "-s", "cold"]);
-    ok(&fx, &["discard", "-s", "done"]);
-    let before = bytes_under(&state_dir(&fx));
-    let done = ok(&fx, &["gc"]);
-    let after = bytes_under(&state_dir(&fx));
-    let admins = admins(&fx);
-    let orphans: Vec<String> = seeds(&fx)
-        .into_iter()
-        .filter(|s| !admins.iter().any(|a| seed_of(s, a)))
-        .collect();
-    assert!(
-        orphans.is_empty(),
-        "seeds of isolations that are gone outlived gc: {orphans:?}\n{done}"
-    );
-    assert_eq!(
-        done["bytes"].as_u64().unwrap(),
-        before - after,
-        "the bytes gc reports are not the bytes that left the state dir: {done}"
-    );
+/// What stays is listed once, with a reason from the documented set and its bytes: every
+/// seed left and every spare of the pool.
+fn what_stays_is_listed_once_with_its_reason(fx: &Fixture, done: &Value) {
     // What stays is listed, with a reason from the documented set, and its bytes.
     let kept = done["kept"].as_array().unwrap();
     for item in kept {
@@ -176,6 +154,35 @@ fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
         Some(kept.iter().filter_map(|i| i["bytes"].as_u64()).sum()),
         "{done}"
     );
+}
+
+#[test]
+fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
+    let fx = Fixture::new();
+    sessions_with_a_pool(&fx);
+    worked(&fx, "live", "live.txt");
+    ok(&fx, &["discard", "-s", "warm"]);
+    ok(&fx, &["discard", "-s", "cold"]);
+    ok(&fx, &["discard", "-s", "done"]);
+    let before = bytes_under(&state_dir(&fx));
+    let done = ok(&fx, &["gc"]);
+    let after = bytes_under(&state_dir(&fx));
+    let admins = admins(&fx);
+    let orphans: Vec<String> = seeds(&fx)
+        .into_iter()
+        .filter(|s| !admins.iter().any(|a| seed_of(s, a)))
+        .collect();
+    assert!(
+        orphans.is_empty(),
+        "seeds of isolations that are gone outlived gc: {orphans:?}\n{done}"
+    );
+    assert_eq!(
+        done["bytes"].as_u64().unwrap(),
+        before - after,
+        "the bytes gc reports are not the bytes that left the state dir: {done}"
+    );
+    what_stays_is_listed_once_with_its_reason(&fx, &done);
+    let kept = done["kept"].as_array().unwrap();
     // The discarded sessions' evidence stays inside the window, and says so.
     for id in ["warm", "cold", "done"] {
         let record = state_dir(&fx).join(format!("sessions/{id}.json"));
