@@ -212,13 +212,13 @@ fn extra_and_missing_fields_are_refused(fx: &Fixture, request: &Value) {
     let mut extra = request.clone();
     extra["extra"] = json!(1);
     assert_eq!(
-        refusal(&fx, &text(&extra)),
+        refusal(fx, &text(&extra)),
         invalid("unknown_field", "extra")
     );
     let mut extra = request.clone();
     extra["identity"]["extra"] = json!(1);
     assert_eq!(
-        refusal(&fx, &text(&extra)),
+        refusal(fx, &text(&extra)),
         invalid("unknown_field", "identity.extra")
     );
     let mut missing = request.clone();
@@ -227,7 +227,7 @@ fn extra_and_missing_fields_are_refused(fx: &Fixture, request: &Value) {
         .unwrap()
         .remove("run_id");
     assert_eq!(
-        refusal(&fx, &text(&missing)),
+        refusal(fx, &text(&missing)),
         invalid("missing_field", "identity.run_id")
     );
 }
@@ -235,21 +235,18 @@ fn extra_and_missing_fields_are_refused(fx: &Fixture, request: &Value) {
 /// A key twice, not JSON, too large.
 fn malformed_documents_are_refused(fx: &Fixture, request: &Value) {
     // A key twice, not JSON, too large.
-    let twice = String::from_utf8(text(&request)).unwrap().replace(
+    let twice = String::from_utf8(text(request)).unwrap().replace(
         "\"run_id\": \"r1\"",
         "\"run_id\": \"r1\", \"run_id\": \"r2\"",
     );
     assert_eq!(
-        refusal(&fx, twice.as_bytes()),
+        refusal(fx, twice.as_bytes()),
         invalid("duplicate_key", "identity.run_id")
     );
-    assert_eq!(refusal(&fx, b"{"), invalid("json", "(document)"));
+    assert_eq!(refusal(fx, b"{"), invalid("json", "(document)"));
     let mut padded = vec![b' '; 20_000];
-    padded.extend(text(&request));
-    assert_eq!(
-        refusal(&fx, &padded),
-        invalid("document_size", "(document)")
-    );
+    padded.extend(text(request));
+    assert_eq!(refusal(fx, &padded), invalid("document_size", "(document)"));
 }
 
 #[test]

@@ -1034,7 +1034,7 @@ fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
 /// set; its digest.
 fn github_agent_job_uploads_a_change_set(w: &mut World) -> String {
     let mut agent = w.runner();
-    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    let runs = run_github_job(w, &mut agent, "agent", "100", &mut |_, _| {});
     all_passed(&runs, &agent);
     let document = w.store.join("change-set/change-set.json");
     let digest = uploaded_digest(&document);
@@ -1062,7 +1062,7 @@ fn github_promote_job_lands(w: &mut World, digest: &str) -> String {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
+    let runs = run_github_job(w, &mut promote, "promote", "100", &mut |_, _| {});
     all_passed(&runs, &promote);
     assert!(
         runs.iter().all(|r| r.name != "Commit and push"),
@@ -1083,7 +1083,7 @@ fn github_promote_job_lands(w: &mut World, digest: &str) -> String {
     );
     // The checkout is neither needed nor touched: the landing is pushed from objects.
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    let tip = assert_landed_on(w, &w.base, digest);
     let output = &step(&runs, "Verify and land").output;
     assert!(
         output.contains(&format!(
@@ -1124,7 +1124,7 @@ fn github_promote_job_lands(w: &mut World, digest: &str) -> String {
 fn github_promote_job_again_is_idempotent(w: &mut World, digest: &str, tip: &str) {
     // The job again on a fresh runner: the branch has the commit; nothing lands twice.
     let mut again = w.runner();
-    let runs = run_github_job(&w, &mut again, "promote", "101", &mut |_, _| {});
+    let runs = run_github_job(w, &mut again, "promote", "101", &mut |_, _| {});
     all_passed(&runs, &again);
     assert!(
         step(&runs, "Verify and land").output.contains(&format!(
@@ -1455,7 +1455,8 @@ fn restore_gitlab_cache(
     let cache = job_yaml
         .get("cache")
         .or_else(|| pipeline.get("default").and_then(|d| d.get("cache")));
-    let cached = cache.map(|cache| {
+
+    cache.map(|cache| {
         let key = expand_gitlab(cache.get("key").unwrap().str(), vars);
         assert!(!key.contains('/'), "a cache key holds no '/': {key}");
         let stored = w.caches.join(format!("gitlab {key}"));
@@ -1470,8 +1471,7 @@ fn restore_gitlab_cache(
             .map(|p| p.str().trim_end_matches('/').to_string())
             .collect();
         (stored, paths)
-    });
-    cached
+    })
 }
 
 /// The job's `artifacts:paths` uploaded to the store, on success or when it says `always`.
@@ -1563,7 +1563,7 @@ fn run_gitlab_job(
 /// work, the change set uploaded; its digest.
 fn gitlab_agent_job_uploads_a_change_set(w: &mut World) -> String {
     let mut agent = w.runner();
-    let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
+    let run = run_gitlab_job(w, &mut agent, "agent", "1", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", agent.log);
     let document = w.store.join("agent/change-set/change-set.json");
     let digest = uploaded_digest(&document);
@@ -1584,7 +1584,7 @@ fn gitlab_promote_job_lands(w: &mut World, digest: &str) -> String {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
+    let run = run_gitlab_job(w, &mut promote, "promote", "2", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", promote.log);
     let kept = format!(
         "install.sh: {}/.a3s-iso/bin/a3s-iso is installed from",
@@ -1599,7 +1599,7 @@ fn gitlab_promote_job_lands(w: &mut World, digest: &str) -> String {
         run.output
     );
     assert!(run.output.contains("\x1b[0Ksection_end:"));
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    let tip = assert_landed_on(w, &w.base, digest);
     assert!(
         run.output.contains(&format!(
             "\x1b[32;1mNOTICE: a3s-iso promote: landed {digest}: pushed {tip} to feature in 1 push attempt(s)"

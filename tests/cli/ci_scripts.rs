@@ -91,12 +91,12 @@ fn ci_job(
 ) -> std::process::Output {
     let mut cmd = Command::new("bash");
     cmd.arg(script("ci-promote.sh"))
-        .arg(&doc)
+        .arg(doc)
         .arg(checkout)
         .current_dir(&fx.root);
     isolate(&mut cmd, &fx.home);
     cmd.env("A3S_ISO_BIN", BIN)
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", tmp)
         .env("A3S_ISO_RETRY_ONTO_HEAD", retry)
         .output()
         .unwrap()
@@ -105,7 +105,7 @@ fn ci_job(
 /// The job applies the document into a fresh clone, its artifacts beside it; a re-run reports
 /// its own outcome, idempotent.
 fn applied_then_idempotent(fx: &Fixture, doc: &Path, tmp: &Path, clone: &Path) {
-    let out = ci_job(fx, doc, tmp, &clone, "true");
+    let out = ci_job(fx, doc, tmp, clone, "true");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -117,8 +117,8 @@ fn applied_then_idempotent(fx: &Fixture, doc: &Path, tmp: &Path, clone: &Path) {
         "agent change\n"
     );
     // The artifacts go beside, not into, the checkout: only the promoted path is changed.
-    assert_eq!(fx.git(&clone, &["status", "--porcelain"]), " M README.md");
-    let artifacts: Vec<_> = std::fs::read_dir(&tmp)
+    assert_eq!(fx.git(clone, &["status", "--porcelain"]), " M README.md");
+    let artifacts: Vec<_> = std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -128,7 +128,7 @@ fn applied_then_idempotent(fx: &Fixture, doc: &Path, tmp: &Path, clone: &Path) {
     let outcome = |dir: &Path| std::fs::read_to_string(dir.join("outcome.env")).unwrap();
     assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=applied\n"));
     // A re-run reports its own outcome, not the first run's.
-    let out = ci_job(fx, doc, tmp, &clone, "true");
+    let out = ci_job(fx, doc, tmp, clone, "true");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -186,9 +186,9 @@ fn a_moved_checkout_is_a_conflict(fx: &Fixture, doc: &Path, tmp: &Path) {
 /// A document that breaks a rule: exit 5, the rule and field said, nothing applied.
 fn a_broken_document_exits_5(fx: &Fixture, doc: &Path, tmp: &Path) {
     let mut tampered: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(doc).unwrap()).unwrap();
     tampered["patch_bytes"] = serde_json::json!(1);
-    std::fs::write(&doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+    std::fs::write(doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
     let fresh = clone_source(fx, "fresh");
     let out = ci_job(fx, doc, tmp, &fresh, "true");
     assert_eq!(out.status.code(), Some(5));

@@ -53,7 +53,7 @@ fn without_the_file_a_run_gets_no_network(fx: &Fixture) {
 
 /// A changed file is untrusted again.
 fn a_changed_file_is_untrusted_again(fx: &Fixture) {
-    repository_config(&fx, "setup = [\"echo other > setup.txt\"]\n");
+    repository_config(fx, "setup = [\"echo other > setup.txt\"]\n");
     let (code, doc) = fx.json(&["bind", "-s", "u", "--owner", "none"]);
     assert_eq!((code, error_code(&doc)), (5, "config_untrusted"), "{doc}");
     assert!(

@@ -80,7 +80,7 @@ fn edit(iso: &Path) {
 
 /// `diff`'s document of the isolation `edit` made: every kind of change, by path.
 fn the_diff_document_snapshot(fx: &Fixture, doc: &Value) {
-    snapshot_settings(&fx).bind(|| {
+    snapshot_settings(fx).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "digest": "sha256:[HASH]",
@@ -137,7 +137,7 @@ fn the_diff_document_snapshot(fx: &Fixture, doc: &Value) {
 
 /// Coloured when asked: the same lines, each wrapped in its colour.
 fn coloured_diff_is_the_same_lines(fx: &Fixture, patch: &[u8]) {
-    let painted = stdout(&fx, &["--color", "always", "diff", "-s", "r"]);
+    let painted = stdout(fx, &["--color", "always", "diff", "-s", "r"]);
     let text = String::from_utf8_lossy(&painted);
     assert!(text.contains("\x1b[32m+TWO\x1b[m\n"), "{text}");
     assert!(text.contains("\x1b[31m-two\x1b[m\n"), "{text}");
@@ -146,7 +146,7 @@ fn coloured_diff_is_the_same_lines(fx: &Fixture, patch: &[u8]) {
         .replace("\x1b[36m", "")
         .replace("\x1b[1m", "")
         .replace("\x1b[m", "");
-    assert_eq!(plain, String::from_utf8_lossy(&patch));
+    assert_eq!(plain, String::from_utf8_lossy(patch));
 }
 
 #[test]
@@ -295,7 +295,7 @@ fn diff_refuses_what_it_cannot_show() {
 
 /// `show`'s document of a session with one capture and one promote, its digests named.
 fn the_show_document_snapshot(fx: &Fixture, doc: &Value, named: &[(&str, &str)]) {
-    snapshot_settings_naming(&fx, &named).bind(|| {
+    snapshot_settings_naming(fx, named).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "base_tree": "git-tree:[HASH]",

@@ -131,14 +131,14 @@ fn what_stays_is_listed_once_with_its_reason(fx: &Fixture, done: &Value) {
         .iter()
         .filter_map(|i| i["path"].as_str().map(str::to_string))
         .collect();
-    for seed in seeds(&fx) {
-        let path = state_dir(&fx).join("seeds").join(&seed);
+    for seed in seeds(fx) {
+        let path = state_dir(fx).join("seeds").join(&seed);
         assert!(
             kept_paths.contains(&path.display().to_string()),
             "{seed} stays unlisted: {done}"
         );
     }
-    let spares = spare_trees(&fx);
+    let spares = spare_trees(fx);
     assert!(!spares.is_empty(), "the pool is empty");
     for spare in &spares {
         assert!(

@@ -54,15 +54,12 @@ fn the_dry_run_lists_only_the_discarded(
         ("ref", "refs/a3s-iso/sessions/old/base".to_string()),
         (
             "session_record",
-            state_dir(&fx)
+            state_dir(fx)
                 .join("sessions/old.json")
                 .display()
                 .to_string(),
         ),
-        (
-            "runs",
-            state_dir(&fx).join("runs/old").display().to_string(),
-        ),
+        ("runs", state_dir(fx).join("runs/old").display().to_string()),
     ] {
         assert!(listed.contains(&(kind.into(), at.clone())), "{at} in {dry}");
     }
@@ -81,14 +78,14 @@ fn the_dry_run_lists_only_the_discarded(
 fn live_and_retained_keep_everything(fx: &Fixture) {
     // The live and the retained session keep everything; the tenant is untouched.
     for id in ["live", "kept"] {
-        assert!(state_dir(&fx).join(format!("sessions/{id}.json")).exists());
-        assert_eq!(ns_refs(&fx, &format!("refs/a3s-iso/runs/{id}/")).len(), 1);
+        assert!(state_dir(fx).join(format!("sessions/{id}.json")).exists());
+        assert_eq!(ns_refs(fx, &format!("refs/a3s-iso/runs/{id}/")).len(), 1);
         assert_eq!(
-            ns_refs(&fx, &format!("refs/a3s-iso/sessions/{id}/")).len(),
+            ns_refs(fx, &format!("refs/a3s-iso/sessions/{id}/")).len(),
             1
         );
         assert_eq!(
-            std::fs::read_dir(state_dir(&fx).join("runs").join(id))
+            std::fs::read_dir(state_dir(fx).join("runs").join(id))
                 .unwrap()
                 .count(),
             1

@@ -98,7 +98,7 @@ fn land_killed(
         }
         None => {
             let delay = Duration::from_millis(50 + rng.below(700));
-            crate::promote_crash::kill_after(&fx, &args, delay)
+            crate::promote_crash::kill_after(fx, args, delay)
         }
     }
 }
@@ -113,7 +113,7 @@ fn nothing_twice_and_the_wip_kept(
 ) {
     let (code, list) = fx.json(&["list"]);
     assert_eq!(code, 0, "round {round}/{attempt}: {list}");
-    let mut subjects = subjects_since(&fx, &base);
+    let mut subjects = subjects_since(fx, base);
     subjects.sort();
     let mut deduped = subjects.clone();
     deduped.dedup();
@@ -141,11 +141,11 @@ fn nothing_twice_and_the_wip_kept(
 fn each_commit_landed_once(fx: &Fixture, base: &str, ids: &[&str], round: usize) {
     let (code, done) = fx.json(&["land", "--all", "--mode", "branch"]);
     assert_eq!(code, 0, "round {round}: {done}");
-    let mut subjects = subjects_since(&fx, &base);
+    let mut subjects = subjects_since(fx, base);
     subjects.sort();
     assert_eq!(
         subjects,
-        expected_subjects(&ids),
+        expected_subjects(ids),
         "round {round}: each exactly once"
     );
     for id in ids {

@@ -158,12 +158,15 @@ fn session<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {id} in {doc}"))
 }
 
+/// A machine's clone and the arguments of its landing.
+type Machine = (PathBuf, Vec<String>);
+
 /// Four machines of five sessions each: the file each session adds, and each machine's
 /// `land --push` of its five.
 fn machines_of_five_sessions(
     server: &Server,
     test: &str,
-) -> (BTreeMap<String, String>, Vec<(PathBuf, Vec<String>)>) {
+) -> (BTreeMap<String, String>, Vec<Machine>) {
     let mut expected: BTreeMap<String, String> = BTreeMap::new();
     let mut machines = Vec::new();
     for m in 0..4 {
@@ -194,7 +197,7 @@ fn machines_of_five_sessions(
 }
 
 /// Every machine's landing started at once; their documents, each a success.
-fn land_all_at_once(server: &Server, machines: &[(PathBuf, Vec<String>)]) -> Vec<Value> {
+fn land_all_at_once(server: &Server, machines: &[Machine]) -> Vec<Value> {
     // All four at once.
     let children: Vec<_> = machines
         .iter()
@@ -248,7 +251,7 @@ fn check_each_landed_once_on_its_tested_tree(
         );
     }
     assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
-    let tested: Vec<String> = std::fs::read_to_string(&log)
+    let tested: Vec<String> = std::fs::read_to_string(log)
         .unwrap()
         .lines()
         .map(str::to_string)
@@ -273,7 +276,7 @@ fn check_each_landed_once_on_its_tested_tree(
                 .git(&server.bare, &["rev-parse", &format!("{commit}^")]);
             assert_eq!(push["built_on"], parent.as_str(), "{landed}");
             // And the test itself saw exactly that tree's files.
-            let seen = tree_digest(&server, commit, &scratch);
+            let seen = tree_digest(server, commit, &scratch);
             assert!(tested.contains(&seen), "{commit} landed untested: {landed}");
             assert_eq!(landed["cleanup"], "discarded", "{landed}");
         }
@@ -316,10 +319,10 @@ fn another_machine_lands(server: &Server, b: &Path, round: usize) {
     let other = format!("b{round}");
     let body = format!("b round {round}\n");
     let other_rel = format!("b/{round}.txt");
-    server.session(&b, &other, &[(other_rel.as_str(), body.as_str())]);
+    server.session(b, &other, &[(other_rel.as_str(), body.as_str())]);
     let (code, doc) = server
         .fx
-        .json_in(&b, &["land", "--push", "origin/main", "-s", &other]);
+        .json_in(b, &["land", "--push", "origin/main", "-s", &other]);
     assert_eq!(code, 0, "{doc}");
 }
 
@@ -332,16 +335,16 @@ fn landing_again_is_idempotent(
     round: usize,
 ) {
     // Once more: idempotent, nothing pushed.
-    let (code, doc) = server.fx.json_in(&a, &again);
+    let (code, doc) = server.fx.json_in(a, again);
     assert_eq!(
-        (code, session(&doc, &id)["outcome"].as_str()),
+        (code, session(&doc, id)["outcome"].as_str()),
         (0, Some("idempotent")),
         "{doc}"
     );
     assert_eq!(server.trailers().len(), landed_total);
     let pins = server
         .fx
-        .git(&a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
+        .git(a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
     assert!(pins.is_empty(), "round {round}: {pins}");
 }
 
@@ -534,11 +537,11 @@ fn capture_document(
     docs: &Path,
     (id, rel, text): (&str, &str, &str),
 ) -> (PathBuf, String) {
-    server.session(&a, id, &[(rel, text)]);
+    server.session(a, id, &[(rel, text)]);
     let doc = docs.join(format!("{id}.json"));
     let (code, out) = server
         .fx
-        .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
+        .json_in(a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
     assert_eq!(code, 0, "{out}");
     (
         doc,
@@ -572,7 +575,7 @@ fn killed_on_one_machine_landed_on_another(server: &Server, a: &Path, b: &Path, 
     for round in 0..rounds {
         let rel = format!("docs/{round}.txt");
         let text = format!("document {round}\n");
-        let (doc, _) = capture_document(&server, &a, &docs, (&format!("d{round}"), &rel, &text));
+        let (doc, _) = capture_document(server, a, &docs, (&format!("d{round}"), &rel, &text));
         let path = doc.to_str().unwrap();
         let args = [
             "land",
@@ -585,8 +588,8 @@ fn killed_on_one_machine_landed_on_another(server: &Server, a: &Path, b: &Path, 
             "--no-sandbox",
         ];
         let delay = std::time::Duration::from_millis(rng.below(500));
-        kill_in_after(&server.fx, &b, &args, delay);
-        let (code, doc) = json_of(land_document(&server, &c, &doc));
+        kill_in_after(&server.fx, b, &args, delay);
+        let (code, doc) = json_of(land_document(server, c, &doc));
         assert_eq!(code, 0, "round {round}: {doc}");
         let entry = &doc["sessions"][0];
         assert!(
@@ -862,7 +865,7 @@ fn an_unknown_digest_fails_its_entry_and_pushes_nothing(
     let (code, doc) = json_of(
         server
             .fx
-            .cmd_in(&b)
+            .cmd_in(b)
             .args([
                 "--json",
                 "land",
@@ -873,7 +876,7 @@ fn an_unknown_digest_fails_its_entry_and_pushes_nothing(
                 "--digest",
                 &unknown,
                 "--digest",
-                &digest,
+                digest,
             ])
             .output()
             .unwrap(),
@@ -948,7 +951,7 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
 /// idempotent; killed at random points and landed again: exactly once, every time.
 /// Two commits in session `id`'s isolation on machine `a`, and uncommitted work after them.
 fn commit_twice_and_leave_work(server: &Server, a: &Path, id: &str, tag: &str) {
-    let isolation = server.session(&a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
+    let isolation = server.session(a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
     server.fx.git(&isolation, &["add", "-A"]);
     server.fx.git(
         &isolation,
@@ -1014,7 +1017,7 @@ fn trailer_of(server: &Server, rev: &str) -> String {
 fn patch_mode_through_a_server_is_refused(server: &Server, a: &Path) {
     // Patch mode is refused: nothing uncommitted travels through a server.
     let (code, doc) = server.fx.json_in(
-        &a,
+        a,
         &[
             "land",
             "--push",
@@ -1042,15 +1045,15 @@ fn branch_mode_killed_at_random_points_lands_once(server: &Server, a: &Path) {
     let mut killed = 0;
     for round in 0..rounds {
         let id = format!("bk{round}");
-        commit_twice_and_leave_work(&server, &a, &id, &id);
+        commit_twice_and_leave_work(server, a, &id, &id);
         let run: Vec<String> = branch_land_args(&id).into_iter().skip(1).collect();
         let run: Vec<&str> = run.iter().map(String::as_str).collect();
         let delay = std::time::Duration::from_millis(rng.below(500));
-        killed += usize::from(kill_in_after(&server.fx, &a, &run, delay));
+        killed += usize::from(kill_in_after(&server.fx, a, &run, delay));
         let (code, doc) = json_of(
             server
                 .fx
-                .cmd_in(&a)
+                .cmd_in(a)
                 .args(branch_land_args(&id))
                 .output()
                 .unwrap(),
@@ -1071,7 +1074,7 @@ fn branch_mode_killed_at_random_points_lands_once(server: &Server, a: &Path) {
         );
         assert_eq!(trailers.len(), expected, "round {round}: {trailers:?}");
         assert_eq!(
-            subjects(&server, 3),
+            subjects(server, 3),
             [
                 "uncommitted work".to_string(),
                 format!("{id}: second"),

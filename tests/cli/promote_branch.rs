@@ -47,7 +47,7 @@ fn two_agent_commits_and_leftovers(fx: &Fixture) {
     let iso = fx.isolation("b");
     std::fs::write(iso.join("one.txt"), "1\n").unwrap();
     agent_commit(
-        &fx,
+        fx,
         &iso,
         "first agent commit",
         "Alice",
@@ -55,7 +55,7 @@ fn two_agent_commits_and_leftovers(fx: &Fixture) {
     );
     std::fs::write(iso.join("two.txt"), "2\n").unwrap();
     agent_commit(
-        &fx,
+        fx,
         &iso,
         "second agent commit",
         "Bob",
@@ -66,7 +66,7 @@ fn two_agent_commits_and_leftovers(fx: &Fixture) {
 
 /// `promote --mode branch`'s document: the two commits and the leftovers' commit replayed.
 fn the_branch_promote_document_snapshot(fx: &Fixture, doc: &Value) {
-    snapshot_settings(&fx).bind(|| {
+    snapshot_settings(fx).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",

@@ -406,7 +406,7 @@ fn applied_by_hand_is_a_conflict(fx: &Fixture) {
     // Applied by hand, uncommitted.
     let (code, doc) = fx.json(&["promote", "-s", "r"]);
     assert_eq!(code, 3, "{doc}");
-    snapshot_settings(&fx).bind(|| insta::assert_json_snapshot!(doc, @r#"
+    snapshot_settings(fx).bind(|| insta::assert_json_snapshot!(doc, @r#"
         {
           "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
           "base_matches_head": null,
@@ -433,7 +433,7 @@ fn applied_by_hand_is_a_conflict(fx: &Fixture) {
           "warnings": []
         }
         "#));
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
 }
 
 /// The same change set as a document, after the change was committed by hand: refused as
@@ -446,7 +446,7 @@ fn committed_by_hand_is_refused_every_way(fx: &Fixture, doc_file: &std::path::Pa
         (3, "base_differs"),
         "{doc}"
     );
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
     // Onto HEAD, it would apply again: the checkout already holds its result.
     let (code, doc) = fx.json(&[
         "promote",
@@ -461,7 +461,7 @@ fn committed_by_hand_is_refused_every_way(fx: &Fixture, doc_file: &std::path::Pa
     );
     assert_eq!(doc["reason"], "patch_does_not_apply");
     assert!(doc["detail"].as_str().unwrap().contains("already"), "{doc}");
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
     // The session itself: its HEAD moved.
     let (code, doc) = fx.json(&["promote", "-s", "r"]);
     assert_eq!(
@@ -469,7 +469,7 @@ fn committed_by_hand_is_refused_every_way(fx: &Fixture, doc_file: &std::path::Pa
         (3, "head_moved"),
         "{doc}"
     );
-    assert_eq!(blocks(&fx), INSERTED);
+    assert_eq!(blocks(fx), INSERTED);
 }
 
 #[test]

@@ -131,7 +131,7 @@ fn pushed_once_to_its_ref(net: &Net, pushed: &Value) -> String {
     assert_eq!(pushed["schema"], "a3s-iso.push.v1");
     assert_eq!(pushed["outcome"], "pushed", "{pushed}");
     assert_eq!(pushed["remote"]["name"], "origin");
-    let digest = digest_of(&pushed);
+    let digest = digest_of(pushed);
     let reference = format!("refs/a3s-iso/changes/{}", hex_of(&digest));
     assert_eq!(pushed["ref"], reference.as_str());
     assert!(

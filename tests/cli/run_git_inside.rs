@@ -100,7 +100,7 @@ fn show_names_the_sessions_git_state(fx: &Fixture, feature: &str) {
     assert_eq!(code, 0, "{shown}");
     let git = &shown["git"];
     let named = [(feature, "[FEATURE]")];
-    snapshot_settings_naming(&fx, &named).bind(|| {
+    snapshot_settings_naming(fx, &named).bind(|| {
         insta::assert_json_snapshot!(git, @r#"
         {
           "branches": [

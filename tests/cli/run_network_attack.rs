@@ -690,7 +690,7 @@ for name, address in [('unix_path', {path:?}), ('unix_abstract', '\0' + {abstrac
         path = host_socket.to_str().unwrap(),
     );
     let entries = [format!("localhost:{port}")];
-    let (code, doc, results) = attack(&fx, "other", &allow(&entries), "", &script);
+    let (code, doc, results) = attack(fx, "other", &allow(&entries), "", &script);
     assert_eq!(code, 0, "{doc}");
     let _ = std::fs::remove_file(&host_socket);
     assert_eq!(results["direct"], "refused", "{results}");

@@ -97,7 +97,7 @@ fn the_settings_stay_in_the_profiles_home(
     before: &std::collections::BTreeMap<String, String>,
 ) {
     // The settings are in the profile's own home, seeded from the real one on first use.
-    let home = profile_home(&fx, "claude");
+    let home = profile_home(fx, "claude");
     assert_eq!(
         std::fs::read(home.join(".claude/settings.json")).unwrap(),
         b"{\"theme\":\"dark\"}"

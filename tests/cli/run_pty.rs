@@ -580,7 +580,7 @@ fn written(fx: &Fixture, session: &str, name: &str) -> String {
 fn run_the_attack(fx: &Fixture, args: &[&str], with_terminal: bool) {
     if with_terminal {
         let mut own = Outer::open();
-        let child = a3s_iso(&fx, true)
+        let child = a3s_iso(fx, true)
             .args(args)
             .stdin(own.stdio())
             .stdout(own.stdio())
@@ -605,12 +605,12 @@ fn run_the_attack(fx: &Fixture, args: &[&str], with_terminal: bool) {
 /// Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
 fn a_fresh_dev_pts_inside(fx: &Fixture, session: &str, with_terminal: bool, python: &str) {
     // Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
-    let pts = written(&fx, &session, "pts.txt");
+    let pts = written(fx, session, "pts.txt");
     let entries: Vec<&str> = pts.lines().filter(|l| *l != "ptmx").collect();
     assert!(pts.lines().any(|l| l == "ptmx"), "{pts}");
     assert_eq!(entries.len(), usize::from(with_terminal), "{pts}");
     if !python.is_empty() {
-        let inner = written(&fx, &session, "inner.txt");
+        let inner = written(fx, session, "inner.txt");
         assert!(
             inner.starts_with("/dev/pts/"),
             "a pty opened inside: {inner}"

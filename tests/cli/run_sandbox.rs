@@ -475,7 +475,7 @@ fn by_default_only_the_allowlist(
     names: &[&str],
 ) {
     // By default: the allowlist and run's own variables only.
-    let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &[], &names);
+    let (code, doc, printed, seen) = env_inside(fx, sandboxed, &[], names);
     assert_eq!(code, 0, "{doc}");
     for name in credentials {
         assert!(seen.contains(&format!("{name}=-\n")), "{name}: {seen}");
@@ -501,7 +501,7 @@ fn named_exactly_each_passes(fx: &Fixture, sandboxed: bool, credentials: &[&str]
     // Named exactly, each passes; NAME=VALUE sets one.
     let mut flags: Vec<&str> = credentials.iter().flat_map(|n| ["--env", n]).collect();
     flags.extend(["--env", "SET_HERE=given-here"]);
-    let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &flags, &names);
+    let (code, doc, printed, seen) = env_inside(fx, sandboxed, &flags, names);
     assert_eq!(code, 0, "{doc}");
     for (name, value) in CREDENTIALS {
         assert!(

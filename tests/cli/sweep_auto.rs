@@ -437,15 +437,15 @@ fn a_reclaiming_binds_time(fx: &Fixture) -> Duration {
     let mut took = Duration::MAX;
     for i in 0..3 {
         for n in 0..2 {
-            dead_owner_session(&fx, &format!("m{i}-{n}"));
-            with_work(&fx, &format!("m{i}-{n}"));
+            dead_owner_session(fx, &format!("m{i}-{n}"));
+            with_work(fx, &format!("m{i}-{n}"));
         }
         let start = std::time::Instant::now();
         let (code, doc) = fx.json(&["bind", "-s", &format!("measure{i}")]);
         took = took.min(start.elapsed());
         assert_eq!(code, 0, "{doc}");
         assert_eq!(reclaimed_ids(&doc).len(), 2, "{doc}");
-        with_work(&fx, &format!("measure{i}"));
+        with_work(fx, &format!("measure{i}"));
     }
     took
 }
@@ -455,7 +455,7 @@ fn no_work_lost(fx: &Fixture, dead: &[String]) -> usize {
     let mut swept_now = 0;
     for id in dead {
         let tree = fx.isolation(id).join("work.txt");
-        let snapshot = swept_work(&fx, id);
+        let snapshot = swept_work(fx, id);
         let in_tree = std::fs::read(&tree).is_ok_and(|b| b == b"work of the session\n");
         assert!(
             in_tree || snapshot,
@@ -471,11 +471,11 @@ fn no_work_lost(fx: &Fixture, dead: &[String]) -> usize {
 fn bind_again_and_resume_the_swept(fx: &Fixture, binding: &str, dead: &[String]) {
     // What a kill kept is reclaimed by the next bind, and every swept one resumes (then
     // live: the next attempt's bind keeps it).
-    let (code, doc) = fx.json(&["bind", "-s", &binding]);
+    let (code, doc) = fx.json(&["bind", "-s", binding]);
     assert_eq!(code, 0, "{doc}");
-    with_work(&fx, &binding);
+    with_work(fx, binding);
     for id in dead {
-        let (code, doc) = quiet_json(&fx, &["bind", "-s", id, "--resume"]);
+        let (code, doc) = quiet_json(fx, &["bind", "-s", id, "--resume"]);
         assert_eq!(code, 0, "{doc}");
         assert_eq!(
             std::fs::read(fx.isolation(id).join("work.txt")).unwrap(),

@@ -95,18 +95,18 @@ fn lay_out_every_row(fx: &Fixture) -> (Child, Child, Value) {
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "[sweep]\nauto = false\n").unwrap();
     let alive_owner = sleeper();
-    bind_owned_by(&fx, "alive", &alive_owner);
-    dead_owner_session(&fx, "dead");
+    bind_owned_by(fx, "alive", &alive_owner);
+    dead_owner_session(fx, "dead");
     std::fs::write(
         fx.isolation("dead").join("unsaved.txt"),
         "work in progress\n",
     )
     .unwrap();
     fx.bind("reused");
-    edit_record(&fx, "reused", |r| {
+    edit_record(fx, "reused", |r| {
         r["owner"]["start_identity"] = "linux-proc-start-ticks:1".into()
     });
-    dead_owner_session(&fx, "leased");
+    dead_owner_session(fx, "leased");
     let run = fx
         .cmd()
         .args([
@@ -124,17 +124,17 @@ fn lay_out_every_row(fx: &Fixture) -> (Child, Child, Value) {
         .spawn()
         .unwrap();
     fx.bind("foreign");
-    edit_record(&fx, "foreign", |r| {
+    edit_record(fx, "foreign", |r| {
         r["owner"]["hostname"] = "elsewhere.example".into()
     });
     fx.bind("unknown");
-    edit_record(&fx, "unknown", |r| {
+    edit_record(fx, "unknown", |r| {
         r["owner"]["start_identity"] = Value::Null
     });
-    leftover_claim(&fx, "flight-young", now_ms());
+    leftover_claim(fx, "flight-young", now_ms());
     fx.bind("malformed");
-    std::fs::write(record_path(&fx, "malformed"), "{ this is not json").unwrap();
-    make_old(&record_path(&fx, "malformed"));
+    std::fs::write(record_path(fx, "malformed"), "{ this is not json").unwrap();
+    make_old(&record_path(fx, "malformed"));
     make_old(&fx.isolation("malformed"));
     fx.bind("kept");
     let (code, retained) = fx.json(&["retain", "-s", "kept", "--reason", "inspect the failure"]);
@@ -152,7 +152,7 @@ fn lay_out_every_row(fx: &Fixture) -> (Child, Child, Value) {
 /// The sweep reclaimed the dead, the reused, the old claim and the malformed, exactly as its
 /// dry run said, and kept the others for their reasons.
 fn check_reclaimed_and_kept(fx: &Fixture, doc: &Value, dry: &Value, retained_path: &Path) {
-    let reclaimed = paths(&doc, "reclaimed");
+    let reclaimed = paths(doc, "reclaimed");
     assert_eq!(
         reclaimed,
         [
@@ -164,9 +164,9 @@ fn check_reclaimed_and_kept(fx: &Fixture, doc: &Value, dry: &Value, retained_pat
         "{doc}"
     );
     // The dry run reported exactly what the sweep then did, and changed nothing itself.
-    assert_eq!(paths(&dry, "reclaimed"), reclaimed);
+    assert_eq!(paths(dry, "reclaimed"), reclaimed);
     assert_eq!(dry["dry_run"], true);
-    assert_eq!(paths(&dry, "kept"), paths(&doc, "kept"));
+    assert_eq!(paths(dry, "kept"), paths(doc, "kept"));
     for gone in ["dead", "flight-old", "malformed", "reused"] {
         assert!(!fx.isolation(gone).exists(), "{gone} should be reclaimed");
     }
@@ -187,7 +187,7 @@ fn check_reclaimed_and_kept(fx: &Fixture, doc: &Value, dry: &Value, retained_pat
         .collect();
     let retained_name = retained_path.file_name().unwrap().to_str().unwrap();
     let named = [(retained_name, "[RETAINED]")];
-    snapshot_settings_naming(&fx, &named).bind(|| {
+    snapshot_settings_naming(fx, &named).bind(|| {
         insta::assert_json_snapshot!(kept, @r#"
         {
           ".src.a3s-isolate-alive": "live",
