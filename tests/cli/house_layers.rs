@@ -692,6 +692,71 @@ fn the_argv_check_sees_planted_builders() {
     );
 }
 
+/// Every line of the `.rs` files under `dirs` (relative to `root`) whose code names `word` as
+/// a whole word, as `path:line`.
+fn code_naming(root: &Path, dirs: &[&str], word: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            if line
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == word)
+            {
+                let relative = file.strip_prefix(root).unwrap();
+                found.push(format!("{}:{}", relative.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// `unsafe` is the sandbox's `sys` module's alone: the crate denies it at its root (and any
+/// `unsafe` block without its SAFETY comment), allows it on `mod sys;` only, and no other code
+/// of the library or the workspace's crates holds an `unsafe` block, function or impl (the
+/// tests' own signals to process groups are theirs).
+#[test]
+fn unsafe_code_is_denied_outside_the_sandboxs_sys_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("crates/sandbox/src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("\n#![deny(unsafe_code)]\n"),
+        "the sandbox crate denies unsafe"
+    );
+    assert!(lib.contains("\n#![deny(clippy::undocumented_unsafe_blocks)]\n"));
+    assert!(lib.contains("\n#[allow(unsafe_code)]\nmod sys;\n"));
+    let allows: Vec<String> = ["src", "crates", "tests"]
+        .iter()
+        .flat_map(|dir| code_naming(root, &[dir], "allow"))
+        .filter(|at| {
+            let (path, line) = at.rsplit_once(':').unwrap();
+            let n: usize = line.parse().unwrap();
+            let text = std::fs::read_to_string(root.join(path)).unwrap();
+            text.lines().nth(n - 1).unwrap().contains("unsafe_code")
+        })
+        .map(|at| at.rsplit_once(':').unwrap().0.to_string())
+        .collect();
+    assert_eq!(
+        allows,
+        ["crates/sandbox/src/lib.rs"],
+        "allow(unsafe_code) elsewhere"
+    );
+    let lines = code_naming(root, &["src", "crates"], "unsafe");
+    let outside: Vec<&String> = lines
+        .iter()
+        .filter(|at| !at.starts_with("crates/sandbox/src/sys.rs:"))
+        .collect();
+    assert!(outside.is_empty(), "unsafe outside sys.rs: {outside:?}");
+    assert!(
+        !lines.is_empty(),
+        "sys.rs holds the unsafe the sandbox needs"
+    );
+}
+
 /// A version triple of `rust-version` text (`1.88` is 1.88.0).
 fn rust_version(text: &str) -> (u32, u32, u32) {
     let mut parts = text.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
