@@ -491,6 +491,120 @@ fn the_layer_check_sees_planted_imports() {
     );
 }
 
+/// The layers a folder's `mod.rs` says it may call: the layer names on its second line,
+/// `//! May call: …`, under a first `//!` line saying what lives there; `None` when its first
+/// two lines are not those.
+fn may_call(mod_rs: &Path) -> Option<BTreeSet<String>> {
+    let text = std::fs::read_to_string(mod_rs).ok()?;
+    let mut lines = text.lines();
+    let first = lines.next()?.strip_prefix("//! ")?;
+    let list = lines.next()?.strip_prefix("//! May call: ")?;
+    if first.trim().is_empty() {
+        return None;
+    }
+    let words = list.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+    Some(
+        words
+            .filter(|w| LAYERS.contains(w))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Every folder of `root` whose `mod.rs` does not open with what lives there and what it may
+/// call, or whose list is not exactly the layers below its own (a folder outside the layers,
+/// the binary's `cli/`, needs the lines only).
+fn folder_doc_violations(root: &Path) -> Vec<String> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    let mut found = Vec::new();
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let said = may_call(&folder.join("mod.rs"));
+        let Some(said) = said else {
+            found.push(format!(
+                "{name}/mod.rs: no `//! May call:` as its second line"
+            ));
+            continue;
+        };
+        if let Some(own) = rank(&name) {
+            let allowed: BTreeSet<String> = LAYERS[..own].iter().map(|l| l.to_string()).collect();
+            if said != allowed {
+                found.push(format!(
+                    "{name}/mod.rs: may call {said:?}, the layers allow {allowed:?}"
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_folder_says_what_it_may_call_as_the_layers_order() {
+    let found = folder_doc_violations(&src());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_folder_doc_check_sees_planted_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    let plant = |path: &str, code: &str| plant_file(&root, path, code);
+    plant(
+        "base/mod.rs",
+        "//! The bottom.\n//! May call: no other folder.\n",
+    );
+    plant("git/mod.rs", "//! Runs git.\n//! May call: base, store.\n");
+    plant(
+        "store/mod.rs",
+        "//! The store.\n//!\n//! May call: base, git.\n",
+    );
+    plant(
+        "model/mod.rs",
+        "//! The data.\n//! May call: base, git, store, context.\n",
+    );
+    plant(
+        "cli/mod.rs",
+        "//! The binary's.\n//! May call: any folder.\n",
+    );
+    plant("ops/mod.rs", "mod bind;\n");
+    assert_eq!(
+        folder_doc_violations(&root),
+        vec![
+            "git/mod.rs: may call {\"base\", \"store\"}, the layers allow {\"base\"}".to_string(),
+            "ops/mod.rs: no `//! May call:` as its second line".into(),
+            "store/mod.rs: no `//! May call:` as its second line".into(),
+        ]
+    );
+}
+
+/// ARCHITECTURE.md's "Layers" part has a paragraph for every folder, led by its name in bold
+/// (`- **`ops/`**`) or under a heading of it.
+#[test]
+fn the_architecture_has_a_paragraph_per_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let layers = text.split("\n## Layers\n").nth(1).expect("a Layers part");
+    let layers = layers.split("\n## ").next().unwrap();
+    let mut missing = Vec::new();
+    for folder in LAYERS.iter().chain(&["cli"]) {
+        let led = layers.lines().any(|line| {
+            let named = [format!("`{folder}/`"), format!("`src/{folder}/`")];
+            named.iter().any(|n| {
+                line.starts_with(&format!("- **{n}**")) || line.starts_with(&format!("### {n}"))
+            })
+        });
+        if !led {
+            missing.push(*folder);
+        }
+    }
+    assert!(missing.is_empty(), "no paragraph led by: {missing:?}");
+}
+
 /// The library's modules and their files.
 fn library_modules(root: &Path) -> BTreeMap<String, PathBuf> {
     let mut files = Vec::new();

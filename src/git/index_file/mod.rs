@@ -1,3 +1,6 @@
+//! git's index file format, read in one place, and the indexes a3s-iso writes itself.
+//! May call: base and the rest of git.
+//!
 //! git's index file format, read in one place (`reader`): whether an index is split (names a
 //! shared index, `sharedindex.<id>` in the git dir, that holds most of its entries: such a
 //! file cannot be copied alone, so a3s-iso keeps its own indexes whole), whether any entry is
