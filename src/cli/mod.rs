@@ -1,3 +1,6 @@
+//! The binary's thin command-line layer: parse, call the library, render the outcome.
+//! May call: any folder of the library; no folder of the library calls it.
+//!
 //! The thin command-line layer: parse, call the library, render the outcome.
 
 mod assets;

@@ -1,3 +1,6 @@
+//! What a command opens before it acts: the source, its store, the session `-s` names.
+//! May call: base, git, store.
+//!
 //! What a command opens before it acts: the source repository and its store (`Context`,
 //! `Located`), which session `-s` names, and what recovery could not finish in time.
 //!

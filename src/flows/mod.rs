@@ -1,3 +1,6 @@
+//! Commands composed of other commands: bind with its setup, land, Claude Code's hooks.
+//! May call: base, git, store, context, model, recovery, services, ops.
+//!
 //! Commands composed of other commands: `bind` with its setup commands (a recorded `run` in
 //! the new isolation), `land` (rebase, test with `run`, promote, one session at a time) and
 //! Claude Code's worktree hooks and `init claude` (bind, setup and discard). A flow calls the

@@ -1,3 +1,6 @@
+//! The only place that runs git, and git's formats read in one place (the index file).
+//! May call: base.
+//!
 //! The only place that runs git. Every call: stdin closed (or fed), output captured, a fixed
 //! environment (no pager, no prompt, C messages, no fsmonitor, no repository-selecting variables
 //! from the caller), and a typed failure carrying args, exit code and stderr. Git's arguments are

@@ -1,3 +1,6 @@
+//! What the command line and the MCP server share: the words a user reads of an error.
+//! May call: base, git, store, context, model, recovery, services, ops, flows.
+//!
 //! What the command line (the binary's `cli/`) and the MCP server (`mcp/`) share of the
 //! interface: the words a user reads, which name commands and flags.
 

@@ -1,3 +1,6 @@
+//! `a3s-iso mcp`: the commands as the tools of a Model Context Protocol server on stdio.
+//! May call: base, git, store, context, model, recovery, services, ops, flows, interface.
+//!
 //! `a3s-iso mcp`: the commands as the tools of a Model Context Protocol server on stdio
 //! (JSON-RPC 2.0, one message a line), for agents whose client speaks MCP.
 //!

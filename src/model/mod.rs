@@ -1,3 +1,6 @@
+//! What a3s-iso's data is, independent of any verb: change sets, snapshots, isolations.
+//! May call: base, git, store, context.
+//!
 //! What a3s-iso's data is, independent of any verb: the change-set document, snapshots and
 //! patches (and the text of a patch), an isolation, a session's private refs, a carried WIP
 //! and submodules.

@@ -1,3 +1,6 @@
+//! One verb each (a folder where a verb has parts), each returning a typed outcome.
+//! May call: base, git, store, context, model, recovery, services; a verb never calls another verb.
+//!
 //! One verb each (a folder where a verb has parts). A verb composes services, recovery and
 //! the model; it never imports another verb.
 

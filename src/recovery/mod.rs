@@ -1,3 +1,6 @@
+//! What a crash left, finished in one place: the write-ahead records and their finishing.
+//! May call: base, git, store, context, model.
+//!
 //! What a crash left, finished in one place. Each kind of write-ahead record describes an
 //! operation in progress and is one [`WriteAhead`]: a promote's intent (`intent`: the checkout
 //! changes), a tree operation's (`pending`: retain, sweep and discard move or remove an

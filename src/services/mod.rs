@@ -1,3 +1,6 @@
+//! What several verbs share: evidence, runs, the pool, remotes, the network, configuration.
+//! May call: base, git, store, context, model, recovery.
+//!
 //! What several verbs share: capture's insides (evidence), a session's steps and runs,
 //! nested change sets, whether a session landed, the pool of spares, purges, rebase planning,
 //! remotes, the network proxy, the package managers' caches, profiles, configuration, setup and overlaps.

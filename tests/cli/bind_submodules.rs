@@ -161,14 +161,8 @@ fn bind_submodules_clones_from_the_source_not_the_url() {
 
 /// The work done inside the submodule cloned from the source shows in `diff` (patch, `--stat`,
 /// `--name-only`, JSON), then lands in the source's submodule.
-#[test]
-fn work_in_an_offline_submodule_shows_in_diff_and_lands() {
-    let fx = unreachable_submodules();
-    bind_submodules(&fx, "d");
-    let iso = fx.isolation("d");
-    std::fs::write(iso.join(SUB).join("lib.txt"), "lib, edited\n").unwrap();
-    std::fs::write(iso.join(SUB).join("new.txt"), "new\n").unwrap();
-
+/// `diff`, `--stat` and `--name-only` show the submodule's work under its header.
+fn the_patch_shows_the_nested_work(fx: &Fixture) {
     let out = fx.cmd().args(["diff", "-s", "d"]).output().unwrap();
     assert!(out.status.success());
     let patch = String::from_utf8(out.stdout).unwrap();
@@ -205,6 +199,17 @@ fn work_in_an_offline_submodule_shows_in_diff_and_lands() {
         String::from_utf8(names.stdout).unwrap(),
         format!("{SUB}/lib.txt\n{SUB}/new.txt\n")
     );
+}
+
+#[test]
+fn work_in_an_offline_submodule_shows_in_diff_and_lands() {
+    let fx = unreachable_submodules();
+    bind_submodules(&fx, "d");
+    let iso = fx.isolation("d");
+    std::fs::write(iso.join(SUB).join("lib.txt"), "lib, edited\n").unwrap();
+    std::fs::write(iso.join(SUB).join("new.txt"), "new\n").unwrap();
+
+    the_patch_shows_the_nested_work(&fx);
 
     let (code, doc) = fx.json(&["diff", "-s", "d"]);
     assert_eq!(code, 0, "{doc}");

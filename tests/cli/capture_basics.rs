@@ -304,20 +304,12 @@ fn verify_file(fx: &Fixture, doc: &[u8]) -> (i32, Value) {
     fx.json(&["verify", path.to_str().unwrap()])
 }
 
-#[test]
-fn verify_names_the_broken_rule_and_field() {
-    let fx = Fixture::new();
-    fx.bind("v");
-    std::fs::write(fx.isolation("v").join("x.txt"), "x\n").unwrap();
-    let (_, good) = fx.json(&["capture", "-s", "v"]);
-    let (code, ok) = verify_file(&fx, good.to_string().as_bytes());
-    assert_eq!(code, 0, "{ok}");
-    assert_eq!(ok["schema"], "a3s-iso.verify.v1");
-    assert_eq!(ok["valid"], true);
-    assert_eq!(ok["patch_digest"], good["patch_digest"]);
+/// A change to a document.
+type Mutation = Box<dyn Fn(&mut Value)>;
 
-    type Mutation = Box<dyn Fn(&mut Value)>;
-    let cases: Vec<(&str, Mutation)> = vec![
+/// A change of each rule's field, by `rule@field`.
+fn broken_fields() -> Vec<(&'static str, Mutation)> {
+    vec![
         ("unknown_field@extra", Box::new(|d| d["extra"] = 1.into())),
         (
             "unknown_field@identity.extra",
@@ -351,7 +343,22 @@ fn verify_names_the_broken_rule_and_field() {
             "id_format@identity.session_id",
             Box::new(|d| d["identity"]["session_id"] = "a\nb".into()),
         ),
-    ];
+    ]
+}
+
+#[test]
+fn verify_names_the_broken_rule_and_field() {
+    let fx = Fixture::new();
+    fx.bind("v");
+    std::fs::write(fx.isolation("v").join("x.txt"), "x\n").unwrap();
+    let (_, good) = fx.json(&["capture", "-s", "v"]);
+    let (code, ok) = verify_file(&fx, good.to_string().as_bytes());
+    assert_eq!(code, 0, "{ok}");
+    assert_eq!(ok["schema"], "a3s-iso.verify.v1");
+    assert_eq!(ok["valid"], true);
+    assert_eq!(ok["patch_digest"], good["patch_digest"]);
+
+    let cases = broken_fields();
     for (expected, mutate) in cases {
         let mut doc = good.clone();
         mutate(&mut doc);

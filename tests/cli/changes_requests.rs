@@ -163,12 +163,9 @@ fn not_found(code: &str) -> Refusal {
     (1, code.into(), String::new(), String::new())
 }
 
-#[test]
-fn a_request_that_differs_in_any_field_is_refused_naming_the_rule() {
-    let fx = Fixture::new();
-    let request = finished_run(&fx);
-    let other_release = format!("sha256:{}", "b2".repeat(32));
-    let cases: Vec<(&str, Value, Refusal)> = vec![
+/// Each field of a request changed, and the refusal that names its rule.
+fn changed_fields(other_release: &str) -> Vec<(&'static str, Value, Refusal)> {
+    vec![
         (
             "/schema",
             json!("a3s.code.agent-change-set.v1"),
@@ -206,7 +203,58 @@ fn a_request_that_differs_in_any_field_is_refused_naming_the_rule() {
             invalid("id_format", "identity.run_id"),
         ),
         ("/identity", json!("s/r1"), invalid("type", "identity")),
-    ];
+    ]
+}
+
+/// An extra field, at the top and inside the identity; a missing one.
+fn extra_and_missing_fields_are_refused(fx: &Fixture, request: &Value) {
+    // An extra field, at the top and inside the identity; a missing one.
+    let mut extra = request.clone();
+    extra["extra"] = json!(1);
+    assert_eq!(
+        refusal(fx, &text(&extra)),
+        invalid("unknown_field", "extra")
+    );
+    let mut extra = request.clone();
+    extra["identity"]["extra"] = json!(1);
+    assert_eq!(
+        refusal(fx, &text(&extra)),
+        invalid("unknown_field", "identity.extra")
+    );
+    let mut missing = request.clone();
+    missing["identity"]
+        .as_object_mut()
+        .unwrap()
+        .remove("run_id");
+    assert_eq!(
+        refusal(fx, &text(&missing)),
+        invalid("missing_field", "identity.run_id")
+    );
+}
+
+/// A key twice, not JSON, too large.
+fn malformed_documents_are_refused(fx: &Fixture, request: &Value) {
+    // A key twice, not JSON, too large.
+    let twice = String::from_utf8(text(request)).unwrap().replace(
+        "\"run_id\": \"r1\"",
+        "\"run_id\": \"r1\", \"run_id\": \"r2\"",
+    );
+    assert_eq!(
+        refusal(fx, twice.as_bytes()),
+        invalid("duplicate_key", "identity.run_id")
+    );
+    assert_eq!(refusal(fx, b"{"), invalid("json", "(document)"));
+    let mut padded = vec![b' '; 20_000];
+    padded.extend(text(request));
+    assert_eq!(refusal(fx, &padded), invalid("document_size", "(document)"));
+}
+
+#[test]
+fn a_request_that_differs_in_any_field_is_refused_naming_the_rule() {
+    let fx = Fixture::new();
+    let request = finished_run(&fx);
+    let other_release = format!("sha256:{}", "b2".repeat(32));
+    let cases = changed_fields(&other_release);
     for (pointer, value, expected) in cases {
         let mut changed = request.clone();
         *changed.pointer_mut(pointer).unwrap() = value.clone();
@@ -216,44 +264,8 @@ fn a_request_that_differs_in_any_field_is_refused_naming_the_rule() {
             "{pointer} = {value}"
         );
     }
-    // An extra field, at the top and inside the identity; a missing one.
-    let mut extra = request.clone();
-    extra["extra"] = json!(1);
-    assert_eq!(
-        refusal(&fx, &text(&extra)),
-        invalid("unknown_field", "extra")
-    );
-    let mut extra = request.clone();
-    extra["identity"]["extra"] = json!(1);
-    assert_eq!(
-        refusal(&fx, &text(&extra)),
-        invalid("unknown_field", "identity.extra")
-    );
-    let mut missing = request.clone();
-    missing["identity"]
-        .as_object_mut()
-        .unwrap()
-        .remove("run_id");
-    assert_eq!(
-        refusal(&fx, &text(&missing)),
-        invalid("missing_field", "identity.run_id")
-    );
-    // A key twice, not JSON, too large.
-    let twice = String::from_utf8(text(&request)).unwrap().replace(
-        "\"run_id\": \"r1\"",
-        "\"run_id\": \"r1\", \"run_id\": \"r2\"",
-    );
-    assert_eq!(
-        refusal(&fx, twice.as_bytes()),
-        invalid("duplicate_key", "identity.run_id")
-    );
-    assert_eq!(refusal(&fx, b"{"), invalid("json", "(document)"));
-    let mut padded = vec![b' '; 20_000];
-    padded.extend(text(&request));
-    assert_eq!(
-        refusal(&fx, &padded),
-        invalid("document_size", "(document)")
-    );
+    extra_and_missing_fields_are_refused(&fx, &request);
+    malformed_documents_are_refused(&fx, &request);
     // The human form names the rule and the field as well.
     let mut mismatch = request.clone();
     mismatch["identity"]["agent_release_identity"] = json!(other_release);

@@ -942,8 +942,9 @@ fn assert_landed_on(w: &World, under: &str, digest: &str) -> String {
 
 /// Both recipes bound their jobs in time and let one promote at a time run per pull (merge)
 /// request, never cancelling a running one; both cache the binary, keyed on the release.
-#[test]
-fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
+/// The GitHub workflow: every job has a timeout and restores its cache (keyed by the release)
+/// before the install; the promote job runs one at a time per pull request.
+fn the_github_jobs_are_bounded_and_serialised() {
     let workflow = github_workflow();
     let jobs = workflow.get("jobs").unwrap();
     for (name, job) in jobs.entries() {
@@ -991,7 +992,11 @@ fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
     let permissions = promote.get("permissions").unwrap();
     assert_eq!(permissions.get("contents").unwrap().str(), "write");
     assert_eq!(permissions.get("pull-requests").unwrap().str(), "write");
+}
 
+#[test]
+fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
+    the_github_jobs_are_bounded_and_serialised();
     let pipeline = gitlab_pipeline();
     for name in ["agent", "promote"] {
         let timeout = pipeline.get(name).unwrap().get("timeout");
@@ -1025,14 +1030,11 @@ fn the_recipes_bound_their_jobs_and_serialise_the_promote() {
     }
 }
 
-#[test]
-fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
-    if !jq_present() {
-        return;
-    }
-    let mut w = World::new();
+/// The agent job on a runner with an empty cache: it installs a3s-iso and uploads the change
+/// set; its digest.
+fn github_agent_job_uploads_a_change_set(w: &mut World) -> String {
     let mut agent = w.runner();
-    let runs = run_github_job(&w, &mut agent, "agent", "100", &mut |_, _| {});
+    let runs = run_github_job(w, &mut agent, "agent", "100", &mut |_, _| {});
     all_passed(&runs, &agent);
     let document = w.store.join("change-set/change-set.json");
     let digest = uploaded_digest(&document);
@@ -1051,11 +1053,16 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         "{}",
         agent.log
     );
+    digest
+}
 
+/// The promote job, its binary from the cache only, lands the change set once and tells the
+/// pull request; the commit pushed.
+fn github_promote_job_lands(w: &mut World, digest: &str) -> String {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let runs = run_github_job(&w, &mut promote, "promote", "100", &mut |_, _| {});
+    let runs = run_github_job(w, &mut promote, "promote", "100", &mut |_, _| {});
     all_passed(&runs, &promote);
     assert!(
         runs.iter().all(|r| r.name != "Commit and push"),
@@ -1076,7 +1083,7 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     );
     // The checkout is neither needed nor touched: the landing is pushed from objects.
     assert_eq!(promote.porcelain(), Vec::<String>::new(), "{}", promote.log);
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    let tip = assert_landed_on(w, &w.base, digest);
     let output = &step(&runs, "Verify and land").output;
     assert!(
         output.contains(&format!(
@@ -1110,10 +1117,14 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         assert!(comment.contains(expected), "{expected:?} in:\n{comment}");
     }
     assert!(!comment.contains("rebased"), "{comment}");
+    tip
+}
 
+/// The job again on a fresh runner: the branch has the commit; nothing lands twice.
+fn github_promote_job_again_is_idempotent(w: &mut World, digest: &str, tip: &str) {
     // The job again on a fresh runner: the branch has the commit; nothing lands twice.
     let mut again = w.runner();
-    let runs = run_github_job(&w, &mut again, "promote", "101", &mut |_, _| {});
+    let runs = run_github_job(w, &mut again, "promote", "101", &mut |_, _| {});
     all_passed(&runs, &again);
     assert!(
         step(&runs, "Verify and land").output.contains(&format!(
@@ -1137,6 +1148,17 @@ fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         "{comment}"
     );
     assert!(comment.contains("- `src/lib.txt`"), "{comment}");
+}
+
+#[test]
+fn the_github_recipe_promotes_the_agents_paths_onto_the_branch_once() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let digest = github_agent_job_uploads_a_change_set(&mut w);
+    let tip = github_promote_job_lands(&mut w, &digest);
+    github_promote_job_again_is_idempotent(&mut w, &digest, &tip);
 }
 
 #[test]
@@ -1368,19 +1390,14 @@ fn feed_shell(
     (status.code(), output)
 }
 
-/// Runs one job on `runner` as GitLab does: a checkout of the commit (detached), the
-/// artifacts of earlier jobs put back at their paths, the cache restored, `before_script`
-/// and `script` in one shell, `after_script` in another, then the cache saved (when the job
-/// passed) and the job's `artifacts:paths` uploaded.
-fn run_gitlab_job(
+/// The variables GitLab gives job `job_id`: its own, then the pipeline's and the job's
+/// `variables`, expanded in order.
+fn gitlab_variables(
     w: &World,
-    runner: &mut Runner,
-    job: &str,
+    runner: &Runner,
     job_id: &str,
-    before: &mut dyn FnMut(&str, &Runner),
-) -> StepRun {
-    let pipeline = gitlab_pipeline();
-    let job_yaml = pipeline.get(job).unwrap();
+    (pipeline, job_yaml): (&Yaml, &Yaml),
+) -> BTreeMap<String, String> {
     let mut vars: BTreeMap<String, String> = BTreeMap::from([
         ("CI".into(), "true".into()),
         ("GITLAB_CI".into(), "true".into()),
@@ -1424,18 +1441,23 @@ fn run_gitlab_job(
             vars.insert(key.clone(), value);
         }
     }
-    // GitLab fetches the pipeline's commit, shallow, and checks it out detached.
-    shallow_checkout(w, runner, &w.base, None);
-    if let Some(needs) = job_yaml.get("needs") {
-        for need in needs.seq() {
-            copy_dir(&w.store.join(need.str()), &runner.workspace);
-        }
-    }
+    vars
+}
+
+/// The job's cache (else the pipeline's default), restored into the workspace: where it is
+/// stored and the paths it keeps.
+fn restore_gitlab_cache(
+    w: &World,
+    runner: &Runner,
+    (pipeline, job_yaml): (&Yaml, &Yaml),
+    vars: &BTreeMap<String, String>,
+) -> Option<(PathBuf, Vec<String>)> {
     let cache = job_yaml
         .get("cache")
         .or_else(|| pipeline.get("default").and_then(|d| d.get("cache")));
-    let cached = cache.map(|cache| {
-        let key = expand_gitlab(cache.get("key").unwrap().str(), &vars);
+
+    cache.map(|cache| {
+        let key = expand_gitlab(cache.get("key").unwrap().str(), vars);
         assert!(!key.contains('/'), "a cache key holds no '/': {key}");
         let stored = w.caches.join(format!("gitlab {key}"));
         if stored.is_dir() {
@@ -1449,7 +1471,52 @@ fn run_gitlab_job(
             .map(|p| p.str().trim_end_matches('/').to_string())
             .collect();
         (stored, paths)
-    });
+    })
+}
+
+/// The job's `artifacts:paths` uploaded to the store, on success or when it says `always`.
+fn upload_gitlab_artifacts(
+    w: &World,
+    runner: &Runner,
+    job: &str,
+    job_yaml: &Yaml,
+    status: Option<i32>,
+) {
+    let artifacts = job_yaml.get("artifacts").unwrap();
+    let always = artifacts.get("when").map(Yaml::str) == Some("always");
+    if status == Some(0) || always {
+        for path in artifacts.get("paths").unwrap().seq() {
+            let rel = path.str().trim_end_matches('/');
+            let from = runner.workspace.join(rel);
+            if from.exists() {
+                copy_dir(&from, &w.store.join(job).join(rel));
+            }
+        }
+    }
+}
+
+/// Runs one job on `runner` as GitLab does: a checkout of the commit (detached), the
+/// artifacts of earlier jobs put back at their paths, the cache restored, `before_script`
+/// and `script` in one shell, `after_script` in another, then the cache saved (when the job
+/// passed) and the job's `artifacts:paths` uploaded.
+fn run_gitlab_job(
+    w: &World,
+    runner: &mut Runner,
+    job: &str,
+    job_id: &str,
+    before: &mut dyn FnMut(&str, &Runner),
+) -> StepRun {
+    let pipeline = gitlab_pipeline();
+    let job_yaml = pipeline.get(job).unwrap();
+    let vars = gitlab_variables(w, runner, job_id, (&pipeline, job_yaml));
+    // GitLab fetches the pipeline's commit, shallow, and checks it out detached.
+    shallow_checkout(w, runner, &w.base, None);
+    if let Some(needs) = job_yaml.get("needs") {
+        for need in needs.seq() {
+            copy_dir(&w.store.join(need.str()), &runner.workspace);
+        }
+    }
+    let cached = restore_gitlab_cache(w, runner, (&pipeline, job_yaml), &vars);
     let lines = |key: &str| -> Vec<String> {
         job_yaml
             .get(key)
@@ -1481,17 +1548,7 @@ fn run_gitlab_job(
             }
         }
     }
-    let artifacts = job_yaml.get("artifacts").unwrap();
-    let always = artifacts.get("when").map(Yaml::str) == Some("always");
-    if status == Some(0) || always {
-        for path in artifacts.get("paths").unwrap().seq() {
-            let rel = path.str().trim_end_matches('/');
-            let from = runner.workspace.join(rel);
-            if from.exists() {
-                copy_dir(&from, &w.store.join(job).join(rel));
-            }
-        }
-    }
+    upload_gitlab_artifacts(w, runner, job, job_yaml, status);
     runner
         .log
         .push_str(&format!("== {job} (exit {status:?})\n{output}"));
@@ -1502,14 +1559,11 @@ fn run_gitlab_job(
     }
 }
 
-#[test]
-fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
-    if !jq_present() {
-        return;
-    }
-    let mut w = World::new();
+/// The agent job: the cache saved from the project directory, the binary kept out of the
+/// work, the change set uploaded; its digest.
+fn gitlab_agent_job_uploads_a_change_set(w: &mut World) -> String {
     let mut agent = w.runner();
-    let run = run_gitlab_job(&w, &mut agent, "agent", "1", &mut |_, _| {});
+    let run = run_gitlab_job(w, &mut agent, "agent", "1", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", agent.log);
     let document = w.store.join("agent/change-set/change-set.json");
     let digest = uploaded_digest(&document);
@@ -1521,11 +1575,16 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         "{}",
         agent.log
     );
+    digest
+}
 
+/// The promote job, its binary from the cache only, lands the change set once and tells the
+/// merge request; the commit pushed.
+fn gitlab_promote_job_lands(w: &mut World, digest: &str) -> String {
     // The promote job's binary can only come from the cache now.
     w.withdraw_the_tarball();
     let mut promote = w.runner();
-    let run = run_gitlab_job(&w, &mut promote, "promote", "2", &mut |_, _| {});
+    let run = run_gitlab_job(w, &mut promote, "promote", "2", &mut |_, _| {});
     assert_eq!(run.status, Some(0), "{}", promote.log);
     let kept = format!(
         "install.sh: {}/.a3s-iso/bin/a3s-iso is installed from",
@@ -1540,7 +1599,7 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
         run.output
     );
     assert!(run.output.contains("\x1b[0Ksection_end:"));
-    let tip = assert_landed_on(&w, &w.base, &digest);
+    let tip = assert_landed_on(w, &w.base, digest);
     assert!(
         run.output.contains(&format!(
             "\x1b[32;1mNOTICE: a3s-iso promote: landed {digest}: pushed {tip} to feature in 1 push attempt(s)"
@@ -1572,7 +1631,17 @@ fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
     ] {
         assert!(note.contains(&expected), "{expected:?} in:\n{note}");
     }
+    tip
+}
 
+#[test]
+fn the_gitlab_recipe_promotes_the_agents_paths_onto_the_branch_once() {
+    if !jq_present() {
+        return;
+    }
+    let mut w = World::new();
+    let digest = gitlab_agent_job_uploads_a_change_set(&mut w);
+    let tip = gitlab_promote_job_lands(&mut w, &digest);
     // A retried promote job on a fresh runner: the branch has the commit now.
     let mut again = w.runner();
     let run = run_gitlab_job(&w, &mut again, "promote", "3", &mut |_, _| {});

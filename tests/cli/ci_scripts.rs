@@ -65,34 +65,9 @@ fn the_demo_runs_the_whole_lifecycle() {
     }
 }
 
-#[test]
-fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
-    if !require_tool("jq") {
-        return;
-    }
-    let fx = Fixture::new();
-    fx.bind("ci");
-    std::fs::write(fx.isolation("ci").join("README.md"), "agent change\n").unwrap();
-    let doc = fx.root.join("ci.json");
-    let (code, _) = fx.json(&["capture", "-s", "ci", "-o", doc.to_str().unwrap()]);
-    assert_eq!(code, 0);
-    let tmp = fx.root.join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let job_with = |checkout: &Path, retry: &str| {
-        let mut cmd = Command::new("bash");
-        cmd.arg(script("ci-promote.sh"))
-            .arg(&doc)
-            .arg(checkout)
-            .current_dir(&fx.root);
-        isolate(&mut cmd, &fx.home);
-        cmd.env("A3S_ISO_BIN", BIN)
-            .env("TMPDIR", &tmp)
-            .env("A3S_ISO_RETRY_ONTO_HEAD", retry)
-            .output()
-            .unwrap()
-    };
-    let job = |checkout: &Path| job_with(checkout, "true");
-    let clone = fx.root.join("job");
+/// A clone of the fixture's source at `<root>/<name>`.
+fn clone_source(fx: &Fixture, name: &str) -> std::path::PathBuf {
+    let clone = fx.root.join(name);
     fx.git(
         &fx.root,
         &[
@@ -102,7 +77,35 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             clone.to_str().unwrap(),
         ],
     );
-    let out = job(&clone);
+    clone
+}
+
+/// The CI step promoting `doc` into `checkout`, its artifacts under `tmp`, retrying onto a
+/// moved HEAD as `retry` says.
+fn ci_job(
+    fx: &Fixture,
+    doc: &Path,
+    tmp: &Path,
+    checkout: &Path,
+    retry: &str,
+) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg(script("ci-promote.sh"))
+        .arg(doc)
+        .arg(checkout)
+        .current_dir(&fx.root);
+    isolate(&mut cmd, &fx.home);
+    cmd.env("A3S_ISO_BIN", BIN)
+        .env("TMPDIR", tmp)
+        .env("A3S_ISO_RETRY_ONTO_HEAD", retry)
+        .output()
+        .unwrap()
+}
+
+/// The job applies the document into a fresh clone, its artifacts beside it; a re-run reports
+/// its own outcome, idempotent.
+fn applied_then_idempotent(fx: &Fixture, doc: &Path, tmp: &Path, clone: &Path) {
+    let out = ci_job(fx, doc, tmp, clone, "true");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -114,8 +117,8 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         "agent change\n"
     );
     // The artifacts go beside, not into, the checkout: only the promoted path is changed.
-    assert_eq!(fx.git(&clone, &["status", "--porcelain"]), " M README.md");
-    let artifacts: Vec<_> = std::fs::read_dir(&tmp)
+    assert_eq!(fx.git(clone, &["status", "--porcelain"]), " M README.md");
+    let artifacts: Vec<_> = std::fs::read_dir(tmp)
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -125,7 +128,7 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
     let outcome = |dir: &Path| std::fs::read_to_string(dir.join("outcome.env")).unwrap();
     assert!(outcome(&artifacts[0]).starts_with("A3S_ISO_OUTCOME=applied\n"));
     // A re-run reports its own outcome, not the first run's.
-    let out = job(&clone);
+    let out = ci_job(fx, doc, tmp, clone, "true");
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert!(
@@ -138,21 +141,16 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
             .unwrap()
             .contains("\"outcome\": \"idempotent\"")
     );
-    // Another checkout whose README moved on: the job fails and nothing is applied.
-    let moved = fx.root.join("moved");
-    fx.git(
-        &fx.root,
-        &[
-            "clone",
-            "-q",
-            fx.src.to_str().unwrap(),
-            moved.to_str().unwrap(),
-        ],
-    );
+}
+
+/// Another checkout whose README moved on: the job fails as a conflict, with and without the
+/// retry onto the moved HEAD, and nothing is applied.
+fn a_moved_checkout_is_a_conflict(fx: &Fixture, doc: &Path, tmp: &Path) {
+    let moved = clone_source(fx, "moved");
     std::fs::write(moved.join("README.md"), "someone else's change\n").unwrap();
     fx.git(&moved, &["commit", "-qam", "moved"]);
     // Without the retry onto the moved HEAD, the conflict is the moved base.
-    let out = job_with(&moved, "false");
+    let out = ci_job(fx, doc, tmp, &moved, "false");
     assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("error: conflict (base_differs)"),
@@ -160,7 +158,7 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         String::from_utf8_lossy(&out.stderr)
     );
     // With it (the default), the change set is tried on the moved HEAD, where it does not apply.
-    let out = job(&moved);
+    let out = ci_job(fx, doc, tmp, &moved, "true");
     assert_eq!(out.status.code(), Some(3), "a conflict exits 3");
     assert!(
         String::from_utf8_lossy(&out.stdout).contains(
@@ -181,24 +179,18 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         "someone else's change\n"
     );
     assert_eq!(fx.git(&moved, &["status", "--porcelain"]), "");
-    let out = job_with(&moved, "sometimes");
+    let out = ci_job(fx, doc, tmp, &moved, "sometimes");
     assert_eq!(out.status.code(), Some(2), "a bad setting is a usage error");
-    // A document that breaks a rule: exit 5, the rule and field said, nothing applied.
+}
+
+/// A document that breaks a rule: exit 5, the rule and field said, nothing applied.
+fn a_broken_document_exits_5(fx: &Fixture, doc: &Path, tmp: &Path) {
     let mut tampered: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+        serde_json::from_slice(&std::fs::read(doc).unwrap()).unwrap();
     tampered["patch_bytes"] = serde_json::json!(1);
-    std::fs::write(&doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
-    let fresh = fx.root.join("fresh");
-    fx.git(
-        &fx.root,
-        &[
-            "clone",
-            "-q",
-            fx.src.to_str().unwrap(),
-            fresh.to_str().unwrap(),
-        ],
-    );
-    let out = job(&fresh);
+    std::fs::write(doc, serde_json::to_vec_pretty(&tampered).unwrap()).unwrap();
+    let fresh = clone_source(fx, "fresh");
+    let out = ci_job(fx, doc, tmp, &fresh, "true");
     assert_eq!(out.status.code(), Some(5));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -208,6 +200,26 @@ fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
         "{stderr}"
     );
     assert_eq!(fx.git(&fresh, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn the_ci_step_passes_applied_and_idempotent_and_fails_on_conflict() {
+    if !require_tool("jq") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("ci");
+    std::fs::write(fx.isolation("ci").join("README.md"), "agent change\n").unwrap();
+    let doc = fx.root.join("ci.json");
+    let (code, _) = fx.json(&["capture", "-s", "ci", "-o", doc.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    let tmp = fx.root.join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let clone = clone_source(&fx, "job");
+    applied_then_idempotent(&fx, &doc, &tmp, &clone);
+    // Another checkout whose README moved on: the job fails and nothing is applied.
+    a_moved_checkout_is_a_conflict(&fx, &doc, &tmp);
+    a_broken_document_exits_5(&fx, &doc, &tmp);
 }
 
 /// The CI step reads a3s-iso's documents with jq: without it, it stops before running
@@ -462,28 +474,7 @@ fn which_tool(tool: &str) -> std::path::PathBuf {
 #[test]
 fn the_install_step_takes_this_machines_tarball_from_a_release_directory() {
     let fx = Fixture::bare_root();
-    let arch = match std::env::consts::ARCH {
-        "x86_64" => "x86_64",
-        "aarch64" => "aarch64",
-        other => panic!("no release target for {other}"),
-    };
-    let name = format!("a3s-iso-{arch}-unknown-linux-musl");
-    let release = fx.root.join("release");
-    std::fs::create_dir_all(release.join(&name)).unwrap();
-    std::fs::copy(BIN, release.join(&name).join("a3s-iso")).unwrap();
-    let tarball = release.join(format!("{name}.tar.gz"));
-    let tar = Command::new("tar")
-        .arg("-czf")
-        .arg(&tarball)
-        .arg("-C")
-        .arg(&release)
-        .arg(&name)
-        .status()
-        .unwrap();
-    assert!(tar.success());
-    let sha256 = hex::encode(sha2::Sha256::digest(std::fs::read(&tarball).unwrap()));
-    let sum_file = release.join(format!("{name}.tar.gz.sha256"));
-    std::fs::write(&sum_file, format!("{sha256}  {name}.tar.gz\n")).unwrap();
+    let (release, tarball, sha256) = release_dir(&fx);
     let installed = fx.home.join(".local/bin/a3s-iso");
     let install = |pinned: Option<&str>| {
         let mut cmd = Command::new("bash");
@@ -675,66 +666,111 @@ fn release_dir(fx: &Fixture) -> (std::path::PathBuf, std::path::PathBuf, String)
 /// root, with a record beside it that names the release and the planted binary's own sum (as
 /// the record install.sh writes), is neither kept nor run. Only the release's sum, pinned or
 /// published beside the tarball, vouches for a binary.
-#[test]
-fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself() {
-    let fx = Fixture::bare_root();
-    let (release, tarball, sha256) = release_dir(&fx);
-    std::fs::copy(&tarball, fx.root.join("release-copy.tar.gz")).unwrap();
-    let base = format!("file://{}/", release.display());
-    let url = format!("file://{}", tarball.display());
-    let root = fx.root.join("tools");
-    let installed = root.join("bin/a3s-iso");
-    let marker = fx.root.join("planted-ran");
-    let planted = format!(
-        "#!/bin/sh\ntouch '{}'\necho 'a3s-iso 9.9.9'\n",
-        marker.display()
-    );
-    let plant = |binary: &[u8], origin: &str| {
-        std::fs::create_dir_all(root.join("bin")).unwrap();
-        std::fs::create_dir_all(root.join("share/a3s-iso")).unwrap();
-        std::fs::write(&installed, binary).unwrap();
+/// An install root restored from a cache someone else wrote: install.sh run into it, and a
+/// binary planted in it that would leave `marker` behind if it ran.
+struct PlantedRoot<'a> {
+    fx: &'a Fixture,
+    base: String,
+    tarball: std::path::PathBuf,
+    sha256: String,
+    root: std::path::PathBuf,
+    installed: std::path::PathBuf,
+    marker: std::path::PathBuf,
+    planted: String,
+}
+
+impl PlantedRoot<'_> {
+    fn new(fx: &Fixture) -> PlantedRoot<'_> {
+        let (release, tarball, sha256) = release_dir(fx);
+        std::fs::copy(&tarball, fx.root.join("release-copy.tar.gz")).unwrap();
+        let root = fx.root.join("tools");
+        let marker = fx.root.join("planted-ran");
+        let planted = format!(
+            "#!/bin/sh\ntouch '{}'\necho 'a3s-iso 9.9.9'\n",
+            marker.display()
+        );
+        PlantedRoot {
+            fx,
+            base: format!("file://{}/", release.display()),
+            tarball,
+            sha256,
+            installed: root.join("bin/a3s-iso"),
+            root,
+            marker,
+            planted,
+        }
+    }
+
+    /// The planted binary in the install root, with a record naming the release and the
+    /// binary's own sum.
+    fn plant(&self) {
+        let binary = self.planted.as_bytes();
+        let origin = format!(
+            "release file://{} sha256:{}",
+            self.tarball.display(),
+            self.sha256
+        );
+        std::fs::create_dir_all(self.root.join("bin")).unwrap();
+        std::fs::create_dir_all(self.root.join("share/a3s-iso")).unwrap();
+        std::fs::write(&self.installed, binary).unwrap();
         std::fs::set_permissions(
-            &installed,
+            &self.installed,
             std::os::unix::fs::PermissionsExt::from_mode(0o755),
         )
         .unwrap();
         let own = hex::encode(sha2::Sha256::digest(binary));
         std::fs::write(
-            root.join("share/a3s-iso/installed"),
+            self.root.join("share/a3s-iso/installed"),
             format!("{origin}\nbinary sha256:{own}\n"),
         )
         .unwrap();
-    };
-    let install = |pinned: Option<&str>| {
+    }
+
+    /// install.sh into the root, with the release's sum pinned or not.
+    fn install(&self, pinned: Option<&str>) -> std::process::Output {
         let mut cmd = Command::new("bash");
         cmd.arg(script("install.sh"));
-        isolate(&mut cmd, &fx.home);
-        cmd.env("A3S_ISO_RELEASE_BASE", &base)
-            .env("A3S_ISO_INSTALL_ROOT", &root)
-            .env("TMPDIR", &fx.root);
+        isolate(&mut cmd, &self.fx.home);
+        cmd.env("A3S_ISO_RELEASE_BASE", &self.base)
+            .env("A3S_ISO_INSTALL_ROOT", &self.root)
+            .env("TMPDIR", &self.fx.root);
         if let Some(sum) = pinned {
             cmd.env("A3S_ISO_RELEASE_SHA256", sum);
         }
         cmd.output().unwrap()
-    };
-    // Links where install.sh writes its new files point at a file of the user's.
+    }
+
+    /// The install failed for want of the release, and the planted binary neither ran nor left.
+    fn refused(&self, out: &std::process::Output) {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(stderr.contains("could not download"), "{stderr}");
+        assert!(!self.marker.exists(), "the planted binary ran: {stderr}");
+        assert_eq!(
+            std::fs::read(&self.installed).unwrap(),
+            self.planted.as_bytes()
+        );
+    }
+}
+
+/// Links where install.sh writes its new files point at a file of the user's: the release is
+/// installed, the user's file untouched, the planted binary never run.
+fn links_where_install_writes_reach_nothing(planted: &PlantedRoot<'_>) {
+    let (fx, root) = (planted.fx, &planted.root);
     let victim = fx.root.join("victim");
     std::fs::write(&victim, "the user's\n").unwrap();
-    for pinned in [None, Some(sha256.as_str())] {
-        plant(
-            planted.as_bytes(),
-            &format!("release {url} sha256:{sha256}"),
-        );
+    for pinned in [None, Some(planted.sha256.as_str())] {
+        planted.plant();
         for link in ["bin/a3s-iso.new", "share/a3s-iso/release.tar.gz.new"] {
             std::os::unix::fs::symlink(&victim, root.join(link)).unwrap();
         }
-        let out = install(pinned);
+        let out = planted.install(pinned);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
         assert!(!stderr.contains("kept"), "{stderr}");
-        assert!(!marker.exists(), "the planted binary ran: {stderr}");
+        assert!(!planted.marker.exists(), "the planted binary ran: {stderr}");
         assert_eq!(
-            std::fs::read(&installed).unwrap(),
+            std::fs::read(&planted.installed).unwrap(),
             std::fs::read(BIN).unwrap()
         );
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "the user's\n");
@@ -742,28 +778,19 @@ fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself(
         let kept = root.join("share/a3s-iso/release.tar.gz");
         assert_eq!(
             std::fs::read(&kept).unwrap(),
-            std::fs::read(&tarball).unwrap()
+            std::fs::read(&planted.tarball).unwrap()
         );
         assert!(!root.join("share/a3s-iso/installed").exists());
         std::fs::remove_file(kept).unwrap();
     }
-    // Without the release, a planted binary is refused and never run; nothing is installed.
-    std::fs::rename(&tarball, fx.root.join("away.tar.gz")).unwrap();
-    plant(
-        planted.as_bytes(),
-        &format!("release {url} sha256:{sha256}"),
-    );
-    let out = install(Some(&sha256));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("could not download"), "{stderr}");
-    assert!(!marker.exists(), "the planted binary ran: {stderr}");
-    assert_eq!(std::fs::read(&installed).unwrap(), planted.as_bytes());
-    // A planted tarball beside it does not vouch either: its sum is not the release's.
-    let cached_tarball = root.join("share/a3s-iso/release.tar.gz");
-    let fake_release = fx.root.join("fake");
+}
+
+/// A tarball of the planted binary where the install root keeps the release's.
+fn plant_a_tarball(planted: &PlantedRoot<'_>) {
+    let cached_tarball = planted.root.join("share/a3s-iso/release.tar.gz");
+    let fake_release = planted.fx.root.join("fake");
     std::fs::create_dir_all(fake_release.join("pkg")).unwrap();
-    std::fs::write(fake_release.join("pkg/a3s-iso"), &planted).unwrap();
+    std::fs::write(fake_release.join("pkg/a3s-iso"), &planted.planted).unwrap();
     let tar = Command::new("tar")
         .arg("-czf")
         .arg(&cached_tarball)
@@ -773,45 +800,52 @@ fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself(
         .status()
         .unwrap();
     assert!(tar.success());
-    plant(
-        planted.as_bytes(),
-        &format!("release {url} sha256:{sha256}"),
-    );
-    let out = install(Some(&sha256));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("could not download"), "{stderr}");
-    assert!(!marker.exists(), "the planted binary ran: {stderr}");
-    assert_eq!(std::fs::read(&installed).unwrap(), planted.as_bytes());
-    // Installed from the release, then the binary replaced while the tarball the install root
-    // keeps is the release's: that tarball is installed again, without the release.
-    std::fs::rename(fx.root.join("away.tar.gz"), &tarball).unwrap();
-    let out = install(Some(&sha256));
+}
+
+/// Installed from the release, then the binary replaced while the tarball the install root
+/// keeps is the release's: that tarball is installed again, without the release.
+fn the_kept_release_tarball_is_installed_again(planted: &PlantedRoot<'_>) {
+    let (fx, sha256) = (planted.fx, &planted.sha256);
+    std::fs::rename(fx.root.join("away.tar.gz"), &planted.tarball).unwrap();
+    let out = planted.install(Some(sha256));
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    std::fs::remove_file(&tarball).unwrap();
-    plant(
-        planted.as_bytes(),
-        &format!("release {url} sha256:{sha256}"),
-    );
+    std::fs::remove_file(&planted.tarball).unwrap();
+    planted.plant();
     for pinned in [Some(sha256.as_str()), None] {
-        let out = install(pinned);
+        let out = planted.install(pinned);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(out.status.success(), "{stderr}");
-        assert!(!marker.exists(), "the planted binary ran: {stderr}");
+        assert!(!planted.marker.exists(), "the planted binary ran: {stderr}");
         assert_eq!(
-            std::fs::read(&installed).unwrap(),
+            std::fs::read(&planted.installed).unwrap(),
             std::fs::read(BIN).unwrap()
         );
     }
     assert_eq!(
-        std::fs::read(root.join("share/a3s-iso/release.tar.gz")).unwrap(),
+        std::fs::read(planted.root.join("share/a3s-iso/release.tar.gz")).unwrap(),
         std::fs::read(fx.root.join("release-copy.tar.gz")).unwrap()
     );
-    assert!(!root.join("share/a3s-iso/installed").exists());
+    assert!(!planted.root.join("share/a3s-iso/installed").exists());
+}
+
+#[test]
+fn the_install_step_never_keeps_or_runs_a_cached_binary_that_vouches_for_itself() {
+    let fx = Fixture::bare_root();
+    let planted = PlantedRoot::new(&fx);
+    links_where_install_writes_reach_nothing(&planted);
+    // Without the release, a planted binary is refused and never run; nothing is installed.
+    std::fs::rename(&planted.tarball, fx.root.join("away.tar.gz")).unwrap();
+    planted.plant();
+    planted.refused(&planted.install(Some(&planted.sha256)));
+    // A planted tarball beside it does not vouch either: its sum is not the release's.
+    plant_a_tarball(&planted);
+    planted.plant();
+    planted.refused(&planted.install(Some(&planted.sha256)));
+    the_kept_release_tarball_is_installed_again(&planted);
 }
 
 /// A build from source has no published sum: a binary a cache restored is built again, never

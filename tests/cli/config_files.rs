@@ -35,6 +35,38 @@ fn skip_without_sandbox(test: &str) -> bool {
     true
 }
 
+/// Bound without the file, a run of the repository is refused while the file asks for the
+/// network, and gets none from it without the file.
+fn without_the_file_a_run_gets_no_network(fx: &Fixture) {
+    // Bound without the file, a run of the repository is refused while the file asks for
+    // the network, and gets none from it without the file.
+    let (code, doc) = fx.json(&["bind", "-s", "plain", "--ignore-config", "--owner", "none"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(doc["setup"], json!([]), "{doc}");
+    let (code, run) = fx.json(&["run", "-s", "plain", "--", "true"]);
+    assert_eq!((code, error_code(&run)), (5, "config_untrusted"), "{run}");
+    let (code, run) = fx.json(&["run", "-s", "plain", "--ignore-config", "--", "true"]);
+    assert_eq!(code, 0, "{run}");
+    assert_eq!(run["sandbox"]["network"], "denied", "{run}");
+    assert!(!fx.isolation("plain").join("setup.txt").exists());
+}
+
+/// A changed file is untrusted again.
+fn a_changed_file_is_untrusted_again(fx: &Fixture) {
+    repository_config(fx, "setup = [\"echo other > setup.txt\"]\n");
+    let (code, doc) = fx.json(&["bind", "-s", "u", "--owner", "none"]);
+    assert_eq!((code, error_code(&doc)), (5, "config_untrusted"), "{doc}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("changed since you trusted it")
+    );
+    assert!(!fx.isolation("u").exists());
+    let (_, shown) = fx.json(&["config"]);
+    assert_eq!(shown["repository_file"]["trust"], "changed", "{shown}");
+}
+
 #[test]
 fn an_untrusted_repository_file_never_runs_commands_or_opens_the_network() {
     let fx = Fixture::new();
@@ -66,17 +98,7 @@ fn an_untrusted_repository_file_never_runs_commands_or_opens_the_network() {
         json!({"value": false, "source": "default"})
     );
     if !skip_without_sandbox("the network part of the untrusted-file test") {
-        // Bound without the file, a run of the repository is refused while the file asks for
-        // the network, and gets none from it without the file.
-        let (code, doc) = fx.json(&["bind", "-s", "plain", "--ignore-config", "--owner", "none"]);
-        assert_eq!(code, 0, "{doc}");
-        assert_eq!(doc["setup"], json!([]), "{doc}");
-        let (code, run) = fx.json(&["run", "-s", "plain", "--", "true"]);
-        assert_eq!((code, error_code(&run)), (5, "config_untrusted"), "{run}");
-        let (code, run) = fx.json(&["run", "-s", "plain", "--ignore-config", "--", "true"]);
-        assert_eq!(code, 0, "{run}");
-        assert_eq!(run["sandbox"]["network"], "denied", "{run}");
-        assert!(!fx.isolation("plain").join("setup.txt").exists());
+        without_the_file_a_run_gets_no_network(&fx);
     }
     if skip_without_sandbox("the trusted part of the untrusted-file test") {
         return;
@@ -99,19 +121,7 @@ fn an_untrusted_repository_file_never_runs_commands_or_opens_the_network() {
         "{log}"
     );
 
-    // A changed file is untrusted again.
-    repository_config(&fx, "setup = [\"echo other > setup.txt\"]\n");
-    let (code, doc) = fx.json(&["bind", "-s", "u", "--owner", "none"]);
-    assert_eq!((code, error_code(&doc)), (5, "config_untrusted"), "{doc}");
-    assert!(
-        doc["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("changed since you trusted it")
-    );
-    assert!(!fx.isolation("u").exists());
-    let (_, shown) = fx.json(&["config"]);
-    assert_eq!(shown["repository_file"]["trust"], "changed", "{shown}");
+    a_changed_file_is_untrusted_again(&fx);
     // The setup's output is the session's: kept with it, purged with it.
     let output = std::path::PathBuf::from(ran["output"].as_str().unwrap());
     assert!(output.is_file(), "{}", output.display());

@@ -78,40 +78,9 @@ fn edit(iso: &Path) {
     std::os::unix::fs::symlink("new.txt", iso.join("link")).unwrap();
 }
 
-#[test]
-fn diff_prints_what_promote_would_write_and_changes_nothing() {
-    let fx = Fixture::new();
-    fx.write("link", "a file for now\n");
-    fx.commit_all("a file that becomes a link");
-    fx.bind("r");
-    let iso = fx.isolation("r");
-    edit(&iso);
-    // A file in the isolation's seed (so that a snapshot has written one) before looking.
-    let (code, doc) = fx.json(&["capture", "-s", "r"]);
-    assert_eq!(code, 0, "{doc}");
-
-    let before = everything(&fx, &iso);
-    let patch = stdout(&fx, &["diff", "-s", "r"]);
-    let stat = String::from_utf8(stdout(&fx, &["diff", "-s", "r", "--stat"])).unwrap();
-    let names = String::from_utf8(stdout(&fx, &["diff", "-s", "r", "--name-only"])).unwrap();
-    let (code, doc) = fx.json(&["diff", "-s", "r"]);
-    assert_eq!(code, 0, "{doc}");
-    let (code, show) = fx.json(&["show", "-s", "r"]);
-    assert_eq!(code, 0, "{show}");
-    assert_eq!(everything(&fx, &iso), before, "diff and show only read");
-
-    assert_eq!(
-        names, "README.md\nblob.bin\nlink\nnew.txt\nsrc/lib.txt\n",
-        "--name-only"
-    );
-    for name in ["README.md", "blob.bin", "link", "new.txt", "src/lib.txt"] {
-        assert!(stat.contains(&format!(" {name} ")), "{name} in {stat}");
-    }
-    assert!(stat.contains("5 files changed"), "{stat}");
-
-    // The patch's size depends on the object format: checked here, filtered in the snapshot.
-    assert_eq!(doc["patch_bytes"], patch.len() as u64);
-    snapshot_settings(&fx).bind(|| {
+/// `diff`'s document of the isolation `edit` made: every kind of change, by path.
+fn the_diff_document_snapshot(fx: &Fixture, doc: &Value) {
+    snapshot_settings(fx).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "digest": "sha256:[HASH]",
@@ -164,9 +133,11 @@ fn diff_prints_what_promote_would_write_and_changes_nothing() {
         }
         "#)
     });
+}
 
-    // Coloured when asked: the same lines, each wrapped in its colour.
-    let painted = stdout(&fx, &["--color", "always", "diff", "-s", "r"]);
+/// Coloured when asked: the same lines, each wrapped in its colour.
+fn coloured_diff_is_the_same_lines(fx: &Fixture, patch: &[u8]) {
+    let painted = stdout(fx, &["--color", "always", "diff", "-s", "r"]);
     let text = String::from_utf8_lossy(&painted);
     assert!(text.contains("\x1b[32m+TWO\x1b[m\n"), "{text}");
     assert!(text.contains("\x1b[31m-two\x1b[m\n"), "{text}");
@@ -175,7 +146,45 @@ fn diff_prints_what_promote_would_write_and_changes_nothing() {
         .replace("\x1b[36m", "")
         .replace("\x1b[1m", "")
         .replace("\x1b[m", "");
-    assert_eq!(plain, String::from_utf8_lossy(&patch));
+    assert_eq!(plain, String::from_utf8_lossy(patch));
+}
+
+#[test]
+fn diff_prints_what_promote_would_write_and_changes_nothing() {
+    let fx = Fixture::new();
+    fx.write("link", "a file for now\n");
+    fx.commit_all("a file that becomes a link");
+    fx.bind("r");
+    let iso = fx.isolation("r");
+    edit(&iso);
+    // A file in the isolation's seed (so that a snapshot has written one) before looking.
+    let (code, doc) = fx.json(&["capture", "-s", "r"]);
+    assert_eq!(code, 0, "{doc}");
+
+    let before = everything(&fx, &iso);
+    let patch = stdout(&fx, &["diff", "-s", "r"]);
+    let stat = String::from_utf8(stdout(&fx, &["diff", "-s", "r", "--stat"])).unwrap();
+    let names = String::from_utf8(stdout(&fx, &["diff", "-s", "r", "--name-only"])).unwrap();
+    let (code, doc) = fx.json(&["diff", "-s", "r"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, show) = fx.json(&["show", "-s", "r"]);
+    assert_eq!(code, 0, "{show}");
+    assert_eq!(everything(&fx, &iso), before, "diff and show only read");
+
+    assert_eq!(
+        names, "README.md\nblob.bin\nlink\nnew.txt\nsrc/lib.txt\n",
+        "--name-only"
+    );
+    for name in ["README.md", "blob.bin", "link", "new.txt", "src/lib.txt"] {
+        assert!(stat.contains(&format!(" {name} ")), "{name} in {stat}");
+    }
+    assert!(stat.contains("5 files changed"), "{stat}");
+
+    // The patch's size depends on the object format: checked here, filtered in the snapshot.
+    assert_eq!(doc["patch_bytes"], patch.len() as u64);
+    the_diff_document_snapshot(&fx, &doc);
+
+    coloured_diff_is_the_same_lines(&fx, &patch);
 
     let (digest, planned) = planned_patch(&fx, "r");
     assert_eq!(patch, planned, "diff prints exactly promote's patch");
@@ -284,24 +293,9 @@ fn diff_refuses_what_it_cannot_show() {
     assert_eq!(error_code(&doc), "change_set_unavailable", "{doc}");
 }
 
-#[test]
-fn show_names_runs_and_promotions() {
-    let fx = Fixture::new();
-    fx.bind("w");
-    let iso = fx.isolation("w");
-    std::fs::write(iso.join("README.md"), "hello\nwork\n").unwrap();
-    let (code, run) = fx.json(&["capture", "-s", "w", "--run-id", "r1"]);
-    assert_eq!(code, 0, "{run}");
-    let (code, promoted) = fx.json(&["promote", "-s", "w"]);
-    assert_eq!(code, 0, "{promoted}");
-    let digest = promoted["digest"].as_str().unwrap();
-
-    let (code, doc) = fx.json(&["show", "-s", "w"]);
-    assert_eq!(code, 0, "{doc}");
-    // A capture runs no command: the run's exit code is null.
-    let captured = run["patch_digest"].as_str().unwrap();
-    let named = [(captured, "[CAPTURED]"), (digest, "[PROMOTED]")];
-    snapshot_settings_naming(&fx, &named).bind(|| {
+/// `show`'s document of a session with one capture and one promote, its digests named.
+fn the_show_document_snapshot(fx: &Fixture, doc: &Value, named: &[(&str, &str)]) {
+    snapshot_settings_naming(fx, named).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "base_tree": "git-tree:[HASH]",
@@ -378,6 +372,26 @@ fn show_names_runs_and_promotions() {
         }
         "#)
     });
+}
+
+#[test]
+fn show_names_runs_and_promotions() {
+    let fx = Fixture::new();
+    fx.bind("w");
+    let iso = fx.isolation("w");
+    std::fs::write(iso.join("README.md"), "hello\nwork\n").unwrap();
+    let (code, run) = fx.json(&["capture", "-s", "w", "--run-id", "r1"]);
+    assert_eq!(code, 0, "{run}");
+    let (code, promoted) = fx.json(&["promote", "-s", "w"]);
+    assert_eq!(code, 0, "{promoted}");
+    let digest = promoted["digest"].as_str().unwrap();
+
+    let (code, doc) = fx.json(&["show", "-s", "w"]);
+    assert_eq!(code, 0, "{doc}");
+    // A capture runs no command: the run's exit code is null.
+    let captured = run["patch_digest"].as_str().unwrap();
+    let named = [(captured, "[CAPTURED]"), (digest, "[PROMOTED]")];
+    the_show_document_snapshot(&fx, &doc, &named);
 
     let human = String::from_utf8(stdout(&fx, &["show", "-s", "w"])).unwrap();
     let hex = digest.strip_prefix("sha256:").unwrap();

@@ -105,6 +105,57 @@ fn sessions_with_a_pool(fx: &Fixture) {
 /// sped up its snapshots, at the first `gc`, whatever the retention window. Everything `gc`
 /// does not remove that a clean-up could have touched is listed with a reason, and the bytes
 /// it reports are the bytes that left the disk.
+/// What stays is listed once, with a reason from the documented set and its bytes: every
+/// seed left and every spare of the pool.
+fn what_stays_is_listed_once_with_its_reason(fx: &Fixture, done: &Value) {
+    // What stays is listed, with a reason from the documented set, and its bytes.
+    let kept = done["kept"].as_array().unwrap();
+    for item in kept {
+        let reason = item["reason"].as_str().unwrap();
+        assert!(KEPT_REASONS.contains(&reason), "{item}");
+    }
+    // Each once: a promoted session's journal entry is its session's and the journal's.
+    let locations: Vec<String> = kept
+        .iter()
+        .map(|i| {
+            i["ref"]
+                .as_str()
+                .or(i["path"].as_str())
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let unique: BTreeSet<&String> = locations.iter().collect();
+    assert_eq!(unique.len(), locations.len(), "{done}");
+    let kept_paths: BTreeSet<String> = kept
+        .iter()
+        .filter_map(|i| i["path"].as_str().map(str::to_string))
+        .collect();
+    for seed in seeds(fx) {
+        let path = state_dir(fx).join("seeds").join(&seed);
+        assert!(
+            kept_paths.contains(&path.display().to_string()),
+            "{seed} stays unlisted: {done}"
+        );
+    }
+    let spares = spare_trees(fx);
+    assert!(!spares.is_empty(), "the pool is empty");
+    for spare in &spares {
+        assert!(
+            kept.iter().any(|i| i["kind"] == "spare"
+                && i["reason"] == "pool"
+                && i["path"] == spare.display().to_string()),
+            "the spare {} is not listed as kept: {done}",
+            spare.display()
+        );
+    }
+    assert_eq!(
+        done["kept_bytes"].as_u64(),
+        Some(kept.iter().filter_map(|i| i["bytes"].as_u64()).sum()),
+        "{done}"
+    );
+}
+
 #[test]
 fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
     let fx = Fixture::new();
@@ -130,52 +181,8 @@ fn gc_removes_the_seeds_of_discarded_isolations_and_says_what_it_keeps() {
         before - after,
         "the bytes gc reports are not the bytes that left the state dir: {done}"
     );
-    // What stays is listed, with a reason from the documented set, and its bytes.
+    what_stays_is_listed_once_with_its_reason(&fx, &done);
     let kept = done["kept"].as_array().unwrap();
-    for item in kept {
-        let reason = item["reason"].as_str().unwrap();
-        assert!(KEPT_REASONS.contains(&reason), "{item}");
-    }
-    // Each once: a promoted session's journal entry is its session's and the journal's.
-    let locations: Vec<String> = kept
-        .iter()
-        .map(|i| {
-            i["ref"]
-                .as_str()
-                .or(i["path"].as_str())
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let unique: BTreeSet<&String> = locations.iter().collect();
-    assert_eq!(unique.len(), locations.len(), "{done}");
-    let kept_paths: BTreeSet<String> = kept
-        .iter()
-        .filter_map(|i| i["path"].as_str().map(str::to_string))
-        .collect();
-    for seed in seeds(&fx) {
-        let path = state_dir(&fx).join("seeds").join(&seed);
-        assert!(
-            kept_paths.contains(&path.display().to_string()),
-            "{seed} stays unlisted: {done}"
-        );
-    }
-    let spares = spare_trees(&fx);
-    assert!(!spares.is_empty(), "the pool is empty");
-    for spare in &spares {
-        assert!(
-            kept.iter().any(|i| i["kind"] == "spare"
-                && i["reason"] == "pool"
-                && i["path"] == spare.display().to_string()),
-            "the spare {} is not listed as kept: {done}",
-            spare.display()
-        );
-    }
-    assert_eq!(
-        done["kept_bytes"].as_u64(),
-        Some(kept.iter().filter_map(|i| i["bytes"].as_u64()).sum()),
-        "{done}"
-    );
     // The discarded sessions' evidence stays inside the window, and says so.
     for id in ["warm", "cold", "done"] {
         let record = state_dir(&fx).join(format!("sessions/{id}.json"));

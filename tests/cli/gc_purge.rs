@@ -42,6 +42,57 @@ fn tenant_args<'a>(dir: &'a str, args: &[&'a str]) -> Vec<&'a str> {
     all
 }
 
+/// The dry run lists the discarded session's evidence, with its reason, and nothing of the
+/// live, the retained or the other tenant's.
+fn the_dry_run_lists_only_the_discarded(
+    fx: &Fixture,
+    dry: &Value,
+    listed: &BTreeSet<(String, String)>,
+) {
+    // The discarded session's evidence is listed, with its reason; nothing of the others.
+    for (kind, at) in [
+        ("ref", "refs/a3s-iso/sessions/old/base".to_string()),
+        (
+            "session_record",
+            state_dir(fx)
+                .join("sessions/old.json")
+                .display()
+                .to_string(),
+        ),
+        ("runs", state_dir(fx).join("runs/old").display().to_string()),
+    ] {
+        assert!(listed.contains(&(kind.into(), at.clone())), "{at} in {dry}");
+    }
+    for item in dry["removed"].as_array().unwrap() {
+        let at = item["ref"].as_str().or(item["path"].as_str()).unwrap();
+        assert!(!at.contains("/live") && !at.contains("/kept"), "{item}");
+        assert!(
+            !at.contains("tenant") && !at.contains("a3s-iso-tenants"),
+            "{item}"
+        );
+        assert!(item["reason"].is_string(), "{item}");
+    }
+}
+
+/// The live and the retained session keep their record, refs and runs.
+fn live_and_retained_keep_everything(fx: &Fixture) {
+    // The live and the retained session keep everything; the tenant is untouched.
+    for id in ["live", "kept"] {
+        assert!(state_dir(fx).join(format!("sessions/{id}.json")).exists());
+        assert_eq!(ns_refs(fx, &format!("refs/a3s-iso/runs/{id}/")).len(), 1);
+        assert_eq!(
+            ns_refs(fx, &format!("refs/a3s-iso/sessions/{id}/")).len(),
+            1
+        );
+        assert_eq!(
+            std::fs::read_dir(state_dir(fx).join("runs").join(id))
+                .unwrap()
+                .count(),
+            1
+        );
+    }
+}
+
 #[test]
 fn gc_dry_run_changes_nothing_and_gc_removes_exactly_what_it_listed() {
     let fx = Fixture::new();
@@ -69,32 +120,7 @@ fn gc_dry_run_changes_nothing_and_gc_removes_exactly_what_it_listed() {
         before
     );
     let listed = items(&dry["removed"]);
-    // The discarded session's evidence is listed, with its reason; nothing of the others.
-    for (kind, at) in [
-        ("ref", "refs/a3s-iso/sessions/old/base".to_string()),
-        (
-            "session_record",
-            state_dir(&fx)
-                .join("sessions/old.json")
-                .display()
-                .to_string(),
-        ),
-        (
-            "runs",
-            state_dir(&fx).join("runs/old").display().to_string(),
-        ),
-    ] {
-        assert!(listed.contains(&(kind.into(), at.clone())), "{at} in {dry}");
-    }
-    for item in dry["removed"].as_array().unwrap() {
-        let at = item["ref"].as_str().or(item["path"].as_str()).unwrap();
-        assert!(!at.contains("/live") && !at.contains("/kept"), "{item}");
-        assert!(
-            !at.contains("tenant") && !at.contains("a3s-iso-tenants"),
-            "{item}"
-        );
-        assert!(item["reason"].is_string(), "{item}");
-    }
+    the_dry_run_lists_only_the_discarded(&fx, &dry, &listed);
 
     let done = ok(&fx, &["gc", "--older-than", "0s"]);
     assert_eq!(done["dry_run"], false);
@@ -106,21 +132,7 @@ fn gc_dry_run_changes_nothing_and_gc_removes_exactly_what_it_listed() {
             assert!(!Path::new(at).exists(), "{at} is still there");
         }
     }
-    // The live and the retained session keep everything; the tenant is untouched.
-    for id in ["live", "kept"] {
-        assert!(state_dir(&fx).join(format!("sessions/{id}.json")).exists());
-        assert_eq!(ns_refs(&fx, &format!("refs/a3s-iso/runs/{id}/")).len(), 1);
-        assert_eq!(
-            ns_refs(&fx, &format!("refs/a3s-iso/sessions/{id}/")).len(),
-            1
-        );
-        assert_eq!(
-            std::fs::read_dir(state_dir(&fx).join("runs").join(id))
-                .unwrap()
-                .count(),
-            1
-        );
-    }
+    live_and_retained_keep_everything(&fx);
     assert!(fx.isolation("live").join("live.txt").exists());
     assert_eq!(listing(&tenant), before.2);
     assert_eq!(ns_refs(&fx, "refs/a3s-iso-tenants/").len(), 2);

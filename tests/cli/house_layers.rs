@@ -1,12 +1,16 @@
-//! The shape of the code itself: no function in `src/` over 100 lines; the library's folders
-//! are its layers, and every import goes down a layer (or stays inside its folder), never up,
-//! and never from one verb to another; and no circle of imports between its modules (a
-//! module is a file; `ops/promote/branch.rs` is `ops::promote::branch`).
+//! The shape of the code itself: no function in `src/` over 100 lines, nor in `tests/` or
+//! `crates/` over 80; the library's folders are its layers, and every import goes down a
+//! layer (or stays inside its folder), never up, and never from one verb to another; and no
+//! circle of imports between its modules (a module is a file; `ops/promote/branch.rs` is
+//! `ops::promote::branch`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 const MAX_FUNCTION_LINES: usize = 100;
+
+/// The tests and the workspace's other crates hold to the 80 lines the library aims for.
+const MAX_TEST_FUNCTION_LINES: usize = 80;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
@@ -23,34 +27,134 @@ fn src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
 }
 
-/// The file's code before its test module, with string literals and comments blanked.
+/// The file's code before its test module, with string and character literals and comments
+/// blanked (a string spanning lines blanks each of them; a `{` in a literal counts for nothing).
 fn code_lines(path: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut lines = Vec::new();
-    for line in text.lines() {
+    for line in blank_literals(&text).lines() {
         if line.trim_start().starts_with("#[cfg(test)]") {
             break;
         }
-        let without_comment = line.split("//").next().unwrap_or("");
-        lines.push(blank_strings(without_comment));
+        lines.push(line.to_string());
     }
     lines
 }
 
-fn blank_strings(line: &str) -> String {
+/// What the scanner is inside of.
+#[derive(Clone, Copy, PartialEq)]
+enum Within {
+    Code,
+    LineComment,
+    BlockComment(usize),
+    Str,
+    RawStr(usize),
+}
+
+/// `text` with every comment and every string or character literal removed, line breaks kept.
+fn blank_literals(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
     let mut out = String::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    for c in line.chars() {
-        match (in_string, escaped, c) {
-            (true, true, _) => escaped = false,
-            (true, false, '\\') => escaped = true,
-            (_, false, '"') => in_string = !in_string,
-            (true, ..) => {}
-            (false, ..) => out.push(c),
+    let mut within = Within::Code;
+    let mut i = 0;
+    while i < chars.len() {
+        let (c, next) = (chars[i], chars.get(i + 1).copied());
+        if c == '\n' {
+            out.push('\n');
+            if within == Within::LineComment {
+                within = Within::Code;
+            }
+            i += 1;
+            continue;
         }
+        let (now, step) = scan_step(&chars, i, within, &mut out, c, next);
+        within = now;
+        i += step;
     }
     out
+}
+
+/// One step of `blank_literals` at `chars[i]`: the state after it and how many characters it
+/// took (code is copied to `out`; nothing else is).
+fn scan_step(
+    chars: &[char],
+    i: usize,
+    within: Within,
+    out: &mut String,
+    c: char,
+    next: Option<char>,
+) -> (Within, usize) {
+    match within {
+        Within::LineComment => (within, 1),
+        Within::BlockComment(depth) => match (c, next) {
+            ('*', Some('/')) if depth == 1 => (Within::Code, 2),
+            ('*', Some('/')) => (Within::BlockComment(depth - 1), 2),
+            ('/', Some('*')) => (Within::BlockComment(depth + 1), 2),
+            _ => (within, 1),
+        },
+        Within::Str => match c {
+            '\\' if next != Some('\n') => (within, 2),
+            '"' => (Within::Code, 1),
+            _ => (within, 1),
+        },
+        Within::RawStr(hashes) => {
+            let closes = c == '"' && (1..=hashes).all(|k| chars.get(i + k) == Some(&'#'));
+            if closes {
+                (Within::Code, 1 + hashes)
+            } else {
+                (within, 1)
+            }
+        }
+        Within::Code => code_step(chars, i, out, c, next),
+    }
+}
+
+/// A step in code: a literal or comment opening, or a character copied.
+fn code_step(
+    chars: &[char],
+    i: usize,
+    out: &mut String,
+    c: char,
+    next: Option<char>,
+) -> (Within, usize) {
+    let ident = |k: usize| chars[k].is_alphanumeric() || chars[k] == '_';
+    // `r"…"`, `r#"…"#` and `br"…"` open raw strings; `for"` or `bar#` do not.
+    let raw_may_open = i == 0 || !ident(i - 1) || (chars[i - 1] == 'b' && (i < 2 || !ident(i - 2)));
+    match (c, next) {
+        ('/', Some('/')) => (Within::LineComment, 2),
+        ('/', Some('*')) => (Within::BlockComment(1), 2),
+        ('"', _) => (Within::Str, 1),
+        ('r', Some('"' | '#')) if raw_may_open => {
+            let hashes = chars[i + 1..].iter().take_while(|c| **c == '#').count();
+            if chars.get(i + 1 + hashes) == Some(&'"') {
+                (Within::RawStr(hashes), 2 + hashes)
+            } else {
+                out.push(c);
+                (Within::Code, 1)
+            }
+        }
+        ('\'', _) => {
+            // A character literal (`'{'`, `'\n'`, `'\u{7f}'`); a lifetime (`'a`) is code.
+            let end = match next {
+                Some('\\') => (chars.get(i + 3..).unwrap_or_default().iter())
+                    .position(|c| *c == '\'')
+                    .map(|p| i + 3 + p),
+                Some(_) if chars.get(i + 2) == Some(&'\'') => Some(i + 2),
+                _ => None,
+            };
+            match end {
+                Some(end) => (Within::Code, end - i + 1),
+                None => {
+                    out.push(c);
+                    (Within::Code, 1)
+                }
+            }
+        }
+        _ => {
+            out.push(c);
+            (Within::Code, 1)
+        }
+    }
 }
 
 /// `(name, lines)` of every function in a file.
@@ -96,18 +200,34 @@ fn fn_name(line: &str) -> Option<String> {
     None
 }
 
-#[test]
-fn no_function_in_src_is_longer_than_the_limit() {
+/// Every function of the `.rs` files under `dir` longer than `limit`, as `path: name (n lines)`.
+fn functions_longer_than(dir: &Path, limit: usize) -> Vec<String> {
     let mut files = Vec::new();
-    rust_files(&src(), &mut files);
+    rust_files(dir, &mut files);
+    files.sort();
     let mut long = Vec::new();
     for file in &files {
         for (name, lines) in function_lengths(file) {
-            if lines > MAX_FUNCTION_LINES {
+            if lines > limit {
                 long.push(format!("{}: {name} ({lines} lines)", file.display()));
             }
         }
     }
+    long
+}
+
+#[test]
+fn no_function_in_src_tests_or_crates_is_longer_than_the_limit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut long = functions_longer_than(&src(), MAX_FUNCTION_LINES);
+    long.extend(functions_longer_than(
+        &root.join("tests"),
+        MAX_TEST_FUNCTION_LINES,
+    ));
+    long.extend(functions_longer_than(
+        &root.join("crates"),
+        MAX_TEST_FUNCTION_LINES,
+    ));
     assert!(
         long.is_empty(),
         "split these by meaning:\n{}",
@@ -127,6 +247,28 @@ fn the_length_check_sees_long_functions() {
     .unwrap();
     let lengths = function_lengths(&file);
     assert_eq!(lengths, vec![("long".into(), 122), ("short".into(), 1)]);
+}
+
+#[test]
+fn the_length_check_counts_no_brace_of_a_literal_or_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("literals.rs");
+    let code = concat!(
+        "fn a<'x>(s: &'x str) -> bool {\n",
+        "    let url = \"http://h/{\"; // }\n",
+        "    let script = r#\"if x {\n",
+        "      echo \"}}\"\n",
+        "    \"#;\n",
+        "    /* { /* } */ { */\n",
+        "    s.contains('{') || s.contains('\\'') || url.len() == script.len()\n",
+        "}\n",
+        "fn b() {}\n",
+    );
+    std::fs::write(&file, code).unwrap();
+    assert_eq!(
+        function_lengths(&file),
+        vec![("a".into(), 8), ("b".into(), 1)]
+    );
 }
 
 /// The module a library file is: `src/promote/mod.rs` → `promote`, `src/promote/patch.rs` →
@@ -349,6 +491,120 @@ fn the_layer_check_sees_planted_imports() {
     );
 }
 
+/// The layers a folder's `mod.rs` says it may call: the layer names on its second line,
+/// `//! May call: …`, under a first `//!` line saying what lives there; `None` when its first
+/// two lines are not those.
+fn may_call(mod_rs: &Path) -> Option<BTreeSet<String>> {
+    let text = std::fs::read_to_string(mod_rs).ok()?;
+    let mut lines = text.lines();
+    let first = lines.next()?.strip_prefix("//! ")?;
+    let list = lines.next()?.strip_prefix("//! May call: ")?;
+    if first.trim().is_empty() {
+        return None;
+    }
+    let words = list.split(|c: char| !(c.is_alphanumeric() || c == '_'));
+    Some(
+        words
+            .filter(|w| LAYERS.contains(w))
+            .map(str::to_string)
+            .collect(),
+    )
+}
+
+/// Every folder of `root` whose `mod.rs` does not open with what lives there and what it may
+/// call, or whose list is not exactly the layers below its own (a folder outside the layers,
+/// the binary's `cli/`, needs the lines only).
+fn folder_doc_violations(root: &Path) -> Vec<String> {
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    folders.sort();
+    let mut found = Vec::new();
+    for folder in folders {
+        let name = folder.file_name().unwrap().to_string_lossy().into_owned();
+        let said = may_call(&folder.join("mod.rs"));
+        let Some(said) = said else {
+            found.push(format!(
+                "{name}/mod.rs: no `//! May call:` as its second line"
+            ));
+            continue;
+        };
+        if let Some(own) = rank(&name) {
+            let allowed: BTreeSet<String> = LAYERS[..own].iter().map(|l| l.to_string()).collect();
+            if said != allowed {
+                found.push(format!(
+                    "{name}/mod.rs: may call {said:?}, the layers allow {allowed:?}"
+                ));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn every_folder_says_what_it_may_call_as_the_layers_order() {
+    let found = folder_doc_violations(&src());
+    assert!(found.is_empty(), "{}", found.join("\n"));
+}
+
+#[test]
+fn the_folder_doc_check_sees_planted_docs() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    let plant = |path: &str, code: &str| plant_file(&root, path, code);
+    plant(
+        "base/mod.rs",
+        "//! The bottom.\n//! May call: no other folder.\n",
+    );
+    plant("git/mod.rs", "//! Runs git.\n//! May call: base, store.\n");
+    plant(
+        "store/mod.rs",
+        "//! The store.\n//!\n//! May call: base, git.\n",
+    );
+    plant(
+        "model/mod.rs",
+        "//! The data.\n//! May call: base, git, store, context.\n",
+    );
+    plant(
+        "cli/mod.rs",
+        "//! The binary's.\n//! May call: any folder.\n",
+    );
+    plant("ops/mod.rs", "mod bind;\n");
+    assert_eq!(
+        folder_doc_violations(&root),
+        vec![
+            "git/mod.rs: may call {\"base\", \"store\"}, the layers allow {\"base\"}".to_string(),
+            "ops/mod.rs: no `//! May call:` as its second line".into(),
+            "store/mod.rs: no `//! May call:` as its second line".into(),
+        ]
+    );
+}
+
+/// ARCHITECTURE.md's "Layers" part has a paragraph for every folder, led by its name in bold
+/// (`- **`ops/`**`) or under a heading of it.
+#[test]
+fn the_architecture_has_a_paragraph_per_folder() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let layers = text.split("\n## Layers\n").nth(1).expect("a Layers part");
+    let layers = layers.split("\n## ").next().unwrap();
+    let mut missing = Vec::new();
+    for folder in LAYERS.iter().chain(&["cli"]) {
+        let led = layers.lines().any(|line| {
+            let named = [format!("`{folder}/`"), format!("`src/{folder}/`")];
+            named.iter().any(|n| {
+                line.starts_with(&format!("- **{n}**")) || line.starts_with(&format!("### {n}"))
+            })
+        });
+        if !led {
+            missing.push(*folder);
+        }
+    }
+    assert!(missing.is_empty(), "no paragraph led by: {missing:?}");
+}
+
 /// The library's modules and their files.
 fn library_modules(root: &Path) -> BTreeMap<String, PathBuf> {
     let mut files = Vec::new();
@@ -547,6 +803,71 @@ fn the_argv_check_sees_planted_builders() {
             "ops/bind.rs:3: .at(d)".into(),
             "services/pool.rs:2: fn p(c: &dyn Fn() -> GitCmd<'_>) { let s = ; }".into(),
         ]
+    );
+}
+
+/// Every line of the `.rs` files under `dirs` (relative to `root`) whose code names `word` as
+/// a whole word, as `path:line`.
+fn code_naming(root: &Path, dirs: &[&str], word: &str) -> Vec<String> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.sort();
+    let mut found = Vec::new();
+    for file in files {
+        for (n, line) in code_lines(&file).iter().enumerate() {
+            if line
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == word)
+            {
+                let relative = file.strip_prefix(root).unwrap();
+                found.push(format!("{}:{}", relative.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+/// `unsafe` is the sandbox's `sys` module's alone: the crate denies it at its root (and any
+/// `unsafe` block without its SAFETY comment), allows it on `mod sys;` only, and no other code
+/// of the library or the workspace's crates holds an `unsafe` block, function or impl (the
+/// tests' own signals to process groups are theirs).
+#[test]
+fn unsafe_code_is_denied_outside_the_sandboxs_sys_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let lib = std::fs::read_to_string(root.join("crates/sandbox/src/lib.rs")).unwrap();
+    assert!(
+        lib.contains("\n#![deny(unsafe_code)]\n"),
+        "the sandbox crate denies unsafe"
+    );
+    assert!(lib.contains("\n#![deny(clippy::undocumented_unsafe_blocks)]\n"));
+    assert!(lib.contains("\n#[allow(unsafe_code)]\nmod sys;\n"));
+    let allows: Vec<String> = ["src", "crates", "tests"]
+        .iter()
+        .flat_map(|dir| code_naming(root, &[dir], "allow"))
+        .filter(|at| {
+            let (path, line) = at.rsplit_once(':').unwrap();
+            let n: usize = line.parse().unwrap();
+            let text = std::fs::read_to_string(root.join(path)).unwrap();
+            text.lines().nth(n - 1).unwrap().contains("unsafe_code")
+        })
+        .map(|at| at.rsplit_once(':').unwrap().0.to_string())
+        .collect();
+    assert_eq!(
+        allows,
+        ["crates/sandbox/src/lib.rs"],
+        "allow(unsafe_code) elsewhere"
+    );
+    let lines = code_naming(root, &["src", "crates"], "unsafe");
+    let outside: Vec<&String> = lines
+        .iter()
+        .filter(|at| !at.starts_with("crates/sandbox/src/sys.rs:"))
+        .collect();
+    assert!(outside.is_empty(), "unsafe outside sys.rs: {outside:?}");
+    assert!(
+        !lines.is_empty(),
+        "sys.rs holds the unsafe the sandbox needs"
     );
 }
 

@@ -65,6 +65,106 @@ fn show(fx: &Fixture, id: &str) -> Value {
 /// session lands at most once, no stash or cherry-pick is left, and the WIP is byte for byte
 /// as it was, uncommitted.
 #[cfg(feature = "fault-injection")]
+/// The subjects landing `ids` writes, sorted: each session's two commits and its WIP's.
+fn expected_subjects(ids: &[&str]) -> Vec<String> {
+    let mut all = Vec::new();
+    for id in ids {
+        all.push(format!("{id} commit 1"));
+        all.push(format!("{id} commit 2"));
+        all.push(format!("a3s-iso: uncommitted changes of session {id}"));
+    }
+    all.sort();
+    all
+}
+
+/// `land ARGS` killed at a fault point, else at a random time; whether it was killed.
+fn land_killed(
+    fx: &Fixture,
+    args: &[&str],
+    fault: Option<&str>,
+    rng: &mut crate::promote_crash::Rng,
+) -> bool {
+    match fault {
+        Some(point) => {
+            let status = fx
+                .cmd()
+                .args(args)
+                .env("A3S_ISO_TEST_FAULT", point)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .unwrap();
+            std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
+        }
+        None => {
+            let delay = Duration::from_millis(50 + rng.below(700));
+            crate::promote_crash::kill_after(fx, args, delay)
+        }
+    }
+}
+
+/// After attempt `attempt`: no commit landed twice, and only the user's WIP is uncommitted,
+/// byte for byte.
+fn nothing_twice_and_the_wip_kept(
+    fx: &Fixture,
+    base: &str,
+    wip: &[(&str, &str)],
+    (round, attempt, fault): (usize, usize, Option<&str>),
+) {
+    let (code, list) = fx.json(&["list"]);
+    assert_eq!(code, 0, "round {round}/{attempt}: {list}");
+    let mut subjects = subjects_since(fx, base);
+    subjects.sort();
+    let mut deduped = subjects.clone();
+    deduped.dedup();
+    assert_eq!(
+        subjects, deduped,
+        "round {round}/{attempt} ({fault:?}): a commit landed twice"
+    );
+    for &(rel, text) in wip {
+        assert_eq!(
+            read_path(fx.src.join(rel)),
+            text,
+            "round {round}/{attempt} ({fault:?}): the user's {rel}"
+        );
+    }
+    assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
+    assert_eq!(
+        fx.git(&fx.src, &["status", "--porcelain"]),
+        " M README.md\n?? mine.txt",
+        "round {round}/{attempt} ({fault:?}): only the user's WIP is uncommitted"
+    );
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+}
+
+/// Landed to the end: each commit exactly once, the WIP never committed.
+fn each_commit_landed_once(fx: &Fixture, base: &str, ids: &[&str], round: usize) {
+    let (code, done) = fx.json(&["land", "--all", "--mode", "branch"]);
+    assert_eq!(code, 0, "round {round}: {done}");
+    let mut subjects = subjects_since(fx, base);
+    subjects.sort();
+    assert_eq!(
+        subjects,
+        expected_subjects(ids),
+        "round {round}: each exactly once"
+    );
+    for id in ids {
+        for n in 1..=2 {
+            assert_eq!(
+                read_path(fx.src.join(format!("{id}-{n}.txt"))),
+                format!("{id} {n}\n")
+            );
+        }
+    }
+    // The WIP is never committed.
+    let committed = fx.git(&fx.src, &["show", "HEAD:README.md"]);
+    assert_eq!(committed, "hello");
+    assert_eq!(
+        fx.git(&fx.src, &["ls-tree", "--name-only", "HEAD", "mine.txt"]),
+        ""
+    );
+}
+
 #[test]
 fn attack_land_branch_mode_killed_lands_every_commit_once_and_keeps_the_wip() {
     let mut rng = crate::promote_crash::Rng::seeded("attack_land branch kills");
@@ -73,16 +173,6 @@ fn attack_land_branch_mode_killed_lands_every_commit_once_and_keeps_the_wip() {
         ("README.md", "the user's README, not committed\n"),
         ("mine.txt", "the user's untracked notes\n"),
     ];
-    let expected_subjects = |ids: &[&str]| -> Vec<String> {
-        let mut all = Vec::new();
-        for id in ids {
-            all.push(format!("{id} commit 1"));
-            all.push(format!("{id} commit 2"));
-            all.push(format!("a3s-iso: uncommitted changes of session {id}"));
-        }
-        all.sort();
-        all
-    };
     let faults = [
         Some("promote-branch-after-intent"),
         Some("promote-branch-after-restore"),
@@ -109,75 +199,13 @@ fn attack_land_branch_mode_killed_lands_every_commit_once_and_keeps_the_wip() {
                 vec!["land"]
             };
             first = false;
-            let killed = match fault {
-                Some(point) => {
-                    let status = fx
-                        .cmd()
-                        .args(&args)
-                        .env("A3S_ISO_TEST_FAULT", point)
-                        .stdout(Stdio::null())
-                        .stderr(Stdio::null())
-                        .status()
-                        .unwrap();
-                    std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
-                }
-                None => {
-                    let delay = Duration::from_millis(50 + rng.below(700));
-                    crate::promote_crash::kill_after(&fx, &args, delay)
-                }
-            };
-            let (code, list) = fx.json(&["list"]);
-            assert_eq!(code, 0, "round {round}/{attempt}: {list}");
-            let mut subjects = subjects_since(&fx, &base);
-            subjects.sort();
-            let mut deduped = subjects.clone();
-            deduped.dedup();
-            assert_eq!(
-                subjects, deduped,
-                "round {round}/{attempt} ({fault:?}): a commit landed twice"
-            );
-            for (rel, text) in wip {
-                assert_eq!(
-                    read_path(fx.src.join(rel)),
-                    text,
-                    "round {round}/{attempt} ({fault:?}): the user's {rel}"
-                );
-            }
-            assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
-            assert_eq!(
-                fx.git(&fx.src, &["status", "--porcelain"]),
-                " M README.md\n?? mine.txt",
-                "round {round}/{attempt} ({fault:?}): only the user's WIP is uncommitted"
-            );
-            assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+            let killed = land_killed(&fx, &args, *fault, &mut rng);
+            nothing_twice_and_the_wip_kept(&fx, &base, &wip, (round, attempt, *fault));
             if !killed {
                 break;
             }
         }
-        let (code, done) = fx.json(&["land", "--all", "--mode", "branch"]);
-        assert_eq!(code, 0, "round {round}: {done}");
-        let mut subjects = subjects_since(&fx, &base);
-        subjects.sort();
-        assert_eq!(
-            subjects,
-            expected_subjects(&ids),
-            "round {round}: each exactly once"
-        );
-        for id in ids {
-            for n in 1..=2 {
-                assert_eq!(
-                    read_path(fx.src.join(format!("{id}-{n}.txt"))),
-                    format!("{id} {n}\n")
-                );
-            }
-        }
-        // The WIP is never committed.
-        let committed = fx.git(&fx.src, &["show", "HEAD:README.md"]);
-        assert_eq!(committed, "hello");
-        assert_eq!(
-            fx.git(&fx.src, &["ls-tree", "--name-only", "HEAD", "mine.txt"]),
-            ""
-        );
+        each_commit_landed_once(&fx, &base, &ids, round);
     }
 }
 

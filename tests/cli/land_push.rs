@@ -43,6 +43,19 @@ impl Server {
         work.join(name)
     }
 
+    /// Machine `machine`'s pushes run the server's receive-pack in a session of its own, out
+    /// of reach of a kill of the client's process group.
+    fn receive_in_a_session_of_its_own(&self, machine: &Path) {
+        self.fx.git(
+            machine,
+            &[
+                "config",
+                "remote.origin.receivepack",
+                "setsid -w git-receive-pack",
+            ],
+        );
+    }
+
     /// Binds `id` in `dir` and writes `files` into its isolation; the isolation.
     fn session(&self, dir: &Path, id: &str, files: &[(&str, &str)]) -> PathBuf {
         let (code, bind) = self.fx.json_in(dir, &["bind", "-s", id]);
@@ -145,11 +158,15 @@ fn session<'a>(doc: &'a Value, id: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no {id} in {doc}"))
 }
 
-#[test]
-fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested() {
-    let server = Server::new();
-    let log = server.fx.root.join("tested.log");
-    let test = recording_test(&log);
+/// A machine's clone and the arguments of its landing.
+type Machine = (PathBuf, Vec<String>);
+
+/// Four machines of five sessions each: the file each session adds, and each machine's
+/// `land --push` of its five.
+fn machines_of_five_sessions(
+    server: &Server,
+    test: &str,
+) -> (BTreeMap<String, String>, Vec<Machine>) {
     let mut expected: BTreeMap<String, String> = BTreeMap::new();
     let mut machines = Vec::new();
     for m in 0..4 {
@@ -160,7 +177,7 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
             "--push",
             "origin/main",
             "--test",
-            &test,
+            test,
             "--no-sandbox",
             "--attempts",
             "60",
@@ -176,6 +193,11 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
         }
         machines.push((dir, args));
     }
+    (expected, machines)
+}
+
+/// Every machine's landing started at once; their documents, each a success.
+fn land_all_at_once(server: &Server, machines: &[Machine]) -> Vec<Value> {
     // All four at once.
     let children: Vec<_> = machines
         .iter()
@@ -198,6 +220,17 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
             doc
         })
         .collect();
+    docs
+}
+
+/// Each change set on the server's branch once, byte for byte, built on the tip it names
+/// from the tree its test saw.
+fn check_each_landed_once_on_its_tested_tree(
+    server: &Server,
+    log: &Path,
+    expected: BTreeMap<String, String>,
+    docs: Vec<Value>,
+) {
     // Exactly once: twenty trailers on the branch, twenty digests, each once.
     let trailers = server.trailers();
     assert_eq!(trailers.len(), 20, "{trailers:?}");
@@ -218,7 +251,7 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
         );
     }
     assert_eq!(server.file_on_main("README.md").as_deref(), Some("hello\n"));
-    let tested: Vec<String> = std::fs::read_to_string(&log)
+    let tested: Vec<String> = std::fs::read_to_string(log)
         .unwrap()
         .lines()
         .map(str::to_string)
@@ -243,13 +276,23 @@ fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested
                 .git(&server.bare, &["rev-parse", &format!("{commit}^")]);
             assert_eq!(push["built_on"], parent.as_str(), "{landed}");
             // And the test itself saw exactly that tree's files.
-            let seen = tree_digest(&server, commit, &scratch);
+            let seen = tree_digest(server, commit, &scratch);
             assert!(tested.contains(&seen), "{commit} landed untested: {landed}");
             assert_eq!(landed["cleanup"], "discarded", "{landed}");
         }
     }
     assert!(pushes >= 20);
     eprintln!("4 machines x 5 sessions: {pushes} pushes attempted for 20 landings");
+}
+
+#[test]
+fn four_machines_land_twenty_sessions_with_tests_each_once_on_the_tree_it_tested() {
+    let server = Server::new();
+    let log = server.fx.root.join("tested.log");
+    let test = recording_test(&log);
+    let (expected, machines) = machines_of_five_sessions(&server, &test);
+    let docs = land_all_at_once(&server, &machines);
+    check_each_landed_once_on_its_tested_tree(&server, &log, expected, docs);
 }
 
 /// `a3s-iso ARGS` in `dir`, in a process group of its own, SIGKILLed whole after `delay`;
@@ -271,6 +314,40 @@ fn kill_in_after(fx: &Fixture, dir: &Path, args: &[&str], delay: std::time::Dura
     std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
 }
 
+/// Machine `b` lands a session of its own: the branch moves.
+fn another_machine_lands(server: &Server, b: &Path, round: usize) {
+    let other = format!("b{round}");
+    let body = format!("b round {round}\n");
+    let other_rel = format!("b/{round}.txt");
+    server.session(b, &other, &[(other_rel.as_str(), body.as_str())]);
+    let (code, doc) = server
+        .fx
+        .json_in(b, &["land", "--push", "origin/main", "-s", &other]);
+    assert_eq!(code, 0, "{doc}");
+}
+
+/// Once more: idempotent, nothing pushed, no fetch pin left.
+fn landing_again_is_idempotent(
+    server: &Server,
+    a: &Path,
+    (again, id): (&[&str], &str),
+    landed_total: usize,
+    round: usize,
+) {
+    // Once more: idempotent, nothing pushed.
+    let (code, doc) = server.fx.json_in(a, again);
+    assert_eq!(
+        (code, session(&doc, id)["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{doc}"
+    );
+    assert_eq!(server.trailers().len(), landed_total);
+    let pins = server
+        .fx
+        .git(a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
+    assert!(pins.is_empty(), "round {round}: {pins}");
+}
+
 #[test]
 fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
     if !crate::fixture::require_tool("setsid") {
@@ -281,14 +358,7 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
     let b = server.machine("b");
     // A server is another machine: a kill of the client never reaches its receive-pack. The
     // bare repository's receive-pack runs in a session of its own, out of the killed group.
-    server.fx.git(
-        &a,
-        &[
-            "config",
-            "remote.origin.receivepack",
-            "setsid -w git-receive-pack",
-        ],
-    );
+    server.receive_in_a_session_of_its_own(&a);
     let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30);
     let mut rng = crate::promote_crash::Rng::seeded("land --push kills");
     let mut killed = 0;
@@ -312,14 +382,7 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
         killed += usize::from(kill_in_after(&server.fx, &a, &args, delay));
         // Every other round, another machine lands first: the branch moved under the kill.
         if round % 2 == 1 {
-            let other = format!("b{round}");
-            let body = format!("b round {round}\n");
-            let other_rel = format!("b/{round}.txt");
-            server.session(&b, &other, &[(other_rel.as_str(), body.as_str())]);
-            let (code, doc) = server
-                .fx
-                .json_in(&b, &["land", "--push", "origin/main", "-s", &other]);
-            assert_eq!(code, 0, "{doc}");
+            another_machine_lands(&server, &b, round);
             landed_total += 1;
         }
         let again = [
@@ -350,18 +413,7 @@ fn land_push_killed_at_random_points_lands_each_change_set_exactly_once() {
         );
         assert_eq!(trailers.len(), landed_total, "round {round}: {trailers:?}");
         assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
-        // Once more: idempotent, nothing pushed.
-        let (code, doc) = server.fx.json_in(&a, &again);
-        assert_eq!(
-            (code, session(&doc, &id)["outcome"].as_str()),
-            (0, Some("idempotent")),
-            "{doc}"
-        );
-        assert_eq!(server.trailers().len(), landed_total);
-        let pins = server
-            .fx
-            .git(&a, &["for-each-ref", "refs/a3s-iso/fetching/"]);
-        assert!(pins.is_empty(), "round {round}: {pins}");
+        landing_again_is_idempotent(&server, &a, (&again, &id), landed_total, round);
     }
     eprintln!("land --push kills: {killed} of {rounds} killed while running");
 }
@@ -477,84 +529,53 @@ fn an_unreachable_remote_fails_the_landing_at_once_naming_the_remote() {
 /// A change set captured on one machine, as a document: `land --push --change-set` of it
 /// from two machines at once lands it once; killed at random points on one machine and landed
 /// again on another, once every time; the scratch session of its test is gone after.
-#[test]
-fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
-    if !crate::fixture::require_tool("setsid") {
-        return;
-    }
-    let server = Server::new();
-    let (a, b, c) = (
-        server.machine("a"),
-        server.machine("b"),
-        server.machine("c"),
-    );
-    for dir in [&b, &c] {
-        server.fx.git(
-            dir,
-            &[
-                "config",
-                "remote.origin.receivepack",
-                "setsid -w git-receive-pack",
-            ],
-        );
-    }
+/// Session `id` on machine `a` adding `rel`, captured to a document in `docs`; the document
+/// and its patch digest.
+fn capture_document(
+    server: &Server,
+    a: &Path,
+    docs: &Path,
+    (id, rel, text): (&str, &str, &str),
+) -> (PathBuf, String) {
+    server.session(a, id, &[(rel, text)]);
+    let doc = docs.join(format!("{id}.json"));
+    let (code, out) = server
+        .fx
+        .json_in(a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}");
+    (
+        doc,
+        out["patch_digest"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+/// `land --push origin/main --change-set DOC`, tested, in `dir`.
+fn land_document(server: &Server, dir: &Path, doc: &Path) -> std::process::Output {
+    let doc = doc.to_str().unwrap().to_string();
+    let args = [
+        "--json",
+        "land",
+        "--push",
+        "origin/main",
+        "--change-set",
+        &doc,
+        "--test",
+        "test -f README.md",
+        "--no-sandbox",
+    ];
+    server.fx.cmd_in(dir).args(args).output().unwrap()
+}
+
+/// Killed on `b` at random points, each document lands again on `c`: exactly once.
+fn killed_on_one_machine_landed_on_another(server: &Server, a: &Path, b: &Path, c: &Path) {
     let docs = server.fx.root.join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    let capture = |id: &str, rel: &str, text: &str| -> (PathBuf, String) {
-        server.session(&a, id, &[(rel, text)]);
-        let doc = docs.join(format!("{id}.json"));
-        let (code, out) = server
-            .fx
-            .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
-        assert_eq!(code, 0, "{out}");
-        (
-            doc,
-            out["patch_digest"].as_str().unwrap_or_default().to_string(),
-        )
-    };
-    let land = |dir: &Path, doc: &Path| {
-        let doc = doc.to_str().unwrap().to_string();
-        let args = [
-            "--json",
-            "land",
-            "--push",
-            "origin/main",
-            "--change-set",
-            &doc,
-            "--test",
-            "test -f README.md",
-            "--no-sandbox",
-        ];
-        server.fx.cmd_in(dir).args(args).output().unwrap()
-    };
-    // Two machines take the same entry at once.
-    let (doc, _) = capture("twice", "twice.txt", "once only\n");
-    let (first, second) = std::thread::scope(|s| {
-        let one = s.spawn(|| json_of(land(&b, &doc)));
-        let two = s.spawn(|| json_of(land(&c, &doc)));
-        (one.join().unwrap(), two.join().unwrap())
-    });
-    let mut outcomes: Vec<String> = [&first, &second]
-        .iter()
-        .map(|(code, doc)| {
-            assert_eq!(*code, 0, "{doc}");
-            doc["sessions"][0]["outcome"].as_str().unwrap().to_string()
-        })
-        .collect();
-    outcomes.sort();
-    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
-    assert_eq!(server.trailers().len(), 1);
-    assert_eq!(
-        server.file_on_main("twice.txt").as_deref(),
-        Some("once only\n")
-    );
     // Killed on b at random points, landed again on c.
     let mut rng = crate::promote_crash::Rng::seeded("land --push --change-set kills");
     let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_KILLS", 30).div_ceil(3);
     for round in 0..rounds {
         let rel = format!("docs/{round}.txt");
         let text = format!("document {round}\n");
-        let (doc, _) = capture(&format!("d{round}"), &rel, &text);
+        let (doc, _) = capture_document(server, a, &docs, (&format!("d{round}"), &rel, &text));
         let path = doc.to_str().unwrap();
         let args = [
             "land",
@@ -567,8 +588,8 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
             "--no-sandbox",
         ];
         let delay = std::time::Duration::from_millis(rng.below(500));
-        kill_in_after(&server.fx, &b, &args, delay);
-        let (code, doc) = json_of(land(&c, &doc));
+        kill_in_after(&server.fx, b, &args, delay);
+        let (code, doc) = json_of(land_document(server, c, &doc));
         assert_eq!(code, 0, "round {round}: {doc}");
         let entry = &doc["sessions"][0];
         assert!(
@@ -585,9 +606,49 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
         assert_eq!(trailers.len(), round + 2, "round {round}: {trailers:?}");
         assert_eq!(server.file_on_main(&rel).as_deref(), Some(text.as_str()));
     }
+}
+
+#[test]
+fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
+    if !crate::fixture::require_tool("setsid") {
+        return;
+    }
+    let server = Server::new();
+    let (a, b, c) = (
+        server.machine("a"),
+        server.machine("b"),
+        server.machine("c"),
+    );
+    for dir in [&b, &c] {
+        server.receive_in_a_session_of_its_own(dir);
+    }
+    let docs = server.fx.root.join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    // Two machines take the same entry at once.
+    let (doc, _) = capture_document(&server, &a, &docs, ("twice", "twice.txt", "once only\n"));
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| json_of(land_document(&server, &b, &doc)));
+        let two = s.spawn(|| json_of(land_document(&server, &c, &doc)));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let mut outcomes: Vec<String> = [&first, &second]
+        .iter()
+        .map(|(code, doc)| {
+            assert_eq!(*code, 0, "{doc}");
+            doc["sessions"][0]["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
+    assert_eq!(server.trailers().len(), 1);
+    assert_eq!(
+        server.file_on_main("twice.txt").as_deref(),
+        Some("once only\n")
+    );
+    killed_on_one_machine_landed_on_another(&server, &a, &b, &c);
     // The next landing on b purges the scratch sessions its killed runs left.
-    let (doc, _) = capture("last", "last.txt", "last\n");
-    let (code, out) = json_of(land(&b, &doc));
+    let (doc, _) = capture_document(&server, &a, &docs, ("last", "last.txt", "last\n"));
+    let (code, out) = json_of(land_document(&server, &b, &doc));
     assert_eq!(code, 0, "{out}");
     let (code, list) = server.fx.json_in(&b, &["list"]);
     assert_eq!(code, 0, "{list}");
@@ -601,74 +662,100 @@ fn a_change_set_document_lands_once_from_any_machine_whatever_kills_it() {
 /// the server (no commit or push of its own), records the commit and the attempts, and the
 /// comment script reports them; a re-run is idempotent, a refusing hook fails the step with
 /// its words; the job's checkout is never touched.
-#[test]
-fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
-    if !crate::fixture::require_tool("jq") {
-        return;
+/// A CI job's checkout (`ci`) running the promote and comment scripts over documents captured
+/// on machine `a`, with its artifacts in `artifacts`.
+struct CiJob<'a> {
+    server: &'a Server,
+    a: PathBuf,
+    ci: PathBuf,
+    docs: PathBuf,
+    artifacts: PathBuf,
+    scripts: PathBuf,
+}
+
+impl CiJob<'_> {
+    fn new(server: &Server) -> CiJob<'_> {
+        let (a, ci) = (server.machine("a"), server.machine("ci"));
+        let docs = server.fx.root.join("docs");
+        std::fs::create_dir_all(&docs).unwrap();
+        CiJob {
+            server,
+            a,
+            ci,
+            docs,
+            artifacts: server.fx.root.join("artifacts"),
+            scripts: Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts"),
+        }
     }
-    let server = Server::new();
-    server.refuse_forbidden();
-    let (a, ci) = (server.machine("a"), server.machine("ci"));
-    let docs = server.fx.root.join("docs");
-    std::fs::create_dir_all(&docs).unwrap();
-    let capture = |id: &str, files: &[(&str, &str)]| -> PathBuf {
-        server.session(&a, id, files);
-        let doc = docs.join(format!("{id}.json"));
-        let (code, out) = server
+
+    /// Session `id` with `files`, captured to a document.
+    fn capture(&self, id: &str, files: &[(&str, &str)]) -> PathBuf {
+        self.server.session(&self.a, id, files);
+        let doc = self.docs.join(format!("{id}.json"));
+        let (code, out) = self
+            .server
             .fx
-            .json_in(&a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
+            .json_in(&self.a, &["capture", "-s", id, "-o", doc.to_str().unwrap()]);
         assert_eq!(code, 0, "{out}");
         doc
-    };
-    let artifacts = server.fx.root.join("artifacts");
-    let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts");
-    let step = |doc: &Path| {
+    }
+
+    /// The CI step landing `doc` through the server.
+    fn step(&self, doc: &Path) -> std::process::Output {
         let mut cmd = std::process::Command::new("bash");
-        cmd.arg(scripts.join("ci-promote.sh"))
+        cmd.arg(self.scripts.join("ci-promote.sh"))
             .arg(doc)
-            .current_dir(&ci);
-        crate::fixture::isolate(&mut cmd, &server.fx.home);
+            .current_dir(&self.ci);
+        crate::fixture::isolate(&mut cmd, &self.server.fx.home);
         cmd.env("A3S_ISO_BIN", crate::fixture::BIN)
             .env("A3S_ISO_CI", "plain")
             .env("A3S_ISO_LAND_PUSH", "origin/main")
             .env("A3S_ISO_LAND_TEST", "test -f README.md")
             .env("A3S_ISO_LAND_FLAGS", "--no-sandbox")
-            .env("A3S_ISO_ARTIFACTS", &artifacts)
+            .env("A3S_ISO_ARTIFACTS", &self.artifacts)
             .output()
             .unwrap()
-    };
-    let outcome = || -> BTreeMap<String, String> {
-        std::fs::read_to_string(artifacts.join("outcome.env"))
+    }
+
+    /// The step's `outcome.env`.
+    fn outcome(&self) -> BTreeMap<String, String> {
+        std::fs::read_to_string(self.artifacts.join("outcome.env"))
             .unwrap()
             .lines()
             .filter_map(|l| l.split_once('='))
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
-    };
-    let comment = |doc: &Path| {
+    }
+
+    /// The comment the comment script writes for `doc`.
+    fn comment(&self, doc: &Path) -> String {
         let mut cmd = std::process::Command::new("bash");
-        cmd.arg(scripts.join("ci-comment.sh"))
-            .arg(artifacts.join("land.json"))
+        cmd.arg(self.scripts.join("ci-comment.sh"))
+            .arg(self.artifacts.join("land.json"))
             .arg(doc);
-        crate::fixture::isolate(&mut cmd, &server.fx.home);
-        let out = cmd.current_dir(&ci).output().unwrap();
+        crate::fixture::isolate(&mut cmd, &self.server.fx.home);
+        let out = cmd.current_dir(&self.ci).output().unwrap();
         assert!(
             out.status.success(),
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
         String::from_utf8(out.stdout).unwrap()
-    };
-    let head = server.fx.git(&ci, &["rev-parse", "HEAD"]);
-    let doc = capture("agent", &[("agent.txt", "from the agent\n")]);
-    let out = step(&doc);
+    }
+}
+
+/// The first run of the job lands the agent's document and says so, with its attempts; a
+/// re-run is idempotent.
+fn the_ci_step_lands_once(job: &CiJob<'_>, doc: &Path) {
+    let server = job.server;
+    let out = job.step(doc);
     let said = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "{said}{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let env = outcome();
+    let env = job.outcome();
     let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
     assert_eq!(env["A3S_ISO_OUTCOME"], "applied");
     assert_eq!(env["A3S_ISO_PUSHED"], tip);
@@ -682,7 +769,7 @@ fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
         server.file_on_main("agent.txt").as_deref(),
         Some("from the agent\n")
     );
-    let text = comment(&doc);
+    let text = job.comment(doc);
     assert!(
         text.contains(
             "**Landed**: merged onto the branch's tip, tested there (exit 0) and pushed as"
@@ -694,14 +781,27 @@ fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
         "{text}"
     );
     // A re-run of the job: idempotent, nothing pushed.
-    let out = step(&doc);
+    let out = job.step(doc);
     assert!(out.status.success());
-    assert_eq!(outcome()["A3S_ISO_OUTCOME"], "idempotent");
+    assert_eq!(job.outcome()["A3S_ISO_OUTCOME"], "idempotent");
     assert_eq!(server.trailers().len(), 1);
-    assert!(comment(&doc).contains("**Landed before** (idempotent)"));
+    assert!(job.comment(doc).contains("**Landed before** (idempotent)"));
+}
+
+#[test]
+fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
+    if !crate::fixture::require_tool("jq") {
+        return;
+    }
+    let server = Server::new();
+    server.refuse_forbidden();
+    let job = CiJob::new(&server);
+    let head = server.fx.git(&job.ci, &["rev-parse", "HEAD"]);
+    let doc = job.capture("agent", &[("agent.txt", "from the agent\n")]);
+    the_ci_step_lands_once(&job, &doc);
     // A hook refuses: the step fails with the hook's words, nothing retried or pushed.
-    let refused = capture("refused", &[("forbidden.txt", "no\n")]);
-    let out = step(&refused);
+    let refused = job.capture("refused", &[("forbidden.txt", "no\n")]);
+    let out = job.step(&refused);
     let said = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(
@@ -712,75 +812,52 @@ fn the_ci_step_lands_through_the_server_and_the_comment_reports_the_attempts() {
         said.contains("policy: forbidden.txt may not land on refs/heads/main"),
         "{said}"
     );
-    assert_eq!(outcome()["A3S_ISO_OUTCOME"], "error");
-    assert!(comment(&refused).contains("**Failed**: `push_refused`, after 1 push attempt(s)"));
+    assert_eq!(job.outcome()["A3S_ISO_OUTCOME"], "error");
+    assert!(
+        job.comment(&refused)
+            .contains("**Failed**: `push_refused`, after 1 push attempt(s)")
+    );
     assert_eq!(server.trailers().len(), 1);
     // The job's checkout was neither needed nor touched.
-    assert_eq!(server.fx.git(&ci, &["rev-parse", "HEAD"]), head);
-    assert!(server.fx.git(&ci, &["status", "--porcelain"]).is_empty());
+    assert_eq!(server.fx.git(&job.ci, &["rev-parse", "HEAD"]), head);
+    assert!(
+        server
+            .fx
+            .git(&job.ci, &["status", "--porcelain"])
+            .is_empty()
+    );
 }
 
 /// A change set one machine pushed (`push`) lands from two others at once with
 /// `land --push --from origin --digest D`: once, its test run in a scratch isolation; a digest
 /// the remote does not hold fails its entry with `change_set_not_found`, nothing pushed, and
 /// the stop hint names the entry so that the printed command goes on from it.
-#[test]
-fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
-    let server = Server::new();
-    let (a, b, c) = (
-        server.machine("a"),
-        server.machine("b"),
-        server.machine("c"),
-    );
-    server.session(&a, "far", &[("far/away.txt", "from machine a\n")]);
-    let (code, pushed) = server.fx.json_in(&a, &["push", "-s", "far"]);
-    assert_eq!(code, 0, "{pushed}");
-    let digest = pushed["digest"].as_str().unwrap().to_string();
-    let land = |dir: &Path, digest: &str| {
-        let args = [
-            "--json",
-            "land",
-            "--push",
-            "origin/main",
-            "--from",
-            "origin",
-            "--digest",
-            digest,
-            "--test",
-            "test -f README.md && test -f far/away.txt",
-            "--no-sandbox",
-        ];
-        json_of(server.fx.cmd_in(dir).args(args).output().unwrap())
-    };
-    let (first, second) = std::thread::scope(|s| {
-        let one = s.spawn(|| land(&b, &digest));
-        let two = s.spawn(|| land(&c, &digest));
-        (one.join().unwrap(), two.join().unwrap())
-    });
-    let mut outcomes: Vec<String> = [&first, &second]
-        .iter()
-        .map(|(code, doc)| {
-            assert_eq!(*code, 0, "{doc}");
-            let entry = &doc["sessions"][0];
-            assert_eq!(entry["digest"], digest.as_str(), "{entry}");
-            assert_eq!(entry["session_id"], "far", "{entry}");
-            entry["outcome"].as_str().unwrap().to_string()
-        })
-        .collect();
-    outcomes.sort();
-    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
-    assert_eq!(server.trailers(), std::slice::from_ref(&digest));
-    assert_eq!(
-        server.file_on_main("far/away.txt").as_deref(),
-        Some("from machine a\n")
-    );
-    // Again from b: idempotent.
-    let (code, again) = land(&b, &digest);
-    assert_eq!(
-        (code, again["sessions"][0]["outcome"].as_str()),
-        (0, Some("idempotent")),
-        "{again}"
-    );
+/// `land --push origin/main` of the change set `digest` fetched from `origin`, in `dir`.
+fn land_digest(server: &Server, dir: &Path, digest: &str) -> (i32, Value) {
+    let args = [
+        "--json",
+        "land",
+        "--push",
+        "origin/main",
+        "--from",
+        "origin",
+        "--digest",
+        digest,
+        "--test",
+        "test -f README.md && test -f far/away.txt",
+        "--no-sandbox",
+    ];
+    json_of(server.fx.cmd_in(dir).args(args).output().unwrap())
+}
+
+/// A digest the remote does not hold fails its entry; nothing is pushed and the machines are
+/// left as they were.
+fn an_unknown_digest_fails_its_entry_and_pushes_nothing(
+    server: &Server,
+    b: &Path,
+    c: &Path,
+    digest: &str,
+) {
     // A digest the remote does not hold: the entry fails, nothing is pushed, and the hint's
     // command names it (and what follows it).
     let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
@@ -788,7 +865,7 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
     let (code, doc) = json_of(
         server
             .fx
-            .cmd_in(&b)
+            .cmd_in(b)
             .args([
                 "--json",
                 "land",
@@ -799,7 +876,7 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
                 "--digest",
                 &unknown,
                 "--digest",
-                &digest,
+                digest,
             ])
             .output()
             .unwrap(),
@@ -825,130 +902,122 @@ fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
     }
 }
 
+#[test]
+fn a_pushed_change_set_lands_once_from_two_machines_at_once() {
+    let server = Server::new();
+    let (a, b, c) = (
+        server.machine("a"),
+        server.machine("b"),
+        server.machine("c"),
+    );
+    server.session(&a, "far", &[("far/away.txt", "from machine a\n")]);
+    let (code, pushed) = server.fx.json_in(&a, &["push", "-s", "far"]);
+    assert_eq!(code, 0, "{pushed}");
+    let digest = pushed["digest"].as_str().unwrap().to_string();
+    let (first, second) = std::thread::scope(|s| {
+        let one = s.spawn(|| land_digest(&server, &b, &digest));
+        let two = s.spawn(|| land_digest(&server, &c, &digest));
+        (one.join().unwrap(), two.join().unwrap())
+    });
+    let mut outcomes: Vec<String> = [&first, &second]
+        .iter()
+        .map(|(code, doc)| {
+            assert_eq!(*code, 0, "{doc}");
+            let entry = &doc["sessions"][0];
+            assert_eq!(entry["digest"], digest.as_str(), "{entry}");
+            assert_eq!(entry["session_id"], "far", "{entry}");
+            entry["outcome"].as_str().unwrap().to_string()
+        })
+        .collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["idempotent", "landed"], "{first:?} {second:?}");
+    assert_eq!(server.trailers(), std::slice::from_ref(&digest));
+    assert_eq!(
+        server.file_on_main("far/away.txt").as_deref(),
+        Some("from machine a\n")
+    );
+    // Again from b: idempotent.
+    let (code, again) = land_digest(&server, &b, &digest);
+    assert_eq!(
+        (code, again["sessions"][0]["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{again}"
+    );
+    an_unknown_digest_fails_its_entry_and_pushes_nothing(&server, &b, &c, &digest);
+}
+
 /// A session with two commits and uncommitted work lands with `--mode branch` as three
 /// commits on the server's branch, in order, the trailer on the last only; again:
 /// idempotent; killed at random points and landed again: exactly once, every time.
-#[test]
-fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_once() {
-    if !crate::fixture::require_tool("setsid") {
-        return;
-    }
-    let server = Server::new();
-    let (a, b) = (server.machine("a"), server.machine("b"));
+/// Two commits in session `id`'s isolation on machine `a`, and uncommitted work after them.
+fn commit_twice_and_leave_work(server: &Server, a: &Path, id: &str, tag: &str) {
+    let isolation = server.session(a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
+    server.fx.git(&isolation, &["add", "-A"]);
     server.fx.git(
-        &a,
-        &[
-            "config",
-            "remote.origin.receivepack",
-            "setsid -w git-receive-pack",
-        ],
+        &isolation,
+        &["commit", "-q", "-m", &format!("{tag}: first")],
     );
-    // Two commits and uncommitted work in the session's isolation.
-    let work = |id: &str, tag: &str| {
-        let isolation = server.session(&a, id, &[(&format!("{tag}/one.txt"), "one\n")]);
-        server.fx.git(&isolation, &["add", "-A"]);
-        server.fx.git(
-            &isolation,
-            &["commit", "-q", "-m", &format!("{tag}: first")],
-        );
-        std::fs::write(isolation.join(format!("{tag}/two.txt")), "two\n").unwrap();
-        server.fx.git(&isolation, &["add", "-A"]);
-        server.fx.git(
-            &isolation,
-            &["commit", "-q", "-m", &format!("{tag}: second")],
-        );
-        std::fs::write(isolation.join(format!("{tag}/three.txt")), "three\n").unwrap();
-    };
-    let args = |id: &str| -> Vec<String> {
-        [
-            "--json",
-            "land",
-            "--push",
-            "origin/main",
-            "--mode",
-            "branch",
-            "-s",
-            id,
-            "-m",
-            "uncommitted work",
-            "--test",
-            "test -f README.md",
-            "--no-sandbox",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let subjects = |n: usize| -> Vec<String> {
-        server
-            .fx
-            .git(
-                &server.bare,
-                &["log", "--format=%s", &format!("-{n}"), "main"],
-            )
-            .lines()
-            .map(str::to_string)
-            .collect()
-    };
-    work("br", "br");
-    // The branch moves first: the commits replay onto another machine's landing.
-    server.session(&b, "other", &[("other.txt", "other\n")]);
-    let (code, doc) = server
+    std::fs::write(isolation.join(format!("{tag}/two.txt")), "two\n").unwrap();
+    server.fx.git(&isolation, &["add", "-A"]);
+    server.fx.git(
+        &isolation,
+        &["commit", "-q", "-m", &format!("{tag}: second")],
+    );
+    std::fs::write(isolation.join(format!("{tag}/three.txt")), "three\n").unwrap();
+}
+
+/// `land --push origin/main --mode branch` of session `id`, tested, as JSON.
+fn branch_land_args(id: &str) -> Vec<String> {
+    [
+        "--json",
+        "land",
+        "--push",
+        "origin/main",
+        "--mode",
+        "branch",
+        "-s",
+        id,
+        "-m",
+        "uncommitted work",
+        "--test",
+        "test -f README.md",
+        "--no-sandbox",
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The subjects of the server's last `n` commits on `main`, newest first.
+fn subjects(server: &Server, n: usize) -> Vec<String> {
+    server
         .fx
-        .json_in(&b, &["land", "--push", "origin/main", "-s", "other"]);
-    assert_eq!(code, 0, "{doc}");
-    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
-    assert_eq!(code, 0, "{doc}");
-    let entry = session(&doc, "br");
-    assert_eq!(entry["outcome"], "landed", "{entry}");
-    let digest = entry["digest"].as_str().unwrap().to_string();
-    assert_eq!(
-        subjects(4),
-        [
-            "uncommitted work",
-            "br: second",
-            "br: first",
-            "a3s-iso: the work of session other"
-        ]
-    );
-    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
-    assert_eq!(entry["commit"], tip.as_str(), "{entry}");
-    let trailer_of = |rev: &str| {
-        server.fx.git(
+        .git(
             &server.bare,
-            &[
-                "log",
-                "-1",
-                "--format=%(trailers:key=A3S-Change-Set,valueonly)",
-                rev,
-            ],
+            &["log", "--format=%s", &format!("-{n}"), "main"],
         )
-    };
-    assert_eq!(trailer_of("main").trim(), digest);
-    assert_eq!(trailer_of("main~1").trim(), "");
-    assert_eq!(trailer_of("main~2").trim(), "");
-    assert_eq!(server.trailers().len(), 2, "{:?}", server.trailers());
-    for (rel, text) in [
-        ("br/one.txt", "one\n"),
-        ("br/two.txt", "two\n"),
-        ("br/three.txt", "three\n"),
-        ("other.txt", "other\n"),
-    ] {
-        assert_eq!(server.file_on_main(rel).as_deref(), Some(text), "{rel}");
-    }
-    // The second commit's tree on the server holds what the session's second commit held.
-    let listed = server.fx.git(
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The change set a commit of the server's names in its trailer, if any.
+fn trailer_of(server: &Server, rev: &str) -> String {
+    server.fx.git(
         &server.bare,
-        &["ls-tree", "-r", "--name-only", "main~1", "br"],
-    );
-    assert_eq!(listed, "br/one.txt\nbr/two.txt");
-    // Again: idempotent, nothing pushed.
-    let (code, doc) = json_of(server.fx.cmd_in(&a).args(args("br")).output().unwrap());
-    assert_eq!(code, 0, "{doc}");
-    assert_eq!(session(&doc, "br")["outcome"], "idempotent", "{doc}");
-    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=A3S-Change-Set,valueonly)",
+            rev,
+        ],
+    )
+}
+
+/// Patch mode is refused: nothing uncommitted travels through a server.
+fn patch_mode_through_a_server_is_refused(server: &Server, a: &Path) {
     // Patch mode is refused: nothing uncommitted travels through a server.
     let (code, doc) = server.fx.json_in(
-        &a,
+        a,
         &[
             "land",
             "--push",
@@ -965,6 +1034,10 @@ fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_
             .contains("nothing uncommitted travels through a server"),
         "{doc}"
     );
+}
+
+/// Killed at random points, then landed again: each session's commits land exactly once.
+fn branch_mode_killed_at_random_points_lands_once(server: &Server, a: &Path) {
     // Killed at random points, then landed again: exactly once.
     let rounds = crate::fixture::repetitions("A3S_ISO_LAND_PUSH_BRANCH_KILLS", 10);
     let mut rng = crate::promote_crash::Rng::seeded("land --push --mode branch kills");
@@ -972,12 +1045,19 @@ fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_
     let mut killed = 0;
     for round in 0..rounds {
         let id = format!("bk{round}");
-        work(&id, &id);
-        let run: Vec<String> = args(&id).into_iter().skip(1).collect();
+        commit_twice_and_leave_work(server, a, &id, &id);
+        let run: Vec<String> = branch_land_args(&id).into_iter().skip(1).collect();
         let run: Vec<&str> = run.iter().map(String::as_str).collect();
         let delay = std::time::Duration::from_millis(rng.below(500));
-        killed += usize::from(kill_in_after(&server.fx, &a, &run, delay));
-        let (code, doc) = json_of(server.fx.cmd_in(&a).args(args(&id)).output().unwrap());
+        killed += usize::from(kill_in_after(&server.fx, a, &run, delay));
+        let (code, doc) = json_of(
+            server
+                .fx
+                .cmd_in(a)
+                .args(branch_land_args(&id))
+                .output()
+                .unwrap(),
+        );
         assert_eq!(code, 0, "round {round}: {doc}");
         let entry = session(&doc, &id);
         assert!(
@@ -994,7 +1074,7 @@ fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_
         );
         assert_eq!(trailers.len(), expected, "round {round}: {trailers:?}");
         assert_eq!(
-            subjects(3),
+            subjects(server, 3),
             [
                 "uncommitted work".to_string(),
                 format!("{id}: second"),
@@ -1008,6 +1088,78 @@ fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_
         );
     }
     eprintln!("land --push --mode branch kills: {killed} of {rounds} killed while running");
+}
+
+#[test]
+fn branch_mode_lands_the_sessions_commits_in_order_with_the_trailer_on_the_last_once() {
+    if !crate::fixture::require_tool("setsid") {
+        return;
+    }
+    let server = Server::new();
+    let (a, b) = (server.machine("a"), server.machine("b"));
+    server.receive_in_a_session_of_its_own(&a);
+    commit_twice_and_leave_work(&server, &a, "br", "br");
+    // The branch moves first: the commits replay onto another machine's landing.
+    server.session(&b, "other", &[("other.txt", "other\n")]);
+    let (code, doc) = server
+        .fx
+        .json_in(&b, &["land", "--push", "origin/main", "-s", "other"]);
+    assert_eq!(code, 0, "{doc}");
+    let (code, doc) = json_of(
+        server
+            .fx
+            .cmd_in(&a)
+            .args(branch_land_args("br"))
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, 0, "{doc}");
+    let entry = session(&doc, "br");
+    assert_eq!(entry["outcome"], "landed", "{entry}");
+    let digest = entry["digest"].as_str().unwrap().to_string();
+    assert_eq!(
+        subjects(&server, 4),
+        [
+            "uncommitted work",
+            "br: second",
+            "br: first",
+            "a3s-iso: the work of session other"
+        ]
+    );
+    let tip = server.fx.git(&server.bare, &["rev-parse", "main"]);
+    assert_eq!(entry["commit"], tip.as_str(), "{entry}");
+    assert_eq!(trailer_of(&server, "main").trim(), digest);
+    assert_eq!(trailer_of(&server, "main~1").trim(), "");
+    assert_eq!(trailer_of(&server, "main~2").trim(), "");
+    assert_eq!(server.trailers().len(), 2, "{:?}", server.trailers());
+    for (rel, text) in [
+        ("br/one.txt", "one\n"),
+        ("br/two.txt", "two\n"),
+        ("br/three.txt", "three\n"),
+        ("other.txt", "other\n"),
+    ] {
+        assert_eq!(server.file_on_main(rel).as_deref(), Some(text), "{rel}");
+    }
+    // The second commit's tree on the server holds what the session's second commit held.
+    let listed = server.fx.git(
+        &server.bare,
+        &["ls-tree", "-r", "--name-only", "main~1", "br"],
+    );
+    assert_eq!(listed, "br/one.txt\nbr/two.txt");
+    // Again: idempotent, nothing pushed.
+    let (code, doc) = json_of(
+        server
+            .fx
+            .cmd_in(&a)
+            .args(branch_land_args("br"))
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(session(&doc, "br")["outcome"], "idempotent", "{doc}");
+    assert_eq!(server.fx.git(&server.bare, &["rev-parse", "main"]), tip);
+    patch_mode_through_a_server_is_refused(&server, &a);
+    branch_mode_killed_at_random_points_lands_once(&server, &a);
 }
 
 /// `--mode branch`: a session's commit that conflicts with the branch's tip ends its entry as

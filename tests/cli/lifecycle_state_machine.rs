@@ -269,88 +269,293 @@ impl Machine {
         Ok(())
     }
 
+    /// A bind by a new process that stays alive (until `OwnerExits`) if it got the session.
+    fn bind_as_other(&mut self, s: usize) -> Result<(), TestCaseError> {
+        let other = self.others.spawn();
+        let pid = self.others.pid(other);
+        self.bind(
+            s,
+            Owner::Other(other),
+            &["bind", "-s", &id(s), "--owner-pid", &pid],
+        )?;
+        if self.bound(s).map(|x| x.owner) != Some(Owner::Other(other)) {
+            self.others.exit(other);
+        }
+        Ok(())
+    }
+
+    /// A bind by a new process that exits right after.
+    fn bind_as_short_lived(&mut self, s: usize) -> Result<(), TestCaseError> {
+        let other = self.others.spawn();
+        let pid = self.others.pid(other);
+        self.bind(
+            s,
+            Owner::Other(other),
+            &["bind", "-s", &id(s), "--owner-pid", &pid],
+        )?;
+        self.others.exit(other);
+        Ok(())
+    }
+
+    /// A bind for an owner that has exited and been reaped is refused, and changes nothing.
+    fn bind_as_reaped(&self, s: usize) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let iso = fx.isolation(&id(s));
+        let existed = iso.exists();
+        let records = listing(&fx.src.join(".git/a3s-iso/sessions"));
+        let pid = reaped_pid();
+        let (code, doc) = fx.json(&["bind", "-s", &id(s), "--owner-pid", &pid]);
+        prop_assert_eq!(code, 2, "{}", doc);
+        prop_assert_eq!(code_of(&doc), "usage");
+        prop_assert_eq!(iso.exists(), existed);
+        prop_assert_eq!(listing(&fx.src.join(".git/a3s-iso/sessions")), records);
+        Ok(())
+    }
+
+    /// The other owner of session `s` (else of any session) exits and is reaped.
+    fn owner_exits(&mut self, s: usize) {
+        let other_of = |x: &Session| match x.owner {
+            Owner::Other(i) if x.state == State::Bound && self.others.alive(x.owner) => Some(i),
+            _ => None,
+        };
+        let owner = self
+            .sessions
+            .get(&s)
+            .and_then(other_of)
+            .or_else(|| self.sessions.values().find_map(other_of));
+        if let Some(i) = owner {
+            self.others.exit(i);
+        }
+    }
+
+    /// A write into session `s`'s isolation, else into any bound session's.
+    fn edit(&mut self, s: usize, file: usize, content: u8) {
+        let fx = &self.fx;
+        // Into session `s`, else into any bound one.
+        let s = Some(s)
+            .filter(|s| self.bound(*s).is_some())
+            .or_else(|| (0..SESSIONS).find(|s| self.bound(*s).is_some()))
+            .unwrap_or(s);
+        if let Some(session) = self.sessions.get_mut(&s)
+            && session.state == State::Bound
+        {
+            let iso = fx.isolation(&id(s));
+            std::fs::write(iso.join(format!("f{file}.txt")), format!("{content}\n")).unwrap();
+            session.edits.insert(file, content);
+        }
+    }
+
+    /// A capture succeeds for a bound session only, and names why for any other.
+    fn capture(&self, s: usize) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let (code, doc) = fx.json(&["capture", "-s", &id(s)]);
+        match self.sessions.get(&s).map(|x| &x.state) {
+            Some(State::Bound) => prop_assert_eq!(code, 0, "{}", doc),
+            Some(State::Discarded) => {
+                prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
+            }
+            Some(State::Swept) | None => {
+                prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
+            }
+        }
+        Ok(())
+    }
+
+    /// A promote, against the model: a change set lands at most once, and an applied one
+    /// brings the session's files; whether the source may have changed.
+    fn promote(
+        &mut self,
+        s: usize,
+        before: &BTreeMap<String, String>,
+    ) -> Result<bool, TestCaseError> {
+        let fx = &self.fx;
+        let mut source_may_change = false;
+        let (code, doc) = fx.json(&["promote", "-s", &id(s)]);
+        let outcome = doc["outcome"].as_str().unwrap_or("error");
+        match self.sessions.get(&s).map(|x| &x.state) {
+            Some(State::Bound) => prop_assert!(
+                ["applied", "idempotent", "conflict", "empty"].contains(&outcome),
+                "{}",
+                doc
+            ),
+            Some(State::Discarded) => {
+                prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
+            }
+            Some(State::Swept) | None => {
+                prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
+            }
+        }
+        match outcome {
+            "applied" => {
+                prop_assert_eq!(code, 0);
+                let digest = doc["digest"].as_str().unwrap().to_string();
+                prop_assert!(
+                    self.applied.insert(digest),
+                    "a change set landed twice: {}",
+                    doc
+                );
+                prop_assert_ne!(checkout_listing(&fx.src), before.clone());
+                for (file, content) in &self.bound(s).unwrap().edits {
+                    let text =
+                        std::fs::read_to_string(fx.src.join(format!("f{file}.txt"))).unwrap();
+                    prop_assert_eq!(text, format!("{content}\n"));
+                }
+                // The user accepts the work, so the checkout is clean again.
+                fx.commit_all(&format!("accept {}", id(s)));
+                source_may_change = true;
+            }
+            "conflict" => prop_assert_eq!(code, 3),
+            "idempotent" => {
+                prop_assert_eq!(code, 0);
+                prop_assert!(
+                    self.applied.contains(doc["digest"].as_str().unwrap()),
+                    "idempotent for a digest never applied: {}",
+                    doc
+                );
+            }
+            "empty" => prop_assert_eq!(code, 0),
+            _ => prop_assert_eq!(code, 1),
+        }
+        Ok(source_may_change)
+    }
+
+    /// A discard removes the session's isolation; an unknown session is named.
+    fn discard(&mut self, s: usize) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let (code, doc) = fx.json(&["discard", "-s", &id(s)]);
+        match self.sessions.get_mut(&s) {
+            Some(session) => {
+                prop_assert_eq!(code, 0, "{}", doc);
+                session.state = State::Discarded;
+                session.edits.clear();
+            }
+            None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
+        }
+        prop_assert!(!fx.isolation(&id(s)).exists());
+        Ok(())
+    }
+
+    /// `bind --resume` of a swept session brings its work back as it was.
+    fn resume(&mut self, s: usize) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        if self
+            .sessions
+            .get(&s)
+            .is_some_and(|x| x.state == State::Swept)
+        {
+            let (code, doc) = fx.json(&["bind", "-s", &id(s), "--resume"]);
+            prop_assert_eq!(code, 0, "{}", doc);
+            self.reclaimed_by_a_bind_of(s);
+            let session = self.sessions.get_mut(&s).unwrap();
+            session.state = State::Bound;
+            session.owner = Owner::Me;
+            // The work comes back as it was when the sweep took it.
+            self.check_isolation(s)?;
+        }
+        Ok(())
+    }
+
+    /// `list --all` names every session in its model state, with its owner's liveness.
+    fn list(&self) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let (code, doc) = fx.json(&["list", "--all"]);
+        prop_assert_eq!(code, 0, "{}", doc);
+        let listed: BTreeMap<String, &Value> = doc["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| (x["session_id"].as_str().unwrap().to_string(), x))
+            .collect();
+        let known: BTreeSet<String> = self.sessions.keys().map(|s| id(*s)).collect();
+        prop_assert_eq!(listed.keys().cloned().collect::<BTreeSet<_>>(), known);
+        for (s, session) in &self.sessions {
+            let entry = listed[&id(*s)];
+            // A bound session whose every edit is what HEAD holds has landed (the user
+            // committed its promote, and nothing since changed those files).
+            let in_head = |(file, content): (&usize, &u8)| {
+                let at = format!("HEAD:f{file}.txt");
+                let shown = std::process::Command::new("git")
+                    .args(["-C", fx.src.to_str().unwrap(), "show", &at])
+                    .output()
+                    .unwrap();
+                shown.status.success() && shown.stdout == format!("{content}\n").as_bytes()
+            };
+            let landed = !session.edits.is_empty() && session.edits.iter().all(in_head);
+            let state = match session.state {
+                State::Bound if landed => "landed",
+                State::Bound => "bound",
+                State::Discarded => "discarded",
+                State::Swept => "swept",
+            };
+            prop_assert_eq!(&entry["state"], state, "{}", entry);
+            if session.state == State::Bound {
+                let liveness = match self.others.alive(session.owner) {
+                    true => "alive",
+                    false => "dead",
+                };
+                prop_assert_eq!(&entry["owner"]["liveness"], liveness, "{}", entry);
+            }
+        }
+        Ok(())
+    }
+
+    /// A sweep reclaims exactly the dead, keeping their work at `refs/a3s-iso/swept/<id>`.
+    fn sweep(&mut self, dry_run: bool) -> Result<(), TestCaseError> {
+        let fx = &self.fx;
+        let mut args = vec!["sweep", "--grace", "0s"];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let (code, doc) = fx.json(&args);
+        prop_assert_eq!(code, 0, "{}", doc);
+        let reclaimed: BTreeSet<String> = doc["reclaimed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["session_id"].as_str().unwrap().to_string())
+            .collect();
+        // Exactly the dead: never a live session, and no dead one left behind.
+        let dead = self.dead();
+        prop_assert_eq!(&reclaimed, &dead, "{}", doc);
+        for item in doc["reclaimed"].as_array().unwrap() {
+            prop_assert_eq!(&item["reason"], "owner_dead", "{}", item);
+        }
+        for s in 0..SESSIONS {
+            if !dry_run && dead.contains(&id(s)) {
+                prop_assert!(!fx.isolation(&id(s)).exists());
+                // Its work is still reachable at refs/a3s-iso/swept/<id>.
+                let session = self.sessions.get_mut(&s).unwrap();
+                session.state = State::Swept;
+                let session = session.clone();
+                for (file, content) in &session.edits {
+                    let swept = format!("refs/a3s-iso/swept/{}:f{file}.txt", id(s));
+                    prop_assert_eq!(
+                        blob(fx, &swept),
+                        Some(format!("{content}\n")),
+                        "{} after {}",
+                        swept,
+                        doc
+                    );
+                }
+            } else if self.bound(s).is_some() {
+                self.check_isolation(s)?;
+            }
+        }
+        Ok(())
+    }
+
     fn step(&mut self, op: Op) -> Result<(), TestCaseError> {
         let fx = &self.fx;
         let before = checkout_listing(&fx.src);
         let mut source_may_change = false;
         match op {
             Op::Bind(s) => self.bind(s, Owner::Me, &["bind", "-s", &id(s)])?,
-            Op::BindAsOther(s) => {
-                let other = self.others.spawn();
-                let pid = self.others.pid(other);
-                self.bind(
-                    s,
-                    Owner::Other(other),
-                    &["bind", "-s", &id(s), "--owner-pid", &pid],
-                )?;
-                if self.bound(s).map(|x| x.owner) != Some(Owner::Other(other)) {
-                    self.others.exit(other);
-                }
-            }
-            Op::BindAsShortLived(s) => {
-                let other = self.others.spawn();
-                let pid = self.others.pid(other);
-                self.bind(
-                    s,
-                    Owner::Other(other),
-                    &["bind", "-s", &id(s), "--owner-pid", &pid],
-                )?;
-                self.others.exit(other);
-            }
-            Op::BindAsReaped(s) => {
-                let iso = fx.isolation(&id(s));
-                let existed = iso.exists();
-                let records = listing(&fx.src.join(".git/a3s-iso/sessions"));
-                let pid = reaped_pid();
-                let (code, doc) = fx.json(&["bind", "-s", &id(s), "--owner-pid", &pid]);
-                prop_assert_eq!(code, 2, "{}", doc);
-                prop_assert_eq!(code_of(&doc), "usage");
-                prop_assert_eq!(iso.exists(), existed);
-                prop_assert_eq!(listing(&fx.src.join(".git/a3s-iso/sessions")), records);
-            }
-            Op::OwnerExits(s) => {
-                let other_of = |x: &Session| match x.owner {
-                    Owner::Other(i) if x.state == State::Bound && self.others.alive(x.owner) => {
-                        Some(i)
-                    }
-                    _ => None,
-                };
-                let owner = self
-                    .sessions
-                    .get(&s)
-                    .and_then(other_of)
-                    .or_else(|| self.sessions.values().find_map(other_of));
-                if let Some(i) = owner {
-                    self.others.exit(i);
-                }
-            }
-            Op::Edit(s, file, content) => {
-                // Into session `s`, else into any bound one.
-                let s = Some(s)
-                    .filter(|s| self.bound(*s).is_some())
-                    .or_else(|| (0..SESSIONS).find(|s| self.bound(*s).is_some()))
-                    .unwrap_or(s);
-                if let Some(session) = self.sessions.get_mut(&s)
-                    && session.state == State::Bound
-                {
-                    let iso = fx.isolation(&id(s));
-                    std::fs::write(iso.join(format!("f{file}.txt")), format!("{content}\n"))
-                        .unwrap();
-                    session.edits.insert(file, content);
-                }
-            }
-            Op::Capture(s) => {
-                let (code, doc) = fx.json(&["capture", "-s", &id(s)]);
-                match self.sessions.get(&s).map(|x| &x.state) {
-                    Some(State::Bound) => prop_assert_eq!(code, 0, "{}", doc),
-                    Some(State::Discarded) => {
-                        prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
-                    }
-                    Some(State::Swept) | None => {
-                        prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
-                    }
-                }
-            }
+            Op::BindAsOther(s) => self.bind_as_other(s)?,
+            Op::BindAsShortLived(s) => self.bind_as_short_lived(s)?,
+            Op::BindAsReaped(s) => self.bind_as_reaped(s)?,
+            Op::OwnerExits(s) => self.owner_exits(s),
+            Op::Edit(s, file, content) => self.edit(s, file, content),
+            Op::Capture(s) => self.capture(s)?,
             Op::PromoteWork(s) => {
                 let with_work = |s: &usize| self.bound(*s).is_some_and(|x| !x.edits.is_empty());
                 let s = Some(s)
@@ -359,163 +564,11 @@ impl Machine {
                     .unwrap_or(s);
                 return self.step(Op::Promote(s));
             }
-            Op::Promote(s) => {
-                let (code, doc) = fx.json(&["promote", "-s", &id(s)]);
-                let outcome = doc["outcome"].as_str().unwrap_or("error");
-                match self.sessions.get(&s).map(|x| &x.state) {
-                    Some(State::Bound) => prop_assert!(
-                        ["applied", "idempotent", "conflict", "empty"].contains(&outcome),
-                        "{}",
-                        doc
-                    ),
-                    Some(State::Discarded) => {
-                        prop_assert_eq!(code_of(&doc), "change_set_unavailable", "{}", doc)
-                    }
-                    Some(State::Swept) | None => {
-                        prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc)
-                    }
-                }
-                match outcome {
-                    "applied" => {
-                        prop_assert_eq!(code, 0);
-                        let digest = doc["digest"].as_str().unwrap().to_string();
-                        prop_assert!(
-                            self.applied.insert(digest),
-                            "a change set landed twice: {}",
-                            doc
-                        );
-                        prop_assert_ne!(checkout_listing(&fx.src), before.clone());
-                        for (file, content) in &self.bound(s).unwrap().edits {
-                            let text = std::fs::read_to_string(fx.src.join(format!("f{file}.txt")))
-                                .unwrap();
-                            prop_assert_eq!(text, format!("{content}\n"));
-                        }
-                        // The user accepts the work, so the checkout is clean again.
-                        fx.commit_all(&format!("accept {}", id(s)));
-                        source_may_change = true;
-                    }
-                    "conflict" => prop_assert_eq!(code, 3),
-                    "idempotent" => {
-                        prop_assert_eq!(code, 0);
-                        prop_assert!(
-                            self.applied.contains(doc["digest"].as_str().unwrap()),
-                            "idempotent for a digest never applied: {}",
-                            doc
-                        );
-                    }
-                    "empty" => prop_assert_eq!(code, 0),
-                    _ => prop_assert_eq!(code, 1),
-                }
-            }
-            Op::Discard(s) => {
-                let (code, doc) = fx.json(&["discard", "-s", &id(s)]);
-                match self.sessions.get_mut(&s) {
-                    Some(session) => {
-                        prop_assert_eq!(code, 0, "{}", doc);
-                        session.state = State::Discarded;
-                        session.edits.clear();
-                    }
-                    None => prop_assert_eq!(code_of(&doc), "session_not_found", "{}", doc),
-                }
-                prop_assert!(!fx.isolation(&id(s)).exists());
-            }
-            Op::Resume(s) => {
-                if self
-                    .sessions
-                    .get(&s)
-                    .is_some_and(|x| x.state == State::Swept)
-                {
-                    let (code, doc) = fx.json(&["bind", "-s", &id(s), "--resume"]);
-                    prop_assert_eq!(code, 0, "{}", doc);
-                    self.reclaimed_by_a_bind_of(s);
-                    let session = self.sessions.get_mut(&s).unwrap();
-                    session.state = State::Bound;
-                    session.owner = Owner::Me;
-                    // The work comes back as it was when the sweep took it.
-                    self.check_isolation(s)?;
-                }
-            }
-            Op::List => {
-                let (code, doc) = fx.json(&["list", "--all"]);
-                prop_assert_eq!(code, 0, "{}", doc);
-                let listed: BTreeMap<String, &Value> = doc["sessions"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|x| (x["session_id"].as_str().unwrap().to_string(), x))
-                    .collect();
-                let known: BTreeSet<String> = self.sessions.keys().map(|s| id(*s)).collect();
-                prop_assert_eq!(listed.keys().cloned().collect::<BTreeSet<_>>(), known);
-                for (s, session) in &self.sessions {
-                    let entry = listed[&id(*s)];
-                    // A bound session whose every edit is what HEAD holds has landed (the user
-                    // committed its promote, and nothing since changed those files).
-                    let in_head = |(file, content): (&usize, &u8)| {
-                        let at = format!("HEAD:f{file}.txt");
-                        let shown = std::process::Command::new("git")
-                            .args(["-C", fx.src.to_str().unwrap(), "show", &at])
-                            .output()
-                            .unwrap();
-                        shown.status.success() && shown.stdout == format!("{content}\n").as_bytes()
-                    };
-                    let landed = !session.edits.is_empty() && session.edits.iter().all(in_head);
-                    let state = match session.state {
-                        State::Bound if landed => "landed",
-                        State::Bound => "bound",
-                        State::Discarded => "discarded",
-                        State::Swept => "swept",
-                    };
-                    prop_assert_eq!(&entry["state"], state, "{}", entry);
-                    if session.state == State::Bound {
-                        let liveness = match self.others.alive(session.owner) {
-                            true => "alive",
-                            false => "dead",
-                        };
-                        prop_assert_eq!(&entry["owner"]["liveness"], liveness, "{}", entry);
-                    }
-                }
-            }
-            Op::Sweep { dry_run } => {
-                let mut args = vec!["sweep", "--grace", "0s"];
-                if dry_run {
-                    args.push("--dry-run");
-                }
-                let (code, doc) = fx.json(&args);
-                prop_assert_eq!(code, 0, "{}", doc);
-                let reclaimed: BTreeSet<String> = doc["reclaimed"]
-                    .as_array()
-                    .unwrap()
-                    .iter()
-                    .map(|r| r["session_id"].as_str().unwrap().to_string())
-                    .collect();
-                // Exactly the dead: never a live session, and no dead one left behind.
-                let dead = self.dead();
-                prop_assert_eq!(&reclaimed, &dead, "{}", doc);
-                for item in doc["reclaimed"].as_array().unwrap() {
-                    prop_assert_eq!(&item["reason"], "owner_dead", "{}", item);
-                }
-                for s in 0..SESSIONS {
-                    if !dry_run && dead.contains(&id(s)) {
-                        prop_assert!(!fx.isolation(&id(s)).exists());
-                        // Its work is still reachable at refs/a3s-iso/swept/<id>.
-                        let session = self.sessions.get_mut(&s).unwrap();
-                        session.state = State::Swept;
-                        let session = session.clone();
-                        for (file, content) in &session.edits {
-                            let swept = format!("refs/a3s-iso/swept/{}:f{file}.txt", id(s));
-                            prop_assert_eq!(
-                                blob(fx, &swept),
-                                Some(format!("{content}\n")),
-                                "{} after {}",
-                                swept,
-                                doc
-                            );
-                        }
-                    } else if self.bound(s).is_some() {
-                        self.check_isolation(s)?;
-                    }
-                }
-            }
+            Op::Promote(s) => source_may_change = self.promote(s, &before)?,
+            Op::Discard(s) => self.discard(s)?,
+            Op::Resume(s) => self.resume(s)?,
+            Op::List => self.list()?,
+            Op::Sweep { dry_run } => self.sweep(dry_run)?,
             Op::UserCommit(content) => {
                 fx.write("user.txt", &format!("{content}\n"));
                 fx.git(&fx.src, &["add", "-A"]);

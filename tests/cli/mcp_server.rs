@@ -565,27 +565,11 @@ fn source_state(fx: &Fixture) -> (String, std::collections::BTreeMap<String, Str
 /// Every way out of the sandbox a `run` call could ask for is refused by a server that was
 /// not granted it, before anything runs: nothing is committed on the user's branch, no
 /// secret reaches the isolation or its change set, no host file is written.
-#[test]
-fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
-    if !crate::fixture::require_tool("sandbox") {
-        return;
-    }
-    let fx = Fixture::new();
-    let ssh = fx.home.join(".ssh");
-    std::fs::create_dir_all(&ssh).unwrap();
-    std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY LINE\n").unwrap();
-    std::fs::write(fx.home.join(".bashrc"), "# the user's shell\n").unwrap();
-    let bashrc = std::fs::read(fx.home.join(".bashrc")).unwrap();
-    let before = source_state(&fx);
-    let mut client =
-        Client::start_with(&fx, &["--timeout", "60s"], &[("GITHUB_TOKEN", "gh-secret")]);
-    client.handshake("2025-06-18");
-    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
-    let home = fx.home.display().to_string();
+/// A run call for each opt-out the server was not started with, and the grant it needs.
+fn ungranted_run_calls(home: &str, steal: &str) -> Vec<(Value, &'static str)> {
     let commit =
         "cd \"$A3S_ISO_SOURCE\" && echo pwned > PWNED && git add PWNED && git commit -qm pwned";
-    let steal = "cat ~/.ssh/id_rsa > stolen; echo \"$GITHUB_TOKEN\" > token";
-    let attempts = [
+    let attempts = vec![
         (
             json!({"no_sandbox": true, "command": ["sh", "-c", commit]}),
             "--allow-no-sandbox",
@@ -611,7 +595,7 @@ fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
             "--publish",
         ),
         (
-            json!({"allow_write": [home.clone()], "command": ["true"]}),
+            json!({"allow_write": [home], "command": ["true"]}),
             "--allow-write",
         ),
         (
@@ -631,14 +615,11 @@ fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
             "--timeout 1h",
         ),
     ];
-    for (mut args, grant) in attempts {
-        args["session_id"] = json!("agent");
-        let data = not_granted(&mut client, "run", args.clone());
-        assert!(
-            grant.starts_with(data["grant"].as_str().unwrap()),
-            "{args}: {data}"
-        );
-    }
+    attempts
+}
+
+/// A run with what the server grants still works, and gets none of what was refused.
+fn a_granted_run_gets_none_of_it(client: &mut Client, fx: &Fixture, steal: &str) {
     // A run with what the server grants still works, and gets none of it.
     let ran = client.document(
         "run",
@@ -666,6 +647,36 @@ fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
         std::fs::read_to_string(isolation.join("token")).unwrap(),
         "\n"
     );
+}
+
+#[test]
+fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
+    if !crate::fixture::require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let ssh = fx.home.join(".ssh");
+    std::fs::create_dir_all(&ssh).unwrap();
+    std::fs::write(ssh.join("id_rsa"), "PRIVATE KEY LINE\n").unwrap();
+    std::fs::write(fx.home.join(".bashrc"), "# the user's shell\n").unwrap();
+    let bashrc = std::fs::read(fx.home.join(".bashrc")).unwrap();
+    let before = source_state(&fx);
+    let mut client =
+        Client::start_with(&fx, &["--timeout", "60s"], &[("GITHUB_TOKEN", "gh-secret")]);
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    let home = fx.home.display().to_string();
+    let steal = "cat ~/.ssh/id_rsa > stolen; echo \"$GITHUB_TOKEN\" > token";
+    let attempts = ungranted_run_calls(&home, steal);
+    for (mut args, grant) in attempts {
+        args["session_id"] = json!("agent");
+        let data = not_granted(&mut client, "run", args.clone());
+        assert!(
+            grant.starts_with(data["grant"].as_str().unwrap()),
+            "{args}: {data}"
+        );
+    }
+    a_granted_run_gets_none_of_it(&mut client, &fx, steal);
     client.close();
     assert_eq!(source_state(&fx), before, "the user's repository changed");
     assert!(!fx.src.join("PWNED").exists());
@@ -675,6 +686,38 @@ fn attack_a_run_call_gets_no_opt_out_the_server_was_not_granted() {
 /// The grants a user gives the server are what runs get, and a call may ask for less, never
 /// more: the secret the user granted is read, a path beneath a granted one too, but not a
 /// granted directory's link that leads out of it.
+/// Beyond the grant: a sibling of it, a link out of the output directory, `..`, an
+/// environment variable not granted; each refused.
+fn calls_beyond_the_grants_are_refused(client: &mut Client, fx: &Fixture, out: &std::path::Path) {
+    let out_grant = out.display().to_string();
+    // Beyond the grant: a sibling of it, a link out of the output directory, `..`.
+    let home = fx.home.display().to_string();
+    for (args, grant) in [
+        (
+            json!({"allow_read": [format!("{home}/.gnupg")]}),
+            "--allow-read",
+        ),
+        (
+            json!({"output": out.join("bashrc-link").display().to_string()}),
+            "--allow-output",
+        ),
+        (
+            json!({"output": format!("{out_grant}/../escape.log")}),
+            "--allow-output",
+        ),
+        (json!({"env": ["OTHER_TOKEN"]}), "--env"),
+    ] {
+        let mut args = args;
+        args["session_id"] = json!("agent");
+        args["command"] = json!(["true"]);
+        let data = not_granted(client, "run", args.clone());
+        assert!(
+            data["grant"].as_str().unwrap().starts_with(grant),
+            "{args}: {data}"
+        );
+    }
+}
+
 #[test]
 fn a_run_gets_the_servers_grants_and_may_narrow_them() {
     if !crate::fixture::require_tool("sandbox") {
@@ -727,32 +770,7 @@ fn a_run_gets_the_servers_grants_and_may_narrow_them() {
         std::fs::read_to_string(fx.isolation("agent").join("narrowed.txt")).unwrap(),
         "PRIVATE KEY LINE\n"
     );
-    // Beyond the grant: a sibling of it, a link out of the output directory, `..`.
-    let home = fx.home.display().to_string();
-    for (args, grant) in [
-        (
-            json!({"allow_read": [format!("{home}/.gnupg")]}),
-            "--allow-read",
-        ),
-        (
-            json!({"output": out.join("bashrc-link").display().to_string()}),
-            "--allow-output",
-        ),
-        (
-            json!({"output": format!("{out_grant}/../escape.log")}),
-            "--allow-output",
-        ),
-        (json!({"env": ["OTHER_TOKEN"]}), "--env"),
-    ] {
-        let mut args = args;
-        args["session_id"] = json!("agent");
-        args["command"] = json!(["true"]);
-        let data = not_granted(&mut client, "run", args.clone());
-        assert!(
-            data["grant"].as_str().unwrap().starts_with(grant),
-            "{args}: {data}"
-        );
-    }
+    calls_beyond_the_grants_are_refused(&mut client, &fx, &out);
     assert!(!fx.home.join(".bashrc").exists());
     assert!(!fx.root.join("escape.log").exists());
     client.close();
@@ -761,25 +779,9 @@ fn a_run_gets_the_servers_grants_and_may_narrow_them() {
 /// The server acts on the sessions it bound (and those named at its start): another session
 /// of the user's is refused by every tool, whether or not it exists, and `discard` of all
 /// with `purge` removes the agent's own sessions only, the user's kept byte for byte.
-#[test]
-fn attack_an_agent_acts_only_on_its_own_sessions() {
-    let fx = Fixture::new();
-    fx.bind("mine");
-    std::fs::write(fx.isolation("mine").join("WORK.txt"), "the user's work\n").unwrap();
-    let (code, doc) = fx.json(&["capture", "-s", "mine", "--run-id", "r1"]);
-    assert_eq!(code, 0, "{doc}");
-    let state = crate::fixture::state_dir(&fx);
-    let before = (
-        crate::fixture::listing(&fx.isolation("mine")),
-        std::fs::read(state.join("sessions/mine.json")).unwrap(),
-        fx.git(
-            &fx.src,
-            &["for-each-ref", "--format=%(refname) %(objectname)"],
-        ),
-    );
-    let mut client = Client::start(&fx, &["--allow-promote"]);
-    client.handshake("2025-06-18");
-    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+/// Every tool called on the user's session (or one that does not exist) is refused as not
+/// granted, with a hint naming `--session`.
+fn every_tool_on_anothers_session_is_refused(client: &mut Client) {
     for (tool, args) in [
         ("show", json!({"session_id": "mine"})),
         ("diff", json!({"session_id": "mine"})),
@@ -807,6 +809,10 @@ fn attack_an_agent_acts_only_on_its_own_sessions() {
             "{error}"
         );
     }
+}
+
+/// What it lists, predicts, shows or discards without an id is its own session only.
+fn it_lists_and_chooses_only_its_own(client: &mut Client) {
     // What it lists and predicts is its own.
     let listed = client.document("list", json!({"all": true}));
     let ids: Vec<&str> = listed["sessions"]
@@ -828,6 +834,29 @@ fn attack_an_agent_acts_only_on_its_own_sessions() {
         .map(|s| s["session_id"].as_str().unwrap())
         .collect();
     assert_eq!(ids, ["agent"], "{discarded}");
+}
+
+#[test]
+fn attack_an_agent_acts_only_on_its_own_sessions() {
+    let fx = Fixture::new();
+    fx.bind("mine");
+    std::fs::write(fx.isolation("mine").join("WORK.txt"), "the user's work\n").unwrap();
+    let (code, doc) = fx.json(&["capture", "-s", "mine", "--run-id", "r1"]);
+    assert_eq!(code, 0, "{doc}");
+    let state = crate::fixture::state_dir(&fx);
+    let before = (
+        crate::fixture::listing(&fx.isolation("mine")),
+        std::fs::read(state.join("sessions/mine.json")).unwrap(),
+        fx.git(
+            &fx.src,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        ),
+    );
+    let mut client = Client::start(&fx, &["--allow-promote"]);
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    every_tool_on_anothers_session_is_refused(&mut client);
+    it_lists_and_chooses_only_its_own(&mut client);
     client.close();
     let after = (
         crate::fixture::listing(&fx.isolation("mine")),

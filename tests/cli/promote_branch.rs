@@ -41,15 +41,13 @@ fn promote_branch(fx: &Fixture, id: &str) -> (i32, Value) {
     fx.json(&["promote", "-s", id, "--mode", "branch"])
 }
 
-#[test]
-fn agent_commits_land_as_commits_with_a_leftovers_commit() {
-    let fx = Fixture::new();
-    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+/// Session `b` with two agent commits by different authors and uncommitted work after them.
+fn two_agent_commits_and_leftovers(fx: &Fixture) {
     fx.bind("b");
     let iso = fx.isolation("b");
     std::fs::write(iso.join("one.txt"), "1\n").unwrap();
     agent_commit(
-        &fx,
+        fx,
         &iso,
         "first agent commit",
         "Alice",
@@ -57,17 +55,18 @@ fn agent_commits_land_as_commits_with_a_leftovers_commit() {
     );
     std::fs::write(iso.join("two.txt"), "2\n").unwrap();
     agent_commit(
-        &fx,
+        fx,
         &iso,
         "second agent commit",
         "Bob",
         "2026-03-04T05:06:07Z",
     );
     std::fs::write(iso.join("left.txt"), "uncommitted\n").unwrap();
+}
 
-    let (code, doc) = promote_branch(&fx, "b");
-    assert_eq!(code, 0, "{doc}");
-    snapshot_settings(&fx).bind(|| {
+/// `promote --mode branch`'s document: the two commits and the leftovers' commit replayed.
+fn the_branch_promote_document_snapshot(fx: &Fixture, doc: &Value) {
+    snapshot_settings(fx).bind(|| {
         insta::assert_json_snapshot!(doc, @r#"
         {
           "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
@@ -116,6 +115,16 @@ fn agent_commits_land_as_commits_with_a_leftovers_commit() {
         }
         "#)
     });
+}
+
+#[test]
+fn agent_commits_land_as_commits_with_a_leftovers_commit() {
+    let fx = Fixture::new();
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    two_agent_commits_and_leftovers(&fx);
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(code, 0, "{doc}");
+    the_branch_promote_document_snapshot(&fx, &doc);
     let landed = log(&fx, &format!("{old_tip}..HEAD"));
     assert_eq!(landed.len(), 3, "{landed:?}");
     assert_eq!(
@@ -150,21 +159,9 @@ fn agent_commits_land_as_commits_with_a_leftovers_commit() {
     assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), before);
 }
 
-#[test]
-fn carried_wip_is_never_committed_and_comes_back_exactly() {
-    let fx = Fixture::new();
-    fx.write("tracked.txt", "base\n");
-    fx.commit_all("tracked");
-    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
-    // The user's WIP: one staged, one unstaged, one untracked binary.
-    fx.write("staged.txt", "staged by the user\n");
-    fx.git(&fx.src, &["add", "staged.txt"]);
-    fx.write("tracked.txt", "base\nunstaged user edit\n");
-    let binary: Vec<u8> = (0..600u32).map(|i| (i * 37 % 256) as u8).collect();
-    std::fs::write(fx.src.join("blob.bin"), &binary).unwrap();
-    let wip_before = checkout_listing(&fx.src);
-    let status_before = fx.git(&fx.src, &["status", "--porcelain"]);
-
+/// `bind --carry-wip`: the carried state pinned, and the isolation starting from the user's
+/// real working state, staging included.
+fn bind_carrying_the_wip(fx: &Fixture, status_before: &str, binary: &[u8]) {
     let (code, doc) = fx.json(&["bind", "-s", "cw", "--carry-wip"]);
     assert_eq!(code, 0, "{doc}");
     assert_eq!(doc["carried_wip"], true);
@@ -184,11 +181,10 @@ fn carried_wip_is_never_committed_and_comes_back_exactly() {
     // The isolation starts from the user's real working state, staging included.
     assert_eq!(fx.git(&iso, &["status", "--porcelain"]), status_before);
     assert_eq!(std::fs::read(iso.join("blob.bin")).unwrap(), binary);
+}
 
-    // The agent works and commits everything with `git add -A`, WIP included.
-    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
-    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
-
+/// The change set of patch mode holds only the agent's edit, none of the carried WIP.
+fn the_change_set_holds_only_the_agents_edit(fx: &Fixture) {
     // Patch mode first, on a copy of the situation: only the agent's edit.
     let (_, captured) = fx.json(&["capture", "-s", "cw"]);
     use base64::Engine;
@@ -205,6 +201,31 @@ fn carried_wip_is_never_committed_and_comes_back_exactly() {
             "{wip} leaked into the change set:\n{patch}"
         );
     }
+}
+
+#[test]
+fn carried_wip_is_never_committed_and_comes_back_exactly() {
+    let fx = Fixture::new();
+    fx.write("tracked.txt", "base\n");
+    fx.commit_all("tracked");
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    // The user's WIP: one staged, one unstaged, one untracked binary.
+    fx.write("staged.txt", "staged by the user\n");
+    fx.git(&fx.src, &["add", "staged.txt"]);
+    fx.write("tracked.txt", "base\nunstaged user edit\n");
+    let binary: Vec<u8> = (0..600u32).map(|i| (i * 37 % 256) as u8).collect();
+    std::fs::write(fx.src.join("blob.bin"), &binary).unwrap();
+    let wip_before = checkout_listing(&fx.src);
+    let status_before = fx.git(&fx.src, &["status", "--porcelain"]);
+
+    bind_carrying_the_wip(&fx, &status_before, &binary);
+    let iso = fx.isolation("cw");
+
+    // The agent works and commits everything with `git add -A`, WIP included.
+    std::fs::write(iso.join("agent.txt"), "agent work\n").unwrap();
+    agent_commit(&fx, &iso, "agent commit", "Agent", "2026-04-05T06:07:08Z");
+
+    the_change_set_holds_only_the_agents_edit(&fx);
 
     let (code, doc) = promote_branch(&fx, "cw");
     assert_eq!(code, 0, "{doc}");

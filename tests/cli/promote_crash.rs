@@ -400,21 +400,13 @@ fn blocks(fx: &Fixture) -> String {
     std::fs::read_to_string(fx.src.join("blocks.txt")).unwrap()
 }
 
-#[test]
-fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
-    let fx = Fixture::new();
-    let patch = repeated_context_session(&fx, "r");
-    let patch_file = fx.root.join("by-hand.patch");
-    std::fs::write(&patch_file, &patch).unwrap();
-    // The patch would apply a second time (the context repeats): git alone cannot tell.
-    fx.git(&fx.src, &["apply", patch_file.to_str().unwrap()]);
-    assert_eq!(blocks(&fx), INSERTED);
-    fx.git(&fx.src, &["apply", "--check", patch_file.to_str().unwrap()]);
-
+/// Applied by hand, uncommitted: promote refuses it as a conflict that names why, and
+/// applies nothing.
+fn applied_by_hand_is_a_conflict(fx: &Fixture) {
     // Applied by hand, uncommitted.
     let (code, doc) = fx.json(&["promote", "-s", "r"]);
     assert_eq!(code, 3, "{doc}");
-    snapshot_settings(&fx).bind(|| insta::assert_json_snapshot!(doc, @r#"
+    snapshot_settings(fx).bind(|| insta::assert_json_snapshot!(doc, @r#"
         {
           "artifacts": "[ROOT]/work/src/.git/a3s-iso/artifacts/[HASH]",
           "base_matches_head": null,
@@ -441,12 +433,12 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
           "warnings": []
         }
         "#));
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
+}
 
-    // The same change set as a document, after the change was committed by hand.
-    let (_, captured) = fx.json(&["capture", "-s", "r"]);
-    let doc_file = fx.root.join("r.json");
-    std::fs::write(&doc_file, serde_json::to_vec(&captured).unwrap()).unwrap();
+/// The same change set as a document, after the change was committed by hand: refused as
+/// its base differing, onto HEAD as already there, and from the session as its HEAD moved.
+fn committed_by_hand_is_refused_every_way(fx: &Fixture, doc_file: &std::path::Path) {
     fx.commit_all("the agent's change, by hand");
     let (code, doc) = fx.json(&["promote", "--change-set", doc_file.to_str().unwrap()]);
     assert_eq!(
@@ -454,7 +446,7 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
         (3, "base_differs"),
         "{doc}"
     );
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
     // Onto HEAD, it would apply again: the checkout already holds its result.
     let (code, doc) = fx.json(&[
         "promote",
@@ -469,7 +461,7 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
     );
     assert_eq!(doc["reason"], "patch_does_not_apply");
     assert!(doc["detail"].as_str().unwrap().contains("already"), "{doc}");
-    assert_eq!(blocks(&fx), INSERTED, "never applied twice");
+    assert_eq!(blocks(fx), INSERTED, "never applied twice");
     // The session itself: its HEAD moved.
     let (code, doc) = fx.json(&["promote", "-s", "r"]);
     assert_eq!(
@@ -477,7 +469,27 @@ fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
         (3, "head_moved"),
         "{doc}"
     );
+    assert_eq!(blocks(fx), INSERTED);
+}
+
+#[test]
+fn a_change_set_present_without_a_record_is_a_conflict_never_applied_twice() {
+    let fx = Fixture::new();
+    let patch = repeated_context_session(&fx, "r");
+    let patch_file = fx.root.join("by-hand.patch");
+    std::fs::write(&patch_file, &patch).unwrap();
+    // The patch would apply a second time (the context repeats): git alone cannot tell.
+    fx.git(&fx.src, &["apply", patch_file.to_str().unwrap()]);
     assert_eq!(blocks(&fx), INSERTED);
+    fx.git(&fx.src, &["apply", "--check", patch_file.to_str().unwrap()]);
+
+    applied_by_hand_is_a_conflict(&fx);
+
+    // The same change set as a document.
+    let (_, captured) = fx.json(&["capture", "-s", "r"]);
+    let doc_file = fx.root.join("r.json");
+    std::fs::write(&doc_file, serde_json::to_vec(&captured).unwrap()).unwrap();
+    committed_by_hand_is_refused_every_way(&fx, &doc_file);
 
     // Once a record says it landed, it is idempotent.
     let digest = captured["patch_digest"].as_str().unwrap();

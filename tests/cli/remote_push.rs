@@ -125,22 +125,13 @@ fn noise(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-#[test]
-fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
-    let net = Net::new();
-    let big = noise(5 * 1024 * 1024, 7);
-    let (pushed, isolation) = net.bind_edit_push(
-        &net.fx.src,
-        "task",
-        &[
-            ("assets/big.bin", &big),
-            ("README.md", b"hello\nfrom the agent\n"),
-        ],
-    );
+/// The push's document names the remote's ref the change set is at, and pushing it again is
+/// a no-op reported as such; the digest.
+fn pushed_once_to_its_ref(net: &Net, pushed: &Value) -> String {
     assert_eq!(pushed["schema"], "a3s-iso.push.v1");
     assert_eq!(pushed["outcome"], "pushed", "{pushed}");
     assert_eq!(pushed["remote"]["name"], "origin");
-    let digest = digest_of(&pushed);
+    let digest = digest_of(pushed);
     let reference = format!("refs/a3s-iso/changes/{}", hex_of(&digest));
     assert_eq!(pushed["ref"], reference.as_str());
     assert!(
@@ -160,14 +151,18 @@ fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
         "{again}"
     );
     assert_eq!(again["digest"], digest.as_str());
+    digest
+}
 
-    let (code, promoted) = net.json_in(
-        &net.b,
-        &["promote", "--from", "origin", "--digest", &digest],
-    );
-    assert_eq!(code, 0, "{promoted}");
+/// The promote's document in the other clone: applied from the fetched change set.
+fn the_fetched_promote_document_snapshot(
+    net: &Net,
+    promoted: &Value,
+    digest: &str,
+    pushed: &Value,
+) {
     let named = [
-        (digest.as_str(), "[DIGEST]"),
+        (digest, "[DIGEST]"),
         (pushed["commit"].as_str().unwrap(), "[PUSHED_COMMIT]"),
     ];
     snapshot_settings_naming(&net.fx, &named).bind(|| {
@@ -206,6 +201,27 @@ fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
         }
         "#)
     });
+}
+
+#[test]
+fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
+    let net = Net::new();
+    let big = noise(5 * 1024 * 1024, 7);
+    let (pushed, isolation) = net.bind_edit_push(
+        &net.fx.src,
+        "task",
+        &[
+            ("assets/big.bin", &big),
+            ("README.md", b"hello\nfrom the agent\n"),
+        ],
+    );
+    let digest = pushed_once_to_its_ref(&net, &pushed);
+    let (code, promoted) = net.json_in(
+        &net.b,
+        &["promote", "--from", "origin", "--digest", &digest],
+    );
+    assert_eq!(code, 0, "{promoted}");
+    the_fetched_promote_document_snapshot(&net, &promoted, &digest, &pushed);
     assert_eq!(std::fs::read(net.b.join("assets/big.bin")).unwrap(), big);
     assert_eq!(
         std::fs::read(net.b.join("README.md")).unwrap(),
@@ -228,6 +244,29 @@ fn a_pushed_change_set_promotes_byte_for_byte_in_another_clone_exactly_once() {
         "{again}"
     );
     assert_eq!(net.b_state().0, before.0, "nothing applied twice");
+}
+
+/// A path or URL is not a configured remote: refused unless --allow-url, changing nothing.
+fn a_url_is_refused_unless_allowed(net: &Net, digest: &str) {
+    // A path or URL is not a configured remote: refused unless --allow-url.
+    let url = net.remote.to_str().unwrap();
+    for args in [
+        vec!["list", "--remote", url],
+        vec!["fetch", url, "--digest", &digest],
+        vec!["promote", "--from", url, "--digest", &digest],
+    ] {
+        let before = net.b_state();
+        let (code, doc) = net.json_in(&net.b, &args);
+        assert_eq!(
+            (code, error_code(&doc)),
+            (5, "invalid_input"),
+            "{args:?}: {doc}"
+        );
+        assert_eq!(net.b_state(), before, "{args:?}");
+    }
+    let (code, listed) = net.json_in(&net.b, &["list", "--remote", url, "--allow-url"]);
+    assert_eq!(code, 0, "{listed}");
+    assert_eq!(listed["change_sets"][0]["digest"], digest);
 }
 
 #[test]
@@ -280,25 +319,7 @@ fn list_and_fetch_read_the_remote_and_only_configured_remotes_are_taken() {
     assert!(!config.contains("promisor"), "{config}");
     assert!(!net.fx.git(&net.b, &["for-each-ref"]).contains("a3s-iso"));
 
-    // A path or URL is not a configured remote: refused unless --allow-url.
-    let url = net.remote.to_str().unwrap();
-    for args in [
-        vec!["list", "--remote", url],
-        vec!["fetch", url, "--digest", &digest],
-        vec!["promote", "--from", url, "--digest", &digest],
-    ] {
-        let before = net.b_state();
-        let (code, doc) = net.json_in(&net.b, &args);
-        assert_eq!(
-            (code, error_code(&doc)),
-            (5, "invalid_input"),
-            "{args:?}: {doc}"
-        );
-        assert_eq!(net.b_state(), before, "{args:?}");
-    }
-    let (code, listed) = net.json_in(&net.b, &["list", "--remote", url, "--allow-url"]);
-    assert_eq!(code, 0, "{listed}");
-    assert_eq!(listed["change_sets"][0]["digest"], digest.as_str());
+    a_url_is_refused_unless_allowed(&net, &digest);
 
     let (code, fetched) = net.json_in(&net.b, &["fetch", "origin"]);
     assert_eq!(code, 0, "{fetched}");
@@ -487,9 +508,8 @@ fn a_hostile_remote_commit_is_refused_with_nothing_applied() {
     assert!(!b.join("dup.txt").exists() && !b.join("big.bin").exists());
 }
 
-#[test]
-fn twenty_change_sets_pushed_at_once_from_four_clones_are_all_listed_and_promotable() {
-    let net = Net::new();
+/// Four clones each pushing five sessions' change sets, all at once; the digests pushed.
+fn twenty_pushed_at_once(net: &Net) -> Vec<String> {
     let clones: Vec<PathBuf> = (0..4)
         .map(|n| match n {
             0 => net.fx.src.clone(),
@@ -524,6 +544,38 @@ fn twenty_change_sets_pushed_at_once_from_four_clones_are_all_listed_and_promota
             .flat_map(|h| h.join().unwrap())
             .collect()
     });
+    digests
+}
+
+/// The remote is cleaned by digest: the refs go, nothing else does.
+fn deleting_two_by_digest_leaves_the_rest(net: &Net, digests: &[String]) {
+    // The remote is cleaned by digest: the refs go, nothing else does.
+    let (code, deleted) = net.json_in(
+        &net.fx.src,
+        &[
+            "push",
+            "--delete",
+            "--digest",
+            &digests[0],
+            "--digest",
+            &digests[1],
+            "origin",
+        ],
+    );
+    assert_eq!(code, 0, "{deleted}");
+    assert_eq!(deleted["deleted"].as_array().unwrap().len(), 2, "{deleted}");
+    let left = net.in_remote(&["for-each-ref", "refs/a3s-iso/changes/"]);
+    assert_eq!(left.lines().count(), 18);
+    assert_eq!(
+        net.in_remote(&["rev-parse", "main"]).len(),
+        net.fx.git(&net.fx.src, &["rev-parse", "HEAD"]).len()
+    );
+}
+
+#[test]
+fn twenty_change_sets_pushed_at_once_from_four_clones_are_all_listed_and_promotable() {
+    let net = Net::new();
+    let digests = twenty_pushed_at_once(&net);
     assert_eq!(digests.len(), 20);
 
     let (code, listed) = net.json_in(&net.b, &["list", "--remote", "origin"]);
@@ -554,27 +606,7 @@ fn twenty_change_sets_pushed_at_once_from_four_clones_are_all_listed_and_promota
         }
     }
 
-    // The remote is cleaned by digest: the refs go, nothing else does.
-    let (code, deleted) = net.json_in(
-        &net.fx.src,
-        &[
-            "push",
-            "--delete",
-            "--digest",
-            &digests[0],
-            "--digest",
-            &digests[1],
-            "origin",
-        ],
-    );
-    assert_eq!(code, 0, "{deleted}");
-    assert_eq!(deleted["deleted"].as_array().unwrap().len(), 2, "{deleted}");
-    let left = net.in_remote(&["for-each-ref", "refs/a3s-iso/changes/"]);
-    assert_eq!(left.lines().count(), 18);
-    assert_eq!(
-        net.in_remote(&["rev-parse", "main"]).len(),
-        net.fx.git(&net.fx.src, &["rev-parse", "HEAD"]).len()
-    );
+    deleting_two_by_digest_leaves_the_rest(&net, &digests);
 }
 
 #[test]

@@ -94,6 +94,41 @@ git switch -q feature
 test \"$(git branch --show-current)\" = feature
 ";
 
+/// `show` names the session's branches, HEAD's branch, stash and tags.
+fn show_names_the_sessions_git_state(fx: &Fixture, feature: &str) {
+    let (code, shown) = fx.json(&["show", "-s", "g"]);
+    assert_eq!(code, 0, "{shown}");
+    let git = &shown["git"];
+    let named = [(feature, "[FEATURE]")];
+    snapshot_settings_naming(fx, &named).bind(|| {
+        insta::assert_json_snapshot!(git, @r#"
+        {
+          "branches": [
+            {
+              "name": "feature",
+              "object": "[FEATURE]"
+            },
+            {
+              "name": "picked",
+              "object": "[HASH]"
+            }
+          ],
+          "head_branch": "feature",
+          "stash_entries": 1,
+          "tags": [
+            {
+              "name": "v1",
+              "object": "[HASH]"
+            }
+          ]
+        }
+        "#)
+    });
+    let human = fx.cmd().args(["show", "-s", "g"]).output().unwrap();
+    let human = String::from_utf8_lossy(&human.stdout);
+    assert!(human.contains("feature") && human.contains("v1"), "{human}");
+}
+
 #[test]
 fn branches_tags_stash_rebase_and_cherry_pick_work_inside_and_stay_the_sessions() {
     require_sandbox!();
@@ -144,37 +179,7 @@ fn branches_tags_stash_rebase_and_cherry_pick_work_inside_and_stay_the_sessions(
     assert_eq!((code, &doc["exit_code"]), (0, &Value::from(0)), "{doc}");
     assert_eq!(source_refs(&fx), before);
 
-    let (code, shown) = fx.json(&["show", "-s", "g"]);
-    assert_eq!(code, 0, "{shown}");
-    let git = &shown["git"];
-    let named = [(feature.as_str(), "[FEATURE]")];
-    snapshot_settings_naming(&fx, &named).bind(|| {
-        insta::assert_json_snapshot!(git, @r#"
-        {
-          "branches": [
-            {
-              "name": "feature",
-              "object": "[FEATURE]"
-            },
-            {
-              "name": "picked",
-              "object": "[HASH]"
-            }
-          ],
-          "head_branch": "feature",
-          "stash_entries": 1,
-          "tags": [
-            {
-              "name": "v1",
-              "object": "[HASH]"
-            }
-          ]
-        }
-        "#)
-    });
-    let human = fx.cmd().args(["show", "-s", "g"]).output().unwrap();
-    let human = String::from_utf8_lossy(&human.stdout);
-    assert!(human.contains("feature") && human.contains("v1"), "{human}");
+    show_names_the_sessions_git_state(&fx, &feature);
 }
 
 #[test]

@@ -184,20 +184,11 @@ fn an_agent_reaches_its_allowed_api_host_through_the_proxy_byte_for_byte() {
     }
 }
 
-#[test]
-fn attacks_through_the_proxy_are_refused_and_recorded() {
-    require_sandbox!();
-    if !require_tool("curl") || !require_tool("bash") {
-        return;
-    }
-    let fx = Fixture::new();
-    fx.bind("attack");
-    let iso = fx.isolation("attack");
-    let api = ApiHost::start(b"secret".to_vec());
-    let p = api.port;
-    let allowed = format!("127.0.0.1:{p}");
-    // Each attempt appends "<name> <curl's status>" to results.txt.
-    let script = format!(
+/// A script that tries every way out: a host not allowed, names resolving to loopback,
+/// private, metadata and v6 addresses, a port not allowed, a CONNECT inside an allowed tunnel,
+/// a direct connection and UDP; each attempt appends `<name> <status>` to results.txt.
+fn attack_script(p: u16) -> String {
+    format!(
         "trap '' PIPE # the proxy closes a refused tunnel while bash may still write\n\
          t() {{ n=$1; shift; curl -sSf --max-time 10 --noproxy '' -o /dev/null \"$@\"; echo \"$n $?\" >> results.txt; }}\n\
          t not_allowed http://evil.example/\n\
@@ -215,29 +206,11 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
          if read -r -t 10 reply <&3; then echo \"inner answered\" >> results.txt; else echo \"inner closed\" >> results.txt; fi\n\
          (exec 4<>/dev/tcp/127.0.0.1/{p}) 2>/dev/null; echo \"direct $?\" >> results.txt\n\
          (echo x > /dev/udp/8.8.8.8/53) 2>/dev/null; echo \"udp_dns $?\" >> results.txt\n"
-    );
-    let resolve = "ten.test=10.0.0.1,meta.test=169.254.169.254,six.test=::1,ok.test=127.0.0.1";
-    let (code, doc) = run_script(
-        &fx,
-        "attack",
-        &[
-            "--allow-host",
-            &allowed,
-            "--allow-host",
-            "localhost",
-            "--allow-host",
-            "ten.test",
-            "--allow-host",
-            "meta.test",
-            "--allow-host",
-            "six.test",
-            "--allow-host",
-            "ok.test",
-        ],
-        &[("A3S_ISO_TEST_RESOLVE", resolve)],
-        &script,
-    );
-    assert_eq!(code, 0, "{doc}");
+    )
+}
+
+/// Every attempt but the allowed tunnel failed, and the CONNECT inside it was closed.
+fn every_attempt_failed(iso: &std::path::Path) {
     let results = std::fs::read_to_string(iso.join("results.txt")).unwrap();
     let result = |name: &str| {
         results
@@ -261,12 +234,10 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
     }
     assert_eq!(result("tunnel"), "HTTP/1.1 200 OK", "{results}");
     assert_eq!(result("inner"), "closed", "{results}");
-    // The allowed host never saw the CONNECT sent inside the tunnel.
-    assert!(
-        api.first_lines().iter().all(|l| !l.starts_with("CONNECT")),
-        "{:?}",
-        api.first_lines()
-    );
+}
+
+/// The refusals the attack leaves, in order: target, reason, address.
+fn expected_refusals(p: u16) -> Vec<(String, String, Option<String>)> {
     let own = |s: &str| s.to_string();
     let expected = vec![
         (own("evil.example:80"), own("host_not_allowed"), None),
@@ -294,12 +265,16 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
         (format!("::1:{p}"), own("host_not_allowed"), None),
         (format!("127.0.0.1:{p}"), own("connect_in_tunnel"), None),
     ];
-    assert_eq!(refusals(&doc), expected, "{doc}");
+    expected
+}
+
+/// The exit record keeps the refusals, `show` gives the last run's, and `run` sums them up.
+fn refusals_are_kept_and_shown(fx: &Fixture, expected: &Vec<(String, String, Option<String>)>) {
     // The exit record keeps them, and show gives the last run's.
     let (code, shown) = fx.json(&["show", "-s", "attack"]);
     assert_eq!(code, 0, "{shown}");
     let last = shown["runs"].as_array().unwrap().last().unwrap().clone();
-    assert_eq!(refusals(&last), expected, "{shown}");
+    assert_eq!(&refusals(&last), expected, "{shown}");
     let human = fx.cmd().args(["show", "-s", "attack"]).output().unwrap();
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(
@@ -318,6 +293,53 @@ fn attacks_through_the_proxy_are_refused_and_recorded() {
         stderr.contains("network: 1 connection refused (evil.example:80 host_not_allowed)"),
         "{stderr}"
     );
+}
+
+#[test]
+fn attacks_through_the_proxy_are_refused_and_recorded() {
+    require_sandbox!();
+    if !require_tool("curl") || !require_tool("bash") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.bind("attack");
+    let iso = fx.isolation("attack");
+    let api = ApiHost::start(b"secret".to_vec());
+    let p = api.port;
+    let allowed = format!("127.0.0.1:{p}");
+    let script = attack_script(p);
+    let resolve = "ten.test=10.0.0.1,meta.test=169.254.169.254,six.test=::1,ok.test=127.0.0.1";
+    let (code, doc) = run_script(
+        &fx,
+        "attack",
+        &[
+            "--allow-host",
+            &allowed,
+            "--allow-host",
+            "localhost",
+            "--allow-host",
+            "ten.test",
+            "--allow-host",
+            "meta.test",
+            "--allow-host",
+            "six.test",
+            "--allow-host",
+            "ok.test",
+        ],
+        &[("A3S_ISO_TEST_RESOLVE", resolve)],
+        &script,
+    );
+    assert_eq!(code, 0, "{doc}");
+    every_attempt_failed(&iso);
+    // The allowed host never saw the CONNECT sent inside the tunnel.
+    assert!(
+        api.first_lines().iter().all(|l| !l.starts_with("CONNECT")),
+        "{:?}",
+        api.first_lines()
+    );
+    let expected = expected_refusals(p);
+    assert_eq!(refusals(&doc), expected, "{doc}");
+    refusals_are_kept_and_shown(&fx, &expected);
 }
 
 /// A server inside the sandbox on 127.0.0.1:3000 that answers each connection with `marker`

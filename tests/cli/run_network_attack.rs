@@ -209,6 +209,60 @@ fn refusal(
     )
 }
 
+/// Python trying each name and literal by GET and CONNECT, and the malformed requests.
+fn spelling_script(names: &[&str], literals: &[&str], p: u16) -> String {
+    format!(
+        "names = {names:?}\nliterals = {literals:?}\np = {p}\n\
+         for h in names + literals:\n\
+         \x20   results['get ' + h] = status(exchange(get(h, p)))\n\
+         \x20   results['connect ' + h] = status(exchange(connect(h, p), half_close=False))\n\
+         results['zone'] = status(exchange(get('[fe80::1%25lo]', p)))\n\
+         results['percent'] = status(exchange(get('%31%32%37.0.0.1', p)))\n\
+         results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n\
+         results['connect_path'] = status(exchange(f'CONNECT localhost:{{p}}/x HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n'.encode(), half_close=False))\n\
+         results['connect_no_port'] = status(exchange(b'CONNECT localhost HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n', half_close=False))\n"
+    )
+}
+
+/// The refusals recorded, in order: each name by the address it resolved to, each literal as
+/// not allowed, the malformed requests as bad.
+fn expected_spelling_refusals(
+    names: &[&str],
+    literals: &[&str],
+    p: u16,
+) -> Vec<(String, String, Option<String>)> {
+    let mut expected = Vec::new();
+    for &name in names {
+        let shown = name;
+        let first = match name {
+            "multi.test" => "10.0.0.1",
+            "bench.test" => "198.18.0.1",
+            _ => "127.0.0.1",
+        };
+        for _ in 0..2 {
+            expected.push(refusal(
+                &format!("{shown}:{p}"),
+                "address_not_allowed",
+                Some(first),
+            ));
+        }
+    }
+    for &literal in literals {
+        let bare = literal.trim_start_matches('[').trim_end_matches(']');
+        for _ in 0..2 {
+            expected.push(refusal(&format!("{bare}:{p}"), "host_not_allowed", None));
+        }
+    }
+    expected.push(refusal(&format!("fe80::1%25lo:{p}"), "bad_request", None));
+    // hyper itself refuses a host it cannot parse: recorded without a host.
+    expected.push(refusal(":0", "bad_request", None));
+    expected.push(refusal(&format!("127.0.0.1:{p}"), "host_not_allowed", None));
+    // CONNECT with a path (hyper's parse refusal) and without a port.
+    expected.push(refusal(":0", "bad_request", None));
+    expected.push(refusal("localhost:0", "bad_request", None));
+    expected
+}
+
 #[test]
 fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
     require_sandbox_and_python!();
@@ -241,17 +295,7 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
         "[::1]",
         "127.0.0.2",
     ];
-    let script = format!(
-        "names = {names:?}\nliterals = {literals:?}\np = {p}\n\
-         for h in names + literals:\n\
-         \x20   results['get ' + h] = status(exchange(get(h, p)))\n\
-         \x20   results['connect ' + h] = status(exchange(connect(h, p), half_close=False))\n\
-         results['zone'] = status(exchange(get('[fe80::1%25lo]', p)))\n\
-         results['percent'] = status(exchange(get('%31%32%37.0.0.1', p)))\n\
-         results['userinfo'] = status(exchange(get('localhost.@127.0.0.1', p)))\n\
-         results['connect_path'] = status(exchange(f'CONNECT localhost:{{p}}/x HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n'.encode(), half_close=False))\n\
-         results['connect_no_port'] = status(exchange(b'CONNECT localhost HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n', half_close=False))\n"
-    );
+    let script = spelling_script(&names, &literals, p);
     let resolve = "127.0.0.1.nip.test=127.0.0.1,multi.test=10.0.0.1|::ffff:127.0.0.1|169.254.169.254,\
          bench.test=198.18.0.1|192.0.0.2|64:ff9b:1::a00:1";
     let (code, doc, results) = attack(&fx, "spell", &allow(&entries), resolve, &script);
@@ -264,35 +308,7 @@ fn spellings_of_the_hosts_loopback_reach_nothing_and_are_recorded() {
         );
     }
     assert_eq!(trap.connections(), Vec::<String>::new(), "{results:?}");
-    let mut expected = Vec::new();
-    for name in names {
-        let shown = name;
-        let first = match name {
-            "multi.test" => "10.0.0.1",
-            "bench.test" => "198.18.0.1",
-            _ => "127.0.0.1",
-        };
-        for _ in 0..2 {
-            expected.push(refusal(
-                &format!("{shown}:{p}"),
-                "address_not_allowed",
-                Some(first),
-            ));
-        }
-    }
-    for literal in literals {
-        let bare = literal.trim_start_matches('[').trim_end_matches(']');
-        for _ in 0..2 {
-            expected.push(refusal(&format!("{bare}:{p}"), "host_not_allowed", None));
-        }
-    }
-    expected.push(refusal(&format!("fe80::1%25lo:{p}"), "bad_request", None));
-    // hyper itself refuses a host it cannot parse: recorded without a host.
-    expected.push(refusal(":0", "bad_request", None));
-    expected.push(refusal(&format!("127.0.0.1:{p}"), "host_not_allowed", None));
-    // CONNECT with a path (hyper's parse refusal) and without a port.
-    expected.push(refusal(":0", "bad_request", None));
-    expected.push(refusal("localhost:0", "bad_request", None));
+    let expected = expected_spelling_refusals(&names, &literals, p);
     assert_eq!(crate::run_network::refusals(&doc), expected, "{results:?}");
 }
 
@@ -616,45 +632,44 @@ fn non_loopback_address() -> Option<std::net::IpAddr> {
     (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
 }
 
-#[test]
-fn a_published_port_stays_on_the_hosts_loopback_and_goes_with_a_killed_run() {
-    require_sandbox_and_python!();
-    let fx = Fixture::new();
-    fx.bind("served");
-    fx.bind("other");
-    let (mut served, port) = serve_published(&fx, "served", &["--allow-host", "example.org"]);
-    let result = std::panic::catch_unwind(|| {
-        assert_eq!(crate::run_network::fetch_from("127.0.0.1", port), "served");
-        // Only 127.0.0.1 listens: not the IPv6 loopback, not another loopback address, not
-        // the machine's address on its network.
-        assert!(TcpStream::connect(("::1", port)).is_err());
-        assert!(TcpStream::connect(("127.0.0.2", port)).is_err());
-        match non_loopback_address() {
-            Some(ip) => assert!(TcpStream::connect((ip, port)).is_err(), "reached on {ip}"),
-            None => eprintln!("no address but loopback here: the network side is not tried"),
-        }
-        // The command holds no socket of the helper's and can take none from another process.
-        let found: Value = serde_json::from_str(
-            &std::fs::read_to_string(fx.isolation("served").join("sockets.json")).unwrap(),
-        )
-        .unwrap();
-        assert_eq!(found["taken"], serde_json::json!([]), "{found}");
-        // Init is there to try, the helper (outside the PID namespace) is not.
-        assert_eq!(found["pids"], serde_json::json!([1]), "{found}");
-        assert_eq!(found["unix"], serde_json::json!([]), "{found}");
-        // Another session's sandbox reaches it neither directly nor through its proxy, even
-        // with the host's loopback named; nor a unix socket of the host's.
-        let host_socket =
-            std::env::temp_dir().join(format!("a3s-iso-attack-{}-{port}.sock", std::process::id()));
-        let _listening = std::os::unix::net::UnixListener::bind(&host_socket).unwrap();
-        let abstract_name = format!("a3s-iso-attack-{}-{port}", std::process::id());
-        let _abstract = {
-            use std::os::linux::net::SocketAddrExt;
-            let address = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name);
-            std::os::unix::net::UnixListener::bind_addr(&address.unwrap()).unwrap()
-        };
-        let script = format!(
-            r#"port = {port}
+/// Only 127.0.0.1 listens (not the IPv6 loopback, another loopback address, nor the machine's
+/// address on its network), and the command holds no socket of the helper's.
+fn only_the_hosts_loopback_listens(fx: &Fixture, port: u16) {
+    // Only 127.0.0.1 listens: not the IPv6 loopback, not another loopback address, not
+    // the machine's address on its network.
+    assert!(TcpStream::connect(("::1", port)).is_err());
+    assert!(TcpStream::connect(("127.0.0.2", port)).is_err());
+    match non_loopback_address() {
+        Some(ip) => assert!(TcpStream::connect((ip, port)).is_err(), "reached on {ip}"),
+        None => eprintln!("no address but loopback here: the network side is not tried"),
+    }
+    // The command holds no socket of the helper's and can take none from another process.
+    let found: Value = serde_json::from_str(
+        &std::fs::read_to_string(fx.isolation("served").join("sockets.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(found["taken"], serde_json::json!([]), "{found}");
+    // Init is there to try, the helper (outside the PID namespace) is not.
+    assert_eq!(found["pids"], serde_json::json!([1]), "{found}");
+    assert_eq!(found["unix"], serde_json::json!([]), "{found}");
+}
+
+/// Another session's sandbox reaches the published port neither directly nor through its
+/// proxy, even with the host's loopback named; nor a unix socket of the host's.
+fn another_sandbox_reaches_it_no_way(fx: &Fixture, port: u16) {
+    // Another session's sandbox reaches it neither directly nor through its proxy, even
+    // with the host's loopback named; nor a unix socket of the host's.
+    let host_socket =
+        std::env::temp_dir().join(format!("a3s-iso-attack-{}-{port}.sock", std::process::id()));
+    let _listening = std::os::unix::net::UnixListener::bind(&host_socket).unwrap();
+    let abstract_name = format!("a3s-iso-attack-{}-{port}", std::process::id());
+    let _abstract = {
+        use std::os::linux::net::SocketAddrExt;
+        let address = std::os::unix::net::SocketAddr::from_abstract_name(&abstract_name);
+        std::os::unix::net::UnixListener::bind_addr(&address.unwrap()).unwrap()
+    };
+    let script = format!(
+        r#"port = {port}
 try:
     socket.create_connection(('127.0.0.1', port), timeout=5).close()
     results['direct'] = 'connected'
@@ -672,20 +687,33 @@ for name, address in [('unix_path', {path:?}), ('unix_abstract', '\0' + {abstrac
     except OSError:
         results[name] = 'refused'
 "#,
-            path = host_socket.to_str().unwrap(),
-        );
-        let entries = [format!("localhost:{port}")];
-        let (code, doc, results) = attack(&fx, "other", &allow(&entries), "", &script);
-        assert_eq!(code, 0, "{doc}");
-        let _ = std::fs::remove_file(&host_socket);
-        assert_eq!(results["direct"], "refused", "{results}");
-        assert_eq!(results["unix_path"], "refused", "{results}");
-        assert_eq!(results["unix_abstract"], "refused", "{results}");
-        for name in ["literal", "name", "tunnel"] {
-            let reply = results[name].as_str().unwrap();
-            assert!(reply.starts_with("HTTP/1.1 403"), "{name}: {reply:?}");
-            assert!(!reply.contains("served"), "{name}: {reply:?}");
-        }
+        path = host_socket.to_str().unwrap(),
+    );
+    let entries = [format!("localhost:{port}")];
+    let (code, doc, results) = attack(fx, "other", &allow(&entries), "", &script);
+    assert_eq!(code, 0, "{doc}");
+    let _ = std::fs::remove_file(&host_socket);
+    assert_eq!(results["direct"], "refused", "{results}");
+    assert_eq!(results["unix_path"], "refused", "{results}");
+    assert_eq!(results["unix_abstract"], "refused", "{results}");
+    for name in ["literal", "name", "tunnel"] {
+        let reply = results[name].as_str().unwrap();
+        assert!(reply.starts_with("HTTP/1.1 403"), "{name}: {reply:?}");
+        assert!(!reply.contains("served"), "{name}: {reply:?}");
+    }
+}
+
+#[test]
+fn a_published_port_stays_on_the_hosts_loopback_and_goes_with_a_killed_run() {
+    require_sandbox_and_python!();
+    let fx = Fixture::new();
+    fx.bind("served");
+    fx.bind("other");
+    let (mut served, port) = serve_published(&fx, "served", &["--allow-host", "example.org"]);
+    let result = std::panic::catch_unwind(|| {
+        assert_eq!(crate::run_network::fetch_from("127.0.0.1", port), "served");
+        only_the_hosts_loopback_listens(&fx, port);
+        another_sandbox_reaches_it_no_way(&fx, port);
     });
     // `run` killed outright: the port closes with it, and the server inside goes too.
     served.kill().unwrap();

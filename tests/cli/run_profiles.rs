@@ -59,12 +59,8 @@ fn run_with_key(fx: &Fixture, args: &[&str]) -> (i32, serde_json::Value, String)
     (code, doc, stderr)
 }
 
-#[test]
-fn claude_profile_keeps_its_settings_in_its_own_home_and_never_writes_the_real_one() {
-    require_sandbox!();
-    let fx = Fixture::new();
-    fx.bind("c1");
-    fx.bind("c2");
+/// The user's real claude settings, and a key the profile must not see.
+fn real_claude_settings_and_a_key(fx: &Fixture) {
     std::fs::create_dir_all(fx.home.join(".claude")).unwrap();
     std::fs::write(
         fx.home.join(".claude/settings.json"),
@@ -74,6 +70,62 @@ fn claude_profile_keeps_its_settings_in_its_own_home_and_never_writes_the_real_o
     std::fs::write(fx.home.join(".claude.json"), b"{\"userID\":\"real\"}").unwrap();
     std::fs::create_dir_all(fx.home.join(".ssh")).unwrap();
     std::fs::write(fx.home.join(".ssh/id_ed25519"), b"PRIVATE").unwrap();
+}
+
+/// The run's document names the profile, its hosts, and the one key it passed.
+fn the_run_names_the_profile_and_its_key(doc: &serde_json::Value) {
+    assert_eq!(doc["profile"], "claude");
+    let profile = &doc["sandbox"]["profile"];
+    assert_eq!(profile["name"], "claude", "{doc}");
+    assert!(
+        profile["hosts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|h| h == "@anthropic"),
+        "{doc}"
+    );
+    let passed = doc["sandbox"]["env_passed"].as_array().unwrap();
+    assert!(passed.iter().any(|n| n == "ANTHROPIC_API_KEY"), "{doc}");
+    assert!(!passed.iter().any(|n| n == "OPENAI_API_KEY"), "{doc}");
+}
+
+/// The settings are in the profile's own home, seeded from the real one on first use; the
+/// real ones are unchanged, byte for byte, and nothing was left beside them.
+fn the_settings_stay_in_the_profiles_home(
+    fx: &Fixture,
+    before: &std::collections::BTreeMap<String, String>,
+) {
+    // The settings are in the profile's own home, seeded from the real one on first use.
+    let home = profile_home(fx, "claude");
+    assert_eq!(
+        std::fs::read(home.join(".claude/settings.json")).unwrap(),
+        b"{\"theme\":\"dark\"}"
+    );
+    assert_eq!(
+        std::fs::read(home.join(".claude.json")).unwrap(),
+        b"{\"userID\":\"dark\"}"
+    );
+    assert!(!home.join(".ssh").exists());
+    // The real ones are unchanged, byte for byte, and nothing was left beside them.
+    assert_eq!(
+        crate::fixture::content_listing(&fx.home.join(".claude")),
+        *before
+    );
+    assert_eq!(
+        std::fs::read(fx.home.join(".claude.json")).unwrap(),
+        b"{\"userID\":\"real\"}"
+    );
+    assert!(!fx.home.join(".claude.json.tmp").exists());
+}
+
+#[test]
+fn claude_profile_keeps_its_settings_in_its_own_home_and_never_writes_the_real_one() {
+    require_sandbox!();
+    let fx = Fixture::new();
+    fx.bind("c1");
+    fx.bind("c2");
+    real_claude_settings_and_a_key(&fx);
     let before = crate::fixture::content_listing(&fx.home.join(".claude"));
     let script = write_script(&fx, "fake-claude", FAKE_CLAUDE);
     let (code, doc, stderr) = run_with_key(
@@ -92,41 +144,8 @@ fn claude_profile_keeps_its_settings_in_its_own_home_and_never_writes_the_real_o
     assert_eq!(code, 0, "{doc}\n{stderr}");
     assert!(stderr.contains("key=sk-test-123"), "{stderr}");
     assert!(!stderr.contains("ssh-visible"), "{stderr}");
-    assert_eq!(doc["profile"], "claude");
-    let profile = &doc["sandbox"]["profile"];
-    assert_eq!(profile["name"], "claude", "{doc}");
-    assert!(
-        profile["hosts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|h| h == "@anthropic"),
-        "{doc}"
-    );
-    let passed = doc["sandbox"]["env_passed"].as_array().unwrap();
-    assert!(passed.iter().any(|n| n == "ANTHROPIC_API_KEY"), "{doc}");
-    assert!(!passed.iter().any(|n| n == "OPENAI_API_KEY"), "{doc}");
-    // The settings are in the profile's own home, seeded from the real one on first use.
-    let home = profile_home(&fx, "claude");
-    assert_eq!(
-        std::fs::read(home.join(".claude/settings.json")).unwrap(),
-        b"{\"theme\":\"dark\"}"
-    );
-    assert_eq!(
-        std::fs::read(home.join(".claude.json")).unwrap(),
-        b"{\"userID\":\"dark\"}"
-    );
-    assert!(!home.join(".ssh").exists());
-    // The real ones are unchanged, byte for byte, and nothing was left beside them.
-    assert_eq!(
-        crate::fixture::content_listing(&fx.home.join(".claude")),
-        before
-    );
-    assert_eq!(
-        std::fs::read(fx.home.join(".claude.json")).unwrap(),
-        b"{\"userID\":\"real\"}"
-    );
-    assert!(!fx.home.join(".claude.json.tmp").exists());
+    the_run_names_the_profile_and_its_key(&doc);
+    the_settings_stay_in_the_profiles_home(&fx, &before);
     // The next run, in another session, sees what the first one saved.
     let reader = write_script(
         &fx,

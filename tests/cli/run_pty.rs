@@ -576,6 +576,48 @@ fn written(fx: &Fixture, session: &str, name: &str) -> String {
     std::fs::read_to_string(fx.isolation(session).join(name)).unwrap_or_default()
 }
 
+/// The attack run, on a terminal of its own or without one; it succeeds.
+fn run_the_attack(fx: &Fixture, args: &[&str], with_terminal: bool) {
+    if with_terminal {
+        let mut own = Outer::open();
+        let child = a3s_iso(fx, true)
+            .args(args)
+            .stdin(own.stdio())
+            .stdout(own.stdio())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = own.finish(child);
+        kill_leftovers("pts-out-of-reach");
+        assert_eq!(out.status.code(), Some(0), "{}", own.text());
+        assert!(own.text().contains("done"), "{}", own.text());
+    } else {
+        let out = fx.cmd().args(args).stdin(Stdio::null()).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
+fn a_fresh_dev_pts_inside(fx: &Fixture, session: &str, with_terminal: bool, python: &str) {
+    // Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
+    let pts = written(fx, session, "pts.txt");
+    let entries: Vec<&str> = pts.lines().filter(|l| *l != "ptmx").collect();
+    assert!(pts.lines().any(|l| l == "ptmx"), "{pts}");
+    assert_eq!(entries.len(), usize::from(with_terminal), "{pts}");
+    if !python.is_empty() {
+        let inner = written(fx, session, "inner.txt");
+        assert!(
+            inner.starts_with("/dev/pts/"),
+            "a pty opened inside: {inner}"
+        );
+    }
+}
+
 #[test]
 fn another_terminal_of_the_users_is_out_of_reach() {
     if !crate::fixture::require_tool("sandbox") {
@@ -610,28 +652,7 @@ echo done: pts-out-of-reach"#;
             true,
             &["--", "sh", "-c", script, "sh", &victim_name, python],
         );
-        if with_terminal {
-            let mut own = Outer::open();
-            let child = a3s_iso(&fx, true)
-                .args(&args)
-                .stdin(own.stdio())
-                .stdout(own.stdio())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            let out = own.finish(child);
-            kill_leftovers("pts-out-of-reach");
-            assert_eq!(out.status.code(), Some(0), "{}", own.text());
-            assert!(own.text().contains("done"), "{}", own.text());
-        } else {
-            let out = fx.cmd().args(&args).stdin(Stdio::null()).output().unwrap();
-            assert_eq!(
-                out.status.code(),
-                Some(0),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
+        run_the_attack(&fx, &args, with_terminal);
         let stolen = written(&fx, &session, "stolen.txt");
         assert!(
             !stolen.contains("hunter2"),
@@ -648,18 +669,7 @@ echo done: pts-out-of-reach"#;
             before,
             "the other terminal's settings changed"
         );
-        // Inside, /dev/pts is a fresh instance: its ptmx and the run's own pty only.
-        let pts = written(&fx, &session, "pts.txt");
-        let entries: Vec<&str> = pts.lines().filter(|l| *l != "ptmx").collect();
-        assert!(pts.lines().any(|l| l == "ptmx"), "{pts}");
-        assert_eq!(entries.len(), usize::from(with_terminal), "{pts}");
-        if !python.is_empty() {
-            let inner = written(&fx, &session, "inner.txt");
-            assert!(
-                inner.starts_with("/dev/pts/"),
-                "a pty opened inside: {inner}"
-            );
-        }
+        a_fresh_dev_pts_inside(&fx, &session, with_terminal, python);
         let pending = victim.pending_input();
         assert_eq!(pending, b"hunter2\n", "the password is still there to read");
     }

@@ -455,6 +455,72 @@ fn names_in(doc: &serde_json::Value, key: &str) -> Vec<String> {
         .collect()
 }
 
+/// What a command printed holds no credential's value, nor any other value not passed.
+fn no_value_printed(printed: &str) {
+    for (name, value) in CREDENTIALS {
+        assert!(
+            !printed.contains(value),
+            "{name}'s value printed: {printed}"
+        );
+    }
+    assert!(!printed.contains("plain-value"), "{printed}");
+    assert!(!printed.contains("given-here"), "{printed}");
+}
+
+/// By default: the allowlist and run's own variables only, every credential dropped.
+fn by_default_only_the_allowlist(
+    fx: &Fixture,
+    sandboxed: bool,
+    credentials: &[&str],
+    names: &[&str],
+) {
+    // By default: the allowlist and run's own variables only.
+    let (code, doc, printed, seen) = env_inside(fx, sandboxed, &[], names);
+    assert_eq!(code, 0, "{doc}");
+    for name in credentials {
+        assert!(seen.contains(&format!("{name}=-\n")), "{name}: {seen}");
+    }
+    assert!(seen.contains("PLAIN_SETTING=-\n"), "{seen}");
+    assert!(seen.contains("LANG=C.UTF-8\n"), "{seen}");
+    assert!(seen.contains("LC_MESSAGES=C\n"), "{seen}");
+    assert!(seen.contains("A3S_ISO_SESSION_ID=env\n"), "{seen}");
+    let dropped = names_in(&doc, "env_dropped");
+    let passed = names_in(&doc, "env_passed");
+    for name in credentials.iter().chain(&["PLAIN_SETTING"]) {
+        assert!(dropped.iter().any(|d| d == name), "{name}: {doc}");
+        assert!(!passed.iter().any(|p| p == name), "{name}: {doc}");
+    }
+    for name in ["PATH", "HOME", "LANG", "LC_MESSAGES", "TMPDIR"] {
+        assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
+    }
+    no_value_printed(&printed);
+}
+
+/// Named exactly, each credential passes; NAME=VALUE sets one.
+fn named_exactly_each_passes(fx: &Fixture, sandboxed: bool, credentials: &[&str], names: &[&str]) {
+    // Named exactly, each passes; NAME=VALUE sets one.
+    let mut flags: Vec<&str> = credentials.iter().flat_map(|n| ["--env", n]).collect();
+    flags.extend(["--env", "SET_HERE=given-here"]);
+    let (code, doc, printed, seen) = env_inside(fx, sandboxed, &flags, names);
+    assert_eq!(code, 0, "{doc}");
+    for (name, value) in CREDENTIALS {
+        assert!(
+            seen.contains(&format!("{name}={value}\n")),
+            "{name}: {seen}"
+        );
+    }
+    assert!(seen.contains("SET_HERE=given-here\n"), "{seen}");
+    let passed = names_in(&doc, "env_passed");
+    for name in credentials.iter().chain(&["SET_HERE"]) {
+        assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
+    }
+    assert!(
+        names_in(&doc, "env_dropped").contains(&"PLAIN_SETTING".to_string()),
+        "{doc}"
+    );
+    no_value_printed(&printed);
+}
+
 #[test]
 fn credentials_in_the_environment_reach_the_command_only_when_named() {
     let fx = Fixture::new();
@@ -473,38 +539,9 @@ fn credentials_in_the_environment_reach_the_command_only_when_named() {
         "SET_HERE",
         "A3S_ISO_SESSION_ID",
     ]);
-    let no_value_printed = |printed: &str| {
-        for (name, value) in CREDENTIALS {
-            assert!(
-                !printed.contains(value),
-                "{name}'s value printed: {printed}"
-            );
-        }
-        assert!(!printed.contains("plain-value"), "{printed}");
-        assert!(!printed.contains("given-here"), "{printed}");
-    };
     for sandboxed in modes {
         eprintln!("sandboxed: {sandboxed}");
-        // By default: the allowlist and run's own variables only.
-        let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &[], &names);
-        assert_eq!(code, 0, "{doc}");
-        for name in &credentials {
-            assert!(seen.contains(&format!("{name}=-\n")), "{name}: {seen}");
-        }
-        assert!(seen.contains("PLAIN_SETTING=-\n"), "{seen}");
-        assert!(seen.contains("LANG=C.UTF-8\n"), "{seen}");
-        assert!(seen.contains("LC_MESSAGES=C\n"), "{seen}");
-        assert!(seen.contains("A3S_ISO_SESSION_ID=env\n"), "{seen}");
-        let dropped = names_in(&doc, "env_dropped");
-        let passed = names_in(&doc, "env_passed");
-        for name in credentials.iter().chain(&["PLAIN_SETTING"]) {
-            assert!(dropped.iter().any(|d| d == name), "{name}: {doc}");
-            assert!(!passed.iter().any(|p| p == name), "{name}: {doc}");
-        }
-        for name in ["PATH", "HOME", "LANG", "LC_MESSAGES", "TMPDIR"] {
-            assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
-        }
-        no_value_printed(&printed);
+        by_default_only_the_allowlist(&fx, sandboxed, &credentials, &names);
 
         // A glob never passes a credential; only its exact name does.
         let globs = [
@@ -523,27 +560,7 @@ fn credentials_in_the_environment_reach_the_command_only_when_named() {
         assert!(seen.contains("PLAIN_SETTING=plain-value\n"), "{seen}");
         no_value_printed(&printed);
 
-        // Named exactly, each passes; NAME=VALUE sets one.
-        let mut flags: Vec<&str> = credentials.iter().flat_map(|n| ["--env", n]).collect();
-        flags.extend(["--env", "SET_HERE=given-here"]);
-        let (code, doc, printed, seen) = env_inside(&fx, sandboxed, &flags, &names);
-        assert_eq!(code, 0, "{doc}");
-        for (name, value) in CREDENTIALS {
-            assert!(
-                seen.contains(&format!("{name}={value}\n")),
-                "{name}: {seen}"
-            );
-        }
-        assert!(seen.contains("SET_HERE=given-here\n"), "{seen}");
-        let passed = names_in(&doc, "env_passed");
-        for name in credentials.iter().chain(&["SET_HERE"]) {
-            assert!(passed.iter().any(|p| p == name), "{name}: {doc}");
-        }
-        assert!(
-            names_in(&doc, "env_dropped").contains(&"PLAIN_SETTING".to_string()),
-            "{doc}"
-        );
-        no_value_printed(&printed);
+        named_exactly_each_passes(&fx, sandboxed, &credentials, &names);
     }
 }
 

@@ -432,6 +432,58 @@ fn swept_work(fx: &Fixture, id: &str) -> bool {
 /// once the next command ran, the registered worktrees are the sessions a3s-iso knows (the
 /// killed bind's own half-built tree is undone at once: no process of its group is left),
 /// nothing is pending, and each swept session resumes with its work.
+/// How long a bind that reclaims two dead sessions takes here, at best of three.
+fn a_reclaiming_binds_time(fx: &Fixture) -> Duration {
+    let mut took = Duration::MAX;
+    for i in 0..3 {
+        for n in 0..2 {
+            dead_owner_session(fx, &format!("m{i}-{n}"));
+            with_work(fx, &format!("m{i}-{n}"));
+        }
+        let start = std::time::Instant::now();
+        let (code, doc) = fx.json(&["bind", "-s", &format!("measure{i}")]);
+        took = took.min(start.elapsed());
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(reclaimed_ids(&doc).len(), 2, "{doc}");
+        with_work(fx, &format!("measure{i}"));
+    }
+    took
+}
+
+/// Before any command: no work of `dead` lost, wherever the kill came; how many were swept.
+fn no_work_lost(fx: &Fixture, dead: &[String]) -> usize {
+    let mut swept_now = 0;
+    for id in dead {
+        let tree = fx.isolation(id).join("work.txt");
+        let snapshot = swept_work(fx, id);
+        let in_tree = std::fs::read(&tree).is_ok_and(|b| b == b"work of the session\n");
+        assert!(
+            in_tree || snapshot,
+            "{id}: its work is neither in its tree nor swept"
+        );
+        swept_now += usize::from(!in_tree);
+    }
+    swept_now
+}
+
+/// What a kill kept is reclaimed by the next bind, and every swept one resumes (then live:
+/// the next attempt's bind keeps it).
+fn bind_again_and_resume_the_swept(fx: &Fixture, binding: &str, dead: &[String]) {
+    // What a kill kept is reclaimed by the next bind, and every swept one resumes (then
+    // live: the next attempt's bind keeps it).
+    let (code, doc) = fx.json(&["bind", "-s", binding]);
+    assert_eq!(code, 0, "{doc}");
+    with_work(fx, binding);
+    for id in dead {
+        let (code, doc) = quiet_json(fx, &["bind", "-s", id, "--resume"]);
+        assert_eq!(code, 0, "{doc}");
+        assert_eq!(
+            std::fs::read(fx.isolation(id).join("work.txt")).unwrap(),
+            b"work of the session\n"
+        );
+    }
+}
+
 #[test]
 fn sweep_auto_a_bind_killed_while_it_reclaims_loses_no_work() {
     use crate::sweep_races::{
@@ -439,19 +491,7 @@ fn sweep_auto_a_bind_killed_while_it_reclaims_loses_no_work() {
     };
     let fx = Fixture::new();
     let mut rng = Rng::seeded(53, "reclaiming bind kills");
-    let mut took = Duration::MAX;
-    for i in 0..3 {
-        for n in 0..2 {
-            dead_owner_session(&fx, &format!("m{i}-{n}"));
-            with_work(&fx, &format!("m{i}-{n}"));
-        }
-        let start = std::time::Instant::now();
-        let (code, doc) = fx.json(&["bind", "-s", &format!("measure{i}")]);
-        took = took.min(start.elapsed());
-        assert_eq!(code, 0, "{doc}");
-        assert_eq!(reclaimed_ids(&doc).len(), 2, "{doc}");
-        with_work(&fx, &format!("measure{i}"));
-    }
+    let took = a_reclaiming_binds_time(&fx);
     let mut timing = KillTiming::new(took);
     let (mut attempts, mut killed, mut intents_left, mut half) = (0, 0, 0, 0);
     let mut claims_left = 0;
@@ -469,18 +509,7 @@ fn sweep_auto_a_bind_killed_while_it_reclaims_loses_no_work() {
         killed += usize::from(was_running);
         let intents = entries(&state_dir(&fx).join("pending")).len();
         intents_left += usize::from(intents > 0);
-        // Before any command: no work lost, wherever the kill came.
-        let mut swept_now = 0;
-        for id in &dead {
-            let tree = fx.isolation(id).join("work.txt");
-            let snapshot = swept_work(&fx, id);
-            let in_tree = std::fs::read(&tree).is_ok_and(|b| b == b"work of the session\n");
-            assert!(
-                in_tree || snapshot,
-                "{id}: its work is neither in its tree nor swept"
-            );
-            swept_now += usize::from(!in_tree);
-        }
+        let swept_now = no_work_lost(&fx, &dead);
         half += usize::from(swept_now == 1);
         // The next command finishes what the kill cut short, the killed bind's own claim too
         // (its whole process group is gone): the registered worktrees are the sessions.
@@ -507,19 +536,7 @@ fn sweep_auto_a_bind_killed_while_it_reclaims_loses_no_work() {
             (true, 0, 0) => Some(true),
             _ => None,
         });
-        // What a kill kept is reclaimed by the next bind, and every swept one resumes (then
-        // live: the next attempt's bind keeps it).
-        let (code, doc) = fx.json(&["bind", "-s", &binding]);
-        assert_eq!(code, 0, "{doc}");
-        with_work(&fx, &binding);
-        for id in &dead {
-            let (code, doc) = quiet_json(&fx, &["bind", "-s", id, "--resume"]);
-            assert_eq!(code, 0, "{doc}");
-            assert_eq!(
-                std::fs::read(fx.isolation(id).join("work.txt")).unwrap(),
-                b"work of the session\n"
-            );
-        }
+        bind_again_and_resume_the_swept(&fx, &binding, &dead);
     }
     eprintln!(
         "reclaiming bind kills: {attempts} attempts (a bind takes {took:?}), {killed} killed while running, {intents_left} left an intent, {half} left one session reclaimed and one not, {claims_left} left the bind's own claim"

@@ -84,28 +84,30 @@ fn paths(doc: &Value, key: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn every_row_of_the_decision_table_at_once() {
-    let fx = Fixture::new();
+/// One session for each row of the table: a live owner, a dead one with unsaved work, a
+/// reused pid, a run holding a lease, a foreign host, an unknown start, a young claim, a
+/// malformed record, a retained session, and a symlink and a file where isolations go. The
+/// live owner, the run, and the retain's document.
+fn lay_out_every_row(fx: &Fixture) -> (Child, Child, Value) {
     // The binds that lay out the rows reclaim nothing as they start: the dead owners' rows
     // must stay until this test's own sweep judges them.
     let config = fx.home.join(".config/a3s-iso");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "[sweep]\nauto = false\n").unwrap();
-    let mut alive_owner = sleeper();
-    bind_owned_by(&fx, "alive", &alive_owner);
-    dead_owner_session(&fx, "dead");
+    let alive_owner = sleeper();
+    bind_owned_by(fx, "alive", &alive_owner);
+    dead_owner_session(fx, "dead");
     std::fs::write(
         fx.isolation("dead").join("unsaved.txt"),
         "work in progress\n",
     )
     .unwrap();
     fx.bind("reused");
-    edit_record(&fx, "reused", |r| {
+    edit_record(fx, "reused", |r| {
         r["owner"]["start_identity"] = "linux-proc-start-ticks:1".into()
     });
-    dead_owner_session(&fx, "leased");
-    let mut run = fx
+    dead_owner_session(fx, "leased");
+    let run = fx
         .cmd()
         .args([
             "run",
@@ -122,17 +124,17 @@ fn every_row_of_the_decision_table_at_once() {
         .spawn()
         .unwrap();
     fx.bind("foreign");
-    edit_record(&fx, "foreign", |r| {
+    edit_record(fx, "foreign", |r| {
         r["owner"]["hostname"] = "elsewhere.example".into()
     });
     fx.bind("unknown");
-    edit_record(&fx, "unknown", |r| {
+    edit_record(fx, "unknown", |r| {
         r["owner"]["start_identity"] = Value::Null
     });
-    leftover_claim(&fx, "flight-young", now_ms());
+    leftover_claim(fx, "flight-young", now_ms());
     fx.bind("malformed");
-    std::fs::write(record_path(&fx, "malformed"), "{ this is not json").unwrap();
-    make_old(&record_path(&fx, "malformed"));
+    std::fs::write(record_path(fx, "malformed"), "{ this is not json").unwrap();
+    make_old(&record_path(fx, "malformed"));
     make_old(&fx.isolation("malformed"));
     fx.bind("kept");
     let (code, retained) = fx.json(&["retain", "-s", "kept", "--reason", "inspect the failure"]);
@@ -144,6 +146,89 @@ fn every_row_of_the_decision_table_at_once() {
         assert!(start.elapsed() < Duration::from_secs(20));
         std::thread::sleep(Duration::from_millis(10));
     }
+    (alive_owner, run, retained)
+}
+
+/// The sweep reclaimed the dead, the reused, the old claim and the malformed, exactly as its
+/// dry run said, and kept the others for their reasons.
+fn check_reclaimed_and_kept(fx: &Fixture, doc: &Value, dry: &Value, retained_path: &Path) {
+    let reclaimed = paths(doc, "reclaimed");
+    assert_eq!(
+        reclaimed,
+        [
+            ".src.a3s-isolate-dead",
+            ".src.a3s-isolate-flight-old",
+            ".src.a3s-isolate-malformed",
+            ".src.a3s-isolate-reused"
+        ],
+        "{doc}"
+    );
+    // The dry run reported exactly what the sweep then did, and changed nothing itself.
+    assert_eq!(paths(dry, "reclaimed"), reclaimed);
+    assert_eq!(dry["dry_run"], true);
+    assert_eq!(paths(dry, "kept"), paths(doc, "kept"));
+    for gone in ["dead", "flight-old", "malformed", "reused"] {
+        assert!(!fx.isolation(gone).exists(), "{gone} should be reclaimed");
+    }
+    let kept: BTreeMap<String, String> = doc["kept"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                Path::new(k["path"].as_str().unwrap())
+                    .file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                k["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let retained_name = retained_path.file_name().unwrap().to_str().unwrap();
+    let named = [(retained_name, "[RETAINED]")];
+    snapshot_settings_naming(fx, &named).bind(|| {
+        insta::assert_json_snapshot!(kept, @r#"
+        {
+          ".src.a3s-isolate-alive": "live",
+          ".src.a3s-isolate-flight-young": "young",
+          ".src.a3s-isolate-foreign": "foreign",
+          "[RETAINED]": "retained",
+          ".src.a3s-isolate-leased": "live",
+          ".src.a3s-isolate-unknown": "unknown"
+        }
+        "#)
+    });
+}
+
+/// The dead owner's uncommitted edit is recoverable from the swept ref, and the session is
+/// listed swept.
+fn the_dead_sessions_work_stays_recoverable(fx: &Fixture) {
+    // The dead owner's uncommitted edit is recoverable from the swept ref.
+    assert_eq!(
+        fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:unsaved.txt"]),
+        "work in progress"
+    );
+    // The session is not forgotten: it is recorded swept, its refs kept for a resume.
+    assert_ne!(
+        fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/dead/"]),
+        ""
+    );
+    let (_, list) = fx.json(&["list"]);
+    let dead = list["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["session_id"] == "dead")
+        .unwrap();
+    assert_eq!(dead["state"], "swept", "{list}");
+    assert_eq!(dead["swept_ref"], "refs/a3s-iso/swept/dead");
+}
+
+#[test]
+fn every_row_of_the_decision_table_at_once() {
+    let fx = Fixture::new();
+    let (mut alive_owner, mut run, retained) = lay_out_every_row(&fx);
 
     // Last: any command but sweep would finish a bind this long dead itself (recovery, past the
     // grace); sweep judges it here, by its table, and reports it.
@@ -172,53 +257,7 @@ fn every_row_of_the_decision_table_at_once() {
     assert_eq!(doc["schema"], "a3s-iso.sweep.v1");
     assert_eq!(doc["dry_run"], false);
 
-    let reclaimed = paths(&doc, "reclaimed");
-    assert_eq!(
-        reclaimed,
-        [
-            ".src.a3s-isolate-dead",
-            ".src.a3s-isolate-flight-old",
-            ".src.a3s-isolate-malformed",
-            ".src.a3s-isolate-reused"
-        ],
-        "{doc}"
-    );
-    // The dry run reported exactly what the sweep then did, and changed nothing itself.
-    assert_eq!(paths(&dry, "reclaimed"), reclaimed);
-    assert_eq!(dry["dry_run"], true);
-    assert_eq!(paths(&dry, "kept"), paths(&doc, "kept"));
-    for gone in ["dead", "flight-old", "malformed", "reused"] {
-        assert!(!fx.isolation(gone).exists(), "{gone} should be reclaimed");
-    }
-    let kept: BTreeMap<String, String> = doc["kept"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|k| {
-            (
-                Path::new(k["path"].as_str().unwrap())
-                    .file_name()
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned(),
-                k["reason"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    let retained_name = retained_path.file_name().unwrap().to_str().unwrap();
-    let named = [(retained_name, "[RETAINED]")];
-    snapshot_settings_naming(&fx, &named).bind(|| {
-        insta::assert_json_snapshot!(kept, @r#"
-        {
-          ".src.a3s-isolate-alive": "live",
-          ".src.a3s-isolate-flight-young": "young",
-          ".src.a3s-isolate-foreign": "foreign",
-          "[RETAINED]": "retained",
-          ".src.a3s-isolate-leased": "live",
-          ".src.a3s-isolate-unknown": "unknown"
-        }
-        "#)
-    });
+    check_reclaimed_and_kept(&fx, &doc, &dry, &retained_path);
     assert_eq!(
         paths(&doc, "skipped"),
         [".src.a3s-isolate-file", ".src.a3s-isolate-symlink"]
@@ -240,25 +279,7 @@ fn every_row_of_the_decision_table_at_once() {
     );
     assert_eq!(std::fs::read(fx.isolation("file")).unwrap(), file_before);
     assert!(doc["bytes_freed"].as_u64().unwrap() > 0);
-    // The dead owner's uncommitted edit is recoverable from the swept ref.
-    assert_eq!(
-        fx.git(&fx.src, &["show", "refs/a3s-iso/swept/dead:unsaved.txt"]),
-        "work in progress"
-    );
-    // The session is not forgotten: it is recorded swept, its refs kept for a resume.
-    assert_ne!(
-        fx.git(&fx.src, &["for-each-ref", "refs/a3s-iso/sessions/dead/"]),
-        ""
-    );
-    let (_, list) = fx.json(&["list"]);
-    let dead = list["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["session_id"] == "dead")
-        .unwrap();
-    assert_eq!(dead["state"], "swept", "{list}");
-    assert_eq!(dead["swept_ref"], "refs/a3s-iso/swept/dead");
+    the_dead_sessions_work_stays_recoverable(&fx);
 }
 
 #[test]

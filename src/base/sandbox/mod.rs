@@ -1,3 +1,6 @@
+//! The `run` sandbox as a3s-iso uses it: its failures as errors, what a run reports.
+//! May call: the rest of base, and the `a3s-iso-sandbox` crate.
+//!
 //! The `run` sandbox as a3s-iso uses it. The sandbox itself (namespaces, mounts, Landlock,
 //! seccomp, terminals and all the `unsafe` they take) is the `a3s-iso-sandbox` crate, which
 //! knows nothing of a3s-iso; here are its failures as a3s-iso's errors, and what a run reports

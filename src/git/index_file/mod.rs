@@ -1,11 +1,15 @@
+//! git's index file format, read in one place, and the indexes a3s-iso writes itself.
+//! May call: base and the rest of git.
+//!
 //! git's index file format, read in one place (`reader`): whether an index is split (names a
 //! shared index, `sharedindex.<id>` in the git dir, that holds most of its entries: such a
 //! file cannot be copied alone, so a3s-iso keeps its own indexes whole), whether any entry is
 //! marked skip-worktree (a sparse checkout's) or is a gitlink, so that the paths git needs to
 //! look at again are listed only when there can be any (see `snapshot`); the entries of a
-//! small index; (`recent`) the stat data a snapshot must not trust; and (`edit`) a plain index
-//! with a few paths' entries set or removed, the rest kept with its stat data. The pool's cleaning
-//! reads its entries' stat data through the same walk.
+//! small index; every entry with its stat data (`entries_with_stat`, which the pool's cleaning
+//! compares the files it finds with); (`recent`) the stat data a snapshot must not trust; and
+//! (`edit`) a plain index with a few paths' entries set or removed, the rest kept with their
+//! stat data.
 
 pub(crate) mod edit;
 pub(crate) mod reader;
@@ -96,6 +100,79 @@ fn parse_entries(bytes: &[u8], hash_len: usize) -> Option<Vec<Staged>> {
         entry.stage() == 0
     })?;
     Some(entries)
+}
+
+/// A time as the index keeps it: seconds and nanoseconds, 32 bits each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) struct StatTime {
+    pub(crate) secs: u32,
+    pub(crate) nanos: u32,
+}
+
+/// One entry's path, mode and stat data.
+#[derive(Debug, Clone)]
+pub(crate) struct StatEntry {
+    /// Its path, as the index spells it.
+    pub(crate) path: Vec<u8>,
+    /// `0o100644`, `0o100755`, `0o120000` (a link) or `0o160000` (a gitlink).
+    pub(crate) mode: u32,
+    pub(crate) ctime: StatTime,
+    pub(crate) mtime: StatTime,
+    pub(crate) ino: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
+    /// The size, truncated to 32 bits as git keeps it.
+    pub(crate) size: u32,
+}
+
+/// Bytes that are not an index git wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotAnIndex;
+
+/// Every entry of the index `bytes` (object ids `hash_len` bytes long) with its stat data, in
+/// the index's order; entries marked skip-worktree (a sparse checkout's paths outside its
+/// patterns) are not in the tree and are left out. `Ok(None)` for a split or sparse index or
+/// unmerged entries (or a version this does not read); `Err` for what is not an index at all.
+pub(crate) fn entries_with_stat(
+    bytes: &[u8],
+    hash_len: usize,
+) -> std::result::Result<Option<Vec<StatEntry>>, NotAnIndex> {
+    if bytes.get(..4) != Some(b"DIRC".as_slice()) {
+        return Err(NotAnIndex);
+    }
+    let Some(file) = IndexFile::new(bytes, hash_len) else {
+        return Ok(None);
+    };
+    let time = |e: &reader::EntryView<'_>, n: usize| StatTime {
+        secs: e.stat(n),
+        nanos: e.stat(n + 1),
+    };
+    let mut entries = Vec::new();
+    let mut takeable = true;
+    let extensions = file.walk(|e| {
+        // Unmerged, or a sparse index's directory entry.
+        takeable = e.stage() == 0 && e.mode() != 0o040000;
+        if takeable && !e.skip_worktree() {
+            entries.push(StatEntry {
+                path: e.path.to_vec(),
+                mode: e.mode(),
+                ctime: time(e, 0),
+                mtime: time(e, 2),
+                ino: e.stat(5),
+                uid: e.stat(7),
+                gid: e.stat(8),
+                size: e.stat(9),
+            });
+        }
+        takeable
+    });
+    let Some(extensions) = extensions else {
+        return if takeable { Err(NotAnIndex) } else { Ok(None) };
+    };
+    let split_or_sparse = extensions
+        .iter()
+        .any(|e| e.signature == LINK || &e.signature == b"sdir");
+    Ok((!split_or_sparse).then_some(entries))
 }
 
 #[cfg(test)]
@@ -258,6 +335,71 @@ mod tests {
             );
         }
         assert!(parse_entries(b"not an index", 20).is_none());
+    }
+
+    #[test]
+    fn every_version_reads_the_same_entries_with_their_stat_data() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        let git = |args: &[&str]| {
+            let status = std::process::Command::new("git")
+                .current_dir(dir)
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .args(args)
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        git(&["init", "-q", "--object-format=sha1"]);
+        for (path, body) in [("a.txt", "a"), ("dir/b.txt", "bb"), ("dir/sub/c", "ccc")] {
+            let file = dir.join(path);
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, body).unwrap();
+        }
+        std::os::unix::fs::symlink("a.txt", dir.join("link")).unwrap();
+        git(&["add", "-A"]);
+        let mut seen = Vec::new();
+        for version in ["2", "3", "4"] {
+            git(&["update-index", "--index-version", version]);
+            let bytes = std::fs::read(dir.join(".git/index")).unwrap();
+            let entries = entries_with_stat(&bytes, 20).unwrap().unwrap();
+            let listed: Vec<(String, u32, u32, StatTime)> = entries
+                .iter()
+                .map(|e| {
+                    let path = String::from_utf8_lossy(&e.path).into_owned();
+                    (path, e.mode, e.size, e.mtime)
+                })
+                .collect();
+            seen.push(listed);
+        }
+        assert_eq!(seen[0], seen[1]);
+        assert_eq!(seen[0], seen[2]);
+        let kept: Vec<(&str, u32, u32)> = seen[0]
+            .iter()
+            .map(|(path, mode, size, _)| (path.as_str(), *mode, *size))
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                ("a.txt", 0o100644, 1),
+                ("dir/b.txt", 0o100644, 2),
+                ("dir/sub/c", 0o100644, 3),
+                ("link", 0o120000, 5),
+            ]
+        );
+        // The stat data is the file's own, as git recorded it.
+        let meta = std::fs::symlink_metadata(dir.join("dir/sub/c")).unwrap();
+        let c = &entries_with_stat(&std::fs::read(dir.join(".git/index")).unwrap(), 20)
+            .unwrap()
+            .unwrap()[2];
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(c.mtime.secs, meta.mtime() as u32);
+        assert_eq!(c.ino, meta.ino() as u32);
+        assert_eq!(
+            entries_with_stat(b"not an index", 20).unwrap_err(),
+            NotAnIndex
+        );
     }
 
     #[test]

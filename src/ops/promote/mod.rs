@@ -1,3 +1,6 @@
+//! `promote`: apply a change set to the source exactly once, with a typed outcome.
+//! May call: base, git, store, context, model, recovery, services; no other verb.
+//!
 //! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
 //! digest already in the journal, `conflict` when the source moved or the patch does not apply
 //! (nothing applied), `empty`, or `planned` with `--no-apply`.

@@ -1,3 +1,6 @@
+//! Write-ahead intents of the promotes that change the user's checkout, and their finishing.
+//! May call: base, git, store, context, model and the rest of recovery.
+//!
 //! Write-ahead intents: every promote that changes the user's checkout first writes, fsynced,
 //! what it is about to do (`<state>/intents/<digest hex>.json`), and the next command that takes
 //! the repository lock finishes whatever a crash left half done, before anything else.

@@ -1,3 +1,6 @@
+//! `run`'s fast path: the layer a sandboxed command writes to, merged into the isolation.
+//! May call: base, git, store, context, model and the rest of recovery.
+//!
 //! `run`'s fast path: a sandboxed run's command writes to a layer over the isolation (an
 //! overlay in its own mount namespace, whose upper directory is in the state dir on the
 //! isolation's file system), so that afterwards the layer lists exactly what it created,

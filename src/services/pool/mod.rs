@@ -1,3 +1,6 @@
+//! Warm isolations: spare worktrees of a source, taken by bind and given back by discard.
+//! May call: base, git, store, context, model, recovery and the rest of services.
+//!
 //! Warm isolations: spare worktrees of a source, clean and checked out, kept beside its
 //! isolations (`<prefix>.pool-<slot>`, see `names`). `bind` takes one instead of checking out
 //! (`take`, `finish_take`), `discard` returns a session's tree instead of deleting it while

@@ -27,7 +27,8 @@ use rustix::io::Errno;
 
 use crate::base::beneath::{Dir, Kind, kind_of};
 use crate::base::error::{Error, Result};
-use crate::services::pool::index::{Entry, Index, Time};
+use crate::git::index_file::{StatEntry, StatTime};
+use crate::services::pool::index::Index;
 
 /// What a cold bind at the tree's place gives every entry.
 #[derive(Debug, Clone, Copy)]
@@ -121,12 +122,12 @@ pub(crate) struct Found {
 /// How the walk judges entries.
 struct Walk<'a> {
     tracked: HashMap<&'a [u8], usize>,
-    entries: &'a [Entry],
+    entries: &'a [StatEntry],
     untouched: Vec<bool>,
     /// The index's stat data is from when a3s-iso last wrote the tree (else every entry's
     /// attributes are read).
     pristine: bool,
-    written: Time,
+    written: StatTime,
     expected: Expected,
     /// `--keep-ignored` patterns are set: untracked directories may survive `git clean`.
     keeps: bool,
@@ -254,7 +255,7 @@ impl Walk<'_> {
                 self.untouched[tracked.unwrap_or_default()] = true;
             }
             (Kind::Dir, Some(_))
-            | (Kind::File | Kind::Symlink, Some(Entry { mode: 0o160000, .. })) => {
+            | (Kind::File | Kind::Symlink, Some(StatEntry { mode: 0o160000, .. })) => {
                 // Not what the index has there: it goes, and git writes the entry.
                 dir.remove(Path::new(name)).map_err(|e| io_error(dir, e))?;
             }
@@ -302,8 +303,8 @@ impl Walk<'_> {
     }
 
     /// Whether a tracked file or link is untouched since the index recorded it.
-    fn judge(&self, e: &Entry, kind: Kind, st: &rustix::fs::Statx) -> Judged {
-        let time = |t: rustix::fs::StatxTimestamp| Time {
+    fn judge(&self, e: &StatEntry, kind: Kind, st: &rustix::fs::Statx) -> Judged {
+        let time = |t: rustix::fs::StatxTimestamp| StatTime {
             secs: t.tv_sec as u32,
             nanos: t.tv_nsec,
         };
@@ -358,7 +359,7 @@ impl Walk<'_> {
         st: &rustix::fs::Statx,
     ) -> rustix::io::Result<()> {
         let changed = !self.pristine
-            || Time {
+            || StatTime {
                 secs: st.stx_ctime.tv_sec as u32,
                 nanos: st.stx_ctime.tv_nsec,
             } >= self.written;

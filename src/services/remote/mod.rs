@@ -1,3 +1,6 @@
+//! Change sets through git remotes: push, fetch, list and deletion of their refs.
+//! May call: base, git, store, context, model, recovery and the rest of services.
+//!
 //! Change sets through git remotes: `push` publishes one as the commit
 //! `refs/a3s-iso/changes/<digest hex>` on a remote (`carrier.rs` says what the commit holds);
 //! `fetch` (and `promote --from`) fetches exactly that ref into a private ref, verifies the
