@@ -195,3 +195,41 @@ fn rebases_back_and_forth_and_an_abort_leave_exact_trees() {
     let after = std::fs::read(crate::fixture::admin_dir(&fx, "s").join("index")).unwrap();
     assert_eq!(after, index, "the index file as it was");
 }
+
+/// An agent that swapped a directory of its isolation for a link to a directory outside (with
+/// the same file in it), then left the new base to change that file: the rebase writes and
+/// removes nothing outside the isolation, whatever it makes of the link.
+#[test]
+fn attack_a_link_in_place_of_a_directory_carries_no_write_outside() {
+    let fx = Fixture::new();
+    fx.write("dir/file.txt", "the file\n");
+    fx.write("dir/other.txt", "another\n");
+    fx.commit_all("a directory");
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    let outside = fx.root.join("work/outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("file.txt"), "the file\n").unwrap();
+    std::fs::write(outside.join("other.txt"), "another\n").unwrap();
+    let before = listing(&outside);
+    std::fs::remove_dir_all(iso.join("dir")).unwrap();
+    std::os::unix::fs::symlink(&outside, iso.join("dir")).unwrap();
+    fx.write("dir/file.txt", "changed on the base\n");
+    std::fs::remove_file(fx.src.join("dir/other.txt")).unwrap();
+    fx.commit_all("the base changes the directory");
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert!(
+        matches!(outcome(&done), (0, "rebased") | (3, "conflicted")),
+        "{}",
+        done.1
+    );
+    assert_eq!(
+        listing(&outside),
+        before,
+        "nothing outside the isolation changed"
+    );
+    let link = std::fs::symlink_metadata(iso.join("dir")).unwrap();
+    if link.file_type().is_symlink() {
+        assert_eq!(std::fs::read_link(iso.join("dir")).unwrap(), outside);
+    }
+}
