@@ -52,11 +52,11 @@ pub(crate) struct Keep<'s> {
 /// Where an entry's modification time (seconds) is, in its stat data.
 const MTIME_AT: usize = 8;
 
-/// One entry kept: where its bytes are, and its path.
+/// One entry kept: where its bytes are, and where its path is among them.
 struct Kept {
     start: usize,
     end: usize,
-    path: Vec<u8>,
+    path: std::ops::Range<usize>,
     mtime: u32,
 }
 
@@ -78,13 +78,15 @@ pub(crate) fn edit(
         if let Some(last) = kept.last_mut() {
             last.end = entry.start;
         }
+        // Versions 2 and 3 store a plain entry's whole path right after its flags.
+        let at = entry.start + ENTRY_STAT + hash_len + 2;
         kept.push(Kept {
             start: entry.start,
             end: 0,
-            path: entry.path.to_vec(),
+            path: at..at + entry.path.len(),
             mtime: entry.stat(2),
         });
-        plain
+        plain && bytes.get(at..at + entry.path.len()) == Some(entry.path)
     })?;
     let entries_end = extensions
         .first()
@@ -98,13 +100,18 @@ pub(crate) fn edit(
     {
         return None;
     }
-    let mut out = bytes[..12].to_vec();
-    let count = merge_entries(bytes, &kept, changes, hash_len, keep.racy_from, &mut out);
+    let mut out = Vec::with_capacity(bytes.len() + changes.len() * (ENTRY_STAT + 64));
+    out.extend_from_slice(&bytes[..12]);
+    let mut paths: Vec<&[u8]> = Vec::new();
+    let listed = keep.subtrees.is_some().then_some(&mut paths);
+    let count = merge_entries(
+        bytes,
+        (&kept, changes),
+        hash_len,
+        keep.racy_from,
+        (&mut out, listed),
+    );
     out[8..12].copy_from_slice(&count.to_be_bytes());
-    let paths: Vec<&[u8]> = match keep.subtrees {
-        Some(_) => final_paths(&kept, changes),
-        None => Vec::new(),
-    };
     for extension in &extensions {
         match extension.signature {
             TREE => {
@@ -139,24 +146,24 @@ fn has_extended_flags(entry: &EntryView<'_>) -> bool {
     entry.extended_flags() != 0
 }
 
-/// Writes the kept entries and the set ones into `out`, in git's order (by path, bytewise);
-/// the number of entries written.
-fn merge_entries(
-    bytes: &[u8],
-    kept: &[Kept],
-    changes: &BTreeMap<Vec<u8>, Change>,
+/// Writes the kept entries and the set ones into `out`, in git's order (by path, bytewise),
+/// listing their paths in `listed` when asked; the number of entries written.
+fn merge_entries<'a>(
+    bytes: &'a [u8],
+    (kept, changes): (&[Kept], &'a BTreeMap<Vec<u8>, Change>),
     hash_len: usize,
     racy_from: Option<u32>,
-    out: &mut Vec<u8>,
+    (out, mut listed): (&mut Vec<u8>, Option<&mut Vec<&'a [u8]>>),
 ) -> u32 {
     let mut count = 0u32;
     let mut sets = changes.iter().peekable();
     for entry in kept {
-        while let Some((path, change)) = sets.next_if(|(path, _)| **path < entry.path) {
-            count += push_set(out, path, change, hash_len);
+        let path = &bytes[entry.path.clone()];
+        while let Some((p, change)) = sets.next_if(|(p, _)| p.as_slice() < path) {
+            count += push_listed(out, listed.as_deref_mut(), p, change, hash_len);
         }
-        if let Some((path, change)) = sets.next_if(|(path, _)| **path == entry.path) {
-            count += push_set(out, path, change, hash_len);
+        if let Some((p, change)) = sets.next_if(|(p, _)| p.as_slice() == path) {
+            count += push_listed(out, listed.as_deref_mut(), p, change, hash_len);
             continue;
         }
         let at = out.len();
@@ -164,29 +171,30 @@ fn merge_entries(
         if racy_from.is_some_and(|from| entry.mtime >= from) {
             out[at + SIZE_AT..at + SIZE_AT + 4].copy_from_slice(&[0; 4]);
         }
+        if let Some(listed) = listed.as_deref_mut() {
+            listed.push(path);
+        }
         count += 1;
     }
-    for (path, change) in sets {
-        count += push_set(out, path, change, hash_len);
+    for (p, change) in sets {
+        count += push_listed(out, listed.as_deref_mut(), p, change, hash_len);
     }
     count
 }
 
-/// Every path of the edited index, sorted: the kept entries' and the set ones'.
-fn final_paths<'a>(kept: &'a [Kept], changes: &'a BTreeMap<Vec<u8>, Change>) -> Vec<&'a [u8]> {
-    let mut paths: Vec<&[u8]> = kept
-        .iter()
-        .map(|k| k.path.as_slice())
-        .filter(|p| !changes.contains_key(*p))
-        .chain(
-            changes
-                .iter()
-                .filter(|(_, c)| matches!(c, Change::Set { .. }))
-                .map(|(p, _)| p.as_slice()),
-        )
-        .collect();
-    paths.sort_unstable();
-    paths
+/// [`push_set`], listing the path when an entry was written and a list is asked for.
+fn push_listed<'a>(
+    out: &mut Vec<u8>,
+    listed: Option<&mut Vec<&'a [u8]>>,
+    path: &'a [u8],
+    change: &Change,
+    hash_len: usize,
+) -> u32 {
+    let added = push_set(out, path, change, hash_len);
+    if let (1, Some(listed)) = (added, listed) {
+        listed.push(path);
+    }
+    added
 }
 
 /// Appends the entry `change` sets at `path` (none for a removal); how many it appended.
