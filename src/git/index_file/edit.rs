@@ -612,7 +612,7 @@ mod tests {
         let text = String::from_utf8_lossy(data);
         assert!(text.starts_with("\0-1 2\n"), "{text:?}");
         assert!(text.contains("edit\0-1 0\n"), "{text:?}");
-        assert!(text.contains("keep\01 0\n"), "{text:?}");
+        assert!(text.contains("keep\u{0}1 0\n"), "{text:?}");
     }
 
     /// Kept entries noted in or after the racy second lose their size; others keep it. A
