@@ -404,6 +404,7 @@ pub(crate) fn stored_entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn git(dir: &std::path::Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
         use std::io::Write;
@@ -457,6 +458,32 @@ mod tests {
         std::fs::write(path, text).unwrap();
     }
 
+    /// A repository in `d` of `format` holding `files` (tree A), changed by `change` (tree
+    /// B); its index is left holding A with a whole cache tree. A's and B's ids.
+    fn two_trees(
+        d: &Path,
+        format: &str,
+        files: &[&str],
+        change: impl FnOnce(&Path),
+    ) -> (String, String) {
+        git(
+            d,
+            &["init", "-q", &format!("--object-format={format}")],
+            None,
+        );
+        for rel in files {
+            write(d, rel, rel);
+        }
+        git(d, &["add", "-A"], None);
+        let a = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+        change(d);
+        git(d, &["add", "-A"], None);
+        let b = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+        git(d, &["read-tree", a.trim()], None);
+        git(d, &["write-tree"], None);
+        (a.trim().to_string(), b.trim().to_string())
+    }
+
     /// An index of tree A edited by the changes from A to B is B's, for git (its `write-tree`,
     /// which trusts the kept cache tree where it is valid, gives B); a directory becoming a
     /// file and back, additions before, between and after kept entries, removals.
@@ -465,30 +492,19 @@ mod tests {
         for (format, hash_len) in [("sha1", 20), ("sha256", 32)] {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
-            git(
-                d,
-                &["init", "-q", &format!("--object-format={format}")],
-                None,
-            );
-            for rel in ["a.txt", "b/c.txt", "b/d/e.txt", "f/g.txt", "z.txt", "b-x"] {
-                write(d, rel, rel);
-            }
-            git(d, &["add", "-A"], None);
-            let a = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
-            std::fs::remove_dir_all(d.join("f")).unwrap();
-            write(d, "f", "now a file");
-            write(d, "b/d/e.txt", "changed");
-            write(d, "0first", "new");
-            write(d, "b/c0.txt", "new between");
-            write(d, "zz/new.txt", "new last");
-            std::fs::remove_file(d.join("a.txt")).unwrap();
-            git(d, &["add", "-A"], None);
-            let b = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
-            git(d, &["read-tree", a.trim()], None);
-            git(d, &["write-tree"], None);
+            let files = ["a.txt", "b/c.txt", "b/d/e.txt", "f/g.txt", "z.txt", "b-x"];
+            let (a, b) = two_trees(d, format, &files, |d| {
+                std::fs::remove_dir_all(d.join("f")).unwrap();
+                write(d, "f", "now a file");
+                write(d, "b/d/e.txt", "changed");
+                write(d, "0first", "new");
+                write(d, "b/c0.txt", "new between");
+                write(d, "zz/new.txt", "new last");
+                std::fs::remove_file(d.join("a.txt")).unwrap();
+            });
             let index = d.join(".git/index");
             let bytes = std::fs::read(&index).unwrap();
-            let changes = changes_between(d, a.trim(), b.trim());
+            let changes = changes_between(d, &a, &b);
             let keep = Keep {
                 null_trailer: true,
                 ..Keep::default()
@@ -497,11 +513,11 @@ mod tests {
             assert!(edited.ends_with(&vec![0; hash_len]), "{format}");
             std::fs::write(&index, &edited).unwrap();
             let written = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
-            assert_eq!(written, b, "{format}");
+            assert_eq!(written.trim(), b, "{format}");
             // git reads the file (its trailer and layout) and lists the same entries as a
             // read-tree of B.
             let listed = git(d, &["ls-files", "-s"], None);
-            git(d, &["read-tree", b.trim()], None);
+            git(d, &["read-tree", &b], None);
             assert_eq!(listed, git(d, &["ls-files", "-s"], None), "{format}");
         }
     }
@@ -514,36 +530,25 @@ mod tests {
         for (format, hash_len) in [("sha1", 20), ("sha256", 32)] {
             let dir = tempfile::tempdir().unwrap();
             let d = dir.path();
-            git(
-                d,
-                &["init", "-q", &format!("--object-format={format}")],
-                None,
-            );
-            for rel in [
+            let files = [
                 "a.txt",
                 "b/c.txt",
                 "b/d/e.txt",
                 "f/g.txt",
                 "gone/x/y.txt",
                 "k/l.txt",
-            ] {
-                write(d, rel, rel);
-            }
-            git(d, &["add", "-A"], None);
-            let a = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
-            std::fs::remove_dir_all(d.join("gone")).unwrap();
-            write(d, "b/d/e.txt", "changed");
-            write(d, "b/new/n.txt", "new dir");
-            std::fs::remove_dir_all(d.join("f")).unwrap();
-            write(d, "f", "now a file");
-            git(d, &["add", "-A"], None);
-            let b = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
-            let b = b.trim();
-            git(d, &["read-tree", a.trim()], None);
-            git(d, &["write-tree"], None);
+            ];
+            let (a, b) = two_trees(d, format, &files, |d| {
+                std::fs::remove_dir_all(d.join("gone")).unwrap();
+                write(d, "b/d/e.txt", "changed");
+                write(d, "b/new/n.txt", "new dir");
+                std::fs::remove_dir_all(d.join("f")).unwrap();
+                write(d, "f", "now a file");
+            });
+            let b = b.as_str();
             let index = d.join(".git/index");
             let bytes = std::fs::read(&index).unwrap();
-            let changes = changes_between(d, a.trim(), b);
+            let changes = changes_between(d, &a, b);
             let mut ids = Subtrees::new();
             ids.insert(Vec::new(), hex::decode(b).unwrap());
             for dir in dirs_above(&changes) {
