@@ -637,10 +637,10 @@ fn steps(
         take_promote(landed, stopped);
         return Ok(());
     }
-    if let Some(test) = queue.test.as_deref() {
-        if !test_gate(ctx, located, (test, queue.no_sandbox), id, landed)? {
-            return Ok(());
-        }
+    if let Some(test) = queue.test.as_deref()
+        && !test_gate(ctx, located, (test, queue.no_sandbox), id, landed)?
+    {
+        return Ok(());
     }
     promote_tested(ctx, located, queue, id, landed)
 }
