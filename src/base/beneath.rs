@@ -1,6 +1,8 @@
-//! Files in the places a sandboxed command can write (an isolation's tree, its admin dir, a
-//! run's quarantine and TMPDIR) and in what they become (a tree renamed aside, a spare),
-//! reached from a directory handle without following a symbolic link anywhere on the way.
+//! Files reached beneath a directory handle, never through a symbolic link on the way.
+//! May call: the rest of base.
+//!
+//! Those are the places a sandboxed command can write (an isolation's tree, its admin dir, a
+//! run's quarantine and TMPDIR) and what they become (a tree renamed aside, a spare).
 //!
 //! a3s-iso acts on those places outside the sandbox, with the user's rights. A link the command
 //! left there (`<admin>/modules` naming another repository, a `pack` directory in the

@@ -3,7 +3,7 @@ use clap::Args;
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::context::Context;
-use a3s_iso::ops::list::{ListedState, SessionView, list_with};
+use a3s_iso::ops::list::{ListOutcome, ListedState, SessionView, list_with};
 use a3s_iso::services::remote::list_remote;
 
 use super::{Output, Tone};
@@ -98,6 +98,25 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         out.line("no sessions");
         return Ok(0);
     }
+    let header = header(args);
+    let rows: Vec<Vec<Cell>> = (outcome.sessions.iter())
+        .map(|s| session_row(args, &outcome, s))
+        .collect();
+    print_table(out, &header, &rows);
+    if let Some(disk) = &outcome.disk {
+        out.line(&format!(
+            "on disk: {} for {} of files ({} of pristine trees shared by clones)",
+            super::human_bytes(disk.total.own_bytes),
+            super::human_bytes(disk.total.apparent_bytes),
+            super::human_bytes(disk.pristine.allocated_bytes),
+        ));
+    }
+    Ok(0)
+}
+
+/// The table's header: the columns a session's row has, with `SOURCE` under `--all` and the
+/// sizes under `--disk`.
+fn header(args: &ListArgs) -> Vec<Cell> {
     let mut header: Vec<String> = [
         "SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH",
     ]
@@ -112,52 +131,40 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         header.insert(at, "SIZE".into());
         header.insert(at + 1, "ALONE".into());
     }
-    let rows: Vec<Vec<Cell>> = outcome
-        .sessions
+    header.into_iter().map(Cell::plain).collect()
+}
+
+/// A session's row under [`header`]: its state says an unfinished operation about it and the
+/// sessions it conflicts with.
+fn session_row(args: &ListArgs, outcome: &ListOutcome, s: &SessionView) -> Vec<Cell> {
+    let mut cells = row(s);
+    // A session an unfinished operation is about says so in its state.
+    if let Some(op) = outcome
+        .interrupted
         .iter()
-        .map(|s| {
-            let mut cells = row(s);
-            // A session an unfinished operation is about says so in its state.
-            if let Some(op) = outcome
-                .interrupted
-                .iter()
-                .find(|i| i.session_id.as_deref() == Some(s.session_id.as_str()))
-            {
-                cells[1].text =
-                    format!("{} ({} unfinished)", cells[1].text, op.operation.command());
-                cells[1].tone = Some(Tone::Note);
-            }
-            let against = conflicts_of(s);
-            if !against.is_empty() {
-                cells[1].text = format!("{} (conflicts with {})", cells[1].text, against);
-            }
-            if args.all {
-                cells.insert(1, Cell::plain(s.source.display().to_string()));
-            }
-            if args.disk {
-                let at = cells.len() - 1;
-                let size = |f: fn(&a3s_iso::base::reflink::DiskUse) -> u64| {
-                    s.disk
-                        .as_ref()
-                        .map_or("-".into(), |d| super::human_bytes(f(d)))
-                };
-                cells.insert(at, Cell::plain(size(|d| d.apparent_bytes)));
-                cells.insert(at + 1, Cell::plain(size(|d| d.own_bytes)));
-            }
-            cells
-        })
-        .collect();
-    let header: Vec<Cell> = header.into_iter().map(Cell::plain).collect();
-    print_table(out, &header, &rows);
-    if let Some(disk) = &outcome.disk {
-        out.line(&format!(
-            "on disk: {} for {} of files ({} of pristine trees shared by clones)",
-            super::human_bytes(disk.total.own_bytes),
-            super::human_bytes(disk.total.apparent_bytes),
-            super::human_bytes(disk.pristine.allocated_bytes),
-        ));
+        .find(|i| i.session_id.as_deref() == Some(s.session_id.as_str()))
+    {
+        cells[1].text = format!("{} ({} unfinished)", cells[1].text, op.operation.command());
+        cells[1].tone = Some(Tone::Note);
     }
-    Ok(0)
+    let against = conflicts_of(s);
+    if !against.is_empty() {
+        cells[1].text = format!("{} (conflicts with {})", cells[1].text, against);
+    }
+    if args.all {
+        cells.insert(1, Cell::plain(s.source.display().to_string()));
+    }
+    if args.disk {
+        let at = cells.len() - 1;
+        let size = |f: fn(&a3s_iso::base::reflink::DiskUse) -> u64| {
+            s.disk
+                .as_ref()
+                .map_or("-".into(), |d| super::human_bytes(f(d)))
+        };
+        cells.insert(at, Cell::plain(size(|d| d.apparent_bytes)));
+        cells.insert(at + 1, Cell::plain(size(|d| d.own_bytes)));
+    }
+    cells
 }
 
 /// What the session's work would conflict with, as `overlaps` predicts: other sessions by id,

@@ -278,21 +278,7 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         return abort(ctx, &queue_file, recorded);
     }
     let (mut queue, resumed) = queue_for(ctx, &located, opts, recorded)?;
-    // A stopped queue may hold sessions a scoped caller may not land: it lands none of it.
-    for (id, _) in &queue.sessions {
-        ctx.require_granted(id)?;
-    }
-    if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
-        return Err(Error::Usage {
-            message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
-        });
-    }
-    if queue.mode != LandMode::Patch && ctx.git.current_branch(&located.repo.toplevel)?.is_none() {
-        // Checked before any session is rebased or anything recorded.
-        return Err(Error::DetachedSource {
-            source_path: located.repo.toplevel.clone(),
-        });
-    }
+    check_landable(ctx, &located, &queue)?;
     let mut out = LandOutcome {
         mode: queue.mode,
         resumed,
@@ -312,35 +298,7 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         crate::flows::autosweep::reclaim(ctx, &located, configured, &in_queue);
     out.reclaimed = reclaimed;
     out.warnings.extend(warning);
-    for index in 0..queue.sessions.len() {
-        let (id, done) = queue.sessions[index].clone();
-        if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
-            // Landed before a kill that came ahead of its cleanup.
-            if clean_up(ctx, &located, queue.keep, &mut done) {
-                queue.sessions[index].1 = Some(done.clone());
-                save(&queue_file, &queue)?;
-            }
-            out.sessions.push(done);
-            continue;
-        }
-        if out.stopped_at.is_some() {
-            out.sessions
-                .push(LandedSession::new(&id, LandResult::NotReached));
-            continue;
-        }
-        let mut landed = land_one(ctx, &located, &queue, &id);
-        if !landed.outcome.goes_on() && !queue.keep_going {
-            out.stopped_at = Some(id.clone());
-        }
-        // Recorded before the cleanup: a kill in between leaves the next `land` to finish it.
-        queue.sessions[index].1 = Some(landed.clone());
-        save(&queue_file, &queue)?;
-        if clean_up(ctx, &located, queue.keep, &mut landed) {
-            queue.sessions[index].1 = Some(landed.clone());
-            save(&queue_file, &queue)?;
-        }
-        out.sessions.push(landed);
-    }
+    land_queue(ctx, &located, &queue_file, &mut queue, &mut out)?;
     if out.stopped_at.is_none() {
         remove_file_if_exists(&queue_file)?;
     }
@@ -353,6 +311,68 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
         out.next_commands = step.commands;
     }
     Ok(out)
+}
+
+/// Whether the queue may land at all, checked before any session is rebased or anything
+/// recorded: every session granted, patch mode with one session, a branch to land on.
+fn check_landable(ctx: &Context, located: &Located, queue: &Queue) -> Result<()> {
+    // A stopped queue may hold sessions a scoped caller may not land: it lands none of it.
+    for (id, _) in &queue.sessions {
+        ctx.require_granted(id)?;
+    }
+    if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
+        return Err(Error::Usage {
+            message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
+        });
+    }
+    if queue.mode != LandMode::Patch && ctx.git.current_branch(&located.repo.toplevel)?.is_none() {
+        return Err(Error::DetachedSource {
+            source_path: located.repo.toplevel.clone(),
+        });
+    }
+    Ok(())
+}
+
+/// Lands each session of the queue in order into `out.sessions`, recording each result in
+/// `queue_file` before its cleanup; after a session that does not land, the rest are not
+/// reached unless the queue keeps going.
+fn land_queue(
+    ctx: &Context,
+    located: &Located,
+    queue_file: &std::path::Path,
+    queue: &mut Queue,
+    out: &mut LandOutcome,
+) -> Result<()> {
+    for index in 0..queue.sessions.len() {
+        let (id, done) = queue.sessions[index].clone();
+        if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
+            // Landed before a kill that came ahead of its cleanup.
+            if clean_up(ctx, located, queue.keep, &mut done) {
+                queue.sessions[index].1 = Some(done.clone());
+                save(queue_file, queue)?;
+            }
+            out.sessions.push(done);
+            continue;
+        }
+        if out.stopped_at.is_some() {
+            out.sessions
+                .push(LandedSession::new(&id, LandResult::NotReached));
+            continue;
+        }
+        let mut landed = land_one(ctx, located, queue, &id);
+        if !landed.outcome.goes_on() && !queue.keep_going {
+            out.stopped_at = Some(id.clone());
+        }
+        // Recorded before the cleanup: a kill in between leaves the next `land` to finish it.
+        queue.sessions[index].1 = Some(landed.clone());
+        save(queue_file, queue)?;
+        if clean_up(ctx, located, queue.keep, &mut landed) {
+            queue.sessions[index].1 = Some(landed.clone());
+            save(queue_file, queue)?;
+        }
+        out.sessions.push(landed);
+    }
+    Ok(())
 }
 
 /// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
@@ -597,21 +617,8 @@ fn steps(
     landed: &mut LandedSession,
 ) -> Result<()> {
     let record = ctx.resolve_record(located, Some(id))?;
-    if record.state == SessionState::Discarded {
-        // A landing cleans up after itself: landed then, nothing to do now.
-        landed.outcome =
-            match crate::services::landed::landed_before_discard(ctx, located, &record)? {
-                true => LandResult::Idempotent,
-                false => LandResult::Discarded,
-            };
-        return Ok(());
-    }
-    // Its work is all in HEAD's history: nothing to rebase or land. Its isolation is read
-    // for that only when its last known tree says it may be (an edit since that alone made
-    // it match HEAD is rebased to nothing and lands as `empty`).
-    use crate::services::landed::{is_landed, may_be_landed};
-    if may_be_landed(ctx, located, &record)? && is_landed(ctx, located, &record)? {
-        landed.outcome = LandResult::Idempotent;
+    if let Some(outcome) = landed_already(ctx, located, &record)? {
+        landed.outcome = outcome;
         return Ok(());
     }
     let session = ctx.resolve_session(located, Some(id))?;
@@ -630,33 +637,77 @@ fn steps(
         take_promote(landed, stopped);
         return Ok(());
     }
-    if queue.test.is_some() {
-        let tested_on = located.repo.head_commit(&ctx.git);
-        let tested = match queue.test.as_deref() {
-            Some(test) => test_passes(ctx, located, (test, queue.no_sandbox), id, landed),
-            None => Ok(Tested {
-                passed: true,
-                dropped: Some(Vec::new()),
-            }),
-        };
-        crate::fault_point!("land-after-test");
-        // A test on the run's layer wrote nothing to the isolation; one on the full path is
-        // moved back to the tree it started from.
-        landed.test_wrote = match tested.as_ref().ok().and_then(|t| t.dropped.clone()) {
-            Some(wrote) => wrote,
-            None => super::land_gate::drop_test_writes(ctx, located, id)?,
-        };
-        if !tested?.passed {
-            landed.outcome = LandResult::TestFailed;
-            return Ok(());
-        }
-        if located.repo.head_commit(&ctx.git) != tested_on {
-            landed.outcome = LandResult::Conflict;
-            landed.reason = Some(Reason::HeadMoved);
-            landed.warnings.push(MOVED_DURING_TEST.into());
-            return Ok(());
-        }
+    if let Some(test) = queue.test.as_deref()
+        && !test_gate(ctx, located, (test, queue.no_sandbox), id, landed)?
+    {
+        return Ok(());
     }
+    promote_tested(ctx, located, queue, id, landed)
+}
+
+/// The result of a session with nothing to land (`None`: it has work to land): discarded
+/// (after its landing, or before), or with all its work in HEAD's history already.
+fn landed_already(
+    ctx: &Context,
+    located: &Located,
+    record: &crate::store::state::SessionRecord,
+) -> Result<Option<LandResult>> {
+    use crate::services::landed::{is_landed, landed_before_discard, may_be_landed};
+    if record.state == SessionState::Discarded {
+        // A landing cleans up after itself: landed then, nothing to do now.
+        return Ok(Some(match landed_before_discard(ctx, located, record)? {
+            true => LandResult::Idempotent,
+            false => LandResult::Discarded,
+        }));
+    }
+    // Its work is all in HEAD's history: nothing to rebase or land. Its isolation is read
+    // for that only when its last known tree says it may be (an edit since that alone made
+    // it match HEAD is rebased to nothing and lands as `empty`).
+    if may_be_landed(ctx, located, record)? && is_landed(ctx, located, record)? {
+        return Ok(Some(LandResult::Idempotent));
+    }
+    Ok(None)
+}
+
+/// Runs the test command on the rebased tree and drops what it wrote: whether the session
+/// goes on to its promote (its test passed and HEAD stayed where the test started).
+fn test_gate(
+    ctx: &Context,
+    located: &Located,
+    test: (&str, bool),
+    id: &str,
+    landed: &mut LandedSession,
+) -> Result<bool> {
+    let tested_on = located.repo.head_commit(&ctx.git);
+    let tested = test_passes(ctx, located, test, id, landed);
+    crate::fault_point!("land-after-test");
+    // A test on the run's layer wrote nothing to the isolation; one on the full path is
+    // moved back to the tree it started from.
+    landed.test_wrote = match tested.as_ref().ok().and_then(|t| t.dropped.clone()) {
+        Some(wrote) => wrote,
+        None => super::land_gate::drop_test_writes(ctx, located, id)?,
+    };
+    if !tested?.passed {
+        landed.outcome = LandResult::TestFailed;
+        return Ok(false);
+    }
+    if located.repo.head_commit(&ctx.git) != tested_on {
+        landed.outcome = LandResult::Conflict;
+        landed.reason = Some(Reason::HeadMoved);
+        landed.warnings.push(MOVED_DURING_TEST.into());
+        return Ok(false);
+    }
+    Ok(true)
+}
+
+/// Promotes the session in the queue's mode, under its lease, into `landed`.
+fn promote_tested(
+    ctx: &Context,
+    located: &Located,
+    queue: &Queue,
+    id: &str,
+    landed: &mut LandedSession,
+) -> Result<()> {
     // A run that holds the session's lease is still writing its work: none of it lands.
     let _lease = located.store.lease_or_busy(id)?;
     let promoted = crate::ops::promote::promote(

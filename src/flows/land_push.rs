@@ -83,6 +83,26 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         aborted: false,
         reclaimed: Vec::new(),
     };
+    let stopped_index = push_entries(ctx, &located, (opts, push), &entries, &mut out);
+    if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
+        let again = again_command(opts, push, &entries[index..]);
+        out.hint = Some(format!(
+            "session {stopped} did not land; deal with what stopped it, then `{again}` lands it and the rest (what landed is idempotent)"
+        ));
+        out.next_commands = vec![again];
+    }
+    Ok(out)
+}
+
+/// Lands each entry in order into `out.sessions`; after one that does not land, the rest are
+/// not reached unless `--keep-going`. The index of the entry the queue stopped at.
+fn push_entries(
+    ctx: &Context,
+    located: &Located,
+    (opts, push): (&LandOptions, &PushOptions),
+    entries: &[Entry],
+    out: &mut LandOutcome,
+) -> Option<usize> {
     let mut stopped_index = None;
     for (index, entry) in entries.iter().enumerate() {
         if stopped_index.is_some() {
@@ -91,13 +111,13 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
             continue;
         }
         let landed = match entry {
-            Entry::Session(id) => push_one(ctx, &located, opts, push, id),
+            Entry::Session(id) => push_one(ctx, located, opts, push, id),
             Entry::Document(path) => {
-                super::land_push_doc::document_one(ctx, &located, (opts, push), Source::File(path))
+                super::land_push_doc::document_one(ctx, located, (opts, push), Source::File(path))
             }
             Entry::Fetched { remote, digest } => super::land_push_doc::document_one(
                 ctx,
-                &located,
+                located,
                 (opts, push),
                 Source::Remote { remote, digest },
             ),
@@ -108,14 +128,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         }
         out.sessions.push(landed);
     }
-    if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
-        let again = again_command(opts, push, &entries[index..]);
-        out.hint = Some(format!(
-            "session {stopped} did not land; deal with what stopped it, then `{again}` lands it and the rest (what landed is idempotent)"
-        ));
-        out.next_commands = vec![again];
-    }
-    Ok(out)
+    stopped_index
 }
 
 /// The queue: the sessions, then the documents, then the pushed change sets.

@@ -125,19 +125,10 @@ pub fn hint(err: &Error) -> Option<String> {
         Error::SandboxUnavailable { .. } => Some(
             "run with --no-sandbox to run the command as a plain host process".into(),
         ),
-        Error::ChangeSetTooLarge { .. } => Some(
-            "the result tree is pinned; promote locally with promote -s ID".into(),
-        ),
         Error::GitTooOld { .. } => Some("install a newer git, or point --git at one".into()),
         Error::Internal { .. } => {
             Some("this is a bug in a3s-iso: please report it with this message".into())
         }
-        Error::CaptureConflict { .. } => Some(
-            "evidence is immutable: capture under a new run id; the stored document is unchanged".into(),
-        ),
-        Error::ChangeSetInvalid { .. } => Some(
-            "the document was altered after capture, or was not written by a capture".into(),
-        ),
         Error::DetachedSource { .. } => Some(
             "check out a branch in the source (git switch NAME), or promote in patch mode".into(),
         ),
@@ -147,11 +138,27 @@ pub fn hint(err: &Error) -> Option<String> {
         Error::IsolationMissing { session_id, .. } => Some(format!(
             "bring it back with a3s-iso bind -s {session_id} --resume (the last capture restored), or forget it with a3s-iso discard -s {session_id}"
         )),
-        Error::ChangeSetNotFound { remote, .. } => Some(format!(
-            "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
-        )),
         Error::SessionConflicted { session_id, .. } => Some(format!(
             "resolve the conflicts in the isolation (a3s-iso run -s {session_id} -- ..., or by hand in $(a3s-iso path -s {session_id})), then a3s-iso rebase -s {session_id} --continue; or a3s-iso rebase -s {session_id} --abort"
+        )),
+        _ => change_set_hint(err),
+    }
+}
+
+/// The hints of change sets: their capture, their documents, the remotes they go through.
+fn change_set_hint(err: &Error) -> Option<String> {
+    match err {
+        Error::ChangeSetTooLarge { .. } => Some(
+            "the result tree is pinned; promote locally with promote -s ID".into(),
+        ),
+        Error::CaptureConflict { .. } => Some(
+            "evidence is immutable: capture under a new run id; the stored document is unchanged".into(),
+        ),
+        Error::ChangeSetInvalid { .. } => Some(
+            "the document was altered after capture, or was not written by a capture".into(),
+        ),
+        Error::ChangeSetNotFound { remote, .. } => Some(format!(
+            "a3s-iso list --remote {remote} lists the change sets there; push it first (a3s-iso push)"
         )),
         Error::DigestAmbiguous { flag, candidates, .. } => Some(format!(
             "give more digits, e.g. {flag} {}",

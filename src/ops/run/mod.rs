@@ -1,6 +1,8 @@
-//! `run`: execute a command inside a session's isolation, sandboxed by default, and record what
-//! it did as the run's change set (base = before the command, result = after). It may call
-//! every layer below `ops/`, never another verb. [`run`] takes its steps in this order:
+//! `run`: execute a command in a session's isolation (sandboxed by default), record its change set.
+//! May call: base, git, store, context, model, recovery, services; no other verb.
+//!
+//! The change set is what the command did (base = before the command, result = after).
+//! [`run`] takes its steps in this order:
 //!
 //! 1. **plan** (`plan`): checks the request, claims the session for the run (`target`: its
 //!    isolation, a new run id, the lease, the run's TMPDIR and `quarantine`), prepares what the
