@@ -55,6 +55,23 @@ fn move_head(fx: &Fixture) -> String {
     fx.commit_all("the new base")
 }
 
+/// Only what the new base changed lost its stat data in the isolation's index (read before
+/// any git refreshes it).
+fn only_the_bases_changes_lost_their_stat_data(fx: &Fixture) {
+    let unstated = unstated_entries(fx, "s");
+    let moved = fx.git(&fx.src, &["diff", "--name-only", "HEAD^", "HEAD"]);
+    assert!(
+        !unstated.is_empty(),
+        "the entries the new base changed are new"
+    );
+    for path in &unstated {
+        assert!(
+            moved.lines().any(|m| m == path),
+            "{path} lost its stat data: {unstated:?}"
+        );
+    }
+}
+
 /// Paths whose index entry holds no stat data (git reads those files again).
 fn unstated_entries(fx: &Fixture, id: &str) -> Vec<String> {
     let debug = iso_git(fx, id, &["ls-files", "--debug"]);
@@ -88,19 +105,7 @@ fn a_rebase_writes_exactly_the_moved_tree_and_keeps_the_stat_data_of_the_rest() 
     let head = move_head(&fx);
     let done = fx.json(&["rebase", "-s", "s"]);
     assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    // Only what the new base changed lost its stat data (read before any git refreshes it).
-    let unstated = unstated_entries(&fx, "s");
-    let moved = fx.git(&fx.src, &["diff", "--name-only", "HEAD^", "HEAD"]);
-    assert!(
-        !unstated.is_empty(),
-        "the entries the new base changed are new"
-    );
-    for path in &unstated {
-        assert!(
-            moved.lines().any(|m| m == path),
-            "{path} lost its stat data: {unstated:?}"
-        );
-    }
+    only_the_bases_changes_lost_their_stat_data(&fx);
     // The same work done by hand on a plain checkout of the new base.
     let raw = fx.root.join("work/raw");
     fx.git(
