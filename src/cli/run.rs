@@ -138,9 +138,11 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         on_published: Some(announce_published),
         throwaway: None,
     };
+    let mut approve = |file: &_| super::config::ask_on_terminal(file, out);
+    let mut warn = |warning: &str| out.warn(warning);
     let front = FrontEnd {
-        approve: &mut |file| super::config::ask_on_terminal(file, out),
-        warn: Some(&mut |warning| out.warn(warning)),
+        approve: &mut approve,
+        warn: Some(&mut warn),
     };
     let outcome = run_requested(ctx, RunRequest { options, ask }, front)?;
     for warning in &outcome.warnings {
