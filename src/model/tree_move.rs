@@ -181,21 +181,27 @@ fn clear_for(
     stored: &BTreeMap<Vec<u8>, Stored>,
     changes: &BTreeMap<Vec<u8>, Change>,
 ) -> bool {
+    blocker(top, path).is_none_or(|on_the_way| {
+        stored.contains_key(&on_the_way) && changes.get(&on_the_way) == Some(&Change::Remove)
+    })
+}
+
+/// The path of what is not a directory at `path`, or at one of its leading directories, in
+/// the tree at `top` (`None`: nothing is in the way).
+pub(crate) fn blocker(top: &Path, path: &[u8]) -> Option<Vec<u8>> {
     let mut at = top.to_path_buf();
     let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
     for (n, part) in parts.iter().enumerate() {
         at.push(OsStr::from_bytes(part));
         match fs::symlink_metadata(&at) {
-            Err(e) => return e.kind() == std::io::ErrorKind::NotFound,
+            Err(_) => return None,
             Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => {
-                let on_the_way = parts[..=n].join(&b'/');
-                return stored.contains_key(&on_the_way)
-                    && changes.get(&on_the_way) == Some(&Change::Remove);
+                return Some(parts[..=n].join(&b'/'));
             }
             Ok(_) => {}
         }
     }
-    true
+    None
 }
 
 /// The object id git gives a blob of `bytes`.

@@ -98,7 +98,9 @@ fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> 
     // What is in the way: a file (or link) at an added path or at one of its leading
     // directories that the snapshot does not hold; one it holds, git moves out of the way.
     let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
-        .filter_map(|path| blocker(&isolation.tree, path).map(|at| (path, at)))
+        .filter_map(|path| {
+            crate::model::tree_move::blocker(&isolation.tree, path).map(|at| (path, at))
+        })
         .collect();
     let held = held_in(wt, now, blockers.iter().map(|(_, at)| at.as_slice()))?;
     let in_the_way: Vec<String> = blockers
@@ -112,24 +114,6 @@ fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> 
         });
     }
     Ok(())
-}
-
-/// The path of what is not a directory at `path`, or at one of its leading directories, in
-/// the tree at `top` (`None`: nothing is in the way).
-fn blocker(top: &std::path::Path, path: &[u8]) -> Option<Vec<u8>> {
-    let mut at = top.to_path_buf();
-    let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
-    for (n, part) in parts.iter().enumerate() {
-        at.push(std::ffi::OsStr::from_bytes(part));
-        match fs::symlink_metadata(&at) {
-            Err(_) => return None,
-            Ok(meta) if n + 1 == parts.len() || !meta.is_dir() => {
-                return Some(parts[..=n].join(&b'/'));
-            }
-            Ok(_) => {}
-        }
-    }
-    None
 }
 
 /// Which of `paths` the tree `tree` holds as a file or link.

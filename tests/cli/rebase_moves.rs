@@ -238,3 +238,51 @@ fn attack_a_link_in_place_of_a_directory_carries_no_write_outside() {
         assert_eq!(std::fs::read_link(iso.join("dir")).unwrap(), outside);
     }
 }
+
+/// Names that are not UTF-8, in a repository whose indexes git splits: the new base changes
+/// and adds such files beside the session's own, and the isolation ends as a plain worktree
+/// of the new base with the same work, byte for byte.
+#[test]
+fn non_utf8_names_in_a_split_index_repository_move_byte_for_byte() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let fx = Fixture::new();
+    fx.git(&fx.src, &["config", "core.splitIndex", "true"]);
+    let name = |dir: &Path, bytes: &[u8]| dir.join(OsStr::from_bytes(bytes));
+    std::fs::create_dir_all(name(&fx.src, b"d\xff")).unwrap();
+    std::fs::write(name(&fx.src, b"d\xff/f\xfe.txt"), "base\n").unwrap();
+    std::fs::write(name(&fx.src, b"ours\xfd.txt"), "ours\n").unwrap();
+    fx.commit_all("names that are not UTF-8");
+    fx.bind("s");
+    let work = |dir: &Path| {
+        std::fs::write(name(dir, b"ours\xfd.txt"), "ours by the session\n").unwrap();
+        std::fs::write(name(dir, b"new\xfc.txt"), "untracked\n").unwrap();
+    };
+    work(&fx.isolation("s"));
+    std::fs::write(name(&fx.src, b"d\xff/f\xfe.txt"), "changed by the base\n").unwrap();
+    std::fs::write(name(&fx.src, b"d\xff/g\xfb.txt"), "added by the base\n").unwrap();
+    let head = fx.commit_all("the new base");
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    let raw = fx.root.join("work/raw");
+    fx.git(
+        &fx.src,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            raw.to_str().unwrap(),
+            &head,
+        ],
+    );
+    work(&raw);
+    let (mut found, mut expected) = (listing(&fx.isolation("s")), listing(&raw));
+    found.remove(".git");
+    expected.remove(".git");
+    assert_eq!(found, expected);
+    assert_eq!(
+        iso_git(&fx, "s", &["status", "--porcelain"]),
+        fx.git(&raw, &["status", "--porcelain"])
+    );
+}
