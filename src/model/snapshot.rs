@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::git::index_file::Summary;
 use crate::git::{Git, HermeticGit, ObjectView, OnIndex};
 
 /// The tree of git's empty tree object (SHA-1 repositories).
@@ -128,12 +129,10 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     // A trusted index may be split: git finds its shared index in the git dir it runs with,
     // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
     // not (kept by an older a3s-iso) names a shared index nobody has.
-    let held = match plain {
-        true => crate::git::index_file::summary(seed_path)?,
+    let (held, seeded) = match plain {
+        true => seed_copied(seed, seed_path, index.path())?,
         false => Default::default(),
     };
-    let unreadable = !matches!(seed, Seed::Trusted(_)) && held.split;
-    let seeded = plain && !unreadable && seed_copied(seed, seed_path, index.path())?;
     if seeded {
         if held.skip_worktree {
             unskip_present(&on_index, wt.tree())?;
@@ -175,17 +174,33 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     })
 }
 
-/// Copies the seed at `from` to `to` with its time. In a copy of a3s-iso's own index,
-/// whatever the snapshot that wrote it noted in or after the second it began (the seed's time)
-/// is distrusted (`index_recent`), so this snapshot looks at it again. `false` when such a copy
-/// cannot be read as an index: it is not used.
-fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<bool> {
-    use crate::git::index_file::recent::{distrust_recent, written_second};
-    copy_index(from, to)?;
-    if matches!(seed, Seed::Trusted(_)) {
-        return Ok(true);
-    }
-    Ok(distrust_recent(to, written_second(to)?)?.is_some())
+/// Reads the seed at `from` once: what it holds, and whether it was copied to `to` with its
+/// time. In a copy of a3s-iso's own index, whatever the snapshot that wrote it noted in or
+/// after the second it began (the seed's time) is distrusted (`index_recent`), so this
+/// snapshot looks at it again. Not copied: a split index that is not trusted, and a copy of
+/// a3s-iso's own that cannot be read as an index.
+fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<(Summary, bool)> {
+    use crate::git::index_file::recent::{distrusted, second_of};
+    let modified = fs::metadata(from)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", from.display()))?;
+    let bytes = fs::read(from).ctx(|| format!("cannot read {}", from.display()))?;
+    let held = crate::git::index_file::summary_of(&bytes);
+    let bytes = match seed {
+        Seed::Trusted(_) => bytes,
+        Seed::Own(_) | Seed::Peek(_) if held.split => return Ok((held, false)),
+        Seed::Own(_) | Seed::Peek(_) => match distrusted(bytes, second_of(modified)) {
+            Some((bytes, _)) => bytes,
+            None => return Ok((held, false)),
+        },
+    };
+    fs::write(to, bytes).ctx(|| format!("cannot write {}", to.display()))?;
+    fs::File::options()
+        .write(true)
+        .open(to)
+        .and_then(|file| file.set_modified(modified))
+        .ctx(|| format!("cannot set the time of {}", to.display()))?;
+    Ok((held, true))
 }
 
 /// Keeps the index a snapshot that began at `began` wrote as the next snapshot's seed at

@@ -319,9 +319,25 @@ impl<'a> Work<'a> {
         })
     }
 
-    /// The tree of an index file (a copy: `write-tree` may rewrite the file it reads), `None`
-    /// when it holds conflicts.
+    /// The tree of an index file, `None` when it holds conflicts: the one its cache tree names
+    /// when that is whole and the tree is here, else what `write-tree` writes from a copy
+    /// (`write-tree` may rewrite the file it reads).
     fn index_tree(&self, index: &std::path::Path) -> Result<Option<String>> {
+        let bytes = std::fs::read(index)
+            .map_err(|e| Error::io(format!("cannot read {}", index.display()), e))?;
+        if let Some(tree) = crate::git::index_file::cached_tree(&bytes) {
+            let found = self
+                .ctx
+                .git
+                .object_info(&self.located.repo.toplevel, std::slice::from_ref(&tree))?;
+            if found
+                .first()
+                .and_then(Option::as_ref)
+                .is_some_and(|info| crate::git::is_tree_type(&info.kind))
+            {
+                return Ok(Some(tree));
+            }
+        }
         let scratch = self.located.store.scratch_dir();
         let copy = TempFile::new(&scratch, "index")?;
         std::fs::copy(index, copy.path())

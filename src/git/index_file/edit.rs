@@ -257,6 +257,25 @@ fn updated_tree<'p>(
 pub(crate) type Subtrees = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node<'a>> {
+    let (name, valid, subtrees) = read_node_head(data, at, hash_len)?;
+    let valid = valid.map(|(count, id)| (count, id.to_vec()));
+    let children = (0..subtrees)
+        .map(|_| read_node(data, at, hash_len))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Node {
+        name,
+        valid,
+        children,
+    })
+}
+
+/// One node's name, entry count and id (`None`: invalid), and how many subtrees follow it,
+/// read at `at` (moved past them).
+fn read_node_head<'a>(
+    data: &'a [u8],
+    at: &mut usize,
+    hash_len: usize,
+) -> Option<(&'a [u8], Option<(usize, &'a [u8])>, usize)> {
     let rest = data.get(*at..)?;
     let nul = rest.iter().position(|b| *b == 0)?;
     let name = &rest[..nul];
@@ -268,20 +287,19 @@ fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node
     *at += line_end + 1;
     let valid = match usize::try_from(entries) {
         Ok(count) => {
-            let id = data.get(*at..*at + hash_len)?.to_vec();
+            let id = data.get(*at..*at + hash_len)?;
             *at += hash_len;
             Some((count, id))
         }
         Err(_) => None,
     };
-    let children = (0..subtrees)
-        .map(|_| read_node(data, at, hash_len))
-        .collect::<Option<Vec<_>>>()?;
-    Some(Node {
-        name,
-        valid,
-        children,
-    })
+    Some((name, valid, subtrees))
+}
+
+/// The whole tree's entry count and id in a cache tree's `data`, when its root is valid.
+pub(crate) fn cached_root(data: &[u8], hash_len: usize) -> Option<(usize, &[u8])> {
+    let (name, valid, _) = read_node_head(data, &mut 0, hash_len)?;
+    name.is_empty().then_some(valid).flatten()
 }
 
 /// Sets (or invalidates) the node of the directory `dir` and every subtree on the way to
@@ -487,6 +505,36 @@ mod tests {
     /// An index of tree A edited by the changes from A to B is B's, for git (its `write-tree`,
     /// which trusts the kept cache tree where it is valid, gives B); a directory becoming a
     /// file and back, additions before, between and after kept entries, removals.
+    /// The tree an index's cache tree names is `write-tree`'s, and only a whole cache tree of
+    /// an index without conflicts names one.
+    #[test]
+    fn the_cached_tree_is_write_trees_and_only_a_whole_one_counts() {
+        for format in ["sha1", "sha256"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let d = tmp.path();
+            let files = ["a.txt", "src/b.rs", "src/deep/c.rs", "z"];
+            let (a, _) = two_trees(d, format, &files, |d| write(d, "src/new.rs", "new"));
+            let index = d.join(".git/index");
+            let cached = || crate::git::index_file::cached_tree(&std::fs::read(&index).unwrap());
+            assert_eq!(cached().as_deref(), Some(a.as_str()), "{format}");
+            // A staged change invalidates the nodes above it: git must be asked.
+            write(d, "src/deep/c.rs", "changed");
+            git(d, &["update-index", "src/deep/c.rs"], None);
+            assert_eq!(cached(), None, "{format}");
+            let written = String::from_utf8(git(d, &["write-tree"], None)).unwrap();
+            assert_eq!(cached().as_deref(), Some(written.trim()), "{format}");
+            // A conflict's stages name no tree, whatever the cache tree says.
+            let blob = String::from_utf8(git(d, &["hash-object", "-w", "z"], None)).unwrap();
+            let info = format!("100644 {} 1\tz\0100644 {} 2\tz\0", blob.trim(), blob.trim());
+            git(
+                d,
+                &["update-index", "-z", "--index-info"],
+                Some(info.as_bytes()),
+            );
+            assert_eq!(cached(), None, "{format}");
+        }
+    }
+
     #[test]
     fn an_index_edited_from_one_tree_to_another_writes_the_other_in_every_format() {
         for (format, hash_len) in [("sha1", 20), ("sha256", 32)] {

@@ -45,20 +45,40 @@ pub(crate) fn summary(path: &Path) -> Result<Summary> {
         return Ok(Summary::default());
     }
     let bytes = std::fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
+    Ok(summary_of(&bytes))
+}
+
+/// What the index `bytes` hold (see [`summary`]).
+pub(crate) fn summary_of(bytes: &[u8]) -> Summary {
     let mut summary = Summary {
         parsed: true,
         ..Summary::default()
     };
-    let Some((_, extensions)) = IndexFile::detect(&bytes, |entry| {
+    let Some((_, extensions)) = IndexFile::detect(bytes, |entry| {
         summary.skip_worktree |= entry.skip_worktree();
         summary.gitlink |= entry.gitlink();
     }) else {
-        return Ok(Summary::default());
+        return Summary::default();
     };
     summary.split = extensions
         .iter()
         .any(|e| e.signature == LINK && e.data.iter().any(|b| *b != 0));
-    Ok(summary)
+    summary
+}
+
+/// The tree `write-tree` would write for the index `bytes`, known without asking git: the id
+/// its cache tree holds for the whole tree, when that node is valid, covers every entry, and
+/// no entry is in conflict. `None` otherwise. Like git's `write-tree`, the caller still makes
+/// sure the tree exists.
+pub(crate) fn cached_tree(bytes: &[u8]) -> Option<String> {
+    let (mut entries, mut staged) = (0usize, false);
+    let (file, extensions) = IndexFile::detect(bytes, |entry| {
+        entries += 1;
+        staged |= entry.stage() != 0;
+    })?;
+    let tree = extensions.iter().find(|e| e.signature == *b"TREE")?;
+    let (count, id) = edit::cached_root(tree.data, file.hash_len)?;
+    (!staged && count == entries).then(|| hex::encode(id))
 }
 
 /// Whether the index at `path` is split.

@@ -49,12 +49,16 @@ pub(crate) fn written_second(path: &Path) -> Result<u32> {
     let modified = fs::metadata(path)
         .and_then(|m| m.modified())
         .ctx(|| format!("cannot read {}", path.display()))?;
-    Ok(modified
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() as u32))
+    Ok(second_of(modified))
 }
 
-/// What [`distrust_recent`] changed.
+/// The second of `time`, as an index's stat data holds it.
+pub(crate) fn second_of(time: SystemTime) -> u32 {
+    time.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as u32)
+}
+
+/// What [`distrusted`] changed.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Distrusted {
     /// Entries whose size was set to 0.
@@ -65,23 +69,39 @@ pub(crate) struct Distrusted {
     pub cache_dropped: bool,
 }
 
+#[cfg(test)]
 /// Makes every record of the index at `path` changed in or after the second `since` fail the
 /// next comparison (see the module). `None` when the file is not an index this reads (the
 /// caller must then not keep it).
 pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrusted>> {
-    let mut bytes = fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
+    let bytes = fs::read(path).ctx(|| format!("cannot read {}", path.display()))?;
     let modified = fs::metadata(path)
         .and_then(|m| m.modified())
         .ctx(|| format!("cannot read {}", path.display()))?;
-    let Some(layout) = [20, 32]
-        .into_iter()
-        .find_map(|hash_len| layout(&bytes, hash_len, since))
-    else {
+    let Some((bytes, done)) = distrusted(bytes, since) else {
         return Ok(None);
     };
-    let done = layout.distrusted();
     if done == Distrusted::default() {
         return Ok(Some(done));
+    }
+    fs::write(path, &bytes).ctx(|| format!("cannot write {}", path.display()))?;
+    File::options()
+        .write(true)
+        .open(path)
+        .and_then(|file| file.set_modified(modified))
+        .ctx(|| format!("cannot set the time of {}", path.display()))?;
+    Ok(Some(done))
+}
+
+/// The index `bytes` with every record changed in or after the second `since` made to fail
+/// the next comparison, and what changed; `None` when they are not an index this reads.
+pub(crate) fn distrusted(mut bytes: Vec<u8>, since: u32) -> Option<(Vec<u8>, Distrusted)> {
+    let layout = [20, 32]
+        .into_iter()
+        .find_map(|hash_len| layout(&bytes, hash_len, since))?;
+    let done = layout.distrusted();
+    if done == Distrusted::default() {
+        return Some((bytes, done));
     }
     for at in &layout.smudged {
         bytes[*at..*at + 4].fill(0);
@@ -91,14 +111,7 @@ pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrust
         bytes[*at..*at + 4].fill(0);
         bytes[*at + 8..*at + 12].fill(0);
     }
-    let bytes = rewritten(bytes, &layout);
-    fs::write(path, &bytes).ctx(|| format!("cannot write {}", path.display()))?;
-    File::options()
-        .write(true)
-        .open(path)
-        .and_then(|file| file.set_modified(modified))
-        .ctx(|| format!("cannot set the time of {}", path.display()))?;
-    Ok(Some(done))
+    Some((rewritten(bytes, &layout), done))
 }
 
 /// Where the parts of an index are, and what to change in it.
