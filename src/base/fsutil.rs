@@ -95,6 +95,51 @@ pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
     result.ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
 }
 
+/// A file's identity and the marks every write leaves on it (device, inode, size, modification
+/// and change times): equal stamps taken apart mean nothing wrote the file between them, nor
+/// replaced it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct FileStamp {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl FileStamp {
+    /// The stamp of the file at `path` (a link is not followed).
+    pub(crate) fn of(path: &Path) -> Result<FileStamp> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = fs::symlink_metadata(path).ctx(|| format!("cannot read {}", path.display()))?;
+        Ok(FileStamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            len: meta.len(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+        })
+    }
+}
+
+/// Keeps the file at `from` as it is now at `path`: a second link to it where one can be made
+/// (its bytes stay as they are while writers replace `from` by rename, as git writes its
+/// index), else an atomic copy; durable either way. The stamp of `from` once kept.
+pub(crate) fn keep_as_is(from: &Path, path: &Path) -> Result<FileStamp> {
+    let dir = parent_dir(path)?;
+    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
+    remove_file_if_exists(path)?;
+    if fs::hard_link(from, path).is_ok() {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .ctx(|| format!("cannot sync {}", dir.display()))?;
+        return FileStamp::of(from);
+    }
+    let stamp = FileStamp::of(from)?;
+    copy_atomic(from, path)?;
+    Ok(stamp)
+}
+
 /// Serialises `value` as pretty JSON and writes it atomically.
 pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(value)
@@ -229,4 +274,35 @@ pub(crate) fn read_small_regular_file(path: &Path, limit: u64) -> io::Result<Vec
         }
     };
     crate::base::beneath::Dir::open(dir)?.read_small(Path::new(name), limit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `keep_as_is` keeps holds the bytes of then whatever replaces the original by
+    /// rename; any write or replacement of the original changes its stamp.
+    #[test]
+    fn a_kept_file_keeps_its_bytes_and_a_stamp_sees_every_write() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (from, kept) = (tmp.path().join("index"), tmp.path().join("saved/index"));
+        fs::write(&from, b"before").unwrap();
+        let stamp = keep_as_is(&from, &kept).unwrap();
+        assert_eq!(FileStamp::of(&from).unwrap(), stamp);
+        // Replaced by rename, as git writes its index: the kept bytes stay.
+        let next = tmp.path().join("index.lock");
+        fs::write(&next, b"after!").unwrap();
+        fs::rename(&next, &from).unwrap();
+        assert_eq!(fs::read(&kept).unwrap(), b"before");
+        assert_ne!(FileStamp::of(&from).unwrap(), stamp);
+        // Written in place, same size: the stamp still moves.
+        let stamp = keep_as_is(&from, &kept).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        fs::write(&from, b"AFTER!").unwrap();
+        assert_ne!(FileStamp::of(&from).unwrap(), stamp);
+        // Kept again over an older keep.
+        let stamp = keep_as_is(&from, &kept).unwrap();
+        assert_eq!(fs::read(&kept).unwrap(), b"AFTER!");
+        assert_eq!(FileStamp::of(&from).unwrap(), stamp);
+    }
 }

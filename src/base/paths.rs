@@ -215,3 +215,8 @@ pub mod os_string_list {
             .map_err(serde::de::Error::custom)
     }
 }
+
+/// Whether the repository path `path` names an attributes file (`.gitattributes`).
+pub(crate) fn is_attributes_file(path: &[u8]) -> bool {
+    path.rsplit(|b| *b == b'/').next() == Some(b".gitattributes".as_slice())
+}

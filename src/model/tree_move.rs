@@ -24,7 +24,7 @@ use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::git::HermeticGit;
 use crate::git::index_file::edit::{
-    Change, Keep, Stored, Subtrees, dirs_above, edit, stored_entries,
+    Change, Keep, Stored, Subtrees, dirs_above, edit, stored_entries, subset,
 };
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
@@ -43,10 +43,14 @@ struct Target<'a> {
 struct Plan {
     /// The paths whose files go.
     removed: Vec<Vec<u8>>,
-    /// The paths written from the edited index (NUL-terminated).
-    written: Vec<u8>,
+    /// The paths written from the edited index (NUL-terminated): the `.gitattributes` files
+    /// first, by a git of their own, as `checkout-index` takes each file's attributes from
+    /// the files on disk (and keeps what it read once).
+    written: [Vec<u8>; 2],
     /// The edited index.
     index: Vec<u8>,
+    /// The edited index's entries that `checkout-index` reads: those written.
+    to_write: Vec<u8>,
 }
 
 /// Moves the files of the tree `top` from `now` to `to` when the index at `seed` (a3s-iso's
@@ -77,10 +81,15 @@ pub(crate) fn move_changed(
     ) else {
         return Ok(false);
     };
+    let written = TempFile::new(scratch, "index")?;
+    if plan.written.iter().any(|l| !l.is_empty()) {
+        fs::write(written.path(), &plan.to_write)
+            .ctx(|| format!("cannot write {}", written.path().display()))?;
+    }
+    act(wt, &plan, written.path())?;
     let index = TempFile::new(scratch, "index")?;
     fs::write(index.path(), &plan.index)
         .ctx(|| format!("cannot write {}", index.path().display()))?;
-    act(wt, &plan, index.path())?;
     // The edited index keeps the seed's date: what was noted in or after it stays distrusted.
     let modified = fs::metadata(seed)
         .and_then(|m| m.modified())
@@ -107,7 +116,7 @@ fn plan(
     let changes = target.changes;
     let stored = stored_entries(bytes, hash_len, changes)?;
     let mut removed = Vec::new();
-    let mut written = Vec::new();
+    let mut written = [Vec::new(), Vec::new()];
     for (path, change) in changes {
         let ready = match stored.get(path) {
             Some(entry) => unchanged(top, path, entry, racy_from, hash_len),
@@ -119,8 +128,9 @@ fn plan(
         match change {
             Change::Set { mode, .. } if *mode == GITLINK => return None,
             Change::Set { .. } => {
-                written.extend_from_slice(path);
-                written.push(0);
+                let list = &mut written[usize::from(!crate::base::paths::is_attributes_file(path))];
+                list.extend_from_slice(path);
+                list.push(0);
             }
             Change::Remove => removed.push(path.clone()),
         }
@@ -133,10 +143,16 @@ fn plan(
         null_trailer: true,
     };
     let index = edit(bytes, hash_len, changes, keep)?;
+    let to_write = subset(&index, hash_len, |path| {
+        changes
+            .get(path)
+            .is_some_and(|c| matches!(c, Change::Set { .. }))
+    })?;
     Some(Plan {
         removed,
         written,
         index,
+        to_write,
     })
 }
 
@@ -224,7 +240,7 @@ fn blob_id(bytes: &[u8], hash_len: usize) -> Vec<u8> {
 }
 
 /// Removes what goes (and the directories it leaves empty), then has git write what comes
-/// from the edited index at `index`.
+/// from the index at `index` (the plan's entries to write).
 fn act(wt: &HermeticGit, plan: &Plan, index: &Path) -> Result<()> {
     let top = Dir::open(wt.tree()).ctx(|| format!("cannot open {}", wt.tree().display()))?;
     for path in &plan.removed {
@@ -234,8 +250,8 @@ fn act(wt: &HermeticGit, plan: &Plan, index: &Path) -> Result<()> {
             .map_err(|e| Error::io(format!("cannot remove {}", rel.display()), e))?;
     }
     crate::fault_point!("tree-move-after-removals");
-    if !plan.written.is_empty() {
-        wt.on_index(index).write_listed(plan.written.clone())?;
+    for listed in plan.written.iter().filter(|l| !l.is_empty()) {
+        wt.on_index(index).write_listed(listed.clone())?;
     }
     Ok(())
 }

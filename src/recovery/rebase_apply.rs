@@ -16,6 +16,14 @@ use crate::recovery::rebase_record::{self, Applying, HeadPlan, IndexPlan, Then};
 use crate::store::lock::RepoLock;
 use crate::store::state::{Rebased, Store};
 
+/// The isolation's index as a fresh rebase saved it: the tree it holds, and its file's stamp
+/// then.
+#[derive(Debug, Clone)]
+pub(crate) struct SavedIndex {
+    pub tree: String,
+    pub stamp: crate::base::fsutil::FileStamp,
+}
+
 /// How an intent is carried out.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Start<'a> {
@@ -24,10 +32,10 @@ pub(crate) enum Start<'a> {
     /// tree of a snapshot this command took under the lock and the session's lease (the
     /// files unchanged since), no snapshot is taken again; with `index`, the tree of the
     /// isolation's index as this command saved it, the index is edited rather than written
-    /// whole while it is still byte for byte what was saved.
+    /// whole while nothing has written it since.
     Fresh {
         now: Option<&'a str>,
-        index: Option<&'a str>,
+        index: Option<&'a SavedIndex>,
     },
     /// One a crash left: the files are snapshotted as they are now.
     Recovery,
@@ -155,17 +163,17 @@ pub(crate) fn write_files(
 }
 
 /// The isolation's index, written beside it and renamed over it: edited where it differs
-/// from the target tree when what it holds is `known` (see [`edit_index`]), else whole.
+/// from the target tree when it is still as saved (see [`edit_index`]), else whole.
 fn write_index(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,
-    (id, known): (&str, Option<&str>),
+    (id, known): (&str, Option<&SavedIndex>),
     plan: &IndexPlan,
 ) -> Result<()> {
     let target = isolation.admin.join("index");
-    if let (IndexPlan::Tree(tree), Some(from)) = (plan, known)
-        && edit_index(wt, store, (isolation, id), from, tree)?
+    if let (IndexPlan::Tree(tree), Some(saved)) = (plan, known)
+        && edit_index(wt, isolation, saved, tree)?
     {
         return Ok(());
     }
@@ -207,25 +215,24 @@ fn write_index(
     copy_atomic(index.path(), &target)
 }
 
-/// The isolation's index edited from the tree `from` to `to` (only the entries that differ
-/// change; the others keep their stat data, so git need not read every file again), when it
-/// is still byte for byte the copy saved when `from` was read from it; `false`: not edited.
+/// The isolation's index edited from the tree it held when saved to `to` (only the entries
+/// that differ change; the others keep their stat data, so git need not read every file
+/// again), when nothing wrote or replaced it since; `false`: not edited.
 fn edit_index(
     wt: &HermeticGit,
-    store: &Store,
-    (isolation, id): (&Isolation, &str),
-    from: &str,
+    isolation: &Isolation,
+    saved: &SavedIndex,
     to: &str,
 ) -> Result<bool> {
     use crate::git::index_file::edit::{Keep, dirs_above, edit};
     let target = isolation.admin.join("index");
-    let saved = rebase_record::saved_index(store, id);
-    let (Ok(bytes), Ok(saved)) = (fs::read(&target), fs::read(&saved)) else {
-        return Ok(false);
-    };
-    if bytes != saved {
+    if crate::base::fsutil::FileStamp::of(&target).ok() != Some(saved.stamp) {
         return Ok(false);
     }
+    let Ok(bytes) = fs::read(&target) else {
+        return Ok(false);
+    };
+    let from = saved.tree.as_str();
     let changes = wt.tree_changes(from, to)?;
     let subtrees = wt.tree_ids(to, &dirs_above(&changes))?;
     // The index held exactly `from`: it holds `to` after the edit.

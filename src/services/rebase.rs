@@ -20,6 +20,7 @@ use crate::context::{Context, Located};
 use crate::git::{Merged, ObjectView, RefUpdate, SideNames};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::TempFile;
+use crate::recovery::rebase_apply::SavedIndex;
 pub(crate) use crate::recovery::rebase_apply::forget;
 pub use crate::recovery::rebase_record::Replayed;
 use crate::recovery::rebase_record::{
@@ -189,8 +190,8 @@ struct Work<'a> {
     /// The tree of the snapshot this command took of the isolation (whose files stay as they
     /// are under the lock and the session's lease until the intent is carried out).
     now: std::cell::RefCell<Option<String>>,
-    /// The tree of the isolation's index as this command saved it (before the rebase).
-    index_now: std::cell::RefCell<Option<String>>,
+    /// The isolation's index as this command saved it (before the rebase).
+    index_now: std::cell::RefCell<Option<SavedIndex>>,
 }
 
 impl<'a> Work<'a> {
@@ -284,13 +285,16 @@ impl<'a> Work<'a> {
         *self.now.borrow_mut() = Some(snapshot.tree.clone());
         let admin_index = self.isolation.admin.join("index");
         let saved_index = crate::recovery::rebase_record::saved_index(store, id);
-        let index_tree = if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
-            crate::base::fsutil::copy_atomic(&admin_index, &saved_index)?;
-            self.index_tree(&saved_index)?
-        } else {
-            crate::base::fsutil::remove_file_if_exists(&saved_index)?;
-            None
-        };
+        let (index_tree, index_now) =
+            if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
+                let stamp = crate::base::fsutil::keep_as_is(&admin_index, &saved_index)?;
+                let tree = self.index_tree(&saved_index)?;
+                let saved = tree.clone().map(|tree| SavedIndex { tree, stamp });
+                (tree, saved)
+            } else {
+                crate::base::fsutil::remove_file_if_exists(&saved_index)?;
+                (None, None)
+            };
         let head_bytes =
             crate::base::fsutil::read_small_regular_file(&self.isolation.admin.join("HEAD"), 4096)
                 .unwrap_or_else(|_| format!("{head}\n").into_bytes());
@@ -309,7 +313,7 @@ impl<'a> Work<'a> {
         if let Some(tree) = &index_tree {
             pins.push(("index", tree.clone()));
         }
-        self.index_now.replace(index_tree.clone());
+        self.index_now.replace(index_now);
         self.pin(&pins)?;
         Ok(Pre {
             head: head.to_string(),
@@ -513,7 +517,7 @@ impl<'a> Work<'a> {
         let index = self.index_now.borrow().clone();
         let start = crate::recovery::rebase_apply::Start::Fresh {
             now: now.as_deref(),
-            index: index.as_deref(),
+            index: index.as_ref(),
         };
         crate::recovery::rebase_apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
     }

@@ -286,3 +286,56 @@ fn non_utf8_names_in_a_split_index_repository_move_byte_for_byte() {
         fx.git(&raw, &["status", "--porcelain"])
     );
 }
+
+/// The files a rebase writes are written as git checks them out, with the attributes of the
+/// tree they move to: one the new base adds and one it leaves alone, and a file written before
+/// the attributes file beside it that the same move changes.
+#[test]
+fn moved_files_are_written_with_the_target_trees_attributes() {
+    let fx = Fixture::new();
+    fx.write(".gitattributes", "*.txt text eol=crlf\n");
+    fx.write("a.txt", "one\ntwo\n");
+    fx.write("sub/.gitattributes", "*.md text eol=crlf\n");
+    fx.write("sub/keep.md", "kept\n");
+    fx.commit_all("attributes");
+    fx.bind("s");
+    let work = |dir: &Path| std::fs::write(dir.join("mine.bin"), "the session's\n").unwrap();
+    work(&fx.isolation("s"));
+    // Stat data noted a second before the rebase's snapshot: the files the move changes are
+    // known unchanged by their stat data (their bytes differ from the blobs: eol=crlf).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    fx.write("a.txt", "one\ntwo\nthree\n");
+    fx.write(
+        "sub/.gitattributes",
+        "*.md text eol=crlf\n*.dat text eol=crlf\n",
+    );
+    fx.write(
+        "sub/-early.dat",
+        "written before the attributes beside it\n",
+    );
+    fx.write("sub/z.dat", "after\n");
+    fx.write("sub/deep/new.txt", "deep\nnew\n");
+    let head = fx.commit_all("the new base");
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    let raw = fx.root.join("work/raw");
+    fx.git(
+        &fx.src,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            raw.to_str().unwrap(),
+            &head,
+        ],
+    );
+    work(&raw);
+    let (mut found, mut expected) = (listing(&fx.isolation("s")), listing(&raw));
+    found.remove(".git");
+    expected.remove(".git");
+    assert_eq!(found, expected);
+    let early = std::fs::read(fx.isolation("s").join("sub/-early.dat")).unwrap();
+    assert_eq!(early, b"written before the attributes beside it\r\n");
+    assert_eq!(iso_git(&fx, "s", &["status", "--porcelain"]), "?? mine.bin");
+}

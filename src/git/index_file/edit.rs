@@ -141,6 +141,46 @@ pub(crate) fn edit(
     Some(out)
 }
 
+/// An index of just the entries of `bytes` (an index of version 2 or 3 with `hash_len`-byte
+/// ids) whose paths `wanted` takes, byte for byte and in order, without extensions and with a
+/// null trailer: what `checkout-index` needs to write a few files, without reading the whole
+/// index. `None` when `bytes` is not such an index.
+pub(crate) fn subset(
+    bytes: &[u8],
+    hash_len: usize,
+    wanted: impl Fn(&[u8]) -> bool,
+) -> Option<Vec<u8>> {
+    let file = IndexFile::new(bytes, hash_len)?;
+    if file.version > 3 {
+        return None;
+    }
+    // Where each entry starts, and whether it is taken; an entry ends where the next starts.
+    let mut starts: Vec<(usize, bool)> = Vec::new();
+    let extensions = file.walk(|entry| {
+        starts.push((entry.start, wanted(entry.path)));
+        true
+    })?;
+    let entries_end = extensions
+        .first()
+        .map_or(bytes.len() - hash_len, |e| e.start);
+    let ends = starts
+        .iter()
+        .skip(1)
+        .map(|(at, _)| *at)
+        .chain([entries_end]);
+    let mut out = bytes[..12].to_vec();
+    let mut count = 0u32;
+    for ((start, taken), end) in starts.iter().zip(ends) {
+        if *taken {
+            out.extend_from_slice(&bytes[*start..end]);
+            count += 1;
+        }
+    }
+    out[8..12].copy_from_slice(&count.to_be_bytes());
+    out.resize(out.len() + hash_len, 0);
+    Some(out)
+}
+
 /// Whether an entry carries extended flags (version 3's second flags word).
 fn has_extended_flags(entry: &EntryView<'_>) -> bool {
     entry.extended_flags() != 0

@@ -129,7 +129,7 @@ fn restore(on_index: &OnIndex<'_>, root: &Dir, tree: &Path, differing: &[Vec<u8>
     let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = differing
         .iter()
         .map(Vec::as_slice)
-        .partition(|path| is_attributes_file(path));
+        .partition(|path| crate::base::paths::is_attributes_file(path));
     for path in &rules {
         root.clear_way(Path::new(std::ffi::OsStr::from_bytes(path)))
             .ctx(|| format!("cannot clean {}", tree.display()))?;
@@ -158,11 +158,6 @@ fn reset_captured(on_index: &OnIndex<'_>, head: &str) -> Result<()> {
         on_index.reset_listed(head, captured)?;
     }
     Ok(())
-}
-
-/// Whether a repository path names a `.gitattributes` file.
-fn is_attributes_file(path: &[u8]) -> bool {
-    path.rsplit(|b| *b == b'/').next() == Some(b".gitattributes".as_slice())
 }
 
 /// Moves `tree` from commit `from` to commit `to` touching only the paths that differ
