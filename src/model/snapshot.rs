@@ -129,10 +129,16 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     // A trusted index may be split: git finds its shared index in the git dir it runs with,
     // which is the checkout's own. a3s-iso's own are kept whole (`keep_index`); one that is
     // not (kept by an older a3s-iso) names a shared index nobody has.
+    let noted = noted_tree(seed_path);
     let (held, seeded) = match plain {
         true => seed_copied(seed, seed_path, index.path())?,
         false => Default::default(),
     };
+    // The tree the copy writes, when the seed was noted to write it before and after it was
+    // read (a seed is replaced whole, never written in place).
+    let noted = noted.filter(|tree| {
+        seeded && !held.skip_worktree && noted_tree(seed_path).as_ref() == Some(tree)
+    });
     if seeded {
         if held.skip_worktree {
             unskip_present(&on_index, wt.tree())?;
@@ -149,17 +155,22 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     };
     // Stat data git notes from here on may share a second with a change still to come.
     let began = std::time::SystemTime::now();
-    let nested = match (seed, gitlinks.is_empty()) {
+    let (nested, mut staged) = match (seed, gitlinks.is_empty()) {
         (Seed::Own(_) | Seed::Peek(_), true) => add_changes_seen(&on_index, wt.tree())?,
-        _ => add_all(&on_index, &gitlinks)?,
+        _ => (add_all(&on_index, &gitlinks)?, true),
     };
     if wt.head_moved() && !matches!(seed, Seed::Trusted(_)) {
         add_tracked_by_head(&on_index, wt.tree(), &[])?;
+        staged = true;
     }
     if !gitlinks.is_empty() {
         on_index.add_or_remove(&gitlinks)?;
     }
-    let tree = on_index.write_tree()?;
+    // Nothing staged over the copy: its entries are the seed's, so is its tree.
+    let tree = match noted.filter(|_| !staged) {
+        Some(tree) => tree,
+        None => on_index.write_tree()?,
+    };
     if let Seed::Own(path) = seed {
         keep_seed(index.path(), path, began, &tree)?;
     }
@@ -325,8 +336,8 @@ fn add_all(on_index: &OnIndex<'_>, gitlinks: &[OsString]) -> Result<Vec<String>>
 /// every path that differs from the index, read through the index's untracked cache (so only
 /// directories whose stat data moved are read again), and exactly those are staged
 /// ([`update_listed`]). A nested repository is named `?? <path>/`: it is left out, and
-/// returned, as `add_all` leaves it out.
-fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<Vec<String>> {
+/// returned, as `add_all` leaves it out; with whether anything was staged.
+fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<(Vec<String>, bool)> {
     // A file a command is still writing can change between `status` and its staging (git
     // then reads less than it was told): looked at again, up to three times in all.
     let mut attempt = 1;
@@ -334,7 +345,7 @@ fn add_changes_seen(on_index: &OnIndex<'_>, tree: &Path) -> Result<Vec<String>> 
         let (changed, nested) = changes_seen(on_index)?;
         match update_listed(on_index, tree, &changed) {
             Err(Error::GitFailed { .. }) if attempt < STAGING_ATTEMPTS => attempt += 1,
-            staged => return staged.map(|()| nested),
+            staged => return staged.map(|()| (nested, !changed.is_empty())),
         }
     }
 }
