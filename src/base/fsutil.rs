@@ -108,6 +108,11 @@ pub(crate) struct FileStamp {
 }
 
 impl FileStamp {
+    /// Whether the two stamps are of the same file, whatever was written to it between.
+    pub(crate) fn same_file(&self, other: &FileStamp) -> bool {
+        (self.dev, self.ino) == (other.dev, other.ino)
+    }
+
     /// The stamp of the file at `path` (a link is not followed).
     pub(crate) fn of(path: &Path) -> Result<FileStamp> {
         use std::os::unix::fs::MetadataExt;

@@ -437,14 +437,24 @@ fn tree_note(index: &Path) -> PathBuf {
 /// Notes that the index at `index`, as it is now, writes `tree` (best effort: without the
 /// note, the tree is written again from the index).
 pub(crate) fn note_tree(index: &Path, tree: &str) {
-    if let Some(version) = index_version(index) {
-        let _ = fs::write(tree_note(index), format!("{tree} {version}\n"));
-    }
+    note_tree_at(&tree_note(index), index, tree);
 }
 
 /// The tree the index at `index` writes, when it is noted for this very version of the file.
 pub(crate) fn noted_tree(index: &Path) -> Option<String> {
-    let note = fs::read_to_string(tree_note(index)).ok()?;
+    noted_tree_at(&tree_note(index), index)
+}
+
+/// [`note_tree`] with the note at `note`.
+pub(crate) fn note_tree_at(note: &Path, index: &Path, tree: &str) {
+    if let Some(version) = index_version(index) {
+        let _ = fs::write(note, format!("{tree} {version}\n"));
+    }
+}
+
+/// [`noted_tree`] with the note at `note`.
+pub(crate) fn noted_tree_at(note: &Path, index: &Path) -> Option<String> {
+    let note = fs::read_to_string(note).ok()?;
     let (tree, version) = note.trim_end().split_once(' ')?;
     let plain = !tree.is_empty() && tree.bytes().all(|b| b.is_ascii_hexdigit());
     (plain && Some(version) == index_version(index).as_deref()).then(|| tree.to_string())

@@ -173,7 +173,7 @@ fn write_index(
 ) -> Result<()> {
     let target = isolation.admin.join("index");
     if let (IndexPlan::Tree(tree), Some(saved)) = (plan, known)
-        && edit_index(wt, isolation, saved, tree)?
+        && edit_index(wt, store, isolation, saved, tree)?
     {
         return Ok(());
     }
@@ -212,7 +212,11 @@ fn write_index(
         }
         on_index.index_info(input)?;
     }
-    copy_atomic(index.path(), &target)
+    copy_atomic(index.path(), &target)?;
+    if stages.is_empty() {
+        snapshot::note_tree_at(&store.isolation_index_note(&isolation.admin), &target, tree);
+    }
+    Ok(())
 }
 
 /// The isolation's index edited from the tree it held when saved to `to` (only the entries
@@ -220,6 +224,7 @@ fn write_index(
 /// again), when nothing wrote or replaced it since; `false`: not edited.
 fn edit_index(
     wt: &HermeticGit,
+    store: &Store,
     isolation: &Isolation,
     saved: &SavedIndex,
     to: &str,
@@ -247,6 +252,7 @@ fn edit_index(
         return Ok(false);
     };
     write_atomic(&target, &edited)?;
+    snapshot::note_tree_at(&store.isolation_index_note(&isolation.admin), &target, to);
     Ok(true)
 }
 

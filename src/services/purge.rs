@@ -119,7 +119,7 @@ fn files_of(
 }
 
 /// The seed indexes of the isolation whose admin dir is `admin`: its own
-/// (`<name>.index`, with its notes `<name>.tree` and `<name>.flat`), its index at bind
+/// (`<name>.index`, with its notes `<name>.tree`, `<name>.flat` and `<name>.index-tree`), its index at bind
 /// (`<name>+bound.index`) and its nested repositories' (`<name>+nested-<hex>.index`).
 pub(crate) fn seeds_of(
     store: &crate::store::state::Store,
@@ -137,9 +137,10 @@ pub(crate) fn seeds_of(
         })
         .unwrap_or_default();
     let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
-    // What a3s-iso notes beside its own index: the tree it writes, and that it is flat.
+    // What a3s-iso notes beside its own index: the tree it writes, that it is flat, and the
+    // tree the isolation's index writes.
     seeds.extend(
-        ["tree", "flat"]
+        ["tree", "flat", "index-tree"]
             .map(|ext| own.with_extension(ext))
             .into_iter()
             .filter(|p| p.is_file()),

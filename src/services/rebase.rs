@@ -287,8 +287,16 @@ impl<'a> Work<'a> {
         let saved_index = crate::recovery::rebase_record::saved_index(store, id);
         let (index_tree, index_now) =
             if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
+                // The tree a rebase noted for this very file, read before the link moves its
+                // change time.
+                let note = store.isolation_index_note(&self.isolation.admin);
+                let before = crate::base::fsutil::FileStamp::of(&admin_index)?;
+                let noted = crate::model::snapshot::noted_tree_at(&note, &admin_index);
                 let stamp = crate::base::fsutil::keep_as_is(&admin_index, &saved_index)?;
-                let tree = self.index_tree(&saved_index)?;
+                let tree = match noted.filter(|_| stamp.same_file(&before)) {
+                    Some(tree) if self.tree_here(&tree)? => Some(tree),
+                    _ => self.index_tree(&saved_index)?,
+                };
                 let saved = tree.clone().map(|tree| SavedIndex { tree, stamp });
                 (tree, saved)
             } else {
@@ -329,18 +337,10 @@ impl<'a> Work<'a> {
     fn index_tree(&self, index: &std::path::Path) -> Result<Option<String>> {
         let bytes = std::fs::read(index)
             .map_err(|e| Error::io(format!("cannot read {}", index.display()), e))?;
-        if let Some(tree) = crate::git::index_file::cached_tree(&bytes) {
-            let found = self
-                .ctx
-                .git
-                .object_info(&self.located.repo.toplevel, std::slice::from_ref(&tree))?;
-            if found
-                .first()
-                .and_then(Option::as_ref)
-                .is_some_and(|info| crate::git::is_tree_type(&info.kind))
-            {
-                return Ok(Some(tree));
-            }
+        if let Some(tree) = crate::git::index_file::cached_tree(&bytes)
+            && self.tree_here(&tree)?
+        {
+            return Ok(Some(tree));
         }
         let scratch = self.located.store.scratch_dir();
         let copy = TempFile::new(&scratch, "index")?;
@@ -348,6 +348,18 @@ impl<'a> Work<'a> {
             .map_err(|e| Error::io(format!("cannot copy {}", index.display()), e))?;
         let wt = self.isolation.git(&self.ctx.git, &scratch)?;
         wt.on_index(copy.path()).try_write_tree()
+    }
+
+    /// Whether the repository holds the tree `tree`.
+    fn tree_here(&self, tree: &str) -> Result<bool> {
+        let found = self
+            .ctx
+            .git
+            .object_info(&self.located.repo.toplevel, &[tree.to_string()])?;
+        Ok(found
+            .first()
+            .and_then(Option::as_ref)
+            .is_some_and(|info| crate::git::is_tree_type(&info.kind)))
     }
 
     /// Sets `<ns>sessions/<id>/rebase/<name>` for each pair, in one transaction.

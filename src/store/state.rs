@@ -703,6 +703,12 @@ impl Store {
         StateDir::Seeds.file(&self.dir, &name, ".index")
     }
 
+    /// Where a3s-iso notes the tree that the index of the isolation whose admin dir is
+    /// `admin` (git's own there) writes, as a rebase last wrote that index.
+    pub(crate) fn isolation_index_note(&self, admin: &Path) -> PathBuf {
+        self.seed_index_path(admin).with_extension("index-tree")
+    }
+
     /// Where a3s-iso keeps the index of the isolation whose admin dir is `admin` as it was
     /// when the tree was written at bind (the seed's stat data moves with every capture; this
     /// one's tells the pool's cleaning what the session touched). The `+` is never in a

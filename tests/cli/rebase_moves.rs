@@ -339,3 +339,53 @@ fn moved_files_are_written_with_the_target_trees_attributes() {
     assert_eq!(early, b"written before the attributes beside it\r\n");
     assert_eq!(iso_git(&fx, "s", &["status", "--porcelain"]), "?? mine.bin");
 }
+
+/// Two rebases in a row: each starts from the index as it finds it (the tree noted for the
+/// index the first wrote is not trusted once git staged more), and the index ends holding
+/// exactly the new base (the session's staged changes are carried as work, unstaged).
+#[test]
+fn a_second_rebase_starts_from_the_index_as_it_finds_it() {
+    let fx = Fixture::new();
+    base_files(&fx);
+    fx.bind("s");
+    let work = |dir: &Path| {
+        std::fs::write(dir.join("ours.txt"), "staged by the session\n").unwrap();
+        std::fs::write(dir.join("many/f3.txt"), "not staged\n").unwrap();
+    };
+    let iso = fx.isolation("s");
+    work(&iso);
+    iso_git(&fx, "s", &["add", "ours.txt"]);
+    fx.write("theirs.txt", "the first new base\n");
+    fx.commit_all("first");
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    // Staged between the rebases: the index is git's again, no longer the one noted.
+    iso_git(&fx, "s", &["add", "many/f3.txt"]);
+    fx.write("many/f7.txt", "the second new base\n");
+    std::fs::remove_file(fx.src.join("target.txt")).unwrap();
+    let head = fx.commit_all("second");
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    let raw = fx.root.join("work/raw");
+    fx.git(
+        &fx.src,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            raw.to_str().unwrap(),
+            &head,
+        ],
+    );
+    work(&raw);
+    assert_eq!(
+        iso_git(&fx, "s", &["write-tree"]),
+        fx.git(&raw, &["write-tree"]),
+        "the isolation's index holds the new base"
+    );
+    assert_eq!(
+        iso_git(&fx, "s", &["status", "--porcelain"]),
+        fx.git(&raw, &["status", "--porcelain"])
+    );
+}
