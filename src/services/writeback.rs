@@ -53,7 +53,14 @@ impl Layers {
             for made in [&base, &base.join("upper"), &base.join("work")] {
                 make_private_dir(made)?;
             }
-            layers.push((FileLayer { dir, base }, Vec::new()));
+            layers.push((
+                FileLayer {
+                    dir,
+                    base,
+                    volatile: false,
+                },
+                Vec::new(),
+            ));
             Ok::<(), Error>(())
         };
         for dir in dirs {

@@ -341,6 +341,7 @@ pub fn require_tool(tool: &str) -> bool {
     let present = match tool {
         "sandbox" => sandbox_available(),
         "root" => is_root(),
+        "volatile-overlay" => kernel_at_least((5, 10)),
         program => on_path(program),
     };
     if present {
@@ -361,6 +362,7 @@ pub fn require_tool(tool: &str) -> bool {
         match tool {
             "sandbox" => "the kernel cannot give the run sandbox (Landlock, namespaces)",
             "root" => "run the tests as root",
+            "volatile-overlay" => "overlays mounted `volatile` need Linux 5.10 or later",
             _ => "install it (scripts/test.sh does)",
         }
     );
@@ -479,6 +481,15 @@ pub fn is_root() -> bool {
                 .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
         })
         .unwrap_or(false)
+}
+
+/// Whether the running kernel is at least `(major, minor)`.
+fn kernel_at_least(wanted: (u32, u32)) -> bool {
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    let mut parts = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|p| p.parse::<u32>().ok());
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0)) >= wanted
 }
 
 /// Whether this machine can give the sandbox (Landlock and namespaces): a sandboxed run of

@@ -295,3 +295,40 @@ fn land_gate_a_test_layer_a_kill_left_is_thrown_away_never_merged() {
         "A\ts.txt"
     );
 }
+
+/// The line of `/proc/self/mountinfo` (as a command printed it) of the topmost mount at `dir`.
+fn mount_line<'a>(mountinfo: &'a str, dir: &std::path::Path) -> Option<&'a str> {
+    let dir = dir.to_str().unwrap();
+    mountinfo
+        .lines()
+        .filter(|line| line.split(' ').nth(4) == Some(dir))
+        .last()
+}
+
+/// The test's layer is thrown away, so it is mounted `volatile` (its unmount does not sync the
+/// whole file system beneath it); a run's layer, merged into the isolation after, is not.
+#[test]
+fn land_gate_the_tests_layer_is_volatile_and_a_runs_is_not() {
+    if !require_tool("sandbox") || !require_tool("volatile-overlay") {
+        return;
+    }
+    let fx = Fixture::new();
+    session_and_moved_head(&fx);
+    let iso = fx.isolation("s");
+    let out = fx
+        .cmd()
+        .args(["run", "-s", "s", "--", "cat", "/proc/self/mountinfo"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let mountinfo = String::from_utf8_lossy(&out.stdout);
+    let line = mount_line(&mountinfo, &iso).expect("the run's layer covers the isolation");
+    assert!(line.contains(" - overlay "), "{line}");
+    assert!(!line.contains("volatile"), "{line}");
+    let test = format!(
+        "grep ' {} ' /proc/self/mountinfo | tail -n 1 | grep -q volatile",
+        iso.display()
+    );
+    let (code, doc) = fx.json(&["land", "--keep", "-s", "s", "--test", &test]);
+    assert_eq!(code, 0, "the test's layer is volatile: {doc}");
+}

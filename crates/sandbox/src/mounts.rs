@@ -42,8 +42,13 @@ pub(super) enum Step {
     /// Cover a directory with a writable layer whose upper is in `base` (on the host).
     FileLayer { dir: PathBuf, base: PathBuf },
     /// Cover the isolation with the run's layer, whose upper is in the staged copy of `base`
-    /// (attached only while the overlay is mounted: the command never reaches it).
-    TreeLayer { dir: PathBuf, base: PathBuf },
+    /// (attached only while the overlay is mounted: the command never reaches it); `volatile`
+    /// when what it holds is thrown away.
+    TreeLayer {
+        dir: PathBuf,
+        base: PathBuf,
+        volatile: bool,
+    },
     /// Put a staged copy of `from` at `to`, writable.
     Mount { from: PathBuf, to: PathBuf },
     /// Put a staged copy back read-only, unless the session's layers are in place.
@@ -246,6 +251,7 @@ fn ordered(spec: &SandboxSpec, restores: Vec<(PathBuf, Restore)>) -> Vec<Step> {
         let step = Step::TreeLayer {
             dir: l.dir.clone(),
             base: l.base.clone(),
+            volatile: l.volatile,
         };
         ((depth(&l.dir), 1), step)
     }));
@@ -324,9 +330,13 @@ pub(super) fn apply(steps: &[Step]) -> std::result::Result<Option<PathBuf>, Stri
                 overlay(dir, &base.join("upper"), &base.join("work"), dir)
                     .map_err(|e| failed("layer", dir, e))?;
             }
-            Step::TreeLayer { dir, base } => {
+            Step::TreeLayer {
+                dir,
+                base,
+                volatile,
+            } => {
                 let (copy, _) = take_staged(&mut staged, base)?;
-                tree_layer(dir, copy.as_fd_borrowed());
+                tree_layer(dir, copy.as_fd_borrowed(), *volatile);
             }
             Step::Mount { from, to } => {
                 let at = staged.iter().position(|(p, ..)| p == from);
@@ -599,8 +609,10 @@ const TREE_BASE_AT: &str = "/tmp/.a3s-iso-layer/tree";
 
 /// Covers the isolation `dir` with the run's layer, whose directory `base` is attached on the
 /// private /tmp only while the overlay is mounted. Best effort: `run` sees whether it took
-/// (the overlay makes `work/work`) and otherwise snapshots the whole isolation.
-fn tree_layer(dir: &Path, base: BorrowedFd<'_>) {
+/// (the overlay makes `work/work`) and otherwise snapshots the whole isolation. A `volatile`
+/// layer (thrown away after) is mounted so where the kernel can (5.10 and later): its
+/// unmount then skips the sync of the whole upper file system.
+fn tree_layer(dir: &Path, base: BorrowedFd<'_>, volatile: bool) {
     let at = Path::new(TREE_BASE_AT);
     let flags = MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH;
     if std::fs::create_dir_all(at).is_err() || move_mount(base, "", CWD, at, flags).is_err() {
@@ -609,7 +621,11 @@ fn tree_layer(dir: &Path, base: BorrowedFd<'_>) {
     // Only with `userxattr`: then the kernel never writes redirects or metacopies, so the
     // upper holds whole files, whiteouts and opaque directories, and nothing else.
     let (upper, work) = (at.join("upper"), at.join("work"));
-    let _ = overlay_with(dir, &upper, &work, dir, &[",userxattr"]);
+    let tries: &[&str] = match volatile {
+        true => &[",userxattr,volatile", ",userxattr"],
+        false => &[",userxattr"],
+    };
+    let _ = overlay_with(dir, &upper, &work, dir, tries);
     while rustix::mount::unmount(at, rustix::mount::UnmountFlags::DETACH).is_ok() {}
 }
 
@@ -896,6 +912,7 @@ mod tests {
         let layer = crate::spec::FileLayer {
             dir: "/w/iso".into(),
             base: "/w/src/.git/a3s-iso/overlays/r".into(),
+            volatile: false,
         };
         let spec = SandboxSpec {
             writable: vec!["/w/iso".into(), "/w/iso/deeper".into()],
@@ -918,6 +935,7 @@ mod tests {
                 Step::TreeLayer {
                     dir: layer.dir,
                     base: layer.base,
+                    volatile: false,
                 },
                 Step::Restore {
                     path: "/w/iso/deeper".into(),

@@ -91,6 +91,11 @@ pub struct FileLayer {
     /// Holds the overlay's `upper` and `work` directories (writable in the sandbox).
     #[serde(with = "crate::paths::fs_path")]
     pub base: PathBuf,
+    /// What is written in the layer is thrown away afterwards: the overlay is mounted
+    /// `volatile` where the kernel takes it, so that its unmount does not sync the whole file
+    /// system its upper directory is on.
+    #[serde(default)]
+    pub volatile: bool,
 }
 
 /// A host directory mounted writable at another path.

@@ -58,6 +58,7 @@ impl RunLayer {
         FileLayer {
             dir: self.intent.tree.clone(),
             base: self.intent.layer.clone(),
+            volatile: self.intent.dropped,
         }
     }
 }
