@@ -81,15 +81,16 @@ pub(crate) fn move_changed(
     ) else {
         return Ok(false);
     };
+    // Both indexes are written before anything in the tree is touched.
+    let index = TempFile::new(scratch, "index")?;
+    fs::write(index.path(), &plan.index)
+        .ctx(|| format!("cannot write {}", index.path().display()))?;
     let written = TempFile::new(scratch, "index")?;
     if plan.written.iter().any(|l| !l.is_empty()) {
         fs::write(written.path(), &plan.to_write)
             .ctx(|| format!("cannot write {}", written.path().display()))?;
     }
     act(wt, &plan, written.path())?;
-    let index = TempFile::new(scratch, "index")?;
-    fs::write(index.path(), &plan.index)
-        .ctx(|| format!("cannot write {}", index.path().display()))?;
     // The edited index keeps the seed's date: what was noted in or after it stays distrusted.
     let modified = fs::metadata(seed)
         .and_then(|m| m.modified())
