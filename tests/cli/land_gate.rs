@@ -301,8 +301,8 @@ fn mount_line<'a>(mountinfo: &'a str, dir: &std::path::Path) -> Option<&'a str> 
     let dir = dir.to_str().unwrap();
     mountinfo
         .lines()
-        .filter(|line| line.split(' ').nth(4) == Some(dir))
-        .last()
+        .rev()
+        .find(|line| line.split(' ').nth(4) == Some(dir))
 }
 
 /// The test's layer is thrown away, so it is mounted `volatile` (its unmount does not sync the

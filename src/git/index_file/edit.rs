@@ -297,9 +297,12 @@ fn updated_tree<'p>(
 pub(crate) type Subtrees = BTreeMap<Vec<u8>, Vec<u8>>;
 
 fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node<'a>> {
-    let (name, valid, subtrees) = read_node_head(data, at, hash_len)?;
-    let valid = valid.map(|(count, id)| (count, id.to_vec()));
-    let children = (0..subtrees)
+    let head = read_node_head(data, at, hash_len)?;
+    let (name, valid) = (
+        head.name,
+        head.valid.map(|(count, id)| (count, id.to_vec())),
+    );
+    let children = (0..head.subtrees)
         .map(|_| read_node(data, at, hash_len))
         .collect::<Option<Vec<_>>>()?;
     Some(Node {
@@ -309,13 +312,17 @@ fn read_node<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<Node
     })
 }
 
-/// One node's name, entry count and id (`None`: invalid), and how many subtrees follow it,
-/// read at `at` (moved past them).
-fn read_node_head<'a>(
-    data: &'a [u8],
-    at: &mut usize,
-    hash_len: usize,
-) -> Option<(&'a [u8], Option<(usize, &'a [u8])>, usize)> {
+/// One node of the cache tree as stored, without its subtrees.
+struct NodeHead<'a> {
+    name: &'a [u8],
+    /// How many entries it covers and its tree id; `None`: invalid.
+    valid: Option<(usize, &'a [u8])>,
+    /// How many subtrees follow it.
+    subtrees: usize,
+}
+
+/// The node at `at` (moved past it).
+fn read_node_head<'a>(data: &'a [u8], at: &mut usize, hash_len: usize) -> Option<NodeHead<'a>> {
     let rest = data.get(*at..)?;
     let nul = rest.iter().position(|b| *b == 0)?;
     let name = &rest[..nul];
@@ -333,13 +340,17 @@ fn read_node_head<'a>(
         }
         Err(_) => None,
     };
-    Some((name, valid, subtrees))
+    Some(NodeHead {
+        name,
+        valid,
+        subtrees,
+    })
 }
 
 /// The whole tree's entry count and id in a cache tree's `data`, when its root is valid.
 pub(crate) fn cached_root(data: &[u8], hash_len: usize) -> Option<(usize, &[u8])> {
-    let (name, valid, _) = read_node_head(data, &mut 0, hash_len)?;
-    name.is_empty().then_some(valid).flatten()
+    let head = read_node_head(data, &mut 0, hash_len)?;
+    head.name.is_empty().then_some(head.valid).flatten()
 }
 
 /// Sets (or invalidates) the node of the directory `dir` and every subtree on the way to
