@@ -55,6 +55,25 @@ fn move_head(fx: &Fixture) -> String {
     fx.commit_all("the new base")
 }
 
+/// A plain worktree that git itself checks out at `head`, beside the source.
+fn raw_checkout(fx: &Fixture, head: &str) -> std::path::PathBuf {
+    let raw = fx.root.join("work/raw");
+    let at = raw.to_str().unwrap();
+    fx.git(&fx.src, &["worktree", "add", "-q", "--detach", at, head]);
+    raw
+}
+
+/// The isolation holds what the plain worktree holds, byte for byte (their `.git` aside).
+fn same_files(iso: &Path, raw: &Path) {
+    let (mut found, mut expected) = (listing(iso), listing(raw));
+    found.remove(".git");
+    expected.remove(".git");
+    assert_eq!(
+        found, expected,
+        "the isolation holds the new base and the work"
+    );
+}
+
 /// Only what the new base changed lost its stat data in the isolation's index (read before
 /// any git refreshes it).
 fn only_the_bases_changes_lost_their_stat_data(fx: &Fixture) {
@@ -107,27 +126,9 @@ fn a_rebase_writes_exactly_the_moved_tree_and_keeps_the_stat_data_of_the_rest() 
     assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
     only_the_bases_changes_lost_their_stat_data(&fx);
     // The same work done by hand on a plain checkout of the new base.
-    let raw = fx.root.join("work/raw");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            raw.to_str().unwrap(),
-            &head,
-        ],
-    );
+    let raw = raw_checkout(&fx, &head);
     session_work(&raw);
-    let mut expected = listing(&raw);
-    expected.remove(".git");
-    let mut found = listing(&iso);
-    found.remove(".git");
-    assert_eq!(
-        found, expected,
-        "the isolation holds the new base and the work, byte for byte"
-    );
+    same_files(&iso, &raw);
     assert!(
         !iso.join("deep").exists(),
         "a directory the base emptied is gone"
@@ -264,23 +265,9 @@ fn non_utf8_names_in_a_split_index_repository_move_byte_for_byte() {
     let head = fx.commit_all("the new base");
     let done = fx.json(&["rebase", "-s", "s"]);
     assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    let raw = fx.root.join("work/raw");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            raw.to_str().unwrap(),
-            &head,
-        ],
-    );
+    let raw = raw_checkout(&fx, &head);
     work(&raw);
-    let (mut found, mut expected) = (listing(&fx.isolation("s")), listing(&raw));
-    found.remove(".git");
-    expected.remove(".git");
-    assert_eq!(found, expected);
+    same_files(&fx.isolation("s"), &raw);
     assert_eq!(
         iso_git(&fx, "s", &["status", "--porcelain"]),
         fx.git(&raw, &["status", "--porcelain"])
@@ -318,23 +305,9 @@ fn moved_files_are_written_with_the_target_trees_attributes() {
     let head = fx.commit_all("the new base");
     let done = fx.json(&["rebase", "-s", "s"]);
     assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    let raw = fx.root.join("work/raw");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            raw.to_str().unwrap(),
-            &head,
-        ],
-    );
+    let raw = raw_checkout(&fx, &head);
     work(&raw);
-    let (mut found, mut expected) = (listing(&fx.isolation("s")), listing(&raw));
-    found.remove(".git");
-    expected.remove(".git");
-    assert_eq!(found, expected);
+    same_files(&fx.isolation("s"), &raw);
     let early = std::fs::read(fx.isolation("s").join("sub/-early.dat")).unwrap();
     assert_eq!(early, b"written before the attributes beside it\r\n");
     assert_eq!(iso_git(&fx, "s", &["status", "--porcelain"]), "?? mine.bin");
@@ -366,18 +339,7 @@ fn a_second_rebase_starts_from_the_index_as_it_finds_it() {
     let head = fx.commit_all("second");
     let done = fx.json(&["rebase", "-s", "s"]);
     assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    let raw = fx.root.join("work/raw");
-    fx.git(
-        &fx.src,
-        &[
-            "worktree",
-            "add",
-            "-q",
-            "--detach",
-            raw.to_str().unwrap(),
-            &head,
-        ],
-    );
+    let raw = raw_checkout(&fx, &head);
     work(&raw);
     assert_eq!(
         iso_git(&fx, "s", &["write-tree"]),
