@@ -86,7 +86,7 @@ pub(crate) fn move_changed(
     fs::write(index.path(), &plan.index)
         .ctx(|| format!("cannot write {}", index.path().display()))?;
     let written = TempFile::new(scratch, "index")?;
-    if plan.written.iter().any(|l| !l.is_empty()) {
+    if !plan.to_write.is_empty() {
         fs::write(written.path(), &plan.to_write)
             .ctx(|| format!("cannot write {}", written.path().display()))?;
     }
@@ -144,11 +144,14 @@ fn plan(
         null_trailer: true,
     };
     let index = edit(bytes, hash_len, changes, keep)?;
-    let to_write = subset(&index, hash_len, |path| {
-        changes
-            .get(path)
-            .is_some_and(|c| matches!(c, Change::Set { .. }))
-    })?;
+    let to_write = match written.iter().all(Vec::is_empty) {
+        true => Vec::new(),
+        false => subset(&index, hash_len, |path| {
+            changes
+                .get(path)
+                .is_some_and(|c| matches!(c, Change::Set { .. }))
+        })?,
+    };
     Some(Plan {
         removed,
         written,

@@ -63,6 +63,17 @@ fn raw_checkout(fx: &Fixture, head: &str) -> std::path::PathBuf {
     raw
 }
 
+/// Rebases session `s` onto `head` and checks that its isolation then holds, byte for byte,
+/// what git's own checkout of `head` holds with the session's `work` done on it; that checkout.
+fn rebased_as_git_checks_out(fx: &Fixture, head: &str, work: impl Fn(&Path)) -> std::path::PathBuf {
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    let raw = raw_checkout(fx, head);
+    work(&raw);
+    same_files(&fx.isolation("s"), &raw);
+    raw
+}
+
 /// The isolation holds what the plain worktree holds, byte for byte (their `.git` aside).
 fn same_files(iso: &Path, raw: &Path) {
     let (mut found, mut expected) = (listing(iso), listing(raw));
@@ -263,11 +274,7 @@ fn non_utf8_names_in_a_split_index_repository_move_byte_for_byte() {
     std::fs::write(name(&fx.src, b"d\xff/f\xfe.txt"), "changed by the base\n").unwrap();
     std::fs::write(name(&fx.src, b"d\xff/g\xfb.txt"), "added by the base\n").unwrap();
     let head = fx.commit_all("the new base");
-    let done = fx.json(&["rebase", "-s", "s"]);
-    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    let raw = raw_checkout(&fx, &head);
-    work(&raw);
-    same_files(&fx.isolation("s"), &raw);
+    let raw = rebased_as_git_checks_out(&fx, &head, work);
     assert_eq!(
         iso_git(&fx, "s", &["status", "--porcelain"]),
         fx.git(&raw, &["status", "--porcelain"])
@@ -303,11 +310,7 @@ fn moved_files_are_written_with_the_target_trees_attributes() {
     fx.write("sub/z.dat", "after\n");
     fx.write("sub/deep/new.txt", "deep\nnew\n");
     let head = fx.commit_all("the new base");
-    let done = fx.json(&["rebase", "-s", "s"]);
-    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
-    let raw = raw_checkout(&fx, &head);
-    work(&raw);
-    same_files(&fx.isolation("s"), &raw);
+    rebased_as_git_checks_out(&fx, &head, work);
     let early = std::fs::read(fx.isolation("s").join("sub/-early.dat")).unwrap();
     assert_eq!(early, b"written before the attributes beside it\r\n");
     assert_eq!(iso_git(&fx, "s", &["status", "--porcelain"]), "?? mine.bin");
@@ -349,5 +352,47 @@ fn a_second_rebase_starts_from_the_index_as_it_finds_it() {
     assert_eq!(
         iso_git(&fx, "s", &["status", "--porcelain"]),
         fx.git(&raw, &["status", "--porcelain"])
+    );
+}
+
+/// In a sparse checkout (whose index the editor refuses: its entries outside the cone are
+/// skip-worktree), a rebase moves what differs with the new base's bytes, keeps the session's
+/// work, and leaves the index holding the new base with every file on disk as it says.
+#[test]
+fn a_sparse_checkouts_rebase_moves_what_differs_and_keeps_the_work() {
+    let fx = Fixture::new();
+    fx.write("src/a.txt", "a\n");
+    fx.write("docs/d.txt", "d\n");
+    fx.commit_all("two directories");
+    fx.git(&fx.src, &["sparse-checkout", "set", "--cone", "src"]);
+    fx.bind("s");
+    let iso = fx.isolation("s");
+    assert!(!iso.join("docs").exists(), "the isolation is sparse too");
+    std::fs::write(iso.join("src/mine.txt"), "the session's\n").unwrap();
+    fx.git(&fx.src, &["sparse-checkout", "disable"]);
+    fx.write("src/a.txt", "a changed by the base\n");
+    fx.write("docs/d.txt", "d changed by the base\n");
+    let head = fx.commit_all("the new base");
+    fx.git(&fx.src, &["sparse-checkout", "set", "--cone", "src"]);
+    let done = fx.json(&["rebase", "-s", "s"]);
+    assert_eq!(outcome(&done), (0, "rebased"), "{}", done.1);
+    assert_eq!(iso_git(&fx, "s", &["rev-parse", "HEAD"]), head);
+    assert_eq!(
+        std::fs::read_to_string(iso.join("src/a.txt")).unwrap(),
+        "a changed by the base\n"
+    );
+    // A path outside the cone the new base changed is written, not left skipped: the index
+    // is written whole, without the sparse marks (the isolation's cone is not kept).
+    assert_eq!(
+        std::fs::read_to_string(iso.join("docs/d.txt")).unwrap(),
+        "d changed by the base\n"
+    );
+    assert_eq!(
+        iso_git(&fx, "s", &["status", "--porcelain"]),
+        "?? src/mine.txt"
+    );
+    assert_eq!(
+        iso_git(&fx, "s", &["write-tree"]),
+        fx.git(&fx.src, &["rev-parse", "HEAD^{tree}"])
     );
 }
