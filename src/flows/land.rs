@@ -556,16 +556,16 @@ fn after_landing(
     if record.state == SessionState::Discarded {
         return Ok(Some(Cleanup::Discarded));
     }
+    // Kept as it is: nothing to read it for (a later landing finds what it gains since).
+    if keep {
+        return Ok(Some(Cleanup::Kept));
+    }
     // A tree that a killed cleanup left half removed: this queue landed its work.
-    let cut_short = !keep
-        && record.state == SessionState::Bound
+    let cut_short = record.state == SessionState::Bound
         && !record.read_only
         && !crate::model::isolation::is_healthy(&record);
     if !cut_short && !crate::services::landed::is_landed(ctx, located, &record)? {
         return Ok(None);
-    }
-    if keep {
-        return Ok(Some(Cleanup::Kept));
     }
     let done = crate::ops::discard::discard(
         ctx,
@@ -633,16 +633,23 @@ fn steps(
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
     }
-    if let Some(stopped) = crate::ops::promote::rebase_if_moved(ctx, located, &session)? {
-        take_promote(landed, stopped);
-        return Ok(());
-    }
+    use crate::ops::promote::Moved;
+    // A rebase that knows the tree it left is what the test sees and what lands: work the
+    // isolation gains meanwhile is not tested, so it stays there for a later landing.
+    let rebased = match crate::ops::promote::rebase_if_moved(ctx, located, &session)? {
+        Moved::Stopped(stopped) => {
+            take_promote(landed, stopped);
+            return Ok(());
+        }
+        Moved::Rebased { tree } => tree,
+        Moved::Not => None,
+    };
     if let Some(test) = queue.test.as_deref()
         && !test_gate(ctx, located, (test, queue.no_sandbox), id, landed)?
     {
         return Ok(());
     }
-    promote_tested(ctx, located, queue, id, landed)
+    promote_tested(ctx, located, queue, (id, rebased.as_deref()), landed)
 }
 
 /// The result of a session with nothing to land (`None`: it has work to land): discarded
@@ -700,29 +707,29 @@ fn test_gate(
     Ok(true)
 }
 
-/// Promotes the session in the queue's mode, under its lease, into `landed`.
+/// Promotes the session in the queue's mode, under its lease, into `landed`: the tree its
+/// rebase left (`rebased`) when there is one, else its isolation as it is now.
 fn promote_tested(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    id: &str,
+    (id, rebased): (&str, Option<&str>),
     landed: &mut LandedSession,
 ) -> Result<()> {
     // A run that holds the session's lease is still writing its work: none of it lands.
     let _lease = located.store.lease_or_busy(id)?;
-    let promoted = crate::ops::promote::promote(
-        ctx,
-        &PromoteOptions {
-            session_id: Some(id.to_string()),
-            mode: match queue.mode {
-                LandMode::Patch => Mode::Patch,
-                LandMode::Squash | LandMode::Branch => Mode::Branch,
-            },
-            squash: queue.mode == LandMode::Squash,
-            message: queue.message.clone(),
-            ..PromoteOptions::default()
+    let session = ctx.resolve_session(located, Some(id))?;
+    let opts = PromoteOptions {
+        session_id: Some(id.to_string()),
+        mode: match queue.mode {
+            LandMode::Patch => Mode::Patch,
+            LandMode::Squash | LandMode::Branch => Mode::Branch,
         },
-    )?;
+        squash: queue.mode == LandMode::Squash,
+        message: queue.message.clone(),
+        ..PromoteOptions::default()
+    };
+    let promoted = crate::ops::promote::promote_session(ctx, located, session, &opts, rebased)?;
     take_promote(landed, promoted);
     if landed.outcome == LandResult::Landed && queue.mode != LandMode::Patch {
         landed.commit = located.repo.head_commit(&ctx.git);

@@ -30,13 +30,6 @@ pub(crate) struct Person<'a> {
 }
 
 impl Git {
-    /// `status --porcelain --untracked-files=normal`: empty when the checkout is clean.
-    pub(crate) fn status_with_untracked(&self, dir: &Path) -> Result<Vec<u8>> {
-        self.at(dir)
-            .args(["status", "--porcelain", "--untracked-files=normal"])
-            .run()
-    }
-
     /// `status --porcelain --untracked-files=no`: empty when no tracked file changed.
     pub(crate) fn status_tracked(&self, dir: &Path) -> Result<Vec<u8>> {
         self.at(dir)

@@ -103,6 +103,17 @@ pub struct Snapshot {
     pub gitlinks: Vec<crate::base::paths::RepoPath>,
 }
 
+impl Snapshot {
+    /// A snapshot of `tree` with nothing nested.
+    pub(crate) fn flat(tree: &str) -> Snapshot {
+        Snapshot {
+            tree: tree.to_string(),
+            nested: Vec::new(),
+            gitlinks: Vec::new(),
+        }
+    }
+}
+
 const EMBEDDED_REPO_WARNING: &str = "warning: adding embedded git repository: ";
 
 /// A gitlink's mode (`0o160000`) as every index version (2 to 4) stores it: four raw bytes,

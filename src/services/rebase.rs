@@ -89,6 +89,10 @@ pub struct RebaseOutcome {
     pub conflicting_paths: Vec<String>,
     /// What recovery or the rebase wants the user to know.
     pub warnings: Vec<String>,
+    /// After a fresh rebase that finished, when its snapshot found nothing nested: the tree
+    /// the isolation holds now, all of the session's work (what `land` tests and lands).
+    #[serde(skip)]
+    pub(crate) tree: Option<String>,
 }
 
 impl RebaseOutcome {
@@ -103,6 +107,7 @@ impl RebaseOutcome {
             conflict_commit: None,
             conflicting_paths: Vec::new(),
             warnings: Vec::new(),
+            tree: None,
         }
     }
 
@@ -192,6 +197,9 @@ struct Work<'a> {
     now: std::cell::RefCell<Option<String>>,
     /// The isolation's index as this command saved it (before the rebase).
     index_now: std::cell::RefCell<Option<SavedIndex>>,
+    /// This command's snapshot found neither a nested repository nor a gitlink: its tree is
+    /// all of the session's work.
+    flat: std::cell::Cell<bool>,
 }
 
 impl<'a> Work<'a> {
@@ -211,6 +219,7 @@ impl<'a> Work<'a> {
             view,
             now: std::cell::RefCell::new(None),
             index_now: std::cell::RefCell::new(None),
+            flat: std::cell::Cell::new(false),
         })
     }
 
@@ -283,6 +292,8 @@ impl<'a> Work<'a> {
         let id = &self.session.session_id;
         let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
         *self.now.borrow_mut() = Some(snapshot.tree.clone());
+        self.flat
+            .set(snapshot.nested.is_empty() && snapshot.gitlinks.is_empty());
         let admin_index = self.isolation.admin.join("index");
         let saved_index = crate::recovery::rebase_record::saved_index(store, id);
         let (index_tree, index_now) =
@@ -508,6 +519,7 @@ impl<'a> Work<'a> {
         let mut out = RebaseOutcome::of_state(done, &state);
         out.conflict_commit = None;
         out.conflicting_paths.clear();
+        out.tree = (done == RebaseResult::Rebased && self.flat.get()).then(|| tree.clone());
         self.carry_out(Applying {
             schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
             session_id: state.session_id.clone(),

@@ -4,7 +4,9 @@
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, require_tool};
+use std::time::Duration;
+
+use crate::fixture::{Fixture, pairs, read_path, require_tool, spawn_json, wait_for, wait_json};
 use crate::land_queue::outcomes;
 
 /// What the test writes: a new file, a changed and a deleted tracked file, a file the session
@@ -331,4 +333,43 @@ fn land_gate_the_tests_layer_is_volatile_and_a_runs_is_not() {
     );
     let (code, doc) = fx.json(&["land", "--keep", "-s", "s", "--test", &test]);
     assert_eq!(code, 0, "the test's layer is volatile: {doc}");
+}
+
+/// Work the isolation gains while the session's test runs (an agent still writing) is not what
+/// the test saw: what lands is the rebased tree the test ran on. The late work stays in the
+/// isolation, which is therefore not cleaned up, and the next landing lands it.
+#[test]
+fn land_gate_work_written_during_the_test_stays_for_the_next_landing() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let user = session_and_moved_head(&fx);
+    let iso = fx.isolation("s");
+    let child = spawn_json(&fx, &["land", "-s", "s", "--test", "sleep 2"]);
+    // The rebase brings the user's commit into the isolation just before the test starts.
+    wait_for(&iso.join("moved.txt"), Duration::from_secs(60));
+    std::fs::write(iso.join("late.txt"), "written while the test ran\n").unwrap();
+    let (code, doc) = wait_json(child);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc), pairs(&[("s", "landed")]), "{doc}");
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD~1"]), user, "{doc}");
+    let changed = |range: &str| {
+        let (from, to) = range.split_once("..").unwrap();
+        fx.git(
+            &fx.src,
+            &["diff", "--name-status", "--no-renames", from, to],
+        )
+    };
+    assert_eq!(changed("HEAD~1..HEAD"), "A\ts.txt", "{doc}");
+    assert_eq!(doc["sessions"][0]["cleanup"], Value::Null, "{doc}");
+    assert_eq!(
+        read_path(iso.join("late.txt")),
+        "written while the test ran\n"
+    );
+    let (code, doc) = fx.json(&["land", "-s", "s"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc), pairs(&[("s", "landed")]), "{doc}");
+    assert_eq!(changed("HEAD~1..HEAD"), "A\tlate.txt", "{doc}");
+    assert_eq!(doc["sessions"][0]["cleanup"], "discarded", "{doc}");
 }

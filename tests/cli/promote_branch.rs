@@ -3,7 +3,9 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, checkout_listing, error_code, isolate, snapshot_settings};
+use crate::fixture::{
+    Fixture, checkout_listing, error_code, isolate, read_text, snapshot_settings,
+};
 
 /// Commits everything in `dir` as a given author at a given date (an agent's commit).
 fn agent_commit(fx: &Fixture, dir: &Path, message: &str, author: &str, date: &str) {
@@ -689,5 +691,57 @@ fn a_branch_promote_says_what_it_replayed_onto_which_branch() {
         Some(
             "applied: replayed 1 commit onto main (retained branch a3s-iso/feature); 1 file changed"
         )
+    );
+}
+
+/// The user's untracked files (no tracked change beside them) are no WIP to set aside: they
+/// stay where they are, the very same files, through a branch promote and through the
+/// recovery of one a crash cut short; no stash is made.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn untracked_files_stay_in_place_through_a_branch_promote_and_its_recovery() {
+    use std::os::unix::fs::MetadataExt;
+    let fx = Fixture::new();
+    fx.bind("u");
+    let iso = fx.isolation("u");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+    fx.write("notes.txt", "the user's notes\n");
+    fx.write("drafts/one.txt", "a draft\n");
+    let inodes = || {
+        ["notes.txt", "drafts/one.txt"].map(|p| std::fs::metadata(fx.src.join(p)).unwrap().ino())
+    };
+    let before = (
+        inodes(),
+        checkout_listing(&fx.src),
+        fx.git(&fx.src, &["rev-parse", "HEAD"]),
+    );
+    crate::fixture::promote_killed_at(
+        &fx,
+        "promote-branch-after-intent",
+        &["-s", "u", "--mode", "branch"],
+    );
+    let recovered = fx.cmd().args(["list"]).output().unwrap();
+    assert!(recovered.status.success());
+    let after = (
+        inodes(),
+        checkout_listing(&fx.src),
+        fx.git(&fx.src, &["rev-parse", "HEAD"]),
+    );
+    assert_eq!(after, before, "the recovery left the checkout as it was");
+    let (code, doc) = promote_branch(&fx, "u");
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(inodes(), before.0, "the untracked files were never moved");
+    assert_eq!(read_text(&fx.src, "notes.txt"), "the user's notes\n");
+    assert_eq!(read_text(&fx.src, "drafts/one.txt"), "a draft\n");
+    assert_eq!(read_text(&fx.src, "agent.txt"), "agent\n");
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash was made");
+    assert_eq!(
+        fx.git(&fx.src, &["status", "--porcelain"]),
+        "?? drafts/\n?? notes.txt"
     );
 }

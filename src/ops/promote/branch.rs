@@ -63,10 +63,11 @@ pub(crate) fn promote_branch(
     located: &Located,
     session: SessionRecord,
     opts: &PromoteOptions,
+    known: Option<&str>,
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
-    let mut candidate = Candidate::of_session(ctx, located, session)?;
+    let mut candidate = Candidate::of_session(ctx, located, session, known)?;
     let mut out = replay_root(ctx, located, &candidate, &isolation, opts)?;
     let nested = candidate.take_nested();
     out.warnings.extend(nested.warnings());

@@ -73,18 +73,13 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
             ));
         }
         if opts.rebase {
-            if let Some(mut out) = rebase_if_moved(ctx, &located, &session)? {
+            if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session)? {
                 out.mode = opts.mode;
                 return Ok(out);
             }
             session = ctx.resolve_session(&located, Some(&session.session_id))?;
         }
-        if opts.mode == Mode::Branch {
-            return crate::ops::promote::branch::promote_branch(ctx, &located, session, opts);
-        }
-        let _lock = crate::recovery::lock(ctx, &located.repo)?;
-        let candidate = Candidate::of_session_beside_head(ctx, &located, session)?;
-        return promote_patch(ctx, &located, candidate, opts);
+        return promote_session(ctx, &located, session, opts, None);
     }
     if opts.mode == Mode::Branch {
         return Err(Error::Usage {
@@ -113,6 +108,35 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     Ok(out)
 }
 
+/// A session's promote in the mode `opts` asks for. `known`: the tree its isolation holds,
+/// all of its work, as the caller knows it (the tree `land` tested) instead of a fresh
+/// capture.
+pub(crate) fn promote_session(
+    ctx: &Context,
+    located: &Located,
+    session: crate::store::state::SessionRecord,
+    opts: &PromoteOptions,
+    known: Option<&str>,
+) -> Result<PromoteOutcome> {
+    if opts.mode == Mode::Branch {
+        return crate::ops::promote::branch::promote_branch(ctx, located, session, opts, known);
+    }
+    let _lock = crate::recovery::lock(ctx, &located.repo)?;
+    let candidate = Candidate::of_session_beside_head(ctx, located, session, known)?;
+    promote_patch(ctx, located, candidate, opts)
+}
+
+/// What a rebase before a promote did.
+pub(crate) enum Moved {
+    /// The source's HEAD is where the session expects it: nothing to rebase.
+    Not,
+    /// Rebased cleanly; the tree its isolation holds now when the rebase knows it is all of
+    /// the session's work.
+    Rebased { tree: Option<String> },
+    /// It stopped at a conflict, left in the isolation: the promote's answer, nothing applied.
+    Stopped(PromoteOutcome),
+}
+
 /// Patch mode: the root change set (steps 2–6), then each nested change set in its own
 /// repository; the artifacts' summary covers both.
 fn promote_patch(
@@ -131,12 +155,12 @@ fn promote_patch(
 }
 
 /// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
-/// onto it first. `Some` when that stopped at a conflict: the promote's answer, nothing applied.
+/// onto it first.
 pub(crate) fn rebase_if_moved(
     ctx: &Context,
     located: &Located,
     session: &crate::store::state::SessionRecord,
-) -> Result<Option<PromoteOutcome>> {
+) -> Result<Moved> {
     let previous = last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
@@ -144,7 +168,7 @@ pub(crate) fn rebase_if_moved(
         .unwrap_or(&session.bound_revision);
     let head = located.repo.head_commit(&ctx.git);
     if head.is_none() || head.as_deref() == Some(expected) {
-        return Ok(None);
+        return Ok(Moved::Not);
     }
     let rebased = crate::services::rebase::rebase(
         ctx,
@@ -156,7 +180,7 @@ pub(crate) fn rebase_if_moved(
     )?;
     if rebased.outcome != crate::services::rebase::RebaseResult::Conflicted {
         ctx.push_notices(rebased.warnings);
-        return Ok(None);
+        return Ok(Moved::Rebased { tree: rebased.tree });
     }
     let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
     out.session_id = Some(session.session_id.to_string());
@@ -177,7 +201,7 @@ pub(crate) fn rebase_if_moved(
             .map(|p| crate::base::paths::RepoPath(p.clone().into_bytes()))
             .collect(),
     );
-    Ok(Some(out))
+    Ok(Moved::Stopped(out))
 }
 
 /// `--reapply` of a promoted change set (`--digest`, else the session's last step): landed

@@ -212,15 +212,23 @@ impl Candidate {
 }
 
 impl Candidate {
-    /// Step 1 for a session: a fresh capture, as the delta since the session's last promoted step
-    /// (or, before the first, since its base tree).
+    /// Step 1 for a session: a fresh capture (or `known`, the tree its isolation holds with
+    /// nothing nested, as the caller knows it), as the delta since the session's last promoted
+    /// step (or, before the first, since its base tree).
     pub(crate) fn of_session(
         ctx: &Context,
         located: &Located,
         session: SessionRecord,
+        known: Option<&str>,
     ) -> Result<Candidate> {
         let isolation = writable_isolation(&session)?;
-        let (snap, nested) = crate::services::evidence::snapshot_all(ctx, located, &isolation)?;
+        let (snap, nested) = match known {
+            Some(tree) => (
+                crate::model::snapshot::Snapshot::flat(tree),
+                crate::services::nested::Nested::default(),
+            ),
+            None => crate::services::evidence::snapshot_all(ctx, located, &isolation)?,
+        };
         let previous = last_step(&located.store, &session, None)?;
         let from = delta_base(&session, previous.as_ref());
         let patch = snapshot::patch(
@@ -255,6 +263,7 @@ impl Candidate {
         ctx: &Context,
         located: &Located,
         session: SessionRecord,
+        known: Option<&str>,
     ) -> Result<Candidate> {
         let source = crate::git::repo::Repo::new(
             &ctx.git,
@@ -267,7 +276,7 @@ impl Candidate {
                 let _ = ctx.git.core_settings(&source.toplevel);
                 source.head_commit(&ctx.git)
             });
-            let captured = Candidate::of_session(ctx, located, session);
+            let captured = Candidate::of_session(ctx, located, session, known);
             let head = read.join();
             let mut candidate = captured?;
             candidate.source_head = head.ok();

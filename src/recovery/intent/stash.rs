@@ -13,9 +13,12 @@ use crate::recovery::intent::record::RepoPath;
 /// wait for a git the crash left running.
 pub(crate) use crate::git::TOKEN_VAR;
 
-/// Whether the checkout has work to set aside (staged, unstaged or untracked).
+/// Whether the checkout has work to set aside: staged or unstaged changes to tracked files.
+/// Untracked files stay where they are: the replay refuses to start when one is at a path it
+/// changes, and neither a cherry-pick nor a reset to the old tip touches the others, so
+/// there is no need for `git status` to read every directory.
 pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
-    let status = git.status_with_untracked(source)?;
+    let status = git.status_tracked(source)?;
     Ok(!status.is_empty())
 }
 

@@ -224,7 +224,7 @@ pub(crate) fn finish(
             // Nothing changed: the last tree is both.
             true => Finished::Fast {
                 base: base.clone(),
-                result: flat_snapshot(base),
+                result: Snapshot::flat(&base),
             },
             false => Finished::Full { base },
         });
@@ -284,7 +284,7 @@ fn edit_last_tree(
     snapshot::note_tree(&layer.seed, &result);
     Ok(Finished::Fast {
         base,
-        result: flat_snapshot(result),
+        result: Snapshot::flat(&result),
     })
 }
 
@@ -309,17 +309,8 @@ fn restage_whole(
     snapshot::note_tree(&layer.seed, &tree);
     Ok(Finished::Fast {
         base,
-        result: flat_snapshot(tree),
+        result: Snapshot::flat(&tree),
     })
-}
-
-/// A snapshot of `tree` with nothing nested.
-fn flat_snapshot(tree: String) -> Snapshot {
-    Snapshot {
-        tree,
-        nested: Vec::new(),
-        gitlinks: Vec::new(),
-    }
 }
 
 fn read_failure(upper: &Path) -> String {
