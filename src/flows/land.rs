@@ -638,7 +638,7 @@ fn steps(
     // isolation gains meanwhile is not tested, so it stays there for a later landing.
     let rebased = match crate::ops::promote::rebase_if_moved(ctx, located, &session)? {
         Moved::Stopped(stopped) => {
-            take_promote(landed, stopped);
+            take_promote(landed, *stopped);
             return Ok(());
         }
         Moved::Rebased { tree } => tree,

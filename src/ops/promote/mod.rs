@@ -75,7 +75,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         if opts.rebase {
             if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session)? {
                 out.mode = opts.mode;
-                return Ok(out);
+                return Ok(*out);
             }
             session = ctx.resolve_session(&located, Some(&session.session_id))?;
         }
@@ -134,7 +134,7 @@ pub(crate) enum Moved {
     /// the session's work.
     Rebased { tree: Option<String> },
     /// It stopped at a conflict, left in the isolation: the promote's answer, nothing applied.
-    Stopped(PromoteOutcome),
+    Stopped(Box<PromoteOutcome>),
 }
 
 /// Patch mode: the root change set (steps 2–6), then each nested change set in its own
@@ -201,7 +201,7 @@ pub(crate) fn rebase_if_moved(
             .map(|p| crate::base::paths::RepoPath(p.clone().into_bytes()))
             .collect(),
     );
-    Ok(Moved::Stopped(out))
+    Ok(Moved::Stopped(Box::new(out)))
 }
 
 /// `--reapply` of a promoted change set (`--digest`, else the session's last step): landed
