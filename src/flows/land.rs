@@ -641,7 +641,7 @@ fn steps(
             take_promote(landed, *stopped);
             return Ok(());
         }
-        Moved::Rebased { tree } => tree,
+        Moved::Rebased { left } => left,
         Moved::Not => None,
     };
     if let Some(test) = queue.test.as_deref()
@@ -649,7 +649,10 @@ fn steps(
     {
         return Ok(());
     }
-    promote_tested(ctx, located, queue, (id, rebased.as_deref()), landed)
+    let known = rebased
+        .as_ref()
+        .map(|(tree, head)| crate::ops::promote::Known { tree, head });
+    promote_tested(ctx, located, queue, (id, known), landed)
 }
 
 /// The result of a session with nothing to land (`None`: it has work to land): discarded
@@ -707,13 +710,13 @@ fn test_gate(
     Ok(true)
 }
 
-/// Promotes the session in the queue's mode, under its lease, into `landed`: the tree its
-/// rebase left (`rebased`) when there is one, else its isolation as it is now.
+/// Promotes the session in the queue's mode, under its lease, into `landed`: what its rebase
+/// left (`rebased`) when it knows that, else its isolation as it is now.
 fn promote_tested(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    (id, rebased): (&str, Option<&str>),
+    (id, rebased): (&str, Option<crate::ops::promote::Known<'_>>),
     landed: &mut LandedSession,
 ) -> Result<()> {
     // A run that holds the session's lease is still writing its work: none of it lands.

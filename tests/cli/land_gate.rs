@@ -6,7 +6,9 @@ use serde_json::Value;
 
 use std::time::Duration;
 
-use crate::fixture::{Fixture, pairs, read_path, require_tool, spawn_json, wait_for, wait_json};
+use crate::fixture::{
+    Fixture, iso_git, pairs, read_path, require_tool, spawn_json, wait_for, wait_json,
+};
 use crate::land_queue::outcomes;
 
 /// What the test writes: a new file, a changed and a deleted tracked file, a file the session
@@ -372,4 +374,47 @@ fn land_gate_work_written_during_the_test_stays_for_the_next_landing() {
     assert_eq!(outcomes(&doc), pairs(&[("s", "landed")]), "{doc}");
     assert_eq!(changed("HEAD~1..HEAD"), "A\tlate.txt", "{doc}");
     assert_eq!(doc["sessions"][0]["cleanup"], "discarded", "{doc}");
+}
+
+/// A commit an agent makes in the isolation while the session's test runs is not what the test
+/// saw either: a branch landing replays the session's commits as the rebase left them, and the
+/// late commit stays in the isolation for the next landing.
+#[test]
+fn land_gate_a_commit_made_during_the_test_stays_for_the_next_landing() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    let user = session_and_moved_head(&fx);
+    let iso = fx.isolation("s");
+    iso_git(&fx, "s", &["add", "s.txt"]);
+    iso_git(&fx, "s", &["commit", "-q", "-m", "the session's commit"]);
+    let args = ["land", "-s", "s", "--mode", "branch", "--test", "sleep 2"];
+    let child = spawn_json(&fx, &args);
+    wait_for(&iso.join("moved.txt"), Duration::from_secs(60));
+    std::fs::write(iso.join("late.txt"), "committed while the test ran\n").unwrap();
+    iso_git(&fx, "s", &["add", "late.txt"]);
+    iso_git(&fx, "s", &["commit", "-q", "-m", "a late commit"]);
+    let (code, doc) = wait_json(child);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(outcomes(&doc), pairs(&[("s", "landed")]), "{doc}");
+    let log = fx.git(&fx.src, &["log", "--format=%s", &format!("{user}..HEAD")]);
+    assert_eq!(log, "the session's commit", "{doc}");
+    assert!(
+        fx.git(&fx.src, &["ls-tree", "--name-only", "HEAD"])
+            .lines()
+            .all(|p| p != "late.txt")
+    );
+    assert_eq!(doc["sessions"][0]["cleanup"], Value::Null, "{doc}");
+    assert_eq!(
+        iso_git(&fx, "s", &["log", "-1", "--format=%s"]),
+        "a late commit"
+    );
+    let (code, doc) = fx.json(&["land", "-s", "s", "--mode", "branch"]);
+    assert_eq!(code, 0, "{doc}");
+    assert_eq!(
+        fx.git(&fx.src, &["log", "-1", "--format=%s"]),
+        "a late commit",
+        "{doc}"
+    );
 }

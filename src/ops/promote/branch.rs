@@ -63,7 +63,7 @@ pub(crate) fn promote_branch(
     located: &Located,
     session: SessionRecord,
     opts: &PromoteOptions,
-    known: Option<&str>,
+    known: Option<crate::ops::promote::options::Known<'_>>,
 ) -> Result<PromoteOutcome> {
     let isolation = writable_isolation(&session)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
@@ -125,9 +125,12 @@ fn replay_root(
     }
     let target = target(&ctx.git, &session.source)?;
     out.current_revision = Some(target.old_tip.clone());
-    // The commits to replay are the ones HEAD names: an unusable HEAD is refused, never
-    // replaced by a guess.
-    let isolation_head = isolation.head(&ctx.git)?;
+    // The commits to replay are the ones HEAD named when the work was captured (or as the
+    // caller knew it): an unusable HEAD is refused, never replaced by a guess.
+    let isolation_head = match &candidate.isolation_head {
+        Some(head) => head.clone(),
+        None => isolation.head(&ctx.git)?,
+    };
     let planned = plan_any(ctx, (located, candidate), &target, &isolation_head, opts)?;
     match planned {
         Planned::Chain(chain) => {

@@ -27,6 +27,7 @@ mod patch;
 
 use crate::ops::promote::journal::{Landed, journal};
 use crate::ops::promote::options::Candidate;
+pub(crate) use crate::ops::promote::options::Known;
 pub use crate::ops::promote::options::PromoteOptions;
 use crate::services::steps::last_step;
 
@@ -108,15 +109,14 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     Ok(out)
 }
 
-/// A session's promote in the mode `opts` asks for. `known`: the tree its isolation holds,
-/// all of its work, as the caller knows it (the tree `land` tested) instead of a fresh
-/// capture.
+/// A session's promote in the mode `opts` asks for, of what its isolation holds now or of what
+/// the caller `known`s it holds (the tree and HEAD `land` tested).
 pub(crate) fn promote_session(
     ctx: &Context,
     located: &Located,
     session: crate::store::state::SessionRecord,
     opts: &PromoteOptions,
-    known: Option<&str>,
+    known: Option<Known<'_>>,
 ) -> Result<PromoteOutcome> {
     if opts.mode == Mode::Branch {
         return crate::ops::promote::branch::promote_branch(ctx, located, session, opts, known);
@@ -130,9 +130,9 @@ pub(crate) fn promote_session(
 pub(crate) enum Moved {
     /// The source's HEAD is where the session expects it: nothing to rebase.
     Not,
-    /// Rebased cleanly; the tree its isolation holds now when the rebase knows it is all of
-    /// the session's work.
-    Rebased { tree: Option<String> },
+    /// Rebased cleanly; the tree and HEAD its isolation holds now, when the rebase knows the
+    /// tree is all of the session's work.
+    Rebased { left: Option<(String, String)> },
     /// It stopped at a conflict, left in the isolation: the promote's answer, nothing applied.
     Stopped(Box<PromoteOutcome>),
 }
@@ -180,7 +180,8 @@ pub(crate) fn rebase_if_moved(
     )?;
     if rebased.outcome != crate::services::rebase::RebaseResult::Conflicted {
         ctx.push_notices(rebased.warnings);
-        return Ok(Moved::Rebased { tree: rebased.tree });
+        let left = rebased.tree.zip(rebased.head);
+        return Ok(Moved::Rebased { left });
     }
     let mut out = PromoteOutcome::new(Outcome::Conflict, Mode::Patch);
     out.session_id = Some(session.session_id.to_string());

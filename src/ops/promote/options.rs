@@ -48,6 +48,14 @@ pub struct PromoteOptions {
     pub message: Option<String>,
 }
 
+/// What the caller knows a session's isolation holds, all of its work, in place of a fresh
+/// capture: the tree and HEAD a landing's rebase left, which its test ran on.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Known<'a> {
+    pub(crate) tree: &'a str,
+    pub(crate) head: &'a str,
+}
+
 /// A change set ready to promote: its patch on disk and where it came from.
 pub(crate) struct Candidate {
     pub(crate) patch: Patch,
@@ -212,22 +220,27 @@ impl Candidate {
 }
 
 impl Candidate {
-    /// Step 1 for a session: a fresh capture (or `known`, the tree its isolation holds with
-    /// nothing nested, as the caller knows it), as the delta since the session's last promoted
+    /// Step 1 for a session: a fresh capture with the isolation's HEAD (or what the caller
+    /// `known`s it holds, with nothing nested), as the delta since the session's last promoted
     /// step (or, before the first, since its base tree).
     pub(crate) fn of_session(
         ctx: &Context,
         located: &Located,
         session: SessionRecord,
-        known: Option<&str>,
+        known: Option<Known<'_>>,
     ) -> Result<Candidate> {
         let isolation = writable_isolation(&session)?;
-        let (snap, nested) = match known {
-            Some(tree) => (
-                crate::model::snapshot::Snapshot::flat(tree),
+        let (snap, nested, isolation_head) = match known {
+            Some(known) => (
+                crate::model::snapshot::Snapshot::flat(known.tree),
                 crate::services::nested::Nested::default(),
+                CommitId::new(known.head).ok(),
             ),
-            None => crate::services::evidence::snapshot_all(ctx, located, &isolation)?,
+            None => {
+                let (snap, nested) =
+                    crate::services::evidence::snapshot_all(ctx, located, &isolation)?;
+                (snap, nested, isolation.head(&ctx.git).ok())
+            }
         };
         let previous = last_step(&located.store, &session, None)?;
         let from = delta_base(&session, previous.as_ref());
@@ -242,7 +255,7 @@ impl Candidate {
             patch,
             base_tree: Some(from),
             result_tree: Some(TreeId::new(&snap.tree)?),
-            isolation_head: isolation.head(&ctx.git).ok(),
+            isolation_head,
             session: Some(session),
             nested: snap.nested.clone(),
             snapshot: Some(snap),
@@ -263,7 +276,7 @@ impl Candidate {
         ctx: &Context,
         located: &Located,
         session: SessionRecord,
-        known: Option<&str>,
+        known: Option<Known<'_>>,
     ) -> Result<Candidate> {
         let source = crate::git::repo::Repo::new(
             &ctx.git,
