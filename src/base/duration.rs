@@ -91,6 +91,17 @@ fn too_long(text: &str) -> String {
     format!("{text:?} is too long")
 }
 
+/// A duration as `parse_duration` reads it back: `500ms`, `90s`, `10m`, `1h`.
+pub fn shown(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match (duration.subsec_millis(), secs) {
+        (0, s) if s > 0 && s % 3600 == 0 => format!("{}h", s / 3600),
+        (0, s) if s > 0 && s % 60 == 0 => format!("{}m", s / 60),
+        (0, s) => format!("{s}s"),
+        _ => format!("{}ms", duration.as_millis()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::base::duration::*;
@@ -145,5 +156,14 @@ mod tests {
                 .unwrap_err()
                 .contains("too long")
         );
+    }
+
+    #[test]
+    fn a_shown_duration_reads_back_as_itself() {
+        for text in ["500ms", "1500ms", "90s", "10m", "1h", "0s", "61s"] {
+            let duration = parse_duration(text).unwrap();
+            assert_eq!(shown(duration), text);
+            assert_eq!(parse_duration(&shown(duration)), Ok(duration));
+        }
     }
 }

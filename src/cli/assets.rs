@@ -1,4 +1,5 @@
-//! Shell completions and man pages, generated from the clap definition.
+//! Shell completions, man pages and the docs' options table, generated from the clap
+//! definition.
 
 use std::path::Path;
 
@@ -26,7 +27,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
 ];
 
-/// Writes `completions/` and `man/` under `dir`.
+/// Writes `completions/`, `man/` and `docs/options.md` under `dir`.
 pub fn generate(dir: &Path) -> Result<()> {
     let completions_dir = dir.join("completions");
     let man = dir.join("man");
@@ -56,6 +57,10 @@ pub fn generate(dir: &Path) -> Result<()> {
             &man_page(page, sub.get_name())?,
         )?;
     }
+    let docs = dir.join("docs");
+    std::fs::create_dir_all(&docs).ctx(|| format!("cannot create {}", docs.display()))?;
+    let options = a3s_iso::interface::request::doc::options_markdown();
+    write(&docs.join("options.md"), options.as_bytes())?;
     Ok(())
 }
 

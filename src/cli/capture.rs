@@ -1,35 +1,10 @@
-use std::path::PathBuf;
-
-use clap::Args;
+pub use a3s_iso::interface::request::capture::CaptureArgs;
 
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 use a3s_iso::ops::capture::{CaptureOptions, capture, write_document};
 
-use super::{Output, SessionArg};
-
-#[derive(Debug, Args)]
-pub struct CaptureArgs {
-    #[command(flatten)]
-    pub session: SessionArg,
-
-    /// Name the capture; capturing the same run id again returns the stored document
-    #[arg(long, value_name = "RID")]
-    pub run_id: Option<String>,
-
-    /// Also write the change-set document to FILE
-    #[arg(short = 'o', long = "output", value_name = "FILE")]
-    pub output: Option<PathBuf>,
-
-    /// The agent_release_identity recorded in the document (sha256:<64 hex>)
-    #[arg(
-        long,
-        value_name = "SHA256",
-        env = "A3S_ISO_RELEASE_IDENTITY",
-        hide_env_values = true
-    )]
-    pub release_identity: Option<String>,
-}
+use super::Output;
 
 pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "capturing");

@@ -1,8 +1,6 @@
+pub use a3s_iso::interface::request::diff::DiffArgs;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Write};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
-
-use clap::Args;
 
 use a3s_iso::base::error::{Error, Result};
 use a3s_iso::context::Context;
@@ -10,50 +8,6 @@ use a3s_iso::ops::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, Neste
 use a3s_iso::services::nested::NestedKind;
 
 use super::{ColorChoice, Output};
-
-/// `a3s-iso diff`'s arguments.
-#[derive(Debug, Args)]
-pub struct DiffArgs {
-    /// The session (default: the isolation you are in, or the source's only live session)
-    #[arg(
-        short = 's',
-        long = "session",
-        value_name = "ID",
-        env = "A3S_ISO_SESSION_ID",
-        hide_env_values = true
-    )]
-    pub session: Option<String>,
-
-    /// Show a change-set document's patch (verified first) instead of a session's
-    #[arg(long, value_name = "FILE", conflicts_with = "digest")]
-    pub change_set: Option<PathBuf>,
-
-    /// Show a promoted change set from its artifacts (<state>/artifacts/<hex>/change.patch):
-    /// sha256:<hex>, or a unique prefix of at least 8 hex digits
-    #[arg(long, value_name = "DIGEST")]
-    pub digest: Option<String>,
-
-    /// Only the files, with lines added and removed
-    #[arg(long, conflicts_with = "name_only")]
-    pub stat: bool,
-
-    /// Only the paths, one a line (quoted as git quotes unusual names)
-    #[arg(long)]
-    pub name_only: bool,
-
-    /// With --name-only: each path exactly as its bytes, ended by NUL, never quoted
-    #[arg(short = 'z', requires = "name_only")]
-    pub nul: bool,
-
-    /// What promote would apply now: the delta since the session's last promoted step (the
-    /// default)
-    #[arg(long, conflicts_with_all = ["cumulative", "change_set", "digest"])]
-    pub since_promote: bool,
-
-    /// The session's whole work since its base tree, promoted steps included
-    #[arg(long, conflicts_with_all = ["change_set", "digest"])]
-    pub cumulative: bool,
-}
 
 /// Shows the change set: the patch (through the pager on a terminal), `--stat`,
 /// `--name-only`, or one JSON document.

@@ -1,26 +1,11 @@
-use clap::Args;
-
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
+pub use a3s_iso::interface::request::discard::DiscardArgs;
 use a3s_iso::ops::discard::{
     DiscardAllOutcome, DiscardOptions, DiscardOutcome, discard, discard_all,
 };
 
-use super::{Output, SessionArg};
-
-#[derive(Debug, Args)]
-pub struct DiscardArgs {
-    #[command(flatten)]
-    pub session: SessionArg,
-
-    /// Every session bound from this checkout in this store, one after the other
-    #[arg(long, conflicts_with = "session")]
-    pub all: bool,
-
-    /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
-    #[arg(long)]
-    pub purge: bool,
-}
+use super::Output;
 
 pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
     if args.all {

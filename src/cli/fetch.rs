@@ -19,30 +19,13 @@ pub struct FetchArgs {
     pub digest: Option<String>,
 
     /// The largest patch to read, in bytes (K, M, G suffixes: powers of 1024)
-    #[arg(long, value_name = "BYTES", value_parser = parse_bytes,
+    #[arg(long, value_name = "BYTES", value_parser = a3s_iso::interface::request::parse_bytes,
         default_value_t = DEFAULT_MAX_BYTES)]
     pub max_bytes: u64,
 
     /// Accept a URL or path that is not a configured remote
     #[arg(long)]
     pub allow_url: bool,
-}
-
-/// `N`, `NK`, `NM`, `NG` (powers of 1024; `KiB`, `MiB`, `GiB` too).
-pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
-    let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
-    let unit = match text[digits.len()..].trim() {
-        "" => 1,
-        "K" | "KiB" => 1 << 10,
-        "M" | "MiB" => 1 << 20,
-        "G" | "GiB" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?}: use K, M or G")),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(unit))
-        .ok_or_else(|| format!("{text:?} is not a size in bytes"))
 }
 
 pub fn run(ctx: &Context, args: &FetchArgs, out: &Output) -> Result<i32> {

@@ -1,39 +1,11 @@
-use clap::Args;
-
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::context::Context;
+pub use a3s_iso::interface::request::list::ListArgs;
 use a3s_iso::ops::list::{ListOutcome, ListedState, SessionView, list_with};
 use a3s_iso::services::remote::list_remote;
 
 use super::{Output, Tone};
-
-/// `a3s-iso list`'s arguments.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Every session: discarded ones too, and those of every source this user has bound from
-    #[arg(long)]
-    pub all: bool,
-
-    /// For scripts: one record per session ended by NUL, its fields (SESSION, STATE, REVISION,
-    /// HEAD, OWNER, LAST RUN, PATH) separated by TAB, the path as its exact bytes; no header
-    #[arg(short = 'z')]
-    pub nul: bool,
-
-    /// List the change sets pushed to REMOTE instead (refs/a3s-iso/changes/*)
-    #[arg(long, value_name = "REMOTE", conflicts_with = "all")]
-    pub remote: Option<String>,
-
-    /// With --remote: accept a URL or path that is not a configured remote
-    #[arg(long, requires = "remote")]
-    pub allow_url: bool,
-
-    /// Measure each isolation's disk use: its apparent size and the bytes it holds alone
-    /// (blocks copy-on-write clones share with the pristine tree are not counted), and the
-    /// total with the pristine trees
-    #[arg(long, conflicts_with_all = ["remote", "nul"])]
-    pub disk: bool,
-}
 
 /// Lists the change sets on a remote: digest, session, run, size and date.
 fn run_remote(ctx: &Context, remote: &str, allow_url: bool, out: &Output) -> Result<i32> {

@@ -7,8 +7,8 @@ use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 use a3s_iso::mcp::{Grants, RunGrants, ServeOptions, serve_stdio};
 
-use super::grants::SandboxGrantArgs;
 use super::{Output, parse_duration};
+use a3s_iso::interface::request::run::SandboxGrantArgs;
 
 /// `a3s-iso mcp`'s arguments: what the agent is granted. A tool call gets at most this, and
 /// by default, for `run`, all of it; it may ask for less.

@@ -15,7 +15,6 @@ mod doctor;
 mod examples;
 mod fetch;
 mod gc;
-mod grants;
 mod hook;
 mod init;
 mod land;
@@ -41,12 +40,13 @@ mod verify;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand, ValueEnum};
 
 use a3s_iso::base::error::{Error, Result};
 use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
 use a3s_iso::git::Git;
 
+pub use a3s_iso::interface::request::SessionArg;
 pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path, write_nul_records};
 
 #[derive(Debug, Parser)]
@@ -254,20 +254,6 @@ pub enum Command {
         #[command(subcommand)]
         what: complete::CompleteWhat,
     },
-}
-
-/// `-s/--session`, shared by the commands that act on one session.
-#[derive(Debug, Args)]
-pub struct SessionArg {
-    /// The session (default: the isolation you are in, or the source's only live session)
-    #[arg(
-        short = 's',
-        long = "session",
-        value_name = "ID",
-        env = "A3S_ISO_SESSION_ID",
-        hide_env_values = true
-    )]
-    pub session: Option<String>,
 }
 
 pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {

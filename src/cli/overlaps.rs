@@ -1,14 +1,9 @@
-use clap::Args;
-
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
+pub use a3s_iso::interface::request::overlaps::OverlapsArgs;
 use a3s_iso::services::overlaps::{ConflictCounts, Prediction, overlaps};
 
 use super::{Output, Tone, inert};
-
-/// `a3s-iso overlaps`' arguments (none but the global ones).
-#[derive(Debug, Args)]
-pub struct OverlapsArgs {}
 
 /// The headline: every kind of conflict there is, or that there is none of any.
 fn headline(counts: ConflictCounts) -> String {

@@ -1,123 +1,26 @@
 use a3s_iso::base::invalid::Invalid;
-use std::path::PathBuf;
-
-use clap::{Args, ValueEnum};
+pub use a3s_iso::interface::request::promote::PromoteArgs;
 
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
-use a3s_iso::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
-use a3s_iso::services::remote::{DEFAULT_MAX_BYTES, FetchRequest};
+use a3s_iso::ops::promote::{Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
+use a3s_iso::services::remote::FetchRequest;
 
-use super::{Output, SessionArg, Tone, path_list};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ModeArg {
-    /// Apply the session's change set as uncommitted changes
-    Patch,
-    /// Replay the session's commits (plus one for uncommitted leftovers) onto the current branch
-    Branch,
-}
-
-#[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("document").args(["change_set", "from"])))]
-pub struct PromoteArgs {
-    #[command(flatten)]
-    pub session: SessionArg,
-
-    /// Promote a change-set document instead of a session (validated completely first)
-    #[arg(long, value_name = "FILE", conflicts_with = "session")]
-    pub change_set: Option<PathBuf>,
-
-    /// Promote a change set pushed to this remote (with --digest), fetched and verified first
-    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["session", "change_set", "note"],
-        requires = "digest")]
-    pub from: Option<String>,
-
-    /// With --from: the change set's digest; with --reapply: the promoted change set to land
-    /// again (sha256:<hex>, or a unique prefix of at least 8 hex digits)
-    #[arg(long, value_name = "DIGEST", conflicts_with = "change_set")]
-    pub digest: Option<String>,
-
-    /// With --from: the largest patch to read, in bytes (K, M, G suffixes)
-    #[arg(long, value_name = "BYTES", value_parser = super::fetch::parse_bytes,
-        default_value_t = DEFAULT_MAX_BYTES, requires = "from")]
-    pub max_bytes: u64,
-
-    /// With --from: accept a URL or path that is not a configured remote
-    #[arg(long, requires = "from")]
-    pub allow_url: bool,
-
-    /// How the work lands in the source
-    #[arg(long, value_enum, default_value_t = ModeArg::Patch)]
-    pub mode: ModeArg,
-
-    /// Write the artifacts (patch, summary.json) and stop: the source is left untouched
-    #[arg(long)]
-    pub no_apply: bool,
-
-    /// Where to write the patch and summary.json (default: under the state dir)
-    #[arg(long, value_name = "DIR")]
-    pub artifacts: Option<PathBuf>,
-
-    /// Record DIGEST as promoted by other means, so that promoting it later is idempotent
-    #[arg(long, value_name = "DIGEST", conflicts_with_all = ["change_set", "no_apply"])]
-    pub note: Option<String>,
-
-    /// When the source's HEAD moved since the bind (or the last step): rebase the session onto
-    /// it first, and promote only if that was clean
-    #[arg(long, conflicts_with_all = ["change_set", "from", "note"])]
-    pub rebase: bool,
-
-    /// Branch mode: the message of the commit that holds the session's uncommitted changes
-    /// (default: one that names the session)
-    #[arg(long, short = 'm', value_name = "MSG")]
-    pub message: Option<String>,
-
-    /// Branch mode: take that commit's message from FILE (`-` reads standard input)
-    #[arg(
-        long = "file",
-        short = 'F',
-        value_name = "FILE",
-        conflicts_with = "message"
-    )]
-    pub message_file: Option<std::path::PathBuf>,
-
-    /// Land again a promoted change set whose landing is no longer in the checkout (you undid
-    /// it): the session's last step, --digest's, or --change-set's; recorded as a new landing
-    #[arg(long, conflicts_with_all = ["from", "note", "rebase", "no_apply"])]
-    pub reapply: bool,
-
-    /// Apply a change-set document onto the checkout even though its base tree is not HEAD's
-    /// (when it applies cleanly)
-    #[arg(long, requires = "document")]
-    pub onto_head: bool,
-}
+use super::{Output, Tone, path_list};
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
-    if (args.message.is_some() || args.message_file.is_some()) && args.mode != ModeArg::Branch {
-        return Err(a3s_iso::base::error::Error::Usage {
-            message: "--message and --file name a commit: they go with --mode branch".into(),
-        });
-    }
+    args.check()?;
     let message = match &args.message_file {
         Some(file) => Some(read_message(file)?),
         None => args.message.clone(),
     };
-    if args.digest.is_some() && args.from.is_none() && !args.reapply {
-        return Err(a3s_iso::base::error::Error::Usage {
-            message: "--digest goes with --from REMOTE (a pushed change set) or --reapply (a promoted one)".into(),
-        });
-    }
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "promoting");
     let outcome = promote(
         ctx,
         &PromoteOptions {
             session_id: args.session.session.clone(),
             change_set: args.change_set.clone(),
-            mode: match args.mode {
-                ModeArg::Patch => Mode::Patch,
-                ModeArg::Branch => Mode::Branch,
-            },
+            mode: args.mode.into(),
             no_apply: args.no_apply,
             artifacts: args.artifacts.clone(),
             note: args.note.clone(),

@@ -1,5 +1,5 @@
+pub use a3s_iso::interface::request::run::RunArgs;
 use std::ffi::OsString;
-use std::time::Duration;
 
 use clap::Args;
 
@@ -11,47 +11,7 @@ use a3s_iso::services::hidden_paths::{Access, HiddenPath, HiddenReason};
 use a3s_iso::services::network::{Denied, DeniedBy};
 use a3s_iso::store::state::RunState;
 
-use super::grants::SandboxGrantArgs;
-use super::{Output, SessionArg, parse_duration};
-
-/// `a3s-iso run`'s arguments.
-#[derive(Debug, Args)]
-pub struct RunArgs {
-    #[command(flatten)]
-    pub session: SessionArg,
-
-    /// Name the run (generated when omitted); a run id is never reused
-    #[arg(long, value_name = "RID")]
-    pub run_id: Option<String>,
-
-    /// Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)
-    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
-    pub timeout: Option<Duration>,
-
-    #[command(flatten)]
-    pub grants: SandboxGrantArgs,
-
-    /// Run the command as a plain host process, without the sandbox
-    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile", "cache"])]
-    pub no_sandbox: bool,
-
-    /// Run without reading the repository's .a3s-iso.toml at all (trusted or not)
-    #[arg(long)]
-    pub ignore_config: bool,
-
-    /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
-    #[arg(
-        long,
-        value_name = "SHA256",
-        env = "A3S_ISO_RELEASE_IDENTITY",
-        hide_env_values = true
-    )]
-    pub release_identity: Option<String>,
-
-    /// The command and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<OsString>,
-}
+use super::Output;
 
 /// The hidden helper `run` re-executes to enter the sandbox before exec'ing the command.
 #[derive(Debug, Args)]

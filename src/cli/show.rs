@@ -1,29 +1,16 @@
-use clap::Args;
-
 use a3s_iso::base::argv::shell_quote;
 use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::base::reflink::Fill;
 use a3s_iso::base::sandbox::NetworkAccess;
 use a3s_iso::context::Context;
+pub use a3s_iso::interface::request::show::ShowArgs;
 use a3s_iso::ops::log::format_utc;
 use a3s_iso::ops::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::recovery::session_git::PrivateRefs;
 use a3s_iso::store::state::Landing;
 
-use super::{Output, SessionArg};
-
-/// `a3s-iso show`'s arguments.
-#[derive(Debug, Args)]
-pub struct ShowArgs {
-    #[command(flatten)]
-    pub session: SessionArg,
-
-    /// For scripts: `key<TAB>value` records ended by NUL, paths as their exact bytes, no
-    /// colour and no quoting (runs and promotions are in --json)
-    #[arg(short = 'z')]
-    pub nul: bool,
-}
+use super::Output;
 
 /// Shows one session as `key  value` lines, or one JSON document.
 pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {

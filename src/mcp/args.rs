@@ -3,108 +3,51 @@
 //! here is an invalid-params error of the protocol, as a bad command line is a usage error:
 //! nothing has been done.
 
-use std::ffi::OsString;
 use std::path::PathBuf;
 
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::flows::land::{LandMode, LandOptions};
+use crate::flows::land::LandOptions;
+use crate::interface::request::bind::BindArgs;
+use crate::interface::request::capture::CaptureArgs;
+use crate::interface::request::diff::DiffArgs;
+use crate::interface::request::discard::DiscardArgs;
+use crate::interface::request::land::LandArgs;
+use crate::interface::request::list::ListArgs;
+use crate::interface::request::overlaps::OverlapsArgs;
+use crate::interface::request::promote::PromoteArgs;
+use crate::interface::request::run::RunArgs;
+use crate::interface::request::show::ShowArgs;
+use crate::interface::request::{self, Request, agent_flag, agent_text, given_at_all};
 use crate::mcp::grants::{self, Grants};
 pub use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
 use crate::mcp::tool::Tool;
-use crate::ops::bind::{BindOptions, OwnerChoice};
+use crate::ops::bind::BindOptions;
 use crate::ops::capture::CaptureOptions;
 use crate::ops::diff::DiffOptions;
 use crate::ops::discard::DiscardOptions;
-use crate::ops::promote::{Mode, PromoteOptions};
+use crate::ops::promote::PromoteOptions;
 use crate::ops::run::RunOptions;
 use crate::ops::run::request::SandboxAsk;
 
-/// The arguments as `T`; a `null` is taken for a left-out argument.
-fn parse<T: DeserializeOwned>(args: &Map<String, Value>) -> Result<T, RpcError> {
-    let given: Map<String, Value> = args
-        .iter()
-        .filter(|(_, v)| !v.is_null())
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    serde_json::from_value(Value::Object(given)).map_err(|e| RpcError::params(e.to_string()))
-}
-
-/// Whether an argument was given a value that does something (not null, false or `[]`).
-fn given(args: &Map<String, Value>, key: &str) -> bool {
-    match args.get(key) {
-        None | Some(Value::Null) | Some(Value::Bool(false)) => false,
-        Some(Value::Array(items)) => !items.is_empty(),
-        Some(_) => true,
-    }
-}
-
-/// Refuses arguments that do not go together, as the command line's conflicts do.
-fn apart(args: &Map<String, Value>, pairs: &[(&str, &str)]) -> Result<(), RpcError> {
-    match pairs.iter().find(|(a, b)| given(args, a) && given(args, b)) {
-        Some((a, b)) => Err(RpcError::params(format!("{a} cannot be used with {b}"))),
-        None => Ok(()),
-    }
-}
-
-/// Refuses `key` without one of `needs`.
-fn needs(args: &Map<String, Value>, key: &str, needs: &[&str]) -> Result<(), RpcError> {
-    if given(args, key) && !needs.iter().any(|n| given(args, n)) {
-        return Err(RpcError::params(format!(
-            "{key} goes with {}",
-            needs.join(" or ")
-        )));
-    }
-    Ok(())
-}
-
-/// The arguments of `bind`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct BindArgs {
-    session_id: Option<String>,
-    allow_dirty: bool,
-    carry_wip: bool,
-    submodules: bool,
-    read_only: bool,
-    base_dir: Option<PathBuf>,
-    resume: bool,
-    owner: Option<String>,
-    copy_ignored: Vec<String>,
+/// The call's arguments as the verb's request, checked as its command line is.
+fn parse<R: Request>(args: &Map<String, Value>) -> Result<R, RpcError> {
+    request::parse_agent::<R>(args).map_err(RpcError::params)
 }
 
 /// `bind`'s options.
 pub(crate) fn bind(args: &Map<String, Value>, place: &Place) -> Result<BindOptions, RpcError> {
     let parsed: BindArgs = parse(args)?;
-    apart(
-        args,
-        &[
-            ("carry_wip", "allow_dirty"),
-            ("carry_wip", "read_only"),
-            ("carry_wip", "resume"),
-            ("submodules", "read_only"),
-            ("resume", "read_only"),
-            ("copy_ignored", "read_only"),
-        ],
-    )?;
-    needs(args, "resume", &["session_id"])?;
-    let owner = match &parsed.owner {
-        None => OwnerChoice::default(),
-        Some(text) => OwnerChoice::parse(text)
-            .ok_or_else(|| RpcError::params(format!("owner {text:?}: expected none or pid:N")))?,
-    };
     Ok(BindOptions {
-        session_id: parsed.session_id,
+        session_id: parsed.session,
         allow_dirty: parsed.allow_dirty,
         read_only: parsed.read_only,
         base_dir: parsed
             .base_dir
             .map(|dir| base_dir(place.path(dir), &place.grants))
             .transpose()?,
-        owner,
+        owner: parsed.owner.unwrap_or_default(),
         resume: parsed.resume,
         carry_wip: parsed.carry_wip,
         submodules: parsed.submodules,
@@ -133,28 +76,6 @@ fn base_dir(dir: PathBuf, grants: &Grants) -> Result<PathBuf, RpcError> {
     ))
 }
 
-/// The arguments of `run`. What narrows a grant is an `Option`: left out, the server's grant
-/// applies whole; given (even `[]` or `false`), it replaces it and must lie within it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct RunArgs {
-    session_id: Option<String>,
-    command: Vec<String>,
-    run_id: Option<String>,
-    timeout: Option<String>,
-    allow_network: Option<bool>,
-    allow_host: Option<Vec<String>>,
-    publish: Option<Vec<String>>,
-    allow_write: Option<Vec<PathBuf>>,
-    allow_read: Option<Vec<PathBuf>>,
-    profile: Option<String>,
-    ignore_config: bool,
-    env: Option<Vec<String>>,
-    no_sandbox: bool,
-    release_identity: Option<String>,
-    output: Option<PathBuf>,
-}
-
 /// `run`'s options, as the command line builds them from the server's grants narrowed by the
 /// call: the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's
 /// stdout sent to stderr as with `--json`; `output` the file the call named (beneath an
@@ -165,28 +86,14 @@ pub(crate) fn run(
     place: &Place,
 ) -> Result<(RunOptions, SandboxAsk), RpcError> {
     let parsed: RunArgs = parse(args)?;
-    apart(
-        args,
-        &[
-            ("no_sandbox", "allow_network"),
-            ("no_sandbox", "allow_write"),
-            ("no_sandbox", "allow_read"),
-            ("no_sandbox", "allow_host"),
-            ("no_sandbox", "publish"),
-            ("no_sandbox", "profile"),
-            ("allow_network", "allow_host"),
-            ("allow_network", "publish"),
-        ],
-    )?;
-    if parsed.command.is_empty() || parsed.command[0].is_empty() {
+    if parsed.command[0].is_empty() {
         return Err(RpcError::params(
             "command: the command to run and its arguments, as an array of strings",
         ));
     }
-    let narrowed = crate::mcp::narrow::run(&parsed_grant_asks(&parsed), place)?;
-    let output = parsed
-        .output
-        .map(|p| grants::output_path(Tool::Run, "output", place.path(p), &place.grants))
+    let narrowed = crate::mcp::narrow::run(&asked(args, &parsed), place)?;
+    let output = agent_text(args, "output")
+        .map(|p| grants::output_path(Tool::Run, "output", place.path(p.into()), &place.grants))
         .transpose()?;
     let ask = SandboxAsk {
         no_sandbox: parsed.no_sandbox,
@@ -200,10 +107,10 @@ pub(crate) fn run(
         cache: place.grants.run.cache,
     };
     let opts = RunOptions {
-        session_id: parsed.session_id,
+        session_id: parsed.session.session,
         run_id: parsed.run_id,
         timeout: narrowed.timeout,
-        command: parsed.command.into_iter().map(OsString::from).collect(),
+        command: parsed.command,
         stdout_to_stderr: true,
         sandbox: None,
         release_identity: release_identity(parsed.release_identity),
@@ -217,17 +124,20 @@ pub(crate) fn run(
     Ok((opts, ask))
 }
 
-/// What of a run's arguments narrows the server's grants.
-fn parsed_grant_asks(parsed: &RunArgs) -> crate::mcp::narrow::Asked {
+/// What of a run's arguments narrows the server's grants: each one the call gave at all, even
+/// `false` or `[]`; what it left out is the grant whole.
+fn asked(args: &Map<String, Value>, parsed: &RunArgs) -> crate::mcp::narrow::Asked {
+    let given = |name: &str| given_at_all(args, name);
+    let grants = &parsed.grants;
     crate::mcp::narrow::Asked {
-        allow_network: parsed.allow_network,
-        allow_host: parsed.allow_host.clone(),
-        publish: parsed.publish.clone(),
-        allow_write: parsed.allow_write.clone(),
-        allow_read: parsed.allow_read.clone(),
-        profile: parsed.profile.clone(),
-        env: parsed.env.clone(),
-        timeout: parsed.timeout.clone(),
+        allow_network: given("allow_network").then_some(grants.allow_network),
+        allow_host: given("allow_host").then(|| grants.allow_host.clone()),
+        publish: given("publish").then(|| grants.publish.clone()),
+        allow_write: given("allow_write").then(|| grants.allow_write.clone()),
+        allow_read: given("allow_read").then(|| grants.allow_read.clone()),
+        profile: grants.profile.clone(),
+        env: given("env").then(|| grants.env.clone()),
+        timeout: parsed.timeout,
     }
 }
 
@@ -240,35 +150,14 @@ fn release_identity(given: Option<String>) -> Option<String> {
     })
 }
 
-/// The arguments of `diff`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct DiffArgs {
-    session_id: Option<String>,
-    change_set: Option<PathBuf>,
-    digest: Option<String>,
-    cumulative: bool,
-    patch: bool,
-}
-
 /// `diff`'s options, and whether the patch goes with the document.
 pub(crate) fn diff(
     args: &Map<String, Value>,
     place: &Place,
 ) -> Result<(DiffOptions, bool), RpcError> {
     let parsed: DiffArgs = parse(args)?;
-    apart(
-        args,
-        &[
-            ("change_set", "digest"),
-            ("change_set", "session_id"),
-            ("digest", "session_id"),
-            ("cumulative", "change_set"),
-            ("cumulative", "digest"),
-        ],
-    )?;
     let options = DiffOptions {
-        session_id: parsed.session_id,
+        session_id: parsed.session,
         change_set: parsed
             .change_set
             .map(|p| grants::input_path(Tool::Diff, "change_set", place.path(p), &place.grants))
@@ -276,26 +165,12 @@ pub(crate) fn diff(
         digest: parsed.digest,
         cumulative: parsed.cumulative,
     };
-    Ok((options, parsed.patch))
-}
-
-/// The arguments of the tools that take a session and nothing else (`show`).
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct SessionArgs {
-    session_id: Option<String>,
+    Ok((options, agent_flag(args, "patch")))
 }
 
 /// `show`'s session.
 pub(crate) fn session(args: &Map<String, Value>) -> Result<Option<String>, RpcError> {
-    Ok(parse::<SessionArgs>(args)?.session_id)
-}
-
-/// The arguments of `list`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct ListArgs {
-    all: bool,
+    Ok(parse::<ShowArgs>(args)?.session.session)
 }
 
 /// `list`'s `all`.
@@ -303,24 +178,9 @@ pub(crate) fn list(args: &Map<String, Value>) -> Result<bool, RpcError> {
     Ok(parse::<ListArgs>(args)?.all)
 }
 
-/// The arguments of `overlaps`: none.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct NoArgs {}
-
 /// Checks that `overlaps` was given no arguments.
 pub(crate) fn none(args: &Map<String, Value>) -> Result<(), RpcError> {
-    parse::<NoArgs>(args).map(|_| ())
-}
-
-/// The arguments of `capture`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct CaptureArgs {
-    session_id: Option<String>,
-    run_id: Option<String>,
-    output: Option<PathBuf>,
-    release_identity: Option<String>,
+    parse::<OverlapsArgs>(args).map(|_| ())
 }
 
 /// `capture`'s options, and the file to write the document to, if any.
@@ -330,7 +190,7 @@ pub(crate) fn capture(
 ) -> Result<(CaptureOptions, Option<PathBuf>), RpcError> {
     let parsed: CaptureArgs = parse(args)?;
     let options = CaptureOptions {
-        session_id: parsed.session_id,
+        session_id: parsed.session.session,
         run_id: parsed.run_id,
         release_identity: release_identity(parsed.release_identity),
     };
@@ -339,15 +199,6 @@ pub(crate) fn capture(
         .map(|p| grants::output_path(Tool::Capture, "output", place.path(p), &place.grants))
         .transpose()?;
     Ok((options, output))
-}
-
-/// The arguments of `discard`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct DiscardArgs {
-    session_id: Option<String>,
-    all: bool,
-    purge: bool,
 }
 
 /// What `discard` is asked: one session, or every session (`all`, with `purge`).
@@ -361,31 +212,13 @@ pub(crate) enum Discarding {
 /// `discard`'s options.
 pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError> {
     let parsed: DiscardArgs = parse(args)?;
-    apart(args, &[("all", "session_id")])?;
     Ok(match parsed.all {
         true => Discarding::All(parsed.purge),
         false => Discarding::One(DiscardOptions {
-            session_id: parsed.session_id,
+            session_id: parsed.session.session,
             purge: parsed.purge,
         }),
     })
-}
-
-/// The arguments of `promote`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct PromoteArgs {
-    session_id: Option<String>,
-    change_set: Option<PathBuf>,
-    mode: Mode,
-    no_apply: bool,
-    artifacts: Option<PathBuf>,
-    note: Option<String>,
-    rebase: bool,
-    reapply: bool,
-    digest: Option<String>,
-    message: Option<String>,
-    onto_head: bool,
 }
 
 /// `promote`'s options, with the command line's rules of what goes together.
@@ -394,34 +227,16 @@ pub(crate) fn promote(
     place: &Place,
 ) -> Result<PromoteOptions, RpcError> {
     let parsed: PromoteArgs = parse(args)?;
-    apart(
-        args,
-        &[
-            ("change_set", "session_id"),
-            ("change_set", "digest"),
-            ("note", "change_set"),
-            ("note", "no_apply"),
-            ("rebase", "change_set"),
-            ("rebase", "note"),
-            ("reapply", "note"),
-            ("reapply", "rebase"),
-            ("reapply", "no_apply"),
-        ],
-    )?;
-    needs(args, "onto_head", &["change_set"])?;
-    needs(args, "digest", &["reapply"])?;
-    if parsed.message.is_some() && parsed.mode != Mode::Branch {
-        return Err(RpcError::params(
-            "message names a commit: it goes with mode branch",
-        ));
-    }
+    parsed
+        .check()
+        .map_err(|e| RpcError::params(request::agent_sentence::<PromoteArgs>(&e.to_string())))?;
     Ok(PromoteOptions {
-        session_id: parsed.session_id,
+        session_id: parsed.session.session,
         change_set: parsed
             .change_set
             .map(|p| grants::input_path(Tool::Promote, "change_set", place.path(p), &place.grants))
             .transpose()?,
-        mode: parsed.mode,
+        mode: parsed.mode.into(),
         no_apply: parsed.no_apply,
         artifacts: parsed
             .artifacts
@@ -438,30 +253,14 @@ pub(crate) fn promote(
     })
 }
 
-/// The arguments of `land`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub(crate) struct LandArgs {
-    sessions: Vec<String>,
-    all: bool,
-    test: Option<String>,
-    mode: LandMode,
-    message: Option<String>,
-    keep_going: bool,
-    no_sandbox: bool,
-    keep: bool,
-}
-
 /// `land`'s options.
 pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
     let parsed: LandArgs = parse(args)?;
-    apart(args, &[("sessions", "all")])?;
-    needs(args, "no_sandbox", &["test"])?;
     Ok(LandOptions {
         sessions: parsed.sessions,
         all: parsed.all,
         test: parsed.test,
-        mode: parsed.mode,
+        mode: parsed.mode.into(),
         message: parsed.message,
         keep_going: parsed.keep_going,
         no_sandbox: parsed.no_sandbox,
@@ -473,6 +272,7 @@ pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
 #[cfg(test)]
 mod tests {
     use crate::mcp::args::*;
+    use crate::ops::bind::OwnerChoice;
     use serde_json::json;
     use std::path::Path;
 

@@ -15,7 +15,6 @@ mod grants;
 mod narrow;
 mod place;
 mod protocol;
-mod schema;
 mod server;
 mod tool;
 mod tools;

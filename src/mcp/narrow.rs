@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::base::command_env::EnvRequest;
+use crate::base::duration::shown;
 use crate::mcp::grants::{self, RunGrants, not_granted};
 use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
@@ -20,8 +21,8 @@ pub(crate) struct Asked {
     pub allow_write: Option<Vec<PathBuf>>,
     pub allow_read: Option<Vec<PathBuf>>,
     pub profile: Option<String>,
-    pub env: Option<Vec<String>>,
-    pub timeout: Option<String>,
+    pub env: Option<Vec<EnvRequest>>,
+    pub timeout: Option<Duration>,
 }
 
 /// What the run gets.
@@ -59,7 +60,7 @@ pub(crate) fn run(asked: &Asked, place: &Place) -> Result<Narrowed, RpcError> {
         )?,
         profile: profile(asked.profile.as_deref(), granted)?,
         env: env(asked.env.as_deref(), granted)?,
-        timeout: timeout(asked.timeout.as_deref(), granted)?,
+        timeout: timeout(asked.timeout, granted)?,
     })
 }
 
@@ -167,7 +168,7 @@ fn profile(asked: Option<&str>, granted: &RunGrants) -> Result<Option<String>, R
 
 /// Variables the grant passes (a value set by the call passes nothing of the server's); the
 /// values the grant sets always stay.
-fn env(asked: Option<&[String]>, granted: &RunGrants) -> Result<Vec<EnvRequest>, RpcError> {
+fn env(asked: Option<&[EnvRequest]>, granted: &RunGrants) -> Result<Vec<EnvRequest>, RpcError> {
     let Some(asked) = asked else {
         return Ok(granted.env.clone());
     };
@@ -177,31 +178,32 @@ fn env(asked: Option<&[String]>, granted: &RunGrants) -> Result<Vec<EnvRequest>,
         .filter(|e| matches!(e, EnvRequest::Set(..)))
         .cloned()
         .collect();
-    for text in asked {
-        let request = EnvRequest::parse(std::ffi::OsStr::new(text))
-            .map_err(|e| RpcError::params(format!("env: {e}")))?;
-        let sets = matches!(request, EnvRequest::Set(..));
-        if !sets && !granted.env.iter().any(|g| g.covers(&request)) {
-            let why = format!("the server's variable {text} is not granted");
-            return Err(refused("env", why, &format!("--env {text}")));
+    for request in asked {
+        if let EnvRequest::Pass(name) = request
+            && !granted.env.iter().any(|g| g.covers(request))
+        {
+            let why = format!("the server's variable {name} is not granted");
+            return Err(refused("env", why, &format!("--env {name}")));
         }
-        env.push(request);
+        env.push(request.clone());
     }
     Ok(env)
 }
 
 /// A timeout no longer than the granted one.
-fn timeout(asked: Option<&str>, granted: &RunGrants) -> Result<Option<Duration>, RpcError> {
-    let Some(text) = asked else {
+fn timeout(asked: Option<Duration>, granted: &RunGrants) -> Result<Option<Duration>, RpcError> {
+    let Some(asked) = asked else {
         return Ok(granted.timeout);
     };
-    let asked = crate::base::duration::parse_duration(text)
-        .map_err(|e| RpcError::params(format!("timeout: {e}")))?;
     match granted.timeout {
         Some(most) if asked > most => Err(refused(
             "timeout",
-            format!("{text} is longer than the granted {}s", most.as_secs()),
-            &format!("--timeout {text}"),
+            format!(
+                "{} is longer than the granted {}s",
+                shown(asked),
+                most.as_secs()
+            ),
+            &format!("--timeout {}", shown(asked)),
         )),
         _ => Ok(Some(asked)),
     }

@@ -10,29 +10,31 @@ use serde_json::{Map, Value, json};
 
 use crate::base::error::Error;
 use crate::context::Context;
+use crate::interface::request::{Kind, Param};
 use crate::mcp::args::{self, Discarding};
 use crate::mcp::grants::{Grants, Reach};
 use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
-use crate::mcp::schema::{self, Param};
 pub use crate::mcp::tool::Tool;
 
 /// The most of a command's output, or of a patch, a result carries (its end, for output).
 const SHOWN_BYTES: u64 = 64 * 1024;
 
 impl Tool {
-    fn params(self) -> &'static [Param] {
+    /// Its parameters: its command's options an agent may set, and its own.
+    fn params(self) -> Vec<Param> {
+        use crate::interface::request::*;
         match self {
-            Tool::Bind => schema::BIND,
-            Tool::Run => schema::RUN,
-            Tool::Diff => schema::DIFF,
-            Tool::Show => schema::SHOW,
-            Tool::List => schema::LIST,
-            Tool::Overlaps => schema::OVERLAPS,
-            Tool::Capture => schema::CAPTURE,
-            Tool::Discard => schema::DISCARD,
-            Tool::Promote => schema::PROMOTE,
-            Tool::Land => schema::LAND,
+            Tool::Bind => agent_params::<bind::BindArgs>(),
+            Tool::Run => agent_params::<run::RunArgs>(),
+            Tool::Diff => agent_params::<diff::DiffArgs>(),
+            Tool::Show => agent_params::<show::ShowArgs>(),
+            Tool::List => agent_params::<list::ListArgs>(),
+            Tool::Overlaps => agent_params::<overlaps::OverlapsArgs>(),
+            Tool::Capture => agent_params::<capture::CaptureArgs>(),
+            Tool::Discard => agent_params::<discard::DiscardArgs>(),
+            Tool::Promote => agent_params::<promote::PromoteArgs>(),
+            Tool::Land => agent_params::<land::LandArgs>(),
         }
     }
 
@@ -105,14 +107,13 @@ impl Tool {
     pub fn describe(self, grants: &Grants) -> Value {
         let offered: Vec<Param> = self
             .params()
-            .iter()
-            .filter(|p| grants.offers(Reach::of(self, p.name)))
-            .copied()
+            .into_iter()
+            .filter(|p| grants.offers(Reach::of(self, &p.name)))
             .collect();
-        let mut input = schema::input_schema(&offered);
+        let mut input = input_schema(&offered);
         for param in &offered {
-            if let Some(granted) = grants.granted(Reach::of(self, param.name)) {
-                let text = &mut input["properties"][param.name]["description"];
+            if let Some(granted) = grants.granted(Reach::of(self, &param.name)) {
+                let text = &mut input["properties"][&param.name]["description"];
                 *text = json!(format!(
                     "{} (granted: {granted})",
                     text.as_str().unwrap_or("")
@@ -126,6 +127,46 @@ impl Tool {
             "annotations": self.annotations(),
         })
     }
+}
+
+/// A tool's `inputSchema`: an object of its parameters, nothing else.
+fn input_schema(params: &[Param]) -> Value {
+    let properties: Map<String, Value> = params
+        .iter()
+        .map(|p| (p.name.clone(), property(p)))
+        .collect();
+    let required: Vec<&str> = params
+        .iter()
+        .filter(|p| p.required)
+        .map(|p| p.name.as_str())
+        .collect();
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    schema
+}
+
+/// One parameter's schema: its JSON type, its values, its default and what it does.
+fn property(p: &Param) -> Value {
+    let mut schema = match &p.kind {
+        Kind::Text => json!({ "type": "string" }),
+        Kind::Flag => json!({ "type": "boolean", "default": false }),
+        Kind::Texts => json!({ "type": "array", "items": { "type": "string" } }),
+        Kind::Choice(values) => json!({ "type": "string", "enum": values }),
+    };
+    if let (Kind::Choice(_), Some(default)) = (&p.kind, &p.default) {
+        schema["default"] = json!(default);
+    }
+    if p.required && p.kind == Kind::Texts {
+        schema["minItems"] = json!(1);
+    }
+    schema["description"] = json!(p.description);
+    schema
 }
 
 /// A document as the command line prints it: its schema first, then its fields.
@@ -406,48 +447,28 @@ impl Drop for OutputFile {
 
 #[cfg(test)]
 mod tests {
-    use crate::mcp::schema::Kind;
+    use crate::interface::request::{self, Request};
     use crate::mcp::tools::*;
 
     /// A value of the kind a parameter takes (one it accepts, where it reads the text).
     fn sample(param: &Param) -> Value {
-        match (param.name, param.kind) {
-            ("owner", _) => return json!("none"),
-            ("timeout", _) => return json!("1s"),
-            ("allow_host", _) => return json!(["@npm"]),
-            ("publish", _) => return json!(["3000"]),
-            ("allow_read" | "allow_write", _) => return json!(["/repo/x"]),
-            ("profile", _) => return json!("claude"),
-            ("env", _) => return json!(["A=b"]),
-            ("output" | "artifacts" | "change_set" | "base_dir", _) => return json!("/repo/x"),
+        match param.name.as_str() {
+            "owner" => return json!("none"),
+            "timeout" => return json!("1s"),
+            "allow_host" => return json!(["@npm"]),
+            "publish" => return json!(["3000"]),
+            "allow_read" | "allow_write" => return json!(["/repo/x"]),
+            "profile" => return json!("claude"),
+            "env" => return json!(["A=b"]),
+            "output" | "artifacts" | "change_set" | "base_dir" => return json!("/repo/x"),
             _ => {}
         }
-        match param.kind {
+        match &param.kind {
             Kind::Text => json!("x"),
             Kind::Flag => json!(true),
             Kind::Texts => json!(["x"]),
             Kind::Choice(values) => json!(values[0]),
         }
-    }
-
-    /// The fields a tool's argument struct takes, read from serde's refusal of an unknown one.
-    fn fields_taken(tool: Tool) -> Vec<String> {
-        let probe: Map<String, Value> = [("__probe".to_string(), json!(1))].into_iter().collect();
-        let place = Place {
-            start_dir: PathBuf::from("/repo"),
-            helper: None,
-            grants: crate::mcp::grants::granting_all(),
-        };
-        let message = match check(tool, &probe, &place) {
-            Err(RpcError { message, .. }) => message,
-            Ok(()) => panic!("{} took an unknown argument", tool.name()),
-        };
-        message
-            .split('`')
-            .skip(3)
-            .step_by(2)
-            .map(String::from)
-            .collect()
     }
 
     /// Only the arguments' check of a tool, without calling the library.
@@ -467,7 +488,7 @@ mod tests {
     }
 
     #[test]
-    fn every_schema_property_is_an_argument_the_tool_takes_and_back() {
+    fn every_schema_property_is_an_argument_the_tool_takes() {
         let place = Place {
             start_dir: PathBuf::from("/repo"),
             helper: None,
@@ -475,17 +496,18 @@ mod tests {
         };
         for tool in Tool::ALL {
             let params = tool.params();
-            for param in params {
+            for param in &params {
                 let mut args: Map<String, Value> = params
                     .iter()
                     .filter(|p| p.required)
-                    .map(|p| (p.name.to_string(), sample(p)))
+                    .map(|p| (p.name.clone(), sample(p)))
                     .collect();
-                args.insert(param.name.to_string(), sample(param));
+                args.insert(param.name.clone(), sample(param));
                 if let Err(e) = check(tool, &args, &place) {
                     // A rule of what goes with what may refuse it alone; never its type.
                     assert!(
-                        e.message.contains(" goes with ") || e.message.contains("cannot be used"),
+                        e.message.contains(" goes with ")
+                            || e.message.contains("required arguments were not provided"),
                         "{}: {}: {}",
                         tool.name(),
                         param.name,
@@ -493,12 +515,52 @@ mod tests {
                     );
                 }
             }
-            let mut declared: Vec<&str> = params.iter().map(|p| p.name).collect();
-            let mut taken = fields_taken(tool);
-            declared.sort_unstable();
-            taken.sort_unstable();
-            assert_eq!(declared, taken, "{}", tool.name());
+            let unknown: Map<String, Value> =
+                [("__probe".to_string(), json!(1))].into_iter().collect();
+            assert!(check(tool, &unknown, &place).is_err(), "{}", tool.name());
         }
+    }
+
+    /// Each option of `R`'s command line: a parameter of its tool, or marked as not an
+    /// agent's; and each mark names an option there is.
+    fn options_are_parameters_or_marked<R: Request>(tool: Tool) {
+        let params: Vec<String> = tool.params().into_iter().map(|p| p.name).collect();
+        let ids: Vec<String> = request::command::<R>()
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        for id in &ids {
+            let marked = R::NOT_FOR_AGENTS.contains(&id.as_str());
+            let offered = params.contains(&request::agent_name(id));
+            assert!(
+                marked != offered,
+                "{}: --{id} offered {offered}, marked {marked}",
+                R::VERB
+            );
+        }
+        for mark in R::NOT_FOR_AGENTS {
+            assert!(
+                ids.iter().any(|id| id == mark),
+                "{}: no option {mark}",
+                R::VERB
+            );
+        }
+        assert_eq!(tool.name(), R::VERB);
+    }
+
+    #[test]
+    fn every_command_line_option_is_an_agents_parameter_or_marked_as_not_an_agents() {
+        use crate::interface::request::*;
+        options_are_parameters_or_marked::<bind::BindArgs>(Tool::Bind);
+        options_are_parameters_or_marked::<run::RunArgs>(Tool::Run);
+        options_are_parameters_or_marked::<diff::DiffArgs>(Tool::Diff);
+        options_are_parameters_or_marked::<show::ShowArgs>(Tool::Show);
+        options_are_parameters_or_marked::<list::ListArgs>(Tool::List);
+        options_are_parameters_or_marked::<overlaps::OverlapsArgs>(Tool::Overlaps);
+        options_are_parameters_or_marked::<capture::CaptureArgs>(Tool::Capture);
+        options_are_parameters_or_marked::<discard::DiscardArgs>(Tool::Discard);
+        options_are_parameters_or_marked::<promote::PromoteArgs>(Tool::Promote);
+        options_are_parameters_or_marked::<land::LandArgs>(Tool::Land);
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::process::Command;
 use crate::fixture::{Fixture, content_listing, require_tool};
 
 #[test]
-fn committed_completions_and_man_pages_are_fresh() {
+fn committed_completions_man_pages_and_options_table_are_fresh() {
     let fx = Fixture::bare_root();
     let out = fx
         .cmd_in(&fx.root)
@@ -27,6 +27,12 @@ fn committed_completions_and_man_pages_are_fresh() {
             "{dir}/ is stale: run scripts/gen-assets.sh and commit the result"
         );
     }
+    let fresh = std::fs::read_to_string(fx.root.join("docs/options.md")).unwrap();
+    let committed = std::fs::read_to_string(repo.join("docs/options.md")).unwrap();
+    assert_eq!(
+        fresh, committed,
+        "docs/options.md is stale: run scripts/gen-assets.sh and commit the result"
+    );
 }
 
 fn completion_script(fx: &Fixture, shell: &str, name: &str) -> std::path::PathBuf {

@@ -1,12 +1,55 @@
-//! What a sandboxed command may do beyond the defaults, as `run` and `mcp` take it on the
-//! command line (`mcp` grants it to every run of its agent).
+//! `run`'s request, and the sandbox's grants as `run` and `mcp` take them.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::Args;
 
-use a3s_iso::base::command_env::EnvRequest;
-use a3s_iso::services::caches::CacheMode;
+use crate::base::command_env::EnvRequest;
+use crate::interface::request::verb::{AgentOnly, Request, SessionArg, parse_duration};
+use crate::services::caches::CacheMode;
+
+/// `a3s-iso run`'s arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The session acted on.
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Name the run (generated when omitted); a run id is never reused
+    #[arg(long, value_name = "RID")]
+    pub run_id: Option<String>,
+
+    /// Stop the command after DUR (SIGTERM to its process group, SIGKILL 2 s later)
+    #[arg(long, value_name = "DUR", value_parser = parse_duration)]
+    pub timeout: Option<Duration>,
+
+    /// What the sandbox lets the command do beyond the defaults.
+    #[command(flatten)]
+    pub grants: SandboxGrantArgs,
+
+    /// Run the command as a plain host process, without the sandbox
+    #[arg(long, conflicts_with_all = ["allow_network", "allow_write", "allow_read", "allow_host", "publish", "profile", "cache"])]
+    pub no_sandbox: bool,
+
+    /// Run without reading the repository's .a3s-iso.toml at all (trusted or not)
+    #[arg(long)]
+    pub ignore_config: bool,
+
+    /// The agent_release_identity recorded in the run's change set (sha256:<64 hex>)
+    #[arg(
+        long,
+        value_name = "SHA256",
+        env = "A3S_ISO_RELEASE_IDENTITY",
+        hide_env_values = true
+    )]
+    pub release_identity: Option<String>,
+
+    /// The command and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
 
 /// The sandbox's grants: network, hosts, ports, paths, a profile and variables.
 #[derive(Debug, Args)]
@@ -98,4 +141,15 @@ fn parse_cache(arg: &str) -> std::result::Result<CacheMode, String> {
         .into_iter()
         .find(|mode| mode.as_str() == arg)
         .ok_or_else(|| format!("expected private, user or none, not {arg:?}"))
+}
+
+impl Request for RunArgs {
+    const VERB: &'static str = "run";
+    const NOT_FOR_AGENTS: &'static [&'static str] = &["cache"];
+    const AGENT_ONLY: &'static [AgentOnly] = &[AgentOnly {
+        name: "output",
+        flag: false,
+        description: "Append the command's stdout and stderr to this file instead of returning \
+                      them with the result",
+    }];
 }

@@ -1,0 +1,26 @@
+//! `discard`'s request.
+
+use clap::Args;
+
+use crate::interface::request::verb::{Request, SessionArg};
+
+/// `a3s-iso discard`'s arguments.
+#[derive(Debug, Args)]
+pub struct DiscardArgs {
+    /// The session acted on.
+    #[command(flatten)]
+    pub session: SessionArg,
+
+    /// Every session bound from this checkout in this store, one after the other
+    #[arg(long, conflicts_with = "session")]
+    pub all: bool,
+
+    /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
+    #[arg(long)]
+    pub purge: bool,
+}
+
+impl Request for DiscardArgs {
+    const VERB: &'static str = "discard";
+    const NOT_FOR_AGENTS: &'static [&'static str] = &[];
+}
