@@ -365,6 +365,23 @@ impl Dir {
             .map_err(|e| with_path(e, &path))
     }
 
+    /// Opens the regular file `rel` for appending, made with `mode` (before the umask) when
+    /// it is not there; a link there is refused, never followed.
+    pub(crate) fn append(&self, rel: &Path, mode: u32) -> io::Result<File> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NONBLOCK;
+        let path = self.path.join(rel);
+        let file = open_at(self.fd(), rel, flags, Mode::from_raw_mode(mode as _))
+            .map(File::from)
+            .map_err(|e| with_path(e, &path))?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a regular file", path.display()),
+            ));
+        }
+        Ok(file)
+    }
+
     /// Replaces whatever file is at `rel` (a link there is replaced, never followed) with
     /// `bytes`, atomically and durably: a temporary file beside it, synced, then renamed over
     /// it, and the directory synced.

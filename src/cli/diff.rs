@@ -16,7 +16,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
     let outcome = diff(
         ctx,
         &DiffOptions {
-            session_id: args.session.clone().filter(|_| env_session),
+            session_id: args.session.session.clone().filter(|_| env_session),
             change_set: args.change_set.clone(),
             digest: args.digest.clone(),
             cumulative: args.cumulative,

@@ -19,7 +19,7 @@ use crate::interface::request::promote::PromoteArgs;
 use crate::interface::request::run::RunArgs;
 use crate::interface::request::show::ShowArgs;
 use crate::interface::request::{self, Request, agent_flag, agent_text, given_at_all};
-use crate::mcp::grants::{self, Grants};
+use crate::mcp::grants::{self, GrantedFile, Grants};
 pub use crate::mcp::place::Place;
 use crate::mcp::protocol::RpcError;
 use crate::mcp::tool::Tool;
@@ -78,13 +78,13 @@ fn base_dir(dir: PathBuf, grants: &Grants) -> Result<PathBuf, RpcError> {
 
 /// `run`'s options, as the command line builds them from the server's grants narrowed by the
 /// call: the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's
-/// stdout sent to stderr as with `--json`; `output` the file the call named (beneath an
-/// `--allow-output` directory), if any (the tool names one otherwise). The sandbox is what
+/// stdout sent to stderr as with `--json`; and the file the call named for the output
+/// (beneath an `--allow-output` directory), if any, for the tool to open. The sandbox is what
 /// the call may ask, for [`crate::ops::run::request::configure`] to complete.
 pub(crate) fn run(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<(RunOptions, SandboxAsk), RpcError> {
+) -> Result<(RunOptions, SandboxAsk, Option<GrantedFile>), RpcError> {
     let parsed: RunArgs = parse(args)?;
     if parsed.command[0].is_empty() {
         return Err(RpcError::params(
@@ -93,7 +93,7 @@ pub(crate) fn run(
     }
     let narrowed = crate::mcp::narrow::run(&asked(args, &parsed), place)?;
     let output = agent_text(args, "output")
-        .map(|p| grants::output_path(Tool::Run, "output", place.path(p.into()), &place.grants))
+        .map(|p| grants::output_file(Tool::Run, "output", place.path(p.into()), &place.grants))
         .transpose()?;
     let ask = SandboxAsk {
         no_sandbox: parsed.no_sandbox,
@@ -116,12 +116,12 @@ pub(crate) fn run(
         release_identity: release_identity(parsed.release_identity),
         helper: place.helper.clone(),
         env: narrowed.env,
-        output,
+        output: None,
         on_published: None,
         // `land`'s own: an agent's run keeps what it writes.
         throwaway: None,
     };
-    Ok((opts, ask))
+    Ok((opts, ask, output))
 }
 
 /// What of a run's arguments narrows the server's grants: each one the call gave at all, even
@@ -150,22 +150,24 @@ fn release_identity(given: Option<String>) -> Option<String> {
     })
 }
 
-/// `diff`'s options, and whether the patch goes with the document.
+/// `diff`'s options, whether the patch goes with the document, and the change-set document
+/// the call names, for the tool to open.
 pub(crate) fn diff(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<(DiffOptions, bool), RpcError> {
+) -> Result<(DiffOptions, bool, Option<GrantedFile>), RpcError> {
     let parsed: DiffArgs = parse(args)?;
+    let document = parsed
+        .change_set
+        .map(|p| grants::input_file(Tool::Diff, "change_set", place.path(p), &place.grants))
+        .transpose()?;
     let options = DiffOptions {
-        session_id: parsed.session,
-        change_set: parsed
-            .change_set
-            .map(|p| grants::input_path(Tool::Diff, "change_set", place.path(p), &place.grants))
-            .transpose()?,
+        session_id: parsed.session.session,
+        change_set: None,
         digest: parsed.digest,
         cumulative: parsed.cumulative,
     };
-    Ok((options, agent_flag(args, "patch")))
+    Ok((options, agent_flag(args, "patch"), document))
 }
 
 /// `show`'s session.
@@ -187,7 +189,7 @@ pub(crate) fn none(args: &Map<String, Value>) -> Result<(), RpcError> {
 pub(crate) fn capture(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<(CaptureOptions, Option<PathBuf>), RpcError> {
+) -> Result<(CaptureOptions, Option<GrantedFile>), RpcError> {
     let parsed: CaptureArgs = parse(args)?;
     let options = CaptureOptions {
         session_id: parsed.session.session,
@@ -196,7 +198,7 @@ pub(crate) fn capture(
     };
     let output = parsed
         .output
-        .map(|p| grants::output_path(Tool::Capture, "output", place.path(p), &place.grants))
+        .map(|p| grants::output_file(Tool::Capture, "output", place.path(p), &place.grants))
         .transpose()?;
     Ok((options, output))
 }
@@ -221,21 +223,23 @@ pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError>
     })
 }
 
-/// `promote`'s options, with the command line's rules of what goes together.
+/// `promote`'s options, with the command line's rules of what goes together, and the
+/// change-set document the call names, for the tool to open.
 pub(crate) fn promote(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<PromoteOptions, RpcError> {
+) -> Result<(PromoteOptions, Option<GrantedFile>), RpcError> {
     let parsed: PromoteArgs = parse(args)?;
     parsed
         .check()
         .map_err(|e| RpcError::params(request::agent_sentence::<PromoteArgs>(&e.to_string())))?;
-    Ok(PromoteOptions {
+    let document = parsed
+        .change_set
+        .map(|p| grants::input_file(Tool::Promote, "change_set", place.path(p), &place.grants))
+        .transpose()?;
+    let options = PromoteOptions {
         session_id: parsed.session.session,
-        change_set: parsed
-            .change_set
-            .map(|p| grants::input_path(Tool::Promote, "change_set", place.path(p), &place.grants))
-            .transpose()?,
+        change_set: None,
         mode: parsed.mode.into(),
         no_apply: parsed.no_apply,
         artifacts: parsed
@@ -250,7 +254,8 @@ pub(crate) fn promote(
         digest: parsed.digest,
         squash: false,
         message: parsed.message,
-    })
+    };
+    Ok((options, document))
 }
 
 /// `land`'s options.
@@ -305,7 +310,7 @@ mod tests {
             "output": "out.log",
             "release_identity": null,
         }));
-        let (opts, ask) = run(&args, &place()).unwrap();
+        let (opts, ask, output) = run(&args, &place()).unwrap();
         assert_eq!(opts.session_id.as_deref(), Some("t1"));
         assert_eq!(opts.command.len(), 3);
         assert_eq!(opts.timeout, Some(std::time::Duration::from_secs(90)));
@@ -316,7 +321,7 @@ mod tests {
         assert_eq!(ask.publish, ["3000"]);
         assert_eq!(ask.profile.as_deref(), Some("claude"));
         assert_eq!(opts.env.len(), 2);
-        assert_eq!(opts.output.as_deref(), Some(Path::new("/repo/out.log")));
+        assert!(output.is_some() && opts.output.is_none());
     }
 
     #[test]

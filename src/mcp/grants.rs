@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 
+use crate::base::beneath::Dir;
 use crate::base::command_env::EnvRequest;
-use crate::base::error::Result;
+use crate::base::error::{IoContext, Result};
 use crate::mcp::protocol::RpcError;
 use crate::mcp::tool::Tool;
 use crate::services::network::{AllowEntry, PublishRequest};
@@ -291,7 +292,21 @@ pub fn beneath(path: &Path, granted: &[PathBuf]) -> bool {
 }
 
 /// A file a call writes on the host: beneath an `--allow-output` directory once links are
-/// resolved, and not itself a link (which could lead anywhere once written through).
+/// resolved, and not itself a link (which could lead anywhere once written through). It is
+/// then written beneath that directory, so a directory on the way that became a link after
+/// this check is refused, never followed.
+pub fn output_file(
+    tool: Tool,
+    param: &str,
+    path: PathBuf,
+    grants: &Grants,
+) -> Result<GrantedFile, RpcError> {
+    let path = output_path(tool, param, path, grants)?;
+    granted_file(tool, param, path, &grants.output, "--allow-output")
+}
+
+/// A directory a call writes on the host: beneath an `--allow-output` directory once links
+/// are resolved, and not itself a link.
 pub fn output_path(
     tool: Tool,
     param: &str,
@@ -310,14 +325,58 @@ pub fn output_path(
     Ok(path)
 }
 
+/// A granted file: the granted directory it lies in, and its place there.
+#[derive(Debug)]
+pub struct GrantedFile {
+    root: PathBuf,
+    rel: PathBuf,
+    path: PathBuf,
+}
+
+impl GrantedFile {
+    /// The directory it goes in, made where missing, each step beneath the grant.
+    fn parent(&self) -> std::io::Result<Dir> {
+        let root = Dir::open(&self.root)?;
+        match self.rel.parent().filter(|p| !p.as_os_str().is_empty()) {
+            Some(parent) => root.create_dirs(parent),
+            None => Ok(root),
+        }
+    }
+
+    fn name(&self) -> &Path {
+        Path::new(self.rel.file_name().unwrap_or_default())
+    }
+
+    /// Replaces the file with `bytes` (atomically; a link there is replaced, not followed).
+    pub fn write(&self, bytes: &[u8]) -> Result<()> {
+        self.parent()
+            .and_then(|dir| dir.replace(self.name(), bytes))
+            .ctx(|| format!("cannot write {}", self.path.display()))
+    }
+
+    /// The file opened for reading (a link there, or on the way, is refused).
+    pub fn open(&self) -> Result<std::fs::File> {
+        Dir::open(&self.root)
+            .and_then(|root| root.open_file(&self.rel))
+            .ctx(|| format!("cannot open {}", self.path.display()))
+    }
+
+    /// The file opened for appending (made when missing; a link there is refused).
+    pub fn append(&self) -> Result<std::fs::File> {
+        self.parent()
+            .and_then(|dir| dir.append(self.name(), 0o666))
+            .ctx(|| format!("cannot open {}", self.path.display()))
+    }
+}
+
 /// A file a call reads on the host: beneath an `--allow-input` directory once links are
-/// resolved.
-pub fn input_path(
+/// resolved. It is then read beneath that directory, never through a link.
+pub fn input_file(
     tool: Tool,
     param: &str,
     path: PathBuf,
     grants: &Grants,
-) -> Result<PathBuf, RpcError> {
+) -> Result<GrantedFile, RpcError> {
     if !beneath(&path, &grants.input) {
         let why = format!(
             "{} is not beneath a directory the server may read ({})",
@@ -326,7 +385,34 @@ pub fn input_path(
         );
         return Err(not_granted(tool, param, why, "--allow-input"));
     }
-    Ok(path)
+    granted_file(tool, param, path, &grants.input, "--allow-input")
+}
+
+/// `path` as the granted directory it lies in, once links are resolved, and its place there.
+fn granted_file(
+    tool: Tool,
+    param: &str,
+    path: PathBuf,
+    granted: &[PathBuf],
+    flag: &str,
+) -> Result<GrantedFile, RpcError> {
+    let found = real_path(&path).and_then(|real| {
+        let root = granted.iter().find(|g| real.starts_with(g))?;
+        let rel = real.strip_prefix(root).ok()?.to_path_buf();
+        Some((root.clone(), rel))
+    });
+    match found {
+        Some((root, rel)) if rel.file_name().is_some() => Ok(GrantedFile { root, rel, path }),
+        _ => Err(not_granted(
+            tool,
+            param,
+            format!(
+                "{} names no file beneath a granted directory",
+                path.display()
+            ),
+            flag,
+        )),
+    }
 }
 
 /// Paths as a grant lists them.
@@ -380,6 +466,45 @@ mod tests {
         assert!(!beneath(&granted.join("link/file.log"), &grants));
         assert!(!beneath(&granted.join("../elsewhere/file.log"), &grants));
         assert!(!beneath(&elsewhere.join("file.log"), &grants));
+    }
+
+    /// A directory on the way swapped for a link between the check and the write or read (a
+    /// race an agent's own run can run against the server) is refused: nothing lands where it
+    /// leads, and nothing there is read.
+    #[test]
+    fn a_directory_turned_into_a_link_after_the_check_is_not_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let granted = std::fs::canonicalize(dir.path()).unwrap().join("granted");
+        let elsewhere = dir.path().join("elsewhere");
+        std::fs::create_dir_all(granted.join("sub")).unwrap();
+        std::fs::create_dir_all(&elsewhere).unwrap();
+        let grants = Grants {
+            output: vec![granted.clone()],
+            input: vec![granted.clone()],
+            ..granting_all()
+        };
+        let file = |name: &str| granted.join("sub").join(name);
+        let doc = output_file(Tool::Capture, "output", file("doc.json"), &grants).unwrap();
+        let log = output_file(Tool::Run, "output", file("run.log"), &grants).unwrap();
+        let read = input_file(Tool::Diff, "change_set", file("in.json"), &grants).unwrap();
+        std::fs::remove_dir(granted.join("sub")).unwrap();
+        std::os::unix::fs::symlink(&elsewhere, granted.join("sub")).unwrap();
+        std::fs::write(elsewhere.join("in.json"), "a secret").unwrap();
+        assert!(doc.write(b"{}").is_err());
+        assert!(log.append().is_err());
+        assert!(read.open().is_err(), "read through the link");
+        let there: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().flatten().collect();
+        assert_eq!(there.len(), 1, "only the planted file is there");
+        // Put back as a directory, each is written or read where the call named it.
+        std::fs::remove_file(granted.join("sub")).unwrap();
+        doc.write(b"{}").unwrap();
+        std::io::Write::write_all(&mut log.append().unwrap(), b"line\n").unwrap();
+        std::fs::write(file("in.json"), "{}").unwrap();
+        assert_eq!(std::fs::read(file("doc.json")).unwrap(), b"{}");
+        assert_eq!(std::fs::read(file("run.log")).unwrap(), b"line\n");
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut read.open().unwrap(), &mut text).unwrap();
+        assert_eq!(text, "{}");
     }
 
     #[test]

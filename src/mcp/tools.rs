@@ -303,10 +303,7 @@ pub fn call(
                 &crate::ops::discard::discard_all(ctx, purge)?,
             )?,
         },
-        Tool::Promote => Answer::of(
-            "a3s-iso.promote.v1",
-            &crate::ops::promote::promote(ctx, &args::promote(args, place)?)?,
-        )?,
+        Tool::Promote => promote(ctx, args, place)?,
         Tool::Land => Answer::of(
             "a3s-iso.land.v1",
             &crate::flows::land::land(ctx, &args::land(args)?)?,
@@ -318,14 +315,19 @@ pub fn call(
 /// the document (the end of it, when long): the command's stdout never reaches the protocol's
 /// stream, and its stdin is `/dev/null`.
 fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
-    let (mut options, ask) = args::run(args, place)?;
-    let kept = match options.output {
+    let (mut options, ask, named) = args::run(args, place)?;
+    // The file the call named is opened now, beneath its grant, and the run appends to that
+    // very file (through this process's descriptor): nothing on the way can be swapped.
+    let appended = named.as_ref().map(|file| file.append()).transpose()?;
+    let kept = match appended {
         Some(_) => None,
         None => Some(OutputFile::create()?),
     };
-    if let Some(file) = &kept {
-        options.output = Some(file.path.clone());
-    }
+    options.output = match (&appended, &kept) {
+        (Some(file), _) => Some(descriptor_path(file)),
+        (None, Some(file)) => Some(file.path.clone()),
+        (None, None) => None,
+    };
     // An untrusted repository file that asks for anything of a run is refused: a tool call
     // has no terminal to approve it on. How the configuration was read leads the warnings.
     let front = crate::ops::run::FrontEnd {
@@ -343,10 +345,24 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     Ok(answer)
 }
 
+/// `promote`, of the change-set document the call names read from the file opened beneath
+/// its grant (through this process's descriptor: nothing on the way can be swapped).
+fn promote(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
+    let (mut opts, document) = args::promote(args, place)?;
+    let opened = document.as_ref().map(|file| file.open()).transpose()?;
+    opts.change_set = opened.as_ref().map(descriptor_path);
+    Ok(Answer::of(
+        "a3s-iso.promote.v1",
+        &crate::ops::promote::promote(ctx, &opts)?,
+    )?)
+}
+
 /// `diff`'s document; with `patch`, the patch after it (the root's, then each nested
 /// repository's after a `# nested repository` line, as the command prints it).
 fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
-    let (opts, with_patch) = args::diff(args, place)?;
+    let (mut opts, with_patch, document) = args::diff(args, place)?;
+    let opened = document.as_ref().map(|file| file.open()).transpose()?;
+    opts.change_set = opened.as_ref().map(descriptor_path);
     let outcome = crate::ops::diff::diff(ctx, &opts)?;
     let mut answer = Answer::of("a3s-iso.diff.v1", &outcome)?;
     if with_patch {
@@ -389,10 +405,16 @@ fn shown_head(bytes: &[u8]) -> String {
 fn capture(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
     let (opts, output) = args::capture(args, place)?;
     let outcome = crate::ops::capture::capture(ctx, &opts)?;
-    if let Some(path) = &output {
-        crate::ops::capture::write_document(path, &outcome.change_set)?;
+    if let Some(file) = &output {
+        file.write(&outcome.change_set.to_json()?)?;
     }
     Ok(Answer::raw(&outcome.change_set)?)
+}
+
+/// A path that opens the very file `file` is, whatever its name leads to now.
+fn descriptor_path(file: &std::fs::File) -> PathBuf {
+    use std::os::fd::AsRawFd;
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 /// A private file for one run's output, removed when dropped.

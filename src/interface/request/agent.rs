@@ -227,11 +227,29 @@ fn renames(params: &[Param]) -> Vec<(String, String)> {
 }
 
 /// Clap's complaint in one line, options named as the agent's parameters.
+/// Its first paragraph (a list of missing arguments goes on the lines after the first), and
+/// the value the agent gave kept as given.
 fn clap_sentence(err: &clap::Error, params: &[Param]) -> String {
     let rendered = err.render().to_string();
-    let line = rendered.lines().next().unwrap_or_default();
-    let line = line.strip_prefix("error: ").unwrap_or(line);
-    named_as_params(line, &renames(params))
+    let sentence: Vec<&str> = rendered
+        .lines()
+        .take_while(|line| !line.trim().is_empty())
+        .map(str::trim)
+        .collect();
+    let sentence = sentence.join(" ");
+    let sentence = sentence.strip_prefix("error: ").unwrap_or(&sentence);
+    let given = match err.get(clap::error::ContextKind::InvalidValue) {
+        Some(clap::error::ContextValue::String(value)) => Some(format!("'{value}'")),
+        _ => None,
+    };
+    match given.filter(|quoted| sentence.contains(quoted.as_str())) {
+        Some(quoted) => sentence
+            .split(quoted.as_str())
+            .map(|part| named_as_params(part, &renames(params)))
+            .collect::<Vec<_>>()
+            .join(&quoted),
+        None => named_as_params(sentence, &renames(params)),
+    }
 }
 
 /// Whether the call gave the argument at all (even `false` or `[]`; not null).

@@ -4,20 +4,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::interface::request::verb::{AgentOnly, Request};
+use crate::interface::request::verb::{AgentOnly, Request, SessionArg};
 
 /// `a3s-iso diff`'s arguments.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The session (default: the isolation you are in, or the source's only live session)
-    #[arg(
-        short = 's',
-        long = "session",
-        value_name = "ID",
-        env = "A3S_ISO_SESSION_ID",
-        hide_env_values = true
-    )]
-    pub session: Option<String>,
+    /// The session acted on.
+    #[command(flatten)]
+    pub session: SessionArg,
 
     /// Show a change-set document's patch (verified first) instead of a session's
     #[arg(long, value_name = "FILE", conflicts_with = "digest")]
