@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
 
+use crate::base::ids::{RunId, SessionId};
+
 /// What every isolation's name carries just before the session id.
 pub const MARKER: &str = crate::base::ids::ISOLATION_NAME_PREFIX;
 
@@ -118,60 +120,60 @@ impl RefNames {
     }
 
     /// Where a session's pinned base (and carried WIP) refs live (ends in `/`).
-    pub fn session_dir(&self, id: &str) -> String {
+    pub fn session_dir(&self, id: &SessionId) -> String {
         format!("{}sessions/{id}/", self.root())
     }
 
     /// Where the mirror of the refs git made inside a session's runs lives (ends in `/`):
     /// `<session dir>git/heads/<branch>`, `git/tags/<tag>`, `git/stash` and
     /// `git/stash-entries/<n>` (each entry of its stash, newest first).
-    pub fn session_git_dir(&self, id: &str) -> String {
+    pub fn session_git_dir(&self, id: &SessionId) -> String {
         format!("{}git/", self.session_dir(id))
     }
 
     /// The mirror of a ref (`refs/...`) git made inside a session's runs.
-    pub fn session_git_ref(&self, id: &str, name: &str) -> String {
+    pub fn session_git_ref(&self, id: &SessionId, name: &str) -> String {
         let short = name.strip_prefix("refs/").unwrap_or(name);
         format!("{}{short}", self.session_git_dir(id))
     }
 
     /// The mirror of the `n`th entry (newest first) of a session's own stash.
-    pub fn session_git_stash_entry(&self, id: &str, n: usize) -> String {
+    pub fn session_git_stash_entry(&self, id: &SessionId, n: usize) -> String {
         format!("{}stash-entries/{n}", self.session_git_dir(id))
     }
 
     /// The ref pinning a session's bound commit.
-    pub fn session_base(&self, id: &str) -> String {
+    pub fn session_base(&self, id: &SessionId) -> String {
         format!("{}base", self.session_dir(id))
     }
 
     /// The ref pinning a session's carried WIP (its base tree).
-    pub fn session_wip(&self, id: &str) -> String {
+    pub fn session_wip(&self, id: &SessionId) -> String {
         format!("{}wip", self.session_dir(id))
     }
 
     /// The ref pinning what the source had staged when WIP was carried.
-    pub fn session_wip_index(&self, id: &str) -> String {
+    pub fn session_wip_index(&self, id: &SessionId) -> String {
         format!("{}wip-index", self.session_dir(id))
     }
 
     /// Where a session's run results live (ends in `/`).
-    pub fn runs_dir(&self, id: &str) -> String {
+    pub fn runs_dir(&self, id: &SessionId) -> String {
         format!("{}runs/{id}/", self.root())
     }
 
     /// The ref pinning a run's result tree.
-    pub fn run_result(&self, id: &str, run_id: &str) -> String {
+    pub fn run_result(&self, id: &SessionId, run_id: &RunId) -> String {
         format!("{}{run_id}", self.runs_dir(id))
     }
 
     /// Where a session's nested change sets pin their trees (ends in `/`).
-    pub fn nested_dir(&self, id: &str) -> String {
+    pub fn nested_dir(&self, id: &SessionId) -> String {
         format!("{}nested/{id}/", self.root())
     }
 
     /// The ref pinning one side (`base` or `result`) of a run's `n`th nested change set.
-    pub fn nested_tree(&self, id: &str, run_id: &str, n: usize, side: &str) -> String {
+    pub fn nested_tree(&self, id: &SessionId, run_id: &RunId, n: usize, side: &str) -> String {
         format!("{}{run_id}/{n}/{side}", self.nested_dir(id))
     }
 
@@ -187,7 +189,7 @@ impl RefNames {
     }
 
     /// The ref pinning the snapshot a sweep took before it removed the isolation.
-    pub fn swept(&self, id: &str) -> String {
+    pub fn swept(&self, id: &SessionId) -> String {
         format!("{}swept/{id}", self.root())
     }
 
@@ -210,14 +212,19 @@ impl RefNames {
 
     /// Where the retained branches of this store live (full name, ends in `/`).
     pub fn branch_root(&self) -> String {
-        format!("refs/heads/{}", self.retained_branch(""))
+        format!("refs/heads/{}", self.branch_prefix())
     }
 
     /// The short name of branch mode's retained branch.
-    pub fn retained_branch(&self, id: &str) -> String {
+    pub fn retained_branch(&self, id: &SessionId) -> String {
+        format!("{}{id}", self.branch_prefix())
+    }
+
+    /// What every retained branch's short name starts with (ends in `/`).
+    fn branch_prefix(&self) -> String {
         match &self.tag {
-            None => format!("a3s-iso/{id}"),
-            Some(tag) => format!("a3s-iso-tenants/{tag}/{id}"),
+            None => "a3s-iso/".to_string(),
+            Some(tag) => format!("a3s-iso-tenants/{tag}/"),
         }
     }
 }
@@ -276,9 +283,9 @@ impl IsolationNames {
     }
 
     /// The name of session `id`'s isolation.
-    pub fn name(&self, id: &str, hashed: bool) -> OsString {
+    pub fn name(&self, id: &SessionId, hashed: bool) -> OsString {
         let mut name = self.prefix(hashed);
-        name.push(id);
+        name.push(id.as_str());
         name
     }
 
@@ -312,7 +319,7 @@ impl IsolationNames {
     /// The session id carried by a name with one of this store's exact prefixes for this
     /// source (`<prefix><id>[.retained-<ms>]`); `None` for any other name, another
     /// repository's or tenant's included.
-    pub fn id_of(&self, name: &OsStr) -> Option<String> {
+    pub fn id_of(&self, name: &OsStr) -> Option<SessionId> {
         let bytes = name.as_bytes();
         self.own_prefixes().iter().find_map(|prefix| {
             let rest = bytes.strip_prefix(prefix.as_bytes())?;
@@ -321,7 +328,7 @@ impl IsolationNames {
                 Some(at) if is_retained_stamp(&rest[at + RETAINED.len()..]) => &rest[..at],
                 _ => rest,
             };
-            crate::base::ids::validate(id).ok().map(|()| id.to_string())
+            SessionId::new(id).ok()
         })
     }
 
@@ -375,19 +382,31 @@ const SPARE_MARKER: &str = ".a3s-isolate-.pool-";
 
 #[cfg(test)]
 mod tests {
+    use crate::base::ids::{RunId, SessionId};
     use crate::base::names::*;
+
+    fn sid(id: &str) -> SessionId {
+        SessionId::new(id).unwrap()
+    }
+
+    fn rid(id: &str) -> RunId {
+        RunId::new(id).unwrap()
+    }
 
     #[test]
     fn names_follow_the_scheme() {
         let names = IsolationNames::new(Path::new("/nowhere/src"), None);
         let hash = short_hash(b"/nowhere/src");
-        assert_eq!(names.name("t1", false), ".src.a3s-isolate-t1");
+        assert_eq!(names.name(&sid("t1"), false), ".src.a3s-isolate-t1");
         assert_eq!(
-            names.name("t1", true),
+            names.name(&sid("t1"), true),
             OsString::from(format!(".src-{hash}.a3s-isolate-t1"))
         );
         let tenant = IsolationNames::new(Path::new("/nowhere/src"), Some("t0123abcd"));
-        assert_eq!(tenant.name("t1", false), ".src.t0123abcd.a3s-isolate-t1");
+        assert_eq!(
+            tenant.name(&sid("t1"), false),
+            ".src.t0123abcd.a3s-isolate-t1"
+        );
         assert_eq!(tag_len(), 9);
     }
 
@@ -396,20 +415,23 @@ mod tests {
         let default = RefNames::new(None);
         let tenant = RefNames::new(Some("t0123abcd"));
         for ns in [&default, &tenant] {
-            assert_eq!(ns.session_of(&ns.session_base("s1")), Some("s1"));
-            assert_eq!(ns.session_of(&ns.run_result("s1", "r1")), Some("s1"));
+            assert_eq!(ns.session_of(&ns.session_base(&sid("s1"))), Some("s1"));
             assert_eq!(
-                ns.session_of(&ns.nested_tree("s1", "r1", 0, "base")),
+                ns.session_of(&ns.run_result(&sid("s1"), &rid("r1"))),
                 Some("s1")
             );
-            assert_eq!(ns.session_of(&ns.swept("s1")), Some("s1"));
+            assert_eq!(
+                ns.session_of(&ns.nested_tree(&sid("s1"), &rid("r1"), 0, "base")),
+                Some("s1")
+            );
+            assert_eq!(ns.session_of(&ns.swept(&sid("s1"))), Some("s1"));
             assert_eq!(ns.session_of(&format!("{}other/x", ns.root())), None);
-            let branch = format!("refs/heads/{}", ns.retained_branch("s1"));
+            let branch = format!("refs/heads/{}", ns.retained_branch(&sid("s1")));
             assert_eq!(ns.branch_session(&branch), Some("s1"));
         }
-        assert_eq!(default.session_of(&tenant.session_base("s1")), None);
-        assert_eq!(tenant.session_of(&default.session_base("s1")), None);
-        let tenant_branch = format!("refs/heads/{}", tenant.retained_branch("s1"));
+        assert_eq!(default.session_of(&tenant.session_base(&sid("s1"))), None);
+        assert_eq!(tenant.session_of(&default.session_base(&sid("s1"))), None);
+        let tenant_branch = format!("refs/heads/{}", tenant.retained_branch(&sid("s1")));
         assert_eq!(default.branch_session(&tenant_branch), None);
     }
 
@@ -422,7 +444,7 @@ mod tests {
         let names = IsolationNames::new(Path::new("/p/src"), None);
         let tenant = IsolationNames::new(Path::new("/p/src"), Some("t0123abcd"));
         let other = IsolationNames::new(Path::new("/p/other"), None);
-        let id = |n: &IsolationNames, s: &str| n.id_of(OsStr::new(s));
+        let id = |n: &IsolationNames, s: &str| n.id_of(OsStr::new(s)).map(|i| i.to_string());
         assert_eq!(id(&names, ".src.a3s-isolate-abc"), Some("abc".into()));
         assert_eq!(
             id(&names, ".src.a3s-isolate-a.b.retained-17"),
@@ -457,11 +479,11 @@ mod tests {
     fn a_name_that_is_not_utf8_works_and_long_names_fit() {
         let raw = OsStr::from_bytes(b"caf\xe9");
         let names = IsolationNames::new(&Path::new("/p").join(raw), Some("t0123abcd"));
-        let name = names.name("x", false);
-        assert_eq!(names.id_of(&name), Some("x".into()));
+        let name = names.name(&sid("x"), false);
+        assert_eq!(names.id_of(&name).as_deref(), Some("x"));
         let long = "r".repeat(250);
         let names = IsolationNames::new(&Path::new("/p").join(&long), Some("t0123abcd"));
-        let name = names.name(&"i".repeat(128), false);
+        let name = names.name(&sid(&"i".repeat(128)), false);
         let retained = retained_path(Path::new(&name), 1_796_061_810_999);
         assert!(retained.as_os_str().len() <= NAME_MAX);
         assert!(
@@ -470,7 +492,10 @@ mod tests {
                 .to_string_lossy()
                 .ends_with(".retained-20261130-180330")
         );
-        assert_eq!(names.id_of(&name), Some("i".repeat(128)));
+        assert_eq!(
+            names.id_of(&name).map(|i| i.to_string()),
+            Some("i".repeat(128))
+        );
     }
 
     #[test]
@@ -492,16 +517,25 @@ mod tests {
         pristine.push(PRISTINE_INFIX);
         assert!(!looks_like_isolation(&pristine));
         assert_eq!(names.id_of(&pristine), None);
-        assert!(looks_like_isolation(&names.name("s", false)));
+        assert!(looks_like_isolation(&names.name(&sid("s"), false)));
     }
 
     #[test]
     fn ref_names_per_tenant() {
         let default = RefNames::new(None);
         let tenant = RefNames::new(Some("t0123abcd"));
-        assert_eq!(default.session_base("s"), "refs/a3s-iso/sessions/s/base");
-        assert_eq!(tenant.swept("s"), "refs/a3s-iso-tenants/t0123abcd/swept/s");
-        assert_eq!(default.retained_branch("s"), "a3s-iso/s");
-        assert_eq!(tenant.retained_branch("s"), "a3s-iso-tenants/t0123abcd/s");
+        assert_eq!(
+            default.session_base(&sid("s")),
+            "refs/a3s-iso/sessions/s/base"
+        );
+        assert_eq!(
+            tenant.swept(&sid("s")),
+            "refs/a3s-iso-tenants/t0123abcd/swept/s"
+        );
+        assert_eq!(default.retained_branch(&sid("s")), "a3s-iso/s");
+        assert_eq!(
+            tenant.retained_branch(&sid("s")),
+            "a3s-iso-tenants/t0123abcd/s"
+        );
     }
 }

@@ -53,7 +53,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         None => out.headline("(read-only session: no isolation)"),
     }
     out.fields(&[
-        ("session", outcome.session_id.clone()),
+        ("session", outcome.session_id.to_string()),
         ("source", outcome.source.display().to_string()),
         ("revision", outcome.bound_revision.clone()),
         ("base tree", outcome.base_tree.to_string()),

@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crate::base::error::{Error, NoSession, Result};
+use crate::base::ids::SessionId;
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::state::{SessionRecord, SessionState, Store};
@@ -325,7 +326,7 @@ impl Context {
         explicit: Option<&str>,
     ) -> Result<SessionRecord> {
         if let Some(id) = explicit {
-            crate::base::ids::validate(id)?;
+            let id = &SessionId::new(id)?;
             // Outside the scope an id is refused whether or not it exists.
             self.require_granted(id)?;
             return match located.store.load_session(id)? {

@@ -3,6 +3,7 @@
 //! that sessions whose owner exited without a word (a headless run) do not pile up. On unless
 //! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
 
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::services::reclaimed::Reclaimed;
 
@@ -28,7 +29,7 @@ pub fn reclaim(
     ctx: &Context,
     located: &Located,
     configured: bool,
-    spare: &dyn Fn(&str) -> bool,
+    spare: &dyn Fn(&SessionId) -> bool,
 ) -> (Vec<Reclaimed>, Option<String>) {
     if !enabled(configured) {
         return (Vec::new(), None);

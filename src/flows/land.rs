@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, ErrorCode, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
 use crate::store::state::SessionState;
@@ -266,7 +267,7 @@ struct Queue {
     #[serde(default)]
     keep: bool,
     /// The sessions in order, each with its result once it has one.
-    sessions: Vec<(String, Option<LandedSession>)>,
+    sessions: Vec<(SessionId, Option<LandedSession>)>,
 }
 
 /// Lands the queue; see the module's order of steps.
@@ -292,7 +293,8 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     };
     save(&queue_file, &queue)?;
     // Recorded first: a concurrent command's reclaim spares what the queue holds.
-    let in_queue = |id: &str| queue.sessions.iter().any(|(q, _)| q == id) || queued(&located, id);
+    let in_queue =
+        |id: &SessionId| queue.sessions.iter().any(|(q, _)| q == id) || queued(&located, id);
     let configured = crate::services::config::sweep_auto_at(&located.repo.toplevel);
     let (reclaimed, warning) =
         crate::flows::autosweep::reclaim(ctx, &located, configured, &in_queue);
@@ -347,7 +349,7 @@ fn land_queue(
         let (id, done) = queue.sessions[index].clone();
         if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
             // Landed before a kill that came ahead of its cleanup.
-            if clean_up(ctx, located, queue.keep, &mut done) {
+            if clean_up(ctx, located, &id, queue.keep, &mut done) {
                 queue.sessions[index].1 = Some(done.clone());
                 save(queue_file, queue)?;
             }
@@ -361,12 +363,12 @@ fn land_queue(
         }
         let mut landed = land_one(ctx, located, queue, &id);
         if !landed.outcome.goes_on() && !queue.keep_going {
-            out.stopped_at = Some(id.clone());
+            out.stopped_at = Some(id.to_string());
         }
         // Recorded before the cleanup: a kill in between leaves the next `land` to finish it.
         queue.sessions[index].1 = Some(landed.clone());
         save(queue_file, queue)?;
-        if clean_up(ctx, located, queue.keep, &mut landed) {
+        if clean_up(ctx, located, &id, queue.keep, &mut landed) {
             queue.sessions[index].1 = Some(landed.clone());
             save(queue_file, queue)?;
         }
@@ -377,7 +379,7 @@ fn land_queue(
 
 /// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
 /// afresh each time, and `true` when it cannot be read (it may hold any session).
-pub(crate) fn queued(located: &Located, id: &str) -> bool {
+pub(crate) fn queued(located: &Located, id: &SessionId) -> bool {
     let recorded: Option<Queue> = match read_json(&located.store.land_queue_file()) {
         Ok(recorded) => recorded,
         Err(_) => return true,
@@ -406,7 +408,7 @@ fn queue_for(
             // A queue this one replaces may hold landings a kill kept from being cleaned up.
             for (id, done) in recorded.iter().flat_map(|q| q.sessions.clone()) {
                 if let Some(mut done) = done.filter(|_| ctx.may_act_on(&id)) {
-                    clean_up(ctx, located, opts.keep, &mut done);
+                    clean_up(ctx, located, &id, opts.keep, &mut done);
                 }
             }
             (new_queue(ctx, located, opts)?, false)
@@ -419,7 +421,7 @@ pub(super) fn sessions_asked(
     ctx: &Context,
     located: &Located,
     opts: &LandOptions,
-) -> Result<Vec<String>> {
+) -> Result<Vec<SessionId>> {
     Ok(new_queue(ctx, located, opts)?
         .sessions
         .into_iter()
@@ -430,13 +432,13 @@ pub(super) fn sessions_asked(
 /// The queue a command line asks for: the sessions named (each must exist), or every live
 /// session of the source the caller may act on, oldest bind first.
 fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Queue> {
-    let ids: Vec<String> = match opts.all {
+    let ids: Vec<SessionId> = match opts.all {
         false => {
-            let mut ids: Vec<String> = Vec::new();
+            let mut ids: Vec<SessionId> = Vec::new();
             for given in &opts.sessions {
                 let found = ctx.resolve_session(located, Some(given))?;
-                if !ids.iter().any(|id| found.session_id == *id) {
-                    ids.push(found.session_id.into());
+                if !ids.contains(&found.session_id) {
+                    ids.push(found.session_id);
                 }
             }
             ids
@@ -457,7 +459,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             live.sort_by(|a, b| {
                 (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
             });
-            live.into_iter().map(|r| r.session_id.into()).collect()
+            live.into_iter().map(|r| r.session_id).collect()
         }
     };
     Ok(Queue {
@@ -508,14 +510,20 @@ fn abort(
 }
 
 /// The cleanup of a session that landed, once: whether `landed` changed.
-fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSession) -> bool {
+fn clean_up(
+    ctx: &Context,
+    located: &Located,
+    id: &SessionId,
+    keep: bool,
+    landed: &mut LandedSession,
+) -> bool {
     let landing = matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent);
     if !landing || landed.cleanup.is_some() {
         return false;
     }
-    match after_landing(ctx, located, keep, &landed.session_id) {
+    match after_landing(ctx, located, keep, id) {
         // Another `land` of the same queue cleaned it up meanwhile.
-        Err(_) if discarded(located, &landed.session_id) => {
+        Err(_) if discarded(located, id) => {
             landed.cleanup = Some(Cleanup::Discarded);
             true
         }
@@ -535,7 +543,7 @@ fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSes
 }
 
 /// Whether the session's record says it is discarded now.
-fn discarded(located: &Located, id: &str) -> bool {
+fn discarded(located: &Located, id: &SessionId) -> bool {
     matches!(
         located.store.load_session(id),
         Ok(Some(record)) if record.state == SessionState::Discarded
@@ -548,7 +556,7 @@ fn after_landing(
     ctx: &Context,
     located: &Located,
     keep: bool,
-    id: &str,
+    id: &SessionId,
 ) -> Result<Option<Cleanup>> {
     let Some(record) = located.store.load_session(id)? else {
         return Ok(None);
@@ -582,7 +590,7 @@ fn after_landing(
 
 /// One session: rebase, test, promote; whatever stops it is its result, never the queue's
 /// error.
-fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &str) -> LandedSession {
+fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &SessionId) -> LandedSession {
     let started = Instant::now();
     let mut landed = LandedSession::new(id, LandResult::Failed);
     let result = steps(ctx, located, queue, id, &mut landed);
@@ -613,7 +621,7 @@ fn steps(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    id: &str,
+    id: &SessionId,
     landed: &mut LandedSession,
 ) -> Result<()> {
     let record = ctx.resolve_record(located, Some(id))?;
@@ -685,7 +693,7 @@ fn test_gate(
     ctx: &Context,
     located: &Located,
     test: (&str, bool),
-    id: &str,
+    id: &SessionId,
     landed: &mut LandedSession,
 ) -> Result<bool> {
     let tested_on = located.repo.head_commit(&ctx.git);
@@ -716,7 +724,7 @@ fn promote_tested(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    (id, rebased): (&str, Option<crate::ops::promote::Known<'_>>),
+    (id, rebased): (&SessionId, Option<crate::ops::promote::Known<'_>>),
     landed: &mut LandedSession,
 ) -> Result<()> {
     // A run that holds the session's lease is still writing its work: none of it lands.
@@ -816,7 +824,7 @@ pub(super) fn test_passes(
     ctx: &Context,
     located: &Located,
     (test, no_sandbox): (&str, bool),
-    id: &str,
+    id: &SessionId,
     landed: &mut LandedSession,
 ) -> Result<Tested> {
     let shell = TestShell::find();

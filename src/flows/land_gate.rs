@@ -14,18 +14,23 @@ use std::path::PathBuf;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{remove_file_if_exists, write_atomic};
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Seed};
 
 /// Where the tree a session's test started from is recorded while the test runs.
-pub(crate) fn record_of(located: &Located, id: &str) -> PathBuf {
+pub(crate) fn record_of(located: &Located, id: &SessionId) -> PathBuf {
     located.store.land_tests_dir(id).join("tested-on")
 }
 
 /// Moves the isolation back to the tree recorded before the test and drops the record; the
 /// tracked paths the test added, changed or deleted. Nothing recorded: nothing to drop.
-pub(crate) fn drop_test_writes(ctx: &Context, located: &Located, id: &str) -> Result<Vec<String>> {
+pub(crate) fn drop_test_writes(
+    ctx: &Context,
+    located: &Located,
+    id: &SessionId,
+) -> Result<Vec<String>> {
     let record = record_of(located, id);
     let tree = match std::fs::read_to_string(&record) {
         Ok(text) => text.trim().to_string(),
@@ -60,7 +65,7 @@ pub(crate) struct Tested {
 
 /// Where `land --push` records the tree the isolation held before it was moved to a landing's
 /// tree for the test: the tree it goes back to.
-fn home_of(located: &Located, id: &str) -> PathBuf {
+fn home_of(located: &Located, id: &SessionId) -> PathBuf {
     located.store.land_tests_dir(id).join("home")
 }
 
@@ -81,7 +86,7 @@ pub(crate) struct TreeTest {
 pub(crate) fn test_on_tree(
     ctx: &Context,
     located: &Located,
-    (id, tree): (&str, &str),
+    (id, tree): (&SessionId, &str),
     test: impl FnOnce() -> Result<Tested>,
 ) -> Result<TreeTest> {
     {
@@ -121,7 +126,7 @@ pub(crate) fn test_on_tree(
 
 /// Moves the isolation back to the tree recorded before it took a landing's tree, and drops
 /// the record; whether there was one.
-pub(crate) fn back_home(ctx: &Context, located: &Located, id: &str) -> Result<bool> {
+pub(crate) fn back_home(ctx: &Context, located: &Located, id: &SessionId) -> Result<bool> {
     let record = home_of(located, id);
     let home = match std::fs::read_to_string(&record) {
         Ok(text) => text.trim().to_string(),
@@ -142,7 +147,7 @@ pub(crate) fn back_home(ctx: &Context, located: &Located, id: &str) -> Result<bo
 fn isolation_tree(
     ctx: &Context,
     located: &Located,
-    id: &str,
+    id: &SessionId,
 ) -> Result<(crate::store::state::SessionRecord, String)> {
     let session = ctx.resolve_session(located, Some(id))?;
     let isolation = writable_isolation(&session)?;

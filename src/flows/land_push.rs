@@ -20,6 +20,7 @@ use std::time::Instant;
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::store::state::SessionState;
 
@@ -132,7 +133,7 @@ fn push_entries(
 }
 
 /// The queue: the sessions, then the documents, then the pushed change sets.
-fn entries_of(ids: Vec<String>, push: &PushOptions) -> Vec<Entry> {
+fn entries_of(ids: Vec<SessionId>, push: &PushOptions) -> Vec<Entry> {
     let fetched = push.fetched.iter().flat_map(|f| {
         f.digests.iter().map(|digest| Entry::Fetched {
             remote: f.remote.clone(),
@@ -172,7 +173,7 @@ fn again_command(opts: &LandOptions, push: &PushOptions, rest: &[Entry]) -> Stri
 /// One entry of the queue.
 enum Entry {
     /// A session of this repository.
-    Session(String),
+    Session(SessionId),
     /// A change-set document.
     Document(std::path::PathBuf),
     /// A change set pushed to a remote.
@@ -183,7 +184,7 @@ impl Entry {
     /// What the report calls it before it is read.
     fn label(&self) -> String {
         match self {
-            Entry::Session(id) => id.clone(),
+            Entry::Session(id) => id.to_string(),
             Entry::Document(path) => path.display().to_string(),
             Entry::Fetched { digest, .. } => {
                 digest.strip_prefix("sha256:").unwrap_or(digest).to_string()
@@ -194,7 +195,10 @@ impl Entry {
     /// The command-line argument that names it.
     fn argument(&self) -> String {
         match self {
-            Entry::Session(id) => format!("-s {}", crate::base::argv::shell_quote(id.as_ref())),
+            Entry::Session(id) => format!(
+                "-s {}",
+                crate::base::argv::shell_quote(std::ffi::OsStr::new(id.as_str()))
+            ),
             Entry::Document(path) => format!(
                 "--change-set {}",
                 crate::base::argv::shell_quote(path.as_os_str())
@@ -238,7 +242,7 @@ fn push_one(
     located: &Located,
     opts: &LandOptions,
     push: &PushOptions,
-    id: &str,
+    id: &SessionId,
 ) -> LandedSession {
     let target = &push.target;
     let started = Instant::now();
@@ -257,7 +261,7 @@ fn push_one(
         landed.fail(&err);
     }
     if matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent) {
-        clean_up(ctx, located, opts.keep, &mut landed);
+        clean_up(ctx, located, id, opts.keep, &mut landed);
     }
     landed.warnings.extend(ctx.take_notices());
     landed.duration_ms = started.elapsed().as_millis() as u64;
@@ -271,7 +275,7 @@ fn push_steps(
     ctx: &Context,
     located: &Located,
     (opts, push): (&LandOptions, &PushOptions),
-    id: &str,
+    id: &SessionId,
     pins: &mut Pins,
     landed: &mut LandedSession,
 ) -> Result<()> {
@@ -340,11 +344,16 @@ fn push_steps(
 
 /// What becomes of a landed session's isolation: kept with `keep`, else discarded (through
 /// the pool when there is one) with its evidence kept.
-fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSession) {
-    let id = landed.session_id.clone();
+fn clean_up(
+    ctx: &Context,
+    located: &Located,
+    id: &SessionId,
+    keep: bool,
+    landed: &mut LandedSession,
+) {
     let state = located
         .store
-        .load_session(&id)
+        .load_session(id)
         .ok()
         .flatten()
         .map(|r| r.state);
@@ -354,7 +363,7 @@ fn clean_up(ctx: &Context, located: &Located, keep: bool, landed: &mut LandedSes
         (false, Some(_)) => crate::ops::discard::discard(
             ctx,
             &crate::ops::discard::DiscardOptions {
-                session_id: Some(id.clone()),
+                session_id: Some(id.to_string()),
                 purge: false,
             },
         )

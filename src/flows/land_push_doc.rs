@@ -9,6 +9,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::SessionId;
 use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 
@@ -118,7 +119,7 @@ pub(super) fn document_one(
         let _ = crate::ops::discard::discard(
             ctx,
             &crate::ops::discard::DiscardOptions {
-                session_id: Some(id),
+                session_id: Some(id.to_string()),
                 purge: true,
             },
         );
@@ -139,7 +140,7 @@ fn document_steps(
     (opts, push): (&LandOptions, &PushOptions),
     source: Source<'_>,
     pins: &mut Pins,
-    scratch: &mut Option<String>,
+    scratch: &mut Option<SessionId>,
     landed: &mut LandedSession,
 ) -> Result<()> {
     let cs = read(ctx, located, source, push)?;
@@ -159,21 +160,21 @@ fn document_steps(
     };
     if opts.test.is_some() {
         let id = crate::base::maker::owned_name(SCRATCH);
-        crate::ops::bind::bind_isolation(
+        let bound = crate::ops::bind::bind_isolation(
             ctx,
             &crate::ops::bind::BindOptions {
-                session_id: Some(id.clone()),
+                session_id: Some(id),
                 allow_dirty: true,
                 owner: crate::ops::bind::OwnerChoice::Pid(std::process::id()),
                 no_auto_sweep: true,
                 ..crate::ops::bind::BindOptions::default()
             },
         )?;
-        *scratch = Some(id);
+        *scratch = Some(bound.session_id);
     }
     let change = Change {
         id: &cs.session_id,
-        tested_in: scratch.as_deref(),
+        tested_in: scratch.as_ref(),
         pushing: &pushing,
         base_tree,
         result_tree,

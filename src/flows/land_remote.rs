@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, Result};
-use crate::base::ids::{CommitId, Digest, TreeId};
+use crate::base::ids::{CommitId, Digest, SessionId, TreeId};
 use crate::context::{Context, Located};
 use crate::git::{LeasedPush, RefUpdate};
 use crate::ops::promote::Reason;
@@ -107,7 +107,7 @@ pub(super) struct Change<'a> {
     /// What the landing commit's default message names (the session).
     pub(super) id: &'a str,
     /// The session whose isolation the test runs in (the session's own, or a scratch one).
-    pub(super) tested_in: Option<&'a str>,
+    pub(super) tested_in: Option<&'a SessionId>,
     pub(super) pushing: &'a Pushing,
     pub(super) base_tree: &'a str,
     pub(super) result_tree: &'a str,

@@ -2,6 +2,7 @@
 //! sandbox, each recorded as a run of the session with its output kept in the state dir.
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::SessionId;
 use crate::context::Context;
 use crate::ops::bind::{BindOptions, BindOutcome};
 
@@ -16,8 +17,9 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     crate::ops::bind::owner_for(opts)?;
     let (reclaimed, warning) = match crate::recovery::locate(ctx) {
         Ok(located) => {
-            let spare = |id: &str| {
-                opts.session_id.as_deref() == Some(id) || crate::flows::land::queued(&located, id)
+            let spare = |id: &SessionId| {
+                opts.session_id.as_deref() == Some(id.as_str())
+                    || crate::flows::land::queued(&located, id)
             };
             crate::flows::autosweep::reclaim(ctx, &located, !opts.no_auto_sweep, &spare)
         }
@@ -38,7 +40,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
 /// `setup_failed` (the session stays bound).
 pub fn run_setup(
     ctx: &Context,
-    session_id: &str,
+    session_id: &SessionId,
     setup: &Setup,
     warnings: &mut Vec<String>,
 ) -> Result<Vec<SetupRun>> {

@@ -22,7 +22,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
-use crate::base::ids::TreeId;
+use crate::base::ids::{RunId, SessionId, TreeId};
 pub use crate::base::names::RefNames;
 use crate::git::{Git, RefUpdate};
 use crate::store::lock::RepoLock;
@@ -78,13 +78,13 @@ pub struct SessionRefs<'a> {
     /// The store's namespace.
     pub ns: &'a RefNames,
     /// The session.
-    pub session_id: &'a str,
+    pub session_id: &'a SessionId,
 }
 
 impl SessionRefs<'_> {
     /// Pins the base and result trees of a run's nested change sets (`(base, result)` each, in
     /// their order), in one transaction.
-    pub(crate) fn pin_nested(&self, run_id: &str, trees: &[(TreeId, TreeId)]) -> Result<()> {
+    pub(crate) fn pin_nested(&self, run_id: &RunId, trees: &[(TreeId, TreeId)]) -> Result<()> {
         let updates: Vec<RefUpdate> = trees
             .iter()
             .enumerate()
@@ -100,7 +100,7 @@ impl SessionRefs<'_> {
     }
 
     /// Pins a run's result tree, only if the run id has no result yet.
-    pub fn pin_run(&self, run_id: &str, tree: &TreeId) -> Result<Pinned> {
+    pub fn pin_run(&self, run_id: &RunId, tree: &TreeId) -> Result<Pinned> {
         let name = self.ns.run_result(self.session_id, run_id);
         let created = self.git.update_refs(
             self.dir,
@@ -121,7 +121,7 @@ impl SessionRefs<'_> {
     }
 
     /// Whether a run id already has a pinned result.
-    pub fn run_exists(&self, run_id: &str) -> Result<bool> {
+    pub fn run_exists(&self, run_id: &RunId) -> Result<bool> {
         Ok(self
             .git
             .rev_parse(self.dir, &self.ns.run_result(self.session_id, run_id))?
@@ -205,7 +205,7 @@ pub(crate) fn clear_stale_locks(
     _held: &RepoLock,
     common_dir: &Path,
     ns: &RefNames,
-    session_id: &str,
+    session_id: &SessionId,
 ) -> usize {
     let refs = common_dir.join(ns.root());
     let mut locks = vec![refs.join(format!("swept/{session_id}.lock"))];

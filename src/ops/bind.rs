@@ -89,7 +89,7 @@ impl OwnerChoice {
 #[derive(Debug, Clone, Serialize)]
 pub struct BindOutcome {
     /// The session's id (generated ones included).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The source checkout.
     #[serde(with = "crate::base::paths::fs_path")]
     pub source: PathBuf,
@@ -130,7 +130,7 @@ pub struct BindOutcome {
 impl BindOutcome {
     fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
         BindOutcome {
-            session_id: record.session_id.to_string(),
+            session_id: record.session_id.clone(),
             source: record.source.clone(),
             worktree: record.worktree.clone(),
             bound_revision: record.bound_revision.clone(),
@@ -206,7 +206,7 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
 /// A session the store knows (in any state) that the caller's scope does not hold is refused:
 /// binding its id would hand over, resume or replace someone else's session. Checked again
 /// under the lock, where another process may have bound it meanwhile.
-fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &str) -> Result<()> {
+fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &SessionId) -> Result<()> {
     if !ctx.may_act_on(session_id) && located.store.load_session(session_id)?.is_some() {
         ctx.require_granted(session_id)?;
     }
@@ -259,7 +259,7 @@ pub(crate) fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
 
 /// The session's record unless it is missing or discarded. A swept session is refused with
 /// `session_exists`: a new binding would shadow the work its swept snapshot holds.
-fn live_record(located: &Located, session_id: &str) -> Result<Option<SessionRecord>> {
+fn live_record(located: &Located, session_id: &SessionId) -> Result<Option<SessionRecord>> {
     let record = located.store.load_session(session_id)?;
     // Another repository's discarded session leaves the id free here.
     if let Some(other) = record
@@ -554,7 +554,7 @@ fn copy_ignored(
 }
 
 /// A bind of this id still running elsewhere is refused; a dead one's leftovers are cleared.
-fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
+fn refuse_bind_in_progress(located: &Located, session_id: &SessionId) -> Result<()> {
     let Some(claim) = located.store.load_claim(session_id)? else {
         return Ok(());
     };
@@ -574,7 +574,7 @@ fn refuse_bind_in_progress(located: &Located, session_id: &str) -> Result<()> {
 fn claim_path(
     located: &Located,
     opts: &BindOptions,
-    session_id: &str,
+    session_id: &SessionId,
     warnings: &mut Vec<String>,
 ) -> Result<ClaimRecord> {
     let (base, shared) = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
@@ -582,7 +582,7 @@ fn claim_path(
     let path = base.join(names.name(session_id, shared));
     clear_path(&path, warnings)?;
     let claim = ClaimRecord {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
         path,
         bind_process: Owner::this_process(),
         created_at_ms: now_ms(),
@@ -629,7 +629,7 @@ fn publish_isolation(
 fn resume(
     ctx: &Context,
     located: &Located,
-    session_id: &str,
+    session_id: &SessionId,
     owner: Option<Owner>,
     opts: &BindOptions,
 ) -> Result<BindOutcome> {

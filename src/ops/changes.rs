@@ -1,6 +1,7 @@
 //! `changes`: answers a change-set request (`a3s.code.agent-change-set-request.v1`) with the
 //! stored change-set document of exactly the run its identity names.
 
+use crate::base::ids::{RunId, SessionId};
 use crate::base::invalid::Invalid;
 use std::path::Path;
 
@@ -48,36 +49,35 @@ pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
         },
         other => other,
     })?;
-    let (session_id, run_id) = (&identity.session_id, &identity.run_id);
-    known_session(&located, session_id)?;
-    if crate::base::ids::validate(run_id).is_err() {
+    let session_id = &known_session(&located, &identity.session_id)?;
+    let Ok(run_id) = RunId::new(identity.run_id.as_str()) else {
         return Err(run_not_found(identity));
-    }
+    };
     if located.store.leasing_run(session_id)?.as_deref() == Some(run_id.as_str()) {
         return Err(Error::ChangeSetPending {
-            session_id: session_id.clone(),
-            run_id: run_id.clone(),
+            session_id: identity.session_id.clone(),
+            run_id: identity.run_id.clone(),
             why: "its command is running, or its change set is being recorded".into(),
         });
     }
-    match located.store.load_run_doc(session_id, run_id)? {
+    match located.store.load_run_doc(session_id, &run_id)? {
         Some(bytes) => answer_with(bytes, identity),
-        None => without_document(ctx, &located, identity),
+        None => without_document(ctx, &located, identity, session_id, &run_id),
     }
 }
 
 /// Checks that the store knows the session: a record of this repository's. An id a3s-iso could
 /// not have recorded names no session either.
-fn known_session(located: &Located, session_id: &str) -> Result<()> {
+fn known_session(located: &Located, session_id: &str) -> Result<SessionId> {
     let unknown = || Error::UnknownSession {
         session_id: session_id.to_string(),
         store: located.store.dir().to_path_buf(),
     };
-    if crate::base::ids::validate(session_id).is_err() {
+    let Ok(id) = SessionId::new(session_id) else {
         return Err(unknown());
-    }
-    match located.store.load_session(session_id)? {
-        Some(record) if located.owns(&record) => Ok(()),
+    };
+    match located.store.load_session(&id)? {
+        Some(record) if located.owns(&record) => Ok(id),
         _ => Err(unknown()),
     }
 }
@@ -135,8 +135,9 @@ fn without_document(
     ctx: &Context,
     located: &Located,
     identity: &Identity,
+    session_id: &SessionId,
+    run_id: &RunId,
 ) -> Result<ChangesAnswer> {
-    let (session_id, run_id) = (&identity.session_id, &identity.run_id);
     let store = &located.store;
     let source = &located.repo.toplevel;
     let pinned = crate::model::refs::SessionRefs {
@@ -156,8 +157,8 @@ fn without_document(
     }
     Err(Error::ChangeSetUnavailable {
         reason: NoDocument::NotRecorded {
-            session_id: session_id.clone(),
-            run_id: run_id.clone(),
+            session_id: session_id.to_string(),
+            run_id: run_id.to_string(),
             limit: MAX_PATCH_BYTES,
             pinned_at: pinned.then(|| store.refs().run_result(session_id, run_id)),
         },

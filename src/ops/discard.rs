@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::model::isolation;
 use crate::model::refs;
@@ -91,7 +92,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
             .load_session(&record.session_id)?
             .unwrap_or(record);
     }
-    let id = record.session_id.to_string();
+    let id = record.session_id.clone();
     // A rebase waiting at a conflict has no isolation to wait in any more.
     crate::services::rebase::forget(&located.store, &id)?;
     let mut purge = crate::services::purge::SessionPlan::default();
@@ -103,7 +104,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         located.store.save_session(&record)?;
     }
     Ok(DiscardOutcome {
-        session_id: id,
+        session_id: id.to_string(),
         removed,
         worktree: record.worktree,
         purged: opts.purge,
@@ -126,7 +127,7 @@ fn purged_before(
     let Some(id) = id else {
         return Ok(None);
     };
-    crate::base::ids::validate(id)?;
+    let id = &SessionId::new(id)?;
     let store = &located.store;
     let recorded = || std::fs::symlink_metadata(store.session_file(id)).is_ok();
     let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
@@ -244,7 +245,7 @@ fn purge_session(
         crate::services::purge::plan_session(&ctx.git, located, id, Some(record), Reason::Purged)?;
     // Marked first: a purge cut short after the record went is `already_purged` when run again.
     located.store.save_purged(&PurgedMark {
-        session_id: id.to_string(),
+        session_id: id.clone(),
         common_dir: located.repo.common_dir.clone(),
         admin_dir: record.admin_dir.clone(),
         worktree: record.worktree.clone(),
@@ -288,7 +289,7 @@ fn remove_tree(
         return isolation::remove(&located.repo, tree, record.admin_dir.as_deref());
     }
     let intent = pending::Reclaim {
-        session_id: record.session_id.to_string(),
+        session_id: record.session_id.clone(),
         path: tree.to_path_buf(),
         admin: record.admin_dir.clone(),
         trash: pending::trash_path(tree, &record.session_id),

@@ -6,6 +6,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::base::ids::SessionId;
 use crate::context::Context;
 use crate::services::runs::RunView;
 use crate::store::state::{JournalEntry, Landing, PromoteMode};
@@ -146,20 +147,18 @@ pub struct RunLog {
 /// The runs the state dir holds documents of (of `session` when given), with what each ran,
 /// newest first, at most `limit`. Reads only: no lock, no repair.
 pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<RunLog> {
-    if let Some(id) = session {
-        crate::base::ids::validate(id)?;
-    }
+    let session = session.map(SessionId::new).transpose()?;
     let located = crate::recovery::locate(ctx)?;
     let store = &located.store;
     let sessions = match session {
-        Some(id) => vec![id.to_string()],
+        Some(id) => vec![id],
         None => store.run_session_ids()?,
     };
     let mut runs = Vec::new();
     for session_id in sessions {
         for run in crate::services::runs::runs(store, &session_id)? {
             runs.push(LoggedRun {
-                session_id: session_id.clone(),
+                session_id: session_id.to_string(),
                 run,
             });
         }

@@ -134,7 +134,7 @@ fn move_aside(
         });
     }
     let intent = RetainMove {
-        session_id: record.session_id.to_string(),
+        session_id: record.session_id.clone(),
         from: old.clone(),
         to: new.clone(),
         admin,

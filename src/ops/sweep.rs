@@ -16,6 +16,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::base::error::{Error, Result};
 use crate::base::fsutil::{modified_ms, now_ms, tree_size};
+use crate::base::ids::SessionId;
 use crate::base::names::{IsolationNames, looks_like_isolation};
 use crate::base::owner::Liveness;
 use crate::base::wire::wire_enum;
@@ -156,7 +157,7 @@ pub struct Kept {
     #[serde(with = "crate::base::paths::fs_path")]
     pub path: PathBuf,
     /// Its session id, when it is known to be one.
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, `ownerless`,
     /// `other_tenant`, `not_ours`, or why a reclaim failed.
     pub reason: KeepReason,
@@ -234,17 +235,17 @@ enum Found {
     Recorded(Box<SessionRecord>),
     Claimed(ClaimRecord),
     Malformed {
-        id: String,
+        id: SessionId,
         detail: String,
         age_ms: u64,
     },
     Unreadable {
-        id: String,
+        id: SessionId,
         detail: String,
     },
     /// A registered worktree of this repository, named like an isolation, with no record.
     Unrecorded {
-        id: String,
+        id: SessionId,
         admin: PathBuf,
         age_ms: u64,
     },
@@ -258,7 +259,7 @@ enum Found {
     NotOurs,
     /// Named like a session whose record points elsewhere (or to no isolation): not its tree.
     Lookalike {
-        id: String,
+        id: SessionId,
         recorded: Option<PathBuf>,
     },
     /// A worktree of another repository, as its `.git` file says.
@@ -301,7 +302,7 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
 pub fn reclaim_dead(
     ctx: &Context,
     located: &Located,
-    spare: &dyn Fn(&str) -> bool,
+    spare: &dyn Fn(&SessionId) -> bool,
 ) -> Result<Vec<Reclaimed>> {
     let dead = dead_owner_trees(ctx, &located.store, spare)?;
     if dead.is_empty() {
@@ -317,7 +318,7 @@ pub fn reclaim_dead(
         spare,
     };
     let mut out = SweepOutcome::default();
-    let lease_held = |id: &str| located.store.is_leased(id).unwrap_or(true);
+    let lease_held = |id: &SessionId| located.store.is_leased(id).unwrap_or(true);
     for path in dead {
         // Only a record's tree: what else sweep reclaims (claims, unrecorded trees) is its own.
         let Some(found @ Found::Recorded(_)) = inspect(&path, &located.store, &known) else {
@@ -337,7 +338,7 @@ pub fn reclaim_dead(
 fn dead_owner_trees(
     ctx: &Context,
     store: &Store,
-    spare: &dyn Fn(&str) -> bool,
+    spare: &dyn Fn(&SessionId) -> bool,
 ) -> Result<Vec<PathBuf>> {
     Ok(store
         .sessions()?
@@ -426,11 +427,14 @@ fn sweep_source(
         let Some(found) = inspect(&path, store, &known) else {
             continue;
         };
-        let lease_held = |id: &str| store.is_leased(id).unwrap_or(true);
+        let lease_held = |id: &SessionId| store.is_leased(id).unwrap_or(true);
         match decide(&found, opts, now_ms(), &lease_held) {
             Decision::Reclaim(why) if opts.dry_run => {
-                let plan = plan_reclaim(located, opts, &path, &found);
-                report_reclaimed(out, plan, &path, why);
+                // Only what stands for a session is ever reclaimed.
+                if let Some(id) = id_of(&found) {
+                    let plan = plan_reclaim(located, opts, &path, id, &found);
+                    report_reclaimed(out, plan, &path, why);
+                }
             }
             Decision::Reclaim(_) => sweep.reclaim(&path, &found, out)?,
             // Another repository's isolation beside this one is its own sweep's business.
@@ -460,7 +464,7 @@ fn report_kept(out: &mut SweepOutcome, path: PathBuf, found: &Found, decision: D
 fn report_reclaimed(out: &mut SweepOutcome, plan: ReclaimPlan, path: &Path, why: ReclaimReason) {
     out.bytes_freed += plan.bytes;
     out.reclaimed.push(Reclaimed {
-        session_id: plan.id,
+        session_id: plan.id.to_string(),
         path: path.to_path_buf(),
         reason: why,
         bytes: plan.bytes,
@@ -509,8 +513,8 @@ impl Known {
     /// What the store and the repository say about one candidate now, read again under the
     /// lock: the records and claims of session `id` and of the session the path is named
     /// after, and the registered worktrees. What other stores hold is kept from `before`.
-    fn fresh(repo: &Repo, store: &Store, path: &Path, id: &str, before: &Known) -> Known {
-        let mut ids = vec![id.to_string()];
+    fn fresh(repo: &Repo, store: &Store, path: &Path, id: &SessionId, before: &Known) -> Known {
+        let mut ids = vec![id.clone()];
         let named = path.file_name().and_then(|n| before.names.id_of(n));
         ids.extend(named.filter(|named| named != id));
         let mut records = HashMap::new();
@@ -626,7 +630,7 @@ fn decide(
     found: &Found,
     opts: &SweepOptions,
     now: u64,
-    lease_held: &dyn Fn(&str) -> bool,
+    lease_held: &dyn Fn(&SessionId) -> bool,
 ) -> Decision {
     let grace = opts.grace.as_millis() as u64;
     match found {
@@ -684,7 +688,7 @@ fn decide_recorded(
     record: &SessionRecord,
     opts: &SweepOptions,
     now: u64,
-    lease_held: &dyn Fn(&str) -> bool,
+    lease_held: &dyn Fn(&SessionId) -> bool,
 ) -> Decision {
     if record.state == SessionState::Retained {
         let retained_for = now.saturating_sub(record.retained_at_ms.unwrap_or(now));
@@ -730,7 +734,7 @@ fn decide_ownerless(
     record: &SessionRecord,
     opts: &SweepOptions,
     now: u64,
-    lease_held: &dyn Fn(&str) -> bool,
+    lease_held: &dyn Fn(&SessionId) -> bool,
 ) -> Decision {
     if !opts.include_ownerless {
         return Decision::Keep(
@@ -784,9 +788,9 @@ fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimR
 }
 
 /// The session id a found entry stands for; `None` for what is not (or not clearly) a session's.
-fn id_of(found: &Found) -> Option<String> {
+fn id_of(found: &Found) -> Option<SessionId> {
     match found {
-        Found::Recorded(r) => Some(r.session_id.to_string()),
+        Found::Recorded(r) => Some(r.session_id.clone()),
         Found::Claimed(c) => Some(c.session_id.clone()),
         Found::Malformed { id, .. }
         | Found::Unreadable { id, .. }
@@ -878,7 +882,7 @@ fn not_ours(path: &Path, known: &Known) -> Found {
 
 /// How a reclaim goes, settled before anything is touched.
 struct ReclaimPlan {
-    id: String,
+    id: SessionId,
     bytes: u64,
     /// The isolation's admin dir, where git knows it.
     admin: Option<PathBuf>,
@@ -890,8 +894,13 @@ struct ReclaimPlan {
 
 /// The reclaim of one isolation, decided from what was found: its id, size, admin dir and
 /// whether it is snapshotted first.
-fn plan_reclaim(located: &Located, opts: &SweepOptions, path: &Path, found: &Found) -> ReclaimPlan {
-    let id = id_of(found).unwrap_or_default();
+fn plan_reclaim(
+    located: &Located,
+    opts: &SweepOptions,
+    path: &Path,
+    id: SessionId,
+    found: &Found,
+) -> ReclaimPlan {
     let admin = match found {
         Found::Recorded(record) => record.admin_dir.clone(),
         Found::Unrecorded { admin, .. } => Some(admin.clone()),
@@ -923,7 +932,7 @@ struct Sweep<'a> {
     known: &'a Known,
     /// Sessions left alone whatever the table says (asked under the lock): those the command
     /// that reclaims as it starts is about to act on.
-    spare: &'a dyn Fn(&str) -> bool,
+    spare: &'a dyn Fn(&SessionId) -> bool,
 }
 
 impl Sweep<'_> {
@@ -958,7 +967,7 @@ impl Sweep<'_> {
             report_kept(out, path.to_path_buf(), &found, decision);
             return Ok(());
         };
-        let plan = plan_reclaim(located, opts, path, &found);
+        let plan = plan_reclaim(located, opts, path, id, &found);
         match remove_isolation(&lock, ctx, located, (path, &found), &plan)? {
             Removal::Done => report_reclaimed(out, plan, path, why),
             Removal::Kept(reason, detail) => out.kept.push(Kept {
@@ -979,15 +988,15 @@ fn confirm(
     located: &Located,
     opts: &SweepOptions,
     path: &Path,
-    id: &str,
+    id: &SessionId,
     known: &Known,
 ) -> Option<(Found, Decision)> {
     let fresh = Known::fresh(&located.repo, &located.store, path, id, known);
     let found = inspect(path, &located.store, &fresh)?;
     let store = &located.store;
-    let lease_held = |other: &str| other != id && store.is_leased(other).unwrap_or(true);
+    let lease_held = |other: &SessionId| other != id && store.is_leased(other).unwrap_or(true);
     let decision = match decide(&found, opts, now_ms(), &lease_held) {
-        Decision::Reclaim(_) if id_of(&found).as_deref() != Some(id) => Decision::Keep(
+        Decision::Reclaim(_) if id_of(&found).as_ref() != Some(id) => Decision::Keep(
             KeepReason::Unknown,
             "it changed hands while the sweep ran; left for the next sweep".into(),
         ),
@@ -1106,6 +1115,10 @@ pub fn reasons(out: &SweepOutcome) -> BTreeMap<&'static str, usize> {
 
 #[cfg(test)]
 mod tests {
+    fn sid(id: &str) -> SessionId {
+        SessionId::new(id).unwrap()
+    }
+
     use crate::base::owner::Owner;
     use crate::ops::sweep::*;
 
@@ -1152,10 +1165,10 @@ mod tests {
             start_identity: None,
             ..me.clone()
         };
-        let no_lease = |_: &str| false;
-        let leased = |_: &str| true;
+        let no_lease = |_: &SessionId| false;
+        let leased = |_: &SessionId| true;
         let now = 10_000_000;
-        let decide_rec = |owner: &Owner, state, lease: &dyn Fn(&str) -> bool| {
+        let decide_rec = |owner: &Owner, state, lease: &dyn Fn(&SessionId) -> bool| {
             decide(
                 &Found::Recorded(Box::new(record(owner.clone(), state))),
                 &opts,
@@ -1197,7 +1210,7 @@ mod tests {
             Decision::Reclaim(ReclaimReason::RetainedExpired)
         );
         let young = Found::Malformed {
-            id: "m".into(),
+            id: sid("m"),
             detail: String::new(),
             age_ms: 1_000,
         };
@@ -1206,7 +1219,7 @@ mod tests {
             Decision::Keep(KeepReason::Young, _)
         ));
         let old = Found::Malformed {
-            id: "m".into(),
+            id: sid("m"),
             detail: String::new(),
             age_ms: 3_600_000,
         };
@@ -1216,7 +1229,7 @@ mod tests {
         );
         let claim = |owner: Owner, created| {
             Found::Claimed(ClaimRecord {
-                session_id: "c".into(),
+                session_id: sid("c"),
                 path: "/x".into(),
                 bind_process: owner,
                 created_at_ms: created,
@@ -1244,7 +1257,7 @@ mod tests {
         ownerless.updated_at_ms = 9_000_000;
         let found = Found::Recorded(Box::new(ownerless));
         let now = 10_000_000;
-        let no_lease = |_: &str| false;
+        let no_lease = |_: &SessionId| false;
         assert!(matches!(
             decide(&found, &SweepOptions::default(), now, &no_lease),
             Decision::Keep(KeepReason::Ownerless, _)

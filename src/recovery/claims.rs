@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::base::ids::SessionId;
 use crate::base::owner::{GRACE, Liveness};
 use crate::context::Located;
 use crate::git::Git;
@@ -96,8 +97,8 @@ pub(crate) fn finish(
 /// Forgets the refs and run documents a session with no record at all may have pinned before
 /// its bind died. A session with a record (a resume, or a new bind of a discarded id) keeps
 /// them: the bind held none of its work.
-fn forget_unrecorded(git: &Git, located: &Located, id: &str) -> Result<()> {
-    if id.is_empty() || !matches!(located.store.session_status(id), RecordStatus::Missing) {
+fn forget_unrecorded(git: &Git, located: &Located, id: &SessionId) -> Result<()> {
+    if !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());
     }
     refs::SessionRefs {

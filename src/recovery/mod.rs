@@ -133,7 +133,7 @@ impl WriteAhead for Rebases {
             .into_iter()
             .map(|intent| Interrupted {
                 operation: Operation::Rebase,
-                session_id: Some(intent.session_id),
+                session_id: Some(intent.session_id.to_string()),
                 digest: None,
             })
             .collect()
@@ -158,7 +158,7 @@ impl WriteAhead for Binds {
             .into_iter()
             .map(|claim| Interrupted {
                 operation: Operation::Bind,
-                session_id: Some(claim.session_id),
+                session_id: Some(claim.session_id.to_string()),
                 digest: None,
             })
             .collect()

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::beneath::Dir;
 use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
+use crate::base::ids::SessionId;
 use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::store::lock::RepoLock;
@@ -49,7 +50,7 @@ pub(crate) enum TreeMove {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MergeRun {
     /// The session whose run it is.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The isolation's tree.
     #[serde(with = "crate::base::paths::fs_path")]
     pub tree: PathBuf,
@@ -67,7 +68,7 @@ pub(crate) struct MergeRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SettleGit {
     /// The session whose run it was.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The isolation's admin dir.
     #[serde(with = "crate::base::paths::fs_path")]
     pub admin: PathBuf,
@@ -75,7 +76,7 @@ pub(crate) struct SettleGit {
 
 impl TreeMove {
     /// The session the operation is about.
-    pub(crate) fn session_id(&self) -> &str {
+    pub(crate) fn session_id(&self) -> &SessionId {
         match self {
             TreeMove::Retain(m) => &m.session_id,
             TreeMove::Reclaim(r) | TreeMove::Discard(r) => &r.session_id,
@@ -90,7 +91,7 @@ impl TreeMove {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RetainMove {
     /// The session retained.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Where the isolation was.
     #[serde(with = "crate::base::paths::fs_path")]
     pub from: PathBuf,
@@ -112,7 +113,7 @@ pub(crate) struct RetainMove {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Reclaim {
     /// The session reclaimed.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Where the isolation is.
     #[serde(with = "crate::base::paths::fs_path")]
     pub path: PathBuf,
@@ -132,7 +133,7 @@ pub(crate) struct Reclaim {
 
 /// Where a reclaimed isolation is renamed to before it is deleted: beside it (the same file
 /// system), under a name that is not an isolation's.
-pub(crate) fn trash_path(path: &Path, id: &str) -> PathBuf {
+pub(crate) fn trash_path(path: &Path, id: &SessionId) -> PathBuf {
     let parent = path.parent().unwrap_or(Path::new("/"));
     parent.join(crate::base::maker::owned_name(&format!(
         ".a3s-reclaimed-{id}"
@@ -149,7 +150,7 @@ pub(crate) fn save(store: &Store, intent: &TreeMove) -> Result<()> {
 }
 
 /// Removes a session's intent: its operation is over (or was undone).
-pub(crate) fn remove(store: &Store, id: &str) -> Result<()> {
+pub(crate) fn remove(store: &Store, id: &SessionId) -> Result<()> {
     remove_file_if_exists(&store.pending_file(id))
 }
 

@@ -9,6 +9,7 @@ use std::os::unix::ffi::OsStrExt;
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
+use crate::base::ids::SessionId;
 use crate::git::{Git, HermeticGit, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::{self, Seed, TempFile};
@@ -168,7 +169,7 @@ fn write_index(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,
-    (id, known): (&str, Option<&SavedIndex>),
+    (id, known): (&SessionId, Option<&SavedIndex>),
     plan: &IndexPlan,
 ) -> Result<()> {
     let target = isolation.admin.join("index");
@@ -257,7 +258,7 @@ fn edit_index(
 }
 
 /// The isolation's HEAD: detached at a commit, or the file saved before the rebase.
-fn write_head(store: &Store, isolation: &Isolation, id: &str, plan: &HeadPlan) -> Result<()> {
+fn write_head(store: &Store, isolation: &Isolation, id: &SessionId, plan: &HeadPlan) -> Result<()> {
     let bytes = match plan {
         HeadPlan::Commit(commit) => format!("{commit}\n").into_bytes(),
         HeadPlan::Saved => {
@@ -270,7 +271,7 @@ fn write_head(store: &Store, isolation: &Isolation, id: &str, plan: &HeadPlan) -
 
 /// What follows once the isolation holds the target: the session record moves to the new base,
 /// the conflict is recorded, or the rebase's records go.
-fn follow_up(git: &Git, store: &Store, id: &str, then: &Then) -> Result<()> {
+fn follow_up(git: &Git, store: &Store, id: &SessionId, then: &Then) -> Result<()> {
     match then {
         Then::Clean {
             revision,
@@ -344,7 +345,7 @@ pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<String>
 }
 
 /// Drops every record of a session's rebase (its isolation or the session goes).
-pub(crate) fn forget(store: &Store, id: &str) -> Result<()> {
+pub(crate) fn forget(store: &Store, id: &SessionId) -> Result<()> {
     rebase_record::remove_intent(store, id)?;
     rebase_record::remove_state(store, id)
 }

@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::Result;
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::base::ids::SessionId;
 use crate::base::paths::RepoPath;
 use crate::store::layout::StateDir;
 use crate::store::state::Store;
@@ -63,7 +64,7 @@ pub(crate) struct Pre {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RebaseState {
     pub(crate) schema: String,
-    pub(crate) session_id: String,
+    pub(crate) session_id: SessionId,
     /// The binding of the session id this rebase belongs to.
     pub(crate) session_created_at_ms: u64,
     pub(crate) pre: Pre,
@@ -125,7 +126,7 @@ pub(crate) enum Then {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Applying {
     pub(crate) schema: String,
-    pub(crate) session_id: String,
+    pub(crate) session_id: SessionId,
     /// The working tree's content (tracked and untracked files).
     pub(crate) tree: String,
     pub(crate) index: IndexPlan,
@@ -134,27 +135,27 @@ pub(crate) struct Applying {
 }
 
 /// Where a conflicted rebase's record is.
-pub(crate) fn state_file(store: &Store, id: &str) -> PathBuf {
+pub(crate) fn state_file(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_file(id, "json")
 }
 
 /// Where the pre-rebase index file is kept.
-pub(crate) fn saved_index(store: &Store, id: &str) -> PathBuf {
+pub(crate) fn saved_index(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_file(id, "index")
 }
 
 /// Where the pre-rebase HEAD file is kept.
-pub(crate) fn saved_head(store: &Store, id: &str) -> PathBuf {
+pub(crate) fn saved_head(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_file(id, "HEAD")
 }
 
 /// Where a rebase's intent is.
-pub(crate) fn intent_file(store: &Store, id: &str) -> PathBuf {
+pub(crate) fn intent_file(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_intent_file(id)
 }
 
 /// The conflicted rebase of a session, if any.
-pub(crate) fn load_state(store: &Store, id: &str) -> Result<Option<RebaseState>> {
+pub(crate) fn load_state(store: &Store, id: &SessionId) -> Result<Option<RebaseState>> {
     read_json(&state_file(store, id))
 }
 
@@ -164,7 +165,7 @@ pub(crate) fn save_state(store: &Store, state: &RebaseState) -> Result<()> {
 }
 
 /// Drops a conflicted rebase's record and the saved pre-rebase files.
-pub(crate) fn remove_state(store: &Store, id: &str) -> Result<()> {
+pub(crate) fn remove_state(store: &Store, id: &SessionId) -> Result<()> {
     remove_file_if_exists(&state_file(store, id))?;
     remove_file_if_exists(&saved_index(store, id))?;
     remove_file_if_exists(&saved_head(store, id))
@@ -176,7 +177,7 @@ pub(crate) fn save_intent(store: &Store, intent: &Applying) -> Result<()> {
 }
 
 /// Drops an intent.
-pub(crate) fn remove_intent(store: &Store, id: &str) -> Result<()> {
+pub(crate) fn remove_intent(store: &Store, id: &SessionId) -> Result<()> {
     remove_file_if_exists(&intent_file(store, id))
 }
 

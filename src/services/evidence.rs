@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, Held, Result};
 use crate::base::fsutil::now_ms;
-use crate::base::ids::{Digest, TreeId};
+use crate::base::ids::{Digest, RunId, SessionId, TreeId};
 use crate::context::{Context, Located};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
@@ -153,8 +153,8 @@ pub(crate) fn snapshot_all(
 pub(crate) fn record_nested(
     ctx: &Context,
     located: &Located,
-    session_id: &str,
-    run_id: &str,
+    session_id: &SessionId,
+    run_id: &RunId,
     nested: &crate::services::nested::Nested,
 ) -> Result<()> {
     crate::services::nested::record(
@@ -173,7 +173,7 @@ pub(crate) struct Target {
     pub record: SessionRecord,
     pub isolation: Isolation,
     /// The run id given, or a generated one.
-    pub run_id: String,
+    pub run_id: RunId,
     /// The checked `agent_release_identity`.
     pub identity: String,
 }
@@ -186,9 +186,7 @@ impl Target {
         run_id: Option<&str>,
         release: Option<&str>,
     ) -> Result<Target> {
-        if let Some(run_id) = run_id {
-            crate::base::ids::validate(run_id)?;
-        }
+        let run_id = run_id.map(RunId::new).transpose()?;
         let identity = release_identity(release)?;
         let located = crate::recovery::locate(ctx)?;
         let record = ctx.resolve_session(&located, session_id)?;
@@ -197,9 +195,7 @@ impl Target {
             located,
             record,
             isolation,
-            run_id: run_id
-                .map(str::to_string)
-                .unwrap_or_else(|| crate::base::ids::RunId::generate().into()),
+            run_id: run_id.unwrap_or_else(RunId::generate),
             identity,
         })
     }
@@ -219,8 +215,8 @@ impl Target {
 
 /// What one run (or capture) produced.
 pub(crate) struct Evidence<'a> {
-    pub session_id: &'a str,
-    pub run_id: &'a str,
+    pub session_id: &'a SessionId,
+    pub run_id: &'a RunId,
     pub state: RunState,
     pub base_tree: &'a TreeId,
     pub result_tree: &'a TreeId,
@@ -394,7 +390,7 @@ fn update_last_run(located: &Located, ev: &Evidence<'_>, observed_at_ms: u64) ->
             .is_none_or(|last| last.observed_at_ms <= observed_at_ms);
         if newer {
             record.last_run = Some(LastRun {
-                run_id: crate::base::ids::RunId::new(ev.run_id)?,
+                run_id: ev.run_id.clone(),
                 state: ev.state,
                 observed_at_ms,
                 result_tree: ev.result_tree.clone(),

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
-use crate::base::ids::TreeId;
+use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::paths::RepoPath;
 use crate::git::{Git, HermeticGit};
 use crate::model::isolation::Isolation;
@@ -479,7 +479,7 @@ const STORED_SCHEMA: &str = "a3s-iso.nested.v1";
 
 /// Where a run's nested change sets are kept: `<state>/nested/<id>/<run>.json` (the patches
 /// themselves are computed again from the pinned trees).
-fn stored_path(store: &Store, session_id: &str, run_id: &str) -> PathBuf {
+fn stored_path(store: &Store, session_id: &SessionId, run_id: &RunId) -> PathBuf {
     StateDir::Nested.run_file(store.dir(), session_id, run_id)
 }
 
@@ -487,8 +487,8 @@ fn stored_path(store: &Store, session_id: &str, run_id: &str) -> PathBuf {
 /// it cannot be read).
 pub(crate) fn stored(
     store: &Store,
-    session_id: &str,
-    run_id: &str,
+    session_id: &SessionId,
+    run_id: &RunId,
 ) -> Option<Vec<NestedChangeSet>> {
     let path = stored_path(store, session_id, run_id);
     match crate::base::fsutil::read_json::<StoredNested>(&path) {
@@ -503,7 +503,7 @@ pub(crate) fn record(
     git: &Git,
     common_dir: &Path,
     store: &Store,
-    (session_id, run_id): (&str, &str),
+    (session_id, run_id): (&SessionId, &RunId),
     sets: &[NestedChangeSet],
 ) -> Result<()> {
     if sets.is_empty() {

@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use crate::base::error::Result;
+use crate::base::ids::SessionId;
 use crate::context::Located;
 use crate::git::Git;
 use crate::model::refs::{self, Scope};
@@ -28,7 +29,7 @@ pub(crate) struct SessionPlan {
 pub(crate) fn plan_session(
     git: &Git,
     located: &Located,
-    id: &str,
+    id: &SessionId,
     record: Option<&SessionRecord>,
     reason: Reason,
 ) -> Result<SessionPlan> {
@@ -41,7 +42,7 @@ pub(crate) fn plan_session(
 pub(crate) fn plan_session_at(
     git: &Git,
     located: &Located,
-    id: &str,
+    id: &SessionId,
     admin: Option<&std::path::Path>,
     reason: Reason,
 ) -> Result<SessionPlan> {
@@ -84,7 +85,7 @@ pub(crate) fn plan_session_at(
 /// The session's files in the state dir that exist now (its record last).
 fn files_of(
     located: &Located,
-    id: &str,
+    id: &SessionId,
     admin: Option<&std::path::Path>,
     reason: Reason,
 ) -> Vec<Item> {
@@ -158,7 +159,7 @@ pub(crate) fn seeds_of(
 
 /// The session's promote artifacts in the state dir: those of its journal entries, and those
 /// whose `summary.json` names it (a `--no-apply` promote journals nothing).
-fn artifacts_of(located: &Located, id: &str) -> Vec<PathBuf> {
+fn artifacts_of(located: &Located, id: &SessionId) -> Vec<PathBuf> {
     let root = located.store.artifacts_dir();
     let mut dirs: Vec<PathBuf> = located
         .store
@@ -191,7 +192,7 @@ pub(crate) fn artifacts_session(dir: &std::path::Path) -> Option<String> {
 
 /// The session's journal entries: kept, each makes a later promote of its digest
 /// `idempotent`.
-fn journal_of(located: &Located, id: &str) -> Vec<Item> {
+fn journal_of(located: &Located, id: &SessionId) -> Vec<Item> {
     let store = &located.store;
     store
         .journal_entries()

@@ -254,7 +254,7 @@ impl<'a> Work<'a> {
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
             schema: crate::recovery::rebase_record::STATE_SCHEMA.into(),
-            session_id: id.to_string(),
+            session_id: id.clone(),
             session_created_at_ms: session.created_at_ms,
             pre,
             from_revision: session.bound_revision.clone(),
@@ -586,7 +586,7 @@ impl<'a> Work<'a> {
         }
         if !unmerged.is_empty() {
             return Err(Error::SessionConflicted {
-                session_id: state.session_id.clone(),
+                session_id: state.session_id.to_string(),
                 what:
                     "paths are still unmerged in the isolation's index (git add them once resolved)"
                         .into(),
@@ -601,7 +601,7 @@ impl<'a> Work<'a> {
             .collect();
         if !marked.is_empty() {
             return Err(Error::SessionConflicted {
-                session_id: state.session_id.clone(),
+                session_id: state.session_id.to_string(),
                 what: "files still hold conflict markers".into(),
                 paths: marked,
             });

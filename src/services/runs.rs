@@ -4,6 +4,7 @@
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::base::ids::{RunId, SessionId};
 use crate::model::changeset::{ChangeSet, RunState};
 use crate::store::state::{Ran, RunSandbox, Store};
 
@@ -37,7 +38,7 @@ pub struct RunView {
 }
 
 /// The session's runs (those with a stored document), oldest first.
-pub(crate) fn runs(store: &Store, session_id: &str) -> Result<Vec<RunView>> {
+pub(crate) fn runs(store: &Store, session_id: &SessionId) -> Result<Vec<RunView>> {
     let mut runs: Vec<RunView> = store
         .run_ids(session_id)?
         .into_iter()
@@ -53,7 +54,7 @@ pub(crate) fn runs(store: &Store, session_id: &str) -> Result<Vec<RunView>> {
 
 /// One run, from its stored document (when it can be read) and its exit record (when there is
 /// one).
-fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
+fn run_view(store: &Store, session_id: &SessionId, run_id: RunId) -> RunView {
     let doc = store
         .load_run_doc(session_id, &run_id)
         .ok()
@@ -70,6 +71,6 @@ fn run_view(store: &Store, session_id: &str, run_id: String) -> RunView {
         ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
         network: exit.as_ref().and_then(|e| e.network.clone()),
         sandbox: exit.and_then(|e| e.sandbox),
-        run_id,
+        run_id: run_id.to_string(),
     }
 }

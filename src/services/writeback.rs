@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::ids::RunId;
 use crate::base::sandbox::FileLayer;
 
 /// One file the command may write.
@@ -38,7 +39,11 @@ impl Layers {
     /// of them, under a directory named after this process (so that a run killed before
     /// removing it is cleaned up by the next command), and puts in the layers the kept copies
     /// of the files not kept where the command sees them.
-    pub(crate) fn create(run_id: &str, dirs: &[PathBuf], grants: Vec<FileGrant>) -> Result<Layers> {
+    pub(crate) fn create(
+        run_id: &RunId,
+        dirs: &[PathBuf],
+        grants: Vec<FileGrant>,
+    ) -> Result<Layers> {
         let mut layers: Vec<(FileLayer, Vec<FileGrant>)> = Vec::new();
         if grants.is_empty() && dirs.is_empty() {
             return Ok(Layers { root: None, layers });

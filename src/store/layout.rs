@@ -2,6 +2,7 @@
 //! the layout under `<git common dir>/a3s-iso/` (or `--state-dir`). [`crate::store::state::Store`]
 //! builds each path from these; nothing else joins a state-dir name by hand.
 
+use crate::base::ids::{RunId, SessionId};
 use std::path::{Path, PathBuf};
 
 /// One directory (or top-level file) of a state store.
@@ -131,7 +132,7 @@ impl StateDir {
     }
 
     /// A run's record in a per-session directory: `<dir>/<session>/<run>.json`.
-    pub fn run_file(self, root: &Path, session_id: &str, run_id: &str) -> PathBuf {
+    pub fn run_file(self, root: &Path, session_id: &SessionId, run_id: &RunId) -> PathBuf {
         self.under(root)
             .join(session_id)
             .join(format!("{run_id}.json"))

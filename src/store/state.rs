@@ -171,7 +171,7 @@ pub struct SessionRecord {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgedMark {
     /// The session purged.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The common git dir of its source (a shared state dir holds several repositories').
     #[serde(with = "crate::base::paths::fs_path")]
     pub common_dir: PathBuf,
@@ -266,7 +266,7 @@ pub(crate) enum RecordStatus {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRecord {
     /// The session being bound.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Where the tree is being built (in place, at the isolation path).
     #[serde(with = "crate::base::paths::fs_path")]
     pub path: PathBuf,
@@ -333,7 +333,7 @@ impl Store {
     }
 
     /// Where the session's lease file is.
-    pub(crate) fn lease_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn lease_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Leases.file(&self.dir, id, ".lock")
     }
 
@@ -342,17 +342,21 @@ impl Store {
     /// session's tree, so none of them can start in the middle of another. Never waits for a
     /// holder; it only steps over a probe of [`Store::is_leased`], which holds the lock for an
     /// instant.
-    pub(crate) fn try_lease(&self, id: &str) -> Result<Option<FileLock>> {
+    pub(crate) fn try_lease(&self, id: &SessionId) -> Result<Option<FileLock>> {
         self.try_lease_noting(id, None)
     }
 
     /// Takes the session's lease for run `run_id`, as [`Store::try_lease`]; while it holds the
     /// lease, the lease file names the run ([`Store::leasing_run`]).
-    pub(crate) fn try_lease_for_run(&self, id: &str, run_id: &str) -> Result<Option<FileLock>> {
+    pub(crate) fn try_lease_for_run(
+        &self,
+        id: &SessionId,
+        run_id: &RunId,
+    ) -> Result<Option<FileLock>> {
         self.try_lease_noting(id, Some(&format!("{LEASE_RUN_NOTE}{run_id}")))
     }
 
-    fn try_lease_noting(&self, id: &str, note: Option<&str>) -> Result<Option<FileLock>> {
+    fn try_lease_noting(&self, id: &SessionId, note: Option<&str>) -> Result<Option<FileLock>> {
         let path = self.lease_file(id);
         for pause_ms in [1, 3, 0] {
             if let Some(lease) = FileLock::try_acquire_noting(&path, note)? {
@@ -366,7 +370,7 @@ impl Store {
     /// The run whose command holds the session's lease now, if a run holds it (`None`: no one
     /// does, or a command that is not a run). The holder writes the file just after taking
     /// the lock: a file not written whole yet is read again, briefly.
-    pub(crate) fn leasing_run(&self, id: &str) -> Result<Option<String>> {
+    pub(crate) fn leasing_run(&self, id: &SessionId) -> Result<Option<String>> {
         if !self.is_leased(id)? {
             return Ok(None);
         }
@@ -388,13 +392,13 @@ impl Store {
 
     /// Whether someone holds the session's lease now (a probe: it takes the lease for an
     /// instant when it is free).
-    pub(crate) fn is_leased(&self, id: &str) -> Result<bool> {
+    pub(crate) fn is_leased(&self, id: &SessionId) -> Result<bool> {
         FileLock::is_held(&self.lease_file(id))
     }
 
     /// Takes the session's lease to change its tree, held until dropped; a running command (or
     /// another command changing the tree) holding it is `session_busy`, without waiting.
-    pub(crate) fn lease_or_busy(&self, id: &str) -> Result<FileLock> {
+    pub(crate) fn lease_or_busy(&self, id: &SessionId) -> Result<FileLock> {
         self.try_lease(id)?.ok_or_else(|| Error::SessionBusy {
             session_id: id.to_string(),
             holder: Busy::RunInProgress,
@@ -402,12 +406,12 @@ impl Store {
     }
 
     /// Where the mark of the session's purge is.
-    pub(crate) fn purged_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn purged_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Purged.file(&self.dir, id, ".json")
     }
 
     /// The mark a purge of `id` left, if there is one.
-    pub(crate) fn load_purged(&self, id: &str) -> Result<Option<PurgedMark>> {
+    pub(crate) fn load_purged(&self, id: &SessionId) -> Result<Option<PurgedMark>> {
         read_json(&self.purged_file(id))
     }
 
@@ -421,16 +425,16 @@ impl Store {
     }
 
     /// Where the session's record is.
-    pub(crate) fn session_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn session_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Sessions.file(&self.dir, id, ".json")
     }
 
-    fn claim_file(&self, id: &str) -> PathBuf {
+    fn claim_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Claims.file(&self.dir, id, ".json")
     }
 
     /// The session record of `id`, if there is one.
-    pub(crate) fn load_session(&self, id: &str) -> Result<Option<SessionRecord>> {
+    pub(crate) fn load_session(&self, id: &SessionId) -> Result<Option<SessionRecord>> {
         read_json(&self.session_file(id))
     }
 
@@ -444,14 +448,18 @@ impl Store {
     }
 
     /// Removes a session record; a missing one is not an error.
-    pub(crate) fn remove_session(&self, id: &str) -> Result<()> {
+    pub(crate) fn remove_session(&self, id: &SessionId) -> Result<()> {
         remove_file_if_exists(&self.session_file(id))
     }
 
     /// Every session record, sorted by id; unreadable records are reported by name.
     pub(crate) fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
         let mut out = Vec::new();
-        for id in self.ids_in(&StateDir::Sessions.under(&self.dir))? {
+        for name in self.ids_in(&StateDir::Sessions.under(&self.dir))? {
+            let Ok(id) = SessionId::new(name.as_str()) else {
+                out.push(Err(format!("{name}: not a session id")));
+                continue;
+            };
             out.push(match self.load_session(&id) {
                 Ok(Some(record)) => Ok(record),
                 Ok(None) => continue,
@@ -462,7 +470,7 @@ impl Store {
     }
 
     /// A session record as found on disk, telling a corrupt record from one that cannot be read.
-    pub(crate) fn session_status(&self, id: &str) -> RecordStatus {
+    pub(crate) fn session_status(&self, id: &SessionId) -> RecordStatus {
         let path = self.session_file(id);
         match std::fs::read(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => RecordStatus::Missing,
@@ -475,15 +483,17 @@ impl Store {
     }
 
     /// When the session record was last written (for the age of a malformed one).
-    pub(crate) fn session_modified_ms(&self, id: &str) -> Option<u64> {
+    pub(crate) fn session_modified_ms(&self, id: &SessionId) -> Option<u64> {
         crate::base::fsutil::modified_ms(&self.session_file(id))
     }
 
     /// Every in-flight claim that can be read.
     pub(crate) fn claims(&self) -> Result<Vec<ClaimRecord>> {
         let mut out = Vec::new();
-        for id in self.ids_in(&StateDir::Claims.under(&self.dir))? {
-            if let Ok(Some(claim)) = self.load_claim(&id) {
+        for name in self.ids_in(&StateDir::Claims.under(&self.dir))? {
+            if let Ok(id) = SessionId::new(name)
+                && let Ok(Some(claim)) = self.load_claim(&id)
+            {
                 out.push(claim);
             }
         }
@@ -491,7 +501,7 @@ impl Store {
     }
 
     /// The in-flight claim on `id`, if there is one.
-    pub(crate) fn load_claim(&self, id: &str) -> Result<Option<ClaimRecord>> {
+    pub(crate) fn load_claim(&self, id: &SessionId) -> Result<Option<ClaimRecord>> {
         read_json(&self.claim_file(id))
     }
 
@@ -501,27 +511,27 @@ impl Store {
     }
 
     /// Removes a claim; a missing one is not an error.
-    pub(crate) fn remove_claim(&self, id: &str) -> Result<()> {
+    pub(crate) fn remove_claim(&self, id: &SessionId) -> Result<()> {
         remove_file_if_exists(&self.claim_file(id))
     }
 
     /// Where the intent of a tree operation on session `id` (a retain's move, a sweep's
     /// reclaim) is kept while it is in progress (see `pending`).
-    pub(crate) fn pending_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn pending_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Pending.file(&self.dir, id, ".json")
     }
 
     /// The sessions with a tree operation's intent pending, sorted.
-    pub(crate) fn pending_ids(&self) -> Result<Vec<String>> {
-        self.ids_in(&StateDir::Pending.under(&self.dir))
+    pub(crate) fn pending_ids(&self) -> Result<Vec<SessionId>> {
+        Ok(checked(self.ids_in(&StateDir::Pending.under(&self.dir))?))
     }
 
-    fn run_file(&self, id: &str, run_id: &str) -> PathBuf {
+    fn run_file(&self, id: &SessionId, run_id: &RunId) -> PathBuf {
         StateDir::Runs.run_file(&self.dir, id, run_id)
     }
 
     /// The stored change-set document of a run, as its exact bytes.
-    pub(crate) fn load_run_doc(&self, id: &str, run_id: &str) -> Result<Option<Vec<u8>>> {
+    pub(crate) fn load_run_doc(&self, id: &SessionId, run_id: &RunId) -> Result<Option<Vec<u8>>> {
         let path = self.run_file(id, run_id);
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(bytes)),
@@ -531,23 +541,25 @@ impl Store {
     }
 
     /// The run ids with a stored document for a session, sorted.
-    pub(crate) fn run_ids(&self, id: &str) -> Result<Vec<String>> {
-        self.ids_in(&StateDir::Runs.under(&self.dir).join(id))
+    pub(crate) fn run_ids(&self, id: &SessionId) -> Result<Vec<RunId>> {
+        Ok(checked(
+            self.ids_in(&StateDir::Runs.under(&self.dir).join(id))?,
+        ))
     }
 
     /// The sessions with stored run documents (a directory under `runs/`), sorted.
-    pub(crate) fn run_session_ids(&self) -> Result<Vec<String>> {
+    pub(crate) fn run_session_ids(&self) -> Result<Vec<SessionId>> {
         let dir = StateDir::Runs.under(&self.dir);
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
         };
-        let mut ids: Vec<String> = entries
+        let mut ids: Vec<SessionId> = entries
             .flatten()
             .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|entry| entry.file_name().into_string().ok())
-            .filter(|id| crate::base::ids::validate(id).is_ok())
+            .filter_map(|id| SessionId::new(id).ok())
             .collect();
         ids.sort();
         Ok(ids)
@@ -555,17 +567,22 @@ impl Store {
 
     /// Records how a run's command ended and what it ran (`run-exits/<id>/<run>.json`),
     /// beside its document, which has no place for either.
-    pub(crate) fn save_run_exit(&self, id: &str, run_id: &str, exit: &RunExit) -> Result<()> {
+    pub(crate) fn save_run_exit(
+        &self,
+        id: &SessionId,
+        run_id: &RunId,
+        exit: &RunExit,
+    ) -> Result<()> {
         let path = StateDir::RunExits.run_file(&self.dir, id, run_id);
         write_record_atomic(&path, RUN_EXIT_SCHEMA, exit)
     }
 
-    fn live_run_path(&self, id: &str) -> PathBuf {
+    fn live_run_path(&self, id: &SessionId) -> PathBuf {
         StateDir::Live.file(&self.dir, id, ".json")
     }
 
     /// The live data of the run holding the session's lease now, if it published ports.
-    pub(crate) fn live_run(&self, id: &str) -> Option<LiveRun> {
+    pub(crate) fn live_run(&self, id: &SessionId) -> Option<LiveRun> {
         let running = self.leasing_run(id).ok().flatten()?;
         let bytes = std::fs::read(self.live_run_path(id)).ok()?;
         let live: LiveRun = serde_json::from_slice(&bytes).ok()?;
@@ -573,13 +590,13 @@ impl Store {
     }
 
     /// How a run's command ended, if a3s-iso recorded it.
-    pub(crate) fn load_run_exit(&self, id: &str, run_id: &str) -> Option<RunExit> {
+    pub(crate) fn load_run_exit(&self, id: &SessionId, run_id: &RunId) -> Option<RunExit> {
         let path = StateDir::RunExits.run_file(&self.dir, id, run_id);
         read_json(&path).ok().flatten()
     }
 
     /// Stores a run's change-set document (atomically).
-    pub(crate) fn save_run_doc(&self, id: &str, run_id: &str, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn save_run_doc(&self, id: &SessionId, run_id: &RunId, bytes: &[u8]) -> Result<()> {
         crate::base::fsutil::write_atomic(&self.run_file(id, run_id), bytes)
     }
 
@@ -637,17 +654,17 @@ impl Store {
     }
 
     /// What `land --push` pushes of a session (`land-push/<id>.json`).
-    pub(crate) fn land_push_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn land_push_file(&self, id: &SessionId) -> PathBuf {
         StateDir::LandPush.file(&self.dir, id, ".json")
     }
 
     /// Where `land --test` keeps the output of a session's tests (`land-tests/<id>/`).
-    pub(crate) fn land_tests_dir(&self, id: &str) -> PathBuf {
+    pub(crate) fn land_tests_dir(&self, id: &SessionId) -> PathBuf {
         StateDir::LandTests.under(&self.dir).join(id)
     }
 
     /// Where the setup commands of a session keep their output (`setup/<id>/`).
-    pub(crate) fn setup_output_dir(&self, id: &str) -> PathBuf {
+    pub(crate) fn setup_output_dir(&self, id: &SessionId) -> PathBuf {
         StateDir::Setup.under(&self.dir).join(id)
     }
 
@@ -722,23 +739,23 @@ impl Store {
     }
 
     /// A conflicted rebase's records (`rebases/<id>.json`, the pre-rebase `.index` and `.HEAD`).
-    pub(crate) fn rebase_file(&self, id: &str, ext: &str) -> PathBuf {
+    pub(crate) fn rebase_file(&self, id: &SessionId, ext: &str) -> PathBuf {
         StateDir::Rebases.file(&self.dir, id, &format!(".{ext}"))
     }
 
     /// A rebase's write-ahead intent (`rebasing/<id>.json`), while it changes the isolation.
-    pub(crate) fn rebase_intent_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn rebase_intent_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Rebasing.file(&self.dir, id, ".json")
     }
 
     /// The session's own git layers (`session-git/<id>/`): what git inside its runs writes
     /// to the repository's git dir and the isolation's admin dir (see `session_git`).
-    pub(crate) fn session_git_dir(&self, id: &str) -> PathBuf {
+    pub(crate) fn session_git_dir(&self, id: &SessionId) -> PathBuf {
         StateDir::SessionGit.under(&self.dir).join(id)
     }
 
     /// Where a sandboxed run's layer over its isolation is (`run-layers/<id>/<run>/`).
-    pub(crate) fn run_layer_dir(&self, id: &str, run_id: &str) -> PathBuf {
+    pub(crate) fn run_layer_dir(&self, id: &SessionId, run_id: &RunId) -> PathBuf {
         StateDir::RunLayers.under(&self.dir).join(id).join(run_id)
     }
 
@@ -749,7 +766,7 @@ impl Store {
 
     /// Drops the stored change-set documents of a session's runs, their nested change sets
     /// (whose refs go with the session's) and the records of its rebase.
-    pub(crate) fn remove_runs(&self, id: &str) -> Result<()> {
+    pub(crate) fn remove_runs(&self, id: &SessionId) -> Result<()> {
         for file in [
             self.rebase_file(id, "json"),
             self.rebase_file(id, "index"),
@@ -900,8 +917,8 @@ impl LiveRunFile {
     /// Writes the file for a run that publishes ports (`None` for one that publishes none).
     pub(crate) fn write(
         store: &Store,
-        id: &str,
-        run_id: &str,
+        id: &SessionId,
+        run_id: &RunId,
         published: &[crate::store::network_report::Published],
     ) -> Result<Option<LiveRunFile>> {
         if published.is_empty() {
@@ -1059,4 +1076,15 @@ pub(crate) fn registry_files() -> Result<Vec<(PathBuf, RegistryEntry)>> {
     }
     out.sort_by(|a, b| a.1.source.cmp(&b.1.source));
     Ok(out)
+}
+
+/// The names that are ids of this kind (a file a3s-iso did not write may be named anything).
+fn checked<T>(names: Vec<String>) -> Vec<T>
+where
+    T: TryFrom<String>,
+{
+    names
+        .into_iter()
+        .filter_map(|n| T::try_from(n).ok())
+        .collect()
 }

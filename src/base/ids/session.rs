@@ -76,6 +76,20 @@ macro_rules! checked_id {
             }
         }
 
+        impl TryFrom<String> for $name {
+            type Error = Error;
+            fn try_from(id: String) -> Result<$name> {
+                $name::new(id)
+            }
+        }
+
+        // A checked id is one path component: never empty, no '/', no '..'.
+        impl AsRef<std::path::Path> for $name {
+            fn as_ref(&self) -> &std::path::Path {
+                std::path::Path::new(&self.0)
+            }
+        }
+
         impl Serialize for $name {
             fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
                 s.serialize_str(&self.0)

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::base::fsutil::modified_ms;
+use crate::base::ids::SessionId;
 use crate::context::Located;
 use crate::git::Git;
 use crate::services::purge::{SessionPlan, artifacts_session, plan_session};
@@ -31,17 +32,21 @@ impl Window {
 /// The sessions of the store as `gc` sees them.
 struct Sessions {
     /// Every record that could be read, by id.
-    records: BTreeMap<String, SessionRecord>,
+    records: BTreeMap<SessionId, SessionRecord>,
     /// The ids whose state must not be touched: bound, retained, or a record that cannot be
     /// read (it may be a live session's).
-    needed: BTreeSet<String>,
+    needed: BTreeSet<SessionId>,
 }
 
 impl Sessions {
     fn read(located: &Located) -> Result<Sessions> {
         let mut records = BTreeMap::new();
         let mut needed = BTreeSet::new();
-        for id in ids_in(&located.store.path(StateDir::Sessions), ".json") {
+        for name in ids_in(&located.store.path(StateDir::Sessions), ".json") {
+            // A file a3s-iso did not write is no session's.
+            let Ok(id) = SessionId::new(name) else {
+                continue;
+            };
             match located.store.load_session(&id) {
                 Ok(Some(record)) => {
                     if matches!(record.state, SessionState::Bound | SessionState::Retained) {
@@ -93,7 +98,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
 
 /// Whether something is in progress on session `id`: a bind's claim, a tree operation's
 /// intent, or a held lease.
-fn busy(located: &Located, id: &str) -> bool {
+fn busy(located: &Located, id: &SessionId) -> bool {
     let store = &located.store;
     StateDir::Claims.file(store.dir(), id, ".json").exists()
         || store.pending_file(id).exists()
@@ -181,11 +186,14 @@ fn plan_gone(
         ids.extend(ids_in(&sub.under(dir), ""));
     }
     ids.extend(ids_in(&StateDir::Leases.under(dir), ".lock"));
-    for id in ids {
+    for name in ids {
+        let Ok(id) = SessionId::new(name) else {
+            continue;
+        };
         if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
             continue;
         }
-        if crate::base::ids::validate(&id).is_err() || busy(located, &id) {
+        if busy(located, &id) {
             continue;
         }
         let newest = PER_SESSION
@@ -211,7 +219,10 @@ fn plan_purged(located: &Located, window: Window, sessions: &Sessions, plan: &mu
     } else {
         Reason::Expired
     };
-    for id in ids_in(&located.store.path(StateDir::Purged), ".json") {
+    for name in ids_in(&located.store.path(StateDir::Purged), ".json") {
+        let Ok(id) = SessionId::new(name) else {
+            continue;
+        };
         if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
             continue;
         }
@@ -293,7 +304,7 @@ fn plan_artifacts(located: &Located, window: Window, sessions: &Sessions, plan: 
             .or_else(|| artifacts_session(&dir));
         if owner
             .as_ref()
-            .is_some_and(|id| sessions.needed.contains(id))
+            .is_some_and(|id| sessions.needed.contains(id.as_str()))
             || hex.as_deref().is_some_and(|h| intent_pending(located, h))
         {
             continue;

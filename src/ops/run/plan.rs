@@ -243,7 +243,7 @@ fn command_env(
             "A3S_ISO_SESSION_ID".into(),
             record.session_id.as_str().into(),
         ),
-        ("A3S_ISO_RUN_ID".into(), run_id.into()),
+        ("A3S_ISO_RUN_ID".into(), run_id.as_str().into()),
         ("A3S_ISO_WORKTREE".into(), worktree.into()),
         ("A3S_ISO_SOURCE".into(), record.source.clone().into()),
         ("TMPDIR".into(), private_tmp.into()),

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
+use crate::base::ids::RunId;
 use crate::git::repo::Repo;
 use crate::git::{Git, Receiver};
 use crate::store::layout::StateDir;
@@ -31,13 +32,13 @@ impl Quarantine {
     /// Creates an empty quarantine for a run, named after the run and this process (so that
     /// the next command removes it if the run is killed).
     /// `modules`: the object directories of the isolation's submodules.
-    pub fn create(store: &Store, run_id: &str, modules: Vec<PathBuf>) -> Result<Quarantine> {
+    pub fn create(store: &Store, run_id: &RunId, modules: Vec<PathBuf>) -> Result<Quarantine> {
         Quarantine::with_modules(store, run_id, modules, None)
     }
 
     fn with_modules(
         store: &Store,
-        run_id: &str,
+        run_id: &RunId,
         modules: Vec<PathBuf>,
         admin: Option<PathBuf>,
     ) -> Result<Quarantine> {
@@ -56,7 +57,7 @@ impl Quarantine {
 
     /// A quarantine for a run in the isolation whose admin dir is `admin`, with its
     /// submodules' object directories.
-    pub fn for_isolation(store: &Store, run_id: &str, admin: &Path) -> Result<Quarantine> {
+    pub fn for_isolation(store: &Store, run_id: &RunId, admin: &Path) -> Result<Quarantine> {
         let (modules, _) = crate::services::nested::module_stores(admin);
         Quarantine::with_modules(store, run_id, modules, Some(admin.to_path_buf()))
     }

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Busy, Error, Held, IoContext, Result};
+use crate::base::ids::{RunId, SessionId};
 use crate::context::{Context, Located};
 use crate::model::isolation::Isolation;
 use crate::ops::run::quarantine::Quarantine;
@@ -79,11 +80,11 @@ impl Claimed {
         }
     }
 
-    pub(crate) fn session_id(&self) -> &str {
-        self.target.record.session_id.as_str()
+    pub(crate) fn session_id(&self) -> &SessionId {
+        &self.target.record.session_id
     }
 
-    pub(crate) fn run_id(&self) -> &str {
+    pub(crate) fn run_id(&self) -> &RunId {
         &self.target.run_id
     }
 
@@ -107,7 +108,7 @@ impl Claimed {
 
 /// Takes the session's lease for the run, after checking that the run id is new.
 fn lease(ctx: &Context, target: &Target, explicit: bool) -> Result<FileLock> {
-    let (session_id, run_id) = (target.record.session_id.as_str(), target.run_id.as_str());
+    let (session_id, run_id) = (&target.record.session_id, &target.run_id);
     refuse_redo(ctx, target, explicit)?;
     target
         .located
@@ -122,8 +123,8 @@ fn lease(ctx: &Context, target: &Target, explicit: bool) -> Result<FileLock> {
 /// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
 /// pinned result): runs are never redone under the same id.
 fn refuse_redo(ctx: &Context, target: &Target, explicit: bool) -> Result<()> {
-    let (located, run_id) = (&target.located, target.run_id.as_str());
-    let session_id = target.record.session_id.as_str();
+    let (located, run_id) = (&target.located, &target.run_id);
+    let session_id = &target.record.session_id;
     let redone = located.store.load_run_doc(session_id, run_id)?.is_some()
         || (explicit
             && crate::model::refs::SessionRefs {
@@ -149,7 +150,7 @@ pub(crate) struct PrivateTmp {
 }
 
 impl PrivateTmp {
-    fn create(run_id: &str) -> Result<PrivateTmp> {
+    fn create(run_id: &RunId) -> Result<PrivateTmp> {
         use std::os::unix::fs::DirBuilderExt;
         // Named after this process, so that the next command removes it if the run is killed.
         let path = std::env::temp_dir().join(crate::base::maker::owned_name(&format!(

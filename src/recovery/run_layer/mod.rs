@@ -32,6 +32,7 @@ mod merge;
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::ids::{RunId, SessionId};
 use crate::base::sandbox::{FileLayer, SandboxSpec};
 use crate::context::Located;
 use crate::model::isolation::Isolation;
@@ -96,7 +97,7 @@ fn forced_full() -> bool {
 pub(crate) fn prepare(
     located: &Located,
     isolation: &Isolation,
-    (session_id, run_id): (&str, &str),
+    (session_id, run_id): (&SessionId, &RunId),
     spec: &SandboxSpec,
     writes: Writes,
 ) -> Result<Option<RunLayer>> {
@@ -119,7 +120,7 @@ pub(crate) fn prepare(
         return Ok(None);
     }
     let intent = MergeRun {
-        session_id: session_id.to_string(),
+        session_id: session_id.clone(),
         tree: isolation.tree.clone(),
         layer,
         dropped: writes == Writes::Dropped,
@@ -129,7 +130,7 @@ pub(crate) fn prepare(
 }
 
 /// What the fast path needs of the session and the sandbox, checked without reading the tree.
-fn provable(located: &Located, isolation: &Isolation, spec: &SandboxSpec, id: &str) -> bool {
+fn provable(located: &Located, isolation: &Isolation, spec: &SandboxSpec, id: &SessionId) -> bool {
     let tree = &isolation.tree;
     let under_tree = |p: &PathBuf| p != tree && p.starts_with(tree);
     let store = located.store.dir();

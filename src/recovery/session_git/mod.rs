@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::beneath::Dir;
 use crate::base::error::{IoContext, Result};
+use crate::base::ids::SessionId;
 use crate::base::names::RefNames;
 use crate::base::sandbox::GitLayers;
 use crate::git::repo::Repo;
@@ -55,7 +56,7 @@ struct Places {
 }
 
 impl Places {
-    fn of(store: &Store, id: &str) -> Places {
+    fn of(store: &Store, id: &SessionId) -> Places {
         Places {
             dir: store.session_git_dir(id),
         }
@@ -90,7 +91,7 @@ pub(crate) fn prepare(
     git: &Git,
     repo: &Repo,
     store: &Store,
-    session_id: &str,
+    session_id: &SessionId,
     admin: &Path,
 ) -> Result<(GitLayers, Vec<String>)> {
     let places = Places::of(store, session_id);
@@ -102,7 +103,7 @@ pub(crate) fn prepare(
     open_up_layers(&places)?;
     let mut warnings = Vec::new();
     let settling = crate::recovery::pending::left(store).into_iter().any(|intent| {
-        matches!(intent, crate::recovery::pending::TreeMove::SettleGit(ref s) if s.session_id == session_id)
+        matches!(intent, crate::recovery::pending::TreeMove::SettleGit(ref s) if s.session_id == *session_id)
     });
     if settling {
         warnings.extend(finish(git, repo, store, session_id, admin)?);
@@ -246,7 +247,7 @@ pub(crate) fn settle(
     git: &Git,
     repo: &Repo,
     store: &Store,
-    session_id: &str,
+    session_id: &SessionId,
     (admin, head_before): (&Path, &[u8]),
 ) -> Result<Vec<String>> {
     let places = Places::of(store, session_id);
@@ -262,7 +263,7 @@ pub(crate) fn settle(
     }
     let intent =
         crate::recovery::pending::TreeMove::SettleGit(crate::recovery::pending::SettleGit {
-            session_id: session_id.to_string(),
+            session_id: session_id.clone(),
             admin: admin.to_path_buf(),
         });
     crate::recovery::pending::save(store, &intent)?;
@@ -338,7 +339,7 @@ pub(crate) fn finish(
     git: &Git,
     repo: &Repo,
     store: &Store,
-    session_id: &str,
+    session_id: &SessionId,
     admin: &Path,
 ) -> Result<Vec<String>> {
     let places = Places::of(store, session_id);
@@ -457,7 +458,7 @@ fn mirror(
     git: &Git,
     repo: &Repo,
     ns: &RefNames,
-    session_id: &str,
+    session_id: &SessionId,
     places: &Places,
 ) -> Result<Vec<String>> {
     let view = RefView::new(&repo.common_dir, &places.upper("common"));
@@ -550,7 +551,7 @@ pub(crate) fn private_refs(
     git: &Git,
     repo: &Repo,
     store: &Store,
-    session_id: &str,
+    session_id: &SessionId,
 ) -> Result<PrivateRefs> {
     let ns = store.refs();
     let prefix = ns.session_git_dir(session_id);

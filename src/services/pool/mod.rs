@@ -403,7 +403,7 @@ pub(crate) fn recycle(
         return Ok(Returned::No);
     }
     let intent = crate::recovery::pending::Reclaim {
-        session_id: record.session_id.to_string(),
+        session_id: record.session_id.clone(),
         path: tree.clone(),
         admin: Some(admin.clone()),
         trash: crate::recovery::pending::trash_path(tree, &record.session_id),

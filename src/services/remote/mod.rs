@@ -22,7 +22,7 @@ pub(crate) use crate::services::remote::select::choose as choose_remote;
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
-use crate::base::ids::{Digest, TreeId};
+use crate::base::ids::{Digest, RunId, TreeId};
 use crate::context::{Context, Located};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
@@ -183,7 +183,11 @@ fn change_set_to_push(
         PushSource::Run { session_id, run_id } => {
             let located = crate::recovery::locate(ctx)?;
             let record = ctx.resolve_session(&located, session_id.as_deref())?;
-            let stored = located.store.load_run_doc(&record.session_id, run_id)?;
+            // A run id a3s-iso could not have given names no stored document.
+            let stored = match RunId::new(run_id.as_str()) {
+                Ok(run) => located.store.load_run_doc(&record.session_id, &run)?,
+                Err(_) => None,
+            };
             let bytes = stored.ok_or_else(|| Error::ChangeSetUnavailable {
                 reason: NoDocument::NotStored {
                     session_id: record.session_id.to_string(),
