@@ -36,6 +36,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
                 allow_url: args.allow_url,
                 max_bytes: args.max_bytes,
             }),
+            artifacts_opened: None,
         },
     )?;
     drop(spinner);

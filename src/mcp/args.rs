@@ -228,7 +228,7 @@ pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError>
 pub(crate) fn promote(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<(PromoteOptions, Option<GrantedFile>), RpcError> {
+) -> Result<(PromoteOptions, Granted), RpcError> {
     let parsed: PromoteArgs = parse(args)?;
     parsed
         .check()
@@ -237,15 +237,17 @@ pub(crate) fn promote(
         .change_set
         .map(|p| grants::input_file(Tool::Promote, "change_set", place.path(p), &place.grants))
         .transpose()?;
+    let artifacts = parsed
+        .artifacts
+        .map(|p| grants::output_dir(Tool::Promote, "artifacts", place.path(p), &place.grants))
+        .transpose()?;
     let options = PromoteOptions {
         session_id: parsed.session.session,
         change_set: None,
         mode: parsed.mode.into(),
         no_apply: parsed.no_apply,
-        artifacts: parsed
-            .artifacts
-            .map(|p| grants::output_path(Tool::Promote, "artifacts", place.path(p), &place.grants))
-            .transpose()?,
+        artifacts: None,
+        artifacts_opened: None,
         note: parsed.note,
         onto_head: parsed.onto_head,
         from: None,
@@ -255,7 +257,21 @@ pub(crate) fn promote(
         squash: false,
         message: parsed.message,
     };
-    Ok((options, document))
+    Ok((
+        options,
+        Granted {
+            document,
+            artifacts,
+        },
+    ))
+}
+
+/// What of a call's host files the tool opens beneath their grants before the library call.
+pub(crate) struct Granted {
+    /// The change-set document to read.
+    pub(crate) document: Option<GrantedFile>,
+    /// The directory to write the artifacts in.
+    pub(crate) artifacts: Option<GrantedFile>,
 }
 
 /// `land`'s options.

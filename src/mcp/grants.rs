@@ -305,8 +305,19 @@ pub fn output_file(
     granted_file(tool, param, path, &grants.output, "--allow-output")
 }
 
-/// A directory a call writes on the host: beneath an `--allow-output` directory once links
-/// are resolved, and not itself a link.
+/// A directory a call writes files in on the host (`promote`'s `artifacts`): as
+/// [`output_file`], made and opened beneath the granted directory when the call runs.
+pub fn output_dir(
+    tool: Tool,
+    param: &str,
+    path: PathBuf,
+    grants: &Grants,
+) -> Result<GrantedFile, RpcError> {
+    output_file(tool, param, path, grants)
+}
+
+/// A path a call writes on the host: beneath an `--allow-output` directory once links are
+/// resolved, and not itself a link.
 pub fn output_path(
     tool: Tool,
     param: &str,
@@ -352,6 +363,18 @@ impl GrantedFile {
         self.parent()
             .and_then(|dir| dir.replace(self.name(), bytes))
             .ctx(|| format!("cannot write {}", self.path.display()))
+    }
+
+    /// The path the call named.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The directory, made where missing and opened, each step beneath the grant.
+    pub(crate) fn open_dir(&self) -> Result<Dir> {
+        Dir::open(&self.root)
+            .and_then(|root| root.create_dirs(&self.rel))
+            .ctx(|| format!("cannot create {}", self.path.display()))
     }
 
     /// The file opened for reading (a link there, or on the way, is refused).
@@ -487,12 +510,14 @@ mod tests {
         let doc = output_file(Tool::Capture, "output", file("doc.json"), &grants).unwrap();
         let log = output_file(Tool::Run, "output", file("run.log"), &grants).unwrap();
         let read = input_file(Tool::Diff, "change_set", file("in.json"), &grants).unwrap();
+        let artifacts = output_dir(Tool::Promote, "artifacts", file("art"), &grants).unwrap();
         std::fs::remove_dir(granted.join("sub")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, granted.join("sub")).unwrap();
         std::fs::write(elsewhere.join("in.json"), "a secret").unwrap();
         assert!(doc.write(b"{}").is_err());
         assert!(log.append().is_err());
         assert!(read.open().is_err(), "read through the link");
+        assert!(artifacts.open_dir().is_err(), "made through the link");
         let there: Vec<_> = std::fs::read_dir(&elsewhere).unwrap().flatten().collect();
         assert_eq!(there.len(), 1, "only the planted file is there");
         // Put back as a directory, each is written or read where the call named it.
@@ -502,6 +527,8 @@ mod tests {
         std::fs::write(file("in.json"), "{}").unwrap();
         assert_eq!(std::fs::read(file("doc.json")).unwrap(), b"{}");
         assert_eq!(std::fs::read(file("run.log")).unwrap(), b"line\n");
+        artifacts.open_dir().unwrap();
+        assert!(file("art").is_dir());
         let mut text = String::new();
         std::io::Read::read_to_string(&mut read.open().unwrap(), &mut text).unwrap();
         assert_eq!(text, "{}");

@@ -938,3 +938,48 @@ fn attack_an_agents_bind_never_reclaims_the_users_dead_owner_session() {
     assert_eq!(doc["reclaimed"][0]["session_id"], "users", "{doc}");
     assert!(!fx.isolation("users").exists());
 }
+
+/// What a call writes or reads on the host lands where it named, inside its grant: the
+/// captured document, the change set read back by `diff`, and `promote`'s artifacts (their
+/// reported place and their summary name the call's path, not the descriptor the server
+/// wrote through).
+#[test]
+fn granted_files_are_written_and_read_where_the_call_named_them() {
+    let fx = Fixture::new();
+    let out = fx.root.join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let grant = out.display().to_string();
+    let flags = ["--allow-output", &grant, "--allow-input", &grant];
+    let mut client = Client::start(&fx, &[&flags[..], &["--allow-promote"]].concat());
+    client.handshake("2025-06-18");
+    client.document("bind", json!({"session_id": "agent", "owner": "none"}));
+    std::fs::write(fx.isolation("agent").join("new.txt"), "agent's work\n").unwrap();
+    let doc = out.join("docs/cs.json");
+    let shown = doc.display().to_string();
+    let captured = client.document("capture", json!({"session_id": "agent", "output": shown}));
+    let written: Value = serde_json::from_slice(&std::fs::read(&doc).unwrap()).unwrap();
+    assert_eq!(written, captured);
+    let diffed = client.document("diff", json!({"change_set": shown}));
+    assert_eq!(diffed["files"][0]["path"], "new.txt", "{diffed}");
+    let before = source_state(&fx);
+    let art = out.join("art");
+    let asked = json!({"session_id": "agent", "artifacts": art.display().to_string(),
+        "no_apply": true});
+    let promoted = client.document("promote", asked);
+    assert_eq!(
+        promoted["artifacts"],
+        art.display().to_string(),
+        "{promoted}"
+    );
+    let summary: Value =
+        serde_json::from_slice(&std::fs::read(art.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["artifacts"], art.display().to_string());
+    let patch = std::fs::read_to_string(art.join("change.patch")).unwrap();
+    assert!(patch.contains("+agent's work"), "{patch}");
+    assert_eq!(
+        source_state(&fx),
+        before,
+        "no_apply leaves the source alone"
+    );
+    client.close();
+}

@@ -16,6 +16,7 @@ use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::record_bytes;
 use crate::context::Located;
 use crate::model::snapshot::Patch;
+use crate::ops::promote::options::PromoteOptions;
 use crate::ops::promote::outcome::{Outcome, PromoteOutcome};
 use crate::store::layout::StateDir;
 
@@ -32,22 +33,30 @@ pub(crate) struct Artifacts {
 impl Artifacts {
     /// Copies the patch (streamed, file to file) and writes a `planned` summary. The default
     /// place, `<state>/artifacts/<digest>`, is reached without following a link (one found
-    /// there is refused); a directory the caller chose is taken as the caller named it.
+    /// there is refused); a directory the caller chose is taken as the caller named it, or
+    /// as the caller opened it.
     pub(crate) fn write(
         located: &Located,
-        chosen: Option<&Path>,
+        opts: &PromoteOptions,
         patch: &Patch,
         out: &mut PromoteOutcome,
     ) -> Result<Artifacts> {
-        let (dir, handle) = match chosen {
-            Some(dir) => {
+        let (dir, handle) = match (opts.artifacts.as_deref(), &opts.artifacts_opened) {
+            (Some(dir), Some(opened)) => {
+                let handle = opened
+                    .0
+                    .dir(Path::new("."))
+                    .ctx(|| format!("cannot open {}", dir.display()))?;
+                (dir.to_path_buf(), handle)
+            }
+            (Some(dir), None) => {
                 std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
                 let real =
                     std::fs::canonicalize(dir).ctx(|| format!("cannot open {}", dir.display()))?;
                 let handle = Dir::open(&real).ctx(|| format!("cannot open {}", dir.display()))?;
                 (dir.to_path_buf(), handle)
             }
-            None => {
+            (None, _) => {
                 let state = located.store.dir();
                 let rel = Path::new(StateDir::Artifacts.name())
                     .join(patch.digest.trim_start_matches("sha256:"));

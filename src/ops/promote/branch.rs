@@ -100,12 +100,7 @@ fn replay_root(
     if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
         return Ok(out);
     }
-    let artifacts = Artifacts::write(
-        located,
-        opts.artifacts.as_deref(),
-        &candidate.patch,
-        &mut out,
-    )?;
+    let artifacts = Artifacts::write(located, opts, &candidate.patch, &mut out)?;
     if opts.no_apply {
         return Ok(out);
     }

@@ -28,7 +28,7 @@ mod patch;
 use crate::ops::promote::journal::{Landed, journal};
 use crate::ops::promote::options::Candidate;
 pub(crate) use crate::ops::promote::options::Known;
-pub use crate::ops::promote::options::PromoteOptions;
+pub use crate::ops::promote::options::{OpenedDir, PromoteOptions};
 use crate::services::steps::last_step;
 
 pub use crate::ops::promote::outcome::{

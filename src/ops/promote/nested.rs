@@ -185,10 +185,22 @@ fn keep_patch(
             .join(journal_key(&captured.set).trim_start_matches("sha256:")),
     };
     out.artifacts = Some(root.clone());
-    let dir = root.join("nested");
-    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    let path = dir.join(format!("{}.patch", hex::encode(&captured.set.path_exact.0)));
-    crate::base::fsutil::write_atomic(&path, &captured.patch.read()?)?;
+    let name = format!("{}.patch", hex::encode(&captured.set.path_exact.0));
+    let path = root.join("nested").join(&name);
+    let bytes = captured.patch.read()?;
+    match (&opts.artifacts, &opts.artifacts_opened) {
+        // The directory a caller opened beneath its grant: written through it, never by name.
+        (Some(chosen), Some(opened)) if *chosen == root => opened
+            .0
+            .create_dirs(Path::new("nested"))
+            .and_then(|nested| nested.replace(Path::new(&name), &bytes))
+            .ctx(|| format!("cannot write {}", path.display()))?,
+        _ => {
+            let dir = root.join("nested");
+            std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
+            crate::base::fsutil::write_atomic(&path, &bytes)?;
+        }
+    }
     result.detail = Some(format!("patch written to {}", path.display()));
     Ok(())
 }

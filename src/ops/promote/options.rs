@@ -11,6 +11,10 @@ use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome};
 use crate::services::steps::{Previous, delta_base, last_step};
 use crate::store::state::{SessionRecord, Step};
 
+/// A directory a caller opened already, to be written through and never looked up by name.
+#[derive(Debug, Clone)]
+pub struct OpenedDir(pub(crate) std::sync::Arc<crate::base::beneath::Dir>);
+
 /// What to promote and how.
 #[derive(Debug, Clone, Default)]
 pub struct PromoteOptions {
@@ -24,6 +28,9 @@ pub struct PromoteOptions {
     pub no_apply: bool,
     /// Where the artifacts go (default: under the state dir).
     pub artifacts: Option<PathBuf>,
+    /// The directory `artifacts` names, opened already by a caller that checked it (the MCP
+    /// server, beneath a grant): written through this handle, never looked up by name again.
+    pub artifacts_opened: Option<OpenedDir>,
     /// `--note DIGEST`: record the digest as promoted by other means.
     pub note: Option<String>,
     /// `--onto-head`: a document whose base tree is not HEAD's may still apply onto the

@@ -80,12 +80,7 @@ pub(crate) fn promote_patch(
     if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
         return Ok((out, None));
     }
-    let artifacts = Artifacts::write(
-        located,
-        opts.artifacts.as_deref(),
-        &candidate.patch,
-        &mut out,
-    )?;
+    let artifacts = Artifacts::write(located, opts, &candidate.patch, &mut out)?;
     if opts.no_apply {
         return Ok((out, Some(artifacts)));
     }
