@@ -2,8 +2,9 @@
 //! carries neither the points nor their names.
 //!
 //! `A3S_ISO_TEST_FAULT=<name>` selects one point; when the process reaches it, the point acts:
-//! a name ending in `-interrupt-…` (or containing `interrupt`) sends the process SIGINT, any
-//! other name SIGKILLs it, as a crash would.
+//! a name containing `interrupt` sends the process SIGINT, one containing `pause` SIGSTOP (for
+//! a test to change something under it, then SIGCONT), any other name SIGKILLs it, as a crash
+//! would.
 
 /// The variable that selects a fault point.
 #[cfg(feature = "fault-injection")]
@@ -18,6 +19,8 @@ pub fn hit(name: &str) {
     }
     let signal = if name.contains("interrupt") {
         Signal::INT
+    } else if name.contains("pause") {
+        Signal::STOP
     } else {
         Signal::KILL
     };

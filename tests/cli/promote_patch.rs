@@ -811,3 +811,55 @@ fn a_file_of_yours_where_the_change_set_needs_a_directory_is_a_conflict() {
         b"now a directory\n"
     );
 }
+
+/// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
+#[cfg(feature = "fault-injection")]
+fn stopped(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+    state == Some(Some('T'))
+}
+
+/// A change-set document promoted with `--artifacts DIR` lands the patch it verified, not the
+/// copy in DIR, which an agent that may write DIR can swap after it was written: promote
+/// paused right after writing the artifacts, the copy replaced by a patch that adds other
+/// lines to other files, then promote continued.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn the_patch_that_lands_is_the_verified_one_not_the_artifacts_copy() {
+    let fx = Fixture::new();
+    fx.write("a.txt", "one\n");
+    fx.write("b.txt", "two\n");
+    fx.commit_all("two files");
+    fx.bind("s1");
+    std::fs::write(fx.isolation("s1").join("a.txt"), "one\nthe agent's line\n").unwrap();
+    let doc = fx.root.join("doc.json").display().to_string();
+    let (code, _) = fx.json(&["capture", "-s", "s1", "-o", &doc]);
+    assert_eq!(code, 0);
+    fx.write("a.txt", "one\nEVIL-A\n");
+    fx.write("b.txt", "two\nEVIL-B\n");
+    let evil = fx.git(&fx.src, &["diff"]) + "\n";
+    fx.git(&fx.src, &["checkout", "--", "."]);
+    let dir = fx.root.join("artifacts");
+    let child = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "promote-pause-after-artifacts")
+        .args(["--json", "promote", "--change-set", &doc, "--artifacts"])
+        .arg(&dir)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !stopped(child.id()) {
+        assert!(std::time::Instant::now() < deadline, "promote never paused");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(dir.join("change.patch"), evil).unwrap();
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let (code, doc) = json_of(child.wait_with_output().unwrap());
+    assert_eq!((code, &doc["outcome"]), (0, &json!("applied")), "{doc}");
+    let read = |rel: &str| std::fs::read_to_string(fx.src.join(rel)).unwrap();
+    assert_eq!(read("a.txt"), "one\nthe agent's line\n");
+    assert_eq!(read("b.txt"), "two\n");
+}

@@ -84,12 +84,16 @@ pub(crate) fn promote_patch(
     if opts.no_apply {
         return Ok((out, Some(artifacts)));
     }
-    if reapply_of.is_some() && still_landed(ctx, candidate, &source.toplevel, &artifacts.patch)? {
+    crate::fault_point!("promote-pause-after-artifacts");
+    // The patch decided on is the verified one in the store's scratch: the artifacts' copy
+    // may be in a directory others write.
+    let patch = candidate.patch.file.path();
+    if reapply_of.is_some() && still_landed(ctx, candidate, &source.toplevel, patch)? {
         out.outcome = Outcome::Idempotent;
         out.detail = Some(STILL_LANDED.into());
         return Ok((out, Some(artifacts)));
     }
-    match check(ctx, located, candidate, &source.toplevel, &artifacts.patch)? {
+    match check(ctx, located, candidate, &source.toplevel, patch)? {
         Check::Applies(plan) => {
             let landing = Lander {
                 ctx,
