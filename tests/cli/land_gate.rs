@@ -391,7 +391,24 @@ fn land_gate_a_commit_made_during_the_test_stays_for_the_next_landing() {
     iso_git(&fx, "s", &["commit", "-q", "-m", "the session's commit"]);
     let args = ["land", "-s", "s", "--mode", "branch", "--test", "sleep 2"];
     let child = spawn_json(&fx, &args);
-    wait_for(&iso.join("moved.txt"), Duration::from_secs(60));
+    // The rebase writes the files, then the index, then HEAD: once HEAD is the session's commit
+    // on the user's, the test (`sleep 2`) is what runs.
+    let rebased = || {
+        let mut cmd = std::process::Command::new("git");
+        cmd.current_dir(&iso)
+            .args(["rev-parse", "-q", "--verify", "HEAD^"]);
+        crate::fixture::isolate(&mut cmd, &fx.home);
+        let out = cmd.output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim() == user
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !rebased() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the rebase never ended"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::fs::write(iso.join("late.txt"), "committed while the test ran\n").unwrap();
     iso_git(&fx, "s", &["add", "late.txt"]);
     iso_git(&fx, "s", &["commit", "-q", "-m", "a late commit"]);
