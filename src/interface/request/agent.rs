@@ -75,7 +75,7 @@ pub fn agent_params<R: Request>() -> Vec<Param> {
         .map(|arg| Param {
             name: agent_name(arg.get_id().as_str()),
             kind: kind_of(arg),
-            description: described(arg, &renames),
+            description: described::<R>(arg, &renames),
             required: arg.is_required_set(),
             default: arg
                 .get_default_values()
@@ -116,10 +116,34 @@ fn kind_of(arg: &clap::Arg) -> Kind {
     }
 }
 
-/// The option's help, its first paragraph, with `--long` options named as parameters.
-fn described(arg: &clap::Arg, renames: &[(String, String)]) -> String {
-    let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
-    named_as_params(&help, renames)
+/// The option's whole help on one line, and its note for agents, with `--long` options named
+/// as parameters.
+fn described<R: Request>(arg: &clap::Arg, renames: &[(String, String)]) -> String {
+    let help = arg.get_long_help().or(arg.get_help());
+    let help = help.map(|h| h.to_string()).unwrap_or_default();
+    // One line: each paragraph a sentence.
+    let paragraphs: Vec<String> = help
+        .split("\n\n")
+        .map(|p| p.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|p| !p.is_empty())
+        .collect();
+    let mut text = match paragraphs.len() {
+        1 => paragraphs[0].clone(),
+        _ => paragraphs
+            .iter()
+            .map(|p| match p.ends_with('.') {
+                true => p.clone(),
+                false => format!("{p}."),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+    };
+    let id = arg.get_id().as_str();
+    if let Some((_, note)) = R::AGENT_NOTES.iter().find(|(name, _)| *name == id) {
+        text.push(' ');
+        text.push_str(note);
+    }
+    named_as_params(&text, renames)
 }
 
 /// `text` with each `--long` of `renames` written as its parameter's name.

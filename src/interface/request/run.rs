@@ -146,6 +146,13 @@ fn parse_cache(arg: &str) -> std::result::Result<CacheMode, String> {
 impl Request for RunArgs {
     const VERB: &'static str = "run";
     const NOT_FOR_AGENTS: &'static [&'static str] = &["cache"];
+    const AGENT_NOTES: &'static [(&'static str, &'static str)] = &[
+        (
+            "command",
+            "(an array: each word exactly, no shell; use [\"sh\", \"-c\", \"...\"] for one)",
+        ),
+        ("timeout", "(DUR: 500ms, 90s, 10m, 1h)"),
+    ];
     const AGENT_ONLY: &'static [AgentOnly] = &[AgentOnly {
         name: "output",
         flag: false,

@@ -82,3 +82,29 @@ fn options_in_help_are_named_as_parameters() {
         "'allow_network' here"
     );
 }
+
+#[test]
+fn an_agent_reads_the_whole_help_and_what_the_command_line_leaves_unsaid() {
+    let params = crate::interface::request::agent::agent_params::<RunArgs>();
+    let of = |name: &str| {
+        let param = params.iter().find(|p| p.name == name).unwrap();
+        param.description.clone()
+    };
+    assert!(of("command").contains("no shell"), "{}", of("command"));
+    assert!(
+        of("timeout").contains("500ms, 90s, 10m, 1h"),
+        "{}",
+        of("timeout")
+    );
+    assert!(
+        of("env").contains("(repeatable). Otherwise the command gets only PATH"),
+        "{}",
+        of("env")
+    );
+    assert!(
+        of("allow_host").contains("@anthropic"),
+        "{}",
+        of("allow_host")
+    );
+    assert!(!of("publish").contains("--"), "{}", of("publish"));
+}

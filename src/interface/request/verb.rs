@@ -12,6 +12,9 @@ pub trait Request: Args + FromArgMatches {
     const NOT_FOR_AGENTS: &'static [&'static str];
     /// Parameters of the tool that no option stands for (what a tool result carries).
     const AGENT_ONLY: &'static [AgentOnly] = &[];
+    /// What an agent must know of an option beyond its help (the command line's shell and
+    /// conventions are not an agent's): a sentence added to its parameter's description.
+    const AGENT_NOTES: &'static [(&'static str, &'static str)] = &[];
 }
 
 /// A parameter only the verb's tool has.
