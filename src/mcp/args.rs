@@ -239,7 +239,7 @@ pub(crate) fn promote(
         .transpose()?;
     let artifacts = parsed
         .artifacts
-        .map(|p| grants::output_dir(Tool::Promote, "artifacts", place.path(p), &place.grants))
+        .map(|p| grants::output_file(Tool::Promote, "artifacts", place.path(p), &place.grants))
         .transpose()?;
     let options = PromoteOptions {
         session_id: parsed.session.session,

@@ -291,49 +291,21 @@ pub fn beneath(path: &Path, granted: &[PathBuf]) -> bool {
     clean && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
 }
 
-/// A file a call writes on the host: beneath an `--allow-output` directory once links are
-/// resolved, and not itself a link (which could lead anywhere once written through). It is
-/// then written beneath that directory, so a directory on the way that became a link after
-/// this check is refused, never followed.
+/// A file (or `promote`'s artifacts directory) a call writes on the host: beneath an
+/// `--allow-output` directory once links are resolved, and not itself a link (which could lead
+/// anywhere once written through). It is then written beneath that directory, so a directory
+/// on the way that became a link after this check is refused, never followed.
 pub fn output_file(
     tool: Tool,
     param: &str,
     path: PathBuf,
     grants: &Grants,
 ) -> Result<GrantedFile, RpcError> {
-    let path = output_path(tool, param, path, grants)?;
-    granted_file(tool, param, path, &grants.output, "--allow-output")
-}
-
-/// A directory a call writes files in on the host (`promote`'s `artifacts`): as
-/// [`output_file`], made and opened beneath the granted directory when the call runs.
-pub fn output_dir(
-    tool: Tool,
-    param: &str,
-    path: PathBuf,
-    grants: &Grants,
-) -> Result<GrantedFile, RpcError> {
-    output_file(tool, param, path, grants)
-}
-
-/// A path a call writes on the host: beneath an `--allow-output` directory once links are
-/// resolved, and not itself a link.
-pub fn output_path(
-    tool: Tool,
-    param: &str,
-    path: PathBuf,
-    grants: &Grants,
-) -> Result<PathBuf, RpcError> {
-    let link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-    if link || !beneath(&path, &grants.output) {
-        let why = format!(
-            "{} is not beneath a directory the server may write ({})",
-            path.display(),
-            shown(&grants.output)
-        );
-        return Err(not_granted(tool, param, why, "--allow-output"));
+    let grant = ("write", "--allow-output");
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+        return Err(refusal(tool, param, &path, &grants.output, grant));
     }
-    Ok(path)
+    granted_file(tool, param, path, &grants.output, grant)
 }
 
 /// A granted file: the granted directory it lies in, and its place there.
@@ -400,42 +372,46 @@ pub fn input_file(
     path: PathBuf,
     grants: &Grants,
 ) -> Result<GrantedFile, RpcError> {
-    if !beneath(&path, &grants.input) {
-        let why = format!(
-            "{} is not beneath a directory the server may read ({})",
-            path.display(),
-            shown(&grants.input)
-        );
-        return Err(not_granted(tool, param, why, "--allow-input"));
-    }
-    granted_file(tool, param, path, &grants.input, "--allow-input")
+    granted_file(tool, param, path, &grants.input, ("read", "--allow-input"))
 }
 
-/// `path` as the granted directory it lies in, once links are resolved, and its place there.
+/// `path` as the granted directory it lies in, once links are resolved (its path lexically
+/// clean), and its place there; `(verb, flag)` say what the grant is for when it is not.
 fn granted_file(
     tool: Tool,
     param: &str,
     path: PathBuf,
     granted: &[PathBuf],
-    flag: &str,
+    (verb, flag): (&str, &str),
 ) -> Result<GrantedFile, RpcError> {
-    let found = real_path(&path).and_then(|real| {
+    let clean = path
+        .components()
+        .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
+    let found = real_path(&path).filter(|_| clean).and_then(|real| {
         let root = granted.iter().find(|g| real.starts_with(g))?;
         let rel = real.strip_prefix(root).ok()?.to_path_buf();
         Some((root.clone(), rel))
     });
     match found {
         Some((root, rel)) if rel.file_name().is_some() => Ok(GrantedFile { root, rel, path }),
-        _ => Err(not_granted(
-            tool,
-            param,
-            format!(
-                "{} names no file beneath a granted directory",
-                path.display()
-            ),
-            flag,
-        )),
+        _ => Err(refusal(tool, param, &path, granted, (verb, flag))),
     }
+}
+
+/// The refusal of `path` for want of the grant `flag`, which lets a call `verb` files.
+fn refusal(
+    tool: Tool,
+    param: &str,
+    path: &Path,
+    granted: &[PathBuf],
+    (verb, flag): (&str, &str),
+) -> RpcError {
+    let why = format!(
+        "{} is not beneath a directory the server may {verb} ({})",
+        path.display(),
+        shown(granted)
+    );
+    not_granted(tool, param, why, flag)
 }
 
 /// Paths as a grant lists them.
@@ -510,7 +486,7 @@ mod tests {
         let doc = output_file(Tool::Capture, "output", file("doc.json"), &grants).unwrap();
         let log = output_file(Tool::Run, "output", file("run.log"), &grants).unwrap();
         let read = input_file(Tool::Diff, "change_set", file("in.json"), &grants).unwrap();
-        let artifacts = output_dir(Tool::Promote, "artifacts", file("art"), &grants).unwrap();
+        let artifacts = output_file(Tool::Promote, "artifacts", file("art"), &grants).unwrap();
         std::fs::remove_dir(granted.join("sub")).unwrap();
         std::os::unix::fs::symlink(&elsewhere, granted.join("sub")).unwrap();
         std::fs::write(elsewhere.join("in.json"), "a secret").unwrap();

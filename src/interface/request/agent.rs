@@ -65,7 +65,11 @@ pub fn agent_name(id: &str) -> String {
 
 /// The parameters of the verb's tool: every option but those not for agents, in declared order.
 pub fn agent_params<R: Request>() -> Vec<Param> {
-    let cmd = command::<R>();
+    params_of::<R>(&command::<R>())
+}
+
+/// The parameters of `cmd`, `R`'s command.
+fn params_of<R: Request>(cmd: &Command) -> Vec<Param> {
     let renames: Vec<(String, String)> = cmd
         .get_arguments()
         .filter_map(|a| Some((a.get_long()?.to_string(), agent_name(a.get_id().as_str()))))
@@ -186,7 +190,8 @@ fn skip_value_name(text: &str) -> &str {
 /// An agent's arguments, checked exactly as the command line checks the options they stand
 /// for. Null, `false` and `[]` are left out. The error is the sentence to give the agent.
 pub fn parse_agent<R: Request>(args: &Map<String, Value>) -> Result<R, String> {
-    let params = agent_params::<R>();
+    let cmd = command::<R>();
+    let params = params_of::<R>(&cmd);
     if let Some(unknown) = args.keys().find(|k| !params.iter().any(|p| &p.name == *k)) {
         return Err(format!("unknown argument {unknown:?}"));
     }
@@ -210,7 +215,7 @@ pub fn parse_agent<R: Request>(args: &Map<String, Value>) -> Result<R, String> {
         argv.push("--".into());
         argv.extend(trailing);
     }
-    let matches = command::<R>()
+    let matches = cmd
         .try_get_matches_from(argv)
         .map_err(|e| clap_sentence(&e, &params))?;
     R::from_arg_matches(&matches).map_err(|e| clap_sentence(&e, &params))
