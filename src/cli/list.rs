@@ -191,7 +191,7 @@ fn row(s: &SessionView) -> Vec<Cell> {
         None => ("?", None),
     };
     vec![
-        Cell::plain(s.session_id.clone()),
+        Cell::plain(s.session_id.to_string()),
         Cell {
             text: s.state.as_str().to_string(),
             tone: Some(state_tone(s.state)),

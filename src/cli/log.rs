@@ -93,8 +93,8 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
     let run = &logged.run;
     [
         run.observed_at_ms.map_or("-".into(), format_utc),
-        logged.session_id.clone(),
-        run.run_id.clone(),
+        logged.session_id.to_string(),
+        run.run_id.to_string(),
         run.state.map_or("unreadable", |s| s.as_str()).to_string(),
         super::show::ended(run).unwrap_or_else(|| "-".into()),
         super::show::command_line(run).unwrap_or_else(|| "-".into()),

@@ -71,7 +71,7 @@ fn render(outcome: &RebaseOutcome, out: &Output) {
         .filter(|r| r.rebased.is_some())
         .count();
     out.fields(&[
-        ("session", outcome.session_id.clone()),
+        ("session", outcome.session_id.to_string()),
         ("from", short(&outcome.from_revision)),
         ("onto", short(&outcome.to_revision)),
         ("replayed", replayed.to_string()),

@@ -26,7 +26,7 @@ pub fn run(ctx: &Context, args: &RetainArgs, out: &Output) -> Result<i32> {
     }
     out.headline(&outcome.worktree.display().to_string());
     out.fields(&[
-        ("session", outcome.session_id.clone()),
+        ("session", outcome.session_id.to_string()),
         ("was", outcome.previous_worktree.display().to_string()),
         ("reason", outcome.reason.clone()),
     ]);

@@ -303,7 +303,7 @@ pub(super) fn short_digest(digest: &str) -> String {
 fn nul_records(o: &ShowOutcome) -> Result<i32> {
     use std::os::unix::ffi::OsStrExt;
     let mut records: Vec<(&str, Vec<u8>)> = vec![
-        ("session", o.session_id.clone().into_bytes()),
+        ("session", o.session_id.as_bytes().to_vec()),
         ("source", o.source.as_os_str().as_bytes().to_vec()),
         (
             "isolation",

@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, ErrorCode, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
-use crate::base::ids::SessionId;
+use crate::base::ids::{RunId, SessionId};
 use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
 use crate::store::state::SessionState;
@@ -141,7 +141,7 @@ pub struct LandedSession {
     /// The test command's exit code (`null`: not run, or ended by a signal).
     pub test_exit_code: Option<i32>,
     /// The test's run in the session (its change set is recorded with it).
-    pub test_run_id: Option<String>,
+    pub test_run_id: Option<RunId>,
     /// Where the test's output is kept.
     pub test_output: Option<PathBuf>,
     /// The tracked paths the test added, changed or deleted in the rebased tree; dropped

@@ -2,7 +2,7 @@
 //! sandbox, each recorded as a run of the session with its output kept in the state dir.
 
 use crate::base::error::{Error, Result};
-use crate::base::ids::SessionId;
+use crate::base::ids::{RunId, SessionId};
 use crate::context::Context;
 use crate::ops::bind::{BindOptions, BindOutcome};
 
@@ -53,13 +53,13 @@ pub fn run_setup(
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
     let mut ran = Vec::new();
     for command in &setup.commands {
-        let run_id = crate::base::ids::generate("r");
+        let run_id = RunId::generate();
         let output = dir.join(format!("{run_id}.log"));
         let outcome = crate::ops::run::run(
             ctx,
             &crate::ops::run::RunOptions {
                 session_id: Some(session_id.to_string()),
-                run_id: Some(run_id.clone()),
+                run_id: Some(run_id.to_string()),
                 command: ["sh", "-c", command].iter().map(Into::into).collect(),
                 sandbox: Some(crate::ops::run::SandboxRequest {
                     allow_network: setup.allow_network,

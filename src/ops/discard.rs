@@ -29,7 +29,7 @@ pub struct DiscardOptions {
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscardOutcome {
     /// The session discarded.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Whether an isolation tree (or its registration) was removed by this call.
     pub removed: bool,
     /// Where its isolation was.
@@ -104,7 +104,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         located.store.save_session(&record)?;
     }
     Ok(DiscardOutcome {
-        session_id: id.to_string(),
+        session_id: id.clone(),
         removed,
         worktree: record.worktree,
         purged: opts.purge,
@@ -160,7 +160,7 @@ fn purged_before(
     // The lease this call made goes too (unlinked while held, as a purge does).
     crate::base::fsutil::remove_file_if_exists(&store.lease_file(id))?;
     Ok(Some(DiscardOutcome {
-        session_id: id.to_string(),
+        session_id: id.clone(),
         removed: false,
         worktree: mark.worktree,
         purged: true,
@@ -175,7 +175,7 @@ fn purged_before(
 #[derive(Debug, Clone, Serialize)]
 pub struct DiscardFailure {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The error's stable code (`session_busy` for one whose command runs).
     pub code: crate::base::error::ErrorCode,
     /// What went wrong.
@@ -198,7 +198,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
     let here = canonical(&located.repo.toplevel);
-    let mut ids: Vec<String> = located
+    let mut ids: Vec<SessionId> = located
         .store
         .sessions()?
         .into_iter()
@@ -206,7 +206,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
         .filter(|r| located.owns(r) && canonical(&r.source) == here)
         .filter(|r| ctx.may_act_on(&r.session_id))
         .filter(|r| purge || r.state != SessionState::Discarded)
-        .map(|r| r.session_id.into())
+        .map(|r| r.session_id)
         .collect();
     ids.sort();
     let mut outcome = DiscardAllOutcome {
@@ -215,7 +215,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
     };
     for id in ids {
         let opts = DiscardOptions {
-            session_id: Some(id.clone()),
+            session_id: Some(id.to_string()),
             purge,
         };
         match discard(ctx, &opts) {

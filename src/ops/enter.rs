@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result, Unavailable};
+use crate::base::ids::SessionId;
 use crate::context::Context;
 use crate::store::state::SessionState;
 
@@ -12,7 +13,7 @@ use crate::store::state::SessionState;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PathOutcome {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its isolation (a directory that exists).
     #[serde(with = "crate::base::paths::fs_path")]
     pub worktree: PathBuf,
@@ -43,7 +44,7 @@ pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcom
         }));
     }
     Ok(PathOutcome {
-        session_id: id.to_string(),
+        session_id: id.clone(),
         worktree: tree,
     })
 }

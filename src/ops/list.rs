@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::base::ids::SessionId;
 use crate::base::owner::OwnerView;
 use crate::base::reflink::DiskUse;
 use crate::base::wire::wire_enum;
@@ -58,7 +59,7 @@ impl ListedState {
 #[derive(Debug, Clone, Serialize)]
 pub struct SessionView {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// `bound`, `retained`, `discarded`, `missing` (recorded as bound, tree gone), `swept`,
     /// `conflicted`, or `landed` (bound, its work all in the source's history).
     pub state: ListedState,
@@ -88,7 +89,7 @@ pub struct SessionView {
     pub conflicting_paths: Vec<String>,
     /// The live sessions of this repository whose work this session's would conflict with
     /// (as `overlaps` predicts it), by id.
-    pub conflicts_with: Vec<String>,
+    pub conflicts_with: Vec<SessionId>,
     /// Where its work conflicts with the commits made on the source's HEAD since its bound
     /// revision (`overlaps`' `with_head`; empty when clean or not predicted).
     pub conflicts_with_head: Vec<String>,
@@ -115,7 +116,7 @@ impl SessionView {
         }
         self.conflicts_with = predicted
             .conflicts_with()
-            .remove(self.session_id.as_str())
+            .remove(&self.session_id)
             .unwrap_or_default();
         if let Some(changed) = predicted
             .sessions
@@ -275,7 +276,7 @@ fn view(
     conflicts: Option<Vec<String>>,
 ) -> SessionView {
     SessionView {
-        session_id: record.session_id.to_string(),
+        session_id: record.session_id.clone(),
         state: ListedState::of(record, conflicts.is_some()),
         conflicting_paths: conflicts.unwrap_or_default(),
         conflicts_with: Vec::new(),

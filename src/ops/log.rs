@@ -131,7 +131,7 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
 #[derive(Debug, Clone, Serialize)]
 pub struct LoggedRun {
     /// The session it ran in.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The run, as `show` gives it.
     #[serde(flatten)]
     pub run: RunView,
@@ -158,7 +158,7 @@ pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Resul
     for session_id in sessions {
         for run in crate::services::runs::runs(store, &session_id)? {
             runs.push(LoggedRun {
-                session_id: session_id.to_string(),
+                session_id: session_id.clone(),
                 run,
             });
         }

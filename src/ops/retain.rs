@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::base::error::{Error, NoSession, Result};
 use crate::base::fsutil::now_ms;
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::model::isolation;
 use crate::recovery::pending::{self, RetainMove, TreeMove};
@@ -18,7 +19,7 @@ use crate::store::state::{SessionRecord, SessionState};
 #[derive(Debug, Clone, Serialize)]
 pub struct RetainOutcome {
     /// The session whose isolation was retained.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The new path; the old one is no longer valid.
     #[serde(with = "crate::base::paths::fs_path")]
     pub worktree: PathBuf,

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::base::ids::SessionId;
 use crate::base::owner::OwnerView;
 use crate::base::paths::RepoPath;
 
@@ -85,7 +86,7 @@ impl ShownState {
 #[derive(Debug, Clone, Serialize)]
 pub struct ShowOutcome {
     /// The session's id.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`, or
     /// `landed` for a bound session whose work is all in the source's history.
     pub state: ShownState,
@@ -181,7 +182,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         &record.session_id,
     )?;
     Ok(ShowOutcome {
-        session_id: record.session_id.to_string(),
+        session_id: record.session_id.clone(),
         state: match crate::services::landed::is_landed(ctx, &located, &record)? {
             true => ShownState::Landed,
             false => ShownState::of(record.state, conflicts.is_some()),

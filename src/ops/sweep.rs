@@ -464,7 +464,7 @@ fn report_kept(out: &mut SweepOutcome, path: PathBuf, found: &Found, decision: D
 fn report_reclaimed(out: &mut SweepOutcome, plan: ReclaimPlan, path: &Path, why: ReclaimReason) {
     out.bytes_freed += plan.bytes;
     out.reclaimed.push(Reclaimed {
-        session_id: plan.id.to_string(),
+        session_id: plan.id.clone(),
         path: path.to_path_buf(),
         reason: why,
         bytes: plan.bytes,

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::base::error::Result;
+use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
 use crate::git::ObjectView;
 use crate::model::isolation::writable_isolation;
@@ -18,7 +19,7 @@ use crate::store::state::SessionRecord;
 #[derive(Debug, Clone, Serialize)]
 pub struct Changed {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Its bound revision.
     pub bound_revision: String,
     /// The paths that differ from its base tree now (tracked and untracked).
@@ -63,9 +64,9 @@ pub enum Prediction {
 #[derive(Debug, Clone, Serialize)]
 pub struct Pair {
     /// One session.
-    pub a: String,
+    pub a: SessionId,
     /// The other.
-    pub b: String,
+    pub b: SessionId,
     /// Whether their work merges: `conflict` when landing them in either order conflicts.
     pub prediction: Prediction,
     /// What `rebase` of `b` does once `a` has landed (its commits replayed one by one, then
@@ -83,7 +84,7 @@ pub struct Pair {
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Why (`conflicted`, `no_isolation`, or what reading it said).
     pub reason: String,
 }
@@ -99,7 +100,7 @@ pub struct OverlapsOutcome {
     pub skipped: Vec<Skipped>,
     /// Landed sessions (their work is all in HEAD's tree), by id: left out, as they have
     /// nothing to land.
-    pub landed: Vec<String>,
+    pub landed: Vec<SessionId>,
 }
 
 /// How many conflicts of each kind a prediction holds.
@@ -138,8 +139,8 @@ impl OverlapsOutcome {
     }
 
     /// For each session, the ids of the sessions it would conflict with.
-    pub fn conflicts_with(&self) -> BTreeMap<String, Vec<String>> {
-        let mut map: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    pub fn conflicts_with(&self) -> BTreeMap<SessionId, Vec<SessionId>> {
+        let mut map: BTreeMap<SessionId, Vec<SessionId>> = BTreeMap::new();
         for pair in self
             .pairs
             .iter()
@@ -185,11 +186,11 @@ pub(crate) fn predict(ctx: &Context, located: &Located) -> Result<OverlapsOutcom
             Ok(Some(work)) if work.landed => landed.push(work.changed.session_id),
             Ok(Some(work)) => works.push(work),
             Ok(None) => skipped.push(Skipped {
-                session_id: record.session_id.to_string(),
+                session_id: record.session_id.clone(),
                 reason: "conflicted".into(),
             }),
             Err(err) => skipped.push(Skipped {
-                session_id: record.session_id.to_string(),
+                session_id: record.session_id.clone(),
                 reason: err.to_string(),
             }),
         }
@@ -321,7 +322,7 @@ fn work_of(
         .unwrap_or_default();
     Ok(Some(Work {
         changed: Changed {
-            session_id: record.session_id.to_string(),
+            session_id: record.session_id.clone(),
             bound_revision: record.bound_revision.clone(),
             paths,
             with_head: Against::of(Vec::new()),

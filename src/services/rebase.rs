@@ -11,6 +11,7 @@
 //! finished by the next command that takes the repository lock if a crash interrupts it: a
 //! kill leaves the pre-rebase, the rebased or the conflicted state.
 
+use crate::base::ids::SessionId;
 use crate::base::invalid::Invalid;
 use serde::Serialize;
 
@@ -74,7 +75,7 @@ pub struct RebaseOutcome {
     /// How it ended.
     pub outcome: RebaseResult,
     /// The session.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The revision the session was bound at before.
     pub from_revision: String,
     /// The revision it moves onto.
@@ -96,10 +97,10 @@ pub struct RebaseOutcome {
 }
 
 impl RebaseOutcome {
-    fn new(outcome: RebaseResult, id: &str, from: &str, to: &str) -> RebaseOutcome {
+    fn new(outcome: RebaseResult, id: &SessionId, from: &str, to: &str) -> RebaseOutcome {
         RebaseOutcome {
             outcome,
-            session_id: id.to_string(),
+            session_id: id.clone(),
             from_revision: from.to_string(),
             to_revision: to.to_string(),
             head: None,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::ids::SessionId;
 use crate::base::wire::wire_enum;
 
 wire_enum! {
@@ -30,7 +31,7 @@ wire_enum! {
 #[derive(Debug, Clone, Serialize)]
 pub struct Reclaimed {
     /// Its session id (empty when none could be told).
-    pub session_id: String,
+    pub session_id: SessionId,
     /// Where it was.
     #[serde(with = "crate::base::paths::fs_path")]
     pub path: PathBuf,

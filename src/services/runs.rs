@@ -13,7 +13,7 @@ use crate::store::state::{Ran, RunSandbox, Store};
 #[derive(Debug, Clone, Serialize)]
 pub struct RunView {
     /// The run's id.
-    pub run_id: String,
+    pub run_id: RunId,
     /// How it ended; `null` when the document cannot be read.
     pub state: Option<RunState>,
     /// The command's exit code, from the run's exit record: `null` for a capture (which runs
@@ -71,6 +71,6 @@ fn run_view(store: &Store, session_id: &SessionId, run_id: RunId) -> RunView {
         ran: exit.as_ref().map(|e| e.ran.clone()).unwrap_or_default(),
         network: exit.as_ref().and_then(|e| e.network.clone()),
         sandbox: exit.and_then(|e| e.sandbox),
-        run_id: run_id.to_string(),
+        run_id,
     }
 }

@@ -1,6 +1,7 @@
 //! What a bind's setup is (the configuration's setup commands and the network they reach)
 //! and what each command that ran left; the `bind` flow runs them.
 
+use crate::base::ids::RunId;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -41,7 +42,7 @@ pub struct SetupRun {
     /// The command.
     pub command: String,
     /// The run of the session it was recorded as.
-    pub run_id: String,
+    pub run_id: RunId,
     /// Its exit code; `null` when a signal ended it.
     pub exit_code: Option<i32>,
     /// The file holding its output (stdout and stderr).

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, NotGranted, Result};
+use crate::base::ids::{RunId, SessionId};
 use crate::base::owner::{Liveness, hook_process};
 use crate::context::Context;
 use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
@@ -108,10 +109,10 @@ pub struct RemoveOutcome {
     pub worktree: PathBuf,
     /// The session whose isolation it is; `None` when no session of a store a3s-iso knows
     /// has its isolation there (nothing was done).
-    pub session_id: Option<String>,
+    pub session_id: Option<SessionId>,
     /// The run its final capture was recorded under (the capture before it, when nothing
     /// changed since).
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// How many files the session's change set touches.
     pub files_changed: u64,
     /// Whether the isolation went back to the pool instead of being deleted.
@@ -146,12 +147,12 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
     let captured = capture(
         ctx,
         &CaptureOptions {
-            session_id: Some(session_id.clone()),
+            session_id: Some(session_id.to_string()),
             ..CaptureOptions::default()
         },
     )?;
     outcome.session_id = Some(session_id.clone());
-    outcome.run_id = Some(captured.change_set.identity.run_id.clone());
+    outcome.run_id = Some(RunId::new(captured.change_set.identity.run_id.as_str())?);
     outcome.files_changed = captured.files_changed;
     // Decided again just before the isolation goes: the session may have changed hands (a
     // refusal is returned as is), or been discarded meanwhile (nothing left to do).
@@ -168,7 +169,7 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
     let discarded = discard(
         ctx,
         &DiscardOptions {
-            session_id: Some(session_id),
+            session_id: Some(session_id.to_string()),
             purge: false,
         },
     )?;
@@ -185,7 +186,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 /// The session of the repository `ctx` names (the payload's `cwd`) whose live isolation is at
 /// `path`, when the hook may act on it. `None` when no session of a3s-iso's is there; a session
 /// it may not act on, or another repository's isolation, is `session_not_granted`.
-fn granted_session(ctx: &Context, path: &Path) -> Result<Option<String>> {
+fn granted_session(ctx: &Context, path: &Path) -> Result<Option<SessionId>> {
     let located = match crate::recovery::locate(ctx) {
         Ok(located) => Some(located),
         Err(Error::IsolationUnavailable { .. }) => None,
@@ -202,7 +203,7 @@ fn granted_session(ctx: &Context, path: &Path) -> Result<Option<String>> {
     match found {
         Some(record) => {
             grant(&record, path)?;
-            Ok(Some(record.session_id.into()))
+            Ok(Some(record.session_id))
         }
         None => {
             refuse_elsewhere(ctx, located.as_ref(), path)?;

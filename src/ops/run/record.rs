@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
-use crate::base::ids::TreeId;
+use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::sandbox::SandboxReport;
 use crate::context::{Context, Located};
 use crate::model::changeset::RunState;
@@ -38,9 +38,9 @@ pub struct ChangeSetSummary {
 #[derive(Debug, Clone, Serialize)]
 pub struct RunOutcome {
     /// The session the command ran in.
-    pub session_id: String,
+    pub session_id: SessionId,
     /// The run's id (generated ones included).
-    pub run_id: String,
+    pub run_id: RunId,
     /// `completed` (exit 0), `failed` (non-zero exit) or `cancelled` (signal, interrupt, timeout).
     pub state: RunState,
     /// The command's exit code; `null` when a signal ended it.
@@ -119,8 +119,8 @@ pub(crate) fn record(
     let exit = ended.exit(&ran, &planned.settings, &network);
     (at.located.store).save_run_exit(session_id, run_id, &exit)?;
     Ok(RunOutcome {
-        session_id: session_id.to_string(),
-        run_id: run_id.to_string(),
+        session_id: session_id.clone(),
+        run_id: run_id.clone(),
         state: ended.state(),
         exit_code: ended.exit_code,
         signal: ended.signal,
