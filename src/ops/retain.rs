@@ -103,7 +103,7 @@ fn change_reason(
     record.retained_reason = Some(reason.to_string());
     located.store.save_session(&record)?;
     Ok(RetainOutcome {
-        session_id: record.session_id.into(),
+        session_id: record.session_id,
         worktree: path.clone(),
         previous_worktree: path,
         reason: reason.to_string(),
@@ -156,7 +156,7 @@ fn move_aside(
     crate::fault_point!("retain-after-move");
     pending::complete_retain(held, &ctx.git, &located.repo, &located.store, &intent)?;
     Ok(RetainOutcome {
-        session_id: record.session_id.into(),
+        session_id: record.session_id,
         worktree: new,
         previous_worktree: old,
         reason: reason.to_string(),
