@@ -13,6 +13,7 @@ use serde::Serialize;
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, Result};
+use crate::base::warning::{BindWarning, Warning};
 
 /// The file at the top of the source that names the ignored files a new isolation gets.
 pub const WORKTREEINCLUDE: &str = ".worktreeinclude";
@@ -119,7 +120,7 @@ fn trim_trailing_spaces(line: &str) -> &str {
 /// The patterns of the source's `.worktreeinclude` (`None` when there is none), read beneath
 /// the source's handle: a symbolic link there is not followed (its target could be anywhere),
 /// and is reported in `warnings` like a file too large or lines that are not UTF-8.
-pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<String>) -> Option<Vec<String>> {
+pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<Warning>) -> Option<Vec<String>> {
     let path = source.join(WORKTREEINCLUDE);
     let name = Path::new(WORKTREEINCLUDE);
     let read = Dir::open(source).and_then(|dir| match dir.kind(name)? {
@@ -133,18 +134,20 @@ pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<String>) -> Opti
     let bytes = match read {
         Ok(bytes) => bytes?,
         Err(err) => {
-            warnings.push(format!("{} is not read: {err}", path.display()));
+            let why = err.to_string();
+            warnings.push(BindWarning::IncludeUnreadable { path, why }.into());
             return None;
         }
     };
     let (patterns, unreadable) = parse_lines(&bytes);
     if unreadable > 0 {
-        warnings.push(format!(
-            "{}: {unreadable} line{} that {} not UTF-8 left out",
-            path.display(),
-            if unreadable == 1 { "" } else { "s" },
-            if unreadable == 1 { "is" } else { "are" }
-        ));
+        warnings.push(
+            BindWarning::IncludeLinesNotUtf8 {
+                path,
+                lines: unreadable,
+            }
+            .into(),
+        );
     }
     Some(patterns)
 }
@@ -154,7 +157,7 @@ pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<String>) -> Opti
 pub(crate) fn copy_sets(
     source: &Path,
     copy_ignored: &[String],
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<PatternSet>> {
     let given = from_args(copy_ignored, "--copy-ignored")?;
     let included = worktreeinclude(source, warnings).unwrap_or_default();

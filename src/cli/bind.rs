@@ -41,7 +41,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
     )?;
     drop(spinner);
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {

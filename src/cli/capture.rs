@@ -26,7 +26,7 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
         ));
     }
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if outcome.reused && out.json {
         // stdout is the document itself (strict format, no room for more); say it beside.

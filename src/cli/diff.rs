@@ -23,7 +23,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
         },
     )?;
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if outcome.head_moved == Some(true) {
         out.warn(

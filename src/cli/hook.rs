@@ -45,7 +45,7 @@ fn create(cli: &Cli, out: &Output) -> Result<i32> {
     super::report_notices(&ctx, out);
     let outcome = outcome?;
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     let tree = outcome.worktree.ok_or_else(|| Error::Internal {
         message: "the bound session has no isolation".into(),

@@ -19,7 +19,7 @@ pub fn run(ctx: &Context, agent: InitAgent, out: &Output) -> Result<i32> {
     let InitAgent::Claude = agent;
     let outcome = init(ctx)?;
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if out.json {
         out.document("a3s-iso.init.v1", &outcome);

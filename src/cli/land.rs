@@ -43,7 +43,7 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
         .iter()
         .chain(outcome.sessions.iter().flat_map(|s| &s.warnings))
     {
-        out.warn(warning);
+        out.warning(warning);
     }
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {

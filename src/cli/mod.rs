@@ -306,7 +306,7 @@ fn with_context(
 
 fn report_notices(ctx: &Context, out: &Output) {
     for notice in ctx.take_notices() {
-        out.warn(&notice);
+        out.warning(&notice);
     }
 }
 

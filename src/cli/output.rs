@@ -7,6 +7,7 @@ use std::io::{IsTerminal, Write};
 use serde::Serialize;
 
 use a3s_iso::base::error::{Error, ErrorCode};
+use a3s_iso::base::warning::Warning;
 
 use super::ColorChoice;
 
@@ -125,6 +126,11 @@ impl Output {
             let label = self.paint_stderr("warning:", "33");
             let _ = writeln!(std::io::stderr().lock(), "{label} {}", inert(text));
         }
+    }
+
+    /// A warning of the library's, in the interface's words (stderr), silenced by `-q`.
+    pub fn warning(&self, warning: &Warning) {
+        self.warn(&warning.to_string());
     }
 
     /// What to do next (stderr), silenced by `-q`.

@@ -46,7 +46,7 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
         let mut warnings = Vec::new();
         let settings = a3s_iso::services::config::load(ctx, true)?.trusted_effective(&mut warnings);
         for warning in &warnings {
-            out.warn(warning);
+            out.warning(warning);
         }
         size = size.or(settings.pool_size.value);
         keep_ignored = keep_ignored.or(settings.pool_keep_ignored.value);

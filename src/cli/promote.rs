@@ -41,7 +41,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     )?;
     drop(spinner);
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if out.json {
         out.document("a3s-iso.promote.v1", &outcome);

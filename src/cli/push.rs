@@ -71,7 +71,7 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
     )?;
     drop(spinner);
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if out.json {
         out.document("a3s-iso.push.v1", &outcome);

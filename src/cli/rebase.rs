@@ -45,7 +45,7 @@ pub fn run(ctx: &Context, args: &RebaseArgs, out: &Output) -> Result<i32> {
     )?;
     drop(spinner);
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     if out.json {
         out.document("a3s-iso.rebase.v1", &outcome);

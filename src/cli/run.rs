@@ -4,6 +4,7 @@ use std::ffi::OsString;
 use clap::Args;
 
 use a3s_iso::base::error::{ErrorCode, Result};
+use a3s_iso::base::warning::Warning;
 use a3s_iso::context::Context;
 use a3s_iso::ops::run::request::SandboxAsk;
 use a3s_iso::ops::run::{FrontEnd, RunOptions, RunOutcome, RunRequest, run_requested};
@@ -99,14 +100,14 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         throwaway: None,
     };
     let mut approve = |file: &_| super::config::ask_on_terminal(file, out);
-    let mut warn = |warning: &str| out.warn(warning);
+    let mut warn = |warning: &Warning| out.warning(warning);
     let front = FrontEnd {
         approve: &mut approve,
         warn: Some(&mut warn),
     };
     let outcome = run_requested(ctx, RunRequest { options, ask }, front)?;
     for warning in &outcome.warnings {
-        out.warn(warning);
+        out.warning(warning);
     }
     for hidden in &outcome.hidden_paths {
         out.hint(&hidden_hint(hidden));

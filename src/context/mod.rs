@@ -7,10 +7,10 @@
 //! What every command starts from: git, the directory it was called in, the state store, the
 //! repository lock, and which session it is about.
 
-pub(crate) mod interrupted;
-
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
+
+use crate::base::warning::Warning;
 use std::time::Duration;
 
 use crate::base::error::{Error, NoSession, Result};
@@ -35,7 +35,7 @@ pub struct Context {
     pub lock_timeout: Duration,
     /// What recovery did under the lock (interrupted promotes completed or rolled back), for
     /// the command to report.
-    notices: Arc<Mutex<Vec<String>>>,
+    notices: Arc<Mutex<Vec<Warning>>>,
     /// Whether the command judges interrupted binds itself (`sweep`, which reports each one it
     /// reclaims): then recovery leaves their claims to it.
     judges_claims: bool,
@@ -103,7 +103,7 @@ pub struct Located {
     pub inside: Option<SessionRecord>,
     /// Operations in progress or interrupted that could not be finished when the repository
     /// was located (another process held the lock): a command reports them.
-    pub interrupted: Vec<crate::context::interrupted::Interrupted>,
+    pub interrupted: Vec<crate::base::interrupted::Interrupted>,
 }
 
 impl Located {
@@ -218,7 +218,7 @@ impl Context {
         }
     }
 
-    pub(crate) fn push_notices(&self, notices: Vec<String>) {
+    pub(crate) fn push_notices(&self, notices: Vec<Warning>) {
         self.notices
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -296,7 +296,7 @@ impl Context {
 
     /// What recovery under the lock did since the last call (one line each: an interrupted
     /// promote completed, rolled back, or left pending), each handed out once.
-    pub fn take_notices(&self) -> Vec<String> {
+    pub fn take_notices(&self) -> Vec<Warning> {
         std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
     }
 

@@ -4,6 +4,7 @@
 //! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
 
 use crate::base::ids::SessionId;
+use crate::base::warning::{LandWarning, Warning};
 use crate::context::{Context, Located};
 use crate::services::reclaimed::Reclaimed;
 
@@ -30,7 +31,7 @@ pub fn reclaim(
     located: &Located,
     configured: bool,
     spare: &dyn Fn(&SessionId) -> bool,
-) -> (Vec<Reclaimed>, Option<String>) {
+) -> (Vec<Reclaimed>, Option<Warning>) {
     if !enabled(configured) {
         return (Vec::new(), None);
     }
@@ -38,7 +39,12 @@ pub fn reclaim(
         Ok(reclaimed) => (reclaimed, None),
         Err(err) => (
             Vec::new(),
-            Some(format!("dead sessions were not reclaimed: {err}")),
+            Some(
+                LandWarning::NotReclaimed {
+                    why: err.to_string(),
+                }
+                .into(),
+            ),
         ),
     }
 }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{Error, ErrorCode, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::base::ids::{RunId, SessionId};
+use crate::base::warning::{LandWarning, Warning};
 use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
 use crate::store::state::SessionState;
@@ -159,7 +160,7 @@ pub struct LandedSession {
     #[serde(default)]
     pub cleanup: Option<Cleanup>,
     /// What the user should know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// With `--push`: where it went and how (`null` for a land onto the source's HEAD).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub push: Option<PushReport>,
@@ -229,7 +230,7 @@ pub struct LandOutcome {
     /// The commands of `hint`, each a shell command line to run as it is, in order.
     pub next_commands: Vec<String>,
     /// What recovery wants the user to know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// Whether this dropped a stopped queue (`--abort`); `sessions` are what it held.
     pub aborted: bool,
     /// The dead-owner sessions reclaimed as `land` started, as `sweep` reports them (each
@@ -533,10 +534,10 @@ fn clean_up(
             true
         }
         Err(err) => {
-            landed.warnings.push(format!(
-                "its isolation was not cleaned up: {err} (a3s-iso discard -s {} does it; its work is landed)",
-                landed.session_id
-            ));
+            let (session_id, why) = (landed.session_id.clone(), err.to_string());
+            landed
+                .warnings
+                .push(LandWarning::NotCleanedUp { session_id, why }.into());
             false
         }
     }
@@ -633,10 +634,9 @@ fn steps(
     // A test a kill ended left what it wrote in the isolation: none of it lands.
     let left = super::land_gate::drop_test_writes(ctx, located, id)?;
     if !left.is_empty() {
-        landed.warnings.push(format!(
-            "an interrupted test had written {}: dropped from the isolation before landing",
-            left.join(", ")
-        ));
+        landed
+            .warnings
+            .push(LandWarning::TestWritesDropped { paths: left }.into());
     }
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
@@ -712,7 +712,9 @@ fn test_gate(
     if located.repo.head_commit(&ctx.git) != tested_on {
         landed.outcome = LandResult::Conflict;
         landed.reason = Some(Reason::HeadMoved);
-        landed.warnings.push(MOVED_DURING_TEST.into());
+        landed
+            .warnings
+            .push(LandWarning::HeadMovedDuringTest.into());
         return Ok(false);
     }
     Ok(true)
@@ -748,9 +750,6 @@ fn promote_tested(
     Ok(())
 }
 
-/// Why a session whose test passed did not land.
-const MOVED_DURING_TEST: &str = "the source's HEAD moved while the session's test ran: it would land on a tree its test never saw; land it again to rebase and test it anew";
-
 /// The session's result from a promote's outcome.
 fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {
     landed.outcome = match promoted.outcome {
@@ -765,7 +764,9 @@ fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {
     landed.conflicting_paths = promoted.conflicting_paths;
     landed.warnings.extend(promoted.warnings);
     if let Some(detail) = promoted.detail.filter(|_| !landed.outcome.goes_on()) {
-        landed.warnings.push(detail);
+        landed
+            .warnings
+            .push(LandWarning::PromoteStopped { detail }.into());
     }
 }
 
@@ -810,10 +811,8 @@ impl TestShell {
     }
 
     /// What the landing says when the gate is weaker than CI's.
-    fn warning(self) -> Option<String> {
-        (self == TestShell::Sh).then(|| {
-            "bash was not found on PATH: the test ran under `sh -e`, with pipefail only if that sh has it (a failure before the last command of a pipeline may pass)".to_string()
-        })
+    fn warning(self) -> Option<Warning> {
+        (self == TestShell::Sh).then(|| LandWarning::TestUnderSh.into())
     }
 }
 

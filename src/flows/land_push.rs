@@ -21,6 +21,7 @@ use crate::base::error::{Error, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
 use crate::base::ids::SessionId;
+use crate::base::warning::LandWarning;
 use crate::context::{Context, Located};
 use crate::store::state::SessionState;
 
@@ -298,16 +299,13 @@ fn push_steps(
         return Ok(());
     }
     if super::land_gate::back_home(ctx, located, id)? {
-        landed
-            .warnings
-            .push("an interrupted landing had moved the isolation to its tree: moved back".into());
+        landed.warnings.push(LandWarning::MovedBack.into());
     }
     let left = super::land_gate::drop_test_writes(ctx, located, id)?;
     if !left.is_empty() {
-        landed.warnings.push(format!(
-            "an interrupted test had written {}: dropped from the isolation before landing",
-            left.join(", ")
-        ));
+        landed
+            .warnings
+            .push(LandWarning::TestWritesDropped { paths: left }.into());
     }
     let cs = crate::services::remote::session_change_set_now(ctx, id)?;
     landed.warnings.extend(cs.warnings.iter().cloned());
@@ -374,8 +372,12 @@ fn clean_up(
     };
     match done {
         Ok(done) => landed.cleanup = Some(done),
-        Err(err) => landed.warnings.push(format!(
-            "its isolation was not cleaned up: {err} (a3s-iso discard -s {id} does it; its work is landed)"
-        )),
+        Err(err) => landed.warnings.push(
+            LandWarning::NotCleanedUp {
+                session_id: id.to_string(),
+                why: err.to_string(),
+            }
+            .into(),
+        ),
     }
 }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::{CommitId, Digest, SessionId, TreeId};
+use crate::base::warning::LandWarning;
 use crate::context::{Context, Located};
 use crate::git::{LeasedPush, RefUpdate};
 use crate::ops::promote::Reason;
@@ -289,10 +290,7 @@ fn record_conflict(merged: &crate::git::Merged, landed: &mut LandedSession) {
 /// The tip holds the change already: the entry is `empty`.
 fn record_empty(landed: &mut LandedSession) {
     landed.outcome = LandResult::Empty;
-    landed.warnings.push(
-        "the branch holds these changes already (without this change set's trailer): nothing to land"
-            .into(),
-    );
+    landed.warnings.push(LandWarning::AlreadyOnBranch.into());
 }
 
 /// The landing commit's message: the one given, or one naming the session; then the trailer.

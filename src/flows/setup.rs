@@ -3,6 +3,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::{RunId, SessionId};
+use crate::base::warning::Warning;
 use crate::context::Context;
 use crate::ops::bind::{BindOptions, BindOutcome};
 
@@ -42,7 +43,7 @@ pub fn run_setup(
     ctx: &Context,
     session_id: &SessionId,
     setup: &Setup,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<Vec<SetupRun>> {
     if setup.commands.is_empty() {
         return Ok(Vec::new());

@@ -19,6 +19,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::base::paths::RepoPath;
+use crate::base::warning::{RunWarning, Warning};
 use crate::git::Git;
 
 /// Settings that choose nothing to run, by `section.key` (lower case, any subsection).
@@ -150,15 +151,12 @@ pub(crate) fn after_run(
     trusted: &Path,
     admin: &Path,
     git_dirs: &[PathBuf],
-) -> Vec<String> {
+) -> Vec<Warning> {
     let mut warnings = Vec::new();
     let mut note = |what: &Path, took: Vec<String>| {
         if !took.is_empty() {
-            warnings.push(format!(
-                "{}: took away what would run code for your own git there: {}",
-                what.display(),
-                took.join(", ")
-            ));
+            let place = what.to_path_buf();
+            warnings.push(RunWarning::GitCodeTakenAway { place, took }.into());
         }
     };
     note(
@@ -185,16 +183,13 @@ pub(crate) fn layer_before_move_down(
     trusted: &Path,
     upper: &Path,
     admin: &Path,
-) -> Vec<String> {
+) -> Vec<Warning> {
     let named = |dir: &Path| admin.join(dir.strip_prefix(upper).unwrap_or(dir));
     let mut warnings = Vec::new();
     let mut note = |dir: &Path, took: Vec<String>| {
         if !took.is_empty() {
-            warnings.push(format!(
-                "{}: took away what would run code for your own git there: {}",
-                named(dir).display(),
-                took.join(", ")
-            ));
+            let place = named(dir);
+            warnings.push(RunWarning::GitCodeTakenAway { place, took }.into());
         }
     };
     // A whiteout (a character device) deletes what is below: it stays as it is.

@@ -17,6 +17,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
+use crate::base::warning::{BindWarning, Warning};
 use crate::git::{Git, Gitlink, HermeticGit, LocalClone};
 
 /// How deep submodules of submodules are followed.
@@ -44,7 +45,7 @@ pub(crate) fn initialise(
     git: &Git,
     (tree, admin, common_dir): (&Path, &Path, &Path),
     source: &Path,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Warning>> {
     let mut warnings = Vec::new();
     let mut todo = vec![(
         Level {
@@ -59,10 +60,9 @@ pub(crate) fn initialise(
     while let Some((level, depth)) = todo.pop() {
         let inner = initialise_level(git, &level, &mut warnings)?;
         if depth == MAX_DEPTH && !inner.is_empty() {
-            warnings.push(format!(
-                "submodules nested deeper than {MAX_DEPTH} levels (inside {}) are left uninitialised",
-                String::from_utf8_lossy(&level.prefix)
-            ));
+            let inside = String::from_utf8_lossy(&level.prefix).into_owned();
+            let max = MAX_DEPTH;
+            warnings.push(BindWarning::SubmodulesTooDeep { max, inside }.into());
             continue;
         }
         todo.extend(inner.into_iter().map(|level| (level, depth + 1)));
@@ -72,15 +72,18 @@ pub(crate) fn initialise(
 
 /// Initialises the submodules of one repository that the source has copies of; returns the
 /// repositories to go on with (the submodules it initialised).
-fn initialise_level(git: &Git, level: &Level, warnings: &mut Vec<String>) -> Result<Vec<Level>> {
+fn initialise_level(git: &Git, level: &Level, warnings: &mut Vec<Warning>) -> Result<Vec<Level>> {
     let mut found: Vec<(Gitlink, PathBuf)> = Vec::new();
     for link in level.iso.head_submodules()? {
         match source_copy(git, level, &link) {
             Ok(from) => found.push((link, from)),
-            Err(why) => warnings.push(format!(
-                "submodule {} is left uninitialised in the isolation: {why}",
-                shown(level, &link)
-            )),
+            Err(why) => warnings.push(
+                BindWarning::SubmoduleUninitialised {
+                    submodule: shown(level, &link),
+                    why: why.to_string(),
+                }
+                .into(),
+            ),
         }
     }
     if found.is_empty() {

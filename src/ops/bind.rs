@@ -10,6 +10,7 @@ use crate::base::fsutil::now_ms;
 use crate::base::ids::{CommitId, SessionId, TreeId};
 use crate::base::owner::{Liveness, Owner, OwnerView, long_lived_ancestor, parent_pid};
 use crate::base::reflink::Fill;
+use crate::base::warning::{BindWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::HermeticGit;
 use crate::model::isolation;
@@ -111,7 +112,7 @@ pub struct BindOutcome {
     /// Who owns the session and whether it runs; `null` for an ownerless one.
     pub owner: Option<OwnerView>,
     /// What the user should know (printed on stderr; also in the JSON).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
     pub warm: bool,
     /// How the isolation's files were made: `clone` (copy-on-write clones of the revision's
@@ -128,7 +129,7 @@ pub struct BindOutcome {
 }
 
 impl BindOutcome {
-    fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<String>) -> BindOutcome {
+    fn from_record(record: &SessionRecord, reused: bool, warnings: Vec<Warning>) -> BindOutcome {
         BindOutcome {
             session_id: record.session_id.clone(),
             source: record.source.clone(),
@@ -297,7 +298,7 @@ struct WipPlan {
     carried: Option<WorkingState>,
     /// `--allow-dirty` with local changes: they are not in the isolation.
     left_out: bool,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 fn plan_wip(
@@ -328,10 +329,8 @@ fn plan_wip(
             }
             plan.left_out = true;
             let count = paths.len() + more;
-            plan.warnings.push(format!(
-                "the source's local changes ({count} path{}) are not in the isolation (--allow-dirty)",
-                if count == 1 { "" } else { "s" }
-            ));
+            plan.warnings
+                .push(BindWarning::DirtyLeftOut { paths: count }.into());
         }
     }
     Ok(plan)
@@ -393,7 +392,7 @@ struct Restore {
 struct Unbuilt {
     record: SessionRecord,
     restore: Option<Restore>,
-    warnings: Vec<String>,
+    warnings: Vec<Warning>,
 }
 
 /// Claims the id, builds the isolation (restoring the state given into it, if any) and
@@ -483,7 +482,7 @@ impl Unbuilt {
         located: &Located,
         path: &Path,
         opts: &BindOptions,
-    ) -> Result<(PathBuf, Fill, Vec<String>)> {
+    ) -> Result<(PathBuf, Fill, Vec<Warning>)> {
         let revision = &self.record.bound_revision;
         let (admin_dir, fill, warnings) = build(ctx, located, path, revision, opts.submodules)?;
         if let Some(state) = &self.restore {
@@ -575,7 +574,7 @@ fn claim_path(
     located: &Located,
     opts: &BindOptions,
     session_id: &SessionId,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<ClaimRecord> {
     let (base, shared) = isolation_base(located, opts.base_dir.as_deref(), warnings)?;
     let names = located.store.isolation_names(&located.repo.toplevel);
@@ -647,11 +646,9 @@ fn resume(
     let mut warnings = Vec::new();
     let swept = swept_restore(ctx, located, &record)?;
     if let (Some(_), Some(summary)) = (&swept, record.swept_summary()) {
-        warnings.push(format!("{summary}: restored it as uncommitted changes"));
+        warnings.push(BindWarning::RestoredUncommitted { summary }.into());
     } else if record.last_run.is_none() {
-        warnings.push(
-            "nothing was captured in this session: the isolation starts as the session did".into(),
-        );
+        warnings.push(BindWarning::NothingCaptured.into());
     }
     // The swept snapshot; else the latest capture; else, for carried WIP, the state the
     // session started from.
@@ -753,15 +750,16 @@ fn reuse(
     if existing.owner != owner {
         let warning = match &existing.owner {
             None if !explicit => None,
-            None => Some("the ownerless session now has an owner".to_string()),
-            Some(previous) if previous.liveness() == Liveness::Dead => Some(format!(
-                "took the session over from its previous owner ({}), which has exited",
-                previous.describe()
-            )),
+            None => Some(BindWarning::OwnerGiven),
+            Some(previous) if previous.liveness() == Liveness::Dead => {
+                Some(BindWarning::TakenOver {
+                    previous: previous.describe(),
+                })
+            }
             Some(previous) => return Err(owned_elsewhere(&existing.session_id, previous)),
         };
         if let Some(warning) = warning {
-            warnings.push(warning);
+            warnings.push(warning.into());
             existing.owner = owner;
             existing.updated_at_ms = now_ms();
             located.store.save_session(&existing)?;
@@ -787,7 +785,7 @@ fn owned_elsewhere(session_id: &str, owner: &Owner) -> Error {
 fn isolation_base(
     located: &Located,
     base_dir: Option<&Path>,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<(PathBuf, bool)> {
     let source = &located.repo.toplevel;
     if let Some(dir) = base_dir {
@@ -824,16 +822,18 @@ fn isolation_base(
             },
         })?;
     fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
-    warnings.push(format!(
-        "{} is not writable; the isolation lives under {} instead",
-        parent.display(),
-        fallback.display()
-    ));
+    warnings.push(
+        BindWarning::FallbackParent {
+            parent: parent.to_path_buf(),
+            fallback: fallback.clone(),
+        }
+        .into(),
+    );
     Ok((fallback, true))
 }
 
 /// An empty leftover directory is cleared; anything else at the path is refused, untouched.
-fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
+fn clear_path(path: &Path, warnings: &mut Vec<Warning>) -> Result<()> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -848,10 +848,8 @@ fn clear_path(path: &Path, warnings: &mut Vec<String>) -> Result<()> {
         .ctx(|| format!("cannot read {}", path.display()))?
     {
         fs::remove_dir(path).ctx(|| format!("cannot remove empty {}", path.display()))?;
-        warnings.push(format!(
-            "cleared an empty leftover directory at {}",
-            path.display()
-        ));
+        let path = path.to_path_buf();
+        warnings.push(BindWarning::ClearedLeftover { path }.into());
         return Ok(());
     } else {
         "a non-empty directory"
@@ -872,7 +870,7 @@ fn build(
     path: &Path,
     revision: &str,
     submodules: bool,
-) -> Result<(PathBuf, Fill, Vec<String>)> {
+) -> Result<(PathBuf, Fill, Vec<Warning>)> {
     let (admin, fill) = crate::services::worktree::add_worktree(ctx, located, path, revision)?;
     let warnings = if submodules {
         // Nothing has run in the new tree yet, and the submodules' git dirs belong in its
@@ -907,11 +905,14 @@ fn publish(
 }
 
 /// Registers the source; failing that only keeps it out of `--all`, so it is a warning.
-fn register_or_warn(located: &Located, warnings: &mut Vec<String>) {
+fn register_or_warn(located: &Located, warnings: &mut Vec<Warning>) {
     if let Err(err) = register(located) {
-        warnings.push(format!(
-            "the source could not be added to the user registry: {err}"
-        ));
+        warnings.push(
+            BindWarning::NotRegistered {
+                why: err.to_string(),
+            }
+            .into(),
+        );
     }
 }
 

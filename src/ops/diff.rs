@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use crate::base::error::{Error, IoContext, NoDocument, Result};
 use crate::base::ids::TreeId;
 use crate::base::paths::RepoPath;
+use crate::base::warning::{PromoteWarning, Warning};
 use crate::base::wire::wire_enum;
 use crate::context::Context;
 use crate::model::snapshot::{self, Patch};
@@ -128,7 +129,7 @@ pub struct DiffOutcome {
     /// promoted change set, which carry the root only.
     pub nested_change_sets: Vec<NestedDiff>,
     /// What the user should know: nested repositories whose work is not shown, and why.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     #[serde(skip)]
     body: Body,
 }
@@ -240,10 +241,8 @@ fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let nested_change_sets = nested_diffs(ctx, &located, &found, &bases.nested, scratch.path())?;
     let mut warnings = found.warnings();
     warnings.extend(snap.nested.iter().map(|name| {
-        format!(
-            "nested repository {} is not part of the change set: the source has no repository there",
-            nested_path(name)
-        )
+        let path = nested_path(name).to_string();
+        Warning::from(PromoteWarning::NestedNotInSource { path })
     }));
     Ok(DiffOutcome {
         session_id: Some(session.session_id.into()),

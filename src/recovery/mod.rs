@@ -32,9 +32,10 @@ pub(crate) mod spares;
 
 use std::time::Duration;
 
-pub use crate::context::interrupted::{Interrupted, Operation};
+pub use crate::base::interrupted::{Interrupted, Operation};
 
 use crate::base::error::Result;
+use crate::base::warning::{RecoveryWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::Git;
 use crate::git::repo::Repo;
@@ -52,7 +53,7 @@ trait WriteAhead {
     fn left(located: &Located) -> Vec<Interrupted>;
     /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
     /// should be told (each operation finished, named).
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String>;
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning>;
 }
 
 /// Promote intents: the checkout's changes, completed or rolled back from the records.
@@ -76,7 +77,7 @@ impl WriteAhead for Promotes {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         crate::recovery::intent::recover(held, git, &located.store)
     }
 }
@@ -109,7 +110,7 @@ impl WriteAhead for TreeMoves {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         let (repo, store) = (&located.repo, &located.store);
         let before = Self::left(located);
         // A run's layer merges into its isolation before its git state settles over it.
@@ -139,7 +140,7 @@ impl WriteAhead for Rebases {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         crate::recovery::rebase_apply::recover(held, git, &located.store)
     }
 }
@@ -164,7 +165,7 @@ impl WriteAhead for Binds {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<String> {
+    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         let before = Self::left(located);
         crate::recovery::claims::recover(held, git, located);
         finished(before, Self::left(located))
@@ -191,7 +192,7 @@ impl WriteAhead for Spares {
             .collect()
     }
 
-    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> Vec<String> {
+    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> Vec<Warning> {
         // A build that died within the grace is left alone here, as by `waiting`.
         let before = Self::left(located);
         if before.is_empty() {
@@ -199,22 +200,27 @@ impl WriteAhead for Spares {
         }
         match crate::recovery::spares::recover(held, located) {
             Ok(()) => finished(before, Self::left(located)),
-            Err(err) => vec![format!("the pool could not be repaired: {err}")],
+            Err(err) => vec![
+                RecoveryWarning::PoolNotRepaired {
+                    why: err.to_string(),
+                }
+                .into(),
+            ],
         }
     }
 }
 
 /// What the user is told of the operations of `before` that `after` no longer holds: each one
 /// finished, named once (a run's layer and its git state are one run).
-fn finished(before: Vec<Interrupted>, mut after: Vec<Interrupted>) -> Vec<String> {
-    let mut told: Vec<String> = Vec::new();
+fn finished(before: Vec<Interrupted>, mut after: Vec<Interrupted>) -> Vec<Warning> {
+    let mut told: Vec<Warning> = Vec::new();
     for operation in before {
         match after.iter().position(|left| *left == operation) {
             Some(still) => {
                 after.swap_remove(still);
             }
             None => {
-                let line = operation.finished();
+                let line = RecoveryWarning::Finished(operation).into();
                 if !told.contains(&line) {
                     told.push(line);
                 }
@@ -262,8 +268,8 @@ pub(crate) fn left(located: &Located, binds: bool) -> Vec<Interrupted> {
 
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
-pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<String> {
-    type Finish = fn(&RepoLock, &Git, &Located) -> Vec<String>;
+pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<Warning> {
+    type Finish = fn(&RepoLock, &Git, &Located) -> Vec<Warning>;
     let mut kinds: Vec<Finish> = vec![Promotes::finish, TreeMoves::finish, Rebases::finish];
     if binds {
         kinds.push(Binds::finish);
@@ -333,7 +339,9 @@ pub(crate) fn recover(ctx: &Context, located: &mut Located) {
         Ok(_lock) => {}
         Err(_) => {
             located.interrupted = left(located, binds);
-            let notices = located.interrupted.iter().map(|i| i.describe()).collect();
+            let notices = (located.interrupted.iter())
+                .map(|i| RecoveryWarning::InProgress(i.clone()).into())
+                .collect();
             ctx.push_notices(notices);
         }
     }

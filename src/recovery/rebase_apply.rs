@@ -10,6 +10,7 @@ use std::os::unix::ffi::OsStrExt;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
 use crate::base::ids::SessionId;
+use crate::base::warning::{RebaseEnd, RecoveryWarning, Warning};
 use crate::git::{Git, HermeticGit, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::{self, Seed, TempFile};
@@ -308,37 +309,33 @@ fn follow_up(git: &Git, store: &Store, id: &SessionId, then: &Then) -> Result<()
 
 /// Finishes every rebase a crash interrupted (called with the repository lock held). Returns
 /// what the user should be told.
-pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<String> {
+pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<Warning> {
     rebase_record::intents(store)
         .into_iter()
         .map(|intent| {
-            let what = match &intent.then {
-                Then::Clean { .. } => "completed",
-                Then::Conflicted(_) => "completed up to its conflict",
-                Then::Aborted => "undone",
+            let end = match &intent.then {
+                Then::Clean { .. } => RebaseEnd::Completed,
+                Then::Conflicted(_) => RebaseEnd::CompletedToConflict,
+                Then::Aborted => RebaseEnd::Undone,
             };
             let gone = store
                 .load_session(&intent.session_id)
                 .ok()
                 .flatten()
                 .is_none_or(|s| !s.state.has_tree());
+            let session_id = intent.session_id.clone();
             if gone {
                 // Nothing left to rebase: the session or its isolation went since.
                 let _ = forget(store, &intent.session_id);
-                return format!(
-                    "an interrupted rebase of session {} was dropped: the session has no isolation any more",
-                    intent.session_id
-                );
+                return RecoveryWarning::RebaseDropped { session_id }.into();
             }
             match carry_out(git, store, &intent, Start::Recovery) {
-                Ok(()) => format!(
-                    "an interrupted rebase of session {} was {what}",
-                    intent.session_id
-                ),
-                Err(err) => format!(
-                    "an interrupted rebase of session {} could not be finished: {err}",
-                    intent.session_id
-                ),
+                Ok(()) => RecoveryWarning::RebaseFinished { session_id, end }.into(),
+                Err(err) => RecoveryWarning::RebaseNotFinished {
+                    session_id,
+                    why: err.to_string(),
+                }
+                .into(),
             }
         })
         .collect()

@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::base::error::{Error, Held, Result};
 use crate::base::fsutil::now_ms;
 use crate::base::ids::{Digest, RunId, SessionId, TreeId};
+use crate::base::warning::Warning;
 use crate::context::{Context, Located};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
@@ -35,7 +36,7 @@ pub struct CaptureOutcome {
     /// kept beside the document, which carries the root only.
     pub nested: Vec<crate::services::nested::NestedChangeSet>,
     /// What the user should know (nested repositories that could not be captured).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
     /// output.
     #[serde(skip)]

@@ -20,6 +20,7 @@ use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
 use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::paths::RepoPath;
+use crate::base::warning::{PromoteWarning, RunWarning, Warning};
 use crate::git::{Git, HermeticGit};
 use crate::model::isolation::Isolation;
 use crate::model::snapshot::{self, Patch, Seed};
@@ -379,14 +380,14 @@ fn stray_entry(dir: &Dir, depth: usize) -> Option<String> {
 /// The object directories of an isolation's initialised submodules (`<admin>/modules/…`,
 /// names may hold slashes), each reached beneath the admin dir without a link and checked as
 /// [`object_dir`] checks one; and why the others are left out.
-pub(crate) fn module_stores(admin: &Path) -> (Vec<PathBuf>, Vec<String>) {
+pub(crate) fn module_stores(admin: &Path) -> (Vec<PathBuf>, Vec<Warning>) {
     let (mut found, mut skipped) = (Vec::new(), Vec::new());
     let modules = Dir::open(admin).and_then(|admin| admin.dir_if_any(Path::new("modules")));
     let modules = match modules {
         Ok(Some(modules)) => modules,
         Ok(None) => return (found, skipped),
         Err(e) => {
-            skipped.push(format!("no submodule's objects were used: {e}"));
+            skipped.push(RunWarning::ModuleObjectsNotUsed { why: e.to_string() }.into());
             return (found, skipped);
         }
     };
@@ -402,10 +403,13 @@ pub(crate) fn module_stores(admin: &Path) -> (Vec<PathBuf>, Vec<String>) {
             if matches!(inner.kind(Path::new("HEAD")), Ok(Some(Kind::File))) {
                 match object_dir(&inner) {
                     Ok(objects) => found.push(objects),
-                    Err(why) => skipped.push(format!(
-                        "the submodule git dir {} was not used: {why}",
-                        inner.path().display()
-                    )),
+                    Err(why) => skipped.push(
+                        RunWarning::ModuleGitDirNotUsed {
+                            git_dir: inner.path().to_path_buf(),
+                            why: why.to_string(),
+                        }
+                        .into(),
+                    ),
                 }
             } else if depth < 8 {
                 todo.push((inner, depth + 1));
@@ -541,14 +545,15 @@ impl Nested {
 
     /// Warnings for what was not captured: the nested repositories of the snapshot that are
     /// not the source's too (never folded in as gitlinks), and those that could not be read.
-    pub(crate) fn warnings(&self) -> Vec<String> {
+    pub(crate) fn warnings(&self) -> Vec<Warning> {
         self.skipped
             .iter()
             .map(|s| {
-                format!(
-                    "nested repository {} could not be captured: {}",
-                    s.path, s.why
-                )
+                PromoteWarning::NestedNotCaptured {
+                    path: s.path.to_string(),
+                    why: s.why.clone(),
+                }
+                .into()
             })
             .collect()
     }

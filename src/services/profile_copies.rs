@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;
+use crate::base::warning::Warning;
 use crate::services::profile::{Profile, store_dir};
 use crate::services::profile_review::Kept;
 
@@ -24,7 +25,7 @@ pub(crate) struct ProfileMounts {
     /// Its files, seen over the real ones and written back to its copies.
     pub files: Vec<crate::services::writeback::FileGrant>,
     /// What the review held of a run killed before its own review.
-    pub held: Vec<String>,
+    pub held: Vec<Warning>,
 }
 
 /// The profile's copies of its home paths for this repository and a user whose home is

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::warning::{RunWarning, Warning};
 use crate::services::profile::{HomeEntry, Profile};
 
 /// The largest reviewed file read (settings and instructions are small).
@@ -293,7 +294,7 @@ fn open(path: &Path) -> Result<Dir> {
 /// Compares the copy with what was accepted: a change to state stays; any other change is
 /// taken out of the copy (the accepted content put back) and held in `pending/`. Returns a
 /// line for the user per path held.
-pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<String>> {
+pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<Warning>> {
     let _lock = kept.lock()?;
     let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
     let live = walk(&home, profile)?;
@@ -308,10 +309,13 @@ pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<String>> {
         if let Some(Leaf::Other(what)) = now {
             // Nothing to hold: what was accepted goes back, or the entry goes.
             put(&home, rel, before)?;
-            held.push(format!(
-                "~/{} ({what}) was taken out of the profile's copies: a run may leave only regular files of at most {MAX_BYTES} bytes where the profile is reviewed",
-                rel.display()
-            ));
+            let (path, max_bytes) = (rel.to_path_buf(), MAX_BYTES);
+            let taken = RunWarning::ProfileEntryTakenOut {
+                path,
+                what: what.clone(),
+                max_bytes,
+            };
+            held.push(taken.into());
             continue;
         }
         match verdict(profile, rel, (now, before)) {
@@ -323,11 +327,8 @@ pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<String>> {
                 if kind == ReviewKind::Keys {
                     put(&accepted, rel, back.as_ref())?;
                 }
-                held.push(format!(
-                    "the run's change to ~/{} is held for review: a3s-iso profile diff {}",
-                    rel.display(),
-                    profile.name
-                ));
+                let (path, profile) = (rel.to_path_buf(), profile.name.clone());
+                held.push(RunWarning::ProfileChangeHeld { path, profile }.into());
             }
         }
     }

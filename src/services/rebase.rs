@@ -13,6 +13,7 @@
 
 use crate::base::ids::SessionId;
 use crate::base::invalid::Invalid;
+use crate::base::warning::Warning;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
@@ -89,7 +90,7 @@ pub struct RebaseOutcome {
     /// The conflicting paths.
     pub conflicting_paths: Vec<String>,
     /// What recovery or the rebase wants the user to know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// After a fresh rebase that finished, when its snapshot found nothing nested: the tree
     /// the isolation holds now, all of the session's work (what `land` tests and lands).
     #[serde(skip)]

@@ -16,6 +16,7 @@ use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::ids::RunId;
 use crate::base::sandbox::FileLayer;
+use crate::base::warning::{RunWarning, Warning};
 
 /// One file the command may write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -136,7 +137,7 @@ impl Layers {
     /// Writes each granted file the command changed back where it is kept. Returns what the
     /// user should know: a file that could not be written back, or that the command replaced
     /// with something other than a regular file (left as it was).
-    pub(crate) fn write_back(&self) -> Vec<String> {
+    pub(crate) fn write_back(&self) -> Vec<Warning> {
         let mut warnings = Vec::new();
         // The command could write the layers' directory itself (the overlays need it): each
         // upper layer is reached beneath it, so a link made of one is never read through.
@@ -158,10 +159,8 @@ impl Layers {
                     .map_err(Clone::clone)
                     .and_then(|upper| write_back_one(upper, &rel, grant));
                 if let Err(why) = done {
-                    warnings.push(format!(
-                        "{} was not written back: {why}",
-                        grant.kept.display()
-                    ));
+                    let (path, why) = (grant.kept.clone(), why.to_string());
+                    warnings.push(RunWarning::NotWrittenBack { path, why }.into());
                 }
             }
         }

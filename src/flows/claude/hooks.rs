@@ -8,6 +8,7 @@ use serde::Serialize;
 use crate::base::error::{Error, NotGranted, Result};
 use crate::base::ids::{RunId, SessionId};
 use crate::base::owner::{Liveness, hook_process};
+use crate::base::warning::{LandWarning, Warning};
 use crate::context::Context;
 use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_from};
 use crate::flows::setup::bind;
@@ -86,7 +87,7 @@ fn attempt_id(base: &str, attempt: u32) -> String {
 
 /// A warning when Claude Code proposed a base that is not the commit the session was bound
 /// at: a3s-iso binds at the source's HEAD.
-fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) -> Option<String> {
+fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) -> Option<Warning> {
     let base = payload.base.as_deref()?;
     let named = ctx
         .git
@@ -94,10 +95,11 @@ fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) 
         .ok()
         .flatten();
     (named.as_deref() != Some(outcome.bound_revision.as_str()) && !outcome.reused).then(|| {
-        format!(
-            "Claude Code proposed to start from {base:?}; the isolation is at the source's HEAD ({})",
-            outcome.bound_revision
-        )
+        LandWarning::BaseNotTaken {
+            base: base.to_string(),
+            head: outcome.bound_revision.clone(),
+        }
+        .into()
     })
 }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::base::error::{Error, IoContext, Result};
+use crate::base::warning::{LandWarning, Warning};
 use crate::context::Context;
 use crate::flows::claude::json::{Json, member_or_insert};
 use crate::flows::claude::payload::WorktreeEvent;
@@ -51,7 +52,7 @@ pub struct InitOutcome {
     /// The two hooks.
     pub hooks: Vec<InitHook>,
     /// What the user should know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// The command of the hook for `event`.
@@ -87,19 +88,17 @@ pub fn init(ctx: &Context) -> Result<InitOutcome> {
     }
     let mut warnings = Vec::new();
     for hook in hooks.iter().filter(|h| h.other_hooks > 0) {
-        warnings.push(format!(
-            "{} has {} other {} hook{}: Claude Code runs every one, and takes the worktree path a3s-iso prints only if no other prints one",
-            path.display(),
-            hook.other_hooks,
-            hook.event.name(),
-            if hook.other_hooks == 1 { "" } else { "s" }
-        ));
+        let other = LandWarning::OtherHooks {
+            settings: path.clone(),
+            count: hook.other_hooks,
+            event: hook.event.name().to_string(),
+        };
+        warnings.push(other.into());
     }
     let ignored = ctx.git.is_ignored(top, SETTINGS_FILE)?;
     if !ignored {
-        warnings.push(format!(
-            "{SETTINGS_FILE} is not ignored by git: it would count as a local change of the source (add it to .git/info/exclude)"
-        ));
+        let file = SETTINGS_FILE.to_string();
+        warnings.push(LandWarning::SettingsNotIgnored { file }.into());
     }
     Ok(InitOutcome {
         settings: path,

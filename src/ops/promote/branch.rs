@@ -16,6 +16,7 @@ use crate::base::error::{Error, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
 use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
+use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
 use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
@@ -622,9 +623,14 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         }
     };
     if let Some(stash) = &stash
-        && let Err(warning) = intent::restore_stash(git, source, recorder.token(), stash)
+        && !intent::restore_stash(git, source, recorder.token(), stash)
     {
-        out.warnings.push(warning);
+        out.warnings.push(
+            PromoteWarning::StashKept {
+                stash: stash.clone(),
+            }
+            .into(),
+        );
         report.kept_stash = Some(stash.clone());
     }
     crate::fault_point!("promote-branch-after-restore");
@@ -639,7 +645,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     recorder.end()?;
     if out.outcome == Outcome::Applied && interrupts.received().is_some() {
         out.warnings
-            .push("an interrupt arrived during the replay; the promote finished first".into());
+            .push(PromoteWarning::InterruptedDuringReplay.into());
     }
     out.current_revision = Some(CommitId::new(git.rev_parse_required(source, "HEAD")?)?);
     out.branch = Some(report);
@@ -656,10 +662,10 @@ fn keep_chain(
     match refs.set_retained_branch(tip) {
         Ok(()) => true,
         Err(err) => {
-            out.warnings.push(format!(
-                "the branch {} that keeps the session's commits could not be made (is a branch of yours in the way?): {err}",
-                refs.ns.retained_branch(refs.session_id)
-            ));
+            let branch = refs.ns.retained_branch(refs.session_id);
+            let why = err.to_string();
+            out.warnings
+                .push(PromoteWarning::RetainedBranchNotMade { branch, why }.into());
             false
         }
     }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::base::error::{IoContext, Result};
 use crate::base::ids::Digest;
 use crate::base::paths::RepoPath;
+use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
 use crate::git::{Git, Identity};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
@@ -491,9 +492,13 @@ fn follow_bumps(
             .map(|(_, d)| d.as_path());
         match ready(&ctx.git, located, source, &bump, dir)? {
             Ok(()) => move_submodules(&ctx.git, source, std::slice::from_ref(&bump))?,
-            Err(why) => out.warnings.push(format!(
-                "submodule {path} stays where it was ({why}); git submodule update moves it"
-            )),
+            Err(why) => out.warnings.push(
+                PromoteWarning::SubmoduleStays {
+                    path: path.to_string(),
+                    why: why.to_string(),
+                }
+                .into(),
+            ),
         }
     }
     Ok(())

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::base::paths::RepoPath;
+use crate::base::warning::Warning;
 use crate::base::wire::wire_enum;
 
 pub use crate::store::state::PromoteMode as Mode;
@@ -99,7 +100,7 @@ pub struct PromoteOutcome {
     /// What git said, or what collided.
     pub detail: Option<String>,
     /// Things the user should know that did not stop the promote.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// A session's promote: which step of the session this is (1, 2, …); for `idempotent`
     /// with nothing new, the step that landed last. Null for a document.
     pub step: Option<u64>,

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::base::error::Result;
 use crate::base::ids::{CommitId, Digest};
+use crate::base::warning::{PromoteWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
@@ -145,15 +146,18 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     candidate.report_step(&mut out);
     out.nested_repositories = candidate.nested.clone();
     out.warnings.extend(ctx.take_notices());
-    out.warnings.extend(candidate.nested.iter().map(|p| {
-        format!("nested repository {p} is not part of the change set; promote it on its own")
-    }));
+    out.warnings.extend(
+        candidate
+            .nested
+            .iter()
+            .map(|p| Warning::from(PromoteWarning::NestedOnItsOwn { path: p.clone() })),
+    );
     out.warnings
         .extend(candidate.nested_skipped.iter().map(|s| {
-            format!(
-                "nested repository {} could not be captured: {}",
-                s.path, s.why
-            )
+            Warning::from(PromoteWarning::NestedNotCaptured {
+                path: s.path.to_string(),
+                why: s.why.clone(),
+            })
         }));
     out
 }
@@ -608,10 +612,8 @@ impl Lander<'_> {
         intent::remove(store, digest)?;
         out.outcome = Outcome::Applied;
         if interrupts.received().is_some() {
-            out.warnings.push(
-                "an interrupt arrived while the patch was being applied; the promote finished first"
-                    .into(),
-            );
+            out.warnings
+                .push(PromoteWarning::InterruptedWhileApplying.into());
         }
         Ok(())
     }

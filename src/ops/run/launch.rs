@@ -12,6 +12,7 @@ use crate::base::ids::TreeId;
 use crate::base::pty::{CommandTerminal, Stream, Use};
 use crate::base::sandbox::{self, SandboxSpec, SocketFactory, StatusChannel, TerminalSpec};
 use crate::base::signals::Signals;
+use crate::base::warning::{RunWarning, Warning};
 use crate::context::Context;
 use crate::model::snapshot::Snapshot;
 use crate::ops::run::plan::{Planned, output_target};
@@ -260,7 +261,7 @@ pub(crate) struct GitState {
     /// The isolation's HEAD before the command, as its file held it.
     pub head_before: Vec<u8>,
     /// What the user should know so far.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Gives a sandboxed run the session's git layers, made ready (`session_git::prepare`); `refs`
@@ -281,9 +282,7 @@ fn attach_layers(
         ..GitState::default()
     };
     if located.repo.common_dir.join("reftable").is_dir() {
-        state.warnings.push(
-            "this repository keeps its refs in reftable: git inside cannot keep branches, tags or stash entries between runs (what it writes to the refs is thrown away after the run)".into(),
-        );
+        state.warnings.push(RunWarning::Reftable.into());
         return Ok(state);
     }
     let prepared = crate::recovery::session_git::prepare(
@@ -297,9 +296,10 @@ fn attach_layers(
         Ok(prepared) => prepared,
         // As where the layers cannot be mounted: the run goes on without them.
         Err(e) => {
-            state.warnings.push(format!(
-                "the session's git layers cannot be made ready ({e}): git inside cannot keep branches, tags or stash entries in this run"
-            ));
+            let why = e.to_string();
+            state
+                .warnings
+                .push(RunWarning::GitLayersNotReady { why }.into());
             return Ok(state);
         }
     };

@@ -58,7 +58,7 @@ pub fn run_requested(
     options.sandbox = configured.request;
     let mut warnings = configured.warnings;
     if let Some(warn) = front.warn {
-        warnings.iter().for_each(|w| warn(w));
+        warnings.iter().for_each(warn);
         warnings.clear();
     }
     let mut outcome = run(ctx, &options)?;

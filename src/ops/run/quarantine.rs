@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
 use crate::base::ids::RunId;
+use crate::base::warning::{RunWarning, Warning};
 use crate::git::repo::Repo;
 use crate::git::{Git, Receiver};
 use crate::store::layout::StateDir;
@@ -107,7 +108,7 @@ impl Quarantine {
     /// dir is read but objects), so its git finds its new commits. The command could write
     /// those stores during the run, so they are found and checked again now (reached beneath
     /// the admin dir without a link, holding none): a store that no longer passes is left out.
-    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<(usize, Vec<String>)> {
+    pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<(usize, Vec<Warning>)> {
         let mut warnings = Vec::new();
         let quarantine =
             Dir::open(&self.dir).ctx(|| format!("cannot open {}", self.dir.display()))?;
@@ -117,9 +118,8 @@ impl Quarantine {
         let (files, dropped) =
             sweep_strays(&quarantine, 0).ctx(|| format!("cannot read {}", self.dir.display()))?;
         if dropped > 0 {
-            warnings.push(format!(
-                "the run's new objects: {dropped} symbolic links or special files left in its object directory were removed, never followed"
-            ));
+            let count = dropped;
+            warnings.push(RunWarning::QuarantineLinksRemoved { count }.into());
         }
         if files == 0 {
             return Ok((0, warnings));

@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::base::error::{Error, Result};
 use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::sandbox::SandboxReport;
+use crate::base::warning::{PromoteWarning, RunWarning, Warning};
 use crate::context::{Context, Located};
 use crate::model::changeset::RunState;
 use crate::ops::run::launch::{GitState, RunResult, Staged};
@@ -66,7 +67,7 @@ pub struct RunOutcome {
     /// What it could reach of the network, and what the proxy refused.
     pub network: NetworkReport,
     /// What the user should know (printed on stderr; also in the JSON).
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
     /// When the command failed: the paths it named that the sandbox kept from it (private,
     /// hidden or read-only), each with what to allow.
     pub hidden_paths: Vec<crate::services::hidden_paths::HiddenPath>,
@@ -143,7 +144,7 @@ pub(crate) fn record(
 /// Once the command and its sandbox have ended (nothing can change its layers any more): the
 /// allowed files written back, then, sandboxed ([`after_sandbox`]), the command's new objects
 /// and what git inside changed. Returns the warnings of both.
-fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Result<Vec<String>> {
+fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Result<Vec<Warning>> {
     let granted = &planned.granted;
     let mut warnings = granted.held.clone();
     warnings.extend(granted.layers.write_back());
@@ -152,10 +153,13 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
     if let Some((profile, kept)) = &granted.kept {
         match crate::services::profile_review::review(kept, profile) {
             Ok(held) => warnings.extend(held),
-            Err(e) => warnings.push(format!(
-                "the profile's copies ({}) were not reviewed: {e}; its next run reviews them first",
-                kept.home().display()
-            )),
+            Err(e) => warnings.push(
+                RunWarning::ProfileNotReviewed {
+                    home: kept.home(),
+                    why: e.to_string(),
+                }
+                .into(),
+            ),
         }
     }
     if let Some(git) = git {
@@ -167,7 +171,7 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
 /// After a sandboxed run: the command's new objects join the store once they pass the checks,
 /// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
 /// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
-fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<String>> {
+fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<Warning>> {
     let RunTarget { located, isolation } = claimed.run_target();
     let session_id = claimed.session_id();
     let mut warnings = claimed.quarantine.migrate(&ctx.git, &located.repo)?.1;
@@ -191,11 +195,9 @@ fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<
         (admin, &git.head_before),
     );
     // Recorded first: what fails here the next command finishes; the run's evidence stands.
-    warnings.extend(settled.unwrap_or_else(|e| {
-        vec![format!(
-            "the run's git state (branches, HEAD) is not settled yet: {e}; the next a3s-iso command finishes it"
-        )]
-    }));
+    warnings.extend(
+        settled.unwrap_or_else(|e| vec![RunWarning::GitNotSettled { why: e.to_string() }.into()]),
+    );
     Ok(warnings)
 }
 
@@ -206,11 +208,11 @@ fn record_run(
     located: &Located,
     evidence: &Evidence<'_>,
     result: &RunResult,
-) -> Result<(Option<ChangeSetSummary>, Vec<String>)> {
+) -> Result<(Option<ChangeSetSummary>, Vec<Warning>)> {
     let nested = &result.nested;
-    let mut warnings: Vec<String> = (result.result.nested)
+    let mut warnings: Vec<Warning> = (result.result.nested)
         .iter()
-        .map(|path| format!("nested repository {path} is not part of the change set"))
+        .map(|path| PromoteWarning::NestedLeftOut { path: path.clone() }.into())
         .collect();
     warnings.extend(nested.warnings());
     crate::services::evidence::record_nested(
@@ -227,7 +229,12 @@ fn record_run(
             files_changed: captured.files_changed,
         }),
         Err(err @ Error::ChangeSetTooLarge { .. }) => {
-            warnings.push(format!("{err}; the result tree is pinned"));
+            warnings.push(
+                RunWarning::TreePinnedOnly {
+                    why: err.to_string(),
+                }
+                .into(),
+            );
             None
         }
         Err(err) => return Err(err),
@@ -238,7 +245,7 @@ fn record_run(
 /// Leaves nothing the run wrote that would make your own git execute code in the isolation
 /// (`neutralize`): the admin dir's `config.worktree`, and the config and hooks of every nested
 /// repository and submodule the snapshot found. Returns its warnings.
-fn neutralize(ctx: &Context, at: RunTarget<'_>, result: &RunResult) -> Vec<String> {
+fn neutralize(ctx: &Context, at: RunTarget<'_>, result: &RunResult) -> Vec<Warning> {
     use crate::base::paths::RepoPath;
     let (snap, nested) = (&result.result, &result.nested);
     let RunTarget { located, isolation } = at;

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::base::command_env::EnvRequest;
 use crate::base::error::Result;
+use crate::base::warning::{RunWarning, Warning};
 use crate::context::Context;
 use crate::services::config::{Loaded, RepositoryFile, Trust};
 use crate::services::network::Published;
@@ -65,7 +66,7 @@ pub struct FrontEnd<'a> {
     pub approve: &'a mut dyn FnMut(&RepositoryFile) -> bool,
     /// Told each warning of how the configuration was read, before the command starts.
     /// `None`: those warnings lead the outcome's own.
-    pub warn: Option<&'a mut dyn FnMut(&str)>,
+    pub warn: Option<&'a mut dyn FnMut(&Warning)>,
 }
 
 /// What the caller lets a sandboxed command do beyond the defaults.
@@ -122,7 +123,7 @@ pub struct ConfiguredSandbox {
     /// The request for `run`.
     pub request: Option<SandboxRequest>,
     /// Settings left out, and why.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Makes the run's sandbox request from `ask` and the configuration. `approve` is asked about
@@ -156,10 +157,7 @@ pub fn configure(
     let (hosts, ports) = (settings.allow_host.value, settings.publish.value);
     if allow_network {
         if !hosts.is_empty() || !ports.is_empty() {
-            warnings.push(
-                "run.allow_host and run.publish are not applied: the run has the whole network"
-                    .into(),
-            );
+            warnings.push(RunWarning::HostsNotApplied.into());
         }
     } else {
         // With the whole network open, neither the configuration's hosts nor the profile's

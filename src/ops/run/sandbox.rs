@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result};
 use crate::base::sandbox::{self, NetworkAccess, SandboxSpec, TerminalSpec};
+use crate::base::warning::Warning;
 use crate::ops::run::request::RunOptions;
 use crate::ops::run::target::{Claimed, RunDirs, RunTarget};
 use crate::services::network::PROXY_PORT;
@@ -129,7 +130,7 @@ pub(crate) struct Granted {
         crate::services::profile_review::Kept,
     )>,
     /// What the review before the command held (of a run killed before its own review).
-    pub held: Vec<String>,
+    pub held: Vec<Warning>,
     /// The caches of the presets' package managers: writable directories and variables.
     pub caches: crate::services::caches::CachePlan,
 }

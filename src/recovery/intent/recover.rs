@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::base::error::Result;
 use crate::base::fsutil::now_ms;
+use crate::base::warning::{RecoveryWarning as W, Warning, YourWork};
 use crate::git::Git;
 use crate::recovery::intent::checkout::{Checkout, PathState, Side};
 use crate::recovery::intent::orphans;
@@ -63,31 +64,33 @@ pub(crate) fn classify(
 
 /// Finds every unfinished intent of the store and completes it (or rolls it back); returns what
 /// the user should be told, one line each.
-pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<String> {
+pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<Warning> {
     let mut notices = Vec::new();
     for found in record::pending(store) {
         match found {
-            Err(e) => notices.push(format!("an unreadable promote intent was left alone: {e}")),
+            Err(e) => notices.push(W::UnreadablePromoteIntent { why: e.to_string() }.into()),
             Ok(intent) => match recover_one(git, store, &intent) {
-                Ok(Some(notice)) => notices.push(notice),
+                Ok(Some(notice)) => notices.push(notice.into()),
                 Ok(None) => {}
-                Err(e) => notices.push(format!(
-                    "the interrupted promote of {} could not be finished now ({e}); the next command tries again",
-                    intent.digest
-                )),
+                Err(e) => notices.push(
+                    W::PromoteNotFinishedNow {
+                        digest: intent.digest.to_string(),
+                        why: e.to_string(),
+                    }
+                    .into(),
+                ),
             },
         }
     }
     notices
 }
 
-fn recover_one(git: &Git, store: &Store, intent: &Intent) -> Result<Option<String>> {
+fn recover_one(git: &Git, store: &Store, intent: &Intent) -> Result<Option<W>> {
     if !intent.source.is_dir() {
-        return Ok(Some(format!(
-            "the interrupted promote of {} is pending: its checkout {} is not there",
-            intent.digest,
-            intent.source.display()
-        )));
+        return Ok(Some(W::PromoteCheckoutMissing {
+            digest: intent.digest.to_string(),
+            checkout: intent.source.clone(),
+        }));
     }
     match &intent.changes {
         Changes::Patch(plan) => recover_patch(git, store, intent, plan),
@@ -103,12 +106,7 @@ fn paths_of(plan: &PatchPlan) -> Vec<RepoPath> {
 /// Completes a patch promote from its recorded images: journaled already → only the intent is
 /// left; all post → journal; all pre → nothing landed; some of each → the rest is written;
 /// anything else → kept, and promote of the digest reports a conflict.
-fn recover_patch(
-    git: &Git,
-    store: &Store,
-    intent: &Intent,
-    plan: &PatchPlan,
-) -> Result<Option<String>> {
+fn recover_patch(git: &Git, store: &Store, intent: &Intent, plan: &PatchPlan) -> Result<Option<W>> {
     if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
         record::remove(store, &intent.digest)?;
         return Ok(None);
@@ -121,32 +119,30 @@ fn recover_patch(
     let notice = match classify(&checkout, plan, &states) {
         PatchVerdict::Landed => {
             journal(store, intent)?;
-            format!(
-                "an interrupted promote of {digest} was completed: all of it had landed; journaled now"
-            )
+            W::PromoteCompletedLanded {
+                digest: digest.to_string(),
+            }
         }
         PatchVerdict::Untouched => {
             checkout.remove_created_dirs(plan);
-            format!("an interrupted promote of {digest} was rolled back: none of it had landed")
+            W::PromoteRolledBack {
+                digest: digest.to_string(),
+            }
         }
         PatchVerdict::Halfway(todo) => {
             checkout.write(&tag, plan, &todo, Side::Post)?;
             journal(store, intent)?;
-            format!(
-                "an interrupted promote of {digest} was completed: {} of {} files were still to be written",
-                todo.len(),
-                plan.paths.len()
-            )
+            W::PromoteCompletedHalfway {
+                digest: digest.to_string(),
+                to_write: todo.len(),
+                of: plan.paths.len(),
+            }
         }
         PatchVerdict::Changed(paths) => {
-            return Ok(Some(format!(
-                "an interrupted promote of {digest} cannot be completed: {} changed since it stopped; promoting it reports a conflict until they hold what it recorded",
-                paths
-                    .iter()
-                    .map(RepoPath::shown)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )));
+            return Ok(Some(W::PromoteCannotComplete {
+                digest: digest.to_string(),
+                paths: paths.iter().map(RepoPath::shown).collect(),
+            }));
         }
     };
     record::remove(store, digest)?;
@@ -267,13 +263,13 @@ fn recover_branch(
     store: &Store,
     intent: &Intent,
     plan: &BranchPlan,
-) -> Result<Option<String>> {
+) -> Result<Option<W>> {
     let running = orphans::wait_for(&plan.token, ORPHAN_PATIENCE);
     if !running.is_empty() {
-        return Ok(Some(format!(
-            "the interrupted promote of {} still has git running (pid {running:?}); a later command finishes it",
-            intent.digest
-        )));
+        return Ok(Some(W::PromoteGitRunning {
+            digest: intent.digest.to_string(),
+            pids: running,
+        }));
     }
     if intent.journaled_by(store.journal_entry(&intent.digest)?.as_ref()) {
         record::remove(store, &intent.digest)?;
@@ -294,7 +290,7 @@ fn settle_branch(
     intent: &Intent,
     plan: &BranchPlan,
     found: &BranchFound,
-) -> Result<Option<String>> {
+) -> Result<Option<W>> {
     let verdict = decide_branch(plan, found);
     let stash = found.stash.as_deref();
     let source = intent.source.as_path();
@@ -307,34 +303,39 @@ fn settle_branch(
     if let (Some(target), true) = (&target, reset) {
         git.marked(source, &plan.token).reset_hard(target)?;
     }
-    let restored = match stash {
+    let work = match stash {
         Some(stash) => {
             if target.is_some() {
                 stash::clear_stashed_untracked(git, source, stash)?;
             }
             match stash::restore(git, source, &plan.token, stash) {
-                Ok(()) => "your uncommitted work was restored".to_string(),
-                Err(warning) => warning,
+                true => YourWork::Restored,
+                false => YourWork::KeptInStash(stash.to_string()),
             }
         }
-        None => "your uncommitted work is in place".to_string(),
+        None => YourWork::InPlace,
     };
     if matches!(verdict, BranchVerdict::Forward { .. }) {
         journal(store, intent)?;
     }
     record::remove(store, digest)?;
     Ok(Some(match verdict {
-        BranchVerdict::Forward { .. } => format!(
-            "an interrupted promote of {digest} was completed: its commits are on {}; {restored}",
-            plan.branch
-        ),
-        BranchVerdict::Back { .. } => format!(
-            "an interrupted promote of {digest} was rolled back: {} is back at {}; {restored}",
-            plan.branch, plan.old_tip
-        ),
-        BranchVerdict::Foreign(why) => format!(
-            "an interrupted promote of {digest} was left as it is ({why}); nothing was reset; {restored}"
-        ),
+        BranchVerdict::Forward { .. } => W::BranchPromoteCompleted {
+            digest: digest.to_string(),
+            branch: plan.branch.clone(),
+            work,
+        },
+        BranchVerdict::Back { .. } => W::BranchPromoteRolledBack {
+            digest: digest.to_string(),
+            branch: plan.branch.clone(),
+            old_tip: plan.old_tip.clone(),
+            work,
+        },
+        BranchVerdict::Foreign(why) => W::BranchPromoteLeft {
+            digest: digest.to_string(),
+            why,
+            work,
+        },
     }))
 }
 

@@ -70,14 +70,9 @@ pub(crate) fn listed(git: &Git, source: &Path, stash: &str) -> bool {
     position(git, source, stash).is_some()
 }
 
-/// Restores a stash with its index and drops it; on failure the stash is kept and no unmerged
-/// entries are left behind. The error is the warning to show.
-pub(crate) fn restore(
-    git: &Git,
-    source: &Path,
-    token: &str,
-    stash: &str,
-) -> std::result::Result<(), String> {
+/// Restores a stash with its index and drops it; on failure (`false`) the stash is kept and
+/// no unmerged entries are left behind.
+pub(crate) fn restore(git: &Git, source: &Path, token: &str, stash: &str) -> bool {
     let marked = git.marked(source, token);
     let applied = marked.stash_apply(stash);
     if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
@@ -85,14 +80,12 @@ pub(crate) fn restore(
         if !unmerged.is_empty() {
             let _ = marked.reset_index();
         }
-        return Err(format!(
-            "your uncommitted work could not be restored on top of the promoted commits; it is kept in stash {stash} (git stash apply --index {stash})"
-        ));
+        return false;
     }
     if let Some(position) = position(git, source, stash) {
         let _ = marked.stash_drop(position);
     }
-    Ok(())
+    true
 }
 
 /// Before a stash is restored onto a checkout a crash left: removes the untracked files that

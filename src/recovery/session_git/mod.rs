@@ -31,6 +31,7 @@ use crate::base::error::{IoContext, Result};
 use crate::base::ids::SessionId;
 use crate::base::names::RefNames;
 use crate::base::sandbox::GitLayers;
+use crate::base::warning::{RunWarning, Warning};
 use crate::git::repo::Repo;
 use crate::git::{Git, RefUpdate};
 use crate::store::lock::RepoLock;
@@ -93,7 +94,7 @@ pub(crate) fn prepare(
     store: &Store,
     session_id: &SessionId,
     admin: &Path,
-) -> Result<(GitLayers, Vec<String>)> {
+) -> Result<(GitLayers, Vec<Warning>)> {
     let places = Places::of(store, session_id);
     for which in ["common", "admin"] {
         for dir in [places.upper(which), places.work(which)] {
@@ -249,15 +250,13 @@ pub(crate) fn settle(
     store: &Store,
     session_id: &SessionId,
     (admin, head_before): (&Path, &[u8]),
-) -> Result<Vec<String>> {
+) -> Result<Vec<Warning>> {
     let places = Places::of(store, session_id);
     if !places.were_mounted() {
         open(&places.upper("admin"))?
             .empty()
             .ctx(|| "cannot empty the admin layer".into())?;
-        let mut warnings = vec![
-            "the session's git layers could not be mounted (a file system or kernel without overlay support): git inside could not create branches, tags or stash entries, and nothing it tried reached the repository's refs".to_string(),
-        ];
+        let mut warnings = vec![RunWarning::GitLayersNotMounted.into()];
         warnings.extend(keep_head_detached(git, repo, admin, head_before));
         return Ok(warnings);
     }
@@ -305,7 +304,7 @@ pub(crate) fn keep_head_detached(
     repo: &Repo,
     admin: &Path,
     before: &[u8],
-) -> Vec<String> {
+) -> Vec<Warning> {
     let head = String::from_utf8_lossy(&read_head(admin))
         .trim_end()
         .to_string();
@@ -316,22 +315,22 @@ pub(crate) fn keep_head_detached(
         .rev_parse(&repo.toplevel, &format!("{name}^{{commit}}"))
         .ok()
         .flatten();
-    let (bytes, where_) = match &commit {
-        Some(commit) => (format!("{commit}\n").into_bytes(), format!("at {commit}")),
-        None => (before.to_vec(), "where it was before the run".to_string()),
+    let bytes = match &commit {
+        Some(commit) => format!("{commit}\n").into_bytes(),
+        None => before.to_vec(),
     };
     let written = !bytes.is_empty()
         && Dir::open(admin)
             .and_then(|dir| dir.put(Path::new("HEAD"), &bytes))
             .is_ok();
-    match written {
-        true => vec![format!(
-            "the command left the isolation's HEAD on {name}: it is detached again, {where_}"
-        )],
-        false => vec![format!(
-            "the command left the isolation's HEAD on {name}, and it could not be detached again"
-        )],
-    }
+    let branch = name.to_string();
+    vec![
+        match written {
+            true => RunWarning::HeadDetachedAgain { branch, at: commit },
+            false => RunWarning::HeadNotDetached { branch },
+        }
+        .into(),
+    ]
 }
 
 /// The move itself, and the intent's removal; each step can be done again.
@@ -341,7 +340,7 @@ pub(crate) fn finish(
     store: &Store,
     session_id: &SessionId,
     admin: &Path,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Warning>> {
     let places = Places::of(store, session_id);
     open_up_layers(&places)?;
     let mut warnings = Vec::new();
@@ -368,7 +367,7 @@ pub(crate) fn finish(
     // left pending forever.
     match mirror(git, repo, &store.refs(), session_id, &places) {
         Ok(more) => warnings.extend(more),
-        Err(e) => warnings.push(format!("the session's own refs are not mirrored: {e}")),
+        Err(e) => warnings.push(RunWarning::RefsNotMirrored { why: e.to_string() }.into()),
     }
     crate::recovery::pending::remove(store, session_id)?;
     Ok(warnings)
@@ -401,7 +400,7 @@ fn settle_head(
     upper: &Dir,
     real: &Dir,
     places: &Places,
-    warnings: &mut Vec<String>,
+    warnings: &mut Vec<Warning>,
 ) -> Result<()> {
     let name = Path::new("HEAD");
     // No `HEAD` in the layer: the run left it as it was (or this moved it already).
@@ -420,9 +419,7 @@ fn settle_head(
         Some(commit) => real
             .put(name, format!("{commit}\n").as_bytes())
             .ctx(|| "cannot write the isolation's HEAD".into())?,
-        None => warnings.push(format!(
-            "HEAD inside the run was {head:?}, which names no commit yet: the isolation's HEAD stays where it was"
-        )),
+        None => warnings.push(RunWarning::HeadUnborn { head: head.clone() }.into()),
     }
     remember(places, branch.filter(|_| commit.is_some()))?;
     upper
@@ -460,7 +457,7 @@ fn mirror(
     ns: &RefNames,
     session_id: &SessionId,
     places: &Places,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Warning>> {
     let view = RefView::new(&repo.common_dir, &places.upper("common"));
     let mut wanted: Vec<(String, String)> = view
         .private_refs()
@@ -482,9 +479,7 @@ fn mirror(
         if present {
             kept.push((name, id));
         } else {
-            warnings.push(format!(
-                "{name}: names {id}, which the repository does not hold; not kept"
-            ));
+            warnings.push(RunWarning::RefNotKept { name, id }.into());
         }
     }
     let existing = git.list_refs_targets(&repo.toplevel, &ns.session_git_dir(session_id))?;
@@ -504,7 +499,7 @@ fn mirror(
 
 /// After a killed run: the loose refs its layer holds that name objects the store never got
 /// (they were in the run's quarantine) are dropped, so the session's git finds no broken ref.
-fn drop_dangling(git: &Git, repo: &Repo, places: &Places) -> Result<Vec<String>> {
+fn drop_dangling(git: &Git, repo: &Repo, places: &Places) -> Result<Vec<Warning>> {
     let upper = open(&places.upper("common"))?;
     let view = RefView::new(&repo.common_dir, &places.upper("common"));
     let refs: Vec<(String, String)> = view.private_refs().into_iter().collect();
@@ -516,9 +511,7 @@ fn drop_dangling(git: &Git, repo: &Repo, places: &Places) -> Result<Vec<String>>
             upper
                 .remove(Path::new(&name))
                 .ctx(|| format!("cannot drop {name} from the session's layer"))?;
-            warnings.push(format!(
-                "{name} named {id}, which a killed run never got to keep; dropped"
-            ));
+            warnings.push(RunWarning::DanglingRefDropped { name, id }.into());
         }
     }
     Ok(warnings)

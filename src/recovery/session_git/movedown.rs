@@ -9,6 +9,7 @@ use std::io;
 use std::path::Path;
 
 use crate::base::beneath::{Dir, Kind};
+use crate::base::warning::{RunWarning, Warning};
 
 use crate::recovery::session_git::view::{is_opaque, is_whiteout};
 
@@ -17,11 +18,11 @@ const KEPT: [&str; 3] = ["HEAD", "commondir", "gitdir"];
 
 /// Moves the layer `upper` down into `real`; what cannot move (a link, a special file) is
 /// dropped, with a warning.
-pub(crate) fn move_down(upper: &Dir, real: &Dir, warnings: &mut Vec<String>) -> io::Result<()> {
+pub(crate) fn move_down(upper: &Dir, real: &Dir, warnings: &mut Vec<Warning>) -> io::Result<()> {
     merge(upper, real, true, warnings)
 }
 
-fn merge(upper: &Dir, real: &Dir, top: bool, warnings: &mut Vec<String>) -> io::Result<()> {
+fn merge(upper: &Dir, real: &Dir, top: bool, warnings: &mut Vec<Warning>) -> io::Result<()> {
     for entry in upper.entries()? {
         let name = Path::new(&entry.name);
         if top && KEPT.iter().any(|k| OsStr::new(k) == entry.name) {
@@ -49,10 +50,12 @@ fn merge(upper: &Dir, real: &Dir, top: bool, warnings: &mut Vec<String>) -> io::
                 let mut from = upper.open_file(name)?;
                 real.put_with(name, |to| io::copy(&mut from, to).map(drop))?;
             }
-            Kind::Symlink | Kind::Special => warnings.push(format!(
-                "{}: a symbolic link or special file git inside the run left in the isolation's admin dir was not kept",
-                real.path().join(name).display()
-            )),
+            Kind::Symlink | Kind::Special => warnings.push(
+                RunWarning::AdminLinkNotKept {
+                    path: real.path().join(name),
+                }
+                .into(),
+            ),
         }
         upper.remove(name)?;
     }

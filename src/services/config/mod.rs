@@ -9,6 +9,7 @@
 mod trust;
 
 use crate::base::invalid::Invalid;
+use crate::base::warning::{RunWarning, Warning};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -289,15 +290,11 @@ impl Loaded {
 
     /// The configuration a command that honours only approved files uses: the repository's
     /// file counts when trusted; otherwise it is left out with a warning in `warnings`.
-    pub fn trusted_effective(&self, warnings: &mut Vec<String>) -> Effective {
+    pub fn trusted_effective(&self, warnings: &mut Vec<Warning>) -> Effective {
         match &self.repository {
             Some(file) if file.trust != Trust::Trusted => {
-                warnings.push(format!(
-                    "{} is not trusted ({}): its settings are ignored; a3s-iso config trust \
-                     approves it",
-                    file.path.display(),
-                    file.trust.as_str()
-                ));
+                let (file, trust) = (file.path.clone(), file.trust.as_str().to_string());
+                warnings.push(RunWarning::UntrustedConfig { file, trust }.into());
                 self.effective(false)
             }
             _ => self.effective(true),

@@ -23,6 +23,7 @@ pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{Digest, RunId, TreeId};
+use crate::base::warning::{PromoteWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
@@ -99,7 +100,7 @@ pub struct PushOutcome {
     /// `git-tree:<hex>` the patch makes.
     pub result_tree: TreeId,
     /// What the user should know.
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// Publishes a change set on a remote as `refs/a3s-iso/changes/<digest hex>`; a digest the
@@ -173,7 +174,7 @@ fn publish(
 fn change_set_to_push(
     ctx: &Context,
     source: &PushSource,
-) -> Result<(Located, Carried, Vec<String>)> {
+) -> Result<(Located, Carried, Vec<Warning>)> {
     let (located, verified) = match source {
         PushSource::Session(session) => return session_change_set(ctx, session.as_deref()),
         PushSource::Document(path) => {
@@ -227,7 +228,7 @@ pub(crate) struct SessionChangeSet {
     pub(crate) digest: Digest,
     pub(crate) base_tree: TreeId,
     pub(crate) result_tree: TreeId,
-    pub(crate) warnings: Vec<String>,
+    pub(crate) warnings: Vec<Warning>,
 }
 
 /// The session's change set now, as [`push`] takes it (its last capture when nothing changed
@@ -249,7 +250,7 @@ pub(crate) fn session_change_set_now(ctx: &Context, session: &str) -> Result<Ses
 fn session_change_set(
     ctx: &Context,
     session: Option<&str>,
-) -> Result<(Located, Carried, Vec<String>)> {
+) -> Result<(Located, Carried, Vec<Warning>)> {
     let target = Target::prepare(ctx, session, None, None)?;
     let (snap, nested) =
         crate::services::evidence::snapshot_all(ctx, &target.located, &target.isolation)?;
@@ -274,19 +275,16 @@ fn session_change_set(
 
 /// What a push of the root change set leaves behind: nested change sets and nested
 /// repositories, which do not travel.
-fn nested_warnings(nested: &crate::services::nested::Nested, left_out: &[String]) -> Vec<String> {
+fn nested_warnings(nested: &crate::services::nested::Nested, left_out: &[String]) -> Vec<Warning> {
     let mut warnings = nested.warnings();
     warnings.extend(nested.sets().iter().map(|set| {
-        format!(
-            "the nested change set of {} does not travel with the push; promote the session locally for it",
-            set.path
-        )
+        let path = set.path.to_string();
+        Warning::from(PromoteWarning::NestedNotPushed { path })
     }));
-    warnings.extend(
-        left_out
-            .iter()
-            .map(|p| format!("nested repository {p} is not part of the change set")),
-    );
+    warnings.extend(left_out.iter().map(|p| {
+        let path = p.clone();
+        Warning::from(PromoteWarning::NestedLeftOut { path })
+    }));
     warnings
 }
 

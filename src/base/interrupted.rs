@@ -51,33 +51,3 @@ pub struct Interrupted {
     /// For a promote: the change set's digest.
     pub digest: Option<crate::base::ids::Digest>,
 }
-
-impl Interrupted {
-    /// One line for a warning once recovery has finished (or undone) it.
-    pub fn finished(&self) -> String {
-        match (self.operation, &self.session_id) {
-            (Operation::Pool, _) => {
-                "an interrupted build or cleaning of a pool spare was finished".into()
-            }
-            (operation, Some(id)) => format!(
-                "an interrupted {} of session {id} was finished",
-                operation.command()
-            ),
-            (operation, None) => format!("an interrupted {} was finished", operation.command()),
-        }
-    }
-
-    /// One line for a warning: what is unfinished and what finishes it.
-    pub fn describe(&self) -> String {
-        let what = match (&self.digest, &self.session_id) {
-            (Some(digest), _) => format!("a {} of {digest}", self.operation.command()),
-            (None, Some(id)) => format!("a {} of session {id}", self.operation.command()),
-            (None, None) => format!("a {}", self.operation.command()),
-        };
-        format!(
-            "{what} is in progress or was interrupted, and another a3s-iso holds the repository \
-             lock; the next a3s-iso command that takes the lock (any command, `a3s-iso list` \
-             say) finishes it"
-        )
-    }
-}
