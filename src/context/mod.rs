@@ -151,7 +151,7 @@ impl Context {
     }
 
     /// Adds a session the command made to its scope, if it has one.
-    pub(crate) fn admit(&self, id: &str) {
+    pub(crate) fn admit(&self, id: &SessionId) {
         if let Some(scope) = &self.scope {
             scope.admit(id);
         }

@@ -769,7 +769,7 @@ fn reuse(
 }
 
 /// `session_exists`: another owner, which may still be running, holds the session.
-fn owned_elsewhere(session_id: &str, owner: &Owner) -> Error {
+fn owned_elsewhere(session_id: &SessionId, owner: &Owner) -> Error {
     Error::SessionExists {
         reason: Taken::OtherOwner {
             session_id: session_id.to_string(),

@@ -172,7 +172,7 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
 }
 
 /// `session_conflicted` for a session whose rebase stopped at a conflict.
-pub(crate) fn conflicted_error(session_id: &str, paths: Vec<String>) -> Error {
+pub(crate) fn conflicted_error(session_id: &SessionId, paths: Vec<String>) -> Error {
     Error::SessionConflicted {
         session_id: session_id.to_string(),
         what: "its rebase stopped at a conflict".into(),

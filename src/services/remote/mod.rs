@@ -22,7 +22,7 @@ pub(crate) use crate::services::remote::select::choose as choose_remote;
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
 
 use crate::base::error::{Error, NoDocument, Result};
-use crate::base::ids::{Digest, RunId, TreeId};
+use crate::base::ids::{Digest, RunId, SessionId, TreeId};
 use crate::base::warning::{PromoteWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::RefUpdate;
@@ -233,7 +233,10 @@ pub(crate) struct SessionChangeSet {
 
 /// The session's change set now, as [`push`] takes it (its last capture when nothing changed
 /// since, else a fresh one): the same work gives the same digest, run after run.
-pub(crate) fn session_change_set_now(ctx: &Context, session: &str) -> Result<SessionChangeSet> {
+pub(crate) fn session_change_set_now(
+    ctx: &Context,
+    session: &SessionId,
+) -> Result<SessionChangeSet> {
     let (_, carried, warnings) = session_change_set(ctx, Some(session))?;
     let cs = carried.change_set;
     Ok(SessionChangeSet {
