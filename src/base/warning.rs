@@ -24,6 +24,25 @@ pub enum Warning {
     Recorded(String),
 }
 
+/// Each group's warnings are warnings.
+macro_rules! grouped {
+    ($($group:ident => $variant:ident),*) => {
+        $(impl From<$group> for Warning {
+            fn from(warning: $group) -> Warning {
+                Warning::$variant(warning)
+            }
+        })*
+    };
+}
+
+grouped!(
+    RecoveryWarning => Recovery,
+    BindWarning => Bind,
+    RunWarning => Run,
+    PromoteWarning => Promote,
+    LandWarning => Land
+);
+
 /// What recovery under the repository lock did, or could not do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 // The fields are what their variant names: the variant says what each one is.
@@ -85,12 +104,6 @@ pub enum RecoveryWarning {
     RebaseNotFinished { session_id: SessionId, why: String },
 }
 
-impl From<RecoveryWarning> for Warning {
-    fn from(warning: RecoveryWarning) -> Warning {
-        Warning::Recovery(warning)
-    }
-}
-
 /// What a bind did beside building the isolation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 // The fields are what their variant names: the variant says what each one is.
@@ -120,12 +133,6 @@ pub enum BindWarning {
     SubmodulesTooDeep { max: usize, inside: String },
     /// A submodule is left uninitialised in the isolation.
     SubmoduleUninitialised { submodule: String, why: String },
-}
-
-impl From<BindWarning> for Warning {
-    fn from(warning: BindWarning) -> Warning {
-        Warning::Bind(warning)
-    }
 }
 
 /// What a run did beside running its command.
@@ -184,12 +191,6 @@ pub enum RunWarning {
     ProfileChangeHeld { path: PathBuf, profile: String },
 }
 
-impl From<RunWarning> for Warning {
-    fn from(warning: RunWarning) -> Warning {
-        Warning::Run(warning)
-    }
-}
-
 /// What a capture, promote or push left out or kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
 // The fields are what their variant names: the variant says what each one is.
@@ -216,12 +217,6 @@ pub enum PromoteWarning {
     /// The user's uncommitted work could not be restored after a branch promote: it stays in
     /// its stash.
     StashKept { stash: String },
-}
-
-impl From<PromoteWarning> for Warning {
-    fn from(warning: PromoteWarning) -> Warning {
-        Warning::Promote(warning)
-    }
 }
 
 /// What a landing did beside landing.
@@ -255,12 +250,6 @@ pub enum LandWarning {
     },
     /// Claude Code's settings file is not ignored by git.
     SettingsNotIgnored { file: String },
-}
-
-impl From<LandWarning> for Warning {
-    fn from(warning: LandWarning) -> Warning {
-        Warning::Land(warning)
-    }
 }
 
 /// Where the user's uncommitted work is after an interrupted branch promote was dealt with.
