@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::mount::{MountFlags, mount, mount_bind};
-use rustix::process::{Pid, Signal, WaitOptions, WaitStatus};
+use rustix::process::{Pid, PidfdFlags, Signal, WaitOptions, WaitStatus};
 
 use super::channel::Reporter;
 use super::landlock::confine_writes;
@@ -109,6 +109,9 @@ pub(super) fn run(
 /// Waits for init; on `SIGUSR1` kills it (and so the whole namespace) first. Meanwhile it
 /// answers `run`'s requests for sockets.
 fn reap(init: Pid, cancel: &AtomicBool, sockets: Option<&SocketServer>) -> i32 {
+    // Readable the moment init ends: the wait below wakes then, not at its next tick (a
+    // kernel without pidfds ticks alone).
+    let ended = rustix::process::pidfd_open(init, PidfdFlags::empty()).ok();
     loop {
         match rustix::process::waitpid(Some(init), WaitOptions::NOHANG) {
             Ok(Some((_, status))) => return exit_code(status),
@@ -119,9 +122,10 @@ fn reap(init: Pid, cancel: &AtomicBool, sockets: Option<&SocketServer>) -> i32 {
         if cancel.swap(false, Ordering::SeqCst) {
             let _ = rustix::process::kill_process(init, Signal::KILL);
         }
+        let tick = Duration::from_millis(5);
         match sockets {
-            Some(sockets) => sockets.serve_for(Duration::from_millis(5)),
-            None => std::thread::sleep(Duration::from_millis(5)),
+            Some(sockets) => sockets.serve_for(tick, ended.as_ref()),
+            None => super::sockets::wait_for(ended.as_ref(), tick),
         }
     }
 }

@@ -179,18 +179,17 @@ impl SocketServer {
         send_fd(&self.fd, DNS, &OwnedFd::from(socket))
     }
 
-    /// Answers `run`'s requests for up to `wait`; returns at once when there is none.
-    pub(super) fn serve_for(&self, wait: Duration) {
+    /// Answers `run`'s requests for up to `wait`, or until `ended` is readable; returns at
+    /// once when there is none.
+    pub(super) fn serve_for(&self, wait: Duration, ended: Option<&OwnedFd>) {
         if self.closed.get() {
-            std::thread::sleep(wait);
+            wait_for(ended, wait);
             return;
         }
-        let mut polled = [PollFd::new(&self.fd, PollFlags::IN)];
-        let timeout = rustix::event::Timespec {
-            tv_sec: 0,
-            tv_nsec: wait.subsec_nanos().into(),
-        };
-        if !matches!(rustix::event::poll(&mut polled, Some(&timeout)), Ok(1..)) {
+        let mut polled = vec![PollFd::new(&self.fd, PollFlags::IN)];
+        polled.extend(ended.map(|fd| PollFd::new(fd, PollFlags::IN)));
+        let ready = rustix::event::poll(&mut polled, Some(&timespec(wait)));
+        if !matches!(ready, Ok(1..)) || !polled[0].revents().contains(PollFlags::IN) {
             return;
         }
         let mut buf = [0u8; 1];
@@ -207,6 +206,25 @@ impl SocketServer {
             Ok((1.., _)) | Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
             Ok(_) | Err(_) => self.closed.set(true),
         }
+    }
+}
+
+/// Sleeps for `wait`, or until `ended` (a process's pidfd) is readable.
+pub(super) fn wait_for(ended: Option<&OwnedFd>, wait: Duration) {
+    match ended {
+        Some(fd) => {
+            let mut polled = [PollFd::new(fd, PollFlags::IN)];
+            let _ = rustix::event::poll(&mut polled, Some(&timespec(wait)));
+        }
+        None => std::thread::sleep(wait),
+    }
+}
+
+/// `wait` (under a second) as poll's timeout.
+fn timespec(wait: Duration) -> rustix::event::Timespec {
+    rustix::event::Timespec {
+        tv_sec: 0,
+        tv_nsec: wait.subsec_nanos().into(),
     }
 }
 
@@ -245,7 +263,7 @@ mod tests {
                 if server.closed.get() {
                     break;
                 }
-                server.serve_for(Duration::from_millis(10));
+                server.serve_for(Duration::from_millis(10), None);
             }
         });
         let socket = factory.socket().unwrap();
