@@ -516,7 +516,11 @@ impl<'a> Work<'a> {
         done: RebaseResult,
     ) -> Result<RebaseOutcome> {
         let tip_tree = self.view.commit_info(&state.tip)?.tree;
-        let base_tree = self.view.commit_info(&state.to_revision)?.tree;
+        // With nothing replayed the tip is the target itself: its tree is read once.
+        let base_tree = match state.tip == state.to_revision {
+            true => tip_tree.clone(),
+            false => self.view.commit_info(&state.to_revision)?.tree,
+        };
         let steps_before = last_step_number(&self.located.store, self.session)?;
         let mut out = RebaseOutcome::of_state(done, &state);
         out.conflict_commit = None;
