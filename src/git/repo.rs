@@ -127,7 +127,10 @@ impl Repo {
             .output()
             .ok()?;
         let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        (out.exit_code == Some(0)).then(|| CommitId::new(commit).ok())?
+        let commit = (out.exit_code == Some(0)).then(|| CommitId::new(commit).ok())??;
+        // A commit peels to itself: a later `<id>^{commit}` of it needs no git.
+        git.remember(&self.toplevel, &format!("{commit}^{{commit}}"), &commit);
+        Some(commit)
     }
 
     /// Local changes (modified tracked files, untracked non-ignored files): the first `limit`
