@@ -847,8 +847,13 @@ struct Original {
     subject: String,
 }
 
-/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process.
+/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process
+/// (none when they are the same commit).
 fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Result<Vec<Original>> {
+    // `X..X` is empty: no git needed.
+    if bound == head {
+        return Ok(Vec::new());
+    }
     let out = git.first_parent_log(source, &format!("{bound}..{head}"))?;
     // Records are NUL-separated; a subject never holds a newline (%s joins its lines).
     Ok(out
