@@ -484,7 +484,13 @@ fn your_files_in_the_way(
     let mut paths = changed(start, &last.commit, "ACDMRTUXB")?;
     let mut parent = start.to_string();
     for pick in chain {
-        for added in changed(&parent, &pick.commit, "A")? {
+        // What the chain's own pair adds is among the paths it changes, listed already.
+        let whole = (parent.as_str(), pick.commit.as_str()) == (start, last.commit.as_str());
+        let added = match whole {
+            true => Vec::new(),
+            false => changed(&parent, &pick.commit, "A")?,
+        };
+        for added in added {
             if !paths.contains(&added) {
                 paths.push(added);
             }
