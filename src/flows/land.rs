@@ -743,9 +743,14 @@ fn promote_tested(
         ..PromoteOptions::default()
     };
     let promoted = crate::ops::promote::promote_session(ctx, located, session, &opts, rebased)?;
+    let replayed_head = promoted.replayed_head.clone();
     take_promote(landed, promoted);
     if landed.outcome == LandResult::Landed && queue.mode != LandMode::Patch {
-        landed.commit = located.repo.head_commit(&ctx.git);
+        // The HEAD the replay left, read under the promote's lock; else HEAD now.
+        landed.commit = match replayed_head {
+            Some(head) => Some(head),
+            None => located.repo.head_commit(&ctx.git),
+        };
     }
     Ok(())
 }

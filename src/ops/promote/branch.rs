@@ -613,7 +613,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         source,
         ident: &target.ident,
     };
-    let failure = replayer.replay(chain, &mut recorder, &mut report)?;
+    let Replay { failure, head } = replayer.replay(chain, &mut recorder, &mut report)?;
     let marked = || git.marked(source, recorder.token());
     let done = match failure {
         Some(_) => {
@@ -623,7 +623,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
             None
         }
         None => {
-            let done = git.rev_parse_required(source, "HEAD")?;
+            let done = head.map_or_else(|| git.rev_parse_required(source, "HEAD"), Ok)?;
             recorder.record(|plan| plan.done = Some(done.clone()))?;
             Some(done)
         }
@@ -653,7 +653,13 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         out.warnings
             .push(PromoteWarning::InterruptedDuringReplay.into());
     }
-    out.current_revision = Some(CommitId::new(git.rev_parse_required(source, "HEAD")?)?);
+    // Nothing since `done` was read wrote the checkout, unless a stash was restored.
+    let head_now = done.filter(|_| stash.is_none());
+    let head_now = head_now.map_or_else(|| git.rev_parse_required(source, "HEAD"), Ok)?;
+    out.current_revision = Some(CommitId::new(head_now)?);
+    if out.outcome == Outcome::Applied {
+        out.replayed_head = out.current_revision.clone();
+    }
     out.branch = Some(report);
     Ok(())
 }
@@ -712,6 +718,14 @@ fn conclude(
     Ok(())
 }
 
+/// How a replay ended.
+struct Replay {
+    /// The commit that failed and why, if one did.
+    failure: Option<(String, String)>,
+    /// HEAD as read right after the last pick, when that pick made a commit.
+    head: Option<String>,
+}
+
 /// Who writes the replayed commits, and where: the source repository and the identity that
 /// commits there.
 struct Replayer<'a> {
@@ -723,26 +737,30 @@ struct Replayer<'a> {
 impl Replayer<'_> {
     /// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
     /// commit whose change is already there is skipped. Returns the commit that failed and why,
-    /// if any.
+    /// if any, and HEAD once the last pick made a commit.
     fn replay(
         &self,
         chain: &[Pick],
         recorder: &mut Recorder<'_>,
         report: &mut BranchReport,
-    ) -> Result<Option<(String, String)>> {
+    ) -> Result<Replay> {
         let (git, source) = (self.git, self.source);
+        let failed = |commit: &str, detail: String| Replay {
+            failure: Some((commit.to_string(), detail)),
+            head: None,
+        };
+        let mut head = None;
         for pick in chain {
+            head = None;
             let result = git
                 .marked(source, recorder.token())
                 .cherry_pick(self.ident, &pick.commit);
             let Ok(result) = result else {
-                return Ok(Some((
-                    pick.commit.clone(),
-                    "git cherry-pick could not run".into(),
-                )));
+                return Ok(failed(&pick.commit, "git cherry-pick could not run".into()));
             };
             if result.exit_code == Some(0) {
                 let replayed = git.rev_parse_required(source, "HEAD")?;
+                head = Some(replayed.clone());
                 recorder.record(|plan| {
                     plan.replayed.push(replayed.clone());
                     plan.processed += 1;
@@ -760,10 +778,13 @@ impl Replayer<'_> {
                     reason: SkipReason::Empty,
                 });
             } else {
-                return Ok(Some((pick.commit.clone(), undone_detail(&result.stderr))));
+                return Ok(failed(&pick.commit, undone_detail(&result.stderr)));
             }
         }
-        Ok(None)
+        Ok(Replay {
+            failure: None,
+            head,
+        })
     }
 
     /// One commit of `tree` on `parent` with `message` (its first line is the subject).

@@ -128,6 +128,10 @@ pub struct PromoteOutcome {
     /// promote of it recorded (a clone that has it committed, say); for the hint.
     #[serde(skip)]
     pub already_present: bool,
+    /// Branch mode: the source's HEAD as the root's replay left it, read once under the lock
+    /// (the commit a landing made); not part of the JSON.
+    #[serde(skip)]
+    pub(crate) replayed_head: Option<crate::base::ids::CommitId>,
 }
 
 impl PromoteOutcome {
@@ -157,6 +161,7 @@ impl PromoteOutcome {
             fetched: None,
             files: Vec::new(),
             already_present: false,
+            replayed_head: None,
         }
     }
 
