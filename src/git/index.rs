@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::git::hermetic::HermeticGit;
-use crate::git::index_file::edit::{Change, Subtrees};
+use crate::git::index_file::edit::{Change, Subtrees, TreeChanges};
 use crate::git::runner::{Git, GitCmd, GitOutput};
 
 /// Settings that make git's stat check compare everything a command cannot forge (ctime and
@@ -468,11 +468,16 @@ impl OnIndex<'_> {
 impl HermeticGit {
     /// What each path whose entry differs between the trees `from` and `to` holds in `to`
     /// (`diff-tree -r --raw`, no renames), by path.
-    pub(crate) fn tree_changes(
+    pub(crate) fn tree_changes(&self, from: &str, to: &str) -> Result<TreeChanges> {
+        Ok(self.tree_changes_and_added(from, to)?.0)
+    }
+
+    /// [`HermeticGit::tree_changes`], and the paths `to` adds, in one `diff-tree`.
+    pub(crate) fn tree_changes_and_added(
         &self,
         from: &str,
         to: &str,
-    ) -> Result<std::collections::BTreeMap<Vec<u8>, Change>> {
+    ) -> Result<(TreeChanges, Vec<Vec<u8>>)> {
         let raw = self
             .cmd()
             .args([
@@ -525,14 +530,6 @@ impl HermeticGit {
         Ok(ids)
     }
 
-    /// The paths `tree` adds to `base`, NUL-separated (`diff-tree --diff-filter=A`).
-    pub(crate) fn added_paths(&self, base: &str, tree: &str) -> Result<Vec<u8>> {
-        self.cmd()
-            .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
-            .args(["--diff-filter=A", base, tree])
-            .run()
-    }
-
     /// Which of the literal `paths` `tree` holds, NUL-separated (`ls-tree -r --name-only`).
     pub(crate) fn names_in_tree<I, S>(&self, tree: &str, paths: I) -> Result<Vec<u8>>
     where
@@ -562,9 +559,11 @@ impl HermeticGit {
     }
 }
 
-/// `diff-tree -z --raw` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes.
-fn parse_raw_changes(raw: &[u8]) -> Option<std::collections::BTreeMap<Vec<u8>, Change>> {
-    let mut changes = std::collections::BTreeMap::new();
+/// `diff-tree -z --raw` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes, and
+/// the paths added.
+fn parse_raw_changes(raw: &[u8]) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
+    let mut changes = TreeChanges::new();
+    let mut added = Vec::new();
     let mut parts = raw.split(|b| *b == 0);
     while let Some(head) = parts.next().filter(|h| !h.is_empty()) {
         let path = parts.next()?;
@@ -580,7 +579,10 @@ fn parse_raw_changes(raw: &[u8]) -> Option<std::collections::BTreeMap<Vec<u8>, C
                 id: hex::decode(id).ok()?,
             },
         };
+        if *status == "A" {
+            added.push(path.to_vec());
+        }
         changes.insert(path.to_vec(), change);
     }
-    Some(changes)
+    Some((changes, added))
 }

@@ -24,7 +24,7 @@ use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::git::HermeticGit;
 use crate::git::index_file::edit::{
-    Change, Keep, Stored, Subtrees, dirs_above, edit, stored_entries, subset,
+    Change, Keep, Stored, Subtrees, TreeChanges, dirs_above, edit, stored_entries, subset,
 };
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
@@ -55,21 +55,30 @@ struct Plan {
 
 /// Moves the files of the tree `top` from `now` to `to` when the index at `seed` (a3s-iso's
 /// own, noted as describing `now`) can be edited for it; `false`, with nothing touched, when
-/// it cannot and `read-tree -m -u` must.
+/// it cannot and `read-tree -m -u` must. `known`: what differs from `now` to `to`, when the
+/// caller has it.
 pub(crate) fn move_changed(
     wt: &HermeticGit,
     scratch: &Path,
     seed: &Path,
     (now, to): (&str, &str),
+    known: Option<&TreeChanges>,
 ) -> Result<bool> {
     if noted_tree(seed).as_deref() != Some(now) {
         return Ok(false);
     }
     let bytes = fs::read(seed).ctx(|| format!("cannot read {}", seed.display()))?;
-    let changes = wt.tree_changes(now, to)?;
-    let subtrees = wt.tree_ids(to, &dirs_above(&changes))?;
+    let asked;
+    let changes = match known {
+        Some(known) => known,
+        None => {
+            asked = wt.tree_changes(now, to)?;
+            &asked
+        }
+    };
+    let subtrees = wt.tree_ids(to, &dirs_above(changes))?;
     let target = Target {
-        changes: &changes,
+        changes,
         subtrees: &subtrees,
     };
     let Some(plan) = plan(

@@ -11,6 +11,7 @@ use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
 use crate::base::ids::SessionId;
 use crate::base::warning::{RebaseEnd, RecoveryWarning, Warning};
+use crate::git::index_file::edit::TreeChanges;
 use crate::git::{Git, HermeticGit, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::{self, Seed, TempFile};
@@ -65,12 +66,20 @@ pub(crate) fn carry_out(
             snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree
         }
     };
+    let mut changes = None;
     if let Start::Fresh { .. } = start {
-        try_files(&wt, &isolation, &now, &intent.tree)?;
+        changes = try_files(&wt, &isolation, &now, &intent.tree)?;
         rebase_record::save_intent(store, intent)?;
     }
     crate::fault_point!("rebase-after-intent");
-    if let Err(err) = write_files(&wt, store, &isolation, &now, &intent.tree) {
+    let moved = move_files(
+        &wt,
+        store,
+        &isolation,
+        (&now, &intent.tree),
+        changes.as_ref(),
+    );
+    if let Err(err) = moved {
         // git refuses before it writes anything (a file changed since the snapshot): then
         // the isolation is as it was and the intent goes; after a partial write it stays
         // for recovery to finish.
@@ -100,14 +109,24 @@ pub(crate) fn carry_out(
 }
 
 /// Refuses a move from what the working tree holds now (`now`) to `tree` that would write
-/// over a file a3s-iso has no copy of.
-fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> Result<()> {
+/// over a file a3s-iso has no copy of; else what differs between the two (`None`: nothing).
+fn try_files(
+    wt: &HermeticGit,
+    isolation: &Isolation,
+    now: &str,
+    tree: &str,
+) -> Result<Option<TreeChanges>> {
+    if now == tree {
+        return Ok(None);
+    }
     // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
     // snapshot that `--abort` restores has no copy of it.
-    let added = wt.added_paths(now, tree)?;
+    let (changes, added) = wt.tree_changes_and_added(now, tree)?;
     // What is in the way: a file (or link) at an added path or at one of its leading
     // directories that the snapshot does not hold; one it holds, git moves out of the way.
-    let blockers: Vec<(&[u8], Vec<u8>)> = crate::git::split_nul(&added)
+    let blockers: Vec<(&[u8], Vec<u8>)> = added
+        .iter()
+        .map(Vec::as_slice)
         .filter_map(|path| {
             crate::model::tree_move::blocker(&isolation.tree, path).map(|at| (path, at))
         })
@@ -123,7 +142,7 @@ fn try_files(wt: &HermeticGit, isolation: &Isolation, now: &str, tree: &str) -> 
             reason: crate::base::invalid::Invalid::RebaseInTheWay { paths: in_the_way },
         });
     }
-    Ok(())
+    Ok(Some(changes))
 }
 
 /// Which of `paths` the tree `tree` holds as a file or link.
@@ -149,9 +168,22 @@ pub(crate) fn write_files(
     now: &str,
     tree: &str,
 ) -> Result<()> {
+    move_files(wt, store, isolation, (now, tree), None)
+}
+
+/// [`write_files`], with what differs from `now` to `tree` when it is known.
+fn move_files(
+    wt: &HermeticGit,
+    store: &Store,
+    isolation: &Isolation,
+    (now, tree): (&str, &str),
+    known: Option<&TreeChanges>,
+) -> Result<()> {
     let scratch = store.scratch_dir();
     let seed = store.seed_index(&isolation.admin)?;
-    if now == tree || crate::model::tree_move::move_changed(wt, &scratch, &seed, (now, tree))? {
+    if now == tree
+        || crate::model::tree_move::move_changed(wt, &scratch, &seed, (now, tree), known)?
+    {
         return Ok(());
     }
     let index = TempFile::new(&scratch, "index")?;

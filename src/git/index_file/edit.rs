@@ -292,6 +292,9 @@ fn updated_tree<'p>(
     Some(out)
 }
 
+/// What differs between two trees, by path.
+pub(crate) type TreeChanges = BTreeMap<Vec<u8>, Change>;
+
 /// The tree ids of an edited index by directory (`""`: the whole tree); a directory not
 /// listed is gone.
 pub(crate) type Subtrees = BTreeMap<Vec<u8>, Vec<u8>>;
