@@ -628,16 +628,8 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
             Some(done)
         }
     };
-    if let Some(stash) = &stash
-        && !intent::restore_stash(git, source, recorder.token(), stash)
-    {
-        out.warnings.push(
-            PromoteWarning::StashKept {
-                stash: stash.clone(),
-            }
-            .into(),
-        );
-        report.kept_stash = Some(stash.clone());
+    if let Some(stash) = &stash {
+        put_back_wip(git, (source, recorder.token()), stash, &mut report, out);
     }
     crate::fault_point!("promote-branch-after-restore");
     let step = job.step(tip, done.as_deref())?;
@@ -662,6 +654,23 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     }
     out.branch = Some(report);
     Ok(())
+}
+
+/// Puts your uncommitted work back on top of the replay; a stash that does not apply there
+/// stays, named in the report and a warning.
+fn put_back_wip(
+    git: &Git,
+    (source, token): (&Path, &str),
+    stash: &str,
+    report: &mut BranchReport,
+    out: &mut PromoteOutcome,
+) {
+    if !intent::restore_stash(git, source, token, stash) {
+        let stash = stash.to_string();
+        report.kept_stash = Some(stash.clone());
+        out.warnings
+            .push(PromoteWarning::StashKept { stash }.into());
+    }
 }
 
 /// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
