@@ -100,6 +100,9 @@ install_mcp_sdk() {
 
 install_missing
 install_mcp_sdk
+# Every locked package, for every platform: the test of the claimed Rust version reads the
+# whole graph with `cargo metadata --offline`, which a build alone does not download.
+cargo fetch --locked >/dev/null 2>&1 || cargo fetch --locked
 thorough=false
 if [ "${1:-}" = "--thorough" ]; then
   thorough=true

@@ -355,6 +355,19 @@ impl Dir {
         Ok(bytes)
     }
 
+    /// The small regular file `rel` (`None` when there is none): a symbolic link there is
+    /// refused, not followed (its target could be anywhere), and so is any other kind.
+    pub(crate) fn read_small_file(&self, rel: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+        match self.kind(rel)? {
+            None => Ok(None),
+            Some(Kind::File) => self.read_small(rel, limit).map(Some),
+            Some(Kind::Symlink) => Err(io::Error::other(
+                "it is a symbolic link, which a3s-iso does not follow",
+            )),
+            Some(_) => Err(io::Error::other("it is not a regular file")),
+        }
+    }
+
     /// Creates the file `rel` (which must not exist) for writing, with `mode` (before the
     /// umask).
     pub(crate) fn create_new(&self, rel: &Path, mode: u32) -> io::Result<File> {

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::base::beneath::{Dir, Kind};
+use crate::base::beneath::Dir;
 use crate::base::error::{Error, Result};
 use crate::base::warning::{BindWarning, Warning};
 
@@ -123,14 +123,7 @@ fn trim_trailing_spaces(line: &str) -> &str {
 pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<Warning>) -> Option<Vec<String>> {
     let path = source.join(WORKTREEINCLUDE);
     let name = Path::new(WORKTREEINCLUDE);
-    let read = Dir::open(source).and_then(|dir| match dir.kind(name)? {
-        None => Ok(None),
-        Some(Kind::File) => dir.read_small(name, MAX_FILE_BYTES).map(Some),
-        Some(Kind::Symlink) => Err(std::io::Error::other(
-            "it is a symbolic link, which a3s-iso does not follow",
-        )),
-        Some(_) => Err(std::io::Error::other("it is not a regular file")),
-    });
+    let read = Dir::open(source).and_then(|dir| dir.read_small_file(name, MAX_FILE_BYTES));
     let bytes = match read {
         Ok(bytes) => bytes?,
         Err(err) => {

@@ -176,6 +176,13 @@ impl LandedSession {
         });
     }
 
+    /// The landing is over: what the context noticed meanwhile, and how long it took.
+    pub(super) fn finished(mut self, ctx: &Context, started: Instant) -> LandedSession {
+        self.warnings.extend(ctx.take_notices());
+        self.duration_ms = started.elapsed().as_millis() as u64;
+        self
+    }
+
     pub(super) fn new(session_id: &str, outcome: LandResult) -> LandedSession {
         LandedSession {
             session_id: session_id.to_string(),
@@ -239,6 +246,21 @@ pub struct LandOutcome {
 }
 
 impl LandOutcome {
+    /// A queue's outcome before any session: what the context noticed until now.
+    pub(super) fn begun(ctx: &Context, mode: LandMode, resumed: bool) -> LandOutcome {
+        LandOutcome {
+            mode,
+            resumed,
+            sessions: Vec::new(),
+            stopped_at: None,
+            hint: None,
+            next_commands: Vec::new(),
+            warnings: ctx.take_notices(),
+            aborted: false,
+            reclaimed: Vec::new(),
+        }
+    }
+
     /// 0 when every session landed (or had nothing new); 3 when one met a conflict or failed
     /// its test; 1 when an error stopped one.
     pub fn exit_code(&self) -> i32 {
@@ -281,17 +303,7 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     }
     let (mut queue, resumed) = queue_for(ctx, &located, opts, recorded)?;
     check_landable(ctx, &located, &queue)?;
-    let mut out = LandOutcome {
-        mode: queue.mode,
-        resumed,
-        sessions: Vec::new(),
-        stopped_at: None,
-        hint: None,
-        next_commands: Vec::new(),
-        warnings: ctx.take_notices(),
-        aborted: false,
-        reclaimed: Vec::new(),
-    };
+    let mut out = LandOutcome::begun(ctx, queue.mode, resumed);
     save(&queue_file, &queue)?;
     // Recorded first: a concurrent command's reclaim spares what the queue holds.
     let in_queue =
@@ -497,17 +509,10 @@ fn abort(
     let sessions = (queue.sessions.into_iter())
         .map(|(id, done)| done.unwrap_or_else(|| LandedSession::new(&id, LandResult::NotReached)))
         .collect();
-    Ok(LandOutcome {
-        mode: queue.mode,
-        resumed: false,
-        sessions,
-        stopped_at: None,
-        hint: None,
-        next_commands: Vec::new(),
-        warnings: ctx.take_notices(),
-        aborted: true,
-        reclaimed: Vec::new(),
-    })
+    let mut out = LandOutcome::begun(ctx, queue.mode, false);
+    out.sessions = sessions;
+    out.aborted = true;
+    Ok(out)
 }
 
 /// The cleanup of a session that landed, once: whether `landed` changed.
@@ -612,9 +617,7 @@ fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &SessionId) -> 
         };
         landed.fail(&err);
     }
-    landed.warnings.extend(ctx.take_notices());
-    landed.duration_ms = started.elapsed().as_millis() as u64;
-    landed
+    landed.finished(ctx, started)
 }
 
 /// Rebase onto HEAD when it moved, the test, then the promote.

@@ -74,17 +74,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
     }
     drop_dead_scratch(ctx, &located);
     let entries = entries_of(ids, push);
-    let mut out = LandOutcome {
-        mode: opts.mode,
-        resumed: false,
-        sessions: Vec::new(),
-        stopped_at: None,
-        hint: None,
-        next_commands: Vec::new(),
-        warnings: ctx.take_notices(),
-        aborted: false,
-        reclaimed: Vec::new(),
-    };
+    let mut out = LandOutcome::begun(ctx, opts.mode, false);
     let stopped_index = push_entries(ctx, &located, (opts, push), &entries, &mut out);
     if let (Some(stopped), Some(index)) = (&out.stopped_at, stopped_index) {
         let again = again_command(opts, push, &entries[index..]);
@@ -264,9 +254,7 @@ fn push_one(
     if matches!(landed.outcome, LandResult::Landed | LandResult::Idempotent) {
         clean_up(ctx, located, id, opts.keep, &mut landed);
     }
-    landed.warnings.extend(ctx.take_notices());
-    landed.duration_ms = started.elapsed().as_millis() as u64;
-    landed
+    landed.finished(ctx, started)
 }
 
 /// Before the work: a landing recorded earlier that is on the branch is `idempotent`; a

@@ -127,9 +127,7 @@ pub(super) fn document_one(
     if let Err(err) = result {
         landed.fail(&err);
     }
-    landed.warnings.extend(ctx.take_notices());
-    landed.duration_ms = started.elapsed().as_millis() as u64;
-    landed
+    landed.finished(ctx, started)
 }
 
 /// Read and verify, make the result tree, bind the scratch session for a test, then the

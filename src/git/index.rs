@@ -153,6 +153,11 @@ impl Git {
 }
 
 impl OnIndex<'_> {
+    /// Runs `args` with `input` (NUL-terminated paths, or entries) on its standard input.
+    fn feed(&self, args: &[&str], input: Vec<u8>) -> Result<()> {
+        self.cmd().args(args).stdin(input).run().map(|_| ())
+    }
+
     fn cmd(&self) -> GitCmd<'_> {
         (self.make)()
     }
@@ -168,7 +173,10 @@ impl OnIndex<'_> {
 
     /// Fills the index from `tree` (`read-tree`).
     pub(crate) fn read_tree(&self, tree: &str) -> Result<()> {
-        self.cmd().args(["read-tree", tree]).run().map(|_| ())
+        self.cmd()
+            .args(["read-tree", "--end-of-options", tree])
+            .run()
+            .map(|_| ())
     }
 
     /// Fills the index from `tree` and updates the files of the sparse checkout's patterns
@@ -195,11 +203,7 @@ impl OnIndex<'_> {
 
     /// Sets the entries `info` describes (`update-index -z --index-info`).
     pub(crate) fn index_info(&self, info: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["update-index", "-z", "--index-info"])
-            .stdin(info)
-            .run()
-            .map(|_| ())
+        self.feed(&["update-index", "-z", "--index-info"], info)
     }
 
     /// Takes the files at `paths` as they are on disk, removing the gone ones
@@ -231,48 +235,35 @@ impl OnIndex<'_> {
 
     /// Takes the files named by the NUL-terminated `paths` as they are on disk.
     pub(crate) fn add_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["update-index", "--add", "-z", "--stdin"])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+        self.feed(&["update-index", "--add", "-z", "--stdin"], paths)
     }
 
     /// Takes the files named by the NUL-terminated `paths` as they are on disk, replacing a
     /// directory or file in the way (`update-index --add --replace`); one that is gone by the
     /// time git looks (a command still deleting files) is removed (`--remove`), not an error.
     pub(crate) fn add_replacing_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args([
+        self.feed(
+            &[
                 "update-index",
                 "--add",
                 "--remove",
                 "--replace",
                 "-z",
                 "--stdin",
-            ])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+            ],
+            paths,
+        )
     }
 
     /// Writes the files of the entries named by the NUL-terminated `paths` from the index,
     /// replacing what is there (`checkout-index -f -z --stdin`); the index is not written.
     pub(crate) fn write_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["checkout-index", "-f", "-q", "-z", "--stdin"])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+        self.feed(&["checkout-index", "-f", "-q", "-z", "--stdin"], paths)
     }
 
     /// Drops the entries named by the NUL-terminated `paths` (`update-index --force-remove`).
     pub(crate) fn force_remove_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["update-index", "--force-remove", "-z", "--stdin"])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+        self.feed(&["update-index", "--force-remove", "-z", "--stdin"], paths)
     }
 
     /// What in the tree differs from the index, for every path (`status --porcelain=v1 -z`,
@@ -309,11 +300,10 @@ impl OnIndex<'_> {
 
     /// Clears the skip-worktree mark of the NUL-terminated `paths`.
     pub(crate) fn unskip_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["update-index", "--no-skip-worktree", "-z", "--stdin"])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+        self.feed(
+            &["update-index", "--no-skip-worktree", "-z", "--stdin"],
+            paths,
+        )
     }
 
     /// `ls-files -t -z`: each entry with its tag (`S ` when marked skip-worktree).
@@ -410,11 +400,7 @@ impl OnIndex<'_> {
     /// Writes the files named by the NUL-separated `paths` from the index
     /// (`checkout-index -f -u -z --stdin`).
     pub(crate) fn check_out_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.cmd()
-            .args(["checkout-index", "-f", "-u", "-z", "--stdin"])
-            .stdin(paths)
-            .run()
-            .map(|_| ())
+        self.feed(&["checkout-index", "-f", "-u", "-z", "--stdin"], paths)
     }
 
     /// Removes every untracked file of the tree, ignored ones included (`clean -ffdxq`), but

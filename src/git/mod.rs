@@ -38,3 +38,6 @@ pub(crate) use crate::git::runner::{REPO_SELECTING_VARS, split_nul};
 pub(crate) use crate::git::stash::{Identity, TOKEN_VAR};
 pub(crate) use crate::git::submodule::{Gitlink, LocalClone, file_url, module_paths};
 pub(crate) use crate::git::tree_edit::TreeEdit;
+
+#[cfg(test)]
+pub(crate) mod testing;

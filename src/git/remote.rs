@@ -304,30 +304,12 @@ impl Git {
         (base, patch): (&str, &Path),
         index: &Path,
     ) -> Result<Option<String>> {
-        self.at(dir)
-            .env("GIT_INDEX_FILE", index)
-            .args(["read-tree", "--end-of-options", base])
-            .run()?;
-        let applied = self
-            .at(dir)
-            .env("GIT_INDEX_FILE", index)
-            .args([
-                "-c",
-                "apply.whitespace=nowarn",
-                "apply",
-                "--cached",
-                "--binary",
-            ])
-            .arg(patch)
-            .output()?;
-        if applied.exit_code != Some(0) {
+        let index = self.on_index(dir, index);
+        index.read_tree(base)?;
+        if index.apply_cached(patch)?.exit_code != Some(0) {
             return Ok(None);
         }
-        self.at(dir)
-            .env("GIT_INDEX_FILE", index)
-            .arg("write-tree")
-            .run_text()
-            .map(Some)
+        index.write_tree().map(Some)
     }
 
     /// Writes `bytes` as an object of `kind` (`blob`, `tree`, `commit`) and returns its id;

@@ -249,30 +249,11 @@ mod tests {
         args: &[&str],
         input: Option<&[u8]>,
     ) -> Vec<u8> {
-        use std::io::Write;
-        let mut cmd = std::process::Command::new("git");
+        let mut cmd = crate::git::testing::isolated(dir);
         if let Some(index) = index {
             cmd.env("GIT_INDEX_FILE", index);
         }
-        let mut child = cmd
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_AUTHOR_NAME", "t")
-            .env("GIT_AUTHOR_EMAIL", "t@t")
-            .env("GIT_COMMITTER_NAME", "t")
-            .env("GIT_COMMITTER_EMAIL", "t@t")
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(input.unwrap_or_default()).unwrap();
-        drop(stdin);
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "git {args:?}");
-        out.stdout
+        crate::git::testing::output(cmd, args, input.unwrap_or_default())
     }
 
     /// A tree of `(mode, path, content)` entries, made with `mktree` (one level at a time).

@@ -640,13 +640,7 @@ impl Patch {
     pub(crate) fn from_bytes(bytes: &[u8], scratch: &Path) -> Result<Patch> {
         let file = TempFile::new(scratch, "patch")?;
         fs::write(file.path(), bytes).ctx(|| format!("cannot write {}", file.path().display()))?;
-        let (bytes, digest, files_changed) = digest_file(file.path())?;
-        Ok(Patch {
-            file,
-            bytes,
-            digest,
-            files_changed,
-        })
+        Patch::from_file(file)
     }
 }
 
@@ -690,26 +684,14 @@ fn patch_with(
     // The same tree on both sides: the empty patch, without starting git.
     if base == result {
         drop(out);
-        let (bytes, digest, files_changed) = digest_file(file.path())?;
-        return Ok(Patch {
-            file,
-            bytes,
-            digest,
-            files_changed,
-        });
+        return Patch::from_file(file);
     }
     ObjectView::new(git, common_dir, &[base, result], scratch)?.write_patch(
         (base, result),
         prefix,
         out,
     )?;
-    let (bytes, digest, files_changed) = digest_file(file.path())?;
-    Ok(Patch {
-        file,
-        bytes,
-        digest,
-        files_changed,
-    })
+    Patch::from_file(file)
 }
 
 /// Size, `sha256:` digest and number of `diff --git` sections of a patch file, in one pass.

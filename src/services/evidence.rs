@@ -233,7 +233,6 @@ pub(crate) fn record_evidence(
     ev: &Evidence<'_>,
 ) -> Result<CaptureOutcome> {
     let store = &located.store;
-    let source = &located.repo.toplevel;
     let reference = store.refs().run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| Error::CaptureConflict {
         session_id: ev.session_id.to_string(),
@@ -255,25 +254,12 @@ pub(crate) fn record_evidence(
     if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
-    let patch = snapshot::patch(
-        &ctx.git,
-        &located.repo.common_dir,
-        ev.base_tree,
-        ev.result_tree,
-        &store.scratch_dir(),
-    )?;
+    let patch = patch_of(ctx, located, ev)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
     if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
-    let pinned = crate::model::refs::SessionRefs {
-        git: &ctx.git,
-        dir: source,
-        ns: &store.refs(),
-        session_id: ev.session_id,
-    }
-    .pin_run(ev.run_id, ev.result_tree)?;
-    if let crate::model::refs::Pinned::Other(pinned) = pinned {
+    if let crate::model::refs::Pinned::Other(pinned) = pin_result(ctx, located, ev)? {
         return Err(conflict(&pinned));
     }
     let observed_at_ms = now_ms();
@@ -284,17 +270,7 @@ pub(crate) fn record_evidence(
             limit: MAX_PATCH_BYTES,
         });
     }
-    let change_set = ChangeSet::new(NewChangeSet {
-        release_identity: ev.release_identity,
-        session_id: ev.session_id,
-        run_id: ev.run_id,
-        state: ev.state,
-        base_tree: ev.base_tree,
-        result_tree: ev.result_tree,
-        patch: &patch.read()?,
-        patch_digest: &Digest::new(&patch.digest)?,
-        observed_at_ms,
-    });
+    let change_set = document(ev, &patch.read()?, &patch, observed_at_ms)?;
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
     Ok(CaptureOutcome::of(
         change_set,
@@ -312,22 +288,9 @@ pub(crate) fn record_run(
     ev: &Evidence<'_>,
 ) -> Result<(snapshot::Patch, ChangeSet)> {
     let store = &located.store;
-    let patch = snapshot::patch(
-        &ctx.git,
-        &located.repo.common_dir,
-        ev.base_tree,
-        ev.result_tree,
-        &store.scratch_dir(),
-    )?;
+    let patch = patch_of(ctx, located, ev)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
-    let pinned = crate::model::refs::SessionRefs {
-        git: &ctx.git,
-        dir: &located.repo.toplevel,
-        ns: &store.refs(),
-        session_id: ev.session_id,
-    }
-    .pin_run(ev.run_id, ev.result_tree)?;
-    if let crate::model::refs::Pinned::Other(pinned) = pinned {
+    if let crate::model::refs::Pinned::Other(pinned) = pin_result(ctx, located, ev)? {
         return Err(Error::CaptureConflict {
             session_id: ev.session_id.to_string(),
             run_id: ev.run_id.to_string(),
@@ -341,22 +304,59 @@ pub(crate) fn record_run(
     update_last_run(located, ev, observed_at_ms)?;
     let fits = patch.bytes <= MAX_PATCH_BYTES;
     let body = if fits { patch.read()? } else { Vec::new() };
-    let mut change_set = ChangeSet::new(NewChangeSet {
+    let mut change_set = document(ev, &body, &patch, observed_at_ms)?;
+    if fits {
+        store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
+    }
+    change_set.patch_bytes = patch.bytes;
+    Ok((patch, change_set.detached()))
+}
+
+/// The binary diff from the evidence's base tree to its result, in a scratch file.
+fn patch_of(ctx: &Context, located: &Located, ev: &Evidence<'_>) -> Result<snapshot::Patch> {
+    snapshot::patch(
+        &ctx.git,
+        &located.repo.common_dir,
+        ev.base_tree,
+        ev.result_tree,
+        &located.store.scratch_dir(),
+    )
+}
+
+/// Pins the result tree under the run's ref, unless the run id holds another tree already.
+fn pin_result(
+    ctx: &Context,
+    located: &Located,
+    ev: &Evidence<'_>,
+) -> Result<crate::model::refs::Pinned> {
+    crate::model::refs::SessionRefs {
+        git: &ctx.git,
+        dir: &located.repo.toplevel,
+        ns: &located.store.refs(),
+        session_id: ev.session_id,
+    }
+    .pin_run(ev.run_id, ev.result_tree)
+}
+
+/// The change-set document of the evidence, holding `body` (the patch, or nothing when it
+/// travels as a commit) and the patch's digest.
+fn document(
+    ev: &Evidence<'_>,
+    body: &[u8],
+    patch: &snapshot::Patch,
+    observed_at_ms: u64,
+) -> Result<ChangeSet> {
+    Ok(ChangeSet::new(NewChangeSet {
         release_identity: ev.release_identity,
         session_id: ev.session_id,
         run_id: ev.run_id,
         state: ev.state,
         base_tree: ev.base_tree,
         result_tree: ev.result_tree,
-        patch: &body,
+        patch: body,
         patch_digest: &Digest::new(&patch.digest)?,
         observed_at_ms,
-    });
-    if fits {
-        store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
-    }
-    change_set.patch_bytes = patch.bytes;
-    Ok((patch, change_set.detached()))
+    }))
 }
 
 fn replay(

@@ -395,6 +395,14 @@ impl<'a> Work<'a> {
     fn proceed(&self, mut state: RebaseState, done: RebaseResult) -> Result<RebaseOutcome> {
         // What the conflict markers call the sides, as git's name `HEAD` and the commit.
         let ours = self.onto_name(&state.to_revision);
+        let merge = |trio: (&str, &str, &str), theirs: &str| {
+            let names = SideNames {
+                base: "base",
+                ours: &ours,
+                theirs,
+            };
+            self.view.merge_named(trio, names)
+        };
         while !state.remaining.is_empty() {
             let commit = state.remaining.remove(0);
             let info = self.view.commit_info(&commit)?;
@@ -404,14 +412,7 @@ impl<'a> Work<'a> {
                 .cloned()
                 .ok_or_else(|| Error::internal("a replayed commit without a parent"))?;
             let theirs = format!("session/{}/{}", state.session_id, short(&commit));
-            let merged = self.view.merge_named(
-                (&parent, &state.tip, &commit),
-                SideNames {
-                    base: "base",
-                    ours: &ours,
-                    theirs: &theirs,
-                },
-            )?;
+            let merged = merge((&parent, &state.tip, &commit), &theirs)?;
             if !merged.conflicts.is_empty() {
                 state.conflict_commit = Some(commit);
                 return self.stop(state, merged);
@@ -419,14 +420,8 @@ impl<'a> Work<'a> {
             self.add_replayed(&mut state, commit, &info, &merged.tree)?;
         }
         let theirs = format!("session/{}/uncommitted", state.session_id);
-        let merged = self.view.merge_named(
-            (&state.pre.head, &state.tip, &state.pre.snapshot_commit),
-            SideNames {
-                base: "base",
-                ours: &ours,
-                theirs: &theirs,
-            },
-        )?;
+        let pre = &state.pre;
+        let merged = merge((&pre.head, &state.tip, &pre.snapshot_commit), &theirs)?;
         if !merged.conflicts.is_empty() {
             state.conflict_commit = None;
             return self.stop(state, merged);

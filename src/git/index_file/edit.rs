@@ -479,25 +479,8 @@ mod tests {
     use std::path::Path;
 
     fn git(dir: &std::path::Path, args: &[&str], input: Option<&[u8]>) -> Vec<u8> {
-        use std::io::Write;
-        let mut child = std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.unwrap_or_default())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        out.stdout
+        let cmd = crate::git::testing::isolated(dir);
+        crate::git::testing::output(cmd, args, input.unwrap_or_default())
     }
 
     /// The changes that take the tree `from` to `to`, as `diff-tree` names them.

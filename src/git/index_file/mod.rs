@@ -300,17 +300,7 @@ mod tests {
     #[test]
     fn reads_the_entries_git_wrote_in_every_index_version() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-            out.stdout
-        };
+        let git = |args: &[&str]| crate::git::testing::git(dir.path(), args);
         git(&["init", "-q"]);
         let names = [
             "a",
@@ -361,16 +351,7 @@ mod tests {
     fn every_version_reads_the_same_entries_with_their_stat_data() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path();
-        let git = |args: &[&str]| {
-            let status = std::process::Command::new("git")
-                .current_dir(dir)
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .env("GIT_CONFIG_NOSYSTEM", "1")
-                .args(args)
-                .status()
-                .unwrap();
-            assert!(status.success(), "git {args:?}");
-        };
+        let git = |args: &[&str]| crate::git::testing::git(dir, args);
         git(&["init", "-q", "--object-format=sha1"]);
         for (path, body) in [("a.txt", "a"), ("dir/b.txt", "bb"), ("dir/sub/c", "ccc")] {
             let file = dir.join(path);
@@ -425,15 +406,7 @@ mod tests {
     #[test]
     fn tells_gitlinks_from_their_mode_and_knows_when_it_read_nothing() {
         let dir = tempfile::tempdir().unwrap();
-        let git = |args: &[&str]| {
-            let out = std::process::Command::new("git")
-                .current_dir(dir.path())
-                .env("GIT_CONFIG_GLOBAL", "/dev/null")
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "{out:?}");
-        };
+        let git = |args: &[&str]| crate::git::testing::git(dir.path(), args);
         git(&["init", "-q"]);
         std::fs::write(dir.path().join("f"), "x").unwrap();
         git(&["add", "f"]);

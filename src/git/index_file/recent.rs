@@ -271,18 +271,7 @@ mod tests {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// A git in `dir` that reads nothing of the machine's.
-    fn isolated(dir: &Path) -> std::process::Command {
-        let mut cmd = std::process::Command::new("git");
-        cmd.current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", dir.join("no-home"))
-            .env("XDG_CONFIG_HOME", dir.join("no-config"))
-            .env_remove("GIT_INDEX_FILE")
-            .env_remove("GIT_DIR");
-        cmd
-    }
+    use crate::git::testing::isolated;
 
     /// A checkout whose index (of `version`, hashed or not) holds three files in two
     /// directories and an untracked cache noting an untracked file.

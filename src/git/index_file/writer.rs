@@ -144,17 +144,7 @@ impl<'a> Template<'a> {
 mod tests {
     use crate::git::index_file::writer::*;
 
-    fn git(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
-        let out = std::process::Command::new("git")
-            .current_dir(dir)
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{out:?}");
-        out
-    }
+    use crate::git::testing::git;
 
     /// An index git wrote, rewritten with the stat data of copies of its files made elsewhere,
     /// is one git reads (its trailer checks out) and finds clean there; a gitlink makes it no
@@ -227,7 +217,7 @@ mod tests {
             assert!(!diff("minimal", false), "{format}: the rewrite went unseen");
             std::fs::write(&index, &written).unwrap();
             let listed = git(&src, &["ls-files", "-s"]);
-            assert_eq!(String::from_utf8_lossy(&listed.stdout).lines().count(), 2);
+            assert_eq!(String::from_utf8_lossy(&listed).lines().count(), 2);
             // Stat data of the source's files is not the copies'.
             let a = StatData::of(&std::fs::symlink_metadata(src.join("a.txt")).unwrap());
             assert!(!a.matches(&written[12..12 + 40]), "{format}");

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::beneath::{Dir, Kind};
+use crate::base::beneath::Dir;
 use crate::base::error::{Error, Result};
 use crate::base::wire::wire_enum;
 use crate::context::Context;
@@ -451,14 +451,7 @@ pub fn user_profiles() -> Result<Option<crate::services::profile::UserProfiles>>
 fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
     let path = source.join(REPOSITORY_FILE);
     let name = Path::new(REPOSITORY_FILE);
-    let read = Dir::open(source).and_then(|dir| match dir.kind(name)? {
-        None => Ok(None),
-        Some(Kind::File) => dir.read_small(name, MAX_FILE_BYTES).map(Some),
-        Some(Kind::Symlink) => Err(std::io::Error::other(
-            "it is a symbolic link, which a3s-iso does not follow",
-        )),
-        Some(_) => Err(std::io::Error::other("it is not a regular file")),
-    });
+    let read = Dir::open(source).and_then(|dir| dir.read_small_file(name, MAX_FILE_BYTES));
     let bytes = match read {
         Ok(Some(bytes)) => bytes,
         Ok(None) => return Ok(None),
