@@ -130,8 +130,7 @@ impl Git {
     pub(crate) fn check_out_detached(&self, dir: &Path, commit: &str) -> Result<()> {
         self.at(dir)
             .args(["checkout", "-q", "--detach", commit])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Sets the entries `info` describes in the checkout's index (`update-index -z
@@ -140,8 +139,7 @@ impl Git {
         self.at(dir)
             .args(["update-index", "-z", "--index-info"])
             .stdin(info)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// The paths the patch at `patch` touches, as `apply --numstat -z` lists them.
@@ -179,8 +177,7 @@ impl Git {
     pub(crate) fn move_head(&self, dir: &Path, message: &str, new: &str, old: &str) -> Result<()> {
         self.at(dir)
             .args(["update-ref", "-m", message, "HEAD", new, old])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// The first-parent commits of `range`, oldest first, NUL-separated as
@@ -252,8 +249,7 @@ impl Git {
         self.at(dir)
             .args(["worktree", "lock", "--reason", reason])
             .arg(path)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Whether `commit` is a commit in the object store `objects` (or the repository's at
@@ -371,8 +367,7 @@ impl Git {
             .shielded()
             .args(["worktree", "lock", "--reason", reason])
             .arg(path)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// The index's entry for the literal `path` (`ls-files -s -z`).

@@ -107,8 +107,7 @@ impl HermeticGit {
         self.cmd()
             .env("GIT_INDEX_FILE", index)
             .args(["update-index", "--no-split-index"])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Moves the tree and its index from the tree `from` to `to`, touching only what differs
@@ -117,29 +116,26 @@ impl HermeticGit {
         self.cmd()
             .env("GIT_INDEX_FILE", index)
             .args(["read-tree", "-m", "-u", from, to])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Resets the tree and its index to `tree` (`read-tree -u --reset`).
     pub(crate) fn read_tree_reset(&self, tree: &str) -> Result<()> {
         self.cmd()
             .args(["read-tree", "-u", "--reset", tree])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Stages `index_tree` over `tree` (`read-tree -m`), the tree left as it is.
     pub(crate) fn read_tree_staged(&self, tree: &str, index_tree: &str) -> Result<()> {
         self.cmd()
             .args(["read-tree", "-m", tree, index_tree])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Resets the index to HEAD (`reset -q`), the tree left as it is.
     pub(crate) fn reset_index(&self) -> Result<()> {
-        self.cmd().args(["reset", "-q"]).run().map(|_| ())
+        self.cmd().args(["reset", "-q"]).finish()
     }
 }
 
@@ -155,7 +151,7 @@ impl Git {
 impl OnIndex<'_> {
     /// Runs `args` with `input` (NUL-terminated paths, or entries) on its standard input.
     fn feed(&self, args: &[&str], input: Vec<u8>) -> Result<()> {
-        self.cmd().args(args).stdin(input).run().map(|_| ())
+        self.cmd().args(args).stdin(input).finish()
     }
 
     fn cmd(&self) -> GitCmd<'_> {
@@ -167,16 +163,14 @@ impl OnIndex<'_> {
     pub(crate) fn check_out(&self, revision: &str) -> Result<()> {
         self.cmd()
             .args(["read-tree", "-u", "--reset", revision])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Fills the index from `tree` (`read-tree`).
     pub(crate) fn read_tree(&self, tree: &str) -> Result<()> {
         self.cmd()
             .args(["read-tree", "--end-of-options", tree])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Fills the index from `tree` and updates the files of the sparse checkout's patterns
@@ -185,8 +179,7 @@ impl OnIndex<'_> {
         self.cmd()
             .args(["-c", "core.sparseCheckout=true"])
             .args(["read-tree", "-m", "-u", tree])
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// The index's tree (`write-tree`).
@@ -216,8 +209,7 @@ impl OnIndex<'_> {
         self.cmd()
             .args(["update-index", "--add", "--remove", "--"])
             .args(paths)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Drops the entries at `paths` (`update-index --force-remove`).
@@ -229,8 +221,7 @@ impl OnIndex<'_> {
         self.cmd()
             .args(["update-index", "--force-remove", "--"])
             .args(paths)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Takes the files named by the NUL-terminated `paths` as they are on disk.
@@ -393,8 +384,7 @@ impl OnIndex<'_> {
             .args(["reset", "-q", commit, "--pathspec-from-file=-"])
             .arg("--pathspec-file-nul")
             .stdin(paths)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Writes the files named by the NUL-separated `paths` from the index
@@ -432,7 +422,7 @@ impl OnIndex<'_> {
         for pattern in kept {
             cmd = cmd.arg("-e").arg(pattern);
         }
-        cmd.run().map(|_| ())
+        cmd.finish()
     }
 
     /// Applies the patch at `patch` to the index only (`apply --cached --binary`), the output

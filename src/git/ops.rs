@@ -336,8 +336,7 @@ impl Git {
             .shielded()
             .args(["update-ref", "-m", message, "--stdin"])
             .stdin(script.into_bytes())
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// The full names of the refs under each prefix (a prefix ending in `/` is a folder; one

@@ -128,16 +128,13 @@ impl Git {
             ])
             .arg(remote)
             .args(refspecs)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Fetches exactly `refspecs` from `remote`: no tags, no `FETCH_HEAD`, no submodules, no
     /// pruning, no maintenance, every object checked as it arrives (`fetch.fsckObjects`).
     pub(crate) fn fetch_refs(&self, dir: &Path, remote: &str, refspecs: &[String]) -> Result<()> {
-        self.fetch_cmd(dir, remote, refspecs, None)
-            .run()
-            .map(|_| ())
+        self.fetch_cmd(dir, remote, refspecs, None).finish()
     }
 
     /// The fetch of [`Git::fetch_refs`] into the bare repository `git_dir` (run in `dir`), with
@@ -152,8 +149,7 @@ impl Git {
     ) -> Result<()> {
         self.fetch_cmd(dir, remote, refspecs, Some(filter))
             .env("GIT_DIR", git_dir)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     fn fetch_cmd<'g>(
@@ -417,7 +413,6 @@ impl Git {
         self.at(dir)
             .args(["init", "-q", "--bare", &format!("--object-format={format}")])
             .arg(dir)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 }

@@ -450,6 +450,11 @@ impl<'g> GitCmd<'g> {
         self.run_output().map(|out| out.stdout)
     }
 
+    /// Like `run`, for what git does: its output is not wanted.
+    pub(crate) fn finish(self) -> Result<()> {
+        self.run().map(|_| ())
+    }
+
     /// Runs and fails with `git_failed` unless git exits 0; returns stdout and stderr.
     pub(crate) fn run_output(self) -> Result<GitOutput> {
         let args = self.shown_args();

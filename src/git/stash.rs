@@ -88,8 +88,7 @@ impl Marked<'_> {
             .args(ident.args())
             .args(["stash", "push", "--include-untracked", "-q", "-m"])
             .arg(message)
-            .run()
-            .map(|_| ())
+            .finish()
     }
 
     /// Applies `stash` with its index (`stash apply --index`); the output whatever the status.
@@ -113,10 +112,7 @@ impl Marked<'_> {
 
     /// Moves the branch, index and files to `commit` (`reset -q --hard`).
     pub(crate) fn reset_hard(&self, commit: &str) -> Result<()> {
-        self.cmd()
-            .args(["reset", "-q", "--hard", commit])
-            .run()
-            .map(|_| ())
+        self.cmd().args(["reset", "-q", "--hard", commit]).finish()
     }
 
     /// Replays `commit` onto HEAD (`cherry-pick`, unsigned); the output whatever the status.
@@ -130,7 +126,7 @@ impl Marked<'_> {
 
     /// Skips the pick under way (`cherry-pick --skip`).
     pub(crate) fn cherry_pick_skip(&self) -> Result<()> {
-        self.cmd().args(["cherry-pick", "--skip"]).run().map(|_| ())
+        self.cmd().args(["cherry-pick", "--skip"]).finish()
     }
 
     /// Aborts the pick under way (`cherry-pick --abort`); the output whatever the status.
