@@ -202,6 +202,8 @@ struct Work<'a> {
     /// This command's snapshot found neither a nested repository nor a gitlink: its tree is
     /// all of the session's work.
     flat: std::cell::Cell<bool>,
+    /// What conflict markers call the side moved onto, once a merge needed it.
+    onto: std::cell::OnceCell<String>,
 }
 
 impl<'a> Work<'a> {
@@ -222,6 +224,7 @@ impl<'a> Work<'a> {
             now: std::cell::RefCell::new(None),
             index_now: std::cell::RefCell::new(None),
             flat: std::cell::Cell::new(false),
+            onto: std::cell::OnceCell::new(),
         })
     }
 
@@ -393,16 +396,6 @@ impl<'a> Work<'a> {
 
     /// Replays what is left of the session's commits, then merges its uncommitted work.
     fn proceed(&self, mut state: RebaseState, done: RebaseResult) -> Result<RebaseOutcome> {
-        // What the conflict markers call the sides, as git's name `HEAD` and the commit.
-        let ours = self.onto_name(&state.to_revision);
-        let merge = |trio: (&str, &str, &str), theirs: &str| {
-            let names = SideNames {
-                base: "base",
-                ours: &ours,
-                theirs,
-            };
-            self.view.merge_named(trio, names)
-        };
         while !state.remaining.is_empty() {
             let commit = state.remaining.remove(0);
             let info = self.view.commit_info(&commit)?;
@@ -412,7 +405,8 @@ impl<'a> Work<'a> {
                 .cloned()
                 .ok_or_else(|| Error::internal("a replayed commit without a parent"))?;
             let theirs = format!("session/{}/{}", state.session_id, short(&commit));
-            let merged = merge((&parent, &state.tip, &commit), &theirs)?;
+            let sides = (parent.as_str(), state.tip.as_str(), commit.as_str());
+            let merged = self.merge_onto(sides, &state.to_revision, &theirs)?;
             if !merged.conflicts.is_empty() {
                 state.conflict_commit = Some(commit);
                 return self.stop(state, merged);
@@ -420,13 +414,42 @@ impl<'a> Work<'a> {
             self.add_replayed(&mut state, commit, &info, &merged.tree)?;
         }
         let theirs = format!("session/{}/uncommitted", state.session_id);
-        let pre = &state.pre;
-        let merged = merge((&pre.head, &state.tip, &pre.snapshot_commit), &theirs)?;
+        let sides = (
+            state.pre.head.as_str(),
+            state.tip.as_str(),
+            state.pre.snapshot_commit.as_str(),
+        );
+        let merged = self.merge_onto(sides, &state.to_revision, &theirs)?;
         if !merged.conflicts.is_empty() {
             state.conflict_commit = None;
             return self.stop(state, merged);
         }
         self.finish(state, merged.tree, done)
+    }
+
+    /// Merges `(base, ours, theirs)` with the sides named for conflict markers, as git's name
+    /// `HEAD` and the commit. A merge without conflicts writes no name, so the side moved onto
+    /// (`to`) is named, which reads the source's HEAD and branch, only once one conflicts.
+    fn merge_onto(&self, sides: (&str, &str, &str), to: &str, theirs: &str) -> Result<Merged> {
+        let merge = |ours: &str| {
+            let names = SideNames {
+                base: "base",
+                ours,
+                theirs,
+            };
+            self.view.merge_named(sides, names)
+        };
+        if let Some(ours) = self.onto.get() {
+            return merge(ours);
+        }
+        let merged = merge(UNNAMED_ONTO)?;
+        if merged.conflicts.is_empty() {
+            return Ok(merged);
+        }
+        match self.onto.get_or_init(|| self.onto_name(to)).as_str() {
+            UNNAMED_ONTO => Ok(merged),
+            ours => merge(ours),
+        }
     }
 
     /// What conflict markers call the side the session moves onto: the source's branch when
@@ -441,7 +464,7 @@ impl<'a> Work<'a> {
             .flatten();
         branch
             .and_then(|b| b.strip_prefix("refs/heads/").map(str::to_string))
-            .unwrap_or_else(|| "onto".into())
+            .unwrap_or_else(|| UNNAMED_ONTO.into())
     }
 
     /// A replayed commit onto the tip; dropped when it brings nothing new there.
@@ -630,6 +653,9 @@ impl<'a> Work<'a> {
         Ok(out)
     }
 }
+
+/// What conflict markers call the side moved onto when it is not the source's HEAD.
+const UNNAMED_ONTO: &str = "onto";
 
 /// The most a conflicted file is read to look for markers.
 const MARKER_SCAN_LIMIT: u64 = 64 * 1024 * 1024;
