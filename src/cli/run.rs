@@ -88,6 +88,7 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
     let options = RunOptions {
         session_id: args.session.session.clone(),
         run_id: args.run_id.clone(),
+        run_id_fresh: false,
         timeout: args.timeout,
         command: args.command.clone(),
         stdout_to_stderr: out.json,

@@ -846,6 +846,7 @@ pub(super) fn test_passes(
         &crate::ops::run::RunOptions {
             session_id: Some(id.to_string()),
             run_id: Some(run_id.clone()),
+            run_id_fresh: true,
             command: shell.argv(test),
             sandbox: (!no_sandbox).then(crate::ops::run::SandboxRequest::default),
             output: Some(output.clone()),

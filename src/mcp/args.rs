@@ -109,6 +109,7 @@ pub(crate) fn run(
     let opts = RunOptions {
         session_id: parsed.session.session,
         run_id: parsed.run_id,
+        run_id_fresh: false,
         timeout: narrowed.timeout,
         command: parsed.command,
         stdout_to_stderr: true,

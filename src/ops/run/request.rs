@@ -22,6 +22,9 @@ pub struct RunOptions {
     pub session_id: Option<String>,
     /// The run id; generated when `None`. A run id is never reused.
     pub run_id: Option<String>,
+    /// `run_id` is one the caller just generated (as `run` would): no result can be pinned
+    /// under it yet, so none is looked for.
+    pub run_id_fresh: bool,
     /// Stop the command after this long (SIGTERM, then SIGKILL).
     pub timeout: Option<Duration>,
     /// The command and its arguments.

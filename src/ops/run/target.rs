@@ -49,7 +49,8 @@ impl Claimed {
             opts.run_id.as_deref(),
             opts.release_identity.as_deref(),
         )?;
-        let lease = lease(ctx, &target, opts.run_id.is_some())?;
+        let explicit = opts.run_id.is_some() && !opts.run_id_fresh;
+        let lease = lease(ctx, &target, explicit)?;
         let private_tmp = PrivateTmp::create(&target.run_id)?;
         let quarantine = Quarantine::for_isolation(
             &target.located.store,
