@@ -462,9 +462,15 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             // A landed session has nothing to land: it is left out. Its isolation is read
             // only when its last known tree says it may be (a queued one is read as it lands).
             let mut unlanded = Vec::with_capacity(live.len());
+            use crate::services::landed::{head_tree, is_landed, may_be_landed};
+            // HEAD's tree, read once for them all.
+            let head = match live.is_empty() {
+                true => None,
+                false => head_tree(ctx, located)?,
+            };
             for record in live {
-                use crate::services::landed::{is_landed, may_be_landed};
-                if !(may_be_landed(ctx, located, &record)? && is_landed(ctx, located, &record)?) {
+                let may = may_be_landed(ctx, located, &record, head.as_deref())?;
+                if !(may && is_landed(ctx, located, &record)?) {
                     unlanded.push(record);
                 }
             }
@@ -629,7 +635,10 @@ fn steps(
     landed: &mut LandedSession,
 ) -> Result<()> {
     let record = ctx.resolve_record(located, Some(id))?;
-    if let Some(outcome) = landed_already(ctx, located, &record)? {
+    // Read once: whether its work is in HEAD's tree, and the commit a rebase moves it onto.
+    let head = located.repo.head_commit_and_tree(&ctx.git);
+    let head_tree = head.as_ref().map(|(_, tree)| tree.as_str());
+    if let Some(outcome) = landed_already(ctx, located, &record, head_tree)? {
         landed.outcome = outcome;
         return Ok(());
     }
@@ -647,7 +656,8 @@ fn steps(
     use crate::ops::promote::Moved;
     // A rebase that knows the tree it left is what the test sees and what lands: work the
     // isolation gains meanwhile is not tested, so it stays there for a later landing.
-    let rebased = match crate::ops::promote::rebase_if_moved(ctx, located, &session)? {
+    let head = head.map(|(commit, _)| commit);
+    let rebased = match crate::ops::promote::rebase_if_moved_from(ctx, located, &session, head)? {
         Moved::Stopped(stopped) => {
             take_promote(landed, *stopped);
             return Ok(());
@@ -667,11 +677,13 @@ fn steps(
 }
 
 /// The result of a session with nothing to land (`None`: it has work to land): discarded
-/// (after its landing, or before), or with all its work in HEAD's history already.
+/// (after its landing, or before), or with all its work in HEAD's history already
+/// (`head_tree`: HEAD's tree).
 fn landed_already(
     ctx: &Context,
     located: &Located,
     record: &crate::store::state::SessionRecord,
+    head_tree: Option<&str>,
 ) -> Result<Option<LandResult>> {
     use crate::services::landed::{is_landed, landed_before_discard, may_be_landed};
     if record.state == SessionState::Discarded {
@@ -684,7 +696,7 @@ fn landed_already(
     // Its work is all in HEAD's history: nothing to rebase or land. Its isolation is read
     // for that only when its last known tree says it may be (an edit since that alone made
     // it match HEAD is rebased to nothing and lands as `empty`).
-    if may_be_landed(ctx, located, record)? && is_landed(ctx, located, record)? {
+    if may_be_landed(ctx, located, record, head_tree)? && is_landed(ctx, located, record)? {
         return Ok(Some(LandResult::Idempotent));
     }
     Ok(None)

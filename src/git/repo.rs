@@ -119,6 +119,26 @@ impl Repo {
         Ok((CommitId::new(commit)?, TreeId::new(tree)?))
     }
 
+    /// The commit at HEAD and its tree, read by one git at one moment; `None` for an unborn
+    /// HEAD or a missing checkout.
+    pub(crate) fn head_commit_and_tree(&self, git: &Git) -> Option<(CommitId, TreeId)> {
+        let out = git
+            .at(&self.toplevel)
+            .args(["rev-list", "--max-count=1", "--format=%H %T"])
+            .args(["--end-of-options", "HEAD", "--"])
+            .output()
+            .ok()
+            .filter(|out| out.exit_code == Some(0))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        // After the `commit <id>` line that git older than 2.33 cannot leave out.
+        let line = text.lines().rfind(|line| !line.is_empty())?;
+        let (commit, tree) = line.split_once(' ')?;
+        let (commit, tree) = (CommitId::new(commit).ok()?, TreeId::new(tree).ok()?);
+        git.remember(&self.toplevel, &format!("{commit}^{{commit}}"), &commit);
+        git.remember(&self.toplevel, &format!("{commit}^{{tree}}"), &tree);
+        Some((commit, tree))
+    }
+
     /// The commit at HEAD, or `None` for an unborn HEAD or a missing checkout.
     pub(crate) fn head_commit(&self, git: &Git) -> Option<CommitId> {
         let out = git

@@ -63,11 +63,13 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
 /// `false` only when that tree has work beyond HEAD, which an edit since could take back only
 /// by making the isolation match HEAD exactly. `true` when no tree is known. A queue asks
 /// this first and reads the isolation ([`is_landed`]) only when it says `true`; a session
-/// queued on its word is looked at whole before it lands.
+/// queued on its word is looked at whole before it lands. `head_tree` is the tree of the
+/// source's HEAD (as [`head_tree`] reads it), read once by a caller that asks of many.
 pub(crate) fn may_be_landed(
     ctx: &Context,
     located: &Located,
     record: &SessionRecord,
+    head_tree: Option<&str>,
 ) -> Result<bool> {
     let Some(admin) = record.admin_dir.as_deref() else {
         return Ok(true);
@@ -79,8 +81,7 @@ pub(crate) fn may_be_landed(
     let changed = ctx
         .git
         .diff_trees(&located.repo.common_dir, &record.base_tree, &tree)?;
-    let head = head_tree(ctx, located)?;
-    Ok(work_is_in(ctx, located, &changed, &tree, head.as_deref())?
+    Ok(work_is_in(ctx, located, &changed, &tree, head_tree)?
         || last_step_is_in(ctx, located, record, &tree)?)
 }
 

@@ -161,12 +161,22 @@ pub(crate) fn rebase_if_moved(
     located: &Located,
     session: &crate::store::state::SessionRecord,
 ) -> Result<Moved> {
+    let head = located.repo.head_commit(&ctx.git);
+    rebase_if_moved_from(ctx, located, session, head)
+}
+
+/// [`rebase_if_moved`] with the source's HEAD as the caller read it (`None`: unborn).
+pub(crate) fn rebase_if_moved_from(
+    ctx: &Context,
+    located: &Located,
+    session: &crate::store::state::SessionRecord,
+    head: Option<CommitId>,
+) -> Result<Moved> {
     let previous = last_step(&located.store, session, None)?;
     let expected = previous
         .as_ref()
         .and_then(|p| p.step.head_after.as_deref())
         .unwrap_or(&session.bound_revision);
-    let head = located.repo.head_commit(&ctx.git);
     if head.is_none() || head.as_deref() == Some(expected) {
         return Ok(Moved::Not);
     }
