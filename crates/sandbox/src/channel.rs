@@ -5,12 +5,15 @@
 //!
 //! One message per datagram, helper to `run`: `F` and a [`HelperFailure`] as JSON; `T` with
 //! the master of the command's pseudo-terminal attached (`SCM_RIGHTS`), which `run` answers
-//! with `G` once it relays that terminal.
+//! with `G` once it relays that terminal; `E` and the command's exit code once init is reaped
+//! (nothing in the sandbox runs any more), before the helper's own exit tears its namespaces
+//! down.
 
 use std::io::{self, IoSlice, IoSliceMut};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, OwnedFd};
 use std::process::Command;
+use std::time::Duration;
 
 use rustix::net::{
     RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
@@ -24,6 +27,7 @@ use super::sys;
 const FAILURE: u8 = b'F';
 const TERMINAL: u8 = b'T';
 const GO: u8 = b'G';
+const ENDED: u8 = b'E';
 
 /// The largest message the helper sends (a failure's JSON).
 const MAX_MESSAGE: usize = 64 * 1024;
@@ -34,6 +38,19 @@ pub struct StatusChannel {
     pair: HelperPair,
     /// A failure read while waiting for something else.
     failure: Option<HelperFailure>,
+    /// The helper and all it started let go of their end: nothing more will be said.
+    closed: bool,
+}
+
+/// What the helper said of the command's end, so far.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Heard {
+    /// Nothing yet.
+    Nothing,
+    /// The command exited with this code and nothing in the sandbox runs any more.
+    Ended(i32),
+    /// Nothing, and nothing will be: the channel is closed.
+    Closed,
 }
 
 impl StatusChannel {
@@ -42,6 +59,7 @@ impl StatusChannel {
         Ok(StatusChannel {
             pair: HelperPair::new()?,
             failure: None,
+            closed: false,
         })
     }
 
@@ -95,6 +113,42 @@ impl StatusChannel {
         let _ = rustix::net::send(&self.pair.ours, &[GO], SendFlags::NOSIGNAL);
     }
 
+    /// Waits up to `wait` (under a second) for the helper to say that the command ended; a
+    /// failure read meanwhile is kept for [`StatusChannel::failure`].
+    pub fn ended_within(&mut self, wait: Duration) -> Heard {
+        if self.closed {
+            return Heard::Closed;
+        }
+        let mut polled = [rustix::event::PollFd::new(
+            &self.pair.ours,
+            rustix::event::PollFlags::IN,
+        )];
+        let timeout = rustix::event::Timespec {
+            tv_sec: 0,
+            tv_nsec: wait.subsec_nanos().into(),
+        };
+        let _ = rustix::event::poll(&mut polled, Some(&timeout));
+        let mut buf = vec![0u8; MAX_MESSAGE];
+        loop {
+            match rustix::net::recv(&self.pair.ours, &mut buf, RecvFlags::DONTWAIT) {
+                Ok((5.., _)) if buf[0] == ENDED => {
+                    let code: [u8; 4] = buf[1..5].try_into().unwrap_or_default();
+                    return Heard::Ended(i32::from_ne_bytes(code));
+                }
+                Ok((n @ 1.., _)) if buf[0] == FAILURE => {
+                    self.failure = parse(&buf[1..n.min(buf.len())]).or(self.failure.take());
+                }
+                Ok((1.., _)) => {}
+                Err(rustix::io::Errno::INTR) => {}
+                Err(rustix::io::Errno::AGAIN) => return Heard::Nothing,
+                Ok(_) | Err(_) => {
+                    self.closed = true;
+                    return Heard::Closed;
+                }
+            }
+        }
+    }
+
     /// Once the helper has ended: the failure it reported, if it did not become the command.
     pub fn failure(&mut self) -> Option<HelperFailure> {
         let mut buf = vec![0u8; MAX_MESSAGE];
@@ -144,6 +198,16 @@ impl Reporter {
             let _ = rustix::net::send(fd, &message, SendFlags::NOSIGNAL);
         }
         code.exit_status()
+    }
+
+    /// Says that the command exited with `code` and that nothing in the sandbox runs any more
+    /// (init is reaped): `run` need not wait for the helper's exit.
+    pub(super) fn ended(&self, code: i32) {
+        if let Some(fd) = &self.fd {
+            let mut message = vec![ENDED];
+            message.extend_from_slice(&code.to_ne_bytes());
+            let _ = rustix::net::send(fd, &message, SendFlags::NOSIGNAL);
+        }
     }
 
     /// Sends the master of the command's terminal and waits until `run` relays it.

@@ -93,31 +93,36 @@ pub(super) fn run(
             drop(writer);
             // Only the command holds its terminal: the relay sees when it lets go.
             drop(terminal);
-            let code = reap(init, &cancel, sockets.as_ref());
+            let reaped = reap(init, &cancel, sockets.as_ref());
             let mut signal = [0u8; 4];
-            if rustix::io::read(&reader, &mut signal).is_ok_and(|n| n == 4) {
-                let signal = i32::from_ne_bytes(signal);
-                if signal > 0 {
-                    let _ = signal_hook::low_level::emulate_default_handler(signal);
-                }
+            let signal = match rustix::io::read(&reader, &mut signal) {
+                Ok(4) => i32::from_ne_bytes(signal),
+                _ => 0,
+            };
+            if signal > 0 {
+                let _ = signal_hook::low_level::emulate_default_handler(signal);
+            } else if let Some(code) = reaped {
+                // Init is reaped, so nothing in the sandbox runs: `run` goes on while this
+                // process's exit tears the namespaces down.
+                reporter.ended(code);
             }
-            code
+            reaped.unwrap_or(125)
         }
     }
 }
 
 /// Waits for init; on `SIGUSR1` kills it (and so the whole namespace) first. Meanwhile it
-/// answers `run`'s requests for sockets.
-fn reap(init: Pid, cancel: &AtomicBool, sockets: Option<&SocketServer>) -> i32 {
+/// answers `run`'s requests for sockets. `None`: init could not be waited for.
+fn reap(init: Pid, cancel: &AtomicBool, sockets: Option<&SocketServer>) -> Option<i32> {
     // Readable the moment init ends: the wait below wakes then, not at its next tick (a
     // kernel without pidfds ticks alone).
     let ended = rustix::process::pidfd_open(init, PidfdFlags::empty()).ok();
     loop {
         match rustix::process::waitpid(Some(init), WaitOptions::NOHANG) {
-            Ok(Some((_, status))) => return exit_code(status),
+            Ok(Some((_, status))) => return Some(exit_code(status)),
             Ok(None) => {}
             Err(Errno::INTR) => continue,
-            Err(_) => return 125,
+            Err(_) => return None,
         }
         if cancel.swap(false, Ordering::SeqCst) {
             let _ = rustix::process::kill_process(init, Signal::KILL);

@@ -39,7 +39,7 @@ mod status;
 #[allow(unsafe_code)]
 mod sys;
 
-pub use channel::{Reporter, StatusChannel};
+pub use channel::{Heard, Reporter, StatusChannel};
 pub use landlock::{SIMULATE_NO_LANDLOCK, landlock_abi};
 pub use sockets::{DNS_ADDRESS, SocketFactory, SocketServer};
 pub use spec::{DEVICE_NODES, FileLayer, GitLayers, MountedDir, SandboxSpec, TerminalSpec};

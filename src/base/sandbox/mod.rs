@@ -12,7 +12,7 @@ pub use crate::base::sandbox::report::{
     CacheMode, CacheReport, FilesystemAccess, NetworkAccess, ProfileUsed, SandboxReport,
 };
 pub use a3s_iso_sandbox::{
-    DEVICE_NODES, FileLayer, GitLayers, HelperCode, HelperFailure, MountedDir, Reporter,
+    DEVICE_NODES, FileLayer, GitLayers, Heard, HelperCode, HelperFailure, MountedDir, Reporter,
     SIMULATE_NO_LANDLOCK, SIMULATE_NO_NAMESPACES, SandboxSpec, SocketFactory, SocketServer,
     StatusChannel, TerminalSpec, exec_sandboxed, landlock_abi, new_session_on_exec,
     own_terminal_on_exec, secrets,

@@ -98,7 +98,11 @@ pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Re
         started_at_ms,
     } = started;
     let sandboxed = planned.spec.is_some();
-    let ended = supervise(child, opts.timeout, &signals, sandboxed, terminal.as_ref());
+    let watched = Watched {
+        channel: channel.as_mut(),
+        terminal: terminal.as_ref(),
+    };
+    let ended = supervise(child, opts.timeout, &signals, sandboxed, watched);
     if let Some(terminal) = terminal {
         terminal.finish();
     }
@@ -153,6 +157,48 @@ fn ran_of(opts: &RunOptions, planned: &Planned, started_at_ms: u64) -> Ran {
     }
 }
 
+/// What [`supervise`] watches besides the command's process: the sandbox helper's channel and
+/// the command's terminal.
+struct Watched<'a> {
+    channel: Option<&'a mut StatusChannel>,
+    terminal: Option<&'a CommandTerminal>,
+}
+
+/// How long each look at the command waits.
+const TICK: Duration = Duration::from_millis(20);
+
+/// The command's exit code and signal once it ended: from its process, or from the sandbox
+/// helper's word that it ended and nothing in the sandbox runs any more (its process then
+/// ends later, once the kernel has torn its namespaces down, and is reaped by the waiting
+/// thread). `None`: not yet.
+fn look(
+    rx: &std::sync::mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
+    channel: Option<&mut StatusChannel>,
+) -> Result<Option<(Option<i32>, Option<i32>)>> {
+    use std::os::unix::process::ExitStatusExt;
+    use std::sync::mpsc::{RecvTimeoutError, TryRecvError};
+    let waited = match channel {
+        Some(channel) => match channel.ended_within(TICK) {
+            sandbox::Heard::Ended(code) => return Ok(Some((Some(code), None))),
+            sandbox::Heard::Nothing => rx.try_recv().map_err(|e| e == TryRecvError::Empty),
+            sandbox::Heard::Closed => rx
+                .recv_timeout(TICK)
+                .map_err(|e| e == RecvTimeoutError::Timeout),
+        },
+        None => rx
+            .recv_timeout(TICK)
+            .map_err(|e| e == RecvTimeoutError::Timeout),
+    };
+    match waited {
+        Ok(status) => {
+            let status = status.map_err(|e| Error::io("cannot wait for the command", e))?;
+            Ok(Some((status.code(), status.signal())))
+        }
+        Err(true) => Ok(None),
+        Err(false) => Err(Error::internal("lost track of the command")),
+    }
+}
+
 /// Waits for the command. Signals a3s-iso receives go on to its process group (and, with a
 /// pty, to the foreground group of the command's terminal); at the timeout it gets SIGTERM,
 /// then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed once it has
@@ -162,10 +208,11 @@ fn supervise(
     timeout: Option<Duration>,
     signals: &Signals,
     sandboxed: bool,
-    terminal: Option<&CommandTerminal>,
+    Watched {
+        mut channel,
+        terminal,
+    }: Watched<'_>,
 ) -> Result<Ended> {
-    use std::os::unix::process::ExitStatusExt;
-    use std::sync::mpsc::RecvTimeoutError;
     let group = rustix::process::Pid::from_raw(child.id() as i32)
         .ok_or_else(|| Error::internal("a child without a pid"))?;
     let (tx, rx) = std::sync::mpsc::channel();
@@ -185,13 +232,9 @@ fn supervise(
     let mut forwarded = None;
     let mut timed_out = false;
     let mut kill_at: Option<Instant> = None;
-    let status = loop {
-        match rx.recv_timeout(Duration::from_millis(20)) {
-            Ok(status) => break status.map_err(|e| Error::io("cannot wait for the command", e))?,
-            Err(RecvTimeoutError::Timeout) => {}
-            Err(RecvTimeoutError::Disconnected) => {
-                return Err(Error::internal("lost track of the command"));
-            }
+    let (exit_code, signal) = loop {
+        if let Some(ended) = look(&rx, channel.as_deref_mut())? {
+            break ended;
         }
         if let Some(signal) = signals.take() {
             forwarded = Some(signal);
@@ -221,8 +264,8 @@ fn supervise(
         kill(rustix::process::Signal::KILL);
     }
     Ok(Ended {
-        exit_code: status.code(),
-        signal: status.signal(),
+        exit_code,
+        signal,
         forwarded,
         timed_out,
     })
