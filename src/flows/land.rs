@@ -657,7 +657,8 @@ fn steps(
     // A rebase that knows the tree it left is what the test sees and what lands: work the
     // isolation gains meanwhile is not tested, so it stays there for a later landing.
     let head = head.map(|(commit, _)| commit);
-    let rebased = match crate::ops::promote::rebase_if_moved_from(ctx, located, &session, head)? {
+    let moved = crate::ops::promote::rebase_if_moved_from(ctx, located, &session, head.clone())?;
+    let rebased = match moved {
         Moved::Stopped(stopped) => {
             take_promote(landed, *stopped);
             return Ok(());
@@ -665,8 +666,9 @@ fn steps(
         Moved::Rebased { left } => left,
         Moved::Not => None,
     };
+    // What the test runs on stands on `head`: it must still be HEAD once the test passed.
     if let Some(test) = queue.test.as_deref()
-        && !test_gate(ctx, located, (test, queue.no_sandbox), id, landed)?
+        && !test_gate(ctx, located, (test, queue.no_sandbox), (id, head), landed)?
     {
         return Ok(());
     }
@@ -703,15 +705,15 @@ fn landed_already(
 }
 
 /// Runs the test command on the rebased tree and drops what it wrote: whether the session
-/// goes on to its promote (its test passed and HEAD stayed where the test started).
+/// goes on to its promote (its test passed and HEAD is still `tested_on`, the commit the
+/// tested tree stands on).
 fn test_gate(
     ctx: &Context,
     located: &Located,
     test: (&str, bool),
-    id: &SessionId,
+    (id, tested_on): (&SessionId, Option<crate::base::ids::CommitId>),
     landed: &mut LandedSession,
 ) -> Result<bool> {
-    let tested_on = located.repo.head_commit(&ctx.git);
     let tested = test_passes(ctx, located, test, id, landed);
     crate::fault_point!("land-after-test");
     // A test on the run's layer wrote nothing to the isolation; one on the full path is
