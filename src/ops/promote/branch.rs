@@ -293,6 +293,13 @@ fn chain_start<'a>(candidate: &'a Candidate, session: &'a SessionRecord) -> &'a 
         .unwrap_or(&session.bound_revision)
 }
 
+/// The tree of the commit `commit`: asked of git once per command (the rebase that moved the
+/// session onto HEAD read it already).
+fn tree_of(git: &Git, source: &Path, commit: &str) -> Result<String> {
+    git.rev_parse(source, &format!("{commit}^{{tree}}"))?
+        .ok_or_else(|| Error::internal(format!("the commit {commit} has no tree here")))
+}
+
 /// The source's current branch and tip; a detached source has no branch to replay onto.
 fn target(git: &Git, source: &Path) -> Result<Target> {
     let Some(branch) = git.current_branch(source)? else {
@@ -382,7 +389,7 @@ impl Planner<'_> {
                 });
             }
         };
-        if leftovers != git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        if leftovers != tree_of(git, source, &parent)? {
             chain.push(replayer.commit_of(message, &leftovers, &parent)?);
         }
         Ok(Planned::Chain(chain))
@@ -410,7 +417,7 @@ impl Planner<'_> {
             }
         };
         let parent = chain_start(candidate, session).to_string();
-        if tree == git.rev_parse_required(source, &format!("{parent}^{{tree}}"))? {
+        if tree == tree_of(git, source, &parent)? {
             return Ok(Planned::Chain(Vec::new()));
         }
         let message = match message {
