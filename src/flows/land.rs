@@ -666,6 +666,7 @@ fn steps(
         Moved::Rebased { left } => left,
         Moved::Not => None,
     };
+    crate::fault_point!("land-pause-after-rebase");
     // What the test runs on stands on `head`: it must still be HEAD once the test passed.
     if let Some(test) = queue.test.as_deref()
         && !test_gate(ctx, located, (test, queue.no_sandbox), (id, head), landed)?

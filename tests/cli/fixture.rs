@@ -1427,3 +1427,10 @@ fn git_quiet(fx: &Fixture, args: &[&str]) -> Option<String> {
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
+
+/// Whether the process `pid` is stopped (a `pause` fault point sent it SIGSTOP).
+pub fn stopped(pid: u32) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+    state == Some(Some('T'))
+}

@@ -110,6 +110,51 @@ fn land_hint_after_head_moved_during_the_test_moves_on() {
     landed(&fx, "b.txt", "b");
 }
 
+/// HEAD moved after the landing read it, while the session was rebased onto it: the test
+/// passes on a base that is no longer HEAD, so nothing lands; the hint moves on.
+#[cfg(feature = "fault-injection")]
+#[test]
+fn land_hint_after_head_moved_during_the_rebase_moves_on() {
+    let fx = Fixture::new();
+    session_adding_its_file(&fx, "a");
+    fx.write("user-1.txt", "one\n");
+    fx.commit_all("the user's first commit");
+    let first = fx
+        .cmd()
+        .env("A3S_ISO_TEST_FAULT", "land-pause-after-rebase")
+        .args(["land", "-s", "a", "--no-sandbox", "--test", "true"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !crate::fixture::stopped(first.id()) {
+        assert!(std::time::Instant::now() < deadline, "land never paused");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    fx.write("user-2.txt", "two\n");
+    let moved_to = fx.commit_all("the user's second commit");
+    let pid = rustix::process::Pid::from_raw(first.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    let out = first.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    // Nothing landed: HEAD is the user's commit, and the session's file is only in its
+    // isolation.
+    assert_eq!(
+        fx.git(&fx.src, &["rev-parse", "HEAD"]).trim(),
+        moved_to.trim()
+    );
+    assert!(!fx.src.join("a.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(fx.isolation("a").join("a.txt")).unwrap(),
+        "a\n"
+    );
+    follow(&fx, &commands_of(&stderr));
+    landed(&fx, "a.txt", "a");
+    landed(&fx, "user-2.txt", "two");
+}
+
 fn spawn_human(fx: &Fixture, args: &[&str]) -> std::process::Child {
     fx.cmd()
         .args(args)

@@ -814,12 +814,6 @@ fn a_file_of_yours_where_the_change_set_needs_a_directory_is_a_conflict() {
 
 /// Whether process `pid` is stopped (state `T` in `/proc/PID/stat`).
 #[cfg(feature = "fault-injection")]
-fn stopped(pid: u32) -> bool {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-    state == Some(Some('T'))
-}
-
 /// A change-set document promoted with `--artifacts DIR` lands the patch it verified, not the
 /// copy in DIR, which an agent that may write DIR can swap after it was written: promote
 /// paused right after writing the artifacts, the copy replaced by a patch that adds other
@@ -850,7 +844,7 @@ fn the_patch_that_lands_is_the_verified_one_not_the_artifacts_copy() {
         .spawn()
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !stopped(child.id()) {
+    while !crate::fixture::stopped(child.id()) {
         assert!(std::time::Instant::now() < deadline, "promote never paused");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
