@@ -142,7 +142,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
     // not (kept by an older a3s-iso) names a shared index nobody has.
     let noted = noted_tree(seed_path);
     let (held, seeded) = match plain {
-        true => seed_copied(seed, seed_path, index.path())?,
+        true => seed_copied(seed, seed_path, index.path(), wt.tree())?,
         false => Default::default(),
     };
     // The tree the copy writes, when the seed was noted to write it before and after it was
@@ -201,26 +201,41 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// after the second it began (the seed's time) is distrusted (`index_recent`), so this
 /// snapshot looks at it again. Not copied: a split index that is not trusted, and a copy of
 /// a3s-iso's own that cannot be read as an index.
-fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path) -> Result<(Summary, bool)> {
-    use crate::git::index_file::recent::{distrusted, second_of};
+fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path, tree: &Path) -> Result<(Summary, bool)> {
+    use crate::git::index_file::recent::{Checked, distrusted, second_of};
     let modified = fs::metadata(from)
         .and_then(|m| m.modified())
         .ctx(|| format!("cannot read {}", from.display()))?;
     let bytes = fs::read(from).ctx(|| format!("cannot read {}", from.display()))?;
     let held = crate::git::index_file::summary_of(&bytes);
+    let mut dated = modified;
     let bytes = match seed {
         Seed::Trusted(_) => bytes,
         Seed::Own(_) | Seed::Peek(_) if held.split => return Ok((held, false)),
-        Seed::Own(_) | Seed::Peek(_) => match distrusted(bytes, second_of(modified)) {
-            Some((bytes, _)) => bytes,
-            None => return Ok((held, false)),
-        },
+        Seed::Own(_) | Seed::Peek(_) => {
+            let checked = Checked {
+                tree,
+                dated: modified,
+            };
+            match distrusted(bytes, second_of(modified), Some(checked)) {
+                Some((bytes, done)) => {
+                    // Dated after the entries kept unread, for git not to read them either.
+                    if done.verified > 0 {
+                        let after = std::time::UNIX_EPOCH
+                            + std::time::Duration::from_secs(u64::from(done.verified_until) + 1);
+                        dated = dated.max(after);
+                    }
+                    bytes
+                }
+                None => return Ok((held, false)),
+            }
+        }
     };
     fs::write(to, bytes).ctx(|| format!("cannot write {}", to.display()))?;
     fs::File::options()
         .write(true)
         .open(to)
-        .and_then(|file| file.set_modified(modified))
+        .and_then(|file| file.set_modified(dated))
         .ctx(|| format!("cannot set the time of {}", to.display()))?;
     Ok((held, true))
 }

@@ -137,3 +137,32 @@ fn a_same_size_edit_with_its_time_put_back_in_the_second_of_the_last_capture_is_
         );
     }
 }
+
+#[test]
+fn a_same_size_edit_with_its_time_put_back_after_a_large_bind_is_captured() {
+    // Thousands of files after it: the bind's checkout writes `A.txt` well before its index,
+    // so its record is one a snapshot may keep unread when the file still matches it.
+    let fx = Fixture::new();
+    fx.write("A.txt", "first\n");
+    for n in 0..3000 {
+        fx.write(&format!("many/{n:04}.txt"), &format!("{n}\n"));
+    }
+    fx.commit_all("many files");
+    for round in 0..3 {
+        let id = format!("large{round}");
+        fx.bind(&id);
+        let file = fx.isolation(&id).join("A.txt");
+        let noted = std::fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        std::fs::write(&file, format!("edit{round}\n")).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(noted)
+            .unwrap();
+        let patch = captured_patch(&fx, &id);
+        assert!(patch.contains(&format!("+edit{round}")), "{round}: {patch}");
+        assert_eq!(patch.matches("diff --git").count(), 1, "{round}: {patch}");
+    }
+}

@@ -41,6 +41,11 @@ impl EntryView<'_> {
         self.stat(6)
     }
 
+    /// Its stat data, as stored ([`ENTRY_STAT`] bytes).
+    pub(crate) fn stat_data(&self) -> &[u8] {
+        &self.fixed[..ENTRY_STAT]
+    }
+
     /// Its object id, as stored.
     pub(crate) fn id(&self) -> &[u8] {
         &self.fixed[ENTRY_STAT..self.fixed.len() - 2]

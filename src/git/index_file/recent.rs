@@ -14,15 +14,25 @@
 //! is dropped whole. The copy keeps its modification time, and its trailing hash is computed
 //! again (unless it is git's null `index.skipHash` one). The kept index itself is left as git
 //! wrote it: `read-tree -m -u` takes an entry smudged so as changed.
+//!
+//! Where the file system keeps nanoseconds, a recent record can be told apart without reading
+//! the file (as a bind's fresh checkout has thousands of them): a file or link changed well
+//! before the index was dated (by more than the clock's slack) whose stat data still match the
+//! record to the nanosecond has not changed since, for any change after it would have dated
+//! its change time later. Such a record is kept as it is, and the copy is dated after it, so
+//! that git's own racy check, in whole seconds, does not read the file again either.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sha2::Digest;
 
 use crate::base::error::{IoContext, Result};
-use crate::git::index_file::reader::{IndexFile, SIZE_AT, be32, decode_varint};
+use crate::git::index_file::reader::{EntryView, IndexFile, SIZE_AT, be32, decode_varint};
+use crate::git::index_file::writer::StatData;
 
 /// The untracked cache's extension.
 const UNTRACKED: [u8; 4] = *b"UNTR";
@@ -67,6 +77,49 @@ pub(crate) struct Distrusted {
     pub cached: usize,
     /// The untracked cache could not be read, and was dropped.
     pub cache_dropped: bool,
+    /// Recent entries kept: their files match them to the nanosecond (see the module).
+    pub verified: usize,
+    /// The latest second a kept entry's modification time is in: a copy must be dated after it
+    /// for git not to read those files again.
+    pub verified_until: u32,
+}
+
+impl Distrusted {
+    /// Whether the index's bytes stay as they were.
+    fn changes_nothing(&self) -> bool {
+        self.entries == 0 && self.cached == 0 && !self.cache_dropped
+    }
+}
+
+/// Where the records of an index dated `dated` describe files (`tree`): what lets a recent
+/// record be kept without reading its file (see the module).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Checked<'a> {
+    pub tree: &'a Path,
+    pub dated: SystemTime,
+}
+
+impl Checked<'_> {
+    /// Whether the entry's file is certainly unchanged since it was noted: a file or a link
+    /// noted with nanoseconds, changed before the index's date, whose stat data still match
+    /// (the modification time not ahead of the change time, as only a put-back time is). The
+    /// date is the file system's own (git's checkout) or already set back by the clock's slack
+    /// ([`date_from`]): any change after it is dated later.
+    fn unchanged(&self, entry: &EntryView<'_>) -> bool {
+        let before = self.dated.duration_since(UNIX_EPOCH).unwrap_or_default();
+        let before = (before.as_secs() as u32, before.subsec_nanos());
+        let (ctime, mtime) = (
+            (entry.stat(0), entry.stat(1)),
+            (entry.stat(2), entry.stat(3)),
+        );
+        let plain = matches!(entry.mode() & 0o170000, 0o100000 | 0o120000);
+        if !plain || entry.stage() != 0 || ctime.1 == 0 || mtime.1 == 0 || mtime > ctime {
+            return false;
+        }
+        ctime < before
+            && fs::symlink_metadata(self.tree.join(OsStr::from_bytes(entry.path)))
+                .is_ok_and(|meta| StatData::of(&meta).matches(entry.stat_data()))
+    }
 }
 
 #[cfg(test)]
@@ -78,10 +131,10 @@ pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrust
     let modified = fs::metadata(path)
         .and_then(|m| m.modified())
         .ctx(|| format!("cannot read {}", path.display()))?;
-    let Some((bytes, done)) = distrusted(bytes, since) else {
+    let Some((bytes, done)) = distrusted(bytes, since, None) else {
         return Ok(None);
     };
-    if done == Distrusted::default() {
+    if done.changes_nothing() {
         return Ok(Some(done));
     }
     fs::write(path, &bytes).ctx(|| format!("cannot write {}", path.display()))?;
@@ -94,13 +147,18 @@ pub(crate) fn distrust_recent(path: &Path, since: u32) -> Result<Option<Distrust
 }
 
 /// The index `bytes` with every record changed in or after the second `since` made to fail
-/// the next comparison, and what changed; `None` when they are not an index this reads.
-pub(crate) fn distrusted(mut bytes: Vec<u8>, since: u32) -> Option<(Vec<u8>, Distrusted)> {
+/// the next comparison, but the entries `checked` finds unchanged, and what changed; `None`
+/// when they are not an index this reads.
+pub(crate) fn distrusted(
+    mut bytes: Vec<u8>,
+    since: u32,
+    checked: Option<Checked<'_>>,
+) -> Option<(Vec<u8>, Distrusted)> {
     let layout = [20, 32]
         .into_iter()
-        .find_map(|hash_len| layout(&bytes, hash_len, since))?;
+        .find_map(|hash_len| layout(&bytes, hash_len, since, checked))?;
     let done = layout.distrusted();
-    if done == Distrusted::default() {
+    if done.changes_nothing() {
         return Some((bytes, done));
     }
     for at in &layout.smudged {
@@ -123,6 +181,8 @@ struct Layout {
     cached: Vec<usize>,
     /// The untracked cache's extension (header included), to leave out.
     dropped: Option<(usize, usize)>,
+    /// How many recent entries were kept, and the latest second of their modification times.
+    verified: (usize, u32),
 }
 
 impl Layout {
@@ -131,6 +191,8 @@ impl Layout {
             entries: self.smudged.len(),
             cached: self.cached.len(),
             cache_dropped: self.dropped.is_some(),
+            verified: self.verified.0,
+            verified_until: self.verified.1,
         }
     }
 }
@@ -138,17 +200,32 @@ impl Layout {
 /// Reads `bytes` as an index with `hash_len`-byte ids and finds the recent entries and the
 /// untracked cache's recent stat data; `None` when the layout does not end exactly at the
 /// trailer (nothing is changed before the layout is known).
-fn layout(bytes: &[u8], hash_len: usize, since: u32) -> Option<Layout> {
+fn layout(
+    bytes: &[u8],
+    hash_len: usize,
+    since: u32,
+    checked: Option<Checked<'_>>,
+) -> Option<Layout> {
     let mut layout = Layout {
         hash_len,
         smudged: Vec::new(),
         cached: Vec::new(),
         dropped: None,
+        verified: (0, 0),
     };
-    let extensions = IndexFile::new(bytes, hash_len)?.walk(|entry| {
+    let index = IndexFile::new(bytes, hash_len)?;
+    // Read once for the layout alone: no file is looked at for a hash length that is wrong.
+    index.walk(|_| true)?;
+    let extensions = index.walk(|entry| {
         // Changed in or after the second (its ctime), and not smudged already.
         if entry.stat(0) >= since && entry.stat(9) != 0 {
-            layout.smudged.push(entry.start + SIZE_AT);
+            match checked.is_some_and(|checked| checked.unchanged(entry)) {
+                true => {
+                    layout.verified.0 += 1;
+                    layout.verified.1 = layout.verified.1.max(entry.stat(2));
+                }
+                false => layout.smudged.push(entry.start + SIZE_AT),
+            }
         }
         true
     })?;
@@ -408,6 +485,85 @@ mod tests {
         // What was smudged is not smudged again.
         let again = distrust_recent(&index, 1).unwrap().unwrap();
         assert_eq!(again, Distrusted::default());
+    }
+
+    /// A checkout whose index notes the real stat data of its three files (no entry smudged).
+    fn noted_checkout() -> tempfile::TempDir {
+        let tmp = checkout("sha1", "2", false);
+        let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
+        // Dated ahead, nothing is racy to git: the refresh notes every file and smudges none.
+        let ahead = SystemTime::now() + Duration::from_secs(3600);
+        File::options()
+            .write(true)
+            .open(&index)
+            .unwrap()
+            .set_modified(ahead)
+            .unwrap();
+        git(dir, &["update-index", "--refresh"]);
+        assert_eq!(noted_sizes(dir), vec![2, 3, 4]);
+        tmp
+    }
+
+    /// What `distrusted` makes of the checkout's index, every record recent (second 0), with
+    /// the index dated `dated`; the sizes git then reads.
+    fn checked_at(dir: &Path, dated: SystemTime) -> Distrusted {
+        let index = dir.join(".git/index");
+        let checked = Checked { tree: dir, dated };
+        let (bytes, done) = distrusted(fs::read(&index).unwrap(), 0, Some(checked)).unwrap();
+        fs::write(&index, bytes).unwrap();
+        done
+    }
+
+    #[test]
+    fn recent_entries_whose_files_match_to_the_nanosecond_are_kept() {
+        let tmp = noted_checkout();
+        let dir = tmp.path();
+        let done = checked_at(dir, SystemTime::now() + Duration::from_secs(1));
+        assert_eq!((done.entries, done.verified), (0, 3), "{done:?}");
+        assert_eq!(noted_sizes(dir), vec![2, 3, 4]);
+        assert!(done.verified_until > 0);
+    }
+
+    #[test]
+    fn a_recent_entry_changed_with_its_size_and_time_put_back_is_distrusted() {
+        let tmp = noted_checkout();
+        let dir = tmp.path();
+        let file = dir.join("d/b.txt");
+        let noted = fs::metadata(&file).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(&file, "BB\n").unwrap();
+        File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(noted)
+            .unwrap();
+        let done = checked_at(dir, SystemTime::now() + Duration::from_secs(1));
+        assert_eq!((done.entries, done.verified), (1, 2), "{done:?}");
+        assert_eq!(noted_sizes(dir), vec![2, 0, 4]);
+        assert_eq!(git(dir, &["diff", "--name-only"]), "d/b.txt\n");
+    }
+
+    #[test]
+    fn entries_changed_in_or_after_the_instant_of_the_date_or_without_nanoseconds_are_distrusted() {
+        let tmp = noted_checkout();
+        let dir = tmp.path();
+        // Dated the instant the first file was changed: none was changed before it.
+        use std::os::unix::fs::MetadataExt;
+        let first = fs::metadata(dir.join("a.txt")).unwrap();
+        let changed = UNIX_EPOCH + Duration::new(first.ctime() as u64, first.ctime_nsec() as u32);
+        let done = checked_at(dir, changed);
+        assert_eq!((done.entries, done.verified), (3, 0), "{done:?}");
+        // A record without nanoseconds (a file system of whole seconds) is never kept.
+        let tmp = noted_checkout();
+        let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
+        let mut bytes = fs::read(&index).unwrap();
+        let first = 12;
+        bytes[first + 4..first + 8].fill(0);
+        fs::write(&index, &bytes).unwrap();
+        let done = checked_at(dir, SystemTime::now() + Duration::from_secs(1));
+        assert_eq!((done.entries, done.verified), (1, 2), "{done:?}");
+        assert_eq!(noted_sizes(dir), vec![0, 3, 4]);
     }
 
     #[test]
