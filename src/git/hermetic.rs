@@ -44,9 +44,19 @@ impl PrivateDir {
         Ok(PrivateDir(path))
     }
 
-    fn write(&self, name: &str, content: &str) -> Result<()> {
+    /// Writes the file `name` (a path inside), its directories created.
+    fn write(&self, name: &str, content: impl AsRef<[u8]>) -> Result<()> {
         let path = self.0.join(name);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+        }
         fs::write(&path, content).ctx(|| format!("cannot write {}", path.display()))
+    }
+
+    /// An empty `refs/`, which git needs to take the directory for a git dir.
+    fn add_refs(&self) -> Result<()> {
+        let refs = self.0.join("refs");
+        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))
     }
 }
 
@@ -115,25 +125,13 @@ impl HermeticGit {
         head: &str,
         scratch: &Path,
     ) -> Result<HermeticGit> {
-        let is_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
-            .iter()
-            .any(|format| format.is_full_id(head));
-        if !is_id {
-            return Err(Error::internal(format!(
-                "a private HEAD must be a full commit id, not {head:?}"
-            )));
-        }
+        head_format(head)?;
         let dir = PrivateDir::create(scratch, "gitdir")?;
-        dir.write("HEAD", &format!("{head}\n"))?;
+        dir.write("HEAD", format!("{head}\n"))?;
+        let own = HermeticGit::own(git, tree, &dir.0, common_dir);
         Ok(HermeticGit {
-            git: git.clone(),
-            tree: tree.to_path_buf(),
-            git_dir: dir.0.clone(),
-            common_dir: common_dir.to_path_buf(),
-            index: dir.0.join("index"),
-            objects: None,
             _private: Some(dir),
-            head_moved: false,
+            ..own
         })
     }
 
@@ -150,46 +148,30 @@ impl HermeticGit {
         (write_objects, read_objects): (&Path, &Path),
         scratch: &Path,
     ) -> Result<HermeticGit> {
-        let format = [ObjectFormat::Sha1, ObjectFormat::Sha256]
-            .into_iter()
-            .find(|format| format.is_full_id(head))
-            .ok_or_else(|| {
-                Error::internal(format!(
-                    "a private HEAD must be a full commit id, not {head:?}"
-                ))
-            })?;
+        let format = head_format(head)?;
         let dir = PrivateDir::create(scratch, "nested")?;
-        dir.write("HEAD", &format!("{head}\n"))?;
+        dir.write("HEAD", format!("{head}\n"))?;
         // Not bare: the work tree is named by GIT_WORK_TREE.
         dir.write(
             "config",
-            &format_config(format).replace("\tbare = true\n", ""),
+            format_config(format).replace("\tbare = true\n", ""),
         )?;
-        let refs = dir.0.join("refs");
-        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
+        dir.add_refs()?;
+        let own = HermeticGit::own(git, tree, &dir.0, &dir.0);
         Ok(HermeticGit {
-            git: git.clone(),
-            tree: tree.to_path_buf(),
-            git_dir: dir.0.clone(),
-            common_dir: dir.0.clone(),
-            index: dir.0.join("index"),
             objects: Some((write_objects.to_path_buf(), read_objects.to_path_buf())),
             _private: Some(dir),
-            head_moved: false,
+            ..own
         })
     }
 
     /// Puts a file into the private git dir (`info/sparse-checkout`, `config.worktree`): what
     /// git would read there for a worktree of the user's. Only a private git dir takes one.
     pub(crate) fn add_private_file(&self, name: &str, bytes: &[u8]) -> Result<()> {
-        let Some(dir) = &self._private else {
-            return Err(Error::internal("only a private git dir takes files"));
-        };
-        let path = dir.0.join(name);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
+        match &self._private {
+            Some(dir) => dir.write(name, bytes),
+            None => Err(Error::internal("only a private git dir takes files")),
         }
-        fs::write(&path, bytes).ctx(|| format!("cannot write {}", path.display()))
     }
 
     /// The working tree.
@@ -218,6 +200,15 @@ impl HermeticGit {
             None => cmd,
         }
     }
+}
+
+/// The hash of the full commit id a private HEAD holds (any other HEAD is a bug).
+fn head_format(head: &str) -> Result<ObjectFormat> {
+    ObjectFormat::of_full_id(head).ok_or_else(|| {
+        Error::internal(format!(
+            "a private HEAD must be a full commit id, not {head:?}"
+        ))
+    })
 }
 
 /// The `config` of a private bare git dir: nothing but the object format.
@@ -255,9 +246,7 @@ pub(crate) fn resolve_head(
         .map_err(|e| unusable(HeadProblem::Unreadable(e.to_string())))?;
     let text = std::str::from_utf8(&bytes).map_err(|_| unusable(HeadProblem::NotText))?;
     let text = text.strip_suffix('\n').unwrap_or(text);
-    let full_id = [ObjectFormat::Sha1, ObjectFormat::Sha256]
-        .iter()
-        .any(|format| format.is_full_id(text));
+    let full_id = ObjectFormat::of_full_id(text).is_some();
     if full_id && pinned == Some(text) {
         return Ok(text.to_string());
     }
@@ -291,12 +280,9 @@ fn is_shared_ref_name(git: &Git, common_dir: &Path, name: &str) -> Result<bool> 
 
 /// The object id of the ref `name` in the common dir (exactly that ref, no abbreviation rules).
 fn shared_ref(git: &Git, common_dir: &Path, name: &str) -> Result<Option<String>> {
-    let out = git
-        .at(common_dir)
+    git.at(common_dir)
         .args(["show-ref", "--verify", "--hash", "--", name])
-        .output()?;
-    let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
+        .found_text()
 }
 
 /// The repository's objects and nothing else: a private bare git dir with an unborn `HEAD`, no
@@ -322,7 +308,7 @@ impl ObjectView {
         ids: &[&str],
         scratch: &Path,
     ) -> Result<ObjectView> {
-        let told = [ObjectFormat::Sha1, ObjectFormat::Sha256]
+        let told = ObjectFormat::ALL
             .into_iter()
             .find(|format| !ids.is_empty() && ids.iter().all(|id| format.is_full_id(id)));
         let format = match told {
@@ -330,8 +316,7 @@ impl ObjectView {
             None => git.object_format(common_dir)?,
         };
         let dir = PrivateDir::create(scratch, "objects")?;
-        let refs = dir.0.join("refs");
-        fs::create_dir(&refs).ctx(|| format!("cannot create {}", refs.display()))?;
+        dir.add_refs()?;
         // Unborn: a bare repository of git 2.42 and later reads attributes from HEAD's tree.
         dir.write("HEAD", "ref: refs/heads/unborn\n")?;
         dir.write("config", format_config(format))?;
@@ -347,11 +332,8 @@ impl ObjectView {
     /// are not the view's), so that git takes `name` for it. `name` must be one
     /// `merge::is_side_name` accepts.
     pub(super) fn name_commit(&self, name: &str, oid: &str) -> Result<()> {
-        let path = self.dir.0.join("refs/heads").join(name);
-        if let Some(parent) = path.parent() {
-            fs::create_dir_all(parent).ctx(|| format!("cannot create {}", parent.display()))?;
-        }
-        fs::write(&path, format!("{oid}\n")).ctx(|| format!("cannot write {}", path.display()))
+        self.dir
+            .write(&format!("refs/heads/{name}"), format!("{oid}\n"))
     }
 
     /// A git command on the view. `GIT_ATTR_SOURCE` is set unconditionally: git 2.40 and later

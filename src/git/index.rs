@@ -38,11 +38,20 @@ pub(crate) struct OnIndex<'g> {
 }
 
 impl HermeticGit {
+    /// Git on the tree with `index` as its index, each command set up by `setup`.
+    fn index_with<'g>(
+        &'g self,
+        index: &'g Path,
+        setup: impl Fn(GitCmd<'g>) -> GitCmd<'g> + 'g,
+    ) -> OnIndex<'g> {
+        OnIndex {
+            make: Box::new(move || setup(self.cmd().env("GIT_INDEX_FILE", index))),
+        }
+    }
+
     /// Git on the tree with `index` as its index.
     pub(crate) fn on_index<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
-        OnIndex {
-            make: Box::new(move || self.cmd().env("GIT_INDEX_FILE", index)),
-        }
+        self.index_with(index, |cmd| cmd)
     }
 
     /// Git on the tree with `index` as its index, attributes read from `commit` only
@@ -52,37 +61,20 @@ impl HermeticGit {
         index: &'g Path,
         commit: &'g str,
     ) -> OnIndex<'g> {
-        OnIndex {
-            make: Box::new(move || {
-                self.cmd()
-                    .env("GIT_INDEX_FILE", index)
-                    .env("GIT_ATTR_SOURCE", commit)
-            }),
-        }
+        self.index_with(index, move |cmd| cmd.env("GIT_ATTR_SOURCE", commit))
     }
 
     /// Git on the tree with `index` as its index and the snapshot's stat settings.
     pub(crate) fn on_snapshot_index<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
-        OnIndex {
-            make: Box::new(move || {
-                self.cmd()
-                    .env("GIT_INDEX_FILE", index)
-                    .args(SNAPSHOT_CONFIG)
-            }),
-        }
+        self.index_with(index, |cmd| cmd.args(SNAPSHOT_CONFIG))
     }
 
     /// Git on the tree with `index` as its index, the snapshot's stat settings, and every
     /// pathspec taken literally (`GIT_LITERAL_PATHSPECS`): the paths a run's layer named.
     pub(crate) fn on_snapshot_index_literal<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
-        OnIndex {
-            make: Box::new(move || {
-                self.cmd()
-                    .env("GIT_INDEX_FILE", index)
-                    .env("GIT_LITERAL_PATHSPECS", "1")
-                    .args(SNAPSHOT_CONFIG)
-            }),
-        }
+        self.index_with(index, |cmd| {
+            cmd.env("GIT_LITERAL_PATHSPECS", "1").args(SNAPSHOT_CONFIG)
+        })
     }
 
     /// Git on the tree with `index` as its index, objects also read from `alternate`.
@@ -91,15 +83,10 @@ impl HermeticGit {
         index: &'g Path,
         alternate: Option<&'g Path>,
     ) -> OnIndex<'g> {
-        OnIndex {
-            make: Box::new(move || {
-                let cmd = self.cmd().env("GIT_INDEX_FILE", index);
-                match alternate {
-                    Some(dir) => cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir),
-                    None => cmd,
-                }
-            }),
-        }
+        self.index_with(index, move |cmd| match alternate {
+            Some(dir) => cmd.env("GIT_ALTERNATE_OBJECT_DIRECTORIES", dir),
+            None => cmd,
+        })
     }
 
     /// Turns the split index at `index` into a whole one (`update-index --no-split-index`).
@@ -189,9 +176,7 @@ impl OnIndex<'_> {
 
     /// The index's tree, or `None` when git cannot write it (unmerged entries).
     pub(crate) fn try_write_tree(&self) -> Result<Option<String>> {
-        let out = self.cmd().arg("write-tree").output()?;
-        let tree = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !tree.is_empty()).then_some(tree))
+        self.cmd().arg("write-tree").found_text()
     }
 
     /// Sets the entries `info` describes (`update-index -z --index-info`).

@@ -4,7 +4,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::git::hermetic::ObjectView;
-use crate::git::runner::{Git, failure_of};
+use crate::git::runner::{Git, failure_of, fields_and_path};
 
 /// The oldest git whose `merge-tree` writes a tree and takes a merge base (`--merge-base`).
 pub(crate) const MERGE_TREE_VERSION: (u32, u32) = (2, 40);
@@ -127,14 +127,14 @@ impl Git {
 impl ObjectView {
     /// Merges `theirs` into `ours` with `base` as their merge base (all commits).
     pub(crate) fn merge(&self, base: &str, ours: &str, theirs: &str) -> Result<Merged> {
-        let args = vec![
-            "merge-tree".to_string(),
-            "--write-tree".into(),
-            "-z".into(),
-            format!("--merge-base={base}"),
-            ours.into(),
-            theirs.into(),
-        ];
+        self.merge_tree(Some(base), ours, theirs)
+    }
+
+    /// `merge-tree --write-tree` of two commits, at `base` or at their own merge base.
+    fn merge_tree(&self, base: Option<&str>, ours: &str, theirs: &str) -> Result<Merged> {
+        let mut args = vec!["merge-tree".to_string(), "--write-tree".into(), "-z".into()];
+        args.extend(base.map(|base| format!("--merge-base={base}")));
+        args.extend([ours.into(), theirs.into()]);
         let out = self.cmd().args(&args).output()?;
         parse_merged(args, out)
     }
@@ -167,15 +167,7 @@ impl ObjectView {
     /// Merges two commits at their own merge base, as `git merge` would; only objects are
     /// written.
     pub(crate) fn merge_commits(&self, ours: &str, theirs: &str) -> Result<Merged> {
-        let args = vec![
-            "merge-tree".to_string(),
-            "--write-tree".into(),
-            "-z".into(),
-            ours.into(),
-            theirs.into(),
-        ];
-        let out = self.cmd().args(&args).output()?;
-        parse_merged(args, out)
+        self.merge_tree(None, ours, theirs)
     }
 
     /// Merges each pair of commits at their own merge base, in one `merge-tree --stdin` when
@@ -357,17 +349,12 @@ fn parse_merged(args: Vec<String>, out: crate::git::runner::GitOutput) -> Result
 
 fn parse_entry(record: &[u8]) -> Result<ConflictEntry> {
     let bad = || Error::internal("merge-tree printed a conflict entry a3s-iso cannot read");
-    let tab = record.iter().position(|b| *b == b'\t').ok_or_else(bad)?;
-    let head = std::str::from_utf8(&record[..tab]).map_err(|_| bad())?;
-    let mut fields = head.split(' ');
-    let (Some(mode), Some(oid), Some(stage)) = (fields.next(), fields.next(), fields.next()) else {
-        return Err(bad());
-    };
+    let ([mode, oid, stage], path) = fields_and_path(record).ok_or_else(bad)?;
     Ok(ConflictEntry {
         mode: mode.to_string(),
         oid: oid.to_string(),
         stage: stage.parse().map_err(|_| bad())?,
-        path: record[tab + 1..].to_vec(),
+        path: path.to_vec(),
     })
 }
 

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::paths::RepoPath;
-use crate::git::runner::{Git, failure_of, hermetic_env, split_nul};
+use crate::git::runner::{Git, failure_of, fields_and_path, hermetic_env, split_nul};
 
 /// One change in an `update-ref --stdin` transaction.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +99,16 @@ pub(crate) enum ObjectFormat {
 }
 
 impl ObjectFormat {
+    /// Both hashes git knows.
+    pub(crate) const ALL: [ObjectFormat; 2] = [ObjectFormat::Sha1, ObjectFormat::Sha256];
+
+    /// The hash `text` is a full object id of, if it is one.
+    pub(crate) fn of_full_id(text: &str) -> Option<ObjectFormat> {
+        ObjectFormat::ALL
+            .into_iter()
+            .find(|format| format.is_full_id(text))
+    }
+
     /// The name git gives it (`--object-format`, `rev-parse --show-object-format`).
     pub(crate) fn name(self) -> &'static str {
         match self {
@@ -177,7 +187,7 @@ impl Git {
             .at(dir)
             .args(["rev-parse", "--show-object-format"])
             .run_text()?;
-        [ObjectFormat::Sha1, ObjectFormat::Sha256]
+        ObjectFormat::ALL
             .into_iter()
             .find(|known| known.name() == format)
             .ok_or_else(|| {
@@ -195,12 +205,10 @@ impl Git {
         if let Some(known) = lasting.then(|| self.recall(dir, rev)).flatten() {
             return Ok(Some(known));
         }
-        let out = self
+        let found = self
             .at(dir)
             .args(["rev-parse", "-q", "--verify", "--end-of-options", rev])
-            .output()?;
-        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let found = (out.exit_code == Some(0) && !text.is_empty()).then_some(text);
+            .found_text()?;
         if let (true, Some(id)) = (lasting, &found) {
             self.remember(dir, rev, id);
         }
@@ -287,9 +295,9 @@ impl Git {
 
     /// The branch HEAD is on in the checkout at `dir` (`refs/heads/…`), `None` when detached.
     pub(crate) fn current_branch(&self, dir: &Path) -> Result<Option<String>> {
-        let out = self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()?;
-        let branch = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !branch.is_empty()).then_some(branch))
+        self.at(dir)
+            .args(["symbolic-ref", "-q", "HEAD"])
+            .found_text()
     }
 
     /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
@@ -513,8 +521,7 @@ impl Git {
     pub(crate) fn config_file_unset(&self, dir: &Path, file: &Path, key: &str) -> Result<()> {
         let out = self
             .at(dir)
-            .arg("config")
-            .arg("--file")
+            .args(["config", "--file"])
             .arg(file)
             .args(["--unset-all", key])
             .output()?;
@@ -538,8 +545,7 @@ impl Git {
     ) -> Result<Option<bool>> {
         let out = self
             .at(dir)
-            .arg("config")
-            .arg("--file")
+            .args(["config", "--file"])
             .arg(file)
             .args(["--type=bool", "--get", key])
             .output()?;
@@ -624,15 +630,8 @@ impl Git {
             .run()?;
         Ok(split_nul(&out)
             .filter_map(|record| {
-                // `<mode> <kind> <oid>\t<path>`: the path is bytes, the rest ASCII.
-                let tab = record.iter().position(|b| *b == b'\t')?;
-                let meta = std::str::from_utf8(&record[..tab]).ok()?;
-                let mut parts = meta.split(' ');
-                let mode = parts.next()?;
-                let _kind = parts.next()?;
-                let oid = parts.next()?;
-                let path = RepoPath(record[tab + 1..].to_vec());
-                Some((path, format!("{mode} {oid}")))
+                let ([mode, _kind, oid], path) = fields_and_path(record)?;
+                Some((RepoPath(path.to_vec()), format!("{mode} {oid}")))
             })
             .collect())
     }
@@ -696,7 +695,7 @@ impl Git {
     }
 
     fn command(&self, dir: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(self.bin());
+        let mut cmd = Command::new(self.path());
         cmd.current_dir(dir)
             .args(["--no-pager", "-c", "core.fsmonitor=false"])
             .args(args);

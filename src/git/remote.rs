@@ -79,20 +79,16 @@ impl Git {
     /// The remote of the current branch's upstream (`branch.<name>.remote`), if there is a
     /// current branch with one.
     pub(crate) fn upstream_remote(&self, dir: &Path) -> Result<Option<String>> {
-        let out = self
+        let Some(branch) = self
             .at(dir)
             .args(["symbolic-ref", "-q", "--short", "HEAD"])
-            .output()?;
-        let branch = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.exit_code != Some(0) || branch.is_empty() {
+            .found_text()?
+        else {
             return Ok(None);
-        }
-        let out = self
-            .at(dir)
+        };
+        self.at(dir)
             .args(["config", "--get", &format!("branch.{branch}.remote")])
-            .output()?;
-        let remote = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        Ok((out.exit_code == Some(0) && !remote.is_empty()).then_some(remote))
+            .found_text()
     }
 
     /// `(object id, ref name)` of the refs on `remote` that match `patterns` (`ls-remote`).

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, Result, Unavailable};
 use crate::base::ids::{CommitId, TreeId};
-use crate::git::runner::Git;
+use crate::git::runner::{Git, GitCmd};
 
 /// The memo's question for a directory's repository: its common dir and checkout.
 const DISCOVERED: &str = "repository";
@@ -100,18 +100,13 @@ impl Repo {
 
     /// The commit and tree at HEAD; `isolation_unavailable` for an unborn HEAD.
     pub(crate) fn head(&self, git: &Git) -> Result<(CommitId, TreeId)> {
-        let out = git
-            .at(&self.toplevel)
-            .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-            .output()?;
-        let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        if out.exit_code != Some(0) || commit.is_empty() {
+        let Some(commit) = self.head_lookup(git).found_text()? else {
             return Err(Error::IsolationUnavailable {
                 reason: Unavailable::UnbornHead {
                     toplevel: self.toplevel.clone(),
                 },
             });
-        }
+        };
         let tree = git
             .at(&self.toplevel)
             .args(["rev-parse", &format!("{commit}^{{tree}}")])
@@ -141,16 +136,15 @@ impl Repo {
 
     /// The commit at HEAD, or `None` for an unborn HEAD or a missing checkout.
     pub(crate) fn head_commit(&self, git: &Git) -> Option<CommitId> {
-        let out = git
-            .at(&self.toplevel)
-            .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
-            .output()
-            .ok()?;
-        let commit = String::from_utf8_lossy(&out.stdout).trim().to_string();
-        let commit = (out.exit_code == Some(0)).then(|| CommitId::new(commit).ok())??;
+        let commit = CommitId::new(self.head_lookup(git).found_text().ok()??).ok()?;
         // A commit peels to itself: a later `<id>^{commit}` of it needs no git.
         git.remember(&self.toplevel, &format!("{commit}^{{commit}}"), &commit);
         Some(commit)
+    }
+
+    fn head_lookup<'g>(&self, git: &'g Git) -> GitCmd<'g> {
+        git.at(&self.toplevel)
+            .args(["rev-parse", "-q", "--verify", "HEAD^{commit}"])
     }
 
     /// Local changes (modified tracked files, untracked non-ignored files): the first `limit`

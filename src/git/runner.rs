@@ -127,14 +127,11 @@ impl Git {
                 version
             }
         };
-        match parse_version(&version) {
-            Some(found) if found >= MIN_VERSION => {}
-            _ => {
-                return Err(Error::GitTooOld {
-                    found: version,
-                    required: format!("{}.{}", MIN_VERSION.0, MIN_VERSION.1),
-                });
-            }
+        if !parse_version(&version).is_some_and(|found| found >= MIN_VERSION) {
+            return Err(Error::GitTooOld {
+                found: version,
+                required: Git::minimum_version(),
+            });
         }
         git.version = version;
         Ok(git)
@@ -194,11 +191,6 @@ impl Git {
     /// The version git reported (`2.47.3`).
     pub fn version(&self) -> &str {
         &self.version
-    }
-
-    /// Where the git binary is.
-    pub(crate) fn bin(&self) -> &Path {
-        &self.bin
     }
 
     /// Remembers that the checkout `tree`, which has no `.git`, belongs to the git dir
@@ -459,11 +451,18 @@ impl<'g> GitCmd<'g> {
     pub(crate) fn run_output(self) -> Result<GitOutput> {
         let args = self.shown_args();
         let out = self.output()?;
-        if out.exit_code == Some(0) {
-            Ok(out)
-        } else {
-            Err(failure(args, out))
+        match out.exit_code {
+            Some(0) => Ok(out),
+            code => Err(failure_of(args, code, out.stderr)),
         }
+    }
+
+    /// Runs and returns stdout trimmed, `None` unless git exits 0 with something to say (for
+    /// git's lookups that answer nothing, or fail, when there is nothing to find).
+    pub(crate) fn found_text(self) -> Result<Option<String>> {
+        let out = self.output()?;
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        Ok((out.exit_code == Some(0) && !text.is_empty()).then_some(text))
     }
 
     /// Like `run`, as text without the trailing newline.
@@ -486,13 +485,10 @@ impl<'g> GitCmd<'g> {
         if out.status.success() {
             Ok(())
         } else {
-            Err(failure(
+            Err(failure_of(
                 self.shown_args(),
-                GitOutput {
-                    exit_code: out.status.code(),
-                    stdout: Vec::new(),
-                    stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-                },
+                out.status.code(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
             ))
         }
     }
@@ -504,13 +500,9 @@ impl<'g> GitCmd<'g> {
         match out.exit_code {
             Some(0) => Ok(true),
             Some(1) => Ok(false),
-            _ => Err(failure(args, out)),
+            code => Err(failure_of(args, code, out.stderr)),
         }
     }
-}
-
-fn failure(args: Vec<String>, out: GitOutput) -> Error {
-    failure_of(args, out.exit_code, out.stderr)
 }
 
 /// The `git_failed` error for a git process that did not succeed.
@@ -522,6 +514,15 @@ pub(crate) fn failure_of(args: Vec<String>, exit_code: Option<i32>, stderr: Stri
             stderr,
         },
     }
+}
+
+/// A `<field> <field> <field>\t<path>` record (`ls-tree`, `merge-tree`): the three fields,
+/// ASCII, and the path, bytes.
+pub(crate) fn fields_and_path(record: &[u8]) -> Option<([&str; 3], &[u8])> {
+    let tab = record.iter().position(|b| *b == b'\t')?;
+    let mut fields = std::str::from_utf8(&record[..tab]).ok()?.split(' ');
+    let three = [fields.next()?, fields.next()?, fields.next()?];
+    Some((three, &record[tab + 1..]))
 }
 
 /// Splits NUL-terminated git output (`-z`) into its records.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::base::error::Result;
 use crate::base::paths::RepoPath;
 use crate::git::hermetic::HermeticGit;
-use crate::git::runner::{Git, split_nul};
+use crate::git::runner::{Git, fields_and_path, split_nul};
 
 /// The mode of a gitlink in a tree.
 const GITLINK_MODE: &str = "160000";
@@ -82,13 +82,7 @@ impl HermeticGit {
             .run()?;
         Ok(split_nul(&listed)
             .filter_map(|record| {
-                // `<mode> <kind> <oid>\t<path>`
-                let tab = record.iter().position(|b| *b == b'\t')?;
-                let meta = std::str::from_utf8(&record[..tab]).ok()?;
-                let mut parts = meta.split(' ');
-                let mode = parts.next()?;
-                let commit = parts.nth(1)?;
-                let path = &record[tab + 1..];
+                let ([mode, _kind, commit], path) = fields_and_path(record)?;
                 let (_, name) = names.iter().find(|(p, _)| p == path)?;
                 (mode == GITLINK_MODE).then(|| Gitlink {
                     path: RepoPath(path.to_vec()),

@@ -13,7 +13,7 @@ use sha2::Digest;
 use crate::base::error::{Error, Result};
 use crate::git::hermetic::HermeticGit;
 use crate::git::ops::{CatFile, ObjectFormat};
-use crate::git::runner::{Git, split_nul};
+use crate::git::runner::{Git, fields_and_path, split_nul};
 
 /// A tree's mode.
 const TREE_MODE: u32 = 0o40000;
@@ -23,6 +23,7 @@ const GITLINK_MODE: u32 = 0o160000;
 /// One entry as an index or a tree holds it: a mode and an object id (hex), at a path
 /// (relative to the root for an index entry, a single name inside a tree).
 pub(crate) use crate::git::index_file::Staged as Entry;
+use crate::git::index_file::join_path;
 
 impl Entry {
     fn is_tree(&self) -> bool {
@@ -77,14 +78,11 @@ impl Listing {
 fn parse_listing(out: &[u8]) -> Option<Listing> {
     let mut listing = Listing::default();
     for record in split_nul(out) {
-        let tab = record.iter().position(|b| *b == b'\t')?;
-        let head = std::str::from_utf8(&record[..tab]).ok()?;
-        let mut fields = head.split(' ');
-        let (mode, _kind, id) = (fields.next()?, fields.next()?, fields.next()?);
+        let ([mode, _kind, id], path) = fields_and_path(record)?;
         let entry = Entry {
             mode: u32::from_str_radix(mode, 8).ok()?,
             id: id.to_string(),
-            path: record[tab + 1..].to_vec(),
+            path: path.to_vec(),
         };
         if entry.is_tree() {
             listing.trees.insert(entry.path, entry.id);
@@ -209,15 +207,8 @@ fn kept_dirs(dir: &Dir, path: &[u8], out: &mut Vec<Vec<u8>>) {
     out.push(path.to_vec());
     for (name, node) in &dir.below {
         if let Node::Dir(below) = node {
-            kept_dirs(below, &join(path, name), out);
+            kept_dirs(below, &join_path(path, name), out);
         }
-    }
-}
-
-fn join(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    match dir.is_empty() {
-        true => name.to_vec(),
-        false => [dir, b"/", name].concat(),
     }
 }
 
@@ -240,7 +231,7 @@ impl Writer<'_> {
         for (name, node) in &dir.below {
             let (mode, id) = match node {
                 Node::Leaf { mode, id } => (*mode, Some(id.clone())),
-                Node::Dir(below) => (TREE_MODE, self.write(below, &join(path, name))?),
+                Node::Dir(below) => (TREE_MODE, self.write(below, &join_path(path, name))?),
             };
             if let Some(id) = id {
                 entries.push(Entry {

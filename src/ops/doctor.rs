@@ -251,7 +251,7 @@ fn git_check(explicit: Option<&Path>) -> (Option<Git>, Check) {
             let detail = format!(
                 "git {} at {} (needs {})",
                 git.version(),
-                git.bin().display(),
+                git.path().display(),
                 Git::minimum_version()
             );
             (Some(git), Check::ok(CheckName::Git, detail))

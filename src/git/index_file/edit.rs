@@ -10,9 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use sha2::Digest;
-
-use crate::git::index_file::reader::{ENTRY_STAT, EntryView, IndexFile, SIZE_AT, be32};
+use crate::git::index_file::reader::{ENTRY_STAT, IndexFile, SIZE_AT, be32, trailer};
 
 /// What becomes of one path's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +72,7 @@ pub(crate) fn edit(
     }
     let mut kept: Vec<Kept> = Vec::new();
     let extensions = file.walk(|entry| {
-        let plain = entry.stage() == 0 && !has_extended_flags(entry) && entry.mode() != 0o040000;
+        let plain = entry.stage() == 0 && entry.extended_flags() == 0 && entry.mode() != 0o040000;
         if let Some(last) = kept.last_mut() {
             last.end = entry.start;
         }
@@ -88,9 +86,7 @@ pub(crate) fn edit(
         });
         plain && bytes.get(at..at + entry.path.len()) == Some(entry.path)
     })?;
-    let entries_end = extensions
-        .first()
-        .map_or(bytes.len() - hash_len, |e| e.start);
+    let entries_end = file.entries_end(&extensions);
     if let Some(last) = kept.last_mut() {
         last.end = entries_end;
     }
@@ -132,10 +128,9 @@ pub(crate) fn edit(
             _ => {}
         }
     }
-    let trailer: Vec<u8> = match (keep.null_trailer, hash_len) {
-        (true, _) => vec![0; hash_len],
-        (false, 32) => sha2::Sha256::digest(&out).to_vec(),
-        (false, _) => sha1::Sha1::digest(&out).to_vec(),
+    let trailer = match keep.null_trailer {
+        true => vec![0; hash_len],
+        false => trailer(&out, hash_len),
     };
     out.extend_from_slice(&trailer);
     Some(out)
@@ -160,9 +155,7 @@ pub(crate) fn subset(
         starts.push((entry.start, wanted(entry.path)));
         true
     })?;
-    let entries_end = extensions
-        .first()
-        .map_or(bytes.len() - hash_len, |e| e.start);
+    let entries_end = file.entries_end(&extensions);
     let ends = starts
         .iter()
         .skip(1)
@@ -179,11 +172,6 @@ pub(crate) fn subset(
     out[8..12].copy_from_slice(&count.to_be_bytes());
     out.resize(out.len() + hash_len, 0);
     Some(out)
-}
-
-/// Whether an entry carries extended flags (version 3's second flags word).
-fn has_extended_flags(entry: &EntryView<'_>) -> bool {
-    entry.extended_flags() != 0
 }
 
 /// Writes the kept entries and the set ones into `out`, in git's order (by path, bytewise),
@@ -371,10 +359,7 @@ fn update(
         return;
     };
     let name = &rest[..slash];
-    let child_dir = match dir.is_empty() {
-        true => name.to_vec(),
-        false => [dir, b"/", name].concat(),
-    };
+    let child_dir = super::join_path(dir, name);
     let Some(at) = node.children.iter().position(|c| c.name == name) else {
         return;
     };

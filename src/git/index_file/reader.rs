@@ -178,6 +178,13 @@ impl<'a> IndexFile<'a> {
         self.extensions(at)
     }
 
+    /// Where the entries end: at the first of `extensions`, else at the trailer.
+    pub(crate) fn entries_end(&self, extensions: &[Extension<'_>]) -> usize {
+        extensions
+            .first()
+            .map_or(self.bytes.len() - self.hash_len, |e| e.start)
+    }
+
     /// The extensions from `at` up to the trailer.
     fn extensions(&self, mut at: usize) -> Option<Vec<Extension<'a>>> {
         let end = self.bytes.len().checked_sub(self.hash_len)?;
@@ -194,6 +201,16 @@ impl<'a> IndexFile<'a> {
             at += 8 + size;
         }
         (at == end).then_some(found)
+    }
+}
+
+/// The trailer of an index whose object ids are `hash_len` bytes long and whose content is
+/// `bytes`: their hash, in the object format's algorithm.
+pub(crate) fn trailer(bytes: &[u8], hash_len: usize) -> Vec<u8> {
+    use sha2::Digest;
+    match hash_len {
+        32 => sha2::Sha256::digest(bytes).to_vec(),
+        _ => sha1::Sha1::digest(bytes).to_vec(),
     }
 }
 

@@ -4,9 +4,7 @@
 //! checkout: an untracked cache, a file system monitor's token, offsets). The trailer is the
 //! hash of what precedes it, in the object format's algorithm.
 
-use sha1::Digest;
-
-use crate::git::index_file::reader::{ENTRY_STAT, IndexFile};
+use crate::git::index_file::reader::{ENTRY_STAT, IndexFile, trailer};
 
 /// The cache tree's extension.
 const TREE: [u8; 4] = *b"TREE";
@@ -99,9 +97,7 @@ impl<'a> Template<'a> {
             });
             entry.stage() == 0 && !entry.skip_worktree() && (kind == 0o100000 || kind == 0o120000)
         })?;
-        let entries_end = extensions
-            .first()
-            .map_or(bytes.len() - hash_len, |e| e.start);
+        let entries_end = file.entries_end(&extensions);
         let tree = extensions
             .iter()
             .find(|e| e.signature == TREE)
@@ -131,11 +127,7 @@ impl<'a> Template<'a> {
         if let Some(tree) = self.tree {
             out.extend_from_slice(tree);
         }
-        let trailer: Vec<u8> = match self.hash_len {
-            32 => sha2::Sha256::digest(&out).to_vec(),
-            _ => sha1::Sha1::digest(&out).to_vec(),
-        };
-        out.extend_from_slice(&trailer);
+        out.extend(trailer(&out, self.hash_len));
         out
     }
 }
