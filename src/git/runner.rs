@@ -127,7 +127,7 @@ impl Git {
                 version
             }
         };
-        if !parse_version(&version).is_some_and(|found| found >= MIN_VERSION) {
+        if parse_version(&version).is_none_or(|found| found < MIN_VERSION) {
             return Err(Error::GitTooOld {
                 found: version,
                 required: Git::minimum_version(),
