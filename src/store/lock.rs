@@ -87,13 +87,12 @@ impl FileLock {
                 let mut holder = String::new();
                 let _ = file.seek(SeekFrom::Start(0));
                 let _ = file.read_to_string(&mut holder);
-                let holder = holder.trim();
+                let holder = match holder.trim() {
+                    "" => "another process",
+                    holder => holder,
+                };
                 return Err(Error::LockTimeout {
-                    holder: if holder.is_empty() {
-                        format!("another process ({})", path.display())
-                    } else {
-                        format!("{holder} ({})", path.display())
-                    },
+                    holder: format!("{holder} ({})", path.display()),
                 });
             }
             std::thread::sleep(pause.min(deadline.saturating_duration_since(Instant::now())));
@@ -110,11 +109,7 @@ impl FileLock {
     /// its own after the holder's, for as long as this holder has it.
     pub(crate) fn try_acquire_noting(path: &Path, note: Option<&str>) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
-        if Self::try_lock(&file)? {
-            Ok(Some(Self::held(file, path, note)))
-        } else {
-            Ok(None)
-        }
+        Ok(Self::try_lock(&file)?.then(|| Self::held(file, path, note)))
     }
 
     fn held(file: File, path: &Path, note: Option<&str>) -> FileLock {
@@ -139,12 +134,11 @@ impl FileLock {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(Error::io(format!("cannot open {}", path.display()), e)),
         };
-        if Self::try_lock(&file)? {
+        let free = Self::try_lock(&file)?;
+        if free {
             let _ = flock(&file, FlockOperation::Unlock);
-            Ok(false)
-        } else {
-            Ok(true)
         }
+        Ok(!free)
     }
 
     // Who holds the lock (pid, command line, since when), written once the lock is taken, for

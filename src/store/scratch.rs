@@ -36,38 +36,37 @@ pub(crate) struct Leftover {
     pub(crate) kind: LeftoverKind,
 }
 
-/// What a dead maker may have left in one directory.
-struct Sweepable<'a> {
-    dir: &'a Path,
-    /// Only names starting with this.
-    prefix: &'a str,
-    /// Only entries this user owns (in a directory other users share).
-    own_only: bool,
+/// The entries of `dir` that `dead` (given each with its name) says a dead process left, as
+/// leftovers of `kind`.
+fn left_in(
+    dir: &Path,
     kind: LeftoverKind,
-}
-
-/// The entries of a directory whose maker is provably dead.
-fn dead_in(what: &Sweepable<'_>) -> Vec<Leftover> {
-    let Ok(entries) = std::fs::read_dir(what.dir) else {
+    dead: impl Fn(&std::fs::DirEntry, &str) -> bool,
+) -> Vec<Leftover> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    let uid = rustix::process::geteuid().as_raw();
     entries
         .flatten()
-        .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let maker = name.strip_prefix(what.prefix).and_then(|_| maker_of(&name));
-            let owned = || {
-                std::fs::symlink_metadata(entry.path())
-                    .is_ok_and(|meta| !what.own_only || meta.uid() == uid)
-            };
-            maker.is_some_and(|maker| is_dead(&maker)) && owned()
-        })
+        .filter(|entry| dead(entry, &entry.file_name().to_string_lossy()))
         .map(|entry| Leftover {
             path: entry.path(),
-            kind: what.kind,
+            kind,
         })
         .collect()
+}
+
+/// The entries of `dir` named `<prefix>…` whose maker is provably dead; with `own_only`, only
+/// those this user owns (in a directory other users share).
+fn dead_in(dir: &Path, prefix: &str, own_only: bool, kind: LeftoverKind) -> Vec<Leftover> {
+    let uid = rustix::process::geteuid().as_raw();
+    left_in(dir, kind, |entry, name| {
+        let maker = name.strip_prefix(prefix).and_then(|_| maker_of(name));
+        let owned = || {
+            std::fs::symlink_metadata(entry.path()).is_ok_and(|meta| !own_only || meta.uid() == uid)
+        };
+        maker.is_some_and(|maker| is_dead(&maker)) && owned()
+    })
 }
 
 /// The pid in the name of an atomic write's temporary file (`.<name>.tmp-<pid>-<n>-<nanos>`,
@@ -85,21 +84,10 @@ fn writer_of(name: &str) -> Option<u32> {
 /// The temporary files of atomic writes in `dir` whose writer no longer runs (no process has
 /// its pid: a pid in use now, even by another process, keeps the file).
 fn dead_writes(dir: &Path) -> Vec<Leftover> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            writer_of(&name).is_some_and(|pid| start_identity(pid).is_none())
-                && entry.file_type().is_ok_and(|t| t.is_file())
-        })
-        .map(|entry| Leftover {
-            path: entry.path(),
-            kind: LeftoverKind::AtomicWrite,
-        })
-        .collect()
+    left_in(dir, LeftoverKind::AtomicWrite, |entry, name| {
+        writer_of(name).is_some_and(|pid| start_identity(pid).is_none())
+            && entry.file_type().is_ok_and(|t| t.is_file())
+    })
 }
 
 /// The state dirs that records are written into atomically.
@@ -113,28 +101,18 @@ const RECORD_DIRS: [StateDir; 5] = [
 
 /// The live-run files whose session no run holds (see [`LeftoverKind::LiveRun`]).
 fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
-    let Ok(entries) = std::fs::read_dir(StateDir::Live.under(state_dir)) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(id) = name
-                .strip_suffix(".json")
-                .filter(|_| !name.starts_with('.'))
-            else {
-                return false;
-            };
-            let lease = StateDir::Leases.file(state_dir, id, ".lock");
-            // A lease that cannot be probed counts as held: the file stays.
-            !crate::store::lock::FileLock::is_held(&lease).unwrap_or(true)
-        })
-        .map(|entry| Leftover {
-            path: entry.path(),
-            kind: LeftoverKind::LiveRun,
-        })
-        .collect()
+    let live = StateDir::Live.under(state_dir);
+    left_in(&live, LeftoverKind::LiveRun, |_, name| {
+        let Some(id) = name
+            .strip_suffix(".json")
+            .filter(|_| !name.starts_with('.'))
+        else {
+            return false;
+        };
+        let lease = StateDir::Leases.file(state_dir, id, ".lock");
+        // A lease that cannot be probed counts as held: the file stays.
+        !crate::store::lock::FileLock::is_held(&lease).unwrap_or(true)
+    })
 }
 
 /// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
@@ -157,27 +135,17 @@ pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
         );
     }
     found.extend(dead_live_runs(state_dir));
-    let tmp = std::env::temp_dir();
-    let scratch = StateDir::Tmp.under(state_dir);
-    let quarantine = StateDir::Quarantine.under(state_dir);
-    let places = [
-        (scratch.as_path(), "", false, LeftoverKind::Scratch),
-        (quarantine.as_path(), "", false, LeftoverKind::Scratch),
-        (
-            tmp.as_path(),
-            PRIVATE_TMP_PREFIX,
-            true,
-            LeftoverKind::PrivateTmp,
-        ),
-    ];
-    for (dir, prefix, own_only, kind) in places {
-        found.extend(dead_in(&Sweepable {
-            dir,
-            prefix,
-            own_only,
-            kind,
-        }));
+    for scratch in [StateDir::Tmp, StateDir::Quarantine] {
+        let dir = scratch.under(state_dir);
+        found.extend(dead_in(&dir, "", false, LeftoverKind::Scratch));
     }
+    let tmp = std::env::temp_dir();
+    found.extend(dead_in(
+        &tmp,
+        PRIVATE_TMP_PREFIX,
+        true,
+        LeftoverKind::PrivateTmp,
+    ));
     found
 }
 
@@ -272,13 +240,7 @@ mod tests {
             .path()
             .join(format!("index-{pid}-1-00000000-0-0000abcd"));
         std::fs::write(&foreign, "another host").unwrap();
-        let sweepable = Sweepable {
-            dir: dir.path(),
-            prefix: "",
-            own_only: true,
-            kind: LeftoverKind::Scratch,
-        };
-        let found = dead_in(&sweepable);
+        let found = dead_in(dir.path(), "", true, LeftoverKind::Scratch);
         assert_eq!(found.len(), 2);
         assert_eq!(found.iter().filter(|l| remove(l)).count(), 2);
         assert!(mine.exists() && foreign.exists() && !dead.exists());

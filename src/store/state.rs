@@ -454,19 +454,11 @@ impl Store {
 
     /// Every session record, sorted by id; unreadable records are reported by name.
     pub(crate) fn sessions(&self) -> Result<Vec<std::result::Result<SessionRecord, String>>> {
-        let mut out = Vec::new();
-        for name in self.ids_in(&StateDir::Sessions.under(&self.dir))? {
-            let Ok(id) = SessionId::new(name.as_str()) else {
-                out.push(Err(format!("{name}: not a session id")));
-                continue;
-            };
-            out.push(match self.load_session(&id) {
-                Ok(Some(record)) => Ok(record),
-                Ok(None) => continue,
-                Err(e) => Err(format!("{id}: {e}")),
-            });
-        }
-        Ok(out)
+        let names = self.ids_in(&StateDir::Sessions.under(&self.dir))?;
+        Ok(each_record(names, |name| match SessionId::new(name) {
+            Ok(id) => self.load_session(&id).map_err(|e| e.to_string()),
+            Err(_) => Err("not a session id".into()),
+        }))
     }
 
     /// A session record as found on disk, telling a corrupt record from one that cannot be read.
@@ -489,15 +481,12 @@ impl Store {
 
     /// Every in-flight claim that can be read.
     pub(crate) fn claims(&self) -> Result<Vec<ClaimRecord>> {
-        let mut out = Vec::new();
-        for name in self.ids_in(&StateDir::Claims.under(&self.dir))? {
-            if let Ok(id) = SessionId::new(name)
-                && let Ok(Some(claim)) = self.load_claim(&id)
-            {
-                out.push(claim);
-            }
-        }
-        Ok(out)
+        let names = self.ids_in(&StateDir::Claims.under(&self.dir))?;
+        let claims = each_record(names, |name| {
+            let id = SessionId::new(name).map_err(|e| e.to_string())?;
+            self.load_claim(&id).map_err(|e| e.to_string())
+        });
+        Ok(claims.into_iter().flatten().collect())
     }
 
     /// The in-flight claim on `id`, if there is one.
@@ -549,13 +538,7 @@ impl Store {
 
     /// The sessions with stored run documents (a directory under `runs/`), sorted.
     pub(crate) fn run_session_ids(&self) -> Result<Vec<SessionId>> {
-        let dir = StateDir::Runs.under(&self.dir);
-        let entries = match std::fs::read_dir(&dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-        };
-        let mut ids: Vec<SessionId> = entries
+        let mut ids: Vec<SessionId> = entries_of(&StateDir::Runs.under(&self.dir))?
             .flatten()
             .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
             .filter_map(|entry| entry.file_name().into_string().ok())
@@ -615,9 +598,9 @@ impl Store {
     /// names no step anyone could continue from).
     pub(crate) fn journal_entries(&self) -> Result<Vec<JournalEntry>> {
         Ok(self
-            .ids_in(&StateDir::Promoted.under(&self.dir))?
+            .journal_entries_checked()?
             .into_iter()
-            .filter_map(|hex| self.journal_entry(&hex).ok().flatten())
+            .flatten()
             .collect())
     }
 
@@ -626,15 +609,10 @@ impl Store {
     pub(crate) fn journal_entries_checked(
         &self,
     ) -> Result<Vec<std::result::Result<JournalEntry, String>>> {
-        let mut out = Vec::new();
-        for hex in self.ids_in(&StateDir::Promoted.under(&self.dir))? {
-            out.push(match self.journal_entry(&hex) {
-                Ok(Some(entry)) => Ok(entry),
-                Ok(None) => continue,
-                Err(e) => Err(format!("{hex}: {e}")),
-            });
-        }
-        Ok(out)
+        let names = self.ids_in(&StateDir::Promoted.under(&self.dir))?;
+        Ok(each_record(names, |hex| {
+            self.journal_entry(hex).map_err(|e| e.to_string())
+        }))
     }
 
     /// The sessions that have an isolation to work in (bound, not read-only); unreadable
@@ -713,11 +691,16 @@ impl Store {
 
     /// Where [`Store::seed_index`] is, without creating anything.
     pub(crate) fn seed_index_path(&self, admin: &Path) -> PathBuf {
+        self.seed_file(admin, ".index")
+    }
+
+    /// A file of `seeds/` named for the isolation whose admin dir is `admin`.
+    fn seed_file(&self, admin: &Path, ext: &str) -> PathBuf {
         let name = admin
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        StateDir::Seeds.file(&self.dir, &name, ".index")
+        StateDir::Seeds.file(&self.dir, &name, ext)
     }
 
     /// Where a3s-iso notes the tree that the index of the isolation whose admin dir is
@@ -731,11 +714,7 @@ impl Store {
     /// one's tells the pool's cleaning what the session touched). The `+` is never in a
     /// session id, so no other isolation's seed has this name.
     pub(crate) fn bound_index_path(&self, admin: &Path) -> PathBuf {
-        let name = admin
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        StateDir::Seeds.file(&self.dir, &name, "+bound.index")
+        self.seed_file(admin, "+bound.index")
     }
 
     /// A conflicted rebase's records (`rebases/<id>.json`, the pre-rebase `.index` and `.HEAD`).
@@ -796,13 +775,8 @@ impl Store {
     }
 
     fn ids_in(&self, dir: &Path) -> Result<Vec<String>> {
-        let entries = match std::fs::read_dir(dir) {
-            Ok(entries) => entries,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-        };
         let mut ids = Vec::new();
-        for entry in entries {
+        for entry in entries_of(dir)? {
             let entry = entry.ctx(|| format!("cannot read {}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(id) = name.strip_suffix(".json")
@@ -1061,13 +1035,8 @@ pub(crate) fn registry_files() -> Result<Vec<(PathBuf, RegistryEntry)>> {
     let Some(dir) = registry_dir() else {
         return Ok(Vec::new());
     };
-    let entries = match std::fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(Error::io(format!("cannot read {}", dir.display()), e)),
-    };
     let mut out = Vec::new();
-    for entry in entries.flatten() {
+    for entry in entries_of(&dir)?.flatten() {
         if entry.file_name().to_string_lossy().ends_with(".json")
             && let Ok(Some(record)) = read_json::<RegistryEntry>(&entry.path())
         {
@@ -1076,6 +1045,27 @@ pub(crate) fn registry_files() -> Result<Vec<(PathBuf, RegistryEntry)>> {
     }
     out.sort_by(|a, b| a.1.source.cmp(&b.1.source));
     Ok(out)
+}
+
+/// The entries of the directory `dir`; none when there is no such directory.
+fn entries_of(dir: &Path) -> Result<impl Iterator<Item = std::io::Result<std::fs::DirEntry>>> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => Ok(Some(entries).into_iter().flatten()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None.into_iter().flatten()),
+        Err(e) => Err(Error::io(format!("cannot read {}", dir.display()), e)),
+    }
+}
+
+/// The record of each of `names` that `load` finds, in order; one it cannot read is reported
+/// by name (`name: why`).
+fn each_record<T>(
+    names: Vec<String>,
+    load: impl Fn(&str) -> std::result::Result<Option<T>, String>,
+) -> Vec<std::result::Result<T, String>> {
+    names
+        .into_iter()
+        .filter_map(|name| load(&name).map_err(|e| format!("{name}: {e}")).transpose())
+        .collect()
 }
 
 /// The names that are ids of this kind (a file a3s-iso did not write may be named anything).
