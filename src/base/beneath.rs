@@ -194,6 +194,26 @@ fn with_path(err: io::Error, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{}: {err}", path.display()))
 }
 
+/// What `found` found; `None` when nothing was there.
+fn if_any<T>(found: io::Result<T>) -> io::Result<Option<T>> {
+    match found {
+        Ok(found) => Ok(Some(found)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// `file` if it is a regular file (at `path`, for the error).
+fn regular(file: File, path: &Path) -> io::Result<File> {
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("{} is not a regular file", path.display()),
+        ));
+    }
+    Ok(file)
+}
+
 /// The directory that holds `rel`'s last component, and that component.
 fn split(rel: &Path) -> io::Result<(&Path, &OsStr)> {
     match (rel.parent(), rel.file_name()) {
@@ -222,11 +242,7 @@ impl Dir {
 
     /// Like [`Dir::open`]; `None` when nothing is at `path`.
     pub(crate) fn open_if_any(path: &Path) -> io::Result<Option<Dir>> {
-        match Dir::open(path) {
-            Ok(dir) => Ok(Some(dir)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        if_any(Dir::open(path))
     }
 
     /// The path this directory was reached by.
@@ -253,11 +269,7 @@ impl Dir {
 
     /// Like [`Dir::dir`]; `None` when nothing is there.
     pub(crate) fn dir_if_any(&self, rel: &Path) -> io::Result<Option<Dir>> {
-        match self.dir(rel) {
-            Ok(dir) => Ok(Some(dir)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
+        if_any(self.dir(rel))
     }
 
     /// The parent of `rel` (this directory for a bare name) and `rel`'s name.
@@ -272,10 +284,8 @@ impl Dir {
     /// What is at `rel` (`lstat`: a link is reported, not followed); `None` when nothing is.
     /// A link on the way to it is an error.
     pub(crate) fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
-        let (parent, name) = match self.parent(rel) {
-            Ok(found) => found,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e),
+        let Some((parent, name)) = if_any(self.parent(rel))? else {
+            return Ok(None);
         };
         let at = parent.as_ref().map_or(self.fd(), Dir::fd);
         match rustix::fs::statat(at, name, AtFlags::SYMLINK_NOFOLLOW) {
@@ -306,10 +316,7 @@ impl Dir {
                         Err(e) => return Err(with_path(e.into(), &self.path.join(&name))),
                     }
                 }
-                FileType::Directory => Kind::Dir,
-                FileType::RegularFile => Kind::File,
-                FileType::Symlink => Kind::Symlink,
-                _ => Kind::Special,
+                listed => kind_of(listed.as_raw_mode()),
             };
             out.push(Entry { name, kind });
         }
@@ -327,14 +334,7 @@ impl Dir {
             Mode::empty(),
         )
         .map_err(|e| with_path(e, &path))?;
-        let file = File::from(fd);
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} is not a regular file", path.display()),
-            ));
-        }
-        Ok(file)
+        regular(File::from(fd), &path)
     }
 
     /// The bytes of the small regular file at `rel`: more than `limit` is an error.
@@ -386,13 +386,7 @@ impl Dir {
         let file = open_at(self.fd(), rel, flags, Mode::from_raw_mode(mode as _))
             .map(File::from)
             .map_err(|e| with_path(e, &path))?;
-        if !file.metadata()?.is_file() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("{} is not a regular file", path.display()),
-            ));
-        }
-        Ok(file)
+        regular(file, &path)
     }
 
     /// Replaces whatever file is at `rel` (a link there is replaced, never followed) with
@@ -492,10 +486,8 @@ impl Dir {
     /// handle), anything else as an entry; returns whether something was there. A link on the
     /// way to `rel` is an error: nothing is removed through it.
     pub(crate) fn remove(&self, rel: &Path) -> io::Result<bool> {
-        let (parent, name) = match self.parent(rel) {
-            Ok(found) => found,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(e),
+        let Some((parent, name)) = if_any(self.parent(rel))? else {
+            return Ok(false);
         };
         let at = parent.as_ref().map_or(self.fd(), Dir::fd);
         remove_at(at, name).map_err(|e| with_path(e, &self.path.join(rel)))
@@ -619,20 +611,14 @@ fn open_to_empty(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<Dir>> {
 /// handle; a link as a link); the directories on the way to `path` are a3s-iso's own. Returns
 /// whether something was there.
 pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
-    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("{} names no entry", path.display()),
-        ));
-    };
+    let (parent, name) = split(path)?;
     let parent = if parent.as_os_str().is_empty() {
         Path::new(".")
     } else {
         parent
     };
-    let dir = match Dir::open_if_any(parent)? {
-        Some(dir) => dir,
-        None => return Ok(false),
+    let Some(dir) = Dir::open_if_any(parent)? else {
+        return Ok(false);
     };
     let subtree = |at: BorrowedFd<'_>, name: &OsStr| remove_known(at, name, Some(Kind::Dir));
     remove::in_parallel(dir.fd(), name, &subtree).map_err(|e| with_path(e, path))?;
@@ -642,13 +628,19 @@ pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
 /// A suffix no other temp file of this process or another one uses: pid, a per-process counter
 /// and the clock.
 pub(crate) fn unique_suffix() -> String {
+    format!("{}-{}", std::process::id(), count_and_clock())
+}
+
+/// `<n>-<nanos>`: the next value of a per-process counter and the clock's nanoseconds (8 hex
+/// digits), what ends every name a process makes to be unique.
+pub(crate) fn count_and_clock() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    format!("{}-{n}-{nanos:08x}", std::process::id())
+    format!("{n}-{nanos:08x}")
 }
 
 #[cfg(test)]

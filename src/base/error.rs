@@ -103,13 +103,14 @@ impl ErrorCode {
             ErrorCode::CaptureConflict | ErrorCode::SessionConflicted => 3,
             ErrorCode::IsolationUnavailable
             | ErrorCode::SandboxUnavailable
-            | ErrorCode::IsolationMissing => 4,
+            | ErrorCode::IsolationMissing
+            | ErrorCode::RemoteUnreachable => 4,
             ErrorCode::InvalidId
             | ErrorCode::ChangeSetInvalid
             | ErrorCode::InvalidInput
             | ErrorCode::DigestAmbiguous
             | ErrorCode::ConfigUntrusted => 5,
-            ErrorCode::LockTimeout | ErrorCode::SessionBusy => 6,
+            ErrorCode::LockTimeout | ErrorCode::SessionBusy | ErrorCode::PushContended => 6,
             ErrorCode::ChangeSetPending => 75,
             ErrorCode::CommandNotExecutable => 126,
             ErrorCode::CommandNotFound => 127,
@@ -130,8 +131,6 @@ impl ErrorCode {
             | ErrorCode::SetupFailed
             | ErrorCode::SessionNotGranted
             | ErrorCode::PushRefused => 1,
-            ErrorCode::RemoteUnreachable => 4,
-            ErrorCode::PushContended => 6,
         }
     }
 }

@@ -56,35 +56,35 @@ fn parent_dir(path: &Path) -> Result<&Path> {
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
 /// of the directory. A reader sees the old content or the new, never half of one.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = parent_dir(path)?;
-    fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", unique_suffix()));
-    let result = (|| -> io::Result<()> {
-        let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.ctx(|| format!("cannot write {}", path.display()))
+    via_temp(path, &name, |file| file.write_all(bytes))?
+        .ctx(|| format!("cannot write {}", path.display()))
 }
 
 /// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
 pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
+    via_temp(path, "copy", |file| {
+        io::copy(&mut File::open(from)?, file).map(drop)
+    })?
+    .ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
+}
+
+/// A new temporary file `.<stem>.tmp-…` beside `path` (its directory created), written by
+/// `fill`, synced, renamed over `path`, and the directory synced; removed if any step fails.
+fn via_temp(
+    path: &Path,
+    stem: &str,
+    fill: impl FnOnce(&mut File) -> io::Result<()>,
+) -> Result<io::Result<()>> {
     let dir = parent_dir(path)?;
     fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    let tmp = dir.join(format!(".copy.tmp-{}", unique_suffix()));
+    let tmp = dir.join(format!(".{stem}.tmp-{}", unique_suffix()));
     let result = (|| -> io::Result<()> {
-        let mut input = File::open(from)?;
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
-        io::copy(&mut input, &mut file)?;
+        fill(&mut file)?;
         file.sync_all()?;
         fs::rename(&tmp, path)?;
         File::open(dir)?.sync_all()
@@ -92,7 +92,7 @@ pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
-    result.ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
+    Ok(result)
 }
 
 /// A file's identity and the marks every write leaves on it (device, inode, size, modification
@@ -147,10 +147,15 @@ pub(crate) fn keep_as_is(from: &Path, path: &Path) -> Result<FileStamp> {
 
 /// Serialises `value` as pretty JSON and writes it atomically.
 pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_atomic(path, &pretty_json(value)?)
+}
+
+/// `value` as pretty JSON and a final newline.
+fn pretty_json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>> {
     let mut bytes = serde_json::to_vec_pretty(value)
         .map_err(|e| crate::base::error::Error::internal(format!("cannot serialise: {e}")))?;
     bytes.push(b'\n');
-    write_atomic(path, &bytes)
+    Ok(bytes)
 }
 
 /// Writes a record a3s-iso keeps on disk as `{"schema": "a3s-iso.<kind>.v1", ...value}`
@@ -171,13 +176,10 @@ pub(crate) fn record_bytes<T: serde::Serialize>(schema: &str, value: &T) -> Resu
         #[serde(flatten)]
         body: &'a T,
     }
-    let mut bytes = serde_json::to_vec_pretty(&Tagged {
+    pretty_json(&Tagged {
         schema,
         body: value,
     })
-    .map_err(|e| crate::base::error::Error::internal(format!("cannot serialise: {e}")))?;
-    bytes.push(b'\n');
-    Ok(bytes)
 }
 
 /// Reads a JSON file; `Ok(None)` when it does not exist.

@@ -3,7 +3,6 @@
 //! store's scratch cleaning reads them; git's hermetic dirs and patch files are named with them).
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::base::owner::{hostname, start_identity};
 
@@ -44,13 +43,8 @@ pub(crate) fn maker_tag() -> &'static str {
 
 /// A fresh name for a scratch entry of this process: `<stem>-<maker>-<n>-<nanos>`.
 pub(crate) fn owned_name(stem: &str) -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    format!("{stem}-{}-{n}-{nanos:08x}", maker_tag())
+    let unique = crate::base::beneath::count_and_clock();
+    format!("{stem}-{}-{unique}", maker_tag())
 }
 
 /// Who made a scratch entry, as its name says.

@@ -113,10 +113,7 @@ impl RefNames {
 
     /// The namespace every private ref of this store lives under (ends in `/`).
     pub fn root(&self) -> String {
-        match &self.tag {
-            None => "refs/a3s-iso/".into(),
-            Some(tag) => format!("refs/a3s-iso-tenants/{tag}/"),
-        }
+        format!("refs/{}", self.branch_prefix())
     }
 
     /// Where a session's pinned base (and carried WIP) refs live (ends in `/`).
@@ -220,7 +217,8 @@ impl RefNames {
         format!("{}{id}", self.branch_prefix())
     }
 
-    /// What every retained branch's short name starts with (ends in `/`).
+    /// What every retained branch's short name (and, under `refs/`, every private ref) starts
+    /// with (ends in `/`).
     fn branch_prefix(&self) -> String {
         match &self.tag {
             None => "a3s-iso/".to_string(),

@@ -30,12 +30,7 @@ impl OwnerView {
     /// The view of a recorded owner (`None` for an ownerless session).
     pub fn of(owner: Option<&Owner>) -> Option<OwnerView> {
         owner.map(|owner| {
-            let liveness = match owner.liveness() {
-                Liveness::Alive => OwnerLiveness::Alive,
-                Liveness::Dead => OwnerLiveness::Dead,
-                Liveness::Foreign => OwnerLiveness::Foreign,
-                Liveness::Unknown => OwnerLiveness::Unknown,
-            };
+            let liveness = owner.liveness();
             OwnerView {
                 name: (liveness == OwnerLiveness::Alive)
                     .then(|| command_name(owner.pid))
@@ -57,13 +52,13 @@ impl OwnerView {
     }
 }
 
-/// Whether a session's owner still runs, as commands report it.
+/// Whether a recorded owner still runs (as commands report it, too).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OwnerLiveness {
     /// Running, with the recorded start identity.
     Alive,
-    /// Gone, or its pid belongs to another process now.
+    /// Gone, a zombie, or the pid now belongs to another process.
     Dead,
     /// Recorded on another host: this one cannot tell.
     Foreign,
@@ -87,18 +82,7 @@ pub(crate) fn sees_host_processes() -> bool {
     start_identity(std::process::id()).is_some() && std::env::var_os(INSIDE_RUN).is_none()
 }
 
-/// Whether a recorded owner is still running.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Liveness {
-    /// Running, with the recorded start identity.
-    Alive,
-    /// Gone, a zombie, or the pid now belongs to another process.
-    Dead,
-    /// Recorded on another host: this one cannot tell.
-    Foreign,
-    /// Nothing to compare against (no start identity recorded).
-    Unknown,
-}
+pub(crate) use OwnerLiveness as Liveness;
 
 impl Owner {
     /// The owner record for a process of this host, if it is running.

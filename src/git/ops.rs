@@ -137,10 +137,7 @@ impl ObjectFormat {
 
     /// Whether `text` is a full object id of this hash, in lowercase hex.
     pub(crate) fn is_full_id(self, text: &str) -> bool {
-        text.len() == self.hex_len()
-            && text
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        text.len() == self.hex_len() && crate::base::ids::is_object_hex(text)
     }
 }
 

@@ -9,12 +9,8 @@ const PREFIX: &str = "sha256:";
 
 /// `sha256:` followed by 64 lowercase hex digits.
 pub(crate) fn is_sha256_digest(text: &str) -> bool {
-    text.strip_prefix("sha256:").is_some_and(|hex| {
-        hex.len() == 64
-            && hex
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    })
+    let hex = text.strip_prefix(PREFIX);
+    hex.is_some_and(|hex| hex.len() == 64 && super::is_object_hex(hex))
 }
 
 /// A SHA-256 digest as a3s-iso writes it: `sha256:<64 lowercase hex>`, held, shown and

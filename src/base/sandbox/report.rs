@@ -150,17 +150,12 @@ impl SandboxReport {
             },
             filesystem: FilesystemAccess::Confined,
             writable: spec.writable.clone(),
-            allow_write: Vec::new(),
-            allow_read: Vec::new(),
             mounts: true,
             pid: true,
             seccomp: true,
             secrets_hidden: spec.hidden.clone(),
             landlock_abi: landlock_abi(),
-            env_passed: Vec::new(),
-            env_dropped: Vec::new(),
-            profile: None,
-            caches: Vec::new(),
+            ..SandboxReport::disabled()
         }
     }
 }
