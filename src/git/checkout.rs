@@ -45,16 +45,12 @@ impl Git {
     }
 
     /// The status (`--porcelain=v1 -z`, no renames) of the literal `paths`.
-    pub(crate) fn status_of<I, S>(
+    pub(crate) fn status_of(
         &self,
         dir: &Path,
         untracked: Untracked,
-        paths: I,
-    ) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<Vec<u8>> {
         let cmd = self
             .at(dir)
             .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"]);
@@ -71,11 +67,11 @@ impl Git {
     }
 
     /// Among the literal `paths`, the index's entries with their tags (`ls-files -t -z`).
-    pub(crate) fn tagged_entries_of<I, S>(&self, dir: &Path, paths: I) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn tagged_entries_of(
+        &self,
+        dir: &Path,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<Vec<u8>> {
         self.at(dir)
             .args(["--literal-pathspecs", "ls-files", "-t", "-z", "--"])
             .args(paths)
@@ -83,11 +79,11 @@ impl Git {
     }
 
     /// Which of the literal `paths` the index tracks (`ls-files -z`).
-    pub(crate) fn tracked_among<I, S>(&self, dir: &Path, paths: I) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn tracked_among(
+        &self,
+        dir: &Path,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<Vec<u8>> {
         self.at(dir)
             .args(["--literal-pathspecs", "ls-files", "-z", "--"])
             .args(paths)
@@ -290,16 +286,12 @@ impl Git {
 
     /// The entries of the literal `paths` in `tree` (`ls-tree -r -z --full-tree`), the output
     /// whatever the status.
-    pub(crate) fn tree_entries_of<I, S>(
+    pub(crate) fn tree_entries_of(
         &self,
         dir: &Path,
         tree: &str,
-        paths: I,
-    ) -> Result<GitOutput>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<GitOutput> {
         self.at(dir)
             .args([
                 "--literal-pathspecs",
@@ -316,11 +308,11 @@ impl Git {
 
     /// The untracked files the `exclude` patterns match (`ls-files -z --others --ignored
     /// --exclude=…`), NUL-separated.
-    pub(crate) fn others_matching<I, S>(&self, dir: &Path, exclude: I) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: std::fmt::Display,
-    {
+    pub(crate) fn others_matching(
+        &self,
+        dir: &Path,
+        exclude: impl IntoIterator<Item = impl std::fmt::Display>,
+    ) -> Result<Vec<u8>> {
         let mut list = self
             .at(dir)
             .args(["ls-files", "-z", "--others", "--ignored"]);

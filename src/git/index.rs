@@ -186,11 +186,10 @@ impl OnIndex<'_> {
 
     /// Takes the files at `paths` as they are on disk, removing the gone ones
     /// (`update-index --add --remove`).
-    pub(crate) fn add_or_remove<I, S>(&self, paths: I) -> Result<()>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn add_or_remove(
+        &self,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<()> {
         self.cmd()
             .args(["update-index", "--add", "--remove", "--"])
             .args(paths)
@@ -198,11 +197,10 @@ impl OnIndex<'_> {
     }
 
     /// Drops the entries at `paths` (`update-index --force-remove`).
-    pub(crate) fn force_remove<I, S>(&self, paths: I) -> Result<()>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn force_remove(
+        &self,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<()> {
         self.cmd()
             .args(["update-index", "--force-remove", "--"])
             .args(paths)
@@ -306,10 +304,10 @@ impl OnIndex<'_> {
 
     /// `add -A` of the whole tree but the `excluded` pathspecs (embedded repositories taken
     /// without advice); the output whatever the exit status.
-    pub(crate) fn add_all_but<I>(&self, excluded: I) -> Result<GitOutput>
-    where
-        I: IntoIterator<Item = OsString>,
-    {
+    pub(crate) fn add_all_but(
+        &self,
+        excluded: impl IntoIterator<Item = OsString>,
+    ) -> Result<GitOutput> {
         self.cmd()
             .args(["-c", "advice.addEmbeddedRepo=false", "add", "-A", "--", "."])
             .args(excluded)
@@ -341,11 +339,11 @@ impl OnIndex<'_> {
     }
 
     /// Among the literal `paths`, those where the index differs from `tree`.
-    pub(crate) fn changed_among<I, S>(&self, tree: &str, paths: I) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn changed_among(
+        &self,
+        tree: &str,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<Vec<u8>> {
         self.cmd()
             .args([
                 "--literal-pathspecs",
@@ -380,29 +378,23 @@ impl OnIndex<'_> {
 
     /// Removes every untracked file of the tree, ignored ones included (`clean -ffdxq`), but
     /// what one of `kept` matches (`-e`).
-    pub(crate) fn clean_all<I, S>(&self, kept: I) -> Result<()>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn clean_all(
+        &self,
+        kept: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<()> {
         self.clean("-ffdxq", kept)
     }
 
     /// Removes the untracked files no ignore rule ignores (`clean -ffdq`), but what one of
     /// `kept` matches.
-    pub(crate) fn clean_unignored<I, S>(&self, kept: I) -> Result<()>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn clean_unignored(
+        &self,
+        kept: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<()> {
         self.clean("-ffdq", kept)
     }
 
-    fn clean<I, S>(&self, flags: &str, kept: I) -> Result<()>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    fn clean(&self, flags: &str, kept: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Result<()> {
         let mut cmd = self.cmd().args(["clean", flags]);
         for pattern in kept {
             cmd = cmd.arg("-e").arg(pattern);
@@ -492,11 +484,11 @@ impl HermeticGit {
     }
 
     /// Which of the literal `paths` `tree` holds, NUL-separated (`ls-tree -r --name-only`).
-    pub(crate) fn names_in_tree<I, S>(&self, tree: &str, paths: I) -> Result<Vec<u8>>
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn names_in_tree(
+        &self,
+        tree: &str,
+        paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
+    ) -> Result<Vec<u8>> {
         self.cmd()
             .args([
                 "--literal-pathspecs",

@@ -285,11 +285,7 @@ impl<'g> GitCmd<'g> {
     }
 
     /// Adds arguments.
-    pub(crate) fn args<I, S>(mut self, args: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<OsStr>,
-    {
+    pub(crate) fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Self {
         self.args
             .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
         self

@@ -1069,10 +1069,7 @@ fn each_record<T>(
 }
 
 /// The names that are ids of this kind (a file a3s-iso did not write may be named anything).
-fn checked<T>(names: Vec<String>) -> Vec<T>
-where
-    T: TryFrom<String>,
-{
+fn checked<T: TryFrom<String>>(names: Vec<String>) -> Vec<T> {
     names
         .into_iter()
         .filter_map(|n| T::try_from(n).ok())
