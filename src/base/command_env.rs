@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
 
 use crate::base::error::{Error, Result};
 
@@ -81,15 +82,12 @@ impl EnvRequest {
         match value {
             None => Ok(EnvRequest::Pass(name.to_string())),
             Some(_) if name.contains('*') => Err(invalid("only a name can be set, not a pattern")),
-            Some(value) => Ok(EnvRequest::Set(name.to_string(), os_from(value))),
+            Some(value) => Ok(EnvRequest::Set(
+                name.to_string(),
+                OsStr::from_bytes(value).to_os_string(),
+            )),
         }
     }
-}
-
-/// The bytes after `=` in an argument, as the argument had them.
-fn os_from(bytes: &[u8]) -> OsString {
-    use std::os::unix::ffi::OsStrExt;
-    OsStr::from_bytes(bytes).to_os_string()
 }
 
 /// What the command's environment is, and what of the caller's stayed outside (names only).

@@ -31,12 +31,7 @@ struct TaggedText {
 
 impl From<RepoPath> for PathText {
     fn from(path: RepoPath) -> PathText {
-        PathText::Plain(match String::from_utf8(path.0) {
-            Ok(text) => FsPathText::Text(text),
-            Err(e) => FsPathText::Bytes(PathBytes {
-                bytes_base64: base64::engine::general_purpose::STANDARD.encode(e.into_bytes()),
-            }),
-        })
+        PathText::Plain(fs_path_text(Path::new(path.as_os())))
     }
 }
 
@@ -129,15 +124,16 @@ pub mod fs_path {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+    use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
+
     /// Writes the path as a string, or as its bytes when it is not UTF-8.
     pub fn serialize<S: Serializer>(path: &Path, s: S) -> Result<S::Ok, S::Error> {
-        crate::base::paths::fs_path_text(path).serialize(s)
+        fs_path_text(path).serialize(s)
     }
 
     /// Reads either form.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PathBuf, D::Error> {
-        crate::base::paths::fs_path_from(crate::base::paths::FsPathText::deserialize(d)?)
-            .map_err(serde::de::Error::custom)
+        fs_path_from(FsPathText::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -147,17 +143,17 @@ pub mod fs_path_opt {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+    use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
+
     /// Writes `null` or the path as [`crate::base::paths::fs_path`] does.
     pub fn serialize<S: Serializer>(path: &Option<PathBuf>, s: S) -> Result<S::Ok, S::Error> {
-        path.as_deref()
-            .map(crate::base::paths::fs_path_text)
-            .serialize(s)
+        path.as_deref().map(fs_path_text).serialize(s)
     }
 
     /// Reads `null` or either form of a path.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<PathBuf>, D::Error> {
-        Option::<crate::base::paths::FsPathText>::deserialize(d)?
-            .map(crate::base::paths::fs_path_from)
+        Option::<FsPathText>::deserialize(d)?
+            .map(fs_path_from)
             .transpose()
             .map_err(serde::de::Error::custom)
     }
@@ -169,20 +165,19 @@ pub mod fs_path_list {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+    use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
+
     /// Writes each path as [`crate::base::paths::fs_path`] does.
     pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
-        let texts: Vec<crate::base::paths::FsPathText> = paths
-            .iter()
-            .map(|p| crate::base::paths::fs_path_text(p))
-            .collect();
+        let texts: Vec<FsPathText> = paths.iter().map(|p| fs_path_text(p)).collect();
         texts.serialize(s)
     }
 
     /// Reads a list of paths in either form.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
-        Vec::<crate::base::paths::FsPathText>::deserialize(d)?
+        Vec::<FsPathText>::deserialize(d)?
             .into_iter()
-            .map(crate::base::paths::fs_path_from)
+            .map(fs_path_from)
             .collect::<Result<_, _>>()
             .map_err(serde::de::Error::custom)
     }
@@ -197,20 +192,22 @@ pub mod os_string_list {
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+    use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
+
     /// Writes each argument as a string, or as its bytes when it is not UTF-8.
     pub fn serialize<S: Serializer>(args: &[OsString], s: S) -> Result<S::Ok, S::Error> {
-        let texts: Vec<crate::base::paths::FsPathText> = args
+        let texts: Vec<FsPathText> = args
             .iter()
-            .map(|arg| crate::base::paths::fs_path_text(Path::new(arg)))
+            .map(|arg| fs_path_text(Path::new(arg)))
             .collect();
         texts.serialize(s)
     }
 
     /// Reads a list of arguments in either form.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
-        Vec::<crate::base::paths::FsPathText>::deserialize(d)?
+        Vec::<FsPathText>::deserialize(d)?
             .into_iter()
-            .map(|text| crate::base::paths::fs_path_from(text).map(PathBuf::into_os_string))
+            .map(|text| fs_path_from(text).map(PathBuf::into_os_string))
             .collect::<Result<_, _>>()
             .map_err(serde::de::Error::custom)
     }

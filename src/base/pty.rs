@@ -69,11 +69,6 @@ impl RawMode {
         rustix::termios::tcsetattr(stdin, OptionalActions::Now, &raw)?;
         Ok(RawMode { saved })
     }
-
-    /// The caller's own settings (the command's terminal starts with them).
-    fn saved(&self) -> &Termios {
-        &self.saved
-    }
 }
 
 impl Drop for RawMode {
@@ -167,7 +162,7 @@ impl CommandTerminal {
         let raw = match usage {
             Use::Interactive { .. } => {
                 let raw = RawMode::enter()?;
-                rustix::termios::tcsetattr(&master, OptionalActions::Now, raw.saved())?;
+                rustix::termios::tcsetattr(&master, OptionalActions::Now, &raw.saved)?;
                 Some(raw)
             }
             Use::Output { .. } => {
@@ -197,7 +192,7 @@ impl CommandTerminal {
             stop: Arc::clone(&terminal.stop),
             winch,
             cont,
-            raw: terminal.raw.as_ref().map(|raw| raw.saved().clone()),
+            raw: terminal.raw.as_ref().map(|raw| raw.saved.clone()),
             outer,
             to,
         };
@@ -300,7 +295,10 @@ enum Step {
 
 impl Copier {
     fn run(self) {
-        let out = Output::new(self.to.fd());
+        let out = Output {
+            fd: self.to.fd(),
+            broken: false,
+        };
         let mut io = Streams {
             stdin: self.raw.as_ref().map(|_| rustix::stdio::stdin()),
             pending: Vec::new(),
@@ -465,11 +463,7 @@ struct Output<'a> {
     broken: bool,
 }
 
-impl<'a> Output<'a> {
-    fn new(fd: BorrowedFd<'a>) -> Output<'a> {
-        Output { fd, broken: false }
-    }
-
+impl Output<'_> {
     fn write_all(&mut self, mut bytes: &[u8]) {
         while !self.broken && !bytes.is_empty() {
             match rustix::io::write(self.fd, bytes) {

@@ -370,11 +370,6 @@ impl Git {
             .run()
     }
 
-    /// A blob's content (`cat-file blob`).
-    pub(crate) fn blob(&self, dir: &Path, oid: &str) -> Result<Vec<u8>> {
-        self.at(dir).args(["cat-file", "blob", oid]).run()
-    }
-
     /// A blob as checked out at `path` (`cat-file --filters --path=`), streamed into `file`.
     pub(crate) fn filtered_blob_to(
         &self,

@@ -174,7 +174,6 @@ impl HermeticGit {
         }
     }
 
-    /// The working tree.
     pub(crate) fn tree(&self) -> &Path {
         &self.tree
     }

@@ -173,34 +173,38 @@ impl ObjectView {
     /// Merges each pair of commits at their own merge base, in one `merge-tree --stdin` when
     /// this git has it (one process for all, instead of one each); only objects are written.
     pub(crate) fn merge_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<Merged>> {
-        let lines: Vec<String> = pairs.iter().map(|(a, b)| format!("{a} {b}")).collect();
-        if pairs.len() > 1
-            && let Some(merged) = self.merge_batch(&lines)?
-        {
-            return Ok(merged);
-        }
-        pairs
-            .iter()
-            .map(|(ours, theirs)| self.merge_commits(ours, theirs))
-            .collect()
+        self.batched(
+            pairs,
+            |(a, b)| format!("{a} {b}"),
+            |(ours, theirs)| self.merge_commits(ours, theirs),
+        )
     }
 
     /// Merges each `(base, ours, theirs)` with that merge base, in one `merge-tree --stdin`
     /// when this git takes a merge base there, else one process each.
     pub(crate) fn merge_based(&self, merges: &[(String, String, String)]) -> Result<Vec<Merged>> {
-        let lines: Vec<String> = merges
-            .iter()
-            .map(|(base, ours, theirs)| format!("{base} -- {ours} {theirs}"))
-            .collect();
+        self.batched(
+            merges,
+            |(base, ours, theirs)| format!("{base} -- {ours} {theirs}"),
+            |(base, ours, theirs)| self.merge(base, ours, theirs),
+        )
+    }
+
+    /// Each of `merges`, as `line` puts it to `merge-tree --stdin`, in one process when there
+    /// are several and this git takes those lines, else one process each (`one`).
+    fn batched<T>(
+        &self,
+        merges: &[T],
+        line: impl Fn(&T) -> String,
+        one: impl Fn(&T) -> Result<Merged>,
+    ) -> Result<Vec<Merged>> {
+        let lines: Vec<String> = merges.iter().map(line).collect();
         if merges.len() > 1
             && let Some(merged) = self.merge_batch(&lines)?
         {
             return Ok(merged);
         }
-        merges
-            .iter()
-            .map(|(base, ours, theirs)| self.merge(base, ours, theirs))
-            .collect()
+        merges.iter().map(one).collect()
     }
 
     /// `merge-tree --stdin`: per line, `<status>\0<tree>\0`, a conflict entry per record,

@@ -433,8 +433,7 @@ impl Git {
             .args(["worktree", "add", "--detach", "--no-checkout", "--quiet"])
             .arg(path)
             .arg(revision)
-            .run()?;
-        Ok(())
+            .finish()
     }
 
     /// Fills a worktree that `worktree add --no-checkout` registered: its index and files at
@@ -443,8 +442,7 @@ impl Git {
         self.at(path)
             .args(["-c", "checkout.workers=0", "reset", "--hard", "--quiet"])
             .arg("--no-recurse-submodules")
-            .run()?;
-        Ok(())
+            .finish()
     }
 
     /// Whether `patch` (bytes, or a file), which has `sections` `diff --git` headers, is a

@@ -278,13 +278,11 @@ impl<'g> GitCmd<'g> {
         self
     }
 
-    /// Adds an argument.
     pub(crate) fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
         self.args.push(arg.as_ref().to_owned());
         self
     }
 
-    /// Adds arguments.
     pub(crate) fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Self {
         self.args
             .extend(args.into_iter().map(|a| a.as_ref().to_owned()));

@@ -99,8 +99,7 @@ impl HermeticGit {
         self.cmd()
             .args(["--literal-pathspecs", "submodule", "init", "--quiet", "--"])
             .args(paths.iter().map(|p| p.as_os()))
-            .run()?;
-        Ok(())
+            .finish()
     }
 
     /// `git submodule update` of the submodules `clones`, each cloned from its git dir on this
@@ -131,8 +130,7 @@ impl HermeticGit {
         }
         cmd.args(["submodule", "update", "--quiet", "--"])
             .args(clones.iter().map(|c| c.link.path.as_os()))
-            .run()?;
-        Ok(())
+            .finish()
     }
 
     /// The value of `key` in the repository's configuration (`None`: not set).

@@ -219,9 +219,7 @@ impl SessionRecord {
     pub(crate) fn steps_before_rebase(&self) -> u64 {
         self.rebased.as_ref().map_or(0, |r| r.steps_before)
     }
-}
 
-impl SessionRecord {
     /// For a swept session: when it was swept and where its last state is, as a sentence.
     pub fn swept_summary(&self) -> Option<String> {
         let swept = self
@@ -307,7 +305,6 @@ impl Store {
         }
     }
 
-    /// The state dir.
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }

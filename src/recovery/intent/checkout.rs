@@ -307,7 +307,7 @@ impl<'a> Checkout<'a> {
                 self.move_gitlink(&change.path, post)
             }
             "120000" => {
-                let target = self.git.blob(self.top, &post.oid)?;
+                let target = self.git.object_bytes(self.top, "blob", &post.oid)?;
                 self.make_parent(&full)?;
                 let _ = fs::remove_file(temp);
                 std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(&target), temp)
