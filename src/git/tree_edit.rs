@@ -23,7 +23,7 @@ const GITLINK_MODE: u32 = 0o160000;
 /// One entry as an index or a tree holds it: a mode and an object id (hex), at a path
 /// (relative to the root for an index entry, a single name inside a tree).
 pub(crate) use crate::git::index_file::Staged as Entry;
-use crate::git::index_file::join_path;
+use crate::git::index_file::reader::join_path;
 
 impl Entry {
     fn is_tree(&self) -> bool {

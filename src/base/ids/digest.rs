@@ -3,6 +3,7 @@
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::base::error::{Error, Result};
+use crate::base::ids::object::is_object_hex;
 
 /// The prefix of every digest.
 const PREFIX: &str = "sha256:";
@@ -10,7 +11,7 @@ const PREFIX: &str = "sha256:";
 /// `sha256:` followed by 64 lowercase hex digits.
 pub(crate) fn is_sha256_digest(text: &str) -> bool {
     let hex = text.strip_prefix(PREFIX);
-    hex.is_some_and(|hex| hex.len() == 64 && super::is_object_hex(hex))
+    hex.is_some_and(|hex| hex.len() == 64 && is_object_hex(hex))
 }
 
 /// A SHA-256 digest as a3s-iso writes it: `sha256:<64 lowercase hex>`, held, shown and

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::git::index_file::reader::{ENTRY_STAT, IndexFile, SIZE_AT, be32, trailer};
+use crate::git::index_file::reader::{ENTRY_STAT, IndexFile, SIZE_AT, be32, join_path, trailer};
 
 /// What becomes of one path's entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -359,7 +359,7 @@ fn update(
         return;
     };
     let name = &rest[..slash];
-    let child_dir = super::join_path(dir, name);
+    let child_dir = join_path(dir, name);
     let Some(at) = node.children.iter().position(|c| c.name == name) else {
         return;
     };

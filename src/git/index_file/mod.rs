@@ -86,14 +86,6 @@ pub(crate) fn is_split(path: &Path) -> Result<bool> {
     summary(path).map(|s| s.split)
 }
 
-/// The path of `name` in the directory `dir` (`""`: the root).
-pub(crate) fn join_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
-    match dir.is_empty() {
-        true => name.to_vec(),
-        false => [dir, b"/", name].concat(),
-    }
-}
-
 /// One entry of an index: its mode, object id (hex) and path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Staged {

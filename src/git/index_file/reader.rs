@@ -214,6 +214,14 @@ pub(crate) fn trailer(bytes: &[u8], hash_len: usize) -> Vec<u8> {
     }
 }
 
+/// The path of `name` in the directory `dir` (`""`: the root).
+pub(crate) fn join_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
+    match dir.is_empty() {
+        true => name.to_vec(),
+        false => [dir, b"/", name].concat(),
+    }
+}
+
 /// The big-endian 32-bit number at `at` of `bytes`.
 pub(crate) fn be32(bytes: &[u8], at: usize) -> Option<u32> {
     Some(u32::from_be_bytes(
