@@ -40,9 +40,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {
         out.document("a3s-iso.bind.v1", &outcome);

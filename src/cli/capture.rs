@@ -25,9 +25,7 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
             "nested repository {nested} is not part of the change set"
         ));
     }
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     if outcome.reused && out.json {
         // stdout is the document itself (strict format, no room for more); say it beside.
         out.note(&format!(
@@ -44,7 +42,7 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
     out.headline(&format!(
         "{} file{} changed, {}{}",
         outcome.files_changed,
-        if outcome.files_changed == 1 { "" } else { "s" },
+        super::plural(outcome.files_changed),
         super::human_bytes(cs.patch_bytes),
         if outcome.replayed {
             " (stored capture, unchanged)"

@@ -4,7 +4,7 @@ use clap::{Args, ValueEnum};
 
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
-use a3s_iso::services::config::{ConfigReport, Effective, Loaded, Origin, Trust, load};
+use a3s_iso::services::config::{ConfigReport, Effective, Loaded, Origin, Setting, Trust, load};
 
 use super::Output;
 
@@ -37,11 +37,7 @@ pub fn run(ctx: &Context, args: &ConfigArgs, out: &Output) -> Result<i32> {
         loaded = load(ctx, true)?;
     }
     let report = loaded.report()?;
-    if out.json {
-        out.document("a3s-iso.config.v1", &report);
-    } else {
-        render(&report, out);
-    }
+    out.answer("a3s-iso.config.v1", &report, || render(&report, out));
     Ok(0)
 }
 
@@ -76,11 +72,7 @@ fn render(report: &ConfigReport, out: &Output) {
                 .into_iter()
                 .map(|(k, v)| (format!("  {k}"), v))
                 .collect();
-            let borrowed: Vec<(&str, String)> = indented
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.clone()))
-                .collect();
-            out.fields(&borrowed);
+            out.fields(&indented);
         }
         out.hint("the repository file's settings are not applied until you trust it: a3s-iso config trust");
     }
@@ -89,62 +81,42 @@ fn render(report: &ConfigReport, out: &Output) {
 /// Every setting that grants or runs something, `KEY  VALUE (SOURCE)`; with `only_set`, only
 /// those set by a file (not left at their default).
 fn setting_fields(settings: &Effective, only_set: bool) -> Vec<(&'static str, String)> {
-    let list = |items: &[String]| match items.is_empty() {
+    let list = |items: &Vec<String>| match items.is_empty() {
         true => "-".to_string(),
         false => items.join("; "),
     };
-    let pool_keep = settings.pool_keep_ignored.value.as_deref();
-    let rows: [(&'static str, Origin, String); 9] = [
-        ("setup", settings.setup.source, list(&settings.setup.value)),
-        (
-            "copy_ignored",
-            settings.copy_ignored.source,
-            list(&settings.copy_ignored.value),
-        ),
-        (
+    let or_dash = |value: Option<String>| value.unwrap_or_else(|| "-".into());
+    let rows = [
+        row("setup", &settings.setup, list),
+        row("copy_ignored", &settings.copy_ignored, list),
+        row(
             "run.allow_network",
-            settings.allow_network.source,
-            settings.allow_network.value.to_string(),
+            &settings.allow_network,
+            bool::to_string,
         ),
-        (
-            "run.allow_host",
-            settings.allow_host.source,
-            list(&settings.allow_host.value),
-        ),
-        (
-            "run.publish",
-            settings.publish.source,
-            list(&settings.publish.value),
-        ),
-        (
-            "run.cache",
-            settings.cache.source,
-            settings.cache.value.to_string(),
-        ),
-        (
-            "run.profile",
-            settings.profile.source,
-            settings.profile.value.clone().unwrap_or_else(|| "-".into()),
-        ),
-        (
-            "pool.size",
-            settings.pool_size.source,
-            settings
-                .pool_size
-                .value
-                .map_or_else(|| "-".into(), |n| n.to_string()),
-        ),
-        (
-            "pool.keep_ignored",
-            settings.pool_keep_ignored.source,
-            pool_keep.map_or_else(|| "-".into(), list),
-        ),
+        row("run.allow_host", &settings.allow_host, list),
+        row("run.publish", &settings.publish, list),
+        row("run.cache", &settings.cache, |cache| cache.to_string()),
+        row("run.profile", &settings.profile, |p| or_dash(p.clone())),
+        row("pool.size", &settings.pool_size, |n| {
+            or_dash(n.map(|n| n.to_string()))
+        }),
+        row("pool.keep_ignored", &settings.pool_keep_ignored, |keep| {
+            or_dash(keep.as_ref().map(list))
+        }),
     ];
     rows.into_iter()
         .filter(|(_, source, _)| !only_set || *source != Origin::Default)
         .map(|(key, source, value)| (key, format!("{value} ({})", source.as_str())))
         .collect()
 }
+
+/// A setting's row: its key, where it came from, its value as shown.
+fn row<T>(key: &'static str, setting: &Setting<T>, shown: impl Fn(&T) -> String) -> Row {
+    (key, setting.source, shown(&setting.value))
+}
+
+type Row = (&'static str, Origin, String);
 
 /// `NAME (SOURCE): writes ~/.a/, ~/.b; env A, B*; hosts @x` (`-` for what it has none of).
 fn profile_line(profile: &a3s_iso::services::profile::Profile) -> String {

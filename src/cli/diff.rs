@@ -22,9 +22,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
             cumulative: args.cumulative,
         },
     )?;
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     if outcome.head_moved == Some(true) {
         out.warn(
             "the source's HEAD moved since the session was bound (or last promoted): \
@@ -236,14 +234,10 @@ fn stat_block(files: &[FileChange], painted: bool, w: &mut dyn Write) -> std::io
     writeln!(
         w,
         " {n} file{} changed, {added} insertion{}(+), {removed} deletion{}(-)",
-        plural(n as u64),
-        plural(added),
-        plural(removed)
+        super::plural(n),
+        super::plural(added),
+        super::plural(removed)
     )
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 { "" } else { "s" }
 }
 
 /// `N +++--` scaled to at most 40 marks, `Bin` for binary data, with the file's status when it

@@ -23,11 +23,7 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    if out.json {
-        out.document("a3s-iso.discard.v1", &outcome);
-        return Ok(0);
-    }
-    report(&outcome, out);
+    out.answer("a3s-iso.discard.v1", &outcome, || report(&outcome, out));
     Ok(0)
 }
 

@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, args: &FetchArgs, out: &Output) -> Result<i32> {
         &format!(
             "fetched {} change set{} from {}",
             outcome.fetched.len(),
-            if outcome.fetched.len() == 1 { "" } else { "s" },
+            super::plural(outcome.fetched.len()),
             outcome.remote.name
         ),
         if outcome.refused.is_empty() {

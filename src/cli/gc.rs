@@ -47,11 +47,7 @@ pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    if out.json {
-        out.document("a3s-iso.gc.v1", &outcome);
-    } else {
-        render(out, &outcome);
-    }
+    out.answer("a3s-iso.gc.v1", &outcome, || render(out, &outcome));
     Ok(0)
 }
 
@@ -69,7 +65,7 @@ fn render(out: &Output, outcome: &GcOutcome) {
     out.headline(&format!(
         "{verb} {} item{} ({}), kept {} ({})",
         shown.len(),
-        if shown.len() == 1 { "" } else { "s" },
+        super::plural(shown.len()),
         human_bytes(outcome.bytes),
         outcome.kept.len(),
         human_bytes(outcome.kept_bytes)
@@ -88,7 +84,7 @@ fn render(out: &Output, outcome: &GcOutcome) {
         out.line(&format!(
             "{verb} {} change set{} from {}",
             remote.deleted.len(),
-            if remote.deleted.len() == 1 { "" } else { "s" },
+            super::plural(remote.deleted.len()),
             remote.remote.name
         ));
         for digest in &remote.deleted {

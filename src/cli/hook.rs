@@ -44,9 +44,7 @@ fn create(cli: &Cli, out: &Output) -> Result<i32> {
     let outcome = worktree_create(&ctx, &payload);
     super::report_notices(&ctx, out);
     let outcome = outcome?;
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     let tree = outcome.worktree.ok_or_else(|| Error::Internal {
         message: "the bound session has no isolation".into(),
     })?;
@@ -76,7 +74,7 @@ fn remove(cli: &Cli, out: &Output) -> Result<i32> {
             "captured session {id} as run {run} ({} file{} changed) and discarded its isolation; \
              its work stays: a3s-iso show -s {id}",
             outcome.files_changed,
-            if outcome.files_changed == 1 { "" } else { "s" }
+            super::plural(outcome.files_changed)
         )),
         _ => out.note(&format!(
             "no session has its isolation at {}: nothing was removed",

@@ -18,14 +18,8 @@ pub enum InitAgent {
 pub fn run(ctx: &Context, agent: InitAgent, out: &Output) -> Result<i32> {
     let InitAgent::Claude = agent;
     let outcome = init(ctx)?;
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
-    if out.json {
-        out.document("a3s-iso.init.v1", &outcome);
-        return Ok(0);
-    }
-    render(&outcome, out);
+    out.warnings(&outcome.warnings);
+    out.answer("a3s-iso.init.v1", &outcome, || render(&outcome, out));
     Ok(0)
 }
 

@@ -38,19 +38,10 @@ pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
         None => land(ctx, &opts)?,
     };
     drop(spinner);
-    for warning in outcome
-        .warnings
-        .iter()
-        .chain(outcome.sessions.iter().flat_map(|s| &s.warnings))
-    {
-        out.warning(warning);
-    }
+    let sessions = outcome.sessions.iter().flat_map(|s| &s.warnings);
+    out.warnings(outcome.warnings.iter().chain(sessions));
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
-    if out.json {
-        out.document("a3s-iso.land.v1", &outcome);
-        return Ok(outcome.exit_code());
-    }
-    render(&outcome, out);
+    out.answer("a3s-iso.land.v1", &outcome, || render(&outcome, out));
     Ok(outcome.exit_code())
 }
 
@@ -99,7 +90,7 @@ fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
         text.push_str(&format!(" as {}", &commit[..commit.len().min(12)]));
     }
     if let Some(push) = session.push.as_ref().filter(|p| p.attempts > 0) {
-        let plural = if push.attempts == 1 { "" } else { "s" };
+        let plural = super::plural(push.attempts);
         text.push_str(&format!(
             " on {}/{} ({} push{plural})",
             inert(&push.remote),

@@ -59,11 +59,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
         out.info(&format!(
             "{} discarded session{} not shown (list --all shows them)",
             outcome.hidden_discarded,
-            if outcome.hidden_discarded == 1 {
-                ""
-            } else {
-                "s"
-            }
+            super::plural(outcome.hidden_discarded)
         ));
     }
     if outcome.sessions.is_empty() {

@@ -1,7 +1,5 @@
 //! The binary's thin command-line layer: parse, call the library, render the outcome.
 //! May call: any folder of the library; no folder of the library calls it.
-//!
-//! The thin command-line layer: parse, call the library, render the outcome.
 
 mod assets;
 mod bind;
@@ -46,8 +44,11 @@ use a3s_iso::base::error::{Error, Result};
 use a3s_iso::context::{Context, DEFAULT_LOCK_TIMEOUT};
 use a3s_iso::git::Git;
 
+pub use a3s_iso::base::duration::parse_duration;
 pub use a3s_iso::interface::request::SessionArg;
-pub use output::{Output, Tone, human_bytes, inert, path_list, quote_path, write_nul_records};
+pub use output::{
+    Output, Tone, human_bytes, inert, path_list, plural, quote_path, write_nul_records,
+};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -256,10 +257,6 @@ pub enum Command {
     },
 }
 
-pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
-    a3s_iso::base::duration::parse_duration(text)
-}
-
 pub fn main() -> i32 {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
     let cli = match Cli::try_parse_from(&raw) {
@@ -271,10 +268,6 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(err) => out.error(&err),
     }
-}
-
-fn context(cli: &Cli) -> Result<Context> {
-    context_in(cli, None)
 }
 
 /// The context started in `-C`, else in `dir`, else in the current directory.
@@ -298,22 +291,20 @@ fn with_context(
     out: &Output,
     command: impl FnOnce(&Context) -> Result<i32>,
 ) -> Result<i32> {
-    let ctx = context(cli)?;
+    let ctx = context_in(cli, None)?;
     let result = command(&ctx);
     report_notices(&ctx, out);
     result
 }
 
 fn report_notices(ctx: &Context, out: &Output) {
-    for notice in ctx.take_notices() {
-        out.warning(&notice);
-    }
+    out.warnings(&ctx.take_notices());
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<i32> {
     match &cli.command {
         Command::SandboxExec(args) => Ok(run::sandbox_exec(args)),
-        Command::Run(args) => Ok(match context(cli) {
+        Command::Run(args) => Ok(match context_in(cli, None) {
             Ok(ctx) => {
                 let code = run::execute(&ctx, args, out);
                 report_notices(&ctx, out);
@@ -360,7 +351,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
             out.line(shell_init::script(*shell).trim_end());
             Ok(0)
         }
-        Command::Complete { what } => Ok(complete::run(context(cli), *what, out)),
+        Command::Complete { what } => Ok(complete::run(context_in(cli, None), *what, out)),
         Command::Completions { shell } => {
             complete::completions(*shell, &mut std::io::stdout().lock());
             Ok(0)

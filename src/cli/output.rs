@@ -59,6 +59,14 @@ impl Output {
         let _ = writeln!(stdout, "{text}");
     }
 
+    /// The answer: its document with `--json`, else what `human` prints.
+    pub fn answer<T: Serialize>(&self, schema: &str, body: &T, human: impl FnOnce()) {
+        match self.json {
+            true => self.document(schema, body),
+            false => human(),
+        }
+    }
+
     /// A document that carries its own schema (the change-set document).
     pub fn raw_json<T: Serialize>(&self, value: &T) {
         let text = serde_json::to_string_pretty(value).unwrap_or_default();
@@ -87,11 +95,15 @@ impl Output {
     }
 
     /// Aligned `key  value` lines (stdout).
-    pub fn fields(&self, fields: &[(&str, String)]) {
-        let width = fields.iter().map(|(k, _)| k.len()).max().unwrap_or(0);
+    pub fn fields<K: AsRef<str>>(&self, fields: &[(K, String)]) {
+        let width = fields
+            .iter()
+            .map(|(k, _)| k.as_ref().len())
+            .max()
+            .unwrap_or(0);
         let mut stdout = std::io::stdout().lock();
         for (key, value) in fields {
-            let key = self.paint_stdout(&format!("{key:<width$}"), "2");
+            let key = self.paint_stdout(&format!("{:<width$}", key.as_ref()), "2");
             let _ = writeln!(stdout, "{key}  {}", inert(value));
         }
     }
@@ -128,9 +140,11 @@ impl Output {
         }
     }
 
-    /// A warning of the library's, in the interface's words (stderr), silenced by `-q`.
-    pub fn warning(&self, warning: &Warning) {
-        self.warn(&warning.to_string());
+    /// Warnings of the library's, in the interface's words (stderr), silenced by `-q`.
+    pub fn warnings<'a>(&self, warnings: impl IntoIterator<Item = &'a Warning>) {
+        for warning in warnings {
+            self.warn(&warning.to_string());
+        }
     }
 
     /// What to do next (stderr), silenced by `-q`.
@@ -205,7 +219,7 @@ impl Tone {
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
     if bytes < 1024 {
-        return format!("{bytes} byte{}", if bytes == 1 { "" } else { "s" });
+        return format!("{bytes} byte{}", plural(bytes));
     }
     let mut value = bytes as f64 / 1024.0;
     let mut unit = 0;
@@ -214,6 +228,11 @@ pub fn human_bytes(bytes: u64) -> String {
         unit += 1;
     }
     format!("{value:.1} {}", UNITS[unit])
+}
+
+/// The `s` of a plural: none for one.
+pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
+    if n == N::from(1) { "" } else { "s" }
 }
 
 /// The first paths of a list, then `and N more` for the rest of `total`.
@@ -309,19 +328,12 @@ pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
     }
     let hint = missing_separator(&err, raw).then_some(RUN_SEPARATOR_HINT);
     if raw.iter().any(|a| a == "--json") {
-        let message = err.kind().as_str().map(str::to_string).unwrap_or_else(|| {
-            err.to_string()
-                .lines()
-                .next()
-                .unwrap_or("invalid arguments")
-                .to_string()
-        });
+        // An empty rendering has no first line: then the kind's words, if any.
         let detail = err.to_string();
-        let first = detail
-            .lines()
-            .next()
-            .map(|l| l.trim_start_matches("error: ").to_string())
-            .unwrap_or(message);
+        let first = match detail.lines().next() {
+            Some(line) => line.trim_start_matches("error: ").to_string(),
+            None => err.kind().as_str().unwrap_or("invalid arguments").to_string(),
+        };
         let message = match hint {
             Some(hint) => format!("{first} ({hint})"),
             None => first,

@@ -45,9 +45,7 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
     if !args.status && (size.is_none() || keep_ignored.is_none()) {
         let mut warnings = Vec::new();
         let settings = a3s_iso::services::config::load(ctx, true)?.trusted_effective(&mut warnings);
-        for warning in &warnings {
-            out.warning(warning);
-        }
+        out.warnings(&warnings);
         size = size.or(settings.pool_size.value);
         keep_ignored = keep_ignored.or(settings.pool_keep_ignored.value);
     }
@@ -62,11 +60,7 @@ pub fn run(ctx: &Context, args: &PoolArgs, out: &Output) -> Result<i32> {
         &mut progress,
     )?;
     bar.finish();
-    if out.json {
-        out.document("a3s-iso.pool.v1", &outcome);
-        return Ok(0);
-    }
-    render(&outcome, out);
+    out.answer("a3s-iso.pool.v1", &outcome, || render(&outcome, out));
     Ok(0)
 }
 
@@ -80,7 +74,7 @@ fn render(outcome: &PoolOutcome, out: &Output) {
         "pool of {}: {ready} of {} spare{} ready",
         outcome.source.display(),
         outcome.size,
-        if outcome.size == 1 { "" } else { "s" }
+        super::plural(outcome.size)
     ));
     let reflink = match (outcome.reflink, &outcome.reflink_detail) {
         (Some(true), _) => {

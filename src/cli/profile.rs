@@ -35,11 +35,7 @@ pub fn run(ctx: &Context, args: &ProfileArgs, out: &Output) -> Result<i32> {
         Action::Reject => ProfileAction::Reject,
     };
     let outcome = profile(ctx, action, args.name.as_deref())?;
-    if out.json {
-        out.document("a3s-iso.profile.v1", &outcome);
-    } else {
-        render(&outcome, out);
-    }
+    out.answer("a3s-iso.profile.v1", &outcome, || render(&outcome, out));
     Ok(0)
 }
 

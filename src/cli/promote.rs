@@ -40,9 +40,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     if out.json {
         out.document("a3s-iso.promote.v1", &outcome);
         return Ok(outcome.exit_code());
@@ -80,7 +78,7 @@ fn headline(outcome: &PromoteOutcome) -> String {
             let files = format!(
                 "{} file{} changed",
                 outcome.files_changed,
-                if outcome.files_changed == 1 { "" } else { "s" }
+                super::plural(outcome.files_changed)
             );
             match &outcome.branch {
                 Some(branch) => format!("applied: {}; {files}", replayed(branch)),
@@ -117,7 +115,7 @@ fn replayed(branch: &a3s_iso::ops::promote::BranchReport) -> String {
         .unwrap_or_default();
     format!(
         "replayed {count} commit{} onto {onto}{kept}",
-        if count == 1 { "" } else { "s" }
+        super::plural(count)
     )
 }
 

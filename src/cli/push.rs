@@ -70,9 +70,7 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     if out.json {
         out.document("a3s-iso.push.v1", &outcome);
         return Ok(0);
@@ -128,7 +126,7 @@ fn delete(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
     out.headline(&format!(
         "deleted {} change set{} from {}",
         outcome.deleted.len(),
-        if outcome.deleted.len() == 1 { "" } else { "s" },
+        super::plural(outcome.deleted.len()),
         outcome.remote.name
     ));
     for digest in &outcome.deleted {

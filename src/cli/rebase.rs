@@ -44,14 +44,8 @@ pub fn run(ctx: &Context, args: &RebaseArgs, out: &Output) -> Result<i32> {
         },
     )?;
     drop(spinner);
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
-    if out.json {
-        out.document("a3s-iso.rebase.v1", &outcome);
-        return Ok(outcome.exit_code());
-    }
-    render(&outcome, out);
+    out.warnings(&outcome.warnings);
+    out.answer("a3s-iso.rebase.v1", &outcome, || render(&outcome, out));
     Ok(outcome.exit_code())
 }
 

@@ -101,15 +101,13 @@ fn run_command(ctx: &Context, args: &RunArgs, out: &Output) -> Result<i32> {
         throwaway: None,
     };
     let mut approve = |file: &_| super::config::ask_on_terminal(file, out);
-    let mut warn = |warning: &Warning| out.warning(warning);
+    let mut warn = |warning: &Warning| out.warnings([warning]);
     let front = FrontEnd {
         approve: &mut approve,
         warn: Some(&mut warn),
     };
     let outcome = run_requested(ctx, RunRequest { options, ask }, front)?;
-    for warning in &outcome.warnings {
-        out.warning(warning);
-    }
+    out.warnings(&outcome.warnings);
     for hidden in &outcome.hidden_paths {
         out.hint(&hidden_hint(hidden));
     }
@@ -213,7 +211,7 @@ fn summary(outcome: &RunOutcome) -> String {
         Some(cs) => format!(
             "{} file{} changed, {}, {}",
             cs.files_changed,
-            if cs.files_changed == 1 { "" } else { "s" },
+            super::plural(cs.files_changed),
             super::human_bytes(cs.patch_bytes),
             cs.patch_digest
         ),

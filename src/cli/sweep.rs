@@ -52,11 +52,7 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
         },
         &bar,
     )?;
-    if out.json {
-        out.document("a3s-iso.sweep.v1", &outcome);
-    } else {
-        render(out, &outcome);
-    }
+    out.answer("a3s-iso.sweep.v1", &outcome, || render(out, &outcome));
     Ok(0)
 }
 
@@ -71,11 +67,7 @@ fn render(out: &Output, outcome: &SweepOutcome) {
     out.headline(&format!(
         "{verb} {} isolation{} ({}), kept {}, skipped {}",
         outcome.reclaimed.len(),
-        if outcome.reclaimed.len() == 1 {
-            ""
-        } else {
-            "s"
-        },
+        super::plural(outcome.reclaimed.len()),
         human_bytes(outcome.bytes_freed),
         outcome.kept.len(),
         outcome.skipped.len()

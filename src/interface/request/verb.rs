@@ -3,6 +3,8 @@
 
 use clap::{Args, FromArgMatches};
 
+pub use crate::base::duration::parse_duration;
+
 /// A verb's request: its clap arguments and what of them an agent may set.
 pub trait Request: Args + FromArgMatches {
     /// The verb.
@@ -57,9 +59,4 @@ pub fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
         .ok()
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| format!("{text:?} is not a size in bytes"))
-}
-
-/// A duration such as `500ms`, `90s`, `10m` or `1h`.
-pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
-    crate::base::duration::parse_duration(text)
 }
