@@ -35,11 +35,7 @@ fn options(cli: &Cli, args: &DoctorArgs) -> DoctorOptions {
 /// Runs every check and prints them; exits 4 when something needed is unavailable.
 pub fn run(cli: &Cli, args: &DoctorArgs, out: &Output) -> i32 {
     let report = doctor(&options(cli, args));
-    if out.json {
-        out.document("a3s-iso.doctor.v1", &report);
-    } else {
-        print_report(&report, out);
-    }
+    out.answer("a3s-iso.doctor.v1", &report, || print_report(&report, out));
     report.exit_code()
 }
 

@@ -107,12 +107,10 @@ fn line(session: &a3s_iso::flows::land::LandedSession) -> String {
         text.push_str(&format!(" ({})", reason.as_str()));
     }
     if !session.conflicting_paths.is_empty() {
-        let paths: Vec<String> = session
-            .conflicting_paths
-            .iter()
-            .map(|p| inert(p).into_owned())
-            .collect();
-        text.push_str(&format!(": {}", paths.join(", ")));
+        text.push_str(&format!(
+            ": {}",
+            super::inert_joined(&session.conflicting_paths)
+        ));
     }
     if let Some(code) = session.test_exit_code {
         text.push_str(&format!(", test exit {code}"));

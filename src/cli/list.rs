@@ -160,6 +160,11 @@ impl Cell {
     fn plain(text: String) -> Cell {
         Cell { text, tone: None }
     }
+
+    fn toned(text: &str, tone: Option<Tone>) -> Cell {
+        let text = text.to_string();
+        Cell { text, tone }
+    }
 }
 
 /// The colour of a state: live is green, kept for inspection cyan, gone or landed dim, damaged
@@ -188,19 +193,10 @@ fn row(s: &SessionView) -> Vec<Cell> {
     };
     vec![
         Cell::plain(s.session_id.to_string()),
-        Cell {
-            text: s.state.as_str().to_string(),
-            tone: Some(state_tone(s.state)),
-        },
+        Cell::toned(s.state.as_str(), Some(state_tone(s.state))),
         Cell::plain(s.bound_revision.chars().take(12).collect()),
-        Cell {
-            text: head.0.into(),
-            tone: head.1,
-        },
-        Cell {
-            text: owner.0.into(),
-            tone: owner.1,
-        },
+        Cell::toned(head.0, head.1),
+        Cell::toned(owner.0, owner.1),
         Cell::plain(
             s.last_run
                 .as_ref()

@@ -3,7 +3,6 @@ use clap::Args;
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 use a3s_iso::ops::log::{LandingRow, LoggedRun, format_utc, log, runs};
-use a3s_iso::store::state::Landing;
 
 use super::Output;
 
@@ -105,18 +104,11 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
 /// says so, its HEAD then unknown.
 fn row(landing: LandingRow<'_>) -> [String; 6] {
     let p = landing.promotion;
-    let short = |s: &str, n: usize| s.chars().take(n).collect::<String>();
-    let digest = p.digest.strip_prefix("sha256:").unwrap_or(&p.digest);
-    let how = match p.landing {
-        Landing::Applied => "applied",
-        Landing::Recovered => "recovered",
-        Landing::Noted => "noted",
-        Landing::Reapplied => "reapplied",
-    };
+    let how = super::show::landing(p.landing);
     [
         format_utc(landing.at_ms),
         p.session_id.clone().unwrap_or_else(|| "-".into()),
-        format!("sha256:{}", short(digest, 12)),
+        super::show::short_digest(&p.digest),
         match landing.earlier {
             true => format!("earlier landing ({})", p.mode.as_str()),
             false => format!("{how} ({})", p.mode.as_str()),
@@ -127,7 +119,7 @@ fn row(landing: LandingRow<'_>) -> [String; 6] {
         p.source_head
             .as_deref()
             .filter(|_| !landing.earlier)
-            .map(|h| short(h, 12))
+            .map(|h| h.chars().take(12).collect())
             .unwrap_or_else(|| "-".into()),
     ]
 }

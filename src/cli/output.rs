@@ -279,6 +279,15 @@ pub fn inert(text: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `paths`, each made [`inert`], joined by `, `.
+pub fn inert_joined(paths: &[String]) -> String {
+    paths
+        .iter()
+        .map(|p| inert(p))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// A path inside a repository as `git diff --name-only` shows it (`core.quotePath` on): in
 /// double quotes with C escapes when it holds a control character, a quote, a backslash or a
 /// byte outside ASCII; as it is otherwise.
@@ -332,7 +341,11 @@ pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
         let detail = err.to_string();
         let first = match detail.lines().next() {
             Some(line) => line.trim_start_matches("error: ").to_string(),
-            None => err.kind().as_str().unwrap_or("invalid arguments").to_string(),
+            None => err
+                .kind()
+                .as_str()
+                .unwrap_or("invalid arguments")
+                .to_string(),
         };
         let message = match hint {
             Some(hint) => format!("{first} ({hint})"),

@@ -3,7 +3,7 @@ use a3s_iso::context::Context;
 pub use a3s_iso::interface::request::overlaps::OverlapsArgs;
 use a3s_iso::services::overlaps::{ConflictCounts, Prediction, overlaps};
 
-use super::{Output, Tone, inert};
+use super::{Output, Tone, inert, inert_joined};
 
 /// The headline: every kind of conflict there is, or that there is none of any.
 fn headline(counts: ConflictCounts) -> String {
@@ -48,13 +48,8 @@ pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
     let tone = if counts.none() { Tone::Good } else { Tone::Bad };
     out.headline_toned(&headline(counts), tone);
     for session in &outcome.sessions {
-        let shown: Vec<String> = session
-            .paths
-            .iter()
-            .take(5)
-            .map(|p| inert(p).into_owned())
-            .collect();
-        let more = session.paths.len().saturating_sub(shown.len());
+        let shown = session.paths.len().min(5);
+        let more = session.paths.len() - shown;
         let tail = if more > 0 {
             format!(" and {more} more")
         } else {
@@ -64,32 +59,23 @@ pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
             "  {}: {} changed{}{}",
             inert(&session.session_id),
             session.paths.len(),
-            if shown.is_empty() { "" } else { ": " },
-            shown.join(", ") + &tail
+            if shown == 0 { "" } else { ": " },
+            inert_joined(&session.paths[..shown]) + &tail
         ));
         for (against, with) in [
             (&session.with_head, "HEAD"),
             (&session.with_your_changes, "your uncommitted changes"),
         ] {
             if against.prediction == Prediction::Conflict {
-                let paths: Vec<String> = (against.conflicting_paths.iter())
-                    .map(|p| inert(p).into_owned())
-                    .collect();
-                out.line(&format!("    conflicts with {with}: {}", paths.join(", ")));
+                let paths = inert_joined(&against.conflicting_paths);
+                out.line(&format!("    conflicts with {with}: {paths}"));
             }
         }
     }
     for pair in &outcome.pairs {
         let verdict = match pair.prediction {
             Prediction::Clean => "clean".to_string(),
-            Prediction::Conflict => {
-                let paths: Vec<String> = pair
-                    .conflicting_paths
-                    .iter()
-                    .map(|p| inert(p).into_owned())
-                    .collect();
-                format!("conflict: {}", paths.join(", "))
-            }
+            Prediction::Conflict => format!("conflict: {}", inert_joined(&pair.conflicting_paths)),
         };
         out.line(&format!(
             "  {} / {}: {verdict}",

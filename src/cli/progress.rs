@@ -87,19 +87,16 @@ impl Spinner {
             bar.set_draw_target(ProgressDrawTarget::stderr());
             bar.enable_steady_tick(Duration::from_millis(100));
             bar.tick();
-            return Spinner {
-                bar: Some(bar),
-                done,
-            };
+        } else {
+            let (shown, finished) = (bar.clone(), done.clone());
+            std::thread::spawn(move || {
+                std::thread::sleep(after);
+                if !finished.load(std::sync::atomic::Ordering::SeqCst) {
+                    shown.set_draw_target(ProgressDrawTarget::stderr());
+                    shown.enable_steady_tick(Duration::from_millis(100));
+                }
+            });
         }
-        let (shown, finished) = (bar.clone(), done.clone());
-        std::thread::spawn(move || {
-            std::thread::sleep(after);
-            if !finished.load(std::sync::atomic::Ordering::SeqCst) {
-                shown.set_draw_target(ProgressDrawTarget::stderr());
-                shown.enable_steady_tick(Duration::from_millis(100));
-            }
-        });
         Spinner {
             bar: Some(bar),
             done,

@@ -209,12 +209,7 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
         fields.push(("git", git));
     }
     if !o.conflicting_paths.is_empty() {
-        let paths: Vec<String> = o
-            .conflicting_paths
-            .iter()
-            .map(|p| super::inert(p).into_owned())
-            .collect();
-        fields.push(("conflicts", paths.join(", ")));
+        fields.push(("conflicts", super::inert_joined(&o.conflicting_paths)));
     }
     if let Some(reason) = &o.retained_reason {
         fields.push(("retained", reason.clone()));
@@ -285,7 +280,7 @@ fn health(tree: TreeHealth) -> &'static str {
     }
 }
 
-fn landing(how: Landing) -> &'static str {
+pub(super) fn landing(how: Landing) -> &'static str {
     match how {
         Landing::Applied => "applied",
         Landing::Recovered => "recovered",
