@@ -93,20 +93,16 @@ impl WriteAhead for TreeMoves {
     }
 
     fn left(located: &Located) -> Vec<Interrupted> {
-        let operation = |intent: &crate::recovery::pending::TreeMove| match intent {
-            crate::recovery::pending::TreeMove::Retain(_) => Operation::Retain,
-            crate::recovery::pending::TreeMove::Reclaim(_) => Operation::Sweep,
-            crate::recovery::pending::TreeMove::Discard(_) => Operation::Discard,
-            crate::recovery::pending::TreeMove::SettleGit(_)
-            | crate::recovery::pending::TreeMove::MergeRun(_) => Operation::Run,
+        use crate::recovery::pending::TreeMove;
+        let operation = |intent: &TreeMove| match intent {
+            TreeMove::Retain(_) => Operation::Retain,
+            TreeMove::Reclaim(_) => Operation::Sweep,
+            TreeMove::Discard(_) => Operation::Discard,
+            TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Operation::Run,
         };
         crate::recovery::pending::left(&located.store)
             .into_iter()
-            .map(|intent| Interrupted {
-                operation: operation(&intent),
-                session_id: Some(intent.session_id().to_string()),
-                digest: None,
-            })
+            .map(|intent| of_session(operation(&intent), intent.session_id()))
             .collect()
     }
 
@@ -132,11 +128,7 @@ impl WriteAhead for Rebases {
     fn left(located: &Located) -> Vec<Interrupted> {
         crate::recovery::rebase_record::intents(&located.store)
             .into_iter()
-            .map(|intent| Interrupted {
-                operation: Operation::Rebase,
-                session_id: Some(intent.session_id.to_string()),
-                digest: None,
-            })
+            .map(|intent| of_session(Operation::Rebase, &intent.session_id))
             .collect()
     }
 
@@ -157,11 +149,7 @@ impl WriteAhead for Binds {
     fn left(located: &Located) -> Vec<Interrupted> {
         crate::recovery::claims::abandoned(&located.store)
             .into_iter()
-            .map(|claim| Interrupted {
-                operation: Operation::Bind,
-                session_id: Some(claim.session_id.to_string()),
-                digest: None,
-            })
+            .map(|claim| of_session(Operation::Bind, &claim.session_id))
             .collect()
     }
 
@@ -207,6 +195,16 @@ impl WriteAhead for Spares {
                 .into(),
             ],
         }
+    }
+}
+
+/// An operation on one session, of no digest.
+fn of_session(operation: Operation, session_id: impl ToString) -> Interrupted {
+    let session_id = Some(session_id.to_string());
+    Interrupted {
+        operation,
+        session_id,
+        digest: None,
     }
 }
 

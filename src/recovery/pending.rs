@@ -228,11 +228,7 @@ pub(crate) fn complete_reclaim(
     store: &Store,
     r: &Reclaim,
 ) -> Result<()> {
-    if let Some(admin) = &r.admin
-        && admin_is_for(admin, &r.path)
-    {
-        crate::model::isolation::remove_admin_dir(repo, admin)?;
-    }
+    remove_admin(repo, r)?;
     crate::fault_point!("sweep-after-admin");
     let id = &r.session_id;
     match store.session_status(id) {
@@ -316,11 +312,7 @@ pub(crate) fn complete_discard(
     store: &Store,
     d: &Reclaim,
 ) -> Result<()> {
-    if let Some(admin) = &d.admin
-        && admin_is_for(admin, &d.path)
-    {
-        crate::model::isolation::remove_admin_dir(repo, admin)?;
-    }
+    remove_admin(repo, d)?;
     crate::fault_point!("discard-after-admin");
     if let Some(mut record) = store.load_session(&d.session_id)?
         && record.state != SessionState::Discarded
@@ -341,6 +333,16 @@ fn remove_trash(trash: &Path) -> Result<()> {
             format!("cannot remove {}", trash.display()),
             e,
         )),
+        _ => Ok(()),
+    }
+}
+
+/// Removes the reclaimed isolation's admin dir while it still stands for it.
+fn remove_admin(repo: &Repo, r: &Reclaim) -> Result<()> {
+    match &r.admin {
+        Some(admin) if admin_is_for(admin, &r.path) => {
+            crate::model::isolation::remove_admin_dir(repo, admin).map(drop)
+        }
         _ => Ok(()),
     }
 }
@@ -375,10 +377,8 @@ fn plan(intent: &TreeMove) -> Step {
         TreeMove::Retain(_) => Step::Undo,
         TreeMove::Reclaim(r) | TreeMove::Discard(r) if is_dir(&r.path) => Step::Undo,
         TreeMove::Reclaim(_) | TreeMove::Discard(_) => Step::Finish,
-        // Each entry of the layer is moved once: moving what is left finishes it.
-        TreeMove::SettleGit(_) => Step::Finish,
-        // Each entry of the layer moves once: merging what is left finishes it.
-        TreeMove::MergeRun(_) => Step::Finish,
+        // Each entry of the layer moves once: moving (merging) what is left finishes it.
+        TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Step::Finish,
     }
 }
 
@@ -395,10 +395,9 @@ fn repair_one(
         (TreeMove::Retain(m), Step::Finish) => complete_retain(held, git, repo, store, m),
         (TreeMove::Reclaim(r), Step::Finish) => complete_reclaim(held, git, repo, store, r),
         (TreeMove::Discard(d), Step::Finish) => complete_discard(held, repo, store, d),
-        // Finished by `session_git::recover`, which `recovery` runs first.
-        (TreeMove::SettleGit(_), _) => Ok(()),
-        // Finished by `run_layer::recover`, which `recovery` runs first.
-        (TreeMove::MergeRun(_), _) => Ok(()),
+        // Finished by `session_git::recover` and `run_layer::recover`, which `recovery` runs
+        // first.
+        (TreeMove::SettleGit(_) | TreeMove::MergeRun(_), _) => Ok(()),
         (TreeMove::Retain(m), Step::Undo) => remove(store, &m.session_id),
         (TreeMove::Reclaim(r) | TreeMove::Discard(r), Step::Undo) => {
             remove_trash(&r.trash)?;

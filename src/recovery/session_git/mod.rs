@@ -1,8 +1,6 @@
 //! git inside a session's runs, with everything it creates private to the session.
 //! May call: base, git, store, context, model and the rest of recovery.
 //!
-//! git inside a session's runs, with everything it creates private to the session.
-//!
 //! Inside the sandbox, the repository's git dir carries the session's own persistent layer
 //! (`<state>/session-git/<id>/common/`): the branches, tags, stash and reflogs git writes there
 //! land in it, and the session's later runs see them again; the repository's own `refs/`,
