@@ -1,9 +1,7 @@
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 pub use a3s_iso::interface::request::discard::DiscardArgs;
-use a3s_iso::ops::discard::{
-    DiscardAllOutcome, DiscardOptions, DiscardOutcome, discard, discard_all,
-};
+use a3s_iso::ops::discard::{DiscardAllOutcome, DiscardOutcome, discard, discard_all};
 
 use super::Output;
 
@@ -15,13 +13,7 @@ pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
         return Ok(report_all(&outcome, out));
     }
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "discarding");
-    let outcome = discard(
-        ctx,
-        &DiscardOptions {
-            session_id: args.session.session.clone(),
-            purge: args.purge,
-        },
-    )?;
+    let outcome = discard(ctx, &args.options())?;
     drop(spinner);
     out.answer("a3s-iso.discard.v1", &outcome, || report(&outcome, out));
     Ok(0)

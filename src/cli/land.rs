@@ -1,6 +1,6 @@
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
-use a3s_iso::flows::land::{Cleanup, LandOptions, LandOutcome, LandResult, land};
+use a3s_iso::flows::land::{Cleanup, LandOutcome, LandResult, land};
 use a3s_iso::flows::land_push::{FetchedEntries, PushOptions, land_push};
 pub use a3s_iso::interface::request::land::LandArgs;
 
@@ -9,17 +9,7 @@ use super::{Output, Tone, inert};
 /// Lands the queue and renders a line per session.
 pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "landing");
-    let opts = LandOptions {
-        sessions: args.sessions.clone(),
-        all: args.all,
-        test: args.test.clone(),
-        mode: args.mode.into(),
-        message: args.message.clone(),
-        keep_going: args.keep_going,
-        no_sandbox: args.no_sandbox,
-        keep: args.keep,
-        abort: args.abort,
-    };
+    let opts = args.options();
     let outcome = match &args.push {
         Some(target) => land_push(
             ctx,

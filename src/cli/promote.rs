@@ -3,8 +3,7 @@ pub use a3s_iso::interface::request::promote::PromoteArgs;
 
 use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
-use a3s_iso::ops::promote::{Outcome, PromoteOptions, PromoteOutcome, Reason, promote};
-use a3s_iso::services::remote::FetchRequest;
+use a3s_iso::ops::promote::{Outcome, PromoteOutcome, Reason, promote};
 
 use super::{Output, Tone, path_list};
 
@@ -15,30 +14,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         None => args.message.clone(),
     };
     let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "promoting");
-    let outcome = promote(
-        ctx,
-        &PromoteOptions {
-            session_id: args.session.session.clone(),
-            change_set: args.change_set.clone(),
-            mode: args.mode.into(),
-            no_apply: args.no_apply,
-            artifacts: args.artifacts.clone(),
-            note: args.note.clone(),
-            onto_head: args.onto_head,
-            rebase: args.rebase,
-            reapply: args.reapply,
-            squash: false,
-            message,
-            digest: args.digest.clone().filter(|_| args.reapply),
-            from: args.from.as_ref().map(|remote| FetchRequest {
-                remote: remote.clone(),
-                digest: args.digest.clone(),
-                allow_url: args.allow_url,
-                max_bytes: args.max_bytes,
-            }),
-            artifacts_opened: None,
-        },
-    )?;
+    let outcome = promote(ctx, &args.options(message))?;
     drop(spinner);
     out.warnings(&outcome.warnings);
     if out.json {

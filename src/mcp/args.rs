@@ -217,10 +217,7 @@ pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError>
     let parsed: DiscardArgs = parse(args)?;
     Ok(match parsed.all {
         true => Discarding::All(parsed.purge),
-        false => Discarding::One(DiscardOptions {
-            session_id: parsed.session.session,
-            purge: parsed.purge,
-        }),
+        false => Discarding::One(parsed.options()),
     })
 }
 
@@ -234,6 +231,12 @@ pub(crate) fn promote(
     parsed
         .check()
         .map_err(|e| RpcError::params(request::agent_sentence::<PromoteArgs>(&e.to_string())))?;
+    // The tool opens the document and the artifacts beneath their grants, and names them.
+    let options = PromoteOptions {
+        change_set: None,
+        artifacts: None,
+        ..parsed.options(parsed.message.clone())
+    };
     let document = parsed
         .change_set
         .map(|p| grants::input_file(Tool::Promote, "change_set", place.path(p), &place.grants))
@@ -242,22 +245,6 @@ pub(crate) fn promote(
         .artifacts
         .map(|p| grants::output_file(Tool::Promote, "artifacts", place.path(p), &place.grants))
         .transpose()?;
-    let options = PromoteOptions {
-        session_id: parsed.session.session,
-        change_set: None,
-        mode: parsed.mode.into(),
-        no_apply: parsed.no_apply,
-        artifacts: None,
-        artifacts_opened: None,
-        note: parsed.note,
-        onto_head: parsed.onto_head,
-        from: None,
-        rebase: parsed.rebase,
-        reapply: parsed.reapply,
-        digest: parsed.digest,
-        squash: false,
-        message: parsed.message,
-    };
     Ok((
         options,
         Granted {
@@ -277,18 +264,8 @@ pub(crate) struct Granted {
 
 /// `land`'s options.
 pub(crate) fn land(args: &Map<String, Value>) -> Result<LandOptions, RpcError> {
-    let parsed: LandArgs = parse(args)?;
-    Ok(LandOptions {
-        sessions: parsed.sessions,
-        all: parsed.all,
-        test: parsed.test,
-        mode: parsed.mode.into(),
-        message: parsed.message,
-        keep_going: parsed.keep_going,
-        no_sandbox: parsed.no_sandbox,
-        keep: parsed.keep,
-        abort: false,
-    })
+    // `abort` is not an agent's to set: it stays false.
+    Ok(parse::<LandArgs>(args)?.options())
 }
 
 #[cfg(test)]

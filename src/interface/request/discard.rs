@@ -3,6 +3,7 @@
 use clap::Args;
 
 use crate::interface::request::verb::{Request, SessionArg};
+use crate::ops::discard::DiscardOptions;
 
 /// `a3s-iso discard`'s arguments.
 #[derive(Debug, Args)]
@@ -18,6 +19,16 @@ pub struct DiscardArgs {
     /// Also delete everything of the session: record, refs, retained branch, change sets, artifacts (its journal entries stay)
     #[arg(long)]
     pub purge: bool,
+}
+
+impl DiscardArgs {
+    /// One session's discard, as the arguments give it.
+    pub fn options(&self) -> DiscardOptions {
+        DiscardOptions {
+            session_id: self.session.session.clone(),
+            purge: self.purge,
+        }
+    }
 }
 
 impl Request for DiscardArgs {

@@ -2,7 +2,7 @@
 
 use clap::{Args, ValueEnum};
 
-use crate::flows::land::LandMode;
+use crate::flows::land::{LandMode, LandOptions};
 use crate::flows::land_push::{DEFAULT_ATTEMPTS, PushTarget};
 use crate::interface::request::verb::{Request, parse_bytes};
 use crate::services::remote::DEFAULT_MAX_BYTES;
@@ -116,6 +116,23 @@ impl Request for LandArgs {
         "digests",
         "max_bytes",
     ];
+}
+
+impl LandArgs {
+    /// The landing's options, as the arguments give them.
+    pub fn options(&self) -> LandOptions {
+        LandOptions {
+            sessions: self.sessions.clone(),
+            all: self.all,
+            test: self.test.clone(),
+            mode: self.mode.into(),
+            message: self.message.clone(),
+            keep_going: self.keep_going,
+            no_sandbox: self.no_sandbox,
+            keep: self.keep,
+            abort: self.abort,
+        }
+    }
 }
 
 impl From<LandModeArg> for LandMode {

@@ -6,8 +6,8 @@ use clap::{Args, ValueEnum};
 
 use crate::base::error::Error;
 use crate::interface::request::verb::{Request, SessionArg, parse_bytes};
-use crate::ops::promote::Mode;
-use crate::services::remote::DEFAULT_MAX_BYTES;
+use crate::ops::promote::{Mode, PromoteOptions};
+use crate::services::remote::{DEFAULT_MAX_BYTES, FetchRequest};
 
 /// How `promote` lands the work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -125,6 +125,32 @@ impl PromoteArgs {
             });
         }
         Ok(())
+    }
+
+    /// The promote's options, as the arguments give them, with `message` for the commit's
+    /// (`--message`'s, or what the caller read from `--file`).
+    pub fn options(&self, message: Option<String>) -> PromoteOptions {
+        PromoteOptions {
+            session_id: self.session.session.clone(),
+            change_set: self.change_set.clone(),
+            mode: self.mode.into(),
+            no_apply: self.no_apply,
+            artifacts: self.artifacts.clone(),
+            note: self.note.clone(),
+            onto_head: self.onto_head,
+            rebase: self.rebase,
+            reapply: self.reapply,
+            squash: false,
+            message,
+            digest: self.digest.clone().filter(|_| self.reapply),
+            from: self.from.as_ref().map(|remote| FetchRequest {
+                remote: remote.clone(),
+                digest: self.digest.clone(),
+                allow_url: self.allow_url,
+                max_bytes: self.max_bytes,
+            }),
+            artifacts_opened: None,
+        }
     }
 }
 
