@@ -319,15 +319,9 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
     // The file the call named is opened now, beneath its grant, and the run appends to that
     // very file (through this process's descriptor): nothing on the way can be swapped.
     let appended = named.as_ref().map(|file| file.append()).transpose()?;
-    let kept = match appended {
-        Some(_) => None,
-        None => Some(OutputFile::create()?),
-    };
-    options.output = match (&appended, &kept) {
-        (Some(file), _) => Some(descriptor_path(file)),
-        (None, Some(file)) => Some(file.path.clone()),
-        (None, None) => None,
-    };
+    let kept = appended.is_none().then(OutputFile::create).transpose()?;
+    options.output =
+        (appended.as_ref().map(descriptor_path)).or_else(|| kept.as_ref().map(|f| f.path.clone()));
     // An untrusted repository file that asks for anything of a run is refused: a tool call
     // has no terminal to approve it on. How the configuration was read leads the warnings.
     let front = crate::ops::run::FrontEnd {
@@ -372,11 +366,7 @@ fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answe
     let mut answer = Answer::of("a3s-iso.diff.v1", &outcome)?;
     if with_patch {
         let mut patch = Vec::new();
-        outcome
-            .open_patch()?
-            .take(SHOWN_BYTES + 1)
-            .read_to_end(&mut patch)
-            .map_err(|e| Error::io("cannot read the patch", e))?;
+        read_shown(outcome.open_patch()?, &mut patch)?;
         for nested in &outcome.nested_change_sets {
             let kind = serde_json::to_value(nested.kind).unwrap_or_default();
             let header = format!(
@@ -385,15 +375,20 @@ fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answe
                 kind.as_str().unwrap_or_default()
             );
             patch.extend_from_slice(header.as_bytes());
-            nested
-                .open_patch()?
-                .take(SHOWN_BYTES + 1)
-                .read_to_end(&mut patch)
-                .map_err(|e| Error::io("cannot read the patch", e))?;
+            read_shown(nested.open_patch()?, &mut patch)?;
         }
         answer.more = Some(shown_head(&patch));
     }
     Ok(answer)
+}
+
+/// Appends the first [`SHOWN_BYTES`] of a patch, and a byte more when there is more.
+fn read_shown(patch: impl Read, to: &mut Vec<u8>) -> Result<(), Error> {
+    patch
+        .take(SHOWN_BYTES + 1)
+        .read_to_end(to)
+        .map(drop)
+        .map_err(|e| Error::io("cannot read the patch", e))
 }
 
 /// The first [`SHOWN_BYTES`] of a patch, saying so when there is more.

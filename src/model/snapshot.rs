@@ -39,15 +39,24 @@ pub(crate) enum Seed<'a> {
 /// knows when the index was really written (a fresh time would make a same-size edit made in
 /// the same instant as the index look unchanged).
 pub(crate) fn copy_index(from: &Path, to: &Path) -> Result<()> {
-    let modified = fs::metadata(from)
-        .and_then(|m| m.modified())
-        .ctx(|| format!("cannot read {}", from.display()))?;
+    let modified = modified_of(from)?;
     fs::copy(from, to).ctx(|| format!("cannot copy {}", from.display()))?;
+    set_modified(to, modified)
+}
+
+/// When the file at `path` was last modified.
+pub(crate) fn modified_of(path: &Path) -> Result<std::time::SystemTime> {
+    fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ctx(|| format!("cannot read {}", path.display()))
+}
+
+fn set_modified(path: &Path, modified: std::time::SystemTime) -> Result<()> {
     fs::File::options()
         .write(true)
-        .open(to)
+        .open(path)
         .and_then(|file| file.set_modified(modified))
-        .ctx(|| format!("cannot set the time of {}", to.display()))
+        .ctx(|| format!("cannot set the time of {}", path.display()))
 }
 
 /// Keeps the index git just wrote for a new checkout (`git worktree add` of an isolation or a
@@ -203,9 +212,7 @@ pub(crate) fn snapshot(wt: &HermeticGit, seed: Seed<'_>, scratch: &Path) -> Resu
 /// a3s-iso's own that cannot be read as an index.
 fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path, tree: &Path) -> Result<(Summary, bool)> {
     use crate::git::index_file::recent::{Checked, distrusted, second_of};
-    let modified = fs::metadata(from)
-        .and_then(|m| m.modified())
-        .ctx(|| format!("cannot read {}", from.display()))?;
+    let modified = modified_of(from)?;
     let bytes = fs::read(from).ctx(|| format!("cannot read {}", from.display()))?;
     let held = crate::git::index_file::summary_of(&bytes);
     let mut dated = modified;
@@ -232,11 +239,7 @@ fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path, tree: &Path) -> Result<(S
         }
     };
     fs::write(to, bytes).ctx(|| format!("cannot write {}", to.display()))?;
-    fs::File::options()
-        .write(true)
-        .open(to)
-        .and_then(|file| file.set_modified(dated))
-        .ctx(|| format!("cannot set the time of {}", to.display()))?;
+    set_modified(to, dated)?;
     Ok((held, true))
 }
 
@@ -272,16 +275,7 @@ fn add_tracked_by_head(on_index: &OnIndex<'_>, tree: &Path, paths: &[PathBuf]) -
     let missing = on_index.deleted_since("HEAD", paths)?;
     let mut present: Vec<u8> = Vec::new();
     for path in crate::git::split_nul(&missing) {
-        let mut at = tree.to_path_buf();
-        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
-        let plain = parts.iter().enumerate().all(|(n, part)| {
-            at.push(std::ffi::OsStr::from_bytes(part));
-            fs::symlink_metadata(&at).is_ok_and(|m| match n + 1 == parts.len() {
-                true => m.is_file() || m.is_symlink(),
-                false => m.is_dir(),
-            })
-        });
-        if plain {
+        if plain_entry(tree, std::ffi::OsStr::from_bytes(path)) {
             present.extend_from_slice(path);
             present.push(0);
         }

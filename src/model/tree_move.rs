@@ -28,7 +28,7 @@ use crate::git::index_file::edit::{
 };
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
-use crate::model::snapshot::{TempFile, note_tree, noted_tree};
+use crate::model::snapshot::{TempFile, modified_of, note_tree, noted_tree};
 
 /// The most of a file read to compare its content with what the index noted.
 const COMPARE_LIMIT: u64 = 64 * 1024 * 1024;
@@ -101,9 +101,7 @@ pub(crate) fn move_changed(
     }
     act(wt, &plan, written.path())?;
     // The edited index keeps the seed's date: what was noted in or after it stays distrusted.
-    let modified = fs::metadata(seed)
-        .and_then(|m| m.modified())
-        .ctx(|| format!("cannot read {}", seed.display()))?;
+    let modified = modified_of(seed)?;
     fs::File::options()
         .write(true)
         .open(index.path())
