@@ -269,8 +269,7 @@ pub fn real_path(path: &Path) -> Option<PathBuf> {
     let mut existing = path.to_path_buf();
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
-        if let Ok(real) = std::fs::canonicalize(&existing) {
-            let mut real = real;
+        if let Ok(mut real) = std::fs::canonicalize(&existing) {
             for part in rest.iter().rev() {
                 real.push(part);
             }
@@ -285,10 +284,12 @@ pub fn real_path(path: &Path) -> Option<PathBuf> {
 /// Whether `path` (absolute) really lies beneath one of `granted` (real paths): lexically
 /// clean, and beneath a grant once its links are resolved.
 pub fn beneath(path: &Path, granted: &[PathBuf]) -> bool {
-    let clean = path
-        .components()
-        .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
-    clean && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
+    clean(path) && real_path(path).is_some_and(|real| granted.iter().any(|g| real.starts_with(g)))
+}
+
+/// Whether `path` has no `.` or `..` in it.
+fn clean(path: &Path) -> bool {
+    (path.components()).all(|c| !matches!(c, Component::ParentDir | Component::CurDir))
 }
 
 /// A file (or `promote`'s artifacts directory) a call writes on the host: beneath an
@@ -384,10 +385,7 @@ fn granted_file(
     granted: &[PathBuf],
     (verb, flag): (&str, &str),
 ) -> Result<GrantedFile, RpcError> {
-    let clean = path
-        .components()
-        .all(|c| !matches!(c, Component::ParentDir | Component::CurDir));
-    let found = real_path(&path).filter(|_| clean).and_then(|real| {
+    let found = real_path(&path).filter(|_| clean(&path)).and_then(|real| {
         let root = granted.iter().find(|g| real.starts_with(g))?;
         let rel = real.strip_prefix(root).ok()?.to_path_buf();
         Some((root.clone(), rel))

@@ -178,13 +178,9 @@ pub fn named_as_params(text: &str, renames: &[(String, String)]) -> String {
 
 /// After an option clap names in an error (`'--timeout <DUR>'`): past its value's name.
 fn skip_value_name(text: &str) -> &str {
-    match text
-        .strip_prefix(" <")
+    (text.strip_prefix(" <"))
         .and_then(|t| t.find('>').map(|end| &t[end + 1..]))
-    {
-        Some(rest) => rest,
-        None => text,
-    }
+        .unwrap_or(text)
 }
 
 /// An agent's arguments, checked exactly as the command line checks the options they stand
