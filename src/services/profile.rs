@@ -16,24 +16,19 @@ use crate::base::sandbox::ProfileUsed;
 
 /// A `[profiles.NAME]` table: what a run under that profile may do beyond the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, default)]
 pub struct ProfileLayer {
     /// Home paths made writable, each backed by the profile's own copy (`~/.tool/` for a
     /// directory, `~/.toolrc` for a file).
-    #[serde(default)]
     pub writable: Vec<String>,
     /// Variables passed to the command (names or patterns, as `--env NAME`).
-    #[serde(default)]
     pub env: Vec<String>,
     /// Hosts the network allows (`--allow-host` forms).
-    #[serde(default)]
     pub hosts: Vec<String>,
     /// The agent's own login files, within its writable paths: hidden from every other run.
-    #[serde(default)]
     pub credentials: Vec<String>,
     /// Paths within its writable ones that are the agent's state (history, caches): what a run
     /// changes there is kept for the next one; a change anywhere else waits for review.
-    #[serde(default)]
     pub state: Vec<String>,
 }
 
@@ -336,9 +331,9 @@ impl Profile {
     /// Whether `rel` (relative to the home directory) is this profile's state: one of its
     /// logins, or in one of its state paths.
     pub fn is_state(&self, rel: &Path) -> bool {
-        let reviewed = self.reviewed_in_state.iter().any(|pattern| {
-            matches_start(pattern, rel) && pattern_len(pattern) <= rel.components().count()
-        });
+        let depth = rel.components().count();
+        let reviewed = (self.reviewed_in_state.iter())
+            .any(|pattern| matches_start(pattern, rel) && pattern.components().count() <= depth);
         !reviewed
             && self
                 .credentials
@@ -349,19 +344,15 @@ impl Profile {
 
     /// Whether a path reviewed within the state may lie beneath the directory `rel`.
     pub fn reviews_below(&self, rel: &Path) -> bool {
-        self.reviewed_in_state.iter().any(|pattern| {
-            pattern_len(pattern) > rel.components().count() && matches_start(pattern, rel)
-        })
+        let depth = rel.components().count();
+        (self.reviewed_in_state.iter())
+            .any(|pattern| pattern.components().count() > depth && matches_start(pattern, rel))
     }
 
     /// The key-by-key review of `rel`, when it is one of the profile's JSON settings files.
     pub fn keyed(&self, rel: &Path) -> Option<&KeyedFile> {
         self.reviewed_keys.iter().find(|k| k.file.rel == rel)
     }
-}
-
-fn pattern_len(pattern: &Path) -> usize {
-    pattern.components().count()
 }
 
 /// Whether `rel` and `pattern` (`*` for any one name) agree on their common first names.

@@ -8,7 +8,7 @@ use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;
 use crate::base::warning::Warning;
 use crate::services::profile::{Profile, store_dir};
-use crate::services::profile_review::Kept;
+use crate::services::profile_review::{Kept, make_private};
 
 /// A profile's copies for the repository of `key`: `<data>/profiles/<name>/repos/<key>`.
 pub fn kept_for(name: &str, key: &str) -> Option<Kept> {
@@ -38,7 +38,7 @@ pub(crate) fn prepare(profile: &Profile, home: &Path, kept: &Kept) -> Result<Pro
         return Ok(mounts);
     }
     let kept_root = kept.home();
-    make_dirs(&kept_root)?;
+    make_private(&kept_root)?;
     let skip = not_copied(profile, home);
     let mut fresh = Vec::new();
     for entry in &profile.writable {
@@ -93,16 +93,6 @@ fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Directories only the user reads.
-fn make_dirs(path: &Path) -> Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .mode(0o700)
-        .recursive(true)
-        .create(path)
-        .map_err(|e| Error::io(format!("cannot create {}", path.display()), e))
-}
-
 /// Makes the kept copy of one home path when there is none yet: the real one's content,
 /// copied aside first and renamed into place (a copy cut short is never taken for one).
 /// Whether it copied anything.
@@ -111,14 +101,14 @@ fn seed(real: &Path, kept: &Path, dir: bool, skip: &[PathBuf]) -> Result<bool> {
         return Ok(false);
     }
     let parent = kept.parent().unwrap_or(kept);
-    make_dirs(parent)?;
+    make_private(parent)?;
     let real_meta = std::fs::metadata(real).ok();
     let fail = |e: std::io::Error| Error::io(format!("cannot copy {}", real.display()), e);
     let aside = parent.join(crate::base::maker::owned_name(".seeding"));
     match (dir, real_meta) {
         _ if skip.iter().any(|s| s == real) => return Ok(false),
         (true, Some(m)) if m.is_dir() => copy_tree(real, &aside, skip).map_err(fail)?,
-        (true, _) => return make_dirs(kept).map(|()| false),
+        (true, _) => return make_private(kept).map(|()| false),
         (false, Some(m)) if m.is_file() => {
             std::fs::copy(real, &aside).map_err(fail)?;
         }

@@ -126,17 +126,10 @@ impl Kept {
     }
 }
 
-/// The reviewed entries (files and links) of the profile's writable paths under `root`, by
-/// path relative to the home directory; state paths left out. Nothing is followed.
-fn walk(root: &Dir, profile: &Profile) -> Result<BTreeMap<PathBuf, Leaf>> {
-    walk_entries(root, profile, &profile.writable)
-}
-
-fn walk_entries(
-    root: &Dir,
-    profile: &Profile,
-    entries: &[HomeEntry],
-) -> Result<BTreeMap<PathBuf, Leaf>> {
+/// The reviewed entries (files and links) of `entries` (the profile's writable paths, or some)
+/// under `root`, by path relative to the home directory; state paths left out. Nothing is
+/// followed.
+fn walk(root: &Dir, profile: &Profile, entries: &[HomeEntry]) -> Result<BTreeMap<PathBuf, Leaf>> {
     let mut found = BTreeMap::new();
     for entry in entries {
         visit(root, &entry.rel, profile, &mut found)?;
@@ -156,15 +149,11 @@ fn visit(
         return Ok(());
     }
     let at = root.path().join(rel);
-    match root
-        .kind(rel)
-        .ctx(|| format!("cannot read {}", at.display()))?
-    {
+    let cannot_read = || format!("cannot read {}", at.display());
+    match root.kind(rel).ctx(cannot_read)? {
         None => {}
         Some(Kind::Dir) => {
-            let dir = root
-                .dir(rel)
-                .ctx(|| format!("cannot read {}", at.display()))?;
+            let dir = root.dir(rel).ctx(cannot_read)?;
             let entries = dir
                 .entries()
                 .ctx(|| format!("cannot list {}", at.display()))?;
@@ -179,11 +168,9 @@ fn visit(
                 .as_ref()
                 .is_some_and(|m| m.permissions().mode() & 0o111 != 0);
             let leaf = if meta.is_some_and(|m| m.len() > MAX_BYTES) {
-                Leaf::Other(large_file(root, rel).ctx(|| format!("cannot read {}", at.display()))?)
+                Leaf::Other(large_file(root, rel).ctx(cannot_read)?)
             } else {
-                let bytes = root
-                    .read_small(rel, MAX_BYTES)
-                    .ctx(|| format!("cannot read {}", at.display()))?;
+                let bytes = root.read_small(rel, MAX_BYTES).ctx(cannot_read)?;
                 Leaf::File { bytes, exec }
             };
             found.insert(rel.to_path_buf(), leaf);
@@ -256,7 +243,7 @@ pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry])
     let home = open(&kept.home())?;
     if std::fs::symlink_metadata(kept.accepted()).is_ok() {
         let accepted = open(&kept.accepted())?;
-        for (rel, leaf) in walk_entries(&home, profile, fresh)? {
+        for (rel, leaf) in walk(&home, profile, fresh)? {
             put(&accepted, &rel, Some(&leaf))?;
         }
         return Ok(());
@@ -264,7 +251,7 @@ pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry])
     let aside = kept.root.join(crate::base::maker::owned_name(".accepting"));
     make_private(&aside)?;
     let target = open(&aside)?;
-    for (rel, leaf) in walk(&home, profile)? {
+    for (rel, leaf) in walk(&home, profile, &profile.writable)? {
         put(&target, &rel, Some(&leaf))?;
     }
     std::fs::rename(&aside, kept.accepted()).or_else(|e| {
@@ -277,7 +264,8 @@ pub(crate) fn accept_seeded(kept: &Kept, profile: &Profile, fresh: &[HomeEntry])
     })
 }
 
-fn make_private(path: &Path) -> Result<()> {
+/// Makes `path` and the directories on the way, only the user's.
+pub(crate) fn make_private(path: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .mode(0o700)
@@ -297,8 +285,8 @@ fn open(path: &Path) -> Result<Dir> {
 pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<Warning>> {
     let _lock = kept.lock()?;
     let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
-    let live = walk(&home, profile)?;
-    let was = walk(&accepted, profile)?;
+    let live = walk(&home, profile, &profile.writable)?;
+    let was = walk(&accepted, profile, &profile.writable)?;
     let paths: BTreeSet<&PathBuf> = live.keys().chain(was.keys()).collect();
     let mut held = Vec::new();
     for rel in paths {
@@ -377,11 +365,15 @@ fn verdict(
 fn json_of(leaf: Option<&Leaf>) -> Option<Value> {
     match leaf {
         None => Some(Value::Object(Default::default())),
-        Some(Leaf::File { bytes, .. }) => serde_json::from_slice::<Value>(bytes)
-            .ok()
-            .filter(Value::is_object),
+        Some(Leaf::File { bytes, .. }) => object_of(bytes),
         Some(Leaf::Other(_)) => None,
     }
+}
+
+fn object_of(bytes: &[u8]) -> Option<Value> {
+    serde_json::from_slice::<Value>(bytes)
+        .ok()
+        .filter(Value::is_object)
 }
 
 fn to_bytes(value: &Value) -> Vec<u8> {
@@ -478,19 +470,14 @@ fn hold(kept: &Kept, rel: &Path, now: Option<&Leaf>, kind: ReviewKind) -> Result
 const CHANGES: &str = "changes.json";
 
 fn read_changes(pending: &Dir) -> Result<BTreeMap<String, Held>> {
-    match pending.kind(Path::new(CHANGES)) {
-        Ok(Some(Kind::File)) => {}
-        _ => return Ok(BTreeMap::new()),
+    if !matches!(pending.kind(Path::new(CHANGES)), Ok(Some(Kind::File))) {
+        return Ok(BTreeMap::new());
     }
-    let bytes = pending
-        .read_small(Path::new(CHANGES), MAX_BYTES)
-        .ctx(|| format!("cannot read {}", pending.path().join(CHANGES).display()))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        Error::io(
-            format!("cannot read {}", pending.path().join(CHANGES).display()),
-            std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-        )
-    })
+    let cannot_read = || format!("cannot read {}", pending.path().join(CHANGES).display());
+    let bytes = (pending.read_small(Path::new(CHANGES), MAX_BYTES)).ctx(cannot_read)?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        .ctx(cannot_read)
 }
 
 fn write_changes(pending: &Dir, changes: &BTreeMap<String, Held>) -> Result<()> {
@@ -540,15 +527,8 @@ fn change_of(
     let after = match (held.kind, profile.keyed(&rel)) {
         (ReviewKind::Keys, Some(keyed)) => {
             let parse = |b: &Option<Vec<u8>>| {
-                json_of(
-                    b.as_ref()
-                        .map(|bytes| Leaf::File {
-                            bytes: bytes.clone(),
-                            exec: false,
-                        })
-                        .as_ref(),
-                )
-                .unwrap_or_else(|| Value::Object(Default::default()))
+                (b.as_deref().and_then(object_of))
+                    .unwrap_or_else(|| Value::Object(Default::default()))
             };
             let (now, theirs) = (parse(&current), parse(&proposed));
             let (mine, wanted) = (code_of(&now, &keyed.keys), code_of(&theirs, &keyed.keys));
@@ -582,40 +562,37 @@ fn change_of(
 
 /// Applies every pending change to the copy and to what is accepted, then forgets them.
 pub fn accept(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
-    if !kept.exists()? {
-        return Ok(Vec::new());
-    }
-    let _lock = kept.lock()?;
-    let changes = pending(kept, profile)?;
-    let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
-    for change in &changes {
-        let leaf = change.after.as_ref().map(|bytes| Leaf::File {
-            bytes: bytes.clone(),
-            exec: change.exec,
-        });
-        put(&accepted, &change.rel, leaf.as_ref())?;
-        put(&home, &change.rel, leaf.as_ref())?;
-    }
-    forget(kept)?;
-    Ok(changes)
+    settle(kept, profile, true)
 }
 
 /// Drops every pending change: the copy stays as accepted.
 pub fn reject(kept: &Kept, profile: &Profile) -> Result<Vec<PendingChange>> {
+    settle(kept, profile, false)
+}
+
+/// Forgets every pending change, applied first when `apply`.
+fn settle(kept: &Kept, profile: &Profile, apply: bool) -> Result<Vec<PendingChange>> {
     if !kept.exists()? {
         return Ok(Vec::new());
     }
     let _lock = kept.lock()?;
     let changes = pending(kept, profile)?;
-    forget(kept)?;
-    Ok(changes)
-}
-
-fn forget(kept: &Kept) -> Result<()> {
+    if apply {
+        let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
+        for change in &changes {
+            let leaf = change.after.as_ref().map(|bytes| Leaf::File {
+                bytes: bytes.clone(),
+                exec: change.exec,
+            });
+            put(&accepted, &change.rel, leaf.as_ref())?;
+            put(&home, &change.rel, leaf.as_ref())?;
+        }
+    }
     let pending = kept.pending();
     crate::base::beneath::remove_path(&pending)
         .map(|_| ())
-        .ctx(|| format!("cannot remove {}", pending.display()))
+        .ctx(|| format!("cannot remove {}", pending.display()))?;
+    Ok(changes)
 }
 
 /// A unified diff of a whole file, before and after (`/dev/null` for an absent side).
