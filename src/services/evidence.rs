@@ -59,24 +59,27 @@ impl CaptureOutcome {
             files: files.1,
         }
     }
+
+    /// A stored document (verified) pinned at `result_ref`, as reported again.
+    fn stored(verified: changeset::Verified, result_ref: String) -> Self {
+        let files = (
+            snapshot::count_files(&verified.patch),
+            snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
+        );
+        CaptureOutcome::of(verified.change_set, result_ref, files)
+    }
 }
 
 /// Checks a `--release-identity` value.
 pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
         None => Ok(changeset::default_release_identity()),
-        Some(value) => {
-            let ok = crate::model::changeset::is_sha256_digest(value);
-            if ok {
-                Ok(value.to_string())
-            } else {
-                Err(Error::Usage {
-                    message: format!(
-                        "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
-                    ),
-                })
-            }
-        }
+        Some(value) if changeset::is_sha256_digest(value) => Ok(value.to_string()),
+        Some(value) => Err(Error::Usage {
+            message: format!(
+                "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
+            ),
+        }),
     }
 }
 
@@ -116,13 +119,9 @@ pub(crate) fn reusable(
     if !same || pinned.as_deref() != Some(result_tree) {
         return Ok(None);
     }
-    let files = (
-        snapshot::count_files(&verified.patch),
-        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
-    );
     Ok(Some(CaptureOutcome {
         reused: true,
-        ..CaptureOutcome::of(verified.change_set, reference, files)
+        ..CaptureOutcome::stored(verified, reference)
     }))
 }
 
@@ -234,14 +233,7 @@ pub(crate) fn record_evidence(
 ) -> Result<CaptureOutcome> {
     let store = &located.store;
     let reference = store.refs().run_result(ev.session_id, ev.run_id);
-    let conflict = |pinned: &str| Error::CaptureConflict {
-        session_id: ev.session_id.to_string(),
-        run_id: ev.run_id.to_string(),
-        held: Held::ResultTree {
-            pinned: pinned.to_string(),
-            now: Some(ev.result_tree.to_string()),
-        },
-    };
+    let conflict = |pinned: &str| conflict(ev, pinned, Some(ev.result_tree.to_string()));
     let stored = || -> Result<Option<CaptureOutcome>> {
         replay(
             store.load_run_doc(ev.session_id, ev.run_id)?,
@@ -259,11 +251,7 @@ pub(crate) fn record_evidence(
     if let Some(outcome) = stored()? {
         return Ok(outcome);
     }
-    if let crate::model::refs::Pinned::Other(pinned) = pin_result(ctx, located, ev)? {
-        return Err(conflict(&pinned));
-    }
-    let observed_at_ms = now_ms();
-    update_last_run(located, ev, observed_at_ms)?;
+    let observed_at_ms = pin_and_note(ctx, located, ev, &conflict)?;
     if patch.bytes > MAX_PATCH_BYTES {
         return Err(Error::ChangeSetTooLarge {
             bytes: patch.bytes,
@@ -290,18 +278,7 @@ pub(crate) fn record_run(
     let store = &located.store;
     let patch = patch_of(ctx, located, ev)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
-    if let crate::model::refs::Pinned::Other(pinned) = pin_result(ctx, located, ev)? {
-        return Err(Error::CaptureConflict {
-            session_id: ev.session_id.to_string(),
-            run_id: ev.run_id.to_string(),
-            held: Held::ResultTree {
-                pinned: pinned.to_string(),
-                now: None,
-            },
-        });
-    }
-    let observed_at_ms = now_ms();
-    update_last_run(located, ev, observed_at_ms)?;
+    let observed_at_ms = pin_and_note(ctx, located, ev, &|pinned| conflict(ev, pinned, None))?;
     let fits = patch.bytes <= MAX_PATCH_BYTES;
     let body = if fits { patch.read()? } else { Vec::new() };
     let mut change_set = document(ev, &body, &patch, observed_at_ms)?;
@@ -323,19 +300,39 @@ fn patch_of(ctx: &Context, located: &Located, ev: &Evidence<'_>) -> Result<snaps
     )
 }
 
-/// Pins the result tree under the run's ref, unless the run id holds another tree already.
-fn pin_result(
+/// `capture_conflict`: the run id holds the tree `pinned` already.
+fn conflict(ev: &Evidence<'_>, pinned: &str, now: Option<String>) -> Error {
+    Error::CaptureConflict {
+        session_id: ev.session_id.to_string(),
+        run_id: ev.run_id.to_string(),
+        held: Held::ResultTree {
+            pinned: pinned.to_string(),
+            now,
+        },
+    }
+}
+
+/// Pins the result tree under the run's ref (`conflict` when the run id holds another tree
+/// already) and records the session's last run; returns when the result was observed.
+fn pin_and_note(
     ctx: &Context,
     located: &Located,
     ev: &Evidence<'_>,
-) -> Result<crate::model::refs::Pinned> {
-    crate::model::refs::SessionRefs {
+    conflict: &dyn Fn(&str) -> Error,
+) -> Result<u64> {
+    let pinned = crate::model::refs::SessionRefs {
         git: &ctx.git,
         dir: &located.repo.toplevel,
         ns: &located.store.refs(),
         session_id: ev.session_id,
     }
-    .pin_run(ev.run_id, ev.result_tree)
+    .pin_run(ev.run_id, ev.result_tree)?;
+    if let crate::model::refs::Pinned::Other(pinned) = pinned {
+        return Err(conflict(&pinned));
+    }
+    let observed_at_ms = now_ms();
+    update_last_run(located, ev, observed_at_ms)?;
+    Ok(observed_at_ms)
 }
 
 /// The change-set document of the evidence, holding `body` (the patch, or nothing when it
@@ -373,13 +370,9 @@ fn replay(
     if pinned != ev.result_tree {
         return Err(conflict(pinned));
     }
-    let files = (
-        snapshot::count_files(&verified.patch),
-        snapshot::patch_paths(&verified.patch[..], snapshot::LISTED_PATHS),
-    );
     Ok(Some(CaptureOutcome {
         replayed: true,
-        ..CaptureOutcome::of(verified.change_set, reference.to_string(), files)
+        ..CaptureOutcome::stored(verified, reference.to_string())
     }))
 }
 
