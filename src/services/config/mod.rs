@@ -134,13 +134,10 @@ impl<T> Setting<T> {
 
     /// This setting, unless `flag` gives a value: then that, from `flag`.
     pub fn or_flag(self, flag: Option<T>) -> Setting<T> {
-        match flag {
-            Some(value) => Setting {
-                value,
-                source: Origin::Flag,
-            },
-            None => self,
-        }
+        flag.map_or(self, |value| Setting {
+            value,
+            source: Origin::Flag,
+        })
     }
 
     fn set(&mut self, value: Option<T>, source: Origin) {
@@ -245,34 +242,27 @@ impl Loaded {
             .repository
             .as_ref()
             .filter(|_| with_repository)
-            .map(|file| &file.layer);
+            .map(|file| file.layer.clone());
         let layers = [
-            (Some(&self.user), Origin::User),
+            (Some(self.user.clone()), Origin::User),
             (repository, Origin::Repository),
         ];
         for (layer, origin) in layers {
             let Some(layer) = layer else { continue };
-            effective.setup.set(layer.setup.clone(), origin);
-            effective
-                .copy_ignored
-                .set(layer.copy_ignored.clone(), origin);
-            let network = layer.run.as_ref().and_then(|r| r.allow_network);
-            effective.allow_network.set(network, origin);
-            let profile = layer.run.as_ref().and_then(|r| r.profile.clone());
-            effective.profile.set(profile.map(Some), origin);
-            let hosts = layer.run.as_ref().and_then(|r| r.allow_host.clone());
-            effective.allow_host.set(hosts, origin);
-            let publish = layer.run.as_ref().and_then(|r| r.publish.as_ref());
-            let spelled = publish.map(|p| p.iter().map(PublishEntry::spelled).collect());
-            effective.publish.set(spelled, origin);
-            let cache = layer.run.as_ref().and_then(|r| r.cache);
-            effective.cache.set(cache, origin);
-            let size = layer.pool.as_ref().and_then(|p| p.size);
-            effective.pool_size.set(size.map(Some), origin);
-            let keep = layer.pool.as_ref().and_then(|p| p.keep_ignored.clone());
-            effective.pool_keep_ignored.set(keep.map(Some), origin);
-            let auto = layer.sweep.as_ref().and_then(|s| s.auto);
-            effective.sweep_auto.set(auto, origin);
+            let run = layer.run.unwrap_or_default();
+            let pool = layer.pool.unwrap_or_default();
+            let e = &mut effective;
+            e.setup.set(layer.setup, origin);
+            e.copy_ignored.set(layer.copy_ignored, origin);
+            e.allow_network.set(run.allow_network, origin);
+            e.profile.set(run.profile.map(Some), origin);
+            e.allow_host.set(run.allow_host, origin);
+            let spelled = (run.publish).map(|p| p.iter().map(PublishEntry::spelled).collect());
+            e.publish.set(spelled, origin);
+            e.cache.set(run.cache, origin);
+            e.pool_size.set(pool.size.map(Some), origin);
+            e.pool_keep_ignored.set(pool.keep_ignored.map(Some), origin);
+            e.sweep_auto.set(layer.sweep.and_then(|s| s.auto), origin);
         }
         effective
     }
@@ -403,10 +393,9 @@ pub fn load(ctx: &Context, repository: bool) -> Result<Loaded> {
     let source = located.repo.toplevel.clone();
     let user_path = user_file();
     let user = read_user_layer(user_path.as_deref())?;
-    let repository = if repository {
-        read_repository_file(&source)?
-    } else {
-        None
+    let repository = match repository {
+        true => read_repository_file(&source)?,
+        false => None,
     };
     Ok(Loaded {
         source,
@@ -431,13 +420,12 @@ pub fn sweep_auto_at(source: &Path) -> bool {
 
 /// The user's file, parsed (empty when there is none).
 fn read_user_layer(path: Option<&Path>) -> Result<Layer> {
-    match path {
-        Some(path) => match std::fs::read(path) {
-            Ok(bytes) => parse(path, &bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Layer::default()),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
-        },
-        None => Ok(Layer::default()),
+    match path.map(|path| (path, std::fs::read(path))) {
+        Some((path, Ok(bytes))) => parse(path, &bytes),
+        Some((path, Err(e))) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(Error::io(format!("cannot read {}", path.display()), e))
+        }
+        _ => Ok(Layer::default()),
     }
 }
 
