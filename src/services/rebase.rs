@@ -155,7 +155,10 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
         .filter(|s| s.session_created_at_ms == session.created_at_ms);
     let work = Work::new(ctx, &located, &session)?;
     let mut out = match (opts.action, state) {
-        (Action::Start, Some(state)) => return Err(conflicted(&state)),
+        (Action::Start, Some(state)) => {
+            let paths = state.paths.iter().map(RepoPath::shown).collect();
+            return Err(conflicted_error(&state.session_id, paths));
+        }
         (Action::Start, None) => work.start(opts.onto.as_deref())?,
         (Action::Continue, Some(state)) => work.resume(state)?,
         (Action::Abort, Some(state)) => work.abort(state)?,
@@ -178,13 +181,6 @@ pub(crate) fn conflicted_error(session_id: &SessionId, paths: Vec<String>) -> Er
         what: "its rebase stopped at a conflict".into(),
         paths,
     }
-}
-
-fn conflicted(state: &RebaseState) -> Error {
-    conflicted_error(
-        &state.session_id,
-        state.paths.iter().map(RepoPath::shown).collect(),
-    )
 }
 
 /// One rebase at work: the session, its isolation and an object view to merge in.
@@ -358,12 +354,17 @@ impl<'a> Work<'a> {
         {
             return Ok(Some(tree));
         }
+        let (copy, wt) = self.index_copy(index)?;
+        wt.on_index(copy.path()).try_write_tree()
+    }
+
+    /// A copy of the index file `index` in scratch, and git on the isolation to read it with.
+    fn index_copy(&self, index: &std::path::Path) -> Result<(TempFile, crate::git::HermeticGit)> {
         let scratch = self.located.store.scratch_dir();
         let copy = TempFile::new(&scratch, "index")?;
         std::fs::copy(index, copy.path())
             .map_err(|e| Error::io(format!("cannot copy {}", index.display()), e))?;
-        let wt = self.isolation.git(&self.ctx.git, &scratch)?;
-        wt.on_index(copy.path()).try_write_tree()
+        Ok((copy, self.isolation.git(&self.ctx.git, &scratch)?))
     }
 
     /// Whether the repository holds the tree `tree`.
@@ -511,17 +512,12 @@ impl<'a> Work<'a> {
             })
             .collect();
         let out = RebaseOutcome::of_state(RebaseResult::Conflicted, &state);
-        self.carry_out(Applying {
-            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
-            session_id: state.session_id.clone(),
+        let index = IndexPlan::Conflict {
             tree: merged.tree.clone(),
-            index: IndexPlan::Conflict {
-                tree: merged.tree,
-                stages,
-            },
-            head: HeadPlan::Commit(state.tip.clone()),
-            then: Then::Conflicted(Box::new(state)),
-        })?;
+            stages,
+        };
+        let head = HeadPlan::Commit(state.tip.clone());
+        self.carry_out(merged.tree, index, head, Then::Conflicted(Box::new(state)))?;
         Ok(out)
     }
 
@@ -544,23 +540,27 @@ impl<'a> Work<'a> {
         out.conflict_commit = None;
         out.conflicting_paths.clear();
         out.tree = (done == RebaseResult::Rebased && self.flat.get()).then(|| tree.clone());
-        self.carry_out(Applying {
-            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
-            session_id: state.session_id.clone(),
-            tree,
-            index: IndexPlan::Tree(tip_tree),
-            head: HeadPlan::Commit(state.tip.clone()),
-            then: Then::Clean {
-                revision: state.to_revision.clone(),
-                base_tree,
-                steps_before,
-            },
-        })?;
+        let then = Then::Clean {
+            revision: state.to_revision.clone(),
+            base_tree,
+            steps_before,
+        };
+        let head = HeadPlan::Commit(state.tip.clone());
+        self.carry_out(tree, IndexPlan::Tree(tip_tree), head, then)?;
         Ok(out)
     }
 
-    /// Carries out a fresh intent, from the snapshot this command took (none for an abort).
-    fn carry_out(&self, intent: Applying) -> Result<()> {
+    /// Carries out a fresh intent for the isolation's files (`tree`), index, HEAD and what
+    /// follows, from the snapshot this command took (none for an abort).
+    fn carry_out(&self, tree: String, index: IndexPlan, head: HeadPlan, then: Then) -> Result<()> {
+        let intent = Applying {
+            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
+            session_id: self.session.session_id.clone(),
+            tree,
+            index,
+            head,
+            then,
+        };
         let now = self.now.borrow().clone();
         let index = self.index_now.borrow().clone();
         let start = crate::recovery::rebase_apply::Start::Fresh {
@@ -590,14 +590,10 @@ impl<'a> Work<'a> {
     /// Refuses to go on while the isolation's index has conflict stages or a conflicted file
     /// still holds conflict markers.
     fn check_resolved(&self, state: &RebaseState) -> Result<()> {
-        let scratch = self.located.store.scratch_dir();
         let admin_index = self.isolation.admin.join("index");
         let mut unmerged: Vec<String> = Vec::new();
         if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
-            let copy = TempFile::new(&scratch, "index")?;
-            std::fs::copy(&admin_index, copy.path())
-                .map_err(|e| Error::io(format!("cannot copy {}", admin_index.display()), e))?;
-            let wt = self.isolation.git(&self.ctx.git, &scratch)?;
+            let (copy, wt) = self.index_copy(&admin_index)?;
             let listed = wt.on_index(copy.path()).unmerged_entries()?;
             for record in crate::git::split_nul(&listed) {
                 if let Some(tab) = record.iter().position(|b| *b == b'\t') {
@@ -642,14 +638,8 @@ impl<'a> Work<'a> {
             &state.to_revision,
         );
         out.head = Some(state.pre.head.clone());
-        self.carry_out(Applying {
-            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
-            session_id: state.session_id.clone(),
-            tree: state.pre.snapshot_tree.clone(),
-            index: IndexPlan::Saved,
-            head: HeadPlan::Saved,
-            then: Then::Aborted,
-        })?;
+        let tree = state.pre.snapshot_tree;
+        self.carry_out(tree, IndexPlan::Saved, HeadPlan::Saved, Then::Aborted)?;
         Ok(out)
     }
 }
