@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::base::beneath::{Dir, Kind};
-use crate::base::error::{IoContext, Result};
+use crate::base::error::Result;
 use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::paths::RepoPath;
 use crate::base::warning::{PromoteWarning, RunWarning, Warning};
@@ -269,12 +269,8 @@ fn submodule(
         Ok(Some(_)) => {}
         Err(_) => return Err("its directory is reached through a symbolic link".into()),
     }
-    let name = names
-        .iter()
-        .find(|(p, _)| *p == path.0)
-        .map(|(_, name)| name.clone())
-        .unwrap_or_else(|| path.0.clone());
-    let name = RepoPath(name);
+    let name = names.iter().find(|(p, _)| *p == path.0);
+    let name = RepoPath(name.map_or_else(|| path.0.clone(), |(_, name)| name.clone()));
     let git_dir = Dir::open(&iso.admin)
         .and_then(|admin| admin.dir(&Path::new("modules").join(name.as_os())))
         .map_err(|_| {
@@ -309,8 +305,7 @@ fn nested_repository(
     let objects = object_dir(&git_dir)?;
     let head = read_head(&git_dir)?;
     // The commit must be there, read through the same private git as the snapshot.
-    let known = git.has_commit_in(top.common_dir, &objects, &head);
-    if !known {
+    if !git.has_commit_in(top.common_dir, &objects, &head) {
         return Err(format!(
             "its HEAD names {head}, which is not a commit there"
         ));
@@ -360,14 +355,12 @@ fn stray_entry(dir: &Dir, depth: usize) -> Option<String> {
                 return Some(format!("a directory too deep ({})", path.display()));
             }
             Kind::Dir => {
-                let found = dir
-                    .dir(Path::new(&entry.name))
-                    .map_err(|e| e.to_string())
-                    .map(|inner| stray_entry(&inner, depth - 1));
-                match found {
-                    Ok(None) => {}
-                    Ok(Some(found)) => return Some(found),
-                    Err(e) => return Some(e),
+                let found = match dir.dir(Path::new(&entry.name)) {
+                    Ok(inner) => stray_entry(&inner, depth - 1),
+                    Err(e) => Some(e.to_string()),
+                };
+                if found.is_some() {
+                    return found;
                 }
             }
             Kind::Symlink => return Some(format!("a symbolic link ({})", path.display())),
@@ -446,28 +439,17 @@ fn read_head(git_dir: &Dir) -> std::result::Result<String, String> {
     if let Ok(id) = read(Path::new(name)) {
         return full_id(&id);
     }
-    let packed = git_dir
-        .read_small(Path::new("packed-refs"), 1 << 24)
-        .map_err(|_| format!("its HEAD points at {name}, which does not exist"))?;
-    String::from_utf8_lossy(&packed)
-        .lines()
-        .find_map(|line| {
-            line.strip_suffix(name)?
-                .strip_suffix(' ')
-                .map(str::to_string)
-        })
-        .map_or_else(
-            || Err(format!("its HEAD points at {name}, which does not exist")),
-            |id| full_id(&id),
-        )
+    let missing = || format!("its HEAD points at {name}, which does not exist");
+    let packed = (git_dir.read_small(Path::new("packed-refs"), 1 << 24)).map_err(|_| missing())?;
+    let packed = String::from_utf8_lossy(&packed);
+    let id = (packed.lines()).find_map(|line| line.strip_suffix(name)?.strip_suffix(' '));
+    full_id(id.ok_or_else(missing)?)
 }
 
 fn full_id(text: &str) -> std::result::Result<String, String> {
-    let ok = matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit());
-    if ok {
-        Ok(text.to_ascii_lowercase())
-    } else {
-        Err(format!("its HEAD ({text:?}) is not a commit id"))
+    match matches!(text.len(), 40 | 64) && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        true => Ok(text.to_ascii_lowercase()),
+        false => Err(format!("its HEAD ({text:?}) is not a commit id")),
     }
 }
 
@@ -525,9 +507,6 @@ pub(crate) fn record(
     }
     .pin_nested(run_id, &trees)?;
     let path = stored_path(store, session_id, run_id);
-    if let Some(dir) = path.parent() {
-        fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    }
     let doc = StoredNested {
         schema: STORED_SCHEMA.into(),
         nested: sets.to_vec(),
