@@ -35,7 +35,7 @@ pub const PRESETS: &[(&str, &[&str])] = &[
 ];
 
 /// The ports an entry without one allows.
-const DEFAULT_PORTS: [u16; 2] = [80, 443];
+pub(crate) const DEFAULT_PORTS: [u16; 2] = [80, 443];
 
 /// What an entry names.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -90,7 +90,7 @@ impl AllowEntry {
                 why: why.to_string(),
             },
         };
-        if let Some(preset) = given.strip_prefix('@') {
+        let rules: Vec<(HostPattern, u16)> = if let Some(preset) = given.strip_prefix('@') {
             let (_, hosts) = PRESETS
                 .iter()
                 .find(|(name, _)| name[1..] == *preset)
@@ -104,33 +104,21 @@ impl AllowEntry {
                     rules,
                 });
             }
-            let rules = hosts
-                .iter()
-                .map(|host| Rule {
-                    host: HostPattern::Name((*host).to_string()),
-                    port: 443,
-                })
-                .collect();
-            return Ok(AllowEntry {
-                given: given.to_string(),
-                rules,
-            });
-        }
-        let (host, port) = split_host_port(given).map_err(&invalid)?;
-        let ports = match port {
-            Some(port) => vec![parse_port(port).map_err(&invalid)?],
-            None => DEFAULT_PORTS.to_vec(),
+            let name = |host: &&str| HostPattern::Name((*host).to_string());
+            hosts.iter().map(|host| (name(host), 443)).collect()
+        } else {
+            let (host, port) = split_host_port(given).map_err(&invalid)?;
+            let ports = match port {
+                Some(port) => vec![parse_port(port).map_err(&invalid)?],
+                None => DEFAULT_PORTS.to_vec(),
+            };
+            let host = parse_pattern(host).map_err(invalid)?;
+            ports.iter().map(|p| (host.clone(), *p)).collect()
         };
-        let host = parse_pattern(host).map_err(invalid)?;
+        let rules = rules.into_iter().map(|(host, port)| Rule { host, port });
         Ok(AllowEntry {
             given: given.to_string(),
-            rules: ports
-                .into_iter()
-                .map(|port| Rule {
-                    host: host.clone(),
-                    port,
-                })
-                .collect(),
+            rules: rules.collect(),
         })
     }
 }
@@ -288,9 +276,7 @@ impl Allowlist {
             .rules()
             .filter(|rule| match (&rule.host, target) {
                 (HostPattern::Name(name), Target::Name(host)) => name == host,
-                (HostPattern::Wildcard(suffix), Target::Name(host)) => host
-                    .strip_suffix(suffix.as_str())
-                    .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+                (HostPattern::Wildcard(suffix), Target::Name(host)) => under(host, suffix),
                 (HostPattern::Ip(ip), Target::Ip(host)) => *ip == canonical(*host),
                 _ => false,
             })
@@ -316,11 +302,7 @@ fn canonical(ip: IpAddr) -> IpAddr {
 /// The host of a request's authority: an IP literal (`[v6]` or v4) or a host name; `None` for
 /// anything else.
 pub(crate) fn target_of(host: &str) -> Option<Target> {
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
-    if let Ok(ip) = bare.parse::<IpAddr>() {
+    if let Ok(ip) = bare(host).parse::<IpAddr>() {
         return Some(Target::Ip(ip));
     }
     normal_name(host).map(Target::Name)
@@ -340,12 +322,21 @@ impl AllowEntry {
     }
 }
 
+/// A host without the brackets of an IPv6 literal.
+pub(crate) fn bare(host: &str) -> &str {
+    host.strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host)
+}
+
+/// Whether `name` is a name under the domain `suffix` (not `suffix` itself).
+fn under(name: &str, suffix: &str) -> bool {
+    name.strip_suffix(suffix)
+        .is_some_and(|head| head.ends_with('.') && head.len() > 1)
+}
+
 /// Whether `grant` names every host `asked` names.
 fn covers(grant: &HostPattern, asked: &HostPattern) -> bool {
-    let under = |name: &str, suffix: &str| {
-        name.strip_suffix(suffix)
-            .is_some_and(|head| head.ends_with('.') && head.len() > 1)
-    };
     match (grant, asked) {
         (HostPattern::Name(g), HostPattern::Name(a)) => g == a,
         (HostPattern::Wildcard(g), HostPattern::Name(a)) => under(a, g),

@@ -1,11 +1,10 @@
 //! Which hosts the sandbox kept a run's command from, and the `--allow-host` grant that would
 //! let each through: a preset that names the host, else the host itself.
 
-use crate::services::network::allow::{Allowlist, PRESETS, Target};
+use crate::services::network::allow::{Allowlist, DEFAULT_PORTS, PRESETS, Target};
 use crate::store::network_report::{Denied, DeniedBy, Refusal, RefusalReason};
 
-/// The ports an entry without a port allows, and the only port of a preset.
-const DEFAULT_PORTS: [u16; 2] = [80, 443];
+/// The only port of a preset.
 const PRESET_PORT: u16 = 443;
 
 /// The hosts denied: each name looked up that the allowlist does not name (a name it names

@@ -18,7 +18,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use tokio::net::{TcpListener, TcpStream};
 
-use crate::services::network::allow::{Allowlist, Target, target_of};
+use crate::services::network::allow::{Allowlist, Target, bare, target_of};
 use crate::services::network::tunnel::{self, Relayed};
 use crate::store::network_report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
 
@@ -256,13 +256,6 @@ impl Proxy {
         let why = reason_name(reason);
         status(code, &format!("a3s-iso refused {host}:{port}: {why}"))
     }
-}
-
-/// A host without the brackets of an IPv6 literal.
-fn bare(host: &str) -> &str {
-    host.strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host)
 }
 
 /// The host as recorded: at most [`MAX_HOST`] bytes of what the command sent (a name is never
