@@ -68,7 +68,7 @@ pub(crate) fn clean(
     root.remove(Path::new(".git"))
         .ctx(|| format!("cannot remove {}", tree.path.join(".git").display()))?;
     let expected = Expected::in_parent(tree.path.parent().unwrap_or(Path::new("/")))?;
-    let wt = HermeticGit::private(git, tree.path, tree.common_dir, head, tree.scratch)?;
+    let wt = tree.private(git, head)?;
     // Attributes come from the bound commit alone (git 2.40 and later; older gits read the
     // tree's `.gitattributes`, which the order below makes the commit's before they are used).
     let on_index = wt.on_index_attrs_from(index, head);
@@ -163,8 +163,7 @@ fn reset_captured(on_index: &OnIndex<'_>, head: &str) -> Result<()> {
 /// Moves `tree` from commit `from` to commit `to` touching only the paths that differ
 /// (`index` holds `from`, with stat data, and is updated in place).
 pub(crate) fn advance(git: &Git, tree: &Tree, from: &str, to: &str, index: &Path) -> Result<()> {
-    let wt = HermeticGit::private(git, tree.path, tree.common_dir, from, tree.scratch)?;
-    wt.read_tree_move(index, from, to)
+    tree.private(git, from)?.read_tree_move(index, from, to)
 }
 
 /// Empties the admin dir and writes what `git worktree add --detach` writes: `commondir`,

@@ -240,7 +240,6 @@ impl Walk<'_> {
         let kind = kind_of(u32::from(st.stx_mode));
         let tracked = self.tracked.get(path).copied();
         let entry = tracked.map(|i| &self.entries[i]);
-        let gone = |e: Errno| if e == Errno::NOENT { Ok(()) } else { Err(e) };
         match (kind, entry) {
             (Kind::Special, _) => {
                 rustix::fs::unlinkat(dir.fd(), name, AtFlags::empty())
@@ -304,10 +303,6 @@ impl Walk<'_> {
 
     /// Whether a tracked file or link is untouched since the index recorded it.
     fn judge(&self, e: &StatEntry, kind: Kind, st: &rustix::fs::Statx) -> Judged {
-        let time = |t: rustix::fs::StatxTimestamp| StatTime {
-            secs: t.tv_sec as u32,
-            nanos: t.tv_nsec,
-        };
         let perms = u32::from(st.stx_mode) & 0o7777;
         let right_kind = match kind {
             Kind::File => {
@@ -320,15 +315,18 @@ impl Walk<'_> {
             _ => false,
         };
         let matches = right_kind
-            && time(st.stx_ctime) == e.ctime
-            && time(st.stx_mtime) == e.mtime
+            && stat_time(st.stx_ctime) == e.ctime
+            && stat_time(st.stx_mtime) == e.mtime
             && st.stx_ino as u32 == e.ino
             && st.stx_uid == e.uid
             && st.stx_gid == e.gid
             && st.stx_uid == self.expected.uid
             && st.stx_gid == self.expected.gid
             && st.stx_size as u32 == e.size;
-        match (matches, time(st.stx_mtime) < self.written && self.pristine) {
+        match (
+            matches,
+            stat_time(st.stx_mtime) < self.written && self.pristine,
+        ) {
             (false, _) => Judged::Changed,
             (true, true) => Judged::Untouched,
             (true, false) => Judged::Racy,
@@ -358,12 +356,7 @@ impl Walk<'_> {
         kind: Kind,
         st: &rustix::fs::Statx,
     ) -> rustix::io::Result<()> {
-        let changed = !self.pristine
-            || StatTime {
-                secs: st.stx_ctime.tv_sec as u32,
-                nanos: st.stx_ctime.tv_nsec,
-            } >= self.written;
-        if changed {
+        if !self.pristine || stat_time(st.stx_ctime) >= self.written {
             self.fix_attributes(dir.fd(), name)?;
         }
         let mode = match kind {
@@ -382,7 +375,6 @@ impl Walk<'_> {
         st: &rustix::fs::Statx,
         mode: u32,
     ) -> rustix::io::Result<()> {
-        let gone = |e: Errno| if e == Errno::NOENT { Ok(()) } else { Err(e) };
         let (uid, gid) = (self.expected.uid, self.expected.gid);
         let mut current = u32::from(st.stx_mode) & 0o7777;
         if st.stx_uid != uid || st.stx_gid != gid {
@@ -437,6 +429,19 @@ impl Walk<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// An entry gone meanwhile is no error.
+fn gone(e: Errno) -> rustix::io::Result<()> {
+    if e == Errno::NOENT { Ok(()) } else { Err(e) }
+}
+
+/// A statx time as the index records one.
+fn stat_time(t: rustix::fs::StatxTimestamp) -> StatTime {
+    StatTime {
+        secs: t.tv_sec as u32,
+        nanos: t.tv_nsec,
     }
 }
 
