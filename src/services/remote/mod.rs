@@ -20,6 +20,7 @@ use serde::Serialize;
 pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_remote};
 pub(crate) use crate::services::remote::select::choose as choose_remote;
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
+use crate::services::remote::select::{choose, digest_hex};
 
 use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{Digest, RunId, SessionId, TreeId};
@@ -107,16 +108,8 @@ pub struct PushOutcome {
 /// remote holds already is `unchanged`, and nothing is pushed.
 pub fn push(ctx: &Context, opts: &PushOptions) -> Result<PushOutcome> {
     // The remote is checked before a session is captured for it.
-    let remote = {
-        let located = crate::recovery::locate(ctx)?;
-        let dir = &located.repo.toplevel;
-        crate::services::remote::select::choose(
-            &ctx.git,
-            dir,
-            opts.remote.as_deref(),
-            opts.allow_url,
-        )?
-    };
+    let dir = crate::recovery::locate(ctx)?.repo.toplevel;
+    let remote = choose(&ctx.git, &dir, opts.remote.as_deref(), opts.allow_url)?;
     let (located, carried, warnings) = change_set_to_push(ctx, &opts.source)?;
     let dir = located.repo.toplevel.clone();
     let commit = crate::services::remote::carrier::write_commit(&ctx.git, &dir, &carried)?;
@@ -280,14 +273,10 @@ fn session_change_set(
 /// repositories, which do not travel.
 fn nested_warnings(nested: &crate::services::nested::Nested, left_out: &[String]) -> Vec<Warning> {
     let mut warnings = nested.warnings();
-    warnings.extend(nested.sets().iter().map(|set| {
-        let path = set.path.to_string();
-        Warning::from(PromoteWarning::NestedNotPushed { path })
-    }));
-    warnings.extend(left_out.iter().map(|p| {
-        let path = p.clone();
-        Warning::from(PromoteWarning::NestedLeftOut { path })
-    }));
+    let sets = nested.sets().into_iter();
+    warnings.extend(sets.map(|set| PromoteWarning::NestedNotPushed { path: set.path }.into()));
+    let left_out = left_out.iter().cloned();
+    warnings.extend(left_out.map(|path| PromoteWarning::NestedLeftOut { path }.into()));
     warnings
 }
 
@@ -370,8 +359,7 @@ pub(crate) struct Fetched {
 pub fn fetch(ctx: &Context, req: &FetchRequest) -> Result<FetchOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
-    let remote =
-        crate::services::remote::select::choose(&ctx.git, dir, Some(&req.remote), req.allow_url)?;
+    let remote = choose(&ctx.git, dir, Some(&req.remote), req.allow_url)?;
     let mut out = FetchOutcome {
         remote: remote.clone(),
         fetched: Vec::new(),
@@ -441,10 +429,8 @@ pub(crate) fn fetch_verified(
         }
     };
     let mut results = fetch_many(ctx, located, remote, &[digest.into()], max_bytes)?;
-    match results.pop() {
-        Some((_, result)) => result,
-        None => Err(Error::internal("a fetch of one change set reported none")),
-    }
+    let none = || Err(Error::internal("a fetch of one change set reported none"));
+    results.pop().map_or_else(none, |(_, result)| result)
 }
 
 /// Fetches the change sets `digests` from `remote` in one fetch (each into a private ref of its
@@ -525,15 +511,10 @@ fn check_fetched(
         scratch: &scratch,
     };
     let (carried, commit) = verifier.verify(temp, digest)?;
-    let cs = &carried.change_set;
+    let cs = carried.change_set;
     let report = FetchedChangeSet {
         digest: cs.patch_digest.clone(),
-        reference: located
-            .store
-            .refs()
-            .fetched(crate::services::remote::select::digest_hex(
-                &cs.patch_digest,
-            )),
+        reference: located.store.refs().fetched(digest_hex(&cs.patch_digest)),
         commit,
         session_id: cs.identity.session_id.clone(),
         run_id: cs.identity.run_id.clone(),
@@ -543,8 +524,8 @@ fn check_fetched(
         result_tree: cs.result_tree.clone(),
     };
     Ok(Fetched {
-        base_tree: carried.change_set.base_tree.clone(),
-        result_tree: carried.change_set.result_tree.clone(),
+        base_tree: cs.base_tree,
+        result_tree: cs.result_tree,
         patch: carried.patch,
         report,
     })
@@ -556,12 +537,8 @@ pub(crate) fn fetch_for_promote(
     located: &Located,
     req: &FetchRequest,
 ) -> Result<Fetched> {
-    let remote = crate::services::remote::select::choose(
-        &ctx.git,
-        &located.repo.toplevel,
-        Some(&req.remote),
-        req.allow_url,
-    )?;
+    let dir = &located.repo.toplevel;
+    let remote = choose(&ctx.git, dir, Some(&req.remote), req.allow_url)?;
     let digest = req.digest.as_deref().ok_or_else(|| Error::Usage {
         message: "promote --from REMOTE needs --digest sha256:<hex>".into(),
     })?;
@@ -602,7 +579,7 @@ pub fn delete_changes(
 ) -> Result<DeleteOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
-    let remote = crate::services::remote::select::choose(&ctx.git, dir, remote, allow_url)?;
+    let remote = choose(&ctx.git, dir, remote, allow_url)?;
     let held: Vec<String> = ctx
         .git
         .ls_remote(dir, &remote.name, &[format!("{CHANGES_PREFIX}*")])?
