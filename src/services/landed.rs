@@ -17,21 +17,24 @@ pub(crate) fn head_tree(ctx: &Context, located: &Located) -> Result<Option<Strin
     ctx.git.rev_parse(&located.repo.toplevel, "HEAD^{tree}")
 }
 
-/// Whether work that changed `changed` and ends at `tree` is all in `head_tree`.
-pub(crate) fn work_is_in(
+/// Whether the session's work that changed `changed` and ends at `tree` is landed: all in
+/// `head_tree` (the tree of the source's HEAD), or what its last promoted step landed as a
+/// commit now in HEAD's history.
+pub(crate) fn tree_is_landed(
     ctx: &Context,
     located: &Located,
-    changed: &[Vec<u8>],
-    tree: &str,
+    record: &SessionRecord,
+    (changed, tree): (&[Vec<u8>], &str),
     head_tree: Option<&str>,
 ) -> Result<bool> {
-    match head_tree {
+    let common_dir = &located.repo.common_dir;
+    let in_head = match head_tree {
         Some(head) if !changed.is_empty() => {
-            ctx.git
-                .tree_paths_match(&located.repo.common_dir, tree, head, changed)
+            (ctx.git).tree_paths_match(common_dir, tree, head, changed)?
         }
-        _ => Ok(false),
-    }
+        _ => false,
+    };
+    Ok(in_head || landed_step(ctx, located, record, Some(tree))?)
 }
 
 /// Whether the session is landed: bound with an isolation (not stopped at a conflict) whose
@@ -52,9 +55,12 @@ pub fn is_landed(ctx: &Context, located: &Located, record: &SessionRecord) -> Re
         .git
         .diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
     let head = head_tree(ctx, located)?;
-    Ok(
-        work_is_in(ctx, located, &changed, &snap.tree, head.as_deref())?
-            || last_step_is_in(ctx, located, record, &snap.tree)?,
+    tree_is_landed(
+        ctx,
+        located,
+        record,
+        (&changed, &snap.tree),
+        head.as_deref(),
     )
 }
 
@@ -81,8 +87,7 @@ pub(crate) fn may_be_landed(
     let changed = ctx
         .git
         .diff_trees(&located.repo.common_dir, &record.base_tree, &tree)?;
-    Ok(work_is_in(ctx, located, &changed, &tree, head_tree)?
-        || last_step_is_in(ctx, located, record, &tree)?)
+    tree_is_landed(ctx, located, record, (&changed, &tree), head_tree)
 }
 
 /// Whether a discarded session landed before it went: its last promoted step was committed,
@@ -94,16 +99,6 @@ pub(crate) fn landed_before_discard(
     record: &SessionRecord,
 ) -> Result<bool> {
     landed_step(ctx, located, record, None)
-}
-
-/// Whether the session's last promoted step landed `tree` as a commit now in HEAD's history.
-pub(crate) fn last_step_is_in(
-    ctx: &Context,
-    located: &Located,
-    record: &SessionRecord,
-    tree: &str,
-) -> Result<bool> {
-    landed_step(ctx, located, record, Some(tree))
 }
 
 /// Whether the session's last promoted step was committed (and landed `tree`, when given) and

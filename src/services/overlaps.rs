@@ -308,9 +308,8 @@ fn work_of(
     let isolation = writable_isolation(record)?;
     let snap = isolation.peek(ctx, located, &located.store.scratch_dir())?;
     let changed = (ctx.git).diff_trees(&located.repo.common_dir, &record.base_tree, &snap.tree)?;
-    let landed =
-        crate::services::landed::work_is_in(ctx, located, &changed, &snap.tree, head_tree)?
-            || crate::services::landed::last_step_is_in(ctx, located, record, &snap.tree)?;
+    let work = (changed.as_slice(), snap.tree.as_str());
+    let landed = crate::services::landed::tree_is_landed(ctx, located, record, work, head_tree)?;
     let paths = (changed.iter())
         .map(|p| String::from_utf8_lossy(p).into_owned())
         .collect();
