@@ -127,16 +127,9 @@ pub(crate) fn seeds_of(
     admin: &std::path::Path,
 ) -> Vec<PathBuf> {
     let own = store.seed_index_path(admin);
-    let stem = own
-        .file_stem()
-        .map(|s| {
-            format!(
-                "{}{}",
-                s.to_string_lossy(),
-                crate::services::nested::NESTED_SEED_MARK
-            )
-        })
-        .unwrap_or_default();
+    let mark = crate::services::nested::NESTED_SEED_MARK;
+    let stem =
+        (own.file_stem()).map_or(String::new(), |s| format!("{}{mark}", s.to_string_lossy()));
     let mut seeds = vec![own.clone(), store.bound_index_path(admin)];
     // What a3s-iso notes beside its own index: the tree it writes, that it is flat, and the
     // tree the isolation's index writes.
