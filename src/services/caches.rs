@@ -18,32 +18,14 @@ enum Tool {
     Cargo,
 }
 
-/// The presets whose registry a package manager downloads from, and that tool.
-const PRESET_TOOLS: &[(&str, Tool)] = &[
-    ("@npm", Tool::Npm),
-    ("@pypi", Tool::Pip),
-    ("@crates", Tool::Cargo),
+/// The presets whose registry a package manager downloads from: that tool, its name, and the
+/// variable that moves its cache (cargo: its whole home, where it keeps its registry index,
+/// downloads and sources).
+const PRESET_TOOLS: &[(&str, Tool, &str, &str)] = &[
+    ("@npm", Tool::Npm, "npm", "npm_config_cache"),
+    ("@pypi", Tool::Pip, "pip", "PIP_CACHE_DIR"),
+    ("@crates", Tool::Cargo, "cargo", "CARGO_HOME"),
 ];
-
-impl Tool {
-    fn name(self) -> &'static str {
-        match self {
-            Tool::Npm => "npm",
-            Tool::Pip => "pip",
-            Tool::Cargo => "cargo",
-        }
-    }
-
-    /// The variable that moves the tool's cache (cargo: its whole home, where it keeps its
-    /// registry index, downloads and sources).
-    fn variable(self) -> &'static str {
-        match self {
-            Tool::Npm => "npm_config_cache",
-            Tool::Pip => "PIP_CACHE_DIR",
-            Tool::Cargo => "CARGO_HOME",
-        }
-    }
-}
 
 /// What a run's caches need: writable directories, variables, and what the run reports.
 #[derive(Debug, Clone, Default)]
@@ -93,17 +75,17 @@ pub fn prepare(given: &[String], mode: CacheMode, roots: &CacheRoots) -> Result<
     if mode == CacheMode::None {
         return Ok(plan);
     }
-    let mut seen = Vec::new();
-    for (preset, tool) in PRESET_TOOLS {
-        if !given.iter().any(|g| g == preset) || seen.contains(tool) {
+    for (preset, tool, name, variable) in PRESET_TOOLS {
+        if !given.iter().any(|g| g == preset) {
             continue;
         }
-        seen.push(*tool);
-        let (dirs, env) = match mode {
-            CacheMode::User => user_cache(*tool, roots),
-            _ => private_cache(*tool, roots),
+        let (dirs, env) = match (mode, &roots.private) {
+            (CacheMode::User, _) => user_cache(*tool, roots),
+            // a3s-iso's own: one directory, named after the tool.
+            (_, Some(root)) => Some((vec![root.join(name)], true)),
+            (_, None) => None,
         }
-        .ok_or_else(|| no_place(*tool, mode))?;
+        .ok_or_else(|| no_place(name, mode))?;
         for dir in &dirs {
             make_dir(dir, mode == CacheMode::Private)?;
         }
@@ -112,23 +94,17 @@ pub fn prepare(given: &[String], mode: CacheMode, roots: &CacheRoots) -> Result<
             .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
             .collect();
         if let Some(value) = env.then(|| dirs[0].clone()) {
-            plan.env.push((tool.variable().into(), value.into()));
+            plan.env.push(((*variable).into(), value.into()));
         }
         plan.writable.extend(dirs.iter().cloned());
         plan.report.push(CacheReport {
             preset: (*preset).to_string(),
-            tool: tool.name().to_string(),
+            tool: (*name).to_string(),
             mode,
             writable: dirs,
         });
     }
     Ok(plan)
-}
-
-/// a3s-iso's cache of `tool`: one directory, named by the tool's variable.
-fn private_cache(tool: Tool, roots: &CacheRoots) -> Option<(Vec<PathBuf>, bool)> {
-    let root = roots.private.as_ref()?;
-    Some((vec![root.join(tool.name())], true))
 }
 
 /// The user's own cache of `tool`, where the tool looks by default. cargo's home holds more
@@ -176,12 +152,9 @@ fn make_dir(dir: &Path, own: bool) -> Result<()> {
         .map_err(|e| Error::io(format!("cannot create the cache {}", dir.display()), e))
 }
 
-fn no_place(tool: Tool, mode: CacheMode) -> Error {
+fn no_place(tool: &str, mode: CacheMode) -> Error {
     Error::io(
-        format!(
-            "no place for the {} cache ({mode}): no per-user data directory or HOME",
-            tool.name()
-        ),
+        format!("no place for the {tool} cache ({mode}): no per-user data directory or HOME"),
         std::io::Error::from(std::io::ErrorKind::NotFound),
     )
 }
