@@ -82,7 +82,7 @@ pub(crate) fn copy(
     let parts: Vec<Result<CopyReport>> = std::thread::scope(|scope| {
         let handles: Vec<_> = selected
             .chunks(chunk)
-            .map(|part| scope.spawn(|| shared.copy_all(part, sets.len())))
+            .map(|part| scope.spawn(|| shared.copy_all(part, sets)))
             .collect();
         handles
             .into_iter()
@@ -92,16 +92,7 @@ pub(crate) fn copy(
             })
             .collect()
     });
-    let mut report = CopyReport {
-        sources: sets
-            .iter()
-            .map(|set| CopySource {
-                from: set.origin,
-                files: 0,
-            })
-            .collect(),
-        ..CopyReport::default()
-    };
+    let mut report = CopyReport::of(sets);
     for part in parts {
         report.add(&part?);
     }
@@ -109,6 +100,18 @@ pub(crate) fn copy(
 }
 
 impl CopyReport {
+    /// Nothing copied yet by any of `sets`.
+    fn of(sets: &[PatternSet]) -> CopyReport {
+        let source = |set: &PatternSet| CopySource {
+            from: set.origin,
+            files: 0,
+        };
+        CopyReport {
+            sources: sets.iter().map(source).collect(),
+            ..CopyReport::default()
+        }
+    }
+
     fn add(&mut self, other: &CopyReport) {
         self.files += other.files;
         self.bytes += other.bytes;
@@ -142,17 +145,12 @@ impl Shared<'_> {
     }
 
     /// Copies `selected` (sorted paths, each with the sets that chose it) in order.
-    fn copy_all(&self, selected: &[(Vec<u8>, Vec<bool>)], sets: usize) -> Result<CopyReport> {
-        let mut report = CopyReport {
-            sources: vec![
-                CopySource {
-                    from: PatternOrigin::CopyIgnored,
-                    files: 0
-                };
-                sets
-            ],
-            ..CopyReport::default()
-        };
+    fn copy_all(
+        &self,
+        selected: &[(Vec<u8>, Vec<bool>)],
+        sets: &[PatternSet],
+    ) -> Result<CopyReport> {
+        let mut report = CopyReport::of(sets);
         // The paths come sorted, so the files of one directory follow each other: its
         // handles on both sides are opened once for all of them.
         let mut at = Parent::default();
@@ -168,12 +166,8 @@ impl Shared<'_> {
             if !self.make_way(&at, path, Path::new(name), &mut report)? {
                 continue;
             }
-            let copied = copy_entry(&self.into, &mut at, Path::new(name)).map_err(|e| {
-                Error::io(
-                    format!("cannot copy {}", self.source.join(rel).display()),
-                    e,
-                )
-            })?;
+            let copied = copy_entry(&self.into, &mut at, Path::new(name))
+                .ctx(|| format!("cannot copy {}", self.source.join(rel).display()))?;
             let Some((bytes, cloned)) = copied else {
                 continue;
             };
