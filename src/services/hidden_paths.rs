@@ -113,12 +113,6 @@ fn classify(spec: &SandboxSpec, path: &Path, written: bool) -> Option<HiddenPath
     {
         return None;
     }
-    let restored = |p: &Path| {
-        spec.writable
-            .iter()
-            .chain(&spec.visible)
-            .any(|r| p.starts_with(r))
-    };
     let exists = std::fs::symlink_metadata(path).is_ok();
     if let Some(secret) = spec.hidden.iter().find(|h| path.starts_with(h)) {
         return Some(hint(path, HiddenReason::Hidden, Some(secret), Access::Read));
@@ -126,7 +120,7 @@ fn classify(spec: &SandboxSpec, path: &Path, written: bool) -> Option<HiddenPath
     let private = spec
         .private
         .iter()
-        .find(|d| path.starts_with(d) && !restored(path));
+        .find(|d| path.starts_with(d) && !restored(spec, path));
     match private {
         Some(dir) if exists => Some(hint(path, HiddenReason::Private, Some(dir), Access::Read)),
         // Writes there land in the sandbox's own tmpfs; reads of what is not there fail
@@ -137,6 +131,29 @@ fn classify(spec: &SandboxSpec, path: &Path, written: bool) -> Option<HiddenPath
         }
         None => None,
     }
+}
+
+/// Whether `path` is under a path the sandbox lets through (writable or visible) again.
+pub(crate) fn restored(spec: &SandboxSpec, path: &Path) -> bool {
+    (spec.writable.iter().chain(&spec.visible)).any(|r| path.starts_with(r))
+}
+
+/// The first `limit` bytes of the regular file at `path`, read as a file the command could
+/// have planted: no link followed at the end, no FIFO waited on.
+pub(crate) fn read_planted(path: &Path, limit: u64) -> Option<Vec<u8>> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes).ok()?;
+    Some(bytes)
 }
 
 fn hint(path: &Path, reason: HiddenReason, under: Option<&PathBuf>, allow: Access) -> HiddenPath {
@@ -332,8 +349,6 @@ fn end_command(command: &mut Vec<Vec<u8>>, words: &mut Vec<Word>) {
 /// (in its isolation): the file is read only when no link leads to it, it lies under no secret
 /// the sandbox hides nor in a kernel view, and never waited on nor read past its bound.
 fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
     let (program, rest) = command.split_first()?;
     if !is_one_of(program.as_bytes(), INTERPRETERS) {
         return None;
@@ -356,18 +371,8 @@ fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) ->
     if real != path || kernel.iter().any(|d| covered(d)) || hidden.iter().any(|h| covered(h)) {
         return None;
     }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(&real)
-        .ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.len() > SCRIPT_BYTES {
-        return None;
-    }
-    let mut bytes = Vec::new();
-    file.take(SCRIPT_BYTES).read_to_end(&mut bytes).ok()?;
-    Some(bytes)
+    // A script over the bound is not read at all.
+    read_planted(&real, SCRIPT_BYTES + 1).filter(|bytes| bytes.len() as u64 <= SCRIPT_BYTES)
 }
 
 #[cfg(test)]

@@ -8,13 +8,12 @@
 //! and the `PATH` the command gets; only the host's files are looked at.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::base::sandbox::SandboxSpec;
-use crate::services::hidden_paths::{Access, HiddenPath, HiddenReason};
+use crate::services::hidden_paths::{Access, HiddenPath, HiddenReason, read_planted, restored};
 
 /// How much of a script's first line is read for its interpreter.
 const SHEBANG_BYTES: u64 = 256;
@@ -64,17 +63,11 @@ fn locate(program: &OsStr, path_env: Option<&OsStr>) -> Option<PathBuf> {
 /// not restored inside: named with the prefix to allow.
 fn hidden_tool(spec: &SandboxSpec, found: &Path) -> Option<HiddenPath> {
     let chain = link_chain(found)?;
-    let restored = |p: &Path| {
-        spec.writable
-            .iter()
-            .chain(&spec.visible)
-            .any(|r| p.starts_with(r))
-    };
     let kept = std::iter::once(found)
         .chain(chain.iter().map(PathBuf::as_path))
         .find_map(|p| {
             let root = spec.private.iter().find(|d| p.starts_with(d))?;
-            (!restored(p)).then_some(root)
+            (!restored(spec, p)).then_some(root)
         })?;
     let under_root: Vec<&Path> = chain
         .iter()
@@ -161,16 +154,7 @@ fn readable_script(spec: &SandboxSpec, real: &Path) -> bool {
 /// program env looks up. Read as a planted file: no link followed at the end, no FIFO waited
 /// on, 256 bytes at most.
 fn interpreter_of(real: &Path) -> Option<std::ffi::OsString> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
-        .open(real)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
-        return None;
-    }
-    let mut head = Vec::new();
-    file.take(SHEBANG_BYTES).read_to_end(&mut head).ok()?;
+    let head = read_planted(real, SHEBANG_BYTES)?;
     let line = head.strip_prefix(b"#!")?;
     let line = &line[..line.iter().position(|b| *b == b'\n')?];
     let mut words = line
