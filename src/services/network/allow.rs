@@ -155,28 +155,21 @@ fn preset_names() -> String {
 fn split_host_port(given: &str) -> std::result::Result<(&str, Option<&str>), &'static str> {
     if let Some(rest) = given.strip_prefix('[') {
         let (host, after) = rest.split_once(']').ok_or("an unclosed [")?;
-        return match after {
-            "" => Ok((host, None)),
-            _ => match after.strip_prefix(':') {
-                Some(port) => Ok((host, Some(port))),
-                None => Err("expected :PORT after ]"),
-            },
+        return match after.strip_prefix(':') {
+            _ if after.is_empty() => Ok((host, None)),
+            Some(port) => Ok((host, Some(port))),
+            None => Err("expected :PORT after ]"),
         };
     }
     if given.parse::<Ipv6Addr>().is_ok() {
         return Ok((given, None));
     }
-    Ok(match given.rsplit_once(':') {
-        Some((host, port)) => (host, Some(port)),
-        None => (given, None),
-    })
+    Ok((given.rsplit_once(':')).map_or((given, None), |(host, port)| (host, Some(port))))
 }
 
 fn parse_port(text: &str) -> std::result::Result<u16, &'static str> {
-    match text.parse::<u16>() {
-        Ok(0) | Err(_) => Err("the port must be a number from 1 to 65535"),
-        Ok(port) => Ok(port),
-    }
+    (text.parse::<u16>().ok().filter(|port| *port != 0))
+        .ok_or("the port must be a number from 1 to 65535")
 }
 
 fn parse_pattern(host: &str) -> std::result::Result<HostPattern, &'static str> {

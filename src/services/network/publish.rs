@@ -35,19 +35,10 @@ impl PublishRequest {
             Some((host, inside)) => (Some(host), inside),
             None => (None, given),
         };
-        let port = match inside.parse::<u16>() {
-            Ok(0) | Err(_) => {
-                return Err(invalid("the port inside must be a number from 1 to 65535"));
-            }
-            Ok(port) => port,
-        };
-        let host_port = match host.map(str::parse::<u16>) {
-            None => 0,
-            Some(Ok(port)) => port,
-            Some(Err(_)) => {
-                return Err(invalid("the host's port must be a number from 0 to 65535"));
-            }
-        };
+        let port = (inside.parse::<u16>().ok().filter(|port| *port != 0))
+            .ok_or_else(|| invalid("the port inside must be a number from 1 to 65535"))?;
+        let host_port = (host.map_or(Ok(0), str::parse::<u16>))
+            .map_err(|_| invalid("the host's port must be a number from 0 to 65535"))?;
         Ok(PublishRequest { host_port, port })
     }
 
