@@ -286,45 +286,30 @@ fn split_list(text: &[u8]) -> Vec<Vec<u8>> {
 /// The words of a shell script, roughly as the shell splits them: quotes removed, the word
 /// after `>` or `>>` written, and each simple command's operands by its program.
 fn script_words(script: &[u8]) -> Vec<Word> {
-    let mut words = Vec::new();
-    let mut command: Vec<Vec<u8>> = Vec::new();
+    let (mut words, mut command, mut current) = (Vec::new(), Vec::new(), Vec::new());
     let mut redirected = false;
-    let mut current = Vec::new();
-    let flush_word = |current: &mut Vec<u8>,
-                      redirected: &mut bool,
-                      command: &mut Vec<Vec<u8>>,
-                      words: &mut Vec<Word>| {
-        if current.is_empty() {
-            return;
+    // A last newline ends the last word and command.
+    for &byte in script.iter().chain(b"\n") {
+        if !b" \t<'\"`(){},>\n;|&".contains(&byte) {
+            current.push(byte);
+            continue;
         }
-        let text = std::mem::take(current);
-        if std::mem::take(redirected) {
-            words.push(Word {
-                text,
-                written: true,
-            });
-        } else {
-            command.push(text);
+        if !current.is_empty() {
+            let text = std::mem::take(&mut current);
+            match std::mem::take(&mut redirected) {
+                true => words.push(Word {
+                    text,
+                    written: true,
+                }),
+                false => command.push(text),
+            }
         }
-    };
-    for &byte in script {
         match byte {
-            b' ' | b'\t' | b'<' | b'\'' | b'"' | b'`' | b'(' | b')' | b'{' | b'}' | b',' => {
-                flush_word(&mut current, &mut redirected, &mut command, &mut words)
-            }
-            b'>' => {
-                flush_word(&mut current, &mut redirected, &mut command, &mut words);
-                redirected = true;
-            }
-            b'\n' | b';' | b'|' | b'&' => {
-                flush_word(&mut current, &mut redirected, &mut command, &mut words);
-                end_command(&mut command, &mut words);
-            }
-            _ => current.push(byte),
+            b'>' => redirected = true,
+            b'\n' | b';' | b'|' | b'&' => end_command(&mut command, &mut words),
+            _ => {}
         }
     }
-    flush_word(&mut current, &mut redirected, &mut command, &mut words);
-    end_command(&mut command, &mut words);
     words
 }
 
