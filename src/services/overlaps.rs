@@ -251,9 +251,7 @@ fn rebase_all(view: &ObjectView, onto: &str, works: &[Work]) -> Result<Vec<Vec<S
     works
         .iter()
         .map(|work| match work.chain.is_empty() {
-            true => merged.next().map(|m| shown(&m)).ok_or_else(|| {
-                crate::base::error::Error::internal("a merge of the batch is missing")
-            }),
+            true => merged.next().map(|m| shown(&m)).ok_or_else(missing_merge),
             false => rebase_conflicts(view, onto, work),
         })
         .collect()
@@ -376,6 +374,10 @@ fn shown(merged: &crate::git::Merged) -> Vec<String> {
     paths
 }
 
+fn missing_merge() -> crate::base::error::Error {
+    crate::base::error::Error::internal("a merge of the batch is missing")
+}
+
 fn prediction_of(paths: &[String]) -> Prediction {
     match paths.is_empty() {
         true => Prediction::Clean,
@@ -408,9 +410,7 @@ fn pairs(view: &ObjectView, works: &[Work]) -> Result<Vec<Pair>> {
         let (b_after_a, a_after_b) = if !touches(a) || !touches(b) {
             (Vec::new(), Vec::new())
         } else if simple(a, b) {
-            let merged = merged.next().ok_or_else(|| {
-                crate::base::error::Error::internal("a merge of the batch is missing")
-            })?;
+            let merged = merged.next().ok_or_else(missing_merge)?;
             let paths = shown(&merged);
             (paths.clone(), paths)
         } else {
