@@ -44,11 +44,7 @@ pub(crate) fn runs(store: &Store, session_id: &SessionId) -> Result<Vec<RunView>
         .into_iter()
         .map(|run_id| run_view(store, session_id, run_id))
         .collect();
-    runs.sort_by(|a, b| {
-        a.observed_at_ms
-            .cmp(&b.observed_at_ms)
-            .then_with(|| a.run_id.cmp(&b.run_id))
-    });
+    runs.sort_by(|a, b| (a.observed_at_ms, &a.run_id).cmp(&(b.observed_at_ms, &b.run_id)));
     Ok(runs)
 }
 
