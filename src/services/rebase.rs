@@ -129,10 +129,9 @@ impl RebaseOutcome {
 
     /// 3 for `conflicted` (look at it), else 0.
     pub fn exit_code(&self) -> i32 {
-        if self.outcome == RebaseResult::Conflicted {
-            3
-        } else {
-            0
+        match self.outcome {
+            RebaseResult::Conflicted => 3,
+            _ => 0,
         }
     }
 }
