@@ -811,16 +811,13 @@ fn isolation_base(
     if writable {
         return Ok((parent.to_path_buf(), false));
     }
-    let fallback = crate::store::state::user_data_dir()
-        .map(|d| {
-            d.join("isolations")
-                .join(crate::base::fsutil::path_key(&[source]))
-        })
-        .ok_or_else(|| Error::IsolationUnavailable {
+    let fallback = crate::store::state::user_isolations_dir(source).ok_or_else(|| {
+        Error::IsolationUnavailable {
             reason: Unavailable::NoBaseDir {
                 parent: parent.to_path_buf(),
             },
-        })?;
+        }
+    })?;
     fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
     warnings.push(
         BindWarning::FallbackParent {

@@ -552,13 +552,9 @@ fn held_by_other_stores(repo: &Repo, store: &Store) -> BTreeSet<PathBuf> {
             for record in other.sessions().unwrap_or_default().into_iter().flatten() {
                 elsewhere.extend(record.worktree);
             }
-            elsewhere.extend(
-                other
-                    .claims()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|c| c.path),
-            );
+            for claim in other.claims().unwrap_or_default() {
+                elsewhere.insert(claim.path);
+            }
         }
     }
     elsewhere
@@ -584,12 +580,7 @@ fn search_dirs(
             dirs.insert(parent.to_path_buf());
         }
     }
-    if let Some(data) = crate::store::state::user_data_dir() {
-        dirs.insert(
-            data.join("isolations")
-                .join(crate::base::fsutil::path_key(&[&repo.toplevel])),
-        );
-    }
+    dirs.extend(crate::store::state::user_isolations_dir(&repo.toplevel));
     dirs
 }
 
@@ -636,7 +627,7 @@ fn decide(
     match found {
         Found::Recorded(record) => decide_recorded(record, opts, now, lease_held),
         Found::Claimed(claim) => decide_claimed(claim, now, grace),
-        Found::Unreadable { detail, .. } => Decision::Keep(
+        Found::Unreadable { detail, .. } => keep(
             KeepReason::Unknown,
             format!("owner record unreadable: {detail}"),
         ),
@@ -654,18 +645,18 @@ fn decide(
         ),
         Found::Symlink => Decision::Skip(SkipReason::SymbolicLink),
         Found::NotADirectory => Decision::Skip(SkipReason::NotADirectory),
-        Found::OtherTenant => Decision::Keep(
+        Found::OtherTenant => keep(
             KeepReason::OtherTenant,
-            "another state store (tenant) of this repository records or names it".into(),
+            "another state store (tenant) of this repository records or names it",
         ),
         Found::OtherRepository { gitdir } => Decision::Skip(SkipReason::OtherRepository {
             gitdir: gitdir.clone(),
         }),
-        Found::NotOurs => Decision::Keep(
+        Found::NotOurs => keep(
             KeepReason::NotOurs,
-            "named like an isolation, but not with this store's name for this source, and not recorded here".into(),
+            "named like an isolation, but not with this store's name for this source, and not recorded here",
         ),
-        Found::Lookalike { id, recorded } => Decision::Keep(
+        Found::Lookalike { id, recorded } => keep(
             KeepReason::Unknown,
             format!(
                 "named like session {id:?}, whose record points elsewhere ({})",
@@ -675,9 +666,9 @@ fn decide(
                     .unwrap_or_else(|| "no isolation".into())
             ),
         ),
-        Found::Stranger => Decision::Keep(
+        Found::Stranger => keep(
             KeepReason::Unknown,
-            "no a3s-iso record and not a worktree of this repository (made by hand?)".into(),
+            "no a3s-iso record and not a worktree of this repository (made by hand?)",
         ),
     }
 }
@@ -696,7 +687,7 @@ fn decide_recorded(
             Some(limit) if retained_for >= limit.as_millis() as u64 => {
                 Decision::Reclaim(ReclaimReason::RetainedExpired)
             }
-            _ => Decision::Keep(
+            _ => keep(
                 KeepReason::Retained,
                 record.retained_reason.clone().unwrap_or_default(),
             ),
@@ -706,22 +697,22 @@ fn decide_recorded(
         return decide_ownerless(record, opts, now, lease_held);
     };
     match owner.liveness() {
-        Liveness::Foreign => Decision::Keep(
+        Liveness::Foreign => keep(
             KeepReason::Foreign,
             format!("owned by {}", owner.describe()),
         ),
-        Liveness::Unknown => Decision::Keep(
+        Liveness::Unknown => keep(
             KeepReason::Unknown,
-            "the owner's liveness cannot be determined".into(),
+            "the owner's liveness cannot be determined",
         ),
         // A live owner keeps it without a look at the lease: a probe of a free lease holds it
         // for an instant, which only a dead owner's session needs to risk.
-        Liveness::Alive => Decision::Keep(
+        Liveness::Alive => keep(
             KeepReason::Live,
             format!("owner {} is alive", owner.describe()),
         ),
         Liveness::Dead if lease_held(&record.session_id) => {
-            Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+            keep(KeepReason::Live, "a run holds its lease")
         }
         Liveness::Dead => Decision::Reclaim(ReclaimReason::OwnerDead),
     }
@@ -737,10 +728,9 @@ fn decide_ownerless(
     lease_held: &dyn Fn(&SessionId) -> bool,
 ) -> Decision {
     if !opts.include_ownerless {
-        return Decision::Keep(
+        return keep(
             KeepReason::Ownerless,
-            "no owner process (bound with --owner none); sweep --include-ownerless reclaims it"
-                .into(),
+            "no owner process (bound with --owner none); sweep --include-ownerless reclaims it",
         );
     }
     let idle = now.saturating_sub(record.last_activity_ms());
@@ -755,31 +745,36 @@ fn decide_ownerless(
 /// An in-flight bind: kept while its process lives, and for the grace period after.
 fn decide_claimed(claim: &ClaimRecord, now: u64, grace: u64) -> Decision {
     match claim.bind_process.liveness() {
-        Liveness::Foreign => Decision::Keep(
+        Liveness::Foreign => keep(
             KeepReason::Foreign,
             format!("bind by {}", claim.bind_process.describe()),
         ),
-        Liveness::Unknown => Decision::Keep(
+        Liveness::Unknown => keep(
             KeepReason::Unknown,
-            "the bind's liveness cannot be determined".into(),
+            "the bind's liveness cannot be determined",
         ),
-        Liveness::Alive => Decision::Keep(
+        Liveness::Alive => keep(
             KeepReason::InFlight,
             format!("bind {} in progress", claim.bind_process.describe()),
         ),
-        Liveness::Dead if now.saturating_sub(claim.created_at_ms) < grace => Decision::Keep(
+        Liveness::Dead if now.saturating_sub(claim.created_at_ms) < grace => keep(
             KeepReason::Young,
-            "an interrupted bind, within the grace period".into(),
+            "an interrupted bind, within the grace period",
         ),
         Liveness::Dead => Decision::Reclaim(ReclaimReason::InFlightDead),
     }
+}
+
+/// Keeps an entry, with why.
+fn keep(reason: KeepReason, detail: impl Into<String>) -> Decision {
+    Decision::Keep(reason, detail.into())
 }
 
 /// An isolation with no owner to ask (a malformed record, or none): live while a run holds its
 /// lease, young within the grace period, else reclaimable.
 fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimReason) -> Decision {
     if leased {
-        Decision::Keep(KeepReason::Live, "a run holds its lease".into())
+        keep(KeepReason::Live, "a run holds its lease")
     } else if young {
         Decision::Keep(KeepReason::Young, young_detail)
     } else {
@@ -796,13 +791,7 @@ fn id_of(found: &Found) -> Option<SessionId> {
         | Found::Unreadable { id, .. }
         | Found::Unrecorded { id, .. } => Some(id.clone()),
         // A lookalike carries a session's name, but it is not that session's tree.
-        Found::Lookalike { .. }
-        | Found::Symlink
-        | Found::NotADirectory
-        | Found::OtherTenant
-        | Found::NotOurs
-        | Found::OtherRepository { .. }
-        | Found::Stranger => None,
+        _ => None,
     }
 }
 
@@ -996,9 +985,9 @@ fn confirm(
     let store = &located.store;
     let lease_held = |other: &SessionId| other != id && store.is_leased(other).unwrap_or(true);
     let decision = match decide(&found, opts, now_ms(), &lease_held) {
-        Decision::Reclaim(_) if id_of(&found).as_ref() != Some(id) => Decision::Keep(
+        Decision::Reclaim(_) if id_of(&found).as_ref() != Some(id) => keep(
             KeepReason::Unknown,
-            "it changed hands while the sweep ran; left for the next sweep".into(),
+            "it changed hands while the sweep ran; left for the next sweep",
         ),
         decision => decision,
     };

@@ -1003,6 +1003,14 @@ pub(crate) fn user_data_dir() -> Option<PathBuf> {
     directories::ProjectDirs::from("", "", "a3s-iso").map(|d| d.data_dir().to_path_buf())
 }
 
+/// The per-user directory that holds a source's isolations when its parent is not writable.
+pub(crate) fn user_isolations_dir(source: &Path) -> Option<PathBuf> {
+    user_data_dir().map(|d| {
+        d.join("isolations")
+            .join(crate::base::fsutil::path_key(&[source]))
+    })
+}
+
 fn registry_dir() -> Option<PathBuf> {
     user_data_dir().map(|d| d.join("sources"))
 }
