@@ -72,7 +72,7 @@ pub struct LandOptions {
 }
 
 /// How one session's landing ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum LandResult {
     /// Its work landed now.
@@ -90,6 +90,7 @@ pub enum LandResult {
     /// An error stopped it (see `error`).
     Failed,
     /// The queue stopped before it.
+    #[default]
     NotReached,
     /// It was discarded before it landed: nothing of it landed, nothing is left to do.
     Discarded,
@@ -127,7 +128,7 @@ pub struct LandError {
 }
 
 /// One session of the queue.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct LandedSession {
     /// The session.
     pub session_id: String,
@@ -187,19 +188,7 @@ impl LandedSession {
         LandedSession {
             session_id: session_id.to_string(),
             outcome,
-            reason: None,
-            digest: None,
-            commit: None,
-            test_exit_code: None,
-            test_run_id: None,
-            test_output: None,
-            test_wrote: Vec::new(),
-            conflicting_paths: Vec::new(),
-            error: None,
-            duration_ms: 0,
-            cleanup: None,
-            warnings: Vec::new(),
-            push: None,
+            ..LandedSession::default()
         }
     }
 }
@@ -221,7 +210,7 @@ pub struct PushReport {
 }
 
 /// What `land` did (`a3s-iso.land.v1`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct LandOutcome {
     /// How the sessions landed.
     pub mode: LandMode,
@@ -251,13 +240,8 @@ impl LandOutcome {
         LandOutcome {
             mode,
             resumed,
-            sessions: Vec::new(),
-            stopped_at: None,
-            hint: None,
-            next_commands: Vec::new(),
             warnings: ctx.take_notices(),
-            aborted: false,
-            reclaimed: Vec::new(),
+            ..LandOutcome::default()
         }
     }
 
@@ -393,11 +377,9 @@ fn land_queue(
 /// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
 /// afresh each time, and `true` when it cannot be read (it may hold any session).
 pub(crate) fn queued(located: &Located, id: &SessionId) -> bool {
-    let recorded: Option<Queue> = match read_json(&located.store.land_queue_file()) {
-        Ok(recorded) => recorded,
-        Err(_) => return true,
-    };
-    recorded.is_some_and(|q| q.sessions.iter().any(|(queued, _)| queued == id))
+    read_json::<Queue>(&located.store.land_queue_file()).map_or(true, |q| {
+        q.is_some_and(|q| q.sessions.iter().any(|(queued, _)| queued == id))
+    })
 }
 
 /// The queue to land: the recorded one continued when no session is named, else a new one

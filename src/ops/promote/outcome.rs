@@ -13,7 +13,7 @@ pub use crate::store::state::PromoteMode as Mode;
 
 wire_enum! {
     /// The outcome of a promote.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
     pub enum Outcome {
         /// The change set landed in the source, now.
         Applied = "applied",
@@ -22,6 +22,7 @@ wire_enum! {
         /// It cannot land as it stands; nothing applied.
         Conflict = "conflict",
         /// The change set is empty; nothing to apply.
+        #[default]
         Empty = "empty",
         /// `--no-apply`: artifacts written, the source untouched.
         Planned = "planned",
@@ -67,7 +68,7 @@ wire_enum! {
 pub const SCHEMA: &str = "a3s-iso.promote.v1";
 
 /// The report of a promote (`a3s-iso.promote.v1`, also `summary.json` in the artifacts).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct PromoteOutcome {
     /// What happened.
     pub outcome: Outcome,
@@ -139,29 +140,8 @@ impl PromoteOutcome {
     pub fn new(outcome: Outcome, mode: Mode) -> PromoteOutcome {
         PromoteOutcome {
             outcome,
-            digest: None,
-            session_id: None,
             mode,
-            reason: None,
-            bound_revision: None,
-            current_revision: None,
-            artifacts: None,
-            patch_bytes: 0,
-            files_changed: 0,
-            conflicting_paths: Vec::new(),
-            conflicting_paths_exact: Vec::new(),
-            nested_repositories: Vec::new(),
-            detail: None,
-            warnings: Vec::new(),
-            step: None,
-            from_tree: None,
-            base_matches_head: None,
-            branch: None,
-            nested: Vec::new(),
-            fetched: None,
-            files: Vec::new(),
-            already_present: false,
-            replayed_head: None,
+            ..PromoteOutcome::default()
         }
     }
 
@@ -219,7 +199,7 @@ pub struct SkippedCommit {
 }
 
 /// What branch mode did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct BranchReport {
     /// `a3s-iso/<id>`: the session's commits (WIP filtered out), kept whatever happens; null
     /// when the commits could not be rebuilt without the WIP.
@@ -242,10 +222,7 @@ impl BranchReport {
         BranchReport {
             retained_branch,
             target_branch: target_branch.to_string(),
-            replayed: Vec::new(),
-            skipped: Vec::new(),
-            failed_commit: None,
-            kept_stash: None,
+            ..BranchReport::default()
         }
     }
 }
