@@ -320,9 +320,9 @@ fn check_landable(ctx: &Context, located: &Located, queue: &Queue) -> Result<()>
         ctx.require_granted(id)?;
     }
     if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
-        return Err(Error::Usage {
-            message: "patch mode lands uncommitted changes: one session only (squash or branch land a queue)".into(),
-        });
+        return Err(crate::ops::usage(
+            "patch mode lands uncommitted changes: one session only (squash or branch land a queue)",
+        ));
     }
     if queue.mode != LandMode::Patch && ctx.git.current_branch(&located.repo.toplevel)?.is_none() {
         return Err(Error::DetachedSource {
@@ -393,11 +393,9 @@ fn queue_for(
     Ok(match (opts.sessions.is_empty() && !opts.all, recorded) {
         (true, Some(queue)) => (queue, true),
         (true, None) => {
-            return Err(Error::Usage {
-                message:
-                    "name the sessions to land (-s ID ...) or --all; no stopped queue to continue"
-                        .into(),
-            });
+            return Err(crate::ops::usage(
+                "name the sessions to land (-s ID ...) or --all; no stopped queue to continue",
+            ));
         }
         (false, recorded) => {
             // A queue this one replaces may hold landings a kill kept from being cleaned up.
@@ -485,9 +483,7 @@ fn abort(
     recorded: Option<Queue>,
 ) -> Result<LandOutcome> {
     let Some(queue) = recorded else {
-        return Err(Error::Usage {
-            message: "no stopped queue to abort".into(),
-        });
+        return Err(crate::ops::usage("no stopped queue to abort"));
     };
     // A scoped caller drops no queue that holds sessions it may not land.
     for (id, _) in &queue.sessions {

@@ -38,14 +38,14 @@ pub use super::land_remote::{
 pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
     let target = &push.target;
     if opts.abort {
-        return Err(Error::Usage {
-            message: "land --push keeps no stopped queue: --abort is for a land onto the source's HEAD (name the entries again; what landed is idempotent)".into(),
-        });
+        return Err(crate::ops::usage(
+            "land --push keeps no stopped queue: --abort is for a land onto the source's HEAD (name the entries again; what landed is idempotent)",
+        ));
     }
     if opts.mode == LandMode::Patch {
-        return Err(Error::Usage {
-            message: "land --push lands commits (--mode squash or branch): patch mode leaves the work uncommitted in your checkout, and nothing uncommitted travels through a server".into(),
-        });
+        return Err(crate::ops::usage(
+            "land --push lands commits (--mode squash or branch): patch mode leaves the work uncommitted in your checkout, and nothing uncommitted travels through a server",
+        ));
     }
     let located = crate::recovery::locate(ctx)?;
     // Only a configured remote: its transport and credentials are the user's git's.
@@ -62,9 +62,9 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         && push.change_sets.is_empty()
         && fetched.is_none_or(|f| f.digests.is_empty())
     {
-        return Err(Error::Usage {
-            message: "name what to land: sessions (-s ID ... or --all), change-set documents (--change-set FILE ...) or pushed change sets (--from REMOTE --digest D ...)".into(),
-        });
+        return Err(crate::ops::usage(
+            "name what to land: sessions (-s ID ... or --all), change-set documents (--change-set FILE ...) or pushed change sets (--from REMOTE --digest D ...)",
+        ));
     }
     let mut ids = super::land::sessions_asked(ctx, &located, opts)?;
     // A scratch session is no entry; one a killed landing left goes.

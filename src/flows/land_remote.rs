@@ -62,10 +62,10 @@ pub struct PushTarget {
 impl PushTarget {
     /// `REMOTE/BRANCH`: the remote is what comes before the first `/`.
     pub fn parse(text: &str) -> Result<PushTarget> {
-        let usage = || Error::Usage {
-            message: format!(
+        let usage = || {
+            crate::ops::usage(format!(
                 "--push {text:?}: expected REMOTE/BRANCH (a configured remote, then a branch on it)"
-            ),
+            ))
         };
         let (remote, branch) = text.split_once('/').ok_or_else(usage)?;
         let plain_branch = !branch.is_empty()
@@ -362,11 +362,11 @@ impl<'a> Pins<'a> {
         self.ctx
             .git
             .fetch_branch(dir, &target.remote, &target.branch, &into)?
-            .ok_or_else(|| Error::Usage {
-                message: format!(
+            .ok_or_else(|| {
+                crate::ops::usage(format!(
                     "{} has no branch {:?}: land --push lands onto a branch that exists there",
                     target.remote, target.branch
-                ),
+                ))
             })
     }
 

@@ -248,8 +248,10 @@ fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
 /// that is not (the harness or terminal that started it).
 pub(crate) fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
     match opts.owner {
-        OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| Error::Usage {
-            message: format!("owner pid {pid} is not a running process on this host"),
+        OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| {
+            crate::ops::usage(format!(
+                "owner pid {pid} is not a running process on this host"
+            ))
         }),
         OwnerChoice::Nobody => Ok(None),
         OwnerChoice::Parent => Ok(Some(
@@ -789,16 +791,13 @@ fn isolation_base(
 ) -> Result<(PathBuf, bool)> {
     let source = &located.repo.toplevel;
     if let Some(dir) = base_dir {
-        let dir = fs::canonicalize(dir).map_err(|e| Error::Usage {
-            message: format!("--base-dir {}: {e}", dir.display()),
-        })?;
+        let dir = fs::canonicalize(dir)
+            .map_err(|e| crate::ops::usage(format!("--base-dir {}: {e}", dir.display())))?;
         if dir.starts_with(source) {
-            return Err(Error::Usage {
-                message: format!(
-                    "--base-dir {} is inside the source; isolations live outside it",
-                    dir.display()
-                ),
-            });
+            return Err(crate::ops::usage(format!(
+                "--base-dir {} is inside the source; isolations live outside it",
+                dir.display()
+            )));
         }
         return Ok((dir, true));
     }

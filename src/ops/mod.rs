@@ -1,8 +1,5 @@
 //! One verb each (a folder where a verb has parts), each returning a typed outcome.
 //! May call: base, git, store, context, model, recovery, services; a verb never calls another verb.
-//!
-//! One verb each (a folder where a verb has parts). A verb composes services, recovery and
-//! the model; it never imports another verb.
 
 pub mod bind;
 pub mod capture;
@@ -21,3 +18,10 @@ pub mod retain;
 pub mod run;
 pub mod show;
 pub mod sweep;
+
+/// A `usage` error: the command line asks for something it cannot have.
+pub(crate) fn usage(message: impl Into<String>) -> crate::base::error::Error {
+    crate::base::error::Error::Usage {
+        message: message.into(),
+    }
+}

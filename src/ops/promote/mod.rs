@@ -83,9 +83,9 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         return promote_session(ctx, &located, session, opts, None);
     }
     if opts.mode == Mode::Branch {
-        return Err(Error::Usage {
-            message: "branch mode promotes a session (-s ID), not a change-set file or a remote's change set".into(),
-        });
+        return Err(crate::ops::usage(
+            "branch mode promotes a session (-s ID), not a change-set file or a remote's change set",
+        ));
     }
     let mut report = None;
     let candidate = match (verified, fetched) {
@@ -219,10 +219,9 @@ pub(crate) fn rebase_if_moved_from(
 /// again where its earlier landing is no longer in the checkout, in patch mode.
 fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if opts.mode == Mode::Branch {
-        return Err(Error::Usage {
-            message: "--reapply lands a change set again as uncommitted changes: patch mode only"
-                .into(),
-        });
+        return Err(crate::ops::usage(
+            "--reapply lands a change set again as uncommitted changes: patch mode only",
+        ));
     }
     let located = crate::recovery::locate(ctx)?;
     let digest = match &opts.digest {
@@ -254,9 +253,9 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
 /// `--note DIGEST`: the host promoted this change set by its own means.
 fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOutcome> {
     if !changeset::is_sha256_digest(digest) {
-        return Err(Error::Usage {
-            message: format!("--note {digest:?} is not sha256: and 64 lowercase hex digits"),
-        });
+        return Err(crate::ops::usage(format!(
+            "--note {digest:?} is not sha256: and 64 lowercase hex digits"
+        )));
     }
     let located = crate::recovery::locate(ctx)?;
     let _lock = crate::recovery::lock(ctx, &located.repo)?;

@@ -121,20 +121,11 @@ fn undone_steps(
         if captured || !is_toplevel(&ctx.git, &target) || !has_tracked_changes(ctx, &target) {
             continue;
         }
-        undone.push(NestedResult {
-            path: path.shown(),
-            kind: match target.join(".git").is_file() {
-                true => crate::services::nested::NestedKind::Submodule,
-                false => crate::services::nested::NestedKind::Repository,
-            },
-            path_exact: path,
-            outcome: NestedOutcome::Conflict,
-            reason: Some(Reason::PatchDoesNotApply),
-            digest: None,
-            journal_key: None,
-            conflicting_paths: Vec::new(),
-            detail: Some("the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it".into()),
-        });
+        let kind = match target.join(".git").is_file() {
+            true => crate::services::nested::NestedKind::Submodule,
+            false => crate::services::nested::NestedKind::Repository,
+        };
+        undone.push(not_landed(&path, kind, Some(Reason::PatchDoesNotApply), "the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it".into()));
     }
     Ok(undone)
 }
@@ -151,20 +142,34 @@ fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
 fn report_skipped(skipped: &[Skipped], root_landed: bool, out: &mut PromoteOutcome) {
     for skip in skipped {
         let attempted = root_landed && out.outcome != Outcome::Planned;
-        out.nested.push(NestedResult {
-            path: skip.path.shown(),
-            path_exact: skip.path.clone(),
-            kind: skip.kind,
-            outcome: match attempted {
-                true => NestedOutcome::Conflict,
-                false => NestedOutcome::NotAttempted,
-            },
-            reason: attempted.then_some(Reason::NestedUnavailable),
-            digest: None,
-            journal_key: None,
-            conflicting_paths: Vec::new(),
-            detail: Some(format!("it could not be captured: {}", skip.why)),
-        });
+        let reason = attempted.then_some(Reason::NestedUnavailable);
+        let detail = format!("it could not be captured: {}", skip.why);
+        out.nested
+            .push(not_landed(&skip.path, skip.kind, reason, detail));
+    }
+}
+
+/// A nested repository with no change set to land: a conflict for `reason`, else not
+/// attempted.
+fn not_landed(
+    path: &RepoPath,
+    kind: crate::services::nested::NestedKind,
+    reason: Option<Reason>,
+    detail: String,
+) -> NestedResult {
+    NestedResult {
+        path: path.shown(),
+        path_exact: path.clone(),
+        kind,
+        outcome: match reason {
+            Some(_) => NestedOutcome::Conflict,
+            None => NestedOutcome::NotAttempted,
+        },
+        reason,
+        digest: None,
+        journal_key: None,
+        conflicting_paths: Vec::new(),
+        detail: Some(detail),
     }
 }
 
@@ -319,21 +324,11 @@ fn candidate_of(
         None => Patch::from_bytes(&captured.patch.read()?, scratch)?,
     };
     Ok(Some(Candidate {
-        patch,
         session: session.cloned(),
-        base_tree: Some(base_tree),
-        result_tree: Some(result_tree),
-        nested: Vec::new(),
         previous,
-        isolation_head: None,
-        nested_sets: Vec::new(),
-        submodule_objects: Vec::new(),
-        nested_skipped: Vec::new(),
-        snapshot: None,
         nested_path: Some(path.clone()),
         alternate_objects: Some(located.repo.common_dir.join("objects")),
-        made_from_trees: false,
-        source_head: None,
+        ..Candidate::of_trees(patch, Some(base_tree), Some(result_tree))
     }))
 }
 
@@ -351,14 +346,9 @@ fn fold(out: &mut PromoteOutcome) {
         .iter()
         .filter(|r| r.outcome == NestedOutcome::Conflict)
         .collect();
-    let nested_now = out
-        .nested
-        .iter()
-        .any(|r| r.outcome == NestedOutcome::Applied);
-    let nested_before = out
-        .nested
-        .iter()
-        .any(|r| r.outcome == NestedOutcome::Idempotent);
+    let any = |outcome| out.nested.iter().any(|r| r.outcome == outcome);
+    let (nested_now, nested_before) = (any(NestedOutcome::Applied), any(NestedOutcome::Idempotent));
+    let planned = any(NestedOutcome::Planned);
     let root_landed = matches!(out.outcome, Outcome::Applied | Outcome::Idempotent);
     if let Some(first) = failed.first() {
         if root_landed || nested_now || nested_before {
@@ -374,10 +364,6 @@ fn fold(out: &mut PromoteOutcome) {
         out.set_conflicting_paths(paths);
         return;
     }
-    let planned = out
-        .nested
-        .iter()
-        .any(|r| r.outcome == NestedOutcome::Planned);
     match out.outcome {
         Outcome::Empty | Outcome::Idempotent if nested_now => out.outcome = Outcome::Applied,
         Outcome::Empty if planned => out.outcome = Outcome::Planned,

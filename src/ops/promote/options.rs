@@ -109,7 +109,11 @@ impl Candidate {
     }
 
     /// A change set of no session: its patch and what the trees it goes between are known.
-    fn of_trees(patch: Patch, base_tree: Option<TreeId>, result_tree: Option<TreeId>) -> Candidate {
+    pub(super) fn of_trees(
+        patch: Patch,
+        base_tree: Option<TreeId>,
+        result_tree: Option<TreeId>,
+    ) -> Candidate {
         Candidate {
             patch,
             session: None,
@@ -258,22 +262,18 @@ impl Candidate {
             &snap.tree,
             &located.store.scratch_dir(),
         )?;
+        let result_tree = TreeId::new(&snap.tree)?;
         Ok(Candidate {
-            patch,
-            base_tree: Some(from),
-            result_tree: Some(TreeId::new(&snap.tree)?),
             isolation_head,
             session: Some(session),
             nested: snap.nested.clone(),
             snapshot: Some(snap),
-            nested_path: None,
-            alternate_objects: None,
             nested_skipped: nested.skipped,
             nested_sets: nested.captured,
             submodule_objects: nested.objects,
             previous,
             made_from_trees: true,
-            source_head: None,
+            ..Candidate::of_trees(patch, Some(from), Some(result_tree))
         })
     }
 

@@ -78,20 +78,12 @@ pub(crate) fn start(
     let spec = planned.spec.as_ref();
     plan.dns = spec.is_some_and(|spec| spec.dns);
     let allow = plan.allow.clone();
-    let mut channel = match spec {
-        Some(_) => Some(
-            StatusChannel::new()
-                .map_err(|e| Error::io("cannot make the sandbox helper's channel", e))?,
-        ),
-        None => None,
-    };
-    let mut factory = match spec.filter(|_| plan.is_needed()) {
-        Some(_) => Some(
-            SocketFactory::new()
-                .map_err(|e| Error::io("cannot make the sandbox helper's socket channel", e))?,
-        ),
-        None => None,
-    };
+    let mut channel = (spec.map(|_| StatusChannel::new()).transpose())
+        .map_err(|e| Error::io("cannot make the sandbox helper's channel", e))?;
+    let mut factory = (spec.filter(|_| plan.is_needed()))
+        .map(|_| SocketFactory::new())
+        .transpose()
+        .map_err(|e| Error::io("cannot make the sandbox helper's socket channel", e))?;
     let mut command = command_for(opts, spec, channel.as_ref(), factory.as_ref())?;
     set_up(&mut command, opts, planned)?;
     let mut terminal = match (spec, planned.terminal) {
@@ -158,8 +150,7 @@ fn before_command(
     let tree = isolation.snapshot(ctx, located)?.tree;
     if let Some(record) = throwaway {
         if let Some(dir) = record.parent() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+            std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
         }
         crate::base::fsutil::write_atomic(record, format!("{tree}\n").as_bytes())?;
     }
@@ -196,17 +187,12 @@ impl Before {
         let Before::Layer(layer) = self else {
             return Ok(self);
         };
-        Ok(
-            match crate::recovery::run_layer::finish(&ctx.git, located, isolation, layer)? {
-                crate::recovery::run_layer::Finished::Fast { base, result } => {
-                    Before::Merged { base, result }
-                }
-                crate::recovery::run_layer::Finished::Full { base } => Before::Snapshot(base),
-                crate::recovery::run_layer::Finished::Dropped { tree, wrote } => {
-                    Before::Dropped { tree, wrote }
-                }
-            },
-        )
+        use crate::recovery::run_layer::{Finished, finish};
+        Ok(match finish(&ctx.git, located, isolation, layer)? {
+            Finished::Fast { base, result } => Before::Merged { base, result },
+            Finished::Full { base } => Before::Snapshot(base),
+            Finished::Dropped { tree, wrote } => Before::Dropped { tree, wrote },
+        })
     }
 
     /// What a thrown-away layer held (see [`RunOutcome::dropped`]).
@@ -221,35 +207,24 @@ impl Before {
     /// snapshot of the whole isolation now.
     pub(crate) fn result(self, ctx: &Context, at: RunTarget<'_>) -> Result<RunResult> {
         let RunTarget { located, isolation } = at;
-        match self {
-            Before::Merged { base, result } => Ok(RunResult {
-                base_tree: TreeId::new(base)?,
-                result,
-                nested: Default::default(),
-            }),
+        let (base, result, nested) = match self {
+            Before::Merged { base, result } => (base, result, Nested::default()),
             Before::Dropped { tree, .. } => {
-                let result = Snapshot {
-                    tree: tree.clone(),
-                    nested: Vec::new(),
-                    gitlinks: Vec::new(),
-                };
-                Ok(RunResult {
-                    base_tree: TreeId::new(tree)?,
-                    result,
-                    nested: Default::default(),
-                })
+                (tree.clone(), Snapshot::flat(&tree), Nested::default())
             }
             Before::Snapshot(base) => {
                 let (result, nested) =
                     crate::services::evidence::snapshot_all(ctx, located, isolation)?;
-                Ok(RunResult {
-                    base_tree: TreeId::new(base)?,
-                    result,
-                    nested,
-                })
+                (base, result, nested)
             }
-            Before::Layer(_) => Err(Error::internal("the run's layer was never merged")),
-        }
+            Before::Layer(_) => return Err(Error::internal("the run's layer was never merged")),
+        };
+        let base_tree = TreeId::new(base)?;
+        Ok(RunResult {
+            base_tree,
+            result,
+            nested,
+        })
     }
 }
 

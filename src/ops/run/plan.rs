@@ -93,9 +93,9 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
 fn require_command(opts: &RunOptions) -> Result<()> {
     match opts.command.is_empty() {
-        true => Err(Error::Usage {
-            message: "no command given: a3s-iso run -- CMD [ARGS...]".into(),
-        }),
+        true => Err(crate::ops::usage(
+            "no command given: a3s-iso run -- CMD [ARGS...]",
+        )),
         false => Ok(()),
     }
 }
@@ -107,9 +107,9 @@ fn network_request(opts: &RunOptions) -> Result<NetworkAsk> {
         return Ok(NetworkAsk::default());
     };
     if request.allow_network && !(request.allow_hosts.is_empty() && request.publish.is_empty()) {
-        return Err(Error::Usage {
-            message: "--allow-host and --publish need the sandbox's own network: not with --allow-network".into(),
-        });
+        return Err(crate::ops::usage(
+            "--allow-host and --publish need the sandbox's own network: not with --allow-network",
+        ));
     }
     let allow = Allowlist::parse(&request.allow_hosts)?;
     let publish = request
