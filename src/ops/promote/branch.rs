@@ -96,7 +96,7 @@ fn replay_root(
 ) -> Result<PromoteOutcome> {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Branch);
     out.warnings.extend(ctx.take_notices());
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
+    out.session_id = candidate.session_id().map(str::to_string);
     out.bound_revision = candidate.session.as_ref().map(|s| s.bound_revision.clone());
     if stops_before_planning(&ctx.git, located, candidate, &mut out)? {
         return Ok(out);
@@ -105,9 +105,7 @@ fn replay_root(
     if opts.no_apply {
         return Ok(out);
     }
-    let Some(session) = candidate.session.as_ref() else {
-        return Err(Error::internal("a branch promote without a session"));
-    };
+    let session = candidate.branch_session()?;
     let scratch = located.store.scratch_dir();
     let changed = changed_since_last_step(ctx, candidate, session, &scratch)?;
     if !changed.is_empty() {
@@ -176,9 +174,7 @@ fn plan_any(
     if opts.squash {
         return planner.squash(opts.message.as_deref());
     }
-    let Some(session) = candidate.session.as_ref() else {
-        return Err(Error::internal("a branch plan without a session"));
-    };
+    let session = candidate.branch_session()?;
     let message = match &opts.message {
         Some(message) => message.clone(),
         None => leftover_message(&located.store, session, &candidate.patch.digest)?,
@@ -331,22 +327,12 @@ impl Planner<'_> {
     /// for uncommitted leftovers. Writes only objects.
     fn replay(&self, message: &str) -> Result<Planned> {
         let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
-        let Some(session) = candidate.session.as_ref() else {
-            return Err(Error::internal("a branch plan without a session"));
-        };
+        let session = candidate.branch_session()?;
         let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
         let source = session.source.as_path();
         let wip = WipFilter::new(git, source, session, self.scratch)?;
-        let replayer = Replayer {
-            git,
-            source,
-            ident: &self.target.ident,
-        };
-        let since = candidate
-            .previous
-            .as_ref()
-            .and_then(|p| p.step.isolation_head.as_deref())
-            .unwrap_or(&session.bound_revision);
+        let replayer = self.replayer(source);
+        let since = candidate.commits_since(session);
         let originals = first_parent_chain(git, source, since, isolation_head)?;
         let raw = raw_commits(git, source, &originals)?;
         let mut chain: Vec<Pick> = Vec::new();
@@ -400,9 +386,7 @@ impl Planner<'_> {
     /// the message given or one that names the session and lists its commits. Writes only objects.
     fn squash(&self, message: Option<&str>) -> Result<Planned> {
         let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
-        let Some(session) = candidate.session.as_ref() else {
-            return Err(Error::internal("a squash plan without a session"));
-        };
+        let session = candidate.branch_session()?;
         let source = session.source.as_path();
         let wip = WipFilter::new(git, source, session, self.scratch)?;
         let tree = match wip.filter(candidate.result_tree.as_deref().unwrap_or_default())? {
@@ -423,11 +407,7 @@ impl Planner<'_> {
         let message = match message {
             Some(message) => message.to_string(),
             None => {
-                let since = candidate
-                    .previous
-                    .as_ref()
-                    .and_then(|p| p.step.isolation_head.as_deref())
-                    .unwrap_or(&session.bound_revision);
+                let since = candidate.commits_since(session);
                 let subjects: Vec<String> = first_parent_chain(git, source, since, isolation_head)?
                     .into_iter()
                     .map(|c| format!("- {}", c.subject))
@@ -439,14 +419,17 @@ impl Planner<'_> {
                 message
             }
         };
-        let replayer = Replayer {
-            git,
+        let commit = self.replayer(source).commit_of(&message, &tree, &parent)?;
+        Ok(Planned::Chain(vec![commit]))
+    }
+
+    /// Who writes the plan's commits in `source`.
+    fn replayer<'b>(&'b self, source: &'b Path) -> Replayer<'b> {
+        Replayer {
+            git: self.git,
             source,
             ident: &self.target.ident,
-        };
-        Ok(Planned::Chain(vec![
-            replayer.commit_of(&message, &tree, &parent)?,
-        ]))
+        }
     }
 }
 
@@ -512,10 +495,7 @@ fn your_files_in_the_way(
         Untracked::AndIgnored,
         paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)),
     )?;
-    Ok(crate::git::split_nul(&status)
-        .filter(|record| record.len() > 3)
-        .map(|record| RepoPath(record[3..].to_vec()))
-        .collect())
+    Ok(crate::ops::promote::patch::status_paths(&status))
 }
 
 /// The branch promote's intent, rewritten (fsynced) as the promote goes: before the WIP is

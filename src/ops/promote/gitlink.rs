@@ -5,7 +5,7 @@
 //! commit there (copied from the isolation's submodule, its objects read as data). Anything
 //! else is a conflict naming the submodule, decided before anything is written.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::base::error::Result;
 use crate::base::paths::RepoPath;
@@ -50,11 +50,9 @@ pub(crate) fn prepare_bumps(
         .filter(|c| c.is_gitlink() && c.pre != c.post);
     for change in changes {
         let moved = match (&change.pre, &change.post) {
-            (Some(pre), Some(post)) if pre.is_gitlink() && post.is_gitlink() => Bump {
-                path: change.path.clone(),
-                old: pre.oid.clone(),
-                new: post.oid.clone(),
-            },
+            (Some(pre), Some(post)) if pre.is_gitlink() && post.is_gitlink() => {
+                Bump::new(change.path.clone(), pre.oid.clone(), post.oid.clone())
+            }
             _ => {
                 why.push(format!(
                     "{} is added or removed as a submodule, which patch mode does not do",
@@ -64,17 +62,10 @@ pub(crate) fn prepare_bumps(
                 continue;
             }
         };
-        let objects = candidate
-            .submodule_objects
-            .iter()
-            .find(|(path, _)| *path == moved.path)
-            .map(|(_, dir)| dir.as_path());
-        match ready(git, located, source, &moved, objects)? {
-            Ok(()) => {}
-            Err(reason) => {
-                why.push(format!("{}: {reason}", moved.path));
-                refused.push(moved.path);
-            }
+        let objects = objects_of(&candidate.submodule_objects, &moved.path);
+        if let Err(reason) = ready(git, located, source, &moved, objects)? {
+            why.push(format!("{}: {reason}", moved.path));
+            refused.push(moved.path);
         }
     }
     if refused.is_empty() {
@@ -85,6 +76,17 @@ pub(crate) fn prepare_bumps(
             format!("the source's submodules cannot follow: {}", why.join("; ")),
         )))
     }
+}
+
+/// Where the isolation's submodule at `path` keeps its objects, if it was captured.
+pub(crate) fn objects_of<'a>(
+    objects: &'a [(RepoPath, PathBuf)],
+    path: &RepoPath,
+) -> Option<&'a Path> {
+    objects
+        .iter()
+        .find(|(p, _)| p == path)
+        .map(|(_, dir)| dir.as_path())
 }
 
 /// Whether the source's submodule can move as `bump` says; copies the new commit into it

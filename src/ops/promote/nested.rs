@@ -14,7 +14,7 @@ use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
 use crate::git::{Git, Identity};
 use crate::model::snapshot::{Patch, Snapshot, TempFile, digest_bytes};
-use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, ready};
+use crate::ops::promote::gitlink::{Bump, is_toplevel, move_submodules, objects_of, ready};
 use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{
     Mode, NestedOutcome, NestedResult, Outcome, PromoteOutcome, Reason,
@@ -472,19 +472,13 @@ fn follow_bumps(
             continue;
         }
         let bump = Bump::new(path.clone(), old.oid, new.oid);
-        let dir = objects
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, d)| d.as_path());
-        match ready(&ctx.git, located, source, &bump, dir)? {
+        match ready(&ctx.git, located, source, &bump, objects_of(objects, path))? {
             Ok(()) => move_submodules(&ctx.git, source, std::slice::from_ref(&bump))?,
-            Err(why) => out.warnings.push(
-                PromoteWarning::SubmoduleStays {
-                    path: path.to_string(),
-                    why: why.to_string(),
-                }
-                .into(),
-            ),
+            Err(why) => {
+                let (path, why) = (path.to_string(), why.to_string());
+                out.warnings
+                    .push(PromoteWarning::SubmoduleStays { path, why }.into());
+            }
         }
     }
     Ok(())

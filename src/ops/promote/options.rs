@@ -217,6 +217,26 @@ impl Candidate {
         }
     }
 
+    /// The id of the session promoted (none for a document).
+    pub(crate) fn session_id(&self) -> Option<&str> {
+        self.session.as_ref().map(|s| s.session_id.as_str())
+    }
+
+    /// The session a branch promote lands (an internal error for a document).
+    pub(crate) fn branch_session(&self) -> Result<&SessionRecord> {
+        (self.session.as_ref()).ok_or_else(|| {
+            crate::base::error::Error::internal("a branch promote without a session")
+        })
+    }
+
+    /// Where this promote's commits of the session start from: the isolation's HEAD its last
+    /// step saw, else the bound revision.
+    pub(crate) fn commits_since<'a>(&'a self, session: &'a SessionRecord) -> &'a str {
+        (self.previous.as_ref())
+            .and_then(|p| p.step.isolation_head.as_deref())
+            .unwrap_or(&session.bound_revision)
+    }
+
     /// The revision the source's HEAD must be at: where the last step left it, else the bound
     /// revision.
     pub(crate) fn expected_head(&self) -> Option<&str> {

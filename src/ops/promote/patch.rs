@@ -140,7 +140,7 @@ pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set 
 /// recovery under the lock did.
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
-    out.session_id = candidate.session.as_ref().map(|s| s.session_id.to_string());
+    out.session_id = candidate.session_id().map(str::to_string);
     out.patch_bytes = candidate.patch.bytes;
     out.files_changed = candidate.patch.files_changed;
     candidate.report_step(&mut out);
@@ -228,28 +228,21 @@ fn refused_where_it_lands(
 
 /// A check that stops the promote, as a conflict.
 pub(crate) fn report_conflict(check: Check, head: Option<CommitId>, out: &mut PromoteOutcome) {
-    let (detail, paths) = match check {
+    let (reason, detail, paths) = match check {
         Check::Applies(..) => return,
         Check::Present(paths) => {
             out.already_present = true;
-            (
-            "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)".to_string(),
-            paths,
-            )
+            let detail = "the change set appears to be in the checkout already, but no promote of it is recorded; nothing applied (promote --note DIGEST records it)";
+            (Reason::PatchDoesNotApply, detail.to_string(), paths)
         }
-        Check::DoesNotApply(detail, paths) => (detail, paths),
-        Check::MeetsWip(paths) => (
-            "the patch touches files with uncommitted changes in the source".to_string(),
-            paths,
-        ),
-        Check::Gitlinks(paths, detail) => {
-            out.conflict(Reason::SubmoduleNotUpdated, Some(detail));
-            out.current_revision = head;
-            out.set_conflicting_paths(paths);
-            return;
+        Check::DoesNotApply(detail, paths) => (Reason::PatchDoesNotApply, detail, paths),
+        Check::MeetsWip(paths) => {
+            let detail = "the patch touches files with uncommitted changes in the source";
+            (Reason::PatchDoesNotApply, detail.to_string(), paths)
         }
+        Check::Gitlinks(paths, detail) => (Reason::SubmoduleNotUpdated, detail, paths),
     };
-    out.conflict(Reason::PatchDoesNotApply, Some(detail));
+    out.conflict(reason, Some(detail));
     out.current_revision = head;
     out.set_conflicting_paths(paths);
 }
@@ -560,11 +553,7 @@ impl Lander<'_> {
         Intent {
             schema: intent::SCHEMA.into(),
             digest: self.key.clone(),
-            session_id: self
-                .candidate
-                .session
-                .as_ref()
-                .map(|s| s.session_id.to_string()),
+            session_id: self.candidate.session_id().map(str::to_string),
             mode: Mode::Patch,
             source: self.source.to_path_buf(),
             source_head: self.head.cloned(),
@@ -645,11 +634,7 @@ impl Lander<'_> {
             self.located,
             Landed {
                 digest: self.key,
-                session_id: self
-                    .candidate
-                    .session
-                    .as_ref()
-                    .map(|s| s.session_id.as_str()),
+                session_id: self.candidate.session_id(),
                 head: self.head,
                 patch_bytes: self.candidate.patch.bytes,
                 how,
@@ -698,8 +683,13 @@ fn uncommitted_among(
         return Ok(Vec::new());
     }
     let out = git.status_of(source, Untracked::All, paths.iter().map(RepoPath::as_os))?;
-    Ok(split_nul(&out)
+    Ok(status_paths(&out))
+}
+
+/// The paths of `git status --porcelain -z` records (`XY <path>`).
+pub(crate) fn status_paths(status: &[u8]) -> Vec<RepoPath> {
+    split_nul(status)
         .filter(|record| record.len() > 3)
         .map(|record| RepoPath(record[3..].to_vec()))
-        .collect())
+        .collect()
 }
