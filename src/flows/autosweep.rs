@@ -37,14 +37,9 @@ pub fn reclaim(
     }
     match crate::ops::sweep::reclaim_dead(ctx, located, spare) {
         Ok(reclaimed) => (reclaimed, None),
-        Err(err) => (
-            Vec::new(),
-            Some(
-                LandWarning::NotReclaimed {
-                    why: err.to_string(),
-                }
-                .into(),
-            ),
-        ),
+        Err(err) => {
+            let why = err.to_string();
+            (Vec::new(), Some(LandWarning::NotReclaimed { why }.into()))
+        }
     }
 }

@@ -22,7 +22,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::error::{Error, ErrorCode, Result};
+use crate::base::error::{Error, ErrorCode, IoContext, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::base::ids::{RunId, SessionId};
 use crate::base::warning::{LandWarning, Warning};
@@ -194,7 +194,7 @@ impl LandedSession {
 }
 
 /// How a session went to a remote's branch (`land --push`, see `land_push`).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct PushReport {
     /// The remote.
     pub remote: String,
@@ -622,12 +622,7 @@ fn steps(
     }
     let session = ctx.resolve_session(located, Some(id))?;
     // A test a kill ended left what it wrote in the isolation: none of it lands.
-    let left = super::land_gate::drop_test_writes(ctx, located, id)?;
-    if !left.is_empty() {
-        landed
-            .warnings
-            .push(LandWarning::TestWritesDropped { paths: left }.into());
-    }
+    super::land_gate::drop_left_writes(ctx, located, id, landed)?;
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
     }
@@ -831,8 +826,7 @@ pub(super) fn test_passes(
     landed.warnings.extend(shell.warning());
     let run_id = crate::base::ids::generate("r");
     let dir = located.store.land_tests_dir(id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let output = dir.join(format!("{run_id}.log"));
     let ran = crate::ops::run::run(
         ctx,

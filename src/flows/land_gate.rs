@@ -24,6 +24,22 @@ pub(crate) fn record_of(located: &Located, id: &SessionId) -> PathBuf {
     located.store.land_tests_dir(id).join("tested-on")
 }
 
+/// What a test a kill ended left in the isolation goes ([`drop_test_writes`]), with a warning
+/// that names it: none of it lands.
+pub(super) fn drop_left_writes(
+    ctx: &Context,
+    located: &Located,
+    id: &SessionId,
+    landed: &mut super::land::LandedSession,
+) -> Result<()> {
+    let paths = drop_test_writes(ctx, located, id)?;
+    if !paths.is_empty() {
+        let warning = crate::base::warning::LandWarning::TestWritesDropped { paths };
+        landed.warnings.push(warning.into());
+    }
+    Ok(())
+}
+
 /// Moves the isolation back to the tree recorded before the test and drops the record; the
 /// tracked paths the test added, changed or deleted. Nothing recorded: nothing to drop.
 pub(crate) fn drop_test_writes(

@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
 use crate::base::ids::SessionId;
@@ -241,9 +241,7 @@ fn push_one(
     landed.push = Some(PushReport {
         remote: target.remote.clone(),
         branch: target.branch.clone(),
-        attempts: 0,
-        built_on: None,
-        tested_tree: None,
+        ..PushReport::default()
     });
     let mut pins = Pins::new(ctx, located);
     let result = push_steps(ctx, located, (opts, push), id, &mut pins, &mut landed);
@@ -289,12 +287,7 @@ fn push_steps(
     if super::land_gate::back_home(ctx, located, id)? {
         landed.warnings.push(LandWarning::MovedBack.into());
     }
-    let left = super::land_gate::drop_test_writes(ctx, located, id)?;
-    if !left.is_empty() {
-        landed
-            .warnings
-            .push(LandWarning::TestWritesDropped { paths: left }.into());
-    }
+    super::land_gate::drop_left_writes(ctx, located, id, landed)?;
     let cs = crate::services::remote::session_change_set_now(ctx, id)?;
     landed.warnings.extend(cs.warnings.iter().cloned());
     landed.digest = Some(cs.digest.clone());
@@ -309,8 +302,7 @@ fn push_steps(
         base: record.bound_revision.clone(),
     };
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     }
     write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
     let replay = match opts.mode {
@@ -360,12 +352,11 @@ fn clean_up(
     };
     match done {
         Ok(done) => landed.cleanup = Some(done),
-        Err(err) => landed.warnings.push(
-            LandWarning::NotCleanedUp {
-                session_id: id.to_string(),
-                why: err.to_string(),
-            }
-            .into(),
-        ),
+        Err(err) => {
+            let (session_id, why) = (id.to_string(), err.to_string());
+            landed
+                .warnings
+                .push(LandWarning::NotCleanedUp { session_id, why }.into());
+        }
     }
 }

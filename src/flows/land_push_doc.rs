@@ -8,7 +8,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::base::ids::SessionId;
 use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
@@ -98,9 +98,7 @@ pub(super) fn document_one(
     landed.push = Some(PushReport {
         remote: push.target.remote.clone(),
         branch: push.target.branch.clone(),
-        attempts: 0,
-        built_on: None,
-        tested_tree: None,
+        ..PushReport::default()
     });
     let mut pins = Pins::new(ctx, located);
     let mut scratch = None;
@@ -199,8 +197,7 @@ fn made_here(
         });
     }
     let scratch = located.store.scratch_dir();
-    std::fs::create_dir_all(&scratch)
-        .map_err(|e| Error::io(format!("cannot create {}", scratch.display()), e))?;
+    std::fs::create_dir_all(&scratch).ctx(|| format!("cannot create {}", scratch.display()))?;
     let index = scratch.join(format!(
         "{}.index",
         crate::base::maker::owned_name("landing-doc")

@@ -308,13 +308,7 @@ fn landing_message(opts: &LandOptions, change: &Change<'_>) -> String {
 
 /// The entry's push report (always set by the entry's landing).
 fn report(landed: &mut LandedSession) -> &mut PushReport {
-    landed.push.get_or_insert(PushReport {
-        remote: String::new(),
-        branch: String::new(),
-        attempts: 0,
-        built_on: None,
-        tested_tree: None,
-    })
+    landed.push.get_or_insert_with(PushReport::default)
 }
 
 /// After a lost race: a pause that grows with the attempts, jittered so that the machines

@@ -1,7 +1,7 @@
 //! The configuration's setup commands: run in order after a bind, inside the session's
 //! sandbox, each recorded as a run of the session with its output kept in the state dir.
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::base::ids::{RunId, SessionId};
 use crate::base::warning::Warning;
 use crate::context::Context;
@@ -50,8 +50,7 @@ pub fn run_setup(
     }
     let located = crate::recovery::locate(ctx)?;
     let dir = located.store.setup_output_dir(session_id);
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+    std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
     let mut ran = Vec::new();
     for command in &setup.commands {
         let run_id = RunId::generate();

@@ -104,7 +104,7 @@ fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) 
 }
 
 /// What `WorktreeRemove` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct RemoveOutcome {
     /// The worktree Claude Code named.
     #[serde(with = "crate::base::paths::fs_path")]
@@ -138,10 +138,7 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
     };
     let mut outcome = RemoveOutcome {
         worktree: path.clone(),
-        session_id: None,
-        run_id: None,
-        files_changed: 0,
-        recycled: false,
+        ..RemoveOutcome::default()
     };
     let Some(session_id) = granted_session(ctx, &path)? else {
         return Ok(outcome);

@@ -3,7 +3,7 @@
 //! else where it was.
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::ser::{Serialize, SerializeMap, SerializeSeq, Serializer};
+use serde::ser::{Serialize, Serializer};
 
 /// One JSON value.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,20 +51,9 @@ impl Serialize for Json {
             Json::Bool(b) => s.serialize_bool(*b),
             Json::Number(n) => n.serialize(s),
             Json::String(text) => s.serialize_str(text),
-            Json::Array(items) => {
-                let mut seq = s.serialize_seq(Some(items.len()))?;
-                for item in items {
-                    seq.serialize_element(item)?;
-                }
-                seq.end()
-            }
-            Json::Object(members) => {
-                let mut map = s.serialize_map(Some(members.len()))?;
-                for (key, value) in members {
-                    map.serialize_entry(key, value)?;
-                }
-                map.end()
-            }
+            Json::Array(items) => s.collect_seq(items),
+            // Every member, a repeated key included.
+            Json::Object(members) => s.collect_map(members.iter().map(|(k, v)| (k, v))),
         }
     }
 }
@@ -108,10 +97,6 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
     fn visit_str<E>(self, text: &str) -> Result<Json, E> {
         Ok(Json::String(text.to_string()))
-    }
-
-    fn visit_string<E>(self, text: String) -> Result<Json, E> {
-        Ok(Json::String(text))
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Json, A::Error> {
