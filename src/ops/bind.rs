@@ -903,12 +903,8 @@ fn publish(
 /// Registers the source; failing that only keeps it out of `--all`, so it is a warning.
 fn register_or_warn(located: &Located, warnings: &mut Vec<Warning>) {
     if let Err(err) = register(located) {
-        warnings.push(
-            BindWarning::NotRegistered {
-                why: err.to_string(),
-            }
-            .into(),
-        );
+        let why = err.to_string();
+        warnings.push(BindWarning::NotRegistered { why }.into());
     }
 }
 

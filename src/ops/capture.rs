@@ -28,26 +28,21 @@ pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
         opts.release_identity.as_deref(),
     )?;
     let (snap, nested) = snapshot_all(ctx, &target.located, &target.isolation)?;
-    if opts.run_id.is_none()
-        && let Some(mut outcome) = reusable(ctx, &target, &snap.tree, &nested.sets())?
-    {
-        outcome.nested_repositories = snap.nested;
-        outcome.nested = nested.sets();
-        outcome.warnings = nested.warnings();
-        return Ok(outcome);
-    }
-    let mut outcome = record_evidence(
-        ctx,
-        &target.located,
-        &target.completed(&TreeId::new(&snap.tree)?),
-    )?;
-    record_nested(
-        ctx,
-        &target.located,
-        &target.record.session_id,
-        &target.run_id,
-        &nested,
-    )?;
+    let reused = match opts.run_id {
+        None => reusable(ctx, &target, &snap.tree, &nested.sets())?,
+        Some(_) => None,
+    };
+    let mut outcome = match reused {
+        Some(outcome) => outcome,
+        None => {
+            let located = &target.located;
+            let tree = TreeId::new(&snap.tree)?;
+            let outcome = record_evidence(ctx, located, &target.completed(&tree))?;
+            let (session_id, run_id) = (&target.record.session_id, &target.run_id);
+            record_nested(ctx, located, session_id, run_id, &nested)?;
+            outcome
+        }
+    };
     outcome.nested_repositories = snap.nested;
     outcome.nested = nested.sets();
     outcome.warnings = nested.warnings();

@@ -72,20 +72,13 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     if record.state != SessionState::Discarded
         && let Some(tree) = &record.worktree
     {
+        use crate::services::pool::{Return, Returned, recycle};
         // While the pool is below its size, the tree is cleaned and kept as a spare.
-        let returned = crate::services::pool::recycle(
-            &lock,
-            ctx,
-            &located,
-            &record,
-            crate::services::pool::Return::Discard,
-        )?;
-        recycled = returned == crate::services::pool::Returned::ToPool;
+        let returned = recycle(&lock, ctx, &located, &record, Return::Discard)?;
+        recycled = returned == Returned::ToPool;
         removed = match returned {
-            crate::services::pool::Returned::ToPool | crate::services::pool::Returned::Removed => {
-                true
-            }
-            crate::services::pool::Returned::No => remove_tree(&lock, &located, &record, tree)?,
+            Returned::ToPool | Returned::Removed => true,
+            Returned::No => remove_tree(&lock, &located, &record, tree)?,
         };
         record = located
             .store
@@ -183,7 +176,7 @@ pub struct DiscardFailure {
 }
 
 /// What `discard --all` did (`a3s-iso.discard-all.v1`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct DiscardAllOutcome {
     /// Each session discarded, in id order, as `discard` reports one.
     pub sessions: Vec<DiscardOutcome>,
@@ -209,10 +202,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
         .map(|r| r.session_id)
         .collect();
     ids.sort();
-    let mut outcome = DiscardAllOutcome {
-        sessions: Vec::new(),
-        failed: Vec::new(),
-    };
+    let mut outcome = DiscardAllOutcome::default();
     for id in ids {
         let opts = DiscardOptions {
             session_id: Some(id.to_string()),

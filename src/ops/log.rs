@@ -1,6 +1,7 @@
 //! `log`: the promotions the journal records, newest first; with `--runs`, the runs of the
 //! sessions and what each ran.
 
+use std::cmp::Reverse;
 use std::path::Path;
 
 use serde::Serialize;
@@ -63,9 +64,7 @@ impl LogOutcome {
                 earlier: true,
             }));
         }
-        rows.sort_by(|a, b| {
-            (b.at_ms.cmp(&a.at_ms)).then_with(|| a.promotion.digest.cmp(&b.promotion.digest))
-        });
+        rows.sort_by_key(|row| (Reverse(row.at_ms), &row.promotion.digest));
         rows
     }
 }
@@ -100,11 +99,7 @@ pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result
         }
     }
     // Newest first; the digest breaks ties so the order never depends on the directory's.
-    entries.sort_by(|a, b| {
-        b.promoted_at_ms
-            .cmp(&a.promoted_at_ms)
-            .then_with(|| a.digest.cmp(&b.digest))
-    });
+    entries.sort_by_key(|e| (Reverse(e.promoted_at_ms), e.digest.clone()));
     entries.truncate(limit.unwrap_or(usize::MAX));
     let artifacts = store.artifacts_dir();
     let promotions = entries
@@ -164,12 +159,13 @@ pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Resul
         }
     }
     // Newest first; the ids break ties so the order never depends on the directory's.
-    runs.sort_by(|a, b| {
-        b.run
-            .observed_at_ms
-            .cmp(&a.run.observed_at_ms)
-            .then_with(|| a.session_id.cmp(&b.session_id))
-            .then_with(|| a.run.run_id.cmp(&b.run.run_id))
+    runs.sort_by_key(|r| {
+        let run = &r.run;
+        (
+            Reverse(run.observed_at_ms),
+            r.session_id.clone(),
+            run.run_id.clone(),
+        )
     });
     runs.truncate(limit.unwrap_or(usize::MAX));
     Ok(RunLog { runs })

@@ -87,10 +87,9 @@ pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     }
     // The remote is the network's: never wait on it holding the repository lock.
     drop(lock);
-    let remote = match &opts.remote {
-        Some(target) => Some(clean_remote(ctx, target, window, opts)?),
-        None => None,
-    };
+    let remote = (opts.remote.as_ref())
+        .map(|target| clean_remote(ctx, target, window, opts))
+        .transpose()?;
     Ok(GcOutcome {
         dry_run: opts.dry_run,
         all: opts.all,

@@ -190,10 +190,8 @@ fn plan_gone(
         let Ok(id) = SessionId::new(name) else {
             continue;
         };
-        if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
-            continue;
-        }
-        if busy(located, &id) {
+        if sessions.records.contains_key(&id) || sessions.needed.contains(&id) || busy(located, &id)
+        {
             continue;
         }
         let newest = PER_SESSION
@@ -415,13 +413,11 @@ fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolP
             .as_deref()
             .and_then(Path::file_name)
             .map(|n| n.to_string_lossy().into_owned());
-        if goes {
-            plan.remove.push(item);
-            pool.removed_admins.extend(admin);
-        } else {
-            plan.keep.push(item);
-            pool.kept_admins.extend(admin);
+        match goes {
+            true => pool.removed_admins.extend(admin),
+            false => pool.kept_admins.extend(admin),
         }
+        list(plan, goes, item);
     }
     let settings = spares::settings_file(located);
     if settings.exists() {
@@ -431,13 +427,17 @@ fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolP
             Reason::Pool
         };
         let item = Item::path(Kind::PoolSettings, settings, reason);
-        if reason == Reason::Uninstall {
-            plan.remove.push(item);
-        } else {
-            plan.keep.push(item);
-        }
+        list(plan, reason == Reason::Uninstall, item);
     }
     pool
+}
+
+/// Lists `item` as going, or else as staying.
+fn list(plan: &mut SessionPlan, goes: bool, item: Item) {
+    match goes {
+        true => plan.remove.push(item),
+        false => plan.keep.push(item),
+    }
 }
 
 /// Pristine trees: one whose revision no bound or retained session and no spare is bound at
@@ -489,11 +489,7 @@ fn plan_pristine(located: &Located, sessions: &Sessions, plan: &mut SessionPlan)
                     .map(|d| d.allocated_bytes),
                 ..Item::path(Kind::Pristine, path, reason)
             };
-            if goes {
-                plan.remove.push(item);
-            } else {
-                plan.keep.push(item);
-            }
+            list(plan, goes, item);
         }
     }
 }
@@ -580,33 +576,28 @@ fn plan_uninstall(
     });
     if sessions.needed.is_empty() && !untouched {
         let dir = located.store.dir();
-        let mut dirs = Vec::new();
-        collect_dirs(dir, &mut dirs);
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs {
-            plan.remove.push(Item {
-                bytes: None,
-                ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
-            });
-        }
+        let mut dirs = dirs_under(dir);
         if located.store.tenant().is_none() {
-            plan.remove.push(Item {
-                bytes: None,
-                ..Item::path(Kind::EmptyDir, dir.to_path_buf(), Reason::Uninstall)
-            });
+            dirs.push(dir.to_path_buf());
             // The directories git leaves behind in the refs namespace once its refs are gone.
             let refs_dir = located.repo.common_dir.join("refs").join("a3s-iso");
-            let mut dirs = Vec::new();
-            collect_dirs(&refs_dir, &mut dirs);
-            dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+            dirs.extend(dirs_under(&refs_dir));
             dirs.push(refs_dir);
-            plan.remove.extend(dirs.into_iter().map(|d| Item {
-                bytes: None,
-                ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
-            }));
         }
+        plan.remove.extend(dirs.into_iter().map(|d| Item {
+            bytes: None,
+            ..Item::path(Kind::EmptyDir, d, Reason::Uninstall)
+        }));
     }
     Ok(())
+}
+
+/// Every directory under `dir` (not following links), the deepest first.
+fn dirs_under(dir: &Path) -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    collect_dirs(dir, &mut dirs);
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs
 }
 
 /// Every directory under `dir` (not following links).

@@ -153,13 +153,10 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
     if let Some((profile, kept)) = &granted.kept {
         match crate::services::profile_review::review(kept, profile) {
             Ok(held) => warnings.extend(held),
-            Err(e) => warnings.push(
-                RunWarning::ProfileNotReviewed {
-                    home: kept.home(),
-                    why: e.to_string(),
-                }
-                .into(),
-            ),
+            Err(e) => {
+                let (home, why) = (kept.home(), e.to_string());
+                warnings.push(RunWarning::ProfileNotReviewed { home, why }.into());
+            }
         }
     }
     if let Some(git) = git {
@@ -229,12 +226,8 @@ fn record_run(
             files_changed: captured.files_changed,
         }),
         Err(err @ Error::ChangeSetTooLarge { .. }) => {
-            warnings.push(
-                RunWarning::TreePinnedOnly {
-                    why: err.to_string(),
-                }
-                .into(),
-            );
+            let why = err.to_string();
+            warnings.push(RunWarning::TreePinnedOnly { why }.into());
             None
         }
         Err(err) => return Err(err),
