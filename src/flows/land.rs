@@ -442,23 +442,18 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
             // A landed session has nothing to land: it is left out. Its isolation is read
             // only when its last known tree says it may be (a queued one is read as it lands).
             let mut unlanded = Vec::with_capacity(live.len());
-            use crate::services::landed::{head_tree, is_landed, may_be_landed};
             // HEAD's tree, read once for them all.
             let head = match live.is_empty() {
                 true => None,
-                false => head_tree(ctx, located)?,
+                false => crate::services::landed::head_tree(ctx, located)?,
             };
             for record in live {
-                let may = may_be_landed(ctx, located, &record, head.as_deref())?;
-                if !(may && is_landed(ctx, located, &record)?) {
+                if landed_already(ctx, located, &record, head.as_deref())?.is_none() {
                     unlanded.push(record);
                 }
             }
-            let mut live = unlanded;
-            live.sort_by(|a, b| {
-                (a.created_at_ms, &a.session_id).cmp(&(b.created_at_ms, &b.session_id))
-            });
-            live.into_iter().map(|r| r.session_id).collect()
+            unlanded.sort_by_key(|r| (r.created_at_ms, r.session_id.clone()));
+            unlanded.into_iter().map(|r| r.session_id).collect()
         }
     };
     Ok(Queue {
@@ -738,10 +733,7 @@ fn promote_tested(
     take_promote(landed, promoted);
     if landed.outcome == LandResult::Landed && queue.mode != LandMode::Patch {
         // The HEAD the replay left, read under the promote's lock; else HEAD now.
-        landed.commit = match replayed_head {
-            Some(head) => Some(head),
-            None => located.repo.head_commit(&ctx.git),
-        };
+        landed.commit = replayed_head.or_else(|| located.repo.head_commit(&ctx.git));
     }
     Ok(())
 }

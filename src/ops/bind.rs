@@ -237,10 +237,7 @@ fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
 
 /// The id given (checked), else a generated one.
 fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
-    match &opts.session_id {
-        Some(id) => SessionId::new(id.clone()),
-        None => Ok(SessionId::generate()),
-    }
+    (opts.session_id.clone()).map_or_else(|| Ok(SessionId::generate()), SessionId::new)
 }
 
 /// The owner asked for: a process (which must be running here), none, or by default the
@@ -295,6 +292,7 @@ fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
 
 /// What becomes of the source's local changes: carried into the isolation, left out (with a
 /// warning), or refused as `dirty_source`. Local changes are never silently omitted.
+#[derive(Default)]
 struct WipPlan {
     /// `--carry-wip` with local changes: the state the isolation starts from.
     carried: Option<WorkingState>,
@@ -309,11 +307,7 @@ fn plan_wip(
     opts: &BindOptions,
     head_tree: &str,
 ) -> Result<WipPlan> {
-    let mut plan = WipPlan {
-        carried: None,
-        left_out: false,
-        warnings: Vec::new(),
-    };
+    let mut plan = WipPlan::default();
     if opts.carry_wip {
         let state = crate::model::wip::snapshot_source(
             &ctx.git,

@@ -130,7 +130,7 @@ impl SessionView {
 }
 
 /// What `list` found: the sessions of every store it looked at.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct ListOutcome {
     /// The sessions, store by store, each sorted by id.
     pub sessions: Vec<SessionView>,
@@ -185,19 +185,15 @@ pub fn list_with(ctx: &Context, all: bool, disk: bool) -> Result<ListOutcome> {
     }
     let mut heads: HashMap<PathBuf, Option<crate::base::ids::CommitId>> = HashMap::new();
     let mut outcome = ListOutcome {
-        sessions: Vec::new(),
-        unreadable: Vec::new(),
-        interrupted: here
-            .as_ref()
+        interrupted: (here.as_ref())
             .map(|l| l.interrupted.clone())
             .unwrap_or_default(),
-        hidden_discarded: 0,
-        disk: None,
+        ..ListOutcome::default()
     };
     // What `overlaps` predicts for this repository's live sessions (when there are any).
     let predicted = here
         .as_ref()
-        .filter(|located| live_sessions(&located.store) >= 1)
+        .filter(|located| located.store.live_sessions().is_ok_and(|l| !l.is_empty()))
         .and_then(|located| crate::services::overlaps::predict(ctx, located).ok());
     let here_dir = here.as_ref().map(|l| l.store.dir().to_path_buf());
     for store in stores.values() {
@@ -294,15 +290,4 @@ fn view(
         fill: record.fill,
         disk: None,
     }
-}
-
-/// How many sessions of the store are bound with an isolation (what `overlaps` looks at).
-fn live_sessions(store: &Store) -> usize {
-    store.sessions().map_or(0, |records| {
-        records
-            .into_iter()
-            .flatten()
-            .filter(|r| r.state == SessionState::Bound && !r.read_only)
-            .count()
-    })
 }

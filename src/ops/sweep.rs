@@ -938,12 +938,8 @@ impl Sweep<'_> {
         };
         let lock = crate::recovery::lock(ctx, &located.repo)?;
         let Some(_lease) = located.store.try_lease(&id)? else {
-            out.kept.push(Kept {
-                path: path.to_path_buf(),
-                session_id: Some(id),
-                reason: KeepReason::Live,
-                detail: "a run holds its lease".into(),
-            });
+            let live = keep(KeepReason::Live, "a run holds its lease");
+            report_kept(out, path.to_path_buf(), found, live);
             return Ok(());
         };
         if (self.spare)(&id) {

@@ -53,18 +53,14 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         return reapply(ctx, opts);
     }
     // A document is checked completely before anything else.
-    let verified = match &opts.change_set {
-        Some(path) => Some(changeset::verify_file(&ctx.git, path)?),
-        None => None,
-    };
+    let verified = (opts.change_set.as_ref())
+        .map(|path| changeset::verify_file(&ctx.git, path))
+        .transpose()?;
     let located = crate::recovery::locate(ctx)?;
     // A remote's change set is fetched and checked completely before the lock is taken.
-    let fetched = match &opts.from {
-        Some(request) => Some(crate::services::remote::fetch_for_promote(
-            ctx, &located, request,
-        )?),
-        None => None,
-    };
+    let fetched = (opts.from.as_ref())
+        .map(|request| crate::services::remote::fetch_for_promote(ctx, &located, request))
+        .transpose()?;
     if verified.is_none() && fetched.is_none() {
         let mut session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
         if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {

@@ -125,7 +125,9 @@ fn undone_steps(
             true => crate::services::nested::NestedKind::Submodule,
             false => crate::services::nested::NestedKind::Repository,
         };
-        undone.push(not_landed(&path, kind, Some(Reason::PatchDoesNotApply), "the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it".into()));
+        let detail = "the session's work here went back to the repository's HEAD since an earlier step, but the source's copy still holds uncommitted changes: that undo does not travel; put the files back (git checkout -- .) if you want it";
+        let reason = Some(Reason::PatchDoesNotApply);
+        undone.push(not_landed(&path, kind, reason, detail.into()));
     }
     Ok(undone)
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::base::error::Result;
 use crate::base::ids::{CommitId, Digest};
-use crate::base::warning::{PromoteWarning, Warning};
+use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
@@ -73,10 +73,7 @@ pub(crate) fn promote_patch(
         return Ok((out, None));
     }
     let source = source_of(ctx, located, candidate);
-    let head = match &candidate.source_head {
-        Some(read) => read.clone(),
-        None => source.head_commit(&ctx.git),
-    };
+    let head = (candidate.source_head.clone()).unwrap_or_else(|| source.head_commit(&ctx.git));
     out.current_revision = head.clone();
     if refused_where_it_lands(ctx, &source.toplevel, candidate, opts, &mut out)? {
         return Ok((out, None));
@@ -146,19 +143,15 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     candidate.report_step(&mut out);
     out.nested_repositories = candidate.nested.clone();
     out.warnings.extend(ctx.take_notices());
-    out.warnings.extend(
-        candidate
-            .nested
-            .iter()
-            .map(|p| Warning::from(PromoteWarning::NestedOnItsOwn { path: p.clone() })),
-    );
-    out.warnings
-        .extend(candidate.nested_skipped.iter().map(|s| {
-            Warning::from(PromoteWarning::NestedNotCaptured {
-                path: s.path.to_string(),
-                why: s.why.clone(),
-            })
-        }));
+    for path in candidate.nested.iter().cloned() {
+        out.warnings
+            .push(PromoteWarning::NestedOnItsOwn { path }.into());
+    }
+    for skip in &candidate.nested_skipped {
+        let (path, why) = (skip.path.to_string(), skip.why.clone());
+        out.warnings
+            .push(PromoteWarning::NestedNotCaptured { path, why }.into());
+    }
     out
 }
 
