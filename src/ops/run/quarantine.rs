@@ -115,10 +115,9 @@ impl Quarantine {
         quarantine
             .remove(Path::new("info"))
             .ctx(|| format!("cannot remove {}", self.dir.join("info").display()))?;
-        let (files, dropped) =
+        let (files, count) =
             sweep_strays(&quarantine, 0).ctx(|| format!("cannot read {}", self.dir.display()))?;
-        if dropped > 0 {
-            let count = dropped;
+        if count > 0 {
             warnings.push(RunWarning::QuarantineLinksRemoved { count }.into());
         }
         if files == 0 {
@@ -137,12 +136,10 @@ impl Quarantine {
             }
             None => self.modules.clone(),
         };
-        let mut alternates = None;
-        if !modules.is_empty() {
-            let joined = std::env::join_paths(&modules)
-                .map_err(|e| crate::base::error::Error::internal(format!("{e}")))?;
-            alternates = Some(joined);
-        }
+        let alternates = (!modules.is_empty())
+            .then(|| std::env::join_paths(&modules))
+            .transpose()
+            .map_err(|e| crate::base::error::Error::internal(format!("{e}")))?;
         let receiver = Receiver::Repository { alternates };
         let count = git.copy_objects(&repo.toplevel, &self.dir, receiver)?;
         let root_objects = repo.common_dir.join("objects");
