@@ -967,6 +967,13 @@ impl Error {
             message: message.into(),
         }
     }
+
+    /// A `usage` error: the command line asks for what cannot be done.
+    pub(crate) fn usage(message: impl Into<String>) -> Error {
+        Error::Usage {
+            message: message.into(),
+        }
+    }
 }
 
 /// Attach a context line to `std::io::Result`s.

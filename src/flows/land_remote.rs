@@ -63,7 +63,7 @@ impl PushTarget {
     /// `REMOTE/BRANCH`: the remote is what comes before the first `/`.
     pub fn parse(text: &str) -> Result<PushTarget> {
         let usage = || {
-            crate::ops::usage(format!(
+            Error::usage(format!(
                 "--push {text:?}: expected REMOTE/BRANCH (a configured remote, then a branch on it)"
             ))
         };
@@ -357,7 +357,7 @@ impl<'a> Pins<'a> {
             .git
             .fetch_branch(dir, &target.remote, &target.branch, &into)?
             .ok_or_else(|| {
-                crate::ops::usage(format!(
+                Error::usage(format!(
                     "{} has no branch {:?}: land --push lands onto a branch that exists there",
                     target.remote, target.branch
                 ))

@@ -246,7 +246,7 @@ fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
 pub(crate) fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
     match opts.owner {
         OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| {
-            crate::ops::usage(format!(
+            Error::usage(format!(
                 "owner pid {pid} is not a running process on this host"
             ))
         }),
@@ -786,9 +786,9 @@ fn isolation_base(
     let source = &located.repo.toplevel;
     if let Some(dir) = base_dir {
         let dir = fs::canonicalize(dir)
-            .map_err(|e| crate::ops::usage(format!("--base-dir {}: {e}", dir.display())))?;
+            .map_err(|e| Error::usage(format!("--base-dir {}: {e}", dir.display())))?;
         if dir.starts_with(source) {
-            return Err(crate::ops::usage(format!(
+            return Err(Error::usage(format!(
                 "--base-dir {} is inside the source; isolations live outside it",
                 dir.display()
             )));

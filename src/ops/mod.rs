@@ -18,10 +18,3 @@ pub mod retain;
 pub mod run;
 pub mod show;
 pub mod sweep;
-
-/// A `usage` error: the command line asks for something it cannot have.
-pub(crate) fn usage(message: impl Into<String>) -> crate::base::error::Error {
-    crate::base::error::Error::Usage {
-        message: message.into(),
-    }
-}

@@ -34,9 +34,7 @@ pub struct RetainOutcome {
 /// already retained one keeps its path; only its reason changes.
 pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<RetainOutcome> {
     if reason.trim().is_empty() {
-        return Err(crate::ops::usage(
-            "--reason must say why the isolation is kept",
-        ));
+        return Err(Error::usage("--reason must say why the isolation is kept"));
     }
     let located = crate::recovery::locate(ctx)?;
     let session = ctx.resolve_session(&located, session_id)?;

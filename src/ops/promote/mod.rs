@@ -79,7 +79,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         return promote_session(ctx, &located, session, opts, None);
     }
     if opts.mode == Mode::Branch {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "branch mode promotes a session (-s ID), not a change-set file or a remote's change set",
         ));
     }
@@ -215,7 +215,7 @@ pub(crate) fn rebase_if_moved_from(
 /// again where its earlier landing is no longer in the checkout, in patch mode.
 fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if opts.mode == Mode::Branch {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "--reapply lands a change set again as uncommitted changes: patch mode only",
         ));
     }
@@ -249,7 +249,7 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
 /// `--note DIGEST`: the host promoted this change set by its own means.
 fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOutcome> {
     if !changeset::is_sha256_digest(digest) {
-        return Err(crate::ops::usage(format!(
+        return Err(Error::usage(format!(
             "--note {digest:?} is not sha256: and 64 lowercase hex digits"
         )));
     }

@@ -93,7 +93,7 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
 /// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
 fn require_command(opts: &RunOptions) -> Result<()> {
     match opts.command.is_empty() {
-        true => Err(crate::ops::usage(
+        true => Err(Error::usage(
             "no command given: a3s-iso run -- CMD [ARGS...]",
         )),
         false => Ok(()),
@@ -107,7 +107,7 @@ fn network_request(opts: &RunOptions) -> Result<NetworkAsk> {
         return Ok(NetworkAsk::default());
     };
     if request.allow_network && !(request.allow_hosts.is_empty() && request.publish.is_empty()) {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "--allow-host and --publish need the sandbox's own network: not with --allow-network",
         ));
     }
