@@ -320,7 +320,7 @@ fn check_landable(ctx: &Context, located: &Located, queue: &Queue) -> Result<()>
         ctx.require_granted(id)?;
     }
     if queue.mode == LandMode::Patch && queue.sessions.len() > 1 {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "patch mode lands uncommitted changes: one session only (squash or branch land a queue)",
         ));
     }
@@ -344,27 +344,26 @@ fn land_queue(
 ) -> Result<()> {
     for index in 0..queue.sessions.len() {
         let (id, done) = queue.sessions[index].clone();
-        if let Some(mut done) = done.filter(|d| d.outcome.goes_on()) {
+        let mut landed = match done.filter(|d| d.outcome.goes_on()) {
             // Landed before a kill that came ahead of its cleanup.
-            if clean_up(ctx, located, &id, queue.keep, &mut done) {
-                queue.sessions[index].1 = Some(done.clone());
-                save(queue_file, queue)?;
+            Some(done) => done,
+            None if out.stopped_at.is_some() => {
+                out.sessions
+                    .push(LandedSession::new(&id, LandResult::NotReached));
+                continue;
             }
-            out.sessions.push(done);
-            continue;
-        }
-        if out.stopped_at.is_some() {
-            out.sessions
-                .push(LandedSession::new(&id, LandResult::NotReached));
-            continue;
-        }
-        let mut landed = land_one(ctx, located, queue, &id);
-        if !landed.outcome.goes_on() && !queue.keep_going {
-            out.stopped_at = Some(id.to_string());
-        }
-        // Recorded before the cleanup: a kill in between leaves the next `land` to finish it.
-        queue.sessions[index].1 = Some(landed.clone());
-        save(queue_file, queue)?;
+            None => {
+                let landed = land_one(ctx, located, queue, &id);
+                if !landed.outcome.goes_on() && !queue.keep_going {
+                    out.stopped_at = Some(id.to_string());
+                }
+                // Recorded before the cleanup: a kill in between leaves the next `land` to
+                // finish it.
+                queue.sessions[index].1 = Some(landed.clone());
+                save(queue_file, queue)?;
+                landed
+            }
+        };
         if clean_up(ctx, located, &id, queue.keep, &mut landed) {
             queue.sessions[index].1 = Some(landed.clone());
             save(queue_file, queue)?;
@@ -393,7 +392,7 @@ fn queue_for(
     Ok(match (opts.sessions.is_empty() && !opts.all, recorded) {
         (true, Some(queue)) => (queue, true),
         (true, None) => {
-            return Err(crate::ops::usage(
+            return Err(Error::usage(
                 "name the sessions to land (-s ID ...) or --all; no stopped queue to continue",
             ));
         }
@@ -478,7 +477,7 @@ fn abort(
     recorded: Option<Queue>,
 ) -> Result<LandOutcome> {
     let Some(queue) = recorded else {
-        return Err(crate::ops::usage("no stopped queue to abort"));
+        return Err(Error::usage("no stopped queue to abort"));
     };
     // A scoped caller drops no queue that holds sessions it may not land.
     for (id, _) in &queue.sessions {
@@ -617,7 +616,7 @@ fn steps(
     }
     let session = ctx.resolve_session(located, Some(id))?;
     // A test a kill ended left what it wrote in the isolation: none of it lands.
-    super::land_gate::drop_left_writes(ctx, located, id, landed)?;
+    super::land_gate::drop_left_writes(ctx, located, id, &mut landed.warnings)?;
     if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
         return Err(crate::services::rebase::conflicted_error(id, paths));
     }

@@ -30,12 +30,11 @@ pub(super) fn drop_left_writes(
     ctx: &Context,
     located: &Located,
     id: &SessionId,
-    landed: &mut super::land::LandedSession,
+    warnings: &mut Vec<crate::base::warning::Warning>,
 ) -> Result<()> {
     let paths = drop_test_writes(ctx, located, id)?;
     if !paths.is_empty() {
-        let warning = crate::base::warning::LandWarning::TestWritesDropped { paths };
-        landed.warnings.push(warning.into());
+        warnings.push(crate::base::warning::LandWarning::TestWritesDropped { paths }.into());
     }
     Ok(())
 }

@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use crate::base::error::{IoContext, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
 use crate::base::ids::SessionId;
@@ -38,12 +38,12 @@ pub use super::land_remote::{
 pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Result<LandOutcome> {
     let target = &push.target;
     if opts.abort {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "land --push keeps no stopped queue: --abort is for a land onto the source's HEAD (name the entries again; what landed is idempotent)",
         ));
     }
     if opts.mode == LandMode::Patch {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "land --push lands commits (--mode squash or branch): patch mode leaves the work uncommitted in your checkout, and nothing uncommitted travels through a server",
         ));
     }
@@ -62,7 +62,7 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
         && push.change_sets.is_empty()
         && fetched.is_none_or(|f| f.digests.is_empty())
     {
-        return Err(crate::ops::usage(
+        return Err(Error::usage(
             "name what to land: sessions (-s ID ... or --all), change-set documents (--change-set FILE ...) or pushed change sets (--from REMOTE --digest D ...)",
         ));
     }
@@ -96,6 +96,7 @@ fn push_entries(
     out: &mut LandOutcome,
 ) -> Option<usize> {
     let mut stopped_index = None;
+    let document = |source| super::land_push_doc::document_one(ctx, located, (opts, push), source);
     for (index, entry) in entries.iter().enumerate() {
         if stopped_index.is_some() {
             out.sessions
@@ -104,15 +105,8 @@ fn push_entries(
         }
         let landed = match entry {
             Entry::Session(id) => push_one(ctx, located, opts, push, id),
-            Entry::Document(path) => {
-                super::land_push_doc::document_one(ctx, located, (opts, push), Source::File(path))
-            }
-            Entry::Fetched { remote, digest } => super::land_push_doc::document_one(
-                ctx,
-                located,
-                (opts, push),
-                Source::Remote { remote, digest },
-            ),
+            Entry::Document(path) => document(Source::File(path)),
+            Entry::Fetched { remote, digest } => document(Source::Remote { remote, digest }),
         };
         if !landed.outcome.goes_on() && !opts.keep_going {
             out.stopped_at = Some(landed.session_id.clone());
@@ -176,29 +170,19 @@ impl Entry {
     fn label(&self) -> String {
         match self {
             Entry::Session(id) => id.to_string(),
-            Entry::Document(path) => path.display().to_string(),
-            Entry::Fetched { digest, .. } => {
-                digest.strip_prefix("sha256:").unwrap_or(digest).to_string()
-            }
+            Entry::Document(path) => Source::File(path).label(),
+            Entry::Fetched { remote, digest } => Source::Remote { remote, digest }.label(),
         }
     }
 
     /// The command-line argument that names it.
     fn argument(&self) -> String {
-        match self {
-            Entry::Session(id) => format!(
-                "-s {}",
-                crate::base::argv::shell_quote(std::ffi::OsStr::new(id.as_str()))
-            ),
-            Entry::Document(path) => format!(
-                "--change-set {}",
-                crate::base::argv::shell_quote(path.as_os_str())
-            ),
-            Entry::Fetched { digest, .. } => format!(
-                "--digest {}",
-                crate::base::argv::shell_quote(digest.as_ref())
-            ),
-        }
+        let (flag, value) = match self {
+            Entry::Session(id) => ("-s", std::ffi::OsStr::new(id.as_str())),
+            Entry::Document(path) => ("--change-set", path.as_os_str()),
+            Entry::Fetched { digest, .. } => ("--digest", digest.as_ref()),
+        };
+        format!("{flag} {}", crate::base::argv::shell_quote(value))
     }
 }
 
@@ -287,7 +271,7 @@ fn push_steps(
     if super::land_gate::back_home(ctx, located, id)? {
         landed.warnings.push(LandWarning::MovedBack.into());
     }
-    super::land_gate::drop_left_writes(ctx, located, id, landed)?;
+    super::land_gate::drop_left_writes(ctx, located, id, &mut landed.warnings)?;
     let cs = crate::services::remote::session_change_set_now(ctx, id)?;
     landed.warnings.extend(cs.warnings.iter().cloned());
     landed.digest = Some(cs.digest.clone());

@@ -27,7 +27,7 @@ pub(super) enum Source<'a> {
 
 impl Source<'_> {
     /// What the report calls it until it is read.
-    fn label(&self) -> String {
+    pub(super) fn label(&self) -> String {
         match self {
             Source::File(path) => path.display().to_string(),
             // A session id's characters: the digest's hex.
