@@ -765,7 +765,6 @@ fn decide_claimed(claim: &ClaimRecord, now: u64, grace: u64) -> Decision {
     }
 }
 
-/// Keeps an entry, with why.
 fn keep(reason: KeepReason, detail: impl Into<String>) -> Decision {
     Decision::Keep(reason, detail.into())
 }
@@ -990,7 +989,6 @@ fn confirm(
     Some((found, decision))
 }
 
-/// How a removal ended.
 enum Removal {
     /// Snapshotted (as planned), removed, and its session forgotten.
     Done,

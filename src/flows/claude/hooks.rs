@@ -176,7 +176,6 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
     Ok(outcome)
 }
 
-/// Whether two paths name the same directory.
 fn same_dir(a: &Path, b: &Path) -> bool {
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
     canonical(a) == canonical(b)

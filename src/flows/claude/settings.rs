@@ -95,8 +95,7 @@ pub fn init(ctx: &Context) -> Result<InitOutcome> {
         };
         warnings.push(other.into());
     }
-    let ignored = ctx.git.is_ignored(top, SETTINGS_FILE)?;
-    if !ignored {
+    if !ctx.git.is_ignored(top, SETTINGS_FILE)? {
         let file = SETTINGS_FILE.to_string();
         warnings.push(LandWarning::SettingsNotIgnored { file }.into());
     }

@@ -432,7 +432,6 @@ fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolP
     pool
 }
 
-/// Lists `item` as going, or else as staying.
 fn list(plan: &mut SessionPlan, goes: bool, item: Item) {
     match goes {
         true => plan.remove.push(item),

@@ -263,10 +263,11 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// The commit the replayed chain starts from: the last step's chain tip (its tree is that
-    /// step's result without carried WIP), else the bound revision.
-    fn start(&self) -> &str {
-        chain_start(self.candidate, self.session)
+    /// Where the replayed chain ends: its last commit, else where it starts (the last step's
+    /// chain tip, whose tree is that step's result without carried WIP, else the bound revision).
+    fn tip<'a>(&'a self, chain: &'a [Pick]) -> &'a str {
+        let start = chain_start(self.candidate, self.session);
+        chain.last().map_or(start, |p| p.commit.as_str())
     }
 
     /// The step this promote lands, ending at `chain_tip`.
@@ -423,7 +424,6 @@ impl Planner<'_> {
         Ok(Planned::Chain(vec![commit]))
     }
 
-    /// Who writes the plan's commits in `source`.
     fn replayer<'b>(&'b self, source: &'b Path) -> Replayer<'b> {
         Replayer {
             git: self.git,
@@ -510,7 +510,7 @@ impl<'a> Recorder<'a> {
     /// Writes the intent before anything in the checkout changes.
     fn begin(job: &Job<'a>, chain: &[Pick], had_wip: bool) -> Result<Recorder<'a>> {
         let patch = &job.candidate.patch;
-        let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
+        let tip = job.tip(chain);
         let plan = BranchPlan {
             branch: job.target.branch.clone(),
             old_tip: job.target.old_tip.to_string(),
@@ -572,7 +572,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let source = job.session.source.as_path();
     let target = job.target;
     let id = &job.session.session_id;
-    let tip = chain.last().map_or(job.start(), |p| p.commit.as_str());
+    let tip = job.tip(chain);
     let ns = job.located.store.refs();
     let retained_before = git.rev_parse(
         source,

@@ -431,7 +431,6 @@ impl BranchNested<'_> {
     }
 }
 
-/// A result not yet decided.
 fn new_result(captured: &Captured) -> NestedResult {
     NestedResult {
         path: captured.set.path.clone(),

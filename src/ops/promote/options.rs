@@ -181,11 +181,8 @@ impl Candidate {
             },
         })?;
         let base_tree = step.as_ref().map(|s| s.from_tree.clone());
-        Ok(Candidate::of_trees(
-            patch,
-            base_tree,
-            step.map(|s| s.result_tree),
-        ))
+        let result_tree = step.map(|s| s.result_tree);
+        Ok(Candidate::of_trees(patch, base_tree, result_tree))
     }
 
     /// The step this promote lands, for the intent and the journal (none for a document).
