@@ -291,10 +291,6 @@ fn promotions(located: &Located, record: &SessionRecord) -> Result<Vec<Promotion
             patch_bytes: e.patch_bytes,
         })
         .collect();
-    out.sort_by(|a, b| {
-        a.promoted_at_ms
-            .cmp(&b.promoted_at_ms)
-            .then_with(|| a.digest.cmp(&b.digest))
-    });
+    out.sort_by_key(|p| (p.promoted_at_ms, p.digest.clone()));
     Ok(out)
 }

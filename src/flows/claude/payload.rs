@@ -176,12 +176,9 @@ impl RemovePayload {
 pub fn session_id_from(name: &str) -> Option<String> {
     let mut id: String = name
         .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
-                c
-            } else {
-                '-'
-            }
+        .map(|c| match c {
+            'a'..='z' | 'A'..='Z' | '0'..='9' | '.' | '_' | '-' => c,
+            _ => '-',
         })
         .collect();
     while id.contains("..") {
