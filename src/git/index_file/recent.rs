@@ -430,13 +430,7 @@ mod tests {
             let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
             // Dated an hour ahead, the index's records are not racy for git: it trusts the
             // cache and opens no directory.
-            let before = SystemTime::now() + Duration::from_secs(3600);
-            File::options()
-                .write(true)
-                .open(&index)
-                .unwrap()
-                .set_modified(before)
-                .unwrap();
+            let before = dated_ahead(&index);
             assert_eq!(directories_opened(dir), 0, "{case}: the cache is used");
             // Nothing is recent to a second far ahead: the file is left as it is.
             let bytes = fs::read(&index).unwrap();
@@ -487,18 +481,20 @@ mod tests {
         assert_eq!(again, Distrusted::default());
     }
 
+    /// Dates the index at `path` an hour ahead; that time.
+    fn dated_ahead(path: &Path) -> SystemTime {
+        let ahead = SystemTime::now() + Duration::from_secs(3600);
+        let file = File::options().write(true).open(path).unwrap();
+        file.set_modified(ahead).unwrap();
+        ahead
+    }
+
     /// A checkout whose index notes the real stat data of its three files (no entry smudged).
     fn noted_checkout() -> tempfile::TempDir {
         let tmp = checkout("sha1", "2", false);
         let (dir, index) = (tmp.path(), tmp.path().join(".git/index"));
         // Dated ahead, nothing is racy to git: the refresh notes every file and smudges none.
-        let ahead = SystemTime::now() + Duration::from_secs(3600);
-        File::options()
-            .write(true)
-            .open(&index)
-            .unwrap()
-            .set_modified(ahead)
-            .unwrap();
+        dated_ahead(&index);
         git(dir, &["update-index", "--refresh"]);
         assert_eq!(noted_sizes(dir), vec![2, 3, 4]);
         tmp
