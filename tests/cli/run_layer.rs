@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::fixture::{Fixture, processes_with, require_tool};
+use crate::fixture::{Fixture, processes_with, require_tool, stdout_of};
 use crate::promote_crash::Rng;
 
 /// A source of generated files: text, binary, executable, links, nested directories, an
@@ -526,4 +526,79 @@ fn an_edit_before_the_first_run_is_not_the_runs_and_capture_holds_it() {
     let captured = capture["result_tree"].as_str().unwrap();
     assert_eq!(blob(&fx, captured, "same.txt"), "AFTER!");
     assert_eq!(blob(&fx, captured, "one.txt"), "one");
+}
+
+/// Writes `text` to `path` and puts its modification time back to `mtime`, as `cp -p` or
+/// `tar` leave a file: only the change time tells the edit apart.
+fn write_keeping_mtime(path: &Path, text: &str, mtime: std::time::SystemTime) {
+    std::fs::write(path, text).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+}
+
+/// The second of `path`'s change time.
+fn ctime_second(path: &Path) -> i64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).unwrap().ctime()
+}
+
+#[test]
+fn an_edit_outside_any_run_survives_a_run_that_changes_the_root_ignore_file() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("same.txt", "aaaa\n");
+    fx.commit_all("same");
+    let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    let mut tried = 0;
+    for round in 0..6 {
+        let id = format!("ignore{round}");
+        fx.bind(&id);
+        let same = fx.isolation(&id).join("same.txt");
+        // Two same-size edits with one old mtime around a full snapshot, both in one second:
+        // the snapshot notes the first with a change time whose second the second edit keeps.
+        crate::capture_racy::to_second_boundary();
+        write_keeping_mtime(&same, "bbbb\n", old);
+        let (code, doc) = fx.json(&["capture", "-s", &id]);
+        assert_eq!(code, 0, "{doc}");
+        let noted = ctime_second(&same);
+        write_keeping_mtime(&same, "cccc\n", old);
+        if ctime_second(&same) != noted {
+            // The capture took too long to keep both edits in one second.
+            continue;
+        }
+        tried += 1;
+        // The seed must be written in a later second than both edits.
+        std::thread::sleep(Duration::from_millis(1100));
+        // The root's ignore file changed: the run stages every path of a3s-iso's index.
+        let (run, _) = run_script(&fx, &id, "printf '*.log\\n' > .gitignore", false);
+        let result = run["result_tree"].as_str().unwrap();
+        assert_eq!(blob(&fx, result, ".gitignore"), "*.log");
+        // Every later snapshot must hold the second edit: `diff`'s, `capture`'s, `land`'s.
+        let diffed = stdout_of(fx.cmd().args(["diff", "-s", &id]).output().unwrap());
+        let (code, capture) = fx.json(&["capture", "-s", &id]);
+        assert_eq!(code, 0, "{capture}");
+        let captured = blob(&fx, capture["result_tree"].as_str().unwrap(), "same.txt");
+        let (code, landed) = fx.json(&["land", "-s", &id, "--keep", "--test", "true"]);
+        assert_eq!(code, 0, "{landed}");
+        let landed = fx.git(&fx.src, &["show", "HEAD:same.txt"]);
+        assert_eq!(
+            (
+                diffed.contains("+cccc"),
+                captured.as_str(),
+                landed.trim_end()
+            ),
+            (true, "cccc", "cccc"),
+            "round {round}: the second edit escaped: {diffed}"
+        );
+        if tried == 2 {
+            break;
+        }
+    }
+    assert!(tried > 0, "no round kept both edits in one second");
 }
