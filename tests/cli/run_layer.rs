@@ -602,3 +602,57 @@ fn an_edit_outside_any_run_survives_a_run_that_changes_the_root_ignore_file() {
     }
     assert!(tried > 0, "no round kept both edits in one second");
 }
+
+/// Same-size edits of one file with its modification time put back to one old instant, each
+/// its own way (`touch -d`, `cp -p`, `os.utime`), by runs in one second: only change times
+/// tell them apart. `same.txt` ends as `last`.
+const PUT_BACK: [(&str, &str); 3] = [
+    (
+        "printf 'bbbb\\n' > same.txt && touch -d @1000000000 same.txt",
+        "bbbb",
+    ),
+    (
+        "printf 'cccc\\n' > c.tmp && touch -d @1000000000 c.tmp && cp -p c.tmp same.txt && rm c.tmp",
+        "cccc",
+    ),
+    (
+        "python3 -c \"import os; open('same.txt', 'w').write('dddd\\n'); os.utime('same.txt', (1e9, 1e9))\"",
+        "dddd",
+    ),
+];
+
+#[test]
+fn same_size_edits_with_their_time_put_back_by_runs_and_between_them_are_all_landed() {
+    if !require_tool("sandbox") || !require_tool("python3") {
+        return;
+    }
+    let fx = Fixture::new();
+    fx.write("same.txt", "aaaa\n");
+    fx.commit_all("same");
+    let old = std::time::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    for full in [false, true] {
+        let id = format!("put-back-{full}");
+        fx.bind(&id);
+        run_script(&fx, &id, "true", true);
+        let same = fx.isolation(&id).join("same.txt");
+        crate::capture_racy::to_second_boundary();
+        for (script, text) in PUT_BACK {
+            let (run, _) = run_script(&fx, &id, script, full);
+            let result = run["result_tree"].as_str().unwrap();
+            assert_eq!(blob(&fx, result, "same.txt"), text, "{full}: {script}");
+        }
+        // Outside any run, right after the last run's snapshot.
+        write_keeping_mtime(&same, "eeee\n", old);
+        let diffed = stdout_of(fx.cmd().args(["diff", "-s", &id]).output().unwrap());
+        assert!(diffed.contains("\n+eeee\n"), "{full}: {diffed}");
+        // Once more after a commit in the source: `land` rebases the session first.
+        write_keeping_mtime(&same, "ffff\n", old);
+        fx.write(&format!("other-{full}.txt"), "other\n");
+        fx.commit_all("other");
+        let (code, landed) = fx.json(&["land", "--all", "--keep", "--test", "true"]);
+        assert_eq!(code, 0, "{landed}");
+        let landed = fx.git(&fx.src, &["show", "HEAD:same.txt"]);
+        assert_eq!(landed.trim_end(), "ffff", "{full}");
+        assert_eq!(std::fs::read_to_string(&same).unwrap(), "ffff\n");
+    }
+}
