@@ -656,3 +656,40 @@ fn same_size_edits_with_their_time_put_back_by_runs_and_between_them_are_all_lan
         assert_eq!(std::fs::read_to_string(&same).unwrap(), "ffff\n");
     }
 }
+
+#[test]
+fn a_same_size_edit_with_its_time_put_back_after_a_large_bind_is_diffed_and_landed_after_a_run() {
+    if !require_tool("sandbox") {
+        return;
+    }
+    // Thousands of files after it: the bind's checkout writes `A.txt` well before its index,
+    // so its record is one a snapshot may keep unread when the file still matches it.
+    let fx = Fixture::new();
+    fx.write("A.txt", "first\n");
+    for n in 0..3000 {
+        fx.write(&format!("many/{n:04}.txt"), &format!("{n}\n"));
+    }
+    fx.commit_all("many files");
+    fx.bind("large");
+    let file = fx.isolation("large").join("A.txt");
+    let noted = std::fs::metadata(&file).unwrap().modified().unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    write_keeping_mtime(&file, "edit!\n", noted);
+    // Not the run's: the run's change set holds only what its command wrote.
+    let (run, _) = run_script(&fx, "large", "echo new > new.txt", false);
+    assert_eq!(run["change_set"]["files_changed"], 1, "{run}");
+    let diffed = stdout_of(fx.cmd().args(["diff", "-s", "large"]).output().unwrap());
+    assert!(diffed.contains("-first\n+edit!\n"), "{diffed}");
+    assert!(diffed.contains("+new\n"), "{diffed}");
+    assert_eq!(diffed.matches("diff --git").count(), 2, "{diffed}");
+    // Edited again right after `diff`'s snapshot, then landed after a commit in the source:
+    // the session is rebased first.
+    write_keeping_mtime(&file, "again\n", noted);
+    fx.write("other.txt", "other\n");
+    fx.commit_all("other");
+    let (code, landed) = fx.json(&["land", "--all", "--keep", "--test", "true"]);
+    assert_eq!(code, 0, "{landed}");
+    let landed = fx.git(&fx.src, &["show", "HEAD:A.txt"]);
+    assert_eq!(landed.trim_end(), "again");
+    assert_eq!(fx.git(&fx.src, &["show", "HEAD:new.txt"]).trim_end(), "new");
+}
