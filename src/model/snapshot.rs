@@ -243,10 +243,27 @@ fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path, tree: &Path) -> Result<(S
     Ok((held, true))
 }
 
+/// Copies a3s-iso's own index of the tree `tree` at `from` to `to` as a snapshot starts from
+/// it ([`seed_copied`]): every record that may have changed since the index was dated fails
+/// git's comparison, so git reads its file. Where `from` cannot be read so, `to` is rebuilt
+/// from HEAD instead, and everything is read once.
+pub(crate) fn copy_distrusted(wt: &HermeticGit, from: &Path, to: &Path) -> Result<()> {
+    let plain = fs::symlink_metadata(from).is_ok_and(|m| m.is_file());
+    if !(plain && seed_copied(Seed::Own(from), from, to, wt.tree())?.1) {
+        wt.on_snapshot_index(to).read_tree("HEAD")?;
+    }
+    Ok(())
+}
+
 /// Keeps the index a snapshot that began at `began` wrote as the next snapshot's seed at
 /// `seed`, dated when the snapshot began: git's racy check then looks harder at what changed
 /// since, and the next snapshot knows from when on nothing noted is trusted.
-fn keep_seed(index: &Path, seed: &Path, began: std::time::SystemTime, tree: &str) -> Result<()> {
+pub(crate) fn keep_seed(
+    index: &Path,
+    seed: &Path,
+    began: std::time::SystemTime,
+    tree: &str,
+) -> Result<()> {
     crate::git::index_file::recent::date_from(index, began)?;
     clear_the_way(seed)?;
     fs::rename(index, seed).ctx(|| format!("cannot keep {}", seed.display()))?;

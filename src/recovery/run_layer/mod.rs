@@ -291,23 +291,27 @@ fn edit_last_tree(
 
 /// The run's trees when the root's `.gitignore` changed (any path may be ignored otherwise
 /// now): a3s-iso's index of the isolation with every path staged before and after the merge,
-/// then kept as its index.
+/// then kept as its index. Each staging starts from a copy whose records that may have
+/// changed since it was written are distrusted, as a snapshot's does: git compares whole
+/// seconds, and a same-size edit with its time put back would otherwise stay unread.
 fn restage_whole(
     wt: &crate::git::HermeticGit,
     located: &Located,
     layer: &RunLayer,
 ) -> Result<Finished> {
-    let index = TempFile::new(&located.store.scratch_dir(), "index")?;
-    snapshot::copy_index(&layer.seed, index.path())?;
-    snapshot::stage_paths(wt, index.path(), None)?;
-    let base = snapshot::write_tree(wt, index.path())?;
+    let scratch = located.store.scratch_dir();
+    let before = TempFile::new(&scratch, "index")?;
+    snapshot::copy_distrusted(wt, &layer.seed, before.path())?;
+    snapshot::stage_paths(wt, before.path(), None)?;
+    let base = snapshot::write_tree(wt, before.path())?;
     crate::fault_point!("run-layer-before-merge");
     complete(&located.store, &layer.intent)?;
-    snapshot::stage_paths(wt, index.path(), None)?;
-    let tree = snapshot::write_tree(wt, index.path())?;
-    std::fs::rename(index.path(), &layer.seed)
-        .ctx(|| format!("cannot keep {}", layer.seed.display()))?;
-    snapshot::note_tree(&layer.seed, &tree);
+    let after = TempFile::new(&scratch, "index")?;
+    let began = std::time::SystemTime::now();
+    snapshot::copy_distrusted(wt, before.path(), after.path())?;
+    snapshot::stage_paths(wt, after.path(), None)?;
+    let tree = snapshot::write_tree(wt, after.path())?;
+    snapshot::keep_seed(after.path(), &layer.seed, began, &tree)?;
     Ok(Finished::Fast {
         base,
         result: Snapshot::flat(&tree),
