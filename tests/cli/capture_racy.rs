@@ -138,16 +138,22 @@ fn a_same_size_edit_with_its_time_put_back_in_the_second_of_the_last_capture_is_
     }
 }
 
-#[test]
-fn a_same_size_edit_with_its_time_put_back_after_a_large_bind_is_captured() {
-    // Thousands of files after it: the bind's checkout writes `A.txt` well before its index,
-    // so its record is one a snapshot may keep unread when the file still matches it.
+/// A repository whose `A.txt` ("first") has thousands of files after it: a bind's checkout
+/// writes it well before its index, so its record is one a snapshot may keep unread when the
+/// file still matches it.
+pub(crate) fn first_of_many_files() -> Fixture {
     let fx = Fixture::new();
     fx.write("A.txt", "first\n");
     for n in 0..3000 {
         fx.write(&format!("many/{n:04}.txt"), &format!("{n}\n"));
     }
     fx.commit_all("many files");
+    fx
+}
+
+#[test]
+fn a_same_size_edit_with_its_time_put_back_after_a_large_bind_is_captured() {
+    let fx = first_of_many_files();
     for round in 0..3 {
         let id = format!("large{round}");
         fx.bind(&id);

@@ -1429,8 +1429,17 @@ fn git_quiet(fx: &Fixture, args: &[&str]) -> Option<String> {
 }
 
 /// Whether the process `pid` is stopped (a `pause` fault point sent it SIGSTOP).
-pub fn stopped(pid: u32) -> bool {
+fn stopped(pid: u32) -> bool {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
     state == Some(Some('T'))
+}
+
+/// Waits (a minute at most) until the process `pid` (`what`) stops at its `pause` fault point.
+pub fn wait_stopped(pid: u32, what: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !stopped(pid) {
+        assert!(std::time::Instant::now() < deadline, "{what} never paused");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

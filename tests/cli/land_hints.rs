@@ -127,11 +127,7 @@ fn land_hint_after_head_moved_during_the_rebase_moves_on() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !crate::fixture::stopped(first.id()) {
-        assert!(std::time::Instant::now() < deadline, "land never paused");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::fixture::wait_stopped(first.id(), "land");
     fx.write("user-2.txt", "two\n");
     let moved_to = fx.commit_all("the user's second commit");
     let pid = rustix::process::Pid::from_raw(first.id() as i32).unwrap();

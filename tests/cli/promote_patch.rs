@@ -843,11 +843,7 @@ fn the_patch_that_lands_is_the_verified_one_not_the_artifacts_copy() {
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !crate::fixture::stopped(child.id()) {
-        assert!(std::time::Instant::now() < deadline, "promote never paused");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    crate::fixture::wait_stopped(child.id(), "promote");
     std::fs::write(dir.join("change.patch"), evil).unwrap();
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();

@@ -689,14 +689,7 @@ fn a_same_size_edit_with_its_time_put_back_after_a_large_bind_is_diffed_and_land
     if !require_tool("sandbox") {
         return;
     }
-    // Thousands of files after it: the bind's checkout writes `A.txt` well before its index,
-    // so its record is one a snapshot may keep unread when the file still matches it.
-    let fx = Fixture::new();
-    fx.write("A.txt", "first\n");
-    for n in 0..3000 {
-        fx.write(&format!("many/{n:04}.txt"), &format!("{n}\n"));
-    }
-    fx.commit_all("many files");
+    let fx = crate::capture_racy::first_of_many_files();
     fx.bind("large");
     let file = fx.isolation("large").join("A.txt");
     let noted = std::fs::metadata(&file).unwrap().modified().unwrap();
