@@ -243,8 +243,8 @@ fn seed_copied(seed: Seed<'_>, from: &Path, to: &Path, tree: &Path) -> Result<(S
     Ok((held, true))
 }
 
-/// Copies a3s-iso's own index of the tree `tree` at `from` to `to` as a snapshot starts from
-/// it ([`seed_copied`]): every record that may have changed since the index was dated fails
+/// Copies a3s-iso's own index at `from` of the tree `wt` works in to `to`, as a snapshot
+/// starts from it ([`seed_copied`]): every record that may have changed since the index was dated fails
 /// git's comparison, so git reads its file. Where `from` cannot be read so, `to` is rebuilt
 /// from HEAD instead, and everything is read once.
 pub(crate) fn copy_distrusted(wt: &HermeticGit, from: &Path, to: &Path) -> Result<()> {
