@@ -118,6 +118,16 @@ pub enum Cleanup {
     Discarded,
 }
 
+impl Cleanup {
+    /// A discarded isolation's: `Pooled` when it went back to the pool.
+    pub(super) fn of(recycled: bool) -> Cleanup {
+        match recycled {
+            true => Cleanup::Pooled,
+            false => Cleanup::Discarded,
+        }
+    }
+}
+
 /// An error that stopped one session, as data.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LandError {
@@ -559,17 +569,7 @@ fn after_landing(
     if !cut_short && !crate::services::landed::is_landed(ctx, located, &record)? {
         return Ok(None);
     }
-    let done = crate::ops::discard::discard(
-        ctx,
-        &crate::ops::discard::DiscardOptions {
-            session_id: Some(id.to_string()),
-            purge: false,
-        },
-    )?;
-    Ok(Some(match done.recycled {
-        true => Cleanup::Pooled,
-        false => Cleanup::Discarded,
-    }))
+    super::discard(ctx, id.as_str(), false).map(|done| Some(Cleanup::of(done.recycled)))
 }
 
 /// One session: rebase, test, promote; whatever stops it is its result, never the queue's

@@ -200,13 +200,7 @@ fn drop_dead_scratch(ctx: &Context, located: &Located) {
     for record in live {
         let id = record.session_id.to_string();
         if is_scratch(&id) && crate::base::maker::made_by_dead(&id) {
-            let _ = crate::ops::discard::discard(
-                ctx,
-                &crate::ops::discard::DiscardOptions {
-                    session_id: Some(id),
-                    purge: true,
-                },
-            );
+            let _ = super::discard(ctx, id.as_str(), true);
         }
     }
 }
@@ -322,17 +316,9 @@ fn clean_up(
     let done = match (keep, state) {
         (true, _) => Ok(Cleanup::Kept),
         (false, Some(SessionState::Discarded) | None) => Ok(Cleanup::Discarded),
-        (false, Some(_)) => crate::ops::discard::discard(
-            ctx,
-            &crate::ops::discard::DiscardOptions {
-                session_id: Some(id.to_string()),
-                purge: false,
-            },
-        )
-        .map(|d| match d.recycled {
-            true => Cleanup::Pooled,
-            false => Cleanup::Discarded,
-        }),
+        (false, Some(_)) => {
+            super::discard(ctx, id.as_str(), false).map(|d| Cleanup::of(d.recycled))
+        }
     };
     match done {
         Ok(done) => landed.cleanup = Some(done),

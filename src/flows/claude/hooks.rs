@@ -14,7 +14,6 @@ use crate::flows::claude::payload::{CreatePayload, RemovePayload, session_id_fro
 use crate::flows::setup::bind;
 use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
 use crate::ops::capture::{CaptureOptions, capture};
-use crate::ops::discard::{DiscardOptions, discard};
 use crate::store::state::{CreatedBy, Creator, SessionRecord};
 
 /// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another
@@ -165,14 +164,7 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
             )));
         }
     }
-    let discarded = discard(
-        ctx,
-        &DiscardOptions {
-            session_id: Some(session_id.to_string()),
-            purge: false,
-        },
-    )?;
-    outcome.recycled = discarded.recycled;
+    outcome.recycled = crate::flows::discard(ctx, session_id.as_str(), false)?.recycled;
     Ok(outcome)
 }
 
