@@ -220,15 +220,6 @@ pub trait Progress {
     fn finish(&self);
 }
 
-/// Progress that shows nothing.
-pub struct NoProgress;
-
-impl Progress for NoProgress {
-    fn start(&self, _: u64) {}
-    fn advance(&self) {}
-    fn finish(&self) {}
-}
-
 /// What is known of one entry named like an isolation.
 #[derive(Debug, Clone)]
 enum Found {
@@ -567,36 +558,25 @@ fn search_dirs(
     records: &[SessionRecord],
     claims: &[ClaimRecord],
 ) -> BTreeSet<PathBuf> {
-    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
-    if let Some(parent) = repo.toplevel.parent() {
-        dirs.insert(parent.to_path_buf());
-    }
-    for path in records
-        .iter()
-        .filter_map(|r| r.worktree.as_ref())
-        .chain(claims.iter().map(|c| &c.path))
-    {
-        if let Some(parent) = path.parent() {
-            dirs.insert(parent.to_path_buf());
-        }
-    }
-    dirs.extend(crate::store::state::user_isolations_dir(&repo.toplevel));
-    dirs
+    let recorded = records.iter().filter_map(|r| r.worktree.as_deref());
+    let claimed = claims.iter().map(|c| c.path.as_path());
+    std::iter::once(repo.toplevel.as_path())
+        .chain(recorded)
+        .chain(claimed)
+        .filter_map(Path::parent)
+        .map(Path::to_path_buf)
+        .chain(crate::store::state::user_isolations_dir(&repo.toplevel))
+        .collect()
 }
 
 /// Every entry of `dirs` named like an isolation, sorted.
 fn candidates(dirs: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
-    let mut candidates: Vec<PathBuf> = Vec::new();
-    for dir in dirs {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            if looks_like_isolation(&entry.file_name()) {
-                candidates.push(entry.path());
-            }
-        }
-    }
+    let mut candidates: Vec<PathBuf> = (dirs.iter())
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten())
+        .filter(|entry| looks_like_isolation(&entry.file_name()))
+        .map(|entry| entry.path())
+        .collect();
     candidates.sort();
     candidates
 }
@@ -662,8 +642,7 @@ fn decide(
                 "named like session {id:?}, whose record points elsewhere ({})",
                 recorded
                     .as_deref()
-                    .map(|p| p.display().to_string())
-                    .unwrap_or_else(|| "no isolation".into())
+                    .map_or("no isolation".into(), |p| p.display().to_string())
             ),
         ),
         Found::Stranger => keep(
@@ -954,12 +933,12 @@ impl Sweep<'_> {
         let plan = plan_reclaim(located, opts, path, id, &found);
         match remove_isolation(&lock, ctx, located, (path, &found), &plan)? {
             Removal::Done => report_reclaimed(out, plan, path, why),
-            Removal::Kept(reason, detail) => out.kept.push(Kept {
-                path: path.to_path_buf(),
-                session_id: Some(plan.id),
-                reason,
-                detail,
-            }),
+            Removal::Kept(reason, detail) => report_kept(
+                out,
+                path.to_path_buf(),
+                &found,
+                Decision::Keep(reason, detail),
+            ),
         }
         Ok(())
     }
