@@ -2,7 +2,7 @@ use a3s_iso::base::error::Result;
 use a3s_iso::base::owner::OwnerLiveness;
 use a3s_iso::context::Context;
 pub use a3s_iso::interface::request::list::ListArgs;
-use a3s_iso::ops::list::{ListOutcome, ListedState, SessionView, list_with};
+use a3s_iso::ops::list::{ListOutcome, ListedState, SessionView, list};
 use a3s_iso::services::remote::list_remote;
 
 use super::{Output, Tone};
@@ -44,7 +44,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     if let Some(remote) = &args.remote {
         return run_remote(ctx, remote, args.allow_url, out);
     }
-    let outcome = list_with(ctx, args.all, args.disk)?;
+    let outcome = list(ctx, args.all, args.disk)?;
     for unreadable in &outcome.unreadable {
         out.warn(&format!("unreadable session record {unreadable}"));
     }

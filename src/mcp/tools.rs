@@ -283,7 +283,7 @@ pub fn call(
         )?,
         Tool::List => Answer::of(
             "a3s-iso.list.v1",
-            &crate::ops::list::list(ctx, args::list(args)?)?,
+            &crate::ops::list::list(ctx, args::list(args)?, false)?,
         )?,
         Tool::Overlaps => {
             args::none(args)?;

@@ -159,13 +159,9 @@ pub struct DiskTotal {
 }
 
 /// Lists the live sessions of this repository's store, or with `all` every session (discarded
-/// ones included) of every registered one.
-pub fn list(ctx: &Context, all: bool) -> Result<ListOutcome> {
-    list_with(ctx, all, false)
-}
-
-/// [`list`], with each isolation's disk use measured when `disk` is set (`list --disk`).
-pub fn list_with(ctx: &Context, all: bool, disk: bool) -> Result<ListOutcome> {
+/// ones included) of every registered one; with `disk` (`list --disk`), each isolation's disk
+/// use measured.
+pub fn list(ctx: &Context, all: bool, disk: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {
         crate::recovery::locate(ctx).ok()
