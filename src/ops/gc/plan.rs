@@ -42,11 +42,7 @@ impl Sessions {
     fn read(located: &Located) -> Result<Sessions> {
         let mut records = BTreeMap::new();
         let mut needed = BTreeSet::new();
-        for name in ids_in(&located.store.path(StateDir::Sessions), ".json") {
-            // A file a3s-iso did not write is no session's.
-            let Ok(id) = SessionId::new(name) else {
-                continue;
-            };
+        for id in session_ids(ids_in(&located.store.path(StateDir::Sessions), ".json")) {
             match located.store.load_session(&id) {
                 Ok(Some(record)) => {
                     if matches!(record.state, SessionState::Bound | SessionState::Retained) {
@@ -94,6 +90,13 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     plan.keep
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
     Ok(plan)
+}
+
+/// The session ids among `names`: a file a3s-iso did not write is no session's.
+fn session_ids(names: impl IntoIterator<Item = String>) -> impl Iterator<Item = SessionId> {
+    names
+        .into_iter()
+        .filter_map(|name| SessionId::new(name).ok())
 }
 
 /// Whether something is in progress on session `id`: a bind's claim, a tree operation's
@@ -186,10 +189,7 @@ fn plan_gone(
         ids.extend(ids_in(&sub.under(dir), ""));
     }
     ids.extend(ids_in(&StateDir::Leases.under(dir), ".lock"));
-    for name in ids {
-        let Ok(id) = SessionId::new(name) else {
-            continue;
-        };
+    for id in session_ids(ids) {
         if sessions.records.contains_key(&id) || sessions.needed.contains(&id) || busy(located, &id)
         {
             continue;
@@ -217,10 +217,7 @@ fn plan_purged(located: &Located, window: Window, sessions: &Sessions, plan: &mu
     } else {
         Reason::Expired
     };
-    for name in ids_in(&located.store.path(StateDir::Purged), ".json") {
-        let Ok(id) = SessionId::new(name) else {
-            continue;
-        };
+    for id in session_ids(ids_in(&located.store.path(StateDir::Purged), ".json")) {
         if sessions.records.contains_key(&id) || sessions.needed.contains(&id) {
             continue;
         }
