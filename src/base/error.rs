@@ -893,6 +893,24 @@ pub enum Error {
 /// a3s-iso's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// Each reason is the one error it explains (`Error::from(Taken::…)` is `session_exists`).
+macro_rules! error_of_reason {
+    ($($reason:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$reason> for Error {
+            fn from(reason: $reason) -> Error {
+                Error::$variant { reason }
+            }
+        }
+    )*};
+}
+
+error_of_reason!(
+    Unavailable => IsolationUnavailable,
+    Taken => SessionExists,
+    NoDocument => ChangeSetUnavailable,
+    crate::base::invalid::Invalid => InvalidInput,
+);
+
 impl Error {
     /// The stable code of this error.
     pub fn code(&self) -> ErrorCode {

@@ -228,11 +228,9 @@ fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
     if granted {
         return Ok(());
     }
-    Err(Error::SessionExists {
-        reason: Taken::NotCreatedHere {
-            session_id: record.session_id.to_string(),
-        },
-    })
+    Err(Error::from(Taken::NotCreatedHere {
+        session_id: record.session_id.to_string(),
+    }))
 }
 
 /// The id given (checked), else a generated one.
@@ -269,25 +267,21 @@ fn live_record(located: &Located, session_id: &SessionId) -> Result<Option<Sessi
         return Err(belongs_elsewhere(located, other));
     }
     if let Some(summary) = record.as_ref().and_then(SessionRecord::swept_summary) {
-        return Err(Error::SessionExists {
-            reason: Taken::Swept {
-                session_id: session_id.to_string(),
-                summary,
-            },
-        });
+        return Err(Error::from(Taken::Swept {
+            session_id: session_id.to_string(),
+            summary,
+        }));
     }
     Ok(record.filter(|record| record.state != SessionState::Discarded))
 }
 
 /// A session id of a state dir shared with another repository, whose session it is.
 fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
-    Error::SessionExists {
-        reason: Taken::OtherRepository {
-            session_id: other.session_id.to_string(),
-            store: located.store.dir().to_path_buf(),
-            repository: other.source.clone(),
-        },
-    }
+    Error::from(Taken::OtherRepository {
+        session_id: other.session_id.to_string(),
+        store: located.store.dir().to_path_buf(),
+        repository: other.source.clone(),
+    })
 }
 
 /// What becomes of the source's local changes: carried into the isolation, left out (with a
@@ -555,12 +549,10 @@ fn refuse_bind_in_progress(located: &Located, session_id: &SessionId) -> Result<
     };
     match claim.bind_process.liveness() {
         Liveness::Dead => isolation::clear_dead_claim(located, &claim),
-        _ => Err(Error::SessionExists {
-            reason: Taken::BindInProgress {
-                session_id: session_id.to_string(),
-                process: claim.bind_process.describe(),
-            },
-        }),
+        _ => Err(Error::from(Taken::BindInProgress {
+            session_id: session_id.to_string(),
+            process: claim.bind_process.describe(),
+        })),
     }
 }
 
@@ -735,12 +727,10 @@ fn reuse(
     explicit: bool,
 ) -> Result<BindOutcome> {
     if !existing.read_only && !isolation::is_healthy(&existing) {
-        return Err(Error::SessionExists {
-            reason: Taken::Damaged {
-                session_id: existing.session_id.to_string(),
-                worktree: existing.worktree.clone(),
-            },
-        });
+        return Err(Error::from(Taken::Damaged {
+            session_id: existing.session_id.to_string(),
+            worktree: existing.worktree.clone(),
+        }));
     }
     let mut warnings = Vec::new();
     if existing.owner != owner {
@@ -766,13 +756,11 @@ fn reuse(
 
 /// `session_exists`: another owner, which may still be running, holds the session.
 fn owned_elsewhere(session_id: &SessionId, owner: &Owner) -> Error {
-    Error::SessionExists {
-        reason: Taken::OtherOwner {
-            session_id: session_id.to_string(),
-            owner: owner.describe(),
-            pid: owner.pid,
-        },
-    }
+    Error::from(Taken::OtherOwner {
+        session_id: session_id.to_string(),
+        owner: owner.describe(),
+        pid: owner.pid,
+    })
 }
 
 /// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory;
@@ -804,13 +792,10 @@ fn isolation_base(
     if writable {
         return Ok((parent.to_path_buf(), false));
     }
-    let fallback = crate::store::state::user_isolations_dir(source).ok_or_else(|| {
-        Error::IsolationUnavailable {
-            reason: Unavailable::NoBaseDir {
-                parent: parent.to_path_buf(),
-            },
-        }
-    })?;
+    let fallback =
+        crate::store::state::user_isolations_dir(source).ok_or_else(|| Unavailable::NoBaseDir {
+            parent: parent.to_path_buf(),
+        })?;
     fs::create_dir_all(&fallback).ctx(|| format!("cannot create {}", fallback.display()))?;
     warnings.push(
         BindWarning::FallbackParent {

@@ -26,11 +26,9 @@ pub fn read_request(path: &Path) -> Result<Identity> {
         changeset::read_bounded(std::io::stdin().lock(), MAX_REQUEST_BYTES)
             .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
-        let file = std::fs::File::open(path).map_err(|e| Error::InvalidInput {
-            reason: Invalid::RequestUnreadable {
-                path: path.to_path_buf(),
-                error: e.to_string(),
-            },
+        let file = std::fs::File::open(path).map_err(|e| Invalid::RequestUnreadable {
+            path: path.to_path_buf(),
+            error: e.to_string(),
         })?;
         changeset::read_bounded(file, MAX_REQUEST_BYTES)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?
@@ -44,9 +42,7 @@ pub fn read_request(path: &Path) -> Result<Identity> {
 /// (else `change_set_invalid` with rule `identity_mismatch`).
 pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
     let located = crate::recovery::locate(ctx).map_err(|err| match err {
-        Error::IsolationUnavailable { reason } => Error::ChangeSetUnavailable {
-            reason: NoDocument::NoSource(reason),
-        },
+        Error::IsolationUnavailable { reason } => Error::from(NoDocument::NoSource(reason)),
         other => other,
     })?;
     let session_id = &known_session(&located, &identity.session_id)?;
@@ -91,12 +87,10 @@ fn run_not_found(identity: &Identity) -> Error {
 
 /// The stored document `bytes`, verified, if its identity is the request's.
 fn answer_with(bytes: Vec<u8>, identity: &Identity) -> Result<ChangesAnswer> {
-    let verified = changeset::verify(&bytes).map_err(|err| Error::ChangeSetUnavailable {
-        reason: NoDocument::Damaged {
-            session_id: identity.session_id.clone(),
-            run_id: identity.run_id.clone(),
-            error: err.to_string(),
-        },
+    let verified = changeset::verify(&bytes).map_err(|err| NoDocument::Damaged {
+        session_id: identity.session_id.clone(),
+        run_id: identity.run_id.clone(),
+        error: err.to_string(),
     })?;
     let stored = &verified.change_set.identity;
     let fields = [
@@ -155,12 +149,10 @@ fn without_document(
     if let Some(bytes) = store.load_run_doc(session_id, run_id)? {
         return answer_with(bytes, identity);
     }
-    Err(Error::ChangeSetUnavailable {
-        reason: NoDocument::NotRecorded {
-            session_id: session_id.to_string(),
-            run_id: run_id.to_string(),
-            limit: MAX_PATCH_BYTES,
-            pinned_at: pinned.then(|| store.refs().run_result(session_id, run_id)),
-        },
-    })
+    Err(Error::from(NoDocument::NotRecorded {
+        session_id: session_id.to_string(),
+        run_id: run_id.to_string(),
+        limit: MAX_PATCH_BYTES,
+        pinned_at: pinned.then(|| store.refs().run_result(session_id, run_id)),
+    }))
 }

@@ -393,24 +393,20 @@ fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     let path = located.store.artifacts_dir().join(hex).join("change.patch");
     let plain = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
     if !plain {
-        return Err(Error::ChangeSetUnavailable {
-            reason: NoDocument::PatchMissing {
-                digest: digest.to_string(),
-                path,
-            },
-        });
+        return Err(Error::from(NoDocument::PatchMissing {
+            digest: digest.to_string(),
+            path,
+        }));
     }
     let mut hashing = Hashing::new(open(&path)?);
     let files = files_of(BufReader::new(&mut hashing))?;
     let (bytes, found) = hashing.finish();
     if found != digest {
-        return Err(Error::ChangeSetUnavailable {
-            reason: NoDocument::PatchChanged {
-                digest: digest.to_string(),
-                path,
-                found,
-            },
-        });
+        return Err(Error::from(NoDocument::PatchChanged {
+            digest: digest.to_string(),
+            path,
+            found,
+        }));
     }
     let entry = located.store.journal_entry(digest)?;
     let step = entry.as_ref().and_then(|e| e.step.clone());

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
+use crate::base::invalid::Invalid;
 use crate::context::Context;
 use crate::services::profile::{Profile, repo_key};
 use crate::services::profile_copies::kept_for;
@@ -63,10 +64,8 @@ pub fn profile(ctx: &Context, action: ProfileAction, name: Option<&str>) -> Resu
     let key = repo_key(&located.repo.common_dir);
     let mut out = Vec::new();
     for profile in profiles {
-        let kept = kept_for(&profile.name, &key).ok_or_else(|| Error::InvalidInput {
-            reason: crate::base::invalid::Invalid::ProfileNeedsDataDir {
-                name: profile.name.clone(),
-            },
+        let kept = kept_for(&profile.name, &key).ok_or_else(|| Invalid::ProfileNeedsDataDir {
+            name: profile.name.clone(),
         })?;
         let changes = match action {
             ProfileAction::Diff => crate::services::profile_review::pending(&kept, &profile)?,

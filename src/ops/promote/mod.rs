@@ -1,9 +1,7 @@
-//! `promote`: apply a change set to the source exactly once, with a typed outcome.
-//! May call: base, git, store, context, model, recovery, services; no other verb.
-//!
 //! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
 //! digest already in the journal, `conflict` when the source moved or the patch does not apply
 //! (nothing applied), `empty`, or `planned` with `--no-apply`.
+//! May call: base, git, store, context, model, recovery, services; no other verb.
 //!
 //! The order of steps: (1) a document is verified completely, or a session is captured afresh
 //! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
@@ -38,6 +36,7 @@ pub use crate::ops::promote::outcome::{
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::CommitId;
+use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
@@ -224,19 +223,15 @@ fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         Some(given) => located
             .store
             .resolve_digest("--digest", given)?
-            .ok_or_else(|| Error::InvalidInput {
-                reason: crate::base::invalid::Invalid::NoPromote {
-                    digest: given.to_string(),
-                },
+            .ok_or_else(|| Invalid::NoPromote {
+                digest: given.to_string(),
             })?,
         None => {
             let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
             last_step(&located.store, &session, None)?
                 .map(|previous| previous.digest)
-                .ok_or_else(|| Error::InvalidInput {
-                    reason: crate::base::invalid::Invalid::NothingToReapply {
-                        session_id: session.session_id.to_string(),
-                    },
+                .ok_or_else(|| Invalid::NothingToReapply {
+                    session_id: session.session_id.to_string(),
                 })?
         }
     };

@@ -2,8 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::base::error::Result;
+use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{CommitId, TreeId};
+use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::{self, Patch};
@@ -136,20 +137,17 @@ impl Candidate {
     /// A change set the journal records as landed, to land again: its patch from the
     /// artifacts, or made again from the trees its step recorded; checked against the digest.
     pub(crate) fn of_journal(ctx: &Context, located: &Located, digest: &str) -> Result<Candidate> {
-        let entry = located.store.journal_entry(digest)?.ok_or_else(|| {
-            crate::base::error::Error::InvalidInput {
-                reason: crate::base::invalid::Invalid::NoPromote {
-                    digest: digest.to_string(),
-                },
-            }
-        })?;
+        let entry = located
+            .store
+            .journal_entry(digest)?
+            .ok_or_else(|| Invalid::NoPromote {
+                digest: digest.to_string(),
+            })?;
         if let Some(path) = entry.step.as_ref().and_then(|s| s.nested.as_ref()) {
-            return Err(crate::base::error::Error::InvalidInput {
-                reason: crate::base::invalid::Invalid::NestedReapply {
-                    digest: digest.to_string(),
-                    nested: path.shown().to_string(),
-                },
-            });
+            return Err(Error::from(Invalid::NestedReapply {
+                digest: digest.to_string(),
+                nested: path.shown().to_string(),
+            }));
         }
         let step = entry.step;
         let scratch = located.store.scratch_dir();
@@ -175,10 +173,8 @@ impl Candidate {
             );
             patch = made.ok().filter(|p| p.digest == digest);
         }
-        let patch = patch.ok_or_else(|| crate::base::error::Error::ChangeSetUnavailable {
-            reason: crate::base::error::NoDocument::NotReapplicable {
-                digest: digest.to_string(),
-            },
+        let patch = patch.ok_or_else(|| NoDocument::NotReapplicable {
+            digest: digest.to_string(),
         })?;
         let base_tree = step.as_ref().map(|s| s.from_tree.clone());
         let result_tree = step.map(|s| s.result_tree);
@@ -221,9 +217,7 @@ impl Candidate {
 
     /// The session a branch promote lands (an internal error for a document).
     pub(crate) fn branch_session(&self) -> Result<&SessionRecord> {
-        (self.session.as_ref()).ok_or_else(|| {
-            crate::base::error::Error::internal("a branch promote without a session")
-        })
+        (self.session.as_ref()).ok_or_else(|| Error::internal("a branch promote without a session"))
     }
 
     /// Where this promote's commits of the session start from: the isolation's HEAD its last

@@ -4,7 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
+use crate::base::invalid::Invalid;
 use crate::base::sandbox::{self, NetworkAccess, SandboxSpec, TerminalSpec};
 use crate::base::warning::Warning;
 use crate::ops::run::request::RunOptions;
@@ -192,10 +193,8 @@ impl Granted {
                     .map(crate::services::profile_review::Kept::home);
             }
             if settings.enabled {
-                let kept = kept.ok_or_else(|| Error::InvalidInput {
-                    reason: crate::base::invalid::Invalid::ProfileNeedsDataDir {
-                        name: profile.name.clone(),
-                    },
+                let kept = kept.ok_or_else(|| Invalid::ProfileNeedsDataDir {
+                    name: profile.name.clone(),
                 })?;
                 let home = std::env::var_os("HOME")
                     .map(PathBuf::from)
