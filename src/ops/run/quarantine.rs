@@ -24,25 +24,17 @@ pub struct Quarantine {
     /// The object directories of the isolation's submodules (see [`Quarantine::environment`]).
     modules: Vec<PathBuf>,
     /// The isolation's admin dir, where the submodules' stores are found again after the run.
-    admin: Option<PathBuf>,
+    admin: PathBuf,
     /// Scratch space for the private git dirs that copy objects into them.
     scratch: PathBuf,
 }
 
 impl Quarantine {
-    /// Creates an empty quarantine for a run, named after the run and this process (so that
-    /// the next command removes it if the run is killed).
-    /// `modules`: the object directories of the isolation's submodules.
-    pub fn create(store: &Store, run_id: &RunId, modules: Vec<PathBuf>) -> Result<Quarantine> {
-        Quarantine::with_modules(store, run_id, modules, None)
-    }
-
-    fn with_modules(
-        store: &Store,
-        run_id: &RunId,
-        modules: Vec<PathBuf>,
-        admin: Option<PathBuf>,
-    ) -> Result<Quarantine> {
+    /// An empty quarantine for a run in the isolation whose admin dir is `admin`, with its
+    /// submodules' object directories, named after the run and this process (so that the next
+    /// command removes it if the run is killed).
+    pub fn for_isolation(store: &Store, run_id: &RunId, admin: &Path) -> Result<Quarantine> {
+        let (modules, _) = crate::services::nested::module_stores(admin);
         let dir = store
             .path(StateDir::Quarantine)
             .join(crate::base::maker::owned_name(run_id));
@@ -51,16 +43,9 @@ impl Quarantine {
         Ok(Quarantine {
             dir,
             modules: usable(modules),
-            admin,
+            admin: admin.to_path_buf(),
             scratch: store.scratch_dir(),
         })
-    }
-
-    /// A quarantine for a run in the isolation whose admin dir is `admin`, with its
-    /// submodules' object directories.
-    pub fn for_isolation(store: &Store, run_id: &RunId, admin: &Path) -> Result<Quarantine> {
-        let (modules, _) = crate::services::nested::module_stores(admin);
-        Quarantine::with_modules(store, run_id, modules, Some(admin.to_path_buf()))
     }
 
     /// The object directory the command writes to.
@@ -123,19 +108,14 @@ impl Quarantine {
         if files == 0 {
             return Ok((0, warnings));
         }
-        let modules = match &self.admin {
-            Some(admin) => {
-                let (found, skipped) = crate::services::nested::module_stores(admin);
-                warnings.extend(skipped);
-                usable(
-                    found
-                        .into_iter()
-                        .filter(|m| self.modules.contains(m))
-                        .collect(),
-                )
-            }
-            None => self.modules.clone(),
-        };
+        let (found, skipped) = crate::services::nested::module_stores(&self.admin);
+        warnings.extend(skipped);
+        let modules = usable(
+            found
+                .into_iter()
+                .filter(|m| self.modules.contains(m))
+                .collect(),
+        );
         let alternates = (!modules.is_empty())
             .then(|| std::env::join_paths(&modules))
             .transpose()
