@@ -9,7 +9,7 @@ use crate::base::invalid::Invalid;
 use crate::base::sandbox::{self, NetworkAccess, SandboxSpec, TerminalSpec};
 use crate::base::warning::Warning;
 use crate::ops::run::request::RunOptions;
-use crate::ops::run::target::{Claimed, RunDirs, RunTarget};
+use crate::ops::run::target::{Claimed, RunTarget};
 use crate::services::network::PROXY_PORT;
 use crate::store::state::RunSandbox;
 
@@ -46,10 +46,7 @@ pub(crate) fn sandbox_for(
         return Ok(None);
     }
     let RunTarget { located, isolation } = claimed.run_target();
-    let RunDirs {
-        private_tmp,
-        quarantine,
-    } = claimed.dirs();
+    let (private_tmp, quarantine) = (claimed.private_tmp.path(), claimed.quarantine.dir());
     let CommandPlace {
         workdir,
         granted,
@@ -148,10 +145,7 @@ impl Granted {
         claimed: &Claimed,
     ) -> Result<Granted> {
         let (run_id, RunTarget { located, isolation }) = (claimed.run_id(), claimed.run_target());
-        let RunDirs {
-            private_tmp,
-            quarantine,
-        } = claimed.dirs();
+        let (private_tmp, quarantine) = (claimed.private_tmp.path(), claimed.quarantine.dir());
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
         let private = sandbox::private_dirs(settings.network == NetworkAccess::Denied);
         let mut writable: Vec<&Path> =

@@ -20,13 +20,6 @@ pub(crate) struct RunTarget<'a> {
     pub isolation: &'a Isolation,
 }
 
-/// The directories a run makes for its command: its TMPDIR and its quarantine's object dir.
-#[derive(Clone, Copy)]
-pub(crate) struct RunDirs<'a> {
-    pub private_tmp: &'a Path,
-    pub quarantine: &'a Path,
-}
-
 /// A run's place, claimed (its fields drop in this order: the lease after the directories).
 pub(crate) struct Claimed {
     /// The objects the command writes, kept apart until they pass the checks.
@@ -70,14 +63,6 @@ impl Claimed {
         RunTarget {
             located: &self.target.located,
             isolation: &self.target.isolation,
-        }
-    }
-
-    /// The run's own directories.
-    pub(crate) fn dirs(&self) -> RunDirs<'_> {
-        RunDirs {
-            private_tmp: self.private_tmp.path(),
-            quarantine: self.quarantine.dir(),
         }
     }
 
