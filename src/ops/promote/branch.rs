@@ -22,14 +22,14 @@ use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
 use crate::model::snapshot::TempFile;
 use crate::ops::promote::artifacts::Artifacts;
-use crate::ops::promote::journal::{Landed, journal, landed_before};
+use crate::ops::promote::journal::landed_before;
 use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{
     BranchReport, Mode, Outcome, PromoteOutcome, Reason, ReplayedCommit, SkipReason, SkippedCommit,
 };
 use crate::ops::promote::patch::touched_paths;
 use crate::recovery::intent::{self, BranchPlan, Changes, Intent};
-use crate::store::state::{Landing, SessionRecord, Step, Store};
+use crate::store::state::{JournalEntry, Landing, SessionRecord, Step, Store};
 
 /// A commit to replay: the commit object and its subject line.
 struct Pick {
@@ -191,9 +191,6 @@ fn stops_before_planning(
     candidate: &Candidate,
     out: &mut PromoteOutcome,
 ) -> Result<bool> {
-    out.nested_repositories = candidate.nested.clone();
-    out.patch_bytes = candidate.patch.bytes;
-    out.files_changed = candidate.patch.files_changed;
     candidate.report_step(out);
     if candidate.patch.bytes == 0 {
         candidate.replay_last_step(out);
@@ -437,18 +434,15 @@ impl Planner<'_> {
 /// runs it recorded, and the digest of the change set being promoted, so that `git log` tells
 /// where the commit came from.
 fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Result<String> {
-    let runs = store.run_ids(&session.session_id)?;
-    let mut message = format!(
-        "a3s-iso: uncommitted changes of session {}\n\n",
-        session.session_id
-    );
-    match runs.as_slice() {
-        [] => message.push_str("No run recorded.\n"),
-        [one] => message.push_str(&format!("Run: {one}\n")),
-        many => message.push_str(&format!("Runs: {}\n", many.join(", "))),
-    }
-    message.push_str(&format!("Change set: {digest}\n"));
-    Ok(message)
+    let runs = match store.run_ids(&session.session_id)?.as_slice() {
+        [] => "No run recorded.".to_string(),
+        [one] => format!("Run: {one}"),
+        many => format!("Runs: {}", many.join(", ")),
+    };
+    let id = &session.session_id;
+    Ok(format!(
+        "a3s-iso: uncommitted changes of session {id}\n\n{runs}\nChange set: {digest}\n"
+    ))
 }
 
 /// Why a replay stops before it starts: work of the user's at paths it changes.
@@ -696,18 +690,17 @@ fn conclude(
         }
         None => {
             let patch = &job.candidate.patch;
-            journal(
-                job.located,
-                Landed {
-                    digest: &Digest::new(&patch.digest)?,
-                    session_id: Some(&job.session.session_id),
-                    head: Some(&job.target.old_tip),
-                    patch_bytes: patch.bytes,
-                    how: Landing::Applied,
-                    mode: Mode::Branch,
-                    step,
-                },
-            )?;
+            job.located.store.record_promoted(&JournalEntry {
+                digest: Digest::new(&patch.digest)?,
+                session_id: Some(job.session.session_id.as_str().to_string()),
+                promoted_at_ms: now_ms(),
+                source_head: Some(job.target.old_tip.clone()),
+                patch_bytes: patch.bytes,
+                how: Landing::Applied,
+                mode: Mode::Branch,
+                step,
+                earlier_landings: Vec::new(),
+            })?;
             out.outcome = Outcome::Applied;
         }
     }

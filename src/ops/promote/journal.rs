@@ -3,37 +3,8 @@
 //! promote of the session starts.
 
 use crate::base::error::Result;
-use crate::base::fsutil::now_ms;
-use crate::context::Located;
 use crate::ops::promote::options::Candidate;
-use crate::ops::promote::outcome::Mode;
-use crate::store::state::{JournalEntry, Landing, Step, Store};
-
-/// What lands, for the journal.
-pub(crate) struct Landed<'a> {
-    pub(crate) digest: &'a crate::base::ids::Digest,
-    pub(crate) session_id: Option<&'a str>,
-    pub(crate) head: Option<&'a crate::base::ids::CommitId>,
-    pub(crate) patch_bytes: u64,
-    pub(crate) how: Landing,
-    pub(crate) mode: Mode,
-    pub(crate) step: Option<Step>,
-}
-
-/// Records that a change set landed: the promote journal's entry, fsynced.
-pub(crate) fn journal(located: &Located, landed: Landed<'_>) -> Result<()> {
-    located.store.record_promoted(&JournalEntry {
-        digest: landed.digest.clone(),
-        session_id: landed.session_id.map(str::to_string),
-        promoted_at_ms: now_ms(),
-        source_head: landed.head.cloned(),
-        patch_bytes: landed.patch_bytes,
-        how: landed.how,
-        mode: landed.mode,
-        step: landed.step,
-        earlier_landings: Vec::new(),
-    })
-}
+use crate::store::state::Store;
 
 /// Whether the candidate's digest is in the journal as having landed. An entry that is an
 /// earlier step of this very session is not: the session undid a change and made it again,

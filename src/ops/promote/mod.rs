@@ -23,7 +23,6 @@ mod options;
 mod outcome;
 mod patch;
 
-use crate::ops::promote::journal::{Landed, journal};
 use crate::ops::promote::options::Candidate;
 pub(crate) use crate::ops::promote::options::Known;
 pub use crate::ops::promote::options::{OpenedDir, PromoteOptions};
@@ -40,7 +39,7 @@ use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
-use crate::store::state::Landing;
+use crate::store::state::{JournalEntry, Landing};
 
 /// Promotes a session, a change-set document or a remote's change set; see the module's order
 /// of steps.
@@ -84,17 +83,18 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     }
     let mut report = None;
     let candidate = match (verified, fetched) {
-        (Some(verified), _) => {
-            let cs = &verified.change_set;
-            Candidate::of_document(
-                Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
-                &cs.base_tree,
-                &cs.result_tree,
-            )
-        }
+        (Some(verified), _) => Candidate::of_trees(
+            Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?,
+            Some(verified.change_set.base_tree),
+            Some(verified.change_set.result_tree),
+        ),
         (None, Some(fetched)) => {
             report = Some(fetched.report);
-            Candidate::of_document(fetched.patch, &fetched.base_tree, &fetched.result_tree)
+            Candidate::of_trees(
+                fetched.patch,
+                Some(fetched.base_tree),
+                Some(fetched.result_tree),
+            )
         }
         (None, None) => return Err(Error::internal("no change set to promote")),
     };
@@ -259,18 +259,16 @@ fn note(ctx: &Context, opts: &PromoteOptions, digest: &str) -> Result<PromoteOut
         out.outcome = Outcome::Idempotent;
         return Ok(out);
     }
-    let head = located.repo.head_commit(&ctx.git);
-    journal(
-        &located,
-        Landed {
-            digest,
-            session_id: opts.session_id.as_deref(),
-            head: head.as_ref(),
-            patch_bytes: 0,
-            how: Landing::Noted,
-            mode: opts.mode,
-            step: None,
-        },
-    )?;
+    located.store.record_promoted(&JournalEntry {
+        digest: digest.clone(),
+        session_id: opts.session_id.clone(),
+        source_head: located.repo.head_commit(&ctx.git),
+        promoted_at_ms: crate::base::fsutil::now_ms(),
+        patch_bytes: 0,
+        how: Landing::Noted,
+        mode: opts.mode,
+        step: None,
+        earlier_landings: Vec::new(),
+    })?;
     Ok(out)
 }

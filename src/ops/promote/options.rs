@@ -103,14 +103,8 @@ pub(crate) struct Candidate {
 }
 
 impl Candidate {
-    /// A change set that came as a document (a file, or a remote's commit): its patch and its
-    /// two trees, nothing of a session.
-    pub(crate) fn of_document(patch: Patch, base_tree: &TreeId, result_tree: &TreeId) -> Candidate {
-        Candidate::of_trees(patch, Some(base_tree.clone()), Some(result_tree.clone()))
-    }
-
     /// A change set of no session: its patch and what the trees it goes between are known.
-    pub(super) fn of_trees(
+    pub(crate) fn of_trees(
         patch: Patch,
         base_tree: Option<TreeId>,
         result_tree: Option<TreeId>,
@@ -338,9 +332,13 @@ impl Candidate {
         }
     }
 
-    /// Fills in the step this promote lands and where its delta starts (sessions with something
-    /// to land only), and the first paths the patch touches.
+    /// Fills in the change set's sizes and nested repositories, the step this promote lands and
+    /// where its delta starts (sessions with something to land only), and the first paths the
+    /// patch touches.
     pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
+        out.nested_repositories = self.nested.clone();
+        out.patch_bytes = self.patch.bytes;
+        out.files_changed = self.patch.files_changed;
         if self.patch.bytes == 0 {
             // Nothing to land is no step (a replay reports the last one).
             return;

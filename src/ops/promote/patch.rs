@@ -14,14 +14,14 @@ use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
 use crate::ops::promote::gitlink::prepare_bumps;
-use crate::ops::promote::journal::{Landed, journal, landed_before};
+use crate::ops::promote::journal::landed_before;
 use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{Mode, Outcome, PromoteOutcome, Reason};
 use crate::recovery::intent::{
     self, Changes, Checkout, Entry, Intent, PatchPlan, PathChange, PathState, Planned, RepoPath,
     Side,
 };
-use crate::store::state::Landing;
+use crate::store::state::{JournalEntry, Landing};
 
 /// What the checks before applying found.
 pub(crate) enum Check {
@@ -138,10 +138,7 @@ pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set 
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     out.session_id = candidate.session_id().map(str::to_string);
-    out.patch_bytes = candidate.patch.bytes;
-    out.files_changed = candidate.patch.files_changed;
     candidate.report_step(&mut out);
-    out.nested_repositories = candidate.nested.clone();
     out.warnings.extend(ctx.take_notices());
     for path in candidate.nested.iter().cloned() {
         out.warnings
@@ -623,19 +620,18 @@ impl Lander<'_> {
     }
 
     fn record(&self, how: Landing) -> Result<()> {
-        journal(
-            self.located,
-            Landed {
-                digest: self.key,
-                session_id: self.candidate.session_id(),
-                head: self.head,
-                patch_bytes: self.candidate.patch.bytes,
-                how,
-                mode: Mode::Patch,
-                // Patch mode leaves HEAD where it was.
-                step: self.candidate.step(self.head),
-            },
-        )
+        self.located.store.record_promoted(&JournalEntry {
+            digest: self.key.clone(),
+            session_id: self.candidate.session_id().map(str::to_string),
+            promoted_at_ms: crate::base::fsutil::now_ms(),
+            source_head: self.head.cloned(),
+            patch_bytes: self.candidate.patch.bytes,
+            how,
+            mode: Mode::Patch,
+            // Patch mode leaves HEAD where it was.
+            step: self.candidate.step(self.head),
+            earlier_landings: Vec::new(),
+        })
     }
 }
 
