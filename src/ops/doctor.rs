@@ -101,19 +101,16 @@ impl Check {
 
     fn warn(name: CheckName, detail: impl Into<String>, hint: impl Into<String>) -> Check {
         Check {
-            name,
             status: CheckStatus::Warn,
-            detail: detail.into(),
             hint: Some(hint.into()),
+            ..Check::ok(name, detail)
         }
     }
 
     fn fail(name: CheckName, detail: impl Into<String>, hint: impl Into<String>) -> Check {
         Check {
-            name,
             status: CheckStatus::Fail,
-            detail: detail.into(),
-            hint: Some(hint.into()),
+            ..Check::warn(name, detail, hint)
         }
     }
 }
