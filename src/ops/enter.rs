@@ -26,16 +26,15 @@ pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcom
     let located = crate::recovery::locate(ctx)?;
     let record = ctx.resolve_session(&located, session)?;
     let id = &record.session_id;
-    let unavailable = |reason: Unavailable| Error::IsolationUnavailable { reason };
     let session_id = id.to_string();
     if record.state == SessionState::Discarded {
-        return Err(unavailable(Unavailable::Discarded { session_id }));
+        return Err(Error::from(Unavailable::Discarded { session_id }));
     }
     let Some(tree) = record.worktree.clone().filter(|_| !record.read_only) else {
-        return Err(unavailable(Unavailable::ReadOnly { session_id }));
+        return Err(Error::from(Unavailable::ReadOnly { session_id }));
     };
     if !tree.is_dir() {
-        return Err(unavailable(Unavailable::Gone { session_id, tree }));
+        return Err(Error::from(Unavailable::Gone { session_id, tree }));
     }
     Ok(PathOutcome {
         session_id: id.clone(),
