@@ -111,18 +111,13 @@ fn forget_unrecorded(git: &Git, located: &Located, id: &SessionId) -> Result<()>
     located.store.remove_runs(id)
 }
 
-/// Finishes every abandoned claim, each read again under the lock; returns how many.
-pub(crate) fn recover(held: &RepoLock, git: &Git, located: &Located) -> usize {
+/// Finishes every abandoned claim, each read again under the lock; best effort.
+pub(crate) fn recover(held: &RepoLock, git: &Git, located: &Located) {
     let now = now_ms();
-    let mut finished = 0;
     for claim in abandoned(&located.store) {
         let still = located.store.load_claim(&claim.session_id).ok().flatten();
-        let Some(claim) = still.filter(|c| is_abandoned(c, now, GRACE)) else {
-            continue;
-        };
-        if finish(held, git, located, &claim).is_ok() {
-            finished += 1;
+        if let Some(claim) = still.filter(|c| is_abandoned(c, now, GRACE)) {
+            let _ = finish(held, git, located, &claim);
         }
     }
-    finished
 }

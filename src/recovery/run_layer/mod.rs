@@ -351,17 +351,13 @@ fn complete(store: &crate::store::state::Store, intent: &MergeRun) -> Result<()>
 /// Finishes every merge a crash interrupted (a `MergeRun` intent in `pending/`) whose
 /// session's lease is free: what the layer still holds moves into the tree. Called under the
 /// repository lock (by `recovery::finish`), before anything else reads the tree. Best effort:
-/// one that fails stays pending. Returns how many were finished.
-pub(crate) fn recover(_held: &RepoLock, store: &crate::store::state::Store) -> usize {
-    let mut finished = 0;
+/// one that fails stays pending.
+pub(crate) fn recover(_held: &RepoLock, store: &crate::store::state::Store) {
     for intent in crate::recovery::pending::left(store) {
-        let TreeMove::MergeRun(merge) = intent else {
-            continue;
-        };
-        let Ok(Some(_lease)) = store.try_lease(&merge.session_id) else {
-            continue;
-        };
-        finished += usize::from(complete(store, &merge).is_ok());
+        if let TreeMove::MergeRun(merge) = intent
+            && let Ok(Some(_lease)) = store.try_lease(&merge.session_id)
+        {
+            let _ = complete(store, &merge);
+        }
     }
-    finished
 }

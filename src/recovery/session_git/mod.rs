@@ -270,20 +270,15 @@ pub(crate) fn settle(
 
 /// Finishes every move a crash interrupted (a `SettleGit` intent in `pending/`) whose
 /// session's lease is free; called under the repository lock (by `recovery::finish`). Best
-/// effort: one that fails stays pending. Returns how many were finished.
-pub(crate) fn recover(_held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> usize {
-    let mut finished = 0;
+/// effort: one that fails stays pending.
+pub(crate) fn recover(_held: &RepoLock, git: &Git, repo: &Repo, store: &Store) {
     for intent in crate::recovery::pending::left(store) {
-        let crate::recovery::pending::TreeMove::SettleGit(settle) = intent else {
-            continue;
-        };
-        let Ok(Some(_lease)) = store.try_lease(&settle.session_id) else {
-            continue;
-        };
-        let done = finish(git, repo, store, &settle.session_id, &settle.admin);
-        finished += usize::from(done.is_ok());
+        if let crate::recovery::pending::TreeMove::SettleGit(settle) = intent
+            && let Ok(Some(_lease)) = store.try_lease(&settle.session_id)
+        {
+            let _ = finish(git, repo, store, &settle.session_id, &settle.admin);
+        }
     }
-    finished
 }
 
 /// The admin dir's `HEAD` file as it is (empty when it cannot be read).
