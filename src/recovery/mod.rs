@@ -65,10 +65,9 @@ impl WriteAhead for Promotes {
     }
 
     fn left(located: &Located) -> Vec<Interrupted> {
-        let promotes = crate::recovery::intent::pending(&located.store)
+        crate::recovery::intent::pending(&located.store)
             .into_iter()
-            .flatten();
-        promotes
+            .flatten()
             .map(|intent| Interrupted {
                 operation: Operation::Promote,
                 session_id: intent.session_id,
@@ -200,10 +199,9 @@ impl WriteAhead for Spares {
 
 /// An operation on one session, of no digest.
 fn of_session(operation: Operation, session_id: impl ToString) -> Interrupted {
-    let session_id = Some(session_id.to_string());
     Interrupted {
         operation,
-        session_id,
+        session_id: Some(session_id.to_string()),
         digest: None,
     }
 }
@@ -333,14 +331,11 @@ pub(crate) fn recover(ctx: &Context, located: &mut Located) {
     let acquired = RepoLock::acquire(&path, ctx.lock_timeout.min(RECOVERY_WAIT), |held| {
         ctx.push_notices(finish(held, &ctx.git, view, binds));
     });
-    match acquired {
-        Ok(_lock) => {}
-        Err(_) => {
-            located.interrupted = left(located, binds);
-            let notices = (located.interrupted.iter())
-                .map(|i| RecoveryWarning::InProgress(i.clone()).into())
-                .collect();
-            ctx.push_notices(notices);
-        }
+    if acquired.is_err() {
+        located.interrupted = left(located, binds);
+        let notices = (located.interrupted.iter())
+            .map(|i| RecoveryWarning::InProgress(i.clone()).into())
+            .collect();
+        ctx.push_notices(notices);
     }
 }

@@ -329,11 +329,10 @@ pub(crate) fn complete_discard(
 
 fn remove_trash(trash: &Path) -> Result<()> {
     match crate::base::beneath::remove_path(trash) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(crate::base::error::Error::io(
-            format!("cannot remove {}", trash.display()),
-            e,
-        )),
-        _ => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other
+            .map(drop)
+            .ctx(|| format!("cannot remove {}", trash.display())),
     }
 }
 
@@ -422,20 +421,13 @@ pub(crate) fn left(store: &Store) -> Vec<TreeMove> {
 
 /// Repairs every pending operation whose session's lease is free; called under the repository
 /// lock (by `recovery::finish`), so the writer of each intent is gone. Best effort: one that
-/// fails stays pending. Returns how many were repaired.
-pub(crate) fn repair_locked(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) -> usize {
-    let mut repaired = 0;
-    for id in store.pending_ids().unwrap_or_default() {
-        let Ok(Some(intent)) = read_json::<TreeMove>(&store.pending_file(&id)) else {
-            continue;
-        };
-        if matches!(intent, TreeMove::SettleGit(_) | TreeMove::MergeRun(_)) {
-            continue;
+/// fails stays pending.
+pub(crate) fn repair_locked(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) {
+    for intent in left(store) {
+        if !matches!(intent, TreeMove::SettleGit(_) | TreeMove::MergeRun(_))
+            && let Ok(Some(_lease)) = store.try_lease(intent.session_id())
+        {
+            let _ = repair_one(held, git, repo, store, &intent);
         }
-        let Ok(Some(_lease)) = store.try_lease(&id) else {
-            continue;
-        };
-        repaired += usize::from(repair_one(held, git, repo, store, &intent).is_ok());
     }
-    repaired
 }
