@@ -135,7 +135,7 @@ pub(crate) struct Applying {
 }
 
 /// Where a conflicted rebase's record is.
-pub(crate) fn state_file(store: &Store, id: &SessionId) -> PathBuf {
+fn state_file(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_file(id, "json")
 }
 
@@ -147,11 +147,6 @@ pub(crate) fn saved_index(store: &Store, id: &SessionId) -> PathBuf {
 /// Where the pre-rebase HEAD file is kept.
 pub(crate) fn saved_head(store: &Store, id: &SessionId) -> PathBuf {
     store.rebase_file(id, "HEAD")
-}
-
-/// Where a rebase's intent is.
-pub(crate) fn intent_file(store: &Store, id: &SessionId) -> PathBuf {
-    store.rebase_intent_file(id)
 }
 
 /// The conflicted rebase of a session, if any.
@@ -173,12 +168,12 @@ pub(crate) fn remove_state(store: &Store, id: &SessionId) -> Result<()> {
 
 /// Records an intent, fsynced.
 pub(crate) fn save_intent(store: &Store, intent: &Applying) -> Result<()> {
-    write_json_atomic(&intent_file(store, &intent.session_id), intent)
+    write_json_atomic(&store.rebase_intent_file(&intent.session_id), intent)
 }
 
 /// Drops an intent.
 pub(crate) fn remove_intent(store: &Store, id: &SessionId) -> Result<()> {
-    remove_file_if_exists(&intent_file(store, id))
+    remove_file_if_exists(&store.rebase_intent_file(id))
 }
 
 /// Every intent left in the store (unreadable ones are skipped and kept).

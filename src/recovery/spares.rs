@@ -115,24 +115,15 @@ pub(crate) fn save_settings(located: &Located, settings: &PoolSettings) -> Resul
 pub(crate) fn spares(located: &Located) -> Result<Vec<Spare>> {
     let dir = spares_dir(located);
     let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => {
-            return Err(crate::base::error::Error::io(
-                format!("cannot read {}", dir.display()),
-                e,
-            ));
-        }
+        entries => entries.ctx(|| format!("cannot read {}", dir.display()))?,
     };
-    let mut spares = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.extension().is_some_and(|e| e == "json")
-            && let Ok(Some(spare)) = read_json::<Spare>(&path)
-        {
-            spares.push(spare);
-        }
-    }
+    let mut spares: Vec<Spare> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter_map(|p| read_json(&p).ok().flatten())
+        .collect();
     spares.sort_by_key(|s| s.slot);
     Ok(spares)
 }

@@ -594,12 +594,10 @@ impl<'a> Work<'a> {
         if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
             let (copy, wt) = self.index_copy(&admin_index)?;
             let listed = wt.on_index(copy.path()).unmerged_entries()?;
-            for record in crate::git::split_nul(&listed) {
-                if let Some(tab) = record.iter().position(|b| *b == b'\t') {
-                    let path = String::from_utf8_lossy(&record[tab + 1..]).into_owned();
-                    if !unmerged.contains(&path) {
-                        unmerged.push(path);
-                    }
+            for (path, _) in crate::recovery::intent::Entry::listed(&listed, 1) {
+                let path = String::from_utf8_lossy(path).into_owned();
+                if !unmerged.contains(&path) {
+                    unmerged.push(path);
                 }
             }
         }

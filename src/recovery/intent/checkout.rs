@@ -12,7 +12,7 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::git::{Git, split_nul};
+use crate::git::Git;
 use crate::recovery::intent::record::{Entry, PatchPlan, PathChange, RepoPath};
 
 /// Which recorded image a write puts in place.
@@ -99,14 +99,8 @@ impl<'a> Checkout<'a> {
                     oid,
                 })
             } else if meta.is_file() {
-                files.push((
-                    i,
-                    if meta.mode() & 0o100 != 0 {
-                        "100755"
-                    } else {
-                        "100644"
-                    },
-                ));
+                let exec = meta.mode() & 0o100 != 0;
+                files.push((i, if exec { "100755" } else { "100644" }));
                 continue;
             } else if meta.is_dir() {
                 self.gitlink(path)?
@@ -145,20 +139,9 @@ impl<'a> Checkout<'a> {
     /// A directory is a submodule's when the index says so.
     fn gitlink(&self, path: &RepoPath) -> Result<PathState> {
         let out = self.git.staged_entry(self.top, path.as_os())?;
-        for record in split_nul(&out) {
-            let text = String::from_utf8_lossy(record);
-            if let Some((meta, name)) = text.split_once('\t')
-                && name.as_bytes() == path.0.as_slice()
-                && let [mode, oid, _stage] = meta.split(' ').collect::<Vec<_>>().as_slice()
-                && *mode == "160000"
-            {
-                return Ok(PathState::Held(Entry {
-                    mode: (*mode).into(),
-                    oid: (*oid).into(),
-                }));
-            }
-        }
-        Ok(PathState::Other)
+        let gitlink = Entry::listed(&out, 1)
+            .find(|(name, entry)| *name == path.0.as_slice() && entry.is_gitlink());
+        Ok(gitlink.map_or(PathState::Other, |(_, entry)| PathState::Held(entry)))
     }
 
     /// Whether a directory above `path` (inside the checkout) is a symlink: writing there would
@@ -179,8 +162,9 @@ impl<'a> Checkout<'a> {
     /// fixed name, so that recovery can remove what a crash left.
     fn temp_for(&self, path: &RepoPath, tag: &str, i: usize) -> PathBuf {
         let full = path.under(self.top);
-        let parent = full.parent().unwrap_or(self.top).to_path_buf();
-        parent.join(format!(".a3s-iso-{tag}-{i}"))
+        full.parent()
+            .unwrap_or(self.top)
+            .join(format!(".a3s-iso-{tag}-{i}"))
     }
 
     /// Removes the temporary files a crashed writer may have left.
@@ -267,11 +251,10 @@ impl<'a> Checkout<'a> {
             let _ = fs::remove_dir(&full);
             return Ok(());
         }
-        match fs::remove_file(&full) {
-            Err(e) if !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory) => {
-                return Err(Error::io(format!("cannot remove {}", full.display()), e));
-            }
-            _ => {}
+        if let Err(e) = fs::remove_file(&full)
+            && !matches!(e.kind(), ErrorKind::NotFound | ErrorKind::NotADirectory)
+        {
+            return Err(Error::io(format!("cannot remove {}", full.display()), e));
         }
         let mut dir = full.parent();
         while let Some(d) = dir.filter(|d| d.starts_with(self.top) && *d != self.top) {
@@ -397,12 +380,8 @@ impl<'a> Checkout<'a> {
                 .map(|(p, _)| p.clone())
                 .collect());
         }
-        let mut input = Vec::new();
-        for path in &paths {
-            input.extend_from_slice(&path.0);
-            input.push(0);
-        }
-        let out = self.git.checkout_attrs(self.top, input)?;
+        let input = paths.iter().flat_map(|p| p.0.iter().chain(&[0])).copied();
+        let out = self.git.checkout_attrs(self.top, input.collect())?;
         let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
         let found: BTreeSet<RepoPath> = fields
             .chunks(3)

@@ -64,12 +64,12 @@ pub(crate) fn plan_patch(
         return Ok(Planned::DoesNotApply(applied.stderr.trim().to_string()));
     }
     let listed = on_index.staged_entries()?;
-    let mut post = entries(&listed);
+    let mut post: BTreeMap<&[u8], Entry> = Entry::listed(&listed, 1).collect();
     let changes: Vec<PathChange> = paths
         .iter()
         .zip(pre_entries)
         .map(|(path, pre)| PathChange {
-            post: post.remove(&path.0),
+            post: post.remove(path.0.as_slice()),
             path: path.clone(),
             pre,
         })
@@ -147,27 +147,6 @@ pub(crate) fn patch_changes(patch_file: &Path) -> Result<Option<Vec<PathChange>>
     }))
 }
 
-/// `ls-files -s -z` records: path → entry.
-fn entries(listed: &[u8]) -> BTreeMap<Vec<u8>, Entry> {
-    let mut out = BTreeMap::new();
-    for record in split_nul(listed) {
-        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let meta = String::from_utf8_lossy(&record[..tab]);
-        if let [mode, oid, _stage] = meta.split(' ').collect::<Vec<_>>().as_slice() {
-            out.insert(
-                record[tab + 1..].to_vec(),
-                Entry {
-                    mode: (*mode).into(),
-                    oid: (*oid).into(),
-                },
-            );
-        }
-    }
-    out
-}
-
 /// The directories the post-images need that do not exist now, deepest first.
 fn created_dirs(top: &Path, changes: &[PathChange]) -> Vec<RepoPath> {
     let mut dirs: Vec<RepoPath> = Vec::new();
@@ -198,21 +177,8 @@ pub(crate) fn tree_images(
     if out.exit_code != Some(0) {
         return Ok(None);
     }
-    let listed = out.stdout;
-    // ls-tree prints "mode type oid\tpath"; keep mode and oid.
-    let mut found = BTreeMap::new();
-    for record in split_nul(&listed) {
-        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let meta = String::from_utf8_lossy(&record[..tab]);
-        if let [mode, _kind, oid] = meta.split(' ').collect::<Vec<_>>().as_slice() {
-            let entry = Entry {
-                mode: (*mode).into(),
-                oid: (*oid).into(),
-            };
-            found.insert(record[tab + 1..].to_vec(), entry);
-        }
-    }
-    Ok(Some(paths.iter().map(|p| found.remove(&p.0)).collect()))
+    let mut found: BTreeMap<&[u8], Entry> = Entry::listed(&out.stdout, 2).collect();
+    Ok(Some(
+        paths.iter().map(|p| found.remove(p.0.as_slice())).collect(),
+    ))
 }

@@ -32,6 +32,21 @@ impl Entry {
     pub(crate) fn is_gitlink(&self) -> bool {
         self.mode == "160000"
     }
+
+    /// The path and entry of each NUL-separated `<mode> <word> <word>\t<path>` record git
+    /// lists, the object id the word at `oid_at` (`ls-files -s`: 1; `ls-tree`: 2).
+    pub(crate) fn listed(listed: &[u8], oid_at: usize) -> impl Iterator<Item = (&[u8], Entry)> {
+        crate::git::split_nul(listed).filter_map(move |record| {
+            let tab = record.iter().position(|b| *b == b'\t')?;
+            let meta = String::from_utf8_lossy(&record[..tab]);
+            let words: Vec<&str> = meta.split(' ').collect();
+            let entry = Entry {
+                mode: words.first()?.to_string(),
+                oid: words.get(oid_at)?.to_string(),
+            };
+            (words.len() == 3).then_some((&record[tab + 1..], entry))
+        })
+    }
 }
 
 /// One path a patch changes: what it holds before and after (`None`: absent).

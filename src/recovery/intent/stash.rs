@@ -7,7 +7,7 @@ use std::path::Path;
 use crate::base::error::Result;
 use crate::git::{Git, Identity, split_nul};
 use crate::recovery::intent::checkout::{Checkout, PathState};
-use crate::recovery::intent::record::RepoPath;
+use crate::recovery::intent::record::{Entry, RepoPath};
 
 /// The variable every git a branch promote starts carries (`<token>`), so that recovery can
 /// wait for a git the crash left running.
@@ -97,16 +97,9 @@ pub(crate) fn clear_stashed_untracked(git: &Git, source: &Path, stash: &str) -> 
         return Ok(());
     }
     let listed = git.ls_tree_full(source, &untracked)?;
-    let mut paths = Vec::new();
-    let mut oids = Vec::new();
-    for record in split_nul(&listed) {
-        let Some(tab) = record.iter().position(|b| *b == b'\t') else {
-            continue;
-        };
-        let meta = String::from_utf8_lossy(&record[..tab]).into_owned();
-        paths.push(RepoPath(record[tab + 1..].to_vec()));
-        oids.push(meta.rsplit(' ').next().unwrap_or_default().to_string());
-    }
+    let (paths, oids): (Vec<RepoPath>, Vec<String>) = Entry::listed(&listed, 2)
+        .map(|(path, entry)| (RepoPath(path.to_vec()), entry.oid))
+        .unzip();
     let tracked = git.tracked_among(source, paths.iter().map(RepoPath::as_os))?;
     let tracked: Vec<&[u8]> = split_nul(&tracked).collect();
     let checkout = Checkout::open(git, source)?;
