@@ -18,8 +18,7 @@ pub(crate) use crate::git::TOKEN_VAR;
 /// changes, and neither a cherry-pick nor a reset to the old tip touches the others, so
 /// there is no need for `git status` to read every directory.
 pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
-    let status = git.status_tracked(source)?;
-    Ok(!status.is_empty())
+    Ok(!git.status_tracked(source)?.is_empty())
 }
 
 /// Stashes the checkout's WIP (untracked included) under a message carrying `token`; returns

@@ -129,9 +129,8 @@ fn same_entry(written: &Path, beneath: &Path) -> Result<bool> {
 /// directories themselves are not files).
 fn files_under(upper: &Path, rel: &Path, found: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
     let meta = match fs::symlink_metadata(upper.join(rel)) {
-        Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
+        meta => meta?,
     };
     if meta.is_dir() {
         for entry in fs::read_dir(upper.join(rel))? {
