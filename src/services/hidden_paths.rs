@@ -186,16 +186,7 @@ fn absolute(word: &[u8], home: Option<&Path>) -> Option<PathBuf> {
     } else {
         return None;
     };
-    let mut normal = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::Normal(name) => normal.push(name),
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
+    let normal = Path::new("/").join(lexical(&path));
     (normal != Path::new("/")).then_some(normal)
 }
 

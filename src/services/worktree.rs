@@ -24,11 +24,9 @@ pub(crate) fn add_worktree(
     let repo = &located.repo;
     {
         let held = crate::store::lock::FileLock::held_by_this_process(&repo.lock_path());
-        let _lock = if held {
-            None
-        } else {
-            Some(crate::recovery::lock(ctx, repo)?)
-        };
+        let _lock = (!held)
+            .then(|| crate::recovery::lock(ctx, repo))
+            .transpose()?;
         ctx.git
             .worktree_add_detached(&repo.toplevel, path, revision)?;
     }

@@ -137,7 +137,7 @@ impl Proxy {
                 self.record(&host, port, RefusalReason::ConnectInTunnel, None);
             }
         });
-        Response::new(empty())
+        Response::new(full(Bytes::new()))
     }
 
     /// A plain request in absolute form (`GET http://host/path`), sent on in origin form
@@ -271,17 +271,12 @@ fn bounded(host: &str) -> String {
     format!("{}...", &host[..end])
 }
 
-fn empty() -> Body {
-    Full::new(Bytes::new())
-        .map_err(|never| match never {})
-        .boxed()
+fn full(bytes: Bytes) -> Body {
+    Full::new(bytes).map_err(|never| match never {}).boxed()
 }
 
 fn status(code: StatusCode, text: &str) -> Response<Body> {
-    let body = Full::new(Bytes::from(format!("{text}\n")))
-        .map_err(|never| match never {})
-        .boxed();
-    let mut response = Response::new(body);
+    let mut response = Response::new(full(Bytes::from(format!("{text}\n"))));
     *response.status_mut() = code;
     response
 }
@@ -289,32 +284,28 @@ fn status(code: StatusCode, text: &str) -> Response<Body> {
 /// Drops the headers that belong to one hop: those `Connection` names, the standard ones and
 /// every `Proxy-*` (credentials for this proxy never travel on).
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    let named: Vec<HeaderName> = headers
+    let mut dropped: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .filter_map(|name| name.trim().parse().ok())
         .collect();
-    for name in named {
-        headers.remove(name);
-    }
-    for name in [
+    dropped.extend([
         header::CONNECTION,
         header::TE,
         header::TRAILER,
         header::TRANSFER_ENCODING,
         header::UPGRADE,
         HeaderName::from_static("keep-alive"),
-    ] {
-        headers.remove(name);
-    }
-    let proxy: Vec<HeaderName> = headers
-        .keys()
-        .filter(|k| k.as_str().starts_with("proxy-"))
-        .cloned()
-        .collect();
-    for name in proxy {
+    ]);
+    dropped.extend(
+        headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("proxy-"))
+            .cloned(),
+    );
+    for name in dropped {
         headers.remove(name);
     }
 }

@@ -104,13 +104,11 @@ pub(crate) fn clean(
         (remove(), found.join())
     });
     let found = found.map_err(|_| Error::internal("the cleaning's walk panicked"))??;
-    match removed {
-        // A directory `git clean` could not read before the walk fixed its mode: again.
-        Ok(_) | Err(_) if found.unreadable => {
-            remove()?;
-        }
-        Ok(_) => {}
-        Err(err) => return Err(err),
+    // A directory `git clean` could not read before the walk fixed its mode: again.
+    if found.unreadable {
+        remove()?;
+    } else {
+        removed?;
     }
     restore(&on_index, &root, tree.path, &found.differing)?;
     if !keep.included.is_empty() {

@@ -69,8 +69,7 @@ impl Inherited {
                 wt.add_private_file(name, bytes)?;
             }
             // The patterns apply only where git reads them as the worktree's.
-            on_index.read_tree_sparse("HEAD")?;
-            return Ok(());
+            return on_index.read_tree_sparse("HEAD");
         }
         if !crate::git::index_file::summary(index)?.skip_worktree {
             return Ok(());
@@ -85,8 +84,7 @@ impl Inherited {
             return Ok(());
         }
         on_index.unskip_listed(marked.clone())?;
-        on_index.check_out_listed(marked)?;
-        Ok(())
+        on_index.check_out_listed(marked)
     }
 }
 

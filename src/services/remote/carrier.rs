@@ -41,18 +41,6 @@ pub(crate) struct Carried {
     pub(crate) patch: Patch,
 }
 
-impl Carried {
-    /// The bare id of the base tree.
-    pub(crate) fn base(&self) -> &str {
-        self.change_set.base_tree.as_str()
-    }
-
-    /// The bare id of the result tree.
-    pub(crate) fn result(&self) -> &str {
-        self.change_set.result_tree.as_str()
-    }
-}
-
 fn invalid(rule: ChangeSetRule, field: &str, detail: impl Into<String>) -> Error {
     Error::ChangeSetInvalid {
         rule,
@@ -106,16 +94,17 @@ fn tree_bytes(document: &str, patch: &str, base: &str, result: &str) -> Result<V
 /// Writes the change set's blobs, tree and commit into the repository at `dir` (whose store
 /// holds both trees) and returns the commit's id.
 pub(crate) fn write_commit(git: &Git, dir: &Path, carried: &Carried) -> Result<String> {
-    let document = git.hash_object(dir, "blob", carried.change_set.to_json()?, true)?;
+    let cs = &carried.change_set;
+    let document = git.hash_object(dir, "blob", cs.to_json()?, true)?;
     let patch = git.hash_file(dir, carried.patch.file.path())?;
-    let tree = tree_bytes(&document, &patch, carried.base(), carried.result())?;
-    let tree = git.hash_object(dir, "tree", tree, true)?;
-    git.hash_object(
+    let (base, result) = (cs.base_tree.as_str(), cs.result_tree.as_str());
+    let tree = git.hash_object(
         dir,
-        "commit",
-        commit_bytes(&tree, &carried.change_set),
+        "tree",
+        tree_bytes(&document, &patch, base, result)?,
         true,
-    )
+    )?;
+    git.hash_object(dir, "commit", commit_bytes(&tree, cs), true)
 }
 
 /// What the checks of a fetched commit read: the commit's tree and its four entries.

@@ -54,22 +54,14 @@ pub(crate) fn choose(
             message: format!("{name:?} is not a remote"),
         });
     }
-    if configured.contains(&name) {
+    let is_configured = configured.contains(&name);
+    if is_configured || (allow_url && given.is_some()) {
         return Ok(Remote {
             name,
-            configured: true,
-        });
-    }
-    if allow_url && given.is_some() {
-        return Ok(Remote {
-            name,
-            configured: false,
+            configured: is_configured,
         });
     }
     Err(Error::InvalidInput {
-        reason: crate::base::invalid::Invalid::NotARemote {
-            name: name.to_string(),
-            configured: configured.iter().map(|c| c.to_string()).collect(),
-        },
+        reason: crate::base::invalid::Invalid::NotARemote { name, configured },
     })
 }
