@@ -3,41 +3,29 @@
 
 use serde::Serialize;
 
-/// The kind of an operation that a record says is in progress.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Operation {
-    /// A promote changing the checkout.
-    Promote,
-    /// A retain moving an isolation aside.
-    Retain,
-    /// A sweep reclaiming an isolation.
-    Sweep,
-    /// A discard removing an isolation.
-    Discard,
-    /// A rebase changing an isolation.
-    Rebase,
-    /// A run moving what git inside changed into the isolation's admin dir.
-    Run,
-    /// A bind building an isolation it has not published yet.
-    Bind,
-    /// A pool spare being built or cleaned.
-    Pool,
-}
+use crate::base::wire::wire_enum;
 
-impl Operation {
-    /// The command that was interrupted, as the user typed it.
-    pub fn command(self) -> &'static str {
-        match self {
-            Operation::Promote => "promote",
-            Operation::Retain => "retain",
-            Operation::Sweep => "sweep",
-            Operation::Discard => "discard",
-            Operation::Rebase => "rebase",
-            Operation::Run => "run",
-            Operation::Bind => "bind",
-            Operation::Pool => "pool",
-        }
+wire_enum! {
+    /// The kind of an operation that a record says is in progress; its name is the command
+    /// that was interrupted, as the user typed it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Operation {
+        /// A promote changing the checkout.
+        Promote = "promote",
+        /// A retain moving an isolation aside.
+        Retain = "retain",
+        /// A sweep reclaiming an isolation.
+        Sweep = "sweep",
+        /// A discard removing an isolation.
+        Discard = "discard",
+        /// A rebase changing an isolation.
+        Rebase = "rebase",
+        /// A run moving what git inside changed into the isolation's admin dir.
+        Run = "run",
+        /// A bind building an isolation it has not published yet.
+        Bind = "bind",
+        /// A pool spare being built or cleaned.
+        Pool = "pool",
     }
 }
 

@@ -112,7 +112,7 @@ fn session_row(args: &ListArgs, outcome: &ListOutcome, s: &SessionView) -> Vec<C
         .iter()
         .find(|i| i.session_id.as_deref() == Some(s.session_id.as_str()))
     {
-        cells[1].text = format!("{} ({} unfinished)", cells[1].text, op.operation.command());
+        cells[1].text = format!("{} ({} unfinished)", cells[1].text, op.operation.as_str());
         cells[1].tone = Some(Tone::Note);
     }
     let against = conflicts_of(s);

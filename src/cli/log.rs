@@ -104,14 +104,13 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
 /// says so, its HEAD then unknown.
 fn row(landing: LandingRow<'_>) -> [String; 6] {
     let p = landing.promotion;
-    let how = super::show::landing(p.landing);
     [
         format_utc(landing.at_ms),
         p.session_id.clone().unwrap_or_else(|| "-".into()),
         super::show::short_digest(&p.digest),
         match landing.earlier {
             true => format!("earlier landing ({})", p.mode.as_str()),
-            false => format!("{how} ({})", p.mode.as_str()),
+            false => format!("{} ({})", p.landing, p.mode),
         },
         p.files_changed
             .map(|n| n.to_string())

@@ -8,7 +8,6 @@ pub use a3s_iso::interface::request::show::ShowArgs;
 use a3s_iso::ops::log::format_utc;
 use a3s_iso::ops::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
 use a3s_iso::recovery::session_git::PrivateRefs;
-use a3s_iso::store::state::Landing;
 
 use super::Output;
 
@@ -60,7 +59,7 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
                 "  {step}{nested}  {}  {}  {} ({})",
                 short_digest(&p.digest),
                 format_utc(p.promoted_at_ms),
-                landing(p.how),
+                p.how,
                 p.mode.as_str(),
             ));
         }
@@ -77,7 +76,7 @@ fn refusal_line(refusal: &a3s_iso::services::network::Refusal) -> String {
     format!(
         "    refused {}: {}{address}",
         a3s_iso::services::network::host_port(&refusal.host, refusal.port),
-        a3s_iso::services::network::reason_name(refusal.reason)
+        refusal.reason
     )
 }
 
@@ -160,7 +159,7 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
 fn state_line(o: &ShowOutcome) -> String {
     let mut line = state(o.state).to_string();
     for op in &o.interrupted {
-        line.push_str(&format!(" ({} unfinished)", op.operation.command()));
+        line.push_str(&format!(" ({} unfinished)", op.operation.as_str()));
     }
     line
 }
@@ -277,15 +276,6 @@ fn health(tree: TreeHealth) -> &'static str {
         TreeHealth::Missing => "missing",
         TreeHealth::None => "none",
         TreeHealth::Removed => "removed",
-    }
-}
-
-pub(super) fn landing(how: Landing) -> &'static str {
-    match how {
-        Landing::Applied => "applied",
-        Landing::Recovered => "recovered",
-        Landing::Noted => "noted",
-        Landing::Reapplied => "reapplied",
     }
 }
 

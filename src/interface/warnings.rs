@@ -143,19 +143,17 @@ fn finished(f: &mut fmt::Formatter<'_>, done: &Interrupted) -> fmt::Result {
         (Operation::Pool, _) => {
             f.write_str("an interrupted build or cleaning of a pool spare was finished")
         }
-        (operation, Some(id)) => write!(
-            f,
-            "an interrupted {} of session {id} was finished",
-            operation.command()
-        ),
-        (operation, None) => write!(f, "an interrupted {} was finished", operation.command()),
+        (operation, Some(id)) => {
+            write!(f, "an interrupted {operation} of session {id} was finished")
+        }
+        (operation, None) => write!(f, "an interrupted {operation} was finished"),
     }
 }
 
 /// An operation in progress (or interrupted) while another command holds the lock, and what
 /// finishes it.
 fn in_progress(f: &mut fmt::Formatter<'_>, left: &Interrupted) -> fmt::Result {
-    let command = left.operation.command();
+    let command = left.operation.as_str();
     let what = match (&left.digest, &left.session_id) {
         (Some(digest), _) => format!("a {command} of {digest}"),
         (None, Some(id)) => format!("a {command} of session {id}"),

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 use crate::base::sandbox::NetworkAccess;
+use crate::base::wire::wire_enum;
 
 /// The port of the proxy on the sandbox's loopback: fixed, so that the command's environment
 /// is known before it starts (`--publish` of it is refused).
@@ -54,24 +55,25 @@ pub fn no_retry_env() -> Vec<(String, String)> {
     .collect()
 }
 
-/// Why the proxy refused a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RefusalReason {
-    /// No `--allow-host` entry names the host.
-    HostNotAllowed,
-    /// The host is allowed, but not on this port.
-    PortNotAllowed,
-    /// Every address the name resolved to is loopback, private, link-local or the like, and
-    /// no IP-literal entry allows it.
-    AddressNotAllowed,
-    /// An HTTP request line naming another proxy hop (`CONNECT`, or an absolute URI) came
-    /// first through an established tunnel.
-    ConnectInTunnel,
-    /// The name did not resolve.
-    Unresolvable,
-    /// Not a proxy request the proxy serves (no absolute `http://` URI, no port on CONNECT).
-    BadRequest,
+wire_enum! {
+    /// Why the proxy refused a connection.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum RefusalReason {
+        /// No `--allow-host` entry names the host.
+        HostNotAllowed = "host_not_allowed",
+        /// The host is allowed, but not on this port.
+        PortNotAllowed = "port_not_allowed",
+        /// Every address the name resolved to is loopback, private, link-local or the like, and
+        /// no IP-literal entry allows it.
+        AddressNotAllowed = "address_not_allowed",
+        /// An HTTP request line naming another proxy hop (`CONNECT`, or an absolute URI) came
+        /// first through an established tunnel.
+        ConnectInTunnel = "connect_in_tunnel",
+        /// The name did not resolve.
+        Unresolvable = "unresolvable",
+        /// Not a proxy request the proxy serves (no absolute `http://` URI, no port on CONNECT).
+        BadRequest = "bad_request",
+    }
 }
 
 /// One connection the proxy refused.
@@ -179,7 +181,7 @@ impl NetworkReport {
             .refused
             .iter()
             .take(3)
-            .map(|r| format!("{} {}", host_port(&r.host, r.port), reason_name(r.reason)))
+            .map(|r| format!("{} {}", host_port(&r.host, r.port), r.reason))
             .collect();
         let more = self.refused.len().saturating_sub(shown.len());
         Some(format!(
@@ -194,14 +196,6 @@ impl NetworkReport {
             }
         ))
     }
-}
-
-/// A reason's name, as the JSON gives it.
-pub fn reason_name(reason: RefusalReason) -> String {
-    serde_json::to_value(reason)
-        .ok()
-        .and_then(|v| v.as_str().map(String::from))
-        .unwrap_or_default()
 }
 
 /// `host:port`.

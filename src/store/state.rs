@@ -956,18 +956,19 @@ pub struct RunSandbox {
     pub profile: Option<crate::base::sandbox::ProfileUsed>,
 }
 
-/// How a journaled change set came to be in the source.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Landing {
-    /// A promote applied it.
-    Applied,
-    /// Found applied after a crash between apply and journal.
-    Recovered,
-    /// The host promoted it by its own means (`promote --note`).
-    Noted,
-    /// `promote --reapply` applied it again after its earlier landing was undone.
-    Reapplied,
+wire_enum! {
+    /// How a journaled change set came to be in the source.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Landing {
+        /// A promote applied it.
+        Applied = "applied",
+        /// Found applied after a crash between apply and journal.
+        Recovered = "recovered",
+        /// The host promoted it by its own means (`promote --note`).
+        Noted = "noted",
+        /// `promote --reapply` applied it again after its earlier landing was undone.
+        Reapplied = "reapplied",
+    }
 }
 
 wire_enum! {

@@ -31,5 +31,5 @@ pub use crate::services::network::publish::PublishRequest;
 pub use crate::services::network::service::{Kept, NetworkPlan, NetworkService};
 pub use crate::store::network_report::{
     AllowedReport, Denied, DeniedBy, MAX_REFUSALS, NetworkReport, PROXY_PORT, Published, Refusal,
-    RefusalReason, host_port, no_retry_env, proxy_address, proxy_env, reason_name,
+    RefusalReason, host_port, no_retry_env, proxy_address, proxy_env,
 };

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::services::network::allow::{Allowlist, Target, bare, target_of};
 use crate::services::network::tunnel::{self, Relayed};
-use crate::store::network_report::{MAX_REFUSALS, Refusal, RefusalReason, reason_name};
+use crate::store::network_report::{MAX_REFUSALS, Refusal, RefusalReason};
 
 type Body = BoxBody<Bytes, hyper::Error>;
 
@@ -253,8 +253,7 @@ impl Proxy {
             RefusalReason::Unresolvable => StatusCode::BAD_GATEWAY,
             _ => StatusCode::FORBIDDEN,
         };
-        let why = reason_name(reason);
-        status(code, &format!("a3s-iso refused {host}:{port}: {why}"))
+        status(code, &format!("a3s-iso refused {host}:{port}: {reason}"))
     }
 }
 
