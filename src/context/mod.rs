@@ -1,11 +1,5 @@
 //! What a command opens before it acts: the source, its store, the session `-s` names.
 //! May call: base, git, store.
-//!
-//! What a command opens before it acts: the source repository and its store (`Context`,
-//! `Located`), which session `-s` names, and what recovery could not finish in time.
-//!
-//! What every command starts from: git, the directory it was called in, the state store, the
-//! repository lock, and which session it is about.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -116,9 +110,7 @@ impl Located {
             interrupted: Vec::new(),
         }
     }
-}
 
-impl Located {
     /// Whether a session record is of this repository: a state dir shared by several
     /// repositories (one `--state-dir` for a whole harness) holds sessions of each, and a
     /// command never takes another repository's session for its own.
