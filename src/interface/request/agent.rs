@@ -105,19 +105,19 @@ fn kind_of(arg: &clap::Arg) -> Kind {
     match arg.get_action() {
         ArgAction::SetTrue => Kind::Flag,
         ArgAction::Append => Kind::Texts,
-        _ => {
-            let values: Vec<String> = arg
-                .get_possible_values()
-                .iter()
-                .filter(|v| !v.is_hide_set())
-                .map(|v| v.get_name().to_string())
-                .collect();
-            match values.is_empty() {
-                true => Kind::Text,
-                false => Kind::Choice(values),
-            }
-        }
+        _ => match choices(arg) {
+            values if values.is_empty() => Kind::Text,
+            values => Kind::Choice(values),
+        },
     }
+}
+
+/// The values the option takes, when it names them (hidden ones left out).
+pub(crate) fn choices(arg: &clap::Arg) -> Vec<String> {
+    (arg.get_possible_values().iter())
+        .filter(|v| !v.is_hide_set())
+        .map(|v| v.get_name().to_string())
+        .collect()
 }
 
 /// The option's whole help on one line, and its note for agents, with `--long` options named

@@ -1,7 +1,7 @@
 //! The docs' table of each verb's options, derived from its request: what the command line
 //! takes, and what of it a tool call may set (`docs/options.md`).
 
-use crate::interface::request::agent::{Kind, agent_name, agent_params, command};
+use crate::interface::request::agent::{Kind, agent_name, agent_params, choices, command};
 use crate::interface::request::bind::BindArgs;
 use crate::interface::request::capture::CaptureArgs;
 use crate::interface::request::diff::DiffArgs;
@@ -87,12 +87,7 @@ fn values(arg: &clap::Arg) -> String {
     if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
         return String::new();
     }
-    let choices: Vec<String> = arg
-        .get_possible_values()
-        .iter()
-        .filter(|v| !v.is_hide_set())
-        .map(|v| v.get_name().to_string())
-        .collect();
+    let choices = choices(arg);
     let mut parts: Vec<String> = Vec::new();
     if !choices.is_empty() {
         parts.push(choices.join(", "));
