@@ -18,28 +18,24 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
     if args.no_setup {
         setup.commands.clear();
     }
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "binding");
-    let outcome = bind(
-        ctx,
-        &BindOptions {
-            session_id: args.session.clone(),
-            allow_dirty: args.allow_dirty,
-            read_only: args.read_only,
-            base_dir: args.base_dir.clone(),
-            owner: args
-                .owner
-                .or(args.owner_pid.map(OwnerChoice::Pid))
-                .unwrap_or_default(),
-            resume: args.resume,
-            carry_wip: args.carry_wip,
-            submodules: args.submodules,
-            copy_ignored,
-            setup,
-            created_by: None,
-            no_auto_sweep: !settings.sweep_auto.value,
-        },
-    )?;
-    drop(spinner);
+    let options = BindOptions {
+        session_id: args.session.clone(),
+        allow_dirty: args.allow_dirty,
+        read_only: args.read_only,
+        base_dir: args.base_dir.clone(),
+        owner: args
+            .owner
+            .or(args.owner_pid.map(OwnerChoice::Pid))
+            .unwrap_or_default(),
+        resume: args.resume,
+        carry_wip: args.carry_wip,
+        submodules: args.submodules,
+        copy_ignored,
+        setup,
+        created_by: None,
+        no_auto_sweep: !settings.sweep_auto.value,
+    };
+    let outcome = out.spinning("binding", || bind(ctx, &options))?;
     out.warnings(&outcome.warnings);
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
     if out.json {

@@ -7,16 +7,12 @@ use a3s_iso::ops::capture::{CaptureOptions, capture, write_document};
 use super::Output;
 
 pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "capturing");
-    let outcome = capture(
-        ctx,
-        &CaptureOptions {
-            session_id: args.session.session.clone(),
-            run_id: args.run_id.clone(),
-            release_identity: args.release_identity.clone(),
-        },
-    )?;
-    drop(spinner);
+    let options = CaptureOptions {
+        session_id: args.session.session.clone(),
+        run_id: args.run_id.clone(),
+        release_identity: args.release_identity.clone(),
+    };
+    let outcome = out.spinning("capturing", || capture(ctx, &options))?;
     if let Some(path) = &args.output {
         write_document(path, &outcome.change_set)?;
     }
@@ -76,8 +72,6 @@ pub fn run(ctx: &Context, args: &CaptureArgs, out: &Output) -> Result<i32> {
         ));
     }
     out.fields(&fields);
-    for line in super::path_list(&outcome.files, outcome.files_changed) {
-        out.line(&format!("  {line}"));
-    }
+    out.path_list(&outcome.files, outcome.files_changed);
     Ok(0)
 }

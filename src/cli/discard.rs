@@ -7,14 +7,10 @@ use super::Output;
 
 pub fn run(ctx: &Context, args: &DiscardArgs, out: &Output) -> Result<i32> {
     if args.all {
-        let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "discarding");
-        let outcome = discard_all(ctx, args.purge)?;
-        drop(spinner);
+        let outcome = out.spinning("discarding", || discard_all(ctx, args.purge))?;
         return Ok(report_all(&outcome, out));
     }
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "discarding");
-    let outcome = discard(ctx, &args.options())?;
-    drop(spinner);
+    let outcome = out.spinning("discarding", || discard(ctx, &args.options()))?;
     out.answer("a3s-iso.discard.v1", &outcome, || report(&outcome, out));
     Ok(0)
 }

@@ -33,20 +33,16 @@ pub struct GcArgs {
 }
 
 pub fn run(ctx: &Context, args: &GcArgs, out: &Output) -> Result<i32> {
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "collecting");
-    let outcome = gc(
-        ctx,
-        &GcOptions {
-            older_than: args.older_than,
-            dry_run: args.dry_run,
-            all: args.all,
-            remote: args.remote.as_ref().map(|name| RemoteTarget {
-                name: name.clone(),
-                allow_url: args.allow_url,
-            }),
-        },
-    )?;
-    drop(spinner);
+    let options = GcOptions {
+        older_than: args.older_than,
+        dry_run: args.dry_run,
+        all: args.all,
+        remote: args.remote.as_ref().map(|name| RemoteTarget {
+            name: name.clone(),
+            allow_url: args.allow_url,
+        }),
+    };
+    let outcome = out.spinning("collecting", || gc(ctx, &options))?;
     out.answer("a3s-iso.gc.v1", &outcome, || render(out, &outcome));
     Ok(0)
 }

@@ -8,26 +8,21 @@ use super::{Output, Tone, inert};
 
 /// Lands the queue and renders a line per session.
 pub fn run(ctx: &Context, args: &LandArgs, out: &Output) -> Result<i32> {
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "landing");
     let opts = args.options();
-    let outcome = match &args.push {
-        Some(target) => land_push(
-            ctx,
-            &opts,
-            &PushOptions {
-                target: target.clone(),
-                attempts: args.attempts,
-                change_sets: args.change_sets.clone(),
-                fetched: args.from.as_ref().map(|remote| FetchedEntries {
-                    remote: remote.clone(),
-                    digests: args.digests.clone(),
-                    max_bytes: args.max_bytes,
-                }),
-            },
-        )?,
-        None => land(ctx, &opts)?,
-    };
-    drop(spinner);
+    let pushed = args.push.as_ref().map(|target| PushOptions {
+        target: target.clone(),
+        attempts: args.attempts,
+        change_sets: args.change_sets.clone(),
+        fetched: args.from.as_ref().map(|remote| FetchedEntries {
+            remote: remote.clone(),
+            digests: args.digests.clone(),
+            max_bytes: args.max_bytes,
+        }),
+    });
+    let outcome = out.spinning("landing", || match &pushed {
+        Some(push) => land_push(ctx, &opts, push),
+        None => land(ctx, &opts),
+    })?;
     let sessions = outcome.sessions.iter().flat_map(|s| &s.warnings);
     out.warnings(outcome.warnings.iter().chain(sessions));
     super::sweep::note_reclaimed(&outcome.reclaimed, out);

@@ -47,8 +47,7 @@ use a3s_iso::git::Git;
 pub use a3s_iso::base::duration::parse_duration;
 pub use a3s_iso::interface::request::SessionArg;
 pub use output::{
-    Output, Tone, human_bytes, inert, inert_joined, path_list, plural, quote_path,
-    write_nul_records,
+    Output, Tone, human_bytes, inert, inert_joined, plural, quote_path, write_nul_records,
 };
 
 #[derive(Debug, Parser)]

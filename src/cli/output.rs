@@ -125,6 +125,24 @@ impl Output {
         self.paint_stdout(&inert(text), tone.sgr())
     }
 
+    /// Does `work` under a spinner on stderr (none with `--json` or `-q`).
+    pub fn spinning<T>(&self, message: &'static str, work: impl FnOnce() -> T) -> T {
+        let _spinner = super::progress::Spinner::start(!self.json && !self.quiet, message);
+        work()
+    }
+
+    /// The first paths of a list, one an indented line, then `and N more` for the rest of
+    /// `total`.
+    pub fn path_list(&self, paths: &[String], total: u64) {
+        const SHOWN: usize = 10;
+        let shown = &paths[..paths.len().min(SHOWN)];
+        let rest = total.saturating_sub(shown.len() as u64);
+        let more = (rest > 0).then(|| format!("and {rest} more"));
+        for line in shown.iter().chain(&more) {
+            self.line(&format!("  {line}"));
+        }
+    }
+
     /// Information on stderr that is not a warning (a normal state), silenced by `-q`.
     pub fn info(&self, text: &str) {
         if !self.quiet {
@@ -233,17 +251,6 @@ pub fn human_bytes(bytes: u64) -> String {
 /// The `s` of a plural: none for one.
 pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
     if n == N::from(1) { "" } else { "s" }
-}
-
-/// The first paths of a list, then `and N more` for the rest of `total`.
-pub fn path_list(paths: &[String], total: u64) -> Vec<String> {
-    const SHOWN: usize = 10;
-    let mut lines: Vec<String> = paths.iter().take(SHOWN).cloned().collect();
-    let rest = total.saturating_sub(lines.len() as u64);
-    if rest > 0 {
-        lines.push(format!("and {rest} more"));
-    }
-    lines
 }
 
 /// Text for a terminal: every control character but newline and tab (C0, DEL, and the C1

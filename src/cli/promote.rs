@@ -5,7 +5,7 @@ use a3s_iso::base::error::Result;
 use a3s_iso::context::Context;
 use a3s_iso::ops::promote::{Outcome, PromoteOutcome, Reason, promote};
 
-use super::{Output, Tone, path_list};
+use super::{Output, Tone};
 
 pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     args.check()?;
@@ -13,9 +13,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
         Some(file) => Some(read_message(file)?),
         None => args.message.clone(),
     };
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "promoting");
-    let outcome = promote(ctx, &args.options(message))?;
-    drop(spinner);
+    let outcome = out.spinning("promoting", || promote(ctx, &args.options(message)))?;
     out.warnings(&outcome.warnings);
     if out.json {
         out.document("a3s-iso.promote.v1", &outcome);
@@ -24,9 +22,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     out.headline_toned(&headline(&outcome), tone(outcome.outcome));
     out.fields(&fields(&outcome));
     if matches!(outcome.outcome, Outcome::Applied | Outcome::Planned) {
-        for line in path_list(&outcome.files, outcome.files_changed) {
-            out.line(&format!("  {line}"));
-        }
+        out.path_list(&outcome.files, outcome.files_changed);
     }
     let nested_reason = outcome.nested.iter().find_map(|n| n.reason);
     if outcome.already_present {

@@ -60,16 +60,12 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
         },
         (None, None) => PushSource::Session(args.session.session.clone()),
     };
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "pushing");
-    let outcome = push(
-        ctx,
-        &PushOptions {
-            source,
-            remote: args.remote.clone(),
-            allow_url: args.allow_url,
-        },
-    )?;
-    drop(spinner);
+    let options = PushOptions {
+        source,
+        remote: args.remote.clone(),
+        allow_url: args.allow_url,
+    };
+    let outcome = out.spinning("pushing", || push(ctx, &options))?;
     out.warnings(&outcome.warnings);
     if out.json {
         out.document("a3s-iso.push.v1", &outcome);

@@ -34,16 +34,12 @@ pub fn run(ctx: &Context, args: &RebaseArgs, out: &Output) -> Result<i32> {
     } else {
         Action::Start
     };
-    let spinner = super::progress::Spinner::start(!out.json && !out.quiet, "rebasing");
-    let outcome = rebase(
-        ctx,
-        &RebaseOptions {
-            session_id: args.session.session.clone(),
-            onto: args.onto.clone(),
-            action,
-        },
-    )?;
-    drop(spinner);
+    let options = RebaseOptions {
+        session_id: args.session.session.clone(),
+        onto: args.onto.clone(),
+        action,
+    };
+    let outcome = out.spinning("rebasing", || rebase(ctx, &options))?;
     out.warnings(&outcome.warnings);
     out.answer("a3s-iso.rebase.v1", &outcome, || render(&outcome, out));
     Ok(outcome.exit_code())
