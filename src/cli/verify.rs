@@ -42,30 +42,21 @@ struct Invalid<'a> {
 /// rule is a verify result (`valid: false`, `rule`, `field`, exit 5), not an error document;
 /// one that cannot be read is still an error (`change_set_unavailable`).
 pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
-    let verified = match verify_file(&ctx.git, &args.file) {
-        Err(Error::ChangeSetInvalid {
-            rule,
+    let verified = verify_file(&ctx.git, &args.file);
+    if out.json
+        && let Err(err @ Error::ChangeSetInvalid { rule, field, .. }) = &verified
+    {
+        let invalid = Invalid {
+            valid: false,
+            rule: *rule,
             field,
-            detail,
-        }) if out.json => {
-            let err = Error::ChangeSetInvalid {
-                rule,
-                field: field.clone(),
-                detail,
-            };
-            let invalid = Invalid {
-                valid: false,
-                rule,
-                field: &field,
-                message: err.to_string(),
-                hint: a3s_iso::interface::errors::hint(&err),
-            };
-            out.document("a3s-iso.verify.v1", &invalid);
-            return Ok(err.code().exit_code());
-        }
-        verified => verified?,
-    };
-    let cs = verified.change_set;
+            message: err.to_string(),
+            hint: a3s_iso::interface::errors::hint(err),
+        };
+        out.document("a3s-iso.verify.v1", &invalid);
+        return Ok(err.code().exit_code());
+    }
+    let cs = verified?.change_set;
     let outcome = VerifyOutcome {
         valid: true,
         patch_digest: cs.patch_digest.into(),
