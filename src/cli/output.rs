@@ -248,6 +248,15 @@ pub fn human_bytes(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// What a clone's files take: `cloned: 1.2 MiB apparent, 512 bytes held alone`.
+pub fn cloned(disk: &a3s_iso::base::reflink::DiskUse) -> String {
+    format!(
+        "cloned: {} apparent, {} held alone",
+        human_bytes(disk.apparent_bytes),
+        human_bytes(disk.own_bytes)
+    )
+}
+
 /// The `s` of a plural: none for one.
 pub fn plural<N: PartialEq + From<u8>>(n: N) -> &'static str {
     if n == N::from(1) { "" } else { "s" }

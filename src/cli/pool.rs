@@ -111,17 +111,9 @@ fn render(outcome: &PoolOutcome, out: &Output) {
         };
         // A checkout holds all its bytes alone; a clone's are worth showing.
         let clone = spare.fill == Some(a3s_iso::base::reflink::Fill::Clone);
-        let disk = spare
-            .disk
-            .as_ref()
-            .filter(|_| clone)
-            .map_or(String::new(), |d| {
-                format!(
-                    " (cloned: {} apparent, {} held alone)",
-                    super::human_bytes(d.apparent_bytes),
-                    super::human_bytes(d.own_bytes)
-                )
-            });
+        let disk = (spare.disk.as_ref().filter(|_| clone)).map_or(String::new(), |d| {
+            format!(" ({})", super::output::cloned(d))
+        });
         out.line(&format!(
             "  {} {state} {}{disk}",
             spare.slot,

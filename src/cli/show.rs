@@ -195,14 +195,7 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
     ];
     if let (Some(Fill::Clone), Some(disk)) = (o.fill, &o.disk) {
         // A checkout holds all its bytes alone; a clone's are worth showing.
-        fields.push((
-            "files",
-            format!(
-                "cloned: {} apparent, {} held alone",
-                super::output::human_bytes(disk.apparent_bytes),
-                super::output::human_bytes(disk.own_bytes)
-            ),
-        ));
+        fields.push(("files", super::output::cloned(disk)));
     }
     if let Some(git) = private_git(&o.git) {
         fields.push(("git", git));
