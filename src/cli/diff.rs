@@ -5,7 +5,6 @@ use std::process::{Command, Stdio};
 use a3s_iso::base::error::{Error, Result};
 use a3s_iso::context::Context;
 use a3s_iso::ops::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, NestedDiff, diff};
-use a3s_iso::services::nested::NestedKind;
 
 use super::{ColorChoice, Output};
 
@@ -116,13 +115,10 @@ fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Re
 /// `# nested repository <path> (<kind>)`: what introduces a nested repository's change set,
 /// its path quoted as `git diff` quotes a name.
 fn nested_header(nested: &NestedDiff) -> String {
-    let kind = match nested.kind {
-        NestedKind::Submodule => "submodule",
-        NestedKind::Repository => "repository",
-    };
     format!(
-        "# nested repository {} ({kind})",
-        super::quote_path(&nested.path.0)
+        "# nested repository {} ({})",
+        super::quote_path(&nested.path.0),
+        nested.kind
     )
 }
 

@@ -368,11 +368,10 @@ fn diff(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answe
         let mut patch = Vec::new();
         read_shown(outcome.open_patch()?, &mut patch)?;
         for nested in &outcome.nested_change_sets {
-            let kind = serde_json::to_value(nested.kind).unwrap_or_default();
             let header = format!(
                 "# nested repository {} ({})\n",
                 nested.path.shown(),
-                kind.as_str().unwrap_or_default()
+                nested.kind
             );
             patch.extend_from_slice(header.as_bytes());
             read_shown(nested.open_patch()?, &mut patch)?;

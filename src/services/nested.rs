@@ -21,20 +21,22 @@ use crate::base::error::Result;
 use crate::base::ids::{RunId, SessionId, TreeId};
 use crate::base::paths::RepoPath;
 use crate::base::warning::{PromoteWarning, RunWarning, Warning};
+use crate::base::wire::wire_enum;
 use crate::git::{Git, HermeticGit};
 use crate::model::isolation::Isolation;
 use crate::model::snapshot::{self, Patch, Seed};
 use crate::store::layout::StateDir;
 use crate::store::state::Store;
 
-/// What kind of repository a nested change set belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum NestedKind {
-    /// A submodule of the superproject (a gitlink with a `.gitmodules` entry).
-    Submodule,
-    /// A directory with its own `.git` that is not a submodule.
-    Repository,
+wire_enum! {
+    /// What kind of repository a nested change set belongs to.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum NestedKind {
+        /// A submodule of the superproject (a gitlink with a `.gitmodules` entry).
+        Submodule = "submodule",
+        /// A directory with its own `.git` that is not a submodule.
+        Repository = "repository",
+    }
 }
 
 /// One nested change set: the uncommitted work of one nested repository, against the tree of
