@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 /// A command and its arguments, exactly.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct Argv(#[serde(with = "crate::base::paths::os_string_list")] pub Vec<OsString>);
+pub struct Argv(#[serde(with = "crate::base::paths::fs_path_list")] pub Vec<OsString>);
 
 impl Argv {
     /// The command line, each argument quoted as a shell needs it: bare when it is made of

@@ -159,55 +159,29 @@ pub mod fs_path_opt {
     }
 }
 
-/// `#[serde(with = "crate::base::paths::fs_path_list")]` for a `Vec<PathBuf>`.
+/// `#[serde(with = "crate::base::paths::fs_path_list")]` for a `Vec<PathBuf>`, or a command's
+/// arguments (`Vec<OsString>`): each written as a path is (see [`FsPathText`]), so that any
+/// path or argument, UTF-8 or not, round-trips exactly.
 pub mod fs_path_list {
-    use std::path::PathBuf;
-
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
-
-    /// Writes each path as [`crate::base::paths::fs_path`] does.
-    pub fn serialize<S: Serializer>(paths: &[PathBuf], s: S) -> Result<S::Ok, S::Error> {
-        let texts: Vec<FsPathText> = paths.iter().map(|p| fs_path_text(p)).collect();
-        texts.serialize(s)
-    }
-
-    /// Reads a list of paths in either form.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<PathBuf>, D::Error> {
-        Vec::<FsPathText>::deserialize(d)?
-            .into_iter()
-            .map(fs_path_from)
-            .collect::<Result<_, _>>()
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-/// `#[serde(with = "crate::base::paths::os_string_list")]` for a `Vec<OsString>` (a command's
-/// arguments): each written as a path is (see [`FsPathText`]), so that any argument, UTF-8 or
-/// not, round-trips exactly.
-pub mod os_string_list {
-    use std::ffi::OsString;
     use std::path::{Path, PathBuf};
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     use crate::base::paths::{FsPathText, fs_path_from, fs_path_text};
 
-    /// Writes each argument as a string, or as its bytes when it is not UTF-8.
-    pub fn serialize<S: Serializer>(args: &[OsString], s: S) -> Result<S::Ok, S::Error> {
-        let texts: Vec<FsPathText> = args
-            .iter()
-            .map(|arg| fs_path_text(Path::new(arg)))
-            .collect();
+    /// Writes each path as [`crate::base::paths::fs_path`] does.
+    pub fn serialize<P: AsRef<Path>, S: Serializer>(paths: &[P], s: S) -> Result<S::Ok, S::Error> {
+        let texts: Vec<FsPathText> = paths.iter().map(|p| fs_path_text(p.as_ref())).collect();
         texts.serialize(s)
     }
 
-    /// Reads a list of arguments in either form.
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<OsString>, D::Error> {
+    /// Reads a list of paths in either form.
+    pub fn deserialize<'de, T: From<PathBuf>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Vec<T>, D::Error> {
         Vec::<FsPathText>::deserialize(d)?
             .into_iter()
-            .map(|text| fs_path_from(text).map(PathBuf::into_os_string))
+            .map(|text| fs_path_from(text).map(T::from))
             .collect::<Result<_, _>>()
             .map_err(serde::de::Error::custom)
     }
