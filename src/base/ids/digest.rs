@@ -1,6 +1,6 @@
 //! [`Digest`]: `sha256:` and 64 lowercase hex digits, the name of a change set's patch.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::base::error::{Error, Result};
 use crate::base::ids::object::is_object_hex;
@@ -16,7 +16,8 @@ pub(crate) fn is_sha256_digest(text: &str) -> bool {
 
 /// A SHA-256 digest as a3s-iso writes it: `sha256:<64 lowercase hex>`, held, shown and
 /// written in that form.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
 pub struct Digest(String);
 
 string_id!(Digest);
@@ -36,12 +37,6 @@ impl Digest {
     /// The 64 hex digits, without `sha256:`.
     pub fn hex(&self) -> &str {
         &self.0[PREFIX.len()..]
-    }
-}
-
-impl Serialize for Digest {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
     }
 }
 

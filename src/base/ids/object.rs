@@ -84,7 +84,8 @@ impl<'de> Deserialize<'de> for TreeId {
 }
 
 /// A commit's object id, held, shown and written as bare hex.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
 pub struct CommitId(String);
 
 string_id!(CommitId);
@@ -95,12 +96,6 @@ impl CommitId {
     pub fn new(hex: impl AsRef<str>) -> Result<CommitId> {
         let hex = hex.as_ref();
         CommitId::checked(hex).ok_or_else(|| CommitId::refused(hex))
-    }
-}
-
-impl Serialize for CommitId {
-    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`SessionId`] and [`RunId`]: the ids a user (or a3s-iso) gives sessions and runs, checked
 //! by [`validate`] wherever they come in, since they become file names and ref components.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::base::error::{Error, Result};
 
@@ -90,12 +90,6 @@ macro_rules! checked_id {
             }
         }
 
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-                s.serialize_str(&self.0)
-            }
-        }
-
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<$name, D::Error> {
                 $name::new(String::deserialize(d)?).map_err(serde::de::Error::custom)
@@ -105,14 +99,16 @@ macro_rules! checked_id {
 }
 
 /// A session's id.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
 pub struct SessionId(String);
 
 string_id!(SessionId);
 checked_id!(SessionId, "s");
 
 /// A run's id, unique within its session.
-#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
 pub struct RunId(String);
 
 string_id!(RunId);
