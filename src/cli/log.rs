@@ -95,7 +95,7 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
         logged.session_id.to_string(),
         run.run_id.to_string(),
         run.state.map_or("unreadable", |s| s.as_str()).to_string(),
-        super::show::ended(run).unwrap_or_else(|| "-".into()),
+        super::show::ended(run.exit_code, run.signal).unwrap_or_else(|| "-".into()),
         super::show::command_line(run).unwrap_or_else(|| "-".into()),
     ]
 }

@@ -202,11 +202,8 @@ fn hidden_hint(hidden: &HiddenPath) -> String {
 
 /// `run <id> <state> (<how it ended>): <what changed>`, the line on stderr after a run.
 fn summary(outcome: &RunOutcome) -> String {
-    let how = match (outcome.exit_code, outcome.signal) {
-        (Some(code), _) => format!("exit {code}"),
-        (None, Some(signal)) => format!("signal {signal}"),
-        _ => "no status".into(),
-    };
+    let how =
+        super::show::ended(outcome.exit_code, outcome.signal).unwrap_or_else(|| "no status".into());
     let changed = match &outcome.change_set {
         Some(cs) => format!(
             "{} file{} changed, {}, {}",

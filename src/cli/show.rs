@@ -90,7 +90,10 @@ fn run_line(run: &RunView) -> String {
         run.digest.as_deref().map_or("-".into(), short_digest),
         run.observed_at_ms.map_or("-".into(), format_utc),
     );
-    for part in [ended(run), command_line(run)].into_iter().flatten() {
+    for part in [ended(run.exit_code, run.signal), command_line(run)]
+        .into_iter()
+        .flatten()
+    {
         line.push_str("  ");
         line.push_str(&part);
     }
@@ -98,8 +101,8 @@ fn run_line(run: &RunView) -> String {
 }
 
 /// `exit N` or `signal N`, when the run's exit record says.
-pub(super) fn ended(run: &RunView) -> Option<String> {
-    match (run.exit_code, run.signal) {
+pub(super) fn ended(exit_code: Option<i32>, signal: Option<i32>) -> Option<String> {
+    match (exit_code, signal) {
         (Some(code), _) => Some(format!("exit {code}")),
         (None, Some(signal)) => Some(format!("signal {signal}")),
         (None, None) => None,
