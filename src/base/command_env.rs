@@ -88,6 +88,19 @@ impl EnvRequest {
             )),
         }
     }
+
+    /// Whether this request (a grant) lets through everything `asked` passes: the same name
+    /// or pattern, or a name this pattern passes. A value set is no pass of the caller's
+    /// variables, so it covers nothing and needs no grant.
+    pub fn covers(&self, asked: &EnvRequest) -> bool {
+        match (self, asked) {
+            (_, EnvRequest::Set(..)) => true,
+            (EnvRequest::Pass(granted), EnvRequest::Pass(name)) => {
+                granted == name || (!name.contains('*') && passes(name, &[granted.as_str()]))
+            }
+            (EnvRequest::Set(..), EnvRequest::Pass(_)) => false,
+        }
+    }
 }
 
 /// What the command's environment is, and what of the caller's stayed outside (names only).
@@ -125,21 +138,6 @@ fn matches(pattern: &str, name: &str) -> bool {
 pub fn looks_like_credential(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     CREDENTIAL_NAMES.iter().any(|p| matches(p, &upper))
-}
-
-impl EnvRequest {
-    /// Whether this request (a grant) lets through everything `asked` passes: the same name
-    /// or pattern, or a name this pattern passes. A value set is no pass of the caller's
-    /// variables, so it covers nothing and needs no grant.
-    pub fn covers(&self, asked: &EnvRequest) -> bool {
-        match (self, asked) {
-            (_, EnvRequest::Set(..)) => true,
-            (EnvRequest::Pass(granted), EnvRequest::Pass(name)) => {
-                granted == name || (!name.contains('*') && passes(name, &[granted.as_str()]))
-            }
-            (EnvRequest::Set(..), EnvRequest::Pass(_)) => false,
-        }
-    }
 }
 
 /// Whether the caller's variable `name` passes: named exactly, or matched by a pattern when it

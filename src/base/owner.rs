@@ -40,9 +40,7 @@ impl OwnerView {
             }
         })
     }
-}
 
-impl OwnerView {
     /// `pid <n> (<name>) on <host>`, for people.
     pub fn describe(&self) -> String {
         match &self.name {
