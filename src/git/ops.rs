@@ -36,6 +36,14 @@ pub(crate) enum RefUpdate {
 }
 
 impl RefUpdate {
+    /// [`RefUpdate::Set`] of `name` to `target`.
+    pub(crate) fn set(name: String, target: impl ToString) -> RefUpdate {
+        RefUpdate::Set {
+            name,
+            target: target.to_string(),
+        }
+    }
+
     fn line(&self) -> String {
         match self {
             RefUpdate::Set { name, target } => format!("update {name} {target}\n"),

@@ -41,20 +41,11 @@ pub enum Scope {
 /// transaction, so `git gc` keeps them.
 pub fn pin_session(git: &Git, dir: &Path, ns: &RefNames, record: &SessionRecord) -> Result<()> {
     let id = &record.session_id;
-    let mut updates = vec![RefUpdate::Set {
-        name: ns.session_base(id),
-        target: record.bound_revision.clone(),
-    }];
+    let mut updates = vec![RefUpdate::set(ns.session_base(id), &record.bound_revision)];
     if record.carried_wip {
-        updates.push(RefUpdate::Set {
-            name: ns.session_wip(id),
-            target: record.base_tree.to_string(),
-        });
+        updates.push(RefUpdate::set(ns.session_wip(id), &record.base_tree));
         if let Some(index_tree) = &record.carried_index_tree {
-            updates.push(RefUpdate::Set {
-                name: ns.session_wip_index(id),
-                target: index_tree.to_string(),
-            });
+            updates.push(RefUpdate::set(ns.session_wip_index(id), index_tree));
         }
     }
     git.update_refs(dir, &updates, "a3s-iso: bind")
@@ -89,9 +80,8 @@ impl SessionRefs<'_> {
             .iter()
             .enumerate()
             .flat_map(|(n, (base, result))| {
-                [("base", base), ("result", result)].map(|(side, tree)| RefUpdate::Set {
-                    name: self.ns.nested_tree(self.session_id, run_id, n, side),
-                    target: tree.to_string(),
+                [("base", base), ("result", result)].map(|(side, tree)| {
+                    RefUpdate::set(self.ns.nested_tree(self.session_id, run_id, n, side), tree)
                 })
             })
             .collect();
@@ -102,14 +92,13 @@ impl SessionRefs<'_> {
     /// Pins a run's result tree, only if the run id has no result yet.
     pub fn pin_run(&self, run_id: &RunId, tree: &TreeId) -> Result<Pinned> {
         let name = self.ns.run_result(self.session_id, run_id);
-        let created = self.git.update_refs(
-            self.dir,
-            &[RefUpdate::Create {
-                name: name.clone(),
-                target: tree.to_string(),
-            }],
-            "a3s-iso: capture",
-        );
+        let create = RefUpdate::Create {
+            name: name.clone(),
+            target: tree.to_string(),
+        };
+        let created = self
+            .git
+            .update_refs(self.dir, &[create], "a3s-iso: capture");
         if created.is_ok() {
             return Ok(Pinned::Held);
         }
@@ -130,40 +119,31 @@ impl SessionRefs<'_> {
 
     /// Pins the snapshot a sweep takes before removing an isolation.
     pub fn pin_swept(&self, tree: &TreeId) -> Result<()> {
-        self.git.update_refs(
-            self.dir,
-            &[RefUpdate::Set {
-                name: self.ns.swept(self.session_id),
-                target: tree.to_string(),
-            }],
-            "a3s-iso: sweep",
-        )
+        let update = RefUpdate::set(self.ns.swept(self.session_id), tree);
+        self.git.update_refs(self.dir, &[update], "a3s-iso: sweep")
     }
 
     /// Points the retained branch at `commit`.
     pub fn set_retained_branch(&self, commit: &str) -> Result<()> {
-        self.git.update_refs(
-            self.dir,
-            &[RefUpdate::Set {
-                name: format!("refs/heads/{}", self.ns.retained_branch(self.session_id)),
-                target: commit.to_string(),
-            }],
-            "a3s-iso: retained commits of the session",
-        )
+        let update = RefUpdate::set(self.retained_branch(), commit);
+        let message = "a3s-iso: retained commits of the session";
+        self.git.update_refs(self.dir, &[update], message)
     }
 
     /// Puts the retained branch back to `previous`, or deletes it when there was none.
     pub fn reset_retained_branch(&self, previous: Option<&str>) -> Result<()> {
-        let name = format!("refs/heads/{}", self.ns.retained_branch(self.session_id));
+        let name = self.retained_branch();
         let update = match previous {
-            Some(commit) => RefUpdate::Set {
-                name,
-                target: commit.to_string(),
-            },
+            Some(commit) => RefUpdate::set(name, commit),
             None => RefUpdate::Delete { name },
         };
         self.git
             .update_refs(self.dir, &[update], "a3s-iso: replay undone")
+    }
+
+    /// The retained branch's full ref name.
+    fn retained_branch(&self) -> String {
+        format!("refs/heads/{}", self.ns.retained_branch(self.session_id))
     }
 
     /// The session's private refs within `scope`.
