@@ -51,19 +51,13 @@ impl Git {
         untracked: Untracked,
         paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
     ) -> Result<Vec<u8>> {
-        let cmd = self
-            .at(dir)
-            .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"]);
-        let cmd = match untracked {
-            Untracked::All => cmd.args(["--untracked-files=all", "--no-renames", "--"]),
-            Untracked::AndIgnored => cmd.args([
-                "--untracked-files=all",
-                "--ignored=matching",
-                "--no-renames",
-                "--",
-            ]),
-        };
-        cmd.args(paths).run()
+        self.at(dir)
+            .args(["--literal-pathspecs", "status", "--porcelain=v1", "-z"])
+            .arg("--untracked-files=all")
+            .args((untracked == Untracked::AndIgnored).then_some("--ignored=matching"))
+            .args(["--no-renames", "--"])
+            .args(paths)
+            .run()
     }
 
     /// Among the literal `paths`, the index's entries with their tags (`ls-files -t -z`).
