@@ -104,7 +104,7 @@ pub(crate) fn run(
         allow_write: narrowed.allow_write,
         allow_read: narrowed.allow_read,
         profile: narrowed.profile,
-        cache: place.grants.run.cache,
+        cache: narrowed.cache,
     };
     let opts = RunOptions {
         session_id: parsed.session.session,

@@ -25,24 +25,12 @@ pub(crate) struct Asked {
     pub timeout: Option<Duration>,
 }
 
-/// What the run gets.
-#[derive(Debug, Default)]
-pub(crate) struct Narrowed {
-    pub allow_network: bool,
-    pub allow_hosts: Vec<String>,
-    pub publish: Vec<String>,
-    pub allow_write: Vec<PathBuf>,
-    pub allow_read: Vec<PathBuf>,
-    pub profile: Option<String>,
-    pub env: Vec<EnvRequest>,
-    pub timeout: Option<Duration>,
-}
-
-/// The run's grants narrowed by `asked`; a value beyond them is `not_granted`.
-pub(crate) fn run(asked: &Asked, place: &Place) -> Result<Narrowed, RpcError> {
+/// The run's grants narrowed by `asked` (what the run gets); a value beyond them is
+/// `not_granted`.
+pub(crate) fn run(asked: &Asked, place: &Place) -> Result<RunGrants, RpcError> {
     let granted = &place.grants.run;
     let (allow_network, allow_hosts) = network(asked, granted)?;
-    Ok(Narrowed {
+    Ok(RunGrants {
         allow_network,
         allow_hosts,
         publish: publish(asked.publish.as_deref(), granted)?,
@@ -61,6 +49,7 @@ pub(crate) fn run(asked: &Asked, place: &Place) -> Result<Narrowed, RpcError> {
         profile: profile(asked.profile.as_deref(), granted)?,
         env: env(asked.env.as_deref(), granted)?,
         timeout: timeout(asked.timeout, granted)?,
+        cache: granted.cache,
     })
 }
 
