@@ -110,14 +110,12 @@ impl Output {
 
     /// The key value of a result, first and emphasised on a terminal.
     pub fn headline(&self, text: &str) {
-        let text = self.paint_stdout(&inert(text), "1");
-        let _ = writeln!(std::io::stdout().lock(), "{text}");
+        self.line_composed(&self.paint_stdout(&inert(text), "1"));
     }
 
     /// A headline whose colour says how it went (an outcome).
     pub fn headline_toned(&self, text: &str, tone: Tone) {
-        let text = self.paint_stdout(&inert(text), tone.sgr());
-        let _ = writeln!(std::io::stdout().lock(), "{text}");
+        self.line_composed(&self.toned(text, tone));
     }
 
     /// `text`, made inert, coloured by `tone` when stdout is coloured (a table cell, a state).
