@@ -316,7 +316,7 @@ fn parse_object(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
             format!("not a JSON document: {e}"),
         )
     })?;
-    if let Some(path) = crate::model::strictjson::first_duplicate_key(bytes) {
+    if let Some(path) = crate::model::json::first_duplicate_key(bytes) {
         return Err(invalid(
             ChangeSetRule::DuplicateKey,
             &path,

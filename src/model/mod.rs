@@ -7,12 +7,12 @@
 
 pub mod changeset;
 pub mod isolation;
+pub(crate) mod json;
 pub(crate) mod neutralize;
 pub(crate) mod patch_text;
 pub(crate) mod pristine;
 pub mod refs;
 pub mod snapshot;
-pub(crate) mod strictjson;
 pub(crate) mod submodules;
 pub(crate) mod tree_move;
 pub mod wip;

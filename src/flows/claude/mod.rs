@@ -7,7 +7,6 @@
 //! work and discards the isolation. `init claude` adds both hooks to the project's settings.
 
 mod hooks;
-mod json;
 mod payload;
 mod settings;
 

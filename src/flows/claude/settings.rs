@@ -13,8 +13,8 @@ use serde::Serialize;
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::warning::{LandWarning, Warning};
 use crate::context::Context;
-use crate::flows::claude::json::{Json, member_or_insert};
 use crate::flows::claude::payload::WorktreeEvent;
+use crate::model::json::{Json, member_or_insert};
 
 /// Where the hooks go, relative to the top of the source.
 pub const SETTINGS_FILE: &str = ".claude/settings.local.json";

@@ -1,6 +1,11 @@
 //! A JSON value whose objects keep their members in the order of the file (and every member,
 //! a repeated key included): a settings file a3s-iso adds to is written back with everything
-//! else where it was.
+//! else where it was, and a key an object holds twice can be found. serde_json keeps the last
+//! of duplicate keys without a word (into a `Value` as into a struct), so a document could carry
+//! one value for a strict reader and another for a lenient one; the change-set format rejects
+//! such documents outright.
+
+use std::collections::HashSet;
 
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::ser::{Serialize, Serializer};
@@ -22,6 +27,41 @@ impl Json {
     pub(crate) fn get(&self, key: &str) -> Option<&Json> {
         match self {
             Json::Object(members) => members.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+}
+
+/// The path of the first key (in document order) that its object holds more than once, as
+/// `identity.session_id` (array elements as `[n]`); `None` when every key is unique or when the
+/// bytes are not JSON at all (that is for the parser to report).
+pub(crate) fn first_duplicate_key(bytes: &[u8]) -> Option<String> {
+    serde_json::from_slice::<Json>(bytes)
+        .ok()?
+        .first_duplicate(String::new())
+}
+
+impl Json {
+    /// The path of the first duplicate key in this value, found at `path`.
+    fn first_duplicate(&self, path: String) -> Option<String> {
+        let child = |name: &str| match path.is_empty() {
+            true => name.to_string(),
+            false if name.starts_with('[') => format!("{path}{name}"),
+            false => format!("{path}.{name}"),
+        };
+        match self {
+            Json::Array(items) => (items.iter().enumerate())
+                .find_map(|(i, item)| item.first_duplicate(child(&format!("[{i}]")))),
+            Json::Object(members) => {
+                let mut seen = HashSet::new();
+                // Keys are unescaped by the parser: `"a"` and `"\u0061"` are the same key.
+                members
+                    .iter()
+                    .find_map(|(key, value)| match seen.insert(key) {
+                        true => value.first_duplicate(child(key)),
+                        false => Some(child(key)),
+                    })
+            }
             _ => None,
         }
     }
@@ -118,7 +158,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
 
 #[cfg(test)]
 mod tests {
-    use crate::flows::claude::json::*;
+    use crate::model::json::*;
 
     #[test]
     fn order_and_values_survive_a_round_trip() {
@@ -126,5 +166,23 @@ mod tests {
         let value: Json = serde_json::from_str(text).unwrap();
         assert_eq!(serde_json::to_string(&value).unwrap(), text);
         assert_eq!(value.get("z"), Some(&Json::Number(2.into())));
+    }
+
+    #[test]
+    fn finds_the_first_duplicate_at_any_depth() {
+        assert_eq!(first_duplicate_key(br#"{"a":1,"b":{"c":1}}"#), None);
+        assert_eq!(
+            first_duplicate_key(br#"{"a":1,"a":2}"#),
+            Some("a".to_string())
+        );
+        assert_eq!(
+            first_duplicate_key(br#"{"a":1,"b":{"c":1,"\u0063":2}}"#),
+            Some("b.c".to_string())
+        );
+        assert_eq!(
+            first_duplicate_key(br#"{"l":[{"x":1},{"x":1,"x":2}]}"#),
+            Some("l[1].x".to_string())
+        );
+        assert_eq!(first_duplicate_key(b"not json"), None);
     }
 }
