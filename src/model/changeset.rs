@@ -309,13 +309,8 @@ fn parse_object(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
             format!("{} bytes, over the {limit}-byte limit{what}", bytes.len()),
         ));
     }
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
-        invalid(
-            ChangeSetRule::Json,
-            "(document)",
-            format!("not a JSON document: {e}"),
-        )
-    })?;
+    // Before the value is parsed: one tree of the document in memory at a time (its patch
+    // may be large). Bytes that are not JSON have no duplicate, and fail the parse below.
     if let Some(path) = crate::model::json::first_duplicate_key(bytes) {
         return Err(invalid(
             ChangeSetRule::DuplicateKey,
@@ -323,6 +318,13 @@ fn parse_object(bytes: &[u8], limit: u64, what: &str) -> Result<Value> {
             "a key appears twice in one object",
         ));
     }
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        invalid(
+            ChangeSetRule::Json,
+            "(document)",
+            format!("not a JSON document: {e}"),
+        )
+    })?;
     if !value.is_object() {
         return Err(invalid(
             ChangeSetRule::Type,
