@@ -536,6 +536,19 @@ fn clean_up(
     }
 }
 
+/// Discards session `id` as `discard -s ID` does (`purge`: `--purge`).
+pub(super) fn discard(
+    ctx: &Context,
+    id: &str,
+    purge: bool,
+) -> Result<crate::ops::discard::DiscardOutcome> {
+    let session_id = Some(id.to_string());
+    crate::ops::discard::discard(
+        ctx,
+        &crate::ops::discard::DiscardOptions { session_id, purge },
+    )
+}
+
 /// Whether the session's record says it is discarded now.
 fn discarded(located: &Located, id: &SessionId) -> bool {
     matches!(
@@ -569,7 +582,7 @@ fn after_landing(
     if !cut_short && !crate::services::landed::is_landed(ctx, located, &record)? {
         return Ok(None);
     }
-    super::discard(ctx, id.as_str(), false).map(|done| Some(Cleanup::of(done.recycled)))
+    discard(ctx, id.as_str(), false).map(|done| Some(Cleanup::of(done.recycled)))
 }
 
 /// One session: rebase, test, promote; whatever stops it is its result, never the queue's

@@ -200,7 +200,7 @@ fn drop_dead_scratch(ctx: &Context, located: &Located) {
     for record in live {
         let id = record.session_id.to_string();
         if is_scratch(&id) && crate::base::maker::made_by_dead(&id) {
-            let _ = super::discard(ctx, id.as_str(), true);
+            let _ = super::land::discard(ctx, id.as_str(), true);
         }
     }
 }
@@ -317,7 +317,7 @@ fn clean_up(
         (true, _) => Ok(Cleanup::Kept),
         (false, Some(SessionState::Discarded) | None) => Ok(Cleanup::Discarded),
         (false, Some(_)) => {
-            super::discard(ctx, id.as_str(), false).map(|d| Cleanup::of(d.recycled))
+            super::land::discard(ctx, id.as_str(), false).map(|d| Cleanup::of(d.recycled))
         }
     };
     match done {

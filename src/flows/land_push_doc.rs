@@ -114,7 +114,7 @@ pub(super) fn document_one(
     pins.release();
     if let Some(id) = scratch {
         // Its isolation held the landing's tree for the test: nothing of it is kept.
-        let _ = super::discard(ctx, id.as_str(), true);
+        let _ = super::land::discard(ctx, id.as_str(), true);
     }
     if let Err(err) = result {
         landed.fail(&err);

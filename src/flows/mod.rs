@@ -15,16 +15,3 @@ mod land_push_branch;
 mod land_push_doc;
 mod land_remote;
 pub mod setup;
-
-/// Discards session `id` as `discard -s ID` does (`purge`: `--purge`).
-fn discard(
-    ctx: &crate::context::Context,
-    id: &str,
-    purge: bool,
-) -> crate::base::error::Result<crate::ops::discard::DiscardOutcome> {
-    let session_id = Some(id.to_string());
-    crate::ops::discard::discard(
-        ctx,
-        &crate::ops::discard::DiscardOptions { session_id, purge },
-    )
-}

@@ -164,7 +164,7 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
             )));
         }
     }
-    outcome.recycled = crate::flows::discard(ctx, session_id.as_str(), false)?.recycled;
+    outcome.recycled = crate::flows::land::discard(ctx, session_id.as_str(), false)?.recycled;
     Ok(outcome)
 }
 
