@@ -75,7 +75,6 @@ pub(crate) struct SettleGit {
 }
 
 impl TreeMove {
-    /// The session the operation is about.
     pub(crate) fn session_id(&self) -> &SessionId {
         match self {
             TreeMove::Retain(m) => &m.session_id,

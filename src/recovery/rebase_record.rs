@@ -80,7 +80,6 @@ pub(crate) struct RebaseState {
     pub(crate) conflict_commit: Option<String>,
     /// The commits still to replay after it.
     pub(crate) remaining: Vec<String>,
-    /// The conflicting paths.
     pub(crate) paths: Vec<RepoPath>,
 }
 
@@ -171,7 +170,6 @@ pub(crate) fn save_intent(store: &Store, intent: &Applying) -> Result<()> {
     write_json_atomic(&store.rebase_intent_file(&intent.session_id), intent)
 }
 
-/// Drops an intent.
 pub(crate) fn remove_intent(store: &Store, id: &SessionId) -> Result<()> {
     remove_file_if_exists(&store.rebase_intent_file(id))
 }

@@ -75,7 +75,6 @@ pub struct Spare {
     pub fill: Option<crate::base::reflink::Fill>,
 }
 
-/// The pool's directory in the store.
 fn pool_dir(located: &Located) -> PathBuf {
     located.store.path(StateDir::Pool)
 }
@@ -104,7 +103,6 @@ pub(crate) fn settings(located: &Located) -> Result<PoolSettings> {
     Ok(read_json(&settings_file(located))?.unwrap_or_default())
 }
 
-/// Records the pool's settings.
 pub(crate) fn save_settings(located: &Located, settings: &PoolSettings) -> Result<()> {
     let dir = pool_dir(located);
     fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
@@ -128,7 +126,6 @@ pub(crate) fn spares(located: &Located) -> Result<Vec<Spare>> {
     Ok(spares)
 }
 
-/// Writes a spare's record.
 pub(crate) fn save(located: &Located, spare: &Spare) -> Result<()> {
     let dir = spares_dir(located);
     fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;

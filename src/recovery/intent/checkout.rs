@@ -50,7 +50,6 @@ pub(crate) enum PathState {
 pub(crate) struct Checkout<'a> {
     /// The git that hashes and reads blobs.
     pub(crate) git: &'a Git,
-    /// The checkout's top level.
     pub(crate) top: &'a Path,
     /// `core.filemode`: whether the executable bit counts.
     filemode: bool,

@@ -52,7 +52,6 @@ impl Entry {
 /// One path a patch changes: what it holds before and after (`None`: absent).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct PathChange {
-    /// The path.
     pub(crate) path: RepoPath,
     /// Before the promote.
     pub(crate) pre: Option<Entry>,
@@ -103,7 +102,6 @@ pub(crate) struct BranchPlan {
     pub(crate) done: Option<String>,
 }
 
-/// What the promote changes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Changes {
@@ -116,13 +114,10 @@ pub(crate) enum Changes {
 /// A promote about to change (or changing) the checkout.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Intent {
-    /// [`SCHEMA`].
     pub(crate) schema: String,
-    /// The change set's digest.
     pub(crate) digest: crate::base::ids::Digest,
     /// The promoted session, if any.
     pub(crate) session_id: Option<String>,
-    /// Patch or branch.
     pub(crate) mode: PromoteMode,
     /// The checkout being changed (its top level).
     #[serde(with = "crate::base::paths::fs_path")]
@@ -135,7 +130,6 @@ pub(crate) struct Intent {
     pub(crate) created_at_ms: u64,
     /// The promoting process.
     pub(crate) pid: u32,
-    /// What changes.
     pub(crate) changes: Changes,
     /// For a session's promote: the step it lands, journaled with it (by the promote, or by
     /// recovery), so that a crash neither loses the step nor records it twice.

@@ -98,7 +98,6 @@ fn recover_one(git: &Git, store: &Store, intent: &Intent) -> Result<Option<W>> {
     }
 }
 
-/// The touched paths of a plan, in order.
 fn paths_of(plan: &PatchPlan) -> Vec<RepoPath> {
     plan.paths.iter().map(|c| c.path.clone()).collect()
 }

@@ -12,7 +12,7 @@
 //! (`<ns>sessions/<id>/git/...`) so that `gc` keeps their objects. Before the next run,
 //! [`prepare`] puts the symbolic `HEAD` back when the detached one still is that branch's tip.
 //!
-//! The move is recorded first (`pending`, [`crate::recovery::pending::TreeMove::SettleGit`]), so a crash in
+//! The move is recorded first (`pending`, [`TreeMove::SettleGit`]), so a crash in
 //! the middle is finished by the next command; a run killed while its command ran never
 //! touched the admin dir, and its layer is dropped before the session's next run.
 
@@ -32,6 +32,7 @@ use crate::base::sandbox::GitLayers;
 use crate::base::warning::{RunWarning, Warning};
 use crate::git::repo::Repo;
 use crate::git::{Git, RefUpdate};
+use crate::recovery::pending::{self, SettleGit, TreeMove};
 use crate::store::lock::RepoLock;
 use crate::store::state::Store;
 
@@ -49,7 +50,6 @@ const HEAD_SCHEMA: &str = "a3s-iso.session-git-head.v1";
 /// The most a `HEAD` file is read up to.
 const HEAD_LIMIT: u64 = 4096;
 
-/// The places of a session's git layers.
 struct Places {
     dir: PathBuf,
 }
@@ -101,9 +101,9 @@ pub(crate) fn prepare(
     }
     open_up_layers(&places)?;
     let mut warnings = Vec::new();
-    let settling = crate::recovery::pending::left(store).into_iter().any(|intent| {
-        matches!(intent, crate::recovery::pending::TreeMove::SettleGit(ref s) if s.session_id == *session_id)
-    });
+    let settling = pending::left(store)
+        .into_iter()
+        .any(|intent| matches!(intent, TreeMove::SettleGit(ref s) if s.session_id == *session_id));
     if settling {
         warnings.extend(finish(git, repo, store, session_id, admin)?);
     }
@@ -258,12 +258,11 @@ pub(crate) fn settle(
         warnings.extend(keep_head_detached(git, repo, admin, head_before));
         return Ok(warnings);
     }
-    let intent =
-        crate::recovery::pending::TreeMove::SettleGit(crate::recovery::pending::SettleGit {
-            session_id: session_id.clone(),
-            admin: admin.to_path_buf(),
-        });
-    crate::recovery::pending::save(store, &intent)?;
+    let intent = TreeMove::SettleGit(SettleGit {
+        session_id: session_id.clone(),
+        admin: admin.to_path_buf(),
+    });
+    pending::save(store, &intent)?;
     crate::fault_point!("settle-git-after-intent");
     finish(git, repo, store, session_id, admin)
 }
@@ -272,8 +271,8 @@ pub(crate) fn settle(
 /// session's lease is free; called under the repository lock (by `recovery::finish`). Best
 /// effort: one that fails stays pending.
 pub(crate) fn recover(_held: &RepoLock, git: &Git, repo: &Repo, store: &Store) {
-    for intent in crate::recovery::pending::left(store) {
-        if let crate::recovery::pending::TreeMove::SettleGit(settle) = intent
+    for intent in pending::left(store) {
+        if let TreeMove::SettleGit(settle) = intent
             && let Ok(Some(_lease)) = store.try_lease(&settle.session_id)
         {
             let _ = finish(git, repo, store, &settle.session_id, &settle.admin);
@@ -362,7 +361,7 @@ pub(crate) fn finish(
         Ok(more) => warnings.extend(more),
         Err(e) => warnings.push(RunWarning::RefsNotMirrored { why: e.to_string() }.into()),
     }
-    crate::recovery::pending::remove(store, session_id)?;
+    pending::remove(store, session_id)?;
     Ok(warnings)
 }
 
@@ -403,9 +402,7 @@ fn settle_head(
     let head = String::from_utf8_lossy(&bytes).trim_end().to_string();
     let (branch, commit) = match head.strip_prefix("ref: ") {
         Some(branch) => (Some(branch.trim().to_string()), view.resolve(branch.trim())),
-        None if crate::recovery::session_git::view::is_object_id(&head) => {
-            (None, Some(head.clone()))
-        }
+        None if crate::base::ids::is_object_hex(&head) => (None, Some(head.clone())),
         None => (None, None),
     };
     match &commit {

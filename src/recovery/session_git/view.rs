@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::base::beneath::{Dir, Kind};
+use crate::base::ids::is_object_hex;
 
 /// The most a ref file, a `packed-refs` or a stash's log is read up to.
 const REF_LIMIT: u64 = 4096;
@@ -30,7 +31,6 @@ enum Layered {
 pub(crate) struct RefView {
     /// The session's upper layer over the git dir (`None`: it has none yet).
     upper: Option<Dir>,
-    /// The repository's common git dir.
     lower: PathBuf,
     /// The `packed-refs` of the view, read once.
     packed: std::cell::OnceCell<BTreeMap<String, String>>,
@@ -143,7 +143,7 @@ impl RefView {
             };
             match value.strip_prefix("ref: ") {
                 Some(target) => name = target.trim().to_string(),
-                None if is_object_id(&value) => return Some(value),
+                None if is_object_hex(&value) => return Some(value),
                 None => return None,
             }
         }
@@ -187,7 +187,7 @@ impl RefView {
             let text = String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned();
             text.lines()
                 .filter_map(|line| line.split(' ').nth(1))
-                .filter(|id| is_object_id(id))
+                .filter(|id| is_object_hex(id))
                 .map(str::to_string)
                 .collect()
         };
@@ -229,14 +229,9 @@ fn parse_packed(bytes: &[u8]) -> BTreeMap<String, String> {
         .lines()
         .filter(|line| !line.starts_with('#') && !line.starts_with('^'))
         .filter_map(|line| line.split_once(' '))
-        .filter(|(id, _)| is_object_id(id))
+        .filter(|(id, _)| is_object_hex(id))
         .map(|(id, name)| (name.to_string(), id.to_string()))
         .collect()
-}
-
-/// Whether `text` is a full object id (SHA-1 or SHA-256, lower-case hex).
-pub(crate) fn is_object_id(text: &str) -> bool {
-    matches!(text.len(), 40 | 64) && text.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 #[cfg(test)]
