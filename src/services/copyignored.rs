@@ -258,7 +258,6 @@ impl Parent {
     }
 }
 
-/// The paths `revision` tracks.
 fn tracked_paths(git: &Git, source: &Path, revision: &str) -> Result<HashSet<Vec<u8>>> {
     let listed = git.tracked_names(source, revision)?;
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())

@@ -14,6 +14,7 @@ use crate::context::{Context, Located};
 use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, RunState};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
+pub(crate) use crate::services::nested::record as record_nested;
 use crate::store::state::{LastRun, SessionRecord};
 
 /// A capture: the change-set document and where its result tree is pinned.
@@ -147,23 +148,6 @@ pub(crate) fn snapshot_all(
     let seed = located.store.seed_index_path(&isolation.admin);
     crate::recovery::run_layer::note_full_snapshot(&seed, flat);
     Ok((snap, nested))
-}
-
-/// Pins and stores a run's nested change sets beside its document.
-pub(crate) fn record_nested(
-    ctx: &Context,
-    located: &Located,
-    session_id: &SessionId,
-    run_id: &RunId,
-    nested: &crate::services::nested::Nested,
-) -> Result<()> {
-    crate::services::nested::record(
-        &ctx.git,
-        &located.repo.common_dir,
-        &located.store,
-        (session_id, run_id),
-        &nested.sets(),
-    )
 }
 
 /// What `capture` and `run` start from: the session, its isolation, the run id (given or

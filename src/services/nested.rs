@@ -87,9 +87,7 @@ pub(crate) struct Nested {
 /// A nested repository that could not be captured.
 #[derive(Debug, Clone)]
 pub(crate) struct Skipped {
-    /// Its path in the superproject.
     pub(crate) path: RepoPath,
-    /// Submodule or nested repository.
     pub(crate) kind: NestedKind,
     /// Why it could not be captured.
     pub(crate) why: String,
@@ -488,12 +486,13 @@ pub(crate) fn stored(
 
 /// Pins a run's nested trees and stores their change sets beside the run's document.
 pub(crate) fn record(
-    git: &Git,
-    common_dir: &Path,
-    store: &Store,
-    (session_id, run_id): (&SessionId, &RunId),
-    sets: &[NestedChangeSet],
+    ctx: &crate::context::Context,
+    located: &crate::context::Located,
+    session_id: &SessionId,
+    run_id: &RunId,
+    nested: &Nested,
 ) -> Result<()> {
+    let sets = nested.sets();
     if sets.is_empty() {
         return Ok(());
     }
@@ -502,16 +501,16 @@ pub(crate) fn record(
         .map(|s| (s.base_tree.clone(), s.result_tree.clone()))
         .collect();
     crate::model::refs::SessionRefs {
-        git,
-        dir: common_dir,
-        ns: &store.refs(),
+        git: &ctx.git,
+        dir: &located.repo.common_dir,
+        ns: &located.store.refs(),
         session_id,
     }
     .pin_nested(run_id, &trees)?;
-    let path = stored_path(store, session_id, run_id);
+    let path = stored_path(&located.store, session_id, run_id);
     let doc = StoredNested {
         schema: STORED_SCHEMA.into(),
-        nested: sets.to_vec(),
+        nested: sets,
     };
     let bytes = serde_json::to_vec_pretty(&doc)
         .map_err(|e| crate::base::error::Error::internal(format!("cannot encode: {e}")))?;

@@ -150,7 +150,6 @@ impl Item {
         }
     }
 
-    /// The same item, naming its session.
     pub(crate) fn of(mut self, session_id: &str) -> Item {
         self.session_id = Some(session_id.to_string());
         self

@@ -12,11 +12,9 @@ use crate::store::state::{JournalEntry, PromoteMode as Mode, SessionRecord, Step
 pub(crate) struct Previous {
     /// The digest of the delta that step landed.
     pub(crate) digest: crate::base::ids::Digest,
-    /// How it landed.
     pub(crate) mode: Mode,
     /// The size of its patch.
     pub(crate) patch_bytes: u64,
-    /// What it landed.
     pub(crate) step: Step,
 }
 

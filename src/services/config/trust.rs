@@ -28,7 +28,6 @@ wire_enum! {
     }
 }
 
-/// A trust record.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Record {
     /// The source, canonical.

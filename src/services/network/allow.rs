@@ -37,7 +37,6 @@ pub const PRESETS: &[(&str, &[&str])] = &[
 /// The ports an entry without one allows.
 pub(crate) const DEFAULT_PORTS: [u16; 2] = [80, 443];
 
-/// What an entry names.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum HostPattern {
     /// This name exactly (lower case, no trailing dot).

@@ -64,13 +64,10 @@ pub(crate) async fn drain(proxy: &Proxy, limit: Duration) {
 /// Serves every connection the command makes to the proxy until the runtime ends.
 pub(crate) async fn serve(listener: TcpListener, proxy: Arc<Proxy>) {
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of descriptors and the like: let connections end before the next accept.
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
+        // Out of descriptors and the like: let connections end before the next accept.
+        let Ok((stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
         };
         let (proxy, recorder) = (Arc::clone(&proxy), Arc::clone(&proxy));
         let undecided = Undecided::new(&proxy);

@@ -84,17 +84,13 @@ impl PublishRequest {
 /// Accepts on the host's listener and forwards each connection to `port` inside.
 pub(crate) async fn forward(listener: TcpListener, port: u16, factory: Arc<Mutex<SocketFactory>>) {
     loop {
-        let outside = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            Err(_) => {
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
+        let Ok((mut outside, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            continue;
         };
         let factory = Arc::clone(&factory);
         tokio::spawn(async move {
             if let Ok(mut inside) = connect_inside(port, factory).await {
-                let mut outside = outside;
                 let _ = outside.set_nodelay(true);
                 let _ = tokio::io::copy_bidirectional(&mut outside, &mut inside).await;
             }

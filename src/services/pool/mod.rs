@@ -26,6 +26,7 @@ use serde::Serialize;
 
 pub use crate::recovery::spares::{PoolSettings, Spare, SpareState};
 
+use crate::recovery::pending;
 use crate::recovery::spares as spare;
 
 use crate::base::error::{Error, IoContext, Result};
@@ -291,7 +292,7 @@ pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Op
         if !spare::is_healthy(located, &spare) {
             continue;
         }
-        let index = crate::services::pool::clean::scratch_index(&scratch)?;
+        let index = clean::scratch_index(&scratch)?;
         fs::rename(spare::index_path(located, spare.slot), &index)
             .ctx(|| format!("cannot move the index of {}", spare.path.display()))?;
         crate::fault_point!("pool-take-after-index");
@@ -301,7 +302,7 @@ pub(crate) fn take(held: &RepoLock, located: &Located, dest: &Path) -> Result<Op
             continue;
         }
         crate::fault_point!("pool-take-after-move");
-        crate::recovery::pending::relink(dest, &admin)?;
+        pending::relink(dest, &admin)?;
         spare::forget(located, spare.slot)?;
         return Ok(Some(Taken {
             admin,
@@ -331,18 +332,12 @@ pub(crate) fn finish_take(
     };
     let result = (|| {
         if taken.head != revision {
-            crate::services::pool::clean::advance(
-                &ctx.git,
-                &tree,
-                &taken.head,
-                revision,
-                &taken.index,
-            )?;
+            clean::advance(&ctx.git, &tree, &taken.head, revision, &taken.index)?;
         }
         let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
         inherited.conform(tree.private(&ctx.git, revision)?, revision, &taken.index)?;
         crate::fault_point!("pool-take-after-checkout");
-        crate::services::pool::clean::reset_admin(
+        clean::reset_admin(
             &taken.admin,
             (dest, dest),
             revision,
@@ -402,11 +397,11 @@ pub(crate) fn recycle(
     if spare::spares(located)?.len() >= settings.size {
         return Ok(Returned::No);
     }
-    let intent = crate::recovery::pending::Reclaim {
+    let intent = pending::Reclaim {
         session_id: record.session_id.clone(),
         path: tree.clone(),
         admin: Some(admin.clone()),
-        trash: crate::recovery::pending::trash_path(tree, &record.session_id),
+        trash: pending::trash_path(tree, &record.session_id),
         swept_ref: match how {
             Return::Discard => None,
             Return::Sweep(swept) => swept.map(str::to_string),
@@ -414,12 +409,12 @@ pub(crate) fn recycle(
         at_ms: now_ms(),
     };
     let saved = match how {
-        Return::Discard => crate::recovery::pending::TreeMove::Discard(intent.clone()),
-        Return::Sweep(_) => crate::recovery::pending::TreeMove::Reclaim(intent.clone()),
+        Return::Discard => pending::TreeMove::Discard(intent.clone()),
+        Return::Sweep(_) => pending::TreeMove::Reclaim(intent.clone()),
     };
-    crate::recovery::pending::save(&located.store, &saved)?;
+    pending::save(&located.store, &saved)?;
     if let Err(err) = fs::rename(tree, &intent.trash) {
-        crate::recovery::pending::remove(&located.store, &record.session_id)?;
+        pending::remove(&located.store, &record.session_id)?;
         return Err(Error::io(
             format!("cannot move {} aside", tree.display()),
             err,
@@ -445,19 +440,10 @@ pub(crate) fn recycle(
         Returned::Removed
     };
     match how {
-        Return::Discard => crate::recovery::pending::complete_discard(
-            held,
-            &located.repo,
-            &located.store,
-            &intent,
-        )?,
-        Return::Sweep(_) => crate::recovery::pending::complete_reclaim(
-            held,
-            &ctx.git,
-            &located.repo,
-            &located.store,
-            &intent,
-        )?,
+        Return::Discard => pending::complete_discard(held, &located.repo, &located.store, &intent)?,
+        Return::Sweep(_) => {
+            pending::complete_reclaim(held, &ctx.git, &located.repo, &located.store, &intent)?
+        }
     }
     Ok(returned)
 }
@@ -516,16 +502,16 @@ fn make_spare(
     let head = returned.head;
     // The source's `.worktreeinclude` (never the returned tree's, which the session wrote).
     let included = crate::base::include::worktreeinclude(&located.repo.toplevel, &mut Vec::new());
-    let keep = crate::services::pool::clean::Keep {
+    let keep = clean::Keep {
         patterns: &settings.keep_ignored,
         included: included.as_deref().unwrap_or_default(),
     };
-    crate::services::pool::clean::clean(&ctx.git, &tree, head, &index, (keep, pristine))?;
+    clean::clean(&ctx.git, &tree, head, &index, (keep, pristine))?;
     let inherited = Inherited::of(&ctx.git, &located.repo.toplevel, &scratch)?;
     inherited.conform(tree.private(&ctx.git, head)?, head, &index)?;
     crate::fault_point!("pool-return-after-clean");
     let path = spare::spare_path(located, slot);
-    crate::services::pool::clean::reset_admin(admin, (trash, &path), head, &index, &inherited)?;
+    clean::reset_admin(admin, (trash, &path), head, &index, &inherited)?;
     let spare = Spare {
         slot,
         state: SpareState::Ready,

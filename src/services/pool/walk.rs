@@ -109,7 +109,6 @@ enum Judged {
     Changed,
 }
 
-/// What the walk found.
 #[derive(Debug, Default)]
 pub(crate) struct Found {
     /// Tracked paths to write again (missing, changed, or removed by the walk).

@@ -37,7 +37,6 @@ const MAX_COMMIT_BYTES: u64 = 8_192;
 pub(crate) struct Carried {
     /// The document, `patch_base64` empty.
     pub(crate) change_set: ChangeSet,
-    /// The patch.
     pub(crate) patch: Patch,
 }
 

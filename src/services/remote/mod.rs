@@ -344,11 +344,8 @@ pub struct FetchOutcome {
 
 /// A change set fetched for a promote: verified, with its patch on disk.
 pub(crate) struct Fetched {
-    /// The patch.
     pub(crate) patch: crate::model::snapshot::Patch,
-    /// The base tree.
     pub(crate) base_tree: TreeId,
-    /// The result tree.
     pub(crate) result_tree: TreeId,
     /// What the report says of it.
     pub(crate) report: FetchedChangeSet,
