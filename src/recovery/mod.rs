@@ -48,23 +48,23 @@ use crate::store::state::Store;
 trait WriteAhead {
     /// Whether a record of the kind waits to be finished (read without the lock; for most
     /// kinds one directory listing).
-    fn waiting(located: &Located) -> bool;
+    fn waiting(&self, located: &Located) -> bool;
     /// What the records say is in progress (read without the lock, to be reported).
-    fn left(located: &Located) -> Vec<Interrupted>;
+    fn left(&self, located: &Located) -> Vec<Interrupted>;
     /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
     /// should be told (each operation finished, named).
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning>;
+    fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning>;
 }
 
 /// Promote intents: the checkout's changes, completed or rolled back from the records.
 struct Promotes;
 
 impl WriteAhead for Promotes {
-    fn waiting(located: &Located) -> bool {
+    fn waiting(&self, located: &Located) -> bool {
         holds_a_record(&located.store.path(StateDir::Intents))
     }
 
-    fn left(located: &Located) -> Vec<Interrupted> {
+    fn left(&self, located: &Located) -> Vec<Interrupted> {
         crate::recovery::intent::pending(&located.store)
             .into_iter()
             .flatten()
@@ -76,7 +76,7 @@ impl WriteAhead for Promotes {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
+    fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         crate::recovery::intent::recover(held, git, &located.store)
     }
 }
@@ -87,11 +87,11 @@ impl WriteAhead for Promotes {
 struct TreeMoves;
 
 impl WriteAhead for TreeMoves {
-    fn waiting(located: &Located) -> bool {
+    fn waiting(&self, located: &Located) -> bool {
         holds_a_record(&located.store.path(StateDir::Pending))
     }
 
-    fn left(located: &Located) -> Vec<Interrupted> {
+    fn left(&self, located: &Located) -> Vec<Interrupted> {
         use crate::recovery::pending::TreeMove;
         let operation = |intent: &TreeMove| match intent {
             TreeMove::Retain(_) => Operation::Retain,
@@ -105,14 +105,14 @@ impl WriteAhead for TreeMoves {
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
+    fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         let (repo, store) = (&located.repo, &located.store);
-        let before = Self::left(located);
+        let before = self.left(located);
         // A run's layer merges into its isolation before its git state settles over it.
         crate::recovery::run_layer::recover(held, store);
         crate::recovery::session_git::recover(held, git, repo, store);
         crate::recovery::pending::repair_locked(held, git, repo, store);
-        finished(before, Self::left(located))
+        finished(before, self.left(located))
     }
 }
 
@@ -120,18 +120,18 @@ impl WriteAhead for TreeMoves {
 struct Rebases;
 
 impl WriteAhead for Rebases {
-    fn waiting(located: &Located) -> bool {
+    fn waiting(&self, located: &Located) -> bool {
         holds_a_record(&located.store.path(StateDir::Rebasing))
     }
 
-    fn left(located: &Located) -> Vec<Interrupted> {
+    fn left(&self, located: &Located) -> Vec<Interrupted> {
         crate::recovery::rebase_record::intents(&located.store)
             .into_iter()
             .map(|intent| of_session(Operation::Rebase, &intent.session_id))
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
+    fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
         crate::recovery::rebase_apply::recover(held, git, &located.store)
     }
 }
@@ -140,22 +140,22 @@ impl WriteAhead for Rebases {
 struct Binds;
 
 impl WriteAhead for Binds {
-    fn waiting(located: &Located) -> bool {
+    fn waiting(&self, located: &Located) -> bool {
         holds_a_record(&located.store.path(StateDir::Claims))
             && !crate::recovery::claims::abandoned(&located.store).is_empty()
     }
 
-    fn left(located: &Located) -> Vec<Interrupted> {
+    fn left(&self, located: &Located) -> Vec<Interrupted> {
         crate::recovery::claims::abandoned(&located.store)
             .into_iter()
             .map(|claim| of_session(Operation::Bind, &claim.session_id))
             .collect()
     }
 
-    fn finish(held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
-        let before = Self::left(located);
+    fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning> {
+        let before = self.left(located);
         crate::recovery::claims::recover(held, git, located);
-        finished(before, Self::left(located))
+        finished(before, self.left(located))
     }
 }
 
@@ -164,11 +164,11 @@ impl WriteAhead for Binds {
 struct Spares;
 
 impl WriteAhead for Spares {
-    fn waiting(located: &Located) -> bool {
+    fn waiting(&self, located: &Located) -> bool {
         !crate::recovery::spares::interrupted(located).is_empty()
     }
 
-    fn left(located: &Located) -> Vec<Interrupted> {
+    fn left(&self, located: &Located) -> Vec<Interrupted> {
         crate::recovery::spares::interrupted(located)
             .into_iter()
             .map(|_| Interrupted {
@@ -179,14 +179,14 @@ impl WriteAhead for Spares {
             .collect()
     }
 
-    fn finish(held: &RepoLock, _git: &Git, located: &Located) -> Vec<Warning> {
+    fn finish(&self, held: &RepoLock, _git: &Git, located: &Located) -> Vec<Warning> {
         // A build that died within the grace is left alone here, as by `waiting`.
-        let before = Self::left(located);
+        let before = self.left(located);
         if before.is_empty() {
             return Vec::new();
         }
         match crate::recovery::spares::recover(held, located) {
-            Ok(()) => finished(before, Self::left(located)),
+            Ok(()) => finished(before, self.left(located)),
             Err(err) => vec![
                 RecoveryWarning::PoolNotRepaired {
                     why: err.to_string(),
@@ -239,41 +239,37 @@ fn holds_a_record(dir: &std::path::Path) -> bool {
     })
 }
 
+/// Every kind of record, promotes first; `binds`: whether interrupted binds count (not for
+/// `sweep`, which judges them itself).
+fn kinds(binds: bool) -> Vec<&'static dyn WriteAhead> {
+    let mut kinds: Vec<&'static dyn WriteAhead> = vec![&Promotes, &TreeMoves, &Rebases];
+    if binds {
+        kinds.push(&Binds);
+    }
+    kinds.push(&Spares);
+    kinds
+}
+
 /// Whether any operation in progress waits to be finished: one directory listing of each kind
-/// (and a read of the claims and spare records there are). `binds`: whether interrupted binds
-/// count (not for `sweep`, which judges them itself).
+/// (and a read of the claims and spare records there are).
 pub(crate) fn anything_left(located: &Located, binds: bool) -> bool {
-    Promotes::waiting(located)
-        || TreeMoves::waiting(located)
-        || Rebases::waiting(located)
-        || (binds && Binds::waiting(located))
-        || Spares::waiting(located)
+    kinds(binds).iter().any(|kind| kind.waiting(located))
 }
 
 /// What the records say is in progress (read without the lock, to be reported).
 pub(crate) fn left(located: &Located, binds: bool) -> Vec<Interrupted> {
-    let mut left = Promotes::left(located);
-    left.extend(TreeMoves::left(located));
-    left.extend(Rebases::left(located));
-    if binds {
-        left.extend(Binds::left(located));
-    }
-    left.extend(Spares::left(located));
-    left
+    kinds(binds)
+        .iter()
+        .flat_map(|kind| kind.left(located))
+        .collect()
 }
 
 /// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
 /// the repository lock held, so their writers are gone. Returns what the user should be told.
 pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<Warning> {
-    type Finish = fn(&RepoLock, &Git, &Located) -> Vec<Warning>;
-    let mut kinds: Vec<Finish> = vec![Promotes::finish, TreeMoves::finish, Rebases::finish];
-    if binds {
-        kinds.push(Binds::finish);
-    }
-    kinds.push(Spares::finish);
-    kinds
-        .into_iter()
-        .flat_map(|finish| finish(held, git, located))
+    kinds(binds)
+        .iter()
+        .flat_map(|kind| kind.finish(held, git, located))
         .collect()
 }
 

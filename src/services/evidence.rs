@@ -15,6 +15,7 @@ use crate::model::changeset::{self, ChangeSet, MAX_PATCH_BYTES, NewChangeSet, Ru
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot;
 pub(crate) use crate::services::nested::record as record_nested;
+use crate::services::nested::{self, Look, Nested, NestedChangeSet};
 use crate::store::state::{LastRun, SessionRecord};
 
 /// A capture: the change-set document and where its result tree is pinned.
@@ -35,7 +36,7 @@ pub struct CaptureOutcome {
     pub nested_repositories: Vec<String>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
     /// kept beside the document, which carries the root only.
-    pub nested: Vec<crate::services::nested::NestedChangeSet>,
+    pub nested: Vec<NestedChangeSet>,
     /// What the user should know (nested repositories that could not be captured).
     pub warnings: Vec<Warning>,
     /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
@@ -92,7 +93,7 @@ pub(crate) fn reusable(
     ctx: &Context,
     target: &Target,
     result_tree: &str,
-    nested: &[crate::services::nested::NestedChangeSet],
+    nested: &[NestedChangeSet],
 ) -> Result<Option<CaptureOutcome>> {
     let Some(last) = target.record.last_run.as_ref() else {
         return Ok(None);
@@ -112,7 +113,7 @@ pub(crate) fn reusable(
         && doc.result_tree == *result_tree
         && doc.state == RunState::Completed
         && doc.identity.agent_release_identity == target.identity
-        && crate::services::nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
+        && nested::stored(store, id, &last.run_id).as_deref() == Some(nested);
     let reference = store.refs().run_result(id, &last.run_id);
     let pinned = ctx
         .git
@@ -132,15 +133,9 @@ pub(crate) fn snapshot_all(
     ctx: &Context,
     located: &Located,
     isolation: &Isolation,
-) -> Result<(snapshot::Snapshot, crate::services::nested::Nested)> {
+) -> Result<(snapshot::Snapshot, Nested)> {
     let mut snap = isolation.snapshot(ctx, located)?;
-    let nested = crate::services::nested::capture_isolation(
-        &ctx.git,
-        located,
-        isolation,
-        &mut snap,
-        crate::services::nested::Look::Capture,
-    )?;
+    let nested = nested::capture_isolation(&ctx.git, located, isolation, &mut snap, Look::Capture)?;
     let flat = snap.nested.is_empty()
         && snap.gitlinks.is_empty()
         && nested.covered.is_empty()

@@ -17,16 +17,17 @@ use crate::base::warning::Warning;
 use serde::Serialize;
 
 use crate::base::error::{Error, Result};
+use crate::base::fsutil;
 use crate::base::paths::RepoPath;
 use crate::context::{Context, Located};
 use crate::git::{Merged, ObjectView, RefUpdate, SideNames};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::TempFile;
-use crate::recovery::rebase_apply::SavedIndex;
 pub(crate) use crate::recovery::rebase_apply::forget;
+use crate::recovery::rebase_apply::{self, SavedIndex};
 pub use crate::recovery::rebase_record::Replayed;
 use crate::recovery::rebase_record::{
-    Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
+    self, Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
 };
 pub(crate) use crate::recovery::rebase_record::{conflicted_onto, conflicted_paths};
 use crate::store::state::SessionRecord;
@@ -150,7 +151,7 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
         .store
         .load_session(&found.session_id)?
         .ok_or_else(|| Error::internal("the session's record went away"))?;
-    let state = crate::recovery::rebase_record::load_state(&located.store, &session.session_id)?
+    let state = rebase_record::load_state(&located.store, &session.session_id)?
         .filter(|s| s.session_created_at_ms == session.created_at_ms);
     let work = Work::new(ctx, &located, &session)?;
     let mut out = match (opts.action, state) {
@@ -253,7 +254,7 @@ impl<'a> Work<'a> {
             })?;
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
-            schema: crate::recovery::rebase_record::STATE_SCHEMA.into(),
+            schema: rebase_record::STATE_SCHEMA.into(),
             session_id: id.clone(),
             session_created_at_ms: session.created_at_ms,
             pre,
@@ -295,15 +296,15 @@ impl<'a> Work<'a> {
         self.flat
             .set(snapshot.nested.is_empty() && snapshot.gitlinks.is_empty());
         let admin_index = self.isolation.admin.join("index");
-        let saved_index = crate::recovery::rebase_record::saved_index(store, id);
+        let saved_index = rebase_record::saved_index(store, id);
         let (index_tree, index_now) =
             if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
                 // The tree a rebase noted for this very file, read before the link moves its
                 // change time.
                 let note = store.isolation_index_note(&self.isolation.admin);
-                let before = crate::base::fsutil::FileStamp::of(&admin_index)?;
+                let before = fsutil::FileStamp::of(&admin_index)?;
                 let noted = crate::model::snapshot::noted_tree_at(&note, &admin_index);
-                let stamp = crate::base::fsutil::keep_as_is(&admin_index, &saved_index)?;
+                let stamp = fsutil::keep_as_is(&admin_index, &saved_index)?;
                 let tree = match noted.filter(|_| stamp.same_file(&before)) {
                     Some(tree) if self.tree_here(&tree)? => Some(tree),
                     _ => self.index_tree(&saved_index)?,
@@ -311,16 +312,12 @@ impl<'a> Work<'a> {
                 let saved = tree.clone().map(|tree| SavedIndex { tree, stamp });
                 (tree, saved)
             } else {
-                crate::base::fsutil::remove_file_if_exists(&saved_index)?;
+                fsutil::remove_file_if_exists(&saved_index)?;
                 (None, None)
             };
-        let head_bytes =
-            crate::base::fsutil::read_small_regular_file(&self.isolation.admin.join("HEAD"), 4096)
-                .unwrap_or_else(|_| format!("{head}\n").into_bytes());
-        crate::base::fsutil::write_atomic(
-            &crate::recovery::rebase_record::saved_head(store, id),
-            &head_bytes,
-        )?;
+        let head_bytes = fsutil::read_small_regular_file(&self.isolation.admin.join("HEAD"), 4096)
+            .unwrap_or_else(|_| format!("{head}\n").into_bytes());
+        fsutil::write_atomic(&rebase_record::saved_head(store, id), &head_bytes)?;
         let message = format!("a3s-iso: the isolation of session {id} before a rebase\n");
         let snapshot_commit =
             self.view
@@ -553,7 +550,7 @@ impl<'a> Work<'a> {
     /// follows, from the snapshot this command took (none for an abort).
     fn carry_out(&self, tree: String, index: IndexPlan, head: HeadPlan, then: Then) -> Result<()> {
         let intent = Applying {
-            schema: crate::recovery::rebase_record::INTENT_SCHEMA.into(),
+            schema: rebase_record::INTENT_SCHEMA.into(),
             session_id: self.session.session_id.clone(),
             tree,
             index,
@@ -562,11 +559,11 @@ impl<'a> Work<'a> {
         };
         let now = self.now.borrow().clone();
         let index = self.index_now.borrow().clone();
-        let start = crate::recovery::rebase_apply::Start::Fresh {
+        let start = rebase_apply::Start::Fresh {
             now: now.as_deref(),
             index: index.as_ref(),
         };
-        crate::recovery::rebase_apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
+        rebase_apply::carry_out(&self.ctx.git, &self.located.store, &intent, start)
     }
 
     /// `--continue`: the conflicts must be resolved (no stages, no markers); a conflicted
@@ -649,7 +646,7 @@ const MARKER_SCAN_LIMIT: u64 = 64 * 1024 * 1024;
 
 /// Whether a file holds a line git writes around a conflict.
 fn has_markers(path: &std::path::Path) -> bool {
-    let Ok(bytes) = crate::base::fsutil::read_small_regular_file(path, MARKER_SCAN_LIMIT) else {
+    let Ok(bytes) = fsutil::read_small_regular_file(path, MARKER_SCAN_LIMIT) else {
         return false;
     };
     bytes.split(|b| *b == b'\n').any(|line| {

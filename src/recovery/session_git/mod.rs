@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::beneath::Dir;
+use crate::base::beneath::{Dir, Kind};
 use crate::base::error::{IoContext, Result};
 use crate::base::ids::SessionId;
 use crate::base::names::RefNames;
@@ -171,8 +171,8 @@ fn open_up(dir: &Dir) -> std::io::Result<()> {
     for entry in dir.entries()? {
         let name = Path::new(&entry.name);
         let wanted = match entry.kind {
-            crate::base::beneath::Kind::Dir => 0o700,
-            crate::base::beneath::Kind::File => 0o600,
+            Kind::Dir => 0o700,
+            Kind::File => 0o600,
             _ => continue,
         };
         let mode = statat(dir.fd(), name, AtFlags::SYMLINK_NOFOLLOW)?.st_mode & 0o777;
@@ -185,7 +185,7 @@ fn open_up(dir: &Dir) -> std::io::Result<()> {
                 AtFlags::empty(),
             )?;
         }
-        if entry.kind == crate::base::beneath::Kind::Dir {
+        if entry.kind == Kind::Dir {
             open_up(&dir.dir(name)?)?;
         }
     }
@@ -197,12 +197,10 @@ fn drop_locks(dir: &Dir) -> std::io::Result<()> {
     for entry in dir.entries()? {
         let name = Path::new(&entry.name);
         match entry.kind {
-            crate::base::beneath::Kind::File
-                if entry.name.as_encoded_bytes().ends_with(b".lock") =>
-            {
+            Kind::File if entry.name.as_encoded_bytes().ends_with(b".lock") => {
                 dir.remove(name)?;
             }
-            crate::base::beneath::Kind::Dir => drop_locks(&dir.dir(name)?)?,
+            Kind::Dir => drop_locks(&dir.dir(name)?)?,
             _ => {}
         }
     }

@@ -14,7 +14,7 @@ use crate::base::error::{IoContext, Result};
 use crate::context::Context;
 use crate::git::CatFile;
 use crate::services::remote::carrier;
-use crate::services::remote::select::{self, CHANGES_PREFIX, Remote};
+use crate::services::remote::select::{self, Remote};
 
 /// What the listing reads, for its report.
 pub const READS: &str = "ls-remote for refs/a3s-iso/changes/*, then each change set's commit (without its trees) for session, run, state, size and date; labels only, verified by fetch and promote";
@@ -59,13 +59,7 @@ pub fn list_remote(ctx: &Context, remote: Option<&str>, allow_url: bool) -> Resu
     let located = crate::recovery::locate(ctx)?;
     let dir = &located.repo.toplevel;
     let remote = select::choose(&ctx.git, dir, remote, allow_url)?;
-    let mut refs = ctx
-        .git
-        .ls_remote(dir, &remote.name, &[format!("{CHANGES_PREFIX}*")])?;
-    refs.retain(|(_, r)| {
-        r.strip_prefix(CHANGES_PREFIX)
-            .is_some_and(|hex| crate::model::changeset::is_sha256_digest(&format!("sha256:{hex}")))
-    });
+    let mut refs = select::held(&ctx.git, dir, &remote)?;
     refs.sort_by(|a, b| a.1.cmp(&b.1));
     let commits = if refs.is_empty() {
         Vec::new()
@@ -102,12 +96,8 @@ fn listed(commit: String, reference: String, content: Option<Vec<u8>>) -> Listed
         let _zone = fields.next()?;
         fields.next()?.parse::<u64>().ok().map(|s| s * 1000)
     });
-    let digest = format!(
-        "sha256:{}",
-        reference.strip_prefix(CHANGES_PREFIX).unwrap_or_default()
-    );
     ListedChangeSet {
-        digest,
+        digest: select::ref_digest(&reference).unwrap_or_default(),
         reference,
         commit,
         session_id: labels.as_ref().map(|l| l.session_id.clone()),

@@ -20,7 +20,7 @@ use serde::Serialize;
 pub use crate::services::remote::listing::{ListedChangeSet, RemoteListing, list_remote};
 pub(crate) use crate::services::remote::select::choose as choose_remote;
 pub use crate::services::remote::select::{CHANGES_PREFIX, Remote, changes_ref};
-use crate::services::remote::select::{choose, digest_hex};
+use crate::services::remote::select::{choose, digest_hex, ref_digest};
 
 use crate::base::error::{Error, NoDocument, Result};
 use crate::base::ids::{Digest, RunId, SessionId, TreeId};
@@ -28,7 +28,7 @@ use crate::base::warning::{PromoteWarning, Warning};
 use crate::context::{Context, Located};
 use crate::git::RefUpdate;
 use crate::model::changeset::{self, RunState};
-use crate::services::evidence::Target;
+use crate::services::evidence::{self, Target};
 use crate::services::remote::carrier::Carried;
 
 /// The largest patch `fetch` and `promote --from` read from a remote by default (256 MiB).
@@ -248,11 +248,8 @@ fn session_change_set(
     session: Option<&str>,
 ) -> Result<(Located, Carried, Vec<Warning>)> {
     let target = Target::prepare(ctx, session, None, None)?;
-    let (snap, nested) =
-        crate::services::evidence::snapshot_all(ctx, &target.located, &target.isolation)?;
-    if let Some(last) =
-        crate::services::evidence::reusable(ctx, &target, &snap.tree, &nested.sets())?
-    {
+    let (snap, nested) = evidence::snapshot_all(ctx, &target.located, &target.isolation)?;
+    if let Some(last) = evidence::reusable(ctx, &target, &snap.tree, &nested.sets())? {
         let stored = PushSource::Run {
             session_id: Some(target.record.session_id.to_string()),
             run_id: last.change_set.identity.run_id,
@@ -260,7 +257,7 @@ fn session_change_set(
         let (located, carried, _) = change_set_to_push(ctx, &stored)?;
         return Ok((located, carried, nested_warnings(&nested, &snap.nested)));
     }
-    let (patch, change_set) = crate::services::evidence::record_run(
+    let (patch, change_set) = evidence::record_run(
         ctx,
         &target.located,
         &target.completed(&TreeId::new(&snap.tree)?),
@@ -367,15 +364,8 @@ pub fn fetch(ctx: &Context, req: &FetchRequest) -> Result<FetchOutcome> {
         out.fetched.push(fetched.report);
         return Ok(out);
     }
-    let listed = ctx
-        .git
-        .ls_remote(dir, &remote.name, &[format!("{CHANGES_PREFIX}*")])?;
-    let digests: Vec<String> = listed
-        .iter()
-        .filter_map(|(_, r)| r.strip_prefix(CHANGES_PREFIX))
-        .map(|hex| format!("sha256:{hex}"))
-        .filter(|d| changeset::is_sha256_digest(d))
-        .collect();
+    let held = select::held(&ctx.git, dir, &remote)?;
+    let digests: Vec<String> = held.iter().filter_map(|(_, r)| ref_digest(r)).collect();
     for (digest, result) in fetch_many(ctx, &located, &remote, &digests, req.max_bytes)? {
         match result {
             Ok(fetched) => out.fetched.push(fetched.report),

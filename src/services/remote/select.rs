@@ -26,6 +26,20 @@ pub fn changes_ref(digest: &str) -> String {
     format!("{CHANGES_PREFIX}{}", digest_hex(digest))
 }
 
+/// The change sets `remote` holds: `(commit, ref)` for each ref under [`CHANGES_PREFIX`] that
+/// names a digest.
+pub(crate) fn held(git: &Git, dir: &Path, remote: &Remote) -> Result<Vec<(String, String)>> {
+    let mut refs = git.ls_remote(dir, &remote.name, &[format!("{CHANGES_PREFIX}*")])?;
+    refs.retain(|(_, r)| ref_digest(r).is_some());
+    Ok(refs)
+}
+
+/// The digest (`sha256:<hex>`) a change set's ref names, if it names one.
+pub(crate) fn ref_digest(reference: &str) -> Option<String> {
+    let digest = format!("sha256:{}", reference.strip_prefix(CHANGES_PREFIX)?);
+    crate::model::changeset::is_sha256_digest(&digest).then_some(digest)
+}
+
 /// The hex of a `sha256:<hex>` digest.
 pub(crate) fn digest_hex(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
