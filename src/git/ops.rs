@@ -313,17 +313,13 @@ impl Git {
         patch: &Path,
         reverse: bool,
     ) -> Result<std::result::Result<(), String>> {
-        let mut cmd = self.at(dir).args([
-            "-c",
-            "apply.whitespace=nowarn",
-            "apply",
-            "--binary",
-            "--check",
-        ]);
-        if reverse {
-            cmd = cmd.arg("--reverse");
-        }
-        let out = cmd.arg(patch).output()?;
+        let out = self
+            .at(dir)
+            .args(["-c", "apply.whitespace=nowarn"])
+            .args(["apply", "--binary", "--check"])
+            .args(reverse.then_some("--reverse"))
+            .arg(patch)
+            .output()?;
         Ok(if out.exit_code == Some(0) {
             Ok(())
         } else {
@@ -373,14 +369,20 @@ impl Git {
         dir: &Path,
         prefix: &str,
     ) -> Result<Vec<(String, String)>> {
+        self.refs_with(dir, "%(objectname)", prefix)
+    }
+
+    /// The refs under `prefix`, each with the `for-each-ref` atom `field` of what it names.
+    fn refs_with(&self, dir: &Path, field: &str, prefix: &str) -> Result<Vec<(String, String)>> {
+        let format = format!("--format={field} %(refname)");
         let text = self
             .at(dir)
-            .args(["for-each-ref", "--format=%(objectname) %(refname)", prefix])
+            .args(["for-each-ref", &format, prefix])
             .run_text()?;
         Ok(text
             .lines()
             .filter_map(|line| line.split_once(' '))
-            .map(|(id, name)| (name.to_string(), id.to_string()))
+            .map(|(value, name)| (name.to_string(), value.to_string()))
             .collect())
     }
 
@@ -410,20 +412,12 @@ impl Git {
     /// The refs under `prefix` with the date of what each names (a commit's committer date,
     /// in milliseconds since the epoch; 0 for an object without a date).
     pub(crate) fn list_refs_dated(&self, dir: &Path, prefix: &str) -> Result<Vec<(String, u64)>> {
-        let text = self
-            .at(dir)
-            .args([
-                "for-each-ref",
-                "--format=%(creatordate:unix) %(refname)",
-                prefix,
-            ])
-            .run_text()?;
-        Ok(text
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .map(|(date, name)| {
+        let dated = self.refs_with(dir, "%(creatordate:unix)", prefix)?;
+        Ok(dated
+            .into_iter()
+            .map(|(name, date)| {
                 let secs: u64 = date.parse().unwrap_or(0);
-                (name.to_string(), secs.saturating_mul(1000))
+                (name, secs.saturating_mul(1000))
             })
             .collect())
     }
