@@ -136,11 +136,11 @@ impl Reach {
 pub fn not_granted(tool: Tool, param: &str, why: String, flag: &str) -> RpcError {
     RpcError::params(format!(
         "{}'s {param}: {why}; the server grants it when started with a3s-iso mcp {flag}",
-        tool.name()
+        tool.as_str()
     ))
     .with_data(json!({
         "code": "not_granted",
-        "tool": tool.name(),
+        "tool": tool.as_str(),
         "argument": param,
         "grant": flag,
     }))
@@ -198,7 +198,7 @@ impl Grants {
             return Err(not_granted(
                 tool,
                 "tool",
-                format!("the {} tool writes to the source checkout", tool.name()),
+                format!("the {} tool writes to the source checkout", tool.as_str()),
                 "--allow-promote",
             ));
         }

@@ -2,7 +2,10 @@
 //! request (with an `id`), a notification (without) or a response; and the protocol revisions
 //! this server speaks.
 
+use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+use crate::base::wire::wire_enum;
 
 /// A JSON-RPC error code: what was wrong with a message itself, never an a3s-iso failure
 /// (those are tool results carrying the error document).
@@ -65,36 +68,23 @@ impl RpcError {
     }
 }
 
-/// The revisions of the Model Context Protocol this server speaks, oldest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ProtocolVersion {
-    /// The first published revision.
-    V2024_11_05,
-    /// Tool annotations.
-    V2025_03_26,
-    /// Structured tool results (`structuredContent`); no batches.
-    V2025_06_18,
+wire_enum! {
+    /// The revisions of the Model Context Protocol this server speaks, oldest first, each
+    /// named as `initialize` names it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+    pub enum ProtocolVersion {
+        /// The first published revision.
+        V2024_11_05 = "2024-11-05",
+        /// Tool annotations.
+        V2025_03_26 = "2025-03-26",
+        /// Structured tool results (`structuredContent`); no batches.
+        V2025_06_18 = "2025-06-18",
+    }
 }
 
 impl ProtocolVersion {
-    /// Every revision spoken, oldest first.
-    pub const ALL: [ProtocolVersion; 3] = [
-        ProtocolVersion::V2024_11_05,
-        ProtocolVersion::V2025_03_26,
-        ProtocolVersion::V2025_06_18,
-    ];
-
     /// The newest revision spoken: the answer to a client that asks for one not spoken.
     pub const LATEST: ProtocolVersion = ProtocolVersion::V2025_06_18;
-
-    /// The revision as `initialize` names it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProtocolVersion::V2024_11_05 => "2024-11-05",
-            ProtocolVersion::V2025_03_26 => "2025-03-26",
-            ProtocolVersion::V2025_06_18 => "2025-06-18",
-        }
-    }
 
     /// The revision to use with a client that asked for `requested`: that one when it is
     /// spoken, else the newest (the client then decides whether it can go on).
@@ -111,37 +101,23 @@ impl ProtocolVersion {
     }
 }
 
-/// The methods this server answers (every notification is taken and ignored).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    /// The handshake: the protocol revision, the server's capabilities.
-    Initialize,
-    /// Liveness.
-    Ping,
-    /// The tools offered.
-    ToolsList,
-    /// A tool's call.
-    ToolsCall,
+wire_enum! {
+    /// The methods this server answers (every notification is taken and ignored), each named
+    /// as a request names it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Method {
+        /// The handshake: the protocol revision, the server's capabilities.
+        Initialize = "initialize",
+        /// Liveness.
+        Ping = "ping",
+        /// The tools offered.
+        ToolsList = "tools/list",
+        /// A tool's call.
+        ToolsCall = "tools/call",
+    }
 }
 
 impl Method {
-    const ALL: [Method; 4] = [
-        Method::Initialize,
-        Method::Ping,
-        Method::ToolsList,
-        Method::ToolsCall,
-    ];
-
-    /// The method's name in a request.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Method::Initialize => "initialize",
-            Method::Ping => "ping",
-            Method::ToolsList => "tools/list",
-            Method::ToolsCall => "tools/call",
-        }
-    }
-
     /// The method of that name.
     pub fn named(name: &str) -> Option<Method> {
         Method::ALL.into_iter().find(|m| m.as_str() == name)

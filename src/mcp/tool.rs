@@ -1,64 +1,40 @@
 //! The tools the server offers, one per command.
 
-/// A tool, named as its command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tool {
-    /// `bind`.
-    Bind,
-    /// `run`.
-    Run,
-    /// `diff`.
-    Diff,
-    /// `show`.
-    Show,
-    /// `list`.
-    List,
-    /// `overlaps`.
-    Overlaps,
-    /// `capture`.
-    Capture,
-    /// `discard`.
-    Discard,
-    /// `promote`: only with `--allow-promote`.
-    Promote,
-    /// `land`: only with `--allow-promote`.
-    Land,
+use serde::Serialize;
+
+use crate::base::wire::wire_enum;
+
+wire_enum! {
+    /// A tool, named as its command (`ALL`: in the order `tools/list` gives them).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum Tool {
+        /// `bind`.
+        Bind = "bind",
+        /// `run`.
+        Run = "run",
+        /// `diff`.
+        Diff = "diff",
+        /// `show`.
+        Show = "show",
+        /// `list`.
+        List = "list",
+        /// `overlaps`.
+        Overlaps = "overlaps",
+        /// `capture`.
+        Capture = "capture",
+        /// `discard`.
+        Discard = "discard",
+        /// `promote`: only with `--allow-promote`.
+        Promote = "promote",
+        /// `land`: only with `--allow-promote`.
+        Land = "land",
+    }
 }
 
 impl Tool {
-    /// Every tool, in the order `tools/list` gives them.
-    pub const ALL: [Tool; 10] = [
-        Tool::Bind,
-        Tool::Run,
-        Tool::Diff,
-        Tool::Show,
-        Tool::List,
-        Tool::Overlaps,
-        Tool::Capture,
-        Tool::Discard,
-        Tool::Promote,
-        Tool::Land,
-    ];
-
-    /// Its name: the command's.
-    pub fn name(self) -> &'static str {
-        match self {
-            Tool::Bind => "bind",
-            Tool::Run => "run",
-            Tool::Diff => "diff",
-            Tool::Show => "show",
-            Tool::List => "list",
-            Tool::Overlaps => "overlaps",
-            Tool::Capture => "capture",
-            Tool::Discard => "discard",
-            Tool::Promote => "promote",
-            Tool::Land => "land",
-        }
-    }
-
     /// The tool of that name.
     pub fn named(name: &str) -> Option<Tool> {
-        Tool::ALL.into_iter().find(|t| t.name() == name)
+        Tool::ALL.into_iter().find(|t| t.as_str() == name)
     }
 
     /// Whether it writes to the source checkout, and so is offered only with `--allow-promote`.

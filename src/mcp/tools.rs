@@ -121,7 +121,7 @@ impl Tool {
             }
         }
         json!({
-            "name": self.name(),
+            "name": self.as_str(),
             "description": self.description(),
             "inputSchema": input,
             "annotations": self.annotations(),
@@ -530,7 +530,7 @@ mod tests {
                         e.message.contains(" goes with ")
                             || e.message.contains("required arguments were not provided"),
                         "{}: {}: {}",
-                        tool.name(),
+                        tool.as_str(),
                         param.name,
                         e.message
                     );
@@ -538,7 +538,7 @@ mod tests {
             }
             let unknown: Map<String, Value> =
                 [("__probe".to_string(), json!(1))].into_iter().collect();
-            assert!(check(tool, &unknown, &place).is_err(), "{}", tool.name());
+            assert!(check(tool, &unknown, &place).is_err(), "{}", tool.as_str());
         }
     }
 
@@ -566,7 +566,7 @@ mod tests {
                 R::VERB
             );
         }
-        assert_eq!(tool.name(), R::VERB);
+        assert_eq!(tool.as_str(), R::VERB);
     }
 
     #[test]
@@ -587,7 +587,7 @@ mod tests {
     #[test]
     fn tool_names_are_unique_and_found_by_name() {
         for tool in Tool::ALL {
-            assert_eq!(Tool::named(tool.name()), Some(tool));
+            assert_eq!(Tool::named(tool.as_str()), Some(tool));
             let described = tool.describe(&crate::mcp::grants::granting_all());
             assert_eq!(described["inputSchema"]["type"], "object");
         }
