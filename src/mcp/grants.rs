@@ -115,19 +115,30 @@ impl Reach {
 
     /// The server flag that grants it.
     pub fn flag(self) -> &'static str {
+        self.grant().0
+    }
+
+    /// The server flag that grants it, and what it reaches in words.
+    fn grant(self) -> (&'static str, &'static str) {
         match self {
-            Reach::Own => "",
-            Reach::Network => "--allow-network",
-            Reach::Hosts => "--allow-host",
-            Reach::Publish => "--publish",
-            Reach::Read => "--allow-read",
-            Reach::Write => "--allow-write",
-            Reach::Profile => "--profile",
-            Reach::NoSandbox => "--allow-no-sandbox",
-            Reach::Output => "--allow-output",
-            Reach::Input => "--allow-input",
-            Reach::BaseDir => "--allow-base-dir",
-            Reach::AnySession => "--all-sessions",
+            Reach::Own => ("", "acting on the server's own sessions"),
+            Reach::Network => ("--allow-network", "the whole network"),
+            Reach::Hosts => ("--allow-host", "reaching hosts through the proxy"),
+            Reach::Publish => ("--publish", "publishing ports on the host"),
+            Reach::Read => ("--allow-read", "reading hidden or private paths"),
+            Reach::Write => ("--allow-write", "writing paths outside the isolation"),
+            Reach::Profile => ("--profile", "running under a profile"),
+            Reach::NoSandbox => ("--allow-no-sandbox", "running without the sandbox"),
+            Reach::Output => ("--allow-output", "writing files on the host"),
+            Reach::Input => ("--allow-input", "reading change-set documents on the host"),
+            Reach::BaseDir => (
+                "--allow-base-dir",
+                "making an isolation in another directory",
+            ),
+            Reach::AnySession => (
+                "--all-sessions",
+                "recording change sets of any session as promoted",
+            ),
         }
     }
 }
@@ -205,8 +216,9 @@ impl Grants {
         for (param, value) in args {
             let reach = Reach::of(tool, param);
             if asks(value) && !self.offers(reach) {
-                let why = format!("{} is not granted to this server", describe(reach));
-                return Err(not_granted(tool, param, why, reach.flag()));
+                let (flag, what) = reach.grant();
+                let why = format!("{what} is not granted to this server");
+                return Err(not_granted(tool, param, why, flag));
             }
         }
         Ok(())
@@ -244,23 +256,6 @@ impl Grants {
 /// Whether an argument's value asks for something (not null, false or `[]`).
 fn asks(value: &Value) -> bool {
     !matches!(value, Value::Null | Value::Bool(false)) && value != &json!([])
-}
-
-fn describe(reach: Reach) -> &'static str {
-    match reach {
-        Reach::Own => "acting on the server's own sessions",
-        Reach::Network => "the whole network",
-        Reach::Hosts => "reaching hosts through the proxy",
-        Reach::Publish => "publishing ports on the host",
-        Reach::Read => "reading hidden or private paths",
-        Reach::Write => "writing paths outside the isolation",
-        Reach::Profile => "running under a profile",
-        Reach::NoSandbox => "running without the sandbox",
-        Reach::Output => "writing files on the host",
-        Reach::Input => "reading change-set documents on the host",
-        Reach::BaseDir => "making an isolation in another directory",
-        Reach::AnySession => "recording change sets of any session as promoted",
-    }
 }
 
 /// `path` with links resolved as far as it exists, the rest appended (no `..` allowed there):
