@@ -190,7 +190,6 @@ fn build(
     pristine: &Pristine,
     revision: &str,
 ) -> Result<bool> {
-    fs::create_dir_all(root).ctx(|| format!("cannot create {}", root.display()))?;
     let making = Pristine {
         dir: root.join(crate::base::maker::owned_name("building")),
     };
@@ -299,11 +298,10 @@ fn clone_entries(
             })
             .collect()
     });
-    let mut stats = Vec::with_capacity(entries.len());
-    for part in parts {
-        stats.extend(part?);
-    }
-    Ok(stats)
+    Ok(parts
+        .into_iter()
+        .collect::<std::io::Result<Vec<_>>>()?
+        .concat())
 }
 
 /// Clones a run of entries (their directories made), each stamped with `stamp`.
@@ -389,24 +387,16 @@ fn empty_but_git_link(path: &Path) -> Result<()> {
 
 /// Gives (or takes away) the owner's write permission on `dir` and every directory in it.
 fn set_dirs_writable(dir: &Path, writable: bool) -> std::io::Result<()> {
+    let mode = if writable { 0o755 } else { 0o555 };
     let mut pending = vec![dir.to_path_buf()];
-    let mut seen = Vec::new();
+    // Either mode keeps a directory readable and searchable: it is set before it is read.
     while let Some(at) = pending.pop() {
-        if writable {
-            fs::set_permissions(&at, fs::Permissions::from_mode(0o755))?;
-        }
+        fs::set_permissions(&at, fs::Permissions::from_mode(mode))?;
         for entry in fs::read_dir(&at)? {
             let entry = entry?;
             if entry.file_type()?.is_dir() {
                 pending.push(entry.path());
             }
-        }
-        seen.push(at);
-    }
-    if !writable {
-        // Deepest first is not needed for chmod; every directory gets r-x.
-        for at in seen {
-            fs::set_permissions(&at, fs::Permissions::from_mode(0o555))?;
         }
     }
     Ok(())
