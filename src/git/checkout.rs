@@ -37,13 +37,6 @@ impl Git {
             .run()
     }
 
-    /// `status --porcelain -z --untracked-files=no`: empty when no tracked file changed.
-    pub(crate) fn status_tracked_z(&self, dir: &Path) -> Result<Vec<u8>> {
-        self.at(dir)
-            .args(["status", "--porcelain", "-z", "--untracked-files=no"])
-            .run()
-    }
-
     /// The status (`--porcelain=v1 -z`, no renames) of the literal `paths`.
     pub(crate) fn status_of(
         &self,

@@ -134,9 +134,7 @@ fn undone_steps(
 
 /// Whether a checkout of the user's has uncommitted changes to tracked files.
 fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
-    ctx.git
-        .status_tracked_z(top)
-        .is_ok_and(|out| !out.is_empty())
+    ctx.git.status_tracked(top).is_ok_and(|out| !out.is_empty())
 }
 
 /// The nested repositories that could not be captured, as results that did not land (when the
