@@ -238,7 +238,7 @@ fn remove_path(located: &Located, kind: Kind, path: &Path) -> Result<bool> {
         return Ok(true);
     }
     let _held = match kind {
-        Kind::Lease => match crate::store::lock::FileLock::try_acquire(path)? {
+        Kind::Lease => match crate::store::lock::FileLock::try_acquire_noting(path, None)? {
             Some(lease) => Some(lease),
             None => return Ok(false),
         },

@@ -100,13 +100,8 @@ impl FileLock {
         }
     }
 
-    /// Takes the lock only if it is free right now.
-    pub(crate) fn try_acquire(path: &Path) -> Result<Option<FileLock>> {
-        Self::try_acquire_noting(path, None)
-    }
-
-    /// Takes the lock only if it is free right now; the lock file then holds `note` as a line of
-    /// its own after the holder's, for as long as this holder has it.
+    /// Takes the lock only if it is free right now; the lock file then holds `note` (if any) as a
+    /// line of its own after the holder's, for as long as this holder has it.
     pub(crate) fn try_acquire_noting(path: &Path, note: Option<&str>) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         Ok(Self::try_lock(&file)?.then(|| Self::held(file, path, note)))
