@@ -17,7 +17,7 @@
 
 use std::time::Instant;
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, Result};
 use crate::base::fsutil::{read_json, write_record_atomic};
 use crate::base::ids::CommitId;
 use crate::base::ids::SessionId;
@@ -279,9 +279,6 @@ fn push_steps(
         digest: cs.digest.clone(),
         base: record.bound_revision.clone(),
     };
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
-    }
     write_record_atomic(&file, PUSHING_SCHEMA, &pushing)?;
     let replay = match opts.mode {
         LandMode::Branch => Some(super::land_push_branch::replay_of(ctx, located, &record)?),
