@@ -8,8 +8,6 @@
 
 use std::collections::BTreeMap;
 
-use sha2::Digest;
-
 use crate::base::error::{Error, Result};
 use crate::git::hermetic::HermeticGit;
 use crate::git::ops::{CatFile, ObjectFormat};
@@ -23,7 +21,7 @@ const GITLINK_MODE: u32 = 0o160000;
 /// One entry as an index or a tree holds it: a mode and an object id (hex), at a path
 /// (relative to the root for an index entry, a single name inside a tree).
 pub(crate) use crate::git::index_file::Staged as Entry;
-use crate::git::index_file::reader::join_path;
+use crate::git::index_file::reader::{join_path, object_id};
 
 impl Entry {
     fn is_tree(&self) -> bool {
@@ -266,21 +264,11 @@ fn tree_content(entries: &[Entry]) -> Result<Vec<u8>> {
 /// A tree's id: its content hashed as a git object with the repository's hash.
 fn tree_id(format: ObjectFormat, entries: &[Entry]) -> Result<String> {
     let content = tree_content(entries)?;
-    let header = format!("tree {}\0", content.len());
-    Ok(match format {
-        ObjectFormat::Sha1 => hex::encode(
-            sha1::Sha1::new()
-                .chain_update(header)
-                .chain_update(&content)
-                .finalize(),
-        ),
-        ObjectFormat::Sha256 => hex::encode(
-            sha2::Sha256::new()
-                .chain_update(header)
-                .chain_update(&content)
-                .finalize(),
-        ),
-    })
+    Ok(hex::encode(object_id(
+        "tree",
+        &content,
+        format.hex_len() / 2,
+    )))
 }
 
 /// One tree edit: `root` with, at and under each of `replaced`, exactly the `staged` entries

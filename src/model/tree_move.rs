@@ -18,14 +18,13 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use sha2::Digest;
-
 use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::git::HermeticGit;
 use crate::git::index_file::edit::{
     Change, Keep, Stored, Subtrees, TreeChanges, dirs_above, edit, stored_entries, subset,
 };
+use crate::git::index_file::reader::object_id;
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
 use crate::model::snapshot::{TempFile, modified_of, note_tree, noted_tree};
@@ -197,7 +196,7 @@ fn unchanged(top: &Path, path: &[u8], entry: &Stored, racy_from: u32, hash_len: 
         true => fs::read_link(&full).map(|t| t.into_os_string().into_vec()),
         false => fs::read(&full),
     };
-    content.is_ok_and(|bytes| blob_id(&bytes, hash_len) == entry.id)
+    content.is_ok_and(|bytes| object_id("blob", &bytes, hash_len) == entry.id)
 }
 
 /// Whether a new path is free: nothing is at it or on the way to it but directories and
@@ -229,25 +228,6 @@ pub(crate) fn blocker(top: &Path, path: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
-}
-
-/// The object id git gives a blob of `bytes`.
-fn blob_id(bytes: &[u8], hash_len: usize) -> Vec<u8> {
-    let header = format!("blob {}\0", bytes.len());
-    match hash_len {
-        32 => {
-            let mut hasher = sha2::Sha256::new();
-            hasher.update(header.as_bytes());
-            hasher.update(bytes);
-            hasher.finalize().to_vec()
-        }
-        _ => {
-            let mut hasher = sha1::Sha1::new();
-            hasher.update(header.as_bytes());
-            hasher.update(bytes);
-            hasher.finalize().to_vec()
-        }
-    }
 }
 
 /// Removes what goes (and the directories it leaves empty), then has git write what comes

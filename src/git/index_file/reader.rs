@@ -214,6 +214,13 @@ pub(crate) fn trailer(bytes: &[u8], hash_len: usize) -> Vec<u8> {
     }
 }
 
+/// The raw id git gives an object of `kind` holding `content`, hashed as [`trailer`] hashes.
+pub(crate) fn object_id(kind: &str, content: &[u8], hash_len: usize) -> Vec<u8> {
+    let mut object = format!("{kind} {}\0", content.len()).into_bytes();
+    object.extend_from_slice(content);
+    trailer(&object, hash_len)
+}
+
 /// The path of `name` in the directory `dir` (`""`: the root).
 pub(crate) fn join_path(dir: &[u8], name: &[u8]) -> Vec<u8> {
     match dir.is_empty() {
