@@ -164,19 +164,14 @@ impl ObjectView {
         self.merge(&args[2], &args[0], &args[1])
     }
 
-    /// Merges two commits at their own merge base, as `git merge` would; only objects are
-    /// written.
-    pub(crate) fn merge_commits(&self, ours: &str, theirs: &str) -> Result<Merged> {
-        self.merge_tree(None, ours, theirs)
-    }
-
-    /// Merges each pair of commits at their own merge base, in one `merge-tree --stdin` when
-    /// this git has it (one process for all, instead of one each); only objects are written.
+    /// Merges each pair of commits at their own merge base, as `git merge` would, in one
+    /// `merge-tree --stdin` when this git has it (one process for all, instead of one each);
+    /// only objects are written.
     pub(crate) fn merge_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<Merged>> {
         self.batched(
             pairs,
             |(a, b)| format!("{a} {b}"),
-            |(ours, theirs)| self.merge_commits(ours, theirs),
+            |(ours, theirs)| self.merge_tree(None, ours, theirs),
         )
     }
 
@@ -255,14 +250,12 @@ impl ObjectView {
             message,
         };
         for line in header.lines() {
-            if let Some(v) = line.strip_prefix("tree ") {
-                info.tree = v.to_string();
-            } else if let Some(v) = line.strip_prefix("parent ") {
-                info.parents.push(v.to_string());
-            } else if let Some(v) = line.strip_prefix("author ") {
-                info.author = v.to_string();
-            } else if let Some(v) = line.strip_prefix("committer ") {
-                info.committer = v.to_string();
+            match line.split_once(' ') {
+                Some(("tree", v)) => info.tree = v.to_string(),
+                Some(("parent", v)) => info.parents.push(v.to_string()),
+                Some(("author", v)) => info.author = v.to_string(),
+                Some(("committer", v)) => info.committer = v.to_string(),
+                _ => {}
             }
         }
         Ok(info)
