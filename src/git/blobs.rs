@@ -24,11 +24,10 @@ impl Git {
             input.extend_from_slice(&quote_line(path));
             input.push(b'\n');
         }
-        let mut cmd = self.at(dir).args(["hash-object", "--stdin-paths"]);
-        if write {
-            cmd = cmd.arg("-w");
-        }
-        let out = cmd.stdin(input).run_text()?;
+        let out = (self.at(dir).args(["hash-object", "--stdin-paths"]))
+            .args(write.then_some("-w"))
+            .stdin(input)
+            .run_text()?;
         let oids: Vec<String> = out.lines().map(str::to_string).collect();
         if oids.len() != paths.len() {
             return Err(Error::internal(format!(
@@ -38,17 +37,6 @@ impl Git {
             )));
         }
         Ok(oids)
-    }
-
-    /// The blob id of `bytes` as they are (no filters); `write` stores the blob.
-    pub(crate) fn hash_bytes(&self, dir: &Path, bytes: &[u8], write: bool) -> Result<String> {
-        let mut cmd = self
-            .at(dir)
-            .args(["hash-object", "--no-filters", "--stdin"]);
-        if write {
-            cmd = cmd.arg("-w");
-        }
-        cmd.stdin(bytes.to_vec()).run_text()
     }
 
     /// Streams the content of each blob of `oids`, in order, to `sink(i, content)`, with one

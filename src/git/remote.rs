@@ -6,7 +6,7 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::git::runner::{Git, GitCmd, split_nul};
+use crate::git::runner::{Git, GitCmd, fields_and_path, split_nul};
 
 /// One entry of a tree's top level.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -304,8 +304,9 @@ impl Git {
         index.write_tree().map(Some)
     }
 
-    /// Writes `bytes` as an object of `kind` (`blob`, `tree`, `commit`) and returns its id;
-    /// with `write` false, only computes the id.
+    /// Writes `bytes` as they are (no filters: none applies to `--stdin` without a path) as an
+    /// object of `kind` (`blob`, `tree`, `commit`) and returns its id; with `write` false, only
+    /// computes the id.
     pub(crate) fn hash_object(
         &self,
         dir: &Path,
@@ -382,23 +383,15 @@ impl Git {
             .run()?;
         split_nul(&out)
             .map(|record| {
-                let tab = record
-                    .iter()
-                    .position(|b| *b == b'\t')
-                    .ok_or_else(|| Error::internal("ls-tree printed an entry without a tab"))?;
-                let meta = String::from_utf8_lossy(&record[..tab]).into_owned();
-                let mut parts = meta.split(' ').map(str::to_string);
-                match (parts.next(), parts.next(), parts.next()) {
-                    (Some(mode), Some(kind), Some(oid)) => Ok(TopEntry {
-                        mode,
-                        kind,
-                        oid,
-                        name: record[tab + 1..].to_vec(),
-                    }),
-                    _ => Err(Error::internal(
-                        "ls-tree printed an entry git does not print",
-                    )),
-                }
+                let ([mode, kind, oid], name) = fields_and_path(record).ok_or_else(|| {
+                    Error::internal("ls-tree printed an entry git does not print")
+                })?;
+                Ok(TopEntry {
+                    mode: mode.to_string(),
+                    kind: kind.to_string(),
+                    oid: oid.to_string(),
+                    name: name.to_vec(),
+                })
             })
             .collect()
     }

@@ -90,9 +90,12 @@ impl<'a> Checkout<'a> {
             states[i] = if meta.file_type().is_symlink() {
                 let target =
                     fs::read_link(&full).ctx(|| format!("cannot read {}", full.display()))?;
-                let oid = self
-                    .git
-                    .hash_bytes(self.top, target.as_os_str().as_bytes(), write)?;
+                let oid = self.git.hash_object(
+                    self.top,
+                    "blob",
+                    target.as_os_str().as_bytes().to_vec(),
+                    write,
+                )?;
                 PathState::Held(Entry {
                     mode: "120000".into(),
                     oid,
