@@ -190,9 +190,7 @@ impl Repo {
             }
             note(&record[3..]);
         }
-        crate::git::runner::split_nul(&untracked)
-            .filter(|path| !path.is_empty())
-            .for_each(&mut note);
+        crate::git::runner::split_nul(&untracked).for_each(&mut note);
         let more = total - paths.len();
         Ok((paths, more))
     }
