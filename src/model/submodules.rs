@@ -109,17 +109,12 @@ fn initialise_level(git: &Git, level: &Level, warnings: &mut Vec<Warning>) -> Re
         if let Some(url) = level.iso.config_value(&key)? {
             sub.replace_remote_url(&crate::git::file_url(&from), &url)?;
         }
-        let mut prefix = level.prefix.clone();
-        if !prefix.is_empty() {
-            prefix.push(b'/');
-        }
-        prefix.extend_from_slice(&link.path.0);
         inner.push(Level {
             iso: sub,
             git_dir,
             source_tree: link.path.under(&level.source_tree),
             source_git_dir: Some(from),
-            prefix,
+            prefix: crate::git::index_file::reader::join_path(&level.prefix, &link.path.0),
         });
     }
     Ok(inner)
