@@ -12,7 +12,7 @@
 
 use std::path::PathBuf;
 
-use crate::base::error::{Error, IoContext, Result};
+use crate::base::error::{Error, Result};
 use crate::base::fsutil::{remove_file_if_exists, write_atomic};
 use crate::base::ids::SessionId;
 use crate::context::{Context, Located};
@@ -107,11 +107,7 @@ pub(crate) fn test_on_tree(
     {
         let _lease = located.store.lease_or_busy(id)?;
         let (session, now) = isolation_tree(ctx, located, id)?;
-        let home = home_of(located, id);
-        if let Some(dir) = home.parent() {
-            std::fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
-        }
-        write_atomic(&home, format!("{now}\n").as_bytes())?;
+        write_atomic(&home_of(located, id), format!("{now}\n").as_bytes())?;
         let isolation = writable_isolation(&session)?;
         let wt = isolation.git(&ctx.git, &located.store.scratch_dir())?;
         crate::recovery::rebase_apply::write_files(&wt, &located.store, &isolation, &now, tree)?;
