@@ -29,12 +29,8 @@ pub(crate) struct Merged {
 impl Merged {
     /// The conflicted paths, each once, in git's order.
     pub(crate) fn paths(&self) -> Vec<Vec<u8>> {
-        let mut paths: Vec<Vec<u8>> = Vec::new();
-        for entry in &self.conflicts {
-            if paths.last() != Some(&entry.path) {
-                paths.push(entry.path.clone());
-            }
-        }
+        let mut paths: Vec<Vec<u8>> = self.conflicts.iter().map(|e| e.path.clone()).collect();
+        paths.dedup();
         paths
     }
 }
@@ -218,10 +214,8 @@ impl ObjectView {
         for _ in lines {
             let status = records.next().ok_or_else(bad)?;
             let tree = records.next().ok_or_else(bad)?;
-            let mut conflicts = Vec::new();
-            for record in records.by_ref().take_while(|r| !r.is_empty()) {
-                conflicts.push(parse_entry(record)?);
-            }
+            let listed = records.by_ref().take_while(|r| !r.is_empty());
+            let conflicts = listed.map(parse_entry).collect::<Result<_>>()?;
             if tree.is_empty() || !matches!(status, b"0" | b"1") {
                 return Err(bad());
             }
@@ -335,12 +329,8 @@ fn parse_merged(args: Vec<String>, out: crate::git::runner::GitOutput) -> Result
         .map(|r| String::from_utf8_lossy(r).into_owned())
         .filter(|t| !t.is_empty())
         .ok_or_else(|| Error::internal("merge-tree printed no tree"))?;
-    let mut conflicts = Vec::new();
-    if out.exit_code == Some(1) {
-        for record in records.take_while(|r| !r.is_empty()) {
-            conflicts.push(parse_entry(record)?);
-        }
-    }
+    let listed = records.take_while(|r| out.exit_code == Some(1) && !r.is_empty());
+    let conflicts = listed.map(parse_entry).collect::<Result<_>>()?;
     Ok(Merged { tree, conflicts })
 }
 
