@@ -54,18 +54,14 @@ impl ObjectView {
             arg.push(b'/');
             OsString::from_vec(arg)
         };
-        let more: Vec<OsString> = match prefix {
-            Some(prefix) => vec![
-                side("a", "src-prefix", prefix),
-                side("b", "dst-prefix", prefix),
-            ],
-            None => Vec::new(),
-        };
+        let sides = prefix
+            .into_iter()
+            .flat_map(|p| [side("a", "src-prefix", p), side("b", "dst-prefix", p)]);
         self.cmd()
             .args(PATCH_CONFIG)
             .arg("diff")
             .args(PATCH_FLAGS)
-            .args(more)
+            .args(sides)
             .arg(base)
             .arg(result)
             .arg("--")
