@@ -47,13 +47,12 @@ pub(crate) fn section_images(patch: impl BufRead) -> std::io::Result<Option<Vec<
         in_body = header.read(&line);
     }
     sections.extend(current);
-    let mut images: Vec<SectionImages> = Vec::with_capacity(sections.len());
-    for (path, header) in sections {
-        let Some(found) = header.images(path) else {
-            return Ok(None);
-        };
-        images.push(found);
-    }
+    let images = sections
+        .into_iter()
+        .map(|(path, header)| header.images(path));
+    let Some(images) = images.collect::<Option<Vec<_>>>() else {
+        return Ok(None);
+    };
     let mut paths: Vec<&[u8]> = images.iter().map(|s| s.path.as_slice()).collect();
     paths.sort_unstable();
     if paths.windows(2).any(|pair| pair[0] == pair[1]) {
