@@ -4,7 +4,7 @@
 
 use crate::base::error::{Error, Result};
 use crate::git::hermetic::ObjectView;
-use crate::git::runner::{Git, failure_of, fields_and_path};
+use crate::git::runner::{Git, failure_of, fields_and_path, parse_version};
 
 /// The oldest git whose `merge-tree` writes a tree and takes a merge base (`--merge-base`).
 pub(crate) const MERGE_TREE_VERSION: (u32, u32) = (2, 40);
@@ -110,7 +110,7 @@ impl Git {
     /// Whether this git's `merge-tree` can do what a rebase needs; `git_too_old` if not.
     pub(crate) fn require_merge_tree(&self) -> Result<()> {
         let (major, minor) = MERGE_TREE_VERSION;
-        if crate::git::runner::version_at_least(self.version(), major, minor) {
+        if parse_version(self.version()).is_some_and(|found| found >= MERGE_TREE_VERSION) {
             return Ok(());
         }
         Err(Error::GitTooOld {

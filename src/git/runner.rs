@@ -239,12 +239,8 @@ impl Git {
     }
 }
 
-/// Whether a version string git reported is `major.minor` or newer.
-pub(crate) fn version_at_least(version: &str, major: u32, minor: u32) -> bool {
-    parse_version(version).is_some_and(|found| found >= (major, minor))
-}
-
-fn parse_version(version: &str) -> Option<(u32, u32)> {
+/// `major.minor` of a version string git reported.
+pub(super) fn parse_version(version: &str) -> Option<(u32, u32)> {
     let mut parts = version.split('.');
     let major = parts.next()?.parse().ok()?;
     let minor_text: String = parts
