@@ -24,7 +24,9 @@ impl Git {
             input.extend_from_slice(&quote_line(path));
             input.push(b'\n');
         }
-        let out = (self.at(dir).args(["hash-object", "--stdin-paths"]))
+        let out = self
+            .at(dir)
+            .args(["hash-object", "--stdin-paths"])
             .args(write.then_some("-w"))
             .stdin(input)
             .run_text()?;
