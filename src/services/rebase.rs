@@ -176,9 +176,14 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
 
 /// `session_conflicted` for a session whose rebase stopped at a conflict.
 pub(crate) fn conflicted_error(session_id: &SessionId, paths: Vec<String>) -> Error {
+    conflicted(session_id, "its rebase stopped at a conflict", paths)
+}
+
+/// `session_conflicted`: `what` keeps the session's rebase from going on, at `paths`.
+fn conflicted(session_id: &SessionId, what: &str, paths: Vec<String>) -> Error {
     Error::SessionConflicted {
         session_id: session_id.to_string(),
-        what: "its rebase stopped at a conflict".into(),
+        what: what.into(),
         paths,
     }
 }
@@ -599,13 +604,9 @@ impl<'a> Work<'a> {
             }
         }
         if !unmerged.is_empty() {
-            return Err(Error::SessionConflicted {
-                session_id: state.session_id.to_string(),
-                what:
-                    "paths are still unmerged in the isolation's index (git add them once resolved)"
-                        .into(),
-                paths: unmerged,
-            });
+            let what =
+                "paths are still unmerged in the isolation's index (git add them once resolved)";
+            return Err(conflicted(&state.session_id, what, unmerged));
         }
         let marked: Vec<String> = state
             .paths
@@ -614,11 +615,8 @@ impl<'a> Work<'a> {
             .map(RepoPath::shown)
             .collect();
         if !marked.is_empty() {
-            return Err(Error::SessionConflicted {
-                session_id: state.session_id.to_string(),
-                what: "files still hold conflict markers".into(),
-                paths: marked,
-            });
+            let what = "files still hold conflict markers";
+            return Err(conflicted(&state.session_id, what, marked));
         }
         Ok(())
     }

@@ -440,17 +440,8 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
     let path = source.join(REPOSITORY_FILE);
     let name = Path::new(REPOSITORY_FILE);
     let read = Dir::open(source).and_then(|dir| dir.read_small_file(name, MAX_FILE_BYTES));
-    let bytes = match read {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) => return Ok(None),
-        Err(e) => {
-            return Err(Error::InvalidInput {
-                reason: Invalid::Config {
-                    path: path.clone(),
-                    detail: e.to_string(),
-                },
-            });
-        }
+    let Some(bytes) = read.map_err(|e| invalid(&path, e))? else {
+        return Ok(None);
     };
     let layer = parse(&path, &bytes)?;
     if layer.profiles.is_some() {
@@ -473,14 +464,18 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
 /// A file's settings; a syntax error or an unknown key is `invalid_input`, naming the file
 /// and the key.
 fn parse(path: &Path, bytes: &[u8]) -> Result<Layer> {
-    let invalid = |detail: String| Error::InvalidInput {
+    let text = std::str::from_utf8(bytes).map_err(|e| invalid(path, e))?;
+    toml::from_str(text).map_err(|e| invalid(path, e))
+}
+
+/// `invalid_input` naming the configuration file at `path` and what is wrong with it.
+fn invalid(path: &Path, detail: impl std::fmt::Display) -> Error {
+    Error::InvalidInput {
         reason: Invalid::Config {
             path: path.to_path_buf(),
-            detail: detail.trim_end().to_string(),
+            detail: detail.to_string().trim_end().to_string(),
         },
-    };
-    let text = std::str::from_utf8(bytes).map_err(|e| invalid(e.to_string()))?;
-    toml::from_str(text).map_err(|e| invalid(e.to_string()))
+    }
 }
 
 /// `sha256:` and the hex digest of `bytes`.
