@@ -103,14 +103,14 @@ impl Output {
             .unwrap_or(0);
         let mut stdout = std::io::stdout().lock();
         for (key, value) in fields {
-            let key = self.paint_stdout(&format!("{:<width$}", key.as_ref()), "2");
+            let key = paint(self.color_stdout, &format!("{:<width$}", key.as_ref()), "2");
             let _ = writeln!(stdout, "{key}  {}", inert(value));
         }
     }
 
     /// The key value of a result, first and emphasised on a terminal.
     pub fn headline(&self, text: &str) {
-        self.line_composed(&self.paint_stdout(&inert(text), "1"));
+        self.line_composed(&paint(self.color_stdout, &inert(text), "1"));
     }
 
     /// A headline whose colour says how it went (an outcome).
@@ -120,7 +120,7 @@ impl Output {
 
     /// `text`, made inert, coloured by `tone` when stdout is coloured (a table cell, a state).
     pub fn toned(&self, text: &str, tone: Tone) -> String {
-        self.paint_stdout(&inert(text), tone.sgr())
+        paint(self.color_stdout, &inert(text), tone.sgr())
     }
 
     /// Does `work` under a spinner on stderr (none with `--json` or `-q`).
@@ -151,7 +151,7 @@ impl Output {
     /// Narration and warnings (stderr), silenced by `-q`.
     pub fn warn(&self, text: &str) {
         if !self.quiet {
-            let label = self.paint_stderr("warning:", "33");
+            let label = paint(self.color_stderr, "warning:", "33");
             let _ = writeln!(std::io::stderr().lock(), "{label} {}", inert(text));
         }
     }
@@ -173,17 +173,9 @@ impl Output {
     /// A result line on stderr (when stdout belongs to someone else), silenced by `-q`.
     pub fn note(&self, text: &str) {
         if !self.quiet {
-            let label = self.paint_stderr("a3s-iso:", "1");
+            let label = paint(self.color_stderr, "a3s-iso:", "1");
             let _ = writeln!(std::io::stderr().lock(), "{label} {}", inert(text));
         }
-    }
-
-    fn paint_stdout(&self, text: &str, sgr: &str) -> String {
-        paint(self.color_stdout, text, sgr)
-    }
-
-    fn paint_stderr(&self, text: &str, sgr: &str) -> String {
-        paint(self.color_stderr, text, sgr)
     }
 
     /// Renders an error and returns its exit status.
