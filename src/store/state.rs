@@ -1041,14 +1041,11 @@ pub(crate) fn registry_files() -> Result<Vec<(PathBuf, RegistryEntry)>> {
     let Some(dir) = registry_dir() else {
         return Ok(Vec::new());
     };
-    let mut out = Vec::new();
-    for entry in entries_of(&dir)?.flatten() {
-        if entry.file_name().to_string_lossy().ends_with(".json")
-            && let Ok(Some(record)) = read_json::<RegistryEntry>(&entry.path())
-        {
-            out.push((entry.path(), record));
-        }
-    }
+    let mut out: Vec<(PathBuf, RegistryEntry)> = entries_of(&dir)?
+        .flatten()
+        .filter(|entry| entry.file_name().to_string_lossy().ends_with(".json"))
+        .filter_map(|entry| Some((entry.path(), read_json(&entry.path()).ok()??)))
+        .collect();
     out.sort_by(|a, b| a.1.source.cmp(&b.1.source));
     Ok(out)
 }
