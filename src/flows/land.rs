@@ -187,6 +187,13 @@ impl LandedSession {
         });
     }
 
+    /// Notes that its isolation's cleanup after its landing failed, and why.
+    pub(super) fn not_cleaned_up(&mut self, err: &Error) {
+        let (session_id, why) = (self.session_id.clone(), err.to_string());
+        self.warnings
+            .push(LandWarning::NotCleanedUp { session_id, why }.into());
+    }
+
     /// The landing is over: what the context noticed meanwhile, and how long it took.
     pub(super) fn finished(mut self, ctx: &Context, started: Instant) -> LandedSession {
         self.warnings.extend(ctx.take_notices());
@@ -527,10 +534,7 @@ fn clean_up(
             true
         }
         Err(err) => {
-            let (session_id, why) = (landed.session_id.clone(), err.to_string());
-            landed
-                .warnings
-                .push(LandWarning::NotCleanedUp { session_id, why }.into());
+            landed.not_cleaned_up(&err);
             false
         }
     }

@@ -319,11 +319,6 @@ fn clean_up(
     };
     match done {
         Ok(done) => landed.cleanup = Some(done),
-        Err(err) => {
-            let (session_id, why) = (id.to_string(), err.to_string());
-            landed
-                .warnings
-                .push(LandWarning::NotCleanedUp { session_id, why }.into());
-        }
+        Err(err) => landed.not_cleaned_up(&err),
     }
 }
