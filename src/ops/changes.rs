@@ -46,9 +46,7 @@ pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
         other => other,
     })?;
     let session_id = &known_session(&located, &identity.session_id)?;
-    let Ok(run_id) = RunId::new(identity.run_id.as_str()) else {
-        return Err(run_not_found(identity));
-    };
+    let run_id = RunId::new(identity.run_id.as_str()).map_err(|_| run_not_found(identity))?;
     if located.store.leasing_run(session_id)?.as_deref() == Some(run_id.as_str()) {
         return Err(Error::ChangeSetPending {
             session_id: identity.session_id.clone(),
@@ -65,17 +63,18 @@ pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
 /// Checks that the store knows the session: a record of this repository's. An id a3s-iso could
 /// not have recorded names no session either.
 fn known_session(located: &Located, session_id: &str) -> Result<SessionId> {
-    let unknown = || Error::UnknownSession {
+    if let Ok(id) = SessionId::new(session_id)
+        && located
+            .store
+            .load_session(&id)?
+            .is_some_and(|r| located.owns(&r))
+    {
+        return Ok(id);
+    }
+    Err(Error::UnknownSession {
         session_id: session_id.to_string(),
         store: located.store.dir().to_path_buf(),
-    };
-    let Ok(id) = SessionId::new(session_id) else {
-        return Err(unknown());
-    };
-    match located.store.load_session(&id)? {
-        Some(record) if located.owns(&record) => Ok(id),
-        _ => Err(unknown()),
-    }
+    })
 }
 
 fn run_not_found(identity: &Identity) -> Error {

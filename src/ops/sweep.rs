@@ -25,6 +25,7 @@ use crate::git::repo::Repo;
 use crate::model::isolation::{Isolation, registered_admins};
 use crate::model::refs;
 use crate::recovery::pending::{self, TreeMove};
+use crate::services::pool;
 use crate::store::lock::RepoLock;
 use crate::store::state::{
     ClaimRecord, RecordStatus, SessionRecord, SessionState, Store, registered_sources,
@@ -350,15 +351,12 @@ fn dead_owner_trees(
 /// The sources to sweep: this repository (optional with `--all`), then every registered one
 /// not yet listed. A registered source that is gone is reported as skipped.
 fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
-    let mut targets: Vec<(Repo, Store)> = Vec::new();
     let here = if opts.all {
         crate::recovery::locate(ctx).ok()
     } else {
         Some(crate::recovery::locate(ctx)?)
     };
-    if let Some(located) = here {
-        targets.push((located.repo, located.store));
-    }
+    let mut targets: Vec<(Repo, Store)> = here.map(|l| (l.repo, l.store)).into_iter().collect();
     if opts.all {
         for entry in registered_sources()? {
             if !entry.source.is_dir() {
@@ -1011,10 +1009,8 @@ fn remove_isolation(
     }
     if let Found::Recorded(record) = found {
         // While the pool is below its size, the tree is cleaned and kept as a spare.
-        let how = crate::services::pool::Return::Sweep(plan.swept_ref.as_deref());
-        if crate::services::pool::recycle(held, ctx, located, record, how)?
-            != crate::services::pool::Returned::No
-        {
+        let how = pool::Return::Sweep(plan.swept_ref.as_deref());
+        if pool::recycle(held, ctx, located, record, how)? != pool::Returned::No {
             return Ok(Removal::Done);
         }
     }
