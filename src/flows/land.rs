@@ -641,7 +641,7 @@ fn steps(
     // A rebase that knows the tree it left is what the test sees and what lands: work the
     // isolation gains meanwhile is not tested, so it stays there for a later landing.
     let head = head.map(|(commit, _)| commit);
-    let moved = crate::ops::promote::rebase_if_moved_from(ctx, located, &session, head.clone())?;
+    let moved = crate::ops::promote::rebase_if_moved(ctx, located, &session, head.clone())?;
     let rebased = match moved {
         Moved::Stopped(stopped) => {
             take_promote(landed, *stopped);

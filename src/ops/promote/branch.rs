@@ -20,6 +20,7 @@ use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
 use crate::git::{CatFile, Git, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
+use crate::model::refs::SessionRefs;
 use crate::model::snapshot::TempFile;
 use crate::ops::promote::artifacts::Artifacts;
 use crate::ops::promote::journal::landed_before;
@@ -572,7 +573,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         source,
         &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
     )?;
-    let refs = crate::model::refs::SessionRefs {
+    let refs = SessionRefs {
         git,
         dir: source,
         ns: &ns,
@@ -656,11 +657,7 @@ fn put_back_wip(
 
 /// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
 /// of the user's in its way (one named `a3s-iso`) costs it, with a warning, not the landing.
-fn keep_chain(
-    refs: &crate::model::refs::SessionRefs<'_>,
-    tip: &str,
-    out: &mut PromoteOutcome,
-) -> bool {
+fn keep_chain(refs: &SessionRefs<'_>, tip: &str, out: &mut PromoteOutcome) -> bool {
     match refs.set_retained_branch(tip) {
         Ok(()) => true,
         Err(err) => {

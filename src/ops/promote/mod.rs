@@ -41,6 +41,7 @@ use crate::base::invalid::Invalid;
 use crate::context::{Context, Located};
 use crate::model::changeset;
 use crate::model::snapshot::Patch;
+use crate::services::rebase;
 use crate::store::state::{JournalEntry, Landing};
 
 /// Promotes a session, a change-set document or a remote's change set; see the module's order
@@ -63,14 +64,12 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         .transpose()?;
     if verified.is_none() && fetched.is_none() {
         let mut session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
-        if let Some(paths) = crate::services::rebase::conflicted_paths(&located.store, &session) {
-            return Err(crate::services::rebase::conflicted_error(
-                &session.session_id,
-                paths,
-            ));
+        if let Some(paths) = rebase::conflicted_paths(&located.store, &session) {
+            return Err(rebase::conflicted_error(&session.session_id, paths));
         }
         if opts.rebase {
-            if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session)? {
+            let head = located.repo.head_commit(&ctx.git);
+            if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session, head)? {
                 out.mode = opts.mode;
                 return Ok(*out);
             }
@@ -152,18 +151,8 @@ fn promote_patch(
 }
 
 /// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
-/// onto it first.
+/// onto it first; `head` is the source's HEAD as the caller read it (`None`: unborn).
 pub(crate) fn rebase_if_moved(
-    ctx: &Context,
-    located: &Located,
-    session: &crate::store::state::SessionRecord,
-) -> Result<Moved> {
-    let head = located.repo.head_commit(&ctx.git);
-    rebase_if_moved_from(ctx, located, session, head)
-}
-
-/// [`rebase_if_moved`] with the source's HEAD as the caller read it (`None`: unborn).
-pub(crate) fn rebase_if_moved_from(
     ctx: &Context,
     located: &Located,
     session: &crate::store::state::SessionRecord,
@@ -177,15 +166,15 @@ pub(crate) fn rebase_if_moved_from(
     if head.is_none() || head.as_deref() == Some(expected) {
         return Ok(Moved::Not);
     }
-    let rebased = crate::services::rebase::rebase(
+    let rebased = rebase::rebase(
         ctx,
-        &crate::services::rebase::RebaseOptions {
+        &rebase::RebaseOptions {
             session_id: Some(session.session_id.to_string()),
             onto: head.as_ref().map(CommitId::to_string),
-            action: crate::services::rebase::Action::Start,
+            action: rebase::Action::Start,
         },
     )?;
-    if rebased.outcome != crate::services::rebase::RebaseResult::Conflicted {
+    if rebased.outcome != rebase::RebaseResult::Conflicted {
         ctx.push_notices(rebased.warnings);
         let left = rebased.tree.zip(rebased.head);
         return Ok(Moved::Rebased { left });

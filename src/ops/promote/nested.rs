@@ -259,7 +259,8 @@ fn land_one(
         ));
         return Ok(());
     }
-    let head = located_head(ctx, &target);
+    let head = (ctx.git.rev_parse(&target, "HEAD").ok().flatten())
+        .and_then(|head| crate::base::ids::CommitId::new(head).ok());
     let mut report = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     match check(ctx, located, &nested, &target, nested.patch.file.path())? {
         Check::Applies(plan) => {
@@ -330,11 +331,6 @@ fn candidate_of(
         alternate_objects: Some(located.repo.common_dir.join("objects")),
         ..Candidate::of_trees(patch, Some(base_tree), Some(result_tree))
     }))
-}
-
-fn located_head(ctx: &Context, top: &Path) -> Option<crate::base::ids::CommitId> {
-    let head = ctx.git.rev_parse(top, "HEAD").ok().flatten()?;
-    crate::base::ids::CommitId::new(head).ok()
 }
 
 /// The promote's outcome once the nested results are in: `partial` when something landed

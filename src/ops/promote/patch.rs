@@ -6,10 +6,12 @@
 
 use std::path::Path;
 
+use crate::base::error::Error;
 use crate::base::error::Result;
 use crate::base::ids::{CommitId, Digest};
 use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
+use crate::git::Git;
 use crate::git::repo::Repo;
 use crate::git::{Untracked, split_nul};
 use crate::ops::promote::artifacts::Artifacts;
@@ -345,11 +347,9 @@ fn read_touched(
         let tag = intent::tag(&candidate.patch.digest);
         scope.spawn(move || checkout.learn_filters(&tag, touched));
         let states = checkout.states(touched, true);
-        let overlap = overlap.join().unwrap_or_else(|_| {
-            Err(crate::base::error::Error::internal(
-                "the WIP check panicked",
-            ))
-        });
+        let overlap = overlap
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the WIP check panicked")));
         Ok((states?, overlap?))
     })
 }
@@ -390,7 +390,7 @@ fn holds_exactly(state: &PathState, want: Option<&Entry>) -> bool {
 /// from the change set's base is a conflict, even where git could merge it (and where it could
 /// not, this names the paths).
 fn overlap_with_wip(
-    git: &crate::git::Git,
+    git: &Git,
     located: &Located,
     candidate: &Candidate,
     source: &Path,
@@ -407,8 +407,13 @@ fn overlap_with_wip(
             let scratch = located.store.scratch_dir();
             crate::model::wip::changed_since(git, source, (base, alternate), touched, &scratch)
         }
-        // The base is HEAD's tree: anything uncommitted at a touched path collides.
-        _ => uncommitted_among(git, source, touched),
+        _ if touched.is_empty() => Ok(Vec::new()),
+        // The base is HEAD's tree: anything uncommitted (staged or not) or untracked at a
+        // touched path collides.
+        _ => {
+            let out = git.status_of(source, Untracked::All, touched.iter().map(RepoPath::as_os))?;
+            Ok(status_paths(&out))
+        }
     }
 }
 
@@ -660,19 +665,6 @@ fn is_plain_path(path: &RepoPath) -> bool {
         && path.0.split(|b| *b == b'/').all(|part| {
             !part.is_empty() && part != b"." && part != b".." && !part.eq_ignore_ascii_case(b".git")
         })
-}
-
-/// Which of `paths` have uncommitted changes (staged or not) or are untracked in the source.
-fn uncommitted_among(
-    git: &crate::git::Git,
-    source: &Path,
-    paths: &[RepoPath],
-) -> Result<Vec<RepoPath>> {
-    if paths.is_empty() {
-        return Ok(Vec::new());
-    }
-    let out = git.status_of(source, Untracked::All, paths.iter().map(RepoPath::as_os))?;
-    Ok(status_paths(&out))
 }
 
 /// The paths of `git status --porcelain -z` records (`XY <path>`).
