@@ -155,7 +155,8 @@ impl BindOutcome {
 /// (with `--carry-wip`, plus the source's local changes). The setup commands a new isolation
 /// runs are the flow's ([`crate::flows::setup::bind`]).
 pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
-    let session_id = session_id_for(opts)?;
+    let session_id =
+        (opts.session_id.clone()).map_or_else(|| Ok(SessionId::generate()), SessionId::new)?;
     let owner = owner_for(opts)?;
     let explicit = opts.owner != OwnerChoice::Parent;
     let located = crate::recovery::locate(ctx)?;
@@ -231,11 +232,6 @@ fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
     Err(Error::from(Taken::NotCreatedHere {
         session_id: record.session_id.to_string(),
     }))
-}
-
-/// The id given (checked), else a generated one.
-fn session_id_for(opts: &BindOptions) -> Result<SessionId> {
-    (opts.session_id.clone()).map_or_else(|| Ok(SessionId::generate()), SessionId::new)
 }
 
 /// The owner asked for: a process (which must be running here), none, or by default the
@@ -879,19 +875,16 @@ fn publish(
     crate::base::fsutil::remove_file_if_exists(&located.store.purged_file(&record.session_id))
 }
 
-/// Registers the source; failing that only keeps it out of `--all`, so it is a warning.
+/// Adds the source to the user-level registry (for `list --all` and `sweep --all`); failing
+/// that only keeps it out of `--all`, so it is a warning.
 fn register_or_warn(located: &Located, warnings: &mut Vec<Warning>) {
-    if let Err(err) = register(located) {
-        let why = err.to_string();
-        warnings.push(BindWarning::NotRegistered { why }.into());
-    }
-}
-
-/// Adds the source to the user-level registry (for `list --all` and `sweep --all`).
-fn register(located: &Located) -> Result<()> {
-    register_source(&RegistryEntry {
+    let registered = register_source(&RegistryEntry {
         source: located.repo.toplevel.clone(),
         common_dir: located.repo.common_dir.clone(),
         state_dir: located.store.dir().to_path_buf(),
-    })
+    });
+    if let Err(err) = registered {
+        let why = err.to_string();
+        warnings.push(BindWarning::NotRegistered { why }.into());
+    }
 }
