@@ -59,7 +59,11 @@ struct Network {
 /// published ports and makes the sandbox and the environment. Returns the plan of the
 /// network the command is served, for `launch` to start.
 pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, NetworkPlan)> {
-    require_command(opts)?;
+    if opts.command.is_empty() {
+        return Err(Error::usage(
+            "no command given: a3s-iso run -- CMD [ARGS...]",
+        ));
+    }
     let asked = network_request(opts)?;
     let claimed = Claimed::take(ctx, opts)?;
     let workdir = claimed.counterpart(ctx);
@@ -88,16 +92,6 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
         claimed,
     };
     Ok((planned, network.plan))
-}
-
-/// A run needs a command: `a3s-iso run -- CMD [ARGS...]`.
-fn require_command(opts: &RunOptions) -> Result<()> {
-    match opts.command.is_empty() {
-        true => Err(Error::usage(
-            "no command given: a3s-iso run -- CMD [ARGS...]",
-        )),
-        false => Ok(()),
-    }
 }
 
 /// The `--allow-host` entries and `--publish` requests, parsed (an invalid one is

@@ -20,7 +20,9 @@ use crate::ops::run::plan::{Planned, command_path};
 use crate::ops::run::request::RunOptions;
 use crate::ops::run::supervise::Exited;
 use crate::ops::run::target::{Claimed, RunTarget};
+use crate::recovery::session_git;
 use crate::services::evidence::{Evidence, record_evidence};
+use crate::services::hidden_paths::HiddenPath;
 use crate::services::network::NetworkReport;
 use crate::store::state::Ran;
 
@@ -70,7 +72,7 @@ pub struct RunOutcome {
     pub warnings: Vec<Warning>,
     /// When the command failed: the paths it named that the sandbox kept from it (private,
     /// hidden or read-only), each with what to allow.
-    pub hidden_paths: Vec<crate::services::hidden_paths::HiddenPath>,
+    pub hidden_paths: Vec<HiddenPath>,
     /// The nested change sets (submodules and nested repositories with uncommitted work),
     /// stored beside the run's document (absent when there are none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -175,16 +177,11 @@ fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<
     warnings.extend(git.warnings);
     let (repo, admin) = (&located.repo, &isolation.admin);
     if !git.layered {
-        let kept = crate::recovery::session_git::keep_head_detached(
-            &ctx.git,
-            repo,
-            admin,
-            &git.head_before,
-        );
+        let kept = session_git::keep_head_detached(&ctx.git, repo, admin, &git.head_before);
         warnings.extend(kept);
         return Ok(warnings);
     }
-    let settled = crate::recovery::session_git::settle(
+    let settled = session_git::settle(
         &ctx.git,
         repo,
         &located.store,
@@ -273,11 +270,7 @@ fn report(planned: &Planned) -> SandboxReport {
 /// What a failed sandboxed command named that the sandbox kept from it, and where its
 /// program's interpreter lives when the sandbox hides that (`#!/usr/bin/env node` with a
 /// `node` installed under `/var/tmp` fails with the command's own 127).
-fn hidden_paths_of(
-    planned: &Planned,
-    state: RunState,
-    command: &[OsString],
-) -> Vec<crate::services::hidden_paths::HiddenPath> {
+fn hidden_paths_of(planned: &Planned, state: RunState, command: &[OsString]) -> Vec<HiddenPath> {
     let path_env = command_path(&planned.env);
     let path_env = path_env.as_deref();
     match (planned.spec.as_ref(), state) {

@@ -10,7 +10,10 @@ use crate::base::sandbox::{self, NetworkAccess, SandboxSpec, TerminalSpec};
 use crate::base::warning::Warning;
 use crate::ops::run::request::RunOptions;
 use crate::ops::run::target::{Claimed, RunTarget};
+use crate::services::caches;
 use crate::services::network::PROXY_PORT;
+use crate::services::profile::Profile;
+use crate::services::profile_review;
 use crate::store::state::RunSandbox;
 
 /// Where and how the command starts, as its sandbox needs it.
@@ -123,14 +126,11 @@ pub(crate) struct Granted {
     /// directory already.
     pub not_mounted: Vec<PathBuf>,
     /// The profile and its copies for this repository, reviewed after the command.
-    pub kept: Option<(
-        crate::services::profile::Profile,
-        crate::services::profile_review::Kept,
-    )>,
+    pub kept: Option<(Profile, profile_review::Kept)>,
     /// What the review before the command held (of a run killed before its own review).
     pub held: Vec<Warning>,
     /// The caches of the presets' package managers: writable directories and variables.
-    pub caches: crate::services::caches::CachePlan,
+    pub caches: caches::CachePlan,
 }
 
 impl Granted {
@@ -182,9 +182,7 @@ impl Granted {
             let key = crate::services::profile::repo_key(&located.repo.common_dir);
             let kept = crate::services::profile_copies::kept_for(&profile.name, &key);
             if let Some(used) = settings.profile.as_mut() {
-                used.kept_in = kept
-                    .as_ref()
-                    .map(crate::services::profile_review::Kept::home);
+                used.kept_in = kept.as_ref().map(profile_review::Kept::home);
             }
             if settings.enabled {
                 let kept = kept.ok_or_else(|| Invalid::ProfileNeedsDataDir {
@@ -208,17 +206,14 @@ impl Granted {
 }
 
 /// The caches a sandboxed run's presets bring (none without the sandbox).
-fn cache_plan(
-    opts: &RunOptions,
-    settings: &RunSandbox,
-) -> Result<crate::services::caches::CachePlan> {
+fn cache_plan(opts: &RunOptions, settings: &RunSandbox) -> Result<caches::CachePlan> {
     match &opts.sandbox {
-        Some(request) if settings.enabled => crate::services::caches::prepare(
+        Some(request) if settings.enabled => caches::prepare(
             &request.allow_hosts,
             request.cache,
-            &crate::services::caches::CacheRoots::of_user(),
+            &caches::CacheRoots::of_user(),
         ),
-        _ => Ok(crate::services::caches::CachePlan::default()),
+        _ => Ok(caches::CachePlan::default()),
     }
 }
 
