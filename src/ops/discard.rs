@@ -11,6 +11,7 @@ use crate::context::{Context, Located};
 use crate::model::isolation;
 use crate::model::refs;
 use crate::recovery::pending;
+use crate::services::purge::SessionPlan;
 use crate::services::purge_item::{Kind, Reason};
 use crate::store::lock::RepoLock;
 use crate::store::state::PurgedMark;
@@ -88,7 +89,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let id = record.session_id.clone();
     // A rebase waiting at a conflict has no isolation to wait in any more.
     crate::services::rebase::forget(&located.store, &id)?;
-    let mut purge = crate::services::purge::SessionPlan::default();
+    let mut purge = SessionPlan::default();
     if opts.purge {
         purge = purge_session(&lock, ctx, &located, &record)?;
     } else if record.state != SessionState::Discarded {
@@ -227,7 +228,7 @@ fn purge_session(
     ctx: &Context,
     located: &Located,
     record: &crate::store::state::SessionRecord,
-) -> Result<crate::services::purge::SessionPlan> {
+) -> Result<SessionPlan> {
     let id = &record.session_id;
     let ns = located.store.refs();
     refs::clear_stale_locks(held, &located.repo.common_dir, &ns, id);
@@ -246,11 +247,7 @@ fn purge_session(
 }
 
 /// Removes what a purge planned, the session's lease last (while this command holds it).
-fn remove_planned(
-    ctx: &Context,
-    located: &Located,
-    plan: &crate::services::purge::SessionPlan,
-) -> Result<()> {
+fn remove_planned(ctx: &Context, located: &Located, plan: &SessionPlan) -> Result<()> {
     let (lease, rest): (Vec<_>, Vec<_>) = plan
         .remove
         .iter()

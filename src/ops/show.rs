@@ -12,6 +12,7 @@ use crate::base::owner::OwnerView;
 use crate::base::paths::RepoPath;
 
 use crate::context::{Context, Located};
+use crate::recovery::session_git;
 pub use crate::services::runs::RunView;
 use crate::store::state::{Landing, PromoteMode, SessionRecord, SessionState};
 
@@ -145,7 +146,7 @@ pub struct ShowOutcome {
     pub live_run: Option<crate::store::state::LiveRun>,
     /// What git inside its runs made that only the session sees: its branches, tags and
     /// stash (as mirrored after its last run), and the branch HEAD was on.
-    pub git: crate::recovery::session_git::PrivateRefs,
+    pub git: session_git::PrivateRefs,
 }
 
 /// The session `-s` names (or resolution finds), in full. Reads only.
@@ -175,12 +176,8 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         (None, None)
     };
     let conflicts = crate::services::rebase::conflicted_paths(&located.store, &record);
-    let git = crate::recovery::session_git::private_refs(
-        &ctx.git,
-        &located.repo,
-        &located.store,
-        &record.session_id,
-    )?;
+    let git =
+        session_git::private_refs(&ctx.git, &located.repo, &located.store, &record.session_id)?;
     Ok(ShowOutcome {
         session_id: record.session_id.clone(),
         state: match crate::services::landed::is_landed(ctx, &located, &record)? {

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::base::error::Result;
 use crate::base::fsutil::modified_ms;
 use crate::base::ids::SessionId;
+use crate::base::maker;
+use crate::base::reflink;
 use crate::context::Located;
 use crate::git::Git;
 use crate::services::purge::{SessionPlan, artifacts_session, plan_session};
@@ -480,9 +482,7 @@ fn plan_pristine(located: &Located, sessions: &Sessions, plan: &mut SessionPlan)
                 (None, _) => (false, Reason::InUse),
             };
             let item = Item {
-                bytes: crate::base::reflink::disk_use(&path)
-                    .ok()
-                    .map(|d| d.allocated_bytes),
+                bytes: reflink::disk_use(&path).ok().map(|d| d.allocated_bytes),
                 ..Item::path(Kind::Pristine, path, reason)
             };
             list(plan, goes, item);
@@ -509,10 +509,7 @@ fn plan_fetched(
     }
     let landing = ns.fetching("");
     for name in git.list_refs(top, std::slice::from_ref(&landing))? {
-        if name
-            .strip_prefix(&landing)
-            .is_some_and(crate::base::maker::made_by_dead)
-        {
+        if name.strip_prefix(&landing).is_some_and(maker::made_by_dead) {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::DeadMaker));
         }
@@ -558,7 +555,7 @@ fn plan_uninstall(
         // its process lives.
         let in_flight = name
             .strip_prefix(&landing)
-            .is_some_and(|token| !crate::base::maker::made_by_dead(token));
+            .is_some_and(|token| !maker::made_by_dead(token));
         if ns.session_of(&name).is_none() && !in_flight {
             plan.remove
                 .push(Item::reference(Kind::Ref, name, Reason::Uninstall));
