@@ -71,7 +71,8 @@ pub(crate) fn promote_branch(
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let mut candidate = Candidate::of_session(ctx, located, session, known)?;
     let mut out = replay_root(ctx, located, &candidate, &isolation, opts)?;
-    let nested = candidate.take_nested();
+    // Branch mode commits the nested change sets after the root replay.
+    let nested = std::mem::take(&mut candidate.nested_found);
     out.warnings.extend(nested.warnings());
     let (Some(session), Some(snap)) = (&candidate.session, &candidate.snapshot) else {
         return Err(Error::internal("a branch promote without a session"));

@@ -62,7 +62,7 @@ pub(crate) fn prepare_bumps(
                 continue;
             }
         };
-        let objects = objects_of(&candidate.submodule_objects, &moved.path);
+        let objects = objects_of(&candidate.nested_found.objects, &moved.path);
         if let Err(reason) = ready(git, located, source, &moved, objects)? {
             why.push(format!("{}: {reason}", moved.path));
             refused.push(moved.path);

@@ -54,7 +54,9 @@ pub(crate) fn land_nested(
         .as_ref()
         .map_or(located.repo.toplevel.as_path(), |s| s.source.as_path());
     let undone = undone_steps(ctx, located, candidate.session.as_ref(), source, candidate)?;
-    if candidate.nested_sets.is_empty() && candidate.nested_skipped.is_empty() && undone.is_empty()
+    if candidate.nested_found.captured.is_empty()
+        && candidate.nested_found.skipped.is_empty()
+        && undone.is_empty()
     {
         return Ok(());
     }
@@ -62,7 +64,7 @@ pub(crate) fn land_nested(
         out.outcome,
         Outcome::Applied | Outcome::Idempotent | Outcome::Empty
     );
-    for captured in &candidate.nested_sets {
+    for captured in &candidate.nested_found.captured {
         let mut result = new_result(captured);
         if out.outcome == Outcome::Planned || (opts.no_apply && root_landed) {
             result.outcome = NestedOutcome::Planned;
@@ -78,7 +80,7 @@ pub(crate) fn land_nested(
         }
         out.nested.push(result);
     }
-    report_skipped(&candidate.nested_skipped, root_landed, out);
+    report_skipped(&candidate.nested_found.skipped, root_landed, out);
     if root_landed && out.outcome != Outcome::Planned {
         out.nested.extend(undone);
     }
@@ -114,7 +116,8 @@ fn undone_steps(
     let mut undone = Vec::new();
     for path in stepped {
         let captured = candidate
-            .nested_sets
+            .nested_found
+            .captured
             .iter()
             .any(|c| c.set.path_exact == path);
         let target = path.under(source);

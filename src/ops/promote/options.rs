@@ -79,14 +79,11 @@ pub(crate) struct Candidate {
     pub(crate) previous: Option<Previous>,
     /// The isolation's HEAD at the snapshot, for the step's record.
     pub(crate) isolation_head: Option<CommitId>,
-    /// The nested change sets (submodules and nested repositories), landed after the root;
+    /// The nested change sets (submodules and nested repositories), landed after the root,
+    /// those that could not be captured, and where the isolation's submodules keep their
+    /// objects (a gitlink bump copies its commits from there into the source's submodule);
     /// none for a document, which carries the root only.
-    pub(crate) nested_sets: Vec<crate::services::nested::Captured>,
-    /// Where the isolation's submodules keep their objects: a gitlink bump copies its
-    /// commits from there into the source's submodule.
-    pub(crate) submodule_objects: Vec<(crate::base::paths::RepoPath, std::path::PathBuf)>,
-    /// Nested repositories that could not be captured, and why.
-    pub(crate) nested_skipped: Vec<crate::services::nested::Skipped>,
+    pub(crate) nested_found: crate::services::nested::Nested,
     /// A session's snapshot of its isolation (with the gitlinks it recorded).
     pub(crate) snapshot: Option<crate::model::snapshot::Snapshot>,
     /// A nested change set's path: its steps are its own.
@@ -117,9 +114,7 @@ impl Candidate {
             nested: Vec::new(),
             previous: None,
             isolation_head: None,
-            nested_sets: Vec::new(),
-            submodule_objects: Vec::new(),
-            nested_skipped: Vec::new(),
+            nested_found: crate::services::nested::Nested::default(),
             snapshot: None,
             nested_path: None,
             alternate_objects: None,
@@ -273,9 +268,7 @@ impl Candidate {
             session: Some(session),
             nested: snap.nested.clone(),
             snapshot: Some(snap),
-            nested_skipped: nested.skipped,
-            nested_sets: nested.captured,
-            submodule_objects: nested.objects,
+            nested_found: nested,
             previous,
             made_from_trees: true,
             ..Candidate::of_trees(patch, Some(from), Some(result_tree))
@@ -307,16 +300,6 @@ impl Candidate {
             candidate.source_head = head.ok();
             Ok(candidate)
         })
-    }
-
-    /// The nested change sets, taken out (branch mode commits them after the root replay).
-    pub(crate) fn take_nested(&mut self) -> crate::services::nested::Nested {
-        crate::services::nested::Nested {
-            captured: std::mem::take(&mut self.nested_sets),
-            skipped: std::mem::take(&mut self.nested_skipped),
-            objects: std::mem::take(&mut self.submodule_objects),
-            covered: Vec::new(),
-        }
     }
 
     /// Nothing new since the session's last promoted step: a replay of that step, reported

@@ -146,7 +146,7 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
         out.warnings
             .push(PromoteWarning::NestedOnItsOwn { path }.into());
     }
-    for skip in &candidate.nested_skipped {
+    for skip in &candidate.nested_found.skipped {
         let (path, why) = (skip.path.to_string(), skip.why.clone());
         out.warnings
             .push(PromoteWarning::NestedNotCaptured { path, why }.into());
@@ -241,12 +241,8 @@ pub(crate) fn report_conflict(check: Check, head: Option<CommitId>, out: &mut Pr
 
 /// The checkout the change set lands in: the session's source, or the located one.
 fn source_of(ctx: &Context, located: &Located, candidate: &Candidate) -> Repo {
-    let toplevel = candidate
-        .session
-        .as_ref()
-        .map(|s| s.source.clone())
-        .unwrap_or_else(|| located.repo.toplevel.clone());
-    Repo::new(&ctx.git, toplevel, located.repo.common_dir.clone())
+    let toplevel = (candidate.session.as_ref()).map_or(&located.repo.toplevel, |s| &s.source);
+    Repo::new(&ctx.git, toplevel.clone(), located.repo.common_dir.clone())
 }
 
 /// Decides whether the patch can land, and plans every touched path's images if it can.
