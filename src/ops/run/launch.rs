@@ -17,7 +17,8 @@ use crate::context::Context;
 use crate::model::snapshot::Snapshot;
 use crate::ops::run::plan::{Planned, output_target};
 use crate::ops::run::request::RunOptions;
-use crate::ops::run::target::{Claimed, RunTarget};
+use crate::ops::run::target::Claimed;
+use crate::services::evidence::Target;
 use crate::services::nested::Nested;
 use crate::services::network::{Allowlist, NetworkPlan, NetworkService};
 
@@ -134,7 +135,7 @@ fn before_command(
     spec: &mut Option<SandboxSpec>,
     throwaway: Option<&Path>,
 ) -> Result<Before> {
-    let RunTarget { located, isolation } = claimed.run_target();
+    let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
     let ids = (claimed.session_id(), claimed.run_id());
     use crate::recovery::run_layer::{Writes, prepare};
     let writes = match throwaway {
@@ -165,7 +166,7 @@ impl Before {
     pub(crate) fn after<T>(
         self,
         ctx: &Context,
-        at: RunTarget<'_>,
+        at: &Target,
         executed: Result<T>,
     ) -> Result<(Before, T)> {
         match executed {
@@ -182,13 +183,12 @@ impl Before {
 
     /// Once the command has ended: the run's layer, if it has one, merged into the tree (its
     /// base and result read around the merge, or else the base only).
-    fn merge(self, ctx: &Context, at: RunTarget<'_>) -> Result<Before> {
-        let RunTarget { located, isolation } = at;
+    fn merge(self, ctx: &Context, at: &Target) -> Result<Before> {
         let Before::Layer(layer) = self else {
             return Ok(self);
         };
         use crate::recovery::run_layer::{Finished, finish};
-        Ok(match finish(&ctx.git, located, isolation, layer)? {
+        Ok(match finish(&ctx.git, &at.located, &at.isolation, layer)? {
             Finished::Fast { base, result } => Before::Merged { base, result },
             Finished::Full { base } => Before::Snapshot(base),
             Finished::Dropped { tree, wrote } => Before::Dropped { tree, wrote },
@@ -205,8 +205,7 @@ impl Before {
 
     /// The run's base tree, its result's snapshot and nested change sets: on the full path, a
     /// snapshot of the whole isolation now.
-    pub(crate) fn result(self, ctx: &Context, at: RunTarget<'_>) -> Result<RunResult> {
-        let RunTarget { located, isolation } = at;
+    pub(crate) fn result(self, ctx: &Context, at: &Target) -> Result<RunResult> {
         let (base, result, nested) = match self {
             Before::Merged { base, result } => (base, result, Nested::default()),
             Before::Dropped { tree, .. } => {
@@ -214,7 +213,7 @@ impl Before {
             }
             Before::Snapshot(base) => {
                 let (result, nested) =
-                    crate::services::evidence::snapshot_all(ctx, located, isolation)?;
+                    crate::services::evidence::snapshot_all(ctx, &at.located, &at.isolation)?;
                 (base, result, nested)
             }
             Before::Layer(_) => return Err(Error::internal("the run's layer was never merged")),
@@ -250,7 +249,7 @@ fn attach_layers(
     let Some(spec) = spec else {
         return Ok(GitState::default());
     };
-    let RunTarget { located, isolation } = claimed.run_target();
+    let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
     let session_id = claimed.session_id();
     let mut state = GitState {
         head_before: crate::recovery::session_git::read_head(&isolation.admin),

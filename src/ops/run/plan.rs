@@ -12,7 +12,7 @@ use crate::base::sandbox::{NetworkAccess, SandboxSpec, TerminalSpec};
 use crate::context::Context;
 use crate::git::REPO_SELECTING_VARS;
 use crate::ops::run::request::RunOptions;
-use crate::ops::run::sandbox::{CommandPlace, Granted, sandbox_for};
+use crate::ops::run::sandbox::{Granted, sandbox_for};
 use crate::ops::run::target::Claimed;
 use crate::services::network::{Allowlist, NetworkPlan, NetworkReport, PublishRequest};
 use crate::store::state::{LiveRunFile, RunSandbox};
@@ -41,13 +41,6 @@ pub(crate) struct Planned {
     pub claimed: Claimed,
 }
 
-/// The `--allow-host` entries and `--publish` requests, parsed.
-#[derive(Default)]
-struct NetworkAsk {
-    allow: Allowlist,
-    publish: Vec<PublishRequest>,
-}
-
 /// The run's network: what serves it, what it reports, and the file `show` reads.
 struct Network {
     plan: NetworkPlan,
@@ -64,19 +57,14 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
             "no command given: a3s-iso run -- CMD [ARGS...]",
         ));
     }
-    let asked = network_request(opts)?;
+    let (allow, publish) = network_request(opts)?;
     let claimed = Claimed::take(ctx, opts)?;
     let workdir = claimed.counterpart(ctx);
-    let mut settings = settings_of(opts, !asked.allow.is_empty())?;
+    let mut settings = settings_of(opts, !allow.is_empty())?;
     let granted = Granted::prepare(opts, &mut settings, &claimed)?;
-    let network = network_for(opts, &settings, &claimed, asked)?;
+    let network = network_for(opts, &settings, &claimed, (allow, &publish))?;
     let terminal = terminal_for(opts);
-    let place = CommandPlace {
-        workdir: &workdir,
-        granted: &granted,
-        terminal,
-    };
-    let spec = sandbox_for(opts, &settings, &claimed, place)?;
+    let spec = sandbox_for(opts, &settings, &claimed, (&workdir, &granted), terminal)?;
     let extra_env = sandboxed_env(spec.as_ref(), &claimed, &granted);
     let env = command_env(opts, &claimed, &workdir, extra_env, &settings);
     settings.env_passed = env.passed.clone();
@@ -96,9 +84,9 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
 
 /// The `--allow-host` entries and `--publish` requests, parsed (an invalid one is
 /// `invalid_input`); both need the sandbox's own network namespace.
-fn network_request(opts: &RunOptions) -> Result<NetworkAsk> {
+fn network_request(opts: &RunOptions) -> Result<(Allowlist, Vec<PublishRequest>)> {
     let Some(request) = &opts.sandbox else {
-        return Ok(NetworkAsk::default());
+        return Ok((Allowlist::default(), Vec::new()));
     };
     if request.allow_network && !(request.allow_hosts.is_empty() && request.publish.is_empty()) {
         return Err(Error::usage(
@@ -111,7 +99,7 @@ fn network_request(opts: &RunOptions) -> Result<NetworkAsk> {
         .iter()
         .map(|p| PublishRequest::parse(p))
         .collect::<Result<_>>()?;
-    Ok(NetworkAsk { allow, publish })
+    Ok((allow, publish))
 }
 
 /// The sandbox settings the caller asked for (`allowlist`: a proxy serves allowed hosts), the
@@ -167,9 +155,9 @@ fn network_for(
     opts: &RunOptions,
     settings: &RunSandbox,
     claimed: &Claimed,
-    asked: NetworkAsk,
+    (allow, publish): (Allowlist, &[PublishRequest]),
 ) -> Result<Network> {
-    let plan = NetworkPlan::bind(asked.allow, &asked.publish)?;
+    let plan = NetworkPlan::bind(allow, publish)?;
     let planned = NetworkReport::planned(settings.network, plan.allow.report(), plan.published());
     let (store, session_id) = (&claimed.target.located.store, claimed.session_id());
     let live = LiveRunFile::write(store, session_id, claimed.run_id(), &planned.published)?;

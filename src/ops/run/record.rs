@@ -19,9 +19,9 @@ use crate::ops::run::launch::{GitState, RunResult, Staged};
 use crate::ops::run::plan::{Planned, command_path};
 use crate::ops::run::request::RunOptions;
 use crate::ops::run::supervise::Exited;
-use crate::ops::run::target::{Claimed, RunTarget};
+use crate::ops::run::target::Claimed;
 use crate::recovery::session_git;
-use crate::services::evidence::{Evidence, record_evidence};
+use crate::services::evidence::{Evidence, Target, record_evidence};
 use crate::services::hidden_paths::HiddenPath;
 use crate::services::network::NetworkReport;
 use crate::store::state::Ran;
@@ -96,7 +96,7 @@ pub(crate) fn record(
     staged: Staged,
     exited: Result<Exited>,
 ) -> Result<RunOutcome> {
-    let (at, target) = (planned.claimed.run_target(), &planned.claimed.target);
+    let at = &planned.claimed.target;
     let (before, exited) = staged.before.after(ctx, at, exited)?;
     let git = planned.spec.is_some().then_some(staged.git);
     let mut warnings = after_command(ctx, planned, git)?;
@@ -114,9 +114,9 @@ pub(crate) fn record(
         state: ended.state(),
         base_tree: &result.base_tree,
         result_tree: &TreeId::new(&result.result.tree)?,
-        release_identity: &target.identity,
+        release_identity: &at.identity,
     };
-    let (change_set, recorded) = record_run(ctx, at.located, &evidence, &result)?;
+    let (change_set, recorded) = record_run(ctx, &at.located, &evidence, &result)?;
     warnings.extend(recorded);
     warnings.extend(neutralize(ctx, at, &result));
     let exit = ended.exit(&ran, &planned.settings, &network);
@@ -171,7 +171,7 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
 /// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
 /// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
 fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<Warning>> {
-    let RunTarget { located, isolation } = claimed.run_target();
+    let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
     let session_id = claimed.session_id();
     let mut warnings = claimed.quarantine.migrate(&ctx.git, &located.repo)?.1;
     warnings.extend(git.warnings);
@@ -235,10 +235,10 @@ fn record_run(
 /// Leaves nothing the run wrote that would make your own git execute code in the isolation
 /// (`neutralize`): the admin dir's `config.worktree`, and the config and hooks of every nested
 /// repository and submodule the snapshot found. Returns its warnings.
-fn neutralize(ctx: &Context, at: RunTarget<'_>, result: &RunResult) -> Vec<Warning> {
+fn neutralize(ctx: &Context, at: &Target, result: &RunResult) -> Vec<Warning> {
     use crate::base::paths::RepoPath;
     let (snap, nested) = (&result.result, &result.nested);
-    let RunTarget { located, isolation } = at;
+    let (located, isolation) = (&at.located, &at.isolation);
     let mut paths: Vec<RepoPath> = snap.gitlinks.clone();
     paths.extend(nested.covered.iter().cloned());
     paths.extend(nested.skipped.iter().map(|s| s.path.clone()));

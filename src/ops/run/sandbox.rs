@@ -9,52 +9,32 @@ use crate::base::invalid::Invalid;
 use crate::base::sandbox::{self, NetworkAccess, SandboxSpec, TerminalSpec};
 use crate::base::warning::Warning;
 use crate::ops::run::request::RunOptions;
-use crate::ops::run::target::{Claimed, RunTarget};
+use crate::ops::run::target::Claimed;
 use crate::services::caches;
 use crate::services::network::PROXY_PORT;
 use crate::services::profile::Profile;
 use crate::services::profile_review;
 use crate::store::state::RunSandbox;
 
-/// Where and how the command starts, as its sandbox needs it.
-#[derive(Clone, Copy)]
-pub(crate) struct CommandPlace<'a> {
-    /// Its working directory, inside the isolation.
-    pub workdir: &'a Path,
-    /// What it may write beyond its directories.
-    pub granted: &'a Granted,
-    /// The terminal it gets.
-    pub terminal: TerminalSpec,
-}
-
-/// The logins a run must not see (relative to the home directory), and the running
-/// profile's mounted copies, where one may be seen too.
-struct Logins<'a> {
-    others: Vec<PathBuf>,
-    mounted: &'a [sandbox::MountedDir],
-}
-
 /// The sandbox a run gets under `settings` (`None` with `--no-sandbox`), checked against this
 /// kernel before anything runs. Writable: the isolation, its admin dir, the run's quarantine
 /// object dir and TMPDIR, the device nodes and what the caller allowed; the repository's own
 /// git dir stays readable; the links between the isolation and its repository are frozen.
 /// With `pty`, the command takes its stdin as its controlling terminal in a session of its own.
+/// The command starts in `workdir` (inside the isolation) with `terminal`, and may write what
+/// `granted` grants beyond its directories.
 pub(crate) fn sandbox_for(
     opts: &RunOptions,
     settings: &RunSandbox,
     claimed: &Claimed,
-    place: CommandPlace<'_>,
+    (workdir, granted): (&Path, &Granted),
+    terminal: TerminalSpec,
 ) -> Result<Option<SandboxSpec>> {
     if !settings.enabled {
         return Ok(None);
     }
-    let RunTarget { located, isolation } = claimed.run_target();
+    let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
     let (private_tmp, quarantine) = (claimed.private_tmp.path(), claimed.quarantine.dir());
-    let CommandPlace {
-        workdir,
-        granted,
-        terminal,
-    } = place;
     let deny_network = settings.network != NetworkAccess::Allowed;
     let (allow_write, allow_read) = (&settings.allow_write, &settings.allow_read);
     let mut writable = vec![
@@ -104,7 +84,7 @@ pub(crate) fn sandbox_for(
             home.as_deref(),
             allow_read,
             deny_network,
-            logins(opts, granted),
+            (&logins(opts), &granted.mounted),
         ),
         workdir: workdir.to_path_buf(),
         terminal,
@@ -144,7 +124,8 @@ impl Granted {
         settings: &mut RunSandbox,
         claimed: &Claimed,
     ) -> Result<Granted> {
-        let (run_id, RunTarget { located, isolation }) = (claimed.run_id(), claimed.run_target());
+        let run_id = claimed.run_id();
+        let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
         let (private_tmp, quarantine) = (claimed.private_tmp.path(), claimed.quarantine.dir());
         let profile = opts.sandbox.as_ref().and_then(|s| s.profile.as_ref());
         let private = sandbox::private_dirs(settings.network == NetworkAccess::Denied);
@@ -218,8 +199,8 @@ fn cache_plan(opts: &RunOptions, settings: &RunSandbox) -> Result<caches::CacheP
 }
 
 /// The logins a run must not see (relative to the home directory: every profile's but the
-/// running one's) and the running profile's mounted copies, where one may be seen too.
-fn logins<'a>(opts: &RunOptions, granted: &'a Granted) -> Logins<'a> {
+/// running one's).
+fn logins(opts: &RunOptions) -> Vec<PathBuf> {
     let request = opts.sandbox.as_ref();
     let own: Vec<PathBuf> = request
         .and_then(|s| s.profile.as_ref())
@@ -232,20 +213,18 @@ fn logins<'a>(opts: &RunOptions, granted: &'a Granted) -> Logins<'a> {
     let mut others: Vec<PathBuf> = known.chain(declared).filter(|l| !own.contains(l)).collect();
     others.sort();
     others.dedup();
-    Logins {
-        others,
-        mounted: &granted.mounted,
-    }
+    others
 }
 
 /// The secrets to cover (the agents' logins but the running profile's, and every profile's
 /// kept copies), and with the network denied the caller's ssh agent socket (it may live
-/// outside the private directories).
+/// outside the private directories). `others`: the logins the run must not see; `mounted`: the
+/// running profile's mounted copies, where one may be seen too.
 fn hidden_paths(
     home: Option<&Path>,
     allow_read: &[PathBuf],
     deny_network: bool,
-    Logins { others, mounted }: Logins<'_>,
+    (others, mounted): (&[PathBuf], &[sandbox::MountedDir]),
 ) -> Vec<PathBuf> {
     let mut hidden = Vec::new();
     if let Some(home) = home {

@@ -98,10 +98,7 @@ pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Re
         started_at_ms,
     } = started;
     let sandboxed = planned.spec.is_some();
-    let watched = Watched {
-        channel: channel.as_mut(),
-        terminal: terminal.as_ref(),
-    };
+    let watched = (channel.as_mut(), terminal.as_ref());
     let ended = supervise(child, opts.timeout, &signals, sandboxed, watched);
     if let Some(terminal) = terminal {
         terminal.finish();
@@ -157,13 +154,6 @@ fn ran_of(opts: &RunOptions, planned: &Planned, started_at_ms: u64) -> Ran {
     }
 }
 
-/// What [`supervise`] watches besides the command's process: the sandbox helper's channel and
-/// the command's terminal.
-struct Watched<'a> {
-    channel: Option<&'a mut StatusChannel>,
-    terminal: Option<&'a CommandTerminal>,
-}
-
 /// How long each look at the command waits.
 const TICK: Duration = Duration::from_millis(20);
 
@@ -202,16 +192,14 @@ fn look(
 /// Waits for the command. Signals a3s-iso receives go on to its process group (and, with a
 /// pty, to the foreground group of the command's terminal); at the timeout it gets SIGTERM,
 /// then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed once it has
-/// ended, so nothing it started outlives the run.
+/// ended, so nothing it started outlives the run. Besides the command's process it watches the
+/// sandbox helper's channel and the command's terminal.
 fn supervise(
     mut child: Child,
     timeout: Option<Duration>,
     signals: &Signals,
     sandboxed: bool,
-    Watched {
-        mut channel,
-        terminal,
-    }: Watched<'_>,
+    (mut channel, terminal): (Option<&mut StatusChannel>, Option<&CommandTerminal>),
 ) -> Result<Ended> {
     let group = rustix::process::Pid::from_raw(child.id() as i32)
         .ok_or_else(|| Error::internal("a child without a pid"))?;

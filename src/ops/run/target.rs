@@ -6,19 +6,11 @@ use std::path::{Path, PathBuf};
 
 use crate::base::error::{Busy, Error, Held, IoContext, Result};
 use crate::base::ids::{RunId, SessionId};
-use crate::context::{Context, Located};
-use crate::model::isolation::Isolation;
+use crate::context::Context;
 use crate::ops::run::quarantine::Quarantine;
 use crate::ops::run::request::RunOptions;
 use crate::services::evidence::Target;
 use crate::store::lock::FileLock;
-
-/// The repository a run is in and the isolation it runs in.
-#[derive(Clone, Copy)]
-pub(crate) struct RunTarget<'a> {
-    pub located: &'a Located,
-    pub isolation: &'a Isolation,
-}
 
 /// A run's place, claimed (its fields drop in this order: the lease after the directories).
 pub(crate) struct Claimed {
@@ -56,14 +48,6 @@ impl Claimed {
             _lease: lease,
             target,
         })
-    }
-
-    /// The repository and the isolation.
-    pub(crate) fn run_target(&self) -> RunTarget<'_> {
-        RunTarget {
-            located: &self.target.located,
-            isolation: &self.target.isolation,
-        }
     }
 
     pub(crate) fn session_id(&self) -> &SessionId {
