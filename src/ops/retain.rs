@@ -46,24 +46,16 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
         .store
         .load_session(&session.session_id)?
         .unwrap_or(session);
-    let retainable = retainable(record)?;
-    if retainable.record.state == SessionState::Retained {
-        return change_reason(ctx, &located, retainable.record, retainable.tree, reason);
+    let (record, tree, admin) = retainable(record)?;
+    if record.state == SessionState::Retained {
+        return change_reason(ctx, &located, record, tree, reason);
     }
-    move_aside(&lock, ctx, &located, retainable, reason)
-}
-
-/// A session with a healthy isolation to retain: its record, the isolation's path and its
-/// admin dir.
-struct Retainable {
-    record: SessionRecord,
-    tree: PathBuf,
-    admin: PathBuf,
+    move_aside(&lock, ctx, &located, (record, tree, admin), reason)
 }
 
 /// The session with its isolation's path and admin dir, when it has a healthy isolation to
 /// retain.
-fn retainable(record: SessionRecord) -> Result<Retainable> {
+fn retainable(record: SessionRecord) -> Result<(SessionRecord, PathBuf, PathBuf)> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
             session_id: record.session_id.to_string(),
@@ -78,11 +70,7 @@ fn retainable(record: SessionRecord) -> Result<Retainable> {
         });
     }
     match (record.worktree.clone(), record.admin_dir.clone()) {
-        (Some(tree), Some(admin)) => Ok(Retainable {
-            record,
-            tree,
-            admin,
-        }),
+        (Some(tree), Some(admin)) => Ok((record, tree, admin)),
         _ => Err(Error::internal("a healthy isolation without paths")),
     }
 }
@@ -116,14 +104,9 @@ fn move_aside(
     held: &RepoLock,
     ctx: &Context,
     located: &Located,
-    retainable: Retainable,
+    (record, old, admin): (SessionRecord, PathBuf, PathBuf),
     reason: &str,
 ) -> Result<RetainOutcome> {
-    let Retainable {
-        record,
-        tree: old,
-        admin,
-    } = retainable;
     let now = now_ms();
     let new = crate::base::names::retained_path(&old, now);
     if std::fs::symlink_metadata(&new).is_ok() {
