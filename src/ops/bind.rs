@@ -344,9 +344,7 @@ impl WipPlan {
             worktree: None,
             admin_dir: None,
             bound_revision: bound_revision.to_string(),
-            base_tree: carried
-                .map(|c| c.worktree_tree.clone())
-                .unwrap_or(head_tree),
+            base_tree: carried.map_or(head_tree, |c| c.worktree_tree.clone()),
             read_only: opts.read_only,
             carried_wip: carried.is_some(),
             carried_index_tree: carried.map(|c| c.index_tree.clone()),
