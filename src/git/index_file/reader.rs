@@ -214,11 +214,23 @@ pub(crate) fn trailer(bytes: &[u8], hash_len: usize) -> Vec<u8> {
     }
 }
 
-/// The raw id git gives an object of `kind` holding `content`, hashed as [`trailer`] hashes.
+/// The raw id git gives an object of `kind` holding `content`, hashed as [`trailer`] hashes
+/// (the header then the content, never copied together: a blob may be a large file).
 pub(crate) fn object_id(kind: &str, content: &[u8], hash_len: usize) -> Vec<u8> {
-    let mut object = format!("{kind} {}\0", content.len()).into_bytes();
-    object.extend_from_slice(content);
-    trailer(&object, hash_len)
+    use sha2::Digest;
+    let header = format!("{kind} {}\0", content.len());
+    match hash_len {
+        32 => sha2::Sha256::new()
+            .chain_update(header)
+            .chain_update(content)
+            .finalize()
+            .to_vec(),
+        _ => sha1::Sha1::new()
+            .chain_update(header)
+            .chain_update(content)
+            .finalize()
+            .to_vec(),
+    }
 }
 
 /// The path of `name` in the directory `dir` (`""`: the root).
