@@ -67,12 +67,6 @@ macro_rules! string_id {
             }
         }
 
-        impl PartialEq<$name> for str {
-            fn eq(&self, other: &$name) -> bool {
-                self == other.0
-            }
-        }
-
         impl PartialEq<$name> for String {
             fn eq(&self, other: &$name) -> bool {
                 *self == other.0
