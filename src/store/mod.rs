@@ -5,7 +5,7 @@
 //! registry, leases), where each lives (`layout`), the repository lock, and what dead
 //! processes left in its scratch dir.
 
-pub(crate) mod layout;
+pub mod layout;
 pub mod lock;
 pub mod network_report;
 pub mod scratch;

@@ -58,7 +58,7 @@ impl Artifacts {
             }
             (None, _) => {
                 let state = located.store.dir();
-                let rel = Path::new(StateDir::Artifacts.name())
+                let rel = Path::new(StateDir::Artifacts.as_str())
                     .join(patch.digest.trim_start_matches("sha256:"));
                 std::fs::create_dir_all(state)
                     .ctx(|| format!("cannot create {}", state.display()))?;
