@@ -1,10 +1,5 @@
 //! The bottom layer: errors and their codes, ids, paths, file-system and process primitives.
 //! May call: no other folder of the library; every folder may call it.
-//!
-//! The bottom layer, which every other may use: errors and their codes, ids, paths, the
-//! file-system primitives (writes beneath a directory handle, by rename), process ownership,
-//! signals, fault points for tests, and the sandbox's kernel mechanisms. Nothing here knows
-//! git or the state store.
 
 pub mod argv;
 pub(crate) mod beneath;

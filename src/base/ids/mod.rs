@@ -1,8 +1,5 @@
 //! Identifiers: the typed ids, the check and making of session and run ids, digests.
 //! May call: the rest of base only.
-//!
-//! Identifiers: the typed ids (`TreeId`, `CommitId`, `Digest`, `SessionId`, `RunId`), the
-//! check and generation of session and run ids, and digests as users give them.
 
 use crate::base::error::{Error, Result};
 
