@@ -1,10 +1,8 @@
 //! The `run` sandbox as a3s-iso uses it: its failures as errors, what a run reports.
 //! May call: the rest of base, and the `a3s-iso-sandbox` crate.
 //!
-//! The `run` sandbox as a3s-iso uses it. The sandbox itself (namespaces, mounts, Landlock,
-//! seccomp, terminals and all the `unsafe` they take) is the `a3s-iso-sandbox` crate, which
-//! knows nothing of a3s-iso; here are its failures as a3s-iso's errors, and what a run reports
-//! of it ([`SandboxReport`]), and the directories it empties ([`private_dirs`]).
+//! The sandbox itself (namespaces, mounts, Landlock, seccomp, terminals and all the `unsafe`
+//! they take) is the `a3s-iso-sandbox` crate, which knows nothing of a3s-iso.
 
 mod report;
 
@@ -32,10 +30,7 @@ pub fn probe(spec: &SandboxSpec) -> Result<()> {
 pub fn spawn_failure(program: &std::ffi::OsStr, err: &std::io::Error) -> Option<Error> {
     let failure = a3s_iso_sandbox::spawn_failure(program, err)?;
     Some(match failure.code {
-        HelperCode::CommandNotFound => Error::CommandNotFound {
-            program: failure.program,
-            hidden: Vec::new(),
-        },
+        HelperCode::CommandNotFound => failure_error(failure),
         _ => Error::CommandNotExecutable {
             program: failure.program,
             reason: failure.message,

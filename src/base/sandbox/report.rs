@@ -27,8 +27,7 @@ crate::base::wire::wire_enum! {
     /// Which cache a preset's package manager gets (`run --cache`, `run.cache`).
     #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
     pub enum CacheMode {
-        /// a3s-iso's own cache of the tool, shared by every run of this user that allows the
-        /// preset: `<data>/caches/TOOL`.
+        /// a3s-iso's own cache of the tool, shared by this user's runs: `<data>/caches/TOOL`.
         #[default]
         Private = "private",
         /// The user's own cache of the tool (`~/.npm`, `~/.cache/pip`, `~/.cargo/registry`),
@@ -54,7 +53,7 @@ pub struct CacheReport {
 }
 
 /// Whether a run's command could reach the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NetworkAccess {
     /// Its own network namespace: loopback only.
@@ -62,26 +61,27 @@ pub enum NetworkAccess {
     /// Its own network namespace: loopback, and through a3s-iso's proxy the allowed hosts.
     Allowlist,
     /// The host's network.
+    #[default]
     Allowed,
 }
 
 /// Whether a run's command could write outside its allowed paths.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FilesystemAccess {
     /// Writes only to the writable paths.
     Confined,
     /// Writes wherever the user may write.
+    #[default]
     Unconfined,
 }
 
 /// Which protections were in force for a run (`sandbox` in `a3s-iso.run.v1`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SandboxReport {
     /// Whether the command ran sandboxed at all.
     pub enabled: bool,
-    /// `denied` (own network namespace, loopback only), `allowlist` (the same, and the
-    /// allowed hosts through a3s-iso's proxy) or `allowed`.
+    /// `denied` (loopback only), `allowlist` (and a3s-iso's proxy) or `allowed`.
     pub network: NetworkAccess,
     /// `confined` (writes only to `writable`) or `unconfined`.
     pub filesystem: FilesystemAccess,
@@ -118,23 +118,7 @@ pub struct SandboxReport {
 impl SandboxReport {
     /// The report of an unsandboxed run (`--no-sandbox`).
     pub fn disabled() -> SandboxReport {
-        SandboxReport {
-            enabled: false,
-            network: NetworkAccess::Allowed,
-            filesystem: FilesystemAccess::Unconfined,
-            writable: Vec::new(),
-            allow_write: Vec::new(),
-            allow_read: Vec::new(),
-            mounts: false,
-            pid: false,
-            seccomp: false,
-            secrets_hidden: Vec::new(),
-            landlock_abi: None,
-            env_passed: Vec::new(),
-            env_dropped: Vec::new(),
-            profile: None,
-            caches: Vec::new(),
-        }
+        SandboxReport::default()
     }
 
     /// The report of a run under `spec`, on this kernel.
