@@ -26,17 +26,7 @@ use rustix::io::Errno;
 
 mod remove;
 
-/// What a file written by rename is synced for before the call returns.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Synced {
-    /// Nothing: a reader sees the old file or the new one, until a crash of the machine.
-    Nothing,
-    /// Its contents and its directory: after a crash, the new file.
-    ContentsAndName,
-}
-
-/// A directory opened without following a link, and the path it was reached by (for
-/// messages, and for the git commands that are given paths).
+/// A directory opened without following a link, and the path it was reached by (for messages, git).
 #[derive(Debug)]
 pub(crate) struct Dir {
     fd: OwnedFd,
@@ -65,8 +55,7 @@ pub(crate) struct Entry {
     pub(crate) kind: Kind,
 }
 
-/// Whether an error says a symbolic link (or something that is not a directory) stood where
-/// a directory was to be passed through.
+/// Whether an error says a link (or a non-directory) stood where a directory was passed through.
 pub(crate) fn is_link(err: &io::Error) -> bool {
     err.raw_os_error() == Some(Errno::LOOP.raw_os_error())
 }
@@ -102,20 +91,16 @@ static NO_OPENAT2: AtomicBool = AtomicBool::new(false);
 
 /// The relative path's components, each a plain name (no `..`, no root, nothing empty).
 fn names(rel: &Path) -> io::Result<Vec<&OsStr>> {
-    let mut out = Vec::new();
-    for component in rel.components() {
-        match component {
-            Component::Normal(name) => out.push(name),
-            Component::CurDir => {}
-            _ => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    format!("{} is not a path beneath a directory", rel.display()),
-                ));
-            }
-        }
-    }
-    Ok(out)
+    rel.components()
+        .filter(|component| *component != Component::CurDir)
+        .map(|component| match component {
+            Component::Normal(name) => Ok(name),
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a path beneath a directory", rel.display()),
+            )),
+        })
+        .collect()
 }
 
 /// Opens `rel` beneath `dir` with `flags`, following no link on the way or at the end.
@@ -281,8 +266,7 @@ impl Dir {
         Ok((Some(self.dir(parent)?), name))
     }
 
-    /// What is at `rel` (`lstat`: a link is reported, not followed); `None` when nothing is.
-    /// A link on the way to it is an error.
+    /// What is at `rel` (`lstat`), `None` when nothing is; a link on the way is an error.
     pub(crate) fn kind(&self, rel: &Path) -> io::Result<Option<Kind>> {
         let Some((parent, name)) = if_any(self.parent(rel))? else {
             return Ok(None);
@@ -323,8 +307,7 @@ impl Dir {
         Ok(out)
     }
 
-    /// Opens the regular file at `rel` for reading (never a link, never waited on if it is
-    /// a FIFO).
+    /// Opens the regular file at `rel` for reading (never a link; a FIFO is not waited on).
     pub(crate) fn open_file(&self, rel: &Path) -> io::Result<File> {
         let path = self.path.join(rel);
         let fd = open_at(
@@ -355,8 +338,7 @@ impl Dir {
         Ok(bytes)
     }
 
-    /// The small regular file `rel` (`None` when there is none): a symbolic link there is
-    /// refused, not followed (its target could be anywhere), and so is any other kind.
+    /// The small regular file `rel`, `None` if absent; a link (to anywhere) or non-file is refused.
     pub(crate) fn read_small_file(&self, rel: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
         match self.kind(rel)? {
             None => Ok(None),
@@ -368,8 +350,7 @@ impl Dir {
         }
     }
 
-    /// Creates the file `rel` (which must not exist) for writing, with `mode` (before the
-    /// umask).
+    /// Creates the new file `rel` for writing, with `mode` (before the umask).
     pub(crate) fn create_new(&self, rel: &Path, mode: u32) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
         let path = self.path.join(rel);
@@ -378,8 +359,7 @@ impl Dir {
             .map_err(|e| with_path(e, &path))
     }
 
-    /// Opens the regular file `rel` for appending, made with `mode` (before the umask) when
-    /// it is not there; a link there is refused, never followed.
+    /// Opens the regular file `rel` for appending, made with `mode` if absent; a link is refused.
     pub(crate) fn append(&self, rel: &Path, mode: u32) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NONBLOCK;
         let path = self.path.join(rel);
@@ -389,11 +369,9 @@ impl Dir {
         regular(file, &path)
     }
 
-    /// Replaces whatever file is at `rel` (a link there is replaced, never followed) with
-    /// `bytes`, atomically and durably: a temporary file beside it, synced, then renamed over
-    /// it, and the directory synced.
+    /// Replaces what is at `rel` (a link is not followed) with `bytes`, atomically and durably.
     pub(crate) fn replace(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.via_temp(rel, Synced::ContentsAndName, |file| file.write_all(bytes))
+        self.via_temp(rel, true, |file| file.write_all(bytes))
     }
 
     /// Like [`Dir::replace`], the new file written by `fill`.
@@ -402,30 +380,29 @@ impl Dir {
         rel: &Path,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.via_temp(rel, Synced::ContentsAndName, fill)
+        self.via_temp(rel, true, fill)
     }
 
-    /// Like [`Dir::replace_with`] but nothing is synced: a reader sees the old file or the
-    /// new one, never half of one (as git writes the files of an admin dir).
+    /// Like [`Dir::replace_with`], unsynced: a reader sees the old file or the new (as git writes).
     pub(crate) fn put_with(
         &self,
         rel: &Path,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
-        self.via_temp(rel, Synced::Nothing, fill)
+        self.via_temp(rel, false, fill)
     }
 
     /// Like [`Dir::put_with`], the new file holding `bytes`.
     pub(crate) fn put(&self, rel: &Path, bytes: &[u8]) -> io::Result<()> {
-        self.via_temp(rel, Synced::Nothing, |file| file.write_all(bytes))
+        self.via_temp(rel, false, |file| file.write_all(bytes))
     }
 
-    /// A temporary file beside `rel`, written by `fill`, renamed over `rel`, and synced as
-    /// `sync` says.
+    /// A temporary file beside `rel`, written by `fill`, renamed over `rel`; with `durable`,
+    /// its contents and its directory are synced (else a machine's crash may lose it).
     fn via_temp(
         &self,
         rel: &Path,
-        sync: Synced,
+        durable: bool,
         fill: impl FnOnce(&mut File) -> io::Result<()>,
     ) -> io::Result<()> {
         let (parent, name) = self.parent(rel)?;
@@ -437,11 +414,11 @@ impl Dir {
         let result = (|| {
             let mut file = at.create_new(tmp, 0o666)?;
             fill(&mut file)?;
-            if sync == Synced::ContentsAndName {
+            if durable {
                 file.sync_all()?;
             }
             rustix::fs::renameat(at.fd(), tmp, at.fd(), name)?;
-            if sync == Synced::ContentsAndName {
+            if durable {
                 rustix::fs::fsync(at.fd())?;
             }
             Ok(())
@@ -460,8 +437,7 @@ impl Dir {
             .map_err(|e| with_path(e.into(), &self.path.join(rel)))
     }
 
-    /// The directory `rel`, created with its missing parents; an existing component must
-    /// be a real directory.
+    /// The directory `rel`, made with its missing parents; each existing one must be a real one.
     pub(crate) fn create_dirs(&self, rel: &Path) -> io::Result<Dir> {
         let mut dir = Dir {
             fd: rustix::fs::openat(
@@ -482,9 +458,8 @@ impl Dir {
         Ok(dir)
     }
 
-    /// Removes whatever is at `rel`: a directory with everything in it (beneath its own
-    /// handle), anything else as an entry; returns whether something was there. A link on the
-    /// way to `rel` is an error: nothing is removed through it.
+    /// Removes whatever is at `rel` (a directory with everything in it); whether anything was. A
+    /// link on the way is an error: nothing is removed through it.
     pub(crate) fn remove(&self, rel: &Path) -> io::Result<bool> {
         let Some((parent, name)) = if_any(self.parent(rel))? else {
             return Ok(false);
@@ -586,8 +561,7 @@ fn remove_known(dir: BorrowedFd<'_>, name: &OsStr, listed: Option<Kind>) -> io::
     }
 }
 
-/// The directory `name` of `dir` opened to be emptied, never through a link; `None` when it
-/// went meanwhile.
+/// The directory `name` of `dir`, opened to be emptied (never through a link); `None` if gone.
 fn open_to_empty(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<Dir>> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = match rustix::fs::openat(dir, name, flags, Mode::empty()) {
@@ -607,9 +581,8 @@ fn open_to_empty(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<Option<Dir>> {
     }))
 }
 
-/// Removes whatever is at `path` (a directory with everything in it, reached beneath its own
-/// handle; a link as a link); the directories on the way to `path` are a3s-iso's own. Returns
-/// whether something was there.
+/// Removes whatever is at `path` (a directory with everything in it, a link as a link); whether
+/// anything was. The directories on the way to `path` are a3s-iso's own.
 pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
     let (parent, name) = split(path)?;
     let parent = if parent.as_os_str().is_empty() {
@@ -625,14 +598,12 @@ pub(crate) fn remove_path(path: &Path) -> io::Result<bool> {
     remove_at(dir.fd(), name).map_err(|e| with_path(e, path))
 }
 
-/// A suffix no other temp file of this process or another one uses: pid, a per-process counter
-/// and the clock.
+/// A suffix no other temp file of any process uses: pid, a per-process counter and the clock.
 pub(crate) fn unique_suffix() -> String {
     format!("{}-{}", std::process::id(), count_and_clock())
 }
 
-/// `<n>-<nanos>`: the next value of a per-process counter and the clock's nanoseconds (8 hex
-/// digits), what ends every name a process makes to be unique.
+/// `<n>-<nanos>`: a per-process counter and the clock's nanoseconds (8 hex), ending unique names.
 pub(crate) fn count_and_clock() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
