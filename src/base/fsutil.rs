@@ -31,8 +31,7 @@ pub fn utc_parts(ms: u64) -> [u64; 6] {
     [year, month, day, rest / 3600, rest % 3600 / 60, rest % 60]
 }
 
-/// Milliseconds since the epoch as an RFC 3339 time in UTC (`2026-01-02T03:04:05Z`), for
-/// messages.
+/// Milliseconds since the epoch as an RFC 3339 time in UTC (`2026-01-02T03:04:05Z`).
 pub(crate) fn format_utc(ms: u64) -> String {
     let [year, month, day, hour, minute, second] = utc_parts(ms);
     format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}Z")
@@ -53,8 +52,7 @@ fn parent_dir(path: &Path) -> Result<&Path> {
     }
 }
 
-/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename, fsync
-/// of the directory. A reader sees the old content or the new, never half of one.
+/// Writes `bytes` to `path` atomically and durably: a reader sees the old content or the new.
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
@@ -95,9 +93,8 @@ fn via_temp(
     Ok(result)
 }
 
-/// A file's identity and the marks every write leaves on it (device, inode, size, modification
-/// and change times): equal stamps taken apart mean nothing wrote the file between them, nor
-/// replaced it.
+/// A file's identity and the marks every write leaves on it (device, inode, size, times): equal
+/// stamps taken apart mean nothing wrote or replaced the file between them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FileStamp {
     dev: u64,
@@ -185,14 +182,8 @@ pub(crate) fn record_bytes<T: serde::Serialize>(schema: &str, value: &T) -> Resu
 /// Reads a JSON file; `Ok(None)` when it does not exist.
 pub(crate) fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<Option<T>> {
     let bytes = match fs::read(path) {
-        Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(crate::base::error::Error::io(
-                format!("cannot read {}", path.display()),
-                e,
-            ));
-        }
+        read => read.ctx(|| format!("cannot read {}", path.display()))?,
     };
     serde_json::from_slice(&bytes).map(Some).map_err(|e| {
         crate::base::error::Error::io(
@@ -210,11 +201,8 @@ pub(crate) fn is_empty_dir(dir: &Path) -> io::Result<bool> {
 /// Removes a file if present; absence is not an error.
 pub(crate) fn remove_file_if_exists(path: &Path) -> Result<()> {
     match fs::remove_file(path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(crate::base::error::Error::io(
-            format!("cannot remove {}", path.display()),
-            e,
-        )),
-        _ => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        removed => removed.ctx(|| format!("cannot remove {}", path.display())),
     }
 }
 
@@ -264,23 +252,15 @@ pub(crate) fn tree_size(dir: &Path) -> u64 {
 /// `path` (or at its directory) is not followed, a FIFO or device is not waited on, and more
 /// than `limit` bytes is an error, so reading it can neither hang nor grow without bound.
 pub(crate) fn read_small_regular_file(path: &Path, limit: u64) -> io::Result<Vec<u8>> {
-    let (dir, name) = match (path.parent(), path.file_name()) {
-        (Some(dir), Some(name)) => (
-            if dir.as_os_str().is_empty() {
-                Path::new(".")
-            } else {
-                dir
-            },
-            name,
-        ),
-        _ => {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                format!("{} names no file", path.display()),
-            ));
-        }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", path.display()),
+        ));
     };
-    crate::base::beneath::Dir::open(dir)?.read_small(Path::new(name), limit)
+    let dir = Some(dir).filter(|d| !d.as_os_str().is_empty());
+    crate::base::beneath::Dir::open(dir.unwrap_or(Path::new(".")))?
+        .read_small(Path::new(name), limit)
 }
 
 #[cfg(test)]
