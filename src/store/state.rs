@@ -1,6 +1,5 @@
 //! The state store: session records, in-flight claims, and the user-level registry of sources.
-//! Its layout under the state dir is [`crate::store::layout::StateDir`]'s: every path below is built
-//! from it.
+//! Every path below is built from [`crate::store::layout::StateDir`].
 
 use std::path::{Path, PathBuf};
 
@@ -16,8 +15,7 @@ use crate::store::layout::StateDir;
 use crate::store::lock::FileLock;
 
 wire_enum! {
-    /// How a run ended: the `state` of a change-set document, of a run's result and of a session's
-    /// last run. Serialised as `completed`, `failed` or `cancelled`; nothing else is accepted.
+    /// How a run ended: the `state` of a change-set document, a run's result, a session's last run.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub enum RunState {
         /// The command exited 0 (and every `capture`).
@@ -48,14 +46,12 @@ pub enum SessionState {
     Retained,
     /// Discarded: its isolation is gone; its evidence stays unless purged.
     Discarded,
-    /// Swept: a sweep reclaimed its isolation after snapshotting it; `bind --resume` brings
-    /// the work back (see [`SweptInfo`]).
+    /// A sweep reclaimed its isolation after snapshotting it; `bind --resume` brings it back.
     Swept,
 }
 
 impl SessionState {
-    /// Whether a session in this state has an isolation tree where its record says (bound or
-    /// retained; a read-only one has none at all).
+    /// Whether a session in this state has its tree where its record says (if not read-only).
     pub fn has_tree(self) -> bool {
         matches!(self, SessionState::Bound | SessionState::Retained)
     }
@@ -155,19 +151,17 @@ pub struct SessionRecord {
     /// Set when a rebase moved the session onto a new base (`bound_revision`, `base_tree`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rebased: Option<Rebased>,
-    /// Set when a tool made the session rather than a person's or a harness's `bind`: a
-    /// Claude Code hook, with the process it made it for. A record without it (every record
-    /// older than the field too) is no hook's.
+    /// Set when a tool (a Claude Code hook) made the session, with the process it made it for;
+    /// a record without it is no hook's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_by: Option<CreatedBy>,
-    /// How its isolation's files were made (`clone` or `checkout`); `None` for a read-only
-    /// session and in records older than the field.
+    /// How its isolation's files were made; `None` if read-only, and in records older than it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<crate::base::reflink::Fill>,
 }
 
-/// That a session was purged (`purged/<id>.json`): all a3s-iso keeps of it, so that the purge
-/// run again (after a crash cut it short, or twice) is `already_purged`, not `session_not_found`.
+/// That a session was purged (`purged/<id>.json`), so that a purge run again (after a crash, or
+/// twice) is `already_purged`, not `session_not_found`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PurgedMark {
     /// The session purged.
@@ -191,8 +185,7 @@ pub struct PurgedMark {
 pub struct CreatedBy {
     /// The tool.
     pub tool: Creator,
-    /// The process it made the session for (a hook: the Claude Code it ran under), with its
-    /// start identity, so that a reused pid is not taken for it.
+    /// The process it made the session for (a hook: the Claude Code it ran under).
     pub process: Owner,
 }
 
@@ -259,8 +252,8 @@ pub(crate) enum RecordStatus {
     Unreadable(String),
 }
 
-/// An in-flight bind: written before the checkout starts, removed once the session is
-/// published. Names the bind process, so a dead bind's leftovers can be proven dead.
+/// An in-flight bind, from before its checkout until the session is published: names the bind
+/// process, so a dead bind's leftovers can be proven dead.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClaimRecord {
     /// The session being bound.
@@ -278,9 +271,8 @@ pub struct ClaimRecord {
     pub process_group: Option<i32>,
 }
 
-/// A state store (the state dir): sessions, claims, run documents, the promote journal and
-/// leases, each in its own file. A store other than the repository's default one is a
-/// tenant: its private refs and isolation names carry its tag (see `names`).
+/// A state store (the state dir). One other than the repository's default one is a tenant: its
+/// private refs and isolation names carry its tag (see `names`).
 #[derive(Debug, Clone)]
 pub struct Store {
     dir: PathBuf,
@@ -289,8 +281,8 @@ pub struct Store {
 }
 
 impl Store {
-    /// The store of a repository: `--state-dir` when given, else `<common dir>/a3s-iso`. A
-    /// `--state-dir` that names the default store (canonically) is the default tenant.
+    /// `--state-dir` when given, else `<common dir>/a3s-iso`; naming the default store, the
+    /// default tenant.
     pub(crate) fn new(common_dir: &Path, override_dir: Option<&Path>) -> Store {
         let default = common_dir.join("a3s-iso");
         match override_dir {
@@ -334,17 +326,14 @@ impl Store {
         StateDir::Leases.file(&self.dir, id, ".lock")
     }
 
-    /// Takes the session's lease if no one holds it (`None` if someone does): a run holds it for
-    /// its whole duration, and `sweep`, `retain` and `discard` hold it while they change the
-    /// session's tree, so none of them can start in the middle of another. Never waits for a
-    /// holder; it only steps over a probe of [`Store::is_leased`], which holds the lock for an
-    /// instant.
+    /// Takes the session's lease if no one holds it (`None` if someone does): a run holds it
+    /// throughout, and `sweep`, `retain` and `discard` while they change the tree, so none starts
+    /// in the middle of another. Waits only for a probe of [`Store::is_leased`] to let go.
     pub(crate) fn try_lease(&self, id: &SessionId) -> Result<Option<FileLock>> {
         self.try_lease_noting(id, None)
     }
 
-    /// Takes the session's lease for run `run_id`, as [`Store::try_lease`]; while it holds the
-    /// lease, the lease file names the run ([`Store::leasing_run`]).
+    /// [`Store::try_lease`] for run `run_id`, which the lease file names meanwhile.
     pub(crate) fn try_lease_for_run(
         &self,
         id: &SessionId,
@@ -364,9 +353,8 @@ impl Store {
         Ok(None)
     }
 
-    /// The run whose command holds the session's lease now, if a run holds it (`None`: no one
-    /// does, or a command that is not a run). The holder writes the file just after taking
-    /// the lock: a file not written whole yet is read again, briefly.
+    /// The run holding the session's lease now, if a run does. The holder writes the file just
+    /// after taking the lock: a file not written whole yet is read again, briefly.
     pub(crate) fn leasing_run(&self, id: &SessionId) -> Result<Option<String>> {
         if !self.is_leased(id)? {
             return Ok(None);
@@ -387,14 +375,12 @@ impl Store {
         Ok(None)
     }
 
-    /// Whether someone holds the session's lease now (a probe: it takes the lease for an
-    /// instant when it is free).
+    /// Whether someone holds the session's lease now (a probe takes a free one for an instant).
     pub(crate) fn is_leased(&self, id: &SessionId) -> Result<bool> {
         FileLock::is_held(&self.lease_file(id))
     }
 
-    /// Takes the session's lease to change its tree, held until dropped; a running command (or
-    /// another command changing the tree) holding it is `session_busy`, without waiting.
+    /// Takes the session's lease to change its tree; `session_busy` at once if someone holds it.
     pub(crate) fn lease_or_busy(&self, id: &SessionId) -> Result<FileLock> {
         self.try_lease(id)?.ok_or_else(|| Error::SessionBusy {
             session_id: id.to_string(),
@@ -501,8 +487,7 @@ impl Store {
         remove_file_if_exists(&self.claim_file(id))
     }
 
-    /// Where the intent of a tree operation on session `id` (a retain's move, a sweep's
-    /// reclaim) is kept while it is in progress (see `pending`).
+    /// Where the intent of a tree operation on session `id` is kept meanwhile (see `pending`).
     pub(crate) fn pending_file(&self, id: &SessionId) -> PathBuf {
         StateDir::Pending.file(&self.dir, id, ".json")
     }
@@ -520,9 +505,10 @@ impl Store {
     pub(crate) fn load_run_doc(&self, id: &SessionId, run_id: &RunId) -> Result<Option<Vec<u8>>> {
         let path = self.run_file(id, run_id);
         match std::fs::read(&path) {
-            Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::io(format!("cannot read {}", path.display()), e)),
+            read => read
+                .map(Some)
+                .ctx(|| format!("cannot read {}", path.display())),
         }
     }
 
@@ -545,8 +531,7 @@ impl Store {
         Ok(ids)
     }
 
-    /// Records how a run's command ended and what it ran (`run-exits/<id>/<run>.json`),
-    /// beside its document, which has no place for either.
+    /// Records how a run's command ended and what it ran, which its document has no place for.
     pub(crate) fn save_run_exit(
         &self,
         id: &SessionId,
@@ -601,8 +586,7 @@ impl Store {
             .collect())
     }
 
-    /// Every entry of the promote journal, in no particular order; entries that cannot be read
-    /// are reported by name.
+    /// Every entry of the promote journal, unordered; those that cannot be read by name.
     pub(crate) fn journal_entries_checked(
         &self,
     ) -> Result<Vec<std::result::Result<JournalEntry, String>>> {
@@ -612,8 +596,7 @@ impl Store {
         }))
     }
 
-    /// The sessions that have an isolation to work in (bound, not read-only); unreadable
-    /// records are left out.
+    /// The readable sessions that have an isolation to work in (bound, not read-only).
     pub(crate) fn live_sessions(&self) -> Result<Vec<SessionRecord>> {
         Ok(self
             .sessions()?
@@ -678,8 +661,8 @@ impl Store {
         write_record_atomic(&self.journal_file(&entry.digest), JOURNAL_SCHEMA, &entry)
     }
 
-    /// Where a3s-iso keeps its own index of the isolation whose admin dir is `admin` (the seed
-    /// of its next snapshot); the directory is created.
+    /// Where a3s-iso keeps its own index (the seed of its next snapshot) of the isolation whose
+    /// admin dir is `admin`; the directory is created.
     pub(crate) fn seed_index(&self, admin: &Path) -> Result<PathBuf> {
         let dir = StateDir::Seeds.under(&self.dir);
         std::fs::create_dir_all(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
@@ -740,8 +723,7 @@ impl Store {
         StateDir::Tmp.under(&self.dir)
     }
 
-    /// Drops the stored change-set documents of a session's runs, their nested change sets
-    /// (whose refs go with the session's) and the records of its rebase.
+    /// Drops what a session's runs and rebase recorded (their refs go with the session's).
     pub(crate) fn remove_runs(&self, id: &SessionId) -> Result<()> {
         for file in [
             self.rebase_file(id, "json"),
@@ -761,11 +743,10 @@ impl Store {
         ] {
             let dir = kind.under(&self.dir).join(id);
             // The session's git layers hold what its command wrote: removed as entries.
-            match crate::base::beneath::remove_path(&dir).map(drop) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    return Err(Error::io(format!("cannot remove {}", dir.display()), e));
-                }
-                _ => {}
+            if let Err(e) = crate::base::beneath::remove_path(&dir)
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Err(Error::io(format!("cannot remove {}", dir.display()), e));
             }
         }
         Ok(())
@@ -843,9 +824,8 @@ pub(crate) struct Step {
     pub nested: Option<crate::base::paths::RepoPath>,
 }
 
-/// How a run's command ended, and what it ran (`run-exits/<id>/<run>.json`). Records written
-/// before a3s-iso kept what a run ran have only the first three fields; the others read as
-/// `None`.
+/// How a run's command ended, and what it ran (`run-exits/<id>/<run>.json`); older records have
+/// only the first three fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RunExit {
     /// Its exit code (none when a signal ended it).
@@ -868,8 +848,7 @@ pub(crate) struct RunExit {
     pub network: Option<crate::store::network_report::NetworkReport>,
 }
 
-/// What `show` can read of a run while it lives: its published ports
-/// (`live/<session>.json`), written before the command starts and removed when the run ends.
+/// What `show` can read of a live run: its published ports (`live/<session>.json`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LiveRun {
     /// The run's id.
@@ -983,9 +962,8 @@ wire_enum! {
     }
 }
 
-/// The user-level registry: one small file per (source, state dir) a session was bound from,
-/// so that `--all` reaches every repository. One file each, so concurrent binds never race on
-/// a shared list.
+/// An entry of the user-level registry, so that `--all` reaches every repository: one file per
+/// (source, state dir) a session was bound from, so concurrent binds never race on a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RegistryEntry {
     /// The source checkout.
@@ -1006,10 +984,7 @@ pub(crate) fn user_data_dir() -> Option<PathBuf> {
 
 /// The per-user directory that holds a source's isolations when its parent is not writable.
 pub(crate) fn user_isolations_dir(source: &Path) -> Option<PathBuf> {
-    user_data_dir().map(|d| {
-        d.join("isolations")
-            .join(crate::base::fsutil::path_key(&[source]))
-    })
+    user_data_dir().map(|d| d.join("isolations").join(path_key(&[source])))
 }
 
 fn registry_dir() -> Option<PathBuf> {
@@ -1059,8 +1034,7 @@ fn entries_of(dir: &Path) -> Result<impl Iterator<Item = std::io::Result<std::fs
     }
 }
 
-/// The record of each of `names` that `load` finds, in order; one it cannot read is reported
-/// by name (`name: why`).
+/// The record of each of `names` that `load` finds, in order; one it cannot read as `name: why`.
 fn each_record<T>(
     names: Vec<String>,
     load: impl Fn(&str) -> std::result::Result<Option<T>, String>,
