@@ -27,14 +27,11 @@ pub struct Context {
     pub state_dir: Option<PathBuf>,
     /// How long to wait for the repository lock (`--lock-timeout`).
     pub lock_timeout: Duration,
-    /// What recovery did under the lock (interrupted promotes completed or rolled back), for
-    /// the command to report.
+    /// What recovery did under the lock, for the command to report.
     notices: Arc<Mutex<Vec<Warning>>>,
-    /// Whether the command judges interrupted binds itself (`sweep`, which reports each one it
-    /// reclaims): then recovery leaves their claims to it.
+    /// Whether recovery leaves interrupted binds to the command (`sweep`, which reports them).
     judges_claims: bool,
-    /// The sessions the command may act on, when something narrower than the user drives it;
-    /// `None`: every session of the store.
+    /// The sessions the command may act on when something narrower than the user drives it.
     scope: Option<Arc<SessionScope>>,
 }
 
@@ -85,8 +82,7 @@ impl SessionScope {
     }
 }
 
-/// The source a command works on, its store, and the session whose isolation the command was
-/// started in, if any.
+/// The source a command works on, its store, and the session it was started in, if any.
 #[derive(Debug, Clone)]
 pub struct Located {
     /// The source (for a command started inside an isolation, that session's source).
@@ -95,8 +91,8 @@ pub struct Located {
     pub store: Store,
     /// The session whose isolation the command was started in.
     pub inside: Option<SessionRecord>,
-    /// Operations in progress or interrupted that could not be finished when the repository
-    /// was located (another process held the lock): a command reports them.
+    /// Operations left unfinished when the repository was located (another process held the
+    /// lock): a command reports them.
     pub interrupted: Vec<crate::base::interrupted::Interrupted>,
 }
 
@@ -111,9 +107,8 @@ impl Located {
         }
     }
 
-    /// Whether a session record is of this repository: a state dir shared by several
-    /// repositories (one `--state-dir` for a whole harness) holds sessions of each, and a
-    /// command never takes another repository's session for its own.
+    /// Whether a session record is of this repository: a state dir shared by several (one
+    /// `--state-dir` for a harness) holds each one's sessions.
     pub(crate) fn owns(&self, record: &SessionRecord) -> bool {
         let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
         canonical(&record.common_dir) == canonical(&self.repo.common_dir)
@@ -188,8 +183,7 @@ impl Context {
         }
     }
 
-    /// The same context for a command that judges interrupted binds itself and reports them
-    /// (`sweep`): recovery leaves their claims to it.
+    /// The same context for a command that judges interrupted binds itself (`sweep`).
     pub(crate) fn judging_claims(&self) -> Context {
         Context {
             judges_claims: true,
@@ -243,13 +237,11 @@ impl Context {
         Ok(Located::new(repo, store, inside))
     }
 
-    /// Started inside an isolation: its session, found by path in the state stores a3s-iso knows
-    /// itself (`--state-dir`, else every store in the user-level registry), not through git's
-    /// discovery there. The isolation's `.git` file and its admin dir are the command's to
-    /// rewrite, so they could name a repository, and a state store with records, of its
-    /// choosing; the source and the common dir come from the session record instead. Only a
-    /// path with an isolation's name in it is looked up; where no store knows it (an
-    /// unregistered source), git's discovery decides, as for any checkout.
+    /// Started inside an isolation: its session, found by path in the stores a3s-iso knows itself
+    /// (`--state-dir`, else the user-level registry), never through git's discovery there: the
+    /// isolation's `.git` file and admin dir are the command's to rewrite, so they could name a
+    /// repository and store of its choosing. Where no store knows the path, git's discovery
+    /// decides, as for any checkout.
     fn locate_isolation(&self) -> Option<Located> {
         let start = std::fs::canonicalize(&self.start_dir).ok()?;
         let named = start
@@ -286,15 +278,13 @@ impl Context {
         })
     }
 
-    /// What recovery under the lock did since the last call (one line each: an interrupted
-    /// promote completed, rolled back, or left pending), each handed out once.
+    /// What recovery under the lock did since the last call, each handed out once.
     pub fn take_notices(&self) -> Vec<Warning> {
         std::mem::take(&mut *self.notices.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// The session a command is about: `-s ID`; else the isolation it was started in; else the
-    /// source's only live session; else `session_not_found` with the candidates. A swept
-    /// session is `session_not_found` saying where its work is and how to resume it.
+    /// source's only live session. A swept one is `session_not_found` saying where its work is.
     pub(crate) fn resolve_session(
         &self,
         located: &Located,
@@ -311,7 +301,6 @@ impl Context {
     }
 
     /// Like [`Context::resolve_session`], a swept session included (for `discard`).
-    /// (An unknown id names the store's ids within two edits of it.)
     pub(crate) fn resolve_record(
         &self,
         located: &Located,
@@ -338,7 +327,7 @@ impl Context {
             self.require_granted(&session.session_id)?;
             return Ok(session.clone());
         }
-        let live: Vec<SessionRecord> = located
+        let mut live: Vec<SessionRecord> = located
             .store
             .sessions()?
             .into_iter()
@@ -349,22 +338,16 @@ impl Context {
                     && self.may_act_on(&s.session_id)
             })
             .collect();
-        match live.as_slice() {
-            [only] => Ok(only.clone()),
-            _ => Err(Error::SessionNotFound {
-                reason: if live.is_empty() {
-                    NoSession::NoneLive {
-                        source_path: located.repo.toplevel.clone(),
-                    }
-                } else {
-                    NoSession::SeveralLive {
-                        source_path: located.repo.toplevel.clone(),
-                        count: live.len(),
-                    }
-                },
-                candidates: live.into_iter().map(|s| s.session_id.into()).collect(),
-            }),
-        }
+        let source_path = located.repo.toplevel.clone();
+        let reason = match live.len() {
+            0 => NoSession::NoneLive { source_path },
+            1 => return Ok(live.remove(0)),
+            count => NoSession::SeveralLive { source_path, count },
+        };
+        Err(Error::SessionNotFound {
+            reason,
+            candidates: live.into_iter().map(|s| s.session_id.into()).collect(),
+        })
     }
 }
 
