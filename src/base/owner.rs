@@ -13,8 +13,7 @@ pub struct Owner {
     pub hostname: String,
 }
 
-/// An owner as every command's JSON shows it: the record and whether it runs; commands write
-/// `null` for an ownerless session.
+/// An owner as every command's JSON shows it: the record and whether it runs.
 #[derive(Debug, Clone, Serialize)]
 pub struct OwnerView {
     /// The recorded owner.
@@ -64,18 +63,16 @@ pub enum OwnerLiveness {
     Unknown,
 }
 
-/// How long the tree of a bind or a spare build whose process died is left alone before the
-/// lock's recovery removes it (a git that process started may go on writing it for a while);
-/// also `sweep`'s default grace.
+/// How long a dead bind's or spare build's tree is left before recovery removes it (a git it
+/// started may still be writing it); also `sweep`'s default grace.
 pub(crate) const GRACE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Set for a run's command (see `run`): an a3s-iso it starts may be in the run's PID namespace.
 const INSIDE_RUN: &str = "A3S_ISO_RUN_ID";
 
-/// Whether this process can tell a dead process from a live one of this host: it reads its own
-/// start identity, and it was not started by a run's command, whose sandbox has a PID namespace
-/// of its own (where every pid of the host would look dead). Nothing is removed for a dead
-/// owner otherwise.
+/// Whether this process can tell a dead process of this host from a live one: it reads its own
+/// start identity, and no run's command started it (in the sandbox's PID namespace, every pid
+/// of the host would look dead). Nothing is removed for a dead owner otherwise.
 pub(crate) fn sees_host_processes() -> bool {
     start_identity(std::process::id()).is_some() && std::env::var_os(INSIDE_RUN).is_none()
 }
@@ -129,11 +126,9 @@ pub(crate) fn parent_pid() -> u32 {
         .unwrap_or(1)
 }
 
-/// The process that should own what a command started by `pid`'s child binds: `pid` itself,
-/// unless it is a non-interactive shell running a command string (`sh -c …`), which exits as
-/// soon as its string is done: a harness that sends each command through a fresh shell owns
-/// the session, not the shell. Such shells are skipped up to the first other process (never
-/// up to pid 1, the system's init, which outlives everything).
+/// The process that should own what a command started by `pid`'s child binds: `pid`, or past the
+/// `sh -c …` shells that exit once their string is done (a harness sends each command through
+/// a fresh one) the first other process, never pid 1 (init outlives everything).
 pub(crate) fn long_lived_ancestor(pid: u32) -> u32 {
     let mut current = pid;
     // A bound on the walk: shells nested deeper than this are not a harness's doing.
@@ -150,8 +145,7 @@ pub(crate) fn long_lived_ancestor(pid: u32) -> u32 {
 }
 
 /// The Claude Code process this one was started under (a hook runs as its grandchild, through
-/// a shell): the nearest ancestor whose command name is `claude`, or a `node` (or `bun`)
-/// whose script is Claude Code's. `None` when no ancestor is.
+/// a shell), if an ancestor is one.
 pub(crate) fn claude_ancestor() -> Option<u32> {
     let mut pid = parent_pid();
     // A bound on the walk, as for shells.
@@ -194,8 +188,7 @@ fn runs_claude(pid: u32) -> bool {
     }
 }
 
-/// Whether `pid` is a shell started with `-c` (and without `-i`): it runs one command string
-/// and exits.
+/// Whether `pid` is a shell started with `-c` (and without `-i`): it runs one string and exits.
 fn runs_command_string(pid: u32) -> bool {
     let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
         return false;
@@ -222,12 +215,15 @@ fn runs_command_string(pid: u32) -> bool {
 
 /// Field 4 of `/proc/<pid>/stat`: the parent's pid.
 fn parent_of(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// The fields of `/proc/<pid>/stat` from field 3 (state) on: the command name (field 2) may
+/// hold spaces and parentheses, so they resume after the last ')'.
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    stat[stat.rfind(')')? + 1..]
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
+    let rest = &stat[stat.rfind(')')? + 1..];
+    Some(rest.split_whitespace().map(str::to_string).collect())
 }
 
 /// A running process's command name, for messages.
@@ -245,12 +241,8 @@ pub fn hostname() -> String {
 /// Field 22 of `/proc/<pid>/stat` (start time in clock ticks since boot); `None` for a process
 /// that does not exist or is a zombie (it has exited; only its exit status is left).
 pub(crate) fn start_identity(pid: u32) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) may hold spaces and parentheses: fields resume after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest starts at field 3 (state); field 22 is at index 19.
-    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
+    let fields = stat_fields(pid)?;
+    if matches!(fields.first().map(String::as_str), Some("Z" | "X")) {
         return None;
     }
     let ticks: u64 = fields.get(19)?.parse().ok()?;
