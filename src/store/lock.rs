@@ -20,10 +20,9 @@ pub struct FileLock {
     path: PathBuf,
 }
 
-/// The repository lock, held. Its one constructor runs recovery (the closure its caller
-/// gives: `recovery::finish`) right after the lock is taken and before anything else, so a
-/// function that takes `&RepoLock` runs under the lock and after every interrupted operation
-/// was finished or undone. Released on drop.
+/// The repository lock, held until dropped. Its one constructor runs recovery right after the
+/// lock is taken, so a function that takes `&RepoLock` runs under the lock and after every
+/// interrupted operation was finished or undone.
 #[derive(Debug)]
 pub(crate) struct RepoLock {
     _file: FileLock,
@@ -100,8 +99,8 @@ impl FileLock {
         }
     }
 
-    /// Takes the lock only if it is free right now; the lock file then holds `note` (if any) as a
-    /// line of its own after the holder's, for as long as this holder has it.
+    /// Takes the lock only if it is free right now; meanwhile its file holds `note` on a line of
+    /// its own after the holder's.
     pub(crate) fn try_acquire_noting(path: &Path, note: Option<&str>) -> Result<Option<FileLock>> {
         let file = Self::open(path)?;
         Ok(Self::try_lock(&file)?.then(|| Self::held(file, path, note)))
@@ -125,9 +124,8 @@ impl FileLock {
     /// True when some process holds the lock at `path` now.
     pub(crate) fn is_held(path: &Path) -> Result<bool> {
         let file = match OpenOptions::new().read(true).open(path) {
-            Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
-            Err(e) => return Err(Error::io(format!("cannot open {}", path.display()), e)),
+            opened => opened.ctx(|| format!("cannot open {}", path.display()))?,
         };
         let free = Self::try_lock(&file)?;
         if free {
@@ -136,9 +134,8 @@ impl FileLock {
         Ok(!free)
     }
 
-    // Who holds the lock (pid, command line, since when), written once the lock is taken, for
-    // the `lock_timeout` message of whoever waits, then the holder's note if any, in one write.
-    // Best effort.
+    // Who holds the lock (pid, command line, since when), for the `lock_timeout` message of
+    // whoever waits, then the holder's note if any, in one write. Best effort.
     fn record_holder(&mut self, note: Option<&str>) {
         let mut line = format!(
             "pid {} ({}) on {} since {}\n",

@@ -40,10 +40,9 @@ pub fn proxy_env() -> Vec<(String, String)> {
     vars
 }
 
-/// What a command whose network is denied gets unless it is given its own: package managers
-/// told not to retry a download, which cannot succeed (npm would wait 70 seconds between
-/// its retries, pip 8, cargo retries too), so that the command fails at once and `run` can
-/// say which hosts it tried.
+/// What a command whose network is denied gets unless given its own: package managers told not
+/// to retry a download that cannot succeed (npm would wait 70 seconds between retries), so that
+/// the command fails at once and `run` can say which hosts it tried.
 pub fn no_retry_env() -> Vec<(String, String)> {
     [
         ("npm_config_fetch_retries", "0"),

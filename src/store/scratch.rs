@@ -1,13 +1,12 @@
-//! Scratch entries that name their maker: temporary indexes and patches under `<state>/tmp/`,
-//! runs' quarantine object dirs under `<state>/quarantine/`, and runs' private TMPDIRs. Every
-//! such name ends in `-<pid>-<start ticks>-<host key>-<n>-<nanos>`, so that the next command can
-//! remove what a process left that is provably dead: a process of this host (and PID namespace)
-//! whose pid is gone or now belongs to another process (its start identity differs). What a live
-//! process, a process of another host or namespace, or an unknown maker left stays.
+//! Scratch entries that name their maker (`tmp/`, `quarantine/`, runs' private TMPDIRs): each
+//! name ends in `-<pid>-<start ticks>-<host key>-<n>-<nanos>`, so that the next command can
+//! remove what a provably dead process left (of this host and PID namespace, its pid gone or
+//! another process's now). What any other maker left stays.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
+use crate::base::error::IoContext;
 use crate::base::maker::{is_dead, maker_of};
 use crate::base::owner::start_identity;
 use crate::store::layout::StateDir;
@@ -24,8 +23,7 @@ pub(crate) enum LeftoverKind {
     PrivateTmp,
     /// The temporary file of an atomic write of a record.
     AtomicWrite,
-    /// What a run that publishes ports wrote for `show` (`live/<id>.json`), when no run holds
-    /// that session's lease any more: a run killed before it removed it.
+    /// A live-run file (`live/<id>.json`) whose session's lease no run holds: its run was killed.
     LiveRun,
 }
 
@@ -36,8 +34,7 @@ pub(crate) struct Leftover {
     pub(crate) kind: LeftoverKind,
 }
 
-/// The entries of `dir` that `dead` (given each with its name) says a dead process left, as
-/// leftovers of `kind`.
+/// The entries of `dir` that `dead` (given each with its name) says a dead process left.
 fn left_in(
     dir: &Path,
     kind: LeftoverKind,
@@ -115,11 +112,9 @@ fn dead_live_runs(state_dir: &Path) -> Vec<Leftover> {
     })
 }
 
-/// Everything provably dead processes left in a state store: its scratch (`tmp/`), its
-/// quarantine object dirs, the temporary files of atomic writes, the live-run files of killed
-/// runs, and runs' private TMPDIRs in the system's temporary directory. Reads only; what [`clean`] removes, `doctor` counts and
-/// `gc` lists. Nothing where this process cannot read its own start identity, nor from inside
-/// a run (perhaps in its sandbox, whose PID namespace hides the host's pids).
+/// Everything provably dead processes left in a state store and the system's temporary
+/// directory: what [`clean`] removes, `doctor` counts and `gc` lists. Nothing where this process
+/// cannot tell the host's dead processes (see `sees_host_processes`).
 pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
     if !crate::base::owner::sees_host_processes() {
         return Vec::new();
@@ -136,8 +131,12 @@ pub(crate) fn leftovers(state_dir: &Path) -> Vec<Leftover> {
     }
     found.extend(dead_live_runs(state_dir));
     for scratch in [StateDir::Tmp, StateDir::Quarantine] {
-        let dir = scratch.under(state_dir);
-        found.extend(dead_in(&dir, "", false, LeftoverKind::Scratch));
+        found.extend(dead_in(
+            &scratch.under(state_dir),
+            "",
+            false,
+            LeftoverKind::Scratch,
+        ));
     }
     let tmp = std::env::temp_dir();
     found.extend(dead_in(
@@ -162,15 +161,13 @@ fn remove(leftover: &Leftover) -> bool {
     }
 }
 
-/// Removes what [`leftovers`] lists; returns how many entries went. Best effort: what cannot
-/// be removed stays for the next command.
+/// Removes what [`leftovers`] lists, best effort; how many entries went.
 pub(crate) fn clean(state_dir: &Path) -> usize {
     leftovers(state_dir).iter().filter(|l| remove(l)).count()
 }
 
-/// Scratch space for a command that writes nothing into the store (not even a file it
-/// removes again): a directory of this process's own under the system's temporary directory,
-/// removed with it.
+/// Scratch space for a command that writes nothing into the store: a directory of its own under
+/// the system's temporary directory, removed with it.
 pub(crate) struct ReadScratch {
     dir: PathBuf,
 }
@@ -178,9 +175,7 @@ pub(crate) struct ReadScratch {
 impl ReadScratch {
     pub(crate) fn new() -> crate::base::error::Result<ReadScratch> {
         let dir = std::env::temp_dir().join(crate::base::maker::owned_name("a3s-iso-read"));
-        crate::base::error::IoContext::ctx(std::fs::create_dir(&dir), || {
-            format!("cannot create {}", dir.display())
-        })?;
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         Ok(ReadScratch { dir })
     }
 
