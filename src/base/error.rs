@@ -83,8 +83,7 @@ wire_enum! {
         ConfigUntrusted = "config_untrusted",
         /// A setup command of the configuration failed after a bind.
         SetupFailed = "setup_failed",
-        /// The session is not one the caller may act on: an MCP server's calls act on its own
-        /// sessions, a hook on the sessions hooks created.
+        /// The session is not one the caller (an MCP server, a hook) may act on.
         SessionNotGranted = "session_not_granted",
         /// A remote did not answer (a path that is not a repository, a host not reached).
         RemoteUnreachable = "remote_unreachable",
@@ -136,8 +135,7 @@ impl ErrorCode {
 }
 
 wire_enum! {
-    /// The rule of the change-set format a document breaks: `rule` of `change_set_invalid` and of
-    /// `verify --json`, as a code.
+    /// The rule of the change-set format a document breaks (`change_set_invalid`, `verify`).
     #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
     pub enum ChangeSetRule {
         /// The document is not JSON.
@@ -293,8 +291,7 @@ pub enum Taken {
         /// Its isolation, as recorded.
         worktree: Option<PathBuf>,
     },
-    /// A hook binds only the sessions it created for the same process: this one was bound
-    /// by someone else (a person, a harness, or a hook for another Claude Code).
+    /// A hook binds only the sessions it created for the same process, not this one.
     #[error("session {session_id:?} was not created by a hook for this process")]
     NotCreatedHere {
         /// The session.
@@ -315,9 +312,7 @@ pub enum Taken {
 /// Why a caller may not act on a session (`session_not_granted`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NotGranted {
-    /// Outside the sessions the caller may act on: an MCP server acts on those it bound, those
-    /// its command line names, and the one it was started in. Whether the id exists is not
-    /// said.
+    /// Outside the sessions the caller may act on; whether the id exists is not said.
     #[error("session {session_id:?} is not one of the sessions this {caller} may act on")]
     OutsideScope {
         /// The id asked for.
@@ -551,8 +546,7 @@ pub enum HeadProblem {
     NotACommit(String),
 }
 
-/// A place on the host that `run`'s program (or its interpreter) resolves to, which the
-/// sandbox replaces with an empty directory.
+/// Where `run`'s program (or its interpreter) is on the host, in a directory the sandbox empties.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HiddenTool {
     /// The file it resolves to on the host (links followed).
@@ -598,8 +592,8 @@ pub enum Error {
         /// The ids within two edits of the one given, closest first.
         candidates: Vec<String>,
     },
-    /// The session's isolation was reclaimed by a sweep (`session_not_found`): its work waits
-    /// in the swept snapshot, and `bind --resume` brings it back.
+    /// A sweep reclaimed the session's isolation (`session_not_found`); `bind --resume` brings
+    /// its work back.
     #[error("{summary}")]
     SessionSwept {
         /// The session.
@@ -663,8 +657,7 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
-    /// A change-set request (`a3s.code.agent-change-set-request.v1`) that breaks a rule of its
-    /// format, or whose identity differs from the one its run's document carries
+    /// A change-set request that breaks a rule of its format, or whose identity is not its run's
     /// (`change_set_invalid`).
     #[error("change-set request invalid ({rule}) at {field}: {detail}")]
     RequestInvalid {
@@ -741,8 +734,7 @@ pub enum Error {
     CommandNotFound {
         /// The command.
         program: String,
-        /// Where the program, or the interpreter its `#!` line names, lives on the host when
-        /// that is under a directory the sandbox replaces with an empty one.
+        /// Where the program (or its `#!` interpreter) is on the host, if the sandbox hides it.
         hidden: Vec<HiddenTool>,
     },
     /// `run`'s command cannot be executed.
@@ -765,8 +757,7 @@ pub enum Error {
         /// What is wrong with it.
         reason: crate::base::invalid::Invalid,
     },
-    /// A session is bound but its isolation is gone: its tree (or its registration) was
-    /// removed outside a3s-iso.
+    /// A session is bound but its isolation was removed outside a3s-iso.
     #[error("session {session_id:?} is bound but its isolation {} is missing (removed outside a3s-iso?)", worktree.as_deref().map(|p| p.display().to_string()).unwrap_or_default())]
     IsolationMissing {
         /// The session.
@@ -794,8 +785,7 @@ pub enum Error {
         /// The conflicting paths.
         paths: Vec<String>,
     },
-    /// A session id that names no session of the store (`session_not_found`), asked for by a
-    /// document rather than by `-s`.
+    /// A document (not `-s`) names no session of the store (`session_not_found`).
     #[error("no session {session_id:?} in {}", store.display())]
     UnknownSession {
         /// The session asked for.
@@ -831,8 +821,7 @@ pub enum Error {
         /// The full digests it matches.
         candidates: Vec<String>,
     },
-    /// The repository's configuration file is not approved by this user (never, or not as it
-    /// is now); nothing was bound.
+    /// This user has not approved the repository's configuration file as it is; nothing was bound.
     #[error("{} {}: it can run commands and open the network", path.display(), if *changed { "changed since you trusted it" } else { "is not trusted by you" })]
     ConfigUntrusted {
         /// The file.
