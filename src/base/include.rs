@@ -1,11 +1,7 @@
-//! The ignored files an isolation starts with, named by gitignore patterns from two places:
-//! the command line (`bind --copy-ignored`, `pool --keep-ignored`) and the source's
-//! `.worktreeinclude` file (as Claude Code and worktrunk read it: gitignore syntax, each pattern
-//! naming ignored files to bring into a new worktree).
-//!
-//! Only the lines are read here (comments, blank lines, trailing spaces, as git reads an
-//! ignore file); which paths a pattern matches is always git's to say (`git ls-files
-//! --exclude`, `git check-ignore`, `git clean -e`), never decided here.
+//! The ignored files an isolation starts with, named by gitignore patterns of the command line
+//! (`bind --copy-ignored`, `pool --keep-ignored`) and the source's `.worktreeinclude` (as
+//! Claude Code and worktrunk read it). Only the lines are read here: which paths a pattern
+//! matches is always git's to say.
 
 use std::path::Path;
 
@@ -40,11 +36,9 @@ pub struct PatternSet {
     pub patterns: Vec<String>,
 }
 
-/// The patterns given with a command-line option (`flag`, for messages): one pattern each.
-/// These options took pathspecs once; what such a value meant keeps working where a pattern
-/// alone would match nothing: `.` (or `./`) is every ignored file (`*`), and a leading `./`
-/// anchors at the top (`/`). A value starting with `:` (pathspec magic) is refused: escape a
-/// leading colon of a name as `\:`.
+/// The patterns given with a command-line option (`flag`, for messages). What a pathspec meant
+/// keeps working where a pattern would match nothing: `.` (or `./`) is `*`, a leading `./` is
+/// `/`; a leading `:` (pathspec magic) is refused.
 pub(crate) fn from_args(values: &[String], flag: &str) -> Result<Vec<String>> {
     let mut patterns = Vec::new();
     for value in values {
@@ -69,10 +63,8 @@ pub(crate) fn from_args(values: &[String], flag: &str) -> Result<Vec<String>> {
     Ok(patterns)
 }
 
-/// The patterns of an ignore file's bytes, read as git reads one: a UTF-8 byte order mark
-/// goes, each line loses one trailing carriage return and its unescaped trailing spaces,
-/// blank lines and lines starting with `#` are skipped. A line that is not UTF-8 is skipped
-/// and counted in the second value.
+/// The patterns of an ignore file's bytes, read as git reads one, and how many lines were
+/// skipped for not being UTF-8.
 pub(crate) fn parse_lines(bytes: &[u8]) -> (Vec<String>, usize) {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     let (mut patterns, mut unreadable) = (Vec::new(), 0);
@@ -117,9 +109,8 @@ fn trim_trailing_spaces(line: &str) -> &str {
     last_space.map_or(line, |at| &line[..at])
 }
 
-/// The patterns of the source's `.worktreeinclude` (`None` when there is none), read beneath
-/// the source's handle: a symbolic link there is not followed (its target could be anywhere),
-/// and is reported in `warnings` like a file too large or lines that are not UTF-8.
+/// The patterns of the source's `.worktreeinclude` (`None` when there is none); a link there is
+/// not followed (its target could be anywhere) but reported in `warnings`, like other faults.
 pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<Warning>) -> Option<Vec<String>> {
     let path = source.join(WORKTREEINCLUDE);
     let name = Path::new(WORKTREEINCLUDE);
@@ -145,8 +136,7 @@ pub(crate) fn worktreeinclude(source: &Path, warnings: &mut Vec<Warning>) -> Opt
     Some(patterns)
 }
 
-/// What a new isolation copies from the source: the `--copy-ignored` patterns and the
-/// source's `.worktreeinclude`, each a set when it holds a pattern.
+/// What a new isolation copies from the source: `.worktreeinclude` and `--copy-ignored`'s sets.
 pub(crate) fn copy_sets(
     source: &Path,
     copy_ignored: &[String],

@@ -28,8 +28,7 @@ pub const MARKER: &str = crate::base::ids::ISOLATION_NAME_PREFIX;
 /// (`yyyymmdd-hhmmss`; isolations retained by earlier versions carry milliseconds instead).
 const RETAINED: &str = ".retained-";
 
-/// Where an isolation at `path` is moved when it is retained at `at_ms`:
-/// `<path>.retained-<yyyymmdd-hhmmss>` (UTC), built from bytes.
+/// Where an isolation at `path` retained at `at_ms` goes: `<path>.retained-<yyyymmdd-hhmmss>`.
 pub(crate) fn retained_path(path: &Path, at_ms: u64) -> PathBuf {
     let [year, month, day, hour, minute, second] = crate::base::fsutil::utc_parts(at_ms);
     let mut name = path.as_os_str().to_os_string();
@@ -39,8 +38,7 @@ pub(crate) fn retained_path(path: &Path, at_ms: u64) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// Whether `suffix` is what follows `.retained-`: a UTC time `yyyymmdd-hhmmss`, or the
-/// milliseconds earlier versions wrote.
+/// Whether `suffix` is what follows `.retained-`: `yyyymmdd-hhmmss`, or earlier milliseconds.
 fn is_retained_stamp(suffix: &str) -> bool {
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     match suffix.split_once('-') {
@@ -121,9 +119,7 @@ impl RefNames {
         format!("{}sessions/{id}/", self.root())
     }
 
-    /// Where the mirror of the refs git made inside a session's runs lives (ends in `/`):
-    /// `<session dir>git/heads/<branch>`, `git/tags/<tag>`, `git/stash` and
-    /// `git/stash-entries/<n>` (each entry of its stash, newest first).
+    /// Where the mirror of the refs git made inside a session's runs lives (ends in `/`).
     pub fn session_git_dir(&self, id: &SessionId) -> String {
         format!("{}git/", self.session_dir(id))
     }
@@ -174,8 +170,7 @@ impl RefNames {
         format!("{}{run_id}/{n}/{side}", self.nested_dir(id))
     }
 
-    /// The ref pinning a change set fetched from a remote and verified (its commit carries
-    /// the document, the patch and both trees).
+    /// The ref pinning a change set fetched from a remote and verified.
     pub fn fetched(&self, digest_hex: &str) -> String {
         format!("{}fetched/{digest_hex}", self.root())
     }
@@ -191,8 +186,7 @@ impl RefNames {
     }
 
     /// The session a private ref of this namespace belongs to (`sessions/<id>/…`,
-    /// `runs/<id>/…`, `nested/<id>/…`, `swept/<id>`); `None` for a name of another shape or
-    /// outside the namespace.
+    /// `runs/<id>/…`, `nested/<id>/…`, `swept/<id>`).
     pub(crate) fn session_of<'a>(&self, name: &'a str) -> Option<&'a str> {
         let rest = name.strip_prefix(&self.root())?;
         let (kind, rest) = rest.split_once('/')?;
@@ -217,8 +211,7 @@ impl RefNames {
         format!("{}{id}", self.branch_prefix())
     }
 
-    /// What every retained branch's short name (and, under `refs/`, every private ref) starts
-    /// with (ends in `/`).
+    /// What every retained branch's short name (and under `refs/`, every private ref) starts with.
     fn branch_prefix(&self) -> String {
         match &self.tag {
             None => "a3s-iso/".to_string(),
@@ -268,8 +261,8 @@ impl IsolationNames {
         stem
     }
 
-    /// This store's exact prefix for this source: everything before the session id. `hashed`
-    /// for a directory shared by many sources (`--base-dir`, the per-user directory).
+    /// This store's prefix for this source, before the session id; `hashed` in a directory
+    /// shared by many sources (`--base-dir`, the per-user directory).
     pub fn prefix(&self, hashed: bool) -> OsString {
         let mut prefix = self.stem(hashed);
         if let Some(tag) = &self.tag {
@@ -287,8 +280,7 @@ impl IsolationNames {
         name
     }
 
-    /// The name of this store's spare isolation in pool slot `slot` (beside the source):
-    /// `<prefix>.pool-<slot>`.
+    /// The name of this store's spare isolation in pool slot `slot`: `<prefix>.pool-<slot>`.
     pub fn spare_name(&self, slot: u32) -> OsString {
         let mut name = self.prefix(false);
         name.push(format!("{SPARE_INFIX}{slot}"));
@@ -304,8 +296,8 @@ impl IsolationNames {
         (slot.to_string() == digits).then_some(slot)
     }
 
-    /// Every prefix this store recognises as its own for this source: beside the source, in a
-    /// shared directory, and (default tenant only) the legacy `.a3s-isolate-`.
+    /// This store's prefixes for this source: beside it, in a shared directory, and (default
+    /// tenant only) the legacy `.a3s-isolate-`.
     fn own_prefixes(&self) -> Vec<OsString> {
         let mut prefixes = vec![self.prefix(false), self.prefix(true)];
         if self.tag.is_none() {
@@ -314,9 +306,8 @@ impl IsolationNames {
         prefixes
     }
 
-    /// The session id carried by a name with one of this store's exact prefixes for this
-    /// source (`<prefix><id>[.retained-<ms>]`); `None` for any other name, another
-    /// repository's or tenant's included.
+    /// The session id in a name with one of this store's prefixes for this source
+    /// (`<prefix><id>[.retained-<ms>]`); `None` for any other name.
     pub fn id_of(&self, name: &OsStr) -> Option<SessionId> {
         let bytes = name.as_bytes();
         self.own_prefixes().iter().find_map(|prefix| {
@@ -330,8 +321,7 @@ impl IsolationNames {
         })
     }
 
-    /// Whether a name is this source's isolation name of another tenant: a tag that is not
-    /// this store's, or (for a tenant) the default tenant's name.
+    /// Whether a name is another tenant's isolation of this source (the default tenant included).
     pub fn is_other_tenants(&self, name: &OsStr) -> bool {
         let bytes = name.as_bytes();
         [false, true].iter().any(|&hashed| {
