@@ -1,18 +1,15 @@
 //! The pseudo-terminal a `run` command gets when a3s-iso's stdin is a terminal (and, in the
 //! sandbox, when only its output is one).
 //!
-//! Interactive: the command's stdin, stdout and stderr are the slave side of a new pty, and it
-//! runs in a session of its own with that slave as its controlling terminal: programs that
-//! read the terminal work, Ctrl-C reaches the command through its own line discipline, and
-//! nothing the command does to its terminal (`TIOCSTI` included) reaches the caller's. While
-//! the command runs, the caller's terminal is in raw mode and a relay thread copies bytes both
-//! ways and passes window-size changes on; the caller's terminal settings come back on every
-//! way out ([`RawMode`] restores them when dropped).
+//! Interactive: the command's stdin, stdout and stderr are the slave of a new pty, its
+//! controlling terminal in a session of its own: Ctrl-C reaches it through its own line
+//! discipline, and nothing it does to its terminal (`TIOCSTI` included) reaches the caller's.
+//! Meanwhile the caller's terminal is raw (until [`RawMode`] is dropped) and a relay thread
+//! copies bytes both ways and passes window-size changes on.
 //!
-//! Output only (sandboxed, stdin not a terminal): the command's stdout and/or stderr are the
-//! slave, and the relay copies what it writes to the caller's terminal; nothing goes the other
-//! way and the caller's terminal settings are never touched. A sandboxed command's pty lives
-//! in the sandbox's own `devpts`: the helper makes it and hands its master over.
+//! Output only (sandboxed, stdin not a terminal): the relay copies what the command writes to
+//! the caller's terminal, whose settings are never touched. A sandboxed command's pty lives in
+//! the sandbox's own `devpts`: the helper makes it and hands its master over.
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -23,6 +20,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rustix::event::{PollFd, PollFlags, Timespec, poll};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use rustix::process::Pid;
 use rustix::pty::OpenptFlags;
@@ -32,12 +30,10 @@ use signal_hook::SigId;
 /// Once the command has ended: how long the relay waits for more output before it stops.
 const DRAIN_QUIET: Duration = Duration::from_millis(100);
 
-/// Once the command has ended: the longest the relay drains (something the command left
-/// behind may hold the terminal open and keep writing).
+/// Once the command has ended: the longest the relay drains (what it left may keep writing).
 const DRAIN_MAX: Duration = Duration::from_secs(1);
 
-/// How long a blocked write to the caller's stdout or stderr may wait before the relay drops
-/// the output (the command must never block on a full terminal).
+/// How long a blocked write to the caller's terminal may wait before the output is dropped.
 const WRITE_PATIENCE: Duration = Duration::from_secs(1);
 
 /// Whether a command should get a pty: a3s-iso's stdin is a terminal, and a3s-iso is not in
@@ -111,13 +107,12 @@ pub(crate) enum Use {
     Output { to: Stream },
 }
 
-/// A pty for the command and the relay between it and the caller's terminal, which is in raw
-/// mode while this lives (interactive use). Dropping it (or [`CommandTerminal::finish`]) drains
+/// A pty for the command and the relay between it and the caller's terminal. Dropping it drains
 /// what the command left, stops the relay and only then restores the caller's terminal.
 pub(crate) struct CommandTerminal {
     master: Arc<OwnedFd>,
     /// a3s-iso's copy of the slave, closed once the command has started (so that the relay
-    /// sees when the command's side is gone).
+    /// sees the command's side go).
     slave: Option<OwnedFd>,
     /// Wakes the relay thread up.
     wake: OwnedFd,
@@ -129,8 +124,7 @@ pub(crate) struct CommandTerminal {
 }
 
 impl CommandTerminal {
-    /// Opens a pty pair on the host for an interactive command and relays it (see
-    /// [`CommandTerminal::relay`]); the command's output goes to `to`.
+    /// Opens and relays a pty pair on the host for an interactive command, its output to `to`.
     pub(crate) fn open(to: Stream) -> io::Result<CommandTerminal> {
         let flags = OpenptFlags::RDWR | OpenptFlags::NOCTTY | OpenptFlags::CLOEXEC;
         let master = rustix::pty::openpt(flags)?;
@@ -140,10 +134,8 @@ impl CommandTerminal {
         CommandTerminal::relay(master, Some(slave), Use::Interactive { to })
     }
 
-    /// Relays the pty whose master is `master`: its slave starts with the settings and window
-    /// size of the caller's terminal (without output processing, for output only: the
-    /// caller's terminal does that); for interactive use the caller's terminal goes into raw
-    /// mode and its input goes to the command.
+    /// Relays the pty whose master is `master`, its slave set as the caller's terminal (without
+    /// output processing, for output only: the caller's terminal does that).
     pub(crate) fn relay(
         master: OwnedFd,
         slave: Option<OwnedFd>,
@@ -214,9 +206,8 @@ impl CommandTerminal {
         Ok(flag)
     }
 
-    /// Makes the slave `command`'s stdin, stdout and stderr. With `new_session`, the process
-    /// also becomes the leader of a new session with the slave as its controlling terminal
-    /// just before exec (the sandbox helper does that itself, in the command's process).
+    /// Makes the slave `command`'s stdin, stdout and stderr, and with `new_session` its
+    /// controlling terminal in a new session (the sandbox helper does that itself).
     pub(crate) fn attach(&self, command: &mut Command, new_session: bool) -> io::Result<()> {
         let slave = self
             .slave
@@ -237,14 +228,12 @@ impl CommandTerminal {
         self.slave = None;
     }
 
-    /// The foreground process group of the command's terminal (where Ctrl-C goes), as seen
-    /// from a3s-iso; `None` once nothing holds it.
+    /// The foreground process group of the command's terminal (where Ctrl-C goes), if any.
     pub(crate) fn foreground(&self) -> Option<Pid> {
         rustix::termios::tcgetpgrp(self.master.as_fd()).ok()
     }
 
-    /// Once the command has ended: drains its remaining output, stops relaying and restores
-    /// the caller's terminal.
+    /// Once the command has ended: drops the terminal, draining and restoring as it does.
     pub(crate) fn finish(self) {
         drop(self);
     }
@@ -273,8 +262,7 @@ struct Copier {
     stop: Arc<AtomicBool>,
     winch: Arc<AtomicBool>,
     cont: Arc<AtomicBool>,
-    /// The caller's settings, to put raw mode back after a stop and continue (interactive
-    /// use only: then the caller's stdin is relayed to the command).
+    /// The caller's settings, to put raw mode back after a stop and continue (interactive use).
     raw: Option<Termios>,
     /// The caller's terminal whose window size the command's follows.
     outer: Stream,
@@ -455,9 +443,8 @@ impl Streams<'_> {
     }
 }
 
-/// Where the command's output goes: a3s-iso's stdout or stderr, unbuffered. After a write
-/// error (or a reader that takes nothing for too long) the output is dropped, so the command
-/// never blocks on its terminal.
+/// Where the command's output goes, unbuffered; dropped after a write error or a stalled
+/// reader, so the command never blocks on its terminal.
 struct Output<'a> {
     fd: BorrowedFd<'a>,
     broken: bool,
@@ -486,19 +473,12 @@ impl Output<'_> {
 /// The slave side of `master`: straight from the master where the kernel can (no path to look
 /// up), else by its name.
 fn open_slave(master: &OwnedFd, flags: OpenptFlags) -> io::Result<OwnedFd> {
-    match rustix::pty::ioctl_tiocgptpeer(master, flags) {
-        Ok(slave) => Ok(slave),
-        Err(_) => {
-            let name = rustix::pty::ptsname(master, Vec::new())?;
-            let mode =
-                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::NOCTTY | rustix::fs::OFlags::CLOEXEC;
-            Ok(rustix::fs::open(
-                name.as_c_str(),
-                mode,
-                rustix::fs::Mode::empty(),
-            )?)
-        }
+    if let Ok(slave) = rustix::pty::ioctl_tiocgptpeer(master, flags) {
+        return Ok(slave);
     }
+    let name = rustix::pty::ptsname(master, Vec::new())?;
+    let mode = OFlags::RDWR | OFlags::NOCTTY | OFlags::CLOEXEC;
+    Ok(rustix::fs::open(name.as_c_str(), mode, Mode::empty())?)
 }
 
 /// Gives `terminal` the window size of the caller's `outer` terminal (when it is one).
