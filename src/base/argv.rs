@@ -13,10 +13,8 @@ use serde::{Deserialize, Serialize};
 pub struct Argv(#[serde(with = "crate::base::paths::fs_path_list")] pub Vec<OsString>);
 
 impl Argv {
-    /// The command line, each argument quoted as a shell needs it: bare when it is made of
-    /// characters no shell treats specially, in single quotes when it is printable UTF-8,
-    /// else in `$'…'` with its control characters and non-UTF-8 bytes as `\xHH` escapes (so
-    /// the line never carries a control character, and pasting it runs the same command).
+    /// The command line, each argument quoted as a shell needs it ([`shell_quote`]): pasting it
+    /// runs the same command, and it never carries a control character.
     pub fn shell_line(&self) -> String {
         self.0
             .iter()
@@ -31,8 +29,8 @@ fn is_plain(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"_-./,:=+@%".contains(&byte)
 }
 
-/// One argument (or path), quoted as [`Argv::shell_line`] quotes each: for a POSIX shell,
-/// with bash, zsh and ksh's `$'…'` where only escapes can say it.
+/// One argument (or path) quoted for a POSIX shell: bare when no shell treats its characters
+/// specially, in single quotes when it is printable UTF-8, else in bash, zsh and ksh's `$'…'`.
 pub fn shell_quote(arg: &std::ffi::OsStr) -> String {
     let arg = arg.as_bytes();
     if !arg.is_empty() && arg.iter().copied().all(is_plain) {
@@ -47,8 +45,7 @@ pub fn shell_quote(arg: &std::ffi::OsStr) -> String {
     }
 }
 
-/// `$'…'`: printable characters as they are (`\` and `'` escaped), everything else byte by
-/// byte as `\xHH`.
+/// `$'…'`: printable characters as they are (`\` and `'` escaped), any other byte as `\xHH`.
 fn ansi_c_quoted(arg: &[u8]) -> String {
     let mut out = String::from("$'");
     let escape = |out: &mut String, bytes: &[u8]| {

@@ -89,9 +89,7 @@ impl EnvRequest {
         }
     }
 
-    /// Whether this request (a grant) lets through everything `asked` passes: the same name
-    /// or pattern, or a name this pattern passes. A value set is no pass of the caller's
-    /// variables, so it covers nothing and needs no grant.
+    /// Whether this grant lets through everything `asked` passes (a value set needs no grant).
     pub fn covers(&self, asked: &EnvRequest) -> bool {
         match (self, asked) {
             (_, EnvRequest::Set(..)) => true,
@@ -150,7 +148,7 @@ fn passes(name: &str, patterns: &[&str]) -> bool {
 }
 
 /// Plans the command's environment from the caller's, the `--env` requests and run's own
-/// variables (`own`, set last). Names in `never` are not passed, whatever is asked.
+/// variables (`own`, set last); never one named in `never`.
 pub fn plan(
     caller: impl IntoIterator<Item = (OsString, OsString)>,
     requests: &[EnvRequest],

@@ -27,8 +27,7 @@ pub fn hit(name: &str) {
     let _ = kill_process(getpid(), signal);
 }
 
-/// A fault point: `fault_point!("promote-after-apply")`. Expands to nothing without the
-/// `fault-injection` feature.
+/// A fault point: `fault_point!("promote-after-apply")`.
 #[cfg(feature = "fault-injection")]
 #[macro_export]
 macro_rules! fault_point {
@@ -37,8 +36,7 @@ macro_rules! fault_point {
     };
 }
 
-/// A fault point: `fault_point!("promote-after-apply")`. Expands to nothing without the
-/// `fault-injection` feature.
+/// A fault point, which is nothing without the `fault-injection` feature.
 #[cfg(not(feature = "fault-injection"))]
 #[macro_export]
 macro_rules! fault_point {

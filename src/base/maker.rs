@@ -79,14 +79,12 @@ pub(crate) fn maker_of(name: &str) -> Option<Maker> {
     (maker.pid > 0 && maker.ticks > 0).then_some(maker)
 }
 
-/// Whether a maker is provably dead: of this host and PID namespace, and its pid gone, a
-/// zombie, or another process now.
+/// Whether a maker of this host and PID namespace is provably dead (gone, a zombie, or reused).
 pub(crate) fn is_dead(maker: &Maker) -> bool {
     maker.host == host_key() && start_ticks(maker.pid) != Some(maker.ticks)
 }
 
-/// Whether `name` (made by [`owned_name`]) names a provably dead maker; false for any other
-/// name (a private ref's token, say).
+/// Whether `name` (made by [`owned_name`]) names a provably dead maker; false for any other.
 pub(crate) fn made_by_dead(name: &str) -> bool {
     maker_of(name).is_some_and(|maker| is_dead(&maker))
 }

@@ -14,8 +14,7 @@ use serde::{Deserialize, Serialize};
 #[serde(try_from = "PathText", into = "PathText")]
 pub struct RepoPath(pub Vec<u8>);
 
-/// How a path is written in JSON: the same form as every other path a3s-iso writes
-/// ([`FsPathText`]). Older records wrote `{"text": "…"}` for a UTF-8 name; it is still read.
+/// How a path is written in JSON ([`FsPathText`]); older records' `{"text": "…"}` is still read.
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum PathText {
@@ -83,8 +82,7 @@ pub(crate) fn path_lines(out: &[u8]) -> Vec<PathBuf> {
 }
 
 /// A file-system path as a3s-iso writes it in records and JSON output: a string when it is
-/// UTF-8 (almost always), else `{"bytes_base64": "…"}`, so that a source, an isolation or a
-/// state dir under a directory whose name is not UTF-8 round-trips exactly.
+/// UTF-8 (almost always), else `{"bytes_base64": "…"}`.
 #[derive(Serialize, Deserialize)]
 #[serde(untagged)]
 enum FsPathText {
@@ -160,8 +158,7 @@ pub mod fs_path_opt {
 }
 
 /// `#[serde(with = "crate::base::paths::fs_path_list")]` for a `Vec<PathBuf>`, or a command's
-/// arguments (`Vec<OsString>`): each written as a path is (see [`FsPathText`]), so that any
-/// path or argument, UTF-8 or not, round-trips exactly.
+/// arguments (`Vec<OsString>`): each written as a path is (see [`FsPathText`]).
 pub mod fs_path_list {
     use std::path::{Path, PathBuf};
 

@@ -71,8 +71,7 @@ pub fn filesystem_name(dir: &Path) -> std::result::Result<String, String> {
     Ok(name.to_string())
 }
 
-/// Whether files in `dir` can be cloned (FICLONE): two small temporary files are made there,
-/// one cloned into the other, and both removed.
+/// Whether files in `dir` can be cloned (FICLONE), tried on two temporary files there.
 pub fn reflink_available(dir: &Path) -> std::result::Result<bool, String> {
     let suffix = crate::base::fsutil::unique_suffix();
     let src = dir.join(format!(".a3s-iso-reflink-{suffix}.src"));
@@ -107,9 +106,8 @@ fn display_dir(path: &Path) -> String {
 /// How long a sandboxed trial may take before it counts as failed.
 const TRIAL_PATIENCE: Duration = Duration::from_secs(20);
 
-/// Runs the sandbox helper (`helper sandbox-exec`) on a minimal spec with the network denied,
-/// the helper itself as the command (`--version`), writable only a fresh temporary directory.
-/// `Ok` when the command ran to success inside every layer; the helper's own report otherwise.
+/// Runs the helper's own `--version` in a minimal sandbox (network denied, a fresh temporary
+/// directory writable): `Ok` when it ran to success inside every layer, else the helper's report.
 pub fn sandbox_trial(helper: &Path) -> Result<()> {
     let dir = TrialDir::new()?;
     let spec = SandboxSpec {

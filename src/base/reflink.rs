@@ -1,7 +1,5 @@
-//! Copy-on-write file clones (`FICLONE`: the clone shares the original's blocks until either
-//! is written, and then only the written blocks part) and what a tree of clones costs on disk:
-//! its apparent size and the bytes it holds alone (extents no other file shares, from the
-//! file system's extent map).
+//! Copy-on-write file clones (`FICLONE`: a clone shares the original's blocks until either is
+//! written) and what a tree of clones costs on disk: its size and the extents it holds alone.
 
 use std::fs::{self, File};
 use std::io;
@@ -20,9 +18,8 @@ pub enum Fill {
     Checkout,
 }
 
-/// Clones the regular file `from` to the new file `to` (which must not exist), made with
-/// `mode` (before the umask, as git makes a checked-out file). Fails where the file system
-/// cannot clone, leaving no file at `to`.
+/// Clones the regular file `from` to the new file `to`, made with `mode` (before the umask);
+/// where the file system cannot clone, fails and leaves no file at `to`.
 pub fn clone_new(from: &Path, to: &Path, mode: u32) -> io::Result<File> {
     let src = File::open(from)?;
     let dst = fs::OpenOptions::new()
@@ -63,8 +60,7 @@ impl DiskUse {
     }
 }
 
-/// What the tree at `dir` costs: every regular file and link beneath it (links not followed,
-/// other file systems mounted inside not entered).
+/// What the tree at `dir` costs: every regular file and link beneath it, on its file system.
 pub fn disk_use(dir: &Path) -> io::Result<DiskUse> {
     let top = fs::symlink_metadata(dir)?;
     let mut total = DiskUse::default();

@@ -19,8 +19,7 @@ pub enum Warning {
     Promote(PromoteWarning),
     /// What a landing did beside landing.
     Land(LandWarning),
-    /// A warning as an earlier command worded it, read back from its record (a stopped
-    /// `land` queue's results).
+    /// A warning as an earlier command worded it, read back from its record (a `land` queue's).
     Recorded(String),
 }
 
@@ -214,8 +213,7 @@ pub enum PromoteWarning {
     SubmoduleStays { path: String, why: String },
     /// The branch that keeps the session's commits could not be made.
     RetainedBranchNotMade { branch: String, why: String },
-    /// The user's uncommitted work could not be restored after a branch promote: it stays in
-    /// its stash.
+    /// The user's uncommitted work stays in its stash: a branch promote could not restore it.
     StashKept { stash: String },
 }
 

@@ -1,11 +1,8 @@
-//! Enums whose variants each have one name on the wire (JSON, records, human output): serde's
-//! names, `as_str`, `Display` and `ALL` all come from the one list [`wire_enum!`] is given, so
-//! no name is written twice.
+//! Enums whose variants each have one name on the wire (JSON, records, human output), written
+//! once in the list [`wire_enum!`] is given.
 
-/// Declares an enum whose variants are named `Variant = "wire_name"`. The enum's own
-/// attributes must derive `serde::Serialize` (and `Deserialize` where it is read); the macro
-/// adds each variant's `#[serde(rename)]`, `ALL` (every variant, in order), `as_str` and
-/// `Display`.
+/// Declares an enum whose variants are named `Variant = "wire_name"`, with serde's names (the
+/// enum must derive `Serialize`), `ALL`, `as_str` and `Display`.
 macro_rules! wire_enum {
     (
         $(#[$meta:meta])*

@@ -27,9 +27,8 @@ type Unit = (Arc<OwnedFd>, OsString);
 /// What removes one subtree: the directory `name` of `parent`, with everything in it.
 pub(super) type RemoveSubtree = dyn Fn(BorrowedFd<'_>, &OsStr) -> io::Result<bool> + Sync;
 
-/// Removes the subdirectories of the directory `name` of `parent` (when it is a directory)
-/// in parallel with `remove`; what is left (its files and the emptied directories) is the
-/// caller's to remove.
+/// Removes the subdirectories of the directory `name` of `parent` in parallel with `remove`;
+/// its files and the emptied directories are left for the caller.
 pub(super) fn in_parallel(
     parent: BorrowedFd<'_>,
     name: &OsStr,

@@ -3,9 +3,8 @@
 
 use crate::base::error::{Error, Result};
 
-/// What every typed id shares: its text (`as_str`, `Display`, `Deref` to `str`, and `Debug` as
-/// the quoted text, since messages name ids with `{:?}`), compared with plain strings as it is
-/// and given back as a `String`.
+/// What every typed id shares: its text, shown, compared and given back as a string (`Debug`
+/// quoted, since messages name ids with `{:?}`).
 macro_rules! string_id {
     ($name:ident) => {
         impl $name {
@@ -131,8 +130,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub const MIN_DIGEST_PREFIX: usize = 8;
 
 /// A digest as a user gives it to an option: the whole `sha256:<hex>`, or a prefix of at
-/// least [`MIN_DIGEST_PREFIX`] hex digits (with or without `sha256:`), as git takes
-/// abbreviated object ids.
+/// least [`MIN_DIGEST_PREFIX`] hex digits (with or without `sha256:`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DigestQuery {
     /// A whole digest.
@@ -158,8 +156,7 @@ impl DigestQuery {
         }
     }
 
-    /// The one digest among `known` this names: a whole digest names itself; a prefix the
-    /// digest that starts with it (`None`: none does; `digest_ambiguous`: more than one).
+    /// The one digest among `known` this names (`digest_ambiguous` for more than one).
     pub(crate) fn resolve(
         &self,
         flag: &str,
