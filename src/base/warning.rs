@@ -1,5 +1,6 @@
 //! What a command tells beside its result, as data: what happened and to what. The words are
 //! the interface's (`interface::warnings`), as an error's hint is; JSON carries them as text.
+//! A warning's fields are what its variant names them, so they go without docs.
 
 use std::path::PathBuf;
 
@@ -44,7 +45,6 @@ grouped!(
 
 /// What recovery under the repository lock did, or could not do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-// The fields are what their variant names: the variant says what each one is.
 #[allow(missing_docs)]
 pub enum RecoveryWarning {
     /// An operation an earlier command left unfinished was finished (or undone).
@@ -105,7 +105,6 @@ pub enum RecoveryWarning {
 
 /// What a bind did beside building the isolation.
 #[derive(Debug, Clone, PartialEq, Eq)]
-// The fields are what their variant names: the variant says what each one is.
 #[allow(missing_docs)]
 pub enum BindWarning {
     /// The source's local changes are left out of the isolation (`--allow-dirty`).
@@ -136,7 +135,6 @@ pub enum BindWarning {
 
 /// What a run did beside running its command.
 #[derive(Debug, Clone, PartialEq, Eq)]
-// The fields are what their variant names: the variant says what each one is.
 #[allow(missing_docs)]
 pub enum RunWarning {
     /// A configuration file is not trusted: its settings are ignored.
@@ -192,7 +190,6 @@ pub enum RunWarning {
 
 /// What a capture, promote or push left out or kept.
 #[derive(Debug, Clone, PartialEq, Eq)]
-// The fields are what their variant names: the variant says what each one is.
 #[allow(missing_docs)]
 pub enum PromoteWarning {
     /// A nested repository is not part of the change set.
@@ -219,7 +216,6 @@ pub enum PromoteWarning {
 
 /// What a landing did beside landing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-// The fields are what their variant names: the variant says what each one is.
 #[allow(missing_docs)]
 pub enum LandWarning {
     /// An interrupted test had written files, dropped before landing.
