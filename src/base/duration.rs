@@ -60,10 +60,8 @@ pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
 fn decimal_nanos(number: &str, scale: u128) -> Option<u128> {
     let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
     let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    if !digits(whole) || !digits(fraction) || (whole.is_empty() && fraction.is_empty()) {
-        return None;
-    }
-    if number.ends_with('.') {
+    let empty = whole.is_empty() && fraction.is_empty();
+    if !digits(whole) || !digits(fraction) || empty || number.ends_with('.') {
         return None;
     }
     let whole: u128 = if whole.is_empty() {

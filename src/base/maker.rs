@@ -59,13 +59,10 @@ pub(crate) struct Maker {
 /// index's); `None` for a name not made by [`owned_name`].
 pub(crate) fn maker_of(name: &str) -> Option<Maker> {
     let name = name.strip_suffix(".lock").unwrap_or(name);
-    let mut parts = name.rsplitn(6, '-');
-    let nanos = parts.next()?;
-    let n = parts.next()?;
-    let host = parts.next()?;
-    let ticks = parts.next()?;
-    let pid = parts.next()?;
-    let stem = parts.next()?;
+    let parts: Vec<&str> = name.rsplitn(6, '-').collect();
+    let [nanos, n, host, ticks, pid, stem] = parts[..] else {
+        return None;
+    };
     let hex8 = |s: &str| s.len() == 8 && s.bytes().all(|b| b.is_ascii_hexdigit());
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if stem.is_empty() || !hex8(nanos) || !digits(n) || !hex8(host) || !digits(ticks) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::base::sandbox::{self, SandboxSpec};
 
 /// The kernel's release (`uname -r`).
@@ -153,12 +153,11 @@ pub fn sandbox_trial(helper: &Path) -> Result<()> {
     if let Some(failure) = channel.failure() {
         return Err(crate::base::sandbox::failure_error(failure));
     }
-    if status.success() {
-        Ok(())
-    } else {
-        Err(unavailable(format!(
+    match status.success() {
+        true => Ok(()),
+        false => Err(unavailable(format!(
             "a sandboxed trial ended with {status}"
-        )))
+        ))),
     }
 }
 
@@ -177,8 +176,7 @@ impl TrialDir {
             "a3s-iso-doctor-{}",
             crate::base::fsutil::unique_suffix()
         ));
-        std::fs::create_dir(&dir)
-            .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
+        std::fs::create_dir(&dir).ctx(|| format!("cannot create {}", dir.display()))?;
         // Canonical, so the sandbox's mount plan sees the path the kernel reports.
         Ok(TrialDir(std::fs::canonicalize(&dir).unwrap_or(dir)))
     }
