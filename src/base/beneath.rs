@@ -309,15 +309,15 @@ impl Dir {
 
     /// Opens the regular file at `rel` for reading (never a link; a FIFO is not waited on).
     pub(crate) fn open_file(&self, rel: &Path) -> io::Result<File> {
-        let path = self.path.join(rel);
-        let fd = open_at(
-            self.fd(),
-            rel,
-            OFlags::RDONLY | OFlags::NONBLOCK,
-            Mode::empty(),
-        )
-        .map_err(|e| with_path(e, &path))?;
-        regular(File::from(fd), &path)
+        let file = self.open_beneath(rel, OFlags::RDONLY | OFlags::NONBLOCK, 0)?;
+        regular(file, &self.path.join(rel))
+    }
+
+    /// The file `rel` opened with `flags` (made with `mode` where they create it).
+    fn open_beneath(&self, rel: &Path, flags: OFlags, mode: u32) -> io::Result<File> {
+        open_at(self.fd(), rel, flags, Mode::from_raw_mode(mode as _))
+            .map(File::from)
+            .map_err(|e| with_path(e, &self.path.join(rel)))
     }
 
     /// The bytes of the small regular file at `rel`: more than `limit` is an error.
@@ -352,21 +352,13 @@ impl Dir {
 
     /// Creates the new file `rel` for writing, with `mode` (before the umask).
     pub(crate) fn create_new(&self, rel: &Path, mode: u32) -> io::Result<File> {
-        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL;
-        let path = self.path.join(rel);
-        open_at(self.fd(), rel, flags, Mode::from_raw_mode(mode as _))
-            .map(File::from)
-            .map_err(|e| with_path(e, &path))
+        self.open_beneath(rel, OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL, mode)
     }
 
     /// Opens the regular file `rel` for appending, made with `mode` if absent; a link is refused.
     pub(crate) fn append(&self, rel: &Path, mode: u32) -> io::Result<File> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::APPEND | OFlags::NONBLOCK;
-        let path = self.path.join(rel);
-        let file = open_at(self.fd(), rel, flags, Mode::from_raw_mode(mode as _))
-            .map(File::from)
-            .map_err(|e| with_path(e, &path))?;
-        regular(file, &path)
+        regular(self.open_beneath(rel, flags, mode)?, &self.path.join(rel))
     }
 
     /// Replaces what is at `rel` (a link is not followed) with `bytes`, atomically and durably.
