@@ -25,6 +25,12 @@ fn bare_tree(text: &str) -> &str {
 macro_rules! object_id {
     ($name:ident, $what:literal) => {
         impl $name {
+            /// An id from bare hex, as git prints it.
+            pub fn new(hex: impl AsRef<str>) -> Result<$name> {
+                let hex = hex.as_ref();
+                $name::checked(hex).ok_or_else(|| $name::refused(hex))
+            }
+
             /// `hex` if it is 40 or 64 lowercase hex digits.
             fn checked(hex: &str) -> Option<$name> {
                 is_object_hex(hex).then(|| $name(hex.to_string()))
@@ -49,12 +55,6 @@ string_id!(TreeId);
 object_id!(TreeId, "tree");
 
 impl TreeId {
-    /// A tree id from bare hex, as git prints it.
-    pub fn new(hex: impl AsRef<str>) -> Result<TreeId> {
-        let hex = hex.as_ref();
-        TreeId::checked(hex).ok_or_else(|| TreeId::refused(hex))
-    }
-
     /// A tree id in either form: `git-tree:<hex>` or bare hex.
     pub fn parse(text: &str) -> Result<TreeId> {
         TreeId::checked(bare_tree(text)).ok_or_else(|| TreeId::refused(text))
@@ -90,14 +90,6 @@ pub struct CommitId(String);
 
 string_id!(CommitId);
 object_id!(CommitId, "commit");
-
-impl CommitId {
-    /// A commit id from bare hex, as git prints it.
-    pub fn new(hex: impl AsRef<str>) -> Result<CommitId> {
-        let hex = hex.as_ref();
-        CommitId::checked(hex).ok_or_else(|| CommitId::refused(hex))
-    }
-}
 
 impl<'de> Deserialize<'de> for CommitId {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<CommitId, D::Error> {

@@ -12,30 +12,27 @@ pub(crate) const MAX_ID_LEN: usize = 128;
 /// or `.lock`. Ids become file names and ref components, so nothing else is accepted.
 pub(crate) fn validate(id: &str) -> Result<()> {
     let reason = if id.is_empty() {
-        Some("it is empty")
+        "it is empty"
     } else if id.len() > MAX_ID_LEN {
-        Some("it is longer than 128 characters")
+        "it is longer than 128 characters"
     } else if !id.as_bytes()[0].is_ascii_alphanumeric() {
-        Some("it must start with a letter or a digit")
+        "it must start with a letter or a digit"
     } else if !id
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
     {
-        Some("only letters, digits, '.', '_' and '-' are allowed")
+        "only letters, digits, '.', '_' and '-' are allowed"
     } else if id.contains("..") {
-        Some("it must not contain '..'")
+        "it must not contain '..'"
     } else if id.ends_with('.') || id.ends_with(".lock") {
-        Some("it must not end in '.' or '.lock'")
+        "it must not end in '.' or '.lock'"
     } else {
-        None
+        return Ok(());
     };
-    match reason {
-        None => Ok(()),
-        Some(reason) => Err(Error::InvalidId {
-            id: id.to_string(),
-            reason: reason.to_string(),
-        }),
-    }
+    Err(Error::InvalidId {
+        id: id.to_string(),
+        reason: reason.to_string(),
+    })
 }
 
 /// A fresh id: `<prefix>-<ms since epoch, hex>-<random hex>`, so ids sort by creation time.
