@@ -43,12 +43,10 @@ pub(crate) fn from_args(values: &[String], flag: &str) -> Result<Vec<String>> {
     let mut patterns = Vec::new();
     for value in values {
         if value.starts_with(':') {
-            return Err(Error::Usage {
-                message: format!(
-                    "{flag} {value:?}: takes gitignore patterns, not pathspec magic (escape a \
-                     leading colon as \\:)"
-                ),
-            });
+            return Err(Error::usage(format!(
+                "{flag} {value:?}: takes gitignore patterns, not pathspec magic (escape a \
+                 leading colon as \\:)"
+            )));
         }
         let pattern = match value.as_str() {
             "" => continue,

@@ -148,11 +148,9 @@ impl DigestQuery {
         match (hex_ok, lower.len()) {
             (true, 64) => Ok(DigestQuery::Full(format!("sha256:{lower}"))),
             (true, n) if (MIN_DIGEST_PREFIX..64).contains(&n) => Ok(DigestQuery::Prefix(lower)),
-            _ => Err(Error::Usage {
-                message: format!(
-                    "{flag} {given:?} is not sha256:<64 hex digits> or a prefix of at least {MIN_DIGEST_PREFIX} of them"
-                ),
-            }),
+            _ => Err(Error::usage(format!(
+                "{flag} {given:?} is not sha256:<64 hex digits> or a prefix of at least {MIN_DIGEST_PREFIX} of them"
+            ))),
         }
     }
 

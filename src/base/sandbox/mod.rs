@@ -52,9 +52,7 @@ pub fn failure_error(failure: HelperFailure) -> Error {
         HelperCode::SandboxUnavailable => Error::SandboxUnavailable {
             message: failure.message,
         },
-        HelperCode::Usage => Error::Usage {
-            message: failure.message,
-        },
+        HelperCode::Usage => Error::usage(failure.message),
         HelperCode::Internal => Error::internal(failure.message),
     }
 }
