@@ -129,8 +129,7 @@ pub struct SessionRecord {
     pub carried_index_tree: Option<TreeId>,
     /// The source had local changes that the isolation does not contain (`--allow-dirty`).
     pub wip_left_out: bool,
-    /// Who owns the session; `None` for an ownerless one (`bind --owner none`), which only
-    /// `sweep --include-ownerless` reclaims.
+    /// Who owns the session; `None` for an ownerless one (`bind --owner none`).
     pub owner: Option<Owner>,
     /// When it was bound, in milliseconds since the epoch.
     pub created_at_ms: u64,
@@ -179,8 +178,7 @@ pub struct PurgedMark {
     pub purged_at_ms: u64,
 }
 
-/// Which tool made a session, and for which process: what a hook is allowed to act on is
-/// decided from this, never from what a payload says.
+/// Which tool made a session, for which process: what a hook may act on is decided from this.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CreatedBy {
     /// The tool.
@@ -689,10 +687,9 @@ impl Store {
         self.seed_index_path(admin).with_extension("index-tree")
     }
 
-    /// Where a3s-iso keeps the index of the isolation whose admin dir is `admin` as it was
-    /// when the tree was written at bind (the seed's stat data moves with every capture; this
-    /// one's tells the pool's cleaning what the session touched). The `+` is never in a
-    /// session id, so no other isolation's seed has this name.
+    /// The index of the isolation whose admin dir is `admin` as bind wrote it, which tells the
+    /// pool's cleaning what the session touched (the seed's stat data moves with every capture);
+    /// no session id has a `+`, so no other isolation's seed has this name.
     pub(crate) fn bound_index_path(&self, admin: &Path) -> PathBuf {
         self.seed_file(admin, "+bound.index")
     }
@@ -707,8 +704,7 @@ impl Store {
         StateDir::Rebasing.file(&self.dir, id, ".json")
     }
 
-    /// The session's own git layers (`session-git/<id>/`): what git inside its runs writes
-    /// to the repository's git dir and the isolation's admin dir (see `session_git`).
+    /// The session's own git layers (`session-git/<id>/`): what git inside its runs writes.
     pub(crate) fn session_git_dir(&self, id: &SessionId) -> PathBuf {
         StateDir::SessionGit.under(&self.dir).join(id)
     }
@@ -785,8 +781,7 @@ pub(crate) struct JournalEntry {
     pub how: Landing,
     /// Which promote mode landed it.
     pub mode: PromoteMode,
-    /// For a session's promote: which step of the session it was (absent for a document, a
-    /// noted digest, and entries written before promotes came in steps).
+    /// For a session's promote: which step of the session it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<Step>,
     /// When it landed before, oldest first (`promote --reapply` lands a change set again).
@@ -794,9 +789,8 @@ pub(crate) struct JournalEntry {
     pub earlier_landings: Vec<u64>,
 }
 
-/// One step of a session promoted in steps: the delta from the tree the previous step left to
-/// the session's result at the time. The journal entry that records it is the only record of
-/// "last promoted", so a step has landed exactly when its entry exists.
+/// One step of a session promoted in steps: the delta from the previous step's tree to its result
+/// then. A step has landed exactly when its journal entry exists (the only "last promoted").
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Step {
     /// 1 for the session's first promote, then 2, 3, …
@@ -818,8 +812,7 @@ pub(crate) struct Step {
     /// without carried WIP), which the next step's commits are rebuilt on.
     #[serde(default)]
     pub chain_tip: Option<CommitId>,
-    /// A nested change set's step: the path of its repository in the source (its steps are
-    /// counted apart from the root's).
+    /// A nested change set's step: its repository's path in the source (counted apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<crate::base::paths::RepoPath>,
 }
@@ -891,8 +884,7 @@ impl Drop for LiveRunFile {
     }
 }
 
-/// What a run ran, where and when, as its exit record keeps it; each field is `None` in a
-/// record written before a3s-iso kept it (and for a capture, which runs nothing).
+/// What a run ran, where and when, as its exit record keeps it (`None` in old records, captures).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ran {
     /// The command and its arguments, exactly.
