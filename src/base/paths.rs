@@ -65,7 +65,6 @@ impl RepoPath {
 }
 
 impl std::fmt::Display for RepoPath {
-    /// The path for people to read (invalid UTF-8 replaced).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&String::from_utf8_lossy(&self.0))
     }
