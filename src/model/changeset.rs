@@ -223,24 +223,16 @@ fn sha256_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<(
 
 fn id_field(object: &Map<String, Value>, key: &str, field: &str) -> Result<()> {
     let value = string(object, key, field)?;
-    if value.trim().is_empty() {
-        return Err(invalid(ChangeSetRule::IdFormat, field, "must not be blank"));
-    }
-    if value.len() > 256 {
-        return Err(invalid(
-            ChangeSetRule::IdFormat,
-            field,
-            "must be at most 256 bytes",
-        ));
-    }
-    if value.contains(['\0', '\r', '\n']) {
-        return Err(invalid(
-            ChangeSetRule::IdFormat,
-            field,
-            "must not contain NUL, CR or LF",
-        ));
-    }
-    Ok(())
+    let broken = if value.trim().is_empty() {
+        "must not be blank"
+    } else if value.len() > 256 {
+        "must be at most 256 bytes"
+    } else if value.contains(['\0', '\r', '\n']) {
+        "must not contain NUL, CR or LF"
+    } else {
+        return Ok(());
+    };
+    Err(invalid(ChangeSetRule::IdFormat, field, broken))
 }
 
 fn tree_check(object: &Map<String, Value>, key: &str) -> Result<()> {
