@@ -100,12 +100,8 @@ impl Git {
     /// --path-format=absolute --git-common-dir`), one a line.
     pub(crate) fn git_dirs(&self, dir: &Path) -> Result<Vec<u8>> {
         self.at(dir)
-            .args([
-                "rev-parse",
-                "--absolute-git-dir",
-                "--path-format=absolute",
-                "--git-common-dir",
-            ])
+            .args(["rev-parse", "--absolute-git-dir"])
+            .args(["--path-format=absolute", "--git-common-dir"])
             .run()
     }
 
@@ -167,15 +163,8 @@ impl Git {
     /// `<commit> <tree> <parents>\n<subject>`.
     pub(crate) fn first_parent_log(&self, dir: &Path, range: &str) -> Result<Vec<u8>> {
         self.at(dir)
-            .args([
-                "log",
-                "-z",
-                "--reverse",
-                "--first-parent",
-                "--format=%H %T %P%n%s",
-            ])
-            .arg(range)
-            .arg("--")
+            .args(["log", "-z", "--reverse", "--first-parent"])
+            .args(["--format=%H %T %P%n%s", range, "--"])
             .run()
     }
 
@@ -188,16 +177,8 @@ impl Git {
         filter: &str,
     ) -> Result<Vec<u8>> {
         self.at(dir)
-            .args([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--name-only",
-                "--no-renames",
-                &format!("--diff-filter={filter}"),
-                a,
-                b,
-            ])
+            .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
+            .args([&format!("--diff-filter={filter}"), a, b])
             .run()
     }
 
@@ -260,14 +241,8 @@ impl Git {
     /// The paths `revision` tracks, NUL-separated (`ls-tree -r -z --name-only --full-tree`).
     pub(crate) fn tracked_names(&self, dir: &Path, revision: &str) -> Result<Vec<u8>> {
         self.at(dir)
-            .args([
-                "ls-tree",
-                "-r",
-                "-z",
-                "--name-only",
-                "--full-tree",
-                revision,
-            ])
+            .args(["ls-tree", "-r", "-z"])
+            .args(["--name-only", "--full-tree", revision])
             .run()
     }
 
@@ -280,15 +255,8 @@ impl Git {
         paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
     ) -> Result<GitOutput> {
         self.at(dir)
-            .args([
-                "--literal-pathspecs",
-                "ls-tree",
-                "-r",
-                "-z",
-                "--full-tree",
-                tree,
-                "--",
-            ])
+            .args(["--literal-pathspecs", "ls-tree", "-r", "-z"])
+            .args(["--full-tree", tree, "--"])
             .args(paths)
             .output()
     }

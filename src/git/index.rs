@@ -260,14 +260,8 @@ impl OnIndex<'_> {
     /// --exclude-standard`), NUL-separated.
     pub(crate) fn stageable(&self, paths: &[PathBuf]) -> Result<Vec<u8>> {
         self.cmd()
-            .args([
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--",
-            ])
+            .args(["ls-files", "-z", "--cached", "--others"])
+            .args(["--exclude-standard", "--"])
             .args(paths)
             .run()
     }
@@ -318,13 +312,8 @@ impl OnIndex<'_> {
     /// among `paths` (all of them when empty).
     pub(crate) fn deleted_since(&self, commit: &str, paths: &[PathBuf]) -> Result<Vec<u8>> {
         self.cmd()
-            .args([
-                "diff-index",
-                "--cached",
-                "-z",
-                "--name-only",
-                "--no-renames",
-            ])
+            .args(["diff-index", "--cached", "-z"])
+            .args(["--name-only", "--no-renames"])
             .args(["--diff-filter=D", commit, "--"])
             .args(paths)
             .run()
@@ -345,16 +334,8 @@ impl OnIndex<'_> {
         paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
     ) -> Result<Vec<u8>> {
         self.cmd()
-            .args([
-                "--literal-pathspecs",
-                "diff-index",
-                "--cached",
-                "--name-only",
-                "-z",
-                "--no-renames",
-                tree,
-                "--",
-            ])
+            .args(["--literal-pathspecs", "diff-index", "--cached"])
+            .args(["--name-only", "-z", "--no-renames", tree, "--"])
             .args(paths)
             .run()
     }
@@ -406,13 +387,8 @@ impl OnIndex<'_> {
     /// whatever the status.
     pub(crate) fn apply_cached(&self, patch: &Path) -> Result<GitOutput> {
         self.cmd()
-            .args([
-                "-c",
-                "apply.whitespace=nowarn",
-                "apply",
-                "--cached",
-                "--binary",
-            ])
+            .args(["-c", "apply.whitespace=nowarn"])
+            .args(["apply", "--cached", "--binary"])
             .arg(patch)
             .output()
     }
@@ -433,14 +409,8 @@ impl HermeticGit {
     ) -> Result<(TreeChanges, Vec<Vec<u8>>)> {
         let raw = self
             .cmd()
-            .args([
-                "diff-tree",
-                "-r",
-                "-z",
-                "--raw",
-                "--no-renames",
-                "--no-abbrev",
-            ])
+            .args(["diff-tree", "-r", "-z", "--raw"])
+            .args(["--no-renames", "--no-abbrev"])
             .args([from, to])
             .run()?;
         parse_raw_changes(&raw).ok_or_else(|| {
@@ -490,15 +460,8 @@ impl HermeticGit {
         paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
     ) -> Result<Vec<u8>> {
         self.cmd()
-            .args([
-                "--literal-pathspecs",
-                "ls-tree",
-                "-r",
-                "-z",
-                "--name-only",
-                tree,
-                "--",
-            ])
+            .args(["--literal-pathspecs", "ls-tree", "-r", "-z"])
+            .args(["--name-only", tree, "--"])
             .args(paths)
             .run()
     }

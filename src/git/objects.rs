@@ -51,11 +51,8 @@ impl Git {
         let listed = self
             .at(dir)
             .env("GIT_OBJECT_DIRECTORY", from)
-            .args([
-                "cat-file",
-                "--batch-all-objects",
-                "--batch-check=%(objectname)",
-            ])
+            .args(["cat-file", "--batch-all-objects"])
+            .args(["--batch-check=%(objectname)"])
             .run()?;
         let count = listed
             .split(|b| *b == b'\n')

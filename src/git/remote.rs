@@ -115,14 +115,8 @@ impl Git {
     /// repository's push hooks: these are a3s-iso's own refs, not the user's branches.
     pub(crate) fn push_refs(&self, dir: &Path, remote: &str, refspecs: &[String]) -> Result<()> {
         transport(self, dir)
-            .args([
-                "push",
-                "--quiet",
-                "--no-verify",
-                "--atomic",
-                "--end-of-options",
-            ])
-            .arg(remote)
+            .args(["push", "--quiet", "--no-verify", "--atomic"])
+            .args(["--end-of-options", remote])
             .args(refspecs)
             .finish()
     }
@@ -156,11 +150,8 @@ impl Git {
         filter: Option<&str>,
     ) -> GitCmd<'g> {
         transport(self, dir)
+            .args(["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"])
             .args([
-                "fetch",
-                "--quiet",
-                "--no-tags",
-                "--no-write-fetch-head",
                 "--no-recurse-submodules",
                 "--no-auto-maintenance",
                 "--no-prune",

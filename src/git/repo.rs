@@ -54,9 +54,8 @@ impl Repo {
         }
         let out = git
             .at(dir)
+            .args(["rev-parse", "--is-bare-repository"])
             .args([
-                "rev-parse",
-                "--is-bare-repository",
                 "--path-format=absolute",
                 "--git-common-dir",
                 "--show-toplevel",

@@ -107,15 +107,11 @@ impl HermeticGit {
     /// URL it has) and the file transport is allowed. Nothing is fetched from the URL
     /// `.gitmodules` names.
     pub(crate) fn submodule_update_from(&self, clones: &[LocalClone<'_>]) -> Result<()> {
-        let mut cmd = self.cmd().args([
-            "--literal-pathspecs",
-            "-c",
-            "protocol.file.allow=always",
-            "-c",
-            "uploadpack.allowAnySHA1InWant=true",
-            "-c",
-            "checkout.workers=0",
-        ]);
+        let mut cmd = self
+            .cmd()
+            .args(["--literal-pathspecs", "-c", "protocol.file.allow=always"])
+            .args(["-c", "uploadpack.allowAnySHA1InWant=true"])
+            .args(["-c", "checkout.workers=0"]);
         for (i, clone) in clones.iter().enumerate() {
             // The URL travels in a variable: neither a name nor a path can break the argument
             // (git splits `--config-env` at its last `=`).

@@ -286,15 +286,8 @@ impl HermeticGit {
         use std::os::unix::ffi::OsStrExt;
         let out = self
             .cmd()
-            .args([
-                "--literal-pathspecs",
-                "ls-tree",
-                "-r",
-                "-t",
-                "-z",
-                "--full-tree",
-            ])
-            .args([tree, "--"])
+            .args(["--literal-pathspecs", "ls-tree", "-r", "-t"])
+            .args(["-z", "--full-tree", tree, "--"])
             .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
             .run()?;
         parse_listing(&out).ok_or_else(|| Error::internal("cannot read git ls-tree's listing"))
