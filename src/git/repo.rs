@@ -3,7 +3,7 @@
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use crate::base::error::{Error, Result, Unavailable};
+use crate::base::error::{Result, Unavailable};
 use crate::base::ids::{CommitId, TreeId};
 use crate::git::runner::{Git, GitCmd};
 
@@ -38,11 +38,8 @@ impl Repo {
     /// `isolation_unavailable`; nothing is written.
     pub(crate) fn discover(git: &Git, dir: &Path) -> Result<Repo> {
         if !dir.is_dir() {
-            return Err(Error::IsolationUnavailable {
-                reason: Unavailable::NotADirectory {
-                    dir: dir.to_path_buf(),
-                },
-            });
+            let dir = dir.to_path_buf();
+            return Err(Unavailable::NotADirectory { dir }.into());
         }
         // Found once per command: the repository a directory is in does not change under it.
         if let Some((common_dir, toplevel)) = git
@@ -79,32 +76,17 @@ impl Repo {
                 }
                 Ok(Repo::new(git, path(toplevel), path(common_dir)))
             }
-            (_, [b"true", ..]) => Err(Error::IsolationUnavailable {
-                reason: Unavailable::Bare {
-                    dir: dir.to_path_buf(),
-                },
-            }),
-            (_, [b"false", ..]) => Err(Error::IsolationUnavailable {
-                reason: Unavailable::InsideGitDir {
-                    dir: dir.to_path_buf(),
-                },
-            }),
-            _ => Err(Error::IsolationUnavailable {
-                reason: Unavailable::NotARepository {
-                    dir: dir.to_path_buf(),
-                },
-            }),
+            (_, [b"true", ..]) => Err(Unavailable::Bare { dir: dir.into() }.into()),
+            (_, [b"false", ..]) => Err(Unavailable::InsideGitDir { dir: dir.into() }.into()),
+            _ => Err(Unavailable::NotARepository { dir: dir.into() }.into()),
         }
     }
 
     /// The commit and tree at HEAD; `isolation_unavailable` for an unborn HEAD.
     pub(crate) fn head(&self, git: &Git) -> Result<(CommitId, TreeId)> {
         let Some(commit) = self.head_lookup(git).found_text()? else {
-            return Err(Error::IsolationUnavailable {
-                reason: Unavailable::UnbornHead {
-                    toplevel: self.toplevel.clone(),
-                },
-            });
+            let toplevel = self.toplevel.clone();
+            return Err(Unavailable::UnbornHead { toplevel }.into());
         };
         let tree = git
             .at(&self.toplevel)

@@ -102,10 +102,8 @@ impl Git {
             Some(path) => which::which(path).map_err(|e| Error::Usage {
                 message: format!("cannot use git at {}: {e}", path.display()),
             })?,
-            None => which::which("git").map_err(|e| Error::IsolationUnavailable {
-                reason: Unavailable::NoGit {
-                    error: e.to_string(),
-                },
+            None => which::which("git").map_err(|e| Unavailable::NoGit {
+                error: e.to_string(),
             })?,
         };
         let mut git = Git {

@@ -510,11 +510,9 @@ fn verify_fields_of_file(path: &std::path::Path) -> Result<Verified> {
         read_bounded(std::io::stdin().lock(), MAX_DOCUMENT_BYTES)
             .map_err(|e| Error::io("cannot read standard input", e))?
     } else {
-        let file = std::fs::File::open(path).map_err(|e| Error::ChangeSetUnavailable {
-            reason: NoDocument::Unreadable {
-                path: path.to_path_buf(),
-                error: e.to_string(),
-            },
+        let file = std::fs::File::open(path).map_err(|e| NoDocument::Unreadable {
+            path: path.to_path_buf(),
+            error: e.to_string(),
         })?;
         read_bounded(file, MAX_DOCUMENT_BYTES)
             .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?

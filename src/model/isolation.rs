@@ -281,11 +281,8 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
         repair_links(record)?;
     }
     if record.state == SessionState::Discarded {
-        return Err(Error::ChangeSetUnavailable {
-            reason: NoDocument::Discarded {
-                session_id: record.session_id.to_string(),
-            },
-        });
+        let session_id = record.session_id.to_string();
+        return Err(NoDocument::Discarded { session_id }.into());
     }
     if !is_present(record) {
         return Err(Error::IsolationMissing {
@@ -295,12 +292,11 @@ pub fn writable_isolation(record: &SessionRecord) -> Result<Isolation> {
     }
     if !is_healthy(record) {
         // There, but its HEAD is no file (the command can rewrite it): nothing is guessed.
-        return Err(Error::ChangeSetUnavailable {
-            reason: NoDocument::NoHeadFile {
-                session_id: record.session_id.to_string(),
-                head: record.admin_dir.as_deref().map(|a| a.join("HEAD")),
-            },
-        });
+        return Err(NoDocument::NoHeadFile {
+            session_id: record.session_id.to_string(),
+            head: record.admin_dir.as_deref().map(|a| a.join("HEAD")),
+        }
+        .into());
     }
     match (&record.worktree, &record.admin_dir) {
         (Some(tree), Some(admin)) => Ok(Isolation {
