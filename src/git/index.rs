@@ -54,8 +54,7 @@ impl HermeticGit {
         self.index_with(index, |cmd| cmd)
     }
 
-    /// Git on the tree with `index` as its index, attributes read from `commit` only
-    /// (`GIT_ATTR_SOURCE`, git 2.40 and later).
+    /// Git on the tree with `index` as its index, attributes read from `commit` only (git 2.40+).
     pub(crate) fn on_index_attrs_from<'g>(
         &'g self,
         index: &'g Path,
@@ -69,8 +68,7 @@ impl HermeticGit {
         self.index_with(index, |cmd| cmd.args(SNAPSHOT_CONFIG))
     }
 
-    /// Git on the tree with `index` as its index, the snapshot's stat settings, and every
-    /// pathspec taken literally (`GIT_LITERAL_PATHSPECS`): the paths a run's layer named.
+    /// [`HermeticGit::on_snapshot_index`] with every pathspec taken literally (a run's paths).
     pub(crate) fn on_snapshot_index_literal<'g>(&'g self, index: &'g Path) -> OnIndex<'g> {
         self.index_with(index, |cmd| {
             cmd.env("GIT_LITERAL_PATHSPECS", "1").args(SNAPSHOT_CONFIG)
@@ -97,8 +95,7 @@ impl HermeticGit {
             .finish()
     }
 
-    /// Moves the tree and its index from the tree `from` to `to`, touching only what differs
-    /// (`read-tree -m -u`); the index names `from` before.
+    /// Moves the tree and its index (which names `from`) to `to`, touching only what differs.
     pub(crate) fn read_tree_move(&self, index: &Path, from: &str, to: &str) -> Result<()> {
         self.cmd()
             .env("GIT_INDEX_FILE", index)
@@ -145,8 +142,7 @@ impl OnIndex<'_> {
         (self.make)()
     }
 
-    /// Fills the index from `revision` and checks every file out into the (empty) tree
-    /// (`read-tree -u --reset`), as a new worktree's checkout does.
+    /// Fills the index from `revision` and checks every file out into the (empty) tree.
     pub(crate) fn check_out(&self, revision: &str) -> Result<()> {
         self.cmd()
             .args(["read-tree", "-u", "--reset", revision])
@@ -160,8 +156,7 @@ impl OnIndex<'_> {
             .finish()
     }
 
-    /// Fills the index from `tree` and updates the files of the sparse checkout's patterns
-    /// (`read-tree -m -u` with `core.sparseCheckout=true`).
+    /// Fills the index from `tree` and updates the files of the sparse checkout's patterns.
     pub(crate) fn read_tree_sparse(&self, tree: &str) -> Result<()> {
         self.cmd()
             .args(["-c", "core.sparseCheckout=true"])
@@ -184,8 +179,7 @@ impl OnIndex<'_> {
         self.feed(&["update-index", "-z", "--index-info"], info)
     }
 
-    /// Takes the files at `paths` as they are on disk, removing the gone ones
-    /// (`update-index --add --remove`).
+    /// Takes the files at `paths` as they are on disk, removing the gone ones.
     pub(crate) fn add_or_remove(
         &self,
         paths: impl IntoIterator<Item = impl AsRef<OsStr>>,
@@ -229,8 +223,7 @@ impl OnIndex<'_> {
         )
     }
 
-    /// Writes the files of the entries named by the NUL-terminated `paths` from the index,
-    /// replacing what is there (`checkout-index -f -z --stdin`); the index is not written.
+    /// Writes the files of the NUL-terminated `paths` from the index; the index stays as it is.
     pub(crate) fn write_listed(&self, paths: Vec<u8>) -> Result<()> {
         self.feed(&["checkout-index", "-f", "-q", "-z", "--stdin"], paths)
     }
@@ -255,9 +248,7 @@ impl OnIndex<'_> {
             .run()
     }
 
-    /// The paths `add -A` would stage among `paths` (all when empty): the index's entries and
-    /// the untracked files no ignore rule matches (`ls-files --cached --others
-    /// --exclude-standard`), NUL-separated.
+    /// The paths `add -A` would stage among `paths` (all when empty), NUL-separated.
     pub(crate) fn stageable(&self, paths: &[PathBuf]) -> Result<Vec<u8>> {
         self.cmd()
             .args(["ls-files", "-z", "--cached", "--others"])
@@ -296,8 +287,7 @@ impl OnIndex<'_> {
         self.cmd().args(["ls-files", "-u", "-z"]).run()
     }
 
-    /// `add -A` of the whole tree but the `excluded` pathspecs (embedded repositories taken
-    /// without advice); the output whatever the exit status.
+    /// `add -A` of the whole tree but the `excluded` pathspecs; the output whatever the status.
     pub(crate) fn add_all_but(
         &self,
         excluded: impl IntoIterator<Item = OsString>,
@@ -308,8 +298,7 @@ impl OnIndex<'_> {
             .output()
     }
 
-    /// The paths the index lacks that `commit` has (`diff-index --cached --diff-filter=D`),
-    /// among `paths` (all of them when empty).
+    /// The paths the index lacks that `commit` has, among `paths` (all of them when empty).
     pub(crate) fn deleted_since(&self, commit: &str, paths: &[PathBuf]) -> Result<Vec<u8>> {
         self.cmd()
             .args(["diff-index", "--cached", "-z"])
@@ -319,8 +308,7 @@ impl OnIndex<'_> {
             .run()
     }
 
-    /// The paths where the index differs from `tree`, NUL-separated
-    /// (`diff-index --cached --name-only -z`).
+    /// The paths where the index differs from `tree`, NUL-separated.
     pub(crate) fn changed_since(&self, tree: &str) -> Result<Vec<u8>> {
         self.cmd()
             .args(["diff-index", "--cached", "--name-only", "-z", tree])
@@ -340,8 +328,7 @@ impl OnIndex<'_> {
             .run()
     }
 
-    /// Puts the entries named by the NUL-separated literal `paths` back to `commit`'s
-    /// (`reset -q <commit> --pathspec-from-file=- --pathspec-file-nul`).
+    /// Puts the entries named by the NUL-separated literal `paths` back to `commit`'s.
     pub(crate) fn reset_listed(&self, commit: &str, paths: Vec<u8>) -> Result<()> {
         self.cmd()
             .env("GIT_LITERAL_PATHSPECS", "1")
@@ -351,14 +338,12 @@ impl OnIndex<'_> {
             .finish()
     }
 
-    /// Writes the files named by the NUL-separated `paths` from the index
-    /// (`checkout-index -f -u -z --stdin`).
+    /// Writes the files of the NUL-separated `paths` from the index, which notes their stat data.
     pub(crate) fn check_out_listed(&self, paths: Vec<u8>) -> Result<()> {
         self.feed(&["checkout-index", "-f", "-u", "-z", "--stdin"], paths)
     }
 
-    /// Removes every untracked file of the tree, ignored ones included (`clean -ffdxq`), but
-    /// what one of `kept` matches (`-e`).
+    /// Removes every untracked file of the tree, ignored ones included, but what `kept` match.
     pub(crate) fn clean_all(
         &self,
         kept: impl IntoIterator<Item = impl AsRef<OsStr>>,
@@ -366,8 +351,7 @@ impl OnIndex<'_> {
         self.clean("-ffdxq", kept)
     }
 
-    /// Removes the untracked files no ignore rule ignores (`clean -ffdq`), but what one of
-    /// `kept` matches.
+    /// Removes the untracked files no ignore rule ignores, but what one of `kept` matches.
     pub(crate) fn clean_unignored(
         &self,
         kept: impl IntoIterator<Item = impl AsRef<OsStr>>,
@@ -383,8 +367,7 @@ impl OnIndex<'_> {
         cmd.finish()
     }
 
-    /// Applies the patch at `patch` to the index only (`apply --cached --binary`), the output
-    /// whatever the status.
+    /// Applies the patch at `patch` to the index only; the output whatever the status.
     pub(crate) fn apply_cached(&self, patch: &Path) -> Result<GitOutput> {
         self.cmd()
             .args(["-c", "apply.whitespace=nowarn"])
@@ -395,8 +378,7 @@ impl OnIndex<'_> {
 }
 
 impl HermeticGit {
-    /// What each path whose entry differs between the trees `from` and `to` holds in `to`
-    /// (`diff-tree -r --raw`, no renames), by path.
+    /// What each path whose entry differs between the trees `from` and `to` holds in `to`.
     pub(crate) fn tree_changes(&self, from: &str, to: &str) -> Result<TreeChanges> {
         Ok(self.tree_changes_and_added(from, to)?.0)
     }

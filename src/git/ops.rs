@@ -160,9 +160,8 @@ pub(crate) fn is_tree_type(kind: &str) -> bool {
 }
 
 impl Git {
-    /// The entries of one config file, read as data (`config --file F --no-includes --list
-    /// -z`): `(key, value)` in file order, `None` for a bare boolean key. Run in `dir`, a
-    /// directory a3s-iso trusts (the file's own repository may be hostile).
+    /// The entries of one config file, read as data: `(key, value)` in file order, `None` for a
+    /// bare boolean key. Run in `dir`, which a3s-iso trusts (the file's repository may not be).
     pub(crate) fn config_file_entries(
         &self,
         dir: &Path,
@@ -220,8 +219,7 @@ impl Git {
         Ok(found)
     }
 
-    /// The checkout's `core.filemode`, `core.autocrlf` and `core.sparseCheckout`, read with one
-    /// git once per command.
+    /// The checkout's `core.filemode`, `core.autocrlf` and `core.sparseCheckout`, once a command.
     pub(crate) fn core_settings(&self, top: &Path) -> Result<CoreSettings> {
         const KEYS: &str = r"^core\.(filemode|autocrlf|sparsecheckout)$";
         let raw = self.memoized(top, KEYS, || {
@@ -305,8 +303,7 @@ impl Git {
             .found_text()
     }
 
-    /// Whether the patch at `patch` applies to the checkout at `dir` (`git apply --check`),
-    /// forwards or in reverse; `Err(stderr)` says why not.
+    /// Whether the patch at `patch` applies to `dir`, forwards or in reverse; `Err(stderr)` if not.
     pub(crate) fn apply_check(
         &self,
         dir: &Path,
@@ -553,8 +550,7 @@ impl Git {
         })
     }
 
-    /// The branches (full ref names) checked out in any worktree of the repository at `dir`,
-    /// the main one included.
+    /// The branches (full ref names) checked out in any worktree of `dir`'s repository.
     pub(crate) fn checked_out_branches(&self, dir: &Path) -> Result<Vec<String>> {
         let text = self
             .at(dir)
@@ -780,9 +776,8 @@ fn names_one_object(rev: &str) -> bool {
 }
 
 impl Git {
-    /// Every path that differs between the trees `base` and `result`, as `diff-tree -r -z
-    /// --no-renames --full-index` records them (modes, both ids, status, path); `None` when
-    /// git cannot compare them (a tree is not here).
+    /// Every path that differs between the trees `base` and `result`, as `diff-tree --raw -z`
+    /// records them; `None` when git cannot compare them (a tree is not here).
     pub(crate) fn tree_diff_raw(
         &self,
         dir: &Path,
