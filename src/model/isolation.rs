@@ -26,11 +26,8 @@ pub fn read_admin_dir(repo: &Repo, worktree: &Path) -> Result<PathBuf> {
         .strip_prefix(b"gitdir: ")
         .map(|rest| path_of(rest.trim_ascii_end()))
         .ok_or_else(|| Error::internal(format!("{} is not a gitdir link", dot_git.display())))?;
-    let admin = if admin.is_absolute() {
-        admin
-    } else {
-        worktree.join(admin)
-    };
+    // Joining an absolute path gives that path.
+    let admin = worktree.join(admin);
     let admin = fs::canonicalize(&admin).ctx(|| format!("cannot resolve {}", admin.display()))?;
     let worktrees = fs::canonicalize(repo.worktrees_dir())
         .ctx(|| format!("cannot resolve {}", repo.worktrees_dir().display()))?;
@@ -85,9 +82,7 @@ pub fn repair_links(record: &SessionRecord) -> Result<()> {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return Ok(());
     };
-    let tree_is_dir = fs::symlink_metadata(tree)
-        .map(|m| m.is_dir())
-        .unwrap_or(false);
+    let tree_is_dir = fs::symlink_metadata(tree).is_ok_and(|m| m.is_dir());
     // A link at the admin dir's path is not followed to write anything.
     let Ok(Some(dir)) = Dir::open_if_any(admin) else {
         return Ok(());
@@ -130,10 +125,7 @@ fn is_present(record: &SessionRecord) -> bool {
     let (Some(tree), Some(admin)) = (&record.worktree, &record.admin_dir) else {
         return false;
     };
-    let is_dir = fs::symlink_metadata(tree)
-        .map(|m| m.file_type().is_dir())
-        .unwrap_or(false);
-    is_dir && admin_points_at(admin, tree)
+    fs::symlink_metadata(tree).is_ok_and(|m| m.is_dir()) && admin_points_at(admin, tree)
 }
 
 /// Removes a linked worktree and its registration directly: the tree, then its admin dir (only
@@ -160,8 +152,7 @@ pub fn remove(repo: &Repo, tree: &Path, admin: Option<&Path>) -> Result<bool> {
     Ok(removed)
 }
 
-/// Drops a registration, only ever a direct child of `<common>/worktrees`; returns whether it
-/// did.
+/// Drops a registration, only ever a direct child of `<common>/worktrees`; whether it did.
 pub fn remove_admin_dir(repo: &Repo, admin: &Path) -> Result<bool> {
     let worktrees = repo.worktrees_dir();
     let in_worktrees = admin.parent() == Some(worktrees.as_path())
@@ -333,9 +324,6 @@ pub fn clear_dead_claim(located: &Located, claim: &ClaimRecord) -> Result<()> {
 pub fn registered_admins(repo: &Repo) -> HashMap<PathBuf, PathBuf> {
     admin_dirs(repo)
         .into_iter()
-        .filter_map(|admin| {
-            let gitdir = read_link_file(&admin.join("gitdir"))?;
-            Some((gitdir, admin))
-        })
+        .filter_map(|admin| Some((read_link_file(&admin.join("gitdir"))?, admin)))
         .collect()
 }
