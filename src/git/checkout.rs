@@ -112,8 +112,7 @@ impl Git {
             .finish()
     }
 
-    /// Sets the entries `info` describes in the checkout's index (`update-index -z
-    /// --index-info`).
+    /// Sets the entries `info` describes in the checkout's index (`update-index -z --index-info`).
     pub(crate) fn index_info(&self, dir: &Path, info: Vec<u8>) -> Result<()> {
         self.at(dir)
             .args(["update-index", "-z", "--index-info"])

@@ -1,23 +1,22 @@
-//! Git on a working tree with every location it reads named by a3s-iso. An isolation is
-//! written by the command that runs in it: its tree, its `.git` file, and its admin dir
-//! (`<common>/worktrees/<name>`: `HEAD`, `index`, `commondir`, `gitdir`, and a
-//! `config.worktree` that git reads when the repository sets `extensions.worktreeConfig`). A git
-//! that a3s-iso runs outside the sandbox must take none of its configuration, links or HEAD
-//! from there, or the command could choose the filters, hooks and repository it runs with.
+//! Git on a working tree with every location it reads named by a3s-iso. An isolation is written by
+//! the command that runs in it: its tree, its `.git` file, and its admin dir
+//! (`<common>/worktrees/<name>`: `HEAD`, `index`, `commondir`, `gitdir`, and a `config.worktree`
+//! that git reads when the repository sets `extensions.worktreeConfig`). A git that a3s-iso runs
+//! outside the sandbox must take none of its configuration, links or HEAD from there, or the
+//! command could choose the filters, hooks and repository it runs with.
 //!
 //! So git on an isolation runs with `GIT_DIR`, `GIT_COMMON_DIR`, `GIT_WORK_TREE` and
 //! `GIT_INDEX_FILE` all set explicitly ([`HermeticGit`]). `GIT_DIR` is a *private* git dir that
-//! a3s-iso creates in its scratch space and that holds only a `HEAD` a3s-iso wrote: the
-//! isolation's HEAD resolved by [`resolve_head`]. Objects, refs, hooks, `info/` and `config`
-//! come from the repository's common dir, which the command cannot write; the per-worktree
-//! files of the admin dir are never read (`GIT_COMMON_DIR` wins over a `commondir` file, and the
-//! private dir has no `config.worktree`). Attributes in the tree's `.gitattributes` are content
-//! and still apply, but only drivers the user configured (system, global or the common
-//! `config`) can run.
+//! a3s-iso creates in its scratch space and that holds only a `HEAD` a3s-iso wrote: the isolation's
+//! HEAD resolved by [`resolve_head`]. Objects, refs, hooks, `info/` and `config` come from the
+//! repository's common dir, which the command cannot write; the per-worktree files of the admin dir
+//! are never read (`GIT_COMMON_DIR` wins over a `commondir` file, and the private dir has no
+//! `config.worktree`). Attributes in the tree's `.gitattributes` are content and still apply, but
+//! only drivers the user configured (system, global or the common `config`) can run.
 //!
 //! Patches are computed in an [`ObjectView`]: a private bare git dir that sees the repository's
-//! objects and nothing else, so that no attributes file (not even `<common>/info/attributes`)
-//! and no repository configuration can shape their bytes.
+//! objects and nothing else, so that no attributes file (not even `<common>/info/attributes`) and
+//! no repository configuration can shape their bytes.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -220,14 +219,13 @@ fn format_config(format: ObjectFormat) -> &'static str {
     }
 }
 
-/// The commit an isolation's HEAD names, decided without trusting its admin dir:
-/// `<admin>/HEAD` is read as a small regular file (never followed if it is a link, never
-/// waited on if it is a FIFO); a full object id of the repository's hash length is taken as
-/// it is, `ref: refs/…` must pass `git check-ref-format`, must not be a per-worktree ref, and
-/// is resolved against the common dir only; either way the result must name a commit there.
-/// Anything else is `change_set_unavailable`. A full id equal to `pinned`, a commit this
-/// repository keeps under a ref of a3s-iso's own (a session's bound revision), is that commit
-/// without asking git again.
+/// The commit an isolation's HEAD names, decided without trusting its admin dir: `<admin>/HEAD` is
+/// read as a small regular file (never followed if it is a link, never waited on if it is a FIFO);
+/// a full object id of the repository's hash length is taken as it is, `ref: refs/…` must pass `git
+/// check-ref-format`, must not be a per-worktree ref, and is resolved against the common dir only;
+/// either way the result must name a commit there. Anything else is `change_set_unavailable`. A
+/// full id equal to `pinned`, a commit this repository keeps under a ref of a3s-iso's own (a
+/// session's bound revision), is that commit without asking git again.
 pub(crate) fn resolve_head(
     git: &Git,
     common_dir: &Path,

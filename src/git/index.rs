@@ -11,12 +11,11 @@ use crate::git::hermetic::HermeticGit;
 use crate::git::index_file::edit::{Change, Subtrees, TreeChanges};
 use crate::git::runner::{Git, GitCmd, GitOutput};
 
-/// Settings that make git's stat check compare everything a command cannot forge (ctime and
-/// inode included), and keep caches of the checkout's state out of the snapshot (the one call
-/// that reads an untracked cache asks for it, on an index of a3s-iso's own). These indexes are
-/// a3s-iso's own, read only by its git calls and its own reader: git writes them with the null
-/// trailer of `index.skipHash` (2.40 and later) rather than hashing every byte of the index on
-/// each write.
+/// Settings that make git's stat check compare everything a command cannot forge (ctime and inode
+/// included), and keep caches of the checkout's state out of the snapshot (the one call that reads
+/// an untracked cache asks for it, on an index of a3s-iso's own). These indexes are a3s-iso's own,
+/// read only by its git calls and its own reader: git writes them with the null trailer of
+/// `index.skipHash` (2.40 and later) rather than hashing every byte of the index on each write.
 const SNAPSHOT_CONFIG: &[&str] = &[
     "-c",
     "index.skipHash=true",

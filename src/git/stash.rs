@@ -10,8 +10,7 @@ use crate::git::runner::{Git, GitCmd, GitOutput};
 /// The variable every git a branch promote starts carries (`<token>`).
 pub(crate) const TOKEN_VAR: &str = "A3S_ISO_PROMOTE_TOKEN";
 
-/// Who commits: git's own identity, or a3s-iso's when git has none (`-c user.name/-c
-/// user.email`).
+/// Who commits: git's own identity, or a3s-iso's when git has none (`-c user.name/-c user.email`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Identity {
     /// git knows who commits.

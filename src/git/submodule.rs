@@ -1,6 +1,5 @@
-//! Submodules: what a commit records of them, and initialising them in a new isolation from
-//! git dirs on this machine (the source's own copies), never from the URLs `.gitmodules`
-//! names.
+//! Submodules: what a commit records of them, and initialising them in a new isolation from git
+//! dirs on this machine (the source's own copies), never from the URLs `.gitmodules` names.
 
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -103,9 +102,8 @@ impl HermeticGit {
     }
 
     /// `git submodule update` of the submodules `clones`, each cloned from its git dir on this
-    /// machine: for this one command, its URL is that git dir's (the configuration keeps the
-    /// URL it has) and the file transport is allowed. Nothing is fetched from the URL
-    /// `.gitmodules` names.
+    /// machine: for this one command, its URL is that git dir's (the configuration keeps the URL it
+    /// has) and the file transport is allowed. Nothing is fetched from the URL `.gitmodules` names.
     pub(crate) fn submodule_update_from(&self, clones: &[LocalClone<'_>]) -> Result<()> {
         let mut cmd = self
             .cmd()

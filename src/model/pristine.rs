@@ -1,17 +1,16 @@
-//! Copy-on-write fills. Where the file system clones files (`FICLONE`), a new isolation (or
-//! spare) is filled by cloning every file from a *pristine tree* of its revision instead of
-//! checking it out: the clones share the pristine's blocks until a session writes them, and
-//! then only the written blocks part. The isolation's index is the pristine's own exact index
-//! with each entry's stat data replaced by its clone's, so git finds every file clean without
-//! reading one.
+//! Copy-on-write fills. Where the file system clones files (`FICLONE`), a new isolation (or spare)
+//! is filled by cloning every file from a *pristine tree* of its revision instead of checking it
+//! out: the clones share the pristine's blocks until a session writes them, and then only the
+//! written blocks part. The isolation's index is the pristine's own exact index with each entry's
+//! stat data replaced by its clone's, so git finds every file clean without reading one.
 //!
 //! A pristine tree is kept per revision beside the isolations (`<prefix>.pristine/<revision>/`:
-//! `tree/` and `index`), built once by git (`read-tree -u` into an empty directory, exactly as
-//! a checkout), then made read-only and its index rewritten with the read-only files' stat
-//! data. Before each use it is verified: the tree of its index is the revision's, and every
-//! file's stat data is what its index says (a write, a chmod, a replaced file all change the
-//! ctime, which no one can set back). One that is not exact is removed and built again. `gc`
-//! removes those no session or spare is bound at ([`unused`]).
+//! `tree/` and `index`), built once by git (`read-tree -u` into an empty directory, exactly as a
+//! checkout), then made read-only and its index rewritten with the read-only files' stat data.
+//! Before each use it is verified: the tree of its index is the revision's, and every file's stat
+//! data is what its index says (a write, a chmod, a replaced file all change the ctime, which no
+//! one can set back). One that is not exact is removed and built again. `gc` removes those no
+//! session or spare is bound at ([`unused`]).
 
 use std::ffi::OsStr;
 use std::fs;

@@ -1,9 +1,8 @@
 //! Snapshots and patches. A snapshot is the tree of an isolation's tracked plus untracked
-//! non-ignored content, written through a temporary index seeded from a copy of a3s-iso's own
-//! index of the isolation (so unchanged files are not re-hashed, and nothing the command wrote
-//! into its index decides what is captured). A patch is the diff of two
-//! trees with every output-shaping option fixed, so the same trees give the same bytes
-//! whatever the user's git configuration.
+//! non-ignored content, written through a temporary index seeded from a copy of a3s-iso's own index
+//! of the isolation (so unchanged files are not re-hashed, and nothing the command wrote into its
+//! index decides what is captured). A patch is the diff of two trees with every output-shaping
+//! option fixed, so the same trees give the same bytes whatever the user's git configuration.
 
 use std::ffi::OsString;
 use std::fs::{self, File};
@@ -60,10 +59,9 @@ fn set_modified(path: &Path, modified: std::time::SystemTime) -> Result<()> {
 }
 
 /// Keeps the index git just wrote for a new checkout (`git worktree add` of an isolation or a
-/// spare, in whose tree nothing has run yet) as a3s-iso's own at `to`, with its time. A split
-/// index (`core.splitIndex`) is written whole first: its entries live mostly in a shared
-/// index in the admin dir, which a copy does not carry and which the isolation's command can
-/// rewrite later.
+/// spare, in whose tree nothing has run yet) as a3s-iso's own at `to`, with its time. A split index
+/// (`core.splitIndex`) is written whole first: its entries live mostly in a shared index in the
+/// admin dir, which a copy does not carry and which the isolation's command can rewrite later.
 pub(crate) fn keep_index(git: &HermeticGit, admin: &Path, to: &Path) -> Result<()> {
     copy_index(&admin.join("index"), to)?;
     if crate::git::index_file::is_split(to)? {
@@ -303,11 +301,10 @@ fn add_tracked_by_head(on_index: &OnIndex<'_>, tree: &Path, paths: &[PathBuf]) -
     Ok(())
 }
 
-/// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the
-/// tree lose the mark, so that `git add -A` looks at them: a file the command wrote there is
-/// its work, and git itself (2.37 and later, in a sparse checkout) takes such a file as
-/// changed rather than as absent. The other marked entries stay as they are: what is not in
-/// the tree is not deleted.
+/// Entries marked skip-worktree (outside a sparse checkout's patterns) whose path is in the tree
+/// lose the mark, so that `git add -A` looks at them: a file the command wrote there is its work,
+/// and git itself (2.37 and later, in a sparse checkout) takes such a file as changed rather than
+/// as absent. The other marked entries stay as they are: what is not in the tree is not deleted.
 pub(crate) fn unskip_present(on_index: &OnIndex<'_>, tree: &Path) -> Result<()> {
     use std::os::unix::ffi::OsStrExt;
     let listed = on_index.tagged_entries()?;

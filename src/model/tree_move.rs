@@ -1,15 +1,14 @@
 //! An isolation's files moved from the tree its own index describes to another by what differs
 //! alone: the paths `diff-tree` names between the two are removed or written (by git's
-//! `checkout-index`, with the target's attributes), and the index is edited for those paths
-//! only, the other entries keeping their stat data. `read-tree -m -u` does the same job by
-//! walking every entry of both trees and writing the index whole, which on a large checkout
-//! costs most of a rebase; it remains for every case this does not take: a path whose file
-//! changed since the index noted it, something in the way of a new path, a gitlink, an index
-//! git would have to read itself.
+//! `checkout-index`, with the target's attributes), and the index is edited for those paths only,
+//! the other entries keeping their stat data. `read-tree -m -u` does the same job by walking every
+//! entry of both trees and writing the index whole, which on a large checkout costs most of a
+//! rebase; it remains for every case this does not take: a path whose file changed since the index
+//! noted it, something in the way of a new path, a gitlink, an index git would have to read itself.
 //!
-//! A kill part way leaves the index as it was (describing the tree the move started from) and
-//! the files part moved: the next snapshot, comparing stat data, sees every file written or
-//! removed, so whoever finishes the move starts from what is there.
+//! A kill part way leaves the index as it was (describing the tree the move started from) and the
+//! files part moved: the next snapshot, comparing stat data, sees every file written or removed, so
+//! whoever finishes the move starts from what is there.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -52,10 +51,9 @@ struct Plan {
     to_write: Vec<u8>,
 }
 
-/// Moves the files of the tree `top` from `now` to `to` when the index at `seed` (a3s-iso's
-/// own, noted as describing `now`) can be edited for it; `false`, with nothing touched, when
-/// it cannot and `read-tree -m -u` must. `known`: what differs from `now` to `to`, when the
-/// caller has it.
+/// Moves the files of the tree `top` from `now` to `to` when the index at `seed` (a3s-iso's own,
+/// noted as describing `now`) can be edited for it; `false`, with nothing touched, when it cannot
+/// and `read-tree -m -u` must. `known`: what differs from `now` to `to`, when the caller has it.
 pub(crate) fn move_changed(
     wt: &HermeticGit,
     scratch: &Path,

@@ -111,8 +111,7 @@ impl<'a> IndexFile<'a> {
     }
 
     /// `bytes` read with the object id length whose layout ends exactly at the trailer (SHA-1's
-    /// tried first, then SHA-256's), walked with `visit` for each entry; `None` when neither
-    /// fits.
+    /// tried first, then SHA-256's), walked with `visit` for each entry; `None` when neither fits.
     pub(crate) fn detect(
         bytes: &'a [u8],
         mut visit: impl FnMut(&EntryView<'_>),

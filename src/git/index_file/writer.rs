@@ -26,8 +26,7 @@ pub(crate) struct Template<'a> {
     tree: Option<&'a [u8]>,
 }
 
-/// The stat data of a file, as an index entry stores it (each field cut to 32 bits, as git
-/// does).
+/// The stat data of a file, as an index entry stores it (each field cut to 32 bits, as git does).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct StatData {
     pub ctime: (i64, u32),
