@@ -97,32 +97,23 @@ pub(crate) enum CatFile {
     Missing,
 }
 
-/// The hash a repository names its objects with.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ObjectFormat {
-    /// 40 hex digits.
-    Sha1,
-    /// 64 hex digits.
-    Sha256,
+crate::base::wire::wire_enum! {
+    /// The hash a repository names its objects with, by git's name for it (`--object-format`).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+    pub(crate) enum ObjectFormat {
+        /// 40 hex digits.
+        Sha1 = "sha1",
+        /// 64 hex digits.
+        Sha256 = "sha256",
+    }
 }
 
 impl ObjectFormat {
-    /// Both hashes git knows.
-    pub(crate) const ALL: [ObjectFormat; 2] = [ObjectFormat::Sha1, ObjectFormat::Sha256];
-
     /// The hash `text` is a full object id of, if it is one.
     pub(crate) fn of_full_id(text: &str) -> Option<ObjectFormat> {
         ObjectFormat::ALL
             .into_iter()
             .find(|format| format.is_full_id(text))
-    }
-
-    /// The name git gives it (`--object-format`, `rev-parse --show-object-format`).
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            ObjectFormat::Sha1 => "sha1",
-            ObjectFormat::Sha256 => "sha256",
-        }
     }
 
     /// How many hex digits a full object id has.
@@ -193,7 +184,7 @@ impl Git {
             .run_text()?;
         ObjectFormat::ALL
             .into_iter()
-            .find(|known| known.name() == format)
+            .find(|known| known.as_str() == format)
             .ok_or_else(|| {
                 Error::internal(format!(
                     "{} uses an object format a3s-iso does not know: {format}",

@@ -117,7 +117,7 @@ fn read_commits(
     scratch: &Path,
     refs: &[(String, String)],
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    let format = ctx.git.object_format(&located.repo.toplevel)?.name();
+    let format = ctx.git.object_format(&located.repo.toplevel)?.as_str();
     ctx.git.init_bare(scratch, format)?;
     let (promisor, fetch_name) = match remote.configured {
         true => (remote.name.as_str(), remote.name.as_str()),
