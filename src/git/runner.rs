@@ -427,7 +427,7 @@ impl<'g> GitCmd<'g> {
 
     /// Runs and fails with `git_failed` unless git exits 0; returns stdout.
     pub(crate) fn run(self) -> Result<Vec<u8>> {
-        self.run_output().map(|out| out.stdout)
+        self.run_allowing(&[]).map(|out| out.stdout)
     }
 
     /// Like `run`, for what git does: its output is not wanted.
@@ -435,12 +435,12 @@ impl<'g> GitCmd<'g> {
         self.run().map(|_| ())
     }
 
-    /// Runs and fails with `git_failed` unless git exits 0; returns stdout and stderr.
-    pub(crate) fn run_output(self) -> Result<GitOutput> {
+    /// Runs and fails with `git_failed` unless git exits 0 or one of `also`.
+    pub(crate) fn run_allowing(self, also: &[i32]) -> Result<GitOutput> {
         let args = self.shown_args();
         let out = self.output()?;
         match out.exit_code {
-            Some(0) => Ok(out),
+            Some(code) if code == 0 || also.contains(&code) => Ok(out),
             code => Err(failure_of(args, code, out.stderr)),
         }
     }
@@ -483,13 +483,7 @@ impl<'g> GitCmd<'g> {
 
     /// For git's yes/no questions: exit 0 is yes, exit 1 is no, anything else a failure.
     pub(crate) fn succeeds(self) -> Result<bool> {
-        let args = self.shown_args();
-        let out = self.output()?;
-        match out.exit_code {
-            Some(0) => Ok(true),
-            Some(1) => Ok(false),
-            code => Err(failure_of(args, code, out.stderr)),
-        }
+        Ok(self.run_allowing(&[1])?.exit_code == Some(0))
     }
 }
 
