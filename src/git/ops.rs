@@ -15,24 +15,11 @@ use crate::git::runner::{Git, failure_of, fields_and_path, hermetic_env, split_n
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RefUpdate {
     /// Point `name` at `target` (created if missing).
-    Set {
-        /// The full ref name.
-        name: String,
-        /// The object id it points to afterwards.
-        target: String,
-    },
+    Set { name: String, target: String },
     /// Point `name` at `target` only if it does not exist yet.
-    Create {
-        /// The full ref name.
-        name: String,
-        /// The object id it points to afterwards.
-        target: String,
-    },
+    Create { name: String, target: String },
     /// Delete `name` (nothing happens when it does not exist).
-    Delete {
-        /// The full ref name.
-        name: String,
-    },
+    Delete { name: String },
 }
 
 impl RefUpdate {
@@ -87,12 +74,7 @@ pub(crate) enum PatchInput<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum CatFile {
     /// The object exists: its type (`blob`, `tree`, `commit`, `tag`) and content.
-    Found {
-        /// `blob`, `tree`, `commit` or `tag`.
-        kind: String,
-        /// The object's content.
-        content: Vec<u8>,
-    },
+    Found { kind: String, content: Vec<u8> },
     /// No such object.
     Missing,
 }

@@ -15,9 +15,7 @@ pub(crate) struct TopEntry {
     pub(crate) mode: String,
     /// `blob`, `tree` or `commit`.
     pub(crate) kind: String,
-    /// The object id.
     pub(crate) oid: String,
-    /// The entry's name, as bytes.
     pub(crate) name: Vec<u8>,
 }
 
@@ -26,7 +24,6 @@ pub(crate) struct TopEntry {
 pub(crate) struct ObjectInfo {
     /// `blob`, `tree`, `commit` or `tag`.
     pub(crate) kind: String,
-    /// Its size in bytes.
     pub(crate) size: u64,
 }
 

@@ -16,17 +16,14 @@ const GITLINK_MODE: &str = "160000";
 /// A submodule a commit records: a gitlink with a `.gitmodules` entry naming its path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Gitlink {
-    /// Its path in the repository.
     pub(crate) path: RepoPath,
     /// Its name (`submodule.<name>.path` in `.gitmodules`).
     pub(crate) name: RepoPath,
-    /// The commit the gitlink names.
     pub(crate) commit: String,
 }
 
 /// One submodule to clone from a git dir on this machine.
 pub(crate) struct LocalClone<'a> {
-    /// The submodule.
     pub(crate) link: &'a Gitlink,
     /// The git dir its objects come from.
     pub(crate) from: &'a Path,

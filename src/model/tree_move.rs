@@ -45,7 +45,6 @@ struct Plan {
     /// first, by a git of their own, as `checkout-index` takes each file's attributes from
     /// the files on disk (and keeps what it read once).
     written: [Vec<u8>; 2],
-    /// The edited index.
     index: Vec<u8>,
     /// The edited index's entries that `checkout-index` reads: those written.
     to_write: Vec<u8>,
