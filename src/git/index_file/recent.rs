@@ -286,10 +286,7 @@ fn cache_stats(data: &[u8], hash_len: usize) -> Option<Vec<usize>> {
 /// Reads one serialized EWAH bitmap at `at` (bit count, word count, the words, the position of
 /// the last run word; big-endian) and counts its set bits.
 fn ewah_ones(data: &[u8], at: &mut usize) -> Option<usize> {
-    let be32 = |at: usize| -> Option<u32> {
-        Some(u32::from_be_bytes(data.get(at..at + 4)?.try_into().ok()?))
-    };
-    let words = be32(*at + 4)? as usize;
+    let words = be32(data, *at + 4)? as usize;
     let word = |n: usize| -> Option<u64> {
         let from = *at + 8 + n * 8;
         Some(u64::from_be_bytes(
