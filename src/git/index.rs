@@ -209,17 +209,11 @@ impl OnIndex<'_> {
     /// directory or file in the way (`update-index --add --replace`); one that is gone by the
     /// time git looks (a command still deleting files) is removed (`--remove`), not an error.
     pub(crate) fn add_replacing_listed(&self, paths: Vec<u8>) -> Result<()> {
-        self.feed(
-            &[
-                "update-index",
-                "--add",
-                "--remove",
-                "--replace",
-                "-z",
-                "--stdin",
-            ],
-            paths,
-        )
+        self.cmd()
+            .args(["update-index", "--add", "--remove", "--replace"])
+            .args(["-z", "--stdin"])
+            .stdin(paths)
+            .finish()
     }
 
     /// Writes the files of the NUL-terminated `paths` from the index; the index stays as it is.
