@@ -96,8 +96,7 @@ impl Git {
             .run_text()
     }
 
-    /// The checkout's git dir and common dir, absolute (`rev-parse --absolute-git-dir
-    /// --path-format=absolute --git-common-dir`), one a line.
+    /// The checkout's git dir and common dir, absolute, one a line.
     pub(crate) fn git_dirs(&self, dir: &Path) -> Result<Vec<u8>> {
         self.at(dir)
             .args(["rev-parse", "--absolute-git-dir"])
@@ -128,8 +127,7 @@ impl Git {
             .run()
     }
 
-    /// A commit of `tree` on `parent` with `message` (`commit-tree`), by `ident`, and by the
-    /// `people` given (author, committer) where there are.
+    /// A commit of `tree` on `parent` with `message`, by `ident` or the `people` given.
     pub(crate) fn commit_tree(
         &self,
         dir: &Path,
@@ -167,8 +165,7 @@ impl Git {
             .run()
     }
 
-    /// The paths that differ from `a` to `b` with one of the kinds `filter` names
-    /// (`--diff-filter`), NUL-separated.
+    /// The paths that differ from `a` to `b` with a kind `filter` names, NUL-separated.
     pub(crate) fn diff_trees_filtered(
         &self,
         dir: &Path,
@@ -186,14 +183,12 @@ impl Git {
         self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()
     }
 
-    /// The value of `key` in the repository's configuration (`config --get`), the output
-    /// whatever the status.
+    /// The value of `key` in the repository's configuration; the output whatever the status.
     pub(crate) fn config_get(&self, dir: &Path, key: &str) -> Result<GitOutput> {
         self.at(dir).args(["config", "--get", key]).output()
     }
 
-    /// The `submodule.*.path` entries of the `.gitmodules` in `tree`, read as data (`config
-    /// -z --blob`), the output whatever the status.
+    /// The `submodule.*.path` entries of `tree`'s `.gitmodules`, read as data, whatever the status.
     pub(crate) fn gitmodules_paths(&self, dir: &Path, tree: &str) -> Result<GitOutput> {
         self.at(dir)
             .args(["config", "-z", "--blob"])
@@ -215,8 +210,7 @@ impl Git {
             .finish()
     }
 
-    /// Whether `commit` is a commit in the object store `objects` (or the repository's at
-    /// `common_dir`), asked as `cat-file -e`.
+    /// Whether `commit` is a commit in the object store `objects` (or `common_dir`'s).
     pub(crate) fn has_commit_in(&self, common_dir: &Path, objects: &Path, commit: &str) -> bool {
         self.at(common_dir)
             .env("GIT_OBJECT_DIRECTORY", objects)
@@ -245,8 +239,7 @@ impl Git {
             .run()
     }
 
-    /// The entries of the literal `paths` in `tree` (`ls-tree -r -z --full-tree`), the output
-    /// whatever the status.
+    /// The entries of the literal `paths` in `tree`; the output whatever the status.
     pub(crate) fn tree_entries_of(
         &self,
         dir: &Path,
@@ -260,8 +253,7 @@ impl Git {
             .output()
     }
 
-    /// The untracked files the `exclude` patterns match (`ls-files -z --others --ignored
-    /// --exclude=…`), NUL-separated.
+    /// The untracked files the `exclude` patterns match, NUL-separated.
     pub(crate) fn others_matching(
         &self,
         dir: &Path,
@@ -276,8 +268,7 @@ impl Git {
         list.run()
     }
 
-    /// Which of the NUL-separated `paths` the checkout's ignore rules ignore (`check-ignore
-    /// --stdin -z`), NUL-separated.
+    /// Which of the NUL-separated `paths` the checkout's ignore rules ignore, NUL-separated.
     pub(crate) fn ignored_among(&self, dir: &Path, paths: Vec<u8>) -> Result<Vec<u8>> {
         // Exit 1: none of them is ignored.
         let out = self

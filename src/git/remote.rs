@@ -73,8 +73,7 @@ impl Git {
         Ok(text.lines().map(str::to_string).collect())
     }
 
-    /// The remote of the current branch's upstream (`branch.<name>.remote`), if there is a
-    /// current branch with one.
+    /// The remote of the current branch's upstream, if there is a current branch with one.
     pub(crate) fn upstream_remote(&self, dir: &Path) -> Result<Option<String>> {
         let Some(branch) = self
             .at(dir)
@@ -317,8 +316,7 @@ impl Git {
             .run_text()
     }
 
-    /// Type and size of each object (`cat-file --batch-check`), `None` for a missing one;
-    /// nothing of the objects' content is read.
+    /// Type and size of each object, `None` for a missing one; no content is read.
     pub(crate) fn object_info(
         &self,
         dir: &Path,
