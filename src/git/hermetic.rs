@@ -85,8 +85,7 @@ pub(crate) struct HermeticGit {
 }
 
 impl HermeticGit {
-    /// Says that HEAD is not the revision the tree was bound at (snapshots then also take
-    /// what its commits track beyond a3s-iso's own index).
+    /// Says whether HEAD is not the revision the tree was bound at ([`HermeticGit::head_moved`]).
     pub(crate) fn with_head_moved(mut self, moved: bool) -> HermeticGit {
         self.head_moved = moved;
         self

@@ -161,8 +161,7 @@ impl ObjectView {
     }
 
     /// Merges each pair of commits at their own merge base, as `git merge` would, in one
-    /// `merge-tree --stdin` when this git has it (one process for all, instead of one each);
-    /// only objects are written.
+    /// `merge-tree --stdin` when this git has it; only objects are written.
     pub(crate) fn merge_pairs(&self, pairs: &[(String, String)]) -> Result<Vec<Merged>> {
         self.batched(
             pairs,
