@@ -36,28 +36,20 @@ pub struct BindOptions {
     pub base_dir: Option<PathBuf>,
     /// Who owns the session; default: the parent of a3s-iso.
     pub owner: OwnerChoice,
-    /// Rebuild a swept, discarded or missing isolation at the bound revision, with its work
-    /// restored as uncommitted changes (a swept session's snapshot, else the latest capture).
+    /// Rebuild a gone isolation at the bound revision, its work restored as uncommitted changes.
     pub resume: bool,
     /// Initialise the submodules in the isolation.
     pub submodules: bool,
-    /// Start the isolation from the source's working state (HEAD plus staged, unstaged and
-    /// untracked changes); that state becomes the session's base.
+    /// Start the isolation from the source's working state, which becomes the session's base.
     pub carry_wip: bool,
-    /// Gitignore patterns naming ignored files of the source to copy into the new isolation
-    /// (cloned where the file system can), besides those the source's `.worktreeinclude`
-    /// names.
+    /// Gitignore patterns of ignored files to copy in, besides `.worktreeinclude`'s.
     pub copy_ignored: Vec<String>,
-    /// The setup commands run in the new isolation once it is bound (none for a reused or
-    /// read-only session); the first that fails makes the bind `setup_failed`.
+    /// Commands run in a new isolation once bound; the first that fails is `setup_failed`.
     pub setup: crate::services::setup::Setup,
-    /// A tool binding for a process (a Claude Code hook): recorded in the new session, and
-    /// the id is `session_exists` unless its session is one the same tool made for the same
-    /// process (or one it made that is discarded), so a tool never takes over a session it did
-    /// not make.
+    /// A tool binding for a process (a Claude Code hook): it never takes over a session it
+    /// did not make (`session_exists`).
     pub created_by: Option<CreatedBy>,
-    /// Do not reclaim dead isolations before binding (`sweep.auto = false`,
-    /// `A3S_ISO_SWEEP_AUTO=0`); see [`crate::flows::setup::bind`].
+    /// Do not reclaim dead isolations before binding; see [`crate::flows::setup::bind`].
     pub no_auto_sweep: bool,
 }
 
@@ -69,8 +61,7 @@ pub enum OwnerChoice {
     Parent,
     /// This process of this host (`--owner pid:N`, `--owner-pid N`).
     Pid(u32),
-    /// No owner process (`--owner none`): for scripts and CI, whose bind's parent exits at
-    /// once. Sweep keeps such a session unless `--include-ownerless`.
+    /// No owner process (`--owner none`), for scripts and CI; kept by sweep unless asked.
     Nobody,
 }
 
@@ -115,16 +106,13 @@ pub struct BindOutcome {
     pub warnings: Vec<Warning>,
     /// The isolation is a spare of the pool, moved to the bound revision (not a checkout).
     pub warm: bool,
-    /// How the isolation's files were made: `clone` (copy-on-write clones of the revision's
-    /// pristine tree, sharing its blocks) or `checkout`; `null` for a read-only session.
+    /// How the isolation's files were made (`clone` or `checkout`); `null` when read-only.
     pub fill: Option<crate::base::reflink::Fill>,
-    /// Ignored files copied from the source (`--copy-ignored`, `.worktreeinclude`); `null`
-    /// when neither names a pattern (or the isolation is not new).
+    /// Ignored files copied from the source; `null` when no pattern (or no new isolation).
     pub copied_ignored: Option<crate::services::copyignored::CopyReport>,
     /// The setup commands that ran in the new isolation, in order.
     pub setup: Vec<crate::services::setup::SetupRun>,
-    /// The dead isolations reclaimed before binding, as `sweep` reports them (each
-    /// snapshotted first: `bind --resume` brings it back).
+    /// The dead isolations reclaimed (snapshotted first) before binding, as `sweep` says.
     pub reclaimed: Vec<crate::services::reclaimed::Reclaimed>,
 }
 
@@ -151,9 +139,8 @@ impl BindOutcome {
     }
 }
 
-/// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
-/// (with `--carry-wip`, plus the source's local changes). The setup commands a new isolation
-/// runs are the flow's ([`crate::flows::setup::bind`]).
+/// Binds a session: reuses its healthy isolation, or builds one at HEAD (setup commands are
+/// [`crate::flows::setup::bind`]'s).
 pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     let session_id =
         (opts.session_id.clone()).map_or_else(|| Ok(SessionId::generate()), SessionId::new)?;
@@ -205,9 +192,8 @@ pub fn bind_isolation(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> 
     Ok(outcome)
 }
 
-/// A session the store knows (in any state) that the caller's scope does not hold is refused:
-/// binding its id would hand over, resume or replace someone else's session. Checked again
-/// under the lock, where another process may have bound it meanwhile.
+/// Refuses a known session outside the caller's scope: binding it would take over someone
+/// else's. Checked again under the lock, where another process may have bound it meanwhile.
 fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &SessionId) -> Result<()> {
     if !ctx.may_act_on(session_id) && located.store.load_session(session_id)?.is_some() {
         ctx.require_granted(session_id)?;
@@ -215,9 +201,8 @@ fn refuse_outside_scope(ctx: &Context, located: &Located, session_id: &SessionId
     Ok(())
 }
 
-/// For a tool's bind (`created_by`): whether the session at its id is one it may bind. Only
-/// one the same tool made, for the same process, or one it made that is discarded (nothing
-/// of a person's is in it); anything else is `session_exists`, and nothing changes.
+/// A tool's bind takes only a session the same tool made for the same process, or one it
+/// made that is discarded (nothing of a person's is in it); else `session_exists`.
 fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
     let Some(wanted) = &opts.created_by else {
         return Ok(());
@@ -234,9 +219,8 @@ fn made_for(record: &SessionRecord, opts: &BindOptions) -> Result<()> {
     }))
 }
 
-/// The owner asked for: a process (which must be running here), none, or by default the
-/// parent of a3s-iso, or, when that is a shell running a command string, the first ancestor
-/// that is not (the harness or terminal that started it).
+/// The owner asked for: a running process, none, or the parent of a3s-iso (past a shell
+/// running a command string, to the harness or terminal that started it).
 pub(crate) fn owner_for(opts: &BindOptions) -> Result<Option<Owner>> {
     match opts.owner {
         OwnerChoice::Pid(pid) => Owner::of_pid(pid).map(Some).ok_or_else(|| {
@@ -280,8 +264,7 @@ fn belongs_elsewhere(located: &Located, other: &SessionRecord) -> Error {
     })
 }
 
-/// What becomes of the source's local changes: carried into the isolation, left out (with a
-/// warning), or refused as `dirty_source`. Local changes are never silently omitted.
+/// The source's local changes: carried, left out with a warning, or refused (`dirty_source`).
 #[derive(Default)]
 struct WipPlan {
     /// `--carry-wip` with local changes: the state the isolation starts from.
@@ -323,9 +306,8 @@ fn plan_wip(
 }
 
 impl WipPlan {
-    /// The record of a new session bound at `head` (commit, tree), its local changes as
-    /// planned: with carried WIP its base tree is the source's working state. Not yet
-    /// published: it has no isolation.
+    /// The unpublished record of a new session bound at `head` (commit, tree); with carried
+    /// WIP its base tree is the source's working state.
     fn new_record(
         &self,
         session_id: SessionId,
@@ -371,16 +353,15 @@ struct Restore {
     index_tree: Option<TreeId>,
 }
 
-/// A session a bind builds a new isolation for: its record (not yet published), what the
-/// isolation starts with besides the bound revision, and the warnings so far.
+/// A session a bind builds a new isolation for, with the warnings so far.
 struct Unbuilt {
     record: SessionRecord,
     restore: Option<Restore>,
     warnings: Vec<Warning>,
 }
 
-/// Claims the id, builds the isolation (restoring the state given into it, if any) and
-/// publishes the session. Called with the repository lock held; releases it for the checkout.
+/// Claims the id, builds the isolation and publishes the session. Called with the repository
+/// lock held; releases it for the checkout.
 fn create(
     ctx: &Context,
     located: &Located,
@@ -458,8 +439,7 @@ fn warm_eligible(located: &Located, opts: &BindOptions, path: &Path) -> bool {
 }
 
 impl Unbuilt {
-    /// Checks the bound revision out into a new worktree (restoring the state given into it, if
-    /// any) and stores a3s-iso's index of it as the session's seed; returns the admin dir.
+    /// Checks out a new worktree, restores into it and keeps its index as the seed.
     fn cold(
         &self,
         ctx: &Context,
@@ -499,8 +479,8 @@ fn warm_or_cold(
     Ok((admin, false, fill))
 }
 
-/// The index git just wrote for the new isolation at `path` is a3s-iso's own: the seed of the
-/// session's snapshots, and the index at bind that the pool's cleaning compares the tree with.
+/// Keeps the index git just wrote: the seed of the session's snapshots, and what the pool's
+/// cleaning compares the tree with.
 fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Result<()> {
     let seed = located.store.seed_index(admin)?;
     let git = HermeticGit::own(&ctx.git, path, admin, &located.repo.common_dir);
@@ -508,12 +488,9 @@ fn keep_seed(ctx: &Context, located: &Located, path: &Path, admin: &Path) -> Res
     crate::model::snapshot::copy_index(&seed, &located.store.bound_index_path(admin))
 }
 
-/// Notes that the seed kept at bind describes the bound tree exactly, as a full snapshot
-/// would: the isolation holds the checkout and nothing else a snapshot takes (what
-/// `--copy-ignored` and `.worktreeinclude` copy is ignored), so the session's first `run` takes
-/// the fast path and costs what it changed, like every later one. Not with work restored into
-/// the tree, gitlinks or a sparse checkout: those take the full path first. Best effort:
-/// without the note, the first run snapshots the isolation.
+/// Notes that the seed describes the bound tree exactly (the copied ignored files aside), so
+/// the first `run` takes the fast path. Not with restored work, gitlinks or a sparse checkout.
+/// Best effort: without the note, the first run snapshots the isolation.
 fn note_bound_tree(located: &Located, admin: &Path, tree: &str) {
     let seed = located.store.seed_index_path(admin);
     if crate::recovery::run_layer::plain_seed(&seed).unwrap_or(false) {
@@ -550,8 +527,7 @@ fn refuse_bind_in_progress(located: &Located, session_id: &SessionId) -> Result<
     }
 }
 
-/// Picks the isolation's path (clearing an empty leftover there) and records the claim on it,
-/// naming this process, before anything is built.
+/// Picks the isolation's path (clearing an empty leftover) and claims it before building.
 fn claim_path(
     located: &Located,
     opts: &BindOptions,
@@ -575,8 +551,7 @@ fn claim_path(
     Ok(claim)
 }
 
-/// Publishes a built isolation and drops its claim; called under the repository lock. If it
-/// cannot be published, the tree goes, as if the bind had never started.
+/// Publishes a built isolation and drops its claim, under the lock; on failure the tree goes.
 fn publish_isolation(
     held: &RepoLock,
     ctx: &Context,
@@ -603,10 +578,8 @@ fn publish_isolation(
     Ok(BindOutcome::from_record(&record, false, warnings))
 }
 
-/// `--resume`: a session whose isolation is gone gets a new one at its bound revision, with its
-/// work restored as uncommitted changes: a swept session's swept snapshot, else the latest
-/// captured result. The base tree stays, so change sets stay relative to the original base. A
-/// healthy one is reused.
+/// `--resume`: a new isolation at the bound revision with the swept snapshot (else the latest
+/// capture) restored uncommitted; the base tree stays. A healthy one is reused.
 fn resume(
     ctx: &Context,
     located: &Located,
@@ -663,9 +636,8 @@ fn resume(
     create(ctx, located, lock, unbuilt, opts)
 }
 
-/// A swept session's snapshot (`None` for a session that is not swept, or was swept without
-/// one). Until the resumed session is published its record stays `swept`, so a resume that is
-/// killed can be run again.
+/// A swept session's snapshot, if any. The record stays `swept` until the resumed session is
+/// published, so a killed resume can be run again.
 fn swept_restore(
     ctx: &Context,
     located: &Located,
@@ -691,11 +663,8 @@ fn swept_restore(
     .transpose()
 }
 
-/// Puts a state into a fresh isolation as uncommitted changes on its HEAD: the working tree
-/// becomes `state.tree`; the index becomes `state.index_tree`, or stays at HEAD (new files
-/// untracked). Both steps keep the stat data of unchanged entries, so later snapshots stay
-/// cheap. Like the submodule initialisation, this runs before anything else has run in the
-/// tree, through its own admin dir (with every location named): with `submodule.recurse` set,
+/// Puts a state into a fresh isolation as uncommitted changes, keeping unchanged entries' stat
+/// data. Runs through its own admin dir with every location named: with `submodule.recurse`,
 /// `read-tree -u` updates the submodules, whose git dirs live there.
 fn restore(
     ctx: &Context,
@@ -711,9 +680,8 @@ fn restore(
     }
 }
 
-/// The same owner (or the heir of a dead one) gets the existing binding back; another live
-/// owner's session is refused rather than shared. An ownerless session is shared: it stays
-/// ownerless unless an owner is named explicitly (`explicit`), which adopts it.
+/// The same owner (or a dead one's heir) gets the binding back; another live owner's is
+/// refused. An ownerless session is shared unless an owner is named (`explicit`) to adopt it.
 fn reuse(
     located: &Located,
     mut existing: SessionRecord,
@@ -757,9 +725,8 @@ fn owned_elsewhere(session_id: &SessionId, owner: &Owner) -> Error {
     })
 }
 
-/// `--base-dir`, else the source's parent, else (parent not writable) a per-user directory;
-/// and whether it is a directory that many sources share (`--base-dir`, the per-user one),
-/// where isolation names carry the source's hash.
+/// `--base-dir`, else the source's parent, else a per-user directory; and whether many sources
+/// share it (then isolation names carry the source's hash).
 fn isolation_base(
     located: &Located,
     base_dir: Option<&Path>,
@@ -829,10 +796,8 @@ fn clear_path(path: &Path, warnings: &mut Vec<Warning>) -> Result<()> {
     })
 }
 
-/// Checks the bound revision out into a new detached worktree at `path` (with its submodules
-/// initialised from the source's copies of them, if asked); returns its admin dir and the
-/// warnings for submodules left uninitialised. The tree is built in place, never renamed
-/// afterwards, so submodule links stay valid.
+/// Checks out a new detached worktree at `path` (submodules initialised, if asked); built in
+/// place, never renamed, so submodule links stay valid.
 fn build(
     ctx: &Context,
     located: &Located,
@@ -873,8 +838,7 @@ fn publish(
     crate::base::fsutil::remove_file_if_exists(&located.store.purged_file(&record.session_id))
 }
 
-/// Adds the source to the user-level registry (for `list --all` and `sweep --all`); failing
-/// that only keeps it out of `--all`, so it is a warning.
+/// Registers the source for `--all`; a failure only warns.
 fn register_or_warn(located: &Located, warnings: &mut Vec<Warning>) {
     let registered = register_source(&RegistryEntry {
         source: located.repo.toplevel.clone(),
