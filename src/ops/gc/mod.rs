@@ -1,11 +1,9 @@
 //! `gc`: remove what no live or retained session needs, past the retention window.
 //! May call: base, git, store, context, model, recovery, services; no other verb.
 //!
-//! `gc`: remove what a3s-iso stored for the current source and state dir that no live or
-//! retained session needs and that is older than the retention window (`--all`: whatever its
-//! age). Never touches a bound or retained session, its refs or its evidence, nor anything of
-//! another state dir. Planned under the repository lock, then removed in an order that a crash
-//! can interrupt anywhere: the next `gc` finishes the job.
+//! Only this source's and state dir's (`--all`: whatever its age); never a bound or retained
+//! session, its refs or its evidence. Planned under the repository lock, then removed in an
+//! order a crash can interrupt anywhere: the next `gc` finishes the job.
 
 mod plan;
 

@@ -1,11 +1,8 @@
 //! `promote`: apply a change set to the source exactly once, with a typed outcome.
 //! May call: base, git, store, context, model, recovery, services; no other verb.
 //!
-//! `promote`: apply a change set to the source exactly once — `applied`, `idempotent` for a
-//! digest already in the journal, `conflict` when the source moved or the patch does not apply
-//! (nothing applied), `empty`, or `planned` with `--no-apply`.
-//!
-//! The order of steps: (1) a document is verified completely, or a session is captured afresh
+//! Outcomes: `applied`, `idempotent` (digest journaled), `conflict` (source moved or patch does
+//! not apply; nothing applied), `empty`, or `planned` with `--no-apply`. The order of steps: (1) a document is verified completely, or a session is captured afresh
 //! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
 //! (nothing new since a step is a replay of it, `idempotent`); (3) a journaled digest is
 //! `idempotent`; (4) a session whose source HEAD is not where its bind or last step left it is
