@@ -1,11 +1,9 @@
 //! `sweep`: reclaim dead isolations. Ownership first, age second, and a snapshot before any
 //! deletion. Only what this store can prove is its own is reclaimed: its records, or an
-//! unrecorded worktree of this repository named with this store's exact prefix for this source
-//! (`names`); live, foreign, unknown, ownerless, retained and other tenants' ones are never
-//! touched. A reclaimed session stays recorded `swept`, so that `bind --resume` brings it back.
+//! unrecorded worktree of this repository named with this store's prefix for this source. A
+//! reclaimed session stays recorded `swept`, so that `bind --resume` brings it back.
 //!
-//! Each candidate goes through three steps: [`inspect`] reads what it is (a [`Found`]),
-//! [`decide`] applies the decision table to that (a [`Decision`], nothing touched), and only a
+//! [`inspect`] reads what a candidate is, [`decide`] applies the decision table, and only a
 //! `Reclaim` acts, in [`reclaim`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -67,8 +65,7 @@ impl Default for SweepOptions {
 }
 
 wire_enum! {
-    /// Why an isolation was kept (`kept[].reason`): the decision table's keeps, or a reclaim that
-    /// failed.
+    /// Why an isolation was kept (`kept[].reason`), or why its reclaim failed.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
     pub enum KeepReason {
         /// Retained (`retain`), and not asked to reclaim retained ones this old.
@@ -91,14 +88,12 @@ wire_enum! {
         Ownerless = "ownerless",
         /// Recorded, claimed or named by another state store (tenant) of this repository.
         OtherTenant = "other_tenant",
-        /// Named like an isolation, but not with this store's name for this source, and not
-        /// recorded here: its ownership cannot be established, so it is not this sweep's.
+        /// Named like an isolation, but not with this store's name for this source, nor recorded.
         NotOurs = "not_ours",
     }
 }
 
-/// Why an entry was not considered at all: `skipped[].reason` carries the code
-/// ([`SkipReason::as_str`]), `skipped[].detail` the sentence ([`SkipReason::message`]).
+/// Why an entry was not considered: the code (`skipped[].reason`) and sentence (`detail`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
     /// A registered source (with `--all`) that is gone.
@@ -107,8 +102,7 @@ pub enum SkipReason {
     SymbolicLink,
     /// A file named like an isolation.
     NotADirectory,
-    /// A worktree of another repository; `gitdir` is what its `.git` file names (read, never
-    /// trusted to act on).
+    /// A worktree of another repository, as its `.git` file says (never trusted to act on).
     OtherRepository {
         /// The admin dir its `.git` file points at.
         gitdir: String,
@@ -159,8 +153,7 @@ pub struct Kept {
     pub path: PathBuf,
     /// Its session id, when it is known to be one.
     pub session_id: Option<SessionId>,
-    /// `retained`, `foreign`, `unknown`, `live`, `in_flight`, `young`, `ownerless`,
-    /// `other_tenant`, `not_ours`, or why a reclaim failed.
+    /// Why it was kept.
     pub reason: KeepReason,
     /// The particulars, for a human.
     pub detail: String,
@@ -285,12 +278,9 @@ pub fn sweep(ctx: &Context, opts: &SweepOptions, progress: &dyn Progress) -> Res
     Ok(out)
 }
 
-/// Reclaims the dead-owner sessions of `located` that `sweep` would reclaim, for a command
-/// that reclaims as it starts (`bind`, `land`). One look at the records decides whether there
-/// is anything to do: a session is a candidate only when it has a tree, the caller's scope
-/// holds it, `spare` does not name it and its owner is dead; with none, nothing else is read
-/// and git is not called. Each candidate then goes through sweep's own decision table, under
-/// the lock, as `sweep` would take it; `spare` is asked again under the lock.
+/// Reclaims the dead-owner sessions `sweep` would, for a command that reclaims as it starts
+/// (`bind`, `land`). The records alone pick the candidates (with none, git is not called);
+/// each then goes through sweep's decision table under the lock, `spare` asked again there.
 pub fn reclaim_dead(
     ctx: &Context,
     located: &Located,
@@ -325,8 +315,7 @@ pub fn reclaim_dead(
     Ok(out.reclaimed)
 }
 
-/// The trees of the sessions whose owner is dead, that the caller may act on and does not
-/// spare: read from the records alone (an owner's liveness is a look at `/proc`).
+/// The trees of dead owners' sessions the caller may act on and does not spare, from records.
 fn dead_owner_trees(
     ctx: &Context,
     store: &Store,
@@ -348,8 +337,8 @@ fn dead_owner_trees(
         .collect())
 }
 
-/// The sources to sweep: this repository (optional with `--all`), then every registered one
-/// not yet listed. A registered source that is gone is reported as skipped.
+/// This repository (optional with `--all`), then every other registered source; a gone one
+/// is skipped.
 fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result<Vec<Located>> {
     let here = if opts.all {
         crate::recovery::locate(ctx).ok()
@@ -389,9 +378,8 @@ fn sources(ctx: &Context, opts: &SweepOptions, out: &mut SweepOutcome) -> Result
         .collect())
 }
 
-/// Sweeps the isolations of one source: each candidate is inspected and judged without the
-/// lock (cheap, and most are kept); a reclaim is decided again under the lock and the session's
-/// lease before anything is touched ([`Sweep::reclaim`]).
+/// Sweeps one source: candidates are judged without the lock (most are kept); a reclaim is
+/// decided again under the lock and lease before anything is touched ([`Sweep::reclaim`]).
 fn sweep_source(
     ctx: &Context,
     located: &Located,
@@ -469,13 +457,11 @@ struct Known {
     claims: HashMap<PathBuf, ClaimRecord>,
     /// `<tree>/.git` → admin dir, for every worktree registered with the repository.
     admins: HashMap<PathBuf, PathBuf>,
-    /// Isolations that other state stores of this repository (`--state-dir` tenants) record
-    /// or claim: theirs, not unrecorded.
+    /// Isolations that other state stores (tenants) of this repository record or claim.
     elsewhere: BTreeSet<PathBuf>,
     /// Where isolations of this source can be: beside it, and wherever its records point.
     dirs: BTreeSet<PathBuf>,
-    /// This store's names for this source's isolations: an unrecorded tree is judged only
-    /// when its name carries one of them.
+    /// This store's names for this source's isolations (an unrecorded tree must carry one).
     names: IsolationNames,
 }
 
@@ -499,9 +485,8 @@ impl Known {
         })
     }
 
-    /// What the store and the repository say about one candidate now, read again under the
-    /// lock: the records and claims of session `id` and of the session the path is named
-    /// after, and the registered worktrees. What other stores hold is kept from `before`.
+    /// One candidate read again under the lock: the records and claims of session `id` and of
+    /// the session the path is named after; other stores' holdings are kept from `before`.
     fn fresh(repo: &Repo, store: &Store, path: &Path, id: &SessionId, before: &Known) -> Known {
         let mut ids = vec![id.clone()];
         let named = path.file_name().and_then(|n| before.names.id_of(n));
@@ -549,8 +534,7 @@ fn held_by_other_stores(repo: &Repo, store: &Store) -> BTreeSet<PathBuf> {
     elsewhere
 }
 
-/// The directories that can hold isolations of this source: its parent, the parents of every
-/// recorded or claimed isolation (discarded ones included), and the per-user fallback.
+/// Its parent, every recorded or claimed isolation's parent, and the per-user fallback.
 fn search_dirs(
     repo: &Repo,
     records: &[SessionRecord],
@@ -593,8 +577,7 @@ fn inspect(path: &Path, store: &Store, known: &Known) -> Option<Found> {
     })
 }
 
-/// The decision table, in its precedence: retained, foreign, unknown, live, in flight with a
-/// live owner, young, then reclaimable. Entries that are not a3s-iso's to judge are skipped.
+/// The decision table: retained, foreign, unknown, live, in flight, young, then reclaimable.
 fn decide(
     found: &Found,
     opts: &SweepOptions,
@@ -650,8 +633,7 @@ fn decide(
     }
 }
 
-/// A recorded session: retained first, then its owner's liveness (a dead owner's session is
-/// still live while a run holds its lease).
+/// A recorded session: retained first, then its owner's liveness, then its lease.
 fn decide_recorded(
     record: &SessionRecord,
     opts: &SweepOptions,
@@ -695,8 +677,7 @@ fn decide_recorded(
     }
 }
 
-/// An ownerless session (`bind --owner none`): kept unless `--include-ownerless`, then
-/// reclaimed like a dead owner's once it has been idle (no bind, change or capture) for the
+/// An ownerless session: kept unless `--include-ownerless`, then reclaimed once idle for the
 /// grace period.
 fn decide_ownerless(
     record: &SessionRecord,
@@ -746,8 +727,7 @@ fn keep(reason: KeepReason, detail: impl Into<String>) -> Decision {
     Decision::Keep(reason, detail.into())
 }
 
-/// An isolation with no owner to ask (a malformed record, or none): live while a run holds its
-/// lease, young within the grace period, else reclaimable.
+/// No owner to ask: live while leased, young within the grace period, else reclaimable.
 fn decide_unowned(leased: bool, young: bool, young_detail: String, why: ReclaimReason) -> Decision {
     if leased {
         keep(KeepReason::Live, "a run holds its lease")
@@ -771,8 +751,7 @@ fn id_of(found: &Found) -> Option<SessionId> {
     }
 }
 
-/// What a directory named like an isolation is: recorded, claimed, a damaged or missing
-/// record, a worktree of this repository with no record, or something that is not ours.
+/// What a directory named like an isolation is, by record, claim and registration.
 fn identify(path: &Path, store: &Store, known: &Known) -> Found {
     if let Some(record) = known.records.get(path) {
         return Found::Recorded(Box::new(record.clone()));
@@ -813,8 +792,7 @@ fn identify(path: &Path, store: &Store, known: &Known) -> Found {
     other_repository(path).unwrap_or(Found::Stranger)
 }
 
-/// Not ours to judge: say whose it is if its .git file names another repository (read, never
-/// trusted to act on).
+/// Another repository's worktree, as its `.git` file says (never trusted to act on).
 fn other_repository(path: &Path) -> Option<Found> {
     // Never followed if it is a link, never waited on if it is a FIFO.
     let bytes = crate::base::fsutil::read_small_regular_file(&path.join(".git"), 64 * 1024).ok()?;
@@ -825,9 +803,7 @@ fn other_repository(path: &Path) -> Option<Found> {
         })
 }
 
-/// A name without this store's prefix for this source: another tenant's name for it, another
-/// repository's worktree, or something whose ownership cannot be established. None of them is
-/// this sweep's to reclaim.
+/// A name without this store's prefix: another tenant's, another repository's, or unknown.
 fn not_ours(path: &Path, known: &Known) -> Found {
     let other_tenant = path
         .file_name()
@@ -857,8 +833,7 @@ struct ReclaimPlan {
     swept_ref: Option<String>,
 }
 
-/// The reclaim of one isolation, decided from what was found: its id, size, admin dir and
-/// whether it is snapshotted first.
+/// The reclaim of one isolation, decided from what was found.
 fn plan_reclaim(
     located: &Located,
     opts: &SweepOptions,
@@ -888,25 +863,20 @@ fn plan_reclaim(
     }
 }
 
-/// One source's sweep: how it was asked for, and what the store and the repository recorded
-/// when it started.
+/// One source's sweep: how it was asked for, and what was recorded when it started.
 struct Sweep<'a> {
     ctx: &'a Context,
     located: &'a Located,
     opts: &'a SweepOptions,
     known: &'a Known,
-    /// Sessions left alone whatever the table says (asked under the lock): those the command
-    /// that reclaims as it starts is about to act on.
+    /// Sessions left alone whatever the table says: those the caller is about to act on.
     spare: &'a dyn Fn(&SessionId) -> bool,
 }
 
 impl Sweep<'_> {
-    /// Reclaims one candidate that the unlocked pass would reclaim. Under the repository lock, and
-    /// with the session's lease taken (a run holding it keeps the tree, `live`) and held until the
-    /// tree is gone, its record and claim are read again and the decision table is applied afresh:
-    /// a bind may have taken the session over or published it meanwhile, or it may be gone. Only a
-    /// fresh `Reclaim` removes anything, so nothing happens between the decision and the deletion.
-    /// A snapshot or removal that fails keeps the tree, reported under `kept` with why.
+    /// Reclaims one candidate. Under the lock and the session's lease (held until the tree is
+    /// gone), the table is applied afresh, since a bind may have taken the session over or
+    /// published it meanwhile; only a fresh `Reclaim` removes. A failure keeps the tree.
     fn reclaim(&self, path: &Path, found: &Found, out: &mut SweepOutcome) -> Result<()> {
         let (ctx, located, opts, known) = (self.ctx, self.located, self.opts, self.known);
         let Some(id) = id_of(found) else {
@@ -942,9 +912,8 @@ impl Sweep<'_> {
     }
 }
 
-/// The decision taken again on what is there now (`None`: the entry is gone). Called under the
-/// repository lock with the lease of session `id` held, so that lease does not count as a run's.
-/// A candidate that is no longer session `id`'s is kept for the next sweep.
+/// The decision taken again on what is there now (`None`: gone), with `id`'s lease held (not
+/// a run's). A candidate that is no longer `id`'s is kept for the next sweep.
 fn confirm(
     located: &Located,
     opts: &SweepOptions,
@@ -973,10 +942,9 @@ enum Removal {
     Kept(KeepReason, String),
 }
 
-/// Snapshots (as planned), removes and forgets one isolation; called under the repository
-/// lock, with the session's lease held. A failed snapshot keeps the tree: nothing is removed
-/// without one. The tree leaves its path in one rename, after an intent is written, so that a
-/// crash at any step leaves what the next command finishes (see `pending`).
+/// Snapshots, removes and forgets one isolation, under the lock and lease; nothing is removed
+/// without its snapshot. The tree leaves in one rename after an intent is written, so the next
+/// command finishes a crash at any step (see `pending`).
 fn remove_isolation(
     held: &RepoLock,
     ctx: &Context,
