@@ -1,21 +1,15 @@
-//! `land`: a queue of sessions landed one after the other onto the source's moving HEAD. For
-//! each, in order: rebase onto the current HEAD (inside its isolation; a conflict stays there,
-//! as with `promote --rebase`), run the test command in its sandbox on the rebased tree, and
-//! promote it — `squash` (one commit that names the session), `branch` (its commits replayed)
-//! or `patch` (uncommitted; one session only). The queue stops at the first session that does
-//! not land unless `--keep-going`.
+//! `land`: a queue of sessions landed one after the other onto the source's moving HEAD. Each
+//! is rebased onto HEAD in its isolation (a conflict stays there), tested in its sandbox, and
+//! promoted (`squash`, `branch`, or `patch` for one session); the queue stops at the first
+//! that does not land unless `--keep-going`.
 //!
-//! Exactly once: every landing goes through promote, whose journal and intents make a second
-//! landing of the same work `idempotent` and finish a killed one. The queue itself is recorded
-//! (`land.json` in the state dir) and rewritten after each session, so `land` with no session
-//! named continues a queue that a kill, a conflict or a failed test stopped; `--abort` drops
-//! it and touches no session.
+//! Exactly once: promote's journal and intents make a second landing `idempotent` and finish
+//! a killed one. The queue is recorded (`land.json`) after each session, so `land` with no
+//! session named continues a stopped queue; `--abort` drops it and touches no session.
 //!
-//! A session's life ends with its landing: one whose work is all in HEAD's tree is landed
-//! (`services::landed`), never rebased or landed again, and left out of `--all`. Once landed,
-//! its isolation goes (back to the pool when there is one, else discarded with its evidence
-//! kept) unless `--keep`. The result is recorded before the cleanup, so a kill in between
-//! leaves a queue whose next `land` finishes it.
+//! A session whose work is all in HEAD's tree is landed (`services::landed`): never rebased or
+//! landed again. Its isolation then goes (to the pool, else discarded with its evidence kept)
+//! unless `--keep`; the result is recorded first, so the next `land` finishes a killed cleanup.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -156,8 +150,7 @@ pub struct LandedSession {
     pub test_run_id: Option<RunId>,
     /// Where the test's output is kept.
     pub test_output: Option<PathBuf>,
-    /// The tracked paths the test added, changed or deleted in the rebased tree; dropped
-    /// before the session landed (what lands is the rebased tree the test started from).
+    /// The tracked paths the test wrote in the rebased tree, dropped before the session landed.
     #[serde(default)]
     pub test_wrote: Vec<String>,
     /// The paths of a conflict.
@@ -166,8 +159,7 @@ pub struct LandedSession {
     pub error: Option<LandError>,
     /// How long this session took, in milliseconds.
     pub duration_ms: u64,
-    /// What became of its isolation once it landed (`null`: it did not land, or its work is
-    /// not in HEAD's history, as with `patch`).
+    /// What became of its isolation once it landed (`null`: not landed, or not in HEAD's history).
     #[serde(default)]
     pub cleanup: Option<Cleanup>,
     /// What the user should know.
@@ -221,8 +213,7 @@ pub struct PushReport {
     pub attempts: u32,
     /// The tip of the branch the landing commit was built on (its lease).
     pub built_on: Option<crate::base::ids::CommitId>,
-    /// The isolation's snapshot tree as the test started: exactly the landing commit's tree
-    /// (`null`: no test ran).
+    /// The tree the test started on, exactly the landing commit's (`null`: no test ran).
     pub tested_tree: Option<crate::base::ids::TreeId>,
 }
 
@@ -237,8 +228,7 @@ pub struct LandOutcome {
     pub sessions: Vec<LandedSession>,
     /// The session the queue stopped at (`null`: it went through).
     pub stopped_at: Option<String>,
-    /// What to do where it stopped, then the commands that move the queue on, in order
-    /// (`null` and empty when it went through).
+    /// What to do where it stopped, then the commands that move the queue on (`null`: none).
     pub hint: Option<String>,
     /// The commands of `hint`, each a shell command line to run as it is, in order.
     pub next_commands: Vec<String>,
@@ -246,8 +236,7 @@ pub struct LandOutcome {
     pub warnings: Vec<Warning>,
     /// Whether this dropped a stopped queue (`--abort`); `sessions` are what it held.
     pub aborted: bool,
-    /// The dead-owner sessions reclaimed as `land` started, as `sweep` reports them (each
-    /// snapshotted first: `bind --resume` brings it back); never one of the queue.
+    /// The dead-owner sessions (never the queue's) reclaimed as `land` started, as `sweep` says.
     pub reclaimed: Vec<crate::services::reclaimed::Reclaimed>,
 }
 
@@ -262,8 +251,8 @@ impl LandOutcome {
         }
     }
 
-    /// 0 when every session landed (or had nothing new); 3 when one met a conflict or failed
-    /// its test; 1 when an error stopped one.
+    /// 0 when every session landed (or had nothing new); 3 on a conflict or a failed test; 1
+    /// on an error.
     pub fn exit_code(&self) -> i32 {
         if self.aborted {
             return 0;
@@ -329,8 +318,8 @@ pub fn land(ctx: &Context, opts: &LandOptions) -> Result<LandOutcome> {
     Ok(out)
 }
 
-/// Whether the queue may land at all, checked before any session is rebased or anything
-/// recorded: every session granted, patch mode with one session, a branch to land on.
+/// Whether the queue may land at all: every session granted, patch mode with one session, a
+/// branch to land on.
 fn check_landable(ctx: &Context, located: &Located, queue: &Queue) -> Result<()> {
     // A stopped queue may hold sessions a scoped caller may not land: it lands none of it.
     for (id, _) in &queue.sessions {
@@ -349,9 +338,8 @@ fn check_landable(ctx: &Context, located: &Located, queue: &Queue) -> Result<()>
     Ok(())
 }
 
-/// Lands each session of the queue in order into `out.sessions`, recording each result in
-/// `queue_file` before its cleanup; after a session that does not land, the rest are not
-/// reached unless the queue keeps going.
+/// Lands each session in order, recording each result before its cleanup; after one that does
+/// not land, the rest are not reached unless the queue keeps going.
 fn land_queue(
     ctx: &Context,
     located: &Located,
@@ -374,8 +362,7 @@ fn land_queue(
                 if !landed.outcome.goes_on() && !queue.keep_going {
                     out.stopped_at = Some(id.to_string());
                 }
-                // Recorded before the cleanup: a kill in between leaves the next `land` to
-                // finish it.
+                // Recorded before the cleanup: the next `land` finishes a killed one.
                 queue.sessions[index].1 = Some(landed.clone());
                 save(queue_file, queue)?;
                 landed
@@ -390,16 +377,14 @@ fn land_queue(
     Ok(())
 }
 
-/// Whether the recorded queue (stopped, or a concurrent `land`'s) holds session `id`; read
-/// afresh each time, and `true` when it cannot be read (it may hold any session).
+/// Whether the recorded queue holds session `id`, read afresh; `true` when it cannot be read.
 pub(crate) fn queued(located: &Located, id: &SessionId) -> bool {
     read_json::<Queue>(&located.store.land_queue_file()).map_or(true, |q| {
         q.is_some_and(|q| q.sessions.iter().any(|(queued, _)| queued == id))
     })
 }
 
-/// The queue to land: the recorded one continued when no session is named, else a new one
-/// (whether it continues one).
+/// The recorded queue when no session is named, else a new one; and whether it continues.
 fn queue_for(
     ctx: &Context,
     located: &Located,
@@ -438,8 +423,7 @@ pub(super) fn sessions_asked(
         .collect())
 }
 
-/// The queue a command line asks for: the sessions named (each must exist), or every live
-/// session of the source the caller may act on, oldest bind first.
+/// The sessions named (each must exist), or every live one the caller may act on, oldest first.
 fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Queue> {
     let ids: Vec<SessionId> = match opts.all {
         false => {
@@ -455,8 +439,7 @@ fn new_queue(ctx: &Context, located: &Located, opts: &LandOptions) -> Result<Que
         true => {
             let mut live = located.store.live_sessions()?;
             live.retain(|r| ctx.may_act_on(&r.session_id));
-            // A landed session has nothing to land: it is left out. Its isolation is read
-            // only when its last known tree says it may be (a queued one is read as it lands).
+            // A landed session is left out (its isolation read only when its last tree may be).
             let mut unlanded = Vec::with_capacity(live.len());
             // HEAD's tree, read once for them all.
             let head = match live.is_empty() {
@@ -561,8 +544,7 @@ fn discarded(located: &Located, id: &SessionId) -> bool {
     )
 }
 
-/// What becomes of a landed session's isolation: kept, or discarded (through the pool when
-/// there is one) with its evidence kept; `None` when its work is not all in HEAD's history.
+/// Keeps or discards a landed session's isolation; `None` when its work is not all in HEAD.
 fn after_landing(
     ctx: &Context,
     located: &Located,
@@ -589,8 +571,7 @@ fn after_landing(
     discard(ctx, id.as_str(), false).map(|done| Some(Cleanup::of(done.recycled)))
 }
 
-/// One session: rebase, test, promote; whatever stops it is its result, never the queue's
-/// error.
+/// One session: rebase, test, promote; whatever stops it is its result, not the queue's error.
 fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &SessionId) -> LandedSession {
     let started = Instant::now();
     let mut landed = LandedSession::new(id, LandResult::Failed);
@@ -599,10 +580,8 @@ fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &SessionId) -> 
         // Discarded under its feet (another `land` that landed it, or the user).
         landed = LandedSession::new(id, LandResult::Discarded);
     } else if let Err(err) = result {
-        // Its tree went under another command that has not recorded the end yet (the cleanup
-        // of a `land` of the same queue, which renames the tree aside first): busy, not
-        // broken, whatever the step that met the missing tree said (git, run in a directory
-        // that went, says it is not in a work tree).
+        // Its tree was renamed aside by another command's cleanup that has not ended yet:
+        // busy, not broken, whatever the step that met the missing tree said.
         let err = match located.store.pending_file(id).exists() {
             true => Error::SessionBusy {
                 session_id: id.to_string(),
@@ -663,9 +642,8 @@ fn steps(
     promote_tested(ctx, located, queue, (id, known), landed)
 }
 
-/// The result of a session with nothing to land (`None`: it has work to land): discarded
-/// (after its landing, or before), or with all its work in HEAD's history already
-/// (`head_tree`: HEAD's tree).
+/// The result of a session with nothing to land (discarded, or all in HEAD's history), else
+/// `None`.
 fn landed_already(
     ctx: &Context,
     located: &Located,
@@ -680,18 +658,15 @@ fn landed_already(
             false => LandResult::Discarded,
         }));
     }
-    // Its work is all in HEAD's history: nothing to rebase or land. Its isolation is read
-    // for that only when its last known tree says it may be (an edit since that alone made
-    // it match HEAD is rebased to nothing and lands as `empty`).
+    // Its isolation is read only when its last known tree says it may be landed (an edit
+    // since that alone made it match HEAD is rebased to nothing and lands as `empty`).
     if may_be_landed(ctx, located, record, head_tree)? && is_landed(ctx, located, record)? {
         return Ok(Some(LandResult::Idempotent));
     }
     Ok(None)
 }
 
-/// Runs the test command on the rebased tree and drops what it wrote: whether the session
-/// goes on to its promote (its test passed and HEAD is still `tested_on`, the commit the
-/// tested tree stands on).
+/// Runs the test and drops what it wrote: whether it passed with HEAD still at `tested_on`.
 fn test_gate(
     ctx: &Context,
     located: &Located,
@@ -722,8 +697,7 @@ fn test_gate(
     Ok(true)
 }
 
-/// Promotes the session in the queue's mode, under its lease, into `landed`: what its rebase
-/// left (`rebased`) when it knows that, else its isolation as it is now.
+/// Promotes the session under its lease: what its rebase left, if known, else its isolation.
 fn promote_tested(
     ctx: &Context,
     located: &Located,
@@ -820,9 +794,8 @@ impl TestShell {
     }
 }
 
-/// Runs the test command in the session (sandboxed unless `--no-sandbox`) under
-/// [`TestShell`], its output kept in the state dir beside the run, what it writes thrown away
-/// ([`super::land_gate`]).
+/// Runs the test command in the session under [`TestShell`], its output kept, what it writes
+/// thrown away ([`super::land_gate`]).
 pub(super) fn test_passes(
     ctx: &Context,
     located: &Located,
@@ -866,9 +839,8 @@ struct NextStep {
 }
 
 impl NextStep {
-    /// The step after `stopped`, the session the queue stopped at. Every way a landing stops
-    /// has its own: a rebase conflict is resolved in the isolation, anything else is dealt
-    /// with and the queue continued (which rebases and tests the session anew).
+    /// The step after the session the queue stopped at: a rebase conflict is resolved in the
+    /// isolation, anything else dealt with and the queue continued.
     fn after(stopped: &LandedSession) -> NextStep {
         let id = crate::base::argv::shell_quote(std::ffi::OsStr::new(&stopped.session_id));
         let land = "a3s-iso land".to_string();
