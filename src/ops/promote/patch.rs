@@ -1,8 +1,7 @@
-//! Patch mode: the change set lands as uncommitted changes, never merged into the user's own
-//! uncommitted work. `git apply --check` decides whether it applies; `git apply --cached` on a
-//! temporary index of the touched paths computes the post-images; an fsynced intent records
-//! both sides; then each path is written by rename and the digest journaled, in one
-//! uninterruptible step. A crash anywhere in it is finished by the next command (`intent`).
+//! Patch mode: the change set lands as uncommitted changes, never merged into the user's own.
+//! `git apply --check` decides, `git apply --cached` on a temporary index computes the
+//! post-images, an fsynced intent records both sides, then each path is written by rename and
+//! the digest journaled, uninterrupted; the next command finishes a crash (`intent`).
 
 use std::path::Path;
 
@@ -27,11 +26,9 @@ use crate::store::state::{JournalEntry, Landing};
 
 /// What the checks before applying found.
 pub(crate) enum Check {
-    /// The patch applies and meets no uncommitted work: every touched path's images (a
-    /// submodule's new commit already in the source's submodule).
+    /// The patch applies and meets no uncommitted work: every touched path's images.
     Applies(PatchPlan),
-    /// Every touched path already holds what the change set makes of it, but no record says
-    /// that a promote put it there.
+    /// Every touched path already holds the result, but no record says a promote put it there.
     Present(Vec<RepoPath>),
     /// The patch does not apply; git's explanation and the paths it names.
     DoesNotApply(String, Vec<RepoPath>),
@@ -41,9 +38,8 @@ pub(crate) enum Check {
     Gitlinks(Vec<RepoPath>, String),
 }
 
-/// Steps 2–6 for the root change set under the repository lock: empty, journal, pending
-/// intent, HEAD (or a document's base), artifacts, check, apply, journal. The artifacts'
-/// summary is the caller's to write, once the nested change sets are done.
+/// Steps 2–6 for the root change set under the lock; the caller writes the artifacts'
+/// summary once the nested change sets are done.
 pub(crate) fn promote_patch(
     ctx: &Context,
     located: &Located,
@@ -115,8 +111,7 @@ pub(crate) fn promote_patch(
 /// Why `--reapply` applied nothing: the earlier landing is still there.
 const STILL_LANDED: &str = "its earlier landing is still in your checkout: nothing to apply again";
 
-/// Whether the checkout still holds what the change set makes: its result at every touched
-/// path (when its result tree is known here), or a patch that applies in reverse.
+/// Whether the checkout still holds the result: at every touched path, or by reverse apply.
 fn still_landed(
     ctx: &Context,
     candidate: &Candidate,
@@ -135,8 +130,7 @@ fn still_landed(
 /// Why a change set whose promote was interrupted cannot be promoted again yet.
 pub(crate) const INTERRUPTED: &str = "an interrupted promote of this change set left these paths changed since it stopped; put them back as they were (or as the change set makes them) and promote again";
 
-/// The report before any check: sizes, session and step, nested repositories, and what
-/// recovery under the lock did.
+/// The report before any check, with what recovery under the lock did.
 fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     let mut out = PromoteOutcome::new(Outcome::Empty, Mode::Patch);
     out.session_id = candidate.session_id().map(str::to_string);
@@ -154,9 +148,8 @@ fn initial_report(ctx: &Context, candidate: &Candidate) -> PromoteOutcome {
     out
 }
 
-/// The checks on where the change set lands, before anything is written: a session's source
-/// HEAD must be where its last step (or bind) left it; a document's base tree must be in this
-/// repository, and HEAD's tree unless `--onto-head`. Returns whether the promote stops.
+/// Whether the promote stops before anything is written: a session's HEAD must be where its
+/// last step (or bind) left it; a document's base tree here, and HEAD's unless `--onto-head`.
 fn refused_where_it_lands(
     ctx: &Context,
     source: &Path,
@@ -258,8 +251,7 @@ pub(crate) fn check(
         Some(changes) => changes.iter().map(|c| c.path.clone()).collect(),
         None => touched_paths(ctx, source, patch_file)?,
     };
-    // A path git apply would refuse (outside the repository, or in `.git`) is refused before
-    // any other git is asked about it.
+    // A path git apply would refuse (outside the repository, or in `.git`) is refused first.
     let unsafe_paths: Vec<RepoPath> = touched
         .iter()
         .filter(|p| !is_plain_path(p))
@@ -326,9 +318,8 @@ pub(crate) fn check(
     })
 }
 
-/// What each touched path holds now (hashed, and stored as a possible pre-image), and which
-/// of them hold uncommitted work: two independent readings, each its own git, side by side,
-/// with a third that learns the paths' checkout filters for the writer.
+/// What each touched path holds now (stored as a pre-image), and which hold uncommitted work;
+/// read side by side with a third git that learns the paths' checkout filters.
 fn read_touched(
     checkout: &Checkout<'_>,
     located: &Located,
@@ -350,10 +341,8 @@ fn read_touched(
     })
 }
 
-/// For a change set this promote made from two trees: every path it changes, with both images
-/// (from the patch's own headers, else one `diff-tree`). `None` otherwise, or when that does
-/// not account for every section of the patch (a path whose type changes is two): then git
-/// apply reads the patch.
+/// For a change set made here from two trees, every path it changes with both images; `None`
+/// otherwise or when that misses a section of the patch (then git apply reads it).
 fn known_changes(
     ctx: &Context,
     candidate: &Candidate,
@@ -382,9 +371,7 @@ fn holds_exactly(state: &PathState, want: Option<&Entry>) -> bool {
     }
 }
 
-/// The touched paths where the source's uncommitted work is: any whose current state differs
-/// from the change set's base is a conflict, even where git could merge it (and where it could
-/// not, this names the paths).
+/// The touched paths holding uncommitted work: a conflict even where git could merge it.
 fn overlap_with_wip(
     git: &Git,
     located: &Located,
@@ -393,8 +380,7 @@ fn overlap_with_wip(
     touched: &[RepoPath],
 ) -> Result<Vec<RepoPath>> {
     match &candidate.base_tree {
-        // The base is a carried WIP snapshot, or what the last step left as uncommitted
-        // changes: compare the checkout with it.
+        // A carried WIP snapshot, or the last step's uncommitted result: compared with it.
         Some(base)
             if candidate.previous.is_some()
                 || candidate.session.as_ref().is_some_and(|s| s.carried_wip) =>
@@ -404,8 +390,7 @@ fn overlap_with_wip(
             crate::model::wip::changed_since(git, source, (base, alternate), touched, &scratch)
         }
         _ if touched.is_empty() => Ok(Vec::new()),
-        // The base is HEAD's tree: anything uncommitted (staged or not) or untracked at a
-        // touched path collides.
+        // HEAD's tree: anything uncommitted or untracked at a touched path collides.
         _ => {
             let out = git.status_of(source, Untracked::All, touched.iter().map(RepoPath::as_os))?;
             Ok(status_paths(&out))
@@ -416,9 +401,8 @@ fn overlap_with_wip(
 /// Why a change set that needs a directory where the checkout has a file does not land.
 const IN_THE_WAY: &str = "the patch writes beneath a file of your checkout that it does not remove (a directory is needed there); move that file away and promote again";
 
-/// The files (or links) of the checkout that stand where a touched path needs a directory
-/// and that the change set does not itself touch (a file it replaces by a directory is
-/// removed first): each blocker once, with the touched paths beneath it.
+/// Untouched files (or links) where a touched path needs a directory, each once, with the
+/// touched paths beneath it.
 fn files_in_the_way(source: &Path, touched: &[RepoPath], states: &[PathState]) -> Vec<RepoPath> {
     let touched_set: std::collections::BTreeSet<&[u8]> =
         touched.iter().map(|p| p.0.as_slice()).collect();
@@ -449,8 +433,7 @@ fn files_in_the_way(source: &Path, touched: &[RepoPath], states: &[PathState]) -
 /// Why a change set that changes files the sparse checkout leaves out does not land.
 const OUTSIDE_SPARSE: &str = "the patch changes files outside the checkout's sparse-checkout patterns, which are not in the checkout; add them (git sparse-checkout add) and promote again";
 
-/// The touched paths that the source, a sparse checkout, leaves out (tracked, marked
-/// skip-worktree, and so not on disk): git apply cannot change a file that is not there.
+/// The touched paths a sparse checkout leaves off disk: git apply cannot change them.
 fn outside_sparse_patterns(
     ctx: &Context,
     source: &Path,
@@ -468,8 +451,7 @@ fn outside_sparse_patterns(
         .collect())
 }
 
-/// The touched paths git's refusal names (`error: patch failed: <path>:<line>`, `error:
-/// <path>: <why>`); all of them when it names none that can be told (a name that is not UTF-8).
+/// The touched paths git's refusal names; all of them when it names none that can be told.
 fn failing_paths(detail: &str, touched: &[RepoPath]) -> Vec<RepoPath> {
     let named = |path: &RepoPath| {
         let Ok(name) = std::str::from_utf8(&path.0) else {
@@ -488,9 +470,8 @@ fn failing_paths(detail: &str, touched: &[RepoPath]) -> Vec<RepoPath> {
     }
 }
 
-/// Whether every touched path already holds the change set's result (the session's snapshot,
-/// or a document's result tree when this repository has it): decided from blob ids. `posts`:
-/// the result's images of the touched paths, when already known.
+/// Whether every touched path already holds the result, by blob ids; `posts`: the result's
+/// images of the touched paths, when already known.
 fn already_present(
     ctx: &Context,
     checkout: &Checkout<'_>,
@@ -531,8 +512,7 @@ pub(crate) struct Lander<'a> {
     /// The checkout it lands in: the source, or one of its nested repositories.
     pub(crate) source: &'a Path,
     pub(crate) head: Option<&'a CommitId>,
-    /// What else must happen once the files are written and before the journal (branch
-    /// mode's commit in a nested repository); a failure puts the files back.
+    /// What must happen between the write and the journal; a failure puts the files back.
     pub(crate) then: Option<&'a AfterWrite<'a>>,
     /// `--reapply`: the `promoted_at_ms` of the journal entry this landing follows.
     pub(crate) reapply_of: Option<u64>,
@@ -557,9 +537,8 @@ impl Lander<'_> {
         }
     }
 
-    /// Records the intent, writes every touched path and journals. From the intent to the
-    /// journal nothing may stop halfway: interrupts wait. A crash is finished by the next
-    /// command; a failure to write puts back what was written.
+    /// Records the intent, writes every touched path and journals, interrupts waiting; the
+    /// next command finishes a crash, and a failed write is put back.
     pub(crate) fn apply_and_journal(
         &self,
         plan: PatchPlan,
@@ -598,8 +577,8 @@ impl Lander<'_> {
         Ok(())
     }
 
-    /// After a failed write: every path back to its pre-image and the intent dropped; if that
-    /// fails too, the intent stays for the next command to finish.
+    /// After a failed write: every path back to its pre-image and the intent dropped (if
+    /// that fails, the next command finishes it).
     fn put_back(&self, checkout: &Checkout<'_>, tag: &str, plan: &PatchPlan) {
         checkout.clear_temps(tag, plan);
         let paths: Vec<RepoPath> = plan.paths.iter().map(|c| c.path.clone()).collect();
@@ -654,8 +633,7 @@ pub(crate) fn touched_paths(
     Ok(paths)
 }
 
-/// A path inside the work tree: relative, without empty, `.` or `..` components, and not in
-/// a `.git` directory (in any case).
+/// A relative path with no empty, `.` or `..` component, outside any `.git` (in any case).
 fn is_plain_path(path: &RepoPath) -> bool {
     !path.0.is_empty()
         && path.0.split(|b| *b == b'/').all(|part| {
