@@ -29,35 +29,28 @@ pub struct PromoteOptions {
     pub no_apply: bool,
     /// Where the artifacts go (default: under the state dir).
     pub artifacts: Option<PathBuf>,
-    /// The directory `artifacts` names, opened already by a caller that checked it (the MCP
-    /// server, beneath a grant): written through this handle, never looked up by name again.
+    /// The directory `artifacts` names, opened by a caller that checked it: never looked up again.
     pub artifacts_opened: Option<OpenedDir>,
     /// `--note DIGEST`: record the digest as promoted by other means.
     pub note: Option<String>,
-    /// `--onto-head`: a document whose base tree is not HEAD's may still apply onto the
-    /// checkout, when `git apply --check` passes.
+    /// A document whose base tree is not HEAD's still applies when `git apply --check` passes.
     pub onto_head: bool,
     /// `--from REMOTE --digest D`: the change set is fetched from a remote and verified first.
     pub from: Option<crate::services::remote::FetchRequest>,
-    /// `--rebase`: a session whose source HEAD moved is rebased onto it first (and promoted
-    /// only when that was clean).
+    /// A session whose source HEAD moved is rebased onto it first (promoted only if clean).
     pub rebase: bool,
-    /// `--reapply`: land again a change set whose recorded landing is no longer in the
-    /// checkout (the session's last step, `digest`'s, or the document's).
+    /// Land again a change set whose recorded landing is no longer in the checkout.
     pub reapply: bool,
-    /// With `reapply`: the promoted change set to land again (a whole digest or a unique
-    /// prefix of at least 8 hex digits).
+    /// With `reapply`: the digest (or unique 8+ digit prefix) of the change set to land again.
     pub digest: Option<String>,
-    /// Branch mode: land the session's work as one commit (its commits squashed with its
-    /// uncommitted work) instead of replaying its commits.
+    /// Branch mode: land the session's work as one commit instead of replaying its commits.
     pub squash: bool,
-    /// Branch mode: the message of the squashed commit, or of the commit that holds the
-    /// uncommitted leftovers (default: one that names the session).
+    /// Branch mode: the message of the squashed commit, or of the uncommitted leftovers'.
     pub message: Option<String>,
 }
 
-/// What the caller knows a session's isolation holds, all of its work, in place of a fresh
-/// capture: the tree and HEAD a landing's rebase left, which its test ran on.
+/// What the caller knows the isolation holds, in place of a fresh capture: the tree and HEAD a
+/// landing's rebase left.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Known<'a> {
     pub(crate) tree: &'a str,
@@ -68,34 +61,27 @@ pub(crate) struct Known<'a> {
 pub(crate) struct Candidate {
     pub(crate) patch: Patch,
     pub(crate) session: Option<SessionRecord>,
-    /// What the patch applies to: the session's base tree (HEAD's, or the carried WIP's), the
-    /// result of the session's last promoted step, or a document's `base_tree`.
+    /// What the patch applies to: the session's base, its last step's result, or a document's.
     pub(crate) base_tree: Option<TreeId>,
-    /// What the patch makes of its base: the session's snapshot, or a document's result tree
-    /// (which this repository may not have).
+    /// What the patch makes: the session's snapshot, or a document's (maybe unknown) tree.
     pub(crate) result_tree: Option<TreeId>,
     pub(crate) nested: Vec<String>,
     /// A session's last promoted step: the patch is the delta since its result.
     pub(crate) previous: Option<Previous>,
     /// The isolation's HEAD at the snapshot, for the step's record.
     pub(crate) isolation_head: Option<CommitId>,
-    /// The nested change sets (submodules and nested repositories), landed after the root,
-    /// those that could not be captured, and where the isolation's submodules keep their
-    /// objects (a gitlink bump copies its commits from there into the source's submodule);
-    /// none for a document, which carries the root only.
+    /// The nested change sets, landed after the root, and those that could not be captured;
+    /// none for a document.
     pub(crate) nested_found: crate::services::nested::Nested,
     /// A session's snapshot of its isolation (with the gitlinks it recorded).
     pub(crate) snapshot: Option<crate::model::snapshot::Snapshot>,
     /// A nested change set's path: its steps are its own.
     pub(crate) nested_path: Option<crate::base::paths::RepoPath>,
-    /// An object directory the checks may read trees from besides the checkout's own (a
-    /// nested repository's last step, pinned in the superproject's store).
+    /// Another object directory the checks may read trees from (a nested repository's step).
     pub(crate) alternate_objects: Option<std::path::PathBuf>,
-    /// The patch is the diff of `base_tree` and `result_tree` that this promote made itself
-    /// (a session's fresh capture), so both trees are here and say what every path becomes.
+    /// The patch is this promote's own diff of `base_tree` and `result_tree`, both here.
     pub(crate) made_from_trees: bool,
-    /// The source's HEAD, when it was read under the lock while the session was captured
-    /// (`None`: not read yet).
+    /// The source's HEAD, if read under the lock during the capture.
     pub(crate) source_head: Option<Option<CommitId>>,
 }
 
@@ -123,8 +109,7 @@ impl Candidate {
         }
     }
 
-    /// A change set the journal records as landed, to land again: its patch from the
-    /// artifacts, or made again from the trees its step recorded; checked against the digest.
+    /// A journaled change set to land again, its patch from the artifacts or its step's trees.
     pub(crate) fn of_journal(ctx: &Context, located: &Located, digest: &str) -> Result<Candidate> {
         let entry = located
             .store
@@ -189,8 +174,7 @@ impl Candidate {
         })
     }
 
-    /// The steps of the root change set that a rebase put behind the session's base: numbering
-    /// goes on from there (nested repositories number their own steps).
+    /// The root's steps a rebase put behind the session's base, where numbering goes on.
     fn step_floor(&self, session: &SessionRecord) -> u64 {
         if self.nested_path.is_some() {
             0
@@ -209,16 +193,14 @@ impl Candidate {
         (self.session.as_ref()).ok_or_else(|| Error::internal("a branch promote without a session"))
     }
 
-    /// Where this promote's commits of the session start from: the isolation's HEAD its last
-    /// step saw, else the bound revision.
+    /// Where the session's commits start: the HEAD its last step saw, else the bound revision.
     pub(crate) fn commits_since<'a>(&'a self, session: &'a SessionRecord) -> &'a str {
         (self.previous.as_ref())
             .and_then(|p| p.step.isolation_head.as_deref())
             .unwrap_or(&session.bound_revision)
     }
 
-    /// The revision the source's HEAD must be at: where the last step left it, else the bound
-    /// revision.
+    /// Where the source's HEAD must be: where the last step left it, else the bound revision.
     pub(crate) fn expected_head(&self) -> Option<&str> {
         let bound = self.session.as_ref()?.bound_revision.as_str();
         Some(
@@ -231,9 +213,8 @@ impl Candidate {
 }
 
 impl Candidate {
-    /// Step 1 for a session: a fresh capture with the isolation's HEAD (or what the caller
-    /// `known`s it holds, with nothing nested), as the delta since the session's last promoted
-    /// step (or, before the first, since its base tree).
+    /// Step 1 for a session: a fresh capture (or what the caller `known`s), as the delta since
+    /// its last promoted step or its base tree.
     pub(crate) fn of_session(
         ctx: &Context,
         located: &Located,
@@ -275,8 +256,7 @@ impl Candidate {
         })
     }
 
-    /// [`Candidate::of_session`] for patch mode, which next reads the source's HEAD and core
-    /// settings: two gits that need nothing of the capture, so they run beside it.
+    /// [`Candidate::of_session`], with patch mode's reads of HEAD and core settings beside it.
     pub(crate) fn of_session_beside_head(
         ctx: &Context,
         located: &Located,
@@ -302,8 +282,7 @@ impl Candidate {
         })
     }
 
-    /// Nothing new since the session's last promoted step: a replay of that step, reported
-    /// `idempotent` with its digest (without a step before, the change set is `empty`).
+    /// Nothing new since the last step: `idempotent` with its digest (no step: `empty`).
     pub(crate) fn replay_last_step(&self, out: &mut PromoteOutcome) {
         if let Some(previous) = &self.previous {
             out.outcome = Outcome::Idempotent;
@@ -315,9 +294,7 @@ impl Candidate {
         }
     }
 
-    /// Fills in the change set's sizes and nested repositories, the step this promote lands and
-    /// where its delta starts (sessions with something to land only), and the first paths the
-    /// patch touches.
+    /// Fills in the change set's sizes, nested repositories, step, and first touched paths.
     pub(crate) fn report_step(&self, out: &mut PromoteOutcome) {
         out.nested_repositories = self.nested.clone();
         out.patch_bytes = self.patch.bytes;
