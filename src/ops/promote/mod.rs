@@ -2,16 +2,14 @@
 //! May call: base, git, store, context, model, recovery, services; no other verb.
 //!
 //! Outcomes: `applied`, `idempotent` (digest journaled), `conflict` (source moved or patch does
-//! not apply; nothing applied), `empty`, or `planned` with `--no-apply`. The order of steps: (1) a document is verified completely, or a session is captured afresh
-//! as the delta since its last promoted step (promote in steps); (2) an empty change set stops
-//! (nothing new since a step is a replay of it, `idempotent`); (3) a journaled digest is
-//! `idempotent`; (4) a session whose source HEAD is not where its bind or last step left it is
-//! `head_moved`, a document whose base tree is unknown or not HEAD's is `base_unknown` or
-//! `base_differs`; (5) artifacts are written (`--no-apply` stops); (6) the
-//! patch is checked, its images planned, an intent recorded, and the checkout written and
-//! journaled with interrupts deferred. Branch mode replaces (6) with a replay of the session's
-//! commits. Taking the repository lock first finishes any promote a crash interrupted
-//! (`intent`), so "already promoted" is decided from records, never from the checkout.
+//! not apply; nothing applied), `empty`, or `planned` with `--no-apply`. The steps: (1) a
+//! document is verified, or a session captured as the delta since its last promoted step; (2)
+//! an empty change set stops; (3) a journaled digest is `idempotent`; (4) a session's moved
+//! HEAD is `head_moved`, a document's unknown or other base `base_unknown` or `base_differs`;
+//! (5) artifacts are written (`--no-apply` stops); (6) the patch is checked, an intent
+//! recorded, and the checkout written and journaled with interrupts deferred. Branch mode
+//! replays the session's commits instead of (6). The lock finishes any interrupted promote
+//! first (`intent`), so "already promoted" is decided from records, never from the checkout.
 
 mod artifacts;
 mod branch;
@@ -41,8 +39,7 @@ use crate::model::snapshot::Patch;
 use crate::services::rebase;
 use crate::store::state::{JournalEntry, Landing};
 
-/// Promotes a session, a change-set document or a remote's change set; see the module's order
-/// of steps.
+/// Promotes a session, a change-set document or a remote's change set.
 pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if let Some(digest) = &opts.note {
         return note(ctx, opts, digest);
@@ -102,8 +99,7 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     Ok(out)
 }
 
-/// A session's promote in the mode `opts` asks for, of what its isolation holds now or of what
-/// the caller `known`s it holds (the tree and HEAD `land` tested).
+/// A session's promote, of what its isolation holds or of what the caller `known`s it holds.
 pub(crate) fn promote_session(
     ctx: &Context,
     located: &Located,
@@ -123,15 +119,13 @@ pub(crate) fn promote_session(
 pub(crate) enum Moved {
     /// The source's HEAD is where the session expects it: nothing to rebase.
     Not,
-    /// Rebased cleanly; the tree and HEAD its isolation holds now, when the rebase knows the
-    /// tree is all of the session's work.
+    /// Rebased cleanly; the isolation's tree and HEAD when known to be all its work.
     Rebased { left: Option<(String, String)> },
     /// It stopped at a conflict, left in the isolation: the promote's answer, nothing applied.
     Stopped(Box<PromoteOutcome>),
 }
 
-/// Patch mode: the root change set (steps 2–6), then each nested change set in its own
-/// repository; the artifacts' summary covers both.
+/// Patch mode: the root change set, then each nested one; the artifacts' summary covers both.
 fn promote_patch(
     ctx: &Context,
     located: &Located,
@@ -147,8 +141,7 @@ fn promote_patch(
     Ok(out)
 }
 
-/// `--rebase`: a session whose source HEAD moved since its bind (or its last step) is rebased
-/// onto it first; `head` is the source's HEAD as the caller read it (`None`: unborn).
+/// `--rebase`: a session whose source HEAD moved is rebased onto `head` (`None`: unborn) first.
 pub(crate) fn rebase_if_moved(
     ctx: &Context,
     located: &Located,
@@ -198,8 +191,7 @@ pub(crate) fn rebase_if_moved(
     Ok(Moved::Stopped(Box::new(out)))
 }
 
-/// `--reapply` of a promoted change set (`--digest`, else the session's last step): landed
-/// again where its earlier landing is no longer in the checkout, in patch mode.
+/// `--reapply`: lands a promoted change set again in patch mode (`--digest`, else the last step).
 fn reapply(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
     if opts.mode == Mode::Branch {
         return Err(Error::usage(
