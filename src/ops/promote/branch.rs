@@ -1,12 +1,10 @@
-//! `promote --mode branch`: the session's commits come back as commits. They are kept on the
-//! retained branch `a3s-iso/<id>` and replayed onto the source's current branch with their
-//! messages, authors and dates; uncommitted leftovers become one trailing commit. Carried WIP is
-//! filtered out of every replayed commit: the user's uncommitted work is never committed.
+//! `promote --mode branch`: the session's commits, kept on `a3s-iso/<id>`, are replayed onto
+//! the source's branch with their messages, authors and dates; uncommitted leftovers become one
+//! trailing commit. Carried WIP is filtered out: the user's uncommitted work is never committed.
 //!
-//! [`plan`] decides what would happen and writes nothing but objects (no ref, no checkout);
-//! [`execute`] moves refs and the checkout, recording an intent first (the old tip, the stash
-//! of the user's WIP, each replayed commit, the finished tip) so that a crash is completed or
-//! rolled back by the next command, and the WIP never stays only in a stash.
+//! Planning writes nothing but objects; [`execute`] moves refs and the checkout after an intent
+//! is recorded, so the next command completes or rolls back a crash, and the WIP never stays
+//! only in a stash.
 
 use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
@@ -87,8 +85,7 @@ pub(crate) fn promote_branch(
     Ok(out)
 }
 
-/// Branch mode for the root change set: the session's commits (since its last step) replayed
-/// onto the source's branch, with a trailing commit for the uncommitted leftovers.
+/// Branch mode for the root change set: the session's commits since its last step, replayed.
 fn replay_root(
     ctx: &Context,
     located: &Located,
@@ -157,8 +154,7 @@ fn replay_root(
     Ok(out)
 }
 
-/// The squash or the replay, as `opts` asks; a replay's leftovers commit gets the message
-/// given, or one that names the session, its runs and the change set.
+/// The squash or the replay, as `opts` asks.
 fn plan_any(
     ctx: &Context,
     (located, candidate): (&Located, &Candidate),
@@ -184,9 +180,8 @@ fn plan_any(
     planner.replay(&message)
 }
 
-/// The outcomes decided before anything is planned: empty (or nothing new since the last step),
-/// journaled, an interrupted promote still pending, or a session whose earlier step landed in
-/// patch mode. Returns whether the promote stops.
+/// Whether the promote stops before planning: empty, journaled, an interrupted promote
+/// pending, or an earlier step landed in patch mode.
 fn stops_before_planning(
     git: &Git,
     located: &Located,
@@ -236,8 +231,7 @@ fn stops_before_planning(
     Ok(false)
 }
 
-/// After a step: the paths this step changes where the checkout no longer holds what the last
-/// step left (the user changed them since), which a replay would merge with or set aside.
+/// The paths this step changes where the user changed what the last step left since.
 fn changed_since_last_step(
     ctx: &Context,
     candidate: &Candidate,
@@ -262,8 +256,7 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Where the replayed chain ends: its last commit, else where it starts (the last step's
-    /// chain tip, whose tree is that step's result without carried WIP, else the bound revision).
+    /// Where the replayed chain ends: its last commit, else where it starts.
     fn tip<'a>(&'a self, chain: &'a [Pick]) -> &'a str {
         let start = chain_start(self.candidate, self.session);
         chain.last().map_or(start, |p| p.commit.as_str())
@@ -289,8 +282,7 @@ fn chain_start<'a>(candidate: &'a Candidate, session: &'a SessionRecord) -> &'a 
         .unwrap_or(&session.bound_revision)
 }
 
-/// The tree of the commit `commit`: asked of git once per command (the rebase that moved the
-/// session onto HEAD read it already).
+/// The tree of the commit `commit`.
 fn tree_of(git: &Git, source: &Path, commit: &str) -> Result<String> {
     git.rev_parse(source, &format!("{commit}^{{tree}}"))?
         .ok_or_else(|| Error::internal(format!("the commit {commit} has no tree here")))
@@ -310,8 +302,7 @@ fn target(git: &Git, source: &Path) -> Result<Target> {
     })
 }
 
-/// What a branch plan is made from: the change set, where it lands, the isolation's HEAD (whose
-/// commits are replayed) and the scratch directory for temporary indexes.
+/// What a branch plan is made from.
 struct Planner<'a> {
     git: &'a Git,
     candidate: &'a Candidate,
@@ -321,10 +312,9 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
-    /// Plans the replay: the session's first-parent commits since the bound revision (or, after a
-    /// step, since the isolation's HEAD that step saw), rebuilt without the carried WIP where
-    /// needed and on top of where the last step's chain ended, plus one commit, with `message`,
-    /// for uncommitted leftovers. Writes only objects.
+    /// Plans the replay: the session's first-parent commits since its last step, rebuilt
+    /// without the carried WIP on where that step's chain ended, plus one commit with
+    /// `message` for uncommitted leftovers. Writes only objects.
     fn replay(&self, message: &str) -> Result<Planned> {
         let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
         let session = candidate.branch_session()?;
@@ -381,9 +371,8 @@ impl Planner<'_> {
         Ok(Planned::Chain(chain))
     }
 
-    /// Plans a squash: the session's whole result since its last step (its commits and its
-    /// uncommitted work, carried WIP filtered out) as one commit on where that step ended, with
-    /// the message given or one that names the session and lists its commits. Writes only objects.
+    /// Plans a squash: the session's result since its last step, carried WIP filtered out, as
+    /// one commit on where that step ended. Writes only objects.
     fn squash(&self, message: Option<&str>) -> Result<Planned> {
         let (git, candidate, isolation_head) = (self.git, self.candidate, self.isolation_head);
         let session = candidate.branch_session()?;
@@ -432,9 +421,8 @@ impl Planner<'_> {
     }
 }
 
-/// The default message of the commit of a session's uncommitted leftovers: the session, the
-/// runs it recorded, and the digest of the change set being promoted, so that `git log` tells
-/// where the commit came from.
+/// The default message of the leftovers' commit: the session, its runs and the digest, so that
+/// `git log` tells where the commit came from.
 fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Result<String> {
     let runs = match store.run_ids(&session.session_id)?.as_slice() {
         [] => "No run recorded.".to_string(),
@@ -450,10 +438,9 @@ fn leftover_message(store: &Store, session: &SessionRecord, digest: &str) -> Res
 /// Why a replay stops before it starts: work of the user's at paths it changes.
 const IN_THE_WAY: &str = "your uncommitted, untracked or ignored files are at paths the session's commits change; setting them aside and back would merge them (or lose an ignored one): nothing was done";
 
-/// The paths the chain changes (from where it starts to its end, and every path a commit of
-/// it adds on the way) where the checkout holds work of the user's: changed,
-/// staged, untracked or ignored. A replay would set that work aside and merge it back with
-/// conflict markers, or write over an ignored file, which no stash keeps.
+/// The paths the chain changes (or adds on the way) where the checkout holds the user's work,
+/// ignored files included: a replay would merge it back with conflict markers, or write over
+/// an ignored file, which no stash keeps.
 fn your_files_in_the_way(
     git: &Git,
     source: &Path,
@@ -494,8 +481,7 @@ fn your_files_in_the_way(
     Ok(crate::ops::promote::patch::status_paths(&status))
 }
 
-/// The branch promote's intent, rewritten (fsynced) as the promote goes: before the WIP is
-/// stashed, once the stash exists, after every replayed commit, and when the replay finished.
+/// The branch promote's intent, rewritten (fsynced) at every step of the promote.
 struct Recorder<'a> {
     store: &'a Store,
     intent: Intent,
@@ -559,10 +545,9 @@ impl<'a> Recorder<'a> {
     }
 }
 
-/// Keeps the chain on the retained branch, records the intent, sets the user's WIP aside,
-/// replays, restores the WIP and journals. From the stash to the journal nothing may stop
-/// halfway: interrupts wait, git runs where a Ctrl-C at the terminal cannot reach it, and a
-/// crash is finished (or rolled back) by the next command from the intent.
+/// Keeps the chain, records the intent, stashes the WIP, replays, restores the WIP and
+/// journals. Nothing may stop halfway: interrupts wait, git runs where a Ctrl-C cannot reach
+/// it, and the next command finishes (or rolls back) a crash from the intent.
 fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcome) -> Result<()> {
     let git = &ctx.git;
     let source = job.session.source.as_path();
@@ -617,8 +602,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     crate::fault_point!("promote-branch-after-restore");
     let step = job.step(tip, done.as_deref())?;
     if failure.is_some() && kept {
-        // The replay was undone: the branch a3s-iso made for it goes too (or back to where
-        // an earlier step left it).
+        // The replay was undone: so is its retained branch (back to an earlier step's).
         refs.reset_retained_branch(retained_before.as_deref())?;
         report.retained_branch = retained_before.as_ref().map(|_| ns.retained_branch(id));
     }
@@ -639,8 +623,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     Ok(())
 }
 
-/// Puts your uncommitted work back on top of the replay; a stash that does not apply there
-/// stays, named in the report and a warning.
+/// Puts your uncommitted work back; a stash that does not apply stays, with a warning.
 fn put_back_wip(
     git: &Git,
     (source, token): (&Path, &str),
@@ -656,8 +639,7 @@ fn put_back_wip(
     }
 }
 
-/// Points the branch that keeps the session's commits at `tip`. It is a convenience: a branch
-/// of the user's in its way (one named `a3s-iso`) costs it, with a warning, not the landing.
+/// Points the retained branch at `tip`: a convenience, so a branch in its way only warns.
 fn keep_chain(refs: &SessionRefs<'_>, tip: &str, out: &mut PromoteOutcome) -> bool {
     match refs.set_retained_branch(tip) {
         Ok(()) => true,
@@ -671,8 +653,7 @@ fn keep_chain(refs: &SessionRefs<'_>, tip: &str, out: &mut PromoteOutcome) -> bo
     }
 }
 
-/// The outcome of a replay: a conflict naming the commit, or the journal entry (with the step
-/// and where it left HEAD) and `applied`.
+/// The outcome of a replay: a conflict naming the commit, or journaled and `applied`.
 fn conclude(
     job: &Job<'_>,
     step: Option<Step>,
@@ -713,8 +694,7 @@ struct Replay {
     head: Option<String>,
 }
 
-/// Who writes the replayed commits, and where: the source repository and the identity that
-/// commits there.
+/// Who writes the replayed commits, and where.
 struct Replayer<'a> {
     git: &'a Git,
     source: &'a Path,
@@ -722,9 +702,8 @@ struct Replayer<'a> {
 }
 
 impl Replayer<'_> {
-    /// Cherry-picks the chain onto the current branch, recording each new commit in the intent; a
-    /// commit whose change is already there is skipped. Returns the commit that failed and why,
-    /// if any, and HEAD once the last pick made a commit.
+    /// Cherry-picks the chain onto the branch, recording each commit in the intent and
+    /// skipping one whose change is already there.
     fn replay(
         &self,
         chain: &[Pick],
@@ -787,8 +766,7 @@ impl Replayer<'_> {
         Ok(Pick { subject, commit })
     }
 
-    /// A copy of a commit (its raw object) with another tree and parent, keeping message, author
-    /// and committer.
+    /// A copy of a raw commit with another tree and parent, keeping message, author, committer.
     fn recommit(&self, raw: &[u8], tree: &str, parent: &str) -> Result<String> {
         let text = String::from_utf8_lossy(raw);
         let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
@@ -818,9 +796,8 @@ impl Replayer<'_> {
     }
 }
 
-/// What a failed cherry-pick said, for a replay a3s-iso has undone: git's own advice
-/// (`hint:` lines, "run git cherry-pick --continue", …) is about a cherry-pick in progress,
-/// which there is not, so it is left out.
+/// What a failed cherry-pick said, without git's advice on a cherry-pick in progress (there is
+/// none: a3s-iso undid it).
 fn undone_detail(stderr: &str) -> String {
     let said: Vec<&str> = stderr
         .lines()
@@ -842,8 +819,7 @@ fn undone_detail(stderr: &str) -> String {
     )
 }
 
-/// After a failed pick: when nothing is left to commit (its change is already on the branch),
-/// skips it and says so.
+/// After a failed pick: skips it when its change is already on the branch.
 fn skip_if_empty(git: &Git, source: &Path, token: &str) -> bool {
     let unmerged = git.unmerged(source).unwrap_or_default();
     let nothing_staged = git.nothing_staged(source).unwrap_or(false);
@@ -861,8 +837,7 @@ struct Original {
     subject: String,
 }
 
-/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process
-/// (none when they are the same commit).
+/// The first-parent commits from `bound` (excluded) to `head`, oldest first, in one process.
 fn first_parent_chain(git: &Git, source: &Path, bound: &str, head: &str) -> Result<Vec<Original>> {
     // `X..X` is empty: no git needed.
     if bound == head {
@@ -907,9 +882,8 @@ enum Filtered {
     Inseparable(RepoPath),
 }
 
-/// Takes the carried WIP back out of trees: a WIP path whose content in the tree is still the
-/// WIP's goes back to its HEAD version. A WIP path the agent changed further cannot be
-/// separated from the WIP and is refused.
+/// Takes the carried WIP back out of trees: a path still holding the WIP goes back to HEAD's
+/// version; one the agent changed further cannot be separated and is refused.
 struct WipFilter<'a> {
     git: &'a Git,
     source: &'a Path,
