@@ -28,10 +28,8 @@ pub(crate) struct Artifacts {
 }
 
 impl Artifacts {
-    /// Copies the patch (streamed, file to file) and writes a `planned` summary. The default
-    /// place, `<state>/artifacts/<digest>`, is reached without following a link (one found
-    /// there is refused); a directory the caller chose is taken as the caller named it, or
-    /// as the caller opened it.
+    /// Copies the patch and writes a `planned` summary. The default place is reached without
+    /// following a link; a caller's directory is taken as named or opened.
     pub(crate) fn write(
         located: &Located,
         opts: &PromoteOptions,

@@ -1,9 +1,6 @@
-//! Gitlink bumps in a patch: the root patch moves a submodule from one commit to another. Git
-//! applies that to the index only; a promote applies it as a user would expect to find it: the
-//! source's submodule checked out at the new commit and the superproject's index entry moved.
-//! That needs the source's submodule initialised, clean and at the old commit, and the new
-//! commit there (copied from the isolation's submodule, its objects read as data). Anything
-//! else is a conflict naming the submodule, decided before anything is written.
+//! Gitlink bumps: git applies a submodule's move to the index only; a promote also checks the
+//! source's submodule out at the new commit. That needs it initialised, clean and at the old
+//! commit, and the new commit copied in; else a conflict, decided before anything is written.
 
 use std::path::{Path, PathBuf};
 
@@ -32,9 +29,8 @@ impl Bump {
 /// Why the source cannot take the gitlink changes: the submodules, and an explanation.
 pub(crate) type Refusal = (Vec<RepoPath>, String);
 
-/// Checks every gitlink change of `plan` against the source's submodules and makes each new
-/// commit available there (writing the plan moves them: `Checkout::write`); or why they
-/// cannot be moved.
+/// Checks every gitlink change against the source's submodules and copies each new commit in;
+/// or why they cannot be moved.
 pub(crate) fn prepare_bumps(
     git: &Git,
     located: &Located,
@@ -89,8 +85,7 @@ pub(crate) fn objects_of<'a>(
         .map(|(_, dir)| dir.as_path())
 }
 
-/// Whether the source's submodule can move as `bump` says; copies the new commit into it
-/// from the isolation's submodule's objects (`objects`) when it lacks it.
+/// Whether the source's submodule can move as `bump` says; copies in the new commit if needed.
 pub(crate) fn ready(
     git: &Git,
     located: &Located,
@@ -130,8 +125,7 @@ pub(crate) fn ready(
     Ok(Ok(()))
 }
 
-/// `dir` is the top level of a repository of its own (an initialised submodule, or a nested
-/// repository), not a directory of the superproject.
+/// `dir` is the top level of a repository of its own, not a superproject's directory.
 pub(crate) fn is_toplevel(git: &Git, dir: &Path) -> bool {
     if std::fs::symlink_metadata(dir.join(".git")).is_err() {
         return false;
@@ -143,8 +137,7 @@ pub(crate) fn is_toplevel(git: &Git, dir: &Path) -> bool {
     }
 }
 
-/// Moves each submodule's checkout and the superproject's index entry to the new commit; on a
-/// failure, puts back the ones already moved.
+/// Moves each submodule and its index entry to the new commit; a failure puts them back.
 pub(crate) fn move_submodules(git: &Git, source: &Path, bumps: &[Bump]) -> Result<()> {
     for (i, bump) in bumps.iter().enumerate() {
         if let Err(e) = move_one(git, source, bump, &bump.new) {

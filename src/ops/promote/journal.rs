@@ -1,14 +1,12 @@
-//! The promote journal: one fsynced entry per digest that landed, so a change set lands at
-//! most once; a session's entries also record its steps, the last of which is where the next
-//! promote of the session starts.
+//! The promote journal: one fsynced entry per landed digest, so a change set lands at most
+//! once; a session's last step is where its next promote starts.
 
 use crate::base::error::Result;
 use crate::ops::promote::options::Candidate;
 use crate::store::state::Store;
 
-/// Whether the candidate's digest is in the journal as having landed. An entry that is an
-/// earlier step of this very session is not: the session undid a change and made it again,
-/// so the delta repeats an earlier one but has not landed this time.
+/// Whether the candidate's digest landed; not an earlier step of this session (a change undone
+/// and made again repeats that delta, which has not landed this time).
 pub(crate) fn landed_before(store: &Store, candidate: &Candidate) -> Result<bool> {
     let Some(entry) = store.journal_entry(&candidate.patch.digest)? else {
         return Ok(false);
@@ -24,8 +22,7 @@ pub(crate) fn landed_before(store: &Store, candidate: &Candidate) -> Result<bool
     })
 }
 
-/// Whether the source's HEAD holds what `step` landed, at every path it changed: the user
-/// committed the step (with or without more).
+/// Whether the source's HEAD holds what `step` landed at every path: the user committed it.
 pub(crate) fn committed_since(
     git: &crate::git::Git,
     source: &std::path::Path,

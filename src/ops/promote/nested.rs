@@ -1,9 +1,6 @@
-//! Landing nested change sets, after the root: each in the matching repository of the source
-//! (the submodule's or nested repository's own top level), with the root's rules — the same
-//! check, atomic per repository, the repository's own uncommitted work outside the touched
-//! paths untouched — and the same exactly-once journal, keyed by the path and the nested
-//! digest. When the root landed (now or before) and a nested one cannot, the promote is
-//! `partial`; a promote again lands what is left and leaves what landed.
+//! Landing nested change sets after the root, each in the source's repository at its path,
+//! with the root's rules and exactly-once journal (keyed by path and nested digest). When the
+//! root landed and a nested one cannot, the promote is `partial`; a promote again lands the rest.
 
 use std::path::{Path, PathBuf};
 
@@ -25,8 +22,7 @@ use crate::services::nested::{Captured, Nested, NestedChangeSet, Skipped};
 use crate::services::steps::nested_delta_base;
 use crate::store::state::SessionRecord;
 
-/// The journal's key for a nested change set: the digest of its path and its patch digest, so
-/// that the same patch in two repositories is promoted once in each.
+/// The journal's key for a nested change set: its path's and patch's digest, once per repository.
 pub(crate) fn journal_key(set: &NestedChangeSet) -> String {
     key_text(&set.path_exact, &set.patch_digest)
 }
@@ -40,8 +36,7 @@ fn key_text(path: &RepoPath, digest: &str) -> String {
     digest_bytes(&bytes)
 }
 
-/// Lands every nested change set of `candidate` (unless the root did not land) and folds the
-/// results into the report's outcome.
+/// Lands every nested change set (unless the root did not land) and folds in the results.
 pub(crate) fn land_nested(
     ctx: &Context,
     located: &Located,
@@ -88,10 +83,8 @@ pub(crate) fn land_nested(
     Ok(())
 }
 
-/// The nested repositories this session promoted a step into that hold no nested change set
-/// now (the isolation's copy went back to its HEAD) while the source's copy still has
-/// uncommitted changes to tracked files: that undo does not travel as a nested change set, so
-/// each is a conflict — the promote is never `applied` or `idempotent` with it dropped.
+/// Nested repositories with a promoted step whose isolation copy went back to HEAD while the
+/// source's copy still has uncommitted changes: that undo does not travel, so each conflicts.
 fn undone_steps(
     ctx: &Context,
     located: &Located,
@@ -140,8 +133,7 @@ fn has_tracked_changes(ctx: &Context, top: &Path) -> bool {
     ctx.git.status_tracked(top).is_ok_and(|out| !out.is_empty())
 }
 
-/// The nested repositories that could not be captured, as results that did not land (when the
-/// root did): whatever work they hold does not travel.
+/// The nested repositories that could not be captured, as not landed (when the root did).
 fn report_skipped(skipped: &[Skipped], root_landed: bool, out: &mut PromoteOutcome) {
     for skip in skipped {
         let attempted = root_landed && out.outcome != Outcome::Planned;
@@ -152,8 +144,7 @@ fn report_skipped(skipped: &[Skipped], root_landed: bool, out: &mut PromoteOutco
     }
 }
 
-/// A nested repository with no change set to land: a conflict for `reason`, else not
-/// attempted.
+/// A nested repository with no change set: a conflict for `reason`, else not attempted.
 fn not_landed(
     path: &RepoPath,
     kind: crate::services::nested::NestedKind,
@@ -176,9 +167,8 @@ fn not_landed(
     }
 }
 
-/// `--no-apply`: the nested patch beside the root's artifacts, as `nested/<hex of the
-/// path>.patch`; with no root artifacts (an empty root change set), in `--artifacts DIR` or
-/// `<state>/artifacts/<hex of the journal key>/`.
+/// `--no-apply`: the nested patch in the root's artifacts' `nested/`, else in `--artifacts DIR`
+/// or `<state>/artifacts/<hex of the journal key>/`.
 fn keep_patch(
     located: &Located,
     opts: &PromoteOptions,
@@ -214,9 +204,7 @@ fn keep_patch(
     Ok(())
 }
 
-/// One nested change set to land: the source whose repository at its path it lands in, the
-/// session it comes from, what was captured of it, and, in branch mode, the message and
-/// identity of the commit that records it there.
+/// One nested change set to land, and in branch mode, how it is committed.
 struct NestedLanding<'a> {
     source: &'a Path,
     session: Option<&'a SessionRecord>,
@@ -224,8 +212,7 @@ struct NestedLanding<'a> {
     commit: Option<(&'a str, &'a Identity)>,
 }
 
-/// Lands one nested change set in its source's repository at its path; branch mode commits it
-/// there.
+/// Lands one nested change set in its repository; branch mode commits it there.
 fn land_one(
     ctx: &Context,
     located: &Located,
@@ -304,9 +291,7 @@ fn land_one(
     Ok(())
 }
 
-/// A nested change set as a candidate of its own, in steps like the root: the delta since the
-/// last step of this session that landed in this repository (the trees are pinned in the
-/// superproject's store), else the whole nested change set. `None`: nothing new since.
+/// A nested change set as a candidate of its own, in steps like the root. `None`: nothing new.
 fn candidate_of(
     ctx: &Context,
     located: &Located,
@@ -336,9 +321,8 @@ fn candidate_of(
     }))
 }
 
-/// The promote's outcome once the nested results are in: `partial` when something landed
-/// (the root now or before, or a nested one) and a nested one did not; `conflict` when
-/// nothing landed; `applied` when something landed now and nothing failed.
+/// The outcome with the nested results: `partial` when something landed and a nested one did
+/// not; `conflict` when nothing landed; `applied` when something landed and nothing failed.
 fn fold(out: &mut PromoteOutcome) {
     let failed: Vec<&NestedResult> = out
         .nested
@@ -371,8 +355,7 @@ fn fold(out: &mut PromoteOutcome) {
     }
 }
 
-/// What branch mode's nested step needs of the session: its snapshot (for the gitlinks) and
-/// the identity arguments of its commits.
+/// What branch mode's nested step needs of the session.
 pub(crate) struct BranchNested<'a> {
     /// The session promoted.
     pub(crate) session: &'a SessionRecord,
@@ -383,10 +366,8 @@ pub(crate) struct BranchNested<'a> {
 }
 
 impl BranchNested<'_> {
-    /// Branch mode, after the root replay: each submodule the replayed commits moved is checked
-    /// out at its new commit where the source's submodule is clean (else a warning), and each
-    /// nested change set is committed in its own repository, one commit each. A failure there is
-    /// `partial`; the root commits stay.
+    /// After the root replay: moved submodules are checked out where clean (else a warning),
+    /// and each nested change set is committed in its repository; a failure is `partial`.
     pub(crate) fn commit_nested(
         &self,
         ctx: &Context,
@@ -442,8 +423,7 @@ fn new_result(captured: &Captured) -> NestedResult {
     }
 }
 
-/// Checks out each submodule the replayed commits moved at its new commit (copied from the
-/// isolation), where the source's submodule is initialised, clean and at the old one.
+/// Checks out each moved submodule at its new commit where it is clean and at the old one.
 fn follow_bumps(
     ctx: &Context,
     located: &Located,
@@ -482,9 +462,8 @@ fn follow_bumps(
     Ok(())
 }
 
-/// Commits what a nested change set's plan wrote, in the nested repository at `top`: a tree
-/// of its HEAD with the post-images, a commit on it, HEAD (its branch) moved only if it is
-/// still where it was, and the index entries of the touched paths set to match.
+/// Commits what a nested plan wrote at `top`: HEAD moved only if still where it was, and the
+/// touched paths' index entries set to match.
 fn commit_plan(
     git: &Git,
     top: &Path,

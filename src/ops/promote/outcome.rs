@@ -121,16 +121,13 @@ pub struct PromoteOutcome {
     /// that keeps it, its session and run); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub fetched: Option<crate::services::remote::FetchedChangeSet>,
-    /// The first paths the patch touches, in patch order (at most
-    /// [`crate::model::snapshot::LISTED_PATHS`]), for human output; not part of the JSON.
+    /// The first paths the patch touches, for human output; not part of the JSON.
     #[serde(skip)]
     pub files: Vec<String>,
-    /// The conflict is that the change set's result is in the checkout already with no
-    /// promote of it recorded (a clone that has it committed, say); for the hint.
+    /// The result is in the checkout with no promote recorded (for the hint).
     #[serde(skip)]
     pub already_present: bool,
-    /// Branch mode: the source's HEAD as the root's replay left it, read once under the lock
-    /// (the commit a landing made); not part of the JSON.
+    /// Branch mode: HEAD as the root's replay left it, read under the lock; not in the JSON.
     #[serde(skip)]
     pub(crate) replayed_head: Option<crate::base::ids::CommitId>,
 }
