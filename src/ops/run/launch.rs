@@ -1,8 +1,6 @@
-//! `run`'s second step, launch: the tree the command starts on made ready (the session's git
-//! layers and the run's layer over the isolation, or the isolation's snapshot), then the
-//! command started, sandboxed through the re-executed helper or as a plain host process, with
-//! its terminal relayed and its network served. `Before` also owns what happens to that tree
-//! once the command has ended (merged, or thrown away), for the record step to read.
+//! `run`'s second step, launch: the tree made ready, then the command started (sandboxed
+//! through the re-executed helper, or as a host process), its terminal relayed and its network
+//! served. `Before` also owns what becomes of that tree once the command has ended.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -22,8 +20,7 @@ use crate::services::evidence::Target;
 use crate::services::nested::Nested;
 use crate::services::network::{Allowlist, NetworkPlan, NetworkService};
 
-/// The tree the command starts on, ready: where the run's base comes from, and the session's
-/// git state across the command.
+/// The tree the command starts on, ready, and the session's git state across the command.
 pub(crate) struct Staged {
     /// The run's layer over the isolation, or the isolation's snapshot.
     pub before: Before,
@@ -56,8 +53,7 @@ pub(crate) struct Started {
     pub started_at_ms: u64,
 }
 
-/// Makes the tree ready for the command: a sandboxed run gets the session's git layers
-/// ([`attach_layers`]), then its base ([`before_command`]).
+/// Makes the tree ready: the session's git layers when sandboxed, then the run's base.
 pub(crate) fn stage(ctx: &Context, opts: &RunOptions, planned: &mut Planned) -> Result<Staged> {
     let git = attach_layers(ctx, &planned.claimed, &mut planned.spec)?;
     let throwaway = opts.throwaway.as_deref();
@@ -65,10 +61,8 @@ pub(crate) fn stage(ctx: &Context, opts: &RunOptions, planned: &mut Planned) -> 
     Ok(Staged { before, git })
 }
 
-/// Starts the command. With an interactive pty, the caller's terminal is in raw mode from
-/// just before the command starts until its output is drained (`supervise`),
-/// and restored on every way out. With a network plan to serve, the proxy and the published
-/// ports are served from the command's start.
+/// Starts the command. With an interactive pty the caller's terminal is raw until its output is
+/// drained (`supervise`), restored on every way out; the network is served from the start.
 pub(crate) fn start(
     opts: &RunOptions,
     planned: &Planned,
@@ -121,14 +115,12 @@ pub(crate) enum Before {
     Layer(crate::recovery::run_layer::RunLayer),
     /// The layer merged: the run's base and result from the paths it held.
     Merged { base: String, result: Snapshot },
-    /// The layer thrown away: the isolation is at `tree` still; `wrote` is what the command
-    /// wrote.
+    /// The layer thrown away: the isolation is still at `tree`; `wrote`: what the command wrote.
     Dropped { tree: String, wrote: Vec<String> },
 }
 
-/// Before the command: a sandboxed run whose fast path can be proven gets its layer over the
-/// isolation (`run_layer`); any other takes the isolation's snapshot (and, its writes to be
-/// thrown away, records its tree at `throwaway` before the command can write).
+/// A sandboxed run whose fast path can be proven gets a layer over the isolation; any other
+/// takes the isolation's snapshot (its tree noted at `throwaway` first, if asked).
 fn before_command(
     ctx: &Context,
     claimed: &Claimed,
@@ -159,10 +151,8 @@ fn before_command(
 }
 
 impl Before {
-    /// Once the command has ended, or never started (not found, a sandbox that failed): the
-    /// layer merged now, which the next command would otherwise take for an interrupted run.
-    /// One that a3s-iso lost track of (internal) may still write: its layer waits for
-    /// recovery.
+    /// Once the command has ended or never started: the layer merged now, or the next command
+    /// takes it for an interrupted run. One a3s-iso lost track of waits for recovery.
     pub(crate) fn after<T>(
         self,
         ctx: &Context,
@@ -171,8 +161,7 @@ impl Before {
     ) -> Result<(Before, T)> {
         match executed {
             Err(e) if e.code() == crate::base::error::ErrorCode::Internal => Err(e),
-            // The command's own error is the one to report; a merge that fails here leaves
-            // its record for recovery.
+            // The command's error is reported; a failed merge leaves its record for recovery.
             Err(e) => {
                 let _ = self.merge(ctx, at);
                 Err(e)
@@ -181,8 +170,7 @@ impl Before {
         }
     }
 
-    /// Once the command has ended: the run's layer, if it has one, merged into the tree (its
-    /// base and result read around the merge, or else the base only).
+    /// Once the command has ended: the run's layer, if any, merged into the tree.
     fn merge(self, ctx: &Context, at: &Target) -> Result<Before> {
         let Before::Layer(layer) = self else {
             return Ok(self);
@@ -203,8 +191,7 @@ impl Before {
         }
     }
 
-    /// The run's base tree, its result's snapshot and nested change sets: on the full path, a
-    /// snapshot of the whole isolation now.
+    /// The run's base tree, result snapshot and nested change sets.
     pub(crate) fn result(self, ctx: &Context, at: &Target) -> Result<RunResult> {
         let (base, result, nested) = match self {
             Before::Merged { base, result } => (base, result, Nested::default()),
@@ -238,9 +225,8 @@ pub(crate) struct GitState {
     pub warnings: Vec<Warning>,
 }
 
-/// Gives a sandboxed run the session's git layers, made ready (`session_git::prepare`); `refs`
-/// then stays read-only only where they cannot be mounted. A repository whose refs are in
-/// reftable gets none (its refs are not files a layer holds).
+/// Gives a sandboxed run the session's git layers; a reftable repository gets none (its refs
+/// are not files a layer holds).
 fn attach_layers(
     ctx: &Context,
     claimed: &Claimed,
@@ -284,8 +270,7 @@ fn attach_layers(
     Ok(state)
 }
 
-/// Starts the run's network service once the helper runs (`None` without a plan to serve).
-/// When it cannot start, the helper (whose command cannot have started) is ended.
+/// Starts the run's network service once the helper runs; if it cannot, the helper is ended.
 fn serve_network(
     factory: Option<SocketFactory>,
     plan: NetworkPlan,
@@ -305,8 +290,7 @@ fn serve_network(
     }
 }
 
-/// A host pty for an unsandboxed interactive command, relayed to the caller's terminal (in
-/// raw mode from now on); the command is made a session leader with it just before exec.
+/// A host pty for an unsandboxed interactive command, relayed to the caller's (raw) terminal.
 fn host_pty_for(command: &mut Command, opts: &RunOptions) -> Result<CommandTerminal> {
     let terminal = CommandTerminal::open(output_target(opts))
         .map_err(|e| Error::io("cannot open a pty for the command", e))?;
@@ -316,9 +300,8 @@ fn host_pty_for(command: &mut Command, opts: &RunOptions) -> Result<CommandTermi
     Ok(terminal)
 }
 
-/// Relays the pty the sandbox helper made (its master comes over the channel) and lets the
-/// helper go on. `None` when the helper ended first (its failure is on the channel). When the
-/// relay cannot start, the helper (which has not started the command yet) is ended.
+/// Relays the sandbox helper's pty and lets the helper go on; `None` when the helper ended
+/// first. If the relay cannot start, the helper is ended.
 fn relay_sandbox_terminal(
     channel: &mut StatusChannel,
     opts: &RunOptions,
@@ -361,8 +344,7 @@ fn spawn(mut command: Command, program: &std::ffi::OsStr) -> Result<Child> {
     })
 }
 
-/// The process to start: the command itself, or (sandboxed) a3s-iso re-executed as the helper
-/// that enters the sandbox and then execs the command, with its end of `channel`.
+/// The command itself, or (sandboxed) a3s-iso re-executed as the helper that enters the sandbox.
 fn command_for(
     opts: &RunOptions,
     spec: Option<&SandboxSpec>,
@@ -395,13 +377,10 @@ fn command_for(
     Ok(command)
 }
 
-/// The command's environment (only what `plan` planned), its working directory, its
-/// session or process group, and its stdio. Sandboxed, the helper leads a process group of
-/// its own (the command a session of its own inside) and gets `/dev/null` for every stream
-/// that is a terminal: the command's terminal is the sandbox's pty, never the caller's.
-/// Unsandboxed, the command leads a session of its own (with an interactive pty: that pty is
-/// its controlling terminal; otherwise it has none), except on a terminal a3s-iso is in the
-/// background of: then it is a background job of that terminal like a3s-iso.
+/// The command's environment, working directory, session or process group, and stdio.
+/// Sandboxed, the helper leads a process group and gets `/dev/null` for every terminal stream:
+/// the command's terminal is the sandbox's pty, never the caller's. Unsandboxed, the command
+/// leads a session, except as a background job where a3s-iso itself is one.
 fn set_up(command: &mut Command, opts: &RunOptions, planned: &Planned) -> Result<()> {
     use std::os::unix::process::CommandExt;
     command

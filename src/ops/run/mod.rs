@@ -1,23 +1,11 @@
 //! `run`: execute a command in a session's isolation (sandboxed by default), record its change set.
 //! May call: base, git, store, context, model, recovery, services; no other verb.
 //!
-//! The change set is what the command did (base = before the command, result = after).
-//! [`run`] takes its steps in this order:
-//!
-//! 1. **plan** (`plan`): checks the request, claims the session for the run (`target`: its
-//!    isolation, a new run id, the lease, the run's TMPDIR and `quarantine`), prepares what the
-//!    command may write and its sandbox (`sandbox`), binds its published ports and plans its
-//!    working directory, terminal and environment;
-//! 2. **launch** (`launch`): makes the tree ready (the session's git layers; the run's layer
-//!    over the isolation, or the isolation's snapshot) and starts the command, its terminal
-//!    relayed and its network served;
-//! 3. **supervise** (`supervise`): waits for it, passing signals on and enforcing the timeout,
-//!    and says how it ended;
-//! 4. **record** (`record`): merges the run's layer, writes back what was allowed, settles the
-//!    command's objects and git state, stores the evidence and the exit: the [`RunOutcome`].
-//!
-//! The front ends call [`run_requested`], which makes the sandbox from the caller's flags and
-//! the configuration (`request`) before those steps.
+//! The change set is what the command did (base = before, result = after). [`run`]'s steps:
+//! **plan** (claims the session via `target`, makes the `sandbox`), **launch** (the tree made
+//! ready, the command started), **supervise** (signals, timeout, how it ended) and **record**
+//! (layer merged, objects and git state settled, evidence stored: the [`RunOutcome`]).
+//! [`run_requested`] first makes the sandbox from the caller's flags and the configuration.
 
 pub mod quarantine;
 pub mod request;
@@ -35,8 +23,7 @@ use crate::context::Context;
 pub use crate::ops::run::record::{ChangeSetSummary, RunOutcome};
 pub use crate::ops::run::request::{FrontEnd, RunOptions, RunRequest, SandboxRequest};
 
-/// Runs a command in the session's isolation and records its change set. The command's own
-/// exit status is in the outcome; an `Err` is a3s-iso's own failure.
+/// Runs a command in the isolation and records its change set; an `Err` is a3s-iso's failure.
 pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     let (mut planned, network) = plan::plan(ctx, opts)?;
     let staged = launch::stage(ctx, opts, &mut planned)?;
@@ -45,9 +32,8 @@ pub fn run(ctx: &Context, opts: &RunOptions) -> Result<RunOutcome> {
     record::record(ctx, opts, &planned, staged, exited)
 }
 
-/// A whole run as a front end asks for it: the sandbox made from what the caller asked and the
-/// configuration ([`request::configure`]), then [`run`]. How the configuration was read is told
-/// to `front.warn` before the command starts, or else leads the outcome's warnings.
+/// A whole run as a front end asks for it: [`request::configure`], then [`run`]; how the
+/// configuration was read goes to `front.warn`, or else leads the outcome's warnings.
 pub fn run_requested(
     ctx: &Context,
     requested: RunRequest,

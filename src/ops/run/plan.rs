@@ -1,6 +1,4 @@
-//! `run`'s first step, plan: what the run is before anything starts. It checks the request,
-//! claims the session for the run (`target`), makes its grants and sandbox (`sandbox`), binds
-//! its published ports and plans the command's working directory, terminal and environment.
+//! `run`'s first step, plan: what the run is before anything starts.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -17,9 +15,8 @@ use crate::ops::run::target::Claimed;
 use crate::services::network::{Allowlist, NetworkPlan, NetworkReport, PublishRequest};
 use crate::store::state::{LiveRunFile, RunSandbox};
 
-/// A run planned: everything the command starts with, and what holds the run's places until
-/// it is recorded (its fields drop in this order: the live file, the grants' layers, then
-/// the claimed places, the lease last).
+/// A run planned: what the command starts with, and what holds the run's places until it is
+/// recorded (fields drop in order: live file, grants' layers, claimed places, lease last).
 pub(crate) struct Planned {
     /// The sandbox (`None`: a plain host process); its layers are added when they are ready.
     pub spec: Option<SandboxSpec>,
@@ -48,9 +45,7 @@ struct Network {
     live: Option<LiveRunFile>,
 }
 
-/// Plans the run: checks the request, claims the session, prepares the grants, binds the
-/// published ports and makes the sandbox and the environment. Returns the plan of the
-/// network the command is served, for `launch` to start.
+/// Plans the run, and the network `launch` serves the command.
 pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, NetworkPlan)> {
     if opts.command.is_empty() {
         return Err(Error::usage(
@@ -82,8 +77,7 @@ pub(crate) fn plan(ctx: &Context, opts: &RunOptions) -> Result<(Planned, Network
     Ok((planned, network.plan))
 }
 
-/// The `--allow-host` entries and `--publish` requests, parsed (an invalid one is
-/// `invalid_input`); both need the sandbox's own network namespace.
+/// The `--allow-host` entries and `--publish` requests, parsed.
 fn network_request(opts: &RunOptions) -> Result<(Allowlist, Vec<PublishRequest>)> {
     let Some(request) = &opts.sandbox else {
         return Ok((Allowlist::default(), Vec::new()));
@@ -102,9 +96,7 @@ fn network_request(opts: &RunOptions) -> Result<(Allowlist, Vec<PublishRequest>)
     Ok((allow, publish))
 }
 
-/// The sandbox settings the caller asked for (`allowlist`: a proxy serves allowed hosts), the
-/// paths of `--allow-write` and `--allow-read` canonical (a path that does not exist is
-/// `invalid_input`); the environment's names are added once it is planned.
+/// The sandbox settings asked for, with canonical `--allow-write` and `--allow-read` paths.
 fn settings_of(opts: &RunOptions, allowlist: bool) -> Result<RunSandbox> {
     let Some(request) = &opts.sandbox else {
         return Ok(RunSandbox {
@@ -148,9 +140,8 @@ fn existing(flag: &str, paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
         .collect()
 }
 
-/// The run's network: the published ports bound on the host (now, so that a port in use
-/// fails before the command starts), announced, and written where `show` finds them while the
-/// run lives; and what the run reports of it before anything is refused.
+/// The run's network: published ports bound now (so one in use fails before the command
+/// starts) and written where `show` finds them; and what the run reports of it.
 fn network_for(
     opts: &RunOptions,
     settings: &RunSandbox,
@@ -173,9 +164,8 @@ fn network_for(
     })
 }
 
-/// The terminal the command gets: an interactive pty when a3s-iso's stdin is a terminal it
-/// has the foreground of; sandboxed, a pty for its output when only that goes to a terminal
-/// (the command never holds a descriptor of the caller's terminal).
+/// An interactive pty when stdin is a terminal in the foreground; sandboxed, a pty for output
+/// that goes to one (the command never holds the caller's terminal).
 fn terminal_for(opts: &RunOptions) -> TerminalSpec {
     if opts.output.is_some() {
         return TerminalSpec::None;
@@ -204,12 +194,9 @@ pub(crate) fn output_target(opts: &RunOptions) -> Stream {
     }
 }
 
-/// The command's environment: the caller's allowed and named variables, what `--env` sets,
-/// and run's own (the session's, TMPDIR, and `extra`: the quarantine for git, the caches'
-/// variables); never a repository-selecting `GIT_*` of the caller's.
-/// With the proxy, the variables that send HTTP clients to it; with a preset's cache, the
-/// variable that points its package manager there; with the network denied, those that keep
-/// package managers from retrying what cannot succeed.
+/// The command's environment: the caller's allowed and named variables, `--env`, and run's own
+/// (never a repository-selecting `GIT_*` of the caller's); the proxy's, the caches', and with
+/// the network denied, those that keep package managers from retrying.
 fn command_env(
     opts: &RunOptions,
     claimed: &Claimed,
@@ -263,8 +250,7 @@ fn add_unless_given(env: &mut CommandEnv, defaults: Vec<(String, String)>) {
     env.passed.sort();
 }
 
-/// What a sandboxed command's environment adds: the quarantine for git, and the variables that
-/// point each preset's tool at its cache.
+/// What a sandboxed command's environment adds: git's quarantine, and the caches.
 fn sandboxed_env(
     spec: Option<&SandboxSpec>,
     claimed: &Claimed,
