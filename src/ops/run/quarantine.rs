@@ -1,8 +1,6 @@
-//! A run's quarantine object directory. Inside the sandbox the repository's object store is
-//! read-only; git writes the command's new objects (commits on the detached HEAD, `git add`)
-//! here instead, with the real store as an alternate. After the run, a3s-iso checks every new
-//! object as a push would be checked and only then moves them into the store. Nothing the
-//! command wrote can replace or delete an existing object.
+//! A run's quarantine object directory: the sandbox's git writes new objects here, the
+//! read-only store an alternate. After the run each is checked as a push would be and only then
+//! moved in, so nothing the command wrote can replace or delete an existing object.
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -16,8 +14,7 @@ use crate::git::{Git, Receiver};
 use crate::store::layout::StateDir;
 use crate::store::state::Store;
 
-/// A run's quarantine: `<state>/quarantine/<run id>-<maker>/` (see `scratch`), removed when
-/// dropped.
+/// A run's quarantine: `<state>/quarantine/<run id>-<maker>/`, removed when dropped.
 #[derive(Debug)]
 pub struct Quarantine {
     dir: PathBuf,
@@ -30,9 +27,8 @@ pub struct Quarantine {
 }
 
 impl Quarantine {
-    /// An empty quarantine for a run in the isolation whose admin dir is `admin`, with its
-    /// submodules' object directories, named after the run and this process (so that the next
-    /// command removes it if the run is killed).
+    /// An empty quarantine for a run in the isolation at `admin`, named after the run and this
+    /// process (so the next command removes it if the run is killed).
     pub fn for_isolation(store: &Store, run_id: &RunId, admin: &Path) -> Result<Quarantine> {
         let (modules, _) = crate::services::nested::module_stores(admin);
         let dir = store
@@ -53,12 +49,8 @@ impl Quarantine {
         &self.dir
     }
 
-    /// The variables that point the command's git at the quarantine, with the repository's
-    /// store as an alternate, and keep it from packing refs or objects (it cannot write them).
-    ///
-    /// The isolation's submodules' object directories are alternates too, so that git in a
-    /// submodule still sees its own history (its new objects land here as well). A path with
-    /// the separator `:` in it would need quoting: such a submodule goes without.
+    /// The variables that point git at the quarantine, the store (and the submodules' stores,
+    /// so git there sees its history) as alternates, and keep it from packing.
     pub fn environment(&self, repo: &Repo) -> Vec<(String, PathBuf)> {
         let mut alternates = std::ffi::OsString::from(repo.common_dir.join("objects"));
         for module in &self.modules {
@@ -81,18 +73,13 @@ impl Quarantine {
         vars
     }
 
-    /// Checks and moves the quarantined objects into the repository's store; returns how many
-    /// moved, and warnings for what was left out. Anything the command pointed the quarantine
-    /// at (`info/alternates`) is dropped first, and so is every link, FIFO or socket it left
-    /// there (reached beneath the quarantine's handle, never followed), so only objects it
-    /// really wrote are considered.
+    /// Checks and moves the quarantined objects into the store; returns how many moved, and
+    /// warnings for what was left out. The command's `info/alternates` and every link, FIFO or
+    /// socket are dropped first (never followed), so only objects it wrote count.
     ///
-    /// Objects of the submodules' commits link to their history in the submodules' own stores:
-    /// those are the superproject's alternates for the check, and the objects are copied into
-    /// each submodule's store too (through a private git dir: nothing of the submodule's git
-    /// dir is read but objects), so its git finds its new commits. The command could write
-    /// those stores during the run, so they are found and checked again now (reached beneath
-    /// the admin dir without a link, holding none): a store that no longer passes is left out.
+    /// The submodules' stores are alternates for the check, and get the objects too (through a
+    /// private git dir). The command could write them, so they are found and checked again
+    /// now, beneath the admin dir without a link: one that no longer passes is left out.
     pub fn migrate(&self, git: &Git, repo: &Repo) -> Result<(usize, Vec<Warning>)> {
         let mut warnings = Vec::new();
         let quarantine =
@@ -136,8 +123,7 @@ impl Quarantine {
     }
 }
 
-/// The stores whose path git can take in a list of alternates: a path with the separator `:`
-/// in it would need quoting, so such a submodule goes without.
+/// The stores git can take as alternates: one with `:` in its path would need quoting.
 fn usable(modules: Vec<PathBuf>) -> Vec<PathBuf> {
     modules
         .into_iter()
@@ -148,9 +134,8 @@ fn usable(modules: Vec<PathBuf>) -> Vec<PathBuf> {
 /// How deep the quarantine's folders go (`pack/`, `ab/`, git's `tmp_objdir` folders).
 const QUARANTINE_DEPTH: usize = 3;
 
-/// Removes every entry under `dir` that is neither a directory nor a regular file (and every
-/// directory deeper than git makes them); returns how many regular files remain and how many
-/// entries went.
+/// Removes every entry under `dir` but regular files and git's directories; returns how many
+/// files remain and how many entries went.
 fn sweep_strays(dir: &Dir, depth: usize) -> std::io::Result<(usize, usize)> {
     let (mut files, mut dropped) = (0, 0);
     for entry in dir.entries()? {

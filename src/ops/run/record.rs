@@ -1,8 +1,6 @@
-//! `run`'s last step, record: once the command has ended, the run's layer merged (or thrown
-//! away), the allowed files written back and the profile's copies reviewed, the command's new
-//! objects and git state settled, the run's evidence (its change set and nested change sets)
-//! stored, what could make git execute code in the isolation neutralized, and the exit
-//! recorded: the [`RunOutcome`].
+//! `run`'s last step, record: the layer merged, allowed files written back, new objects and
+//! git state settled, evidence stored, what could make git execute code neutralized, and the
+//! exit recorded: the [`RunOutcome`].
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -52,8 +50,7 @@ pub struct RunOutcome {
     pub signal: Option<i32>,
     /// Whether `--timeout` stopped it.
     pub timed_out: bool,
-    /// What it ran (`argv`), where (`cwd`), under which `profile` and `timeout_ms`, and when
-    /// (`started_at_ms`, `ended_at_ms`): what the run's exit record keeps.
+    /// What it ran, where, under which profile and timeout, and when: the exit record's.
     #[serde(flatten)]
     pub ran: Ran,
     /// The ref that pins the run's result tree.
@@ -70,25 +67,21 @@ pub struct RunOutcome {
     pub network: NetworkReport,
     /// What the user should know (printed on stderr; also in the JSON).
     pub warnings: Vec<Warning>,
-    /// When the command failed: the paths it named that the sandbox kept from it (private,
-    /// hidden or read-only), each with what to allow.
+    /// When the command failed: the paths the sandbox kept from it, each with what to allow.
     pub hidden_paths: Vec<HiddenPath>,
-    /// The nested change sets (submodules and nested repositories with uncommitted work),
-    /// stored beside the run's document (absent when there are none).
+    /// The nested change sets, stored beside the run's document (absent when none).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<crate::services::nested::NestedChangeSet>,
     /// The exit status for a3s-iso itself.
     #[serde(skip)]
     pub status: i32,
-    /// With [`RunOptions::throwaway`], when the run's layer was thrown away: the paths the
-    /// command wrote that a snapshot would have taken. `None`: what it wrote is in the
-    /// isolation, for the caller to move back.
+    /// With [`RunOptions::throwaway`] and the layer thrown away: the paths the command wrote.
+    /// `None`: they are in the isolation, for the caller to move back.
     #[serde(skip)]
     pub dropped: Option<Vec<String>>,
 }
 
-/// Records the run once the command has ended (`exited`: how, or a3s-iso's failure to run it;
-/// the run's layer is merged either way): what it changed, and how it ended.
+/// Records what the run changed and how it ended (`exited`); its layer is merged either way.
 pub(crate) fn record(
     ctx: &Context,
     opts: &RunOptions,
@@ -143,15 +136,13 @@ pub(crate) fn record(
     })
 }
 
-/// Once the command and its sandbox have ended (nothing can change its layers any more): the
-/// allowed files written back, then, sandboxed ([`after_sandbox`]), the command's new objects
-/// and what git inside changed. Returns the warnings of both.
+/// Once nothing can change the layers: the allowed files written back, then [`after_sandbox`].
 fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Result<Vec<Warning>> {
     let granted = &planned.granted;
     let mut warnings = granted.held.clone();
     warnings.extend(granted.layers.write_back());
-    // The profile's copies are reviewed once nothing can write them any more. A review that
-    // fails loses no work: the next run under the profile reviews them before its command.
+    // Reviewed once nothing can write them; a failed review loses no work (the next run's
+    // does it again).
     if let Some((profile, kept)) = &granted.kept {
         match crate::services::profile_review::review(kept, profile) {
             Ok(held) => warnings.extend(held),
@@ -167,9 +158,8 @@ fn after_command(ctx: &Context, planned: &Planned, git: Option<GitState>) -> Res
     Ok(warnings)
 }
 
-/// After a sandboxed run: the command's new objects join the store once they pass the checks,
-/// then what git inside changed reaches the admin dir ([`settle_layers`]); without the
-/// layers, a HEAD the command left on a branch is detached again. Returns the warnings.
+/// After a sandboxed run: the new objects join the store once checked, then git's changes
+/// reach the admin dir ([`settle_layers`]); without layers, HEAD is detached again.
 fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<Warning>> {
     let (located, isolation) = (&claimed.target.located, &claimed.target.isolation);
     let session_id = claimed.session_id();
@@ -195,8 +185,7 @@ fn after_sandbox(ctx: &Context, claimed: &Claimed, git: GitState) -> Result<Vec<
     Ok(warnings)
 }
 
-/// Records the run's evidence and summarises its change set. A change set too large for a
-/// document is a warning, not a failure: its result tree is pinned all the same.
+/// Records the evidence and summarises the change set (one too large for a document warns).
 fn record_run(
     ctx: &Context,
     located: &Located,
@@ -232,9 +221,8 @@ fn record_run(
     Ok((change_set, warnings))
 }
 
-/// Leaves nothing the run wrote that would make your own git execute code in the isolation
-/// (`neutralize`): the admin dir's `config.worktree`, and the config and hooks of every nested
-/// repository and submodule the snapshot found. Returns its warnings.
+/// Leaves nothing the run wrote that would make your git execute code in the isolation: the
+/// admin dir's `config.worktree`, and every nested repository's config and hooks.
 fn neutralize(ctx: &Context, at: &Target, result: &RunResult) -> Vec<Warning> {
     use crate::base::paths::RepoPath;
     let (snap, nested) = (&result.result, &result.nested);
@@ -267,9 +255,8 @@ fn report(planned: &Planned) -> SandboxReport {
     report
 }
 
-/// What a failed sandboxed command named that the sandbox kept from it, and where its
-/// program's interpreter lives when the sandbox hides that (`#!/usr/bin/env node` with a
-/// `node` installed under `/var/tmp` fails with the command's own 127).
+/// What a failed sandboxed command named that the sandbox kept from it, and its interpreter
+/// when hidden (`#!/usr/bin/env node` with `node` under `/var/tmp` fails with 127).
 fn hidden_paths_of(planned: &Planned, state: RunState, command: &[OsString]) -> Vec<HiddenPath> {
     let path_env = command_path(&planned.env);
     let path_env = path_env.as_deref();

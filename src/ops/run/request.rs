@@ -1,8 +1,6 @@
-//! What `run` is asked to do ([`RunOptions`]), and a run's sandbox as the caller's flags and
-//! the configuration make it together, the same for the command line and the MCP server
-//! ([`RunRequest`]). Flags win; the repository's `.a3s-iso.toml` counts only when this user
-//! trusts it, and one that asks for anything of a run (its `[run]` table) while untrusted
-//! refuses the run (`config_untrusted`) unless the caller's `approve` says yes.
+//! What `run` is asked to do ([`RunOptions`]), and its sandbox from the flags and the
+//! configuration ([`RunRequest`]). Flags win; an untrusted `.a3s-iso.toml` with a `[run]`
+//! table refuses the run (`config_untrusted`) unless `approve` says yes.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -22,8 +20,7 @@ pub struct RunOptions {
     pub session_id: Option<String>,
     /// The run id; generated when `None`. A run id is never reused.
     pub run_id: Option<String>,
-    /// `run_id` is one the caller just generated (as `run` would): no result can be pinned
-    /// under it yet, so none is looked for.
+    /// `run_id` was just generated: no result can be pinned under it yet.
     pub run_id_fresh: bool,
     /// Stop the command after this long (SIGTERM, then SIGKILL).
     pub timeout: Option<Duration>,
@@ -40,20 +37,16 @@ pub struct RunOptions {
     /// What of the caller's environment the command gets beyond the allowlist
     /// ([`crate::base::command_env::ALLOWED`]), and what it is given.
     pub env: Vec<EnvRequest>,
-    /// Where the command's stdout and stderr go instead (appended); it then gets no terminal
-    /// and `/dev/null` for stdin.
+    /// Where stdout and stderr go instead (appended); stdin is then `/dev/null`.
     pub output: Option<PathBuf>,
     /// Told of each published port once it is bound, before the command starts.
     pub on_published: Option<fn(&Published)>,
-    /// What the command writes is thrown away (`land`'s test). On the run's layer, the layer
-    /// is removed, never merged (`RunOutcome::dropped`); on the full path, the tree the
-    /// command starts from is written to this file before it starts, for the caller to move
-    /// the isolation back to.
+    /// What the command writes is thrown away (`land`'s test): its layer removed, or the tree
+    /// it starts from written to this file for the caller to move the isolation back to.
     pub throwaway: Option<PathBuf>,
 }
 
-/// What a front end asks of a whole run: the options, and of its sandbox what the
-/// configuration completes (`options.sandbox` is made from `ask`).
+/// What a front end asks of a whole run (`options.sandbox` is made from `ask`).
 #[derive(Debug, Clone, Default)]
 pub struct RunRequest {
     /// What to run, where and how; its `sandbox` is replaced by what `ask` configures.
@@ -64,11 +57,9 @@ pub struct RunRequest {
 
 /// What only the front end can do for a run.
 pub struct FrontEnd<'a> {
-    /// Asked about an untrusted repository file that sets `[run]` keys: the command line asks
-    /// on its terminal; the MCP server never approves.
+    /// Asked about an untrusted repository file that sets `[run]` keys (MCP never approves).
     pub approve: &'a mut dyn FnMut(&RepositoryFile) -> bool,
-    /// Told each warning of how the configuration was read, before the command starts.
-    /// `None`: those warnings lead the outcome's own.
+    /// Told how the configuration was read, before the command starts (`None`: in the outcome).
     pub warn: Option<&'a mut dyn FnMut(&Warning)>,
 }
 
@@ -89,8 +80,7 @@ pub struct SandboxRequest {
     pub publish: Vec<String>,
     /// The profile the command runs under: its home paths, variables and hosts.
     pub profile: Option<crate::services::profile::Profile>,
-    /// The login files every profile declares (relative to the home directory): hidden like
-    /// the agents' logins a3s-iso knows, except the running profile's own.
+    /// Every profile's login files (relative to home): hidden, but the running profile's.
     pub credentials: Vec<PathBuf>,
     /// The cache the package manager of each preset among `allow_hosts` gets.
     pub cache: crate::services::caches::CacheMode,
@@ -119,8 +109,7 @@ pub struct SandboxAsk {
     pub cache: Option<crate::services::caches::CacheMode>,
 }
 
-/// The sandbox a run gets (`None` without one), and what the caller should know of how the
-/// configuration was read.
+/// The sandbox a run gets (`None` without one), and how the configuration was read.
 #[derive(Debug, Clone)]
 pub struct ConfiguredSandbox {
     /// The request for `run`.
@@ -129,9 +118,8 @@ pub struct ConfiguredSandbox {
     pub warnings: Vec<Warning>,
 }
 
-/// Makes the run's sandbox request from `ask` and the configuration. `approve` is asked about
-/// an untrusted repository file that sets `[run]` keys (the command line asks on a terminal;
-/// MCP never approves): yes records the trust, as `config trust` does.
+/// Makes the sandbox request from `ask` and the configuration; `approve`'s yes records trust
+/// as `config trust` does.
 pub fn configure(
     ctx: &Context,
     ask: &SandboxAsk,
@@ -146,8 +134,7 @@ pub fn configure(
     }
     let loaded = trusted(ctx, ask.ignore_config, approve)?;
     let settings = loaded.trusted_effective(&mut warnings);
-    // An allowlist or a published port asks for the sandbox's own network, whatever the
-    // configuration's run.allow_network says.
+    // An allowlist or a published port asks for the sandbox's own network, whatever the config.
     let own_network = !ask.allow_hosts.is_empty() || !ask.publish.is_empty();
     let allow_network = ask.allow_network || (!own_network && settings.allow_network.value);
     let name = ask.profile.clone().or(settings.profile.value);
@@ -163,8 +150,7 @@ pub fn configure(
             warnings.push(RunWarning::HostsNotApplied.into());
         }
     } else {
-        // With the whole network open, neither the configuration's hosts nor the profile's
-        // add anything.
+        // With the whole network open, no configured or profile host adds anything.
         allow_hosts.extend(hosts);
         allow_hosts.extend(profile.iter().flat_map(|p| p.hosts.iter().cloned()));
         publish.extend(unpublished(&publish, ports));
@@ -184,8 +170,7 @@ pub fn configure(
     })
 }
 
-/// The configuration files, the repository's refused while untrusted if it sets `[run]` keys,
-/// unless `approve` approves it now.
+/// The configuration files; an untrusted repository file setting `[run]` keys needs `approve`.
 fn trusted(
     ctx: &Context,
     ignore_repository: bool,
