@@ -1,6 +1,5 @@
-//! A run's sandbox: what the command may write beyond its directories (`Granted`: allowed
-//! files through layers, a profile's copies, the presets' caches) and the spec the helper
-//! enters, checked against this kernel before anything runs.
+//! A run's sandbox: what the command may write beyond its directories (`Granted`) and the
+//! spec the helper enters, checked against this kernel before anything runs.
 
 use std::path::{Path, PathBuf};
 
@@ -16,13 +15,9 @@ use crate::services::profile::Profile;
 use crate::services::profile_review;
 use crate::store::state::RunSandbox;
 
-/// The sandbox a run gets under `settings` (`None` with `--no-sandbox`), checked against this
-/// kernel before anything runs. Writable: the isolation, its admin dir, the run's quarantine
-/// object dir and TMPDIR, the device nodes and what the caller allowed; the repository's own
-/// git dir stays readable; the links between the isolation and its repository are frozen.
-/// With `pty`, the command takes its stdin as its controlling terminal in a session of its own.
-/// The command starts in `workdir` (inside the isolation) with `terminal`, and may write what
-/// `granted` grants beyond its directories.
+/// The sandbox a run gets (`None` with `--no-sandbox`), checked against this kernel. Writable:
+/// the isolation, its admin dir, the run's quarantine and TMPDIR, the device nodes and what was
+/// allowed; the git dir stays readable and the isolation's links to it frozen.
 pub(crate) fn sandbox_for(
     opts: &RunOptions,
     settings: &RunSandbox,
@@ -95,15 +90,13 @@ pub(crate) fn sandbox_for(
     Ok(Some(spec))
 }
 
-/// What a run may write beyond its writable directories: allowed files in read-only
-/// directories, written back through layers, and a profile's home paths.
+/// What a run may write beyond its directories: layered allowed files, a profile's home paths.
 pub(crate) struct Granted {
     /// The layers, read back once the command has ended.
     pub layers: crate::services::writeback::Layers,
     /// The profile's copies of directories, mounted over the real ones.
     pub mounted: Vec<sandbox::MountedDir>,
-    /// The `--allow-write` files that are not mounted writable: layered, or in a writable
-    /// directory already.
+    /// The `--allow-write` files not mounted writable: layered, or in a writable directory.
     pub not_mounted: Vec<PathBuf>,
     /// The profile and its copies for this repository, reviewed after the command.
     pub kept: Option<(Profile, profile_review::Kept)>,
@@ -114,11 +107,9 @@ pub(crate) struct Granted {
 }
 
 impl Granted {
-    /// Makes the layers and the profile's copies a sandboxed run needs (nothing without the
-    /// sandbox): each `--allow-write` file whose directory can be layered and is not writable
-    /// already (beneath the isolation, its admin dir, the run's TMPDIR and quarantine, or an
-    /// allowed directory: such a file is left as it is), and with a profile that names home paths, the home directory as a
-    /// whole (where its mount points are made).
+    /// Makes the layers and the profile's copies a sandboxed run needs: each `--allow-write`
+    /// file whose directory is not writable already, and with a profile naming home paths,
+    /// the home directory as a whole (where its mount points are made).
     pub(crate) fn prepare(
         opts: &RunOptions,
         settings: &mut RunSandbox,
@@ -198,8 +189,7 @@ fn cache_plan(opts: &RunOptions, settings: &RunSandbox) -> Result<caches::CacheP
     }
 }
 
-/// The logins a run must not see (relative to the home directory: every profile's but the
-/// running one's).
+/// The logins a run must not see: every profile's but the running one's, relative to home.
 fn logins(opts: &RunOptions) -> Vec<PathBuf> {
     let request = opts.sandbox.as_ref();
     let own: Vec<PathBuf> = request
@@ -216,10 +206,8 @@ fn logins(opts: &RunOptions) -> Vec<PathBuf> {
     others
 }
 
-/// The secrets to cover (the agents' logins but the running profile's, and every profile's
-/// kept copies), and with the network denied the caller's ssh agent socket (it may live
-/// outside the private directories). `others`: the logins the run must not see; `mounted`: the
-/// running profile's mounted copies, where one may be seen too.
+/// The secrets to cover: `others` (logins the run must not see), every profile's kept copies
+/// (but the running profile's `mounted` ones), and with the network denied the ssh agent socket.
 fn hidden_paths(
     home: Option<&Path>,
     allow_read: &[PathBuf],
@@ -267,8 +255,7 @@ fn hidden_paths(
     hidden
 }
 
-/// The program itself, when it is named by an absolute path (it may live under a private
-/// directory); a relative path is found from the working directory, inside the isolation.
+/// The program, when named by an absolute path (it may live under a private directory).
 fn program_path(program: &std::ffi::OsStr) -> Option<PathBuf> {
     let path = Path::new(program);
     path.is_absolute()

@@ -1,6 +1,5 @@
-//! `run`'s third step, supervise: waits for the command, passing on the signals a3s-iso
-//! receives and enforcing the timeout, then ends its terminal relay and network service and
-//! says how it ended (`Ended`: the run's state and a3s-iso's exit status).
+//! `run`'s third step, supervise: waits for the command, passing signals on and enforcing the
+//! timeout, then says how it ended (`Ended`).
 
 use std::ffi::OsStr;
 use std::path::PathBuf;
@@ -31,8 +30,7 @@ pub(crate) struct Ended {
 }
 
 impl Ended {
-    /// The terminal state: a signal of any kind (passed on, a timeout, or one the command got)
-    /// cancels the run; otherwise the exit code decides.
+    /// The terminal state: any signal cancels the run; otherwise the exit code decides.
     pub(crate) fn state(&self) -> RunState {
         if self.forwarded.is_some() || self.timed_out || self.signal.is_some() {
             RunState::Cancelled
@@ -43,8 +41,7 @@ impl Ended {
         }
     }
 
-    /// Like env(1) and timeout(1): the command's status, 128+signal, 124 on timeout, and
-    /// 128+signal of what a3s-iso itself received.
+    /// Like env(1) and timeout(1): the status, 128+signal (its or a3s-iso's), 124 on timeout.
     pub(crate) fn status(&self) -> i32 {
         if let Some(signal) = self.forwarded {
             128 + signal
@@ -57,8 +54,7 @@ impl Ended {
         }
     }
 
-    /// How the command ended and what it ran, as the state dir records it beside the run's
-    /// document.
+    /// How the command ended and what it ran, as recorded beside the run's document.
     pub(crate) fn exit(
         &self,
         ran: &Ran,
@@ -85,8 +81,8 @@ pub(crate) struct Exited {
     pub ran: Ran,
 }
 
-/// Waits for the started command ([`supervise`]); its terminal's relay and its network
-/// service end once it has. A sandbox helper that never became the command is its failure.
+/// Waits for the command ([`supervise`]), then ends its relay and network service; a helper
+/// that never became the command is its failure.
 pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Result<Exited> {
     let Started {
         signals,
@@ -105,8 +101,7 @@ pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Re
     }
     let kept = service.map(NetworkService::finish).unwrap_or_default();
     let ended = ended?;
-    // A helper that never became the command says why on its channel, which the command
-    // never holds.
+    // A helper that never became the command says why on its channel (never the command's).
     if matches!(ended.exit_code, Some(125..=127))
         && let Some(failure) = channel.as_mut().and_then(StatusChannel::failure)
     {
@@ -130,8 +125,7 @@ pub(crate) fn wait(opts: &RunOptions, planned: &Planned, started: Started) -> Re
     })
 }
 
-/// What the run ran, where and when, now that the command started at `started_at_ms` has
-/// ended: the command line exactly, and the working directory relative to the isolation's root.
+/// What the run ran, where (relative to the isolation's root) and when.
 fn ran_of(opts: &RunOptions, planned: &Planned, started_at_ms: u64) -> Ran {
     let tree = &planned.claimed.target.isolation.tree;
     let cwd = match planned.workdir.strip_prefix(tree) {
@@ -157,10 +151,8 @@ fn ran_of(opts: &RunOptions, planned: &Planned, started_at_ms: u64) -> Ran {
 /// How long each look at the command waits.
 const TICK: Duration = Duration::from_millis(20);
 
-/// The command's exit code and signal once it ended: from its process, or from the sandbox
-/// helper's word that it ended and nothing in the sandbox runs any more (its process then
-/// ends later, once the kernel has torn its namespaces down, and is reaped by the waiting
-/// thread). `None`: not yet.
+/// The command's exit code and signal once it ended (`None`: not yet): from its process, or
+/// the helper's word (its process ends later, once the kernel has torn its namespaces down).
 fn look(
     rx: &std::sync::mpsc::Receiver<std::io::Result<std::process::ExitStatus>>,
     channel: Option<&mut StatusChannel>,
@@ -189,11 +181,9 @@ fn look(
     }
 }
 
-/// Waits for the command. Signals a3s-iso receives go on to its process group (and, with a
-/// pty, to the foreground group of the command's terminal); at the timeout it gets SIGTERM,
-/// then SIGKILL after [`KILL_GRACE`]. A cancelled command's group is killed once it has
-/// ended, so nothing it started outlives the run. Besides the command's process it watches the
-/// sandbox helper's channel and the command's terminal.
+/// Waits for the command, passing signals to its process group (and its terminal's foreground
+/// group); at the timeout SIGTERM, then SIGKILL after [`KILL_GRACE`]. A cancelled command's
+/// group is killed once it has ended, so nothing it started outlives the run.
 fn supervise(
     mut child: Child,
     timeout: Option<Duration>,
@@ -259,8 +249,7 @@ fn supervise(
     })
 }
 
-/// A program not found in the sandbox, with where it (or its interpreter) lives on the host
-/// when the sandbox hides that place.
+/// A program not found in the sandbox, with where it (or its interpreter) is hidden.
 fn with_hidden_tools(err: Error, planned: &Planned, program: &OsStr) -> Error {
     match (err, planned.spec.as_ref()) {
         (Error::CommandNotFound { program: name, .. }, Some(spec)) => {

@@ -1,6 +1,5 @@
-//! Where a run happens, claimed for it: the session and its isolation, the run's id (checked
-//! new), the session's lease, the run's own TMPDIR and the quarantine for the objects the
-//! command writes. Dropped in that order backwards: the lease goes last.
+//! Where a run happens, claimed for it: session, isolation, new run id, lease, TMPDIR and
+//! quarantine; dropped in reverse order, the lease last.
 
 use std::path::{Path, PathBuf};
 
@@ -25,8 +24,7 @@ pub(crate) struct Claimed {
 }
 
 impl Claimed {
-    /// Finds the session and its isolation, takes its lease for a run id that holds no
-    /// evidence yet, and makes the run's TMPDIR and quarantine.
+    /// Finds the session, takes its lease for a new run id, and makes TMPDIR and quarantine.
     pub(crate) fn take(ctx: &Context, opts: &RunOptions) -> Result<Claimed> {
         let target = Target::prepare(
             ctx,
@@ -58,8 +56,7 @@ impl Claimed {
         &self.target.run_id
     }
 
-    /// The isolation's counterpart of the caller's directory (the isolation root when the
-    /// caller is outside the source, or when the counterpart does not exist).
+    /// The isolation's counterpart of the caller's directory, else the isolation root.
     pub(crate) fn counterpart(&self, ctx: &Context) -> PathBuf {
         let tree = self.target.isolation.tree.as_path();
         let start = std::fs::canonicalize(&ctx.start_dir).unwrap_or_else(|_| ctx.start_dir.clone());
@@ -90,8 +87,7 @@ fn lease(ctx: &Context, target: &Target, explicit: bool) -> Result<FileLock> {
         })
 }
 
-/// Refuses a run id that already holds evidence (a stored document, or with an explicit id, a
-/// pinned result): runs are never redone under the same id.
+/// Refuses a run id that already holds evidence: runs are never redone under the same id.
 fn refuse_redo(ctx: &Context, target: &Target, explicit: bool) -> Result<()> {
     let (located, run_id) = (&target.located, &target.run_id);
     let session_id = &target.record.session_id;
