@@ -1,5 +1,4 @@
-//! What `gc` removes: planned from what is on disk and in the refs, under the repository lock,
-//! without changing anything.
+//! What `gc` removes, planned from the disk and the refs under the lock, changing nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -35,8 +34,7 @@ impl Window {
 struct Sessions {
     /// Every record that could be read, by id.
     records: BTreeMap<SessionId, SessionRecord>,
-    /// The ids whose state must not be touched: bound, retained, or a record that cannot be
-    /// read (it may be a live session's).
+    /// The ids not to touch: bound, retained, or unreadable (it may be a live session's).
     needed: BTreeSet<SessionId>,
 }
 
@@ -62,8 +60,7 @@ impl Sessions {
     }
 }
 
-/// Plans a `gc` of the located store: sessions no one needs, journal entries and artifacts
-/// past the window, leases, seeds and scratch of no one, registry entries of gone sources.
+/// Plans a `gc` of the located store.
 pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<SessionPlan> {
     let sessions = Sessions::read(located)?;
     let mut plan = SessionPlan::default();
@@ -87,8 +84,7 @@ pub(crate) fn plan(git: &Git, located: &Located, window: Window) -> Result<Sessi
     let mut seen = BTreeSet::new();
     plan.remove
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
-    // What goes is not also kept (a session's journal entry past the window), and what stays
-    // is listed once (a journal entry is its session's and the journal's).
+    // What goes is not also kept, and what stays is listed once.
     plan.keep
         .retain(|item| seen.insert((item.path.clone(), item.reference.clone())));
     Ok(plan)
@@ -101,8 +97,7 @@ fn session_ids(names: impl IntoIterator<Item = String>) -> impl Iterator<Item = 
         .filter_map(|name| SessionId::new(name).ok())
 }
 
-/// Whether something is in progress on session `id`: a bind's claim, a tree operation's
-/// intent, or a held lease.
+/// Whether a claim, a tree operation's intent or a held lease is on session `id`.
 fn busy(located: &Located, id: &SessionId) -> bool {
     let store = &located.store;
     StateDir::Claims.file(store.dir(), id, ".json").exists()
@@ -111,8 +106,7 @@ fn busy(located: &Located, id: &SessionId) -> bool {
         || store.is_leased(id).unwrap_or(true)
 }
 
-/// Discarded and swept sessions: all of their evidence once their last activity is past the
-/// window; only their lease before. Bound and retained ones are listed as kept.
+/// Discarded and swept sessions: all their evidence past the window, only their lease before.
 fn plan_sessions(
     git: &Git,
     located: &Located,
@@ -138,8 +132,7 @@ fn plan_sessions(
             plan.remove.extend(session.remove);
             plan.keep.extend(session.keep);
         } else {
-            // Its evidence stays until the window is past: listed, so that nothing is kept
-            // unsaid.
+            // Its evidence stays until the window is past, listed so nothing is kept unsaid.
             let session = plan_session(git, located, id, Some(record), reason)?;
             plan.keep.extend(
                 session
@@ -176,8 +169,7 @@ const PER_SESSION: [StateDir; 7] = [
     StateDir::Setup,
 ];
 
-/// Sessions with no record left (purged by an earlier version, or a record lost): their
-/// refs, branches and files, once the newest of their files is past the window.
+/// Sessions with no record left: their refs, branches and files, once past the window.
 fn plan_gone(
     git: &Git,
     located: &Located,
@@ -211,8 +203,7 @@ fn plan_gone(
     Ok(())
 }
 
-/// The marks purges left of sessions that have no record again: once past the window (with
-/// `--all`, all of them). A purge run after that is `session_not_found`, as for any id.
+/// The marks purges left of sessions with no record, once past the window (`--all`: all).
 fn plan_purged(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
     let reason = if window.all {
         Reason::Uninstall
@@ -245,8 +236,7 @@ fn ref_ids(git: &Git, located: &Located) -> Result<BTreeSet<String>> {
     Ok(ids)
 }
 
-/// Journal entries past the window, unless a live or retained session's (its steps are the
-/// only record of what it promoted) or a promote of the digest is still pending.
+/// Journal entries past the window, but a live or retained session's or a pending promote's.
 fn plan_journal(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
     let store = &located.store;
     for entry in store.journal_entries().unwrap_or_default() {
@@ -315,10 +305,8 @@ fn plan_artifacts(located: &Located, window: Window, sessions: &Sessions, plan: 
     }
 }
 
-/// Seed indexes: each speeds up the snapshots of one isolation, named by its admin dir. One
-/// whose isolation is gone goes whatever its age (nothing can use it again: a new isolation
-/// writes its own); the others are kept and listed with whose they are. While a bind is in
-/// flight (a claim), seeds of no isolation stay: its admin dir may be appearing now.
+/// Seed indexes: one whose isolation is gone goes whatever its age (a new one writes its own),
+/// unless a bind is in flight (its admin dir may be appearing now).
 fn plan_seeds(located: &Located, sessions: &Sessions, pool: &PoolPlan, plan: &mut SessionPlan) {
     let store = &located.store;
     let mut owners: Vec<(String, Reason)> = Vec::new();
@@ -362,9 +350,8 @@ fn plan_seeds(located: &Located, sessions: &Sessions, pool: &PoolPlan, plan: &mu
     }
 }
 
-/// Whether the seed file `name` is one of the isolation whose admin dir is named `admin`
-/// (`<admin>.index`, `.tree`, `.flat`, `+bound.index`, `+nested-…`). A longer isolation name
-/// that starts with `admin` and a `.` counts too: it is kept, never wrongly removed.
+/// Whether the seed file `name` is the isolation `admin`'s; a longer name starting with
+/// `admin.` counts too, so it is kept, never wrongly removed.
 fn seed_of(name: &str, admin: &str) -> bool {
     name.strip_prefix(admin)
         .is_some_and(|rest| rest.starts_with('.') || rest.starts_with('+'))
@@ -388,8 +375,7 @@ struct PoolPlan {
     removed_admins: Vec<String>,
 }
 
-/// The pool's spares and settings: listed as kept, or with `--all` removed (the pool drained
-/// and switched off), but for a spare its builder is still building.
+/// The pool's spares and settings: kept, or with `--all` removed (but one still being built).
 fn plan_pool(located: &Located, window: Window, plan: &mut SessionPlan) -> PoolPlan {
     use crate::recovery::spares::{self, SpareState};
     let mut pool = PoolPlan::default();
@@ -438,9 +424,7 @@ fn list(plan: &mut SessionPlan, goes: bool, item: Item) {
     }
 }
 
-/// Pristine trees: one whose revision no bound or retained session and no spare is bound at
-/// goes (whatever the window: it is a cache, rebuilt by the next bind that needs it), as does
-/// one a dead process was building; the others stay.
+/// Pristine trees (a cache) that nothing is bound at, or a dead process was building, go.
 fn plan_pristine(located: &Located, sessions: &Sessions, plan: &mut SessionPlan) {
     let mut trees: Vec<PathBuf> = Vec::new();
     let mut in_use: Vec<String> = Vec::new();
@@ -490,9 +474,8 @@ fn plan_pristine(located: &Located, sessions: &Sessions, plan: &mut SessionPlan)
     }
 }
 
-/// Change sets fetched from a remote whose document is older than the window: a cache of the
-/// remote's (a later `promote --from` fetches again), not evidence of a session; and the
-/// landing refs of fetches whose process died before it verified them.
+/// Fetched change sets older than the window (a cache of the remote's), and the refs of
+/// fetches that died before verifying them.
 fn plan_fetched(
     git: &Git,
     located: &Located,
@@ -517,8 +500,7 @@ fn plan_fetched(
     Ok(())
 }
 
-/// Registry entries whose source or git dir is gone (past the window), and with `--all` the
-/// entry of this source and state dir when none of its sessions is left.
+/// Registry entries of gone sources past the window; with `--all`, this one if no session is left.
 fn plan_registry(located: &Located, window: Window, sessions: &Sessions, plan: &mut SessionPlan) {
     let this = (
         crate::base::names::canonical(&located.repo.toplevel),
@@ -540,8 +522,7 @@ fn plan_registry(located: &Located, window: Window, sessions: &Sessions, plan: &
     }
 }
 
-/// `--all`: refs of this store's namespace no session names, and, when no session is left at
-/// all, the state dir's directories (removed only if empty by then).
+/// `--all`: refs no session names, and with no session left, the state dir's (empty) dirs.
 fn plan_uninstall(
     git: &Git,
     located: &Located,
@@ -551,8 +532,7 @@ fn plan_uninstall(
     let ns = located.store.refs();
     let landing = ns.fetching("");
     for name in git.list_refs(&located.repo.toplevel, &[ns.root()])? {
-        // A fetch lands and verifies without the repository lock: its ref is in use while
-        // its process lives.
+        // A fetch works without the lock: its ref is in use while its process lives.
         let in_flight = name
             .strip_prefix(&landing)
             .is_some_and(|token| !maker::made_by_dead(token));
