@@ -1,8 +1,6 @@
-//! `diff`: a change set to review before promoting it — a session's (what `promote` would
-//! apply now, or `cumulative` since its base), a verified document's, or a promoted one's from
-//! its artifacts. It writes nothing: no artifacts, no journal, no intent, and a3s-iso's own
-//! index of the isolation is read, not replaced (the snapshot's objects go into the object
-//! store, as for any snapshot, unreferenced until something pins them).
+//! `diff`: a change set to review before promoting it: a session's, a verified document's, or a
+//! promoted one's. It writes nothing but the snapshot's unreferenced objects, and leaves
+//! a3s-iso's own index of the isolation as it was.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -30,8 +28,7 @@ pub struct DiffOptions {
     pub change_set: Option<PathBuf>,
     /// A promoted change set to show from its artifacts.
     pub digest: Option<String>,
-    /// The whole session since its base tree, rather than the delta since its last promoted
-    /// step.
+    /// The whole session since its base tree, not the delta since its last promoted step.
     pub cumulative: bool,
 }
 
@@ -110,9 +107,7 @@ pub struct DiffOutcome {
     pub digest: crate::base::ids::Digest,
     /// The patch's size.
     pub patch_bytes: u64,
-    /// Whether the source's HEAD is elsewhere than the bind (or the session's last promoted
-    /// step) left it, so that a promote now would be refused (`head_moved`); `null` for
-    /// `cumulative`, a document and a promoted change set.
+    /// Whether a promote now would be refused `head_moved`; `null` but for a session's delta.
     pub head_moved: Option<bool>,
     /// The tree the patch applies to, where known.
     pub from_tree: Option<TreeId>,
@@ -124,9 +119,7 @@ pub struct DiffOutcome {
     /// beside the root's and are not part of this patch.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub nested: Vec<RepoPath>,
-    /// The change sets of the session's submodules and nested repositories that a promote
-    /// would land (each in its own repository), after the root's; none for a document or a
-    /// promoted change set, which carry the root only.
+    /// The nested change sets a promote would land after the root's (a session's only).
     pub nested_change_sets: Vec<NestedDiff>,
     /// What the user should know: nested repositories whose work is not shown, and why.
     pub warnings: Vec<Warning>,
@@ -141,8 +134,7 @@ pub struct NestedDiff {
     pub path: RepoPath,
     /// Submodule or nested repository.
     pub kind: NestedKind,
-    /// `sha256:` of the nested patch as a promote would land it in that repository (its paths
-    /// relative to the repository).
+    /// `sha256:` of the nested patch as a promote would land it in that repository.
     pub digest: crate::base::ids::Digest,
     /// That patch's size.
     pub patch_bytes: u64,
@@ -150,8 +142,7 @@ pub struct NestedDiff {
     pub from_tree: TreeId,
     /// The tree it makes.
     pub to_tree: TreeId,
-    /// The files, each with its path in the superproject (`<repository path>/<file>`), in
-    /// the patch's order.
+    /// The files, with their paths in the superproject, in the patch's order.
     pub files: Vec<FileChange>,
     /// The patch as shown: every path under the repository's (`a/<repository path>/<file>`).
     #[serde(skip)]
@@ -170,8 +161,7 @@ impl std::fmt::Debug for NestedDiff {
 }
 
 impl NestedDiff {
-    /// The nested patch as `diff` shows it: every path under the repository's path in the
-    /// superproject (`a/<repository path>/<file>`), as `git diff --submodule=diff` shows it.
+    /// The nested patch with superproject paths, as `git diff --submodule=diff` shows it.
     pub fn open_patch(&self) -> Result<Box<dyn Read + '_>> {
         Ok(Box::new(open(self.shown.file.path())?))
     }
@@ -214,8 +204,7 @@ pub fn configured_pager(ctx: &Context) -> Option<String> {
     (out.exit_code == Some(0) && !text.is_empty()).then_some(text)
 }
 
-/// A session's change set from a fresh snapshot of its isolation, with the change sets of its
-/// submodules and nested repositories.
+/// A session's change set from a fresh snapshot, with its nested change sets.
 fn session(ctx: &Context, opts: &DiffOptions) -> Result<DiffOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let session = ctx.resolve_session(&located, opts.session_id.as_deref())?;
@@ -274,13 +263,11 @@ struct Bases {
     /// The root's from-tree.
     root: TreeId,
     head_moved: Option<bool>,
-    /// Each captured nested change set's from-tree, in order; `None`: nothing new to promote
-    /// there since its last step.
+    /// Each captured nested change set's from-tree, in order (`None`: nothing new).
     nested: Vec<Option<TreeId>>,
 }
 
-/// Where the session's change sets start: its base tree (`cumulative`, the nested ones at their
-/// HEAD's tree), else where a promote now would start each (after its last promoted step).
+/// Where the session's change sets start: their base (`cumulative`), else after the last step.
 fn bases(
     ctx: &Context,
     located: &crate::context::Located,
@@ -297,8 +284,7 @@ fn bases(
             nested: sets.map(|set| Some(set.base_tree.clone())).collect(),
         });
     }
-    // The lock only while the journal is read, so that a promote in flight (or one a crash
-    // interrupted) has finished and its step counts.
+    // The lock while the journal is read, so that an in-flight promote's step counts.
     let _lock = crate::recovery::lock(ctx, &located.repo)?;
     let previous = crate::services::steps::last_step(&located.store, session, None)?;
     let expected = previous
@@ -319,9 +305,8 @@ fn bases(
     })
 }
 
-/// The nested change sets from their bases (`None`: nothing new, left out): the patch a
-/// promote would land in each repository (its digest), and the same shown within the
-/// superproject, its files with their paths there.
+/// The nested change sets from their bases (`None`: left out), each as a promote would land it
+/// and as shown within the superproject.
 fn nested_diffs(
     ctx: &Context,
     located: &crate::context::Located,
@@ -379,8 +364,7 @@ fn document(ctx: &Context, path: &Path) -> Result<DiffOutcome> {
     })
 }
 
-/// A promoted change set, from `<state>/artifacts/<hex>/change.patch`; its bytes must still
-/// hash to the digest.
+/// A promoted change set from its artifacts, whose bytes must still hash to the digest.
 fn promoted(ctx: &Context, digest: &str) -> Result<DiffOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let digest = match located.store.resolve_digest("--digest", digest)? {
@@ -459,9 +443,7 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// The files of a patch as a3s-iso writes them (`--no-renames`, `a/` and `b/` prefixes,
-/// quoted paths), with their line counts; a type change (which git writes as a deletion and
-/// an addition of one path) is one file.
+/// The files of a patch as a3s-iso writes them, with their line counts; a type change is one.
 pub(crate) fn files_of(mut reader: impl BufRead) -> Result<Vec<FileChange>> {
     let mut files: Vec<FileChange> = Vec::new();
     let mut line = Vec::new();
@@ -539,8 +521,7 @@ fn hunk_lengths(rest: &[u8]) -> (u64, u64) {
     (old, new)
 }
 
-/// git writes a path that changes kind as a deletion followed by an addition (or the other
-/// way round): one file, `type_changed`.
+/// A deletion and an addition of one path (git's type change) as one file, `type_changed`.
 fn merge_type_changes(files: Vec<FileChange>) -> Vec<FileChange> {
     let mut out: Vec<FileChange> = Vec::with_capacity(files.len());
     for file in files {
