@@ -40,19 +40,16 @@ pub struct DiscardOutcome {
     pub purged: bool,
     /// With `--purge`: what went (refs, branch, records, artifacts, lease…).
     pub purged_items: Vec<crate::services::purge_item::Item>,
-    /// With `--purge`: what stayed, with why (its journal entries, which make a later promote
-    /// of the same digest `idempotent`; a retained branch that is checked out).
+    /// With `--purge`: what stayed, with why (journal entries, a checked-out retained branch).
     pub kept: Vec<crate::services::purge_item::Item>,
     /// Whether the tree was cleaned and returned to the pool instead of deleted.
     pub recycled: bool,
-    /// `--purge` of a session an earlier purge removed (it completed, or a crash cut it short
-    /// after the record went): nothing more of it is left but what `purged_items` lists.
+    /// `--purge` of a session an earlier purge removed: only `purged_items` was left.
     pub already_purged: bool,
 }
 
-/// Removes the session's isolation and marks it discarded (with `purge`, forgets it and its
-/// evidence). Never touches the source; discarding twice is not an error. A session whose
-/// command is running is `session_busy`.
+/// Removes the isolation and marks the session discarded (`purge`: forgets it and its
+/// evidence). Never touches the source; twice is no error; a running one is `session_busy`.
 pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     let located = crate::recovery::locate(ctx)?;
     if opts.purge
@@ -61,8 +58,7 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
         return Ok(done);
     }
     let session = ctx.resolve_record(&located, opts.session_id.as_deref())?;
-    // Decided under the lock, with the session's lease held until the tree is gone: a run
-    // cannot start in the middle, and a running one makes this `session_busy`.
+    // Under the lock and the lease until the tree is gone: no run can start in the middle.
     let lock = crate::recovery::lock(ctx, &located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let mut record = located
@@ -109,10 +105,8 @@ pub fn discard(ctx: &Context, opts: &DiscardOptions) -> Result<DiscardOutcome> {
     })
 }
 
-/// `--purge` of a session with no record that a purge in this repository marked: the purge
-/// ran before (to the end, or until a crash after its record went), so this one is
-/// `already_purged`, and removes what the other left (its lease). `None` otherwise: the id
-/// has a record (purged as usual), or none of this repository's purges marked it (not found).
+/// `--purge` of a recordless session an earlier purge marked: `already_purged`, removing what
+/// that one left (its lease). `None` when the id has a record or no mark.
 fn purged_before(
     ctx: &Context,
     located: &Located,
@@ -185,9 +179,8 @@ pub struct DiscardAllOutcome {
     pub failed: Vec<DiscardFailure>,
 }
 
-/// Discards every session bound from this source in this store that the caller may act on
-/// (with `purge`, also forgets them, those discarded earlier included), one at a time, each as `discard` does it. A
-/// session that cannot be discarded now (its command runs) is reported and the rest go on.
+/// Discards (or purges) every session of this source and store the caller may act on, one at
+/// a time; one that cannot be discarded now is reported and the rest go on.
 pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let canonical = |p: &std::path::Path| std::fs::canonicalize(p).unwrap_or(p.to_path_buf());
@@ -221,8 +214,7 @@ pub fn discard_all(ctx: &Context, purge: bool) -> Result<DiscardAllOutcome> {
     Ok(outcome)
 }
 
-/// Removes everything of the session (see `gc::purge`), its journal entries aside; its lease
-/// file is unlinked last, while this command still holds it.
+/// Removes everything of the session but its journal entries; its held lease file goes last.
 fn purge_session(
     held: &RepoLock,
     ctx: &Context,
@@ -261,10 +253,9 @@ fn remove_planned(ctx: &Context, located: &Located, plan: &SessionPlan) -> Resul
     Ok(())
 }
 
-/// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside in one
-/// step, then its registration and the renamed tree; the record is marked `discarded` on the
-/// way. A kill at any point is finished (or, before the rename, undone) by the next command.
-/// A tree already gone leaves only its registration to remove.
+/// Removes the isolation crash-consistently: an fsynced intent, the tree renamed aside, then
+/// its registration and the tree; the next command finishes (or before the rename, undoes) a
+/// kill.
 fn remove_tree(
     held: &RepoLock,
     located: &crate::context::Located,

@@ -60,8 +60,7 @@ impl ListedState {
 pub struct SessionView {
     /// The session's id.
     pub session_id: SessionId,
-    /// `bound`, `retained`, `discarded`, `missing` (recorded as bound, tree gone), `swept`,
-    /// `conflicted`, or `landed` (bound, its work all in the source's history).
+    /// Its state as `list` shows it.
     pub state: ListedState,
     /// The source checkout the session was bound from.
     #[serde(with = "crate::base::paths::fs_path")]
@@ -71,9 +70,8 @@ pub struct SessionView {
     pub worktree: Option<PathBuf>,
     /// The commit the session was bound at.
     pub bound_revision: String,
-    /// Whether the source's HEAD is elsewhere than the session expects it: its bound revision,
-    /// or where its last promoted step left it (as `show` says); `null` when the source cannot
-    /// be read.
+    /// Whether the source's HEAD moved from where the session expects it (as `show` says);
+    /// `null` when the source cannot be read.
     pub head_moved: Option<bool>,
     /// The owner and whether it runs (`null` when ownerless).
     pub owner: Option<OwnerView>,
@@ -87,26 +85,20 @@ pub struct SessionView {
     pub swept_at_ms: Option<u64>,
     /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
     pub conflicting_paths: Vec<String>,
-    /// The live sessions of this repository whose work this session's would conflict with
-    /// (as `overlaps` predicts it), by id.
+    /// The live sessions whose work this one's would conflict with, as `overlaps` predicts.
     pub conflicts_with: Vec<SessionId>,
-    /// Where its work conflicts with the commits made on the source's HEAD since its bound
-    /// revision (`overlaps`' `with_head`; empty when clean or not predicted).
+    /// Where its work conflicts with the source's commits since its bind (`with_head`).
     pub conflicts_with_head: Vec<String>,
-    /// Where its work conflicts with your uncommitted changes in the source beyond those
-    /// (`overlaps`' `with_your_changes`).
+    /// Where its work conflicts with your uncommitted changes (`with_your_changes`).
     pub conflicts_with_your_changes: Vec<String>,
-    /// How its isolation's files were made (`clone`, `checkout`); `null` for a read-only
-    /// session and one bound before fills were recorded.
+    /// How its isolation's files were made (`clone`, `checkout`), when known.
     pub fill: Option<crate::base::reflink::Fill>,
-    /// With `--disk`: what its isolation costs (apparent size, bytes held alone); `null`
-    /// otherwise and without a healthy isolation.
+    /// With `--disk` and a healthy isolation: what it costs (apparent size, bytes held alone).
     pub disk: Option<DiskUse>,
 }
 
 impl SessionView {
-    /// The conflicts `overlaps` predicts for the session: with other sessions, with HEAD and
-    /// with your uncommitted changes.
+    /// The conflicts `overlaps` predicts for the session.
     fn predicted(&mut self, predicted: Option<&crate::services::overlaps::OverlapsOutcome>) {
         let Some(predicted) = predicted else {
             return;
@@ -136,14 +128,11 @@ pub struct ListOutcome {
     pub sessions: Vec<SessionView>,
     /// Records that could not be read, by file.
     pub unreadable: Vec<String>,
-    /// Operations in progress or interrupted in this repository's store that another process
-    /// kept from being finished first (it holds the repository lock).
+    /// Operations left unfinished because another process holds the repository lock.
     pub interrupted: Vec<crate::recovery::Interrupted>,
     /// How many discarded sessions were left out (`list --all` shows them).
     pub hidden_discarded: usize,
-    /// With `--disk`: the pristine trees the listed sessions' clones share (each counted
-    /// once), and the total a fleet costs, isolations and pristine trees together; `null`
-    /// otherwise.
+    /// With `--disk`: the shared pristine trees (each counted once) and the fleet's total.
     pub disk: Option<DiskTotal>,
 }
 
@@ -152,15 +141,12 @@ pub struct ListOutcome {
 pub struct DiskTotal {
     /// The pristine trees of the listed sessions' sources.
     pub pristine: DiskUse,
-    /// Every listed isolation and pristine tree: apparent sizes and allocations added up;
-    /// `own_bytes` is what they take on disk together: the pristine trees' blocks (shared
-    /// with the clones, counted once) plus the bytes each isolation holds alone.
+    /// Every listed isolation and pristine tree added up; `own_bytes` counts shared blocks once.
     pub total: DiskUse,
 }
 
-/// Lists the live sessions of this repository's store, or with `all` every session (discarded
-/// ones included) of every registered one; with `disk` (`list --disk`), each isolation's disk
-/// use measured.
+/// Lists this store's live sessions, or with `all` every session of every registered one;
+/// with `disk`, each isolation's disk use measured.
 pub fn list(ctx: &Context, all: bool, disk: bool) -> Result<ListOutcome> {
     let mut stores: BTreeMap<PathBuf, Store> = BTreeMap::new();
     let here = if all {

@@ -1,6 +1,5 @@
-//! `show`: one session in full — where it is, whom it belongs to, what it holds now, its runs
-//! (from the stored change-set documents) and its promotions (from the journal). It reads
-//! only: no lock, no repair, and a3s-iso's own index of the isolation is left as it was.
+//! `show`: one session in full, its runs and its promotions. It reads only: no lock, no
+//! repair, and a3s-iso's own index of the isolation is left as it was.
 
 use std::path::PathBuf;
 
@@ -88,8 +87,7 @@ impl ShownState {
 pub struct ShowOutcome {
     /// The session's id.
     pub session_id: SessionId,
-    /// The recorded state (`bound`, `retained`, `discarded` or `swept`), or `conflicted`, or
-    /// `landed` for a bound session whose work is all in the source's history.
+    /// Its state as `show` gives it.
     pub state: ShownState,
     /// For a conflicted session: the paths its rebase stopped at (empty otherwise).
     pub conflicting_paths: Vec<String>,
@@ -105,8 +103,7 @@ pub struct ShowOutcome {
     pub bound_revision: String,
     /// The tree its change sets start from.
     pub base_tree: crate::base::ids::TreeId,
-    /// Whether the source's HEAD is elsewhere than the bind (or the last promoted step) left
-    /// it; `null` when the source cannot be read.
+    /// Whether HEAD moved from where the bind or last step left it (`null`: unreadable).
     pub head_moved: Option<bool>,
     /// The owner and whether it runs (`null` when ownerless).
     pub owner: Option<OwnerView>,
@@ -114,12 +111,9 @@ pub struct ShowOutcome {
     pub read_only: bool,
     /// Whether it started from the source's local changes.
     pub carried_wip: bool,
-    /// How its isolation's files were made: `clone` (copy-on-write clones of the revision's
-    /// pristine tree) or `checkout`; `null` for a read-only session and one bound before
-    /// fills were recorded.
+    /// How its isolation's files were made (`clone`, `checkout`), when known.
     pub fill: Option<crate::base::reflink::Fill>,
-    /// What its isolation costs on disk: apparent size and the bytes it holds alone (`null`
-    /// without a healthy isolation).
+    /// What its healthy isolation costs on disk: apparent size and bytes held alone.
     pub disk: Option<crate::base::reflink::DiskUse>,
     /// When it was bound, in milliseconds since the epoch.
     pub created_at_ms: u64,
@@ -139,13 +133,11 @@ pub struct ShowOutcome {
     pub swept_ref: Option<String>,
     /// For a swept session: when.
     pub swept_at_ms: Option<u64>,
-    /// Operations on this session (or promotes of no session) in progress or interrupted that
-    /// another process kept from being finished first (it holds the repository lock).
+    /// Operations left unfinished because another process holds the repository lock.
     pub interrupted: Vec<crate::recovery::Interrupted>,
     /// The run in progress, when it publishes ports: its id and its ports (`null` otherwise).
     pub live_run: Option<crate::store::state::LiveRun>,
-    /// What git inside its runs made that only the session sees: its branches, tags and
-    /// stash (as mirrored after its last run), and the branch HEAD was on.
+    /// The branches, tags and stash git made inside its runs, and the branch HEAD was on.
     pub git: session_git::PrivateRefs,
 }
 
@@ -163,8 +155,7 @@ pub fn show(ctx: &Context, session_id: Option<&str>) -> Result<ShowOutcome> {
         .map(|head| *head != expected);
     let (files_changed, files_to_promote) = if tree == TreeHealth::Healthy {
         let from = crate::services::steps::delta_base(&record, previous.as_ref());
-        // Stopped at a conflict, the isolation already holds the revision it moves onto (what
-        // others landed): the session's own work is counted from there.
+        // Stopped at a conflict, the isolation holds the revision it moves onto: count from there.
         let onto = crate::services::rebase::conflicted_onto(&located.store, &record);
         let base = onto.clone().unwrap_or_else(|| record.base_tree.to_string());
         let from = match onto {
@@ -233,8 +224,7 @@ fn tree_health(record: &SessionRecord) -> TreeHealth {
     }
 }
 
-/// Files changed since `base` and since `from` (trees or commits), from a snapshot that leaves
-/// the isolation's seed index as it was; `None` where the snapshot fails.
+/// Files changed since `base` and since `from`, leaving the seed index as it was.
 fn counts(
     ctx: &Context,
     located: &Located,
