@@ -18,8 +18,7 @@ pub struct CaptureOptions {
     pub release_identity: Option<String>,
 }
 
-/// Captures the session's isolation against its base tree: pins the result and stores the
-/// document under the run id.
+/// Captures the isolation against its base tree, pinning the result and storing the document.
 pub fn capture(ctx: &Context, opts: &CaptureOptions) -> Result<CaptureOutcome> {
     let target = Target::prepare(
         ctx,

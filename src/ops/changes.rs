@@ -18,9 +18,8 @@ pub struct ChangesAnswer {
     pub change_set: ChangeSet,
 }
 
-/// Reads a change-set request from a file (or `-` for standard input) and checks it under the
-/// rules of its format; returns the run identity it asks for. Either source is read to at most
-/// one byte past the size limit. A file that cannot be read is `invalid_input`.
+/// Reads and checks a change-set request from a file (or `-`, stdin) read to one byte past the
+/// limit; returns the run identity it asks for.
 pub fn read_request(path: &Path) -> Result<Identity> {
     let bytes = if path == Path::new("-") {
         changeset::read_bounded(std::io::stdin().lock(), MAX_REQUEST_BYTES)
@@ -36,10 +35,8 @@ pub fn read_request(path: &Path) -> Result<Identity> {
     changeset::verify_request(&bytes)
 }
 
-/// The stored change-set document of the run `identity` names, in the repository the command
-/// was started in. The run must have ended and its document be recorded (else
-/// `change_set_pending`), and the document's identity must be the request's, field by field
-/// (else `change_set_invalid` with rule `identity_mismatch`).
+/// The stored document of the run `identity` names: the run must have ended (else
+/// `change_set_pending`), and the identity match field by field (else `identity_mismatch`).
 pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
     let located = crate::recovery::locate(ctx).map_err(|err| match err {
         Error::IsolationUnavailable { reason } => Error::from(NoDocument::NoSource(reason)),
@@ -60,8 +57,7 @@ pub fn answer(ctx: &Context, identity: &Identity) -> Result<ChangesAnswer> {
     }
 }
 
-/// Checks that the store knows the session: a record of this repository's. An id a3s-iso could
-/// not have recorded names no session either.
+/// Checks that the store records the session for this repository.
 fn known_session(located: &Located, session_id: &str) -> Result<SessionId> {
     if let Ok(id) = SessionId::new(session_id)
         && located
@@ -119,11 +115,9 @@ fn answer_with(bytes: Vec<u8>, identity: &Identity) -> Result<ChangesAnswer> {
     })
 }
 
-/// A run without a stored document: unknown (`run_not_found`), or one whose result is pinned
-/// or whose command ended but whose document is not there. A capture writes the document
-/// under the repository lock after pinning the result: under that lock, a document still
-/// missing is one that will never be (its patch is over the bound, or its capture was cut
-/// short), `change_set_unavailable`.
+/// A run without a stored document: unknown, or ended without one. A capture writes it under
+/// the lock after pinning the result, so one still missing under the lock never will be
+/// (`change_set_unavailable`).
 fn without_document(
     ctx: &Context,
     located: &Located,

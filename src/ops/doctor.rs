@@ -1,7 +1,5 @@
-//! `doctor`: whether a3s-iso can work here, one check at a time, each finding with a hint:
-//! git, what `run`'s sandbox can enforce on this kernel, the file system isolations land on,
-//! and the state store with what crashes left in it. Reads only, except two small probe
-//! files (reflink) next to the source and a throwaway directory for a sandboxed trial.
+//! `doctor`: whether a3s-iso can work here (git, the sandbox, the file system, the store), each
+//! finding with a hint. Reads only, but for two reflink probe files and a sandboxed trial.
 
 use std::path::{Path, PathBuf};
 
@@ -128,14 +126,12 @@ pub struct DoctorReport {
     pub landlock_abi: Option<i64>,
     /// Whether `run` can sandbox a command here (no sandbox check failed).
     pub sandbox_available: bool,
-    /// What every sandboxed run is kept from: the credentials, the agents' logins (each seen
-    /// by its own profile's runs only) and the profiles' copies.
+    /// What every sandboxed run is kept from: credentials, agents' logins, profiles' copies.
     pub hidden: Vec<crate::services::profile::HiddenSecret>,
 }
 
 impl DoctorReport {
-    /// 0 when everything needed works (warnings allowed); 4 (unavailable) when any check
-    /// failed: git, the sandbox, or the state store.
+    /// 0 when everything needed works (warnings allowed); 4 (unavailable) when a check failed.
     pub fn exit_code(&self) -> i32 {
         if self.checks.iter().any(|c| c.status == CheckStatus::Fail) {
             4
@@ -145,8 +141,7 @@ impl DoctorReport {
     }
 }
 
-/// What `doctor` is asked: the global options, unparsed into a context, because git itself
-/// may be what is missing.
+/// What `doctor` is asked: the global options, not a context, since git may be missing.
 #[derive(Debug, Clone)]
 pub struct DoctorOptions {
     /// `--git`.
@@ -185,8 +180,7 @@ pub fn doctor(opts: &DoctorOptions) -> DoctorReport {
     }
 }
 
-/// The hidden set for this user; empty without a home directory or with a user file that
-/// cannot be read (the configuration's own commands say why).
+/// The hidden set for this user; empty without a home or a readable user file.
 fn hidden_set() -> Vec<crate::services::profile::HiddenSecret> {
     let Some(home) = std::env::var_os("HOME").map(PathBuf::from) else {
         return Vec::new();
@@ -195,9 +189,8 @@ fn hidden_set() -> Vec<crate::services::profile::HiddenSecret> {
     crate::services::profile::hidden_set(&home, user.as_ref()).unwrap_or_default()
 }
 
-/// Each profile's agent found on `PATH` (the program named as the profile) that resolves,
-/// itself or through its links or its `#!` interpreter, into a directory `run` empties: with
-/// the `--allow-read` that lets it through.
+/// Each profile's agent on `PATH` that resolves (or its `#!` interpreter) into a directory
+/// `run` empties, with the `--allow-read` that lets it through.
 fn agent_tools_check() -> Check {
     let user = crate::services::config::user_profiles().ok().flatten();
     let profiles = crate::services::profile::all(user.as_ref()).unwrap_or_default();

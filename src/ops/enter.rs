@@ -19,9 +19,7 @@ pub struct PathOutcome {
     pub worktree: PathBuf,
 }
 
-/// The isolation of the session `-s` names (or the one resolved as for every command). Reads
-/// only: no lock, no repair. A read-only or discarded session, or one whose tree is gone, is
-/// `isolation_unavailable`.
+/// The isolation of the session; none is `isolation_unavailable`. Reads only.
 pub fn isolation_path(ctx: &Context, session: Option<&str>) -> Result<PathOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let record = ctx.resolve_session(&located, session)?;

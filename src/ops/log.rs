@@ -25,8 +25,7 @@ pub struct Promotion {
     pub landing: Landing,
     /// The promote mode that landed it.
     pub mode: PromoteMode,
-    /// How many files it changed, from the promote's `summary.json` in the state dir's
-    /// artifacts (`None` where that is not there: `--artifacts` elsewhere, or a noted digest).
+    /// How many files it changed, from the artifacts' `summary.json` where there is one.
     pub files_changed: Option<u64>,
     /// The patch's size in bytes.
     pub patch_bytes: u64,
@@ -36,8 +35,7 @@ pub struct Promotion {
     pub earlier_landings: Vec<u64>,
 }
 
-/// One landing of a change set, as the human `log` lists them: each earlier landing of a
-/// reapplied change set is one too.
+/// One landing of a change set as the human `log` lists it (earlier landings of a reapply too).
 #[derive(Debug, Clone, Copy)]
 pub struct LandingRow<'a> {
     /// The change set's entry.
@@ -79,8 +77,7 @@ pub struct LogOutcome {
     pub unreadable: Vec<String>,
 }
 
-/// The journal of the repository the context is in: every promotion (of `session` when
-/// given), newest first, at most `limit`. Reads only: no lock, no repair.
+/// Every promotion (of `session`), newest first, at most `limit`. Reads only.
 pub fn log(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<LogOutcome> {
     if let Some(id) = session {
         crate::base::ids::validate(id)?;
@@ -139,8 +136,7 @@ pub struct RunLog {
     pub runs: Vec<LoggedRun>,
 }
 
-/// The runs the state dir holds documents of (of `session` when given), with what each ran,
-/// newest first, at most `limit`. Reads only: no lock, no repair.
+/// The runs with documents (of `session`) and what each ran, newest first. Reads only.
 pub fn runs(ctx: &Context, session: Option<&str>, limit: Option<usize>) -> Result<RunLog> {
     let session = session.map(SessionId::new).transpose()?;
     let located = crate::recovery::locate(ctx)?;

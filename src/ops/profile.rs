@@ -49,8 +49,7 @@ pub struct ProfileOutcome {
     pub profiles: Vec<ProfileChanges>,
 }
 
-/// Shows, accepts or rejects the held changes of the profile `name` (every profile that keeps
-/// copies, without one) for the repository of the context.
+/// Shows, accepts or rejects the held changes of profile `name` (else of every profile).
 pub fn profile(ctx: &Context, action: ProfileAction, name: Option<&str>) -> Result<ProfileOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let user = crate::services::config::user_profiles()?;

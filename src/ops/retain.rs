@@ -30,16 +30,14 @@ pub struct RetainOutcome {
     pub reason: String,
 }
 
-/// Retains the session's isolation with `reason`: moved aside, locked, and recorded. An
-/// already retained one keeps its path; only its reason changes.
+/// Retains the isolation with `reason` (an already retained one only changes its reason).
 pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<RetainOutcome> {
     if reason.trim().is_empty() {
         return Err(Error::usage("--reason must say why the isolation is kept"));
     }
     let located = crate::recovery::locate(ctx)?;
     let session = ctx.resolve_session(&located, session_id)?;
-    // Decided under the lock, with the session's lease held until the record is saved: a run
-    // cannot start in the middle, and a running one makes this `session_busy`.
+    // Under the lock and the lease until the record is saved: no run can start in the middle.
     let lock = crate::recovery::lock(ctx, &located.repo)?;
     let _lease = located.store.lease_or_busy(&session.session_id)?;
     let record = located
@@ -53,8 +51,7 @@ pub fn retain(ctx: &Context, session_id: Option<&str>, reason: &str) -> Result<R
     move_aside(&lock, ctx, &located, (record, tree, admin), reason)
 }
 
-/// The session with its isolation's path and admin dir, when it has a healthy isolation to
-/// retain.
+/// The session with its healthy isolation's path and admin dir.
 fn retainable(record: SessionRecord) -> Result<(SessionRecord, PathBuf, PathBuf)> {
     if record.read_only {
         return Err(Error::ReadOnlySession {
@@ -96,10 +93,9 @@ fn change_reason(
     })
 }
 
-/// Moves the isolation to `<old>.retained-<ms>`, locks it with the reason and records it as
-/// retained. Called under the repository lock, with the session's lease held. The intent is
-/// written first and the tree moves in one rename, so that a crash at any step leaves what the
-/// next command finishes or undoes (see `pending`).
+/// Moves the isolation to `<old>.retained-<ms>`, locks and records it, under the lock and
+/// lease. The intent comes first and the tree moves in one rename, so the next command
+/// finishes or undoes a crash (see `pending`).
 fn move_aside(
     held: &RepoLock,
     ctx: &Context,

@@ -66,8 +66,7 @@ pub struct GcOutcome {
 pub fn gc(ctx: &Context, opts: &GcOptions) -> Result<GcOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let window = opts.older_than.unwrap_or(DEFAULT_RETENTION);
-    // Taking the lock finishes interrupted operations first (a dry run too: it reports the
-    // store as the next command will find it, never a half-done one).
+    // The lock finishes interrupted operations first, so a dry run reports no half-done one.
     let lock = crate::recovery::lock(ctx, &located.repo)?;
     crate::recovery::spares::recover(&lock, &located)?;
     let mut planned = crate::ops::gc::plan::plan(
