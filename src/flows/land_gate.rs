@@ -1,14 +1,8 @@
-//! The test gate's throwaway layer. `land --test` runs the test in the session's sandbox on
-//! its rebased tree; whatever the test writes there (logs, build output, reformatted files)
-//! must not land. Where the run can take its layer (`run_layer`), the test writes to the layer
-//! alone and the layer is removed, never merged: the isolation is never touched, and a kill
-//! leaves the layer for recovery to remove. Otherwise the run records the isolation's
-//! snapshot tree (what lands) in the state dir before the command starts; after it, the
-//! isolation is moved back to that tree (`read-tree -m -u`, touching only the paths the test
-//! changed), and the record goes. A test ended by a kill leaves the record, so the next
-//! `land` (or anything that lands the session through it) moves the isolation back before
-//! going on. Ignored files the test wrote stay in the isolation on that path, as build output
-//! does, and never land: no snapshot holds them.
+//! The test gate's throwaway layer: whatever `land --test` writes must not land. On the run's
+//! layer (`run_layer`), the layer is removed, never merged. Otherwise the run records the
+//! isolation's snapshot tree before the command starts, and the isolation is moved back to it
+//! after (`read-tree -m -u`); a kill leaves the record for the next `land` to move it back.
+//! Ignored files the test wrote stay, as build output does, and never land.
 
 use std::path::PathBuf;
 
@@ -24,8 +18,7 @@ pub(crate) fn record_of(located: &Located, id: &SessionId) -> PathBuf {
     located.store.land_tests_dir(id).join("tested-on")
 }
 
-/// What a test a kill ended left in the isolation goes ([`drop_test_writes`]), with a warning
-/// that names it: none of it lands.
+/// Drops what a killed test left in the isolation ([`drop_test_writes`]), with a warning.
 pub(super) fn drop_left_writes(
     ctx: &Context,
     located: &Located,
@@ -39,8 +32,8 @@ pub(super) fn drop_left_writes(
     Ok(())
 }
 
-/// Moves the isolation back to the tree recorded before the test and drops the record; the
-/// tracked paths the test added, changed or deleted. Nothing recorded: nothing to drop.
+/// Moves the isolation back to the tree recorded before the test, dropping the record; the
+/// tracked paths the test wrote.
 pub(crate) fn drop_test_writes(
     ctx: &Context,
     located: &Located,
@@ -73,13 +66,11 @@ pub(crate) fn drop_test_writes(
 pub(crate) struct Tested {
     /// It exited 0.
     pub(crate) passed: bool,
-    /// What it wrote, when its run's layer was thrown away (see `RunOutcome::dropped`);
-    /// `None`: what it wrote is in the isolation, for [`drop_test_writes`] to move back.
+    /// What it wrote, when its layer was thrown away (`None`: for [`drop_test_writes`]).
     pub(crate) dropped: Option<Vec<String>>,
 }
 
-/// Where `land --push` records the tree the isolation held before it was moved to a landing's
-/// tree for the test: the tree it goes back to.
+/// Where `land --push` records the tree the isolation goes back to after a landing's test.
 fn home_of(located: &Located, id: &SessionId) -> PathBuf {
     located.store.land_tests_dir(id).join("home")
 }
@@ -94,10 +85,8 @@ pub(crate) struct TreeTest {
     pub(crate) wrote: Vec<String>,
 }
 
-/// Moves the session's isolation to `tree` (a landing's, built elsewhere), runs `test` there
-/// through the gate, and moves the isolation back to what it held: the session's files are
-/// as they were, whatever the test did. A kill on the way leaves the records that
-/// [`back_home`] (run first by the next landing) undoes.
+/// Runs `test` through the gate with the isolation moved to `tree`, then moves it back; a
+/// kill leaves the records [`back_home`] undoes.
 pub(crate) fn test_on_tree(
     ctx: &Context,
     located: &Located,
@@ -135,8 +124,7 @@ pub(crate) fn test_on_tree(
     })
 }
 
-/// Moves the isolation back to the tree recorded before it took a landing's tree, and drops
-/// the record; whether there was one.
+/// Moves the isolation back home and drops the record; whether there was one.
 pub(crate) fn back_home(ctx: &Context, located: &Located, id: &SessionId) -> Result<bool> {
     let record = home_of(located, id);
     let home = match std::fs::read_to_string(&record) {
@@ -153,8 +141,7 @@ pub(crate) fn back_home(ctx: &Context, located: &Located, id: &SessionId) -> Res
     Ok(true)
 }
 
-/// The session's record and the snapshot tree of its isolation as it is now (a3s-iso's own
-/// index of it left describing it, as the move back needs).
+/// The session's record and its isolation's snapshot tree now (the index left describing it).
 fn isolation_tree(
     ctx: &Context,
     located: &Located,

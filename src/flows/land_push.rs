@@ -1,19 +1,12 @@
-//! `land --push REMOTE/BRANCH`: the landing queue across machines, whose lock is the git
-//! server's atomic ref update. For each session, in order: fetch the branch, merge the
-//! session's change set onto its tip (objects only; the user's checkout takes no part), run the
-//! test in the session's isolation moved to exactly that tree (the gate's throwaway layer, then
-//! moved back), make the landing commit on the tip, and push it with a lease on that tip
-//! (`--force-with-lease`: a compare-and-swap). A push that finds the branch moved lost a race
-//! to another machine: fetch, merge, test and push again, up to `attempts` pushes.
+//! `land --push REMOTE/BRANCH`: the landing queue across machines, locked by the server's
+//! atomic ref update. For each session: fetch the branch, merge the change set onto its tip
+//! (objects only), test it in the isolation moved to that tree, commit, and push with a lease
+//! on the tip. A lost race goes round again, up to `attempts` pushes.
 //!
-//! Exactly once: the landing commit carries the change set's digest in the trailer
-//! `A3S-Change-Set: sha256:…`, and before each attempt the branch's history since the change
-//! set's base is searched for it: a change set another run already landed (a crash after the
-//! push, another machine) is `idempotent`. The digest and base are recorded (`land-push/<id>`)
-//! before the first push, so that a session whose cleanup a kill cut short is still known.
-//! A push the server refuses for another reason (a hook, a protected branch) ends the session
-//! with the server's words (`push_refused`), never retried; a remote that does not answer ends
-//! it at once (`remote_unreachable`).
+//! Exactly once: the landing commit's `A3S-Change-Set: sha256:…` trailer is searched for in
+//! the branch's history before each attempt, so one landed already is `idempotent`; digest
+//! and base are recorded (`land-push/<id>`) before the first push. Any other refusal ends the
+//! session (`push_refused`, never retried), as does a silent remote (`remote_unreachable`).
 
 use std::time::Instant;
 
@@ -86,8 +79,8 @@ pub fn land_push(ctx: &Context, opts: &LandOptions, push: &PushOptions) -> Resul
     Ok(out)
 }
 
-/// Lands each entry in order into `out.sessions`; after one that does not land, the rest are
-/// not reached unless `--keep-going`. The index of the entry the queue stopped at.
+/// Lands each entry in order; after one that does not land, the rest are not reached unless
+/// `--keep-going`. The index of the entry the queue stopped at.
 fn push_entries(
     ctx: &Context,
     located: &Located,
@@ -191,8 +184,7 @@ fn is_scratch(id: &str) -> bool {
     id.starts_with(&format!("{SCRATCH}-")) && crate::base::maker::maker_of(id).is_some()
 }
 
-/// Purges the scratch sessions of landings whose process died (best effort: one left waits
-/// for the next landing).
+/// Purges the scratch sessions of landings whose process died (best effort).
 fn drop_dead_scratch(ctx: &Context, located: &Located) {
     let Ok(live) = located.store.live_sessions() else {
         return;
@@ -233,9 +225,8 @@ fn push_one(
     landed.finished(ctx, started)
 }
 
-/// Before the work: a landing recorded earlier that is on the branch is `idempotent`; a
-/// discarded session is `discarded`; an isolation a kill left on a landing's tree goes back.
-/// Then [`attempts`].
+/// A recorded landing on the branch is `idempotent`, a discarded session `discarded`, an
+/// isolation a kill left on a landing's tree goes back; then [`attempts`].
 fn push_steps(
     ctx: &Context,
     located: &Located,
@@ -295,8 +286,7 @@ fn push_steps(
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }
 
-/// What becomes of a landed session's isolation: kept with `keep`, else discarded (through
-/// the pool when there is one) with its evidence kept.
+/// Keeps (`keep`) or discards a landed session's isolation, its evidence kept.
 fn clean_up(
     ctx: &Context,
     located: &Located,

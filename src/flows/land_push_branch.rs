@@ -1,8 +1,6 @@
-//! `land --push --mode branch`: a session's own commits replayed onto the branch's tip, one
-//! `merge-tree` each (objects only, as `rebase` replays them), then its uncommitted work as one
-//! last commit when it has any. The last commit pushed carries the change set's trailer, so
-//! the exactly-once search (see `land_push`) is the squash mode's; the test runs on the last
-//! commit's tree, and the lease is on the tip the commits were built on.
+//! `land --push --mode branch`: a session's commits replayed onto the tip, one `merge-tree`
+//! each, then its uncommitted work as one last commit, which carries the trailer (see
+//! `land_push`) and whose tree is tested.
 
 use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;
@@ -18,8 +16,7 @@ pub(super) struct Replay {
     pub(super) head: String,
 }
 
-/// The commits of `record`'s session since its bound revision (its isolation's HEAD must
-/// descend from it).
+/// The session's commits since its bound revision, which its HEAD must descend from.
 pub(super) fn replay_of(
     ctx: &Context,
     located: &Located,
@@ -51,9 +48,8 @@ pub(super) enum Replayed {
     Empty,
 }
 
-/// The session's commits replayed onto `tip`, then its uncommitted work (the tree
-/// `result_tree`, committed with `message`); the last commit made again with `trailer` (a
-/// line) when it is a replayed one.
+/// The session's commits replayed onto `tip`, then its uncommitted work; the last commit
+/// carries `trailer`.
 pub(super) fn replay_onto(
     ctx: &Context,
     located: &Located,

@@ -1,9 +1,7 @@
-//! A change-set document, or a change set pushed to a remote (`--from REMOTE --digest D`,
-//! fetched, verified and pinned as `promote --from` does), as an entry of `land --push`: its
-//! result tree made from its base tree and patch (objects only), then landed as a session's
-//! change set is (see `land_push`), its test run in a scratch session bound for it and purged
-//! after. Its base commit is not known, so the branch's whole history is searched for its
-//! trailer.
+//! A change-set document (or one pushed to a remote, fetched as `promote --from` does) as an
+//! entry of `land --push`: its result tree made from base and patch, then landed as a
+//! session's is, tested in a scratch session. Its base commit is unknown, so the whole history
+//! is searched for its trailer.
 
 use std::path::Path;
 use std::time::Instant;
@@ -85,8 +83,7 @@ fn read(ctx: &Context, located: &Located, source: Source<'_>, push: &PushOptions
     }
 }
 
-/// One change set through the server; whatever stops it is its result. `session_id` is the
-/// session the change set names.
+/// One change set through the server; whatever stops it is its result.
 pub(super) fn document_one(
     ctx: &Context,
     located: &Located,
@@ -122,8 +119,7 @@ pub(super) fn document_one(
     landed.finished(ctx, started)
 }
 
-/// Read and verify, make the result tree, bind the scratch session for a test, then the
-/// attempts.
+/// Read and verify, make the result tree, bind a scratch session for a test, then the attempts.
 fn document_steps(
     ctx: &Context,
     located: &Located,
@@ -173,8 +169,7 @@ fn document_steps(
     attempts(ctx, located, (opts, push), &change, pins, landed)
 }
 
-/// Writes the change set's result tree here from its base tree and patch (a file), and checks that it
-/// is the tree the document names; the base tree must be here.
+/// Writes the result tree from base tree and patch, and checks it is the document's.
 fn made_here(
     ctx: &Context,
     located: &Located,

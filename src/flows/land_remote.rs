@@ -1,7 +1,5 @@
-//! The attempts of one landing through a git server (`land --push`): fetch the branch, search
-//! its history for the change set's trailer, merge onto the tip, commit, test on exactly that
-//! tree, push with a lease on the tip; a lost race goes round again, up to the bound. What the
-//! entries of the queue (sessions, documents) share.
+//! The attempts of one `land --push` landing, shared by sessions and documents: fetch, search
+//! for the trailer, merge, commit, test, push with a lease; a lost race goes round again.
 
 use std::time::Duration;
 
@@ -25,8 +23,7 @@ pub struct PushOptions {
     pub attempts: u32,
     /// Change-set documents to land after the sessions, in order (each verified first).
     pub change_sets: Vec<std::path::PathBuf>,
-    /// Change sets pushed to a remote (`refs/a3s-iso/changes/<digest>`) to land after the
-    /// documents, in order (each fetched and verified first).
+    /// Change sets pushed to a remote to land after the documents (each fetched and verified).
     pub fetched: Option<FetchedEntries>,
 }
 
@@ -95,8 +92,7 @@ pub(super) struct Pushing {
     pub(super) branch: String,
     /// The change set's digest: the trailer the branch is searched for.
     pub(super) digest: Digest,
-    /// The commit the change set is based on: the search starts there (empty: unknown, the
-    /// whole history is searched).
+    /// The change set's base commit, where the search starts (empty: the whole history).
     pub(super) base: String,
 }
 
@@ -116,8 +112,7 @@ pub(super) struct Change<'a> {
     pub(super) replay: Option<&'a super::land_push_branch::Replay>,
 }
 
-/// Fetch, search, merge, commit, test, push — again after each lost race, up to
-/// `push.attempts` pushes.
+/// Fetch, search, merge, commit, test, push; again after each lost race, to `push.attempts`.
 pub(super) fn attempts(
     ctx: &Context,
     located: &Located,
@@ -204,8 +199,7 @@ fn moved_from(
         .any(|(oid, name)| *name == branch && oid == tip))
 }
 
-/// The landing commit on `tip` and its tree: the change set as one commit, or (branch mode)
-/// the session's commits replayed then its uncommitted work; `None` with the result set.
+/// The landing commit on `tip` and its tree; `None` with the result set.
 fn build_on(
     ctx: &Context,
     located: &Located,
@@ -246,8 +240,7 @@ fn build_on(
     Ok(Some((commit, tree)))
 }
 
-/// The change set merged onto the tip `tip` (its base as the merge base), objects only: the
-/// landing's tree, or `None` with the session's result set (a conflict; nothing new).
+/// The change set merged onto `tip`, objects only; `None` with the result set.
 fn merge_onto(
     ctx: &Context,
     located: &Located,
@@ -311,8 +304,7 @@ fn report(landed: &mut LandedSession) -> &mut PushReport {
     landed.push.get_or_insert_with(PushReport::default)
 }
 
-/// After a lost race: a pause that grows with the attempts, jittered so that the machines
-/// that lost do not all come back at once.
+/// After a lost race: a growing, jittered pause, so the losers do not all come back at once.
 fn back_off(attempt: u32) {
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -322,8 +314,7 @@ fn back_off(attempt: u32) {
     std::thread::sleep(Duration::from_millis(ceiling * u64::from(jitter) / 1000));
 }
 
-/// The private refs one landing holds (the fetched tip, the landing commits), named for this
-/// process so that a later run drops those of a killed one; deleted when it ends.
+/// One landing's private refs, named for this process (a later run drops a killed one's).
 pub(super) struct Pins<'a> {
     ctx: &'a Context,
     located: &'a Located,
