@@ -1,19 +1,16 @@
-//! Reclaiming as a command starts: `bind` and `land` reclaim the repository's dead-owner
-//! sessions as `sweep` would (its decision table, its lock, a snapshot before any removal), so
-//! that sessions whose owner exited without a word (a headless run) do not pile up. On unless
-//! `sweep.auto = false` or `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
+//! Reclaiming as a command starts: `bind` and `land` reclaim dead owners' sessions as `sweep`
+//! would, so those of headless runs do not pile up. On unless `sweep.auto = false` or
+//! `A3S_ISO_SWEEP_AUTO=0`, like git's `gc.auto`.
 
 use crate::base::ids::SessionId;
 use crate::base::warning::{LandWarning, Warning};
 use crate::context::{Context, Located};
 use crate::services::reclaimed::Reclaimed;
 
-/// Turns reclaiming off (`0`, `false`) or on (`1`, `true`) for one command, whatever the
-/// configuration says.
+/// Turns reclaiming off (`0`, `false`) or on (`1`, `true`) for one command, whatever the config.
 pub const ENV: &str = "A3S_ISO_SWEEP_AUTO";
 
-/// Whether reclaiming is on: the environment's word, else the configuration's `sweep.auto`
-/// (`configured`).
+/// Whether reclaiming is on: the environment's word, else `configured` (`sweep.auto`).
 pub fn enabled(configured: bool) -> bool {
     match std::env::var(ENV).as_deref().map(str::trim) {
         Ok("0" | "false" | "no" | "off") => false,
@@ -22,10 +19,8 @@ pub fn enabled(configured: bool) -> bool {
     }
 }
 
-/// Reclaims the dead-owner sessions of `located` that the caller may act on, when `configured`
-/// allows it, never one that `spare` names (asked again under the lock). What was
-/// reclaimed, and a warning when the reclaim failed: a failed reclaim never stops the command
-/// (nothing is removed that was not snapshotted first).
+/// Reclaims the dead-owner sessions the caller may act on, never one `spare` names; a failure
+/// only warns (nothing is removed that was not snapshotted first).
 pub fn reclaim(
     ctx: &Context,
     located: &Located,

@@ -748,8 +748,7 @@ fn take_promote(landed: &mut LandedSession, promoted: PromoteOutcome) {
     }
 }
 
-/// The shell the test command runs in. A CI runner runs a step with `bash -e -o pipefail`, so
-/// that `make | tail -5` fails when `make` does; the gate must not pass what CI would fail.
+/// The test's shell: as CI's `bash -e -o pipefail`, so the gate passes nothing CI would fail.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum TestShell {
     /// `bash -e -o pipefail -c TEST`.

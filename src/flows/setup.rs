@@ -1,5 +1,4 @@
-//! The configuration's setup commands: run in order after a bind, inside the session's
-//! sandbox, each recorded as a run of the session with its output kept in the state dir.
+//! The configuration's setup commands, run after a bind in the sandbox, each a recorded run.
 
 use crate::base::error::{Error, IoContext, Result};
 use crate::base::ids::{RunId, SessionId};
@@ -9,10 +8,8 @@ use crate::ops::bind::{BindOptions, BindOutcome};
 
 pub use crate::services::setup::{Setup, SetupRun};
 
-/// Binds a session: reuses its healthy isolation, or builds a new one at the source's HEAD
-/// (with `--carry-wip`, plus the source's local changes); then runs the setup commands in a
-/// new isolation. Dead owners' sessions of the repository are reclaimed first, as `sweep`
-/// would (never the session being bound, nor one of a recorded `land` queue).
+/// Binds a session, then runs the setup commands in a new isolation. Dead owners' sessions
+/// are reclaimed first (never this one, nor one of a recorded `land` queue).
 pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     // A bind refused for its owner changes nothing, others' sessions included.
     crate::ops::bind::owner_for(opts)?;
@@ -37,8 +34,7 @@ pub fn bind(ctx: &Context, opts: &BindOptions) -> Result<BindOutcome> {
     Ok(outcome)
 }
 
-/// Runs the setup commands in the session, in order; the first that fails stops them, as
-/// `setup_failed` (the session stays bound).
+/// Runs the setup commands in order; the first that fails is `setup_failed` (still bound).
 pub fn run_setup(
     ctx: &Context,
     session_id: &SessionId,
