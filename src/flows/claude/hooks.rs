@@ -16,17 +16,13 @@ use crate::ops::bind::{BindOptions, BindOutcome, OwnerChoice};
 use crate::ops::capture::{CaptureOptions, capture};
 use crate::store::state::{CreatedBy, Creator, SessionRecord};
 
-/// How many ids (the name, then the name with `-2`, `-3`, …) a create tries when another
-/// live Claude Code holds the one before.
+/// How many ids (the name, then `-2`, `-3`, …) a create tries while another Claude Code holds one.
 const ID_ATTEMPTS: u32 = 20;
 
 /// `WorktreeCreate`: binds a session named after the proposed worktree, owned by the Claude
-/// Code process the hook runs under (else the hook's parent, as `bind` picks it), at the
-/// source's HEAD with the source's local changes left out (as Claude Code's own worktrees
-/// are), and with the ignored files the source's `.worktreeinclude` names copied in. The
-/// session records that a hook made it for that process. The same name proposed again by the
-/// same Claude Code returns the same isolation; a name any other session holds (a person's, a
-/// harness's, another Claude Code's) is never taken over: the id gets a `-2`, `-3`, … suffix.
+/// Code process, at HEAD without local changes, with `.worktreeinclude`'s files copied in. The
+/// same name from the same Claude Code returns the same isolation; a name another session
+/// holds is never taken over: the id gets a `-2`, `-3`, … suffix.
 pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOutcome> {
     // Recorded in the session: what the remove hook may act on is decided from it.
     let process = hook_process();
@@ -39,8 +35,7 @@ pub fn worktree_create(ctx: &Context, payload: &CreatePayload) -> Result<BindOut
         .as_deref()
         .and_then(session_id_from)
         .unwrap_or_else(|| crate::base::ids::generate("claude"));
-    // The repository's configuration applies as to `bind` without a terminal: an untrusted
-    // file is refused (`config_untrusted`), a trusted one's setup and copies run.
+    // As `bind` without a terminal: an untrusted file is refused (`config_untrusted`).
     let loaded = crate::services::config::load(ctx, true)?;
     loaded.require_trusted()?;
     let settings = loaded.effective(true);
@@ -84,8 +79,7 @@ fn attempt_id(base: &str, attempt: u32) -> String {
     session_id_from(&id).unwrap_or(id)
 }
 
-/// A warning when Claude Code proposed a base that is not the commit the session was bound
-/// at: a3s-iso binds at the source's HEAD.
+/// A warning when Claude Code proposed a base other than HEAD, where a3s-iso binds.
 fn base_left_out(ctx: &Context, payload: &CreatePayload, outcome: &BindOutcome) -> Option<Warning> {
     let base = payload.base.as_deref()?;
     let named = ctx
@@ -108,11 +102,9 @@ pub struct RemoveOutcome {
     /// The worktree Claude Code named.
     #[serde(with = "crate::base::paths::fs_path")]
     pub worktree: PathBuf,
-    /// The session whose isolation it is; `None` when no session of a store a3s-iso knows
-    /// has its isolation there (nothing was done).
+    /// The session whose isolation it is; `None` when none (nothing was done).
     pub session_id: Option<SessionId>,
-    /// The run its final capture was recorded under (the capture before it, when nothing
-    /// changed since).
+    /// The run its final capture was recorded under (the one before, when nothing changed).
     pub run_id: Option<RunId>,
     /// How many files the session's change set touches.
     pub files_changed: u64,
@@ -120,12 +112,9 @@ pub struct RemoveOutcome {
     pub recycled: bool,
 }
 
-/// `WorktreeRemove`: captures the session whose isolation is at the payload's path (so its
-/// work stays as evidence: a run document and a pinned tree, `show` and `promote` reach it)
-/// and discards the isolation. Only an isolation of the repository the payload's `cwd` names,
-/// of a session a hook created, for this Claude Code or for one that has exited; anything else
-/// of a3s-iso's is `session_not_granted`, with nothing done. A path that is no isolation at all
-/// is left alone (`session_id` `None`).
+/// `WorktreeRemove`: captures the session at the payload's path (its work stays as evidence)
+/// and discards the isolation. Only a hook's session of `cwd`'s repository, for this Claude
+/// Code or an exited one; else `session_not_granted`. A path no isolation is at is left alone.
 pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveOutcome> {
     let path = match &payload.worktree_path {
         path if path.is_absolute() => path.clone(),
@@ -152,8 +141,7 @@ pub fn worktree_remove(ctx: &Context, payload: &RemovePayload) -> Result<RemoveO
     outcome.session_id = Some(session_id.clone());
     outcome.run_id = Some(RunId::new(captured.change_set.identity.run_id.as_str())?);
     outcome.files_changed = captured.files_changed;
-    // Decided again just before the isolation goes: the session may have changed hands (a
-    // refusal is returned as is), or been discarded meanwhile (nothing left to do).
+    // Decided again just before the isolation goes: it may have changed hands or gone.
     match granted_session(ctx, &path)? {
         None => return Ok(outcome),
         Some(now) if now == session_id => {}
@@ -173,9 +161,8 @@ fn same_dir(a: &Path, b: &Path) -> bool {
     canonical(a) == canonical(b)
 }
 
-/// The session of the repository `ctx` names (the payload's `cwd`) whose live isolation is at
-/// `path`, when the hook may act on it. `None` when no session of a3s-iso's is there; a session
-/// it may not act on, or another repository's isolation, is `session_not_granted`.
+/// The session whose live isolation is at `path`, if any, when the hook may act on it (else
+/// `session_not_granted`).
 fn granted_session(ctx: &Context, path: &Path) -> Result<Option<SessionId>> {
     let located = match crate::recovery::locate(ctx) {
         Ok(located) => Some(located),
@@ -202,8 +189,7 @@ fn granted_session(ctx: &Context, path: &Path) -> Result<Option<SessionId>> {
     }
 }
 
-/// A session a hook created may be removed by the Claude Code it was created for, or by any
-/// once that one has exited (`claude --worktree NAME` again, later); nothing else.
+/// Only the Claude Code a hook's session was created for removes it, or any once that exited.
 fn grant(record: &SessionRecord, path: &Path) -> Result<()> {
     let session_id = record.session_id.to_string();
     let reason = match &record.created_by {
@@ -225,8 +211,7 @@ fn grant(record: &SessionRecord, path: &Path) -> Result<()> {
     Err(Error::SessionNotGranted { reason })
 }
 
-/// Refuses a path that is the isolation of another repository's session (found from the
-/// isolation itself, only to say so: nothing of that repository is acted on).
+/// Refuses another repository's session's isolation (found only to say so).
 fn refuse_elsewhere(
     ctx: &Context,
     located: Option<&crate::context::Located>,

@@ -1,12 +1,7 @@
-//! What Claude Code sends a worktree hook on stdin: one JSON object with `session_id`,
-//! `transcript_path`, `cwd` and `hook_event_name`, and for `WorktreeCreate` the proposed
-//! worktree's name (`name`; `worktree_name` in the documented shape, `branch_name` in older
-//! ones, or only a proposed `worktree_path`) and sometimes a base (`base_commit`, `base_ref`,
-//! `source_ref`); for `WorktreeRemove`, the `worktree_path` to remove.
-//!
-//! Fields a hook does not use are ignored, whatever they hold, so a newer Claude Code that
-//! sends more keeps working. A field the hook uses must have the right type, and the event
-//! name, when sent, must be the hook's own.
+//! What Claude Code sends a worktree hook on stdin: one JSON object, for `WorktreeCreate` with
+//! the proposed worktree's name (in one of its shapes) and sometimes a base; for
+//! `WorktreeRemove`, the `worktree_path`. Unused fields are ignored, so a newer Claude Code
+//! keeps working; a used one must have the right type, and the event name must be the hook's.
 
 use crate::base::invalid::Invalid;
 use std::io::Read;
@@ -71,8 +66,7 @@ pub struct RemovePayload {
     pub cwd: Option<PathBuf>,
 }
 
-/// Reads one JSON object from `input` (and nothing after it: Claude Code need not close
-/// stdin for the hook to go on).
+/// Reads one JSON object from `input`, and nothing after it (stdin may stay open).
 fn read_object(input: impl Read, event: WorktreeEvent) -> Result<Map<String, Value>> {
     let mut de = serde_json::Deserializer::from_reader(input.take(MAX_PAYLOAD_BYTES));
     let value = Value::deserialize(&mut de).map_err(|e| Error::InvalidInput {
@@ -99,8 +93,7 @@ fn read_object(input: impl Read, event: WorktreeEvent) -> Result<Map<String, Val
     }
 }
 
-/// The first of `keys` that the object has, as a string (`null` counts as absent); another
-/// type is an error.
+/// The first of `keys` the object has as a string (`null`: absent; another type: an error).
 fn text(
     object: &Map<String, Value>,
     keys: &[&str],
@@ -170,9 +163,7 @@ impl RemovePayload {
     }
 }
 
-/// A session id made of a proposed worktree name: every character an id does not allow
-/// becomes `-`, runs of dots become one, what an id may not start or end with goes, and it
-/// is cut to the longest id. `None` when nothing is left.
+/// A session id made of a proposed worktree name, or `None` when nothing of it is left.
 pub fn session_id_from(name: &str) -> Option<String> {
     let mut id: String = name
         .chars()

@@ -1,8 +1,6 @@
-//! `init claude`: the two worktree hooks merged into the project's
-//! `.claude/settings.local.json` (Claude Code's per-user settings of a project, which it keeps
-//! out of git). Everything else in the file stays as it was, in its order; a hook a3s-iso
-//! added before is recognised, so running it again changes nothing; a file that is not JSON,
-//! or whose `hooks` is not what Claude Code reads, is refused and left untouched.
+//! `init claude`: the two worktree hooks merged into `.claude/settings.local.json`, the rest
+//! kept in its order. Running it again changes nothing; a file that is not JSON, or whose
+//! `hooks` Claude Code would not read, is refused and left untouched.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -22,8 +20,7 @@ pub const SETTINGS_FILE: &str = ".claude/settings.local.json";
 /// The largest settings file read.
 const MAX_SETTINGS_BYTES: u64 = 16 << 20;
 
-/// How long Claude Code lets each hook run, in seconds (a first bind of a large repository,
-/// with its caches copied, can take longer than its default).
+/// How long Claude Code lets each hook run, in seconds (a first bind can exceed its default).
 const HOOK_TIMEOUT_SECS: u64 = 600;
 
 /// One hook as `init claude` left it.
@@ -60,8 +57,7 @@ pub fn hook_command(event: WorktreeEvent) -> String {
     format!("a3s-iso hook claude {}", event.subcommand())
 }
 
-/// Adds the `WorktreeCreate` and `WorktreeRemove` hooks to the source's
-/// `.claude/settings.local.json`, creating it if need be.
+/// Adds both worktree hooks to `.claude/settings.local.json`, creating it if need be.
 pub fn init(ctx: &Context) -> Result<InitOutcome> {
     let located = crate::recovery::locate(ctx)?;
     let top = &located.repo.toplevel;
@@ -108,8 +104,7 @@ pub fn init(ctx: &Context) -> Result<InitOutcome> {
     })
 }
 
-/// The settings file's content and mode; `None` when there is none. A link, a directory or
-/// something that is not JSON is refused.
+/// The settings file's content and mode, if any; a link, a directory or not JSON is refused.
 fn read_settings(path: &Path) -> Result<Option<(Json, u32)>> {
     let meta = match fs::symlink_metadata(path) {
         Ok(meta) => meta,
@@ -146,9 +141,7 @@ fn refused(path: &Path, why: &str) -> Error {
     }
 }
 
-/// Adds the hook for `event` unless a3s-iso's is there; returns whether it was added and how
-/// many other command hooks the event has. `Err`: why the file's structure is not Claude
-/// Code's.
+/// Adds the hook for `event` unless there; whether it was, and how many other hooks it has.
 fn add_hook(root: &mut Json, event: WorktreeEvent) -> std::result::Result<(bool, usize), String> {
     let Json::Object(members) = root else {
         return Err("it is not a JSON object".into());
@@ -183,8 +176,7 @@ fn add_hook(root: &mut Json, event: WorktreeEvent) -> std::result::Result<(bool,
     Ok((!ours, others))
 }
 
-/// Whether a hook's command is a3s-iso's for `event`: `a3s-iso` (by any path, with any global
-/// options) running `hook claude <event's subcommand>`.
+/// Whether a hook's command is `a3s-iso … hook claude <event's subcommand>`.
 fn is_ours(command: &str, event: WorktreeEvent) -> bool {
     let words: Vec<&str> = command
         .split_whitespace()
@@ -204,8 +196,7 @@ fn entry(event: WorktreeEvent) -> Json {
     Json::Object(vec![("hooks".into(), Json::Array(vec![hook]))])
 }
 
-/// Writes the settings atomically (a temporary file renamed over the old one), with the old
-/// file's mode.
+/// Writes the settings atomically, with the old file's mode.
 fn write_settings(path: &Path, root: &Json, mode: Option<u32>) -> Result<()> {
     let mut bytes = serde_json::to_vec_pretty(root)
         .map_err(|e| Error::internal(format!("cannot serialise the settings: {e}")))?;
