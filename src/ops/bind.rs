@@ -375,11 +375,7 @@ fn create(
         publish(&lock, ctx, located, record)?;
         register_or_warn(located, &mut unbuilt.warnings);
         drop(lock);
-        return Ok(BindOutcome::from_record(
-            &unbuilt.record,
-            false,
-            unbuilt.warnings,
-        ));
+        return Ok(BindOutcome::from_record(record, false, unbuilt.warnings));
     }
     let warnings = &mut unbuilt.warnings;
     let sets =
