@@ -302,11 +302,11 @@ pub fn resolve(name: &str, user: Option<&UserProfiles>) -> Result<Profile> {
     profiles
         .into_iter()
         .find(|p| p.name == name)
-        .ok_or_else(|| Error::InvalidInput {
-            reason: Invalid::NoSuchProfile {
+        .ok_or_else(|| {
+            Error::from(Invalid::NoSuchProfile {
                 name: name.to_string(),
                 known,
-            },
+            })
         })
 }
 

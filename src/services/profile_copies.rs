@@ -85,9 +85,7 @@ fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
     for part in rel.components() {
         at.push(part);
         if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::InvalidInput {
-                reason: Invalid::LinkInProfile { path: at },
-            });
+            return Err(Error::from(Invalid::LinkInProfile { path: at }));
         }
     }
     Ok(())

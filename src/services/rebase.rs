@@ -163,11 +163,9 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
         (Action::Continue, Some(state)) => work.resume(state)?,
         (Action::Abort, Some(state)) => work.abort(state)?,
         (_, None) => {
-            return Err(Error::InvalidInput {
-                reason: Invalid::NoConflictedRebase {
-                    session_id: session.session_id.to_string(),
-                },
-            });
+            return Err(Error::from(Invalid::NoConflictedRebase {
+                session_id: session.session_id.to_string(),
+            }));
         }
     };
     out.warnings.extend(ctx.take_notices());
@@ -233,11 +231,9 @@ impl<'a> Work<'a> {
     fn start(&self, onto: Option<&str>) -> Result<RebaseOutcome> {
         let session = self.session;
         if session.carried_wip {
-            return Err(Error::InvalidInput {
-                reason: Invalid::RebaseOfCarriedWip {
-                    session_id: session.session_id.to_string(),
-                },
-            });
+            return Err(Error::from(Invalid::RebaseOfCarriedWip {
+                session_id: session.session_id.to_string(),
+            }));
         }
         let target = self.target(onto)?;
         let id = &session.session_id;
@@ -251,11 +247,9 @@ impl<'a> Work<'a> {
         let commits = self
             .view
             .first_parent_chain(&session.bound_revision, &head)?
-            .ok_or_else(|| Error::InvalidInput {
-                reason: Invalid::HeadNotDescendant {
-                    head: head.to_string(),
-                    bound: session.bound_revision.to_string(),
-                },
+            .ok_or_else(|| Invalid::HeadNotDescendant {
+                head: head.to_string(),
+                bound: session.bound_revision.to_string(),
             })?;
         let pre = self.pin_pre(&head)?;
         let state = RebaseState {
@@ -284,10 +278,10 @@ impl<'a> Work<'a> {
                 .git
                 .rev_parse(&repo.toplevel, &format!("{rev}^{{commit}}"))?,
         };
-        found.ok_or_else(|| Error::InvalidInput {
-            reason: Invalid::Onto {
+        found.ok_or_else(|| {
+            Error::from(Invalid::Onto {
                 onto: onto.map(str::to_string),
-            },
+            })
         })
     }
 

@@ -251,9 +251,7 @@ pub(crate) fn layerable(file: &Path, private: &[PathBuf]) -> bool {
 
 /// The error for a profile that needs a home directory when there is none.
 pub(crate) fn no_home(profile: &str) -> Error {
-    Error::InvalidInput {
-        reason: crate::base::invalid::Invalid::ProfileNeedsHome {
-            name: profile.to_string(),
-        },
-    }
+    Error::from(crate::base::invalid::Invalid::ProfileNeedsHome {
+        name: profile.to_string(),
+    })
 }

@@ -370,11 +370,9 @@ impl Loaded {
         let file = self
             .repository
             .as_ref()
-            .ok_or_else(|| Error::InvalidInput {
-                reason: Invalid::NothingToTrust {
-                    source_path: self.source.clone(),
-                    file: REPOSITORY_FILE.to_string(),
-                },
+            .ok_or_else(|| Invalid::NothingToTrust {
+                source_path: self.source.clone(),
+                file: REPOSITORY_FILE.to_string(),
             })?;
         record_trust(&self.source, &file.sha256)?;
         Ok(file)
@@ -446,9 +444,7 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
     let layer = parse(&path, &bytes)?;
     if layer.profiles.is_some() {
         // A profile says which home paths and secrets a command gets: only the user defines one.
-        return Err(Error::InvalidInput {
-            reason: Invalid::ProfilesInRepository { path },
-        });
+        return Err(Error::from(Invalid::ProfilesInRepository { path }));
     }
     let sha256 = digest(&bytes);
     let trust = crate::services::config::trust::state(source, &sha256)?;
@@ -470,12 +466,10 @@ fn parse(path: &Path, bytes: &[u8]) -> Result<Layer> {
 
 /// `invalid_input` naming the configuration file at `path` and what is wrong with it.
 fn invalid(path: &Path, detail: impl std::fmt::Display) -> Error {
-    Error::InvalidInput {
-        reason: Invalid::Config {
-            path: path.to_path_buf(),
-            detail: detail.to_string().trim_end().to_string(),
-        },
-    }
+    Error::from(Invalid::Config {
+        path: path.to_path_buf(),
+        detail: detail.to_string().trim_end().to_string(),
+    })
 }
 
 /// `sha256:` and the hex digest of `bytes`.

@@ -45,9 +45,7 @@ fn record_path(source: &Path) -> Result<PathBuf> {
             dir.join("trusted")
                 .join(format!("{}.json", path_key(&[&canonical])))
         })
-        .ok_or(Error::InvalidInput {
-            reason: crate::base::invalid::Invalid::NoTrustStore,
-        })
+        .ok_or(Error::from(crate::base::invalid::Invalid::NoTrustStore))
 }
 
 /// The trust state of the file of `source` whose digest is `sha256`.

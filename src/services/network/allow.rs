@@ -3,7 +3,7 @@
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use crate::base::error::{Error, Result};
+use crate::base::error::Result;
 use crate::services::network::address::{embedded_v4, forbidden_itself, forbidden_v4};
 use crate::store::network_report::{AllowedReport, RefusalReason};
 
@@ -83,11 +83,9 @@ impl AllowEntry {
     /// Parses `HOST[:PORT]`, `*.DOMAIN[:PORT]`, an IP literal (`[v6]:PORT` with a port) or a
     /// preset (`@crates`…); anything else is `invalid_input`.
     pub fn parse(given: &str) -> Result<AllowEntry> {
-        let invalid = |why: &str| Error::InvalidInput {
-            reason: crate::base::invalid::Invalid::AllowHost {
-                given: given.to_string(),
-                why: why.to_string(),
-            },
+        let invalid = |why: &str| crate::base::invalid::Invalid::AllowHost {
+            given: given.to_string(),
+            why: why.to_string(),
         };
         let rules: Vec<(HostPattern, u16)> = if let Some(preset) = given.strip_prefix('@') {
             let (_, hosts) = PRESETS

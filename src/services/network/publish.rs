@@ -25,11 +25,9 @@ pub struct PublishRequest {
 impl PublishRequest {
     /// Parses `[HOST_PORT:]PORT`; anything else is `invalid_input`.
     pub fn parse(given: &str) -> Result<PublishRequest> {
-        let invalid = |why: &str| Error::InvalidInput {
-            reason: Invalid::Publish {
-                given: given.to_string(),
-                why: why.to_string(),
-            },
+        let invalid = |why: &str| Invalid::Publish {
+            given: given.to_string(),
+            why: why.to_string(),
         };
         let (host, inside) = match given.split_once(':') {
             Some((host, inside)) => (Some(host), inside),
@@ -45,12 +43,10 @@ impl PublishRequest {
     /// Refuses the proxy's own port inside when the proxy listens there.
     pub fn check_against_proxy(&self, proxy: bool) -> Result<()> {
         if proxy && self.port == PROXY_PORT {
-            return Err(Error::InvalidInput {
-                reason: Invalid::PublishProxyPort {
-                    port: self.port,
-                    proxy_port: PROXY_PORT,
-                },
-            });
+            return Err(Error::from(Invalid::PublishProxyPort {
+                port: self.port,
+                proxy_port: PROXY_PORT,
+            }));
         }
         Ok(())
     }
@@ -59,12 +55,10 @@ impl PublishRequest {
     pub fn bind(&self) -> Result<(std::net::TcpListener, Published)> {
         let listener = std::net::TcpListener::bind((Ipv4Addr::LOCALHOST, self.host_port))
             .and_then(|l| l.set_nonblocking(true).map(|()| l))
-            .map_err(|e| Error::InvalidInput {
-                reason: Invalid::PublishListen {
-                    host_port: self.host_port,
-                    port: self.port,
-                    error: e.to_string(),
-                },
+            .map_err(|e| Invalid::PublishListen {
+                host_port: self.host_port,
+                port: self.port,
+                error: e.to_string(),
             })?;
         let host_port = listener
             .local_addr()

@@ -182,11 +182,9 @@ fn change_set_to_push(
                 Ok(run) => located.store.load_run_doc(&record.session_id, &run)?,
                 Err(_) => None,
             };
-            let bytes = stored.ok_or_else(|| Error::ChangeSetUnavailable {
-                reason: NoDocument::NotStored {
-                    session_id: record.session_id.to_string(),
-                    run_id: run_id.clone(),
-                },
+            let bytes = stored.ok_or_else(|| NoDocument::NotStored {
+                session_id: record.session_id.to_string(),
+                run_id: run_id.clone(),
             })?;
             (located, changeset::verify(&bytes)?)
         }
@@ -200,11 +198,9 @@ fn change_set_to_push(
         info.as_ref()
             .is_none_or(|i| !crate::git::is_tree_type(&i.kind))
     }) {
-        return Err(Error::InvalidInput {
-            reason: crate::base::invalid::Invalid::TreeNotHere {
-                tree: tree.to_string(),
-            },
-        });
+        return Err(Error::from(crate::base::invalid::Invalid::TreeNotHere {
+            tree: tree.to_string(),
+        }));
     }
     let patch =
         crate::model::snapshot::Patch::from_bytes(&verified.patch, &located.store.scratch_dir())?;

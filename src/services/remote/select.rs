@@ -75,7 +75,8 @@ pub(crate) fn choose(
             configured: is_configured,
         });
     }
-    Err(Error::InvalidInput {
-        reason: crate::base::invalid::Invalid::NotARemote { name, configured },
-    })
+    Err(Error::from(crate::base::invalid::Invalid::NotARemote {
+        name,
+        configured,
+    }))
 }
