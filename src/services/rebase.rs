@@ -16,7 +16,7 @@ use crate::base::invalid::Invalid;
 use crate::base::warning::Warning;
 use serde::Serialize;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil;
 use crate::base::paths::RepoPath;
 use crate::context::{Context, Located};
@@ -342,8 +342,7 @@ impl<'a> Work<'a> {
     /// when that is whole and the tree is here, else what `write-tree` writes from a copy
     /// (`write-tree` may rewrite the file it reads).
     fn index_tree(&self, index: &std::path::Path) -> Result<Option<String>> {
-        let bytes = std::fs::read(index)
-            .map_err(|e| Error::io(format!("cannot read {}", index.display()), e))?;
+        let bytes = std::fs::read(index).ctx(|| format!("cannot read {}", index.display()))?;
         if let Some(tree) = crate::git::index_file::cached_tree(&bytes)
             && self.tree_here(&tree)?
         {
@@ -357,8 +356,7 @@ impl<'a> Work<'a> {
     fn index_copy(&self, index: &std::path::Path) -> Result<(TempFile, crate::git::HermeticGit)> {
         let scratch = self.located.store.scratch_dir();
         let copy = TempFile::new(&scratch, "index")?;
-        std::fs::copy(index, copy.path())
-            .map_err(|e| Error::io(format!("cannot copy {}", index.display()), e))?;
+        std::fs::copy(index, copy.path()).ctx(|| format!("cannot copy {}", index.display()))?;
         Ok((copy, self.isolation.git(&self.ctx.git, &scratch)?))
     }
 
@@ -472,11 +470,9 @@ impl<'a> Work<'a> {
         tree: &str,
     ) -> Result<()> {
         let tip_tree = self.view.commit_info(&state.tip)?.tree;
-        let rebased = if tree == tip_tree {
-            None
-        } else {
-            Some(self.view.commit_tree(tree, &state.tip, Some(info), b"")?)
-        };
+        let rebased = (tree != tip_tree)
+            .then(|| self.view.commit_tree(tree, &state.tip, Some(info), b""))
+            .transpose()?;
         if let Some(rebased) = &rebased {
             state.tip = rebased.clone();
         }
@@ -590,12 +586,11 @@ impl<'a> Work<'a> {
         if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
             let (copy, wt) = self.index_copy(&admin_index)?;
             let listed = wt.on_index(copy.path()).unmerged_entries()?;
-            for (path, _) in crate::recovery::intent::Entry::listed(&listed, 1) {
-                let path = String::from_utf8_lossy(path).into_owned();
-                if !unmerged.contains(&path) {
-                    unmerged.push(path);
-                }
-            }
+            // Listed in index order: a path's stages are next to each other.
+            unmerged = crate::recovery::intent::Entry::listed(&listed, 1)
+                .map(|(path, _)| String::from_utf8_lossy(path).into_owned())
+                .collect();
+            unmerged.dedup();
         }
         if !unmerged.is_empty() {
             let what =
