@@ -446,7 +446,7 @@ fn read_repository_file(source: &Path) -> Result<Option<RepositoryFile>> {
         // A profile says which home paths and secrets a command gets: only the user defines one.
         return Err(Error::from(Invalid::ProfilesInRepository { path }));
     }
-    let sha256 = digest(&bytes);
+    let sha256 = crate::model::snapshot::digest_bytes(&bytes);
     let trust = crate::services::config::trust::state(source, &sha256)?;
     Ok(Some(RepositoryFile {
         text: String::from_utf8_lossy(&bytes).into_owned(),
@@ -470,12 +470,6 @@ fn invalid(path: &Path, detail: impl std::fmt::Display) -> Error {
         path: path.to_path_buf(),
         detail: detail.to_string().trim_end().to_string(),
     })
-}
-
-/// `sha256:` and the hex digest of `bytes`.
-fn digest(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    format!("sha256:{}", hex::encode(Sha256::digest(bytes)))
 }
 
 #[cfg(test)]
