@@ -57,12 +57,8 @@ pub struct HomeEntry {
 impl HomeEntry {
     /// `~/REL` for a file, `~/REL/` for a directory, as the configuration spells it.
     pub fn spelled(&self) -> String {
-        let rel = self.rel.to_string_lossy();
-        if self.dir {
-            format!("~/{rel}/")
-        } else {
-            format!("~/{rel}")
-        }
+        let slash = if self.dir { "/" } else { "" };
+        format!("~/{}{slash}", self.rel.to_string_lossy())
     }
 }
 
