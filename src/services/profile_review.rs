@@ -25,9 +25,8 @@ use crate::services::profile::{HomeEntry, Profile};
 /// The largest reviewed file read (settings and instructions are small).
 const MAX_BYTES: u64 = 16 << 20;
 
-/// One reviewed entry of a copy: a file's bytes and whether it is executable; or what a3s-iso
-/// never puts back nor holds (a link, a file too large to hold, a FIFO…), named by what
-/// tells a change of it: a link's target, a large file's size and digest.
+/// One reviewed entry: a file's bytes and mode, or what is never put back nor held (a link, a
+/// file too large, a FIFO…), named by what tells a change of it (target, size and digest).
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Leaf {
     File { bytes: Vec<u8>, exec: bool },
@@ -126,9 +125,8 @@ impl Kept {
     }
 }
 
-/// The reviewed entries (files and links) of `entries` (the profile's writable paths, or some)
-/// under `root`, by path relative to the home directory; state paths left out. Nothing is
-/// followed.
+/// The reviewed entries of `entries` under `root`, by home-relative path; state left out,
+/// nothing followed.
 fn walk(root: &Dir, profile: &Profile, entries: &[HomeEntry]) -> Result<BTreeMap<PathBuf, Leaf>> {
     let mut found = BTreeMap::new();
     for entry in entries {
@@ -207,8 +205,7 @@ fn large_file(root: &Dir, rel: &Path) -> std::io::Result<String> {
     ))
 }
 
-/// Writes `leaf` at `rel` under `root` (a file atomically, with its mode), or removes what
-/// is there.
+/// Writes `leaf` at `rel` under `root` (atomically, with its mode), or removes what is there.
 fn put(root: &Dir, rel: &Path, leaf: Option<&Leaf>) -> Result<()> {
     let at = root.path().join(rel);
     match leaf {
@@ -279,9 +276,8 @@ fn open(path: &Path) -> Result<Dir> {
     Dir::open(path).ctx(|| format!("cannot open {}", path.display()))
 }
 
-/// Compares the copy with what was accepted: a change to state stays; any other change is
-/// taken out of the copy (the accepted content put back) and held in `pending/`. Returns a
-/// line for the user per path held.
+/// Compares the copy with what was accepted: a change to state stays, any other is put back
+/// and held in `pending/`, with a warning per path held.
 pub(crate) fn review(kept: &Kept, profile: &Profile) -> Result<Vec<Warning>> {
     let _lock = kept.lock()?;
     let (home, accepted) = (open(&kept.home())?, open(&kept.accepted())?);
@@ -331,9 +327,8 @@ enum Verdict {
     Hold(ReviewKind, Option<Leaf>),
 }
 
-/// A settings file reviewed key by key is state when its code-running keys are as accepted,
-/// and otherwise goes back to the accepted keys, the run's other changes kept; any other file
-/// goes back to what was accepted.
+/// A keyed settings file is state when its code-running keys are as accepted, else held with
+/// those keys put back (the run's other changes kept); any other file is held whole.
 fn verdict(
     profile: &Profile,
     rel: &Path,
@@ -438,16 +433,13 @@ fn set_at(doc: &mut Value, path: &[String], value: Option<Value>) {
             .entry(part.clone())
             .or_insert_with(|| Value::Object(Default::default()));
     }
-    if let Some(object) = at.as_object_mut() {
-        match value {
-            Some(value) => {
-                object.insert(last.clone(), value);
-            }
-            None => {
-                object.remove(last);
-            }
-        }
-    }
+    let Some(object) = at.as_object_mut() else {
+        return;
+    };
+    match value {
+        Some(value) => object.insert(last.clone(), value),
+        None => object.remove(last),
+    };
 }
 
 /// Records the run's version of `rel` in `pending/` (replacing an earlier one).
@@ -590,7 +582,6 @@ fn settle(kept: &Kept, profile: &Profile, apply: bool) -> Result<Vec<PendingChan
     }
     let pending = kept.pending();
     crate::base::beneath::remove_path(&pending)
-        .map(|_| ())
         .ctx(|| format!("cannot remove {}", pending.display()))?;
     Ok(changes)
 }
