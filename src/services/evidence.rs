@@ -77,11 +77,9 @@ pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     match given {
         None => Ok(changeset::default_release_identity()),
         Some(value) if changeset::is_sha256_digest(value) => Ok(value.to_string()),
-        Some(value) => Err(Error::Usage {
-            message: format!(
-                "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
-            ),
-        }),
+        Some(value) => Err(Error::usage(format!(
+            "--release-identity {value:?} is not sha256: and 64 lowercase hex digits"
+        ))),
     }
 }
 

@@ -125,12 +125,10 @@ pub(crate) struct Verifier<'a> {
 }
 
 impl Verifier<'_> {
-    /// Verifies the commit `rev` names in the repository at `dir` as the change set `digest`
-    /// (which the ref it came from claims), reading no blob past its bound: the patch at most
-    /// `max_bytes`, checked with its size before it is read. Nothing in it is trusted: its
-    /// document passes every rule, its patch blob matches the document's size and digest, the
-    /// digest is the one asked for, its trees are the document's, and the commit is exactly the
-    /// one the document makes. Any disagreement is `change_set_invalid`.
+    /// Verifies the commit `rev` as the change set `digest` its ref claims, trusting nothing and
+    /// reading no blob past its bound: its document passes every rule and names that digest,
+    /// its patch blob matches the document, its trees are the document's, and the commit is
+    /// exactly the one the document makes. Any disagreement is `change_set_invalid`.
     pub(crate) fn verify(&self, rev: &str, digest: &str) -> Result<(Carried, String)> {
         let (git, dir) = (self.git, self.dir);
         let commit = git.rev_parse_required(dir, rev)?;
@@ -179,8 +177,8 @@ impl Verifier<'_> {
         Ok((Carried { change_set, patch }, commit))
     }
 
-    /// The patch blob, checked against `max_bytes` by its size first, then streamed to a scratch
-    /// file and checked against the document's size and digest.
+    /// The patch blob, checked against `max_bytes` by its size before it is streamed to scratch,
+    /// then against the document's size and digest.
     fn read_patch(&self, oid: &str, cs: &ChangeSet) -> Result<Patch> {
         let (git, dir, max_bytes) = (self.git, self.dir, self.max_bytes);
         let info = git.object_info(dir, &[oid.to_string()])?;

@@ -520,11 +520,14 @@ pub(crate) fn fetch_for_promote(
     located: &Located,
     req: &FetchRequest,
 ) -> Result<Fetched> {
-    let dir = &located.repo.toplevel;
-    let remote = choose(&ctx.git, dir, Some(&req.remote), req.allow_url)?;
-    let digest = req.digest.as_deref().ok_or_else(|| Error::Usage {
-        message: "promote --from REMOTE needs --digest sha256:<hex>".into(),
-    })?;
+    let remote = choose(
+        &ctx.git,
+        &located.repo.toplevel,
+        Some(&req.remote),
+        req.allow_url,
+    )?;
+    let digest = (req.digest.as_deref())
+        .ok_or_else(|| Error::usage("promote --from REMOTE needs --digest sha256:<hex>"))?;
     fetch_verified(ctx, located, &remote, digest, req.max_bytes)
 }
 
@@ -575,8 +578,7 @@ pub fn delete_changes(
                 .iter()
                 .filter_map(|r| r.strip_prefix(CHANGES_PREFIX).map(str::to_string))
                 .collect();
-            let mut wanted = Vec::new();
-            let mut absent = Vec::new();
+            let (mut wanted, mut absent) = (Vec::new(), Vec::new());
             for given in digests {
                 let query = changeset::DigestQuery::parse("--digest", given)?;
                 match query.resolve("--digest", on_remote.iter().cloned())? {

@@ -45,10 +45,8 @@ pub(crate) fn digest_hex(digest: &str) -> &str {
     digest.strip_prefix("sha256:").unwrap_or(digest)
 }
 
-/// The remote to use: `given`, else the remote of the current branch's upstream, else
-/// `origin`. A name must be a remote configured in the repository at `dir`; anything else
-/// (a URL, a path) is accepted only with `allow_url`, and nothing that git would read as an
-/// option.
+/// The remote to use: `given`, else the current branch's upstream remote, else `origin`; a
+/// URL or a path only with `allow_url`, and never what git would read as an option.
 pub(crate) fn choose(
     git: &Git,
     dir: &Path,
@@ -64,9 +62,7 @@ pub(crate) fn choose(
             .unwrap_or_else(|| "origin".into()),
     };
     if name.is_empty() || name.starts_with('-') {
-        return Err(Error::Usage {
-            message: format!("{name:?} is not a remote"),
-        });
+        return Err(Error::usage(format!("{name:?} is not a remote")));
     }
     let is_configured = configured.contains(&name);
     if is_configured || (allow_url && given.is_some()) {
