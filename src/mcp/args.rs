@@ -222,11 +222,11 @@ pub(crate) fn discard(args: &Map<String, Value>) -> Result<Discarding, RpcError>
 }
 
 /// `promote`'s options, with the command line's rules of what goes together, and the
-/// change-set document the call names, for the tool to open.
+/// change-set document to read and the artifacts directory the call names, for the tool to open.
 pub(crate) fn promote(
     args: &Map<String, Value>,
     place: &Place,
-) -> Result<(PromoteOptions, Granted), RpcError> {
+) -> Result<(PromoteOptions, Option<GrantedFile>, Option<GrantedFile>), RpcError> {
     let parsed: PromoteArgs = parse(args)?;
     parsed
         .check()
@@ -245,21 +245,7 @@ pub(crate) fn promote(
         .artifacts
         .map(|p| grants::output_file(Tool::Promote, "artifacts", place.path(p), &place.grants))
         .transpose()?;
-    Ok((
-        options,
-        Granted {
-            document,
-            artifacts,
-        },
-    ))
-}
-
-/// What of a call's host files the tool opens beneath their grants before the library call.
-pub(crate) struct Granted {
-    /// The change-set document to read.
-    pub(crate) document: Option<GrantedFile>,
-    /// The directory to write the artifacts in.
-    pub(crate) artifacts: Option<GrantedFile>,
+    Ok((options, document, artifacts))
 }
 
 /// `land`'s options.

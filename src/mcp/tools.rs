@@ -342,10 +342,10 @@ fn run(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer
 /// `promote`, of the change-set document the call names read from the file opened beneath
 /// its grant (through this process's descriptor: nothing on the way can be swapped).
 fn promote(ctx: &Context, args: &Map<String, Value>, place: &Place) -> Result<Answer, CallError> {
-    let (mut opts, granted) = args::promote(args, place)?;
-    let opened = granted.document.as_ref().map(|f| f.open()).transpose()?;
+    let (mut opts, document, artifacts) = args::promote(args, place)?;
+    let opened = document.as_ref().map(|f| f.open()).transpose()?;
     opts.change_set = opened.as_ref().map(descriptor_path);
-    if let Some(dir) = &granted.artifacts {
+    if let Some(dir) = &artifacts {
         opts.artifacts = Some(dir.path().to_path_buf());
         let opened = crate::ops::promote::OpenedDir(std::sync::Arc::new(dir.open_dir()?));
         opts.artifacts_opened = Some(opened);
