@@ -34,11 +34,9 @@ pub struct RunGrants {
     pub profile: Option<String>,
     /// `--env`: the variables passed or set.
     pub env: Vec<EnvRequest>,
-    /// `--timeout`: the longest a run may take (and how long one takes unless the call says
-    /// less).
+    /// `--timeout`: the longest a run may take (and its timeout unless the call says less).
     pub timeout: Option<Duration>,
-    /// `--cache`: the cache of the presets' package managers in every run (the configuration's
-    /// otherwise).
+    /// `--cache`: the presets' package-manager cache in every run (else the configuration's).
     pub cache: Option<crate::services::caches::CacheMode>,
 }
 
@@ -178,8 +176,7 @@ impl Grants {
         }
     }
 
-    /// What is granted for an argument of this reach, as its description says it (none for
-    /// the server's own sessions).
+    /// What is granted for an argument of this reach, as its description says it.
     pub fn granted(&self, reach: Reach) -> Option<String> {
         let run = &self.run;
         let listed = |items: &[String]| Some(items.join(", "));
@@ -202,8 +199,7 @@ impl Grants {
         self.promote || !tool.writes_source()
     }
 
-    /// Refuses a call that gives an argument whose reach is not granted (a value that asks
-    /// for nothing, such as `false`, null or `[]`, asks nothing).
+    /// Refuses a call giving an argument that [`asks`] for a reach not granted.
     pub fn check_reach(&self, tool: Tool, args: &Map<String, Value>) -> Result<(), RpcError> {
         if !self.offers_tool(tool) {
             return Err(not_granted(
@@ -224,9 +220,8 @@ impl Grants {
         Ok(())
     }
 
-    /// Checks the grants themselves when the server starts: hosts, ports and variables that
-    /// parse, paths that exist (taken as they are, links resolved, so that a call's path is
-    /// compared with where the grant really leads).
+    /// Checks the grants when the server starts: hosts and ports that parse, paths that exist
+    /// with links resolved (a call's path is compared with where the grant really leads).
     pub fn resolve(mut self, start_dir: &Path) -> Result<Grants> {
         for entry in &self.run.allow_hosts {
             AllowEntry::parse(entry)?;
@@ -237,12 +232,8 @@ impl Grants {
         let real = |paths: &mut Vec<PathBuf>| -> Result<()> {
             for path in paths.iter_mut() {
                 let absolute = start_dir.join(&*path);
-                *path = std::fs::canonicalize(&absolute).map_err(|e| {
-                    crate::base::error::Error::io(
-                        format!("cannot use the granted path {}", absolute.display()),
-                        e,
-                    )
-                })?;
+                *path = std::fs::canonicalize(&absolute)
+                    .ctx(|| format!("cannot use the granted path {}", absolute.display()))?;
             }
             Ok(())
         };
@@ -265,13 +256,10 @@ pub fn real_path(path: &Path) -> Option<PathBuf> {
     let mut rest: Vec<std::ffi::OsString> = Vec::new();
     loop {
         if let Ok(mut real) = std::fs::canonicalize(&existing) {
-            for part in rest.iter().rev() {
-                real.push(part);
-            }
+            real.extend(rest.iter().rev());
             return Some(real);
         }
-        let name = existing.file_name()?.to_os_string();
-        rest.push(name);
+        rest.push(existing.file_name()?.to_os_string());
         existing = existing.parent()?.to_path_buf();
     }
 }
