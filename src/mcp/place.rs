@@ -19,10 +19,7 @@ pub struct Place {
 impl Place {
     /// `path` as given when absolute, else under the start directory.
     pub(crate) fn path(&self, path: PathBuf) -> PathBuf {
-        if path.is_absolute() {
-            path
-        } else {
-            self.start_dir.join(path)
-        }
+        // Joining an absolute path gives that path.
+        self.start_dir.join(path)
     }
 }

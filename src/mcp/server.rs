@@ -83,12 +83,8 @@ pub fn serve_stdio(opts: ServeOptions) -> Result<()> {
 /// a copy of stderr.
 fn take_stdio() -> Result<(File, File)> {
     use std::os::fd::AsFd;
-    let failed = |e: rustix::io::Errno| {
-        Error::io(
-            "cannot set up the server's standard streams",
-            std::io::Error::from(e),
-        )
-    };
+    let failed =
+        |e: rustix::io::Errno| Error::io("cannot set up the server's standard streams", e.into());
     let input = rustix::io::fcntl_dupfd_cloexec(std::io::stdin().as_fd(), 3).map_err(failed)?;
     let output = rustix::io::fcntl_dupfd_cloexec(std::io::stdout().as_fd(), 3).map_err(failed)?;
     let null = File::open("/dev/null").map_err(|e| Error::io("cannot open /dev/null", e))?;
