@@ -1,10 +1,9 @@
 //! The configuration files: the repository's `.a3s-iso.toml` and the user's `config.toml`.
 //! May call: base, git, store, context, model, recovery and the rest of services.
 //!
-//! The configuration files: the repository's `.a3s-iso.toml` (checked in, so trusted only
-//! once the user approves it) and the user's own `config.toml` (always trusted). Command-line
-//! flags win over the repository file, which wins over the user file, which wins over the
-//! built-in defaults.
+//! The repository's file is checked in, so trusted only once the user approves it; the user's own
+//! is always trusted. Command-line flags win over the repository file, which wins over the user
+//! file, which wins over the built-in defaults.
 
 mod trust;
 

@@ -1,9 +1,6 @@
 //! The network a sandboxed run gets: the allowlist proxy and ports published to the host.
 //! May call: base, git, store, context, model, recovery and the rest of services.
 //!
-//! The network a sandboxed `run` command gets beyond loopback: an allowlist of hosts served by
-//! a3s-iso's own HTTP proxy, and ports published from inside to the host's loopback.
-//!
 //! The command keeps its own network namespace with only loopback. The sandbox helper, which
 //! lives in that namespace, binds the proxy's listener there and hands it to `run` (and, on
 //! request, fresh TCP sockets made there) over a socket pair ([`crate::base::sandbox::SocketFactory`]).

@@ -1,11 +1,10 @@
 //! Warm isolations: spare worktrees of a source, taken by bind and given back by discard.
 //! May call: base, git, store, context, model, recovery and the rest of services.
 //!
-//! Warm isolations: spare worktrees of a source, clean and checked out, kept beside its
-//! isolations (`<prefix>.pool-<slot>`, see `names`). `bind` takes one instead of checking out
-//! (`take`, `finish_take`), `discard` returns a session's tree instead of deleting it while
-//! the pool is below its size (`recycle`), and `pool` sets the size and builds what is
-//! missing (`pool`).
+//! A spare is clean and checked out, kept beside the source's isolations (`<prefix>.pool-<slot>`,
+//! see `names`). `bind` takes one instead of checking out (`take`, `finish_take`), `discard`
+//! returns a session's tree instead of deleting it while the pool is below its size (`recycle`),
+//! and `pool` sets the size and builds what is missing (`pool`).
 //!
 //! A spare is cleaned on its way in: through a private git dir and a3s-iso's own index of the
 //! tree, only the tracked paths that differ are restored, everything untracked or ignored is

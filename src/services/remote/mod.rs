@@ -1,13 +1,12 @@
 //! Change sets through git remotes: push, fetch, list and deletion of their refs.
 //! May call: base, git, store, context, model, recovery and the rest of services.
 //!
-//! Change sets through git remotes: `push` publishes one as the commit
-//! `refs/a3s-iso/changes/<digest hex>` on a remote (`carrier.rs` says what the commit holds);
-//! `fetch` (and `promote --from`) fetches exactly that ref into a private ref, verifies the
-//! commit completely and keeps it under `<ns>fetched/<digest hex>`; `list_remote` reads what a
-//! remote holds; `delete_changes` removes change sets from a remote (the library part of a
-//! remote clean-up). Transport and authentication are git's own, through the remotes the
-//! source repository configures (`select.rs`).
+//! `push` publishes a change set as the commit `refs/a3s-iso/changes/<digest hex>` on a remote
+//! (`carrier.rs` says what the commit holds); `fetch` (and `promote --from`) fetches exactly that
+//! ref into a private ref, verifies the commit completely and keeps it under `<ns>fetched/<digest
+//! hex>`; `list_remote` reads what a remote holds; `delete_changes` removes change sets from a
+//! remote (the library part of a remote clean-up). Transport and authentication are git's own,
+//! through the remotes the source repository configures (`select.rs`).
 
 mod carrier;
 mod listing;
