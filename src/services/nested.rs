@@ -225,8 +225,7 @@ fn capture_one(
     }))
 }
 
-/// What separates an isolation's seed name from a nested repository's in the nested seed's
-/// name.
+/// What separates an isolation's seed name from a nested repository's in a nested seed's name.
 pub(crate) const NESTED_SEED_MARK: &str = "+nested-";
 
 /// The seed index of one nested repository of an isolation, beside the isolation's own. The
@@ -396,13 +395,10 @@ pub(crate) fn module_stores(admin: &Path) -> (Vec<PathBuf>, Vec<Warning>) {
             if matches!(inner.kind(Path::new("HEAD")), Ok(Some(Kind::File))) {
                 match object_dir(&inner) {
                     Ok(objects) => found.push(objects),
-                    Err(why) => skipped.push(
-                        RunWarning::ModuleGitDirNotUsed {
-                            git_dir: inner.path().to_path_buf(),
-                            why: why.to_string(),
-                        }
-                        .into(),
-                    ),
+                    Err(why) => {
+                        let git_dir = inner.path().to_path_buf();
+                        skipped.push(RunWarning::ModuleGitDirNotUsed { git_dir, why }.into());
+                    }
                 }
             } else if depth < 8 {
                 todo.push((inner, depth + 1));
@@ -477,11 +473,8 @@ pub(crate) fn stored(
     run_id: &RunId,
 ) -> Option<Vec<NestedChangeSet>> {
     let path = stored_path(store, session_id, run_id);
-    match crate::base::fsutil::read_json::<StoredNested>(&path) {
-        Ok(Some(doc)) => Some(doc.nested),
-        Ok(None) => Some(Vec::new()),
-        Err(_) => None,
-    }
+    let doc = crate::base::fsutil::read_json::<StoredNested>(&path).ok()?;
+    Some(doc.map_or_else(Vec::new, |doc| doc.nested))
 }
 
 /// Pins a run's nested trees and stores their change sets beside the run's document.
@@ -529,11 +522,8 @@ impl Nested {
         self.skipped
             .iter()
             .map(|s| {
-                PromoteWarning::NestedNotCaptured {
-                    path: s.path.to_string(),
-                    why: s.why.clone(),
-                }
-                .into()
+                let (path, why) = (s.path.to_string(), s.why.clone());
+                PromoteWarning::NestedNotCaptured { path, why }.into()
             })
             .collect()
     }
@@ -543,9 +533,8 @@ impl Nested {
     }
 }
 
-/// The nested change sets of an isolation whose root snapshot is `snap` (a capture, or a
-/// look: `look`); the names in `snap.nested` that are not nested repositories of the source
-/// are left there (reported as before).
+/// The nested change sets of an isolation whose root snapshot is `snap`; names in `snap.nested`
+/// that are not the source's nested repositories stay there (reported as before).
 pub(crate) fn capture_isolation(
     git: &Git,
     located: &crate::context::Located,
