@@ -414,22 +414,20 @@ pub(crate) fn recycle(
     pending::save(&located.store, &saved)?;
     if let Err(err) = fs::rename(tree, &intent.trash) {
         pending::remove(&located.store, &record.session_id)?;
-        return Err(Error::io(
-            format!("cannot move {} aside", tree.display()),
-            err,
-        ));
+        return Err(err).ctx(|| format!("cannot move {} aside", tree.display()));
     }
     crate::fault_point!("pool-return-after-move");
     // From here the admin dir is the pool's (the intent still names it, for a crash).
     release_admin(located, record)?;
     let slot = free_slot(located)?;
-    let returned_tree = ReturnedTree {
-        trash: &intent.trash,
-        admin,
-        head: &record.bound_revision,
-        fill: record.fill,
-    };
-    let made = make_spare(ctx, located, &returned_tree, slot, &settings);
+    let made = make_spare(
+        ctx,
+        located,
+        (&intent.trash, admin),
+        record,
+        slot,
+        &settings,
+    );
     let returned = if made.is_ok() {
         Returned::ToPool
     } else {
@@ -460,25 +458,16 @@ fn recyclable(located: &Located, tree: &Path, admin: &Path) -> bool {
         && located.repo.toplevel.parent() == tree.parent()
 }
 
-/// A session's tree on its way to the pool: where it waits, its admin dir, and the revision
-/// its session was bound at.
-struct ReturnedTree<'a> {
-    trash: &'a Path,
-    admin: &'a Path,
-    head: &'a str,
-    fill: Option<crate::base::reflink::Fill>,
-}
-
-/// Cleans the returned tree, resets its admin dir for the spare's path, records the spare
-/// ready and moves the tree there.
+/// Cleans a session's tree waiting at `trash` to the revision `record` was bound at, resets its
+/// admin dir for the spare's path, records the spare ready and moves the tree there.
 fn make_spare(
     ctx: &Context,
     located: &Located,
-    returned: &ReturnedTree<'_>,
+    (trash, admin): (&Path, &Path),
+    record: &SessionRecord,
     slot: u32,
     settings: &PoolSettings,
 ) -> Result<()> {
-    let (trash, admin) = (returned.trash, returned.admin);
     let scratch = located.store.scratch_dir();
     let index = spare::index_path(located, slot);
     fs::create_dir_all(index.parent().unwrap_or(Path::new("/")))
@@ -498,7 +487,7 @@ fn make_spare(
         common_dir: &located.repo.common_dir,
         scratch: &scratch,
     };
-    let head = returned.head;
+    let head = record.bound_revision.as_str();
     // The source's `.worktreeinclude` (never the returned tree's, which the session wrote).
     let included = crate::base::include::worktreeinclude(&located.repo.toplevel, &mut Vec::new());
     let keep = clean::Keep {
@@ -519,7 +508,7 @@ fn make_spare(
         head: head.to_string(),
         maker: Owner::this_process(),
         at_ms: now_ms(),
-        fill: returned.fill,
+        fill: record.fill,
     };
     spare::save(located, &spare)?;
     crate::fault_point!("pool-return-after-record");
