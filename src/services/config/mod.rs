@@ -195,8 +195,7 @@ pub struct RepositoryFile {
 }
 
 impl RepositoryFile {
-    /// What the file sets by itself (every key it sets has the source `repository`), trusted
-    /// or not.
+    /// What the file sets by itself, trusted or not (each key it sets from `repository`).
     pub fn settings(&self) -> Effective {
         let alone = Loaded {
             source: PathBuf::new(),
@@ -206,6 +205,47 @@ impl RepositoryFile {
         };
         alone.effective(true)
     }
+}
+
+/// The configuration of a repository as `a3s-iso config` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfigReport {
+    /// The source checkout.
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub source: PathBuf,
+    /// The repository's file and whether this user trusts it.
+    pub repository_file: RepositoryFileReport,
+    /// The user's file.
+    pub user_file: UserFileReport,
+    /// The settings in effect (an untrusted repository file's are not) and their origins.
+    pub settings: Effective,
+    /// The run profiles: the built-in ones and the user's, sorted by name.
+    pub profiles: Vec<crate::services::profile::Profile>,
+}
+
+/// The repository's file in a [`ConfigReport`].
+#[derive(Debug, Clone, Serialize)]
+pub struct RepositoryFileReport {
+    /// Where it is (or would be).
+    #[serde(with = "crate::base::paths::fs_path")]
+    pub path: PathBuf,
+    /// `sha256:` and the hex digest of its bytes; `null` when there is none.
+    pub sha256: Option<String>,
+    /// `absent`, `trusted`, `untrusted` or `changed`.
+    pub trust: Trust,
+    /// What the file sets by itself, whether or not it is trusted (`null` without one): each
+    /// key it sets has the source `repository`.
+    pub settings: Option<Effective>,
+}
+
+/// The user's file in a [`ConfigReport`].
+#[derive(Debug, Clone, Serialize)]
+pub struct UserFileReport {
+    /// Where it is (or would be); `null` without a per-user config directory.
+    #[serde(with = "crate::base::paths::fs_path_opt")]
+    pub path: Option<PathBuf>,
+    /// Whether it exists.
+    pub present: bool,
 }
 
 /// The configuration files of a repository and of the user.
@@ -300,52 +340,8 @@ impl Loaded {
             _ => Ok(()),
         }
     }
-}
 
-/// The configuration of a repository as `a3s-iso config` reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ConfigReport {
-    /// The source checkout.
-    #[serde(with = "crate::base::paths::fs_path")]
-    pub source: PathBuf,
-    /// The repository's file and whether this user trusts it.
-    pub repository_file: RepositoryFileReport,
-    /// The user's file.
-    pub user_file: UserFileReport,
-    /// The settings in effect (an untrusted repository file's are not) and their origins.
-    pub settings: Effective,
-    /// The run profiles: the built-in ones and the user's, sorted by name.
-    pub profiles: Vec<crate::services::profile::Profile>,
-}
-
-/// The repository's file in a [`ConfigReport`].
-#[derive(Debug, Clone, Serialize)]
-pub struct RepositoryFileReport {
-    /// Where it is (or would be).
-    #[serde(with = "crate::base::paths::fs_path")]
-    pub path: PathBuf,
-    /// `sha256:` and the hex digest of its bytes; `null` when there is none.
-    pub sha256: Option<String>,
-    /// `absent`, `trusted`, `untrusted` or `changed`.
-    pub trust: Trust,
-    /// What the file sets by itself, whether or not it is trusted (`null` without one): each
-    /// key it sets has the source `repository`.
-    pub settings: Option<Effective>,
-}
-
-/// The user's file in a [`ConfigReport`].
-#[derive(Debug, Clone, Serialize)]
-pub struct UserFileReport {
-    /// Where it is (or would be); `null` without a per-user config directory.
-    #[serde(with = "crate::base::paths::fs_path_opt")]
-    pub path: Option<PathBuf>,
-    /// Whether it exists.
-    pub present: bool,
-}
-
-impl Loaded {
-    /// What `a3s-iso config` shows; a profile of the user's that is not valid is
-    /// `invalid_input`.
+    /// What `a3s-iso config` shows; an invalid profile of the user's is `invalid_input`.
     pub fn report(&self) -> Result<ConfigReport> {
         Ok(ConfigReport {
             source: self.source.clone(),
