@@ -24,8 +24,7 @@ pub struct Changed {
     pub bound_revision: String,
     /// The paths that differ from its base tree now (tracked and untracked).
     pub paths: Vec<String>,
-    /// What `rebase` of it onto the source's HEAD does now: the commits made there since its
-    /// bound revision against its work.
+    /// What `rebase` of it onto the source's HEAD does now (the commits since against its work).
     pub with_head: Against,
     /// Whether its work meets your uncommitted changes (tracked and untracked) in the source:
     /// conflicts beyond those `with_head` already has.
@@ -69,8 +68,7 @@ pub struct Pair {
     pub b: SessionId,
     /// Whether their work merges: `conflict` when landing them in either order conflicts.
     pub prediction: Prediction,
-    /// What `rebase` of `b` does once `a` has landed (its commits replayed one by one, then
-    /// its uncommitted work merged, as `rebase` does them).
+    /// What `rebase` of `b` does once `a` has landed (commits replayed, then work merged).
     pub b_after_a: Prediction,
     /// What `rebase` of `a` does once `b` has landed.
     pub a_after_b: Prediction,
@@ -98,8 +96,7 @@ pub struct OverlapsOutcome {
     pub pairs: Vec<Pair>,
     /// Sessions that could not be taken into account.
     pub skipped: Vec<Skipped>,
-    /// Landed sessions (their work is all in HEAD's tree), by id: left out, as they have
-    /// nothing to land.
+    /// Landed sessions (their work all in HEAD's tree), by id: left out, with nothing to land.
     pub landed: Vec<SessionId>,
 }
 
@@ -219,10 +216,9 @@ fn against_the_source(
     let scratch = located.store.scratch_dir();
     let wip = crate::model::wip::snapshot_source(&ctx.git, &located.repo.toplevel, &scratch)?;
     let head_tree = view.commit_info(&head)?.tree;
-    let checkout = match wip.worktree_tree == head_tree {
-        true => None,
-        false => Some(view.commit_tree(&wip.worktree_tree, &head, None, b"your checkout\n")?),
-    };
+    let checkout = (wip.worktree_tree != head_tree)
+        .then(|| view.commit_tree(&wip.worktree_tree, &head, None, b"your checkout\n"))
+        .transpose()?;
     let onto_head = rebase_all(view, &head, works)?;
     let onto_checkout = match &checkout {
         Some(checkout) => rebase_all(view, checkout, works)?,
