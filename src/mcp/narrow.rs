@@ -25,8 +25,7 @@ pub(crate) struct Asked {
     pub timeout: Option<Duration>,
 }
 
-/// The run's grants narrowed by `asked` (what the run gets); a value beyond them is
-/// `not_granted`.
+/// The run's grants narrowed by `asked` (what the run gets); a value beyond them is `not_granted`.
 pub(crate) fn run(asked: &Asked, place: &Place) -> Result<RunGrants, RpcError> {
     let granted = &place.grants.run;
     let (allow_network, allow_hosts) = network(asked, granted)?;

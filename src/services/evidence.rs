@@ -39,8 +39,7 @@ pub struct CaptureOutcome {
     pub nested: Vec<NestedChangeSet>,
     /// What the user should know (nested repositories that could not be captured).
     pub warnings: Vec<Warning>,
-    /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human
-    /// output.
+    /// The first paths the patch touches (at most [`snapshot::LISTED_PATHS`]), for human output.
     #[serde(skip)]
     pub files: Vec<String>,
 }

@@ -53,8 +53,7 @@ pub enum Access {
     Write,
 }
 
-/// One path the command named that the sandbox kept from it (`hidden_paths` in
-/// `a3s-iso.run.v1`).
+/// One path the command named that the sandbox kept from it (`hidden_paths` in `a3s-iso.run.v1`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HiddenPath {
     /// The path as the command named it (absolute, `~` and `$HOME` expanded).

@@ -201,8 +201,7 @@ fn capture_one(
     if base_tree == snap.tree {
         return Ok(None);
     }
-    // Both trees into the superproject's store: the patch is computed there, and its refs
-    // pin them.
+    // Both trees into the superproject's store: the patch is computed there, and its refs pin them.
     git.copy_reachable(
         top.common_dir,
         (&repo.objects, &root_objects),

@@ -6,9 +6,8 @@
 //! out of the copy again and held as a pending change beside it (`pending/`), out of every
 //! run's reach, until the user accepts it (`profile accept`) or rejects it.
 //!
-//! `accepted/` beside the copy holds what the user accepted of every reviewed file: the
-//! copy is compared with it before each run (a run killed before its review is reviewed
-//! then) and after it.
+//! `accepted/` beside the copy holds what the user accepted of every reviewed file: the copy is
+//! compared with it before each run (a run killed before its review is reviewed then) and after it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;

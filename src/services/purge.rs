@@ -183,8 +183,7 @@ pub(crate) fn artifacts_session(dir: &std::path::Path) -> Option<String> {
     value.get("session_id")?.as_str().map(str::to_string)
 }
 
-/// The session's journal entries: kept, each makes a later promote of its digest
-/// `idempotent`.
+/// The session's journal entries: kept, each makes a later promote of its digest `idempotent`.
 fn journal_of(located: &Located, id: &SessionId) -> Vec<Item> {
     let store = &located.store;
     store

@@ -48,8 +48,7 @@ pub(crate) fn runs(store: &Store, session_id: &SessionId) -> Result<Vec<RunView>
     Ok(runs)
 }
 
-/// One run, from its stored document (when it can be read) and its exit record (when there is
-/// one).
+/// One run, from its stored document (when it can be read) and its exit record (when there is one).
 fn run_view(store: &Store, session_id: &SessionId, run_id: RunId) -> RunView {
     let doc = store
         .load_run_doc(session_id, &run_id)

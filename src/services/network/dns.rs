@@ -25,8 +25,7 @@ const FORMERR: u8 = 1;
 const NXDOMAIN: u8 = 3;
 const NOTIMP: u8 = 4;
 
-/// The names the command looked up, in the order first asked, each once (at most
-/// [`MAX_REFUSALS`]).
+/// The names the command looked up, in the order first asked, each once (at most [`MAX_REFUSALS`]).
 #[derive(Debug, Default)]
 pub struct Lookups {
     names: Vec<String>,
@@ -124,9 +123,8 @@ fn host_name(labels: &[&[u8]]) -> Option<String> {
     (!name.ends_with(".arpa")).then_some(name)
 }
 
-/// Answers queries on `socket` until the service stops, recording the names asked in
-/// `lookups` before each answer goes out (so a command that saw its answer has its name
-/// recorded).
+/// Answers queries on `socket` until the service stops, recording the names asked in `lookups`
+/// before each answer goes out (so a command that saw its answer has its name recorded).
 pub async fn serve(socket: UdpSocket, lookups: Arc<Mutex<Lookups>>) {
     let mut buf = vec![0u8; MAX_DATAGRAM];
     loop {

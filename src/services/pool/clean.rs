@@ -121,8 +121,7 @@ pub(crate) fn clean(
 }
 
 /// Writes again from the index the tracked files the walk found changed or gone: the
-/// `.gitattributes` files first, so that every other file is written under the commit's
-/// attributes.
+/// `.gitattributes` files first, so that every other file is written under the commit's attributes.
 fn restore(on_index: &OnIndex<'_>, root: &Dir, tree: &Path, differing: &[Vec<u8>]) -> Result<()> {
     let (rules, rest): (Vec<&[u8]>, Vec<&[u8]>) = differing
         .iter()

@@ -161,8 +161,7 @@ fn publish(
     Ok((PushResult::Pushed, commit.to_string()))
 }
 
-/// The change set a push publishes, from where `source` says, with its trees in this
-/// repository.
+/// The change set a push publishes, from where `source` says, with its trees in this repository.
 fn change_set_to_push(
     ctx: &Context,
     source: &PushSource,
