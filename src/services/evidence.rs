@@ -29,8 +29,7 @@ pub struct CaptureOutcome {
     pub files_changed: u64,
     /// The run id was captured before with the same result: this is the stored document.
     pub replayed: bool,
-    /// Nothing changed since the session's last capture: that run is returned (same run id,
-    /// no new ref, no new record).
+    /// Nothing changed since the last capture: that run is returned (no new run, ref or record).
     pub reused: bool,
     /// Nested repositories left out of the snapshot (never folded in as gitlinks).
     pub nested_repositories: Vec<String>,
@@ -45,8 +44,7 @@ pub struct CaptureOutcome {
 }
 
 impl CaptureOutcome {
-    /// A capture of `change_set` pinned at `result_ref`, touching `files` (how many, and the
-    /// first paths); recorded now, nothing nested.
+    /// A fresh capture of `change_set` at `result_ref`, touching `files` (count, first paths).
     fn of(change_set: ChangeSet, result_ref: String, files: (u64, Vec<String>)) -> Self {
         CaptureOutcome {
             change_set,
@@ -210,7 +208,7 @@ pub(crate) fn record_evidence(
     let store = &located.store;
     let reference = store.refs().run_result(ev.session_id, ev.run_id);
     let conflict = |pinned: &str| conflict(ev, pinned, Some(ev.result_tree.to_string()));
-    let stored = || -> Result<Option<CaptureOutcome>> {
+    let stored = || {
         replay(
             store.load_run_doc(ev.session_id, ev.run_id)?,
             ev,
@@ -236,11 +234,8 @@ pub(crate) fn record_evidence(
     }
     let change_set = document(ev, &patch.read()?, &patch, observed_at_ms)?;
     store.save_run_doc(ev.session_id, ev.run_id, &change_set.to_json()?)?;
-    Ok(CaptureOutcome::of(
-        change_set,
-        reference,
-        (patch.files_changed, patch.listed_paths()),
-    ))
+    let files = (patch.files_changed, patch.listed_paths());
+    Ok(CaptureOutcome::of(change_set, reference, files))
 }
 
 /// Records a fresh run's result for a change set that travels as a commit (no document size
