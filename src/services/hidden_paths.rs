@@ -329,10 +329,8 @@ fn script_file(spec: &SandboxSpec, command: &[OsString], home: Option<&Path>) ->
         return None;
     }
     let operand = rest.iter().find(|a| !a.as_bytes().starts_with(b"-"))?;
-    let path = match absolute(operand.as_bytes(), home) {
-        Some(path) => path,
-        None => lexical(&spec.workdir.join(operand)),
-    };
+    let path =
+        absolute(operand.as_bytes(), home).unwrap_or_else(|| lexical(&spec.workdir.join(operand)));
     // Only a script the command could read itself: never a file it could not see.
     if classify(spec, &path, false).is_some() {
         return None;
