@@ -118,6 +118,17 @@ impl AllowEntry {
             rules: rules.collect(),
         })
     }
+
+    /// Whether every host and port this entry allows is allowed by one of `granted` (what an
+    /// MCP server's tool call may ask within the hosts its command line granted).
+    pub fn within(&self, granted: &[AllowEntry]) -> bool {
+        self.rules.iter().all(|rule| {
+            granted
+                .iter()
+                .flat_map(|entry| &entry.rules)
+                .any(|grant| grant.port == rule.port && covers(&grant.host, &rule.host))
+        })
+    }
 }
 
 /// With the `fault-injection` feature only: the rules `A3S_ISO_TEST_PRESET_HOSTS`
@@ -296,20 +307,6 @@ pub(crate) fn target_of(host: &str) -> Option<Target> {
         return Some(Target::Ip(ip));
     }
     normal_name(host).map(Target::Name)
-}
-
-/// Whether a grant lets through all a narrower entry does: what an MCP server's tool call
-/// may ask within the hosts its command line granted.
-impl AllowEntry {
-    /// Whether every host and port this entry allows is allowed by one of `granted`.
-    pub fn within(&self, granted: &[AllowEntry]) -> bool {
-        self.rules.iter().all(|rule| {
-            granted
-                .iter()
-                .flat_map(|entry| &entry.rules)
-                .any(|grant| grant.port == rule.port && covers(&grant.host, &rule.host))
-        })
-    }
 }
 
 /// A host without the brackets of an IPv6 literal.

@@ -75,8 +75,7 @@ pub fn answer(query: &[u8]) -> Option<(Vec<u8>, Option<String>)> {
 fn bare(header: &[u8], rcode: u8) -> Vec<u8> {
     let mut response = vec![0u8; 12];
     response[..2].copy_from_slice(&header[..2]);
-    let opcode_rd = header[2] & 0x79;
-    response[2] = 0x80 | opcode_rd;
+    response[2] = 0x80 | (header[2] & 0x79);
     response[3] = rcode;
     response
 }

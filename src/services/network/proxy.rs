@@ -142,13 +142,8 @@ impl Proxy {
     async fn forward(self: Arc<Self>, req: Request<Incoming>) -> Response<Body> {
         let uri = req.uri().clone();
         let Some(authority) = uri.authority().filter(|_| uri.scheme_str() == Some("http")) else {
-            let host = uri.host().unwrap_or_default();
-            return self.refuse(
-                host,
-                uri.port_u16().unwrap_or(0),
-                RefusalReason::BadRequest,
-                None,
-            );
+            let (host, port) = (uri.host().unwrap_or_default(), uri.port_u16().unwrap_or(0));
+            return self.refuse(host, port, RefusalReason::BadRequest, None);
         };
         let (host, port) = (authority.host(), authority.port_u16().unwrap_or(80));
         let upstream = match self.open(host, port).await {
