@@ -76,11 +76,10 @@ fn base_dir(dir: PathBuf, grants: &Grants) -> Result<PathBuf, RpcError> {
     ))
 }
 
-/// `run`'s options, as the command line builds them from the server's grants narrowed by the
-/// call: the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, the command's
-/// stdout sent to stderr as with `--json`; and the file the call named for the output
-/// (beneath an `--allow-output` directory), if any, for the tool to open. The sandbox is what
-/// the call may ask, for [`crate::ops::run::request::configure`] to complete.
+/// `run`'s options as the command line builds them from the server's grants narrowed by the call
+/// (the release identity of `A3S_ISO_RELEASE_IDENTITY` when none is given, stdout sent to stderr as
+/// with `--json`), the sandbox the call may ask (for [`crate::ops::run::request::configure`] to
+/// complete), and the granted output file the call named, for the tool to open.
 pub(crate) fn run(
     args: &Map<String, Value>,
     place: &Place,

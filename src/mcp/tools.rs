@@ -247,9 +247,8 @@ impl From<Error> for CallError {
     }
 }
 
-/// A bind's options with the repository's configuration applied, as `bind` applies it without
-/// a terminal: an untrusted repository file is `config_untrusted`; a trusted one adds its
-/// copies and runs its setup.
+/// A bind's options with the repository's configuration applied as `bind` applies it without a
+/// terminal: an untrusted file is `config_untrusted`, a trusted one adds its copies and setup.
 fn configured(
     ctx: &Context,
     mut opts: crate::ops::bind::BindOptions,

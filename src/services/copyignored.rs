@@ -51,11 +51,10 @@ pub struct CopySource {
     pub files: u64,
 }
 
-/// Copies the source's ignored files that `sets` select into `dest`, a new isolation at
-/// `revision`. A path the isolation has already is left as it is, unless it is a file or link
-/// that `revision` does not track (kept in the pool's spare the isolation was made from) and
-/// differs from the source's in kind, size, modification time, mode or link target: then the
-/// source's is copied over it.
+/// Copies the source's ignored files that `sets` select into `dest`, a new isolation at `revision`.
+/// A path already there stays, unless it is a file or link `revision` does not track (left in the
+/// pool's spare the isolation came from) that differs from the source's in kind, size, modification
+/// time, mode or link target: then the source's is copied over it.
 pub(crate) fn copy(
     git: &Git,
     (source, dest): (&Path, &Path),
@@ -282,9 +281,8 @@ fn differs(from: &Dir, into: &Dir, name: &Path) -> bool {
             && (a.st_size, a.st_mtime, a.st_mtime_nsec) != (b.st_size, b.st_mtime, b.st_mtime_nsec))
 }
 
-/// The source's untracked files that some set matches and its ignore rules ignore, each with
-/// which sets matched it, in path order. Directories listed whole (nested repositories) are
-/// never copied, so they are left out here.
+/// The source's untracked files that some set matches and its ignore rules ignore, with the sets
+/// that matched each, in path order; directories listed whole (nested repositories) are left out.
 fn select(git: &Git, source: &Path, sets: &[PatternSet]) -> Result<BTreeMap<Vec<u8>, Vec<bool>>> {
     let mut matched: BTreeMap<Vec<u8>, Vec<bool>> = BTreeMap::new();
     for (n, set) in sets.iter().enumerate() {
@@ -309,10 +307,9 @@ fn select(git: &Git, source: &Path, sets: &[PatternSet]) -> Result<BTreeMap<Vec<
         .collect())
 }
 
-/// Copies the file or symbolic link `name` of the source's directory of `at` into the
-/// isolation's (created on the way, beneath `into`); returns its size and whether it was cloned, or
-/// `None` when it was left out: gone, not a file or a link, or reached through a link on
-/// either side.
+/// Copies the file or link `name` of the source's directory of `at` into the isolation's (made on
+/// the way, beneath `into`): its size and whether it was cloned, or `None` when left out (gone,
+/// neither file nor link, or reached through a link on either side).
 fn copy_entry(into: &Dir, at: &mut Parent, name: &Path) -> io::Result<Option<(u64, bool)>> {
     if at.blocked {
         return Ok(None);

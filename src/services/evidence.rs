@@ -80,10 +80,9 @@ pub(crate) fn release_identity(given: Option<&str>) -> Result<String> {
     }
 }
 
-/// The session's last run, when a capture now would record exactly it again: a generated run
-/// id, the same base and result trees, completed, the same release identity and the same
-/// nested change sets. Its stored document is returned as it is (`reused`), so capturing an
-/// unchanged session adds no run, ref or record.
+/// The session's last run when a capture now would record exactly it again (a generated run id, the
+/// same trees, completed, the same release identity and nested change sets): its stored document as
+/// it is (`reused`), so capturing an unchanged session adds no run, ref or record.
 pub(crate) fn reusable(
     ctx: &Context,
     target: &Target,

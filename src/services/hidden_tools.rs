@@ -150,9 +150,8 @@ fn readable_script(spec: &SandboxSpec, real: &Path) -> bool {
     !kernel.iter().any(|d| real.starts_with(d)) && !spec.hidden.iter().any(|h| real.starts_with(h))
 }
 
-/// The program a `#!` line runs: its interpreter, or with `/usr/bin/env` (`-S` too) the
-/// program env looks up. Read as a planted file: no link followed at the end, no FIFO waited
-/// on, 256 bytes at most.
+/// The program a `#!` line runs: its interpreter, or what `/usr/bin/env` (`-S` too) looks up; read
+/// as a planted file (no link followed at the end, no FIFO waited on, 256 bytes at most).
 fn interpreter_of(real: &Path) -> Option<std::ffi::OsString> {
     let head = read_planted(real, SHEBANG_BYTES)?;
     let line = head.strip_prefix(b"#!")?;

@@ -17,9 +17,8 @@ pub(crate) fn head_tree(ctx: &Context, located: &Located) -> Result<Option<Strin
     ctx.git.rev_parse(&located.repo.toplevel, "HEAD^{tree}")
 }
 
-/// Whether the session's work that changed `changed` and ends at `tree` is landed: all in
-/// `head_tree` (the tree of the source's HEAD), or what its last promoted step landed as a
-/// commit now in HEAD's history.
+/// Whether the session's work (changing `changed`, ending at `tree`) is landed: all in `head_tree`
+/// (the source's HEAD's), or its last promoted step's commit is in HEAD's history.
 pub(crate) fn tree_is_landed(
     ctx: &Context,
     located: &Located,
@@ -90,9 +89,8 @@ pub(crate) fn may_be_landed(
     tree_is_landed(ctx, located, record, (&changed, &tree), head_tree)
 }
 
-/// Whether a discarded session landed before it went: its last promoted step was committed,
-/// and that commit is in HEAD's history (a landing cleans up after itself, so `land -s ID`
-/// again finds it discarded).
+/// Whether a discarded session landed before it went: its last promoted step's commit is in HEAD's
+/// history (a landing cleans up after itself, so `land -s ID` again finds it discarded).
 pub(crate) fn landed_before_discard(
     ctx: &Context,
     located: &Located,

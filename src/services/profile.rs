@@ -456,9 +456,8 @@ fn check_logins(
     Ok(())
 }
 
-/// `~/REL` or `~/REL/`: a path beneath the home directory that is not, holds nor lies in a
-/// secret a3s-iso hides (an agent's login it may hold or be: see [`check_logins`]), nor
-/// holds a3s-iso's own directories under the home directory.
+/// `~/REL` or `~/REL/`: a path beneath home that is not, holds nor lies in a secret a3s-iso hides
+/// (an agent's login it may: see [`check_logins`]), nor holds a3s-iso's own directories there.
 fn home_entry(spelled: &str) -> std::result::Result<HomeEntry, String> {
     let rest = spelled
         .strip_prefix("~/")

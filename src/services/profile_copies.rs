@@ -91,9 +91,8 @@ fn no_link_on_the_way(root: &Path, rel: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Makes the kept copy of one home path when there is none yet: the real one's content,
-/// copied aside first and renamed into place (a copy cut short is never taken for one).
-/// Whether it copied anything.
+/// Makes the kept copy of one home path when there is none yet, copied aside from the real one and
+/// renamed into place (a copy cut short is never taken for one); whether it copied anything.
 fn seed(real: &Path, kept: &Path, dir: bool, skip: &[PathBuf]) -> Result<bool> {
     if std::fs::symlink_metadata(kept).is_ok() {
         return Ok(false);

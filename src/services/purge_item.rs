@@ -226,9 +226,8 @@ pub(crate) fn remove_all(git: &Git, located: &Located, items: &[Item]) -> Result
     Ok(removal)
 }
 
-/// Removes one file or directory; a lease only while this process holds it (unlinked under
-/// the flock, so no holder can be in the middle of using it); a spare only while its record
-/// says it is ready. Returns whether it is gone.
+/// Removes one file or directory; a lease only while this process holds it (unlinked under the
+/// flock, so no holder is mid-use), a spare only while its record says ready. Whether it is gone.
 fn remove_path(located: &Located, kind: Kind, path: &Path) -> Result<bool> {
     if kind == Kind::Spare {
         return crate::recovery::spares::destroy_ready_at(located, path);

@@ -338,9 +338,8 @@ impl<'a> Work<'a> {
         })
     }
 
-    /// The tree of an index file, `None` when it holds conflicts: the one its cache tree names
-    /// when that is whole and the tree is here, else what `write-tree` writes from a copy
-    /// (`write-tree` may rewrite the file it reads).
+    /// The tree of an index file (`None` when it holds conflicts): its cache tree's when whole and
+    /// here, else what `write-tree` writes from a copy (it may rewrite the file it reads).
     fn index_tree(&self, index: &std::path::Path) -> Result<Option<String>> {
         let bytes = std::fs::read(index).ctx(|| format!("cannot read {}", index.display()))?;
         if let Some(tree) = crate::git::index_file::cached_tree(&bytes)

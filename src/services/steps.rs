@@ -35,9 +35,8 @@ pub(crate) fn last_step(
     Ok(last_step_in(&store.journal_entries()?, session, nested))
 }
 
-/// Where the source's HEAD is expected for `session`: where its last root step left it, else
-/// its bound revision. HEAD anywhere else has moved (a promote now is `head_moved`); `list` and
-/// `show` both answer from here, `journal` being the store's entries.
+/// Where the source's HEAD is expected for `session` (`journal`: the store's entries): where its
+/// last root step left it, else its bound revision; anywhere else it moved (`head_moved`).
 pub(crate) fn expected_head(journal: &[JournalEntry], session: &SessionRecord) -> String {
     last_step_in(journal, session, None)
         .and_then(|previous| previous.step.head_after)

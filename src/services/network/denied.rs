@@ -48,9 +48,8 @@ pub fn denied(lookups: &[String], refused: &[Refusal], allow: &Allowlist) -> Vec
     denied
 }
 
-/// The `--allow-host` value that allows `host` on `port`: the preset naming the host (when
-/// the port is a preset's, or unknown), else the host, with the port when it is not one an
-/// entry allows by default.
+/// The `--allow-host` value allowing `host` on `port`: the preset naming the host (when the port is
+/// a preset's, or unknown), else the host, with the port unless an entry allows it by default.
 pub fn grant_for(host: &str, port: Option<u16>) -> String {
     let bare = host.trim_end_matches('.').to_ascii_lowercase();
     let preset = PRESETS

@@ -89,10 +89,9 @@ pub(crate) fn clean(
         // A form of index this reader does not take: its paths, and no file is untouched.
         None => (listed(&on_index, index)?, false),
     };
-    // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the
-    // session wrote is read by what follows. `-x` uses none of the ignore files (the session
-    // may have written those too): only the kept patterns, given on the command line, keep a
-    // path.
+    // Untracked and ignored paths go first, so that no `.gitignore` or `.gitattributes` the session
+    // wrote is read by what follows; `-x` reads no ignore file (the session may have written those
+    // too): only the kept patterns, given on the command line, keep a path.
     let remove = || on_index.clean_all(keep.patterns.iter().chain(keep.included));
     // Meanwhile the walk: every entry once, a tracked file whose stat data still matches the
     // index left alone (a change always moves its ctime), any other removed, to be written
@@ -112,9 +111,8 @@ pub(crate) fn clean(
     }
     restore(&on_index, &root, tree.path, &found.differing)?;
     if !keep.included.is_empty() {
-        // With the commit's ignore files back in place: what only `.worktreeinclude` kept but
-        // no ignore rule ignores goes (`--keep-ignored` paths stay, as the first pass kept
-        // them whether ignored or not).
+        // With the commit's ignore files back: what only `.worktreeinclude` kept and no ignore rule
+        // ignores goes (`--keep-ignored` paths stay, kept by the first pass ignored or not).
         on_index.clean_unignored(keep.patterns)?;
     }
     Ok(())

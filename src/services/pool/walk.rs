@@ -135,10 +135,9 @@ struct Walk<'a> {
     proc_path: Vec<u8>,
 }
 
-/// Walks the tree whose index (read after the captured entries were reset) is `index`.
-/// `pristine`: its stat data is from when a3s-iso last wrote the tree. `keeps`: some
-/// untracked paths are kept. Untracked directories without kept paths are left to `git
-/// clean`, which removes them whole.
+/// Walks the tree whose index (read after the captured entries were reset) is `index`; `pristine`:
+/// its stat data is from a3s-iso's last write of the tree; `keeps`: some untracked paths are kept
+/// (untracked directories without any are left to `git clean`, which removes them whole).
 pub(crate) fn walk(
     tree: &Dir,
     index: &Index,

@@ -414,10 +414,9 @@ pub(crate) fn fetch_verified(
     results.pop().map_or_else(none, |(_, result)| result)
 }
 
-/// Fetches the change sets `digests` from `remote` in one fetch (each into a private ref of its
-/// own, unique to this fetch), verifies each, and moves each verified one to
-/// `<ns>fetched/<digest hex>`; a refused one's ref is deleted, so nothing of it stays
-/// reachable.
+/// Fetches the change sets `digests` from `remote` in one fetch, each into a private ref unique to
+/// this fetch, verifies each and moves the verified ones to `<ns>fetched/<digest hex>`; a refused
+/// one's ref is deleted, so nothing of it stays reachable.
 fn fetch_many(
     ctx: &Context,
     located: &Located,
