@@ -26,7 +26,7 @@ use rustix::fs::{AtFlags, Gid, Mode, StatxAttributes, StatxFlags, Uid};
 use rustix::io::Errno;
 
 use crate::base::beneath::{Dir, Kind, kind_of};
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, IoContext, Result};
 use crate::git::index_file::{StatEntry, StatTime};
 use crate::services::pool::index::Index;
 
@@ -44,8 +44,7 @@ impl Expected {
     /// What git, run by this process, gives the entries of a tree made in `parent`.
     pub(crate) fn in_parent(parent: &Path) -> Result<Expected> {
         use std::os::unix::fs::MetadataExt;
-        let meta = std::fs::metadata(parent)
-            .map_err(|e| Error::io(format!("cannot read {}", parent.display()), e))?;
+        let meta = std::fs::metadata(parent).ctx(|| format!("cannot read {}", parent.display()))?;
         let umask = umask();
         let inherits = meta.mode() & 0o2000 != 0;
         if has_default_acl(parent) {
@@ -321,10 +320,8 @@ impl Walk<'_> {
             && st.stx_uid == self.expected.uid
             && st.stx_gid == self.expected.gid
             && st.stx_size as u32 == e.size;
-        match (
-            matches,
-            stat_time(st.stx_mtime) < self.written && self.pristine,
-        ) {
+        let before_written = stat_time(st.stx_mtime) < self.written && self.pristine;
+        match (matches, before_written) {
             (false, _) => Judged::Changed,
             (true, true) => Judged::Untouched,
             (true, false) => Judged::Racy,
