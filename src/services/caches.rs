@@ -115,17 +115,14 @@ fn user_cache(tool: Tool, roots: &CacheRoots) -> Option<(Vec<PathBuf>, bool)> {
     match tool {
         Tool::Npm => Some((vec![home?.join(".npm")], true)),
         Tool::Pip => {
-            let cache = roots
-                .xdg_cache
-                .clone()
-                .or_else(|| Some(home?.join(".cache")));
+            let cache = roots.xdg_cache.clone().or(home.map(|h| h.join(".cache")));
             Some((vec![cache?.join("pip")], true))
         }
         Tool::Cargo => {
             let cargo = roots
                 .cargo_home
                 .clone()
-                .or_else(|| Some(home?.join(".cargo")))?;
+                .or(home.map(|h| h.join(".cargo")))?;
             Some((vec![cargo.join("registry"), cargo.join("git")], false))
         }
     }
