@@ -59,24 +59,22 @@ impl Layers {
             for made in [&base, &base.join("upper"), &base.join("work")] {
                 make_private_dir(made)?;
             }
-            layers.push((
-                FileLayer {
-                    dir,
-                    base,
-                    volatile: false,
-                },
-                Vec::new(),
-            ));
+            let layer = FileLayer {
+                dir,
+                base,
+                volatile: false,
+            };
+            layers.push((layer, Vec::new()));
             Ok::<(), Error>(())
         };
         for dir in dirs {
             add(dir.clone(), &mut layers)?;
         }
         for grant in grants {
-            let at = layers
+            let at = match layers
                 .iter()
-                .position(|(l, _)| grant.at.starts_with(&l.dir));
-            let at = match at {
+                .position(|(l, _)| grant.at.starts_with(&l.dir))
+            {
                 Some(at) => at,
                 None => {
                     let dir = grant.at.parent().map(Path::to_path_buf).unwrap_or_default();
