@@ -193,22 +193,18 @@ impl Shared<'_> {
         let Some(src_dir) = &at.from else {
             return Ok(false);
         };
-        let existing = match &at.into {
-            Some(dir) => dir.kind(name).unwrap_or(Some(Kind::Special)),
-            None => None,
-        };
+        let existing =
+            (at.into.as_ref()).and_then(|dir| dir.kind(name).unwrap_or(Some(Kind::Special)));
         let into_dir = at.into.as_ref().unwrap_or(&self.into);
         match existing {
             None => Ok(true),
             Some(Kind::File | Kind::Symlink)
                 if !self.tracked()?.contains(path) && differs(src_dir, into_dir, name) =>
             {
-                into_dir.remove(name).ctx(|| {
-                    format!(
-                        "cannot replace {}",
-                        self.dest.join(OsStr::from_bytes(path)).display()
-                    )
-                })?;
+                let stale = self.dest.join(OsStr::from_bytes(path));
+                into_dir
+                    .remove(name)
+                    .ctx(|| format!("cannot replace {}", stale.display()))?;
                 Ok(true)
             }
             Some(_) => {
