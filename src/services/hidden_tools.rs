@@ -24,8 +24,7 @@ pub fn find(spec: &SandboxSpec, program: &OsStr, path_env: Option<&OsStr>) -> Ve
     let Some(found) = locate(program, path_env) else {
         return Vec::new();
     };
-    let mut hidden: Vec<HiddenPath> = Vec::new();
-    hidden.extend(hidden_tool(spec, &found));
+    let mut hidden: Vec<HiddenPath> = hidden_tool(spec, &found).into_iter().collect();
     let interpreter = std::fs::canonicalize(&found)
         .ok()
         .filter(|real| readable_script(spec, real))
