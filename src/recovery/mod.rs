@@ -1,25 +1,19 @@
 //! What a crash left, finished in one place: the write-ahead records and their finishing.
 //! May call: base, git, store, context, model.
 //!
-//! What a crash left, finished in one place. Each kind of write-ahead record describes an
-//! operation in progress and is one [`WriteAhead`]: a promote's intent (`intent`: the checkout
-//! changes), a tree operation's (`pending`: retain, sweep and discard move or remove an
-//! isolation; a run moves its git state into the isolation, `session_git`), a rebase's
-//! (`rebase_record`, carried out by `rebase_apply`: an isolation's files, index and HEAD
-//! change), a bind's claim (`claims`: the tree it was building) and a pool spare's record
-//! (`spares`: a spare being built or cleaned). The repository lock's one constructor
-//! ([`RepoLock::acquire`], through [`lock`]) finishes every
-//! kind before the command does anything else, and every command looks for them when it
-//! locates its repository ([`locate`]): one directory
-//! listing of each kind when nothing is left, and when something is, the lock is taken
-//! (briefly) to finish it. A command that cannot take the lock in time reports what is in
-//! progress instead ([`Interrupted`]), never a half-done checkout as a normal one.
+//! Each kind of write-ahead record is one [`WriteAhead`]: a promote's intent (`intent`), a tree
+//! operation's (`pending`: retain, sweep, discard; a run's git state, `session_git`), a
+//! rebase's (`rebase_record`, carried out by `rebase_apply`), a bind's claim (`claims`) and a
+//! pool spare's record (`spares`). The lock's one constructor ([`RepoLock::acquire`], through
+//! [`lock`]) finishes every kind before the command does anything else, and [`locate`] looks
+//! for them: one listing of each kind when nothing is left, else the lock is taken briefly to
+//! finish it. A command that cannot take the lock in time reports what is in progress
+//! ([`Interrupted`]), never a half-done checkout as a normal one.
 //!
-//! A claim or a spare record is also there while its operation runs; only one whose process is
-//! dead, and older than the grace period ([`crate::base::owner::GRACE`]), waits to be finished
-//! here, and only by a process that can tell (not one a run's command started, whose PID
-//! namespace hides the host's processes). A bind of the same id, `sweep` (with its own
-//! `--grace`) and the pool's own users clear them sooner.
+//! A claim or a spare record is also there while its operation runs: only one whose process is
+//! dead and older than [`crate::base::owner::GRACE`] is finished here, and only by a process
+//! that can tell (not one inside a run, whose PID namespace hides the host's). A bind of the
+//! same id, `sweep` (with its `--grace`) and the pool's users clear them sooner.
 
 pub(crate) mod claims;
 pub mod intent;
@@ -43,16 +37,13 @@ use crate::store::layout::StateDir;
 use crate::store::lock::RepoLock;
 use crate::store::state::Store;
 
-/// One kind of write-ahead record: whether one waits, what the records say is in progress,
-/// and how it is finished (or undone) under the repository lock.
+/// One kind of write-ahead record.
 trait WriteAhead {
-    /// Whether a record of the kind waits to be finished (read without the lock; for most
-    /// kinds one directory listing).
+    /// Whether a record of the kind waits to be finished (read without the lock).
     fn waiting(&self, located: &Located) -> bool;
     /// What the records say is in progress (read without the lock, to be reported).
     fn left(&self, located: &Located) -> Vec<Interrupted>;
-    /// Finishes or undoes every record of the kind whose writer is gone; returns what the user
-    /// should be told (each operation finished, named).
+    /// Finishes or undoes every record whose writer is gone; returns what to tell the user.
     fn finish(&self, held: &RepoLock, git: &Git, located: &Located) -> Vec<Warning>;
 }
 
@@ -81,9 +72,8 @@ impl WriteAhead for Promotes {
     }
 }
 
-/// Tree operations: retain, sweep and discard moving or removing an isolation, and a run
-/// merging its layer and moving its git state into the isolation (finished first: the others
-/// may move its tree).
+/// Tree operations: retain, sweep, discard, and a run's layer and git state (finished first:
+/// the others may move its tree).
 struct TreeMoves;
 
 impl WriteAhead for TreeMoves {
@@ -160,7 +150,7 @@ impl WriteAhead for Binds {
 }
 
 /// Pool spares whose build or cleaning died: removed, with whatever else of the pool a crash
-/// left (trees named like a spare that no record claims, admin dirs of missing spares).
+/// left.
 struct Spares;
 
 impl WriteAhead for Spares {
@@ -206,21 +196,18 @@ fn of_session(operation: Operation, session_id: impl ToString) -> Interrupted {
     }
 }
 
-/// What the user is told of the operations of `before` that `after` no longer holds: each one
-/// finished, named once (a run's layer and its git state are one run).
+/// Each operation of `before` that `after` no longer holds, named once as finished (a run's
+/// layer and its git state are one run).
 fn finished(before: Vec<Interrupted>, mut after: Vec<Interrupted>) -> Vec<Warning> {
     let mut told: Vec<Warning> = Vec::new();
     for operation in before {
-        match after.iter().position(|left| *left == operation) {
-            Some(still) => {
-                after.swap_remove(still);
-            }
-            None => {
-                let line = RecoveryWarning::Finished(operation).into();
-                if !told.contains(&line) {
-                    told.push(line);
-                }
-            }
+        if let Some(still) = after.iter().position(|left| *left == operation) {
+            after.swap_remove(still);
+            continue;
+        }
+        let line = RecoveryWarning::Finished(operation).into();
+        if !told.contains(&line) {
+            told.push(line);
         }
     }
     told
@@ -250,8 +237,7 @@ fn kinds(binds: bool) -> Vec<&'static dyn WriteAhead> {
     kinds
 }
 
-/// Whether any operation in progress waits to be finished: one directory listing of each kind
-/// (and a read of the claims and spare records there are).
+/// Whether any operation in progress waits to be finished.
 pub(crate) fn anything_left(located: &Located, binds: bool) -> bool {
     kinds(binds).iter().any(|kind| kind.waiting(located))
 }
@@ -264,8 +250,8 @@ pub(crate) fn left(located: &Located, binds: bool) -> Vec<Interrupted> {
         .collect()
 }
 
-/// Finishes (or undoes) every interrupted operation of the store, promotes first; called with
-/// the repository lock held, so their writers are gone. Returns what the user should be told.
+/// Finishes (or undoes) every interrupted operation, promotes first, under the repository
+/// lock (so their writers are gone). Returns what to tell the user.
 pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool) -> Vec<Warning> {
     kinds(binds)
         .iter()
@@ -287,16 +273,14 @@ pub(crate) fn locate(ctx: &Context) -> Result<Located> {
 }
 
 /// For a command that works on no repository (`verify FILE`): finishes what a crash left in
-/// the repository it was started in, if it was started in one, like every other command.
-/// Nothing happens outside a repository.
+/// the repository it was started in, if any, like every other command.
 pub fn settle(ctx: &Context) {
     let _ = locate(ctx);
 }
 
-/// Takes the repository lock, waiting up to the lock timeout, then finishes every operation a
-/// crash interrupted (promotes, tree moves, rebases, binds, spares) before the command goes
-/// on; what recovery did is kept for `Context::take_notices`. The lock's acquisition is where
-/// recovery runs, so the lock is taken here.
+/// Takes the repository lock (up to the lock timeout) and finishes every operation a crash
+/// interrupted before the command goes on; what recovery did is kept for
+/// `Context::take_notices`.
 pub(crate) fn lock(ctx: &Context, repo: &Repo) -> Result<RepoLock> {
     let store = Store::new(&repo.common_dir, ctx.state_dir.as_deref());
     let located = Located::new(repo.clone(), store, None);
@@ -309,11 +293,9 @@ pub(crate) fn lock(ctx: &Context, repo: &Repo) -> Result<RepoLock> {
     })
 }
 
-/// Finishes every interrupted operation of a located store before a command reads it: when a
-/// record of one is there, takes the repository lock (waiting briefly), whose acquisition
-/// finishes it. If another process holds the lock that long, the operation is left to it (or
-/// to the next command) and recorded in `located.interrupted`, with a notice, so that nothing
-/// half done is shown as normal. One listing of each record directory when nothing is left.
+/// Finishes every interrupted operation of a located store before a command reads it, taking
+/// the lock briefly. If another process holds it that long, the operation is left to it and
+/// recorded in `located.interrupted`, with a notice, so nothing half done is shown as normal.
 pub(crate) fn recover(ctx: &Context, located: &mut Located) {
     let binds = !ctx.judges_claims();
     if !anything_left(located, binds) {
