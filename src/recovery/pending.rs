@@ -45,8 +45,7 @@ pub(crate) enum TreeMove {
 }
 
 /// `run`: the run's layer `layer` (its `upper`) moves down into the isolation's tree `tree`
-/// (or, `dropped`, is removed). Written before the command starts, removed once the layer is
-/// merged.
+/// (or, `dropped`, is removed). Written before the command starts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct MergeRun {
     /// The session whose run it is.
@@ -57,8 +56,7 @@ pub(crate) struct MergeRun {
     /// The run's layer directory (`upper`, `work`).
     #[serde(with = "crate::base::paths::fs_path")]
     pub layer: PathBuf,
-    /// What the command writes is thrown away (`land`'s test): the layer is removed, never
-    /// merged.
+    /// What the command writes is thrown away (`land`'s test): the layer is never merged.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dropped: bool,
 }
@@ -170,9 +168,8 @@ pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
 /// The most an admin dir's `gitdir` holds: one path.
 const GITDIR_LIMIT: u64 = 64 * 1024;
 
-/// A retain's last steps, after the move (and the repair of one a crash interrupted): the
-/// admin dir relinked, the tree locked against `git worktree prune`, the record pointed at the
-/// new path, the intent removed. Called under the repository lock and the session's lease.
+/// A retain's last steps, after the move: the admin dir relinked, the tree locked against `git
+/// worktree prune`, the record pointed at the new path, the intent removed.
 pub(crate) fn complete_retain(
     _held: &RepoLock,
     git: &Git,
@@ -209,17 +206,15 @@ fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
     if locked() {
         return Ok(());
     }
-    let result = git.worktree_lock_shielded(&repo.toplevel, &m.to, &m.reason);
-    match result {
+    match git.worktree_lock_shielded(&repo.toplevel, &m.to, &m.reason) {
         Err(_) if locked() => Ok(()),
         other => other.map(|_| ()),
     }
 }
 
-/// A reclaim's last steps, once the tree is renamed aside (and the repair of one a crash
-/// interrupted): its admin dir, the session's records (when they are still this tree's), its
-/// refs but the swept snapshot, the renamed tree, and the intent. Called under the repository
-/// lock and the session's lease. Each step can be done again.
+/// A reclaim's last steps, once the tree is renamed aside: its admin dir, the session's records
+/// (when still this tree's), its refs but the swept snapshot, the renamed tree, and the intent.
+/// Each step can be done again.
 pub(crate) fn complete_reclaim(
     held: &RepoLock,
     git: &Git,
@@ -281,11 +276,8 @@ fn mark_swept(
 fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
     let id = &r.session_id;
     store.remove_session(id)?;
-    if store
-        .load_claim(id)
-        .ok()
-        .flatten()
-        .is_some_and(|c| c.path == r.path)
+    if let Ok(Some(claim)) = store.load_claim(id)
+        && claim.path == r.path
     {
         store.remove_claim(id)?;
     }
@@ -301,10 +293,9 @@ fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -
     refs.delete(crate::model::refs::Scope::KeepSwept)
 }
 
-/// A discard's last steps, after the tree was renamed aside (and the repair of one a crash
-/// interrupted): its admin dir, the session's record marked `discarded` (its evidence stays),
-/// the renamed tree, and the intent. Called under the repository lock and the session's lease.
-/// Each step can be done again.
+/// A discard's last steps, after the tree was renamed aside: its admin dir, the session's
+/// record marked `discarded` (its evidence stays), the renamed tree, and the intent. Each step
+/// can be done again.
 pub(crate) fn complete_discard(
     _held: &RepoLock,
     repo: &Repo,
@@ -318,7 +309,7 @@ pub(crate) fn complete_discard(
         && record.worktree.as_deref() == Some(&d.path)
     {
         record.state = SessionState::Discarded;
-        record.updated_at_ms = crate::base::fsutil::now_ms();
+        record.updated_at_ms = now_ms();
         store.save_session(&record)?;
     }
     crate::recovery::rebase_apply::forget(store, &d.session_id)?;
@@ -358,30 +349,8 @@ fn admin_is_for(admin: &Path, path: &Path) -> bool {
     names && std::fs::symlink_metadata(path).is_err()
 }
 
-/// What to do with an intent found pending.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Step {
-    /// The tree moved: finish the operation.
-    Finish,
-    /// The tree never moved: drop the intent (and, for a reclaim, anything renamed aside).
-    Undo,
-}
-
-/// Whether an interrupted operation is finished or undone: it depends only on where the tree is.
-fn plan(intent: &TreeMove) -> Step {
-    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
-    match intent {
-        TreeMove::Retain(m) if is_dir(&m.to) => Step::Finish,
-        TreeMove::Retain(_) => Step::Undo,
-        TreeMove::Reclaim(r) | TreeMove::Discard(r) if is_dir(&r.path) => Step::Undo,
-        TreeMove::Reclaim(_) | TreeMove::Discard(_) => Step::Finish,
-        // Each entry of the layer moves once: moving (merging) what is left finishes it.
-        TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Step::Finish,
-    }
-}
-
-/// Finishes or undoes one interrupted operation. Called under the repository lock and the
-/// session's lease.
+/// Finishes one interrupted operation where the tree moved, or undoes it (drops the intent,
+/// and anything renamed aside) where it never did. Called under the lock and the lease.
 fn repair_one(
     held: &RepoLock,
     git: &Git,
@@ -389,18 +358,19 @@ fn repair_one(
     store: &Store,
     intent: &TreeMove,
 ) -> Result<()> {
-    match (intent, plan(intent)) {
-        (TreeMove::Retain(m), Step::Finish) => complete_retain(held, git, repo, store, m),
-        (TreeMove::Reclaim(r), Step::Finish) => complete_reclaim(held, git, repo, store, r),
-        (TreeMove::Discard(d), Step::Finish) => complete_discard(held, repo, store, d),
-        // Finished by `session_git::recover` and `run_layer::recover`, which `recovery` runs
-        // first.
-        (TreeMove::SettleGit(_) | TreeMove::MergeRun(_), _) => Ok(()),
-        (TreeMove::Retain(m), Step::Undo) => remove(store, &m.session_id),
-        (TreeMove::Reclaim(r) | TreeMove::Discard(r), Step::Undo) => {
+    let is_dir = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    match intent {
+        TreeMove::Retain(m) if is_dir(&m.to) => complete_retain(held, git, repo, store, m),
+        TreeMove::Retain(m) => remove(store, &m.session_id),
+        TreeMove::Reclaim(r) | TreeMove::Discard(r) if is_dir(&r.path) => {
             remove_trash(&r.trash)?;
             remove(store, &r.session_id)
         }
+        TreeMove::Reclaim(r) => complete_reclaim(held, git, repo, store, r),
+        TreeMove::Discard(d) => complete_discard(held, repo, store, d),
+        // Finished by `session_git::recover` and `run_layer::recover`, which `recovery` runs
+        // first.
+        TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Ok(()),
     }
 }
 
@@ -418,9 +388,8 @@ pub(crate) fn left(store: &Store) -> Vec<TreeMove> {
         .collect()
 }
 
-/// Repairs every pending operation whose session's lease is free; called under the repository
-/// lock (by `recovery::finish`), so the writer of each intent is gone. Best effort: one that
-/// fails stays pending.
+/// Repairs every pending operation whose session's lease is free, under the repository lock
+/// (so each intent's writer is gone). Best effort: one that fails stays pending.
 pub(crate) fn repair_locked(held: &RepoLock, git: &Git, repo: &Repo, store: &Store) {
     for intent in left(store) {
         if !matches!(intent, TreeMove::SettleGit(_) | TreeMove::MergeRun(_))
