@@ -6,7 +6,7 @@ use a3s_iso::base::sandbox::NetworkAccess;
 use a3s_iso::context::Context;
 pub use a3s_iso::interface::request::show::ShowArgs;
 use a3s_iso::ops::log::format_utc;
-use a3s_iso::ops::show::{RunView, ShowOutcome, ShownState, TreeHealth, show};
+use a3s_iso::ops::show::{RunView, ShowOutcome, show};
 use a3s_iso::recovery::session_git::PrivateRefs;
 
 use super::Output;
@@ -160,7 +160,7 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
 /// The state, and any unfinished operation on the session (its promote, retain, sweep or
 /// discard is in progress, or was interrupted and waits for the lock).
 fn state_line(o: &ShowOutcome) -> String {
-    let mut line = state(o.state).to_string();
+    let mut line = o.state.to_string();
     for op in &o.interrupted {
         line.push_str(&format!(" ({} unfinished)", op.operation.as_str()));
     }
@@ -175,7 +175,7 @@ fn fields(o: &ShowOutcome) -> Vec<(&'static str, String)> {
         (
             "isolation",
             match &o.worktree {
-                Some(tree) => format!("{} ({})", tree.display(), health(o.tree)),
+                Some(tree) => format!("{} ({})", tree.display(), o.tree),
                 None => "none (read-only)".into(),
             },
         ),
@@ -253,26 +253,6 @@ fn owner(o: &ShowOutcome) -> String {
         OwnerLiveness::Unknown => "liveness unknown",
     };
     format!("{} ({liveness})", owner.describe())
-}
-
-fn state(state: ShownState) -> &'static str {
-    match state {
-        ShownState::Bound => "bound",
-        ShownState::Retained => "retained",
-        ShownState::Discarded => "discarded",
-        ShownState::Swept => "swept",
-        ShownState::Conflicted => "conflicted",
-        ShownState::Landed => "landed",
-    }
-}
-
-fn health(tree: TreeHealth) -> &'static str {
-    match tree {
-        TreeHealth::Healthy => "healthy",
-        TreeHealth::Missing => "missing",
-        TreeHealth::None => "none",
-        TreeHealth::Removed => "removed",
-    }
 }
 
 pub(super) fn short_digest(digest: &str) -> String {

@@ -9,24 +9,26 @@ use crate::base::error::Result;
 use crate::base::ids::SessionId;
 use crate::base::owner::OwnerView;
 use crate::base::paths::RepoPath;
+use crate::base::wire::wire_enum;
 
 use crate::context::{Context, Located};
 use crate::recovery::session_git;
 pub use crate::services::runs::RunView;
 use crate::store::state::{Landing, PromoteMode, SessionRecord, SessionState};
 
-/// Whether the isolation is where the record says.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TreeHealth {
-    /// A real directory, registered with the source's repository.
-    Healthy,
-    /// Recorded as bound or retained, but gone or damaged.
-    Missing,
-    /// A read-only session has no isolation.
-    None,
-    /// Discarded or swept: the tree was removed on purpose.
-    Removed,
+wire_enum! {
+    /// Whether the isolation is where the record says.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum TreeHealth {
+        /// A real directory, registered with the source's repository.
+        Healthy = "healthy",
+        /// Recorded as bound or retained, but gone or damaged.
+        Missing = "missing",
+        /// A read-only session has no isolation.
+        None = "none",
+        /// Discarded or swept: the tree was removed on purpose.
+        Removed = "removed",
+    }
 }
 
 /// One promotion of the session, from the journal.
@@ -51,23 +53,24 @@ pub struct PromotionView {
     pub patch_bytes: u64,
 }
 
-/// A session's state as `show` gives it: the recorded state, or `conflicted` for a bound
-/// session whose rebase stopped at a conflict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShownState {
-    /// Bound to its source.
-    Bound,
-    /// Retained for inspection.
-    Retained,
-    /// Discarded.
-    Discarded,
-    /// Reclaimed by a sweep.
-    Swept,
-    /// Bound, with a rebase stopped at a conflict in its isolation.
-    Conflicted,
-    /// Bound, and its work is all in the source's history (nothing of it left to land).
-    Landed,
+wire_enum! {
+    /// A session's state as `show` gives it: the recorded state, or `conflicted` for a bound
+    /// session whose rebase stopped at a conflict.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+    pub enum ShownState {
+        /// Bound to its source.
+        Bound = "bound",
+        /// Retained for inspection.
+        Retained = "retained",
+        /// Discarded.
+        Discarded = "discarded",
+        /// Reclaimed by a sweep.
+        Swept = "swept",
+        /// Bound, with a rebase stopped at a conflict in its isolation.
+        Conflicted = "conflicted",
+        /// Bound, and its work is all in the source's history (nothing of it left to land).
+        Landed = "landed",
+    }
 }
 
 impl ShownState {
