@@ -105,18 +105,15 @@ fn render(outcome: &PoolOutcome, out: &Output) {
     fields.extend([("keep ignored", keep), ("reflink", reflink)]);
     out.fields(&fields);
     for spare in &outcome.spares {
-        let state = match spare.state {
-            SpareState::Ready => "ready",
-            SpareState::Building => "building",
-        };
         // A checkout holds all its bytes alone; a clone's are worth showing.
         let clone = spare.fill == Some(a3s_iso::base::reflink::Fill::Clone);
         let disk = (spare.disk.as_ref().filter(|_| clone)).map_or(String::new(), |d| {
             format!(" ({})", super::output::cloned(d))
         });
         out.line(&format!(
-            "  {} {state} {}{disk}",
+            "  {} {} {}{disk}",
             spare.slot,
+            spare.state,
             spare.path.display()
         ));
     }

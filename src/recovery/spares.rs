@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::error::{IoContext, Result};
 use crate::base::fsutil::{read_json, remove_file_if_exists, write_record_atomic};
 use crate::base::owner::{Liveness, Owner};
+use crate::base::wire::wire_enum;
 use crate::context::Located;
 use crate::model::isolation;
 use crate::store::layout::StateDir;
@@ -40,14 +41,15 @@ pub struct PoolSettings {
     pub keep_ignored: Vec<String>,
 }
 
-/// Where a spare is in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SpareState {
-    /// Its tree is being checked out or cleaned by `maker`.
-    Building,
-    /// Clean and at `head`: a bind may take it.
-    Ready,
+wire_enum! {
+    /// Where a spare is in its life.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum SpareState {
+        /// Its tree is being checked out or cleaned by `maker`.
+        Building = "building",
+        /// Clean and at `head`: a bind may take it.
+        Ready = "ready",
+    }
 }
 
 /// One spare isolation.
