@@ -2,19 +2,18 @@
 //! May call: base, git, store, context, model and the rest of recovery.
 //!
 //! Inside the sandbox, the repository's git dir carries the session's own persistent layer
-//! (`<state>/session-git/<id>/common/`): the branches, tags, stash and reflogs git writes there
-//! land in it, and the session's later runs see them again; the repository's own `refs/`,
-//! `logs/` and `packed-refs` never change. The isolation's admin dir carries a layer too
-//! (`admin/`), so a symbolic `HEAD` (`git switch -c feature`) never reaches the admin dir that
-//! git outside reads. After the run, [`settle`] moves what changed there down into the admin
-//! dir, with `HEAD` detached at the commit it resolves to through the session's refs, remembers
-//! the branch (`head.json`), and mirrors the session's refs into its namespace
-//! (`<ns>sessions/<id>/git/...`) so that `gc` keeps their objects. Before the next run,
-//! [`prepare`] puts the symbolic `HEAD` back when the detached one still is that branch's tip.
+//! (`<state>/session-git/<id>/common/`): the branches, tags, stash and reflogs git writes land
+//! there, for the session's later runs; the repository's own refs never change. The admin dir
+//! carries a layer too (`admin/`), so a symbolic `HEAD` (`git switch -c feature`) never reaches
+//! the admin dir git outside reads. After the run, [`settle`] moves what changed there down,
+//! `HEAD` detached at the commit it resolves to, remembers the branch (`head.json`), and
+//! mirrors the session's refs (`<ns>sessions/<id>/git/...`) so that `gc` keeps their objects.
+//! Before the next run, [`prepare`] puts the symbolic `HEAD` back when the detached one still
+//! is that branch's tip.
 //!
-//! The move is recorded first (`pending`, [`TreeMove::SettleGit`]), so a crash in
-//! the middle is finished by the next command; a run killed while its command ran never
-//! touched the admin dir, and its layer is dropped before the session's next run.
+//! The move is recorded first ([`TreeMove::SettleGit`]), so the next command finishes what a
+//! crash interrupted; a run killed while its command ran never touched the admin dir, and its
+//! layer is dropped before the session's next run.
 
 mod movedown;
 pub(crate) mod view;
@@ -81,11 +80,9 @@ impl Places {
     }
 }
 
-/// Gets the session's layers ready for a sandboxed run (with its lease held): a move a crash
-/// interrupted is finished, what a killed run left in the admin dir's layer is dropped (with
-/// the refs it left naming objects the store never got), and a symbolic `HEAD` is put back
-/// when the admin dir's detached one is still that branch's tip. Of the git dir's layer only
-/// `refs/`, `logs/` and `packed-refs` go on. Returns the spec's layers and warnings.
+/// Gets the session's layers ready for a sandboxed run (lease held): an interrupted move is
+/// finished, what a killed run left in the admin layer is dropped (with its dangling refs),
+/// and a symbolic `HEAD` is put back. Returns the spec's layers and warnings.
 pub(crate) fn prepare(
     git: &Git,
     repo: &Repo,
@@ -143,10 +140,9 @@ pub(crate) fn prepare(
     Ok((layers, warnings))
 }
 
-/// Gives the owner back what the command may have taken away inside, through the overlays
-/// (`chmod` of a directory or file of the layers, their roots included): search, read and
-/// write on every directory and read on every file, so that a3s-iso can move down, trim and
-/// empty them once the run is over. Links and special files are left as they are.
+/// Gives the owner back what the command may have taken away by `chmod` inside the layers:
+/// search, read and write on every directory and read on every file, so that a3s-iso can move
+/// down, trim and empty them. Links and special files are left as they are.
 fn open_up_layers(places: &Places) -> Result<()> {
     for which in ["common", "admin"] {
         let upper = places.upper(which);
@@ -211,9 +207,8 @@ fn open(path: &Path) -> Result<Dir> {
     Dir::open(path).ctx(|| format!("cannot open {}", path.display()))
 }
 
-/// Puts `ref: <branch>` in the admin dir's layer when the last run left `HEAD` on a branch and
-/// the admin dir's `HEAD` is still detached at that branch's tip (otherwise something outside
-/// moved it, and the run starts detached there).
+/// Puts `ref: <branch>` in the admin layer when the last run left `HEAD` on a branch still
+/// detached at its tip (else something outside moved it, and the run starts detached there).
 fn restore_branch(repo: &Repo, places: &Places, admin: &Path, upper: &Dir) -> Result<()> {
     let record: Option<HeadRecord> = crate::base::fsutil::read_json(&places.head_record())?;
     let Some(branch) = record.and_then(|r| r.branch) else {
@@ -236,10 +231,9 @@ fn restore_branch(repo: &Repo, places: &Places, admin: &Path, upper: &Dir) -> Re
     remember(places, None)
 }
 
-/// After a sandboxed run (its new objects migrated, its lease held): moves what git inside
-/// changed in the admin dir down, `HEAD` detached, and mirrors the session's refs. When the
-/// layers could not be mounted, says so (the run had the throwaway layer, and `refs/`
-/// read-only). Returns warnings.
+/// After a sandboxed run (objects migrated, lease held): moves what git inside changed in the
+/// admin dir down, `HEAD` detached, and mirrors the session's refs; or warns that the layers
+/// could not be mounted (the run had a throwaway layer and `refs/` read-only).
 pub(crate) fn settle(
     git: &Git,
     repo: &Repo,
@@ -265,9 +259,8 @@ pub(crate) fn settle(
     finish(git, repo, store, session_id, admin)
 }
 
-/// Finishes every move a crash interrupted (a `SettleGit` intent in `pending/`) whose
-/// session's lease is free; called under the repository lock (by `recovery::finish`). Best
-/// effort: one that fails stays pending.
+/// Finishes every interrupted `SettleGit` whose session's lease is free, under the repository
+/// lock. Best effort: one that fails stays pending.
 pub(crate) fn recover(_held: &RepoLock, git: &Git, repo: &Repo, store: &Store) {
     for intent in pending::left(store) {
         if let TreeMove::SettleGit(settle) = intent
@@ -285,10 +278,9 @@ pub(crate) fn read_head(admin: &Path) -> Vec<u8> {
         .unwrap_or_default()
 }
 
-/// Without the session's layers, the command wrote the admin dir itself: a `HEAD` it left on a
-/// branch (`git symbolic-ref`) is detached again, at the commit the repository's own refs give
-/// that name, or else back where it was before the run (`before`). Returns a warning when it
-/// was.
+/// Without the session's layers the command wrote the admin dir itself: a `HEAD` it left on a
+/// branch is detached again, at the commit the repository's refs give that name, or else back
+/// at `before`. Returns a warning when it was.
 pub(crate) fn keep_head_detached(
     git: &Git,
     repo: &Repo,
@@ -363,8 +355,7 @@ pub(crate) fn finish(
     Ok(warnings)
 }
 
-/// What persists of the git dir's layer between runs: `refs/`, `logs/` and `packed-refs`;
-/// anything else git inside wrote there (its hooks, `rr-cache`) is dropped.
+/// Drops all of the git dir's layer but `refs/`, `logs/` and `packed-refs` (hooks, `rr-cache`).
 fn keep_only_refs(places: &Places) -> Result<()> {
     let upper = open(&places.upper("common"))?;
     let entries = upper
@@ -383,8 +374,8 @@ fn keep_only_refs(places: &Places) -> Result<()> {
     Ok(())
 }
 
-/// Writes the admin dir's `HEAD` detached at what the layer's `HEAD` resolves to, remembers
-/// its branch, and drops the layer's `HEAD`.
+/// Detaches the admin dir's `HEAD` at what the layer's resolves to, remembers its branch, and
+/// drops the layer's.
 fn settle_head(
     view: &RefView,
     upper: &Dir,
@@ -422,8 +413,8 @@ fn remember(places: &Places, branch: Option<String>) -> Result<()> {
     crate::base::fsutil::write_record_atomic(&places.head_record(), HEAD_SCHEMA, &record)
 }
 
-/// Whether a name from the layer is one git accepts as a ref (checked here, so that one odd
-/// file the command wrote does not fail the whole mirror's transaction).
+/// Whether git accepts a name from the layer as a ref (so that one odd file does not fail the
+/// whole mirror's transaction).
 fn mirrorable(name: &str) -> bool {
     let chars = name
         .bytes()
@@ -437,8 +428,8 @@ fn mirrorable(name: &str) -> bool {
             .all(|part| !part.is_empty() && !part.starts_with('.') && !part.ends_with(".lock"))
 }
 
-/// Points the session's mirror refs at what its layer's refs name now (and its stash's
-/// entries), in one transaction; refs naming objects the store does not hold are left out.
+/// Points the session's mirror refs at what its layer's refs (and stash entries) name now, in
+/// one transaction; refs naming objects the store does not hold are left out.
 fn mirror(
     git: &Git,
     repo: &Repo,
@@ -485,8 +476,8 @@ fn mirror(
     Ok(warnings)
 }
 
-/// After a killed run: the loose refs its layer holds that name objects the store never got
-/// (they were in the run's quarantine) are dropped, so the session's git finds no broken ref.
+/// After a killed run: drops the loose refs of its layer naming objects the store never got
+/// (they were in the run's quarantine), so the session's git finds no broken ref.
 fn drop_dangling(git: &Git, repo: &Repo, places: &Places) -> Result<Vec<Warning>> {
     let upper = open(&places.upper("common"))?;
     let view = RefView::new(&repo.common_dir, &places.upper("common"));
