@@ -98,9 +98,8 @@ fn write_through(
     }
 }
 
-/// The root's patch, then each nested repository's after a header line (see
-/// [`nested_header`]); on a terminal, each line coloured as git colours a diff. With no nested
-/// change set, the bytes are exactly the root's patch.
+/// The root's patch, then each nested repository's after its [`header_line`]; painted, each
+/// line coloured as git colours a diff. With no nested change set, exactly the root's patch.
 fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
     let reader = outcome.open_patch().map_err(std::io::Error::other)?;
     copy_painted(reader, painted, w)?;
@@ -112,18 +111,11 @@ fn patch(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Re
     w.flush()
 }
 
-/// `# nested repository <path> (<kind>)`: what introduces a nested repository's change set,
-/// its path quoted as `git diff` quotes a name.
-fn nested_header(nested: &NestedDiff) -> String {
-    format!(
-        "# nested repository {} ({})",
-        super::quote_path(&nested.path.0),
-        nested.kind
-    )
-}
-
+/// `# nested repository <path> (<kind>)`, bold when painted: what introduces a nested
+/// repository's change set, its path quoted as `git diff` quotes a name.
 fn header_line(nested: &NestedDiff, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
-    let header = nested_header(nested);
+    let path = super::quote_path(&nested.path.0);
+    let header = format!("# nested repository {path} ({})", nested.kind);
     match painted {
         true => writeln!(w, "\x1b[1m{header}\x1b[m"),
         false => writeln!(w, "{header}"),
@@ -131,11 +123,9 @@ fn header_line(nested: &NestedDiff, painted: bool, w: &mut dyn Write) -> std::io
 }
 
 /// A patch's bytes; painted, each line coloured as git colours a diff.
-fn copy_painted(reader: impl Read, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
-    let mut reader = reader;
+fn copy_painted(mut reader: impl Read, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
     if !painted {
-        std::io::copy(&mut reader, w)?;
-        return Ok(());
+        return std::io::copy(&mut reader, w).map(drop);
     }
     let mut reader = BufReader::new(reader);
     let mut line = Vec::new();
@@ -151,19 +141,17 @@ fn copy_painted(reader: impl Read, painted: bool, w: &mut dyn Write) -> std::io:
             in_header = false;
         }
         let body = line.strip_suffix(b"\n").unwrap_or(&line);
-        let sgr: &[u8] = match body.first() {
-            _ if in_header => b"1",
-            Some(b'@') => b"36",
-            Some(b'+') => b"32",
-            Some(b'-') => b"31",
-            _ => b"",
+        let sgr = match body.first() {
+            _ if in_header => "1",
+            Some(b'@') => "36",
+            Some(b'+') => "32",
+            Some(b'-') => "31",
+            _ => "",
         };
         if sgr.is_empty() || body.is_empty() {
             w.write_all(&line)?;
         } else {
-            w.write_all(b"\x1b[")?;
-            w.write_all(sgr)?;
-            w.write_all(b"m")?;
+            write!(w, "\x1b[{sgr}m")?;
             w.write_all(body)?;
             w.write_all(b"\x1b[m")?;
             w.write_all(&line[body.len()..])?;
@@ -190,7 +178,7 @@ fn name_only(outcome: &DiffOutcome, nul: bool, w: &mut dyn Write) -> std::io::Re
 }
 
 /// The root's files as `git diff --stat` writes them, then each nested repository's after its
-/// header line (see [`nested_header`]).
+/// [`header_line`].
 fn stat(outcome: &DiffOutcome, painted: bool, w: &mut dyn Write) -> std::io::Result<()> {
     if !outcome.files.is_empty() || outcome.nested_change_sets.is_empty() {
         stat_block(&outcome.files, painted, w)?;
@@ -247,24 +235,15 @@ fn counts(file: &FileChange, most: u64, digits: usize, painted: bool) -> String 
         return format!("{:>digits$}{status}", "Bin");
     }
     let total = file.additions + file.deletions;
-    let scale = |n: u64| {
-        if most <= 40 {
-            n
-        } else {
-            (n * 40).div_ceil(most)
-        }
-    };
-    let (plus, minus) = (
-        "+".repeat(scale(file.additions) as usize),
-        "-".repeat(scale(file.deletions) as usize),
-    );
-    let (plus, minus) = if painted {
-        (
+    // Up to 40 marks as they are, more scaled down to 40.
+    let marks = |mark: &str, n: u64| mark.repeat((n * 40).div_ceil(most.max(40)) as usize);
+    let (plus, minus) = (marks("+", file.additions), marks("-", file.deletions));
+    let (plus, minus) = match painted {
+        true => (
             format!("\x1b[32m{plus}\x1b[m"),
             format!("\x1b[31m{minus}\x1b[m"),
-        )
-    } else {
-        (plus, minus)
+        ),
+        false => (plus, minus),
     };
     format!("{total:>digits$} {plus}{minus}{status}")
 }
