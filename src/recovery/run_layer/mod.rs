@@ -1,10 +1,9 @@
 //! `run`'s fast path: the layer a sandboxed command writes to, merged into the isolation.
 //! May call: base, git, store, context, model and the rest of recovery.
 //!
-//! `run`'s fast path: a sandboxed run's command writes to a layer over the isolation (an
-//! overlay in its own mount namespace, whose upper directory is in the state dir on the
-//! isolation's file system), so that afterwards the layer lists exactly what it created,
-//! changed or deleted. The run's change set comes from those paths alone:
+//! A sandboxed run's command writes to an overlay over the isolation (its upper directory in
+//! the state dir, on the isolation's file system), so that afterwards the layer lists exactly
+//! what it created, changed or deleted. The run's change set comes from those paths alone:
 //!
 //! - its base is the isolation's last tree (the tree of its last full snapshot, or the result
 //!   of the last run since, noted beside a3s-iso's own index of it) with each path the run
@@ -12,19 +11,17 @@
 //! - its result is that tree with the same paths taken after the merge, which moves the layer
 //!   down into the tree (renames; whiteouts delete; opaque directories replace).
 //!
-//! Both are staged as `git add -A` would stage those paths (ignored files left out, tracked
-//! ones kept), a changed `.gitignore` naming its whole directory, into an index of those paths
-//! alone; the trees are then the last tree with those paths replaced (`git::TreeEdit`), so
-//! nothing of the size of the repository is read. Edits made outside any run are not the
-//! run's: a path the run did not touch keeps its entry of the last tree, and the next full
-//! snapshot (`capture`) sees them, since a3s-iso's own index still holds the stat data of the
-//! last full snapshot. A changed root `.gitignore` stages every path of that index instead.
+//! Both are staged as `git add -A` would stage those paths (a changed `.gitignore` naming its
+//! whole directory) into an index of those paths alone; the trees are the last tree with those
+//! paths replaced (`git::TreeEdit`), so nothing of the repository's size is read. Edits made
+//! outside any run keep their entry of the last tree: the next full snapshot (`capture`) sees
+//! them, as a3s-iso's own index still holds the last full snapshot's stat data. A changed root
+//! `.gitignore` stages every path of that index instead.
 //!
-//! The merge is recorded first (`pending`, [`crate::recovery::pending::TreeMove::MergeRun`], written before
-//! the command starts), so whatever ends `run` after the command wrote, the next command
-//! merges what the layer holds (`recovery` runs [`recover`]; `pending` only records it).
-//! Where the fast path cannot be proven the run takes the full one (a snapshot before and
-//! after the command): see [`prepare`] and [`finish`].
+//! The merge is recorded before the command starts
+//! ([`crate::recovery::pending::TreeMove::MergeRun`]), so whatever ends `run`, the next command
+//! merges what the layer holds ([`recover`]). Where the fast path cannot be proven the run
+//! takes the full one (a snapshot before and after): see [`prepare`] and [`finish`].
 
 mod dropped;
 mod merge;
@@ -40,8 +37,7 @@ use crate::model::snapshot::{self, Snapshot, TempFile};
 use crate::recovery::pending::{MergeRun, TreeMove};
 use crate::store::lock::RepoLock;
 
-/// The variable that makes `run` take the full path, so that tests can compare both; only
-/// builds with the `fault-injection` feature read it.
+/// Makes `run` take the full path, so that tests can compare both (`fault-injection` builds).
 pub const FORCE_FULL: &str = "A3S_ISO_TEST_FULL_RUN";
 
 /// A run's layer over its isolation, made (and its merge recorded) before the command.
@@ -77,12 +73,11 @@ pub(crate) enum Writes {
 pub(crate) enum Finished {
     /// From the paths the layer held: the base and the result.
     Fast { base: String, result: Snapshot },
-    /// The layer was thrown away: the isolation is its last tree still, and `wrote` the
-    /// paths a snapshot would have taken from what the command wrote.
+    /// The layer was thrown away: the isolation is its last tree still; `wrote`: the paths a
+    /// snapshot would have taken from what the command wrote.
     Dropped { tree: String, wrote: Vec<String> },
     /// The layer could not be used (the overlay was refused, or the run touched a nested
-    /// repository): it is merged, the base is the last snapshot, and the result is a full
-    /// snapshot the caller takes.
+    /// repository): it is merged, and the caller takes a full snapshot for the result.
     Full { base: String },
 }
 
@@ -90,10 +85,9 @@ fn forced_full() -> bool {
     cfg!(feature = "fault-injection") && std::env::var_os(FORCE_FULL).is_some_and(|v| !v.is_empty())
 }
 
-/// The run's layer, when the run can take the fast path: sandboxed, the last full snapshot
-/// found no nested repository or submodule and left a plain index, no other write reaches the
-/// isolation but through the layer, and the layer is on the isolation's file system. The
-/// merge is recorded before this returns. `None`: the full path.
+/// The run's layer, its merge recorded, when the run can take the fast path: sandboxed, a flat
+/// last full snapshot with a plain index, no write to the isolation but through the layer, and
+/// the layer on the isolation's file system. `None`: the full path.
 pub(crate) fn prepare(
     located: &Located,
     isolation: &Isolation,
@@ -146,15 +140,13 @@ fn provable(located: &Located, isolation: &Isolation, spec: &SandboxSpec, id: &S
         && mountable(tree)
 }
 
-/// The mark beside a3s-iso's index of an isolation that its last full snapshot found neither
-/// a nested repository nor a gitlink.
+/// The mark beside a3s-iso's index that its last full snapshot found nothing nested.
 fn flat_marker(seed: &Path) -> PathBuf {
     seed.with_extension("flat")
 }
 
-/// Records, after a full snapshot of an isolation, whether it found nothing nested and left a
-/// plain index (the fast path needs both). Best effort: without the mark, runs take the full
-/// path.
+/// Records, after a full snapshot, whether it found nothing nested and left a plain index (the
+/// fast path needs both). Best effort: without the mark, runs take the full path.
 pub(crate) fn note_full_snapshot(seed: &Path, flat: bool) {
     let marker = flat_marker(seed);
     match flat && plain_seed(seed).unwrap_or(false) {
@@ -289,11 +281,10 @@ fn edit_last_tree(
     })
 }
 
-/// The run's trees when the root's `.gitignore` changed (any path may be ignored otherwise
-/// now): a3s-iso's index of the isolation with every path staged before and after the merge,
-/// then kept as its index. Each staging starts from a copy whose records that may have
-/// changed since it was written are distrusted, as a snapshot's does: git compares whole
-/// seconds, and a same-size edit with its time put back would otherwise stay unread.
+/// The run's trees when the root's `.gitignore` changed: a3s-iso's index with every path
+/// staged before and after the merge, then kept. Each staging starts from a copy whose racy
+/// records are distrusted, as a snapshot's does: git compares whole seconds, and a same-size
+/// edit with its time put back would otherwise stay unread.
 fn restage_whole(
     wt: &crate::git::HermeticGit,
     located: &Located,
@@ -322,22 +313,14 @@ fn read_failure(upper: &Path) -> String {
     format!("cannot read the run's layer {}", upper.display())
 }
 
-/// Merges the layer into the tree (unless it is dropped), removes it, then the intent. Each
-/// step can be done again.
+/// Merges the layer into the tree (unless dropped), removes it, then the intent; repeatable.
 fn complete(store: &crate::store::state::Store, intent: &MergeRun) -> Result<()> {
     let upper = intent.layer.join("upper");
     let tree_is_there = std::fs::symlink_metadata(&intent.tree).is_ok_and(|m| m.is_dir());
     if !intent.dropped && tree_is_there && upper.is_dir() {
-        merge::merge(&upper, &intent.tree).map_err(|e| {
-            Error::io(
-                format!(
-                    "cannot merge the run's layer {} into {}",
-                    upper.display(),
-                    intent.tree.display()
-                ),
-                e,
-            )
-        })?;
+        let (from, into) = (upper.display(), intent.tree.display());
+        merge::merge(&upper, &intent.tree)
+            .ctx(|| format!("cannot merge the run's layer {from} into {into}"))?;
     }
     crate::fault_point!("run-layer-after-merge");
     merge::remove_layer(&intent.layer)
@@ -348,10 +331,8 @@ fn complete(store: &crate::store::state::Store, intent: &MergeRun) -> Result<()>
     crate::recovery::pending::remove(store, &intent.session_id)
 }
 
-/// Finishes every merge a crash interrupted (a `MergeRun` intent in `pending/`) whose
-/// session's lease is free: what the layer still holds moves into the tree. Called under the
-/// repository lock (by `recovery::finish`), before anything else reads the tree. Best effort:
-/// one that fails stays pending.
+/// Finishes every interrupted `MergeRun` whose session's lease is free, under the repository
+/// lock, before anything else reads the tree. Best effort: one that fails stays pending.
 pub(crate) fn recover(_held: &RepoLock, store: &crate::store::state::Store) {
     for intent in crate::recovery::pending::left(store) {
         if let TreeMove::MergeRun(merge) = intent
