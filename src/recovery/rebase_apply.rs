@@ -1,8 +1,7 @@
-//! Writing the isolation to what an intent names — its files (tracked and untracked), its
-//! index and its HEAD — and what follows; the same code finishes an intent a crash left. Each
-//! part is idempotent: the files are moved from whatever a fresh snapshot finds to the target
-//! tree (`read-tree -m -u`, nothing written where they already match), the index and HEAD are
-//! written whole, by rename.
+//! Writing the isolation to what an intent names (its files, index and HEAD) and what follows;
+//! the same code finishes an intent a crash left. Each part is idempotent: the files move from
+//! whatever a fresh snapshot finds to the target tree (`read-tree -m -u`), the index and HEAD
+//! are written whole, by rename.
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -19,8 +18,7 @@ use crate::recovery::rebase_record::{self, Applying, HeadPlan, IndexPlan, Then};
 use crate::store::lock::RepoLock;
 use crate::store::state::{Rebased, Store};
 
-/// The isolation's index as a fresh rebase saved it: the tree it holds, and its file's stamp
-/// then.
+/// The isolation's index as a fresh rebase saved it: its tree, and its file's stamp then.
 #[derive(Debug, Clone)]
 pub(crate) struct SavedIndex {
     pub tree: String,
@@ -30,12 +28,10 @@ pub(crate) struct SavedIndex {
 /// How an intent is carried out.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Start<'a> {
-    /// A new one, checked first: an ignored file where the target puts a tracked one (which
-    /// git would write over) fails before anything is recorded or written. With `now`, the
-    /// tree of a snapshot this command took under the lock and the session's lease (the
-    /// files unchanged since), no snapshot is taken again; with `index`, the tree of the
-    /// isolation's index as this command saved it, the index is edited rather than written
-    /// whole while nothing has written it since.
+    /// A new one, checked first: an ignored file where the target puts a tracked one fails
+    /// before anything is written. `now`: the tree of a snapshot taken under the lock and the
+    /// lease, not taken again; `index`: the isolation's index as saved, edited rather than
+    /// written whole while nothing has written it since.
     Fresh {
         now: Option<&'a str>,
         index: Option<&'a SavedIndex>,
@@ -159,8 +155,7 @@ fn held_in<'a>(
     Ok(crate::git::split_nul(&listed).map(<[u8]>::to_vec).collect())
 }
 
-/// The working tree from what it holds now (`now`, which a3s-iso's own index describes) to
-/// `tree`.
+/// Moves the working tree from `now` (which a3s-iso's own index describes) to `tree`.
 pub(crate) fn write_files(
     wt: &HermeticGit,
     store: &Store,
@@ -253,9 +248,8 @@ fn write_index(
     Ok(())
 }
 
-/// The isolation's index edited from the tree it held when saved to `to` (only the entries
-/// that differ change; the others keep their stat data, so git need not read every file
-/// again), when nothing wrote or replaced it since; `false`: not edited.
+/// Edits the isolation's index from its saved tree to `to` when nothing wrote it since (the
+/// other entries keep their stat data, so git need not read every file again); `false`: not.
 fn edit_index(
     wt: &HermeticGit,
     store: &Store,
@@ -302,8 +296,8 @@ fn write_head(store: &Store, isolation: &Isolation, id: &SessionId, plan: &HeadP
     write_atomic(&isolation.admin.join("HEAD"), &bytes)
 }
 
-/// What follows once the isolation holds the target: the session record moves to the new base,
-/// the conflict is recorded, or the rebase's records go.
+/// Once the isolation holds the target: the session moves to the new base, the conflict is
+/// recorded, or the rebase's records go.
 fn follow_up(git: &Git, store: &Store, id: &SessionId, then: &Then) -> Result<()> {
     match then {
         Then::Clean {
@@ -339,8 +333,7 @@ fn follow_up(git: &Git, store: &Store, id: &SessionId, then: &Then) -> Result<()
     }
 }
 
-/// Finishes every rebase a crash interrupted (called with the repository lock held). Returns
-/// what the user should be told.
+/// Finishes every interrupted rebase, under the lock; returns what to tell the user.
 pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<Warning> {
     rebase_record::intents(store)
         .into_iter()
@@ -350,11 +343,8 @@ pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<Warning
                 Then::Conflicted(_) => RebaseEnd::CompletedToConflict,
                 Then::Aborted => RebaseEnd::Undone,
             };
-            let gone = store
-                .load_session(&intent.session_id)
-                .ok()
-                .flatten()
-                .is_none_or(|s| !s.state.has_tree());
+            let session = store.load_session(&intent.session_id);
+            let gone = !matches!(session, Ok(Some(s)) if s.state.has_tree());
             let session_id = intent.session_id.clone();
             if gone {
                 // Nothing left to rebase: the session or its isolation went since.
