@@ -1,7 +1,6 @@
-//! Finishing what a crashed promote started, under the repository lock, before the command
-//! that took it does anything else. Each decision is planned from what the intent recorded and
-//! what the checkout holds now (blob ids, branch tips, the stash list), then acted on; a state
-//! that is neither before nor after the promote is never guessed at.
+//! Finishing what a crashed promote started, under the repository lock. Each decision is
+//! planned from what the intent recorded and what the checkout holds now (blob ids, branch
+//! tips, the stash list), then acted on; a state neither before nor after is never guessed at.
 
 use std::path::Path;
 use std::time::Duration;
@@ -62,8 +61,7 @@ pub(crate) fn classify(
     }
 }
 
-/// Finds every unfinished intent of the store and completes it (or rolls it back); returns what
-/// the user should be told, one line each.
+/// Completes (or rolls back) every unfinished intent; returns what to tell the user.
 pub(crate) fn recover(_held: &RepoLock, git: &Git, store: &Store) -> Vec<Warning> {
     let mut notices = Vec::new();
     for found in record::pending(store) {
@@ -148,8 +146,8 @@ fn recover_patch(git: &Git, store: &Store, intent: &Intent, plan: &PatchPlan) ->
     Ok(Some(notice))
 }
 
-/// For a promote of `digest` whose intent is still pending after recovery: the paths that keep
-/// it from completing (empty when the intent is a branch promote's).
+/// The paths that keep the still-pending intent of `digest` from completing (empty for a
+/// branch promote's).
 pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<Vec<RepoPath>>> {
     let Some(intent) = record::load(store, digest)? else {
         return Ok(None);
@@ -165,8 +163,7 @@ pub(crate) fn blocking(git: &Git, store: &Store, digest: &str) -> Result<Option<
     }))
 }
 
-/// Records a recovered landing in the promote journal, with the step it landed (branch mode:
-/// the source's HEAD is where the finished replay left it).
+/// Journals a recovered landing with its step (branch mode: HEAD where the replay left it).
 fn journal(store: &Store, intent: &Intent) -> Result<()> {
     let mut step = intent.step.clone();
     if let (Some(step), Changes::Branch(plan)) = (&mut step, &intent.changes) {
@@ -194,7 +191,7 @@ enum BranchVerdict {
     /// The replay finished: restore the WIP (after a reset to the tip when the stash is still
     /// there, to clear a half-done restore) and journal.
     Forward { reset: bool },
-    /// It had not finished: back to the old tip (when something may have moved), restore the WIP.
+    /// Not finished: back to the old tip (when something may have moved), restore the WIP.
     Back { reset: bool },
     /// The branch is not where this promote left it: nothing is reset.
     Foreign(String),
@@ -245,7 +242,9 @@ fn find_branch(git: &Git, source: &Path, plan: &BranchPlan) -> Result<BranchFoun
         None => None,
     };
     let stash = match &plan.stash {
-        Some(recorded) if stash::listed(git, source, recorded) => Some(recorded.clone()),
+        Some(recorded) if stash::position(git, source, recorded).is_some() => {
+            Some(recorded.clone())
+        }
         _ => stash::find(git, source, &plan.token).map(|(_, oid)| oid),
     };
     Ok(BranchFound {
@@ -281,8 +280,7 @@ fn recover_branch(
     settle_branch(git, store, intent, plan, &found)
 }
 
-/// Decides from what was found and acts on the verdict: reset, restore the WIP, journal, drop
-/// the intent.
+/// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
 fn settle_branch(
     git: &Git,
     store: &Store,

@@ -1,6 +1,6 @@
-//! The user's WIP set aside during a branch promote: stashed with a message that carries the
-//! intent's token (so that a crash between the stash and the intent's update cannot lose it),
-//! found again by identity, restored with its index, and dropped by identity.
+//! The user's WIP set aside during a branch promote: stashed under a message carrying the
+//! intent's token (so that a crash before the intent names it cannot lose it), restored with
+//! its index, and found and dropped by identity.
 
 use std::path::Path;
 
@@ -13,16 +13,15 @@ use crate::recovery::intent::record::{Entry, RepoPath};
 /// wait for a git the crash left running.
 pub(crate) use crate::git::TOKEN_VAR;
 
-/// Whether the checkout has work to set aside: staged or unstaged changes to tracked files.
-/// Untracked files stay where they are: the replay refuses to start when one is at a path it
-/// changes, and neither a cherry-pick nor a reset to the old tip touches the others, so
-/// there is no need for `git status` to read every directory.
+/// Whether the checkout has staged or unstaged changes to tracked files to set aside.
+/// Untracked files stay: the replay refuses one at a path it changes, and neither a
+/// cherry-pick nor a reset touches the others, so `git status` need not read every directory.
 pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
     Ok(!git.status_tracked(source)?.is_empty())
 }
 
 /// Stashes the checkout's WIP (untracked included) under a message carrying `token`; returns
-/// the stash commit, found by that token afterwards, never by position.
+/// the stash commit, found by that token, never by position.
 pub(crate) fn push(
     git: &Git,
     source: &Path,
@@ -39,11 +38,10 @@ pub(crate) fn push(
 
 /// The stash list: commit and message, newest first.
 fn list(git: &Git, source: &Path) -> Vec<(String, String)> {
-    let listed = git.stash_reflog(source);
-    let Ok(listed) = listed.map(|o| String::from_utf8_lossy(&o.stdout).into_owned()) else {
+    let Ok(listed) = git.stash_reflog(source) else {
         return Vec::new();
     };
-    listed
+    String::from_utf8_lossy(&listed.stdout)
         .lines()
         .filter_map(|l| l.split_once(' '))
         .map(|(oid, subject)| (oid.to_string(), subject.to_string()))
@@ -60,13 +58,8 @@ pub(crate) fn find(git: &Git, source: &Path, token: &str) -> Option<(usize, Stri
 }
 
 /// Where `stash` sits in the stash list, if it is still there.
-fn position(git: &Git, source: &Path, stash: &str) -> Option<usize> {
+pub(crate) fn position(git: &Git, source: &Path, stash: &str) -> Option<usize> {
     list(git, source).iter().position(|(oid, _)| oid == stash)
-}
-
-/// Whether `stash` is still in the stash list.
-pub(crate) fn listed(git: &Git, source: &Path, stash: &str) -> bool {
-    position(git, source, stash).is_some()
 }
 
 /// Restores a stash with its index and drops it; on failure (`false`) the stash is kept and
@@ -75,8 +68,7 @@ pub(crate) fn restore(git: &Git, source: &Path, token: &str, stash: &str) -> boo
     let marked = git.marked(source, token);
     let applied = marked.stash_apply(stash);
     if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
-        let unmerged = git.unmerged(source).unwrap_or_default();
-        if !unmerged.is_empty() {
+        if !git.unmerged(source).unwrap_or_default().is_empty() {
             let _ = marked.reset_index();
         }
         return false;
@@ -87,9 +79,9 @@ pub(crate) fn restore(git: &Git, source: &Path, token: &str, stash: &str) -> boo
     true
 }
 
-/// Before a stash is restored onto a checkout a crash left: removes the untracked files that
-/// the stash holds byte for byte (a `stash push` killed before it cleaned them up), so that
-/// the restore does not stop at them. Tracked paths are never touched.
+/// Before a stash is restored onto a checkout a crash left: removes the untracked files it
+/// holds byte for byte (a `stash push` killed before cleaning them up), which would stop the
+/// restore. Tracked paths are never touched.
 pub(crate) fn clear_stashed_untracked(git: &Git, source: &Path, stash: &str) -> Result<()> {
     let untracked = format!("{stash}^3");
     if git.rev_parse(source, &untracked)?.is_none() {
