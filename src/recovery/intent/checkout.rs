@@ -1,8 +1,7 @@
 //! The checkout as an intent sees it: what each touched path holds now (hashed as `git add`
-//! would, without touching the index), and the writer that puts post-images in place. Every
-//! path is written to a temporary sibling and renamed over its target, so at any instant a path
-//! holds either its pre-image or its post-image, never half of one: a crash leaves each path
-//! wholly before or wholly after, which recovery can tell apart from the recorded blob ids.
+//! would, without touching the index), and the writer of post-images. Every path is written to
+//! a temporary sibling and renamed over its target, so a crash leaves each path wholly before
+//! or wholly after, which recovery tells apart from the recorded blob ids.
 
 use std::collections::BTreeSet;
 use std::fs::{self, OpenOptions};
@@ -41,8 +40,7 @@ pub(crate) enum PathState {
     Absent,
     /// A file, a symlink or a submodule's directory, as a git entry.
     Held(Entry),
-    /// Something a patch cannot have put there: a directory, a special file, a path under a
-    /// symlink.
+    /// A directory, a special file, a path under a symlink: nothing a patch puts there.
     Other,
 }
 
@@ -69,8 +67,7 @@ impl<'a> Checkout<'a> {
         })
     }
 
-    /// What each path holds now; `write` also stores the blobs in the object store (so that
-    /// they can serve as pre-images).
+    /// What each path holds now; `write` also stores the blobs (to serve as pre-images).
     pub(crate) fn states(&self, paths: &[RepoPath], write: bool) -> Result<Vec<PathState>> {
         let mut states = vec![PathState::Absent; paths.len()];
         let mut files: Vec<(usize, &'static str)> = Vec::new();
@@ -121,8 +118,7 @@ impl<'a> Checkout<'a> {
         Ok(states)
     }
 
-    /// Whether `state` is `want` (`None`: absent). Without `core.filemode` the executable bit
-    /// does not count.
+    /// Whether `state` is `want` (`None`: absent), the executable bit only with `core.filemode`.
     pub(crate) fn holds(&self, state: &PathState, want: Option<&Entry>) -> bool {
         match (state, want) {
             (PathState::Absent, None) => true,
@@ -146,8 +142,8 @@ impl<'a> Checkout<'a> {
         Ok(gitlink.map_or(PathState::Other, |(_, entry)| PathState::Held(entry)))
     }
 
-    /// Whether a directory above `path` (inside the checkout) is a symlink: writing there would
-    /// write outside the paths the patch names.
+    /// Whether a directory above `path` is a symlink: writing there would write outside the
+    /// paths the patch names.
     fn behind_symlink(&self, path: &RepoPath) -> bool {
         let mut dir = PathBuf::from(self.top);
         let components: Vec<_> = Path::new(path.as_os()).components().collect();
@@ -160,8 +156,8 @@ impl<'a> Checkout<'a> {
         false
     }
 
-    /// The temporary sibling the writer uses for path number `i` of a plan tagged `tag`: a
-    /// fixed name, so that recovery can remove what a crash left.
+    /// The writer's temporary sibling for path `i` of a plan tagged `tag`: a fixed name, so that
+    /// recovery can remove what a crash left.
     fn temp_for(&self, path: &RepoPath, tag: &str, i: usize) -> PathBuf {
         let full = path.under(self.top);
         full.parent()
@@ -308,9 +304,9 @@ impl<'a> Checkout<'a> {
         }
     }
 
-    /// A submodule's image is its commit: the superproject's index entry says which, and an
-    /// initialised submodule is checked out (detached) at it. The promote checked beforehand
-    /// that the submodule is clean and has the commit; recovery writes it the same way.
+    /// A submodule's image is its commit: the superproject's index entry, and an initialised
+    /// submodule checked out (detached) at it. The promote checked that it is clean and has the
+    /// commit; recovery writes it the same way.
     fn move_gitlink(&self, path: &RepoPath, entry: &Entry) -> Result<()> {
         let dir = path.under(self.top);
         if fs::symlink_metadata(dir.join(".git")).is_ok()
@@ -343,9 +339,8 @@ impl<'a> Checkout<'a> {
     }
 
     /// Asks git now which of `paths` have checkout filters, so that the writer of the promote
-    /// tagged `tag` asks nothing (for the checks that run beside this reading). Nothing is
-    /// learnt when the change touches a `.gitattributes`: the writer asks once the removals
-    /// are done.
+    /// tagged `tag` asks nothing; not when the change touches a `.gitattributes`: the writer
+    /// asks once the removals are done.
     pub(crate) fn learn_filters(&self, tag: &str, paths: &[RepoPath]) -> Result<()> {
         let sets_attributes = paths
             .iter()
@@ -356,10 +351,9 @@ impl<'a> Checkout<'a> {
         self.filtered(tag, paths.iter()).map(|_| ())
     }
 
-    /// The paths whose checkout form may differ from the blob (filters, end-of-line
-    /// conversion): those are written through `cat-file --filters`. Each path's answer is kept
-    /// for the rest of the promote tagged `tag` only: another promote in the same command
-    /// (`land`) may find the attributes changed by this one.
+    /// The paths whose checkout form may differ from the blob (filters, end-of-line conversion),
+    /// written through `cat-file --filters`. Each answer is kept for the promote tagged `tag`
+    /// only: another promote of the same command (`land`) may find the attributes changed.
     fn filtered<'p>(
         &self,
         tag: &str,

@@ -1,7 +1,7 @@
 //! Planning a patch promote without touching the checkout: the pre-images are the checkout's
-//! current files (hashed into the object store), the post-images what `git apply --cached`
-//! makes of them in a temporary index holding only those pre-images. Both exist as objects
-//! before the intent is written, so recovery can compare and write from blob ids alone.
+//! files (hashed into the object store), the post-images what `git apply --cached` makes of
+//! them in a temporary index. Both are objects before the intent is written, so recovery can
+//! compare and write from blob ids alone.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -80,8 +80,8 @@ pub(crate) fn plan_patch(
     }))
 }
 
-/// The plan of a change set whose every touched path holds its pre-image exactly: nothing for
-/// git to apply, the post-images are already known (the change set's result tree).
+/// The plan of a change set whose touched paths all hold their pre-image: the post-images are
+/// known already (the change set's result tree).
 pub(crate) fn plan_of_changes(top: &Path, changes: Vec<PathChange>) -> PatchPlan {
     PatchPlan {
         created_dirs: created_dirs(top, &changes),
@@ -126,9 +126,8 @@ pub(crate) fn tree_changes(
     Ok(Some(changes))
 }
 
-/// Every path a patch a3s-iso made from two trees changes, with both images, read from the
-/// patch's own headers (no git). `None` when a section does not say both images: then the
-/// trees are asked ([`tree_changes`]).
+/// Every path a patch a3s-iso made changes, with both images, read from its headers (no git).
+/// `None` when a section does not say both: then ask the trees ([`tree_changes`]).
 pub(crate) fn patch_changes(patch_file: &Path) -> Result<Option<Vec<PathChange>>> {
     let file =
         std::fs::File::open(patch_file).ctx(|| format!("cannot read {}", patch_file.display()))?;

@@ -1,6 +1,5 @@
-//! The intent record (`<state>/intents/<digest hex>.json`, schema `a3s-iso.intent.v1`): what a
-//! promote is about to do to the checkout, written and fsynced before the first byte of it
-//! changes, and removed once the promote is journaled (or rolled back).
+//! The intent record (`<state>/intents/<digest hex>.json`): what a promote is about to do to
+//! the checkout, fsynced before its first byte changes, removed once journaled (or rolled back).
 //!
 //! Paths are bytes ([`RepoPath`]): any path git can hold survives the round trip exactly.
 
@@ -33,8 +32,8 @@ impl Entry {
         self.mode == "160000"
     }
 
-    /// The path and entry of each NUL-separated `<mode> <word> <word>\t<path>` record git
-    /// lists, the object id the word at `oid_at` (`ls-files -s`: 1; `ls-tree`: 2).
+    /// The path and entry of each NUL-ended `<mode> <word> <word>\t<path>` git lists, the id at
+    /// word `oid_at` (`ls-files -s`: 1; `ls-tree`: 2).
     pub(crate) fn listed(listed: &[u8], oid_at: usize) -> impl Iterator<Item = (&[u8], Entry)> {
         crate::git::split_nul(listed).filter_map(move |record| {
             let tab = record.iter().position(|b| *b == b'\t')?;
@@ -87,8 +86,8 @@ pub(crate) struct BranchPlan {
     pub(crate) retained_tip: String,
     /// Whether the source had uncommitted work to set aside.
     pub(crate) had_wip: bool,
-    /// A unique token: in the stash's message and in the environment of every git the promote
-    /// starts, so that both can be found after a crash.
+    /// A unique token in the stash's message and every git's environment, to find both after
+    /// a crash.
     pub(crate) token: String,
     /// The stash commit holding the user's WIP, once it exists.
     pub(crate) stash: Option<String>,
@@ -131,8 +130,8 @@ pub(crate) struct Intent {
     /// The promoting process.
     pub(crate) pid: u32,
     pub(crate) changes: Changes,
-    /// For a session's promote: the step it lands, journaled with it (by the promote, or by
-    /// recovery), so that a crash neither loses the step nor records it twice.
+    /// The step a session's promote lands, journaled with it (by the promote or recovery), so
+    /// that a crash neither loses it nor records it twice.
     #[serde(default)]
     pub(crate) step: Option<Step>,
     /// For `promote --reapply`: the `promoted_at_ms` of the journal entry this landing follows
@@ -184,15 +183,14 @@ pub(crate) fn pending(store: &Store) -> Vec<std::result::Result<Intent, String>>
     let Ok(entries) = std::fs::read_dir(&dir) else {
         return Vec::new();
     };
+    let hidden = |p: &PathBuf| {
+        p.file_name()
+            .is_some_and(|n| n.as_bytes().starts_with(b"."))
+    };
     let mut names: Vec<PathBuf> = entries
         .flatten()
         .map(|e| e.path())
-        .filter(|p| {
-            p.extension().is_some_and(|e| e == "json")
-                && !p
-                    .file_name()
-                    .is_some_and(|n| n.as_bytes().starts_with(b"."))
-        })
+        .filter(|p| p.extension().is_some_and(|e| e == "json") && !hidden(p))
         .collect();
     names.sort();
     names
