@@ -2,8 +2,6 @@
 //! subcommand states for a name with a dash), hidden subcommands left out, and session ids for
 //! `-s/--session` asked from the binary at completion time (`a3s-iso __complete sessions`).
 
-use std::io::Write;
-
 use clap::builder::PossibleValuesParser;
 use clap::{CommandFactory, Subcommand};
 use clap_complete::Shell;
@@ -67,11 +65,6 @@ pub fn script(shell: Shell) -> Vec<u8> {
         _ => text,
     };
     text.into_bytes()
-}
-
-/// Writes the completion script for `shell`.
-pub fn completions(shell: Shell, out: &mut dyn Write) {
-    let _ = out.write_all(&script(shell));
 }
 
 /// clap_complete names bash's subcommand states `a3s__iso__subcmd__promote` while it walks the

@@ -353,7 +353,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         }
         Command::Complete { what } => Ok(complete::run(context_in(cli, None), *what, out)),
         Command::Completions { shell } => {
-            complete::completions(*shell, &mut std::io::stdout().lock());
+            let _ = std::io::Write::write_all(&mut std::io::stdout(), &complete::script(*shell));
             Ok(0)
         }
         Command::GenerateAssets { dir } => assets::generate(dir).map(|()| 0),
