@@ -71,16 +71,13 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
         out.document("a3s-iso.push.v1", &outcome);
         return Ok(0);
     }
-    let headline = match outcome.outcome {
-        PushResult::Pushed => format!("pushed to {}", outcome.remote.name),
-        PushResult::Unchanged => format!(
-            "unchanged: {} holds this change set already; nothing pushed",
-            outcome.remote.name
+    let remote = &outcome.remote.name;
+    let (headline, tone) = match outcome.outcome {
+        PushResult::Pushed => (format!("pushed to {remote}"), Tone::Good),
+        PushResult::Unchanged => (
+            format!("unchanged: {remote} holds this change set already; nothing pushed"),
+            Tone::Quiet,
         ),
-    };
-    let tone = match outcome.outcome {
-        PushResult::Pushed => Tone::Good,
-        PushResult::Unchanged => Tone::Quiet,
     };
     out.headline_toned(&headline, tone);
     out.fields(&[
