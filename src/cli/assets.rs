@@ -1,5 +1,4 @@
-//! Shell completions, man pages and the docs' options table, generated from the clap
-//! definition.
+//! Shell completions, man pages and the docs' options table, generated from clap's definition.
 
 use std::path::Path;
 
@@ -90,8 +89,7 @@ fn man_page(cmd: clap::Command, name: &str) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// A line shown as is in roff: backslashes escaped, and a leading `.` or `'` kept from
-/// being read as a request.
+/// A line shown as is in roff: backslashes escaped, a leading `.` or `'` not read as a request.
 fn roff_literal(line: &str) -> String {
     let line = line.replace('\\', "\\e").replace('-', "\\-");
     if line.starts_with(['.', '\'']) {

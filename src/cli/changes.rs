@@ -16,8 +16,7 @@ pub struct ChangesArgs {
     pub request: PathBuf,
 }
 
-/// Answers the request with the stored change-set document of the run it names, exactly as
-/// stored, on stdout (with or without `--json`: the document is the answer).
+/// Answers the request with the run's change-set document exactly as stored, on stdout.
 pub fn run(ctx: &Context, args: &ChangesArgs, out: &Output) -> Result<i32> {
     let identity = read_request(&args.request)?;
     let answer = answer(ctx, &identity)?;

@@ -18,12 +18,10 @@ pub enum CompleteWhat {
     Sessions,
 }
 
-/// Stands for the session ids in the generated scripts until each shell's way of asking the
-/// binary replaces it.
+/// Stands for the session ids in the generated scripts until each shell's own way replaces it.
 const SESSIONS: &str = "A3S_ISO_SESSION_IDS";
 
-/// The command line, as the completions present it: visible subcommands only, and every
-/// `-s/--session` completed with the session-id stand-in.
+/// The visible subcommands, every `-s/--session` completed with the session-id stand-in.
 fn completion_command() -> clap::Command {
     let full = Cli::command();
     let subcommands: Vec<clap::Command> = full
@@ -95,8 +93,8 @@ fn zsh(text: &str) -> String {
     }
 }
 
-/// `__complete sessions`: the ids, one a line; nothing (and success) outside a repository, so a
-/// completion never prints an error into the command line.
+/// `__complete sessions`: the ids, one a line; nothing (and success) outside a repository, so
+/// that a completion never prints an error.
 pub fn run(ctx: Result<Context>, what: CompleteWhat, out: &Output) -> i32 {
     match what {
         CompleteWhat::Sessions => {

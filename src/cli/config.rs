@@ -78,8 +78,7 @@ fn render(report: &ConfigReport, out: &Output) {
     }
 }
 
-/// Every setting that grants or runs something, `KEY  VALUE (SOURCE)`; with `only_set`, only
-/// those set by a file (not left at their default).
+/// Every setting that grants or runs something, `KEY  VALUE (SOURCE)`; `only_set`: not defaults.
 fn setting_fields(settings: &Effective, only_set: bool) -> Vec<(&'static str, String)> {
     let list = |items: &Vec<String>| match items.is_empty() {
         true => "-".to_string(),
@@ -154,8 +153,7 @@ pub fn approved(ctx: &Context, ignore_repository: bool, out: &Output) -> Result<
     load(ctx, true)
 }
 
-/// Whether the user, asked on a terminal (never with `--json` or without one), approves the
-/// repository's file now.
+/// Whether the user, asked on a terminal (never with `--json`), approves the repository's file.
 pub fn ask_on_terminal(file: &a3s_iso::services::config::RepositoryFile, out: &Output) -> bool {
     let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     !out.json && terminal && ask(file)

@@ -8,8 +8,7 @@ use a3s_iso::ops::diff::{DiffOptions, DiffOutcome, FileChange, FileStatus, Neste
 
 use super::{ColorChoice, Output};
 
-/// Shows the change set: the patch (through the pager on a terminal), `--stat`,
-/// `--name-only`, or one JSON document.
+/// Shows the patch (paged on a terminal), `--stat`, `--name-only`, or one JSON document.
 pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> Result<i32> {
     let env_session = args.change_set.is_none() && args.digest.is_none();
     let outcome = diff(
@@ -160,9 +159,8 @@ fn copy_painted(mut reader: impl Read, painted: bool, w: &mut dyn Write) -> std:
     Ok(())
 }
 
-/// One path a line, quoted as `git diff --name-only` quotes it; with `-z`, its exact bytes
-/// ended by NUL. The nested repositories' files follow the root's, each path within the
-/// superproject (`<repository path>/<file>`), with no header: every line is a path.
+/// One path a line, quoted as `git diff --name-only` quotes it (`-z`: its bytes ended by NUL);
+/// the nested repositories' files follow, as superproject paths, with no header.
 fn name_only(outcome: &DiffOutcome, nul: bool, w: &mut dyn Write) -> std::io::Result<()> {
     let nested = outcome.nested_change_sets.iter().flat_map(|n| &n.files);
     for file in outcome.files.iter().chain(nested) {
@@ -224,8 +222,7 @@ fn stat_block(files: &[FileChange], painted: bool, w: &mut dyn Write) -> std::io
     )
 }
 
-/// `N +++--` scaled to at most 40 marks, `Bin` for binary data, with the file's status when it
-/// is not a modification.
+/// `N +++--` (at most 40 marks) or `Bin`, with the file's status unless it is modified.
 fn counts(file: &FileChange, most: u64, digits: usize, painted: bool) -> String {
     let status = match file.status {
         FileStatus::Modified => String::new(),

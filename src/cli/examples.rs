@@ -1,5 +1,4 @@
-//! The EXAMPLES of each command's long help and man page, and the exit-status wording that
-//! the help, the man pages and the README share.
+//! Each command's EXAMPLES (long help, man page) and the exit-status wording they all share.
 
 /// The exit statuses, as the README states them.
 pub const EXIT_STATUS: &str = "0 success; 1 error; 2 usage; 3 conflict; 4 unavailable; \

@@ -82,8 +82,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     Ok(0)
 }
 
-/// The table's header: the columns a session's row has, with `SOURCE` under `--all` and the
-/// sizes under `--disk`.
+/// The table's header, with `SOURCE` under `--all` and the sizes under `--disk`.
 fn header(args: &ListArgs) -> Vec<Cell> {
     let mut header: Vec<String> = [
         "SESSION", "STATE", "REVISION", "HEAD", "OWNER", "LAST RUN", "PATH",
@@ -102,8 +101,7 @@ fn header(args: &ListArgs) -> Vec<Cell> {
     header.into_iter().map(Cell::plain).collect()
 }
 
-/// A session's row under [`header`]: its state says an unfinished operation about it and the
-/// sessions it conflicts with.
+/// A session's row under [`header`], its state naming unfinished operations and conflicts.
 fn session_row(args: &ListArgs, outcome: &ListOutcome, s: &SessionView) -> Vec<Cell> {
     let mut cells = row(s);
     // A session an unfinished operation is about says so in its state.
@@ -135,8 +133,7 @@ fn session_row(args: &ListArgs, outcome: &ListOutcome, s: &SessionView) -> Vec<C
     cells
 }
 
-/// What the session's work would conflict with, as `overlaps` predicts: other sessions by id,
-/// then HEAD's new commits and your uncommitted changes (empty when nothing).
+/// What the session's work would conflict with, as `overlaps` predicts (empty: nothing).
 fn conflicts_of(s: &SessionView) -> String {
     let mut against: Vec<String> = (s.conflicts_with.iter())
         .map(|id| super::inert(id).into_owned())
@@ -167,8 +164,7 @@ impl Cell {
     }
 }
 
-/// The colour of a state: live is green, kept for inspection cyan, gone or landed dim, damaged
-/// red.
+/// Live is green, kept for inspection cyan, gone or landed dim, damaged red.
 fn state_tone(state: ListedState) -> Tone {
     match state {
         ListedState::Bound => Tone::Good,
@@ -239,8 +235,7 @@ fn print_table(out: &Output, header: &[Cell], rows: &[Vec<Cell>]) {
     }
 }
 
-/// `list -z`: each session's cells joined by TAB, the path (last) as its exact bytes, the
-/// record ended by NUL.
+/// `list -z`: each session's cells joined by TAB, the path last as its bytes, ended by NUL.
 fn nul_records(sessions: &[SessionView]) -> Result<i32> {
     use std::io::Write;
     use std::os::unix::ffi::OsStrExt;

@@ -100,8 +100,7 @@ fn run_row(logged: &LoggedRun) -> [String; 6] {
     ]
 }
 
-/// One landing's cells, in the header's order: an earlier landing of a reapplied change set
-/// says so, its HEAD then unknown.
+/// One landing's cells; an earlier landing of a reapplied change set says so, its HEAD unknown.
 fn row(landing: LandingRow<'_>) -> [String; 6] {
     let p = landing.promotion;
     [

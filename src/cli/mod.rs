@@ -284,8 +284,7 @@ fn context_in(cli: &Cli, dir: Option<&std::path::Path>) -> Result<Context> {
     Ok(ctx)
 }
 
-/// Runs a command with its context, then reports what recovery under the repository lock did
-/// (a command that reports it itself, like promote, has taken its notices already).
+/// Runs a command with its context, then reports what recovery did (unless it did already).
 fn with_context(
     cli: &Cli,
     out: &Output,

@@ -73,8 +73,7 @@ impl Output {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
 
-    /// A document that carries its own schema, exactly as it is stored (the change-set
-    /// document `changes` answers with).
+    /// A document that carries its own schema, exactly as stored (`changes`'s answer).
     pub fn raw_bytes(&self, bytes: &[u8]) {
         let _ = std::io::stdout().lock().write_all(bytes);
     }
@@ -88,8 +87,7 @@ impl Output {
         let _ = writeln!(std::io::stdout().lock(), "{}", inert(text));
     }
 
-    /// A line whose parts were made inert (and coloured) by the caller: a table row of
-    /// [`Output::toned`] cells and [`inert`] text.
+    /// A line the caller made inert (and coloured): [`Output::toned`] cells and [`inert`] text.
     pub fn line_composed(&self, text: &str) {
         let _ = writeln!(std::io::stdout().lock(), "{text}");
     }
@@ -129,8 +127,7 @@ impl Output {
         work()
     }
 
-    /// The first paths of a list, one an indented line, then `and N more` for the rest of
-    /// `total`.
+    /// The first paths of a list, one an indented line, then `and N more` of `total`.
     pub fn path_list(&self, paths: &[String], total: u64) {
         const SHOWN: usize = 10;
         let shown = &paths[..paths.len().min(SHOWN)];
@@ -330,8 +327,8 @@ fn paint(enabled: bool, text: &str, sgr: &str) -> String {
     }
 }
 
-/// A command line clap refused: help and version go to stdout with status 0; anything else is
-/// a usage error (status 2), as a JSON document when `--json` was among the arguments.
+/// A command line clap refused: help and version exit 0; anything else is a usage error (2), a
+/// JSON document when `--json` was among the arguments.
 pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
     use clap::error::ErrorKind;
     if matches!(

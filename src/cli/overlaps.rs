@@ -36,8 +36,7 @@ fn headline(counts: ConflictCounts) -> String {
     parts.join("; ")
 }
 
-/// Predicts which live sessions' work would conflict (with each other, with HEAD, with your
-/// uncommitted changes), and renders it.
+/// Predicts which live sessions' work would conflict, and renders it.
 pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
     let outcome = overlaps(ctx)?;
     if out.json {

@@ -1,5 +1,4 @@
-//! Progress bars on stderr: only on a terminal, never with `--json` or `-q`, and only once the
-//! work has taken longer than a moment.
+//! Progress on stderr: only on a terminal, never with `--json` or `-q`, and only after a moment.
 
 use std::io::IsTerminal;
 use std::time::{Duration, Instant};
@@ -8,8 +7,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 const SHOW_AFTER: Duration = Duration::from_millis(300);
 
-/// How long work runs before its progress shows: `A3S_ISO_PROGRESS_DELAY_MS` (0 shows it at
-/// once), else 300 ms.
+/// How long work runs before its progress shows: `A3S_ISO_PROGRESS_DELAY_MS`, else 300 ms.
 fn show_after() -> Duration {
     std::env::var("A3S_ISO_PROGRESS_DELAY_MS")
         .ok()
@@ -64,8 +62,7 @@ impl a3s_iso::ops::sweep::Progress for Bar {
     }
 }
 
-/// A spinner for one long step (a checkout, a snapshot of a large tree), shown only when the
-/// step takes longer than a moment.
+/// A spinner for one long step (a checkout, a snapshot), shown only after a moment.
 pub struct Spinner {
     bar: Option<ProgressBar>,
     done: std::sync::Arc<std::sync::atomic::AtomicBool>,

@@ -72,8 +72,7 @@ fn headline(outcome: &PromoteOutcome) -> String {
     }
 }
 
-/// Branch mode's part of the headline: how many commits went onto which branch, and where
-/// they are kept.
+/// Branch mode's part of the headline: how many commits onto which branch, kept where.
 fn replayed(branch: &a3s_iso::ops::promote::BranchReport) -> String {
     let count = branch.replayed.len();
     let onto = branch
@@ -193,8 +192,7 @@ fn hint(reason: Reason) -> &'static str {
     }
 }
 
-/// A commit message from a file, or from standard input for `-`; an empty one is refused, as
-/// git refuses it.
+/// A commit message from a file (`-`: stdin); an empty one is refused, as git refuses it.
 fn read_message(file: &std::path::Path) -> Result<String> {
     use std::io::Read;
     let mut text = String::new();

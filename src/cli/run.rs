@@ -45,8 +45,7 @@ pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
     }
 }
 
-/// Runs `a3s-iso run` and returns its exit status: the command's own, or 125 and the like for
-/// a3s-iso's failures.
+/// Runs `a3s-iso run`: the command's exit status, or 125 and the like for a3s-iso's failures.
 pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
     match run_command(ctx, args, out) {
         Ok(status) => status,
@@ -140,8 +139,7 @@ fn announce_published(published: &a3s_iso::services::network::Published) {
 /// How many hosts the network hint names (the JSON has them all).
 const HINTED_HOSTS: usize = 5;
 
-/// Which hosts the sandbox kept from a failed command, and the `--allow-host` grants that let
-/// them through (`None` when it kept none).
+/// Which hosts the sandbox kept from a failed command, and the `--allow-host` grants for them.
 fn network_hint(denied: &[Denied]) -> Option<String> {
     if denied.is_empty() {
         return None;

@@ -80,8 +80,7 @@ fn refusal_line(refusal: &a3s_iso::services::network::Refusal) -> String {
     )
 }
 
-/// `  <id>  <state>  <digest>  <when>`, and for a run with an exit record how it ended and
-/// what it ran.
+/// `  <id>  <state>  <digest>  <when>`, then how it ended and what it ran, when recorded.
 fn run_line(run: &RunView) -> String {
     let mut line = format!(
         "  {}  {}  {}  {}",
@@ -157,8 +156,7 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
     Some(line)
 }
 
-/// The state, and any unfinished operation on the session (its promote, retain, sweep or
-/// discard is in progress, or was interrupted and waits for the lock).
+/// The state, and any operation on the session in progress or interrupted.
 fn state_line(o: &ShowOutcome) -> String {
     let mut line = o.state.to_string();
     for op in &o.interrupted {

@@ -56,8 +56,7 @@ pub fn run(ctx: &Context, args: &SweepArgs, out: &Output) -> Result<i32> {
     Ok(0)
 }
 
-/// The human report: a headline, a line per isolation, and how many were kept why (only the
-/// headline with `-q`).
+/// A headline, then (unless `-q`) a line per isolation and how many were kept why.
 fn render(out: &Output, outcome: &SweepOutcome) {
     let verb = if outcome.dry_run {
         "would reclaim"
@@ -123,8 +122,7 @@ fn why_reclaimed(reason: a3s_iso::services::reclaimed::ReclaimReason) -> &'stati
     }
 }
 
-/// The stderr note of a command that reclaimed dead isolations as it started (`bind`, `land`):
-/// one line each, with where its work went (`bind --resume` brings it back).
+/// What `bind` or `land` reclaimed as it started, on stderr, each with where its work went.
 pub fn note_reclaimed(reclaimed: &[a3s_iso::ops::sweep::Reclaimed], out: &Output) {
     for item in reclaimed {
         let kept = item.swept_ref.as_deref().map_or(String::new(), |r| {

@@ -27,8 +27,7 @@ struct VerifyOutcome {
     state: RunState,
 }
 
-/// What `verify --json` says of a document that breaks a rule: the rule and the field as
-/// data, not only inside the message.
+/// What `verify --json` says of a document that breaks a rule, the rule and field as data.
 #[derive(Serialize)]
 struct Invalid<'a> {
     valid: bool,
