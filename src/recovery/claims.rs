@@ -1,10 +1,9 @@
 //! Binds that died before they published their isolation. A claim (`claims/<id>.json`) is a
-//! bind's write-ahead record: written under the repository lock before the checkout starts, it
-//! names the path being built and the process building it. Once that process is gone and the
-//! grace period has passed (a git it started may go on writing the tree for a while), the tree,
-//! any admin dir naming it and the claim are removed, and a session that never got a record
-//! loses the refs and run documents it may have pinned. `sweep` applies the same rule with its
-//! own `--grace`; a bind of the same id clears a dead claim at once (it builds there next).
+//! bind's write-ahead record, written under the lock before the checkout: the path being built
+//! and the process building it. Once that process is gone and the grace period has passed (a
+//! git it started may go on writing the tree), the tree, any admin dir naming it and the claim
+//! are removed, and a session without a record loses the refs and run documents it pinned.
+//! `sweep` applies the same rule with its `--grace`; a bind of the same id clears it at once.
 
 use std::time::Duration;
 
@@ -27,9 +26,8 @@ pub(crate) fn is_abandoned(claim: &ClaimRecord, now_ms: u64, grace: Duration) ->
             || claim.process_group.is_some_and(group_is_gone))
 }
 
-/// Whether no running process is left in process group `group`: a signal 0 finds none, or
-/// every member is a zombie (killed, waiting for its reaper; it writes nothing). A group that
-/// cannot be asked about, or whose number a new group took, counts as still there.
+/// Whether no running process is left in `group`: a signal 0 finds none, or every member is a
+/// zombie (it writes nothing). A group that cannot be asked about, or reused, is still there.
 fn group_is_gone(group: i32) -> bool {
     let Some(pid) = rustix::process::Pid::from_raw(group) else {
         return false;
@@ -82,8 +80,7 @@ pub(crate) fn abandoned(store: &Store) -> Vec<ClaimRecord> {
 }
 
 /// Clears what an interrupted bind left: its tree and registrations (unless the session was
-/// published there), its claim and, for a session with no record, what it pinned. Under the
-/// lock, so no bind can claim the id meanwhile.
+/// published there), its claim and, for a session with no record, what it pinned.
 pub(crate) fn finish(
     _held: &RepoLock,
     git: &Git,
@@ -94,9 +91,8 @@ pub(crate) fn finish(
     forget_unrecorded(git, located, &claim.session_id)
 }
 
-/// Forgets the refs and run documents a session with no record at all may have pinned before
-/// its bind died. A session with a record (a resume, or a new bind of a discarded id) keeps
-/// them: the bind held none of its work.
+/// Forgets the refs and run documents a session with no record may have pinned. One with a
+/// record (a resume, a new bind of a discarded id) keeps them: the bind held none of its work.
 fn forget_unrecorded(git: &Git, located: &Located, id: &SessionId) -> Result<()> {
     if !matches!(located.store.session_status(id), RecordStatus::Missing) {
         return Ok(());

@@ -7,9 +7,9 @@
 //! rebasing/<id>.json    the write-ahead intent of one change of the isolation
 //! ```
 //!
-//! The intent names everything the isolation is about to become (all of it already in the
-//! object store) and what follows once it is there; the next command that takes the repository
-//! lock finishes it, so a crash leaves the pre-rebase, the rebased or the conflicted state.
+//! The intent names what the isolation is about to become (all in the object store already)
+//! and what follows; the next command to take the lock finishes it, so a crash leaves the
+//! pre-rebase, the rebased or the conflicted state.
 
 use std::path::PathBuf;
 
@@ -187,8 +187,7 @@ pub(crate) fn intents(store: &Store) -> Vec<Applying> {
         .collect()
 }
 
-/// The revision a session's rebase moves it onto, while it waits at a conflict (this
-/// binding's): what the isolation holds besides the session's own work.
+/// The revision a session's rebase, waiting at a conflict (this binding's), moves it onto.
 pub(crate) fn conflicted_onto(
     store: &Store,
     session: &crate::store::state::SessionRecord,

@@ -1,6 +1,5 @@
-//! The pool's records: its settings and one record per spare, under `<state>/pool/`, and the
-//! repair of what a crash left: run under the repository lock by every command that finds a
-//! spare's build interrupted (`recovery`), and before the pool is used.
+//! The pool's records under `<state>/pool/`, and the repair of what a crash left, under the
+//! repository lock (by `recovery`, and before the pool is used).
 //!
 //! ```text
 //! <state>/pool/settings.json      size and kept ignored paths
@@ -166,17 +165,16 @@ pub(crate) fn is_healthy(located: &Located, spare: &Spare) -> bool {
         && index_path(located, spare.slot).is_file()
 }
 
-/// Removes a spare: its record first, then its tree and its admin dir (and any other that
-/// names its tree). Killed in between, no record names a tree that is gone: the tree left
-/// without a record is removed by the next [`recover`].
+/// Removes a spare: its record first (so none names a tree that is gone; [`recover`] removes a
+/// tree left without one), then its tree and every admin dir naming it.
 pub(crate) fn destroy(located: &Located, spare: &Spare) -> Result<()> {
     forget(located, spare.slot)?;
     remove_tree(located, &spare.path, spare.admin.as_deref())
 }
 
-/// Removes the ready spare whose tree is at `path` (`gc --all`); called under the repository
-/// lock. A spare being built is its builder's, and a tree no record names is not a spare any
-/// more (a bind took it): both stay. Returns whether no spare is left there.
+/// Removes the ready spare at `path` (`gc --all`), under the lock. One being built is its
+/// builder's, and a tree no record names was taken by a bind: both stay. Returns whether no
+/// spare is left there.
 pub(crate) fn destroy_ready_at(located: &Located, path: &Path) -> Result<bool> {
     let found = spares(located)?.into_iter().find(|s| s.path == path);
     match found {
@@ -214,9 +212,8 @@ fn remove_tree(located: &Located, path: &Path, admin: Option<&Path>) -> Result<(
     Ok(())
 }
 
-/// The spares whose build was interrupted at least [`crate::base::owner::GRACE`] ago: a record
-/// still `building` whose maker is dead (read without the lock). A ready spare that is not
-/// whole is no interrupted operation: the pool's next user finds and removes it.
+/// The spares still `building` whose maker died at least [`crate::base::owner::GRACE`] ago
+/// (read without the lock). A broken ready spare is the pool's next user's to remove.
 pub(crate) fn interrupted(located: &Located) -> Vec<Spare> {
     if !crate::base::owner::sees_host_processes() {
         return Vec::new();
@@ -234,10 +231,9 @@ pub(crate) fn interrupted(located: &Located) -> Vec<Spare> {
         .collect()
 }
 
-/// Repairs the pool after a crash; called under the repository lock. A spare being built by a
-/// process that died, or a ready one that is not whole, is removed; so are trees named like
-/// this store's spares that no record claims, and admin dirs naming a spare's path where no
-/// tree is.
+/// Repairs the pool after a crash, under the lock: removes spares whose builder died or that
+/// are not whole, trees named like a spare that no record claims, and admin dirs of missing
+/// spares.
 pub(crate) fn recover(_held: &RepoLock, located: &Located) -> Result<()> {
     let spares = spares(located)?;
     for spare in &spares {

@@ -1,14 +1,13 @@
 //! Git processes a crashed branch promote left running. They run in process groups of their
-//! own (so that a Ctrl-C at the terminal cannot cut them in half), so a kill of a3s-iso's group
-//! does not reach them: a `cherry-pick` or `stash push` may still be finishing when the next
-//! command looks. Each carries the promote's token in its environment; recovery waits for them.
+//! own (so that a Ctrl-C cannot cut them in half), out of reach of a kill of a3s-iso's group:
+//! a `cherry-pick` may still be finishing. Each carries the promote's token in its environment,
+//! and recovery waits for them.
 
 use std::time::{Duration, Instant};
 
 use crate::recovery::intent::stash::TOKEN_VAR;
 
-/// The processes (this one excluded) whose environment carries the token. Processes of other
-/// users cannot be read and are not ours.
+/// The processes but this one whose environment (readable: ours) carries the token.
 fn carrying(token: &str) -> Vec<u32> {
     let needle = format!("{TOKEN_VAR}={token}\0").into_bytes();
     let me = std::process::id();

@@ -1,10 +1,7 @@
 //! A run whose writes are thrown away (`land`'s test): before its layer goes, the paths the
-//! command wrote that a snapshot would have taken, read from the layer and the tree beneath it
-//! (which the command never touched) alone, whatever the repository's size.
-//!
-//! A path of the isolation's last tree the command deleted, or whose bytes, kind or mode it
-//! changed, counts; so does a path it created that no ignore rule matches. A file it rewrote
-//! with the same bytes does not.
+//! command wrote that a snapshot would have taken, read from the layer and the untouched tree
+//! beneath alone. A path of the last tree deleted, or whose bytes, kind or mode changed,
+//! counts; so does a created path no ignore rule matches; a file rewritten as it was does not.
 
 use std::fs::{self, Metadata};
 use std::os::unix::ffi::OsStrExt;
@@ -21,8 +18,7 @@ use super::merge::{Changes, is_opaque, is_whiteout};
 enum Above {
     /// Nothing: the tree's entry shows through.
     Nothing,
-    /// Deleted (a whiteout on the way, a directory in an opaque one that lacks it, or a
-    /// directory where the tree has a file).
+    /// Deleted: a whiteout on the way, missing in an opaque directory, or a kind changed.
     Deleted,
     /// A file or link of the command's.
     Written(PathBuf),
@@ -108,8 +104,7 @@ fn above(upper: &Path, rel: &Path) -> Above {
     Above::Nothing
 }
 
-/// Whether the command's `written` holds what the tree's `beneath` held: the same kind, mode
-/// and bytes (a link: the same target).
+/// Whether `written` holds what `beneath` held: the same kind, mode and bytes (or target).
 fn same_entry(written: &Path, beneath: &Path) -> Result<bool> {
     let read = |p: &Path| fs::symlink_metadata(p).ctx(|| format!("cannot read {}", p.display()));
     let (w, b) = (read(written)?, read(beneath)?);
@@ -125,8 +120,7 @@ fn same_entry(written: &Path, beneath: &Path) -> Result<bool> {
     Ok(bytes(written)? == bytes(beneath)?)
 }
 
-/// Calls `found` with each file or link the layer holds at or under `rel` (whiteouts and
-/// directories themselves are not files).
+/// Calls `found` with each file or link the layer holds at or under `rel`.
 fn files_under(upper: &Path, rel: &Path, found: &mut dyn FnMut(&Path)) -> std::io::Result<()> {
     let meta = match fs::symlink_metadata(upper.join(rel)) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),

@@ -1,7 +1,6 @@
-//! The run's layer read and merged: what the upper directory of the overlay over an isolation
-//! says the command created, changed or deleted, and that moved down into the tree. Each
-//! entry leaves the upper directory as its last step, so a merge a crash cut short is
-//! finished by merging again.
+//! The run's layer read (what the command created, changed or deleted) and merged into the
+//! tree. Each entry leaves the layer as its last step, so merging again finishes a merge a
+//! crash cut short.
 
 use std::fs::{self, Metadata};
 use std::io;
@@ -88,9 +87,8 @@ fn holds_git(dir: &Path) -> io::Result<bool> {
     Ok(false)
 }
 
-/// Moves everything in `upper` down into `tree`: a whiteout deletes the tree's entry, an
-/// opaque or new directory and every other entry replace it (renamed: the same file system),
-/// a directory both have is merged entry by entry and then takes the layer's permissions.
+/// Moves `upper` down into `tree`: a whiteout deletes, a directory both have (not opaque) is
+/// merged and takes the layer's permissions, and any other entry replaces the tree's (renamed).
 pub(super) fn merge(upper: &Path, tree: &Path) -> io::Result<()> {
     merge_dir(upper, tree, Path::new(""))
 }
@@ -125,8 +123,8 @@ fn remove_any(path: &Path) -> io::Result<()> {
     crate::base::beneath::remove_path(path).map(drop)
 }
 
-/// Leaves nothing of the overlay's own in what moves into the tree: its `user.overlay.*`
-/// attributes, and any whiteout in a directory that replaces the tree's whole.
+/// Strips the overlay's own from what moves into the tree: its `user.overlay.*` attributes,
+/// and whiteouts in a directory that replaces the tree's whole.
 fn clean(path: &Path, meta: &Metadata) -> io::Result<()> {
     if meta.is_symlink() {
         return Ok(());
@@ -146,8 +144,7 @@ fn clean(path: &Path, meta: &Metadata) -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the overlay's attributes from `path` (best effort: a file system without extended
-/// attributes has none).
+/// Removes the overlay's attributes from `path` (best effort).
 fn strip_overlay_xattrs(path: &Path) {
     let mut names = vec![0u8; 4096];
     let Ok(len) = rustix::fs::llistxattr(path, &mut names[..]) else {
@@ -161,8 +158,7 @@ fn strip_overlay_xattrs(path: &Path) {
     }
 }
 
-/// Removes the layer's directory once it is merged: the overlay's `work/work` is made
-/// without permissions.
+/// Removes the merged layer, after opening up the `work/work` the overlay made without access.
 pub(super) fn remove_layer(layer: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let work = layer.join("work").join("work");

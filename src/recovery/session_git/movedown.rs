@@ -1,8 +1,7 @@
-//! Moving what git inside a run changed in the isolation's admin dir (the session's layer
-//! over it) down into the admin dir itself, where git outside the sandbox sees it: files
-//! copied over, whiteouts as deletions, opaque directories as replaced ones. `HEAD` (and the
-//! links `commondir` and `gitdir`) are the caller's. Each entry leaves the layer once it is
-//! down, so moving down again after a crash finishes what is left.
+//! Moving what git inside a run changed in the admin dir's layer down into the admin dir,
+//! where git outside sees it: files copied, whiteouts deleting, opaque directories replacing.
+//! `HEAD`, `commondir` and `gitdir` are the caller's. Each entry leaves the layer once down, so
+//! moving down again after a crash finishes what is left.
 
 use std::ffi::OsStr;
 use std::io;

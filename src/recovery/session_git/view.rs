@@ -20,8 +20,7 @@ const SYMREF_DEPTH: usize = 5;
 enum Layered {
     /// A file there, with its bytes.
     File(Vec<u8>),
-    /// Removed in the layer (a whiteout at it or above it, or an opaque directory above it):
-    /// the lower one does not count.
+    /// Removed in the layer (a whiteout at or above it, or an opaque directory above it).
     Hidden,
     /// The layer says nothing: the lower one counts.
     Through,
@@ -114,10 +113,7 @@ impl RefView {
         match self.layered(rel, limit) {
             Layered::File(bytes) => Some(bytes),
             Layered::Hidden => None,
-            Layered::Through => {
-                let dir = Dir::open(&self.lower).ok()?;
-                dir.read_small(rel, limit).ok()
-            }
+            Layered::Through => Dir::open(&self.lower).ok()?.read_small(rel, limit).ok(),
         }
     }
 
@@ -131,8 +127,7 @@ impl RefView {
         })
     }
 
-    /// The object id `name` (`refs/...`) names in the session's view, following symbolic
-    /// refs; `None` when it names nothing.
+    /// The object id `name` (`refs/...`) names in the session's view, symbolic refs followed.
     pub(crate) fn resolve(&self, name: &str) -> Option<String> {
         let mut name = name.to_string();
         for _ in 0..SYMREF_DEPTH {
@@ -150,9 +145,8 @@ impl RefView {
         None
     }
 
-    /// The refs the session's layer holds that the repository itself does not hold (or holds
-    /// at another object): name to object id. Loose refs under `refs/`, and what a
-    /// `packed-refs` the session rewrote says differently.
+    /// The refs (loose, or in a rewritten `packed-refs`) the session's layer holds that the
+    /// repository does not, or at another object: name to object id.
     pub(crate) fn private_refs(&self) -> BTreeMap<String, String> {
         let mut out = BTreeMap::new();
         let Some(upper) = &self.upper else {
@@ -180,8 +174,7 @@ impl RefView {
         out
     }
 
-    /// The session's own stash entries, newest first: the objects of its view's stash log
-    /// that the repository's own stash log does not hold.
+    /// The session's own stash entries, newest first: those the repository's stash log lacks.
     pub(crate) fn stash_entries(&self) -> Vec<String> {
         let log = |bytes: Option<Vec<u8>>| -> Vec<String> {
             let text = String::from_utf8_lossy(&bytes.unwrap_or_default()).into_owned();
@@ -203,8 +196,7 @@ impl RefView {
     }
 }
 
-/// The names of the loose refs under `dir` (reached as `prefix`), links and lock files left
-/// out.
+/// The names of the loose refs under `dir` (reached as `prefix`), but links and lock files.
 fn loose_names(dir: &Dir, prefix: &str, out: &mut Vec<String>) {
     for entry in dir.entries().unwrap_or_default() {
         let Some(name) = entry.name.to_str() else {
