@@ -104,7 +104,6 @@ fn header(args: &ListArgs) -> Vec<Cell> {
 /// A session's row under [`header`], its state naming unfinished operations and conflicts.
 fn session_row(args: &ListArgs, outcome: &ListOutcome, s: &SessionView) -> Vec<Cell> {
     let mut cells = row(s);
-    // A session an unfinished operation is about says so in its state.
     if let Some(op) = outcome
         .interrupted
         .iter()

@@ -342,14 +342,10 @@ pub fn usage_error(err: clap::Error, raw: &[std::ffi::OsString]) -> i32 {
     if raw.iter().any(|a| a == "--json") {
         // An empty rendering has no first line: then the kind's words, if any.
         let detail = err.to_string();
-        let first = match detail.lines().next() {
-            Some(line) => line.trim_start_matches("error: ").to_string(),
-            None => err
-                .kind()
-                .as_str()
-                .unwrap_or("invalid arguments")
-                .to_string(),
-        };
+        let first = (detail.lines().next())
+            .map(|line| line.trim_start_matches("error: "))
+            .unwrap_or_else(|| err.kind().as_str().unwrap_or("invalid arguments"))
+            .to_string();
         let message = match hint {
             Some(hint) => format!("{first} ({hint})"),
             None => first,

@@ -11,15 +11,14 @@ fn headline(counts: ConflictCounts) -> String {
         return "no conflicts between live sessions, with HEAD, or with your uncommitted changes"
             .into();
     }
-    let sessions = |n: usize| match n {
-        1 => "1 session".to_string(),
-        n => format!("{n} sessions"),
-    };
+    let sessions = |n: usize| format!("{n} session{}", super::plural(n));
     let mut parts = Vec::new();
-    match counts.pairs {
-        0 => {}
-        1 => parts.push("1 pair of sessions would conflict".to_string()),
-        n => parts.push(format!("{n} pairs of sessions would conflict")),
+    if counts.pairs > 0 {
+        let n = counts.pairs;
+        parts.push(format!(
+            "{n} pair{} of sessions would conflict",
+            super::plural(n)
+        ));
     }
     if counts.with_head > 0 {
         parts.push(format!(

@@ -179,12 +179,10 @@ fn hidden_hint(hidden: &HiddenPath) -> String {
             "{path} is under {}, which the sandbox replaces with an empty one",
             dir.display()
         ),
-        (HiddenReason::Hidden, Some(secret)) => {
-            format!(
-                "{path} is under {}, a secret the sandbox hides",
-                secret.display()
-            )
-        }
+        (HiddenReason::Hidden, Some(secret)) => format!(
+            "{path} is under {}, a secret the sandbox hides",
+            secret.display()
+        ),
         (HiddenReason::ReadOnly, _) => format!("{path} is read-only inside the sandbox"),
         (_, None) => format!("{path} is out of the sandbox's reach"),
     };

@@ -29,7 +29,6 @@ pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
         for run in &outcome.runs {
             out.line(&run_line(run));
         }
-        // The last run's refusals, one a line.
         let last = outcome.runs.last().and_then(|run| run.network.as_ref());
         for refusal in last.map(|n| n.refused.as_slice()).unwrap_or_default() {
             out.line(&refusal_line(refusal));

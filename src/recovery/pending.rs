@@ -368,8 +368,7 @@ fn repair_one(
         }
         TreeMove::Reclaim(r) => complete_reclaim(held, git, repo, store, r),
         TreeMove::Discard(d) => complete_discard(held, repo, store, d),
-        // Finished by `session_git::recover` and `run_layer::recover`, which `recovery` runs
-        // first.
+        // Finished first, by `session_git::recover` and `run_layer::recover`.
         TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Ok(()),
     }
 }
