@@ -64,8 +64,7 @@ fn only_zombies_in(group: i32) -> Option<bool> {
     Some(true)
 }
 
-/// The claims of binds interrupted at least [`GRACE`] ago (read without the lock); none when
-/// this process cannot tell the dead from the live.
+/// The claims of binds interrupted at least [`GRACE`] ago, if this process can tell.
 pub(crate) fn abandoned(store: &Store) -> Vec<ClaimRecord> {
     if !crate::base::owner::sees_host_processes() {
         return Vec::new();

@@ -149,8 +149,7 @@ impl WriteAhead for Binds {
     }
 }
 
-/// Pool spares whose build or cleaning died: removed, with whatever else of the pool a crash
-/// left.
+/// Pool spares whose build or cleaning died, with whatever else of the pool a crash left.
 struct Spares;
 
 impl WriteAhead for Spares {
@@ -264,8 +263,7 @@ pub(crate) fn finish(held: &RepoLock, git: &Git, located: &Located, binds: bool)
 /// reports the operation as in progress instead.
 const RECOVERY_WAIT: Duration = Duration::from_secs(2);
 
-/// Finds the command's source (started inside an isolation: that session's source), and
-/// finishes what a crash left in its store first ([`recover`]).
+/// Finds the command's source (inside an isolation: its session's) and [`recover`]s its store.
 pub(crate) fn locate(ctx: &Context) -> Result<Located> {
     let mut located = ctx.find_source()?;
     recover(ctx, &mut located);
@@ -278,9 +276,8 @@ pub fn settle(ctx: &Context) {
     let _ = locate(ctx);
 }
 
-/// Takes the repository lock (up to the lock timeout) and finishes every operation a crash
-/// interrupted before the command goes on; what recovery did is kept for
-/// `Context::take_notices`.
+/// Takes the repository lock and finishes every interrupted operation before the command goes
+/// on; what recovery did is kept for `Context::take_notices`.
 pub(crate) fn lock(ctx: &Context, repo: &Repo) -> Result<RepoLock> {
     let store = Store::new(&repo.common_dir, ctx.state_dir.as_deref());
     let located = Located::new(repo.clone(), store, None);

@@ -83,8 +83,7 @@ impl TreeMove {
     }
 }
 
-/// `retain`: the isolation moves from `from` to `to`, is locked with `reason`, and its record
-/// follows it.
+/// `retain`: the isolation moves from `from` to `to`, locked with `reason`, its record too.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct RetainMove {
     /// The session retained.
@@ -195,8 +194,7 @@ pub(crate) fn complete_retain(
     remove(store, &m.session_id)
 }
 
-/// Locks the moved tree with the reason, unless it is locked already (by the interrupted
-/// retain's git, which may have outlived it).
+/// Locks the moved tree, unless the interrupted retain's git (which may outlive it) did.
 fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
     let locked = || {
         Dir::open(&m.admin)
@@ -271,8 +269,7 @@ fn mark_swept(
     store.save_session(&record)
 }
 
-/// A tree with no usable record (malformed, or none): what it may have left goes, but the
-/// swept snapshot.
+/// A tree with no usable record: what it may have left goes, but the swept snapshot.
 fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -> Result<()> {
     let id = &r.session_id;
     store.remove_session(id)?;

@@ -191,8 +191,7 @@ fn move_files(
     Ok(())
 }
 
-/// The isolation's index, written beside it and renamed over it: edited where it differs
-/// from the target tree when it is still as saved (see [`edit_index`]), else whole.
+/// The isolation's index, [edited](edit_index) while still as saved, else written whole.
 fn write_index(
     wt: &HermeticGit,
     store: &Store,

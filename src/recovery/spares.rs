@@ -70,8 +70,7 @@ pub struct Spare {
     pub maker: Owner,
     /// When the record was written.
     pub at_ms: u64,
-    /// How its files were made (`clone`, `checkout`); `None` while building, and in records
-    /// older than the field.
+    /// How its files were made (`clone`, `checkout`); `None` while building, and in old records.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fill: Option<crate::base::reflink::Fill>,
 }
@@ -231,9 +230,8 @@ pub(crate) fn interrupted(located: &Located) -> Vec<Spare> {
         .collect()
 }
 
-/// Repairs the pool after a crash, under the lock: removes spares whose builder died or that
-/// are not whole, trees named like a spare that no record claims, and admin dirs of missing
-/// spares.
+/// Repairs the pool after a crash, under the lock: removes broken spares (but those a live
+/// process builds), trees named like a spare no record claims, and admin dirs of lost spares.
 pub(crate) fn recover(_held: &RepoLock, located: &Located) -> Result<()> {
     let spares = spares(located)?;
     for spare in &spares {

@@ -142,8 +142,7 @@ impl<'a> Checkout<'a> {
         Ok(gitlink.map_or(PathState::Other, |(_, entry)| PathState::Held(entry)))
     }
 
-    /// Whether a directory above `path` is a symlink: writing there would write outside the
-    /// paths the patch names.
+    /// Whether a directory above `path` is a symlink (a write would go outside the checkout).
     fn behind_symlink(&self, path: &RepoPath) -> bool {
         let mut dir = PathBuf::from(self.top);
         let components: Vec<_> = Path::new(path.as_os()).components().collect();
@@ -179,8 +178,7 @@ impl<'a> Checkout<'a> {
         }
     }
 
-    /// Writes one side's image of the changes numbered `todo`: removals first (with the
-    /// directories they leave empty, as git apply does), then each file by rename.
+    /// Writes one side's image of the changes `todo`: removals first, then each file by rename.
     pub(crate) fn write(
         &self,
         tag: &str,

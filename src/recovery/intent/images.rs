@@ -164,8 +164,7 @@ fn created_dirs(top: &Path, changes: &[PathChange]) -> Vec<RepoPath> {
     dirs
 }
 
-/// What `tree` holds at each of `paths` (`None`: absent), read with one `ls-tree`; `None`
-/// when the repository does not have the tree.
+/// What `tree` holds at each of `paths` (`None`: absent), by one `ls-tree`; `None`: no tree.
 pub(crate) fn tree_images(
     git: &Git,
     top: &Path,

@@ -86,8 +86,7 @@ pub(crate) struct BranchPlan {
     pub(crate) retained_tip: String,
     /// Whether the source had uncommitted work to set aside.
     pub(crate) had_wip: bool,
-    /// A unique token in the stash's message and every git's environment, to find both after
-    /// a crash.
+    /// A unique token in the stash's message and every git's environment, to find them later.
     pub(crate) token: String,
     /// The stash commit holding the user's WIP, once it exists.
     pub(crate) stash: Option<String>,

@@ -9,8 +9,7 @@ use crate::git::{Git, Identity, split_nul};
 use crate::recovery::intent::checkout::{Checkout, PathState};
 use crate::recovery::intent::record::{Entry, RepoPath};
 
-/// The variable every git a branch promote starts carries (`<token>`), so that recovery can
-/// wait for a git the crash left running.
+/// Carries the token in every git a branch promote starts, for recovery to wait for them.
 pub(crate) use crate::git::TOKEN_VAR;
 
 /// Whether the checkout has staged or unstaged changes to tracked files to set aside.
@@ -20,8 +19,8 @@ pub(crate) fn has_wip(git: &Git, source: &Path) -> Result<bool> {
     Ok(!git.status_tracked(source)?.is_empty())
 }
 
-/// Stashes the checkout's WIP (untracked included) under a message carrying `token`; returns
-/// the stash commit, found by that token, never by position.
+/// Stashes the WIP (untracked too) under a message carrying `token`; returns its commit, found
+/// by that token, never by position.
 pub(crate) fn push(
     git: &Git,
     source: &Path,

@@ -156,7 +156,7 @@ pub(crate) fn note_full_snapshot(seed: &Path, flat: bool) {
     }
 }
 
-/// a3s-iso's own index as a snapshot can start from it alone: a plain file, not split, no
+/// Whether a snapshot can start from a3s-iso's own index alone: a plain file, not split, no
 /// entry marked skip-worktree, no gitlink.
 pub(crate) fn plain_seed(seed: &Path) -> Result<bool> {
     if !std::fs::symlink_metadata(seed).is_ok_and(|m| m.is_file()) {

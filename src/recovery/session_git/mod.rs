@@ -374,8 +374,7 @@ fn keep_only_refs(places: &Places) -> Result<()> {
     Ok(())
 }
 
-/// Detaches the admin dir's `HEAD` at what the layer's resolves to, remembers its branch, and
-/// drops the layer's.
+/// Detaches the admin dir's `HEAD` at the layer's (then dropped); remembers its branch.
 fn settle_head(
     view: &RefView,
     upper: &Dir,

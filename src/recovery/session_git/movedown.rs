@@ -15,8 +15,7 @@ use crate::recovery::session_git::view::{is_opaque, is_whiteout};
 /// The entries of the admin dir's top level that never move down.
 const KEPT: [&str; 3] = ["HEAD", "commondir", "gitdir"];
 
-/// Moves the layer `upper` down into `real`; what cannot move (a link, a special file) is
-/// dropped, with a warning.
+/// Moves the layer `upper` down into `real`; a link or special file is dropped, with a warning.
 pub(crate) fn move_down(upper: &Dir, real: &Dir, warnings: &mut Vec<Warning>) -> io::Result<()> {
     merge(upper, real, true, warnings)
 }
@@ -61,8 +60,7 @@ fn merge(upper: &Dir, real: &Dir, top: bool, warnings: &mut Vec<Warning>) -> io:
     Ok(())
 }
 
-/// Drops a directory's opaque mark once what it hid is gone below, so that moving down again
-/// does not remove what already moved.
+/// Drops a directory's opaque mark once what it hid is gone, so moving down again keeps it.
 fn clear_opaque(dir: &Dir) {
     for name in ["user.overlay.opaque", "trusted.overlay.opaque"] {
         let _ = rustix::fs::fremovexattr(dir.fd(), name);
