@@ -38,8 +38,7 @@ pub fn run(ctx: &Context, args: &BindArgs, out: &Output) -> Result<i32> {
     let outcome = out.spinning("binding", || bind(ctx, &options))?;
     out.warnings(&outcome.warnings);
     super::sweep::note_reclaimed(&outcome.reclaimed, out);
-    if out.json {
-        out.document("a3s-iso.bind.v1", &outcome);
+    if out.json_done("a3s-iso.bind.v1", &outcome) {
         return Ok(0);
     }
     match &outcome.worktree {

@@ -27,8 +27,7 @@ pub fn run(ctx: &Context, args: &DiffArgs, color: ColorChoice, out: &Output) -> 
              promote would refuse it (head_moved)",
         );
     }
-    if out.json {
-        out.document("a3s-iso.diff.v1", &outcome);
+    if out.json_done("a3s-iso.diff.v1", &outcome) {
         return Ok(0);
     }
     if outcome.files.is_empty() && outcome.nested_change_sets.is_empty() && !out.quiet {

@@ -21,8 +21,7 @@ fn report_all(outcome: &DiscardAllOutcome, out: &Output) -> i32 {
         .failed
         .first()
         .map_or(0, |failed| failed.code.exit_code());
-    if out.json {
-        out.document("a3s-iso.discard-all.v1", outcome);
+    if out.json_done("a3s-iso.discard-all.v1", outcome) {
         return status;
     }
     for session in &outcome.sessions {

@@ -125,8 +125,7 @@ pub fn version(cli: &Cli, out: &Output) -> i32 {
         git,
         features: features(),
     };
-    if out.json {
-        out.document("a3s-iso.version.v1", &report);
+    if out.json_done("a3s-iso.version.v1", &report) {
         return 0;
     }
     let f = &report.features;

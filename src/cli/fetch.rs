@@ -44,8 +44,7 @@ pub fn run(ctx: &Context, args: &FetchArgs, out: &Output) -> Result<i32> {
             refused.digest, refused.rule, refused.field, refused.detail
         ));
     }
-    if out.json {
-        out.document("a3s-iso.fetch.v1", &outcome);
+    if out.json_done("a3s-iso.fetch.v1", &outcome) {
         return Ok(0);
     }
     out.headline_toned(

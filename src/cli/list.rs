@@ -10,8 +10,7 @@ use super::{Output, Tone};
 /// Lists the change sets on a remote: digest, session, run, size and date.
 fn run_remote(ctx: &Context, remote: &str, allow_url: bool, out: &Output) -> Result<i32> {
     let listing = list_remote(ctx, Some(remote), allow_url)?;
-    if out.json {
-        out.document("a3s-iso.remote-list.v1", &listing);
+    if out.json_done("a3s-iso.remote-list.v1", &listing) {
         return Ok(0);
     }
     if listing.change_sets.is_empty() {
@@ -48,8 +47,7 @@ pub fn run(ctx: &Context, args: &ListArgs, out: &Output) -> Result<i32> {
     for unreadable in &outcome.unreadable {
         out.warn(&format!("unreadable session record {unreadable}"));
     }
-    if out.json {
-        out.document("a3s-iso.list.v1", &outcome);
+    if out.json_done("a3s-iso.list.v1", &outcome) {
         return Ok(0);
     }
     if args.nul {

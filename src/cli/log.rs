@@ -30,8 +30,7 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
     for name in &outcome.unreadable {
         out.warn(&format!("unreadable journal entry {name}"));
     }
-    if out.json {
-        out.document("a3s-iso.log.v1", &outcome);
+    if out.json_done("a3s-iso.log.v1", &outcome) {
         return Ok(0);
     }
     if outcome.promotions.is_empty() {
@@ -54,8 +53,7 @@ pub fn run(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
 /// `log --runs`: the runs, newest first, with what each ran.
 fn run_log(ctx: &Context, args: &LogArgs, out: &Output) -> Result<i32> {
     let outcome = runs(ctx, args.session.as_deref(), args.limit)?;
-    if out.json {
-        out.document("a3s-iso.log.v1", &outcome);
+    if out.json_done("a3s-iso.log.v1", &outcome) {
         return Ok(0);
     }
     if outcome.runs.is_empty() {

@@ -59,6 +59,14 @@ impl Output {
         let _ = writeln!(stdout, "{text}");
     }
 
+    /// With `--json`, prints the document and says so: the caller is done.
+    pub fn json_done<T: Serialize>(&self, schema: &str, body: &T) -> bool {
+        if self.json {
+            self.document(schema, body);
+        }
+        self.json
+    }
+
     /// The answer: its document with `--json`, else what `human` prints.
     pub fn answer<T: Serialize>(&self, schema: &str, body: &T, human: impl FnOnce()) {
         match self.json {

@@ -38,8 +38,7 @@ fn headline(counts: ConflictCounts) -> String {
 /// Predicts which live sessions' work would conflict, and renders it.
 pub fn run(ctx: &Context, _args: &OverlapsArgs, out: &Output) -> Result<i32> {
     let outcome = overlaps(ctx)?;
-    if out.json {
-        out.document("a3s-iso.overlaps.v1", &outcome);
+    if out.json_done("a3s-iso.overlaps.v1", &outcome) {
         return Ok(0);
     }
     let counts = outcome.counts();

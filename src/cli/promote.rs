@@ -15,8 +15,7 @@ pub fn run(ctx: &Context, args: &PromoteArgs, out: &Output) -> Result<i32> {
     };
     let outcome = out.spinning("promoting", || promote(ctx, &args.options(message)))?;
     out.warnings(&outcome.warnings);
-    if out.json {
-        out.document("a3s-iso.promote.v1", &outcome);
+    if out.json_done("a3s-iso.promote.v1", &outcome) {
         return Ok(outcome.exit_code());
     }
     out.headline_toned(&headline(&outcome), tone(outcome.outcome));

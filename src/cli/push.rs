@@ -67,8 +67,7 @@ pub fn run(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
     };
     let outcome = out.spinning("pushing", || push(ctx, &options))?;
     out.warnings(&outcome.warnings);
-    if out.json {
-        out.document("a3s-iso.push.v1", &outcome);
+    if out.json_done("a3s-iso.push.v1", &outcome) {
         return Ok(0);
     }
     let remote = &outcome.remote.name;
@@ -112,8 +111,7 @@ fn delete(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
         &selection,
         false,
     )?;
-    if out.json {
-        out.document("a3s-iso.push-delete.v1", &outcome);
+    if out.json_done("a3s-iso.push-delete.v1", &outcome) {
         return Ok(0);
     }
     out.headline(&format!(

@@ -20,8 +20,7 @@ pub struct RetainArgs {
 /// Retains the isolation and renders where it is now.
 pub fn run(ctx: &Context, args: &RetainArgs, out: &Output) -> Result<i32> {
     let outcome = retain(ctx, args.session.session.as_deref(), &args.reason)?;
-    if out.json {
-        out.document("a3s-iso.retain.v1", &outcome);
+    if out.json_done("a3s-iso.retain.v1", &outcome) {
         return Ok(0);
     }
     out.headline(&outcome.worktree.display().to_string());

@@ -14,8 +14,7 @@ use super::Output;
 /// Shows one session as `key  value` lines, or one JSON document.
 pub fn run(ctx: &Context, args: &ShowArgs, out: &Output) -> Result<i32> {
     let outcome = show(ctx, args.session.session.as_deref())?;
-    if out.json {
-        out.document("a3s-iso.show.v1", &outcome);
+    if out.json_done("a3s-iso.show.v1", &outcome) {
         return Ok(0);
     }
     if args.nul {

@@ -64,8 +64,7 @@ pub fn run(ctx: &Context, args: &VerifyArgs, out: &Output) -> Result<i32> {
         run_id: cs.identity.run_id,
         state: cs.state,
     };
-    if out.json {
-        out.document("a3s-iso.verify.v1", &outcome);
+    if out.json_done("a3s-iso.verify.v1", &outcome) {
         return Ok(0);
     }
     out.headline_toned("valid", super::Tone::Good);
