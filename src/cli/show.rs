@@ -127,26 +127,15 @@ pub(super) fn command_line(run: &RunView) -> Option<String> {
             ("--allow-write", &sandbox.allow_write),
             ("--allow-read", &sandbox.allow_read),
         ] {
-            notes.extend(
-                paths
-                    .iter()
-                    .map(|p| format!("{flag} {}", shell_quote(p.as_os_str()))),
-            );
+            let quoted = paths.iter().map(|p| shell_quote(p.as_os_str()));
+            notes.extend(quoted.map(|p| format!("{flag} {p}")));
         }
     }
     if let Some(network) = &run.network {
-        notes.extend(network.allowed.iter().map(|a| {
-            format!(
-                "--allow-host {}",
-                shell_quote(std::ffi::OsStr::new(&a.entry))
-            )
-        }));
-        notes.extend(
-            network
-                .published
-                .iter()
-                .map(|p| format!("--publish {}:{}", p.host_port, p.port)),
-        );
+        let hosts = network.allowed.iter();
+        notes.extend(hosts.map(|a| format!("--allow-host {}", shell_quote(a.entry.as_ref()))));
+        let published = network.published.iter();
+        notes.extend(published.map(|p| format!("--publish {}:{}", p.host_port, p.port)));
     }
     if !notes.is_empty() {
         line.push_str(&format!("  ({})", notes.join(", ")));
