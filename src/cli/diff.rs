@@ -80,10 +80,7 @@ fn write_through(
     });
     let result = match started {
         Some(mut child) => {
-            let result = match child.stdin.take() {
-                Some(mut stdin) => write(&mut stdin),
-                None => Ok(()),
-            };
+            let result = (child.stdin.take()).map_or(Ok(()), |mut stdin| write(&mut stdin));
             let _ = child.wait();
             result
         }

@@ -42,7 +42,7 @@ fn create(cli: &Cli, out: &Output) -> Result<i32> {
     let payload = CreatePayload::read(std::io::stdin().lock())?;
     let ctx = super::context_in(cli, payload.cwd.as_deref())?;
     let outcome = worktree_create(&ctx, &payload);
-    super::report_notices(&ctx, out);
+    out.warnings(&ctx.take_notices());
     let outcome = outcome?;
     out.warnings(&outcome.warnings);
     let tree = outcome.worktree.ok_or_else(|| Error::Internal {
@@ -67,7 +67,7 @@ fn remove(cli: &Cli, out: &Output) -> Result<i32> {
     let payload = RemovePayload::read(std::io::stdin().lock())?;
     let ctx = super::context_in(cli, payload.cwd.as_deref())?;
     let outcome = worktree_remove(&ctx, &payload);
-    super::report_notices(&ctx, out);
+    out.warnings(&ctx.take_notices());
     let outcome = outcome?;
     match (&outcome.session_id, &outcome.run_id) {
         (Some(id), Some(run)) => out.note(&format!(

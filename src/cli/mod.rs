@@ -292,12 +292,8 @@ fn with_context(
 ) -> Result<i32> {
     let ctx = context_in(cli, None)?;
     let result = command(&ctx);
-    report_notices(&ctx, out);
-    result
-}
-
-fn report_notices(ctx: &Context, out: &Output) {
     out.warnings(&ctx.take_notices());
+    result
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<i32> {
@@ -306,7 +302,7 @@ fn run(cli: &Cli, out: &Output) -> Result<i32> {
         Command::Run(args) => Ok(match context_in(cli, None) {
             Ok(ctx) => {
                 let code = run::execute(&ctx, args, out);
-                report_notices(&ctx, out);
+                out.warnings(&ctx.take_notices());
                 code
             }
             Err(err) => run::failed(&err, out),

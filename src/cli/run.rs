@@ -47,10 +47,7 @@ pub fn sandbox_exec(args: &SandboxExecArgs) -> i32 {
 
 /// Runs `a3s-iso run`: the command's exit status, or 125 and the like for a3s-iso's failures.
 pub fn execute(ctx: &Context, args: &RunArgs, out: &Output) -> i32 {
-    match run_command(ctx, args, out) {
-        Ok(status) => status,
-        Err(err) => failed(&err, out),
-    }
+    run_command(ctx, args, out).unwrap_or_else(|err| failed(&err, out))
 }
 
 /// Renders a3s-iso's own failure in `run`. Like env(1), such failures exit 125 so they never
