@@ -84,19 +84,15 @@ fn render(out: &Output, outcome: &SweepOutcome) {
         ));
     }
     for item in &outcome.kept {
+        let path = item.path.display();
         out.line(&format!(
-            "  keep     {}  ({}: {})",
-            item.path.display(),
-            item.reason,
-            item.detail
+            "  keep     {path}  ({}: {})",
+            item.reason, item.detail
         ));
     }
     for item in &outcome.skipped {
-        out.line(&format!(
-            "  skip     {}  ({})",
-            item.path.display(),
-            item.reason
-        ));
+        let path = item.path.display();
+        out.line(&format!("  skip     {path}  ({})", item.reason));
     }
     if !outcome.kept.is_empty() {
         let summary: Vec<String> = reasons(outcome)

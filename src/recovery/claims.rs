@@ -41,12 +41,9 @@ fn group_is_gone(group: i32) -> bool {
 
 /// Whether every process of `group` is a zombie, read from `/proc` (`None`: it cannot be read).
 fn only_zombies_in(group: i32) -> Option<bool> {
+    let is_pid = |name: &str| name.bytes().all(|b| b.is_ascii_digit());
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let name = entry.file_name();
-        if !name
-            .to_str()
-            .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        {
+        if !entry.file_name().to_str().is_some_and(is_pid) {
             continue;
         }
         // A process that exited meanwhile is no member.

@@ -176,12 +176,7 @@ impl WriteAhead for Spares {
         }
         match crate::recovery::spares::recover(held, located) {
             Ok(()) => finished(before, self.left(located)),
-            Err(err) => vec![
-                RecoveryWarning::PoolNotRepaired {
-                    why: err.to_string(),
-                }
-                .into(),
-            ],
+            Err(e) => vec![RecoveryWarning::PoolNotRepaired { why: e.to_string() }.into()],
         }
     }
 }
