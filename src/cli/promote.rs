@@ -143,14 +143,8 @@ fn fields(outcome: &PromoteOutcome) -> Vec<(&'static str, String)> {
             .detail
             .as_ref()
             .map_or(String::new(), |d| format!(": {d}"));
-        fields.push((
-            "nested",
-            format!(
-                "{} {}{reason}{detail}",
-                nested.path,
-                nested.outcome.as_str()
-            ),
-        ));
+        let (path, how) = (&nested.path, nested.outcome.as_str());
+        fields.push(("nested", format!("{path} {how}{reason}{detail}")));
     }
     fields
 }
