@@ -47,19 +47,13 @@ pub fn run(ctx: &Context, args: &FetchArgs, out: &Output) -> Result<i32> {
     if out.json_done("a3s-iso.fetch.v1", &outcome) {
         return Ok(0);
     }
-    out.headline_toned(
-        &format!(
-            "fetched {} change set{} from {}",
-            outcome.fetched.len(),
-            super::plural(outcome.fetched.len()),
-            outcome.remote.name
-        ),
-        if outcome.refused.is_empty() {
-            Tone::Good
-        } else {
-            Tone::Bad
-        },
-    );
+    let (n, remote) = (outcome.fetched.len(), &outcome.remote.name);
+    let headline = format!("fetched {n} change set{} from {remote}", super::plural(n));
+    let tone = match outcome.refused.is_empty() {
+        true => Tone::Good,
+        false => Tone::Bad,
+    };
+    out.headline_toned(&headline, tone);
     for fetched in &outcome.fetched {
         out.line(&format!(
             "  {}  {} {}  {}",

@@ -114,11 +114,10 @@ fn delete(ctx: &Context, args: &PushArgs, out: &Output) -> Result<i32> {
     if out.json_done("a3s-iso.push-delete.v1", &outcome) {
         return Ok(0);
     }
+    let (n, remote) = (outcome.deleted.len(), &outcome.remote.name);
     out.headline(&format!(
-        "deleted {} change set{} from {}",
-        outcome.deleted.len(),
-        super::plural(outcome.deleted.len()),
-        outcome.remote.name
+        "deleted {n} change set{} from {remote}",
+        super::plural(n)
     ));
     for digest in &outcome.deleted {
         out.line(&format!("  {digest}"));
