@@ -585,11 +585,14 @@ impl<'a> Work<'a> {
         if std::fs::symlink_metadata(&admin_index).is_ok_and(|m| m.is_file()) {
             let (copy, wt) = self.index_copy(&admin_index)?;
             let listed = wt.on_index(copy.path()).unmerged_entries()?;
-            // Listed in index order: a path's stages are next to each other.
-            unmerged = crate::recovery::intent::Entry::listed(&listed, 1)
-                .map(|(path, _)| String::from_utf8_lossy(path).into_owned())
-                .collect();
-            unmerged.dedup();
+            // A path's stages sit next to each other, but two names that are not UTF-8 may
+            // read alike and sit apart: each name once, whatever its place.
+            for (path, _) in crate::recovery::intent::Entry::listed(&listed, 1) {
+                let path = String::from_utf8_lossy(path).into_owned();
+                if !unmerged.contains(&path) {
+                    unmerged.push(path);
+                }
+            }
         }
         if !unmerged.is_empty() {
             let what =

@@ -807,3 +807,34 @@ fn conflict_markers_name_the_branch_and_the_session() {
         "{lib}"
     );
 }
+
+#[test]
+fn continue_names_each_unmerged_path_once_even_when_names_are_not_utf8() {
+    use std::os::unix::ffi::OsStrExt;
+    // `x\xfe` and `x\xff` read alike as text but sit apart in the index, `x\xfeA` between them.
+    let names: [&[u8]; 3] = [b"x\xfe", b"x\xfeA", b"x\xff"];
+    let fx = Fixture::new();
+    let at = |root: &std::path::Path, name: &[u8]| root.join(std::ffi::OsStr::from_bytes(name));
+    for name in names {
+        std::fs::write(at(&fx.src, name), "base\n").unwrap();
+    }
+    fx.commit_all("three names");
+    fx.bind("N");
+    for name in names {
+        std::fs::write(at(&fx.isolation("N"), name), "from the session\n").unwrap();
+        std::fs::write(at(&fx.src, name), "from the user\n").unwrap();
+    }
+    fx.commit_all("the user's");
+    let rebased = fx.json(&["rebase", "-s", "N"]);
+    assert_eq!(outcome(&rebased), (3, "conflicted"), "{}", rebased.1);
+    let stages = iso_git(&fx, "N", &["ls-files", "-u", "-z"]);
+    assert_eq!(stages.split('\0').filter(|s| !s.is_empty()).count(), 9);
+    let early = fx.json(&["rebase", "-s", "N", "--continue"]);
+    assert_eq!(error_code(&early.1), "session_conflicted", "{}", early.1);
+    assert_eq!(
+        early.1["error"]["paths"],
+        serde_json::json!(["x\u{fffd}", "x\u{fffd}A"]),
+        "{}",
+        early.1
+    );
+}
