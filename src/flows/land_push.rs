@@ -1,11 +1,13 @@
 //! `land --push REMOTE/BRANCH`: the landing queue across machines, locked by the server's
 //! atomic ref update. For each session: fetch the branch, merge the change set onto its tip
 //! (objects only), test it in the isolation moved to that tree, commit, and push with a lease
-//! on the tip. A lost race goes round again, up to `attempts` pushes.
+//! on the tip (`--force-with-lease`, a compare-and-swap, so concurrent landings never write
+//! over each other). A lost race goes round again, up to `attempts` pushes.
 //!
 //! Exactly once: the landing commit's `A3S-Change-Set: sha256:…` trailer is searched for in
 //! the branch's history before each attempt, so one landed already is `idempotent`; digest
-//! and base are recorded (`land-push/<id>`) before the first push. Any other refusal ends the
+//! and base are recorded (`land-push/<id>`) before the first push, so that a session whose
+//! cleanup a kill cut short is still known. Any other refusal ends the
 //! session (`push_refused`, never retried), as does a silent remote (`remote_unreachable`).
 
 use std::time::Instant;

@@ -1,6 +1,6 @@
 //! `land --push --mode branch`: a session's commits replayed onto the tip, one `merge-tree`
 //! each, then its uncommitted work as one last commit, which carries the trailer (see
-//! `land_push`) and whose tree is tested.
+//! `land_push`) and whose tree is tested; the lease is on the tip the commits were built on.
 
 use crate::base::error::{Error, Result};
 use crate::base::invalid::Invalid;

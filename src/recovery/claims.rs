@@ -76,7 +76,8 @@ pub(crate) fn abandoned(store: &Store) -> Vec<ClaimRecord> {
 }
 
 /// Clears what an interrupted bind left: its tree and registrations (unless the session was
-/// published there), its claim and, for a session with no record, what it pinned.
+/// published there), its claim and, for a session with no record, what it pinned. Under the
+/// lock, so no bind can claim the id meanwhile.
 pub(crate) fn finish(
     _held: &RepoLock,
     git: &Git,

@@ -168,7 +168,8 @@ pub(crate) fn relink(tree: &Path, admin: &Path) -> Result<()> {
 const GITDIR_LIMIT: u64 = 64 * 1024;
 
 /// A retain's last steps, after the move: the admin dir relinked, the tree locked against `git
-/// worktree prune`, the record pointed at the new path, the intent removed.
+/// worktree prune`, the record pointed at the new path, the intent removed. Called under the
+/// repository lock and the session's lease.
 pub(crate) fn complete_retain(
     _held: &RepoLock,
     git: &Git,
@@ -212,7 +213,7 @@ fn lock_worktree(git: &Git, repo: &Repo, m: &RetainMove) -> Result<()> {
 
 /// A reclaim's last steps, once the tree is renamed aside: its admin dir, the session's records
 /// (when still this tree's), its refs but the swept snapshot, the renamed tree, and the intent.
-/// Each step can be done again.
+/// Called under the repository lock and the session's lease; each step can be done again.
 pub(crate) fn complete_reclaim(
     held: &RepoLock,
     git: &Git,
@@ -291,8 +292,8 @@ fn forget(held: &RepoLock, git: &Git, repo: &Repo, store: &Store, r: &Reclaim) -
 }
 
 /// A discard's last steps, after the tree was renamed aside: its admin dir, the session's
-/// record marked `discarded` (its evidence stays), the renamed tree, and the intent. Each step
-/// can be done again.
+/// record marked `discarded` (its evidence stays), the renamed tree, and the intent. Called
+/// under the repository lock and the session's lease; each step can be done again.
 pub(crate) fn complete_discard(
     _held: &RepoLock,
     repo: &Repo,

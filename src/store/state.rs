@@ -183,7 +183,8 @@ pub struct PurgedMark {
 pub struct CreatedBy {
     /// The tool.
     pub tool: Creator,
-    /// The process it made the session for (a hook: the Claude Code it ran under).
+    /// The process it made the session for (a hook: the Claude Code it ran under), with its
+    /// start identity, so that a reused pid is not taken for it.
     pub process: Owner,
 }
 

@@ -1,7 +1,8 @@
 //! The artifacts of a promote: the patch exactly as applied and `summary.json`, written before
 //! anything is applied (as `planned`) and rewritten with the final outcome.
 //!
-//! They are reports, not records (nothing is recovered from them): each is written whole by
+//! They are reports, not records (nothing is recovered from them; the intent and the journal
+//! are fsynced with their directories): each is written whole by
 //! rename and never synced, so a machine crash may leave one missing, old, empty or cut short.
 //! Every reader copes: `--reapply` and `diff --digest` check the patch against its digest, and
 //! `log` and `gc` read a summary that does not parse as none.

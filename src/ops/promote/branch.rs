@@ -481,7 +481,8 @@ fn your_files_in_the_way(
     Ok(crate::ops::promote::patch::status_paths(&status))
 }
 
-/// The branch promote's intent, rewritten (fsynced) at every step of the promote.
+/// The branch promote's intent, rewritten (fsynced) before the WIP is stashed, once the stash
+/// exists, after every replayed commit, and when the replay finished.
 struct Recorder<'a> {
     store: &'a Store,
     intent: Intent,

@@ -8,7 +8,8 @@
 //! - Patch mode records each touched path's pre- and post-image (mode and blob id, or absent),
 //!   both in the object store before the checkout is written path by path, each by rename.
 //!   Recovery compares the checkout with the recorded ids: all post → journal; all pre →
-//!   nothing landed; some of each → write the rest; anything else → report a conflict.
+//!   nothing landed; some of each → write the rest; anything else → keep the intent and
+//!   report a conflict, never guess.
 //! - Branch mode records the branch and its old tip, the stash holding the user's WIP (found by
 //!   a token in its message), the commits replayed so far and the final tip. Recovery completes
 //!   a finished replay or resets to the old tip, and always restores the WIP.
