@@ -220,3 +220,34 @@ fn a_promote_syncs_its_intent_and_journal_before_and_after_the_checkout() {
     let written: Vec<_> = std::fs::read_dir(&artifacts).unwrap().collect();
     assert_eq!(written.len(), 1);
 }
+
+#[test]
+fn a_queue_asks_which_paths_each_session_changed_once() {
+    let fx = Fixture::new();
+    let (wrapper, log) = logging_git(&fx);
+    let git = (wrapper.as_path(), log.as_path());
+    for id in ["q1", "q2", "q3"] {
+        fx.bind(id);
+        std::fs::write(fx.isolation(id).join(format!("{id}.txt")), "work\n").unwrap();
+    }
+    let land = calls(&fx, git, &["land", "--all", "--keep"]);
+    // The queue's plan asks it of every session, and each landing again of its own session
+    // (HEAD moved): the same two trees, so the same answer.
+    let mut asked: Vec<&str> = land
+        .iter()
+        .filter(|c| c.contains("diff-tree") && c.contains("--name-only --no-renames"))
+        .filter(|c| !c.contains("--diff-filter"))
+        .map(String::as_str)
+        .collect();
+    let all = asked.len();
+    asked.sort_unstable();
+    asked.dedup();
+    assert_eq!(asked.len(), all, "{land:#?}");
+    assert!(land.len() <= 70, "{} git calls: {land:#?}", land.len());
+    let landed = fx.git(&fx.src, &["log", "--format=%s", "-3"]);
+    assert_eq!(landed.lines().count(), 3, "{landed}");
+    for id in ["q1", "q2", "q3"] {
+        let file = std::fs::read_to_string(fx.src.join(format!("{id}.txt"))).unwrap();
+        assert_eq!(file, "work\n");
+    }
+}

@@ -31,7 +31,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use sha2::Digest;
 
 use crate::base::error::{IoContext, Result};
-use crate::git::index_file::reader::{EntryView, IndexFile, SIZE_AT, be32, decode_varint};
+use crate::git::index_file::reader::{
+    ENTRY_STAT, EntryView, IndexFile, SIZE_AT, be32, decode_varint,
+};
 use crate::git::index_file::writer::StatData;
 
 /// The untracked cache's extension.
@@ -100,12 +102,12 @@ pub(crate) struct Checked<'a> {
 }
 
 impl Checked<'_> {
-    /// Whether the entry's file is certainly unchanged since it was noted: a file or a link
-    /// noted with nanoseconds, changed before the index's date, whose stat data still match
-    /// (the modification time not ahead of the change time, as only a put-back time is). The
-    /// date is the file system's own (git's checkout) or already set back by the clock's slack
-    /// ([`date_from`]): any change after it is dated later.
-    fn unchanged(&self, entry: &EntryView<'_>) -> bool {
+    /// Whether the entry may be kept unread if its file still matches it: a file or a link
+    /// noted with nanoseconds, changed before the index's date (the modification time not
+    /// ahead of the change time, as only a put-back time is). The date is the file system's
+    /// own (git's checkout) or already set back by the clock's slack ([`date_from`]): any
+    /// change after it is dated later.
+    fn may_keep(&self, entry: &EntryView<'_>) -> bool {
         let before = self.dated.duration_since(UNIX_EPOCH).unwrap_or_default();
         let before = (before.as_secs() as u32, before.subsec_nanos());
         let (ctime, mtime) = (
@@ -113,13 +115,66 @@ impl Checked<'_> {
             (entry.stat(2), entry.stat(3)),
         );
         let plain = matches!(entry.mode() & 0o170000, 0o100000 | 0o120000);
-        if !plain || entry.stage() != 0 || ctime.1 == 0 || mtime.1 == 0 || mtime > ctime {
-            return false;
-        }
-        ctime < before
-            && fs::symlink_metadata(self.tree.join(OsStr::from_bytes(entry.path)))
-                .is_ok_and(|meta| StatData::of(&meta).matches(entry.stat_data()))
+        plain
+            && entry.stage() == 0
+            && ctime.1 != 0
+            && mtime.1 != 0
+            && mtime <= ctime
+            && ctime < before
     }
+
+    /// Which of `noted` (in the index's order) still match their files' stat data. A bind's
+    /// checkout leaves thousands: a few threads share them in runs, each `lstat`ing a file by
+    /// name beneath its directory's handle rather than walking the whole path again.
+    fn still_matching(&self, noted: &[Noted]) -> Vec<bool> {
+        let workers = match noted.len() {
+            0..=1023 => 1,
+            _ => std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4)),
+        };
+        let run = noted.len().div_ceil(workers).max(1);
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = noted
+                .chunks(run)
+                .map(|part| scope.spawn(move || self.matching_run(part)))
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|_| vec![false; run]))
+                .collect()
+        })
+    }
+
+    /// [`Self::still_matching`] for one run of entries.
+    fn matching_run(&self, noted: &[Noted]) -> Vec<bool> {
+        use rustix::fs::{AtFlags, Mode, OFlags};
+        let mut dir: Option<(&[u8], Option<rustix::fd::OwnedFd>)> = None;
+        noted
+            .iter()
+            .map(|entry| {
+                let (parent, name) = match entry.path.iter().rposition(|b| *b == b'/') {
+                    Some(at) => (&entry.path[..at], &entry.path[at + 1..]),
+                    None => (&entry.path[..0], &entry.path[..]),
+                };
+                if dir.as_ref().is_none_or(|(open, _)| *open != parent) {
+                    let path = self.tree.join(OsStr::from_bytes(parent));
+                    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+                    dir = Some((parent, rustix::fs::open(&path, flags, Mode::empty()).ok()));
+                }
+                let Some((_, Some(fd))) = &dir else {
+                    return false;
+                };
+                rustix::fs::statat(fd, OsStr::from_bytes(name), AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|stat| StatData::of_stat(&stat).matches(&entry.stat))
+            })
+            .collect()
+    }
+}
+
+/// A recent entry that may be kept unread: where it starts, its path and its stat data.
+struct Noted {
+    start: usize,
+    path: Vec<u8>,
+    stat: [u8; ENTRY_STAT],
 }
 
 #[cfg(test)]
@@ -216,19 +271,32 @@ fn layout(
     let index = IndexFile::new(bytes, hash_len)?;
     // Read once for the layout alone: no file is looked at for a hash length that is wrong.
     index.walk(|_| true)?;
+    let mut noted = Vec::new();
     let extensions = index.walk(|entry| {
         // Changed in or after the second (its ctime), and not smudged already.
         if entry.stat(0) >= since && entry.stat(9) != 0 {
-            match checked.is_some_and(|checked| checked.unchanged(entry)) {
-                true => {
-                    layout.verified.0 += 1;
-                    layout.verified.1 = layout.verified.1.max(entry.stat(2));
-                }
+            match checked.is_some_and(|checked| checked.may_keep(entry)) {
+                true => noted.push(Noted {
+                    start: entry.start,
+                    path: entry.path.to_vec(),
+                    stat: entry.stat_data().try_into().unwrap_or([0; ENTRY_STAT]),
+                }),
                 false => layout.smudged.push(entry.start + SIZE_AT),
             }
         }
         true
     })?;
+    if let Some(checked) = checked {
+        for (entry, kept) in noted.iter().zip(checked.still_matching(&noted)) {
+            match kept {
+                true => {
+                    layout.verified.0 += 1;
+                    layout.verified.1 = layout.verified.1.max(be32(&entry.stat, 8).unwrap_or(0));
+                }
+                false => layout.smudged.push(entry.start + SIZE_AT),
+            }
+        }
+    }
     for ext in extensions.iter().filter(|e| e.signature == UNTRACKED) {
         let data_at = ext.start + 8;
         match cache_stats(ext.data, hash_len) {
@@ -535,6 +603,46 @@ mod tests {
         assert_eq!((done.entries, done.verified), (1, 2), "{done:?}");
         assert_eq!(noted_sizes(dir), vec![2, 0, 4]);
         assert_eq!(git(dir, &["diff", "--name-only"]), "d/b.txt\n");
+    }
+
+    #[test]
+    fn many_recent_entries_are_checked_in_runs_and_a_change_in_any_run_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path();
+        git(dir, &["init", "-q"]);
+        // Enough entries for a few threads, each taking a run of whole and split directories.
+        fs::write(dir.join("top.txt"), "top\n").unwrap();
+        for d in 0..40 {
+            fs::create_dir_all(dir.join(format!("d{d}/e"))).unwrap();
+            for f in 0..40 {
+                let sub = if f % 2 == 0 { "" } else { "e/" };
+                let path = dir.join(format!("d{d}/{sub}f{f}.txt"));
+                fs::write(path, format!("{d} {f}\n")).unwrap();
+            }
+        }
+        git(dir, &["add", "-A"]);
+        dated_ahead(&dir.join(".git/index"));
+        git(dir, &["update-index", "--refresh"]);
+        // In the first run, the middle and the last: a file changed with its size and time
+        // put back, a file gone, a file changed after its directory's handle was opened.
+        let put_back = |path: &str, text: &str| {
+            let file = dir.join(path);
+            let noted = fs::metadata(&file).unwrap().modified().unwrap();
+            fs::write(&file, text).unwrap();
+            let file = File::options().write(true).open(&file).unwrap();
+            file.set_modified(noted).unwrap();
+        };
+        std::thread::sleep(Duration::from_millis(20));
+        put_back("d0/f0.txt", "0 X\n");
+        fs::remove_file(dir.join("d20/e/f7.txt")).unwrap();
+        put_back("d39/e/f39.txt", "39 3X\n");
+        put_back("top.txt", "TOP\n");
+        let done = checked_at(dir, SystemTime::now() + Duration::from_secs(1));
+        assert_eq!((done.entries, done.verified), (4, 1597), "{done:?}");
+        assert_eq!(
+            git(dir, &["diff", "--name-only"]),
+            "d0/f0.txt\nd20/e/f7.txt\nd39/e/f39.txt\ntop.txt\n"
+        );
     }
 
     #[test]

@@ -53,6 +53,20 @@ impl StatData {
         }
     }
 
+    /// From a file's `stat` as the C library lays it out (its fields' types vary by target).
+    #[allow(clippy::unnecessary_cast)]
+    pub(crate) fn of_stat(stat: &rustix::fs::Stat) -> StatData {
+        StatData {
+            ctime: (stat.st_ctime as i64, stat.st_ctime_nsec as u32),
+            mtime: (stat.st_mtime as i64, stat.st_mtime_nsec as u32),
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+            uid: stat.st_uid as u32,
+            gid: stat.st_gid as u32,
+            size: stat.st_size as u64,
+        }
+    }
+
     /// Whether an entry's stored stat data is this (its mode field aside).
     pub(crate) fn matches(&self, stored: &[u8]) -> bool {
         let mut mine = [0u8; ENTRY_STAT];
