@@ -359,8 +359,22 @@ impl<'a> Work<'a> {
         Ok((copy, self.isolation.git(&self.ctx.git, &scratch)?))
     }
 
+    /// The tree of `commit`; the command knows HEAD's already when it read HEAD (a landing's
+    /// target).
+    fn tree_of(&self, commit: &str) -> Result<String> {
+        let question = format!("{commit}^{{tree}}");
+        match self.ctx.git.recall(&self.located.repo.toplevel, &question) {
+            Some(tree) => Ok(tree),
+            None => Ok(self.view.commit_info(commit)?.tree),
+        }
+    }
+
     /// Whether the repository holds the tree `tree`.
     fn tree_here(&self, tree: &str) -> Result<bool> {
+        // The session's base is pinned with it (an index nothing was staged in holds it).
+        if *self.session.base_tree == *tree {
+            return Ok(true);
+        }
         // One a rebase or a snapshot wrote lately is loose: its file says so, without a git.
         if crate::base::ids::is_object_hex(tree) {
             let (fan, rest) = tree.split_at(2);
@@ -528,11 +542,11 @@ impl<'a> Work<'a> {
         tree: String,
         done: RebaseResult,
     ) -> Result<RebaseOutcome> {
-        let tip_tree = self.view.commit_info(&state.tip)?.tree;
+        let tip_tree = self.tree_of(&state.tip)?;
         // With nothing replayed the tip is the target itself: its tree is read once.
         let base_tree = match state.tip == state.to_revision {
             true => tip_tree.clone(),
-            false => self.view.commit_info(&state.to_revision)?.tree,
+            false => self.tree_of(&state.to_revision)?,
         };
         let steps_before = last_step_number(&self.located.store, self.session)?;
         let mut out = RebaseOutcome::of_state(done, &state);

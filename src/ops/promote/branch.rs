@@ -290,14 +290,23 @@ fn tree_of(git: &Git, source: &Path, commit: &str) -> Result<String> {
 
 /// The source's current branch and tip; a detached source has no branch to replay onto.
 fn target(git: &Git, source: &Path) -> Result<Target> {
-    let Some(branch) = git.current_branch(source)? else {
+    // Two reads of HEAD, side by side: its branch and its commit.
+    let (branch, tip) = std::thread::scope(|scope| {
+        let tip = scope.spawn(|| git.rev_parse_required(source, "HEAD"));
+        let branch = git.current_branch(source);
+        let tip = tip
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the read of HEAD stopped")));
+        (branch, tip)
+    });
+    let Some(branch) = branch? else {
         return Err(Error::DetachedSource {
             source_path: source.to_path_buf(),
         });
     };
     Ok(Target {
         branch,
-        old_tip: CommitId::new(git.rev_parse_required(source, "HEAD")?)?,
+        old_tip: CommitId::new(tip?)?,
         ident: git.identity(source),
     })
 }
@@ -556,19 +565,27 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let id = &job.session.session_id;
     let tip = job.tip(chain);
     let ns = job.located.store.refs();
-    let retained_before = git.rev_parse(
-        source,
-        &format!("refs/heads/{}^{{commit}}", ns.retained_branch(id)),
-    )?;
     let refs = SessionRefs {
         git,
         dir: source,
         ns: &ns,
         session_id: id,
     };
-    let kept = keep_chain(&refs, tip, out);
+    // Whether your work must be set aside is read while the retained branch moves (a ref
+    // and your checkout: neither touches the other), so that read ends no earlier before
+    // the replay than it did after the branch moved.
+    let (retained_before, kept, had_wip) = std::thread::scope(|scope| {
+        let wip = scope.spawn(|| intent::has_wip(git, source));
+        let retained = format!("refs/heads/{}^{{commit}}", ns.retained_branch(id));
+        let retained_before = git.rev_parse(source, &retained);
+        let kept = retained_before.is_ok() && keep_chain(&refs, tip, out);
+        let had_wip = wip
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")));
+        (retained_before, kept, had_wip)
+    });
+    let (retained_before, had_wip) = (retained_before?, had_wip?);
     let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
-    let had_wip = intent::has_wip(git, source)?;
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::base::signals::Signals::register()?;
