@@ -272,11 +272,22 @@ impl Git {
         paths: &[Vec<u8>],
     ) -> Result<bool> {
         use std::os::unix::ffi::OsStrExt;
-        self.at(dir)
-            .env("GIT_LITERAL_PATHSPECS", "1")
-            .args(["diff-tree", "--quiet", "-r", "--no-renames", a, b, "--"])
-            .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
-            .succeeds()
+        let ask = || {
+            self.at(dir)
+                .env("GIT_LITERAL_PATHSPECS", "1")
+                .args(["diff-tree", "--quiet", "-r", "--no-renames", a, b, "--"])
+                .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
+                .succeeds()
+        };
+        if !(crate::base::ids::is_object_hex(a) && crate::base::ids::is_object_hex(b)) {
+            return ask();
+        }
+        // Object ids and paths: the same answer all command long (a queue's plan asks it of
+        // a session, and its landing again when HEAD has not moved since).
+        let paths_digest = hex::encode(<sha2::Sha256 as sha2::Digest>::digest(paths.join(&0u8)));
+        let question = format!("diff-tree --quiet {a} {b} {paths_digest}");
+        let known = self.memoized(dir, &question, || Ok(ask()?.to_string()))?;
+        Ok(known == "true")
     }
 
     /// The branch HEAD is on in the checkout at `dir` (`refs/heads/…`), `None` when detached.

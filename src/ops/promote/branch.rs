@@ -571,20 +571,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         ns: &ns,
         session_id: id,
     };
-    // Whether your work must be set aside is read while the retained branch moves (a ref
-    // and your checkout: neither touches the other), so that read ends no earlier before
-    // the replay than it did after the branch moved.
-    let (retained_before, kept, had_wip) = std::thread::scope(|scope| {
-        let wip = scope.spawn(|| intent::has_wip(git, source));
-        let retained = format!("refs/heads/{}^{{commit}}", ns.retained_branch(id));
-        let retained_before = git.rev_parse(source, &retained);
-        let kept = retained_before.is_ok() && keep_chain(&refs, tip, out);
-        let had_wip = wip
-            .join()
-            .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")));
-        (retained_before, kept, had_wip)
-    });
-    let (retained_before, had_wip) = (retained_before?, had_wip?);
+    let (retained_before, kept, had_wip) = keep_chain_reading_wip(&refs, tip, out)?;
     let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
     let mut recorder = Recorder::begin(job, chain, had_wip)?;
     crate::fault_point!("promote-branch-after-intent");
@@ -655,6 +642,32 @@ fn put_back_wip(
         out.warnings
             .push(PromoteWarning::StashKept { stash }.into());
     }
+}
+
+/// The retained branch's commit before it is pointed at `tip` ([`keep_chain`]), whether it
+/// was, and whether your checkout holds work to set aside: read while the branch moves (a ref
+/// and your checkout: neither touches the other), so that read ends no earlier before the
+/// replay than it did after the branch moved.
+fn keep_chain_reading_wip(
+    refs: &SessionRefs<'_>,
+    tip: &str,
+    out: &mut PromoteOutcome,
+) -> Result<(Option<String>, bool, bool)> {
+    let (git, source) = (refs.git, refs.dir);
+    let (retained_before, kept, had_wip) = std::thread::scope(|scope| {
+        let wip = scope.spawn(|| intent::has_wip(git, source));
+        let retained = format!(
+            "refs/heads/{}^{{commit}}",
+            refs.ns.retained_branch(refs.session_id)
+        );
+        let retained_before = git.rev_parse(source, &retained);
+        let kept = retained_before.is_ok() && keep_chain(refs, tip, out);
+        let had_wip = wip
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")));
+        (retained_before, kept, had_wip)
+    });
+    Ok((retained_before?, kept, had_wip?))
 }
 
 /// Points the retained branch at `tip`: a convenience, so a branch in its way only warns.
