@@ -623,8 +623,8 @@ mod tests {
         git(dir, &["add", "-A"]);
         dated_ahead(&dir.join(".git/index"));
         git(dir, &["update-index", "--refresh"]);
-        // In the first run, the middle and the last: a file changed with its size and time
-        // put back, a file gone, a file changed after its directory's handle was opened.
+        // In the first run, the middle, the last and at the top (no directory): files changed
+        // with their size and time put back, and a file gone.
         let put_back = |path: &str, text: &str| {
             let file = dir.join(path);
             let noted = fs::metadata(&file).unwrap().modified().unwrap();
