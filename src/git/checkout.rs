@@ -149,6 +149,20 @@ impl Git {
             .run_text()
     }
 
+    /// The paths where the checkout's index differs from `tree`, NUL-separated.
+    pub(crate) fn index_differs_from(&self, dir: &Path, tree: &str) -> Result<Vec<u8>> {
+        self.at(dir)
+            .args([
+                "diff-index",
+                "--cached",
+                "-z",
+                "--name-only",
+                "--no-renames",
+            ])
+            .args(["--ignore-submodules=none", tree, "--"])
+            .run()
+    }
+
     /// Moves HEAD from `old` to `new` (`update-ref -m`), failing if it moved meanwhile.
     pub(crate) fn move_head(&self, dir: &Path, message: &str, new: &str, old: &str) -> Result<()> {
         self.at(dir)

@@ -114,6 +114,28 @@ impl Marked<'_> {
         self.cmd().args(["reset", "-q", "--hard", commit]).finish()
     }
 
+    /// Moves the index and files from `from` to `to` as a fast-forward does (`read-tree -m -u`,
+    /// two-way): what differs elsewhere (the user's work) stays; refused with nothing changed
+    /// when a path it changes is not as `from` has it. The output whatever the status.
+    pub(crate) fn read_tree_two_way(&self, from: &str, to: &str) -> Result<GitOutput> {
+        self.cmd()
+            .args(["read-tree", "-m", "-u", from, to])
+            .output()
+    }
+
+    /// Moves `branch` from `old` to `new` (`update-ref -m`), failing if it moved meanwhile.
+    pub(crate) fn move_branch(
+        &self,
+        branch: &str,
+        message: &str,
+        new: &str,
+        old: &str,
+    ) -> Result<()> {
+        self.cmd()
+            .args(["update-ref", "-m", message, branch, new, old])
+            .finish()
+    }
+
     /// Replays `commit` onto HEAD (`cherry-pick`, unsigned); the output whatever the status.
     pub(crate) fn cherry_pick(&self, ident: &Identity, commit: &str) -> Result<GitOutput> {
         self.cmd()

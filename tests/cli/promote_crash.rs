@@ -815,6 +815,124 @@ mod faults {
         assert_eq!(contents(&fx, &names), vec!["after\n".to_string(); 10]);
     }
 
+    /// The user's WIP as a fast-forward must leave it: the files' bytes and inodes (a stash
+    /// and its restore would write them anew), what is staged, and no stash.
+    fn wip_in_place(fx: &Fixture) -> (BTreeMap<String, String>, Vec<u64>, String) {
+        use std::os::unix::fs::MetadataExt;
+        let mut files = source_state(fx);
+        files
+            .retain(|k, _| ["README.md", "src/lib.txt", "notes/scratch.bin"].contains(&k.as_str()));
+        files.insert("<stash list>".into(), fx.git(&fx.src, &["stash", "list"]));
+        let inodes = ["README.md", "src/lib.txt", "notes/scratch.bin"]
+            .map(|p| std::fs::metadata(fx.src.join(p)).unwrap().ino())
+            .to_vec();
+        let staged = fx.git(&fx.src, &["diff", "--cached", "--name-only"]);
+        (files, inodes, staged)
+    }
+
+    /// A session whose work is all uncommitted, on the HEAD it was bound at, lands as a
+    /// fast-forward: the user's WIP (unstaged, staged and untracked) never leaves its files,
+    /// through the promote and through a kill at each of its steps, and no stash is made.
+    #[test]
+    fn a_fast_forward_promote_keeps_the_wip_in_its_files_through_every_kill() {
+        for (fault, expect) in [
+            (None, ""),
+            (Some("promote-branch-after-intent"), "rolled back"),
+            (Some("promote-branch-after-checkout"), "completed"),
+            (Some("promote-branch-after-restore"), "completed"),
+        ] {
+            let fx = Fixture::new();
+            let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+            fx.bind("f");
+            let iso = fx.isolation("f");
+            std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+            make_wip(&fx);
+            let before = wip_in_place(&fx);
+            let args = ["-s", "f", "--mode", "branch"];
+            let rerun = match fault {
+                Some(fault) => {
+                    promote_killed_at(&fx, fault, &args);
+                    let out = fx.cmd().args(["list"]).output().unwrap();
+                    let stderr = String::from_utf8_lossy(&out.stderr);
+                    assert!(stderr.contains(expect), "{fault}: {stderr}");
+                    let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+                    assert_eq!(head == old_tip, expect == "rolled back", "{fault}");
+                    if expect == "rolled back" {
+                        "applied"
+                    } else {
+                        "idempotent"
+                    }
+                }
+                None => "applied",
+            };
+            assert_eq!(
+                wip_in_place(&fx),
+                before,
+                "{fault:?}: the WIP left its files"
+            );
+            let mut all = vec!["promote"];
+            all.extend(args);
+            let (code, doc) = fx.json(&all);
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some(rerun)),
+                "{fault:?}: {doc}"
+            );
+            assert_eq!(
+                wip_in_place(&fx),
+                before,
+                "{fault:?}: the WIP left its files"
+            );
+            assert_eq!(
+                fx.git(&fx.src, &["rev-parse", "HEAD^"]),
+                old_tip,
+                "{fault:?}"
+            );
+            assert_eq!(fx.git(&fx.src, &["show", "HEAD:agent.txt"]), "agent");
+            assert_eq!(
+                fx.git(&fx.src, &["log", "--format=%s", "-1"]),
+                "a3s-iso: uncommitted changes of session f"
+            );
+            assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
+        }
+    }
+
+    /// A file the fast-forward changes whose index record is stale (touched, same bytes):
+    /// git refuses to move it, and the promote lands by the replay instead, the user's work
+    /// set aside and put back.
+    #[test]
+    fn a_fast_forward_git_refuses_lands_by_the_replay() {
+        let fx = Fixture::new();
+        fx.bind("t");
+        let iso = fx.isolation("t");
+        std::fs::write(iso.join("README.md"), "the agent's README\n").unwrap();
+        fx.write("notes.txt", "the user's notes\n");
+        let readme = fx.src.join("README.md");
+        let later = std::time::SystemTime::now() + Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&readme)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let (code, doc) = fx.json(&["promote", "-s", "t", "--mode", "branch"]);
+        assert_eq!(
+            (code, doc["outcome"].as_str()),
+            (0, Some("applied")),
+            "{doc}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&readme).unwrap(),
+            "the agent's README\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(fx.src.join("notes.txt")).unwrap(),
+            "the user's notes\n"
+        );
+        assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
+        assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+    }
+
     #[test]
     fn a_branch_promote_killed_mid_way_never_leaves_the_wip_in_a_stash() {
         for (fault, expect) in [

@@ -34,6 +34,8 @@ use crate::store::state::{JournalEntry, Landing, SessionRecord, Step, Store};
 struct Pick {
     commit: String,
     subject: String,
+    /// Made by this promote, by whom a pick commits: landed as it is, it reads as picked.
+    fresh: bool,
 }
 
 /// Where the replay lands and who commits.
@@ -360,6 +362,7 @@ impl Planner<'_> {
             chain.push(Pick {
                 subject: original.subject.clone(),
                 commit: rebuilt.clone(),
+                fresh: false,
             });
             parent = rebuilt;
         }
@@ -500,7 +503,12 @@ struct Recorder<'a> {
 
 impl<'a> Recorder<'a> {
     /// Writes the intent before anything in the checkout changes.
-    fn begin(job: &Job<'a>, chain: &[Pick], had_wip: bool) -> Result<Recorder<'a>> {
+    fn begin(
+        job: &Job<'a>,
+        chain: &[Pick],
+        had_wip: bool,
+        fast_forward: Option<&str>,
+    ) -> Result<Recorder<'a>> {
         let patch = &job.candidate.patch;
         let tip = job.tip(chain);
         let plan = BranchPlan {
@@ -511,9 +519,14 @@ impl<'a> Recorder<'a> {
             token: format!("{}-{}", intent::tag(&patch.digest), unique_suffix()),
             stash: None,
             chain: chain.iter().map(|p| p.commit.clone()).collect(),
-            processed: 0,
-            replayed: Vec::new(),
+            // A fast-forward lands the chain's commits as they are.
+            processed: fast_forward.map_or(0, |_| chain.len()),
+            replayed: match fast_forward {
+                Some(_) => chain.iter().map(|p| p.commit.clone()).collect(),
+                None => Vec::new(),
+            },
             done: None,
+            fast_forward: fast_forward.map(str::to_string),
         };
         let recorder = Recorder {
             store: &job.located.store,
@@ -555,13 +568,13 @@ impl<'a> Recorder<'a> {
     }
 }
 
-/// Keeps the chain, records the intent, stashes the WIP, replays, restores the WIP and
-/// journals. Nothing may stop halfway: interrupts wait, git runs where a Ctrl-C cannot reach
-/// it, and the next command finishes (or rolls back) a crash from the intent.
+/// Keeps the chain, records the intent, moves the checkout (a fast-forward that leaves the WIP
+/// in place, else a replay with the WIP set aside and restored) and journals. Nothing may stop
+/// halfway: interrupts wait, git runs where a Ctrl-C cannot reach it, and the next command
+/// finishes (or rolls back) a crash from the intent.
 fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcome) -> Result<()> {
     let git = &ctx.git;
     let source = job.session.source.as_path();
-    let target = job.target;
     let id = &job.session.session_id;
     let tip = job.tip(chain);
     let ns = job.located.store.refs();
@@ -571,39 +584,24 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         ns: &ns,
         session_id: id,
     };
-    let (retained_before, kept, had_wip) = keep_chain_reading_wip(&refs, tip, out)?;
-    let mut report = BranchReport::new(&target.branch, kept.then(|| ns.retained_branch(id)));
-    let mut recorder = Recorder::begin(job, chain, had_wip)?;
+    let fast = fast_forward_to(job, chain);
+    let (retained_before, kept, had_wip) = keep_chain_reading_wip(&refs, tip, fast.is_none(), out)?;
+    let mut report = BranchReport::new(&job.target.branch, kept.then(|| ns.retained_branch(id)));
+    let mut recorder = Recorder::begin(job, chain, had_wip.unwrap_or(false), fast)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::base::signals::Signals::register()?;
-    let stash = match had_wip {
-        true => intent::stash_push(git, source, &target.ident, recorder.token(), id)?,
-        false => None,
+    let moved = match fast {
+        Some(to) => fast_forward(git, job, (chain, to), &mut recorder, &mut report)?,
+        None => FastForward::Refused,
     };
-    recorder.record(|plan| plan.stash = stash.clone())?;
-    let replayer = Replayer {
-        git,
-        source,
-        ident: &target.ident,
-    };
-    let Replay { failure, head } = replayer.replay(chain, &mut recorder, &mut report)?;
-    let marked = || git.marked(source, recorder.token());
-    let done = match failure {
-        Some(_) => {
-            // Abort the whole replay: the branch goes back to where it was.
-            let _ = marked().cherry_pick_abort();
-            marked().reset_hard(&target.old_tip)?;
-            None
-        }
-        None => {
-            let done = head.map_or_else(|| git.rev_parse_required(source, "HEAD"), Ok)?;
-            recorder.record(|plan| plan.done = Some(done.clone()))?;
-            Some(done)
+    let (failure, done, stash) = match moved {
+        FastForward::Done => (None, Some(tip.to_string()), None),
+        FastForward::Failed(detail) => (Some((tip.to_string(), detail)), None, None),
+        FastForward::Refused => {
+            let aside = WipAside { had_wip, out };
+            replay_with_wip_aside(git, job, chain, aside, (&mut recorder, &mut report))?
         }
     };
-    if let Some(stash) = &stash {
-        put_back_wip(git, (source, recorder.token()), stash, &mut report, out);
-    }
     crate::fault_point!("promote-branch-after-restore");
     let step = job.step(tip, done.as_deref())?;
     if failure.is_some() && kept {
@@ -628,6 +626,129 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     Ok(())
 }
 
+/// The commit the chain lands as a fast-forward to: its tip, when it starts at the branch's
+/// tip and this promote made every commit of it (as a pick would have made them).
+fn fast_forward_to<'a>(job: &Job<'_>, chain: &'a [Pick]) -> Option<&'a str> {
+    let on_tip = chain_start(job.candidate, job.session) == job.target.old_tip.as_str();
+    let last = chain.last()?;
+    (on_tip && chain.iter().all(|pick| pick.fresh)).then_some(last.commit.as_str())
+}
+
+/// How a fast-forward ended.
+enum FastForward {
+    /// The index, the files and the branch are at the chain's tip.
+    Done,
+    /// git refused to move the files (one it changes is not as the old tip has it, or its
+    /// index record is stale): nothing changed, the replay does it instead.
+    Refused,
+    /// The branch moved while the files did: they were moved back. Why, for the report.
+    Failed(String),
+}
+
+/// Moves the index and files to `to` (two-way: the user's work elsewhere stays as it is), then
+/// the branch, recording every commit of the chain as replayed.
+fn fast_forward(
+    git: &Git,
+    job: &Job<'_>,
+    (chain, to): (&[Pick], &str),
+    recorder: &mut Recorder<'_>,
+    report: &mut BranchReport,
+) -> Result<FastForward> {
+    let source = job.session.source.as_path();
+    let (branch, old) = (&job.target.branch, job.target.old_tip.as_str());
+    let marked = git.marked(source, recorder.token());
+    let moved = marked.read_tree_two_way(old, to)?;
+    if moved.exit_code != Some(0) {
+        // Left for the replay, which reads the WIP and sets it aside.
+        recorder.record(|plan| {
+            plan.fast_forward = None;
+            plan.replayed.clear();
+            plan.processed = 0;
+        })?;
+        return Ok(FastForward::Refused);
+    }
+    crate::fault_point!("promote-branch-after-checkout");
+    let message = format!("a3s-iso: promote {} (fast-forward)", job.session.session_id);
+    if let Err(err) = marked.move_branch(branch, &message, to, old) {
+        let _ = marked.read_tree_two_way(to, old);
+        return Ok(FastForward::Failed(format!(
+            "{branch} moved while the checkout moved to the session's commit; the checkout was moved back (your work is as before): {err}"
+        )));
+    }
+    recorder.record(|plan| plan.done = Some(to.to_string()))?;
+    report.replayed = chain
+        .iter()
+        .map(|pick| ReplayedCommit {
+            commit: pick.commit.clone(),
+            replayed: pick.commit.clone(),
+            subject: pick.subject.clone(),
+        })
+        .collect();
+    Ok(FastForward::Done)
+}
+
+/// Whether the source held work to set aside (`None` when not read yet), and the outcome the
+/// restore reports to.
+struct WipAside<'o> {
+    had_wip: Option<bool>,
+    out: &'o mut PromoteOutcome,
+}
+
+/// The replay by cherry-pick: the WIP stashed first and restored after, the branch reset to
+/// its old tip when a pick fails. What failed, the tip it left, and the stash.
+type Replayed = (Option<(String, String)>, Option<String>, Option<String>);
+
+fn replay_with_wip_aside(
+    git: &Git,
+    job: &Job<'_>,
+    chain: &[Pick],
+    aside: WipAside<'_>,
+    (recorder, report): (&mut Recorder<'_>, &mut BranchReport),
+) -> Result<Replayed> {
+    let source = job.session.source.as_path();
+    let target = job.target;
+    let had_wip = match aside.had_wip {
+        Some(had) => had,
+        None => intent::has_wip(git, source)?,
+    };
+    recorder.record(|plan| plan.had_wip = had_wip)?;
+    let stash = match had_wip {
+        true => intent::stash_push(
+            git,
+            source,
+            &target.ident,
+            recorder.token(),
+            &job.session.session_id,
+        )?,
+        false => None,
+    };
+    recorder.record(|plan| plan.stash = stash.clone())?;
+    let replayer = Replayer {
+        git,
+        source,
+        ident: &target.ident,
+    };
+    let Replay { failure, head } = replayer.replay(chain, recorder, report)?;
+    let marked = || git.marked(source, recorder.token());
+    let done = match failure {
+        Some(_) => {
+            // Abort the whole replay: the branch goes back to where it was.
+            let _ = marked().cherry_pick_abort();
+            marked().reset_hard(&target.old_tip)?;
+            None
+        }
+        None => {
+            let done = head.map_or_else(|| git.rev_parse_required(source, "HEAD"), Ok)?;
+            recorder.record(|plan| plan.done = Some(done.clone()))?;
+            Some(done)
+        }
+    };
+    if let Some(stash) = &stash {
+        put_back_wip(git, (source, recorder.token()), stash, report, aside.out);
+    }
+    Ok((failure, done, stash))
+}
+
 /// Puts your uncommitted work back; a stash that does not apply stays, with a warning.
 fn put_back_wip(
     git: &Git,
@@ -645,29 +766,31 @@ fn put_back_wip(
 }
 
 /// The retained branch's commit before it is pointed at `tip` ([`keep_chain`]), whether it
-/// was, and whether your checkout holds work to set aside: read while the branch moves (a ref
-/// and your checkout: neither touches the other), so that read ends no earlier before the
-/// replay than it did after the branch moved.
+/// was, and, when `wip` asks, whether your checkout holds work to set aside: read while the
+/// branch moves (a ref and your checkout: neither touches the other), so that read ends no
+/// earlier before the replay than it did after the branch moved.
 fn keep_chain_reading_wip(
     refs: &SessionRefs<'_>,
     tip: &str,
+    wip: bool,
     out: &mut PromoteOutcome,
-) -> Result<(Option<String>, bool, bool)> {
+) -> Result<(Option<String>, bool, Option<bool>)> {
     let (git, source) = (refs.git, refs.dir);
     let (retained_before, kept, had_wip) = std::thread::scope(|scope| {
-        let wip = scope.spawn(|| intent::has_wip(git, source));
+        let read = wip.then(|| scope.spawn(|| intent::has_wip(git, source)));
         let retained = format!(
             "refs/heads/{}^{{commit}}",
             refs.ns.retained_branch(refs.session_id)
         );
         let retained_before = git.rev_parse(source, &retained);
         let kept = retained_before.is_ok() && keep_chain(refs, tip, out);
-        let had_wip = wip
-            .join()
-            .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")));
+        let had_wip = read.map(|read| {
+            read.join()
+                .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")))
+        });
         (retained_before, kept, had_wip)
     });
-    Ok((retained_before?, kept, had_wip?))
+    Ok((retained_before?, kept, had_wip.transpose()?))
 }
 
 /// Points the retained branch at `tip`: a convenience, so a branch in its way only warns.
@@ -794,7 +917,11 @@ impl Replayer<'_> {
             (tree, parent),
             format!("{}\n", message.trim_end()),
         )?;
-        Ok(Pick { subject, commit })
+        Ok(Pick {
+            subject,
+            commit,
+            fresh: true,
+        })
     }
 
     /// A copy of a raw commit with another tree and parent, keeping message, author, committer.

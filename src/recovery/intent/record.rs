@@ -98,6 +98,11 @@ pub(crate) struct BranchPlan {
     pub(crate) replayed: Vec<String>,
     /// The branch tip once the replay finished.
     pub(crate) done: Option<String>,
+    /// Set when the chain lands as a fast-forward to this commit (its tip, which this
+    /// promote made on the old tip): the index and files move first by a two-way merge that
+    /// leaves the user's work in place, then the branch. Nothing is stashed, nothing is reset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) fast_forward: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

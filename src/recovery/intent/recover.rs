@@ -193,6 +193,8 @@ enum BranchVerdict {
     Forward { reset: bool },
     /// Not finished: back to the old tip (when something may have moved), restore the WIP.
     Back { reset: bool },
+    /// A fast-forward moved the index and files but not the branch: move it, and journal.
+    MoveBranch,
     /// The branch is not where this promote left it: nothing is reset.
     Foreign(String),
 }
@@ -203,6 +205,8 @@ struct BranchFound {
     tip: Option<String>,
     tip_parent: Option<String>,
     stash: Option<String>,
+    /// A fast-forward's: the index holds its commit at every path it changes.
+    checkout_moved: bool,
 }
 
 /// Plans: where the branch is against what the intent recorded.
@@ -212,6 +216,9 @@ fn decide_branch(plan: &BranchPlan, found: &BranchFound) -> BranchVerdict {
     };
     if !found.on_branch {
         return BranchVerdict::Foreign(format!("HEAD is no longer on {}", plan.branch));
+    }
+    if let Some(to) = &plan.fast_forward {
+        return decide_fast_forward(plan, to, tip, found.checkout_moved);
     }
     let stashed = found.stash.is_some();
     // Finished: the tip recorded at the end, or every commit of the chain dealt with and the
@@ -233,6 +240,28 @@ fn decide_branch(plan: &BranchPlan, found: &BranchFound) -> BranchVerdict {
     }
 }
 
+/// A fast-forward moves the files, then the branch, and stashes nothing: nothing is ever
+/// reset (the user's work is where it was all along).
+fn decide_fast_forward(plan: &BranchPlan, to: &str, tip: &str, moved: bool) -> BranchVerdict {
+    match tip {
+        _ if tip == to => BranchVerdict::Forward { reset: false },
+        _ if tip == plan.old_tip && moved => BranchVerdict::MoveBranch,
+        _ if tip == plan.old_tip => BranchVerdict::Back { reset: false },
+        _ => BranchVerdict::Foreign(format!("{} moved since", plan.branch)),
+    }
+}
+
+/// Whether the index holds `to` at every path where `from` and `to` differ (a two-way
+/// `read-tree` that moved them finished).
+fn index_moved(git: &Git, source: &Path, from: &str, to: &str) -> Result<bool> {
+    let changed = git.diff_trees(source, from, to)?;
+    let differing = git.index_differs_from(source, to)?;
+    let differing: std::collections::HashSet<&[u8]> = crate::git::split_nul(&differing).collect();
+    Ok(!changed
+        .iter()
+        .any(|path| differing.contains(path.as_slice())))
+}
+
 /// Gathers what a crashed branch promote left: the branch, its tip and the stash.
 fn find_branch(git: &Git, source: &Path, plan: &BranchPlan) -> Result<BranchFound> {
     let head = git.symbolic_head(source)?;
@@ -247,11 +276,16 @@ fn find_branch(git: &Git, source: &Path, plan: &BranchPlan) -> Result<BranchFoun
         }
         _ => stash::find(git, source, &plan.token).map(|(_, oid)| oid),
     };
+    let checkout_moved = match (&plan.fast_forward, &tip) {
+        (Some(to), Some(tip)) if *tip == plan.old_tip => index_moved(git, source, tip, to)?,
+        _ => false,
+    };
     Ok(BranchFound {
         on_branch: String::from_utf8_lossy(&head.stdout).trim() == plan.branch,
         tip,
         tip_parent,
         stash,
+        checkout_moved,
     })
 }
 
@@ -280,6 +314,25 @@ fn recover_branch(
     settle_branch(git, store, intent, plan, &found)
 }
 
+/// The rest of a fast-forward whose files moved: the branch, from the old tip to its commit.
+fn move_branch_on(git: &Git, intent: &Intent, plan: &BranchPlan) -> BranchVerdict {
+    let Some(to) = plan.fast_forward.as_deref() else {
+        return BranchVerdict::Foreign("the fast-forward names no commit".into());
+    };
+    let message = format!(
+        "a3s-iso: promote {} (fast-forward, recovered)",
+        intent.session_id.as_deref().unwrap_or("change set")
+    );
+    let source = intent.source.as_path();
+    match git
+        .marked(source, &plan.token)
+        .move_branch(&plan.branch, &message, to, &plan.old_tip)
+    {
+        Ok(()) => BranchVerdict::Forward { reset: false },
+        Err(err) => BranchVerdict::Foreign(format!("{} could not be moved: {err}", plan.branch)),
+    }
+}
+
 /// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
 fn settle_branch(
     git: &Git,
@@ -288,14 +341,17 @@ fn settle_branch(
     plan: &BranchPlan,
     found: &BranchFound,
 ) -> Result<Option<W>> {
-    let verdict = decide_branch(plan, found);
+    let mut verdict = decide_branch(plan, found);
     let stash = found.stash.as_deref();
     let source = intent.source.as_path();
     let digest = &intent.digest;
+    if verdict == BranchVerdict::MoveBranch {
+        verdict = move_branch_on(git, intent, plan);
+    }
     let (target, reset) = match &verdict {
         BranchVerdict::Forward { reset } => (plan.done.clone(), *reset),
         BranchVerdict::Back { reset } => (Some(plan.old_tip.clone()), *reset),
-        BranchVerdict::Foreign(_) => (None, false),
+        BranchVerdict::MoveBranch | BranchVerdict::Foreign(_) => (None, false),
     };
     if let (Some(target), true) = (&target, reset) {
         git.marked(source, &plan.token).reset_hard(target)?;
@@ -333,6 +389,12 @@ fn settle_branch(
             why,
             work,
         },
+        // Settled above, into one of the others.
+        BranchVerdict::MoveBranch => W::BranchPromoteLeft {
+            digest: digest.to_string(),
+            why: format!("{} was not moved", plan.branch),
+            work,
+        },
     }))
 }
 
@@ -352,6 +414,7 @@ mod tests {
             processed: 1,
             replayed: vec!["r1".into()],
             done: None,
+            fast_forward: None,
         }
     }
 
@@ -361,6 +424,7 @@ mod tests {
             tip: Some(tip.into()),
             tip_parent: Some(parent.into()),
             stash: stash.then(|| "s".to_string()),
+            checkout_moved: false,
         }
     }
 
@@ -410,5 +474,44 @@ mod tests {
             decide_branch(&p, &found("r2", "r1", false)),
             BranchVerdict::Back { reset: true }
         );
+    }
+
+    /// A fast-forward is never reset: the user's work stayed in place all along.
+    #[test]
+    fn fast_forward_verdicts() {
+        let mut p = plan();
+        p.had_wip = false;
+        p.chain = vec!["f1".into()];
+        p.replayed = vec!["f1".into()];
+        p.processed = 1;
+        p.fast_forward = Some("f1".into());
+        let moved = |tip: &str, moved: bool| BranchFound {
+            checkout_moved: moved,
+            ..found(tip, "x", false)
+        };
+        assert_eq!(
+            decide_branch(&p, &moved("f1", false)),
+            BranchVerdict::Forward { reset: false }
+        );
+        assert_eq!(
+            decide_branch(&p, &moved("old", true)),
+            BranchVerdict::MoveBranch
+        );
+        assert_eq!(
+            decide_branch(&p, &moved("old", false)),
+            BranchVerdict::Back { reset: false }
+        );
+        assert!(matches!(
+            decide_branch(&p, &moved("other", true)),
+            BranchVerdict::Foreign(_)
+        ));
+        let detached = BranchFound {
+            on_branch: false,
+            ..moved("f1", true)
+        };
+        assert!(matches!(
+            decide_branch(&p, &detached),
+            BranchVerdict::Foreign(_)
+        ));
     }
 }
