@@ -5,8 +5,8 @@
 use std::ffi::OsStr;
 use std::path::Path;
 
-use crate::base::error::Result;
-use crate::git::runner::{Git, GitOutput};
+use crate::base::error::{Error, Result};
+use crate::git::runner::{Git, GitOutput, split_nul};
 use crate::git::stash::Identity;
 
 /// Which untracked files a status of some paths lists.
@@ -192,6 +192,33 @@ impl Git {
             .run()
     }
 
+    /// The paths `b` adds to `a` and those it deletes (`diff-tree --name-status`, renames off).
+    pub(crate) fn added_and_deleted(
+        &self,
+        dir: &Path,
+        (a, b): (&str, &str),
+    ) -> Result<AddedDeleted> {
+        let out = self
+            .at(dir)
+            .args(["diff-tree", "-r", "-z", "--name-status", "--no-renames"])
+            .args(["--diff-filter=AD", a, b])
+            .run()?;
+        let (mut added, mut deleted) = (Vec::new(), Vec::new());
+        let mut fields = split_nul(&out);
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            match status {
+                b"A" => added.push(path.to_vec()),
+                b"D" => deleted.push(path.to_vec()),
+                _ => {
+                    return Err(Error::internal(
+                        "diff-tree listed a change it was not asked for",
+                    ));
+                }
+            }
+        }
+        Ok(AddedDeleted { added, deleted })
+    }
+
     /// HEAD's symbolic ref, the output whatever the status (`symbolic-ref -q HEAD`).
     pub(crate) fn symbolic_head(&self, dir: &Path) -> Result<GitOutput> {
         self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()
@@ -348,4 +375,10 @@ impl Git {
             .stdin(paths)
             .run()
     }
+}
+
+/// The paths one tree adds to another, and those it deletes.
+pub(crate) struct AddedDeleted {
+    pub(crate) added: Vec<Vec<u8>>,
+    pub(crate) deleted: Vec<Vec<u8>>,
 }

@@ -123,6 +123,14 @@ impl Marked<'_> {
             .output()
     }
 
+    /// Refreshes the index's stat data (`update-index -q --refresh`); the output whatever the
+    /// status (it fails when a file changed, having refreshed the others).
+    pub(crate) fn refresh_index(&self) -> Result<GitOutput> {
+        self.cmd()
+            .args(["update-index", "-q", "--refresh"])
+            .output()
+    }
+
     /// Moves `branch` from `old` to `new` (`update-ref -m`), failing if it moved meanwhile.
     pub(crate) fn move_branch(
         &self,

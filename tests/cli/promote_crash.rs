@@ -815,6 +815,11 @@ mod faults {
         assert_eq!(contents(&fx, &names), vec!["after\n".to_string(); 10]);
     }
 
+    /// The text of the source's file `rel`.
+    fn read_text(fx: &Fixture, rel: &str) -> String {
+        std::fs::read_to_string(fx.src.join(rel)).unwrap()
+    }
+
     /// The user's WIP as a fast-forward must leave it: the files' bytes and inodes (a stash
     /// and its restore would write them anew), what is staged, and no stash.
     fn wip_in_place(fx: &Fixture) -> (BTreeMap<String, String>, Vec<u64>, String) {
@@ -897,16 +902,77 @@ mod faults {
         }
     }
 
-    /// A file the fast-forward changes whose index record is stale (touched, same bytes):
-    /// git refuses to move it, and the promote lands by the replay instead, the user's work
-    /// set aside and put back.
+    /// A fast-forward whose git was killed itself (the OOM killer, a whole cgroup) after it
+    /// wrote some files and before it wrote the index: recovery puts those files back to the
+    /// old tip's and removes the one it added, the WIP kept; a file that holds neither side is
+    /// never guessed at, and nothing is written.
     #[test]
-    fn a_fast_forward_git_refuses_lands_by_the_replay() {
+    fn files_a_killed_fast_forward_wrote_are_put_back_or_left_when_changed_since() {
+        for neither in [false, true] {
+            let fx = Fixture::new();
+            let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+            fx.bind("k");
+            let iso = fx.isolation("k");
+            std::fs::write(iso.join("README.md"), "the agent's README\n").unwrap();
+            std::fs::write(iso.join("src/lib.txt"), "the agent's lib\n").unwrap();
+            std::fs::write(iso.join("agent.txt"), "agent\n").unwrap();
+            fx.write("notes.txt", "the user's notes\n");
+            promote_killed_at(
+                &fx,
+                "promote-branch-after-intent",
+                &["-s", "k", "--mode", "branch"],
+            );
+            let lib = fx.git(&fx.src, &["show", "HEAD:src/lib.txt"]) + "\n";
+            // What the killed git had written: two of the three files, src/lib.txt not yet.
+            fx.write("README.md", "the agent's README\n");
+            fx.write("agent.txt", "agent\n");
+            if neither {
+                fx.write("src/lib.txt", "cut short\n");
+            }
+            let out = fx.cmd().args(["list"]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), old_tip);
+            assert_eq!(read_text(&fx, "notes.txt"), "the user's notes\n");
+            if neither {
+                assert!(
+                    stderr.contains("left as it is") && stderr.contains("src/lib.txt"),
+                    "{stderr}"
+                );
+                assert_eq!(
+                    read_text(&fx, "README.md"),
+                    "the agent's README\n",
+                    "nothing written"
+                );
+                assert_eq!(read_text(&fx, "src/lib.txt"), "cut short\n");
+                continue;
+            }
+            assert!(stderr.contains("rolled back"), "{stderr}");
+            assert_eq!(read_text(&fx, "README.md"), "hello\n");
+            assert_eq!(read_text(&fx, "src/lib.txt"), lib);
+            assert!(!fx.src.join("agent.txt").exists());
+            assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
+            let (code, doc) = fx.json(&["promote", "-s", "k", "--mode", "branch"]);
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some("applied")),
+                "{doc}"
+            );
+            assert_eq!(read_text(&fx, "agent.txt"), "agent\n");
+        }
+    }
+
+    /// A file the fast-forward changes whose index record is stale (touched, same bytes): git
+    /// refuses it as a change; refreshed, the move is tried again and lands, the user's
+    /// untracked file left where it was.
+    #[test]
+    fn a_stale_index_record_is_refreshed_and_the_fast_forward_lands() {
+        use std::os::unix::fs::MetadataExt;
         let fx = Fixture::new();
         fx.bind("t");
         let iso = fx.isolation("t");
         std::fs::write(iso.join("README.md"), "the agent's README\n").unwrap();
         fx.write("notes.txt", "the user's notes\n");
+        let notes = std::fs::metadata(fx.src.join("notes.txt")).unwrap().ino();
         let readme = fx.src.join("README.md");
         let later = std::time::SystemTime::now() + Duration::from_secs(5);
         std::fs::File::options()
@@ -926,11 +992,58 @@ mod faults {
             "the agent's README\n"
         );
         assert_eq!(
-            std::fs::read_to_string(fx.src.join("notes.txt")).unwrap(),
-            "the user's notes\n"
+            std::fs::metadata(fx.src.join("notes.txt")).unwrap().ino(),
+            notes
         );
         assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
         assert_eq!(fx.git(&fx.src, &["stash", "list"]), "");
+    }
+
+    /// When git will not move the files (an edit of the user's behind `assume-unchanged` at a
+    /// path the session changes; an index another git holds locked), the promote is a
+    /// conflict that changed nothing: no stash, no reset, the user's bytes and commits kept.
+    #[test]
+    fn a_fast_forward_git_will_not_move_changes_nothing() {
+        for case in ["assume-unchanged", "index locked"] {
+            let fx = Fixture::new();
+            fx.bind("t");
+            std::fs::write(fx.isolation("t").join("README.md"), "the agent's\n").unwrap();
+            let lock = fx.src.join(".git/index.lock");
+            match case {
+                "assume-unchanged" => {
+                    fx.git(
+                        &fx.src,
+                        &["update-index", "--assume-unchanged", "README.md"],
+                    );
+                    fx.write("README.md", "the user's hidden edit\n");
+                }
+                _ => std::fs::write(&lock, "").unwrap(),
+            }
+            let head = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+            let before = source_state(&fx);
+            let (code, doc) = fx.json(&["promote", "-s", "t", "--mode", "branch"]);
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (3, Some("conflict")),
+                "{case}: {doc}"
+            );
+            assert_eq!(
+                differences(&source_state(&fx), &before),
+                Vec::<String>::new(),
+                "{case}: nothing changed"
+            );
+            assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), head, "{case}");
+            assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "{case}");
+            if case == "index locked" {
+                assert!(lock.exists(), "the other git's lock is left alone");
+                std::fs::remove_file(&lock).unwrap();
+            } else {
+                assert_eq!(
+                    std::fs::read_to_string(fx.src.join("README.md")).unwrap(),
+                    "the user's hidden edit\n"
+                );
+            }
+        }
     }
 
     #[test]

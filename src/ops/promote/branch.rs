@@ -129,20 +129,22 @@ fn replay_root(
     let planned = plan_any(ctx, (located, candidate), &target, &isolation_head, opts)?;
     match planned {
         Planned::Chain(chain) => {
-            let start = chain_start(candidate, session);
-            let in_the_way = your_files_in_the_way(&ctx.git, &session.source, start, &chain)?;
-            if !in_the_way.is_empty() {
-                out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
-                out.set_conflicting_paths(in_the_way);
-                artifacts.summarise(&out)?;
-                return Ok(out);
-            }
             let job = Job {
                 located,
                 candidate,
                 session,
                 target: &target,
             };
+            let in_the_way = match fast_forward_to(&job, &chain) {
+                Some(to) => yours_where_it_adds(&ctx.git, &session.source, (&target.old_tip, to))?,
+                None => job.your_files_in_the_way(&ctx.git, &chain)?,
+            };
+            if !in_the_way.is_empty() {
+                out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
+                out.set_conflicting_paths(in_the_way);
+                artifacts.summarise(&out)?;
+                return Ok(out);
+            }
             execute(ctx, &job, &chain, &mut out)?
         }
         Planned::Refused { commit, detail } => {
@@ -262,6 +264,12 @@ impl Job<'_> {
     fn tip<'a>(&'a self, chain: &'a [Pick]) -> &'a str {
         let start = chain_start(self.candidate, self.session);
         chain.last().map_or(start, |p| p.commit.as_str())
+    }
+
+    /// The paths the chain changes where your checkout holds work of yours.
+    fn your_files_in_the_way(&self, git: &Git, chain: &[Pick]) -> Result<Vec<RepoPath>> {
+        let start = chain_start(self.candidate, self.session);
+        your_files_in_the_way(git, &self.session.source, start, chain)
     }
 
     /// The step this promote lands, ending at `chain_tip`.
@@ -493,6 +501,38 @@ fn your_files_in_the_way(
     Ok(crate::ops::promote::patch::status_paths(&status))
 }
 
+/// Among the paths a fast-forward from `from` to `to` adds, those where something is on the
+/// disk (a file or directory of yours, untracked or ignored), or where a file of yours stands
+/// in the place of a directory it needs. git's two-way `read-tree` refuses every other file of
+/// yours in its way (changed, staged, untracked) before it writes, but writes over ignored ones.
+fn yours_where_it_adds(
+    git: &Git,
+    source: &Path,
+    (from, to): (&str, &str),
+) -> Result<Vec<RepoPath>> {
+    let crate::git::AddedDeleted { added, deleted } = git.added_and_deleted(source, (from, to))?;
+    // A directory it needs where the old tree has a file: that file is tracked, and git's.
+    let deleted: std::collections::HashSet<&[u8]> = deleted.iter().map(Vec::as_slice).collect();
+    let on_disk =
+        |path: &[u8]| std::fs::symlink_metadata(source.join(std::ffi::OsStr::from_bytes(path)));
+    let taken = |path: &[u8]| {
+        let above = path
+            .iter()
+            .enumerate()
+            .filter(|(_, byte)| **byte == b'/')
+            .map(|(at, _)| &path[..at]);
+        on_disk(path).is_ok()
+            || above
+                .filter(|dir| !deleted.contains(dir))
+                .any(|dir| on_disk(dir).is_ok_and(|meta| !meta.is_dir()))
+    };
+    Ok(added
+        .into_iter()
+        .filter(|path| taken(path))
+        .map(RepoPath)
+        .collect())
+}
+
 /// The branch promote's intent, rewritten (fsynced) before the WIP is stashed, once the stash
 /// exists, after every replayed commit, and when the replay finished.
 struct Recorder<'a> {
@@ -590,14 +630,15 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let mut recorder = Recorder::begin(job, chain, had_wip.unwrap_or(false), fast)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::base::signals::Signals::register()?;
-    let moved = match fast {
-        Some(to) => fast_forward(git, job, (chain, to), &mut recorder, &mut report)?,
-        None => FastForward::Refused,
-    };
-    let (failure, done, stash) = match moved {
-        FastForward::Done => (None, Some(tip.to_string()), None),
-        FastForward::Failed(detail) => (Some((tip.to_string(), detail)), None, None),
-        FastForward::Refused => {
+    let (failure, done, stash) = match fast {
+        Some(to) => match fast_forward(git, job, (chain, to), &mut recorder, &mut report)? {
+            FastForward::Done => (None, Some(tip.to_string()), None),
+            FastForward::Failed(detail) => {
+                (Some(Stopped::Replay(tip.to_string(), detail)), None, None)
+            }
+            FastForward::InTheWay(paths) => (Some(Stopped::InTheWay(paths)), None, None),
+        },
+        None => {
             let aside = WipAside { had_wip, out };
             replay_with_wip_aside(git, job, chain, aside, (&mut recorder, &mut report))?
         }
@@ -622,8 +663,18 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     if out.outcome == Outcome::Applied {
         out.replayed_head = out.current_revision.clone();
     }
-    out.branch = Some(report);
+    // Refused before anything moved, as when the paths were looked for first.
+    out.branch = (out.reason != Some(Reason::PatchDoesNotApply)).then_some(report);
     Ok(())
+}
+
+/// Why a promote's move stopped, with nothing of it left in the checkout.
+enum Stopped {
+    /// A commit could not be replayed (or the branch moved under a fast-forward): which, and
+    /// what git said.
+    Replay(String, String),
+    /// Files of yours are at paths the chain changes.
+    InTheWay(Vec<RepoPath>),
 }
 
 /// The commit the chain lands as a fast-forward to: its tip, when it starts at the branch's
@@ -634,15 +685,16 @@ fn fast_forward_to<'a>(job: &Job<'_>, chain: &'a [Pick]) -> Option<&'a str> {
     (on_tip && chain.iter().all(|pick| pick.fresh)).then_some(last.commit.as_str())
 }
 
-/// How a fast-forward ended.
+/// How a fast-forward ended. Whatever stops it leaves the checkout as it was: it never falls
+/// back on the replay, whose rollback resets the branch.
 enum FastForward {
     /// The index, the files and the branch are at the chain's tip.
     Done,
-    /// git refused to move the files (one it changes is not as the old tip has it, or its
-    /// index record is stale): nothing changed, the replay does it instead.
-    Refused,
-    /// The branch moved while the files did: they were moved back. Why, for the report.
+    /// git refused to move the files, or the branch moved while they did (they were moved
+    /// back): nothing changed. Why, for the report.
     Failed(String),
+    /// git refused because files of yours are at paths it changes: nothing changed.
+    InTheWay(Vec<RepoPath>),
 }
 
 /// Moves the index and files to `to` (two-way: the user's work elsewhere stays as it is), then
@@ -657,15 +709,22 @@ fn fast_forward(
     let source = job.session.source.as_path();
     let (branch, old) = (&job.target.branch, job.target.old_tip.as_str());
     let marked = git.marked(source, recorder.token());
-    let moved = marked.read_tree_two_way(old, to)?;
+    let mut moved = marked.read_tree_two_way(old, to)?;
     if moved.exit_code != Some(0) {
-        // Left for the replay, which reads the WIP and sets it aside.
-        recorder.record(|plan| {
-            plan.fast_forward = None;
-            plan.replayed.clear();
-            plan.processed = 0;
-        })?;
-        return Ok(FastForward::Refused);
+        // A stale record of a file it changes (the same bytes, another time) is refused as
+        // a change: refreshed, the move is tried once more.
+        let _ = marked.refresh_index();
+        moved = marked.read_tree_two_way(old, to)?;
+    }
+    if moved.exit_code != Some(0) {
+        let in_the_way = job.your_files_in_the_way(git, chain)?;
+        if !in_the_way.is_empty() {
+            return Ok(FastForward::InTheWay(in_the_way));
+        }
+        return Ok(FastForward::Failed(format!(
+            "the fast-forward stopped before it changed anything (your branch, index and work are as before): {}",
+            git_said(&moved.stderr, "git read-tree failed")
+        )));
     }
     crate::fault_point!("promote-branch-after-checkout");
     let message = format!("a3s-iso: promote {} (fast-forward)", job.session.session_id);
@@ -696,7 +755,7 @@ struct WipAside<'o> {
 
 /// The replay by cherry-pick: the WIP stashed first and restored after, the branch reset to
 /// its old tip when a pick fails. What failed, the tip it left, and the stash.
-type Replayed = (Option<(String, String)>, Option<String>, Option<String>);
+type Replayed = (Option<Stopped>, Option<String>, Option<String>);
 
 fn replay_with_wip_aside(
     git: &Git,
@@ -729,6 +788,7 @@ fn replay_with_wip_aside(
         ident: &target.ident,
     };
     let Replay { failure, head } = replayer.replay(chain, recorder, report)?;
+    let failure = failure.map(|(commit, detail)| Stopped::Replay(commit, detail));
     let marked = || git.marked(source, recorder.token());
     let done = match failure {
         Some(_) => {
@@ -811,15 +871,19 @@ fn keep_chain(refs: &SessionRefs<'_>, tip: &str, out: &mut PromoteOutcome) -> bo
 fn conclude(
     job: &Job<'_>,
     step: Option<Step>,
-    failure: Option<(String, String)>,
+    failure: Option<Stopped>,
     report: &mut BranchReport,
     out: &mut PromoteOutcome,
 ) -> Result<()> {
     match failure {
-        Some((commit, detail)) => {
+        Some(Stopped::Replay(commit, detail)) => {
             out.conflict(Reason::ReplayFailed, Some(detail));
             report.failed_commit = Some(commit);
             report.replayed.clear();
+        }
+        Some(Stopped::InTheWay(paths)) => {
+            out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
+            out.set_conflicting_paths(paths);
         }
         None => {
             let patch = &job.candidate.patch;
@@ -957,6 +1021,15 @@ impl Replayer<'_> {
 /// What a failed cherry-pick said, without git's advice on a cherry-pick in progress (there is
 /// none: a3s-iso undid it).
 fn undone_detail(stderr: &str) -> String {
+    format!(
+        "the replay stopped and was undone (your branch, index and work are as before): {}",
+        git_said(stderr, "git cherry-pick failed")
+    )
+}
+
+/// What git said on `stderr`, one line after another, without its hints and its advice on an
+/// operation in progress; `otherwise` when that is nothing.
+fn git_said(stderr: &str, otherwise: &str) -> String {
     let said: Vec<&str> = stderr
         .lines()
         .map(str::trim)
@@ -967,14 +1040,10 @@ fn undone_detail(stderr: &str) -> String {
                 .any(|advice| line.contains(advice))
         })
         .collect();
-    format!(
-        "the replay stopped and was undone (your branch, index and work are as before): {}",
-        if said.is_empty() {
-            "git cherry-pick failed".to_string()
-        } else {
-            said.join("; ")
-        }
-    )
+    match said.is_empty() {
+        true => otherwise.to_string(),
+        false => said.join("; "),
+    }
 }
 
 /// After a failed pick: skips it when its change is already on the branch.

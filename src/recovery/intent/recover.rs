@@ -333,6 +333,44 @@ fn move_branch_on(git: &Git, intent: &Intent, plan: &BranchPlan) -> BranchVerdic
     }
 }
 
+/// The files a fast-forward's git wrote before it was killed with its index still unwritten
+/// (the git itself killed: the OOM killer, a whole cgroup stopped, a power cut), put back to
+/// the old tip's, each by rename. Why not, when a file holds neither side (changed since, or
+/// cut short): then nothing is guessed at and nothing written.
+fn put_back_written(
+    git: &Git,
+    source: &Path,
+    plan: &BranchPlan,
+    to: &str,
+) -> Result<std::result::Result<(), String>> {
+    let Some(changes) =
+        crate::recovery::intent::images::tree_changes(git, source, &plan.old_tip, to)?
+    else {
+        return Ok(Err(format!("the commit {to} it moved to is not here")));
+    };
+    let files = crate::recovery::intent::images::plan_of_changes(source, changes);
+    let checkout = Checkout::open(git, source)?;
+    let paths: Vec<RepoPath> = files.paths.iter().map(|c| c.path.clone()).collect();
+    let states = checkout.states(&paths, false)?;
+    let written: Vec<usize> = match classify(&checkout, &files, &states) {
+        PatchVerdict::Untouched => return Ok(Ok(())),
+        PatchVerdict::Changed(paths) => {
+            let shown: Vec<String> = paths.iter().map(RepoPath::shown).collect();
+            return Ok(Err(format!(
+                "its files at {} hold neither side now",
+                shown.join(", ")
+            )));
+        }
+        PatchVerdict::Landed => (0..files.paths.len()).collect(),
+        PatchVerdict::Halfway(old) => (0..files.paths.len())
+            .filter(|i| !old.contains(i))
+            .collect(),
+    };
+    checkout.write(&plan.token, &files, &written, Side::Pre)?;
+    checkout.clear_temps(&plan.token, &files);
+    Ok(Ok(()))
+}
+
 /// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
 fn settle_branch(
     git: &Git,
@@ -347,6 +385,11 @@ fn settle_branch(
     let digest = &intent.digest;
     if verdict == BranchVerdict::MoveBranch {
         verdict = move_branch_on(git, intent, plan);
+    }
+    if let (Some(to), BranchVerdict::Back { .. }) = (&plan.fast_forward, &verdict)
+        && let Err(why) = put_back_written(git, source, plan, to)?
+    {
+        verdict = BranchVerdict::Foreign(why);
     }
     let (target, reset) = match &verdict {
         BranchVerdict::Forward { reset } => (plan.done.clone(), *reset),
