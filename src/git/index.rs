@@ -371,12 +371,8 @@ impl OnIndex<'_> {
 }
 
 impl HermeticGit {
-    /// What each path whose entry differs between the trees `from` and `to` holds in `to`.
-    pub(crate) fn tree_changes(&self, from: &str, to: &str) -> Result<TreeChanges> {
-        Ok(self.tree_changes_and_added(from, to)?.0)
-    }
-
-    /// [`HermeticGit::tree_changes`], and the paths `to` adds, in one `diff-tree`.
+    /// What each path whose entry differs between the trees `from` and `to` holds in `to`,
+    /// and the paths `to` adds, in one `diff-tree`.
     pub(crate) fn tree_changes_and_added(
         &self,
         from: &str,
@@ -391,6 +387,32 @@ impl HermeticGit {
         parse_raw_changes(&raw).ok_or_else(|| {
             crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
         })
+    }
+
+    /// What each path whose entry differs between the trees `from` and `to` holds in `to`, and
+    /// the tree id (raw) in `to` of every directory above a
+    /// change (`""`: `to` itself), in one `diff-tree -t`: a changed path changes the tree of
+    /// each directory above it, so git lists them all.
+    pub(crate) fn tree_changes_and_subtrees(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<(TreeChanges, Subtrees)> {
+        let raw = self
+            .cmd()
+            .args(["diff-tree", "-r", "-t", "-z", "--raw"])
+            .args(["--no-renames", "--no-abbrev"])
+            .args([from, to])
+            .run()?;
+        let mut subtrees = Subtrees::new();
+        subtrees.insert(Vec::new(), hex::decode(to).unwrap_or_default());
+        let changes = parse_raw_records(&raw, |path, id| {
+            subtrees.insert(path.to_vec(), id);
+        })
+        .ok_or_else(|| {
+            crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
+        })?;
+        Ok((changes.0, subtrees))
     }
 
     /// The tree id (raw) of each of `dirs` in `tree` that is a directory there, by directory
@@ -453,6 +475,16 @@ impl HermeticGit {
 /// `diff-tree -z --raw` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes, and
 /// the paths added.
 fn parse_raw_changes(raw: &[u8]) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
+    parse_raw_records(raw, |_, _| ())
+}
+
+/// [`parse_raw_changes`] of records that may list trees too (`diff-tree -t`): each directory
+/// the new side has goes to `subtree` with its id, and no tree is an entry's change.
+fn parse_raw_records(
+    raw: &[u8],
+    mut subtree: impl FnMut(&[u8], Vec<u8>),
+) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
+    const TREE: &str = "040000";
     let mut changes = TreeChanges::new();
     let mut added = Vec::new();
     let mut parts = raw.split(|b| *b == 0);
@@ -460,9 +492,16 @@ fn parse_raw_changes(raw: &[u8]) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
         let path = parts.next()?;
         let head = std::str::from_utf8(head.strip_prefix(b":")?).ok()?;
         let fields: Vec<&str> = head.split(' ').collect();
-        let [_, mode, _, id, status] = fields.as_slice() else {
+        let [old_mode, mode, _, id, status] = fields.as_slice() else {
             return None;
         };
+        if *mode == TREE {
+            subtree(path, hex::decode(id).ok()?);
+            continue;
+        }
+        if *old_mode == TREE && *status == "D" {
+            continue;
+        }
         let change = match *status {
             "D" => Change::Remove,
             _ => Change::Set {
@@ -476,4 +515,45 @@ fn parse_raw_changes(raw: &[u8]) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
         changes.insert(path.to_vec(), change);
     }
     Some((changes, added))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::git::index::*;
+
+    /// `diff-tree -r -t` of a file that became a directory and a directory that became a file:
+    /// entries for the files only, ids for the directories the new side has.
+    #[test]
+    fn tree_records_give_subtree_ids_and_no_entry() {
+        let id = |c: char| c.to_string().repeat(40);
+        let zero = id('0');
+        let records = [
+            format!(":000000 100644 {zero} {} A\0d\0", id('1')),
+            format!(":040000 000000 {} {zero} D\0d\0", id('2')),
+            format!(":100644 000000 {} {zero} D\0d/z\0", id('3')),
+            format!(":100644 000000 {} {zero} D\0x\0", id('4')),
+            format!(":000000 040000 {zero} {} A\0x\0", id('5')),
+            format!(":000000 100644 {zero} {} A\0x/f\0", id('6')),
+        ];
+        let mut trees = Vec::new();
+        let (changes, added) = parse_raw_records(records.concat().as_bytes(), |path, id| {
+            trees.push((path.to_vec(), id))
+        })
+        .unwrap();
+        assert_eq!(trees, vec![(b"x".to_vec(), hex::decode(id('5')).unwrap())]);
+        let set = |c: char| Change::Set {
+            mode: 0o100644,
+            id: hex::decode(id(c)).unwrap(),
+        };
+        let expected: TreeChanges = [
+            (b"d".to_vec(), set('1')),
+            (b"d/z".to_vec(), Change::Remove),
+            (b"x".to_vec(), Change::Remove),
+            (b"x/f".to_vec(), set('6')),
+        ]
+        .into_iter()
+        .collect();
+        assert_eq!(changes, expected);
+        assert_eq!(added, vec![b"d".to_vec(), b"x/f".to_vec()]);
+    }
 }

@@ -65,14 +65,14 @@ pub(crate) fn move_changed(
     }
     let bytes = fs::read(seed).ctx(|| format!("cannot read {}", seed.display()))?;
     let asked;
-    let changes = match known {
-        Some(known) => known,
+    let (changes, subtrees) = match known {
+        Some(known) => (known, wt.tree_ids(to, &dirs_above(known))?),
         None => {
-            asked = wt.tree_changes(now, to)?;
-            &asked
+            let (changes, subtrees) = wt.tree_changes_and_subtrees(now, to)?;
+            asked = changes;
+            (&asked, subtrees)
         }
     };
-    let subtrees = wt.tree_ids(to, &dirs_above(changes))?;
     let target = Target {
         changes,
         subtrees: &subtrees,

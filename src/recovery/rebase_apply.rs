@@ -256,7 +256,7 @@ fn edit_index(
     saved: &SavedIndex,
     to: &str,
 ) -> Result<bool> {
-    use crate::git::index_file::edit::{Keep, dirs_above, edit};
+    use crate::git::index_file::edit::{Keep, edit};
     let target = isolation.admin.join("index");
     if crate::base::fsutil::FileStamp::of(&target).ok() != Some(saved.stamp) {
         return Ok(false);
@@ -265,8 +265,7 @@ fn edit_index(
         return Ok(false);
     };
     let from = saved.tree.as_str();
-    let changes = wt.tree_changes(from, to)?;
-    let subtrees = wt.tree_ids(to, &dirs_above(&changes))?;
+    let (changes, subtrees) = wt.tree_changes_and_subtrees(from, to)?;
     // The index held exactly `from`: it holds `to` after the edit.
     let keep = Keep {
         racy_from: Some(crate::git::index_file::recent::written_second(&target)?),
