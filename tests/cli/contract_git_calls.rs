@@ -243,7 +243,7 @@ fn a_queue_asks_which_paths_each_session_changed_once() {
     asked.sort_unstable();
     asked.dedup();
     assert_eq!(asked.len(), all, "{land:#?}");
-    assert!(land.len() <= 66, "{} git calls: {land:#?}", land.len());
+    assert!(land.len() <= 59, "{} git calls: {land:#?}", land.len());
     let landed = fx.git(&fx.src, &["log", "--format=%s", "-3"]);
     assert_eq!(landed.lines().count(), 3, "{landed}");
     for id in ["q1", "q2", "q3"] {
