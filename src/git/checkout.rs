@@ -3,6 +3,7 @@
 //! here so that the callers never do.
 
 use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use crate::base::error::{Error, Result};
@@ -187,36 +188,50 @@ impl Git {
         filter: &str,
     ) -> Result<Vec<u8>> {
         self.at(dir)
+            .without_index()
             .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
             .args([&format!("--diff-filter={filter}"), a, b])
             .run()
     }
 
-    /// The paths `b` adds to `a` and those it deletes (`diff-tree --name-status`, renames off).
-    pub(crate) fn added_and_deleted(
-        &self,
-        dir: &Path,
-        (a, b): (&str, &str),
-    ) -> Result<AddedDeleted> {
+    /// The paths `b` adds to `a`, those it deletes and those it changes otherwise
+    /// (`diff-tree --name-status`, renames off).
+    pub(crate) fn paths_by_kind(&self, dir: &Path, (a, b): (&str, &str)) -> Result<PathsByKind> {
         let out = self
             .at(dir)
-            .args(["diff-tree", "-r", "-z", "--name-status", "--no-renames"])
-            .args(["--diff-filter=AD", a, b])
+            .without_index()
+            .args([
+                "diff-tree",
+                "-r",
+                "-z",
+                "--name-status",
+                "--no-renames",
+                a,
+                b,
+            ])
             .run()?;
-        let (mut added, mut deleted) = (Vec::new(), Vec::new());
+        let mut kinds = PathsByKind::default();
         let mut fields = split_nul(&out);
         while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
-            match status {
-                b"A" => added.push(path.to_vec()),
-                b"D" => deleted.push(path.to_vec()),
-                _ => {
-                    return Err(Error::internal(
-                        "diff-tree listed a change it was not asked for",
-                    ));
-                }
-            }
+            let list = match status {
+                b"A" => &mut kinds.added,
+                b"D" => &mut kinds.deleted,
+                b"M" | b"T" => &mut kinds.changed,
+                _ => return Err(Error::internal("diff-tree listed a change it cannot")),
+            };
+            list.push(path.to_vec());
         }
-        Ok(AddedDeleted { added, deleted })
+        Ok(kinds)
+    }
+
+    /// Where the checkout at `top` keeps `name` in its git dir (`rev-parse --git-path`).
+    pub(crate) fn git_path(&self, top: &Path, name: &str) -> Result<std::path::PathBuf> {
+        let out = self
+            .at(top)
+            .args(["rev-parse", "--path-format=absolute", "--git-path", name])
+            .run()?;
+        let line = out.strip_suffix(b"\n").unwrap_or(&out);
+        Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
     }
 
     /// HEAD's symbolic ref, the output whatever the status (`symbolic-ref -q HEAD`).
@@ -377,8 +392,10 @@ impl Git {
     }
 }
 
-/// The paths one tree adds to another, and those it deletes.
-pub(crate) struct AddedDeleted {
+/// The paths one tree adds to another, those it deletes, and those it changes otherwise.
+#[derive(Default)]
+pub(crate) struct PathsByKind {
     pub(crate) added: Vec<Vec<u8>>,
     pub(crate) deleted: Vec<Vec<u8>>,
+    pub(crate) changed: Vec<Vec<u8>>,
 }

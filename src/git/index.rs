@@ -380,6 +380,7 @@ impl HermeticGit {
     ) -> Result<(TreeChanges, Vec<Vec<u8>>)> {
         let raw = self
             .cmd()
+            .without_index()
             .args(["diff-tree", "-r", "-z", "--raw"])
             .args(["--no-renames", "--no-abbrev"])
             .args([from, to])
@@ -400,6 +401,7 @@ impl HermeticGit {
     ) -> Result<(TreeChanges, Subtrees)> {
         let raw = self
             .cmd()
+            .without_index()
             .args(["diff-tree", "-r", "-t", "-z", "--raw"])
             .args(["--no-renames", "--no-abbrev"])
             .args([from, to])

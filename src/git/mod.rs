@@ -26,7 +26,7 @@ mod submodule;
 mod tree_edit;
 mod version_cache;
 
-pub(crate) use crate::git::checkout::{AddedDeleted, Person, Untracked};
+pub(crate) use crate::git::checkout::{PathsByKind, Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};
 pub(crate) use crate::git::index::OnIndex;
 pub(crate) use crate::git::merge::{CommitInfo, Merged, SideNames};

@@ -247,6 +247,7 @@ impl Git {
     pub(crate) fn diff_trees(&self, dir: &Path, a: &str, b: &str) -> Result<Vec<Vec<u8>>> {
         let ask = || {
             self.at(dir)
+                .without_index()
                 .args(["diff-tree", "-r", "-z", "--name-only", "--no-renames"])
                 .args([a, b])
                 .run()
@@ -275,6 +276,7 @@ impl Git {
         let ask = || {
             self.at(dir)
                 .env("GIT_LITERAL_PATHSPECS", "1")
+                .without_index()
                 .args(["diff-tree", "--quiet", "-r", "--no-renames", a, b, "--"])
                 .args(paths.iter().map(|p| std::ffi::OsStr::from_bytes(p)))
                 .succeeds()
@@ -780,6 +782,7 @@ impl Git {
     ) -> Result<Option<Vec<u8>>> {
         let out = self
             .at(dir)
+            .without_index()
             .args(["diff-tree", "-r", "-z", "--no-renames", "--full-index"])
             .args(["--no-abbrev", "--no-ext-diff", "-O/dev/null", base, result])
             .output()?;

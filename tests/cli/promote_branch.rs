@@ -745,3 +745,69 @@ fn untracked_files_stay_in_place_through_a_branch_promote_and_its_recovery() {
         "?? drafts/\n?? notes.txt"
     );
 }
+
+/// A fast-forward's git (a two-way `read-tree`) would put back a file the user deleted, and
+/// write a real directory over the link the user put in a tracked directory's place: both are
+/// the user's work in the session's way, so the promote is a conflict that changes nothing.
+/// A file sparse checkout keeps out of the tree is absent by design, and lands.
+#[test]
+fn a_fast_forward_refuses_over_your_deletions_and_links_and_lands_past_sparse_files() {
+    for case in ["deleted", "linked dir", "sparse"] {
+        let fx = Fixture::new();
+        fx.write("kept/one.txt", "one\n");
+        fx.write("kept/two.txt", "two\n");
+        fx.commit_all("a directory");
+        fx.bind("f");
+        let iso = fx.isolation("f");
+        std::fs::write(iso.join("kept/one.txt"), "the agent's one\n").unwrap();
+        match case {
+            "deleted" => std::fs::remove_file(fx.src.join("kept/one.txt")).unwrap(),
+            "linked dir" => {
+                std::fs::rename(fx.src.join("kept"), fx.src.join("elsewhere")).unwrap();
+                std::os::unix::fs::symlink("elsewhere", fx.src.join("kept")).unwrap();
+            }
+            _ => {
+                fx.git(
+                    &fx.src,
+                    &["sparse-checkout", "set", "--no-cone", "/README.md"],
+                );
+                assert!(!fx.src.join("kept/one.txt").exists());
+            }
+        }
+        let before = crate::fixture::source_state(&fx);
+        let (code, doc) = promote_branch(&fx, "f");
+        if case == "sparse" {
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some("applied")),
+                "{doc}"
+            );
+            let landed = fx.git(&fx.src, &["show", "HEAD:kept/one.txt"]);
+            assert_eq!(landed, "the agent's one");
+            assert!(
+                !fx.src.join("kept/one.txt").exists(),
+                "still outside the sparse tree"
+            );
+            continue;
+        }
+        assert_eq!(
+            (code, doc["outcome"].as_str()),
+            (3, Some("conflict")),
+            "{case}: {doc}"
+        );
+        assert_eq!(doc["reason"], "patch_does_not_apply", "{case}: {doc}");
+        assert_eq!(doc["conflicting_paths"][0], "kept/one.txt", "{case}: {doc}");
+        assert_eq!(
+            crate::fixture::differences(&crate::fixture::source_state(&fx), &before),
+            Vec::<String>::new(),
+            "{case}: nothing changed"
+        );
+        assert!(
+            std::fs::symlink_metadata(fx.src.join("kept"))
+                .unwrap()
+                .file_type()
+                .is_symlink()
+                || case != "linked dir"
+        );
+    }
+}

@@ -923,9 +923,11 @@ mod faults {
                 &["-s", "k", "--mode", "branch"],
             );
             let lib = fx.git(&fx.src, &["show", "HEAD:src/lib.txt"]) + "\n";
-            // What the killed git had written: two of the three files, src/lib.txt not yet.
+            // What the killed git had written: two of the three files, src/lib.txt not yet,
+            // and the index's lock it held.
             fx.write("README.md", "the agent's README\n");
             fx.write("agent.txt", "agent\n");
+            fx.write(".git/index.lock", "");
             if neither {
                 fx.write("src/lib.txt", "cut short\n");
             }
@@ -950,6 +952,8 @@ mod faults {
             assert_eq!(read_text(&fx, "README.md"), "hello\n");
             assert_eq!(read_text(&fx, "src/lib.txt"), lib);
             assert!(!fx.src.join("agent.txt").exists());
+            // git's own lock is git's to clear (it says how): a3s-iso never guesses it stale.
+            std::fs::remove_file(fx.src.join(".git/index.lock")).unwrap();
             assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
             let (code, doc) = fx.json(&["promote", "-s", "k", "--mode", "branch"]);
             assert_eq!(
@@ -959,6 +963,27 @@ mod faults {
             );
             assert_eq!(read_text(&fx, "agent.txt"), "agent\n");
         }
+    }
+
+    /// Killed before its git moved anything (no lock left: a git that ends, refusing or not,
+    /// leaves none), a fast-forward is rolled back without a file written: an edit of the
+    /// user's that happens to hold the session's bytes is the user's, and stays.
+    #[test]
+    fn a_fast_forward_killed_before_its_git_wrote_touches_no_file() {
+        let fx = Fixture::new();
+        fx.bind("k");
+        std::fs::write(fx.isolation("k").join("README.md"), "the same bytes\n").unwrap();
+        promote_killed_at(
+            &fx,
+            "promote-branch-after-intent",
+            &["-s", "k", "--mode", "branch"],
+        );
+        fx.write("README.md", "the same bytes\n");
+        let out = fx.cmd().args(["list"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("rolled back"), "{stderr}");
+        assert_eq!(read_text(&fx, "README.md"), "the same bytes\n");
+        assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), " M README.md");
     }
 
     /// A file the fast-forward changes whose index record is stale (touched, same bytes): git

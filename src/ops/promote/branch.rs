@@ -136,7 +136,7 @@ fn replay_root(
                 target: &target,
             };
             let in_the_way = match fast_forward_to(&job, &chain) {
-                Some(to) => yours_where_it_adds(&ctx.git, &session.source, (&target.old_tip, to))?,
+                Some(to) => yours_where_it_moves(&ctx.git, &session.source, (&target.old_tip, to))?,
                 None => job.your_files_in_the_way(&ctx.git, &chain)?,
             };
             if !in_the_way.is_empty() {
@@ -501,35 +501,68 @@ fn your_files_in_the_way(
     Ok(crate::ops::promote::patch::status_paths(&status))
 }
 
-/// Among the paths a fast-forward from `from` to `to` adds, those where something is on the
-/// disk (a file or directory of yours, untracked or ignored), or where a file of yours stands
-/// in the place of a directory it needs. git's two-way `read-tree` refuses every other file of
-/// yours in its way (changed, staged, untracked) before it writes, but writes over ignored ones.
-fn yours_where_it_adds(
+/// The paths a fast-forward from `from` to `to` would move where your checkout is not as
+/// `from` has it in a way git's two-way `read-tree` lets pass: a file or directory of yours
+/// (untracked, or ignored: git writes over those) where it adds one, or a file where it needs
+/// a directory; a file it changes or deletes that you deleted, or that sits under a directory
+/// you replaced with a link or a file (git would put it back). Files sparse checkout keeps out
+/// of the tree (`skip-worktree`) are absent by design. git itself refuses, before it writes,
+/// every other file of yours in its way (changed, staged, untracked).
+fn yours_where_it_moves(
     git: &Git,
     source: &Path,
     (from, to): (&str, &str),
 ) -> Result<Vec<RepoPath>> {
-    let crate::git::AddedDeleted { added, deleted } = git.added_and_deleted(source, (from, to))?;
-    // A directory it needs where the old tree has a file: that file is tracked, and git's.
-    let deleted: std::collections::HashSet<&[u8]> = deleted.iter().map(Vec::as_slice).collect();
+    let crate::git::PathsByKind {
+        added,
+        deleted,
+        changed,
+    } = git.paths_by_kind(source, (from, to))?;
     let on_disk =
         |path: &[u8]| std::fs::symlink_metadata(source.join(std::ffi::OsStr::from_bytes(path)));
-    let taken = |path: &[u8]| {
-        let above = path
-            .iter()
-            .enumerate()
-            .filter(|(_, byte)| **byte == b'/')
-            .map(|(at, _)| &path[..at]);
-        on_disk(path).is_ok()
-            || above
-                .filter(|dir| !deleted.contains(dir))
-                .any(|dir| on_disk(dir).is_ok_and(|meta| !meta.is_dir()))
-    };
-    Ok(added
-        .into_iter()
-        .filter(|path| taken(path))
-        .map(RepoPath)
+    let not_a_dir = |dir: &[u8]| on_disk(dir).is_ok_and(|meta| !meta.is_dir());
+    // A directory it needs where the old tree has a file: that file is tracked, and git's.
+    let gone: std::collections::HashSet<&[u8]> = deleted.iter().map(Vec::as_slice).collect();
+    let mut taken: Vec<RepoPath> = added
+        .iter()
+        .filter(|path| {
+            on_disk(path).is_ok() || dirs_above(path).any(|d| !gone.contains(d) && not_a_dir(d))
+        })
+        .map(|path| RepoPath(path.clone()))
+        .collect();
+    let mut missing = Vec::new();
+    for path in deleted.iter().chain(&changed) {
+        if dirs_above(path).any(not_a_dir) {
+            taken.push(RepoPath(path.clone()));
+        } else if on_disk(path).is_err() {
+            missing.push(path.as_slice());
+        }
+    }
+    taken.extend(deleted_by_you(git, source, &missing)?);
+    Ok(taken)
+}
+
+/// The directories above `path`, outermost first.
+fn dirs_above(path: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let slashes = path.iter().enumerate().filter(|(_, byte)| **byte == b'/');
+    slashes.map(move |(at, _)| &path[..at])
+}
+
+/// Among `missing` (tracked paths not on the disk), those you deleted: all but the ones sparse
+/// checkout keeps out of the tree (`skip-worktree`).
+fn deleted_by_you(git: &Git, source: &Path, missing: &[&[u8]]) -> Result<Vec<RepoPath>> {
+    if missing.is_empty() {
+        return Ok(Vec::new());
+    }
+    let paths = missing.iter().map(|p| std::ffi::OsStr::from_bytes(p));
+    let tagged = git.tagged_entries_of(source, paths)?;
+    let sparse: std::collections::HashSet<&[u8]> = crate::git::split_nul(&tagged)
+        .filter_map(|entry| entry.strip_prefix(b"S "))
+        .collect();
+    Ok(missing
+        .iter()
+        .filter(|path| !sparse.contains(**path))
+        .map(|path| RepoPath(path.to_vec()))
         .collect())
 }
 
@@ -710,11 +743,13 @@ fn fast_forward(
     let (branch, old) = (&job.target.branch, job.target.old_tip.as_str());
     let marked = git.marked(source, recorder.token());
     let mut moved = marked.read_tree_two_way(old, to)?;
+    killed_midway(moved.exit_code)?;
     if moved.exit_code != Some(0) {
         // A stale record of a file it changes (the same bytes, another time) is refused as
         // a change: refreshed, the move is tried once more.
         let _ = marked.refresh_index();
         moved = marked.read_tree_two_way(old, to)?;
+        killed_midway(moved.exit_code)?;
     }
     if moved.exit_code != Some(0) {
         let in_the_way = job.your_files_in_the_way(git, chain)?;
@@ -744,6 +779,17 @@ fn fast_forward(
         })
         .collect();
     Ok(FastForward::Done)
+}
+
+/// Fails when a signal killed the move's git midway: some files may be written and the index
+/// not, which the intent, kept, lets the next command put back.
+fn killed_midway(exit_code: Option<i32>) -> Result<()> {
+    match exit_code {
+        Some(_) => Ok(()),
+        None => Err(Error::internal(
+            "git read-tree was killed while it moved your checkout; the next a3s-iso command puts back the files it wrote",
+        )),
+    }
 }
 
 /// Whether the source held work to set aside (`None` when not read yet), and the outcome the
@@ -792,8 +838,20 @@ fn replay_with_wip_aside(
     let marked = || git.marked(source, recorder.token());
     let done = match failure {
         Some(_) => {
-            // Abort the whole replay: the branch goes back to where it was.
+            // Abort the whole replay: the branch goes back to where it was, unless a commit
+            // of yours came on top meanwhile (then the intent stays for the next command,
+            // which resets nothing and puts your work back).
             let _ = marked().cherry_pick_abort();
+            let tip = git.rev_parse(source, &target.branch)?;
+            let ours = |tip: &str| {
+                tip == target.old_tip.as_str() || report.replayed.iter().any(|r| r.replayed == tip)
+            };
+            if !tip.as_deref().is_some_and(ours) {
+                return Err(Error::internal(format!(
+                    "{} moved while the session's commits were replayed onto it; nothing was reset",
+                    target.branch
+                )));
+            }
             marked().reset_hard(&target.old_tip)?;
             None
         }

@@ -386,7 +386,9 @@ fn settle_branch(
     if verdict == BranchVerdict::MoveBranch {
         verdict = move_branch_on(git, intent, plan);
     }
+    // A git that ends, refusing or not, leaves no lock: one left means it was killed midway.
     if let (Some(to), BranchVerdict::Back { .. }) = (&plan.fast_forward, &verdict)
+        && git.git_path(source, "index.lock")?.exists()
         && let Err(why) = put_back_written(git, source, plan, to)?
     {
         verdict = BranchVerdict::Foreign(why);
