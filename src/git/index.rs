@@ -371,34 +371,11 @@ impl OnIndex<'_> {
 }
 
 impl HermeticGit {
-    /// What each path whose entry differs between the trees `from` and `to` holds in `to`,
-    /// and the paths `to` adds, in one `diff-tree`.
-    pub(crate) fn tree_changes_and_added(
-        &self,
-        from: &str,
-        to: &str,
-    ) -> Result<(TreeChanges, Vec<Vec<u8>>)> {
-        let raw = self
-            .cmd()
-            .without_index()
-            .args(["diff-tree", "-r", "-z", "--raw"])
-            .args(["--no-renames", "--no-abbrev"])
-            .args([from, to])
-            .run()?;
-        parse_raw_changes(&raw).ok_or_else(|| {
-            crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
-        })
-    }
-
-    /// What each path whose entry differs between the trees `from` and `to` holds in `to`, and
-    /// the tree id (raw) in `to` of every directory above a
-    /// change (`""`: `to` itself), in one `diff-tree -t`: a changed path changes the tree of
-    /// each directory above it, so git lists them all.
-    pub(crate) fn tree_changes_and_subtrees(
-        &self,
-        from: &str,
-        to: &str,
-    ) -> Result<(TreeChanges, Subtrees)> {
+    /// What each path whose entry differs between the trees `from` and `to` holds in `to`, the
+    /// paths `to` adds, and the tree id (raw) in `to` of every directory above a change (`""`:
+    /// `to` itself), in one `diff-tree -t`: a changed path changes the tree of each directory
+    /// above it, so git lists them all.
+    pub(crate) fn tree_diff(&self, from: &str, to: &str) -> Result<TreeDiff> {
         let raw = self
             .cmd()
             .without_index()
@@ -408,48 +385,17 @@ impl HermeticGit {
             .run()?;
         let mut subtrees = Subtrees::new();
         subtrees.insert(Vec::new(), hex::decode(to).unwrap_or_default());
-        let changes = parse_raw_records(&raw, |path, id| {
+        let (changes, added) = parse_raw_records(&raw, |path, id| {
             subtrees.insert(path.to_vec(), id);
         })
         .ok_or_else(|| {
             crate::base::error::Error::internal("git diff-tree printed what a3s-iso cannot read")
         })?;
-        Ok((changes.0, subtrees))
-    }
-
-    /// The tree id (raw) of each of `dirs` in `tree` that is a directory there, by directory
-    /// (`""`: `tree` itself), asked in one `cat-file --batch-check`; a directory whose name
-    /// holds a newline is left out.
-    pub(crate) fn tree_ids(&self, tree: &str, dirs: &[Vec<u8>]) -> Result<Subtrees> {
-        let asked: Vec<&Vec<u8>> = dirs
-            .iter()
-            .filter(|d| !d.is_empty() && !d.contains(&b'\n'))
-            .collect();
-        let mut ids = Subtrees::new();
-        ids.insert(Vec::new(), hex::decode(tree).unwrap_or_default());
-        if asked.is_empty() {
-            return Ok(ids);
-        }
-        let mut input = Vec::new();
-        for dir in &asked {
-            input.extend_from_slice(format!("{tree}:").as_bytes());
-            input.extend_from_slice(dir);
-            input.push(b'\n');
-        }
-        let out = self
-            .cmd()
-            .args(["cat-file", "--batch-check=%(objectname) %(objecttype)"])
-            .stdin(input)
-            .run()?;
-        for (dir, line) in asked.iter().zip(out.split(|b| *b == b'\n')) {
-            let line = String::from_utf8_lossy(line);
-            if let Some((id, "tree")) = line.split_once(' ')
-                && let Ok(raw) = hex::decode(id)
-            {
-                ids.insert(dir.to_vec(), raw);
-            }
-        }
-        Ok(ids)
+        Ok(TreeDiff {
+            changes,
+            added,
+            subtrees,
+        })
     }
 
     /// Which of the literal `paths` `tree` holds, NUL-separated (`ls-tree -r --name-only`).
@@ -474,14 +420,17 @@ impl HermeticGit {
     }
 }
 
-/// `diff-tree -z --raw` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes, and
-/// the paths added.
-fn parse_raw_changes(raw: &[u8]) -> Option<(TreeChanges, Vec<Vec<u8>>)> {
-    parse_raw_records(raw, |_, _| ())
+/// What differs between two trees: each path's entry in the second, the paths it adds, and
+/// the tree ids of the directories above the changes.
+pub(crate) struct TreeDiff {
+    pub(crate) changes: TreeChanges,
+    pub(crate) added: Vec<Vec<u8>>,
+    pub(crate) subtrees: Subtrees,
 }
 
-/// [`parse_raw_changes`] of records that may list trees too (`diff-tree -t`): each directory
-/// the new side has goes to `subtree` with its id, and no tree is an entry's change.
+/// `diff-tree -z --raw -t` records (`:OLDMODE NEWMODE OLD NEW STATUS\0PATH\0`) as changes
+/// and the paths added; each directory the new side has goes to `subtree` with its id, and no
+/// tree is an entry's change.
 fn parse_raw_records(
     raw: &[u8],
     mut subtree: impl FnMut(&[u8], Vec<u8>),

@@ -28,7 +28,7 @@ mod version_cache;
 
 pub(crate) use crate::git::checkout::{PathsByKind, Person, Untracked};
 pub(crate) use crate::git::hermetic::{HermeticGit, ObjectView, resolve_head};
-pub(crate) use crate::git::index::OnIndex;
+pub(crate) use crate::git::index::{OnIndex, TreeDiff};
 pub(crate) use crate::git::merge::{CommitInfo, Merged, SideNames};
 pub(crate) use crate::git::objects::Receiver;
 pub(crate) use crate::git::ops::{CatFile, PatchInput, RefUpdate, is_commit_type, is_tree_type};

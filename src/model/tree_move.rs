@@ -20,9 +20,7 @@ use std::path::Path;
 use crate::base::beneath::Dir;
 use crate::base::error::{Error, IoContext, Result};
 use crate::git::HermeticGit;
-use crate::git::index_file::edit::{
-    Change, Keep, Stored, Subtrees, TreeChanges, dirs_above, edit, stored_entries, subset,
-};
+use crate::git::index_file::edit::{Change, Keep, Stored, Subtrees, edit, stored_entries, subset};
 use crate::git::index_file::reader::object_id;
 use crate::git::index_file::recent::written_second;
 use crate::git::index_file::writer::StatData;
@@ -58,24 +56,25 @@ pub(crate) fn move_changed(
     scratch: &Path,
     seed: &Path,
     (now, to): (&str, &str),
-    known: Option<&TreeChanges>,
+    known: Option<&crate::git::TreeDiff>,
 ) -> Result<bool> {
     if noted_tree(seed).as_deref() != Some(now) {
         return Ok(false);
     }
     let bytes = fs::read(seed).ctx(|| format!("cannot read {}", seed.display()))?;
     let asked;
-    let (changes, subtrees) = match known {
-        Some(known) => (known, wt.tree_ids(to, &dirs_above(known))?),
+    let crate::git::TreeDiff {
+        changes, subtrees, ..
+    } = match known {
+        Some(known) => known,
         None => {
-            let (changes, subtrees) = wt.tree_changes_and_subtrees(now, to)?;
-            asked = changes;
-            (&asked, subtrees)
+            asked = wt.tree_diff(now, to)?;
+            &asked
         }
     };
     let target = Target {
         changes,
-        subtrees: &subtrees,
+        subtrees,
     };
     let Some(plan) = plan(
         wt.tree(),

@@ -10,7 +10,6 @@ use crate::base::error::{Error, IoContext, Result};
 use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
 use crate::base::ids::SessionId;
 use crate::base::warning::{RebaseEnd, RecoveryWarning, Warning};
-use crate::git::index_file::edit::TreeChanges;
 use crate::git::{Git, HermeticGit, RefUpdate};
 use crate::model::isolation::{Isolation, writable_isolation};
 use crate::model::snapshot::{self, Seed, TempFile};
@@ -111,16 +110,16 @@ fn try_files(
     isolation: &Isolation,
     now: &str,
     tree: &str,
-) -> Result<Option<TreeChanges>> {
+) -> Result<Option<crate::git::TreeDiff>> {
     if now == tree {
         return Ok(None);
     }
     // git takes an ignored file for expendable and writes over it; a3s-iso does not: the
     // snapshot that `--abort` restores has no copy of it.
-    let (changes, added) = wt.tree_changes_and_added(now, tree)?;
+    let diff = wt.tree_diff(now, tree)?;
     // What is in the way: a file (or link) at an added path or at one of its leading
     // directories that the snapshot does not hold; one it holds, git moves out of the way.
-    let blockers: Vec<(&[u8], Vec<u8>)> = added
+    let blockers: Vec<(&[u8], Vec<u8>)> = (diff.added)
         .iter()
         .map(Vec::as_slice)
         .filter_map(|path| {
@@ -138,7 +137,7 @@ fn try_files(
             reason: crate::base::invalid::Invalid::RebaseInTheWay { paths: in_the_way },
         });
     }
-    Ok(Some(changes))
+    Ok(Some(diff))
 }
 
 /// Which of `paths` the tree `tree` holds as a file or link.
@@ -172,7 +171,7 @@ fn move_files(
     store: &Store,
     isolation: &Isolation,
     (now, tree): (&str, &str),
-    known: Option<&TreeChanges>,
+    known: Option<&crate::git::TreeDiff>,
 ) -> Result<()> {
     let scratch = store.scratch_dir();
     let seed = store.seed_index(&isolation.admin)?;
@@ -265,7 +264,9 @@ fn edit_index(
         return Ok(false);
     };
     let from = saved.tree.as_str();
-    let (changes, subtrees) = wt.tree_changes_and_subtrees(from, to)?;
+    let crate::git::TreeDiff {
+        changes, subtrees, ..
+    } = wt.tree_diff(from, to)?;
     // The index held exactly `from`: it holds `to` after the edit.
     let keep = Keep {
         racy_from: Some(crate::git::index_file::recent::written_second(&target)?),

@@ -403,7 +403,8 @@ fn write_node(node: &Node<'_>, out: &mut Vec<u8>) {
 }
 
 /// Every directory above one of the changed paths (not `""`), each once.
-pub(crate) fn dirs_above(changes: &BTreeMap<Vec<u8>, Change>) -> Vec<Vec<u8>> {
+#[cfg(test)]
+fn dirs_above(changes: &BTreeMap<Vec<u8>, Change>) -> Vec<Vec<u8>> {
     let mut dirs = std::collections::BTreeSet::new();
     for path in changes.keys() {
         for (at, byte) in path.iter().enumerate() {
