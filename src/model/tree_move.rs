@@ -72,10 +72,7 @@ pub(crate) fn move_changed(
             &asked
         }
     };
-    let target = Target {
-        changes,
-        subtrees,
-    };
+    let target = Target { changes, subtrees };
     let Some(plan) = plan(
         wt.tree(),
         &bytes,

@@ -986,6 +986,31 @@ mod faults {
         assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), " M README.md");
     }
 
+    /// A fast-forward git refused (the user's edit of a file it changes holds the session's
+    /// very bytes), killed right after: the refusal is in the intent, so another git's lock
+    /// when the next command looks is not taken for the mark of a git killed midway, and the
+    /// user's edit stays.
+    #[test]
+    fn a_refused_fast_forward_killed_after_puts_nothing_back_whatever_lock_is_held() {
+        let fx = Fixture::new();
+        fx.bind("r");
+        std::fs::write(fx.isolation("r").join("README.md"), "the same bytes\n").unwrap();
+        fx.write("README.md", "the same bytes\n");
+        promote_killed_at(
+            &fx,
+            "promote-branch-after-refusal",
+            &["-s", "r", "--mode", "branch"],
+        );
+        let lock = fx.src.join(".git/index.lock");
+        std::fs::write(&lock, "").unwrap();
+        let out = fx.cmd().args(["list"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("rolled back"), "{stderr}");
+        assert_eq!(read_text(&fx, "README.md"), "the same bytes\n");
+        std::fs::remove_file(&lock).unwrap();
+        assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), " M README.md");
+    }
+
     /// A file the fast-forward changes whose index record is stale (touched, same bytes): git
     /// refuses it as a change; refreshed, the move is tried again and lands, the user's
     /// untracked file left where it was.

@@ -600,6 +600,7 @@ impl<'a> Recorder<'a> {
             },
             done: None,
             fast_forward: fast_forward.map(str::to_string),
+            fast_forward_refused: false,
         };
         let recorder = Recorder {
             store: &job.located.store,
@@ -752,6 +753,10 @@ fn fast_forward(
         killed_midway(moved.exit_code)?;
     }
     if moved.exit_code != Some(0) {
+        // Said before the paths are looked for: a kill then leaves no doubt that git wrote
+        // nothing, whatever lock another git holds when the next command looks.
+        recorder.record(|plan| plan.fast_forward_refused = true)?;
+        crate::fault_point!("promote-branch-after-refusal");
         let in_the_way = job.your_files_in_the_way(git, chain)?;
         if !in_the_way.is_empty() {
             return Ok(FastForward::InTheWay(in_the_way));
@@ -764,7 +769,14 @@ fn fast_forward(
     crate::fault_point!("promote-branch-after-checkout");
     let message = format!("a3s-iso: promote {} (fast-forward)", job.session.session_id);
     if let Err(err) = marked.move_branch(branch, &message, to, old) {
-        let _ = marked.read_tree_two_way(to, old);
+        let back = marked.read_tree_two_way(to, old)?;
+        if back.exit_code != Some(0) {
+            // The intent stays: the next command moves the branch, or leaves it all as it is.
+            return Err(Error::internal(format!(
+                "{branch} moved while your checkout moved to the session's commit, and the checkout could not be moved back ({}); the next a3s-iso command finishes or leaves it, and says which",
+                git_said(&back.stderr, "git read-tree failed")
+            )));
+        }
         return Ok(FastForward::Failed(format!(
             "{branch} moved while the checkout moved to the session's commit; the checkout was moved back (your work is as before): {err}"
         )));

@@ -103,6 +103,9 @@ pub(crate) struct BranchPlan {
     /// leaves the user's work in place, then the branch. Nothing is stashed, nothing is reset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) fast_forward: Option<String>,
+    /// git refused the fast-forward's move, having written nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) fast_forward_refused: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -386,8 +386,10 @@ fn settle_branch(
     if verdict == BranchVerdict::MoveBranch {
         verdict = move_branch_on(git, intent, plan);
     }
-    // A git that ends, refusing or not, leaves no lock: one left means it was killed midway.
+    // A git that ends, refusing or not, leaves no lock: one left (and no refusal recorded)
+    // means it was killed midway.
     if let (Some(to), BranchVerdict::Back { .. }) = (&plan.fast_forward, &verdict)
+        && !plan.fast_forward_refused
         && git.git_path(source, "index.lock")?.exists()
         && let Err(why) = put_back_written(git, source, plan, to)?
     {
@@ -460,6 +462,7 @@ mod tests {
             replayed: vec!["r1".into()],
             done: None,
             fast_forward: None,
+            fast_forward_refused: false,
         }
     }
 
