@@ -702,13 +702,25 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     Ok(())
 }
 
-/// Why a promote's move stopped, with nothing of it left in the checkout.
+/// Why a promote's move stopped, with nothing of it left in the checkout (but what a commit of
+/// yours took along, when one came on top of the branch meanwhile).
 enum Stopped {
     /// A commit could not be replayed (or the branch moved under a fast-forward): which, and
     /// what git said.
     Replay(String, String),
     /// Files of yours are at paths the chain changes.
     InTheWay(Vec<RepoPath>),
+}
+
+impl Stopped {
+    /// Says that `branch` moved under the replay, which was then not undone.
+    fn branch_moved(&mut self, branch: &str, replayed: usize) {
+        if let Stopped::Replay(_, detail) = self {
+            *detail = format!(
+                "{branch} moved while the session's commits were replayed onto it (a commit of yours came on top): nothing was reset, and the {replayed} commit(s) replayed before it stay under yours"
+            );
+        }
+    }
 }
 
 /// The commit the chain lands as a fast-forward to: its tip, when it starts at the branch's
@@ -846,25 +858,21 @@ fn replay_with_wip_aside(
         ident: &target.ident,
     };
     let Replay { failure, head } = replayer.replay(chain, recorder, report)?;
-    let failure = failure.map(|(commit, detail)| Stopped::Replay(commit, detail));
+    let mut failure = failure.map(|(commit, detail)| Stopped::Replay(commit, detail));
     let marked = || git.marked(source, recorder.token());
-    let done = match failure {
-        Some(_) => {
+    let done = match &mut failure {
+        Some(stopped) => {
             // Abort the whole replay: the branch goes back to where it was, unless a commit
-            // of yours came on top meanwhile (then the intent stays for the next command,
-            // which resets nothing and puts your work back).
+            // of yours came on top meanwhile; then nothing is reset.
             let _ = marked().cherry_pick_abort();
             let tip = git.rev_parse(source, &target.branch)?;
             let ours = |tip: &str| {
                 tip == target.old_tip.as_str() || report.replayed.iter().any(|r| r.replayed == tip)
             };
-            if !tip.as_deref().is_some_and(ours) {
-                return Err(Error::internal(format!(
-                    "{} moved while the session's commits were replayed onto it; nothing was reset",
-                    target.branch
-                )));
+            match tip.as_deref().is_some_and(ours) {
+                true => marked().reset_hard(&target.old_tip)?,
+                false => stopped.branch_moved(&target.branch, report.replayed.len()),
             }
-            marked().reset_hard(&target.old_tip)?;
             None
         }
         None => {
