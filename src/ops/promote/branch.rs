@@ -661,7 +661,9 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let fast = fast_forward_to(job, chain);
     let (retained_before, kept, had_wip) = keep_chain_reading_wip(&refs, tip, fast.is_none(), out)?;
     let mut report = BranchReport::new(&job.target.branch, kept.then(|| ns.retained_branch(id)));
-    let mut recorder = Recorder::begin(job, chain, had_wip.unwrap_or(false), fast)?;
+    // Read only for a replay: a fast-forward leaves the WIP where it is.
+    let had_wip = had_wip.unwrap_or(false);
+    let mut recorder = Recorder::begin(job, chain, had_wip, fast)?;
     crate::fault_point!("promote-branch-after-intent");
     let interrupts = crate::base::signals::Signals::register()?;
     let (failure, done, stash) = match fast {
@@ -816,10 +818,10 @@ fn killed_midway(exit_code: Option<i32>) -> Result<()> {
     }
 }
 
-/// Whether the source held work to set aside (`None` when not read yet), and the outcome the
+/// Whether the source held work to set aside (as the intent records it), and the outcome the
 /// restore reports to.
 struct WipAside<'o> {
-    had_wip: Option<bool>,
+    had_wip: bool,
     out: &'o mut PromoteOutcome,
 }
 
@@ -836,12 +838,7 @@ fn replay_with_wip_aside(
 ) -> Result<Replayed> {
     let source = job.session.source.as_path();
     let target = job.target;
-    let had_wip = match aside.had_wip {
-        Some(had) => had,
-        None => intent::has_wip(git, source)?,
-    };
-    recorder.record(|plan| plan.had_wip = had_wip)?;
-    let stash = match had_wip {
+    let stash = match aside.had_wip {
         true => intent::stash_push(
             git,
             source,
