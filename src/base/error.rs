@@ -677,6 +677,15 @@ pub enum Error {
         /// What ran and what it said.
         failure: GitFailure,
     },
+    /// A git call failed while it changed the user's checkout, which the intent kept lets the
+    /// next command finish or put back: code `git_failed`, and what that next step is.
+    #[error("{message}")]
+    GitStoppedMidway {
+        /// What ran and what it said.
+        failure: GitFailure,
+        /// What was left, and what the next command does about it.
+        message: String,
+    },
     /// git is older than a3s-iso needs.
     #[error("git {found} is too old; a3s-iso needs git {required} or newer")]
     GitTooOld {
@@ -908,7 +917,7 @@ impl Error {
             Error::ChangeSetUnavailable { .. } => ErrorCode::ChangeSetUnavailable,
             Error::SandboxUnavailable { .. } => ErrorCode::SandboxUnavailable,
             Error::LockTimeout { .. } => ErrorCode::LockTimeout,
-            Error::GitFailed { .. } => ErrorCode::GitFailed,
+            Error::GitFailed { .. } | Error::GitStoppedMidway { .. } => ErrorCode::GitFailed,
             Error::GitTooOld { .. } => ErrorCode::GitTooOld,
             Error::Io { .. } => ErrorCode::Io,
             Error::Internal { .. } => ErrorCode::Internal,
@@ -940,7 +949,7 @@ impl Error {
     /// What git said, for a `git_failed` error.
     pub(crate) fn git_failure(&self) -> Option<&GitFailure> {
         match self {
-            Error::GitFailed { failure } => Some(failure),
+            Error::GitFailed { failure } | Error::GitStoppedMidway { failure, .. } => Some(failure),
             _ => None,
         }
     }
@@ -1107,6 +1116,14 @@ pub(crate) mod tests {
                     exit_code: Some(128),
                     stderr: "fatal: invalid reference: nope\nhint: more detail\n".into(),
                 },
+            },
+            Error::GitStoppedMidway {
+                failure: GitFailure {
+                    args: vec!["read-tree".into(), "-m".into(), "-u".into()],
+                    exit_code: None,
+                    stderr: String::new(),
+                },
+                message: "git read-tree was killed while it moved your checkout; the next a3s-iso command puts back the files it wrote".into(),
             },
             Error::GitTooOld {
                 found: "2.20.1".into(),

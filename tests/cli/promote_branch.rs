@@ -811,3 +811,87 @@ fn a_fast_forward_refuses_over_your_deletions_and_links_and_lands_past_sparse_fi
         );
     }
 }
+
+/// A git wrapper that ends a promote's two-way `read-tree` as `mode` says: `killed` (a signal
+/// ends it before it writes), or `stuck` (the fast-forward's branch update fails as if the
+/// branch moved, and the move back is then refused).
+fn failing_git(fx: &Fixture, mode: &str) -> std::path::PathBuf {
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let mark = fx.root.join("branch-update-failed");
+    let wrapper = fx.root.join(format!("{mode}-git"));
+    let script = format!(
+        "#!/bin/sh\ncase \" $* \" in\n  *' read-tree -m -u '*)\n    [ {mode} = killed ] && kill -KILL $$\n    [ -e '{mark}' ] && {{ echo 'error: refused by the wrapper' >&2; exit 128; }} ;;\n  *' update-ref -m a3s-iso: promote '*)\n    touch '{mark}'; echo 'fatal: cannot lock ref' >&2; exit 1 ;;\nesac\nexec {real} \"$@\"\n",
+        mark = mark.display(),
+        real = real.trim()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    wrapper
+}
+
+/// A fast-forward whose git fails while your checkout is mid-move (killed by a signal, or
+/// refused when moving back after the branch moved) fails with `git_failed`, git's words in
+/// `error.git` and the next step in the message; the next command finishes or rolls back,
+/// and the promote then lands once.
+#[test]
+fn a_fast_forward_whose_git_fails_midway_says_git_failed_and_the_next_command_finishes() {
+    for mode in ["killed", "stuck"] {
+        let fx = Fixture::new();
+        let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+        fx.bind("f");
+        std::fs::write(fx.isolation("f").join("README.md"), "the agent's\n").unwrap();
+        fx.write("notes.txt", "the user's notes\n");
+        let out = fx
+            .cmd()
+            .args(["--json", "promote", "-s", "f", "--mode", "branch"])
+            .env("A3S_ISO_GIT", failing_git(&fx, mode))
+            .output()
+            .unwrap();
+        let (code, doc) = crate::fixture::json_of(out);
+        assert_eq!((code, error_code(&doc)), (1, "git_failed"), "{doc}");
+        let git = &doc["error"]["git"];
+        assert_eq!(git["args"][0], "read-tree", "{doc}");
+        let message = doc["error"]["message"].as_str().unwrap();
+        assert!(message.contains("the next a3s-iso command"), "{message}");
+        assert_eq!(git["exit_code"].is_null(), mode == "killed", "{doc}");
+        let out = fx.cmd().args(["list"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(read_text(&fx.src, "notes.txt"), "the user's notes\n");
+        if mode == "killed" {
+            // Nothing was written: rolled back, the checkout as before.
+            assert!(stderr.contains("rolled back"), "{stderr}");
+            assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), old_tip);
+            assert_eq!(read_text(&fx.src, "README.md"), "hello\n");
+            let (code, doc) = promote_branch(&fx, "f");
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some("applied")),
+                "{doc}"
+            );
+        } else {
+            // The files moved and the branch did not: the next command moves the branch.
+            assert!(stderr.contains("completed"), "{stderr}");
+            let (code, doc) = promote_branch(&fx, "f");
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some("idempotent")),
+                "{doc}"
+            );
+        }
+        assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD~1"]), old_tip);
+        assert_eq!(fx.git(&fx.src, &["show", "HEAD:README.md"]), "the agent's");
+        assert_eq!(read_text(&fx.src, "README.md"), "the agent's\n");
+        assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
+    }
+}

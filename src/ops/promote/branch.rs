@@ -10,13 +10,13 @@ use std::collections::BTreeMap;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use crate::base::error::{Error, Result};
+use crate::base::error::{Error, GitFailure, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
 use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
 use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
-use crate::git::{CatFile, Git, Identity, Person, Untracked};
+use crate::git::{CatFile, Git, GitOutput, Identity, Person, Untracked};
 use crate::model::isolation::writable_isolation;
 use crate::model::refs::SessionRefs;
 use crate::model::snapshot::TempFile;
@@ -758,13 +758,13 @@ fn fast_forward(
     let (branch, old) = (&job.target.branch, job.target.old_tip.as_str());
     let marked = git.marked(source, recorder.token());
     let mut moved = marked.read_tree_two_way(old, to)?;
-    killed_midway(moved.exit_code)?;
+    killed_midway(&moved, (old, to))?;
     if moved.exit_code != Some(0) {
         // A stale record of a file it changes (the same bytes, another time) is refused as
         // a change: refreshed, the move is tried once more.
         let _ = marked.refresh_index();
         moved = marked.read_tree_two_way(old, to)?;
-        killed_midway(moved.exit_code)?;
+        killed_midway(&moved, (old, to))?;
     }
     if moved.exit_code != Some(0) {
         // Said before the paths are looked for: a kill then leaves no doubt that git wrote
@@ -786,10 +786,13 @@ fn fast_forward(
         let back = marked.read_tree_two_way(to, old)?;
         if back.exit_code != Some(0) {
             // The intent stays: the next command moves the branch, or leaves it all as it is.
-            return Err(Error::internal(format!(
-                "{branch} moved while your checkout moved to the session's commit, and the checkout could not be moved back ({}); the next a3s-iso command finishes or leaves it, and says which",
-                git_said(&back.stderr, "git read-tree failed")
-            )));
+            return Err(Error::GitStoppedMidway {
+                message: format!(
+                    "{branch} moved while your checkout moved to the session's commit, and the checkout could not be moved back ({}); the next a3s-iso command finishes or leaves it, and says which",
+                    git_said(&back.stderr, "git read-tree failed")
+                ),
+                failure: read_tree_failure(&back, (to, old)),
+            });
         }
         return Ok(FastForward::Failed(format!(
             "{branch} moved while the checkout moved to the session's commit; the checkout was moved back (your work is as before): {err}"
@@ -809,12 +812,24 @@ fn fast_forward(
 
 /// Fails when a signal killed the move's git midway: some files may be written and the index
 /// not, which the intent, kept, lets the next command put back.
-fn killed_midway(exit_code: Option<i32>) -> Result<()> {
-    match exit_code {
+fn killed_midway(moved: &GitOutput, (from, to): (&str, &str)) -> Result<()> {
+    match moved.exit_code {
         Some(_) => Ok(()),
-        None => Err(Error::internal(
-            "git read-tree was killed while it moved your checkout; the next a3s-iso command puts back the files it wrote",
-        )),
+        None => Err(Error::GitStoppedMidway {
+            message: "git read-tree was killed while it moved your checkout; the next a3s-iso command puts back the files it wrote".into(),
+            failure: read_tree_failure(moved, (from, to)),
+        }),
+    }
+}
+
+/// The two-way `read-tree` from `from` to `to` that ended as `out`, for the error's `git`.
+fn read_tree_failure(out: &GitOutput, (from, to): (&str, &str)) -> GitFailure {
+    GitFailure {
+        args: ["read-tree", "-m", "-u", from, to]
+            .map(String::from)
+            .to_vec(),
+        exit_code: out.exit_code,
+        stderr: out.stderr.clone(),
     }
 }
 
