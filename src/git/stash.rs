@@ -81,13 +81,21 @@ impl Marked<'_> {
         self.git.at(self.dir).shielded().env(TOKEN_VAR, self.token)
     }
 
-    /// Stashes the WIP, untracked files included, under `message`.
-    pub(crate) fn stash_push(&self, ident: &Identity, message: &str) -> Result<()> {
-        self.cmd()
-            .args(ident.args())
+    /// Stashes the WIP, untracked files included, under `message`: with `refused_ok`, a
+    /// failure is the output, not an error.
+    pub(crate) fn stash_push(
+        &self,
+        ident: &Identity,
+        message: &str,
+        refused_ok: bool,
+    ) -> Result<GitOutput> {
+        let cmd = (self.cmd().args(ident.args()))
             .args(["stash", "push", "--include-untracked", "-q", "-m"])
-            .arg(message)
-            .finish()
+            .arg(message);
+        match refused_ok {
+            true => cmd.output(),
+            false => cmd.run_allowing(&[]),
+        }
     }
 
     /// Applies `stash` with its index (`stash apply --index`); the output whatever the status.

@@ -895,3 +895,62 @@ fn a_fast_forward_whose_git_fails_midway_says_git_failed_and_the_next_command_fi
         assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
     }
 }
+
+/// A git wrapper that refuses `stash push` and `stash apply` twice each, as git does while
+/// another git of yours holds the index's lock, and runs everything else.
+fn lock_held_twice_git(fx: &Fixture) -> std::path::PathBuf {
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let (counts, wrapper) = (fx.root.join("refusals"), fx.root.join("locked-git"));
+    std::fs::create_dir_all(&counts).unwrap();
+    let script = format!(
+        "#!/bin/sh\nfor step in push apply; do\n  case \" $* \" in *\" stash $step \"*)\n    n=$(cat '{counts}/'$step 2>/dev/null || echo 0)\n    if [ $n -lt 2 ]; then echo $((n+1)) > '{counts}/'$step; echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128; fi ;;\n  esac\ndone\nexec {real} \"$@\"\n",
+        counts = counts.display(),
+        real = real.trim()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    wrapper
+}
+
+/// Your own git holding the index's lock for a moment refuses a stash step before it
+/// changes anything: the replay's stash and its restore are tried again, so the promote
+/// lands, your WIP is back in its files and no stash is left.
+#[test]
+fn a_replay_waits_out_your_gits_index_lock_and_leaves_no_stash() {
+    let fx = Fixture::new();
+    two_agent_commits_and_leftovers(&fx);
+    fx.write("user.txt", "the user's commit\n");
+    fx.commit_all("the user moved HEAD");
+    fx.write("README.md", "the user's WIP\n");
+    let (counts, git) = (fx.root.join("refusals"), lock_held_twice_git(&fx));
+    let out = (fx
+        .cmd()
+        .args(["--json", "promote", "-s", "b", "--mode", "branch"]))
+    .env("A3S_ISO_GIT", git)
+    .output()
+    .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    for step in ["push", "apply"] {
+        assert_eq!(read_text(&counts, step), "2\n", "{step} was refused twice");
+    }
+    assert_eq!(read_text(&fx.src, "README.md"), "the user's WIP\n");
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), " M README.md");
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash left");
+    assert_eq!(read_text(&fx.src, "left.txt"), "uncommitted\n");
+}

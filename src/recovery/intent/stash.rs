@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
-use crate::git::{Git, Identity, split_nul};
+use crate::git::{Git, GitOutput, Identity, split_nul};
 use crate::recovery::intent::checkout::{Checkout, PathState};
 use crate::recovery::intent::record::{Entry, RepoPath};
 
@@ -28,11 +28,32 @@ pub(crate) fn push(
     token: &str,
     session_id: &str,
 ) -> Result<Option<String>> {
-    git.marked(source, token).stash_push(
-        ident,
-        &format!("a3s-iso: your WIP, set aside while promoting session {session_id} ({token})"),
-    )?;
+    let message =
+        format!("a3s-iso: your WIP, set aside while promoting session {session_id} ({token})");
+    let marked = git.marked(source, token);
+    // Another git of yours holding the index's lock refuses the stash before it is stored:
+    // nothing changed, so it is tried again. One stored, then refused, is the intent's.
+    for _ in 1..LOCK_TRIES {
+        let out = marked.stash_push(ident, &message, true)?;
+        if !(lock_held(&out) && find(git, source, token).is_none()) {
+            break;
+        }
+        std::thread::sleep(LOCK_PAUSE);
+    }
+    if find(git, source, token).is_none() {
+        marked.stash_push(ident, &message, false)?;
+    }
     Ok(find(git, source, token).map(|(_, commit)| commit))
+}
+
+/// How often a stash step that another git's `index.lock` refused is tried, and how long
+/// apart: your own git holds that lock for milliseconds at a time.
+const LOCK_TRIES: u32 = 40;
+const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// Whether git refused because another git held the index's lock.
+fn lock_held(out: &GitOutput) -> bool {
+    out.exit_code != Some(0) && out.stderr.contains("index.lock': File exists")
 }
 
 /// The stash list: commit and message, newest first.
@@ -65,7 +86,15 @@ pub(crate) fn position(git: &Git, source: &Path, stash: &str) -> Option<usize> {
 /// no unmerged entries are left behind.
 pub(crate) fn restore(git: &Git, source: &Path, token: &str, stash: &str) -> bool {
     let marked = git.marked(source, token);
-    let applied = marked.stash_apply(stash);
+    let mut applied = marked.stash_apply(stash);
+    for _ in 1..LOCK_TRIES {
+        // Refused before it changed anything: your own git held the index's lock.
+        if !matches!(&applied, Ok(out) if lock_held(out)) {
+            break;
+        }
+        std::thread::sleep(LOCK_PAUSE);
+        applied = marked.stash_apply(stash);
+    }
     if !matches!(&applied, Ok(out) if out.exit_code == Some(0)) {
         if !git.unmerged(source).unwrap_or_default().is_empty() {
             let _ = marked.reset_index();
