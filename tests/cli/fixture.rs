@@ -1132,6 +1132,32 @@ pub struct Transcript<'a> {
 }
 
 impl Fixture {
+    /// A git wrapper at `<root>/<name>`: the shell script `body`, then the real git (found on
+    /// PATH) with the same arguments; `{real}` in `body` names the real git.
+    pub fn git_wrapper(&self, name: &str, body: &str) -> PathBuf {
+        let real = String::from_utf8(
+            std::process::Command::new("sh")
+                .args(["-c", "command -v git"])
+                .output()
+                .unwrap()
+                .stdout,
+        )
+        .unwrap();
+        let real = real.trim();
+        let wrapper = self.root.join(name);
+        let script = format!(
+            "#!/bin/sh\n{}\nexec {real} \"$@\"\n",
+            body.replace("{real}", real)
+        );
+        std::fs::write(&wrapper, script).unwrap();
+        std::fs::set_permissions(
+            &wrapper,
+            std::os::unix::fs::PermissionsExt::from_mode(0o755),
+        )
+        .unwrap();
+        wrapper
+    }
+
     /// A transcript of one command run in the source (see [`Transcript`]).
     pub fn transcript(&self, args: &[&str]) -> String {
         let mut t = Transcript::new(self);

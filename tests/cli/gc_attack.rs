@@ -186,29 +186,10 @@ fn attack_gc_all_leaves_the_landing_ref_of_a_fetch_in_progress() {
     let pushed = ok(&fx, &["push", "-s", "agent", "origin"]);
     let digest = pushed["digest"].as_str().unwrap().to_string();
 
-    let real_git = String::from_utf8(
-        std::process::Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap()
-    .trim()
-    .to_string();
-    let wrapper = fx.root.join("slow-git");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nrp=0; slow=0\nfor a in \"$@\"; do\n  case \"$a\" in\n    rev-parse) rp=1 ;;\n    *:*) ;;\n    *fetching/*) slow=1 ;;\n  esac\ndone\nif [ $rp = 1 ] && [ $slow = 1 ]; then sleep 3; fi\nexec {real_git} \"$@\"\n"
-        ),
-    )
-    .unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
+    let wrapper = fx.git_wrapper(
+        "slow-git",
+        "rp=0; slow=0\nfor a in \"$@\"; do\n  case \"$a\" in\n    rev-parse) rp=1 ;;\n    *:*) ;;\n    *fetching/*) slow=1 ;;\n  esac\ndone\nif [ $rp = 1 ] && [ $slow = 1 ]; then sleep 3; fi",
+    );
     let fetch = fx
         .cmd_in(&b)
         .args(["--json", "fetch", "origin", "--digest", &digest])

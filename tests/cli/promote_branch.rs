@@ -816,28 +816,12 @@ fn a_fast_forward_refuses_over_your_deletions_and_links_and_lands_past_sparse_fi
 /// ends it before it writes), or `stuck` (the fast-forward's branch update fails as if the
 /// branch moved, and the move back is then refused).
 fn failing_git(fx: &Fixture, mode: &str) -> std::path::PathBuf {
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
     let mark = fx.root.join("branch-update-failed");
-    let wrapper = fx.root.join(format!("{mode}-git"));
-    let script = format!(
-        "#!/bin/sh\ncase \" $* \" in\n  *' read-tree -m -u '*)\n    [ {mode} = killed ] && kill -KILL $$\n    [ -e '{mark}' ] && {{ echo 'error: refused by the wrapper' >&2; exit 128; }} ;;\n  *' update-ref -m a3s-iso: promote '*)\n    touch '{mark}'; echo 'fatal: cannot lock ref' >&2; exit 1 ;;\nesac\nexec {real} \"$@\"\n",
+    let body = format!(
+        "case \" $* \" in\n  *' read-tree -m -u '*)\n    [ {mode} = killed ] && kill -KILL $$\n    [ -e '{mark}' ] && {{ echo 'error: refused by the wrapper' >&2; exit 128; }} ;;\n  *' update-ref -m a3s-iso: promote '*)\n    touch '{mark}'; echo 'fatal: cannot lock ref' >&2; exit 1 ;;\nesac",
         mark = mark.display(),
-        real = real.trim()
     );
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    wrapper
+    fx.git_wrapper(&format!("{mode}-git"), &body)
 }
 
 /// A fast-forward whose git fails while your checkout is mid-move (killed by a signal, or
@@ -899,28 +883,13 @@ fn a_fast_forward_whose_git_fails_midway_says_git_failed_and_the_next_command_fi
 /// A git wrapper that refuses `stash push` and `stash apply` twice each, as git does while
 /// another git of yours holds the index's lock, and runs everything else.
 fn lock_held_twice_git(fx: &Fixture) -> std::path::PathBuf {
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let (counts, wrapper) = (fx.root.join("refusals"), fx.root.join("locked-git"));
+    let counts = fx.root.join("refusals");
     std::fs::create_dir_all(&counts).unwrap();
-    let script = format!(
-        "#!/bin/sh\nfor step in push apply; do\n  case \" $* \" in *\" stash $step \"*)\n    n=$(cat '{counts}/'$step 2>/dev/null || echo 0)\n    if [ $n -lt 2 ]; then echo $((n+1)) > '{counts}/'$step; echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128; fi ;;\n  esac\ndone\nexec {real} \"$@\"\n",
+    let body = format!(
+        "for step in push apply; do\n  case \" $* \" in *\" stash $step \"*)\n    n=$(cat '{counts}/'$step 2>/dev/null || echo 0)\n    if [ $n -lt 2 ]; then echo $((n+1)) > '{counts}/'$step; echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128; fi ;;\n  esac\ndone",
         counts = counts.display(),
-        real = real.trim()
     );
-    std::fs::write(&wrapper, script).unwrap();
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
-    wrapper
+    fx.git_wrapper("locked-git", &body)
 }
 
 /// Your own git holding the index's lock for a moment refuses a stash step before it

@@ -233,32 +233,10 @@ fn steps_across_a_rebase_in_branch_mode() {
 fn a_git_without_merge_tree_base_is_too_old_for_rebase() {
     let fx = Fixture::new();
     fx.bind("s");
-    let real = String::from_utf8(
-        Command::new("sh")
-            .args(["-c", "command -v git"])
-            .output()
-            .unwrap()
-            .stdout,
-    )
-    .unwrap();
-    let wrapper = fx.root.join("old-git");
-    std::fs::write(
-        &wrapper,
-        format!(
-            "#!/bin/sh\nfor a; do [ \"$a\" = --version ] && {{ echo 'git version 2.39.2'; exit 0; }}; done\nexec {} \"$@\"\n",
-            real.trim()
-        ),
-    )
-    .unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(
-        &mut std::fs::metadata(&wrapper).unwrap().permissions(),
-        0o755,
+    let wrapper = fx.git_wrapper(
+        "old-git",
+        "for a; do [ \"$a\" = --version ] && { echo 'git version 2.39.2'; exit 0; }; done",
     );
-    std::fs::set_permissions(
-        &wrapper,
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .unwrap();
     let out = fx
         .cmd()
         .args(["--json", "--git"])
