@@ -789,3 +789,73 @@ fn attack_land_lands_a_tree_its_test_never_saw_when_head_moves_during_the_test()
         );
     }
 }
+
+/// While `land --all --mode branch` lands sessions with commits of their own, you go on
+/// working in your checkout: appending to a file and staging another, over and over. The
+/// sessions' commits land as a fast-forward (made as a cherry-pick would make them), so
+/// nothing of yours is stashed: no stash is left, no line you wrote moves out of your file,
+/// and each commit lands once. A land your own git's index lock refused is run again.
+#[test]
+fn attack_land_branch_mode_while_you_edit_and_stage_stashes_nothing_of_yours() {
+    let ids = ["e0", "e1", "e2"];
+    let fx = Fixture::new();
+    for id in ids {
+        session_with_commits(&fx, id);
+    }
+    let base = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+    fx.write("staged.txt", "0\n");
+    fx.write("edited.txt", "0\n");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let user = {
+        let (stop, src, home) = (stop.clone(), fx.src.clone(), fx.home.clone());
+        std::thread::spawn(move || {
+            let mut lines = 0usize;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                lines += 1;
+                for rel in ["staged.txt", "edited.txt"] {
+                    let mut file = std::fs::OpenOptions::new()
+                        .append(true)
+                        .open(src.join(rel))
+                        .unwrap();
+                    std::io::Write::write_all(&mut file, format!("{lines}\n").as_bytes()).unwrap();
+                }
+                let mut add = std::process::Command::new("git");
+                add.current_dir(&src).args(["add", "staged.txt"]);
+                crate::fixture::isolate(&mut add, &home);
+                let _ = add.stderr(Stdio::null()).status();
+            }
+            lines
+        })
+    };
+    let mut landed = None;
+    for _ in 0..8 {
+        let (code, doc) = fx.json(&["land", "--all", "--mode", "branch", "--test", "true"]);
+        assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "{doc}");
+        if code == 0 {
+            landed = Some(doc);
+            break;
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let lines = user.join().unwrap();
+    assert!(landed.is_some(), "the queue never finished");
+    let all: String = (0..=lines).map(|n| format!("{n}\n")).collect();
+    for rel in ["staged.txt", "edited.txt"] {
+        assert_eq!(
+            read_path(fx.src.join(rel)),
+            all,
+            "every line of {rel} is in it"
+        );
+    }
+    let mut subjects = subjects_since(&fx, &base);
+    subjects.sort();
+    assert_eq!(
+        subjects,
+        expected_subjects(&ids),
+        "each commit exactly once"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["ls-tree", "--name-only", "HEAD", "edited.txt"]),
+        ""
+    );
+}

@@ -923,3 +923,97 @@ fn a_replay_waits_out_your_gits_index_lock_and_leaves_no_stash() {
     assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash left");
     assert_eq!(read_text(&fx.src, "left.txt"), "uncommitted\n");
 }
+
+/// Session `id` with one commit of the agent's own (author Alice, committed by "Agent
+/// Committer" at its own date) and an uncommitted leftover; the commit's id.
+fn one_commit_of_the_agents_own(fx: &Fixture, id: &str) -> String {
+    fx.bind(id);
+    let iso = fx.isolation(id);
+    std::fs::write(iso.join("one.txt"), "1\n").unwrap();
+    fx.git(&iso, &["add", "-A"]);
+    let mut commit = Command::new("git");
+    commit
+        .current_dir(&iso)
+        .args(["commit", "-q", "-m", "agent: one"]);
+    isolate(&mut commit, &fx.home);
+    commit
+        .env("GIT_AUTHOR_NAME", "Alice")
+        .env("GIT_COMMITTER_NAME", "Agent Committer")
+        .env("GIT_COMMITTER_DATE", "2026-05-06T07:08:09Z");
+    assert!(commit.status().unwrap().success());
+    std::fs::write(iso.join("left.txt"), "left\n").unwrap();
+    fx.git(&iso, &["rev-parse", "HEAD"])
+}
+
+/// The session's own commits on your branch's tip land as a fast-forward to the commits a
+/// cherry-pick of each would make (author and message kept, you the committer): your WIP
+/// stays in its very files and nothing is stashed, the retained branch keeps the session's
+/// commits as the agent made them, and the report pairs each with the commit that landed.
+#[test]
+fn agent_commits_on_your_tip_fast_forward_as_picked_and_stash_nothing() {
+    let fx = Fixture::new();
+    let agents = one_commit_of_the_agents_own(&fx, "b");
+    fx.write("README.md", "the user's WIP\n");
+    fx.write("notes.txt", "the user's notes\n");
+    use std::os::unix::fs::MetadataExt;
+    let inode = |rel: &str| std::fs::metadata(fx.src.join(rel)).unwrap().ino();
+    let inodes = (inode("README.md"), inode("notes.txt"));
+    let old_tip = fx.git(&fx.src, &["rev-parse", "HEAD"]);
+
+    let (code, doc) = promote_branch(&fx, "b");
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert!(
+        fx.git(&fx.src, &["reflog", "-1", "--format=%gs", "main"])
+            .ends_with("(fast-forward)"),
+        "landed as a fast-forward"
+    );
+    assert_eq!(
+        fx.git(&fx.src, &["for-each-ref", "refs/stash"]),
+        "",
+        "no stash"
+    );
+    let moves = fx.git(&fx.src, &["reflog", "--format=%gs", "HEAD"]);
+    assert!(
+        !moves.contains("reset:"),
+        "a stash's reset never ran: {moves}"
+    );
+    assert_eq!((inode("README.md"), inode("notes.txt")), inodes);
+    assert_eq!(read_text(&fx.src, "README.md"), "the user's WIP\n");
+    assert_eq!(
+        fx.git(&fx.src, &["status", "--porcelain"]),
+        " M README.md\n?? notes.txt"
+    );
+    let landed = fx.git(
+        &fx.src,
+        &[
+            "log",
+            "--reverse",
+            "--format=%an|%cn|%s",
+            &format!("{old_tip}..HEAD"),
+        ],
+    );
+    assert_eq!(
+        landed,
+        "Alice|Ada Agent|agent: one\nAda Agent|Ada Agent|a3s-iso: uncommitted changes of session b"
+    );
+    let picked = fx.git(&fx.src, &["rev-parse", "HEAD~1"]);
+    assert_eq!(
+        doc["branch"]["replayed"][0]["commit"],
+        agents.as_str(),
+        "{doc}"
+    );
+    assert_eq!(
+        doc["branch"]["replayed"][0]["replayed"],
+        picked.as_str(),
+        "{doc}"
+    );
+    let retained = fx.git(&fx.src, &["log", "--format=%H|%cn", "-2", "a3s-iso/b"]);
+    assert!(
+        retained.ends_with(&format!("{agents}|Agent Committer")),
+        "the retained branch keeps the agent's commit: {retained}"
+    );
+}

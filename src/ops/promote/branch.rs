@@ -32,7 +32,10 @@ use crate::store::state::{JournalEntry, Landing, SessionRecord, Step, Store};
 
 /// A commit to replay: the commit object and its subject line.
 struct Pick {
+    /// The commit that lands (or is cherry-picked).
     commit: String,
+    /// The session's commit it stands for, as the retained branch keeps it.
+    session: String,
     subject: String,
     /// Made by this promote, by whom a pick commits: landed as it is, it reads as picked.
     fresh: bool,
@@ -260,10 +263,10 @@ struct Job<'a> {
 }
 
 impl Job<'_> {
-    /// Where the replayed chain ends: its last commit, else where it starts.
+    /// Where the session's chain ends: its last commit, else where it starts.
     fn tip<'a>(&'a self, chain: &'a [Pick]) -> &'a str {
         let start = chain_start(self.candidate, self.session);
-        chain.last().map_or(start, |p| p.commit.as_str())
+        chain.last().map_or(start, |p| p.session.as_str())
     }
 
     /// The paths the chain changes where your checkout holds work of yours.
@@ -340,15 +343,13 @@ impl Planner<'_> {
         let snapshot_tree = candidate.result_tree.as_deref().unwrap_or_default();
         let source = session.source.as_path();
         let wip = WipFilter::new(git, source, session, self.scratch)?;
-        let replayer = self.replayer(source);
         let since = candidate.commits_since(session);
         let originals = first_parent_chain(git, source, since, isolation_head)?;
         let raw = raw_commits(git, source, &originals)?;
-        let mut chain: Vec<Pick> = Vec::new();
-        let mut parent = chain_start(candidate, session).to_string();
-        for (original, raw) in originals.iter().zip(&raw) {
-            let filtered = match wip.filter(&original.tree)? {
-                Filtered::Tree(tree) => tree,
+        let mut filtered = Vec::with_capacity(originals.len());
+        for original in &originals {
+            match wip.filter(&original.tree)? {
+                Filtered::Tree(tree) => filtered.push(tree),
                 Filtered::Inseparable(path) => {
                     return Ok(Planned::Refused {
                         detail: format!(
@@ -358,21 +359,7 @@ impl Planner<'_> {
                         commit: original.commit.clone(),
                     });
                 }
-            };
-            let rebuilt = if filtered == original.tree
-                && parent == original.first_parent
-                && !original.merge
-            {
-                original.commit.clone()
-            } else {
-                replayer.recommit(raw, &filtered, &parent)?
-            };
-            chain.push(Pick {
-                subject: original.subject.clone(),
-                commit: rebuilt.clone(),
-                fresh: false,
-            });
-            parent = rebuilt;
+            }
         }
         let leftovers = match wip.filter(snapshot_tree)? {
             Filtered::Tree(tree) => tree,
@@ -385,10 +372,24 @@ impl Planner<'_> {
                 });
             }
         };
-        if leftovers != tree_of(git, source, &parent)? {
-            chain.push(replayer.commit_of(message, &leftovers, &parent)?);
+        let start = chain_start(candidate, session);
+        let start_tree = tree_of(git, source, start)?;
+        let replayer = self.replayer(source);
+        let mut chain = ChainBuilder {
+            replayer: &replayer,
+            as_picked: start == self.target.old_tip.as_str()
+                && lands_as_picked(&start_tree, &filtered, &raw),
+            start,
+            parent: start.to_string(),
+            chain: Vec::new(),
+        };
+        for ((original, raw), tree) in originals.iter().zip(&raw).zip(&filtered) {
+            chain.push(original, raw, tree)?;
         }
-        Ok(Planned::Chain(chain))
+        if leftovers != *filtered.last().unwrap_or(&start_tree) {
+            chain.push_leftovers(message, &leftovers)?;
+        }
+        Ok(Planned::Chain(chain.chain))
     }
 
     /// Plans a squash: the session's result since its last step, carried WIP filtered out, as
@@ -668,7 +669,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
     let interrupts = crate::base::signals::Signals::register()?;
     let (failure, done, stash) = match fast {
         Some(to) => match fast_forward(git, job, (chain, to), &mut recorder, &mut report)? {
-            FastForward::Done => (None, Some(tip.to_string()), None),
+            FastForward::Done => (None, Some(to.to_string()), None),
             FastForward::Failed(detail) => {
                 (Some(Stopped::Replay(tip.to_string(), detail)), None, None)
             }
@@ -802,7 +803,7 @@ fn fast_forward(
     report.replayed = chain
         .iter()
         .map(|pick| ReplayedCommit {
-            commit: pick.commit.clone(),
+            commit: pick.session.clone(),
             replayed: pick.commit.clone(),
             subject: pick.subject.clone(),
         })
@@ -1073,6 +1074,7 @@ impl Replayer<'_> {
         )?;
         Ok(Pick {
             subject,
+            session: commit.clone(),
             commit,
             fresh: true,
         })
@@ -1080,12 +1082,24 @@ impl Replayer<'_> {
 
     /// A copy of a raw commit with another tree and parent, keeping message, author, committer.
     fn recommit(&self, raw: &[u8], tree: &str, parent: &str) -> Result<String> {
+        self.copy_of(raw, (tree, parent), &["AUTHOR", "COMMITTER"])
+    }
+
+    /// The commit a cherry-pick of the raw commit would make with `tree` on `parent`: its
+    /// message and author kept, you committing now.
+    fn recommit_as_picked(&self, raw: &[u8], tree: &str, parent: &str) -> Result<String> {
+        self.copy_of(raw, (tree, parent), &["AUTHOR"])
+    }
+
+    /// A commit of `tree` on `parent` with the raw commit's message and its people of `roles`.
+    fn copy_of(&self, raw: &[u8], (tree, parent): (&str, &str), roles: &[&str]) -> Result<String> {
         let text = String::from_utf8_lossy(raw);
         let (headers, message) = text.split_once("\n\n").unwrap_or((&text, ""));
         let mut people = Vec::new();
         for line in headers.lines() {
             for (prefix, role) in [("author ", "AUTHOR"), ("committer ", "COMMITTER")] {
                 if let Some(rest) = line.strip_prefix(prefix)
+                    && roles.contains(&role)
                     && let Some((name, rest)) = rest.split_once(" <")
                     && let Some((email, date)) = rest.split_once("> ")
                 {
@@ -1134,6 +1148,89 @@ fn git_said(stderr: &str, otherwise: &str) -> String {
         true => otherwise.to_string(),
         false => said.join("; "),
     }
+}
+
+/// The chain as it is built: the session's commits rebuilt on where its last step ended and,
+/// when that is your branch's tip, the very commits a cherry-pick of each would make there
+/// (author and message kept, you as committer), which then land as a fast-forward.
+struct ChainBuilder<'r> {
+    replayer: &'r Replayer<'r>,
+    as_picked: bool,
+    /// Where the chain starts.
+    start: &'r str,
+    /// The rebuilt chain's tip so far.
+    parent: String,
+    chain: Vec<Pick>,
+}
+
+impl ChainBuilder<'_> {
+    /// Where the next commit to land goes: the last one that lands, else the start.
+    fn landing_parent(&self) -> String {
+        self.chain
+            .last()
+            .map_or_else(|| self.start.to_string(), |pick| pick.commit.clone())
+    }
+
+    /// Adds the session's commit `original` (`raw`), its tree filtered to `tree`.
+    fn push(&mut self, original: &Original, raw: &[u8], tree: &str) -> Result<()> {
+        let rebuilt =
+            if tree == original.tree && self.parent == original.first_parent && !original.merge {
+                original.commit.clone()
+            } else {
+                self.replayer.recommit(raw, tree, &self.parent)?
+            };
+        let commit = match self.as_picked {
+            true => (self.replayer).recommit_as_picked(raw, tree, &self.landing_parent())?,
+            false => rebuilt.clone(),
+        };
+        self.chain.push(Pick {
+            subject: original.subject.clone(),
+            commit,
+            session: rebuilt.clone(),
+            fresh: self.as_picked,
+        });
+        self.parent = rebuilt;
+        Ok(())
+    }
+
+    /// Adds the commit of the uncommitted leftovers' tree `tree`, with `message`.
+    fn push_leftovers(&mut self, message: &str, tree: &str) -> Result<()> {
+        let mut pick = self.replayer.commit_of(message, tree, &self.parent)?;
+        let landing_parent = self.landing_parent();
+        if self.as_picked && landing_parent != self.parent {
+            pick.commit = (self.replayer.commit_of(message, tree, &landing_parent)?).commit;
+        }
+        self.chain.push(pick);
+        Ok(())
+    }
+}
+
+/// Whether a chain of commits (`raw`, their trees filtered to `trees`) on a commit of
+/// `start_tree` can land as the commits a cherry-pick of each would make: none of them is
+/// empty there (a pick skips it), and each is a plain commit whose message reads as UTF-8
+/// (a signature or an encoding a pick drops or keeps is left to the pick).
+fn lands_as_picked(start_tree: &str, trees: &[String], raw: &[Vec<u8>]) -> bool {
+    let mut before = start_tree;
+    for (tree, raw) in trees.iter().zip(raw) {
+        if tree == before || !plain_commit(raw) {
+            return false;
+        }
+        before = tree;
+    }
+    true
+}
+
+/// A commit object with only a tree, parents, an author and a committer, in UTF-8.
+fn plain_commit(raw: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(raw) else {
+        return false;
+    };
+    let headers = text.split_once("\n\n").map_or(text, |(headers, _)| headers);
+    headers.lines().all(|line| {
+        ["tree ", "parent ", "author ", "committer "]
+            .iter()
+            .any(|field| line.starts_with(field))
+    })
 }
 
 /// After a failed pick: skips it when its change is already on the branch.
