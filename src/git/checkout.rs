@@ -234,6 +234,24 @@ impl Git {
         Ok(std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
     }
 
+    /// Where the checkout at `top` keeps each of `names` in its git dir, in one git.
+    pub(crate) fn git_paths(
+        &self,
+        top: &Path,
+        names: &[String],
+    ) -> Result<Vec<std::path::PathBuf>> {
+        let mut cmd = self.at(top).args(["rev-parse", "--path-format=absolute"]);
+        for name in names {
+            cmd = cmd.args(["--git-path", name.as_str()]);
+        }
+        let out = cmd.run()?;
+        Ok(out
+            .split(|b| *b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| std::path::PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+            .collect())
+    }
+
     /// HEAD's symbolic ref, the output whatever the status (`symbolic-ref -q HEAD`).
     pub(crate) fn symbolic_head(&self, dir: &Path) -> Result<GitOutput> {
         self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()

@@ -77,6 +77,11 @@ impl Git {
 }
 
 impl Marked<'_> {
+    /// The checkout this git runs in.
+    pub(crate) fn dir(&self) -> &Path {
+        self.dir
+    }
+
     fn cmd(&self) -> GitCmd<'_> {
         self.git.at(self.dir).shielded().env(TOKEN_VAR, self.token)
     }

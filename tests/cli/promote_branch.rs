@@ -1017,3 +1017,107 @@ fn agent_commits_on_your_tip_fast_forward_as_picked_and_stash_nothing() {
         "the retained branch keeps the agent's commit: {retained}"
     );
 }
+
+/// A git that moved the branch and then died (the OOM killer, say) leaves the fast-forward
+/// done: the promote reads the branch back, reports `applied` and journals it, and never moves
+/// your checkout back under a branch that holds the session's commit.
+#[test]
+fn a_fast_forward_whose_branch_git_dies_after_moving_it_is_applied() {
+    let fx = Fixture::new();
+    fx.bind("f");
+    std::fs::write(fx.isolation("f").join("README.md"), "the agent's\n").unwrap();
+    fx.write("notes.txt", "the user's notes\n");
+    let git = fx.git_wrapper(
+        "dying-git",
+        "case \" $* \" in *' update-ref -m a3s-iso: promote '*) {real} \"$@\"; kill -KILL $$ ;; esac",
+    );
+    let out = (fx
+        .cmd()
+        .args(["--json", "promote", "-s", "f", "--mode", "branch"]))
+    .env("A3S_ISO_GIT", git)
+    .output()
+    .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("applied")),
+        "{doc}"
+    );
+    assert_eq!(fx.git(&fx.src, &["show", "HEAD:README.md"]), "the agent's");
+    assert_eq!(read_text(&fx.src, "README.md"), "the agent's\n");
+    assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "?? notes.txt");
+    let (code, doc) = promote_branch(&fx, "f");
+    assert_eq!(
+        (code, doc["outcome"].as_str()),
+        (0, Some("idempotent")),
+        "{doc}"
+    );
+}
+
+/// Where a cherry-pick would do more than copy the session's commit (your `commit.cleanup`,
+/// a commit hook of yours, an author line `commit-tree` would tidy), the commit is picked as
+/// before: the hook runs, the author line lands as the agent wrote it.
+#[test]
+fn commits_a_pick_would_change_are_picked_as_before() {
+    for case in ["cleanup", "hook", "author"] {
+        let fx = Fixture::new();
+        let agents = one_commit_of_the_agents_own(&fx, "b");
+        let iso = fx.isolation("b");
+        match case {
+            "cleanup" => drop(fx.git(&fx.src, &["config", "commit.cleanup", "strip"])),
+            "hook" => {
+                let hook = fx.src.join(".git/hooks/post-commit");
+                std::fs::write(
+                    &hook,
+                    format!(
+                        "#!/bin/sh\necho ran >> {}\n",
+                        fx.src.join("hook-ran").display()
+                    ),
+                )
+                .unwrap();
+                std::fs::set_permissions(
+                    &hook,
+                    std::os::unix::fs::PermissionsExt::from_mode(0o755),
+                )
+                .unwrap();
+            }
+            _ => {
+                let raw = fx.git(&iso, &["cat-file", "commit", &agents]);
+                let odd = raw.replacen("author Alice <", "author Alice, <", 1) + "\n";
+                let mut write = Command::new("git");
+                write
+                    .current_dir(&iso)
+                    .args(["hash-object", "-t", "commit", "-w", "--stdin"]);
+                isolate(&mut write, &fx.home);
+                let mut child = (write.stdin(std::process::Stdio::piped()))
+                    .stdout(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::io::Write::write_all(&mut child.stdin.take().unwrap(), odd.as_bytes())
+                    .unwrap();
+                let commit = String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap();
+                fx.git(&iso, &["update-ref", "HEAD", commit.trim()]);
+            }
+        }
+        let head = fx.git(&iso, &["rev-parse", "HEAD"]);
+        let (code, doc) = promote_branch(&fx, "b");
+        assert_eq!(
+            (code, doc["outcome"].as_str()),
+            (0, Some("applied")),
+            "{case}: {doc}"
+        );
+        let moves = fx.git(&fx.src, &["reflog", "--format=%gs", "main"]);
+        assert!(moves.contains("cherry-pick: agent: one"), "{case}: {moves}");
+        let author = |dir: &Path, commit: &str| {
+            let raw = fx.git(dir, &["cat-file", "commit", commit]);
+            raw.lines()
+                .find(|l| l.starts_with("author "))
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(author(&fx.src, "HEAD~1"), author(&iso, &head), "{case}");
+        if case == "hook" {
+            assert!(fx.src.join("hook-ran").exists(), "the hook ran");
+        }
+    }
+}

@@ -16,11 +16,12 @@ use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
 use crate::base::warning::PromoteWarning;
 use crate::context::{Context, Located};
-use crate::git::{CatFile, Git, GitOutput, Identity, Person, Untracked};
+use crate::git::{CatFile, Git, GitOutput, Identity, Marked, Person, Untracked};
 use crate::model::isolation::writable_isolation;
 use crate::model::refs::SessionRefs;
 use crate::model::snapshot::TempFile;
 use crate::ops::promote::artifacts::Artifacts;
+use crate::ops::promote::as_picked::{lands_as_picked, picks_do_more_here};
 use crate::ops::promote::journal::landed_before;
 use crate::ops::promote::options::{Candidate, PromoteOptions};
 use crate::ops::promote::outcome::{
@@ -378,7 +379,8 @@ impl Planner<'_> {
         let mut chain = ChainBuilder {
             replayer: &replayer,
             as_picked: start == self.target.old_tip.as_str()
-                && lands_as_picked(&start_tree, &filtered, &raw),
+                && lands_as_picked(&start_tree, &filtered, &raw)
+                && (originals.is_empty() || !picks_do_more_here(git, source)?),
             start,
             parent: start.to_string(),
             chain: Vec::new(),
@@ -783,21 +785,8 @@ fn fast_forward(
     }
     crate::fault_point!("promote-branch-after-checkout");
     let message = format!("a3s-iso: promote {} (fast-forward)", job.session.session_id);
-    if let Err(err) = marked.move_branch(branch, &message, to, old) {
-        let back = marked.read_tree_two_way(to, old)?;
-        if back.exit_code != Some(0) {
-            // The intent stays: the next command moves the branch, or leaves it all as it is.
-            return Err(Error::GitStoppedMidway {
-                message: format!(
-                    "{branch} moved while your checkout moved to the session's commit, and the checkout could not be moved back ({}); the next a3s-iso command finishes or leaves it, and says which",
-                    git_said(&back.stderr, "git read-tree failed")
-                ),
-                failure: read_tree_failure(&back, (to, old)),
-            });
-        }
-        return Ok(FastForward::Failed(format!(
-            "{branch} moved while the checkout moved to the session's commit; the checkout was moved back (your work is as before): {err}"
-        )));
+    if let Some(stopped) = branch_moved_or_back(git, &marked, (branch, old, to), &message)? {
+        return Ok(stopped);
     }
     recorder.record(|plan| plan.done = Some(to.to_string()))?;
     report.replayed = chain
@@ -809,6 +798,42 @@ fn fast_forward(
         })
         .collect();
     Ok(FastForward::Done)
+}
+
+/// Moves `branch` from `old` to `to` once the checkout moved there: `None` when the branch is
+/// at `to` (a git that died after it moved the branch moved it all the same), else why not,
+/// the checkout moved back. A move back git refuses fails, the intent kept.
+fn branch_moved_or_back(
+    git: &Git,
+    marked: &Marked<'_>,
+    (branch, old, to): (&str, &str, &str),
+    message: &str,
+) -> Result<Option<FastForward>> {
+    let Err(err) = marked.move_branch(branch, message, to, old) else {
+        return Ok(None);
+    };
+    let now = git.rev_parse(marked.dir(), branch)?;
+    if now.as_deref() == Some(to) {
+        return Ok(None);
+    }
+    let why = match now.as_deref() == Some(old) {
+        true => format!("git did not move {branch} to the session's commit ({err})"),
+        false => format!("{branch} moved while your checkout moved to the session's commit"),
+    };
+    let back = marked.read_tree_two_way(to, old)?;
+    if back.exit_code != Some(0) {
+        // The intent stays: the next command moves the branch, or leaves it all as it is.
+        return Err(Error::GitStoppedMidway {
+            message: format!(
+                "{why}, and the checkout could not be moved back ({}); the next a3s-iso command finishes or leaves it, and says which",
+                git_said(&back.stderr, "git read-tree failed")
+            ),
+            failure: read_tree_failure(&back, (to, old)),
+        });
+    }
+    Ok(Some(FastForward::Failed(format!(
+        "{why}; the checkout was moved back (your work is as before)"
+    ))))
 }
 
 /// Fails when a signal killed the move's git midway: some files may be written and the index
@@ -1203,34 +1228,6 @@ impl ChainBuilder<'_> {
         self.chain.push(pick);
         Ok(())
     }
-}
-
-/// Whether a chain of commits (`raw`, their trees filtered to `trees`) on a commit of
-/// `start_tree` can land as the commits a cherry-pick of each would make: none of them is
-/// empty there (a pick skips it), and each is a plain commit whose message reads as UTF-8
-/// (a signature or an encoding a pick drops or keeps is left to the pick).
-fn lands_as_picked(start_tree: &str, trees: &[String], raw: &[Vec<u8>]) -> bool {
-    let mut before = start_tree;
-    for (tree, raw) in trees.iter().zip(raw) {
-        if tree == before || !plain_commit(raw) {
-            return false;
-        }
-        before = tree;
-    }
-    true
-}
-
-/// A commit object with only a tree, parents, an author and a committer, in UTF-8.
-fn plain_commit(raw: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(raw) else {
-        return false;
-    };
-    let headers = text.split_once("\n\n").map_or(text, |(headers, _)| headers);
-    headers.lines().all(|line| {
-        ["tree ", "parent ", "author ", "committer "]
-            .iter()
-            .any(|field| line.starts_with(field))
-    })
 }
 
 /// After a failed pick: skips it when its change is already on the branch.

@@ -12,6 +12,7 @@
 //! first (`intent`), so "already promoted" is decided from records, never from the checkout.
 
 mod artifacts;
+mod as_picked;
 mod branch;
 mod gitlink;
 mod journal;
