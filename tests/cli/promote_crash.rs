@@ -904,8 +904,8 @@ mod faults {
 
     /// A fast-forward whose git was killed itself (the OOM killer, a whole cgroup) after it
     /// wrote some files and before it wrote the index: recovery puts those files back to the
-    /// old tip's and removes the one it added, the WIP kept; a file that holds neither side is
-    /// never guessed at, and nothing is written.
+    /// old tip's and removes the one it added, the WIP kept; a file that holds neither side
+    /// (the one it was writing, cut short) is never guessed at, and the warning names it.
     #[test]
     fn files_a_killed_fast_forward_wrote_are_put_back_or_left_when_changed_since() {
         for neither in [false, true] {
@@ -940,10 +940,11 @@ mod faults {
                     stderr.contains("left as it is") && stderr.contains("src/lib.txt"),
                     "{stderr}"
                 );
-                assert_eq!(
-                    read_text(&fx, "README.md"),
-                    "the agent's README\n",
-                    "nothing written"
+                // The files the killed git wrote go back; the one it cut short is left.
+                assert_eq!(read_text(&fx, "README.md"), "hello\n", "put back");
+                assert!(
+                    !fx.src.join("agent.txt").exists(),
+                    "the file it added is gone"
                 );
                 assert_eq!(read_text(&fx, "src/lib.txt"), "cut short\n");
                 continue;

@@ -352,23 +352,35 @@ fn put_back_written(
     let checkout = Checkout::open(git, source)?;
     let paths: Vec<RepoPath> = files.paths.iter().map(|c| c.path.clone()).collect();
     let states = checkout.states(&paths, false)?;
-    let written: Vec<usize> = match classify(&checkout, &files, &states) {
+    let (written, neither): (Vec<usize>, Vec<RepoPath>) = match classify(&checkout, &files, &states)
+    {
         PatchVerdict::Untouched => return Ok(Ok(())),
+        // A git killed mid-file leaves that file cut short: the others it wrote go back, and
+        // that one, which holds neither side (or is yours since), is never guessed at.
         PatchVerdict::Changed(paths) => {
-            let shown: Vec<String> = paths.iter().map(RepoPath::shown).collect();
-            return Ok(Err(format!(
-                "its files at {} hold neither side now",
-                shown.join(", ")
-            )));
+            let post = files.paths.iter().zip(&states).enumerate();
+            let written = post
+                .filter(|(_, (change, state))| checkout.holds(state, change.post.as_ref()))
+                .map(|(i, _)| i)
+                .collect();
+            (written, paths)
         }
-        PatchVerdict::Landed => (0..files.paths.len()).collect(),
-        PatchVerdict::Halfway(old) => (0..files.paths.len())
-            .filter(|i| !old.contains(i))
-            .collect(),
+        PatchVerdict::Landed => ((0..files.paths.len()).collect(), Vec::new()),
+        PatchVerdict::Halfway(old) => {
+            let written = (0..files.paths.len()).filter(|i| !old.contains(i));
+            (written.collect(), Vec::new())
+        }
     };
     checkout.write(&plan.token, &files, &written, Side::Pre)?;
     checkout.clear_temps(&plan.token, &files);
-    Ok(Ok(()))
+    if neither.is_empty() {
+        return Ok(Ok(()));
+    }
+    let shown: Vec<String> = neither.iter().map(RepoPath::shown).collect();
+    Ok(Err(format!(
+        "the files its git wrote were put back, but for {}, which holds neither side now and is left as it is (`git checkout -- <path>` gives back your branch's)",
+        shown.join(", ")
+    )))
 }
 
 /// Acts on the verdict: reset, restore the WIP, journal, drop the intent.
