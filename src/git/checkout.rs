@@ -257,6 +257,14 @@ impl Git {
         self.at(dir).args(["symbolic-ref", "-q", "HEAD"]).output()
     }
 
+    /// The settings whose names match `pattern` (`config --get-regexp`); the output whatever
+    /// the status (1: none).
+    pub(crate) fn config_matching(&self, dir: &Path, pattern: &str) -> Result<GitOutput> {
+        self.at(dir)
+            .args(["config", "--get-regexp", pattern])
+            .output()
+    }
+
     /// The value of `key` in the repository's configuration; the output whatever the status.
     pub(crate) fn config_get(&self, dir: &Path, key: &str) -> Result<GitOutput> {
         self.at(dir).args(["config", "--get", key]).output()

@@ -1121,3 +1121,99 @@ fn commits_a_pick_would_change_are_picked_as_before() {
         }
     }
 }
+
+/// The branch moved under the fast-forward's `update-ref` by a commit of yours: on top of the
+/// session's commit (its git moved the branch, then failed), the promote is `applied`; one that
+/// took the session's staged changes along (you committed between the move of the files and
+/// of the branch) leaves your checkout as it is, with no revert of them staged under it.
+#[test]
+fn a_commit_of_yours_during_the_branch_move_never_gets_a_revert_staged_under_it() {
+    for case in ["on top", "took them along"] {
+        let fx = Fixture::new();
+        fx.bind("f");
+        std::fs::write(fx.isolation("f").join("README.md"), "the agent's\n").unwrap();
+        let commit = "{real} -c user.name=u -c user.email=u@x commit -q --allow-empty -m mine";
+        let body = match case {
+            "on top" => format!("{{real}} \"$@\"; {commit}; exit 1"),
+            _ => format!("{commit}; {{real}} \"$@\"; exit $?"),
+        };
+        let git = fx.git_wrapper(
+            "racing-git",
+            &format!("case \" $* \" in *' update-ref -m a3s-iso: promote '*) {body} ;; esac"),
+        );
+        let out = (fx
+            .cmd()
+            .args(["--json", "promote", "-s", "f", "--mode", "branch"]))
+        .env("A3S_ISO_GIT", git)
+        .output()
+        .unwrap();
+        let (code, doc) = crate::fixture::json_of(out);
+        let expected = match case {
+            "on top" => (0, Some("applied")),
+            _ => (3, Some("conflict")),
+        };
+        assert_eq!((code, doc["outcome"].as_str()), expected, "{case}: {doc}");
+        assert_eq!(
+            fx.git(&fx.src, &["log", "-1", "--format=%s"]),
+            "mine",
+            "{case}"
+        );
+        assert_eq!(fx.git(&fx.src, &["show", "HEAD:README.md"]), "the agent's");
+        assert_eq!(read_text(&fx.src, "README.md"), "the agent's\n", "{case}");
+        assert_eq!(
+            fx.git(&fx.src, &["status", "--porcelain"]),
+            "",
+            "{case}: no revert staged"
+        );
+    }
+}
+
+/// A session that turns a directory into a file lands as a fast-forward when the directory
+/// holds only the files it deletes; a file of yours left in it (untracked, or ignored, which
+/// git would write over) makes the promote a conflict that changes nothing.
+#[test]
+fn a_directory_the_session_turns_into_a_file_lands_unless_yours_are_in_it() {
+    for case in ["clean", "untracked", "ignored"] {
+        let fx = Fixture::new();
+        fx.write("sub/a.txt", "a\n");
+        fx.write("sub/deep/b.txt", "b\n");
+        fx.write(".gitignore", "*.log\n");
+        fx.commit_all("a directory");
+        fx.bind("d");
+        let iso = fx.isolation("d");
+        std::fs::remove_dir_all(iso.join("sub")).unwrap();
+        std::fs::write(iso.join("sub"), "now a file\n").unwrap();
+        match case {
+            "untracked" => fx.write("sub/deep/mine.txt", "mine\n"),
+            "ignored" => fx.write("sub/build.log", "a log of mine\n"),
+            _ => {}
+        }
+        let before = crate::fixture::source_state(&fx);
+        let (code, doc) = promote_branch(&fx, "d");
+        if case == "clean" {
+            assert_eq!(
+                (code, doc["outcome"].as_str()),
+                (0, Some("applied")),
+                "{doc}"
+            );
+            assert_eq!(read_text(&fx.src, "sub"), "now a file\n");
+            assert_eq!(fx.git(&fx.src, &["status", "--porcelain"]), "");
+            continue;
+        }
+        assert_eq!(
+            (code, doc["reason"].as_str()),
+            (3, Some("patch_does_not_apply")),
+            "{case}: {doc}"
+        );
+        assert_eq!(
+            doc["conflicting_paths"],
+            serde_json::json!(["sub"]),
+            "{case}: {doc}"
+        );
+        assert_eq!(
+            crate::fixture::source_state(&fx),
+            before,
+            "{case}: nothing changed"
+        );
+    }
+}

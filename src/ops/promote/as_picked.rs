@@ -33,7 +33,9 @@ pub(super) fn lands_as_picked(start_tree: &str, trees: &[String], raw: &[Vec<u8>
 /// Whether the repository at `source` makes a pick do more than copy: a `commit.cleanup`
 /// setting, or a commit hook in place.
 pub(super) fn picks_do_more_here(git: &Git, source: &Path) -> Result<bool> {
-    if git.config_get(source, "commit.cleanup")?.exit_code == Some(0) {
+    // A pick re-encodes to `i18n.commitEncoding`, and cleans up as `commit.cleanup` says.
+    let settings = git.config_matching(source, r"^(commit\.cleanup|i18n\.commitencoding)$")?;
+    if settings.exit_code == Some(0) {
         return Ok(true);
     }
     let hooks: Vec<String> = PICK_HOOKS
@@ -55,11 +57,12 @@ fn plain_commit(raw: &[u8]) -> bool {
         return false;
     };
     let known = ["tree ", "parent ", "author ", "committer "];
+    // Split at `\n` alone: `lines()` would take off a `\r` a pick copies.
     let plain_headers = headers
-        .lines()
+        .split('\n')
         .all(|line| known.iter().any(|field| line.starts_with(field)));
     let author = headers
-        .lines()
+        .split('\n')
         .find_map(|line| line.strip_prefix("author "));
     let first = message.lines().next().unwrap_or_default();
     plain_headers
@@ -81,8 +84,16 @@ fn author_as_is(line: &str) -> bool {
     let Some((seconds, zone)) = date.split_once(' ') else {
         return false;
     };
-    tidy(name) && tidy(email) && seconds_as_is(seconds) && zone_as_is(zone)
+    // An identity that long cannot travel to `commit-tree` in its environment.
+    line.len() <= MAX_IDENT
+        && tidy(name)
+        && tidy(email)
+        && seconds_as_is(seconds)
+        && zone_as_is(zone)
 }
+
+/// The longest author line copied by `commit-tree` rather than left to a pick.
+const MAX_IDENT: usize = 4096;
 
 /// Not empty, no character git trims at either end, and none it drops inside.
 fn tidy(part: &str) -> bool {
@@ -90,11 +101,13 @@ fn tidy(part: &str) -> bool {
     let (Some(first), Some(last)) = (part.chars().next(), part.chars().last()) else {
         return false;
     };
-    !crud(first) && !crud(last) && !part.contains(['<', '>', '\n'])
+    !crud(first) && !crud(last) && !part.contains(['<', '>', '\n', '\r'])
 }
 
+/// Seconds since the epoch as git writes them, up to the year 9999 (git refuses more).
 fn seconds_as_is(seconds: &str) -> bool {
-    !seconds.is_empty()
+    seconds.len() <= 12
+        && seconds.parse::<u64>().is_ok_and(|s| s <= 253_402_300_799)
         && seconds.bytes().all(|b| b.is_ascii_digit())
         && (seconds == "0" || !seconds.starts_with('0'))
 }
@@ -141,9 +154,14 @@ mod tests {
             "Agent <a@x> 1700000000",
             " <a@x> 1700000000 +0000",
             "Agent <> 1700000000 +0000",
+            "Agent <a@x> 1700000000 +0000\r",
+            "Agent\r <a@x> 1700000000 +0000",
+            "Agent <a@x> 18446744073709551615 +0000",
         ] {
             assert!(!plain_commit(&commit(author, "subject\n")), "{author}");
         }
+        let long = format!("{} <a@x> 1 +0000", "A".repeat(MAX_IDENT));
+        assert!(!plain_commit(&commit(&long, "s\n")));
         for message in [
             "\nsubject after a blank line\n",
             "  \nsubject\n",

@@ -526,10 +526,17 @@ fn yours_where_it_moves(
     let not_a_dir = |dir: &[u8]| on_disk(dir).is_ok_and(|meta| !meta.is_dir());
     // A directory it needs where the old tree has a file: that file is tracked, and git's.
     let gone: std::collections::HashSet<&[u8]> = deleted.iter().map(Vec::as_slice).collect();
+    // Where it adds a file in place of a directory, that directory may hold only the files
+    // the move deletes (git writes over an ignored one).
+    let in_the_way = |path: &[u8]| match on_disk(path) {
+        Ok(meta) if meta.is_dir() => !only_files_it_deletes(source, path, &gone),
+        Ok(_) => true,
+        Err(_) => false,
+    };
     let mut taken: Vec<RepoPath> = added
         .iter()
         .filter(|path| {
-            on_disk(path).is_ok() || dirs_above(path).any(|d| !gone.contains(d) && not_a_dir(d))
+            in_the_way(path) || dirs_above(path).any(|d| !gone.contains(d) && not_a_dir(d))
         })
         .map(|path| RepoPath(path.clone()))
         .collect();
@@ -543,6 +550,31 @@ fn yours_where_it_moves(
     }
     taken.extend(deleted_by_you(git, source, &missing)?);
     Ok(taken)
+}
+
+/// Whether the directory at `dir` (a path of the checkout) holds, all the way down, only
+/// files among `gone`; one that cannot be read holds something else.
+fn only_files_it_deletes(
+    source: &Path,
+    dir: &[u8],
+    gone: &std::collections::HashSet<&[u8]>,
+) -> bool {
+    let Ok(entries) = std::fs::read_dir(source.join(std::ffi::OsStr::from_bytes(dir))) else {
+        return false;
+    };
+    entries.into_iter().all(|entry| {
+        let Ok(entry) = entry else {
+            return false;
+        };
+        let mut path = dir.to_vec();
+        path.push(b'/');
+        path.extend_from_slice(entry.file_name().as_bytes());
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => only_files_it_deletes(source, &path, gone),
+            Ok(_) => gone.contains(path.as_slice()),
+            Err(_) => false,
+        }
+    })
 }
 
 /// The directories above `path`, outermost first.
@@ -800,9 +832,10 @@ fn fast_forward(
     Ok(FastForward::Done)
 }
 
-/// Moves `branch` from `old` to `to` once the checkout moved there: `None` when the branch is
-/// at `to` (a git that died after it moved the branch moved it all the same), else why not,
-/// the checkout moved back. A move back git refuses fails, the intent kept.
+/// Moves `branch` from `old` to `to` once the checkout moved there: `None` when the branch
+/// holds `to` (a git that died after it moved the branch moved it all the same, and a commit
+/// of yours may be on top since), else why not: the checkout moved back, or left as it is when
+/// a commit of yours on the branch took the session's changes along.
 fn branch_moved_or_back(
     git: &Git,
     marked: &Marked<'_>,
@@ -812,14 +845,31 @@ fn branch_moved_or_back(
     let Err(err) = marked.move_branch(branch, message, to, old) else {
         return Ok(None);
     };
-    let now = git.rev_parse(marked.dir(), branch)?;
-    if now.as_deref() == Some(to) {
+    let source = marked.dir();
+    let now = git.rev_parse(source, branch)?;
+    let Some(now) = now.filter(|now| now != old) else {
+        let why = format!("git did not move {branch} to the session's commit ({err})");
+        return moved_back(marked, (old, to), why).map(Some);
+    };
+    // Moved by git before it failed, and maybe a commit of yours on top since: it is there.
+    if now == to || git.is_ancestor(source, to, &now)? {
         return Ok(None);
     }
-    let why = match now.as_deref() == Some(old) {
-        true => format!("git did not move {branch} to the session's commit ({err})"),
-        false => format!("{branch} moved while your checkout moved to the session's commit"),
-    };
+    let why = format!("{branch} moved to {now} while your checkout moved to the session's commit");
+    let moved: Vec<Vec<u8>> = git.diff_trees(source, old, to)?;
+    if git.tree_paths_match(source, &now, to, &moved)? {
+        // A commit of yours took the session's changes along: moving back would stage
+        // their revert under it.
+        return Ok(Some(FastForward::Failed(format!(
+            "{why}, and that commit holds the session's changes: your checkout is left as it is"
+        ))));
+    }
+    moved_back(marked, (old, to), why).map(Some)
+}
+
+/// Moves the checkout back from `to` to `old` after the branch stayed put (`why`); a move
+/// back git refuses fails, the intent kept.
+fn moved_back(marked: &Marked<'_>, (old, to): (&str, &str), why: String) -> Result<FastForward> {
     let back = marked.read_tree_two_way(to, old)?;
     if back.exit_code != Some(0) {
         // The intent stays: the next command moves the branch, or leaves it all as it is.
@@ -831,9 +881,9 @@ fn branch_moved_or_back(
             failure: read_tree_failure(&back, (to, old)),
         });
     }
-    Ok(Some(FastForward::Failed(format!(
+    Ok(FastForward::Failed(format!(
         "{why}; the checkout was moved back (your work is as before)"
-    ))))
+    )))
 }
 
 /// Fails when a signal killed the move's git midway: some files may be written and the index

@@ -378,7 +378,7 @@ fn put_back_written(
     }
     let shown: Vec<String> = neither.iter().map(RepoPath::shown).collect();
     Ok(Err(format!(
-        "the files its git wrote were put back, but for {}, which holds neither side now and is left as it is (`git checkout -- <path>` gives back your branch's)",
+        "the files its git wrote were put back, but for {}, which holds neither side now and is left as it is; the killed git left its .git/index.lock, yours to remove once no git of yours runs, and then `git checkout -- <path>` gives back your branch's file",
         shown.join(", ")
     )))
 }

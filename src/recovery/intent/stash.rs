@@ -51,9 +51,13 @@ pub(crate) fn push(
 const LOCK_TRIES: u32 = 40;
 const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
 
-/// Whether git refused because another git held the index's lock.
+/// Whether git refused because another git held the index's lock (`stash` says so, or only
+/// that it could not write the index).
 fn lock_held(out: &GitOutput) -> bool {
-    out.exit_code != Some(0) && out.stderr.contains("index.lock': File exists")
+    out.exit_code != Some(0)
+        && ["index.lock': File exists", "could not write index"]
+            .iter()
+            .any(|said| out.stderr.contains(said))
 }
 
 /// The stash list: commit and message, newest first.
