@@ -35,7 +35,7 @@ pub(crate) use crate::git::ops::{CatFile, PatchInput, RefUpdate, is_commit_type,
 pub(crate) use crate::git::remote::{LeasedPush, ObjectInfo, TopEntry};
 pub use crate::git::runner::Git;
 pub(crate) use crate::git::runner::{GitOutput, REPO_SELECTING_VARS, split_nul};
-pub(crate) use crate::git::stash::{Identity, Marked, TOKEN_VAR};
+pub(crate) use crate::git::stash::{Identity, LOCK_PAUSE, LOCK_TRIES, Marked, TOKEN_VAR};
 pub(crate) use crate::git::submodule::{Gitlink, LocalClone, file_url, module_paths};
 pub(crate) use crate::git::tree_edit::TreeEdit;
 

@@ -94,6 +94,17 @@ pub(crate) struct GitOutput {
     pub stderr: String,
 }
 
+impl GitOutput {
+    /// Whether git refused because another git held the index's lock (it says so, or only
+    /// that it could not write the index): refused before it changed anything.
+    pub(crate) fn index_lock_held(&self) -> bool {
+        self.exit_code != Some(0)
+            && ["index.lock': File exists", "could not write index"]
+                .iter()
+                .any(|said| self.stderr.contains(said))
+    }
+}
+
 impl Git {
     /// Finds git (`explicit`, else `git` on PATH) and checks its version: asked once per git
     /// binary, then recalled from the user's cache dir.

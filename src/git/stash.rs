@@ -33,6 +33,11 @@ impl Identity {
     }
 }
 
+/// How often a step that another git's `index.lock` refused is tried, and how long apart:
+/// your own git holds that lock for milliseconds at a time.
+pub(crate) const LOCK_TRIES: u32 = 40;
+pub(crate) const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
+
 /// Git in a checkout of the user's, shielded and marked with a promote's token.
 pub(crate) struct Marked<'g> {
     git: &'g Git,
@@ -122,9 +127,22 @@ impl Marked<'_> {
         self.cmd().args(["reset", "-q"]).output()
     }
 
-    /// Moves the branch, index and files to `commit` (`reset -q --hard`).
+    /// Moves the branch, index and files to `commit` (`reset -q --hard`), tried again while
+    /// another git of yours holds the index's lock.
     pub(crate) fn reset_hard(&self, commit: &str) -> Result<()> {
-        self.cmd().args(["reset", "-q", "--hard", commit]).finish()
+        let reset = || self.cmd().args(["reset", "-q", "--hard", commit]);
+        for _ in 1..LOCK_TRIES {
+            let out = reset().output()?;
+            if out.exit_code == Some(0) {
+                return Ok(());
+            }
+            if !out.index_lock_held() {
+                // Refused for another reason: the last run below says which.
+                break;
+            }
+            std::thread::sleep(LOCK_PAUSE);
+        }
+        reset().finish()
     }
 
     /// Moves the index and files from `from` to `to` as a fast-forward does (`read-tree -m -u`,

@@ -880,16 +880,27 @@ fn a_fast_forward_whose_git_fails_midway_says_git_failed_and_the_next_command_fi
     }
 }
 
-/// A git wrapper that refuses `stash push` and `stash apply` twice each, as git does while
-/// another git of yours holds the index's lock, and runs everything else.
+/// A git wrapper that refuses `stash push`, `stash apply` and `reset --hard` twice each, as
+/// git does while another git of yours holds the index's lock, and runs everything else;
+/// `<root>/refusals/<step>` counts the refusals.
 fn lock_held_twice_git(fx: &Fixture) -> std::path::PathBuf {
     let counts = fx.root.join("refusals");
     std::fs::create_dir_all(&counts).unwrap();
-    let body = format!(
-        "for step in push apply; do\n  case \" $* \" in *\" stash $step \"*)\n    n=$(cat '{counts}/'$step 2>/dev/null || echo 0)\n    if [ $n -lt 2 ]; then echo $((n+1)) > '{counts}/'$step; echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128; fi ;;\n  esac\ndone",
-        counts = counts.display(),
-    );
-    fx.git_wrapper("locked-git", &body)
+    let steps = [
+        ("push", "stash push"),
+        ("apply", "stash apply"),
+        ("reset", "reset -q --hard"),
+    ];
+    let arms: String = steps
+        .iter()
+        .map(|(name, args)| {
+            format!(
+                "  *\" {args} \"*)\n    n=$(cat '{counts}/{name}' 2>/dev/null || echo 0)\n    if [ $n -lt 2 ]; then echo $((n+1)) > '{counts}/{name}'; echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128; fi ;;\n",
+                counts = counts.display()
+            )
+        })
+        .collect();
+    fx.git_wrapper("locked-git", &format!("case \" $* \" in\n{arms}esac"))
 }
 
 /// Your own git holding the index's lock for a moment refuses a stash step before it
@@ -1216,4 +1227,50 @@ fn a_directory_the_session_turns_into_a_file_lands_unless_yours_are_in_it() {
             "{case}: nothing changed"
         );
     }
+}
+
+/// A replay whose pick fails is undone by `reset --hard`, which your own git's index lock
+/// refuses for a moment: it is tried again, so the branch is back at its tip, your WIP back
+/// in its files, and no stash or pick is left.
+#[test]
+fn an_undone_replay_waits_out_your_gits_index_lock() {
+    let fx = Fixture::new();
+    fx.bind("rc");
+    let iso = fx.isolation("rc");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits README",
+        "Agent",
+        "2026-05-01T00:00:00Z",
+    );
+    fx.write("README.md", "user version\n");
+    let user_tip = fx.commit_all("user edits README");
+    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    let before = checkout_listing(&fx.src);
+    let (counts, git) = (fx.root.join("refusals"), lock_held_twice_git(&fx));
+    let out = (fx
+        .cmd()
+        .args(["--json", "promote", "-s", "rc", "--mode", "branch"]))
+    .env("A3S_ISO_GIT", git)
+    .output()
+    .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!(
+        (code, doc["reason"].as_str()),
+        (3, Some("replay_failed")),
+        "{doc}"
+    );
+    for step in ["push", "apply", "reset"] {
+        assert_eq!(read_text(&counts, step), "2\n", "{step} was refused twice");
+    }
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), user_tip);
+    assert!(!fx.src.join(".git/CHERRY_PICK_HEAD").exists());
+    let mut after = checkout_listing(&fx.src);
+    let mut expected = before;
+    after.remove(".git/index");
+    expected.remove(".git/index");
+    assert_eq!(after, expected, "the user's WIP is restored");
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash left");
 }

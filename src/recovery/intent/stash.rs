@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::base::error::Result;
-use crate::git::{Git, GitOutput, Identity, split_nul};
+use crate::git::{Git, Identity, LOCK_PAUSE, LOCK_TRIES, split_nul};
 use crate::recovery::intent::checkout::{Checkout, PathState};
 use crate::recovery::intent::record::{Entry, RepoPath};
 
@@ -35,7 +35,7 @@ pub(crate) fn push(
     // nothing changed, so it is tried again. One stored, then refused, is the intent's.
     for _ in 1..LOCK_TRIES {
         let out = marked.stash_push(ident, &message, true)?;
-        if !(lock_held(&out) && find(git, source, token).is_none()) {
+        if !(out.index_lock_held() && find(git, source, token).is_none()) {
             break;
         }
         std::thread::sleep(LOCK_PAUSE);
@@ -44,20 +44,6 @@ pub(crate) fn push(
         marked.stash_push(ident, &message, false)?;
     }
     Ok(find(git, source, token).map(|(_, commit)| commit))
-}
-
-/// How often a stash step that another git's `index.lock` refused is tried, and how long
-/// apart: your own git holds that lock for milliseconds at a time.
-const LOCK_TRIES: u32 = 40;
-const LOCK_PAUSE: std::time::Duration = std::time::Duration::from_millis(25);
-
-/// Whether git refused because another git held the index's lock (`stash` says so, or only
-/// that it could not write the index).
-fn lock_held(out: &GitOutput) -> bool {
-    out.exit_code != Some(0)
-        && ["index.lock': File exists", "could not write index"]
-            .iter()
-            .any(|said| out.stderr.contains(said))
 }
 
 /// The stash list: commit and message, newest first.
@@ -93,7 +79,7 @@ pub(crate) fn restore(git: &Git, source: &Path, token: &str, stash: &str) -> boo
     let mut applied = marked.stash_apply(stash);
     for _ in 1..LOCK_TRIES {
         // Refused before it changed anything: your own git held the index's lock.
-        if !matches!(&applied, Ok(out) if lock_held(out)) {
+        if !matches!(&applied, Ok(out) if out.index_lock_held()) {
             break;
         }
         std::thread::sleep(LOCK_PAUSE);
