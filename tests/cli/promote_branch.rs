@@ -1139,14 +1139,16 @@ fn commits_a_pick_would_change_are_picked_as_before() {
 /// of the branch) leaves your checkout as it is, with no revert of them staged under it.
 #[test]
 fn a_commit_of_yours_during_the_branch_move_never_gets_a_revert_staged_under_it() {
-    for case in ["on top", "took them along"] {
+    for case in ["on top", "took them along", "took one along"] {
         let fx = Fixture::new();
         fx.bind("f");
         std::fs::write(fx.isolation("f").join("README.md"), "the agent's\n").unwrap();
+        std::fs::write(fx.isolation("f").join("src/lib.txt"), "the agent's lib\n").unwrap();
         let commit = "{real} -c user.name=u -c user.email=u@x commit -q --allow-empty -m mine";
         let body = match case {
             "on top" => format!("{{real}} \"$@\"; {commit}; exit 1"),
-            _ => format!("{commit}; {{real}} \"$@\"; exit $?"),
+            "took them along" => format!("{commit}; {{real}} \"$@\"; exit $?"),
+            _ => format!("{commit} -- README.md; {{real}} \"$@\"; exit $?"),
         };
         let git = fx.git_wrapper(
             "racing-git",
@@ -1164,18 +1166,22 @@ fn a_commit_of_yours_during_the_branch_move_never_gets_a_revert_staged_under_it(
             _ => (3, Some("conflict")),
         };
         assert_eq!((code, doc["outcome"].as_str()), expected, "{case}: {doc}");
-        assert_eq!(
-            fx.git(&fx.src, &["log", "-1", "--format=%s"]),
-            "mine",
-            "{case}"
-        );
+        let last = fx.git(&fx.src, &["log", "-1", "--format=%s"]);
+        assert_eq!(last, "mine", "{case}");
         assert_eq!(fx.git(&fx.src, &["show", "HEAD:README.md"]), "the agent's");
         assert_eq!(read_text(&fx.src, "README.md"), "the agent's\n", "{case}");
         assert_eq!(
-            fx.git(&fx.src, &["status", "--porcelain"]),
-            "",
-            "{case}: no revert staged"
+            read_text(&fx.src, "src/lib.txt"),
+            "the agent's lib\n",
+            "{case}"
         );
+        // Nothing of your commit is reverted; what it did not take stays staged.
+        let left = match case {
+            "took one along" => "M  src/lib.txt",
+            _ => "",
+        };
+        let status = fx.git(&fx.src, &["status", "--porcelain"]);
+        assert_eq!(status, left, "{case}: no revert staged");
     }
 }
 
@@ -1272,5 +1278,46 @@ fn an_undone_replay_waits_out_your_gits_index_lock() {
     after.remove(".git/index");
     expected.remove(".git/index");
     assert_eq!(after, expected, "the user's WIP is restored");
+    assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash left");
+}
+
+/// A replay whose undo your git's index lock refuses past the retries fails with
+/// `git_failed`, saying where your WIP is meanwhile; the next command finishes the undo and
+/// puts it back, leaving no stash.
+#[test]
+fn a_replay_whose_undo_stays_refused_says_where_your_wip_is() {
+    let fx = Fixture::new();
+    fx.bind("rc");
+    let iso = fx.isolation("rc");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    agent_commit(
+        &fx,
+        &iso,
+        "agent edits README",
+        "Agent",
+        "2026-05-01T00:00:00Z",
+    );
+    fx.write("README.md", "user version\n");
+    let user_tip = fx.commit_all("user edits README");
+    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    let git = fx.git_wrapper(
+        "stuck-git",
+        "case \" $* \" in *' reset -q --hard '*) echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128 ;; esac",
+    );
+    let out = (fx
+        .cmd()
+        .args(["--json", "promote", "-s", "rc", "--mode", "branch"]))
+    .env("A3S_ISO_GIT", git)
+    .output()
+    .unwrap();
+    let (code, doc) = crate::fixture::json_of(out);
+    assert_eq!((code, error_code(&doc)), (1, "git_failed"), "{doc}");
+    let message = doc["error"]["message"].as_str().unwrap();
+    assert!(message.contains("kept in stash"), "{message}");
+    let out = fx.cmd().args(["list"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("rolled back"), "{stderr}");
+    assert_eq!(fx.git(&fx.src, &["rev-parse", "HEAD"]), user_tip);
+    assert_eq!(read_text(&fx.src, "src/lib.txt"), "one\ntwo\nuser wip\n");
     assert_eq!(fx.git(&fx.src, &["stash", "list"]), "", "no stash left");
 }

@@ -835,7 +835,7 @@ fn fast_forward(
 /// Moves `branch` from `old` to `to` once the checkout moved there: `None` when the branch
 /// holds `to` (a git that died after it moved the branch moved it all the same, and a commit
 /// of yours may be on top since), else why not: the checkout moved back, or left as it is when
-/// a commit of yours on the branch took the session's changes along.
+/// a commit of yours on the branch holds anything but the old tip's at the paths it changes.
 fn branch_moved_or_back(
     git: &Git,
     marked: &Marked<'_>,
@@ -857,11 +857,11 @@ fn branch_moved_or_back(
     }
     let why = format!("{branch} moved to {now} while your checkout moved to the session's commit");
     let moved: Vec<Vec<u8>> = git.diff_trees(source, old, to)?;
-    if git.tree_paths_match(source, &now, to, &moved)? {
-        // A commit of yours took the session's changes along: moving back would stage
-        // their revert under it.
+    if !git.tree_paths_match(source, &now, old, &moved)? {
+        // A commit of yours took some of the session's changes along (or holds others
+        // there): moving back would stage their revert under it.
         return Ok(Some(FastForward::Failed(format!(
-            "{why}, and that commit holds the session's changes: your checkout is left as it is"
+            "{why}, and that commit holds changes at paths the session changes: your checkout is left as it is"
         ))));
     }
     moved_back(marked, (old, to), why).map(Some)
@@ -958,7 +958,8 @@ fn replay_with_wip_aside(
                 tip == target.old_tip.as_str() || report.replayed.iter().any(|r| r.replayed == tip)
             };
             match tip.as_deref().is_some_and(ours) {
-                true => marked().reset_hard(&target.old_tip)?,
+                true => (marked().reset_hard(&target.old_tip))
+                    .map_err(|err| undo_not_done(err, stash.as_deref()))?,
                 false => stopped.branch_moved(&target.branch, report.replayed.len()),
             }
             None
@@ -973,6 +974,25 @@ fn replay_with_wip_aside(
         put_back_wip(git, (source, recorder.token()), stash, report, aside.out);
     }
     Ok((failure, done, stash))
+}
+
+/// The error of a replay whose undo (`reset --hard`) git refused: it says where your WIP is
+/// meanwhile, which the next command's recovery finishes the undo and puts back.
+fn undo_not_done(err: Error, stash: Option<&str>) -> Error {
+    let Error::GitFailed { failure } = err else {
+        return err;
+    };
+    let wip = stash.map_or_else(
+        || "your uncommitted work is in its files".to_string(),
+        |stash| format!("your uncommitted work is kept in stash {stash}"),
+    );
+    Error::GitStoppedMidway {
+        message: format!(
+            "the replay could not be undone ({}): {wip}, and the next a3s-iso command finishes the undo and puts it back",
+            git_said(&failure.stderr, "git reset failed")
+        ),
+        failure,
+    }
 }
 
 /// Puts your uncommitted work back; a stash that does not apply stays, with a warning.
