@@ -989,7 +989,12 @@ fn undo_not_done(err: Error, stash: Option<&str>) -> Error {
     Error::GitStoppedMidway {
         message: format!(
             "the replay could not be undone ({}): {wip}, and the next a3s-iso command finishes the undo and puts it back",
-            git_said(&failure.stderr, "git reset failed")
+            failure
+                .stderr
+                .lines()
+                .next()
+                .unwrap_or("git reset failed")
+                .trim()
         ),
         failure,
     }
