@@ -43,6 +43,36 @@ fn promote_branch(fx: &Fixture, id: &str) -> (i32, Value) {
     fx.json(&["promote", "-s", id, "--mode", "branch"])
 }
 
+/// `promote --mode branch` of session `id`, a3s-iso calling `git` for git; its document.
+fn promote_with_git(fx: &Fixture, id: &str, git: impl AsRef<Path>) -> (i32, Value) {
+    let out = (fx
+        .cmd()
+        .args(["--json", "promote", "-s", id, "--mode", "branch"]))
+    .env("A3S_ISO_GIT", git.as_ref())
+    .output()
+    .unwrap();
+    crate::fixture::json_of(out)
+}
+
+/// Session `rc` whose agent commit edits README.md, which a commit of yours edits too (its
+/// pick fails), with your WIP in src/lib.txt; your commit.
+fn a_pick_that_conflicts(fx: &Fixture) -> String {
+    fx.bind("rc");
+    let iso = fx.isolation("rc");
+    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
+    agent_commit(
+        fx,
+        &iso,
+        "agent edits README",
+        "Agent",
+        "2026-05-01T00:00:00Z",
+    );
+    fx.write("README.md", "user version\n");
+    let user_tip = fx.commit_all("user edits README");
+    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    user_tip
+}
+
 /// Session `b` with two agent commits by different authors and uncommitted work after them.
 fn two_agent_commits_and_leftovers(fx: &Fixture) {
     fx.bind("b");
@@ -836,13 +866,7 @@ fn a_fast_forward_whose_git_fails_midway_says_git_failed_and_the_next_command_fi
         fx.bind("f");
         std::fs::write(fx.isolation("f").join("README.md"), "the agent's\n").unwrap();
         fx.write("notes.txt", "the user's notes\n");
-        let out = fx
-            .cmd()
-            .args(["--json", "promote", "-s", "f", "--mode", "branch"])
-            .env("A3S_ISO_GIT", failing_git(&fx, mode))
-            .output()
-            .unwrap();
-        let (code, doc) = crate::fixture::json_of(out);
+        let (code, doc) = promote_with_git(&fx, "f", failing_git(&fx, mode));
         assert_eq!((code, error_code(&doc)), (1, "git_failed"), "{doc}");
         let git = &doc["error"]["git"];
         assert_eq!(git["args"][0], "read-tree", "{doc}");
@@ -914,13 +938,7 @@ fn a_replay_waits_out_your_gits_index_lock_and_leaves_no_stash() {
     fx.commit_all("the user moved HEAD");
     fx.write("README.md", "the user's WIP\n");
     let (counts, git) = (fx.root.join("refusals"), lock_held_twice_git(&fx));
-    let out = (fx
-        .cmd()
-        .args(["--json", "promote", "-s", "b", "--mode", "branch"]))
-    .env("A3S_ISO_GIT", git)
-    .output()
-    .unwrap();
-    let (code, doc) = crate::fixture::json_of(out);
+    let (code, doc) = promote_with_git(&fx, "b", git);
     assert_eq!(
         (code, doc["outcome"].as_str()),
         (0, Some("applied")),
@@ -1042,13 +1060,7 @@ fn a_fast_forward_whose_branch_git_dies_after_moving_it_is_applied() {
         "dying-git",
         "case \" $* \" in *' update-ref -m a3s-iso: promote '*) {real} \"$@\"; kill -KILL $$ ;; esac",
     );
-    let out = (fx
-        .cmd()
-        .args(["--json", "promote", "-s", "f", "--mode", "branch"]))
-    .env("A3S_ISO_GIT", git)
-    .output()
-    .unwrap();
-    let (code, doc) = crate::fixture::json_of(out);
+    let (code, doc) = promote_with_git(&fx, "f", git);
     assert_eq!(
         (code, doc["outcome"].as_str()),
         (0, Some("applied")),
@@ -1154,13 +1166,7 @@ fn a_commit_of_yours_during_the_branch_move_never_gets_a_revert_staged_under_it(
             "racing-git",
             &format!("case \" $* \" in *' update-ref -m a3s-iso: promote '*) {body} ;; esac"),
         );
-        let out = (fx
-            .cmd()
-            .args(["--json", "promote", "-s", "f", "--mode", "branch"]))
-        .env("A3S_ISO_GIT", git)
-        .output()
-        .unwrap();
-        let (code, doc) = crate::fixture::json_of(out);
+        let (code, doc) = promote_with_git(&fx, "f", git);
         let expected = match case {
             "on top" => (0, Some("applied")),
             _ => (3, Some("conflict")),
@@ -1241,28 +1247,10 @@ fn a_directory_the_session_turns_into_a_file_lands_unless_yours_are_in_it() {
 #[test]
 fn an_undone_replay_waits_out_your_gits_index_lock() {
     let fx = Fixture::new();
-    fx.bind("rc");
-    let iso = fx.isolation("rc");
-    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
-    agent_commit(
-        &fx,
-        &iso,
-        "agent edits README",
-        "Agent",
-        "2026-05-01T00:00:00Z",
-    );
-    fx.write("README.md", "user version\n");
-    let user_tip = fx.commit_all("user edits README");
-    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    let user_tip = a_pick_that_conflicts(&fx);
     let before = checkout_listing(&fx.src);
     let (counts, git) = (fx.root.join("refusals"), lock_held_twice_git(&fx));
-    let out = (fx
-        .cmd()
-        .args(["--json", "promote", "-s", "rc", "--mode", "branch"]))
-    .env("A3S_ISO_GIT", git)
-    .output()
-    .unwrap();
-    let (code, doc) = crate::fixture::json_of(out);
+    let (code, doc) = promote_with_git(&fx, "rc", git);
     assert_eq!(
         (code, doc["reason"].as_str()),
         (3, Some("replay_failed")),
@@ -1287,30 +1275,12 @@ fn an_undone_replay_waits_out_your_gits_index_lock() {
 #[test]
 fn a_replay_whose_undo_stays_refused_says_where_your_wip_is() {
     let fx = Fixture::new();
-    fx.bind("rc");
-    let iso = fx.isolation("rc");
-    std::fs::write(iso.join("README.md"), "agent version\n").unwrap();
-    agent_commit(
-        &fx,
-        &iso,
-        "agent edits README",
-        "Agent",
-        "2026-05-01T00:00:00Z",
-    );
-    fx.write("README.md", "user version\n");
-    let user_tip = fx.commit_all("user edits README");
-    fx.write("src/lib.txt", "one\ntwo\nuser wip\n");
+    let user_tip = a_pick_that_conflicts(&fx);
     let git = fx.git_wrapper(
         "stuck-git",
         "case \" $* \" in *' reset -q --hard '*) echo \"fatal: Unable to create '$PWD/.git/index.lock': File exists.\" >&2; exit 128 ;; esac",
     );
-    let out = (fx
-        .cmd()
-        .args(["--json", "promote", "-s", "rc", "--mode", "branch"]))
-    .env("A3S_ISO_GIT", git)
-    .output()
-    .unwrap();
-    let (code, doc) = crate::fixture::json_of(out);
+    let (code, doc) = promote_with_git(&fx, "rc", git);
     assert_eq!((code, error_code(&doc)), (1, "git_failed"), "{doc}");
     let message = doc["error"]["message"].as_str().unwrap();
     assert!(message.contains("kept in stash"), "{message}");
