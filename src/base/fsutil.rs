@@ -52,29 +52,57 @@ fn parent_dir(path: &Path) -> Result<&Path> {
     }
 }
 
-/// Writes `bytes` to `path` atomically and durably: a reader sees the old content or the new.
+/// How far an atomic write is synced before it returns. Every level renames a whole temporary
+/// file into place, so a reader (and a killed process) sees the old file or the new, never part.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sync {
+    /// Nothing synced, as git writes its own index, `HEAD` and loose refs: a file of git's that
+    /// a3s-iso writes in git's place is no more durable than git makes it.
+    AsGit,
+    /// The contents synced before the rename (a state file: a crash of the machine leaves the
+    /// old file or the whole new one). On a journaling file system the rename is durable before
+    /// any change made after it.
+    Contents,
+    /// The contents and then the directory synced: the new name is durable when this returns.
+    /// For what recovery must find after a change it cannot undo otherwise (a promote's intent
+    /// and journal, a purge's mark, a tree's removal).
+    Durable,
+}
+
+/// Writes `bytes` to `path` atomically, its contents synced ([`Sync::Contents`]).
 pub(crate) fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_synced(path, bytes, Sync::Contents)
+}
+
+/// Writes `bytes` to `path` atomically, synced as far as `sync` says.
+pub(crate) fn write_synced(path: &Path, bytes: &[u8], sync: Sync) -> Result<()> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    via_temp(path, &name, |file| file.write_all(bytes))?
+    via_temp(path, &name, sync, |file| file.write_all(bytes))?
         .ctx(|| format!("cannot write {}", path.display()))
 }
 
 /// Copies the file at `from` to `path` atomically, streaming (never whole in memory).
 pub fn copy_atomic(from: &Path, path: &Path) -> Result<()> {
-    via_temp(path, "copy", |file| {
+    copy_synced(from, path, Sync::Contents)
+}
+
+/// [`copy_atomic`], synced as far as `sync` says.
+pub(crate) fn copy_synced(from: &Path, path: &Path, sync: Sync) -> Result<()> {
+    via_temp(path, "copy", sync, |file| {
         io::copy(&mut File::open(from)?, file).map(drop)
     })?
     .ctx(|| format!("cannot copy {} to {}", from.display(), path.display()))
 }
 
 /// A new temporary file `.<stem>.tmp-…` beside `path` (its directory created), written by
-/// `fill`, synced, renamed over `path`, and the directory synced; removed if any step fails.
+/// `fill`, renamed over `path`, synced as `sync` says; removed if any step fails.
 fn via_temp(
     path: &Path,
     stem: &str,
+    sync: Sync,
     fill: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> Result<io::Result<()>> {
     let dir = parent_dir(path)?;
@@ -83,9 +111,14 @@ fn via_temp(
     let result = (|| -> io::Result<()> {
         let mut file = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         fill(&mut file)?;
-        file.sync_all()?;
+        if sync != Sync::AsGit {
+            file.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        File::open(dir)?.sync_all()
+        match sync {
+            Sync::Durable => File::open(dir)?.sync_all(),
+            Sync::AsGit | Sync::Contents => Ok(()),
+        }
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
@@ -126,15 +159,12 @@ impl FileStamp {
 
 /// Keeps the file at `from` as it is now at `path`: a second link to it where one can be made
 /// (its bytes stay as they are while writers replace `from` by rename, as git writes its
-/// index), else an atomic copy; durable either way. The stamp of `from` once kept.
+/// index), else an atomic copy. The stamp of `from` once kept.
 pub(crate) fn keep_as_is(from: &Path, path: &Path) -> Result<FileStamp> {
     let dir = parent_dir(path)?;
     fs::create_dir_all(dir).ctx(|| format!("cannot create {}", dir.display()))?;
     remove_file_if_exists(path)?;
     if fs::hard_link(from, path).is_ok() {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .ctx(|| format!("cannot sync {}", dir.display()))?;
         return FileStamp::of(from);
     }
     let stamp = FileStamp::of(from)?;
@@ -145,6 +175,11 @@ pub(crate) fn keep_as_is(from: &Path, path: &Path) -> Result<FileStamp> {
 /// Serialises `value` as pretty JSON and writes it atomically.
 pub(crate) fn write_json_atomic<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
     write_atomic(path, &pretty_json(value)?)
+}
+
+/// [`write_json_atomic`], its directory synced too ([`Sync::Durable`]).
+pub(crate) fn write_json_durable<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    write_synced(path, &pretty_json(value)?, Sync::Durable)
 }
 
 /// `value` as pretty JSON and a final newline.
@@ -163,6 +198,15 @@ pub(crate) fn write_record_atomic<T: serde::Serialize>(
     value: &T,
 ) -> Result<()> {
     write_atomic(path, &record_bytes(schema, value)?)
+}
+
+/// [`write_record_atomic`], its directory synced too ([`Sync::Durable`]).
+pub(crate) fn write_record_durable<T: serde::Serialize>(
+    path: &Path,
+    schema: &str,
+    value: &T,
+) -> Result<()> {
+    write_synced(path, &record_bytes(schema, value)?, Sync::Durable)
 }
 
 /// The bytes [`write_record_atomic`] writes.

@@ -358,9 +358,13 @@ fn land_queue(
                 continue;
             }
             None => {
-                let landed = land_one(ctx, located, queue, &id);
+                let mut landed = land_one(ctx, located, queue, &id);
                 if !landed.outcome.goes_on() && !queue.keep_going {
                     out.stopped_at = Some(id.to_string());
+                }
+                // Keeping the isolation does nothing to it: recorded with the landing itself.
+                if queue.keep {
+                    clean_up(ctx, located, &id, true, &mut landed);
                 }
                 // Recorded before the cleanup: the next `land` finishes a killed one.
                 queue.sessions[index].1 = Some(landed.clone());

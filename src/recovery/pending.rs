@@ -21,7 +21,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::beneath::Dir;
 use crate::base::error::{IoContext, Result};
-use crate::base::fsutil::{now_ms, read_json, remove_file_if_exists, write_record_atomic};
+use crate::base::fsutil::{
+    Sync, now_ms, read_json, record_bytes, remove_file_if_exists, write_synced,
+};
 use crate::base::ids::SessionId;
 use crate::git::Git;
 use crate::git::repo::Repo;
@@ -136,13 +138,15 @@ pub(crate) fn trash_path(path: &Path, id: &SessionId) -> PathBuf {
     )))
 }
 
-/// Writes an intent (atomically, fsynced) before the operation touches anything.
+/// Writes an intent (atomically, fsynced) before the operation touches anything; one before a
+/// tree is moved or removed is durable when this returns.
 pub(crate) fn save(store: &Store, intent: &TreeMove) -> Result<()> {
-    write_record_atomic(
-        &store.pending_file(intent.session_id()),
-        "a3s-iso.pending.v1",
-        intent,
-    )
+    let sync = match intent {
+        TreeMove::Retain(_) | TreeMove::Reclaim(_) | TreeMove::Discard(_) => Sync::Durable,
+        TreeMove::SettleGit(_) | TreeMove::MergeRun(_) => Sync::Contents,
+    };
+    let bytes = record_bytes("a3s-iso.pending.v1", intent)?;
+    write_synced(&store.pending_file(intent.session_id()), &bytes, sync)
 }
 
 /// Removes a session's intent: its operation is over (or was undone).

@@ -7,7 +7,7 @@ use std::fs;
 use std::os::unix::ffi::OsStrExt;
 
 use crate::base::error::{Error, IoContext, Result};
-use crate::base::fsutil::{copy_atomic, now_ms, remove_file_if_exists, write_atomic};
+use crate::base::fsutil::{Sync, copy_synced, now_ms, remove_file_if_exists, write_synced};
 use crate::base::ids::SessionId;
 use crate::base::warning::{RebaseEnd, RecoveryWarning, Warning};
 use crate::git::{Git, HermeticGit, RefUpdate};
@@ -208,7 +208,7 @@ fn write_index(
         IndexPlan::Saved => {
             let saved = rebase_record::saved_index(store, id);
             return if saved.is_file() {
-                copy_atomic(&saved, &target)
+                copy_synced(&saved, &target, Sync::AsGit)
             } else {
                 remove_file_if_exists(&target)
             };
@@ -239,7 +239,7 @@ fn write_index(
         }
         on_index.index_info(input)?;
     }
-    copy_atomic(index.path(), &target)?;
+    copy_synced(index.path(), &target, Sync::AsGit)?;
     if stages.is_empty() {
         snapshot::note_tree_at(&store.isolation_index_note(&isolation.admin), &target, tree);
     }
@@ -278,7 +278,7 @@ fn edit_index(
     let Some(edited) = edit(&bytes, from.len() / 2, &changes, keep) else {
         return Ok(false);
     };
-    write_atomic(&target, &edited)?;
+    write_synced(&target, &edited, Sync::AsGit)?;
     snapshot::note_tree_at(&store.isolation_index_note(&isolation.admin), &target, to);
     Ok(true)
 }
@@ -292,7 +292,7 @@ fn write_head(store: &Store, isolation: &Isolation, id: &SessionId, plan: &HeadP
             fs::read(&saved).ctx(|| format!("cannot read {}", saved.display()))?
         }
     };
-    write_atomic(&isolation.admin.join("HEAD"), &bytes)
+    write_synced(&isolation.admin.join("HEAD"), &bytes, Sync::AsGit)
 }
 
 /// Once the isolation holds the target: the session moves to the new base, the conflict is

@@ -399,7 +399,7 @@ impl Store {
 
     /// Marks `id` purged (atomically, fsynced) before anything of it is removed.
     pub(crate) fn save_purged(&self, mark: &PurgedMark) -> Result<()> {
-        write_record_atomic(
+        crate::base::fsutil::write_record_durable(
             &self.purged_file(&mark.session_id),
             "a3s-iso.purged.v1",
             mark,
@@ -657,7 +657,11 @@ impl Store {
             entry.session_id = entry.session_id.or(old.session_id);
             entry.step = entry.step.or(old.step);
         }
-        write_record_atomic(&self.journal_file(&entry.digest), JOURNAL_SCHEMA, &entry)
+        crate::base::fsutil::write_record_durable(
+            &self.journal_file(&entry.digest),
+            JOURNAL_SCHEMA,
+            &entry,
+        )
     }
 
     /// Where a3s-iso keeps its own index (the seed of its next snapshot) of the isolation whose

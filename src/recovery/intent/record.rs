@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::base::error::Result;
-use crate::base::fsutil::{read_json, remove_file_if_exists, write_json_atomic};
+use crate::base::fsutil::{read_json, remove_file_if_exists, write_json_durable};
 pub(crate) use crate::base::paths::RepoPath;
 use crate::store::layout::StateDir;
 use crate::store::state::{PromoteMode, Step, Store};
@@ -171,7 +171,7 @@ fn file(store: &Store, digest: &str) -> PathBuf {
 
 /// Writes (or rewrites) an intent: atomic and fsynced before this returns.
 pub(crate) fn save(store: &Store, intent: &Intent) -> Result<()> {
-    write_json_atomic(&file(store, &intent.digest), intent)
+    write_json_durable(&file(store, &intent.digest), intent)
 }
 
 /// The intent of a digest, if one is pending.
