@@ -22,6 +22,7 @@ use crate::base::ids::{RunId, SessionId};
 use crate::base::warning::{LandWarning, Warning};
 use crate::context::{Context, Located};
 use crate::ops::promote::{Mode, Outcome, PromoteOptions, PromoteOutcome, Reason};
+use crate::services::rebase::Presnapshot;
 use crate::store::state::SessionState;
 
 use super::land_gate::Tested;
@@ -347,6 +348,7 @@ fn land_queue(
     queue: &mut Queue,
     out: &mut LandOutcome,
 ) -> Result<()> {
+    let mut pre = None;
     for index in 0..queue.sessions.len() {
         let (id, done) = queue.sessions[index].clone();
         let mut landed = match done.filter(|d| d.outcome.goes_on()) {
@@ -358,7 +360,9 @@ fn land_queue(
                 continue;
             }
             None => {
-                let mut landed = land_one(ctx, located, queue, &id);
+                let ahead = pre.take();
+                let (mut landed, next) = land_one_ahead(ctx, located, queue, (&id, ahead), index);
+                pre = next;
                 if !landed.outcome.goes_on() && !queue.keep_going {
                     out.stopped_at = Some(id.to_string());
                 }
@@ -575,11 +579,44 @@ fn after_landing(
     discard(ctx, id.as_str(), false).map(|done| Some(Cleanup::of(done.recycled)))
 }
 
+/// Lands the session at `index` ([`land_one`], from the snapshot taken ahead of it, `pre`)
+/// while the next one to land is snapshotted beside it; the landing, and that snapshot.
+fn land_one_ahead(
+    ctx: &Context,
+    located: &Located,
+    queue: &Queue,
+    (id, pre): (&SessionId, Option<Presnapshot>),
+    index: usize,
+) -> (LandedSession, Option<Presnapshot>) {
+    let next = queue.sessions[index + 1..]
+        .iter()
+        .find(|(_, done)| done.is_none())
+        .map(|(next, _)| next);
+    let Some(next) = next else {
+        return (land_one(ctx, located, queue, id, pre), None);
+    };
+    std::thread::scope(|scope| {
+        let ahead = scope.spawn(|| {
+            let head = located.repo.head_commit_and_tree(&ctx.git);
+            let head_tree = head.as_ref().map(|(_, tree)| tree.as_str());
+            Presnapshot::take(ctx, located, next, head_tree)
+        });
+        let landed = land_one(ctx, located, queue, id, pre);
+        (landed, ahead.join().ok().flatten())
+    })
+}
+
 /// One session: rebase, test, promote; whatever stops it is its result, not the queue's error.
-fn land_one(ctx: &Context, located: &Located, queue: &Queue, id: &SessionId) -> LandedSession {
+fn land_one(
+    ctx: &Context,
+    located: &Located,
+    queue: &Queue,
+    id: &SessionId,
+    pre: Option<Presnapshot>,
+) -> LandedSession {
     let started = Instant::now();
     let mut landed = LandedSession::new(id, LandResult::Failed);
-    let result = steps(ctx, located, queue, id, &mut landed);
+    let result = steps(ctx, located, queue, (id, pre), &mut landed);
     if result.is_err() && discarded(located, id) {
         // Discarded under its feet (another `land` that landed it, or the user).
         landed = LandedSession::new(id, LandResult::Discarded);
@@ -603,7 +640,7 @@ fn steps(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    id: &SessionId,
+    (id, pre): (&SessionId, Option<Presnapshot>),
     landed: &mut LandedSession,
 ) -> Result<()> {
     let record = ctx.resolve_record(located, Some(id))?;
@@ -624,7 +661,7 @@ fn steps(
     // A rebase that knows the tree it left is what the test sees and what lands: work the
     // isolation gains meanwhile is not tested, so it stays there for a later landing.
     let head = head.map(|(commit, _)| commit);
-    let moved = crate::ops::promote::rebase_if_moved(ctx, located, &session, head.clone())?;
+    let moved = crate::ops::promote::rebase_if_moved(ctx, located, &session, (head.clone(), pre))?;
     let rebased = match moved {
         Moved::Stopped(stopped) => {
             take_promote(landed, *stopped);
@@ -635,15 +672,20 @@ fn steps(
     };
     crate::fault_point!("land-pause-after-rebase");
     // What the test runs on stands on `head`: it must still be HEAD once the test passed.
-    if let Some(test) = queue.test.as_deref()
-        && !test_gate(ctx, located, (test, queue.no_sandbox), (id, head), landed)?
-    {
-        return Ok(());
-    }
+    let tested_on = match queue.test.as_deref() {
+        Some(test) => {
+            let gate = (test, queue.no_sandbox, queue.mode);
+            if !test_gate(ctx, located, gate, (id, head.clone()), landed)? {
+                return Ok(());
+            }
+            head
+        }
+        None => None,
+    };
     let known = rebased
         .as_ref()
         .map(|(tree, head)| crate::ops::promote::Known { tree, head });
-    promote_tested(ctx, located, queue, (id, known), landed)
+    promote_tested(ctx, located, queue, (id, known, tested_on), landed)
 }
 
 /// The result of a session with nothing to land (discarded, or all in HEAD's history), else
@@ -674,11 +716,11 @@ fn landed_already(
 fn test_gate(
     ctx: &Context,
     located: &Located,
-    test: (&str, bool),
+    (test, no_sandbox, queue_mode): (&str, bool, LandMode),
     (id, tested_on): (&SessionId, Option<crate::base::ids::CommitId>),
     landed: &mut LandedSession,
 ) -> Result<bool> {
-    let tested = test_passes(ctx, located, test, id, landed);
+    let tested = test_passes(ctx, located, (test, no_sandbox), id, landed);
     crate::fault_point!("land-after-test");
     // A test on the run's layer wrote nothing to the isolation; one on the full path is
     // moved back to the tree it started from.
@@ -690,7 +732,9 @@ fn test_gate(
         landed.outcome = LandResult::TestFailed;
         return Ok(false);
     }
-    if located.repo.head_commit(&ctx.git) != tested_on {
+    // A branch promote reads HEAD under its lock and refuses another itself.
+    let promote_checks = tested_on.is_some() && promote_mode(queue_mode) == Mode::Branch;
+    if !promote_checks && located.repo.head_commit(&ctx.git) != tested_on {
         landed.outcome = LandResult::Conflict;
         landed.reason = Some(Reason::HeadMoved);
         landed
@@ -706,20 +750,23 @@ fn promote_tested(
     ctx: &Context,
     located: &Located,
     queue: &Queue,
-    (id, rebased): (&SessionId, Option<crate::ops::promote::Known<'_>>),
+    (id, rebased, tested_on): (
+        &SessionId,
+        Option<crate::ops::promote::Known<'_>>,
+        Option<crate::base::ids::CommitId>,
+    ),
     landed: &mut LandedSession,
 ) -> Result<()> {
     // A run that holds the session's lease is still writing its work: none of it lands.
     let _lease = located.store.lease_or_busy(id)?;
     let session = ctx.resolve_session(located, Some(id))?;
+    let mode = promote_mode(queue.mode);
     let opts = PromoteOptions {
         session_id: Some(id.to_string()),
-        mode: match queue.mode {
-            LandMode::Patch => Mode::Patch,
-            LandMode::Squash | LandMode::Branch => Mode::Branch,
-        },
+        mode,
         squash: queue.mode == LandMode::Squash,
         message: queue.message.clone(),
+        tested_on: tested_on.filter(|_| mode == Mode::Branch),
         ..PromoteOptions::default()
     };
     let promoted = crate::ops::promote::promote_session(ctx, located, session, &opts, rebased)?;
@@ -730,6 +777,14 @@ fn promote_tested(
         landed.commit = replayed_head.or_else(|| located.repo.head_commit(&ctx.git));
     }
     Ok(())
+}
+
+/// How a queue's mode promotes.
+fn promote_mode(mode: LandMode) -> Mode {
+    match mode {
+        LandMode::Patch => Mode::Patch,
+        LandMode::Squash | LandMode::Branch => Mode::Branch,
+    }
 }
 
 /// The session's result from a promote's outcome.

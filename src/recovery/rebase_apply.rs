@@ -61,46 +61,64 @@ pub(crate) fn carry_out(
             snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree
         }
     };
-    let mut changes = None;
-    if let Start::Fresh { .. } = start {
-        changes = try_files(&wt, &isolation, &now, &intent.tree)?;
-        rebase_record::save_intent(store, intent)?;
-    }
-    crate::fault_point!("rebase-after-intent");
-    let moved = move_files(
-        &wt,
-        store,
-        &isolation,
-        (&now, &intent.tree),
-        changes.as_ref(),
-    );
-    if let Err(err) = moved {
-        // git refuses before it writes anything (a file changed since the snapshot): then
-        // the isolation is as it was and the intent goes; after a partial write it stays
-        // for recovery to finish.
-        if let Start::Fresh { .. } = start
-            && snapshot::snapshot(&wt, Seed::Own(&seed), &scratch)?.tree == now
-        {
-            rebase_record::remove_intent(store, &intent.session_id)?;
-        }
-        return Err(err);
-    }
-    crate::fault_point!("rebase-after-files");
     let known = match start {
         Start::Fresh { index, .. } => index,
         Start::Recovery => None,
     };
+    // What an index saved as a tree needs to become the target's, asked beside the files'
+    // move (both only read trees).
+    let index_move = match (known, &intent.index) {
+        (Some(saved), IndexPlan::Tree(to)) => Some((saved.tree.as_str(), to.as_str())),
+        _ => None,
+    };
+    let index_diff = std::thread::scope(|scope| {
+        let diff = index_move.map(|(from, to)| scope.spawn(|| wt.tree_diff(from, to)));
+        let moved = write_files_first(&wt, store, (&isolation, &seed), (&now, intent), &start);
+        let diff = diff.map(|diff| diff.join().ok().and_then(Result::ok));
+        moved.map(|()| diff.flatten())
+    })?;
+    crate::fault_point!("rebase-after-files");
     write_index(
         &wt,
         store,
         &isolation,
-        (&intent.session_id, known),
+        (&intent.session_id, known.map(|saved| (saved, index_diff))),
         &intent.index,
     )?;
     write_head(store, &isolation, &intent.session_id, &intent.head)?;
     crate::fault_point!("rebase-after-head");
     follow_up(git, store, &intent.session_id, &intent.then)?;
     rebase_record::remove_intent(store, &intent.session_id)
+}
+
+/// A fresh intent is checked and recorded first; then the files move from `now` to the
+/// intent's tree. git refusing before it writes anything (a file changed since the snapshot)
+/// leaves the isolation as it was, and the intent goes; after a partial write it stays for
+/// recovery to finish.
+fn write_files_first(
+    wt: &HermeticGit,
+    store: &Store,
+    (isolation, seed): (&Isolation, &std::path::Path),
+    (now, intent): (&str, &Applying),
+    start: &Start<'_>,
+) -> Result<()> {
+    let mut changes = None;
+    if let Start::Fresh { .. } = start {
+        changes = try_files(wt, isolation, now, &intent.tree)?;
+        rebase_record::save_intent(store, intent)?;
+    }
+    crate::fault_point!("rebase-after-intent");
+    let moved = move_files(wt, store, isolation, (now, &intent.tree), changes.as_ref());
+    if let Err(err) = moved {
+        let scratch = store.scratch_dir();
+        if let Start::Fresh { .. } = start
+            && snapshot::snapshot(wt, Seed::Own(seed), &scratch)?.tree == now
+        {
+            rebase_record::remove_intent(store, &intent.session_id)?;
+        }
+        return Err(err);
+    }
+    Ok(())
 }
 
 /// Refuses a move from what the working tree holds now (`now`) to `tree` that would write
@@ -195,12 +213,15 @@ fn write_index(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,
-    (id, known): (&SessionId, Option<&SavedIndex>),
+    (id, known): (
+        &SessionId,
+        Option<(&SavedIndex, Option<crate::git::TreeDiff>)>,
+    ),
     plan: &IndexPlan,
 ) -> Result<()> {
     let target = isolation.admin.join("index");
-    if let (IndexPlan::Tree(tree), Some(saved)) = (plan, known)
-        && edit_index(wt, store, isolation, saved, tree)?
+    if let (IndexPlan::Tree(tree), Some((saved, diff))) = (plan, known)
+        && edit_index(wt, store, isolation, (saved, diff), tree)?
     {
         return Ok(());
     }
@@ -252,7 +273,7 @@ fn edit_index(
     wt: &HermeticGit,
     store: &Store,
     isolation: &Isolation,
-    saved: &SavedIndex,
+    (saved, diff): (&SavedIndex, Option<crate::git::TreeDiff>),
     to: &str,
 ) -> Result<bool> {
     use crate::git::index_file::edit::{Keep, edit};
@@ -266,7 +287,10 @@ fn edit_index(
     let from = saved.tree.as_str();
     let crate::git::TreeDiff {
         changes, subtrees, ..
-    } = wt.tree_diff(from, to)?;
+    } = match diff {
+        Some(diff) => diff,
+        None => wt.tree_diff(from, to)?,
+    };
     // The index held exactly `from`: it holds `to` after the edit.
     let keep = Keep {
         racy_from: Some(crate::git::index_file::recent::written_second(&target)?),

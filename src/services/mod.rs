@@ -16,6 +16,7 @@ pub mod nested;
 pub mod network;
 pub mod overlaps;
 pub mod pool;
+pub(crate) mod presnapshot;
 pub mod profile;
 pub mod profile_copies;
 pub mod profile_review;

@@ -30,6 +30,7 @@ use crate::recovery::rebase_record::{
     self, Applying, HeadPlan, IndexPlan, Pre, RebaseState, Stage, Then,
 };
 pub(crate) use crate::recovery::rebase_record::{conflicted_onto, conflicted_paths};
+pub(crate) use crate::services::presnapshot::Presnapshot;
 use crate::store::state::SessionRecord;
 
 /// What `rebase` is asked to do.
@@ -139,6 +140,16 @@ impl RebaseOutcome {
 
 /// Rebases, continues or aborts, under the repository lock and the session's lease.
 pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
+    rebase_ahead(ctx, opts, None)
+}
+
+/// [`rebase`], with the session's snapshot taken ahead ([`Presnapshot`]), used if it is still
+/// current.
+pub(crate) fn rebase_ahead(
+    ctx: &Context,
+    opts: &RebaseOptions,
+    pre: Option<Presnapshot>,
+) -> Result<RebaseOutcome> {
     if opts.action != Action::Abort {
         ctx.git.require_merge_tree()?;
     }
@@ -153,7 +164,8 @@ pub fn rebase(ctx: &Context, opts: &RebaseOptions) -> Result<RebaseOutcome> {
         .ok_or_else(|| Error::internal("the session's record went away"))?;
     let state = rebase_record::load_state(&located.store, &session.session_id)?
         .filter(|s| s.session_created_at_ms == session.created_at_ms);
-    let work = Work::new(ctx, &located, &session)?;
+    let mut work = Work::new(ctx, &located, &session)?;
+    work.pre = pre.filter(|pre| pre.session_id() == &session.session_id);
     let mut out = match (opts.action, state) {
         (Action::Start, Some(state)) => {
             let paths = state.paths.iter().map(RepoPath::shown).collect();
@@ -203,6 +215,17 @@ struct Work<'a> {
     flat: std::cell::Cell<bool>,
     /// What conflict markers call the side moved onto, once a merge needed it.
     onto: std::cell::OnceCell<String>,
+    /// The snapshot taken ahead of this rebase, if one was.
+    pre: Option<Presnapshot>,
+    /// The pins of the isolation as it was, being written while the merge is worked out (only
+    /// objects are written until the isolation changes, which waits for them).
+    pinning: std::cell::RefCell<Option<std::thread::JoinHandle<Result<()>>>>,
+}
+
+impl Drop for Work<'_> {
+    fn drop(&mut self) {
+        let _ = self.pinned();
+    }
 }
 
 impl<'a> Work<'a> {
@@ -224,11 +247,13 @@ impl<'a> Work<'a> {
             index_now: std::cell::RefCell::new(None),
             flat: std::cell::Cell::new(false),
             onto: std::cell::OnceCell::new(),
+            pre: None,
+            pinning: std::cell::RefCell::new(None),
         })
     }
 
     /// A fresh rebase onto `onto` (default: the source's HEAD).
-    fn start(&self, onto: Option<&str>) -> Result<RebaseOutcome> {
+    fn start(&mut self, onto: Option<&str>) -> Result<RebaseOutcome> {
         let session = self.session;
         if session.carried_wip {
             return Err(Error::from(Invalid::RebaseOfCarriedWip {
@@ -287,10 +312,15 @@ impl<'a> Work<'a> {
 
     /// Pins the isolation as it is (HEAD, index tree, snapshot) and saves its index and HEAD
     /// files byte for byte.
-    fn pin_pre(&self, head: &str) -> Result<Pre> {
+    fn pin_pre(&mut self, head: &str) -> Result<Pre> {
         let store = &self.located.store;
         let id = &self.session.session_id;
-        let snapshot = self.isolation.snapshot(self.ctx, self.located)?;
+        let ahead = self.pre.take();
+        let snapshot = match ahead.and_then(|pre| pre.still_current(self.located, &self.isolation))
+        {
+            Some(snapshot) => snapshot,
+            None => self.isolation.snapshot(self.ctx, self.located)?,
+        };
         *self.now.borrow_mut() = Some(snapshot.tree.clone());
         self.flat
             .set(snapshot.nested.is_empty() && snapshot.gitlinks.is_empty());
@@ -329,7 +359,10 @@ impl<'a> Work<'a> {
             pins.push(("index", tree.clone()));
         }
         self.index_now.replace(index_now);
-        self.pin(&pins)?;
+        let (git, dir, updates) = self.pin_updates(&pins);
+        let pinning =
+            std::thread::spawn(move || git.update_refs(&dir, &updates, "a3s-iso: rebase"));
+        self.pinning.replace(Some(pinning));
         Ok(Pre {
             head: head.to_string(),
             snapshot_tree: snapshot.tree,
@@ -396,6 +429,16 @@ impl<'a> Work<'a> {
 
     /// Sets `<ns>sessions/<id>/rebase/<name>` for each pair, in one transaction.
     fn pin(&self, pins: &[(&str, String)]) -> Result<()> {
+        self.pinned()?;
+        let (git, dir, updates) = self.pin_updates(pins);
+        git.update_refs(&dir, &updates, "a3s-iso: rebase")
+    }
+
+    /// What [`Work::pin`] runs: git, where, and the updates.
+    fn pin_updates(
+        &self,
+        pins: &[(&str, String)],
+    ) -> (crate::git::Git, std::path::PathBuf, Vec<RefUpdate>) {
         let ns = self.located.store.refs();
         let dir = ns.session_dir(&self.session.session_id);
         let updates: Vec<RefUpdate> = pins
@@ -405,9 +448,18 @@ impl<'a> Work<'a> {
                 target: target.clone(),
             })
             .collect();
-        self.ctx
-            .git
-            .update_refs(&self.located.repo.common_dir, &updates, "a3s-iso: rebase")
+        let repo = self.located.repo.common_dir.clone();
+        (self.ctx.git.clone(), repo, updates)
+    }
+
+    /// Waits for the pins [`Work::pin_pre`] set going: the isolation changes only after them.
+    fn pinned(&self) -> Result<()> {
+        match self.pinning.borrow_mut().take() {
+            Some(pinning) => pinning
+                .join()
+                .unwrap_or_else(|_| Err(Error::internal("the rebase's pins stopped"))),
+            None => Ok(()),
+        }
     }
 
     /// Replays what is left of the session's commits, then merges its uncommitted work.
@@ -566,6 +618,7 @@ impl<'a> Work<'a> {
     /// Carries out a fresh intent for the isolation's files (`tree`), index, HEAD and what
     /// follows, from the snapshot this command took (none for an abort).
     fn carry_out(&self, tree: String, index: IndexPlan, head: HeadPlan, then: Then) -> Result<()> {
+        self.pinned()?;
         let intent = Applying {
             schema: rebase_record::INTENT_SCHEMA.into(),
             session_id: self.session.session_id.clone(),

@@ -150,6 +150,7 @@ impl PromoteArgs {
                 max_bytes: self.max_bytes,
             }),
             artifacts_opened: None,
+            tested_on: None,
         }
     }
 }

@@ -14,7 +14,7 @@ use crate::base::error::{Error, GitFailure, Result};
 use crate::base::fsutil::{now_ms, unique_suffix};
 use crate::base::ids::{CommitId, Digest};
 use crate::base::paths::RepoPath;
-use crate::base::warning::PromoteWarning;
+use crate::base::warning::{LandWarning, PromoteWarning};
 use crate::context::{Context, Located};
 use crate::git::{CatFile, Git, GitOutput, Identity, Marked, Person, Untracked};
 use crate::model::isolation::writable_isolation;
@@ -124,6 +124,16 @@ fn replay_root(
     }
     let target = target(&ctx.git, &session.source)?;
     out.current_revision = Some(target.old_tip.clone());
+    if opts
+        .tested_on
+        .as_ref()
+        .is_some_and(|tested| *tested != target.old_tip)
+    {
+        out.conflict(Reason::HeadMoved, None);
+        out.warnings.push(LandWarning::HeadMovedDuringTest.into());
+        artifacts.summarise(&out)?;
+        return Ok(out);
+    }
     // The commits to replay are the ones HEAD named when the work was captured (or as the
     // caller knew it): an unusable HEAD is refused, never replaced by a guess.
     let isolation_head = match &candidate.isolation_head {
@@ -139,17 +149,14 @@ fn replay_root(
                 session,
                 target: &target,
             };
-            let in_the_way = match fast_forward_to(&job, &chain) {
-                Some(to) => yours_where_it_moves(&ctx.git, &session.source, (&target.old_tip, to))?,
-                None => job.your_files_in_the_way(&ctx.git, &chain)?,
-            };
+            let (in_the_way, retained_before) = in_the_way_and_retained(ctx, &job, &chain)?;
             if !in_the_way.is_empty() {
                 out.conflict(Reason::PatchDoesNotApply, Some(IN_THE_WAY.into()));
                 out.set_conflicting_paths(in_the_way);
                 artifacts.summarise(&out)?;
                 return Ok(out);
             }
-            execute(ctx, &job, &chain, &mut out)?
+            execute(ctx, &job, (&chain, retained_before), &mut out)?
         }
         Planned::Refused { commit, detail } => {
             out.conflict(Reason::ReplayFailed, Some(detail));
@@ -160,6 +167,33 @@ fn replay_root(
     }
     artifacts.summarise(&out)?;
     Ok(out)
+}
+
+/// Your files in the way of the chain (see [`yours_where_it_moves`] for a fast-forward), and,
+/// read beside them, the commit the session's retained branch names before the chain moves it.
+fn in_the_way_and_retained(
+    ctx: &Context,
+    job: &Job<'_>,
+    chain: &[Pick],
+) -> Result<(Vec<RepoPath>, Option<String>)> {
+    let (git, source) = (&ctx.git, job.session.source.as_path());
+    let ns = job.located.store.refs();
+    let retained = format!(
+        "refs/heads/{}^{{commit}}",
+        ns.retained_branch(&job.session.session_id)
+    );
+    let (in_the_way, retained_before) = std::thread::scope(|scope| {
+        let before = scope.spawn(|| git.rev_parse(source, &retained));
+        let in_the_way = match fast_forward_to(job, chain) {
+            Some(to) => yours_where_it_moves(git, source, (&job.target.old_tip, to)),
+            None => job.your_files_in_the_way(git, chain),
+        };
+        let before = before
+            .join()
+            .unwrap_or_else(|_| Err(Error::internal("the read of the retained branch stopped")));
+        (in_the_way, before)
+    });
+    Ok((in_the_way?, retained_before?))
 }
 
 /// The squash or the replay, as `opts` asks.
@@ -681,7 +715,12 @@ impl<'a> Recorder<'a> {
 /// in place, else a replay with the WIP set aside and restored) and journals. Nothing may stop
 /// halfway: interrupts wait, git runs where a Ctrl-C cannot reach it, and the next command
 /// finishes (or rolls back) a crash from the intent.
-fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcome) -> Result<()> {
+fn execute(
+    ctx: &Context,
+    job: &Job<'_>,
+    (chain, retained_before): (&[Pick], Option<String>),
+    out: &mut PromoteOutcome,
+) -> Result<()> {
     let git = &ctx.git;
     let source = job.session.source.as_path();
     let id = &job.session.session_id;
@@ -694,7 +733,7 @@ fn execute(ctx: &Context, job: &Job<'_>, chain: &[Pick], out: &mut PromoteOutcom
         session_id: id,
     };
     let fast = fast_forward_to(job, chain);
-    let (retained_before, kept, had_wip) = keep_chain_reading_wip(&refs, tip, fast.is_none(), out)?;
+    let (kept, had_wip) = keep_chain_reading_wip(&refs, tip, fast.is_none(), out)?;
     let mut report = BranchReport::new(&job.target.branch, kept.then(|| ns.retained_branch(id)));
     // Read only for a replay: a fast-forward leaves the WIP where it is.
     let had_wip = had_wip.unwrap_or(false);
@@ -1016,32 +1055,26 @@ fn put_back_wip(
     }
 }
 
-/// The retained branch's commit before it is pointed at `tip` ([`keep_chain`]), whether it
-/// was, and, when `wip` asks, whether your checkout holds work to set aside: read while the
-/// branch moves (a ref and your checkout: neither touches the other), so that read ends no
-/// earlier before the replay than it did after the branch moved.
+/// Whether the retained branch now points at `tip` ([`keep_chain`]), and, when `wip` asks, whether your checkout holds work to set aside: read while the branch
+/// moves (a ref and your checkout: neither touches the other), so that read ends no earlier
+/// before the replay than it did after the branch moved.
 fn keep_chain_reading_wip(
     refs: &SessionRefs<'_>,
     tip: &str,
     wip: bool,
     out: &mut PromoteOutcome,
-) -> Result<(Option<String>, bool, Option<bool>)> {
+) -> Result<(bool, Option<bool>)> {
     let (git, source) = (refs.git, refs.dir);
-    let (retained_before, kept, had_wip) = std::thread::scope(|scope| {
+    let (kept, had_wip) = std::thread::scope(|scope| {
         let read = wip.then(|| scope.spawn(|| intent::has_wip(git, source)));
-        let retained = format!(
-            "refs/heads/{}^{{commit}}",
-            refs.ns.retained_branch(refs.session_id)
-        );
-        let retained_before = git.rev_parse(source, &retained);
-        let kept = retained_before.is_ok() && keep_chain(refs, tip, out);
+        let kept = keep_chain(refs, tip, out);
         let had_wip = read.map(|read| {
             read.join()
                 .unwrap_or_else(|_| Err(Error::internal("the read of your work stopped")))
         });
-        (retained_before, kept, had_wip)
+        (kept, had_wip)
     });
-    Ok((retained_before?, kept, had_wip.transpose()?))
+    Ok((kept, had_wip.transpose()?))
 }
 
 /// Points the retained branch at `tip`: a convenience, so a branch in its way only warns.

@@ -64,7 +64,8 @@ pub fn promote(ctx: &Context, opts: &PromoteOptions) -> Result<PromoteOutcome> {
         }
         if opts.rebase {
             let head = located.repo.head_commit(&ctx.git);
-            if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session, head)? {
+            if let Moved::Stopped(mut out) = rebase_if_moved(ctx, &located, &session, (head, None))?
+            {
                 out.mode = opts.mode;
                 return Ok(*out);
             }
@@ -142,12 +143,13 @@ fn promote_patch(
     Ok(out)
 }
 
-/// `--rebase`: a session whose source HEAD moved is rebased onto `head` (`None`: unborn) first.
+/// `--rebase`: a session whose source HEAD moved is rebased onto `head` (`None`: unborn) first,
+/// from the snapshot taken ahead (`pre`) while it is still current.
 pub(crate) fn rebase_if_moved(
     ctx: &Context,
     located: &Located,
     session: &crate::store::state::SessionRecord,
-    head: Option<CommitId>,
+    (head, pre): (Option<CommitId>, Option<rebase::Presnapshot>),
 ) -> Result<Moved> {
     let previous = last_step(&located.store, session, None)?;
     let expected = previous
@@ -157,13 +159,14 @@ pub(crate) fn rebase_if_moved(
     if head.is_none() || head.as_deref() == Some(expected) {
         return Ok(Moved::Not);
     }
-    let rebased = rebase::rebase(
+    let rebased = rebase::rebase_ahead(
         ctx,
         &rebase::RebaseOptions {
             session_id: Some(session.session_id.to_string()),
             onto: head.as_ref().map(CommitId::to_string),
             action: rebase::Action::Start,
         },
+        pre,
     )?;
     if rebased.outcome != rebase::RebaseResult::Conflicted {
         ctx.push_notices(rebased.warnings);

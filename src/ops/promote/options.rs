@@ -47,6 +47,10 @@ pub struct PromoteOptions {
     pub squash: bool,
     /// Branch mode: the message of the squashed commit, or of the uncommitted leftovers'.
     pub message: Option<String>,
+    /// Branch mode, for a landing's test gate: the commit HEAD was when the test ran. Read
+    /// again under the promote's lock, HEAD anywhere else is a `head_moved` conflict that
+    /// lands nothing (what was tested is what lands).
+    pub tested_on: Option<CommitId>,
 }
 
 /// What the caller knows the isolation holds, in place of a fresh capture: the tree and HEAD a

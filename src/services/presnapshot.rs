@@ -1,0 +1,83 @@
+//! A snapshot of a session's isolation taken ahead of its rebase: a land queue takes the next
+//! session's while the one before it lands (its test, its promote), so that the snapshot's
+//! reading of the isolation costs the queue nothing. It is what the rebase would have taken,
+//! a little earlier: work the isolation gains after it is not tested and not landed, and
+//! stays in the isolation for a later landing, as work gained during the rebase always did.
+//!
+//! The rebase uses it only while it still describes the isolation: nothing wrote the
+//! isolation's `HEAD` or index since (an agent's commit or `git add`), and the index a3s-iso
+//! keeps of it is still the one this snapshot left (any later snapshot, a run's included,
+//! replaces that file). The files the rebase then moves are each checked against that index
+//! before they are written, as always: one changed since is never written over.
+
+use crate::base::fsutil::FileStamp;
+use crate::base::ids::SessionId;
+use crate::context::{Context, Located};
+use crate::model::isolation::{Isolation, writable_isolation};
+use crate::model::snapshot::Snapshot;
+use crate::store::state::SessionState;
+
+/// A snapshot taken ahead, with the stamps of what says it is still current.
+pub(crate) struct Presnapshot {
+    session_id: SessionId,
+    snapshot: Snapshot,
+    /// The isolation's `HEAD` and index before the snapshot began.
+    git_files: [Option<FileStamp>; 2],
+    /// a3s-iso's index of the isolation, as the snapshot left it.
+    seed: FileStamp,
+}
+
+impl Presnapshot {
+    /// The snapshot of session `id`'s isolation now, taken under its lease, when it will be
+    /// rebased: bound, writable, with work that HEAD (its tree `head_tree`) does not hold yet.
+    /// `None` whenever it cannot be taken so (the rebase then takes its own).
+    pub(crate) fn take(
+        ctx: &Context,
+        located: &Located,
+        id: &SessionId,
+        head_tree: Option<&str>,
+    ) -> Option<Presnapshot> {
+        let record = located.store.load_session(id).ok()??;
+        if record.state != SessionState::Bound || record.carried_wip {
+            return None;
+        }
+        let may_be_landed =
+            crate::services::landed::may_be_landed(ctx, located, &record, head_tree);
+        if may_be_landed.unwrap_or(true) {
+            return None;
+        }
+        let isolation = writable_isolation(&record).ok()?;
+        let _lease = located.store.try_lease(id).ok()??;
+        let git_files = git_files(&isolation);
+        let snapshot = isolation.snapshot(ctx, located).ok()?;
+        let seed = FileStamp::of(&located.store.seed_index_path(&isolation.admin)).ok()?;
+        Some(Presnapshot {
+            session_id: id.clone(),
+            snapshot,
+            git_files,
+            seed,
+        })
+    }
+
+    /// The session it was taken of.
+    pub(crate) fn session_id(&self) -> &SessionId {
+        &self.session_id
+    }
+
+    /// The snapshot, if it still describes `isolation` (see the module).
+    pub(crate) fn still_current(
+        self,
+        located: &Located,
+        isolation: &Isolation,
+    ) -> Option<Snapshot> {
+        let seed = located.store.seed_index_path(&isolation.admin);
+        let current =
+            git_files(isolation) == self.git_files && FileStamp::of(&seed).ok() == Some(self.seed);
+        current.then_some(self.snapshot)
+    }
+}
+
+/// The stamps of the isolation's `HEAD` and index (`None`: not there).
+fn git_files(isolation: &Isolation) -> [Option<FileStamp>; 2] {
+    ["HEAD", "index"].map(|name| FileStamp::of(&isolation.admin.join(name)).ok())
+}
